@@ -1,0 +1,156 @@
+package alloc
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// Handle names one live allocation inside one allocator. The zero Handle is
+// never valid. Handles carry a generation, so a handle that was freed (or that
+// belongs to another allocator instance) is rejected rather than freeing an
+// unrelated block that happens to reuse the same slot.
+type Handle uint64
+
+// Block is what Alloc returns: the allocation's handle, where it lives and how
+// many bytes it occupies (at least the requested size).
+type Block struct {
+	Handle Handle
+	Addr   uint64
+	Size   int64
+}
+
+// Allocator is a GPU memory allocator over a modelled device. Implementations
+// are deterministic and not safe for concurrent use.
+type Allocator interface {
+	// Spec is the allocator's configuration in the form Parse accepts
+	// ("caching:expandable_segments:True").
+	Spec() string
+	// Alloc serves a request of size bytes (size > 0) on stream. When memory
+	// cannot be found it returns an *OOMError (errors.Is ErrOutOfMemory) and
+	// the state is as the allocator's own out-of-memory path leaves it (the
+	// caching allocator, for example, may have released cached segments).
+	Alloc(size int64, stream int) (Block, error)
+	// Free releases a live allocation. A handle that is not live in this
+	// allocator (never issued, freed already, or another allocator's) returns
+	// ErrInvalidHandle and changes nothing.
+	Free(h Handle) error
+	// EmptyCache returns cached memory that is wholly free to the device, as
+	// torch.cuda.empty_cache() does. Allocators without a cache do nothing.
+	EmptyCache()
+	// Stats returns counters kept incrementally; they always equal a recount
+	// of Layout.
+	Stats() Stats
+	// Layout returns a copy of every segment and block. It costs O(blocks).
+	Layout() mem.Layout
+	// MaxAllocatable is the largest single request on stream 0 that would
+	// succeed now, counting memory the allocator would release on its way to
+	// an out-of-memory error.
+	MaxAllocatable() int64
+	// Clone returns an independent copy with its own device, for what-if
+	// questions ("would this request succeed?") and for planning.
+	Clone() Allocator
+}
+
+// Relocator is the optional hook defragmentation uses: move a live allocation
+// to another address of the same allocator. The handle stays valid; its
+// address changes. dst must lie inside free memory of the same pool and
+// stream that can hold the block; otherwise ErrBadMove is returned and
+// nothing changes. The cost of copying the bytes is the caller's to account.
+type Relocator interface {
+	Relocate(h Handle, dst uint64) (Block, error)
+}
+
+// Syncer is implemented by allocators whose behaviour depends on stream
+// synchronisation (the stream-ordered async pool trims itself at sync points).
+type Syncer interface {
+	Sync()
+}
+
+// Stats are an allocator's counters. Byte counts follow DESIGN.md §4.
+type Stats struct {
+	Capacity int64 // device memory
+	OtherUse int64 // weights, CUDA context
+
+	Reserved  int64 // Σ segment sizes (memory held from the device)
+	Allocated int64 // Σ live block sizes
+	Requested int64 // Σ bytes callers asked for, over live blocks
+
+	PeakReserved  int64
+	PeakAllocated int64
+
+	Segments   int // current segments (mapped runs for expandable/VMM memory)
+	LiveBlocks int // current live allocations
+
+	Allocs       int64 // successful Alloc calls
+	Frees        int64 // successful Free calls
+	OOMs         int64 // Alloc calls that failed for lack of memory
+	DeviceAllocs int64 // raw device allocations and page mappings
+	DeviceFrees  int64 // raw device frees and page unmappings
+	Retries      int64 // allocations that needed the release-everything retry
+}
+
+// CachedFree is reserved − allocated: PyTorch's "reserved but unallocated".
+func (s Stats) CachedFree() int64 { return s.Reserved - s.Allocated }
+
+// String renders the stats as an aligned two-column table for people and
+// golden files.
+func (s Stats) String() string {
+	var sb strings.Builder
+	row := func(k string, v any) { fmt.Fprintf(&sb, "%-14s %v\n", k, v) }
+	row("reserved", mem.FormatBytes(s.Reserved))
+	row("allocated", mem.FormatBytes(s.Allocated))
+	row("requested", mem.FormatBytes(s.Requested))
+	row("cached_free", mem.FormatBytes(s.CachedFree()))
+	row("peak_reserved", mem.FormatBytes(s.PeakReserved))
+	row("peak_alloc", mem.FormatBytes(s.PeakAllocated))
+	row("segments", s.Segments)
+	row("live_blocks", s.LiveBlocks)
+	fmt.Fprintf(&sb, "%-14s allocs=%d frees=%d ooms=%d device_allocs=%d device_frees=%d retries=%d\n",
+		"counters", s.Allocs, s.Frees, s.OOMs, s.DeviceAllocs, s.DeviceFrees, s.Retries)
+	return sb.String()
+}
+
+// Sentinel errors.
+var (
+	// ErrOutOfMemory is matched (errors.Is) by every *OOMError.
+	ErrOutOfMemory = errors.New("alloc: out of memory")
+	// ErrInvalidHandle: Free or Relocate of a handle that is not live here.
+	ErrInvalidHandle = errors.New("alloc: invalid handle (not live in this allocator: double free or foreign block)")
+	// ErrInvalidSize: a request of zero or negative bytes.
+	ErrInvalidSize = errors.New("alloc: request size must be positive")
+	// ErrBadSpec: an allocator spec or setting that cannot be parsed or is out of range.
+	ErrBadSpec = errors.New("alloc: bad allocator spec")
+	// ErrBadMove: a relocation whose destination is not free memory that fits.
+	ErrBadMove = errors.New("alloc: bad relocation")
+)
+
+// OOMError carries the fields of PyTorch's out-of-memory message, so a user
+// can compare our model's failure with the one in their logs.
+type OOMError struct {
+	Requested int64 // bytes the caller asked for
+	// AllocSize is what the allocator tried to obtain from the device: the
+	// segment size for the caching allocator (PyTorch prints this as "Tried to
+	// allocate"), otherwise the rounded request.
+	AllocSize  int64
+	Capacity   int64 // device total
+	DeviceFree int64 // free device memory at the time of failure
+	Allocated  int64 // allocated by this allocator
+	Reserved   int64 // reserved by this allocator
+}
+
+// ReservedUnallocated is PyTorch's "reserved by PyTorch but unallocated".
+func (e *OOMError) ReservedUnallocated() int64 { return e.Reserved - e.Allocated }
+
+// Error follows PyTorch's wording (c10/cuda/CUDACachingAllocator.cpp).
+func (e *OOMError) Error() string {
+	return fmt.Sprintf("out of memory: tried to allocate %s (request %s); device has a total capacity of %s of which %s is free; "+
+		"%s is allocated and %s is reserved but unallocated",
+		mem.FormatBytes(e.AllocSize), mem.FormatBytes(e.Requested), mem.FormatBytes(e.Capacity),
+		mem.FormatBytes(e.DeviceFree), mem.FormatBytes(e.Allocated), mem.FormatBytes(e.ReservedUnallocated()))
+}
+
+// Is makes errors.Is(err, ErrOutOfMemory) true.
+func (e *OOMError) Is(target error) bool { return target == ErrOutOfMemory }

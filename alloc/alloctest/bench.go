@@ -1,0 +1,97 @@
+package alloctest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// BenchCapacity is the device used by BenchAllocFree: an 80 GiB GPU, the
+// size of an A100/H100, large enough for 10,000 live blocks of the mix below.
+const BenchCapacity = 80 * mem.GiB
+
+// BenchSizes draws the request mix of BenchAllocFree: log-uniform sizes from
+// 512 B to 4 MiB (activations and small tensors, both pools of the caching
+// allocator), so that 10,000 live blocks fit in BenchCapacity with room for
+// the cache. The seed is fixed, so every allocator sees the same requests.
+func BenchSizes(n int, seed uint64) []int64 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]int64, n)
+	for i := range out {
+		// 2^(9 + 13u) for u uniform in [0,1): 512 B .. 4 MiB, then jitter
+		// within the power of two so sizes are not all round.
+		e := 9 + r.IntN(13)
+		out[i] = int64(1)<<e + r.Int64N(int64(1)<<e)
+	}
+	return out
+}
+
+// BenchAllocFree measures one free+alloc pair in steady state with live
+// blocks outstanding: it fills the allocator with live allocations, then each
+// iteration frees a pseudo-randomly chosen live block and allocates a new one
+// in its place. It reports the fragmentation rate reached at the end as the
+// custom metric "frag-rate" (frag.Compute) so quality shows beside speed.
+//
+// Run as, for example:
+//
+//	go test ./alloc/... -run '^$' -bench 'BenchmarkAllocFree' -benchmem -count 6
+func BenchAllocFree(b *testing.B, newA New, live int) {
+	dev := mem.MustDevice(BenchCapacity, 0)
+	a, err := newA(dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const ring = 1 << 14
+	sizes := BenchSizes(ring, 42)
+	r := rand.New(rand.NewPCG(7, 7))
+	victims := make([]int, ring)
+	for i := range victims {
+		victims[i] = r.IntN(live)
+	}
+	hs := make([]alloc.Handle, live)
+	for i := range hs {
+		blk, err := a.Alloc(sizes[i%ring], 0)
+		if err != nil {
+			b.Fatalf("fill %d: %v", i, err)
+		}
+		hs[i] = blk.Handle
+	}
+	// Warm up so the steady state (caches, free lists) is reached before timing.
+	step := func(i int) {
+		j := victims[i&(ring-1)]
+		if err := a.Free(hs[j]); err != nil {
+			b.Fatal(err)
+		}
+		blk, err := a.Alloc(sizes[(i*7+3)&(ring-1)], 0)
+		if err != nil {
+			b.Fatalf("alloc %d: %v", i, err)
+		}
+		hs[j] = blk.Handle
+	}
+	for i := range 2 * live {
+		step(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step(i)
+	}
+	b.StopTimer()
+	b.ReportMetric(frag.Compute(a.Layout()).FragRate, "frag-rate")
+}
+
+// BenchLiveCounts are the live-block counts of the standard benchmark.
+var BenchLiveCounts = []int{100, 10000}
+
+// RunBenchAllocFree runs BenchAllocFree as BenchmarkAllocFree/allocator=NAME/live=N.
+func RunBenchAllocFree(b *testing.B, name string, newA New) {
+	b.Run("allocator="+name, func(b *testing.B) {
+		for _, n := range BenchLiveCounts {
+			b.Run(fmt.Sprintf("live=%d", n), func(b *testing.B) { BenchAllocFree(b, newA, n) })
+		}
+	})
+}
