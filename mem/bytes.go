@@ -95,7 +95,11 @@ func FormatBytes(n int64) string {
 			if u%x.mult == 0 {
 				return neg + strconv.FormatInt(u/x.mult, 10) + x.name
 			}
-			return neg + strconv.FormatFloat(float64(u)/float64(x.mult), 'f', 2, 64) + x.name
+			f := strconv.FormatFloat(float64(u)/float64(x.mult), 'f', 2, 64)
+			if strings.HasSuffix(f, ".00") && x.mult > KiB {
+				continue // "1.00MiB" would hide the odd bytes: use a smaller unit
+			}
+			return neg + f + x.name
 		}
 	}
 	return neg + strconv.FormatInt(u, 10) + "B"

@@ -14,7 +14,7 @@
 // allocator caches (segments that are partly used and cannot be returned,
 // split blocks that cannot serve a larger request) and inside per-request
 // reservations. VMM-style allocators (expandable segments, vAttention) map
-// physical memory in pages of their own size through Device.Map.
+// physical memory in pages of their own size through Device.Reserve.
 //
 // # Memory classes
 //
@@ -23,7 +23,7 @@
 // (reserved by the allocator but not allocated) and device free bytes. The five
 // always add up to the capacity; package frag derives every ratio from them.
 //
-// Invariants (checked by Device.Check and by alloctest after every operation):
+// Invariants (checked by mem.Layout.Check and by alloctest after every operation):
 //
 //	OtherUse + Used + Free == Capacity, with Used, Free >= 0
 //	for a Layout: Σ segment sizes == reserved, and each segment's blocks tile it

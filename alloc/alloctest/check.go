@@ -115,7 +115,7 @@ func CheckMaxAllocatable(a alloc.Allocator) error {
 func CheckOOM(err error, size int64) error {
 	var oe *alloc.OOMError
 	if !errors.As(err, &oe) || !errors.Is(err, alloc.ErrOutOfMemory) {
-		return fmt.Errorf("alloc failed with %v, want *alloc.OOMError", err)
+		return fmt.Errorf("alloc failed with %w, want *alloc.OOMError", err)
 	}
 	if oe.Requested != size {
 		return fmt.Errorf("OOMError.Requested = %d, want %d", oe.Requested, size)

@@ -1,0 +1,390 @@
+// The caching allocator: allocation and free paths.
+// See package alloc for the overview.
+
+package caching
+
+import (
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
+	"github.com/gpufrag/gpufrag/alloc/internal/slot"
+	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// Allocator models one device's DeviceCachingAllocator.
+//
+// Invariants (CheckInvariants verifies them):
+//
+//	reserved == Σ sizes of mapped blocks == dev.Used()
+//	allocated == Σ sizes of allocated blocks; requested == Σ their requests
+//	a block is in exactly one of: a pool's free set, a pool's unmapped set,
+//	  the handle table (allocated)
+//	no two adjacent blocks of a segment are both free with the same mapped state
+//	cudaMalloc segments never hold unmapped blocks
+type Allocator struct {
+	cfg Config
+	dev *mem.Device
+
+	blocks   []block // block records by id; +newBlock, -dropBlock
+	freeIDs  []int32 // ids of unused records, reused LIFO
+	pools    [2]pool // smallPool, largePool
+	exp      []expSegment
+	handles  slot.Table[int32] // live allocation → block id
+	segments int               // cudaMalloc segments + mapped runs of expandable segments
+
+	reserved, allocated, requested int64
+	peakReserved, peakAllocated    int64
+	allocs, frees, ooms            int64
+	deviceAllocs, deviceFrees      int64
+	retries                        int64
+}
+
+// New returns a caching allocator over dev.
+func New(dev *mem.Device, cfg Config) (*Allocator, error) {
+	if dev == nil {
+		return nil, fmt.Errorf("%w: caching: nil device", alloc.ErrBadSpec)
+	}
+	if cfg.MaxNonSplitRounding == 0 {
+		cfg.MaxNonSplitRounding = kLargeBuffer
+	}
+	return &Allocator{cfg: cfg, dev: dev}, nil
+}
+
+// FromSpec parses PYTORCH_CUDA_ALLOC_CONF-style args and returns an allocator.
+func FromSpec(dev *mem.Device, args string) (alloc.Allocator, error) {
+	cfg, err := ParseConfig(args)
+	if err != nil {
+		return nil, err
+	}
+	return New(dev, cfg)
+}
+
+// Spec implements alloc.Allocator.
+func (a *Allocator) Spec() string {
+	if s := a.cfg.String(); s != "" {
+		return "caching:" + s
+	}
+	return "caching"
+}
+
+// Config returns the allocator's configuration.
+func (a *Allocator) Config() Config { return a.cfg }
+
+func (a *Allocator) gcEnabled() bool {
+	return a.cfg.PerProcessMemoryFraction > 0 && a.cfg.GCThreshold > 0
+}
+
+// allowedMax is allowed_memory_maximum, or -1 when no fraction is set.
+func (a *Allocator) allowedMax() int64 {
+	if a.cfg.PerProcessMemoryFraction <= 0 {
+		return -1
+	}
+	return int64(a.cfg.PerProcessMemoryFraction * float64(a.dev.Capacity()))
+}
+
+func poolFor(size int64) uint8 {
+	if size <= kSmallSize {
+		return smallPool
+	}
+	return largePool
+}
+
+// Alloc is DeviceCachingAllocator::malloc.
+//
+//  1. Round the request (round_size) and pick the pool (≤ 1 MiB: small).
+//  2. Best fit in the pool's free set (get_free_block).
+//  3. Otherwise: garbage-collect if configured; cudaMalloc a new segment (or
+//     map pages of an expandable segment); on failure free oversize cached
+//     blocks and retry; on failure free every wholly free segment and retry.
+//  4. Otherwise fail with PyTorch's out-of-memory fields.
+//  5. Split the block if should_split says so; the caller gets the low end.
+func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
+	if orig <= 0 {
+		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
+	}
+	size := a.cfg.roundSize(orig)
+	p := poolFor(size)
+	allocSize := allocationSize(size)
+	id, ok := a.getFreeBlock(p, stream, size)
+	if !ok {
+		if a.gcEnabled() {
+			a.garbageCollect()
+		}
+		id, ok = a.allocBlock(p, stream, size, allocSize)
+		if !ok && a.releaseAvailableCachedBlocks(p, stream, size) {
+			id, ok = a.allocBlock(p, stream, size, allocSize)
+		}
+		if !ok {
+			a.releaseCachedBlocks()
+			a.retries++
+			id, ok = a.allocBlock(p, stream, size, allocSize)
+		}
+	}
+	if !ok {
+		a.ooms++
+		return alloc.Block{}, &alloc.OOMError{
+			Requested: orig, AllocSize: allocSize, Capacity: a.dev.Capacity(),
+			DeviceFree: a.dev.Free(), Allocated: a.allocated, Reserved: a.reserved,
+		}
+	}
+	blk := a.allocFoundBlock(id, size, orig)
+	if invariants.Enabled {
+		a.mustCheck()
+	}
+	return blk, nil
+}
+
+// getFreeBlock is get_free_block: the smallest free block on this stream of
+// at least size bytes, lowest address on ties, subject to the oversize rules.
+// It removes the block from the free set when it returns true.
+func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) {
+	pl := &a.pools[p]
+	if a.gcEnabled() {
+		pl.freeCalls++
+	}
+	sk := streamKey(stream)
+	pos, cand, found := pl.free.Find(ordset.Key{A: sk, B: uint64(size)})
+	if !found || cand.A != sk {
+		return none, false
+	}
+	if a.blocks[cand.ID].seg != none && a.cfg.ExpandableSegments {
+		// A free block that can grow into unmapped VA counts as that large
+		// for best fit: walk on while the next candidate can grow less, so
+		// the growing tail is used only when nothing else fits.
+		first, cur := cand, cand
+		pl.free.Ascend(cand, func(k ordset.Key) bool {
+			if k == first {
+				return true
+			}
+			if a.blocks[cur.ID].seg == none || k.A != sk || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
+				return false
+			}
+			cur = k
+			return true
+		})
+		if cur != first {
+			cand = cur
+			pos, _, _ = pl.free.Find(cand)
+		}
+	}
+	m, r := a.cfg.maxSplit(), a.cfg.nonSplitRounding()
+	if bsize := int64(cand.B); size < m && bsize >= m {
+		return none, false // a small request never takes an oversize block
+	} else if size >= m && bsize >= size+r {
+		return none, false // an oversize request takes a block only if it wastes < R
+	}
+	pl.free.DeleteAt(pos)
+	return cand.ID, true
+}
+
+// expandableSize is the block's size plus the unmapped VA right after it.
+func (a *Allocator) expandableSize(id int32) int64 {
+	b := &a.blocks[id]
+	s := b.size
+	if b.next != none && !a.blocks[b.next].mapped {
+		s += a.blocks[b.next].size
+	}
+	return s
+}
+
+// allocBlock is alloc_block: a new segment from the device (or expandable
+// pages). The block it returns is not in any free set.
+func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int32, bool) {
+	if lim := a.allowedMax(); lim >= 0 && a.reserved+allocSize > lim {
+		return none, false
+	}
+	if a.cfg.ExpandableSegments {
+		return a.tryAllocateExpandable(p, stream, size)
+	}
+	if !a.dev.Reserve(allocSize) {
+		return none, false
+	}
+	addr := a.dev.ReserveVA(allocSize)
+	id := a.newBlock(block{addr: addr, size: allocSize, stream: stream, pool: p, mapped: true, prev: none, next: none, seg: none})
+	a.reserved += allocSize
+	a.peakReserved = max(a.peakReserved, a.reserved)
+	a.segments++
+	a.deviceAllocs++
+	return id, true
+}
+
+// shouldSplit is should_split.
+func (a *Allocator) shouldSplit(b *block, size int64) bool {
+	remaining := b.size - size
+	if b.pool == smallPool || a.cfg.ExpandableSegments {
+		return remaining >= kMinBlockSize
+	}
+	return size < a.cfg.maxSplit() && remaining > kSmallSize
+}
+
+// allocFoundBlock is alloc_found_block: split off the low end if worth it,
+// mark allocated, hand out a handle.
+func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
+	b := &a.blocks[id]
+	if a.shouldSplit(b, size) {
+		nid := a.newBlock(block{addr: b.addr, size: size, stream: b.stream, pool: b.pool, mapped: true,
+			prev: b.prev, next: id, seg: b.seg})
+		b = &a.blocks[id] // newBlock may have grown the slice
+		if b.prev != none {
+			a.blocks[b.prev].next = nid
+		}
+		b.prev = nid
+		b.addr += uint64(size)
+		b.size -= size
+		a.insertFree(id)
+		id = nid
+		b = &a.blocks[id]
+	}
+	b.allocated = true
+	b.requested = orig
+	b.handle = a.handles.Put(id)
+	a.allocated += b.size
+	a.requested += orig
+	a.peakAllocated = max(a.peakAllocated, a.allocated)
+	a.allocs++
+	return alloc.Block{Handle: b.handle, Addr: b.addr, Size: b.size}
+}
+
+// Free is free + free_block: the block becomes free at once (no
+// cross-stream uses are modelled), merges with free neighbours of its
+// segment and returns to its pool's free set. Memory never goes back to the
+// device here; only EmptyCache, the out-of-memory path and GC do that.
+func (a *Allocator) Free(h alloc.Handle) error {
+	p := a.handles.Get(h)
+	if p == nil {
+		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
+	}
+	id := *p
+	a.handles.Delete(h)
+	b := &a.blocks[id]
+	a.allocated -= b.size
+	a.requested -= b.requested
+	b.allocated = false
+	b.requested = 0
+	b.handle = 0
+	a.frees++
+	a.freeBlock(id)
+	if invariants.Enabled {
+		a.mustCheck()
+	}
+	return nil
+}
+
+// freeBlock merges a newly free mapped block with its neighbours and inserts
+// the result into the free set.
+func (a *Allocator) freeBlock(id int32) {
+	id = a.tryMerge(id, a.blocks[id].prev)
+	id = a.tryMerge(id, a.blocks[id].next)
+	a.insertFree(id)
+}
+
+// tryMerge is try_merge_blocks(dst, src): if src is a free neighbour with the
+// same mapped state, dst absorbs it (keeping the lower address) and src's
+// record is dropped. It returns dst.
+func (a *Allocator) tryMerge(dst, src int32) int32 {
+	if src == none {
+		return dst
+	}
+	d, s := &a.blocks[dst], &a.blocks[src]
+	if s.allocated || s.mapped != d.mapped {
+		return dst
+	}
+	if s.mapped {
+		a.removeFree(src)
+	} else {
+		a.removeUnmapped(src)
+	}
+	if d.prev == src {
+		d.addr = s.addr
+		d.prev = s.prev
+		if d.prev != none {
+			a.blocks[d.prev].next = dst
+		}
+	} else {
+		d.next = s.next
+		if d.next != none {
+			a.blocks[d.next].prev = dst
+		}
+	}
+	d.size += s.size
+	a.dropBlock(src)
+	return dst
+}
+
+// EmptyCache is release_cached_blocks (torch.cuda.empty_cache()).
+func (a *Allocator) EmptyCache() {
+	a.releaseCachedBlocks()
+	if invariants.Enabled {
+		a.mustCheck()
+	}
+}
+
+// Stats implements alloc.Allocator.
+func (a *Allocator) Stats() alloc.Stats {
+	return alloc.Stats{
+		Capacity: a.dev.Capacity(), OtherUse: a.dev.OtherUse(),
+		Reserved: a.reserved, Allocated: a.allocated, Requested: a.requested,
+		PeakReserved: a.peakReserved, PeakAllocated: a.peakAllocated,
+		Segments: a.segments, LiveBlocks: a.handles.Len(),
+		Allocs: a.allocs, Frees: a.frees, OOMs: a.ooms,
+		DeviceAllocs: a.deviceAllocs, DeviceFrees: a.deviceFrees, Retries: a.retries,
+	}
+}
+
+// newBlock stores b in a free record and returns its id.
+func (a *Allocator) newBlock(b block) int32 {
+	b.inUse = true
+	if n := len(a.freeIDs); n > 0 {
+		id := a.freeIDs[n-1]
+		a.freeIDs = a.freeIDs[:n-1]
+		a.blocks[id] = b
+		return id
+	}
+	a.blocks = append(a.blocks, b)
+	return int32(len(a.blocks) - 1)
+}
+
+func (a *Allocator) dropBlock(id int32) {
+	a.blocks[id] = block{prev: none, next: none, seg: none}
+	a.freeIDs = append(a.freeIDs, id)
+}
+
+func (a *Allocator) key(id int32) ordset.Key {
+	b := &a.blocks[id]
+	return ordset.Key{A: streamKey(b.stream), B: uint64(b.size), C: b.addr, ID: id}
+}
+
+func (a *Allocator) insertFree(id int32) {
+	b := &a.blocks[id]
+	b.gcBase = a.pools[b.pool].freeCalls
+	a.pools[b.pool].free.Insert(a.key(id))
+}
+
+func (a *Allocator) removeFree(id int32) {
+	if !a.pools[a.blocks[id].pool].free.Delete(a.key(id)) && invariants.Enabled {
+		panic(fmt.Sprintf("caching: block %d at %#x not in its free set", id, a.blocks[id].addr))
+	}
+}
+
+func (a *Allocator) ukey(id int32) ordset.Key {
+	b := &a.blocks[id]
+	return ordset.Key{A: streamKey(b.stream), B: b.addr, ID: id}
+}
+
+func (a *Allocator) insertUnmapped(id int32) {
+	a.pools[a.blocks[id].pool].unmapped.Insert(a.ukey(id))
+}
+
+func (a *Allocator) removeUnmapped(id int32) {
+	if !a.pools[a.blocks[id].pool].unmapped.Delete(a.ukey(id)) && invariants.Enabled {
+		panic(fmt.Sprintf("caching: block %d at %#x not in its unmapped set", id, a.blocks[id].addr))
+	}
+}
+
+func (a *Allocator) mustCheck() {
+	if err := a.CheckInvariants(); err != nil {
+		panic(fmt.Sprintf("caching: broken invariant: %v", err))
+	}
+}

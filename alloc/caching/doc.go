@@ -1,0 +1,46 @@
+// Package caching models PyTorch's CUDA caching allocator
+// (c10/cuda/CUDACachingAllocator.cpp) faithfully enough to replay real
+// allocation traces address for address. The specification is
+// ../shared/research/pytorch-allocator.md; section numbers below refer to it.
+//
+// # Model
+//
+//   - Sizes round to 512 B, or to roundup_power2_divisions steps (§1).
+//   - Rounded requests ≤ 1 MiB use the small pool, larger ones the large pool.
+//   - A new segment is 2 MiB (small), 20 MiB (requests below 10 MiB) or the
+//     request rounded to 2 MiB (get_allocation_size).
+//   - Free blocks of a pool are kept ordered by (stream, size, address); a
+//     request takes the smallest that fits, lowest address on ties (best fit
+//     across all segments), from its low end (§3.1).
+//   - A block is split if the pool is small or expandable segments are on and
+//     at least 512 B remain, or in the large pool if the request is below
+//     max_split_size and more than 1 MiB remains (§3.2).
+//   - Freed blocks merge with free neighbours of the same segment only; memory
+//     returns to the device only through empty_cache, the out-of-memory ladder
+//     and garbage collection (§3.4–3.6).
+//   - max_split_size_mb (M) and max_non_split_rounding_mb (R): a request
+//     below M never takes a block of M or more; a request of M or more takes
+//     a block only if it is smaller than request + R (§3.1).
+//   - The out-of-memory ladder: free cached oversize blocks (finite M only),
+//     then every wholly free segment, retry, then fail with PyTorch's message
+//     fields (§3.4).
+//   - garbage_collection_threshold with a per-process memory fraction frees
+//     the oldest unsplit cached large blocks before cudaMalloc (§3.5).
+//   - expandable_segments: one virtual range per stream and pool (1⅛ of the
+//     device), mapped in 2 MiB (small) or 20 MiB (large) pages at the lowest
+//     address that fits; whole free pages are unmapped only by empty_cache and
+//     the out-of-memory path; each mapped run is reported as a segment (§4).
+//
+// Not modelled: cross-stream uses (record_stream) and their pending frees,
+// CUDA-graph private pools and MemPools, IPC, and the free-memory callbacks.
+// None of them changes single-stream default-pool behaviour (§10).
+//
+// # Complexity
+//
+// Alloc and Free cost O(log n) in the number of free blocks of the pool (a
+// B-tree per pool) and allocate nothing in steady state: block records live
+// in a slice and are reused, handles come from a generation-checked table.
+// Layout, MaxAllocatable and CheckInvariants are O(blocks).
+//
+// Invariants: see Allocator.
+package caching

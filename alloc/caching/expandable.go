@@ -1,0 +1,188 @@
+// expandable_segments: one growing virtual range per stream and pool.
+// See package alloc for the overview.
+
+package caching
+
+import "github.com/gpufrag/gpufrag/alloc/internal/ordset"
+
+// vaFactor: an expandable segment reserves VA for 1⅛ of the device memory,
+// as PyTorch does (address_space_size = total + total/8), so pages unmapped
+// early in the range can be re-mapped at its end.
+const (
+	vaNum = 9
+	vaDen = 8
+)
+
+func (a *Allocator) pageSize(p uint8) int64 {
+	if p == smallPool {
+		return kSmallBuffer
+	}
+	return kLargeBuffer
+}
+
+// allocatable: a neighbour that can be part of a new allocation's range.
+func (a *Allocator) allocatable(id int32) bool {
+	return id != none && !a.blocks[id].allocated
+}
+
+// tryAllocateExpandable is try_allocate_expandable_block: find free or
+// unmapped room for size bytes at the lowest address, map what is missing,
+// and return the block (removed from the free set).
+func (a *Allocator) tryAllocateExpandable(p uint8, stream int, size int64) (int32, bool) {
+	c := a.findExpandableBlock(p, stream, size)
+	if !a.blocks[c].mapped {
+		var ok bool
+		if c, ok = a.mapBlock(c, min(a.blocks[c].size, size)); !ok {
+			return none, false
+		}
+	}
+	for a.blocks[c].size < size {
+		nc := a.blocks[c].next
+		if nc == none || a.blocks[nc].mapped {
+			return none, false // cannot happen: findExpandableBlock checked the room
+		}
+		var ok bool
+		if c, ok = a.mapBlock(nc, min(size-a.blocks[c].size, a.blocks[nc].size)); !ok {
+			return none, false
+		}
+	}
+	a.removeFree(c)
+	return c, true
+}
+
+// findExpandableBlock is find_expandable_block: the first unmapped block of
+// this stream (in address order), or the free block just before it, from
+// which a run of free and unmapped blocks holds size bytes; else a new
+// segment's whole unmapped range.
+func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
+	found := none
+	sk := streamKey(stream)
+	a.pools[p].unmapped.Ascend(ordset.Key{A: sk}, func(k ordset.Key) bool {
+		if k.A != sk {
+			return false
+		}
+		c := k.ID
+		if prev := a.blocks[c].prev; a.allocatable(prev) {
+			c = prev
+		}
+		var bytes int64
+		for b := c; bytes < size && a.allocatable(b); b = a.blocks[b].next {
+			bytes += a.blocks[b].size
+		}
+		if bytes >= size {
+			found = c
+			return false
+		}
+		return true
+	})
+	if found != none {
+		return found
+	}
+	page := a.pageSize(p)
+	va := a.dev.Capacity() * vaNum / vaDen
+	va = (va + page - 1) / page * page
+	seg := int32(len(a.exp))
+	a.exp = append(a.exp, expSegment{base: a.dev.ReserveVA(va), size: va, pageSize: page, stream: stream, pool: p, live: true})
+	id := a.newBlock(block{addr: a.exp[seg].base, size: va, stream: stream, pool: p, prev: none, next: none, seg: seg})
+	a.insertUnmapped(id)
+	return id
+}
+
+// mapBlock is map_block: map the pages covering the first n bytes of an
+// unmapped block (all or nothing), split off the unmapped rest, merge with
+// free mapped neighbours and insert into the free set. It returns the id of
+// the resulting free block.
+func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
+	b := &a.blocks[id]
+	seg := &a.exp[b.seg]
+	mapped := (n + seg.pageSize - 1) / seg.pageSize * seg.pageSize // b.addr is page aligned
+	if !a.dev.Reserve(mapped) {
+		return none, false
+	}
+	a.removeUnmapped(id)
+	b.mapped = true
+	prevMapped := b.prev != none && a.blocks[b.prev].mapped
+	nextMapped := false
+	if mapped < b.size {
+		rest := a.newBlock(block{addr: b.addr + uint64(mapped), size: b.size - mapped, stream: b.stream, pool: b.pool,
+			prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
+		b = &a.blocks[id]
+		if b.next != none {
+			a.blocks[b.next].prev = rest
+		}
+		b.next = rest
+		b.size = mapped
+		a.insertUnmapped(rest)
+	} else {
+		nextMapped = b.next != none && a.blocks[b.next].mapped
+	}
+	a.segments += 1 - btoi(prevMapped) - btoi(nextMapped)
+	id = a.tryMerge(id, a.blocks[id].prev)
+	id = a.tryMerge(id, a.blocks[id].next)
+	a.insertFree(id)
+	a.reserved += mapped
+	a.peakReserved = max(a.peakReserved, a.reserved)
+	a.deviceAllocs++
+	return id, true
+}
+
+// unmapBlock is unmap_block: give back the whole pages strictly inside a
+// free mapped block; partial-page slivers at either end stay mapped as free
+// blocks. It returns the id of the unmapped block (merged with unmapped
+// neighbours), or the block's own id when no whole page was inside.
+func (a *Allocator) unmapBlock(id int32) int32 {
+	b := &a.blocks[id]
+	seg := a.exp[b.seg]
+	off0, off1 := int64(b.addr-seg.base), int64(b.end()-seg.base)
+	u0 := seg.base + uint64((off0+seg.pageSize-1)/seg.pageSize*seg.pageSize)
+	u1 := seg.base + uint64(off1/seg.pageSize*seg.pageSize)
+	if u0 >= u1 {
+		return id
+	}
+	a.removeFree(id)
+	leftMapped := u0 > b.addr || (b.prev != none && a.blocks[b.prev].mapped)
+	rightMapped := u1 < b.end() || (b.next != none && a.blocks[b.next].mapped)
+	a.segments += btoi(leftMapped) + btoi(rightMapped) - 1
+	if before := int64(u0 - b.addr); before > 0 {
+		f := a.newBlock(block{addr: a.blocks[id].addr, size: before, stream: a.blocks[id].stream, pool: a.blocks[id].pool,
+			mapped: true, prev: a.blocks[id].prev, next: id, seg: a.blocks[id].seg})
+		b = &a.blocks[id]
+		if b.prev != none {
+			a.blocks[b.prev].next = f
+		}
+		b.prev = f
+		a.insertFree(f)
+	}
+	if after := int64(b.end() - u1); after > 0 {
+		f := a.newBlock(block{addr: u1, size: after, stream: a.blocks[id].stream, pool: a.blocks[id].pool,
+			mapped: true, prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
+		b = &a.blocks[id]
+		if b.next != none {
+			a.blocks[b.next].prev = f
+		}
+		b.next = f
+		a.insertFree(f)
+	}
+	b.addr, b.size, b.mapped = u0, int64(u1-u0), false
+	a.dev.Release(b.size)
+	a.reserved -= b.size
+	a.deviceFrees++
+	id = a.tryMerge(id, a.blocks[id].prev)
+	id = a.tryMerge(id, a.blocks[id].next)
+	a.insertUnmapped(id)
+	return id
+}
+
+// releaseExpandableSegment drops a segment whose whole range is unmapped.
+func (a *Allocator) releaseExpandableSegment(id int32) {
+	a.removeUnmapped(id)
+	a.exp[a.blocks[id].seg].live = false
+	a.dropBlock(id)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,259 @@
+// Layout, MaxAllocatable, Clone and the self-checks.
+// See package alloc for the overview.
+
+package caching
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+var poolNames = [2]string{"small", "large"}
+
+// Layout implements alloc.Allocator. Each cudaMalloc segment is a Segment;
+// each maximal mapped run of an expandable segment is a Segment with
+// Expandable set, as PyTorch's snapshot reports them. Unmapped VA is never
+// reported.
+func (a *Allocator) Layout() mem.Layout {
+	l := mem.Layout{
+		Capacity: a.dev.Capacity(), OtherUse: a.dev.OtherUse(), DeviceFree: a.dev.Free(),
+		MaxAllocatable: a.MaxAllocatable(),
+	}
+	for id := range a.blocks {
+		b := &a.blocks[id]
+		if !b.inUse || !b.mapped || (b.prev != none && a.blocks[b.prev].mapped) {
+			continue // not the head of a mapped run
+		}
+		s := mem.Segment{Addr: b.addr, Stream: b.stream, Pool: poolNames[b.pool], Expandable: b.seg != none}
+		for c := int32(id); c != none && a.blocks[c].mapped; c = a.blocks[c].next {
+			x := &a.blocks[c]
+			st := mem.Free
+			if x.allocated {
+				st = mem.Active
+			}
+			s.Blocks = append(s.Blocks, mem.Block{Addr: x.addr, Size: x.size, Requested: x.requested, State: st})
+			s.Size += x.size
+		}
+		l.Segments = append(l.Segments, s)
+	}
+	l.Sort()
+	return l
+}
+
+// MaxAllocatable implements alloc.Allocator: the largest request on stream 0
+// that succeeds now. Candidates are (1) the largest cached free block of
+// each pool, as large as that pool accepts and rounding allows, and (2) a new
+// segment (or mapping) from device memory plus everything the out-of-memory
+// ladder would release; each candidate is confirmed on a clone, largest
+// first, so the answer is never wrong. For cudaMalloc segments the
+// candidates are exhaustive, so the answer is exact; with expandable
+// segments the mapping candidate is estimated per free/unmapped run and the
+// answer is the largest confirmed one.
+func (a *Allocator) MaxAllocatable() int64 {
+	var cands []int64
+	// (1) Cached blocks on stream 0.
+	for p := range a.pools {
+		var largest int64
+		a.pools[p].free.Descend(ordset.Key{A: streamKey(0), B: ^uint64(0), C: ^uint64(0)}, func(k ordset.Key) bool {
+			if k.A == streamKey(0) {
+				largest = int64(k.B)
+			}
+			return false
+		})
+		if largest == 0 {
+			continue
+		}
+		hi := largest
+		if uint8(p) == smallPool {
+			hi = min(hi, kSmallSize)
+		}
+		s := a.maxRequestWithin(hi, func(r int64) bool { return r <= largest })
+		if s > 0 && (uint8(p) == smallPool) == (poolFor(a.cfg.roundSize(s)) == smallPool) {
+			cands = append(cands, s)
+		}
+	}
+	// (2) Device memory after the ladder releases what it can.
+	avail := a.dev.Free()
+	var releasable int64
+	for p := range a.pools {
+		a.pools[p].free.All(func(k ordset.Key) bool {
+			b := &a.blocks[k.ID]
+			if b.seg == none && !b.isSplit() {
+				releasable += b.size
+			} else if b.seg != none {
+				seg := a.exp[b.seg]
+				lo := (int64(b.addr-seg.base) + seg.pageSize - 1) / seg.pageSize
+				hi := int64(b.end()-seg.base) / seg.pageSize
+				if hi > lo {
+					releasable += (hi - lo) * seg.pageSize
+				}
+			}
+			return true
+		})
+	}
+	avail += releasable
+	if lim := a.allowedMax(); lim >= 0 {
+		avail = min(avail, lim-(a.reserved-releasable))
+	}
+	if avail > 0 {
+		if !a.cfg.ExpandableSegments {
+			cands = append(cands, a.maxRequestWithin(avail, func(r int64) bool { return allocationSize(r) <= avail }))
+		} else {
+			// A fresh range maps whole pages; existing runs on stream 0 can
+			// add their free slivers.
+			for _, p := range []uint8{smallPool, largePool} {
+				page := a.pageSize(p)
+				pages := avail / page * page
+				hi := pages
+				if p == smallPool {
+					hi = min(hi, kSmallSize)
+				}
+				cands = append(cands, a.maxRequestWithin(hi, func(r int64) bool { return r <= hi }))
+				for _, run := range a.expandableRuns(p, pages) {
+					cands = append(cands, a.maxRequestWithin(run, func(r int64) bool { return r <= run }))
+				}
+			}
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i] > cands[j] })
+	for i, s := range cands {
+		if s <= 0 || (i > 0 && s == cands[i-1]) {
+			continue
+		}
+		if _, err := a.Clone().Alloc(s, 0); err == nil {
+			return s
+		}
+	}
+	return 0
+}
+
+// maxRequestWithin is the largest request r ≤ hi whose rounded size
+// satisfies fits (fits must be monotone: true up to some size, then false).
+func (a *Allocator) maxRequestWithin(hi int64, fits func(rounded int64) bool) int64 {
+	lo := int64(0)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(a.cfg.roundSize(mid)) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// expandableRuns estimates, for stream 0's expandable segments of pool p,
+// the bytes a request could use from each run of free and unmapped blocks,
+// mapping at most pages bytes of new pages.
+func (a *Allocator) expandableRuns(p uint8, pages int64) []int64 {
+	var out []int64
+	for id := range a.blocks {
+		b := &a.blocks[id]
+		if !b.inUse || b.seg == none || b.pool != p || b.stream != 0 || b.allocated || a.allocatable(b.prev) {
+			continue // not the start of a free/unmapped run
+		}
+		var free, unmapped int64
+		for c := int32(id); a.allocatable(c); c = a.blocks[c].next {
+			if a.blocks[c].mapped {
+				free += a.blocks[c].size
+			} else {
+				unmapped += a.blocks[c].size
+			}
+		}
+		out = append(out, free+min(unmapped, pages))
+	}
+	return out
+}
+
+// Clone implements alloc.Allocator.
+func (a *Allocator) Clone() alloc.Allocator {
+	c := &Allocator{
+		cfg: a.cfg, dev: a.dev.Clone(),
+		blocks:  append([]block(nil), a.blocks...),
+		freeIDs: append([]int32(nil), a.freeIDs...),
+		exp:     append([]expSegment(nil), a.exp...),
+		handles: a.handles.Clone(), segments: a.segments,
+		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
+		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
+		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
+		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
+	}
+	for p := range a.pools {
+		c.pools[p] = pool{free: a.pools[p].free.Clone(), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
+	}
+	return c
+}
+
+// CheckInvariants recounts the allocator's state and reports the first
+// broken invariant. It is O(blocks) and runs after every operation under
+// the invariants build tag.
+func (a *Allocator) CheckInvariants() error {
+	var reserved, allocated, requested int64
+	segments, live, inFree, inUnmapped := 0, 0, 0, 0
+	for id := range a.blocks {
+		b := &a.blocks[id]
+		if !b.inUse {
+			continue
+		}
+		if b.prev != none && (a.blocks[b.prev].next != int32(id) || a.blocks[b.prev].end() != b.addr) {
+			return fmt.Errorf("block %d at %#x: bad prev link", id, b.addr)
+		}
+		if b.next != none && (a.blocks[b.next].prev != int32(id) || b.end() != a.blocks[b.next].addr) {
+			return fmt.Errorf("block %d at %#x: bad next link", id, b.addr)
+		}
+		if b.size <= 0 || b.size%kMinBlockSize != 0 {
+			return fmt.Errorf("block %d at %#x: size %d not a positive multiple of 512", id, b.addr, b.size)
+		}
+		if b.mapped {
+			reserved += b.size
+			if b.prev == none || !a.blocks[b.prev].mapped {
+				segments++
+			}
+		} else if b.seg == none || b.allocated {
+			return fmt.Errorf("block %d at %#x: unmapped but not a free expandable block", id, b.addr)
+		}
+		switch {
+		case b.allocated:
+			allocated += b.size
+			requested += b.requested
+			live++
+			if p := a.handles.Get(b.handle); p == nil || *p != int32(id) {
+				return fmt.Errorf("block %d at %#x: allocated but its handle does not resolve to it", id, b.addr)
+			}
+		case b.mapped:
+			inFree++
+			if !a.pools[b.pool].free.Has(a.key(int32(id))) {
+				return fmt.Errorf("block %d at %#x: free but not in its free set", id, b.addr)
+			}
+			for _, n := range []int32{b.prev, b.next} {
+				if n != none && !a.blocks[n].allocated && a.blocks[n].mapped {
+					return fmt.Errorf("block %d at %#x: free neighbour %d was not merged", id, b.addr, n)
+				}
+			}
+		default:
+			inUnmapped++
+			if !a.pools[b.pool].unmapped.Has(a.ukey(int32(id))) {
+				return fmt.Errorf("block %d at %#x: unmapped but not in its unmapped set", id, b.addr)
+			}
+		}
+	}
+	nFree := a.pools[0].free.Len() + a.pools[1].free.Len()
+	nUnmapped := a.pools[0].unmapped.Len() + a.pools[1].unmapped.Len()
+	switch {
+	case reserved != a.reserved || reserved != a.dev.Used():
+		return fmt.Errorf("reserved %d, recount %d, device used %d", a.reserved, reserved, a.dev.Used())
+	case allocated != a.allocated || requested != a.requested:
+		return fmt.Errorf("allocated/requested %d/%d, recount %d/%d", a.allocated, a.requested, allocated, requested)
+	case segments != a.segments:
+		return fmt.Errorf("segments %d, recount %d", a.segments, segments)
+	case live != a.handles.Len():
+		return fmt.Errorf("live blocks %d, handles %d", live, a.handles.Len())
+	case inFree != nFree || inUnmapped != nUnmapped:
+		return fmt.Errorf("free sets hold %d/%d blocks, recount %d/%d", nFree, nUnmapped, inFree, inUnmapped)
+	}
+	return nil
+}

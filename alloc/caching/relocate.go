@@ -1,0 +1,76 @@
+// Relocation: the hook defragmentation uses.
+// See package alloc for the overview.
+
+package caching
+
+import (
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
+	"github.com/gpufrag/gpufrag/internal/invariants"
+)
+
+// Relocate moves a live block to dst, which must lie inside one free mapped
+// block of the same pool and stream with room for the whole block (PyTorch
+// itself never moves memory; this is what a compacting runtime built on the
+// same pools would do). The moved block keeps its size and request; the free
+// block is split around it and the old range is freed and merged as by Free.
+// The handle stays valid.
+func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
+	p := a.handles.Get(h)
+	if p == nil {
+		return alloc.Block{}, fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
+	}
+	old := *p
+	ob := a.blocks[old]
+	// Find the free block covering dst: the pool's free blocks on this stream.
+	target := none
+	a.pools[ob.pool].free.All(func(k ordset.Key) bool {
+		if k.A == streamKey(ob.stream) && k.C <= dst && dst < k.C+k.B {
+			target = k.ID
+			return false
+		}
+		return true
+	})
+	if target == none {
+		return alloc.Block{}, fmt.Errorf("%w: caching: %#x is not free memory of the block's pool and stream", alloc.ErrBadMove, dst)
+	}
+	t := a.blocks[target]
+	if (dst-t.addr)%uint64(kMinBlockSize) != 0 || dst+uint64(ob.size) > t.end() {
+		return alloc.Block{}, fmt.Errorf("%w: caching: %d bytes do not fit at %#x in the free block [%#x, %#x)",
+			alloc.ErrBadMove, ob.size, dst, t.addr, t.end())
+	}
+	a.removeFree(target)
+	// Carve [dst, dst+size) out of the target: free pieces before and after.
+	if before := int64(dst - t.addr); before > 0 {
+		f := a.newBlock(block{addr: t.addr, size: before, stream: t.stream, pool: t.pool, mapped: true,
+			prev: t.prev, next: target, seg: t.seg})
+		if t.prev != none {
+			a.blocks[t.prev].next = f
+		}
+		a.blocks[target].prev = f
+		a.insertFree(f)
+	}
+	if after := int64(t.end() - (dst + uint64(ob.size))); after > 0 {
+		f := a.newBlock(block{addr: dst + uint64(ob.size), size: after, stream: t.stream, pool: t.pool, mapped: true,
+			prev: target, next: a.blocks[target].next, seg: t.seg})
+		if n := a.blocks[target].next; n != none {
+			a.blocks[n].prev = f
+		}
+		a.blocks[target].next = f
+		a.insertFree(f)
+	}
+	nb := &a.blocks[target]
+	nb.addr, nb.size = dst, ob.size
+	nb.allocated, nb.requested, nb.handle = true, ob.requested, h
+	*a.handles.Get(h) = target
+	// Free the old range without touching the counters of live memory.
+	o := &a.blocks[old]
+	o.allocated, o.requested, o.handle = false, 0, 0
+	a.freeBlock(old)
+	if invariants.Enabled {
+		a.mustCheck()
+	}
+	return alloc.Block{Handle: h, Addr: dst, Size: ob.size}, nil
+}

@@ -1,0 +1,5 @@
+package ordset
+
+import "fmt"
+
+func errorf(format string, a ...any) error { return fmt.Errorf("ordset: "+format, a...) }

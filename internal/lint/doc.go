@@ -1,0 +1,38 @@
+// Package lint holds gpufrag's project rules as an ordinary Go test, in the
+// manner of pebble's internal/lint: `go test ./internal/lint/` parses every Go
+// file of the module with go/parser (no external tools, no network) and fails
+// with file:line for each violation. The package has no code of its own; it
+// exists so that `go test ./...` enforces the rules in CI and on every laptop.
+//
+// The rules (see rules in lint_test.go; each runs as its own subtest):
+//
+//   - determinism: the deterministic core (mem, alloc/..., frag, kv/..., sim,
+//     defrag, cluster, model, workload) reads no wall clock (time.Now,
+//     time.Since, time.Sleep, timers and tickers), starts no goroutines, and
+//     uses no global random source (math/rand and math/rand/v2 top-level
+//     functions such as rand.IntN or rand.Float64). A component takes its own
+//     *rand.Rand from rand.New(rand.NewPCG(seed, stream)). The random-source
+//     rule also covers the core's _test.go files, so failures replay from a
+//     seed; the clock and goroutine rules do not.
+//   - io-boundary: github.com/prometheus/... and net/http are imported only
+//     under exporter/, internal/cli/ and cmd/.
+//   - errorf-wrap: fmt.Errorf formats an argument named err with %w, so
+//     callers can still errors.Is / errors.As the cause.
+//   - panic-literal: outside _test.go files, panic carries a formatted
+//     message or an error, never a bare string literal, so the panic says
+//     which values broke the contract.
+//
+// Directories named testdata, vendor, or starting with "." or "_", nested
+// modules and generated files are not linted.
+//
+// Every rule comes with in-memory snippets that must trigger it (lines marked
+// "// want") and snippets that must not, checked by TestRulesSelfTest, so a
+// rule that silently stops matching fails the build instead of passing
+// vacuously.
+//
+// To add a rule, append to rules with its snippets. To exempt one file, add
+// it to the rule's skip map with a TODO naming the owner and the reason. The
+// exempted findings still appear in the test log (go test -v), and an
+// exemption for a file that no longer exists or no longer violates the rule
+// fails the test, so exemptions cannot outlive their reason.
+package lint
