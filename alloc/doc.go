@@ -1,0 +1,79 @@
+// Package alloc defines the interface every modelled GPU memory allocator
+// implements, and this overview of them all (in the manner of the Go
+// runtime's malloc.go). Each allocator lives in its own package; each of its
+// files points back here.
+//
+// # The hierarchy
+//
+//	mem.Device      the GPU: capacity, other use, 2 MiB physical pages, a
+//	                virtual address space that only grows
+//	  ↑ Reserve/Release (physical bytes), ReserveVA (fresh ranges)
+//	Allocator       one of the packages below, serving Alloc/Free requests
+//	  ↑ Alloc(size, stream) → Block{Handle, Addr, Size}; Free(Handle)
+//	caller          the replay driver (optrace), later the serving simulator
+//
+// What an allocator holds is a list of segments (contiguous virtual ranges it
+// obtained from the device), each tiled by blocks that are active (held by a
+// caller) or free (cached for reuse). Layout returns that picture as a plain
+// value; package frag computes every fragmentation metric from it.
+//
+// # The allocators
+//
+//	caching    PyTorch's CUDA caching allocator: small (≤ 1 MiB) and large
+//	           pools, 2 MiB / 20 MiB / rounded segments, best fit by (stream,
+//	           size, address), split and merge within a segment, max_split_size,
+//	           roundup_power2_divisions, garbage collection, the out-of-memory
+//	           ladder and expandable segments.
+//	sizeclass  pools of fixed-size slots per size class (e.g. 8/64/512 MiB),
+//	           larger requests served directly.
+//	arena      one pool reserved up front (TensorRT-LLM sizes it as a fraction
+//	           of free memory), best fit with coalescing, never grows.
+//	async      a stream-ordered pool in the manner of cudaMallocAsync: one
+//	           virtual range mapped in 2 MiB pages, reuse on the same stream at
+//	           once and across streams after a sync, trimmed to a release
+//	           threshold at sync points.
+//	direct     one raw device allocation per request: the baseline.
+//	vmm        one virtual range per request backed by pages of a chosen size
+//	           mapped on demand: no external fragmentation, page-granular
+//	           internal waste.
+//
+// # The allocation path (common shape)
+//
+//  1. Reject a size ≤ 0 (ErrInvalidSize).
+//  2. Round the request to the allocator's granularity (512 B, a size class,
+//     a page).
+//  3. Look for a free block that fits in the allocator's cache (best fit,
+//     free list or slot), honouring the stream.
+//  4. Otherwise obtain memory from the device (a new segment, a slab, more
+//     pages); if the device has too few free pages, release what the
+//     allocator's rules allow and retry.
+//  5. Otherwise fail with an *OOMError carrying PyTorch's message fields.
+//  6. Cut the block (split, or take a slot), hand out a generation-checked
+//     Handle and update the incremental Stats.
+//
+// # The free path
+//
+//  1. Resolve the handle; a stale, double or foreign handle is rejected with
+//     ErrInvalidHandle and nothing changes.
+//  2. Return the block to the cache (merging with free neighbours where the
+//     allocator coalesces), or to the device (direct, vmm, oversize direct
+//     requests of sizeclass).
+//  3. Cached memory goes back to the device only through EmptyCache, an
+//     allocator's out-of-memory path, garbage collection or sync-time trimming.
+//
+// # Contracts every allocator keeps
+//
+// Checked after every operation by package alloctest (property tests with
+// pgregory.net/rapid against a naive reference, and datadriven scripts):
+//
+//   - the memory classes of Layout add up to the device capacity;
+//   - Stats equal a recount of Layout;
+//   - live blocks never overlap, and each is where Alloc (or Relocate) put it;
+//   - MaxAllocatable is honest: a clone serves a request of exactly that size;
+//   - the same operations on a fresh allocator give the same layout.
+//
+// Allocators are deterministic and single-threaded: no clock, no global
+// random source, no goroutines (enforced by internal/lint). Expensive
+// self-checks (CheckInvariants) run after every operation when built with
+// -tags invariants or -race.
+package alloc
