@@ -33,6 +33,7 @@ type Allocator struct {
 	exp      []expSegment
 	handles  slot.Table[int32] // live allocation → block id
 	segments int               // cudaMalloc segments + mapped runs of expandable segments
+	streams  []int             // stream of each dense stream index, in order of first use; only grows
 
 	reserved, allocated, requested int64
 	peakReserved, peakAllocated    int64
@@ -144,9 +145,12 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 	if a.gcEnabled() {
 		pl.freeCalls++
 	}
-	sk := streamKey(stream)
-	pos, cand, found := pl.free.Find(ordset.Key{A: sk, B: uint64(size)})
-	if !found || cand.A != sk {
+	si, known := a.streamIndex(stream)
+	if !known {
+		return none, false
+	}
+	pos, cand, found := pl.free.Find(freeKeyOf(si, size, 0))
+	if !found || keyStream(cand) != si {
 		return none, false
 	}
 	if a.blocks[cand.ID].seg != none && a.cfg.ExpandableSegments {
@@ -158,7 +162,7 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 			if k == first {
 				return true
 			}
-			if a.blocks[cur.ID].seg == none || k.A != sk || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
+			if a.blocks[cur.ID].seg == none || keyStream(k) != si || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
 				return false
 			}
 			cur = k
@@ -170,7 +174,7 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 		}
 	}
 	m, r := a.cfg.maxSplit(), a.cfg.nonSplitRounding()
-	if bsize := int64(cand.B); size < m && bsize >= m {
+	if bsize := keySize(cand); size < m && bsize >= m {
 		return none, false // a small request never takes an oversize block
 	} else if size >= m && bsize >= size+r {
 		return none, false // an oversize request takes a block only if it wastes < R
@@ -202,7 +206,8 @@ func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int3
 		return none, false
 	}
 	addr := a.dev.ReserveVA(allocSize)
-	id := a.newBlock(block{addr: addr, size: allocSize, stream: stream, pool: p, mapped: true, prev: none, next: none, seg: none})
+	id := a.newBlock(block{addr: addr, size: allocSize, stream: stream, sidx: uint16(a.internStream(stream)), pool: p,
+		mapped: true, prev: none, next: none, seg: none})
 	a.reserved += allocSize
 	a.peakReserved = max(a.peakReserved, a.reserved)
 	a.segments++
@@ -224,7 +229,7 @@ func (a *Allocator) shouldSplit(b *block, size int64) bool {
 func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 	b := &a.blocks[id]
 	if a.shouldSplit(b, size) {
-		nid := a.newBlock(block{addr: b.addr, size: size, stream: b.stream, pool: b.pool, mapped: true,
+		nid := a.newBlock(block{addr: b.addr, size: size, stream: b.stream, sidx: b.sidx, pool: b.pool, mapped: true,
 			prev: b.prev, next: id, seg: b.seg})
 		b = &a.blocks[id] // newBlock may have grown the slice
 		if b.prev != none {
@@ -353,7 +358,34 @@ func (a *Allocator) dropBlock(id int32) {
 
 func (a *Allocator) key(id int32) ordset.Key {
 	b := &a.blocks[id]
-	return ordset.Key{A: streamKey(b.stream), B: uint64(b.size), C: b.addr, ID: id}
+	k := freeKeyOf(uint64(b.sidx), b.size, b.addr)
+	k.ID = id
+	return k
+}
+
+// streamIndex returns the dense index of a stream already in use.
+func (a *Allocator) streamIndex(stream int) (uint64, bool) {
+	for i, s := range a.streams {
+		if s == stream {
+			return uint64(i), true
+		}
+	}
+	return 0, false
+}
+
+// maxStreams: the key packs a stream index into 16 bits.
+const maxStreams = 1 << 16
+
+// internStream returns the stream's dense index, adding it on first use.
+func (a *Allocator) internStream(stream int) uint64 {
+	if i, ok := a.streamIndex(stream); ok {
+		return i
+	}
+	if len(a.streams) == maxStreams {
+		panic(fmt.Sprintf("caching: more than %d streams", maxStreams))
+	}
+	a.streams = append(a.streams, stream)
+	return uint64(len(a.streams) - 1)
 }
 
 func (a *Allocator) insertFree(id int32) {
@@ -370,7 +402,7 @@ func (a *Allocator) removeFree(id int32) {
 
 func (a *Allocator) ukey(id int32) ordset.Key {
 	b := &a.blocks[id]
-	return ordset.Key{A: streamKey(b.stream), B: b.addr, ID: id}
+	return ordset.Key{Hi: uint64(b.sidx), Lo: b.addr, ID: id}
 }
 
 func (a *Allocator) insertUnmapped(id int32) {

@@ -56,9 +56,9 @@ func (a *Allocator) tryAllocateExpandable(p uint8, stream int, size int64) (int3
 // segment's whole unmapped range.
 func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
 	found := none
-	sk := streamKey(stream)
-	a.pools[p].unmapped.Ascend(ordset.Key{A: sk}, func(k ordset.Key) bool {
-		if k.A != sk {
+	sk := a.internStream(stream)
+	a.pools[p].unmapped.Ascend(ordset.Key{Hi: sk}, func(k ordset.Key) bool {
+		if k.Hi != sk {
 			return false
 		}
 		c := k.ID
@@ -83,7 +83,7 @@ func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
 	va = (va + page - 1) / page * page
 	seg := int32(len(a.exp))
 	a.exp = append(a.exp, expSegment{base: a.dev.ReserveVA(va), size: va, pageSize: page, stream: stream, pool: p, live: true})
-	id := a.newBlock(block{addr: a.exp[seg].base, size: va, stream: stream, pool: p, prev: none, next: none, seg: seg})
+	id := a.newBlock(block{addr: a.exp[seg].base, size: va, stream: stream, sidx: uint16(sk), pool: p, prev: none, next: none, seg: seg})
 	a.insertUnmapped(id)
 	return id
 }
@@ -104,7 +104,7 @@ func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
 	prevMapped := b.prev != none && a.blocks[b.prev].mapped
 	nextMapped := false
 	if mapped < b.size {
-		rest := a.newBlock(block{addr: b.addr + uint64(mapped), size: b.size - mapped, stream: b.stream, pool: b.pool,
+		rest := a.newBlock(block{addr: b.addr + uint64(mapped), size: b.size - mapped, stream: b.stream, sidx: b.sidx, pool: b.pool,
 			prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
 		b = &a.blocks[id]
 		if b.next != none {
@@ -144,7 +144,7 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 	rightMapped := u1 < b.end() || (b.next != none && a.blocks[b.next].mapped)
 	a.segments += btoi(leftMapped) + btoi(rightMapped) - 1
 	if before := int64(u0 - b.addr); before > 0 {
-		f := a.newBlock(block{addr: a.blocks[id].addr, size: before, stream: a.blocks[id].stream, pool: a.blocks[id].pool,
+		f := a.newBlock(block{addr: a.blocks[id].addr, size: before, stream: a.blocks[id].stream, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
 			mapped: true, prev: a.blocks[id].prev, next: id, seg: a.blocks[id].seg})
 		b = &a.blocks[id]
 		if b.prev != none {
@@ -154,7 +154,7 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 		a.insertFree(f)
 	}
 	if after := int64(b.end() - u1); after > 0 {
-		f := a.newBlock(block{addr: u1, size: after, stream: a.blocks[id].stream, pool: a.blocks[id].pool,
+		f := a.newBlock(block{addr: u1, size: after, stream: a.blocks[id].stream, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
 			mapped: true, prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
 		b = &a.blocks[id]
 		if b.next != none {

@@ -58,12 +58,14 @@ func (a *Allocator) MaxAllocatable() int64 {
 	// (1) Cached blocks on stream 0.
 	for p := range a.pools {
 		var largest int64
-		a.pools[p].free.Descend(ordset.Key{A: streamKey(0), B: ^uint64(0), C: ^uint64(0)}, func(k ordset.Key) bool {
-			if k.A == streamKey(0) {
-				largest = int64(k.B)
-			}
-			return false
-		})
+		if s0, ok := a.streamIndex(0); ok {
+			a.pools[p].free.Descend(ordset.Key{Hi: s0<<sizeBits | (1<<sizeBits - 1), Lo: ^uint64(0)}, func(k ordset.Key) bool {
+				if keyStream(k) == s0 {
+					largest = keySize(k)
+				}
+				return false
+			})
+		}
 		if largest == 0 {
 			continue
 		}
@@ -176,6 +178,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		blocks:  append([]block(nil), a.blocks...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
+		streams: append([]int(nil), a.streams...),
 		handles: a.handles.Clone(), segments: a.segments,
 		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
@@ -204,6 +207,9 @@ func (a *Allocator) CheckInvariants() error {
 		}
 		if b.next != none && (a.blocks[b.next].prev != int32(id) || b.end() != a.blocks[b.next].addr) {
 			return fmt.Errorf("block %d at %#x: bad next link", id, b.addr)
+		}
+		if int(b.sidx) >= len(a.streams) || a.streams[b.sidx] != b.stream {
+			return fmt.Errorf("block %d at %#x: stream index %d does not name stream %d", id, b.addr, b.sidx, b.stream)
 		}
 		if b.size <= 0 || b.size%kMinBlockSize != 0 {
 			return fmt.Errorf("block %d at %#x: size %d not a positive multiple of 512", id, b.addr, b.size)

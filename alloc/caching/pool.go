@@ -21,10 +21,11 @@ type block struct {
 	stream    int
 	gcBase    int64 // pool.freeCalls when the block last entered the free set
 	handle    alloc.Handle
-	prev      int32 // lower-address neighbour in the same segment, or none
-	next      int32 // higher-address neighbour in the same segment, or none
-	seg       int32 // index into Allocator.exp for expandable blocks, else none
-	pool      uint8 // smallPool or largePool
+	prev      int32  // lower-address neighbour in the same segment, or none
+	next      int32  // higher-address neighbour in the same segment, or none
+	seg       int32  // index into Allocator.exp for expandable blocks, else none
+	sidx      uint16 // dense index of stream (Allocator.streams)
+	pool      uint8  // smallPool or largePool
 	allocated bool
 	mapped    bool // false only for unmapped VA of an expandable segment
 	inUse     bool // the slot holds a block (false: on the slot free list)
@@ -41,10 +42,21 @@ const (
 
 // Free mapped blocks are ordered as BlockComparatorSize orders them: by
 // stream, then size, then address, so Find(stream, size, 0) is best fit.
-// Unmapped expandable VA is ordered by stream, then address
-// (BlockComparatorAddress). Streams are flipped to unsigned keeping order.
-func streamKey(s int) uint64 { return uint64(s) ^ 1<<63 }
+// The key packs the stream's dense index (16 bits) and size/512 (48 bits,
+// sizes up to 128 PiB) into Hi and the address into Lo. Unmapped
+// expandable VA is ordered by stream, then address (BlockComparatorAddress):
+// Hi is the stream index, Lo the address. Streams are numbered in order of
+// first use; the order between streams is never observable (every query is
+// per stream, and whole-pool walks release the same set in any order).
+const sizeBits = 48
 
+func freeKeyOf(stream uint64, size int64, addr uint64) ordset.Key {
+	return ordset.Key{Hi: stream<<sizeBits | uint64(size)>>9, Lo: addr}
+}
+
+func keySize(k ordset.Key) int64 { return int64(k.Hi&(1<<sizeBits-1)) << 9 }
+
+func keyStream(k ordset.Key) uint64 { return k.Hi >> sizeBits }
 
 // pool is PyTorch's BlockPool.
 //

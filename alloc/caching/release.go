@@ -29,8 +29,11 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 	m := a.cfg.maxSplit()
 	target := max(size, m)
 	pl := &a.pools[p]
-	sk := streamKey(stream)
-	if first, found := pl.free.LowerBound(ordset.Key{A: sk, B: uint64(target)}); found && first.A == sk {
+	sk, known := a.streamIndex(stream)
+	if !known {
+		return false
+	}
+	if first, found := pl.free.LowerBound(freeKeyOf(sk, target, 0)); found && keyStream(first) == sk {
 		if a.blocks[first.ID].seg != none || a.blocks[first.ID].isSplit() {
 			return false
 		}
@@ -41,8 +44,8 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 	// this stream below the key.
 	var victims []int32
 	var released int64
-	pl.free.Descend(ordset.Key{A: sk, B: uint64(target)}, func(k ordset.Key) bool {
-		if released >= target || int64(k.B) < m || k.A != sk {
+	pl.free.Descend(freeKeyOf(sk, target, 0), func(k ordset.Key) bool {
+		if released >= target || keySize(k) < m || keyStream(k) != sk {
 			return false
 		}
 		b := &a.blocks[k.ID]

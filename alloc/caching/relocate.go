@@ -27,7 +27,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	// Find the free block covering dst: the pool's free blocks on this stream.
 	target := none
 	a.pools[ob.pool].free.All(func(k ordset.Key) bool {
-		if k.A == streamKey(ob.stream) && k.C <= dst && dst < k.C+k.B {
+		if keyStream(k) == uint64(ob.sidx) && k.Lo <= dst && dst < k.Lo+uint64(keySize(k)) {
 			target = k.ID
 			return false
 		}
@@ -44,7 +44,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	a.removeFree(target)
 	// Carve [dst, dst+size) out of the target: free pieces before and after.
 	if before := int64(dst - t.addr); before > 0 {
-		f := a.newBlock(block{addr: t.addr, size: before, stream: t.stream, pool: t.pool, mapped: true,
+		f := a.newBlock(block{addr: t.addr, size: before, stream: t.stream, sidx: t.sidx, pool: t.pool, mapped: true,
 			prev: t.prev, next: target, seg: t.seg})
 		if t.prev != none {
 			a.blocks[t.prev].next = f
@@ -53,7 +53,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 		a.insertFree(f)
 	}
 	if after := int64(t.end() - (dst + uint64(ob.size))); after > 0 {
-		f := a.newBlock(block{addr: dst + uint64(ob.size), size: after, stream: t.stream, pool: t.pool, mapped: true,
+		f := a.newBlock(block{addr: dst + uint64(ob.size), size: after, stream: t.stream, sidx: t.sidx, pool: t.pool, mapped: true,
 			prev: target, next: a.blocks[target].next, seg: t.seg})
 		if n := a.blocks[target].next; n != none {
 			a.blocks[n].prev = f

@@ -14,7 +14,7 @@ func TestModel(t *testing.T) {
 		var s Set
 		var model []Key
 		key := rapid.Custom(func(t *rapid.T) Key {
-			return Key{A: rapid.Uint64Range(0, 2).Draw(t, "a"), B: rapid.Uint64Range(0, 50).Draw(t, "b"), C: rapid.Uint64Range(0, 5).Draw(t, "c")}
+			return Key{Hi: rapid.Uint64Range(0, 100).Draw(t, "hi"), Lo: rapid.Uint64Range(0, 5).Draw(t, "lo")}
 		})
 		cmp := func(x, y Key) int {
 			if x.Less(y) {
@@ -93,8 +93,8 @@ func TestModel(t *testing.T) {
 				if err := c.Check(); err != nil || c.Len() != s.Len() {
 					rt.Fatalf("clone: %v", err)
 				}
-				c.Insert(Key{A: 99})
-				if s.Has(Key{A: 99}) {
+				c.Insert(Key{Hi: 999})
+				if s.Has(Key{Hi: 999}) {
 					rt.Fatal("clone shares storage")
 				}
 			},
@@ -106,12 +106,12 @@ func TestModel(t *testing.T) {
 func BenchmarkInsertDelete(b *testing.B) {
 	var s Set
 	for i := range 10000 {
-		s.Insert(Key{B: uint64(i * 7919 % 10007), C: uint64(i)})
+		s.Insert(Key{Hi: uint64(i * 7919 % 10007), Lo: uint64(i)})
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		k := Key{B: uint64(i * 31 % 10007), C: 1 << 40}
+		k := Key{Hi: uint64(i * 31 % 10007), Lo: 1 << 40}
 		s.Insert(k)
 		s.Delete(k)
 	}
