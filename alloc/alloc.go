@@ -86,10 +86,10 @@ type Stats struct {
 
 	Allocs       int64 // successful Alloc calls
 	Frees        int64 // successful Free calls
-	OOMs         int64 // Alloc calls that failed for lack of memory
+	OOMs         int64 // requests (Alloc, or an allocator's own growth call) that failed for lack of memory
 	DeviceAllocs int64 // raw device allocations and page mappings
 	DeviceFrees  int64 // raw device frees and page unmappings
-	Retries      int64 // allocations that needed the release-everything retry
+	Retries      int64 // times the release-cached-memory-and-retry path ran (PyTorch's num_alloc_retries)
 }
 
 // CachedFree is reserved − allocated: PyTorch's "reserved but unallocated".
@@ -100,12 +100,12 @@ func (s Stats) CachedFree() int64 { return s.Reserved - s.Allocated }
 func (s Stats) String() string {
 	var sb strings.Builder
 	row := func(k string, v any) { fmt.Fprintf(&sb, "%-14s %v\n", k, v) }
-	row("reserved", mem.FormatBytes(s.Reserved))
-	row("allocated", mem.FormatBytes(s.Allocated))
-	row("requested", mem.FormatBytes(s.Requested))
-	row("cached_free", mem.FormatBytes(s.CachedFree()))
-	row("peak_reserved", mem.FormatBytes(s.PeakReserved))
-	row("peak_alloc", mem.FormatBytes(s.PeakAllocated))
+	row("reserved", mem.FormatBytesExact(s.Reserved))
+	row("allocated", mem.FormatBytesExact(s.Allocated))
+	row("requested", mem.FormatBytesExact(s.Requested))
+	row("cached_free", mem.FormatBytesExact(s.CachedFree()))
+	row("peak_reserved", mem.FormatBytesExact(s.PeakReserved))
+	row("peak_alloc", mem.FormatBytesExact(s.PeakAllocated))
 	row("segments", s.Segments)
 	row("live_blocks", s.LiveBlocks)
 	fmt.Fprintf(&sb, "%-14s allocs=%d frees=%d ooms=%d device_allocs=%d device_frees=%d retries=%d\n",

@@ -79,8 +79,10 @@ func ParseBytes(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// FormatBytes prints n with the largest binary unit that keeps it readable:
-// exact values print without decimals ("20MiB"), others with two ("1.50GiB").
+// FormatBytes prints n for people with the largest binary unit that keeps
+// it readable: exact values print without decimals ("20MiB"), others with
+// two, rounded ("1.50GiB", and "1.00MiB" for 1 MiB + 512 B). Use
+// FormatBytesExact where no byte may be hidden.
 func FormatBytes(n int64) string {
 	neg := ""
 	u := n
@@ -95,11 +97,32 @@ func FormatBytes(n int64) string {
 			if u%x.mult == 0 {
 				return neg + strconv.FormatInt(u/x.mult, 10) + x.name
 			}
-			f := strconv.FormatFloat(float64(u)/float64(x.mult), 'f', 2, 64)
-			if strings.HasSuffix(f, ".00") && x.mult > KiB {
-				continue // "1.00MiB" would hide the odd bytes: use a smaller unit
-			}
-			return neg + f + x.name
+			return neg + strconv.FormatFloat(float64(u)/float64(x.mult), 'f', 2, 64) + x.name
+		}
+	}
+	return neg + strconv.FormatInt(u, 10) + "B"
+}
+
+// FormatBytesExact prints n so that it parses back to exactly n: in the
+// largest unit where at most two decimals are exact ("20MiB", "18.50MiB",
+// "1024.50KiB"), else in bytes ("14680065B"). Layouts, specs and golden files use it.
+func FormatBytesExact(n int64) string {
+	neg := ""
+	u := n
+	if n < 0 {
+		neg, u = "-", -n
+	}
+	us := []struct {
+		name string
+		mult int64
+	}{{"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
+	for _, x := range us {
+		switch {
+		case u < x.mult:
+		case u%x.mult == 0:
+			return neg + strconv.FormatInt(u/x.mult, 10) + x.name
+		case u <= math.MaxInt64/100 && (u*100)%x.mult == 0:
+			return neg + strconv.FormatFloat(float64(u)/float64(x.mult), 'f', 2, 64) + x.name
 		}
 	}
 	return neg + strconv.FormatInt(u, 10) + "B"

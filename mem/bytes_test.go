@@ -57,6 +57,23 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
+func TestFormatBytesExact(t *testing.T) {
+	for _, tc := range []struct {
+		in   int64
+		want string
+	}{
+		{0, "0B"}, {20 * MiB, "20MiB"}, {MiB + 512, "1024.50KiB"}, {14*MiB + 1, "14680065B"},
+		{3 * GiB / 2, "1.50GiB"}, {1536, "1.50KiB"}, {-2 * MiB, "-2MiB"},
+	} {
+		if got := FormatBytesExact(tc.in); got != tc.want {
+			t.Errorf("FormatBytesExact(%d) = %q; want %q", tc.in, got, tc.want)
+		}
+		if back, err := ParseBytes(FormatBytesExact(tc.in)); tc.in >= 0 && (err != nil || back != tc.in) {
+			t.Errorf("FormatBytesExact(%d) does not parse back: %d, %v", tc.in, back, err)
+		}
+	}
+}
+
 func TestBytesRoundTrip(t *testing.T) {
 	for _, n := range []int64{1, 512, KiB, 20 * MiB, 80 * GiB, 3 * TiB} {
 		var b Bytes

@@ -111,7 +111,13 @@ func (d *Device) ReserveVA(size int64) uint64 {
 		return d.vaHook(size)
 	}
 	a := d.nextVA
-	d.nextVA += uint64(RoundUp(max(size, 1), PageSize))
+	n := uint64(RoundUp(max(size, 1), PageSize))
+	if d.nextVA+n < d.nextVA {
+		// 2^64 − DefaultVABase bytes is ~16 EiB of ranges: millions of times a
+		// real GPU's 128–512 TiB. Running out is a broken caller.
+		panic(fmt.Sprintf("mem: virtual address space exhausted reserving %d bytes", size))
+	}
+	d.nextVA += n
 	return a
 }
 

@@ -167,8 +167,8 @@ func (l Layout) String() string {
 	var sb strings.Builder
 	c := l.Classes()
 	fmt.Fprintf(&sb, "reserved=%s allocated=%s requested=%s device_free=%s max_allocatable=%s\n",
-		FormatBytes(c.Reserved()), FormatBytes(c.Allocated()), FormatBytes(c.Live),
-		FormatBytes(c.DeviceFree), FormatBytes(l.MaxAllocatable))
+		FormatBytesExact(c.Reserved()), FormatBytesExact(c.Allocated()), FormatBytesExact(c.Live),
+		FormatBytesExact(c.DeviceFree), FormatBytesExact(l.MaxAllocatable))
 	if len(l.Segments) == 0 {
 		sb.WriteString("(no segments)\n")
 		return sb.String()
@@ -179,12 +179,12 @@ func (l Layout) String() string {
 			kind = " expandable"
 		}
 		fmt.Fprintf(&sb, "segment %s size=%s pool=%s stream=%d%s %s\n",
-			FormatAddr(s.Addr), FormatBytes(s.Size), s.Pool, s.Stream, kind, s.Map(24))
+			FormatAddr(s.Addr), FormatBytesExact(s.Size), s.Pool, s.Stream, kind, s.Map(24))
 		for _, b := range s.Blocks {
 			if b.State == Free {
-				fmt.Fprintf(&sb, "  %s %s free\n", FormatAddr(b.Addr), FormatBytes(b.Size))
+				fmt.Fprintf(&sb, "  %s %s free\n", FormatAddr(b.Addr), FormatBytesExact(b.Size))
 			} else {
-				fmt.Fprintf(&sb, "  %s %s %s requested=%s\n", FormatAddr(b.Addr), FormatBytes(b.Size), b.State, FormatBytes(b.Requested))
+				fmt.Fprintf(&sb, "  %s %s %s requested=%s\n", FormatAddr(b.Addr), FormatBytesExact(b.Size), b.State, FormatBytesExact(b.Requested))
 			}
 		}
 	}
@@ -229,7 +229,7 @@ func (s Segment) Map(width int) string {
 // addresses below it (for example addresses taken from a real trace).
 func FormatAddr(a uint64) string {
 	if a >= DefaultVABase {
-		return "@" + FormatBytes(int64(a-DefaultVABase))
+		return "@" + FormatBytesExact(int64(a-DefaultVABase))
 	}
 	return fmt.Sprintf("%#x", a)
 }

@@ -117,7 +117,7 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 		}
 		ids[id] = b.Handle
 		live[b.Handle] = Live{Addr: b.Addr, Size: b.Size, Requested: size}
-		return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytes(b.Size))
+		return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytesExact(b.Size))
 	case "free":
 		var id string
 		td.ScanArgs(t, "id", &id)
@@ -151,7 +151,7 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 		}
 		old := live[h]
 		live[h] = Live{Addr: b.Addr, Size: b.Size, Requested: old.Requested}
-		return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytes(b.Size))
+		return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytesExact(b.Size))
 	case "empty-cache":
 		a.EmptyCache()
 		return "ok"
@@ -168,7 +168,7 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 		if err := CheckMaxAllocatable(a); err != nil {
 			td.Fatalf(t, "%v", err)
 		}
-		return mem.FormatBytes(a.MaxAllocatable())
+		return mem.FormatBytesExact(a.MaxAllocatable())
 	case "live":
 		// The live ids in address order, for checking placement at a glance.
 		type e struct {
@@ -182,7 +182,7 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 		sort.Slice(es, func(i, j int) bool { return es[i].addr < es[j].addr })
 		var sb strings.Builder
 		for _, x := range es {
-			fmt.Fprintf(&sb, "%s %s %s\n", x.id, mem.FormatAddr(x.addr), mem.FormatBytes(live[ids[x.id]].Size))
+			fmt.Fprintf(&sb, "%s %s %s\n", x.id, mem.FormatAddr(x.addr), mem.FormatBytesExact(live[ids[x.id]].Size))
 		}
 		return sb.String()
 	}

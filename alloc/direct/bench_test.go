@@ -1,0 +1,17 @@
+package direct
+
+import (
+	"testing"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/alloctest"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// BenchmarkAllocFree times one free+alloc pair in steady state (see
+// alloctest.BenchAllocFree). Run as:
+//
+//	go test -run '^$' -bench . -benchmem ./alloc/direct/
+func BenchmarkAllocFree(b *testing.B) {
+	alloctest.RunBenchAllocFree(b, Name, func(dev *mem.Device) (alloc.Allocator, error) { return New(dev, Config{}) })
+}
