@@ -17,8 +17,38 @@ import (
 type Factory func(dev *mem.Device, args string) (alloc.Allocator, error)
 
 // Hook lets a package add commands of its own to the script language. It
-// returns the output and true when it handled the command.
-type Hook func(t *testing.T, a alloc.Allocator, td *datadriven.TestData) (string, bool)
+// returns the output and true when it handled the command. Through env it
+// reaches the allocator, the script's ids and the reference model.
+type Hook func(t *testing.T, env *ScriptEnv, td *datadriven.TestData) (string, bool)
+
+// ScriptEnv is the state of one script: the allocator under test, the
+// script's ids and the reference model that Check compares against.
+type ScriptEnv struct {
+	A    alloc.Allocator
+	ids  map[string]alloc.Handle
+	live map[alloc.Handle]Live
+}
+
+// Handle returns the live handle a script id names.
+func (e *ScriptEnv) Handle(id string) (alloc.Handle, bool) {
+	h, ok := e.ids[id]
+	return h, ok
+}
+
+// Track records that id now names block b holding requested bytes (after an
+// Alloc, or a call that resized or moved it), replacing any earlier record.
+func (e *ScriptEnv) Track(id string, b alloc.Block, requested int64) {
+	if old, ok := e.ids[id]; ok {
+		delete(e.live, old)
+	}
+	e.ids[id] = b.Handle
+	e.live[b.Handle] = Live{Addr: b.Addr, Size: b.Size, Requested: requested}
+}
+
+// FormatBlock prints a block as the alloc command does.
+func FormatBlock(id string, b alloc.Block) string {
+	return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytesExact(b.Size))
+}
 
 // RunScripts runs every datadriven script under dir (typically
 // "testdata/scripts") against allocators built by f. Rerun with -rewrite to
@@ -41,13 +71,11 @@ type Hook func(t *testing.T, a alloc.Allocator, td *datadriven.TestData) (string
 // test at that line.
 func RunScripts(t *testing.T, dir string, f Factory, hooks ...Hook) {
 	datadriven.Walk(t, dir, func(t *testing.T, path string) {
-		var a alloc.Allocator
-		ids := map[string]alloc.Handle{}
-		live := map[alloc.Handle]Live{}
+		env := &ScriptEnv{ids: map[string]alloc.Handle{}, live: map[alloc.Handle]Live{}}
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			out := run(t, td, f, &a, ids, live, hooks)
-			if a != nil {
-				if err := Check(a, live); err != nil {
+			out := run(t, td, f, env, hooks)
+			if env.A != nil {
+				if err := Check(env.A, env.live); err != nil {
 					td.Fatalf(t, "after %q: %v", td.Cmd, err)
 				}
 			}
@@ -66,8 +94,8 @@ func sizeArg(t *testing.T, td *datadriven.TestData, key string) int64 {
 	return n
 }
 
-func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
-	ids map[string]alloc.Handle, live map[alloc.Handle]Live, hooks []Hook) string {
+func run(t *testing.T, td *datadriven.TestData, f Factory, env *ScriptEnv, hooks []Hook) string {
+	ids, live := env.ids, env.live
 	if td.Cmd == "init" {
 		capacity := sizeArg(t, td, "capacity")
 		var other int64
@@ -84,17 +112,17 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		*ap = a
+		env.A = a
 		clear(ids)
 		clear(live)
 		return "ok"
 	}
-	a := *ap
+	a := env.A
 	if a == nil {
 		td.Fatalf(t, "%s before init", td.Cmd)
 	}
 	for _, h := range hooks {
-		if out, ok := h(t, a, td); ok {
+		if out, ok := h(t, env, td); ok {
 			return out
 		}
 	}
@@ -115,9 +143,8 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 			}
 			return "error: " + err.Error()
 		}
-		ids[id] = b.Handle
-		live[b.Handle] = Live{Addr: b.Addr, Size: b.Size, Requested: size}
-		return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytesExact(b.Size))
+		env.Track(id, b, size)
+		return FormatBlock(id, b)
 	case "free":
 		var id string
 		td.ScanArgs(t, "id", &id)
@@ -149,9 +176,8 @@ func run(t *testing.T, td *datadriven.TestData, f Factory, ap *alloc.Allocator,
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		old := live[h]
-		live[h] = Live{Addr: b.Addr, Size: b.Size, Requested: old.Requested}
-		return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytesExact(b.Size))
+		env.Track(id, b, live[h].Requested)
+		return FormatBlock(id, b)
 	case "empty-cache":
 		a.EmptyCache()
 		return "ok"

@@ -12,107 +12,39 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestGrowScripts runs the commented Grow scenarios in testdata/grow. They
-// cannot go through alloctest.RunScripts: a hook there sees neither the
-// script's ids nor the reference model, and a Grow changes the block's size,
-// which the reference must learn. So this is a small runner of its own, with
-// the same commands plus
+// TestGrowScripts runs the commented Grow scenarios in testdata/grow through
+// alloctest.RunScripts, with two commands of vmm's own:
 //
 //	grow id=a size=6MiB    Grow; prints the block or the error
 //	map-ops                MapOps and UnmapOps
 //
-// and the same checks (alloctest.Check) after every command. Rerun with
-// -rewrite to regenerate the output.
+// Rerun with -rewrite to regenerate the output.
 func TestGrowScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/grow", func(t *testing.T, path string) {
-		var a *Allocator
-		ids := map[string]alloc.Handle{}
-		live := map[alloc.Handle]alloctest.Live{}
-		size := func(td *datadriven.TestData, key string) int64 {
-			var s string
-			td.ScanArgs(t, key, &s)
-			n, err := mem.ParseBytes(s)
-			if err != nil {
-				td.Fatalf(t, "%s: %v", key, err)
-			}
-			return n
+	alloctest.RunScripts(t, "testdata/grow", FromSpec, growHook)
+}
+
+func growHook(t *testing.T, env *alloctest.ScriptEnv, td *datadriven.TestData) (string, bool) {
+	a := env.A.(*Allocator)
+	switch td.Cmd {
+	case "grow":
+		var id, size string
+		td.ScanArgs(t, "id", &id)
+		td.ScanArgs(t, "size", &size)
+		n, err := mem.ParseBytes(size)
+		if err != nil {
+			td.Fatalf(t, "size: %v", err)
 		}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			out := func() string {
-				if td.Cmd == "init" {
-					var other int64
-					if td.HasArg("other") {
-						other = size(td, "other")
-					}
-					var spec string
-					td.MaybeScanArgs(t, "spec", &spec)
-					cfg, err := ParseConfig(spec)
-					if err != nil {
-						return "error: " + err.Error()
-					}
-					a, err = New(mem.MustDevice(size(td, "capacity"), other), cfg)
-					if err != nil {
-						return "error: " + err.Error()
-					}
-					clear(ids)
-					clear(live)
-					return "ok"
-				}
-				if a == nil {
-					td.Fatalf(t, "%s before init", td.Cmd)
-				}
-				var id string
-				if td.HasArg("id") {
-					td.ScanArgs(t, "id", &id)
-				}
-				switch td.Cmd {
-				case "alloc", "grow":
-					n := size(td, "size")
-					var b alloc.Block
-					var err error
-					if td.Cmd == "alloc" {
-						stream := 0
-						td.MaybeScanArgs(t, "stream", &stream)
-						b, err = a.Alloc(n, stream)
-					} else {
-						b, err = a.Grow(ids[id], n)
-					}
-					if err != nil {
-						return "error: " + err.Error()
-					}
-					ids[id] = b.Handle
-					live[b.Handle] = alloctest.Live{Addr: b.Addr, Size: b.Size, Requested: n}
-					return fmt.Sprintf("%s: %s size=%s", id, mem.FormatAddr(b.Addr), mem.FormatBytes(b.Size))
-				case "free":
-					if err := a.Free(ids[id]); err != nil {
-						return "error: " + err.Error()
-					}
-					delete(live, ids[id])
-					delete(ids, id)
-					return "ok"
-				case "layout":
-					return a.Layout().String()
-				case "stats":
-					return a.Stats().String()
-				case "max-allocatable":
-					if err := alloctest.CheckMaxAllocatable(a); err != nil {
-						td.Fatalf(t, "%v", err)
-					}
-					return mem.FormatBytes(a.MaxAllocatable())
-				case "map-ops":
-					return fmt.Sprintf("map=%d unmap=%d", a.MapOps(), a.UnmapOps())
-				}
-				td.Fatalf(t, "unknown command %q", td.Cmd)
-				return ""
-			}()
-			if a != nil {
-				if err := alloctest.Check(a, live); err != nil {
-					td.Fatalf(t, "after %q: %v", td.Cmd, err)
-				}
-			}
-			return out
-		})
-	})
+		h, _ := env.Handle(id)
+		b, err := a.Grow(h, n)
+		if err != nil {
+			return "error: " + err.Error(), true
+		}
+		env.Track(id, b, n)
+		return alloctest.FormatBlock(id, b), true
+	case "map-ops":
+		return fmt.Sprintf("map=%d unmap=%d", a.MapOps(), a.UnmapOps()), true
+	}
+	return "", false
 }
 
 // TestGrowProperties mixes Alloc, Grow and Free at random and checks after
