@@ -97,7 +97,10 @@ func SplitList(list string) ([]string, error) {
 			out = append(out, Names()...)
 			continue
 		}
-		if _, ok := lookup(name); ok || len(out) == 0 {
+		// A piece continues the previous spec only if it looks like a
+		// caching option (key:value) and does not name an allocator; a bare
+		// unknown word starts a spec of its own, so the error names it.
+		if _, ok := lookup(name); ok || len(out) == 0 || !strings.Contains(p, ":") {
 			out = append(out, p)
 			continue
 		}

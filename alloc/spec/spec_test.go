@@ -1,0 +1,121 @@
+package spec_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/alloctest"
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+func TestSplitList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"caching", []string{"caching"}},
+		{"caching,vmm:2MiB", []string{"caching", "vmm:2MiB"}},
+		{"caching:expandable_segments:True,max_split_size_mb:128,vmm:2MiB",
+			[]string{"caching:expandable_segments:True,max_split_size_mb:128", "vmm:2MiB"}},
+		{"all", spec.Names()},
+		{" sizeclass:8MiB/64MiB , direct ", []string{"sizeclass:8MiB/64MiB", "direct"}},
+		{"direct,tlsf", []string{"direct", "tlsf"}},
+	} {
+		got, err := spec.SplitList(tc.in)
+		if err != nil || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("SplitList(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := spec.SplitList(" , "); !errors.Is(err, alloc.ErrBadSpec) {
+		t.Errorf("empty list: %v", err)
+	}
+}
+
+func TestNew(t *testing.T) {
+	dev := func() *mem.Device { return mem.MustDevice(mem.GiB, 0) }
+	for _, k := range spec.Kinds {
+		for _, s := range []string{k.Name, k.Example} {
+			a, err := spec.New(s, dev())
+			if err != nil {
+				t.Errorf("New(%q): %v", s, err)
+				continue
+			}
+			// Spec() must be accepted back by New (round trip).
+			if _, err := spec.New(a.Spec(), dev()); err != nil {
+				t.Errorf("New(%q).Spec() = %q does not parse: %v", s, a.Spec(), err)
+			}
+		}
+	}
+	for _, bad := range []string{"", "nope", "caching:bogus:1", "vmm:3", "sizeclass:big"} {
+		if _, err := spec.New(bad, dev()); !errors.Is(err, alloc.ErrBadSpec) {
+			t.Errorf("New(%q): %v, want ErrBadSpec", bad, err)
+		}
+	}
+}
+
+// FuzzAllocators decodes the input into a sequence of operations and runs it
+// through every allocator, checking the reference invariants after each
+// operation (alloctest.Check). Each op is 3 bytes: kind, and a 16-bit
+// argument (a size in 64 KiB units plus a few odd bytes, or which live
+// block to free).
+//
+//	go test ./alloc/spec/ -run '^$' -fuzz FuzzAllocators -fuzztime 60s
+func FuzzAllocators(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 2, 0, 1, 0, 0, 3, 0, 0})
+	f.Add([]byte{0, 0, 1, 0, 0, 16, 0, 0, 255, 1, 0, 0, 1, 1, 0, 0, 0, 32})
+	f.Add([]byte{0, 255, 255, 0, 1, 1, 2, 0, 0, 0, 7, 7, 1, 0, 0, 4, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 3*400 {
+			data = data[:3*400]
+		}
+		for _, k := range spec.Kinds {
+			a, err := spec.New(k.Example, mem.MustDevice(512*mem.MiB, 32*mem.MiB))
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := map[alloc.Handle]alloctest.Live{}
+			var hs []alloc.Handle
+			for i := 0; i+2 < len(data); i += 3 {
+				arg := int(data[i+1])<<8 | int(data[i+2])
+				switch data[i] % 5 {
+				case 0, 1: // alloc
+					size := int64(arg)*64*mem.KiB + int64(data[i+2]%7)*100 + 1
+					b, err := a.Alloc(size, int(data[i]>>7))
+					if err != nil {
+						if e := alloctest.CheckOOM(err, size); e != nil {
+							t.Fatalf("%s: %v", k.Example, e)
+						}
+						continue
+					}
+					live[b.Handle] = alloctest.Live{Addr: b.Addr, Size: b.Size, Requested: size}
+					hs = append(hs, b.Handle)
+				case 2: // free
+					if len(hs) == 0 {
+						continue
+					}
+					j := arg % len(hs)
+					if err := a.Free(hs[j]); err != nil {
+						t.Fatalf("%s: free: %v", k.Example, err)
+					}
+					delete(live, hs[j])
+					hs = append(hs[:j], hs[j+1:]...)
+				case 3:
+					a.EmptyCache()
+				case 4:
+					if s, ok := a.(alloc.Syncer); ok {
+						s.Sync()
+					}
+				}
+				if err := alloctest.Check(a, live); err != nil {
+					t.Fatalf("%s after op %d: %v", k.Example, i/3, err)
+				}
+			}
+			if err := alloctest.CheckMaxAllocatable(a); err != nil {
+				t.Fatalf("%s: %v", k.Example, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,13 @@
+// Command gpufrag models GPU memory allocators to study fragmentation in LLM
+// inference. Run `gpufrag --help`; the commands live in internal/cli.
+package main
+
+import (
+	"os"
+
+	"github.com/gpufrag/gpufrag/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/optrace"
+	"github.com/spf13/cobra"
+)
+
+// replayFlags are the flags of `gpufrag replay`.
+type replayFlags struct {
+	allocs   []string  // --alloc, each a spec or a comma-separated list
+	capacity mem.Bytes // --capacity
+	other    mem.Bytes // --other
+	json     bool      // --json
+}
+
+// replayOutput is the JSON document `gpufrag replay --json` prints; the
+// schema is documented in docs/json.md.
+type replayOutput struct {
+	Trace         string           `json:"trace"`
+	CapacityBytes int64            `json:"capacity_bytes"`
+	OtherUseBytes int64            `json:"other_use_bytes"`
+	Results       []optrace.Result `json:"results"`
+}
+
+func newReplay() *cobra.Command {
+	f := replayFlags{capacity: mem.Bytes(80 * mem.GiB)}
+	cmd := &cobra.Command{
+		Use:   "replay [OPS]",
+		Short: "Replay an allocation op trace through allocators and compare them",
+		Long:  replayLong(),
+		Example: `  # The embedded example through all six allocators:
+  gpufrag replay
+
+  # Your trace, PyTorch's allocator with and without expandable segments:
+  gpufrag replay ops.jsonl --alloc caching --alloc caching:expandable_segments:True
+
+  # A 40GiB budget with 16GiB taken by weights, as JSON:
+  gpufrag replay ops.jsonl --alloc caching,sizeclass:8MiB/64MiB/512MiB --capacity 40GiB --other 16GiB --json
+
+  # From standard input:
+  my-tracer | gpufrag replay - --alloc all`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf(cmd, "replay takes at most one trace file, got %d arguments (%s)",
+					len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return runReplay(cmd, f, path)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.allocs, "alloc", nil,
+		"allocator `SPEC` to replay through; repeat it or separate specs with commas (default all six)")
+	fl.Var(&f.capacity, "capacity", "device memory the allocators may use, a `SIZE` with units such as 80GiB or 512MiB")
+	fl.Var(&f.other, "other", "`SIZE` of device memory already taken by weights, the CUDA context or other processes")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
+	return cmd
+}
+
+func replayLong() string {
+	var sb strings.Builder
+	sb.WriteString(`Replay runs an allocation op trace through each listed allocator, on a
+modelled GPU of --capacity bytes, and prints for each the peak and final
+reserved and allocated bytes, the number of allocs that ran out of memory,
+and fragmentation at the peak and at the end.
+
+OPS is a JSON Lines file, one op per line ("-" reads standard input):
+
+  {"op":"alloc","id":"a1","size":16777216,"stream":0}   allocate size bytes as a1
+  {"op":"free","id":"a1"}                               free a1
+  {"op":"empty_cache"}                                  torch.cuda.empty_cache()
+  {"op":"sync"}                                         stream synchronisation
+
+stream is optional (default 0); sync is an extension that stream-ordered
+allocators (async) use to trim their cache. Blank lines are allowed. A
+malformed line, an unknown field, a free of an unknown id, a double free or
+an alloc of an id that is still live is an error naming the line. An alloc
+that runs out of memory is counted and the trace goes on; later ops naming
+its id are skipped and counted.
+
+`)
+	sb.WriteString(wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76))
+	sb.WriteString(`
+
+Allocators (--alloc SPEC, where SPEC is NAME[:SETTINGS]; "all" means all six):
+
+`)
+	w := 0
+	for _, k := range spec.Kinds {
+		w = max(w, len(k.Name))
+	}
+	for _, k := range spec.Kinds {
+		fmt.Fprintf(&sb, "  %-*s  %s\n", w, k.Name, k.Summary)
+		if k.Example != k.Name {
+			fmt.Fprintf(&sb, "  %-*s  e.g. %s\n", w, "", k.Example)
+		}
+	}
+	sb.WriteString(`
+Health is the largest free block divided by all free memory inside the
+allocator's segments: 1 when the free memory is one piece, near 0 when it is
+scattered; below 0.5 is worth acting on. Max allocatable is the largest single
+request that would still succeed.`)
+	return sb.String()
+}
+
+// runReplay checks the flags, reads the trace, replays it and prints.
+func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
+	specs, err := allocSpecs(f.allocs)
+	if err != nil {
+		return usageErrorf(cmd, "--alloc: %v", err)
+	}
+	capacity, other := int64(f.capacity), int64(f.other)
+	if _, err := mem.NewDevice(capacity, other); err != nil {
+		return usageErrorf(cmd, "--capacity %s, --other %s: %v", f.capacity, f.other, err)
+	}
+	newAllocator := func(s string) (alloc.Allocator, error) {
+		dev, err := mem.NewDevice(capacity, other)
+		if err != nil {
+			return nil, err
+		}
+		return spec.New(s, dev)
+	}
+	// Build every allocator once before reading the trace, so a bad spec is
+	// reported at once, even when the trace comes from a slow pipe. Other
+	// errors (an allocator that cannot be built) come from ReplayAll, after
+	// the trace has been read and checked.
+	for _, s := range specs {
+		if _, err := newAllocator(s); errors.Is(err, alloc.ErrBadSpec) {
+			return usageErrorf(cmd, "--alloc: %v", err)
+		}
+	}
+
+	ops, name, err := readTrace(cmd.InOrStdin(), path)
+	if err != nil {
+		return err
+	}
+	results, err := optrace.ReplayAll(ops, specs, newAllocator)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		doc := replayOutput{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(b, '\n'))
+		return err
+	}
+	var sb strings.Builder
+	writeReplayReport(&sb, name, path == "", len(ops), capacity, other, results)
+	_, err = io.WriteString(out, sb.String())
+	return err
+}
+
+// allocSpecs expands the --alloc values (each a spec or a comma-separated
+// list, see spec.SplitList); no value means every allocator.
+func allocSpecs(values []string) ([]string, error) {
+	if len(values) == 0 {
+		return spec.Names(), nil
+	}
+	var specs []string
+	for _, v := range values {
+		ss, err := spec.SplitList(v)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, ss...)
+	}
+	return specs, nil
+}
+
+// readTrace reads the trace at path: the embedded example for "", standard
+// input for "-". It returns the ops and the name used in messages.
+func readTrace(stdin io.Reader, path string) ([]optrace.Op, string, error) {
+	var (
+		r    io.Reader
+		name string
+	)
+	switch path {
+	case "":
+		r, name = bytes.NewReader(exampleTrace), exampleName
+	case "-":
+		r, name = stdin, "stdin"
+	default:
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, "", err
+		}
+		defer file.Close()
+		r, name = file, path
+	}
+	ops, err := optrace.Read(r, name)
+	return ops, name, err
+}

@@ -1,0 +1,55 @@
+// Package optrace reads, writes, checks and replays allocation op traces:
+// the sequence of alloc, free and empty_cache calls a program made, one
+// operation per line of JSON (JSON Lines). A trace replayed through several
+// allocators shows how each would have laid out the same requests: peak and
+// final memory, out-of-memory failures and fragmentation (package frag).
+//
+// # Format
+//
+// One JSON object per line; blank lines are allowed and ignored:
+//
+//	{"op":"alloc","id":"a1","size":16777216,"stream":0}
+//	{"op":"free","id":"a1"}
+//	{"op":"empty_cache"}
+//	{"op":"sync"}
+//
+// The fields each op takes:
+//
+//   - alloc: id (a non-empty string naming the allocation) and size (bytes,
+//     a positive integer of at most MaxSize) are required; stream (a
+//     non-negative integer, default 0) is optional.
+//   - free: id, which must name a live allocation.
+//   - empty_cache: torch.cuda.empty_cache(); no other fields.
+//   - sync: an extension to the format: a device-wide stream
+//     synchronisation (torch.cuda.synchronize()). Stream-ordered allocators
+//     (alloc.Syncer, such as the cudaMallocAsync-style pool) trim their cache
+//     at sync points; the others ignore it. No other fields.
+//
+// The reader is strict, because a trace that is silently misread gives
+// plausible but wrong numbers: keys are matched exactly (case matters), an
+// unknown or repeated key, a field that the op does not take, a size that is
+// not a positive integer (16777216.0, 1.6e7 and "16777216" are refused),
+// anything after the object on the same line and a line longer than
+// MaxLineBytes are errors. Ids must make sense in order: a free names an id
+// that is live, and an alloc does not reuse an id that is still live (an id
+// may be reused after its free). Every error is an *Error naming the file,
+// the line and, where there is one, the field:
+//
+//	ops.jsonl: line 12: field "size": must be a positive integer (got -5)
+//
+// # Replay
+//
+// Replay applies a trace to one allocator; ReplayAll to several, built by a
+// caller's function from specs (the command line uses package alloc/spec).
+// Both are pure and deterministic: no clock, no randomness, no I/O. An alloc that fails with out-of-memory is counted and
+// the trace goes on; later ops naming its id are skipped and counted, as a
+// program that caught the error and dropped the tensor would do.
+//
+// Invariants:
+//
+//   - Read returns only traces that Validate accepts, and Write writes every
+//     such trace so that Read gives it back (the round trip FuzzRead checks).
+//   - Replay's peak metrics describe the state after the op at which reserved
+//     bytes first reached their maximum, so Result.AtPeak.Reserved ==
+//     Result.PeakReservedBytes.
+package optrace

@@ -1,0 +1,259 @@
+package optrace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// MaxLineBytes is the longest line Read accepts (1 MiB, without the line
+// ending). A valid op needs well under a hundred bytes plus its id; the cap
+// keeps a file without newlines from being read into memory as one line.
+const MaxLineBytes = 1 << 20
+
+// The kinds of error, matched with errors.Is on the *Error that wraps them.
+var (
+	// ErrSyntax: the line is not a single JSON object (malformed JSON,
+	// something after the object, or a line longer than MaxLineBytes).
+	ErrSyntax = errors.New("optrace: syntax error")
+	// ErrField: a field is unknown, repeated, missing, or has a bad value.
+	ErrField = errors.New("optrace: bad field")
+	// ErrUnknownID: a free names an id that was never allocated.
+	ErrUnknownID = errors.New("optrace: unknown id")
+	// ErrDoubleFree: a free names an id that was already freed.
+	ErrDoubleFree = errors.New("optrace: double free")
+	// ErrLiveID: an alloc reuses an id that is still live.
+	ErrLiveID = errors.New("optrace: id still live")
+)
+
+// Error is a problem with one op of a trace. Its message names the trace,
+// the line and the field, for example
+//
+//	ops.jsonl: line 12: field "size": must be a positive integer (got -5)
+type Error struct {
+	Name  string // the trace's name as given to Read or Validate; may be empty
+	Line  int    // 1-based line (or op number for ops built in code)
+	Field string // the JSON field at fault, or empty
+	Msg   string // what is wrong
+	Err   error  // the kind: ErrSyntax, ErrField, ErrUnknownID, ErrDoubleFree or ErrLiveID
+}
+
+func (e *Error) Error() string {
+	var sb strings.Builder
+	if e.Name != "" {
+		sb.WriteString(e.Name)
+		sb.WriteString(": ")
+	}
+	fmt.Fprintf(&sb, "line %d: ", e.Line)
+	if e.Field != "" {
+		fmt.Fprintf(&sb, "field %q: ", e.Field)
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// Unwrap returns the error's kind, so errors.Is(err, ErrDoubleFree) works.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Read reads a whole trace in the format of the package doc and checks it
+// with Validate. name labels error messages (a file name, "stdin"); it may be
+// empty. Ops carry the line they came from. The first error stops reading;
+// it is an *Error unless reading r itself failed.
+func Read(r io.Reader, name string) ([]Op, error) {
+	sc := bufio.NewScanner(r)
+	// Room for a maximal line plus "\r\n", so that only longer lines fail.
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes+2)
+	var (
+		ops  []Op
+		ids  tracker
+		line int
+	)
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\uFEFF")) // a UTF-8 byte order mark
+		}
+		if len(b) > MaxLineBytes {
+			return nil, tooLong(name, line)
+		}
+		if isBlank(b) {
+			continue
+		}
+		op, err := parseLine(b)
+		if err != nil {
+			err.Name, err.Line = name, line
+			return nil, err
+		}
+		op.Line = line
+		if err := ids.apply(op, len(ops)); err != nil {
+			err.Name = name
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, tooLong(name, line+1)
+		}
+		if name == "" {
+			name = "trace"
+		}
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return ops, nil
+}
+
+func tooLong(name string, line int) *Error {
+	return &Error{Name: name, Line: line, Err: ErrSyntax,
+		Msg: fmt.Sprintf("longer than %d bytes (not a trace, or a missing line break?)", MaxLineBytes)}
+}
+
+// isBlank reports whether b holds only JSON whitespace (space, tab, CR, LF).
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldNames are the keys a line may carry, in the order of parseLine's raw values.
+var fieldNames = []string{"op", "id", "size", "stream"}
+
+// parseLine parses one non-blank line into an op, checking everything that
+// does not depend on other lines. The returned *Error lacks Name and Line.
+func parseLine(b []byte) (Op, *Error) {
+	fieldErr := func(field, format string, args ...any) *Error {
+		return &Error{Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return Op{}, syntaxErr(err, "malformed JSON")
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return Op{}, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object such as %s, got %s", exampleLine, clip(b))}
+	}
+	var raw [4]json.RawMessage // indexed like fieldNames
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return Op{}, syntaxErr(err, "malformed JSON")
+		}
+		key, ok := tok.(string)
+		if !ok { // cannot happen: Token checks that object keys are strings
+			return Op{}, &Error{Err: ErrSyntax, Msg: "malformed JSON: object key is not a string"}
+		}
+		i := index(fieldNames, key)
+		if i < 0 {
+			return Op{}, fieldErr(clipString(key), "unknown field (known: op, id, size, stream)")
+		}
+		if raw[i] != nil {
+			return Op{}, fieldErr(key, "appears twice")
+		}
+		if err := dec.Decode(&raw[i]); err != nil {
+			return Op{}, syntaxErr(err, "malformed JSON")
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return Op{}, syntaxErr(err, "malformed JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Op{}, &Error{Err: ErrSyntax, Msg: "unexpected text after the JSON object (one op per line)"}
+	}
+
+	var op Op
+	if raw[0] == nil {
+		return Op{}, fieldErr("op", "missing (want alloc, free, empty_cache or sync)")
+	}
+	var name string
+	if json.Unmarshal(raw[0], &name) != nil {
+		return Op{}, fieldErr("op", "must be a string (got %s)", clip(raw[0]))
+	}
+	k, ok := parseKind(name)
+	if !ok {
+		return Op{}, fieldErr("op", "unknown op %q (want alloc, free, empty_cache or sync)", clipString(name))
+	}
+	op.Kind = k
+	// Which fields the op takes besides "op".
+	takesID, takesSize := k == Alloc || k == Free, k == Alloc
+	takes := [3]bool{takesID, takesSize, takesSize} // id, size, stream
+	for i, f := range fieldNames[1:] {
+		if raw[i+1] != nil && !takes[i] {
+			return Op{}, fieldErr(f, "not allowed for op %q", k)
+		}
+	}
+	if takes[0] {
+		if raw[1] == nil {
+			return Op{}, fieldErr("id", "missing")
+		}
+		if json.Unmarshal(raw[1], &op.ID) != nil || op.ID == "" {
+			return Op{}, fieldErr("id", "must be a non-empty string (got %s)", clip(raw[1]))
+		}
+		if len(op.ID) > MaxIDBytes {
+			return Op{}, fieldErr("id", "longer than %d bytes", MaxIDBytes)
+		}
+	}
+	if takes[1] {
+		if raw[2] == nil {
+			return Op{}, fieldErr("size", "missing (bytes, a positive integer)")
+		}
+		n, err := strconv.ParseInt(string(raw[2]), 10, 64)
+		if err != nil || n <= 0 {
+			return Op{}, fieldErr("size", "must be a positive integer (got %s)", clip(raw[2]))
+		}
+		if n > MaxSize {
+			return Op{}, fieldErr("size", "must be at most %d (got %s)", MaxSize, clip(raw[2]))
+		}
+		op.Size = n
+	}
+	if takes[2] && raw[3] != nil {
+		n, err := strconv.ParseInt(string(raw[3]), 10, 64)
+		if err != nil || n < 0 || n > MaxStream {
+			return Op{}, fieldErr("stream", "must be an integer from 0 to %d (got %s)", MaxStream, clip(raw[3]))
+		}
+		op.Stream = int(n)
+	}
+	return op, nil
+}
+
+const exampleLine = `{"op":"alloc","id":"a1","size":16777216,"stream":0}`
+
+func syntaxErr(err error, what string) *Error {
+	msg := what + ": " + strings.TrimPrefix(err.Error(), "json: ")
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		msg += fmt.Sprintf(" (at byte %d)", se.Offset)
+	}
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		msg = what + ": the line ends before the object does"
+	}
+	return &Error{Err: ErrSyntax, Msg: msg}
+}
+
+func index(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// clip shortens raw input for an error message.
+func clip(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+func clipString(s string) string { return clip([]byte(s)) }

@@ -1,0 +1,220 @@
+package optrace
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/frag"
+)
+
+// Result is what replaying a trace through one allocator gives. The JSON
+// names are the stable schema of `gpufrag replay --json` (docs/json.md).
+type Result struct {
+	// Allocator is the allocator's spec: as the caller gave it to
+	// ReplayAll, or alloc.Allocator.Spec for Replay.
+	Allocator string `json:"allocator"`
+	// Ops is the number of ops in the trace, skipped ones included.
+	Ops int `json:"ops"`
+
+	// Peaks are the largest values after any op (or before the first).
+	PeakReservedBytes  int64 `json:"peak_reserved_bytes"`
+	PeakAllocatedBytes int64 `json:"peak_allocated_bytes"`
+	// End values are those after the last op.
+	EndReservedBytes  int64 `json:"end_reserved_bytes"`
+	EndAllocatedBytes int64 `json:"end_allocated_bytes"`
+
+	// OOMs counts allocs that failed for lack of memory.
+	OOMs int `json:"ooms"`
+	// SkippedOps counts ops skipped because they named the id of an alloc
+	// that had failed (its free).
+	SkippedOps int `json:"skipped_ops"`
+
+	// PeakLine is the line (op number for ops built in code) of the op
+	// after which reserved bytes first reached PeakReservedBytes; 0 when
+	// the peak is the state before the first op (an allocator that reserves
+	// up front, or an empty trace).
+	PeakLine int `json:"peak_line"`
+	// AtPeak are the fragmentation metrics at that moment: AtPeak.Reserved
+	// equals PeakReservedBytes. Peak allocated bytes may come at another op.
+	AtPeak frag.Metrics `json:"peak"`
+	// End are the fragmentation metrics after the last op.
+	End frag.Metrics `json:"end"`
+
+	// FirstOOM describes the first failed alloc; nil when none failed.
+	FirstOOM *OOM `json:"first_oom,omitempty"`
+}
+
+// OOM is one failed alloc.
+type OOM struct {
+	Line   int    `json:"line"` // line (or op number) of the alloc
+	ID     string `json:"id"`
+	Size   int64  `json:"size_bytes"`
+	Stream int    `json:"stream"`
+	// Message is the allocator's error, worded as PyTorch's
+	// ("out of memory: tried to allocate ...").
+	Message string `json:"message"`
+}
+
+// Replay applies ops to a, which is left in the state after the last op,
+// and reports peaks, end state, OOMs and fragmentation metrics. The trace
+// must pass Validate; if it does not, the error is Validate's.
+//
+// The metrics at the peak are computed without taking a layout after every
+// op: a first pass finds the op after which reserved bytes first peak, then
+// a clone of a taken before the first op replays the trace up to that op.
+// Allocators are deterministic, so the clone reaches the same state; Replay
+// checks that it does and returns an error if not. The cost is at most two
+// passes over the trace plus two layouts.
+func Replay(ops []Op, a alloc.Allocator) (Result, error) {
+	start := a.Clone()
+	r := Result{Allocator: a.Spec(), Ops: len(ops)}
+
+	s := a.Stats()
+	r.PeakReservedBytes, r.PeakAllocatedBytes = s.Reserved, s.Allocated
+	peak := 0                    // ops applied when reserved bytes first reached the peak
+	peakAllocated := s.Allocated // allocated bytes at that moment
+	var p player
+	for i := range ops {
+		if err := p.step(a, ops, i); err != nil {
+			return Result{}, err
+		}
+		s = a.Stats()
+		if s.Reserved > r.PeakReservedBytes {
+			r.PeakReservedBytes, peak, peakAllocated = s.Reserved, i+1, s.Allocated
+		}
+		r.PeakAllocatedBytes = max(r.PeakAllocatedBytes, s.Allocated)
+	}
+	r.EndReservedBytes, r.EndAllocatedBytes = s.Reserved, s.Allocated
+	r.OOMs, r.SkippedOps, r.FirstOOM = p.ooms, p.skipped, p.firstOOM
+	r.End = frag.Compute(a.Layout())
+
+	if peak == len(ops) {
+		r.AtPeak = r.End
+	} else {
+		var q player
+		for i := range ops[:peak] {
+			if err := q.step(start, ops, i); err != nil {
+				return Result{}, fmt.Errorf("replaying to the peak: %w", err)
+			}
+		}
+		r.AtPeak = frag.Compute(start.Layout())
+	}
+	if r.AtPeak.Reserved != r.PeakReservedBytes || r.AtPeak.Allocated != peakAllocated {
+		return Result{}, fmt.Errorf("allocator %s is not deterministic: replaying the first %d ops again gave "+
+			"%d reserved and %d allocated bytes, not %d and %d",
+			r.Allocator, peak, r.AtPeak.Reserved, r.AtPeak.Allocated, r.PeakReservedBytes, peakAllocated)
+	}
+	if peak > 0 {
+		r.PeakLine = lineOf(ops[peak-1], peak-1)
+	}
+	return r, nil
+}
+
+// ReplayAll replays ops through one allocator per spec and returns the
+// results in the order of specs, each labelled with its spec as given.
+// newAllocator builds a fresh allocator, on its own device, from a spec; the
+// command line passes one that calls alloc/spec.New, for example
+//
+//	func(s string) (alloc.Allocator, error) {
+//		dev, err := mem.NewDevice(80*mem.GiB, 0)
+//		if err != nil {
+//			return nil, err
+//		}
+//		return spec.New(s, dev)
+//	}
+//
+// (optrace does not import alloc/spec itself, so reading and writing traces
+// does not compile every allocator.) A trace that fails Validate is reported
+// once, before any allocator is built; every allocator is built before any
+// replay, so a bad spec fails fast. The replays run one after another: the
+// work is small, and allocators need not be safe to run side by side.
+func ReplayAll(ops []Op, specs []string, newAllocator func(spec string) (alloc.Allocator, error)) ([]Result, error) {
+	if err := Validate(ops, ""); err != nil {
+		return nil, err
+	}
+	as := make([]alloc.Allocator, len(specs))
+	for i, s := range specs {
+		a, err := newAllocator(s)
+		if err != nil {
+			return nil, err
+		}
+		as[i] = a
+	}
+	out := make([]Result, len(specs))
+	for i, a := range as {
+		r, err := Replay(ops, a)
+		if err != nil {
+			return nil, fmt.Errorf("allocator %q: %w", specs[i], err)
+		}
+		r.Allocator = strings.TrimSpace(specs[i])
+		out[i] = r
+	}
+	return out, nil
+}
+
+// player applies ops to one allocator, mapping trace ids to handles.
+//
+// Invariant: an id is in live exactly when the trace has allocated it and
+// not yet freed it; failed is true when that alloc ran out of memory.
+type player struct {
+	ids     tracker
+	live    map[string]liveID
+	ooms    int
+	skipped int
+	// firstOOM is set by the first alloc that runs out of memory.
+	firstOOM *OOM
+}
+
+type liveID struct {
+	h      alloc.Handle
+	failed bool // the alloc ran out of memory; the id has no block
+}
+
+// step applies ops[i] to a.
+func (p *player) step(a alloc.Allocator, ops []Op, i int) error {
+	op := ops[i]
+	if field, msg := op.check(); field != "" {
+		return &Error{Line: lineOf(op, i), Field: field, Msg: msg, Err: ErrField}
+	}
+	if err := p.ids.apply(op, i); err != nil {
+		return err
+	}
+	if p.live == nil {
+		p.live = make(map[string]liveID)
+	}
+	switch op.Kind {
+	case Alloc:
+		b, err := a.Alloc(op.Size, op.Stream)
+		if errors.Is(err, alloc.ErrOutOfMemory) {
+			p.ooms++
+			p.live[op.ID] = liveID{failed: true}
+			if p.firstOOM == nil {
+				p.firstOOM = &OOM{Line: lineOf(op, i), ID: op.ID, Size: op.Size, Stream: op.Stream, Message: err.Error()}
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: alloc of %q (%d bytes): %w", lineOf(op, i), op.ID, op.Size, err)
+		}
+		p.live[op.ID] = liveID{h: b.Handle}
+	case Free:
+		l := p.live[op.ID] // present: the tracker checked
+		delete(p.live, op.ID)
+		if l.failed {
+			p.skipped++
+			return nil
+		}
+		if err := a.Free(l.h); err != nil {
+			return fmt.Errorf("line %d: free of %q: %w", lineOf(op, i), op.ID, err)
+		}
+	case EmptyCache:
+		a.EmptyCache()
+	case Sync:
+		if s, ok := a.(alloc.Syncer); ok {
+			s.Sync()
+		}
+	}
+	return nil
+}
