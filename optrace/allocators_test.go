@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -23,11 +22,13 @@ func newOn80GiB(s string) (alloc.Allocator, error) {
 	return spec.New(s, mem.MustDevice(80*mem.GiB, 0))
 }
 
-// skipUnbuilt skips while one of the allocators is still a placeholder.
-func skipUnbuilt(tb testing.TB) {
+// requireAllocators fails at once if an allocator cannot be built with
+// default settings.
+func requireAllocators(tb testing.TB) {
+	tb.Helper()
 	for _, name := range spec.Names() {
-		if _, err := newOn80GiB(name); err != nil && strings.Contains(err.Error(), "not built yet") {
-			tb.Skipf("allocator %s is not built yet: %v", name, err)
+		if _, err := newOn80GiB(name); err != nil {
+			tb.Fatalf("allocator %s cannot be built: %v", name, err)
 		}
 	}
 }
@@ -38,7 +39,7 @@ func skipUnbuilt(tb testing.TB) {
 //
 //	go test ./optrace -run '^$' -bench BenchmarkReplay -benchmem -count 6
 func BenchmarkReplay(b *testing.B) {
-	skipUnbuilt(b)
+	requireAllocators(b)
 	for _, n := range []int{10000} {
 		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
 			c := synth.Llama3_8B()

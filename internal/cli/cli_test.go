@@ -44,8 +44,8 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// needAllocators skips the test while one of the named allocators (all of
-// them if none is named) is still a placeholder that cannot be built.
+// needAllocators fails the test at once if one of the named allocators (all
+// of them if none is named) cannot be built with default settings.
 func needAllocators(t *testing.T, names ...string) {
 	t.Helper()
 	if len(names) == 0 {
@@ -53,7 +53,7 @@ func needAllocators(t *testing.T, names ...string) {
 	}
 	for _, n := range names {
 		if _, err := spec.New(n, mem.MustDevice(80*mem.GiB, 0)); err != nil {
-			t.Skipf("allocator %s cannot be built yet (%v); this test runs once it exists", n, err)
+			t.Fatalf("allocator %s cannot be built: %v", n, err)
 		}
 	}
 }
@@ -324,5 +324,30 @@ func TestFormatting(t *testing.T) {
 	}
 	if got := wrap("aa bb cc dd", 5); got != "aa bb\ncc dd" {
 		t.Errorf("wrap: %q", got)
+	}
+}
+
+// TestReadmeTable keeps the README honest: the results table it quotes must
+// be what `gpufrag replay` prints now.
+func TestReadmeTable(t *testing.T) {
+	needAllocators(t)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	_, out, _ := run(t, "", "replay")
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		for _, name := range spec.Names() {
+			if strings.HasPrefix(line, name+" ") {
+				n++
+				if !strings.Contains(string(readme), line) {
+					t.Errorf("README.md does not quote the current replay output line:\n%s\n(update the table from `go run ./cmd/gpufrag replay`)", line)
+				}
+			}
+		}
+	}
+	if n != len(spec.Names()) {
+		t.Fatalf("found %d allocator rows in the replay output, want %d:\n%s", n, len(spec.Names()), out)
 	}
 }
