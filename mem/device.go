@@ -60,6 +60,18 @@ func MustDevice(capacity, otherUse int64) *Device {
 	return d
 }
 
+// CheckUnused returns an ErrConfig error naming owner when the device
+// already holds memory. An allocator's accounting assumes it owns every byte
+// the device holds, so each takes a fresh device; weights and the CUDA
+// context belong in OtherUse.
+func (d *Device) CheckUnused(owner string) error {
+	if d.used != 0 {
+		return fmt.Errorf("%w: %s: device has %s in use already; an allocator must own its device (put weights and context in the device's other use)",
+			ErrConfig, owner, FormatBytes(d.used))
+	}
+	return nil
+}
+
 // Capacity is the device's total memory.
 func (d *Device) Capacity() int64 { return d.capacity }
 

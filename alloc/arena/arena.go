@@ -71,6 +71,9 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := dev.CheckUnused("arena"); err != nil {
+		return nil, err
+	}
 	size := cfg.poolSize(dev)
 	switch {
 	case size <= 0 && cfg.Size > 0:

@@ -91,6 +91,9 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := dev.CheckUnused("async"); err != nil {
+		return nil, err
+	}
 	c := dev.Capacity()
 	vaSize := mem.RoundUp(c/vaDen*vaNum+(c%vaDen*vaNum+vaDen-1)/vaDen, mem.PageSize)
 	a := &Allocator{dev: dev, cfg: cfg, vaSize: vaSize, base: dev.ReserveVA(vaSize)}

@@ -47,6 +47,9 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("%w: caching: nil device", alloc.ErrBadSpec)
 	}
+	if err := dev.CheckUnused("caching"); err != nil {
+		return nil, err
+	}
 	if cfg.MaxNonSplitRounding == 0 {
 		cfg.MaxNonSplitRounding = kLargeBuffer
 	}

@@ -34,9 +34,8 @@ var _ alloc.Allocator = (*Allocator)(nil)
 // New returns a direct allocator that owns dev, which must have no memory in
 // use yet.
 func New(dev *mem.Device, cfg Config) (*Allocator, error) {
-	if dev.Used() != 0 {
-		return nil, fmt.Errorf("%w: direct: device has %s in use already; an allocator must own its device (put weights and context in the device's other use)",
-			mem.ErrConfig, mem.FormatBytes(dev.Used()))
+	if err := dev.CheckUnused("direct"); err != nil {
+		return nil, err
 	}
 	return &Allocator{
 		cfg: cfg,

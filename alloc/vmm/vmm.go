@@ -51,9 +51,8 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if dev.Used() != 0 {
-		return nil, fmt.Errorf("%w: vmm: device has %s in use already; an allocator must own its device (put weights and context in the device's other use)",
-			mem.ErrConfig, mem.FormatBytes(dev.Used()))
+	if err := dev.CheckUnused("vmm"); err != nil {
+		return nil, err
 	}
 	return &Allocator{
 		cfg: cfg,
