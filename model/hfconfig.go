@@ -1,0 +1,297 @@
+// Hugging Face config.json reader. See package model for the overview.
+
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxConfigBytes bounds what ReadHFConfig reads. Real config.json files are
+// 1–10 KB (DeepSeek-V3's, the largest we know, is about 1.7 KB); 1 MiB
+// leaves room for long comments-as-fields and stops a wrong path (a weights
+// file) from being read whole.
+const MaxConfigBytes = 1 << 20
+
+// ErrBadConfig is returned (wrapped) by ReadHFConfig for input that is not a
+// usable config.json. The message names the file and the field, or the byte
+// offset of a JSON syntax error.
+var ErrBadConfig = errors.New("model: bad config")
+
+// families are the model_type values ReadHFConfig understands. Others are
+// rejected rather than guessed at: a MoE or hybrid model read as dense
+// would get a wrong parameter count without any sign of it.
+var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt", "qwen2", "qwen3"}
+
+// ReadHFConfig reads a Hugging Face config.json (at most MaxConfigBytes) and
+// returns the model it describes, named name (used in errors too; pass the
+// file path). It reads:
+//
+//   - model_type, which must be one of deepseek_v2, deepseek_v3, llama,
+//     mistral, opt, qwen2, qwen3;
+//   - num_hidden_layers, num_attention_heads, hidden_size, vocab_size,
+//     max_position_embeddings and intermediate_size (OPT: ffn_dim): required;
+//   - num_key_value_heads (default: num_attention_heads, as for OPT and
+//     Llama-2) and head_dim (default: hidden_size ÷ num_attention_heads,
+//     which must then divide evenly);
+//   - torch_dtype, or dtype as newer transformers write it (default bf16),
+//     overridden by quantization_config (quant_method "fp8" → fp8 with its
+//     fmt; a "bits" of 4 or 8 → int4 or int8);
+//   - tie_word_embeddings (default true for OPT, false otherwise, as the
+//     transformers config classes have it) and attention_bias; Qwen2 always
+//     has q/k/v biases;
+//   - for deepseek_*: kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim,
+//     v_head_dim (required), q_lora_rank (null or absent = 0), and, when
+//     n_routed_experts is set, num_experts_per_tok, n_shared_experts,
+//     moe_intermediate_size, first_k_dense_replace (required) and
+//     moe_layer_freq (must be 1 if present).
+//
+// Integers may be written as 28 or 28.0; null counts as absent. Other
+// fields are ignored. Params is EstimateParams of the result. Every error
+// wraps ErrBadConfig.
+func ReadHFConfig(r io.Reader, name string) (Model, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
+	}
+	if len(data) > MaxConfigBytes {
+		return Model{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, name, MaxConfigBytes)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return Model{}, fmt.Errorf("%w: %s: JSON syntax error at byte %d: %w", ErrBadConfig, name, se.Offset, err)
+		}
+		return Model{}, fmt.Errorf("%w: %s: top level is not a JSON object: %w", ErrBadConfig, name, err)
+	}
+	if raw == nil {
+		return Model{}, fmt.Errorf("%w: %s: top level is null, want a JSON object", ErrBadConfig, name)
+	}
+	c := &cfg{name: name, raw: raw}
+	m := c.model()
+	if c.err != nil {
+		return Model{}, c.err
+	}
+	p, err := EstimateParams(m)
+	if err == nil {
+		m.Params = p
+		err = m.Validate()
+	}
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
+	}
+	return m, nil
+}
+
+// cfg reads fields from a decoded config and keeps the first error.
+type cfg struct {
+	name string
+	raw  map[string]json.RawMessage
+	err  error
+}
+
+func (c *cfg) fail(field, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: %s: field %q: %s", ErrBadConfig, c.name, field, fmt.Sprintf(format, args...))
+	}
+}
+
+// get returns the raw value of key, or nil when it is absent or null.
+func (c *cfg) get(key string) json.RawMessage {
+	v := bytes.TrimSpace(c.raw[key])
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	return v
+}
+
+// posInt reads an integer in [1, limit]. Absent: def, or an error if required.
+func (c *cfg) posInt(key string, required bool, def, limit int) int {
+	return c.intFrom(key, required, def, 1, limit)
+}
+
+// count reads a required integer in [0, limit] (a count that may be zero).
+func (c *cfg) count(key string, limit int) int {
+	return c.intFrom(key, true, 0, 0, limit)
+}
+
+func (c *cfg) intFrom(key string, required bool, def, lo, limit int) int {
+	v := c.get(key)
+	if v == nil {
+		if required {
+			c.fail(key, "missing")
+		}
+		return def
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(string(v), 64)
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			c.fail(key, "got %.40s, want an integer", v)
+			return def
+		}
+		n = int64(f)
+	}
+	switch {
+	case n < int64(lo) && lo == 1:
+		c.fail(key, "must be positive, got %d", n)
+		return def
+	case n < int64(lo):
+		c.fail(key, "must not be negative, got %d", n)
+		return def
+	case n > int64(limit):
+		c.fail(key, "%d is larger than the supported %d", n, limit)
+		return def
+	}
+	return int(n)
+}
+
+// str reads a string; absent gives "".
+func (c *cfg) str(key string) string {
+	v := c.get(key)
+	if v == nil {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		c.fail(key, "got %.40s, want a string", v)
+	}
+	return s
+}
+
+// flag reads a boolean; absent gives def.
+func (c *cfg) flag(key string, def bool) bool {
+	v := c.get(key)
+	if v == nil {
+		return def
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		c.fail(key, "got %.40s, want true or false", v)
+	}
+	return b
+}
+
+func (c *cfg) model() Model {
+	fam := c.str("model_type")
+	switch {
+	case c.err != nil:
+		return Model{}
+	case fam == "":
+		c.fail("model_type", "missing (want one of %s)", strings.Join(families, ", "))
+		return Model{}
+	case !slices.Contains(families, fam):
+		c.fail("model_type", "%q is not supported (want one of %s)", fam, strings.Join(families, ", "))
+		return Model{}
+	}
+	m := Model{Name: c.name, Family: fam}
+	m.Layers = c.posInt("num_hidden_layers", true, 0, maxLayers)
+	m.Heads = c.posInt("num_attention_heads", true, 0, maxDim)
+	m.Hidden = c.posInt("hidden_size", true, 0, maxDim)
+	m.Vocab = c.posInt("vocab_size", true, 0, maxDim)
+	m.MaxContext = c.posInt("max_position_embeddings", true, 0, maxContext)
+	if fam == "opt" {
+		m.Intermediate = c.posInt("ffn_dim", true, 0, maxDim)
+		c.posInt("word_embed_proj_dim", false, 0, maxDim) // checked only; see EstimateParams
+	} else {
+		m.Intermediate = c.posInt("intermediate_size", true, 0, maxDim)
+	}
+	m.KVHeads = c.posInt("num_key_value_heads", false, m.Heads, maxDim)
+	if c.err != nil {
+		return Model{}
+	}
+	if m.Heads%m.KVHeads != 0 {
+		c.fail("num_key_value_heads", "%d does not divide num_attention_heads (%d)", m.KVHeads, m.Heads)
+	}
+	m.HeadDim = c.posInt("head_dim", false, 0, maxDim)
+	if m.HeadDim == 0 && c.err == nil {
+		if m.Hidden%m.Heads != 0 {
+			c.fail("head_dim", "missing, and hidden_size (%d) is not a multiple of num_attention_heads (%d)", m.Hidden, m.Heads)
+		}
+		m.HeadDim = m.Hidden / m.Heads
+	}
+	m.TiedEmbeddings = c.flag("tie_word_embeddings", fam == "opt")
+	m.QKVBias = fam == "qwen2" || c.flag("attention_bias", false)
+	m.WeightDType = c.dtype()
+	if strings.HasPrefix(fam, "deepseek") {
+		c.deepseek(&m)
+	}
+	return m
+}
+
+func (c *cfg) dtype() DType {
+	key := "torch_dtype"
+	if c.get(key) == nil {
+		key = "dtype"
+	}
+	d := BF16
+	if s := c.str(key); s != "" {
+		var err error
+		if d, err = ParseDType(s); err != nil {
+			c.fail(key, "%v", err)
+		}
+	}
+	q := c.get("quantization_config")
+	if q == nil {
+		return d
+	}
+	var qc struct {
+		QuantMethod string          `json:"quant_method"`
+		Fmt         string          `json:"fmt"`
+		Bits        json.RawMessage `json:"bits"`
+	}
+	if err := json.Unmarshal(q, &qc); err != nil {
+		c.fail("quantization_config", "want an object with quant_method: %v", err)
+		return d
+	}
+	switch {
+	case qc.QuantMethod == "fp8" && qc.Fmt == "e5m2":
+		return FP8E5M2
+	case qc.QuantMethod == "fp8":
+		return FP8E4M3
+	case string(qc.Bits) == "4":
+		return INT4
+	case string(qc.Bits) == "8":
+		return INT8
+	}
+	return d
+}
+
+func (c *cfg) deepseek(m *Model) {
+	m.MLA = &MLA{
+		KVLoRARank:    c.posInt("kv_lora_rank", true, 0, maxDim),
+		QKRopeHeadDim: c.posInt("qk_rope_head_dim", true, 0, maxDim),
+		QKNopeHeadDim: c.posInt("qk_nope_head_dim", true, 0, maxDim),
+		VHeadDim:      c.posInt("v_head_dim", true, 0, maxDim),
+		QLoRARank:     c.posInt("q_lora_rank", false, 0, maxDim),
+	}
+	if c.get("head_dim") == nil {
+		m.HeadDim = m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
+	}
+	if c.get("n_routed_experts") == nil {
+		return
+	}
+	e := &MoE{Experts: c.posInt("n_routed_experts", true, 0, maxExperts)}
+	e.ExpertsPerToken = c.posInt("num_experts_per_tok", true, 0, maxExperts)
+	e.ExpertIntermediate = c.posInt("moe_intermediate_size", true, 0, maxDim)
+	e.SharedExperts = c.count("n_shared_experts", maxExperts)
+	e.DenseLayers = c.count("first_k_dense_replace", maxLayers)
+	if f := c.posInt("moe_layer_freq", false, 1, maxLayers); f != 1 {
+		c.fail("moe_layer_freq", "%d is not supported (want 1: every layer after first_k_dense_replace is MoE)", f)
+	}
+	if c.err == nil && e.ExpertsPerToken > e.Experts {
+		c.fail("num_experts_per_tok", "%d is more than n_routed_experts (%d)", e.ExpertsPerToken, e.Experts)
+	}
+	if c.err == nil && e.DenseLayers > m.Layers {
+		c.fail("first_k_dense_replace", "%d is more than num_hidden_layers (%d)", e.DenseLayers, m.Layers)
+	}
+	m.MoE = e
+}
