@@ -1,0 +1,134 @@
+// Pool self-checks.
+// See doc.go for the overview.
+
+package blockpool
+
+import "fmt"
+
+// CheckInvariants recounts the pool from its blocks and compares the result
+// with the incremental state (see the Invariants on Pool). It returns the
+// first violation found, or nil. It is O(NumBlocks); the pool calls it after
+// every mutation when invariants.Enabled (-tags invariants or -race), and
+// tests call it directly.
+func (p *Pool) CheckInvariants() error {
+	n := len(p.blocks)
+	null := &p.blocks[0]
+	if null.ref != 0 || null.queued || null.hashed || null.fill != 0 || p.keys[0] != 0 {
+		return fmt.Errorf("blockpool: null block has ref=%d queued=%t hashed=%t fill=%d", null.ref, null.queued, null.hashed, null.fill)
+	}
+
+	// Walk the free queue forward, checking the back links.
+	walked := 0
+	prev := BlockID(0)
+	for id := null.next; id != 0; id = p.blocks[id].next {
+		if uint(id) >= uint(n) {
+			return fmt.Errorf("blockpool: free queue links to id %d out of range", id)
+		}
+		b := &p.blocks[id]
+		if !b.queued || b.ref != 0 {
+			return fmt.Errorf("blockpool: block %d in the free queue has queued=%t ref=%d", id, b.queued, b.ref)
+		}
+		if b.prev != prev {
+			return fmt.Errorf("blockpool: block %d has prev %d, reached from %d", id, b.prev, prev)
+		}
+		prev = id
+		if walked++; walked > n {
+			return fmt.Errorf("blockpool: free queue has a cycle")
+		}
+	}
+	if null.prev != prev {
+		return fmt.Errorf("blockpool: free queue tail is %d, last block walked %d", null.prev, prev)
+	}
+	if walked != p.numFree {
+		return fmt.Errorf("blockpool: free queue holds %d blocks, numFree %d", walked, p.numFree)
+	}
+
+	// Every real block is exactly one of {queued with ref 0, held}; recount
+	// the cache and slot counters.
+	queued, hashed, evictable, empty := 0, 0, 0, 0
+	var slots int64
+	for id := 1; id < n; id++ {
+		b := &p.blocks[id]
+		switch {
+		case b.ref < 0:
+			return fmt.Errorf("blockpool: block %d has ref %d", id, b.ref)
+		case b.queued == (b.ref > 0):
+			return fmt.Errorf("blockpool: block %d has queued=%t ref=%d, want exactly one of queued or held", id, b.queued, b.ref)
+		case b.fill < 0 || int(b.fill) > p.blockSize:
+			return fmt.Errorf("blockpool: block %d has fill %d of %d", id, b.fill, p.blockSize)
+		}
+		if b.queued {
+			queued++
+		} else {
+			slots += int64(b.fill)
+			if b.fill == 0 {
+				empty++
+			}
+		}
+		if !b.hashed && (p.keys[id] != 0 || b.hnext != 0 || b.hprev != 0) {
+			return fmt.Errorf("blockpool: uncached block %d has key %#x and chain links %d/%d", id, uint64(p.keys[id]), b.hprev, b.hnext)
+		}
+		if b.hashed {
+			hashed++
+			if b.queued {
+				evictable++
+			}
+			if _, ok := p.cached[p.keys[id]]; !ok {
+				return fmt.Errorf("blockpool: block %d has key %#x, which the map lacks", id, uint64(p.keys[id]))
+			}
+		}
+	}
+	if queued != walked {
+		return fmt.Errorf("blockpool: %d blocks marked queued, %d in the queue", queued, walked)
+	}
+	if hashed != p.numCached || evictable != p.evictable {
+		return fmt.Errorf("blockpool: recount cached=%d evictable=%d, counters %d/%d", hashed, evictable, p.numCached, p.evictable)
+	}
+	if slots != p.heldSlots || empty != p.heldEmpty {
+		return fmt.Errorf("blockpool: recount held slots=%d empty=%d, counters %d/%d", slots, empty, p.heldSlots, p.heldEmpty)
+	}
+	if !p.caching && hashed != 0 {
+		return fmt.Errorf("blockpool: %d cached blocks with prefix caching disabled", hashed)
+	}
+
+	// Each map entry heads a consistent circular chain of blocks with its
+	// key; the chains together hold every hashed block once. Walk them in
+	// block order so the first error reported does not depend on map order.
+	heads, inChains := 0, 0
+	for id := 1; id < n; id++ {
+		b := &p.blocks[id]
+		if !b.hashed || p.cached[p.keys[id]] != BlockID(id) {
+			continue
+		}
+		key := p.keys[id]
+		heads++
+		cur := BlockID(id)
+		for {
+			c := &p.blocks[cur]
+			if !c.hashed || p.keys[cur] != key {
+				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.hashed, uint64(p.keys[cur]))
+			}
+			if uint(c.hnext) >= uint(n) || p.blocks[c.hnext].hprev != cur {
+				return fmt.Errorf("blockpool: chain of key %#x: block %d's next %d does not link back", uint64(key), cur, c.hnext)
+			}
+			if inChains++; inChains > hashed {
+				return fmt.Errorf("blockpool: hash chains hold more blocks than the %d cached", hashed)
+			}
+			if cur = c.hnext; cur == BlockID(id) {
+				break
+			}
+		}
+	}
+	if heads != len(p.cached) || inChains != hashed {
+		return fmt.Errorf("blockpool: map has %d keys, %d chain heads found; chains hold %d of %d cached blocks", len(p.cached), heads, inChains, hashed)
+	}
+	return nil
+}
+
+// mustCheck panics on a broken invariant; callers guard it with
+// invariants.Enabled.
+func (p *Pool) mustCheck() {
+	if err := p.CheckInvariants(); err != nil {
+		panic(err)
+	}
+}

@@ -1,0 +1,502 @@
+// Block pool: blocks, reference counts, allocate and free.
+// See doc.go for the overview.
+
+package blockpool
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
+)
+
+// BlockID names one block of the pool: an index in [0, NumBlocks). It is the
+// number a block table holds and the attention kernel reads.
+type BlockID int32
+
+// NullBlock is block 0. It is never handed out and never freed; as in vLLM it
+// may stand in a block table for a slot that holds no KV (a skipped
+// sliding-window block), and Free, Touch and Share ignore it.
+const NullBlock BlockID = 0
+
+// Sentinel errors. Misuse errors (ErrBadBlock, ErrNotAllocated, ErrBadCount,
+// ErrNotEmpty) are wrapped with the offending value; check them with
+// errors.Is.
+var (
+	// ErrBadConfig is returned by New for a block count or block size out of
+	// range.
+	ErrBadConfig = errors.New("blockpool: bad config")
+	// ErrOutOfBlocks means the free queue (free plus evictable cached blocks)
+	// holds fewer blocks than asked for. Nothing was allocated: allocation is
+	// all-or-nothing. It is returned unwrapped so that the failure path, which
+	// a scheduler hits on every preemption, allocates nothing; NumFree says
+	// how many blocks there were.
+	ErrOutOfBlocks = errors.New("blockpool: out of blocks")
+	// ErrBadBlock means a block id is out of range, or is the null block
+	// where a real block is needed.
+	ErrBadBlock = errors.New("blockpool: bad block id")
+	// ErrNotAllocated means the block has reference count 0: a double free,
+	// or sharing, caching or writing a block nobody holds (or touching a free
+	// block that holds no cached prefix).
+	ErrNotAllocated = errors.New("blockpool: block not allocated")
+	// ErrAlreadyCached means CacheFullBlock was called on a block that is
+	// already registered under a hash (vLLM asserts the same).
+	ErrAlreadyCached = errors.New("blockpool: block already cached")
+	// ErrBadCount means a negative count, or a token fill outside
+	// [0, BlockSize].
+	ErrBadCount = errors.New("blockpool: bad count")
+	// ErrNotEmpty means a prefix match was asked of a sequence that already
+	// holds tokens: prefix hits only start a sequence.
+	ErrNotEmpty = errors.New("blockpool: sequence not empty")
+)
+
+// Options configure a Pool. The zero value is vLLM v1's default: prefix
+// caching on.
+type Options struct {
+	// DisablePrefixCaching turns prefix caching off, as vLLM's
+	// --no-enable-prefix-caching does: CacheFullBlock does nothing, lookups
+	// always miss, and the free queue is a plain FIFO of free blocks.
+	DisablePrefixCaching bool
+}
+
+// block is the per-block state the hot paths touch, 28 bytes; the key lives
+// apart, in Pool.keys, so that more blocks share a cache line. All blocks are
+// made in New and the pool never allocates afterwards (except for new entries
+// in the hash map).
+type block struct {
+	// prev and next link the block into the free queue while queued. Block 0
+	// (the null block) is the queue's sentinel: blocks[0].next is the head
+	// (next to be allocated, least recently freed) and blocks[0].prev the
+	// tail (most recently freed).
+	prev, next BlockID
+	// hprev and hnext link the block into the circular chain of blocks that
+	// share its hash, while hashed. The map holds the chain's head, the
+	// oldest registration, which is the one a lookup returns (as vLLM's
+	// BlockHashToBlockMap returns the first inserted).
+	hprev, hnext BlockID
+	// ref is the number of holders: block tables that contain the block.
+	// It is 0 exactly when the block is queued (the null block: always 0).
+	ref int32
+	// fill is the number of token slots written (0..BlockSize). It survives
+	// a free, so an evictable cached block still reports its content, and is
+	// reset when the block is popped for reuse.
+	fill int32
+	// queued says the block is in the free queue.
+	queued bool
+	// hashed says the block is registered in the prefix cache.
+	hashed bool
+}
+
+// Pool is a fixed set of KV blocks of BlockSize token slots each, with vLLM
+// v1's free-block queue, reference counts and prefix cache. A Pool is not safe
+// for concurrent use; an engine's scheduler owns it.
+//
+// Invariants (checked by CheckInvariants, after every mutation when
+// invariants.Enabled):
+//
+//	block 0 is the null block: ref 0, never queued, never hashed
+//	every other block is exactly one of {queued with ref 0, ref > 0 and not queued}
+//	numFree == length of the free queue; prev/next links agree both ways
+//	a block is hashed iff it is in exactly one hash chain, the chain of its hash,
+//	  and the map holds one head per distinct hash
+//	numCached == hashed blocks; evictable == queued hashed blocks
+//	heldSlots == Σ fill over held blocks; heldEmpty == held blocks with fill 0
+type Pool struct {
+	blocks    []block     // indexed by BlockID; fixed length NumBlocks
+	keys      []BlockHash // keys[id] is block id's prefix-cache key while it is hashed, else 0
+	blockSize int         // token slots per block; fixed
+	caching   bool        // prefix caching on; fixed
+
+	numFree   int                   // blocks in the free queue; moves on every allocate and free
+	cached    map[BlockHash]BlockID // hash -> head of its chain; grows on CacheFullBlock, shrinks on eviction
+	numCached int                   // hashed blocks, held or queued
+	evictable int                   // hashed blocks in the free queue (ref 0)
+	heldSlots int64                 // Σ fill over held blocks (token states)
+	heldEmpty int                   // held blocks with fill 0 (reserved, nothing written)
+
+	// Monotonic counters, reported by Stats.
+	allocs, frees, copies, evictions int64
+	queries, hits                    int64
+}
+
+// New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is
+// the null block, so numBlocks−1 blocks can be handed out; vLLM's
+// num_gpu_blocks is numBlocks. At the start the free queue holds blocks 1..N−1
+// in id order, so the first allocations return the lowest ids, as in vLLM.
+func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
+	if numBlocks < 1 || numBlocks > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: numBlocks=%d, want 1..%d (block 0 is the null block)", ErrBadConfig, numBlocks, math.MaxInt32)
+	}
+	if blockSize < 1 || blockSize > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: blockSize=%d, want >= 1", ErrBadConfig, blockSize)
+	}
+	p := &Pool{
+		blocks:    make([]block, numBlocks),
+		keys:      make([]BlockHash, numBlocks),
+		blockSize: blockSize,
+		caching:   !opts.DisablePrefixCaching,
+		cached:    make(map[BlockHash]BlockID),
+	}
+	for id := 1; id < numBlocks; id++ {
+		p.pushBack(BlockID(id))
+	}
+	p.frees = 0 // the initial fill of the queue is not a free
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return p, nil
+}
+
+// NumBlocks is the pool size including the null block (vLLM's num_gpu_blocks).
+func (p *Pool) NumBlocks() int { return len(p.blocks) }
+
+// BlockSize is the number of token slots per block.
+func (p *Pool) BlockSize() int { return p.blockSize }
+
+// NumFree is the length of the free queue: free blocks plus evictable cached
+// blocks (ref 0), as vLLM's get_num_free_blocks.
+func (p *Pool) NumFree() int { return p.numFree }
+
+// NumUsed is the number of held blocks (ref > 0), not counting the null block.
+func (p *Pool) NumUsed() int { return len(p.blocks) - 1 - p.numFree }
+
+// RefCount returns a block's reference count (0 for the null block and for
+// ids out of range).
+func (p *Pool) RefCount(id BlockID) int {
+	if uint(id) >= uint(len(p.blocks)) {
+		return 0
+	}
+	return int(p.blocks[id].ref)
+}
+
+// Usage is the KV-cache usage gauge exactly as vLLM v1 computes it
+// (BlockPool.get_usage, exported as vllm:kv_cache_usage_perc):
+//
+//	1 − NumFree / (NumBlocks − 1)
+//
+// The null block is excluded from the total, and evictable cached blocks count
+// as free, so a pool full of idle prefix cache reads 0. A pool with no block
+// besides the null block reads 0.
+func (p *Pool) Usage() float64 {
+	total := len(p.blocks) - 1
+	if total == 0 {
+		return 0
+	}
+	return 1 - float64(p.numFree)/float64(total)
+}
+
+// check returns the block for id, or an error if id is out of range or the
+// null block.
+func (p *Pool) check(id BlockID) (*block, error) {
+	if id == NullBlock || uint(id) >= uint(len(p.blocks)) {
+		return nil, fmt.Errorf("%w: %d (pool has blocks 1..%d)", ErrBadBlock, id, len(p.blocks)-1)
+	}
+	return &p.blocks[id], nil
+}
+
+// Allocate pops n blocks from the head of the free queue, appends their ids to
+// dst and returns the extended slice; each new block has ref 1 and fill 0. A
+// popped block that still carries a prefix-cache hash loses it: that is the
+// LRU eviction (vLLM's _maybe_evict_cached_block). If fewer than n blocks are
+// free it returns dst unchanged and ErrOutOfBlocks. Give dst enough capacity
+// and Allocate does not allocate.
+func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
+	if n <= 0 {
+		if n < 0 {
+			return dst, fmt.Errorf("%w: allocate %d blocks", ErrBadCount, n)
+		}
+		return dst, nil
+	}
+	if n > p.numFree {
+		return dst, ErrOutOfBlocks
+	}
+	// pop, unrolled: this loop is the hot path of every scheduler step.
+	blocks := p.blocks
+	for range n {
+		id := blocks[0].next
+		b := &blocks[id]
+		blocks[0].next = b.next // b is the head: its prev is the sentinel
+		blocks[b.next].prev = 0
+		b.queued = false // prev and next are stale until it is queued again
+		if b.hashed {
+			p.evict(id)
+		}
+		b.ref, b.fill = 1, 0
+		dst = append(dst, id)
+	}
+	p.numFree -= n
+	p.heldEmpty += n
+	p.allocs += int64(n)
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return dst, nil
+}
+
+// pop takes the head of the free queue, evicts its key if it has one, and
+// hands it out with ref 1 and fill 0. The queue must not be empty. Allocate
+// has its own copy of this loop body.
+func (p *Pool) pop() BlockID {
+	id := p.blocks[0].next
+	p.unlink(id)
+	b := &p.blocks[id]
+	if b.hashed {
+		p.evict(id)
+	}
+	b.ref, b.fill = 1, 0
+	p.heldEmpty++ // hold(b) with fill 0
+	p.allocs++
+	return id
+}
+
+// evict drops the key of a cached block just popped from the free queue: the
+// LRU eviction.
+func (p *Pool) evict(id BlockID) {
+	p.evictable--
+	p.unhash(id)
+	p.evictions++
+}
+
+// requeue returns a block whose reference count just reached 0 to the tail of
+// the free queue. It keeps its hash and fill: it stays a prefix-cache hit
+// until it is popped again.
+func (p *Pool) requeue(id BlockID) {
+	b := &p.blocks[id]
+	p.unhold(b)
+	p.pushBack(id)
+	if b.hashed {
+		p.evictable++
+	}
+}
+
+// Free drops one reference to each block of ids, a block table in table
+// order, and returns the blocks that reach 0 to the tail of the free queue in
+// reverse table order: the table's last block is appended first and so is
+// evicted first, and its first blocks, the prefix other requests are most
+// likely to share, stay cached longest (vLLM's KVCacheManager.free passes
+// reversed(blocks) to BlockPool.free_blocks). Freed blocks keep their hash and
+// fill, so they remain prefix-cache hits until evicted. The null block is
+// skipped. Free is all-or-nothing: on an id out of range or a block with no
+// reference left (a double free) it changes nothing and returns ErrBadBlock or
+// ErrNotAllocated.
+func (p *Pool) Free(ids []BlockID) error {
+	// Pass 1: drop the references, undoing them if an id is bad. Dropping
+	// all of them before queueing any is what vLLM does, and it makes an id
+	// that appears twice in ids safe.
+	blocks := p.blocks
+	for i, id := range ids {
+		if id == NullBlock {
+			continue
+		}
+		if uint(id) >= uint(len(blocks)) || blocks[id].ref == 0 {
+			return p.undoFree(ids, i)
+		}
+		blocks[id].ref--
+	}
+	// Pass 2: queue the blocks that reached 0, last table entry first
+	// (requeue and pushBack, unrolled for the hot path).
+	queued := 0
+	for i := len(ids) - 1; i >= 0; i-- {
+		id := ids[i]
+		b := &blocks[id]
+		if id == NullBlock || b.ref != 0 || b.queued {
+			continue
+		}
+		p.heldSlots -= int64(b.fill)
+		if b.fill == 0 {
+			p.heldEmpty--
+		}
+		if b.hashed {
+			p.evictable++
+		}
+		tail := blocks[0].prev
+		b.prev, b.next, b.queued = tail, 0, true
+		blocks[tail].next = id
+		blocks[0].prev = id
+		queued++
+	}
+	p.numFree += queued
+	p.frees += int64(queued)
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
+}
+
+// undoFree restores the references Free dropped from ids[:i] and returns the
+// error for ids[i].
+func (p *Pool) undoFree(ids []BlockID, i int) error {
+	for _, id := range ids[:i] {
+		if id != NullBlock {
+			p.blocks[id].ref++
+		}
+	}
+	if id := ids[i]; uint(id) >= uint(len(p.blocks)) {
+		return fmt.Errorf("%w: free %d (pool has blocks 1..%d)", ErrBadBlock, id, len(p.blocks)-1)
+	}
+	return fmt.Errorf("%w: free of block %d with no reference (double free?)", ErrNotAllocated, ids[i])
+}
+
+// Touch adds one reference to each block of ids, taking a block with ref 0 (a
+// cached prefix block waiting in the free queue) out of the queue, so it can
+// no longer be evicted: vLLM's BlockPool.touch, applied to the blocks of a
+// prefix hit before new blocks are allocated. A block with ref 0 must be
+// cached; touching a plain free block is ErrNotAllocated (use Allocate). The
+// null block is skipped. Touch is all-or-nothing.
+func (p *Pool) Touch(ids []BlockID) error {
+	for _, id := range ids {
+		if id == NullBlock {
+			continue
+		}
+		b, err := p.check(id)
+		if err != nil {
+			return err
+		}
+		if b.ref == 0 && !b.hashed {
+			return fmt.Errorf("%w: touch of free block %d, which holds no cached prefix", ErrNotAllocated, id)
+		}
+	}
+	for _, id := range ids {
+		if id != NullBlock {
+			p.touch(id)
+		}
+	}
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
+}
+
+// touch adds a reference to a held or cached block.
+func (p *Pool) touch(id BlockID) {
+	b := &p.blocks[id]
+	if b.ref == 0 {
+		p.unlink(id)
+		if b.hashed {
+			p.evictable--
+		}
+		p.hold(b)
+	}
+	b.ref++
+}
+
+// Share adds one reference to each held block of ids: a forked sequence
+// (parallel sampling, beam search) that starts with the same block table. It
+// is Touch restricted to blocks that are held, so a stale table cannot revive
+// a freed block. The null block is skipped. Share is all-or-nothing.
+func (p *Pool) Share(ids []BlockID) error {
+	for _, id := range ids {
+		if id == NullBlock {
+			continue
+		}
+		b, err := p.check(id)
+		if err != nil {
+			return err
+		}
+		if b.ref == 0 {
+			return fmt.Errorf("%w: share of block %d", ErrNotAllocated, id)
+		}
+	}
+	for _, id := range ids {
+		if id != NullBlock {
+			p.blocks[id].ref++
+		}
+	}
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
+}
+
+// CopyOnWrite prepares a held block for writing by one of its holders. If the
+// caller is the only holder and the block is not in the prefix cache, it may
+// write in place: CopyOnWrite returns (id, false, nil). Otherwise the block is
+// shared (a fork's prompt block) or cached (full blocks are immutable, other
+// requests may hit them): a new block is allocated with the same fill, the
+// caller's reference moves to it, and CopyOnWrite returns (newID, true, nil);
+// the caller must copy the KV content and replace id by newID in its table.
+// This is vLLM v0's copy-on-write for parallel sampling and beam search
+// (v1 dropped it, research note §1 "CoW fork"). It returns ErrOutOfBlocks when
+// a copy is needed and no block is free.
+func (p *Pool) CopyOnWrite(id BlockID) (BlockID, bool, error) {
+	b, err := p.check(id)
+	if err != nil {
+		return id, false, err
+	}
+	if b.ref == 0 {
+		return id, false, fmt.Errorf("%w: write into block %d", ErrNotAllocated, id)
+	}
+	if b.ref == 1 && !b.hashed {
+		return id, false, nil
+	}
+	if p.numFree == 0 {
+		return id, false, ErrOutOfBlocks
+	}
+	nid := p.pop()
+	p.setFill(&p.blocks[nid], b.fill)
+	p.copies++
+	if b.ref--; b.ref == 0 { // the sole holder of a cached block
+		p.requeue(id)
+	}
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nid, true, nil
+}
+
+// SetFill records that the first n token slots of a held block are written.
+// The pool does not need it to hand out blocks; it feeds the slot breakdown in
+// Stats (token states, reserved, internal waste). Sequence calls it as tokens
+// are appended. All holders of a shared block see the same fill: they share
+// its content.
+func (p *Pool) SetFill(id BlockID, n int) error {
+	b, err := p.check(id)
+	if err != nil {
+		return err
+	}
+	if b.ref == 0 {
+		return fmt.Errorf("%w: set fill of block %d", ErrNotAllocated, id)
+	}
+	if n < 0 || n > p.blockSize {
+		return fmt.Errorf("%w: fill %d for block %d, want 0..%d", ErrBadCount, n, id, p.blockSize)
+	}
+	p.setFill(b, int32(n))
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
+}
+
+// Fill returns the number of token slots written in a block (0 for ids out of
+// range). A freed cached block keeps its fill until it is reused.
+func (p *Pool) Fill(id BlockID) int {
+	if uint(id) >= uint(len(p.blocks)) {
+		return 0
+	}
+	return int(p.blocks[id].fill)
+}
+
+// setFill changes a held block's fill and the held-slot counters.
+func (p *Pool) setFill(b *block, n int32) {
+	p.unhold(b)
+	b.fill = n
+	p.hold(b)
+}
+
+// hold adds a block that becomes held (ref 0 → 1) to the slot counters.
+func (p *Pool) hold(b *block) {
+	p.heldSlots += int64(b.fill)
+	if b.fill == 0 {
+		p.heldEmpty++
+	}
+}
+
+// unhold removes a block that stops being held (ref 1 → 0) from the slot
+// counters.
+func (p *Pool) unhold(b *block) {
+	p.heldSlots -= int64(b.fill)
+	if b.fill == 0 {
+		p.heldEmpty--
+	}
+}

@@ -1,0 +1,300 @@
+package blockpool
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"slices"
+	"testing"
+	"unsafe"
+)
+
+func mustNew(t *testing.T, blocks, size int) *Pool {
+	t.Helper()
+	p, err := New(blocks, size, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustCheck(t *testing.T, p *Pool) {
+	t.Helper()
+	if err := p.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkSlotSum(p.Stats()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	for _, tc := range []struct {
+		blocks, size int
+		ok           bool
+	}{
+		{1, 16, true}, // only the null block: usable, always out of blocks
+		{2, 1, true},
+		{0, 16, false},
+		{-1, 16, false},
+		{8, 0, false},
+		{1 << 40, 16, false},
+	} {
+		_, err := New(tc.blocks, tc.size, Options{})
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrBadConfig)) {
+			t.Errorf("New(%d, %d) = %v, want ok=%t", tc.blocks, tc.size, err, tc.ok)
+		}
+	}
+}
+
+// TestUsage checks the gauge against vLLM's formula, including the pool with
+// nothing but the null block, which vLLM reports as 0.
+func TestUsage(t *testing.T) {
+	p := mustNew(t, 1, 16)
+	if u := p.Usage(); u != 0 {
+		t.Errorf("null-only pool usage %v, want 0", u)
+	}
+	if _, err := p.Allocate(nil, 1); err != ErrOutOfBlocks {
+		t.Errorf("allocate from a null-only pool: %v", err)
+	}
+	p = mustNew(t, 5, 16)
+	ids, _ := p.Allocate(nil, 3)
+	if u, want := p.Usage(), 1-1.0/4; u != want {
+		t.Errorf("usage %v, want %v", u, want)
+	}
+	// A cached block with ref 0 counts as free.
+	if err := p.CacheFullBlock(ids[0], 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Free(ids); err != nil {
+		t.Fatal(err)
+	}
+	if u := p.Usage(); u != 0 {
+		t.Errorf("usage with only evictable cache %v, want 0", u)
+	}
+	mustCheck(t, p)
+}
+
+// TestMisuse checks that each misuse returns its sentinel and leaves the pool
+// exactly as it was.
+func TestMisuse(t *testing.T) {
+	p := mustNew(t, 6, 4)
+	ids, err := p.Allocate(nil, 3) // 1 2 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := p.FreeQueue(nil)
+	st := p.Stats()
+	for _, tc := range []struct {
+		name string
+		err  error
+		do   func() error
+	}{
+		{"negative allocate", ErrBadCount, func() error { _, err := p.Allocate(nil, -1); return err }},
+		{"free out of range", ErrBadBlock, func() error { return p.Free([]BlockID{1, 2, 99}) }},
+		{"free negative id", ErrBadBlock, func() error { return p.Free([]BlockID{1, -3}) }},
+		{"double free", ErrNotAllocated, func() error { return p.Free([]BlockID{1, 4}) }},
+		{"free twice in one call", ErrNotAllocated, func() error { return p.Free([]BlockID{2, 2}) }},
+		{"touch free block", ErrNotAllocated, func() error { return p.Touch([]BlockID{1, 5}) }},
+		{"touch null-free out of range", ErrBadBlock, func() error { return p.Touch([]BlockID{6}) }},
+		{"share free block", ErrNotAllocated, func() error { return p.Share([]BlockID{1, 4}) }},
+		{"cache free block", ErrNotAllocated, func() error { return p.CacheFullBlock(4, 1) }},
+		{"cache null block", ErrBadBlock, func() error { return p.CacheFullBlock(NullBlock, 1) }},
+		{"cow free block", ErrNotAllocated, func() error { _, _, err := p.CopyOnWrite(5); return err }},
+		{"fill too large", ErrBadCount, func() error { return p.SetFill(1, 5) }},
+		{"fill of free block", ErrNotAllocated, func() error { return p.SetFill(4, 1) }},
+	} {
+		if err := tc.do(); !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
+		}
+		mustCheck(t, p)
+		if q := p.FreeQueue(nil); !slices.Equal(q, before) || p.Stats() != st {
+			t.Fatalf("%s changed the pool: queue %v, was %v; stats %+v, were %+v", tc.name, q, before, p.Stats(), st)
+		}
+	}
+	if err := p.CacheFullBlock(ids[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CacheFullBlock(ids[0], 2); !errors.Is(err, ErrAlreadyCached) {
+		t.Errorf("caching a cached block: %v", err)
+	}
+	// The null block is ignored by Free, Touch and Share.
+	if err := p.Free([]BlockID{NullBlock, ids[2]}); err != nil {
+		t.Errorf("free with the null block: %v", err)
+	}
+	if err := p.Touch([]BlockID{NullBlock}); err != nil {
+		t.Errorf("touch of the null block: %v", err)
+	}
+	mustCheck(t, p)
+}
+
+// TestCopyOnWriteCached checks that a cached block is never written in place,
+// even by its only holder, and that the original stays a prefix-cache hit.
+func TestCopyOnWriteCached(t *testing.T) {
+	p := mustNew(t, 4, 4)
+	ids, _ := p.Allocate(nil, 1)
+	if err := p.SetFill(ids[0], 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CacheFullBlock(ids[0], 42); err != nil {
+		t.Fatal(err)
+	}
+	nid, copied, err := p.CopyOnWrite(ids[0])
+	if err != nil || !copied || nid == ids[0] {
+		t.Fatalf("CopyOnWrite of a cached block = %d, %t, %v", nid, copied, err)
+	}
+	if p.Fill(nid) != 4 || p.RefCount(ids[0]) != 0 || p.RefCount(nid) != 1 {
+		t.Errorf("after copy: fill %d, refs %d/%d", p.Fill(nid), p.RefCount(ids[0]), p.RefCount(nid))
+	}
+	if id, ok := p.GetCached(42); !ok || id != ids[0] {
+		t.Errorf("GetCached after copy = %d, %t, want %d", id, ok, ids[0])
+	}
+	// Sole holder of an uncached block: in place.
+	if id, copied, err := p.CopyOnWrite(nid); err != nil || copied || id != nid {
+		t.Errorf("CopyOnWrite of a private block = %d, %t, %v", id, copied, err)
+	}
+	mustCheck(t, p)
+}
+
+func TestResetPrefixCache(t *testing.T) {
+	p := mustNew(t, 4, 4)
+	ids, _ := p.Allocate(nil, 2)
+	for i, id := range ids {
+		if err := p.CacheFullBlock(id, BlockHash(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.ResetPrefixCache() {
+		t.Fatal("reset while blocks are held")
+	}
+	if err := p.Free(ids); err != nil {
+		t.Fatal(err)
+	}
+	if !p.ResetPrefixCache() || p.NumCached() != 0 {
+		t.Fatalf("reset: cached %d", p.NumCached())
+	}
+	if _, ok := p.Lookup(1); ok {
+		t.Error("hit after reset")
+	}
+	mustCheck(t, p)
+}
+
+// TestHashBlock pins HashBlock to FNV-1a 64 over the documented byte string,
+// and checks the chain.
+func TestHashBlock(t *testing.T) {
+	ref := func(parent BlockHash, tokens []int32, extra uint64) BlockHash {
+		h := fnv.New64a()
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(parent))
+		h.Write(b[:])
+		binary.LittleEndian.PutUint64(b[:], extra)
+		h.Write(b[:])
+		for _, tok := range tokens {
+			binary.LittleEndian.PutUint32(b[:4], uint32(tok))
+			h.Write(b[:4])
+		}
+		return BlockHash(h.Sum64())
+	}
+	tokens := []int32{1, -2, 300000, 4, 5, 6, 7, 8, 9}
+	for _, tc := range []struct {
+		parent BlockHash
+		toks   []int32
+		extra  uint64
+	}{
+		{NoParent, nil, 0}, {NoParent, tokens[:4], 0}, {0xdeadbeef, tokens[:4], 0}, {NoParent, tokens[:4], 7},
+	} {
+		if got, want := HashBlock(tc.parent, tc.toks, tc.extra), ref(tc.parent, tc.toks, tc.extra); got != want {
+			t.Errorf("HashBlock(%#x, %v, %d) = %#x, want %#x", tc.parent, tc.toks, tc.extra, got, want)
+		}
+	}
+	// A golden value, so a change of algorithm cannot pass unnoticed.
+	if got := HashBlock(NoParent, []int32{1, 2, 3, 4}, 0); got != 0x09258ac68c4c1261 {
+		t.Errorf("golden: %#x", got)
+	}
+	chain := HashChain(nil, NoParent, tokens, 4, 0) // 9 tokens: 2 full blocks
+	if len(chain) != 2 || chain[0] != HashBlock(NoParent, tokens[:4], 0) || chain[1] != HashBlock(chain[0], tokens[4:8], 0) {
+		t.Errorf("HashChain = %#x", chain)
+	}
+	// Same tokens under a different parent (a different prefix) differ.
+	if HashBlock(chain[0], tokens[:4], 0) == chain[0] {
+		t.Error("parent does not change the key")
+	}
+}
+
+// TestZeroAllocs checks the hot paths allocate nothing once the caller's
+// slices have capacity.
+func TestZeroAllocs(t *testing.T) {
+	p := mustNew(t, 64, 16)
+	buf := make([]BlockID, 0, 8)
+	ids, _ := p.Allocate(buf, 4)
+	for i, id := range ids {
+		_ = p.SetFill(id, 16)
+		_ = p.CacheFullBlock(id, BlockHash(100+i))
+	}
+	_ = p.Free(ids)
+	hashes := []BlockHash{100, 101, 102, 103}
+	n := testing.AllocsPerRun(100, func() {
+		ids, _ := p.Allocate(buf[:0], 3)
+		_ = p.Free(ids)
+		hit := p.LongestPrefix(buf[:0], hashes)
+		_ = p.Touch(hit)
+		_ = p.Free(hit)
+		if id, ok := p.GetCached(100); ok {
+			_ = p.Free([]BlockID{id})
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per run, want 0", n)
+	}
+}
+
+// TestBlockSize keeps the hot per-block state small: AllocFree's speed at
+// 65536 blocks depends on how many blocks share a cache line.
+func TestBlockSize(t *testing.T) {
+	if s := unsafe.Sizeof(block{}); s > 28 {
+		t.Errorf("block is %d bytes, want at most 28", s)
+	}
+}
+
+// TestCheckInvariantsDetects corrupts a healthy pool in one way at a time and
+// checks that CheckInvariants notices, so the self-check is not vacuous.
+func TestCheckInvariantsDetects(t *testing.T) {
+	build := func() *Pool {
+		p := mustNew(t, 8, 4)
+		ids, _ := p.Allocate(nil, 4) // 1 2 3 4
+		for i, id := range ids {
+			_ = p.SetFill(id, 4)
+			_ = p.CacheFullBlock(id, BlockHash(10+i%2)) // two chains of two
+		}
+		_ = p.Free(ids[2:]) // 4 3 evictable
+		mustCheck(t, p)
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		corrupt func(p *Pool)
+	}{
+		{"null block held", func(p *Pool) { p.blocks[0].ref = 1 }},
+		{"queued block with a reference", func(p *Pool) { p.blocks[5].ref = 1 }},
+		{"held block marked queued", func(p *Pool) { p.blocks[1].queued = true }},
+		{"numFree off", func(p *Pool) { p.numFree++ }},
+		{"broken back link", func(p *Pool) { p.blocks[6].prev = 7 }},
+		{"queue cycle", func(p *Pool) { p.blocks[p.blocks[0].prev].next = p.blocks[0].next }},
+		{"cached count off", func(p *Pool) { p.numCached-- }},
+		{"evictable count off", func(p *Pool) { p.evictable++ }},
+		{"held slots off", func(p *Pool) { p.heldSlots++ }},
+		{"held empty off", func(p *Pool) { p.heldEmpty++ }},
+		{"fill too large", func(p *Pool) { p.blocks[1].fill = 5 }},
+		{"key on an uncached block", func(p *Pool) { p.keys[5] = 3 }},
+		{"map points at the wrong block", func(p *Pool) { p.cached[10] = 5 }},
+		{"key changed under the map", func(p *Pool) { p.keys[3] = 11 }},
+		{"chain link broken", func(p *Pool) { p.blocks[1].hnext = 1 }},
+		{"cache entry for an unknown key", func(p *Pool) { p.cached[99] = 2 }},
+	} {
+		p := build()
+		tc.corrupt(p)
+		if err := p.CheckInvariants(); err == nil {
+			t.Errorf("%s: not detected", tc.name)
+		}
+	}
+}

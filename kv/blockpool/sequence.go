@@ -1,0 +1,209 @@
+// Sequence: one request's block table over a Pool.
+// See doc.go for the overview.
+
+package blockpool
+
+import (
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
+)
+
+// Sequence is one request's (or one sample's, or one beam's) block table and
+// token count over a Pool: vLLM's req_to_blocks entry, plus the fork and
+// copy-on-write that parallel sampling and beam search need. Its table is
+// append-only: a block id, once in the table, stays at its position until
+// Release, except that copy-on-write replaces the last block. Make one with
+// NewSequence; the zero value has no pool.
+//
+// Invariants:
+//
+//	len(Blocks()) == ceil(Tokens() / BlockSize)
+//	block i has fill min(BlockSize, Tokens() − i·BlockSize)
+//	the sequence holds one reference to each of its blocks
+type Sequence struct {
+	pool      *Pool
+	blocks    []BlockID // the block table
+	tokens    int       // tokens held; grows on Append, 0 after Release
+	numCached int       // leading full blocks already in the prefix cache
+}
+
+// NewSequence returns an empty sequence over p.
+func NewSequence(p *Pool) *Sequence { return &Sequence{pool: p} }
+
+// Blocks returns the block table. The slice is the sequence's own: do not
+// modify it, and do not keep it past the next call that changes the sequence.
+func (s *Sequence) Blocks() []BlockID { return s.blocks }
+
+// Tokens is the number of tokens the sequence holds.
+func (s *Sequence) Tokens() int { return s.tokens }
+
+// FullBlocks is the number of full blocks, the ones that can be cached.
+func (s *Sequence) FullBlocks() int { return s.tokens / s.pool.blockSize }
+
+// Waste is the internal fragmentation of the sequence: the empty slots of its
+// last, partly filled block (0 when the last block is full).
+func (s *Sequence) Waste() int { return len(s.blocks)*s.pool.blockSize - s.tokens }
+
+// Append adds n tokens, allocating a block each time the count crosses a
+// block boundary (vLLM allocates on demand, one block at a time, so a sequence
+// wastes less than one block). If the last block is partly filled and shared
+// with a fork, or cached, the sequence first takes a private copy of it
+// (CopyOnWrite), since it is about to write into it. Append is all-or-nothing:
+// if the pool cannot supply the copy and the new blocks, it returns
+// ErrOutOfBlocks and changes nothing (a scheduler then preempts someone).
+func (s *Sequence) Append(n int) error {
+	if n <= 0 {
+		if n < 0 {
+			return fmt.Errorf("%w: append %d tokens", ErrBadCount, n)
+		}
+		return nil
+	}
+	p := s.pool
+	bs := p.blockSize
+	total := s.tokens + n
+	need := (total+bs-1)/bs - len(s.blocks)
+	last := len(s.blocks) - 1
+	cow := false
+	if s.tokens%bs != 0 {
+		b := &p.blocks[s.blocks[last]]
+		cow = b.ref > 1 || b.hashed
+	}
+	if cow {
+		need++
+	}
+	if need > p.numFree {
+		return ErrOutOfBlocks
+	}
+	first := len(s.blocks) // first block whose fill changes
+	if s.tokens%bs != 0 {
+		first = last
+		if cow {
+			nid, _, err := p.CopyOnWrite(s.blocks[last])
+			if err != nil {
+				panic(fmt.Errorf("blockpool: copy-on-write after the free check: %w", err))
+			}
+			s.blocks[last] = nid
+			need--
+		}
+	}
+	for range need {
+		s.blocks = append(s.blocks, p.pop())
+	}
+	s.tokens = total
+	for i := first; i < len(s.blocks); i++ {
+		p.setFill(&p.blocks[s.blocks[i]], int32(min(bs, total-i*bs)))
+	}
+	if invariants.Enabled {
+		p.mustCheck()
+		s.mustCheck()
+	}
+	return nil
+}
+
+// MatchPrefix starts an empty sequence from the prefix cache: it takes the
+// cached blocks of the longest prefix of hashes (the sequence's key chain, see
+// HashChain) with Touch, so they leave the free queue and cannot be evicted,
+// and sets the token count to the blocks found times BlockSize. It returns the
+// number of blocks found. Append the rest of the prompt afterwards. Pass only
+// the keys the engine may reuse: vLLM leaves out the block holding the last
+// prompt token, which must be computed.
+func (s *Sequence) MatchPrefix(hashes []BlockHash) (int, error) {
+	if s.tokens != 0 {
+		return 0, fmt.Errorf("%w: match a prefix on a sequence of %d tokens", ErrNotEmpty, s.tokens)
+	}
+	p := s.pool
+	s.blocks = p.LongestPrefix(s.blocks[:0], hashes)
+	for _, id := range s.blocks {
+		p.touch(id)
+		p.setFill(&p.blocks[id], int32(p.blockSize)) // a cached block is full
+	}
+	k := len(s.blocks)
+	s.tokens = k * p.blockSize
+	s.numCached = k
+	if invariants.Enabled {
+		p.mustCheck()
+		s.mustCheck()
+	}
+	return k, nil
+}
+
+// Cache registers the sequence's full blocks in the prefix cache under
+// hashes[i] (the sequence's key chain), from the first block not yet
+// registered up to the last full block that has a key. Blocks that already
+// carry a key (prefix hits, blocks shared with a fork that cached them) are
+// skipped. It returns the number of blocks newly registered.
+func (s *Sequence) Cache(hashes []BlockHash) (int, error) {
+	p := s.pool
+	if !p.caching {
+		return 0, nil
+	}
+	end := min(len(hashes), s.FullBlocks())
+	n := 0
+	for ; s.numCached < end; s.numCached++ {
+		id := s.blocks[s.numCached]
+		if p.blocks[id].hashed {
+			continue
+		}
+		if err := p.CacheFullBlock(id, hashes[s.numCached]); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Fork returns a new sequence that shares all of s's blocks (each gains a
+// reference): a second sample of the same prompt, or a new beam. The first
+// Append to either sequence copies the shared last block if it is partly
+// filled; full blocks stay shared for good.
+func (s *Sequence) Fork() *Sequence {
+	if err := s.pool.Share(s.blocks); err != nil {
+		panic(fmt.Errorf("blockpool: fork of a sequence whose blocks are not held: %w", err))
+	}
+	return &Sequence{
+		pool:      s.pool,
+		blocks:    append([]BlockID(nil), s.blocks...),
+		tokens:    s.tokens,
+		numCached: s.numCached,
+	}
+}
+
+// Release frees the sequence's blocks (Pool.Free: last block first into the
+// free queue) and empties it; it can be reused. Its cached blocks stay in the
+// prefix cache until evicted.
+func (s *Sequence) Release() error {
+	if err := s.pool.Free(s.blocks); err != nil {
+		return err
+	}
+	s.blocks = s.blocks[:0]
+	s.tokens, s.numCached = 0, 0
+	return nil
+}
+
+// checkInvariants checks the sequence's own invariants (see Sequence).
+func (s *Sequence) checkInvariants() error {
+	bs := s.pool.blockSize
+	if want := (s.tokens + bs - 1) / bs; len(s.blocks) != want {
+		return fmt.Errorf("blockpool: sequence of %d tokens has %d blocks, want %d", s.tokens, len(s.blocks), want)
+	}
+	for i, id := range s.blocks {
+		if uint(id) >= uint(len(s.pool.blocks)) || id == NullBlock {
+			return fmt.Errorf("blockpool: sequence block %d is id %d", i, id)
+		}
+		b := &s.pool.blocks[id]
+		if b.ref < 1 {
+			return fmt.Errorf("blockpool: sequence block %d (id %d) has ref %d", i, id, b.ref)
+		}
+		if want := min(bs, s.tokens-i*bs); int(b.fill) != want {
+			return fmt.Errorf("blockpool: sequence block %d (id %d) has fill %d, want %d", i, id, b.fill, want)
+		}
+	}
+	return nil
+}
+
+func (s *Sequence) mustCheck() {
+	if err := s.checkInvariants(); err != nil {
+		panic(err)
+	}
+}
