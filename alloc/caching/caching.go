@@ -23,11 +23,13 @@ import (
 //	  the handle table (allocated)
 //	no two adjacent blocks of a segment are both free with the same mapped state
 //	cudaMalloc segments never hold unmapped blocks
+//	state[id] == stateOf(&blocks[id]) for every id
 type Allocator struct {
 	cfg Config
 	dev *mem.Device
 
 	blocks   []block // block records by id; +newBlock, -dropBlock
+	state    []uint8 // allocated and mapped bits of each record (stateOf), kept beside blocks
 	freeIDs  []int32 // ids of unused records, reused LIFO
 	pools    [2]pool // smallPool, largePool
 	exp      []expSegment
@@ -149,23 +151,24 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 		pl.freeCalls++
 	}
 	si, known := a.streamIndex(stream)
-	if !known {
+	fs := pl.freeSet(si)
+	if !known || fs == nil {
 		return none, false
 	}
-	pos, cand, found := pl.free.Find(freeKeyOf(si, size, 0))
-	if !found || keyStream(cand) != si {
+	pos, cand, found := fs.Find(freeKey(size, 0))
+	if !found {
 		return none, false
 	}
-	if a.blocks[cand.ID].seg != none && a.cfg.ExpandableSegments {
+	if a.cfg.ExpandableSegments && a.blocks[cand.ID].seg != none {
 		// A free block that can grow into unmapped VA counts as that large
 		// for best fit: walk on while the next candidate can grow less, so
 		// the growing tail is used only when nothing else fits.
 		first, cur := cand, cand
-		pl.free.Ascend(cand, func(k ordset.Key) bool {
+		fs.Ascend(cand, func(k ordset.Key) bool {
 			if k == first {
 				return true
 			}
-			if a.blocks[cur.ID].seg == none || keyStream(k) != si || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
+			if a.blocks[cur.ID].seg == none || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
 				return false
 			}
 			cur = k
@@ -173,7 +176,7 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 		})
 		if cur != first {
 			cand = cur
-			pos, _, _ = pl.free.Find(cand)
+			pos, _, _ = fs.Find(cand)
 		}
 	}
 	m, r := a.cfg.maxSplit(), a.cfg.nonSplitRounding()
@@ -182,7 +185,7 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 	} else if size >= m && bsize >= size+r {
 		return none, false // an oversize request takes a block only if it wastes < R
 	}
-	pl.free.DeleteAt(pos)
+	fs.DeleteAt(pos)
 	return cand.ID, true
 }
 
@@ -209,7 +212,7 @@ func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int3
 		return none, false
 	}
 	addr := a.dev.ReserveVA(allocSize)
-	id := a.newBlock(block{addr: addr, size: allocSize, stream: stream, sidx: uint16(a.internStream(stream)), pool: p,
+	id := a.newBlock(block{addr: addr, size: allocSize, sidx: uint16(a.internStream(stream)), pool: p,
 		mapped: true, prev: none, next: none, seg: none})
 	a.reserved += allocSize
 	a.peakReserved = max(a.peakReserved, a.reserved)
@@ -232,7 +235,7 @@ func (a *Allocator) shouldSplit(b *block, size int64) bool {
 func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 	b := &a.blocks[id]
 	if a.shouldSplit(b, size) {
-		nid := a.newBlock(block{addr: b.addr, size: size, stream: b.stream, sidx: b.sidx, pool: b.pool, mapped: true,
+		nid := a.newBlock(block{addr: b.addr, size: size, sidx: b.sidx, pool: b.pool, mapped: true,
 			prev: b.prev, next: id, seg: b.seg})
 		b = &a.blocks[id] // newBlock may have grown the slice
 		if b.prev != none {
@@ -246,6 +249,7 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 		b = &a.blocks[id]
 	}
 	b.allocated = true
+	a.state[id] = stateOf(b)
 	b.requested = orig
 	b.handle = a.handles.Put(id)
 	a.allocated += b.size
@@ -270,6 +274,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated = false
+	a.state[id] = stateOf(b)
 	b.requested = 0
 	b.handle = 0
 	a.frees++
@@ -295,10 +300,11 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 	if src == none {
 		return dst
 	}
-	d, s := &a.blocks[dst], &a.blocks[src]
-	if s.allocated || s.mapped != d.mapped {
-		return dst
+	d := &a.blocks[dst]
+	if a.state[src] != stateOf(d)&^stAllocated {
+		return dst // allocated, or of the other mapped state: checked without loading src's record
 	}
+	s := &a.blocks[src]
 	if s.mapped {
 		a.removeFree(src)
 	} else {
@@ -348,20 +354,23 @@ func (a *Allocator) newBlock(b block) int32 {
 		id := a.freeIDs[n-1]
 		a.freeIDs = a.freeIDs[:n-1]
 		a.blocks[id] = b
+		a.state[id] = stateOf(&b)
 		return id
 	}
 	a.blocks = append(a.blocks, b)
+	a.state = append(a.state, stateOf(&b))
 	return int32(len(a.blocks) - 1)
 }
 
 func (a *Allocator) dropBlock(id int32) {
 	a.blocks[id] = block{prev: none, next: none, seg: none}
+	a.state[id] = 0
 	a.freeIDs = append(a.freeIDs, id)
 }
 
 func (a *Allocator) key(id int32) ordset.Key {
 	b := &a.blocks[id]
-	k := freeKeyOf(uint64(b.sidx), b.size, b.addr)
+	k := freeKey(b.size, b.addr)
 	k.ID = id
 	return k
 }
@@ -376,7 +385,7 @@ func (a *Allocator) streamIndex(stream int) (uint64, bool) {
 	return 0, false
 }
 
-// maxStreams: the key packs a stream index into 16 bits.
+// maxStreams: a block records its stream index in 16 bits.
 const maxStreams = 1 << 16
 
 // internStream returns the stream's dense index, adding it on first use.
@@ -393,12 +402,17 @@ func (a *Allocator) internStream(stream int) uint64 {
 
 func (a *Allocator) insertFree(id int32) {
 	b := &a.blocks[id]
-	b.gcBase = a.pools[b.pool].freeCalls
-	a.pools[b.pool].free.Insert(a.key(id))
+	pl := &a.pools[b.pool]
+	b.gcBase = pl.freeCalls
+	for int(b.sidx) >= len(pl.free) {
+		pl.free = append(pl.free, ordset.Binned{})
+	}
+	pl.free[b.sidx].Insert(a.key(id))
 }
 
 func (a *Allocator) removeFree(id int32) {
-	if !a.pools[a.blocks[id].pool].free.Delete(a.key(id)) && invariants.Enabled {
+	b := &a.blocks[id]
+	if fs := a.pools[b.pool].freeSet(uint64(b.sidx)); (fs == nil || !fs.Delete(a.key(id))) && invariants.Enabled {
 		panic(fmt.Sprintf("caching: block %d at %#x not in its free set", id, a.blocks[id].addr))
 	}
 }

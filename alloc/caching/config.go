@@ -274,14 +274,14 @@ func (c Config) String() string {
 }
 
 // maxSplit is M as a comparable size: unlimited becomes MaxInt64.
-func (c Config) maxSplit() int64 {
+func (c *Config) maxSplit() int64 {
 	if c.MaxSplitSize <= 0 {
 		return 1<<63 - 1
 	}
 	return c.MaxSplitSize
 }
 
-func (c Config) nonSplitRounding() int64 {
+func (c *Config) nonSplitRounding() int64 {
 	if c.MaxNonSplitRounding <= 0 {
 		return kLargeBuffer
 	}

@@ -83,7 +83,7 @@ func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
 	va = (va + page - 1) / page * page
 	seg := int32(len(a.exp))
 	a.exp = append(a.exp, expSegment{base: a.dev.ReserveVA(va), size: va, pageSize: page, stream: stream, pool: p, live: true})
-	id := a.newBlock(block{addr: a.exp[seg].base, size: va, stream: stream, sidx: uint16(sk), pool: p, prev: none, next: none, seg: seg})
+	id := a.newBlock(block{addr: a.exp[seg].base, size: va, sidx: uint16(sk), pool: p, prev: none, next: none, seg: seg})
 	a.insertUnmapped(id)
 	return id
 }
@@ -101,10 +101,11 @@ func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
 	}
 	a.removeUnmapped(id)
 	b.mapped = true
+	a.state[id] = stateOf(b)
 	prevMapped := b.prev != none && a.blocks[b.prev].mapped
 	nextMapped := false
 	if mapped < b.size {
-		rest := a.newBlock(block{addr: b.addr + uint64(mapped), size: b.size - mapped, stream: b.stream, sidx: b.sidx, pool: b.pool,
+		rest := a.newBlock(block{addr: b.addr + uint64(mapped), size: b.size - mapped, sidx: b.sidx, pool: b.pool,
 			prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
 		b = &a.blocks[id]
 		if b.next != none {
@@ -144,7 +145,7 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 	rightMapped := u1 < b.end() || (b.next != none && a.blocks[b.next].mapped)
 	a.segments += btoi(leftMapped) + btoi(rightMapped) - 1
 	if before := int64(u0 - b.addr); before > 0 {
-		f := a.newBlock(block{addr: a.blocks[id].addr, size: before, stream: a.blocks[id].stream, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
+		f := a.newBlock(block{addr: a.blocks[id].addr, size: before, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
 			mapped: true, prev: a.blocks[id].prev, next: id, seg: a.blocks[id].seg})
 		b = &a.blocks[id]
 		if b.prev != none {
@@ -154,7 +155,7 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 		a.insertFree(f)
 	}
 	if after := int64(b.end() - u1); after > 0 {
-		f := a.newBlock(block{addr: u1, size: after, stream: a.blocks[id].stream, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
+		f := a.newBlock(block{addr: u1, size: after, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
 			mapped: true, prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
 		b = &a.blocks[id]
 		if b.next != none {
@@ -164,6 +165,7 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 		a.insertFree(f)
 	}
 	b.addr, b.size, b.mapped = u0, int64(u1-u0), false
+	a.state[id] = stateOf(b)
 	a.dev.Release(b.size)
 	a.reserved -= b.size
 	a.deviceFrees++

@@ -28,7 +28,7 @@ func (a *Allocator) Layout() mem.Layout {
 		if !b.inUse || !b.mapped || (b.prev != none && a.blocks[b.prev].mapped) {
 			continue // not the head of a mapped run
 		}
-		s := mem.Segment{Addr: b.addr, Stream: b.stream, Pool: poolNames[b.pool], Expandable: b.seg != none}
+		s := mem.Segment{Addr: b.addr, Stream: a.streams[b.sidx], Pool: poolNames[b.pool], Expandable: b.seg != none}
 		for c := int32(id); c != none && a.blocks[c].mapped; c = a.blocks[c].next {
 			x := &a.blocks[c]
 			st := mem.Free
@@ -59,12 +59,11 @@ func (a *Allocator) MaxAllocatable() int64 {
 	for p := range a.pools {
 		var largest int64
 		if s0, ok := a.streamIndex(0); ok {
-			a.pools[p].free.Descend(ordset.Key{Hi: s0<<sizeBits | (1<<sizeBits - 1), Lo: ^uint64(0)}, func(k ordset.Key) bool {
-				if keyStream(k) == s0 {
+			if fs := a.pools[p].freeSet(s0); fs != nil {
+				if k, ok := fs.Max(); ok {
 					largest = keySize(k)
 				}
-				return false
-			})
+			}
 		}
 		if largest == 0 {
 			continue
@@ -82,7 +81,7 @@ func (a *Allocator) MaxAllocatable() int64 {
 	avail := a.dev.Free()
 	var releasable int64
 	for p := range a.pools {
-		a.pools[p].free.All(func(k ordset.Key) bool {
+		a.pools[p].allFree(func(k ordset.Key) bool {
 			b := &a.blocks[k.ID]
 			if b.seg == none && !b.isSplit() {
 				releasable += b.size
@@ -155,7 +154,7 @@ func (a *Allocator) expandableRuns(p uint8, pages int64) []int64 {
 	var out []int64
 	for id := range a.blocks {
 		b := &a.blocks[id]
-		if !b.inUse || b.seg == none || b.pool != p || b.stream != 0 || b.allocated || a.allocatable(b.prev) {
+		if !b.inUse || b.seg == none || b.pool != p || a.streams[b.sidx] != 0 || b.allocated || a.allocatable(b.prev) {
 			continue // not the start of a free/unmapped run
 		}
 		var free, unmapped int64
@@ -176,6 +175,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 	c := &Allocator{
 		cfg: a.cfg, dev: a.dev.Clone(),
 		blocks:  append([]block(nil), a.blocks...),
+		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
 		streams: append([]int(nil), a.streams...),
@@ -186,7 +186,10 @@ func (a *Allocator) Clone() alloc.Allocator {
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
 	}
 	for p := range a.pools {
-		c.pools[p] = pool{free: a.pools[p].free.Clone(), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
+		c.pools[p] = pool{free: make([]ordset.Binned, len(a.pools[p].free)), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
+		for si := range a.pools[p].free {
+			c.pools[p].free[si] = a.pools[p].free[si].Clone()
+		}
 	}
 	return c
 }
@@ -197,8 +200,14 @@ func (a *Allocator) Clone() alloc.Allocator {
 func (a *Allocator) CheckInvariants() error {
 	var reserved, allocated, requested int64
 	segments, live, inFree, inUnmapped := 0, 0, 0, 0
+	if len(a.state) != len(a.blocks) {
+		return fmt.Errorf("%d state bytes for %d block records", len(a.state), len(a.blocks))
+	}
 	for id := range a.blocks {
 		b := &a.blocks[id]
+		if a.state[id] != stateOf(b) {
+			return fmt.Errorf("block %d at %#x: state byte %#x, record says %#x", id, b.addr, a.state[id], stateOf(b))
+		}
 		if !b.inUse {
 			continue
 		}
@@ -208,8 +217,8 @@ func (a *Allocator) CheckInvariants() error {
 		if b.next != none && (a.blocks[b.next].prev != int32(id) || b.end() != a.blocks[b.next].addr) {
 			return fmt.Errorf("block %d at %#x: bad next link", id, b.addr)
 		}
-		if int(b.sidx) >= len(a.streams) || a.streams[b.sidx] != b.stream {
-			return fmt.Errorf("block %d at %#x: stream index %d does not name stream %d", id, b.addr, b.sidx, b.stream)
+		if int(b.sidx) >= len(a.streams) {
+			return fmt.Errorf("block %d at %#x: stream index %d names no stream", id, b.addr, b.sidx)
 		}
 		if b.size <= 0 || b.size%kMinBlockSize != 0 {
 			return fmt.Errorf("block %d at %#x: size %d not a positive multiple of 512", id, b.addr, b.size)
@@ -232,7 +241,7 @@ func (a *Allocator) CheckInvariants() error {
 			}
 		case b.mapped:
 			inFree++
-			if !a.pools[b.pool].free.Has(a.key(int32(id))) {
+			if fs := a.pools[b.pool].freeSet(uint64(b.sidx)); fs == nil || !fs.Has(a.key(int32(id))) {
 				return fmt.Errorf("block %d at %#x: free but not in its free set", id, b.addr)
 			}
 			for _, n := range []int32{b.prev, b.next} {
@@ -247,7 +256,10 @@ func (a *Allocator) CheckInvariants() error {
 			}
 		}
 	}
-	nFree := a.pools[0].free.Len() + a.pools[1].free.Len()
+	if err := a.checkFreeSets(); err != nil {
+		return err
+	}
+	nFree := a.pools[0].freeLen() + a.pools[1].freeLen()
 	nUnmapped := a.pools[0].unmapped.Len() + a.pools[1].unmapped.Len()
 	switch {
 	case reserved != a.reserved || reserved != a.dev.Used():
@@ -260,6 +272,37 @@ func (a *Allocator) CheckInvariants() error {
 		return fmt.Errorf("live blocks %d, handles %d", live, a.handles.Len())
 	case inFree != nFree || inUnmapped != nUnmapped:
 		return fmt.Errorf("free sets hold %d/%d blocks, recount %d/%d", nFree, nUnmapped, inFree, inUnmapped)
+	}
+	return nil
+}
+
+// checkFreeSets checks each free set's structure and that every key names a
+// free mapped block of that pool and stream under the block's own key. With
+// the counts compared in CheckInvariants, the sets hold exactly the free
+// mapped blocks.
+func (a *Allocator) checkFreeSets() error {
+	for p := range a.pools {
+		for si := range a.pools[p].free {
+			fs := &a.pools[p].free[si]
+			if err := fs.Check(); err != nil {
+				return fmt.Errorf("%s pool, stream index %d: %w", poolNames[p], si, err)
+			}
+			var bad error
+			fs.All(func(k ordset.Key) bool {
+				if k.ID < 0 || int(k.ID) >= len(a.blocks) {
+					bad = fmt.Errorf("%s pool free set: key %v names no block", poolNames[p], k)
+					return false
+				}
+				b := &a.blocks[k.ID]
+				if !b.inUse || b.allocated || !b.mapped || b.pool != uint8(p) || int(b.sidx) != si || a.key(k.ID) != k {
+					bad = fmt.Errorf("%s pool free set: key %v does not match block %d at %#x", poolNames[p], k, k.ID, b.addr)
+				}
+				return bad == nil
+			})
+			if bad != nil {
+				return bad
+			}
+		}
 	}
 	return nil
 }

@@ -28,12 +28,12 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 	}
 	m := a.cfg.maxSplit()
 	target := max(size, m)
-	pl := &a.pools[p]
 	sk, known := a.streamIndex(stream)
-	if !known {
+	fs := a.pools[p].freeSet(sk)
+	if !known || fs == nil {
 		return false
 	}
-	if first, found := pl.free.LowerBound(freeKeyOf(sk, target, 0)); found && keyStream(first) == sk {
+	if first, found := fs.LowerBound(freeKey(target, 0)); found {
 		if a.blocks[first.ID].seg != none || a.blocks[first.ID].isSplit() {
 			return false
 		}
@@ -44,8 +44,8 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 	// this stream below the key.
 	var victims []int32
 	var released int64
-	pl.free.Descend(freeKeyOf(sk, target, 0), func(k ordset.Key) bool {
-		if released >= target || keySize(k) < m || keyStream(k) != sk {
+	fs.Descend(freeKey(target, 0), func(k ordset.Key) bool {
+		if released >= target || keySize(k) < m {
 			return false
 		}
 		b := &a.blocks[k.ID]
@@ -67,7 +67,7 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 func (a *Allocator) releaseCachedBlocks() {
 	for _, p := range []uint8{largePool, smallPool} {
 		var release, unmap []int32
-		a.pools[p].free.All(func(k ordset.Key) bool {
+		a.pools[p].allFree(func(k ordset.Key) bool {
 			b := &a.blocks[k.ID]
 			if b.seg != none {
 				unmap = append(unmap, k.ID)
@@ -102,7 +102,7 @@ func (a *Allocator) garbageCollect() {
 	pl := &a.pools[largePool]
 	var totalAge float64
 	count := 0
-	pl.free.All(func(k ordset.Key) bool {
+	pl.allFree(func(k ordset.Key) bool {
 		if b := &a.blocks[k.ID]; !b.isSplit() && b.seg == none {
 			totalAge += float64(pl.freeCalls - b.gcBase)
 			count++
@@ -115,7 +115,7 @@ func (a *Allocator) garbageCollect() {
 		threshold := totalAge / float64(count)
 		freed = false
 		var victims []int32
-		pl.free.All(func(k ordset.Key) bool {
+		pl.allFree(func(k ordset.Key) bool {
 			b := &a.blocks[k.ID]
 			if age := float64(pl.freeCalls - b.gcBase); !b.isSplit() && b.seg == none && age >= threshold {
 				victims = append(victims, k.ID)

@@ -26,13 +26,15 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	ob := a.blocks[old]
 	// Find the free block covering dst: the pool's free blocks on this stream.
 	target := none
-	a.pools[ob.pool].free.All(func(k ordset.Key) bool {
-		if keyStream(k) == uint64(ob.sidx) && k.Lo <= dst && dst < k.Lo+uint64(keySize(k)) {
-			target = k.ID
-			return false
-		}
-		return true
-	})
+	if fs := a.pools[ob.pool].freeSet(uint64(ob.sidx)); fs != nil {
+		fs.All(func(k ordset.Key) bool {
+			if k.Lo <= dst && dst < k.Lo+uint64(keySize(k)) {
+				target = k.ID
+				return false
+			}
+			return true
+		})
+	}
 	if target == none {
 		return alloc.Block{}, fmt.Errorf("%w: caching: %#x is not free memory of the block's pool and stream", alloc.ErrBadMove, dst)
 	}
@@ -44,7 +46,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	a.removeFree(target)
 	// Carve [dst, dst+size) out of the target: free pieces before and after.
 	if before := int64(dst - t.addr); before > 0 {
-		f := a.newBlock(block{addr: t.addr, size: before, stream: t.stream, sidx: t.sidx, pool: t.pool, mapped: true,
+		f := a.newBlock(block{addr: t.addr, size: before, sidx: t.sidx, pool: t.pool, mapped: true,
 			prev: t.prev, next: target, seg: t.seg})
 		if t.prev != none {
 			a.blocks[t.prev].next = f
@@ -53,7 +55,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 		a.insertFree(f)
 	}
 	if after := int64(t.end() - (dst + uint64(ob.size))); after > 0 {
-		f := a.newBlock(block{addr: dst + uint64(ob.size), size: after, stream: t.stream, sidx: t.sidx, pool: t.pool, mapped: true,
+		f := a.newBlock(block{addr: dst + uint64(ob.size), size: after, sidx: t.sidx, pool: t.pool, mapped: true,
 			prev: target, next: a.blocks[target].next, seg: t.seg})
 		if n := a.blocks[target].next; n != none {
 			a.blocks[n].prev = f
@@ -64,10 +66,12 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	nb := &a.blocks[target]
 	nb.addr, nb.size = dst, ob.size
 	nb.allocated, nb.requested, nb.handle = true, ob.requested, h
+	a.state[target] = stateOf(nb)
 	*a.handles.Get(h) = target
 	// Free the old range without touching the counters of live memory.
 	o := &a.blocks[old]
 	o.allocated, o.requested, o.handle = false, 0, 0
+	a.state[old] = stateOf(o)
 	a.freeBlock(old)
 	if invariants.Enabled {
 		a.mustCheck()

@@ -14,6 +14,11 @@
 //	every chunk is non-empty, sorted, and holds at most maxChunk keys
 //	maxes[i] is the last key of chunks[i]; maxes is strictly increasing
 //	n == Σ len(chunks[i])
+//
+// Binned (binned.go) splits a set into bins by Hi under a bitmap, for the
+// caching allocator's free sets, where best fit must find the smallest size
+// at or above a request; Set itself keeps the unmapped sets and Binned's
+// oversized bins.
 package ordset
 
 // maxChunk bounds a chunk: 64 keys of 24 bytes are 1.5 KiB, so an insert or

@@ -7,15 +7,95 @@ import (
 	"pgregory.net/rapid"
 )
 
+// set is what Set and Binned have in common.
+type set interface {
+	Len() int
+	Insert(Key) bool
+	Delete(Key) bool
+	Has(Key) bool
+	LowerBound(Key) (Key, bool)
+	Ascend(Key, func(Key) bool)
+	Descend(Key, func(Key) bool)
+	All(func(Key) bool)
+	Check() error
+	Max() (Key, bool)
+	findDelete(Key) (Key, bool)
+}
+
+// findDelete removes and returns the smallest key ≥ k with Find and DeleteAt.
+func (s *Set) findDelete(k Key) (Key, bool) {
+	p, x, ok := s.Find(k)
+	if ok {
+		s.DeleteAt(p)
+	}
+	return x, ok
+}
+
+func (s *Binned) findDelete(k Key) (Key, bool) {
+	p, x, ok := s.Find(k)
+	if ok {
+		s.DeleteAt(p)
+	}
+	return x, ok
+}
+
 // TestModel checks the set against a sorted slice under random inserts,
 // deletes and queries.
 func TestModel(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		var s Set
-		var model []Key
-		key := rapid.Custom(func(t *rapid.T) Key {
+	testModel(t, func() set { return new(Set) }, func(s set) set { c := s.(*Set).Clone(); return &c },
+		func(t *rapid.T) Key {
 			return Key{Hi: rapid.Uint64Range(0, 100).Draw(t, "hi"), Lo: rapid.Uint64Range(0, 5).Draw(t, "lo")}
 		})
+}
+
+// TestBinnedModel is TestModel for Binned, with Hi drawn around bin
+// boundaries: exact bins, the first log-scale bins, and the top of the range,
+// and with many keys in two bins, so bins grow past maxFlat into Sets and
+// shrink back.
+func TestBinnedModel(t *testing.T) {
+	hi := func(t *rapid.T) uint64 {
+		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		case 0:
+			return rapid.Uint64Range(0, 100).Draw(t, "hi")
+		case 1:
+			return rapid.Uint64Range(exactBins-80, exactBins+300).Draw(t, "hi")
+		case 2:
+			e := rapid.IntRange(exactBits, 63).Draw(t, "e")
+			return 1<<e + rapid.Uint64Range(0, 3).Draw(t, "d")<<(e-subBits) - rapid.Uint64Range(0, 2).Draw(t, "m")
+		default:
+			return ^uint64(0) - rapid.Uint64Range(0, 2).Draw(t, "hi")
+		}
+	}
+	testModel(t, func() set { return new(Binned) }, func(s set) set { c := s.(*Binned).Clone(); return &c },
+		func(t *rapid.T) Key {
+			if rapid.Bool().Draw(t, "crowd") {
+				// Crowd bin 7 (exact) or the first log-scale bin.
+				h := rapid.SampledFrom([]uint64{7, exactBins, exactBins + 1}).Draw(t, "hi")
+				return Key{Hi: h, Lo: rapid.Uint64Range(0, 3*maxFlat).Draw(t, "lo")}
+			}
+			return Key{Hi: hi(t), Lo: rapid.Uint64Range(0, 5).Draw(t, "lo")}
+		})
+}
+
+func TestBinOf(t *testing.T) {
+	prev := -1
+	for _, hi := range []uint64{0, 1, exactBins - 1, exactBins, exactBins + 1<<(exactBits-subBits) - 1, exactBins + 1<<(exactBits-subBits), 1 << 40, 1<<41 - 1, ^uint64(0)} {
+		b := binOf(hi)
+		if b < prev || b >= numBins {
+			t.Fatalf("binOf(%#x) = %d after %d (numBins %d)", hi, b, prev, numBins)
+		}
+		prev = b
+	}
+	if binOf(^uint64(0)) != numBins-1 || binOf(exactBins) != exactBins || binOf(exactBins+1<<(exactBits-subBits)) != exactBins+1 {
+		t.Fatal("bin boundaries")
+	}
+}
+
+func testModel(t *testing.T, newSet func() set, clone func(set) set, gen func(*rapid.T) Key) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := newSet()
+		var model []Key
+		key := rapid.Custom(gen)
 		cmp := func(x, y Key) int {
 			if x.Less(y) {
 				return -1
@@ -35,7 +115,7 @@ func TestModel(t *testing.T) {
 				}
 			},
 			"insert": func(rt *rapid.T) {
-				for range rapid.IntRange(1, 80).Draw(rt, "n") {
+				for range rapid.IntRange(1, 200).Draw(rt, "n") {
 					k := key.Draw(rt, "k")
 					i, found := slices.BinarySearchFunc(model, k, cmp)
 					if s.Insert(k) == found {
@@ -88,13 +168,37 @@ func TestModel(t *testing.T) {
 					rt.Fatalf("Has(%v)", k)
 				}
 			},
+			"findDelete": func(rt *rapid.T) {
+				k := key.Draw(rt, "k")
+				i, _ := slices.BinarySearchFunc(model, k, cmp)
+				got, ok := s.findDelete(k)
+				if ok != (i < len(model)) || (ok && got != model[i]) {
+					rt.Fatalf("findDelete(%v) = %v,%v; model index %d", k, got, ok, i)
+				}
+				if ok {
+					model = slices.Delete(model, i, i+1)
+				}
+			},
+			"max": func(rt *rapid.T) {
+				got, ok := s.Max()
+				if ok != (len(model) > 0) || (ok && got != model[len(model)-1]) {
+					rt.Fatalf("Max = %v,%v", got, ok)
+				}
+			},
+			"all": func(rt *rapid.T) {
+				var all []Key
+				s.All(func(x Key) bool { all = append(all, x); return true })
+				if !slices.Equal(all, model) {
+					rt.Fatalf("All = %v, want %v", all, model)
+				}
+			},
 			"clone": func(rt *rapid.T) {
-				c := s.Clone()
+				c := clone(s)
 				if err := c.Check(); err != nil || c.Len() != s.Len() {
 					rt.Fatalf("clone: %v", err)
 				}
-				c.Insert(Key{Hi: 999})
-				if s.Has(Key{Hi: 999}) {
+				c.Insert(Key{Hi: 999, Lo: 99})
+				if s.Has(Key{Hi: 999, Lo: 99}) {
 					rt.Fatal("clone shares storage")
 				}
 			},
@@ -114,5 +218,54 @@ func BenchmarkInsertDelete(b *testing.B) {
 		k := Key{Hi: uint64(i * 31 % 10007), Lo: 1 << 40}
 		s.Insert(k)
 		s.Delete(k)
+	}
+}
+
+// TestBinnedBigBin grows one bin past maxFlat into a Set and empties it
+// again, by Delete and by Find+DeleteAt, checking the order throughout.
+func TestBinnedBigBin(t *testing.T) {
+	for _, byFind := range []bool{false, true} {
+		var s Binned
+		s.Insert(Key{Hi: 3})
+		s.Insert(Key{Hi: 9})
+		for i := range 2*maxFlat + 5 {
+			s.Insert(Key{Hi: 7, Lo: uint64(i * 37 % (2*maxFlat + 5))})
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.bigSet(7) == nil {
+			t.Fatal("bin 7 not big")
+		}
+		for i := range 2*maxFlat + 5 {
+			var got Key
+			if byFind {
+				p, x, ok := s.Find(Key{Hi: 4})
+				if !ok {
+					t.Fatal("Find failed")
+				}
+				got = x
+				s.DeleteAt(p)
+			} else {
+				got = Key{Hi: 7, Lo: uint64(i)}
+				if !s.Delete(got) {
+					t.Fatalf("Delete %v", got)
+				}
+			}
+			if got != (Key{Hi: 7, Lo: uint64(i)}) {
+				t.Fatalf("step %d: got %v", i, got)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+			var all []Key
+			s.All(func(k Key) bool { all = append(all, k); return true })
+			if len(all) != s.Len() || all[0] != (Key{Hi: 3}) || all[len(all)-1] != (Key{Hi: 9}) {
+				t.Fatalf("step %d: All = %v", i, all)
+			}
+		}
+		if s.Len() != 2 || s.bigSet(7) != nil || s.nonEmpty(7) {
+			t.Fatalf("bin 7 not emptied: len %d", s.Len())
+		}
 	}
 }
