@@ -1,0 +1,252 @@
+// Paged strategy: a vLLM-style block pool in one allocation.
+// See doc.go for the overview.
+
+package strategy
+
+import (
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/kv/blockpool"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// paged is paged:B. At construction it takes ONE allocation of
+// ⌊PoolBytes / (B × bpt)⌋ blocks from env.Alloc (vLLM allocates its KV cache
+// tensor once, sized by gpu_memory_utilization) and hands blocks out from a
+// blockpool.Pool; block 0 is the pool's null block, so NumBlocks − 1 blocks
+// serve sequences, as in vLLM. The samples of a request fork the prompt's
+// blocks.
+//
+// Invariants: every live sample's blockpool.Sequence holds Tokens() tokens;
+// the pool's held blocks are exactly those of the live samples.
+type paged struct {
+	env        Env
+	bs         int   // tokens per block (B)
+	bpt        int64 // KV bytes per token
+	blockBytes int64 // B × bpt
+	pool       *blockpool.Pool
+	poolBlock  alloc.Block // the pool's one allocation; Handle 0 after Close
+	closed     bool
+	seqs       map[SeqID][]*blockpool.Sequence // live sequences, one Sequence per sample
+	st         Stats
+}
+
+func newPaged(env Env, bs int) (*paged, error) {
+	bpt := env.Model.KVBytesPerToken(env.KVDType, env.TP)
+	blockBytes := int64(bs) * bpt
+	n := env.PoolBytes / blockBytes
+	if n < 2 {
+		return nil, fmt.Errorf("%w: paged:%d: pool budget %s holds %d blocks of %s (want ≥ 2: the null block and one more; set Env.PoolBytes)",
+			ErrBadSpec, bs, mem.FormatBytesExact(env.PoolBytes), n, mem.FormatBytesExact(blockBytes))
+	}
+	pool, err := blockpool.New(int(n), bs, blockpool.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: paged:%d: %w", ErrBadSpec, bs, err)
+	}
+	b, err := env.Alloc.Alloc(n*blockBytes, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: paged:%d: pool of %d blocks: %w", ErrNoMemory, bs, n, err)
+	}
+	return &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes, pool: pool, poolBlock: b,
+		seqs: make(map[SeqID][]*blockpool.Sequence)}, nil
+}
+
+// Name returns "paged:B".
+func (p *paged) Name() string { return fmt.Sprintf("paged:%d", p.bs) }
+
+// Pool returns the block pool, for an engine that adds prefix caching
+// (Sequence.MatchPrefix and Cache need token ids, which the strategy does
+// not see).
+func (p *paged) Pool() *blockpool.Pool { return p.pool }
+
+// Admit appends the prompt to a new sequence and forks it for each further
+// sample, so the prompt's blocks are shared.
+func (p *paged) Admit(id SeqID, r Request) error {
+	if err := r.validate(); err != nil {
+		return err
+	}
+	if p.closed {
+		return fmt.Errorf("%w: paged pool closed", ErrBadRequest)
+	}
+	if _, ok := p.seqs[id]; ok {
+		return fmt.Errorf("%w: %d", ErrDuplicateSeq, id)
+	}
+	if r.Prompt > p.env.MaxContext {
+		return fmt.Errorf("%w: seq %d: prompt of %d tokens, max context %d", ErrTooLong, id, r.Prompt, p.env.MaxContext)
+	}
+	s := blockpool.NewSequence(p.pool)
+	if err := s.Append(r.Prompt); err != nil {
+		p.st.AdmitFailures++
+		return noMemory("admit", id, err)
+	}
+	samples := make([]*blockpool.Sequence, 1, r.N)
+	samples[0] = s
+	for range r.N - 1 {
+		samples = append(samples, s.Fork())
+	}
+	p.seqs[id] = samples
+	p.st.Live++
+	p.st.Tokens += int64(r.N) * int64(r.Prompt)
+	p.st.Admits++
+	return nil
+}
+
+// Grow appends k tokens to every sample, all or nothing: it first counts the
+// blocks all the appends need, copies on write included, against the free
+// queue.
+func (p *paged) Grow(id SeqID, k int) error {
+	samples, ok := p.seqs[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
+	}
+	if k < 0 {
+		return fmt.Errorf("%w: seq %d: grow by %d", ErrBadRequest, id, k)
+	}
+	if k == 0 {
+		p.st.Grows++
+		return nil
+	}
+	tokens := samples[0].Tokens()
+	total := tokens + k
+	if total > p.env.MaxContext {
+		return fmt.Errorf("%w: seq %d: %d tokens, max context %d", ErrTooLong, id, total, p.env.MaxContext)
+	}
+	need, cows := p.blocksNeeded(samples, total)
+	if need > p.pool.NumFree() {
+		p.st.GrowFailures++
+		return noMemory("grow", id, fmt.Errorf("%w: need %d blocks, %d free", blockpool.ErrOutOfBlocks, need, p.pool.NumFree()))
+	}
+	free := p.pool.NumFree()
+	for _, s := range samples {
+		if err := s.Append(k); err != nil {
+			panic(fmt.Errorf("strategy: paged append after counting %d blocks needed: %w", need, err))
+		}
+	}
+	if invariants.Enabled && free-p.pool.NumFree() != need {
+		panic(fmt.Errorf("strategy: paged grow counted %d blocks, took %d", need, free-p.pool.NumFree()))
+	}
+	p.st.CopiedBytes += int64(cows) * int64(tokens%p.bs) * p.bpt
+	p.st.Tokens += int64(len(samples)) * int64(k)
+	p.st.Grows++
+	return nil
+}
+
+// blocksNeeded counts the blocks that appending up to total tokens in every
+// sample takes, and how many of them are copies on write. Samples append in
+// order; a partly filled last block shared by m of them is copied by each
+// but the last (who then holds it alone), or by all m if someone else holds
+// it too or it is in the prefix cache (blockpool.Sequence.Append's rule).
+func (p *paged) blocksNeeded(samples []*blockpool.Sequence, total int) (need, cows int) {
+	tokens := samples[0].Tokens()
+	for _, s := range samples {
+		need += (total+p.bs-1)/p.bs - len(s.Blocks())
+	}
+	if tokens%p.bs == 0 {
+		return need, 0
+	}
+	// Count the holders among the samples of each distinct last block; n is
+	// small (parallel samples), so a quadratic scan beats a map.
+	for i, s := range samples {
+		id := lastBlock(s)
+		m, seen := 0, false
+		for j, o := range samples {
+			if lastBlock(o) == id {
+				if j < i {
+					seen = true
+					break
+				}
+				m++
+			}
+		}
+		if seen {
+			continue
+		}
+		if _, cached := p.pool.CachedHash(id); cached || p.pool.RefCount(id) > m {
+			cows += m
+		} else {
+			cows += m - 1
+		}
+	}
+	return need + cows, cows
+}
+
+// Release returns every sample's blocks to the pool.
+func (p *paged) Release(id SeqID) error { return p.drop(id, &p.st.Releases) }
+
+// Preempt returns every sample's blocks to the pool, for recompute.
+func (p *paged) Preempt(id SeqID) error { return p.drop(id, &p.st.Preempts) }
+
+func (p *paged) drop(id SeqID, counter *int64) error {
+	samples, ok := p.seqs[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
+	}
+	for _, s := range samples {
+		p.st.Tokens -= int64(s.Tokens())
+		if err := s.Release(); err != nil {
+			panic(fmt.Errorf("strategy: release of a paged sequence: %w", err))
+		}
+	}
+	delete(p.seqs, id)
+	p.st.Live--
+	*counter++
+	return nil
+}
+
+// Tokens returns the tokens per sample of id.
+func (p *paged) Tokens(id SeqID) (int, bool) {
+	samples, ok := p.seqs[id]
+	if !ok {
+		return 0, false
+	}
+	return samples[0].Tokens(), true
+}
+
+// Usage maps the pool's slot breakdown to bytes. Token states count a shared
+// block once (the samples share the prompt's KV); internal is the empty
+// slots of held blocks (less than one block per sample); reservation is held
+// blocks with nothing written (none: blocks are allocated on demand); free
+// is the free blocks, the null block and the allocator's rounding of the
+// pool; external is the allocator's cached free memory, outside the pool.
+func (p *paged) Usage() Breakdown {
+	if p.closed {
+		return Breakdown{External: p.env.Alloc.Stats().CachedFree()}
+	}
+	ps := p.pool.Stats()
+	return Breakdown{
+		TokenStates: ps.TokenSlots * p.bpt,
+		Reservation: ps.ReservedSlots * p.bpt,
+		Internal:    ps.InternalSlots * p.bpt,
+		External:    p.env.Alloc.Stats().CachedFree(),
+		CachedIdle:  ps.CachedIdleSlots * p.bpt,
+		Free:        ps.FreeSlots*p.bpt + p.blockBytes + (p.poolBlock.Size - int64(ps.NumBlocks)*p.blockBytes),
+	}
+}
+
+// Stats returns the counters.
+func (p *paged) Stats() Stats { return p.st }
+
+// Close releases every live sequence and frees the pool's allocation.
+func (p *paged) Close() error {
+	if p.closed {
+		return nil
+	}
+	for _, id := range sortedIDs(p.seqs) {
+		if err := p.drop(id, &p.st.Releases); err != nil {
+			return err
+		}
+	}
+	if err := p.env.Alloc.Free(p.poolBlock.Handle); err != nil {
+		return fmt.Errorf("strategy: free of the paged pool: %w", err)
+	}
+	p.closed = true
+	return nil
+}
+
+// lastBlock is the last block of a non-empty sequence's table.
+func lastBlock(s *blockpool.Sequence) blockpool.BlockID {
+	b := s.Blocks()
+	return b[len(b)-1]
+}
