@@ -1,0 +1,80 @@
+// Errors of reading and generating. See package workload for the overview.
+
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The kinds of error, matched with errors.Is on the *Error that wraps them
+// (or, for ErrFormat and ErrConfig, on a plain wrapped error).
+var (
+	// ErrFormat: the format name is unknown, or Detect cannot tell the
+	// format from the first line.
+	ErrFormat = errors.New("workload: unknown format")
+	// ErrSyntax: a line is not one CSV record or one JSON object, has a
+	// different number of fields than the header, or is longer than
+	// MaxLineBytes.
+	ErrSyntax = errors.New("workload: syntax error")
+	// ErrColumn: the CSV header lacks a required column or repeats one.
+	ErrColumn = errors.New("workload: bad header")
+	// ErrField: a field is missing, unknown (our JSONL only) or has a bad
+	// value: a negative, non-integer or too large token count, a bad time.
+	ErrField = errors.New("workload: bad field")
+	// ErrOrder: a row of a timed CSV or Mooncake file arrives before the
+	// row above it (those files are sorted; an out-of-order row means a
+	// damaged or concatenated file).
+	ErrOrder = errors.New("workload: arrival out of order")
+	// ErrConfig: a generator or transform got a bad parameter (a rate that
+	// is not positive, an empty list of widths, a timed trace where an
+	// untimed one is needed).
+	ErrConfig = errors.New("workload: bad configuration")
+)
+
+// Error is a problem with one line of a trace file. Its message names the
+// file, the line and the field, for example
+//
+//	azure.csv: line 3: field "ContextTokens": must be a positive integer (got "-5")
+type Error struct {
+	File  string // the name given to Read; may be empty
+	Line  int    // 1-based line; a CSV header is line 1
+	Field string // the column or JSON key at fault, or empty
+	Msg   string // what is wrong
+	Err   error  // the kind: ErrFormat, ErrSyntax, ErrColumn, ErrField or ErrOrder
+}
+
+func (e *Error) Error() string {
+	var sb strings.Builder
+	if e.File != "" {
+		sb.WriteString(e.File)
+		sb.WriteString(": ")
+	}
+	fmt.Fprintf(&sb, "line %d: ", e.Line)
+	if e.Field != "" {
+		fmt.Fprintf(&sb, "field %q: ", e.Field)
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// Unwrap returns the error's kind, so errors.Is(err, ErrField) works.
+func (e *Error) Unwrap() error { return e.Err }
+
+func fieldErr(field, format string, args ...any) *Error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
+}
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+}
+
+// clip shortens raw input for an error message and quotes it.
+func clip(s string) string {
+	const n = 40
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,73 @@
+package workload_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// FuzzRead checks, for every format and for detection, that Read never
+// panics; that every error is an *Error naming a line and a kind; that what
+// Read accepts holds valid, sorted requests; that reading the same bytes
+// again gives the same trace; and that the trace survives a round trip
+// through WriteJSONL. The seed corpus is the testdata fixtures under each
+// format (plus testdata/fuzz/FuzzRead, where go test -fuzz saves failures).
+// Run longer with
+//
+//	go test ./workload -run '^$' -fuzz FuzzRead -fuzztime 60s
+func FuzzRead(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.*")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil || filepath.Ext(file) == ".md" {
+			continue
+		}
+		for _, fm := range append(workload.Formats(), workload.Auto) {
+			f.Add(uint8(fm), data)
+		}
+	}
+	f.Add(uint8(workload.Azure), []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6800000,100,20\n2023-11-16 18:15:47.0000000,-5,20\n"))
+	f.Add(uint8(workload.JSONL), []byte("\uFEFF{\"arrival_s\":1e-3,\"prompt_tokens\":1,\"output_tokens\":0,\"session\":\"s\"}\r\n"))
+	f.Fuzz(func(t *testing.T, fm uint8, data []byte) {
+		format := workload.Format(int(fm) % (len(workload.Formats()) + 1))
+		for _, skip := range []bool{false, true} {
+			opts := workload.ReadOptions{SkipBadRows: skip}
+			tr, err := workload.Read(bytes.NewReader(data), "fuzz", format, opts)
+			if err != nil {
+				var e *workload.Error
+				if !errors.As(err, &e) || e.Line < 1 || e.Err == nil {
+					t.Fatalf("error %v (%T) is not an *Error with a line and a kind", err, err)
+				}
+				continue
+			}
+			if len(tr.Warnings) > workload.MaxWarnings || tr.Format == workload.Auto {
+				t.Fatalf("%d warnings, format %v", len(tr.Warnings), tr.Format)
+			}
+			for i, r := range tr.Requests {
+				if r.PromptTokens < 1 || r.PromptTokens > workload.MaxTokens || r.OutputTokens < 0 ||
+					r.OutputTokens > workload.MaxTokens || r.N < 1 || r.N > workload.MaxN || r.Arrival < 0 || r.Line < 1 || r.ID == "" {
+					t.Fatalf("bad request %+v", r)
+				}
+				if !tr.Timed && r.Arrival != 0 {
+					t.Fatalf("untimed trace with arrival %+v", r)
+				}
+				if i > 0 {
+					p := tr.Requests[i-1]
+					if p.Arrival > r.Arrival || p.Arrival == r.Arrival && p.Line >= r.Line {
+						t.Fatalf("not sorted: %+v then %+v", p, r)
+					}
+				}
+			}
+			again, err := workload.Read(bytes.NewReader(data), "fuzz", format, opts)
+			if err != nil || !reflect.DeepEqual(tr, again) {
+				t.Fatalf("second read differs: %v", err)
+			}
+			roundTrip(t, tr)
+		}
+	})
+}

@@ -1,0 +1,116 @@
+// Requests, traces and trace formats. See package workload for the overview.
+
+package workload
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Request is one inference request of a trace.
+type Request struct {
+	// ID names the request: the file's id where the format has one (our
+	// JSONL), otherwise "r<line>" for read requests and "s<session>.t<turn>"
+	// for generated sessions. Unique within a trace.
+	ID string
+	// Arrival is the arrival time in nanoseconds of virtual time since the
+	// start of the trace (never negative). Zero for every request of an
+	// untimed trace until AssignArrivals gives them times.
+	Arrival int64
+	// PromptTokens is the prompt (context) length, 1..MaxTokens.
+	PromptTokens int
+	// OutputTokens is the number of generated tokens, 0..MaxTokens. Zero is
+	// a request that only prefills (FineServe and BurstGPT record failed or
+	// empty responses this way).
+	OutputTokens int
+	// Session groups the turns of one conversation; empty when unknown.
+	Session string
+	// Turn is the 1-based turn within Session; 0 when Session is empty.
+	Turn int
+	// PrefixHashes holds one id per 512-token block of the prompt (Mooncake
+	// hash_ids); equal ids at equal positions mean a shareable prefix block.
+	// Nil when the format carries no prefix information.
+	PrefixHashes []uint64
+	// N is the number of parallel samples or the beam width, 1..MaxN.
+	N int
+	// Line is the 1-based line of the file the request came from (a CSV
+	// header is line 1); 0 for generated requests.
+	Line int
+}
+
+// Trace is a whole workload: requests in arrival order plus what reading
+// them left behind.
+type Trace struct {
+	Name   string // the name given to Read (a file name), for messages
+	Format Format // the format read (never Auto)
+	// Requests is sorted by Arrival, ties by Line (stable).
+	Requests []Request
+	// Timed is true when the arrivals come from the file; false for
+	// length-only traces (vidur, untimed FineServe or JSONL), whose arrivals
+	// are all 0 until AssignArrivals.
+	Timed bool
+	// Skipped counts bad rows dropped under ReadOptions.SkipBadRows.
+	Skipped int
+	// Untimed counts FineServe rows without a timestamp that were dropped
+	// because the file also has timed rows (see the package doc).
+	Untimed int
+	// Warnings holds the first MaxWarnings messages about skipped rows and
+	// other dropped data; Skipped and Untimed keep the full counts.
+	Warnings []string
+}
+
+// MaxWarnings bounds Trace.Warnings, so a file of a million bad rows does
+// not keep a million messages; ten is enough to see what kind of problem it
+// is, and the counts say how many there were.
+const MaxWarnings = 10
+
+func (t *Trace) warn(msg string) {
+	if len(t.Warnings) < MaxWarnings {
+		t.Warnings = append(t.Warnings, msg)
+	}
+}
+
+// Format is a trace file format.
+type Format int
+
+// The formats Read understands. The zero value, Auto, asks Read to detect
+// the format from the file's first line.
+const (
+	Auto      Format = iota
+	Azure            // Azure LLM inference trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens)
+	Mooncake         // Mooncake JSONL (timestamp, input_length, output_length, hash_ids)
+	Vidur            // Sarathi-Serve/Vidur length CSV (num_prefill_tokens,num_decode_tokens,...)
+	FineServe        // FineServe replay CSV (input_length,output_length,latency,timestamp,...)
+	BurstGPT         // BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)
+	JSONL            // this package's own JSONL (see the package doc)
+)
+
+var formatNames = [...]string{Auto: "auto", Azure: "azure", Mooncake: "mooncake", Vidur: "vidur",
+	FineServe: "fineserve", BurstGPT: "burstgpt", JSONL: "jsonl"}
+
+// String returns the name ParseFormat accepts.
+func (f Format) String() string {
+	if f >= 0 && int(f) < len(formatNames) {
+		return formatNames[f]
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// Formats lists the concrete formats in the order of the constants.
+func Formats() []Format { return []Format{Azure, Mooncake, Vidur, FineServe, BurstGPT, JSONL} }
+
+// ParseFormat returns the format with the given name (case-insensitive):
+// azure, mooncake, vidur, fineserve, burstgpt or jsonl; "" and "auto" give
+// Auto. Other names give an error wrapping ErrFormat.
+func ParseFormat(s string) (Format, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" {
+		return Auto, nil
+	}
+	for f, n := range formatNames {
+		if n == s {
+			return Format(f), nil
+		}
+	}
+	return Auto, fmt.Errorf("%w %q (want azure, mooncake, vidur, fineserve, burstgpt or jsonl)", ErrFormat, s)
+}
