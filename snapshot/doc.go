@@ -1,0 +1,24 @@
+// Package snapshot reads PyTorch CUDA memory snapshots, the pickles written
+// by torch.cuda.memory._dump_snapshot() (and by the C++
+// torch::cuda::_memory_snapshot_pickled()), into typed Go values, and turns
+// them into gpufrag layouts (mem.Layout).
+//
+// Decoding goes through package snapshot/pickle, a bounded decoder that
+// refuses every opcode that could run code, so untrusted files are safe to
+// read. Read accepts every format generation seen in real files:
+//
+//   - modern: allocator_settings and external_annotations, time_us on trace
+//     entries (FormatModern);
+//   - without allocator_settings, with or without time_us (FormatNoSettings;
+//     TraceEntry.TimeUS is 0 when absent, Snapshot.HasTimes says which);
+//   - PyTorch ≤ 2.0, whose blocks carry a history list instead of address
+//     and frames (FormatLegacy): block addresses are computed by summing
+//     sizes from the segment address, frames and a missing requested size
+//     come from history[0];
+//   - a bare list of segments (FormatSegmentList).
+//
+// Keys other than segments are optional, unknown keys and trace actions are
+// kept or ignored, never fatal. A known key of the wrong type is an *Error
+// naming the field path (segments[3].blocks[7].size) and the byte offset of
+// the value in the file.
+package snapshot

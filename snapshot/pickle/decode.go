@@ -1,0 +1,765 @@
+package pickle
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"unicode/utf8"
+)
+
+// Default limits; see Options.
+const (
+	// DefaultMaxInputBytes (1 GiB) is far above the snapshots seen so far
+	// (the shared ones are at most 1 MiB, the largest public ones a few MiB)
+	// and leaves room for long traces with stacks; the input is read into
+	// memory whole.
+	DefaultMaxInputBytes = 1 << 30
+	// DefaultMaxDepth (1000) matches CPython's default recursion limit, so
+	// anything Python itself could pickle and unpickle fits. Snapshots nest
+	// 6 deep (segments → segment → blocks → block → frames → frame).
+	DefaultMaxDepth = 1000
+	// DefaultDecodedFactor (48) bounds the estimated memory of the decoded
+	// values to 48 times the input plus DefaultDecodedSlack. The four real
+	// snapshots measure 7 to 17 times their size (estimate and live heap
+	// agree within 25%; the legacy file, dense with shared frames, is the
+	// highest), so 48 leaves a margin of almost 3. Inputs built to amplify
+	// go past 100 (a file of EMPTY_DICT bytes: 144) and are stopped.
+	DefaultDecodedFactor = 48
+	// DefaultDecodedSlack (1 MiB) lets tiny inputs decode without fuss.
+	DefaultDecodedSlack = 1 << 20
+	// DefaultMaxMemo (1<<24 entries, at most 640 MiB of memo): the largest
+	// shared snapshot stores about 11,500 memo entries per MiB, so a 1 GiB
+	// file like it needs about 12M. Memo entries are charged to
+	// MaxDecodedBytes as well.
+	DefaultMaxMemo = 1 << 24
+)
+
+// Options bounds decoding. The zero value (or a nil *Options) means the
+// defaults; a field left at zero takes its default.
+type Options struct {
+	// MaxInputBytes caps the input (default DefaultMaxInputBytes).
+	MaxInputBytes int64
+	// MaxDepth caps the nesting of decoded containers and of open MARKs
+	// (default DefaultMaxDepth).
+	MaxDepth int
+	// MaxDecodedBytes caps an estimate of the memory the decoded values use
+	// (default DefaultDecodedFactor × input size + DefaultDecodedSlack).
+	// The estimate counts containers, entries, strings, boxed numbers, the
+	// memo and the stack's high-water mark at 64-bit Go sizes.
+	MaxDecodedBytes int64
+	// MaxMemo caps the number of memo entries (default DefaultMaxMemo).
+	MaxMemo int
+}
+
+func (o *Options) withDefaults(n int) Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MaxInputBytes <= 0 {
+		r.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if r.MaxDepth <= 0 {
+		r.MaxDepth = DefaultMaxDepth
+	}
+	if r.MaxDecodedBytes <= 0 {
+		r.MaxDecodedBytes = DefaultDecodedFactor*int64(n) + DefaultDecodedSlack
+	}
+	if r.MaxMemo <= 0 {
+		r.MaxMemo = DefaultMaxMemo
+	}
+	return r
+}
+
+// Decode reads all of r (at most opts.MaxInputBytes) and decodes one pickle.
+// Errors from the pickle are *Error; an error reading r is returned wrapped.
+func Decode(r io.Reader, opts *Options) (any, error) {
+	o := opts.withDefaults(0)
+	data, err := io.ReadAll(io.LimitReader(r, o.MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("pickle: reading input: %w", err)
+	}
+	return DecodeBytes(data, opts)
+}
+
+// DecodeBytes decodes one pickle that fills data. Nothing may follow STOP.
+// The result does not refer to data.
+func DecodeBytes(data []byte, opts *Options) (any, error) {
+	o := opts.withDefaults(len(data))
+	if int64(len(data)) > o.MaxInputBytes {
+		return nil, &Error{Offset: o.MaxInputBytes, Err: ErrLimit,
+			Msg: fmt.Sprintf("input larger than %d bytes", o.MaxInputBytes)}
+	}
+	d := decoder{data: data, opts: o}
+	return d.run()
+}
+
+// item is a value on the stack or in the memo.
+type item struct {
+	v     any
+	off   int64 // offset of the opcode that pushed it
+	depth int32 // nesting depth for immutable values; containers keep their own
+}
+
+type memoEntry struct {
+	item
+	set bool
+}
+
+type decoder struct {
+	data  []byte
+	pos   int  // next byte to read
+	op    int  // offset of the opcode being run
+	opb   byte // the opcode being run
+	opts  Options
+	stack []item
+	marks []int // stack lengths at each open MARK
+	base  int   // len of stack at the innermost MARK (0 if none)
+	memo  []memoEntry
+	// sparse holds memo entries whose index is past the end of memo.
+	sparse map[uint32]item
+	nmemo  int
+	budget int64 // estimated decoded bytes still allowed
+	// maxStack is the largest the stack has been; see grew.
+	maxStack int
+}
+
+// Approximate sizes charged against MaxDecodedBytes (64-bit Go).
+const (
+	costValue  = 16 // an interface slot in a container
+	costScalar = 8  // a boxed int64 or float64
+	costStack  = 32 // an item on the stack
+	costDict   = 112
+	costList   = 48
+	costEntry  = 40 // key, value and offset of a Dict entry
+	costMemo   = 40
+)
+
+func (d *decoder) fail(kind error, format string, args ...any) *Error {
+	return &Error{Offset: int64(d.op), Op: d.opb, OpName: OpName(d.opb),
+		Msg: fmt.Sprintf(format, args...), Err: kind}
+}
+
+func (d *decoder) charge(n int64) error {
+	d.budget -= n
+	if d.budget < 0 {
+		return d.fail(ErrLimit, "decoded values exceed %d bytes (Options.MaxDecodedBytes)", d.opts.MaxDecodedBytes)
+	}
+	return nil
+}
+
+// need checks that n more bytes follow before anything is read.
+func (d *decoder) need(n int) error {
+	if len(d.data)-d.pos < n {
+		return &Error{Offset: int64(len(d.data)), Op: d.opb, OpName: OpName(d.opb), Err: ErrTruncated,
+			Msg: fmt.Sprintf("input ends inside the opcode at offset %d (needs %d more bytes, has %d)", d.op, n, len(d.data)-d.pos)}
+	}
+	return nil
+}
+
+// take returns the next n bytes (n already checked to be ≥ 0).
+func (d *decoder) take(n int) ([]byte, error) {
+	if err := d.need(n); err != nil {
+		return nil, err
+	}
+	b := d.data[d.pos : d.pos+n]
+	d.pos += n
+	return b, nil
+}
+
+// length reads a declared length of w bytes (1, 4 or 8, little-endian; a
+// 4-byte one is signed when signed) and checks it against the remaining input
+// BEFORE anything is allocated.
+func (d *decoder) length(w int, signed bool) (int, error) {
+	b, err := d.take(w)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	switch w {
+	case 1:
+		n = uint64(b[0])
+	case 4:
+		u := binary.LittleEndian.Uint32(b)
+		if signed && int32(u) < 0 {
+			return 0, d.fail(ErrLength, "negative declared length %d", int32(u))
+		}
+		n = uint64(u)
+	default:
+		n = binary.LittleEndian.Uint64(b)
+	}
+	if rem := uint64(len(d.data) - d.pos); n > rem {
+		return 0, d.fail(ErrLength, "declared length exceeds remaining input (%d > %d bytes; input ends at offset %d)", n, rem, len(d.data))
+	}
+	return int(n), nil
+}
+
+func (d *decoder) push(v any, depth int32) {
+	d.stack = append(d.stack, item{v: v, off: int64(d.op), depth: depth})
+}
+
+// grew charges for stack slots above the high-water mark; call it after
+// every opcode. The stack is transient, but a run of pushes (BINGET, NONE)
+// can make it as large as the input allows.
+func (d *decoder) grew() error {
+	if n := len(d.stack); n > d.maxStack {
+		c := int64(n-d.maxStack) * costStack
+		d.maxStack = n
+		return d.charge(c)
+	}
+	return nil
+}
+
+func (d *decoder) pushCharged(v any, cost int64) error {
+	if err := d.charge(cost); err != nil {
+		return err
+	}
+	d.push(v, 0)
+	return nil
+}
+
+// pop removes the top n items above the innermost MARK.
+func (d *decoder) pop(n int) ([]item, error) {
+	if len(d.stack)-d.base < n {
+		return nil, d.fail(ErrMalformed, "stack underflow (needs %d values, has %d)", n, len(d.stack)-d.base)
+	}
+	s := d.stack[len(d.stack)-n:]
+	d.stack = d.stack[:len(d.stack)-n]
+	return s, nil
+}
+
+// popMark removes everything above the innermost MARK and the MARK itself.
+func (d *decoder) popMark() ([]item, error) {
+	if len(d.marks) == 0 {
+		return nil, d.fail(ErrMalformed, "no MARK on the stack")
+	}
+	s := d.stack[d.base:]
+	d.stack = d.stack[:d.base]
+	d.marks = d.marks[:len(d.marks)-1]
+	d.base = 0
+	if len(d.marks) > 0 {
+		d.base = d.marks[len(d.marks)-1]
+	}
+	return s, nil
+}
+
+// depthOf is the nesting depth of a stack or memo item.
+func depthOf(it item) int32 {
+	switch v := it.v.(type) {
+	case *list:
+		return v.depth
+	case *Dict:
+		return v.depth
+	}
+	return it.depth
+}
+
+// use freezes a value that is being put into a container (or returned): a
+// list becomes its []any and neither a list nor a dict may change any more.
+func use(v any) any {
+	switch c := v.(type) {
+	case *list:
+		c.used = true
+		if c.items == nil {
+			return []any{}
+		}
+		return c.items
+	case *Dict:
+		c.used = true
+	}
+	return v
+}
+
+// deeper raises a container's depth to hold a child of depth cd.
+func (d *decoder) deeper(depth *int32, cd int32) error {
+	if cd+1 > *depth {
+		*depth = cd + 1
+		if int(*depth) > d.opts.MaxDepth {
+			return d.fail(ErrLimit, "values nested deeper than %d (Options.MaxDepth)", d.opts.MaxDepth)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) mutable(v any) error {
+	var used bool
+	switch c := v.(type) {
+	case *list:
+		used = c.used
+	case *Dict:
+		used = c.used
+	}
+	if used {
+		return d.fail(ErrUnsupported, "container changed after it was put into another (recursive or mutated structure)")
+	}
+	return nil
+}
+
+func (d *decoder) appendItems(target item, items []item) error {
+	l, ok := target.v.(*list)
+	if !ok {
+		return d.fail(ErrMalformed, "appending to a %s, not a list", typeName(target.v))
+	}
+	if err := d.mutable(l); err != nil {
+		return err
+	}
+	if err := d.charge(costValue * int64(len(items))); err != nil {
+		return err
+	}
+	l.items = slices.Grow(l.items, len(items))
+	for _, it := range items {
+		if it.v == any(l) {
+			return d.fail(ErrUnsupported, "list contains itself")
+		}
+		if err := d.deeper(&l.depth, depthOf(it)); err != nil {
+			return err
+		}
+		l.items = append(l.items, use(it.v))
+	}
+	return nil
+}
+
+func (d *decoder) setItems(dict *Dict, items []item) error {
+	if len(items)%2 != 0 {
+		return d.fail(ErrMalformed, "odd number of values (%d) for key/value pairs", len(items))
+	}
+	if err := d.mutable(dict); err != nil {
+		return err
+	}
+	if err := d.charge(costEntry * int64(len(items)/2)); err != nil {
+		return err
+	}
+	dict.ents = slices.Grow(dict.ents, len(items)/2)
+	for i := 0; i < len(items); i += 2 {
+		k, v := items[i], items[i+1]
+		switch k.v.(type) {
+		case *list, *Dict:
+			return d.fail(ErrMalformed, "unhashable dict key of type %s", typeName(k.v))
+		}
+		if v.v == any(dict) {
+			return d.fail(ErrUnsupported, "dict contains itself")
+		}
+		if err := d.deeper(&dict.depth, max(depthOf(k), depthOf(v))); err != nil {
+			return err
+		}
+		dict.set(use(k.v), use(v.v), v.off)
+	}
+	return nil
+}
+
+func (d *decoder) tuple(items []item) error {
+	if err := d.charge(24 + costValue*int64(len(items))); err != nil {
+		return err
+	}
+	t := make(Tuple, len(items))
+	var depth int32 = 1
+	for i, it := range items {
+		if err := d.deeper(&depth, depthOf(it)); err != nil {
+			return err
+		}
+		t[i] = use(it.v)
+	}
+	d.push(t, depth)
+	return nil
+}
+
+func (d *decoder) memoPut(idx uint64) error {
+	if len(d.stack) == d.base {
+		return d.fail(ErrMalformed, "memo store with an empty stack")
+	}
+	top := d.stack[len(d.stack)-1]
+	top.off = int64(d.op)
+	switch {
+	case idx < uint64(len(d.memo)):
+		if !d.memo[idx].set {
+			d.nmemo++
+		}
+		d.memo[idx] = memoEntry{top, true}
+	case idx == uint64(len(d.memo)) && !d.inSparse(idx):
+		d.memo = append(d.memo, memoEntry{top, true})
+		d.nmemo++
+	default:
+		if d.sparse == nil {
+			d.sparse = make(map[uint32]item)
+		}
+		if !d.inSparse(idx) {
+			d.nmemo++
+		}
+		d.sparse[uint32(idx)] = top
+	}
+	if d.nmemo > d.opts.MaxMemo {
+		return d.fail(ErrLimit, "more than %d memo entries (Options.MaxMemo)", d.opts.MaxMemo)
+	}
+	return d.charge(costMemo)
+}
+
+func (d *decoder) inSparse(idx uint64) bool {
+	_, ok := d.sparse[uint32(idx)]
+	return ok
+}
+
+func (d *decoder) memoGet(idx uint64) error {
+	var it item
+	if idx < uint64(len(d.memo)) && d.memo[idx].set {
+		it = d.memo[idx].item
+	} else if s, ok := d.sparse[uint32(idx)]; ok {
+		it = s
+	} else {
+		return d.fail(ErrMalformed, "memo index %d was never stored", idx)
+	}
+	it.off = int64(d.op)
+	d.stack = append(d.stack, it)
+	return nil
+}
+
+// long decodes a little-endian two's-complement integer of any width.
+func (d *decoder) long(b []byte) (any, error) {
+	n := len(b)
+	if n == 0 {
+		return int64(0), nil
+	}
+	if n > 8 {
+		ext := byte(0)
+		if b[n-1]&0x80 != 0 {
+			ext = 0xff
+		}
+		for _, c := range b[8:] {
+			if c != ext {
+				return nil, d.fail(ErrUnsupported, "integer too large (%d bytes; at most 64 bits are supported)", n)
+			}
+		}
+		u := binary.LittleEndian.Uint64(b[:8])
+		if ext == 0 {
+			if u > math.MaxInt64 {
+				return u, nil
+			}
+			return int64(u), nil
+		}
+		if int64(u) >= 0 {
+			return nil, d.fail(ErrUnsupported, "integer too large (%d bytes; at most 64 bits are supported)", n)
+		}
+		return int64(u), nil
+	}
+	var u uint64
+	for i := n - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	if b[n-1]&0x80 != 0 && n < 8 {
+		u |= ^uint64(0) << (8 * uint(n)) // sign-extend
+	}
+	return int64(u), nil
+}
+
+func (d *decoder) str(n int) error {
+	b, err := d.take(n)
+	if err != nil {
+		return err
+	}
+	if !utf8.Valid(b) {
+		return d.fail(ErrMalformed, "string is not valid UTF-8")
+	}
+	return d.pushCharged(string(b), costValue+int64(n))
+}
+
+func (d *decoder) bytes(n int) error {
+	b, err := d.take(n)
+	if err != nil {
+		return err
+	}
+	return d.pushCharged(append([]byte{}, b...), costValue+24+int64(n))
+}
+
+func (d *decoder) run() (v any, err error) {
+	defer func() {
+		// Last resort: every path above returns errors; FuzzDecode checks
+		// that this never fires.
+		if r := recover(); r != nil {
+			v, err = nil, &Error{Offset: int64(d.op), Op: d.opb, OpName: OpName(d.opb), Err: ErrMalformed,
+				Msg: fmt.Sprintf("internal error: %v", r)}
+		}
+	}()
+	d.budget = d.opts.MaxDecodedBytes
+	for {
+		if d.pos >= len(d.data) {
+			d.op = len(d.data)
+			return nil, &Error{Offset: int64(len(d.data)), Err: ErrTruncated, Msg: "input ends before STOP"}
+		}
+		d.op, d.opb = d.pos, d.data[d.pos]
+		d.pos++
+		done, err := d.step()
+		if err == nil {
+			err = d.grew()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			it, err := d.pop(1)
+			if err != nil {
+				return nil, err
+			}
+			if d.pos != len(d.data) {
+				return nil, d.fail(ErrMalformed, "%d bytes of data after STOP", len(d.data)-d.pos)
+			}
+			return use(it[0].v), nil
+		}
+	}
+}
+
+// step runs one opcode; done is true at STOP.
+func (d *decoder) step() (done bool, err error) {
+	switch op := d.opb; op {
+	case opProto:
+		b, err := d.take(1)
+		if err != nil {
+			return false, err
+		}
+		if b[0] < 2 || b[0] > 5 {
+			return false, d.fail(ErrMalformed, "protocol %d not supported (2 to 5 are)", b[0])
+		}
+	case opFrame:
+		if _, err := d.length(8, false); err != nil {
+			return false, err
+		}
+	case opStop:
+		return true, nil
+	case opMark:
+		if len(d.marks) >= d.opts.MaxDepth {
+			return false, d.fail(ErrLimit, "more than %d open MARKs (Options.MaxDepth)", d.opts.MaxDepth)
+		}
+		d.marks = append(d.marks, len(d.stack))
+		d.base = len(d.stack)
+	case opNone:
+		d.push(nil, 0)
+	case opNewTrue:
+		d.push(true, 0)
+	case opNewFalse:
+		d.push(false, 0)
+	case opBinInt:
+		b, err := d.take(4)
+		if err != nil {
+			return false, err
+		}
+		return false, d.pushCharged(int64(int32(binary.LittleEndian.Uint32(b))), costScalar)
+	case opBinInt1:
+		b, err := d.take(1)
+		if err != nil {
+			return false, err
+		}
+		return false, d.pushCharged(int64(b[0]), 0) // Go does not allocate for 0..255
+	case opBinInt2:
+		b, err := d.take(2)
+		if err != nil {
+			return false, err
+		}
+		return false, d.pushCharged(int64(binary.LittleEndian.Uint16(b)), costScalar)
+	case opLong1, opLong4:
+		w := 1
+		if op == opLong4 {
+			w = 4
+		}
+		n, err := d.length(w, true)
+		if err != nil {
+			return false, err
+		}
+		b, err := d.take(n)
+		if err != nil {
+			return false, err
+		}
+		v, err := d.long(b)
+		if err != nil {
+			return false, err
+		}
+		return false, d.pushCharged(v, costScalar)
+	case opBinFloat:
+		b, err := d.take(8)
+		if err != nil {
+			return false, err
+		}
+		return false, d.pushCharged(math.Float64frombits(binary.BigEndian.Uint64(b)), costScalar)
+	case opShortBinUni, opBinUnicode, opBinUnicode8:
+		w := width(op, opShortBinUni, opBinUnicode)
+		n, err := d.length(w, false)
+		if err != nil {
+			return false, err
+		}
+		return false, d.str(n)
+	case opShortBinString, opBinString:
+		w := 1
+		if op == opBinString {
+			w = 4
+		}
+		n, err := d.length(w, true)
+		if err != nil {
+			return false, err
+		}
+		return false, d.str(n)
+	case opShortBinBytes, opBinBytes, opBinBytes8:
+		w := width(op, opShortBinBytes, opBinBytes)
+		n, err := d.length(w, false)
+		if err != nil {
+			return false, err
+		}
+		return false, d.bytes(n)
+	case opEmptyDict:
+		if err := d.charge(costDict); err != nil {
+			return false, err
+		}
+		d.push(&Dict{off: int64(d.op), depth: 1}, 0)
+	case opEmptyList:
+		if err := d.charge(costList); err != nil {
+			return false, err
+		}
+		d.push(&list{depth: 1}, 0)
+	case opEmptyTuple:
+		return false, d.tuple(nil)
+	case opTuple1, opTuple2, opTuple3:
+		items, err := d.pop(int(op-opTuple1) + 1)
+		if err != nil {
+			return false, err
+		}
+		return false, d.tuple(items)
+	case opTuple:
+		items, err := d.popMark()
+		if err != nil {
+			return false, err
+		}
+		return false, d.tuple(items)
+	case opList:
+		items, err := d.popMark()
+		if err != nil {
+			return false, err
+		}
+		if err := d.charge(costList); err != nil {
+			return false, err
+		}
+		l := &list{depth: 1}
+		if err := d.appendItems(item{v: l}, items); err != nil {
+			return false, err
+		}
+		d.push(l, 0)
+	case opDict:
+		items, err := d.popMark()
+		if err != nil {
+			return false, err
+		}
+		if err := d.charge(costDict); err != nil {
+			return false, err
+		}
+		m := &Dict{off: int64(d.op), depth: 1}
+		if err := d.setItems(m, items); err != nil {
+			return false, err
+		}
+		d.push(m, 0)
+	case opAppend:
+		items, err := d.pop(1)
+		if err != nil {
+			return false, err
+		}
+		if len(d.stack) == d.base {
+			return false, d.fail(ErrMalformed, "stack underflow (no list to append to)")
+		}
+		return false, d.appendItems(d.stack[len(d.stack)-1], items)
+	case opAppends:
+		items, err := d.popMark()
+		if err != nil {
+			return false, err
+		}
+		if len(d.stack) == d.base {
+			return false, d.fail(ErrMalformed, "stack underflow (no list to append to)")
+		}
+		return false, d.appendItems(d.stack[len(d.stack)-1], items)
+	case opSetItem, opSetItems:
+		var items []item
+		if op == opSetItem {
+			items, err = d.pop(2)
+		} else {
+			items, err = d.popMark()
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(d.stack) == d.base {
+			return false, d.fail(ErrMalformed, "stack underflow (no dict to set items in)")
+		}
+		m, ok := d.stack[len(d.stack)-1].v.(*Dict)
+		if !ok {
+			return false, d.fail(ErrMalformed, "setting items in a %s, not a dict", typeName(d.stack[len(d.stack)-1].v))
+		}
+		return false, d.setItems(m, items)
+	case opMemoize:
+		return false, d.memoPut(uint64(d.nmemo))
+	case opBinPut:
+		b, err := d.take(1)
+		if err != nil {
+			return false, err
+		}
+		return false, d.memoPut(uint64(b[0]))
+	case opLongBinPut:
+		b, err := d.take(4)
+		if err != nil {
+			return false, err
+		}
+		return false, d.memoPut(uint64(binary.LittleEndian.Uint32(b)))
+	case opBinGet:
+		b, err := d.take(1)
+		if err != nil {
+			return false, err
+		}
+		return false, d.memoGet(uint64(b[0]))
+	case opLongBinGet:
+		b, err := d.take(4)
+		if err != nil {
+			return false, err
+		}
+		return false, d.memoGet(uint64(binary.LittleEndian.Uint32(b)))
+	default:
+		if forbidden[op] {
+			return false, d.fail(ErrForbidden, "refused: it would look up or call a Python object; snapshots hold only plain data")
+		}
+		return false, d.fail(ErrOpcode, "opcode not supported")
+	}
+	return false, nil
+}
+
+// typeName names a decoded value's type the way Python would.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		return "bool"
+	case int64, uint64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "str"
+	case []byte:
+		return "bytes"
+	case *list, []any:
+		return "list"
+	case Tuple:
+		return "tuple"
+	case *Dict:
+		return "dict"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// TypeName names a decoded value's type as Python would ("dict", "int").
+func TypeName(v any) string { return typeName(v) }
+
+// width is the size of an opcode's length field: 1 for the short form, 4 for
+// the long one, 8 for the 8-byte form.
+func width(op, short, long byte) int {
+	switch op {
+	case short:
+		return 1
+	case long:
+		return 4
+	}
+	return 8
+}

@@ -1,0 +1,36 @@
+// Package pickle is a small, bounded decoder for the subset of Python's
+// pickle format (protocols 2 to 5) that PyTorch memory snapshots use: plain
+// dicts, lists, tuples, strings, bytes, integers, floats, booleans and None.
+//
+// # Safety
+//
+// Nothing in the input is ever executed or looked up. Every opcode that would
+// name a Python object or call one (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST,
+// OBJ, NEWOBJ, NEWOBJ_EX, PERSID, BINPERSID, EXT1/2/4) is refused with an
+// error that names the opcode and its byte offset, as is every opcode this
+// package does not know. Input is bounded before anything is allocated:
+//
+//   - the whole input is capped (Options.MaxInputBytes);
+//   - every declared length (strings, bytes, big integers, FRAME) is checked
+//     against the bytes that remain before any buffer is made, so a 12-byte
+//     file that declares a 1 TiB string fails at once;
+//   - nesting depth of the decoded values (Options.MaxDepth), open MARKs
+//     (same limit), memo entries (Options.MaxMemo) and an estimate of the
+//     bytes the decoded values occupy (Options.MaxDecodedBytes) are capped.
+//
+// Malformed input gives an *Error, never a panic.
+//
+// # Values
+//
+// Decoded values are nil, bool, int64 (uint64 for integers in
+// [2^63, 2^64)), float64, string, []byte, []any (a list), Tuple and *Dict
+// (insertion order kept, lookup by string key).
+//
+// Two departures from Python, both irrelevant to snapshots:
+//   - a container may not be changed after it was put into another one, and
+//     may not contain itself, so decoded values are always acyclic trees
+//     (shared sub-values are allowed); pickles of recursive structures are
+//     refused;
+//   - dict keys are compared by Go type and value: 1, 1.0 and True are three
+//     keys, not one; tuple and bytes keys are never merged.
+package pickle

@@ -1,0 +1,44 @@
+package pickle_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/snapshot/pickle"
+)
+
+// FuzzDecode checks that no input panics, hangs or escapes the error type:
+// every failure is a *pickle.Error with a kind, at an offset inside the
+// input, and never the recover() of last resort.
+//
+//	go test ./snapshot/pickle -run '^$' -fuzz FuzzDecode -fuzztime 60s
+func FuzzDecode(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.pickle"))
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("\x80\x04]\x94(K\x01K\x02e]h\x00a."))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := pickle.DecodeBytes(data, &pickle.Options{MaxDepth: 200})
+		if err == nil {
+			return
+		}
+		var e *pickle.Error
+		if !errors.As(err, &e) || e.Err == nil {
+			t.Fatalf("error %v (%T) is not a *pickle.Error with a kind", err, err)
+		}
+		if e.Offset < 0 || e.Offset > int64(len(data)) {
+			t.Fatalf("offset %d outside the %d-byte input: %v", e.Offset, len(data), err)
+		}
+		if strings.Contains(e.Msg, "internal error") {
+			t.Fatalf("recovered panic: %v", err)
+		}
+	})
+}

@@ -1,0 +1,289 @@
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/gpufrag/gpufrag/snapshot/pickle"
+)
+
+// Options bounds reading. A nil *Options, or a zero field, means the default.
+type Options struct {
+	// Pickle bounds the decoder; see pickle.Options.
+	Pickle pickle.Options
+	// MaxItems caps the segments, blocks, trace entries, annotations and
+	// frames built (default 8 per input byte plus 65536). Pickles share
+	// values through the memo, so a small file could otherwise describe a
+	// huge snapshot (one segment listed a million times). The real files
+	// build under one item per two input bytes.
+	MaxItems int64
+}
+
+// Read decodes a snapshot from r. name labels errors (a file name, "stdin");
+// it may be empty. Errors about the file are *Error; an error reading r is
+// returned wrapped.
+func Read(r io.Reader, name string) (*Snapshot, error) {
+	return ReadOptions(r, name, nil)
+}
+
+// ReadOptions is Read with explicit limits.
+func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	max := o.Pickle.MaxInputBytes
+	if max <= 0 {
+		max = pickle.DefaultMaxInputBytes
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, decodeErr(name, err)
+	}
+	v, err := pickle.DecodeBytes(data, &o.Pickle)
+	if err != nil {
+		return nil, decodeErr(name, err)
+	}
+	if o.MaxItems <= 0 {
+		o.MaxItems = 8*int64(len(data)) + 1<<16
+	}
+	c := &conv{name: name, left: o.MaxItems, max: o.MaxItems, frames: map[*any][]Frame{}}
+	return c.snapshot(v)
+}
+
+// ReadBytes decodes a snapshot held in memory.
+func ReadBytes(data []byte, name string) (*Snapshot, error) {
+	return ReadOptions(bytes.NewReader(data), name, nil)
+}
+
+// conv turns decoded pickle values into a Snapshot. Paths are built only
+// when an error is reported.
+type conv struct {
+	name string
+	left int64 // items that may still be built
+	max  int64
+	// frames shares the conversion of a frames list that the pickle shares.
+	frames map[*any][]Frame
+	legacy bool // a block carried a history list
+}
+
+func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {
+	return &Error{Name: c.name, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
+}
+
+func (c *conv) spend(n int, off int64, field string) error {
+	c.left -= int64(n)
+	if c.left < 0 {
+		return &Error{Name: c.name, Offset: off, Field: field, Err: ErrLimit,
+			Msg: fmt.Sprintf("snapshot expands to more than %d items (Options.MaxItems)", c.max)}
+	}
+	return nil
+}
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
+func index(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }
+
+// obj is a dict being read field by field.
+type obj struct {
+	c    *conv
+	d    *pickle.Dict
+	path string
+}
+
+func (c *conv) obj(v any, off int64, path string) (obj, error) {
+	d, ok := v.(*pickle.Dict)
+	if !ok {
+		return obj{}, c.fieldErr(off, path, "want dict, got %s", pickle.TypeName(v))
+	}
+	return obj{c: c, d: d, path: path}, nil
+}
+
+// get returns the value of key, its offset, and whether it is present and
+// not None (None counts as absent: writers use it for "unknown").
+func (o obj) get(key string) (any, int64, bool) {
+	i := o.d.Index(key)
+	if i < 0 || o.d.Value(i) == nil {
+		return nil, o.d.Offset(), false
+	}
+	return o.d.Value(i), o.d.ValueOffset(i), true
+}
+
+func (o obj) missing(key string) error {
+	return o.c.fieldErr(o.d.Offset(), join(o.path, key), "missing")
+}
+
+func (o obj) wrong(key string, off int64, want string, v any) error {
+	return o.c.fieldErr(off, join(o.path, key), "want %s, got %s", want, pickle.TypeName(v))
+}
+
+// int64 reads an integer field that must fit an int64.
+func (o obj) int64(key string, required bool) (int64, bool, error) {
+	v, off, ok := o.get(key)
+	if !ok {
+		if required {
+			return 0, false, o.missing(key)
+		}
+		return 0, false, nil
+	}
+	switch x := v.(type) {
+	case int64:
+		return x, true, nil
+	case uint64:
+		return 0, false, o.c.fieldErr(off, join(o.path, key), "%d does not fit a signed 64-bit integer", x)
+	}
+	return 0, false, o.wrong(key, off, "int", v)
+}
+
+// size reads a non-negative integer field.
+func (o obj) size(key string, required bool) (int64, bool, error) {
+	n, ok, err := o.int64(key, required)
+	if err == nil && n < 0 {
+		_, off, _ := o.get(key)
+		err = o.c.fieldErr(off, join(o.path, key), "negative (%d)", n)
+	}
+	return n, ok, err
+}
+
+// addr reads an address: a non-negative integer up to 2^64-1.
+func (o obj) addr(key string, required bool) (uint64, bool, error) {
+	v, off, ok := o.get(key)
+	if !ok {
+		if required {
+			return 0, false, o.missing(key)
+		}
+		return 0, false, nil
+	}
+	switch x := v.(type) {
+	case uint64:
+		return x, true, nil
+	case int64:
+		if x < 0 {
+			return 0, false, o.c.fieldErr(off, join(o.path, key), "negative address %d", x)
+		}
+		return uint64(x), true, nil
+	}
+	return 0, false, o.wrong(key, off, "int", v)
+}
+
+func (o obj) str(key string, required bool) (string, bool, error) {
+	v, off, ok := o.get(key)
+	if !ok {
+		if required {
+			return "", false, o.missing(key)
+		}
+		return "", false, nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return "", false, o.wrong(key, off, "str", v)
+	}
+	return s, true, nil
+}
+
+func (o obj) bool(key string) (bool, bool, error) {
+	v, off, ok := o.get(key)
+	if !ok {
+		return false, false, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, false, o.wrong(key, off, "bool", v)
+	}
+	return b, true, nil
+}
+
+// list reads a list field; a tuple is accepted too.
+func (o obj) list(key string, required bool) ([]any, int64, bool, error) {
+	v, off, ok := o.get(key)
+	if !ok {
+		if required {
+			return nil, off, false, o.missing(key)
+		}
+		return nil, off, false, nil
+	}
+	switch l := v.(type) {
+	case []any:
+		return l, off, true, nil
+	case pickle.Tuple:
+		return l, off, true, nil
+	}
+	return nil, off, false, o.wrong(key, off, "list", v)
+}
+
+func (o obj) int(key string, required bool) (int, error) {
+	n, _, err := o.int64(key, required)
+	if err == nil && int64(int(n)) != n {
+		_, off, _ := o.get(key)
+		err = o.c.fieldErr(off, join(o.path, key), "%d out of range", n)
+	}
+	return int(n), err
+}
+
+func (c *conv) snapshot(v any) (*Snapshot, error) {
+	s := &Snapshot{}
+	if l, ok := v.([]any); ok {
+		s.Format = FormatSegmentList
+		segs, err := c.segments(l, 0, "segments")
+		if err != nil {
+			return nil, err
+		}
+		s.Segments = segs
+		return s, nil
+	}
+	top, err := c.obj(v, 0, "")
+	if err != nil {
+		err.(*Error).Msg = fmt.Sprintf("top level: want dict or list of segments, got %s", pickle.TypeName(v))
+		return nil, err
+	}
+	s.Format = FormatNoSettings
+	for i := 0; i < top.d.Len(); i++ {
+		key, val, off := top.d.Key(i), top.d.Value(i), top.d.ValueOffset(i)
+		k, _ := key.(string)
+		if val == nil && k != "" {
+			continue
+		}
+		switch k {
+		case "segments":
+			l, _, _, err := top.list(k, true)
+			if err != nil {
+				return nil, err
+			}
+			if s.Segments, err = c.segments(l, off, k); err != nil {
+				return nil, err
+			}
+		case "device_traces":
+			if err := c.traces(s, top, off); err != nil {
+				return nil, err
+			}
+		case "allocator_settings":
+			if s.AllocatorSettings, err = c.settings(top, off); err != nil {
+				return nil, err
+			}
+			s.Format = FormatModern
+		case "external_annotations":
+			if s.ExternalAnnotations, err = c.annotations(top); err != nil {
+				return nil, err
+			}
+		default:
+			if s.Extra == nil {
+				s.Extra = map[string]any{}
+			}
+			s.Extra[fmt.Sprint(key)] = val
+		}
+	}
+	if _, _, ok := top.get("segments"); !ok {
+		return nil, top.missing("segments")
+	}
+	if c.legacy && s.Format != FormatModern {
+		s.Format = FormatLegacy
+	}
+	return s, nil
+}

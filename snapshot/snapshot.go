@@ -1,0 +1,95 @@
+package snapshot
+
+// Format is the generation of the snapshot format a file was written in.
+type Format string
+
+// The format generations (research notes §6.6).
+const (
+	FormatModern      Format = "modern"         // allocator_settings present
+	FormatNoSettings  Format = "no-settings"    // a dict without allocator_settings
+	FormatLegacy      Format = "legacy-history" // PyTorch ≤ 2.0: blocks carry history
+	FormatSegmentList Format = "segment-list"   // a bare list of segments
+)
+
+// Snapshot is one decoded memory snapshot: every device's segments and, if
+// recording was on, the trace of allocator events per device.
+type Snapshot struct {
+	Format   Format
+	Segments []Segment // in file order (PyTorch sorts them by address)
+	// DeviceTraces[d] holds device d's events, oldest first.
+	DeviceTraces [][]TraceEntry
+	// HasTimes is true when trace entries carry time_us.
+	HasTimes bool
+	// AllocatorSettings is nil when the file has none.
+	AllocatorSettings   AllocatorSettings
+	ExternalAnnotations []Annotation
+	// Extra holds top-level keys this package does not know (host_segments,
+	// host_traces, ...), as decoded pickle values (see package pickle).
+	Extra map[string]any
+}
+
+// Segment is one cudaMalloc (or mapped run of an expandable segment).
+type Segment struct {
+	Device        int
+	Address       uint64
+	TotalSize     int64    // Σ block sizes
+	AllocatedSize int64    // Σ sizes of active_allocated blocks
+	ActiveSize    int64    // Σ sizes of blocks that are not inactive
+	RequestedSize int64    // Σ requested sizes of blocks that are not inactive
+	Stream        int64    // cudaStream_t as an integer; 0 is the default stream
+	SegmentType   string   // "small" or "large"
+	PoolID        [2]int64 // segment_pool_id; (0, 0) is the default pools
+	IsExpandable  bool
+	Frames        []Frame
+	Blocks        []Block // in address order, tiling the segment
+}
+
+// End is the first address past the segment.
+func (s Segment) End() uint64 { return s.Address + uint64(s.TotalSize) }
+
+// The block states. PyTorch's docs also call the pending state
+// active_awaiting_free; Read maps that spelling to StatePendingFree.
+const (
+	StateAllocated   = "active_allocated"
+	StatePendingFree = "active_pending_free"
+	StateInactive    = "inactive"
+)
+
+// Block is one piece of a segment.
+type Block struct {
+	Address uint64
+	Size    int64
+	// RequestedSize is the unrounded request of the last allocation; stale
+	// on inactive blocks, 0 if the block was never allocated.
+	RequestedSize int64
+	State         string // StateAllocated, StatePendingFree or StateInactive
+	Frames        []Frame
+}
+
+// Frame is one stack frame of an allocation's context.
+type Frame struct {
+	Filename string
+	Line     int64
+	Name     string
+}
+
+// TraceEntry is one recorded allocator event. Actions are kept as written
+// (alloc, free_requested, free_completed, segment_alloc, segment_free,
+// segment_map, segment_unmap, snapshot, oom, user_defined, ...).
+type TraceEntry struct {
+	Action     string
+	Addr       uint64
+	Size       int64
+	Stream     int64
+	TimeUS     int64 // µs since the Unix epoch; 0 when absent
+	DeviceFree int64 // oom entries only: free bytes as CUDA reported them
+	Frames     []Frame
+}
+
+// Annotation is one entry of external_annotations (record_function ranges).
+type Annotation struct {
+	Stage  string // "START" or "END"
+	Name   string
+	Device int
+	TimeUS int64
+}
