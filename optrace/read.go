@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"io"
 	"strconv"
 	"strings"
@@ -43,19 +44,7 @@ type Error struct {
 	Err   error  // the kind: ErrSyntax, ErrField, ErrUnknownID, ErrDoubleFree or ErrLiveID
 }
 
-func (e *Error) Error() string {
-	var sb strings.Builder
-	if e.Name != "" {
-		sb.WriteString(e.Name)
-		sb.WriteString(": ")
-	}
-	fmt.Fprintf(&sb, "line %d: ", e.Line)
-	if e.Field != "" {
-		fmt.Fprintf(&sb, "field %q: ", e.Field)
-	}
-	sb.WriteString(e.Msg)
-	return sb.String()
-}
+func (e *Error) Error() string { return loc.Format(e.Name, e.Line, e.Field, e.Msg) }
 
 // Unwrap returns the error's kind, so errors.Is(err, ErrDoubleFree) works.
 func (e *Error) Unwrap() error { return e.Err }

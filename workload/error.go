@@ -5,7 +5,7 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // The kinds of error, matched with errors.Is on the *Error that wraps them
@@ -45,19 +45,7 @@ type Error struct {
 	Err   error  // the kind: ErrFormat, ErrSyntax, ErrColumn, ErrField or ErrOrder
 }
 
-func (e *Error) Error() string {
-	var sb strings.Builder
-	if e.File != "" {
-		sb.WriteString(e.File)
-		sb.WriteString(": ")
-	}
-	fmt.Fprintf(&sb, "line %d: ", e.Line)
-	if e.Field != "" {
-		fmt.Fprintf(&sb, "field %q: ", e.Field)
-	}
-	sb.WriteString(e.Msg)
-	return sb.String()
-}
+func (e *Error) Error() string { return loc.Format(e.File, e.Line, e.Field, e.Msg) }
 
 // Unwrap returns the error's kind, so errors.Is(err, ErrField) works.
 func (e *Error) Unwrap() error { return e.Err }

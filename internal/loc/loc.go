@@ -1,0 +1,26 @@
+// Package loc formats where in an input a problem is, the one way every
+// reader of the project says it: "NAME: line N: field "F": message".
+// optrace and workload keep their own Error types (their kinds differ) and
+// share this formatting, so a user sees the same shape from every reader.
+package loc
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Format renders name (omitted when empty), the 1-based line, the field
+// (omitted when empty) and the message.
+func Format(name string, line int, field, msg string) string {
+	var sb strings.Builder
+	if name != "" {
+		sb.WriteString(name)
+		sb.WriteString(": ")
+	}
+	fmt.Fprintf(&sb, "line %d: ", line)
+	if field != "" {
+		fmt.Fprintf(&sb, "field %q: ", field)
+	}
+	sb.WriteString(msg)
+	return sb.String()
+}
