@@ -196,8 +196,12 @@ type SessionConfig struct {
 	MaxContext int
 }
 
-// prefixBlock is the block size of generated prefix ids, Mooncake's 512.
-const prefixBlock = 512
+// PrefixBlockTokens is the span of one Request.PrefixHashes entry: Mooncake's
+// 512-token hash blocks, which generated sessions use too.
+const PrefixBlockTokens = 512
+
+// prefixBlock is the block size of generated prefix ids.
+const prefixBlock = PrefixBlockTokens
 
 // Sessions generates multi-turn chat: turn 1's prompt is SystemTokens plus
 // new user tokens; turn k's prompt is turn k−1's prompt plus its output

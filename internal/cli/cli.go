@@ -104,5 +104,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newReplay(), newVersion())
+	root.AddCommand(newSimulate())
 	return root
 }

@@ -40,6 +40,7 @@ const growHeadroom = 64
 type contiguousSeq struct {
 	tokens   int           // tokens per sample; grows on Grow
 	capacity int           // tokens each block was sized for; grows on reallocation
+	final    int           // tokens per sample at the end: prompt + true output, or more if grown past it
 	blocks   []alloc.Block // one per sample
 }
 
@@ -55,7 +56,13 @@ type contiguous struct {
 	// over the allocator.
 	held     int64
 	reserved int64 // Σ capacity × bpt over live samples
+	// willUse is Σ use(s) × bpt over live samples: the part of each
+	// reservation that the sequence's tokens will fill by its end.
+	willUse int64
 }
+
+// use is the tokens of s's capacity that its tokens will fill by its end.
+func (s *contiguousSeq) use() int { return min(s.capacity, s.final) }
 
 func newContiguous(env Env, mode contiguousMode) *contiguous {
 	return &contiguous{env: env, mode: mode, bpt: env.Model.KVBytesPerToken(env.KVDType, env.TP),
@@ -137,11 +144,13 @@ func (c *contiguous) Admit(id SeqID, r Request) error {
 		c.st.AdmitFailures++
 		return noMemory("admit", id, err)
 	}
-	c.seqs[id] = &contiguousSeq{tokens: r.Prompt, capacity: capTok, blocks: blocks}
+	s := &contiguousSeq{tokens: r.Prompt, capacity: capTok, final: r.Prompt + r.TrueOutput, blocks: blocks}
+	c.seqs[id] = s
 	for _, b := range blocks {
 		c.held += b.Size
 	}
 	c.reserved += int64(r.N) * int64(capTok) * c.bpt
+	c.willUse += int64(r.N) * int64(s.use()) * c.bpt
 	c.st.Live++
 	c.st.Tokens += int64(r.N) * int64(r.Prompt)
 	c.st.Admits++
@@ -175,6 +184,12 @@ func (c *contiguous) Grow(id SeqID, k int) error {
 	}
 	c.st.Tokens += int64(len(s.blocks)) * int64(k)
 	s.tokens = total
+	if total > s.final {
+		// Grown past the true output the engine announced.
+		old := s.use()
+		s.final = total
+		c.willUse += int64(len(s.blocks)) * int64(s.use()-old) * c.bpt
+	}
 	c.st.Grows++
 	return nil
 }
@@ -198,7 +213,9 @@ func (c *contiguous) realloc(s *contiguousSeq, newCap int) error {
 	c.reserved += n * int64(newCap-s.capacity) * c.bpt
 	c.st.Reallocs += n
 	c.st.CopiedBytes += n * int64(s.tokens) * c.bpt
+	old := s.use()
 	s.blocks, s.capacity = nb, newCap
+	c.willUse += n * int64(s.use()-old) * c.bpt
 	return nil
 }
 
@@ -219,6 +236,7 @@ func (c *contiguous) drop(id SeqID, counter *int64) error {
 		c.held -= b.Size
 	}
 	c.reserved -= n * int64(s.capacity) * c.bpt
+	c.willUse -= n * int64(s.use()) * c.bpt
 	c.st.Tokens -= n * int64(s.tokens)
 	c.st.Live--
 	*counter++
@@ -235,16 +253,19 @@ func (c *contiguous) Tokens(id SeqID) (int, bool) {
 	return s.tokens, true
 }
 
-// Usage: token states are the tokens written; the reservation is the rest of
-// each sample's capacity; internal is the allocator's rounding of each block
-// beyond capacity × bytes per token (512 bytes, or a 2 MiB page, ...);
+// Usage splits memory as the vLLM paper's Fig. 2 does: token states are the
+// tokens written; the reservation is the part of each sample's capacity that
+// its future tokens will fill (up to prompt + true output); internal is the
+// rest of the capacity, which the sequence will never fill (Orca (Max)'s
+// over-reservation, contiguous-grow's doubling overshoot), plus the
+// allocator's rounding of each block beyond capacity × bytes per token;
 // external is the allocator's cached free memory.
 func (c *contiguous) Usage() Breakdown {
 	tok := c.st.Tokens * c.bpt
 	return Breakdown{
 		TokenStates: tok,
-		Reservation: c.reserved - tok,
-		Internal:    c.held - c.reserved,
+		Reservation: c.willUse - tok,
+		Internal:    c.held - c.willUse,
 		External:    c.env.Alloc.Stats().CachedFree(),
 	}
 }
@@ -260,4 +281,11 @@ func (c *contiguous) Close() error {
 		}
 	}
 	return nil
+}
+
+// ReservedTokens implements Reserving: the tokens per sample that Admit
+// reserves for r, and true, for the contiguous-max family; contiguous-grow,
+// whose reservation grows later, returns its initial capacity and false.
+func (c *contiguous) ReservedTokens(r Request) (int, bool) {
+	return c.initialCapacity(r), c.mode != growDouble
 }

@@ -37,21 +37,28 @@
 // Usage splits memory as the vLLM paper does (§2.3, Fig. 2):
 //
 //	token states  KV of tokens really stored
-//	reservation   memory held for a live sequence's future tokens
-//	internal      rounding inside memory held for a sequence
+//	reservation   memory held for tokens a live sequence will still write
+//	internal      memory held for a sequence that it will never fill
 //	external      free memory stranded in the allocator's segments
 //	cached idle   evictable prefix-cache blocks (paged only)
 //	free          memory the strategy holds for nobody (paged: free blocks)
 //
-// Per strategy:
+// Per strategy (final = prompt + true output, the length the sequence ends
+// at; capacity is what its block was sized for):
 //
 //	              token states    reservation           internal                   external            free
-//	contiguous-*  tokens × bpt    (capacity − tokens)   allocator rounding of      allocator's cached  0
-//	                              × bpt                 each block                 free (reserved −
-//	paged:B       written slots   0 (blocks on demand)  empty slots of held        allocated)          free blocks, null
-//	              (shared once)                         blocks (< B per sample)                        block, pool rounding
+//	contiguous-*  tokens × bpt    (min(capacity, final) capacity beyond final,     allocator's cached  0
+//	                              − tokens) × bpt       plus allocator rounding    free (reserved −
+//	                                                    of each block              allocated)
+//	paged:B       written slots   0 (blocks on demand)  empty slots of held        allocator's cached  free blocks, null
+//	              (shared once)                         blocks (< B per sample)    free                block, pool rounding
 //	vmm:P         tokens × bpt    0 (pages on demand)   unwritten part of the      0 (vmm has no
 //	                                                    last page (< P per sample) cache)
+//
+// This is the paper's split of Orca's memory: for Orca (Max) the slots up to
+// the request's real end are "reserved" and the slots beyond it, which the
+// request never reaches, "internal fragmentation"; Orca (Oracle) has no
+// internal fragmentation but allocator rounding.
 //
 // TokenStates + Reservation + Internal (Breakdown.Held) is the memory held
 // for live sequences: for contiguous and vmm it equals the allocator's

@@ -30,6 +30,8 @@ type paged struct {
 	poolBlock  alloc.Block // the pool's one allocation; Handle 0 after Close
 	closed     bool
 	seqs       map[SeqID][]*blockpool.Sequence // live sequences, one Sequence per sample
+	hits       map[SeqID]int                   // prompt tokens found in the prefix cache at Admit
+	keys       []blockpool.BlockHash           // scratch: the admitted prompt's block keys
 	st         Stats
 }
 
@@ -41,7 +43,7 @@ func newPaged(env Env, bs int) (*paged, error) {
 		return nil, fmt.Errorf("%w: paged:%d: pool budget %s holds %d blocks of %s (want ≥ 2: the null block and one more; set Env.PoolBytes)",
 			ErrBadSpec, bs, mem.FormatBytesExact(env.PoolBytes), n, mem.FormatBytesExact(blockBytes))
 	}
-	pool, err := blockpool.New(int(n), bs, blockpool.Options{})
+	pool, err := blockpool.New(int(n), bs, blockpool.Options{DisablePrefixCaching: env.NoPrefixCaching})
 	if err != nil {
 		return nil, fmt.Errorf("%w: paged:%d: %w", ErrBadSpec, bs, err)
 	}
@@ -50,7 +52,7 @@ func newPaged(env Env, bs int) (*paged, error) {
 		return nil, fmt.Errorf("%w: paged:%d: pool of %d blocks: %w", ErrNoMemory, bs, n, err)
 	}
 	return &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes, pool: pool, poolBlock: b,
-		seqs: make(map[SeqID][]*blockpool.Sequence)}, nil
+		seqs: make(map[SeqID][]*blockpool.Sequence), hits: make(map[SeqID]int)}, nil
 }
 
 // Name returns "paged:B".
@@ -77,10 +79,34 @@ func (p *paged) Admit(id SeqID, r Request) error {
 		return fmt.Errorf("%w: seq %d: prompt of %d tokens, max context %d", ErrTooLong, id, r.Prompt, p.env.MaxContext)
 	}
 	s := blockpool.NewSequence(p.pool)
-	if err := s.Append(r.Prompt); err != nil {
+	hit := 0
+	caching := !p.env.NoPrefixCaching && len(r.PrefixIDs) > 0
+	if caching {
+		p.keys = p.prefixKeys(p.keys[:0], r)
+		// vLLM never reuses the block holding the last prompt token: its
+		// logits must be computed.
+		use := min(len(p.keys), (r.Prompt-1)/p.bs)
+		n, err := s.MatchPrefix(p.keys[:use])
+		if err != nil {
+			panic(fmt.Errorf("strategy: paged prefix match on a new sequence: %w", err))
+		}
+		hit = n * p.bs
+	}
+	if err := s.Append(r.Prompt - hit); err != nil {
+		if rerr := s.Release(); rerr != nil {
+			panic(fmt.Errorf("strategy: paged release of a failed admission: %w", rerr))
+		}
 		p.st.AdmitFailures++
 		return noMemory("admit", id, err)
 	}
+	if caching {
+		if _, err := s.Cache(p.keys); err != nil {
+			panic(fmt.Errorf("strategy: paged cache of a new sequence's full blocks: %w", err))
+		}
+		p.st.PrefixQueryTokens += int64(r.Prompt)
+		p.st.PrefixHitTokens += int64(hit)
+	}
+	p.hits[id] = hit
 	samples := make([]*blockpool.Sequence, 1, r.N)
 	samples[0] = s
 	for range r.N - 1 {
@@ -92,6 +118,30 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	p.st.Admits++
 	return nil
 }
+
+// prefixKeys appends to dst the keys of the prompt's full B-token blocks
+// that r.PrefixIDs determine, chained as vLLM chains block hashes: block j's
+// key hashes block j−1's key, the id of the span holding the block's last
+// token, and j. The chain stops at the first block the ids do not cover.
+func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request) []blockpool.BlockHash {
+	parent := blockpool.NoParent
+	var pos [1]int32
+	for j := range r.Prompt / p.bs {
+		k := ((j+1)*p.bs - 1) / r.PrefixSpan
+		if k >= len(r.PrefixIDs) {
+			break
+		}
+		pos[0] = int32(j)
+		key := blockpool.HashBlock(parent, pos[:], r.PrefixIDs[k])
+		dst = append(dst, key)
+		parent = key
+	}
+	return dst
+}
+
+// PrefixHit returns the prompt tokens of id's admission that came from the
+// prefix cache (0 for an unknown id).
+func (p *paged) PrefixHit(id SeqID) int { return p.hits[id] }
 
 // Grow appends k tokens to every sample, all or nothing: it first counts the
 // blocks all the appends need, copies on write included, against the free
@@ -190,6 +240,7 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 		}
 	}
 	delete(p.seqs, id)
+	delete(p.hits, id)
 	p.st.Live--
 	*counter++
 	return nil

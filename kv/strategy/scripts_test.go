@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"strconv"
 	"fmt"
 	"strings"
 	"testing"
@@ -93,7 +94,25 @@ func (e *scriptEnv) handle(t *testing.T, d *datadriven.TestData) string {
 	case "admit":
 		r := Request{Prompt: intArg(t, d, "prompt", 0), MaxOutput: intArg(t, d, "max-output", 0),
 			TrueOutput: intArg(t, d, "true-output", 0), N: intArg(t, d, "n", 1)}
-		return errOut(e.s.Admit(SeqID(intArg(t, d, "seq", 0)), r))
+		if d.HasArg("prefix") {
+			// prefix=(1,2,3) span=32: prefix ids of 32-token spans.
+			var ids []string
+			d.ScanArgs(t, "prefix", &ids)
+			for _, x := range ids {
+				v, err := strconv.ParseUint(x, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: prefix id %q: %v", d.Pos, x, err)
+				}
+				r.PrefixIDs = append(r.PrefixIDs, v)
+			}
+			r.PrefixSpan = intArg(t, d, "span", 0)
+		}
+		id := SeqID(intArg(t, d, "seq", 0))
+		out := errOut(e.s.Admit(id, r))
+		if pc, ok := e.s.(PrefixCaching); ok && r.PrefixIDs != nil && out == "ok" {
+			out += fmt.Sprintf(" prefix-hit=%d", pc.PrefixHit(id))
+		}
+		return out
 	case "grow":
 		return errOut(e.s.Grow(SeqID(intArg(t, d, "seq", 0)), intArg(t, d, "tokens", 0)))
 	case "release":

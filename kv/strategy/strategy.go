@@ -59,6 +59,13 @@ type Request struct {
 	// which only a simulation knows (≥ 0). contiguous-max:pow2 and :oracle
 	// size their reservation from it; other strategies ignore it.
 	TrueOutput int
+	// PrefixIDs identify the prompt's content in spans of PrefixSpan tokens
+	// (Mooncake's hash_ids: one id per 512-token block, equal ids at equal
+	// positions meaning equal tokens); nil when unknown. paged derives its
+	// own block keys from them and reuses cached blocks of the longest
+	// matching prefix; other strategies ignore them.
+	PrefixIDs  []uint64
+	PrefixSpan int // tokens per PrefixIDs entry (> 0 when PrefixIDs is set)
 	// N is the number of parallel samples (≥ 1). Each sample has its own
 	// output; every Grow adds tokens to each sample. Contiguous and vmm
 	// strategies give each sample its own copy of the prompt's KV; paged
@@ -72,7 +79,26 @@ func (r Request) validate() error {
 		return fmt.Errorf("%w: prompt=%d max-output=%d true-output=%d n=%d", ErrBadRequest,
 			r.Prompt, r.MaxOutput, r.TrueOutput, r.N)
 	}
+	if len(r.PrefixIDs) > 0 && r.PrefixSpan <= 0 {
+		return fmt.Errorf("%w: %d prefix ids with span %d", ErrBadRequest, len(r.PrefixIDs), r.PrefixSpan)
+	}
 	return nil
+}
+
+// PrefixCaching is implemented by strategies with a prefix cache (paged).
+// PrefixHit is the number of prompt tokens of id's last Admit whose KV came
+// from the cache, so the engine computes only the rest of the prefill.
+type PrefixCaching interface {
+	PrefixHit(id SeqID) int
+}
+
+// Reserving is implemented by strategies that may reserve a sequence's whole
+// KV cache at Admit. ReservedTokens returns the tokens per sample Admit would
+// reserve for r and whether that is the whole sequence (true for the
+// contiguous-max family); an engine uses it for admission control without
+// trying the allocation.
+type Reserving interface {
+	ReservedTokens(r Request) (tokens int, whole bool)
 }
 
 // Strategy maps sequences' KV caches onto an allocator. A Strategy is
@@ -169,13 +195,26 @@ type Stats struct {
 
 	Reallocs    int64 // contiguous-grow reallocations (one per sample)
 	CopiedBytes int64 // KV bytes copied: contiguous-grow reallocations, paged copy-on-write
+
+	// Prefix cache (paged), in tokens as vLLM's prefix_cache_queries and
+	// prefix_cache_hits count them: prompt tokens looked up at Admit, and
+	// those found cached.
+	PrefixQueryTokens int64
+	PrefixHitTokens   int64
 }
 
 // String renders the stats on one line.
 func (s Stats) String() string {
 	return fmt.Sprintf("live=%d tokens=%d admits=%d admit-failures=%d grows=%d grow-failures=%d releases=%d preempts=%d reallocs=%d copied=%s",
 		s.Live, s.Tokens, s.Admits, s.AdmitFailures, s.Grows, s.GrowFailures, s.Releases, s.Preempts,
-		s.Reallocs, mem.FormatBytesExact(s.CopiedBytes))
+		s.Reallocs, mem.FormatBytesExact(s.CopiedBytes)) + s.prefixString()
+}
+
+func (s Stats) prefixString() string {
+	if s.PrefixQueryTokens == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" prefix-queries=%d prefix-hits=%d", s.PrefixQueryTokens, s.PrefixHitTokens)
 }
 
 // Env is what a strategy is built on.
@@ -194,6 +233,10 @@ type Env struct {
 	// MaxContext is the longest sequence in tokens (prompt + output); 0
 	// means Model.MaxContext. contiguous-max reserves this much.
 	MaxContext int
+	// NoPrefixCaching turns paged's prefix cache off, as vLLM's
+	// --no-enable-prefix-caching does; the zero value keeps vLLM v1's
+	// default, on. Only requests that carry Request.PrefixIDs can hit it.
+	NoPrefixCaching bool
 }
 
 // withDefaults validates e and fills TP and MaxContext.

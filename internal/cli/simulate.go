@@ -1,0 +1,450 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
+	"github.com/spf13/cobra"
+)
+
+// simulateFlags are the flags of `gpufrag simulate`; each overrides the
+// scenario's field of the same name when set.
+type simulateFlags struct {
+	scenario, printScenario bool
+	scenarioFile            string
+	trace, format           string
+	rate                    float64
+	skipBadRows             bool
+	maxRows                 int
+	model, gpu, kvDType     string
+	tp                      int
+	kvs, allocs             []string
+	onOOM                   string
+	duration                time.Duration
+	seed                    uint64
+	util                    float64
+	maxBatchTokens, maxSeqs int
+	chunked, activations    bool
+	prefixCaching           bool
+	maxContext, maxTokens   int
+	json                    bool
+	html                    string
+	parallel                int
+}
+
+// simulateOutput is the JSON document `gpufrag simulate --json` prints
+// (docs/json.md).
+type simulateOutput struct {
+	Scenario string       `json:"scenario"`
+	About    string       `json:"about,omitempty"`
+	Model    string       `json:"model"`
+	GPU      string       `json:"gpu"`
+	TP       int          `json:"tp"`
+	Source   string       `json:"source"`
+	Requests int          `json:"requests"`
+	Skipped  int          `json:"skipped_rows"`
+	Duration float64      `json:"duration_s"`
+	Seed     uint64       `json:"seed"`
+	Results  []sim.Result `json:"results"`
+	// Recommended is the index in Results of the best run (see recommend).
+	Recommended int    `json:"recommended"`
+	Reason      string `json:"recommendation"`
+}
+
+func newSimulate() *cobra.Command {
+	f := simulateFlags{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Simulate an LLM serving engine and compare KV strategies and allocators",
+		Long:  simulateLong,
+		Example: `  # The embedded default: long-context chat on one H100, six memory setups:
+  gpufrag simulate
+
+  # A real trace, your model, two setups, as JSON:
+  gpufrag simulate --trace AzureLLMInferenceTrace_conv.csv --model ./config.json \
+      --gpu a100-80g --kv paged:16,contiguous-grow --alloc caching --json
+
+  # A length-only trace at 4 requests/s (Poisson), with an HTML report:
+  gpufrag simulate --trace sharegpt.csv --format vidur --rate 4 --html report.html
+
+  # Your own study: start from the default scenario and edit it:
+  gpufrag simulate --print-scenario > my.yaml && gpufrag simulate --scenario my.yaml`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.scenarioFile, "scenario", "", "scenario `FILE` (YAML; see --print-scenario); flags override its fields")
+	fl.BoolVar(&f.printScenario, "print-scenario", false, "print the default scenario's YAML and exit")
+	fl.StringVar(&f.trace, "trace", "", "request trace `FILE` (replaces the scenario's workload)")
+	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt or jsonl (default: detected from the header)")
+	fl.Float64Var(&f.rate, "rate", 0, "requests per `second`: Poisson arrivals for a length-only trace, or rescaled time for a timed one")
+	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse (counted and reported) instead of failing")
+	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
+	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json")
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME`: "+strings.Join(modelGPUNames(), ", "))
+	fl.IntVar(&f.tp, "tp", 0, "tensor-parallel degree `N` (divides weights and KV heads)")
+	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp8 or int8")
+	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s to compare, comma-separated or repeated: "+strings.Join(strategy.Names(), ", "))
+	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
+	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
+	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
+	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and arrivals (default: the scenario's)")
+	fl.Float64Var(&f.util, "gpu-memory-utilization", 0, "share of GPU memory the engine may use, as vLLM's (default 0.9)")
+	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "token budget per step (default 8192)")
+	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "running requests per step (default 256)")
+	fl.BoolVar(&f.chunked, "chunked-prefill", true, "split long prompts across steps")
+	fl.BoolVar(&f.prefixCaching, "prefix-caching", true, "let paged reuse cached prompt blocks of requests with prefix ids (Mooncake hash_ids, chat sessions)")
+	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
+	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of every request (default: max context − prompt)")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
+	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with plots to `FILE`")
+	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
+	return cmd
+}
+
+const simulateLong = `Simulate replays a workload of LLM requests through a model of a serving
+engine on one GPU (one rank of a tensor-parallel group) for each listed
+combination of KV-cache strategy and memory allocator, and compares them:
+requests completed, failed with out-of-memory errors and rejected,
+preemptions, peak reserved memory, fragmentation over time, the breakdown of
+KV memory (token states, reservation, internal and external fragmentation),
+throughput and latency (time to first token, time per output token).
+
+Without arguments it runs an embedded scenario: a mixed long-context chat
+service on one H100 80GB (Llama-3.1-8B, conversations whose contexts grow
+from 1K to 100K tokens, 30 simulated minutes) across six memory setups.
+
+The engine is deterministic: continuous batching under a token budget per
+step (chunked prefill by default), FCFS admission, and on out-of-memory one
+of three behaviours: preempt the newest request and recompute it later
+(vLLM; the default for paged and vmm), admit only what prompt + max tokens
+guarantees (TensorRT-LLM's no-evict, and Orca's reservations; the default
+for contiguous-max), or fail the request (a plain framework; the default for
+contiguous-grow). Each step's activation buffers go through the allocator
+with sizes that follow the batch. Step time is a roofline: the larger of
+FLOPs over achievable FLOP/s and bytes over achievable bandwidth, plus a
+fixed overhead.
+
+KV strategies (--kv):
+  contiguous-max          reserve the model's whole context per request (Orca Max)
+  contiguous-max:pow2     reserve prompt + output rounded up to a power of two (Orca Pow2)
+  contiguous-max:oracle   reserve exactly prompt + output (Orca Oracle)
+  contiguous-grow         reallocate and copy when full, doubling
+  paged:B                 vLLM's pool of B-token blocks (paged:16)
+  vmm:P                   a virtual range per request backed by P-byte pages (needs --alloc vmm:P)
+
+With several --kv and --alloc values every pair runs (a vmm:P strategy only
+with the vmm:P allocator). Trace formats are those of gpufrag's workload
+package: Azure LLM inference CSV, Mooncake JSONL, Vidur/Sarathi length CSV,
+FineServe CSV, BurstGPT CSV and gpufrag's JSONL (docs/json.md). A bad row
+stops the run with its file, line and field, unless --skip-bad-rows.
+
+Fragmentation is 1 − health, health being the largest free block over all
+free memory in the allocator's segments; below 0.5 is worth acting on.`
+
+func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.printScenario {
+		_, err := stdout.Write(scenario.DefaultYAML())
+		return err
+	}
+	s, err := loadScenario(f.scenarioFile)
+	if err != nil {
+		return err
+	}
+	if err := applySimulateFlags(cmd, f, s); err != nil {
+		return err
+	}
+	plan, err := scenario.Build(s, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	if err != nil {
+		return err
+	}
+	if plan.Skipped > 0 {
+		fmt.Fprintf(stderr, "gpufrag: warning: skipped %d bad rows of %s", plan.Skipped, s.Workload.Trace.File)
+		if len(plan.Warnings) > 0 {
+			fmt.Fprintf(stderr, " (first: %s)", plan.Warnings[0])
+		}
+		fmt.Fprintln(stderr)
+	}
+	if len(plan.Requests) == 0 {
+		return errors.New("the workload has no requests")
+	}
+	results, err := runPlan(plan, f.parallel, stderr)
+	if err != nil {
+		return err
+	}
+	out := simulateOutput{Scenario: s.Name, About: s.About, Model: plan.Model.Name, GPU: plan.GPU.Name, TP: max(s.TP, 1),
+		Source: plan.Source, Requests: len(plan.Requests), Skipped: plan.Skipped,
+		Duration: time.Duration(s.Duration).Seconds(), Seed: s.Seed, Results: results}
+	out.Recommended, out.Reason = recommend(results)
+	if f.html != "" {
+		if err := writeSimulateHTML(f.html, &out); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	var sb strings.Builder
+	writeSimulateReport(&sb, &out)
+	_, err = io.WriteString(stdout, sb.String())
+	return err
+}
+
+func loadScenario(path string) (*scenario.Scenario, error) {
+	if path == "" {
+		return scenario.Default(), nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return scenario.Read(fh, path)
+}
+
+// applySimulateFlags writes the flags that were set into s.
+func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
+	set := cmd.Flags().Changed
+	if f.trace != "" {
+		s.Workload = scenario.Workload{Trace: &scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
+			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows}}
+		if !set("duration") {
+			s.Duration = 0 // a trace runs to its end
+		}
+	} else {
+		for _, name := range []string{"format", "skip-bad-rows", "max-rows"} {
+			if set(name) {
+				return usageErrorf(cmd, "--%s needs --trace", name)
+			}
+		}
+		if set("rate") {
+			switch w := &s.Workload; {
+			case w.Trace != nil:
+				w.Trace.Rate = f.rate
+			case w.Requests != nil:
+				w.Requests.Rate = f.rate
+			case w.Sessions != nil:
+				w.Sessions.Rate = f.rate
+			}
+		}
+	}
+	if set("rate") && !(f.rate > 0) {
+		return usageErrorf(cmd, "--rate %v: want a positive number of requests per second", f.rate)
+	}
+	str := func(name string, dst *string, v string) {
+		if set(name) {
+			*dst = v
+		}
+	}
+	str("model", &s.Model, f.model)
+	str("gpu", &s.GPU, f.gpu)
+	str("kv-dtype", &s.KVDType, f.kvDType)
+	str("on-oom", &s.Engine.OnOOM, f.onOOM)
+	if set("on-oom") {
+		if _, err := sim.ParseOnOOM(f.onOOM); err != nil {
+			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail", f.onOOM)
+		}
+		for i := range s.Runs {
+			s.Runs[i].OnOOM = ""
+		}
+	}
+	if set("tp") {
+		if f.tp < 1 {
+			return usageErrorf(cmd, "--tp %d: want at least 1", f.tp)
+		}
+		s.TP = f.tp
+	}
+	if set("duration") {
+		if f.duration < 0 {
+			return usageErrorf(cmd, "--duration %v: want a positive duration such as 30m", f.duration)
+		}
+		s.Duration = scenario.Duration(f.duration)
+	}
+	if set("seed") {
+		s.Seed = f.seed
+	}
+	if set("gpu-memory-utilization") {
+		if !(f.util > 0 && f.util <= 1) {
+			return usageErrorf(cmd, "--gpu-memory-utilization %v: want a share in (0, 1]", f.util)
+		}
+		s.Engine.GPUMemoryUtilization = f.util
+	}
+	for _, x := range []struct {
+		name string
+		v    int
+		dst  *int
+	}{{"max-batch-tokens", f.maxBatchTokens, &s.Engine.MaxBatchTokens}, {"max-seqs", f.maxSeqs, &s.Engine.MaxSeqs},
+		{"max-context", f.maxContext, &s.Engine.MaxContext}, {"max-tokens", f.maxTokens, &s.Engine.MaxTokens}} {
+		if set(x.name) {
+			if x.v < 1 {
+				return usageErrorf(cmd, "--%s %d: want a positive number", x.name, x.v)
+			}
+			*x.dst = x.v
+		}
+	}
+	if set("chunked-prefill") {
+		s.Engine.ChunkedPrefill = &f.chunked
+	}
+	if set("activations") {
+		s.Engine.Activations = &f.activations
+	}
+	if set("prefix-caching") {
+		s.Engine.PrefixCaching = &f.prefixCaching
+	}
+	if set("kv") || set("alloc") {
+		runs, err := pairRuns(f.kvs, f.allocs)
+		if err != nil {
+			return usageErrorf(cmd, "%v", err)
+		}
+		s.Runs = runs
+	}
+	if set("parallel") && f.parallel < 1 {
+		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
+	}
+	return nil
+}
+
+// pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
+// caching). A vmm:P strategy runs only on a vmm allocator; when none is
+// listed it gets vmm:P.
+func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
+	kvs, err := specList(kvFlags, "paged:16")
+	if err != nil {
+		return nil, fmt.Errorf("--kv: %w", err)
+	}
+	allocs, err := specList(allocFlags, "caching")
+	if err != nil {
+		return nil, fmt.Errorf("--alloc: %w", err)
+	}
+	var runs []scenario.Run
+	for _, kv := range kvs {
+		vmmKV := strings.HasPrefix(kv, "vmm")
+		paired := false
+		for _, a := range allocs {
+			if vmmKV && !strings.HasPrefix(a, "vmm") {
+				continue
+			}
+			runs = append(runs, scenario.Run{KV: kv, Alloc: a})
+			paired = true
+		}
+		if vmmKV && !paired {
+			runs = append(runs, scenario.Run{KV: kv, Alloc: "vmm" + strings.TrimPrefix(kv, "vmm")})
+		}
+	}
+	return runs, nil
+}
+
+func specList(values []string, def string) ([]string, error) {
+	if len(values) == 0 {
+		return []string{def}, nil
+	}
+	var out []string
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				return nil, fmt.Errorf("empty spec in %q", v)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// runPlan simulates every config of plan, up to parallel at once (the
+// engine is single-threaded and deterministic; runs share the read-only
+// requests), and returns the results in the plan's order.
+func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result, error) {
+	if parallel <= 0 {
+		parallel = numCPU()
+	}
+	results := make([]sim.Result, len(plan.Configs))
+	errs := make([]error, len(plan.Configs))
+	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
+	defer bar.Done()
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, c := range plan.Configs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i], errs[i] = runOne(c, plan)
+			bar.Increment()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("run %s on %s: %w", plan.Configs[i].KV, plan.Configs[i].Alloc, err)
+		}
+	}
+	return results, nil
+}
+
+func runOne(c sim.Config, plan *scenario.Plan) (sim.Result, error) {
+	e, err := sim.New(c, plan.Requests)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	return e.Run()
+}
+
+// recommend picks, among runs a real engine could deploy (not
+// contiguous-max:oracle, which knows every output length in advance), the
+// one that serves the most requests (fewest failed and rejected, then most
+// completed), then the lowest p99 time to first token, then the highest
+// output throughput, then the lowest peak reserved memory, and says why.
+// It returns -1 when no run qualifies.
+func recommend(rs []sim.Result) (int, string) {
+	best := -1
+	better := func(a, b sim.Result) bool {
+		fa, fb := a.RequestsFailedOOM+a.RequestsRejected, b.RequestsFailedOOM+b.RequestsRejected
+		if fa != fb {
+			return fa < fb
+		}
+		if a.RequestsCompleted != b.RequestsCompleted {
+			return a.RequestsCompleted > b.RequestsCompleted
+		}
+		if a.TTFT.P99 != b.TTFT.P99 {
+			return a.TTFT.P99 < b.TTFT.P99
+		}
+		if a.OutputTokensPerS != b.OutputTokensPerS {
+			return a.OutputTokensPerS > b.OutputTokensPerS
+		}
+		return a.PeakReservedBytes < b.PeakReservedBytes
+	}
+	for i := range rs {
+		if strings.HasSuffix(rs[i].KV, ":oracle") {
+			continue
+		}
+		if best < 0 || better(rs[i], rs[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1, ""
+	}
+	r := rs[best]
+	reason := fmt.Sprintf("%s on %s: %d of %d requests completed, %d failed or rejected, %.0f output tokens/s, peak reserved %s, TTFT p99 %s",
+		r.KV, r.Allocator, r.RequestsCompleted, r.RequestsTotal, r.RequestsFailedOOM+r.RequestsRejected,
+		r.OutputTokensPerS, humanBytes(r.PeakReservedBytes), seconds(r.TTFT.P99))
+	return best, reason
+}

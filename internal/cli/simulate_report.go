@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/report"
+	"github.com/gpufrag/gpufrag/sim"
+)
+
+func modelGPUNames() []string { return model.GPUNames() }
+
+func numCPU() int { return runtime.NumCPU() }
+
+// seconds formats a latency: "850ms", "12.3s", "95µs".
+func seconds(s float64) string {
+	d := time.Duration(s * 1e9)
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", s*1e6)
+	case d < time.Second:
+		return fmt.Sprintf("%.0fms", s*1e3)
+	case d < 100*time.Second:
+		return fmt.Sprintf("%.1fs", s)
+	}
+	return fmt.Sprintf("%.0fs", s)
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
+
+func runName(r sim.Result) string { return r.KV + " / " + r.Allocator }
+
+// writeSimulateReport prints simulate results for people: what ran, a
+// memory table, a service table, a legend and the recommendation.
+func writeSimulateReport(sb *strings.Builder, o *simulateOutput) {
+	head := o.Scenario
+	if o.About != "" {
+		head += ": " + o.About
+	}
+	sb.WriteString(wrap(head, 80) + "\n")
+	span := "to the end of the workload"
+	if o.Duration > 0 {
+		span = "for " + time.Duration(o.Duration*1e9).String()
+	}
+	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf("%s on %s (tp %d); %s; simulated %s; seed %d.",
+		o.Model, o.GPU, o.TP, o.Source, span, o.Seed), 80))
+
+	mt := table{
+		groups: []group{{1, 1, "reserved"}, {2, 4, "fragmentation"}, {6, 9, "KV memory"}},
+		head:   []string{"kv / allocator", "peak", "p50", "p99", "max", "min health", "tokens", "reserved", "internal", "external"},
+	}
+	for _, r := range o.Results {
+		b := r.KVBreakdown
+		mt.rows = append(mt.rows, []string{runName(r), humanBytes(r.PeakReservedBytes),
+			fmt.Sprintf("%.2f", r.FragRate.P50), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.FragRate.Max),
+			fmt.Sprintf("%.2f", r.HealthMin), pct(b.TokenStates), pct(b.Reservation), pct(b.Internal), pct(b.External)})
+	}
+	mt.write(sb)
+	sb.WriteString("\n")
+	st := table{
+		groups: []group{{1, 4, "requests"}, {8, 9, "TTFT"}, {10, 11, "TPOT"}},
+		head:   []string{"kv / allocator", "done", "OOM", "rejected", "unfinished", "preempted", "tokens/s", "batch", "p50", "p99", "p50", "p99"},
+	}
+	for _, r := range o.Results {
+		st.rows = append(st.rows, []string{runName(r), thousands(r.RequestsCompleted), thousands(r.RequestsFailedOOM),
+			thousands(r.RequestsRejected), thousands(r.RequestsUnfinished), strconv.FormatInt(r.Preemptions, 10),
+			fmt.Sprintf("%.0f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.BatchSizeMean),
+			seconds(r.TTFT.P50), seconds(r.TTFT.P99), seconds(r.TPOT.P50), seconds(r.TPOT.P99)})
+	}
+	st.write(sb)
+	sb.WriteString(`
+fragmentation: 1 − largest free block ÷ free memory in the allocator's segments,
+               sampled every simulated second (above 0.5 is worth acting on)
+KV memory:     shares of KV memory held for live requests plus the holes between
+               them: token states (real KV), reserved for tokens still to come,
+               internal (held but never filled), external (free holes)
+OOM:           requests failed by an out-of-memory error; preempted: recomputations
+`)
+	if o.Recommended >= 0 {
+		fmt.Fprintf(sb, "\n%s\n", wrap("Recommended: "+o.Reason+".", 80))
+	}
+}
+
+// writeSimulateHTML writes the report page: the tables and, per run, the
+// memory and health over time with OOM and preemption markers.
+func writeSimulateHTML(path string, o *simulateOutput) error {
+	page := report.Page{Title: "gpufrag simulate: " + o.Scenario,
+		Subtitle: fmt.Sprintf("%s on %s (tp %d); %s; seed %d", o.Model, o.GPU, o.TP, o.Source, o.Seed)}
+	var sb strings.Builder
+	writeSimulateReport(&sb, o)
+	summary := report.Table{Caption: "Results",
+		Header: []string{"KV", "allocator", "done", "OOM", "rejected", "preempted", "peak reserved", "frag p99",
+			"min health", "token states", "tokens/s", "TTFT p99", "TPOT p99"},
+		NumericCols: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
+	for _, r := range o.Results {
+		summary.Rows = append(summary.Rows, []string{r.KV, r.Allocator, thousands(r.RequestsCompleted),
+			thousands(r.RequestsFailedOOM), thousands(r.RequestsRejected), strconv.FormatInt(r.Preemptions, 10),
+			humanBytes(r.PeakReservedBytes), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.HealthMin),
+			pct(r.KVBreakdown.TokenStates), fmt.Sprintf("%.0f", r.OutputTokensPerS), seconds(r.TTFT.P99), seconds(r.TPOT.P99)})
+	}
+	text := ""
+	if o.Recommended >= 0 {
+		text = "Recommended: " + o.Reason + "."
+	}
+	page.Sections = append(page.Sections, report.Section{Heading: "Comparison", Text: text, Tables: []report.Table{summary}})
+	for _, r := range o.Results {
+		s := r.Series
+		mem := report.LineChart{Title: runName(r) + ": memory", XLabel: "time", YLabel: "bytes",
+			XUnit: report.UnitSeconds, YUnit: report.UnitBytes}
+		mem.Series = []report.Series{
+			{Name: "reserved", X: s.Time, Y: ints(s.Reserved)},
+			{Name: "allocated", X: s.Time, Y: ints(s.Allocated)},
+			{Name: "requested", X: s.Time, Y: ints(s.Requested)},
+			{Name: "KV held", X: s.Time, Y: ints(s.KVHeld)},
+		}
+		mem.Markers = markers(r.Events)
+		health := report.LineChart{Title: runName(r) + ": health (largest free ÷ free)", XLabel: "time", YLabel: "health",
+			XUnit: report.UnitSeconds, YUnit: report.UnitShare,
+			Series: []report.Series{{Name: "health", X: s.Time, Y: s.Health}}}
+		queue := report.LineChart{Title: runName(r) + ": requests", XLabel: "time", YLabel: "requests",
+			XUnit:  report.UnitSeconds,
+			Series: []report.Series{{Name: "running", X: s.Time, Y: intsN(s.Running)}, {Name: "waiting", X: s.Time, Y: intsN(s.Waiting)}}}
+		text := fmt.Sprintf("%d completed, %d failed with OOM, %d rejected, %d preemptions, %d activation OOMs. Markers: %s.",
+			r.RequestsCompleted, r.RequestsFailedOOM, r.RequestsRejected, r.Preemptions, r.ActivationOOMs, markerLegend(r.Events))
+		page.Sections = append(page.Sections, report.Section{Heading: runName(r), Text: text,
+			Charts: []report.LineChart{mem, health, queue}})
+	}
+	page.Sections = append(page.Sections, report.Section{Heading: "Text report", Text: sb.String()})
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := page.WriteHTML(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+func ints(xs []int64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func intsN(xs []int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// markers turns events into chart markers: at most 200, the first of each
+// kind always kept, so a plot stays readable.
+func markers(evs []sim.Event) []report.Marker {
+	const limit = 200
+	var out []report.Marker
+	seen := map[string]bool{}
+	step := max(1, len(evs)/limit)
+	for i, e := range evs {
+		if !seen[e.Kind] || i%step == 0 {
+			out = append(out, report.Marker{X: e.Time, Label: e.Kind})
+			seen[e.Kind] = true
+		}
+	}
+	return out
+}
+
+func markerLegend(evs []sim.Event) string {
+	counts := map[string]int{}
+	var kinds []string
+	for _, e := range evs {
+		if counts[e.Kind] == 0 {
+			kinds = append(kinds, e.Kind)
+		}
+		counts[e.Kind]++
+	}
+	if len(kinds) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}

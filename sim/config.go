@@ -1,0 +1,255 @@
+// Engine configuration: model, GPU, memory setup, batching limits, the
+// out-of-memory behaviour and the roofline's efficiency factors.
+// See doc.go for the overview.
+
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// ErrBadConfig means a Config that cannot run; the message names the field.
+var ErrBadConfig = errors.New("sim: bad config")
+
+// OnOOM is what the engine does when a running request cannot get the KV
+// memory for its next token.
+type OnOOM int
+
+const (
+	// OnOOMDefault picks the behaviour of the system each KV strategy stands
+	// for: OnOOMPreempt for paged (vLLM) and vmm (vAttention runs inside
+	// vLLM), OnOOMReserve for the contiguous-max family (Orca and
+	// FasterTransformer admit a request when its reservation fits), OnOOMFail
+	// for contiguous-grow (a plain framework that allocates until the
+	// allocator raises).
+	OnOOMDefault OnOOM = iota
+	// OnOOMPreempt frees the newest running request and recomputes it later
+	// (vLLM's recompute preemption: running.pop() under FCFS); a waiting
+	// request that does not fit simply waits.
+	OnOOMPreempt
+	// OnOOMReserve admits a request only when prompt + max tokens of every
+	// running request and of the new one fit in the KV budget, and never
+	// preempts (TensorRT-LLM's GUARANTEED_NO_EVICT). When fragmentation still
+	// makes an allocation fail, the request fails with an OOM error.
+	OnOOMReserve
+	// OnOOMFail fails the request whose allocation ran out of memory, with an
+	// OOM error, as a plain framework does.
+	OnOOMFail
+)
+
+var onOOMNames = [...]string{"default", "preempt", "reserve", "fail"}
+
+// String returns the name ParseOnOOM accepts.
+func (o OnOOM) String() string {
+	if o < 0 || int(o) >= len(onOOMNames) {
+		return fmt.Sprintf("OnOOM(%d)", int(o))
+	}
+	return onOOMNames[o]
+}
+
+// ParseOnOOM parses preempt, reserve, fail or default (case-insensitive).
+func ParseOnOOM(s string) (OnOOM, error) {
+	for i, n := range onOOMNames {
+		if strings.EqualFold(s, n) {
+			return OnOOM(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: on-oom %q: want preempt, reserve or fail", ErrBadConfig, s)
+}
+
+// Roofline holds the step-time model's factors (DESIGN.md §3): a step takes
+//
+//	max(FLOPs ÷ (peak FLOP/s × ComputeEfficiency), bytes ÷ (bandwidth × BandwidthEfficiency)) + StepOverhead
+//
+// on each GPU of the tensor-parallel group, plus 2 × copied bytes ÷
+// (bandwidth × BandwidthEfficiency) for KV copies (contiguous-grow's
+// reallocations, copy-on-write).
+type Roofline struct {
+	// ComputeEfficiency is the achieved share of the datasheet dense FLOP/s
+	// (model FLOPs utilisation). 0.5: large prefill GEMMs on H100 reach
+	// about half of peak in vLLM and SGLang benchmarks; decode is memory bound
+	// and barely depends on it.
+	ComputeEfficiency float64
+	// BandwidthEfficiency is the achieved share of the datasheet memory
+	// bandwidth. 0.8: streaming kernels (weights in decode GEMVs, paged
+	// attention) reach 75-85% of HBM peak.
+	BandwidthEfficiency float64
+	// StepOverhead is a fixed cost per step in ns: scheduling, sampling,
+	// kernel launches that CUDA graphs do not hide. 3 ms is in the range
+	// vLLM v1 profiles show for an 8B model at small batches.
+	StepOverhead int64
+}
+
+// DefaultRoofline returns the factors documented on Roofline.
+func DefaultRoofline() Roofline {
+	return Roofline{ComputeEfficiency: 0.5, BandwidthEfficiency: 0.8, StepOverhead: 3_000_000}
+}
+
+// Config is everything an engine run needs besides the requests.
+type Config struct {
+	Model   model.Model
+	GPU     model.GPU
+	TP      int         // tensor-parallel degree (≥ 1); one GPU of the group is simulated
+	KVDType model.DType // KV cache element type; 0 means the model's weight type when 16-bit, else BF16
+
+	// KV is the KV strategy spec (kv/strategy.Parse): contiguous-max,
+	// contiguous-max:pow2, contiguous-max:oracle, contiguous-grow, paged:B,
+	// vmm:P.
+	KV string
+	// Alloc is the allocator spec (alloc/spec.New): caching,
+	// caching:expandable_segments:True, sizeclass:..., arena:..., async,
+	// direct, vmm:P. vmm:P strategies need a vmm allocator with the same page.
+	Alloc string
+
+	OnOOM OnOOM
+
+	// GPUMemoryUtilization is the share of capacity the engine may use for
+	// weights, activations and KV, as vLLM's gpu_memory_utilization (0.9).
+	// The paged pool gets what is left of it after weights, the CUDA context
+	// and the activation peak; other strategies allocate from the allocator
+	// until it runs out, and the reserve policy budgets this much.
+	GPUMemoryUtilization float64
+	// ContextBytes is the CUDA context and other non-torch memory (500 MiB:
+	// an H100 context with cuBLAS/NCCL workspaces takes 400-600 MiB).
+	ContextBytes int64
+
+	MaxBatchTokens int  // token budget per step (vLLM's max_num_batched_tokens; 8192)
+	MaxSeqs        int  // running requests per step (max_num_seqs; 256)
+	ChunkedPrefill bool // split long prompts over steps within the token budget
+	// MaxContext is the longest sequence (prompt + output); 0 means the
+	// model's max_position_embeddings.
+	MaxContext int
+	// MaxTokens is the max_tokens every request asks for; 0 means
+	// MaxContext − prompt (what vLLM assumes when a client sets none). Only
+	// the reserve policy and contiguous-max variants look at it.
+	MaxTokens int
+
+	// PrefixCaching lets paged reuse cached KV blocks of prompts whose
+	// requests carry prefix ids (Mooncake hash_ids, generated sessions), as
+	// vLLM v1 does by default; hits skip their prefill compute. True in
+	// DefaultConfig.
+	PrefixCaching bool
+
+	// Activations sends each step's transient buffers through the allocator
+	// (true by default in DefaultConfig). Turn it off to study KV memory
+	// alone, as the vLLM paper's Fig. 2 does.
+	Activations bool
+
+	Roofline Roofline
+
+	// Duration stops the run at this virtual time in ns (0: run until every
+	// request has finished). Requests arriving later are not simulated.
+	Duration int64
+	// SampleInterval is the virtual time between two samples of the memory
+	// time series in ns (0: one second).
+	SampleInterval int64
+	// MaxEvents caps the OOM/preemption markers kept for plots (0: 10,000).
+	MaxEvents int
+}
+
+// DefaultConfig returns a Config with vLLM's defaults (gpu_memory_utilization
+// 0.9, 8192 batched tokens, 256 sequences, chunked prefill on as in vLLM v1)
+// for the given model and GPU, one GPU, bf16 KV, paged:16 on PyTorch's caching
+// allocator.
+func DefaultConfig(m model.Model, g model.GPU) Config {
+	return Config{
+		Model: m, GPU: g, TP: 1, KVDType: model.BF16,
+		KV: "paged:16", Alloc: "caching",
+		GPUMemoryUtilization: 0.9,
+		ContextBytes:         500 * mem.MiB,
+		MaxBatchTokens:       8192,
+		MaxSeqs:              256,
+		ChunkedPrefill:       true,
+		PrefixCaching:        true,
+		Activations:          true,
+		Roofline:             DefaultRoofline(),
+		SampleInterval:       1_000_000_000,
+	}
+}
+
+// validate checks c and fills defaults into a copy.
+func (c Config) validate() (Config, error) {
+	bad := func(field, format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: %s: %s", ErrBadConfig, field, fmt.Sprintf(format, args...))
+	}
+	if err := c.Model.Validate(); err != nil {
+		return bad("model", "%v", err)
+	}
+	if c.TP == 0 {
+		c.TP = 1
+	}
+	if err := c.Model.ValidateTP(c.TP); err != nil {
+		return bad("tp", "%v", err)
+	}
+	if c.GPU.Capacity <= 0 || !(c.GPU.MemBandwidth > 0) || !(c.GPU.BF16FLOPS > 0) {
+		return bad("gpu", "%q needs a positive capacity, bandwidth and FLOP/s", c.GPU.Name)
+	}
+	if c.KVDType == 0 {
+		c.KVDType = model.BF16
+		if c.Model.WeightDType == model.FP16 {
+			c.KVDType = model.FP16
+		}
+	}
+	if !c.KVDType.Valid() {
+		return bad("kv dtype", "invalid")
+	}
+	if c.KV == "" {
+		return bad("kv", "empty strategy spec")
+	}
+	if c.Alloc == "" {
+		return bad("alloc", "empty allocator spec")
+	}
+	if c.OnOOM < OnOOMDefault || c.OnOOM > OnOOMFail {
+		return bad("on-oom", "%v", c.OnOOM)
+	}
+	if !(c.GPUMemoryUtilization > 0 && c.GPUMemoryUtilization <= 1) {
+		return bad("gpu memory utilization", "%v is not in (0, 1]", c.GPUMemoryUtilization)
+	}
+	if c.ContextBytes < 0 {
+		return bad("context bytes", "negative")
+	}
+	if c.MaxBatchTokens <= 0 {
+		return bad("max batch tokens", "%d must be positive", c.MaxBatchTokens)
+	}
+	if c.MaxSeqs <= 0 {
+		return bad("max seqs", "%d must be positive", c.MaxSeqs)
+	}
+	if c.MaxContext == 0 {
+		c.MaxContext = c.Model.MaxContext
+	}
+	if c.MaxContext <= 0 {
+		return bad("max context", "%d must be positive", c.MaxContext)
+	}
+	if c.MaxTokens < 0 {
+		return bad("max tokens", "%d is negative", c.MaxTokens)
+	}
+	r := c.Roofline
+	if !(r.ComputeEfficiency > 0 && r.ComputeEfficiency <= 1) || !(r.BandwidthEfficiency > 0 && r.BandwidthEfficiency <= 1) {
+		return bad("roofline", "efficiencies must be in (0, 1], got %v and %v", r.ComputeEfficiency, r.BandwidthEfficiency)
+	}
+	if r.StepOverhead < 0 {
+		return bad("roofline", "negative step overhead")
+	}
+	if c.Duration < 0 {
+		return bad("duration", "negative")
+	}
+	if c.SampleInterval == 0 {
+		c.SampleInterval = 1_000_000_000
+	}
+	if c.SampleInterval < 0 {
+		return bad("sample interval", "negative")
+	}
+	if c.MaxEvents == 0 {
+		c.MaxEvents = 10_000
+	}
+	if math.IsNaN(c.GPU.MemBandwidth) {
+		return bad("gpu", "bandwidth is NaN")
+	}
+	return c, nil
+}

@@ -1,0 +1,79 @@
+// Package sim is gpufrag's serving engine: a deterministic discrete-event
+// model of one LLM inference instance (one GPU of a tensor-parallel group)
+// that serves a list of requests with continuous batching, keeps their KV
+// caches with a KV strategy (package kv/strategy) on top of a memory
+// allocator (package alloc), and reports what memory, fragmentation,
+// throughput and latency that setup gives.
+//
+// # The step loop (engine.go)
+//
+// Virtual time is int64 nanoseconds; nothing reads a clock and nothing is
+// random (the workload's randomness happens before, in package workload and
+// sim/scenario). One loop iteration:
+//
+//  1. Arrivals: requests whose arrival time has come join the waiting queue.
+//     A prompt longer than the context is rejected; an output longer than
+//     max tokens (default: context − prompt) is truncated and counted.
+//  2. Schedule (vLLM v1's order): running requests first, in admission order,
+//     each taking its next prefill chunk or one decode token per sample from
+//     the step's token budget (MaxBatchTokens) while at most MaxSeqs run.
+//     A decode token grows the KV cache (Strategy.Grow). Then waiting
+//     requests in FCFS order are admitted (Strategy.Admit, the whole prompt's
+//     KV at once) while budget, sequence limit and memory allow; none are
+//     admitted in a step that had to preempt.
+//  3. Out of KV memory, by Config.OnOOM:
+//     preempt  free the newest running request (recompute later: it returns
+//     to the front of the queue and re-prefills prompt + generated
+//     tokens); a waiting request that does not fit waits.
+//     reserve  admit only while the prompt + max tokens of every running
+//     request fit the KV budget (the contiguous-max family: while its
+//     own reservation fits), so nothing is ever preempted; an
+//     allocation that still fails (fragmentation) fails the request.
+//     fail     the request whose allocation failed ends with an OOM error.
+//     A request that does not fit even alone, in emptied memory, is rejected:
+//     it is never retried forever.
+//  4. Activations: the step's transient buffers (residual stream, q/k/v,
+//     attention output, gate/up, MLP activation, logits), sized by the
+//     step's tokens and sampled positions, are allocated from the same
+//     allocator in one layer's order and freed at the end of the step. They
+//     are the batch-dependent sizes that fragment PyTorch's caching
+//     allocator. When they do not fit, the request with the most tokens in
+//     the step fails with an OOM (the engine process would have raised
+//     torch.OutOfMemoryError) and the step is retried without it.
+//  5. Step time from the roofline (Roofline, cost.go), then tokens advance:
+//     a finished prefill samples the first token (TTFT), each decode one more
+//     per sample, and a request that reached its output length is released.
+//  6. Samples: every SampleInterval of virtual time the allocator's stats,
+//     its layout's health (package frag) and the strategy's KV breakdown are
+//     recorded; Result summarises them.
+//
+// # Memory setup
+//
+// The device is the GPU's capacity with the weights (Model.WeightBytes)
+// and the CUDA context (ContextBytes) taken first. The KV budget is
+// GPUMemoryUtilization × capacity − weights − context − the activation
+// peak at MaxBatchTokens, which is how vLLM sizes its pool after its
+// profiling run. The paged pool is one allocation of that budget; vmm KV is
+// capped at it (vAttention sizes its page pool the same way); contiguous
+// strategies allocate from the allocator until it runs out, as the
+// frameworks they stand for do.
+//
+// # Accounting
+//
+// Every request ends in exactly one of completed, failed with OOM, rejected
+// or unfinished (still queued or running when Duration cut the run).
+// Output tokens are counted per sample as they are generated, so a request
+// that fails or is preempted keeps the tokens it produced; recomputation
+// after a preemption costs prefill time but produces no tokens twice.
+// TTFT is from arrival to the first token of the first admission; TPOT is
+// (finish − first token) ÷ (output − 1) over completed requests with at
+// least two tokens.
+//
+// # Modelling limits
+//
+// Prefix caching is not used (paged pools start cold for every request;
+// blockpool supports it, the engine does not feed it hashes yet); swap
+// preemption, pipeline parallelism, tensor-parallel communication time and
+// speculative decoding are not modelled; the whole prompt's KV is allocated
+// at admission even with chunked prefill (vLLM allocates per chunk).
+package sim

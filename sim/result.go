@@ -1,0 +1,135 @@
+// Results of a run: counters, distributions, the KV breakdown and the time
+// series for plots. See doc.go for the overview.
+
+package sim
+
+import (
+	"math"
+	"slices"
+)
+
+// Quantiles summarise a distribution. Values use the nearest-rank method
+// on the sorted samples; all are 0 when there were no samples.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Latency is a latency distribution in seconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Shares is the vLLM paper's breakdown of KV memory (§2.3, Fig. 2) as
+// fractions of 1, from the bytes averaged over the run's samples.
+// TokenStates + Reservation + Internal + External = 1 whenever KV memory was
+// held: they split the memory held for live sequences plus the free memory
+// stranded in the allocator's segments. CachedIdle, beside them, is the share
+// of the strategy's own footprint (a paged pool) that holds evictable
+// prefix-cache blocks.
+type Shares struct {
+	TokenStates float64 `json:"token_states"`
+	Reservation float64 `json:"reservation"`
+	Internal    float64 `json:"internal"`
+	External    float64 `json:"external"`
+	CachedIdle  float64 `json:"cached_idle"`
+}
+
+// Event is a marker on the timeline.
+type Event struct {
+	Time    float64 `json:"t_s"`     // virtual seconds
+	Kind    string  `json:"kind"`    // "preempt", "oom", "activation_oom", "reject"
+	Request string  `json:"request"` // the request's id
+}
+
+// Series is the memory time series, one entry per sample.
+type Series struct {
+	Time      []float64 `json:"t_s"`
+	Reserved  []int64   `json:"reserved_bytes"`
+	Allocated []int64   `json:"allocated_bytes"`
+	Requested []int64   `json:"requested_bytes"`
+	KVHeld    []int64   `json:"kv_held_bytes"`
+	Health    []float64 `json:"health"`
+	Running   []int     `json:"running"`
+	Waiting   []int     `json:"waiting"`
+}
+
+// Result is what one engine run reports. JSON field names are the
+// `gpufrag simulate --json` contract (docs/json.md).
+type Result struct {
+	KV        string `json:"kv"`
+	Allocator string `json:"allocator"`
+	OnOOM     string `json:"on_oom"`
+
+	KVPoolBytes   int64 `json:"kv_pool_bytes"`   // paged pool size; 0 for the others
+	KVBudgetBytes int64 `json:"kv_budget_bytes"` // memory left for KV after weights, context and activations
+
+	RequestsTotal      int   `json:"requests_total"` // arrived within the run
+	RequestsCompleted  int   `json:"requests_completed"`
+	RequestsFailedOOM  int   `json:"requests_failed_oom"`
+	RequestsRejected   int   `json:"requests_rejected"`   // could never fit: too long or larger than memory
+	RequestsUnfinished int   `json:"requests_unfinished"` // still queued or running when the run stopped
+	OutputsTruncated   int   `json:"outputs_truncated"`   // outputs cut to max tokens or the context
+	Preemptions        int64 `json:"preemptions"`
+	ActivationOOMs     int64 `json:"activation_ooms"` // steps whose activation buffers ran out of memory
+
+	PeakReservedBytes  int64     `json:"peak_reserved_bytes"`
+	PeakAllocatedBytes int64     `json:"peak_allocated_bytes"`
+	FragRate           Quantiles `json:"frag_rate"`
+	HealthMin          float64   `json:"health_min"`
+	KVBreakdown        Shares    `json:"kv_breakdown"`
+	KVCopiedBytes      int64     `json:"kv_copied_bytes"`
+	// Prompt tokens looked up in the prefix cache at admission and found
+	// there (paged with prefix ids), vLLM's prefix_cache_queries and _hits.
+	PrefixQueryTokens int64 `json:"prefix_query_tokens"`
+	PrefixHitTokens   int64 `json:"prefix_hit_tokens"`
+
+	OutputTokens     int64   `json:"output_tokens"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	BatchSizeMean    float64 `json:"batch_size_mean"`
+	TTFT             Latency `json:"ttft_s"`
+	TPOT             Latency `json:"tpot_s"`
+	E2E              Latency `json:"e2e_s"`
+
+	Steps            int64   `json:"steps"`
+	SimulatedSeconds float64 `json:"simulated_s"`
+
+	// Series and Events feed the plots; they are not part of the JSON.
+	Series Series  `json:"-"`
+	Events []Event `json:"-"`
+}
+
+// nearestRank returns the p-quantile (0 < p ≤ 1) of sorted xs by the
+// nearest-rank method: the smallest value with at least p of the samples at
+// or below it.
+func nearestRank(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func quantiles(xs []float64) Quantiles {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return Quantiles{}
+	}
+	return Quantiles{P50: nearestRank(s, 0.5), P99: nearestRank(s, 0.99), Max: s[len(s)-1]}
+}
+
+func latency(xs []float64) Latency {
+	q := quantiles(xs)
+	return Latency{P50: q.P50, P99: q.P99}
+}
+
+// share returns a ÷ b, or 0 when b is 0.
+func share(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

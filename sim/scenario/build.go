@@ -1,0 +1,310 @@
+// Build: from a scenario to requests and engine configs.
+// See scenario.go for the overview.
+
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// RNG streams, one per use, so adding a use never changes another's draws.
+const (
+	streamArrivals = 1
+	streamLengths  = 2
+	streamSessions = 3
+	streamBeam     = 4
+)
+
+// Plan is a built scenario: the requests and one engine config per run.
+type Plan struct {
+	Model    model.Model
+	GPU      model.GPU
+	Requests []workload.Request
+	Configs  []sim.Config
+	// Source describes the workload in one line ("trace conv.csv (azure,
+	// 19,366 requests)", "1,234 generated chat requests").
+	Source   string
+	Skipped  int      // bad rows skipped in a trace
+	Warnings []string // from reading the trace
+}
+
+// Opener opens a trace file named in a scenario (the CLI passes os.Open
+// wrapped so the core does no I/O of its own).
+type Opener func(name string) (io.ReadCloser, error)
+
+// Build validates s and turns it into a Plan.
+func Build(s *Scenario, open Opener) (*Plan, error) {
+	bad := func(field, format string, args ...any) (*Plan, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrBadScenario, field, fmt.Sprintf(format, args...))
+	}
+	if s.Model == "" {
+		return bad("model", "missing (a preset such as llama-3.1-8b, or a path to config.json)")
+	}
+	m, err := model.Load(s.Model)
+	if err != nil {
+		return nil, err // names the model and, for a config.json, the file and field
+	}
+	if s.GPU == "" {
+		return bad("gpu", "missing (one of %s)", strings.Join(model.GPUNames(), ", "))
+	}
+	g, err := model.LookupGPU(s.GPU)
+	if err != nil {
+		return nil, err
+	}
+	base := sim.DefaultConfig(m, g)
+	if s.TP != 0 {
+		base.TP = s.TP
+	}
+	if s.KVDType != "" {
+		if base.KVDType, err = model.ParseDType(s.KVDType); err != nil {
+			return bad("kv_dtype", "%v", err)
+		}
+	}
+	base.Duration = int64(s.Duration)
+	e := s.Engine
+	if e.GPUMemoryUtilization != 0 {
+		base.GPUMemoryUtilization = e.GPUMemoryUtilization
+	}
+	if e.MaxBatchTokens != 0 {
+		base.MaxBatchTokens = e.MaxBatchTokens
+	}
+	if e.MaxSeqs != 0 {
+		base.MaxSeqs = e.MaxSeqs
+	}
+	if e.ChunkedPrefill != nil {
+		base.ChunkedPrefill = *e.ChunkedPrefill
+	}
+	if e.Activations != nil {
+		base.Activations = *e.Activations
+	}
+	if e.PrefixCaching != nil {
+		base.PrefixCaching = *e.PrefixCaching
+	}
+	if e.OnOOM != "" {
+		if base.OnOOM, err = sim.ParseOnOOM(e.OnOOM); err != nil {
+			return bad("engine.on_oom", "%v", err)
+		}
+	}
+	base.MaxContext, base.MaxTokens = e.MaxContext, e.MaxTokens
+	if len(s.Runs) == 0 {
+		return bad("runs", "no KV strategy × allocator runs to compare")
+	}
+	p := &Plan{Model: m, GPU: g}
+	for i, r := range s.Runs {
+		c := base
+		c.KV, c.Alloc = r.KV, r.Alloc
+		if c.KV == "" || c.Alloc == "" {
+			return bad(fmt.Sprintf("runs[%d]", i), "needs both kv and alloc")
+		}
+		if r.OnOOM != "" {
+			if c.OnOOM, err = sim.ParseOnOOM(r.OnOOM); err != nil {
+				return bad(fmt.Sprintf("runs[%d].on_oom", i), "%v", err)
+			}
+		}
+		if strings.HasPrefix(c.KV, "vmm") && !strings.HasPrefix(c.Alloc, "vmm") {
+			return bad(fmt.Sprintf("runs[%d]", i), "kv %s maps pages itself and needs the allocator vmm with the same page (alloc %s)", c.KV, c.KV)
+		}
+		p.Configs = append(p.Configs, c)
+	}
+	if err := p.requests(s, base, open); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// requests fills p.Requests from s.Workload.
+func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
+	w := s.Workload
+	n := 0
+	for _, x := range []bool{w.Trace != nil, w.Requests != nil, w.Sessions != nil} {
+		if x {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: workload: want exactly one of trace, requests and sessions (got %d)", ErrBadScenario, n)
+	}
+	rng := func(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(s.Seed, stream)) }
+	var t *workload.Trace
+	var err error
+	switch {
+	case w.Trace != nil:
+		t, err = p.readTrace(w.Trace, rng(streamArrivals), open)
+	case w.Requests != nil:
+		t, err = genRequests(w.Requests, int64(s.Duration), rng(streamArrivals), rng(streamLengths))
+	default:
+		t, err = genSessions(w.Sessions, int64(s.Duration), rng(streamSessions))
+	}
+	if err != nil {
+		return err
+	}
+	if w.Bucket > 0 {
+		if err := workload.Bucket(t, w.Bucket); err != nil {
+			return fmt.Errorf("%w: workload.bucket: %w", ErrBadScenario, err)
+		}
+	}
+	if len(w.Beam) > 0 {
+		if err := workload.VaryBeam(t, w.Beam, rng(streamBeam)); err != nil {
+			return fmt.Errorf("%w: workload.beam: %w", ErrBadScenario, err)
+		}
+	}
+	p.Requests = t.Requests
+	if w.Trace == nil {
+		p.Source = fmt.Sprintf("%d generated %s", len(t.Requests), map[bool]string{true: "chat turns", false: "requests"}[w.Sessions != nil])
+	}
+	return nil
+}
+
+func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trace, error) {
+	if tr.File == "" {
+		return nil, fmt.Errorf("%w: workload.trace.file: missing", ErrBadScenario)
+	}
+	f, err := workload.ParseFormat(tr.Format)
+	if err != nil {
+		return nil, fmt.Errorf("%w: workload.trace.format: %w", ErrBadScenario, err)
+	}
+	if open == nil {
+		return nil, fmt.Errorf("%w: workload.trace: no way to open %s", ErrBadScenario, tr.File)
+	}
+	rc, err := open(tr.File)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	t, err := workload.Read(rc, tr.File, f, workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows})
+	if err != nil {
+		return nil, err
+	}
+	p.Skipped, p.Warnings = t.Skipped, t.Warnings
+	switch {
+	case t.Timed && tr.Rate > 0:
+		if err := workload.Rescale(t, tr.Rate); err != nil {
+			return nil, fmt.Errorf("%w: workload.trace.rate: %w", ErrBadScenario, err)
+		}
+	case !t.Timed:
+		if !(tr.Rate > 0) {
+			return nil, fmt.Errorf("%w: workload.trace: %s (%s) has no arrival times; give a rate (--rate) for Poisson arrivals",
+				ErrBadScenario, tr.File, t.Format)
+		}
+		ap, err := workload.Poisson(tr.Rate, rng)
+		if err != nil {
+			return nil, fmt.Errorf("%w: workload.trace.rate: %w", ErrBadScenario, err)
+		}
+		if err := workload.AssignArrivals(t, ap); err != nil {
+			return nil, err
+		}
+	}
+	p.Source = fmt.Sprintf("trace %s (%s, %d requests)", tr.File, t.Format, len(t.Requests))
+	return t, nil
+}
+
+// maxGenerated bounds generated workloads (10 million requests).
+const maxGenerated = 10_000_000
+
+func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.Trace, error) {
+	cv := r.CV
+	if cv == 0 {
+		cv = 1
+	}
+	var ap workload.ArrivalProcess
+	var err error
+	if cv == 1 {
+		ap, err = workload.Poisson(r.Rate, arr)
+	} else {
+		ap, err = workload.Gamma(r.Rate, cv, arr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: workload.requests: %w", ErrBadScenario, err)
+	}
+	if err := r.Prompt.check("workload.requests.prompt", 1); err != nil {
+		return nil, err
+	}
+	if err := r.Output.check("workload.requests.output", 0); err != nil {
+		return nil, err
+	}
+	if r.Count < 0 || (r.Count == 0 && duration == 0) {
+		return nil, fmt.Errorf("%w: workload.requests.count: give a count or a duration", ErrBadScenario)
+	}
+	t := &workload.Trace{Name: "generated", Format: workload.JSONL, Timed: true}
+	var at int64
+	for i := 0; r.Count == 0 || i < r.Count; i++ {
+		if i > 0 {
+			at += ap.Gap()
+		}
+		if r.Count == 0 && at >= duration {
+			break
+		}
+		if i >= maxGenerated {
+			return nil, fmt.Errorf("%w: workload.requests: more than %d requests; lower the rate or the duration", ErrBadScenario, maxGenerated)
+		}
+		t.Requests = append(t.Requests, workload.Request{ID: fmt.Sprintf("g%d", i), Arrival: at,
+			PromptTokens: r.Prompt.draw(lens), OutputTokens: r.Output.draw(lens), N: 1})
+	}
+	return t, nil
+}
+
+func (d Dist) check(field string, lo int) error {
+	switch d.Dist {
+	case "", "uniform", "loguniform", "fixed":
+	default:
+		return fmt.Errorf("%w: %s.dist: %q: want uniform, loguniform or fixed", ErrBadScenario, field, d.Dist)
+	}
+	hi := d.Max
+	if d.Dist == "fixed" {
+		hi = d.Min
+	}
+	if d.Min < lo || hi < d.Min || hi > workload.MaxTokens {
+		return fmt.Errorf("%w: %s: want %d ≤ min ≤ max ≤ %d (got min %d, max %d)", ErrBadScenario, field, lo, workload.MaxTokens, d.Min, d.Max)
+	}
+	if d.Dist == "loguniform" && d.Min < 1 {
+		return fmt.Errorf("%w: %s: loguniform needs min ≥ 1", ErrBadScenario, field)
+	}
+	return nil
+}
+
+func (d Dist) draw(rng *rand.Rand) int {
+	switch d.Dist {
+	case "fixed":
+		return d.Min
+	case "loguniform":
+		lo, hi := math.Log(float64(d.Min)), math.Log(float64(d.Max)+1)
+		return min(d.Max, int(math.Exp(lo+rng.Float64()*(hi-lo))))
+	}
+	return d.Min + rng.IntN(d.Max-d.Min+1)
+}
+
+func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, error) {
+	n := s.Count
+	if n == 0 {
+		if duration == 0 || !(s.Rate > 0) {
+			return nil, fmt.Errorf("%w: workload.sessions: give a count, or a rate and a duration", ErrBadScenario)
+		}
+		n = int(math.Ceil(s.Rate * float64(duration) / 1e9))
+	}
+	if n > maxGenerated {
+		return nil, fmt.Errorf("%w: workload.sessions: %d sessions is more than %d", ErrBadScenario, n, maxGenerated)
+	}
+	reqs, err := workload.Sessions(workload.SessionConfig{Sessions: n, Rate: s.Rate, MinTurns: s.MinTurns, MaxTurns: s.MaxTurns,
+		SystemTokens: s.SystemTokens, MinUser: s.MinUser, MaxUser: s.MaxUser, MinOutput: s.MinOutput, MaxOutput: s.MaxOutput,
+		ThinkSeconds: s.ThinkSeconds, MaxContext: s.MaxContext}, rng)
+	if err != nil {
+		return nil, fmt.Errorf("%w: workload.sessions: %w", ErrBadScenario, err)
+	}
+	if duration > 0 {
+		// Turns arriving after the window are never simulated.
+		k := len(reqs)
+		for k > 0 && reqs[k-1].Arrival >= duration {
+			k--
+		}
+		reqs = reqs[:k]
+	}
+	return &workload.Trace{Name: "sessions", Format: workload.JSONL, Timed: true, Requests: reqs}, nil
+}

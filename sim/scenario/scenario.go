@@ -1,0 +1,220 @@
+// Package scenario describes a whole simulation study in one YAML file: the
+// model and GPU, the engine settings, the workload (a trace file, synthetic
+// requests or multi-turn chat sessions) and the KV strategy × allocator runs
+// to compare. `gpufrag simulate` runs Default when given nothing, and
+// --scenario FILE otherwise; its flags override the file's fields.
+//
+// Build turns a Scenario into the requests and one sim.Config per run. It is
+// deterministic: the same scenario and seed give the same requests, byte for
+// byte; every random draw comes from rand.NewPCG(seed, stream) with a fixed
+// stream per use.
+//
+// The format (every field optional except as noted; unknown fields are an
+// error naming the line):
+//
+//	name: long-context-chat
+//	about: one line shown above the results
+//	model: llama-3.1-8b          # preset name or a path to a Hugging Face config.json
+//	gpu: h100-80g
+//	tp: 1
+//	kv_dtype: bf16               # bf16, fp16, fp8, int8
+//	seed: 42
+//	duration: 30m                # virtual time; 0 or absent: until every request ends
+//	engine:
+//	  gpu_memory_utilization: 0.9
+//	  max_batch_tokens: 8192
+//	  max_seqs: 256
+//	  chunked_prefill: true
+//	  activations: true
+//	  prefix_caching: true       # paged reuses cached prompt blocks (needs prefix ids)
+//	  on_oom: default            # preempt, reserve, fail
+//	  max_context: 0             # 0: the model's
+//	  max_tokens: 0              # 0: max_context − prompt
+//	workload:                    # exactly one of trace, requests, sessions
+//	  trace: {file: conv.csv, format: azure, rate: 0, max_rows: 0, skip_bad_rows: false}
+//	  requests:
+//	    rate: 1.5                # requests per second
+//	    cv: 1                    # 1: Poisson; > 1 bursty (Gamma)
+//	    count: 0                 # 0: enough to fill duration
+//	    prompt: {dist: loguniform, min: 1000, max: 100000}
+//	    output: {dist: uniform, min: 50, max: 1000}
+//	  sessions: {rate: 0.05, min_turns: 1, max_turns: 12, system_tokens: 1000,
+//	             min_user: 200, max_user: 8000, min_output: 50, max_output: 800,
+//	             think_s: 60, max_context: 100000, count: 0}
+//	  bucket: 0                  # round prompts up to a multiple of K tokens
+//	  beam: [1]                  # widths drawn per request: [1, 1, 1, 4]
+//	runs:                        # the combinations to compare
+//	  - {kv: paged:16, alloc: caching}
+//	  - {kv: contiguous-grow, alloc: "caching:expandable_segments:True", on_oom: fail}
+package scenario
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrBadScenario means a scenario that cannot run; the message names the
+// field (and the line, for YAML errors).
+var ErrBadScenario = errors.New("scenario: bad scenario")
+
+// MaxScenarioBytes bounds a scenario file (1 MiB: scenarios are short).
+const MaxScenarioBytes = 1 << 20
+
+// Scenario is one study.
+type Scenario struct {
+	Name     string   `yaml:"name"`
+	About    string   `yaml:"about"`
+	Model    string   `yaml:"model"`
+	GPU      string   `yaml:"gpu"`
+	TP       int      `yaml:"tp"`
+	KVDType  string   `yaml:"kv_dtype"`
+	Seed     uint64   `yaml:"seed"`
+	Duration Duration `yaml:"duration"`
+	Engine   Engine   `yaml:"engine"`
+	Workload Workload `yaml:"workload"`
+	Runs     []Run    `yaml:"runs"`
+}
+
+// Engine holds the engine settings; zero values take sim.DefaultConfig's.
+type Engine struct {
+	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
+	MaxBatchTokens       int     `yaml:"max_batch_tokens"`
+	MaxSeqs              int     `yaml:"max_seqs"`
+	ChunkedPrefill       *bool   `yaml:"chunked_prefill"`
+	Activations          *bool   `yaml:"activations"`
+	PrefixCaching        *bool   `yaml:"prefix_caching"`
+	OnOOM                string  `yaml:"on_oom"`
+	MaxContext           int     `yaml:"max_context"`
+	MaxTokens            int     `yaml:"max_tokens"`
+}
+
+// Workload is where the requests come from: exactly one of Trace, Requests
+// and Sessions, then the optional transformations.
+type Workload struct {
+	Trace    *Trace    `yaml:"trace"`
+	Requests *Requests `yaml:"requests"`
+	Sessions *Sessions `yaml:"sessions"`
+	Bucket   int       `yaml:"bucket"`
+	Beam     []int     `yaml:"beam"`
+}
+
+// Trace reads a request trace file (workload.Read).
+type Trace struct {
+	File string `yaml:"file"`
+	// Format is azure, mooncake, vidur, fineserve, burstgpt or jsonl;
+	// empty detects it from the header.
+	Format string `yaml:"format"`
+	// Rate in requests per second: Poisson arrivals for a length-only
+	// trace, a rescaling of time for a timed one; 0 keeps the file's times
+	// (a length-only trace then needs a rate).
+	Rate        float64 `yaml:"rate"`
+	MaxRows     int     `yaml:"max_rows"`
+	SkipBadRows bool    `yaml:"skip_bad_rows"`
+}
+
+// Requests generates independent requests.
+type Requests struct {
+	Rate   float64 `yaml:"rate"`
+	CV     float64 `yaml:"cv"`
+	Count  int     `yaml:"count"`
+	Prompt Dist    `yaml:"prompt"`
+	Output Dist    `yaml:"output"`
+}
+
+// Dist is a length distribution over [Min, Max] tokens: uniform, loguniform
+// (uniform in log space: as many 1K-2K as 50K-100K prompts) or fixed (Min).
+type Dist struct {
+	Dist string `yaml:"dist"`
+	Min  int    `yaml:"min"`
+	Max  int    `yaml:"max"`
+}
+
+// Sessions generates multi-turn chat (workload.Sessions).
+type Sessions struct {
+	Rate         float64 `yaml:"rate"`
+	Count        int     `yaml:"count"` // sessions; 0: enough to fill duration
+	MinTurns     int     `yaml:"min_turns"`
+	MaxTurns     int     `yaml:"max_turns"`
+	SystemTokens int     `yaml:"system_tokens"`
+	MinUser      int     `yaml:"min_user"`
+	MaxUser      int     `yaml:"max_user"`
+	MinOutput    int     `yaml:"min_output"`
+	MaxOutput    int     `yaml:"max_output"`
+	ThinkSeconds float64 `yaml:"think_s"`
+	MaxContext   int     `yaml:"max_context"`
+}
+
+// Run is one KV strategy × allocator combination.
+type Run struct {
+	KV    string `yaml:"kv"`
+	Alloc string `yaml:"alloc"`
+	OnOOM string `yaml:"on_oom"` // overrides engine.on_oom for this run
+}
+
+// Duration is a time.Duration written as "30m", "90s" or "1h30m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: duration %q: want a non-negative duration such as 30m or 90s", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration back as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Default returns the embedded default scenario: a mixed long-context chat
+// service on one 80 GB GPU (see default.yaml).
+func Default() *Scenario {
+	s, err := Read(bytes.NewReader(defaultYAML), "default.yaml")
+	if err != nil {
+		panic(fmt.Errorf("scenario: embedded default does not parse: %w", err))
+	}
+	return s
+}
+
+// DefaultYAML returns the embedded default scenario's text.
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+// Read parses a scenario; name is used in messages. Unknown fields, several
+// YAML documents and files over MaxScenarioBytes are errors.
+func Read(r io.Reader, name string) (*Scenario, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxScenarioBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
+	}
+	if len(data) > MaxScenarioBytes {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadScenario, name, MaxScenarioBytes)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: empty file", ErrBadScenario, name)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s: more than one YAML document", ErrBadScenario, name)
+	}
+	return &s, nil
+}
