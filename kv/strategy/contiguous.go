@@ -289,3 +289,28 @@ func (c *contiguous) Close() error {
 func (c *contiguous) ReservedTokens(r Request) (int, bool) {
 	return c.initialCapacity(r), c.mode != growDouble
 }
+
+// LiveBlocks implements Movable: it appends every live sample's block, in
+// SeqID order, sample order within a sequence.
+func (c *contiguous) LiveBlocks(dst []alloc.Block) []alloc.Block {
+	for _, id := range sortedIDs(c.seqs) {
+		dst = append(dst, c.seqs[id].blocks...)
+	}
+	return dst
+}
+
+// Moved implements Movable: the block with handle h now lives at b.Addr.
+func (c *contiguous) Moved(h alloc.Handle, b alloc.Block) error {
+	for _, s := range c.seqs {
+		for i := range s.blocks {
+			if s.blocks[i].Handle == h {
+				if b.Size != s.blocks[i].Size {
+					return fmt.Errorf("%w: moved block %d changed size from %d to %d", ErrBadRequest, h, s.blocks[i].Size, b.Size)
+				}
+				s.blocks[i] = b
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: no live block has handle %d", ErrUnknownSeq, h)
+}

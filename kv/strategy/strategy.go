@@ -92,6 +92,15 @@ type PrefixCaching interface {
 	PrefixHit(id SeqID) int
 }
 
+// Movable is implemented by strategies whose KV lives in allocator blocks
+// that a defragmenter may relocate (the contiguous strategies). LiveBlocks
+// appends every live block; after alloc.Relocator.Relocate moved one, Moved
+// tells the strategy its new place, so no sequence keeps a stale address.
+type Movable interface {
+	LiveBlocks(dst []alloc.Block) []alloc.Block
+	Moved(h alloc.Handle, b alloc.Block) error
+}
+
 // Reserving is implemented by strategies that may reserve a sequence's whole
 // KV cache at Admit. ReservedTokens returns the tokens per sample Admit would
 // reserve for r and whether that is the whole sequence (true for the
