@@ -1,8 +1,8 @@
 package strategy
 
 import (
-	"strconv"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
