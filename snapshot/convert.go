@@ -267,6 +267,9 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 			if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
 				return err
 			}
+			if c.skipTraceFrames && e.Action != "oom" {
+				continue
+			}
 			if e.Frames, err = c.framesField(o, "frames"); err != nil {
 				return err
 			}

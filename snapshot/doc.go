@@ -15,7 +15,10 @@
 //     and frames (FormatLegacy): block addresses are computed by summing
 //     sizes from the segment address, frames and a missing requested size
 //     come from history[0];
-//   - a bare list of segments (FormatSegmentList).
+//   - a bare list of segments (FormatSegmentList);
+//   - torch.cuda.memory_stats() dumped as JSON (FormatMemoryStats): counters
+//     only, in Snapshot.Stats. A file whose first byte (after white space)
+//     is '{' is read as JSON; no pickle starts that way.
 //
 // Keys other than segments are optional, unknown keys and trace actions are
 // kept or ignored, never fatal. A known key of the wrong type is an *Error

@@ -26,6 +26,9 @@ type Snapshot struct {
 	// Extra holds top-level keys this package does not know (host_segments,
 	// host_traces, ...), as decoded pickle values (see package pickle).
 	Extra map[string]any
+	// Stats holds torch.cuda.memory_stats() when the file was that dict
+	// dumped as JSON (FormatMemoryStats); nil otherwise.
+	Stats MemoryStats
 }
 
 // Segment is one cudaMalloc (or mapped run of an expandable segment).

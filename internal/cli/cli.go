@@ -105,5 +105,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newReplay(), newVersion())
 	root.AddCommand(newSimulate())
+	root.AddCommand(newAnalyzeCmd(stdout, stderr))
 	return root
 }

@@ -15,6 +15,15 @@ read_test.go expects:
   pre_time.pickle         neither time_us nor allocator_settings
   legacy.pickle           PyTorch 2.0: blocks with history, no address
   segment_list.pickle     a bare list of segments
+  replay.pickle           a trace consistent with PyTorch's allocator rules
+                          (research notes §1-§3), written by hand event by
+                          event: a segment from before the trace (two 8 MiB
+                          weights, one freed during it), best fit and the
+                          1 MiB no-split rule, a small segment, a freed and
+                          reused small block, empty_cache (segment_free) and
+                          an oversize request; replaying it through the
+                          caching model must reproduce every address
+                          (snapshot/analysis tests)
 """
 import copy
 import pickle
@@ -106,6 +115,48 @@ def legacy():
     return {"segments": out, "device_traces": [[{"action": "snapshot", "addr": 0, "size": 512 + 20 * MiB, "stream": 0}]]}
 
 
+def replay():
+    """See the module doc. Offsets in MiB are from each segment's start."""
+    s1 = L0 + 32 * MiB  # a 20 MiB segment the trace allocates and empty_cache frees
+    s2 = L0 + 64 * MiB  # the 12 MiB segment of an oversize request
+    t = [1_700_000_000_000_000]
+
+    def ev(action, addr, size):
+        t[0] += 1
+        e = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": t[0]}
+        if action in ("alloc", "segment_alloc"):
+            e["frames"] = FRAMES
+        return e
+
+    def free(addr, size):
+        return [ev("free_requested", addr, size), ev("free_completed", addr, size)]
+
+    trace = [
+        ev("alloc", L0 + 16 * MiB, 3 * MiB),  # the 4 MiB tail after the weights: 1 MiB left, not split
+        ev("segment_alloc", s1, 20 * MiB), ev("alloc", s1, 6 * MiB),
+        ev("segment_alloc", S0, 2 * MiB), ev("alloc", S0, 512),
+        ev("alloc", S0 + 512, 1000),
+        *free(S0, 512),
+        ev("alloc", S0, 300),  # best fit: the freed 512-byte block, not the tail
+        *free(L0 + 8 * MiB, 8 * MiB),  # the second weight
+        ev("alloc", L0 + 8 * MiB, 7 * MiB),  # its 8 MiB hole beats s1's 14 MiB; 1 MiB left, not split
+        *free(s1, 6 * MiB),
+        ev("segment_free", s1, 20 * MiB),  # torch.cuda.empty_cache()
+        ev("segment_alloc", s2, 12 * MiB), ev("alloc", s2, 12 * MiB),
+    ]
+    segs = [
+        seg(0, S0, "small", [(512, 300, "active_allocated"), (1024, 1000, "active_allocated"),
+                             (2 * MiB - 1536, 0, "inactive")]),
+        seg(0, L0, "large", [(8 * MiB, 8 * MiB, "active_allocated"), (8 * MiB, 7 * MiB, "active_allocated"),
+                             (4 * MiB, 3 * MiB, "active_allocated")]),
+        seg(0, s2, "large", [(12 * MiB, 12 * MiB, "active_allocated")]),
+    ]
+    return {"segments": segs, "device_traces": [trace],
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
+                                   "garbage_collection_threshold": 0.0, "expandable_segments": False},
+            "external_annotations": []}
+
+
 def write(name, obj, proto=4):
     with open(name, "wb") as f:
         pickle.dump(obj, f, protocol=proto)
@@ -122,6 +173,7 @@ def main():
     write("pre_time.pickle", pre)
     write("legacy.pickle", legacy())
     write("segment_list.pickle", modern()["segments"][:2])
+    write("replay.pickle", replay())
 
 
 if __name__ == "__main__":

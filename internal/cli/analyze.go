@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/spf13/cobra"
+)
+
+// analyzeFlags are the flags of `gpufrag analyze`.
+type analyzeFlags struct {
+	json     bool      // --json
+	html     string    // --html FILE
+	capacity mem.Bytes // --capacity
+	whatIf   []string  // --whatif, each a spec or a comma-separated list
+	noReplay bool      // --no-replay
+}
+
+const analyzeLong = `Analyze diagnoses a PyTorch CUDA memory snapshot: the pickle written by
+torch.cuda.memory._dump_snapshot() (every format generation since PyTorch 2.0,
+protocols 2-5), or torch.cuda.memory_stats() dumped as JSON. The pickle is
+read by a bounded decoder that refuses every opcode that could run code.
+
+For each device it prints:
+
+  - the memory classes (reserved, allocated, requested, active, cached free,
+    reserved but unallocated, rounding waste, free memory stranded by live
+    blocks), health (largest free block / cached free; below 0.5 is worth
+    acting on), the largest free block and the largest request that would
+    still succeed, and the dispersion of live block sizes;
+  - the segments that waste most, memory per stream and per pool, and the
+    call sites whose live blocks keep fragmented segments from being freed;
+  - for each out-of-memory entry of the trace: what was requested, what was
+    free and whether fragmentation or demand made it fail;
+  - replay fidelity: the trace replayed through gpufrag's model of the caching
+    allocator with the file's own settings, after rebuilding the segments that
+    existed before recording started; every alloc address and segment_alloc
+    size is compared and mismatches are listed;
+  - what-if: the same requests under other settings (expandable_segments,
+    max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold)
+    and gpufrag's other allocators, with peak reserved, OOMs and
+    fragmentation each, and a recommended PYTORCH_CUDA_ALLOC_CONF line.
+
+FILE "-" reads standard input. A file that cannot be read safely (a pickle
+that would run code, a truncated or corrupt file, a field of the wrong type)
+is an error naming the byte offset and the field.`
+
+func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f analyzeFlags
+	cmd := &cobra.Command{
+		Use:   "analyze FILE",
+		Short: "Diagnose a PyTorch memory snapshot: fragmentation, OOMs, replay and what-if",
+		Long:  analyzeLong,
+		Example: `  # A snapshot taken with torch.cuda.memory._dump_snapshot("snap.pickle"):
+  gpufrag analyze snap.pickle
+
+  # As JSON (schema in docs/json-analyze.md), what-if on a 40 GiB device:
+  gpufrag analyze snap.pickle --json --capacity 40GiB
+
+  # An HTML report with the timeline and a segment map:
+  gpufrag analyze snap.pickle --html report.html`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf(cmd, "analyze takes one snapshot file, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAnalyze(cmd, f, args[0], stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "print the analysis as JSON (schema in docs/json-analyze.md)")
+	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML report (timeline, segment map) to `FILE`")
+	fl.Var(&f.capacity, "capacity", "device memory for the what-if replays, a `SIZE` such as 40GiB; "+
+		"without it, what an out-of-memory entry of the trace records, else 80GiB")
+	fl.Lookup("capacity").DefValue = "0" // pflag then prints no "(default 0B)": the usage says it
+	fl.StringArrayVar(&f.whatIf, "whatif", nil, "allocator `SPEC` to try instead of the default alternatives; repeat it or separate with commas")
+	fl.BoolVar(&f.noReplay, "no-replay", false, "diagnose the final state only: no replay, timeline or what-if")
+	return cmd
+}
+
+func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Writer) error {
+	if f.capacity < 0 {
+		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
+	}
+	if f.capacity > 0 {
+		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
+			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
+		}
+	}
+	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay}
+	if len(f.whatIf) > 0 {
+		specs, err := allocSpecs(f.whatIf)
+		if err != nil {
+			return usageErrorf(cmd, "--whatif: %v", err)
+		}
+		for _, s := range specs {
+			if _, err := spec.New(s, mem.MustDevice(80*mem.GiB, 0)); errors.Is(err, alloc.ErrBadSpec) {
+				return usageErrorf(cmd, "--whatif: %v", err)
+			}
+		}
+		opts.WhatIf = specs
+	}
+	var size int64
+	if st, err := os.Stat(path); err == nil && path != "-" {
+		size = st.Size()
+	}
+	defer tuneGC(size)()
+	snap, name, err := readSnapshot(cmd.InOrStdin(), path)
+	if err != nil {
+		return err
+	}
+	rep, err := analysis.Analyze(snap, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if f.html != "" {
+		if err := writeAnalyzeHTML(f.html, name, rep); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		b, err := json.MarshalIndent(rep.Doc(name), "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(b, '\n'))
+		return err
+	}
+	return rep.WriteText(stdout, name)
+}
+
+// readOpts: the analysis reads the stacks of blocks and oom entries only.
+var readOpts = &snapshot.Options{SkipTraceFrames: true}
+
+// readSnapshot reads the snapshot at path ("-": standard input).
+func readSnapshot(stdin io.Reader, path string) (*snapshot.Snapshot, string, error) {
+	if path == "-" {
+		s, err := snapshot.ReadOptions(stdin, "stdin", readOpts)
+		return s, "stdin", err
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, path, err
+	}
+	defer file.Close()
+	if st, err := file.Stat(); err == nil && st.IsDir() {
+		return nil, path, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+	}
+	s, err := snapshot.ReadOptions(file, path, readOpts)
+	return s, path, err
+}
+
+// tuneGC trades memory for time, unless the user set GOGC or GOMEMLIMIT.
+// Decoding a snapshot allocates about 25 bytes per input byte, nearly all of
+// it live until the analysis ends, so a collection finds little garbage: at
+// the default GOGC=100 the collector scanned the same heap over and over, a
+// third of the CPU time on a 3 MB file. Collection is therefore off until the
+// heap reaches a soft limit of 1 GiB or 64 bytes per input byte, whichever
+// is larger (a 3 MB file peaks under 100 MiB and is never collected; a huge
+// one is still collected before it exhausts the machine). The returned
+// function restores the previous settings (tests run many commands in one
+// process).
+func tuneGC(inputBytes int64) (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	limit := debug.SetMemoryLimit(max(1<<30, 64*inputBytes))
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
+}
+
+// trimNewline drops one trailing newline.
+func trimNewline(s string) string { return strings.TrimSuffix(s, "\n") }

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var (
+	snapshotFixtures = filepath.Join("..", "..", "snapshot", "testdata")
+	pickleFixtures   = filepath.Join("..", "..", "snapshot", "pickle", "testdata")
+)
+
+func TestAnalyzeJSON(t *testing.T) {
+	code, out, errb := run(t, "", "analyze", filepath.Join(snapshotFixtures, "modern_p4.pickle"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var doc struct {
+		Format  string                       `json:"format"`
+		Devices []map[string]json.RawMessage `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Format != "modern" || len(doc.Devices) != 2 {
+		t.Fatalf("format %q, %d devices", doc.Format, len(doc.Devices))
+	}
+	// The fields the issue requires, on every device.
+	for _, k := range []string{"device", "segments", "blocks", "reserved_bytes", "allocated_bytes", "requested_bytes",
+		"active_bytes", "health", "largest_free_block_bytes", "trace_events", "replay", "whatif"} {
+		if _, ok := doc.Devices[0][k]; !ok {
+			t.Errorf("device field %q missing", k)
+		}
+	}
+	var replay map[string]any
+	if err := json.Unmarshal(doc.Devices[0]["replay"], &replay); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"allocs", "address_matches", "segment_allocs", "segment_size_matches"} {
+		if _, ok := replay[k]; !ok {
+			t.Errorf("replay field %q missing", k)
+		}
+	}
+	var reserved int64
+	if err := json.Unmarshal(doc.Devices[0]["reserved_bytes"], &reserved); err != nil || reserved != 20*1<<20+2*1<<20 {
+		t.Errorf("device 0 reserved %d (%v), want 22 MiB", reserved, err)
+	}
+}
+
+func TestAnalyzeText(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "r.html")
+	code, out, errb := run(t, "", "analyze", filepath.Join(snapshotFixtures, "mid.pickle"), "--html", html, "--capacity", "1GiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{"Memory classes", "Health", "Replay fidelity", "What if", "Recommendation: PYTORCH_CUDA_ALLOC_CONF="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "segment map", "timeline"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+func TestAnalyzeMemoryStats(t *testing.T) {
+	code, out, errb := run(t, "", "analyze", filepath.Join(snapshotFixtures, "memory_stats.json"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out, `"format": "memory-stats"`) || !strings.Contains(out, `"inactive_split_bytes": 8388608`) {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// Hostile and broken inputs exit 1 with the offset (and opcode or field) in
+// the message, never a panic; command-line mistakes exit 2.
+func TestAnalyzeErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, content []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.pickle", nil)
+	list := write("list.pickle", []byte("\x80\x04K\x05.")) // the int 5
+	badField := write("bad.json", []byte(`{"reserved_bytes.all.current": "x"}`))
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string // substrings of stderr
+	}{
+		{"code-running pickle", []string{filepath.Join(pickleFixtures, "hostile_p4.pickle")}, 1, []string{"offset", "refused"}},
+		{"truncated", []string{filepath.Join(pickleFixtures, "truncated.pickle")}, 1, []string{"offset"}},
+		{"absurd length", []string{filepath.Join(pickleFixtures, "huge_binunicode8.pickle")}, 1, []string{"offset"}},
+		{"deep nesting", []string{filepath.Join(pickleFixtures, "deep.pickle")}, 1, []string{"offset"}},
+		{"empty file", []string{empty}, 1, []string{"offset 0"}},
+		{"wrong top level", []string{list}, 1, []string{"top level"}},
+		{"bad memory_stats field", []string{badField}, 1, []string{`field "reserved_bytes.all.current"`, "offset 31"}},
+		{"missing file", []string{filepath.Join(dir, "none.pickle")}, 1, []string{"no such file"}},
+		{"directory", []string{dir}, 1, []string{"directory"}},
+		{"no file", nil, 2, []string{"one snapshot file"}},
+		{"two files", []string{empty, empty}, 2, []string{"one snapshot file"}},
+		{"bad capacity", []string{empty, "--capacity", "lots"}, 2, []string{"--capacity"}},
+		{"bad what-if", []string{empty, "--whatif", "caching:nonsense:1"}, 2, []string{"--whatif"}},
+		{"unknown flag", []string{empty, "--nope"}, 2, []string{"unknown flag"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errb := run(t, "", append([]string{"analyze"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errb)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errb, w) {
+					t.Errorf("stderr %q lacks %q", errb, w)
+				}
+			}
+			if strings.Contains(errb, "panic") || strings.Contains(errb, "goroutine") {
+				t.Errorf("panicked: %s", errb)
+			}
+		})
+	}
+}
+
+func TestAnalyzeStdin(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(snapshotFixtures, "legacy.pickle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := run(t, string(b), "analyze", "-", "--no-replay")
+	if code != 0 || !strings.HasPrefix(out, "stdin: PyTorch memory snapshot, format legacy-history") {
+		t.Errorf("exit %d, stderr %s, out:\n%s", code, errb, out)
+	}
+}

@@ -1,0 +1,193 @@
+package analysis
+
+import (
+	"errors"
+	"runtime"
+	"sort"
+
+	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/snapshot"
+)
+
+// ErrCapacity: Options.Capacity is negative.
+var ErrCapacity = errors.New("analysis: capacity must not be negative")
+
+// DefaultCapacity is the device memory assumed for what-if replays when
+// neither Options.Capacity nor an oom entry of the trace says: 80 GiB, the
+// same default as `gpufrag replay` (an A100/H100 80GB).
+const DefaultCapacity = 80 * mem.GiB
+
+// Options tune Analyze. The zero value is the default.
+type Options struct {
+	// Capacity is the device memory for layouts and what-if replays. 0
+	// means the capacity an oom entry records (reserved + device_free at
+	// that moment), else DefaultCapacity.
+	Capacity int64
+	// WhatIf lists the allocator specs (alloc/spec syntax) to replay; nil
+	// means DefaultWhatIf. An empty non-nil slice skips what-if.
+	WhatIf []string
+	// NoReplay skips replay fidelity, the timeline and what-if (diagnosis
+	// only).
+	NoReplay bool
+	// TopSegments and TopSites cap those lists (default 10).
+	TopSegments, TopSites int
+	// TimelinePoints caps the timeline (default 200).
+	TimelinePoints int
+	// MaxMismatches caps the mismatches listed (default 20; all are counted).
+	MaxMismatches int
+	// Parallel is how many what-if replays run at once (default
+	// runtime.GOMAXPROCS). The result does not depend on it.
+	Parallel int
+}
+
+func (o *Options) defaults() {
+	if o.TopSegments <= 0 {
+		o.TopSegments = 10
+	}
+	if o.TopSites <= 0 {
+		o.TopSites = 10
+	}
+	if o.TimelinePoints <= 0 {
+		o.TimelinePoints = 200
+	}
+	if o.MaxMismatches <= 0 {
+		o.MaxMismatches = 20
+	}
+	if o.WhatIf == nil {
+		o.WhatIf = DefaultWhatIf
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = runtime.GOMAXPROCS(0)
+	}
+}
+
+// Report is the analysis of one snapshot file.
+type Report struct {
+	Format  snapshot.Format
+	Devices []Device
+	// Stats is the memory_stats() summary when the file was one.
+	Stats *StatsSummary
+}
+
+// Classes are a device's memory classes in PyTorch's terms. Active counts
+// blocks freed by the caller but still awaited by another stream.
+//
+//	Reserved == Active + CachedFree;  Active == Allocated + PendingFree
+//	ReservedUnallocated == Reserved − Allocated
+type Classes struct {
+	Reserved            int64 `json:"reserved_bytes"`
+	Allocated           int64 `json:"allocated_bytes"`
+	Requested           int64 `json:"requested_bytes"`
+	Active              int64 `json:"active_bytes"`
+	PendingFree         int64 `json:"pending_free_bytes"`
+	CachedFree          int64 `json:"cached_free_bytes"`
+	ReservedUnallocated int64 `json:"reserved_unallocated_bytes"`
+	// InternalWaste is Σ (size − requested) over live blocks: rounding.
+	InternalWaste int64 `json:"internal_waste_bytes"`
+	// Stranded is the cached free memory inside segments that hold a live
+	// block, so empty_cache cannot return it: the cost of fragmentation.
+	Stranded int64 `json:"stranded_free_bytes"`
+}
+
+// Device is the analysis of one device.
+type Device struct {
+	Device   int
+	Segments int
+	Blocks   int
+	Classes  Classes
+	// Metrics are package frag's, over snapshot.Layout at Capacity.
+	Metrics  frag.Metrics
+	Capacity int64
+	// CapacitySource says where Capacity came from: "flag", "oom entry"
+	// or "default".
+	CapacitySource string
+	WorstSegments  []SegmentWaste
+	Streams        []Group
+	Pools          []Group
+	Sites          []Site
+	TraceEvents    int
+	OOMs           []OOM
+	Timeline       []Point
+	Replay         *Fidelity
+	WhatIf         *WhatIf
+	// Layout is the final state, for renderers (SegmentMapSVG).
+	Layout mem.Layout
+}
+
+// Analyze diagnoses every device of s.
+func Analyze(s *snapshot.Snapshot, opts Options) (*Report, error) {
+	if opts.Capacity < 0 {
+		return nil, ErrCapacity
+	}
+	opts.defaults()
+	r := &Report{Format: s.Format}
+	if s.Stats != nil {
+		r.Stats = summarizeStats(s.Stats)
+	}
+	for _, d := range devices(s) {
+		dev, err := analyzeDevice(s, d, opts)
+		if err != nil {
+			return nil, err
+		}
+		r.Devices = append(r.Devices, dev)
+	}
+	return r, nil
+}
+
+// devices lists the devices that have segments or trace events, in order.
+func devices(s *snapshot.Snapshot) []int {
+	seen := map[int]bool{}
+	for _, seg := range s.Segments {
+		seen[seg.Device] = true
+	}
+	for d, tr := range s.DeviceTraces {
+		if len(tr) > 0 {
+			seen[d] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func analyzeDevice(s *snapshot.Snapshot, d int, opts Options) (Device, error) {
+	dev := Device{Device: d}
+	var trace []snapshot.TraceEntry
+	if d < len(s.DeviceTraces) {
+		trace = s.DeviceTraces[d]
+	}
+	dev.TraceEvents = len(trace)
+	dev.Capacity, dev.CapacitySource = opts.Capacity, "flag"
+	diagnose(s, d, &dev, opts)
+	if opts.NoReplay {
+		return dev, nil
+	}
+	cfg, settings := recordedConfig(s.AllocatorSettings)
+	pre, preErr := reconstruct(s, d, trace, cfg)
+	run := replayTrace(s, d, trace, cfg, settings, pre, preErr, opts)
+	dev.Replay = run.fidelity
+	dev.Timeline = run.timeline
+	dev.OOMs = run.ooms
+	if opts.Capacity == 0 {
+		dev.Capacity, dev.CapacitySource = DefaultCapacity, "default"
+		if run.recordedCapacity > 0 {
+			dev.Capacity, dev.CapacitySource = run.recordedCapacity, "oom entry"
+		}
+		// The diagnosis used the reserved bytes as capacity; redo the
+		// device-free and max-allocatable figures at the real one.
+		dev.Layout = s.Layout(d, dev.Capacity)
+		dev.Metrics = frag.Compute(dev.Layout)
+	}
+	if len(opts.WhatIf) > 0 && preErr == nil && len(trace) > 0 {
+		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel)
+		if err != nil {
+			return dev, err
+		}
+		dev.WhatIf = w
+	}
+	return dev, nil
+}

@@ -1,0 +1,45 @@
+// Package analysis diagnoses a PyTorch CUDA memory snapshot (package
+// snapshot): where the memory of each device went, how fragmented it is and
+// why, what an out-of-memory error in the trace was short of, whether our
+// model of the caching allocator (alloc/caching) reproduces the recorded
+// trace address for address, and what other allocator settings would have
+// done with the same requests. `gpufrag analyze` prints its Report.
+//
+// Analyze does five things per device:
+//
+//  1. Diagnosis of the final state: the memory classes (reserved, allocated,
+//     requested, active, cached free, reserved but unallocated), health and
+//     fragmentation rate, largest free block and max allocatable (all from
+//     package frag, over snapshot.Layout), the segments that waste most, the
+//     size dispersion, per stream and pool, and the call sites whose live
+//     blocks hold fragmented segments open.
+//  2. The pre-trace state. The trace is a ring buffer that usually starts
+//     after some segments (model weights) were allocated. Walking the trace
+//     backwards from the final segments undoes every event (an alloc frees
+//     its block, a free_completed brings its block back, a segment_alloc
+//     removes its segment, a segment_free restores it), which leaves the
+//     segments and live blocks that existed when recording began.
+//  3. Replay fidelity. The pre-trace segments are seeded into a caching
+//     allocator configured with the file's allocator_settings
+//     (caching.Allocator.Seed), then the trace is replayed: each alloc
+//     through the model, each free_completed as a free, each segment_free
+//     as the release of that one segment. New segments get the address of the
+//     segment_alloc recorded just before the alloc (mem.Device.SetVAHook),
+//     so a match means the model chose the same segment, the same block and
+//     the same split. Every alloc address and segment_alloc size is
+//     compared; mismatches are listed, not hidden.
+//  4. A timeline of reserved and allocated bytes and the fragmentation rate,
+//     from that replay, and an explanation of each oom entry from the
+//     model's state at that moment.
+//  5. What-if: the same requests (pre-trace live blocks allocated first,
+//     then the trace) through alternative settings and allocators
+//     (optrace.ReplayAll over alloc/spec), with peak reserved, OOMs and
+//     fragmentation each, and a recommended PYTORCH_CUDA_ALLOC_CONF.
+//
+// Not modelled (and reported as such): expandable-segment traces
+// (segment_map/segment_unmap), private pools (CUDA graphs, MemPool),
+// cross-stream frees that complete later (record_stream).
+//
+// The package is pure: values in, values out; rendering lives in WriteText
+// and SegmentMapSVG, files and flags in internal/cli.
+package analysis

@@ -1,0 +1,93 @@
+package analysis_test
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/analysis"
+)
+
+// FuzzAnalyze feeds arbitrary bytes through the reader and, when they read
+// as a snapshot, through the whole analysis (replay and a short what-if):
+// nothing may panic, and the report must render.
+//
+//	go test ./snapshot/analysis -run '^$' -fuzz FuzzAnalyze -fuzztime 60s
+func FuzzAnalyze(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "testdata", "*.pickle"))
+	seeds = append(seeds, filepath.Join("..", "testdata", "memory_stats.json"))
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := snapshot.ReadBytes(data, "fuzz")
+		if err != nil {
+			return
+		}
+		r, err := analysis.Analyze(s, analysis.Options{Capacity: 1 << 30, WhatIf: []string{"caching:expandable_segments:True", "direct"}})
+		if err != nil {
+			return
+		}
+		if err := r.WriteText(io.Discard, "fuzz"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(r.Doc("fuzz")); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range r.Devices {
+			_ = analysis.SegmentMapSVG(d.Layout, 50)
+		}
+	})
+}
+
+// The committed fixtures of package snapshot (every format generation) and
+// a memory_stats dump all analyse without error.
+func TestFixtures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "*.pickle"))
+	files = append(files, filepath.Join("..", "testdata", "memory_stats.json"))
+	if len(files) < 2 {
+		t.Fatal("fixtures missing")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := snapshot.ReadBytes(b, file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := analysis.Analyze(s, analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Format != s.Format {
+				t.Errorf("format %s, snapshot says %s", r.Format, s.Format)
+			}
+			if s.Format == snapshot.FormatMemoryStats {
+				if r.Stats == nil || r.Stats.Reserved != 23068672 || r.Stats.CachedFree != 23068672-12583936 {
+					t.Errorf("memory stats summary %+v", r.Stats)
+				}
+				return
+			}
+			var segs int
+			for _, d := range r.Devices {
+				segs += d.Segments
+				if d.Classes.Active+d.Classes.CachedFree != d.Classes.Reserved {
+					t.Errorf("device %d: classes do not add up: %+v", d.Device, d.Classes)
+				}
+			}
+			if segs != len(s.Segments) {
+				t.Errorf("%d segments analysed, file has %d", segs, len(s.Segments))
+			}
+		})
+	}
+}

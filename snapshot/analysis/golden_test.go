@@ -1,0 +1,56 @@
+package analysis_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/analysis"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// The JSON document of `gpufrag analyze --json` is a contract
+// (docs/json-analyze.md): golden files pin every field name and value for
+// small snapshots with traces, as the command prints them. Regenerate with
+// go test ./snapshot/analysis -run Golden -update, and read the diff.
+func TestGoldenJSON(t *testing.T) {
+	for _, name := range []string{"mid", "replay"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "testdata", name+".pickle"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := snapshot.ReadOptions(bytesReader(b), name+".pickle", &snapshot.Options{SkipTraceFrames: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := analysis.Analyze(s, analysis.Options{Capacity: 1 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(r.Doc(name+".pickle"), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", "analyze-"+name+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("JSON differs from %s (rerun with -update if the change is intended):\n%s", path, got)
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/gpufrag/gpufrag/alloc/caching"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/snapshot"
+)
+
+// errExpandable: the device has expandable segments or segment_map events,
+// which replay does not model (their virtual ranges are not in the file).
+var errExpandable = errors.New("expandable segments are not replayed (their reserved virtual ranges are not recorded)")
+
+// preTrace is the state a device's trace started from.
+type preTrace struct {
+	// segs are the default-pool segments, each with its live blocks in
+	// address order; the replay keys live allocations by their recorded
+	// address (Live[j].Addr).
+	segs    []caching.SeedSegment
+	blocks  int // Σ len(segs[i].Live)
+	skipped int // private-pool segments, not modelled
+	// clipped counts live blocks whose size had to be guessed (freed during
+	// the trace, so only the request is known) and was cut to fit.
+	clipped int
+}
+
+type liveBlock struct {
+	size, requested int64
+	guessed         bool // freed during the trace: size is the rounded request
+}
+
+type segInfo struct {
+	size    int64
+	stream  int64
+	small   bool
+	private bool
+}
+
+// reconstruct walks the trace backwards from the final segments of device d
+// and returns the segments and live blocks that existed before the first
+// event. Sizes of blocks that were freed during the trace are not recorded
+// (free_completed carries the request); they are taken as the request
+// rounded under cfg and cut at the next live block or the segment end. In
+// the large pool a block keeps a tail of up to 1 MiB unsplit, which the
+// guess leaves as a free sliver instead: no large request fits in it and it
+// merges on free, so the choice never changes an address. An oversize
+// request (at least a finite max_split_size) is never split, so its block
+// is taken to reach the next live block or the segment end.
+func reconstruct(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg caching.Config) (preTrace, error) {
+	segs := map[uint64]segInfo{}
+	live := map[uint64]liveBlock{}
+	for _, seg := range s.Segments {
+		if seg.Device != d {
+			continue
+		}
+		if seg.IsExpandable {
+			return preTrace{}, errExpandable
+		}
+		segs[seg.Address] = segInfo{size: seg.TotalSize, stream: seg.Stream, small: seg.SegmentType == "small",
+			private: seg.PoolID != [2]int64{}}
+		for _, b := range seg.Blocks {
+			if b.State != snapshot.StateInactive {
+				live[b.Address] = liveBlock{size: b.Size, requested: max(b.RequestedSize, 1)}
+			}
+		}
+	}
+	for i := len(trace) - 1; i >= 0; i-- {
+		e := trace[i]
+		switch e.Action {
+		case "alloc":
+			delete(live, e.Addr)
+		case "free_completed":
+			if e.Size > 0 {
+				live[e.Addr] = liveBlock{size: caching.RoundSize(cfg, e.Size), requested: e.Size, guessed: true}
+			}
+		case "segment_alloc":
+			delete(segs, e.Addr)
+		case "segment_free":
+			segs[e.Addr] = segInfo{size: e.Size, stream: e.Stream, small: e.Size <= 2*mem.MiB}
+		case "segment_map", "segment_unmap":
+			return preTrace{}, errExpandable
+		}
+	}
+	var pre preTrace
+	addrs := make([]uint64, 0, len(segs))
+	for a := range segs {
+		addrs = append(addrs, a)
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+	liveAddrs := make([]uint64, 0, len(live))
+	for a := range live {
+		liveAddrs = append(liveAddrs, a)
+	}
+	sort.Slice(liveAddrs, func(i, j int) bool { return liveAddrs[i] < liveAddrs[j] })
+	k := 0
+	for i, a := range addrs {
+		si := segs[a]
+		end := a + uint64(si.size)
+		if i+1 < len(addrs) && addrs[i+1] < end {
+			return preTrace{}, fmt.Errorf("pre-trace segments at %#x and %#x overlap: the trace does not match the snapshot", a, addrs[i+1])
+		}
+		for k < len(liveAddrs) && liveAddrs[k] < a {
+			k++ // a live block outside every pre-trace segment: the trace is inconsistent there
+		}
+		seed := caching.SeedSegment{Addr: a, Size: si.size, Stream: int(si.stream), Small: si.small}
+		for ; k < len(liveAddrs) && liveAddrs[k] < end; k++ {
+			la := liveAddrs[k]
+			lb := live[la]
+			limit := end
+			if k+1 < len(liveAddrs) && liveAddrs[k+1] < end {
+				limit = liveAddrs[k+1]
+			}
+			if la+uint64(lb.size) > limit {
+				lb.size = int64(limit-la) / 512 * 512
+				pre.clipped++
+			} else if lb.guessed && !si.small && cfg.MaxSplitSize > 0 && lb.size >= cfg.MaxSplitSize {
+				// An oversize request is never split: it took its whole
+				// free block, best guessed as reaching the next live block.
+				lb.size = int64(limit-la) / 512 * 512
+			}
+			if lb.size <= 0 {
+				continue
+			}
+			seed.Live = append(seed.Live, caching.SeedBlock{Addr: la, Size: lb.size, Requested: min(lb.requested, lb.size)})
+		}
+		if si.private {
+			pre.skipped++
+			continue
+		}
+		pre.blocks += len(seed.Live)
+		pre.segs = append(pre.segs, seed)
+	}
+	return pre, nil
+}

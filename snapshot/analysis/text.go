@@ -1,0 +1,160 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// WriteText writes the report for people; file names the input.
+func (r *Report) WriteText(w io.Writer, file string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", file, r.Format, len(r.Devices))
+	if s := r.Stats; s != nil {
+		writeStats(&b, s)
+	}
+	for _, d := range r.Devices {
+		d.writeText(&b)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fb(n int64) string { return mem.FormatBytes(n) }
+
+func pct(part, whole int64) string {
+	if whole == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}
+
+func writeStats(b *strings.Builder, s *StatsSummary) {
+	fmt.Fprintf(b, "\ntorch.cuda.memory_stats():\n")
+	fmt.Fprintf(b, "  reserved            %10s   (peak %s)\n", fb(s.Reserved), fb(s.PeakReserved))
+	fmt.Fprintf(b, "  allocated           %10s   (peak %s)\n", fb(s.Allocated), fb(s.PeakAllocated))
+	fmt.Fprintf(b, "  active              %10s\n", fb(s.Active))
+	fmt.Fprintf(b, "  requested           %10s\n", fb(s.Requested))
+	fmt.Fprintf(b, "  cached free         %10s   %s of reserved\n", fb(s.CachedFree), pct(s.CachedFree, s.Reserved))
+	fmt.Fprintf(b, "  non-releasable      %10s   %.0f%% of cached free is stranded in split segments\n", fb(s.InactiveSplit), 100*s.StrandedShare)
+	fmt.Fprintf(b, "  segments %d, allocations %d, OOMs %d, alloc retries %d\n", s.Segments, s.Allocations, s.OOMs, s.Retries)
+	b.WriteString("  (memory_stats has no block sizes: take a snapshot with torch.cuda.memory._dump_snapshot for health and a replay)\n")
+}
+
+func (d Device) writeText(b *strings.Builder) {
+	c, m := d.Classes, d.Metrics
+	fmt.Fprintf(b, "\n== device %d: %d segments, %d blocks, %d trace events\n\n", d.Device, d.Segments, d.Blocks, d.TraceEvents)
+	fmt.Fprintf(b, "Memory classes\n")
+	row := func(name string, n int64, note string) {
+		fmt.Fprintf(b, "  %-26s %10s  %6s  %s\n", name, fb(n), pct(n, c.Reserved), note)
+	}
+	row("reserved", c.Reserved, "segments held from CUDA")
+	row("allocated", c.Allocated, "live blocks")
+	row("requested", c.Requested, "what callers asked for")
+	row("active", c.Active, "allocated + awaiting other streams")
+	row("cached free", c.CachedFree, "free blocks inside segments")
+	row("reserved but unallocated", c.ReservedUnallocated, "")
+	row("rounding waste", c.InternalWaste, "allocated − requested")
+	row("stranded free", c.Stranded, "free, in segments a live block keeps")
+	verdict := "healthy"
+	switch {
+	case m.Health < frag.HealthWorsening:
+		verdict = "fragmented: act"
+	case m.Health < frag.HealthAct:
+		verdict = "fragmenting: act soon"
+	}
+	fmt.Fprintf(b, "\nHealth %.3f (frag rate %.3f): %s. Largest free block %s of %s cached free; max allocatable %s",
+		m.Health, m.FragRate, verdict, fb(m.LargestFreeBlock), fb(m.CachedFree), fb(m.MaxAllocatable))
+	if d.CapacitySource == "reserved" {
+		b.WriteString(" (capacity unknown: cached memory only)")
+	} else {
+		fmt.Fprintf(b, " on a %s device (%s)", fb(d.Capacity), d.CapacitySource)
+	}
+	fmt.Fprintf(b, ".\nSize dispersion: %d distinct live block sizes, entropy %.2f bits.\n", m.DistinctSizes, m.SizeEntropy)
+
+	if len(d.WorstSegments) > 0 {
+		b.WriteString("\nSegments that waste most (stranded free + rounding)\n")
+		fmt.Fprintf(b, "  %-16s %10s %-8s %5s %5s %10s %10s %10s\n", "address", "size", "pool", "live", "free", "stranded", "largest", "rounding")
+		for _, w := range d.WorstSegments {
+			fmt.Fprintf(b, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), w.Pool,
+				w.LiveBlocks, w.FreeBlocks, fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste))
+		}
+	}
+	groups := func(title string, gs []Group) {
+		fmt.Fprintf(b, "\n%s\n", title)
+		for _, g := range gs {
+			fmt.Fprintf(b, "  %-22s %4d segments  reserved %10s  active %10s  cached free %10s  health %.3f\n",
+				g.Name, g.Segments, fb(g.Reserved), fb(g.Active), fb(g.CachedFree), g.Health)
+		}
+	}
+	if len(d.Streams) > 0 {
+		groups("Per stream", d.Streams)
+		groups("Per pool", d.Pools)
+	}
+	if len(d.Sites) > 0 {
+		b.WriteString("\nCall sites whose live blocks hold fragmented segments open\n")
+		for _, s := range d.Sites {
+			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, s.Frame)
+		}
+	}
+	for _, o := range d.OOMs {
+		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
+			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, siteOf(o.Frames))
+	}
+	if f := d.Replay; f != nil && (f.Allocs > 0 || f.Skipped != "" || f.SeededSegments > 0) {
+		fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q)\n", f.Settings)
+		if f.Skipped != "" {
+			fmt.Fprintf(b, "  not replayed: %s\n", f.Skipped)
+		} else {
+			fmt.Fprintf(b, "  pre-trace state rebuilt: %d segments, %d live blocks\n", f.SeededSegments, f.SeededBlocks)
+			if f.Allocs == 0 {
+				fmt.Fprintf(b, "  no alloc event in a trace of %d entries (PyTorch 2.0 kept one entry by default): nothing to compare\n", d.TraceEvents)
+			}
+			fmt.Fprintf(b, "  alloc addresses reproduced       %6d / %-6d %s\n", f.AddressMatches, f.Allocs, pct(int64(f.AddressMatches), int64(f.Allocs)))
+			fmt.Fprintf(b, "  segment_alloc sizes reproduced   %6d / %-6d %s\n", f.SegmentSizeMatches, f.SegmentAllocs, pct(int64(f.SegmentSizeMatches), int64(f.SegmentAllocs)))
+			if f.SegmentFrees > 0 {
+				fmt.Fprintf(b, "  segment_free releases reproduced %6d / %-6d %s\n", f.SegmentFreeMatches, f.SegmentFrees, pct(int64(f.SegmentFreeMatches), int64(f.SegmentFrees)))
+			}
+			fmt.Fprintf(b, "  final blocks reproduced          %6d / %-6d %s\n", f.FinalBlockMatches, f.FinalBlocks, pct(int64(f.FinalBlockMatches), int64(f.FinalBlocks)))
+			if f.ExtraSegments > 0 || f.UnknownFrees > 0 {
+				fmt.Fprintf(b, "  extra segments %d, frees of unknown addresses %d\n", f.ExtraSegments, f.UnknownFrees)
+			}
+			for _, mm := range f.Mismatches {
+				fmt.Fprintf(b, "  mismatch: %s\n", mm)
+			}
+		}
+	}
+	if len(d.Timeline) > 1 {
+		var peakR, peakA Point
+		for _, p := range d.Timeline {
+			if p.Reserved > peakR.Reserved {
+				peakR = p
+			}
+			if p.Allocated > peakA.Allocated {
+				peakA = p
+			}
+		}
+		last := d.Timeline[len(d.Timeline)-1]
+		fmt.Fprintf(b, "\nTimeline (%d points): peak reserved %s at event %d (frag rate %.3f), peak allocated %s at event %d, end frag rate %.3f\n",
+			len(d.Timeline), fb(peakR.Reserved), peakR.Event, peakR.FragRate, fb(peakA.Allocated), peakA.Event, last.FragRate)
+	}
+	if w := d.WhatIf; w != nil {
+		fmt.Fprintf(b, "\nWhat if (%d ops on a %s device)\n", w.Ops, fb(w.Capacity))
+		fmt.Fprintf(b, "  %-62s %12s %5s %10s\n", "allocator", "peak reserved", "OOMs", "frag@peak")
+		for _, a := range w.Results {
+			mark := ""
+			if a.Recorded {
+				mark = " (recorded)"
+			}
+			fmt.Fprintf(b, "  %-62s %12s %5d %10.3f\n", a.Settings+mark, fb(a.PeakReserved), a.OOMs, a.PeakFragRate)
+		}
+		line := w.Recommendation
+		if strings.HasSuffix(line, "=") {
+			line += "   (empty: PyTorch's defaults)"
+		}
+		fmt.Fprintf(b, "\nRecommendation: %s\n  because %s.\n", line, w.Reason)
+	}
+}

@@ -1,0 +1,278 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/optrace"
+	"github.com/gpufrag/gpufrag/snapshot"
+)
+
+// DefaultWhatIf are the alternatives Analyze replays after the recorded
+// settings: PyTorch's defaults, each setting that changes how the caching
+// allocator fragments (expandable segments; max_split_size_mb at three
+// cuts, since the right one depends on the sizes in play; rounding to 4
+// divisions per power of two; garbage collection at 80% of the device,
+// which needs a memory fraction), and gpufrag's other allocators with their
+// default settings. Each costs one replay of the trace (a few ms per
+// thousand events).
+var DefaultWhatIf = []string{
+	"caching",
+	"caching:expandable_segments:True",
+	"caching:max_split_size_mb:64",
+	"caching:max_split_size_mb:128",
+	"caching:max_split_size_mb:256",
+	"caching:roundup_power2_divisions:4",
+	"caching:garbage_collection_threshold:0.8,per_process_memory_fraction:1.0",
+	"sizeclass",
+	"arena",
+	"async",
+	"direct",
+	"vmm",
+}
+
+// WhatIf is the outcome of replaying one device's requests under
+// alternative allocators.
+type WhatIf struct {
+	Capacity int64
+	// Ops is the length of the replayed op trace: the pre-trace live blocks
+	// allocated first, then the trace's allocs and frees, each run of
+	// segment_free as empty_cache.
+	Ops     int
+	Results []Alternative
+	// Recommendation is a PYTORCH_CUDA_ALLOC_CONF line (it may be the
+	// recorded one); Reason says why.
+	Recommendation string
+	Reason         string
+}
+
+// Alternative is one allocator's replay.
+type Alternative struct {
+	Settings      string // the allocator spec
+	Recorded      bool   // the file's own settings
+	PeakReserved  int64
+	PeakAllocated int64
+	EndReserved   int64
+	OOMs          int
+	PeakFragRate  float64 // fragmentation rate when reserved peaked
+	EndFragRate   float64
+	FirstOOM      string // the first failure, in PyTorch's words
+}
+
+// conf is the PYTORCH_CUDA_ALLOC_CONF value that selects this allocator,
+// and false if none does (gpufrag's other allocators).
+func (a Alternative) conf() (string, bool) {
+	switch {
+	case a.Settings == "caching":
+		return "", true
+	case strings.HasPrefix(a.Settings, "caching:"):
+		return strings.TrimPrefix(a.Settings, "caching:"), true
+	case a.Settings == "async" || strings.HasPrefix(a.Settings, "async:"):
+		return "backend:cudaMallocAsync", true
+	}
+	return "", false
+}
+
+// buildOps turns a device trace, preceded by the pre-trace live blocks, into
+// an op trace. Streams (cudaStream_t values) are renumbered densely in
+// order of first use, 0 staying 0.
+func buildOps(trace []snapshot.TraceEntry, pre preTrace) []optrace.Op {
+	var ops []optrace.Op
+	streams := map[int64]int{0: 0}
+	stream := func(s int64) int {
+		n, ok := streams[s]
+		if !ok {
+			n = len(streams)
+			streams[s] = n
+		}
+		return n
+	}
+	live := map[uint64]string{}
+	for _, sg := range pre.segs {
+		for _, lb := range sg.Live {
+			id := "p" + strconv.FormatUint(lb.Addr, 16)
+			live[lb.Addr] = id
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: lb.Requested, Stream: stream(int64(sg.Stream))})
+		}
+	}
+	for i, e := range trace {
+		switch e.Action {
+		case "alloc":
+			if e.Size <= 0 || e.Size > optrace.MaxSize {
+				continue
+			}
+			if old, ok := live[e.Addr]; ok { // a free the ring buffer lost
+				ops = append(ops, optrace.Op{Kind: optrace.Free, ID: old})
+			}
+			id := "a" + strconv.Itoa(i)
+			live[e.Addr] = id
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream)})
+		case "free_completed":
+			if id, ok := live[e.Addr]; ok {
+				delete(live, e.Addr)
+				ops = append(ops, optrace.Op{Kind: optrace.Free, ID: id})
+			}
+		case "segment_free":
+			if i == 0 || trace[i-1].Action != "segment_free" {
+				ops = append(ops, optrace.Op{Kind: optrace.EmptyCache})
+			}
+		}
+	}
+	return ops
+}
+
+// whatIf replays the device's requests through the recorded settings and
+// each alternative on a device of capacity bytes.
+func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []string, capacity int64, parallel int) (*WhatIf, error) {
+	recorded := "caching"
+	if settings != "" {
+		recorded += ":" + settings
+	}
+	note := ""
+	dev, err := mem.NewDevice(capacity, 0)
+	if err != nil {
+		return nil, fmt.Errorf("what-if device: %w", err)
+	}
+	if _, err := spec.New(recorded, dev); err != nil {
+		// A file whose settings PyTorch itself would refuse (a hostile or
+		// corrupt one): compare against the defaults instead.
+		note = fmt.Sprintf(" (the recorded settings %q do not parse: %v; the defaults stand in for them)", settings, err)
+		recorded = "caching"
+	}
+	all := []string{recorded}
+	for _, s := range specs {
+		if s != recorded {
+			all = append(all, s)
+		}
+	}
+	ops := buildOps(trace, pre)
+	results, err := replayAll(ops, all, capacity, parallel)
+	if err != nil {
+		return nil, fmt.Errorf("what-if replay: %w", err)
+	}
+	w := &WhatIf{Capacity: capacity, Ops: len(ops)}
+	for i, r := range results {
+		alt := Alternative{Settings: r.Allocator, Recorded: i == 0, PeakReserved: r.PeakReservedBytes,
+			PeakAllocated: r.PeakAllocatedBytes, EndReserved: r.EndReservedBytes, OOMs: r.OOMs,
+			PeakFragRate: r.AtPeak.FragRate, EndFragRate: r.End.FragRate}
+		if r.FirstOOM != nil {
+			alt.FirstOOM = r.FirstOOM.Message
+		}
+		w.Results = append(w.Results, alt)
+	}
+	w.Recommendation, w.Reason = recommend(w.Results)
+	w.Reason += note
+	return w, nil
+}
+
+// replayAll is optrace.ReplayAll with the replays spread over up to
+// parallel goroutines: each allocator has its own device and the results
+// land in spec order, so the output does not depend on the schedule.
+func replayAll(ops []optrace.Op, specs []string, capacity int64, parallel int) ([]optrace.Result, error) {
+	if err := optrace.Validate(ops, ""); err != nil {
+		return nil, err
+	}
+	as := make([]alloc.Allocator, len(specs))
+	for i, s := range specs {
+		dev, err := mem.NewDevice(capacity, 0)
+		if err != nil {
+			return nil, err
+		}
+		if as[i], err = spec.New(s, dev); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]optrace.Result, len(specs))
+	errs := make([]error, len(specs))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i := range as {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r, err := optrace.Replay(ops, as[i])
+			if err != nil {
+				errs[i] = fmt.Errorf("allocator %q: %w", specs[i], err)
+				return
+			}
+			r.Allocator = specs[i]
+			out[i] = r
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// recommend picks the configurable alternative with the fewest OOMs, then
+// the lowest peak reserved, then the least fragmentation at the peak; it
+// replaces the recorded settings only if it avoids an OOM or saves at least
+// 1% of the peak (and 2 MiB): smaller differences are within what a
+// slightly different run would change.
+func recommend(alts []Alternative) (string, string) {
+	rec := alts[0]
+	recConf, _ := rec.conf()
+	var cands []Alternative
+	for _, a := range alts[1:] {
+		if _, ok := a.conf(); ok {
+			cands = append(cands, a)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.OOMs != b.OOMs {
+			return a.OOMs < b.OOMs
+		}
+		if a.PeakReserved != b.PeakReserved {
+			return a.PeakReserved < b.PeakReserved
+		}
+		return a.PeakFragRate < b.PeakFragRate
+	})
+	line := func(c string) string { return "PYTORCH_CUDA_ALLOC_CONF=" + c }
+	if len(cands) == 0 {
+		return line(recConf), "no alternative that PYTORCH_CUDA_ALLOC_CONF can select was replayed"
+	}
+	best := cands[0]
+	margin := max(rec.PeakReserved/100, 2*mem.MiB)
+	if !strings.HasPrefix(best.Settings, "caching") {
+		// Switching the backend is a bigger change than a setting: prefer a
+		// caching setting that does as well within the margin.
+		for _, c := range cands[1:] {
+			if strings.HasPrefix(c.Settings, "caching") && c.OOMs == best.OOMs && c.PeakReserved <= best.PeakReserved+margin {
+				best = c
+				break
+			}
+		}
+	}
+	bestConf, _ := best.conf()
+	note := ""
+	if strings.Contains(bestConf, "garbage_collection_threshold") {
+		note = "; garbage collection acts only under a memory fraction (torch.cuda.set_per_process_memory_fraction)"
+	}
+	switch {
+	case best.OOMs < rec.OOMs:
+		return line(bestConf), fmt.Sprintf("it avoids %d of the %d out-of-memory errors the recorded settings (%s) hit in replay, "+
+			"with peak reserved %s%s", rec.OOMs-best.OOMs, rec.OOMs, orDefault(recConf), mem.FormatBytes(best.PeakReserved), note)
+	case best.OOMs == rec.OOMs && best.PeakReserved+margin <= rec.PeakReserved:
+		return line(bestConf), fmt.Sprintf("peak reserved %s instead of %s with the recorded settings (%s), %.0f%% less, "+
+			"fragmentation at the peak %.2f instead of %.2f%s", mem.FormatBytes(best.PeakReserved), mem.FormatBytes(rec.PeakReserved),
+			orDefault(recConf), 100*float64(rec.PeakReserved-best.PeakReserved)/float64(rec.PeakReserved),
+			best.PeakFragRate, rec.PeakFragRate, note)
+	}
+	return line(recConf), fmt.Sprintf("keep the recorded settings (%s): no alternative avoids an out-of-memory error "+
+		"or lowers peak reserved (%s) by 1%% or more", orDefault(recConf), mem.FormatBytes(rec.PeakReserved))
+}
+
+func orDefault(conf string) string {
+	if conf == "" {
+		return "the defaults"
+	}
+	return conf
+}

@@ -1,0 +1,155 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+)
+
+// FormatMemoryStats is a torch.cuda.memory_stats() dict dumped as JSON
+// (json.dump(torch.cuda.memory_stats(), f)): counters only, no segments.
+const FormatMemoryStats Format = "memory-stats"
+
+// MemoryStats is torch.cuda.memory_stats() for one device: its flattened keys
+// ("reserved_bytes.all.current", "num_ooms", ...; research notes §7) with
+// their values. A nested dict (the unflattened _cuda_memoryStats form) is
+// flattened with ".", as memory_stats does.
+type MemoryStats map[string]int64
+
+// Get returns the value of key and whether the file had it.
+func (m MemoryStats) Get(key string) (int64, bool) {
+	v, ok := m[key]
+	return v, ok
+}
+
+// Keys returns the keys in sorted order.
+func (m MemoryStats) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// memStatsMaxDepth bounds the nesting of a memory_stats JSON document. The
+// real dict nests three levels (stat.pool.metric); 32 leaves room for
+// private-pool keys and keeps a hostile file from building a deep path.
+const memStatsMaxDepth = 32
+
+// isJSONObject reports whether data starts, after white space and a UTF-8
+// byte-order mark, with '{'. No pickle starts that way: protocol 2+ pickles
+// begin with PROTO (0x80), and '{' is not a pickle opcode.
+func isJSONObject(data []byte) bool {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
+}
+
+// readMemoryStats reads a memory_stats() JSON object. Values must be
+// integers (a float with an integral value, as json.dumps writes for
+// numpy-converted counters, is accepted) or nested objects; null values are
+// skipped. Errors name the key path and the byte offset.
+func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
+	base := int64(0)
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		data, base = data[3:], 3
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	stats := MemoryStats{}
+	syntax := func(err error) error {
+		off := dec.InputOffset()
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errors.New("unexpected end of JSON input")
+			off = int64(len(data))
+		}
+		return &Error{Name: c.name, Offset: base + off, Msg: "memory_stats JSON: " + err.Error(), Err: ErrDecode}
+	}
+	// valueAt skips white space and the ':' after a key to the value's offset.
+	valueAt := func(off int64) int64 {
+		for off < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n:"), data[off]) >= 0 {
+			off++
+		}
+		return base + off
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntax(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, c.fieldErr(0, "", "memory_stats JSON: top level: want object")
+	}
+	var path []string
+	for {
+		off := base + dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntax(err)
+		}
+		if d, ok := tok.(json.Delim); ok && d == '}' {
+			if len(path) == 0 {
+				break
+			}
+			path = path[:len(path)-1]
+			continue
+		}
+		key, _ := tok.(string) // the decoder only yields strings in key position
+		field := key
+		if len(path) > 0 {
+			field = path[len(path)-1] + "." + key
+		}
+		voff := valueAt(dec.InputOffset())
+		val, err := dec.Token()
+		if err != nil {
+			return nil, syntax(err)
+		}
+		switch v := val.(type) {
+		case json.Delim:
+			if v != '{' {
+				return nil, c.fieldErr(voff, field, "want number or object, got array")
+			}
+			if len(path) >= memStatsMaxDepth {
+				return nil, c.fieldErr(voff, field, "nested deeper than %d levels", memStatsMaxDepth)
+			}
+			path = append(path, field)
+		case json.Number:
+			n, err := strconv.ParseInt(v.String(), 10, 64)
+			if err != nil {
+				f, ferr := v.Float64()
+				if ferr != nil || f != float64(int64(f)) {
+					return nil, c.fieldErr(voff, field, "want integer, got %s", v)
+				}
+				n = int64(f)
+			}
+			if err := c.spend(1, off, field); err != nil {
+				return nil, err
+			}
+			stats[field] = n
+		case nil:
+		default:
+			return nil, c.fieldErr(voff, field, "want integer, got %T", v)
+		}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, &Error{Name: c.name, Offset: base + dec.InputOffset(), Msg: "memory_stats JSON: data after the object", Err: ErrDecode}
+	}
+	return &Snapshot{Format: FormatMemoryStats, Stats: stats}, nil
+}
+
+// String formats the stats as "key=value" lines in key order, for debugging.
+func (m MemoryStats) String() string {
+	var b bytes.Buffer
+	for _, k := range m.Keys() {
+		fmt.Fprintf(&b, "%s=%d\n", k, m[k])
+	}
+	return b.String()
+}
