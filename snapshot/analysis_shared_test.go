@@ -15,7 +15,11 @@ import (
 // TestAnalyzeShared runs the analysis on every shared real snapshot: the
 // totals must equal the manifest's, and on every trace with alloc events the
 // replay must reproduce every recorded alloc address and segment_alloc size
-// and the final block layout.
+// and the final block layout. A legacy file (no alloc event, block
+// histories) is replayed from its histories in a reconstructed order: every
+// history entry of a live block must land at its recorded address, every
+// segment the model obtains must have the recorded size, and the final
+// layout must be the recorded one.
 func TestAnalyzeShared(t *testing.T) {
 	for file, want := range sharedSnapshots(t) {
 		t.Run(file, func(t *testing.T) {
@@ -37,7 +41,7 @@ func TestAnalyzeShared(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var segs, blocks, allocs int
+			var segs, blocks, allocs, histAllocs int
 			var reserved, allocated int64
 			for _, d := range r.Devices {
 				segs += d.Segments
@@ -51,7 +55,11 @@ func TestAnalyzeShared(t *testing.T) {
 				if f == nil {
 					t.Fatalf("device %d: no replay", d.Device)
 				}
-				allocs += f.Allocs
+				if f.Source == analysis.SourceHistory {
+					histAllocs += f.Allocs
+				} else {
+					allocs += f.Allocs
+				}
 				if f.Allocs == 0 {
 					continue
 				}
@@ -71,6 +79,9 @@ func TestAnalyzeShared(t *testing.T) {
 			if allocs != want.TraceActions["alloc"] {
 				t.Errorf("replayed %d allocs, manifest lists %d alloc events", allocs, want.TraceActions["alloc"])
 			}
+			if n := liveHistories(s); histAllocs < n {
+				t.Errorf("replayed %d history entries; the file's live blocks alone have %d", histAllocs, n)
+			}
 			if _, err := json.Marshal(r.Doc(file)); err != nil {
 				t.Fatal(err)
 			}
@@ -78,8 +89,26 @@ func TestAnalyzeShared(t *testing.T) {
 			if err := r.WriteText(&text, file); err != nil || text.Len() == 0 {
 				t.Fatalf("text report: %v", err)
 			}
+			if histAllocs > 0 && !bytes.Contains(text.Bytes(), []byte("ORDER IS RECONSTRUCTED, NOT RECORDED")) {
+				t.Errorf("the text report of a history replay does not say its order is reconstructed")
+			}
 		})
 	}
+}
+
+// liveHistories counts the history entries that describe the allocation
+// living in a block (history[0] at the block's address), the ones a history
+// replay must place.
+func liveHistories(s *snapshot.Snapshot) int {
+	n := 0
+	for _, seg := range s.Segments {
+		for _, b := range seg.Blocks {
+			if b.State != snapshot.StateInactive && len(b.History) > 0 && b.History[0].Addr == b.Address {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // largestTrace returns the shared snapshot with the most trace events.

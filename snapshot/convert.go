@@ -141,29 +141,41 @@ func (c *conv) block(o obj, b *Block, next uint64) error {
 		return err
 	}
 	// PyTorch ≤ 2.0: history[0] = {addr, real_size, frames} describes the
-	// allocation living in the block.
+	// allocation living in the block; later entries are earlier
+	// allocations of blocks merged into it.
 	c.legacy = true
 	if len(hist) == 0 {
 		return nil
 	}
-	h, err := c.obj(hist[0], off, index(join(o.path, "history"), 0))
-	if err != nil {
+	hpath := join(o.path, "history")
+	if err := c.spend(len(hist), off, hpath); err != nil {
 		return err
 	}
-	real, hasReal, err := h.size("real_size", false)
-	if err != nil {
-		return err
-	}
-	if _, _, err := h.addr("addr", false); err != nil {
-		return err
-	}
-	if !hasReq && hasReal {
-		b.RequestedSize = real
-	}
-	if b.Frames == nil {
-		if b.Frames, err = c.framesField(h, "frames"); err != nil {
+	b.History = make([]HistoryEntry, len(hist))
+	hasReal := false
+	for i, v := range hist {
+		h, err := c.obj(v, off, index(hpath, i))
+		if err != nil {
 			return err
 		}
+		e := &b.History[i]
+		var has bool
+		if e.RealSize, has, err = h.size("real_size", false); err != nil {
+			return err
+		}
+		hasReal = hasReal || (i == 0 && has)
+		if e.Addr, _, err = h.addr("addr", false); err != nil {
+			return err
+		}
+		if e.Frames, err = c.framesField(h, "frames"); err != nil {
+			return err
+		}
+	}
+	if !hasReq && hasReal {
+		b.RequestedSize = b.History[0].RealSize
+	}
+	if b.Frames == nil {
+		b.Frames = b.History[0].Frames
 	}
 	return nil
 }

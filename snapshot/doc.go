@@ -14,7 +14,8 @@
 //   - PyTorch ≤ 2.0, whose blocks carry a history list instead of address
 //     and frames (FormatLegacy): block addresses are computed by summing
 //     sizes from the segment address, frames and a missing requested size
-//     come from history[0];
+//     come from history[0], and the whole list is kept in Block.History
+//     (package snapshot/analysis rebuilds an allocation order from it);
 //   - a bare list of segments (FormatSegmentList);
 //   - torch.cuda.memory_stats() dumped as JSON (FormatMemoryStats): counters
 //     only, in Snapshot.Stats. A file whose first byte (after white space)

@@ -160,17 +160,43 @@ func TestLegacy(t *testing.T) {
 	want := []snapshot.Segment{
 		{Address: s0, TotalSize: 2 * mib, AllocatedSize: 512, ActiveSize: 512, RequestedSize: 300, SegmentType: "small",
 			Blocks: []snapshot.Block{
-				{Address: s0, Size: 512, RequestedSize: 300, State: snapshot.StateAllocated, Frames: frames},
+				{Address: s0, Size: 512, RequestedSize: 300, State: snapshot.StateAllocated, Frames: frames,
+					History: []snapshot.HistoryEntry{{Addr: s0, RealSize: 300, Frames: frames}}},
 				{Address: s0 + 512, Size: 2*mib - 512, State: snapshot.StateInactive},
 			}},
 		{Address: l0, TotalSize: 20 * mib, AllocatedSize: 20 * mib, ActiveSize: 20 * mib, RequestedSize: 20*mib - 4096,
 			SegmentType: "large",
 			Blocks: []snapshot.Block{
-				{Address: l0, Size: 20 * mib, RequestedSize: 20*mib - 4096, State: snapshot.StateAllocated, Frames: frames},
+				{Address: l0, Size: 20 * mib, RequestedSize: 20*mib - 4096, State: snapshot.StateAllocated, Frames: frames,
+					History: []snapshot.HistoryEntry{{Addr: l0, RealSize: 20*mib - 4096, Frames: frames}}},
 			}},
 	}
 	if !reflect.DeepEqual(s.Segments, want) {
 		t.Errorf("segments\n%+v\nwant\n%+v", s.Segments, want)
+	}
+	if err := checkInvariants(s); err != nil {
+		t.Error(err)
+	}
+}
+
+// legacy_history.pickle keeps every history entry, in file order: the live
+// allocation first, then earlier ones merged into the block.
+func TestLegacyHistory(t *testing.T) {
+	s := readFile(t, "legacy_history.pickle")
+	if s.Format != snapshot.FormatLegacy || len(s.Segments) != 2 {
+		t.Fatalf("format %q, %d segments", s.Format, len(s.Segments))
+	}
+	large := s.Segments[1].Blocks
+	wantLive := []snapshot.HistoryEntry{{Addr: l0, RealSize: 4*mib - 100, Frames: frames}, {Addr: l0, RealSize: 2 * mib, Frames: frames}}
+	wantFree := []snapshot.HistoryEntry{{Addr: l0 + 4*mib, RealSize: 3 * mib, Frames: frames}, {Addr: l0 + 9*mib, RealSize: 2 * mib, Frames: frames}}
+	if !reflect.DeepEqual(large[0].History, wantLive) || !reflect.DeepEqual(large[1].History, wantFree) {
+		t.Errorf("histories\n%+v\n%+v", large[0].History, large[1].History)
+	}
+	if large[0].RequestedSize != 4*mib-100 || large[1].History[0].Addr != large[1].Address {
+		t.Errorf("blocks %+v", large)
+	}
+	if h := s.Segments[0].Blocks[1].History; h != nil {
+		t.Errorf("a block without history got %+v", h)
 	}
 	if err := checkInvariants(s); err != nil {
 		t.Error(err)

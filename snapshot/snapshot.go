@@ -67,6 +67,18 @@ type Block struct {
 	RequestedSize int64
 	State         string // StateAllocated, StatePendingFree or StateInactive
 	Frames        []Frame
+	// History is the legacy (PyTorch ≤ 2.0) block history, as the file
+	// lists it: the allocation living in the block first (its address is
+	// the block's), then the earlier allocations of blocks merged into this
+	// one. Nil for other formats and for blocks without one.
+	History []HistoryEntry
+}
+
+// HistoryEntry is one allocation recorded in a legacy block history.
+type HistoryEntry struct {
+	Addr     uint64
+	RealSize int64 // the unrounded request
+	Frames   []Frame
 }
 
 // Frame is one stack frame of an allocation's context.

@@ -45,7 +45,10 @@ For each device it prints:
   - replay fidelity: the trace replayed through gpufrag's model of the caching
     allocator with the file's own settings, after rebuilding the segments that
     existed before recording started; every alloc address and segment_alloc
-    size is compared and mismatches are listed;
+    size is compared and mismatches are listed. A PyTorch 2.0 file, whose
+    trace has no alloc event, is replayed from its block histories in a
+    reconstructed (not recorded) order, which checks segment sizes, rounding
+    and splits against the recorded layout;
   - what-if: the same requests under other settings (expandable_segments,
     max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold)
     and gpufrag's other allocators, with peak reserved, OOMs and

@@ -168,7 +168,13 @@ func analyzeDevice(s *snapshot.Snapshot, d int, opts Options) (Device, error) {
 	}
 	cfg, settings := recordedConfig(s.AllocatorSettings)
 	pre, preErr := reconstruct(s, d, trace, cfg)
-	run := replayTrace(s, d, trace, cfg, settings, pre, preErr, opts)
+	var run run
+	if useHistory(s, d, trace) {
+		run = replayHistory(s, d, cfg, settings, len(trace)-1, opts)
+		run.ooms = explainOOMs(trace, nil, 0)
+	} else {
+		run = replayTrace(s, d, trace, cfg, settings, pre, preErr, opts)
+	}
 	dev.Replay = run.fidelity
 	dev.Timeline = run.timeline
 	dev.OOMs = run.ooms

@@ -293,7 +293,7 @@ func TestReplayFixture(t *testing.T) {
 	d := analyze(t, s, analysis.Options{WhatIf: []string{"caching:expandable_segments:True"}})
 	f := *d.Replay
 	f.Settings = ""
-	want := analysis.Fidelity{SeededSegments: 1, SeededBlocks: 2, Allocs: 7, AddressMatches: 7, SegmentAllocs: 3,
+	want := analysis.Fidelity{Source: analysis.SourceTrace, SeededSegments: 1, SeededBlocks: 2, Allocs: 7, AddressMatches: 7, SegmentAllocs: 3,
 		SegmentSizeMatches: 3, SegmentFrees: 1, SegmentFreeMatches: 1, Frees: 3, FinalBlocks: 7, FinalBlockMatches: 7}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("replay\n got %+v\nwant %+v", f, want)

@@ -28,6 +28,15 @@
 //     so a match means the model chose the same segment, the same block and
 //     the same split. Every alloc address and segment_alloc size is
 //     compared; mismatches are listed, not hidden.
+//     A device whose trace has no alloc event but whose blocks carry a
+//     legacy (PyTorch ≤ 2.0) history is replayed from the histories instead
+//     (Fidelity.Source is SourceHistory): the allocation order is
+//     reconstructed, not recorded (segments, and blocks within each, in
+//     address order; placeholders for free stretches, freed once every
+//     segment is built), nothing is seeded, and each segment the model
+//     obtains gets its recorded address. That tests segment sizing,
+//     rounding, the split rules and the pool choice against the recorded
+//     layout, not best fit among cached blocks or frees.
 //  4. A timeline of reserved and allocated bytes and the fragmentation rate,
 //     from that replay, and an explanation of each oom entry from the
 //     model's state at that moment.

@@ -108,24 +108,30 @@ type PointDoc struct {
 
 // ReplayDoc is replay fidelity.
 type ReplayDoc struct {
-	Settings           string   `json:"settings"`
-	Skipped            string   `json:"skipped,omitempty"`
-	SeededSegments     int      `json:"seeded_segments"`
-	SeededBlocks       int      `json:"seeded_blocks"`
-	PrivateSegments    int      `json:"private_pool_segments"`
-	ClippedBlocks      int      `json:"clipped_blocks"`
-	Allocs             int      `json:"allocs"`
-	AddressMatches     int      `json:"address_matches"`
-	SegmentAllocs      int      `json:"segment_allocs"`
-	SegmentSizeMatches int      `json:"segment_size_matches"`
-	ExtraSegments      int      `json:"extra_segments"`
-	SegmentFrees       int      `json:"segment_frees"`
-	SegmentFreeMatches int      `json:"segment_free_matches"`
-	Frees              int      `json:"frees"`
-	UnknownFrees       int      `json:"unknown_frees"`
-	FinalBlocks        int      `json:"final_blocks"`
-	FinalBlockMatches  int      `json:"final_block_matches"`
-	Mismatches         []string `json:"mismatches"`
+	Settings string `json:"settings"`
+	Skipped  string `json:"skipped,omitempty"`
+	// Source is "trace" (recorded events) or "history" (an order rebuilt
+	// from legacy block histories); "" with --no-replay.
+	Source                string   `json:"source"`
+	HistorySegments       int      `json:"history_segments"`
+	Placeholders          int      `json:"placeholders"`
+	SkippedHistoryEntries int      `json:"skipped_history_entries"`
+	SeededSegments        int      `json:"seeded_segments"`
+	SeededBlocks          int      `json:"seeded_blocks"`
+	PrivateSegments       int      `json:"private_pool_segments"`
+	ClippedBlocks         int      `json:"clipped_blocks"`
+	Allocs                int      `json:"allocs"`
+	AddressMatches        int      `json:"address_matches"`
+	SegmentAllocs         int      `json:"segment_allocs"`
+	SegmentSizeMatches    int      `json:"segment_size_matches"`
+	ExtraSegments         int      `json:"extra_segments"`
+	SegmentFrees          int      `json:"segment_frees"`
+	SegmentFreeMatches    int      `json:"segment_free_matches"`
+	Frees                 int      `json:"frees"`
+	UnknownFrees          int      `json:"unknown_frees"`
+	FinalBlocks           int      `json:"final_blocks"`
+	FinalBlockMatches     int      `json:"final_block_matches"`
+	Mismatches            []string `json:"mismatches"`
 }
 
 // WhatIfDoc is one alternative.
@@ -220,8 +226,10 @@ func (d Device) doc() DeviceDoc {
 			AllocatedBytes: p.Allocated, FragRate: p.FragRate})
 	}
 	if f := d.Replay; f != nil {
-		out.Replay = ReplayDoc{Settings: f.Settings, Skipped: f.Skipped, SeededSegments: f.SeededSegments,
-			SeededBlocks: f.SeededBlocks, PrivateSegments: f.PrivateSegments, ClippedBlocks: f.ClippedBlocks, Allocs: f.Allocs, AddressMatches: f.AddressMatches,
+		out.Replay = ReplayDoc{Settings: f.Settings, Skipped: f.Skipped, Source: f.Source,
+			HistorySegments: f.HistorySegments, Placeholders: f.Placeholders, SkippedHistoryEntries: f.SkippedHistoryEntries,
+			SeededSegments: f.SeededSegments,
+			SeededBlocks:   f.SeededBlocks, PrivateSegments: f.PrivateSegments, ClippedBlocks: f.ClippedBlocks, Allocs: f.Allocs, AddressMatches: f.AddressMatches,
 			SegmentAllocs: f.SegmentAllocs, SegmentSizeMatches: f.SegmentSizeMatches, ExtraSegments: f.ExtraSegments,
 			SegmentFrees: f.SegmentFrees, SegmentFreeMatches: f.SegmentFreeMatches,
 			Frees: f.Frees, UnknownFrees: f.UnknownFrees, FinalBlocks: f.FinalBlocks,

@@ -25,6 +25,19 @@ type Fidelity struct {
 	Settings string
 	// Skipped says why the trace was not replayed; empty when it was.
 	Skipped string
+	// Source says what was replayed: SourceTrace, the device trace's
+	// recorded events, or SourceHistory, an allocation order rebuilt from
+	// legacy block histories (a file with no alloc event whose blocks carry
+	// a history; see replayHistory's rules in docs/json-analyze.md). With
+	// SourceHistory the order is reconstructed, not recorded: Allocs counts
+	// history entries, SegmentAllocs the segments the model obtained.
+	Source string
+	// HistorySegments, Placeholders and SkippedHistoryEntries describe a
+	// SourceHistory replay: the recorded segments rebuilt, the placeholder
+	// requests that filled free stretches (and live blocks without a
+	// history), and the history entries not replayed (earlier allocations
+	// that overlap a live block or one another).
+	HistorySegments, Placeholders, SkippedHistoryEntries int
 	// SeededSegments and SeededBlocks are the pre-trace segments and their
 	// live blocks rebuilt before the first event.
 	SeededSegments, SeededBlocks int
@@ -63,7 +76,10 @@ type Fidelity struct {
 
 // Mismatch is one event the model did not reproduce.
 type Mismatch struct {
-	Event  int    // index in the device trace
+	Event int // index in the device trace
+	// Where names the place instead of Event when set (a history replay:
+	// "segment 0x… block N").
+	Where  string
 	Action string // "alloc", "segment_alloc", "extra segment", "free"
 	Size   int64  // the event's size
 	Want   uint64 // recorded address (alloc) or size (segment_alloc)
@@ -72,13 +88,20 @@ type Mismatch struct {
 }
 
 func (m Mismatch) String() string {
+	at := fmt.Sprintf("event %d", m.Event)
+	if m.Where != "" {
+		at = m.Where
+	}
 	switch m.Action {
 	case "alloc":
-		return fmt.Sprintf("event %d: alloc of %d bytes at %#x, model chose %#x%s", m.Event, m.Size, m.Want, m.Got, m.Note)
+		if m.Got == 0 && m.Note != "" {
+			return fmt.Sprintf("%s: alloc of %d bytes at %#x failed%s", at, m.Size, m.Want, m.Note)
+		}
+		return fmt.Sprintf("%s: alloc of %d bytes at %#x, model chose %#x%s", at, m.Size, m.Want, m.Got, m.Note)
 	case "segment_alloc":
-		return fmt.Sprintf("event %d: segment_alloc of %d bytes, model %s", m.Event, m.Want, m.Note)
+		return fmt.Sprintf("%s: segment_alloc of %d bytes, model %s", at, m.Want, m.Note)
 	}
-	return fmt.Sprintf("event %d: %s: %s", m.Event, m.Action, m.Note)
+	return fmt.Sprintf("%s: %s: %s", at, m.Action, m.Note)
 }
 
 // Point is one moment of the timeline.
@@ -188,7 +211,7 @@ func (v *vaSource) reserve(size int64) uint64 {
 func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg caching.Config, settings string,
 	pre preTrace, preErr error, opts Options) run {
 	var r run
-	f := &Fidelity{Settings: settings}
+	f := &Fidelity{Settings: settings, Source: SourceTrace}
 	r.fidelity = f
 	for _, e := range trace {
 		if e.Action == "alloc" {

@@ -104,7 +104,9 @@ func (d Device) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
 			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, siteOf(o.Frames))
 	}
-	if f := d.Replay; f != nil && (f.Allocs > 0 || f.Skipped != "" || f.SeededSegments > 0) {
+	if f := d.Replay; f != nil && f.Source == SourceHistory {
+		writeHistoryReplay(b, f)
+	} else if f := d.Replay; f != nil && (f.Allocs > 0 || f.Skipped != "" || f.SeededSegments > 0) {
 		fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q)\n", f.Settings)
 		if f.Skipped != "" {
 			fmt.Fprintf(b, "  not replayed: %s\n", f.Skipped)
@@ -156,5 +158,30 @@ func (d Device) writeText(b *strings.Builder) {
 			line += "   (empty: PyTorch's defaults)"
 		}
 		fmt.Fprintf(b, "\nRecommendation: %s\n  because %s.\n", line, w.Reason)
+	}
+}
+
+// writeHistoryReplay reports a replay rebuilt from legacy block histories,
+// saying plainly what its reconstructed order can and cannot show.
+func writeHistoryReplay(b *strings.Builder, f *Fidelity) {
+	fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q), from block histories\n", f.Settings)
+	if f.Skipped != "" {
+		fmt.Fprintf(b, "  not replayed: %s\n", f.Skipped)
+		return
+	}
+	b.WriteString("  The trace records no alloc event, so the allocation ORDER IS RECONSTRUCTED, NOT RECORDED: segments in\n" +
+		"  address order, each segment's blocks in address order, each live block allocated with its history's\n" +
+		"  request, free stretches filled by placeholders freed once every segment is built; no segment is seeded.\n" +
+		"  This tests the segment size the model obtains for a segment's first request, every block's rounding\n" +
+		"  and the split rules (a wrong size moves every later address of its segment) and the pool choice. It\n" +
+		"  does not test best fit among cached blocks, frees or merging: the real order is not in the file.\n")
+	fmt.Fprintf(b, "  history allocs at recorded address %6d / %-6d %s\n", f.AddressMatches, f.Allocs, pct(int64(f.AddressMatches), int64(f.Allocs)))
+	fmt.Fprintf(b, "  segments obtained at recorded size %6d / %-6d %s (of %d recorded segments)\n", f.SegmentSizeMatches, f.SegmentAllocs,
+		pct(int64(f.SegmentSizeMatches), int64(f.SegmentAllocs)), f.HistorySegments)
+	fmt.Fprintf(b, "  final blocks reproduced            %6d / %-6d %s\n", f.FinalBlockMatches, f.FinalBlocks, pct(int64(f.FinalBlockMatches), int64(f.FinalBlocks)))
+	fmt.Fprintf(b, "  placeholder requests %d, history entries not replayed %d, extra segments %d, private-pool segments %d\n",
+		f.Placeholders, f.SkippedHistoryEntries, f.ExtraSegments, f.PrivateSegments)
+	for _, mm := range f.Mismatches {
+		fmt.Fprintf(b, "  mismatch: %s\n", mm)
 	}
 }

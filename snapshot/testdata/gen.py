@@ -14,6 +14,13 @@ read_test.go expects:
   mid.pickle              time_us but no allocator_settings
   pre_time.pickle         neither time_us nor allocator_settings
   legacy.pickle           PyTorch 2.0: blocks with history, no address
+  legacy_history.pickle   PyTorch 2.0 with longer histories: a live block
+                          whose history also records an earlier
+                          allocation at its address (merged into it), a
+                          free block whose history records two earlier
+                          allocations, and a small segment; the history
+                          replay (snapshot/analysis) must place every
+                          replayable entry at its address
   segment_list.pickle     a bare list of segments
   replay.pickle           a trace consistent with PyTorch's allocator rules
                           (research notes §1-§3), written by hand event by
@@ -115,6 +122,27 @@ def legacy():
     return {"segments": out, "device_traces": [[{"action": "snapshot", "addr": 0, "size": 512 + 20 * MiB, "stream": 0}]]}
 
 
+def legacy_history():
+    """See the module doc. Offsets in MiB are from the segment's start."""
+    def blk(size, req, state, hist):
+        b = {"size": size, "requested_size": req, "state": state}
+        if hist:
+            b["history"] = [{"addr": a, "real_size": n, "frames": FRAMES} for a, n in hist]
+        return b
+    large = [blk(4 * MiB, 4 * MiB - 100, "active_allocated", [(L0, 4 * MiB - 100), (L0, 2 * MiB)]),
+             blk(16 * MiB, 0, "inactive", [(L0 + 4 * MiB, 3 * MiB), (L0 + 9 * MiB, 2 * MiB)])]
+    small = [blk(1024, 1000, "active_allocated", [(S0, 1000)]),
+             blk(2 * MiB - 1024, 0, "inactive", [])]
+    out = []
+    for address, stype, bl in ((S0, "small", small), (L0, "large", large)):
+        live = [b for b in bl if b["state"] != "inactive"]
+        out.append({"device": 0, "address": address, "total_size": sum(b["size"] for b in bl),
+                    "allocated_size": sum(b["size"] for b in live), "active_size": sum(b["size"] for b in live),
+                    "requested_size": sum(b["requested_size"] for b in live), "stream": 0,
+                    "segment_type": stype, "blocks": bl})
+    return {"segments": out, "device_traces": [[{"action": "snapshot", "addr": 0, "size": 1024 + 4 * MiB, "stream": 0}]]}
+
+
 def replay():
     """See the module doc. Offsets in MiB are from each segment's start."""
     s1 = L0 + 32 * MiB  # a 20 MiB segment the trace allocates and empty_cache frees
@@ -172,6 +200,7 @@ def main():
     strip_time(pre)
     write("pre_time.pickle", pre)
     write("legacy.pickle", legacy())
+    write("legacy_history.pickle", legacy_history())
     write("segment_list.pickle", modern()["segments"][:2])
     write("replay.pickle", replay())
 
