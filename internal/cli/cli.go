@@ -106,5 +106,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newReplay(), newVersion())
 	root.AddCommand(newSimulate())
 	root.AddCommand(newAnalyzeCmd(stdout, stderr))
+	root.AddCommand(newClusterCmd(stdout, stderr))
 	return root
 }

@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"testing"
+)
+
+// BenchmarkExperiment runs one policy for one seed through the whole FGD
+// protocol on the full default trace (1213 nodes, about 10,600 pods after
+// inflation to 130%), reading excluded. It skips without the shared trace.
+//
+//	go test ./cluster -run '^$' -bench Experiment -benchmem -benchtime 3x
+func BenchmarkExperiment(b *testing.B) {
+	nodes := readNodesFile(b, sharedData(b, "openb_node_list_gpu_node.csv"))
+	pods := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
+	for _, policy := range []string{"fgd", "fgd-reserve", "bestfit", "random"} {
+		b.Run("policy="+policy+"/seed=42", func(b *testing.B) {
+			b.ReportAllocs()
+			var r *Run
+			for b.Loop() {
+				var err error
+				if r, err = Experiment(nodes, pods, policy, 42, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			p, _ := r.At(100)
+			b.ReportMetric(100*(1-p.AllocRatio), "unalloc-%@100")
+		})
+	}
+}
+
+// Published figures of the FGD artifact (research/cluster.md §1.4): mean
+// unallocated GPU share at 100% arrived demand over seeds 42-51.
+var published = map[string]map[string]float64{
+	"default":    {"random": 13.70, "dotprod": 9.38, "clustering": 8.35, "packing": 8.22, "bestfit": 7.14, "fgd": 4.77},
+	"gpuspec33":  {"random": 16.13, "fgd": 12.16},
+	"multigpu50": {"packing": 3.94, "fgd": 2.91},
+}
+
+// TestPublishedFigures checks, with two seeds (42, 43), that the simulator
+// lands within 1.5 percentage points of the published 10-seed means, the
+// tolerance the project's contract check uses; docs/findings.md has
+// the 10-seed comparison (within 1 point). It takes about 30 s on two cores.
+func TestPublishedFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 30 s: skipped with -short")
+	}
+	nodes := readNodesFile(t, sharedData(t, "openb_node_list_gpu_node.csv"))
+	for file, want := range published {
+		pods := readPodsFile(t, sharedData(t, "openb_pod_list_"+file+".csv"))
+		var fgd float64
+		for policy, pub := range want {
+			var sum float64
+			for seed := uint64(42); seed < 44; seed++ {
+				r, err := Experiment(nodes, pods, policy, seed, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, _ := r.At(100)
+				sum += 100 * (1 - p.AllocRatio)
+			}
+			got := sum / 2
+			if policy == "fgd" {
+				fgd = got
+			}
+			if d := got - pub; d > 1.5 || d < -1.5 {
+				t.Errorf("%s %s: %.2f%% unallocated at 100%%, published %.2f%%", file, policy, got, pub)
+			}
+		}
+		// Our policy: far fewer unallocated GPUs than FGD with GPU-type
+		// constraints (gpuspec33: about 6% against 12%); without them its
+		// 10-seed gain is about 0.1 point (docs/findings.md), within
+		// two seeds' noise, so here it must only not be worse beyond that.
+		var sum float64
+		for seed := uint64(42); seed < 44; seed++ {
+			r, _ := Experiment(nodes, pods, "recommended", seed, Options{})
+			p, _ := r.At(100)
+			sum += 100 * (1 - p.AllocRatio)
+		}
+		margin := 0.3
+		if file == "gpuspec33" {
+			margin = -3
+		}
+		if sum/2 > fgd+margin {
+			t.Errorf("%s: recommended %.2f%% unallocated, FGD %.2f%% (allowed margin %+.1f)", file, sum/2, fgd, margin)
+		}
+	}
+}

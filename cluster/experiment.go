@@ -1,0 +1,380 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// DefaultRatio is the FGD protocol's workload size: the pod list is
+// inflated or trimmed to 130% of the cluster's GPU capacity, so every
+// policy runs out of room well before the last pod and the curves show
+// how each behaves past saturation.
+const DefaultRatio = 1.3
+
+// Random streams of a seed. Workload preparation and scheduling draw from
+// separate streams, so every policy of a seed sees the same pod sequence.
+const (
+	streamWorkload  = 1
+	streamScheduler = 2
+	streamNodeOrder = 3
+)
+
+// Options configure an experiment. The zero value means the FGD protocol.
+type Options struct {
+	Ratio    float64 // GPU demand as a multiple of capacity; 0 means DefaultRatio
+	Coverage float64 // share of pods the target workload covers; 0 means DefaultCoverage
+	// Gang schedules the pods of a job (Pod.Job) all or nothing, and keeps
+	// them together when the list is shuffled and resampled.
+	Gang bool
+	// RandomTies breaks equal best scores at random on every pod, as
+	// upstream kube-scheduler does, instead of by a random node order fixed
+	// for the run, as the FGD artifact does (see Scheduler).
+	RandomTies bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Ratio == 0 {
+		o.Ratio = DefaultRatio
+	}
+	if o.Coverage == 0 {
+		o.Coverage = DefaultCoverage
+	}
+	return o
+}
+
+// units groups pods into scheduling units: one pod each, or with gang one
+// unit per job (in order of first appearance).
+func units(pods []Pod, gang bool) [][]Pod {
+	var out [][]Pod
+	byJob := map[string]int{}
+	for _, p := range pods {
+		if gang && p.Job != "" {
+			if u, ok := byJob[p.Job]; ok {
+				out[u] = append(out[u], p)
+				continue
+			}
+			byJob[p.Job] = len(out)
+		}
+		out = append(out, []Pod{p})
+	}
+	return out
+}
+
+func unitMilli(u []Pod) int64 {
+	var t int64
+	for i := range u {
+		t += u[i].GPUMilli()
+	}
+	return t
+}
+
+// Workload prepares the pod sequence of the FGD protocol from pods for a
+// cluster of capMilli GPU milli: sort by name, shuffle with rng, then
+// append copies of uniformly drawn pods of the original list (named
+// NAME-tuned-K) until the next would pass ratio*capMilli, or, when the list
+// already asks for more, remove uniformly drawn pods until it does not.
+// With gang, jobs move as units.
+func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Rand) []Pod {
+	orig := units(pods, gang)
+	us := slices.Clone(orig)
+	slices.SortFunc(us, func(a, b []Pod) int { return cmp.Compare(a[0].Name, b[0].Name) })
+	rng.Shuffle(len(us), func(i, j int) { us[i], us[j] = us[j], us[i] })
+	var total int64
+	for _, u := range us {
+		total += unitMilli(u)
+	}
+	target := ratio * float64(capMilli)
+	switch {
+	case float64(total) > target:
+		for float64(total) > target && len(us) > 0 {
+			k := rng.IntN(len(us))
+			total -= unitMilli(us[k])
+			us = slices.Delete(us, k, k+1)
+		}
+	case float64(total) < target && total > 0:
+		for n := 0; ; n++ {
+			u := orig[rng.IntN(len(orig))]
+			if float64(total+unitMilli(u)) > target {
+				break
+			}
+			c := make([]Pod, len(u))
+			for j := range u {
+				c[j] = u[j]
+				c[j].Name = fmt.Sprintf("%s-tuned-%d", u[j].Name, n)
+				if c[j].Job != "" {
+					c[j].Job = fmt.Sprintf("%s-tuned-%d", u[j].Job, n)
+				}
+			}
+			us = append(us, c)
+			total += unitMilli(u)
+		}
+	}
+	var out []Pod
+	for _, u := range us {
+		out = append(out, u...)
+	}
+	return out
+}
+
+// Sample is the cluster measured after one arrival.
+type Sample struct {
+	ArrivedMilli   int64   // GPU milli asked for by all pods so far, placed or not
+	AllocatedMilli int64   // GPU milli allocated
+	FragMilli      float64 // F(M), the FGD fragmentation
+	IdleMilli      int64   // GPU milli free
+	WholeFreeNodes int     // nodes whose GPUs are all fully free
+	StrandedNodes  int     // nodes with idle GPU milli that no target task type can use
+	PartlyUsed     int     // nodes with some but not all GPU milli allocated
+	Failed         int     // pods (units, with gang) failed so far
+}
+
+// Point is the mean of the samples at one integer percent of arrived GPU
+// demand (samples whose demand rounds to it; when none, those within one
+// percent), as the FGD artifact's analysis resamples its log. Ratios are
+// fractions of 1.
+type Point struct {
+	Arrived         int     `json:"arrived_pct"`
+	AllocRatio      float64 `json:"alloc_ratio"`       // allocated / capacity
+	UnallocatedGPUs float64 `json:"unallocated_gpus"`  // capacity - allocated, in GPUs
+	FragTotal       float64 `json:"frag_total"`        // F(M) / capacity
+	FragRate        float64 `json:"frag_rate"`         // F(M) / idle
+	WholeFreeNodes  float64 `json:"whole_free_nodes"`  // nodes with every GPU free
+	StrandedNodes   float64 `json:"stranded_nodes"`    // nodes whose idle GPUs no target type can use
+	PartlyUsedNodes float64 `json:"partly_used_nodes"` // nodes with some GPUs in use and some free
+	Samples         int     `json:"samples"`
+}
+
+// Run is one policy on one prepared workload.
+type Run struct {
+	Policy        string `json:"policy"`
+	Seed          uint64 `json:"seed"`
+	Pods          int    `json:"pods"`
+	Failed        int    `json:"failed"`
+	CapacityMilli int64  `json:"capacity_milli"`
+	// FirstFailure is the cluster right after the first pod that fit
+	// nowhere (DESIGN.md §4: the unallocated GPU share when the first job
+	// fails); nil when every pod ran.
+	FirstFailure *FirstFailure `json:"first_failure,omitempty"`
+	Curve        []Point       `json:"curve"` // index = arrived percent
+}
+
+// FirstFailure is when a run first turned a pod away.
+type FirstFailure struct {
+	Pod              int     `json:"pod"`               // 0-based arrival index
+	ArrivedShare     float64 `json:"arrived_share"`     // arrived GPU demand / capacity
+	UnallocatedShare float64 `json:"unallocated_share"` // idle GPU milli / capacity
+}
+
+// At returns the curve point at pct percent of arrived demand; ok is false
+// when the run has no samples there.
+func (r *Run) At(pct int) (Point, bool) {
+	if pct < 0 || pct >= len(r.Curve) || r.Curve[pct].Samples == 0 {
+		return Point{}, false
+	}
+	return r.Curve[pct], true
+}
+
+// meter keeps the per-node measures, and their cluster totals, up to date
+// as pods are placed: touch(i) after node i changed.
+type meter struct {
+	s       *State
+	target  *Target
+	frag    []float64 // per node F_n(M)
+	kind    []uint8   // per node: bit 0 whole-free, bit 1 partly used, bit 2 stranded
+	fragSum float64
+	counts  [3]int
+}
+
+func newMeter(s *State, t *Target) *meter {
+	m := &meter{s: s, target: t, frag: make([]float64, len(s.nodes)), kind: make([]uint8, len(s.nodes))}
+	for i := range s.nodes {
+		m.frag[i] = t.nodeFrag(s, i)
+		m.fragSum += m.frag[i]
+		m.kind[i] = m.classify(i)
+		m.add(m.kind[i], 1)
+	}
+	return m
+}
+
+func (m *meter) classify(i int) uint8 {
+	s := m.s
+	if len(s.gpuFree[i]) == 0 {
+		return 0
+	}
+	var k uint8
+	idle, full := s.idle[i], int64(len(s.gpuFree[i]))*MilliGPU
+	switch {
+	case idle == full:
+		k |= 1
+	case idle > 0:
+		k |= 2
+	}
+	// Stranded: every target type is blocked (up to rounding), so all idle
+	// milli is fragment.
+	if idle > 0 && m.frag[i] >= float64(idle)*(1-1e-9) {
+		k |= 4
+	}
+	return k
+}
+
+func (m *meter) add(k uint8, d int) {
+	for b := range m.counts {
+		if k&(1<<b) != 0 {
+			m.counts[b] += d
+		}
+	}
+}
+
+func (m *meter) touch(i int) {
+	m.fragSum -= m.frag[i]
+	m.frag[i] = m.target.nodeFrag(m.s, i)
+	m.fragSum += m.frag[i]
+	m.add(m.kind[i], -1)
+	m.kind[i] = m.classify(i)
+	m.add(m.kind[i], 1)
+}
+
+func (m *meter) sample(arrived int64) Sample {
+	return Sample{ArrivedMilli: arrived, AllocatedMilli: m.s.usedMilli, IdleMilli: m.s.capMilli - m.s.usedMilli,
+		FragMilli: max(m.fragSum, 0), WholeFreeNodes: m.counts[0], PartlyUsed: m.counts[1], StrandedNodes: m.counts[2]}
+}
+
+// Simulate runs the pods, in order, through the policy on an empty
+// cluster of the nodes, with no departures, measuring after every arrival;
+// the target workload measures fragmentation; order, when not nil, is the
+// scheduler's tie-break order (Scheduler.SetOrder). It returns the samples and
+// the number of pods (units, with gang) that failed.
+func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Options, order []int, rng *rand.Rand) ([]Sample, int) {
+	gang := opts.Gang
+	s := NewState(nodes)
+	sc := NewScheduler(s, policy, rng)
+	sc.RandomTies = opts.RandomTies
+	if order != nil {
+		sc.SetOrder(order)
+	}
+	m := newMeter(s, target)
+	samples := make([]Sample, 0, len(pods))
+	var arrived int64
+	failed := 0
+	for _, u := range units(pods, gang) {
+		arrived += unitMilli(u)
+		if len(u) == 1 {
+			pl, ok := sc.Schedule(&u[0])
+			if ok {
+				m.touch(pl.Node)
+			} else {
+				failed++
+			}
+		} else {
+			ptrs := make([]*Pod, len(u))
+			for j := range u {
+				ptrs[j] = &u[j]
+			}
+			pls, ok := sc.ScheduleGang(ptrs)
+			if !ok {
+				failed++
+			}
+			for _, pl := range pls {
+				m.touch(pl.Node)
+			}
+		}
+		sm := m.sample(arrived)
+		sm.Failed = failed
+		samples = append(samples, sm)
+	}
+	return samples, failed
+}
+
+// Curve resamples samples at every integer percent of arrived demand from
+// 0 to maxPct, for a cluster of capMilli GPU milli (see Point).
+func Curve(samples []Sample, capMilli int64, maxPct int) []Point {
+	type acc struct {
+		n                                          int
+		alloc, frag, rate, whole, stranded, partly float64
+	}
+	buckets := make([]acc, maxPct+1)
+	c := float64(capMilli)
+	for _, sm := range samples {
+		b := int(math.RoundToEven(100 * float64(sm.ArrivedMilli) / c))
+		if b < 0 || b > maxPct {
+			continue
+		}
+		a := &buckets[b]
+		a.n++
+		a.alloc += float64(sm.AllocatedMilli) / c
+		a.frag += sm.FragMilli / c
+		if sm.IdleMilli > 0 {
+			a.rate += sm.FragMilli / float64(sm.IdleMilli)
+		}
+		a.whole += float64(sm.WholeFreeNodes)
+		a.stranded += float64(sm.StrandedNodes)
+		a.partly += float64(sm.PartlyUsed)
+	}
+	out := make([]Point, maxPct+1)
+	for x := range out {
+		a := buckets[x]
+		if a.n == 0 { // no sample rounds to x: use its neighbours
+			for _, y := range []int{x - 1, x + 1} {
+				if y >= 0 && y <= maxPct {
+					b := buckets[y]
+					a.n += b.n
+					a.alloc, a.frag, a.rate = a.alloc+b.alloc, a.frag+b.frag, a.rate+b.rate
+					a.whole, a.stranded, a.partly = a.whole+b.whole, a.stranded+b.stranded, a.partly+b.partly
+				}
+			}
+		}
+		p := Point{Arrived: x, Samples: a.n}
+		if a.n > 0 {
+			n := float64(a.n)
+			p.AllocRatio = a.alloc / n
+			p.UnallocatedGPUs = (1 - p.AllocRatio) * c / MilliGPU
+			p.FragTotal, p.FragRate = a.frag/n, a.rate/n
+			p.WholeFreeNodes, p.StrandedNodes, p.PartlyUsedNodes = a.whole/n, a.stranded/n, a.partly/n
+		}
+		out[x] = p
+	}
+	return out
+}
+
+// Experiment runs the FGD protocol for one policy spec and seed: the target
+// workload from the original pod list, the workload prepared with the
+// seed's workload stream, a random tie-break order of the nodes from a
+// third stream, the policy's random choices from the scheduler stream.
+func Experiment(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*Run, error) {
+	opts = opts.withDefaults()
+	capMilli := int64(GPUCapacity(nodes)) * MilliGPU
+	if capMilli == 0 || len(pods) == 0 {
+		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", ErrEmpty, len(nodes), capMilli/MilliGPU, len(pods))
+	}
+	target := NewTarget(pods, opts.Coverage)
+	policy, err := NewPolicy(spec, target)
+	if err != nil {
+		return nil, err
+	}
+	var demand int64
+	for i := range pods {
+		demand += pods[i].GPUMilli()
+	}
+	if demand == 0 {
+		return nil, fmt.Errorf("%w: no pod asks for a GPU", ErrEmpty)
+	}
+	w := Workload(pods, capMilli, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
+	order := rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes))
+	samples, failed := Simulate(nodes, w, policy, target, opts, order, rand.New(rand.NewPCG(seed, streamScheduler)))
+	maxPct := int(math.Ceil(100 * opts.Ratio))
+	run := &Run{
+		Policy: policyName(spec), Seed: seed, Pods: len(w), Failed: failed, CapacityMilli: capMilli,
+		Curve: Curve(samples, capMilli, maxPct),
+	}
+	for k, sm := range samples {
+		if sm.Failed > 0 {
+			run.FirstFailure = &FirstFailure{Pod: k, ArrivedShare: float64(sm.ArrivedMilli) / float64(capMilli),
+				UnallocatedShare: float64(sm.IdleMilli) / float64(capMilli)}
+			break
+		}
+	}
+	return run, nil
+}

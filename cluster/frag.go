@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// TaskType is one kind of task of a target workload, with its share.
+type TaskType struct {
+	MilliCPU int64   `json:"cpu_milli"`
+	NumGPU   int     `json:"num_gpu"`
+	MilliGPU int64   `json:"gpu_milli"`
+	GPUSpec  string  `json:"gpu_spec,omitempty"` // allowed models joined by "|"; empty for any
+	Share    float64 `json:"share"`              // p_m; the shares of a Target sum to 1
+
+	models []string // GPUSpec split
+}
+
+// allows reports whether the type may use GPUs of the model.
+func (t *TaskType) allows(model string) bool {
+	return len(t.models) == 0 || slices.Contains(t.models, model)
+}
+
+// Target is the target workload M of the FGD measure: task types with
+// their shares p_m.
+type Target struct {
+	Types []TaskType
+}
+
+// DefaultCoverage is the share of pods the target workload covers. The FGD
+// artifact keeps the most popular task types until they cover 95% of the
+// tasks (podPopularityThreshold: 95), 35 types on the default trace: the
+// long tail of rare types adds cost and little signal.
+const DefaultCoverage = 0.95
+
+// typeKey identifies a task type.
+type typeKey struct {
+	cpu   int64
+	num   int
+	milli int64
+	spec  string
+}
+
+func keyOf(p *Pod) typeKey {
+	return typeKey{p.MilliCPU, p.NumGPU, p.MilliGPU, strings.Join(p.GPUSpec, "|")}
+}
+
+// NewTarget builds the target workload of a pod list as the FGD artifact
+// does: count the pods of each task type (CPU, GPU count, per-GPU milli,
+// allowed models; CPU-only pods included), sort by count (ties: larger
+// request first), keep the most popular types until they cover coverage
+// (0 < coverage <= 1) of the pods, and renormalise their shares to sum to 1.
+func NewTarget(pods []Pod, coverage float64) *Target {
+	counts := map[typeKey]int{}
+	for i := range pods {
+		counts[keyOf(&pods[i])]++
+	}
+	type kc struct {
+		k typeKey
+		n int
+	}
+	all := make([]kc, 0, len(counts))
+	for k, n := range counts {
+		all = append(all, kc{k, n})
+	}
+	slices.SortFunc(all, func(a, b kc) int {
+		if c := cmp.Compare(b.n, a.n); c != 0 {
+			return c
+		}
+		// Larger request first, as the artifact's reversed Less does.
+		if c := cmp.Compare(b.k.cpu, a.k.cpu); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.k.milli, a.k.milli); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.k.num, a.k.num); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.k.spec, a.k.spec)
+	})
+	want := coverage * float64(len(pods))
+	cum := 0
+	t := &Target{}
+	for _, e := range all {
+		if float64(cum) >= want && len(t.Types) > 0 {
+			break
+		}
+		cum += e.n
+		t.Types = append(t.Types, TaskType{MilliCPU: e.k.cpu, NumGPU: e.k.num, MilliGPU: e.k.milli,
+			GPUSpec: e.k.spec, Share: float64(e.n)})
+	}
+	for i := range t.Types {
+		t.Types[i].Share /= float64(cum)
+		if t.Types[i].GPUSpec != "" {
+			t.Types[i].models = strings.Split(t.Types[i].GPUSpec, "|")
+		}
+	}
+	return t
+}
+
+// NodeFrag is F_n(M), the expected fragmented GPU milli of a node of the
+// model with cpuFree millicores and the GPUs' free milli: for each task
+// type m, weighted by its share, the idle GPU milli m could not use. When m
+// cannot run on the node at all (no GPU asked, model not allowed, CPU
+// short, too few GPUs with its per-GPU share free) all idle milli counts;
+// when it can, only the GPUs whose free milli is below its per-GPU share.
+func (t *Target) NodeFrag(model string, cpuFree int64, free []int64) float64 {
+	var idle int64
+	for _, f := range free {
+		idle += f
+	}
+	if idle == 0 {
+		return 0
+	}
+	var frag float64
+	for i := range t.Types {
+		m := &t.Types[i]
+		if m.NumGPU == 0 || cpuFree < m.MilliCPU || !m.allows(model) {
+			frag += m.Share * float64(idle)
+			continue
+		}
+		k, small := 0, int64(0)
+		for _, f := range free {
+			if f >= m.MilliGPU {
+				k++
+			} else {
+				small += f
+			}
+		}
+		if k >= m.NumGPU {
+			frag += m.Share * float64(small)
+		} else {
+			frag += m.Share * float64(idle)
+		}
+	}
+	return frag
+}
+
+// nodeFrag is NodeFrag of node i in its current state.
+func (t *Target) nodeFrag(s *State, i int) float64 {
+	return t.NodeFrag(s.nodes[i].Model, s.cpuFree[i], s.gpuFree[i])
+}
+
+// Frag is the cluster's fragmentation F(M), in GPU milli: the sum of
+// NodeFrag over the nodes.
+func (t *Target) Frag(s *State) float64 {
+	var f float64
+	for i := range s.nodes {
+		f += t.nodeFrag(s, i)
+	}
+	return f
+}

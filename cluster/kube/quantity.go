@@ -1,0 +1,44 @@
+package kube
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+)
+
+// suffixes of Kubernetes resource quantities and their multipliers.
+var suffixes = []struct {
+	s string
+	m float64
+}{
+	{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50}, {"Ei", 1 << 60},
+	{"n", 1e-9}, {"u", 1e-6}, {"m", 1e-3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18},
+}
+
+// ParseQuantity parses a Kubernetes resource quantity ("96", "500m",
+// "384Gi", "1.5", "2e3") and returns its value times scale, rounded up, as
+// Kubernetes rounds requests (scale 1000 gives millicores).
+func ParseQuantity(q string, scale float64) (int64, error) {
+	s := strings.TrimSpace(q)
+	if s == "" {
+		return 0, fmt.Errorf("empty quantity")
+	}
+	mult := 1.0
+	for _, sf := range suffixes {
+		if strings.HasSuffix(s, sf.s) && !strings.ContainsAny(s[:len(s)-len(sf.s)], "KMGTPEkmunie") {
+			s, mult = s[:len(s)-len(sf.s)], sf.m
+			break
+		}
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || r.Sign() < 0 {
+		return 0, fmt.Errorf("%q is not a non-negative quantity", q)
+	}
+	f, _ := r.Float64()
+	v := math.Ceil(f*mult*scale - 1e-9)
+	if math.IsInf(v, 0) || v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q is too large", q)
+	}
+	return int64(v), nil
+}

@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MilliGPU is the capacity of one GPU in milli-GPUs, the unit of GPU
+// sharing (a pod asking for 500 takes half a GPU).
+const MilliGPU = 1000
+
+// Sentinel errors.
+var (
+	// ErrBadInput marks a malformed node or pod list; errors from the
+	// readers wrap it (see *InputError).
+	ErrBadInput = errors.New("cluster: bad input")
+	// ErrUnknownPolicy is returned by NewPolicy for a name it does not know.
+	ErrUnknownPolicy = errors.New("cluster: unknown policy")
+	// ErrEmpty is returned when an experiment has no nodes, no GPUs or no
+	// pods asking for GPUs.
+	ErrEmpty = errors.New("cluster: empty cluster or workload")
+)
+
+// Node is one machine of the cluster.
+type Node struct {
+	Name      string `json:"name"`
+	MilliCPU  int64  `json:"cpu_milli"`
+	MemoryMiB int64  `json:"memory_mib"`
+	GPUs      int    `json:"gpus"`
+	Model     string `json:"model,omitempty"` // GPU model; empty for a CPU-only node
+}
+
+// Pod is one task asking for resources.
+type Pod struct {
+	Name      string `json:"name"`
+	MilliCPU  int64  `json:"cpu_milli"`
+	MemoryMiB int64  `json:"memory_mib"`
+	// NumGPU is the number of GPUs; MilliGPU the share of each, in
+	// milli-GPUs: below 1000 only when NumGPU is 1 (a GPU-sharing pod),
+	// 1000 for whole GPUs, 0 when NumGPU is 0.
+	NumGPU   int   `json:"num_gpu,omitempty"`
+	MilliGPU int64 `json:"gpu_milli,omitempty"`
+	// GPUSpec lists the GPU models the pod may use; empty means any.
+	GPUSpec []string `json:"gpu_spec,omitempty"`
+	// Job groups the pods of one multi-pod job for gang scheduling; empty
+	// means the pod is a job of its own.
+	Job string `json:"job,omitempty"`
+	// Creation and Deletion are times in seconds (used by Timed); Deletion
+	// 0 with HasTimes means the pod never leaves.
+	Creation int64 `json:"creation_time,omitempty"`
+	Deletion int64 `json:"deletion_time,omitempty"`
+	HasTimes bool  `json:"-"`
+}
+
+// GPUMilli is the pod's total GPU request in milli-GPUs.
+func (p *Pod) GPUMilli() int64 { return int64(p.NumGPU) * p.MilliGPU }
+
+// Sharing reports whether the pod takes a fraction of one GPU.
+func (p *Pod) Sharing() bool { return p.NumGPU == 1 && p.MilliGPU < MilliGPU }
+
+// AllowsModel reports whether the pod may run on GPUs of the model.
+func (p *Pod) AllowsModel(model string) bool {
+	return len(p.GPUSpec) == 0 || slices.Contains(p.GPUSpec, model)
+}
+
+// checkPod returns the field and message of the first problem with p, or
+// "" when p is well formed.
+func checkPod(p *Pod) (field, msg string) {
+	switch {
+	case p.Name == "":
+		return "name", "must not be empty"
+	case p.MilliCPU < 0:
+		return "cpu_milli", fmt.Sprintf("must not be negative (got %d)", p.MilliCPU)
+	case p.MemoryMiB < 0:
+		return "memory_mib", fmt.Sprintf("must not be negative (got %d)", p.MemoryMiB)
+	case p.NumGPU < 0:
+		return "num_gpu", fmt.Sprintf("must not be negative (got %d)", p.NumGPU)
+	case p.MilliGPU < 0 || p.MilliGPU > MilliGPU:
+		return "gpu_milli", fmt.Sprintf("must be between 0 and %d (got %d)", MilliGPU, p.MilliGPU)
+	case p.NumGPU == 0 && p.MilliGPU != 0:
+		return "gpu_milli", fmt.Sprintf("must be 0 for a pod without GPUs (got %d)", p.MilliGPU)
+	case p.NumGPU > 0 && p.MilliGPU == 0:
+		return "gpu_milli", fmt.Sprintf("must be positive for a pod with %d GPUs", p.NumGPU)
+	case p.NumGPU > 1 && p.MilliGPU != MilliGPU:
+		return "gpu_milli", fmt.Sprintf("must be %d for a pod with %d GPUs: only single-GPU pods share (got %d)",
+			MilliGPU, p.NumGPU, p.MilliGPU)
+	case p.HasTimes && p.Deletion != 0 && p.Deletion < p.Creation:
+		return "deletion_time", fmt.Sprintf("is before creation_time (%d < %d)", p.Deletion, p.Creation)
+	}
+	for _, m := range p.GPUSpec {
+		if m == "" || strings.ContainsAny(m, "| ") {
+			return "gpu_spec", fmt.Sprintf("bad GPU model %q", m)
+		}
+	}
+	return "", ""
+}
+
+// checkNode returns the field and message of the first problem with n.
+func checkNode(n *Node) (field, msg string) {
+	switch {
+	case n.Name == "":
+		return "name", "must not be empty"
+	case n.MilliCPU < 0:
+		return "cpu_milli", fmt.Sprintf("must not be negative (got %d)", n.MilliCPU)
+	case n.MemoryMiB < 0:
+		return "memory_mib", fmt.Sprintf("must not be negative (got %d)", n.MemoryMiB)
+	case n.GPUs < 0 || n.GPUs > MaxGPUsPerNode:
+		return "gpu", fmt.Sprintf("must be between 0 and %d (got %d)", MaxGPUsPerNode, n.GPUs)
+	case n.GPUs > 0 && n.Model == "":
+		return "model", "must name the GPU model of a node with GPUs"
+	}
+	return "", ""
+}
+
+// MaxGPUsPerNode bounds a node's GPU count. 64 is far above any machine
+// sold (8 is the usual maximum, 16 for a few); the bound keeps a corrupt
+// count from allocating absurd state.
+const MaxGPUsPerNode = 64
+
+// GPUCapacity is the total number of GPUs of the nodes.
+func GPUCapacity(nodes []Node) int {
+	n := 0
+	for i := range nodes {
+		n += nodes[i].GPUs
+	}
+	return n
+}

@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// KubeFit is the Kubernetes NodeResourcesFit score plugin with one of its
+// scoring strategies, over CPU, memory and GPU milli (the GPU resource,
+// nvidia.com/gpu or a shared-GPU resource, enters only with a positive
+// weight: like Kubernetes' default, CPU and memory only).
+//
+//   - "spread", LeastAllocated: per resource (capacity-requested)*100/capacity;
+//   - "mostallocated", MostAllocated: requested*100/capacity;
+//   - "rtcr", RequestedToCapacityRatio with shape {0: 0, 100: 10}: the
+//     utilisation mapped through the shape, times 10; resources scoring 0
+//     drop out of the weighted mean, as in kube-scheduler.
+//
+// requested includes the pod; integer arithmetic as in kube-scheduler; the
+// node score is the weighted mean. GPUs inside the node: best fit.
+type KubeFit struct {
+	Strategy         string // spread, mostallocated or rtcr
+	CPU, Memory, GPU int64  // weights
+}
+
+// Name implements Policy.
+func (k *KubeFit) Name() string { return k.Strategy }
+
+// Score implements Policy.
+func (k *KubeFit) Score(s *State, p *Pod, i int) float64 {
+	n := &s.nodes[i]
+	res := [3]struct{ req, cap, w int64 }{
+		{n.MilliCPU - s.cpuFree[i] + p.MilliCPU, n.MilliCPU, k.CPU},
+		{n.MemoryMiB - s.memFree[i] + p.MemoryMiB, n.MemoryMiB, k.Memory},
+		{int64(n.GPUs)*MilliGPU - s.FreeGPUMilli(i) + p.GPUMilli(), int64(n.GPUs) * MilliGPU, k.GPU},
+	}
+	var sum, wsum int64
+	for _, r := range res {
+		if r.w == 0 {
+			continue
+		}
+		var sc int64
+		if r.cap > 0 && r.req <= r.cap {
+			switch k.Strategy {
+			case "spread":
+				sc = (r.cap - r.req) * maxNodeScore / r.cap
+			default: // mostallocated; rtcr's shape 0->0, 100->100 is the identity
+				sc = r.req * maxNodeScore / r.cap
+			}
+		}
+		if k.Strategy == "rtcr" {
+			if r.cap == 0 || sc <= 0 {
+				continue
+			}
+		}
+		sum += sc * r.w
+		wsum += r.w
+	}
+	if wsum == 0 {
+		return 0
+	}
+	if k.Strategy == "rtcr" {
+		return math.Round(float64(sum) / float64(wsum))
+	}
+	return float64(sum / wsum)
+}
+
+// GPUs implements Policy.
+func (k *KubeFit) GPUs(s *State, p *Pod, i int, _ *rand.Rand) []int {
+	return bestFitGPUs(s.gpuFree[i], p)
+}
+
+// VolcanoBinpack is Volcano's binpack plugin (pkg/scheduler/plugins/binpack):
+// for each resource the pod requests (non-zero) that has a weight,
+// w_r*(used_r+request_r)/allocatable_r; a node where one would overflow
+// scores 0; node score = sum / (sum of those weights) * 100 * Weight. GPUs
+// count only when listed (GPU > 0: binpack.resources: nvidia.com/gpu), as
+// Volcano does; its shipped configuration lists none. GPUs inside the node:
+// best fit.
+type VolcanoBinpack struct {
+	Weight, CPU, Memory, GPU int64
+}
+
+// Name implements Policy.
+func (*VolcanoBinpack) Name() string { return "volcano-binpack" }
+
+// Score implements Policy.
+func (v *VolcanoBinpack) Score(s *State, p *Pod, i int) float64 {
+	n := &s.nodes[i]
+	res := [3]struct{ req, used, cap, w int64 }{
+		{p.MilliCPU, n.MilliCPU - s.cpuFree[i], n.MilliCPU, v.CPU},
+		{p.MemoryMiB, n.MemoryMiB - s.memFree[i], n.MemoryMiB, v.Memory},
+		{p.GPUMilli(), int64(n.GPUs)*MilliGPU - s.FreeGPUMilli(i), int64(n.GPUs) * MilliGPU, v.GPU},
+	}
+	var score float64
+	var wsum int64
+	for _, r := range res {
+		if r.req == 0 || r.w == 0 {
+			continue
+		}
+		if r.cap == 0 {
+			wsum += r.w
+			continue
+		}
+		if r.used+r.req > r.cap {
+			return 0
+		}
+		score += float64(r.w) * float64(r.used+r.req) / float64(r.cap)
+		wsum += r.w
+	}
+	if wsum > 0 {
+		score /= float64(wsum)
+	}
+	return score * maxNodeScore * float64(v.Weight)
+}
+
+// GPUs implements Policy.
+func (v *VolcanoBinpack) GPUs(s *State, p *Pod, i int, _ *rand.Rand) []int {
+	return bestFitGPUs(s.gpuFree[i], p)
+}

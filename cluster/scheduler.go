@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Scheduler places pods one at a time on a State with a Policy: filter,
+// score every feasible node, take the best score, let the policy pick GPUs,
+// place.
+//
+// Ties go to the node that comes first in a fixed priority order (by
+// default the node list's order; SetOrder changes it). The FGD artifact's
+// kube-scheduler fork picks the smallest node name among equal scores, and
+// its simulator prefixes every node name with a random permutation drawn
+// from the run's seed: a random order, fixed for the whole run. That is
+// what Experiment reproduces. With RandomTies, ties are broken uniformly at
+// random on every pod instead, as upstream kube-scheduler's selectHost
+// does; the two behave very differently (FGD leaves about twice as many
+// GPUs unallocated with random ties, because equal scores no longer
+// concentrate load on the same nodes).
+type Scheduler struct {
+	state  *State
+	policy Policy
+	rng    *rand.Rand
+	// RandomTies breaks equal best scores uniformly at random instead of
+	// by node name.
+	RandomTies bool
+	rank       []int // node index -> position in the tie-break order
+
+	classes map[typeKeyMem]int
+	cache   [][]cached // [class][node]
+
+	feasible []int
+	scores   []float64
+}
+
+// typeKeyMem is typeKey plus memory: what a score may depend on.
+type typeKeyMem struct {
+	typeKey
+	mem int64
+}
+
+type cached struct {
+	version uint32 // node version + 1; 0 means empty
+	score   float64
+}
+
+// NewScheduler returns a scheduler placing pods on s with the policy,
+// drawing its random choices from rng.
+func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
+	rank := make([]int, len(s.nodes))
+	for i := range rank {
+		rank[i] = i
+	}
+	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, rank: rank}
+}
+
+// SetOrder sets the tie-break order: order lists every node index once,
+// the first preferred. It panics when order is not a permutation.
+func (sc *Scheduler) SetOrder(order []int) {
+	if len(order) != len(sc.rank) {
+		panic(fmt.Sprintf("cluster: SetOrder: %d indexes for %d nodes", len(order), len(sc.rank)))
+	}
+	seen := make([]bool, len(order))
+	for r, i := range order {
+		if i < 0 || i >= len(order) || seen[i] {
+			panic(fmt.Sprintf("cluster: SetOrder: not a permutation (index %d)", i))
+		}
+		seen[i] = true
+		sc.rank[i] = r
+	}
+}
+
+// State returns the scheduler's state.
+func (sc *Scheduler) State() *State { return sc.state }
+
+// Choose returns where the pod would go, without placing it; ok is false
+// when no node passes the filter.
+func (sc *Scheduler) Choose(p *Pod) (pl Placement, ok bool) {
+	s := sc.state
+	sc.feasible = sc.feasible[:0]
+	for i := range s.nodes {
+		if s.Fits(p, i) {
+			sc.feasible = append(sc.feasible, i)
+		}
+	}
+	if len(sc.feasible) == 0 {
+		return Placement{}, false
+	}
+	var node int
+	if ch, isChooser := sc.policy.(Chooser); isChooser {
+		node = ch.Choose(s, p, sc.feasible, sc.rng)
+	} else {
+		node = sc.best(p)
+	}
+	return Placement{Node: node, GPUs: sc.policy.GPUs(s, p, node, sc.rng)}, true
+}
+
+func (sc *Scheduler) best(p *Pod) int {
+	s := sc.state
+	k := typeKeyMem{keyOf(p), p.MemoryMiB}
+	c, ok := sc.classes[k]
+	if !ok {
+		c = len(sc.cache)
+		sc.classes[k] = c
+		sc.cache = append(sc.cache, make([]cached, len(s.nodes)))
+	}
+	row := sc.cache[c]
+	sc.scores = sc.scores[:0]
+	for _, i := range sc.feasible {
+		e := &row[i]
+		if e.version != s.version[i]+1 {
+			e.version, e.score = s.version[i]+1, sc.policy.Score(s, p, i)
+		}
+		sc.scores = append(sc.scores, e.score)
+	}
+	if nz, ok := sc.policy.(Normalizer); ok {
+		nz.Normalize(sc.scores)
+	}
+	bestIdx, n := 0, 0
+	for j, v := range sc.scores {
+		switch {
+		case n == 0 || v > sc.scores[bestIdx]:
+			bestIdx, n = j, 1
+		case v == sc.scores[bestIdx]:
+			n++
+			if sc.RandomTies {
+				// Reservoir sampling: uniform among the ties.
+				if sc.rng.IntN(n) == 0 {
+					bestIdx = j
+				}
+			} else if sc.rank[sc.feasible[j]] < sc.rank[sc.feasible[bestIdx]] {
+				bestIdx = j
+			}
+		}
+	}
+	return sc.feasible[bestIdx]
+}
+
+// Schedule places the pod; ok is false, and nothing changes, when it fits
+// nowhere.
+func (sc *Scheduler) Schedule(p *Pod) (Placement, bool) {
+	pl, ok := sc.Choose(p)
+	if !ok {
+		return pl, false
+	}
+	if err := sc.state.Place(p, pl); err != nil {
+		// The policy picked GPUs that do not hold the pod: a bug.
+		panic(err)
+	}
+	return pl, true
+}
+
+// ScheduleGang places all the pods or none (gang scheduling of a multi-pod
+// job): pods are placed one by one, and if one fits nowhere the ones
+// already placed are removed again.
+func (sc *Scheduler) ScheduleGang(pods []*Pod) ([]Placement, bool) {
+	pls := make([]Placement, 0, len(pods))
+	for _, p := range pods {
+		pl, ok := sc.Schedule(p)
+		if !ok {
+			for j := len(pls) - 1; j >= 0; j-- {
+				sc.state.Remove(pods[j], pls[j])
+			}
+			return nil, false
+		}
+		pls = append(pls, pl)
+	}
+	return pls, true
+}
+
+// policyName is the display name of a policy spec: the canonical name,
+// with options.
+func policyName(spec string) string {
+	name, opts, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	if canon, ok := Aliases[name]; ok {
+		name = canon
+	}
+	if opts != "" {
+		return name + ":" + opts
+	}
+	return name
+}

@@ -1,0 +1,297 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
+)
+
+// State is what is free on every node of a cluster, and which pods run.
+//
+// Invariants (checked by CheckInvariants):
+//   - 0 <= free CPU <= node CPU, 0 <= free memory <= node memory;
+//   - every GPU has 0 <= free <= MilliGPU milli;
+//   - usedMilli == sum over GPUs of (MilliGPU - free); idle[i] == sum of
+//     node i's free milli;
+//   - a node's version changes whenever anything on it changes, so a score
+//     cached with a version is valid while the version is unchanged.
+type State struct {
+	nodes   []Node
+	cpuFree []int64
+	memFree []int64
+	gpuFree [][]int64 // per node, per GPU index: free milli; the slices share one backing array
+	idle    []int64   // per node: sum of gpuFree[i]
+	// tags counts GPU pods per node by request shape (key -1: sharing, n:
+	// whole n-GPU pods), for the GPU clustering policy; nil until used.
+	tags      []map[int]int32
+	version   []uint32
+	usedMilli int64 // allocated GPU milli over the cluster
+	capMilli  int64 // GPU capacity in milli
+}
+
+// Placement says where a pod runs: the node index and, for a pod with GPUs,
+// the GPU indexes on that node.
+type Placement struct {
+	Node int
+	GPUs []int
+}
+
+// NewState returns an empty cluster of the nodes; it keeps the slice.
+func NewState(nodes []Node) *State {
+	s := &State{
+		nodes:   nodes,
+		cpuFree: make([]int64, len(nodes)),
+		memFree: make([]int64, len(nodes)),
+		gpuFree: make([][]int64, len(nodes)),
+		tags:    make([]map[int]int32, len(nodes)),
+		version: make([]uint32, len(nodes)),
+		idle:    make([]int64, len(nodes)),
+	}
+	all := make([]int64, GPUCapacity(nodes))
+	for i := range all {
+		all[i] = MilliGPU
+	}
+	off := 0
+	for i, n := range nodes {
+		s.cpuFree[i], s.memFree[i] = n.MilliCPU, n.MemoryMiB
+		s.gpuFree[i] = all[off : off+n.GPUs : off+n.GPUs]
+		s.idle[i] = int64(n.GPUs) * MilliGPU
+		off += n.GPUs
+	}
+	s.capMilli = int64(len(all)) * MilliGPU
+	return s
+}
+
+// Clone returns an independent copy.
+func (s *State) Clone() *State {
+	c := NewState(s.nodes)
+	copy(c.cpuFree, s.cpuFree)
+	copy(c.memFree, s.memFree)
+	for i := range s.gpuFree {
+		copy(c.gpuFree[i], s.gpuFree[i])
+		if s.tags[i] != nil {
+			c.tags[i] = make(map[int]int32, len(s.tags[i]))
+			for k, v := range s.tags[i] {
+				c.tags[i][k] = v
+			}
+		}
+	}
+	copy(c.version, s.version)
+	copy(c.idle, s.idle)
+	c.usedMilli = s.usedMilli
+	return c
+}
+
+// Nodes returns the nodes; callers must not modify them.
+func (s *State) Nodes() []Node { return s.nodes }
+
+// FreeCPU is the free CPU of node i in millicores.
+func (s *State) FreeCPU(i int) int64 { return s.cpuFree[i] }
+
+// FreeMemory is the free memory of node i in MiB.
+func (s *State) FreeMemory(i int) int64 { return s.memFree[i] }
+
+// FreeGPUs returns the free milli of each GPU of node i; callers must not
+// modify it.
+func (s *State) FreeGPUs(i int) []int64 { return s.gpuFree[i] }
+
+// FreeGPUMilli is the free GPU milli of node i.
+func (s *State) FreeGPUMilli(i int) int64 { return s.idle[i] }
+
+// WholeFreeGPUs is the number of fully free GPUs on node i.
+func (s *State) WholeFreeGPUs(i int) int {
+	n := 0
+	for _, f := range s.gpuFree[i] {
+		if f == MilliGPU {
+			n++
+		}
+	}
+	return n
+}
+
+// Version changes whenever node i changes.
+func (s *State) Version(i int) uint32 { return s.version[i] }
+
+// UsedGPUMilli is the GPU milli allocated over the cluster.
+func (s *State) UsedGPUMilli() int64 { return s.usedMilli }
+
+// CapacityGPUMilli is the cluster's GPU capacity in milli.
+func (s *State) CapacityGPUMilli() int64 { return s.capMilli }
+
+// tagOf is the clustering key of a GPU pod: -1 for a sharing pod, else
+// its GPU count.
+func tagOf(p *Pod) int {
+	if p.Sharing() {
+		return -1
+	}
+	return p.NumGPU
+}
+
+// Tags returns how many GPU pods of each shape run on node i (key -1:
+// sharing pods; n: pods of n whole GPUs); callers must not modify it.
+func (s *State) Tags(i int) map[int]int32 { return s.tags[i] }
+
+// Fits is the filter: node i has the pod's CPU and memory free and, for a
+// pod with GPUs, the node's model is allowed and at least NumGPU of its
+// GPUs each have MilliGPU free (whole-GPU pods need fully free GPUs).
+func (s *State) Fits(p *Pod, i int) bool {
+	if s.cpuFree[i] < p.MilliCPU || s.memFree[i] < p.MemoryMiB {
+		return false
+	}
+	if p.NumGPU == 0 {
+		return true
+	}
+	if !p.AllowsModel(s.nodes[i].Model) {
+		return false
+	}
+	return countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU
+}
+
+func countAtLeast(free []int64, milli int64) int {
+	n := 0
+	for _, f := range free {
+		if f >= milli {
+			n++
+		}
+	}
+	return n
+}
+
+// Place runs the pod on pl.Node using the GPUs pl.GPUs. It returns an
+// error, and changes nothing, when they cannot hold the pod.
+func (s *State) Place(p *Pod, pl Placement) error {
+	i := pl.Node
+	if i < 0 || i >= len(s.nodes) {
+		return fmt.Errorf("cluster: place %s: no node %d", p.Name, i)
+	}
+	if !s.Fits(p, i) || len(pl.GPUs) != p.NumGPU {
+		return fmt.Errorf("cluster: place %s: does not fit node %s", p.Name, s.nodes[i].Name)
+	}
+	for k, g := range pl.GPUs {
+		if g < 0 || g >= len(s.gpuFree[i]) || s.gpuFree[i][g] < p.MilliGPU || slices.Contains(pl.GPUs[:k], g) {
+			return fmt.Errorf("cluster: place %s: GPU %d of node %s cannot hold %d milli", p.Name, g, s.nodes[i].Name, p.MilliGPU)
+		}
+	}
+	s.cpuFree[i] -= p.MilliCPU
+	s.memFree[i] -= p.MemoryMiB
+	for _, g := range pl.GPUs {
+		s.gpuFree[i][g] -= p.MilliGPU
+	}
+	s.idle[i] -= p.GPUMilli()
+	s.usedMilli += p.GPUMilli()
+	if p.NumGPU > 0 {
+		if s.tags[i] == nil {
+			s.tags[i] = map[int]int32{}
+		}
+		s.tags[i][tagOf(p)]++
+	}
+	s.version[i]++
+	if invariants.Enabled {
+		s.mustCheckNode(i)
+	}
+	return nil
+}
+
+// Remove undoes Place of the pod at pl; the caller guarantees it was placed
+// there.
+func (s *State) Remove(p *Pod, pl Placement) {
+	i := pl.Node
+	s.cpuFree[i] += p.MilliCPU
+	s.memFree[i] += p.MemoryMiB
+	for _, g := range pl.GPUs {
+		s.gpuFree[i][g] += p.MilliGPU
+	}
+	s.idle[i] += p.GPUMilli()
+	s.usedMilli -= p.GPUMilli()
+	if p.NumGPU > 0 {
+		t := tagOf(p)
+		if s.tags[i][t]--; s.tags[i][t] <= 0 {
+			delete(s.tags[i], t)
+		}
+	}
+	s.version[i]++
+	if invariants.Enabled {
+		s.mustCheckNode(i)
+	}
+}
+
+// mustCheckNode panics when node i breaks an invariant: a broken invariant
+// is a bug (Remove of a pod that was not placed there, say). It is O(GPUs),
+// cheap enough to run after every change under -tags invariants.
+func (s *State) mustCheckNode(i int) {
+	if err := s.checkNode(i); err != nil {
+		panic(err)
+	}
+}
+
+func (s *State) checkNode(i int) error {
+	n := &s.nodes[i]
+	if s.cpuFree[i] < 0 || s.cpuFree[i] > n.MilliCPU {
+		return fmt.Errorf("cluster: node %s: free CPU %d outside [0, %d]", n.Name, s.cpuFree[i], n.MilliCPU)
+	}
+	if s.memFree[i] < 0 || s.memFree[i] > n.MemoryMiB {
+		return fmt.Errorf("cluster: node %s: free memory %d outside [0, %d]", n.Name, s.memFree[i], n.MemoryMiB)
+	}
+	var idle int64
+	for g, f := range s.gpuFree[i] {
+		if f < 0 || f > MilliGPU {
+			return fmt.Errorf("cluster: node %s GPU %d: free %d outside [0, %d]", n.Name, g, f, MilliGPU)
+		}
+		idle += f
+	}
+	if idle != s.idle[i] {
+		return fmt.Errorf("cluster: node %s: idle %d, recount %d", n.Name, s.idle[i], idle)
+	}
+	return nil
+}
+
+// CheckInvariants returns an error describing the first broken invariant.
+func (s *State) CheckInvariants() error {
+	var used int64
+	for i := range s.nodes {
+		if err := s.checkNode(i); err != nil {
+			return err
+		}
+		used += int64(len(s.gpuFree[i]))*MilliGPU - s.idle[i]
+	}
+	if used != s.usedMilli {
+		return fmt.Errorf("cluster: used GPU milli %d, recount %d", s.usedMilli, used)
+	}
+	return nil
+}
+
+// bestFitGPUs picks GPUs as the GPU-sharing scheduler does by default: a
+// sharing pod takes the GPU with the least free milli that still holds it
+// (lowest index among equals); a whole-GPU pod takes the fully free GPUs of
+// lowest index. The node must fit the pod.
+func bestFitGPUs(free []int64, p *Pod) []int {
+	if p.NumGPU == 0 {
+		return nil
+	}
+	if p.Sharing() {
+		best := -1
+		for g, f := range free {
+			if f >= p.MilliGPU && (best < 0 || f < free[best]) {
+				best = g
+			}
+		}
+		return []int{best}
+	}
+	return firstFreeGPUs(free, p)
+}
+
+// firstFreeGPUs returns the lowest indexes of GPUs that each hold the pod's
+// per-GPU share, NumGPU of them.
+func firstFreeGPUs(free []int64, p *Pod) []int {
+	out := make([]int, 0, p.NumGPU)
+	for g, f := range free {
+		if len(out) == p.NumGPU {
+			break
+		}
+		if f >= p.MilliGPU {
+			out = append(out, g)
+		}
+	}
+	return out
+}

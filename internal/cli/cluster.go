@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/spf13/cobra"
+)
+
+// clusterFlags are the flags of `gpufrag cluster simulate`.
+type clusterFlags struct {
+	nodes, pods string
+	policies    []string
+	seeds       string
+	ratio       float64
+	coverage    float64
+	gang        bool
+	randomTies  bool
+	parallel    int
+	timed       bool
+	json        bool
+	html, png   string
+}
+
+// defaultClusterPolicies are the FGD paper's six policies and ours.
+var defaultClusterPolicies = []string{"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "recommended"}
+
+func newClusterCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Cluster-level GPU fragmentation: compare placement policies on a trace",
+		Long: `cluster studies GPU fragmentation across a cluster: GPUs left idle where no
+waiting job can use them (one free GPU on a node when jobs want four, a sliver
+of a shared GPU, a node whose CPUs are drained while its GPUs sit idle).
+
+  gpufrag cluster simulate         replay a pod list through placement
+                                   policies with the FGD paper's protocol
+                                   and compare them
+  gpufrag cluster volcano-config   the Volcano binpack and Kubernetes
+                                   NodeResourcesFit settings that pack GPUs
+                                   best on your lists, with the figures
+  gpufrag cluster inspect          GPU allocation, fragmentation and stuck
+                                   pods of a cluster saved with kubectl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.AddCommand(newClusterSimulateCmd(stdout, stderr), newClusterVolcanoCmd(stdout, stderr), newClusterInspectCmd(stdout))
+	return cmd
+}
+
+func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
+	f := clusterFlags{seeds: "42-51", ratio: cluster.DefaultRatio, coverage: cluster.DefaultCoverage, parallel: runtime.GOMAXPROCS(0)}
+	cmd := &cobra.Command{
+		Use:   "simulate --nodes FILE --pods FILE",
+		Short: "Compare placement policies on a node list and a pod list (FGD protocol)",
+		Long:  clusterSimulateLong(),
+		Example: `  # The FGD paper's main experiment on the openb trace, 10 seeds:
+  gpufrag cluster simulate --nodes openb_node_list_gpu_node.csv \
+      --pods openb_pod_list_default.csv
+
+  # Two policies, two seeds, as JSON:
+  gpufrag cluster simulate --nodes nodes.csv --pods pods.csv \
+      --policy bestfit,fgd --seeds 42-43 --json
+
+  # Curves as an HTML report and PNG charts:
+  gpufrag cluster simulate --nodes nodes.csv --pods pods.csv \
+      --html cluster.html --png charts/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runClusterSimulate(cmd, f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nodes, "nodes", "", "node list `FILE`: openb CSV (sn,cpu_milli,memory_mib,gpu[,model]) or our JSON form")
+	fl.StringVar(&f.pods, "pods", "", "pod list `FILE`: openb CSV (5 or 11 columns) or our JSON form")
+	fl.StringArrayVar(&f.policies, "policy", nil, "placement `POLICY` to compare; repeat it or separate with commas (default "+strings.Join(defaultClusterPolicies, ",")+")")
+	fl.StringVar(&f.seeds, "seeds", f.seeds, "`SEEDS` to run: N, N-M or a comma-separated list of those")
+	fl.Float64Var(&f.ratio, "ratio", f.ratio, "GPU demand to submit, as a multiple of the cluster's GPU capacity")
+	fl.Float64Var(&f.coverage, "coverage", f.coverage, "share of pods the target workload of the FGD measure covers (0 to 1)")
+	fl.BoolVar(&f.gang, "gang", false, "schedule the pods of a job (the JSON form's \"job\") all or nothing")
+	fl.BoolVar(&f.randomTies, "random-ties", false, "break equal scores at random on every pod, as upstream kube-scheduler, instead of by a node order fixed per seed, as the FGD artifact")
+	fl.BoolVar(&f.timed, "timed", false, "replay pods by their creation and deletion times instead of the FGD protocol (11-column lists or JSON with times)")
+	fl.IntVar(&f.parallel, "parallel", f.parallel, "runs at a time (results do not depend on it)")
+	fl.BoolVar(&f.json, "json", false, "print the comparison as JSON")
+	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with the curves to `FILE`")
+	fl.StringVar(&f.png, "png", "", "write the curves as PNG charts into `DIR`")
+	return cmd
+}
+
+func clusterSimulateLong() string {
+	var sb strings.Builder
+	sb.WriteString(`Simulate replays a pod list on a cluster with each placement policy, with
+the protocol of the FGD paper (Weng et al., "Beware of Fragmentation",
+USENIX ATC '23): for each seed the pods are shuffled, then inflated with
+random copies (or trimmed) to --ratio (130%) of the cluster's GPU capacity,
+and submitted one by one with no departures; a pod that fits nowhere fails.
+After every pod it measures the GPU allocation ratio, the FGD fragmentation
+(idle GPU capacity that the popular task types could not use), whole-free
+nodes and nodes whose idle GPUs no task type can use, and reports them at
+every percent of arrived GPU demand, as mean and standard deviation over
+the seeds.
+
+Inputs: the openb trace's CSV files (Alibaba cluster-trace-gpu-v2023) or
+our JSON form {"nodes":[{"name","cpu_milli","memory_mib","gpus","model"}],
+"pods":[{"name","cpu_milli","memory_mib","num_gpu","gpu_milli","gpu_spec",
+"job"}]} (a .json file; one file may serve as both --nodes and --pods).
+
+Policies (--policy NAME or NAME:key=value,...; "recommended" is our own):
+
+`)
+	w := 0
+	for _, p := range cluster.Policies {
+		w = max(w, len(p.Name))
+	}
+	for _, p := range cluster.Policies {
+		fmt.Fprintf(&sb, "  %-*s  %s\n", w, p.Name, indent(wrap(p.Summary, 74-w), strings.Repeat(" ", w+4))[w+4:])
+	}
+	sb.WriteString(`
+With --timed, pods instead arrive at their creation time and leave at their
+deletion time (no inflation); the table gives the time-weighted mean and the
+peak allocation ratio, the mean FGD fragmentation and the failed pods.
+
+The table reports, at 100% arrived demand, the allocation ratio and the
+unallocated GPUs (the paper's headline metric), the FGD fragmentation as a
+share of all GPUs at 60/80/90% arrived, and the whole-free nodes; --json
+prints the same with standard deviations, --html and --png draw the curves.`)
+	return sb.String()
+}
+
+// parseSeeds reads "42-51", "7" or "1,3,10-12".
+func parseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a seed or a range N-M", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a range N-M with N <= M", part)
+			}
+		}
+		if b-a >= 10000 || len(out) > 10000 {
+			return nil, fmt.Errorf("%q: too many seeds (at most 10000)", part)
+		}
+		for x := a; x <= b; x++ {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// clusterPolicies expands --policy values; none means the defaults.
+func clusterPolicies(values []string) []string {
+	if len(values) == 0 {
+		return defaultClusterPolicies
+	}
+	var out []string
+	for _, v := range values {
+		// Options of one policy are comma-separated too (spread:cpu=1,gpu=1):
+		// a part with "=" but no ":" continues the previous policy.
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if n := len(out); n > 0 && strings.Contains(p, "=") && !strings.Contains(p, ":") && strings.Contains(out[n-1], ":") {
+				out[n-1] += "," + p
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readClusterFile reads nodes or pods from a CSV or our JSON form.
+func readClusterFile(path string, pods bool) ([]cluster.Node, []cluster.Pod, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer file.Close()
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		f, err := cluster.ReadJSON(file, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.Nodes, f.Pods, nil
+	}
+	if pods {
+		p, err := cluster.ReadPodsCSV(file, path)
+		return nil, p, err
+	}
+	n, err := cluster.ReadNodesCSV(file, path)
+	return n, nil, err
+}
+
+// clusterJob is one policy and seed.
+type clusterJob struct {
+	policy int
+	seed   uint64
+}
+
+func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Writer) error {
+	if f.nodes == "" || f.pods == "" {
+		return usageErrorf(cmd, "--nodes and --pods are required")
+	}
+	seeds, err := parseSeeds(f.seeds)
+	if err != nil {
+		return usageErrorf(cmd, "--seeds: %v", err)
+	}
+	if !(f.ratio > 0 && f.ratio <= 10) {
+		return usageErrorf(cmd, "--ratio %v: want a multiple of capacity above 0, at most 10", f.ratio)
+	}
+	if !(f.coverage > 0 && f.coverage <= 1) {
+		return usageErrorf(cmd, "--coverage %v: want a share above 0, at most 1", f.coverage)
+	}
+	if f.timed && (f.html != "" || f.png != "") {
+		return usageErrorf(cmd, "--timed has no --html or --png output yet")
+	}
+	if f.parallel < 1 {
+		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
+	}
+	specs := clusterPolicies(f.policies)
+	for _, s := range specs {
+		// A stand-in target lets fgd and its kin be checked before reading files.
+		stub := cluster.NewTarget([]cluster.Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
+		if _, err := cluster.NewPolicy(s, stub); errors.Is(err, cluster.ErrUnknownPolicy) {
+			return usageErrorf(cmd, "--policy: %v", err)
+		}
+	}
+	nodes, _, err := readClusterFile(f.nodes, false)
+	if err != nil {
+		return err
+	}
+	_, pods, err := readClusterFile(f.pods, true)
+	if err != nil {
+		return err
+	}
+	opts := cluster.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}
+
+	// Every (policy, seed) is independent and deterministic: run them on
+	// f.parallel goroutines and store each result at its own index, so the
+	// output does not depend on the parallelism.
+	jobs := make([]clusterJob, 0, len(specs)*len(seeds))
+	for p := range specs {
+		for _, s := range seeds {
+			jobs = append(jobs, clusterJob{p, s})
+		}
+	}
+	runs := make([]*cluster.Run, len(jobs))
+	timed := make([]*cluster.TimedRun, len(jobs))
+	errs := make([]error, len(jobs))
+	bar := progress.New(stderr, int64(len(jobs)), "cluster")
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(f.parallel, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				if f.timed {
+					timed[j], errs[j] = cluster.Timed(nodes, pods, specs[jobs[j].policy], jobs[j].seed, opts)
+				} else {
+					runs[j], errs[j] = cluster.Experiment(nodes, pods, specs[jobs[j].policy], jobs[j].seed, opts)
+				}
+				bar.Increment()
+			}
+		}()
+	}
+	for j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	bar.Done()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if f.timed {
+		return writeClusterTimed(stdout, f, nodes, specs, seeds, timed)
+	}
+	sums := make([]cluster.Summary, len(specs))
+	for p := range specs {
+		sums[p] = cluster.Aggregate(runs[p*len(seeds) : (p+1)*len(seeds)])
+		sums[p].Policy = specs[p] // as the user named it (recommended, ...)
+	}
+	out := clusterOutputOf(nodes, sums)
+	if f.html != "" {
+		if err := writeClusterHTML(f.html, f, nodes, pods, seeds, sums); err != nil {
+			return err
+		}
+	}
+	if f.png != "" {
+		if err := writeClusterPNGs(f.png, sums); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		return writeClusterJSON(stdout, out)
+	}
+	var sb strings.Builder
+	writeClusterReport(&sb, f, nodes, pods, seeds, sums, out)
+	_, err = io.WriteString(stdout, sb.String())
+	return err
+}

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/report"
+)
+
+// clusterOutput is the JSON document `gpufrag cluster simulate --json`
+// prints, in the shape issue 7 gives. Shares are fractions of 1.
+type clusterOutput struct {
+	Nodes   int             `json:"nodes"`
+	GPUs    int             `json:"gpus"`
+	Results []clusterResult `json:"results"`
+}
+
+type clusterResult struct {
+	Policy                  string             `json:"policy"`
+	Seeds                   int                `json:"seeds"`
+	AllocRatioAt100         cluster.MeanStd    `json:"alloc_ratio_at_100"`
+	UnallocatedGPUsAt100    cluster.MeanStd    `json:"unallocated_gpus_at_100"`
+	UnallocatedGPUShareAt00 cluster.MeanStd    `json:"unallocated_gpu_share_at_100"`
+	FragTotalAt             map[string]float64 `json:"frag_total_at"`
+	WholeFreeNodesAt100     float64            `json:"whole_free_nodes_at_100"`
+}
+
+// pointAt returns the summary point at pct percent of arrived demand or,
+// when no run has a sample there (a small cluster, where one pod moves the
+// demand by several percent), the nearest percent that has, below first.
+func pointAt(s cluster.Summary, pct int) cluster.StatPoint {
+	for d := 0; d < len(s.Curve); d++ {
+		for _, x := range []int{pct - d, pct + d} {
+			if x >= 0 && x < len(s.Curve) && s.Curve[x].Seeds > 0 {
+				return s.Curve[x]
+			}
+		}
+	}
+	return cluster.StatPoint{Arrived: pct}
+}
+
+func clusterOutputOf(nodes []cluster.Node, sums []cluster.Summary) clusterOutput {
+	out := clusterOutput{Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes), Results: []clusterResult{}}
+	for _, s := range sums {
+		p := pointAt(s, 100)
+		unalloc := cluster.MeanStd{Mean: 1 - p.AllocRatio.Mean, Std: p.AllocRatio.Std}
+		out.Results = append(out.Results, clusterResult{
+			Policy: s.Policy, Seeds: s.Seeds,
+			AllocRatioAt100:         p.AllocRatio,
+			UnallocatedGPUsAt100:    p.UnallocatedGPUs,
+			UnallocatedGPUShareAt00: unalloc,
+			FragTotalAt: map[string]float64{
+				"60": pointAt(s, 60).FragTotal.Mean,
+				"80": pointAt(s, 80).FragTotal.Mean,
+				"90": pointAt(s, 90).FragTotal.Mean,
+			},
+			WholeFreeNodesAt100: p.WholeFreeNodes.Mean,
+		})
+	}
+	return out
+}
+
+func writeClusterJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func clusterPct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
+
+// writeClusterReport prints the comparison for people.
+func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64,
+	sums []cluster.Summary, out clusterOutput) {
+	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf(
+		"Placed %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), pods inflated or trimmed to %.0f%% of GPU capacity, no departures.",
+		thousands(len(pods))+" pods of "+f.pods, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
+		thousands(len(nodes)), thousands(out.GPUs), f.nodes, len(seeds), pluralS(len(seeds)), f.seeds, 100*f.ratio), 80))
+	t := table{
+		groups: []group{{1, 3, "at 100% arrived demand"}, {4, 6, "frag/total at arrived"}},
+		head:   []string{"policy", "allocated", "unallocated GPUs", "share", "60%", "80%", "90%", "whole-free nodes", "failed pods", "first failure"},
+	}
+	for i, s := range sums {
+		r := out.Results[i]
+		t.rows = append(t.rows, []string{
+			s.Policy,
+			fmt.Sprintf("%s ±%.2f", clusterPct(r.AllocRatioAt100.Mean), 100*r.AllocRatioAt100.Std),
+			fmt.Sprintf("%.0f ±%.0f", r.UnallocatedGPUsAt100.Mean, r.UnallocatedGPUsAt100.Std),
+			clusterPct(r.UnallocatedGPUShareAt00.Mean),
+			fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["60"]), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["80"]), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["90"]),
+			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100),
+			fmt.Sprintf("%.0f", s.Failed.Mean),
+			firstFailure(s),
+		})
+	}
+	t.write(sb)
+	sb.WriteString("\nallocated: GPU milli allocated ÷ capacity, mean ±std over seeds (percentage points)\n" +
+		"frag/total: FGD fragmentation (idle GPU capacity the popular task types cannot use) ÷ capacity\n" +
+		"failed pods: over the whole run (to " + fmt.Sprintf("%.0f%%", 100*f.ratio) + " arrived), mean over seeds\n" +
+		"first failure: arrived demand when the first pod fit nowhere, and the GPU share then idle\n")
+	best := 0
+	for i := range out.Results {
+		if out.Results[i].UnallocatedGPUsAt100.Mean < out.Results[best].UnallocatedGPUsAt100.Mean {
+			best = i
+		}
+	}
+	if len(sums) > 1 {
+		fmt.Fprintf(sb, "fewest unallocated GPUs at 100%%: %s (%.0f GPUs)\n", sums[best].Policy, out.Results[best].UnallocatedGPUsAt100.Mean)
+	}
+}
+
+// clusterCharts returns the curves: allocation, FGD fragmentation (total
+// and rate), whole-free nodes, each against arrived demand.
+func clusterCharts(sums []cluster.Summary) []report.LineChart {
+	type metric struct {
+		file, title, ylabel string
+		unit                report.Unit
+		get                 func(cluster.StatPoint) float64
+	}
+	metrics := []metric{
+		{"alloc", "GPU allocation ratio", "allocated / capacity", report.UnitShare, func(p cluster.StatPoint) float64 { return p.AllocRatio.Mean }},
+		{"frag-total", "FGD fragmentation / total GPU capacity", "fragment / capacity", report.UnitShare, func(p cluster.StatPoint) float64 { return p.FragTotal.Mean }},
+		{"frag-rate", "FGD fragmentation rate (of idle GPU capacity)", "fragment / idle", report.UnitShare, func(p cluster.StatPoint) float64 { return p.FragRate.Mean }},
+		{"whole-free", "Nodes with every GPU free", "nodes", report.UnitNone, func(p cluster.StatPoint) float64 { return p.WholeFreeNodes.Mean }},
+	}
+	var charts []report.LineChart
+	for _, m := range metrics {
+		c := report.LineChart{Title: m.title, XLabel: "arrived GPU demand / capacity", YLabel: m.ylabel, XUnit: report.UnitShare, YUnit: m.unit}
+		for _, s := range sums {
+			se := report.Series{Name: s.Policy}
+			for _, p := range s.Curve {
+				se.X = append(se.X, float64(p.Arrived)/100)
+				y := math.NaN()
+				if p.Seeds > 0 {
+					y = m.get(p)
+				}
+				se.Y = append(se.Y, y)
+			}
+			c.Series = append(c.Series, se)
+		}
+		charts = append(charts, c)
+	}
+	return charts
+}
+
+var clusterChartFiles = []string{"alloc", "frag-total", "frag-rate", "whole-free"}
+
+func writeClusterPNGs(dir string, sums []cluster.Summary) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, c := range clusterCharts(sums) {
+		if err := writeClusterFile(filepath.Join(dir, "cluster-"+clusterChartFiles[i]+".png"), func(w io.Writer) error { return c.PNGScaled(w, 2) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeClusterHTML(path string, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64, sums []cluster.Summary) error {
+	out := clusterOutputOf(nodes, sums)
+	var sb strings.Builder
+	writeClusterReport(&sb, f, nodes, pods, seeds, sums, out)
+	tab := report.Table{Caption: "At 100% arrived GPU demand (mean over seeds)",
+		Header:      []string{"policy", "allocated", "std (pp)", "unallocated GPUs", "frag/total 60%", "80%", "90%", "whole-free nodes"},
+		NumericCols: []int{1, 2, 3, 4, 5, 6, 7}}
+	for _, r := range out.Results {
+		tab.Rows = append(tab.Rows, []string{r.Policy, clusterPct(r.AllocRatioAt100.Mean), fmt.Sprintf("%.2f", 100*r.AllocRatioAt100.Std),
+			fmt.Sprintf("%.0f", r.UnallocatedGPUsAt100.Mean), clusterPct(r.FragTotalAt["60"]), clusterPct(r.FragTotalAt["80"]), clusterPct(r.FragTotalAt["90"]),
+			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100)})
+	}
+	page := report.Page{
+		Title:    "gpufrag cluster simulate",
+		Subtitle: fmt.Sprintf("%s on %s: %d nodes, %d GPUs, seeds %s", f.pods, f.nodes, len(nodes), out.GPUs, f.seeds),
+		Sections: []report.Section{
+			{Heading: "Comparison", Text: sb.String(), Tables: []report.Table{tab}},
+			{Heading: "Curves against arrived GPU demand", Text: "Means over the seeds at every percent of arrived GPU demand (the FGD paper's Figs. 7 and 9).", Charts: clusterCharts(sums)},
+		},
+	}
+	return writeClusterFile(path, page.WriteHTML)
+}
+
+// writeClusterFile creates path and writes it with fn, reporting close errors.
+func writeClusterFile(path string, fn func(io.Writer) error) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(file); err != nil {
+		file.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return file.Close()
+}
+
+// clusterTimedOutput is the JSON document of `gpufrag cluster simulate
+// --timed --json`: per policy, means over seeds of the time-based replay.
+type clusterTimedOutput struct {
+	Nodes   int                  `json:"nodes"`
+	GPUs    int                  `json:"gpus"`
+	Results []clusterTimedResult `json:"results"`
+}
+
+type clusterTimedResult struct {
+	Policy         string          `json:"policy"`
+	Seeds          int             `json:"seeds"`
+	MeanAllocRatio cluster.MeanStd `json:"mean_alloc_ratio"`
+	PeakAllocRatio cluster.MeanStd `json:"peak_alloc_ratio"`
+	MeanFragTotal  cluster.MeanStd `json:"mean_frag_total"`
+	FailedPods     cluster.MeanStd `json:"failed_pods"`
+}
+
+func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, specs []string, seeds []uint64, runs []*cluster.TimedRun) error {
+	out := clusterTimedOutput{Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes)}
+	for p, spec := range specs {
+		var mean, peak, frag, failed []float64
+		for _, r := range runs[p*len(seeds) : (p+1)*len(seeds)] {
+			mean, peak = append(mean, r.MeanAllocRatio), append(peak, r.PeakAllocRatio)
+			frag, failed = append(frag, r.MeanFragTotal), append(failed, float64(r.Failed))
+		}
+		out.Results = append(out.Results, clusterTimedResult{Policy: spec, Seeds: len(seeds),
+			MeanAllocRatio: cluster.NewMeanStd(mean), PeakAllocRatio: cluster.NewMeanStd(peak),
+			MeanFragTotal: cluster.NewMeanStd(frag), FailedPods: cluster.NewMeanStd(failed)})
+	}
+	if f.json {
+		return writeClusterJSON(w, out)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s\n\n", wrap(fmt.Sprintf("Replayed the pods of %s by creation and deletion time on %s nodes with %s GPUs (%s), %d seed%s.",
+		f.pods, thousands(len(nodes)), thousands(out.GPUs), f.nodes, len(seeds), pluralS(len(seeds))), 80))
+	t := table{head: []string{"policy", "mean allocated", "peak allocated", "mean frag/total", "failed pods"}}
+	for _, r := range out.Results {
+		t.rows = append(t.rows, []string{r.Policy, clusterPct(r.MeanAllocRatio.Mean), clusterPct(r.PeakAllocRatio.Mean),
+			clusterPct(r.MeanFragTotal.Mean), fmt.Sprintf("%.1f", r.FailedPods.Mean)})
+	}
+	t.write(&sb)
+	sb.WriteString("\nmean: weighted by how long each state held, from the first to the last event\n")
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// firstFailure formats when the first pod failed, "none" when none did.
+func firstFailure(s cluster.Summary) string {
+	if s.FirstFailures == 0 {
+		return "none"
+	}
+	out := fmt.Sprintf("%.1f%% (%.1f%% idle)", 100*s.FirstFailureArrived.Mean, 100*s.FirstFailureUnallocated.Mean)
+	if s.FirstFailures < s.Seeds {
+		out += fmt.Sprintf(" in %d of %d", s.FirstFailures, s.Seeds)
+	}
+	return out
+}
