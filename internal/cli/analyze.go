@@ -67,7 +67,7 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Example: `  # A snapshot taken with torch.cuda.memory._dump_snapshot("snap.pickle"):
   gpufrag analyze snap.pickle
 
-  # As JSON (schema in docs/json-analyze.md), what-if on a 40 GiB device:
+  # As JSON (schema in docs/json.md), what-if on a 40 GiB device:
   gpufrag analyze snap.pickle --json --capacity 40GiB
 
   # An HTML report with the timeline and a segment map:
@@ -83,7 +83,7 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print the analysis as JSON (schema in docs/json-analyze.md)")
+	fl.BoolVar(&f.json, "json", false, "print the analysis as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML report (timeline, segment map) to `FILE`")
 	fl.Var(&f.capacity, "capacity", "device memory for the what-if replays, a `SIZE` such as 40GiB; "+
 		"without it, what an out-of-memory entry of the trace records, else 80GiB")

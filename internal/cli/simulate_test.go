@@ -169,3 +169,33 @@ func TestSimulateHTMLAndScenario(t *testing.T) {
 		t.Errorf("HTML has a script")
 	}
 }
+
+// TestReadmeSimulateTable keeps the README honest: every row of the tables
+// it quotes must be what `gpufrag simulate` prints now.
+func TestReadmeSimulateTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the full default scenario; run without -short")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	code, out, errs := run(t, "", "simulate")
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errs)
+	}
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		for _, kv := range []string{"contiguous-", "paged:", "vmm:"} {
+			if strings.HasPrefix(line, kv) {
+				n++
+				if !strings.Contains(string(readme), line) {
+					t.Errorf("README.md does not quote the current simulate output line:\n%s\n(update it from `go run ./cmd/gpufrag simulate`)", line)
+				}
+			}
+		}
+	}
+	if n != 12 {
+		t.Fatalf("found %d result rows in the simulate output, want 12 (6 runs × 2 tables):\n%s", n, out)
+	}
+}

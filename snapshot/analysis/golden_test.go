@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // The JSON document of `gpufrag analyze --json` is a contract
-// (docs/json-analyze.md): golden files pin every field name and value for
+// (docs/json.md): golden files pin every field name and value for
 // small snapshots with traces, as the command prints them. Regenerate with
 // go test ./snapshot/analysis -run Golden -update, and read the diff.
 func TestGoldenJSON(t *testing.T) {

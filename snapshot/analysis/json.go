@@ -2,7 +2,7 @@ package analysis
 
 import "fmt"
 
-// Doc is the JSON document of `gpufrag analyze --json`; docs/json-analyze.md
+// Doc is the JSON document of `gpufrag analyze --json`; docs/json.md
 // is its schema. Field names are stable; new fields may be added.
 type Doc struct {
 	File        string      `json:"file"`

@@ -28,7 +28,7 @@ type Fidelity struct {
 	// Source says what was replayed: SourceTrace, the device trace's
 	// recorded events, or SourceHistory, an allocation order rebuilt from
 	// legacy block histories (a file with no alloc event whose blocks carry
-	// a history; see replayHistory's rules in docs/json-analyze.md). With
+	// a history; see replayHistory's rules in docs/json.md). With
 	// SourceHistory the order is reconstructed, not recorded: Allocs counts
 	// history entries, SegmentAllocs the segments the model obtained.
 	Source string
