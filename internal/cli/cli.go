@@ -107,5 +107,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newSimulate())
 	root.AddCommand(newAnalyzeCmd(stdout, stderr))
 	root.AddCommand(newClusterCmd(stdout, stderr))
+	root.AddCommand(newDefragCmd())
 	return root
 }

@@ -1,0 +1,204 @@
+package defrag_test
+
+import (
+	"testing"
+
+	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/mem"
+	"pgregory.net/rapid"
+)
+
+// grain is the unit of the small random layouts below.
+const grain = 512 * mem.KiB
+
+// genLayout draws a small caching-style layout: up to five large-pool
+// segments of 2–12 grains, tiled by random active and free blocks.
+func genLayout(t *rapid.T) mem.Layout {
+	l := mem.Layout{Capacity: mem.GiB}
+	addr := mem.DefaultVABase
+	nseg := rapid.IntRange(1, 5).Draw(t, "segments")
+	for range nseg {
+		units := rapid.IntRange(2, 12).Draw(t, "units")
+		s := mem.Segment{Addr: addr, Size: int64(units) * grain, Pool: "large"}
+		cur := 0
+		for cur < units {
+			n := rapid.IntRange(1, units-cur).Draw(t, "block")
+			b := mem.Block{Addr: addr + uint64(cur)*uint64(grain), Size: int64(n) * grain}
+			if rapid.Bool().Draw(t, "active") {
+				b.State, b.Requested = mem.Active, b.Size
+			}
+			// Keep the layout canonical: no two adjacent free blocks.
+			if k := len(s.Blocks); k > 0 && b.State == mem.Free && s.Blocks[k-1].State == mem.Free {
+				s.Blocks[k-1].Size += b.Size
+			} else {
+				s.Blocks = append(s.Blocks, b)
+			}
+			cur += n
+		}
+		l.Segments = append(l.Segments, s)
+		addr += uint64(s.Size) + uint64(mem.PageSize)
+	}
+	var reserved int64
+	for _, s := range l.Segments {
+		reserved += s.Size
+	}
+	l.DeviceFree = l.Capacity - reserved
+	return l
+}
+
+// binsFit says whether items fit in bins (exhaustive; tiny inputs only).
+func binsFit(bins, items []int64, i int) bool {
+	if i == len(items) {
+		return true
+	}
+	for k := range bins {
+		if bins[k] >= items[i] {
+			bins[k] -= items[i]
+			ok := binsFit(bins, items, i+1)
+			bins[k] += items[i]
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestCompactBoundIsALowerBound checks the compaction bound against the true
+// optimum, found by brute force on small layouts: over every set S of
+// segments whose live blocks can be packed (exhaustively) into the free
+// blocks of the other non-empty segments, the least live bytes of S that
+// frees at least the plan's FreedBytes. The bound must not exceed it, and the
+// plan must not beat it.
+func TestCompactBoundIsALowerBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := genLayout(t)
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: "caching"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(l.Segments)
+		used := make([]int64, n)
+		for i, s := range l.Segments {
+			for _, b := range s.Blocks {
+				if b.State != mem.Free {
+					used[i] += b.Size
+				}
+			}
+		}
+		best := int64(-1)
+		for set := 1; set < 1<<n; set++ {
+			var size, live int64
+			var items, bins []int64
+			ok := true
+			for i, s := range l.Segments {
+				if set&(1<<i) != 0 {
+					if used[i] == 0 {
+						ok = false // already free: not a gain
+						break
+					}
+					size += s.Size
+					live += used[i]
+					for _, b := range s.Blocks {
+						if b.State != mem.Free {
+							items = append(items, b.Size)
+						}
+					}
+				} else if used[i] > 0 {
+					for _, b := range s.Blocks {
+						if b.State == mem.Free {
+							bins = append(bins, b.Size)
+						}
+					}
+				}
+			}
+			if !ok || size < p.FreedBytes || (best >= 0 && live >= best) {
+				continue
+			}
+			if binsFit(bins, items, 0) {
+				best = live
+			}
+		}
+		if p.FreedBytes == 0 {
+			if p.BytesMoved != 0 || p.LowerBound != 0 {
+				t.Fatalf("nothing freed, yet moved %d, bound %d", p.BytesMoved, p.LowerBound)
+			}
+			return
+		}
+		if best < 0 {
+			t.Fatalf("the plan frees %d bytes but brute force finds no way to", p.FreedBytes)
+		}
+		if p.LowerBound > best {
+			t.Fatalf("bound %d above the optimum %d:\n%s", p.LowerBound, best, l)
+		}
+		if p.BytesMoved < best {
+			t.Fatalf("plan moves %d, below the brute-force optimum %d: the brute force is wrong", p.BytesMoved, best)
+		}
+	})
+}
+
+// TestFitBoundIsALowerBound checks the fit bound against windows at every
+// grain-aligned offset, not only at block starts: no window of the goal's
+// size overlaps fewer live bytes than the bound says.
+func TestFitBoundIsALowerBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := genLayout(t)
+		size := int64(rapid.IntRange(1, 12).Draw(t, "size")) * grain
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalFit, Size: size, Pool: "large"}, defrag.Options{Allocator: "caching"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		best := int64(-1)
+		for _, s := range l.Segments {
+			for x := s.Addr; x+uint64(size) <= s.End(); x += uint64(grain) {
+				var cost int64
+				for _, b := range s.Blocks {
+					if b.State != mem.Free && b.Addr < x+uint64(size) && b.End() > x {
+						cost += b.Size
+					}
+				}
+				if best < 0 || cost < best {
+					best = cost
+				}
+			}
+		}
+		if best < 0 {
+			if p.Reached {
+				t.Fatalf("no segment holds %d bytes, yet the plan is reached", size)
+			}
+			return
+		}
+		if p.LowerBound > best {
+			t.Fatalf("bound %d above the cheapest window %d:\n%s", p.LowerBound, best, l)
+		}
+		if p.Reached && p.BytesMoved < best {
+			t.Fatalf("plan moves %d, below the cheapest window %d", p.BytesMoved, best)
+		}
+	})
+}
+
+// TestCoalesceBound checks the arena's coalescing plans on small random
+// segments: a reached plan leaves one free extent and moves no fewer bytes
+// than the bound, and the exact bound (exhaustive search) is never below the
+// bytes that overlap the cheapest window.
+func TestCoalesceBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := genLayout(t)
+		l.Segments = l.Segments[:1]
+		l.Segments[0].Pool = "arena"
+		l.DeviceFree = l.Capacity - l.Segments[0].Size
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: "arena"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Reached {
+			t.Fatalf("an unconstrained arena can always be coalesced (slide), got not reached:\n%s", l)
+		}
+		if p.After.FreeBlocks > 1 {
+			t.Fatalf("reached, but %d free extents remain", p.After.FreeBlocks)
+		}
+		if p.BytesMoved < p.LowerBound {
+			t.Fatalf("moved %d below the bound %d", p.BytesMoved, p.LowerBound)
+		}
+	})
+}

@@ -1,0 +1,167 @@
+// The saved-layout file: a mem.Layout as JSON, for `gpufrag defrag FILE`.
+// See doc.go for the overview; docs/json.md documents the format.
+
+package defrag
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// LayoutVersion is the value of "gpufrag_layout" this package writes and reads.
+const LayoutVersion = 1
+
+// MaxLayoutFile bounds the size of a layout file ReadLayout accepts: 1 GiB,
+// far above the ~100 bytes per block of the format times the blocks of any
+// real allocator, and low enough that a hostile file cannot exhaust memory.
+const MaxLayoutFile = 1 << 30
+
+// ErrLayoutFile is wrapped by ReadLayout for a file that is not a valid
+// layout; the message names the byte offset or the field.
+var ErrLayoutFile = errors.New("defrag: bad layout file")
+
+// layoutFile is the saved-layout document (docs/json.md).
+type layoutFile struct {
+	Version        int           `json:"gpufrag_layout"`
+	Allocator      string        `json:"allocator,omitempty"`
+	Capacity       int64         `json:"capacity_bytes"`
+	OtherUse       int64         `json:"other_use_bytes"`
+	DeviceFree     *int64        `json:"device_free_bytes,omitempty"`
+	MaxAllocatable int64         `json:"max_allocatable_bytes"`
+	Segments       []fileSegment `json:"segments"`
+}
+
+type fileSegment struct {
+	Addr       uint64      `json:"addr"`
+	Size       int64       `json:"size"`
+	Pool       string      `json:"pool"`
+	Stream     int         `json:"stream"`
+	Expandable bool        `json:"expandable,omitempty"`
+	Blocks     []fileBlock `json:"blocks"`
+}
+
+type fileBlock struct {
+	Addr      uint64 `json:"addr"`
+	Size      int64  `json:"size"`
+	Requested int64  `json:"requested,omitempty"`
+	State     string `json:"state"`
+}
+
+var stateNames = map[mem.BlockState]string{mem.Free: "free", mem.Active: "active", mem.PendingFree: "pending_free"}
+
+// newLayoutFile turns a layout into the saved-layout document; allocator
+// ("caching", "arena", "sizeclass" or a spec) tells the planner the rules.
+func newLayoutFile(l mem.Layout, allocator string) layoutFile {
+	f := layoutFile{Version: LayoutVersion, Allocator: allocator, Capacity: l.Capacity, OtherUse: l.OtherUse,
+		MaxAllocatable: l.MaxAllocatable, Segments: make([]fileSegment, len(l.Segments))}
+	df := l.DeviceFree
+	f.DeviceFree = &df
+	for i, s := range l.Segments {
+		fs := fileSegment{Addr: s.Addr, Size: s.Size, Pool: s.Pool, Stream: s.Stream, Expandable: s.Expandable,
+			Blocks: make([]fileBlock, len(s.Blocks))}
+		for j, b := range s.Blocks {
+			fs.Blocks[j] = fileBlock{Addr: b.Addr, Size: b.Size, Requested: b.Requested, State: stateNames[b.State]}
+		}
+		f.Segments[i] = fs
+	}
+	return f
+}
+
+// WriteLayout writes l as an indented saved-layout document.
+func WriteLayout(w io.Writer, l mem.Layout, allocator string) error {
+	b, err := json.MarshalIndent(newLayoutFile(l, allocator), "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// IsLayoutFile says whether data looks like a saved layout (a JSON object
+// with the "gpufrag_layout" key) rather than a PyTorch snapshot.
+func IsLayoutFile(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && bytes.Contains(data, []byte(`"gpufrag_layout"`))
+}
+
+// ReadLayout reads a saved-layout document from r (name labels errors) and
+// returns the layout and the allocator it names. Errors wrap ErrLayoutFile
+// and name the byte offset (syntax, wrong types) or the field path
+// (segments[3].blocks[7].state), and the layout must pass mem.Layout.Check.
+// A missing device_free_bytes is computed as capacity − other use − reserved.
+func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxLayoutFile+1))
+	if err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > MaxLayoutFile {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: larger than %d bytes", ErrLayoutFile, name, MaxLayoutFile)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f layoutFile
+	if err := dec.Decode(&f); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, se.Offset, err)
+		case errors.As(err, &te):
+			return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: field %q: want %s, got %s",
+				ErrLayoutFile, name, te.Offset, te.Field, te.Type, te.Value)
+		}
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, dec.InputOffset(), err)
+	}
+	if dec.More() {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: data after the document", ErrLayoutFile, name, dec.InputOffset())
+	}
+	if f.Version != LayoutVersion {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"gpufrag_layout\": version %d, want %d", ErrLayoutFile, name, f.Version, LayoutVersion)
+	}
+	l := mem.Layout{Capacity: f.Capacity, OtherUse: f.OtherUse, MaxAllocatable: f.MaxAllocatable,
+		Segments: make([]mem.Segment, len(f.Segments))}
+	var reserved int64
+	for i, fs := range f.Segments {
+		if fs.Size <= 0 {
+			return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].size\": %d is not positive", ErrLayoutFile, name, i, fs.Size)
+		}
+		s := mem.Segment{Addr: fs.Addr, Size: fs.Size, Pool: fs.Pool, Stream: fs.Stream, Expandable: fs.Expandable,
+			Blocks: make([]mem.Block, len(fs.Blocks))}
+		reserved += fs.Size
+		for j, fb := range fs.Blocks {
+			b := mem.Block{Addr: fb.Addr, Size: fb.Size, Requested: fb.Requested}
+			switch fb.State {
+			case "free":
+				b.State = mem.Free
+			case "active":
+				b.State = mem.Active
+			case "pending_free":
+				b.State = mem.PendingFree
+			default:
+				return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].blocks[%d].state\": %q (want active, free or pending_free)",
+					ErrLayoutFile, name, i, j, fb.State)
+			}
+			if fb.Size <= 0 || fb.Requested < 0 {
+				return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].blocks[%d]\": size %d, requested %d",
+					ErrLayoutFile, name, i, j, fb.Size, fb.Requested)
+			}
+			s.Blocks[j] = b
+		}
+		l.Segments[i] = s
+	}
+	if f.DeviceFree != nil {
+		l.DeviceFree = *f.DeviceFree
+	} else {
+		l.DeviceFree = max(0, f.Capacity-f.OtherUse-reserved)
+	}
+	l.Sort()
+	if err := l.Check(); err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
+	}
+	return l, f.Allocator, nil
+}

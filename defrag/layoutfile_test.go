@@ -1,0 +1,76 @@
+package defrag_test
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/defrag"
+)
+
+func TestLayoutFileRoundTrip(t *testing.T) {
+	l := benchLayout(t, "caching", 500, 3)
+	var buf bytes.Buffer
+	if err := defrag.WriteLayout(&buf, l, "caching"); err != nil {
+		t.Fatal(err)
+	}
+	if !defrag.IsLayoutFile(buf.Bytes()) {
+		t.Fatal("a written layout is not recognised as one")
+	}
+	got, name, err := defrag.ReadLayout(&buf, "l.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Sort()
+	if name != "caching" || !reflect.DeepEqual(got, l) {
+		t.Fatalf("round trip changed the layout (allocator %q)", name)
+	}
+}
+
+func TestLayoutFileErrors(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"gpufrag_layout":1,"capacity_bytes":"x"}`, `offset 40: field "capacity_bytes"`},
+		{`{"gpufrag_layout":1,"capacity_bytes":1`, `offset`},
+		{`{"gpufrag_layout":2}`, `version 2`},
+		{`{"gpufrag_layout":1,"bogus":1}`, `unknown field "bogus"`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":4096,"state":"busy"}]}]}`,
+			`segments[0].blocks[0].state`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":2048,"state":"free"}]}]}`,
+			`bad layout file`},
+	} {
+		_, _, err := defrag.ReadLayout(strings.NewReader(c.in), "l.json")
+		if err == nil || !errors.Is(err, defrag.ErrLayoutFile) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an ErrLayoutFile naming %q", c.in, err, c.want)
+		}
+	}
+}
+
+// FuzzReadLayout: any input gives a layout that passes mem.Layout.Check and
+// can be planned, or an ErrLayoutFile error; never a panic.
+func FuzzReadLayout(f *testing.F) {
+	var buf bytes.Buffer
+	_ = defrag.WriteLayout(&buf, benchLayout(f, "caching", 50, 5), "caching")
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"arena","blocks":[{"addr":0,"size":4096,"state":"free"}]}]}`))
+	f.Add([]byte(`{"gpufrag_layout":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			if !errors.Is(err, defrag.ErrLayoutFile) {
+				t.Fatalf("error not wrapping ErrLayoutFile: %v", err)
+			}
+			return
+		}
+		if err := l.Check(); err != nil {
+			t.Fatalf("accepted a layout that fails Check: %v", err)
+		}
+		for _, g := range []defrag.Goal{{Kind: defrag.GoalCompact}, {Kind: defrag.GoalFit, Size: 4096}} {
+			if _, err := defrag.PlanLayout(l, g, defrag.Options{Allocator: allocator}); err != nil &&
+				!errors.Is(err, defrag.ErrGoal) && !errors.Is(err, defrag.ErrLayout) {
+				t.Fatalf("plan %v: %v", g, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,375 @@
+// Plans: goals, moves, options and the entry point PlanLayout.
+// See doc.go for the overview.
+
+package defrag
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// Sentinel errors.
+var (
+	// ErrGoal: a goal that cannot be parsed or does not apply to the layout
+	// (a fit goal of no positive size, a fit goal on size-class slots).
+	ErrGoal = errors.New("defrag: bad goal")
+	// ErrLayout: the layout is not one the planner can work on (it fails
+	// mem.Layout.Check, or names an allocator the planner does not know).
+	ErrLayout = errors.New("defrag: bad layout")
+	// ErrMove: Apply could not perform a move (unknown address, or the
+	// allocator refused the relocation). The error names the move.
+	ErrMove = errors.New("defrag: move failed")
+)
+
+// GoalKind says what a plan is for.
+type GoalKind uint8
+
+const (
+	// GoalCompact frees as many whole segments as possible (their bytes can then
+	// go back to the device through EmptyCache). On an arena, whose single
+	// segment is never returned, it gathers the free memory into one extent.
+	GoalCompact GoalKind = iota
+	// GoalFit makes a free run of at least Goal.Size bytes inside one segment
+	// of the pool and stream a request of that size would use: the request
+	// that failed.
+	GoalFit
+)
+
+// String returns the goal kind's CLI name.
+func (k GoalKind) String() string {
+	if k == GoalFit {
+		return "fit"
+	}
+	return "compact"
+}
+
+// Goal is what a plan must achieve.
+type Goal struct {
+	Kind GoalKind
+	// Size is the request a GoalFit plan must make room for, in bytes.
+	Size int64
+	// Pool restricts GoalFit to segments of this pool. Empty means the pool a
+	// request of Size would use: "small" for at most 1 MiB and "large" above
+	// on the caching allocator, any pool elsewhere.
+	Pool string
+	// Stream is the stream of the request (GoalFit on the caching allocator).
+	Stream int
+}
+
+// String renders the goal as ParseGoal reads it.
+func (g Goal) String() string {
+	if g.Kind == GoalFit {
+		return "fit:" + mem.FormatBytesExact(g.Size)
+	}
+	return "compact"
+}
+
+// ParseGoal reads "compact" or "fit:SIZE" (SIZE with units, "fit:64MiB").
+func ParseGoal(s string) (Goal, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "compact":
+		return Goal{Kind: GoalCompact}, nil
+	case strings.HasPrefix(s, "fit:"):
+		n, err := mem.ParseBytes(strings.TrimPrefix(s, "fit:"))
+		if err != nil {
+			return Goal{}, fmt.Errorf("%w: %q: %w", ErrGoal, s, err)
+		}
+		if n <= 0 {
+			return Goal{}, fmt.Errorf("%w: %q: the size must be positive", ErrGoal, s)
+		}
+		return Goal{Kind: GoalFit, Size: n}, nil
+	}
+	return Goal{}, fmt.Errorf("%w: %q (want compact or fit:SIZE)", ErrGoal, s)
+}
+
+// Move relocates the live block that starts at From to To. Size is the
+// block's size, so a plan can be priced and checked without the layout.
+type Move struct {
+	From, To uint64
+	Size     int64
+}
+
+// String renders the move for people: "@20MiB -> @0B (1MiB)".
+func (m Move) String() string {
+	return fmt.Sprintf("%s -> %s (%s)", mem.FormatAddr(m.From), mem.FormatAddr(m.To), mem.FormatBytesExact(m.Size))
+}
+
+// Unmap describes physical pages that a VMM-backed segment (expandable
+// segments, vmm) can unmap and map again elsewhere in its virtual range
+// without copying anything: Pages whole free pages of PageSize bytes starting
+// at Addr.
+type Unmap struct {
+	Addr     uint64
+	Pages    int64
+	PageSize int64
+}
+
+// Plan is what a planner returns: the moves in the order they must be applied,
+// what they cost and achieve, and the bound any plan for the same goal must pay.
+type Plan struct {
+	Goal      Goal
+	Allocator string // the rules the plan follows: caching, arena, sizeclass (vmm, async, direct: no moves)
+	Moves     []Move
+	// BytesMoved is Σ Moves[i].Size: every byte is read once and written once.
+	BytesMoved int64
+	// LowerBound is a number of bytes that every plan reaching the same goal
+	// (freeing FreedBytes of segments, or making the same room) must move;
+	// see doc.go for how it is computed and why it is a bound.
+	LowerBound int64
+	// FreedBytes is the net gain in bytes of wholly free segments (After minus
+	// the layout's), what EmptyCache would then give back to the device.
+	FreedBytes int64
+	// Reached says whether the goal is met by the moves. A GoalCompact plan is
+	// always reached unless Options capped it; a GoalFit plan may find no room.
+	Reached bool
+	// Unmaps and UnmapPages describe VMM-backed segments, which are never
+	// compacted by copying: whole free pages are unmapped (and remapped where
+	// needed) instead, priced per page.
+	Unmaps     []Unmap
+	UnmapPages int64
+	UnmapBytes int64
+	// Notes explain what the planner skipped and why, for people.
+	Notes []string
+	// Before and After are the fragmentation metrics of the layout and of
+	// Layout, the layout the moves produce. After.MaxAllocatable is an
+	// estimate (see estimateMaxAllocatable): only the allocator knows its rules.
+	Before, After frag.Metrics
+	// Layout is the layout after the moves, computed on a copy.
+	Layout mem.Layout
+}
+
+// Options tune a planner.
+type Options struct {
+	// Allocator names the rules the layout follows: "caching", "arena" or
+	// "sizeclass" (a spec such as "caching:expandable_segments:True" works
+	// too); "vmm", "async" and "direct" have no relocation hook, so their
+	// plans move nothing and only list VMM pages. Empty infers the rules from
+	// pool names: small/large are the caching allocator's, arena the arena's,
+	// vmm/async/direct their own, anything else size classes.
+	Allocator string
+	// MaxBytes caps the bytes moved (0: no cap), for online policies that may
+	// move at most B bytes per engine step. Segments are evacuated whole or not
+	// at all, so a capped plan never leaves a segment half moved.
+	MaxBytes int64
+	// MaxMoves caps the number of moves (0: no cap).
+	MaxMoves int
+	// PageSize is the physical page of VMM-backed segments of the "vmm" pool;
+	// 0 means mem.PageSize. The caching allocator's expandable segments use
+	// its own 2 MiB (small) and 20 MiB (large) pages whatever this says.
+	PageSize int64
+}
+
+// rules are what the planner must know about an allocator's relocation hook
+// (see each allocator's Relocate) and layout.
+type rules struct {
+	name string
+	// releasable: wholly free segments can go back to the device (EmptyCache).
+	releasable bool
+	// slots: free space is a set of fixed slots that never merge (sizeclass);
+	// a block moves only to a free slot of its own pool.
+	slots bool
+	// memmove: the block's own range counts as free, so a destination may
+	// overlap the source (arena). Otherwise the destination must lie in memory
+	// that is free before the move (caching).
+	memmove bool
+	// fixed: nothing can move (no relocation hook: direct, vmm, async); the
+	// planner only describes VMM pages that can be unmapped.
+	fixed bool
+}
+
+var (
+	cachingRules   = rules{name: "caching", releasable: true}
+	arenaRules     = rules{name: "arena", memmove: true}
+	sizeclassRules = rules{name: "sizeclass", releasable: true, slots: true}
+)
+
+// rulesFor picks the rules from Options.Allocator or from the pool names.
+func rulesFor(l mem.Layout, name string) (rules, error) {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	switch name {
+	case "caching":
+		return cachingRules, nil
+	case "arena":
+		return arenaRules, nil
+	case "sizeclass":
+		return sizeclassRules, nil
+	case "vmm", "async", "direct":
+		return rules{name: name, releasable: true, fixed: true}, nil
+	case "":
+	default:
+		return rules{}, fmt.Errorf("%w: allocator %q cannot be planned for (caching, arena, sizeclass, or vmm, async, direct, which move nothing)", ErrLayout, name)
+	}
+	for _, s := range l.Segments {
+		switch s.Pool {
+		case "small", "large":
+			return cachingRules, nil
+		case "arena":
+			return arenaRules, nil
+		case "vmm", "async", "direct":
+			return rules{name: s.Pool, releasable: true, fixed: true}, nil
+		}
+	}
+	return sizeclassRules, nil
+}
+
+// PlanLayout plans moves that reach g on layout l, following the relocation
+// rules of the allocator that produced it. It never modifies l: every slice of
+// the returned plan, Layout included, is new. The result depends only on its
+// arguments. See doc.go for the algorithms and the lower bounds.
+func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
+	if g.Kind == GoalFit && g.Size <= 0 {
+		return Plan{}, fmt.Errorf("%w: fit needs a positive size, got %d", ErrGoal, g.Size)
+	}
+	if g.Kind != GoalFit && g.Kind != GoalCompact {
+		return Plan{}, fmt.Errorf("%w: unknown kind %d", ErrGoal, g.Kind)
+	}
+	r, err := rulesFor(l, o.Allocator)
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := l.Check(); err != nil {
+		return Plan{}, fmt.Errorf("%w: %w", ErrLayout, err)
+	}
+	pl := newPlanner(l, r, o)
+	p := Plan{Goal: g, Allocator: r.name}
+	switch {
+	case g.Kind == GoalFit && r.slots:
+		return Plan{}, fmt.Errorf("%w: fit on size-class slots: free slots never merge, so moving blocks cannot make a larger run; use compact to free slabs", ErrGoal)
+	case g.Kind == GoalFit:
+		pl.planFit(&p, g)
+	case !r.releasable:
+		pl.planCoalesce(&p)
+	default:
+		pl.planCompact(&p)
+	}
+	pl.planUnmaps(&p, g)
+	after, err := simulate(pl, p.Moves)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.Layout = after
+	for _, m := range p.Moves {
+		p.BytesMoved += m.Size
+	}
+	freed := pl.freedByGroup(after)
+	for _, f := range freed {
+		p.FreedBytes += f
+	}
+	if g.Kind == GoalCompact && r.releasable {
+		p.LowerBound = pl.compactBound(freed)
+	}
+	p.Layout.MaxAllocatable = estimateMaxAllocatable(l, after, r)
+	p.Before = frag.Compute(l)
+	p.After = frag.Compute(p.Layout)
+	return p, nil
+}
+
+// freedByGroup is, per group, the bytes of segments wholly free in after but
+// not in the planner's layout (segments keep their indices in after).
+func (pl *planner) freedByGroup(after mem.Layout) []int64 {
+	freed := make([]int64, len(pl.groups))
+	for si, s := range after.Segments {
+		if s.Expandable || pl.segs[si].used == 0 {
+			continue
+		}
+		if segUsed(s) == 0 {
+			freed[pl.segs[si].group] += s.Size
+		}
+	}
+	return freed
+}
+
+// wholeFreeBytes is Σ sizes of segments that hold no block in use and could be
+// returned to the device (VMM-backed runs are counted as pages, not here).
+func wholeFreeBytes(l mem.Layout) int64 {
+	var n int64
+	for _, s := range l.Segments {
+		if s.Expandable {
+			continue
+		}
+		if segUsed(s) == 0 {
+			n += s.Size
+		}
+	}
+	return n
+}
+
+func segUsed(s mem.Segment) int64 {
+	var n int64
+	for _, b := range s.Blocks {
+		if b.State != mem.Free {
+			n += b.Size
+		}
+	}
+	return n
+}
+
+// estimateMaxAllocatable estimates the largest request the allocator could
+// serve after the moves. Only the allocator knows its rules, so this is an
+// estimate, the one package snapshot makes for a PyTorch snapshot: the larger
+// of the biggest free block of a non-expandable segment and device-free
+// memory plus wholly free segments (which the allocator releases before giving
+// up), rounded down to 2 MiB. On an arena, which never releases anything, it
+// is exact: the largest free extent rounded down to 512 bytes.
+func estimateMaxAllocatable(before, after mem.Layout, r rules) int64 {
+	var largest int64
+	for _, s := range after.Segments {
+		if s.Expandable {
+			continue
+		}
+		for _, b := range s.Blocks {
+			if b.State == mem.Free && b.Size > largest && (r.name != "caching" || s.Pool != "small") {
+				largest = b.Size
+			}
+		}
+	}
+	if !r.releasable {
+		return largest &^ 511
+	}
+	avail := after.DeviceFree + wholeFreeBytes(after)
+	avail -= avail % mem.PageSize
+	est := max(largest, avail)
+	if before.MaxAllocatable > est && wholeFreeBytes(after) >= wholeFreeBytes(before) && largest >= frag.LargestFreeBlock(before) {
+		// Nothing the estimate looks at got smaller: keep the allocator's own figure.
+		est = before.MaxAllocatable
+	}
+	return est
+}
+
+// PlanAllocator plans for allocator a's current layout under its own rules
+// (Options.Allocator defaults to a.Spec()). The simulator holds the
+// allocator; Apply then performs the plan through a.(alloc.Relocator).
+func PlanAllocator(a alloc.Allocator, g Goal, o Options) (Plan, error) {
+	if o.Allocator == "" {
+		o.Allocator = a.Spec()
+	}
+	return PlanLayout(a.Layout(), g, o)
+}
+
+// sortedSegs returns segment indices in address order (allocators may build
+// layouts in any order; the input is never sorted in place).
+func sortedSegs(l mem.Layout) []int32 {
+	idx := make([]int32, len(l.Segments))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		switch x, y := l.Segments[a].Addr, l.Segments[b].Addr; {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	return idx
+}

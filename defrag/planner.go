@@ -1,0 +1,401 @@
+// The planner's view of a layout: segments, groups, movable blocks.
+// See doc.go for the overview.
+
+package defrag
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// segInfo is what the planner knows about one segment.
+type segInfo struct {
+	live   int64 // Σ sizes of blocks that can move
+	used   int64 // Σ sizes of blocks not free (movable or not)
+	pinned bool  // holds a block in use that cannot move (pending free, direct)
+	group  int32
+}
+
+// group is the set of segments a block may move between: one pool and one
+// stream (the caching allocator's rule; arena and size-class slabs are all on
+// stream 0), never mixing cudaMalloc segments with VMM-backed runs.
+type group struct {
+	pool       string
+	stream     int
+	expandable bool
+	segs       []int32 // in address order
+	free       int64   // Σ free bytes of its segments, wholly free ones included
+}
+
+type planner struct {
+	l      mem.Layout
+	r      rules
+	o      Options
+	segs   []segInfo // by segment index
+	groups []group
+	moved  int64 // bytes moved so far, for the caps
+	nmoves int
+	pos    []int   // scratch: a segment's position among its group's candidates
+	order  []int32 // segment indices in address order
+	// msegs[i] are the source and destination segments of the plan's move i;
+	// kept in step with Plan.Moves by every planner.
+	msegs []segPair
+}
+
+// segPair is the source and destination segment of one move.
+type segPair struct{ from, to int32 }
+
+func newPlanner(l mem.Layout, r rules, o Options) *planner {
+	pl := &planner{l: l, r: r, o: o, segs: make([]segInfo, len(l.Segments)), pos: make([]int, len(l.Segments))}
+	type key struct {
+		pool       string
+		stream     int
+		expandable bool
+	}
+	byKey := map[key]int32{}
+	pl.order = sortedSegs(l)
+	for _, si := range pl.order {
+		s := &l.Segments[si]
+		k := key{s.Pool, s.Stream, s.Expandable}
+		gi, ok := byKey[k]
+		if !ok {
+			gi = int32(len(pl.groups))
+			byKey[k] = gi
+			pl.groups = append(pl.groups, group{pool: s.Pool, stream: s.Stream, expandable: s.Expandable})
+		}
+		g := &pl.groups[gi]
+		g.segs = append(g.segs, si)
+		info := segInfo{group: gi}
+		for _, b := range s.Blocks {
+			switch {
+			case b.State == mem.Free:
+				g.free += b.Size
+			case pl.movable(s, b):
+				info.live += b.Size
+				info.used += b.Size
+			default:
+				info.used += b.Size
+				info.pinned = true
+			}
+		}
+		pl.segs[si] = info
+	}
+	return pl
+}
+
+// movable says whether block b of segment s may be relocated: it is live
+// (a pending free belongs to another stream's work), it is not in a VMM-backed
+// run (those are remapped, not copied) and not a size-class direct block (a
+// raw allocation of its own, which Relocate refuses).
+func (pl *planner) movable(s *mem.Segment, b mem.Block) bool {
+	return b.State == mem.Active && !s.Expandable && !pl.r.fixed && !(pl.r.slots && s.Pool == "direct")
+}
+
+// capped says whether adding n bytes in k moves would exceed Options' caps.
+func (pl *planner) capped(n int64, k int) bool {
+	return (pl.o.MaxBytes > 0 && pl.moved+n > pl.o.MaxBytes) || (pl.o.MaxMoves > 0 && pl.nmoves+k > pl.o.MaxMoves)
+}
+
+// ratioLess orders segments by live bytes per byte of segment, exactly
+// (128-bit cross products), then by live bytes, then by address.
+func (pl *planner) ratioLess(a, b int32) int {
+	la, lb := uint64(pl.segs[a].live), uint64(pl.segs[b].live)
+	sa, sb := uint64(pl.l.Segments[a].Size), uint64(pl.l.Segments[b].Size)
+	h1, l1 := bits.Mul64(la, sb)
+	h2, l2 := bits.Mul64(lb, sa)
+	switch {
+	case h1 < h2 || (h1 == h2 && l1 < l2):
+		return -1
+	case h1 > h2 || (h1 == h2 && l1 > l2):
+		return 1
+	case la != lb:
+		if la < lb {
+			return -1
+		}
+		return 1
+	case pl.l.Segments[a].Addr < pl.l.Segments[b].Addr:
+		return -1
+	case pl.l.Segments[a].Addr > pl.l.Segments[b].Addr:
+		return 1
+	}
+	return 0
+}
+
+// movableBlocks returns the movable blocks of segment si, largest first
+// (address order among equals): placing large blocks first is the
+// best-fit-decreasing rule of bin packing.
+func (pl *planner) movableBlocks(si int32, dst []mem.Block) []mem.Block {
+	s := &pl.l.Segments[si]
+	dst = dst[:0]
+	for _, b := range s.Blocks {
+		if pl.movable(s, b) {
+			dst = append(dst, b)
+		}
+	}
+	slices.SortFunc(dst, func(a, b mem.Block) int {
+		switch {
+		case a.Size > b.Size:
+			return -1
+		case a.Size < b.Size:
+			return 1
+		case a.Addr < b.Addr:
+			return -1
+		case a.Addr > b.Addr:
+			return 1
+		}
+		return 0
+	})
+	return dst
+}
+
+// undo is one tentative placement: n bytes taken from the front of h.
+type undo struct {
+	h hole
+	n int64
+}
+
+// place puts every block into the best-fitting hole of hs outside segment
+// exclude (-1: none), appending the moves to moves and the placements to log.
+// On failure it undoes its own placements, puts back the excluded holes it
+// met, and reports false.
+//
+// For every move it appends the source and destination segments to pl.msegs
+// (truncated again on failure), which spares simulate a search per move.
+func (pl *planner) place(hs *holeSet, blocks []mem.Block, src, exclude int32, moves []Move, log []undo) ([]Move, []undo, bool) {
+	start, startMoves, startSegs := len(log), len(moves), len(pl.msegs)
+	hs.stash = hs.stash[:0]
+	for _, b := range blocks {
+		h, ok := hs.bestFit(b.Size, exclude)
+		if !ok {
+			for i := len(log) - 1; i >= start; i-- {
+				hs.untake(log[i].h, log[i].n)
+			}
+			hs.restoreStash()
+			pl.msegs = pl.msegs[:startSegs]
+			return moves[:startMoves], log[:start], false
+		}
+		to := hs.take(h, b.Size)
+		log = append(log, undo{h, b.Size})
+		moves = append(moves, Move{From: b.Addr, To: to, Size: b.Size})
+		pl.msegs = append(pl.msegs, segPair{src, h.seg})
+	}
+	return moves, log, true
+}
+
+// planCompact evacuates segments, group by group: see doc.go, "Compaction".
+func (pl *planner) planCompact(p *Plan) {
+	capped := false
+	var blocks []mem.Block
+	var log []undo
+	received := make([]bool, len(pl.l.Segments))
+	dead := make([]bool, len(pl.l.Segments))
+	for gi := range pl.groups {
+		g := &pl.groups[gi]
+		if g.expandable {
+			continue
+		}
+		var cands []int32
+		for _, si := range g.segs {
+			if info := pl.segs[si]; info.live > 0 && !info.pinned {
+				cands = append(cands, si)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		slices.SortFunc(cands, pl.ratioLess)
+		// Only a prefix of the candidates whose sizes add up to at most the
+		// group's free bytes can ever be evacuated (see compactBound); the
+		// segments past it will be kept for sure, so blocks go there first
+		// (tier 0), and into possibly-evacuated ones (tier 1) only when they
+		// must.
+		pos := pl.pos // candidate position by segment index; -1 for others
+		for _, si := range g.segs {
+			pos[si] = -1
+		}
+		var cum int64
+		kmax := len(cands)
+		for i, si := range cands {
+			pos[si] = i
+			cum += pl.l.Segments[si].Size
+			if cum > g.free && kmax == len(cands) {
+				kmax = i
+			}
+		}
+		hs := newHoleSet(len(g.segs) * 4)
+		var initial []hole
+		for _, si := range g.segs {
+			if pl.segs[si].used == 0 {
+				continue // wholly free already: filling it would undo a gain
+			}
+			tier, rank := int8(0), int32(0)
+			if i := pos[si]; i >= 0 {
+				rank = int32(len(cands) - i) // fuller segments first
+				if i < kmax {
+					tier = 1
+				}
+			}
+			for _, b := range pl.l.Segments[si].Blocks {
+				if b.State == mem.Free {
+					initial = append(initial, hole{tier: tier, rank: rank, seg: si, size: b.Size, addr: b.Addr})
+				}
+			}
+		}
+		hs.build(initial)
+		hs.dead = dead
+		// The candidate's own free bytes, which cannot receive its blocks.
+		ownFree := func(si int32) int64 {
+			return pl.l.Segments[si].Size - pl.segs[si].used
+		}
+		var freed int64 // bytes of segments evacuated in this group
+		for _, si := range cands {
+			if freed+pl.l.Segments[si].Size > g.free {
+				continue // no room for it in this group, whatever the packing
+			}
+			if received[si] {
+				continue
+			}
+			blocks = pl.movableBlocks(si, blocks)
+			if pl.capped(pl.segs[si].live, len(blocks)) {
+				capped = true
+				continue
+			}
+			if pl.segs[si].live > hs.bytes-ownFree(si) {
+				continue // hs.bytes may still count holes of dead segments: a quick test only
+			}
+			var ok bool
+			n := len(p.Moves)
+			p.Moves, log, ok = pl.place(hs, blocks, si, si, p.Moves, log[:0])
+			if !ok {
+				continue
+			}
+			dead[si] = true // its remaining holes leave the set when met
+			for _, u := range log {
+				received[u.h.seg] = true
+			}
+			freed += pl.l.Segments[si].Size
+			pl.moved += pl.segs[si].live
+			pl.nmoves += len(p.Moves) - n
+		}
+	}
+	p.Reached = !capped
+	if capped {
+		p.Notes = append(p.Notes, "capped: some segments were left because evacuating them would pass the byte or move cap")
+	}
+}
+
+// compactBound is the lower bound of doc.go, "Lower bound for compaction":
+// for each group g, the least live bytes of any set of its segments whose
+// sizes add up to at least freed[g] (and at most the group's free bytes),
+// summed over the groups. Exact by dynamic programming over 2 MiB units when
+// the table is small (boundDPCells), otherwise relaxed to fractions of
+// segments, which greedy by live bytes per segment byte solves exactly.
+func (pl *planner) compactBound(freed []int64) int64 {
+	var bound int64
+	for gi := range pl.groups {
+		if freed[gi] <= 0 || pl.groups[gi].expandable {
+			continue
+		}
+		var items []int32
+		for _, si := range pl.groups[gi].segs {
+			if info := pl.segs[si]; info.live > 0 && !info.pinned {
+				items = append(items, si)
+			}
+		}
+		if b, ok := pl.boundDP(items, freed[gi], pl.groups[gi].free); ok {
+			bound += b
+			continue
+		}
+		bound += pl.boundLP(items, freed[gi], pl.groups[gi].free)
+	}
+	return bound
+}
+
+// boundDPCells bounds the table of boundDP (items × units): 2^20 cells take
+// about a millisecond.
+const boundDPCells = 1 << 20
+
+// boundDP is min Σ live(S) over sets S of items with need ≤ Σ size(S) ≤ limit,
+// by a knapsack table over sizes in units of their greatest common divisor
+// with 2 MiB (cudaMalloc segments and slabs are whole 2 MiB pages). It
+// reports false when the sizes are not multiples of 512 or the table would
+// be too large.
+func (pl *planner) boundDP(items []int32, need, limit int64) (int64, bool) {
+	u := int64(mem.PageSize)
+	for _, si := range items {
+		u = gcd(u, pl.l.Segments[si].Size)
+	}
+	if u < 512 {
+		return 0, false
+	}
+	var total int64
+	for _, si := range items {
+		total += pl.l.Segments[si].Size
+	}
+	w := min(total, limit) / u
+	if w*int64(len(items)) > boundDPCells || need > w*u {
+		return 0, false
+	}
+	const inf = int64(1) << 62
+	dp := make([]int64, w+1)
+	for i := range dp {
+		dp[i] = inf
+	}
+	dp[0] = 0
+	for _, si := range items {
+		sz, live := pl.l.Segments[si].Size/u, pl.segs[si].live
+		for x := w; x >= sz; x-- {
+			if dp[x-sz] < inf && dp[x-sz]+live < dp[x] {
+				dp[x] = dp[x-sz] + live
+			}
+		}
+	}
+	best := inf
+	for x := (need + u - 1) / u; x <= w; x++ {
+		best = min(best, dp[x])
+	}
+	if best == inf {
+		return 0, false
+	}
+	return best, true
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// boundLP is boundDP's linear relaxation (fractions of segments allowed),
+// solved greedily by live bytes per segment byte; rounded down.
+func (pl *planner) boundLP(items []int32, need, limit int64) int64 {
+	slices.SortFunc(items, pl.ratioLess)
+	need = min(need, limit)
+	var bound int64
+	for _, si := range items {
+		if need <= 0 {
+			break
+		}
+		size, live := pl.l.Segments[si].Size, pl.segs[si].live
+		take := min(size, need)
+		if take == size {
+			bound += live
+		} else {
+			// floor(live × take / size), exactly.
+			hi, lo := bits.Mul64(uint64(live), uint64(take))
+			q, _ := bits.Div64(hi, lo, uint64(size))
+			bound += int64(q)
+		}
+		need -= take
+	}
+	return bound
+}
+
+// String describes a group for notes.
+func (g *group) String() string {
+	return fmt.Sprintf("pool %s stream %d", g.pool, g.stream)
+}

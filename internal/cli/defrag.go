@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/spf13/cobra"
+)
+
+// defragFlags are the flags of `gpufrag defrag`.
+type defragFlags struct {
+	gpu       string // --gpu
+	goal      string // --goal
+	json      bool   // --json
+	device    int    // --device
+	allocator string // --allocator
+	moves     int    // --moves
+}
+
+// defragOutput is the JSON document `gpufrag defrag --json` prints; the
+// schema is documented in docs/json.md.
+type defragOutput struct {
+	File            string          `json:"file"`
+	Source          string          `json:"source"` // "snapshot" or "layout"
+	Device          int             `json:"device"`
+	Allocator       string          `json:"allocator"`
+	GPU             string          `json:"gpu"`
+	Goal            string          `json:"goal"`
+	Reached         bool            `json:"reached"`
+	Moves           int             `json:"moves"`
+	BytesMoved      int64           `json:"bytes_moved"`
+	LowerBoundBytes int64           `json:"lower_bound_bytes"`
+	FreedBytes      int64           `json:"freed_bytes"`
+	UnmapPages      int64           `json:"unmap_pages"`
+	UnmapBytes      int64           `json:"unmap_bytes"`
+	PauseS          float64         `json:"pause_s"`
+	CostModel       defragCostModel `json:"cost_model"`
+	Before          frag.Metrics    `json:"before"`
+	After           frag.Metrics    `json:"after"`
+	Notes           []string        `json:"notes"`
+	MoveList        []defragMove    `json:"move_list"`
+}
+
+type defragCostModel struct {
+	BandwidthBytesPerS float64 `json:"bandwidth_bytes_per_s"`
+	Efficiency         float64 `json:"efficiency"`
+	LaunchS            float64 `json:"launch_s"`
+	PageS              float64 `json:"page_s"`
+}
+
+type defragMove struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+	Size int64  `json:"size"`
+}
+
+const defragLong = `Defrag plans the compaction of one memory layout and prices it: which live
+blocks to move where, how many bytes that copies, a lower bound on the bytes
+any plan reaching the same goal must copy, the pause it would cause on a GPU,
+and the fragmentation metrics before and after.
+
+FILE is a PyTorch memory snapshot (the pickle of
+torch.cuda.memory._dump_snapshot(); --device picks the device) or a layout
+saved by gpufrag (a JSON document with "gpufrag_layout": 1, described in
+docs/json.md). "-" reads standard input.
+
+Goals (--goal):
+
+  compact     free as many whole segments as possible, so that
+              torch.cuda.empty_cache() can return them (on an arena, whose
+              pool is never returned: gather its free memory into one extent)
+  fit:SIZE    make a free run of SIZE bytes in one segment of the pool and
+              stream a request of that size would use (the request that
+              failed with an out-of-memory error)
+
+Blocks move only within segments of their own pool and stream, as the
+caching allocator requires; blocks pending a free on another stream never
+move. Expandable segments need no compaction: their free pages are unmapped
+and mapped again without copying, priced per page.
+
+The pause is 2 x bytes moved / (GPU bandwidth x 0.8) + 5 us per move + 20 us
+per page remapped (each constant is explained in package defrag's CostModel).
+The plan is computed, never performed: nothing here touches a GPU.`
+
+func newDefragCmd() *cobra.Command {
+	f := defragFlags{gpu: "h100-80g", goal: "compact", moves: 10}
+	cmd := &cobra.Command{
+		Use:   "defrag FILE",
+		Short: "Plan and price the compaction of a snapshot or saved layout",
+		Long:  defragLong,
+		Example: `  # Free whole segments of a PyTorch snapshot, priced on an H100:
+  gpufrag defrag snapshot.pickle
+
+  # Make room for the 2GiB request that failed, on an A100 40GB, as JSON:
+  gpufrag defrag snapshot.pickle --goal fit:2GiB --gpu a100-40g --json
+
+  # A layout saved by gpufrag, listing every move:
+  gpufrag defrag layout.json --moves -1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf(cmd, "defrag takes one file (a snapshot or a saved layout), got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDefrag(cmd, f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.gpu, "gpu", f.gpu, "GPU `NAME` whose bandwidth prices the copies and whose capacity a snapshot is read against ("+strings.Join(model.GPUNames(), ", ")+")")
+	fl.StringVar(&f.goal, "goal", f.goal, "`GOAL`: compact, or fit:SIZE (e.g. fit:2GiB)")
+	fl.BoolVar(&f.json, "json", false, "print the plan as JSON (schema in docs/json.md)")
+	fl.IntVar(&f.device, "device", 0, "device `N` of a snapshot")
+	fl.StringVar(&f.allocator, "allocator", "", "allocator `NAME` whose relocation rules apply: caching, arena, sizeclass (vmm, async and direct move nothing) (default: the file's, else inferred from pool names)")
+	fl.IntVar(&f.moves, "moves", f.moves, "print the first `N` moves (-1: all)")
+	return cmd
+}
+
+// runDefrag checks the flags, reads the layout, plans and prints.
+func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
+	gpu, err := model.LookupGPU(f.gpu)
+	if err != nil {
+		return usageErrorf(cmd, "--gpu: %v", err)
+	}
+	goal, err := defrag.ParseGoal(f.goal)
+	if err != nil {
+		return usageErrorf(cmd, "--goal: %v", err)
+	}
+	if f.device < 0 {
+		return usageErrorf(cmd, "--device %d: must be 0 or more", f.device)
+	}
+	switch f.allocator {
+	case "", "caching", "arena", "sizeclass", "vmm", "async", "direct":
+	default:
+		return usageErrorf(cmd, "--allocator %q: want caching, arena, sizeclass, vmm, async or direct", f.allocator)
+	}
+	l, source, allocator, name, err := readDefragInput(cmd.InOrStdin(), path, f.device, gpu.Capacity)
+	if err != nil {
+		return err
+	}
+	if f.allocator != "" {
+		allocator = f.allocator
+	}
+	p, err := defrag.PlanLayout(l, goal, defrag.Options{Allocator: allocator})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	cm := defrag.DefaultCostModel
+	pause := defrag.Cost(p, gpu, cm)
+	out := cmd.OutOrStdout()
+	if f.json {
+		doc := defragOutput{
+			File: name, Source: source, Device: f.device, Allocator: p.Allocator, GPU: gpu.Name, Goal: goal.String(),
+			Reached: p.Reached, Moves: len(p.Moves), BytesMoved: p.BytesMoved, LowerBoundBytes: p.LowerBound,
+			FreedBytes: p.FreedBytes, UnmapPages: p.UnmapPages, UnmapBytes: p.UnmapBytes,
+			PauseS: float64(pause) / 1e9,
+			CostModel: defragCostModel{BandwidthBytesPerS: gpu.MemBandwidth, Efficiency: cm.Efficiency,
+				LaunchS: float64(cm.LaunchNs) / 1e9, PageS: float64(cm.PageNs) / 1e9},
+			Before: p.Before, After: p.After, Notes: p.Notes, MoveList: []defragMove{},
+		}
+		if doc.Notes == nil {
+			doc.Notes = []string{}
+		}
+		if source != "snapshot" {
+			doc.Device = 0
+		}
+		for i, m := range p.Moves {
+			if f.moves >= 0 && i >= f.moves {
+				break
+			}
+			doc.MoveList = append(doc.MoveList, defragMove{From: m.From, To: m.To, Size: m.Size})
+		}
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(b, '\n'))
+		return err
+	}
+	var sb strings.Builder
+	writeDefragReport(&sb, name, source, f.device, gpu, cm, goal, p, pause, f.moves)
+	_, err = io.WriteString(out, sb.String())
+	return err
+}
+
+// readDefragInput reads a saved layout or a snapshot from path ("-": stdin).
+// It returns the layout, the source kind, the allocator the file names, and
+// the name used in messages.
+func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (mem.Layout, string, string, string, error) {
+	var (
+		data []byte
+		err  error
+		name = path
+	)
+	if path == "-" {
+		name = "stdin"
+		data, err = io.ReadAll(io.LimitReader(stdin, defrag.MaxLayoutFile+1))
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return mem.Layout{}, "", "", name, err
+	}
+	if defrag.IsLayoutFile(data) {
+		l, allocator, err := defrag.ReadLayout(strings.NewReader(string(data)), name)
+		return l, "layout", allocator, name, err
+	}
+	s, err := snapshot.ReadBytes(data, name)
+	if err != nil {
+		return mem.Layout{}, "", "", name, err
+	}
+	if len(s.Segments) == 0 {
+		return mem.Layout{}, "", "", name, fmt.Errorf("%s: the snapshot has no segments (a memory_stats dump has counters only)", name)
+	}
+	found := false
+	for _, seg := range s.Segments {
+		found = found || seg.Device == device
+	}
+	if !found {
+		return mem.Layout{}, "", "", name, fmt.Errorf("%s: no segment on device %d", name, device)
+	}
+	return s.Layout(device, capacity), "snapshot", "caching", name, nil
+}

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// defragLayoutFile writes a caching layout with three 20 MiB segments holding
+// one, two and four 4 MiB blocks, and returns its path.
+func defragLayoutFile(t *testing.T) string {
+	t.Helper()
+	a, err := spec.New("caching", mem.MustDevice(mem.GiB, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs []alloc.Handle
+	for range 15 {
+		b, err := a.Alloc(4*mem.MiB, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, b.Handle)
+	}
+	for _, i := range []int{0, 2, 3, 4, 6, 8, 9, 12} {
+		if err := a.Free(hs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := defrag.WriteLayout(&buf, a.Layout(), "caching"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "layout.json")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefragLayoutJSON(t *testing.T) {
+	path := defragLayoutFile(t)
+	code, out, errb := run(t, "", "defrag", path, "--json", "--gpu", "a100-40g")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var doc defragOutput
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// Segment a (one block) goes into c's hole; b (two blocks) cannot follow.
+	if doc.Source != "layout" || doc.Allocator != "caching" || !doc.Reached || doc.Moves != 1 ||
+		doc.BytesMoved != 4*mem.MiB || doc.LowerBoundBytes != 4*mem.MiB || doc.FreedBytes != 20*mem.MiB {
+		t.Fatalf("unexpected plan: %+v", doc)
+	}
+	gpu, _ := model.LookupGPU("a100-40g")
+	want := float64(defrag.CopyCost(4*mem.MiB, 1, gpu, defrag.CostModel{})) / 1e9
+	if doc.PauseS != want || doc.GPU != "a100-40g" {
+		t.Errorf("pause %v s on %s, want %v s on a100-40g", doc.PauseS, doc.GPU, want)
+	}
+	if len(doc.MoveList) != 1 || doc.MoveList[0].Size != 4*mem.MiB || doc.Before.Health >= doc.After.Health {
+		t.Errorf("moves %+v, health %v -> %v", doc.MoveList, doc.Before.Health, doc.After.Health)
+	}
+	// Deterministic, byte for byte.
+	if _, again, _ := run(t, "", "defrag", path, "--json", "--gpu", "a100-40g"); again != out {
+		t.Error("two runs printed different JSON")
+	}
+	// From standard input too.
+	data, _ := os.ReadFile(path)
+	if code, stdin, errb := run(t, string(data), "defrag", "-", "--json", "--gpu", "a100-40g"); code != 0 || !strings.Contains(stdin, `"bytes_moved": 4194304`) {
+		t.Errorf("stdin: exit %d: %s", code, errb)
+	}
+}
+
+func TestDefragText(t *testing.T) {
+	code, out, errb := run(t, "", "defrag", defragLayoutFile(t), "--goal", "fit:16MiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, s := range []string{"goal fit:16MiB: reached", "bytes moved", "lower bound", "pause", "h100-80g", "health", "Moves ("} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestDefragSnapshot(t *testing.T) {
+	code, out, errb := run(t, "", "defrag", filepath.Join(snapshotFixtures, "modern_p4.pickle"), "--json", "--device", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var doc defragOutput
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Source != "snapshot" || doc.Device != 1 || doc.Allocator != "caching" || doc.Before.Segments == 0 {
+		t.Errorf("unexpected document: %+v", doc)
+	}
+}
+
+func TestDefragErrors(t *testing.T) {
+	path := defragLayoutFile(t)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"gpufrag_layout":1,"segments":[{"addr":"x"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"defrag"}, exitUsage, "one file"},
+		{[]string{"defrag", path, "--goal", "shrink"}, exitUsage, "--goal"},
+		{[]string{"defrag", path, "--goal", "fit:0"}, exitUsage, "positive"},
+		{[]string{"defrag", path, "--gpu", "v100"}, exitUsage, "--gpu"},
+		{[]string{"defrag", path, "--allocator", "cudamalloc"}, exitUsage, "--allocator"},
+		{[]string{"defrag", bad}, exitFail, `offset 43: field "segments.addr"`},
+		{[]string{"defrag", filepath.Join(t.TempDir(), "missing")}, exitFail, "no such file"},
+		{[]string{"defrag", filepath.Join(snapshotFixtures, "memory_stats.json")}, exitFail, "no segments"},
+		{[]string{"defrag", filepath.Join(snapshotFixtures, "modern_p4.pickle"), "--device", "7"}, exitFail, "device 7"},
+	} {
+		code, _, errb := run(t, "", c.args...)
+		if code != c.code || !strings.Contains(errb, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d naming %q", c.args, code, errb, c.code, c.want)
+		}
+	}
+}
