@@ -143,6 +143,10 @@ type Config struct {
 
 	Roofline Roofline
 
+	// Defrag says when and how to compact the allocator (package defrag);
+	// the zero value is off.
+	Defrag Defrag
+
 	// Duration stops the run at this virtual time in ns (0: run until every
 	// request has finished). Requests arriving later are not simulated.
 	Duration int64
@@ -244,6 +248,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.SampleInterval < 0 {
 		return bad("sample interval", "negative")
+	}
+	if c.Defrag.Policy < DefragOff || c.Defrag.Policy > DefragOffline {
+		return bad("defrag", "%v", c.Defrag.Policy)
 	}
 	if c.MaxEvents == 0 {
 		c.MaxEvents = 10_000

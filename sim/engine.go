@@ -87,6 +87,12 @@ type Engine struct {
 	kvSamples  int
 	batchSum   int64
 	lastCopied int64
+
+	dg         *defragger // nil when defrag is off or cannot act
+	newSample  bool       // a sample was taken since the defrag policy last looked
+	lastFrag   float64    // the last sample's fragmentation rate
+	lastHealth float64    // and health
+	actFail    int64      // size of the activation buffer that last failed
 }
 
 // New builds an engine for the requests (sorted by arrival, as
@@ -144,6 +150,9 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	if e.paged {
 		e.res.KVPoolBytes = e.st.Usage().Footprint()
 	}
+	if c.Defrag.Policy != DefragOff {
+		e.initDefrag()
+	}
 	e.reqs = make([]req, len(reqs))
 	for i, w := range reqs {
 		if i > 0 && w.Arrival < reqs[i-1].Arrival {
@@ -196,7 +205,8 @@ func (e *Engine) Run() (Result, error) {
 				t = min(t, c.Duration)
 			}
 			e.sampleUntil(t)
-			e.now = t
+			e.now = max(e.now, t)
+			e.checkDefrag()
 			continue
 		}
 		if err := e.step(); err != nil {
@@ -240,6 +250,7 @@ func (e *Engine) arrive() {
 
 // step schedules one batch, runs it and accounts for it.
 func (e *Engine) step() error {
+	e.defragStep()
 	preempted, err := e.schedule()
 	if err != nil {
 		return err
@@ -279,7 +290,16 @@ func (e *Engine) step() error {
 	}
 	e.freeActivations()
 	e.sampleUntil(e.now)
+	e.checkDefrag()
 	return nil
+}
+
+// checkDefrag lets the defrag policy look at the latest sample, once.
+func (e *Engine) checkDefrag() {
+	if e.dg != nil && e.newSample {
+		e.newSample = false
+		e.defragSample(e.lastFrag, e.lastHealth)
+	}
 }
 
 // schedule builds e.batch: running requests first (their next prefill chunk
@@ -333,6 +353,9 @@ func (e *Engine) schedule() (preempted bool, err error) {
 			break
 		}
 		err := e.admitKV(ri)
+		if errors.Is(err, strategy.ErrNoMemory) && e.defragFit(failedSize(err)) {
+			err = e.admitKV(ri)
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, strategy.ErrNoMemory):
@@ -367,6 +390,7 @@ func (e *Engine) schedule() (preempted bool, err error) {
 // of e.running. On ErrNoMemory it applies the OOM policy; it returns whether
 // ri is still running and scheduled, and whether it preempted.
 func (e *Engine) grow(ri int32, pos int) (ok, preempted bool, err error) {
+	compacted := false
 	for {
 		err := e.growKV(ri)
 		if err == nil {
@@ -374,6 +398,12 @@ func (e *Engine) grow(ri int32, pos int) (ok, preempted bool, err error) {
 		}
 		if !errors.Is(err, strategy.ErrNoMemory) {
 			return false, preempted, fmt.Errorf("sim: grow %s: %w", e.reqs[ri].id, err)
+		}
+		if !compacted {
+			compacted = true
+			if e.defragFit(failedSize(err)) {
+				continue
+			}
 		}
 		if e.cfg.OnOOM != OnOOMPreempt {
 			e.removeRunning(pos)
@@ -398,6 +428,16 @@ func (e *Engine) grow(ri int32, pos int) (ok, preempted bool, err error) {
 		e.preempt(last)
 		preempted = true
 	}
+}
+
+// failedSize is the allocation an out-of-memory error was for (0 when the
+// error carries none, e.g. a paged pool out of blocks).
+func failedSize(err error) int64 {
+	var oom *alloc.OOMError
+	if errors.As(err, &oom) {
+		return oom.Requested
+	}
+	return 0
 }
 
 // errBudget is the ErrNoMemory a capped strategy gets past the KV budget.
@@ -560,6 +600,9 @@ func (e *Engine) activations(w stepWork) stepWork {
 		if e.allocActivations(w) {
 			return w
 		}
+		if e.defragFit(e.actFail) && e.allocActivations(w) {
+			return w
+		}
 		e.res.ActivationOOMs++
 		big := 0
 		for i, b := range e.batch {
@@ -593,6 +636,7 @@ func (e *Engine) allocActivations(w stepWork) bool {
 		}
 		b, err := e.al.Alloc(size, 0)
 		if err != nil {
+			e.actFail = size
 			return 0, false
 		}
 		e.actLive = append(e.actLive, b.Handle)
@@ -719,6 +763,7 @@ func (e *Engine) sampleUntil(t int64) {
 		s.Running = append(s.Running, len(e.running))
 		s.Waiting = append(s.Waiting, e.waiting.len())
 		e.fragSamp = append(e.fragSamp, m.FragRate)
+		e.newSample, e.lastFrag, e.lastHealth = true, m.FragRate, m.Health
 		e.kvAcc[0] += float64(u.TokenStates)
 		e.kvAcc[1] += float64(u.Reservation)
 		e.kvAcc[2] += float64(u.Internal)
@@ -764,6 +809,7 @@ func (e *Engine) finish() {
 		res.BatchSizeMean = float64(e.batchSum) / float64(res.Steps)
 	}
 	res.TTFT, res.TPOT, res.E2E = latency(e.ttft), latency(e.tpot), latency(e.e2e)
+	e.finishDefrag()
 }
 
 // Close releases the strategy's and allocator's memory; use it to check that

@@ -93,6 +93,9 @@ type Result struct {
 	TPOT             Latency `json:"tpot_s"`
 	E2E              Latency `json:"e2e_s"`
 
+	// Defrag is present when a defrag policy other than off was asked for.
+	Defrag *DefragResult `json:"defrag,omitempty"`
+
 	Steps            int64   `json:"steps"`
 	SimulatedSeconds float64 `json:"simulated_s"`
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,6 +275,9 @@ func TestReplayReport(t *testing.T) {
 // TestReplayExample runs the README's first command: the embedded example
 // through all six allocators.
 func TestReplayExample(t *testing.T) {
+	if invariants.Enabled && testing.Short() {
+		t.Skip("5,000 ops through six allocators with every self-check on takes minutes under -race -short; the other CI steps run it")
+	}
 	needAllocators(t)
 	code, out, errs := run(t, "", "replay")
 	if code != 0 {

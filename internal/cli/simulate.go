@@ -36,6 +36,7 @@ type simulateFlags struct {
 	maxBatchTokens, maxSeqs int
 	chunked, activations    bool
 	prefixCaching           bool
+	defrag                  string
 	maxContext, maxTokens   int
 	json                    bool
 	html                    string
@@ -105,6 +106,7 @@ func newSimulate() *cobra.Command {
 	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "token budget per step (default 8192)")
 	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "running requests per step (default 256)")
 	fl.BoolVar(&f.chunked, "chunked-prefill", true, "split long prompts across steps")
+	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
 	fl.BoolVar(&f.prefixCaching, "prefix-caching", true, "let paged reuse cached prompt blocks of requests with prefix ids (Mooncake hash_ids, chat sessions)")
 	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
@@ -307,6 +309,12 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	if set("prefix-caching") {
 		s.Engine.PrefixCaching = &f.prefixCaching
 	}
+	if set("defrag") {
+		if _, err := sim.ParseDefragPolicy(f.defrag); err != nil {
+			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline", f.defrag)
+		}
+		s.Engine.Defrag = f.defrag
+	}
 	if set("kv") || set("alloc") {
 		runs, err := pairRuns(f.kvs, f.allocs)
 		if err != nil {
@@ -399,12 +407,28 @@ func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result,
 	return results, nil
 }
 
+// runOne runs one config; with a defrag policy it also runs the same config
+// with defrag off, for the result's ooms_without.
 func runOne(c sim.Config, plan *scenario.Plan) (sim.Result, error) {
 	e, err := sim.New(c, plan.Requests)
 	if err != nil {
 		return sim.Result{}, err
 	}
-	return e.Run()
+	r, err := e.Run()
+	if err != nil || c.Defrag.Policy == sim.DefragOff {
+		return r, err
+	}
+	c.Defrag.Policy = sim.DefragOff
+	e, err = sim.New(c, plan.Requests)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	off, err := e.Run()
+	if err != nil {
+		return sim.Result{}, err
+	}
+	r.Defrag.OOMsWithout = off.RequestsFailedOOM
+	return r, nil
 }
 
 // recommend picks, among runs a real engine could deploy (not

@@ -6,7 +6,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
 )
+
+// skipHeavy skips a test that runs the whole default scenario when the
+// allocators' and block pool's self-checks are on (-race or -tags
+// invariants): they check after every operation, which turns the seconds
+// of a 30-minute simulation into many minutes. The plain `go test ./...`
+// step runs these tests; the self-checks run on the smaller simulations.
+func skipHeavy(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the full default scenario; run without -short")
+	}
+	if invariants.Enabled {
+		t.Skip("runs the full default scenario; too slow with every self-check on (-race, -tags invariants)")
+	}
+}
 
 // simulateJSON runs simulate with --json and decodes the output.
 func simulateJSON(t *testing.T, args ...string) (simulateOutput, string) {
@@ -24,9 +41,7 @@ func simulateJSON(t *testing.T, args ...string) (simulateOutput, string) {
 
 // The default scenario runs every combination and accounts for every request.
 func TestSimulateDefault(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the full default scenario takes a few seconds; run without -short")
-	}
+	skipHeavy(t)
 	o, _ := simulateJSON(t)
 	if o.Scenario != "long-context-chat" || len(o.Results) != 6 {
 		t.Fatalf("scenario %q with %d results, want long-context-chat with 6", o.Scenario, len(o.Results))
@@ -64,7 +79,10 @@ func TestSimulateDefault(t *testing.T) {
 
 // Same inputs, byte-identical JSON, even with runs in parallel.
 func TestSimulateDeterministic(t *testing.T) {
-	args := []string{"--duration", "3m", "--kv", "paged:16,contiguous-grow", "--alloc", "caching"}
+	// 40 simulated seconds: enough for compactions of the cache and
+	// preemption-free batches, cheap under -race (which turns on every
+	// allocator self-check).
+	args := []string{"--duration", "40s", "--kv", "paged:16,contiguous-grow", "--alloc", "caching"}
 	_, a := simulateJSON(t, append(args, "--parallel", "1")...)
 	_, b := simulateJSON(t, append(args, "--parallel", "4")...)
 	if a != b {
@@ -173,9 +191,7 @@ func TestSimulateHTMLAndScenario(t *testing.T) {
 // TestReadmeSimulateTable keeps the README honest: every row of the tables
 // it quotes must be what `gpufrag simulate` prints now.
 func TestReadmeSimulateTable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the full default scenario; run without -short")
-	}
+	skipHeavy(t)
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatalf("README.md: %v", err)

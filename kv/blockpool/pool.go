@@ -118,6 +118,8 @@ type Pool struct {
 	// Monotonic counters, reported by Stats.
 	allocs, frees, copies, evictions int64
 	queries, hits                    int64
+
+	mutations uint64 // mustCheck calls, for sampling checks of large pools
 }
 
 // New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is

@@ -88,6 +88,11 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	if e.PrefixCaching != nil {
 		base.PrefixCaching = *e.PrefixCaching
 	}
+	if e.Defrag != "" {
+		if base.Defrag.Policy, err = sim.ParseDefragPolicy(e.Defrag); err != nil {
+			return bad("engine.defrag", "%v", err)
+		}
+	}
 	if e.OnOOM != "" {
 		if base.OnOOM, err = sim.ParseOnOOM(e.OnOOM); err != nil {
 			return bad("engine.on_oom", "%v", err)
@@ -145,6 +150,9 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 	}
 	if err != nil {
 		return err
+	}
+	if w.Bucket < 0 {
+		return fmt.Errorf("%w: workload.bucket: %d is negative (0 turns bucketing off)", ErrBadScenario, w.Bucket)
 	}
 	if w.Bucket > 0 {
 		if err := workload.Bucket(t, w.Bucket); err != nil {
@@ -233,6 +241,10 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 	if r.Count < 0 || (r.Count == 0 && duration == 0) {
 		return nil, fmt.Errorf("%w: workload.requests.count: give a count or a duration", ErrBadScenario)
 	}
+	if r.Count > maxGenerated || (r.Count == 0 && r.Rate*float64(duration)/1e9 > maxGenerated) {
+		return nil, fmt.Errorf("%w: workload.requests: about %.3g requests is more than %d; lower the rate, the duration or the count",
+			ErrBadScenario, max(float64(r.Count), r.Rate*float64(duration)/1e9), maxGenerated)
+	}
 	t := &workload.Trace{Name: "generated", Format: workload.JSONL, Timed: true}
 	var at int64
 	for i := 0; r.Count == 0 || i < r.Count; i++ {
@@ -286,6 +298,9 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 	if n == 0 {
 		if duration == 0 || !(s.Rate > 0) {
 			return nil, fmt.Errorf("%w: workload.sessions: give a count, or a rate and a duration", ErrBadScenario)
+		}
+		if s.Rate*float64(duration)/1e9 > maxGenerated {
+			return nil, fmt.Errorf("%w: workload.sessions: rate × duration is more than %d sessions", ErrBadScenario, maxGenerated)
 		}
 		n = int(math.Ceil(s.Rate * float64(duration) / 1e9))
 	}

@@ -27,6 +27,7 @@
 //	  chunked_prefill: true
 //	  activations: true
 //	  prefix_caching: true       # paged reuses cached prompt blocks (needs prefix ids)
+//	  defrag: off                # off, threshold, adaptive, online, offline
 //	  on_oom: default            # preempt, reserve, fail
 //	  max_context: 0             # 0: the model's
 //	  max_tokens: 0              # 0: max_context − prompt
@@ -89,6 +90,7 @@ type Engine struct {
 	ChunkedPrefill       *bool   `yaml:"chunked_prefill"`
 	Activations          *bool   `yaml:"activations"`
 	PrefixCaching        *bool   `yaml:"prefix_caching"`
+	Defrag               string  `yaml:"defrag"`
 	OnOOM                string  `yaml:"on_oom"`
 	MaxContext           int     `yaml:"max_context"`
 	MaxTokens            int     `yaml:"max_tokens"`

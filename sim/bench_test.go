@@ -1,0 +1,122 @@
+package sim_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// The engine's speed in simulated requests per CPU-second, per KV strategy
+// and allocator, and the default scenario end to end. Run with
+//
+//	go test -run '^$' -bench . -benchmem -count 6 ./sim/ | tee docs/bench/sim.txt
+//
+// and compare runs with benchstat.
+
+// benchRequests is a fixed-seed workload of n independent requests on
+// Llama-3.1-8B: Poisson arrivals at 10 per second, prompts log-uniform in
+// [100, 8000] tokens and outputs uniform in [50, 500], about what one H100
+// serves at a moderate load.
+func benchRequests(b *testing.B, n int) []workload.Request {
+	b.Helper()
+	arr, err := workload.Poisson(10, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lens := rand.New(rand.NewPCG(1, 2))
+	reqs := make([]workload.Request, n)
+	var at int64
+	for i := range reqs {
+		if i > 0 {
+			at += arr.Gap()
+		}
+		lo, hi := 100.0, 8000.0
+		prompt := int(lo * math.Pow(hi/lo, lens.Float64()))
+		reqs[i] = workload.Request{ID: fmt.Sprintf("b%d", i), Arrival: at, PromptTokens: prompt,
+			OutputTokens: 50 + lens.IntN(451), N: 1}
+	}
+	return reqs
+}
+
+// BenchmarkEngine runs 2,000 requests through one engine per iteration and
+// reports simulated requests per CPU-second (req/s: process CPU time, GC
+// included, from getrusage) and engine steps and completed requests per run.
+func BenchmarkEngine(b *testing.B) {
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := benchRequests(b, 2000)
+	for _, s := range []struct{ kv, alloc string }{
+		{"paged:16", "caching"},
+		{"paged:16", "caching:expandable_segments:True"},
+		{"contiguous-max", "caching"},
+		{"contiguous-max:oracle", "caching"},
+		{"contiguous-grow", "caching"},
+		{"contiguous-grow", "caching:expandable_segments:True"},
+		{"vmm:2MiB", "vmm:2MiB"},
+	} {
+		b.Run(fmt.Sprintf("kv=%s/alloc=%s", s.kv, s.alloc), func(b *testing.B) {
+			c := sim.DefaultConfig(m, g)
+			c.KV, c.Alloc = s.kv, s.alloc
+			b.ReportAllocs()
+			var res sim.Result
+			b.ResetTimer()
+			cpu0 := cpuSeconds()
+			for range b.N {
+				e, err := sim.New(c, reqs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res, err = e.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(reqs))*float64(b.N)/(cpuSeconds()-cpu0), "req/s")
+			b.ReportMetric(float64(res.Steps), "steps/op")
+			b.ReportMetric(float64(res.RequestsCompleted), "completed/op")
+		})
+	}
+}
+
+// BenchmarkDefaultScenario builds scenario.Default and runs all its runs one
+// after the other, as `gpufrag simulate` with no arguments does (target:
+// under 10 s).
+func BenchmarkDefaultScenario(b *testing.B) {
+	p, err := scenario.Build(scenario.Default(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var steps int64
+	b.ResetTimer()
+	cpu0 := cpuSeconds()
+	for range b.N {
+		steps = 0
+		for _, c := range p.Configs {
+			e, err := sim.New(c, p.Requests)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := e.Run()
+			if err != nil {
+				b.Fatal(err)
+			}
+			steps += res.Steps
+		}
+	}
+	cpu := cpuSeconds() - cpu0
+	b.ReportMetric(float64(len(p.Requests)*len(p.Configs))*float64(b.N)/cpu, "req/s")
+	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(steps), "steps/op")
+}

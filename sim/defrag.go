@@ -1,0 +1,299 @@
+// Defragmentation policies inside the engine: when to compact, how much, and
+// what it costs on the timeline. See doc.go for the overview.
+
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+)
+
+// DefragPolicy says when the engine compacts the allocator's memory.
+type DefragPolicy int
+
+const (
+	// DefragOff never compacts.
+	DefragOff DefragPolicy = iota
+	// DefragThreshold compacts when health falls below Defrag.Low, then not
+	// again until health has risen above Defrag.High (hysteresis), so a
+	// layout compaction cannot improve is not compacted at every sample.
+	DefragThreshold
+	// DefragAdaptive compacts when the fragmentation rate exceeds the p95 of
+	// its own recent history (Defrag.Window samples): a per-instance
+	// threshold instead of a guessed one.
+	DefragAdaptive
+	// DefragOnline moves at most the bytes one step's budget allows
+	// (Defrag.StepBudget) before each step while fragmentation is above the
+	// floor: many small pauses instead of one long one.
+	DefragOnline
+	// DefragOffline drains: in a quiet period (no request waiting) it stops
+	// admitting, lets the step finish, copies the live KV out to a temporary
+	// buffer, releases and re-allocates it contiguously and copies it back,
+	// priced as two copies of every live byte; at most once per
+	// Defrag.OfflineGap.
+	DefragOffline
+)
+
+var defragNames = [...]string{"off", "threshold", "adaptive", "online", "offline"}
+
+// String returns the name ParseDefragPolicy accepts.
+func (p DefragPolicy) String() string {
+	if p < 0 || int(p) >= len(defragNames) {
+		return fmt.Sprintf("DefragPolicy(%d)", int(p))
+	}
+	return defragNames[p]
+}
+
+// ParseDefragPolicy parses off, threshold, adaptive, online or offline.
+func ParseDefragPolicy(s string) (DefragPolicy, error) {
+	for i, n := range defragNames {
+		if strings.EqualFold(s, n) {
+			return DefragPolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: defrag policy %q: want off, threshold, adaptive, online or offline", ErrBadConfig, s)
+}
+
+// Defrag configures compaction. Zero fields take DefaultDefrag's values.
+type Defrag struct {
+	Policy DefragPolicy
+	// Low and High are the threshold policy's health bounds: act below Low,
+	// re-arm above High. 0.5 is the field's "act" line (frag.HealthAct);
+	// 0.8 leaves room so that one compaction that lands at 0.6 does not
+	// re-trigger at once.
+	Low, High float64
+	// Floor is the fragmentation rate below which compaction is not worth
+	// it (15%: below it, a compaction frees little; the issue's "not worth
+	// it" rule).
+	Floor float64
+	// Window is the adaptive policy's history in samples (300: five minutes
+	// at the default one-second samples).
+	Window int
+	// StepBudget is the online policy's pause per step in ns (1 ms: under
+	// 5% of a decode step of 20-40 ms, so TPOT p99 moves by a few percent).
+	StepBudget int64
+	// OfflineGap is the least virtual time between two offline drains in ns
+	// (10 minutes).
+	OfflineGap int64
+	// Reactive also compacts for the request that just failed (GoalFit)
+	// before its out-of-memory behaviour applies; on by default whenever a
+	// policy is on.
+	NoReactive bool
+	Cost       defrag.CostModel
+}
+
+// DefaultDefrag returns the documented defaults with the policy off.
+func DefaultDefrag() Defrag {
+	return Defrag{Low: 0.5, High: 0.8, Floor: 0.15, Window: 300, StepBudget: 1_000_000, OfflineGap: 600_000_000_000}
+}
+
+func (d Defrag) withDefaults() Defrag {
+	def := DefaultDefrag()
+	if d.Low == 0 {
+		d.Low = def.Low
+	}
+	if d.High == 0 {
+		d.High = def.High
+	}
+	if d.Floor == 0 {
+		d.Floor = def.Floor
+	}
+	if d.Window == 0 {
+		d.Window = def.Window
+	}
+	if d.StepBudget == 0 {
+		d.StepBudget = def.StepBudget
+	}
+	if d.OfflineGap == 0 {
+		d.OfflineGap = def.OfflineGap
+	}
+	return d
+}
+
+// DefragResult is the defrag part of a Result (`"defrag"` in the JSON).
+type DefragResult struct {
+	Policy     string    `json:"policy"`
+	Runs       int       `json:"runs"`
+	BytesMoved int64     `json:"bytes_moved"`
+	LowerBound int64     `json:"lower_bound_bytes"`
+	FreedBytes int64     `json:"freed_bytes"`
+	Pause      Quantiles `json:"pause_s"`
+	PauseTotal float64   `json:"pause_total_s"`
+	// OOMsWithout is requests_failed_oom of the same run with defrag off;
+	// the caller fills it in (it needs a second run).
+	OOMsWithout int    `json:"ooms_without"`
+	Skipped     string `json:"skipped,omitempty"` // why the policy could not act
+}
+
+// defragger is the engine's compaction state.
+type defragger struct {
+	cfg      Defrag
+	rel      alloc.Relocator
+	mv       strategy.Movable
+	armed    bool
+	history  []float64 // adaptive: recent frag rates (ring)
+	hpos     int
+	lastRun  int64 // offline: time of the last drain; -1 before
+	pauses   []float64
+	index    map[uint64]alloc.Handle
+	blocks   []alloc.Block
+	lastFrag float64
+	check    func() // tests: called after every compaction
+}
+
+// initDefrag sets the compactor up, or records why it cannot act.
+func (e *Engine) initDefrag() {
+	d := e.cfg.Defrag.withDefaults()
+	e.res.Defrag = &DefragResult{Policy: d.Policy.String()}
+	rel, ok1 := e.al.(alloc.Relocator)
+	mv, ok2 := e.st.(strategy.Movable)
+	switch {
+	case !ok2:
+		e.res.Defrag.Skipped = e.st.Name() + " keeps no KV in movable allocator blocks"
+	case !ok1 || strings.Contains(e.al.Spec(), "expandable_segments:True"):
+		e.res.Defrag.Skipped = e.al.Spec() + " cannot relocate blocks (or needs no compaction)"
+	default:
+		e.dg = &defragger{cfg: d, rel: rel, mv: mv, armed: true, lastRun: -1, index: map[uint64]alloc.Handle{}}
+	}
+}
+
+// defragSample runs at every sample with the layout's fragmentation rate.
+func (e *Engine) defragSample(fragRate, health float64) {
+	dg := e.dg
+	if dg == nil {
+		return
+	}
+	dg.lastFrag = fragRate
+	switch dg.cfg.Policy {
+	case DefragThreshold:
+		if health > dg.cfg.High {
+			dg.armed = true
+		}
+		if dg.armed && health < dg.cfg.Low && fragRate >= dg.cfg.Floor {
+			dg.armed = false
+			e.compact(defrag.Goal{Kind: defrag.GoalCompact}, 0, false)
+		}
+	case DefragAdaptive:
+		if len(dg.history) < dg.cfg.Window {
+			dg.history = append(dg.history, fragRate)
+		} else {
+			dg.history[dg.hpos] = fragRate
+			dg.hpos = (dg.hpos + 1) % dg.cfg.Window
+		}
+		if len(dg.history) >= 30 && fragRate >= dg.cfg.Floor {
+			s := slices.Clone(dg.history)
+			slices.Sort(s)
+			if fragRate > nearestRank(s, 0.95) {
+				e.compact(defrag.Goal{Kind: defrag.GoalCompact}, 0, false)
+			}
+		}
+	case DefragOffline:
+		quiet := e.waiting.len() == 0
+		if quiet && fragRate >= dg.cfg.Floor && (dg.lastRun < 0 || e.now-dg.lastRun >= dg.cfg.OfflineGap) {
+			dg.lastRun = e.now
+			e.compact(defrag.Goal{Kind: defrag.GoalCompact}, 0, true)
+		}
+	}
+}
+
+// defragStep runs before each step (the online policy).
+func (e *Engine) defragStep() {
+	dg := e.dg
+	if dg == nil || dg.cfg.Policy != DefragOnline || dg.lastFrag < dg.cfg.Floor {
+		return
+	}
+	budget := defrag.BytesWithin(dg.cfg.StepBudget, e.cfg.GPU, dg.cfg.Cost)
+	if budget > 0 {
+		e.compact(defrag.Goal{Kind: defrag.GoalCompact}, budget, false)
+	}
+}
+
+// defragFit compacts to make room for a request of size bytes that just
+// failed; it reports whether it moved anything.
+func (e *Engine) defragFit(size int64) bool {
+	if e.dg == nil || e.dg.cfg.Policy == DefragOff || e.dg.cfg.NoReactive || size <= 0 {
+		return false
+	}
+	return e.compact(defrag.Goal{Kind: defrag.GoalFit, Size: size}, 0, false)
+}
+
+// compact plans on the allocator's layout, applies the moves through the
+// allocator's Relocate (telling the strategy every new address), returns
+// freed segments to the device and puts the pause on the timeline. A drain
+// is priced as copying every live KV byte out and back.
+func (e *Engine) compact(goal defrag.Goal, maxBytes int64, drain bool) bool {
+	dg := e.dg
+	p, err := defrag.PlanLayout(e.al.Layout(), goal, defrag.Options{Allocator: e.al.Spec(), MaxBytes: maxBytes})
+	if err != nil || len(p.Moves) == 0 {
+		return false
+	}
+	clear(dg.index)
+	dg.blocks = dg.mv.LiveBlocks(dg.blocks[:0])
+	for _, b := range dg.blocks {
+		dg.index[b.Addr] = b.Handle
+	}
+	handleAt := func(addr uint64) (alloc.Handle, bool) {
+		h, ok := dg.index[addr]
+		return h, ok
+	}
+	var moveErr error
+	moved := func(h alloc.Handle, b alloc.Block) {
+		for a, x := range dg.index {
+			if x == h {
+				delete(dg.index, a)
+				break
+			}
+		}
+		dg.index[b.Addr] = h
+		if err := dg.mv.Moved(h, b); err != nil && moveErr == nil {
+			moveErr = err
+		}
+	}
+	if err := defrag.Apply(dg.rel, p, handleAt, moved); err != nil && !errors.Is(err, defrag.ErrMove) {
+		moveErr = err
+	}
+	if moveErr != nil {
+		// A plan the allocator refuses is a bug in the planner or the
+		// engine's address book: report it loudly in the result.
+		e.res.Defrag.Skipped = "compaction failed: " + moveErr.Error()
+		dg.cfg.Policy = DefragOff
+		return false
+	}
+	e.al.EmptyCache()
+	if dg.check != nil {
+		dg.check()
+	}
+	pause := defrag.Cost(p, e.cfg.GPU, dg.cfg.Cost)
+	if drain {
+		live := e.st.Usage().Held()
+		pause = defrag.CopyCost(2*live, 2, e.cfg.GPU, dg.cfg.Cost)
+	}
+	r := e.res.Defrag
+	r.Runs++
+	r.BytesMoved += p.BytesMoved
+	r.LowerBound += p.LowerBound
+	r.FreedBytes += p.FreedBytes
+	dg.pauses = append(dg.pauses, float64(pause)/1e9)
+	e.now += pause
+	e.event("defrag", fmt.Sprintf("%s %s", goal, humanMoved(p.BytesMoved)))
+	return true
+}
+
+func humanMoved(n int64) string { return fmt.Sprintf("%d bytes", n) }
+
+// finishDefrag fills the pause figures.
+func (e *Engine) finishDefrag() {
+	if e.res.Defrag == nil || e.dg == nil {
+		return
+	}
+	e.res.Defrag.Pause = quantiles(e.dg.pauses)
+	for _, p := range e.dg.pauses {
+		e.res.Defrag.PauseTotal += p
+	}
+}

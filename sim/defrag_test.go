@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// fragmentingRequests are many overlapping requests of varied lengths:
+// contiguous-grow's reallocations on the caching allocator leave holes.
+func fragmentingRequests(n int, seed uint64) []workload.Request {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	reqs := make([]workload.Request, n)
+	var at int64
+	for i := range reqs {
+		at += int64(rng.IntN(40)) * 1_000_000
+		reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i), Arrival: at,
+			PromptTokens: 16 + rng.IntN(900), OutputTokens: 1 + rng.IntN(400), N: 1}
+	}
+	return reqs
+}
+
+// checkNoStaleAddress checks that every live KV block the strategy knows
+// is an active block of the same size at the same address in the
+// allocator: no owner points at a place a compaction moved away from.
+func checkNoStaleAddress(e *Engine) error {
+	mv, ok := e.st.(strategy.Movable)
+	if !ok {
+		return nil
+	}
+	active := map[uint64]int64{}
+	for _, s := range e.al.Layout().Segments {
+		for _, b := range s.Blocks {
+			if b.State == mem.Active {
+				active[b.Addr] = b.Size
+			}
+		}
+	}
+	for _, b := range mv.LiveBlocks(nil) {
+		if size, ok := active[b.Addr]; !ok || size != b.Size {
+			return fmt.Errorf("strategy block %d at %s (%d B) is not an active block of the allocator", b.Handle, mem.FormatAddr(b.Addr), b.Size)
+		}
+	}
+	return nil
+}
+
+func TestDefragPolicies(t *testing.T) {
+	// Under -short, -race or -tags invariants (the allocators check
+	// themselves after every operation, and online compacts at every step)
+	// a smaller run keeps CI fast; it still compacts.
+	n, dur := 600, int64(30_000_000_000)
+	if testing.Short() || invariants.Enabled {
+		n, dur = 150, 8_000_000_000
+	}
+	reqs := fragmentingRequests(n, 7)
+	for _, policy := range []DefragPolicy{DefragThreshold, DefragAdaptive, DefragOnline, DefragOffline} {
+		t.Run(policy.String(), func(t *testing.T) {
+			c := tinyConfig(320 * mem.MiB)
+			c.KV, c.Alloc = "contiguous-grow", "caching"
+			c.Duration = dur // stop with requests live, to check their addresses
+			c.SampleInterval = 100_000_000
+			c.Defrag = Defrag{Policy: policy}
+			e, err := New(c, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			e.dg.check = func() {
+				checked++
+				if err := checkNoStaleAddress(e); err != nil {
+					t.Fatalf("after compaction %d: %v", checked, err)
+				}
+			}
+			res, err := e.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkAccounting(e, res); err != nil {
+				t.Fatal(err)
+			}
+			d := res.Defrag
+			if d == nil || d.Policy != policy.String() || d.Skipped != "" {
+				t.Fatalf("defrag result %+v", d)
+			}
+			if d.Runs == 0 || d.BytesMoved == 0 {
+				t.Fatalf("%s never compacted on a fragmenting workload: %+v (frag p99 %.2f)", policy, d, res.FragRate.P99)
+			}
+			if d.LowerBound > d.BytesMoved || d.LowerBound < 0 {
+				t.Errorf("lower bound %d vs moved %d", d.LowerBound, d.BytesMoved)
+			}
+			if d.Pause.Max <= 0 || d.PauseTotal < d.Pause.Max {
+				t.Errorf("pauses %+v total %v", d.Pause, d.PauseTotal)
+			}
+			if checked != d.Runs {
+				t.Errorf("checked %d compactions of %d", checked, d.Runs)
+			}
+			if err := checkNoStaleAddress(e); err != nil {
+				t.Fatal(err)
+			}
+			if err := checkClose(e); err != nil {
+				t.Fatal(err)
+			}
+			// Same inputs, same JSON, compactions included.
+			e2, err := New(c, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res2, err := e2.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(res)
+			b, _ := json.Marshal(res2)
+			if string(a) != string(b) {
+				t.Fatalf("two runs differ:\n%s\n%s", a, b)
+			}
+		})
+	}
+}
+
+// Paged KV is one allocation and vmm maps pages: the policy says why it
+// cannot act instead of pretending.
+func TestDefragSkipped(t *testing.T) {
+	for _, tc := range []struct{ kv, alloc string }{{"paged:16", "caching"}, {"contiguous-grow", "caching:expandable_segments:True"}, {"vmm:2MiB", "vmm:2MiB"}} {
+		c := tinyConfig(256 * mem.MiB)
+		c.KV, c.Alloc = tc.kv, tc.alloc
+		c.Defrag = Defrag{Policy: DefragThreshold}
+		_, res := runEngine(t, c, fragmentingRequests(20, 3))
+		if res.Defrag == nil || res.Defrag.Skipped == "" || res.Defrag.Runs != 0 {
+			t.Errorf("%s on %s: %+v", tc.kv, tc.alloc, res.Defrag)
+		}
+	}
+}
+
+func TestParseDefragPolicy(t *testing.T) {
+	for _, p := range []DefragPolicy{DefragOff, DefragThreshold, DefragAdaptive, DefragOnline, DefragOffline} {
+		got, err := ParseDefragPolicy(p.String())
+		if err != nil || got != p {
+			t.Errorf("%v: %v %v", p, got, err)
+		}
+	}
+	if _, err := ParseDefragPolicy("sometimes"); err == nil {
+		t.Error("sometimes parsed")
+	}
+}

@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// TestNewErrors checks that New refuses every bad config with an error
+// wrapping ErrBadConfig that names the field.
+func TestNewErrors(t *testing.T) {
+	one := []workload.Request{{ID: "a", PromptTokens: 10, OutputTokens: 1, N: 1}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		reqs   []workload.Request
+		want   string
+	}{
+		{"bad model", func(c *Config) { c.Model.Layers = 0 }, one, "model"},
+		{"bad tp", func(c *Config) { c.TP = 3 }, one, "tp"},
+		{"no gpu", func(c *Config) { c.GPU.Capacity = 0 }, one, "gpu"},
+		{"bad kv dtype", func(c *Config) { c.KVDType = 200 }, one, "kv dtype"},
+		{"no kv", func(c *Config) { c.KV = "" }, one, "kv: empty"},
+		{"no alloc", func(c *Config) { c.Alloc = "" }, one, "alloc: empty"},
+		{"bad on-oom", func(c *Config) { c.OnOOM = 9 }, one, "on-oom"},
+		{"util 0", func(c *Config) { c.GPUMemoryUtilization = 0 }, one, "gpu memory utilization"},
+		{"util above 1", func(c *Config) { c.GPUMemoryUtilization = 1.5 }, one, "gpu memory utilization"},
+		{"negative context", func(c *Config) { c.ContextBytes = -1 }, one, "context bytes"},
+		{"no token budget", func(c *Config) { c.MaxBatchTokens = 0 }, one, "max batch tokens"},
+		{"no seqs", func(c *Config) { c.MaxSeqs = 0 }, one, "max seqs"},
+		{"negative max context", func(c *Config) { c.MaxContext = -1 }, one, "max context"},
+		{"negative max tokens", func(c *Config) { c.MaxTokens = -1 }, one, "max tokens"},
+		{"efficiency 0", func(c *Config) { c.Roofline.ComputeEfficiency = 0 }, one, "roofline"},
+		{"negative overhead", func(c *Config) { c.Roofline.StepOverhead = -1 }, one, "roofline"},
+		{"negative duration", func(c *Config) { c.Duration = -1 }, one, "duration"},
+		{"negative sample interval", func(c *Config) { c.SampleInterval = -1 }, one, "sample interval"},
+		{"weights do not fit", func(c *Config) { c.GPU.Capacity = 2 * mem.MiB }, one, "do not fit"},
+		{"no memory for KV", func(c *Config) { c.GPUMemoryUtilization = 0.05 }, one, "no memory left for the KV cache"},
+		{"unknown strategy", func(c *Config) { c.KV = "paged:0" }, one, "kv:"},
+		{"unknown allocator", func(c *Config) { c.Alloc = "slab" }, one, "alloc:"},
+		{"vmm kv on caching", func(c *Config) { c.KV = "vmm:2MiB" }, one, "kv:"},
+		{"unsorted requests", func(*Config) {}, []workload.Request{
+			{ID: "late", Arrival: 5, PromptTokens: 1, N: 1}, {ID: "early", Arrival: 1, PromptTokens: 1, N: 1}}, "not sorted by arrival at early"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tinyConfig(64 * mem.MiB)
+			tc.mutate(&c)
+			_, err := New(c, tc.reqs)
+			if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an ErrBadConfig naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseOnOOM(t *testing.T) {
+	for _, o := range []OnOOM{OnOOMDefault, OnOOMPreempt, OnOOMReserve, OnOOMFail} {
+		got, err := ParseOnOOM(strings.ToUpper(o.String()))
+		if err != nil || got != o {
+			t.Errorf("ParseOnOOM(%q) = %v, %v", o.String(), got, err)
+		}
+	}
+	if _, err := ParseOnOOM("retry"); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("ParseOnOOM(retry): %v", err)
+	}
+	if s := OnOOM(7).String(); s != "OnOOM(7)" {
+		t.Errorf("OnOOM(7).String() = %q", s)
+	}
+}
+
+// TestDefaultOnOOM checks the policy each strategy stands for.
+func TestDefaultOnOOM(t *testing.T) {
+	for kv, want := range map[string]OnOOM{
+		"paged:16": OnOOMPreempt, "vmm:2MiB": OnOOMPreempt,
+		"contiguous-max": OnOOMReserve, "contiguous-max:pow2": OnOOMReserve, "contiguous-max:oracle": OnOOMReserve,
+		"contiguous-grow": OnOOMFail,
+	} {
+		c := tinyConfig(64 * mem.MiB)
+		c.KV = kv
+		if kv == "vmm:2MiB" {
+			c.Alloc = kv
+		}
+		_, res := runEngine(t, c, nil)
+		if res.OnOOM != want.String() {
+			t.Errorf("%s: on-oom %s, want %v", kv, res.OnOOM, want)
+		}
+	}
+}
+
+// TestEmptyRun: no requests, no steps, nothing held.
+func TestEmptyRun(t *testing.T) {
+	_, res := runEngine(t, tinyConfig(64*mem.MiB), nil)
+	if res.RequestsTotal != 0 || res.Steps != 0 || res.OutputTokens != 0 || res.SimulatedSeconds != 0 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestRealModels runs a few requests on each preset that fits an H200,
+// through each OOM policy's default strategy.
+func TestRealModels(t *testing.T) {
+	g, err := model.LookupGPU("h200-141g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []workload.Request{
+		{ID: "a", PromptTokens: 3000, OutputTokens: 20, N: 1},
+		{ID: "b", Arrival: 1e6, PromptTokens: 500, OutputTokens: 30, N: 2},
+		{ID: "c", Arrival: 2e6, PromptTokens: 9000, OutputTokens: 0, N: 1},
+	}
+	for _, name := range []string{"llama-3.1-8b", "qwen2.5-14b", "llama-2-13b", "opt-13b"} {
+		m, err := model.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range []string{"paged:16", "contiguous-max:oracle", "contiguous-grow"} {
+			c := DefaultConfig(m, g)
+			c.KV = kv
+			_, res := runEngine(t, c, reqs)
+			// Llama-2 and OPT have a 4K and a 2K context: longer prompts
+			// are rejected.
+			want := 0
+			for _, r := range reqs {
+				if r.PromptTokens <= m.MaxContext {
+					want++
+				}
+			}
+			if res.RequestsCompleted != want || res.RequestsCompleted+res.RequestsRejected != 3 {
+				t.Errorf("%s %s: %+v", name, kv, res)
+			}
+		}
+	}
+}
+
+func TestDeque(t *testing.T) {
+	var d deque
+	var model []int32
+	for i := range int32(100) {
+		if i%3 == 0 {
+			d.pushFront(i)
+			model = slices.Insert(model, 0, i)
+		} else {
+			d.pushBack(i)
+			model = append(model, i)
+		}
+		if i%5 == 0 {
+			if got := d.popFront(); got != model[0] {
+				t.Fatalf("popFront %d, want %d", got, model[0])
+			}
+			model = model[1:]
+		}
+		if d.len() != len(model) || (len(model) > 0 && d.front() != model[0]) {
+			t.Fatalf("after %d: len %d front %d, model %v", i, d.len(), d.front(), model)
+		}
+	}
+	for len(model) > 0 {
+		if got := d.popFront(); got != model[0] {
+			t.Fatalf("popFront %d, want %d", got, model[0])
+		}
+		model = model[1:]
+	}
+}
+
+func TestQuantiles(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want Quantiles
+	}{
+		{nil, Quantiles{}},
+		{[]float64{5}, Quantiles{5, 5, 5}},
+		{[]float64{3, 1, 2}, Quantiles{2, 3, 3}},
+		{[]float64{4, 3, 2, 1}, Quantiles{2, 4, 4}},
+	} {
+		if got := quantiles(tc.xs); got != tc.want {
+			t.Errorf("quantiles(%v) = %+v, want %+v", tc.xs, got, tc.want)
+		}
+	}
+	xs := make([]float64, 1000)
+	for i := range xs {
+		xs[i] = float64(1000 - i)
+	}
+	if q := quantiles(xs); q.P50 != 500 || q.P99 != 990 || q.Max != 1000 {
+		t.Errorf("quantiles of 1..1000 = %+v", q)
+	}
+}
