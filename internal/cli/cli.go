@@ -66,29 +66,33 @@ func usageErrorf(cmd *cobra.Command, format string, args ...any) error {
 	return &usageError{cmd, fmt.Errorf(format, args...)}
 }
 
-const rootLong = `gpufrag models GPU memory allocators to study memory fragmentation in LLM
-inference.
+const rootLong = `gpufrag makes GPU memory fragmentation in LLM inference visible, predictable
+and fixable.
 
-It replays the allocations a program makes through models of PyTorch's CUDA
-caching allocator and its alternatives (size classes, one pre-reserved arena,
-a stream-ordered pool, one device allocation per request, and virtual memory
-mapped page by page) on a modelled GPU, and reports for each how much memory
-it reserves, whether it runs out, and how fragmented its free memory is.
+It simulates serving engines with faithful models of KV-cache strategies
+(reservations, growth by copying, vLLM's paged pool, page-mapped ranges) on
+models of PyTorch's caching allocator and its alternatives; explains real
+PyTorch memory snapshots and replays them under other settings; plans and
+prices compaction; and compares GPU placement policies on cluster traces.
 
 Start with:
 
-  gpufrag replay           replay an embedded LLM-serving trace through all six
-                           allocators and compare them
-  gpufrag replay --help    the trace format, the allocators and their settings`
+  gpufrag simulate         an embedded long-context chat service on one H100,
+                           six memory setups compared
+  gpufrag analyze FILE     why a PyTorch memory snapshot is fragmented
+  gpufrag defrag FILE      what a compaction of it would move and cost
+  gpufrag cluster simulate placement policies on a cluster trace
+  gpufrag replay           an allocation trace through all six allocators`
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gpufrag",
 		Short: "Model GPU memory allocators to study fragmentation in LLM inference",
 		Long:  rootLong,
-		Example: `  gpufrag replay
-  gpufrag replay ops.jsonl --alloc caching --alloc caching:expandable_segments:True
-  gpufrag replay ops.jsonl --alloc caching,vmm:2MiB --capacity 40GiB --json`,
+		Example: `  gpufrag simulate
+  gpufrag simulate --trace conv.csv --model ./config.json --gpu a100-80g --kv paged:16,contiguous-grow --json
+  gpufrag analyze snapshot.pickle --html report.html
+  gpufrag replay ops.jsonl --alloc caching --alloc caching:expandable_segments:True`,
 		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,

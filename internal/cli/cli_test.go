@@ -62,9 +62,14 @@ func needAllocators(t *testing.T, names ...string) {
 func TestRootHelp(t *testing.T) {
 	for _, args := range [][]string{nil, {"--help"}, {"help"}} {
 		code, out, errs := run(t, "", args...)
-		if code != 0 || errs != "" || !strings.Contains(out, "gpufrag models GPU memory allocators") ||
-			!strings.Contains(out, "Available Commands:") || !strings.Contains(out, "replay ") {
+		if code != 0 || errs != "" || !strings.Contains(out, "gpufrag makes GPU memory fragmentation") ||
+			!strings.Contains(out, "Available Commands:") {
 			t.Errorf("gpufrag %v: code %d, stderr %q, stdout:\n%s", args, code, errs, out)
+		}
+		for _, c := range []string{"simulate ", "analyze ", "defrag ", "cluster ", "replay "} {
+			if !strings.Contains(out, c) {
+				t.Errorf("gpufrag %v: help does not list %q", args, c)
+			}
 		}
 	}
 }
