@@ -90,7 +90,7 @@ func newSimulate() *cobra.Command {
 	fl.BoolVar(&f.printScenario, "print-scenario", false, "print the default scenario's YAML and exit")
 	fl.StringVar(&f.trace, "trace", "", "request trace `FILE` (replaces the scenario's workload)")
 	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt or jsonl (default: detected from the header)")
-	fl.Float64Var(&f.rate, "rate", 0, "requests per `second`: Poisson arrivals for a length-only trace, or rescaled time for a timed one")
+	fl.Float64Var(&f.rate, "rate", 0, "mean arrival rate `R` in requests per second: Poisson arrivals for a length-only trace, rescaled time for a timed one, or the session or request rate of a generated workload")
 	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse (counted and reported) instead of failing")
 	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json")
