@@ -12,6 +12,13 @@ import (
 	"github.com/gpufrag/gpufrag/mem"
 )
 
+// pagedSeq is one live request: a Sequence per sample, and the prompt
+// tokens its admission found in the prefix cache.
+type pagedSeq struct {
+	samples []*blockpool.Sequence
+	hit     int
+}
+
 // paged is paged:B. At construction it takes ONE allocation of
 // ⌊PoolBytes / (B × bpt)⌋ blocks from env.Alloc (vLLM allocates its KV cache
 // tensor once, sized by gpu_memory_utilization) and hands blocks out from a
@@ -29,9 +36,8 @@ type paged struct {
 	pool       *blockpool.Pool
 	poolBlock  alloc.Block // the pool's one allocation; Handle 0 after Close
 	closed     bool
-	seqs       map[SeqID][]*blockpool.Sequence // live sequences, one Sequence per sample
-	hits       map[SeqID]int                   // prompt tokens found in the prefix cache at Admit
-	keys       []blockpool.BlockHash           // scratch: the admitted prompt's block keys
+	seqs       seqTable[pagedSeq]    // live sequences
+	keys       []blockpool.BlockHash // scratch: the admitted prompt's block keys
 	st         Stats
 }
 
@@ -51,8 +57,7 @@ func newPaged(env Env, bs int) (*paged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: paged:%d: pool of %d blocks: %w", ErrNoMemory, bs, n, err)
 	}
-	return &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes, pool: pool, poolBlock: b,
-		seqs: make(map[SeqID][]*blockpool.Sequence), hits: make(map[SeqID]int)}, nil
+	return &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes, pool: pool, poolBlock: b}, nil
 }
 
 // Name returns "paged:B".
@@ -72,7 +77,7 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	if p.closed {
 		return fmt.Errorf("%w: paged pool closed", ErrBadRequest)
 	}
-	if _, ok := p.seqs[id]; ok {
+	if _, ok := p.seqs.get(id); ok {
 		return fmt.Errorf("%w: %d", ErrDuplicateSeq, id)
 	}
 	if r.Prompt > p.env.MaxContext {
@@ -106,13 +111,12 @@ func (p *paged) Admit(id SeqID, r Request) error {
 		p.st.PrefixQueryTokens += int64(r.Prompt)
 		p.st.PrefixHitTokens += int64(hit)
 	}
-	p.hits[id] = hit
 	samples := make([]*blockpool.Sequence, 1, r.N)
 	samples[0] = s
 	for range r.N - 1 {
 		samples = append(samples, s.Fork())
 	}
-	p.seqs[id] = samples
+	p.seqs.put(id, &pagedSeq{samples: samples, hit: hit})
 	p.st.Live++
 	p.st.Tokens += int64(r.N) * int64(r.Prompt)
 	p.st.Admits++
@@ -141,16 +145,22 @@ func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request) []blockpool.Blo
 
 // PrefixHit returns the prompt tokens of id's admission that came from the
 // prefix cache (0 for an unknown id).
-func (p *paged) PrefixHit(id SeqID) int { return p.hits[id] }
+func (p *paged) PrefixHit(id SeqID) int {
+	if ps, ok := p.seqs.get(id); ok {
+		return ps.hit
+	}
+	return 0
+}
 
 // Grow appends k tokens to every sample, all or nothing: it first counts the
 // blocks all the appends need, copies on write included, against the free
 // queue.
 func (p *paged) Grow(id SeqID, k int) error {
-	samples, ok := p.seqs[id]
+	ps, ok := p.seqs.get(id)
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
 	}
+	samples := ps.samples
 	if k < 0 {
 		return fmt.Errorf("%w: seq %d: grow by %d", ErrBadRequest, id, k)
 	}
@@ -229,18 +239,17 @@ func (p *paged) Release(id SeqID) error { return p.drop(id, &p.st.Releases) }
 func (p *paged) Preempt(id SeqID) error { return p.drop(id, &p.st.Preempts) }
 
 func (p *paged) drop(id SeqID, counter *int64) error {
-	samples, ok := p.seqs[id]
+	ps, ok := p.seqs.get(id)
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
 	}
-	for _, s := range samples {
+	for _, s := range ps.samples {
 		p.st.Tokens -= int64(s.Tokens())
 		if err := s.Release(); err != nil {
 			panic(fmt.Errorf("strategy: release of a paged sequence: %w", err))
 		}
 	}
-	delete(p.seqs, id)
-	delete(p.hits, id)
+	p.seqs.del(id)
 	p.st.Live--
 	*counter++
 	return nil
@@ -248,11 +257,11 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 
 // Tokens returns the tokens per sample of id.
 func (p *paged) Tokens(id SeqID) (int, bool) {
-	samples, ok := p.seqs[id]
+	ps, ok := p.seqs.get(id)
 	if !ok {
 		return 0, false
 	}
-	return samples[0].Tokens(), true
+	return ps.samples[0].Tokens(), true
 }
 
 // Usage maps the pool's slot breakdown to bytes. Token states count a shared
@@ -284,7 +293,7 @@ func (p *paged) Close() error {
 	if p.closed {
 		return nil
 	}
-	for _, id := range sortedIDs(p.seqs) {
+	for _, id := range p.seqs.ids() {
 		if err := p.drop(id, &p.st.Releases); err != nil {
 			return err
 		}
