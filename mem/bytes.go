@@ -151,3 +151,14 @@ func RoundUp(n, unit int64) int64 {
 	}
 	return n
 }
+
+// RoundUpSat is RoundUp for n ≥ 0 that saturates instead of overflowing: a
+// size within unit of math.MaxInt64 rounds down to the largest multiple of
+// unit (an allocator fails such a request anyway, with its real size in the
+// message).
+func RoundUpSat(n, unit int64) int64 {
+	if n > math.MaxInt64-(unit-1) {
+		return math.MaxInt64 - math.MaxInt64%unit
+	}
+	return RoundUp(n, unit)
+}

@@ -5,7 +5,6 @@ package arena
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/extent"
@@ -113,15 +112,6 @@ func (a *Allocator) Spec() string {
 // Config returns the configuration the arena was built with.
 func (a *Allocator) Config() Config { return a.cfg }
 
-// roundUp rounds a request up to Align, saturating instead of overflowing
-// (such a request fails anyway).
-func roundUp(size int64) int64 {
-	if size > math.MaxInt64-(Align-1) {
-		return math.MaxInt64 &^ (Align - 1)
-	}
-	return (size + Align - 1) &^ (Align - 1)
-}
-
 // Alloc serves size bytes best fit. The stream is ignored (see the package
 // doc).
 func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
@@ -129,7 +119,7 @@ func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
 		return alloc.Block{}, fmt.Errorf("%w: %d", alloc.ErrInvalidSize, size)
 	}
 	// 1. Round the request up to the alignment granule.
-	rounded := roundUp(size)
+	rounded := mem.RoundUpSat(size, Align)
 	// 2. Best fit: the smallest free extent that holds it, lowest address
 	//    among equals; the block is its low end, the rest stays free.
 	addr, ok := a.free.TakeBestFit(rounded)

@@ -6,7 +6,6 @@ package async
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -124,15 +123,6 @@ func (a *Allocator) Spec() string {
 // Config returns the configuration the pool was built with.
 func (a *Allocator) Config() Config { return a.cfg }
 
-// roundUp rounds a request up to Align, saturating instead of overflowing
-// (such a request fails anyway).
-func roundUp(size int64) int64 {
-	if size > math.MaxInt64-(Align-1) {
-		return math.MaxInt64 &^ (Align - 1)
-	}
-	return (size + Align - 1) &^ (Align - 1)
-}
-
 // streamFor returns the state of stream id, adding it on first use: a new
 // stream can use every ready byte and has nothing pending.
 func (a *Allocator) streamFor(id int) *stream {
@@ -172,7 +162,7 @@ func (a *Allocator) Alloc(size int64, streamID int) (alloc.Block, error) {
 	if size <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: %d", alloc.ErrInvalidSize, size)
 	}
-	rounded := roundUp(size)
+	rounded := mem.RoundUpSat(size, Align)
 	st := a.streamFor(streamID)
 	addr, ok := a.tryAlloc(st, rounded)
 	if !ok {
