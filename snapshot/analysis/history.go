@@ -92,15 +92,7 @@ func replayHistory(s *snapshot.Snapshot, d int, cfg caching.Config, settings str
 			f.Allocs += n
 		}
 	}
-	dev, err := mem.NewDevice(replayCapacity, 0)
-	if err != nil {
-		f.Skipped = err.Error()
-		return r
-	}
-	v := &vaSource{ranges: map[uint64]int64{}, fresh: freshBase(s, nil)}
-	dev.SetVAHook(v.reserve)
-	cfg.PerProcessMemoryFraction = 0 // a fraction of 1 PiB would mean nothing
-	a, err := caching.New(dev, cfg)
+	a, v, err := replayAllocator(cfg, freshBase(s, nil))
 	if err != nil {
 		f.Skipped = err.Error()
 		return r

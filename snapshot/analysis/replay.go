@@ -234,15 +234,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	if len(trace) == 0 {
 		return r
 	}
-	dev, err := mem.NewDevice(replayCapacity, 0)
-	if err != nil {
-		f.Skipped = err.Error()
-		return r
-	}
-	v := &vaSource{ranges: map[uint64]int64{}, fresh: freshBase(s, trace)}
-	dev.SetVAHook(v.reserve)
-	cfg.PerProcessMemoryFraction = 0 // a fraction of 1 PiB would mean nothing
-	a, err := caching.New(dev, cfg)
+	a, v, err := replayAllocator(cfg, freshBase(s, trace))
 	if err != nil {
 		f.Skipped = err.Error()
 		return r
@@ -451,4 +443,24 @@ func explainOOMs(trace []snapshot.TraceEntry, a *caching.Allocator, base int) []
 		out = append(out, o)
 	}
 	return out
+}
+
+// replayAllocator builds the caching model a replay runs on: a device of
+// replayCapacity whose fresh segments get the addresses vaSource hands out
+// (recorded ones where the file has them, fresh ones from base otherwise),
+// with the file's settings less the memory fraction (a fraction of 1 PiB
+// would mean nothing).
+func replayAllocator(cfg caching.Config, base uint64) (*caching.Allocator, *vaSource, error) {
+	dev, err := mem.NewDevice(replayCapacity, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := &vaSource{ranges: map[uint64]int64{}, fresh: base}
+	dev.SetVAHook(v.reserve)
+	cfg.PerProcessMemoryFraction = 0
+	a, err := caching.New(dev, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, v, nil
 }
