@@ -2,8 +2,10 @@ package sim_test
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/model"
@@ -119,4 +121,63 @@ func BenchmarkDefaultScenario(b *testing.B) {
 	b.ReportMetric(float64(len(p.Requests)*len(p.Configs))*float64(b.N)/cpu, "req/s")
 	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(steps), "steps/op")
+}
+
+// azureConvPaths are where BenchmarkAzureConv looks for the Azure LLM
+// inference trace 2023 (conversation), relative to this package: the
+// checkout's shared/ folder or one beside the checkout.
+var azureConvPaths = []string{
+	"../shared/data/traces/AzureLLMInferenceTrace_conv.csv",
+	"../../shared/data/traces/AzureLLMInferenceTrace_conv.csv",
+}
+
+// BenchmarkAzureConv runs the whole Azure conv trace (19,366 requests) as
+// the BLIS side by side in docs/benchmarks.md does: Llama-3.1-8B on one H100
+// 80GB, paged:16 on the caching allocator, 2,048 batched tokens, 256
+// sequences. It reports CPU-seconds per run and per request, and the steps
+// the engine's fast paths covered, and is skipped when the trace is not
+// there.
+//
+//	go test -run '^$' -bench AzureConv -benchmem -count 6 ./sim/
+func BenchmarkAzureConv(b *testing.B) {
+	var file string
+	for _, p := range azureConvPaths {
+		if _, err := os.Stat(p); err == nil {
+			file = p
+			break
+		}
+	}
+	if file == "" {
+		b.Skip("the Azure conv trace is not in shared/data/traces")
+	}
+	s := scenario.Default()
+	s.Model, s.GPU, s.Duration = "llama-3.1-8b", "h100-80g", 0
+	s.Workload = scenario.Workload{Trace: &scenario.Trace{File: file, Format: "azure"}}
+	s.Engine.MaxBatchTokens, s.Engine.MaxSeqs = 2048, 256
+	s.Runs = []scenario.Run{{KV: "paged:16", Alloc: "caching"}}
+	p, err := scenario.Build(s, func(n string) (io.ReadCloser, error) { return os.Open(n) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var res sim.Result
+	var e *sim.Engine
+	b.ResetTimer()
+	cpu0 := cpuSeconds()
+	for range b.N {
+		if e, err = sim.New(p.Configs[0], p.Requests); err != nil {
+			b.Fatal(err)
+		}
+		if res, err = e.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := (cpuSeconds() - cpu0) / float64(b.N)
+	b.ReportMetric(cpu, "cpu-s/op")
+	b.ReportMetric(cpu/float64(len(p.Requests))*1e6, "cpu-µs/req")
+	b.ReportMetric(float64(res.Steps), "steps/op")
+	b.ReportMetric(float64(res.RequestsCompleted), "completed/op")
+	runSteps, tripRepeats := sim.FastPathSteps(e)
+	b.ReportMetric(float64(runSteps), "decode-run-steps/op")
+	b.ReportMetric(float64(tripRepeats), "repeated-trips/op")
 }

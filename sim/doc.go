@@ -47,6 +47,24 @@
 //     its layout's health (package frag) and the strategy's KV breakdown are
 //     recorded; Result summarises them.
 //
+// # Fast paths (results unchanged)
+//
+// Three shortcuts skip work whose outcome is already known; the results,
+// series, events and the allocator's and strategy's counters are exactly
+// those of the plain step-by-step loop (fastpath_test.go runs both).
+//
+//   - Activation round trips: on a caching allocator, a step whose buffers
+//     (keyed by the step's tokens and sampled positions) were allocated and
+//     freed from the same allocator state before, with no device call, is
+//     not replayed: caching.Allocator.RepeatTrip counts its calls instead.
+//   - Fragmentation samples: when the caching allocator's stamp has not
+//     moved since the last sample, the last sample's metrics are reused.
+//   - Decode runs: when nobody waits and every running request decodes one
+//     sample, the steps up to the next arrival, sample time, completion or
+//     out-of-blocks point run at once (decodeRun): their times come from the
+//     same roofline sums, and a paged pool takes the blocks in the order the
+//     one-token grows would (strategy.DecodeStepper).
+//
 // # Memory setup
 //
 // The device is the GPU's capacity with the weights (Model.WeightBytes)
@@ -71,8 +89,9 @@
 //
 // # Modelling limits
 //
-// Prefix caching is not used (paged pools start cold for every request;
-// blockpool supports it, the engine does not feed it hashes yet); swap
+// Prefix caching reuses cached prompt blocks only when the workload carries
+// prefix ids (trace prefix columns or chat sessions, Config.PrefixCaching on
+// a paged strategy); other strategies start cold for every request. Swap
 // preemption, pipeline parallelism, tensor-parallel communication time and
 // speculative decoding are not modelled; the whole prompt's KV is allocated
 // at admission even with chunked prefill (vLLM allocates per chunk).

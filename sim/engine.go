@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/caching"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -78,6 +79,27 @@ type Engine struct {
 	actLive     []alloc.Handle
 	batch       []entry
 
+	// Activation round trips on a caching allocator (see endTrip): ca is
+	// e.al when it is one, trips the closed trips by buffer pattern.
+	ca     *caching.Allocator
+	trips  map[actKey]caching.Trip
+	trip   caching.Trip // the trip of the current step, while tripOn
+	tripOn bool
+	tripN  int64 // allocations the current step's trip made
+
+	// The fragmentation metrics of the last sample and the caching
+	// allocator's stamp then (see caching.Allocator.Stamp).
+	fragOK    bool
+	fragStamp uint64
+	fragLast  frag.Metrics
+
+	runSteps    int64 // steps done by decodeRun (tests check that it engaged)
+	tripRepeats int64 // steps whose activation calls a closed trip stood in for
+
+	ds     strategy.DecodeStepper // e.st when it can run decode steps in bulk
+	runIDs []strategy.SeqID       // scratch: decodeRun's ids
+	runNow []int64                // scratch: decodeRun's step end times
+
 	res        Result
 	nextSample int64
 	fragSamp   []float64
@@ -140,6 +162,12 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		Alloc: e.al, PoolBytes: e.budgetBytes, MaxContext: c.MaxContext, NoPrefixCaching: !c.PrefixCaching})
 	if err != nil {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
+	}
+	if ca, ok := e.al.(*caching.Allocator); ok {
+		e.ca, e.trips = ca, make(map[actKey]caching.Trip)
+	}
+	if ds, ok := e.st.(strategy.DecodeStepper); ok {
+		e.ds = ds
 	}
 	e.res = Result{KV: e.st.Name(), Allocator: e.al.Spec(), OnOOM: c.OnOOM.String(), KVBudgetBytes: e.budgetBytes}
 	e.paged = strings.HasPrefix(e.st.Name(), "paged")
@@ -250,6 +278,9 @@ func (e *Engine) arrive() {
 
 // step schedules one batch, runs it and accounts for it.
 func (e *Engine) step() error {
+	if e.decodeRun() {
+		return nil
+	}
 	e.defragStep()
 	preempted, err := e.schedule()
 	if err != nil {
@@ -276,6 +307,7 @@ func (e *Engine) step() error {
 		// The step would end past the window: stop at the window's end and
 		// do not count the step's tokens (partial work is not output).
 		e.freeActivations()
+		e.endTrip(work)
 		e.sampleUntil(e.cfg.Duration)
 		e.now = e.cfg.Duration
 		return nil
@@ -289,9 +321,97 @@ func (e *Engine) step() error {
 		}
 	}
 	e.freeActivations()
+	e.endTrip(work)
 	e.sampleUntil(e.now)
 	e.checkDefrag()
 	return nil
+}
+
+// decodeRun runs, in one go, the steps ahead in which nothing happens but
+// one more token for every running request: nobody waits, every running
+// request decodes one sample and does not finish, no request arrives, no
+// sample is due, the step's activation buffers are a round trip the
+// allocator can repeat (or are off), and the strategy can do the grows in
+// bulk (strategy.DecodeStepper: on a paged pool, blocks are taken in the
+// order step-by-step grows take them). Each step's time is the roofline of
+// the same work step() would sum: the same float64 sums of whole numbers. It
+// stops after the step whose end reaches the next arrival or sample time,
+// so that those see the state of that step, and reports whether it ran at
+// least two steps; otherwise nothing has changed and step runs one.
+func (e *Engine) decodeRun() bool {
+	c := &e.cfg
+	if e.ds == nil || e.dg != nil || e.capped || e.waiting.len() > 0 || len(e.running) < 1 ||
+		len(e.running) > c.MaxSeqs || len(e.running) > c.MaxBatchTokens {
+		return false
+	}
+	limit := c.MaxContext
+	var ctx int64
+	for _, ri := range e.running {
+		r := &e.reqs[ri]
+		if r.n != 1 || r.prefilled < r.need || r.first < 0 {
+			return false
+		}
+		limit = min(limit, r.output-r.gen-1) // steps before the one that completes it
+		ctx += int64(r.prompt + r.gen - 1)
+	}
+	if limit < 2 || e.st.Stats().CopiedBytes != e.lastCopied {
+		return false
+	}
+	n := int64(len(e.running))
+	var trip caching.Trip
+	if c.Activations {
+		t, ok := e.trips[actKey{n, n}]
+		if !ok || !e.ca.RepeatTrip(&t, 0) {
+			return false
+		}
+		trip = t
+	}
+	w := stepWork{tokens: n, sampled: n}
+	now := e.now
+	e.runNow = e.runNow[:0]
+	for j := range int64(limit) {
+		// step() sums float64(ctx) over the batch; every partial sum is a
+		// whole number far below 2^53, so the float64 of the total is equal.
+		w.attnPairs = float64(ctx + j*n)
+		w.kvRead = w.attnPairs
+		dt := e.cost.stepTime(w)
+		if c.Duration > 0 && now+dt > c.Duration {
+			break
+		}
+		now += dt
+		e.runNow = append(e.runNow, now)
+		if now >= e.nextSample || (e.next < len(e.reqs) && e.reqs[e.next].arrival <= now) ||
+			(c.Duration > 0 && now >= c.Duration) {
+			break
+		}
+	}
+	if len(e.runNow) < 2 {
+		return false
+	}
+	e.runIDs = e.runIDs[:0]
+	for _, ri := range e.running {
+		e.runIDs = append(e.runIDs, strategy.SeqID(ri))
+	}
+	k := e.ds.DecodeSteps(e.runIDs, len(e.runNow))
+	if k == 0 {
+		return false
+	}
+	if c.Activations {
+		if !e.ca.RepeatTrip(&trip, int64(k)) {
+			panic(fmt.Sprintf("sim: activation trip of %d tokens no longer repeatable after a decode run of %d steps", n, k))
+		}
+		e.tripRepeats += int64(k)
+	}
+	e.now = e.runNow[k-1]
+	e.res.Steps += int64(k)
+	e.runSteps += int64(k)
+	e.batchSum += int64(k) * n
+	for _, ri := range e.running {
+		e.reqs[ri].gen += k
+	}
+	e.res.OutputTokens += int64(k) * n
+	e.sampleUntil(e.now)
+	return true
 }
 
 // checkDefrag lets the defrag policy look at the latest sample, once.
@@ -596,6 +716,14 @@ func (e *Engine) work() stepWork {
 // have raised torch.OutOfMemoryError for its batch, and the step is retried
 // without it.
 func (e *Engine) activations(w stepWork) stepWork {
+	e.tripOn = false
+	if e.ca != nil {
+		if t, ok := e.trips[actKey{w.tokens, w.sampled}]; ok && e.ca.RepeatTrip(&t, 1) {
+			e.tripRepeats++
+			return w
+		}
+		e.trip, e.tripN, e.tripOn = e.ca.BeginTrip(), 0, true
+	}
 	for len(e.batch) > 0 {
 		if e.allocActivations(w) {
 			return w
@@ -640,6 +768,7 @@ func (e *Engine) allocActivations(w stepWork) bool {
 			return 0, false
 		}
 		e.actLive = append(e.actLive, b.Handle)
+		e.tripN++
 		return b.Handle, true
 	}
 	f := func(h alloc.Handle) {
@@ -682,6 +811,30 @@ func (e *Engine) allocActivations(w stepWork) bool {
 fail:
 	e.freeActivations()
 	return false
+}
+
+// actKey is what a step's activation buffers depend on: its tokens and
+// sampled positions (their sizes are those times per-run constants).
+type actKey struct{ tokens, sampled int64 }
+
+// endTrip ends the step's activation round trip (begun in activations and
+// ended after freeActivations). When the caching allocator confirms that the
+// step's buffers left it as they found it, the trip is kept under the step's
+// buffer pattern; a later step with the same pattern that finds the
+// allocator in that state (nothing but closed trips since) skips the calls:
+// they would do the same again, and RepeatTrip counts them. Results do not
+// change: sizes, addresses, peaks and counters are those of the calls.
+func (e *Engine) endTrip(w stepWork) {
+	if !e.tripOn {
+		return
+	}
+	e.tripOn = false
+	if e.ca.EndTrip(&e.trip, e.tripN) {
+		if len(e.trips) >= 4096 {
+			clear(e.trips) // bound the memo; entries are cheap to record again
+		}
+		e.trips[actKey{w.tokens, w.sampled}] = e.trip
+	}
 }
 
 func (e *Engine) freeActivations() {
@@ -750,7 +903,15 @@ func (e *Engine) sampleUntil(t int64) {
 		return
 	}
 	st := e.al.Stats()
-	m := frag.Compute(e.al.Layout())
+	var m frag.Metrics
+	if e.ca != nil && e.fragOK && e.ca.Stamp() == e.fragStamp {
+		m = e.fragLast // the allocator is as it was at the last sample
+	} else {
+		m = frag.Compute(e.al.Layout())
+		if e.ca != nil {
+			e.fragOK, e.fragStamp, e.fragLast = true, e.ca.Stamp(), m
+		}
+	}
 	u := e.st.Usage()
 	for e.nextSample <= t {
 		s := &e.res.Series

@@ -42,6 +42,11 @@ type Allocator struct {
 	allocs, frees, ooms            int64
 	deviceAllocs, deviceFrees      int64
 	retries                        int64
+
+	// mut counts the calls that can change the state (Alloc, Free,
+	// EmptyCache, Relocate, Seed, ReleaseSegment); EndTrip winds it back
+	// over a closed round trip. See trip.go.
+	mut uint64
 }
 
 // New returns a caching allocator over dev.
@@ -110,6 +115,7 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
 	}
+	a.mut++
 	size := a.cfg.roundSize(orig)
 	p := poolFor(size)
 	allocSize := allocationSize(size)
@@ -268,6 +274,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	if p == nil {
 		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
+	a.mut++
 	id := *p
 	a.handles.Delete(h)
 	b := &a.blocks[id]
@@ -329,6 +336,7 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 
 // EmptyCache is release_cached_blocks (torch.cuda.empty_cache()).
 func (a *Allocator) EmptyCache() {
+	a.mut++
 	a.releaseCachedBlocks()
 	if invariants.Enabled {
 		a.mustCheck()

@@ -48,5 +48,14 @@
 // record, a cache miss at 10,000 live blocks.
 // Layout, MaxAllocatable and CheckInvariants are O(blocks).
 //
+// # Round trips
+//
+// A caller that makes the same closed batch of calls again and again (a
+// serving engine's per-step activation buffers: every block allocated is
+// freed again) can record it with BeginTrip and EndTrip and have later
+// repeats counted by RepeatTrip instead of run, when the allocator is in the
+// state the batch left it in. Stamp tells a caller that the state has not
+// changed since it last looked (trip.go).
+//
 // Invariants: see Allocator.
 package caching

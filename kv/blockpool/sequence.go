@@ -5,6 +5,7 @@ package blockpool
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
 )
@@ -86,6 +87,9 @@ func (s *Sequence) Append(n int) error {
 			s.blocks[last] = nid
 			need--
 		}
+	}
+	if need > 1 {
+		s.blocks = slices.Grow(s.blocks, need) // a prompt's blocks: one growth, not one per doubling
 	}
 	for range need {
 		s.blocks = append(s.blocks, p.pop())

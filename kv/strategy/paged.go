@@ -39,6 +39,7 @@ type paged struct {
 	seqs       seqTable[pagedSeq]    // live sequences
 	keys       []blockpool.BlockHash // scratch: the admitted prompt's block keys
 	st         Stats
+	decodeScratch
 }
 
 func newPaged(env Env, bs int) (*paged, error) {

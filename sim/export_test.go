@@ -1,0 +1,11 @@
+package sim
+
+// Test hooks for the external tests (package sim_test).
+
+// NoFastPaths turns off the engine's fast paths (decode runs, repeated
+// activation round trips, kept fragmentation metrics); call it before Run.
+func NoFastPaths(e *Engine) { e.ds, e.ca, e.trips = nil, nil, nil }
+
+// FastPathSteps returns the steps decode runs did and the steps whose
+// activation calls a repeated round trip stood in for.
+func FastPathSteps(e *Engine) (runSteps, tripRepeats int64) { return e.runSteps, e.tripRepeats }

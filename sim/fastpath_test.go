@@ -1,0 +1,154 @@
+package sim
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/workload"
+	"pgregory.net/rapid"
+)
+
+// The engine's fast paths (decode runs, repeated activation round trips, the
+// fragmentation metrics kept across samples) must not change anything: these
+// tests run each engine twice, once with them off, and compare the results,
+// series and events, and the allocator's and strategy's counters.
+
+// runBoth runs c on reqs with and without the fast paths. ok is false when
+// the config cannot run.
+func runBoth(t fataler, c Config, reqs []workload.Request) (fast, slow *Engine, ok bool) {
+	t.Helper()
+	var res [2]Result
+	var es [2]*Engine
+	for i := range es {
+		e, err := New(c, reqs)
+		if err != nil {
+			return nil, nil, false
+		}
+		if i == 1 {
+			e.ds, e.ca, e.trips = nil, nil, nil // the plain step by step engine
+		}
+		if res[i], err = e.Run(); err != nil {
+			t.Fatalf("Run (fast paths %v): %v", i == 0, err)
+		}
+		es[i] = e
+	}
+	if !reflect.DeepEqual(res[0], res[1]) {
+		t.Fatalf("results differ with the fast paths:\nfast %+v\nslow %+v", summary(res[0]), summary(res[1]))
+	}
+	if a, b := es[0].al.Stats(), es[1].al.Stats(); a != b {
+		t.Fatalf("allocator stats differ with the fast paths:\nfast %+v\nslow %+v", a, b)
+	}
+	if a, b := es[0].st.Stats(), es[1].st.Stats(); a != b {
+		t.Fatalf("strategy stats differ with the fast paths:\nfast %+v\nslow %+v", a, b)
+	}
+	if a, b := es[0].st.Usage(), es[1].st.Usage(); a != b {
+		t.Fatalf("strategy usage differs with the fast paths:\nfast %+v\nslow %+v", a, b)
+	}
+	if es[1].runSteps != 0 || es[1].tripRepeats != 0 {
+		t.Fatalf("the slow engine took a fast path: %d run steps, %d trip repeats", es[1].runSteps, es[1].tripRepeats)
+	}
+	return es[0], es[1], true
+}
+
+// summary is a Result without its long series, for messages.
+func summary(r Result) Result {
+	r.Series, r.Events = Series{}, nil
+	return r
+}
+
+// fastSetups are the setups the fast paths act on (a caching allocator, a
+// paged pool), the ones they must leave alone, and a garbage-collecting
+// caching allocator, whose round trips must never be repeated.
+var fastSetups = []struct{ kv, alloc string }{
+	{"paged:16", "caching"},
+	{"paged:1", "caching"},
+	{"paged:5", "caching:expandable_segments:True"},
+	{"paged:16", "caching:garbage_collection_threshold:0.5,per_process_memory_fraction:0.9"},
+	{"paged:16", "sizeclass"},
+	{"contiguous-grow", "caching"},
+	{"contiguous-max", "caching"},
+	{"vmm:64KiB", "vmm:64KiB"},
+}
+
+// TestFastPathsChangeNothing draws configurations and request lists (mostly
+// single-sample requests with long outputs, so that decode runs happen,
+// with or without activations, prefix caching, defrag and a time cut) and
+// checks that the fast paths give exactly the plain engine's run.
+func TestFastPathsChangeNothing(t *testing.T) {
+	var runs, repeats int64
+	rapid.Check(t, func(t *rapid.T) {
+		c := drawConfig(t)
+		s := fastSetups[rapid.IntRange(0, len(fastSetups)-1).Draw(t, "fast-setup")]
+		c.KV, c.Alloc = s.kv, s.alloc
+		c.Defrag.Policy = DefragPolicy(rapid.SampledFrom([]int{0, 0, 0, 1, 2, 3, 4}).Draw(t, "defrag"))
+		maxReqs, maxOut := 24, 400
+		if testing.Short() || invariants.Enabled {
+			maxReqs, maxOut = 8, 120
+		}
+		reqs := make([]workload.Request, rapid.IntRange(0, maxReqs).Draw(t, "requests"))
+		var at int64
+		for i := range reqs {
+			at += int64(rapid.IntRange(0, 200).Draw(t, "gap-ms")) * int64(time.Millisecond)
+			reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i), Arrival: at,
+				PromptTokens: rapid.IntRange(1, 600).Draw(t, "prompt"),
+				OutputTokens: rapid.IntRange(0, maxOut).Draw(t, "output"),
+				N:            rapid.SampledFrom([]int{1, 1, 1, 2}).Draw(t, "n")}
+			if rapid.IntRange(0, 3).Draw(t, "prefix") == 0 {
+				ids := make([]uint64, (reqs[i].PromptTokens+workload.PrefixBlockTokens-1)/workload.PrefixBlockTokens)
+				for j := range ids {
+					ids[j] = uint64(10*j + rapid.IntRange(0, 1).Draw(t, "prefix-id"))
+				}
+				reqs[i].PrefixHashes = ids
+			}
+		}
+		if fast, _, ok := runBoth(t, c, reqs); ok {
+			runs += fast.runSteps
+			repeats += fast.tripRepeats
+		}
+	})
+	// The property is vacuous unless the fast paths ran.
+	if runs == 0 || repeats == 0 {
+		t.Fatalf("the fast paths never ran: %d decode-run steps, %d repeated trips", runs, repeats)
+	}
+}
+
+// TestFastPathsLlama runs Llama-3.1-8B on an H100 with chat-like requests,
+// the setup of the Azure benchmark, both ways, with and without prefix
+// caching and with a time cut.
+func TestFastPathsLlama(t *testing.T) {
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 400
+	if testing.Short() || invariants.Enabled {
+		n = 40
+	}
+	reqs := make([]workload.Request, n)
+	for i := range reqs {
+		// Deterministic, varied lengths: prompts 50..4,000, outputs 1..700.
+		reqs[i] = workload.Request{ID: fmt.Sprintf("q%d", i), Arrival: int64(i) * 150 * int64(time.Millisecond),
+			PromptTokens: 50 + (i*7919)%3950, OutputTokens: 1 + (i*104729)%700, N: 1}
+	}
+	for _, cut := range []int64{0, 20 * int64(time.Second)} {
+		for _, pc := range []bool{true, false} {
+			c := DefaultConfig(m, g)
+			c.KV, c.Alloc, c.Duration, c.PrefixCaching = "paged:16", "caching", cut, pc
+			fast, _, ok := runBoth(t, c, reqs)
+			if !ok {
+				t.Fatal("cannot run")
+			}
+			if fast.runSteps == 0 || fast.tripRepeats == 0 {
+				t.Fatalf("cut %d, prefix caching %v: %d decode-run steps, %d repeated trips", cut, pc, fast.runSteps, fast.tripRepeats)
+			}
+		}
+	}
+}
