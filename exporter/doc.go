@@ -23,6 +23,85 @@
 // FuncSource adapts any function, for snapshot files, remote endpoints and
 // tests.
 //
+// The daemon's sources (`gpufrag exporter`, internal/cli/exporter.go):
+//
+//   - SnapshotDir watches a directory of PyTorch memory snapshot pickles. It
+//     is rescanned in the background (at start and every --rescan, on an
+//     injected Clock); new and changed files (size and modification time)
+//     are read with package snapshot and diagnosed with analysis.Analyze
+//     (NoReplay, as `gpufrag analyze --no-replay`); a scrape only copies the
+//     last rescan's samples. See SnapshotDir for labels and errors.
+//   - NewGPUSource, NewEngineSource and NewClusterSource adapt the readers of
+//     exporter/nvml, exporter/scrape and the Kubernetes reader: each takes a
+//     func(context.Context) returning plain structs (GPUDevice, EngineKV,
+//     ClusterState). These readers are slow (NVML calls, HTTP, the API
+//     server), so the daemon wraps them in NewPolledSource: polled in the
+//     background every interval, with a timeout per poll, and served from
+//     memory. A ContextSource collected directly gets a context with
+//     Options.SourceTimeout (--source-timeout, default 2s) on each scrape,
+//     runs in its own goroutine, and is reported down when it does not
+//     answer in time; while a hung call is outstanding it is not called
+//     again.
+//
+// Fast path: SnapshotDir and PolledSource are VersionedSources; the
+// Collector builds their const metrics once per version (rescan or poll) and
+// re-sends them on later scrapes. In-process sources (AllocatorSource,
+// BlockPoolSource) are computed on each scrape.
+//
+// # Daemon
+//
+// Serve runs the HTTP server on a listener the caller opens (tests use
+// 127.0.0.1:0): /metrics (promhttp over the Gatherer given, never the
+// global registry), /healthz (200 "ok" while serving, 503 while shutting
+// down) and, with a Capturer, /snapshots/. The server sets ReadHeader, Read,
+// Write and Idle timeouts and MaxHeaderBytes, caps concurrent scrapes, runs
+// the Runners (rescans, polls) in the background, and on cancellation shuts
+// down gracefully within ServerConfig.ShutdownTimeout. Logs go through
+// log/slog: one line per change of a source's state (down, up again), one per
+// skipped file version, one per capture; none per scrape.
+//
+// Memory is bounded by caps, each a flag of the daemon: --max-files (256
+// snapshot files watched, in name order), --max-file-bytes (256 MiB per file;
+// decoding takes about 25 bytes per file byte while a file is analysed),
+// --max-instances (256 distinct instance label values from snapshots) and
+// --max-series (20000 gpufrag series per scrape; a source past it is down).
+//
+// # Snapshot labels
+//
+// A snapshot file NAME.pickle (or .pkl) gets its labels from
+//
+//  1. the sidecar NAME.labels.json, {"instance": "...", "model": "...",
+//     "gpu": "..."} (all optional strings; another key is an error);
+//  2. else the name pattern <instance>__<model>[__<anything>].pickle, for
+//     example vllm-0__llama-3-8b__dump.pickle;
+//  3. else instance = NAME.
+//
+// gpu is the sidecar's when the file holds one device with memory, else the
+// device index in the file; pool is "pytorch". Two files that yield the same
+// label set export only the first in name order.
+//
+// # OOM capture
+//
+// With a Capturer (--capture-dir), every new or changed snapshot version
+// whose trace holds an oom entry not seen in the file's previous version is
+// copied, atomically, to
+//
+//	<capture-dir>/<instance>-<model>-<YYYYMMDDTHHMMSSZ>-<seq>.pickle
+//
+// (UTC time from the injected clock; bytes of instance and model outside
+// [A-Za-z0-9._-] become '_'). Retention keeps --capture-max-files (20) and
+// --capture-max-bytes (2 GiB), deleting the oldest first and never the
+// newest. The files are served read-only:
+//
+//	/snapshots/             HTML listing, newest first
+//	/snapshots/index.json   [{"name", "size_bytes", "time"}], newest first
+//	/snapshots/<name>       download (only names in the capture index)
+//
+// so a Grafana data link can point at http://HOST:9400/snapshots/ or at a
+// file name. Captures are deduplicated per file version within one process
+// only: after a restart, files still in the snapshot directory are captured
+// again (retention bounds the copies).
+//
 // # Collector
 //
 // Collector implements prometheus.Collector over a fixed set of sources with
@@ -63,6 +142,48 @@
 //	gpufrag_kv_evictable_blocks    cached blocks with no holder
 //	gpufrag_kv_block_size_tokens   token slots per block
 //
+// Inference engines (vLLM, SGLang) through NewEngineSource, per gpu,
+// instance, model and pool="engine"; figures an engine does not publish are
+// not exported:
+//
+//	gpufrag_kv_cache_usage_ratio, gpufrag_kv_blocks, gpufrag_kv_block_size_tokens
+//	gpufrag_kv_preemptions_total            counter
+//	gpufrag_kv_prefix_cache_queries_total   counter, tokens
+//	gpufrag_kv_prefix_cache_hits_total      counter, tokens
+//
+// GPU device memory through NewGPUSource (NVML), per gpu index:
+//
+//	gpufrag_gpu_memory_total_bytes{gpu}
+//	gpufrag_gpu_memory_used_bytes{gpu}
+//	gpufrag_gpu_memory_free_bytes{gpu}
+//	gpufrag_gpu_info{gpu,uuid,name}                 always 1
+//	gpufrag_gpu_process_memory_used_bytes{gpu,pid}
+//
+// Cluster occupancy through NewClusterSource, per cluster:
+//
+//	gpufrag_cluster_nodes, gpufrag_cluster_gpus
+//	gpufrag_cluster_allocated_gpus         milli-GPUs / 1000
+//	gpufrag_cluster_whole_free_nodes       GPU nodes with every GPU free
+//	gpufrag_cluster_stranded_gpu_nodes     nodes with idle GPUs no pending pod can use
+//	gpufrag_cluster_pending_pods
+//
+// Snapshot directory (SnapshotDir) and capture (Capturer):
+//
+//	gpufrag_snapshot_errors_total{reason}   files skipped, each version once; reasons:
+//	                                        io too_large forbidden truncated length limit
+//	                                        decode field analysis labels max_files
+//	                                        max_instances duplicate_labels
+//	gpufrag_snapshots_analyzed_total
+//	gpufrag_snapshot_last_analyzed_timestamp_seconds
+//	gpufrag_snapshot_files                  files watched
+//	gpufrag_oom_snapshots_captured_total{instance,model}
+//	gpufrag_oom_snapshot_capture_errors_total
+//
+// For snapshots, gpufrag_ooms_total is the number of oom entries in the
+// device's trace (it can fall when a file is replaced: a counter reset), and
+// gpufrag_device_free_bytes is 0 (a snapshot does not record the device's
+// capacity).
+//
 // Per source:
 //
 //	gpufrag_source_up{source}
@@ -72,6 +193,6 @@
 // not a quantity of memory. Its HELP text states the unit.
 //
 // Labels have bounded cardinality: gpu, instance, model and pool (source only
-// on gpufrag_source_up). Empty label values are allowed and exported as
+// on gpufrag_source_up; cluster, uuid, name and pid only on their families). Empty label values are allowed and exported as
 // empty strings, which Prometheus treats as absent.
 package exporter

@@ -20,6 +20,9 @@ type Labels struct {
 	Instance string
 	Model    string
 	Pool     string
+	// Cluster labels gpufrag_cluster_* metrics only; the other families
+	// ignore it.
+	Cluster string
 }
 
 // values returns the label values in the order of labelNames.
@@ -28,7 +31,7 @@ func (l Labels) values() []string {
 }
 
 func (l Labels) valid() error {
-	for _, v := range l.values() {
+	for _, v := range append(l.values(), l.Cluster) {
 		if !utf8.ValidString(v) {
 			return fmt.Errorf("exporter: label value %q is not valid UTF-8", v)
 		}
@@ -42,6 +45,7 @@ func compareLabels(a, b Labels) int {
 		cmp.Compare(a.Instance, b.Instance),
 		cmp.Compare(a.Model, b.Model),
 		cmp.Compare(a.Pool, b.Pool),
+		cmp.Compare(a.Cluster, b.Cluster),
 	)
 }
 
@@ -66,13 +70,19 @@ type KV struct {
 	Usage     float64 // 1 − Free/(Blocks − 1), vllm:kv_cache_usage_perc
 }
 
-// Sample is one label set's state at collection time. Memory and KV are
+// Sample is one label set's state at collection time. Every kind is
 // optional: a source fills in what it knows, and only those metrics are
-// exported for the sample.
+// exported for the sample. Memory, KV and Engine are exported under Labels
+// (gpu, instance, model, pool); KV and Engine share the KV families, so one
+// label set carries at most one of them. GPU is exported under its own
+// index, Cluster under Labels.Cluster.
 type Sample struct {
-	Labels Labels
-	Memory *Memory
-	KV     *KV
+	Labels  Labels
+	Memory  *Memory
+	KV      *KV
+	Engine  *EngineKV
+	GPU     *GPUDevice
+	Cluster *ClusterState
 }
 
 // Source produces samples of domain state on demand. Collect is called once

@@ -112,5 +112,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newAnalyzeCmd(stdout, stderr))
 	root.AddCommand(newClusterCmd(stdout, stderr))
 	root.AddCommand(newDefragCmd())
+	root.AddCommand(newRulesCmd())
+	root.AddCommand(newExporterCmd(stdout, stderr))
 	return root
 }

@@ -150,8 +150,8 @@ func TestErrors(t *testing.T) {
 			"gpufrag: replay takes at most one trace file, got 2 arguments (a b)\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown flag", "", []string{"replay", "--jsn"}, 2,
 			"gpufrag: unknown flag: --jsn\nRun 'gpufrag replay --help' for usage.\n"},
-		{"unknown command", "", []string{"rpley"}, 2,
-			"gpufrag: unknown command \"rpley\" for \"gpufrag\"\n\nDid you mean this?\n\treplay\nRun 'gpufrag --help' for usage.\n"},
+		{"unknown command", "", []string{"repaly"}, 2,
+			"gpufrag: unknown command \"repaly\" for \"gpufrag\"\n\nDid you mean this?\n\treplay\nRun 'gpufrag --help' for usage.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := run(t, tc.stdin, tc.args...)

@@ -1,0 +1,235 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// cachedFleet returns gpus × instances sources holding the samples of
+// fragmented caching allocators, polled once: what the daemon serves from
+// memory between background polls.
+func cachedFleet(tb testing.TB, gpus, instances int) []Source {
+	tb.Helper()
+	var srcs []Source
+	for g := range gpus {
+		for i := range instances {
+			name := fmt.Sprintf("engine-%d-%d", g, i)
+			live := NewAllocatorSource(name,
+				Labels{GPU: fmt.Sprint(g), Instance: fmt.Sprint(i), Pool: "caching"}, fragmentedCaching(tb), nil)
+			p, err := NewPolledSource(FuncContextSource{SourceName: name, Fn: func(context.Context) ([]Sample, error) {
+				return live.Collect()
+			}}, time.Hour, 0, nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if err := p.Poll(context.Background()); err != nil {
+				tb.Fatal(err)
+			}
+			srcs = append(srcs, p)
+		}
+	}
+	return srcs
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// BenchmarkHTTPScrape measures a full HTTP scrape of /metrics (request,
+// gather, encode, read the body) for 8 GPUs × 16 instances served from
+// cached samples, and reports the p50 and p99 of the iterations. Run with
+//
+//	go test ./exporter -run '^$' -bench HTTPScrape -benchmem
+func BenchmarkHTTPScrape(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second}, cachedFleet(b, 8, 16)...); err != nil {
+		b.Fatal(err)
+	}
+	ln, url := benchServer(b, ServerConfig{Gatherer: reg})
+	defer ln()
+	client := &http.Client{}
+	var lat []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		resp, err := client.Get(url + "/metrics")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		lat = append(lat, time.Since(start))
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkGatherCached is BenchmarkGather's 8 × 16 fleet served from
+// cached samples (no HTTP): the cost the daemon's scrape path keeps.
+func BenchmarkGatherCached(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second}, cachedFleet(b, 8, 16)...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchServer serves cfg on 127.0.0.1:0 and returns its stop and base URL.
+func benchServer(tb testing.TB, cfg ServerConfig) (func(), string) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = Serve(ctx, ln, cfg); close(done) }()
+	return func() { cancel(); <-done }, "http://" + ln.Addr().String()
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// loadResult is what runLoad measured.
+type loadResult struct {
+	scrapes, arrived  int
+	analyzed          float64
+	p50, p99, max     time.Duration
+	heapBefore, after uint64
+}
+
+// runLoad scrapes /metrics over HTTP `scrapes` times, one after the other,
+// while snapshot files keep arriving in a watched directory (a new version
+// every 20 ms, 64 names reused) and are analysed by rescans. The fleet is
+// the 8 × 16 cached allocators plus the directory.
+func runLoad(tb testing.TB, scrapes int) loadResult {
+	tb.Helper()
+	replay := snapFixture(tb, "replay.pickle")
+	modern := snapFixture(tb, "modern_p4.pickle")
+	dir := tb.TempDir()
+	reg := prometheus.NewRegistry()
+	snaps, err := NewSnapshotDir(SnapshotDirConfig{Dir: dir, Registerer: reg, MaxFiles: 64})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srcs := append(cachedFleet(tb, 8, 16), snaps)
+	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...); err != nil {
+		tb.Fatal(err)
+	}
+	stop, url := benchServer(tb, ServerConfig{Gatherer: reg})
+	defer stop()
+
+	r := loadResult{scrapes: scrapes, heapBefore: heapInUse()}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			data := replay
+			if i%2 == 1 {
+				data = modern
+			}
+			name := filepath.Join(dir, fmt.Sprintf("inst%d__m__dump.pickle", i%64))
+			if err := os.WriteFile(name+".tmp", data, 0o644); err == nil {
+				_ = os.Rename(name+".tmp", name)
+			}
+			_ = os.Chtimes(name, time.Unix(int64(i), 0), time.Unix(int64(i), 0))
+			_ = snaps.Rescan(ctx)
+			r.arrived++
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	lat := make([]time.Duration, 0, scrapes)
+	client := &http.Client{}
+	for range scrapes {
+		start := time.Now()
+		resp, err := client.Get(url + "/metrics")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			tb.Fatalf("status %d", resp.StatusCode)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	cancel()
+	wg.Wait()
+	r.after = heapInUse()
+	r.p50, r.p99, r.max = percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1)
+	fams, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "gpufrag_snapshots_analyzed_total" {
+			r.analyzed = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return r
+}
+
+func (r loadResult) String() string {
+	return fmt.Sprintf("%d scrapes while %d file versions arrived (%v analysed): p50 %v, p99 %v, max %v; heap in use %.1f MiB before, %.1f MiB after",
+		r.scrapes, r.arrived, r.analyzed, r.p50, r.p99, r.max, float64(r.heapBefore)/(1<<20), float64(r.after)/(1<<20))
+}
+
+// BenchmarkLoad is the bounded load test: b.N HTTP scrapes (use
+// -benchtime 2000x) while snapshot files arrive, reporting scrape latency
+// p50/p99 and the heap in use after the run. Run with
+//
+//	go test ./exporter -run '^$' -bench Load -benchtime 2000x -benchmem
+func BenchmarkLoad(b *testing.B) {
+	r := runLoad(b, b.N)
+	b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(r.after)/(1<<20), "heap-MiB")
+	b.Log(r)
+}
+
+// TestLoad is a short version of BenchmarkLoad (200 scrapes, skipped with
+// -short): rescans and scrapes run together, the snapshots get analysed, and
+// the heap does not grow by more than 50 MiB. Latencies are logged, not
+// asserted (a shared CI machine is noisy).
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test skipped with -short")
+	}
+	r := runLoad(t, 200)
+	t.Log(r)
+	if r.analyzed == 0 {
+		t.Error("no snapshot analysed during the load")
+	}
+	if r.after > r.heapBefore+50<<20 {
+		t.Errorf("heap grew from %d to %d bytes", r.heapBefore, r.after)
+	}
+}

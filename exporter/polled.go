@@ -1,0 +1,109 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Runner is background work the daemon runs for as long as it serves:
+// snapshot-directory rescans and polled sources. Run returns when ctx ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// PolledSource collects a slow source (an engine's /metrics over HTTP,
+// NVML, the Kubernetes API) in the background every interval and serves
+// the last result from memory, so a scrape never waits for it. Run polls
+// at start and then on every tick of its clock; Poll polls once (tests).
+// Collect fails while no poll has completed, when the last poll failed,
+// and when the last success is older than three intervals (a poller that
+// stopped), so gpufrag_source_up tells the truth.
+type PolledSource struct {
+	src      ContextSource
+	interval time.Duration
+	timeout  time.Duration
+	clock    Clock
+
+	mu      sync.Mutex
+	samples []Sample
+	err     error
+	last    time.Time // of the last success
+	polled  bool
+	version uint64 // bumped by every successful poll
+}
+
+// NewPolledSource returns a PolledSource over src, polled every interval
+// with timeout per poll (0: interval). clock nil means SystemClock.
+func NewPolledSource(src ContextSource, interval, timeout time.Duration, clock Clock) (*PolledSource, error) {
+	if src == nil || interval <= 0 || timeout < 0 {
+		return nil, fmt.Errorf("exporter: polled source needs a source and a positive interval (got %v)", interval)
+	}
+	if timeout == 0 {
+		timeout = interval
+	}
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	return &PolledSource{src: src, interval: interval, timeout: timeout, clock: clock}, nil
+}
+
+// Name returns the wrapped source's name.
+func (p *PolledSource) Name() string { return p.src.Name() }
+
+var errNotPolled = errors.New("exporter: not collected yet")
+
+// Collect returns the samples of the last successful poll.
+func (p *PolledSource) Collect() ([]Sample, error) {
+	s, _, err := p.CollectVersioned()
+	return s, err
+}
+
+// CollectVersioned is Collect with the poll's version (VersionedSource).
+func (p *PolledSource) CollectVersioned() ([]Sample, uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !p.polled:
+		return nil, 0, errNotPolled
+	case p.err != nil:
+		return nil, 0, p.err
+	case p.clock.Now().Sub(p.last) > 3*p.interval:
+		return nil, 0, fmt.Errorf("exporter: source %q: last success at %s is stale", p.Name(), p.last.UTC().Format(time.RFC3339))
+	}
+	return slices.Clone(p.samples), p.version, nil
+}
+
+// Poll collects the source once, bounded by the poll timeout, and stores
+// the result.
+func (p *PolledSource) Poll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	samples, err := safeCollect(p.Name(), func() ([]Sample, error) { return p.src.CollectContext(ctx) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.polled = true
+	p.err = err
+	if err == nil {
+		p.samples, p.last = samples, p.clock.Now()
+		p.version++
+	}
+	return err
+}
+
+// Run polls at once and then every interval until ctx ends.
+func (p *PolledSource) Run(ctx context.Context) error {
+	tick, stop := p.clock.NewTicker(p.interval)
+	defer stop()
+	for {
+		_ = p.Poll(ctx) // the error is reported through Collect
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+		}
+	}
+}

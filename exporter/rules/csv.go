@@ -1,0 +1,136 @@
+package rules
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// csvHeader is the optional first row of a CSV history.
+var csvHeader = []string{"timestamp", "instance", "model", "health"}
+
+// ReadCSV reads a history from rows "timestamp,instance,model,health":
+// timestamp in Unix seconds (fractions allowed) or RFC 3339, instance
+// non-empty, model possibly empty, health a number in [0, 1]. The first row
+// may be that header; lines starting with # are comments. Rows may come in
+// any order, but one (instance, model) may not have two rows with the same
+// timestamp. Errors name the file, line, column and field.
+func ReadCSV(name string, r io.Reader) (*History, error) {
+	data, err := readLimited(name, r)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = len(csvHeader)
+	cr.Comment = '#'
+	cr.ReuseRecord = true
+
+	type row struct {
+		p    Point
+		line int
+	}
+	groups := map[key][]row{}
+	for first := true; ; first = false {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		at := func(i int) string {
+			line, col := cr.FieldPos(i)
+			return fmt.Sprintf("%s:%d:%d: %s", name, line, col, csvHeader[i])
+		}
+		if first && isHeader(rec) {
+			continue
+		}
+		for i, f := range rec {
+			if !utf8.ValidString(f) {
+				return nil, fmt.Errorf("%s: not valid UTF-8", at(i))
+			}
+		}
+		ts, err := parseTimestamp(rec[0])
+		if err != nil {
+			if first {
+				return nil, fmt.Errorf("%s: %w (the header, if any, must be %s)", at(0), err, strings.Join(csvHeader, ","))
+			}
+			return nil, fmt.Errorf("%s: %w", at(0), err)
+		}
+		if rec[1] == "" {
+			return nil, fmt.Errorf("%s: empty", at(1))
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[3]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a number", at(3), rec[3])
+		}
+		if err := checkHealth(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", at(3), err)
+		}
+		line, _ := cr.FieldPos(0)
+		k := key{rec[1], rec[2]}
+		groups[k] = append(groups[k], row{Point{Time: ts, Health: v}, line})
+	}
+
+	h := &History{}
+	keys := make([]key, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.instance, b.instance), cmp.Compare(a.model, b.model))
+	})
+	for _, k := range keys {
+		rows := groups[k]
+		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.p.Time, b.p.Time) })
+		pts := make([]Point, len(rows))
+		for i, r := range rows {
+			if i > 0 && r.p.Time == rows[i-1].p.Time {
+				a, b := min(r.line, rows[i-1].line), max(r.line, rows[i-1].line)
+				return nil, fmt.Errorf("%s:%d: timestamp: instance %q model %q already has a row at %v (line %d)",
+					name, b, k.instance, k.model, r.p.Time, a)
+			}
+			pts[i] = r.p
+		}
+		labels := map[string]string{"instance": k.instance}
+		if k.model != "" {
+			labels["model"] = k.model
+		}
+		h.Series = append(h.Series, Series{Labels: labels, Points: pts})
+	}
+	sortSeries(h.Series)
+	return h, nil
+}
+
+func isHeader(rec []string) bool {
+	for i, f := range rec {
+		if !strings.EqualFold(strings.TrimSpace(f), csvHeader[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTimestamp reads Unix seconds or an RFC 3339 time.
+func parseTimestamp(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if v != v || v > 1e11 || v < -1e11 {
+			return 0, fmt.Errorf("%q is not a plausible Unix time in seconds", s)
+		}
+		return v, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither Unix seconds nor RFC 3339", s)
+	}
+	return float64(t.UnixNano()) / 1e9, nil
+}

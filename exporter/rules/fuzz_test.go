@@ -1,0 +1,73 @@
+package rules
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+// checkHistory asserts what both readers promise about an accepted input.
+func checkHistory(t *testing.T, h *History) {
+	t.Helper()
+	for _, s := range h.Series {
+		if _, ok := s.Labels["__name__"]; ok {
+			t.Fatalf("series keeps __name__: %v", s.Labels)
+		}
+		for i, p := range s.Points {
+			if math.IsNaN(p.Health) || p.Health < 0 || p.Health > 1 || math.IsNaN(p.Time) || math.IsInf(p.Time, 0) {
+				t.Fatalf("point %d of %v out of range: %+v", i, s.Labels, p)
+			}
+			if i > 0 && p.Time <= s.Points[i-1].Time {
+				t.Fatalf("points of %v not in increasing time order at %d", s.Labels, i)
+			}
+		}
+	}
+	// Whatever was accepted can be derived from and written without error
+	// when it has points.
+	ts, err := Derive(h, DefaultOptions())
+	if err != nil {
+		return // no points
+	}
+	for _, th := range ts {
+		if th.Threshold < 0 || th.Threshold > 1 {
+			t.Fatalf("threshold out of range: %+v", th)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteRules(&buf, ts, RuleOptions{Quantile: 0.95}); err != nil {
+		t.Fatalf("WriteRules: %v", err)
+	}
+}
+
+// FuzzReadPrometheusJSON: any input yields a history or an error, never a
+// panic; seeds in testdata/fuzz/FuzzReadPrometheusJSON.
+func FuzzReadPrometheusJSON(f *testing.F) {
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[1,"0.5"],[2,"0.25"]]}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"gpufrag_fragmentation_ratio"},"values":[[1.5,"1"]]}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := ReadPrometheusJSON("fuzz.json", bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		checkHistory(t, h)
+	})
+}
+
+// FuzzReadCSV: any input yields a history or an error, never a panic; seeds
+// in testdata/fuzz/FuzzReadCSV.
+func FuzzReadCSV(f *testing.F) {
+	f.Add([]byte("timestamp,instance,model,health\n1,a,m,0.5\n2,a,m,1\n"))
+	f.Add([]byte("2026-11-30T00:00:00Z,a,,0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := ReadCSV("fuzz.csv", bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, s := range h.Series {
+			if s.Labels["instance"] == "" {
+				t.Fatalf("accepted an empty instance: %v", s.Labels)
+			}
+		}
+		checkHistory(t, h)
+	})
+}

@@ -1,0 +1,122 @@
+package rules
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// MaxInputBytes bounds what a reader accepts: a week of 15 s samples for a
+// few hundred series is a few tens of MiB of query_range JSON.
+const MaxInputBytes = 256 << 20
+
+// Metric names a history may hold.
+const (
+	HealthMetric        = "gpufrag_health_ratio"
+	FragmentationMetric = "gpufrag_fragmentation_ratio"
+)
+
+// Point is one observation of health.
+type Point struct {
+	Time   float64 // Unix seconds
+	Health float64 // in [0, 1]
+}
+
+// Series is one label set's observations, in increasing time order.
+type Series struct {
+	// Labels are the series' labels without __name__; "instance" and
+	// "model" group series into thresholds, the others (gpu, pool, job) are
+	// kept for messages only.
+	Labels map[string]string
+	Points []Point
+}
+
+// History is a recorded set of health series.
+type History struct {
+	Series []Series
+}
+
+// key is the grouping of series into one threshold.
+type key struct{ instance, model string }
+
+func (s Series) key() key { return key{s.Labels["instance"], s.Labels["model"]} }
+
+// readLimited reads all of r, refusing more than MaxInputBytes.
+func readLimited(name string, r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > MaxInputBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, MaxInputBytes)
+	}
+	return data, nil
+}
+
+// position returns the 1-based line and column of byte offset off in data.
+func position(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// checkHealth validates a value read from field of a history.
+func checkHealth(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("value %v is not a finite number", v)
+	}
+	if v < 0 || v > 1 {
+		return fmt.Errorf("value %v is outside [0, 1]", v)
+	}
+	return nil
+}
+
+// validLabelName reports whether s is a Prometheus label name.
+func validLabelName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// labelString renders labels as {a="x", b="y"} in sorted order.
+func labelString(l map[string]string) string {
+	names := make([]string, 0, len(l))
+	for n := range l {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%q", n, l[n])
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// sortSeries orders series by their label strings, for deterministic output.
+func sortSeries(ss []Series) {
+	slices.SortStableFunc(ss, func(a, b Series) int {
+		return cmp.Compare(labelString(a.Labels), labelString(b.Labels))
+	})
+}

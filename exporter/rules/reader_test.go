@@ -1,0 +1,140 @@
+package rules
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestReadPrometheusJSONErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     []string // substrings of the error
+	}{
+		{"not json", `hello`, []string{"h.json:1:1 (byte 0)", "document", "invalid character"}},
+		{"empty", ``, []string{"h.json:1:1 (byte 0)", "unexpected end"}},
+		{"truncated", `{"status":"success","data":{"resultType":"matrix","result":[`, []string{"h.json:1:", "data.result", "unexpected end"}},
+		{"status error", `{"status":"error","errorType":"bad_data","error":"parse error"}`,
+			[]string{"h.json:1:1 (byte 0)", "status", "bad_data: parse error"}},
+		{"no data", `{"status":"success"}`, []string{"data: missing"}},
+		{"vector", `{"status":"success","data":{"resultType":"vector","result":[]}}`,
+			[]string{"h.json:1:42 (byte 41)", "data.resultType", `want "matrix"`, `got "vector"`}},
+		{"unknown top field", `{"status":"success","nope":1}`, []string{"(byte 20)", `unknown field "nope"`}},
+		{"unknown series field", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"value":[1,"1"]}]}}`,
+			[]string{"data.result[0]", `unknown field "value"`}},
+		{"duplicate key", `{"status":"success","status":"success"}`, []string{"(byte 20)", `duplicate key "status"`}},
+		{"other metric", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"up"},"values":[]}]}}`,
+			[]string{"data.result[0].metric.__name__", `got "up"`}},
+		{"bad label", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"0x":"a"},"values":[]}]}}`,
+			[]string{"data.result[0].metric", `"0x" is not a label name`}},
+		{"value not string", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,0.5]]}]}}`,
+			[]string{"data.result[0].values[0][1]", "want a string, got number 0.5"}},
+		{"value NaN", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"NaN"]]}]}}`,
+			[]string{"h.json:1:87 (byte 86)", "data.result[0].values[0][1]", "not a finite number"}},
+		{"value above 1", "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[\n{\"metric\":{},\"values\":[[1,\"1.5\"]]}]}}",
+			[]string{"h.json:2:27 (byte 87)", "data.result[0].values[0][1]", "outside [0, 1]"}},
+		{"value text", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}`,
+			[]string{"data.result[0].values[0][1]", `"x" is not a number`}},
+		{"timestamp string", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[["1","1"]]}]}}`,
+			[]string{"data.result[0].values[0][0]", "want a timestamp"}},
+		{"timestamps go back", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[2,"1"],[1,"1"]]}]}}`,
+			[]string{"h.json:1:92 (byte 91)", "data.result[0].values[1][0]", "timestamp 1 does not follow 2"}},
+		{"pair too long", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1",3]]}]}}`,
+			[]string{"data.result[0].values[0]", `want "]"`}},
+		{"duplicate series", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[]},{"metric":{"instance":"a"},"values":[]}]}}`,
+			[]string{"data.result[1]", "repeats data.result[0]"}},
+		{"histograms", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"histograms":[]}]}}`,
+			[]string{"data.result[0].histograms", "native histograms"}},
+		{"missing values", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{}}]}}`,
+			[]string{"data.result[0].values: missing"}},
+		{"trailing", `{"status":"success","data":{"resultType":"matrix","result":[]}} {}`,
+			[]string{"document", "after the document"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadPrometheusJSON("h.json", strings.NewReader(c.in))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	// A read error is passed on.
+	_, err := ReadPrometheusJSON("h.json", iotest.ErrReader(errors.New("disk on fire")))
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("read error: %v", err)
+	}
+}
+
+func TestReadPrometheusJSONAccepts(t *testing.T) {
+	in := `{"status":"success","warnings":["w"],"data":{"resultType":"matrix","stats":{"timings":{}},"result":[
+	  {"metric":{"instance":"a","model":"m","gpu":"0"},"values":[[1700000000.5,"0.25"],[1700000015,"1"]]},
+	  {"metric":{"__name__":"gpufrag_fragmentation_ratio","instance":"b"},"values":[[1700000000,"0.25"]]}]}}`
+	h, err := ReadPrometheusJSON("h.json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Series) != 2 {
+		t.Fatalf("series: %+v", h.Series)
+	}
+	a, b := h.Series[0], h.Series[1]
+	if a.Labels["instance"] != "a" || a.Labels["gpu"] != "0" || len(a.Points) != 2 ||
+		a.Points[0] != (Point{1700000000.5, 0.25}) || a.Points[1] != (Point{1700000015, 1}) {
+		t.Errorf("series a: %+v", a)
+	}
+	if _, named := b.Labels["__name__"]; named || b.Points[0].Health != 0.75 {
+		t.Errorf("series b (fragmentation 0.25 is health 0.75): %+v", b)
+	}
+}
+
+func TestReadCSVErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"bad header", "time,instance,model,health\n1,a,m,0.5\n", []string{"h.csv:1:1: timestamp", "the header, if any, must be timestamp,instance,model,health"}},
+		{"fields", "timestamp,instance,model,health\n1,a,m\n", []string{"h.csv", "line 2", "wrong number of fields"}},
+		{"timestamp", "1,a,m,0.5\nyesterday,a,m,0.5\n", []string{"h.csv:2:1: timestamp", `"yesterday" is neither`}},
+		{"timestamp huge", "1e300,a,m,0.5\n", []string{"h.csv:1:1: timestamp", "not a plausible Unix time"}},
+		{"empty instance", "1,a,m,0.5\n2,,m,0.5\n", []string{"h.csv:2:3: instance: empty"}},
+		{"health text", "1,a,m,high\n", []string{"h.csv:1:7: health", `"high" is not a number`}},
+		{"health range", "1,a,m,-0.1\n", []string{"h.csv:1:7: health", "outside [0, 1]"}},
+		{"health inf", "1,a,m,+Inf\n", []string{"h.csv:1:7: health", "not a finite number"}},
+		{"duplicate time", "1,a,m,0.5\n2,b,m,0.5\n1,a,m,0.6\n", []string{"h.csv:3: timestamp", `instance "a" model "m" already has a row at 1 (line 1)`}},
+		{"quote", "1,\"a,m,0.5\n", []string{"h.csv", "line 1", "extraneous or missing \" in quoted-field"}},
+		{"utf8", "1,a\xff,m,0.5\n", []string{"h.csv:1:3: instance: not valid UTF-8"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadCSV("h.csv", strings.NewReader(c.in))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestReadCSVAccepts(t *testing.T) {
+	h, err := ReadCSV("h.csv", strings.NewReader("2026-11-30T00:00:15Z,a,,1\n1795996800,a,,0.5\nTimestamp, Instance ,model,HEALTH\n"))
+	if err == nil {
+		t.Fatalf("a header after the first row was accepted: %+v", h)
+	}
+	h, err = ReadCSV("h.csv", strings.NewReader("2026-11-30T00:00:15Z,a,,1\n1795996800,a,,0.5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2026-11-30T00:00:00Z is Unix 1795996800; rows are sorted by time.
+	want := []Point{{1795996800, 0.5}, {1795996815, 1}}
+	if len(h.Series) != 1 || h.Series[0].Labels["instance"] != "a" || len(h.Series[0].Points) != 2 ||
+		h.Series[0].Points[0] != want[0] || h.Series[0].Points[1] != want[1] {
+		t.Errorf("got %+v, want points %v", h.Series, want)
+	}
+}

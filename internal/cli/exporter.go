@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/exporter"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// exporterFlags are the flags of `gpufrag exporter`.
+type exporterFlags struct {
+	listen          string
+	snapshots       string
+	rescan          time.Duration
+	sourceTimeout   time.Duration
+	logFormat       string
+	logLevel        string
+	maxFiles        int
+	maxFileBytes    mem.Bytes
+	maxInstances    int
+	maxSeries       int
+	captureDir      string
+	captureMaxFiles int
+	captureMaxBytes mem.Bytes
+}
+
+const exporterLong = `Exporter serves gpufrag's fragmentation metrics to Prometheus until it is
+stopped (SIGINT or SIGTERM: in-flight scrapes get 10s to finish).
+
+  /metrics      Prometheus exposition (families listed in
+                'go doc github.com/gpufrag/gpufrag/exporter')
+  /healthz      200 "ok" while serving, 503 while shutting down
+  /snapshots/   with --capture-dir: the captured OOM snapshots (an HTML
+                listing, /snapshots/index.json, /snapshots/NAME downloads)
+
+With --snapshots DIR it watches DIR for PyTorch memory snapshot pickles
+(torch.cuda.memory._dump_snapshot(); *.pickle or *.pkl): at start and every
+--rescan it reads new and changed files (size or modification time) with the
+same bounded reader and diagnosis as 'gpufrag analyze --no-replay' and
+exports, per file and device, fragmentation, health, largest free block, max
+allocatable, the byte classes, allocation size dispersion and the number of
+out-of-memory entries. Scrapes only read the last results. Labels come from
+NAME.labels.json next to NAME.pickle ({"instance":"vllm-0","model":"llama",
+"gpu":"0"}), else from the name INSTANCE__MODEL__ANYTHING.pickle, else the
+instance is the file's stem. A file that cannot be read safely is logged
+once, counted in gpufrag_snapshot_errors_total{reason} and skipped.
+
+With --capture-dir, every new snapshot version that records an out-of-memory
+error is copied there atomically as INSTANCE-MODEL-YYYYMMDDTHHMMSSZ-SEQ.pickle,
+keeping at most --capture-max-files files and --capture-max-bytes bytes (the
+oldest go first; the newest is always kept).
+
+Memory is bounded by --max-files, --max-file-bytes (a snapshot takes about
+25 bytes of memory per file byte while it is analysed), --max-instances and
+--max-series.`
+
+func newExporterCmd(_, stderr io.Writer) *cobra.Command {
+	f := exporterFlags{
+		listen: "127.0.0.1:9400", rescan: 10 * time.Second, sourceTimeout: 2 * time.Second,
+		logFormat: "text", logLevel: "info",
+		maxFiles: 256, maxFileBytes: mem.Bytes(256 * mem.MiB), maxInstances: 256, maxSeries: 20000,
+		captureMaxFiles: 20, captureMaxBytes: mem.Bytes(2 * mem.GiB),
+	}
+	cmd := &cobra.Command{
+		Use:   "exporter",
+		Short: "Serve fragmentation metrics to Prometheus from a directory of memory snapshots",
+		Long:  exporterLong,
+		Example: `  # Watch the snapshots a serving fleet dumps, on the default port 9400:
+  gpufrag exporter --snapshots /var/lib/snapshots
+
+  # Listen on every interface, JSON logs, keep OOM snapshots for Grafana links:
+  gpufrag exporter --listen :9400 --snapshots /snaps --log-format json \
+      --capture-dir /var/lib/gpufrag/oom --capture-max-files 50
+
+  # Prometheus scrape config:
+  #   - job_name: gpufrag
+  #     static_configs: [{targets: ["host:9400"]}]`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runExporter(ctx, cmd, f, stderr, exporterReady)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", f.listen, "`ADDR`ESS to serve on (host:port; :0 picks a free port)")
+	fl.StringVar(&f.snapshots, "snapshots", "", "`DIR`ectory of PyTorch memory snapshot pickles to watch")
+	fl.DurationVar(&f.rescan, "rescan", f.rescan, "how often to rescan --snapshots")
+	fl.DurationVar(&f.sourceTimeout, "source-timeout", f.sourceTimeout, "deadline of one source's collection during a scrape")
+	fl.StringVar(&f.logFormat, "log-format", f.logFormat, "log format: text or json (logs go to stderr)")
+	fl.StringVar(&f.logLevel, "log-level", f.logLevel, "log level: debug, info, warn or error")
+	fl.IntVar(&f.maxFiles, "max-files", f.maxFiles, "most snapshot files watched (in name order)")
+	fl.Var(&f.maxFileBytes, "max-file-bytes", "largest snapshot `SIZE` read (larger files are skipped)")
+	fl.IntVar(&f.maxInstances, "max-instances", f.maxInstances, "most distinct instance label values exported from snapshots")
+	fl.IntVar(&f.maxSeries, "max-series", f.maxSeries, "most gpufrag series per scrape (sources past it are reported down)")
+	fl.StringVar(&f.captureDir, "capture-dir", "", "`DIR`ectory to keep snapshots taken at an out-of-memory error in (default: off)")
+	fl.IntVar(&f.captureMaxFiles, "capture-max-files", f.captureMaxFiles, "most captured snapshots kept")
+	fl.Var(&f.captureMaxBytes, "capture-max-bytes", "most bytes of captured snapshots kept, a `SIZE` (the newest is always kept)")
+	return cmd
+}
+
+// exporterReady, when set, receives the daemon's listening address (tests
+// of the signal path, which cannot pass one through Main).
+var exporterReady func(net.Addr)
+
+// exporterLogger builds the slog logger of --log-format and --log-level.
+func exporterLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// runExporter validates f, wires the sources and serves until ctx ends.
+// ready, when set, receives the listening address (tests).
+func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stderr io.Writer, ready func(net.Addr)) error {
+	logger, err := exporterLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	for _, c := range []struct {
+		name string
+		bad  bool
+	}{
+		{"--rescan", f.rescan <= 0}, {"--source-timeout", f.sourceTimeout <= 0},
+		{"--max-files", f.maxFiles <= 0}, {"--max-file-bytes", f.maxFileBytes <= 0},
+		{"--max-instances", f.maxInstances <= 0}, {"--max-series", f.maxSeries <= 0},
+		{"--capture-max-files", f.captureMaxFiles <= 0}, {"--capture-max-bytes", f.captureMaxBytes <= 0},
+	} {
+		if c.bad {
+			return usageErrorf(cmd, "%s must be positive", c.name)
+		}
+	}
+	if f.snapshots != "" {
+		if st, err := os.Stat(f.snapshots); err != nil || !st.IsDir() {
+			return usageErrorf(cmd, "--snapshots %s: not a readable directory", f.snapshots)
+		}
+	}
+	if f.captureDir != "" && f.snapshots == "" {
+		return usageErrorf(cmd, "--capture-dir needs --snapshots (captures are copies of snapshot files)")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger}
+	var sources []exporter.Source
+	var capture *exporter.Capturer
+	if f.captureDir != "" {
+		capture, err = exporter.NewCapturer(exporter.CaptureConfig{
+			Dir: f.captureDir, MaxFiles: f.captureMaxFiles, MaxBytes: int64(f.captureMaxBytes),
+			Logger: logger, Registerer: reg,
+		})
+		if err != nil {
+			return err
+		}
+		scfg.Snapshots = capture
+	}
+	if f.snapshots != "" {
+		dir, err := exporter.NewSnapshotDir(exporter.SnapshotDirConfig{
+			Dir: f.snapshots, Rescan: f.rescan, MaxFiles: f.maxFiles, MaxFileBytes: int64(f.maxFileBytes),
+			MaxInstances: f.maxInstances, Logger: logger, Registerer: reg, Capture: capture,
+		})
+		if err != nil {
+			return err
+		}
+		// The first scan happens before the server answers, so the first
+		// scrape already has the directory's figures.
+		_ = dir.Rescan(ctx)
+		sources = append(sources, dir)
+		scfg.Runners = append(scfg.Runners, dir)
+	}
+	if _, err := exporter.NewWithOptions(reg, exporter.Options{
+		SourceTimeout: f.sourceTimeout, MaxSeries: f.maxSeries, Logger: logger,
+	}, sources...); err != nil {
+		return err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	return exporter.Serve(ctx, ln, scfg)
+}

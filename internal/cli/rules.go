@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/exporter/rules"
+)
+
+// rulesFlags are the flags of `gpufrag rules`.
+type rulesFlags struct {
+	history   string  // --history
+	format    string  // --format
+	quantile  float64 // --quantile
+	margin    float64 // --margin
+	min, max  float64 // --min, --max
+	window    string  // --window
+	minPoints int     // --min-points
+	forDur    string  // --for
+	severity  string  // --severity
+	out       string  // --out
+	json      bool    // --json
+}
+
+// rulesOutput is the JSON document `gpufrag rules --json` prints (schema in
+// docs/monitoring.md#per-instance-thresholds).
+type rulesOutput struct {
+	History    string            `json:"history"`
+	Format     string            `json:"format"`
+	Quantile   float64           `json:"quantile"`
+	Margin     float64           `json:"margin"`
+	Min        float64           `json:"min"`
+	Max        float64           `json:"max"`
+	WindowS    float64           `json:"window_s"`
+	MinPoints  int               `json:"min_points"`
+	Fallback   float64           `json:"fallback"`
+	Out        string            `json:"out,omitempty"`
+	Thresholds []rules.Threshold `json:"thresholds"`
+}
+
+const rulesLong = `Rules derives a health threshold for each inference-server instance from its
+recorded history and writes Prometheus alert rules that use them, so that an
+instance is alerted against what is normal for it rather than against the
+fleet-wide 0.5.
+
+--history FILE (- for standard input) is either
+  - the JSON body of a Prometheus range query over gpufrag_health_ratio (or
+    gpufrag_fragmentation_ratio, read as 1 - value), saved with curl from
+    /api/v1/query_range; or
+  - a CSV file of rows timestamp,instance,model,health (Unix seconds or
+    RFC 3339; an optional header row; # comments).
+--format auto picks CSV for *.csv, JSON for *.json, else by the first byte.
+
+For each (instance, model), over the last --window of its points:
+
+  low       = quantile(1 - q, health)   (q = --quantile: the p95 of fragmentation)
+  threshold = clamp(low - margin, min, max), floored to 0.001
+
+with Prometheus' interpolation (quantile_over_time(0.05, ...) gives low).
+Instances with fewer than --min-points points get 0.5. The rules file holds,
+per instance, a recording rule gpufrag:health_ratio:threshold (plotted by the
+Grafana dashboard) and an alert GPUMemoryBelowUsualHealth that fires when
+gpufrag_health_ratio{instance, model} stays below the threshold for --for.
+
+Without --out the rules file goes to standard output; with --out it is
+written there and a table of thresholds is printed; --json prints the
+thresholds as JSON instead of the table. Check the result with
+promtool check rules FILE.`
+
+func newRulesCmd() *cobra.Command {
+	d := rules.DefaultOptions()
+	f := rulesFlags{
+		format: "auto", quantile: d.Quantile, margin: d.Margin, min: d.Min, max: d.Max,
+		window: "7d", minPoints: d.MinPoints, forDur: "10m", severity: "warning",
+	}
+	cmd := &cobra.Command{
+		Use:   "rules --history FILE",
+		Short: "Derive per-instance fragmentation alert thresholds from recorded history",
+		Long:  rulesLong,
+		Example: `  # A week of health at one-minute steps, from Prometheus:
+  curl -sG http://prometheus:9090/api/v1/query_range \
+    --data-urlencode query=gpufrag_health_ratio \
+    --data-urlencode start=$(date -u -d '7 days ago' +%s) \
+    --data-urlencode end=$(date -u +%s) --data-urlencode step=60 > history.json
+  gpufrag rules --history history.json --out gpufrag-instances.yml
+  promtool check rules gpufrag-instances.yml
+
+  # From a CSV export, the p90 of fragmentation, thresholds as JSON:
+  gpufrag rules --history health.csv --quantile 0.9 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageErrorf(cmd, "rules takes no arguments (the history is --history FILE), got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRules(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.history, "history", "", "recorded history `FILE`: Prometheus query_range JSON or CSV (- for standard input)")
+	fl.StringVar(&f.format, "format", f.format, "history `FORMAT`: auto, prometheus or csv")
+	fl.Float64Var(&f.quantile, "quantile", f.quantile, "quantile `Q` of fragmentation taken as normal (0.5 < Q < 1)")
+	fl.Float64Var(&f.margin, "margin", f.margin, "`M` subtracted from the health quantile")
+	fl.Float64Var(&f.min, "min", f.min, "lowest threshold `T`")
+	fl.Float64Var(&f.max, "max", f.max, "highest threshold `T`")
+	fl.StringVar(&f.window, "window", f.window, "history `DURATION` before each instance's last point to use (0: all)")
+	fl.IntVar(&f.minPoints, "min-points", f.minPoints, "fewest points `N` for a derived threshold (else 0.5)")
+	fl.StringVar(&f.forDur, "for", f.forDur, "`DURATION` the alert condition must hold")
+	fl.StringVar(&f.severity, "severity", f.severity, "severity `LABEL` of the alerts")
+	fl.StringVar(&f.out, "out", "", "write the rules to `FILE` and print a table of thresholds")
+	fl.BoolVar(&f.json, "json", false, "print the thresholds as JSON (schema in docs/monitoring.md)")
+	return cmd
+}
+
+func runRules(cmd *cobra.Command, f rulesFlags) error {
+	if f.history == "" {
+		return usageErrorf(cmd, "--history FILE is required")
+	}
+	o := rules.DefaultOptions()
+	o.Quantile, o.Margin, o.Min, o.Max, o.MinPoints = f.quantile, f.margin, f.min, f.max, f.minPoints
+	if f.window != "0" {
+		w, err := model.ParseDuration(f.window)
+		if err != nil {
+			return usageErrorf(cmd, "--window %q: %v", f.window, err)
+		}
+		o.Window = time.Duration(w).Seconds()
+	} else {
+		o.Window = 0
+	}
+	if err := o.Validate(); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	if _, err := model.ParseDuration(f.forDur); err != nil {
+		return usageErrorf(cmd, "--for %q: %v", f.forDur, err)
+	}
+	if f.severity == "" {
+		return usageErrorf(cmd, "--severity: empty")
+	}
+
+	data, name, err := readRulesHistory(cmd, f.history)
+	if err != nil {
+		return err
+	}
+	format := f.format
+	switch format {
+	case "auto":
+		format = sniffHistoryFormat(name, data)
+	case "prometheus", "csv":
+	default:
+		return usageErrorf(cmd, "--format %q: want auto, prometheus or csv", f.format)
+	}
+	var h *rules.History
+	if format == "csv" {
+		h, err = rules.ReadCSV(name, bytes.NewReader(data))
+	} else {
+		h, err = rules.ReadPrometheusJSON(name, bytes.NewReader(data))
+	}
+	if err != nil {
+		return err
+	}
+	ts, err := rules.Derive(h, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	var yml bytes.Buffer
+	ro := rules.RuleOptions{For: f.forDur, Severity: f.severity, Quantile: o.Quantile}
+	if err := rules.WriteRules(&yml, ts, ro); err != nil {
+		return err
+	}
+	stdout := cmd.OutOrStdout()
+	if f.out != "" {
+		if err := writeFileAtomic(f.out, yml.Bytes()); err != nil {
+			return err
+		}
+	}
+	switch {
+	case f.json:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rulesOutput{
+			History: f.history, Format: format, Quantile: o.Quantile, Margin: o.Margin,
+			Min: o.Min, Max: o.Max, WindowS: o.Window, MinPoints: o.MinPoints, Fallback: o.Fallback,
+			Out: f.out, Thresholds: ts,
+		})
+	case f.out != "":
+		return printRulesTable(stdout, ts, o, f.out)
+	}
+	_, err = stdout.Write(yml.Bytes())
+	return err
+}
+
+// readRulesHistory reads path ("-": the command's standard input) within
+// the readers' size limit.
+func readRulesHistory(cmd *cobra.Command, path string) ([]byte, string, error) {
+	var r io.Reader
+	name := path
+	if path == "-" {
+		r, name = cmd.InOrStdin(), "<stdin>"
+	} else {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, "", err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	data, err := io.ReadAll(io.LimitReader(r, rules.MaxInputBytes+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > rules.MaxInputBytes {
+		return nil, "", fmt.Errorf("%s: larger than %d bytes", name, rules.MaxInputBytes)
+	}
+	return data, name, nil
+}
+
+// sniffHistoryFormat picks csv or prometheus from the name, else the content.
+func sniffHistoryFormat(name string, data []byte) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".csv":
+		return "csv"
+	case ".json":
+		return "prometheus"
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return "prometheus"
+	}
+	return "csv"
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, so a reader (Prometheus reloading its rules) never sees half.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func printRulesTable(w io.Writer, ts []rules.Threshold, o rules.Options, out string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "INSTANCE\tMODEL\tSERIES\tPOINTS\tP%g FRAG\tLOW HEALTH\tTHRESHOLD\tNOTE\n", o.Quantile*100)
+	for _, t := range ts {
+		note := ""
+		switch {
+		case t.Fallback:
+			note = fmt.Sprintf("fewer than %d points: fleet default", o.MinPoints)
+		case t.Clamped != "":
+			note = "clamped to " + t.Clamped
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
+			t.Instance, t.Model, t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d alert rules written to %s (check: promtool check rules %s)\n", len(ts), out, out)
+	return err
+}
