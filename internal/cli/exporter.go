@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -35,6 +36,10 @@ type exporterFlags struct {
 	captureDir      string
 	captureMaxFiles int
 	captureMaxBytes mem.Bytes
+	nvml            bool
+	nvmlLibrary     string
+	scrape          []string
+	poll            time.Duration
 }
 
 const exporterLong = `Exporter serves gpufrag's fragmentation metrics to Prometheus until it is
@@ -65,7 +70,22 @@ oldest go first; the newest is always kept).
 
 Memory is bounded by --max-files, --max-file-bytes (a snapshot takes about
 25 bytes of memory per file byte while it is analysed), --max-instances and
---max-series.`
+--max-series.
+
+With --nvml it reads every GPU's total, used and free memory and each
+process's usage through NVML (the driver's libnvidia-ml.so.1; --nvml-library
+to point elsewhere). Without a driver it logs one warning and reports
+gpufrag_source_up{source="nvml"} 0; the other sources keep being served.
+
+With --scrape URL (repeatable) it reads a vLLM or SGLang server's /metrics and
+re-exports its KV-cache figures (usage, blocks, block size, preemptions,
+prefix-cache queries and hits) as gpufrag_kv_* series with instance =
+host:port, model = the server's model_name and pool = "engine" (with the
+server's other labels appended, as in "engine/engine=0" for vLLM's engine
+index, so that several engines behind one URL stay apart).
+
+NVML and --scrape are polled in the background every --poll-interval; a
+scrape of /metrics serves their last result and never waits for them.`
 
 func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	f := exporterFlags{
@@ -85,8 +105,13 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
   gpufrag exporter --listen :9400 --snapshots /snaps --log-format json \
       --capture-dir /var/lib/gpufrag/oom --capture-max-files 50
 
-  # Prometheus scrape config:
+  # GPU memory through NVML and the KV figures of two vLLM servers:
+  gpufrag exporter --nvml --scrape http://127.0.0.1:8000/metrics --scrape http://127.0.0.1:8001/metrics
+
+  # Prometheus scrape config (honor_labels keeps our instance label;
+  # deploy/prometheus/prometheus.yml has the full example):
   #   - job_name: gpufrag
+  #     honor_labels: true
   #     static_configs: [{targets: ["host:9400"]}]`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,6 +134,10 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.captureDir, "capture-dir", "", "`DIR`ectory to keep snapshots taken at an out-of-memory error in (default: off)")
 	fl.IntVar(&f.captureMaxFiles, "capture-max-files", f.captureMaxFiles, "most captured snapshots kept")
 	fl.Var(&f.captureMaxBytes, "capture-max-bytes", "most bytes of captured snapshots kept, a `SIZE` (the newest is always kept)")
+	fl.BoolVar(&f.nvml, "nvml", false, "read GPU memory through NVML (needs the NVIDIA driver)")
+	fl.StringVar(&f.nvmlLibrary, "nvml-library", "", "`PATH` of libnvidia-ml.so.1 (default: the dynamic loader's search)")
+	fl.StringArrayVar(&f.scrape, "scrape", nil, "`URL` of a vLLM or SGLang /metrics endpoint to re-export (repeatable)")
+	fl.DurationVar(&f.poll, "poll-interval", 15*time.Second, "how often NVML and --scrape endpoints are read")
 	return cmd
 }
 
@@ -147,6 +176,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		{"--max-files", f.maxFiles <= 0}, {"--max-file-bytes", f.maxFileBytes <= 0},
 		{"--max-instances", f.maxInstances <= 0}, {"--max-series", f.maxSeries <= 0},
 		{"--capture-max-files", f.captureMaxFiles <= 0}, {"--capture-max-bytes", f.captureMaxBytes <= 0},
+		{"--poll-interval", f.poll <= 0},
 	} {
 		if c.bad {
 			return usageErrorf(cmd, "%s must be positive", c.name)
@@ -159,6 +189,18 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	}
 	if f.captureDir != "" && f.snapshots == "" {
 		return usageErrorf(cmd, "--capture-dir needs --snapshots (captures are copies of snapshot files)")
+	}
+	if f.nvmlLibrary != "" && !f.nvml {
+		return usageErrorf(cmd, "--nvml-library needs --nvml")
+	}
+	scrapeInstances := make([]string, len(f.scrape))
+	for i, u := range f.scrape {
+		if scrapeInstances[i], err = checkScrapeURL(u); err != nil {
+			return usageErrorf(cmd, "%v", err)
+		}
+	}
+	if err := uniqueStrings(f.scrape); err != nil {
+		return usageErrorf(cmd, "--scrape %s given twice", err)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -190,6 +232,22 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		sources = append(sources, dir)
 		scfg.Runners = append(scfg.Runners, dir)
 	}
+	var slow []exporter.ContextSource
+	if f.nvml {
+		src, closeNVML := nvmlSource(f.nvmlLibrary, logger)
+		defer closeNVML()
+		slow = append(slow, src)
+	}
+	client := &http.Client{Timeout: f.poll}
+	for i, u := range f.scrape {
+		slow = append(slow, scrapeSource(u, scrapeInstances[i], client))
+	}
+	polled, runners, err := polledSources(slow, f.poll, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	sources = append(sources, polled...)
+	scfg.Runners = append(scfg.Runners, runners...)
 	if _, err := exporter.NewWithOptions(reg, exporter.Options{
 		SourceTimeout: f.sourceTimeout, MaxSeries: f.maxSeries, Logger: logger,
 	}, sources...); err != nil {

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpufrag/gpufrag/exporter"
+	"github.com/gpufrag/gpufrag/exporter/nvml"
+	"github.com/gpufrag/gpufrag/exporter/scrape"
+)
+
+// This file adapts the readers of exporter/nvml and exporter/scrape to the
+// exporter's sources. Both are slow (a driver call per GPU, an HTTP round
+// trip) so they run as polled sources: a scrape reads their last result.
+
+// nvmlOpen opens NVML; tests replace it with a fake reader.
+var nvmlOpen = func(libraryPath string) (nvml.Reader, error) {
+	if libraryPath != "" {
+		return nvml.Open(nvml.WithLibraryPath(libraryPath))
+	}
+	return nvml.Open()
+}
+
+// nvmlSource returns the GPU source and a close function. Without a driver
+// the source still exists and reports itself down on every scrape
+// (gpufrag_source_up{source="nvml"} 0) after one warning in the log, so the
+// other sources keep being served and the operator sees why GPUs are missing.
+func nvmlSource(libraryPath string, logger *slog.Logger) (exporter.ContextSource, func()) {
+	r, err := nvmlOpen(libraryPath)
+	if err != nil {
+		logger.Warn("GPU source off: NVML could not be opened; the other sources are served", "source", "nvml", "err", err)
+		down := fmt.Errorf("nvml: %w", err)
+		return exporter.FuncContextSource{SourceName: "nvml", Fn: func(context.Context) ([]exporter.Sample, error) {
+			return nil, down
+		}}, func() {}
+	}
+	src := exporter.NewGPUSource("nvml", func(ctx context.Context) ([]exporter.GPUDevice, error) {
+		devs, err := r.Devices(ctx)
+		if err != nil && (len(devs) == 0 || ctx.Err() != nil) {
+			return nil, err
+		}
+		if err != nil {
+			// Some GPUs answered: export them; the failed ones are absent
+			// from the gpu series and named in the log.
+			logger.Debug("some GPUs could not be read", "source", "nvml", "err", err)
+		}
+		return gpuDevices(devs), nil
+	})
+	return src, func() { _ = r.Close() }
+}
+
+// gpuDevices converts NVML devices to the exporter's kind. Processes whose
+// usage NVML does not know are left out rather than exported as 0 bytes.
+func gpuDevices(devs []nvml.Device) []exporter.GPUDevice {
+	out := make([]exporter.GPUDevice, len(devs))
+	for i, d := range devs {
+		g := exporter.GPUDevice{Index: d.Index, UUID: d.UUID, Name: d.Name,
+			TotalBytes: d.TotalBytes, UsedBytes: d.UsedBytes, FreeBytes: d.FreeBytes}
+		for _, p := range d.Processes {
+			if p.UsedKnown {
+				g.Processes = append(g.Processes, exporter.GPUProcess{PID: p.PID, UsedBytes: p.UsedBytes})
+			}
+		}
+		out[i] = g
+	}
+	return out
+}
+
+// checkScrapeURL validates one --scrape value and returns the instance label
+// for it (host:port).
+func checkScrapeURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("--scrape %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--scrape %q: want an http(s) URL such as http://127.0.0.1:8000/metrics", raw)
+	}
+	return u.Host, nil
+}
+
+// scrapeSource returns a source over one inference server's /metrics: one
+// sample per model (and per engine index or rank when the server reports
+// several), labelled instance = host:port, model = the model_name label and
+// pool = "engine" (enginePool adds the server's extra labels).
+func scrapeSource(rawURL, instance string, client *http.Client) exporter.ContextSource {
+	return exporter.FuncContextSource{SourceName: "scrape:" + rawURL, Fn: func(ctx context.Context) ([]exporter.Sample, error) {
+		insts, err := scrape.Fetch(ctx, client, rawURL)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]exporter.Sample, 0, len(insts))
+		for _, in := range insts {
+			kv := engineKV(in)
+			out = append(out, exporter.Sample{
+				Labels: exporter.Labels{Instance: instance, Model: in.Model, Pool: enginePool(in.Labels)},
+				Engine: &kv,
+			})
+		}
+		return out, nil
+	}}
+}
+
+// enginePool is "engine", or "engine/k=v/..." with the server's extra labels
+// (vLLM's engine index, SGLang's ranks) so that several engines behind one
+// URL stay distinct series.
+func enginePool(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "engine"
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("engine")
+	for _, k := range keys {
+		b.WriteString("/" + k + "=" + labels[k])
+	}
+	return b.String()
+}
+
+// engineKV maps a scraped instance onto the exporter's kind. SGLang reports a
+// hit-rate gauge instead of counters; it has no counter equivalent and is not
+// re-exported.
+func engineKV(in scrape.Instance) exporter.EngineKV {
+	kv := exporter.EngineKV{Engine: strings.ToLower(in.Engine)}
+	if in.HasUsage {
+		kv.Usage = in.Usage
+	}
+	if in.HasBlocks {
+		kv.HasBlocks, kv.Blocks, kv.BlockSize = true, in.Blocks, in.BlockSize
+	}
+	if in.HasPreemptions {
+		kv.HasPreemptions, kv.Preemptions = true, in.Preemptions
+	}
+	if in.HasPrefix {
+		kv.HasPrefix, kv.PrefixQueries, kv.PrefixHits = true, in.PrefixQueries, in.PrefixHits
+	}
+	return kv
+}
+
+// polledSources wraps slow sources so that they run in the background every
+// interval; they are both sources (read at scrape time) and runners.
+func polledSources(srcs []exporter.ContextSource, interval, timeout time.Duration) ([]exporter.Source, []exporter.Runner, error) {
+	var sources []exporter.Source
+	var runners []exporter.Runner
+	for _, s := range srcs {
+		p, err := exporter.NewPolledSource(s, interval, min(timeout, interval), nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		sources, runners = append(sources, p), append(runners, p)
+	}
+	return sources, runners, nil
+}
+
+// uniqueStrings reports the first value that appears twice.
+func uniqueStrings(vals []string) error {
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1] {
+			return errors.New(s[i])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpufrag/gpufrag/exporter/nvml"
+)
+
+// fakeNVML is an nvml.Reader with fixed devices.
+type fakeNVML struct{ devs []nvml.Device }
+
+func (f fakeNVML) Devices(context.Context) ([]nvml.Device, error) { return f.devs, nil }
+func (fakeNVML) Close() error                                     { return nil }
+
+// serveExporter runs `gpufrag exporter ARGS` on 127.0.0.1:0 until the test
+// ends and returns a function that waits until /metrics contains every one
+// of want (the slow sources poll in the background) and returns it.
+func serveExporter(t *testing.T, args ...string) func(want ...string) string {
+	t.Helper()
+	addrc, done := make(chan net.Addr, 1), make(chan error, 1)
+	exporterReady = func(a net.Addr) { addrc <- a }
+	stderr := &lockedBuffer{}
+	root := newRoot(strings.NewReader(""), io.Discard, stderr)
+	root.SetArgs(append([]string{"exporter", "--listen", "127.0.0.1:0", "--poll-interval", "50ms"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("exporter: %v", err)
+		}
+		exporterReady = nil
+	})
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("exporter stopped: %v; log: %s", err, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("exporter did not start")
+	}
+	return func(want ...string) string {
+		var body string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			resp, err := http.Get(base + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			missing := false
+			for _, w := range want {
+				missing = missing || !strings.Contains(body, w)
+			}
+			if !missing {
+				return body
+			}
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("/metrics lacks %s", w)
+			}
+		}
+		t.Fatalf("log: %s", stderr.String())
+		return ""
+	}
+}
+
+func TestExporterNVML(t *testing.T) {
+	defer func(o func(string) (nvml.Reader, error)) { nvmlOpen = o }(nvmlOpen)
+	nvmlOpen = func(string) (nvml.Reader, error) {
+		return fakeNVML{[]nvml.Device{{Index: 0, UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3",
+			TotalBytes: 85 << 30, UsedBytes: 60 << 30, FreeBytes: 25 << 30,
+			Processes: []nvml.Process{{PID: 42, UsedBytes: 59 << 30, UsedKnown: true}, {PID: 43, UsedKnown: false}}}}}, nil
+	}
+	m := serveExporter(t, "--nvml")(
+		`gpufrag_source_up{source="nvml"} 1`,
+		fmt.Sprintf(`gpufrag_gpu_memory_total_bytes{gpu="0"} %g`, float64(85<<30)),
+		fmt.Sprintf(`gpufrag_gpu_memory_free_bytes{gpu="0"} %g`, float64(25<<30)),
+		`gpufrag_gpu_info{gpu="0",name="NVIDIA H100 80GB HBM3",uuid="GPU-a"} 1`,
+		fmt.Sprintf(`gpufrag_gpu_process_memory_used_bytes{gpu="0",pid="42"} %g`, float64(59<<30)))
+	if strings.Contains(m, `pid="43"`) {
+		t.Error("a process whose usage NVML does not know was exported")
+	}
+}
+
+// Without a driver the source is reported down and the exporter serves on.
+func TestExporterNVMLNoDriver(t *testing.T) {
+	defer func(o func(string) (nvml.Reader, error)) { nvmlOpen = o }(nvmlOpen)
+	nvmlOpen = func(string) (nvml.Reader, error) { return nil, fmt.Errorf("test: %w", nvml.ErrNoDriver) }
+	m := serveExporter(t, "--nvml")(`gpufrag_source_up{source="nvml"} 0`)
+	if strings.Contains(m, "gpufrag_gpu_memory_total_bytes{") {
+		t.Error("GPU series exported without a driver")
+	}
+}
+
+func TestExporterScrape(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "..", "exporter", "scrape", "testdata", "vllm_v1.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !up {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write(page)
+	}))
+	defer srv.Close()
+	u := srv.URL + "/metrics"
+	inst := strings.TrimPrefix(srv.URL, "http://")
+	labels := fmt.Sprintf(`{gpu="",instance=%q,model="example-org/chat-8b",pool="engine/engine=0"}`, inst)
+	serveExporter(t, "--scrape", u)(
+		fmt.Sprintf(`gpufrag_source_up{source=%q} 1`, "scrape:"+u),
+		"gpufrag_kv_cache_usage_ratio"+labels+" 0.6875",
+		"gpufrag_kv_blocks"+labels+" 27910",
+		"gpufrag_kv_block_size_tokens"+labels+" 16",
+		"gpufrag_kv_preemptions_total"+labels+" 17",
+		"gpufrag_kv_prefix_cache_queries_total"+labels+" 1.048576e+06",
+		"gpufrag_kv_prefix_cache_hits_total"+labels+" 393216")
+}
+
+func TestExporterSourceFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scrape", "localhost:8000/metrics"}, "want an http(s) URL"},
+		{[]string{"--scrape", "http://a/metrics", "--scrape", "http://a/metrics"}, "given twice"},
+		{[]string{"--nvml-library", "/x.so"}, "--nvml-library needs --nvml"},
+		{[]string{"--poll-interval", "0s"}, "--poll-interval must be positive"},
+	} {
+		code, _, stderr := run(t, "", append([]string{"exporter"}, c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	if got := enginePool(nil); got != "engine" {
+		t.Errorf("enginePool(nil) = %q", got)
+	}
+	if got := enginePool(map[string]string{"tp_rank": "1", "dp_rank": "0"}); got != "engine/dp_rank=0/tp_rank=1" {
+		t.Errorf("enginePool = %q", got)
+	}
+	if err := uniqueStrings([]string{"a", "b"}); err != nil {
+		t.Error(err)
+	}
+	if err := uniqueStrings([]string{"b", "a", "b"}); err == nil || err.Error() != "b" {
+		t.Errorf("uniqueStrings: %v", err)
+	}
+}
