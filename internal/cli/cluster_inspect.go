@@ -1,15 +1,29 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
+	"github.com/gpufrag/gpufrag/cluster/kube/live"
 	"github.com/spf13/cobra"
 )
+
+// liveConnect builds the client of a live cluster; tests replace it with a
+// fake.
+var liveConnect = live.Connect
+
+// defaultInspectTimeout bounds a live inspection: listing a 10,000-pod
+// cluster is about 25 requests of well under a second each; a minute
+// leaves room for a loaded API server and still fails fast enough when it
+// is unreachable.
+const defaultInspectTimeout = time.Minute
 
 func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 	var (
@@ -17,17 +31,34 @@ func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 		asJSON   bool
 		coverage = cluster.DefaultCoverage
 		all      bool
+		conn     live.Config
+		opts     live.Options
+		timeout  = defaultInspectTimeout
 	)
 	cmd := &cobra.Command{
-		Use:   "inspect --from FILE",
-		Short: "Report GPU allocation and fragmentation of a Kubernetes cluster from kubectl's JSON",
-		Long: `inspect reads a cluster's nodes and pods as kubectl saves them and reports,
-per GPU node and in total, the allocatable and requested GPUs, whole-free
-nodes, nodes whose idle GPUs no task type of the cluster's own pod mix can
-use (stranded), the FGD fragmentation for that mix, and the pending pods
-that fit nowhere, with the reason.
+		Use:   "inspect [--from FILE | --context NAME]",
+		Short: "Report GPU allocation and fragmentation of a Kubernetes cluster, live or from kubectl's JSON",
+		Long: `inspect reads a cluster's nodes and pods and reports, per GPU node and in
+total, the allocatable and requested GPUs, whole-free nodes, nodes whose
+idle GPUs no task type of the cluster's own pod mix can use (stranded), the
+FGD fragmentation for that mix, and the pending pods that fit nowhere, with
+the reason.
 
-Save the cluster with:
+Without --from it reads the live cluster of the current kubeconfig context
+(--kubeconfig, else $KUBECONFIG, else ~/.kube/config; in a pod without a
+kubeconfig, its service account). The account needs the RBAC verbs get and
+list on nodes and pods, cluster-wide:
+
+  kubectl apply -f deploy/kubernetes/gpufrag-inspect-rbac.yaml
+
+gives them to a service account gpufrag in namespace gpufrag (edit the
+binding's subject for a user or group).
+
+--namespace lists the pods of one namespace only. Nodes are always listed
+cluster-wide, so GPUs held by other namespaces' pods look idle: use it with
+--selector for the nodes that namespace owns, or where RBAC allows no more.
+
+--from reads a saved cluster instead:
 
   kubectl get nodes,pods -A -o json > cluster.json
   gpufrag cluster inspect --from cluster.json
@@ -36,42 +67,99 @@ GPU resources: nvidia.com/gpu (whole GPUs), and the GPU-share convention of
 the openb trace (alibabacloud.com/gpu-milli, gpu-count and gpu-index pod
 annotations, alibabacloud.com/gpu-count node allocatable); the GPU model
 comes from the node label nvidia.com/gpu.product or
-alibabacloud.com/gpu-card-model. Reading a live cluster through client-go is
-not built in: it would add minutes of cold compile time to every build; the
-saved JSON carries the same information.`,
+alibabacloud.com/gpu-card-model.`,
+		Example: `  gpufrag cluster inspect
+  gpufrag cluster inspect --context prod --selector nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB
+  gpufrag cluster inspect --namespace ml --selector pool=ml --json
+  gpufrag cluster inspect --from cluster.json --all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if from == "" {
-				return usageErrorf(cmd, "--from is required: save the cluster with kubectl get nodes,pods -A -o json")
-			}
 			if !(coverage > 0 && coverage <= 1) {
 				return usageErrorf(cmd, "--coverage %v: want a share above 0, at most 1", coverage)
 			}
-			f, err := os.Open(from)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			snap, err := kube.Read(f, from)
-			if err != nil {
-				return err
+			var (
+				snap  *kube.Snapshot
+				label string
+				err   error
+			)
+			if from != "" {
+				for _, name := range []string{"kubeconfig", "context", "namespace", "selector", "pod-selector", "timeout"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf(cmd, "--%s applies to a live cluster; --from %s reads a saved one", name, from)
+					}
+				}
+				if snap, err = readInspectFile(from); err != nil {
+					return err
+				}
+				label = from
+			} else {
+				if timeout <= 0 {
+					return usageErrorf(cmd, "--timeout %v: want a positive duration", timeout)
+				}
+				conn.Timeout = timeout
+				if snap, err = loadLive(cmd, conn, opts, timeout); err != nil {
+					return err
+				}
+				label = "current kubeconfig context"
+				if conn.Context != "" {
+					label = "context " + conn.Context
+				}
+				if opts.Namespace != "" {
+					label += ", namespace " + opts.Namespace
+				}
 			}
 			rep := kube.Inspect(snap, coverage)
 			if asJSON {
 				return writeClusterJSON(stdout, rep)
 			}
 			var sb strings.Builder
-			writeInspectReport(&sb, from, rep, all)
+			writeInspectReport(&sb, label, rep, all)
 			_, err = io.WriteString(stdout, sb.String())
 			return err
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&from, "from", "", "`FILE` saved with kubectl get nodes,pods -A -o json")
+	fl.StringVar(&from, "from", "", "read `FILE` saved with kubectl get nodes,pods -A -o json instead of the live cluster")
+	fl.StringVar(&conn.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default $KUBECONFIG, else ~/.kube/config)")
+	fl.StringVar(&conn.Context, "context", "", "kubeconfig context `NAME` (default the current context)")
+	fl.StringVarP(&opts.Namespace, "namespace", "n", "", "list the pods of namespace `NS` only (default all namespaces)")
+	fl.StringVarP(&opts.NodeSelector, "selector", "l", "", "node label `SELECTOR` (key=value,...): inspect these nodes and the pods on them")
+	fl.StringVar(&opts.PodSelector, "pod-selector", "", "pod label `SELECTOR`")
+	fl.DurationVar(&timeout, "timeout", timeout, "give up on the live cluster after this long")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fl.BoolVar(&all, "all", false, "list every GPU node, not only those with idle GPUs")
 	fl.Float64Var(&coverage, "coverage", coverage, "share of the cluster's pods the target workload of the FGD measure covers")
 	return cmd
+}
+
+func readInspectFile(path string) (*kube.Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return kube.Read(f, path)
+}
+
+func loadLive(cmd *cobra.Command, conn live.Config, opts live.Options, timeout time.Duration) (*kube.Snapshot, error) {
+	client, err := liveConnect(conn)
+	if errors.Is(err, live.ErrNoConfig) {
+		return nil, usageErrorf(cmd, "--from is required when there is no cluster to reach: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	snap, err := live.Load(ctx, client, opts)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("no answer from the cluster within --timeout %v (is the API server reachable from here?): %w", timeout, err)
+	}
+	return snap, err
 }
 
 func writeInspectReport(sb *strings.Builder, from string, r *kube.Report, all bool) {

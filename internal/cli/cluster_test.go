@@ -233,8 +233,13 @@ func TestClusterInspect(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc["gpus"].(float64) != 10 {
 		t.Errorf("--json: %v %v", err, doc["gpus"])
 	}
+	// Without --from it reads the live cluster; with no kubeconfig anywhere
+	// that is a usage error that names --from.
 	errb.Reset()
-	if code := Main([]string{"cluster", "inspect"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "--from is required") {
-		t.Errorf("no --from: exit %d, %s", code, errb.String())
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if code := Main([]string{"cluster", "inspect"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "--from cluster.json") {
+		t.Errorf("no kubeconfig: exit %d, %s", code, errb.String())
 	}
 }

@@ -40,6 +40,9 @@ type exporterFlags struct {
 	nvmlLibrary     string
 	scrape          []string
 	poll            time.Duration
+	cluster         string
+	kubeconfig      string
+	clusterPoll     time.Duration
 }
 
 const exporterLong = `Exporter serves gpufrag's fragmentation metrics to Prometheus until it is
@@ -84,7 +87,15 @@ host:port, model = the server's model_name and pool = "engine" (with the
 server's other labels appended, as in "engine/engine=0" for vLLM's engine
 index, so that several engines behind one URL stay apart).
 
-NVML and --scrape are polled in the background every --poll-interval; a
+With --cluster NAME it lists the Kubernetes cluster's nodes and pods (the
+in-cluster service account, or --kubeconfig; RBAC: get/list nodes and pods,
+deploy/kubernetes/gpufrag-inspect-rbac.yaml) every --cluster-poll-interval
+and exports, with the label cluster=NAME, its nodes, GPUs, allocated GPUs,
+whole-free GPU nodes, nodes with stranded idle GPUs and pending pods, as
+'gpufrag cluster inspect' computes them. Run one exporter with --cluster per
+cluster, not one per node.
+
+NVML, --scrape and --cluster are polled in the background every --poll-interval; a
 scrape of /metrics serves their last result and never waits for them.`
 
 func newExporterCmd(_, stderr io.Writer) *cobra.Command {
@@ -138,6 +149,9 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.nvmlLibrary, "nvml-library", "", "`PATH` of libnvidia-ml.so.1 (default: the dynamic loader's search)")
 	fl.StringArrayVar(&f.scrape, "scrape", nil, "`URL` of a vLLM or SGLang /metrics endpoint to re-export (repeatable)")
 	fl.DurationVar(&f.poll, "poll-interval", 15*time.Second, "how often NVML and --scrape endpoints are read")
+	fl.StringVar(&f.cluster, "cluster", "", "export the Kubernetes cluster's GPU occupancy under this cluster `NAME`")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` for --cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+	fl.DurationVar(&f.clusterPoll, "cluster-poll-interval", time.Minute, "how often --cluster lists nodes and pods")
 	return cmd
 }
 
@@ -176,7 +190,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		{"--max-files", f.maxFiles <= 0}, {"--max-file-bytes", f.maxFileBytes <= 0},
 		{"--max-instances", f.maxInstances <= 0}, {"--max-series", f.maxSeries <= 0},
 		{"--capture-max-files", f.captureMaxFiles <= 0}, {"--capture-max-bytes", f.captureMaxBytes <= 0},
-		{"--poll-interval", f.poll <= 0},
+		{"--poll-interval", f.poll <= 0}, {"--cluster-poll-interval", f.clusterPoll <= 0},
 	} {
 		if c.bad {
 			return usageErrorf(cmd, "%s must be positive", c.name)
@@ -198,6 +212,9 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		if scrapeInstances[i], err = checkScrapeURL(u); err != nil {
 			return usageErrorf(cmd, "%v", err)
 		}
+	}
+	if f.kubeconfig != "" && f.cluster == "" {
+		return usageErrorf(cmd, "--kubeconfig needs --cluster NAME")
 	}
 	if err := uniqueStrings(f.scrape); err != nil {
 		return usageErrorf(cmd, "--scrape %s given twice", err)
@@ -248,6 +265,17 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	}
 	sources = append(sources, polled...)
 	scfg.Runners = append(scfg.Runners, runners...)
+	if f.cluster != "" {
+		src, err := clusterSource(f.cluster, f.kubeconfig)
+		if err != nil {
+			return err
+		}
+		p, err := exporter.NewPolledSource(src, f.clusterPoll, min(f.clusterPoll, time.Minute), nil)
+		if err != nil {
+			return err
+		}
+		sources, scfg.Runners = append(sources, p), append(scfg.Runners, p)
+	}
 	if _, err := exporter.NewWithOptions(reg, exporter.Options{
 		SourceTimeout: f.sourceTimeout, MaxSeries: f.maxSeries, Logger: logger,
 	}, sources...); err != nil {

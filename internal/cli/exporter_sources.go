@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpufrag/gpufrag/cluster/kube/live"
 	"github.com/gpufrag/gpufrag/exporter"
 	"github.com/gpufrag/gpufrag/exporter/nvml"
 	"github.com/gpufrag/gpufrag/exporter/scrape"
@@ -174,4 +175,22 @@ func uniqueStrings(vals []string) error {
 		}
 	}
 	return nil
+}
+
+// clusterSource returns the source over a live cluster's GPU figures,
+// labelled cluster=name. A cluster that cannot be reached at start (no
+// kubeconfig, not in a pod) is an error: --cluster asked for it explicitly.
+func clusterSource(name, kubeconfig string) (exporter.ContextSource, error) {
+	c, err := liveConnect(live.Config{Kubeconfig: kubeconfig})
+	if err != nil {
+		return nil, fmt.Errorf("--cluster %s: %w", name, err)
+	}
+	read := live.Source(c, live.Options{}, 0)
+	return exporter.NewClusterSource("cluster", name, func(ctx context.Context) (exporter.ClusterState, error) {
+		st, err := read(ctx)
+		if err != nil {
+			return exporter.ClusterState{}, err
+		}
+		return exporter.ClusterState(st), nil
+	}), nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpufrag/gpufrag/cluster/kube/live"
 	"github.com/gpufrag/gpufrag/exporter/nvml"
 )
 
@@ -159,5 +160,29 @@ func TestExporterSourceFlags(t *testing.T) {
 	}
 	if err := uniqueStrings([]string{"b", "a", "b"}); err == nil || err.Error() != "b" {
 		t.Errorf("uniqueStrings: %v", err)
+	}
+}
+
+func TestExporterCluster(t *testing.T) {
+	nodes, pods := fixtureObjects(t)
+	var conf live.Config
+	withLive(t, func(c live.Config) (live.Client, error) { conf = c; return &fakeLive{nodes: nodes, pods: pods}, nil })
+	serveExporter(t, "--cluster", "prod", "--kubeconfig", "/k", "--cluster-poll-interval", "50ms")(
+		`gpufrag_source_up{source="cluster"} 1`,
+		`gpufrag_cluster_nodes{cluster="prod"} 4`,
+		`gpufrag_cluster_gpus{cluster="prod"} 10`,
+		`gpufrag_cluster_allocated_gpus{cluster="prod"} 2.5`,
+		`gpufrag_cluster_pending_pods{cluster="prod"} 3`,
+		`gpufrag_cluster_whole_free_nodes{cluster="prod"} `)
+	if conf.Kubeconfig != "/k" {
+		t.Errorf("connected with %+v", conf)
+	}
+	// A cluster that cannot be reached at start is an error, not a silent gap.
+	withLive(t, func(live.Config) (live.Client, error) { return nil, fmt.Errorf("no kubeconfig") })
+	if code, _, stderr := run(t, "", "exporter", "--listen", "127.0.0.1:0", "--cluster", "prod"); code != exitFail || !strings.Contains(stderr, "--cluster prod: no kubeconfig") {
+		t.Errorf("unreachable cluster: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := run(t, "", "exporter", "--kubeconfig", "/k"); code != exitUsage || !strings.Contains(stderr, "--kubeconfig needs --cluster") {
+		t.Errorf("--kubeconfig alone: exit %d, %q", code, stderr)
 	}
 }

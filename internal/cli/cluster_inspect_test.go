@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster/kube/live"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+const inspectFixture = "../../cluster/kube/testdata/cluster.json"
+
+// fixtureObjects decodes the saved kubectl JSON into typed nodes and pods,
+// as the API server sends them.
+func fixtureObjects(t *testing.T) ([]corev1.Node, []corev1.Pod) {
+	t.Helper()
+	data, err := os.ReadFile(inspectFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		nodes []corev1.Node
+		pods  []corev1.Pod
+	)
+	for _, raw := range list.Items {
+		var tm metav1.TypeMeta
+		if err := json.Unmarshal(raw, &tm); err != nil {
+			t.Fatal(err)
+		}
+		switch tm.Kind {
+		case "Node":
+			var n corev1.Node
+			if err := json.Unmarshal(raw, &n); err != nil {
+				t.Fatal(err)
+			}
+			nodes = append(nodes, n)
+		case "Pod":
+			var p corev1.Pod
+			if err := json.Unmarshal(raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, p)
+		}
+	}
+	return nodes, pods
+}
+
+// fakeLive is a live.Client over fixed lists, with an optional error.
+type fakeLive struct {
+	nodes []corev1.Node
+	pods  []corev1.Pod
+	err   error
+	got   []string // namespace of each pod list request
+}
+
+func (f *fakeLive) ListNodes(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &corev1.NodeList{Items: f.nodes}, nil
+}
+
+func (f *fakeLive) ListPods(_ context.Context, ns string, _ metav1.ListOptions) (*corev1.PodList, error) {
+	f.got = append(f.got, ns)
+	var out []corev1.Pod
+	for _, p := range f.pods {
+		if ns == "" || p.Namespace == ns {
+			out = append(out, p)
+		}
+	}
+	return &corev1.PodList{Items: out}, nil
+}
+
+// withLive makes inspect connect through connect for the test's duration.
+func withLive(t *testing.T, connect func(live.Config) (live.Client, error)) {
+	t.Helper()
+	old := liveConnect
+	liveConnect = connect
+	t.Cleanup(func() { liveConnect = old })
+}
+
+func inspect(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(append([]string{"cluster", "inspect"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestClusterInspectLiveFake(t *testing.T) {
+	nodes, pods := fixtureObjects(t)
+	fake := &fakeLive{nodes: nodes, pods: pods}
+	var conf live.Config
+	withLive(t, func(c live.Config) (live.Client, error) { conf = c; return fake, nil })
+
+	code, liveJSON, errs := inspect("--json", "--context", "prod", "--kubeconfig", "/k", "--timeout", "7s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if conf.Context != "prod" || conf.Kubeconfig != "/k" || conf.Timeout.Seconds() != 7 {
+		t.Errorf("connected with %+v", conf)
+	}
+	code, fileJSON, errs := inspect("--json", "--from", inspectFixture)
+	if code != 0 {
+		t.Fatalf("--from: exit %d: %s", code, errs)
+	}
+	if liveJSON != fileJSON {
+		t.Errorf("--json differs between the live cluster and its saved copy:\nlive %s\nfile %s", liveJSON, fileJSON)
+	}
+
+	code, text, _ := inspect("--context", "prod")
+	for _, want := range []string{"context prod: 4 nodes, 3 with GPUs, 10 GPUs; 2.50 GPUs requested", "pending pods: 3, of which 2 fit nowhere", "ml/big-0"} {
+		if code != 0 || !strings.Contains(text, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, text)
+		}
+	}
+
+	fake.got = nil
+	code, text, _ = inspect("-n", "default", "--json")
+	var rep struct {
+		Pending []any `json:"pending"`
+		Nodes   int   `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(text), &rep); code != 0 || err != nil || len(rep.Pending) != 0 || rep.Nodes != 4 {
+		t.Errorf("--namespace default: exit %d, %v, %s", code, err, text)
+	}
+	if fmt.Sprint(fake.got) != "[default]" {
+		t.Errorf("pod lists in namespaces %q, want [default]", fake.got)
+	}
+}
+
+func TestClusterInspectLiveErrors(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "",
+		errors.New(`User "alice" cannot list resource "nodes" in API group "" at the cluster scope`))
+	withLive(t, func(live.Config) (live.Client, error) { return &fakeLive{err: forbidden}, nil })
+	code, _, errs := inspect()
+	for _, want := range []string{"list nodes cluster-wide: forbidden", `User "alice"`, "RBAC verbs get and list on nodes and pods", "gpufrag-inspect-rbac.yaml", "--from"} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr lacks %q: %s", code, want, errs)
+		}
+	}
+
+	withLive(t, func(live.Config) (live.Client, error) { return nil, errors.New("boom") })
+	for _, args := range [][]string{
+		{"--from", inspectFixture, "--context", "x"},
+		{"--from", inspectFixture, "-n", "ml"},
+		{"--timeout", "0s"},
+		{"--coverage", "0"},
+	} {
+		if code, _, errs := inspect(args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2: %s", args, code, errs)
+		}
+	}
+}
+
+// TestClusterInspectNoKubeconfig runs the real connection code in an
+// environment with no kubeconfig and no service account.
+func TestClusterInspectNoKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "none")
+	t.Setenv("KUBECONFIG", missing)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, errs := inspect()
+	for _, want := range []string{"no kubeconfig found", missing, "--kubeconfig", "--from"} {
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr lacks %q: %s", code, want, errs)
+		}
+	}
+}
+
+// TestClusterInspectAPIServer runs inspect end to end (kubeconfig, context,
+// client-go's REST client, paging, field selector, error statuses) against
+// a fake API server that answers two items per page. It is a TLS server:
+// clientcmd sends no credentials to a plain-HTTP one.
+func TestClusterInspectAPIServer(t *testing.T) {
+	nodes, pods := fixtureObjects(t)
+	var queries []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0ken" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		q := r.URL.Query()
+		queries = append(queries, r.URL.Path+"?"+r.URL.RawQuery)
+		if q.Get("limit") != strconv.Itoa(live.DefaultPageSize) {
+			http.Error(w, "limit "+q.Get("limit"), http.StatusBadRequest)
+			return
+		}
+		from, _ := strconv.Atoi(q.Get("continue"))
+		var items []any
+		var kind string
+		switch r.URL.Path {
+		case "/api/v1/nodes":
+			kind = "NodeList"
+			for i := range nodes {
+				items = append(items, &nodes[i])
+			}
+		case "/api/v1/pods":
+			if q.Get("fieldSelector") != "status.phase!=Succeeded,status.phase!=Failed" {
+				http.Error(w, "field selector "+q.Get("fieldSelector"), http.StatusBadRequest)
+				return
+			}
+			kind = "PodList"
+			for i := range pods {
+				items = append(items, &pods[i])
+			}
+		case "/api/v1/namespaces/secret/pods":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			st := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
+				errors.New(`User "bob" cannot list resource "pods" in the namespace "secret"`)).ErrStatus
+			st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+			json.NewEncoder(w).Encode(st)
+			return
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		to := min(from+2, len(items))
+		cont := ""
+		if to < len(items) {
+			cont = strconv.Itoa(to)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"apiVersion": "v1", "kind": kind,
+			"metadata": map[string]any{"continue": cont}, "items": items[from:to]})
+	}))
+	defer srv.Close()
+
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	conf := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- {name: fake, cluster: {server: %q, certificate-authority-data: %s}}
+- {name: nowhere, cluster: {server: "https://127.0.0.1:1"}}
+users:
+- {name: u, user: {token: t0ken}}
+contexts:
+- {name: fake, context: {cluster: fake, user: u}}
+- {name: nowhere, context: {cluster: nowhere, user: u}}
+current-context: nowhere
+`, srv.URL, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	if err := os.WriteFile(kubeconfig, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+
+	code, liveJSON, errs := inspect("--kubeconfig", kubeconfig, "--context", "fake", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	_, fileJSON, _ := inspect("--from", inspectFixture, "--json")
+	if liveJSON != fileJSON {
+		t.Errorf("--json differs from the saved copy:\nlive %s\nfile %s", liveJSON, fileJSON)
+	}
+	// 4 nodes and 8 pods in pages of 2.
+	var paths []string
+	for _, q := range queries {
+		paths = append(paths, q[:strings.Index(q, "?")])
+		if strings.Count(q, "continue=") != 0 && !strings.Contains(q, "continue=2") && !strings.Contains(q, "continue=4") && !strings.Contains(q, "continue=6") {
+			t.Errorf("unexpected continue token in %s", q)
+		}
+	}
+	want := "[/api/v1/nodes /api/v1/nodes /api/v1/pods /api/v1/pods /api/v1/pods /api/v1/pods]"
+	if fmt.Sprint(paths) != want {
+		t.Errorf("requests %v, want %s", paths, want)
+	}
+
+	code, _, errs = inspect("--kubeconfig", kubeconfig, "--context", "fake", "-n", "secret")
+	for _, w := range []string{"list pods in namespace secret: forbidden", `User "bob"`, "RBAC"} {
+		if code != 1 || !strings.Contains(errs, w) {
+			t.Errorf("exit %d, stderr lacks %s: %s", code, w, errs)
+		}
+	}
+}
