@@ -114,5 +114,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newDefragCmd())
 	root.AddCommand(newRulesCmd())
 	root.AddCommand(newExporterCmd(stdout, stderr))
+	root.AddCommand(newExperimentsCmd())
 	return root
 }

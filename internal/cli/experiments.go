@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/experiments"
+	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/spf13/cobra"
+)
+
+func newExperimentsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "experiments",
+		Short: "Test popular claims about GPU memory fragmentation and regenerate docs/findings.md",
+		Long: `experiments runs gpufrag's experiment suite: one experiment per popular claim
+about GPU memory fragmentation ("paged KV caches cut fragmentation below 8%",
+"expandable_segments lowers fragmentation markedly", ...). Each experiment is
+a YAML file embedded in the binary (experiments/*.yaml in the source tree):
+the claim in one sentence, the setup that tests it (a simulation scenario,
+a cluster trace with the FGD protocol, or arithmetic on model presets), the
+metrics that decide it and decision rules as data. The verdict (holds, holds
+in part, does not hold, cannot be tested by simulation, skipped) is computed
+from the measured figures.
+
+  gpufrag experiments list    the experiments and their claims
+  gpufrag experiments run     run them; --write-findings regenerates
+                              docs/findings.md and docs/findings/*.png`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newExperimentsListCmd(), newExperimentsRunCmd())
+	return cmd
+}
+
+// experimentEntry is one element of `experiments list --json`.
+type experimentEntry struct {
+	Name           string `json:"name"`
+	File           string `json:"file"`
+	Claim          string `json:"claim"`
+	Source         string `json:"source,omitempty"`
+	Kind           string `json:"kind"`
+	Runs           int    `json:"runs"`
+	Rules          int    `json:"rules"`
+	CannotSimulate string `json:"cannot_simulate,omitempty"`
+}
+
+func newExperimentsListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the experiments and the claims they test",
+		Example: `  gpufrag experiments list
+  gpufrag experiments list --json | jq -r '.[].claim'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exps, err := experiments.Load()
+			if err != nil {
+				return err
+			}
+			var entries []experimentEntry
+			for _, e := range exps {
+				entries = append(entries, experimentEntry{Name: e.Name, File: e.File, Claim: strings.TrimSpace(e.Claim),
+					Source: strings.TrimSpace(e.Source), Kind: e.Kind(), Runs: len(e.Runs), Rules: len(e.Decide),
+					CannotSimulate: strings.TrimSpace(e.CannotSimulate)})
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(entries)
+			}
+			for _, e := range entries {
+				fmt.Fprintf(out, "%-28s %-10s %s\n", e.Name, e.Kind, e.Claim)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as a JSON array")
+	return cmd
+}
+
+type experimentsRunFlags struct {
+	reduced, json, write bool
+	root                 string
+	parallel             int
+}
+
+func newExperimentsRunCmd() *cobra.Command {
+	f := experimentsRunFlags{root: "."}
+	cmd := &cobra.Command{
+		Use:   "run [NAME...]",
+		Short: "Run experiments and print their figures and verdicts",
+		Long: `run runs the named experiments (all of them without names), their
+simulations in parallel across cores, and prints each claim's verdict with
+the figures that decided it. Results do not depend on --parallel.
+
+Paths in the experiments (scenario files, cluster traces) are relative to
+--root, the repository root (default: the current directory); an experiment
+whose input data is absent is reported as skipped with the reason.
+
+--write-findings regenerates docs/findings.md and the PNG plots under
+docs/findings/ below --root. It needs the whole suite at full size, so it
+refuses names and --reduced; run it from the repository root after changing
+an experiment file (go test ./experiments fails until you do).`,
+		Example: `  # Everything, and regenerate the findings page (from the repository root):
+  gpufrag experiments run --write-findings
+
+  # Two experiments, as JSON:
+  gpufrag experiments run paged-vs-contiguous expandable-segments --json
+
+  # The quick versions the tests run:
+  gpufrag experiments run --reduced`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.reduced, "reduced", false, "run each experiment at its reduced size (shorter runs, fewer seeds, small fixtures)")
+	fl.BoolVar(&f.json, "json", false, "print the outcomes as a JSON array")
+	fl.BoolVar(&f.write, "write-findings", false, "regenerate docs/findings.md and docs/findings/*.png below --root (all experiments, full size)")
+	fl.StringVar(&f.root, "root", f.root, "repository root `DIR` that experiment paths are relative to")
+	fl.IntVar(&f.parallel, "parallel", 0, "simulations at once (default: the number of CPUs)")
+	return cmd
+}
+
+func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) error {
+	if f.write && (len(names) > 0 || f.reduced) {
+		return usageErrorf(cmd, "--write-findings needs every experiment at full size: drop the names and --reduced")
+	}
+	if f.parallel < 0 {
+		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
+	}
+	all, err := experiments.Load()
+	if err != nil {
+		return err
+	}
+	exps, err := experiments.Select(all, names)
+	if err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	if f.write {
+		if _, err := os.Stat(filepath.Join(f.root, "experiments")); err != nil {
+			return usageErrorf(cmd, "--write-findings: %s is not the repository root (no experiments/ directory); run from the root or set --root", f.root)
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	var bar *progress.Bar
+	opts := experiments.Options{Root: f.root, Reduced: f.reduced, Parallel: f.parallel,
+		Start: func(n int) { bar = progress.New(stderr, int64(n), "experiments") },
+		Done:  func() { bar.Increment() }}
+	outs, err := experiments.RunAll(exps, opts)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if f.write {
+		digest, err := experiments.Digest(all, func(p string) ([]byte, error) {
+			return os.ReadFile(filepath.Join(f.root, filepath.FromSlash(p)))
+		})
+		if err != nil {
+			return err
+		}
+		if err := experiments.WriteFindings(f.root, outs, digest); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "gpufrag: wrote %s and %s/*.png\n", filepath.Join(f.root, experiments.FindingsPath), filepath.Join(f.root, experiments.PlotsDir))
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(outs)
+	}
+	writeExperimentsText(out, outs)
+	return nil
+}
+
+func writeExperimentsText(w io.Writer, outs []*experiments.Outcome) {
+	for i, o := range outs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s: %s\n  claim:   %s\n", o.Name, strings.ToUpper(o.Verdict), o.Claim)
+		if o.Setup != "" {
+			fmt.Fprintf(w, "  setup:   %s\n", o.Setup)
+		}
+		for _, c := range o.Checks {
+			mark := "FAIL"
+			if c.Pass {
+				mark = "pass"
+			}
+			fmt.Fprintf(w, "  %s  %s: %.4g\n", mark, c.Rule, c.Value)
+		}
+		if o.Skipped != "" {
+			fmt.Fprintf(w, "  skipped: %s\n", o.Skipped)
+		}
+		if o.CannotSimulate != "" {
+			fmt.Fprintf(w, "  not simulated: %s\n", o.CannotSimulate)
+		}
+	}
+}
