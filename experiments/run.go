@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -464,11 +465,15 @@ func runDesc(s *scenario.Scenario, cfg *sim.Config, r Run) string {
 	}
 	if cfg.Defrag.Policy != sim.DefragOff {
 		d := "defrag " + cfg.Defrag.Policy.String()
-		switch cfg.Defrag.Policy.String() {
+		// Zero fields take sim.DefaultDefrag's values in the engine; show
+		// the values it runs with.
+		def, dc := sim.DefaultDefrag(), cfg.Defrag
+		switch dc.Policy.String() {
 		case "threshold":
-			d += fmt.Sprintf(" (act below health %.2f, re-arm above %.2f, floor %.2f)", cfg.Defrag.Low, cfg.Defrag.High, cfg.Defrag.Floor)
+			d += fmt.Sprintf(" (act below health %.2f, re-arm above %.2f, floor %.2f)",
+				cmp.Or(dc.Low, def.Low), cmp.Or(dc.High, def.High), cmp.Or(dc.Floor, def.Floor))
 		case "offline":
-			d += " (at most every " + fmtDuration(time.Duration(cfg.Defrag.OfflineGap)) + ")"
+			d += " (at most every " + fmtDuration(time.Duration(cmp.Or(dc.OfflineGap, def.OfflineGap))) + ")"
 		}
 		if cfg.Defrag.NoReactive {
 			d += ", not reactive"
