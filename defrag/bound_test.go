@@ -202,3 +202,75 @@ func TestCoalesceBound(t *testing.T) {
 		}
 	})
 }
+
+// TestCoalesceBoundBruteForce checks the arena's coalescing bound against
+// the best final arrangement, found by brute force on tiny arenas: with one
+// free extent left, the live blocks lie packed in some order with the extent
+// in one of the gaps of that order, and every block that ends at another
+// address moved at least once. So no plan moves fewer bytes than the least,
+// over every order and extent position, of the sizes of the blocks that end
+// elsewhere: the bound must not exceed it, and a reached plan must not beat
+// it. Layouts hold at most 6 live blocks (6! orders × 7 positions).
+func TestCoalesceBoundBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := genLayout(t)
+		l.Segments = l.Segments[:1]
+		s := &l.Segments[0]
+		s.Pool = "arena"
+		l.DeviceFree = l.Capacity - s.Size
+		var live []mem.Block
+		var free int64
+		for _, b := range s.Blocks {
+			if b.State == mem.Free {
+				free += b.Size
+			} else {
+				live = append(live, b)
+			}
+		}
+		if len(live) > 6 {
+			t.Skip("too many blocks for the brute force")
+		}
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: "arena"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		best := int64(-1)
+		perm := make([]int, len(live))
+		for i := range perm {
+			perm[i] = i
+		}
+		var visit func(k int)
+		visit = func(k int) {
+			if k < len(perm) {
+				for i := k; i < len(perm); i++ {
+					perm[k], perm[i] = perm[i], perm[k]
+					visit(k + 1)
+					perm[k], perm[i] = perm[i], perm[k]
+				}
+				return
+			}
+			for slot := 0; slot <= len(perm); slot++ {
+				at, moved := s.Addr, int64(0)
+				for i, j := range perm {
+					if i == slot {
+						at += uint64(free)
+					}
+					if live[j].Addr != at {
+						moved += live[j].Size
+					}
+					at += uint64(live[j].Size)
+				}
+				if best < 0 || moved < best {
+					best = moved
+				}
+			}
+		}
+		visit(0)
+		if p.LowerBound > best {
+			t.Fatalf("bound %d above the best arrangement %d:\n%s", p.LowerBound, best, l)
+		}
+		if p.Reached && p.BytesMoved < best {
+			t.Fatalf("plan moves %d, below the best arrangement %d: the brute force is wrong", p.BytesMoved, best)
+		}
+	})
+}

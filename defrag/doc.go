@@ -63,8 +63,11 @@
 // that receives a block is kept for good; a segment whose blocks do not all
 // fit is left as it was (its tentative placements are undone). A segment is
 // skipped when evacuating it would make the freed bytes exceed the group's
-// free bytes, which no packing can achieve. Holes live in a treap ordered by
-// (tier, size, preference, address), so a plan is O(n log n) in blocks.
+// free bytes, which no packing can achieve. Holes are ordered by (tier, size,
+// preference, address): in a treap, or, for large sets of 512-byte multiples,
+// in one bucket per exact size under a two-level bitmap (holebuckets.go),
+// which keeps the same order and so the same plans; a plan is O(n log n) in
+// blocks.
 //
 // # Lower bound for compaction
 //
@@ -107,14 +110,28 @@
 // # Coalescing an arena (GoalCompact on arena)
 //
 // The arena never returns its pool, so compaction gathers its free memory
-// into one extent: a fit goal of all its free bytes, where the displaced
-// blocks must fill the holes outside the window exactly. When best fit
-// decreasing fails, the planner slides staying blocks down into the gap
-// before them (a memmove over their own range) to merge gaps, and as a last
-// resort slides every block to one end. For segments of at most 8 live
-// blocks the bound is exact: an exhaustive search over the blocks that keep
-// their place and the arrangements of the others (exactCoalesceBound);
-// above, it is the window bound.
+// into one extent: a fit goal of all its free bytes F, where the blocks
+// displaced from the window [x, x+F) must fill the holes outside it exactly
+// (their sizes add up to the holes' when no block straddles the window's
+// edges). The planner first fills holes (coalescefill.go): for each of the
+// cheapest windows, the holes above the window, farthest first, then those
+// below it, lowest first, each get a set of displaced blocks whose sizes add
+// up to the hole (one block of its size, or the pair whose second size has
+// the most blocks left, or the largest block that leaves room and on). A hole
+// below that no set fills is carried: the staying blocks up to the next hole
+// slide down over it (a memmove), and the next hole grows by as much; what is
+// left of the displaced blocks ends in the run the carry leaves just below
+// the window, whose size is theirs. When every hole fills, the plan moves the
+// bound exactly; the carries are what it pays above the bound. When that
+// plan is above the bound, the older route is tried too and the cheaper
+// kept: best fit decreasing into the holes, then slides of staying blocks
+// into the gap before them to merge gaps (repairWindow), and as a last resort
+// every block slid to one end. For segments of at most 8 live blocks the
+// bound is exact: an exhaustive search over the blocks that keep their place
+// and the arrangements of the others (exactCoalesceBound); above, it is the
+// window bound, which TestCoalesceBoundBruteForce checks against every final
+// arrangement of small arenas and which the 100,000-block arena of
+// BenchmarkPlan attains.
 //
 // # VMM-backed memory
 //
@@ -123,6 +140,15 @@
 // anywhere without copying a byte. The plan lists the whole free pages
 // (Unmaps), priced per page by Cost, and says so in Notes; a fit goal on such
 // a pool is reached when device-free memory plus those pages can map it.
+//
+// # What every call checks
+//
+// PlanLayout refuses a layout that mem.Layout.Check refuses, with Check's
+// message, but decides in one allocation-free pass of its own (layoutValid);
+// it reports frag.Compute's metrics for the input (Before) and derives After
+// from them, recounting only what moves can change (the largest free block,
+// the free blocks, health). The invariants build tag (and the race detector)
+// runs Check and frag.Compute as well and panics if either disagrees.
 //
 // # Invariants
 //

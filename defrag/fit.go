@@ -126,13 +126,53 @@ func (pl *planner) planCoalesce(p *Plan) {
 		if free == largest {
 			continue // already one extent (or none)
 		}
-		lb, ok := pl.fitIn(p, []int32{si}, free)
+		lb, ok := pl.coalesceSeg(p, si, free)
 		if exact, found := pl.exactCoalesceBound(si); found {
 			lb = max(lb, exact)
 		}
 		p.LowerBound += lb
 		p.Reached = p.Reached && ok
 	}
+}
+
+// coalesceSeg plans the coalescing of segment si, which holds free bytes in
+// several free blocks, and returns the lower bound and whether it reached
+// the goal. It takes coalesceFill's plan when that moves exactly the window
+// bound, and otherwise the cheaper of coalesceFill's and fitIn's (packing
+// into holes, repairs, sliding), running fitIn on the side and undoing it
+// when it loses.
+func (pl *planner) coalesceSeg(p *Plan, si int32, free int64) (int64, bool) {
+	ws := pl.windows([]int32{si}, free)
+	moves, cost, filled := pl.coalesceFill(si, free, ws)
+	if filled && cost == ws[0].cost {
+		pl.takeFill(p, si, moves, cost)
+		return ws[0].cost, true
+	}
+	nm, nn, ns, moved, nmoves := len(p.Moves), len(p.Notes), len(pl.msegs), pl.moved, pl.nmoves
+	lb, ok := pl.fitIn(p, []int32{si}, free)
+	if !filled {
+		return lb, ok
+	}
+	if ok {
+		var fitCost int64
+		for _, m := range p.Moves[nm:] {
+			fitCost += m.Size
+		}
+		if fitCost <= cost {
+			return lb, true
+		}
+	}
+	p.Moves, p.Notes, pl.msegs, pl.moved, pl.nmoves = p.Moves[:nm], p.Notes[:nn], pl.msegs[:ns], moved, nmoves
+	pl.takeFill(p, si, moves, cost)
+	return lb, true
+}
+
+// takeFill appends coalesceFill's moves within segment si to p.
+func (pl *planner) takeFill(p *Plan, si int32, moves []Move, cost int64) {
+	p.Moves = append(p.Moves, moves...)
+	pl.sameSeg(si, len(moves))
+	pl.moved += cost
+	pl.nmoves += len(moves)
 }
 
 // fitIn plans moves that leave a free run of size bytes in one of segs and

@@ -236,7 +236,7 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := l.Check(); err != nil {
+	if err := checkLayout(l); err != nil {
 		return Plan{}, fmt.Errorf("%w: %w", ErrLayout, err)
 	}
 	pl := newPlanner(l, r, o)
@@ -269,7 +269,7 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	}
 	p.Layout.MaxAllocatable = estimateMaxAllocatable(l, after, r)
 	p.Before = frag.Compute(l)
-	p.After = frag.Compute(p.Layout)
+	p.After = afterMetrics(p.Before, p.Layout)
 	return p, nil
 }
 
@@ -362,6 +362,9 @@ func sortedSegs(l mem.Layout) []int32 {
 	for i := range idx {
 		idx[i] = int32(i)
 	}
+	if slices.IsSortedFunc(l.Segments, func(a, b mem.Segment) int { return cmpAddr(a.Addr, b.Addr) }) {
+		return idx // what mem.Layout.Check requires, so the usual case
+	}
 	slices.SortFunc(idx, func(a, b int32) int {
 		switch x, y := l.Segments[a].Addr, l.Segments[b].Addr; {
 		case x < y:
@@ -372,4 +375,15 @@ func sortedSegs(l mem.Layout) []int32 {
 		return 0
 	})
 	return idx
+}
+
+// cmpAddr is the three-way comparison of two addresses.
+func cmpAddr(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -28,6 +28,10 @@ type group struct {
 	expandable bool
 	segs       []int32 // in address order
 	free       int64   // Σ free bytes of its segments, wholly free ones included
+	nfree      int     // free blocks of its segments
+	// cands are the segments planCompact may evacuate (live blocks, none
+	// pinned), sorted by sortByRatio; compactBound reuses them.
+	cands []int32
 }
 
 type planner struct {
@@ -73,6 +77,7 @@ func newPlanner(l mem.Layout, r rules, o Options) *planner {
 			switch {
 			case b.State == mem.Free:
 				g.free += b.Size
+				g.nfree++
 			case pl.movable(s, b):
 				info.live += b.Size
 				info.used += b.Size
@@ -99,29 +104,41 @@ func (pl *planner) capped(n int64, k int) bool {
 	return (pl.o.MaxBytes > 0 && pl.moved+n > pl.o.MaxBytes) || (pl.o.MaxMoves > 0 && pl.nmoves+k > pl.o.MaxMoves)
 }
 
-// ratioLess orders segments by live bytes per byte of segment, exactly
-// (128-bit cross products), then by live bytes, then by address.
-func (pl *planner) ratioLess(a, b int32) int {
-	la, lb := uint64(pl.segs[a].live), uint64(pl.segs[b].live)
-	sa, sb := uint64(pl.l.Segments[a].Size), uint64(pl.l.Segments[b].Size)
-	h1, l1 := bits.Mul64(la, sb)
-	h2, l2 := bits.Mul64(lb, sa)
-	switch {
-	case h1 < h2 || (h1 == h2 && l1 < l2):
-		return -1
-	case h1 > h2 || (h1 == h2 && l1 > l2):
-		return 1
-	case la != lb:
-		if la < lb {
-			return -1
-		}
-		return 1
-	case pl.l.Segments[a].Addr < pl.l.Segments[b].Addr:
-		return -1
-	case pl.l.Segments[a].Addr > pl.l.Segments[b].Addr:
-		return 1
+// ratioKey is what sortByRatio compares, gathered so that sorting touches
+// one small array instead of the segments and their infos.
+type ratioKey struct {
+	live, size, addr uint64
+	si               int32
+}
+
+// sortByRatio orders segment indices by live bytes per byte of segment,
+// exactly (128-bit cross products), then by live bytes, then by address: a
+// total order, so the result depends only on the segments.
+func (pl *planner) sortByRatio(segs []int32) {
+	keys := make([]ratioKey, len(segs))
+	for i, si := range segs {
+		s := &pl.l.Segments[si]
+		keys[i] = ratioKey{uint64(pl.segs[si].live), uint64(s.Size), s.Addr, si}
 	}
-	return 0
+	slices.SortFunc(keys, func(a, b ratioKey) int {
+		h1, l1 := bits.Mul64(a.live, b.size)
+		h2, l2 := bits.Mul64(b.live, a.size)
+		switch {
+		case h1 < h2 || (h1 == h2 && l1 < l2):
+			return -1
+		case h1 > h2 || (h1 == h2 && l1 > l2):
+			return 1
+		case a.live != b.live:
+			if a.live < b.live {
+				return -1
+			}
+			return 1
+		}
+		return cmpAddr(a.addr, b.addr)
+	})
+	for i, k := range keys {
+		segs[i] = k.si
+	}
 }
 
 // movableBlocks returns the movable blocks of segment si, largest first
@@ -206,7 +223,8 @@ func (pl *planner) planCompact(p *Plan) {
 		if len(cands) == 0 {
 			continue
 		}
-		slices.SortFunc(cands, pl.ratioLess)
+		pl.sortByRatio(cands)
+		g.cands = cands
 		// Only a prefix of the candidates whose sizes add up to at most the
 		// group's free bytes can ever be evacuated (see compactBound); the
 		// segments past it will be kept for sure, so blocks go there first
@@ -225,8 +243,7 @@ func (pl *planner) planCompact(p *Plan) {
 				kmax = i
 			}
 		}
-		hs := newHoleSet(len(g.segs) * 4)
-		var initial []hole
+		initial := make([]hole, 0, g.nfree)
 		for _, si := range g.segs {
 			if pl.segs[si].used == 0 {
 				continue // wholly free already: filling it would undo a gain
@@ -244,6 +261,7 @@ func (pl *planner) planCompact(p *Plan) {
 				}
 			}
 		}
+		hs := newHoleSet(len(initial))
 		hs.build(initial)
 		hs.dead = dead
 		// The candidate's own free bytes, which cannot receive its blocks.
@@ -299,11 +317,14 @@ func (pl *planner) compactBound(freed []int64) int64 {
 		if freed[gi] <= 0 || pl.groups[gi].expandable {
 			continue
 		}
-		var items []int32
-		for _, si := range pl.groups[gi].segs {
-			if info := pl.segs[si]; info.live > 0 && !info.pinned {
-				items = append(items, si)
+		items := pl.groups[gi].cands // sorted by sortByRatio (planCompact)
+		if items == nil {
+			for _, si := range pl.groups[gi].segs {
+				if info := pl.segs[si]; info.live > 0 && !info.pinned {
+					items = append(items, si)
+				}
 			}
+			pl.sortByRatio(items)
 		}
 		if b, ok := pl.boundDP(items, freed[gi], pl.groups[gi].free); ok {
 			bound += b
@@ -371,9 +392,9 @@ func gcd(a, b int64) int64 {
 }
 
 // boundLP is boundDP's linear relaxation (fractions of segments allowed),
-// solved greedily by live bytes per segment byte; rounded down.
+// solved greedily by live bytes per segment byte; rounded down. items must
+// be sorted by sortByRatio.
 func (pl *planner) boundLP(items []int32, need, limit int64) int64 {
-	slices.SortFunc(items, pl.ratioLess)
 	need = min(need, limit)
 	var bound int64
 	for _, si := range items {

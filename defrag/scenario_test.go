@@ -2,6 +2,7 @@ package defrag_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,14 @@ type suiteTotals struct {
 	worst            float64
 	worstAt          string
 	poolMoves, poolB int
+	files            map[string]*fileTotals // per scenario file
+}
+
+// fileTotals are one scenario file's plans that reach their goal.
+type fileTotals struct {
+	plans        int
+	moved, bound int64
+	worst        float64
 }
 
 func runScenario(t *testing.T, path string, tot *suiteTotals) {
@@ -175,9 +184,22 @@ func runScenario(t *testing.T, path string, tot *suiteTotals) {
 				tot.plans++
 				tot.moved += p.BytesMoved
 				tot.bound += p.LowerBound
-				if r := ratio(p.BytesMoved, p.LowerBound); r > tot.worst {
+				r := ratio(p.BytesMoved, p.LowerBound)
+				if r > tot.worst {
 					tot.worst, tot.worstAt = r, td.Pos
 				}
+				if tot.files == nil {
+					tot.files = map[string]*fileTotals{}
+				}
+				f := tot.files[path]
+				if f == nil {
+					f = &fileTotals{}
+					tot.files[path] = f
+				}
+				f.plans++
+				f.moved += p.BytesMoved
+				f.bound += p.LowerBound
+				f.worst = max(f.worst, r)
 			}
 			var sb strings.Builder
 			for _, m := range p.Moves {
@@ -293,6 +315,11 @@ func TestScenarioSuiteRatio(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		runScenario(t, path, &tot)
 	})
+	for _, path := range slices.Sorted(maps.Keys(tot.files)) {
+		f := tot.files[path]
+		t.Logf("%s: %d plans, moved %d bytes, lower bound %d bytes, ratio %.4f, worst %.4f",
+			path, f.plans, f.moved, f.bound, ratio(f.moved, f.bound), f.worst)
+	}
 	t.Logf("suite: %d plans, moved %d bytes, lower bound %d bytes, ratio %.4f, worst %.4f at %s; pool moves %d, bound %d",
 		tot.plans, tot.moved, tot.bound, ratio(tot.moved, tot.bound), tot.worst, tot.worstAt, tot.poolMoves, tot.poolB)
 	if tot.plans == 0 {

@@ -22,18 +22,9 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 	in := pl.l
 	out := in
 	out.Segments = make([]mem.Segment, len(in.Segments))
-	total := 0
-	for _, s := range in.Segments {
-		total += len(s.Blocks)
-	}
-	backing := make([]mem.Block, 0, total)
-	for i, s := range in.Segments {
-		out.Segments[i] = s
-		n := len(backing)
-		backing = append(backing, s.Blocks...)
-		out.Segments[i].Blocks = backing[n:len(backing):len(backing)]
-	}
+	copy(out.Segments, in.Segments)
 	if len(moves) == 0 {
+		copyBlocks(in, out, nil, 0)
 		return out, nil
 	}
 	order := pl.order
@@ -52,6 +43,7 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 		return order[i]
 	}
 	if pl.r.slots {
+		copyBlocks(in, out, nil, 0)
 		return out, simulateSlots(out, moves, segAt)
 	}
 	// Sequential semantics with work proportional to the moves: blocks that
@@ -90,31 +82,46 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 		b   mem.Block
 	}
 	arr := make([]arrival, 0, len(moves))
-	cur := make(map[uint64]int, len(moves))
+	// cur maps the address of each block that has moved to its arrival. The
+	// planners move a block once, so it is built only when a move starts
+	// where no original block is left: a live original at the source is the
+	// block that moves (an arrival there too would overlap it, a planner bug
+	// either way).
+	var cur map[uint64]int
 	for i, mv := range moves {
 		from, to := segsOf(i, mv)
 		if from < 0 || to < 0 {
 			return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v) leaves the segments", i, mv)
 		}
 		var b mem.Block
-		if k, ok := cur[mv.From]; ok {
+		if j := find(from, mv.From); j >= 0 && !gone[first[from]+j] {
+			b = in.Segments[from].Blocks[j]
+			gone[first[from]+j] = true
+		} else {
+			if cur == nil {
+				cur = make(map[uint64]int, len(arr))
+				for k, a := range arr {
+					if a.seg >= 0 {
+						cur[a.b.Addr] = k
+					}
+				}
+			}
+			k, ok := cur[mv.From]
+			if !ok {
+				return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v): no live block at the source", i, mv)
+			}
 			b = arr[k].b
 			arr[k].seg = -1
 			delete(cur, mv.From)
-		} else {
-			j := find(from, mv.From)
-			if j < 0 || gone[first[from]+j] {
-				return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v): no live block at the source", i, mv)
-			}
-			b = in.Segments[from].Blocks[j]
-			gone[first[from]+j] = true
 		}
 		if b.Size != mv.Size || b.State != mem.Active {
 			return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v): the block at the source is %s of %s",
 				i, mv, b.State, mem.FormatBytesExact(b.Size))
 		}
 		b.Addr = mv.To
-		cur[mv.To] = len(arr)
+		if cur != nil {
+			cur[mv.To] = len(arr)
+		}
 		arr = append(arr, arrival{to, b})
 		touched[from], touched[to] = true, true
 	}
@@ -149,14 +156,25 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 		}
 	}
 	arr = sorted
-	k := 0
-	var n int
+	// One backing array for every segment: untouched segments are copied,
+	// touched ones retiled. A touched segment ends with at most its staying
+	// live blocks plus its arrivals, each preceded by at most one gap, and
+	// one gap at the end.
+	extra := 0
 	for si, t := range touched {
-		if t {
-			n += 2*len(in.Segments[si].Blocks) + 2
+		if !t {
+			continue
 		}
+		live := count[si+1] - count[si] + 1
+		for j, b := range in.Segments[si].Blocks {
+			if b.State != mem.Free && !gone[first[si]+j] {
+				live++
+			}
+		}
+		extra += 2 * live
 	}
-	tiles := make([]mem.Block, 0, n+2*len(arr))
+	tiles := copyBlocks(in, out, touched, extra)
+	k := 0
 	for si, t := range touched {
 		if !t {
 			continue
@@ -203,6 +221,29 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 		s.Blocks = tiles[start:len(tiles):len(tiles)]
 	}
 	return out, nil
+}
+
+// copyBlocks gives every segment of out that skip does not mark (nil: none)
+// a copy of its blocks in in, all in one new backing array with room for
+// extra more blocks, and returns that array (its length: the blocks copied),
+// so the caller can append the skipped segments' blocks after them.
+func copyBlocks(in, out mem.Layout, skip []bool, extra int) []mem.Block {
+	total := extra
+	for i, s := range in.Segments {
+		if skip == nil || !skip[i] {
+			total += len(s.Blocks)
+		}
+	}
+	backing := make([]mem.Block, 0, total)
+	for i, s := range in.Segments {
+		if skip != nil && skip[i] {
+			continue
+		}
+		n := len(backing)
+		backing = append(backing, s.Blocks...)
+		out.Segments[i].Blocks = backing[n:len(backing):len(backing)]
+	}
+	return backing
 }
 
 // simulateSlots applies moves between size-class slots: the destination slot
