@@ -27,7 +27,7 @@ package frag
 import (
 	"math"
 	"math/bits"
-	"sort"
+	"slices"
 
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -181,12 +181,8 @@ func SizeDispersion(sizes []int64) (entropyBits float64, distinct int) {
 			entropyBits -= p * math.Log2(p)
 		}
 	}
-	sorted := append([]int64(nil), sizes...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			distinct++
-		}
-	}
+	sorted := slices.Clone(sizes)
+	slices.Sort(sorted)
+	distinct = len(slices.Compact(sorted))
 	return entropyBits + 0, distinct // + 0 turns -0 into 0
 }
