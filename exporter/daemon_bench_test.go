@@ -58,11 +58,17 @@ func percentile(d []time.Duration, p float64) time.Duration {
 //
 //	go test ./exporter -run '^$' -bench HTTPScrape -benchmem
 func BenchmarkHTTPScrape(b *testing.B) {
+	for _, gz := range []bool{false, true} {
+		b.Run(fmt.Sprintf("gzip=%t", gz), func(b *testing.B) { benchHTTPScrape(b, gz) })
+	}
+}
+
+func benchHTTPScrape(b *testing.B, gz bool) {
 	reg := prometheus.NewRegistry()
 	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second}, cachedFleet(b, 8, 16)...); err != nil {
 		b.Fatal(err)
 	}
-	ln, url := benchServer(b, ServerConfig{Gatherer: reg})
+	ln, url := benchServer(b, ServerConfig{Gatherer: reg, Gzip: gz})
 	defer ln()
 	client := &http.Client{}
 	var lat []time.Duration

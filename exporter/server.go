@@ -38,6 +38,10 @@ type ServerConfig struct {
 	// MaxRequestsInFlight caps concurrent /metrics requests (default 8);
 	// more are answered 503.
 	MaxRequestsInFlight int
+	// Gzip compresses /metrics when the scraper accepts it. Off by default:
+	// on loopback or inside a cluster the bytes saved are cheap and gzip
+	// was about a third of a scrape's CPU (BenchmarkHTTPScrape).
+	Gzip bool
 }
 
 func (c *ServerConfig) defaults() {
@@ -72,6 +76,7 @@ func Handler(cfg ServerConfig, healthy func() bool) http.Handler {
 		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: cfg.MaxRequestsInFlight,
+		DisableCompression:  !cfg.Gzip,
 	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -43,6 +43,7 @@ type exporterFlags struct {
 	cluster         string
 	kubeconfig      string
 	clusterPoll     time.Duration
+	gzip            bool
 }
 
 const exporterLong = `Exporter serves gpufrag's fragmentation metrics to Prometheus until it is
@@ -151,6 +152,7 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.DurationVar(&f.poll, "poll-interval", 15*time.Second, "how often NVML and --scrape endpoints are read")
 	fl.StringVar(&f.cluster, "cluster", "", "export the Kubernetes cluster's GPU occupancy under this cluster `NAME`")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` for --cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+	fl.BoolVar(&f.gzip, "gzip", false, "gzip /metrics for scrapers that accept it (costs CPU per scrape; off: the bytes are cheap on loopback or in a cluster)")
 	fl.DurationVar(&f.clusterPoll, "cluster-poll-interval", time.Minute, "how often --cluster lists nodes and pods")
 	return cmd
 }
@@ -222,7 +224,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger}
+	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger, Gzip: f.gzip}
 	var sources []exporter.Source
 	var capture *exporter.Capturer
 	if f.captureDir != "" {
