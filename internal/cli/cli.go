@@ -113,7 +113,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newClusterCmd(stdout, stderr))
 	root.AddCommand(newDefragCmd())
 	root.AddCommand(newRulesCmd())
-	root.AddCommand(newExporterCmd(stdout, stderr))
 	root.AddCommand(newExperimentsCmd())
+	root.AddCommand(newAdviseCmd())
+	root.AddCommand(newExporterCmd(stdout, stderr))
 	return root
 }

@@ -1,0 +1,57 @@
+// Package advise recommends memory settings for an LLM serving engine by
+// the load they sustain on the user's own workload: `gpufrag advise`.
+//
+// # What it sweeps
+//
+// The settings a user controls (Settings): the KV strategy and block size
+// (paged:16, contiguous-grow, vmm:2MiB...), vLLM's gpu_memory_utilization,
+// the allocator and its PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), the
+// prompt bucket size and the defrag policy. Space lists the values of each;
+// the first of each list is the base. Space.Candidates does not cross them
+// blindly: it takes every valid KV × allocator pair at the base (the
+// interaction that matters most), then varies defrag (contiguous KV only),
+// utilization and bucket size one at a time for each KV strategy on the
+// base allocator. The default space gives 45 candidates instead of the
+// 600 of the naive cross product (Space.Full crosses what is valid: 296).
+// A second stage, Refine, then crosses the best few setups of the first
+// (KV, allocator, defrag; 3 by default) with every utilization and bucket
+// size: 24 more candidates, so the best allocator is also tried at the
+// utilization that suits it. The stages are separate runs (the second
+// reads the first's report), so each can be sharded.
+//
+// # Sustainable load
+//
+// A candidate's sustainable rate is the highest request rate, the trace's
+// arrivals rescaled by workload.Rescale, at which a simulation (package
+// sim) has no OOM failures, no activation OOMs and no unfinished requests,
+// and holds the SLO on p99 TTFT and TPOT (Outcome.Check). FindSustainable
+// finds it with a fixed plan: try the start rate (the trace's own), double
+// or halve it up to Search.BracketSteps times until the outcome flips, then
+// bisect the bracket geometrically Search.BisectSteps times. The rates
+// tried depend only on which rates held, so a deterministic evaluator gives
+// a deterministic result; the Evaluator is a function so tests can search
+// a fake with a known threshold.
+//
+// # Recommendation
+//
+// NewReport ranks the results: eligible candidates first (some rate held,
+// no OOMs there, no more rejected requests than the candidate rejecting
+// fewest, deployable), by sustainable rate, then fragmentation p99, then
+// peak reserved memory, then candidate index. The first is recommended, the
+// second is the runner-up, and every candidate carries one line of
+// evidence: what limited it (OOMs at rate X, SLO broken at rate Y).
+//
+// # Parallelism and shards
+//
+// Run searches candidates on a bounded pool of goroutines (one search per
+// candidate, sequential inside); results land by index, so they do not
+// depend on the number of workers. A sweep too large for one machine is
+// split with ShardIndices (index % n == i); each shard writes a Partial
+// with the Digest of its Inputs (trace SHA-256, model, GPU, SLO, search
+// bounds, space and candidate list), and Merge checks the digests and the
+// coverage before building the same Report an unsharded run builds.
+//
+// This package is a driver, not part of the deterministic core: it starts
+// goroutines (Run) but reads no clock and no global random source; package
+// sim does the simulating.
+package advise

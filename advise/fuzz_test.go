@@ -1,0 +1,47 @@
+package advise
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// FuzzReadPartial: no input makes ReadPartial panic; what it accepts
+// writes back to a file it accepts again, and a complete single shard
+// merges into a report.
+//
+//	go test ./advise -run '^$' -fuzz FuzzReadPartial -fuzztime 20s
+func FuzzReadPartial(f *testing.F) {
+	in := Inputs{Model: "m", GPU: "g", TP: 1, SLO: DefaultSLO(), Search: Search{StartRPS: 1, BracketSteps: 1, BisectSteps: 1},
+		Space: Space{KVs: []string{"paged:16"}, Allocs: []string{"caching"}, Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
+	in.Candidates, _ = in.Space.Candidates()
+	res := []Result{{Index: 0, Candidate: in.Candidates[0], SustainableRPS: 2, Held: true, Evaluations: 3}}
+	var buf bytes.Buffer
+	if err := NewPartial(in, 0, 1, res).Write(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"format":"gpufrag-advise-shard/1","shards":1}`))
+	f.Add([]byte(`{"results":[{"index":-1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ReadPartial(bytes.NewReader(data), "fuzz.json")
+		if err != nil {
+			if !errors.Is(err, ErrBadShard) {
+				t.Fatalf("error without ErrBadShard: %v", err)
+			}
+			return
+		}
+		var out bytes.Buffer
+		if err := p.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadPartial(&out, "again.json"); err != nil {
+			t.Fatalf("accepted file does not read back: %v", err)
+		}
+		if p.Shards == 1 {
+			if _, err := Merge([]*Partial{p}, []string{"fuzz.json"}); err != nil && !errors.Is(err, ErrBadSpace) {
+				t.Fatalf("merge of a complete shard: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,130 @@
+// The second stage: crossing the best setups of a first sweep. See doc.go
+// for the overview.
+
+package advise
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// DefaultRefineTop is how many memory setups a refinement crosses: 3, so
+// the default space's 4 utilizations × 2 buckets give 24 candidates,
+// about half the first stage.
+const DefaultRefineTop = 3
+
+// Refine returns the candidates of a second stage: the top distinct memory
+// setups (KV strategy, allocator, defrag policy) among prev's eligible
+// candidates, best rank first, each crossed with every utilization and
+// bucket size of sp. This is the "cross the best few" step of the design:
+// the first stage varies one dimension at a time around the base, so the
+// best allocator was only tried at the base utilization; the second tries
+// it at all of them.
+func Refine(prev *Report, sp Space, top int) ([]Candidate, error) {
+	if err := sp.Validate(); err != nil {
+		return nil, err
+	}
+	if top < 1 {
+		return nil, fmt.Errorf("%w: refine: top %d: want at least 1", ErrBadSpace, top)
+	}
+	ranked := slices.Clone(prev.Candidates)
+	slices.SortFunc(ranked, func(a, b Result) int { return a.Rank - b.Rank })
+	type setup struct{ kv, alloc, defrag string }
+	var setups []setup
+	seenSetup := map[setup]bool{}
+	for _, r := range ranked {
+		s := setup{r.Settings.KV, r.Settings.Alloc, r.Settings.Defrag}
+		if !r.Eligible || seenSetup[s] {
+			continue
+		}
+		seenSetup[s] = true
+		setups = append(setups, s)
+		if len(setups) == top {
+			break
+		}
+	}
+	if len(setups) == 0 {
+		return nil, fmt.Errorf("%w: refine: the first stage has no eligible candidate to refine", ErrBadSpace)
+	}
+	var out []Candidate
+	seen := map[Settings]bool{}
+	for _, s := range setups {
+		for _, u := range sp.Utils {
+			for _, b := range sp.Buckets {
+				st := Settings{s.kv, s.alloc, u, b, s.defrag}
+				if !seen[st] {
+					seen[st] = true
+					out = append(out, Candidate{Settings: st, Group: "refine"})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// MaxReportBytes bounds a report file read for refinement (64 MiB).
+const MaxReportBytes = 64 << 20
+
+// ErrBadReport means a report file (gpufrag advise --json) that cannot be
+// read; the message names the file and the byte offset or field.
+var ErrBadReport = errors.New("advise: bad report")
+
+// ReadReport reads a report written by `gpufrag advise --json` (or
+// `advise merge --json`); name is used in messages. It checks that the
+// digest matches the inputs recorded in it and that the candidates are
+// numbered 0..n−1 with ranks 1..n.
+func ReadReport(r io.Reader, name string) (*Report, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxReportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadReport, name, err)
+	}
+	if len(data) > MaxReportBytes {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadReport, name, MaxReportBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var rep Report
+	if err := dec.Decode(&rep); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadReport, name, se.Offset, err)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("%w: %s: byte %d: field %q: %w", ErrBadReport, name, te.Offset, te.Field, err)
+		case errors.Is(err, io.EOF):
+			return nil, fmt.Errorf("%w: %s: empty file", ErrBadReport, name)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadReport, name, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: %s: byte %d: more than one JSON value", ErrBadReport, name, dec.InputOffset())
+	}
+	bad := func(field, format string, args ...any) (*Report, error) {
+		return nil, fmt.Errorf("%w: %s: field %q: %s", ErrBadReport, name, field, fmt.Sprintf(format, args...))
+	}
+	if len(rep.Candidates) == 0 {
+		return bad("candidates", "none (is this the output of gpufrag advise --json?)")
+	}
+	in := rep.Inputs
+	in.Candidates = make([]Candidate, len(rep.Candidates))
+	ranks := make([]bool, len(rep.Candidates)+1)
+	for i, c := range rep.Candidates {
+		if c.Index != i {
+			return bad(fmt.Sprintf("candidates[%d].index", i), "%d, want %d", c.Index, i)
+		}
+		if c.Rank < 1 || c.Rank > len(rep.Candidates) || ranks[c.Rank] {
+			return bad(fmt.Sprintf("candidates[%d].rank", i), "%d: want each of 1..%d once", c.Rank, len(rep.Candidates))
+		}
+		ranks[c.Rank] = true
+		in.Candidates[i] = c.Candidate
+	}
+	if d := Digest(in); rep.Digest != d {
+		return bad("digest", "%q does not match the inputs and candidates recorded in the file (%s); was it edited?", rep.Digest, d)
+	}
+	return &rep, nil
+}

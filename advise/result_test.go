@@ -1,0 +1,267 @@
+package advise
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// fakeEval is a deterministic fake of the simulator: each setting has a
+// rate limit derived from its fields, breaking above it by the SLO, except
+// that contiguous-grow on async OOMs at every rate and paged:32 OOMs above
+// its limit. Fragmentation and memory vary by setting for the tie-breaks.
+func fakeEval(s Settings, rate float64) (Outcome, error) {
+	k := len(s.KV)*7 + len(s.Alloc)*3 + int(s.GPUMemoryUtilization*100) + s.Bucket/16 + len(s.Defrag)
+	limit := 1 + float64(k%13)*0.37
+	o := Outcome{Completed: 100, Total: 100, TTFTP99: 0.5, TPOTP99: 0.05,
+		FragRate: FragRate{P99: float64(k%5) / 10}, PeakReservedBytes: int64(k%3) << 30}
+	switch {
+	case s.KV == "contiguous-grow" && s.Alloc == "async":
+		o.OOMs, o.TTFTP99 = 7, 0.1 // fast, but fails requests
+	case rate > limit && s.KV == "paged:32":
+		o.OOMs = 2
+	case rate > limit:
+		o.TTFTP99 = 3
+	}
+	return o, nil
+}
+
+func fakeInputs(t *testing.T) Inputs {
+	t.Helper()
+	cs, err := DefaultSpace().Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSearch()
+	s.StartRPS = 1.7
+	return Inputs{Trace: TraceInfo{File: "fake.csv", SHA256: "00", Format: "azure", Requests: 100, NativeRPS: 1.7},
+		Model: "llama-3.1-8b", GPU: "a100-80g", TP: 1, SLO: DefaultSLO(), Search: s, Space: DefaultSpace(), Candidates: cs}
+}
+
+func reportJSON(t *testing.T, r *Report) string {
+	t.Helper()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func runFake(t *testing.T, in Inputs, which []int, workers int) []Result {
+	t.Helper()
+	rs, err := Run(in.Candidates, which, fakeEval, Options{SLO: in.SLO, Search: in.Search, Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// Results do not depend on the number of workers.
+func TestRunWorkersIdentical(t *testing.T) {
+	in := fakeInputs(t)
+	r1, err := NewReport(in, runFake(t, in, nil, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r4, err := NewReport(in, runFake(t, in, nil, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := reportJSON(t, r1), reportJSON(t, r4); a != b {
+		t.Fatalf("1 and 4 workers differ:\n%s\n---\n%s", a, b)
+	}
+}
+
+// A candidate that OOMs is never recommended, however fast it is, and the
+// recommendation is the eligible candidate with the highest rate.
+func TestOOMNeverRecommended(t *testing.T) {
+	in := fakeInputs(t)
+	rep, err := NewReport(in, runFake(t, in, nil, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recommended == nil || rep.RunnerUp == nil {
+		t.Fatalf("no recommendation: %s", rep.Reason)
+	}
+	best := 0.0
+	sawOOM := false
+	for _, c := range rep.Candidates {
+		if c.Settings.KV == "contiguous-grow" && c.Settings.Alloc == "async" {
+			sawOOM = true
+			if c.Eligible || c.Held || c.OOMs == 0 || !strings.Contains(c.Evidence, "OOM") {
+				t.Errorf("OOMing candidate: eligible %v held %v ooms %d evidence %q", c.Eligible, c.Held, c.OOMs, c.Evidence)
+			}
+		}
+		if c.Eligible {
+			if c.OOMs != 0 {
+				t.Errorf("%s eligible with %d OOMs", c.Settings, c.OOMs)
+			}
+			best = max(best, c.SustainableRPS)
+		}
+	}
+	if !sawOOM {
+		t.Fatal("the fake has no OOMing candidate; the test would pass vacuously")
+	}
+	if rep.Recommended.OOMs != 0 || rep.Recommended.SustainableRPS != best || rep.Recommended.Rank != 1 || rep.RunnerUp.Rank != 2 {
+		t.Errorf("recommended %+v, best eligible rate %v", rep.Recommended, best)
+	}
+	if rep.RunnerUp.SustainableRPS > rep.Recommended.SustainableRPS {
+		t.Errorf("runner-up faster than the recommendation")
+	}
+}
+
+func mkResult(i int, s Settings, rate, frag float64, peak int64, rej int) Result {
+	return Result{Index: i, Candidate: Candidate{Settings: s, Group: "setup"}, SustainableRPS: rate, Held: rate > 0,
+		Outcome: Outcome{FragRate: FragRate{P99: frag}, PeakReservedBytes: peak, Rejected: rej}, FailReason: "SLO"}
+}
+
+// Ties on the rate go to lower fragmentation, then lower memory, then the
+// candidate index; more rejections or an oracle strategy disqualify.
+func TestRankTieBreaks(t *testing.T) {
+	s := func(kv string) Settings { return Settings{kv, "caching", 0.9, 0, "off"} }
+	rs := []Result{
+		mkResult(0, s("a"), 3, 0.5, 10, 0),
+		mkResult(1, s("b"), 3, 0.2, 20, 0),
+		mkResult(2, s("c"), 3, 0.2, 15, 0),
+		mkResult(3, s("d"), 5, 0.9, 99, 1), // fastest, but rejects a request the others serve
+		mkResult(4, s("contiguous-max:oracle"), 9, 0, 0, 0),
+		mkResult(5, s("f"), 3, 0.2, 15, 0),
+	}
+	in := Inputs{}
+	for _, r := range rs {
+		in.Candidates = append(in.Candidates, r.Candidate)
+	}
+	rep, err := NewReport(in, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for rank := 1; rank <= len(rs); rank++ {
+		for _, c := range rep.Candidates {
+			if c.Rank == rank {
+				order = append(order, fmt.Sprintf("%s:%v", c.Settings.KV, c.Eligible))
+			}
+		}
+	}
+	want := "c:true f:true b:true a:true contiguous-max:oracle:false d:false"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("order %s, want %s", got, want)
+	}
+	if rep.Recommended.Settings.KV != "c" || rep.RunnerUp.Settings.KV != "f" || !strings.Contains(rep.Reason, "first in the sweep") {
+		t.Errorf("recommended %s, runner-up %s, reason %q", rep.Recommended.Settings, rep.RunnerUp.Settings, rep.Reason)
+	}
+	if !strings.Contains(rep.Candidates[3].Evidence, "rejects 1 requests") {
+		t.Errorf("evidence %q", rep.Candidates[3].Evidence)
+	}
+}
+
+// Merging the partial results of 3 shards gives the unsharded report, byte
+// for byte, whatever order the files come in.
+func TestShardMerge(t *testing.T) {
+	in := fakeInputs(t)
+	whole, err := NewReport(in, runFake(t, in, nil, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []*Partial
+	var names []string
+	for _, i := range []int{2, 0, 1} {
+		p := NewPartial(in, i, 3, runFake(t, in, ShardIndices(len(in.Candidates), i, 3), 2))
+		var buf bytes.Buffer
+		if err := p.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("shard-%d.json", i)
+		q, err := ReadPartial(&buf, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, names = append(parts, q), append(names, name)
+	}
+	merged, err := Merge(parts, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := reportJSON(t, whole), reportJSON(t, merged); a != b {
+		t.Fatalf("merge differs from the unsharded run")
+	}
+	var ta, tb bytes.Buffer
+	if err := WriteText(&ta, whole); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteText(&tb, merged); err != nil {
+		t.Fatal(err)
+	}
+	if ta.String() != tb.String() || !strings.Contains(ta.String(), "Recommended: ") {
+		t.Fatalf("text differs or has no recommendation:\n%s", ta.String())
+	}
+
+	// Errors name the problem and the files.
+	other := in
+	other.SLO.TTFTP99 = 1
+	foreign := NewPartial(other, 1, 3, runFake(t, other, ShardIndices(len(other.Candidates), 1, 3), 1))
+	for _, c := range []struct {
+		parts []*Partial
+		names []string
+		want  string
+	}{
+		{parts[:2], names[:2], "missing shard(s) 1/3"},
+		{[]*Partial{parts[0], parts[1], parts[0]}, []string{"x", "y", "z"}, "x and z are both shard 2/3"},
+		{[]*Partial{parts[0], parts[1], foreign}, []string{"x", "y", "z"}, "x and z come from different inputs"},
+		{nil, nil, "no shard files"},
+	} {
+		_, err := Merge(c.parts, c.names)
+		if !errors.Is(err, ErrBadShard) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+	two := NewPartial(in, 0, 2, runFake(t, in, ShardIndices(len(in.Candidates), 0, 2), 1))
+	if _, err := Merge([]*Partial{parts[0], two}, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), "split the sweep the same way") {
+		t.Errorf("different shard counts: %v", err)
+	}
+}
+
+// ReadPartial rejects damaged files with the file, byte offset or field.
+func TestReadPartialErrors(t *testing.T) {
+	in := fakeInputs(t)
+	p := NewPartial(in, 1, 3, runFake(t, in, ShardIndices(len(in.Candidates), 1, 3), 1))
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.String()
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"empty", "", "empty file"},
+		{"syntax", `{"format": }`, "syntax: byte 12"},
+		{"type", `{"shard": "one"}`, `field "shard"`},
+		{"unknown", `{"extra": 1}`, `unknown field "extra"`},
+		{"format", strings.Replace(good, PartialFormat, "other/1", 1), `field "format"`},
+		{"tampered", strings.Replace(good, `"ttft_p99_s": 2`, `"ttft_p99_s": 3`, 1), `field "digest"`},
+		{"index", strings.Replace(good, `"index": 1,`, `"index": 2,`, 1), `field "results[0].index": 2 does not belong to shard 1/3`},
+		{"two values", good + "{}", "more than one JSON value"},
+	} {
+		_, err := ReadPartial(strings.NewReader(c.text), c.name)
+		if !errors.Is(err, ErrBadShard) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		i, n int
+		ok   bool
+	}{{"0/1", 0, 1, true}, {"2/4", 2, 4, true}, {"4/4", 0, 0, false}, {"-1/4", 0, 0, false}, {"1/0", 0, 0, false},
+		{"1", 0, 0, false}, {"a/b", 0, 0, false}, {"1/4x", 0, 0, false}, {"01/4", 0, 0, false}} {
+		i, n, err := ParseShard(c.s)
+		if (err == nil) != c.ok || i != c.i || n != c.n {
+			t.Errorf("%q: got %d %d %v", c.s, i, n, err)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package advise
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// smallSetup reads testdata/small_azure.csv (120 requests over a minute,
+// prompts 200-3000 tokens) for llama-2-13b on an L40S: little KV memory
+// left after the weights, so settings differ.
+func smallSetup(t testing.TB, buckets []int) (sim.Config, *Workload) {
+	t.Helper()
+	if invariants.Enabled {
+		// The allocators' self-checks after every operation turn each
+		// second of simulation into minutes; the concurrency of Run is
+		// covered under -race by the fake evaluator's tests.
+		t.Skip("simulates dozens of runs; too slow with every self-check on (-race, -tags invariants)")
+	}
+	fh, err := os.Open(filepath.Join("testdata", "small_azure.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tr, err := workload.Read(fh, "small_azure.csv", workload.Auto, workload.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorkload(tr, buckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Preset("llama-2-13b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := model.LookupGPU("l40s-48g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim.DefaultConfig(m, g), w
+}
+
+// With the real simulator: the same sweep with 1 and 3 workers gives the
+// same report, the rates are rescalings of the trace, and a larger
+// gpu_memory_utilization never sustains less on paged (more KV blocks).
+func TestSimSweep(t *testing.T) {
+	base, w := smallSetup(t, []int{0, 256})
+	sp := Space{KVs: []string{"paged:16", "contiguous-grow"}, Allocs: []string{"caching"},
+		Utils: []float64{0.9, 0.8}, Buckets: []int{0, 256}, Defrags: []string{"off"}}
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(base, cs); err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSearch()
+	s.StartRPS = w.NativeRPS
+	s.BisectSteps = 3
+	in := Inputs{Model: base.Model.Name, GPU: base.GPU.Name, TP: 1, SLO: DefaultSLO(), Search: s, Space: sp, Candidates: cs}
+	var reps []string
+	var last *Report
+	for _, workers := range []int{1, 3} {
+		rs, err := Run(cs, nil, SimEvaluator(base, w), Options{SLO: in.SLO, Search: s, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := NewReport(in, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, reportJSON(t, rep))
+		last = rep
+	}
+	if reps[0] != reps[1] {
+		t.Fatalf("1 and 3 workers differ:\n%s\n---\n%s", reps[0], reps[1])
+	}
+	if last.Recommended == nil || last.Recommended.OOMs != 0 || last.Recommended.SustainableRPS <= 0 {
+		t.Fatalf("no sound recommendation: %s", reps[0])
+	}
+	byS := map[Settings]Result{}
+	for _, r := range last.Candidates {
+		byS[r.Settings] = r
+		if r.Held && (r.Total != 120 || r.Completed+r.Rejected != 120) {
+			t.Errorf("%s: %d of %d completed, %d rejected at the sustainable rate", r.Settings, r.Completed, r.Total, r.Rejected)
+		}
+		if r.Held && (r.TTFTP99 > in.SLO.TTFTP99 || r.TPOTP99 > in.SLO.TPOTP99) {
+			t.Errorf("%s: held with TTFT %v TPOT %v", r.Settings, r.TTFTP99, r.TPOTP99)
+		}
+	}
+	hi, lo := byS[Settings{"paged:16", "caching", 0.9, 0, "off"}], byS[Settings{"paged:16", "caching", 0.8, 0, "off"}]
+	if hi.SustainableRPS < lo.SustainableRPS {
+		t.Errorf("paged:16 sustains %v rps at util 0.9 but %v at 0.8", hi.SustainableRPS, lo.SustainableRPS)
+	}
+}
+
+// A length-only trace gets Poisson arrivals at 1 rps; a single request or
+// a trace whose requests all arrive at once cannot be searched.
+func TestNewWorkload(t *testing.T) {
+	tr := &workload.Trace{Name: "x", Requests: []workload.Request{{PromptTokens: 10, OutputTokens: 5, N: 1}, {PromptTokens: 20, OutputTokens: 5, N: 1}, {PromptTokens: 30, OutputTokens: 5, N: 1}}}
+	w, err := NewWorkload(tr, []int{0, 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.NativeRPS <= 0 || w.Requests()[1].Arrival == 0 || tr.Requests[1].Arrival != 0 {
+		t.Errorf("untimed trace: native %v, arrivals %v (input modified: %v)", w.NativeRPS, w.Requests()[1].Arrival, tr.Requests[1].Arrival)
+	}
+	b, err := w.at(16, 2)
+	if err != nil || b[0].PromptTokens != 16 || b[2].PromptTokens != 32 || w.Requests()[0].PromptTokens != 10 {
+		t.Errorf("bucket 16: %v %+v", err, b)
+	}
+	if _, err := w.at(7, 1); err == nil {
+		t.Error("an unprepared bucket did not fail")
+	}
+	if _, err := NewWorkload(&workload.Trace{Name: "one", Requests: tr.Requests[:1]}, nil); err == nil {
+		t.Error("one request did not fail")
+	}
+	same := &workload.Trace{Name: "burst", Timed: true, Requests: []workload.Request{{Arrival: 5, PromptTokens: 1, N: 1}, {Arrival: 5, PromptTokens: 1, N: 1}}}
+	if _, err := NewWorkload(same, nil); err == nil {
+		t.Error("simultaneous arrivals did not fail")
+	}
+}
+
+// A candidate whose engine cannot be built (no memory left for KV at its
+// utilization) is reported as not eligible with the engine's reason; a
+// sweep where nothing can run fails up front.
+func TestCannotRun(t *testing.T) {
+	base, w := smallSetup(t, nil)
+	sp := Space{KVs: []string{"paged:16"}, Allocs: []string{"caching"}, Utils: []float64{0.9, 0.3}, Buckets: []int{0}, Defrags: []string{"off"}}
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(base, cs); err != nil {
+		t.Fatalf("one candidate can run: %v", err)
+	}
+	s := Search{StartRPS: w.NativeRPS, BracketSteps: 5, BisectSteps: 1}
+	rs, err := Run(cs, nil, SimEvaluator(base, w), Options{SLO: DefaultSLO(), Search: s, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := NewReport(Inputs{Candidates: cs}, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := rep.Candidates[1]
+	if bad.Held || bad.Eligible || !strings.HasPrefix(bad.Evidence, "cannot run: ") || !strings.Contains(bad.Evidence, "no memory left for the KV cache") {
+		t.Errorf("util 0.3: %+v", bad)
+	}
+	if rep.Recommended == nil || rep.Recommended.Index != 0 {
+		t.Errorf("recommended %+v; candidates %+v", rep.Recommended, rep.Candidates)
+	}
+	sp.Utils = []float64{0.3}
+	cs, _ = sp.Candidates()
+	if err := Check(base, cs); err == nil || !strings.Contains(err.Error(), "no candidate can run") {
+		t.Errorf("nothing can run: got %v", err)
+	}
+}

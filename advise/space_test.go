@@ -1,0 +1,126 @@
+package advise
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+)
+
+// The default design: 21 KV × allocator setups (vmm only on its own
+// allocator), 4 defrag, 15 utilization, 5 bucket candidates, no duplicates,
+// and defrag only where compaction can act.
+func TestCandidatesDefault(t *testing.T) {
+	cs, err := DefaultSpace().Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]int{}
+	seen := map[Settings]bool{}
+	for _, c := range cs {
+		groups[c.Group]++
+		s := c.Settings
+		if seen[s] {
+			t.Errorf("duplicate %s", s)
+		}
+		seen[s] = true
+		if isVMM(s.KV) != isVMM(s.Alloc) && isVMM(s.KV) {
+			t.Errorf("%s: vmm KV on a non-vmm allocator", s)
+		}
+		if s.Defrag != "off" && (!isContiguous(s.KV) || !canRelocate(s.Alloc)) {
+			t.Errorf("%s: defrag on a setup it cannot act on", s)
+		}
+	}
+	want := map[string]int{"setup": 21, "defrag": 4, "util": 15, "bucket": 5}
+	for g, n := range want {
+		if groups[g] != n {
+			t.Errorf("group %s: %d candidates, want %d (all: %v)", g, groups[g], n, groups)
+		}
+	}
+	if len(cs) != 45 {
+		t.Errorf("%d candidates, want 45", len(cs))
+	}
+	if cs[0].Settings != (Settings{"paged:16", "caching", 0.9, 0, "off"}) {
+		t.Errorf("first candidate %s, want the base", cs[0].Settings)
+	}
+}
+
+// Full crosses every dimension, still skipping invalid and duplicate
+// combinations: 4 non-vmm KV × 5 allocators × 4 utils × 2 buckets, times 3
+// defrag policies for the 2 contiguous strategies on the 4 relocatable
+// allocators; vmm once per util and bucket.
+func TestCandidatesFull(t *testing.T) {
+	sp := DefaultSpace()
+	sp.Full = true
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 4*5*4*2 + 2*4*4*2*2 + 4*2
+	if len(cs) != want {
+		t.Errorf("%d candidates, want %d", len(cs), want)
+	}
+}
+
+func TestSpaceValidate(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*Space)
+		want string
+	}{
+		{func(s *Space) { s.KVs = nil }, "kv: no values"},
+		{func(s *Space) { s.Allocs = []string{"caching", "caching"} }, `alloc: "caching" listed twice`},
+		{func(s *Space) { s.Utils = []float64{0.9, 1.5} }, "gpu_memory_utilization: 1.5: want a share in (0, 1]"},
+		{func(s *Space) { s.Utils = []float64{0} }, "gpu_memory_utilization: 0"},
+		{func(s *Space) { s.Buckets = []int{-1} }, "bucket: -1"},
+		{func(s *Space) { s.Buckets = []int{256, 256} }, "bucket: 256 listed twice"},
+		{func(s *Space) { s.Defrags = []string{"sometimes"} }, `defrag: "sometimes"`},
+		{func(s *Space) { s.KVs = []string{" "} }, "kv: empty value"},
+	} {
+		sp := DefaultSpace()
+		c.edit(&sp)
+		_, err := sp.Candidates()
+		if !errors.Is(err, ErrBadSpace) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want an ErrBadSpace naming %q", err, c.want)
+		}
+	}
+}
+
+// Check reports a bad KV or allocator spec before anything runs, naming
+// the candidate.
+func TestCheck(t *testing.T) {
+	m, _ := model.Preset("llama-3.1-8b")
+	g, _ := model.LookupGPU("a100-80g")
+	base := sim.DefaultConfig(m, g)
+	cs, err := DefaultSpace().Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(base, cs); err != nil {
+		t.Fatalf("default candidates: %v", err)
+	}
+	sp := DefaultSpace()
+	sp.Allocs = []string{"caching", "nosuch"}
+	cs, _ = sp.Candidates()
+	if err := Check(base, cs); err == nil || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "candidate 1") {
+		t.Errorf("bad allocator: got %v", err)
+	}
+}
+
+func TestEngineFlags(t *testing.T) {
+	for _, c := range []struct {
+		s     Settings
+		flags string
+		env   string
+	}{
+		{Settings{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", "expandable_segments:True"},
+		{Settings{"paged:32", "async", 0.95, 0, "off"}, "--block-size 32 --gpu-memory-utilization 0.95", "backend:cudaMallocAsync"},
+		{Settings{"contiguous-grow", "caching", 0.85, 256, "threshold"}, "--gpu-memory-utilization 0.85", ""},
+	} {
+		flags, env, _ := c.s.EngineFlags()
+		if strings.Join(flags, " ") != c.flags || env != c.env {
+			t.Errorf("%s: got %q %q, want %q %q", c.s, flags, env, c.flags, c.env)
+		}
+	}
+}

@@ -1,0 +1,280 @@
+// Running the sweep: the simulation evaluator and the worker pool.
+// See doc.go for the overview.
+
+package advise
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// Evaluator simulates one candidate at one rate (requests per second).
+// It must be deterministic and safe to call from several goroutines at
+// once; tests inject fakes.
+type Evaluator func(s Settings, rate float64) (Outcome, error)
+
+// Workload is the trace every candidate replays, with arrival times that
+// Rescale can stretch.
+type Workload struct {
+	requests []workload.Request
+	buckets  map[int][]workload.Request // prompts rounded up, per bucket size
+	// NativeRPS is the trace's own mean rate, (n − 1) ÷ (last − first
+	// arrival).
+	NativeRPS float64
+}
+
+// untimedRate and untimedSeed give a length-only trace arrival times:
+// Poisson at 1 request per second, from a fixed seed, so its "native" rate
+// is 1 rps and the search rescales from there.
+const (
+	untimedRate = 1.0
+	untimedSeed = 1
+)
+
+// NewWorkload prepares t (which it copies) for the given bucket sizes. A
+// trace without arrival times gets Poisson arrivals at 1 rps from a fixed
+// seed.
+func NewWorkload(t *workload.Trace, buckets []int) (*Workload, error) {
+	c := *t
+	c.Requests = slices.Clone(t.Requests)
+	if len(c.Requests) < 2 {
+		return nil, fmt.Errorf("%w: trace %s: %d requests; a rate search needs at least 2", ErrBadSpace, t.Name, len(c.Requests))
+	}
+	if !c.Timed {
+		ap, err := workload.Poisson(untimedRate, rand.New(rand.NewPCG(untimedSeed, 1)))
+		if err != nil {
+			return nil, err
+		}
+		if err := workload.AssignArrivals(&c, ap); err != nil {
+			return nil, err
+		}
+		c.Timed = true
+	}
+	n := len(c.Requests)
+	span := float64(c.Requests[n-1].Arrival-c.Requests[0].Arrival) / 1e9
+	if !(span > 0) {
+		return nil, fmt.Errorf("%w: trace %s: every request arrives at the same time; a rate search needs arrivals spread over time", ErrBadSpace, t.Name)
+	}
+	w := &Workload{requests: c.Requests, buckets: map[int][]workload.Request{0: c.Requests}, NativeRPS: float64(n-1) / span}
+	for _, b := range buckets {
+		if b <= 0 || w.buckets[b] != nil {
+			continue
+		}
+		bt := workload.Trace{Name: t.Name, Timed: true, Requests: slices.Clone(c.Requests)}
+		if err := workload.Bucket(&bt, b); err != nil {
+			return nil, fmt.Errorf("bucket %d: %w", b, err)
+		}
+		w.buckets[b] = bt.Requests
+	}
+	return w, nil
+}
+
+// Requests returns the trace's requests (bucket 0) with their native
+// arrivals; the caller must not modify them.
+func (w *Workload) Requests() []workload.Request { return w.requests }
+
+// at returns a fresh copy of the requests for bucket b, rescaled to rate.
+func (w *Workload) at(b int, rate float64) ([]workload.Request, error) {
+	src, ok := w.buckets[b]
+	if !ok {
+		return nil, fmt.Errorf("%w: bucket %d was not prepared", ErrBadSpace, b)
+	}
+	t := workload.Trace{Name: "trace", Timed: true, Requests: slices.Clone(src)}
+	if err := workload.Rescale(&t, rate); err != nil {
+		return nil, err
+	}
+	return t.Requests, nil
+}
+
+// SimEvaluator returns an Evaluator that runs package sim on w with the
+// engine config base (model, GPU, TP, limits) and the candidate's
+// settings. Each call builds its own engine, so calls may run in parallel.
+func SimEvaluator(base sim.Config, w *Workload) Evaluator {
+	return func(s Settings, rate float64) (Outcome, error) {
+		c, err := s.Apply(base)
+		if err != nil {
+			return Outcome{}, err
+		}
+		reqs, err := w.at(s.Bucket, rate)
+		if err != nil {
+			return Outcome{}, err
+		}
+		e, err := sim.New(c, reqs)
+		if err != nil {
+			if badSpec(err) {
+				return Outcome{}, err
+			}
+			return Outcome{}, fmt.Errorf("%w: %w", ErrCannotRun, err)
+		}
+		r, err := e.Run()
+		if err != nil {
+			return Outcome{}, err
+		}
+		return OutcomeOf(r, rate), nil
+	}
+}
+
+// OutcomeOf extracts the figures the advice uses from a sim result.
+func OutcomeOf(r sim.Result, rate float64) Outcome {
+	return Outcome{
+		RateRPS: rate, OOMs: r.RequestsFailedOOM, ActivationOOMs: r.ActivationOOMs,
+		Rejected: r.RequestsRejected, Unfinished: r.RequestsUnfinished, Completed: r.RequestsCompleted,
+		Total: r.RequestsTotal, Preemptions: r.Preemptions,
+		FragRate: FragRate{P50: r.FragRate.P50, P99: r.FragRate.P99}, HealthMin: r.HealthMin,
+		TTFTP99: r.TTFT.P99, TPOTP99: r.TPOT.P99, OutputTokensPerS: r.OutputTokensPerS,
+		PeakReservedBytes: r.PeakReservedBytes,
+	}
+}
+
+// ErrCannotRun marks a candidate whose engine cannot be built on this model
+// and GPU (no memory left for KV at its utilization, a paged pool that does
+// not fit); such a candidate is reported as not eligible, with the reason,
+// instead of stopping the sweep.
+var ErrCannotRun = errors.New("advise: candidate cannot run")
+
+// badSpec reports an error in a KV strategy or allocator spec: a mistake in
+// the sweep, not a property of the candidate.
+func badSpec(err error) bool {
+	return errors.Is(err, alloc.ErrBadSpec) || errors.Is(err, strategy.ErrBadSpec)
+}
+
+// Check builds every candidate's engine on no requests before the sweep
+// starts. A bad KV or allocator spec is an error naming the candidate; so
+// is a sweep in which no candidate can run at all (the model does not fit).
+// Candidates that cannot run for lack of memory are left to Run, which
+// reports them as not eligible.
+func Check(base sim.Config, cands []Candidate) error {
+	seen := map[Settings]bool{}
+	var firstErr error
+	runnable := false
+	for i, c := range cands {
+		s := c.Settings
+		s.Bucket = 0
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		cfg, err := s.Apply(base)
+		if err == nil {
+			_, err = sim.New(cfg, nil)
+		}
+		switch {
+		case err == nil:
+			runnable = true
+		case badSpec(err):
+			return fmt.Errorf("candidate %d (%s): %w", i, c.Settings, err)
+		case firstErr == nil:
+			firstErr = fmt.Errorf("candidate %d (%s): %w", i, c.Settings, err)
+		}
+	}
+	if !runnable && firstErr != nil {
+		return fmt.Errorf("no candidate can run: %w", firstErr)
+	}
+	return nil
+}
+
+// Options control Run.
+type Options struct {
+	SLO    SLO
+	Search Search
+	// Workers is the number of candidates searched at once (0:
+	// GOMAXPROCS). Results do not depend on it.
+	Workers int
+	// OnDone, when set, is called after each candidate's search (from the
+	// worker goroutines; it must be safe for concurrent use).
+	OnDone func()
+}
+
+// Run searches the sustainable rate of each candidate whose index is in
+// which (all when which is nil), up to Options.Workers at once, and
+// returns the results in the order of which. Each candidate's search is
+// sequential and deterministic, so the results are the same for any
+// number of workers.
+func Run(cands []Candidate, which []int, eval Evaluator, o Options) ([]Result, error) {
+	if which == nil {
+		which = make([]int, len(cands))
+		for i := range which {
+			which[i] = i
+		}
+	}
+	if err := o.Search.Validate(); err != nil {
+		return nil, err
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, max(len(which), 1))
+	out := make([]Result, len(which))
+	errs := make([]error, len(which))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				out[j], errs[j] = runOne(cands, which[j], eval, o)
+				if o.OnDone != nil {
+					o.OnDone()
+				}
+			}
+		}()
+	}
+	for j := range which {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func runOne(cands []Candidate, i int, eval Evaluator, o Options) (Result, error) {
+	if i < 0 || i >= len(cands) {
+		return Result{}, fmt.Errorf("%w: candidate %d of %d", ErrBadSpace, i, len(cands))
+	}
+	c := cands[i]
+	f, err := FindSustainable(func(rate float64) (Outcome, error) { return eval(c.Settings, rate) }, o.SLO, o.Search)
+	if errors.Is(err, ErrCannotRun) {
+		return Result{Index: i, Candidate: c, Evaluations: f.Evaluations, FailReason: cannotRunReason(err)}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("candidate %d (%s): %w", i, c.Settings, err)
+	}
+	r := Result{Index: i, Candidate: c, Outcome: f.Sustainable, Held: f.Held, Evaluations: f.Evaluations,
+		SustainableRPS: f.Sustainable.RateRPS, Multiplier: round6(f.Sustainable.RateRPS / o.Search.StartRPS)}
+	if f.Failed != nil {
+		r.FailedAtRPS, r.FailReason = f.Failed.RateRPS, f.Why
+	}
+	return r, nil
+}
+
+// cannotRunReason is the evidence for a candidate that cannot run: the
+// engine's own message, without the wrapping.
+func cannotRunReason(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ErrCannotRun.Error()+": "); i >= 0 {
+		msg = msg[i+len(ErrCannotRun.Error())+2:]
+	}
+	return "cannot run: " + msg
+}
+
+// round6 keeps JSON short and stable: six significant digits.
+func round6(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	p := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,403 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/advise"
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+	"github.com/spf13/cobra"
+)
+
+// adviseFlags are the flags of `gpufrag advise`.
+type adviseFlags struct {
+	trace, format, model, gpu, kvDType string
+	tp, maxRows, maxContext            int
+	skipBadRows                        bool
+	kvs, allocs, defrags               []string
+	utils                              []float64
+	buckets                            []int
+	full                               bool
+	ttft, tpot                         float64
+	startRate                          float64
+	bracket, bisect                    int
+	parallel                           int
+	shard, out                         string
+	refine                             string
+	refineTop                          int
+	json                               bool
+}
+
+func newAdviseCmd() *cobra.Command {
+	f := adviseFlags{}
+	def, search := advise.DefaultSpace(), advise.DefaultSearch()
+	slo := advise.DefaultSLO()
+	cmd := &cobra.Command{
+		Use:   "advise",
+		Short: "Recommend memory settings by the load they sustain on your workload",
+		Long:  adviseLong,
+		Example: `  # The default sweep (45 candidates) on your trace, model and GPU:
+  gpufrag advise --trace AzureLLMInferenceTrace_conv.csv --model llama-3.1-8b --gpu a100-80g
+
+  # Only paged block sizes and two utilizations, as JSON:
+  gpufrag advise --trace conv.csv --model ./config.json --gpu h100-80g --tp 2 \
+      --kv paged:16,paged:32 --alloc caching --gpu-memory-utilization 0.9,0.95 --json
+
+  # Then cross the best 3 setups with every utilization and bucket size:
+  gpufrag advise --trace conv.csv --model llama-3.1-8b --gpu a100-80g --json > stage1.json
+  gpufrag advise --trace conv.csv --model llama-3.1-8b --gpu a100-80g --refine stage1.json
+
+  # Split across 4 machines (see deploy/kubernetes/advise-job.yaml), then merge:
+  gpufrag advise --trace conv.csv --model llama-3.1-8b --gpu a100-80g --shard 2/4 --out shard-2.json
+  gpufrag advise merge shard-*.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAdvise(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.trace, "trace", "", "request trace `FILE` (required; formats as gpufrag simulate)")
+	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt or jsonl (default: detected)")
+	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
+	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse instead of failing")
+	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json (required)")
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` (required): "+strings.Join(modelGPUNames(), ", "))
+	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N`")
+	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp8 or int8 (default: the model's)")
+	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
+	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+strings.Join(def.KVs, ",")+")")
+	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s (alloc/spec syntax); the first is the base (default "+strings.Join(def.Allocs, ",")+")")
+	fl.Float64SliceVar(&f.utils, "gpu-memory-utilization", def.Utils, "gpu_memory_utilization `VALUES`; the first is the base")
+	fl.IntSliceVar(&f.buckets, "bucket", def.Buckets, "prompt bucket `SIZES` in tokens (0: off); the first is the base")
+	fl.StringSliceVar(&f.defrags, "defrag", def.Defrags, "defrag `POLICIES` (off, threshold, adaptive, online, offline); the first is the base")
+	fl.BoolVar(&f.full, "full", false, "cross every dimension instead of the grouped design (many more simulations)")
+	fl.StringVar(&f.refine, "refine", "", "second stage: cross the best setups of the advice in `FILE` (a previous --json output on the same trace) with every utilization and bucket")
+	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "memory setups (kv, allocator, defrag) the second stage crosses (`K`)")
+	fl.Float64Var(&f.ttft, "slo-ttft-p99", slo.TTFTP99, "SLO: p99 time to first token in `SECONDS`")
+	fl.Float64Var(&f.tpot, "slo-tpot-p99", slo.TPOTP99, "SLO: p99 time per output token in `SECONDS`")
+	fl.Float64Var(&f.startRate, "start-rate", 0, "first rate tried in requests per second `R` (default: the trace's own mean rate)")
+	fl.IntVar(&f.bracket, "bracket-steps", search.BracketSteps, "doublings or halvings of the rate to find a bracket (`N`)")
+	fl.IntVar(&f.bisect, "bisect-steps", search.BisectSteps, "geometric bisections inside the bracket (`N`; 4 resolve the rate to about 4%)")
+	fl.IntVar(&f.parallel, "parallel", 0, "candidates searched at once (default: GOMAXPROCS)")
+	fl.StringVar(&f.shard, "shard", "", "run only shard `i/n` (candidates with index % n == i) and write a partial result for `gpufrag advise merge`")
+	fl.StringVar(&f.out, "out", "", "write the partial result JSON to `FILE` (with --shard; stdout when absent)")
+	fl.BoolVar(&f.json, "json", false, "print the advice as JSON (schema in docs/json.md)")
+	cmd.AddCommand(newAdviseMergeCmd())
+	return cmd
+}
+
+const adviseLong = `Advise sweeps the memory settings a user controls (KV strategy and block
+size, gpu_memory_utilization, allocator and PYTORCH_CUDA_ALLOC_CONF, prompt
+bucket size, defrag policy) on your own workload, and recommends the one
+that sustains the most load with no out-of-memory failures.
+
+For each candidate it searches the sustainable rate: the highest request
+rate (the trace's arrivals rescaled) at which the simulated engine has no
+OOM failures, no activation OOMs and no unfinished requests, and holds the
+SLO (--slo-ttft-p99, default 2 s; --slo-tpot-p99, default 0.1 s). The
+search starts at the trace's own rate, doubles or halves it up to
+--bracket-steps times until the outcome flips, then bisects the bracket
+geometrically --bisect-steps times: at most 1 + 5 + 4 = 10 simulations per
+candidate, the same rates for the same outcomes, so results are
+deterministic and do not depend on --parallel.
+
+Candidates (the first value of each list is the base): every valid KV ×
+allocator pair at the base; each other defrag policy for contiguous KV on
+the base allocator; each other utilization and bucket size for every KV
+strategy on the base allocator. The default space has 45 candidates;
+--full crosses everything instead. A second stage, --refine FILE with
+the --json output of the first, crosses the best --refine-top setups
+(KV, allocator, defrag) with every utilization and bucket size (24
+candidates by default).
+
+The recommended candidate is eligible (no OOMs at its sustainable rate, no
+more rejected requests than the candidate rejecting fewest, deployable)
+with the highest sustainable rate; ties go to lower fragmentation p99,
+then lower peak reserved memory. The runner-up is the next one.
+
+Large sweeps split into shards (--shard i/n --out FILE, one per machine or
+Kubernetes Indexed Job pod); 'gpufrag advise merge' checks that the shards
+come from the same inputs and cover every candidate once, and prints what
+an unsharded run would.`
+
+func newAdviseMergeCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "merge FILE...",
+		Short: "Merge the partial results of sharded advise runs",
+		Long: `Merge reads the partial results written by 'gpufrag advise --shard i/n --out FILE',
+checks that they come from the same trace, flags and candidate list (their
+input digest), that there is one file per shard and that together they
+cover every candidate exactly once, and prints the advice an unsharded run
+prints, byte for byte.`,
+		Example: `  gpufrag advise merge /results/shard-*.json --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf(cmd, "merge needs the shard files written by gpufrag advise --shard i/n --out FILE")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, files []string) error {
+			parts := make([]*advise.Partial, len(files))
+			for i, name := range files {
+				fh, err := os.Open(name)
+				if err != nil {
+					return err
+				}
+				parts[i], err = advise.ReadPartial(fh, name)
+				fh.Close()
+				if err != nil {
+					return err
+				}
+			}
+			rep, err := advise.Merge(parts, files)
+			if err != nil {
+				return err
+			}
+			return printAdvice(cmd.OutOrStdout(), rep, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the advice as JSON")
+	return cmd
+}
+
+func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	set := cmd.Flags().Changed
+	for _, req := range []struct{ name, v string }{{"trace", f.trace}, {"model", f.model}, {"gpu", f.gpu}} {
+		if req.v == "" {
+			return usageErrorf(cmd, "--%s is required", req.name)
+		}
+	}
+	space, err := adviseSpace(f)
+	if err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	switch {
+	case f.tp < 1:
+		return usageErrorf(cmd, "--tp %d: want at least 1", f.tp)
+	case !(f.ttft > 0) || !(f.tpot > 0):
+		return usageErrorf(cmd, "--slo-ttft-p99 %v, --slo-tpot-p99 %v: want positive seconds", f.ttft, f.tpot)
+	case set("start-rate") && !(f.startRate > 0):
+		return usageErrorf(cmd, "--start-rate %v: want a positive number of requests per second", f.startRate)
+	case f.maxRows < 0 || f.maxContext < 0:
+		return usageErrorf(cmd, "--max-rows and --max-context: want 0 or a positive number")
+	case set("parallel") && f.parallel < 1:
+		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
+	case set("out") && !set("shard") && f.out == "":
+		return usageErrorf(cmd, "--out needs a file name")
+	case f.refine != "" && f.full:
+		return usageErrorf(cmd, "--refine and --full: choose one (--full already crosses everything)")
+	case set("refine-top") && f.refine == "":
+		return usageErrorf(cmd, "--refine-top needs --refine")
+	case f.refineTop < 1:
+		return usageErrorf(cmd, "--refine-top %d: want at least 1", f.refineTop)
+	}
+	shard, shards := 0, 1
+	if set("shard") {
+		if shard, shards, err = advise.ParseShard(f.shard); err != nil {
+			return usageErrorf(cmd, "--shard: %v", err)
+		}
+	}
+	format, err := workload.ParseFormat(f.format)
+	if err != nil {
+		return usageErrorf(cmd, "--format: %v", err)
+	}
+	m, err := model.Load(f.model)
+	if err != nil {
+		return err
+	}
+	g, err := model.LookupGPU(f.gpu)
+	if err != nil {
+		return usageErrorf(cmd, "--gpu: %v", err)
+	}
+	base := sim.DefaultConfig(m, g)
+	base.TP, base.MaxContext = f.tp, f.maxContext
+	if f.kvDType != "" {
+		if base.KVDType, err = model.ParseDType(f.kvDType); err != nil {
+			return usageErrorf(cmd, "--kv-dtype: %v", err)
+		}
+	}
+	t, sum, err := readAdviseTrace(f.trace, format, f.maxRows, f.skipBadRows)
+	if err != nil {
+		return err
+	}
+	if t.Skipped > 0 {
+		fmt.Fprintf(stderr, "gpufrag: warning: skipped %d bad rows of %s\n", t.Skipped, f.trace)
+	}
+	w, err := advise.NewWorkload(t, space.Buckets)
+	if err != nil {
+		return err
+	}
+	cands, err := space.Candidates()
+	if err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	var refinedFrom string
+	if f.refine != "" {
+		prev, err := readAdviceFile(f.refine)
+		if err != nil {
+			return err
+		}
+		pt := prev.Inputs
+		if pt.Trace.SHA256 != sum || pt.Model != m.Name || pt.GPU != g.Name || pt.TP != f.tp {
+			return fmt.Errorf("--refine %s: advice for %s (sha256 %.12s…), %s on %s tp %d; this run is %s (sha256 %.12s…), %s on %s tp %d",
+				f.refine, pt.Trace.File, pt.Trace.SHA256, pt.Model, pt.GPU, pt.TP, filepath.Base(f.trace), sum, m.Name, g.Name, f.tp)
+		}
+		if cands, err = advise.Refine(prev, space, f.refineTop); err != nil {
+			return fmt.Errorf("--refine %s: %w", f.refine, err)
+		}
+		refinedFrom = prev.Digest
+	}
+	if err := advise.Check(base, cands); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	srch := advise.Search{StartRPS: w.NativeRPS, BracketSteps: f.bracket, BisectSteps: f.bisect}
+	if set("start-rate") {
+		srch.StartRPS = f.startRate
+	}
+	if err := srch.Validate(); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	in := advise.Inputs{
+		Trace: advise.TraceInfo{File: filepath.Base(f.trace), SHA256: sum, Format: t.Format.String(),
+			Requests: len(t.Requests), Skipped: t.Skipped, MaxRows: f.maxRows, NativeRPS: w.NativeRPS},
+		Model: m.Name, GPU: g.Name, TP: f.tp, KVDType: f.kvDType, MaxContext: f.maxContext,
+		SLO: advise.SLO{TTFTP99: f.ttft, TPOTP99: f.tpot}, Search: srch, Space: space,
+		RefinedFrom: refinedFrom, Candidates: cands,
+	}
+	which := advise.ShardIndices(len(cands), shard, shards)
+	fmt.Fprintf(stderr, "advise: %d candidates (%s), at most %d simulations each", len(cands), groupCounts(cands), srch.MaxEvaluations())
+	if shards > 1 {
+		fmt.Fprintf(stderr, "; shard %d/%d runs %d", shard, shards, len(which))
+	}
+	fmt.Fprintln(stderr)
+	bar := progress.New(stderr, int64(len(which)), "advise")
+	results, err := advise.Run(cands, which, advise.SimEvaluator(base, w),
+		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment})
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	if set("shard") || f.out != "" {
+		p := advise.NewPartial(in, shard, shards, results)
+		if f.out == "" {
+			return p.Write(stdout)
+		}
+		if err := writePartialFile(f.out, p); err != nil {
+			return err
+		}
+		if set("shard") {
+			return nil
+		}
+	}
+	rep, err := advise.NewReport(in, results)
+	if err != nil {
+		return err
+	}
+	return printAdvice(stdout, rep, f.json)
+}
+
+// adviseSpace builds the sweep space from the flags.
+func adviseSpace(f *adviseFlags) (advise.Space, error) {
+	sp := advise.DefaultSpace()
+	if len(f.kvs) > 0 {
+		kvs, err := specList(f.kvs, "")
+		if err != nil {
+			return sp, fmt.Errorf("--kv: %w", err)
+		}
+		sp.KVs = kvs
+	}
+	if len(f.allocs) > 0 {
+		sp.Allocs = nil
+		for _, v := range f.allocs {
+			as, err := spec.SplitList(v)
+			if err != nil {
+				return sp, fmt.Errorf("--alloc %q: %w", v, err)
+			}
+			sp.Allocs = append(sp.Allocs, as...)
+		}
+	}
+	sp.Utils, sp.Buckets, sp.Full = f.utils, f.buckets, f.full
+	sp.Defrags = nil
+	for _, d := range f.defrags {
+		sp.Defrags = append(sp.Defrags, strings.ToLower(strings.TrimSpace(d)))
+	}
+	return sp, sp.Validate()
+}
+
+// readAdviseTrace reads the trace and returns it with the file's SHA-256.
+func readAdviseTrace(path string, format workload.Format, maxRows int, skipBad bool) (*workload.Trace, string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := fh.Seek(0, io.SeekStart); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	t, err := workload.Read(fh, path, format, workload.ReadOptions{SkipBadRows: skipBad, MaxRows: maxRows})
+	if err != nil {
+		return nil, "", err
+	}
+	return t, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func readAdviceFile(path string) (*advise.Report, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return advise.ReadReport(fh, path)
+}
+
+func writePartialFile(path string, p *advise.Partial) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+func groupCounts(cands []advise.Candidate) string {
+	var names []string
+	counts := map[string]int{}
+	for _, c := range cands {
+		if counts[c.Group] == 0 {
+			names = append(names, c.Group)
+		}
+		counts[c.Group]++
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d %s", counts[n], n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func printAdvice(w io.Writer, rep *advise.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(rep)
+	}
+	return advise.WriteText(w, rep)
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/advise"
+	"github.com/gpufrag/gpufrag/internal/invariants"
+)
+
+// adviseTrace is the small synthetic Azure trace of package advise's tests.
+var adviseTrace = filepath.Join("..", "..", "advise", "testdata", "small_azure.csv")
+
+// skipAdviseSims skips a test that simulates (a few dozen runs of 120
+// requests) when every allocator self-check is on (-race, -tags
+// invariants), which makes it take many minutes; package advise's tests
+// cover Run's concurrency under -race with a fake evaluator.
+func skipAdviseSims(t *testing.T) {
+	t.Helper()
+	if invariants.Enabled {
+		t.Skip("simulates; too slow with every self-check on (-race, -tags invariants)")
+	}
+}
+
+// adviseArgs is a narrow sweep (4 candidates, 2 bisections) that runs in a
+// second or two.
+func adviseArgs(extra ...string) []string {
+	return append([]string{"advise", "--trace", adviseTrace, "--model", "llama-2-13b", "--gpu", "l40s-48g",
+		"--kv", "paged:16,contiguous-grow", "--alloc", "caching,async", "--gpu-memory-utilization", "0.9",
+		"--bucket", "0", "--defrag", "off", "--bisect-steps", "2"}, extra...)
+}
+
+func TestAdviseJSON(t *testing.T) {
+	skipAdviseSims(t)
+	code, out, errs := run(t, "", adviseArgs("--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "advise: 4 candidates (4 setup), at most 8 simulations each") {
+		t.Errorf("no candidate count up front: %q", errs)
+	}
+	var rep advise.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	if rep.Recommended == nil || rep.Recommended.OOMs != 0 || !(rep.Recommended.SustainableRPS > 0) || len(rep.Candidates) != 4 {
+		t.Fatalf("recommended %+v, %d candidates", rep.Recommended, len(rep.Candidates))
+	}
+	// The issue's shape: recommended.{settings,sustainable_rate_rps,ooms}, runner_up, candidates.
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal(raw["recommended"], &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"settings", "sustainable_rate_rps", "ooms"} {
+		if _, ok := rec[k]; !ok {
+			t.Errorf("recommended has no %q: %s", k, raw["recommended"])
+		}
+	}
+	for _, k := range []string{"runner_up", "candidates"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("no %q", k)
+		}
+	}
+	if rep.Inputs.Trace.SHA256 == "" || rep.Inputs.Trace.Requests != 120 {
+		t.Errorf("inputs %+v", rep.Inputs.Trace)
+	}
+}
+
+// 1 and 4 workers print the same advice, byte for byte.
+func TestAdviseParallelIdentical(t *testing.T) {
+	skipAdviseSims(t)
+	_, a, _ := run(t, "", adviseArgs("--json", "--parallel", "1")...)
+	_, b, _ := run(t, "", adviseArgs("--json", "--parallel", "4")...)
+	if a == "" || a != b {
+		t.Fatalf("--parallel 1 and 4 differ:\n%s\n---\n%s", a, b)
+	}
+}
+
+// Three shards merged print what the unsharded run prints, as JSON and
+// as text; missing or foreign shards are refused with the file names.
+func TestAdviseShardMerge(t *testing.T) {
+	skipAdviseSims(t)
+	dir := t.TempDir()
+	var files []string
+	for i := range 3 {
+		f := filepath.Join(dir, "shard-"+string(rune('0'+i))+".json")
+		code, out, errs := run(t, "", adviseArgs("--shard", string(rune('0'+i))+"/3", "--out", f)...)
+		if code != 0 || out != "" {
+			t.Fatalf("shard %d: exit %d, stdout %q: %s", i, code, out, errs)
+		}
+		files = append(files, f)
+	}
+	for _, asJSON := range []bool{true, false} {
+		var flag []string
+		if asJSON {
+			flag = []string{"--json"}
+		}
+		code, whole, errs := run(t, "", adviseArgs(flag...)...)
+		if code != 0 {
+			t.Fatalf("unsharded: %s", errs)
+		}
+		code, merged, errs := run(t, "", append(append([]string{"advise", "merge"}, files...), flag...)...)
+		if code != 0 {
+			t.Fatalf("merge: exit %d: %s", code, errs)
+		}
+		if merged != whole {
+			t.Fatalf("merge (json %v) differs from the unsharded run:\n%s\n---\n%s", asJSON, merged, whole)
+		}
+		if !asJSON && (!strings.Contains(whole, "Recommended: ") || !strings.Contains(whole, "--gpu-memory-utilization 0.9")) {
+			t.Errorf("text output:\n%s", whole)
+		}
+	}
+	code, _, errs := run(t, "", "advise", "merge", files[0], files[2])
+	if code != 1 || !strings.Contains(errs, "missing shard(s) 1/3") {
+		t.Errorf("missing shard: exit %d: %s", code, errs)
+	}
+	other := filepath.Join(dir, "other.json")
+	if code, _, errs := run(t, "", adviseArgs("--shard", "1/3", "--out", other, "--slo-ttft-p99", "5")...); code != 0 {
+		t.Fatal(errs)
+	}
+	code, _, errs = run(t, "", "advise", "merge", files[0], other, files[2])
+	if code != 1 || !strings.Contains(errs, "come from different inputs") || !strings.Contains(errs, "other.json") {
+		t.Errorf("foreign shard: exit %d: %s", code, errs)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"format": "gpufrag-advise-shard/1", "shard": x}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = run(t, "", "advise", "merge", bad)
+	if code != 1 || !strings.Contains(errs, "bad.json: byte 47") {
+		t.Errorf("bad JSON: exit %d: %s", code, errs)
+	}
+}
+
+func TestAdviseUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"advise", "--model", "llama-3.1-8b", "--gpu", "a100-80g"}, "--trace is required"},
+		{[]string{"advise", "--trace", adviseTrace, "--gpu", "a100-80g"}, "--model is required"},
+		{adviseArgs("--shard", "3/3"), "--shard"},
+		{adviseArgs("--shard", "1"), "want i/n"},
+		{adviseArgs("--gpu-memory-utilization", "1.5"), "gpu_memory_utilization: 1.5"},
+		{adviseArgs("--gpu-memory-utilization", "lots"), `invalid argument "lots"`},
+		{adviseArgs("--bucket", "-16"), "bucket: -16"},
+		{adviseArgs("--defrag", "sometimes"), `defrag: "sometimes"`},
+		{adviseArgs("--kv", "paged:0"), "paged:0"},
+		{adviseArgs("--alloc", "nosuch"), "nosuch"},
+		{adviseArgs("--parallel", "0"), "--parallel 0"},
+		{adviseArgs("--slo-ttft-p99", "0"), "--slo-ttft-p99"},
+		{adviseArgs("--start-rate", "-1"), "--start-rate -1"},
+		{adviseArgs("--tp", "0"), "--tp 0"},
+		{adviseArgs("--bisect-steps", "99"), "bisect steps 99"},
+		{adviseArgs("--gpu", "nosuch-gpu"), "--gpu"},
+		{adviseArgs("--format", "xml"), "--format"},
+		{adviseArgs("extra"), "extra"},
+		{[]string{"advise", "merge"}, "merge needs the shard files"},
+	} {
+		code, out, errs := run(t, "", c.args...)
+		if code != 2 || out != "" || !strings.Contains(errs, c.want) || !strings.Contains(errs, "--help") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming %q", c.args[len(c.args)-2:], code, out, errs, c.want)
+		}
+	}
+	// A trace that does not parse is not a usage error: exit 1 naming the file and line.
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-01-01 00:00:00.0,12,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "", "advise", "--trace", bad, "--model", "llama-3.1-8b", "--gpu", "a100-80g")
+	if code != 1 || !strings.Contains(errs, "bad.csv") || !strings.Contains(errs, "line 2") {
+		t.Errorf("bad trace: exit %d: %s", code, errs)
+	}
+}
+
+func TestAdviseHelp(t *testing.T) {
+	code, out, _ := run(t, "", "advise", "--help")
+	if code != 0 || !strings.Contains(out, "gpufrag advise merge") || !strings.Contains(out, "--slo-ttft-p99") {
+		t.Errorf("help: exit %d:\n%s", code, out)
+	}
+}
+
+// A second stage crosses the best setups of the first with every
+// utilization and bucket; advice for another model is refused.
+func TestAdviseRefine(t *testing.T) {
+	skipAdviseSims(t)
+	dir := t.TempDir()
+	stage1 := filepath.Join(dir, "stage1.json")
+	code, out, errs := run(t, "", adviseArgs("--json")...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if err := os.WriteFile(stage1, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var first advise.Report
+	if err := json.Unmarshal([]byte(out), &first); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, "", adviseArgs("--refine", stage1, "--refine-top", "2", "--bucket", "256", "--json")...)
+	if code != 0 {
+		t.Fatalf("refine: exit %d: %s", code, errs)
+	}
+	var rep advise.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Candidates) != 4 || rep.Inputs.RefinedFrom != first.Digest || rep.Recommended == nil {
+		t.Fatalf("%d candidates, refined from %q (want 4 from %q)", len(rep.Candidates), rep.Inputs.RefinedFrom, first.Digest)
+	}
+	for _, c := range rep.Candidates {
+		if c.Group != "refine" {
+			t.Errorf("candidate %s in group %s", c.Settings, c.Group)
+		}
+	}
+	code, _, errs = run(t, "", "advise", "--trace", adviseTrace, "--model", "llama-3.1-8b", "--gpu", "l40s-48g", "--refine", stage1)
+	if code != 1 || !strings.Contains(errs, "llama-2-13b") || !strings.Contains(errs, "stage1.json") {
+		t.Errorf("other model: exit %d: %s", code, errs)
+	}
+	code, _, errs = run(t, "", adviseArgs("--refine", stage1, "--full")...)
+	if code != 2 || !strings.Contains(errs, "choose one") {
+		t.Errorf("--refine --full: exit %d: %s", code, errs)
+	}
+}
