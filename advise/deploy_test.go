@@ -16,10 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// decodeStrict converts a YAML document to JSON and decodes it into v,
+// decodeManifest converts a YAML document to JSON and decodes it into v,
 // refusing fields the Kubernetes type does not have (a misspelt key would
 // otherwise be dropped silently by the API server's lenient decoding).
-func decodeStrict(t *testing.T, doc map[string]any, v any) {
+func decodeManifest(t *testing.T, doc map[string]any, v any) {
 	t.Helper()
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -53,10 +53,10 @@ func TestAdviseJobManifest(t *testing.T) {
 		switch doc["kind"] {
 		case "Job":
 			job = &batchv1.Job{}
-			decodeStrict(t, doc, job)
+			decodeManifest(t, doc, job)
 		case "PersistentVolumeClaim":
 			pvc = &corev1.PersistentVolumeClaim{}
-			decodeStrict(t, doc, pvc)
+			decodeManifest(t, doc, pvc)
 		default:
 			t.Fatalf("unexpected kind %v", doc["kind"])
 		}

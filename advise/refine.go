@@ -4,8 +4,6 @@
 package advise
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,31 +76,9 @@ var ErrBadReport = errors.New("advise: bad report")
 // digest matches the inputs recorded in it and that the candidates are
 // numbered 0..n−1 with ranks 1..n.
 func ReadReport(r io.Reader, name string) (*Report, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxReportBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadReport, name, err)
-	}
-	if len(data) > MaxReportBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadReport, name, MaxReportBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var rep Report
-	if err := dec.Decode(&rep); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadReport, name, se.Offset, err)
-		case errors.As(err, &te):
-			return nil, fmt.Errorf("%w: %s: byte %d: field %q: %w", ErrBadReport, name, te.Offset, te.Field, err)
-		case errors.Is(err, io.EOF):
-			return nil, fmt.Errorf("%w: %s: empty file", ErrBadReport, name)
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadReport, name, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: %s: byte %d: more than one JSON value", ErrBadReport, name, dec.InputOffset())
+	if err := decodeStrict(r, name, MaxReportBytes, ErrBadReport, &rep); err != nil {
+		return nil, err
 	}
 	bad := func(field, format string, args ...any) (*Report, error) {
 		return nil, fmt.Errorf("%w: %s: field %q: %s", ErrBadReport, name, field, fmt.Sprintf(format, args...))

@@ -76,31 +76,9 @@ func (p *Partial) Write(w io.Writer) error {
 // numbers, and that every result belongs to the shard, once, and matches
 // its candidate.
 func ReadPartial(r io.Reader, name string) (*Partial, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxPartialBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadShard, name, err)
-	}
-	if len(data) > MaxPartialBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadShard, name, MaxPartialBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var p Partial
-	if err := dec.Decode(&p); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadShard, name, se.Offset, err)
-		case errors.As(err, &te):
-			return nil, fmt.Errorf("%w: %s: byte %d: field %q: %w", ErrBadShard, name, te.Offset, te.Field, err)
-		case errors.Is(err, io.EOF):
-			return nil, fmt.Errorf("%w: %s: empty file", ErrBadShard, name)
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadShard, name, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: %s: byte %d: more than one JSON value", ErrBadShard, name, dec.InputOffset())
+	if err := decodeStrict(r, name, MaxPartialBytes, ErrBadShard, &p); err != nil {
+		return nil, err
 	}
 	bad := func(field, format string, args ...any) (*Partial, error) {
 		return nil, fmt.Errorf("%w: %s: field %q: %s", ErrBadShard, name, field, fmt.Sprintf(format, args...))
@@ -175,4 +153,36 @@ func Merge(parts []*Partial, names []string) (*Report, error) {
 	}
 	slices.SortFunc(all, func(a, b Result) int { return a.Index - b.Index })
 	return NewReport(first.Inputs, all)
+}
+
+// decodeStrict decodes exactly one JSON value of at most limit bytes from r
+// into v, refusing unknown fields; errors wrap sentinel and name the file and,
+// where the decoder knows them, the byte offset and field.
+func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
+	}
+	if len(data) > limit {
+		return fmt.Errorf("%w: %s: larger than %d bytes", sentinel, name, limit)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return fmt.Errorf("%w: %s: byte %d: %w", sentinel, name, se.Offset, err)
+		case errors.As(err, &te):
+			return fmt.Errorf("%w: %s: byte %d: field %q: %w", sentinel, name, te.Offset, te.Field, err)
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: %s: empty file", sentinel, name)
+		}
+		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: %s: byte %d: more than one JSON value", sentinel, name, dec.InputOffset())
+	}
+	return nil
 }

@@ -505,22 +505,16 @@ func fmtDuration(d time.Duration) string {
 }
 
 func readNodes(p string) ([]cluster.Node, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	if strings.HasSuffix(p, ".json") {
-		f, err := cluster.ReadJSON(fh, p)
-		if err != nil {
-			return nil, err
-		}
-		return f.Nodes, nil
-	}
-	return cluster.ReadNodesCSV(fh, p)
+	return readClusterFile(p, func(f *cluster.File) []cluster.Node { return f.Nodes }, cluster.ReadNodesCSV)
 }
 
 func readPods(p string) ([]cluster.Pod, error) {
+	return readClusterFile(p, func(f *cluster.File) []cluster.Pod { return f.Pods }, cluster.ReadPodsCSV)
+}
+
+// readClusterFile reads nodes or pods from our JSON form (*.json) or an
+// openb CSV.
+func readClusterFile[T any](p string, fromJSON func(*cluster.File) []T, fromCSV func(io.Reader, string) ([]T, error)) ([]T, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -531,9 +525,9 @@ func readPods(p string) ([]cluster.Pod, error) {
 		if err != nil {
 			return nil, err
 		}
-		return f.Pods, nil
+		return fromJSON(f), nil
 	}
-	return cluster.ReadPodsCSV(fh, p)
+	return fromCSV(fh, p)
 }
 
 func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, func(), error) {
