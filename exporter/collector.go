@@ -141,6 +141,8 @@ type Collector struct {
 	state   map[string]bool // last reported up state per source
 	cache   []cached        // per source, for VersionedSources
 	flights []*flight       // per source, the ContextSource collection running
+
+	registeredWith prometheus.Registerer // New's reg, when not nil
 }
 
 // VersionedSource is a Source whose samples change only at known moments
@@ -200,6 +202,7 @@ func NewWithOptions(reg prometheus.Registerer, opts Options, sources ...Source) 
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("exporter: register collector: %w", err)
 		}
+		c.registeredWith = reg
 	}
 	return c, nil
 }
@@ -217,10 +220,62 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // in this scrape (or would pass Options.MaxSeries), sends only
 // gpufrag_source_up 0.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.collect(func(m prometheus.Metric) { ch <- m })
+}
+
+// sourceState is what a source's collection depended on for a
+// VersionedSource: the version of its samples, or that it failed. Given the
+// same states for every source, Collect sends the same metrics (the
+// duplicate and MaxSeries checks depend only on the samples).
+type sourceState struct {
+	version uint64
+	failed  bool
+}
+
+// versionPeeker is a VersionedSource that tells its state without copying
+// its samples.
+type versionPeeker interface {
+	versionState() (uint64, error)
+}
+
+// states returns every source's current state, or ok false when a source
+// is not a VersionedSource (its samples can change at any moment).
+func (c *Collector) states() (st []sourceState, ok bool) {
+	st = make([]sourceState, len(c.sources))
+	for i, s := range c.sources {
+		vs, versioned := s.(VersionedSource)
+		if !versioned {
+			return nil, false
+		}
+		var version uint64
+		err := recovered(s.Name(), func() (err error) {
+			if p, ok := s.(versionPeeker); ok {
+				version, err = p.versionState()
+			} else {
+				_, version, err = vs.CollectVersioned()
+			}
+			return err
+		})
+		if err != nil {
+			st[i] = sourceState{failed: true}
+		} else {
+			st[i] = sourceState{version: version}
+		}
+	}
+	return st, true
+}
+
+// collect is Collect sending to send; it returns the states of the sources
+// as they were read for this collection (ok false when a source is not
+// versioned).
+func (c *Collector) collect(send func(prometheus.Metric)) (st []sourceState, ok bool) {
+	st, ok = make([]sourceState, len(c.sources)), true
 	seen := make(map[seenKey]bool)
 	series := 0
 	for i, s := range c.sources {
-		ent, err := c.metricsOf(i, s)
+		ent, sst, versioned, err := c.metricsOf(i, s)
+		ok = ok && versioned
+		st[i] = sst
 		if err == nil {
 			for _, k := range ent.keys {
 				if seen[k] {
@@ -240,17 +295,34 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				seen[k] = true
 			}
 			for _, m := range ent.metrics {
-				ch <- m
+				send(m)
 			}
 		}
 		c.logState(s.Name(), err)
-		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name())
+		send(prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name()))
 	}
+	if !ok {
+		st = nil
+	}
+	return st, ok
 }
 
 // metricsOf collects source i and returns its metrics, from the cache when
-// a VersionedSource's version has not changed.
-func (c *Collector) metricsOf(i int, s Source) (cached, error) {
+// a VersionedSource's version has not changed. The error is the source's
+// own or a check of its samples; versioned tells whether s is a
+// VersionedSource, and ent.version is then the version collected.
+func (c *Collector) metricsOf(i int, s Source) (ent cached, st sourceState, versioned bool, err error) {
+	ent, failed, err := c.metricsOfSource(i, s)
+	_, versioned = s.(VersionedSource)
+	if failed {
+		return ent, sourceState{failed: true}, versioned, err
+	}
+	return ent, sourceState{version: ent.version}, versioned, err
+}
+
+// metricsOfSource is metricsOf; failed tells that the source itself failed
+// (rather than a check of its samples).
+func (c *Collector) metricsOfSource(i int, s Source) (_ cached, failed bool, _ error) {
 	vs, versioned := s.(VersionedSource)
 	var samples []Sample
 	var version uint64
@@ -261,22 +333,22 @@ func (c *Collector) metricsOf(i int, s Source) (cached, error) {
 			return err
 		})
 		if err != nil {
-			return cached{}, err
+			return cached{}, true, err
 		}
 		c.mu.Lock()
 		ent := c.cache[i]
 		c.mu.Unlock()
 		if ent.ok && ent.version == version {
-			return ent, nil
+			return ent, false, nil
 		}
 		samples = slices.Clone(samples)
 		sortSamples(samples)
 	} else if samples, err = c.collectSource(i, s); err != nil {
-		return cached{}, err
+		return cached{}, true, err
 	}
 	keys, n, err := checkSamples(samples)
 	if err != nil {
-		return cached{}, err
+		return cached{version: version}, false, err
 	}
 	ent := cached{ok: true, version: version, keys: keys, series: n, metrics: make([]prometheus.Metric, 0, n)}
 	for _, sm := range samples {
@@ -287,7 +359,7 @@ func (c *Collector) metricsOf(i int, s Source) (cached, error) {
 		c.cache[i] = ent
 		c.mu.Unlock()
 	}
-	return ent, nil
+	return ent, false, nil
 }
 
 // recovered runs fn, turning a panic into an error.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // cachedFleet returns gpus × instances sources holding the samples of
@@ -54,21 +55,68 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 // BenchmarkHTTPScrape measures a full HTTP scrape of /metrics (request,
 // gather, encode, read the body) for 8 GPUs × 16 instances served from
-// cached samples, and reports the p50 and p99 of the iterations. Run with
+// cached samples, wired as the daemon is (ServerConfig.Collector: the
+// Collector's families are served from encoded bytes), and reports the p50
+// and p99 of the iterations. Run with
 //
 //	go test ./exporter -run '^$' -bench HTTPScrape -benchmem
 func BenchmarkHTTPScrape(b *testing.B) {
 	for _, gz := range []bool{false, true} {
-		b.Run(fmt.Sprintf("gzip=%t", gz), func(b *testing.B) { benchHTTPScrape(b, gz) })
+		b.Run(fmt.Sprintf("gzip=%t", gz), func(b *testing.B) { benchHTTPScrape(b, gz, true) })
 	}
 }
 
-func benchHTTPScrape(b *testing.B, gz bool) {
-	reg := prometheus.NewRegistry()
-	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second}, cachedFleet(b, 8, 16)...); err != nil {
+// BenchmarkHTTPScrapePromhttp is BenchmarkHTTPScrape with the Collector
+// registered in the Gatherer: plain promhttp, gathering and encoding
+// everything on each scrape (the wiring before ServerConfig.Collector).
+func BenchmarkHTTPScrapePromhttp(b *testing.B) {
+	for _, gz := range []bool{false, true} {
+		b.Run(fmt.Sprintf("gzip=%t", gz), func(b *testing.B) { benchHTTPScrape(b, gz, false) })
+	}
+}
+
+// BenchmarkHTTPScrapeDaemon is BenchmarkHTTPScrape with the daemon's Go
+// and process collectors in the Gatherer (gathered and encoded on every
+// scrape), with the Collector given separately (cached=true) or registered
+// in the Gatherer (cached=false, plain promhttp), and the two runtime
+// collectors throttled to one collection a second as the daemon does
+// (throttle=true) or collected on every scrape. Run with
+//
+//	go test ./exporter -run '^$' -bench HTTPScrapeDaemon -benchmem
+func BenchmarkHTTPScrapeDaemon(b *testing.B) {
+	for _, cached := range []bool{true, false} {
+		for _, throttle := range []bool{true, false} {
+			b.Run(fmt.Sprintf("cached=%t/throttle=%t", cached, throttle), func(b *testing.B) {
+				reg := prometheus.NewRegistry()
+				gc, pc := collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+				if throttle {
+					gc, pc = Throttle(gc, time.Second, nil), Throttle(pc, time.Second, nil)
+				}
+				reg.MustRegister(gc, pc)
+				benchHTTPScrapeOn(b, reg, false, cached)
+			})
+		}
+	}
+}
+
+func benchHTTPScrape(b *testing.B, gz, cachedEncoding bool) {
+	benchHTTPScrapeOn(b, prometheus.NewRegistry(), gz, cachedEncoding)
+}
+
+func benchHTTPScrapeOn(b *testing.B, reg *prometheus.Registry, gz, cachedEncoding bool) {
+	cfg := ServerConfig{Gatherer: reg, Gzip: gz}
+	var creg prometheus.Registerer = reg
+	if cachedEncoding {
+		creg = nil
+	}
+	c, err := NewWithOptions(creg, Options{SourceTimeout: 2 * time.Second}, cachedFleet(b, 8, 16)...)
+	if err != nil {
 		b.Fatal(err)
 	}
-	ln, url := benchServer(b, ServerConfig{Gatherer: reg, Gzip: gz})
+	if cachedEncoding {
+		cfg.Collector = c
+	}
+	ln, url := benchServer(b, cfg)
 	defer ln()
 	client := &http.Client{}
 	var lat []time.Duration
@@ -148,10 +196,11 @@ func runLoad(tb testing.TB, scrapes int) loadResult {
 		tb.Fatal(err)
 	}
 	srcs := append(cachedFleet(tb, 8, 16), snaps)
-	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...); err != nil {
+	c, err := NewWithOptions(nil, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)
+	if err != nil {
 		tb.Fatal(err)
 	}
-	stop, url := benchServer(tb, ServerConfig{Gatherer: reg})
+	stop, url := benchServer(tb, ServerConfig{Gatherer: reg, Collector: c})
 	defer stop()
 
 	r := loadResult{scrapes: scrapes, heapBefore: heapInUse()}

@@ -48,6 +48,17 @@
 // re-sends them on later scrapes. In-process sources (AllocatorSource,
 // BlockPoolSource) are computed on each scrape.
 //
+// Served through ServerConfig.Collector (rather than registered with the
+// Gatherer), a Collector whose sources are all VersionedSources is not even
+// gathered on most scrapes: /metrics keeps its families encoded, per format
+// negotiated, for the current state of its sources (each one's version and
+// whether it failed or went stale), gathers and encodes only the Gatherer
+// (go_, process_, the snapshot directory's counters) and merges the two in
+// name order. The body, Content-Type and Content-Encoding are promhttp's
+// for the same state; a request the cache does not cover (a source that is
+// not versioned, a gather error, an Accept-Encoding with weights) is served
+// by promhttp itself.
+//
 // # Daemon
 //
 // Serve runs the HTTP server on a listener the caller opens (tests use

@@ -77,6 +77,23 @@ func (p *PolledSource) CollectVersioned() ([]Sample, uint64, error) {
 	return slices.Clone(p.samples), p.version, nil
 }
 
+// versionState is CollectVersioned without the samples (versionPeeker).
+func (p *PolledSource) versionState() (uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !p.polled:
+		return 0, errNotPolled
+	case p.err != nil:
+		return 0, p.err
+	case p.clock.Now().Sub(p.last) > 3*p.interval:
+		return 0, errStale
+	}
+	return p.version, nil
+}
+
+var errStale = errors.New("exporter: stale")
+
 // Poll collects the source once, bounded by the poll timeout, and stores
 // the result.
 func (p *PolledSource) Poll(ctx context.Context) error {

@@ -233,6 +233,16 @@ func (d *SnapshotDir) CollectVersioned() ([]Sample, uint64, error) {
 	return slices.Clone(d.samples), d.scans, nil
 }
 
+// versionState is CollectVersioned without the samples (versionPeeker).
+func (d *SnapshotDir) versionState() (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err != nil {
+		return 0, d.err
+	}
+	return d.scans, nil
+}
+
 // Run rescans at once and then on every tick of the clock until ctx ends.
 func (d *SnapshotDir) Run(ctx context.Context) error {
 	tick, stop := d.cfg.Clock.NewTicker(d.cfg.Rescan)
