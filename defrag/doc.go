@@ -144,11 +144,13 @@
 // # What every call checks
 //
 // PlanLayout refuses a layout that mem.Layout.Check refuses, with Check's
-// message, but decides in one allocation-free pass of its own (layoutValid);
-// it reports frag.Compute's metrics for the input (Before) and derives After
-// from them, recounting only what moves can change (the largest free block,
-// the free blocks, health). The invariants build tag (and the race detector)
-// runs Check and frag.Compute as well and panics if either disagrees.
+// message, but decides in one pass of its own (layoutValid), which also
+// gathers what frag.Compute's metrics for the input (Before) need, distinct
+// sizes counted on a bitmap rather than by sorting; it derives After from
+// Before, recounting only what moves can change (the largest free block, the
+// free blocks, health) in the one pass over the moved layout that also finds
+// the freed segments. The invariants build tag (and the race detector) runs
+// Check and frag.Compute as well and panics if either disagrees.
 //
 // # Invariants
 //

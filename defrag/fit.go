@@ -259,7 +259,7 @@ func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 			}
 			return 1
 		})
-		moves, _, ok := pl.place(hs, blocks, w.seg, -1, nil, nil)
+		moves, _, ok := pl.place(hs, blocks, nil, w.seg, -1, nil, nil)
 		if ok {
 			p.Moves = append(p.Moves, moves...)
 			pl.moved += w.cost
@@ -417,7 +417,7 @@ func (pl *planner) slide(segs []int32, size int64) ([]Move, int32, bool) {
 // sameSeg records n moves within segment si in pl.msegs.
 func (pl *planner) sameSeg(si int32, n int) {
 	for range n {
-		pl.msegs = append(pl.msegs, segPair{si, si})
+		pl.msegs = append(pl.msegs, segPair{si, si, -1})
 	}
 }
 

@@ -1,6 +1,7 @@
 // A bucketed index of holes for large hole sets: one bucket per exact size
 // in 512-byte units under a two-level bitmap, the holes of a bucket in a
-// short slice sorted by (rank, address). It keeps the treap's order exactly
+// short slice sorted by (rank, address), descending, so that taking a
+// bucket's best hole shortens the slice rather than moving it. It keeps the treap's order exactly
 // (tier, size, rank, address), so plans do not depend on which index holds
 // the holes; it is several times faster on the planner's pattern (a best-fit
 // query, then the hole replaced by its smaller rest). See holes.go.
@@ -36,7 +37,7 @@ const (
 type holeBuckets struct {
 	nb      int         // buckets per tier: sizes of units [0, nb)
 	idx     [2][]int32  // idx[tier][units]: 1 + index in lists, 0 for none yet
-	lists   [][]hole    // one sorted slice per bucket in use
+	lists   [][]hole    // one slice per bucket in use, sorted by cmpRankAddr descending
 	bitmap  [2][]uint64 // bit u: bucket u of the tier is not empty
 	summary [2][]uint64 // bit w: bitmap word w of the tier is not zero
 	big     [2][]hole   // sizes of nb units or more, sorted by cmpHole
@@ -66,7 +67,7 @@ func newHoleBuckets(maxSize int64, n int) *holeBuckets {
 // when more than maxBucketLen holes have one size:
 // one counting pass sizes each bucket's slice in one shared array (with
 // room for one more hole, which is what taking from a hole usually needs),
-// then each bucket is sorted.
+// then each bucket is sorted (unless it already is).
 func (b *holeBuckets) fill(hs []hole) bool {
 	var nbig [2]int
 	nl := 0
@@ -133,8 +134,14 @@ func (b *holeBuckets) fill(hs []hole) bool {
 		b.lists[li-1] = append(b.lists[li-1], h)
 	}
 	for _, l := range b.lists {
-		if len(l) > 1 {
-			slices.SortFunc(l, cmpRankAddr)
+		// planCompact lists its holes in (rank, address) order, which the
+		// buckets keep: checking and reversing is cheaper than sorting.
+		switch {
+		case len(l) < 2:
+		case slices.IsSortedFunc(l, cmpRankAddr):
+			slices.Reverse(l)
+		default:
+			slices.SortFunc(l, cmpRankAddrDesc)
 		}
 	}
 	for t := range 2 {
@@ -142,6 +149,9 @@ func (b *holeBuckets) fill(hs []hole) bool {
 	}
 	return true
 }
+
+// cmpRankAddrDesc is the order of a bucket's slice: cmpRankAddr reversed.
+func cmpRankAddrDesc(a, b hole) int { return cmpRankAddr(b, a) }
 
 // cmpRankAddr orders the holes of one bucket (same tier and size).
 func cmpRankAddr(a, b hole) int {
@@ -186,7 +196,7 @@ func (b *holeBuckets) insert(h hole) {
 	if len(l) == 0 {
 		b.setBit(h.tier, u)
 	}
-	i, _ := slices.BinarySearchFunc(l, h, cmpRankAddr)
+	i, _ := slices.BinarySearchFunc(l, h, cmpRankAddrDesc)
 	b.lists[li-1] = slices.Insert(l, i, h)
 }
 
@@ -205,11 +215,15 @@ func (b *holeBuckets) remove(h hole) bool {
 		return false
 	}
 	l := b.lists[li-1]
-	i, found := slices.BinarySearchFunc(l, h, cmpRankAddr)
+	i, found := slices.BinarySearchFunc(l, h, cmpRankAddrDesc)
 	if !found {
 		return false
 	}
-	l = slices.Delete(l, i, i+1)
+	if i == len(l)-1 {
+		l = l[:i] // the bucket's best hole, the usual case
+	} else {
+		l = slices.Delete(l, i, i+1)
+	}
 	b.lists[li-1] = l
 	if len(l) == 0 {
 		b.clearBit(h.tier, u)
@@ -226,7 +240,8 @@ func (b *holeBuckets) first(t int8, n int64) (hole, bool) {
 	}
 	if u < b.nb {
 		if v := b.nextBit(t, u); v >= 0 {
-			return b.lists[b.idx[t][v]-1][0], true
+			l := b.lists[b.idx[t][v]-1]
+			return l[len(l)-1], true
 		}
 	}
 	big := b.big[t]

@@ -70,6 +70,10 @@ type holeSet struct {
 	// bk, when not nil, holds the holes instead of the treap (see
 	// holebuckets.go): build chooses it for large sets of 512-byte multiples.
 	bk *holeBuckets
+	// hint is the capacity newHoleSet was asked for: the treap's nodes are
+	// allocated when first needed, so a set that build puts in buckets never
+	// pays for them.
+	hint int
 }
 
 type treapNode struct {
@@ -81,7 +85,7 @@ type treapNode struct {
 const nilNode = -1
 
 func newHoleSet(capacity int) *holeSet {
-	return &holeSet{nodes: make([]treapNode, 0, capacity), root: nilNode, free: nilNode}
+	return &holeSet{root: nilNode, free: nilNode, hint: capacity}
 }
 
 // splitmix64 is a fixed bijective mixer (Steele et al., SplitMix): it gives
@@ -101,6 +105,9 @@ func (s *holeSet) newNode(h hole) int32 {
 		s.free = s.nodes[i].left
 		s.nodes[i] = nd
 		return i
+	}
+	if s.nodes == nil {
+		s.nodes = make([]treapNode, 0, max(s.hint, 1))
 	}
 	s.nodes = append(s.nodes, nd)
 	return int32(len(s.nodes) - 1)

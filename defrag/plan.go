@@ -236,7 +236,8 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := checkLayout(l); err != nil {
+	st, err := checkScan(l)
+	if err != nil {
 		return Plan{}, fmt.Errorf("%w: %w", ErrLayout, err)
 	}
 	pl := newPlanner(l, r, o)
@@ -260,32 +261,66 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	for _, m := range p.Moves {
 		p.BytesMoved += m.Size
 	}
-	freed := pl.freedByGroup(after)
-	for _, f := range freed {
+	facts := pl.scanAfter(after)
+	for _, f := range facts.freed {
 		p.FreedBytes += f
 	}
 	if g.Kind == GoalCompact && r.releasable {
-		p.LowerBound = pl.compactBound(freed)
+		p.LowerBound = pl.compactBound(facts.freed)
 	}
-	p.Layout.MaxAllocatable = estimateMaxAllocatable(l, after, r)
-	p.Before = frag.Compute(l)
-	p.After = afterMetrics(p.Before, p.Layout)
+	p.Before = beforeMetrics(l, st)
+	p.Layout.MaxAllocatable = estimateMaxAllocatable(l, after, r, p.Before.LargestFreeBlock, facts)
+	p.After = afterMetrics(p.Before, p.Layout, facts.largest, facts.free)
 	return p, nil
 }
 
-// freedByGroup is, per group, the bytes of segments wholly free in after but
-// not in the planner's layout (segments keep their indices in after).
-func (pl *planner) freedByGroup(after mem.Layout) []int64 {
-	freed := make([]int64, len(pl.groups))
-	for si, s := range after.Segments {
-		if s.Expandable || pl.segs[si].used == 0 {
+// afterFacts is what PlanLayout needs to know of the layout a plan
+// produces, gathered by scanAfter in one pass over its blocks.
+type afterFacts struct {
+	// freed is, per group, the bytes of segments wholly free in after but
+	// not in the planner's layout (segments keep their indices in after).
+	freed []int64
+	// whole is wholeFreeBytes(after).
+	whole int64
+	// largest and free are the largest free block and the number of free
+	// blocks (frag.Metrics' LargestFreeBlock and FreeBlocks).
+	largest int64
+	free    int
+	// largestServe is the largest free block of a non-expandable segment a
+	// request could use (not the caching allocator's small pool): see
+	// estimateMaxAllocatable.
+	largestServe int64
+}
+
+// scanAfter gathers afterFacts of after in one pass.
+func (pl *planner) scanAfter(after mem.Layout) afterFacts {
+	f := afterFacts{freed: make([]int64, len(pl.groups))}
+	for si := range after.Segments {
+		s := &after.Segments[si]
+		serve := !s.Expandable && (pl.r.name != "caching" || s.Pool != "small")
+		var used int64
+		bs := s.Blocks
+		for j := range bs {
+			b := &bs[j]
+			if b.State != mem.Free {
+				used += b.Size
+				continue
+			}
+			f.free++
+			f.largest = max(f.largest, b.Size)
+			if serve {
+				f.largestServe = max(f.largestServe, b.Size)
+			}
+		}
+		if s.Expandable || used != 0 {
 			continue
 		}
-		if segUsed(s) == 0 {
-			freed[pl.segs[si].group] += s.Size
+		f.whole += s.Size
+		if pl.segs[si].used != 0 {
+			f.freed[pl.segs[si].group] += s.Size
 		}
 	}
-	return freed
+	return f
 }
 
 // wholeFreeBytes is Σ sizes of segments that hold no block in use and could be
@@ -320,25 +355,18 @@ func segUsed(s mem.Segment) int64 {
 // memory plus wholly free segments (which the allocator releases before giving
 // up), rounded down to 2 MiB. On an arena, which never releases anything, it
 // is exact: the largest free extent rounded down to 512 bytes.
-func estimateMaxAllocatable(before, after mem.Layout, r rules) int64 {
-	var largest int64
-	for _, s := range after.Segments {
-		if s.Expandable {
-			continue
-		}
-		for _, b := range s.Blocks {
-			if b.State == mem.Free && b.Size > largest && (r.name != "caching" || s.Pool != "small") {
-				largest = b.Size
-			}
-		}
-	}
+// beforeLargest is frag.LargestFreeBlock(before) and f after's facts, which
+// PlanLayout knows.
+func estimateMaxAllocatable(before, after mem.Layout, r rules, beforeLargest int64, f afterFacts) int64 {
+	largest := f.largestServe
 	if !r.releasable {
 		return largest &^ 511
 	}
-	avail := after.DeviceFree + wholeFreeBytes(after)
+	afterWhole := f.whole
+	avail := after.DeviceFree + afterWhole
 	avail -= avail % mem.PageSize
 	est := max(largest, avail)
-	if before.MaxAllocatable > est && wholeFreeBytes(after) >= wholeFreeBytes(before) && largest >= frag.LargestFreeBlock(before) {
+	if before.MaxAllocatable > est && afterWhole >= wholeFreeBytes(before) && largest >= beforeLargest {
 		// Nothing the estimate looks at got smaller: keep the allocator's own figure.
 		est = before.MaxAllocatable
 	}

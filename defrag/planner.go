@@ -5,6 +5,7 @@ package defrag
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -49,8 +50,10 @@ type planner struct {
 	msegs []segPair
 }
 
-// segPair is the source and destination segment of one move.
-type segPair struct{ from, to int32 }
+// segPair is the source and destination segment of one move, and idx the
+// index of the moved block in the source segment's Blocks of the planner's
+// layout, or -1 when the planner did not note it (simulate then searches).
+type segPair struct{ from, to, idx int32 }
 
 func newPlanner(l mem.Layout, r rules, o Options) *planner {
 	pl := &planner{l: l, r: r, o: o, segs: make([]segInfo, len(l.Segments)), pos: make([]int, len(l.Segments))}
@@ -60,16 +63,27 @@ func newPlanner(l mem.Layout, r rules, o Options) *planner {
 		expandable bool
 	}
 	byKey := map[key]int32{}
+	last := int32(-1)
 	pl.order = sortedSegs(l)
 	for _, si := range pl.order {
 		s := &l.Segments[si]
 		k := key{s.Pool, s.Stream, s.Expandable}
-		gi, ok := byKey[k]
+		// Neighbours are mostly of one group: try the last one before
+		// hashing the pool name.
+		gi, ok := last, false
+		if gi >= 0 {
+			lg := &pl.groups[gi]
+			ok = lg.pool == k.pool && lg.stream == k.stream && lg.expandable == k.expandable
+		}
+		if !ok {
+			gi, ok = byKey[k]
+		}
 		if !ok {
 			gi = int32(len(pl.groups))
 			byKey[k] = gi
 			pl.groups = append(pl.groups, group{pool: s.Pool, stream: s.Stream, expandable: s.Expandable})
 		}
+		last = gi
 		g := &pl.groups[gi]
 		g.segs = append(g.segs, si)
 		info := segInfo{group: gi}
@@ -111,61 +125,129 @@ type ratioKey struct {
 	si               int32
 }
 
-// sortByRatio orders segment indices by live bytes per byte of segment,
-// exactly (128-bit cross products), then by live bytes, then by address: a
-// total order, so the result depends only on the segments.
-func (pl *planner) sortByRatio(segs []int32) {
+// cmpRatio is sortByRatio's order: live bytes per byte of segment, exactly
+// (128-bit cross products), then live bytes, then address.
+func cmpRatio(a, b *ratioKey) int {
+	h1, l1 := bits.Mul64(a.live, b.size)
+	h2, l2 := bits.Mul64(b.live, a.size)
+	switch {
+	case h1 < h2 || (h1 == h2 && l1 < l2):
+		return -1
+	case h1 > h2 || (h1 == h2 && l1 > l2):
+		return 1
+	case a.live != b.live:
+		if a.live < b.live {
+			return -1
+		}
+		return 1
+	}
+	return cmpAddr(a.addr, b.addr)
+}
+
+// ratioIndexBits is how many low bits of a packed sort key hold the index.
+const ratioIndexBits = 20
+
+// sortByRatio orders segment indices by cmpRatio, a total order, so the
+// result depends only on the segments. When sizes is not nil (len(segs)
+// long) it receives the segments' sizes in the new order.
+//
+// Usually it sorts plain integers: the bits of the floating-point ratio
+// live/size (exact operands below 2^53; non-negative floats order as their
+// bits do), its low ratioIndexBits bits replaced by the key's index. Correctly
+// rounded division and the truncation are monotone, so a smaller integer
+// part never contradicts cmpRatio; runs with equal integer parts are then
+// sorted by cmpRatio itself.
+func (pl *planner) sortByRatio(segs []int32, sizes []int64) {
 	keys := make([]ratioKey, len(segs))
+	packed := make([]uint64, len(segs))
+	fast := len(segs) <= 1<<ratioIndexBits
 	for i, si := range segs {
 		s := &pl.l.Segments[si]
-		keys[i] = ratioKey{uint64(pl.segs[si].live), uint64(s.Size), s.Addr, si}
-	}
-	slices.SortFunc(keys, func(a, b ratioKey) int {
-		h1, l1 := bits.Mul64(a.live, b.size)
-		h2, l2 := bits.Mul64(b.live, a.size)
-		switch {
-		case h1 < h2 || (h1 == h2 && l1 < l2):
-			return -1
-		case h1 > h2 || (h1 == h2 && l1 > l2):
-			return 1
-		case a.live != b.live:
-			if a.live < b.live {
-				return -1
-			}
-			return 1
+		live, size := uint64(pl.segs[si].live), uint64(s.Size)
+		keys[i] = ratioKey{live, size, s.Addr, si}
+		if live >= 1<<53 || size >= 1<<53 || size == 0 {
+			fast = false
 		}
-		return cmpAddr(a.addr, b.addr)
-	})
-	for i, k := range keys {
-		segs[i] = k.si
+		if fast {
+			r := math.Float64bits(float64(live) / float64(size))
+			packed[i] = r&^(1<<ratioIndexBits-1) | uint64(i)
+		}
+	}
+	if !fast {
+		slices.SortFunc(keys, func(a, b ratioKey) int { return cmpRatio(&a, &b) })
+		for i, k := range keys {
+			segs[i] = k.si
+		}
+	} else {
+		slices.Sort(packed)
+		const mask = 1<<ratioIndexBits - 1
+		var run []int32
+		byRatio := func(a, b int32) int { return cmpRatio(&keys[a], &keys[b]) }
+		for i := 0; i < len(packed); {
+			j := i + 1
+			for j < len(packed) && packed[j]>>ratioIndexBits == packed[i]>>ratioIndexBits {
+				j++
+			}
+			if j-i == 1 {
+				segs[i] = keys[packed[i]&mask].si
+				i = j
+				continue
+			}
+			run = run[:0]
+			for _, x := range packed[i:j] {
+				run = append(run, int32(x&mask))
+			}
+			slices.SortFunc(run, byRatio)
+			for k, x := range run {
+				segs[i+k] = keys[x].si
+				packed[i+k] = uint64(x)
+			}
+			i = j
+		}
+		if sizes != nil {
+			for i, x := range packed {
+				sizes[i] = int64(keys[x&mask].size)
+			}
+		}
+		return
+	}
+	if sizes != nil {
+		for i, k := range keys {
+			sizes[i] = int64(k.size)
+		}
 	}
 }
 
 // movableBlocks returns the movable blocks of segment si, largest first
 // (address order among equals): placing large blocks first is the
-// best-fit-decreasing rule of bin packing.
-func (pl *planner) movableBlocks(si int32, dst []mem.Block) []mem.Block {
+// best-fit-decreasing rule of bin packing. idx receives their indices in
+// the segment's Blocks, in the same order.
+func (pl *planner) movableBlocks(si int32, dst []mem.Block, idx []int32) ([]mem.Block, []int32) {
 	s := &pl.l.Segments[si]
-	dst = dst[:0]
-	for _, b := range s.Blocks {
-		if pl.movable(s, b) {
-			dst = append(dst, b)
+	bs := s.Blocks
+	dst, idx = dst[:0], idx[:0]
+	for j := range bs {
+		if pl.movable(s, bs[j]) {
+			idx = append(idx, int32(j))
 		}
 	}
-	slices.SortFunc(dst, func(a, b mem.Block) int {
-		switch {
-		case a.Size > b.Size:
-			return -1
-		case a.Size < b.Size:
-			return 1
-		case a.Addr < b.Addr:
-			return -1
-		case a.Addr > b.Addr:
-			return 1
-		}
-		return 0
-	})
-	return dst
+	if len(idx) > 1 {
+		// Blocks are in address order, so indices order equal sizes as
+		// addresses would.
+		slices.SortFunc(idx, func(a, b int32) int {
+			switch x, y := bs[a].Size, bs[b].Size; {
+			case x > y:
+				return -1
+			case x < y:
+				return 1
+			}
+			return int(a - b)
+		})
+	}
+	for _, j := range idx {
+		dst = append(dst, bs[j])
+	}
+	return dst, idx
 }
 
 // undo is one tentative placement: n bytes taken from the front of h.
@@ -180,11 +262,13 @@ type undo struct {
 // met, and reports false.
 //
 // For every move it appends the source and destination segments to pl.msegs
-// (truncated again on failure), which spares simulate a search per move.
-func (pl *planner) place(hs *holeSet, blocks []mem.Block, src, exclude int32, moves []Move, log []undo) ([]Move, []undo, bool) {
+// (truncated again on failure), which spares simulate a search per move;
+// idx, when not nil, holds the blocks' indices in segment src, which spares
+// simulate the search for the block too.
+func (pl *planner) place(hs *holeSet, blocks []mem.Block, idx []int32, src, exclude int32, moves []Move, log []undo) ([]Move, []undo, bool) {
 	start, startMoves, startSegs := len(log), len(moves), len(pl.msegs)
 	hs.stash = hs.stash[:0]
-	for _, b := range blocks {
+	for k, b := range blocks {
 		h, ok := hs.bestFit(b.Size, exclude)
 		if !ok {
 			for i := len(log) - 1; i >= start; i-- {
@@ -197,7 +281,11 @@ func (pl *planner) place(hs *holeSet, blocks []mem.Block, src, exclude int32, mo
 		to := hs.take(h, b.Size)
 		log = append(log, undo{h, b.Size})
 		moves = append(moves, Move{From: b.Addr, To: to, Size: b.Size})
-		pl.msegs = append(pl.msegs, segPair{src, h.seg})
+		j := int32(-1)
+		if idx != nil {
+			j = idx[k]
+		}
+		pl.msegs = append(pl.msegs, segPair{src, h.seg, j})
 	}
 	return moves, log, true
 }
@@ -206,6 +294,7 @@ func (pl *planner) place(hs *holeSet, blocks []mem.Block, src, exclude int32, mo
 func (pl *planner) planCompact(p *Plan) {
 	capped := false
 	var blocks []mem.Block
+	var bidx []int32
 	var log []undo
 	received := make([]bool, len(pl.l.Segments))
 	dead := make([]bool, len(pl.l.Segments))
@@ -223,8 +312,12 @@ func (pl *planner) planCompact(p *Plan) {
 		if len(cands) == 0 {
 			continue
 		}
-		pl.sortByRatio(cands)
+		// sizes[i] is the size of cands[i]: the loops below read it in order
+		// rather than from the segments, in ratio order all over memory.
+		sizes := make([]int64, len(cands))
+		pl.sortByRatio(cands, sizes)
 		g.cands = cands
+		minSize := slices.Min(sizes)
 		// Only a prefix of the candidates whose sizes add up to at most the
 		// group's free bytes can ever be evacuated (see compactBound); the
 		// segments past it will be kept for sure, so blocks go there first
@@ -238,26 +331,50 @@ func (pl *planner) planCompact(p *Plan) {
 		kmax := len(cands)
 		for i, si := range cands {
 			pos[si] = i
-			cum += pl.l.Segments[si].Size
+			cum += sizes[i]
 			if cum > g.free && kmax == len(cands) {
 				kmax = i
 			}
 		}
-		initial := make([]hole, 0, g.nfree)
+		// The holes in (rank, address) order, the order of the holes of one
+		// size in the set (cmpHole), so that build need not sort them: a
+		// stable counting sort by rank of the holes in address order
+		// (segments in memory order, which is cache-friendly), one pass to
+		// count, one to place.
+		count := make([]int32, len(cands)+2) // count[rank+1], then starts
+		rankOf := func(si int32) (int8, int32) {
+			if i := pos[si]; i >= 0 {
+				if i < kmax {
+					return 1, int32(len(cands) - i) // fuller segments first
+				}
+				return 0, int32(len(cands) - i)
+			}
+			return 0, 0
+		}
 		for _, si := range g.segs {
 			if pl.segs[si].used == 0 {
 				continue // wholly free already: filling it would undo a gain
 			}
-			tier, rank := int8(0), int32(0)
-			if i := pos[si]; i >= 0 {
-				rank = int32(len(cands) - i) // fuller segments first
-				if i < kmax {
-					tier = 1
-				}
-			}
+			_, rank := rankOf(si)
 			for _, b := range pl.l.Segments[si].Blocks {
 				if b.State == mem.Free {
-					initial = append(initial, hole{tier: tier, rank: rank, seg: si, size: b.Size, addr: b.Addr})
+					count[rank+1]++
+				}
+			}
+		}
+		for r := 1; r < len(count); r++ {
+			count[r] += count[r-1]
+		}
+		initial := make([]hole, count[len(count)-1])
+		for _, si := range g.segs {
+			if pl.segs[si].used == 0 {
+				continue
+			}
+			tier, rank := rankOf(si)
+			for _, b := range pl.l.Segments[si].Blocks {
+				if b.State == mem.Free {
+					initial[count[rank]] = hole{tier: tier, rank: rank, seg: si, size: b.Size, addr: b.Addr}
+					count[rank]++
 				}
 			}
 		}
@@ -269,14 +386,17 @@ func (pl *planner) planCompact(p *Plan) {
 			return pl.l.Segments[si].Size - pl.segs[si].used
 		}
 		var freed int64 // bytes of segments evacuated in this group
-		for _, si := range cands {
-			if freed+pl.l.Segments[si].Size > g.free {
+		for ci, si := range cands {
+			if freed+minSize > g.free {
+				break // no room for any candidate left (freed only grows)
+			}
+			if freed+sizes[ci] > g.free {
 				continue // no room for it in this group, whatever the packing
 			}
 			if received[si] {
 				continue
 			}
-			blocks = pl.movableBlocks(si, blocks)
+			blocks, bidx = pl.movableBlocks(si, blocks, bidx)
 			if pl.capped(pl.segs[si].live, len(blocks)) {
 				capped = true
 				continue
@@ -286,7 +406,7 @@ func (pl *planner) planCompact(p *Plan) {
 			}
 			var ok bool
 			n := len(p.Moves)
-			p.Moves, log, ok = pl.place(hs, blocks, si, si, p.Moves, log[:0])
+			p.Moves, log, ok = pl.place(hs, blocks, bidx, si, si, p.Moves, log[:0])
 			if !ok {
 				continue
 			}
@@ -294,7 +414,7 @@ func (pl *planner) planCompact(p *Plan) {
 			for _, u := range log {
 				received[u.h.seg] = true
 			}
-			freed += pl.l.Segments[si].Size
+			freed += sizes[ci]
 			pl.moved += pl.segs[si].live
 			pl.nmoves += len(p.Moves) - n
 		}
@@ -324,7 +444,7 @@ func (pl *planner) compactBound(freed []int64) int64 {
 					items = append(items, si)
 				}
 			}
-			pl.sortByRatio(items)
+			pl.sortByRatio(items, nil)
 		}
 		if b, ok := pl.boundDP(items, freed[gi], pl.groups[gi].free); ok {
 			bound += b

@@ -94,7 +94,17 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 			return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v) leaves the segments", i, mv)
 		}
 		var b mem.Block
-		if j := find(from, mv.From); j >= 0 && !gone[first[from]+j] {
+		j := -1
+		if len(pl.msegs) == len(moves) {
+			// The planner's note of the block's index, checked.
+			if k := int(pl.msegs[i].idx); k >= 0 && k < len(in.Segments[from].Blocks) && in.Segments[from].Blocks[k].Addr == mv.From {
+				j = k
+			}
+		}
+		if j < 0 {
+			j = find(from, mv.From)
+		}
+		if j >= 0 && !gone[first[from]+j] {
 			b = in.Segments[from].Blocks[j]
 			gone[first[from]+j] = true
 		} else {
@@ -146,7 +156,7 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 	}
 	for si := range in.Segments {
 		part := sorted[count[si]:count[si+1]]
-		if len(part) > 1 {
+		if len(part) > 1 && !slices.IsSortedFunc(part, func(a, b arrival) int { return cmpAddr(a.b.Addr, b.b.Addr) }) {
 			slices.SortFunc(part, func(a, b arrival) int {
 				if a.b.Addr < b.b.Addr {
 					return -1
