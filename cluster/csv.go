@@ -124,31 +124,12 @@ func ReadNodesCSV(rd io.Reader, name string) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var nodes []Node
-	seen := map[string]int{}
-	for {
-		rec, line, err := t.next()
-		if err == io.EOF {
-			break
-		}
+	return readRows(t, name, "node", "sn", func(rec []string, line int) (Node, string, error) {
+		c, err := leadingColumns(name, line, rec, "gpu")
 		if err != nil {
-			return nil, err
+			return Node{}, "", err
 		}
-		n := Node{Name: strings.TrimSpace(rec[0])}
-		if n.MilliCPU, err = intField(name, line, "cpu_milli", rec[1]); err != nil {
-			return nil, err
-		}
-		if n.MemoryMiB, err = intField(name, line, "memory_mib", rec[2]); err != nil {
-			return nil, err
-		}
-		g, err := intField(name, line, "gpu", rec[3])
-		if err != nil {
-			return nil, err
-		}
-		if g > MaxGPUsPerNode {
-			return nil, &InputError{Name: name, Line: line, Field: "gpu", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxGPUsPerNode, g)}
-		}
-		n.GPUs = int(g)
+		n := Node{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, GPUs: c.gpus}
 		if len(rec) > 4 {
 			n.Model = strings.TrimSpace(rec[4])
 		}
@@ -156,15 +137,65 @@ func ReadNodesCSV(rd io.Reader, name string) ([]Node, error) {
 			n.Model = "gpu" // a 4-column list names no model: all GPUs are alike
 		}
 		if f, msg := checkNode(&n); f != "" {
-			return nil, &InputError{Name: name, Line: line, Field: csvNodeField(f), Msg: msg}
+			return Node{}, "", &InputError{Name: name, Line: line, Field: csvNodeField(f), Msg: msg}
 		}
-		if prev, dup := seen[n.Name]; dup {
-			return nil, &InputError{Name: name, Line: line, Field: "sn", Msg: fmt.Sprintf("node %q already on line %d", n.Name, prev)}
-		}
-		seen[n.Name] = line
-		nodes = append(nodes, n)
+		return n, n.Name, nil
+	})
+}
+
+// leading are the first four columns that node and pod lists share.
+type leading struct {
+	name     string
+	cpu, mem int64
+	gpus     int
+}
+
+// leadingColumns parses name, cpu_milli, memory_mib and the GPU count
+// (column gpuField, at most MaxGPUsPerNode).
+func leadingColumns(name string, line int, rec []string, gpuField string) (leading, error) {
+	c := leading{name: strings.TrimSpace(rec[0])}
+	var err error
+	if c.cpu, err = intField(name, line, "cpu_milli", rec[1]); err != nil {
+		return c, err
 	}
-	return nodes, nil
+	if c.mem, err = intField(name, line, "memory_mib", rec[2]); err != nil {
+		return c, err
+	}
+	g, err := intField(name, line, gpuField, rec[3])
+	if err != nil {
+		return c, err
+	}
+	if g > MaxGPUsPerNode {
+		return c, &InputError{Name: name, Line: line, Field: gpuField, Msg: fmt.Sprintf("must be at most %d (got %d)", MaxGPUsPerNode, g)}
+	}
+	c.gpus = int(g)
+	return c, nil
+}
+
+// readRows parses every record of t with parse and refuses a repeated name
+// (reported under nameField, naming the first line): the loop node and pod
+// lists share.
+func readRows[T any](t *csvTable, name, kind, nameField string, parse func(rec []string, line int) (T, string, error)) ([]T, error) {
+	var out []T
+	seen := map[string]int{}
+	for {
+		rec, line, err := t.next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, key, err := parse(rec, line)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[key]; dup {
+			return nil, &InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %q already on line %d", kind, key, prev)}
+		}
+		seen[key] = line
+		out = append(out, v)
+	}
 }
 
 func csvNodeField(f string) string {
@@ -183,33 +214,14 @@ func ReadPodsCSV(rd io.Reader, name string) ([]Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pods []Pod
-	seen := map[string]int{}
-	for {
-		rec, line, err := t.next()
-		if err == io.EOF {
-			break
-		}
+	return readRows(t, name, "pod", "name", func(rec []string, line int) (Pod, string, error) {
+		c, err := leadingColumns(name, line, rec, "num_gpu")
 		if err != nil {
-			return nil, err
+			return Pod{}, "", err
 		}
-		p := Pod{Name: strings.TrimSpace(rec[0])}
-		if p.MilliCPU, err = intField(name, line, "cpu_milli", rec[1]); err != nil {
-			return nil, err
-		}
-		if p.MemoryMiB, err = intField(name, line, "memory_mib", rec[2]); err != nil {
-			return nil, err
-		}
-		g, err := intField(name, line, "num_gpu", rec[3])
-		if err != nil {
-			return nil, err
-		}
-		if g > MaxGPUsPerNode {
-			return nil, &InputError{Name: name, Line: line, Field: "num_gpu", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxGPUsPerNode, g)}
-		}
-		p.NumGPU = int(g)
+		p := Pod{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, NumGPU: c.gpus}
 		if p.MilliGPU, err = intField(name, line, "gpu_milli", rec[4]); err != nil {
-			return nil, err
+			return Pod{}, "", err
 		}
 		if len(rec) > 5 && strings.TrimSpace(rec[5]) != "" {
 			for _, m := range strings.Split(rec[5], "|") {
@@ -222,24 +234,19 @@ func ReadPodsCSV(rd io.Reader, name string) ([]Pod, error) {
 			c, d := strings.TrimSpace(rec[8]), strings.TrimSpace(rec[9])
 			if c != "" {
 				if p.Creation, err = intField(name, line, "creation_time", c); err != nil {
-					return nil, err
+					return Pod{}, "", err
 				}
 				p.HasTimes = true
 				if d != "" {
 					if p.Deletion, err = intField(name, line, "deletion_time", d); err != nil {
-						return nil, err
+						return Pod{}, "", err
 					}
 				}
 			}
 		}
 		if f, msg := checkPod(&p); f != "" {
-			return nil, &InputError{Name: name, Line: line, Field: f, Msg: msg}
+			return Pod{}, "", &InputError{Name: name, Line: line, Field: f, Msg: msg}
 		}
-		if prev, dup := seen[p.Name]; dup {
-			return nil, &InputError{Name: name, Line: line, Field: "name", Msg: fmt.Sprintf("pod %q already on line %d", p.Name, prev)}
-		}
-		seen[p.Name] = line
-		pods = append(pods, p)
-	}
-	return pods, nil
+		return p, p.Name, nil
+	})
 }
