@@ -122,13 +122,27 @@ type Pool struct {
 	mutations uint64 // mustCheck calls, for sampling checks of large pools
 }
 
+// MaxBlocks is the largest pool New makes. New allocates every block's state
+// at once (BytesPerBlock each), so the bound is a bound on memory: 2^24 blocks
+// are 604 MB of state. It is above any real pool: a 0.5B-parameter model with
+// 12 KiB of KV per token in blocks of one token on a 192 GB B200 is 15.6M
+// blocks; Llama-3-8B in vLLM's default 16-token blocks on an H200 is 67k.
+// A larger count comes from a model config far smaller than any real model
+// (one layer of hidden size 1, say), which a larger block size serves.
+const MaxBlocks = 1 << 24
+
+// BytesPerBlock is the state New allocates per block: a block (28 bytes)
+// and its prefix-cache key (8).
+const BytesPerBlock = 36
+
 // New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is
 // the null block, so numBlocks−1 blocks can be handed out; vLLM's
 // num_gpu_blocks is numBlocks. At the start the free queue holds blocks 1..N−1
 // in id order, so the first allocations return the lowest ids, as in vLLM.
 func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
-	if numBlocks < 1 || numBlocks > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: numBlocks=%d, want 1..%d (block 0 is the null block)", ErrBadConfig, numBlocks, math.MaxInt32)
+	if numBlocks < 1 || numBlocks > MaxBlocks {
+		return nil, fmt.Errorf("%w: numBlocks=%d, want 1..%d (block 0 is the null block; the pool keeps %d bytes of state per block, made at once)",
+			ErrBadConfig, numBlocks, MaxBlocks, BytesPerBlock)
 	}
 	if blockSize < 1 || blockSize > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: blockSize=%d, want >= 1", ErrBadConfig, blockSize)

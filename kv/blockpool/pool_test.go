@@ -39,11 +39,20 @@ func TestNewConfig(t *testing.T) {
 		{-1, 16, false},
 		{8, 0, false},
 		{1 << 40, 16, false},
+		{MaxBlocks + 1, 16, false},
 	} {
 		_, err := New(tc.blocks, tc.size, Options{})
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrBadConfig)) {
 			t.Errorf("New(%d, %d) = %v, want ok=%t", tc.blocks, tc.size, err, tc.ok)
 		}
+	}
+}
+
+// TestBytesPerBlock keeps the documented per-block state in step with the
+// types New allocates, so MaxBlocks stays a true bound on memory.
+func TestBytesPerBlock(t *testing.T) {
+	if got := unsafe.Sizeof(block{}) + unsafe.Sizeof(BlockHash(0)); got != BytesPerBlock {
+		t.Errorf("per-block state is %d bytes, BytesPerBlock says %d", got, BytesPerBlock)
 	}
 }
 

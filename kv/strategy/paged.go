@@ -50,6 +50,12 @@ func newPaged(env Env, bs int) (*paged, error) {
 		return nil, fmt.Errorf("%w: paged:%d: pool budget %s holds %d blocks of %s (want ≥ 2: the null block and one more; set Env.PoolBytes)",
 			ErrBadSpec, bs, mem.FormatBytesExact(env.PoolBytes), n, mem.FormatBytesExact(blockBytes))
 	}
+	if n > blockpool.MaxBlocks {
+		return nil, fmt.Errorf("%w: paged:%d: pool budget %s holds %d blocks of %s (%d KV bytes per token), above the block pool's limit of %d: "+
+			"the model is far smaller than any real one (check its config) or the block is too small (use paged:%d or larger)",
+			ErrBadSpec, bs, mem.FormatBytesExact(env.PoolBytes), n, mem.FormatBytesExact(blockBytes), bpt, blockpool.MaxBlocks,
+			minBlockFor(env.PoolBytes, bpt))
+	}
 	pool, err := blockpool.New(int(n), bs, blockpool.Options{DisablePrefixCaching: env.NoPrefixCaching})
 	if err != nil {
 		return nil, fmt.Errorf("%w: paged:%d: %w", ErrBadSpec, bs, err)
@@ -59,6 +65,16 @@ func newPaged(env Env, bs int) (*paged, error) {
 		return nil, fmt.Errorf("%w: paged:%d: pool of %d blocks: %w", ErrNoMemory, bs, n, err)
 	}
 	return &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes, pool: pool, poolBlock: b}, nil
+}
+
+// minBlockFor is the smallest power-of-two block size whose pool of
+// poolBytes fits blockpool.MaxBlocks, for the error that suggests it.
+func minBlockFor(poolBytes, bpt int64) int64 {
+	b := int64(1)
+	for b < 1<<30 && poolBytes/(b*bpt) > blockpool.MaxBlocks {
+		b *= 2
+	}
+	return b
 }
 
 // Name returns "paged:B".

@@ -2,6 +2,8 @@ package strategy
 
 import (
 	"errors"
+	"github.com/gpufrag/gpufrag/model"
+	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -36,6 +38,24 @@ func TestParseNames(t *testing.T) {
 	env.Alloc = nil
 	if _, err := Parse("contiguous-max", env); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("nil allocator: %v", err)
+	}
+}
+
+// TestPagedPoolTooManyBlocks: a model far smaller than any real one (one
+// layer of hidden size 1: 4 KV bytes per token) would give a pool of more
+// blocks than blockpool.MaxBlocks, whose state New allocates at once (33 GB
+// for the 1.2e9 blocks of a 76 GB budget); Parse refuses it before
+// allocating and names a block size that fits.
+func TestPagedPoolTooManyBlocks(t *testing.T) {
+	env := newEnv(t, "caching", 80*mem.GiB, 76*mem.GiB)
+	env.Model = model.Model{Name: "one", Family: "llama", Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 1,
+		Hidden: 1, Intermediate: 1, Vocab: 10, MaxContext: 128, Params: 100, WeightDType: model.BF16}
+	_, err := Parse("paged:16", env)
+	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "use paged:2048 or larger") {
+		t.Fatalf("Parse(paged:16) on a 4-byte-per-token model: %v, want ErrBadSpec naming paged:2048", err)
+	}
+	if _, err := Parse("paged:2048", env); err != nil {
+		t.Errorf("Parse(paged:2048), the suggested size: %v", err)
 	}
 }
 
