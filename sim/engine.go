@@ -107,6 +107,7 @@ type Engine struct {
 	e2e        []float64
 	kvAcc      [6]float64 // Σ samples of TokenStates, Reservation, Internal, External, CachedIdle, Footprint
 	kvSamples  int
+	healthMin  float64 // the least health over every sample taken (thinning keeps it)
 	batchSum   int64
 	lastCopied int64
 
@@ -213,6 +214,7 @@ func defaultOnOOM(kv string) OnOOM {
 func (e *Engine) Run() (Result, error) {
 	c := &e.cfg
 	e.nextSample = 0
+	e.healthMin = 1
 	if c.Duration == 0 && len(e.reqs) > 0 {
 		// Keep the series to at most ~20,000 samples on long traces.
 		span := e.reqs[len(e.reqs)-1].arrival
@@ -938,8 +940,53 @@ func (e *Engine) sampleUntil(t int64) {
 		e.kvAcc[4] += float64(u.CachedIdle)
 		e.kvAcc[5] += float64(u.Footprint())
 		e.kvSamples++
+		e.healthMin = min(e.healthMin, m.Health)
 		e.nextSample += e.cfg.SampleInterval
+		if len(s.Time) >= MaxSamples {
+			e.thinSamples()
+		}
 	}
+}
+
+// MaxSamples bounds the memory time series of one run: when it holds this
+// many samples, every second one is dropped and the interval doubles, so the
+// series stays as if it had been sampled at the wider interval from the start
+// (samples are at multiples of the interval from 0, and MaxSamples is even).
+// A sample is 72 bytes over the series and the fragmentation samples, so a
+// run keeps at most 72 MiB of them. 2^20 samples are 12 days at the default
+// one per second: above every shipped scenario and experiment (the longest,
+// a week, has 604,800), so none of them is thinned; --duration 100000h
+// (3.6e8 samples, 26 GB before this bound) is.
+const MaxSamples = 1 << 20
+
+// thinSamples halves the series: it keeps the samples at even indices and
+// doubles the sample interval. The KV breakdown and the minimum health keep
+// counting every sample taken.
+func (e *Engine) thinSamples() {
+	s := &e.res.Series
+	s.Time = keepEven(s.Time)
+	s.Reserved = keepEven(s.Reserved)
+	s.Allocated = keepEven(s.Allocated)
+	s.Requested = keepEven(s.Requested)
+	s.KVHeld = keepEven(s.KVHeld)
+	s.Health = keepEven(s.Health)
+	s.Running = keepEven(s.Running)
+	s.Waiting = keepEven(s.Waiting)
+	e.fragSamp = keepEven(e.fragSamp)
+	e.cfg.SampleInterval *= 2
+	e.res.SamplesThinned = true
+}
+
+// keepEven moves the elements at even indices of xs to its front and returns
+// them.
+func keepEven[T any](xs []T) []T {
+	n := 0
+	for i := 0; i < len(xs); i += 2 {
+		xs[n] = xs[i]
+		n++
+	}
+	clear(xs[n:])
+	return xs[:n]
 }
 
 // finish fills the result's summary fields.
@@ -954,10 +1001,8 @@ func (e *Engine) finish() {
 	res.KVCopiedBytes = sst.CopiedBytes
 	res.PrefixQueryTokens, res.PrefixHitTokens = sst.PrefixQueryTokens, sst.PrefixHitTokens
 	res.FragRate = quantiles(e.fragSamp)
-	res.HealthMin = 1
-	for _, h := range res.Series.Health {
-		res.HealthMin = min(res.HealthMin, h)
-	}
+	res.HealthMin = e.healthMin
+	res.SampleIntervalS = float64(e.cfg.SampleInterval) / 1e9
 	a := e.kvAcc
 	denom := a[0] + a[1] + a[2] + a[3]
 	res.KVBreakdown = Shares{TokenStates: share(a[0], denom), Reservation: share(a[1], denom),

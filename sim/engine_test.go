@@ -2,6 +2,8 @@ package sim
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +187,41 @@ func TestQuantiles(t *testing.T) {
 	}
 	if q := quantiles(xs); q.P50 != 500 || q.P99 != 990 || q.Max != 1000 {
 		t.Errorf("quantiles of 1..1000 = %+v", q)
+	}
+}
+
+// TestSeriesBounded: a run of 1.2M sample times at one per second reaches
+// MaxSamples, is thinned once and then holds what a run sampled every two
+// seconds from the start holds, sample for sample; the minimum health still
+// counts every sample. Before the bound, --duration 100000h kept 3.6e8
+// samples (12 GB).
+func TestSeriesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 1.2M samples per run")
+	}
+	const span = 1_200_000 // seconds
+	var reqs []workload.Request
+	for i := range 60 {
+		reqs = append(reqs, workload.Request{ID: fmt.Sprint("r", i), Arrival: int64(i) * span / 60 * 1e9,
+			PromptTokens: 100 + 10*i, OutputTokens: 50, N: 1})
+	}
+	cfg := tinyConfig(mem.GiB)
+	cfg.Duration = span * 1e9
+	_, thin := runEngine(t, cfg, reqs)
+	if !thin.SamplesThinned || len(thin.Series.Time) > MaxSamples || thin.SampleIntervalS != 2 {
+		t.Fatalf("thinned %t, %d samples, interval %gs; want thinned, at most %d, 2s",
+			thin.SamplesThinned, len(thin.Series.Time), thin.SampleIntervalS, MaxSamples)
+	}
+	cfg.SampleInterval = 2e9
+	_, wide := runEngine(t, cfg, reqs)
+	if wide.SamplesThinned {
+		t.Fatalf("a run of %d samples was thinned", len(wide.Series.Time))
+	}
+	if !reflect.DeepEqual(thin.Series, wide.Series) || thin.FragRate != wide.FragRate {
+		t.Errorf("thinned series (%d samples, frag %+v) differ from one sampled every 2s (%d, %+v)",
+			len(thin.Series.Time), thin.FragRate, len(wide.Series.Time), wide.FragRate)
+	}
+	if thin.HealthMin > wide.HealthMin {
+		t.Errorf("health min %g after thinning, above the 2s run's %g: thinning lost samples it counts", thin.HealthMin, wide.HealthMin)
 	}
 }

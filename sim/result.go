@@ -98,6 +98,16 @@ type Result struct {
 
 	Steps            int64   `json:"steps"`
 	SimulatedSeconds float64 `json:"simulated_s"`
+	// SampleIntervalS is the virtual time between two samples of the memory
+	// series (frag_rate and health_min are over those samples): the
+	// configured interval, widened on traces without a duration so they
+	// keep about 20,000 samples, and doubled each time the series reaches
+	// MaxSamples.
+	SampleIntervalS float64 `json:"sample_interval_s"`
+	// SamplesThinned says the series reached MaxSamples and was thinned
+	// (every second sample dropped, the interval doubled), so that memory
+	// stays bounded on long runs.
+	SamplesThinned bool `json:"samples_thinned,omitempty"`
 
 	// Series and Events feed the plots; they are not part of the JSON.
 	Series Series  `json:"-"`
