@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -214,8 +215,16 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 	return t, nil
 }
 
-// maxGenerated bounds generated workloads (10 million requests).
-const maxGenerated = 10_000_000
+// maxGenerated bounds generated workloads: at most a million requests, for
+// sessions counted at their mean number of turns before any is made. The
+// bound is on memory: the default long-context chat scenario run for 200 h
+// (119,789 requests, contexts to 100K tokens with their prefix ids) peaks
+// at 460 MB RSS (`/usr/bin/time -f %M gpufrag simulate --duration 200h --kv
+// paged:16`), about 3.5 KB per request, so a million are about 3.5 GB. The
+// longest shipped experiment (a week of chat at 0.03 sessions/s) makes
+// about 200,000. Before this bound, sessions were bounded at 10 million
+// (about 85 million requests): --duration 100000h passed 23 GB.
+const maxGenerated = 1_000_000
 
 func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.Trace, error) {
 	cv := r.CV
@@ -299,13 +308,18 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 		if duration == 0 || !(s.Rate > 0) {
 			return nil, fmt.Errorf("%w: workload.sessions: give a count, or a rate and a duration", ErrBadScenario)
 		}
-		if s.Rate*float64(duration)/1e9 > maxGenerated {
-			return nil, fmt.Errorf("%w: workload.sessions: rate × duration is more than %d sessions", ErrBadScenario, maxGenerated)
+		sessions := s.Rate * float64(duration) / 1e9
+		if sessions > maxGenerated {
+			return nil, fmt.Errorf("%w: workload.sessions: %.3g sessions/s for %s is about %.3g sessions, more than the %d requests a generated workload may have; lower the rate or the duration",
+				ErrBadScenario, s.Rate, time.Duration(duration), sessions, maxGenerated)
 		}
-		n = int(math.Ceil(s.Rate * float64(duration) / 1e9))
+		n = int(math.Ceil(sessions))
 	}
-	if n > maxGenerated {
-		return nil, fmt.Errorf("%w: workload.sessions: %d sessions is more than %d", ErrBadScenario, n, maxGenerated)
+	// Turns are uniform in [MinTurns, MaxTurns]; a session can end early at
+	// MaxContext, so this over-counts, never under-counts.
+	if reqs := float64(n) * float64(max(s.MinTurns, 1)+max(s.MaxTurns, s.MinTurns, 1)) / 2; reqs > maxGenerated {
+		return nil, fmt.Errorf("%w: workload.sessions: %d sessions of %d-%d turns is about %.3g requests, more than the %d a generated workload may have (about 3.5 KB each); lower the rate, the duration, the count or the turns",
+			ErrBadScenario, n, s.MinTurns, s.MaxTurns, reqs, maxGenerated)
 	}
 	reqs, err := workload.Sessions(workload.SessionConfig{Sessions: n, Rate: s.Rate, MinTurns: s.MinTurns, MaxTurns: s.MaxTurns,
 		SystemTokens: s.SystemTokens, MinUser: s.MinUser, MaxUser: s.MaxUser, MinOutput: s.MinOutput, MaxOutput: s.MaxOutput,

@@ -147,6 +147,15 @@ func TestBuildErrors(t *testing.T) {
 		{"trace without file", base + "workload:\n  trace: {format: azure}\n", "workload.trace.file: missing"},
 		{"trace bad format", base + "workload:\n  trace: {file: t.csv, format: parquet}\n", "workload.trace.format"},
 		{"bad beam", base + requests + "  beam: [0]\n", "workload.beam"},
+		// The default scenario at --duration 100000h: 7.2M conversations, 61M
+		// requests, refused before any is generated (it passed 23 GB).
+		{"sessions over the bound", base + "duration: 100000h\nworkload:\n  sessions: {rate: 0.02, min_turns: 1, max_turns: 16, min_user: 1, max_user: 2}\n",
+			"more than the 1000000 requests a generated workload may have"},
+		// 200,000 sessions are under the bound, their ~1.6M turns are not.
+		{"turns over the bound", base + "workload:\n  sessions: {count: 200000, rate: 1, min_turns: 1, max_turns: 16, min_user: 1, max_user: 2}\n",
+			"is about 1.7e+06 requests, more than the 1000000"},
+		{"requests over the bound", base + "duration: 1000h\nworkload:\n  requests: {rate: 1, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n",
+			"is more than 1000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Build(read(t, tc.yaml), memOpener(nil))
