@@ -201,6 +201,10 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	case f.refineTop < 1:
 		return usageErrorf(cmd, "--refine-top %d: want at least 1", f.refineTop)
 	}
+	if err := checkOutputs(cmd, []fileFlag{{"--out", f.out}},
+		[]fileFlag{{"--trace", f.trace}, {"--refine", f.refine}, {"--model", f.model}}); err != nil {
+		return err
+	}
 	shard, shards := 0, 1
 	if set("shard") {
 		if shard, shards, err = advise.ParseShard(f.shard); err != nil {

@@ -102,6 +102,9 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
 		}
 	}
+	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"the snapshot argument", path}}); err != nil {
+		return err
+	}
 	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay}
 	if len(f.whatIf) > 0 {
 		specs, err := allocSpecs(f.whatIf)

@@ -170,6 +170,13 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := applySimulateFlags(cmd, f, s); err != nil {
 		return err
 	}
+	inputs := []fileFlag{{"--scenario", f.scenarioFile}, {"--model", f.model}}
+	if tr := s.Workload.Trace; tr != nil {
+		inputs = append(inputs, fileFlag{"--trace", tr.File})
+	}
+	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, inputs); err != nil {
+		return err
+	}
 	plan, err := scenario.Build(s, func(name string) (io.ReadCloser, error) { return os.Open(name) })
 	if err != nil {
 		return err

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// fileFlag is a file named on the command line: the flag (or "argument")
+// that names it and its path. An empty path is a flag not given.
+type fileFlag struct {
+	flag, path string
+}
+
+// checkOutputs refuses, as a usage error, an output file that is one of the
+// inputs or another output: a report written over the trace it describes
+// would lose the user's data without a word. Files are compared as the
+// operating system sees them (os.SameFile: the same file through another
+// name, a link or "./"), so only outputs that exist already can collide; "-"
+// (standard input or output) is never a file here.
+func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
+	type seen struct {
+		fileFlag
+		input bool
+		fi    os.FileInfo // nil: the file does not exist (yet)
+	}
+	var known []seen
+	stat := func(path string) os.FileInfo {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			return fi
+		}
+		return nil
+	}
+	for _, in := range inputs {
+		if in.path != "" && in.path != "-" {
+			known = append(known, seen{in, true, stat(in.path)})
+		}
+	}
+	for _, out := range outputs {
+		if out.path == "" || out.path == "-" {
+			continue
+		}
+		fi := stat(out.path)
+		for _, k := range known {
+			same := k.fi != nil && fi != nil && os.SameFile(k.fi, fi)
+			if !same && (k.fi == nil || fi == nil) {
+				// A file that does not exist yet is the same as another
+				// only by name.
+				same = filepath.Clean(k.path) == filepath.Clean(out.path)
+			}
+			switch {
+			case !same:
+			case k.input:
+				what := "the input file given to " + k.flag
+				if k.path != out.path {
+					what += " (" + k.path + ")"
+				}
+				return usageErrorf(cmd, "%s %s is %s: refusing to overwrite it; write the output to another file", out.flag, out.path, what)
+			default:
+				return usageErrorf(cmd, "%s and %s both write %s: give them different files", k.flag, out.flag, out.path)
+			}
+		}
+		known = append(known, seen{out, false, fi})
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutputOntoInput: a report written over the file it was made from
+// lost the user's data silently (analyze, simulate and advise wrote --html
+// or --out over their input). Each is now a usage error that names both
+// flags, and the input is left as it was, whatever name reaches it: the
+// same path, another spelling of it, or a link.
+func TestOutputOntoInput(t *testing.T) {
+	dir := t.TempDir()
+	copyTo := func(src, name string) string {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	snap := copyTo(filepath.Join(snapshotFixtures, "modern_p4.pickle"), "snap.pickle")
+	trace := copyTo(adviseTrace, "trace.csv")
+	link := filepath.Join(dir, "link.html")
+	if err := os.Symlink(trace, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "sub", "..", "trace.csv") // the trace by another spelling
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]byte{}
+	for _, p := range []string{snap, trace} {
+		b, _ := os.ReadFile(p)
+		before[p] = b
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"analyze --html onto the snapshot", []string{"analyze", snap, "--html", snap},
+			[]string{"--html " + snap, "the input file given to the snapshot argument", "refusing to overwrite"}},
+		{"simulate --html onto the trace", []string{"simulate", "--trace", trace, "--rate", "1", "--html", trace},
+			[]string{"--html", "the input file given to --trace"}},
+		{"simulate --html through a link", []string{"simulate", "--trace", trace, "--rate", "1", "--html", link},
+			[]string{"--html " + link, "--trace (" + trace + ")"}},
+		{"simulate --html by another spelling", []string{"simulate", "--trace", trace, "--rate", "1", "--html", other},
+			[]string{"the input file given to --trace"}},
+		{"advise --out onto the trace", []string{"advise", "--trace", trace, "--model", "llama-3-8b", "--gpu", "a100-80g", "--shard", "0/2", "--out", trace},
+			[]string{"--out", "the input file given to --trace"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := run(t, "", tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr %q", code, exitUsage, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr %q does not say %q", errs, w)
+				}
+			}
+			for p, b := range before {
+				if now, _ := os.ReadFile(p); !bytes.Equal(now, b) {
+					t.Fatalf("%s changed", p)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckOutputs covers what the commands above do not: two outputs on
+// one new file, "-" and empty paths, and an output that is a new file.
+func TestCheckOutputs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRoot(nil, nil, nil)
+	newFile := filepath.Join(dir, "new.html")
+	for _, tc := range []struct {
+		name    string
+		outputs []fileFlag
+		want    string // "" for no error
+	}{
+		{"new output", []fileFlag{{"--html", newFile}}, ""},
+		{"not given and stdout", []fileFlag{{"--html", ""}, {"--out", "-"}}, ""},
+		{"two outputs on one new file", []fileFlag{{"--html", newFile}, {"--out", filepath.Join(dir, ".", "new.html")}}, "--html and --out both write"},
+		{"onto the input", []fileFlag{{"--out", in}}, "the input file given to --trace"},
+	} {
+		err := checkOutputs(cmd, tc.outputs, []fileFlag{{"--trace", in}, {"--model", "llama-3-8b"}, {"--scenario", "-"}})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}
