@@ -43,7 +43,9 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 //     which must then divide evenly);
 //   - torch_dtype, or dtype as newer transformers write it (default bf16),
 //     overridden by quantization_config (quant_method "fp8" → fp8 with its
-//     fmt; a "bits" of 4 or 8 → int4 or int8);
+//     fmt; a "bits" of 4 or 8 → int4 or int8; bitsandbytes' load_in_4bit and
+//     load_in_8bit; compressed-tensors' config_groups, which must agree);
+//     other bit widths and methods that state no width are errors;
 //   - tie_word_embeddings (default true for OPT, false otherwise, as the
 //     transformers config classes have it) and attention_bias; Qwen2 always
 //     has q/k/v biases;
@@ -247,22 +249,92 @@ func (c *cfg) dtype() DType {
 		QuantMethod string          `json:"quant_method"`
 		Fmt         string          `json:"fmt"`
 		Bits        json.RawMessage `json:"bits"`
+		LoadIn4Bit  bool            `json:"load_in_4bit"`
+		LoadIn8Bit  bool            `json:"load_in_8bit"`
+		// compressed-tensors (llm-compressor) states the weights' type per
+		// group of layers.
+		ConfigGroups map[string]struct {
+			Weights *struct {
+				NumBits int    `json:"num_bits"`
+				Type    string `json:"type"`
+			} `json:"weights"`
+		} `json:"config_groups"`
 	}
 	if err := json.Unmarshal(q, &qc); err != nil {
 		c.fail("quantization_config", "want an object with quant_method: %v", err)
 		return d
 	}
+	method := strings.ToLower(qc.QuantMethod)
 	switch {
-	case qc.QuantMethod == "fp8" && qc.Fmt == "e5m2":
+	case method == "fp8" && qc.Fmt == "e5m2":
 		return FP8E5M2
-	case qc.QuantMethod == "fp8":
+	case method == "fp8":
 		return FP8E4M3
-	case string(qc.Bits) == "4":
+	case method == "bitsandbytes" && qc.LoadIn4Bit:
 		return INT4
-	case string(qc.Bits) == "8":
+	case method == "bitsandbytes" && qc.LoadIn8Bit:
 		return INT8
+	case method == "compressed-tensors":
+		return c.groupDType(qc.ConfigGroups)
+	case qc.Bits != nil:
+		switch string(qc.Bits) {
+		case "4":
+			return INT4
+		case "8":
+			return INT8
+		}
+		// GPTQ and AWQ also come in 2 and 3 bits; weights are not modelled
+		// below int4, and reading them as bf16 would give 4-8x their size.
+		c.fail("quantization_config.bits", "%s is not supported (want 4 or 8; fp8 through quant_method \"fp8\")", qc.Bits)
+		return d
 	}
+	c.fail("quantization_config.quant_method", "%q without bits: the weights' type is unknown (supported: fp8, gptq/awq/... with bits 4 or 8, bitsandbytes with load_in_4bit or load_in_8bit, compressed-tensors); remove quantization_config to read the weights as %s", qc.QuantMethod, d)
 	return d
+}
+
+// groupDType is the weights' type of a compressed-tensors config: every
+// group must agree (a mixed-precision model is not modelled).
+func (c *cfg) groupDType(groups map[string]struct {
+	Weights *struct {
+		NumBits int    `json:"num_bits"`
+		Type    string `json:"type"`
+	} `json:"weights"`
+}) DType {
+	names := make([]string, 0, len(groups))
+	for n := range groups {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var got DType
+	for _, n := range names {
+		w := groups[n].Weights
+		field := "quantization_config.config_groups." + n + ".weights"
+		if w == nil {
+			c.fail(field, "missing")
+			return 0
+		}
+		var d DType
+		switch {
+		case w.NumBits == 8 && w.Type == "float":
+			d = FP8E4M3
+		case w.NumBits == 8 && w.Type == "int":
+			d = INT8
+		case w.NumBits == 4 && w.Type == "int":
+			d = INT4
+		default:
+			c.fail(field, "%d-bit %s weights are not supported (want 8-bit float or int, or 4-bit int)", w.NumBits, w.Type)
+			return 0
+		}
+		if got != 0 && d != got {
+			c.fail(field, "%s weights, %s in another group: mixed precision is not modelled", d, got)
+			return 0
+		}
+		got = d
+	}
+	if got == 0 {
+		c.fail("quantization_config.config_groups", "no group states its weights")
+	}
+	return got
 }
 
 func (c *cfg) deepseek(m *Model) {

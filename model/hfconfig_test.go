@@ -137,6 +137,14 @@ func TestReadHFConfigErrors(t *testing.T) {
 		{"moe dense layers", `{"model_type":"deepseek_v3",` + llama[len(`"model_type":"llama",`):] + `,"kv_lora_rank":32,"qk_rope_head_dim":8,` +
 			`"qk_nope_head_dim":8,"v_head_dim":8,"n_routed_experts":4,"num_experts_per_tok":2,"n_shared_experts":-1,` +
 			`"moe_intermediate_size":16,"first_k_dense_replace":0}`, []string{`"n_shared_experts"`, "must not be negative"}},
+		// GPTQ in 3 bits was read as bf16 weights, 5x their size, without a word.
+		{"3-bit gptq", `{` + llama + `,"quantization_config":{"quant_method":"gptq","bits":3}}`,
+			[]string{`"quantization_config.bits"`, "3 is not supported", "want 4 or 8"}},
+		{"method without bits", `{` + llama + `,"quantization_config":{"quant_method":"hqq"}}`,
+			[]string{`"quantization_config.quant_method"`, `"hqq" without bits`}},
+		{"mixed compressed-tensors", `{` + llama + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{` +
+			`"group_0":{"weights":{"num_bits":8,"type":"float"}},"group_1":{"weights":{"num_bits":4,"type":"int"}}}}}`,
+			[]string{"config_groups.group_1.weights", "mixed precision"}},
 		{"too large", `{"model_type":"llama","pad":"` + strings.Repeat("x", MaxConfigBytes) + `"}`, []string{"larger than 1048576 bytes"}},
 	}
 	for _, tt := range tests {
@@ -149,6 +157,24 @@ func TestReadHFConfigErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: err = %q, want it to contain %q", tt.name, err, w)
 			}
+		}
+	}
+	for _, tc := range []struct {
+		quant string
+		want  DType
+	}{
+		{`{"quant_method":"fp8"}`, FP8E4M3},
+		{`{"quant_method":"fp8","fmt":"e5m2"}`, FP8E5M2},
+		{`{"quant_method":"awq","bits":4}`, INT4},
+		{`{"quant_method":"gptq","bits":8}`, INT8},
+		{`{"quant_method":"bitsandbytes","load_in_4bit":true}`, INT4},
+		{`{"quant_method":"bitsandbytes","load_in_8bit":true}`, INT8},
+		{`{"quant_method":"compressed-tensors","config_groups":{"group_0":{"weights":{"num_bits":8,"type":"float"}}}}`, FP8E4M3},
+		{`{"quant_method":"compressed-tensors","config_groups":{"group_0":{"weights":{"num_bits":4,"type":"int"}}}}`, INT4},
+	} {
+		m, err := ReadHFConfig(strings.NewReader(`{`+llama+`,"quantization_config":`+tc.quant+`}`), "q.json")
+		if err != nil || m.WeightDType != tc.want {
+			t.Errorf("quantization_config %s: weights %v, %v; want %v", tc.quant, m.WeightDType, err, tc.want)
 		}
 	}
 	// The minimal llama config itself is fine: defaults fill KV heads, head dim, dtype.
@@ -207,6 +233,13 @@ func FuzzReadHFConfig(f *testing.F) {
 	}
 	f.Add([]byte(`{"model_type":"opt"}`))
 	f.Add([]byte(`{}`))
+	// Issue 13's cases: quantization widths that were read as bf16, and the
+	// one-layer, hidden-size-1 model that made a 1.2e9-block paged pool.
+	const tiny = `{"model_type":"llama","num_hidden_layers":1,"num_attention_heads":1,"hidden_size":1,` +
+		`"vocab_size":10,"max_position_embeddings":128,"intermediate_size":1`
+	f.Add([]byte(tiny + `}`))
+	f.Add([]byte(tiny + `,"quantization_config":{"quant_method":"gptq","bits":3}}`))
+	f.Add([]byte(tiny + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{"g":{"weights":{"num_bits":8,"type":"float"}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadHFConfig(strings.NewReader(string(data)), "fuzz.json")
 		if err != nil {
