@@ -228,7 +228,7 @@ func runArithmetic(e *Experiment, o *Outcome) error {
 		}
 		dt := m.WeightDType
 		if r.KVDType != "" {
-			if dt, err = model.ParseDType(r.KVDType); err != nil {
+			if dt, err = model.ParseKVDType(r.KVDType); err != nil {
 				return fmt.Errorf("run %s: %w", r.Name, err)
 			}
 		}

@@ -65,6 +65,24 @@ func ParseDType(s string) (DType, error) {
 	return 0, fmt.Errorf("%w: %q (want one of fp32, fp16, bf16, fp8, fp8_e5m2, int8, int4)", ErrBadDType, s)
 }
 
+// ParseKVDType parses the element type of a KV cache: a name ParseDType
+// knows, except int4. Serving engines keep KV in the model's dtype (fp32,
+// fp16 or bf16; vLLM's kv_cache_dtype "auto"), in fp8 (vLLM's fp8,
+// fp8_e4m3, fp8_e5m2) or int8 (lmdeploy, TensorRT-LLM); 4-bit KV caches
+// (lmdeploy's quant_policy=4, KIVI) keep per-group scales beside the
+// elements, which KVBytesPerToken does not count, so they are refused
+// rather than under-counted.
+func ParseKVDType(s string) (DType, error) {
+	d, err := ParseDType(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q (want a KV cache type: bf16, fp16, fp32, fp8, fp8_e5m2 or int8)", ErrBadDType, s)
+	}
+	if d == INT4 {
+		return 0, fmt.Errorf("%w: %q: 4-bit KV caches are not modelled (their per-group scales are not counted); want bf16, fp16, fp32, fp8, fp8_e5m2 or int8", ErrBadDType, s)
+	}
+	return d, nil
+}
+
 // Valid reports whether d is one of the defined element types.
 func (d DType) Valid() bool { return d >= FP32 && d <= INT4 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,21 @@ func TestDTypeSize(t *testing.T) {
 	}
 	if err := d.Set("nope"); !errors.Is(err, ErrBadDType) || d != FP8E4M3 {
 		t.Errorf("Set(nope) = %v, %v; want ErrBadDType and d unchanged", d, err)
+	}
+}
+
+// TestParseKVDType: every dtype but int4 is a KV cache type; int4 was
+// accepted by --kv-dtype and counted without its scales.
+func TestParseKVDType(t *testing.T) {
+	for _, ok := range []string{"bf16", "fp16", "fp32", "fp8", "fp8_e5m2", "int8", "BF16"} {
+		if _, err := ParseKVDType(ok); err != nil {
+			t.Errorf("ParseKVDType(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"int4", "fp7", ""} {
+		_, err := ParseKVDType(bad)
+		if !errors.Is(err, ErrBadDType) || !strings.Contains(err.Error(), "int8") {
+			t.Errorf("ParseKVDType(%q): %v, want ErrBadDType listing the KV types", bad, err)
+		}
 	}
 }

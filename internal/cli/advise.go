@@ -71,7 +71,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json (required)")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` (required): "+strings.Join(modelGPUNames(), ", "))
 	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N`")
-	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp8 or int8 (default: the model's)")
+	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8 (default: the model's)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
 	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+strings.Join(def.KVs, ",")+")")
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s (alloc/spec syntax); the first is the base (default "+strings.Join(def.Allocs, ",")+")")
@@ -226,7 +226,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	base := sim.DefaultConfig(m, g)
 	base.TP, base.MaxContext = f.tp, f.maxContext
 	if f.kvDType != "" {
-		if base.KVDType, err = model.ParseDType(f.kvDType); err != nil {
+		if base.KVDType, err = model.ParseKVDType(f.kvDType); err != nil {
 			return usageErrorf(cmd, "--kv-dtype: %v", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -137,6 +138,9 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if f.device < 0 {
 		return usageErrorf(cmd, "--device %d: must be 0 or more", f.device)
 	}
+	if f.moves < -1 {
+		return usageErrorf(cmd, "--moves %d: want -1 (every move), 0 or a positive number", f.moves)
+	}
 	switch f.allocator {
 	case "", "caching", "arena", "sizeclass", "vmm", "async", "direct":
 	default:
@@ -191,6 +195,41 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	return err
 }
 
+// readDefragFile reads a layout file or a snapshot, at most
+// defrag.MaxLayoutFile bytes (1 GiB; PyTorch snapshots have the same
+// limit). It looks at the first byte before reading on: a layout file and a
+// memory_stats dump are JSON objects, a snapshot a pickle (0x80), so that
+// /dev/zero or a binary file is refused at once instead of after a GiB.
+func readDefragFile(r io.Reader, name string) ([]byte, error) {
+	br := bufio.NewReader(r)
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("%s: empty file: want a gpufrag layout file (JSON) or a PyTorch memory snapshot (pickle)", name)
+			}
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			br.ReadByte()
+			continue
+		case '{', 0x80:
+		default:
+			return nil, fmt.Errorf("%s: byte 0: 0x%02x: not a gpufrag layout file (a JSON object) or a PyTorch memory snapshot (a pickle, first byte 0x80)", name, b[0])
+		}
+		break
+	}
+	data, err := io.ReadAll(io.LimitReader(br, defrag.MaxLayoutFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > defrag.MaxLayoutFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes, the most a layout file or snapshot may have", name, defrag.MaxLayoutFile)
+	}
+	return data, nil
+}
+
 // readDefragInput reads a saved layout or a snapshot from path ("-": stdin).
 // It returns the layout, the source kind, the allocator the file names, and
 // the name used in messages.
@@ -200,13 +239,18 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 		err  error
 		name = path
 	)
+	r := stdin
 	if path == "-" {
 		name = "stdin"
-		data, err = io.ReadAll(io.LimitReader(stdin, defrag.MaxLayoutFile+1))
 	} else {
-		data, err = os.ReadFile(path)
+		fh, err := os.Open(path)
+		if err != nil {
+			return mem.Layout{}, "", "", name, err
+		}
+		defer fh.Close()
+		r = fh
 	}
-	if err != nil {
+	if data, err = readDefragFile(r, name); err != nil {
 		return mem.Layout{}, "", "", name, err
 	}
 	if defrag.IsLayoutFile(data) {

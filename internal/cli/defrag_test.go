@@ -113,12 +113,25 @@ func TestDefragErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"gpufrag_layout":1,"segments":[{"addr":"x"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A binary file (as /dev/zero) is refused at its first byte; it was
+	// read whole (os.ReadFile, no limit) before.
+	zeros := filepath.Join(t.TempDir(), "zeros")
+	if err := os.WriteFile(zeros, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"defrag"}, exitUsage, "one file"},
+		{[]string{"defrag", zeros}, exitFail, "byte 0: 0x00: not a gpufrag layout file"},
+		{[]string{"defrag", empty}, exitFail, "empty file"},
+		{[]string{"defrag", path, "--moves", "-2"}, exitUsage, "--moves -2"},
 		{[]string{"defrag", path, "--goal", "shrink"}, exitUsage, "--goal"},
 		{[]string{"defrag", path, "--goal", "fit:0"}, exitUsage, "positive"},
 		{[]string{"defrag", path, "--gpu", "v100"}, exitUsage, "--gpu"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/spf13/cobra"
@@ -96,7 +97,7 @@ func newSimulate() *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME`: "+strings.Join(modelGPUNames(), ", "))
 	fl.IntVar(&f.tp, "tp", 0, "tensor-parallel degree `N` (divides weights and KV heads)")
-	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp8 or int8")
+	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8")
 	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s to compare, comma-separated or repeated: "+strings.Join(strategy.Names(), ", "))
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
 	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
@@ -264,6 +265,14 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	str("model", &s.Model, f.model)
 	str("gpu", &s.GPU, f.gpu)
 	str("kv-dtype", &s.KVDType, f.kvDType)
+	if set("kv-dtype") {
+		if _, err := model.ParseKVDType(f.kvDType); err != nil {
+			return usageErrorf(cmd, "--kv-dtype: %v", err)
+		}
+	}
+	if set("max-rows") && f.maxRows < 0 {
+		return usageErrorf(cmd, "--max-rows %d: want 0 (every row) or a positive number", f.maxRows)
+	}
 	str("on-oom", &s.Engine.OnOOM, f.onOOM)
 	if set("on-oom") {
 		if _, err := sim.ParseOnOOM(f.onOOM); err != nil {

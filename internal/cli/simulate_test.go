@@ -145,6 +145,8 @@ func TestSimulateErrors(t *testing.T) {
 		{[]string{"--rate", "-1"}, 2, "--rate"},
 		{[]string{"--tp", "0"}, 2, "--tp"},
 		{[]string{"--on-oom", "explode"}, 2, "--on-oom"},
+		{[]string{"--kv-dtype", "int4"}, 2, "4-bit KV caches are not modelled"},
+		{[]string{"--trace", bad, "--max-rows", "-1"}, 2, "--max-rows -1"},
 		{[]string{"--gpu", "h100"}, 1, "unknown gpu"},
 		{[]string{"--kv", "paged:0"}, 1, "paged"},
 		{[]string{"extra"}, 2, ""},

@@ -65,7 +65,7 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 		base.TP = s.TP
 	}
 	if s.KVDType != "" {
-		if base.KVDType, err = model.ParseDType(s.KVDType); err != nil {
+		if base.KVDType, err = model.ParseKVDType(s.KVDType); err != nil {
 			return bad("kv_dtype", "%v", err)
 		}
 	}

@@ -17,7 +17,7 @@
 //	model: llama-3.1-8b          # preset name or a path to a Hugging Face config.json
 //	gpu: h100-80g
 //	tp: 1
-//	kv_dtype: bf16               # bf16, fp16, fp8, int8
+//	kv_dtype: bf16               # bf16, fp16, fp32, fp8, fp8_e5m2, int8
 //	seed: 42
 //	duration: 30m                # virtual time; 0 or absent: until every request ends
 //	engine:
