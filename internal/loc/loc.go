@@ -2,6 +2,11 @@
 // reader of the project says it: "NAME: line N: field "F": message".
 // optrace and workload keep their own Error types (their kinds differ) and
 // share this formatting, so a user sees the same shape from every reader.
+//
+// It also holds what those readers share below the format: LineReader,
+// which splits input into lines (LF, CRLF or a lone CR) under a line and a
+// total limit and refuses binary input at its first bytes, and Quote and
+// Clip, which echo an input value into a message in at most QuoteBytes.
 package loc
 
 import (
