@@ -6,6 +6,7 @@ package workload
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -49,7 +50,8 @@ func (s *csvSpec) index(header []string) (idx []int, e *Error) {
 		for i, c := range s.cols {
 			if strings.EqualFold(h, c) {
 				if idx[i] >= 0 {
-					return nil, &Error{Field: c, Err: ErrColumn, Msg: fmt.Sprintf("column appears twice (fields %d and %d)", idx[i]+1, j+1)}
+					return nil, &Error{Field: c, Err: ErrColumn, Msg: fmt.Sprintf(
+						"duplicate column: columns %d and %d of the %v header both hold it (remove or rename one)", idx[i]+1, j+1, s.format)}
 				}
 				idx[i] = j
 			}
@@ -74,9 +76,16 @@ func (s *csvSpec) requiredCols() []string {
 	return r
 }
 
-func (s *csvSpec) matches(header []string) bool {
-	_, e := s.index(header)
-	return e == nil
+// present counts the required columns header holds (each once however
+// often it appears).
+func (s *csvSpec) present(header []string) int {
+	n := 0
+	for i, c := range s.cols {
+		if s.required[i] && hasColumn(header, c) {
+			n++
+		}
+	}
+	return n
 }
 
 type csvParser struct {
@@ -156,7 +165,10 @@ func (p *csvParser) row(b []byte) (row, *Error) {
 			rw.time, e = scaled(name, v, 9) // seconds
 			rw.hasTime = true
 		}
-		if _, v := get(bgSession); e == nil && v != "" {
+		if name, v := get(bgSession); e == nil && v != "" {
+			if len(v) > MaxIDBytes {
+				e = fieldErr(name, "longer than %d bytes (workload.MaxIDBytes; got %s)", MaxIDBytes, clip(v))
+			}
 			rw.req.Session = v
 		}
 	}
@@ -189,6 +201,9 @@ func splitCSV(b []byte) ([]string, error) {
 // nothing to prefill).
 func tokens(field, v string) (int, *Error) {
 	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && v[0] != '-' {
+		n, err = MaxTokens+1, nil // all digits, past int64
+	}
 	if err != nil || n < 1 {
 		if v == "" {
 			return 0, fieldErr(field, "missing (a positive integer)")
@@ -205,6 +220,9 @@ func tokens(field, v string) (int, *Error) {
 // failed or prefill-only request; FineServe has 62 in its first half).
 func outTokens(field, v string) (int, *Error) {
 	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && v[0] != '-' {
+		n, err = MaxTokens+1, nil // all digits, past int64
+	}
 	if err != nil || n < 0 {
 		if v == "" {
 			return 0, fieldErr(field, "missing (a non-negative integer)")

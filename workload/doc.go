@@ -13,9 +13,14 @@
 //
 // Read takes a Format, or Auto to detect it from the first line (Detect).
 // Every format may start with a UTF-8 byte order mark and may end lines in
-// LF or CRLF; the last line may lack an ending; blank lines are skipped.
-// Lines are numbered from 1, and a CSV header is line 1. A line longer than
-// MaxLineBytes (1 MiB) is an error, never cut short. CSV columns are found
+// LF, CRLF or a lone CR (old Mac files); the last line may lack an ending;
+// blank lines are skipped. Lines are numbered from 1, and a CSV header is
+// line 1. Binary input (a NUL byte in the first 512 bytes, a compressed
+// file, UTF-16) is an ErrNotText error at once; a line longer than
+// MaxLineBytes (1 MiB) is an error as soon as it crosses the limit, never
+// cut short or read to its end; input past MaxInputBytes, more than
+// MaxRequests requests or MaxPrefixHashes prefix ids are ErrTooLarge
+// errors (MaxRows reads the start of such a file). CSV columns are found
 // by name (case-insensitive, spaces trimmed), in any order; columns not
 // listed below are ignored; every row must have as many fields as the
 // header. Quoted CSV fields are accepted but may not span lines.
@@ -39,7 +44,8 @@
 // output; hash_ids, optional, has one id per 512-token block of the prompt
 // (the last id covers a partial block) and becomes Request.PrefixHashes.
 // The real files satisfy len(hash_ids) == ceil(input_length/512); Read
-// does not enforce it, so other Mooncake releases still read. Other keys
+// does not enforce it, so other Mooncake releases (with smaller blocks)
+// still read, but refuses more ids than input_length. Other keys
 // are ignored; a repeated known key is an error. Arrival is relative to
 // the first row read.
 //
@@ -64,8 +70,11 @@
 // microseconds and 333 days in milliseconds. latency, architecture and
 // scale are ignored. The upstream file ends with rows whose timestamp is
 // empty: when a file has timed rows, its untimed rows are dropped and
-// counted in Trace.Untimed (with a warning); a file of only untimed rows
-// gives an untimed trace. Arrival is relative to the first timed row.
+// counted in Trace.Untimed, with a warning (first in Trace.Warnings, and in
+// Trace.Summary); when they outnumber the timed rows, that would keep a
+// small part of the file as if it were the whole, and it is an ErrField
+// error instead. A file of only untimed rows gives an untimed trace.
+// Arrival is relative to the first timed row.
 //
 // burstgpt: the BurstGPT CSVs (KDD'25).
 //
@@ -117,11 +126,23 @@
 //
 //     azure.csv: line 3: field "ContextTokens": must be a positive integer (got "-5")
 //
-//     whose kind (ErrSyntax, ErrColumn, ErrField, ErrOrder, ErrFormat) is
+//     whose kind (ErrSyntax, ErrColumn, ErrField, ErrOrder, ErrFormat, ...) is
 //     matched with errors.Is. With ReadOptions.SkipBadRows the row is
 //     dropped instead, counted in Trace.Skipped, and the first MaxWarnings
-//     messages kept in Trace.Warnings. Header errors always fail. The CLI
-//     exits with status 1 on an error.
+//     messages kept in Trace.Warnings; Trace.Summary says it in one line.
+//     Header errors, binary input and the size limits always fail. A trace
+//     that ends without a request is an ErrNoRows error: a CSV header
+//     without rows, or every row skipped (the error names the first bad
+//     row). The CLI exits with status 1 on an error.
+//
+//   - Values echoed in messages are quoted and cut to their first 64
+//     bytes with their length ("999…… (5000000 bytes)"), so a huge field
+//     never floods a terminal.
+//
+//   - Every number has a bound: token counts MaxTokens, N MaxN, ids and
+//     sessions MaxIDBytes, times 2^62 ns (146 years; NaN, Inf, negative
+//     and 1e308 are refused), prefix ids per row at most the prompt's
+//     tokens and MaxPrefixHashes in all.
 //
 // # Generators
 //

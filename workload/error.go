@@ -14,10 +14,16 @@ var (
 	// ErrFormat: the format name is unknown, or Detect cannot tell the
 	// format from the first line.
 	ErrFormat = errors.New("workload: unknown format")
+	// ErrNotText: the input starts with binary data (a NUL byte, a gzip,
+	// zstd, bzip2, xz or ZIP signature, UTF-16 text), not lines of text.
+	ErrNotText = errors.New("workload: not a text trace")
 	// ErrSyntax: a line is not one CSV record or one JSON object, has a
 	// different number of fields than the header, or is longer than
 	// MaxLineBytes.
 	ErrSyntax = errors.New("workload: syntax error")
+	// ErrTooLarge: the input goes on past MaxInputBytes, or holds more
+	// than MaxRequests requests or MaxPrefixHashes prefix ids.
+	ErrTooLarge = errors.New("workload: trace too large")
 	// ErrColumn: the CSV header lacks a required column or repeats one.
 	ErrColumn = errors.New("workload: bad header")
 	// ErrField: a field is missing, unknown (our JSONL only) or has a bad
@@ -27,6 +33,10 @@ var (
 	// row above it (those files are sorted; an out-of-order row means a
 	// damaged or concatenated file).
 	ErrOrder = errors.New("workload: arrival out of order")
+	// ErrNoRows: the trace has no request: a CSV header without rows, an
+	// empty JSONL file, or every row bad and skipped under SkipBadRows (the
+	// error then names the first bad row, its field and what was wrong).
+	ErrNoRows = errors.New("workload: no requests")
 	// ErrConfig: a generator or transform got a bad parameter (a rate that
 	// is not positive, an empty list of widths, a timed trace where an
 	// untimed one is needed).
@@ -42,7 +52,7 @@ type Error struct {
 	Line  int    // 1-based line; a CSV header is line 1
 	Field string // the column or JSON key at fault, or empty
 	Msg   string // what is wrong
-	Err   error  // the kind: ErrFormat, ErrSyntax, ErrColumn, ErrField or ErrOrder
+	Err   error  // the kind: ErrFormat, ErrNotText, ErrSyntax, ErrTooLarge, ErrColumn, ErrField, ErrOrder or ErrNoRows
 }
 
 func (e *Error) Error() string { return loc.Format(e.File, e.Line, e.Field, e.Msg) }
@@ -58,11 +68,5 @@ func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 }
 
-// clip shortens raw input for an error message and quotes it.
-func clip(s string) string {
-	const n = 40
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	return fmt.Sprintf("%q", s)
-}
+// clip quotes raw input for an error message, cut to loc.QuoteBytes.
+func clip(s string) string { return loc.Quote(s) }

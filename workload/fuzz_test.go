@@ -12,14 +12,18 @@ import (
 )
 
 // FuzzRead checks, for every format and for detection, that Read never
-// panics; that every error is an *Error naming a line and a kind; that what
+// panics; that every error is an *Error naming a line and a kind (binary
+// input, over-long lines and traces without requests included); that what
 // Read accepts holds valid, sorted requests; that reading the same bytes
 // again gives the same trace; and that the trace survives a round trip
 // through WriteJSONL. The seed corpus is the testdata fixtures under each
 // format (plus testdata/fuzz/FuzzRead, where go test -fuzz saves failures).
 // Run longer with
 //
-//	go test ./workload -run '^$' -fuzz FuzzRead -fuzztime 60s
+//	go test ./workload -run '^$' -fuzz FuzzRead -fuzztime 60s -fuzzminimizetime 1s
+//
+// (without -fuzzminimizetime, minimizing each new input stalls the run for
+// up to a minute at 0 execs/s)
 func FuzzRead(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.*")
 	for _, file := range files {
@@ -33,6 +37,29 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add(uint8(workload.Azure), []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6800000,100,20\n2023-11-16 18:15:47.0000000,-5,20\n"))
 	f.Add(uint8(workload.JSONL), []byte("\uFEFF{\"arrival_s\":1e-3,\"prompt_tokens\":1,\"output_tokens\":0,\"session\":\"s\"}\r\n"))
+	// The hostile cases of issue 13: binary input, CR-only endings, a
+	// duplicate column, every row bad, mostly untimed rows, numbers that are
+	// no sane count or time, more prefix ids than tokens, a header alone.
+	for _, seed := range []struct {
+		f    workload.Format
+		data string
+	}{
+		{workload.Auto, "\x00\x00\x00\x00"},
+		{workload.Auto, "\x1f\x8b\x08\x00"},
+		{workload.Auto, "\xff\xfeT\x00"},
+		{workload.Auto, "TIMESTAMP,ContextTokens,GeneratedTokens\r2023-11-16 18:15:46.68,5,20\r2023-11-16 18:15:47,6,20\r"},
+		{workload.Auto, "TIMESTAMP,ContextTokens,GeneratedTokens,ContextTokens\n2023-11-16 18:15:46.68,5,20,5\n"},
+		{workload.Auto, "TIMESTAMP,ContextTokens,Generated\n"},
+		{workload.Azure, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,-5,20\nx,1,1\n"},
+		{workload.FineServe, "input_length,output_length,latency,timestamp\n5,1,0.1,0\n5,1,0.1,\n5,1,0.1,\n"},
+		{workload.BurstGPT, "Timestamp,Request tokens,Response tokens\nNaN,1,1\nInf,1,1\n1e308,1,1\n-0,1,1\n"},
+		{workload.Vidur, "num_prefill_tokens,num_decode_tokens\n1000000000000000000,1\n1e18,1\n"},
+		{workload.Mooncake, `{"timestamp":1e308,"input_length":2,"output_length":1,"hash_ids":[1,2,3]}`},
+		{workload.JSONL, `{"arrival_s":1e400,"prompt_tokens":1,"output_tokens":1,"n":1000000000000000000}`},
+		{workload.Vidur, "num_prefill_tokens,num_decode_tokens\n\n"},
+	} {
+		f.Add(uint8(seed.f), []byte(seed.data))
+	}
 	f.Fuzz(func(t *testing.T, fm uint8, data []byte) {
 		format := workload.Format(int(fm) % (len(workload.Formats()) + 1))
 		for _, skip := range []bool{false, true} {

@@ -209,6 +209,9 @@ const prefixBlock = PrefixBlockTokens
 // gets prefix ids per 512-token block in Mooncake's style: full blocks that
 // lie inside the previous turn's prompt keep its ids, later blocks get new
 // ones. The result is sorted by arrival, ties by session and turn; Line is 0.
+// As for a read trace, more than MaxRequests turns or MaxPrefixHashes
+// prefix ids in all is an ErrConfig error (the ids of a long session grow
+// with the square of its turns).
 func Sessions(cfg SessionConfig, rng *rand.Rand) ([]Request, error) {
 	if err := cfg.validate(rng); err != nil {
 		return nil, err
@@ -224,6 +227,7 @@ func Sessions(cfg SessionConfig, rng *rand.Rand) ([]Request, error) {
 		out    []Request
 		nextID uint64
 		start  int64
+		nids   int // prefix ids of every turn so far
 	)
 	sysBlocks := cfg.SystemTokens / prefixBlock
 	nextID = uint64(sysBlocks)
@@ -250,6 +254,13 @@ func Sessions(cfg SessionConfig, rng *rand.Rand) ([]Request, error) {
 			}
 			if prompt > maxCtx {
 				break
+			}
+			if len(out) >= requestLimit {
+				return nil, configErr("Sessions: more than %d turns in all (workload.MaxRequests); lower Sessions or MaxTurns", requestLimit)
+			}
+			if nids += (prompt + prefixBlock - 1) / prefixBlock; nids > hashLimit {
+				return nil, configErr("Sessions: more than %d prefix ids in all (workload.MaxPrefixHashes); "+
+					"contexts grow too long: lower Sessions, MaxTurns or MaxContext", hashLimit)
 			}
 			for b := keep; b < (prompt+prefixBlock-1)/prefixBlock; b++ {
 				ids = append(ids, nextID)

@@ -13,10 +13,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
-// MaxIDBytes bounds the id and session strings of our JSONL (256 bytes):
-// they are labels, not payloads.
+// MaxIDBytes bounds the id and session strings of our JSONL and BurstGPT's
+// Session ID (256 bytes): they are labels, not payloads.
 const MaxIDBytes = 256
 
 // object decodes one line as a JSON object of raw values. strict refuses
@@ -73,12 +75,7 @@ func object(b []byte, known []string, strict bool) (map[string]json.RawMessage, 
 	return m, nil
 }
 
-func clipKey(k string) string {
-	if len(k) > 40 {
-		return k[:40] + "..."
-	}
-	return k
-}
+func clipKey(k string) string { return loc.Clip(k) }
 
 func index(list []string, s string) int {
 	for i, x := range list {
@@ -95,8 +92,10 @@ func jsonText(raw json.RawMessage) string {
 	return string(bytes.TrimSpace(raw))
 }
 
-// hashes parses a list of non-negative integer block ids; null or [] is nil.
-func hashes(field string, raw json.RawMessage) ([]uint64, *Error) {
+// hashes parses a list of non-negative integer block ids; null or [] is
+// nil. A block holds at least one token, so a list longer than the prompt
+// is refused: it bounds the ids a row can hold by its own token count.
+func hashes(field string, raw json.RawMessage, prompt int) ([]uint64, *Error) {
 	if raw == nil || jsonText(raw) == "null" {
 		return nil, nil
 	}
@@ -106,6 +105,9 @@ func hashes(field string, raw json.RawMessage) ([]uint64, *Error) {
 	}
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	if len(ids) > prompt {
+		return nil, fieldErr(field, "has %d ids for a prompt of %d tokens (at most one per token; Mooncake has one per 512)", len(ids), prompt)
 	}
 	return ids, nil
 }
@@ -149,7 +151,7 @@ func (mooncakeParser) row(b []byte) (row, *Error) {
 		return row{}, e
 	}
 	rw.hasTime = true
-	if rw.req.PrefixHashes, e = hashes("hash_ids", m["hash_ids"]); e != nil {
+	if rw.req.PrefixHashes, e = hashes("hash_ids", m["hash_ids"], rw.req.PromptTokens); e != nil {
 		return row{}, e
 	}
 	return rw, nil
@@ -229,7 +231,7 @@ func (jsonlParser) row(b []byte) (row, *Error) {
 			return row{}, e
 		}
 	}
-	if rw.req.PrefixHashes, e = hashes("prefix_hashes", m["prefix_hashes"]); e != nil {
+	if rw.req.PrefixHashes, e = hashes("prefix_hashes", m["prefix_hashes"], rw.req.PromptTokens); e != nil {
 		return row{}, e
 	}
 	return rw, nil

@@ -4,21 +4,40 @@
 package workload
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // MaxLineBytes is the longest line Read accepts (1 MiB, without the line
 // ending). The longest real line, a Mooncake request with 247 hash ids, is
 // about 2 KB; the cap keeps a file without newlines from being read into
-// memory as one line. A longer line is an ErrSyntax error (or a skipped row
-// under SkipBadRows), never cut short.
+// memory as one line. A longer line is an ErrSyntax error at once, even
+// under SkipBadRows: the reader never reads on through it looking for its
+// end (a file of one endless line, such as /dev/zero, would never finish).
 const MaxLineBytes = 1 << 20
+
+// MaxInputBytes bounds the whole input Read takes (4 GiB): over a thousand
+// times the largest development trace (3 MB, shared/data/traces), and what
+// stops an endless stream of blank or skipped lines. Reading stops at
+// MaxRows before it, so the start of a larger file can still be read.
+const MaxInputBytes int64 = 4 << 30
+
+// MaxRequests bounds the requests of one trace (10,000,000, the simulator
+// scenario's bound on generated requests). A request costs about 170 bytes
+// in memory with its id, so the bound keeps a trace within about 2 GB.
+const MaxRequests = 10_000_000
+
+// MaxPrefixHashes bounds the prefix block ids of one trace, summed over its
+// requests (2^27, 1 GiB as uint64). The Mooncake conversation trace has
+// 288,500 in 12,031 rows; without the bound, 4 GiB of "0," would decode
+// into 16 GiB of ids.
+const MaxPrefixHashes = 1 << 27
 
 // MaxTokens bounds every token count (16,777,216). The longest real prompt in
 // the traces is 126,195 tokens; the bound keeps sums of many counts far
@@ -35,8 +54,9 @@ type ReadOptions struct {
 	// are counted in Trace.Skipped and the first MaxWarnings messages are
 	// kept in Trace.Warnings. Header problems still fail.
 	SkipBadRows bool
-	// MaxRows stops reading after this many requests (0: no limit); a
-	// warning records that the rest of the file was not read.
+	// MaxRows stops reading after this many requests (0: no limit; a
+	// negative value is an ErrConfig error); a warning records that the
+	// rest of the file was not read.
 	MaxRows int
 }
 
@@ -68,22 +88,40 @@ func newParser(f Format) parser {
 	return nil
 }
 
+// Read's bounds, as variables so that the package's tests can lower them;
+// nothing else changes them.
+var (
+	requestLimit = MaxRequests
+	hashLimit    = MaxPrefixHashes
+)
+
+// lineLimits are Read's bounds on lines and on the whole input.
+var lineLimits = loc.Limits{Line: MaxLineBytes, LineName: "workload.MaxLineBytes",
+	Total: MaxInputBytes, TotalName: "workload.MaxInputBytes", TotalHint: "read the start of it with a row limit (--max-rows)"}
+
 // Read reads a whole trace. name labels error messages (a file name,
 // "stdin"); it may be empty. f is the format, or Auto to detect it from the
 // first line with Detect. Rows are parsed and checked as the package doc
 // says; the first bad row stops reading with an *Error naming the file, the
-// line and the field, unless opts.SkipBadRows. An error from r itself is
-// returned wrapped, not as an *Error.
+// line and the field, unless opts.SkipBadRows. Input that is not text, a
+// line over MaxLineBytes and a trace over MaxInputBytes, MaxRequests or
+// MaxPrefixHashes fail at once, whatever the options. A trace that ends
+// with no request is an ErrNoRows error: a file with a header and no rows,
+// or whose every row was bad and skipped (the error names the first). An
+// error from r itself is returned wrapped, not as an *Error.
 func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) {
-	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+	if opts.MaxRows < 0 {
+		return nil, configErr("ReadOptions.MaxRows: %d is negative (0 reads every row)", opts.MaxRows)
+	}
+	lr := loc.NewLineReader(r, lineLimits)
 	t := &Trace{Name: name, Format: f}
 	fail := func(e *Error) (*Trace, error) {
 		e.File = name
 		return nil, e
 	}
-	var p parser
-	first := true
 	var (
+		p                parser
+		first            = true
 		prevTime, origin int64
 		prevLine         int
 		anyTimed, anyUn  bool
@@ -91,57 +129,56 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 		timed            []bool // parallel to t.Requests: the row had a time
 		ids              = map[string]int{}
 		turns            = map[string]int{}
+		nhashes          int    // prefix ids kept so far
+		headerLine       int    // the line of a CSV header
+		firstBad         *Error // the first row skipped under SkipBadRows
 	)
 	for {
-		b, tooLong, err := lr.next()
+		b, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if name == "" {
-				name = "trace"
-			}
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			return nil, inputErr(err, name)
 		}
-		if !tooLong && isBlank(b) {
+		if isBlank(b) {
 			continue
 		}
+		line := lr.Line()
 		if first {
 			first = false
-			if tooLong {
-				return fail(tooLongErr(lr.line))
-			}
 			if t.Format == Auto {
-				g, err := Detect(b)
-				if err != nil {
-					return fail(&Error{Line: lr.line, Err: ErrFormat, Msg: err.Error()})
+				g, e := detect(b)
+				if e != nil {
+					e.Line = line
+					return fail(e)
 				}
 				t.Format = g
 			}
 			p = newParser(t.Format)
 			if p == nil {
-				return fail(&Error{Line: lr.line, Err: ErrFormat, Msg: fmt.Sprintf("unknown format %v", t.Format)})
+				return fail(&Error{Line: line, Err: ErrFormat, Msg: fmt.Sprintf("unknown format %v", t.Format)})
 			}
 			if t.Format != Mooncake && t.Format != JSONL {
 				if e := p.header(b); e != nil {
-					e.Line = lr.line
+					e.Line = line
 					return fail(e)
 				}
+				headerLine = line
 				continue
 			}
 		}
 		if opts.MaxRows > 0 && len(t.Requests) >= opts.MaxRows {
 			t.warn(fmt.Sprintf("%s: stopped after %d requests (MaxRows); lines from %d on were not read",
-				displayName(name), opts.MaxRows, lr.line))
+				displayName(name), opts.MaxRows, line))
+			t.stoppedAt, t.maxRows = line, opts.MaxRows
 			break
 		}
-		var rw row
-		var e *Error
-		if tooLong {
-			e = tooLongErr(lr.line)
-		} else {
-			rw, e = p.row(b)
+		if len(t.Requests) >= requestLimit {
+			return fail(&Error{Line: line, Err: ErrTooLarge, Msg: fmt.Sprintf(
+				"more than %d requests (workload.MaxRequests); read the start of the file with a row limit (--max-rows)", requestLimit)})
 		}
+		rw, e := p.row(b)
 		if e == nil {
 			e = checkRow(t.Format, &rw, prevTime, prevLine, anyTimed, &timedMix)
 		}
@@ -151,19 +188,27 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 			}
 		}
 		if e != nil {
-			e.Line = lr.line
+			e.Line = line
 			if !opts.SkipBadRows {
 				return fail(e)
 			}
 			e.File = name
+			if firstBad == nil {
+				firstBad = e
+				t.firstSkip = e
+			}
 			t.Skipped++
 			t.warn(e.Error() + " (skipped)")
 			continue
 		}
+		if nhashes += len(rw.req.PrefixHashes); nhashes > hashLimit {
+			return fail(&Error{Line: line, Err: ErrTooLarge, Msg: fmt.Sprintf(
+				"more than %d prefix ids in all (workload.MaxPrefixHashes); read the start of the file with a row limit (--max-rows)", hashLimit)})
+		}
 		rq := rw.req
-		rq.Line = lr.line
+		rq.Line = line
 		if !rw.id {
-			rq.ID = "r" + strconv.Itoa(lr.line)
+			rq.ID = "r" + strconv.Itoa(line)
 		}
 		ids[rq.ID] = rq.Line
 		if rq.N == 0 {
@@ -178,7 +223,7 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 				origin = rw.time
 			}
 			anyTimed = true
-			prevTime, prevLine = rw.time, lr.line
+			prevTime, prevLine = rw.time, line
 			rq.Arrival = rw.time - origin
 		} else {
 			anyUn = true
@@ -188,28 +233,25 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 	}
 	if first && t.Format != Mooncake && t.Format != JSONL {
 		if t.Format == Auto {
-			return fail(&Error{Line: 1, Err: ErrFormat, Msg: "empty file: cannot detect the format"})
+			return fail(&Error{Line: 1, Err: ErrFormat, Msg: "empty file (or only blank lines): cannot detect the format"})
 		}
 		return fail(&Error{Line: 1, Err: ErrColumn, Msg: "empty file: the CSV header is missing"})
 	}
 	if t.Format == Auto { // an empty JSONL file read with Auto
-		return fail(&Error{Line: 1, Err: ErrFormat, Msg: "empty file: cannot detect the format"})
+		return fail(&Error{Line: 1, Err: ErrFormat, Msg: "empty file (or only blank lines): cannot detect the format"})
+	}
+	if len(t.Requests) == 0 {
+		line := lr.Line()
+		if headerLine > 0 {
+			line = headerLine
+		}
+		return fail(noRows(t, firstBad, line))
 	}
 	t.Timed = anyTimed
 	if anyTimed && anyUn { // only FineServe: checkRow refuses the mix elsewhere
-		kept := t.Requests[:0]
-		for i, rq := range t.Requests {
-			if timed[i] {
-				kept = append(kept, rq)
-				continue
-			}
-			t.Untimed++
-			if t.Untimed == 1 {
-				t.warn(fmt.Sprintf("%s: line %d: rows without a timestamp are dropped because the file has timed rows",
-					displayName(name), rq.Line))
-			}
+		if e := dropUntimed(t, timed); e != nil {
+			return fail(e)
 		}
-		t.Requests = kept
 	}
 	sort.SliceStable(t.Requests, func(i, j int) bool {
 		a, b := t.Requests[i], t.Requests[j]
@@ -219,6 +261,71 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 		return a.Line < b.Line
 	})
 	return t, nil
+}
+
+// noRows is the error of a trace that ended without a request; line is
+// its CSV header's, or the last line of a JSONL file.
+func noRows(t *Trace, firstBad *Error, line int) *Error {
+	if firstBad != nil {
+		e := *firstBad
+		e.Err = ErrNoRows
+		e.Msg = fmt.Sprintf("%s; every row is bad (all %d skipped), so the trace has no requests", e.Msg, t.Skipped)
+		return &e
+	}
+	if t.Format == Mooncake || t.Format == JSONL {
+		return &Error{Line: max(line, 1), Err: ErrNoRows, Msg: "no requests: the file is empty or blank"}
+	}
+	return &Error{Line: line, Err: ErrNoRows, Msg: "no requests: the file has a CSV header and no rows"}
+}
+
+// dropUntimed drops the rows without a timestamp of a FineServe file that
+// also has timed rows, counting them in t.Untimed with a warning that comes
+// first in t.Warnings. When they are the majority, dropping them would keep
+// a small part of the file as if it were the whole: that is an error.
+func dropUntimed(t *Trace, timed []bool) *Error {
+	kept := t.Requests[:0]
+	firstLine := 0
+	for i, rq := range t.Requests {
+		if timed[i] {
+			kept = append(kept, rq)
+			continue
+		}
+		if t.Untimed++; t.Untimed == 1 {
+			firstLine = rq.Line
+		}
+	}
+	total := len(t.Requests)
+	if t.Untimed > len(kept) {
+		return &Error{Line: firstLine, Field: timeField[t.Format], Err: ErrField, Msg: fmt.Sprintf(
+			"missing on %d of %d rows; rows without a timestamp are dropped only when they are a few "+
+				"(as at the end of the upstream FineServe files): fill the column in, or empty it on every row to read the file as untimed",
+			t.Untimed, total)}
+	}
+	t.Requests = kept
+	t.untimed = fmt.Sprintf("dropped %d of %d rows, which have no timestamp (the first on line %d), because the file has timed rows",
+		t.Untimed, total, firstLine)
+	t.Warnings = append([]string{displayName(t.Name) + ": " + t.untimed}, t.Warnings...)
+	if len(t.Warnings) > MaxWarnings {
+		t.Warnings = t.Warnings[:MaxWarnings]
+	}
+	return nil
+}
+
+// inputErr turns an error of the line reader into an *Error, and wraps
+// one of r itself.
+func inputErr(err error, name string) error {
+	var ie *loc.InputError
+	if !errors.As(err, &ie) {
+		return fmt.Errorf("reading %s: %w", displayName(name), err)
+	}
+	e := &Error{File: name, Line: ie.Line, Err: ErrSyntax, Msg: ie.Msg}
+	switch {
+	case errors.Is(err, loc.ErrBinary):
+		e.Err, e.Msg = ErrNotText, "not a text trace: "+strings.TrimPrefix(ie.Msg, "not a text file: ")
+	case errors.Is(err, loc.ErrTooLarge):
+		e.Err = ErrTooLarge
+	}
+	return e
 }
 
 // checkRow applies the checks that span rows: timed CSV and Mooncake files
@@ -258,11 +365,6 @@ func displayName(name string) string {
 	return name
 }
 
-func tooLongErr(line int) *Error {
-	return &Error{Line: line, Err: ErrSyntax,
-		Msg: fmt.Sprintf("longer than %d bytes (not a trace, or a missing line break?)", MaxLineBytes)}
-}
-
 // isBlank reports whether b holds only spaces, tabs and CRs.
 func isBlank(b []byte) bool {
 	for _, c := range b {
@@ -271,93 +373,4 @@ func isBlank(b []byte) bool {
 		}
 	}
 	return true
-}
-
-var bom = []byte("\uFEFF")
-
-// lineReader splits input into lines ending in "\n" or "\r\n" (the last may
-// lack an ending), counting them from 1 and dropping a UTF-8 byte order mark
-// at the start. A line longer than MaxLineBytes is reported, not returned:
-// its bytes are read and dropped up to the next line break.
-type lineReader struct {
-	br   *bufio.Reader
-	line int
-	buf  []byte
-}
-
-func (lr *lineReader) next() (b []byte, tooLong bool, err error) {
-	lr.buf = lr.buf[:0]
-	read := false
-	for {
-		chunk, err := lr.br.ReadSlice('\n')
-		if len(chunk) > 0 {
-			read = true
-		}
-		if !tooLong {
-			if len(lr.buf)+len(chunk) > MaxLineBytes+2 { // room for "\r\n"
-				tooLong = true
-				lr.buf = lr.buf[:0]
-			} else {
-				lr.buf = append(lr.buf, chunk...)
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil && err != io.EOF {
-			return nil, false, err
-		}
-		if err == io.EOF && !read {
-			return nil, false, io.EOF
-		}
-		break
-	}
-	lr.line++
-	b = lr.buf
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	b = bytes.TrimSuffix(b, []byte("\r"))
-	if lr.line == 1 {
-		b = bytes.TrimPrefix(b, bom)
-	}
-	if len(b) > MaxLineBytes {
-		tooLong = true
-	}
-	return b, tooLong, nil
-}
-
-// Detect tells the format from a file's first line (further lines, a BOM
-// and a CR are ignored). A JSON object with "input_length" is Mooncake, one
-// with "prompt_tokens" is our JSONL; a CSV header is matched on its columns:
-// ContextTokens is Azure, num_prefill_tokens is Vidur, input_length is
-// FineServe, "Request tokens" is BurstGPT. Anything else is an error
-// wrapping ErrFormat.
-func Detect(header []byte) (Format, error) {
-	if i := bytes.IndexByte(header, '\n'); i >= 0 {
-		header = header[:i]
-	}
-	header = bytes.TrimSuffix(bytes.TrimPrefix(header, bom), []byte("\r"))
-	trimmed := bytes.TrimSpace(header)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(trimmed, &m); err != nil {
-			return Auto, fmt.Errorf("%w: the first line starts like JSON but is not a JSON object: %w", ErrFormat, err)
-		}
-		switch {
-		case m["prompt_tokens"] != nil:
-			return JSONL, nil
-		case m["input_length"] != nil:
-			return Mooncake, nil
-		}
-		return Auto, fmt.Errorf("%w: a JSON object without \"prompt_tokens\" (jsonl) or \"input_length\" (mooncake)", ErrFormat)
-	}
-	cols, err := splitCSV(header)
-	if err == nil {
-		for _, f := range []Format{Azure, Vidur, FineServe, BurstGPT} {
-			if csvSpecs[f].matches(cols) {
-				return f, nil
-			}
-		}
-	}
-	return Auto, fmt.Errorf("%w: cannot tell the format from the first line %s (give it with --format)",
-		ErrFormat, clip(string(header)))
 }

@@ -165,6 +165,7 @@ func TestBOMAndCRLF(t *testing.T) {
 		for name, v := range map[string][]byte{
 			"bom":            append([]byte("\uFEFF"), lf...),
 			"crlf":           crlf,
+			"cr (old Mac)":   bytes.ReplaceAll(lf, []byte("\n"), []byte("\r")),
 			"bom+crlf":       append([]byte("\uFEFF"), crlf...),
 			"no final break": bytes.TrimRight(crlf, "\r\n"),
 		} {
@@ -279,7 +280,7 @@ func TestErrors(t *testing.T) {
 		{"out of order", az + "2023-11-16 18:15:47,1,1\n2023-11-16 18:15:46,1,1\n", workload.Azure, workload.ErrOrder, 3, "TIMESTAMP", "arrives before the row on line 2"},
 		{"mooncake out of order", `{"timestamp":5,"input_length":1,"output_length":1}` + "\n" + `{"timestamp":4,"input_length":1,"output_length":1}`, workload.Mooncake, workload.ErrOrder, 2, "timestamp", "sorted"},
 		{"missing column", "TIMESTAMP,ContextTokens\n", workload.Azure, workload.ErrColumn, 1, "GeneratedTokens", "missing column"},
-		{"repeated column", "TIMESTAMP,ContextTokens,GeneratedTokens,contexttokens\n", workload.Azure, workload.ErrColumn, 1, "ContextTokens", "twice"},
+		{"repeated column", "TIMESTAMP,ContextTokens,GeneratedTokens,contexttokens\n", workload.Azure, workload.ErrColumn, 1, "ContextTokens", "duplicate column: columns 2 and 4 of the azure header"},
 		{"empty csv", "", workload.Vidur, workload.ErrColumn, 1, "", "header is missing"},
 		{"empty auto", "\n\n", workload.Auto, workload.ErrFormat, 1, "", "cannot detect"},
 		{"unknown header", "a,b\n1,2\n", workload.Auto, workload.ErrFormat, 1, "", "cannot tell the format"},
@@ -328,16 +329,23 @@ func TestSkipBadRows(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		sb.WriteString("-1,1\n5,5\n")
 	}
-	sb.WriteString(strings.Repeat("9", workload.MaxLineBytes+10) + "\n7,7\n")
+	sb.WriteString("\n7,7\n")
 	tr, err := readString(t, sb.String(), workload.Vidur, workload.ReadOptions{SkipBadRows: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Requests) != 31 || tr.Skipped != 31 || len(tr.Warnings) != workload.MaxWarnings {
+	if len(tr.Requests) != 31 || tr.Skipped != 30 || len(tr.Warnings) != workload.MaxWarnings {
 		t.Fatalf("%d requests, %d skipped, %d warnings", len(tr.Requests), tr.Skipped, len(tr.Warnings))
 	}
 	if last := tr.Requests[30]; last.PromptTokens != 7 || last.Line != 63 {
-		t.Errorf("the row after a long line: %+v", last)
+		t.Errorf("the row after a blank line: %+v", last)
+	}
+	// An over-long line is not a bad row to skip: it fails at once, even
+	// under SkipBadRows (the reader never reads on looking for its end).
+	_, err = readString(t, sb.String()+strings.Repeat("9", workload.MaxLineBytes+1)+"\n8,8\n", workload.Vidur, workload.ReadOptions{SkipBadRows: true})
+	var e *workload.Error
+	if !errors.As(err, &e) || !errors.Is(err, workload.ErrSyntax) || e.Line != 64 || !strings.Contains(e.Msg, "workload.MaxLineBytes") {
+		t.Errorf("long line under SkipBadRows: %v", err)
 	}
 	if !strings.Contains(tr.Warnings[0], `t.csv: line 2: field "num_prefill_tokens"`) {
 		t.Errorf("warning %q", tr.Warnings[0])

@@ -55,8 +55,52 @@ type Trace struct {
 	// because the file also has timed rows (see the package doc).
 	Untimed int
 	// Warnings holds the first MaxWarnings messages about skipped rows and
-	// other dropped data; Skipped and Untimed keep the full counts.
+	// other dropped data; Skipped and Untimed keep the full counts. The
+	// message about untimed rows, when there is one, comes first. Summary
+	// puts all of it in one line.
 	Warnings []string
+
+	firstSkip *Error // the first row skipped under SkipBadRows
+	untimed   string // the message about untimed rows dropped, without the name
+	stoppedAt int    // the line at which MaxRows stopped reading, or 0
+	maxRows   int    // the MaxRows that stopped it
+}
+
+// Summary is one line about every row Read left out of t, for a command to
+// print as a warning; "" when it left nothing out. It counts the bad rows
+// skipped under SkipBadRows (naming the first and what was wrong), the
+// FineServe rows dropped for lack of a timestamp, and a stop at MaxRows, so
+// no row is lost without a word. For example
+//
+//	fs.csv: skipped 2 bad rows (the first: line 5: field "input_length": missing (a positive integer)); dropped 3175 of 15083 rows, which have no timestamp (the first on line 11910), because the file has timed rows
+func (t *Trace) Summary() string {
+	var parts []string
+	if t.Skipped > 0 {
+		p := fmt.Sprintf("skipped %d bad row%s", t.Skipped, plural(t.Skipped))
+		if e := t.firstSkip; e != nil {
+			first := *e
+			first.File = ""
+			p += " (the first: " + first.Error() + ")"
+		}
+		parts = append(parts, p)
+	}
+	if t.untimed != "" {
+		parts = append(parts, t.untimed)
+	}
+	if t.stoppedAt > 0 {
+		parts = append(parts, fmt.Sprintf("stopped after %d requests (MaxRows): lines from %d on were not read", t.maxRows, t.stoppedAt))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return displayName(t.Name) + ": " + strings.Join(parts, "; ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // MaxWarnings bounds Trace.Warnings, so a file of a million bad rows does

@@ -1,0 +1,26 @@
+package workload_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// BenchmarkRead reads 100,000 Azure-style CRLF rows (3.7 MB), the line
+// handling and CSV path every timed CSV trace takes.
+func BenchmarkRead(b *testing.B) {
+	var buf bytes.Buffer
+	buf.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\r\n")
+	for i := range 100_000 {
+		fmt.Fprintf(&buf, "2023-11-16 18:%02d:%02d.%07d,%d,%d\r\n", i/60000%60, i/1000%60, i%1000*10000, 100+i%4000, 1+i%500)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := workload.Read(bytes.NewReader(data), "bench.csv", workload.Auto, workload.ReadOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
