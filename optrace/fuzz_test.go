@@ -14,7 +14,7 @@ import (
 // Write then Read gives the same ops, and writing them again gives the same
 // bytes. The seed corpus is in testdata/fuzz/FuzzRead. Run longer with
 //
-//	go test ./optrace -run '^$' -fuzz FuzzRead -fuzztime 60s
+//	go test ./optrace -run '^$' -fuzz FuzzRead -fuzztime 60s -fuzzminimizetime 1s
 func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops, err := optrace.Read(bytes.NewReader(data), "fuzz")

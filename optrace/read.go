@@ -1,7 +1,6 @@
 package optrace
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,14 +13,39 @@ import (
 
 // MaxLineBytes is the longest line Read accepts (1 MiB, without the line
 // ending). A valid op needs well under a hundred bytes plus its id; the cap
-// keeps a file without newlines from being read into memory as one line.
+// keeps a file without newlines from being read into memory as one line,
+// and Read fails as soon as a line crosses it.
 const MaxLineBytes = 1 << 20
+
+// MaxInputBytes bounds the whole input Read takes (4 GiB, as for request
+// traces): far beyond a trace of MaxOps short ops (about 1.5 GiB of JSON),
+// it stops an endless stream of blank lines.
+const MaxInputBytes int64 = 4 << 30
+
+// MaxOps bounds the ops of one trace (2^25, 33,554,432). An op costs about
+// 64 bytes in memory with a short id, so the bound keeps a trace within
+// about 2 GiB, and replaying it through a handful of allocators within
+// minutes.
+const MaxOps = 1 << 25
+
+// lineLimits are Read's bounds on lines and on the whole input.
+var lineLimits = loc.Limits{Line: MaxLineBytes, LineName: "optrace.MaxLineBytes",
+	Total: MaxInputBytes, TotalName: "optrace.MaxInputBytes"}
+
+// opLimit is MaxOps, as a variable that the package's tests lower.
+var opLimit = MaxOps
 
 // The kinds of error, matched with errors.Is on the *Error that wraps them.
 var (
+	// ErrNotText: the input starts with binary data (a NUL byte, a gzip,
+	// zstd, bzip2, xz or ZIP signature, UTF-16 text), not lines of text.
+	ErrNotText = errors.New("optrace: not a text trace")
 	// ErrSyntax: the line is not a single JSON object (malformed JSON,
 	// something after the object, or a line longer than MaxLineBytes).
 	ErrSyntax = errors.New("optrace: syntax error")
+	// ErrTooLarge: the input goes on past MaxInputBytes or holds more than
+	// MaxOps ops.
+	ErrTooLarge = errors.New("optrace: trace too large")
 	// ErrField: a field is unknown, repeated, missing, or has a bad value.
 	ErrField = errors.New("optrace: bad field")
 	// ErrUnknownID: a free names an id that was never allocated.
@@ -41,7 +65,7 @@ type Error struct {
 	Line  int    // 1-based line (or op number for ops built in code)
 	Field string // the JSON field at fault, or empty
 	Msg   string // what is wrong
-	Err   error  // the kind: ErrSyntax, ErrField, ErrUnknownID, ErrDoubleFree or ErrLiveID
+	Err   error  // the kind: ErrNotText, ErrSyntax, ErrTooLarge, ErrField, ErrUnknownID, ErrDoubleFree or ErrLiveID
 }
 
 func (e *Error) Error() string { return loc.Format(e.Name, e.Line, e.Field, e.Msg) }
@@ -51,56 +75,65 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Read reads a whole trace in the format of the package doc and checks it
 // with Validate. name labels error messages (a file name, "stdin"); it may be
-// empty. Ops carry the line they came from. The first error stops reading;
-// it is an *Error unless reading r itself failed.
+// empty. Ops carry the line they came from; lines may end in LF, CRLF or a
+// lone CR. The first error stops reading; it is an *Error unless reading r
+// itself failed. Binary input fails at its first bytes, a line longer than
+// MaxLineBytes as soon as it crosses the limit, and a trace over
+// MaxInputBytes or MaxOps at the limit.
 func Read(r io.Reader, name string) ([]Op, error) {
-	sc := bufio.NewScanner(r)
-	// Room for a maximal line plus "\r\n", so that only longer lines fail.
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes+2)
+	lr := loc.NewLineReader(r, lineLimits)
 	var (
-		ops  []Op
-		ids  tracker
-		line int
+		ops []Op
+		ids tracker
 	)
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if line == 1 {
-			b = bytes.TrimPrefix(b, []byte("\uFEFF")) // a UTF-8 byte order mark
+	for {
+		b, err := lr.Next()
+		if err == io.EOF {
+			return ops, nil
 		}
-		if len(b) > MaxLineBytes {
-			return nil, tooLong(name, line)
+		if err != nil {
+			return nil, inputErr(err, name)
 		}
 		if isBlank(b) {
 			continue
 		}
-		op, err := parseLine(b)
-		if err != nil {
-			err.Name, err.Line = name, line
-			return nil, err
+		line := lr.Line()
+		if len(ops) >= opLimit {
+			return nil, &Error{Name: name, Line: line, Err: ErrTooLarge,
+				Msg: fmt.Sprintf("more than %d ops (optrace.MaxOps); split the trace", opLimit)}
+		}
+		op, e := parseLine(b)
+		if e != nil {
+			e.Name, e.Line = name, line
+			return nil, e
 		}
 		op.Line = line
-		if err := ids.apply(op, len(ops)); err != nil {
-			err.Name = name
-			return nil, err
+		if e := ids.apply(op, len(ops)); e != nil {
+			e.Name = name
+			return nil, e
 		}
 		ops = append(ops, op)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, tooLong(name, line+1)
-		}
+}
+
+// inputErr turns an error of the line reader into an *Error, and wraps
+// one of r itself.
+func inputErr(err error, name string) error {
+	var ie *loc.InputError
+	if !errors.As(err, &ie) {
 		if name == "" {
 			name = "trace"
 		}
-		return nil, fmt.Errorf("reading %s: %w", name, err)
+		return fmt.Errorf("reading %s: %w", name, err)
 	}
-	return ops, nil
-}
-
-func tooLong(name string, line int) *Error {
-	return &Error{Name: name, Line: line, Err: ErrSyntax,
-		Msg: fmt.Sprintf("longer than %d bytes (not a trace, or a missing line break?)", MaxLineBytes)}
+	e := &Error{Name: name, Line: ie.Line, Err: ErrSyntax, Msg: ie.Msg}
+	switch {
+	case errors.Is(err, loc.ErrBinary):
+		e.Err, e.Msg = ErrNotText, "not a text trace: "+strings.TrimPrefix(ie.Msg, "not a text file: ")
+	case errors.Is(err, loc.ErrTooLarge):
+		e.Err = ErrTooLarge
+	}
+	return e
 }
 
 // isBlank reports whether b holds only JSON whitespace (space, tab, CR, LF).
@@ -128,7 +161,7 @@ func parseLine(b []byte) (Op, *Error) {
 		return Op{}, syntaxErr(err, "malformed JSON")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return Op{}, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object such as %s, got %s", exampleLine, clip(b))}
+		return Op{}, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object such as %s, got %s", exampleLine, loc.Quote(string(b)))}
 	}
 	var raw [4]json.RawMessage // indexed like fieldNames
 	for dec.More() {
@@ -236,13 +269,8 @@ func index(list []string, s string) int {
 	return -1
 }
 
-// clip shortens raw input for an error message.
-func clip(b []byte) string {
-	const n = 40
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
-}
+// clip shortens a raw JSON value for an error message (loc.Clip: its first
+// loc.QuoteBytes bytes and its length).
+func clip(b []byte) string { return loc.Clip(string(b)) }
 
-func clipString(s string) string { return clip([]byte(s)) }
+func clipString(s string) string { return loc.Clip(s) }

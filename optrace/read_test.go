@@ -115,12 +115,12 @@ func TestReadErrors(t *testing.T) {
 			`ops.jsonl: line 1: malformed JSON: invalid character '}' looking for beginning of object key string (at byte 14)`},
 		{`{"op":"alloc"`, optrace.ErrSyntax, `ops.jsonl: line 1: malformed JSON: the line ends before the object does`},
 		{`["alloc"]`, optrace.ErrSyntax,
-			`ops.jsonl: line 1: want a JSON object such as {"op":"alloc","id":"a1","size":16777216,"stream":0}, got ["alloc"]`},
+			`ops.jsonl: line 1: want a JSON object such as {"op":"alloc","id":"a1","size":16777216,"stream":0}, got "[\"alloc\"]"`},
 		{"\u00a0", optrace.ErrSyntax, `ops.jsonl: line 1: malformed JSON: invalid character 'Â' looking for beginning of value (at byte 1)`},
 		{a1 + strings.Repeat(" ", optrace.MaxLineBytes+1) + "\n", optrace.ErrSyntax,
-			`ops.jsonl: line 2: longer than 1048576 bytes (not a trace, or a missing line break?)`},
+			`ops.jsonl: line 2: longer than 1 MiB (optrace.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
 		{a1 + strings.Repeat("x", 3*optrace.MaxLineBytes), optrace.ErrSyntax,
-			`ops.jsonl: line 2: longer than 1048576 bytes (not a trace, or a missing line break?)`},
+			`ops.jsonl: line 2: longer than 1 MiB (optrace.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
 	} {
 		_, err := optrace.Read(strings.NewReader(tc.in), "ops.jsonl")
 		var e *optrace.Error
