@@ -98,9 +98,27 @@ func ReadReport(r io.Reader, name string) (*Report, error) {
 		}
 		ranks[c.Rank] = true
 		in.Candidates[i] = c.Candidate
+		if field, problem := c.check(in); field != "" {
+			return bad(fmt.Sprintf("candidates[%d].%s", i, field), "%s", problem)
+		}
 	}
 	if d := Digest(in); rep.Digest != d {
 		return bad("digest", "%q does not match the inputs and candidates recorded in the file (%s); was it edited?", rep.Digest, d)
+	}
+	// The ranking must be the one these results give: a file whose ranks
+	// or recommendation were edited would otherwise steer --refine.
+	want, err := NewReport(in, rep.Candidates)
+	if err != nil {
+		return bad("candidates", "%v", err)
+	}
+	for i, c := range want.Candidates {
+		if rep.Candidates[i].Rank != c.Rank || rep.Candidates[i].Eligible != c.Eligible {
+			return bad(fmt.Sprintf("candidates[%d].rank", i), "rank %d (eligible %t), but its results rank it %d (eligible %t)",
+				rep.Candidates[i].Rank, rep.Candidates[i].Eligible, c.Rank, c.Eligible)
+		}
+	}
+	if (rep.Recommended == nil) != (want.Recommended == nil) || (want.Recommended != nil && rep.Recommended.Index != want.Recommended.Index) {
+		return bad("recommended", "not the candidate its results rank first")
 	}
 	return &rep, nil
 }

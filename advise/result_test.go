@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,7 @@ func fakeEval(s Settings, rate float64) (Outcome, error) {
 	case rate > limit:
 		o.TTFTP99 = 3
 	}
+	o.Completed -= o.OOMs // every request ends one way (ReadPartial checks)
 	return o, nil
 }
 
@@ -262,6 +264,50 @@ func TestParseShard(t *testing.T) {
 		i, n, err := ParseShard(c.s)
 		if (err == nil) != c.ok || i != c.i || n != c.n {
 			t.Errorf("%q: got %d %d %v", c.s, i, n, err)
+		}
+	}
+}
+
+// A shard's digest covers its inputs, not its results: a result edited by
+// hand or damaged was merged as it stood, and a sustainable rate of 1e308
+// (or a negative one) was recommended. ReadPartial now refuses results no
+// search under the file's inputs could have written, naming the field.
+func TestReadPartialImplausibleResults(t *testing.T) {
+	in := fakeInputs(t)
+	results := runFake(t, in, ShardIndices(len(in.Candidates), 1, 3), 1)
+	held := -1
+	for k, r := range results {
+		if r.Held {
+			held = k
+			break
+		}
+	}
+	if held < 0 {
+		t.Fatal("no result held in the fake sweep")
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Result)
+		want string
+	}{
+		{"huge rate", func(r *Result) { r.SustainableRPS, r.Multiplier = 1e308, round6(1e308/in.Search.StartRPS) }, "sustainable_rate_rps\": 1e+308 rps is outside the rates the search tries"},
+		{"negative rate", func(r *Result) { r.SustainableRPS = -3 }, "sustainable_rate_rps\": -3 rps is outside"},
+		{"multiplier", func(r *Result) { r.Multiplier *= 2 }, "rate_multiplier"},
+		{"held without a rate", func(r *Result) { r.SustainableRPS, r.Multiplier = 0, 0 }, "held\": true with a sustainable rate of 0"},
+		{"health above 1", func(r *Result) { r.HealthMin = 2 }, "health_min\": 2: want a share from 0 to 1"},
+		{"negative ooms", func(r *Result) { r.OOMs = -1 }, "ooms\": -1: must not be negative"},
+		{"more outcomes than requests", func(r *Result) { r.Completed = r.Total + 1 }, "fewer than ooms + rejected + unfinished + completed"},
+		{"evaluations", func(r *Result) { r.Evaluations = 99 }, "evaluations\": 99: want 0 to 10"},
+	} {
+		rs := slices.Clone(results)
+		c.edit(&rs[held])
+		var buf bytes.Buffer
+		if err := NewPartial(in, 1, 3, rs).Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadPartial(&buf, "s.json")
+		if !errors.Is(err, ErrBadShard) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrBadShard saying %q", c.name, err, c.want)
 		}
 	}
 }

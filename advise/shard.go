@@ -106,6 +106,9 @@ func ReadPartial(r io.Reader, name string) (*Partial, error) {
 		case r.Candidate != p.Inputs.Candidates[r.Index]:
 			return bad(fmt.Sprintf("results[%d].settings", k), "%s, but candidate %d is %s", r.Settings, r.Index, p.Inputs.Candidates[r.Index].Settings)
 		}
+		if field, problem := r.check(p.Inputs); field != "" {
+			return bad(fmt.Sprintf("results[%d].%s", k, field), "%s", problem)
+		}
 		seen[r.Index] = true
 	}
 	if want := len(ShardIndices(n, p.Shard, p.Shards)); len(p.Results) != want {
