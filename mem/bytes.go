@@ -4,17 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
 
-// Units in bytes. Binary units (KiB, MiB, GiB, TiB) are powers of 1024; decimal
-// units (KB, MB, GB, TB) are powers of 1000, as on GPU datasheets.
+// Units in bytes. Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024;
+// decimal units (KB, MB, GB, TB, PB) are powers of 1000, as on GPU
+// datasheets. PiB is MaxCapacity, the largest device the model takes.
 const (
 	KiB int64 = 1 << 10
 	MiB int64 = 1 << 20
 	GiB int64 = 1 << 30
 	TiB int64 = 1 << 40
+	PiB int64 = 1 << 50
 )
 
 // Bytes is a byte count that prints with binary units and parses the units a
@@ -30,16 +33,18 @@ var units = []struct {
 	mult   int64
 }{
 	// Longest suffixes first so "MiB" is not read as "B".
-	{"tib", TiB}, {"gib", GiB}, {"mib", MiB}, {"kib", KiB},
-	{"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3},
-	{"t", TiB}, {"g", GiB}, {"m", MiB}, {"k", KiB},
+	{"pib", PiB}, {"tib", TiB}, {"gib", GiB}, {"mib", MiB}, {"kib", KiB},
+	{"pb", 1e15}, {"tb", 1e12}, {"gb", 1e9}, {"mb", 1e6}, {"kb", 1e3},
+	{"p", PiB}, {"t", TiB}, {"g", GiB}, {"m", MiB}, {"k", KiB},
 	{"b", 1},
 }
 
 // ParseBytes parses a size such as "80GiB", "512 MiB", "1.5g" or "4096".
-// A bare number is bytes; single-letter suffixes (k, m, g, t) are binary, as
-// in PYTORCH_CUDA_ALLOC_CONF's *_mb keys and most shells' tools. Fractions
-// are allowed when the result is a whole number of bytes.
+// A bare number is bytes; single-letter suffixes (k, m, g, t, p) are binary, as
+// in PYTORCH_CUDA_ALLOC_CONF's *_mb keys and most shells' tools. The number
+// is decimal, with an optional fraction and exponent ("1.5GiB", "2e3MB"),
+// read exactly: the result must be a whole number of bytes, and at most
+// math.MaxInt64 (2^63 − 1), else the error says which.
 func ParseBytes(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	if t == "" {
@@ -53,30 +58,77 @@ func ParseBytes(s string) (int64, error) {
 			break
 		}
 	}
-	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("%w: %q is negative", ErrBadSize, s)
-		}
-		if n != 0 && mult > math.MaxInt64/n {
-			return 0, fmt.Errorf("%w: %q overflows 64 bits", ErrBadSize, s)
-		}
-		return n * mult, nil
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	neg := strings.HasPrefix(t, "-")
+	num, den, err := parseDecimal(strings.TrimPrefix(t, "-"))
+	switch {
+	case errors.Is(err, errNotDecimal):
 		return 0, fmt.Errorf("%w: %q (want a number with an optional unit such as 512MiB or 80GiB)", ErrBadSize, s)
+	case err != nil:
+		return 0, fmt.Errorf("%w: %q %v", ErrBadSize, s, err)
 	}
-	if f < 0 {
+	switch num.Mul(num, big.NewInt(mult)); {
+	case num.Sign() == 0:
+		return 0, nil
+	case neg:
 		return 0, fmt.Errorf("%w: %q is negative", ErrBadSize, s)
 	}
-	v := f * float64(mult)
-	if v >= math.MaxInt64 {
-		return 0, fmt.Errorf("%w: %q overflows 64 bits", ErrBadSize, s)
-	}
-	if v != math.Trunc(v) {
+	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	switch {
+	case r.Sign() != 0:
 		return 0, fmt.Errorf("%w: %q is not a whole number of bytes", ErrBadSize, s)
+	case !q.IsInt64():
+		return 0, fmt.Errorf("%w: %q is too large: sizes stop at %d bytes (2^63 − 1)", ErrBadSize, s, int64(math.MaxInt64))
 	}
-	return int64(v), nil
+	return q.Int64(), nil
+}
+
+// maxDigits bounds the significant digits parseDecimal reads, so hostile
+// text costs no time or memory: a size has at most 19, and 40 leave room
+// for fractions that multiply out to whole bytes ("0.0009765625KiB").
+// Exponents are bounded by what they can mean: a number of more than 20
+// integer digits is above 2^63 whatever the unit, and one of fewer than
+// −80 below a byte whatever the unit (at most 10^15) and digits (10^40).
+const maxDigits = 40
+
+var errNotDecimal = errors.New("mem: not a decimal number")
+
+// parseDecimal reads t, digits with an optional '+', fraction and
+// exponent, as the exact fraction num/den.
+func parseDecimal(t string) (num, den *big.Int, err error) {
+	t = strings.TrimPrefix(t, "+")
+	mant, exp, hasExp := strings.Cut(t, "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return nil, nil, errNotDecimal
+	}
+	e := 0
+	if hasExp {
+		v, err := strconv.Atoi(exp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("has an exponent, %q, that is not a small whole number", exp)
+		}
+		e = v
+	}
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" {
+		return new(big.Int), big.NewInt(1), nil
+	}
+	eff := e - len(frac) // the value is digits × 10^eff
+	switch {
+	case len(digits) > maxDigits:
+		return nil, nil, fmt.Errorf("has more than %d significant digits", maxDigits)
+	case len(digits)+eff > 20:
+		return nil, nil, fmt.Errorf("is too large: sizes stop at %d bytes (2^63 − 1)", int64(math.MaxInt64))
+	case eff < -2*maxDigits:
+		return nil, nil, errors.New("is not a whole number of bytes")
+	}
+	num, _ = new(big.Int).SetString(digits, 10)
+	ten := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(eff, -eff))), nil)
+	if eff >= 0 {
+		return num.Mul(num, ten), big.NewInt(1), nil
+	}
+	return num, ten, nil
 }
 
 // FormatBytes prints n for people with the largest binary unit that keeps

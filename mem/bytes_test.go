@@ -2,6 +2,9 @@ package mem
 
 import (
 	"errors"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -28,6 +31,36 @@ func TestParseBytes(t *testing.T) {
 		{"NaN", 0, true},
 		{"9999999999TiB", 0, true},
 		{"1e30", 0, true},
+		{"1PiB", PiB, false},
+		{"2p", 2 * PiB, false},
+		{"1PB", 1e15, false},
+		{"0.0009765625KiB", 1, false},
+		{"2e3MB", 2e9, false},
+		{"+5KiB", 5 * KiB, false},
+		{"-0", 0, false},
+		{"9223372036854775807B", math.MaxInt64, false},
+		{"9223372036854775807.0", math.MaxInt64, false},
+		// Hostile and careless sizes: too large, silently rounded by a
+		// float, not decimal, or costly to expand.
+		{"9223372036854775808", 0, true},
+		{"9999999999999999999GiB", 0, true},
+		{"8192PiB", 0, true},
+		{"1e308", 0, true},
+		{"1e308GiB", 0, true},
+		{"1e999999999", 0, true},
+		{"1e-999999999", 0, true},
+		{"1e99999999999999999999", 0, true},
+		{"9007199254740993.5", 0, true},
+		{"0x10", 0, true},
+		{"0x1p4", 0, true},
+		{"Inf", 0, true},
+		{"-Inf", 0, true},
+		{"1_000", 0, true},
+		{"1.5.5", 0, true},
+		{"1e", 0, true},
+		{".", 0, true},
+		{"-1e308", 0, true},
+		{"-1B", 0, true},
 	} {
 		got, err := ParseBytes(tc.in)
 		if tc.bad {
@@ -83,14 +116,44 @@ func TestBytesRoundTrip(t *testing.T) {
 	}
 }
 
+// TestParseBytesExact: integers past 2^53, which a float64 would round,
+// parse exactly with or without a fraction, and a fraction that would
+// round to a whole number is still refused.
+func TestParseBytesExact(t *testing.T) {
+	for _, in := range []string{"9007199254740993", "9007199254740993.0", "9007199254740993e0", "900719925474099.3e1"} {
+		if n, err := ParseBytes(in); err != nil || n != 9007199254740993 {
+			t.Errorf("ParseBytes(%q) = %d, %v; want 9007199254740993", in, n, err)
+		}
+	}
+	if n, err := ParseBytes("9007199254740992.5"); err == nil {
+		t.Errorf("a fraction of a byte parsed as %d", n)
+	}
+}
+
+// FuzzParseBytes: no input panics, a size is never negative, every size
+// prints back (FormatBytesExact) to text that parses to the same size, and
+// an error names the text.
+//
+//	go test ./mem/ -run '^$' -fuzz FuzzParseBytes -fuzztime 20s
 func FuzzParseBytes(f *testing.F) {
-	for _, s := range []string{"80GiB", "1.5g", "0", "-1", "1e3mb", "  7 kib "} {
+	for _, s := range []string{"80GiB", "1.5g", "0", "-1", "1e3mb", "  7 kib ",
+		"9999999999999999999GiB", "1e308", "1e-308", "9223372036854775807", "9223372036854775808",
+		"1PiB", "0x10", "9007199254740993.0", "1e999999999", "0.0009765625KiB", "NaN"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := ParseBytes(s)
-		if err == nil && n < 0 {
+		if err != nil {
+			if !errors.Is(err, ErrBadSize) || !strings.Contains(err.Error(), strconv.Quote(s)) && strings.TrimSpace(s) != "" {
+				t.Fatalf("ParseBytes(%q): %v, want ErrBadSize naming the text", s, err)
+			}
+			return
+		}
+		if n < 0 {
 			t.Fatalf("ParseBytes(%q) = %d, negative without error", s, n)
+		}
+		if back, err := ParseBytes(FormatBytesExact(n)); err != nil || back != n {
+			t.Fatalf("ParseBytes(%q) = %d, which prints as %q and reads back as %d, %v", s, n, FormatBytesExact(n), back, err)
 		}
 	})
 }

@@ -16,6 +16,16 @@ const PageSize int64 = 2 * MiB
 // addresses look like real device pointers; nothing depends on it.
 const DefaultVABase uint64 = 0x7f0000000000
 
+// MaxCapacity is the largest device the model accepts: 2^50 bytes, 1 PiB.
+// No GPU comes near it (the largest hold 192–288 GiB, about 2^38), and the
+// bound keeps every address and size the allocators compute far from 2^63:
+// a 9/8 × capacity virtual range, a request rounded up to a page, power of
+// two or size class, and the sum of every byte on the device all stay
+// below 2^51, and even 2^13 address ranges of the largest size fit in the
+// 64-bit virtual space above DefaultVABase. snapshot analysis's replay
+// device and optrace's largest request are this size too.
+const MaxCapacity int64 = 1 << 50
+
 // ErrConfig is returned (wrapped) by NewDevice for an impossible configuration.
 var ErrConfig = errors.New("mem: bad device configuration")
 
@@ -42,6 +52,10 @@ type Device struct {
 func NewDevice(capacity, otherUse int64) (*Device, error) {
 	if capacity <= 0 {
 		return nil, fmt.Errorf("%w: capacity %d must be positive", ErrConfig, capacity)
+	}
+	if capacity > MaxCapacity {
+		return nil, fmt.Errorf("%w: capacity %s (%d bytes) is above the model's limit of %s (2^50 bytes); give a capacity at most that large",
+			ErrConfig, FormatBytes(capacity), capacity, FormatBytes(MaxCapacity))
 	}
 	if otherUse < 0 || otherUse > capacity {
 		return nil, fmt.Errorf("%w: other use %s must be between 0 and the capacity %s",
@@ -103,6 +117,41 @@ func (d *Device) Reserve(n int64) bool {
 	return true
 }
 
+// ReservePages takes count pages of size bytes each, as count mapping
+// calls (cuMemCreate per page), if all of them are free; it takes none
+// otherwise. It costs O(1) however many pages: a 1 PiB device has 2^29
+// pages of 2 MiB.
+func (d *Device) ReservePages(count, size int64) bool {
+	if count <= 0 || size <= 0 || count > d.Free()/size {
+		return false
+	}
+	d.used += count * size
+	d.rawAllocs += count
+	return true
+}
+
+// ReleasePages gives back count pages of size bytes taken by ReservePages
+// (or Reserve), as count calls. Releasing more than is held panics, as
+// Release does.
+func (d *Device) ReleasePages(count, size int64) {
+	if count <= 0 || size <= 0 || count > d.used/size {
+		panic(fmt.Sprintf("mem: release of %d pages of %d bytes with %d held", count, size, d.used))
+	}
+	d.used -= count * size
+	d.rawFrees += count
+}
+
+// Unreserve undoes a Reserve of n bytes whose allocation could not be
+// completed (no virtual range for it): the bytes are free again and the
+// call is not counted, as a cudaMalloc that failed is not.
+func (d *Device) Unreserve(n int64) {
+	if n <= 0 || n > d.used || d.rawAllocs == 0 {
+		panic(fmt.Sprintf("mem: unreserve of %d bytes with %d held", n, d.used))
+	}
+	d.used -= n
+	d.rawAllocs--
+}
+
 // Release gives back n bytes taken by Reserve. Releasing more than is held is
 // a broken caller and panics.
 func (d *Device) Release(n int64) {
@@ -113,24 +162,53 @@ func (d *Device) Release(n int64) {
 	d.rawFrees++
 }
 
-// ReserveVA returns the start of a fresh virtual range of size bytes, aligned
-// to PageSize. Virtual ranges are never reused, so addresses identify ranges
-// for the whole life of the device (the real driver does reuse them; only
-// order matters to the allocators, and fresh ranges come last, as they tend
-// to on a real device until it has been running for a while).
+// ReserveVA is TryReserveVA for callers that cannot run out of address
+// space (tests and examples with a handful of ranges): it panics where
+// TryReserveVA reports false.
 func (d *Device) ReserveVA(size int64) uint64 {
-	if d.vaHook != nil {
-		return d.vaHook(size)
-	}
-	a := d.nextVA
-	n := uint64(RoundUp(max(size, 1), PageSize))
-	if d.nextVA+n < d.nextVA {
-		// 2^64 − DefaultVABase bytes is ~16 EiB of ranges: millions of times a
-		// real GPU's 128–512 TiB. Running out is a broken caller.
+	a, ok := d.TryReserveVA(size)
+	if !ok {
 		panic(fmt.Sprintf("mem: virtual address space exhausted reserving %d bytes", size))
 	}
-	d.nextVA += n
 	return a
+}
+
+// MaxRequest is the largest size the allocators compute with: 2^52 bytes,
+// four times MaxCapacity. A request above it exceeds any device four times
+// over; allocators round it as if it were MaxRequest, so that no size
+// derived from it (rounded to 512 B, a page, a power-of-two division, a
+// size class) wraps past 2^63, and fail it as out of memory, naming the
+// real request. It is also the largest virtual range TryReserveVA hands
+// out, which leaves room for the 9/8 × capacity that expandable segments
+// and the async pool reserve.
+const MaxRequest int64 = 4 * MaxCapacity
+
+// TryReserveVA returns the start of a fresh virtual range of size bytes,
+// aligned to PageSize. Virtual ranges are never reused, so addresses
+// identify ranges for the whole life of the device (the real driver does
+// reuse them; only order matters to the allocators, and fresh ranges come
+// last, as they tend to on a real device until it has been running for a
+// while). It reports false, and changes nothing, for a size above
+// MaxRequest or when the 64-bit space has no room left: 2^64 −
+// DefaultVABase bytes hold about 4,000 ranges of the largest size, or
+// 8 million of a 2 TiB device's, so a long trace of huge requests can get
+// there, and allocators fail such a request as out of memory. A VA hook's
+// range is checked the same way: one that would wrap past 2^64 is refused.
+func (d *Device) TryReserveVA(size int64) (uint64, bool) {
+	if size > MaxRequest {
+		return 0, false
+	}
+	n := uint64(RoundUp(max(size, 1), PageSize))
+	if d.vaHook != nil {
+		a := d.vaHook(size)
+		return a, a+n > a
+	}
+	a := d.nextVA
+	if a+n <= a {
+		return 0, false
+	}
+	d.nextVA += n
+	return a, true
 }
 
 // SetVAHook replaces the bump-pointer address space by f, which must return a

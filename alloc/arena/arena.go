@@ -85,7 +85,12 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 		return nil, fmt.Errorf("%w: arena of %s does not fit: the device has %s free",
 			alloc.ErrBadSpec, mem.FormatBytes(size), mem.FormatBytes(dev.Free()))
 	}
-	a := &Allocator{dev: dev, cfg: cfg, base: dev.ReserveVA(size), size: size}
+	base, ok := dev.TryReserveVA(size)
+	if !ok {
+		dev.Unreserve(size)
+		return nil, fmt.Errorf("%w: no virtual address range of %s left on the device for the arena", alloc.ErrBadSpec, mem.FormatBytes(size))
+	}
+	a := &Allocator{dev: dev, cfg: cfg, base: base, size: size}
 	a.free.Init(a.base, size)
 	a.free.Insert(a.base, size)
 	a.check()

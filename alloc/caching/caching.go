@@ -116,7 +116,10 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
 	}
 	a.mut++
-	size := a.cfg.roundSize(orig)
+	// Past mem.MaxRequest no device holds the request; rounding it as
+	// MaxRequest keeps the sizes below from wrapping, and it fails like any
+	// request the device cannot hold.
+	size := a.cfg.roundSize(min(orig, mem.MaxRequest))
 	p := poolFor(size)
 	allocSize := allocationSize(size)
 	id, ok := a.getFreeBlock(p, stream, size)
@@ -136,6 +139,9 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	}
 	if !ok {
 		a.ooms++
+		if orig > mem.MaxRequest {
+			allocSize = orig
+		}
 		return alloc.Block{}, &alloc.OOMError{
 			Requested: orig, AllocSize: allocSize, Capacity: a.dev.Capacity(),
 			DeviceFree: a.dev.Free(), Allocated: a.allocated, Reserved: a.reserved,
@@ -217,7 +223,11 @@ func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int3
 	if !a.dev.Reserve(allocSize) {
 		return none, false
 	}
-	addr := a.dev.ReserveVA(allocSize)
+	addr, ok := a.dev.TryReserveVA(allocSize)
+	if !ok {
+		a.dev.Unreserve(allocSize) // no address range left for it: out of memory all the same
+		return none, false
+	}
 	id := a.newBlock(block{addr: addr, size: allocSize, sidx: uint16(a.internStream(stream)), pool: p,
 		mapped: true, prev: none, next: none, seg: none})
 	a.reserved += allocSize

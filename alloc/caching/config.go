@@ -45,6 +45,10 @@ type Config struct {
 	raw string // the text as given, for Spec
 }
 
+// maxSplitMiB is the largest max_split_size_mb and max_non_split_rounding_mb
+// accepted (see ParseConfig).
+const maxSplitMiB = 1 << 40
+
 // ParseConfig reads PYTORCH_CUDA_ALLOC_CONF syntax: `key:value,key:[a:b,c:d]`,
 // whitespace ignored, keys and rules as in c10/cuda/CUDAAllocatorConfig.cpp.
 // Keys that do not change the allocation policy (release_lock_on_cudamalloc,
@@ -79,9 +83,12 @@ func ParseConfig(args string) (Config, error) {
 			v := next()
 			n, err := strconv.ParseInt(v, 10, 64)
 			// PyTorch: "must be > 20" in newer revisions, ">= 20" in older
-			// ones; we accept 20 so settings from either era load.
-			if err != nil || n < kLargeBuffer/mem.MiB || n > 1<<40 {
-				return bad("%s:%s must be a whole number of MiB of at least 20", key, v)
+			// ones; we accept 20 so settings from either era load. The top,
+			// 2^40 MiB (1 EiB, a thousand times mem.MaxCapacity), is past
+			// any device, so it means "never", and keeps n × MiB far from
+			// overflowing.
+			if err != nil || n < kLargeBuffer/mem.MiB || n > maxSplitMiB {
+				return bad("%s:%s must be a whole number of MiB from 20 to %d (2^40)", key, v, int64(maxSplitMiB))
 			}
 			if key == "max_split_size_mb" {
 				cfg.MaxSplitSize = n * mem.MiB
@@ -91,7 +98,9 @@ func ParseConfig(args string) (Config, error) {
 		case "garbage_collection_threshold", "per_process_memory_fraction":
 			v := next()
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f <= 0 || f > 1 || (key == "garbage_collection_threshold" && f >= 1) {
+			// Written so that NaN, which ParseFloat accepts and every
+			// comparison rejects, fails too.
+			if err != nil || !(f > 0 && f <= 1) || (key == "garbage_collection_threshold" && !(f < 1)) {
 				return bad("%s:%s must be a number in (0, 1)", key, v)
 			}
 			if key == "garbage_collection_threshold" {

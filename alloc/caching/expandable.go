@@ -30,6 +30,9 @@ func (a *Allocator) allocatable(id int32) bool {
 // and return the block (removed from the free set).
 func (a *Allocator) tryAllocateExpandable(p uint8, stream int, size int64) (int32, bool) {
 	c := a.findExpandableBlock(p, stream, size)
+	if c == none {
+		return none, false
+	}
 	if !a.blocks[c].mapped {
 		var ok bool
 		if c, ok = a.mapBlock(c, min(a.blocks[c].size, size)); !ok {
@@ -81,8 +84,12 @@ func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
 	page := a.pageSize(p)
 	va := a.dev.Capacity() * vaNum / vaDen
 	va = (va + page - 1) / page * page
+	base, ok := a.dev.TryReserveVA(va)
+	if !ok {
+		return none // no address range left for a new segment: out of memory
+	}
 	seg := int32(len(a.exp))
-	a.exp = append(a.exp, expSegment{base: a.dev.ReserveVA(va), size: va, pageSize: page, stream: stream, pool: p, live: true})
+	a.exp = append(a.exp, expSegment{base: base, size: va, pageSize: page, stream: stream, pool: p, live: true})
 	id := a.newBlock(block{addr: a.exp[seg].base, size: va, sidx: uint16(sk), pool: p, prev: none, next: none, seg: seg})
 	a.insertUnmapped(id)
 	return id

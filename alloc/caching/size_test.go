@@ -2,6 +2,8 @@ package caching
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -124,9 +126,65 @@ func TestSpecRoundTrip(t *testing.T) {
 	}
 }
 
+// hostileConfigs are settings that once slipped through or could overflow:
+// NaN passes every "out of range" comparison, huge or negative sizes in
+// MiB, and powers of two at the top of int64.
+var hostileConfigs = []string{
+	"garbage_collection_threshold:NaN,per_process_memory_fraction:0.5",
+	"per_process_memory_fraction:NaN", "per_process_memory_fraction:nan",
+	"garbage_collection_threshold:1e308", "per_process_memory_fraction:-0", "per_process_memory_fraction:1e-400",
+	"max_split_size_mb:9999999999999999999", "max_split_size_mb:1099511627777", "max_split_size_mb:-1",
+	"max_split_size_mb:1e308", "max_non_split_rounding_mb:9223372036854775807",
+	"roundup_power2_divisions:4611686018427387904",
+	"roundup_power2_divisions:[9223372036854775807:4]", "roundup_power2_divisions:[4611686018427387904:4611686018427387904,>:0]",
+}
+
+func TestHostileConfigs(t *testing.T) {
+	for _, s := range hostileConfigs {
+		c, err := ParseConfig(s)
+		if err == nil {
+			if e := configInRange(c); e != nil {
+				t.Errorf("ParseConfig(%q) accepted %v", s, e)
+			}
+			continue
+		}
+		if !errors.Is(err, alloc.ErrBadSpec) {
+			t.Errorf("ParseConfig(%q): %v, want ErrBadSpec", s, err)
+		}
+	}
+}
+
+// configInRange reports a field outside the range ParseConfig promises.
+func configInRange(c Config) error {
+	switch {
+	case c.MaxSplitSize < 0 || c.MaxSplitSize > maxSplitMiB*mem.MiB:
+		return fmt.Errorf("max split %d", c.MaxSplitSize)
+	case c.MaxNonSplitRounding < 0 || c.MaxNonSplitRounding > maxSplitMiB*mem.MiB:
+		return fmt.Errorf("max non-split rounding %d", c.MaxNonSplitRounding)
+	case !(c.GCThreshold >= 0 && c.GCThreshold < 1):
+		return fmt.Errorf("GC threshold %v", c.GCThreshold)
+	case !(c.PerProcessMemoryFraction >= 0 && c.PerProcessMemoryFraction <= 1):
+		return fmt.Errorf("memory fraction %v", c.PerProcessMemoryFraction)
+	}
+	for _, d := range c.RoundupDivisions {
+		if d < 0 || (d > 1 && !isPow2(d)) {
+			return fmt.Errorf("divisions %d", d)
+		}
+	}
+	return nil
+}
+
+// FuzzParseConfig: no input panics, and every accepted config is in range,
+// builds an allocator on a small and on the largest device, and serves a
+// small and a huge request.
+//
+//	go test ./alloc/caching/ -run '^$' -fuzz FuzzParseConfig -fuzztime 20s
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{"", "max_split_size_mb:128", "roundup_power2_divisions:[64:8,256:4,>:1]",
 		"expandable_segments:True,garbage_collection_threshold:0.5", "[:,]"} {
+		f.Add(s)
+	}
+	for _, s := range hostileConfigs {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -134,8 +192,19 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.MaxSplitSize < 0 {
-			t.Fatalf("negative max split from %q", s)
+		if e := configInRange(c); e != nil {
+			t.Fatalf("ParseConfig(%q): %v", s, e)
+		}
+		for _, capacity := range []int64{mem.GiB, mem.MaxCapacity} {
+			a, err := New(mem.MustDevice(capacity, 0), c)
+			if err != nil {
+				t.Fatalf("New with %q: %v", s, err)
+			}
+			for _, size := range []int64{1, 3 * mem.MiB, capacity, math.MaxInt64} {
+				if _, err := a.Alloc(size, 0); err != nil && !errors.Is(err, alloc.ErrOutOfMemory) {
+					t.Fatalf("%q: Alloc(%d): %v", s, size, err)
+				}
+			}
 		}
 	})
 }

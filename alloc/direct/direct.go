@@ -69,7 +69,13 @@ func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
 		return alloc.Block{}, fmt.Errorf("%w: direct: got %d bytes", alloc.ErrInvalidSize, size)
 	}
 	n := pageRound(size)
-	if !a.dev.Reserve(n) {
+	addr, ok := uint64(0), a.dev.Reserve(n)
+	if ok {
+		if addr, ok = a.dev.TryReserveVA(n); !ok {
+			a.dev.Unreserve(n) // no address range left for it: out of memory all the same
+		}
+	}
+	if !ok {
 		a.st.OOMs++
 		if invariants.Enabled {
 			a.mustCheck()
@@ -80,7 +86,7 @@ func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
 			Allocated: a.st.Allocated, Reserved: a.st.Reserved,
 		}
 	}
-	b := block{addr: a.dev.ReserveVA(n), size: n, requested: size, stream: stream}
+	b := block{addr: addr, size: n, requested: size, stream: stream}
 	h := a.live.Put(b)
 	st := &a.st
 	st.Reserved += n

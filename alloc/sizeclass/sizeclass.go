@@ -173,7 +173,11 @@ func (a *Allocator) allocDirect(size int64, stream int) (alloc.Block, error) {
 	if !a.reserve(n) {
 		return alloc.Block{}, a.oom(size, n)
 	}
-	addr := a.dev.ReserveVA(n)
+	addr, ok := a.dev.TryReserveVA(n)
+	if !ok {
+		a.dev.Unreserve(n) // no address range left for it: out of memory all the same
+		return alloc.Block{}, a.oom(size, n)
+	}
 	h := a.live.Put(entry{addr: addr, size: n, requested: size, class: -1, stream: stream})
 	a.reserved(n)
 	a.allocated(n, size)
@@ -237,6 +241,11 @@ func (a *Allocator) newSlab(ci int) bool {
 	if !a.reserve(c.slabBytes) {
 		return false
 	}
+	addr, ok := a.dev.TryReserveVA(c.slabBytes)
+	if !ok {
+		a.dev.Unreserve(c.slabBytes) // no address range left for it: out of memory all the same
+		return false
+	}
 	var id int32
 	if n := len(c.freeIDs); n > 0 { // reuse a released slab of this class, and its slots
 		id = c.freeIDs[n-1]
@@ -247,7 +256,7 @@ func (a *Allocator) newSlab(ci int) bool {
 		a.slotPos = append(a.slotPos, make([]int32, c.perSlab)...)
 	}
 	s := &a.slabs[id]
-	s.addr = a.dev.ReserveVA(c.slabBytes)
+	s.addr = addr
 	s.live = 0
 	s.released = false
 	for i := c.perSlab - 1; i >= 0; i-- {

@@ -93,7 +93,11 @@ func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
 		return alloc.Block{}, a.oom(size, n)
 	}
 	r := rng{va: max(a.cfg.MaxRange, n), pages: p, requested: size, stream: stream}
-	r.addr = a.dev.ReserveVA(r.va)
+	var ok bool
+	if r.addr, ok = a.dev.TryReserveVA(r.va); !ok {
+		a.dev.Unreserve(n) // no address range left for it: out of memory all the same
+		return alloc.Block{}, a.oom(size, n)
+	}
 	h := a.live.Put(r)
 	st := &a.st
 	st.Segments++

@@ -3,6 +3,7 @@ package extent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -328,5 +329,62 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	}
 	if got := testing.AllocsPerRun(1000, step); got != 0 {
 		t.Errorf("steady state allocates %.1f times per step", got)
+	}
+}
+
+// TestNearTopOfAddressSpace: extents that end just below 2^64, in a set
+// tuned for a range at the top and in a zero Set, coalesce, split and are
+// found like any others, and a range that would wrap past 2^64 (or end
+// exactly there, where End would read 0) is refused by Insert and Take.
+func TestNearTopOfAddressSpace(t *testing.T) {
+	const top = math.MaxUint64 // the last address; an extent may end here
+	for _, tuned := range []bool{true, false} {
+		s := &Set{}
+		span := int64(1) << 52
+		if tuned {
+			s.Init(top-uint64(span), span)
+		}
+		a := uint64(top - 3<<20)
+		s.Insert(a, 1<<20)             // [top-3M, top-2M)
+		s.Insert(a+2<<20, 1<<20)       // [top-1M, top): ends at the last address
+		s.Insert(a+1<<20, 1<<20)       // fills the gap: one extent to the top
+		s.Insert(top-uint64(span), 64) // far below, in the first bucket
+		if err := s.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := s.Find(top - 1); !ok || e.Addr != a || e.End() != top {
+			t.Fatalf("tuned=%v: Find(top-1) = %v, %v", tuned, e, ok)
+		}
+		if e, ok := s.BestFit(1 << 21); !ok || e.Addr != a {
+			t.Fatalf("tuned=%v: BestFit(2MiB) = %v, %v", tuned, e, ok)
+		}
+		if e, ok := s.Largest(); !ok || e.Size != 3<<20 {
+			t.Fatalf("tuned=%v: Largest = %v, %v", tuned, e, ok)
+		}
+		if !s.Take(top-100, 99) || s.Contains(top-100, 1) || !s.Contains(top-101, 1) {
+			t.Fatalf("tuned=%v: Take of the last 99 bytes: %s", tuned, s)
+		}
+		if e, ok := s.Prev(top); !ok || e.Addr != top-1 || e.Size != 1 {
+			t.Fatalf("tuned=%v: Prev(top) = %v, %v, want the last byte", tuned, e, ok)
+		}
+		if e, ok := s.Prev(top - 1); !ok || e.End() != top-100 {
+			t.Fatalf("tuned=%v: Prev(top-1) = %v, %v", tuned, e, ok)
+		}
+		if s.Take(top-10, 20) {
+			t.Fatalf("tuned=%v: a Take that wraps past 2^64 succeeded", tuned)
+		}
+		if err := s.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range [][2]uint64{{top - 10, 11}, {top - 10, 20}, {top, 1 << 62}} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("tuned=%v: Insert(%#x, %d) that wraps did not panic", tuned, bad[0], bad[1])
+					}
+				}()
+				s.Insert(bad[0], int64(bad[1]))
+			}()
+		}
 	}
 }
