@@ -16,6 +16,11 @@
 // reservations. VMM-style allocators (expandable segments, vAttention) map
 // physical memory in pages of their own size through Device.Reserve.
 //
+// Capacities stop at MaxCapacity (1 PiB) and the sizes allocators compute
+// with at MaxRequest (4 PiB), so no address or size arithmetic on a device
+// can overflow; a virtual address space that runs out (TryReserveVA) is an
+// out-of-memory error, not a panic.
+//
 // # Memory classes
 //
 // Classes splits capacity into other use, live bytes (what callers asked for),
