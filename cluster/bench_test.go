@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -82,6 +83,44 @@ func TestPublishedFigures(t *testing.T) {
 		}
 		if sum/2 > fgd+margin {
 			t.Errorf("%s: recommended %.2f%% unallocated, FGD %.2f%% (allowed margin %+.1f)", file, sum/2, fgd, margin)
+		}
+	}
+}
+
+// scaleNodes returns n nodes cycling through base, renamed scaled-00000,
+// ...: the openb GPU node list (1213 nodes) scaled to a larger cluster
+// with the same mix of node shapes and GPU models. The pod list is then
+// inflated by the protocol itself to 130% of the larger capacity, so the
+// pods grow with the nodes (10,000 nodes: about 87,000 pods).
+func scaleNodes(base []Node, n int) []Node {
+	out := make([]Node, n)
+	for k := range out {
+		out[k] = base[k%len(base)]
+		out[k].Name = fmt.Sprintf("scaled-%05d", k)
+	}
+	return out
+}
+
+// BenchmarkScale runs one seed of the FGD protocol on the openb node list
+// scaled to 1,000 and 10,000 nodes with the default pod list, for the
+// policy the project recommends and the two the FGD paper compares most
+// (reading excluded). It skips without the shared trace.
+//
+//	go test ./cluster -run '^$' -bench Scale -benchmem -benchtime 1x
+func BenchmarkScale(b *testing.B) {
+	base := readNodesFile(b, sharedData(b, "openb_node_list_gpu_node.csv"))
+	pods := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
+	for _, n := range []int{1000, 10000} {
+		nodes := scaleNodes(base, n)
+		for _, policy := range []string{"fgd", "bestfit", "recommended"} {
+			b.Run(fmt.Sprintf("nodes=%d/policy=%s", n, policy), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Experiment(nodes, pods, policy, 42, Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

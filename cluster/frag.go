@@ -138,10 +138,9 @@ func (t *Target) NodeFrag(model string, cpuFree int64, free []int64) float64 {
 	return frag
 }
 
-// nodeFrag is NodeFrag of node i in its current state.
-func (t *Target) nodeFrag(s *State, i int) float64 {
-	return t.NodeFrag(s.nodes[i].Model, s.cpuFree[i], s.gpuFree[i])
-}
+// nodeFrag is NodeFrag of node i in its current state (memoised by the
+// state per node version).
+func (t *Target) nodeFrag(s *State, i int) float64 { return s.nodeFrag(t, i) }
 
 // Frag is the cluster's fragmentation F(M), in GPU milli: the sum of
 // NodeFrag over the nodes.

@@ -31,6 +31,16 @@ type Chooser interface {
 	Choose(s *State, p *Pod, feasible []int, rng *rand.Rand) int
 }
 
+// NthChooser is a Chooser that needs only the number of feasible nodes:
+// ChooseNth returns k, 0 <= k < n, and the scheduler places the pod on the
+// k-th feasible node in node order, as Choose(s, p, feasible, rng) would
+// choose feasible[k]. The scheduler then finds the node without listing
+// the feasible ones.
+type NthChooser interface {
+	Chooser
+	ChooseNth(n int, rng *rand.Rand) int
+}
+
 // PolicyInfo describes a policy for help texts.
 type PolicyInfo struct {
 	Name    string

@@ -41,9 +41,10 @@ func (f *FGD) Score(s *State, p *Pod, i int) float64 {
 // best returns the score and, for a sharing pod, the GPU that gives it.
 func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
 	model, free := s.nodes[i].Model, s.gpuFree[i]
-	before := f.Target.NodeFrag(model, s.cpuFree[i], free)
+	before := f.Target.nodeFrag(s, i)
 	cpu := s.cpuFree[i] - p.MilliCPU
-	buf := make([]int64, len(free))
+	var scratch [MaxGPUsPerNode]int64 // on the stack: scoring runs once per node and class
+	buf := scratchFor(&scratch, len(free))
 	copy(buf, free)
 	if !p.Sharing() {
 		takeLeastSufficient(buf, p)
@@ -62,6 +63,15 @@ func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
 		}
 	}
 	return best, bestGPU
+}
+
+// scratchFor returns n int64s of scratch, from arr when they fit (nodes
+// the readers accept always do).
+func scratchFor(arr *[MaxGPUsPerNode]int64, n int) []int64 {
+	if n <= len(arr) {
+		return arr[:n]
+	}
+	return make([]int64, n)
 }
 
 // seenBefore reports whether a GPU before g has the same free milli: it
@@ -121,6 +131,11 @@ func (BestFit) Score(s *State, p *Pod, i int) float64 {
 // Normalize implements Normalizer: integer min-max rescaling to 0-100, all
 // zero when every score is the same.
 func (BestFit) Normalize(scores []float64) { minMaxNormalize(scores) }
+
+// keepsBest marks minMaxNormalize as keeping the best nodes: BestFit's
+// scores are integers, so only the highest maps to 100 (all map to 0 when
+// they are equal).
+func (BestFit) keepsBest() {}
 
 func minMaxNormalize(scores []float64) {
 	if len(scores) == 0 {
@@ -220,7 +235,8 @@ func (Packing) Score(s *State, p *Pod, i int) float64 {
 		return float64(max(int64(maxNodeScore/3-whole), int64(whole)))
 	}
 	// Take GPUs tightest first, as the scheduler would.
-	buf := make([]int64, len(free))
+	var scratch [MaxGPUsPerNode]int64 // on the stack: scoring runs once per node and class
+	buf := scratchFor(&scratch, len(free))
 	copy(buf, free)
 	wholeUsed, pct := 0, int64(0)
 	for n := p.NumGPU; n > 0; n-- {
@@ -261,9 +277,12 @@ func (Random) Name() string { return "random" }
 func (Random) Score(*State, *Pod, int) float64 { return 0 }
 
 // Choose implements Chooser.
-func (Random) Choose(_ *State, _ *Pod, feasible []int, rng *rand.Rand) int {
-	return feasible[rng.IntN(len(feasible))]
+func (r Random) Choose(_ *State, _ *Pod, feasible []int, rng *rand.Rand) int {
+	return feasible[r.ChooseNth(len(feasible), rng)]
 }
+
+// ChooseNth implements NthChooser: uniform over the feasible nodes.
+func (Random) ChooseNth(n int, rng *rand.Rand) int { return rng.IntN(n) }
 
 // GPUs implements Policy.
 func (Random) GPUs(s *State, p *Pod, i int, rng *rand.Rand) []int {

@@ -108,13 +108,14 @@ func (f *FGDReserve) penalty(s *State, p *Pod, i int) float64 {
 // best returns the score and, for a sharing pod, the GPU giving it.
 func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
 	model, free := s.nodes[i].Model, s.gpuFree[i]
-	before := f.Target.NodeFrag(model, s.cpuFree[i], free)
+	before := f.Target.nodeFrag(s, i)
 	cpu := s.cpuFree[i] - p.MilliCPU
 	// Best fit, as BestFit measures it (0..1, lower is tighter), scaled
 	// below one score point so it only breaks ties.
 	fit := 1e-3 * (0.5*float64(s.FreeGPUMilli(i)-p.GPUMilli())/maxSpecGPU + 0.5*float64(cpu)/maxSpecCPU)
 	base := -f.penalty(s, p, i) - fit
-	buf := make([]int64, len(free))
+	var scratch [MaxGPUsPerNode]int64 // on the stack: scoring runs once per node and class
+	buf := scratchFor(&scratch, len(free))
 	copy(buf, free)
 	if !p.Sharing() {
 		takeLeastSufficient(buf, p)

@@ -28,9 +28,13 @@ type Scheduler struct {
 	// by node name.
 	RandomTies bool
 	rank       []int // node index -> position in the tie-break order
+	order      []int // position in the tie-break order -> node index
+	size       int   // leaves of an index's tree: a power of two >= max(2, nodes)
+	forceScan  bool  // tests: always the full scan, to compare with the index
 
 	classes map[typeKeyMem]int
-	cache   [][]cached // [class][node]
+	cache   [][]cached    // [class][node], for the full scan; nil until used
+	indexes []*classIndex // [class], for the index; nil until used
 
 	feasible []int
 	scores   []float64
@@ -43,18 +47,23 @@ type typeKeyMem struct {
 }
 
 type cached struct {
-	version uint32 // node version + 1; 0 means empty
-	score   float64
+	version  uint32 // node version + 1; 0 means empty
+	feasible bool   // the filter's result (kept by the index only)
+	score    float64
 }
 
 // NewScheduler returns a scheduler placing pods on s with the policy,
 // drawing its random choices from rng.
 func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
-	rank := make([]int, len(s.nodes))
+	rank, order := make([]int, len(s.nodes)), make([]int, len(s.nodes))
 	for i := range rank {
-		rank[i] = i
+		rank[i], order[i] = i, i
 	}
-	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, rank: rank}
+	size := 2
+	for size < len(s.nodes) {
+		size *= 2
+	}
+	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, rank: rank, order: order, size: size}
 }
 
 // SetOrder sets the tie-break order: order lists every node index once,
@@ -69,8 +78,9 @@ func (sc *Scheduler) SetOrder(order []int) {
 			panic(fmt.Sprintf("cluster: SetOrder: not a permutation (index %d)", i))
 		}
 		seen[i] = true
-		sc.rank[i] = r
+		sc.rank[i], sc.order[r] = r, i
 	}
+	clear(sc.indexes) // their trees follow the old order
 }
 
 // State returns the scheduler's state.
@@ -78,7 +88,40 @@ func (sc *Scheduler) State() *State { return sc.state }
 
 // Choose returns where the pod would go, without placing it; ok is false
 // when no node passes the filter.
+//
+// It keeps, per class of pods, an index of every node's filter result and
+// score that it updates for the nodes changed since (see index.go), so a
+// pod costs O(log nodes) per changed node rather than a filter and a score
+// of every node; policies that need every feasible node (Normalizers other
+// than BestFit's, Choosers other than NthChoosers, RandomTies) take the
+// full scan. Both choose the same node.
 func (sc *Scheduler) Choose(p *Pod) (pl Placement, ok bool) {
+	mode := sc.mode()
+	if mode == modeScan {
+		return sc.scan(p)
+	}
+	node, ok := sc.chooseIndexed(p, mode)
+	if !ok {
+		return Placement{}, false
+	}
+	return Placement{Node: node, GPUs: sc.policy.GPUs(sc.state, p, node, sc.rng)}, true
+}
+
+// class returns the class number of p, making one for a new class.
+func (sc *Scheduler) class(p *Pod) int {
+	k := typeKeyMem{keyOf(p), p.MemoryMiB}
+	c, ok := sc.classes[k]
+	if !ok {
+		c = len(sc.classes)
+		sc.classes[k] = c
+		sc.cache = append(sc.cache, nil)
+		sc.indexes = append(sc.indexes, nil)
+	}
+	return c
+}
+
+// scan is Choose by filtering and scoring every node.
+func (sc *Scheduler) scan(p *Pod) (pl Placement, ok bool) {
 	s := sc.state
 	sc.feasible = sc.feasible[:0]
 	for i := range s.nodes {
@@ -100,12 +143,9 @@ func (sc *Scheduler) Choose(p *Pod) (pl Placement, ok bool) {
 
 func (sc *Scheduler) best(p *Pod) int {
 	s := sc.state
-	k := typeKeyMem{keyOf(p), p.MemoryMiB}
-	c, ok := sc.classes[k]
-	if !ok {
-		c = len(sc.cache)
-		sc.classes[k] = c
-		sc.cache = append(sc.cache, make([]cached, len(s.nodes)))
+	c := sc.class(p)
+	if sc.cache[c] == nil {
+		sc.cache[c] = make([]cached, len(s.nodes))
 	}
 	row := sc.cache[c]
 	sc.scores = sc.scores[:0]

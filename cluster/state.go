@@ -28,6 +28,18 @@ type State struct {
 	version   []uint32
 	usedMilli int64 // allocated GPU milli over the cluster
 	capMilli  int64 // GPU capacity in milli
+	// changes lists the nodes Place and Remove changed, oldest first, so a
+	// Scheduler updates what it keeps per node for those nodes only;
+	// changesBase is the sequence number of changes[0] (see changesSince).
+	changes     []int32
+	changesBase uint64
+	// fragOf, frag and fragVer memoise the fragmentation of each node, at
+	// its version plus one (0: none), for the target last asked: the meter
+	// and the FGD policies ask for the same node's F_n(M) once per class of
+	// pods between two changes of the node.
+	fragOf  *Target
+	frag    []float64
+	fragVer []uint32
 }
 
 // Placement says where a pod runs: the node index and, for a pod with GPUs,
@@ -79,6 +91,7 @@ func (s *State) Clone() *State {
 	}
 	copy(c.version, s.version)
 	copy(c.idle, s.idle)
+	c.changesBase = s.changesBase + uint64(len(s.changes)) // a fresh log: schedulers of s do not follow c
 	c.usedMilli = s.usedMilli
 	return c
 }
@@ -186,7 +199,7 @@ func (s *State) Place(p *Pod, pl Placement) error {
 		}
 		s.tags[i][tagOf(p)]++
 	}
-	s.version[i]++
+	s.changed(i)
 	if invariants.Enabled {
 		s.mustCheckNode(i)
 	}
@@ -210,10 +223,56 @@ func (s *State) Remove(p *Pod, pl Placement) {
 			delete(s.tags[i], t)
 		}
 	}
-	s.version[i]++
+	s.changed(i)
 	if invariants.Enabled {
 		s.mustCheckNode(i)
 	}
+}
+
+// minChangeLog is the least number of changes the log keeps, for small
+// clusters; see changed.
+const minChangeLog = 1024
+
+// changed records a change of node i: a new version, and an entry in the
+// change log. The log keeps at least the last max(nodes, minChangeLog)
+// changes and at most twice that (the older half is dropped when it is
+// full, so appending costs O(1) amortised): a reader further behind must
+// look at every node, which costs no more than replaying that many
+// changes would.
+func (s *State) changed(i int) {
+	s.version[i]++
+	keep := max(len(s.nodes), minChangeLog)
+	if len(s.changes) >= 2*keep {
+		n := copy(s.changes, s.changes[keep:])
+		s.changes = s.changes[:n]
+		s.changesBase += uint64(keep)
+	}
+	s.changes = append(s.changes, int32(i))
+}
+
+// nodeFrag is t.NodeFrag of node i in its current state, memoised.
+func (s *State) nodeFrag(t *Target, i int) float64 {
+	if s.fragOf != t {
+		s.fragOf = t
+		s.frag, s.fragVer = make([]float64, len(s.nodes)), make([]uint32, len(s.nodes))
+	}
+	if s.fragVer[i] != s.version[i]+1 {
+		s.frag[i], s.fragVer[i] = t.NodeFrag(s.nodes[i].Model, s.cpuFree[i], s.gpuFree[i]), s.version[i]+1
+	}
+	return s.frag[i]
+}
+
+// changeSeq is the sequence number of the next change.
+func (s *State) changeSeq() uint64 { return s.changesBase + uint64(len(s.changes)) }
+
+// changesSince returns the nodes changed from sequence number seq on
+// (repeats possible); ok is false when the log no longer reaches back to
+// seq and the caller must look at every node.
+func (s *State) changesSince(seq uint64) (nodes []int32, ok bool) {
+	if seq < s.changesBase {
+		return nil, false
+	}
+	return s.changes[seq-s.changesBase:], true
 }
 
 // mustCheckNode panics when node i breaks an invariant: a broken invariant
