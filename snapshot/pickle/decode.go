@@ -1,11 +1,11 @@
 package pickle
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"unicode/utf8"
 )
 
@@ -29,11 +29,22 @@ const (
 	DefaultDecodedFactor = 48
 	// DefaultDecodedSlack (1 MiB) lets tiny inputs decode without fuss.
 	DefaultDecodedSlack = 1 << 20
-	// DefaultMaxMemo (1<<24 entries, at most 640 MiB of memo): the largest
-	// shared snapshot stores about 11,500 memo entries per MiB, so a 1 GiB
-	// file like it needs about 12M. Memo entries are charged to
+	// DefaultMaxMemo (1<<24 entries, 512 MiB of memo): the largest shared
+	// snapshot stores about 11,500 memo entries per MiB, so a 1 GiB file
+	// like it needs about 12M. Below that the default is one entry per
+	// memoBytesPerEntry input bytes. Memo entries are charged to
 	// MaxDecodedBytes as well.
 	DefaultMaxMemo = 1 << 24
+	// memoBytesPerEntry (2): Python's pickler memoizes an object once,
+	// right after the opcodes that build it (at least one byte), with a
+	// memo opcode of at least one byte, so nothing Python writes has more
+	// than one memo entry per 2 input bytes (the shared snapshots: one per
+	// 8 to 22). A file of bare MEMOIZE opcodes (one entry per byte) is cut
+	// off at half its length instead of building a memo of 32 bytes per
+	// input byte.
+	memoBytesPerEntry = 2
+	// memoSlack (1024 entries) lets tiny hand-written pickles memoize freely.
+	memoSlack = 1024
 )
 
 // Options bounds decoding. The zero value (or a nil *Options) means the
@@ -49,7 +60,8 @@ type Options struct {
 	// The estimate counts containers, entries, strings, boxed numbers, the
 	// memo and the stack's high-water mark at 64-bit Go sizes.
 	MaxDecodedBytes int64
-	// MaxMemo caps the number of memo entries (default DefaultMaxMemo).
+	// MaxMemo caps the number of memo entries (default one per 2 input
+	// bytes plus 1024, at most DefaultMaxMemo).
 	MaxMemo int
 }
 
@@ -68,20 +80,59 @@ func (o *Options) withDefaults(n int) Options {
 		r.MaxDecodedBytes = DefaultDecodedFactor*int64(n) + DefaultDecodedSlack
 	}
 	if r.MaxMemo <= 0 {
-		r.MaxMemo = DefaultMaxMemo
+		r.MaxMemo = min(DefaultMaxMemo, n/memoBytesPerEntry+memoSlack)
 	}
 	return r
 }
 
 // Decode reads all of r (at most opts.MaxInputBytes) and decodes one pickle.
 // Errors from the pickle are *Error; an error reading r is returned wrapped.
+// The first two bytes are checked (CheckStart) before the rest is read, so
+// an endless stream that is no pickle (/dev/zero) fails at once.
 func Decode(r io.Reader, opts *Options) (any, error) {
 	o := opts.withDefaults(0)
-	data, err := io.ReadAll(io.LimitReader(r, o.MaxInputBytes+1))
+	var head [2]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("pickle: reading input: %w", err)
+	}
+	if err := CheckStart(head[:n]); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(head[:n]), r), o.MaxInputBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("pickle: reading input: %w", err)
 	}
 	return DecodeBytes(data, opts)
+}
+
+// CheckStart looks at the first bytes of an input (two are enough; fewer
+// if the input is shorter) and returns an *Error when no pickle this
+// package decodes can begin with them: an opcode that needs a value on the
+// stack or is no opcode at all, or a PROTO of an unsupported protocol. It
+// lets a reader refuse a file that is no pickle before reading all of it.
+// An empty head passes (DecodeBytes reports the truncation).
+func CheckStart(head []byte) error {
+	if len(head) == 0 {
+		return nil
+	}
+	op := head[0]
+	if op == opProto {
+		if len(head) > 1 && (head[1] < 2 || head[1] > 5) {
+			return &Error{Offset: 0, Op: op, OpName: OpName(op), Err: ErrMalformed,
+				Msg: fmt.Sprintf("protocol %d not supported (2 to 5 are)", head[1])}
+		}
+		return nil
+	}
+	if canStart[op] {
+		return nil
+	}
+	if forbidden[op] {
+		return &Error{Offset: 0, Op: op, OpName: OpName(op), Err: ErrForbidden,
+			Msg: "refused: it would look up or call a Python object; snapshots hold only plain data"}
+	}
+	return &Error{Offset: 0, Err: ErrOpcode,
+		Msg: fmt.Sprintf("not a pickle: first byte %#02x is no opcode a pickle this package decodes can start with", op)}
 }
 
 // DecodeBytes decodes one pickle that fills data. Nothing may follow STOP.
@@ -92,12 +143,11 @@ func DecodeBytes(data []byte, opts *Options) (any, error) {
 		return nil, &Error{Offset: o.MaxInputBytes, Err: ErrLimit,
 			Msg: fmt.Sprintf("input larger than %d bytes", o.MaxInputBytes)}
 	}
+	d := decoder{data: data, opts: o}
 	// Snapshots memoize nearly every dict and string: one memo entry per 8
-	// to 22 input bytes in the real files. Sizing the memo at one per 16 up
-	// front saves most of the doubling appends, which allocated twice the
-	// final memo and were the largest allocation of a decode (capped at 2^21
-	// entries, 80 MiB).
-	d := decoder{data: data, opts: o, memo: make([]memoEntry, 0, min(len(data)/16, 1<<21))}
+	// to 22 input bytes in the real files. Sizing the first memo chunk at
+	// one entry per 16 input bytes saves its doubling appends.
+	d.memo.chunks = [][]memoEntry{make([]memoEntry, 0, min(len(data)/16+16, memoChunk))}
 	return d.run()
 }
 
@@ -108,9 +158,45 @@ type item struct {
 	depth int32 // nesting depth for immutable values; containers keep their own
 }
 
+// memoEntry is a memo slot: an item and whether it was stored (32 bytes).
 type memoEntry struct {
-	item
-	set bool
+	v     any
+	off   int64
+	depth int32
+	set   bool
+}
+
+func (e *memoEntry) item() item { return item{v: e.v, off: e.off, depth: e.depth} }
+
+// memoChunk (4096 entries, 128 KiB) is the unit the memo grows by. Chunks
+// are never copied: a memo kept in one doubling slice left every smaller
+// array behind as garbage (16M MEMOIZE opcodes peaked at 1.65 GB for a
+// 640 MB memo while the collector was held off).
+const memoChunk = 4096
+
+// memoTable is the dense memo, index i at chunks[i/memoChunk][i%memoChunk];
+// every chunk but the last is full.
+type memoTable struct {
+	chunks [][]memoEntry
+	n      int
+}
+
+func (m *memoTable) len() int { return m.n }
+
+func (m *memoTable) at(i uint64) *memoEntry {
+	return &m.chunks[i/memoChunk][i%memoChunk]
+}
+
+func (m *memoTable) push(e memoEntry) {
+	if k := len(m.chunks); k > 0 && len(m.chunks[k-1]) < memoChunk {
+		// The first chunk may start small and grow up to memoChunk.
+		m.chunks[k-1] = append(m.chunks[k-1], e)
+	} else {
+		c := make([]memoEntry, 1, memoChunk)
+		c[0] = e
+		m.chunks = append(m.chunks, c)
+	}
+	m.n++
 }
 
 type decoder struct {
@@ -122,12 +208,12 @@ type decoder struct {
 	stack []item
 	marks []int // stack lengths at each open MARK
 	base  int   // len of stack at the innermost MARK (0 if none)
-	memo  []memoEntry
+	memo  memoTable
 	// sparse holds memo entries whose index is past the end of memo.
 	sparse map[uint32]item
 	nmemo  int
 	budget int64 // estimated decoded bytes still allowed
-	// maxStack is the largest the stack has been; see grew.
+	// maxStack is the largest capacity the stack has had; see grew.
 	maxStack int
 	// Slabs: dicts, lists and the first batch of a dict's entries are
 	// carved from arrays allocated slabSize at a time, one allocation for
@@ -185,7 +271,11 @@ const (
 	costDict   = 112
 	costList   = 48
 	costEntry  = 40 // key, value and offset of a Dict entry
-	costMemo   = 40
+	costMemo   = 32 // a memoEntry
+	// costSparse is a memo entry stored in the map of out-of-order
+	// indexes: a 4-byte key and an item, with the map's control bytes,
+	// load factor and growth.
+	costSparse = 96
 )
 
 func (d *decoder) fail(kind error, format string, args ...any) *Error {
@@ -248,14 +338,42 @@ func (d *decoder) length(w int, signed bool) (int, error) {
 }
 
 func (d *decoder) push(v any, depth int32) {
-	d.stack = append(d.stack, item{v: v, off: int64(d.op), depth: depth})
+	d.pushItem(item{v: v, off: int64(d.op), depth: depth})
 }
 
-// grew charges for stack slots above the high-water mark; call it after
+// grow returns s with room for n more elements, doubling its capacity when
+// it must grow: a list built from many APPENDS batches (Python writes 1000
+// items per batch) then allocates twice its final size in all, not five
+// times as with append's growth by a quarter.
+func grow[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	out := make([]T, len(s), max(2*cap(s), len(s)+n))
+	copy(out, s)
+	return out
+}
+
+// stackMin (64 items, 2 KiB) is the stack's first allocation.
+const stackMin = 64
+
+// pushItem pushes it, doubling the stack when it is full. append grows a
+// large slice by a quarter at a time, which allocates five times the final
+// stack in all; doubling allocates twice.
+func (d *decoder) pushItem(it item) {
+	if len(d.stack) == cap(d.stack) {
+		s := make([]item, len(d.stack), max(stackMin, 2*cap(d.stack)))
+		copy(s, d.stack)
+		d.stack = s
+	}
+	d.stack = append(d.stack, it)
+}
+
+// grew charges for stack capacity above the high-water mark; call it after
 // every opcode. The stack is transient, but a run of pushes (BINGET, NONE)
 // can make it as large as the input allows.
 func (d *decoder) grew() error {
-	if n := len(d.stack); n > d.maxStack {
+	if n := cap(d.stack); n > d.maxStack {
 		c := int64(n-d.maxStack) * costStack
 		d.maxStack = n
 		return d.charge(c)
@@ -359,7 +477,7 @@ func (d *decoder) appendItems(target item, items []item) error {
 	if err := d.charge(costValue * int64(len(items))); err != nil {
 		return err
 	}
-	l.items = slices.Grow(l.items, len(items))
+	l.items = grow(l.items, len(items))
 	for _, it := range items {
 		if it.v == any(l) {
 			return d.fail(ErrUnsupported, "list contains itself")
@@ -385,7 +503,7 @@ func (d *decoder) setItems(dict *Dict, items []item) error {
 	if dict.ents == nil {
 		dict.ents = d.carveEntries(len(items) / 2)
 	} else {
-		dict.ents = slices.Grow(dict.ents, len(items)/2)
+		dict.ents = grow(dict.ents, len(items)/2)
 	}
 	for i := 0; i < len(items); i += 2 {
 		k, v := items[i], items[i+1]
@@ -425,29 +543,33 @@ func (d *decoder) memoPut(idx uint64) error {
 		return d.fail(ErrMalformed, "memo store with an empty stack")
 	}
 	top := d.stack[len(d.stack)-1]
-	top.off = int64(d.op)
-	switch {
-	case idx < uint64(len(d.memo)):
-		if !d.memo[idx].set {
+	e := memoEntry{v: top.v, off: int64(d.op), depth: top.depth, set: true}
+	cost := int64(0)
+	switch n := uint64(d.memo.len()); {
+	case idx < n:
+		m := d.memo.at(idx)
+		if !m.set {
 			d.nmemo++
 		}
-		d.memo[idx] = memoEntry{top, true}
-	case idx == uint64(len(d.memo)) && !d.inSparse(idx):
-		d.memo = append(d.memo, memoEntry{top, true})
+		*m = e
+	case idx == n && !d.inSparse(idx):
+		d.memo.push(e)
 		d.nmemo++
+		cost = costMemo
 	default:
 		if d.sparse == nil {
 			d.sparse = make(map[uint32]item)
 		}
 		if !d.inSparse(idx) {
 			d.nmemo++
+			cost = costSparse
 		}
-		d.sparse[uint32(idx)] = top
+		d.sparse[uint32(idx)] = e.item()
 	}
 	if d.nmemo > d.opts.MaxMemo {
-		return d.fail(ErrLimit, "more than %d memo entries (Options.MaxMemo)", d.opts.MaxMemo)
+		return d.fail(ErrLimit, "more than %d memo entries (Options.MaxMemo; a pickle Python writes stores at most one per %d input bytes)", d.opts.MaxMemo, memoBytesPerEntry)
 	}
-	return d.charge(costMemo)
+	return d.charge(cost)
 }
 
 func (d *decoder) inSparse(idx uint64) bool {
@@ -457,15 +579,15 @@ func (d *decoder) inSparse(idx uint64) bool {
 
 func (d *decoder) memoGet(idx uint64) error {
 	var it item
-	if idx < uint64(len(d.memo)) && d.memo[idx].set {
-		it = d.memo[idx].item
+	if idx < uint64(d.memo.len()) && d.memo.at(idx).set {
+		it = d.memo.at(idx).item()
 	} else if s, ok := d.sparse[uint32(idx)]; ok {
 		it = s
 	} else {
 		return d.fail(ErrMalformed, "memo index %d was never stored", idx)
 	}
 	it.off = int64(d.op)
-	d.stack = append(d.stack, it)
+	d.pushItem(it)
 	return nil
 }
 

@@ -10,15 +10,29 @@
 // error that names the opcode and its byte offset, as is every opcode this
 // package does not know. Input is bounded before anything is allocated:
 //
-//   - the whole input is capped (Options.MaxInputBytes);
+//   - the whole input is capped (Options.MaxInputBytes), and Decode checks
+//     the first two bytes (CheckStart) before it reads the rest;
 //   - every declared length (strings, bytes, big integers, FRAME) is checked
 //     against the bytes that remain before any buffer is made, so a 12-byte
 //     file that declares a 1 TiB string fails at once;
 //   - nesting depth of the decoded values (Options.MaxDepth), open MARKs
-//     (same limit), memo entries (Options.MaxMemo) and an estimate of the
-//     bytes the decoded values occupy (Options.MaxDecodedBytes) are capped.
+//     (same limit), memo entries (Options.MaxMemo, by default one per 2
+//     input bytes) and an estimate of the bytes the decoded values occupy
+//     (Options.MaxDecodedBytes) are capped.
 //
 // Malformed input gives an *Error, never a panic.
+//
+// # Shared values
+//
+// A memo reference (BINGET, LONG_BINGET) shares the value it names: the
+// decoded result is a directed acyclic graph, and a reference costs one
+// slot of the container that holds it, which is all it costs in memory. A
+// caller that walks the result as a tree and builds something per visit
+// (a typed copy, a JSON document) can therefore build far more than
+// MaxDecodedBytes: a 4 MB file of references to one list of 1000 dicts
+// names billions of dicts. Such a caller must bound what it builds by its
+// own budget, or share what it builds for a shared value; package snapshot
+// does both (snapshot.Options.MaxBuiltBytes).
 //
 // # Values
 //

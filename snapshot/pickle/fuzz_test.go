@@ -25,9 +25,16 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("\x80\x04]\x94(K\x01K\x02e]h\x00a."))
+	// Issue 13: a run of MEMOIZE opcodes, a ZIP header (torch.save), zeros.
+	f.Add([]byte("\x80\x04N" + strings.Repeat("\x94", 64) + "."))
+	f.Add([]byte("PK\x03\x04\x14\x00\x00\x00"))
+	f.Add(make([]byte, 16))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := pickle.DecodeBytes(data, &pickle.Options{MaxDepth: 200})
 		if err == nil {
+			if serr := pickle.CheckStart(data); serr != nil {
+				t.Fatalf("decodes, but CheckStart refuses it: %v", serr)
+			}
 			return
 		}
 		var e *pickle.Error

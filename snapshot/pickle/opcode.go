@@ -111,3 +111,16 @@ func OpName(op byte) string {
 	}
 	return "unknown"
 }
+
+// canStart marks the opcodes other than PROTO that a decodable pickle may
+// begin with: the ones that push a value or a MARK onto an empty stack.
+// Protocol 2 and later pickles, all that Python 3 writes by default, begin
+// with PROTO; protocol 1 ones with one of these.
+var canStart = [256]bool{
+	opMark: true, opNone: true, opNewTrue: true, opNewFalse: true,
+	opBinInt: true, opBinInt1: true, opBinInt2: true, opLong1: true, opLong4: true,
+	opBinFloat: true, opShortBinUni: true, opBinUnicode: true, opBinUnicode8: true,
+	opShortBinString: true, opBinString: true, opShortBinBytes: true, opBinBytes: true,
+	opBinBytes8: true, opEmptyDict: true, opEmptyList: true, opEmptyTuple: true,
+	opFrame: true,
+}
