@@ -234,8 +234,8 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	if err != nil {
 		return err
 	}
-	if t.Skipped > 0 {
-		fmt.Fprintf(stderr, "gpufrag: warning: skipped %d bad rows of %s\n", t.Skipped, f.trace)
+	if d := t.Summary(); d != "" {
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", d)
 	}
 	w, err := advise.NewWorkload(t, space.Buckets)
 	if err != nil {

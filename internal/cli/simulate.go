@@ -182,12 +182,8 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err != nil {
 		return err
 	}
-	if plan.Skipped > 0 {
-		fmt.Fprintf(stderr, "gpufrag: warning: skipped %d bad rows of %s", plan.Skipped, s.Workload.Trace.File)
-		if len(plan.Warnings) > 0 {
-			fmt.Fprintf(stderr, " (first: %s)", plan.Warnings[0])
-		}
-		fmt.Fprintln(stderr)
+	if plan.Dropped != "" {
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", plan.Dropped)
 	}
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")

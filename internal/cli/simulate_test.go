@@ -122,6 +122,22 @@ func TestSimulateTrace(t *testing.T) {
 	}
 }
 
+// TestSimulateWarnsDroppedRows: FineServe rows without a timestamp are
+// dropped when the file has timed rows; the CLI printed a warning only for
+// skipped bad rows, so they vanished without a word.
+func TestSimulateWarnsDroppedRows(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "fs.csv")
+	if err := os.WriteFile(tr, []byte("input_length,output_length,latency,timestamp,architecture,scale\n"+
+		"300,120,0.0015,0.0,Dense,30-100B\n80,45,0.0014,250000.0,Dense,30-100B\n90,10,0.001,,Dense,30-100B\n"+
+		"50,5,0.001,500000.0,Dense,30-100B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "", "simulate", "--trace", tr, "--model", "qwen2.5-7b", "--gpu", "a100-80g", "--kv", "paged:16", "--alloc", "caching")
+	if code != 0 || !strings.Contains(errs, "warning: "+tr+": dropped 1 of 4 rows, which have no timestamp (the first on line 4)") {
+		t.Errorf("exit %d, stderr %q: want a warning about the untimed row", code, errs)
+	}
+}
+
 func TestSimulateErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
@@ -139,7 +155,7 @@ func TestSimulateErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--trace", bad, "--format", "azure"}, 1, `line 3: field "ContextTokens"`},
-		{[]string{"--trace", bad, "--format", "azure", "--skip-bad-rows", "--duration", "1m"}, 0, "skipped 1 bad rows"},
+		{[]string{"--trace", bad, "--format", "azure", "--skip-bad-rows", "--duration", "1m"}, 0, "skipped 1 bad row (the first: line 3"},
 		{[]string{"--scenario", yml}, 1, "line 2"},
 		{[]string{"--format", "azure"}, 2, "--format needs --trace"},
 		{[]string{"--rate", "-1"}, 2, "--rate"},

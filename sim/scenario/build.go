@@ -35,6 +35,10 @@ type Plan struct {
 	Source   string
 	Skipped  int      // bad rows skipped in a trace
 	Warnings []string // from reading the trace
+	// Dropped says in one line what the trace reader left out (bad rows
+	// skipped, rows without a timestamp, a MaxRows stop); empty when
+	// nothing was (workload.Trace.Summary).
+	Dropped string
 }
 
 // Opener opens a trace file named in a scenario (the CLI passes os.Open
@@ -192,7 +196,7 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 	if err != nil {
 		return nil, err
 	}
-	p.Skipped, p.Warnings = t.Skipped, t.Warnings
+	p.Skipped, p.Warnings, p.Dropped = t.Skipped, t.Warnings, t.Summary()
 	switch {
 	case t.Timed && tr.Rate > 0:
 		if err := workload.Rescale(t, tr.Rate); err != nil {
