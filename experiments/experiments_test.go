@@ -246,6 +246,23 @@ decide: [{metric: "alloc_ratio@100", run: a, op: gt, value: 0}]
 	}
 }
 
+// TestScenarioFileOutsideRoot: an experiment whose scenario is a file of
+// the repository, run from elsewhere, failed with a bare "open
+// docs/scenarios/...: no such file or directory"; it now says what to do.
+func TestScenarioFileOutsideRoot(t *testing.T) {
+	exps, err := Select(load(t), []string{"vllm-token-states"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exps[0].ScenarioFile == "" {
+		t.Fatal("vllm-token-states no longer reads a scenario file: pick another experiment for this test")
+	}
+	_, err = RunAll(exps, Options{Root: t.TempDir(), Reduced: true})
+	if err == nil || !strings.Contains(err.Error(), "run from the repository's root or give it with --root DIR") {
+		t.Fatalf("got %v, want an error that names --root", err)
+	}
+}
+
 func TestWriteFindings(t *testing.T) {
 	exps, err := Select(load(t), []string{"kv-1m-llama70b"})
 	if err != nil {

@@ -253,6 +253,11 @@ func readScenario(e *Experiment, opts Options) (*scenario.Scenario, error) {
 		return &c, nil
 	}
 	fh, err := os.Open(opts.path(e.ScenarioFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		root, _ := filepath.Abs(opts.Root)
+		return nil, fmt.Errorf("experiment %s runs the scenario file %s of the gpufrag repository, which is not under %s: run from the repository's root or give it with --root DIR: %w",
+			e.Name, e.ScenarioFile, root, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -297,7 +297,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 			return p.Write(stdout)
 		}
 		if err := writePartialFile(f.out, p); err != nil {
-			return err
+			return fmt.Errorf("--out: %w", err)
 		}
 		if set("shard") {
 			return nil

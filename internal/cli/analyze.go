@@ -133,7 +133,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 	}
 	if f.html != "" {
 		if err := writeAnalyzeHTML(f.html, name, rep); err != nil {
-			return err
+			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {

@@ -79,7 +79,7 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 	}
 	var out strings.Builder
 	if err := page.WriteHTML(&out); err != nil {
-		return fmt.Errorf("--html %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return os.WriteFile(path, []byte(out.String()), 0o644)
 }

@@ -18,7 +18,8 @@ type fileFlag struct {
 // would lose the user's data without a word. Files are compared as the
 // operating system sees them (os.SameFile: the same file through another
 // name, a link or "./"), so only outputs that exist already can collide; "-"
-// (standard input or output) is never a file here.
+// (standard input or output) is never a file here. An output in a directory
+// that does not exist is refused too, before the work that would write it.
 func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
 	type seen struct {
 		fileFlag
@@ -42,6 +43,13 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
 			continue
 		}
 		fi := stat(out.path)
+		if fi == nil {
+			// Say so before the work, not after a long simulation.
+			dir := filepath.Dir(out.path)
+			if d, err := os.Stat(dir); err != nil || !d.IsDir() {
+				return usageErrorf(cmd, "%s %s: the directory %s does not exist", out.flag, out.path, dir)
+			}
+		}
 		for _, k := range known {
 			same := k.fi != nil && fi != nil && os.SameFile(k.fi, fi)
 			if !same && (k.fi == nil || fi == nil) {

@@ -96,6 +96,7 @@ func TestCheckOutputs(t *testing.T) {
 		{"not given and stdout", []fileFlag{{"--html", ""}, {"--out", "-"}}, ""},
 		{"two outputs on one new file", []fileFlag{{"--html", newFile}, {"--out", filepath.Join(dir, ".", "new.html")}}, "--html and --out both write"},
 		{"onto the input", []fileFlag{{"--out", in}}, "the input file given to --trace"},
+		{"in no directory", []fileFlag{{"--html", filepath.Join(dir, "none", "r.html")}}, "--html " + filepath.Join(dir, "none", "r.html") + ": the directory " + filepath.Join(dir, "none") + " does not exist"},
 	} {
 		err := checkOutputs(cmd, tc.outputs, []fileFlag{{"--trace", in}, {"--model", "llama-3-8b"}, {"--scenario", "-"}})
 		switch {

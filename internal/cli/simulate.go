@@ -198,7 +198,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	out.Recommended, out.Reason = recommend(results)
 	if f.html != "" {
 		if err := writeSimulateHTML(f.html, &out); err != nil {
-			return err
+			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {
