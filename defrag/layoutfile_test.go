@@ -3,6 +3,8 @@ package defrag_test
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,4 +75,30 @@ func FuzzReadLayout(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLayoutFileDocExample reads the example of docs/json.md's "saved-layout
+// format" section: it failed its own validation (its device_free_bytes did
+// not add up to the capacity), so a user copying it got an error.
+func TestLayoutFileDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "### The saved-layout format")
+	if !ok {
+		t.Fatal(`docs/json.md has no "### The saved-layout format" section`)
+	}
+	_, example, ok := strings.Cut(section, "```json\n")
+	example, _, ok2 := strings.Cut(example, "```")
+	if !ok || !ok2 {
+		t.Fatal("the saved-layout section has no ```json example")
+	}
+	l, alloc, err := defrag.ReadLayout(strings.NewReader(example), "docs/json.md example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc != "caching" || len(l.Segments) != 1 || len(l.Segments[0].Blocks) != 3 {
+		t.Errorf("example read as allocator %q, %d segments", alloc, len(l.Segments))
+	}
 }
