@@ -1,10 +1,11 @@
 package cluster
 
 import (
-	"encoding/csv"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,7 @@ type InputError struct {
 	Line  int    // 1-based; 0 when the problem is not on one line
 	Field string // column or JSON path; empty when the whole line is wrong
 	Msg   string
+	Err   error // a more specific kind of problem, also wrapped; may be nil
 }
 
 func (e *InputError) Error() string {
@@ -34,7 +36,13 @@ func (e *InputError) Error() string {
 	return loc.Format(e.Name, e.Line, e.Field, e.Msg)
 }
 
-func (e *InputError) Unwrap() error { return ErrBadInput }
+// Unwrap returns ErrBadInput and, when set, Err.
+func (e *InputError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrBadInput, e.Err}
+	}
+	return []error{ErrBadInput}
+}
 
 // Column names of the openb CSV files.
 var (
@@ -43,63 +51,153 @@ var (
 		"gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"}
 )
 
+// MaxLineBytes bounds one line of a node or pod list (64 KiB). The longest
+// line of the openb lists is 127 bytes (an 11-column pod with its GPU
+// models); 500 times that leaves room for long names, and a file without
+// line breaks (a binary file, /dev/zero) is refused after 64 KiB instead
+// of being read whole.
+const MaxLineBytes = 64 << 10
+
+// MaxInputBytes bounds a node or pod list, CSV or JSON (256 MiB). The
+// openb pod list of 8,152 pods is 575 KB, 71 bytes a pod (WriteJSON's
+// indented form: about 200), so this holds some 3.7 million pods in CSV
+// and 1.3 million in JSON, hundreds of times the published traces, while
+// the decoded list stays within about 1 GB.
+const MaxInputBytes = 256 << 20
+
+// csvLimits are the line reader's bounds for node and pod lists.
+var csvLimits = loc.Limits{Line: MaxLineBytes, LineName: "cluster.MaxLineBytes", Total: MaxInputBytes, TotalName: "cluster.MaxInputBytes",
+	TotalHint: "split the list, or sample it: the protocol resamples pods to the cluster's size anyway"}
+
 // csvTable reads a CSV stream whose header must be a prefix of want of at
 // least min columns (the openb files come as 4- or 5-column node lists and
-// 5- or 11-column pod lists).
+// 5- or 11-column pod lists). One line is one record: the openb lists have
+// no line breaks inside quoted fields, so a line reader bounds every
+// record and numbers lines exactly (line endings "\n", "\r\n" or "\r").
 type csvTable struct {
-	name string
-	r    *csv.Reader
-	cols []string
+	name   string
+	lines  *loc.LineReader
+	cols   []string
+	fields []string // the last record, reused
 }
 
 func openCSV(rd io.Reader, name string, want []string, min int) (*csvTable, error) {
-	r := csv.NewReader(rd)
-	r.FieldsPerRecord = -1 // checked here, with a clearer message
-	r.ReuseRecord = true
-	head, err := r.Read()
+	t := &csvTable{name: name, lines: loc.NewLineReader(rd, csvLimits)}
+	head, _, err := t.read()
 	if err == io.EOF {
 		return nil, &InputError{Name: name, Line: 1, Msg: "empty file: want a header line"}
 	}
 	if err != nil {
-		return nil, csvError(name, err)
-	}
-	if len(head) > 0 {
-		head[0] = strings.TrimPrefix(head[0], "\ufeff")
+		return nil, err
 	}
 	if len(head) < min || len(head) > len(want) {
 		return nil, &InputError{Name: name, Line: 1, Msg: fmt.Sprintf(
 			"header has %d columns, want the first %d to %d of %s", len(head), min, len(want), strings.Join(want, ","))}
 	}
 	for i, h := range head {
-		if strings.TrimSpace(h) != want[i] {
-			return nil, &InputError{Name: name, Line: 1, Field: h, Msg: fmt.Sprintf("column %d must be %q", i+1, want[i])}
+		h = strings.TrimSpace(h)
+		if j := slices.Index(head[:i], h); j >= 0 {
+			return nil, &InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d repeats column %d; the header must be the first %d to %d of %s",
+				i+1, j+1, min, len(want), strings.Join(want, ","))}
+		}
+		if h != want[i] {
+			return nil, &InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d must be %q", i+1, want[i])}
 		}
 	}
-	return &csvTable{name: name, r: r, cols: want[:len(head)]}, nil
+	t.cols = want[:len(head)]
+	return t, nil
+}
+
+// read returns the fields of the next non-empty line and its number, or
+// io.EOF.
+func (t *csvTable) read() ([]string, int, error) {
+	for {
+		b, err := t.lines.Next()
+		if err == io.EOF {
+			return nil, 0, io.EOF
+		}
+		if err != nil {
+			return nil, 0, lineError(t.name, err)
+		}
+		if len(b) == 0 {
+			continue // blank lines are skipped, as encoding/csv does
+		}
+		line := t.lines.Line()
+		var bad int
+		var msg string
+		if t.fields, bad, msg = splitCSV(b, t.fields[:0]); msg != "" {
+			field := fmt.Sprintf("column %d", bad+1)
+			if bad < len(t.cols) {
+				field = t.cols[bad]
+			}
+			return nil, line, &InputError{Name: t.name, Line: line, Field: field, Msg: msg}
+		}
+		return t.fields, line, nil
+	}
 }
 
 // next returns the next record and its line, or io.EOF.
 func (t *csvTable) next() ([]string, int, error) {
-	rec, err := t.r.Read()
-	if err == io.EOF {
-		return nil, 0, io.EOF
-	}
+	rec, line, err := t.read()
 	if err != nil {
-		return nil, 0, csvError(t.name, err)
+		return nil, line, err
 	}
-	line, _ := t.r.FieldPos(0)
 	if len(rec) != len(t.cols) {
 		return nil, line, &InputError{Name: t.name, Line: line, Msg: fmt.Sprintf("has %d fields, the header has %d", len(rec), len(t.cols))}
 	}
 	return rec, line, nil
 }
 
-func csvError(name string, err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return &InputError{Name: name, Line: pe.Line, Msg: pe.Err.Error()}
+// lineError turns an error of the line reader into an *InputError (bounds
+// crossed, binary input) or names the input in a read error.
+func lineError(name string, err error) error {
+	var le *loc.InputError
+	if errors.As(err, &le) {
+		return &InputError{Name: name, Line: le.Line, Msg: le.Msg}
 	}
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// splitCSV splits one line into fields as encoding/csv does (RFC 4180: a
+// field may be quoted, "" inside quotes is a quote), appending to out. On
+// a quoting error it returns the 0-based index of the field and a message.
+func splitCSV(b []byte, out []string) ([]string, int, string) {
+	for {
+		if len(b) == 0 || b[0] != '"' {
+			f, rest, more := bytes.Cut(b, []byte(","))
+			if bytes.IndexByte(f, '"') >= 0 {
+				return nil, len(out), `bare " in a non-quoted field (quote the whole field and double the quotes inside it)`
+			}
+			out = append(out, string(f))
+			if !more {
+				return out, 0, ""
+			}
+			b = rest
+			continue
+		}
+		var sb strings.Builder
+		b = b[1:]
+		for {
+			i := bytes.IndexByte(b, '"')
+			if i < 0 {
+				return nil, len(out), `quoted field without its closing " on this line (fields in these lists hold no line breaks)`
+			}
+			sb.Write(b[:i])
+			if b = b[i+1:]; len(b) == 0 || b[0] != '"' {
+				break
+			}
+			sb.WriteByte('"')
+			b = b[1:]
+		}
+		out = append(out, sb.String())
+		if len(b) == 0 {
+			return out, 0, ""
+		}
+		if b[0] != ',' {
+			return nil, len(out) - 1, `extraneous " in a quoted field (double a quote inside quotes)`
+		}
+		b = b[1:]
+	}
 }
 
 // intField parses a non-negative decimal integer; empty is an error.
@@ -109,7 +207,7 @@ func intField(name string, line int, field, s string) (int64, error) {
 		if s == "" {
 			return 0, &InputError{Name: name, Line: line, Field: field, Msg: "is empty, want an integer"}
 		}
-		return 0, &InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("%q is not an integer", s)}
+		return 0, &InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("%s is not an integer", loc.Quote(s))}
 	}
 	if v < 0 {
 		return 0, &InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("must not be negative (got %d)", v)}
@@ -191,7 +289,7 @@ func readRows[T any](t *csvTable, name, kind, nameField string, parse func(rec [
 			return nil, err
 		}
 		if prev, dup := seen[key]; dup {
-			return nil, &InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %q already on line %d", kind, key, prev)}
+			return nil, &InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %s already on line %d", kind, loc.Quote(key), prev)}
 		}
 		seen[key] = line
 		out = append(out, v)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -163,7 +164,18 @@ func TestReadCSVErrors(t *testing.T) {
 		{false, nodeHead + "n0,1,2,1,T4\nn0,1,2,1,T4\n", `x.csv: line 3: field "sn": node "n0" already on line 2`},
 		{false, nodeHead + ",1,2,1,T4\n", `x.csv: line 2: field "sn": must not be empty`},
 		{false, nodeHead + "n0,1,2,99,T4\n", `x.csv: line 2: field "gpu": must be at most 64 (got 99)`},
-		{false, nodeHead + "\"n0,1,2,1,T4\n", `x.csv: line 2: extraneous or missing " in quoted-field`},
+		{false, nodeHead + "\"n0,1,2,1,T4\n", `x.csv: line 2: field "sn": quoted field without its closing " on this line (fields in these lists hold no line breaks)`},
+		{false, nodeHead + "n\"0,1,2,1,T4\n", `x.csv: line 2: field "sn": bare " in a non-quoted field (quote the whole field and double the quotes inside it)`},
+		{false, nodeHead + "n0,1,2,1,\"T4\"x\n", `x.csv: line 2: field "model": extraneous " in a quoted field (double a quote inside quotes)`},
+		// Case 16 of issue 13: a repeated column, CR-only line endings and
+		// a giant field echoed whole.
+		{false, "sn,sn,memory_mib,gpu\n", `x.csv: line 1: field "sn": column 2 repeats column 1; the header must be the first 4 to 5 of sn,cpu_milli,memory_mib,gpu,model`},
+		{false, "sn,cpu_milli,memory_mib,gpu,model\rn0,1,2,1,T4\rn0,1,2,1,T4\r", `x.csv: line 3: field "sn": node "n0" already on line 2`},
+		{true, podHead + "p0,1," + strings.Repeat("9", 5<<20) + ",1,500\n", `x.csv: line 2: longer than 64 KiB (cluster.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
+		{true, podHead + "p0,1," + strings.Repeat("x", 60<<10) + ",1,500\n", `x.csv: line 2: field "memory_mib": "` + strings.Repeat("x", 64) + `"… (61440 bytes) is not an integer`},
+		// Case 10: binary input and a file without line breaks.
+		{false, strings.Repeat("\x00", 4096), `x.csv: line 1: not a text file: byte 0 is NUL (binary data, not lines of text)`},
+		{false, "sn,cpu_milli,memory_mib,gpu,model" + strings.Repeat(",x", 40<<10), `x.csv: line 1: longer than 64 KiB (cluster.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
 		{true, podHead + "p0,1,2,1,1200\n", `x.csv: line 2: field "gpu_milli": must be between 0 and 1000 (got 1200)`},
 		{true, podHead + "p0,1,2,2,500\n", `x.csv: line 2: field "gpu_milli": must be 1000 for a pod with 2 GPUs: only single-GPU pods share (got 500)`},
 		{true, podHead + "p0,1,2,0,500\n", `x.csv: line 2: field "gpu_milli": must be 0 for a pod without GPUs (got 500)`},
@@ -192,6 +204,55 @@ func TestReadCSVErrors(t *testing.T) {
 	}
 }
 
+// TestReadCSVTotalLimit checks that a list longer than the total bound is
+// refused with an error naming the limit (the bound lowered for the test:
+// 256 MiB of lines would take seconds to read).
+func TestReadCSVTotalLimit(t *testing.T) {
+	defer func(old int64) { csvLimits.Total = old }(csvLimits.Total)
+	csvLimits.Total = 1000
+	in := "sn,cpu_milli,memory_mib,gpu,model\n" + strings.Repeat("n,1,2,1,T4\n", 100)
+	_, err := ReadNodesCSV(strings.NewReader(in), "x.csv")
+	if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "cluster.MaxInputBytes") {
+		t.Fatalf("err = %v, want a bad-input error naming cluster.MaxInputBytes", err)
+	}
+}
+
+// TestReadCSVEndless checks that an endless input without line breaks
+// (like /dev/zero, or a stream of one byte) ends at the line bound, having
+// read little more than it.
+func TestReadCSVEndless(t *testing.T) {
+	for _, b := range []byte{0, 'x'} {
+		r := &countingReader{r: endless(b)}
+		_, err := ReadPodsCSV(r, "endless")
+		if err == nil || !errors.Is(err, ErrBadInput) {
+			t.Fatalf("byte %q: err = %v, want a bad-input error", b, err)
+		}
+		if r.n > 2*MaxLineBytes {
+			t.Errorf("byte %q: read %d bytes before failing, want at most %d", b, r.n, 2*MaxLineBytes)
+		}
+	}
+}
+
+type endless byte
+
+func (e endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(e)
+	}
+	return len(p), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // FuzzReadNodesCSV: the node reader never panics, and what it accepts is
 // well formed. Run with go test ./cluster -fuzz FuzzReadNodesCSV.
 func FuzzReadNodesCSV(f *testing.F) {
@@ -202,6 +263,11 @@ func FuzzReadNodesCSV(f *testing.F) {
 		"sn,cpu_milli,memory_mib,gpu,model\n\"n\",1,1,1,\"T4\"\n",
 		"\ufeffsn,cpu_milli,memory_mib,gpu,model\n",
 		"sn,cpu_milli,memory_mib,gpu,model\nn,-1,1,1,T4\n",
+		// Issue 13: repeated column, CR-only endings, quotes, NUL bytes.
+		"sn,sn,memory_mib,gpu\n",
+		"sn,cpu_milli,memory_mib,gpu,model\rn,1,1,1,T4\rm,1,1,1,T4\r",
+		"sn,cpu_milli,memory_mib,gpu,model\r\n\"n\"\"\",1,1,1,T4\r\n\n\nn\",1,1,1,T4\n",
+		"\x00\x00\x00\x00",
 	} {
 		f.Add([]byte(s))
 	}
@@ -238,6 +304,10 @@ func FuzzReadPodsCSV(f *testing.F) {
 			"p,6000,12288,1,460,T4|P100,LS,Running,427061,12902960,427061\nq,1,1,0,0,,BE,Pending,5,,\n",
 		"name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,8,1000\nq,1,1,0,0\n",
 		"name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np,1,1,1,500,|||\n",
+		// Issue 13: CR-only endings, a field past the echo limit, quotes.
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli\rp,1,1,1,460\rq,1,1,0,0",
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1," + strings.Repeat("7", 200) + ",1,460\n",
+		"name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n\"p\",1,1,1,500,\"T4|\"\"P100\"\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -15,8 +15,12 @@
 // Readers: [ReadNodesCSV] and [ReadPodsCSV] read the openb trace
 // (Alibaba cluster-trace-gpu-v2023: node lists with or without the model
 // column, pod lists with 5 or 11 columns); [ReadJSON] and [WriteJSON] read
-// and write the package's own JSON form ([File]). Readers never panic; their
-// errors name the input, the line (the header is line 1) and the field.
+// and write the package's own JSON form ([File]); [ReadNodes] and
+// [ReadPods] take either form, telling JSON from CSV by name or content.
+// Readers never panic; their errors name the input, the line (the header
+// is line 1) and the field, and echo at most 64 bytes of a bad value.
+// They bound what they read: a line at most [MaxLineBytes], an input at
+// most [MaxInputBytes], and binary input is refused at its first bytes.
 //
 // # Fragmentation
 //
@@ -30,7 +34,11 @@
 //
 // A [Policy] scores feasible nodes for a pod (higher is better) and picks
 // the GPUs inside the chosen node; the scheduler ([Scheduler]) picks the
-// best score, breaking ties uniformly at random as kube-scheduler does.
+// best score, breaking ties by a fixed node order (as the FGD artifact) or
+// uniformly at random (as kube-scheduler). It keeps every node's filter
+// result and score per class of pods in a tournament tree updated from
+// the nodes that changed, so a pod costs O(log nodes) per changed node
+// instead of a filter and a score of every node.
 // [NewPolicy] builds one by its command-line name; [PolicyNames] lists them.
 //
 // # The experiment protocol

@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // File is the package's own JSON form of a cluster and its workload:
@@ -52,10 +55,14 @@ type jsonFile struct {
 
 // ReadJSON reads a File. Errors name the input and the JSON path of the
 // bad value (e.g. pods[3].gpu_milli) and wrap ErrBadInput.
+//
+// The input may be at most MaxInputBytes long, and must start (after
+// white space) with "{": anything else is refused at its first byte, so
+// a binary file or /dev/zero fails at once.
 func ReadJSON(r io.Reader, name string) (*File, error) {
-	data, err := io.ReadAll(r)
+	data, err := readJSONObject(r, name, MaxInputBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -73,7 +80,7 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 			return nil, &InputError{Name: name, Field: fmt.Sprintf("nodes[%d].%s", i, jsonNodeField(fl)), Msg: msg}
 		}
 		if seen[f.Nodes[i].Name] {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("nodes[%d].name", i), Msg: fmt.Sprintf("duplicate node %q", f.Nodes[i].Name)}
+			return nil, &InputError{Name: name, Field: fmt.Sprintf("nodes[%d].name", i), Msg: fmt.Sprintf("duplicate node %s", loc.Quote(f.Nodes[i].Name))}
 		}
 		seen[f.Nodes[i].Name] = true
 	}
@@ -100,12 +107,67 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].%s", i, fl), Msg: msg}
 		}
 		if seen[p.Name] {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].name", i), Msg: fmt.Sprintf("duplicate pod %q", p.Name)}
+			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].name", i), Msg: fmt.Sprintf("duplicate pod %s", loc.Quote(p.Name))}
 		}
 		seen[p.Name] = true
 		f.Pods = append(f.Pods, p)
 	}
 	return f, nil
+}
+
+// readJSONObject reads at most limit bytes of r, checking first that the
+// first byte past white space opens a JSON object.
+func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
+	br := bufio.NewReader(io.LimitReader(r, limit+1))
+	var lead []byte
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return nil, &InputError{Name: name, Msg: "empty input, want a JSON object"}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		lead = append(lead, c)
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		if c != '{' {
+			line := 1 + bytes.Count(lead, []byte("\n"))
+			return nil, &InputError{Name: name, Line: line, Msg: fmt.Sprintf("starts with %s, want a JSON object {\"nodes\": [...], \"pods\": [...]}", describeStart(c, br))}
+		}
+		break
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(lead)+len(rest)) > limit {
+		return nil, &InputError{Name: name, Msg: fmt.Sprintf("longer than %s (cluster.MaxInputBytes): split the list, or sample it", loc.Size(limit))}
+	}
+	return append(lead, rest...), nil
+}
+
+// describeStart names what a JSON input starts with instead of an object:
+// c and the bytes that follow it in br.
+func describeStart(c byte, br *bufio.Reader) string {
+	more, _ := br.Peek(15)
+	head := append([]byte{c}, more...)
+	switch {
+	case c == 0:
+		return "a NUL byte (binary data, not JSON)"
+	case c == '[':
+		return "an array"
+	case bytes.HasPrefix(head, []byte("null")):
+		return "null"
+	case c == '"':
+		return "a string"
+	case bytes.HasPrefix(head, []byte("true")) || bytes.HasPrefix(head, []byte("false")):
+		return "a boolean"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	}
+	return loc.Quote(string(head))
 }
 
 func jsonNodeField(f string) string {

@@ -42,6 +42,14 @@ func TestReadJSONErrors(t *testing.T) {
 		{`{"pods": [{"name": "p", "deletion_time": 3}]}`, `x.json: field "pods[0].deletion_time": needs creation_time`},
 		{`{"pods": [{"name": "p", "gpu_spec": [""], "num_gpu": 1, "gpu_milli": 10}]}`, `x.json: field "pods[0].gpu_spec": bad GPU model ""`},
 		{`{} {}`, `x.json: more than one JSON value`},
+		// Issue 13: documents that are not our object, refused at their
+		// first byte.
+		{`null`, `x.json: line 1: starts with null, want a JSON object {"nodes": [...], "pods": [...]}`},
+		{"\n\n  [1, 2]", `x.json: line 3: starts with an array, want a JSON object {"nodes": [...], "pods": [...]}`},
+		{"\x00\x00\x00", `x.json: line 1: starts with a NUL byte (binary data, not JSON), want a JSON object {"nodes": [...], "pods": [...]}`},
+		{"sn,cpu_milli", `x.json: line 1: starts with "sn,cpu_milli", want a JSON object {"nodes": [...], "pods": [...]}`},
+		{`{"nodes": [{"name": "` + strings.Repeat("n", 100) + `"}, {"name": "` + strings.Repeat("n", 100) + `"}]}`,
+			`x.json: field "nodes[1].name": duplicate node "` + strings.Repeat("n", 64) + `"… (100 bytes)`},
 	} {
 		_, err := ReadJSON(strings.NewReader(tc.in), "x.json")
 		if err == nil || err.Error() != tc.want {
@@ -53,6 +61,22 @@ func TestReadJSONErrors(t *testing.T) {
 	}
 }
 
+// TestReadJSONLimit checks the size bound (lowered for the test) and that
+// an endless stream of zeros is refused at its first byte.
+func TestReadJSONLimit(t *testing.T) {
+	_, err := readJSONObject(strings.NewReader(`{"nodes": []}`+strings.Repeat(" ", 100)), "x.json", 50)
+	if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "longer than 50 bytes (cluster.MaxInputBytes)") {
+		t.Errorf("err = %v, want the size bound", err)
+	}
+	r := &countingReader{r: endless(0)}
+	if _, err := ReadJSON(r, "zero"); err == nil || !errors.Is(err, ErrBadInput) {
+		t.Errorf("endless zeros: err = %v", err)
+	}
+	if r.n > 64<<10 {
+		t.Errorf("read %d bytes of zeros before refusing them", r.n)
+	}
+}
+
 // FuzzReadJSON: the JSON reader never panics, and what it accepts is well
 // formed and survives a round trip. Run with go test ./cluster -fuzz FuzzReadJSON.
 func FuzzReadJSON(f *testing.F) {
@@ -60,7 +84,7 @@ func FuzzReadJSON(f *testing.F) {
 		`{"nodes":[{"name":"n1","cpu_milli":96000,"memory_mib":393216,"gpus":8,"model":"G2"}]}`,
 		`{"pods":[{"name":"p1","cpu_milli":8000,"memory_mib":16384,"num_gpu":1,"gpu_milli":500,"gpu_spec":["T4"],"job":"j","creation_time":0,"deletion_time":5}]}`,
 		`{"nodes":[],"pods":[{"name":"c","cpu_milli":1,"memory_mib":1}]}`,
-		`{}`, `[]`, `{"nodes":null}`, `{"pods":[{"name":"p","cpu_milli":1,"memory_mib":1,"gpu_spec":[]}]}`,
+		`{}`, `[]`, `null`, "\x00", " \n{\"nodes\":null}", `{"nodes":null}`, `{"pods":[{"name":"p","cpu_milli":1,"memory_mib":1,"gpu_spec":[]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -79,6 +103,55 @@ func FuzzReadJSON(f *testing.F) {
 		again, err := ReadJSON(&buf, "again.json")
 		if err != nil || !reflect.DeepEqual(file, again) {
 			t.Fatalf("round trip: %v\n%+v\n%+v", err, file, again)
+		}
+	})
+}
+
+// TestReadEitherForm checks that ReadNodes and ReadPods tell the JSON form
+// from CSV by name (any case) or content, the one rule for every caller.
+func TestReadEitherForm(t *testing.T) {
+	const js = `{"nodes": [{"name": "n", "cpu_milli": 1, "memory_mib": 1, "gpus": 1, "model": "T4"}], "pods": [{"name": "p", "cpu_milli": 1, "memory_mib": 1}]}`
+	for _, name := range []string{"a.json", "A.JSON", "no-extension", "a.csv"} {
+		nodes, err := ReadNodes(strings.NewReader("\n  "+js), name)
+		if err != nil || len(nodes) != 1 || nodes[0].Name != "n" {
+			t.Errorf("%s: ReadNodes = %v, %v", name, nodes, err)
+		}
+		pods, err := ReadPods(strings.NewReader(js), name)
+		if err != nil || len(pods) != 1 || pods[0].Name != "p" {
+			t.Errorf("%s: ReadPods = %v, %v", name, pods, err)
+		}
+	}
+	nodes, err := ReadNodes(strings.NewReader("sn,cpu_milli,memory_mib,gpu\nn,1,1,1\n"), "nodes.txt")
+	if err != nil || len(nodes) != 1 {
+		t.Errorf("CSV: ReadNodes = %v, %v", nodes, err)
+	}
+	if _, err := ReadNodes(strings.NewReader("sn,cpu_milli,memory_mib,gpu\n"), "nodes.JSON"); err == nil || !strings.Contains(err.Error(), "want a JSON object") {
+		t.Errorf("CSV named .JSON: %v, want the JSON reader's error", err)
+	}
+}
+
+// FuzzReadEither: ReadNodes and ReadPods never panic on any input, named
+// either way, and fail only with bad-input errors. Run with
+// go test ./cluster -fuzz FuzzReadEither.
+func FuzzReadEither(f *testing.F) {
+	for _, s := range []string{
+		`{"nodes":[{"name":"n","cpu_milli":1,"memory_mib":1,"gpus":1,"model":"T4"}]}`,
+		"sn,cpu_milli,memory_mib,gpu\nn,1,1,1\n", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\rp,1,1,1,500\r",
+		"\ufeff  {}", "[", "null", "\x00", "",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, jsonName bool) {
+		name := "fuzz.csv"
+		if jsonName {
+			name = "fuzz.JSON"
+		}
+		if _, err := ReadNodes(bytes.NewReader(data), name); err != nil && !errors.Is(err, ErrBadInput) {
+			t.Fatalf("ReadNodes: error does not wrap ErrBadInput: %v", err)
+		}
+		if _, err := ReadPods(bytes.NewReader(data), name); err != nil && !errors.Is(err, ErrBadInput) {
+			t.Fatalf("ReadPods: error does not wrap ErrBadInput: %v", err)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // MilliGPU is the capacity of one GPU in milli-GPUs, the unit of GPU
@@ -91,7 +93,7 @@ func checkPod(p *Pod) (field, msg string) {
 	}
 	for _, m := range p.GPUSpec {
 		if m == "" || strings.ContainsAny(m, "| ") {
-			return "gpu_spec", fmt.Sprintf("bad GPU model %q", m)
+			return "gpu_spec", fmt.Sprintf("bad GPU model %s", loc.Quote(m))
 		}
 	}
 	return "", ""

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -188,25 +187,19 @@ func clusterPolicies(values []string) []string {
 	return out
 }
 
-// readClusterFile reads nodes or pods from a CSV or our JSON form.
+// readClusterFile reads nodes or pods from a CSV or our JSON form
+// (cluster.ReadNodes and ReadPods tell them apart).
 func readClusterFile(path string, pods bool) ([]cluster.Node, []cluster.Pod, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer file.Close()
-	if strings.EqualFold(filepath.Ext(path), ".json") {
-		f, err := cluster.ReadJSON(file, path)
-		if err != nil {
-			return nil, nil, err
-		}
-		return f.Nodes, f.Pods, nil
-	}
 	if pods {
-		p, err := cluster.ReadPodsCSV(file, path)
+		p, err := cluster.ReadPods(file, path)
 		return nil, p, err
 	}
-	n, err := cluster.ReadNodesCSV(file, path)
+	n, err := cluster.ReadNodes(file, path)
 	return n, nil, err
 }
 

@@ -243,3 +243,33 @@ func TestClusterInspect(t *testing.T) {
 		t.Errorf("no kubeconfig: exit %d, %s", code, errb.String())
 	}
 }
+
+// TestClusterSimulateHostileFiles: binary input and files without line
+// breaks fail at once with the file and line (issue 13, case 10); a JSON
+// list is told from CSV by its content as well as its name.
+func TestClusterSimulateHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	noBreaks := filepath.Join(dir, "nodes.csv")
+	if err := os.WriteFile(noBreaks, []byte("sn,cpu_milli,memory_mib,gpu,model"+strings.Repeat(",model", 20000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCluster(t, "--nodes", noBreaks, "--pods", clusterPods)
+	if code != 1 || !strings.Contains(errs, "nodes.csv: line 1: longer than 64 KiB (cluster.MaxLineBytes)") {
+		t.Errorf("no line breaks: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		code, _, errs := runCluster(t, "--nodes", "/dev/zero", "--pods", clusterPods)
+		if code != 1 || !strings.Contains(errs, "/dev/zero: line 1: not a text file: byte 0 is NUL") {
+			t.Errorf("/dev/zero: exit %d, %s", code, errs)
+		}
+	}
+	js := filepath.Join(dir, "cluster.txt") // JSON without the .json name
+	doc := `{"nodes":[{"name":"a","cpu_milli":32000,"memory_mib":65536,"gpus":2,"model":"T4"}],
+"pods":[{"name":"p","cpu_milli":1000,"memory_mib":10,"num_gpu":1,"gpu_milli":500}]}`
+	if err := os.WriteFile(js, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCluster(t, "--nodes", js, "--pods", js, "--policy", "fgd", "--seeds", "1", "--json"); code != 0 || !strings.Contains(out, `"gpus": 2`) {
+		t.Errorf("JSON named .txt: exit %d, %s%s", code, out, errs)
+	}
+}
