@@ -64,7 +64,7 @@ func ParseBytes(s string) (int64, error) {
 	case errors.Is(err, errNotDecimal):
 		return 0, fmt.Errorf("%w: %q (want a number with an optional unit such as 512MiB or 80GiB)", ErrBadSize, s)
 	case err != nil:
-		return 0, fmt.Errorf("%w: %q %v", ErrBadSize, s, err)
+		return 0, fmt.Errorf("%w: %q %w", ErrBadSize, s, err)
 	}
 	switch num.Mul(num, big.NewInt(mult)); {
 	case num.Sign() == 0:
