@@ -90,32 +90,39 @@ func Inspect(s *Snapshot, coverage float64) *Report {
 		}
 		podsOn[i]++
 	}
+	// The FGD measure needs the cluster's own pod mix: without pods there
+	// are no task types, nothing is fragmented, and every node is still
+	// listed and counted.
+	var target *cluster.Target
 	if len(all) > 0 {
-		target := cluster.NewTarget(all, coverage)
+		target = cluster.NewTarget(all, coverage)
 		rep.TaskTypes = len(target.Types)
-		for i, n := range s.Nodes {
-			if n.GPUs == 0 {
-				continue
-			}
-			rep.GPUNodes++
-			free := st.FreeGPUs(i)
-			idle := st.FreeGPUMilli(i)
-			frag := target.NodeFrag(n.Model, st.FreeCPU(i), free)
-			nr := NodeReport{Name: n.Name, Model: n.Model, GPUs: n.GPUs, RequestedMilli: int64(n.GPUs)*cluster.MilliGPU - idle,
-				WholeFreeGPUs: st.WholeFreeGPUs(i), FreeCPUMilli: st.FreeCPU(i), FreeMemoryMiB: st.FreeMemory(i), Pods: podsOn[i],
-				FragMilli: frag, Stranded: idle > 0 && frag >= float64(idle)*(1-1e-9), Cordoned: s.Cordoned[n.Name]}
-			rep.PerNode = append(rep.PerNode, nr)
-			rep.RequestedMilli += nr.RequestedMilli
-			rep.FragMilli += frag
-			switch {
-			case idle == int64(n.GPUs)*cluster.MilliGPU:
-				rep.WholeFreeNodes++
-			case idle > 0:
-				rep.PartlyUsedNodes++
-			}
-			if nr.Stranded {
-				rep.StrandedNodes++
-			}
+	}
+	for i, n := range s.Nodes {
+		if n.GPUs == 0 {
+			continue
+		}
+		rep.GPUNodes++
+		free := st.FreeGPUs(i)
+		idle := st.FreeGPUMilli(i)
+		frag := 0.0
+		if target != nil {
+			frag = target.NodeFrag(n.Model, st.FreeCPU(i), free)
+		}
+		nr := NodeReport{Name: n.Name, Model: n.Model, GPUs: n.GPUs, RequestedMilli: int64(n.GPUs)*cluster.MilliGPU - idle,
+			WholeFreeGPUs: st.WholeFreeGPUs(i), FreeCPUMilli: st.FreeCPU(i), FreeMemoryMiB: st.FreeMemory(i), Pods: podsOn[i],
+			FragMilli: frag, Stranded: target != nil && idle > 0 && frag >= float64(idle)*(1-1e-9), Cordoned: s.Cordoned[n.Name]}
+		rep.PerNode = append(rep.PerNode, nr)
+		rep.RequestedMilli += nr.RequestedMilli
+		rep.FragMilli += frag
+		switch {
+		case idle == int64(n.GPUs)*cluster.MilliGPU:
+			rep.WholeFreeNodes++
+		case idle > 0:
+			rep.PartlyUsedNodes++
+		}
+		if nr.Stranded {
+			rep.StrandedNodes++
 		}
 	}
 	if rep.GPUs > 0 {

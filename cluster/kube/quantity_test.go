@@ -1,6 +1,9 @@
 package kube
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseQuantity(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,13 +20,17 @@ func TestParseQuantity(t *testing.T) {
 		{"0.1", 1000, 100},
 		{"2e3", 1, 2000},
 		{"8", 1, 8},
+		{"1E", 1e-18, 1}, // exa, not an exponent
+		{"3e-3", 1000, 3},
 	} {
 		got, err := ParseQuantity(tc.q, tc.scale)
 		if err != nil || got != tc.want {
 			t.Errorf("ParseQuantity(%q, %v) = %d, %v; want %d", tc.q, tc.scale, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "abc", "-1", "1Xi", "1e400"} {
+	// Issue 13: an exponent that would take big.Rat seconds, and a giant
+	// string, are refused at once.
+	for _, bad := range []string{"", "abc", "-1", "1Xi", "1e400", "1e1000000", "1e31", "1e-31", "1e", strings.Repeat("9", 65)} {
 		if _, err := ParseQuantity(bad, 1); err == nil {
 			t.Errorf("ParseQuantity(%q) accepted", bad)
 		}

@@ -292,3 +292,47 @@ current-context: nowhere
 		}
 	}
 }
+
+// TestClusterInspectHostileFiles holds cases 10, 15 and 16 of issue 13 at
+// the command: documents that are no kubectl List fail with exit 1 and say
+// what was expected; /dev/zero fails at its first byte; a cluster without
+// pods lists its nodes.
+func TestClusterInspectHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"null", "starts with null: want a kubectl List (kubectl get nodes,pods -A -o json > cluster.json)"},
+		{`{"kind":"Service","metadata":{"name":"s"}}`, `field "kind": is "Service": want a kubectl List`},
+		{`{"kind":"PodList","items":[]}`, "no Node: inspection needs the nodes with their pods"},
+	} {
+		p := write("c.json", tc.body)
+		code, out, errs := inspect("--from", p)
+		if code != 1 || out != "" || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 with %q", tc.body, code, out, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		code, _, errs := inspect("--from", "/dev/zero")
+		if code != 1 || !strings.Contains(errs, "/dev/zero: starts with a NUL byte (binary data, not JSON)") {
+			t.Errorf("/dev/zero: exit %d, %s", code, errs)
+		}
+	}
+	p := write("idle.json", `{"kind":"List","items":[
+{"kind":"Node","metadata":{"name":"a"},"status":{"allocatable":{"cpu":"8","nvidia.com/gpu":"4"}}},
+{"kind":"Node","metadata":{"name":"b"},"status":{"allocatable":{"cpu":"8","nvidia.com/gpu":"2"}}}]}`)
+	code, out, errs := inspect("--from", p, "--all")
+	if code != 0 {
+		t.Fatalf("no pods: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"2 nodes, 2 with GPUs, 6 GPUs; 0.00 GPUs requested", "\na ", "\nb ", "whole-free GPU nodes: 2; partly used: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no pods: output lacks %q:\n%s", want, out)
+		}
+	}
+}

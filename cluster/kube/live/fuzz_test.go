@@ -21,6 +21,10 @@ func FuzzSnapshot(f *testing.F) {
 	f.Add("500", "1", "1", "2", "4", "A100", true)
 	f.Add("", "", "", "1", "8", "", false)
 	f.Add("1001", "9", "0-3", "0", "9", "T4|P100", false)
+	// Issue 13: fractional GPU quantities are refused, naming the object.
+	f.Add("", "", "", "1.5", "4", "A100", false)
+	f.Add("", "", "", "1", "500m", "", false)
+	f.Add("500", "2", "1-1", "1", "4", "T4", false)
 	f.Fuzz(func(t *testing.T, milli, count, index, podGPU, nodeGPU, model string, cordoned bool) {
 		pq, err := resource.ParseQuantity(podGPU)
 		if err != nil {

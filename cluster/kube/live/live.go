@@ -131,6 +131,12 @@ func Load(ctx context.Context, c Client, opts Options) (*kube.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(nodes) == 0 {
+		if opts.NodeSelector != "" {
+			return nil, fmt.Errorf("live: no node matches the selector %q: check it with kubectl get nodes -l '%s': %w", opts.NodeSelector, opts.NodeSelector, kube.ErrNoNodes)
+		}
+		return nil, fmt.Errorf("live: the API server listed no nodes: %w", kube.ErrNoNodes)
+	}
 	pods, err := listPods(ctx, c, opts)
 	if err != nil {
 		return nil, err

@@ -511,3 +511,17 @@ func TestSource(t *testing.T) {
 		t.Errorf("got %v, want ErrAccess", err)
 	}
 }
+
+// TestLoadNoNodes: a cluster (or a selector) without nodes is an error
+// saying so, not an empty report.
+func TestLoadNoNodes(t *testing.T) {
+	f := newFake(t, typedFixture(t)...)
+	_, err := Load(context.Background(), f, Options{NodeSelector: "pool=none"})
+	if !errors.Is(err, kube.ErrNoNodes) || !strings.Contains(err.Error(), `no node matches the selector "pool=none"`) {
+		t.Errorf("selector matching nothing: %v", err)
+	}
+	_, err = Load(context.Background(), newFake(t), Options{})
+	if !errors.Is(err, kube.ErrNoNodes) || !strings.Contains(err.Error(), "listed no nodes") {
+		t.Errorf("empty cluster: %v", err)
+	}
+}
