@@ -99,3 +99,62 @@ func RunBenchAllocFree(b *testing.B, name string, newA New) {
 		}
 	})
 }
+
+// BenchStreamCounts are the stream counts of BenchStreams: 100 as in a
+// busy server, 1,000, and 20,000, a trace with a stream per request.
+var BenchStreamCounts = []int{100, 1000, 20000}
+
+// BenchStreams measures one free+alloc pair on an allocator shared by
+// streams streams, each holding one live block: each iteration frees a
+// pseudo-randomly chosen stream's block and allocates a new one on that
+// stream, and every 64th iteration is followed by a Sync where the
+// allocator has one, so frees are pending on up to 64 streams at a time.
+// Requests are BenchSizes / 8 (64 B to 512 KiB), small-pool sizes, so that
+// the caching allocator's per-stream 2 MiB segments for 20,000 streams fit
+// in BenchCapacity. Setup (one allocation per stream) is outside the
+// timer. An allocator whose per-operation cost grows with the stream count
+// shows it here.
+func BenchStreams(b *testing.B, newA New, streams int) {
+	a, err := newA(mem.MustDevice(BenchCapacity, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sy, _ := a.(alloc.Syncer)
+	const ring = 1 << 14
+	sizes := BenchSizes(ring, 42)
+	for i := range sizes {
+		sizes[i] /= 8
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	hs := make([]alloc.Handle, streams)
+	for i := range hs {
+		blk, err := a.Alloc(sizes[i&(ring-1)], i)
+		if err != nil {
+			b.Fatalf("fill %d: %v", i, err)
+		}
+		hs[i] = blk.Handle
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := r.IntN(streams)
+		if err := a.Free(hs[j]); err != nil {
+			b.Fatal(err)
+		}
+		blk, err := a.Alloc(sizes[(i*7+3)&(ring-1)], j)
+		if err != nil {
+			b.Fatalf("alloc %d: %v", i, err)
+		}
+		hs[j] = blk.Handle
+		if sy != nil && i%64 == 63 {
+			sy.Sync()
+		}
+	}
+}
+
+// RunBenchStreams runs BenchStreams as BenchmarkStreams/streams=N.
+func RunBenchStreams(b *testing.B, newA New) {
+	for _, n := range BenchStreamCounts {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) { BenchStreams(b, newA, n) })
+	}
+}

@@ -4,9 +4,7 @@
 package async
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/extent"
@@ -42,18 +40,6 @@ type block struct {
 	stream    int   // the stream it was allocated on, where it is freed
 }
 
-// stream is the pool's view of one CUDA stream.
-type stream struct {
-	id int
-	// pending holds blocks freed on this stream since the last Sync: safe
-	// to reuse here (stream order) but not on other streams yet. +Free,
-	// -carve, emptied into ready by Sync.
-	pending extent.Set
-	// usable is ready ∪ pending, coalesced: every free byte an allocation on
-	// this stream may use. It mirrors every change to ready and pending.
-	usable extent.Set
-}
-
 // Allocator is the stream-ordered pool. See the package doc for the model
 // and the invariants. It is not safe for concurrent use.
 type Allocator struct {
@@ -64,9 +50,18 @@ type Allocator struct {
 
 	unmapped extent.Set        // virtual range with no physical pages, page aligned
 	ready    extent.Set        // free mapped bytes usable by every stream
-	streams  []*stream         // by id; a stream is added at its first Alloc
+	readyIx  readyIndex        // ready by (size, address), tagged with the streams whose pending frees touch each extent
+	streams  map[int]*stream   // by id; a stream is added at its first Alloc
+	busy     []*stream         // the streams with pending frees, in no particular order
 	live     slot.Table[block] // live allocations by handle
 	scratch  []extent.Extent   // reused by Sync; holds nothing between calls
+
+	// pendStart and pendEnd map the first address of each pending extent,
+	// and the address just past it, to its stream (free.go), while tracked:
+	// from the moment a second stream has pending frees until none has.
+	pendStart, pendEnd map[uint64]int
+	tracked            bool
+	spareSets          []*extent.Set // cleared per-stream sets for reuse
 
 	mapped    int64 // vaSize - unmapped.Total(): physical bytes held; +map, -unmap
 	allocated int64 // Σ live sizes; +Alloc, -Free
@@ -95,7 +90,12 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	}
 	c := dev.Capacity()
 	vaSize := mem.RoundUp(c/vaDen*vaNum+(c%vaDen*vaNum+vaDen-1)/vaDen, mem.PageSize)
-	a := &Allocator{dev: dev, cfg: cfg, vaSize: vaSize, base: dev.ReserveVA(vaSize)}
+	base, ok := dev.TryReserveVA(vaSize)
+	if !ok {
+		return nil, fmt.Errorf("%w: async: no virtual address range of %s left on the device for the pool", mem.ErrConfig, mem.FormatBytes(vaSize))
+	}
+	a := &Allocator{dev: dev, cfg: cfg, vaSize: vaSize, base: base,
+		streams: map[int]*stream{}, pendStart: map[uint64]int{}, pendEnd: map[uint64]int{}}
 	a.unmapped.Init(a.base, vaSize)
 	a.unmapped.Insert(a.base, vaSize)
 	a.ready.Init(a.base, vaSize)
@@ -122,30 +122,6 @@ func (a *Allocator) Spec() string {
 
 // Config returns the configuration the pool was built with.
 func (a *Allocator) Config() Config { return a.cfg }
-
-// streamFor returns the state of stream id, adding it on first use: a new
-// stream can use every ready byte and has nothing pending.
-func (a *Allocator) streamFor(id int) *stream {
-	i, found := slices.BinarySearchFunc(a.streams, id, func(s *stream, id int) int { return cmp.Compare(s.id, id) })
-	if found {
-		return a.streams[i]
-	}
-	st := &stream{id: id, usable: a.ready.Clone()}
-	st.pending.Init(a.base, a.vaSize)
-	a.streams = slices.Insert(a.streams, i, st)
-	return st
-}
-
-// usableFor returns the free extents stream id may use, without adding the
-// stream: ready alone for a stream the pool has not seen.
-func (a *Allocator) usableFor(id int) *extent.Set {
-	for _, st := range a.streams {
-		if st.id == id {
-			return &st.usable
-		}
-	}
-	return &a.ready
-}
 
 // Alloc serves size bytes on stream.
 //
@@ -190,44 +166,41 @@ func (a *Allocator) Alloc(size int64, streamID int) (alloc.Block, error) {
 
 // tryAlloc is steps 2 and 3 of Alloc. It changes nothing when it fails.
 func (a *Allocator) tryAlloc(st *stream, size int64) (uint64, bool) {
-	if addr, ok := st.usable.TakeBestFit(size); ok {
-		a.carve(st, addr, size)
-		return addr, true
+	u := usable{a: a, st: st}
+	if e, ok := u.BestFit(size); ok {
+		a.carve(st, e.Addr, size)
+		return e.Addr, true
 	}
-	x, ok := a.placement(&st.usable, size)
+	x, ok := a.placement(u, size)
 	if !ok || a.pagesToMap(x, size)*mem.PageSize > a.dev.Free() {
 		return 0, false
 	}
 	a.mapRange(x, size)
-	if !st.usable.Take(x, size) {
+	if e, ok := u.Find(x); !ok || e.End()-x < uint64(size) {
 		panic(fmt.Sprintf("async: grown range of %d bytes at %s is not free for stream %d", size, mem.FormatAddr(x), st.id))
 	}
 	a.carve(st, x, size)
 	return x, true
 }
 
-// carve takes [addr, addr+size), just taken from st.usable, out of the sets
-// it came from, piece by piece: out of st.pending, or out of ready (and so
-// out of every other stream's usable set).
+// carve allocates [addr, addr+size), which lies in one usable extent of
+// st, piece by piece: out of st's pending frees, or out of ready memory.
 func (a *Allocator) carve(st *stream, addr uint64, size int64) {
 	for at, end := addr, addr+uint64(size); at < end; {
-		if e, ok := st.pending.Find(at); ok {
-			n := int64(min(e.End(), end) - at)
-			st.pending.Take(at, n)
-			at += uint64(n)
-			continue
+		if st.pending != nil {
+			if e, ok := st.pending.Find(at); ok {
+				n := int64(min(e.End(), end) - at)
+				a.takePending(st, e, at, n)
+				at += uint64(n)
+				continue
+			}
 		}
 		e, ok := a.ready.Find(at)
 		if !ok {
 			panic(fmt.Sprintf("async: byte %s of stream %d's free memory is neither ready nor pending", mem.FormatAddr(at), st.id))
 		}
 		n := int64(min(e.End(), end) - at)
-		a.ready.Take(at, n)
-		for _, o := range a.streams {
-			if o != st {
-				o.usable.Take(at, n)
-			}
-		}
+		a.takeReady(at, n)
 		at += uint64(n)
 	}
 }
@@ -239,9 +212,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	if b == nil {
 		return alloc.ErrInvalidHandle
 	}
-	st := a.streamFor(b.stream)
-	st.pending.Insert(b.addr, b.size)
-	st.usable.Insert(b.addr, b.size)
+	a.addPending(a.streamFor(b.stream), b.addr, b.size)
 	a.allocated -= b.size
 	a.requested -= b.requested
 	a.frees++
@@ -255,21 +226,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 // bytes exceed the release threshold, whole free pages are unmapped, highest
 // addresses first, until they no longer do (cudaMemPoolAttrReleaseThreshold).
 func (a *Allocator) Sync() {
-	for _, st := range a.streams {
-		if st.pending.Len() == 0 {
-			continue
-		}
-		a.scratch = slices.AppendSeq(a.scratch[:0], st.pending.All())
-		st.pending.Clear()
-		for _, e := range a.scratch {
-			a.ready.Insert(e.Addr, e.Size)
-			for _, o := range a.streams {
-				if o != st {
-					o.usable.Insert(e.Addr, e.Size)
-				}
-			}
-		}
-	}
+	a.completePending()
 	a.trimTo(a.cfg.ReleaseThreshold)
 	a.check()
 }
@@ -305,16 +262,9 @@ func (a *Allocator) trimTo(keep int64) {
 
 // unmap releases the pages of [addr, addr+size), which lie in ready memory.
 func (a *Allocator) unmap(addr uint64, size int64) {
-	if !a.ready.Take(addr, size) {
-		panic(fmt.Sprintf("async: unmap of %d bytes at %s that are not ready", size, mem.FormatAddr(addr)))
-	}
-	for _, st := range a.streams {
-		st.usable.Take(addr, size)
-	}
+	a.takeReady(addr, size)
 	a.unmapped.Insert(addr, size)
-	for range size / mem.PageSize {
-		a.dev.Release(mem.PageSize)
-	}
+	a.dev.ReleasePages(size/mem.PageSize, mem.PageSize)
 	a.mapped -= size
 	a.pagesUnmapped += size / mem.PageSize
 }

@@ -55,11 +55,14 @@
 //     trimmed clone).
 //
 // Free memory is kept in extent.Sets: one for memory free for all streams
-// (ready), one per stream for its pending frees, and one per stream for what
-// it may use (usable = ready ∪ pending, coalesced), so best fit for any
-// stream is one O(log n) query; a change to ready is mirrored into every
-// stream's usable set, O(streams × log n). Unmapped address space is a Set
-// too. Growth walks the mapped runs, O(runs × log n).
+// (ready), and, for each stream with pending frees, one of those frees and
+// one of its own runs (the pending frees merged with the ready extents they
+// touch). A size index over ready memory (readyix.go) tags each ready
+// extent with the at most two streams whose pending frees touch it, so best
+// fit for any stream is two O(log n) queries, and every operation changes
+// ready memory, the size index and at most two streams' sets: no cost grows
+// with the number of streams (free.go explains the structure). Unmapped
+// address space is a Set too. Growth walks the mapped runs, O(runs × log n).
 //
 // Invariants (checked by CheckInvariants after every mutating operation when
 // invariants.Enabled):
@@ -67,7 +70,10 @@
 //	every virtual byte is in exactly one of: unmapped, ready, one stream's
 //	  pending, one live block; all start at base + a multiple of Align
 //	unmapped extents are whole pages; mapped == vaSize − unmapped == device used
-//	usable(s) == ready ∪ pending(s), coalesced, for every stream s
+//	own(s) == the extents of ready ∪ pending(s), coalesced, that hold a
+//	  pending byte of s, for every stream s with pending frees
+//	the size index holds every ready extent, tagged with the streams of
+//	  the pending extents that end at its start or begin at its end
 //	allocated == Σ live sizes, requested == Σ live requests
 //	every live block's stream is known; peaks never fall below current values
 package async

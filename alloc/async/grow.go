@@ -19,10 +19,10 @@ import (
 // found that none of those holds the request.
 
 // runAround returns the run that contains the unmapped extent u.
-func (a *Allocator) runAround(usable *extent.Set, u extent.Extent) (start, end uint64) {
+func (a *Allocator) runAround(uv usable, u extent.Extent) (start, end uint64) {
 	start = u.Addr
 	if u.Addr > a.base {
-		if f, ok := usable.Find(u.Addr - 1); ok {
+		if f, ok := uv.Find(u.Addr - 1); ok {
 			start = f.Addr // a usable extent ending where u starts
 		}
 	}
@@ -31,7 +31,7 @@ func (a *Allocator) runAround(usable *extent.Set, u extent.Extent) (start, end u
 		// The byte at end is mapped (u is coalesced): extend through a
 		// usable extent starting there, then through the unmapped extent
 		// after it, and so on.
-		g, ok := usable.Find(end)
+		g, ok := uv.Find(end)
 		if !ok {
 			return start, end
 		}
@@ -45,13 +45,13 @@ func (a *Allocator) runAround(usable *extent.Set, u extent.Extent) (start, end u
 }
 
 // runs calls f on every run in address order until f returns false.
-func (a *Allocator) runs(usable *extent.Set, f func(start, end uint64) bool) {
+func (a *Allocator) runs(uv usable, f func(start, end uint64) bool) {
 	for at := a.base; ; {
 		u, ok := a.unmapped.Next(at)
 		if !ok {
 			return
 		}
-		start, end := a.runAround(usable, u)
+		start, end := a.runAround(uv, u)
 		if !f(start, end) {
 			return
 		}
@@ -61,8 +61,8 @@ func (a *Allocator) runs(usable *extent.Set, f func(start, end uint64) bool) {
 
 // placement returns where growth puts a request of size bytes: the start of
 // the lowest run that holds it.
-func (a *Allocator) placement(usable *extent.Set, size int64) (addr uint64, ok bool) {
-	a.runs(usable, func(start, end uint64) bool {
+func (a *Allocator) placement(uv usable, size int64) (addr uint64, ok bool) {
+	a.runs(uv, func(start, end uint64) bool {
 		if int64(end-start) >= size {
 			addr, ok = start, true
 			return false
@@ -100,15 +100,10 @@ func (a *Allocator) mapRange(addr uint64, size int64) {
 		}
 		n := mem.RoundUp(int64(min(v.End(), end)-v.Addr), mem.PageSize)
 		a.unmapped.Take(v.Addr, n)
-		for range n / mem.PageSize {
-			if !a.dev.Reserve(mem.PageSize) {
-				panic(fmt.Sprintf("async: mapping %s at %s without the device pages pagesToMap counted", mem.FormatBytes(n), mem.FormatAddr(v.Addr)))
-			}
+		if !a.dev.ReservePages(n/mem.PageSize, mem.PageSize) {
+			panic(fmt.Sprintf("async: mapping %s at %s without the device pages pagesToMap counted", mem.FormatBytes(n), mem.FormatAddr(v.Addr)))
 		}
-		a.ready.Insert(v.Addr, n)
-		for _, st := range a.streams {
-			st.usable.Insert(v.Addr, n)
-		}
+		a.addReady(v.Addr, n)
 		a.mapped += n
 		a.peakMapped = max(a.peakMapped, a.mapped)
 		a.pagesMapped += n / mem.PageSize
@@ -146,11 +141,9 @@ func (a *Allocator) hasWholeReadyPage() bool {
 // maxFirstAttempt is the largest request stream 0 gets from best fit or one
 // growth (tryAlloc), without the trim.
 func (a *Allocator) maxFirstAttempt() int64 {
-	usable := a.usableFor(0)
+	uv := a.usableFor(0)
 	var best int64
-	if e, ok := usable.Largest(); ok {
-		best = e.Size
-	}
+	best = uv.Largest()
 	budget := a.dev.Free() / mem.PageSize
 	// A request r > best grows into the lowest run of at least r bytes. So
 	// run i serves the requests in (largest earlier run, its size] whose
@@ -158,9 +151,9 @@ func (a *Allocator) maxFirstAttempt() int64 {
 	// with r, so the largest of them is its reach, if that clears the
 	// earlier runs.
 	var earlier int64
-	a.runs(usable, func(start, end uint64) bool {
+	a.runs(uv, func(start, end uint64) bool {
 		size := int64(end - start)
-		if r := min(size, a.reach(usable, start, end, budget)); r > earlier && r > best {
+		if r := min(size, a.reach(uv, start, end, budget)); r > earlier && r > best {
 			best = r
 		}
 		earlier = max(earlier, size)
@@ -171,7 +164,7 @@ func (a *Allocator) maxFirstAttempt() int64 {
 
 // reach is the longest prefix of the run [start, end) that needs at most
 // budget pages mapped.
-func (a *Allocator) reach(usable *extent.Set, start, end uint64, budget int64) int64 {
+func (a *Allocator) reach(uv usable, start, end uint64, budget int64) int64 {
 	for at := start; at < end; {
 		if v, ok := a.unmapped.Find(at); ok {
 			pages := int64(v.End()-at) / mem.PageSize // unmapped extents are whole pages
@@ -182,7 +175,7 @@ func (a *Allocator) reach(usable *extent.Set, start, end uint64, budget int64) i
 			at = v.End()
 			continue
 		}
-		g, ok := usable.Find(at)
+		g, ok := uv.Find(at)
 		if !ok {
 			panic(fmt.Sprintf("async: byte %s of a run is neither usable nor unmapped", mem.FormatAddr(at)))
 		}

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -64,7 +65,7 @@ func (a *Allocator) Stats() alloc.Stats {
 func (a *Allocator) pieces() []mem.Block {
 	var free []extent.Extent
 	free = slices.AppendSeq(free, a.ready.All())
-	for _, st := range a.streams {
+	for _, st := range a.busy {
 		free = slices.AppendSeq(free, st.pending.All())
 	}
 	out := make([]mem.Block, 0, len(free)+a.live.Len())
@@ -123,12 +124,21 @@ func (a *Allocator) clone() *Allocator {
 	c.dev = a.dev.Clone()
 	c.unmapped = a.unmapped.Clone()
 	c.ready = a.ready.Clone()
-	c.streams = make([]*stream, len(a.streams))
-	for i, st := range a.streams {
-		c.streams[i] = &stream{id: st.id, pending: st.pending.Clone(), usable: st.usable.Clone()}
+	c.readyIx = a.readyIx.clone()
+	c.streams = make(map[int]*stream, len(a.streams))
+	for id := range a.streams {
+		c.streams[id] = &stream{id: id, busy: -1}
 	}
+	c.busy = make([]*stream, len(a.busy))
+	for i, st := range a.busy {
+		cs := c.streams[st.id]
+		p, o := st.pending.Clone(), st.own.Clone()
+		cs.pending, cs.own, cs.busy = &p, &o, i
+		c.busy[i] = cs
+	}
+	c.pendStart, c.pendEnd = maps.Clone(a.pendStart), maps.Clone(a.pendEnd)
 	c.live = a.live.Clone()
-	c.scratch = nil
+	c.scratch, c.spareSets = nil, nil
 	return &c
 }
 
@@ -136,18 +146,26 @@ func (a *Allocator) clone() *Allocator {
 func (a *Allocator) Clone() alloc.Allocator { return a.clone() }
 
 // CheckInvariants verifies the invariants listed in the package doc and
-// returns the first violation, wrapping ErrBroken. It costs O(n log n) and
-// O(streams × n) for the usable sets.
+// returns the first violation, wrapping ErrBroken. It costs O(n log n), and
+// O(n log n) more for each stream with pending frees.
 func (a *Allocator) CheckInvariants() error {
 	type named struct {
 		name string
 		s    *extent.Set
 	}
 	sets := []named{{"unmapped", &a.unmapped}, {"ready", &a.ready}}
-	for _, st := range a.streams {
+	for i, st := range a.busy {
+		if st.pending == nil || st.own == nil || st.pending.Len() == 0 || st.busy != i || a.streams[st.id] != st {
+			return fmt.Errorf("%w: stream %d is listed as having pending frees, but has none or is not known", ErrBroken, st.id)
+		}
 		sets = append(sets,
-			named{fmt.Sprintf("stream %d pending", st.id), &st.pending},
-			named{fmt.Sprintf("stream %d usable", st.id), &st.usable})
+			named{fmt.Sprintf("stream %d pending", st.id), st.pending},
+			named{fmt.Sprintf("stream %d own", st.id), st.own})
+	}
+	for id, st := range a.streams {
+		if st.id != id || (st.busy < 0) != (st.pending == nil) || (st.pending == nil) != (st.own == nil) {
+			return fmt.Errorf("%w: stream %d: busy %d with pending %v, own %v", ErrBroken, id, st.busy, st.pending != nil, st.own != nil)
+		}
 	}
 	for _, x := range sets {
 		if err := x.s.CheckInvariants(); err != nil {
@@ -162,8 +180,6 @@ func (a *Allocator) CheckInvariants() error {
 		return fmt.Errorf("%w: device holds %d bytes, pool maps %d", ErrBroken, a.dev.Used(), a.mapped)
 	case a.peakMapped < a.mapped || a.peakAlloc < a.allocated:
 		return fmt.Errorf("%w: peaks %d/%d below current %d/%d", ErrBroken, a.peakMapped, a.peakAlloc, a.mapped, a.allocated)
-	case !slices.IsSortedFunc(a.streams, func(x, y *stream) int { return cmp.Compare(x.id, y.id) }):
-		return fmt.Errorf("%w: streams out of order", ErrBroken)
 	}
 	for u := range a.unmapped.All() {
 		if (u.Addr-a.base)%uint64(mem.PageSize) != 0 || u.Size%mem.PageSize != 0 || u.Addr < a.base || u.End() > end {
@@ -185,8 +201,8 @@ func (a *Allocator) CheckInvariants() error {
 	}
 	add(&a.unmapped, "unmapped")
 	add(&a.ready, "ready")
-	for _, st := range a.streams {
-		add(&st.pending, fmt.Sprintf("pending on stream %d", st.id))
+	for _, st := range a.busy {
+		add(st.pending, fmt.Sprintf("pending on stream %d", st.id))
 	}
 	var allocated, requested int64
 	var bad error
@@ -197,7 +213,7 @@ func (a *Allocator) CheckInvariants() error {
 		if b.size%Align != 0 || b.requested <= 0 || b.requested > b.size {
 			bad = fmt.Errorf("%w: live block %x at %s: size %d requested %d", ErrBroken, h, mem.FormatAddr(b.addr), b.size, b.requested)
 		}
-		if _, found := slices.BinarySearchFunc(a.streams, b.stream, func(s *stream, id int) int { return cmp.Compare(s.id, id) }); !found {
+		if a.streams[b.stream] == nil {
 			bad = fmt.Errorf("%w: live block %x on unknown stream %d", ErrBroken, h, b.stream)
 		}
 	})
@@ -219,15 +235,49 @@ func (a *Allocator) CheckInvariants() error {
 	if allocated != a.allocated || requested != a.requested {
 		return fmt.Errorf("%w: live blocks sum to %d/%d, counters say %d/%d", ErrBroken, allocated, requested, a.allocated, a.requested)
 	}
-	// Each stream's usable set is ready ∪ its pending, coalesced.
-	for _, st := range a.streams {
-		want := a.ready.Clone()
+	return a.checkFree()
+}
+
+// checkFree verifies the structures of free.go: pendStart and pendEnd name
+// exactly the ends of the pending extents, each stream's own runs are the
+// extents of ready ∪ its pending, coalesced, that hold a pending byte, and
+// the size index holds every ready extent tagged with the streams whose
+// pending extents touch it.
+func (a *Allocator) checkFree() error {
+	start, end := map[uint64]int{}, map[uint64]int{}
+	for _, st := range a.busy {
 		for e := range st.pending.All() {
-			want.Insert(e.Addr, e.Size)
+			start[e.Addr], end[e.End()] = st.id, st.id
 		}
-		if !want.Equal(&st.usable) {
-			return fmt.Errorf("%w: stream %d usable %s, want ready ∪ pending = %s", ErrBroken, st.id, st.usable.String(), want.String())
+		union := a.ready.Clone()
+		for e := range st.pending.All() {
+			union.Insert(e.Addr, e.Size)
 		}
+		var want []extent.Extent
+		for e := range union.All() {
+			if st.hasPending(e.Addr, e.End()) {
+				want = append(want, e)
+			}
+		}
+		if got := slices.Collect(st.own.All()); !slices.Equal(got, want) {
+			return fmt.Errorf("%w: stream %d own runs %v, want %v (ready ∪ pending runs with a pending byte)", ErrBroken, st.id, got, want)
+		}
+	}
+	if !a.tracked {
+		start, end = map[uint64]int{}, map[uint64]int{}
+		if len(a.busy) > 1 {
+			return fmt.Errorf("%w: %d streams have pending frees, but their ends are not tracked", ErrBroken, len(a.busy))
+		}
+	}
+	if !maps.Equal(start, a.pendStart) || !maps.Equal(end, a.pendEnd) {
+		return fmt.Errorf("%w: pending extent ends %v/%v, want %v/%v", ErrBroken, a.pendStart, a.pendEnd, start, end)
+	}
+	tagged := map[extent.Extent]tags{}
+	for e := range a.ready.All() {
+		tagged[e] = a.tagsOf(e)
+	}
+	if err := a.readyIx.check(tagged); err != nil {
+		return fmt.Errorf("%w: %w", ErrBroken, err)
 	}
 	return nil
 }

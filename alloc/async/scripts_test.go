@@ -2,6 +2,8 @@ package async
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,8 +34,10 @@ func freeLists(t *testing.T, env *alloctest.ScriptEnv, td *datadriven.TestData) 
 	var sb strings.Builder
 	list := func(name string, s *extent.Set) {
 		fmt.Fprintf(&sb, "%s:", name)
-		if s.Len() == 0 {
+		if s == nil || s.Len() == 0 {
 			sb.WriteString(" none")
+			sb.WriteByte('\n')
+			return
 		}
 		for e := range s.All() {
 			fmt.Fprintf(&sb, " [%s,%s)", mem.FormatAddr(e.Addr), mem.FormatAddr(e.End()))
@@ -41,8 +45,8 @@ func freeLists(t *testing.T, env *alloctest.ScriptEnv, td *datadriven.TestData) 
 		sb.WriteByte('\n')
 	}
 	list("ready", &p.ready)
-	for _, st := range p.streams {
-		list(fmt.Sprintf("pending on stream %d", st.id), &st.pending)
+	for _, id := range slices.Sorted(maps.Keys(p.streams)) {
+		list(fmt.Sprintf("pending on stream %d", id), p.streams[id].pending)
 	}
 	return sb.String(), true
 }
