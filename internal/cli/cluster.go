@@ -229,6 +229,11 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	if f.parallel < 1 {
 		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
 	}
+	// --html onto --nodes or --pods would replace the user's list with the
+	// report (issue 13, case 7).
+	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}}); err != nil {
+		return err
+	}
 	specs := clusterPolicies(f.policies)
 	for _, s := range specs {
 		// A stand-in target lets fgd and its kin be checked before reading files.

@@ -273,3 +273,24 @@ func TestClusterSimulateHostileFiles(t *testing.T) {
 		t.Errorf("JSON named .txt: exit %d, %s%s", code, out, errs)
 	}
 }
+
+// TestClusterSimulateRefusesOverwritingInput: --html naming the node or
+// pod list is a usage error naming both flags, and the list is untouched.
+func TestClusterSimulateRefusesOverwritingInput(t *testing.T) {
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes.csv")
+	data, err := os.ReadFile(clusterNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nodes, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCluster(t, "--nodes", nodes, "--pods", clusterPods, "--seeds", "1", "--policy", "fgd", "--html", nodes)
+	if code != 2 || !strings.Contains(errs, "--html "+nodes+" is the input file given to --nodes: refusing to overwrite it") {
+		t.Errorf("exit %d, %s", code, errs)
+	}
+	if again, _ := os.ReadFile(nodes); !bytes.Equal(again, data) {
+		t.Error("the node list was changed")
+	}
+}
