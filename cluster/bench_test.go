@@ -40,10 +40,10 @@ var published = map[string]map[string]float64{
 // TestPublishedFigures checks, with two seeds (42, 43), that the simulator
 // lands within 1.5 percentage points of the published 10-seed means, the
 // tolerance the project's contract check uses; docs/findings.md has
-// the 10-seed comparison (within 1 point). It takes about 30 s on two cores.
+// the 10-seed comparison (within 1 point). It takes about 5 s on two cores.
 func TestPublishedFigures(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about 30 s: skipped with -short")
+		t.Skip("about 5 s: skipped with -short")
 	}
 	nodes := readNodesFile(t, sharedData(t, "openb_node_list_gpu_node.csv"))
 	for file, want := range published {
