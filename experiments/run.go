@@ -509,30 +509,19 @@ func fmtDuration(d time.Duration) string {
 	return d.String()
 }
 
-func readNodes(p string) ([]cluster.Node, error) {
-	return readClusterFile(p, func(f *cluster.File) []cluster.Node { return f.Nodes }, cluster.ReadNodesCSV)
-}
+func readNodes(p string) ([]cluster.Node, error) { return readClusterFile(p, cluster.ReadNodes) }
 
-func readPods(p string) ([]cluster.Pod, error) {
-	return readClusterFile(p, func(f *cluster.File) []cluster.Pod { return f.Pods }, cluster.ReadPodsCSV)
-}
+func readPods(p string) ([]cluster.Pod, error) { return readClusterFile(p, cluster.ReadPods) }
 
-// readClusterFile reads nodes or pods from our JSON form (*.json) or an
-// openb CSV.
-func readClusterFile[T any](p string, fromJSON func(*cluster.File) []T, fromCSV func(io.Reader, string) ([]T, error)) ([]T, error) {
+// readClusterFile reads nodes or pods from our JSON form or an openb CSV,
+// told apart as the CLI does (cluster.ReadNodes, cluster.ReadPods).
+func readClusterFile[T any](p string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	if strings.HasSuffix(p, ".json") {
-		f, err := cluster.ReadJSON(fh, p)
-		if err != nil {
-			return nil, err
-		}
-		return fromJSON(f), nil
-	}
-	return fromCSV(fh, p)
+	return read(fh, p)
 }
 
 func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, func(), error) {
