@@ -9,7 +9,7 @@ import (
 )
 
 func (c *conv) segments(l []any, off int64, path string) ([]Segment, error) {
-	if err := c.spend(len(l), off, path); err != nil {
+	if err := c.spend(len(l), sizeSegment, off, path); err != nil {
 		return nil, err
 	}
 	out := make([]Segment, len(l))
@@ -84,7 +84,7 @@ func (c *conv) segment(o obj, s *Segment) error {
 		return err
 	}
 	path := join(o.path, "blocks")
-	if err := c.spend(len(blocks), off, path); err != nil {
+	if err := c.spend(len(blocks), sizeBlock, off, path); err != nil {
 		return err
 	}
 	s.Blocks = make([]Block, len(blocks))
@@ -148,7 +148,7 @@ func (c *conv) block(o obj, b *Block, next uint64) error {
 		return nil
 	}
 	hpath := join(o.path, "history")
-	if err := c.spend(len(hist), off, hpath); err != nil {
+	if err := c.spend(len(hist), sizeHistory, off, hpath); err != nil {
 		return err
 	}
 	b.History = make([]HistoryEntry, len(hist))
@@ -192,7 +192,7 @@ func (c *conv) framesField(o obj, key string) ([]Frame, error) {
 		return f, nil
 	}
 	path := join(o.path, key)
-	if err := c.spend(len(l), off, path); err != nil {
+	if err := c.spend(len(l), sizeFrame, off, path); err != nil {
 		return nil, err
 	}
 	out := make([]Frame, len(l))
@@ -232,7 +232,7 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 	if err != nil {
 		return err
 	}
-	if err := c.spend(len(devs), off, "device_traces"); err != nil {
+	if err := c.spend(len(devs), sizeTraceList, off, "device_traces"); err != nil {
 		return err
 	}
 	s.DeviceTraces = make([][]TraceEntry, len(devs))
@@ -249,7 +249,7 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		default:
 			return c.fieldErr(off, path, "want list, got %s", pickle.TypeName(dv))
 		}
-		if err := c.spend(len(l), off, path); err != nil {
+		if err := c.spend(len(l), sizeTrace, off, path); err != nil {
 			return err
 		}
 		entries := make([]TraceEntry, len(l))
@@ -296,7 +296,7 @@ func (c *conv) annotations(top obj) ([]Annotation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.spend(len(l), off, "external_annotations"); err != nil {
+	if err := c.spend(len(l), sizeAnnotation, off, "external_annotations"); err != nil {
 		return nil, err
 	}
 	out := make([]Annotation, len(l))
@@ -381,7 +381,7 @@ func (c *conv) settings(top obj, off int64) (AllocatorSettings, error) {
 func (c *conv) generic(v any, off int64, path string) (any, error) {
 	switch x := v.(type) {
 	case *pickle.Dict:
-		if err := c.spend(x.Len(), off, path); err != nil {
+		if err := c.spend(x.Len(), sizeMapEntry, off, path); err != nil {
 			return nil, err
 		}
 		m := make(map[string]any, x.Len())
@@ -396,7 +396,7 @@ func (c *conv) generic(v any, off int64, path string) (any, error) {
 	case pickle.Tuple:
 		return c.generic([]any(x), off, path)
 	case []any:
-		if err := c.spend(len(x), off, path); err != nil {
+		if err := c.spend(len(x), sizeListItem, off, path); err != nil {
 			return nil, err
 		}
 		out := make([]any, len(x))

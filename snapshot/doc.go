@@ -25,4 +25,19 @@
 // kept or ignored, never fatal. A known key of the wrong type is an *Error
 // naming the field path (segments[3].blocks[7].size) and the byte offset of
 // the value in the file.
+//
+// Hostile and careless input is bounded at every step:
+//
+//   - the first bytes are looked at before the rest is read, so a file that
+//     is no snapshot (a torch.save ZIP checkpoint, a compressed file, text,
+//     /dev/zero) is refused at once, saying what it is (ErrNotSnapshot);
+//   - the pickle decoder bounds input, depth, memo and decoded memory
+//     (pickle.Options);
+//   - the typed values built are bounded by Options.MaxBuiltBytes, because
+//     each memo reference to a shared value is built anew: a few bytes of
+//     references cannot name gigabytes of segments;
+//   - the snapshot is then checked once against the invariants the analysis
+//     relies on (Snapshot.Validate: devices in range, segments disjoint and
+//     below 2^64, blocks tiling their segment), so every consumer gets
+//     validated values.
 package snapshot

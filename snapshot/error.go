@@ -16,8 +16,12 @@ var (
 	ErrDecode = errors.New("snapshot: cannot decode pickle")
 	// ErrField: a known field is missing, has the wrong type or a bad value.
 	ErrField = errors.New("snapshot: bad field")
-	// ErrLimit: the snapshot expands past Options.MaxItems.
+	// ErrLimit: the snapshot expands past Options.MaxBuiltBytes.
 	ErrLimit = errors.New("snapshot: limit exceeded")
+	// ErrNotSnapshot: the first bytes show the input is something else (a
+	// torch.save ZIP archive, a compressed file, text, zeros). Such errors
+	// match ErrDecode too.
+	ErrNotSnapshot = errors.New("snapshot: not a memory snapshot")
 )
 
 // Error is a problem with one snapshot file, for example
@@ -28,8 +32,11 @@ type Error struct {
 	Offset int64  // byte offset of the value at fault, or -1 if unknown
 	Field  string // the field path, or empty
 	Msg    string // what is wrong
-	Err    error  // the kind: ErrDecode, ErrField or ErrLimit
+	Err    error  // the kind: ErrDecode, ErrField, ErrLimit or ErrNotSnapshot
 	Cause  error  // the *pickle.Error behind an ErrDecode, or nil
+	// Hint, when not empty, says what the file probably is or what to do;
+	// it follows the message after "; ".
+	Hint string
 }
 
 func (e *Error) Error() string {
@@ -40,31 +47,48 @@ func (e *Error) Error() string {
 	}
 	if e.Cause != nil {
 		sb.WriteString(e.Cause.Error())
-		return sb.String()
+	} else {
+		if e.Offset >= 0 {
+			fmt.Fprintf(&sb, "offset %d: ", e.Offset)
+		}
+		if e.Field != "" {
+			fmt.Fprintf(&sb, "field %q: ", e.Field)
+		}
+		sb.WriteString(e.Msg)
 	}
-	if e.Offset >= 0 {
-		fmt.Fprintf(&sb, "offset %d: ", e.Offset)
+	if e.Hint != "" {
+		sb.WriteString("; ")
+		sb.WriteString(e.Hint)
 	}
-	if e.Field != "" {
-		fmt.Fprintf(&sb, "field %q: ", e.Field)
-	}
-	sb.WriteString(e.Msg)
 	return sb.String()
 }
 
 // Unwrap returns the kind and, for decode errors, the pickle error, so that
 // errors.Is works with both packages' sentinels.
 func (e *Error) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{e.Err, e.Cause}
+	errs := []error{e.Err}
+	if e.Err == ErrNotSnapshot {
+		errs = append(errs, ErrDecode)
 	}
-	return []error{e.Err}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
 }
 
-func decodeErr(name string, err error) error {
+// decodeErr wraps an error of the pickle decoder; head is the start of the
+// input, for a hint about what the file is.
+func decodeErr(name string, err error, head []byte) error {
 	var pe *pickle.Error
 	if errors.As(err, &pe) {
-		return &Error{Name: name, Offset: pe.Offset, Msg: pe.Msg, Err: ErrDecode, Cause: pe}
+		e := &Error{Name: name, Offset: pe.Offset, Msg: pe.Msg, Err: ErrDecode, Cause: pe}
+		switch {
+		case errors.Is(err, pickle.ErrForbidden):
+			e.Hint = "the pickle holds Python objects (a torch.save checkpoint's data.pkl, or another program's pickle), not a memory snapshot; " + howToSnapshot
+		case len(head) >= minText && looksLikeText(head):
+			e.Hint = "the input looks like text, not a pickle"
+		}
+		return e
 	}
 	if name == "" {
 		name = "snapshot"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
 )
 
 // FuzzRead checks that Read never panics and that every failure is a
@@ -23,17 +24,48 @@ func FuzzRead(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add(encode(base()))
+	// Issue 13: small structured snapshots (every field an 8-byte integer
+	// for the fuzzer to flip), a negative device, shared references, a
+	// torch.save ZIP header and zeros.
+	for _, spec := range snaptest.Seeds {
+		f.Add(snaptest.Encode(snaptest.FromSpec(spec)))
+	}
+	f.Add(encode(with("segments.0.device", -1)))
+	f.Add(sharedRefs(50, 20))
+	f.Add([]byte("PK\x03\x04\x14\x00\x00\x00"))
+	f.Add(make([]byte, 16))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := snapshot.ReadBytes(data, "fuzz")
-		if err != nil {
-			var e *snapshot.Error
-			if !errors.As(err, &e) || e.Err == nil {
-				t.Fatalf("error %v (%T) is not a *snapshot.Error with a kind", err, err)
-			}
-			return
-		}
-		for d := 0; d < 2; d++ {
-			_ = s.Layout(d, 1<<40).String()
-		}
+		checkRead(t, data)
 	})
+}
+
+// FuzzReadSpec is FuzzRead over the structured inputs of snaptest.FromSpec:
+// every input is a snapshot-shaped pickle, so mutations reach the
+// validation of values rather than the pickle decoder.
+//
+//	go test ./snapshot -run '^$' -fuzz FuzzReadSpec -fuzztime 60s
+func FuzzReadSpec(f *testing.F) {
+	for _, spec := range snaptest.Seeds {
+		f.Add(spec)
+	}
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		checkRead(t, snaptest.Encode(snaptest.FromSpec(spec)))
+	})
+}
+
+func checkRead(t *testing.T, data []byte) {
+	s, err := snapshot.ReadBytes(data, "fuzz")
+	if err != nil {
+		var e *snapshot.Error
+		if !errors.As(err, &e) || e.Err == nil {
+			t.Fatalf("error %v (%T) is not a *snapshot.Error with a kind", err, err)
+		}
+		return
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("Read returned a snapshot that fails Validate: %v", err)
+	}
+	for d := 0; d < 2; d++ {
+		_ = s.Layout(d, 1<<40).String()
+	}
 }

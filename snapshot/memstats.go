@@ -50,6 +50,15 @@ func isJSONObject(data []byte) bool {
 	return len(data) > 0 && data[0] == '{'
 }
 
+// notStatsHint follows errors about a JSON object whose values are not
+// memory_stats counters.
+const notStatsHint = "a memory_stats dump (json.dump(torch.cuda.memory_stats(), f)) holds integer counters only; this JSON is something else"
+
+func notStats(e *Error) *Error {
+	e.Hint = notStatsHint
+	return e
+}
+
 // readMemoryStats reads a memory_stats() JSON object. Values must be
 // integers (a float with an integral value, as json.dumps writes for
 // numpy-converted counters, is accepted) or nested objects; null values are
@@ -86,7 +95,9 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 		return nil, syntax(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, c.fieldErr(0, "", "memory_stats JSON: top level: want object")
+		e := c.fieldErr(0, "", "memory_stats JSON: top level: want object")
+		e.Hint = notStatsHint
+		return nil, e
 	}
 	var path []string
 	for {
@@ -115,7 +126,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 		switch v := val.(type) {
 		case json.Delim:
 			if v != '{' {
-				return nil, c.fieldErr(voff, field, "want number or object, got array")
+				return nil, notStats(c.fieldErr(voff, field, "want number or object, got array"))
 			}
 			if len(path) >= memStatsMaxDepth {
 				return nil, c.fieldErr(voff, field, "nested deeper than %d levels", memStatsMaxDepth)
@@ -126,17 +137,17 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 			if err != nil {
 				f, ferr := v.Float64()
 				if ferr != nil || f != float64(int64(f)) {
-					return nil, c.fieldErr(voff, field, "want integer, got %s", v)
+					return nil, notStats(c.fieldErr(voff, field, "want integer, got %s", v))
 				}
 				n = int64(f)
 			}
-			if err := c.spend(1, off, field); err != nil {
+			if err := c.spend(1, sizeMapEntry+int64(len(field)), off, field); err != nil {
 				return nil, err
 			}
 			stats[field] = n
 		case nil:
 		default:
-			return nil, c.fieldErr(voff, field, "want integer, got %T", v)
+			return nil, notStats(c.fieldErr(voff, field, "want integer, got %T", v))
 		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
+	"unsafe"
 
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
@@ -13,12 +15,15 @@ import (
 type Options struct {
 	// Pickle bounds the decoder; see pickle.Options.
 	Pickle pickle.Options
-	// MaxItems caps the segments, blocks, trace entries, annotations and
-	// frames built (default 8 per input byte plus 65536). Pickles share
-	// values through the memo, so a small file could otherwise describe a
-	// huge snapshot (one segment listed a million times). The real files
-	// build under one item per two input bytes.
-	MaxItems int64
+	// MaxBuiltBytes caps the memory of the typed values built (segments,
+	// blocks, history entries, frames, trace entries, annotations, settings
+	// and memory_stats keys, at 64-bit Go sizes; default DefaultBuiltFactor
+	// per input byte plus DefaultBuiltSlack). Pickles share values through
+	// the memo, and each reference to a shared value is built anew (a shared
+	// list of frames is the one exception), so a small file could otherwise
+	// describe a huge snapshot: 4 MB of references to one segment drove
+	// the reader to 2.8 GB.
+	MaxBuiltBytes int64
 	// SkipTraceFrames leaves TraceEntry.Frames nil, unread and unchecked,
 	// except on oom entries. Trace stacks are most of a file's values and
 	// a diagnosis needs only the stacks of blocks and failures; skipping
@@ -26,14 +31,47 @@ type Options struct {
 	SkipTraceFrames bool
 }
 
+// The default of Options.MaxBuiltBytes.
+const (
+	// DefaultBuiltFactor (24) bounds the typed values to 24 bytes per input
+	// byte. The real snapshots build 0.8 to 9.6 (the largest shared one,
+	// with the stacks of its 4,657 trace entries; 3.2 without them), so 24
+	// leaves a margin of 2.5, and a 4 MB file builds at most 97 MiB.
+	DefaultBuiltFactor = 24
+	// DefaultBuiltSlack (1 MiB) lets tiny inputs build freely.
+	DefaultBuiltSlack = 1 << 20
+)
+
+// Sizes charged to Options.MaxBuiltBytes for each value built.
+var (
+	sizeSegment    = int64(unsafe.Sizeof(Segment{}))
+	sizeBlock      = int64(unsafe.Sizeof(Block{}))
+	sizeHistory    = int64(unsafe.Sizeof(HistoryEntry{}))
+	sizeFrame      = int64(unsafe.Sizeof(Frame{}))
+	sizeTrace      = int64(unsafe.Sizeof(TraceEntry{}))
+	sizeTraceList  = int64(unsafe.Sizeof([]TraceEntry{}))
+	sizeAnnotation = int64(unsafe.Sizeof(Annotation{}))
+)
+
+// sizeMapEntry (48 bytes) is an entry of a map[string]any (settings,
+// memory_stats): key and value headers with the map's per-entry overhead;
+// sizeListItem (16) an element of an []any.
+const (
+	sizeMapEntry = 48
+	sizeListItem = 16
+)
+
 // Read decodes a snapshot from r. name labels errors (a file name, "stdin");
 // it may be empty. Errors about the file are *Error; an error reading r is
-// returned wrapped.
+// returned wrapped. The snapshot returned has passed Validate.
 func Read(r io.Reader, name string) (*Snapshot, error) {
 	return ReadOptions(r, name, nil)
 }
 
-// ReadOptions is Read with explicit limits.
+// ReadOptions is Read with explicit limits. It looks at the first bytes
+// before reading the rest, so an input that is no snapshot (/dev/zero, a
+// torch.save ZIP archive, a compressed file) fails at once with an
+// ErrNotSnapshot error that says what it is.
 func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	var o Options
 	if opts != nil {
@@ -43,27 +81,79 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if max <= 0 {
 		max = pickle.DefaultMaxInputBytes
 	}
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, decodeErr(name, err, nil)
+	}
+	head = head[:n]
+	if err := sniff(name, head); err != nil {
+		return nil, err
+	}
+	data, err := readRest(head, r, max)
 	if err != nil {
-		return nil, decodeErr(name, err)
+		return nil, decodeErr(name, err, nil)
 	}
-	if o.MaxItems <= 0 {
-		o.MaxItems = 8*int64(len(data)) + 1<<16
+	perByte := o.MaxBuiltBytes <= 0
+	if perByte {
+		o.MaxBuiltBytes = DefaultBuiltFactor*int64(len(data)) + DefaultBuiltSlack
 	}
+	c := &conv{name: name, left: o.MaxBuiltBytes, max: o.MaxBuiltBytes, perByte: perByte}
+	var s *Snapshot
 	if isJSONObject(data) {
 		if int64(len(data)) > max {
 			return nil, &Error{Name: name, Offset: max, Err: ErrLimit,
 				Msg: fmt.Sprintf("memory_stats JSON longer than %d bytes (Options.Pickle.MaxInputBytes)", max)}
 		}
-		c := &conv{name: name, left: o.MaxItems, max: o.MaxItems}
-		return c.readMemoryStats(data)
+		s, err = c.readMemoryStats(data)
+	} else {
+		v, derr := pickle.DecodeBytes(data, &o.Pickle)
+		if derr != nil {
+			return nil, decodeErr(name, derr, head)
+		}
+		c.frames, c.skipTraceFrames = map[*any][]Frame{}, o.SkipTraceFrames
+		s, err = c.snapshot(v)
 	}
-	v, err := pickle.DecodeBytes(data, &o.Pickle)
 	if err != nil {
-		return nil, decodeErr(name, err)
+		return nil, err
 	}
-	c := &conv{name: name, left: o.MaxItems, max: o.MaxItems, frames: map[*any][]Frame{}, skipTraceFrames: o.SkipTraceFrames}
-	return c.snapshot(v)
+	if err := s.validate(name); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readRest returns head followed by the rest of r, at most limit+1 bytes in
+// all (one more than allowed, so that the caller sees the input is too
+// long). When r knows its size (a regular *os.File, a bytes.Reader) the
+// buffer is allocated once at that size instead of doubling.
+func readRest(head []byte, r io.Reader, limit int64) ([]byte, error) {
+	size := int64(512)
+	switch x := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size() + 1 // +1: EOF is seen without growing the buffer
+		}
+	case interface{ Len() int }:
+		size = int64(len(head)+x.Len()) + 1
+	}
+	size = max(min(size, limit+1), int64(len(head))+1)
+	data := make([]byte, len(head), size)
+	copy(data, head)
+	lr := io.LimitReader(r, limit+1-int64(len(head)))
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := lr.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // ReadBytes decodes a snapshot held in memory.
@@ -74,9 +164,10 @@ func ReadBytes(data []byte, name string) (*Snapshot, error) {
 // conv turns decoded pickle values into a Snapshot. Paths are built only
 // when an error is reported.
 type conv struct {
-	name string
-	left int64 // items that may still be built
-	max  int64
+	name    string
+	left    int64 // bytes that may still be built
+	max     int64
+	perByte bool // max is the default, DefaultBuiltFactor per input byte
 	// frames shares the conversion of a frames list that the pickle shares.
 	frames map[*any][]Frame
 	legacy bool // a block carried a history list
@@ -88,11 +179,16 @@ func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {
 	return &Error{Name: c.name, Offset: off, Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
 }
 
-func (c *conv) spend(n int, off int64, field string) error {
-	c.left -= int64(n)
+// spend charges n values of each bytes to the budget before they are built.
+func (c *conv) spend(n int, each int64, off int64, field string) error {
+	c.left -= int64(n) * each
 	if c.left < 0 {
-		return &Error{Name: c.name, Offset: off, Field: field, Err: ErrLimit,
-			Msg: fmt.Sprintf("snapshot expands to more than %d items (Options.MaxItems)", c.max)}
+		msg := fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes)", c.max)
+		if c.perByte {
+			msg = fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes: %d per input byte); "+
+				"only a file that refers to the same values again and again through the pickle memo names that much", c.max, DefaultBuiltFactor)
+		}
+		return &Error{Name: c.name, Offset: off, Field: field, Err: ErrLimit, Msg: msg}
 	}
 	return nil
 }

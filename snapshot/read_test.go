@@ -271,11 +271,11 @@ func setPath(node any, path []string, v any) any {
 	case od:
 		if len(path) == 1 {
 			if v == del {
-				return n.del(path[0])
+				return n.Del(path[0])
 			}
-			return n.set(path[0], v)
+			return n.Set(path[0], v)
 		}
-		return n.set(path[0], setPath(n.get(path[0]), path[1:], v))
+		return n.Set(path[0], setPath(n.Get(path[0]), path[1:], v))
 	case []any:
 		i := 0
 		for _, c := range path[0] {
@@ -326,7 +326,7 @@ func TestFieldErrors(t *testing.T) {
 		{with("segments.1.segment_pool_id", tup{0, "a"}), "segments[1].segment_pool_id[1]", "want int, got str"},
 		{with("segments.1.device", 1.5), "segments[1].device", "want int, got float"},
 		{with("segments", od{}), "segments", "want list, got dict"},
-		{base().del("segments"), "segments", "missing"},
+		{base().Del("segments"), "segments", "missing"},
 		{with("device_traces.0.0.time_us", "now"), "device_traces[0][0].time_us", "want int, got str"},
 		{with("device_traces.0.0.action", del), "device_traces[0][0].action", "missing"},
 		{with("device_traces.0", 5), "device_traces[0]", "want list, got int"},
@@ -377,8 +377,8 @@ func TestTolerated(t *testing.T) {
 		with("segments.0.blocks.1.state", "active_awaiting_free"),          // docs' spelling
 		with("allocator_settings.graph_capture_record_stream_reuse", true), // newer key
 		with("segments.0.frames", nil),                                     // None = absent
-		base().del("device_traces").del("allocator_settings").del("external_annotations"),
-		base().set("host_traces", []any{}),
+		base().Del("device_traces").Del("allocator_settings").Del("external_annotations"),
+		base().Set("host_traces", []any{}),
 	}
 	for i, doc := range cases {
 		s, err := snapshot.ReadBytes(encode(doc), "ok")
@@ -402,15 +402,15 @@ func TestDecodeErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "evil.pickle: pickle: offset 34: STACK_GLOBAL") {
 		t.Errorf("hostile: %v", err)
 	}
-	// Sharing: one segment listed many times expands past MaxItems.
-	seg := base().get("segments").([]any)[0]
+	// Sharing: one segment listed many times expands past MaxBuiltBytes.
+	seg := base().Get("segments").([]any)[0]
 	many := make([]any, 1000)
 	for i := range many {
 		many[i] = seg
 	}
-	data := encode(base().set("segments", many))
-	_, err = snapshot.ReadOptions(strings.NewReader(string(data)), "big", &snapshot.Options{MaxItems: 500})
+	data := encode(base().Set("segments", many))
+	_, err = snapshot.ReadOptions(strings.NewReader(string(data)), "big", &snapshot.Options{MaxBuiltBytes: 100_000})
 	if !errors.Is(err, snapshot.ErrLimit) || !strings.Contains(err.Error(), `field "segments"`) {
-		t.Errorf("MaxItems: %v", err)
+		t.Errorf("MaxBuiltBytes: %v", err)
 	}
 }

@@ -115,10 +115,16 @@ type Device struct {
 	Layout mem.Layout
 }
 
-// Analyze diagnoses every device of s.
+// Analyze diagnoses every device of s. It refuses a snapshot that fails
+// s.Validate (one from snapshot.Read has passed it already), so nothing
+// below meets a negative device, overlapping segments or an address range
+// that wraps.
 func Analyze(s *snapshot.Snapshot, opts Options) (*Report, error) {
 	if opts.Capacity < 0 {
 		return nil, ErrCapacity
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
 	opts.defaults()
 	r := &Report{Format: s.Format}

@@ -87,10 +87,14 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 		dev.Blocks += len(seg.Blocks)
 		w := SegmentWaste{Address: seg.Address, Size: seg.TotalSize, Pool: poolName(seg), Stream: seg.Stream,
 			Expandable: seg.IsExpandable}
+		// live is the segment's active bytes as its blocks say (the file's
+		// active_size counter is not trusted: Validate bounds it only).
+		var live int64
 		for _, b := range seg.Blocks {
 			switch b.State {
 			case snapshot.StateAllocated, snapshot.StatePendingFree:
 				w.LiveBlocks++
+				live += b.Size
 				if b.State == snapshot.StateAllocated {
 					c.Allocated += b.Size
 				} else {
@@ -125,14 +129,13 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 			}
 			acc.Segments++
 			acc.Reserved += seg.TotalSize
-			acc.Active += seg.ActiveSize
+			acc.Active += live
 			acc.CachedFree += w.Free
 			acc.LargestFree = max(acc.LargestFree, w.LargestFree)
 		}
 		if w.Stranded == 0 {
 			continue
 		}
-		live := seg.ActiveSize
 		for _, b := range seg.Blocks {
 			if b.State == snapshot.StateInactive {
 				continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
 )
 
 // FuzzAnalyze feeds arbitrary bytes through the reader and, when they read
@@ -26,14 +27,44 @@ func FuzzAnalyze(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Small structured snapshots, every integer an 8-byte LONG1 the fuzzer
+	// can flip negative or huge (issue 13 case 1 is one byte away).
+	for _, spec := range snaptest.Seeds {
+		f.Add(snaptest.Encode(snaptest.FromSpec(spec)))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := snapshot.ReadBytes(data, "fuzz")
+		fuzzAnalyze(t, data)
+	})
+}
+
+// FuzzAnalyzeSpec runs the analysis over the structured inputs of
+// snaptest.FromSpec: each input is a snapshot-shaped pickle whose bytes
+// choose devices, addresses, block sizes and states and the trace, so the
+// fuzzer explores values (a device of -1, overlapping segments, addresses
+// near 2^64) instead of pickle syntax.
+//
+//	go test ./snapshot/analysis -run '^$' -fuzz FuzzAnalyzeSpec -fuzztime 60s
+func FuzzAnalyzeSpec(f *testing.F) {
+	for _, spec := range snaptest.Seeds {
+		f.Add(spec)
+	}
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		fuzzAnalyze(t, snaptest.Encode(snaptest.FromSpec(spec)))
+	})
+}
+
+// fuzzAnalyze reads data and, when it reads, analyses it with replay and a
+// short what-if and renders the report: nothing may panic.
+func fuzzAnalyze(t *testing.T, data []byte) {
+	s, err := snapshot.ReadBytes(data, "fuzz")
+	if err != nil {
+		return
+	}
+	for _, noReplay := range []bool{true, false} {
+		r, err := analysis.Analyze(s, analysis.Options{Capacity: 1 << 30, NoReplay: noReplay,
+			WhatIf: []string{"caching:expandable_segments:True", "direct"}})
 		if err != nil {
-			return
-		}
-		r, err := analysis.Analyze(s, analysis.Options{Capacity: 1 << 30, WhatIf: []string{"caching:expandable_segments:True", "direct"}})
-		if err != nil {
-			return
+			continue
 		}
 		if err := r.WriteText(io.Discard, "fuzz"); err != nil {
 			t.Fatal(err)
@@ -44,7 +75,7 @@ func FuzzAnalyze(f *testing.F) {
 		for _, d := range r.Devices {
 			_ = analysis.SegmentMapSVG(d.Layout, 50)
 		}
-	})
+	}
 }
 
 // The committed fixtures of package snapshot (every format generation) and

@@ -1,0 +1,136 @@
+package snapshot_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
+)
+
+// Snapshots that decode but break an invariant are refused by Read with the
+// field path of the first violation (issue 13 cases 1 and 17).
+func TestValidateRefuses(t *testing.T) {
+	const seg0, seg1 = 1 << 40, 1<<40 + 4*mib
+	// The second segment moved 1 MiB into the first, its blocks with it.
+	overlap := setPath(with("segments.1.address", seg0+mib), []string{"segments", "1", "blocks"}, []any{
+		od{{"address", seg0 + mib}, {"size", 1 * mib}, {"requested_size", 1 * mib}, {"state", "active_allocated"}},
+		od{{"address", seg0 + 2*mib}, {"size", 1 * mib}, {"state", "inactive"}},
+	}).(od)
+	cases := []struct {
+		doc   od
+		field string
+		msg   string
+	}{
+		// Case 1: the 216-byte file that panicked analyze.
+		{with("segments.0.device", -1), "segments[0].device", "device -1 out of range (0 to 1023)"},
+		{with("segments.1.device", snapshot.MaxDevices), "segments[1].device", "out of range"},
+		// Overlap: the second segment starts inside the first.
+		{overlap, "segments[1].address", "overlaps segments[0]"},
+		// The same segment twice (what a memo reference repeated gives).
+		{base().Set("segments", []any{base().Get("segments").([]any)[0], base().Get("segments").([]any)[0]}),
+			"segments[1].address", "overlaps segments[0]"},
+		// Blocks that do not tile: a gap, an overrun, a short sum.
+		{with("segments.0.blocks.1.address", seg0+mib+512), "segments[0].blocks[1].address", "want 0x10000100000"},
+		{with("segments.0.blocks.1.size", 2*mib), "segments[0].blocks[1].size", "past the segment's end"},
+		{with("segments.0.total_size", 4*mib), "segments[0].total_size", "the blocks add up to 2097152"},
+		{with("segments.0.blocks.0.size", 0), "segments[0].blocks[0].size", "positive size"},
+		{with("segments.0.blocks", []any{}), "segments[0].blocks", "empty"},
+		{with("segments.0.total_size", 0), "segments[0].total_size", "positive size"},
+		// Addresses near 2^64: address + total_size wraps.
+		{with("segments.1.address", uint64(math.MaxUint64-mib)), "segments[1].total_size", "runs past 2^64"},
+		// Counters larger than the segment.
+		{with("segments.0.allocated_size", 3*mib), "segments[0].allocated_size", "outside 0 to the segment's total_size"},
+		// Trace entries.
+		{with("device_traces.0.0.addr", uint64(math.MaxUint64-50)), "device_traces[0][0].addr", "runs past 2^64"},
+		{with("device_traces.0.0.time_us", -5), "device_traces[0][0].time_us", "negative"},
+		{with("device_traces.0.0.device_free", -1), "device_traces[0][0].device_free", "negative"},
+		{with("device_traces", make([]any, snapshot.MaxDevices+1)), "device_traces", "more than 1024"},
+		{with("external_annotations", []any{od{{"stage", "START"}, {"device", -2}}}),
+			"external_annotations[0].device", "device -2 out of range"},
+	}
+	for _, c := range cases {
+		t.Run(c.field+"/"+c.msg, func(t *testing.T) {
+			_, err := snapshot.ReadBytes(encode(c.doc), "bad.pickle")
+			var e *snapshot.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v (%T), want *snapshot.Error", err, err)
+			}
+			if !errors.Is(err, snapshot.ErrField) || e.Field != c.field || !strings.Contains(e.Msg, c.msg) {
+				t.Errorf("got %v (field %q), want field %q and %q", err, e.Field, c.field, c.msg)
+			}
+			if !strings.HasPrefix(err.Error(), "bad.pickle: field ") {
+				t.Errorf("message %q does not name the file and field", err)
+			}
+		})
+	}
+	// The overlap case above keeps the second segment's own blocks valid:
+	// make sure it is refused for the overlap, not for its blocks.
+	if _, err := snapshot.ReadBytes(encode(with("segments.1.address", seg1)), "ok"); err != nil {
+		t.Errorf("unchanged address: %v", err)
+	}
+}
+
+// Validate is the same check on a snapshot built in memory.
+func TestValidateInMemory(t *testing.T) {
+	s, err := snapshot.ReadBytes(encode(base()), "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("a snapshot Read returned fails Validate: %v", err)
+	}
+	s.Segments[1].Blocks[0].State = "gone"
+	err = s.Validate()
+	var e *snapshot.Error
+	if !errors.As(err, &e) || e.Field != "segments[1].blocks[0].state" || e.Offset != -1 {
+		t.Errorf("got %v, want an unknown state at segments[1].blocks[0].state without an offset", err)
+	}
+	// Unsorted segments are fine (Layout sorts).
+	s, _ = snapshot.ReadBytes(encode(base()), "base")
+	s.Segments[0], s.Segments[1] = s.Segments[1], s.Segments[0]
+	if err := s.Validate(); err != nil {
+		t.Errorf("unsorted: %v", err)
+	}
+	// Two devices may use the same addresses.
+	s, _ = snapshot.ReadBytes(encode(base()), "base")
+	s.Segments = append(s.Segments, s.Segments[0])
+	s.Segments[2].Device = 1
+	if err := s.Validate(); err != nil {
+		t.Errorf("same address on another device: %v", err)
+	}
+	// A device whose disjoint segments add up past 2^63-1.
+	big := snapshot.Segment{Address: 0, TotalSize: math.MaxInt64 - 1,
+		Blocks: []snapshot.Block{{Address: 0, Size: math.MaxInt64 - 1, State: snapshot.StateInactive}}}
+	next := big
+	next.Address = math.MaxInt64
+	next.TotalSize, next.Blocks = 1<<20, []snapshot.Block{{Address: math.MaxInt64, Size: 1 << 20, State: snapshot.StateInactive}}
+	s = &snapshot.Snapshot{Segments: []snapshot.Segment{big, next}}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "more than 2^63-1 bytes") {
+		t.Errorf("sizes adding past int64: %v", err)
+	}
+}
+
+// The fuzz seeds of package snaptest are valid snapshots, so a fuzzer
+// starts from inputs that reach the analysis.
+func TestSpecSeedsRead(t *testing.T) {
+	for i, spec := range snaptest.Seeds {
+		s, err := snapshot.ReadBytes(snaptest.Encode(snaptest.FromSpec(spec)), "seed")
+		if err != nil {
+			t.Errorf("seed %d: %v", i, err)
+			continue
+		}
+		if len(s.Segments) < 2 {
+			t.Errorf("seed %d: %d segments", i, len(s.Segments))
+		}
+	}
+	// One byte flipped in the first seed gives the negative device of case 1.
+	spec := append([]byte(nil), snaptest.Seeds[0]...)
+	spec[1] = 0xff
+	_, err := snapshot.ReadBytes(snaptest.Encode(snaptest.FromSpec(spec)), "seed")
+	if err == nil || !strings.Contains(err.Error(), `field "segments[0].device": device -1`) {
+		t.Errorf("device byte 0xff: %v", err)
+	}
+}
