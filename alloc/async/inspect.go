@@ -238,6 +238,47 @@ func (a *Allocator) CheckInvariants() error {
 	return a.checkFree()
 }
 
+// ownRuns recomputes st's own runs from ready memory and its pending
+// frees: each pending extent extended through the ready extents and
+// further pending extents of st that it touches, in address order. It
+// costs O(log n) per pending extent and ready extent it reaches, not a pass
+// over all of ready memory per stream.
+func (a *Allocator) ownRuns(st *stream) []extent.Extent {
+	var runs []extent.Extent
+	for p := range st.pending.All() {
+		if k := len(runs); k > 0 && runs[k-1].End() >= p.End() {
+			continue // inside the previous run
+		}
+		lo, hi := p.Addr, p.End()
+		for {
+			r, ok := a.readyEndingAt(lo)
+			if !ok {
+				break
+			}
+			lo = r.Addr
+			q, ok := st.pending.Find(lo - 1)
+			if lo == 0 || !ok || q.End() != lo {
+				break
+			}
+			lo = q.Addr
+		}
+		for {
+			r, ok := a.readyStartingAt(hi)
+			if !ok {
+				break
+			}
+			hi = r.End()
+			q, ok := st.pending.Find(hi)
+			if !ok || q.Addr != hi {
+				break
+			}
+			hi = q.End()
+		}
+		runs = append(runs, extent.Extent{Addr: lo, Size: int64(hi - lo)})
+	}
+	return runs
+}
+
 // checkFree verifies the structures of free.go: pendStart and pendEnd name
 // exactly the ends of the pending extents, each stream's own runs are the
 // extents of ready ∪ its pending, coalesced, that hold a pending byte, and
@@ -249,17 +290,7 @@ func (a *Allocator) checkFree() error {
 		for e := range st.pending.All() {
 			start[e.Addr], end[e.End()] = st.id, st.id
 		}
-		union := a.ready.Clone()
-		for e := range st.pending.All() {
-			union.Insert(e.Addr, e.Size)
-		}
-		var want []extent.Extent
-		for e := range union.All() {
-			if st.hasPending(e.Addr, e.End()) {
-				want = append(want, e)
-			}
-		}
-		if got := slices.Collect(st.own.All()); !slices.Equal(got, want) {
+		if got, want := slices.Collect(st.own.All()), a.ownRuns(st); !slices.Equal(got, want) {
 			return fmt.Errorf("%w: stream %d own runs %v, want %v (ready ∪ pending runs with a pending byte)", ErrBroken, st.id, got, want)
 		}
 	}
