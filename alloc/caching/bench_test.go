@@ -22,3 +22,12 @@ func BenchmarkAllocFree(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreams is alloctest.BenchStreams: a free+alloc pair with one
+// live block on each of N streams, to show that the cost does not grow
+// with the stream count.
+//
+//	go test -run '^$' -bench BenchmarkStreams -benchmem -benchtime 2000x ./alloc/caching/
+func BenchmarkStreams(b *testing.B) {
+	alloctest.RunBenchStreams(b, func(dev *mem.Device) (alloc.Allocator, error) { return caching.FromSpec(dev, "") })
+}

@@ -90,7 +90,7 @@ func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
 	}
 	seg := int32(len(a.exp))
 	a.exp = append(a.exp, expSegment{base: base, size: va, pageSize: page, stream: stream, pool: p, live: true})
-	id := a.newBlock(block{addr: a.exp[seg].base, size: va, sidx: uint16(sk), pool: p, prev: none, next: none, seg: seg})
+	id := a.newBlock(block{addr: a.exp[seg].base, size: va, sidx: uint32(sk), pool: p, prev: none, next: none, seg: seg})
 	a.insertUnmapped(id)
 	return id
 }

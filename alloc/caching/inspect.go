@@ -16,8 +16,11 @@ func (a *Allocator) LargestFreeBlock() int64 {
 	var largest int64
 	top := ordset.Key{Hi: math.MaxUint64, Lo: math.MaxUint64}
 	for p := range a.pools {
-		for si := range a.pools[p].free {
-			a.pools[p].free[si].Descend(top, func(k ordset.Key) bool {
+		for _, fs := range a.pools[p].free {
+			if fs == nil {
+				continue
+			}
+			fs.Descend(top, func(k ordset.Key) bool {
 				largest = max(largest, keySize(k))
 				return false
 			})

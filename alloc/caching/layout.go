@@ -5,6 +5,7 @@ package caching
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -178,7 +179,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
-		streams: append([]int(nil), a.streams...),
+		streams: append([]int(nil), a.streams...), streamIdx: maps.Clone(a.streamIdx),
 		handles: a.handles.Clone(), segments: a.segments,
 		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
@@ -186,9 +187,12 @@ func (a *Allocator) Clone() alloc.Allocator {
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries, mut: a.mut,
 	}
 	for p := range a.pools {
-		c.pools[p] = pool{free: make([]ordset.Binned, len(a.pools[p].free)), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
-		for si := range a.pools[p].free {
-			c.pools[p].free[si] = a.pools[p].free[si].Clone()
+		c.pools[p] = pool{free: make([]*ordset.Binned, len(a.pools[p].free)), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
+		for si, fs := range a.pools[p].free {
+			if fs != nil {
+				cs := fs.Clone()
+				c.pools[p].free[si] = &cs
+			}
 		}
 	}
 	return c
@@ -282,8 +286,10 @@ func (a *Allocator) CheckInvariants() error {
 // mapped blocks.
 func (a *Allocator) checkFreeSets() error {
 	for p := range a.pools {
-		for si := range a.pools[p].free {
-			fs := &a.pools[p].free[si]
+		for si, fs := range a.pools[p].free {
+			if fs == nil {
+				continue
+			}
 			if err := fs.Check(); err != nil {
 				return fmt.Errorf("%s pool, stream index %d: %w", poolNames[p], si, err)
 			}

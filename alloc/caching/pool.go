@@ -23,7 +23,7 @@ type block struct {
 	prev      int32  // lower-address neighbour in the same segment, or none
 	next      int32  // higher-address neighbour in the same segment, or none
 	seg       int32  // index into Allocator.exp for expandable blocks, else none
-	sidx      uint16 // dense index of stream (Allocator.streams)
+	sidx      uint32 // dense index of stream (Allocator.streams)
 	pool      uint8  // smallPool or largePool
 	allocated bool
 	mapped    bool // false only for unmapped VA of an expandable segment
@@ -84,9 +84,9 @@ func keySize(k ordset.Key) int64 { return int64(k.Hi) << 9 }
 //	unmapped holds exactly the unmapped (expandable) blocks of this pool
 //	freeCalls only grows
 type pool struct {
-	free      []ordset.Binned // by dense stream index: keys (size, addr); grows on first insert
-	unmapped  ordset.Set      // keys (stream, addr)
-	freeCalls int64           // get_free_blocks_call_count (only counted when GC is on)
+	free      []*ordset.Binned // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~2 KiB)
+	unmapped  ordset.Set       // keys (stream, addr)
+	freeCalls int64            // get_free_blocks_call_count (only counted when GC is on)
 }
 
 // freeSet returns stream index si's free set, or nil if it never had one.
@@ -94,7 +94,7 @@ func (pl *pool) freeSet(si uint64) *ordset.Binned {
 	if si >= uint64(len(pl.free)) {
 		return nil
 	}
-	return &pl.free[si]
+	return pl.free[si]
 }
 
 // allFree calls f for every free block of the pool, stream by stream, each
@@ -102,8 +102,11 @@ func (pl *pool) freeSet(si uint64) *ordset.Binned {
 // sets.
 func (pl *pool) allFree(f func(ordset.Key) bool) {
 	stopped := false
-	for si := range pl.free {
-		pl.free[si].All(func(k ordset.Key) bool {
+	for _, fs := range pl.free {
+		if fs == nil {
+			continue
+		}
+		fs.All(func(k ordset.Key) bool {
 			stopped = !f(k)
 			return !stopped
 		})
@@ -116,8 +119,10 @@ func (pl *pool) allFree(f func(ordset.Key) bool) {
 // freeLen is the number of free blocks of the pool.
 func (pl *pool) freeLen() int {
 	n := 0
-	for si := range pl.free {
-		n += pl.free[si].Len()
+	for _, fs := range pl.free {
+		if fs != nil {
+			n += fs.Len()
+		}
 	}
 	return n
 }

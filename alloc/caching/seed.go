@@ -79,7 +79,7 @@ func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.H
 	if s.Small {
 		p = smallPool
 	}
-	sidx := uint16(a.internStream(s.Stream))
+	sidx := uint32(a.internStream(s.Stream))
 	order := make([]int, len(s.Live))
 	for i := range order {
 		order[i] = i

@@ -15,3 +15,12 @@ import (
 func BenchmarkAllocFree(b *testing.B) {
 	alloctest.RunBenchAllocFree(b, Name, func(dev *mem.Device) (alloc.Allocator, error) { return New(dev, Config{}) })
 }
+
+// BenchmarkStreams is alloctest.BenchStreams: a free+alloc pair with one
+// live block on each of N streams, to show that the cost does not grow
+// with the stream count.
+//
+//	go test -run '^$' -bench BenchmarkStreams -benchmem -benchtime 2000x ./alloc/direct/
+func BenchmarkStreams(b *testing.B) {
+	alloctest.RunBenchStreams(b, func(dev *mem.Device) (alloc.Allocator, error) { return New(dev, Config{}) })
+}

@@ -22,3 +22,14 @@ func BenchmarkAllocFree(b *testing.B) {
 	fine := Config{Classes: []int64{4 * mem.KiB, 16 * mem.KiB, 64 * mem.KiB, 256 * mem.KiB, mem.MiB, 4 * mem.MiB}}
 	alloctest.RunBenchAllocFree(b, Name+"-fine", func(dev *mem.Device) (alloc.Allocator, error) { return New(dev, fine) })
 }
+
+// BenchmarkStreams is alloctest.BenchStreams: a free+alloc pair with one
+// live block on each of N streams, to show that the cost does not grow
+// with the stream count. A 512 KiB class holds the benchmark's requests
+// (64 B to 512 KiB): with the default 8 MiB slots, 20,000 of them would
+// not fit in 80 GiB.
+//
+//	go test -run '^$' -bench BenchmarkStreams -benchmem -benchtime 2000x ./alloc/sizeclass/
+func BenchmarkStreams(b *testing.B) {
+	alloctest.RunBenchStreams(b, func(dev *mem.Device) (alloc.Allocator, error) { return FromSpec(dev, "512KiB/8MiB") })
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/alloctest"
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -123,8 +124,8 @@ func TestCapacityLimit(t *testing.T) {
 // requests fail as out of memory, the allocator stays consistent, and
 // nothing panics.
 func TestAddressSpaceExhaustion(t *testing.T) {
-	if testing.Short() {
-		t.Skip("17,000 allocations per allocator")
+	if testing.Short() || invariants.Enabled {
+		t.Skip("17,000 allocations per allocator, each self-checked under invariants")
 	}
 	for _, s := range hugeSpecs() {
 		t.Run(s, func(t *testing.T) {
@@ -155,6 +156,52 @@ func TestAddressSpaceExhaustion(t *testing.T) {
 			// 16,383 of 1 PiB above the first address, so the rest fail.
 			if want := 17000 - int((math.MaxUint64-mem.DefaultVABase)/uint64(size)); s == "direct" && ooms != want {
 				t.Errorf("direct: %d out of memory, want %d (the requests past the end of the address space)", ooms, want)
+			}
+		})
+	}
+}
+
+// TestManyStreams gives every allocator 70,000 streams, one small block
+// each, then frees them all: more streams than the caching allocator's
+// former 16-bit stream index held (it panicked at 65,537), and enough that
+// a cost per operation in proportion to the stream count (the async pool's
+// former per-stream sets) would take minutes. Every block must be served
+// and the allocator consistent after.
+func TestManyStreams(t *testing.T) {
+	n := 70000
+	if testing.Short() || invariants.Enabled {
+		// Self-checks after every operation cost O(blocks) each.
+		n = 100
+	}
+	for _, k := range spec.Kinds {
+		t.Run(k.Name, func(t *testing.T) {
+			a, err := spec.New(k.Name, mem.MustDevice(mem.TiB, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := map[alloc.Handle]alloctest.Live{}
+			for st := range n {
+				b, err := a.Alloc(512, st)
+				if err != nil {
+					t.Fatalf("stream %d: %v", st, err)
+				}
+				live[b.Handle] = alloctest.Live{Addr: b.Addr, Size: b.Size, Requested: 512}
+			}
+			if err := alloctest.Check(a, live); err != nil {
+				t.Fatal(err)
+			}
+			for h := range live {
+				if err := a.Free(h); err != nil {
+					t.Fatal(err)
+				}
+				delete(live, h)
+			}
+			if sy, ok := a.(alloc.Syncer); ok {
+				sy.Sync()
+			}
+			a.EmptyCache()
+			if err := alloctest.Check(a, live); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package spec_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -56,23 +57,62 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// FuzzAllocators decodes the input into a sequence of operations and runs it
-// through every allocator, checking the reference invariants after each
-// operation (alloctest.Check). Each op is 3 bytes: kind, and a 16-bit
-// argument (a size in 64 KiB units plus a few odd bytes, or which live
-// block to free).
+// FuzzAllocators decodes the input into a device and a sequence of
+// operations and runs it through every allocator, checking the reference
+// invariants after each operation (alloctest.Check). The first byte picks
+// the device: odd is one of mem.MaxCapacity (the largest the model takes),
+// even one of 512 MiB. Each op is then 3 bytes: kind, and a 16-bit argument
+// (a size in 64 KiB units plus a few odd bytes; for kind 5 a huge size,
+// math.MaxInt64 >> (arg % 64) less arg / 64 bytes; or which live block to
+// free). The kind byte's top five bits pick one of 32 streams.
 //
 //	go test ./alloc/spec/ -run '^$' -fuzz FuzzAllocators -fuzztime 60s
 func FuzzAllocators(f *testing.F) {
-	f.Add([]byte{0, 1, 0, 0, 2, 0, 1, 0, 0, 3, 0, 0})
-	f.Add([]byte{0, 0, 1, 0, 0, 16, 0, 0, 255, 1, 0, 0, 1, 1, 0, 0, 0, 32})
-	f.Add([]byte{0, 255, 255, 0, 1, 1, 2, 0, 0, 0, 7, 7, 1, 0, 0, 4, 0, 0})
+	f.Add([]byte{0, 0, 1, 0, 0, 2, 0, 1, 0, 0, 3, 0, 0})
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 16, 0, 0, 255, 1, 0, 0, 1, 1, 0, 0, 0, 32})
+	f.Add([]byte{0, 0, 255, 255, 0, 1, 1, 2, 0, 0, 0, 7, 7, 1, 0, 0, 4, 0, 0})
+	// The largest device, filled by one huge request, then requests that
+	// near 2^63, on several streams.
+	f.Add([]byte{1, 5, 0, 14, 0, 255, 255, 13, 0, 0, 5, 0, 1, 45, 0, 2, 2, 0, 0, 4, 0, 0, 5, 0, 12, 3, 0, 0})
+	// Huge requests on a small device.
+	f.Add([]byte{0, 5, 0, 0, 5, 0, 1, 5, 0, 63, 5, 1, 255, 0, 0, 9, 5, 0, 10})
+	// Many streams: allocations on 32 streams, frees pending on each, a
+	// sync, and allocations again.
+	op := func(kind, stream int) byte { // the kind byte for an op on a stream
+		for low := range 8 {
+			if b := stream<<3 | low; b%6 == kind {
+				return byte(b)
+			}
+		}
+		panic("unreachable: 8 consecutive bytes cover every kind")
+	}
+	many := []byte{0}
+	for st := range 32 {
+		many = append(many, op(0, st), 0, byte(1+st))
+	}
+	for range 32 {
+		many = append(many, 2, 0, 0)
+	}
+	many = append(many, 4, 0, 0)
+	for st := range 32 {
+		many = append(many, op(1, st), 0, byte(40-st))
+	}
+	f.Add(many)
+	f.Add(append([]byte{1}, many[1:]...))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		capacity, other := 512*mem.MiB, 32*mem.MiB
+		if data[0]%2 == 1 {
+			capacity, other = mem.MaxCapacity, 0
+		}
+		data = data[1:]
 		if len(data) > 3*400 {
 			data = data[:3*400]
 		}
 		for _, k := range spec.Kinds {
-			a, err := spec.New(k.Example, mem.MustDevice(512*mem.MiB, 32*mem.MiB))
+			a, err := spec.New(k.Example, mem.MustDevice(capacity, other))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,10 +120,13 @@ func FuzzAllocators(f *testing.F) {
 			var hs []alloc.Handle
 			for i := 0; i+2 < len(data); i += 3 {
 				arg := int(data[i+1])<<8 | int(data[i+2])
-				switch data[i] % 5 {
-				case 0, 1: // alloc
+				switch data[i] % 6 {
+				case 0, 1, 5: // alloc
 					size := int64(arg)*64*mem.KiB + int64(data[i+2]%7)*100 + 1
-					b, err := a.Alloc(size, int(data[i]>>7))
+					if data[i]%6 == 5 {
+						size = max(1, math.MaxInt64>>(arg%64)-int64(arg/64))
+					}
+					b, err := a.Alloc(size, int(data[i]>>3))
 					if err != nil {
 						if e := alloctest.CheckOOM(err, size); e != nil {
 							t.Fatalf("%s: %v", k.Example, e)
