@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -40,6 +41,9 @@ type CapturedFile struct {
 	Name    string    `json:"name"`
 	Size    int64     `json:"size_bytes"`
 	ModTime time.Time `json:"time"`
+	// id is the file's identity (device, inode) and size when it was
+	// written or indexed: only that very file is ever served.
+	id fileStat
 }
 
 // Capturer keeps copies of snapshot files taken at an out-of-memory error
@@ -56,8 +60,15 @@ type CapturedFile struct {
 // name. Files already in the directory that match the name pattern are
 // indexed at start (oldest first by name time and sequence), so retention
 // survives restarts; leftover temporary files are removed.
+//
+// The directory is opened once, by NewCapturer; every file is created,
+// renamed, removed and opened relative to that descriptor, and a download
+// opens only a regular file (never following a link, never blocking on a
+// pipe) that is still the very file the Capturer wrote or indexed (same
+// device, inode and size); anything else is 404 and logged.
 type Capturer struct {
 	cfg      CaptureConfig
+	dir      *dirHandle
 	captured *prometheus.CounterVec
 	errs     prometheus.Counter
 
@@ -110,8 +121,14 @@ func NewCapturer(cfg CaptureConfig) (*Capturer, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("exporter: capture directory: %w", err)
 	}
-	entries, err := os.ReadDir(cfg.Dir)
+	dir, err := openDirHandle(cfg.Dir)
 	if err != nil {
+		return nil, fmt.Errorf("exporter: capture directory: %w", err)
+	}
+	c.dir = dir
+	entries, err := dir.list()
+	if err != nil {
+		_ = dir.close()
 		return nil, fmt.Errorf("exporter: capture directory: %w", err)
 	}
 	type indexed struct {
@@ -123,18 +140,18 @@ func NewCapturer(cfg CaptureConfig) (*Capturer, error) {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, captureTempPrefix) {
-			_ = os.Remove(filepath.Join(cfg.Dir, name)) // an interrupted capture
+			_ = dir.remove(name) // an interrupted capture
 			continue
 		}
 		t, seq, ok := parseCaptureName(name)
-		if !ok || !e.Type().IsRegular() {
+		if !ok {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			continue
+		st, err := dir.lstat(name)
+		if err != nil || !st.mode.IsRegular() {
+			continue // never indexed, so never served nor deleted
 		}
-		found = append(found, indexed{CapturedFile{name, info.Size(), info.ModTime()}, t, seq})
+		found = append(found, indexed{CapturedFile{name, st.size, time.Unix(0, st.mtimeNs), st}, t, seq})
 		c.seq = max(c.seq, seq)
 	}
 	slices.SortFunc(found, func(a, b indexed) int {
@@ -205,12 +222,13 @@ func (c *Capturer) Capture(instance, model string, data []byte) (string, error) 
 	c.seq++
 	name := fmt.Sprintf("%s-%s-%s-%d.pickle", safeName(instance), safeName(model),
 		c.cfg.Clock.Now().UTC().Format(captureTimeLayout), c.seq)
-	if err := writeAtomic(c.cfg.Dir, name, data); err != nil {
+	id, err := writeAtomic(c.dir, name, data)
+	if err != nil {
 		c.errs.Inc()
 		c.cfg.Logger.Error("oom snapshot capture failed", "file", name, "err", err.Error())
 		return "", err
 	}
-	c.files = append(c.files, CapturedFile{name, int64(len(data)), c.cfg.Clock.Now()})
+	c.files = append(c.files, CapturedFile{name, int64(len(data)), c.cfg.Clock.Now(), id})
 	c.bytes += int64(len(data))
 	c.captured.WithLabelValues(instance, model).Inc()
 	c.cfg.Logger.Info("oom snapshot captured", "file", name, "instance", instance, "model", model, "bytes", len(data))
@@ -223,7 +241,7 @@ func (c *Capturer) Capture(instance, model string, data []byte) (string, error) 
 func (c *Capturer) enforceLocked() {
 	for len(c.files) > 1 && (len(c.files) > c.cfg.MaxFiles || c.bytes > c.cfg.MaxBytes) {
 		old := c.files[0]
-		if err := os.Remove(filepath.Join(c.cfg.Dir, old.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := c.dir.remove(old.Name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			c.errs.Inc()
 			c.cfg.Logger.Error("oom snapshot retention: cannot delete", "file", old.Name, "err", err.Error())
 		}
@@ -233,41 +251,42 @@ func (c *Capturer) enforceLocked() {
 }
 
 // writeAtomic writes data to dir/name through a synced temporary file and a
-// rename, then syncs dir.
-func writeAtomic(dir, name string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, captureTempPrefix+"*.tmp")
+// rename, then syncs dir; it returns the identity of the file written.
+func writeAtomic(dir *dirHandle, name string, data []byte) (id fileStat, err error) {
+	f, tmp, err := dir.createTemp(captureTempPrefix)
 	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
+		return fileStat{}, fmt.Errorf("create temporary file: %w", err)
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			_ = f.Close()
-			_ = os.Remove(tmp)
+			_ = dir.remove(tmp)
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return fileStat{}, fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
+		return fileStat{}, fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if id, err = dir.lstat(tmp); err != nil {
+		return fileStat{}, err
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
+		return fileStat{}, fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename to %s: %w", name, err)
+	if err = dir.rename(tmp, name); err != nil {
+		return fileStat{}, fmt.Errorf("rename to %s: %w", name, err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory: %w", err)
+	if err := dir.sync(); err != nil {
+		return id, fmt.Errorf("sync directory: %w", err)
 	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
+	return id, nil
 }
+
+// Close releases the capture directory's descriptor; the Capturer must not
+// be used after.
+func (c *Capturer) Close() error { return c.dir.close() }
 
 // Files returns the capture index, oldest first.
 func (c *Capturer) Files() []CapturedFile {
@@ -310,23 +329,91 @@ func (c *Capturer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	i := slices.IndexFunc(files, func(f CapturedFile) bool { return f.Name == r.URL.Path })
-	if i < 0 {
+	if i < 0 || checkName(r.URL.Path) != nil {
 		http.NotFound(w, r)
 		return
 	}
-	f, err := os.Open(filepath.Join(c.cfg.Dir, files[i].Name))
+	want := files[i]
+	f, st, err := c.dir.open(want.Name)
 	if err != nil {
-		http.NotFound(w, r) // deleted by retention since
+		if !errors.Is(err, fs.ErrNotExist) { // deleted by retention since: not worth a line
+			c.cfg.Logger.Warn("oom snapshot not served", "file", want.Name, "err", err.Error())
+		}
+		http.NotFound(w, r)
 		return
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() {
+	if st.size != want.id.size || st.dev != want.id.dev || st.ino != want.id.ino {
+		c.cfg.Logger.Warn("oom snapshot not served: replaced since it was captured", "file", want.Name,
+			"size", st.size, "captured_size", want.id.size)
 		http.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+files[i].Name+`"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+want.Name+`"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	http.ServeContent(w, r, files[i].Name, info.ModTime(), f)
+	// At most the captured size, even if the file grew meanwhile.
+	http.ServeContent(w, r, want.Name, want.ModTime, io.NewSectionReader(f, 0, want.id.size))
+}
+
+// IsCaptureName reports whether name has the form of a capture file name
+// (INSTANCE-MODEL-YYYYMMDDTHHMMSSZ-SEQ.pickle).
+func IsCaptureName(name string) bool {
+	_, _, ok := parseCaptureName(name)
+	return ok
+}
+
+// ErrSameDir: the snapshot and capture directories are the same directory
+// or one is inside the other, so captures would be read as snapshots.
+var ErrSameDir = errors.New("exporter: the snapshot and capture directories overlap")
+
+// DistinctDirs checks that the snapshot directory and the capture
+// directory are neither the same directory nor one inside the other, after
+// resolving symbolic links and comparing device and inode (so the same
+// directory reached through a bind mount is caught too). A directory that
+// does not exist yet is compared by its path.
+func DistinctDirs(snapshots, capture string) error {
+	s, serr := os.Stat(snapshots)
+	c, cerr := os.Stat(capture)
+	switch {
+	case serr == nil && cerr == nil && os.SameFile(s, c), cleanPath(snapshots) == cleanPath(capture):
+		return fmt.Errorf("%w: %s and %s are the same directory", ErrSameDir, capture, snapshots)
+	case inside(capture, snapshots, s, serr == nil):
+		return fmt.Errorf("%w: %s is inside %s", ErrSameDir, capture, snapshots)
+	case inside(snapshots, capture, c, cerr == nil):
+		return fmt.Errorf("%w: %s is inside %s", ErrSameDir, snapshots, capture)
+	}
+	return nil
+}
+
+// cleanPath is path absolute, with links resolved where it exists.
+func cleanPath(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if p, err := filepath.Abs(path); err == nil {
+		path = p
+	}
+	return filepath.Clean(path)
+}
+
+// inside reports whether a parent of dir is anc (by identity when haveInfo,
+// else by path).
+func inside(dir, anc string, ancInfo os.FileInfo, haveInfo bool) bool {
+	p, ap := cleanPath(dir), cleanPath(anc)
+	for {
+		parent := filepath.Dir(p)
+		if parent == p {
+			return false
+		}
+		p = parent
+		if p == ap {
+			return true
+		}
+		if haveInfo {
+			if info, err := os.Stat(p); err == nil && os.SameFile(info, ancInfo) {
+				return true
+			}
+		}
+	}
 }

@@ -44,6 +44,7 @@ func newTestCapturer(t *testing.T, dir string, files int, bytes int64, clock Clo
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	return c, reg
 }
 

@@ -212,6 +212,14 @@ var t0 = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 // the manual clock (the first at start, after setup has written its files).
 func newDaemon(t *testing.T, cfg SnapshotDirConfig, run bool, setup ...func(dir string)) *daemon {
 	t.Helper()
+	return newDaemonWith(t, cfg, run, nil, setup...)
+}
+
+// newDaemonWith is newDaemon with before called on the daemon and the
+// server's configuration before the server starts (test hooks, a watchdog
+// interval).
+func newDaemonWith(t *testing.T, cfg SnapshotDirConfig, run bool, before func(*daemon, *ServerConfig), setup ...func(dir string)) *daemon {
+	t.Helper()
 	d := &daemon{dir: t.TempDir(), capDir: filepath.Join(t.TempDir(), "oom"), clock: NewManualClock(t0),
 		logs: &syncBuffer{}, reg: prometheus.NewPedanticRegistry()}
 	for _, f := range setup {
@@ -223,6 +231,7 @@ func newDaemon(t *testing.T, cfg SnapshotDirConfig, run bool, setup ...func(dir 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = d.capture.Close() })
 	cfg.Dir, cfg.Clock, cfg.Logger, cfg.Registerer, cfg.Capture = d.dir, d.clock, log, d.reg, d.capture
 	d.snaps, err = NewSnapshotDir(cfg)
 	if err != nil {
@@ -234,6 +243,9 @@ func newDaemon(t *testing.T, cfg SnapshotDirConfig, run bool, setup ...func(dir 
 	scfg := ServerConfig{Gatherer: d.reg, Logger: log, Snapshots: d.capture}
 	if run {
 		scfg.Runners = []Runner{d.snaps}
+	}
+	if before != nil {
+		before(d, &scfg)
 	}
 	d.srv = startServer(t, scfg)
 	return d

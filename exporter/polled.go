@@ -20,8 +20,10 @@ type Runner interface {
 // the last result from memory, so a scrape never waits for it. Run polls
 // at start and then on every tick of its clock; Poll polls once (tests).
 // Collect fails while no poll has completed, when the last poll failed,
-// and when the last success is older than three intervals (a poller that
-// stopped), so gpufrag_source_up tells the truth.
+// when the last success is older than three intervals (a poller that
+// stopped), and while a poll has been running for longer than its timeout
+// plus one interval (a source that ignores its context: Stuck reports it),
+// so gpufrag_source_up tells the truth.
 type PolledSource struct {
 	src      ContextSource
 	interval time.Duration
@@ -34,6 +36,9 @@ type PolledSource struct {
 	last    time.Time // of the last success
 	polled  bool
 	version uint64 // bumped by every successful poll
+	// Polls in flight, and when the oldest of them started (Stuck).
+	inFlight  int
+	pollStart time.Time
 }
 
 // NewPolledSource returns a PolledSource over src, polled every interval
@@ -66,6 +71,9 @@ func (p *PolledSource) Collect() ([]Sample, error) {
 func (p *PolledSource) CollectVersioned() ([]Sample, uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.stuckLocked(); err != nil {
+		return nil, 0, err
+	}
 	switch {
 	case !p.polled:
 		return nil, 0, errNotPolled
@@ -81,6 +89,9 @@ func (p *PolledSource) CollectVersioned() ([]Sample, uint64, error) {
 func (p *PolledSource) versionState() (uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.stuckLocked(); err != nil {
+		return 0, err
+	}
 	switch {
 	case !p.polled:
 		return 0, errNotPolled
@@ -94,14 +105,42 @@ func (p *PolledSource) versionState() (uint64, error) {
 
 var errStale = errors.New("exporter: stale")
 
+// Stuck returns an error wrapping ErrStuck while a poll has been running
+// for longer than the poll timeout plus one interval: the source ignores
+// its context's deadline (a driver or network call that hangs).
+func (p *PolledSource) Stuck() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stuckLocked()
+}
+
+func (p *PolledSource) stuckLocked() error {
+	if p.inFlight == 0 {
+		return nil
+	}
+	limit := p.timeout + p.interval
+	if d := p.clock.Now().Sub(p.pollStart); d > limit {
+		return fmt.Errorf("%w: source %q: a poll has been running for %v (since %s), past its timeout %v plus one interval",
+			ErrStuck, p.Name(), d.Round(time.Second), p.pollStart.UTC().Format(time.RFC3339), p.timeout)
+	}
+	return nil
+}
+
 // Poll collects the source once, bounded by the poll timeout, and stores
 // the result.
 func (p *PolledSource) Poll(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	p.mu.Lock()
+	if p.inFlight == 0 {
+		p.pollStart = p.clock.Now()
+	}
+	p.inFlight++
+	p.mu.Unlock()
 	samples, err := safeCollect(p.Name(), func() ([]Sample, error) { return p.src.CollectContext(ctx) })
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.inFlight--
 	p.polled = true
 	p.err = err
 	if err == nil {

@@ -34,8 +34,14 @@ type ServerConfig struct {
 	// for it (promhttp.HandlerOpts.EnableOpenMetrics).
 	OpenMetrics bool
 	// Runners run in the background while the server serves (rescans,
-	// polled sources) and are stopped before Serve returns.
+	// polled sources) and are stopped before Serve returns. Those that are
+	// StuckReporters are watched: /healthz answers 503 "degraded: REASON"
+	// while one is stuck, and each change is logged.
 	Runners []Runner
+	// WatchdogInterval is how often Serve checks the runners for a stall
+	// to log (default DefaultWatchdogInterval); /healthz checks on each
+	// request.
+	WatchdogInterval time.Duration
 	// Snapshots, when set, serves /snapshots/ (a *Capturer).
 	Snapshots http.Handler
 	// Logger receives the server's logs; nil discards them.
@@ -67,6 +73,7 @@ func (c *ServerConfig) defaults() {
 	def(&c.WriteTimeout, 30*time.Second)
 	def(&c.IdleTimeout, 60*time.Second)
 	def(&c.ShutdownTimeout, 10*time.Second)
+	def(&c.WatchdogInterval, DefaultWatchdogInterval)
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = 16 << 10
 	}
@@ -79,8 +86,9 @@ func (c *ServerConfig) defaults() {
 }
 
 // Handler returns the daemon's HTTP routes: /metrics, /healthz (200 "ok"
-// while healthy() is true, else 503) and, when cfg.Snapshots is set,
-// /snapshots/.
+// while healthy() is true and no runner of cfg.Runners is stuck; 503
+// "shutting down", or 503 "degraded: REASON" naming each stuck runner) and,
+// when cfg.Snapshots is set, /snapshots/.
 func Handler(cfg ServerConfig, healthy func() bool) http.Handler {
 	cfg.defaults()
 	mux := http.NewServeMux()
@@ -90,6 +98,11 @@ func Handler(cfg ServerConfig, healthy func() bool) http.Handler {
 		if healthy != nil && !healthy() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "shutting down\n")
+			return
+		}
+		if reasons := stuckReasons(cfg.Runners); len(reasons) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, degradedBody(reasons))
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
@@ -162,6 +175,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg ServerConfig) error {
 	runCtx, stopRunners := context.WithCancel(ctx)
 	defer stopRunners()
 	var wg sync.WaitGroup
+	wg.Go(func() { watchdog(runCtx, cfg.Runners, cfg.WatchdogInterval, cfg.Logger) })
 	for _, r := range cfg.Runners {
 		wg.Go(func() {
 			if err := r.Run(runCtx); err != nil {

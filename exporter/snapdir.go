@@ -1,18 +1,13 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +16,6 @@ import (
 
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
-	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
 // SnapshotDirConfig configures a SnapshotDir. Zero fields take the defaults.
@@ -36,72 +30,51 @@ type SnapshotDirConfig struct {
 	MaxFiles int
 	// MaxFileBytes caps one file's size (default 256 MiB). Reading a
 	// snapshot takes about 25 bytes of memory per file byte while it is
-	// analysed, so this bounds a rescan's peak memory.
+	// analysed, and files are analysed one at a time, so this bounds a
+	// rescan's peak memory.
 	MaxFileBytes int64
 	// MaxInstances caps the distinct instance label values exported
 	// (default 256); files that would add one more are skipped.
 	MaxInstances int
-	Clock        Clock        // nil: SystemClock
-	Logger       *slog.Logger // nil: no logs
+	// StuckAfter is how long a rescan may go without finishing a file (or
+	// listing the directory) before the source is reported down, with the
+	// file it is at, until it moves on (default DefaultStuckAfter). Files
+	// are only ever opened when they are regular files, and never block on
+	// open, so only a hung file system (a dead NFS or FUSE mount) can make
+	// a rescan stall.
+	StuckAfter time.Duration
+	Clock      Clock        // nil: SystemClock
+	Logger     *slog.Logger // nil: no logs
 	// Registerer receives the directory's own metrics
 	// (gpufrag_snapshot_errors_total, gpufrag_snapshots_analyzed_total,
 	// gpufrag_snapshot_last_analyzed_timestamp_seconds,
 	// gpufrag_snapshot_files); nil: not registered.
 	Registerer prometheus.Registerer
 	// Capture, when set, keeps a copy of each new file version whose trace
-	// holds an out-of-memory entry.
+	// holds an out-of-memory entry. Its directory must not be Dir.
 	Capture *Capturer
 }
 
-// Snapshot-file error reasons (label reason of gpufrag_snapshot_errors_total).
-const (
-	ReasonIO              = "io"               // stat or read failed
-	ReasonTooLarge        = "too_large"        // over MaxFileBytes
-	ReasonForbidden       = "forbidden"        // a pickle opcode that could run code
-	ReasonTruncated       = "truncated"        // the pickle ends early
-	ReasonLength          = "length"           // a declared length past the input
-	ReasonLimit           = "limit"            // a decoder or item limit
-	ReasonDecode          = "decode"           // any other malformed pickle
-	ReasonField           = "field"            // a snapshot field of the wrong type
-	ReasonAnalysis        = "analysis"         // the analysis refused the snapshot
-	ReasonLabels          = "labels"           // unreadable NAME.labels.json
-	ReasonMaxFiles        = "max_files"        // past MaxFiles
-	ReasonMaxInstances    = "max_instances"    // past MaxInstances
-	ReasonDuplicateLabels = "duplicate_labels" // another file already exports the labels
-)
+// DefaultStuckAfter is SnapshotDirConfig.StuckAfter's default: a file of
+// the default --max-file-bytes (256 MiB) is analysed in about 20 s on a
+// 2-core machine (1 MiB: 0.07 s), so two minutes without progress is six
+// times the slowest legitimate file.
+const DefaultStuckAfter = 2 * time.Minute
 
-var snapshotReasons = []string{ReasonIO, ReasonTooLarge, ReasonForbidden, ReasonTruncated, ReasonLength,
-	ReasonLimit, ReasonDecode, ReasonField, ReasonAnalysis, ReasonLabels, ReasonMaxFiles,
-	ReasonMaxInstances, ReasonDuplicateLabels}
-
-// errReason classifies a reader error.
-func errReason(err error) string {
-	switch {
-	case errors.Is(err, pickle.ErrForbidden):
-		return ReasonForbidden
-	case errors.Is(err, pickle.ErrTruncated):
-		return ReasonTruncated
-	case errors.Is(err, pickle.ErrLength):
-		return ReasonLength
-	case errors.Is(err, snapshot.ErrLimit), errors.Is(err, pickle.ErrLimit):
-		return ReasonLimit
-	case errors.Is(err, snapshot.ErrField):
-		return ReasonField
-	case errors.Is(err, snapshot.ErrDecode):
-		return ReasonDecode
-	}
-	return ReasonAnalysis
-}
+// ErrStuck reports background work (a rescan, a poll) that has made no
+// progress for longer than its deadline.
+var ErrStuck = errors.New("exporter: stuck")
 
 // SnapshotDir is a Source over a directory of PyTorch memory snapshot
 // pickles (*.pickle, *.pkl; names starting with '.' are skipped). Rescan
-// lists the directory; a file that is new, or whose size or modification
-// time (or its sidecar's) changed, is read with package snapshot and
-// diagnosed with analysis.Analyze (diagnosis only, no replay, as `gpufrag
-// analyze --no-replay`). Each device with segments or oom entries becomes
-// one sample with pool "pytorch"; its OOM counter is the number of oom
-// entries in the device's trace (it can go down when a file is replaced,
-// which Prometheus treats as a counter reset).
+// lists the directory; a file that is new, or whose size, modification
+// time, type or identity (or its sidecar's) changed, is read with package
+// snapshot and diagnosed with analysis.Analyze (diagnosis only, no replay,
+// as `gpufrag analyze --no-replay`), one file at a time. Each device with
+// segments or oom entries becomes one sample with pool "pytorch"; its OOM
+// counter is the number of oom entries in the device's trace (it can go
+// down when a file is replaced, which Prometheus treats as a counter
+// reset).
 //
 // Labels come from the sidecar NAME.labels.json next to NAME.pickle when it
 // exists ({"instance": "...", "model": "...", "gpu": "..."}; unknown keys are
@@ -109,17 +82,25 @@ func errReason(err error) string {
 // else instance is the file stem. gpu is the sidecar's when the file holds
 // one device with memory, else the device index in the file.
 //
-// A file that cannot be read or analysed is logged once per version (size
-// and modification time) with the reader's error, counted in
-// gpufrag_snapshot_errors_total{reason}, and skipped; the other files keep
-// being exported. Collect only copies the samples of the last rescan, so a
-// scrape costs no analysis.
+// Every file is opened through the directory's descriptor, only if it is a
+// regular file (a symbolic link, named pipe, socket, device or directory is
+// refused unopened, reason not_regular), with O_NOFOLLOW|O_NONBLOCK, and
+// checked again on the open descriptor. A file that cannot be read or
+// analysed, including one whose reader or analysis panics (reason panic),
+// is logged once per version (type, size, modification time and identity)
+// with the reader's error, counted in gpufrag_snapshot_errors_total{reason},
+// and skipped; the other files keep being exported. Collect only copies the
+// samples of the last rescan, so a scrape costs no analysis; while a rescan
+// is stuck (StuckAfter) Collect fails with ErrStuck and Stuck says why.
 type SnapshotDir struct {
 	cfg      SnapshotDirConfig
 	errs     *prometheus.CounterVec
 	analyzed prometheus.Counter
 	lastTS   prometheus.Gauge
 	watched  prometheus.Gauge
+	// diagnose analyses one decoded snapshot (diagnoseSnapshot; tests
+	// inject panicking or blocking ones).
+	diagnose func(name string, s *snapshot.Snapshot) (*analysis.Report, error)
 
 	scanMu  sync.Mutex // one rescan at a time; guards files and ignored
 	files   map[string]*snapFile
@@ -130,12 +111,19 @@ type SnapshotDir struct {
 	samples []Sample
 	err     error
 	scans   uint64 // completed rescans: the samples' version
+	// The rescan in progress, for Stuck: when it last made progress and
+	// the file it is at ("" while listing).
+	scanning bool
+	progress time.Time
+	scanFile string
 }
 
+// fileStamp is what a rescan compares to decide whether a name changed:
+// its metadata (not following links), or the error of reading it.
 type fileStamp struct {
-	size  int64
-	mtime time.Time
-	ok    bool // the file exists
+	stat fileStat
+	err  string // stat error other than "does not exist"
+	ok   bool   // the name exists
 }
 
 type snapFile struct {
@@ -169,9 +157,17 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 	if cfg.MaxInstances == 0 {
 		cfg.MaxInstances = 256
 	}
-	if cfg.Rescan < 0 || cfg.MaxFiles < 0 || cfg.MaxFileBytes < 0 || cfg.MaxInstances < 0 {
-		return nil, fmt.Errorf("exporter: snapshot directory limits must be positive (rescan %v, files %d, bytes %d, instances %d)",
-			cfg.Rescan, cfg.MaxFiles, cfg.MaxFileBytes, cfg.MaxInstances)
+	if cfg.StuckAfter == 0 {
+		cfg.StuckAfter = DefaultStuckAfter
+	}
+	if cfg.Rescan < 0 || cfg.MaxFiles < 0 || cfg.MaxFileBytes < 0 || cfg.MaxInstances < 0 || cfg.StuckAfter < 0 {
+		return nil, fmt.Errorf("exporter: snapshot directory limits must be positive (rescan %v, files %d, bytes %d, instances %d, stuck after %v)",
+			cfg.Rescan, cfg.MaxFiles, cfg.MaxFileBytes, cfg.MaxInstances, cfg.StuckAfter)
+	}
+	if cfg.Capture != nil {
+		if err := DistinctDirs(cfg.Dir, cfg.Capture.cfg.Dir); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
@@ -180,7 +176,8 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &SnapshotDir{
-		cfg: cfg,
+		cfg:      cfg,
+		diagnose: diagnoseSnapshot,
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "snapshot_errors_total",
 			Help: "Snapshot files skipped, by reason (each file version counted once).",
@@ -227,8 +224,8 @@ func (d *SnapshotDir) Collect() ([]Sample, error) {
 func (d *SnapshotDir) CollectVersioned() ([]Sample, uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.err != nil {
-		return nil, 0, d.err
+	if err := d.stateLocked(); err != nil {
+		return nil, 0, err
 	}
 	return slices.Clone(d.samples), d.scans, nil
 }
@@ -237,10 +234,48 @@ func (d *SnapshotDir) CollectVersioned() ([]Sample, uint64, error) {
 func (d *SnapshotDir) versionState() (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.err != nil {
-		return 0, d.err
+	if err := d.stateLocked(); err != nil {
+		return 0, err
 	}
 	return d.scans, nil
+}
+
+func (d *SnapshotDir) stateLocked() error {
+	if err := d.stuckLocked(); err != nil {
+		return err
+	}
+	return d.err
+}
+
+// Stuck returns an error wrapping ErrStuck while a rescan has made no
+// progress for longer than StuckAfter (naming the file it is at), else nil.
+func (d *SnapshotDir) Stuck() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stuckLocked()
+}
+
+func (d *SnapshotDir) stuckLocked() error {
+	if !d.scanning {
+		return nil
+	}
+	idle := d.cfg.Clock.Now().Sub(d.progress)
+	if idle <= d.cfg.StuckAfter {
+		return nil
+	}
+	at := "listing " + d.cfg.Dir
+	if d.scanFile != "" {
+		at = "reading " + d.scanFile
+	}
+	return fmt.Errorf("%w: source %q: the rescan has been %s for %v (since %s), longer than %v",
+		ErrStuck, d.cfg.Name, at, idle.Round(time.Second), d.progress.UTC().Format(time.RFC3339), d.cfg.StuckAfter)
+}
+
+// at records the rescan's progress: it is now at file ("" for listing).
+func (d *SnapshotDir) at(file string) {
+	d.mu.Lock()
+	d.progress, d.scanFile = d.cfg.Clock.Now(), file
+	d.mu.Unlock()
 }
 
 // Run rescans at once and then on every tick of the clock until ctx ends.
@@ -257,21 +292,41 @@ func (d *SnapshotDir) Run(ctx context.Context) error {
 	}
 }
 
+// FirstScan rescans, waiting at most StuckAfter on the clock for the
+// rescan to finish: a stuck first scan goes on in the background (Stuck
+// reports it) rather than keeping the daemon from serving. It returns the
+// rescan's error, or ErrStuck after the wait.
+func (d *SnapshotDir) FirstScan(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- d.Rescan(ctx) }()
+	tick, stop := d.cfg.Clock.NewTicker(d.cfg.StuckAfter)
+	defer stop()
+	select {
+	case err := <-done:
+		return err
+	case <-tick:
+		return fmt.Errorf("%w: source %q: the first rescan did not finish within %v; serving meanwhile", ErrStuck, d.cfg.Name, d.cfg.StuckAfter)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func isSnapshotName(name string) bool {
 	return !strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".pickle") || strings.HasSuffix(name, ".pkl"))
 }
 
 func stem(name string) string { return strings.TrimSuffix(name, filepath.Ext(name)) }
 
-func stampOf(path string) (fileStamp, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
+// stampOf returns name's stamp in dir; ok false when it does not exist.
+func stampOf(dir *dirHandle, name string) fileStamp {
+	st, err := dir.lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fileStamp{}
+	case err != nil:
+		return fileStamp{err: err.Error(), ok: true}
 	}
-	if !info.Mode().IsRegular() {
-		return fileStamp{}, fmt.Errorf("%s: not a regular file", path)
-	}
-	return fileStamp{info.Size(), info.ModTime(), true}, nil
+	return fileStamp{stat: st, ok: true}
 }
 
 // Rescan lists the directory, analyses new and changed files and publishes
@@ -280,7 +335,20 @@ func stampOf(path string) (fileStamp, error) {
 func (d *SnapshotDir) Rescan(ctx context.Context) error {
 	d.scanMu.Lock()
 	defer d.scanMu.Unlock()
-	entries, err := os.ReadDir(d.cfg.Dir)
+	d.mu.Lock()
+	d.scanning, d.progress, d.scanFile = true, d.cfg.Clock.Now(), ""
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.scanning = false
+		d.mu.Unlock()
+	}()
+	dir, err := openDirHandle(d.cfg.Dir)
+	var entries []fs.DirEntry
+	if err == nil {
+		defer dir.close()
+		entries, err = dir.list()
+	}
 	if err != nil {
 		err = fmt.Errorf("exporter: snapshot directory: %w", err)
 		if msg := err.Error(); msg != d.dirErr {
@@ -298,6 +366,8 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 	}
 	var names []string
 	for _, e := range entries { // sorted by name
+		// Directories are skipped; every other kind is looked at, so that a
+		// link or pipe named like a snapshot is reported (once).
 		if isSnapshotName(e.Name()) && !e.IsDir() {
 			names = append(names, e.Name())
 		}
@@ -318,7 +388,7 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 		delete(d.ignored, n)
 	}
 	for n := range d.ignored {
-		if _, err := os.Lstat(filepath.Join(d.cfg.Dir, n)); err != nil {
+		if !stampOf(dir, n).ok {
 			delete(d.ignored, n)
 		}
 	}
@@ -331,7 +401,8 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		d.refresh(n)
+		d.at(n)
+		d.refresh(dir, n)
 	}
 	d.watched.Set(float64(len(d.files)))
 	d.publish()
@@ -339,40 +410,40 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 }
 
 // refresh re-reads name if it or its sidecar changed since the last scan.
-func (d *SnapshotDir) refresh(name string) {
-	path := filepath.Join(d.cfg.Dir, name)
-	sidePath := filepath.Join(d.cfg.Dir, stem(name)+".labels.json")
+// A version that failed is not retried, nor reported again, until its
+// stamp or its sidecar's changes.
+func (d *SnapshotDir) refresh(dir *dirHandle, name string) {
+	sideName := stem(name) + ".labels.json"
 	prev := d.files[name]
-	stamp, err := stampOf(path)
-	side, serr := stampOf(sidePath)
-	if serr != nil && !errors.Is(serr, fs.ErrNotExist) {
-		side = fileStamp{size: -1, ok: true} // unreadable sidecar: an error below
+	stamp := stampOf(dir, name)
+	side := stampOf(dir, sideName)
+	if !stamp.ok { // removed since the listing
+		delete(d.files, name)
+		return
 	}
-	if prev != nil && err == nil && prev.stamp == stamp && prev.side == side {
+	if prev != nil && prev.stamp == stamp && prev.side == side {
 		return
 	}
 	f := &snapFile{stamp: stamp, side: side}
 	switch {
-	case err != nil:
-		if errors.Is(err, fs.ErrNotExist) { // removed since the listing
-			delete(d.files, name)
-			return
-		}
-		f.err = d.fail(name, ReasonIO, err)
-	case stamp.size > d.cfg.MaxFileBytes:
-		f.err = d.fail(name, ReasonTooLarge, fmt.Errorf("%s: %d bytes, over --max-file-bytes %d", name, stamp.size, d.cfg.MaxFileBytes))
+	case stamp.err != "":
+		f.err = d.fail(name, ReasonIO, errors.New(stamp.err))
+	case !stamp.stat.mode.IsRegular():
+		f.err = d.fail(name, ReasonNotRegular, notRegular(name, stamp.stat.mode))
+	case stamp.stat.size > d.cfg.MaxFileBytes:
+		f.err = d.fail(name, ReasonTooLarge, fmt.Errorf("%s: %d bytes, over --max-file-bytes %d", name, stamp.stat.size, d.cfg.MaxFileBytes))
 	default:
-		labels, lerr := d.labels(name, sidePath, side)
+		labels, lerr := d.labels(dir, name, sideName, side)
 		if lerr != nil {
 			f.err = d.fail(name, ReasonLabels, lerr)
 			break
 		}
-		data, reason, rerr := d.read(path)
+		data, reason, rerr := d.read(dir, name)
 		if rerr != nil {
 			f.err = d.fail(name, reason, rerr)
 			break
 		}
-		if aerr := d.analyse(name, data, labels, f); aerr != nil {
+		if aerr := d.analyseRecovered(name, data, labels, f); aerr != nil {
 			f.err = d.fail(name, errReason(aerr), aerr)
 			break
 		}
@@ -381,7 +452,10 @@ func (d *SnapshotDir) refresh(name string) {
 		if prev != nil && prev.err != nil {
 			d.cfg.Logger.Info("snapshot file readable again", "file", name)
 		}
-		if f.ooms > 0 && d.cfg.Capture != nil && (prev == nil || prev.ooms != f.ooms || prev.lastOOM != f.lastOOM) {
+		// A capture is never captured again (a directory shared with the
+		// capture directory through a mount that DistinctDirs cannot see).
+		if f.ooms > 0 && d.cfg.Capture != nil && !IsCaptureName(name) &&
+			(prev == nil || prev.ooms != f.ooms || prev.lastOOM != f.lastOOM) {
 			_, _ = d.cfg.Capture.Capture(labels.Instance, labels.Model, data) // logged and counted there
 		}
 	}
@@ -393,153 +467,6 @@ func (d *SnapshotDir) fail(name, reason string, err error) error {
 	d.errs.WithLabelValues(reason).Inc()
 	d.cfg.Logger.Warn("snapshot file skipped", "file", name, "reason", reason, "err", err.Error())
 	return err
-}
-
-// read reads path whole, up to MaxFileBytes.
-func (d *SnapshotDir) read(path string) ([]byte, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, ReasonIO, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, d.cfg.MaxFileBytes+1))
-	if err != nil {
-		return nil, ReasonIO, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(data)) > d.cfg.MaxFileBytes {
-		return nil, ReasonTooLarge, fmt.Errorf("%s: grew past --max-file-bytes %d", path, d.cfg.MaxFileBytes)
-	}
-	return data, "", nil
-}
-
-// sidecar is the NAME.labels.json document.
-type sidecar struct {
-	Instance string `json:"instance"`
-	Model    string `json:"model"`
-	GPU      string `json:"gpu"`
-}
-
-const maxSidecarBytes = 64 << 10
-
-// labels resolves a file's instance, model and gpu (see SnapshotDir).
-func (d *SnapshotDir) labels(name, sidePath string, side fileStamp) (sidecar, error) {
-	if side.ok {
-		l, err := readSidecar(sidePath)
-		if err != nil {
-			return sidecar{}, err
-		}
-		if l.Instance == "" {
-			l.Instance = stem(name)
-		}
-		return l, nil
-	}
-	return labelsFromName(name), nil
-}
-
-func readSidecar(path string) (sidecar, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return sidecar{}, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSidecarBytes+1))
-	if err != nil {
-		return sidecar{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return parseSidecar(path, data)
-}
-
-// parseSidecar decodes a labels file strictly: one JSON object of strings
-// with the keys instance, model and gpu, valid UTF-8.
-func parseSidecar(path string, data []byte) (sidecar, error) {
-	if len(data) > maxSidecarBytes {
-		return sidecar{}, fmt.Errorf("%s: longer than %d bytes", path, maxSidecarBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var l sidecar
-	if err := dec.Decode(&l); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: %w", path, se.Offset, err)
-		case errors.As(err, &te):
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: field %q: %w", path, te.Offset, te.Field, err)
-		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: unexpected end of the JSON object: %w", path, len(data), err)
-		}
-		return sidecar{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if dec.More() {
-		return sidecar{}, fmt.Errorf("%s: byte offset %d: data after the JSON object", path, dec.InputOffset())
-	}
-	for field, v := range map[string]string{"instance": l.Instance, "model": l.Model, "gpu": l.GPU} {
-		if err := (Labels{Instance: v}).valid(); err != nil {
-			return sidecar{}, fmt.Errorf("%s: field %q: %w", path, field, err)
-		}
-	}
-	return l, nil
-}
-
-// labelsFromName reads <instance>__<model>[__<anything>].pickle; otherwise
-// instance is the stem.
-func labelsFromName(name string) sidecar {
-	s := strings.ToValidUTF8(stem(name), "_")
-	parts := strings.SplitN(s, "__", 3)
-	if len(parts) >= 2 && parts[0] != "" && parts[1] != "" {
-		return sidecar{Instance: parts[0], Model: parts[1]}
-	}
-	return sidecar{Instance: s}
-}
-
-// readOpts: the diagnosis needs no trace stacks.
-var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true}
-
-// analyse reads and diagnoses one file into f.
-func (d *SnapshotDir) analyse(name string, data []byte, l sidecar, f *snapFile) error {
-	opts := snapshotReadOpts
-	opts.Pickle.MaxInputBytes = d.cfg.MaxFileBytes
-	s, err := snapshot.ReadOptions(bytes.NewReader(data), name, &opts)
-	if err != nil {
-		return err
-	}
-	rep, err := analysis.Analyze(s, analysis.Options{NoReplay: true})
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	type dev struct {
-		d    *analysis.Device
-		ooms int64
-	}
-	var devs []dev
-	for i := range rep.Devices {
-		dv := &rep.Devices[i]
-		var ooms int64
-		if dv.Device >= 0 && dv.Device < len(s.DeviceTraces) {
-			for _, e := range s.DeviceTraces[dv.Device] {
-				if e.Action == "oom" {
-					ooms++
-					f.lastOOM = max(f.lastOOM, e.TimeUS)
-				}
-			}
-		}
-		f.ooms += ooms
-		if dv.Segments > 0 || ooms > 0 {
-			devs = append(devs, dev{dv, ooms})
-		}
-	}
-	for _, dv := range devs {
-		gpu := strconv.Itoa(dv.d.Device)
-		if l.GPU != "" && len(devs) == 1 {
-			gpu = l.GPU
-		}
-		f.samples = append(f.samples, Sample{
-			Labels: Labels{GPU: gpu, Instance: l.Instance, Model: l.Model, Pool: "pytorch"},
-			Memory: &Memory{Metrics: dv.d.Metrics, OOMs: dv.ooms},
-		})
-	}
-	return nil
 }
 
 // publish assembles the samples of every good file, in name order,

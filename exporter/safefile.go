@@ -1,0 +1,107 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// The exporter reads files that other programs write (snapshots, their
+// label sidecars) and serves files it wrote itself (captures). Every one of
+// them is opened through a dirHandle: the directory is opened once, each
+// file is named by one path element relative to it (openat), a symbolic
+// link is never followed, nothing but a regular file is ever opened (a
+// named pipe would block the opener until a writer comes; a device could
+// act on open), and the file is opened non-blocking and checked again on
+// the open descriptor (fstat), so a file swapped between the check and the
+// open is refused too. These checks run at every open, not at start-up.
+
+// Errors of the safe file opening.
+var (
+	// ErrNotRegular: the name is a symbolic link, a named pipe, a socket, a
+	// device or a directory; only regular files are read or served.
+	ErrNotRegular = errors.New("exporter: not a regular file")
+	// ErrBadName: the name is not one plain path element.
+	ErrBadName = errors.New("exporter: not a plain file name")
+	// ErrFileChanged: the file changed between its check and its open.
+	ErrFileChanged = errors.New("exporter: file changed while it was opened")
+)
+
+// maxNameBytes is the longest file name accepted: NAME_MAX on Linux and
+// most file systems (255 bytes).
+const maxNameBytes = 255
+
+// checkName accepts one plain path element: not empty, not . or .., no
+// separator, no NUL, at most maxNameBytes.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > maxNameBytes ||
+		strings.ContainsAny(name, "/\x00") || os.PathSeparator != '/' && strings.ContainsRune(name, os.PathSeparator) {
+		return fmt.Errorf("%w: %q", ErrBadName, truncateForLog(name))
+	}
+	return nil
+}
+
+// truncateForLog bounds a name quoted in a message to 300 bytes.
+func truncateForLog(s string) string {
+	const n = 300 // longer than any accepted name (maxNameBytes)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// fileStat is what the exporter keeps of a file's metadata: its type bits,
+// size, modification time and identity (device and inode; zero where the
+// platform has none).
+type fileStat struct {
+	mode     fs.FileMode // type bits only
+	size     int64
+	mtimeNs  int64
+	dev, ino uint64
+}
+
+// kindOf names the kind of file mode is, for messages.
+func kindOf(mode fs.FileMode) string {
+	switch {
+	case mode.IsRegular():
+		return "a regular file"
+	case mode&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	case mode.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
+}
+
+// notRegular is the error for name of the given kind.
+func notRegular(name string, mode fs.FileMode) error {
+	return fmt.Errorf("%s: %w: it is %s (only regular files are opened: put the file itself here, not a link, pipe or device)",
+		name, ErrNotRegular, kindOf(mode))
+}
+
+// readAllLimit reads f up to max bytes; more is an error saying so.
+func readAllLimit(f io.Reader, name string, max int64, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: longer than %s %d bytes", name, what, max)
+	}
+	return data, nil
+}
+
+// sortEntries orders directory entries by name, as os.ReadDir does.
+func sortEntries(entries []fs.DirEntry) {
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+}

@@ -1,0 +1,251 @@
+package exporter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/pickle"
+)
+
+// Snapshot-file error reasons (label reason of gpufrag_snapshot_errors_total).
+const (
+	ReasonIO              = "io"               // stat or read failed
+	ReasonNotRegular      = "not_regular"      // a link, pipe, socket, device or directory
+	ReasonTooLarge        = "too_large"        // over MaxFileBytes
+	ReasonForbidden       = "forbidden"        // a pickle opcode that could run code
+	ReasonTruncated       = "truncated"        // the pickle ends early
+	ReasonLength          = "length"           // a declared length past the input
+	ReasonLimit           = "limit"            // a decoder or item limit
+	ReasonDecode          = "decode"           // any other malformed pickle
+	ReasonField           = "field"            // a snapshot field of the wrong type
+	ReasonAnalysis        = "analysis"         // the analysis refused the snapshot
+	ReasonPanic           = "panic"            // the reader or the analysis panicked (a bug: report it)
+	ReasonLabels          = "labels"           // unreadable NAME.labels.json
+	ReasonMaxFiles        = "max_files"        // past MaxFiles
+	ReasonMaxInstances    = "max_instances"    // past MaxInstances
+	ReasonDuplicateLabels = "duplicate_labels" // another file already exports the labels
+)
+
+var snapshotReasons = []string{ReasonIO, ReasonNotRegular, ReasonTooLarge, ReasonForbidden, ReasonTruncated,
+	ReasonLength, ReasonLimit, ReasonDecode, ReasonField, ReasonAnalysis, ReasonPanic, ReasonLabels,
+	ReasonMaxFiles, ReasonMaxInstances, ReasonDuplicateLabels}
+
+// ErrPanic wraps a panic of the snapshot reader or analysis, recovered so
+// that one file cannot take the daemon down.
+var ErrPanic = errors.New("exporter: panic while analysing a snapshot (a bug in gpufrag: please report it with the file)")
+
+// errReason classifies a reader error.
+func errReason(err error) string {
+	switch {
+	case errors.Is(err, ErrPanic):
+		return ReasonPanic
+	case errors.Is(err, ErrNotRegular), errors.Is(err, ErrFileChanged):
+		return ReasonNotRegular
+	case errors.Is(err, pickle.ErrForbidden):
+		return ReasonForbidden
+	case errors.Is(err, pickle.ErrTruncated):
+		return ReasonTruncated
+	case errors.Is(err, pickle.ErrLength):
+		return ReasonLength
+	case errors.Is(err, snapshot.ErrLimit), errors.Is(err, pickle.ErrLimit):
+		return ReasonLimit
+	case errors.Is(err, snapshot.ErrField):
+		return ReasonField
+	case errors.Is(err, snapshot.ErrDecode):
+		return ReasonDecode
+	}
+	return ReasonAnalysis
+}
+
+// read reads the regular file name of dir whole, up to MaxFileBytes.
+func (d *SnapshotDir) read(dir *dirHandle, name string) ([]byte, string, error) {
+	f, st, err := dir.open(name)
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) || errors.Is(err, ErrFileChanged) {
+			return nil, ReasonNotRegular, err
+		}
+		return nil, ReasonIO, err
+	}
+	defer f.Close()
+	if st.size > d.cfg.MaxFileBytes {
+		return nil, ReasonTooLarge, fmt.Errorf("%s: %d bytes, over --max-file-bytes %d", name, st.size, d.cfg.MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, d.cfg.MaxFileBytes+1))
+	if err != nil {
+		return nil, ReasonIO, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > d.cfg.MaxFileBytes {
+		return nil, ReasonTooLarge, fmt.Errorf("%s: grew past --max-file-bytes %d", name, d.cfg.MaxFileBytes)
+	}
+	return data, "", nil
+}
+
+// sidecar is the NAME.labels.json document.
+type sidecar struct {
+	Instance string `json:"instance"`
+	Model    string `json:"model"`
+	GPU      string `json:"gpu"`
+}
+
+// maxSidecarBytes bounds a labels file: three short strings need well
+// under 1 KiB; 64 KiB leaves room for long values and whitespace.
+const maxSidecarBytes = 64 << 10
+
+// labels resolves a file's instance, model and gpu (see SnapshotDir).
+func (d *SnapshotDir) labels(dir *dirHandle, name, sideName string, side fileStamp) (sidecar, error) {
+	if side.ok {
+		l, err := readSidecar(dir, sideName)
+		if err != nil {
+			return sidecar{}, err
+		}
+		if l.Instance == "" {
+			l.Instance = stem(name)
+		}
+		return l, nil
+	}
+	return labelsFromName(name), nil
+}
+
+func readSidecar(dir *dirHandle, name string) (sidecar, error) {
+	f, _, err := dir.open(name)
+	if err != nil {
+		return sidecar{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSidecarBytes+1))
+	if err != nil {
+		return sidecar{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return parseSidecar(filepath.Join(dir.path, name), data)
+}
+
+// parseSidecar decodes a labels file strictly: one JSON object of strings
+// with the keys instance, model and gpu, valid UTF-8.
+func parseSidecar(path string, data []byte) (sidecar, error) {
+	if len(data) > maxSidecarBytes {
+		return sidecar{}, fmt.Errorf("%s: longer than %d bytes", path, maxSidecarBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var l sidecar
+	if err := dec.Decode(&l); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: %w", path, se.Offset, err)
+		case errors.As(err, &te):
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: field %q: %w", path, te.Offset, te.Field, err)
+		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: unexpected end of the JSON object: %w", path, len(data), err)
+		}
+		return sidecar{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if dec.More() {
+		return sidecar{}, fmt.Errorf("%s: byte offset %d: data after the JSON object", path, dec.InputOffset())
+	}
+	for field, v := range map[string]string{"instance": l.Instance, "model": l.Model, "gpu": l.GPU} {
+		if err := (Labels{Instance: v}).valid(); err != nil {
+			return sidecar{}, fmt.Errorf("%s: field %q: %w", path, field, err)
+		}
+	}
+	return l, nil
+}
+
+// labelsFromName reads <instance>__<model>[__<anything>].pickle; otherwise
+// instance is the stem.
+func labelsFromName(name string) sidecar {
+	s := strings.ToValidUTF8(stem(name), "_")
+	parts := strings.SplitN(s, "__", 3)
+	if len(parts) >= 2 && parts[0] != "" && parts[1] != "" {
+		return sidecar{Instance: parts[0], Model: parts[1]}
+	}
+	return sidecar{Instance: s}
+}
+
+// readOpts: the diagnosis needs no trace stacks.
+var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true}
+
+// diagnoseSnapshot is the analysis of a snapshot file (SnapshotDir.diagnose
+// unless a test replaces it).
+func diagnoseSnapshot(_ string, s *snapshot.Snapshot) (*analysis.Report, error) {
+	return analysis.Analyze(s, analysis.Options{NoReplay: true})
+}
+
+// analyseRecovered is analyse with any panic of the reader or the analysis
+// turned into an error wrapping ErrPanic (with the panic value and the
+// first frames of its stack), so that one file cannot crash the daemon.
+func (d *SnapshotDir) analyseRecovered(name string, data []byte, l sidecar, f *snapFile) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.samples, f.ooms, f.lastOOM = nil, 0, 0
+			err = fmt.Errorf("%s: %w: %v\n%s", name, ErrPanic, r, stackHead(debug.Stack()))
+		}
+	}()
+	return d.analyse(name, data, l, f)
+}
+
+// stackHead keeps the first 4 KiB of a stack: enough for the panicking
+// frames, bounded for the log.
+func stackHead(b []byte) string {
+	const n = 4 << 10
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// analyse reads and diagnoses one file into f.
+func (d *SnapshotDir) analyse(name string, data []byte, l sidecar, f *snapFile) error {
+	opts := snapshotReadOpts
+	opts.Pickle.MaxInputBytes = d.cfg.MaxFileBytes
+	s, err := snapshot.ReadOptions(bytes.NewReader(data), name, &opts)
+	if err != nil {
+		return err
+	}
+	rep, err := d.diagnose(name, s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	type dev struct {
+		d    *analysis.Device
+		ooms int64
+	}
+	var devs []dev
+	for i := range rep.Devices {
+		dv := &rep.Devices[i]
+		var ooms int64
+		if dv.Device >= 0 && dv.Device < len(s.DeviceTraces) {
+			for _, e := range s.DeviceTraces[dv.Device] {
+				if e.Action == "oom" {
+					ooms++
+					f.lastOOM = max(f.lastOOM, e.TimeUS)
+				}
+			}
+		}
+		f.ooms += ooms
+		if dv.Segments > 0 || ooms > 0 {
+			devs = append(devs, dev{dv, ooms})
+		}
+	}
+	for _, dv := range devs {
+		gpu := strconv.Itoa(dv.d.Device)
+		if l.GPU != "" && len(devs) == 1 {
+			gpu = l.GPU
+		}
+		f.samples = append(f.samples, Sample{
+			Labels: Labels{GPU: gpu, Instance: l.Instance, Model: l.Model, Pool: "pytorch"},
+			Memory: &Memory{Metrics: dv.d.Metrics, OOMs: dv.ooms},
+		})
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package exporter
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// A tiny pickle writer (protocol 2 opcodes) for snapshots built inside the
+// tests: ordered dicts (pod), lists ([]any), strings, ints and bools.
+type (
+	pkv struct {
+		k string
+		v any
+	}
+	pod []pkv
+)
+
+func pickleOf(v any) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x80\x02")
+	pickleEnc(&b, v)
+	b.WriteByte('.')
+	return b.Bytes()
+}
+
+func pickleEnc(b *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteByte('N')
+	case bool:
+		if x {
+			b.WriteByte(0x88)
+		} else {
+			b.WriteByte(0x89)
+		}
+	case int:
+		b.WriteString("\x8a\x08")
+		_ = binary.Write(b, binary.LittleEndian, int64(x))
+	case string:
+		b.WriteByte('X')
+		_ = binary.Write(b, binary.LittleEndian, uint32(len(x)))
+		b.WriteString(x)
+	case []any:
+		b.WriteString("](")
+		for _, e := range x {
+			pickleEnc(b, e)
+		}
+		b.WriteByte('e')
+	case pod:
+		b.WriteString("}(")
+		for _, e := range x {
+			pickleEnc(b, e.k)
+			pickleEnc(b, e.v)
+		}
+		b.WriteByte('u')
+	default:
+		panic(fmt.Sprintf("pickleEnc: %T", v))
+	}
+}
+
+// genSnapshot is a small modern snapshot of one segment on device with
+// used MiB of 4 allocated (so files with different used differ in their
+// figures) and ooms oom entries in the device's trace.
+func genSnapshot(device, used, ooms int) []byte {
+	const mib = 1 << 20
+	addr := 1 << 40
+	block := func(a, size int, state string) pod {
+		return pod{{"address", a}, {"size", size}, {"requested_size", size}, {"state", state}, {"frames", []any{}}}
+	}
+	blocks := []any{block(addr, used*mib, "active_allocated"), block(addr+used*mib, (4-used)*mib, "inactive")}
+	seg := pod{{"device", device}, {"address", addr}, {"total_size", 4 * mib}, {"allocated_size", used * mib},
+		{"active_size", used * mib}, {"requested_size", used * mib}, {"stream", 0}, {"segment_type", "large"},
+		{"is_expandable", false}, {"frames", []any{}}, {"blocks", blocks}}
+	trace := []any{pod{{"action", "alloc"}, {"addr", addr}, {"size", used * mib}, {"stream", 0}, {"time_us", 5}}}
+	for i := range ooms {
+		trace = append(trace, pod{{"action", "oom"}, {"addr", 0}, {"size", 8 * mib}, {"stream", 0},
+			{"time_us", 10 + i}, {"frames", []any{}}})
+	}
+	traces := []any{}
+	for d := 0; d <= max(device, 0); d++ {
+		if d == device {
+			traces = append(traces, trace)
+		} else {
+			traces = append(traces, []any{})
+		}
+	}
+	return pickleOf(pod{{"segments", []any{seg}}, {"device_traces", traces}})
+}
