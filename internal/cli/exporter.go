@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,7 @@ type exporterFlags struct {
 	listen          string
 	snapshots       string
 	rescan          time.Duration
+	stuckAfter      time.Duration
 	sourceTimeout   time.Duration
 	logFormat       string
 	logLevel        string
@@ -51,7 +53,8 @@ stopped (SIGINT or SIGTERM: in-flight scrapes get 10s to finish).
 
   /metrics      Prometheus exposition (families listed in
                 'go doc github.com/gpufrag/gpufrag/exporter')
-  /healthz      200 "ok" while serving, 503 while shutting down
+  /healthz      200 "ok" while serving; 503 "shutting down", or 503
+                "degraded: REASON" while a source's rescan or poll is stuck
   /snapshots/   with --capture-dir: the captured OOM snapshots (an HTML
                 listing, /snapshots/index.json, /snapshots/NAME downloads)
 
@@ -72,9 +75,19 @@ error is copied there atomically as INSTANCE-MODEL-YYYYMMDDTHHMMSSZ-SEQ.pickle,
 keeping at most --capture-max-files files and --capture-max-bytes bytes (the
 oldest go first; the newest is always kept).
 
+What it opens: only regular files, through the directory, never following a
+symbolic link and never blocking on open (a link, named pipe, socket, device
+or directory named like a snapshot or sidecar is refused unopened, reason
+not_regular); /snapshots/ serves only the captures it wrote itself, still
+the same file. A file whose reader or analysis panics is skipped (reason
+panic); the other files keep being served. A rescan or poll that makes no
+progress for --stuck-after marks its source down
+(gpufrag_source_up 0) and turns /healthz into 503 "degraded: REASON".
+--capture-dir must be neither --snapshots nor inside it, nor contain it.
+
 Memory is bounded by --max-files, --max-file-bytes (a snapshot takes about
-25 bytes of memory per file byte while it is analysed), --max-instances and
---max-series.
+25 bytes of memory per file byte while it is analysed, one file at a time),
+--max-instances and --max-series.
 
 With --nvml it reads every GPU's total, used and free memory and each
 process's usage through NVML (the driver's libnvidia-ml.so.1; --nvml-library
@@ -101,7 +114,7 @@ scrape of /metrics serves their last result and never waits for them.`
 
 func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	f := exporterFlags{
-		listen: "127.0.0.1:9400", rescan: 10 * time.Second, sourceTimeout: 2 * time.Second,
+		listen: "127.0.0.1:9400", rescan: 10 * time.Second, stuckAfter: exporter.DefaultStuckAfter, sourceTimeout: 2 * time.Second,
 		logFormat: "text", logLevel: "info",
 		maxFiles: 256, maxFileBytes: mem.Bytes(256 * mem.MiB), maxInstances: 256, maxSeries: 20000,
 		captureMaxFiles: 20, captureMaxBytes: mem.Bytes(2 * mem.GiB),
@@ -135,8 +148,9 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", f.listen, "`ADDR`ESS to serve on (host:port; :0 picks a free port)")
 	fl.StringVar(&f.snapshots, "snapshots", "", "`DIR`ectory of PyTorch memory snapshot pickles to watch")
-	fl.DurationVar(&f.rescan, "rescan", f.rescan, "how often to rescan --snapshots")
-	fl.DurationVar(&f.sourceTimeout, "source-timeout", f.sourceTimeout, "deadline of one source's collection during a scrape")
+	fl.DurationVar(&f.rescan, "rescan", f.rescan, "how often to rescan --snapshots (at least 1s)")
+	fl.DurationVar(&f.stuckAfter, "stuck-after", f.stuckAfter, "how long a rescan or poll may make no progress before its source is reported down and /healthz degraded (at least 1s)")
+	fl.DurationVar(&f.sourceTimeout, "source-timeout", f.sourceTimeout, "deadline of one source's collection during a scrape (at least 10ms)")
 	fl.StringVar(&f.logFormat, "log-format", f.logFormat, "log format: text or json (logs go to stderr)")
 	fl.StringVar(&f.logLevel, "log-level", f.logLevel, "log level: debug, info, warn or error")
 	fl.IntVar(&f.maxFiles, "max-files", f.maxFiles, "most snapshot files watched (in name order)")
@@ -149,12 +163,29 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.nvml, "nvml", false, "read GPU memory through NVML (needs the NVIDIA driver)")
 	fl.StringVar(&f.nvmlLibrary, "nvml-library", "", "`PATH` of libnvidia-ml.so.1 (default: the dynamic loader's search)")
 	fl.StringArrayVar(&f.scrape, "scrape", nil, "`URL` of a vLLM or SGLang /metrics endpoint to re-export (repeatable)")
-	fl.DurationVar(&f.poll, "poll-interval", 15*time.Second, "how often NVML and --scrape endpoints are read")
+	fl.DurationVar(&f.poll, "poll-interval", 15*time.Second, "how often NVML and --scrape endpoints are read (at least 1s)")
 	fl.StringVar(&f.cluster, "cluster", "", "export the Kubernetes cluster's GPU occupancy under this cluster `NAME`")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` for --cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
 	fl.BoolVar(&f.gzip, "gzip", false, "gzip /metrics for scrapers that accept it (costs CPU per scrape; off: the bytes are cheap on loopback or in a cluster)")
-	fl.DurationVar(&f.clusterPoll, "cluster-poll-interval", time.Minute, "how often --cluster lists nodes and pods")
+	fl.DurationVar(&f.clusterPoll, "cluster-poll-interval", time.Minute, "how often --cluster lists nodes and pods (at least 1s)")
 	return cmd
+}
+
+// Floors of the exporter's durations. A rescan stats every file of the
+// directory and a poll is a driver call or an HTTP round trip: below a
+// second they only burn CPU (a 1ns ticker spins a core) while Prometheus
+// scrapes every 15 s or so. A source timeout below 10 ms fails every HTTP
+// or NVML source even on loopback.
+const (
+	minExporterInterval = time.Second
+	minSourceTimeout    = 10 * time.Millisecond
+)
+
+func intervalReason(floor time.Duration) string {
+	if floor == minSourceTimeout {
+		return "a shorter deadline fails every source, even on loopback"
+	}
+	return "shorter only burns CPU: Prometheus scrapes every 15s or so"
 }
 
 // exporterReady, when set, receives the daemon's listening address (tests
@@ -188,14 +219,24 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		name string
 		bad  bool
 	}{
-		{"--rescan", f.rescan <= 0}, {"--source-timeout", f.sourceTimeout <= 0},
 		{"--max-files", f.maxFiles <= 0}, {"--max-file-bytes", f.maxFileBytes <= 0},
 		{"--max-instances", f.maxInstances <= 0}, {"--max-series", f.maxSeries <= 0},
 		{"--capture-max-files", f.captureMaxFiles <= 0}, {"--capture-max-bytes", f.captureMaxBytes <= 0},
-		{"--poll-interval", f.poll <= 0}, {"--cluster-poll-interval", f.clusterPoll <= 0},
 	} {
 		if c.bad {
 			return usageErrorf(cmd, "%s must be positive", c.name)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		v, floor time.Duration
+	}{
+		{"--rescan", f.rescan, minExporterInterval}, {"--stuck-after", f.stuckAfter, minExporterInterval},
+		{"--poll-interval", f.poll, minExporterInterval}, {"--cluster-poll-interval", f.clusterPoll, minExporterInterval},
+		{"--source-timeout", f.sourceTimeout, minSourceTimeout},
+	} {
+		if c.v < c.floor {
+			return usageErrorf(cmd, "%s %v: must be at least %v (%s)", c.name, c.v, c.floor, intervalReason(c.floor))
 		}
 	}
 	if f.snapshots != "" {
@@ -205,6 +246,12 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	}
 	if f.captureDir != "" && f.snapshots == "" {
 		return usageErrorf(cmd, "--capture-dir needs --snapshots (captures are copies of snapshot files)")
+	}
+	if f.captureDir != "" {
+		if err := exporter.DistinctDirs(f.snapshots, f.captureDir); err != nil {
+			return usageErrorf(cmd, "--capture-dir %s and --snapshots %s: %v: captures would be read as snapshots and captured again; give a directory outside --snapshots",
+				f.captureDir, f.snapshots, err)
+		}
 	}
 	if f.nvmlLibrary != "" && !f.nvml {
 		return usageErrorf(cmd, "--nvml-library needs --nvml")
@@ -245,14 +292,19 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	if f.snapshots != "" {
 		dir, err := exporter.NewSnapshotDir(exporter.SnapshotDirConfig{
 			Dir: f.snapshots, Rescan: f.rescan, MaxFiles: f.maxFiles, MaxFileBytes: int64(f.maxFileBytes),
-			MaxInstances: f.maxInstances, Logger: logger, Registerer: reg, Capture: capture,
+			MaxInstances: f.maxInstances, StuckAfter: f.stuckAfter, Logger: logger, Registerer: reg, Capture: capture,
 		})
 		if err != nil {
 			return err
 		}
 		// The first scan happens before the server answers, so the first
-		// scrape already has the directory's figures.
-		_ = dir.Rescan(ctx)
+		// scrape already has the directory's figures; a first scan stuck
+		// for --stuck-after goes on in the background (the source is down
+		// and /healthz degraded meanwhile) rather than keeping the server
+		// from starting.
+		if err := dir.FirstScan(ctx); errors.Is(err, exporter.ErrStuck) {
+			logger.Error("first snapshot rescan stuck; serving meanwhile", "err", err.Error())
+		}
 		sources = append(sources, dir)
 		scfg.Runners = append(scfg.Runners, dir)
 	}

@@ -32,7 +32,7 @@ func serveExporter(t *testing.T, args ...string) func(want ...string) string {
 	exporterReady = func(a net.Addr) { addrc <- a }
 	stderr := &lockedBuffer{}
 	root := newRoot(strings.NewReader(""), io.Discard, stderr)
-	root.SetArgs(append([]string{"exporter", "--listen", "127.0.0.1:0", "--poll-interval", "50ms"}, args...))
+	root.SetArgs(append([]string{"exporter", "--listen", "127.0.0.1:0", "--poll-interval", "1s"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { done <- root.ExecuteContext(ctx) }()
 	t.Cleanup(func() {
@@ -47,6 +47,7 @@ func serveExporter(t *testing.T, args ...string) func(want ...string) string {
 	case a := <-addrc:
 		base = "http://" + a.String()
 	case err := <-done:
+		done <- nil // for the cleanup, which waits on done
 		t.Fatalf("exporter stopped: %v; log: %s", err, stderr.String())
 	case <-time.After(20 * time.Second):
 		t.Fatal("exporter did not start")
@@ -142,7 +143,7 @@ func TestExporterSourceFlags(t *testing.T) {
 		{[]string{"--scrape", "localhost:8000/metrics"}, "want an http(s) URL"},
 		{[]string{"--scrape", "http://a/metrics", "--scrape", "http://a/metrics"}, "given twice"},
 		{[]string{"--nvml-library", "/x.so"}, "--nvml-library needs --nvml"},
-		{[]string{"--poll-interval", "0s"}, "--poll-interval must be positive"},
+		{[]string{"--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
 	} {
 		code, _, stderr := run(t, "", append([]string{"exporter"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
@@ -167,7 +168,7 @@ func TestExporterCluster(t *testing.T) {
 	nodes, pods := fixtureObjects(t)
 	var conf live.Config
 	withLive(t, func(c live.Config) (live.Client, error) { conf = c; return &fakeLive{nodes: nodes, pods: pods}, nil })
-	serveExporter(t, "--cluster", "prod", "--kubeconfig", "/k", "--cluster-poll-interval", "50ms")(
+	serveExporter(t, "--cluster", "prod", "--kubeconfig", "/k", "--cluster-poll-interval", "1s")(
 		`gpufrag_source_up{source="cluster"} 1`,
 		`gpufrag_cluster_nodes{cluster="prod"} 4`,
 		`gpufrag_cluster_gpus{cluster="prod"} 10`,

@@ -33,13 +33,30 @@ func (l *lockedBuffer) String() string {
 
 func TestExporterUsage(t *testing.T) {
 	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"exporter", "--log-format", "xml"}, `--log-format "xml"`},
 		{[]string{"exporter", "--log-level", "loud"}, `--log-level "loud"`},
-		{[]string{"exporter", "--rescan", "0s"}, "--rescan must be positive"},
+		{[]string{"exporter", "--rescan", "0s"}, "--rescan 0s: must be at least 1s"},
+		{[]string{"exporter", "--rescan", "1ns"}, "--rescan 1ns: must be at least 1s (shorter only burns CPU"},
+		{[]string{"exporter", "--poll-interval", "100ms"}, "--poll-interval 100ms: must be at least 1s"},
+		{[]string{"exporter", "--cluster-poll-interval", "-1s"}, "--cluster-poll-interval -1s: must be at least 1s"},
+		{[]string{"exporter", "--stuck-after", "0s"}, "--stuck-after 0s: must be at least 1s"},
+		{[]string{"exporter", "--source-timeout", "1ns"}, "--source-timeout 1ns: must be at least 10ms"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", dir}, "--capture-dir " + dir + " and --snapshots " + dir + ":"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", dir + "/"}, "are the same directory"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", link}, "are the same directory"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", filepath.Join(link, "oom")}, "is inside " + dir},
+		{[]string{"exporter", "--snapshots", filepath.Join(dir, "sub"), "--capture-dir", dir}, filepath.Join(dir, "sub") + " is inside " + dir},
 		{[]string{"exporter", "--max-series", "-1"}, "--max-series must be positive"},
 		{[]string{"exporter", "--snapshots", filepath.Join(dir, "nope")}, "not a readable directory"},
 		{[]string{"exporter", "--capture-dir", dir}, "--capture-dir needs --snapshots"},
