@@ -24,6 +24,12 @@ var csvHeader = []string{"timestamp", "instance", "model", "health"}
 // any order, but one (instance, model) may not have two rows with the same
 // timestamp. Errors name the file, line, column and field.
 func ReadCSV(name string, r io.Reader) (*History, error) {
+	return ReadCSVOptions(name, r, ReadOptions{})
+}
+
+// ReadCSVOptions is ReadCSV with limits.
+func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
+	maxSeries := o.maxSeries()
 	data, err := readLimited(name, r)
 	if err != nil {
 		return nil, err
@@ -68,15 +74,23 @@ func ReadCSV(name string, r io.Reader) (*History, error) {
 		if rec[1] == "" {
 			return nil, fmt.Errorf("%s: empty", at(1))
 		}
+		for i := 1; i <= 2; i++ {
+			if len(rec[i]) > MaxLabelBytes {
+				return nil, fmt.Errorf("%s: %d bytes, over %d", at(i), len(rec[i]), MaxLabelBytes)
+			}
+		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rec[3]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a number", at(3), rec[3])
+			return nil, fmt.Errorf("%s: %s is not a number", at(3), quoteShort(rec[3]))
 		}
 		if err := checkHealth(v); err != nil {
 			return nil, fmt.Errorf("%s: %w", at(3), err)
 		}
 		line, _ := cr.FieldPos(0)
 		k := key{rec[1], rec[2]}
+		if _, ok := groups[k]; !ok && len(groups) == maxSeries {
+			return nil, fmt.Errorf("%s:%d: %w: more than %d (instance, model) series", name, line, ErrTooManySeries, maxSeries)
+		}
 		groups[k] = append(groups[k], row{Point{Time: ts, Health: v}, line})
 	}
 
@@ -95,8 +109,8 @@ func ReadCSV(name string, r io.Reader) (*History, error) {
 		for i, r := range rows {
 			if i > 0 && r.p.Time == rows[i-1].p.Time {
 				a, b := min(r.line, rows[i-1].line), max(r.line, rows[i-1].line)
-				return nil, fmt.Errorf("%s:%d: timestamp: instance %q model %q already has a row at %v (line %d)",
-					name, b, k.instance, k.model, r.p.Time, a)
+				return nil, fmt.Errorf("%s:%d: timestamp: instance %s model %s already has a row at %v (line %d)",
+					name, b, quoteShort(k.instance), quoteShort(k.model), r.p.Time, a)
 			}
 			pts[i] = r.p
 		}
@@ -124,13 +138,13 @@ func parseTimestamp(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	if v, err := strconv.ParseFloat(s, 64); err == nil {
 		if v != v || v > 1e11 || v < -1e11 {
-			return 0, fmt.Errorf("%q is not a plausible Unix time in seconds", s)
+			return 0, fmt.Errorf("%s is not a plausible Unix time in seconds", quoteShort(s))
 		}
 		return v, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is neither Unix seconds nor RFC 3339", s)
+		return 0, fmt.Errorf("%s is neither Unix seconds nor RFC 3339", quoteShort(s))
 	}
 	return float64(t.UnixNano()) / 1e9, nil
 }

@@ -17,7 +17,12 @@
 //
 // Both are strict: a malformed document is rejected with an error that names
 // the file, the line and column (and byte offset for JSON) and the field,
-// never skipped silently and never a panic.
+// never skipped silently and never a panic. Both are bounded: MaxInputBytes
+// of input, MaxLabelBytes per label value, ReadOptions.MaxSeries series
+// (each costs about 1 KB whatever its points), and a value quoted in a
+// message is cut to 64 bytes. Derive refuses more than
+// Options.MaxInstances (instance, model) groups, and WriteRules streams one
+// rule at a time, so memory does not grow with the rules written.
 //
 // # Derivation
 //

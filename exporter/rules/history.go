@@ -3,16 +3,68 @@ package rules
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxInputBytes bounds what a reader accepts: a week of 15 s samples for a
 // few hundred series is a few tens of MiB of query_range JSON.
 const MaxInputBytes = 256 << 20
+
+// ReadOptions bound a history reader beyond MaxInputBytes.
+type ReadOptions struct {
+	// MaxSeries caps the distinct series (label sets; for CSV, (instance,
+	// model) pairs) read; 0 is DefaultMaxSeries. Each series costs about
+	// 1 KB of labels and bookkeeping whatever its points, so this, not the
+	// input size, bounds a history of many one-point series (16 MB of CSV
+	// rows of 500,000 instances took 600 MB).
+	MaxSeries int
+}
+
+// DefaultMaxSeries is ReadOptions.MaxSeries' default: DefaultMaxInstances
+// instances of up to 8 GPUs each (a node's), one series per GPU.
+const DefaultMaxSeries = 8 * DefaultMaxInstances
+
+// ErrTooManySeries: the history has more series than ReadOptions.MaxSeries.
+var ErrTooManySeries = errors.New("rules: too many series")
+
+func (o ReadOptions) maxSeries() int {
+	if o.MaxSeries <= 0 {
+		return DefaultMaxSeries
+	}
+	return o.MaxSeries
+}
+
+// MaxLabelBytes bounds a label value a reader accepts (instance, model and
+// the others): instance and model become label values of every generated
+// rule, and the longest real ones are pod or host names of under 256
+// bytes; 4 KiB leaves room and keeps a 5 MB field out of a rules file.
+const MaxLabelBytes = 4 << 10
+
+// quoteShort quotes s for a message, cut to its first 64 bytes (with the
+// total length) so that a huge field is never echoed whole.
+func quoteShort(s string) string {
+	return strconv.Quote(shortText(s))
+}
+
+// shortText is s cut to 64 bytes (at a rune boundary) with its length.
+func shortText(s string) string {
+	const n = 64 // enough to recognise a value in a message
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
 
 // Metric names a history may hold.
 const (
@@ -114,9 +166,19 @@ func labelString(l map[string]string) string {
 	return b.String()
 }
 
-// sortSeries orders series by their label strings, for deterministic output.
+// sortSeries orders series by their label strings, for deterministic
+// output (each label string built once, not at every comparison).
 func sortSeries(ss []Series) {
-	slices.SortStableFunc(ss, func(a, b Series) int {
-		return cmp.Compare(labelString(a.Labels), labelString(b.Labels))
-	})
+	type keyed struct {
+		key string
+		s   Series
+	}
+	ks := make([]keyed, len(ss))
+	for i, s := range ss {
+		ks[i] = keyed{labelString(s.Labels), s}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	for i := range ks {
+		ss[i] = ks[i].s
+	}
 }

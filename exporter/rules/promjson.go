@@ -27,11 +27,16 @@ import (
 // errors; name is used in messages, which give line, column, byte offset and
 // the JSON path of the field.
 func ReadPrometheusJSON(name string, r io.Reader) (*History, error) {
+	return ReadPrometheusJSONOptions(name, r, ReadOptions{})
+}
+
+// ReadPrometheusJSONOptions is ReadPrometheusJSON with limits.
+func ReadPrometheusJSONOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 	data, err := readLimited(name, r)
 	if err != nil {
 		return nil, err
 	}
-	p := &jsonParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p := &jsonParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data)), maxSeries: o.maxSeries()}
 	p.dec.UseNumber()
 	h, err := p.document()
 	if err != nil {
@@ -42,9 +47,10 @@ func ReadPrometheusJSON(name string, r io.Reader) (*History, error) {
 }
 
 type jsonParser struct {
-	name string
-	data []byte
-	dec  *json.Decoder
+	name      string
+	data      []byte
+	dec       *json.Decoder
+	maxSeries int
 }
 
 // errAt formats an error at byte offset off about field.
@@ -124,7 +130,7 @@ func (p *jsonParser) object(field string, member func(k string, koff int64) erro
 			return start, err
 		}
 		if seen[k] {
-			return start, p.errAt(koff, field, "duplicate key %q", k)
+			return start, p.errAt(koff, field, "duplicate key %s", quoteShort(k))
 		}
 		seen[k] = true
 		if err := member(k, koff); err != nil {
@@ -162,7 +168,7 @@ func describe(tok json.Token) string {
 	case json.Delim:
 		return fmt.Sprintf("%q", string(v))
 	case string:
-		return fmt.Sprintf("string %q", v)
+		return "string " + quoteShort(v)
 	case json.Number:
 		return "number " + v.String()
 	case bool:
@@ -194,7 +200,7 @@ func (p *jsonParser) document() (*History, error) {
 			haveData = true
 			err = p.dataObject(&h)
 		default:
-			err = p.errAt(koff, "document", "unknown field %q (want status, data, warnings, infos, errorType, error)", k)
+			err = p.errAt(koff, "document", "unknown field %s (want status, data, warnings, infos, errorType, error)", quoteShort(k))
 		}
 		return err
 	})
@@ -210,9 +216,9 @@ func (p *jsonParser) document() (*History, error) {
 	}
 	switch {
 	case status == "error":
-		return nil, p.errAt(start, "status", "the query failed: %s: %s", errType, msg)
+		return nil, p.errAt(start, "status", "the query failed: %s: %s", shortText(errType), shortText(msg))
 	case status != "success":
-		return nil, p.errAt(start, "status", "want \"success\", got %q", status)
+		return nil, p.errAt(start, "status", "want \"success\", got %s", quoteShort(status))
 	case !haveData:
 		return nil, p.errAt(start, "data", "missing")
 	}
@@ -229,7 +235,7 @@ func (p *jsonParser) dataObject(h *History) error {
 			var off int64
 			resultType, off, err = p.str("data.resultType")
 			if err == nil && resultType != "matrix" {
-				err = p.errAt(off, "data.resultType", "want \"matrix\" (a range query, /api/v1/query_range), got %q", resultType)
+				err = p.errAt(off, "data.resultType", "want \"matrix\" (a range query, /api/v1/query_range), got %s", quoteShort(resultType))
 			}
 		case "result":
 			haveResult = true
@@ -237,7 +243,7 @@ func (p *jsonParser) dataObject(h *History) error {
 		case "stats":
 			err = p.skip("data.stats")
 		default:
-			err = p.errAt(koff, "data", "unknown field %q (want resultType, result, stats)", k)
+			err = p.errAt(koff, "data", "unknown field %s (want resultType, result, stats)", quoteShort(k))
 		}
 		return err
 	})
@@ -260,6 +266,9 @@ func (p *jsonParser) result(h *History) error {
 	seen := map[string]int{}
 	for i := 0; p.dec.More(); i++ {
 		field := fmt.Sprintf("data.result[%d]", i)
+		if i == p.maxSeries {
+			return p.wrapAt(p.dec.InputOffset(), field, fmt.Errorf("%w: more than %d series", ErrTooManySeries, p.maxSeries))
+		}
 		s, off, err := p.series(field)
 		if err != nil {
 			return err
@@ -300,7 +309,10 @@ func (p *jsonParser) series(field string) (Series, int64, error) {
 					return nil
 				}
 				if !validLabelName(name) {
-					return p.errAt(noff, field+".metric", "%q is not a label name", name)
+					return p.errAt(noff, field+".metric", "%s is not a label name", quoteShort(name))
+				}
+				if len(v) > MaxLabelBytes {
+					return p.errAt(voff, field+".metric."+name, "label value of %d bytes, over %d", len(v), MaxLabelBytes)
 				}
 				s.Labels[name] = v
 				return nil
@@ -314,7 +326,7 @@ func (p *jsonParser) series(field string) (Series, int64, error) {
 		case "histograms":
 			return p.errAt(koff, field+".histograms", "native histograms are not health values: query gpufrag_health_ratio")
 		default:
-			return p.errAt(koff, field, "unknown field %q (want metric, values)", k)
+			return p.errAt(koff, field, "unknown field %s (want metric, values)", quoteShort(k))
 		}
 	})
 	if err != nil {
@@ -332,7 +344,7 @@ func (p *jsonParser) series(field string) (Series, int64, error) {
 	case FragmentationMetric:
 		invert = true
 	default:
-		return s, start, p.errAt(nameOff, field+".metric.__name__", "want %s or %s, got %q", HealthMetric, FragmentationMetric, metricName)
+		return s, start, p.errAt(nameOff, field+".metric.__name__", "want %s or %s, got %s", HealthMetric, FragmentationMetric, quoteShort(metricName))
 	}
 	for j := range values {
 		if invert {
@@ -380,7 +392,7 @@ func (p *jsonParser) values(field string) ([]Point, []int64, error) {
 		}
 		v, err := strconv.ParseFloat(vs, 64)
 		if err != nil {
-			return nil, nil, p.errAt(voff, f+"[1]", "%q is not a number", vs)
+			return nil, nil, p.errAt(voff, f+"[1]", "%s is not a number", quoteShort(vs))
 		}
 		if err := checkHealth(v); err != nil {
 			return nil, nil, p.wrapAt(voff, f+"[1]", err)

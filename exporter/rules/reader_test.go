@@ -138,3 +138,93 @@ func TestReadCSVAccepts(t *testing.T) {
 		t.Errorf("got %+v, want points %v", h.Series, want)
 	}
 }
+
+// TestReadersBoundFields: a field of megabytes is refused or reported
+// without being echoed whole, with its file, line and field; a label value
+// over MaxLabelBytes is an error (issue 13 cases 8 and 16).
+func TestReadersBoundFields(t *testing.T) {
+	huge := strings.Repeat("9", 5<<20)
+	long := strings.Repeat("x", MaxLabelBytes+1)
+	for _, c := range []struct {
+		name string
+		read func(string, *strings.Reader) (*History, error)
+		in   string
+		want []string
+	}{
+		{"csv huge health", csvReader, "1,a,m," + huge + "x\n", []string{"h:1:7: health", "(5242881 bytes)", "is not a number"}},
+		{"csv huge timestamp", csvReader, huge + "x,a,m,0.5\n", []string{"h:1:1: timestamp", "(5242881 bytes)"}},
+		{"csv long instance", csvReader, "1," + long + ",m,0.5\n", []string{"h:1:3: instance", "4097 bytes, over 4096"}},
+		{"csv long model", csvReader, "1,a," + long + ",0.5\n", []string{"h:1:5: model", "over 4096"}},
+		{"json long label", jsonReader, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"` + long + `"},"values":[]}]}}`,
+			[]string{"data.result[0].metric.instance", "label value of 4097 bytes, over 4096"}},
+		{"json huge value", jsonReader, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"` + huge + `x"]]}]}}`,
+			[]string{"data.result[0].values[0][1]", "(5242881 bytes)\" is not a number"}},
+		{"json huge key", jsonReader, `{"` + huge + `":1}`, []string{"document", "unknown field", "(5242880 bytes)"}},
+		{"json huge error", jsonReader, `{"status":"error","errorType":"x","error":"` + huge + `"}`, []string{"the query failed", "(5242880 bytes)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.read("h", strings.NewReader(c.in))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("message of %d bytes echoes the field", len(err.Error()))
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %.300q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func csvReader(name string, r *strings.Reader) (*History, error)  { return ReadCSV(name, r) }
+func jsonReader(name string, r *strings.Reader) (*History, error) { return ReadPrometheusJSON(name, r) }
+
+// TestDeriveMaxInstances: more (instance, model) groups than MaxInstances
+// is ErrTooManyInstances naming both counts; at the limit it derives.
+func TestDeriveMaxInstances(t *testing.T) {
+	h := &History{}
+	for i := range 4 {
+		h.Series = append(h.Series, Series{Labels: map[string]string{"instance": string(rune('a' + i))},
+			Points: []Point{{Time: 1, Health: 0.5}}})
+	}
+	o := DefaultOptions()
+	o.MaxInstances = 3
+	_, err := Derive(h, o)
+	if !errors.Is(err, ErrTooManyInstances) || !strings.Contains(err.Error(), "4 (instance, model) pairs, over the limit of 3") {
+		t.Errorf("Derive = %v, want ErrTooManyInstances naming 4 and 3", err)
+	}
+	o.MaxInstances = 4
+	if ts, err := Derive(h, o); err != nil || len(ts) != 4 {
+		t.Errorf("at the limit: %d thresholds, %v", len(ts), err)
+	}
+	o.MaxInstances = -1
+	if _, err := Derive(h, o); err == nil {
+		t.Error("negative MaxInstances accepted")
+	}
+}
+
+// TestReadersMaxSeries: past ReadOptions.MaxSeries distinct series both
+// readers stop with ErrTooManySeries at the line or offset of the first one
+// too many, before building more.
+func TestReadersMaxSeries(t *testing.T) {
+	csvIn := "1,a,m,0.5\n2,a,m,0.5\n1,b,m,0.5\n1,c,m,0.5\n"
+	_, err := ReadCSVOptions("h.csv", strings.NewReader(csvIn), ReadOptions{MaxSeries: 2})
+	if !errors.Is(err, ErrTooManySeries) || !strings.Contains(err.Error(), "h.csv:4: ") {
+		t.Errorf("CSV: %v, want ErrTooManySeries at line 4", err)
+	}
+	if _, err := ReadCSVOptions("h.csv", strings.NewReader(csvIn), ReadOptions{MaxSeries: 3}); err != nil {
+		t.Errorf("CSV at the limit: %v", err)
+	}
+	jsonIn := `{"status":"success","data":{"resultType":"matrix","result":[` +
+		`{"metric":{"instance":"a"},"values":[]},{"metric":{"instance":"b"},"values":[]}]}}`
+	_, err = ReadPrometheusJSONOptions("h.json", strings.NewReader(jsonIn), ReadOptions{MaxSeries: 1})
+	if !errors.Is(err, ErrTooManySeries) || !strings.Contains(err.Error(), "data.result[1]") {
+		t.Errorf("JSON: %v, want ErrTooManySeries at data.result[1]", err)
+	}
+	if _, err := ReadPrometheusJSONOptions("h.json", strings.NewReader(jsonIn), ReadOptions{MaxSeries: 2}); err != nil {
+		t.Errorf("JSON at the limit: %v", err)
+	}
+}

@@ -343,3 +343,37 @@ func TestThresholdJSON(t *testing.T) {
 		t.Errorf("JSON field names changed: %s", b)
 	}
 }
+
+// TestWriteRulesStreamsTheDocument: the streamed file is byte for byte the
+// whole document through one yaml.v3 encoder, with names that YAML quotes,
+// folds or writes as block scalars (newlines, long lines, leading spaces).
+func TestWriteRulesStreamsTheDocument(t *testing.T) {
+	long := strings.Repeat("very-long-instance-name-", 20)
+	ts := []Threshold{
+		{Instance: "vllm-0", Model: "llama", Points: 100, Threshold: 0.479, LowHealth: 0.52975, FragQuantile: 0.47025},
+		{Instance: "multi\nline\n\ninstance", Model: "m\n", Points: 1, Threshold: 0.5, Fallback: true},
+		{Instance: "  leading", Model: "#comment: x", Points: 70, Threshold: 0.9, Clamped: "max"},
+		{Instance: long, Model: "yes", Points: 61, Threshold: 0.1, Clamped: "min"},
+		{Instance: "tab\there", Model: "", Points: 2, Threshold: 0.5, Fallback: true},
+	}
+	for _, ts := range [][]Threshold{ts, nil} {
+		o := RuleOptions{Quantile: 0.95, Group: "g: x", For: "5m", Severity: "page"}
+		var got bytes.Buffer
+		if err := WriteRules(&got, ts, o); err != nil {
+			t.Fatal(err)
+		}
+		doc := rulesFile{Groups: []ruleGroup{{Name: o.Group}}}
+		o.RunbookURL = DefaultRunbookURL
+		for _, th := range ts {
+			r, a := thresholdRules(th, o)
+			doc.Groups[0].Rules = append(doc.Groups[0].Rules, r, a)
+		}
+		want, err := encodeYAML(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != string(want) {
+			t.Errorf("%d thresholds: streamed file differs from the document:\n%s\n--- want\n%s", len(ts), got.String(), want)
+		}
+	}
+}

@@ -27,13 +27,29 @@ type Options struct {
 	MinPoints int
 	// Fallback is the threshold of groups with too little history.
 	Fallback float64
+	// MaxInstances caps the (instance, model) groups, each of which makes
+	// two rules (0: DefaultMaxInstances); more is ErrTooManyInstances.
+	MaxInstances int
 }
+
+// DefaultMaxInstances is Options.MaxInstances' default. Each instance makes
+// a recording rule and an alert, about 1 KB of YAML (49 MB for 50,000):
+// 10,000 instances make 20,000 rules in one group, which Prometheus
+// evaluates one after the other every evaluation interval, and a 10 MB
+// rules file. Larger fleets are better split into several files (one
+// history query per part of the fleet).
+const DefaultMaxInstances = 10000
+
+// ErrTooManyInstances: the history has more (instance, model) groups than
+// Options.MaxInstances.
+var ErrTooManyInstances = errors.New("rules: too many instances")
 
 // DefaultOptions are the values `gpufrag rules` uses: the p95 of
 // fragmentation over the last 7 days, a 0.05 margin, clamped to [0.1, 0.9],
 // at least 60 points, falling back to the fleet convention 0.5.
 func DefaultOptions() Options {
-	return Options{Quantile: 0.95, Margin: 0.05, Min: 0.1, Max: 0.9, Window: 7 * 24 * 3600, MinPoints: 60, Fallback: 0.5}
+	return Options{Quantile: 0.95, Margin: 0.05, Min: 0.1, Max: 0.9, Window: 7 * 24 * 3600, MinPoints: 60, Fallback: 0.5,
+		MaxInstances: DefaultMaxInstances}
 }
 
 // Validate reports the first option out of range.
@@ -51,6 +67,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("min points %d: must be at least 1", o.MinPoints)
 	case !(o.Fallback >= 0 && o.Fallback <= 1):
 		return fmt.Errorf("fallback %v: must be in [0, 1]", o.Fallback)
+	case o.MaxInstances < 0:
+		return fmt.Errorf("max instances %d: must be positive (0: the default %d)", o.MaxInstances, DefaultMaxInstances)
 	}
 	return nil
 }
@@ -102,6 +120,15 @@ func Derive(h *History, o Options) ([]Threshold, error) {
 	}
 	if len(groups) == 0 {
 		return nil, errors.New("rules: the history has no points")
+	}
+	limit := o.MaxInstances
+	if limit == 0 {
+		limit = DefaultMaxInstances
+	}
+	if len(groups) > limit {
+		return nil, fmt.Errorf("%w: the history has %d (instance, model) pairs, over the limit of %d (--max-instances); "+
+			"each makes two rules: split the fleet into several histories (a query per part, e.g. {instance=~\"a.*\"}) "+
+			"and write one rules file each, or raise the limit", ErrTooManyInstances, len(groups), limit)
 	}
 	out := make([]Threshold, 0, len(groups))
 	for k, g := range groups {

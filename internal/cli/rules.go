@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,7 @@ type rulesFlags struct {
 	min, max  float64 // --min, --max
 	window    string  // --window
 	minPoints int     // --min-points
+	maxInst   int     // --max-instances
 	forDur    string  // --for
 	severity  string  // --severity
 	out       string  // --out
@@ -72,6 +74,9 @@ per instance, a recording rule gpufrag:health_ratio:threshold (plotted by the
 Grafana dashboard) and an alert GPUMemoryBelowUsualHealth that fires when
 gpufrag_health_ratio{instance, model} stays below the threshold for --for.
 
+At most --max-instances (instance, model) pairs (default 10000: each makes two
+rules, about 1 KB of YAML); a larger fleet is split into several histories.
+
 Without --out the rules file goes to standard output; with --out it is
 written there and a table of thresholds is printed; --json prints the
 thresholds as JSON instead of the table. Check the result with
@@ -81,7 +86,7 @@ func newRulesCmd() *cobra.Command {
 	d := rules.DefaultOptions()
 	f := rulesFlags{
 		format: "auto", quantile: d.Quantile, margin: d.Margin, min: d.Min, max: d.Max,
-		window: "7d", minPoints: d.MinPoints, forDur: "10m", severity: "warning",
+		window: "7d", minPoints: d.MinPoints, maxInst: d.MaxInstances, forDur: "10m", severity: "warning",
 	}
 	cmd := &cobra.Command{
 		Use:   "rules --history FILE",
@@ -116,6 +121,7 @@ func newRulesCmd() *cobra.Command {
 	fl.Float64Var(&f.max, "max", f.max, "highest threshold `T`")
 	fl.StringVar(&f.window, "window", f.window, "history `DURATION` before each instance's last point to use (0: all)")
 	fl.IntVar(&f.minPoints, "min-points", f.minPoints, "fewest points `N` for a derived threshold (else 0.5)")
+	fl.IntVar(&f.maxInst, "max-instances", f.maxInst, "most (instance, model) pairs `N` in the history (each makes two rules)")
 	fl.StringVar(&f.forDur, "for", f.forDur, "`DURATION` the alert condition must hold")
 	fl.StringVar(&f.severity, "severity", f.severity, "severity `LABEL` of the alerts")
 	fl.StringVar(&f.out, "out", "", "write the rules to `FILE` and print a table of thresholds")
@@ -129,6 +135,10 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	}
 	o := rules.DefaultOptions()
 	o.Quantile, o.Margin, o.Min, o.Max, o.MinPoints = f.quantile, f.margin, f.min, f.max, f.minPoints
+	if f.maxInst < 1 {
+		return usageErrorf(cmd, "--max-instances %d: must be at least 1", f.maxInst)
+	}
+	o.MaxInstances = f.maxInst
 	if f.window != "0" {
 		w, err := model.ParseDuration(f.window)
 		if err != nil {
@@ -147,6 +157,9 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	if f.severity == "" {
 		return usageErrorf(cmd, "--severity: empty")
 	}
+	if f.out != "" && f.history != "-" && sameFile(f.out, f.history) {
+		return usageErrorf(cmd, "--out %s is the --history file %s: writing the rules would overwrite the history; give another --out", f.out, f.history)
+	}
 
 	data, name, err := readRulesHistory(cmd, f.history)
 	if err != nil {
@@ -161,26 +174,30 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return usageErrorf(cmd, "--format %q: want auto, prometheus or csv", f.format)
 	}
 	var h *rules.History
+	ropts := rules.ReadOptions{MaxSeries: 8 * o.MaxInstances} // up to 8 GPUs per instance
 	if format == "csv" {
-		h, err = rules.ReadCSV(name, bytes.NewReader(data))
+		h, err = rules.ReadCSVOptions(name, bytes.NewReader(data), ropts)
 	} else {
-		h, err = rules.ReadPrometheusJSON(name, bytes.NewReader(data))
+		h, err = rules.ReadPrometheusJSONOptions(name, bytes.NewReader(data), ropts)
+	}
+	if errors.Is(err, rules.ErrTooManySeries) {
+		return fmt.Errorf("%w (8 per --max-instances %d): split the fleet into several histories, or raise --max-instances", err, o.MaxInstances)
 	}
 	if err != nil {
 		return err
 	}
 	ts, err := rules.Derive(h, o)
 	if err != nil {
+		if errors.Is(err, rules.ErrTooManyInstances) {
+			return fmt.Errorf("%s: %w (--max-instances %d)", name, err, o.MaxInstances)
+		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	var yml bytes.Buffer
 	ro := rules.RuleOptions{For: f.forDur, Severity: f.severity, Quantile: o.Quantile}
-	if err := rules.WriteRules(&yml, ts, ro); err != nil {
-		return err
-	}
+	write := func(w io.Writer) error { return rules.WriteRules(w, ts, ro) }
 	stdout := cmd.OutOrStdout()
 	if f.out != "" {
-		if err := writeFileAtomic(f.out, yml.Bytes()); err != nil {
+		if err := writeFileAtomic(f.out, write); err != nil {
 			return err
 		}
 	}
@@ -196,8 +213,20 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	case f.out != "":
 		return printRulesTable(stdout, ts, o, f.out)
 	}
-	_, err = stdout.Write(yml.Bytes())
-	return err
+	return write(stdout)
+}
+
+// sameFile reports whether a and b name the same existing file (after
+// links, or by device and inode), or the same path.
+func sameFile(a, b string) bool {
+	ia, erra := os.Stat(a)
+	ib, errb := os.Stat(b)
+	if erra == nil && errb == nil {
+		return os.SameFile(ia, ib)
+	}
+	pa, _ := filepath.Abs(a)
+	pb, _ := filepath.Abs(b)
+	return pa == pb
 }
 
 // readRulesHistory reads path ("-": the command's standard input) within
@@ -239,15 +268,16 @@ func sniffHistoryFormat(name string, data []byte) string {
 	return "csv"
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, so a reader (Prometheus reloading its rules) never sees half.
-func writeFileAtomic(path string, data []byte) error {
+// writeFileAtomic writes path with write through a temporary file in the
+// same directory, so a reader (Prometheus reloading its rules) never sees
+// half.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -88,6 +88,14 @@ func TestRulesCommandErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("1,a,m,0.5\n2,a,m,2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	many := filepath.Join(t.TempDir(), "many.csv")
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "1,vllm-%d,m,0.5\n", i)
+	}
+	if err := os.WriteFile(many, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -103,10 +111,19 @@ func TestRulesCommandErrors(t *testing.T) {
 		{[]string{"rules", "--history", filepath.Join(t.TempDir(), "none.csv")}, 1, "no such file"},
 		{[]string{"rules", "--history", bad}, 1, "bad.csv:2:7: health: value 2 is outside [0, 1]"},
 		{[]string{"rules", "--history", hist, "--format", "prometheus"}, 1, "health.csv:1:2 (byte 1): document: invalid character"},
+		{[]string{"rules", "--history", hist, "--max-instances", "0"}, 2, "--max-instances 0: must be at least 1"},
+		{[]string{"rules", "--history", hist, "--max-instances", "1"}, 1,
+			"health.csv: rules: too many instances: the history has 2 (instance, model) pairs, over the limit of 1"},
+		{[]string{"rules", "--history", many, "--max-instances", "1"}, 1, "many.csv:9: rules: too many series: more than 8 (instance, model) series (8 per --max-instances 1)"},
+		{[]string{"rules", "--history", hist, "--out", hist}, 2, "--out " + hist + " is the --history file"},
+		{[]string{"rules", "--history", hist, "--out", filepath.Join(filepath.Dir(hist), ".", "health.csv")}, 2, "would overwrite the history"},
 	} {
 		code, _, errb := run(t, "", c.args...)
 		if code != c.code || !strings.Contains(errb, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errb, c.code, c.want)
 		}
+	}
+	if data, err := os.ReadFile(hist); err != nil || !strings.HasPrefix(string(data), "timestamp,instance") {
+		t.Errorf("the history was overwritten (%v): %.100s", err, data)
 	}
 }
