@@ -48,7 +48,11 @@ type stream struct {
 	// -carve, emptied into ready by Sync. Nil while nothing is pending.
 	pending *extent.Set
 	// own is the part of ready ∪ pending, coalesced, that holds a pending
-	// byte of this stream (see above). Nil exactly when pending is.
+	// byte of this stream (see above). It is made at the first ready
+	// extent that touches a pending one (absorb); until then the own runs
+	// are the pending extents themselves and own is nil, which saves a
+	// set (5 KiB) per stream with pending frees and its upkeep per
+	// operation. Once made it stays until nothing is pending.
 	own *extent.Set
 	// busy is the stream's index in Allocator.busy while pending is not nil.
 	busy int
@@ -66,7 +70,16 @@ func (u usable) own() *extent.Set {
 	if u.st == nil {
 		return nil
 	}
-	return u.st.own
+	return u.st.runs()
+}
+
+// runs returns st's own runs: own, or the pending extents while own is not
+// made (nil when nothing is pending).
+func (st *stream) runs() *extent.Set {
+	if st.own != nil {
+		return st.own
+	}
+	return st.pending
 }
 
 // Find returns the usable extent that contains addr.
@@ -261,6 +274,15 @@ func (a *Allocator) takeReady(addr uint64, n int64) {
 // absorb makes the ready extent e, which touches a pending extent of st,
 // part of st's own runs.
 func (a *Allocator) absorb(st *stream, e extent.Extent) {
+	if st.own == nil {
+		// The first ready extent to touch st's pending frees: from now on
+		// the own runs differ from them. The copy costs no more than the
+		// frees that made them since st last had nothing pending.
+		st.own = a.newSet()
+		for p := range st.pending.All() {
+			st.own.Insert(p.Addr, p.Size)
+		}
+	}
 	for {
 		o, ok := st.own.Find(e.Addr)
 		if !ok {
@@ -279,6 +301,9 @@ func (a *Allocator) absorb(st *stream, e extent.Extent) {
 // free, out of the run, and drops what is left on either side if it no
 // longer holds a pending byte of st.
 func (a *Allocator) cut(st *stream, lo, hi uint64) {
+	if st.own == nil {
+		return // the own runs are the pending extents, which the caller changed
+	}
 	m, ok := st.own.Find(lo)
 	if !ok || hi > m.End() {
 		panic(fmt.Sprintf("async: bytes [%s,%s) are not in stream %d's own free memory", mem.FormatAddr(lo), mem.FormatAddr(hi), st.id))
@@ -331,7 +356,9 @@ func (a *Allocator) addPending(st *stream, addr uint64, n int64) {
 		}
 	}
 	st.pending.Insert(addr, n)
-	st.own.Insert(addr, n)
+	if st.own != nil {
+		st.own.Insert(addr, n)
+	}
 	if a.ready.Len() == 0 {
 		return
 	}
@@ -387,23 +414,25 @@ func (a *Allocator) takePending(st *stream, p extent.Extent, addr uint64, n int6
 			}
 		}
 	}
-	if okL || okR {
+	switch {
+	case st.own == nil:
+	case okL || okR:
 		a.cut(st, addr, end)
-	} else {
+	default:
 		// What is left of the own run on each side is a pending piece of
 		// p, or nothing: the run keeps its pending bytes, and cut's
 		// checks would find nothing to drop.
 		st.own.Take(addr, n)
 	}
 	if st.pending.Len() == 0 {
-		if st.own.Len() != 0 {
+		if st.own != nil && st.own.Len() != 0 {
 			panic(fmt.Sprintf("async: stream %d has own free memory %s without pending frees", st.id, st.own.String()))
 		}
 		a.retire(st)
 	}
 }
 
-// makeBusy gives st its pending and own sets, recycled where possible. A
+// makeBusy gives st its pending set, recycled where possible. A
 // second stream with pending frees starts the tracking of pending extent
 // ends.
 func (a *Allocator) makeBusy(st *stream) {
@@ -414,7 +443,7 @@ func (a *Allocator) makeBusy(st *stream) {
 		}
 		a.tracked = true
 	}
-	st.pending, st.own = a.newSet(), a.newSet()
+	st.pending = a.newSet()
 	st.busy = len(a.busy)
 	a.busy = append(a.busy, st)
 }
@@ -435,8 +464,10 @@ func (a *Allocator) newSet() *extent.Set {
 // frees, tracking stops.
 func (a *Allocator) retire(st *stream) {
 	for _, s := range []*extent.Set{st.pending, st.own} {
-		s.Clear()
-		a.spareSets = append(a.spareSets, s)
+		if s != nil {
+			s.Clear()
+			a.spareSets = append(a.spareSets, s)
+		}
 	}
 	st.pending, st.own = nil, nil
 	last := a.busy[len(a.busy)-1]

@@ -132,8 +132,12 @@ func (a *Allocator) clone() *Allocator {
 	c.busy = make([]*stream, len(a.busy))
 	for i, st := range a.busy {
 		cs := c.streams[st.id]
-		p, o := st.pending.Clone(), st.own.Clone()
-		cs.pending, cs.own, cs.busy = &p, &o, i
+		p := st.pending.Clone()
+		cs.pending, cs.busy = &p, i
+		if st.own != nil {
+			o := st.own.Clone()
+			cs.own = &o
+		}
 		c.busy[i] = cs
 	}
 	c.pendStart, c.pendEnd = maps.Clone(a.pendStart), maps.Clone(a.pendEnd)
@@ -155,15 +159,15 @@ func (a *Allocator) CheckInvariants() error {
 	}
 	sets := []named{{"unmapped", &a.unmapped}, {"ready", &a.ready}}
 	for i, st := range a.busy {
-		if st.pending == nil || st.own == nil || st.pending.Len() == 0 || st.busy != i || a.streams[st.id] != st {
+		if st.pending == nil || st.pending.Len() == 0 || st.busy != i || a.streams[st.id] != st {
 			return fmt.Errorf("%w: stream %d is listed as having pending frees, but has none or is not known", ErrBroken, st.id)
 		}
 		sets = append(sets,
 			named{fmt.Sprintf("stream %d pending", st.id), st.pending},
-			named{fmt.Sprintf("stream %d own", st.id), st.own})
+			named{fmt.Sprintf("stream %d own", st.id), st.runs()})
 	}
 	for id, st := range a.streams {
-		if st.id != id || (st.busy < 0) != (st.pending == nil) || (st.pending == nil) != (st.own == nil) {
+		if st.id != id || (st.busy < 0) != (st.pending == nil) || (st.pending == nil && st.own != nil) {
 			return fmt.Errorf("%w: stream %d: busy %d with pending %v, own %v", ErrBroken, id, st.busy, st.pending != nil, st.own != nil)
 		}
 	}
@@ -290,7 +294,7 @@ func (a *Allocator) checkFree() error {
 		for e := range st.pending.All() {
 			start[e.Addr], end[e.End()] = st.id, st.id
 		}
-		if got, want := slices.Collect(st.own.All()), a.ownRuns(st); !slices.Equal(got, want) {
+		if got, want := slices.Collect(st.runs().All()), a.ownRuns(st); !slices.Equal(got, want) {
 			return fmt.Errorf("%w: stream %d own runs %v, want %v (ready ∪ pending runs with a pending byte)", ErrBroken, st.id, got, want)
 		}
 	}
