@@ -63,8 +63,9 @@
 //
 // Serve runs the HTTP server on a listener the caller opens (tests use
 // 127.0.0.1:0): /metrics (promhttp over the Gatherer given, never the
-// global registry), /healthz (200 "ok" while serving, 503 while shutting
-// down) and, with a Capturer, /snapshots/. The server sets ReadHeader, Read,
+// global registry), /healthz (200 "ok" while serving; 503 "shutting down";
+// 503 "degraded: REASON" while a runner that is a StuckReporter has made no
+// progress for its deadline) and, with a Capturer, /snapshots/. The server sets ReadHeader, Read,
 // Write and Idle timeouts and MaxHeaderBytes, caps concurrent scrapes, runs
 // the Runners (rescans, polls) in the background, and on cancellation shuts
 // down gracefully within ServerConfig.ShutdownTimeout. Logs go through
@@ -76,6 +77,23 @@
 // decoding takes about 25 bytes per file byte while a file is analysed),
 // --max-instances (256 distinct instance label values from snapshots) and
 // --max-series (20000 gpufrag series per scrape; a source past it is down).
+//
+// # What is trusted
+//
+// Nothing in the snapshot directory: every file is opened through the
+// directory's descriptor (openat), only when fstatat says it is a regular
+// file, with O_NOFOLLOW|O_NONBLOCK, and refused when fstat on the open
+// descriptor disagrees (ErrNotRegular, ErrFileChanged): a link, pipe,
+// socket, device or directory named like a snapshot or sidecar is counted
+// once (reason not_regular) and never opened. Checks run at every open. The
+// reader and analysis of each file run under recover(): a panic is counted
+// once for that file version (reason panic). One file is analysed at a
+// time. A rescan or poll that makes no progress for its deadline
+// (SnapshotDirConfig.StuckAfter, --stuck-after; a poll's timeout plus one
+// interval) reports its source down and /healthz degraded until it moves
+// on. /snapshots/ serves only the captures the Capturer wrote or indexed,
+// still the same file (device, inode, size), at most that many bytes.
+// DistinctDirs keeps the capture directory out of the snapshot directory.
 //
 // # Snapshot labels
 //
@@ -106,12 +124,14 @@
 //
 //	/snapshots/             HTML listing, newest first
 //	/snapshots/index.json   [{"name", "size_bytes", "time"}], newest first
-//	/snapshots/<name>       download (only names in the capture index)
+//	/snapshots/<name>       download (only names in the capture index, and
+//	                        only while the file is the one written)
 //
 // so a Grafana data link can point at http://HOST:9400/snapshots/ or at a
 // file name. Captures are deduplicated per file version within one process
 // only: after a restart, files still in the snapshot directory are captured
-// again (retention bounds the copies).
+// again (retention bounds the copies). A file named like a capture is
+// never captured again.
 //
 // # Collector
 //
@@ -181,9 +201,9 @@
 // Snapshot directory (SnapshotDir) and capture (Capturer):
 //
 //	gpufrag_snapshot_errors_total{reason}   files skipped, each version once; reasons:
-//	                                        io too_large forbidden truncated length limit
-//	                                        decode field analysis labels max_files
-//	                                        max_instances duplicate_labels
+//	                                        io not_regular too_large forbidden truncated
+//	                                        length limit decode field analysis panic
+//	                                        labels max_files max_instances duplicate_labels
 //	gpufrag_snapshots_analyzed_total
 //	gpufrag_snapshot_last_analyzed_timestamp_seconds
 //	gpufrag_snapshot_files                  files watched

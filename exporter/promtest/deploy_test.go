@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/exporter/rules"
+	"github.com/gpufrag/gpufrag/mem"
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -539,12 +540,33 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("args %q lack %q", args, w)
 		}
 	}
-	if lim := c.Resources.Limits.Memory(); lim.IsZero() || lim.Value() > 128<<20 {
-		t.Errorf("memory limit %v, want about 64Mi", lim)
+	// The memory limit must hold the largest snapshot the exporter reads
+	// (--max-file-bytes, analysed at up to 25 bytes of memory per file
+	// byte) over its 40 MiB at rest, or one large file gets the pod
+	// OOM-killed again at every restart; GOMEMLIMIT sits below the limit.
+	var fileBytes mem.Bytes
+	if i := slices.Index(c.Args, "--max-file-bytes"); i < 0 || i+1 >= len(c.Args) || fileBytes.Set(c.Args[i+1]) != nil {
+		t.Errorf("args %q: no --max-file-bytes SIZE (the default 256 MiB needs 6.4 GB)", args)
+	}
+	lim := c.Resources.Limits.Memory()
+	if need := 40<<20 + 25*int64(fileBytes); lim.IsZero() || lim.Value() < need || lim.Value() > 1<<30 {
+		t.Errorf("memory limit %v: want at least %d MiB for --max-file-bytes %v, at most 1Gi", lim, need>>20, fileBytes)
+	}
+	goMemLimit := ""
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			goMemLimit = e.Value
+		}
+	}
+	var gml mem.Bytes
+	if err := gml.Set(goMemLimit); err != nil || int64(gml) >= lim.Value() || int64(gml) < lim.Value()*3/4 {
+		t.Errorf("GOMEMLIMIT %q: want 75-100%% of the memory limit %v (%v)", goMemLimit, lim, err)
 	}
 	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
-		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		t.Errorf("container security context: %+v", c.SecurityContext)
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+		t.Errorf("container security context: %+v (want non-root, read-only root, no escalation, capabilities drop ALL)", c.SecurityContext)
 	}
 	if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
 		t.Errorf("pod does not run as non-root: %+v", spec.SecurityContext)
