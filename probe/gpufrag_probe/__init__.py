@@ -28,7 +28,7 @@ log = logging.getLogger("gpufrag_probe")
 
 
 def start(directory, *, interval_s=_config.DEFAULT_INTERVAL_S, instance=None, model=None, history=True,
-          keep=_config.DEFAULT_KEEP, max_entries=_config.DEFAULT_MAX_ENTRIES):
+          keep=_config.DEFAULT_KEEP, max_entries=_config.DEFAULT_MAX_ENTRIES, stacks=True):
     """Starts a probe writing into directory and returns it (the running one
     when this process already has a probe on directory).
 
@@ -37,8 +37,10 @@ def start(directory, *, interval_s=_config.DEFAULT_INTERVAL_S, instance=None, mo
     GPUFRAG_PROBE_INSTANCE / _MODEL, else discovered: POD_NAME or the host
     name; vLLM's or SGLang's model from the command line; else "unknown").
     history: record the allocator's events (needed for OOM counts and
-    replay). keep: OOM snapshots kept in directory/.gpufrag-oom/. max_entries:
-    history entries kept per device.
+    replay). stacks: with each event its Python stack (call sites in the
+    analysis; costs a stack walk per allocation and free). keep: OOM
+    snapshots kept in directory/.gpufrag-oom/. max_entries: history entries
+    kept per device.
 
     Invalid arguments raise ValueError here, in the caller; nothing the
     probe does later raises into the host."""
@@ -49,7 +51,7 @@ def start(directory, *, interval_s=_config.DEFAULT_INTERVAL_S, instance=None, mo
     if int(keep) < 0 or int(max_entries) < 1:
         raise ValueError("gpufrag_probe.start: keep must be >= 0 and max_entries >= 1 (got %r, %r)"
                          % (keep, max_entries))
-    return _register(Probe(directory, interval_s, instance, model, history, keep, max_entries))
+    return _register(Probe(directory, interval_s, instance, model, history, keep, max_entries, stacks))
 
 
 def start_from_env(source="env"):

@@ -30,6 +30,8 @@ def _parser():
     p.add_argument("--max-entries", type=int,
                    help="allocator history entries per device (default %d)" % _config.DEFAULT_MAX_ENTRIES)
     p.add_argument("--no-history", action="store_true", help="do not record the allocator's history")
+    p.add_argument("--no-stacks", action="store_true",
+                   help="record the history without Python stacks (cheaper; no call sites in the analysis)")
     return p
 
 
@@ -52,6 +54,8 @@ def environment(args, cmd, env):
             env[key] = str(val)
     if args.no_history:
         env[_config.ENV_HISTORY] = "0"
+    if args.no_stacks:
+        env[_config.ENV_STACKS] = "0"
     if not env.get(_config.ENV_MODEL):
         m = model_of_command(cmd)
         if m:

@@ -33,10 +33,11 @@ def error_kind(where, e):
 class Probe:
     """A running probe; see gpufrag_probe.start."""
 
-    def __init__(self, directory, interval_s, instance, model, history, keep, max_entries):
+    def __init__(self, directory, interval_s, instance, model, history, keep, max_entries, stacks=True):
         self.directory = os.path.abspath(directory)
         self.interval_s = float(interval_s)
         self.history = bool(history)
+        self.stacks = bool(stacks)
         self.keep = int(keep)
         self.max_entries = int(max_entries)
         self._instance, self._model = instance, model
@@ -169,6 +170,8 @@ class Probe:
                     continue
                 took = self._periodic(torch)
                 self._next_s = next_interval(self.interval_s, took)
+                if self._files.stem is None:  # nothing allocated yet: look again soon
+                    self._next_s = min(self._next_s, _config.UNNAMED_RETRY_S)
                 due = time.monotonic() + self._next_s
             self._drain()
         except BaseException as e:  # the thread ends; the host goes on
@@ -202,7 +205,7 @@ class Probe:
     def _setup(self, torch):
         if self.history:
             try:
-                _torchapi.record_history(torch, self.max_entries)
+                _torchapi.record_history(torch, self.max_entries, self.stacks)
                 self._history_on = True
             except _torchapi.Unsupported as e:
                 self._warn("history:unsupported", "gpufrag_probe: no allocation history: %s", e)

@@ -28,15 +28,17 @@ def snapshot(torch):
     return torch.cuda.memory._snapshot()
 
 
-def record_history(torch, max_entries):
-    """Starts recording every allocator event with Python stacks, at most
-    max_entries per device (the PyTorch >= 2.1 signature)."""
+def record_history(torch, max_entries, stacks=True):
+    """Starts recording every allocator event, at most max_entries per
+    device (the PyTorch >= 2.1 signature), with the Python stack of each
+    event (context="all", stacks="python") or, without stacks, none
+    (context=None: the events alone, which replay and OOM counts need)."""
     fn = getattr(getattr(torch.cuda, "memory", None), "_record_memory_history", None)
     if fn is None:
         raise Unsupported("torch.cuda.memory._record_memory_history is missing (PyTorch %s)"
                           % getattr(torch, "__version__", "?"))
     try:
-        fn(enabled="all", context="all", stacks="python", max_entries=max_entries)
+        fn(enabled="all", context="all" if stacks else None, stacks="python", max_entries=max_entries)
     except TypeError as e:
         raise Unsupported("torch.cuda.memory._record_memory_history does not take enabled/context/stacks/"
                           "max_entries (PyTorch %s is older than 2.1): %s" % (getattr(torch, "__version__", "?"), e))

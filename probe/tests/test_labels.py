@@ -88,19 +88,19 @@ def test_env_config(monkeypatch):
     assert (cfg["interval_s"], cfg["keep"], cfg["max_entries"]) == (
         _config.DEFAULT_INTERVAL_S, _config.DEFAULT_KEEP, _config.DEFAULT_MAX_ENTRIES)
     for k, v in (("DIR", "/d"), ("INTERVAL", "2.5"), ("KEEP", "0"), ("MAX_ENTRIES", "100"), ("HISTORY", "off"),
-                 ("INSTANCE", "i"), ("MODEL", "m")):
+                 ("STACKS", "0"), ("INSTANCE", "i"), ("MODEL", "m")):
         monkeypatch.setenv("GPUFRAG_PROBE_" + k, v)
     cfg, problems = _config.from_env()
     assert problems == []
     assert cfg == {"directory": "/d", "interval_s": 2.5, "keep": 0, "max_entries": 100, "history": False,
-                   "instance": "i", "model": "m"}
+                   "stacks": False, "instance": "i", "model": "m"}
 
 
 def test_env_config_bad_values_fall_back(monkeypatch):
-    for k, v in (("INTERVAL", "0"), ("KEEP", "-1"), ("MAX_ENTRIES", "many"), ("HISTORY", "maybe")):
+    for k, v in (("INTERVAL", "0"), ("KEEP", "-1"), ("MAX_ENTRIES", "many"), ("HISTORY", "maybe"), ("STACKS", "?")):
         monkeypatch.setenv("GPUFRAG_PROBE_" + k, v)
     cfg, problems = _config.from_env()
-    assert len(problems) == 4
+    assert len(problems) == 5 and cfg["stacks"] is True
     assert (cfg["interval_s"], cfg["keep"], cfg["max_entries"], cfg["history"]) == (
         _config.DEFAULT_INTERVAL_S, _config.DEFAULT_KEEP, _config.DEFAULT_MAX_ENTRIES, True)
     monkeypatch.setenv("GPUFRAG_PROBE_INTERVAL", "nan")

@@ -1,13 +1,13 @@
 """The vLLM general plugin entry point."""
 import os
 import re
+import subprocess
 import sys
 import textwrap
 
 import gpufrag_probe
 from gpufrag_probe import _probe, vllm_plugin
-from conftest import PROBE, child_env, pickles, wait_for
-import subprocess
+from conftest import PROBE, child_env, pickles
 
 
 def test_entry_point_declared():

@@ -56,6 +56,18 @@ def test_history_arguments_and_ring(tmp_path, fake):
     assert fake.history is None
 
 
+def test_history_without_stacks(tmp_path, fake):
+    torch.cuda.init()
+    p = start(tmp_path, stacks=False)
+    wait_for(lambda: p.stats().get("dump:periodic"), "a dump")
+    (call,) = fake.calls_named("_record_memory_history")
+    assert call[2]["enabled"] == "all" and call[2]["context"] is None
+    torch._fake.alloc(100)
+    assert p.dump() == p.path
+    assert [(e["action"], e["frames"]) for e in load(p.path)["device_traces"][0]] == [
+        ("alloc", []), ("free_requested", []), ("free_completed", [])]
+
+
 def test_history_off(tmp_path, fake):
     torch.cuda.init()
     p = start(tmp_path, history=False)
@@ -90,8 +102,9 @@ def test_history_api_missing_degrades(tmp_path, fake, monkeypatch, caplog):
 def test_nothing_allocated_means_no_file(tmp_path, fake):
     fake.load({"segments": [], "device_traces": [[]]})
     torch.cuda.init()
-    p = start(tmp_path)
-    wait_for(lambda: len(fake.calls_named("_snapshot")) >= 3, "three snapshots")
+    p = start(tmp_path, interval_s=3600)  # retried every UNNAMED_RETRY_S until there is memory
+    wait_for(lambda: len(fake.calls_named("_snapshot")) >= 2, "two snapshots")
+    assert p.stats()["next_interval_s"] == _config.UNNAMED_RETRY_S
     assert pickles(tmp_path) == [] and p.path is None and p.dump() is None
     fake.load(os.path.join(FIXTURES, "replay.pickle"))
     wait_for(lambda: p.path, "a file once memory is allocated")

@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 from gpufrag_probe import __main__ as cli
 from conftest import FAKE_TORCH, PROBE, child_env, pickles, wait_for
@@ -136,12 +135,13 @@ def test_usage_errors(tmp_path):
 
 def test_environment():
     class A:
-        dir, interval, instance, model, keep, max_entries, no_history = "d", 5.0, None, None, 1, None, True
+        dir, interval, instance, model, keep, max_entries, no_history, no_stacks = "d", 5.0, None, None, 1, None, True, True
     env = cli.environment(A, ["python3", "-m", "sglang.launch_server", "--model-path", "org/m"],
                           {"PYTHONPATH": "/x", "GPUFRAG_PROBE_INSTANCE": "kept"})
     assert env["GPUFRAG_PROBE_DIR"] == os.path.abspath("d")
     assert env["GPUFRAG_PROBE_INTERVAL"] == "5.0" and env["GPUFRAG_PROBE_KEEP"] == "1"
-    assert env["GPUFRAG_PROBE_HISTORY"] == "0" and "GPUFRAG_PROBE_MAX_ENTRIES" not in env
+    assert env["GPUFRAG_PROBE_HISTORY"] == "0" and env["GPUFRAG_PROBE_STACKS"] == "0"
+    assert "GPUFRAG_PROBE_MAX_ENTRIES" not in env
     assert env["GPUFRAG_PROBE_INSTANCE"] == "kept" and env["GPUFRAG_PROBE_MODEL"] == "org/m"
     assert env["PYTHONPATH"] == cli.BOOT_DIR + os.pathsep + "/x"
     assert os.path.isfile(os.path.join(cli.BOOT_DIR, "sitecustomize.py"))
