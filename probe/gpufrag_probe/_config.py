@@ -27,10 +27,11 @@ DEFAULT_KEEP = 5
 # what the replay needs (older state is rebuilt from the segments).
 DEFAULT_MAX_ENTRIES = 20000
 
-# BACKOFF_K: a dump holds the GIL (snapshot and pickling) for its duration,
-# so the next one waits at least BACKOFF_K times as long as the last one
-# took: the probe's share of the process's time stays below 1/BACKOFF_K =
-# 1%, the overhead target, however large the snapshot grows.
+# BACKOFF_K: a dump holds the GIL while _snapshot() builds the state and
+# while it is pickled, so the next one waits at least BACKOFF_K times as
+# long as those took: the probe's share of the process's time stays below
+# 1/BACKOFF_K = 1%, the overhead target, however large the snapshot grows.
+# The write and the fsyncs release the GIL and are not counted.
 BACKOFF_K = 100.0
 
 # POLL_S: how often the probe looks whether the host has imported torch and

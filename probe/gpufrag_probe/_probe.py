@@ -18,7 +18,9 @@ log = logging.getLogger("gpufrag_probe")
 
 def next_interval(interval_s, last_dump_s):
     """The wait before the next periodic dump: interval_s, or BACKOFF_K
-    times the last dump's duration when that is longer."""
+    times the last dump's duration when that is longer. A dump's duration
+    is the part that holds the GIL: _snapshot() and the pickling (the write
+    and the fsyncs release it and cost the host nothing)."""
     return max(interval_s, _config.BACKOFF_K * last_dump_s)
 
 
@@ -58,8 +60,10 @@ class Probe:
         self._pending = 0
         self._stopping = threading.Event()
         self._history_on = False
-        self._last_dump_s = 0.0
+        self._last_dump_s = 0.0  # snapshot + pickle: the GIL-holding part
         self._last_snapshot_s = 0.0
+        self._last_pickle_s = 0.0
+        self._last_write_s = 0.0
         self._last_oom_at = None
         self._catchup_at = None
         self._next_s = self.interval_s
@@ -114,6 +118,7 @@ class Probe:
         periodic wait, the file path."""
         out = dict(self._counts)
         out.update(last_dump_s=self._last_dump_s, last_snapshot_s=self._last_snapshot_s,
+                   last_pickle_s=self._last_pickle_s, last_write_s=self._last_write_s,
                    next_interval_s=self._next_s, path=self.path, history=self._history_on)
         return out
 
@@ -220,15 +225,18 @@ class Probe:
             self._fail("observer", e)
 
     def _periodic(self, torch):
-        """One periodic dump; returns its duration in seconds."""
+        """One periodic dump; returns the seconds it held the GIL for
+        (_snapshot() and the pickling)."""
         t0 = time.monotonic()
+        self._last_pickle_s = 0.0
         try:
             snap = _torchapi.snapshot(torch)
             self._last_snapshot_s = time.monotonic() - t0
             self._write(snap, "periodic")
         except Exception as e:
             self._fail("snapshot", e)
-        took = time.monotonic() - t0
+            self._last_snapshot_s = time.monotonic() - t0
+        took = self._last_snapshot_s + self._last_pickle_s
         self._last_dump_s = took
         return took
 
@@ -285,16 +293,22 @@ class Probe:
                 except OSError as e:  # the directory cannot be made: named at the next dump
                     self._fail("write", e)
                     return None
+            t0 = time.monotonic()
             try:
                 data = pickle.dumps(snap, protocol=pickle.DEFAULT_PROTOCOL)
             except Exception as e:
                 self._fail("pickle", e)
                 return None
+            finally:
+                self._last_pickle_s = time.monotonic() - t0
+            t0 = time.monotonic()
             try:
                 path, _ = self._files.write_snapshot(data, oom=(reason == "oom"))
             except OSError as e:  # a full disk, a read-only or vanished directory: one kind each
                 self._fail("write", e)
                 return None
+            finally:
+                self._last_write_s = time.monotonic() - t0
             self.path = path
             self._counts["dump:" + reason] += 1
             return path
