@@ -171,6 +171,9 @@ const captureTimeLayout = "20060102T150405Z"
 
 // parseCaptureName returns the time and sequence of a capture file name.
 func parseCaptureName(name string) (string, int, bool) {
+	if len(name) > maxNameBytes {
+		return "", 0, false
+	}
 	stem, ok := strings.CutSuffix(name, ".pickle")
 	if !ok {
 		return "", 0, false
@@ -199,13 +202,18 @@ func safeNameRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
 }
 
-// safeName maps s to a file-name part: bytes outside [A-Za-z0-9._-] and a
-// leading '.' become '_'.
+// maxNamePart bounds the instance and model parts of a capture name: two
+// of them, the time (16 bytes), the sequence (up to 20) and the separators
+// and suffix (10) stay under NAME_MAX (255 bytes) whatever the labels.
+const maxNamePart = 100
+
+// safeName maps s to a file-name part of at most maxNamePart bytes: bytes
+// outside [A-Za-z0-9._-] and a leading '.' become '_'.
 func safeName(s string) string {
 	if s == "" {
 		return "_"
 	}
-	b := []byte(s)
+	b := []byte(s[:min(len(s), maxNamePart)])
 	for i, c := range b {
 		if !safeNameRune(rune(c)) || i == 0 && c == '.' {
 			b[i] = '_'

@@ -236,8 +236,32 @@ func FuzzCaptureName(f *testing.F) {
 		if !ok || s != seq || ts != t0.Format(captureTimeLayout) {
 			t.Fatalf("%q: parsed (%q, %d, %v)", name, ts, s, ok)
 		}
-		if strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
+		if strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") || checkName(name) != nil {
 			t.Fatalf("unsafe name %q", name)
 		}
+		if _, _, ok := parseCaptureName(raw); ok && checkName(raw) != nil {
+			t.Fatalf("parsed a name that cannot be opened: %q", raw)
+		}
 	})
+}
+
+// TestCaptureLongLabels: labels of any length (a sidecar allows 64 KiB)
+// make a capture name under NAME_MAX that parses back; a name that grew by
+// being captured again does not parse past NAME_MAX (issue 13 case 13).
+func TestCaptureLongLabels(t *testing.T) {
+	c, _ := newTestCapturer(t, t.TempDir(), 3, 1<<20, NewManualClock(t0))
+	name, err := c.Capture(strings.Repeat("i", 64<<10), strings.Repeat("m", 300), []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(name) > maxNameBytes || !IsCaptureName(name) {
+		t.Errorf("capture name of %d bytes (parses: %v)", len(name), IsCaptureName(name))
+	}
+	grown := "a-b-20261130T030000Z-1"
+	for range 12 {
+		grown += "-_-20261130T030000Z-1"
+	}
+	if IsCaptureName(grown + ".pickle") {
+		t.Errorf("a name of %d bytes parses as a capture", len(grown)+7)
+	}
 }

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -39,12 +41,38 @@ func checkHistory(t *testing.T, h *History) {
 	}
 }
 
+// checkSeriesLimit reads data with MaxSeries 3: either an error, or at
+// most 3 series; and an error message never quotes more than a few hundred
+// bytes of the input.
+func checkSeriesLimit(t *testing.T, data []byte, read func(string, io.Reader, ReadOptions) (*History, error)) {
+	t.Helper()
+	h, err := read("fuzz", bytes.NewReader(data), ReadOptions{MaxSeries: 3})
+	if err != nil {
+		if len(err.Error()) > 2000 {
+			t.Fatalf("error of %d bytes echoes the input: %.200s", len(err.Error()), err)
+		}
+		return
+	}
+	if len(h.Series) > 3 {
+		t.Fatalf("%d series read with MaxSeries 3", len(h.Series))
+	}
+}
+
 // FuzzReadPrometheusJSON: any input yields a history or an error, never a
 // panic; seeds in testdata/fuzz/FuzzReadPrometheusJSON.
 func FuzzReadPrometheusJSON(f *testing.F) {
 	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[1,"0.5"],[2,"0.25"]]}]}}`))
 	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"gpufrag_fragmentation_ratio"},"values":[[1.5,"1"]]}]}}`))
+	// Issue 13: a label value past MaxLabelBytes, a value of 100 KB echoed
+	// into the message, more series than MaxSeries (3 below).
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"` +
+		strings.Repeat("i", MaxLabelBytes+1) + `"},"values":[[1,"0.5"]]}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"` +
+		strings.Repeat("9", 100<<10) + `"]]}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[]},` +
+		`{"metric":{"instance":"b"},"values":[]},{"metric":{"instance":"c"},"values":[]},{"metric":{"instance":"d"},"values":[[1,"1"]]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkSeriesLimit(t, data, ReadPrometheusJSONOptions)
 		h, err := ReadPrometheusJSON("fuzz.json", bytes.NewReader(data))
 		if err != nil {
 			return
@@ -58,7 +86,12 @@ func FuzzReadPrometheusJSON(f *testing.F) {
 func FuzzReadCSV(f *testing.F) {
 	f.Add([]byte("timestamp,instance,model,health\n1,a,m,0.5\n2,a,m,1\n"))
 	f.Add([]byte("2026-11-30T00:00:00Z,a,,0\n"))
+	// Issue 13: a long instance, a 100 KB health field, four series.
+	f.Add([]byte("1," + strings.Repeat("i", MaxLabelBytes+1) + ",m,0.5\n"))
+	f.Add([]byte("1,a,m," + strings.Repeat("9", 100<<10) + "\n"))
+	f.Add([]byte("1,a,m,0.5\n1,b,m,0.5\n1,c,m,0.5\n1,d,,1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkSeriesLimit(t, data, ReadCSVOptions)
 		h, err := ReadCSV("fuzz.csv", bytes.NewReader(data))
 		if err != nil {
 			return

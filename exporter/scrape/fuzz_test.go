@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,11 +24,20 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Issue 13: labels past MaxLabelBytes, a huge count label, non-finite
+	// and negative values.
+	f.Add([]byte(`vllm:kv_cache_usage_perc{model_name="` + strings.Repeat("m", MaxLabelBytes+1) + `"} 0.5` + "\n"))
+	f.Add([]byte("vllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"" +
+		strings.Repeat("9", 10<<10) + "\"} 1\n"))
+	f.Add([]byte("sglang:token_usage{model_name=\"m\"} +Inf\nvllm:num_preemptions_total{model_name=\"m\"} -1\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		insts, err := Parse(bytes.NewReader(in), "fuzz")
 		if err != nil {
 			if insts != nil {
 				t.Fatalf("instances %+v with error %v", insts, err)
+			}
+			if len(err.Error()) > 4000 {
+				t.Fatalf("error of %d bytes echoes the input: %.200s", len(err.Error()), err)
 			}
 			return
 		}
@@ -51,6 +61,9 @@ func FuzzParse(f *testing.F) {
 			}
 			if in.Usage > 1 || in.PrefixHitRate > 1 {
 				t.Fatalf("fraction above 1 in %+v", in)
+			}
+			if len(in.Model) > MaxLabelBytes {
+				t.Fatalf("model label of %d bytes accepted", len(in.Model))
 			}
 			if in.Blocks < 0 || in.BlockSize < 0 || in.HasBlocks && in.BlockSize < 1 {
 				t.Fatalf("bad blocks in %+v", in)

@@ -144,6 +144,7 @@ func Parse(r io.Reader, name string) ([]Instance, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(r)
 	if err != nil {
+		err = boundedError{err}
 		var pe expfmt.ParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("scrape: %s:%d: %w", name, pe.Line, err)
@@ -258,7 +259,10 @@ func identify(engine string, m *dto.Metric) (Instance, string, error) {
 	inst := Instance{Engine: engine}
 	for _, lp := range m.GetLabel() {
 		if !utf8.ValidString(lp.GetValue()) {
-			return Instance{}, "", fmt.Errorf("label %s value %q is not valid UTF-8", lp.GetName(), lp.GetValue())
+			return Instance{}, "", fmt.Errorf("label %s value %s is not valid UTF-8", lp.GetName(), quoteShort(lp.GetValue()))
+		}
+		if len(lp.GetValue()) > MaxLabelBytes {
+			return Instance{}, "", fmt.Errorf("label %s value %s: %d bytes, over %d", lp.GetName(), quoteShort(lp.GetValue()), len(lp.GetValue()), MaxLabelBytes)
 		}
 		if lp.GetName() == modelLabel {
 			inst.Model = lp.GetValue()
@@ -302,7 +306,7 @@ func seriesName(name string, m *dto.Metric) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s=%q", lp.GetName(), lp.GetValue())
+		fmt.Fprintf(&b, "%s=%s", lp.GetName(), quoteShort(lp.GetValue()))
 	}
 	b.WriteByte('}')
 	return b.String()
@@ -360,7 +364,7 @@ func cacheConfigs(mf *dto.MetricFamily) (map[configKey]blockConfig, error) {
 func countLabel(label, text string, min int) (int, error) {
 	n, err := strconv.Atoi(text)
 	if err != nil || n < min || n > maxCount {
-		return 0, fmt.Errorf("label %s=%q is not an integer in %d..2^53", label, text, min)
+		return 0, fmt.Errorf("label %s=%s is not an integer in %d..2^53", label, quoteShort(text), min)
 	}
 	return n, nil
 }
@@ -425,9 +429,51 @@ func (rw *raw) resolveSGLang(inst *Instance) error {
 // describe names an instance in messages.
 func describe(inst Instance) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s model_name=%q", inst.Engine, inst.Model)
+	fmt.Fprintf(&b, "%s model_name=%s", inst.Engine, quoteShort(inst.Model))
 	for _, k := range slices.Sorted(maps.Keys(inst.Labels)) {
-		fmt.Fprintf(&b, " %s=%q", k, inst.Labels[k])
+		fmt.Fprintf(&b, " %s=%s", k, quoteShort(inst.Labels[k]))
 	}
 	return b.String()
+}
+
+// maxErrorBytes bounds the text of an error of the exposition parser,
+// which quotes the offending token whole (a megabyte label value).
+const maxErrorBytes = 300
+
+// boundedError is an error whose text is cut to maxErrorBytes; it unwraps
+// to the original.
+type boundedError struct{ err error }
+
+func (e boundedError) Error() string {
+	msg := e.err.Error()
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	cut := maxErrorBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes of message)", msg[:cut], len(msg))
+}
+
+func (e boundedError) Unwrap() error { return e.err }
+
+// MaxLabelBytes bounds a label value read from an engine: model_name and
+// the other labels become label values of gpufrag's series, and the
+// longest real ones (model paths) are a few hundred bytes; 4 KiB leaves
+// room and keeps a megabyte label out of Prometheus.
+const MaxLabelBytes = 4 << 10
+
+// quoteShort quotes s for a message, cut to its first 64 bytes (with its
+// length) so that a huge label is never echoed whole.
+func quoteShort(s string) string {
+	const n = 64 // enough to recognise a value
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
 }

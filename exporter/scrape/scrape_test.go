@@ -205,6 +205,11 @@ func TestParseErrors(t *testing.T) {
 		{"used above total", "sglang:max_total_num_tokens{model_name=\"m\"} 16\nsglang:num_used_tokens{model_name=\"m\"} 17\n", "exceeds"},
 		{"nothing known", "# TYPE up gauge\nup 1\n", "scrape: no vLLM or SGLang KV-cache metrics in test.prom (1 other metric families)"},
 		{"empty", "", "scrape: no vLLM or SGLang KV-cache metrics in test.prom (0 other metric families)"},
+		// Issue 13: a megabyte label is refused, and not echoed whole.
+		{"huge model", `sglang:token_usage{model_name="` + strings.Repeat("m", 1<<20) + `"} 0.5` + "\n",
+			`label model_name value "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"… (1048576 bytes): 1048576 bytes, over 4096`},
+		{"huge bad count", "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"" +
+			strings.Repeat("9", 100<<10) + "\"} 1\n", `… (102400 bytes) is not an integer`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseString(tc.in)
@@ -212,7 +217,10 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("no error; got %+v", got)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q lacks %q", err, tc.want)
+				t.Errorf("error %.300q lacks %q", err, tc.want)
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("error of %d bytes echoes the input", len(err.Error()))
 			}
 		})
 	}
