@@ -167,7 +167,7 @@ def test_fixture_trace_through_the_fake(tmp_path, fake):
     torch.cuda.init()
     p = start(tmp_path, interval_s=3600)
     wait_for(lambda: p.path, "the first dump")
-    fake.load(os.path.join(FIXTURES, "replay.pickle"), trace=True)
+    torch._fake.load(os.path.join(FIXTURES, "replay.pickle"), trace=True)
     with pytest.raises(torch.cuda.OutOfMemoryError):
         torch._fake.oom(64 << 20, device_free=0)
     wait_for(lambda: p.stats().get("dump:oom"), "the OOM snapshot")

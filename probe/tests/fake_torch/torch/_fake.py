@@ -126,6 +126,17 @@ def init():
     sys.modules["torch"].cuda.init()
 
 
+def load(src, trace=False):
+    """STATE.load: the allocator state of a snapshot dict or pickle; with
+    trace, its trace entries are recorded now (if history is on)."""
+    STATE.load(src, trace=trace)
+
+
+def record(device, entry):
+    """STATE.record: one trace entry, if history is on."""
+    STATE.record(device, entry)
+
+
 def alloc(size, addr=0x7F0000000000, device=0):
     """Records an alloc and its free, as a forward pass's temporaries."""
     STATE.record(device, {"action": "alloc", "addr": addr, "size": size})
