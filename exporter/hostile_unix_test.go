@@ -434,3 +434,36 @@ func TestCaptureNotCapturedAgain(t *testing.T) {
 		t.Error("the capture-named snapshot is not exported")
 	}
 }
+
+// TestSnapshotDirDeviceMinusOne: the 216-byte kind of snapshot whose
+// segment has device -1 (issue 13 case 1, which panicked the analysis and
+// crash-looped the daemon) is one skipped file, whatever the reader's
+// version says about it (a field error once snapshots are validated, a
+// recovered panic before), and the files beside it are exported.
+func TestSnapshotDirDeviceMinusOne(t *testing.T) {
+	d := newDaemon(t, SnapshotDirConfig{}, false, func(dir string) {
+		writeFile(t, filepath.Join(dir, "a__m.pickle"), genSnapshot(0, 1, 0), t0)
+		writeFile(t, filepath.Join(dir, "neg__m.pickle"), genSnapshot(-1, 1, 0), t0)
+		writeFile(t, filepath.Join(dir, "z__m.pickle"), genSnapshot(0, 2, 0), t0)
+	})
+	for range 3 {
+		d.rescanWithin(t)
+	}
+	fams := scrape(t, d.srv.url)
+	total := 0.0
+	for _, r := range snapshotReasons {
+		v, _ := value(fams, "gpufrag_snapshot_errors_total", "reason", r)
+		total += v
+	}
+	if total != 1 {
+		t.Errorf("snapshot_errors_total sums to %v, want 1 (the device -1 file, once)\n%s", total, d.logs.String())
+	}
+	for _, inst := range []string{"a", "z"} {
+		if _, ok := value(fams, "gpufrag_health_ratio", "instance", inst); !ok {
+			t.Errorf("instance %s not exported next to the device -1 file", inst)
+		}
+	}
+	if _, ok := value(fams, "gpufrag_health_ratio", "instance", "neg"); ok {
+		t.Error("the device -1 file was exported")
+	}
+}
