@@ -175,12 +175,10 @@ def main():
     gpufrag = [a.gpufrag]
     os.makedirs(a.work, exist_ok=True)
 
-    import torch  # noqa: F401  (the versions, before anything long)
+    import torch  # the versions, before anything long; CUDA stays uninitialised in this process
     env = {"python": sys.version.split()[0], "torch": torch.__version__,
-           "cuda": getattr(getattr(torch, "version", None), "cuda", None), "gpu": None}
-    if torch.cuda.is_available():
-        name = getattr(torch.cuda, "get_device_name", None)
-        env["gpu"] = name(0) if name else "(unnamed)"
+           "cuda": getattr(getattr(torch, "version", None), "cuda", None),
+           "gpu": "(available)" if torch.cuda.is_available() else None}
     try:
         import transformers
         env["transformers"] = transformers.__version__
@@ -212,6 +210,8 @@ def main():
     # The default settings first, then the OOM, then the cheaper variants
     # as the budget allows.
     decode_run("baseline", None)
+    if "baseline" in runs:
+        env["gpu"] = runs["baseline"][0].get("gpu", env["gpu"])
     decode_run("probe-history-on", [])
     periodic_check(gpufrag, runs, a.work)
     if elapsed() + 120 > a.budget + 60:
