@@ -157,8 +157,8 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	if f.severity == "" {
 		return usageErrorf(cmd, "--severity: empty")
 	}
-	if f.out != "" && f.history != "-" && sameFile(f.out, f.history) {
-		return usageErrorf(cmd, "--out %s is the --history file %s: writing the rules would overwrite the history; give another --out", f.out, f.history)
+	if err := checkOutputs(cmd, []fileFlag{{"--out", f.out}}, []fileFlag{{"--history", f.history}}); err != nil {
+		return err
 	}
 
 	data, name, err := readRulesHistory(cmd, f.history)
@@ -214,19 +214,6 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return printRulesTable(stdout, ts, o, f.out)
 	}
 	return write(stdout)
-}
-
-// sameFile reports whether a and b name the same existing file (after
-// links, or by device and inode), or the same path.
-func sameFile(a, b string) bool {
-	ia, erra := os.Stat(a)
-	ib, errb := os.Stat(b)
-	if erra == nil && errb == nil {
-		return os.SameFile(ia, ib)
-	}
-	pa, _ := filepath.Abs(a)
-	pb, _ := filepath.Abs(b)
-	return pa == pb
 }
 
 // readRulesHistory reads path ("-": the command's standard input) within

@@ -115,8 +115,8 @@ func TestRulesCommandErrors(t *testing.T) {
 		{[]string{"rules", "--history", hist, "--max-instances", "1"}, 1,
 			"health.csv: rules: too many instances: the history has 2 (instance, model) pairs, over the limit of 1"},
 		{[]string{"rules", "--history", many, "--max-instances", "1"}, 1, "many.csv:9: rules: too many series: more than 8 (instance, model) series (8 per --max-instances 1)"},
-		{[]string{"rules", "--history", hist, "--out", hist}, 2, "--out " + hist + " is the --history file"},
-		{[]string{"rules", "--history", hist, "--out", filepath.Join(filepath.Dir(hist), ".", "health.csv")}, 2, "would overwrite the history"},
+		{[]string{"rules", "--history", hist, "--out", hist}, 2, "--out " + hist + " is the input file given to --history"},
+		{[]string{"rules", "--history", hist, "--out", filepath.Join(filepath.Dir(hist), ".", "health.csv")}, 2, "refusing to overwrite it"},
 	} {
 		code, _, errb := run(t, "", c.args...)
 		if code != c.code || !strings.Contains(errb, c.want) {
