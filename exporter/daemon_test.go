@@ -350,10 +350,12 @@ func TestDaemonSnapshots(t *testing.T) {
 	writeFile(t, filepath.Join(d.dir, "cut.pickle"), truncatedPickle(t, snapFixture(t, "modern_p2.pickle")), t0)
 	writeFile(t, filepath.Join(d.dir, "huge.pickle"), fixture(t, "../snapshot/pickle/testdata/huge_binunicode8.pickle"), t0)
 	writeFile(t, filepath.Join(d.dir, "new__m.pickle"), replay, t0)
+	// A torch.save checkpoint (a ZIP archive) dropped in by mistake.
+	writeFile(t, filepath.Join(d.dir, "model.pkl"), append([]byte("PK\x03\x04\x14\x00\x00\x00\x08\x00"), make([]byte, 64)...), t0)
 	d.rescan(t)
 	d.rescan(t) // unchanged files are neither re-read nor re-reported
 	fams = scrape(t, d.srv.url)
-	for reason, want := range map[string]float64{ReasonForbidden: 1, ReasonTruncated: 1, ReasonLength: 1, ReasonField: 0} {
+	for reason, want := range map[string]float64{ReasonForbidden: 1, ReasonTruncated: 1, ReasonLength: 1, ReasonNotSnapshot: 1, ReasonField: 0} {
 		if got, ok := value(fams, "gpufrag_snapshot_errors_total", "reason", reason); !ok || got != want {
 			t.Errorf("snapshot_errors_total{reason=%q} = %v (%v), want %v\n%s", reason, got, ok, want, d.logs.String())
 		}

@@ -25,6 +25,7 @@ const (
 	ReasonTruncated       = "truncated"        // the pickle ends early
 	ReasonLength          = "length"           // a declared length past the input
 	ReasonLimit           = "limit"            // a decoder or item limit
+	ReasonNotSnapshot     = "not_snapshot"     // another kind of file: a torch.save checkpoint, an archive, text...
 	ReasonDecode          = "decode"           // any other malformed pickle
 	ReasonField           = "field"            // a snapshot field of the wrong type
 	ReasonAnalysis        = "analysis"         // the analysis refused the snapshot
@@ -36,7 +37,7 @@ const (
 )
 
 var snapshotReasons = []string{ReasonIO, ReasonNotRegular, ReasonTooLarge, ReasonForbidden, ReasonTruncated,
-	ReasonLength, ReasonLimit, ReasonDecode, ReasonField, ReasonAnalysis, ReasonPanic, ReasonLabels,
+	ReasonLength, ReasonLimit, ReasonNotSnapshot, ReasonDecode, ReasonField, ReasonAnalysis, ReasonPanic, ReasonLabels,
 	ReasonMaxFiles, ReasonMaxInstances, ReasonDuplicateLabels}
 
 // ErrPanic wraps a panic of the snapshot reader or analysis, recovered so
@@ -60,6 +61,8 @@ func errReason(err error) string {
 		return ReasonLimit
 	case errors.Is(err, snapshot.ErrField):
 		return ReasonField
+	case errors.Is(err, snapshot.ErrNotSnapshot): // before ErrDecode, which it also matches
+		return ReasonNotSnapshot
 	case errors.Is(err, snapshot.ErrDecode):
 		return ReasonDecode
 	}
