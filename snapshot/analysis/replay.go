@@ -12,11 +12,12 @@ import (
 	"github.com/gpufrag/gpufrag/snapshot"
 )
 
-// replayCapacity is the modelled device of the fidelity replay: 1 PiB, so
-// the model never runs out where the real device did not (the trace's own
-// out-of-memory ladder shows up as segment_free events, replayed as
-// empty_cache) and every recorded segment fits.
-const replayCapacity = 1 << 50
+// replayCapacity is the modelled device of the fidelity replay: the largest
+// the device model takes (mem.MaxCapacity, 1 PiB), so the model never runs
+// out where the real device did not (the trace's own out-of-memory ladder
+// shows up as segment_free events, replayed as empty_cache) and every
+// recorded segment fits.
+const replayCapacity = mem.MaxCapacity
 
 // Fidelity is how well our caching model reproduces a recorded trace.
 type Fidelity struct {
