@@ -8,9 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // MaxInputBytes bounds what a reader accepts: a week of 15 s samples for a
@@ -46,25 +44,6 @@ func (o ReadOptions) maxSeries() int {
 // rule, and the longest real ones are pod or host names of under 256
 // bytes; 4 KiB leaves room and keeps a 5 MB field out of a rules file.
 const MaxLabelBytes = 4 << 10
-
-// quoteShort quotes s for a message, cut to its first 64 bytes (with the
-// total length) so that a huge field is never echoed whole.
-func quoteShort(s string) string {
-	return strconv.Quote(shortText(s))
-}
-
-// shortText is s cut to 64 bytes (at a rune boundary) with its length.
-func shortText(s string) string {
-	const n = 64 // enough to recognise a value in a message
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
 
 // Metric names a history may hold.
 const (

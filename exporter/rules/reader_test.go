@@ -158,7 +158,7 @@ func TestReadersBoundFields(t *testing.T) {
 		{"json long label", jsonReader, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"` + long + `"},"values":[]}]}}`,
 			[]string{"data.result[0].metric.instance", "label value of 4097 bytes, over 4096"}},
 		{"json huge value", jsonReader, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"` + huge + `x"]]}]}}`,
-			[]string{"data.result[0].values[0][1]", "(5242881 bytes)\" is not a number"}},
+			[]string{"data.result[0].values[0][1]", "\"… (5242881 bytes) is not a number"}},
 		{"json huge key", jsonReader, `{"` + huge + `":1}`, []string{"document", "unknown field", "(5242880 bytes)"}},
 		{"json huge error", jsonReader, `{"status":"error","errorType":"x","error":"` + huge + `"}`, []string{"the query failed", "(5242880 bytes)"}},
 	} {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -231,7 +232,17 @@ func readRulesHistory(cmd *cobra.Command, path string) ([]byte, string, error) {
 		defer fh.Close()
 		r = fh
 	}
-	data, err := io.ReadAll(io.LimitReader(r, rules.MaxInputBytes+1))
+	// Look before reading on: /dev/zero or a binary file is refused at its
+	// first bytes instead of after 256 MiB.
+	br := bufio.NewReader(r)
+	head, err := br.Peek(512)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return nil, "", fmt.Errorf("%s: byte %d is NUL: binary data, not a Prometheus query_range JSON or CSV history", name, i)
+	}
+	data, err := io.ReadAll(io.LimitReader(br, rules.MaxInputBytes+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}

@@ -96,6 +96,12 @@ func TestRulesCommandErrors(t *testing.T) {
 	if err := os.WriteFile(many, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Binary input (as /dev/zero) is refused at its first bytes; it was read
+	// up to the 256 MiB limit first.
+	zeros := filepath.Join(t.TempDir(), "zeros")
+	if err := os.WriteFile(zeros, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -115,6 +121,7 @@ func TestRulesCommandErrors(t *testing.T) {
 		{[]string{"rules", "--history", hist, "--max-instances", "1"}, 1,
 			"health.csv: rules: too many instances: the history has 2 (instance, model) pairs, over the limit of 1"},
 		{[]string{"rules", "--history", many, "--max-instances", "1"}, 1, "many.csv:9: rules: too many series: more than 8 (instance, model) series (8 per --max-instances 1)"},
+		{[]string{"rules", "--history", zeros}, 1, "zeros: byte 0 is NUL: binary data"},
 		{[]string{"rules", "--history", hist, "--out", hist}, 2, "--out " + hist + " is the input file given to --history"},
 		{[]string{"rules", "--history", hist, "--out", filepath.Join(filepath.Dir(hist), ".", "health.csv")}, 2, "refusing to overwrite it"},
 	} {
