@@ -239,6 +239,8 @@ func TestReadPartialErrors(t *testing.T) {
 		name, text, want string
 	}{
 		{"empty", "", "empty file"},
+		{"binary", "\x00\x00\x00", "byte 0x00 where a JSON object should start"},
+		{"array", " [1]", "byte 0x5b where a JSON object should start"},
 		{"syntax", `{"format": }`, "syntax: byte 12"},
 		{"type", `{"shard": "one"}`, `field "shard"`},
 		{"unknown", `{"extra": 1}`, `unknown field "extra"`},

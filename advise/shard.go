@@ -4,6 +4,7 @@
 package advise
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -162,7 +163,27 @@ func Merge(parts []*Partial, names []string) (*Report, error) {
 // into v, refusing unknown fields; errors wrap sentinel and name the file and,
 // where the decoder knows them, the byte offset and field.
 func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	// A JSON object starts with '{' after white space: anything else (a
+	// binary file, /dev/zero) is refused before the rest is read.
+	br := bufio.NewReader(r)
+	for {
+		b, err := br.Peek(1)
+		if err == io.EOF {
+			return fmt.Errorf("%w: %s: empty file", sentinel, name)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", sentinel, name, err)
+		}
+		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
+			_, _ = br.ReadByte()
+			continue
+		}
+		if b[0] != '{' {
+			return fmt.Errorf("%w: %s: byte 0x%02x where a JSON object should start: not a file written by gpufrag advise", sentinel, name, b[0])
+		}
+		break
+	}
+	data, err := io.ReadAll(io.LimitReader(br, int64(limit)+1))
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
 	}

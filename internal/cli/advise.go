@@ -345,16 +345,16 @@ func readAdviseTrace(path string, format workload.Format, maxRows int, skipBad b
 		return nil, "", err
 	}
 	defer fh.Close()
+	// The digest covers the whole file; it is taken as the reader reads, so
+	// that a file the reader refuses at its first bytes (/dev/zero) is not
+	// hashed to its end first. The rest, past --max-rows, is hashed after.
 	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := fh.Seek(0, io.SeekStart); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	t, err := workload.Read(fh, path, format, workload.ReadOptions{SkipBadRows: skipBad, MaxRows: maxRows})
+	t, err := workload.Read(io.TeeReader(fh, h), path, format, workload.ReadOptions{SkipBadRows: skipBad, MaxRows: maxRows})
 	if err != nil {
 		return nil, "", err
+	}
+	if _, err := io.Copy(h, fh); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	return t, hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"github.com/gpufrag/gpufrag/workload"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +73,35 @@ func TestAdviseJSON(t *testing.T) {
 	}
 	if rep.Inputs.Trace.SHA256 == "" || rep.Inputs.Trace.Requests != 120 {
 		t.Errorf("inputs %+v", rep.Inputs.Trace)
+	}
+}
+
+// TestReadAdviseTraceDigest: the digest is taken as the trace is read, and
+// the rest of the file after --max-rows is hashed too, so it is the whole
+// file's SHA-256 either way; a binary file is refused at once (it was hashed
+// to its end first, so /dev/zero never ended).
+func TestReadAdviseTraceDigest(t *testing.T) {
+	data, err := os.ReadFile(adviseTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	want := hex.EncodeToString(sum[:])
+	for _, maxRows := range []int{0, 3} {
+		tr, got, err := readAdviseTrace(adviseTrace, workload.Azure, maxRows, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want || (maxRows > 0 && len(tr.Requests) != maxRows) {
+			t.Errorf("max rows %d: digest %s, %d requests; want %s", maxRows, got, len(tr.Requests), want)
+		}
+	}
+	zeros := filepath.Join(t.TempDir(), "zeros.csv")
+	if err := os.WriteFile(zeros, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readAdviseTrace(zeros, workload.Azure, 0, false); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
+		t.Errorf("binary trace: %v", err)
 	}
 }
 
