@@ -181,14 +181,17 @@ func TestPrometheusConfigShape(t *testing.T) {
 			if k.Role != "endpoints" && k.Role != "pod" {
 				t.Errorf("job %s: role %q", sc.JobName, k.Role)
 			}
+			// The DaemonSet's Service or pods are named gpufrag-exporter; a
+			// sidecar is found by its port name gpufrag-metrics (a port name
+			// has at most 15 characters).
 			keep := false
 			for _, r := range sc.Relabel {
-				if r.Action == "keep" && strings.Contains(r.Regex, "gpufrag-exporter") {
+				if r.Action == "keep" && (strings.Contains(r.Regex, "gpufrag-exporter") || r.Regex == "gpufrag-metrics") {
 					keep = true
 				}
 			}
 			if !keep {
-				t.Errorf("job %s: no keep rule selecting gpufrag-exporter", sc.JobName)
+				t.Errorf("job %s: no keep rule selecting gpufrag-exporter or the port gpufrag-metrics", sc.JobName)
 			}
 		}
 	}
@@ -533,9 +536,31 @@ func TestKubernetesManifests(t *testing.T) {
 	if len(spec.Containers) != 1 {
 		t.Fatalf("containers: %d", len(spec.Containers))
 	}
-	c := spec.Containers[0]
+	checkExporterContainer(t, spec.Containers[0], "--nvml")
+	if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("pod does not run as non-root: %+v", spec.SecurityContext)
+	}
+	if spec.NodeSelector["nvidia.com/gpu.present"] != "true" || len(spec.Tolerations) == 0 || spec.Tolerations[0].Key != "nvidia.com/gpu" {
+		t.Errorf("not placed on GPU nodes: %v %v", spec.NodeSelector, spec.Tolerations)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" {
+		t.Errorf("service is not headless on port metrics: %+v", svc.Spec)
+	}
+	for k, v := range svc.Spec.Selector {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("service selector %s=%s does not select the DaemonSet's pods", k, v)
+		}
+	}
+}
+
+// checkExporterContainer checks an exporter container of a manifest: its
+// arguments (with extra ones), that its memory limit holds the largest
+// snapshot it reads, GOMEMLIMIT, and a security context without root or
+// capabilities.
+func checkExporterContainer(t *testing.T, c corev1.Container, extra ...string) {
+	t.Helper()
 	args := strings.Join(c.Args, " ")
-	for _, w := range []string{"exporter", "--listen 0.0.0.0:9400", "--nvml", "--snapshots /var/run/gpufrag/snapshots", "--capture-dir /var/lib/gpufrag/oom"} {
+	for _, w := range append([]string{"exporter", "--listen 0.0.0.0:9400", "--snapshots /var/run/gpufrag/snapshots", "--capture-dir /var/lib/gpufrag/oom"}, extra...) {
 		if !strings.Contains(args, w) {
 			t.Errorf("args %q lack %q", args, w)
 		}
@@ -568,18 +593,132 @@ func TestKubernetesManifests(t *testing.T) {
 		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
 		t.Errorf("container security context: %+v (want non-root, read-only root, no escalation, capabilities drop ALL)", c.SecurityContext)
 	}
-	if psc := spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
-		t.Errorf("pod does not run as non-root: %+v", spec.SecurityContext)
+}
+
+// decodeManifest decodes every document of a deploy/kubernetes file
+// strictly into the Kubernetes API type its kind names.
+func decodeManifest(t *testing.T, name string) (deps []*appsv1.Deployment, pvcs []*corev1.PersistentVolumeClaim) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(deployDir, "kubernetes", name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if spec.NodeSelector["nvidia.com/gpu.present"] != "true" || len(spec.Tolerations) == 0 || spec.Tolerations[0].Key != "nvidia.com/gpu" {
-		t.Errorf("not placed on GPU nodes: %v %v", spec.NodeSelector, spec.Tolerations)
-	}
-	if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" {
-		t.Errorf("service is not headless on port metrics: %+v", svc.Spec)
-	}
-	for k, v := range svc.Spec.Selector {
-		if ds.Spec.Template.Labels[k] != v {
-			t.Errorf("service selector %s=%s does not select the DaemonSet's pods", k, v)
+	for i, doc := range strings.Split(string(b), "\n---\n") {
+		var meta struct {
+			Kind string `json:"kind"`
 		}
+		if err := sigsyaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%s: document %d: %v", name, i, err)
+		}
+		var obj any
+		switch meta.Kind {
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			deps, obj = append(deps, d), d
+		case "PersistentVolumeClaim":
+			p := &corev1.PersistentVolumeClaim{}
+			pvcs, obj = append(pvcs, p), p
+		default:
+			t.Fatalf("%s: document %d: unexpected kind %q", name, i, meta.Kind)
+		}
+		if err := sigsyaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Errorf("%s: document %d (%s): %v", name, i, meta.Kind, err)
+		}
+	}
+	return deps, pvcs
+}
+
+// probeDir checks that c runs under gpufrag-probe (GPUFRAG_PROBE_DIR, and
+// POD_NAME from the downward API for the instance label) and returns the
+// directory and the volume mounted there.
+func probeDir(t *testing.T, c corev1.Container) (dir, volume string) {
+	t.Helper()
+	pod := false
+	for _, e := range c.Env {
+		switch e.Name {
+		case "GPUFRAG_PROBE_DIR":
+			dir = e.Value
+		case "POD_NAME":
+			pod = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+		}
+	}
+	if dir == "" || !pod {
+		t.Errorf("container %s: GPUFRAG_PROBE_DIR %q, POD_NAME from metadata.name %t: the probe would not start or would name the host", c.Name, dir, pod)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == dir && !m.ReadOnly {
+			volume = m.Name
+		}
+	}
+	if volume == "" {
+		t.Errorf("container %s: no writable volume at GPUFRAG_PROBE_DIR %s", c.Name, dir)
+	}
+	return dir, volume
+}
+
+func volumeNamed(spec corev1.PodSpec, name string) *corev1.Volume {
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == name {
+			return &spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// TestProbeManifests checks the two ways of deploying gpufrag-probe with
+// vLLM: the probe's directory is the exporter's --snapshots, on one
+// emptyDir shared with an exporter sidecar whose captures go to a
+// PersistentVolumeClaim of the same file, found by Prometheus through its
+// port name; or on the node's hostPath that the DaemonSet watches.
+func TestProbeManifests(t *testing.T) {
+	deps, pvcs := decodeManifest(t, "vllm-probe-sidecar.yaml")
+	if len(deps) != 1 || len(pvcs) != 1 {
+		t.Fatalf("vllm-probe-sidecar.yaml: %d Deployments, %d claims; want one each", len(deps), len(pvcs))
+	}
+	spec := deps[0].Spec.Template.Spec
+	if len(spec.Containers) != 2 {
+		t.Fatalf("sidecar pod: %d containers, want vLLM and the exporter", len(spec.Containers))
+	}
+	vllm, exp := spec.Containers[0], spec.Containers[1]
+	if !slices.Contains(vllm.Args, "serve") || !slices.Contains(vllm.Args, "--served-model-name") {
+		t.Errorf("vLLM args %v: want vllm serve with --served-model-name (the model label)", vllm.Args)
+	}
+	dir, vol := probeDir(t, vllm)
+	checkExporterContainer(t, exp)
+	if i := slices.Index(exp.Args, "--snapshots"); i < 0 || exp.Args[i+1] != dir {
+		t.Errorf("exporter --snapshots is not the probe's directory %s: %v", dir, exp.Args)
+	}
+	shared := false
+	for _, m := range exp.VolumeMounts {
+		shared = shared || (m.Name == vol && m.MountPath == dir && m.ReadOnly)
+	}
+	if v := volumeNamed(spec, vol); !shared || v == nil || v.EmptyDir == nil {
+		t.Errorf("the probe's directory is not one emptyDir mounted read-only at %s in the exporter", dir)
+	}
+	capDir := exp.Args[slices.Index(exp.Args, "--capture-dir")+1]
+	captures := ""
+	for _, m := range exp.VolumeMounts {
+		if m.MountPath == capDir {
+			captures = m.Name
+		}
+	}
+	if v := volumeNamed(spec, captures); v == nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvcs[0].Name {
+		t.Errorf("--capture-dir %s is not on the claim %s: captures would die with the pod", capDir, pvcs[0].Name)
+	}
+	if len(exp.Ports) != 1 || exp.Ports[0].Name != "gpufrag-metrics" {
+		t.Errorf("exporter ports %+v: want one named gpufrag-metrics (the Prometheus job gpufrag-sidecars keeps it)", exp.Ports)
+	}
+	if psc := spec.SecurityContext; psc == nil || psc.FSGroup == nil || *psc.FSGroup != *exp.SecurityContext.RunAsUser {
+		t.Errorf("pod fsGroup must be the exporter's user, so it can write captures to the claim: %+v", spec.SecurityContext)
+	}
+
+	deps, _ = decodeManifest(t, "vllm-probe-hostpath.yaml")
+	if len(deps) != 1 {
+		t.Fatalf("vllm-probe-hostpath.yaml: %d Deployments", len(deps))
+	}
+	spec = deps[0].Spec.Template.Spec
+	dir, vol = probeDir(t, spec.Containers[0])
+	if v := volumeNamed(spec, vol); v == nil || v.HostPath == nil || v.HostPath.Path != "/var/run/gpufrag/snapshots" || dir != v.HostPath.Path {
+		t.Errorf("the probe's directory is not the node's /var/run/gpufrag/snapshots, which the DaemonSet watches")
 	}
 }
