@@ -152,22 +152,7 @@ func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
 // c and the bytes that follow it in br.
 func describeStart(c byte, br *bufio.Reader) string {
 	more, _ := br.Peek(15)
-	head := append([]byte{c}, more...)
-	switch {
-	case c == 0:
-		return "a NUL byte (binary data, not JSON)"
-	case c == '[':
-		return "an array"
-	case bytes.HasPrefix(head, []byte("null")):
-		return "null"
-	case c == '"':
-		return "a string"
-	case bytes.HasPrefix(head, []byte("true")) || bytes.HasPrefix(head, []byte("false")):
-		return "a boolean"
-	case c == '-' || (c >= '0' && c <= '9'):
-		return "a number"
-	}
-	return loc.Quote(string(head))
+	return loc.DescribeJSONStart(append([]byte{c}, more...))
 }
 
 func jsonNodeField(f string) string {

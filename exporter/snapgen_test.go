@@ -1,63 +1,8 @@
 package exporter
 
-import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
-)
+import "github.com/gpufrag/gpufrag/internal/snaptest"
 
-// A tiny pickle writer (protocol 2 opcodes) for snapshots built inside the
-// tests: ordered dicts (pod), lists ([]any), strings, ints and bools.
-type (
-	pkv struct {
-		k string
-		v any
-	}
-	pod []pkv
-)
-
-func pickleOf(v any) []byte {
-	var b bytes.Buffer
-	b.WriteString("\x80\x02")
-	pickleEnc(&b, v)
-	b.WriteByte('.')
-	return b.Bytes()
-}
-
-func pickleEnc(b *bytes.Buffer, v any) {
-	switch x := v.(type) {
-	case nil:
-		b.WriteByte('N')
-	case bool:
-		if x {
-			b.WriteByte(0x88)
-		} else {
-			b.WriteByte(0x89)
-		}
-	case int:
-		b.WriteString("\x8a\x08")
-		_ = binary.Write(b, binary.LittleEndian, int64(x))
-	case string:
-		b.WriteByte('X')
-		_ = binary.Write(b, binary.LittleEndian, uint32(len(x)))
-		b.WriteString(x)
-	case []any:
-		b.WriteString("](")
-		for _, e := range x {
-			pickleEnc(b, e)
-		}
-		b.WriteByte('e')
-	case pod:
-		b.WriteString("}(")
-		for _, e := range x {
-			pickleEnc(b, e.k)
-			pickleEnc(b, e.v)
-		}
-		b.WriteByte('u')
-	default:
-		panic(fmt.Sprintf("pickleEnc: %T", v))
-	}
-}
+type pod = snaptest.Dict
 
 // genSnapshot is a small modern snapshot of one segment on device with
 // used MiB of 4 allocated (so files with different used differ in their
@@ -85,5 +30,5 @@ func genSnapshot(device, used, ooms int) []byte {
 			traces = append(traces, []any{})
 		}
 	}
-	return pickleOf(pod{{"segments", []any{seg}}, {"device_traces", traces}})
+	return snaptest.Encode(pod{{"segments", []any{seg}}, {"device_traces", traces}})
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"io"
 	"net"
 	"net/http"
@@ -81,29 +82,19 @@ func soakWrite(t testing.TB, dir, name string, data []byte) {
 // bombSnapshot is a pickle whose segment list references one memoised
 // segment of blocks many times (a shared-reference pickle, issue 13 case 4).
 func bombSnapshot(blocks, repeats int) []byte {
-	var seg bytes.Buffer
 	var bl []any
 	for i := range blocks {
 		bl = append(bl, pod{{"address", 1<<40 + i<<20}, {"size", 1 << 20}, {"requested_size", 1 << 20},
 			{"state", "active_allocated"}, {"frames", []any{}}})
 	}
-	pickleEnc(&seg, pod{{"device", 0}, {"address", 1 << 40}, {"total_size", blocks << 20}, {"allocated_size", blocks << 20},
+	seg := &snaptest.Shared{V: pod{{"device", 0}, {"address", 1 << 40}, {"total_size", blocks << 20}, {"allocated_size", blocks << 20},
 		{"active_size", blocks << 20}, {"requested_size", blocks << 20}, {"stream", 0}, {"segment_type", "large"},
-		{"is_expandable", false}, {"frames", []any{}}, {"blocks", bl}})
-	var b bytes.Buffer
-	b.WriteString("\x80\x02}(")
-	pickleEnc(&b, "segments")
-	b.WriteString("](")
-	b.Write(seg.Bytes())
-	b.WriteString("q\x00") // BINPUT 0
-	for range repeats - 1 {
-		b.WriteString("h\x00") // BINGET 0
+		{"is_expandable", false}, {"frames", []any{}}, {"blocks", bl}}}
+	segs := make([]any, repeats) // one segment, then references to it through the memo
+	for i := range segs {
+		segs[i] = seg
 	}
-	b.WriteString("e")
-	pickleEnc(&b, "device_traces")
-	pickleEnc(&b, []any{[]any{}})
-	b.WriteString("u.")
-	return b.Bytes()
+	return snaptest.Encode(pod{{"segments", segs}, {"device_traces", []any{[]any{}}}})
 }
 
 // TestSoak rotates good, hostile, blocking and linked files through a

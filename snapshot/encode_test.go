@@ -1,6 +1,6 @@
 package snapshot_test
 
-import "github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
+import "github.com/gpufrag/gpufrag/internal/snaptest"
 
 // Short names for the test pickle writer (package snaptest): od is an
 // ordered dict, tup a tuple; values are od, []any, tup, *snaptest.Shared,

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/snapshot"
-	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 // FuzzRead checks that Read never panics and that every failure is a

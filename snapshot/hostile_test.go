@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gpufrag/gpufrag/snapshot"
-	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/snapshot"
-	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 // Snapshots that decode but break an invariant are refused by Read with the

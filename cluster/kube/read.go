@@ -2,7 +2,6 @@ package kube
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,23 +170,9 @@ func firstByte(br *bufio.Reader) (byte, error) {
 
 // describeStart names what a document starts with instead of an object
 // (c, the first byte, is still in br).
-func describeStart(c byte, br *bufio.Reader) string {
+func describeStart(_ byte, br *bufio.Reader) string {
 	head, _ := br.Peek(16)
-	switch {
-	case c == 0:
-		return "a NUL byte (binary data, not JSON)"
-	case c == '[':
-		return "an array"
-	case bytes.HasPrefix(head, []byte("null")):
-		return "null"
-	case c == '"':
-		return "a string"
-	case bytes.HasPrefix(head, []byte("true")) || bytes.HasPrefix(head, []byte("false")):
-		return "a boolean"
-	case c == '-' || (c >= '0' && c <= '9'):
-		return "a number"
-	}
-	return loc.Quote(string(head))
+	return loc.DescribeJSONStart(head)
 }
 
 // readDocument reads a kubectl document: the top-level object's items

@@ -1,6 +1,7 @@
 package loc
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -54,4 +55,30 @@ func Size(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// DescribeJSONStart names what an input that should be a JSON object starts
+// with, from its first bytes (at least the first one; 16 are enough): "a NUL
+// byte (binary data, not JSON)", "an array", "null", "a string", "a
+// boolean", "a number", or the bytes themselves, quoted.
+func DescribeJSONStart(head []byte) string {
+	if len(head) == 0 {
+		return "nothing"
+	}
+	c := head[0]
+	switch {
+	case c == 0:
+		return "a NUL byte (binary data, not JSON)"
+	case c == '[':
+		return "an array"
+	case bytes.HasPrefix(head, []byte("null")):
+		return "null"
+	case c == '"':
+		return "a string"
+	case bytes.HasPrefix(head, []byte("true")) || bytes.HasPrefix(head, []byte("false")):
+		return "a boolean"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	}
+	return Quote(string(head))
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
-	"github.com/gpufrag/gpufrag/snapshot/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 // Analyze refuses a snapshot that breaks an invariant instead of indexing
