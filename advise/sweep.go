@@ -4,14 +4,15 @@
 package advise
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -211,33 +212,8 @@ func Run(cands []Candidate, which []int, eval Evaluator, o Options) ([]Result, e
 	if err := o.Search.Validate(); err != nil {
 		return nil, err
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, max(len(which), 1))
-	out := make([]Result, len(which))
-	errs := make([]error, len(which))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				out[j], errs[j] = runOne(cands, which[j], eval, o)
-				if o.OnDone != nil {
-					o.OnDone()
-				}
-			}
-		}()
-	}
-	for j := range which {
-		jobs <- j
-	}
-	close(jobs)
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return par.Map(context.Background(), len(which), par.Options{Workers: o.Workers, OnDone: o.OnDone},
+		func(_ context.Context, j int) (Result, error) { return runOne(cands, which[j], eval, o) })
 }
 
 func runOne(cands []Candidate, i int, eval Evaluator, o Options) (Result, error) {

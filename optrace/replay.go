@@ -1,8 +1,11 @@
 package optrace
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -128,9 +131,18 @@ func Replay(ops []Op, a alloc.Allocator) (Result, error) {
 // (optrace does not import alloc/spec itself, so reading and writing traces
 // does not compile every allocator.) A trace that fails Validate is reported
 // once, before any allocator is built; every allocator is built before any
-// replay, so a bad spec fails fast. The replays run one after another: the
-// work is small, and allocators need not be safe to run side by side.
+// replay, so a bad spec fails fast. The replays run one after another (see
+// ReplayAllWorkers).
 func ReplayAll(ops []Op, specs []string, newAllocator func(spec string) (alloc.Allocator, error)) ([]Result, error) {
+	return ReplayAllWorkers(ops, specs, newAllocator, 1)
+}
+
+// ReplayAllWorkers is ReplayAll with up to workers replays at once (<= 0:
+// GOMAXPROCS). Each allocator has its own device and is driven by one
+// goroutine, and the results land in spec order, so they do not depend on
+// the number of workers; a failed replay's error is joined with the others'
+// in spec order.
+func ReplayAllWorkers(ops []Op, specs []string, newAllocator func(spec string) (alloc.Allocator, error), workers int) ([]Result, error) {
 	if err := Validate(ops, ""); err != nil {
 		return nil, err
 	}
@@ -142,14 +154,16 @@ func ReplayAll(ops []Op, specs []string, newAllocator func(spec string) (alloc.A
 		}
 		as[i] = a
 	}
-	out := make([]Result, len(specs))
-	for i, a := range as {
-		r, err := Replay(ops, a)
+	out, err := par.Map(context.Background(), len(as), par.Options{Workers: workers}, func(_ context.Context, i int) (Result, error) {
+		r, err := Replay(ops, as[i])
 		if err != nil {
-			return nil, fmt.Errorf("allocator %q: %w", specs[i], err)
+			return Result{}, fmt.Errorf("allocator %q: %w", specs[i], err)
 		}
 		r.Allocator = strings.TrimSpace(specs[i])
-		out[i] = r
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -151,7 +151,7 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	if err != nil {
 		return err
 	}
-	results, err := optrace.ReplayAll(ops, specs, newAllocator)
+	results, err := optrace.ReplayAllWorkers(ops, specs, newAllocator, 0)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,15 @@
 package cli
 
 import (
+	"context"
+
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/progress"
@@ -394,29 +396,17 @@ func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result,
 	if parallel <= 0 {
 		parallel = numCPU()
 	}
-	results := make([]sim.Result, len(plan.Configs))
-	errs := make([]error, len(plan.Configs))
 	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
 	defer bar.Done()
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, c := range plan.Configs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i], errs[i] = runOne(c, plan)
-			bar.Increment()
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("run %s on %s: %w", plan.Configs[i].KV, plan.Configs[i].Alloc, err)
-		}
-	}
-	return results, nil
+	return par.Map(context.Background(), len(plan.Configs), par.Options{Workers: parallel, OnDone: bar.Increment},
+		func(_ context.Context, i int) (sim.Result, error) {
+			c := plan.Configs[i]
+			r, err := runOne(c, plan)
+			if err != nil {
+				return r, fmt.Errorf("run %s on %s: %w", c.KV, c.Alloc, err)
+			}
+			return r, nil
+		})
 }
 
 // runOne runs one config; with a defrag policy it also runs the same config

@@ -1,12 +1,10 @@
 package analysis
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
@@ -172,43 +170,16 @@ func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []
 	return w, nil
 }
 
-// replayAll is optrace.ReplayAll with the replays spread over up to
-// parallel goroutines: each allocator has its own device and the results
-// land in spec order, so the output does not depend on the schedule.
+// replayAll replays ops through an allocator per spec, each on its own
+// device of capacity bytes, up to parallel at once; results in spec order.
 func replayAll(ops []optrace.Op, specs []string, capacity int64, parallel int) ([]optrace.Result, error) {
-	if err := optrace.Validate(ops, ""); err != nil {
-		return nil, err
-	}
-	as := make([]alloc.Allocator, len(specs))
-	for i, s := range specs {
+	return optrace.ReplayAllWorkers(ops, specs, func(s string) (alloc.Allocator, error) {
 		dev, err := mem.NewDevice(capacity, 0)
 		if err != nil {
 			return nil, err
 		}
-		if as[i], err = spec.New(s, dev); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]optrace.Result, len(specs))
-	errs := make([]error, len(specs))
-	sem := make(chan struct{}, max(parallel, 1))
-	var wg sync.WaitGroup
-	for i := range as {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r, err := optrace.Replay(ops, as[i])
-			if err != nil {
-				errs[i] = fmt.Errorf("allocator %q: %w", specs[i], err)
-				return
-			}
-			r.Allocator = specs[i]
-			out[i] = r
-		}()
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+		return spec.New(s, dev)
+	}, max(parallel, 1))
 }
 
 // recommend picks the configurable alternative with the fewest OOMs, then
