@@ -2,11 +2,9 @@ package exporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -346,13 +344,16 @@ func (c *Collector) metricsOfSource(i int, s Source) (_ cached, failed bool, _ e
 	} else if samples, err = c.collectSource(i, s); err != nil {
 		return cached{}, true, err
 	}
-	keys, n, err := checkSamples(samples)
+	keys, err := checkSamples(samples)
 	if err != nil {
 		return cached{version: version}, false, err
 	}
-	ent := cached{ok: true, version: version, keys: keys, series: n, metrics: make([]prometheus.Metric, 0, n)}
-	for _, sm := range samples {
-		emit(func(m prometheus.Metric) { ent.metrics = append(ent.metrics, m) }, sm)
+	ent := cached{ok: true, version: version, keys: keys, series: countSeries(samples)}
+	// A source with more series than the cap on its own is refused by
+	// every collection (series+ent.series > MaxSeries): its metrics are
+	// never built.
+	if c.opts.MaxSeries == 0 || ent.series <= c.opts.MaxSeries {
+		ent.metrics = buildMetrics(samples, ent.series)
 	}
 	if versioned {
 		c.mu.Lock()
@@ -453,172 +454,4 @@ func safeCollect(name string, fn func() ([]Sample, error)) (samples []Sample, er
 	samples = slices.Clone(samples)
 	sortSamples(samples)
 	return samples, nil
-}
-
-var errDuplicate = errors.New("exporter: label set exported twice")
-
-// seenKey identifies a series group: memory and KV (engine figures share
-// the KV families) per gpu/instance/model/pool, GPU devices per index,
-// clusters per name.
-type seenKey struct {
-	kind   uint8
-	labels Labels
-}
-
-const (
-	kindMemory uint8 = iota
-	kindKV
-	kindGPU
-	kindCluster
-)
-
-// checkSamples validates a source's samples against each other and returns
-// the series groups they export (to check against other sources') and the
-// number of series.
-func checkSamples(samples []Sample) ([]seenKey, int, error) {
-	mine := make(map[seenKey]bool, len(samples))
-	var keys []seenKey
-	series := 0
-	add := func(k seenKey, l Labels) error {
-		if mine[k] {
-			return fmt.Errorf("%w: %+v", errDuplicate, l)
-		}
-		mine[k] = true
-		keys = append(keys, k)
-		return nil
-	}
-	for _, sm := range samples {
-		if err := sm.Labels.valid(); err != nil {
-			return nil, 0, err
-		}
-		base := sm.Labels
-		base.Cluster = ""
-		if m := sm.Memory; m != nil {
-			if m.OOMs < 0 {
-				return nil, 0, fmt.Errorf("exporter: negative OOM count %d", m.OOMs)
-			}
-			if err := add(seenKey{kindMemory, base}, sm.Labels); err != nil {
-				return nil, 0, err
-			}
-			series += 13
-		}
-		if sm.KV != nil && sm.Engine != nil {
-			return nil, 0, fmt.Errorf("%w: %+v carries both KV and Engine", errDuplicate, sm.Labels)
-		}
-		if sm.KV != nil {
-			if err := add(seenKey{kindKV, base}, sm.Labels); err != nil {
-				return nil, 0, err
-			}
-			series += 6
-		}
-		if e := sm.Engine; e != nil {
-			if err := e.check(); err != nil {
-				return nil, 0, err
-			}
-			if err := add(seenKey{kindKV, base}, sm.Labels); err != nil {
-				return nil, 0, err
-			}
-			series += 6
-		}
-		if g := sm.GPU; g != nil {
-			if err := g.check(); err != nil {
-				return nil, 0, err
-			}
-			for _, v := range []string{g.UUID, g.Name} {
-				if err := (Labels{GPU: v}).valid(); err != nil {
-					return nil, 0, err
-				}
-			}
-			if err := add(seenKey{kindGPU, Labels{GPU: strconv.Itoa(g.Index)}}, sm.Labels); err != nil {
-				return nil, 0, err
-			}
-			series += 4 + len(g.Processes)
-		}
-		if cl := sm.Cluster; cl != nil {
-			if err := cl.check(); err != nil {
-				return nil, 0, err
-			}
-			if err := add(seenKey{kindCluster, Labels{Cluster: sm.Labels.Cluster}}, sm.Labels); err != nil {
-				return nil, 0, err
-			}
-			series += 6
-		}
-	}
-	return keys, series, nil
-}
-
-// emit sends sm's metrics to send.
-func emit(send func(prometheus.Metric), sm Sample) {
-	lv := sm.Labels.values()
-	gauge := func(d *prometheus.Desc, v float64) {
-		send(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...))
-	}
-	counter := func(d *prometheus.Desc, v float64) {
-		send(prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...))
-	}
-	if m := sm.Memory; m != nil {
-		f := m.Metrics
-		gauge(fragmentationDesc, f.FragRate)
-		gauge(healthDesc, f.Health)
-		gauge(internalFragDesc, f.InternalFrag)
-		gauge(largestFreeDesc, float64(f.LargestFreeBlock))
-		gauge(maxAllocatableDesc, float64(f.MaxAllocatable))
-		gauge(reservedDesc, float64(f.Reserved))
-		gauge(allocatedDesc, float64(f.Allocated))
-		gauge(requestedDesc, float64(f.Requested))
-		gauge(cachedFreeDesc, float64(f.CachedFree))
-		gauge(deviceFreeDesc, float64(f.DeviceFree))
-		gauge(entropyDesc, f.SizeEntropy)
-		gauge(distinctSizesDesc, float64(f.DistinctSizes))
-		counter(oomsDesc, float64(m.OOMs))
-	}
-	if kv := sm.KV; kv != nil {
-		gauge(kvUsageDesc, kv.Usage)
-		gauge(kvBlocksDesc, float64(kv.Blocks))
-		gauge(kvFreeDesc, float64(kv.Free))
-		gauge(kvCachedDesc, float64(kv.Cached))
-		gauge(kvEvictableDesc, float64(kv.Evictable))
-		gauge(kvBlockSizeDesc, float64(kv.BlockSize))
-	}
-	if e := sm.Engine; e != nil {
-		gauge(kvUsageDesc, e.Usage)
-		if e.HasBlocks {
-			gauge(kvBlocksDesc, float64(e.Blocks))
-			gauge(kvBlockSizeDesc, float64(e.BlockSize))
-		}
-		if e.HasPreemptions {
-			counter(kvPreemptionsDesc, e.Preemptions)
-		}
-		if e.HasPrefix {
-			counter(kvPrefixQueriesDesc, e.PrefixQueries)
-			counter(kvPrefixHitsDesc, e.PrefixHits)
-		}
-	}
-	if g := sm.GPU; g != nil {
-		idx := strconv.Itoa(g.Index)
-		send(prometheus.MustNewConstMetric(gpuTotalDesc, prometheus.GaugeValue, float64(g.TotalBytes), idx))
-		send(prometheus.MustNewConstMetric(gpuUsedDesc, prometheus.GaugeValue, float64(g.UsedBytes), idx))
-		send(prometheus.MustNewConstMetric(gpuFreeDesc, prometheus.GaugeValue, float64(g.FreeBytes), idx))
-		send(prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1, idx, g.UUID, g.Name))
-		for _, p := range g.Processes {
-			send(prometheus.MustNewConstMetric(gpuProcDesc, prometheus.GaugeValue, float64(p.UsedBytes),
-				idx, strconv.FormatUint(uint64(p.PID), 10)))
-		}
-	}
-	if cl := sm.Cluster; cl != nil {
-		name := sm.Labels.Cluster
-		for _, m := range []struct {
-			d *prometheus.Desc
-			v float64
-		}{
-			{clusterNodesDesc, float64(cl.Nodes)},
-			{clusterGPUsDesc, float64(cl.GPUs)},
-			{clusterAllocDesc, cl.AllocatedGPUs},
-			{clusterWholeFreeDesc, float64(cl.WholeFreeNodes)},
-			{clusterStrandedDesc, float64(cl.StrandedNodes)},
-			{clusterPendingDesc, float64(cl.PendingPods)},
-		} {
-			send(prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, name))
-		}
-	}
 }

@@ -73,7 +73,7 @@ func TestKindsInvalid(t *testing.T) {
 		"kv and engine":  {KV: &KV{}, Engine: &EngineKV{}},
 		"bad cluster":    {Labels: Labels{Cluster: "\xff"}, Cluster: &ClusterState{}},
 	} {
-		if _, _, err := checkSamples([]Sample{s}); err == nil {
+		if _, err := checkSamples([]Sample{s}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
