@@ -34,7 +34,9 @@
 //   - NewGPUSource, NewEngineSource and NewClusterSource adapt the readers of
 //     exporter/nvml, exporter/scrape and the Kubernetes reader: each takes a
 //     func(context.Context) returning plain structs (GPUDevice, EngineKV,
-//     ClusterState). These readers are slow (NVML calls, HTTP, the API
+//     ClusterState). NewScrapeSource takes exporter/scrape's Instances of
+//     one server and decides their series (--scrape): pool "engine", or
+//     "engine/k=v/..." with the server's extra labels. These readers are slow (NVML calls, HTTP, the API
 //     server), so the daemon wraps them in NewPolledSource: polled in the
 //     background every interval, with a timeout per poll, and served from
 //     memory. A ContextSource collected directly gets a context with

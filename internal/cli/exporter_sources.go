@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
@@ -18,9 +16,10 @@ import (
 	"github.com/gpufrag/gpufrag/exporter/scrape"
 )
 
-// This file adapts the readers of exporter/nvml and exporter/scrape to the
-// exporter's sources. Both are slow (a driver call per GPU, an HTTP round
-// trip) so they run as polled sources: a scrape reads their last result.
+// This file wires the readers of exporter/nvml, exporter/scrape and
+// cluster/kube/live to the exporter's sources. All are slow (a driver call
+// per GPU, an HTTP round trip, the API server) so they run as polled
+// sources: a scrape reads their last result.
 
 // nvmlOpen opens NVML; tests replace it with a fake reader.
 var nvmlOpen = func(libraryPath string) (nvml.Reader, error) {
@@ -88,66 +87,13 @@ func checkScrapeURL(raw string) (string, error) {
 	return u.Host, nil
 }
 
-// scrapeSource returns a source over one inference server's /metrics: one
-// sample per model (and per engine index or rank when the server reports
-// several), labelled instance = host:port, model = the model_name label and
-// pool = "engine" (enginePool adds the server's extra labels).
+// scrapeSource returns the source over one inference server's /metrics
+// (exporter.NewScrapeSource decides its series), named "scrape:URL" and
+// labelled instance = host:port.
 func scrapeSource(rawURL, instance string, client *http.Client) exporter.ContextSource {
-	return exporter.FuncContextSource{SourceName: "scrape:" + rawURL, Fn: func(ctx context.Context) ([]exporter.Sample, error) {
-		insts, err := scrape.Fetch(ctx, client, rawURL)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]exporter.Sample, 0, len(insts))
-		for _, in := range insts {
-			kv := engineKV(in)
-			out = append(out, exporter.Sample{
-				Labels: exporter.Labels{Instance: instance, Model: in.Model, Pool: enginePool(in.Labels)},
-				Engine: &kv,
-			})
-		}
-		return out, nil
-	}}
-}
-
-// enginePool is "engine", or "engine/k=v/..." with the server's extra labels
-// (vLLM's engine index, SGLang's ranks) so that several engines behind one
-// URL stay distinct series.
-func enginePool(labels map[string]string) string {
-	if len(labels) == 0 {
-		return "engine"
-	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("engine")
-	for _, k := range keys {
-		b.WriteString("/" + k + "=" + labels[k])
-	}
-	return b.String()
-}
-
-// engineKV maps a scraped instance onto the exporter's kind. SGLang reports a
-// hit-rate gauge instead of counters; it has no counter equivalent and is not
-// re-exported.
-func engineKV(in scrape.Instance) exporter.EngineKV {
-	kv := exporter.EngineKV{Engine: strings.ToLower(in.Engine)}
-	if in.HasUsage {
-		kv.Usage = in.Usage
-	}
-	if in.HasBlocks {
-		kv.HasBlocks, kv.Blocks, kv.BlockSize = true, in.Blocks, in.BlockSize
-	}
-	if in.HasPreemptions {
-		kv.HasPreemptions, kv.Preemptions = true, in.Preemptions
-	}
-	if in.HasPrefix {
-		kv.HasPrefix, kv.PrefixQueries, kv.PrefixHits = true, in.PrefixQueries, in.PrefixHits
-	}
-	return kv
+	return exporter.NewScrapeSource("scrape:"+rawURL, instance, func(ctx context.Context) ([]scrape.Instance, error) {
+		return scrape.Fetch(ctx, client, rawURL)
+	})
 }
 
 // polledSources wraps slow sources so that they run in the background every

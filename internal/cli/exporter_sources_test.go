@@ -150,12 +150,6 @@ func TestExporterSourceFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-	if got := enginePool(nil); got != "engine" {
-		t.Errorf("enginePool(nil) = %q", got)
-	}
-	if got := enginePool(map[string]string{"tp_rank": "1", "dp_rank": "0"}); got != "engine/dp_rank=0/tp_rank=1" {
-		t.Errorf("enginePool = %q", got)
-	}
 	if err := uniqueStrings([]string{"a", "b"}); err != nil {
 		t.Error(err)
 	}
