@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/snapshot"
 )
 
 // FuzzRead checks that Read never panics and that every failure is a

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/snapshot"
 )
 
 // Snapshots that decode but break an invariant are refused by Read with the

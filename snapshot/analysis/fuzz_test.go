@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
-	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 // FuzzAnalyze feeds arbitrary bytes through the reader and, when they read

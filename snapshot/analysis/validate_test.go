@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
-	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 // Analyze refuses a snapshot that breaks an invariant instead of indexing
