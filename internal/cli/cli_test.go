@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/optrace/synth"
@@ -322,8 +323,8 @@ func TestExampleUpToDate(t *testing.T) {
 
 func TestFormatting(t *testing.T) {
 	for n, want := range map[int64]string{0: "0B", 1023: "1023B", 1024: "1.00KiB", 3 * mem.GiB / 2: "1.50GiB", 512 * mem.MiB: "512.00MiB", 2 * mem.TiB: "2.00TiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		if got := human.Bytes(n); got != want {
+			t.Errorf("human.Bytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -5000: "-5,000"} {

@@ -8,12 +8,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpufrag/gpufrag/defrag"
-	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/snapshot"
-	"github.com/spf13/cobra"
 )
 
 // defragFlags are the flags of `gpufrag defrag`.
@@ -24,43 +24,6 @@ type defragFlags struct {
 	device    int    // --device
 	allocator string // --allocator
 	moves     int    // --moves
-}
-
-// defragOutput is the JSON document `gpufrag defrag --json` prints; the
-// schema is documented in docs/json.md.
-type defragOutput struct {
-	File            string          `json:"file"`
-	Source          string          `json:"source"` // "snapshot" or "layout"
-	Device          int             `json:"device"`
-	Allocator       string          `json:"allocator"`
-	GPU             string          `json:"gpu"`
-	Goal            string          `json:"goal"`
-	Reached         bool            `json:"reached"`
-	Moves           int             `json:"moves"`
-	BytesMoved      int64           `json:"bytes_moved"`
-	LowerBoundBytes int64           `json:"lower_bound_bytes"`
-	FreedBytes      int64           `json:"freed_bytes"`
-	UnmapPages      int64           `json:"unmap_pages"`
-	UnmapBytes      int64           `json:"unmap_bytes"`
-	PauseS          float64         `json:"pause_s"`
-	CostModel       defragCostModel `json:"cost_model"`
-	Before          frag.Metrics    `json:"before"`
-	After           frag.Metrics    `json:"after"`
-	Notes           []string        `json:"notes"`
-	MoveList        []defragMove    `json:"move_list"`
-}
-
-type defragCostModel struct {
-	BandwidthBytesPerS float64 `json:"bandwidth_bytes_per_s"`
-	Efficiency         float64 `json:"efficiency"`
-	LaunchS            float64 `json:"launch_s"`
-	PageS              float64 `json:"page_s"`
-}
-
-type defragMove struct {
-	From uint64 `json:"from"`
-	To   uint64 `json:"to"`
-	Size int64  `json:"size"`
 }
 
 const defragLong = `Defrag plans the compaction of one memory layout and prices it: which live
@@ -161,27 +124,7 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	pause := defrag.Cost(p, gpu, cm)
 	out := cmd.OutOrStdout()
 	if f.json {
-		doc := defragOutput{
-			File: name, Source: source, Device: f.device, Allocator: p.Allocator, GPU: gpu.Name, Goal: goal.String(),
-			Reached: p.Reached, Moves: len(p.Moves), BytesMoved: p.BytesMoved, LowerBoundBytes: p.LowerBound,
-			FreedBytes: p.FreedBytes, UnmapPages: p.UnmapPages, UnmapBytes: p.UnmapBytes,
-			PauseS: float64(pause) / 1e9,
-			CostModel: defragCostModel{BandwidthBytesPerS: gpu.MemBandwidth, Efficiency: cm.Efficiency,
-				LaunchS: float64(cm.LaunchNs) / 1e9, PageS: float64(cm.PageNs) / 1e9},
-			Before: p.Before, After: p.After, Notes: p.Notes, MoveList: []defragMove{},
-		}
-		if doc.Notes == nil {
-			doc.Notes = []string{}
-		}
-		if source != "snapshot" {
-			doc.Device = 0
-		}
-		for i, m := range p.Moves {
-			if f.moves >= 0 && i >= f.moves {
-				break
-			}
-			doc.MoveList = append(doc.MoveList, defragMove{From: m.From, To: m.To, Size: m.Size})
-		}
+		doc := defrag.NewReport(name, source, f.device, gpu, cm, &p, f.moves)
 		b, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return err

@@ -53,7 +53,7 @@ func TestDefragLayoutJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	var doc defragOutput
+	var doc defrag.Report
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestDefragSnapshot(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	var doc defragOutput
+	var doc defrag.Report
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}

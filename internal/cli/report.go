@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 )
@@ -35,11 +36,11 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 	for _, r := range rs {
 		t.rows = append(t.rows, []string{
 			r.Allocator,
-			humanBytes(r.PeakReservedBytes), humanBytes(r.EndReservedBytes),
-			humanBytes(r.PeakAllocatedBytes), humanBytes(r.EndAllocatedBytes),
+			human.Bytes(r.PeakReservedBytes), human.Bytes(r.EndReservedBytes),
+			human.Bytes(r.PeakAllocatedBytes), human.Bytes(r.EndAllocatedBytes),
 			strconv.Itoa(r.OOMs),
 			fmt.Sprintf("%.2f", r.AtPeak.Health), fmt.Sprintf("%.2f", r.End.Health),
-			humanBytes(r.End.LargestFreeBlock), humanBytes(r.End.MaxAllocatable),
+			human.Bytes(r.End.LargestFreeBlock), human.Bytes(r.End.MaxAllocatable),
 		})
 	}
 	t.write(sb)
@@ -53,7 +54,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 		}
 		if lo != hi {
 			fmt.Fprintf(sb, "peak reserved: from %s (%s) to %s (%s)\n",
-				humanBytes(lo), allocatorsWith(rs, lo), humanBytes(hi), allocatorsWith(rs, hi))
+				human.Bytes(lo), allocatorsWith(rs, lo), human.Bytes(hi), allocatorsWith(rs, hi))
 		}
 	}
 
@@ -72,7 +73,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 			skipped = fmt.Sprintf(", %s later op%s on their ids skipped", thousands(r.SkippedOps), pluralS(r.SkippedOps))
 		}
 		fmt.Fprintf(sb, "  %s: %s alloc%s failed%s\n", r.Allocator, thousands(r.OOMs), pluralS(r.OOMs), skipped)
-		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, o.ID, humanBytes(o.Size), o.Message)
+		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, o.ID, human.Bytes(o.Size), o.Message)
 		fmt.Fprintf(sb, "%s\n", indent(wrap(first, 76), "    "))
 	}
 }
@@ -92,20 +93,6 @@ func pluralS(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// humanBytes prints a byte count with a binary unit and two decimals, so
-// that numbers line up in a column ("79.70GiB", "512.00MiB").
-func humanBytes(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"TiB", mem.TiB}, {"GiB", mem.GiB}, {"MiB", mem.MiB}, {"KiB", mem.KiB}} {
-		if n >= u.size || -n >= u.size {
-			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', 2, 64) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
 }
 
 // thousands prints n with comma separators (5,000).

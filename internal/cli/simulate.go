@@ -2,22 +2,22 @@ package cli
 
 import (
 	"context"
-
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/par"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
-	"github.com/spf13/cobra"
 )
 
 // simulateFlags are the flags of `gpufrag simulate`; each overrides the
@@ -44,25 +44,6 @@ type simulateFlags struct {
 	json                    bool
 	html                    string
 	parallel                int
-}
-
-// simulateOutput is the JSON document `gpufrag simulate --json` prints
-// (docs/json.md).
-type simulateOutput struct {
-	Scenario string       `json:"scenario"`
-	About    string       `json:"about,omitempty"`
-	Model    string       `json:"model"`
-	GPU      string       `json:"gpu"`
-	TP       int          `json:"tp"`
-	Source   string       `json:"source"`
-	Requests int          `json:"requests"`
-	Skipped  int          `json:"skipped_rows"`
-	Duration float64      `json:"duration_s"`
-	Seed     uint64       `json:"seed"`
-	Results  []sim.Result `json:"results"`
-	// Recommended is the index in Results of the best run (see recommend).
-	Recommended int    `json:"recommended"`
-	Reason      string `json:"recommendation"`
 }
 
 func newSimulate() *cobra.Command {
@@ -194,12 +175,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err != nil {
 		return err
 	}
-	out := simulateOutput{Scenario: s.Name, About: s.About, Model: plan.Model.Name, GPU: plan.GPU.Name, TP: max(s.TP, 1),
-		Source: plan.Source, Requests: len(plan.Requests), Skipped: plan.Skipped,
-		Duration: time.Duration(s.Duration).Seconds(), Seed: s.Seed, Results: results}
-	out.Recommended, out.Reason = recommend(results)
+	out := scenario.NewReport(s, plan, results)
 	if f.html != "" {
-		if err := writeSimulateHTML(f.html, &out); err != nil {
+		if err := writeSimulateHTML(f.html, out); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
@@ -209,7 +187,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		return enc.Encode(out)
 	}
 	var sb strings.Builder
-	writeSimulateReport(&sb, &out)
+	writeSimulateReport(&sb, out)
 	_, err = io.WriteString(stdout, sb.String())
 	return err
 }
@@ -401,76 +379,10 @@ func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result,
 	return par.Map(context.Background(), len(plan.Configs), par.Options{Workers: parallel, OnDone: bar.Increment},
 		func(_ context.Context, i int) (sim.Result, error) {
 			c := plan.Configs[i]
-			r, err := runOne(c, plan)
+			r, err := scenario.RunConfig(c, plan.Requests)
 			if err != nil {
 				return r, fmt.Errorf("run %s on %s: %w", c.KV, c.Alloc, err)
 			}
 			return r, nil
 		})
-}
-
-// runOne runs one config; with a defrag policy it also runs the same config
-// with defrag off, for the result's ooms_without.
-func runOne(c sim.Config, plan *scenario.Plan) (sim.Result, error) {
-	e, err := sim.New(c, plan.Requests)
-	if err != nil {
-		return sim.Result{}, err
-	}
-	r, err := e.Run()
-	if err != nil || c.Defrag.Policy == sim.DefragOff {
-		return r, err
-	}
-	c.Defrag.Policy = sim.DefragOff
-	e, err = sim.New(c, plan.Requests)
-	if err != nil {
-		return sim.Result{}, err
-	}
-	off, err := e.Run()
-	if err != nil {
-		return sim.Result{}, err
-	}
-	r.Defrag.OOMsWithout = off.RequestsFailedOOM
-	return r, nil
-}
-
-// recommend picks, among runs a real engine could deploy (not
-// contiguous-max:oracle, which knows every output length in advance), the
-// one that serves the most requests (fewest failed and rejected, then most
-// completed), then the lowest p99 time to first token, then the highest
-// output throughput, then the lowest peak reserved memory, and says why.
-// It returns -1 when no run qualifies.
-func recommend(rs []sim.Result) (int, string) {
-	best := -1
-	better := func(a, b sim.Result) bool {
-		fa, fb := a.RequestsFailedOOM+a.RequestsRejected, b.RequestsFailedOOM+b.RequestsRejected
-		if fa != fb {
-			return fa < fb
-		}
-		if a.RequestsCompleted != b.RequestsCompleted {
-			return a.RequestsCompleted > b.RequestsCompleted
-		}
-		if a.TTFT.P99 != b.TTFT.P99 {
-			return a.TTFT.P99 < b.TTFT.P99
-		}
-		if a.OutputTokensPerS != b.OutputTokensPerS {
-			return a.OutputTokensPerS > b.OutputTokensPerS
-		}
-		return a.PeakReservedBytes < b.PeakReservedBytes
-	}
-	for i := range rs {
-		if strings.HasSuffix(rs[i].KV, ":oracle") {
-			continue
-		}
-		if best < 0 || better(rs[i], rs[best]) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return -1, ""
-	}
-	r := rs[best]
-	reason := fmt.Sprintf("%s on %s: %d of %d requests completed, %d failed or rejected, %.0f output tokens/s, peak reserved %s, TTFT p99 %s",
-		r.KV, r.Allocator, r.RequestsCompleted, r.RequestsTotal, r.RequestsFailedOOM+r.RequestsRejected,
-		r.OutputTokensPerS, humanBytes(r.PeakReservedBytes), seconds(r.TTFT.P99))
-	return best, reason
 }

@@ -8,30 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
 func modelGPUNames() []string { return model.GPUNames() }
 
 func numCPU() int { return runtime.NumCPU() }
-
-// seconds formats a latency: "850ms", "12.3s", "95µs".
-func seconds(s float64) string {
-	d := time.Duration(s * 1e9)
-	switch {
-	case d == 0:
-		return "0"
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case d < time.Second:
-		return fmt.Sprintf("%.0fms", s*1e3)
-	case d < 100*time.Second:
-		return fmt.Sprintf("%.1fs", s)
-	}
-	return fmt.Sprintf("%.0fs", s)
-}
 
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
@@ -39,7 +25,7 @@ func runName(r sim.Result) string { return r.KV + " / " + r.Allocator }
 
 // writeSimulateReport prints simulate results for people: what ran, a
 // memory table, a service table, a legend and the recommendation.
-func writeSimulateReport(sb *strings.Builder, o *simulateOutput) {
+func writeSimulateReport(sb *strings.Builder, o *scenario.Report) {
 	head := o.Scenario
 	if o.About != "" {
 		head += ": " + o.About
@@ -58,7 +44,7 @@ func writeSimulateReport(sb *strings.Builder, o *simulateOutput) {
 	}
 	for _, r := range o.Results {
 		b := r.KVBreakdown
-		mt.rows = append(mt.rows, []string{runName(r), humanBytes(r.PeakReservedBytes),
+		mt.rows = append(mt.rows, []string{runName(r), human.Bytes(r.PeakReservedBytes),
 			fmt.Sprintf("%.2f", r.FragRate.P50), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.FragRate.Max),
 			fmt.Sprintf("%.2f", r.HealthMin), pct(b.TokenStates), pct(b.Reservation), pct(b.Internal), pct(b.External)})
 	}
@@ -72,7 +58,7 @@ func writeSimulateReport(sb *strings.Builder, o *simulateOutput) {
 		st.rows = append(st.rows, []string{runName(r), thousands(r.RequestsCompleted), thousands(r.RequestsFailedOOM),
 			thousands(r.RequestsRejected), thousands(r.RequestsUnfinished), strconv.FormatInt(r.Preemptions, 10),
 			fmt.Sprintf("%.0f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.BatchSizeMean),
-			seconds(r.TTFT.P50), seconds(r.TTFT.P99), seconds(r.TPOT.P50), seconds(r.TPOT.P99)})
+			human.Seconds(r.TTFT.P50), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P50), human.Seconds(r.TPOT.P99)})
 	}
 	st.write(sb)
 	sb.WriteString(`
@@ -90,7 +76,7 @@ OOM:           requests failed by an out-of-memory error; preempted: recomputati
 
 // writeSimulateHTML writes the report page: the tables and, per run, the
 // memory and health over time with OOM and preemption markers.
-func writeSimulateHTML(path string, o *simulateOutput) error {
+func writeSimulateHTML(path string, o *scenario.Report) error {
 	page := report.Page{Title: "gpufrag simulate: " + o.Scenario,
 		Subtitle: fmt.Sprintf("%s on %s (tp %d); %s; seed %d", o.Model, o.GPU, o.TP, o.Source, o.Seed)}
 	var sb strings.Builder
@@ -102,8 +88,8 @@ func writeSimulateHTML(path string, o *simulateOutput) error {
 	for _, r := range o.Results {
 		summary.Rows = append(summary.Rows, []string{r.KV, r.Allocator, thousands(r.RequestsCompleted),
 			thousands(r.RequestsFailedOOM), thousands(r.RequestsRejected), strconv.FormatInt(r.Preemptions, 10),
-			humanBytes(r.PeakReservedBytes), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.HealthMin),
-			pct(r.KVBreakdown.TokenStates), fmt.Sprintf("%.0f", r.OutputTokensPerS), seconds(r.TTFT.P99), seconds(r.TPOT.P99)})
+			human.Bytes(r.PeakReservedBytes), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.HealthMin),
+			pct(r.KVBreakdown.TokenStates), fmt.Sprintf("%.0f", r.OutputTokensPerS), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P99)})
 	}
 	text := ""
 	if o.Recommended >= 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
 // skipHeavy skips a test that runs the whole default scenario when the
@@ -26,13 +27,13 @@ func skipHeavy(t *testing.T) {
 }
 
 // simulateJSON runs simulate with --json and decodes the output.
-func simulateJSON(t *testing.T, args ...string) (simulateOutput, string) {
+func simulateJSON(t *testing.T, args ...string) (scenario.Report, string) {
 	t.Helper()
 	code, out, errs := run(t, "", append([]string{"simulate", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("simulate %v: exit %d: %s", args, code, errs)
 	}
-	var o simulateOutput
+	var o scenario.Report
 	if err := json.Unmarshal([]byte(out), &o); err != nil {
 		t.Fatalf("simulate %v: bad JSON: %v\n%s", args, err, out)
 	}

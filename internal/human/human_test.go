@@ -1,0 +1,25 @@
+package human
+
+import "testing"
+
+func TestBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0B"}, {512, "512B"}, {1 << 10, "1.00KiB"}, {64 << 30, "64.00GiB"}, {60483453993, "56.33GiB"}, {-3 << 20, "-3.00MiB"}, {5 << 40, "5.00TiB"}} {
+		if got := Bytes(c.n); got != c.want {
+			t.Errorf("Bytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, c := range []struct {
+		s    float64
+		want string
+	}{{0, "0"}, {0.00085, "850µs"}, {0.432, "432ms"}, {5.4, "5.4s"}, {51.7, "51.7s"}, {518.2, "518s"}} {
+		if got := Seconds(c.s); got != c.want {
+			t.Errorf("Seconds(%v) = %q, want %q", c.s, got, c.want)
+		}
+	}
+}

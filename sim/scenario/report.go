@@ -1,0 +1,113 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// Report is the document `gpufrag simulate --json` prints (docs/json.md):
+// what ran, the result of every run in the plan's order, and the
+// recommendation.
+type Report struct {
+	Scenario string       `json:"scenario"`
+	About    string       `json:"about,omitempty"`
+	Model    string       `json:"model"`
+	GPU      string       `json:"gpu"`
+	TP       int          `json:"tp"`
+	Source   string       `json:"source"`
+	Requests int          `json:"requests"`
+	Skipped  int          `json:"skipped_rows"`
+	Duration float64      `json:"duration_s"`
+	Seed     uint64       `json:"seed"`
+	Results  []sim.Result `json:"results"`
+	// Recommended is the index in Results of the best run (see Recommend);
+	// -1 when no run qualifies.
+	Recommended int    `json:"recommended"`
+	Reason      string `json:"recommendation"`
+}
+
+// NewReport assembles the report of scenario s, built into plan, from the
+// results of plan.Configs (in that order) and recommends one.
+func NewReport(s *Scenario, plan *Plan, results []sim.Result) *Report {
+	r := &Report{Scenario: s.Name, About: s.About, Model: plan.Model.Name, GPU: plan.GPU.Name, TP: max(s.TP, 1),
+		Source: plan.Source, Requests: len(plan.Requests), Skipped: plan.Skipped,
+		Duration: time.Duration(s.Duration).Seconds(), Seed: s.Seed, Results: results}
+	r.Recommended, r.Reason = Recommend(results)
+	return r
+}
+
+// RunConfig runs one configuration of a plan over reqs. With a defrag
+// policy it runs the same configuration again with defrag off, the
+// counterfactual that the result's defrag.ooms_without reports. It is
+// deterministic and single-threaded: callers run configurations side by side.
+func RunConfig(c sim.Config, reqs []workload.Request) (sim.Result, error) {
+	e, err := sim.New(c, reqs)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	r, err := e.Run()
+	if err != nil || c.Defrag.Policy == sim.DefragOff {
+		return r, err
+	}
+	c.Defrag.Policy = sim.DefragOff
+	e, err = sim.New(c, reqs)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	off, err := e.Run()
+	if err != nil {
+		return sim.Result{}, err
+	}
+	r.Defrag.OOMsWithout = off.RequestsFailedOOM
+	return r, nil
+}
+
+// Recommend picks, among runs a real engine could deploy (not
+// contiguous-max:oracle, which knows every output length in advance), the
+// one that serves the most requests (fewest failed and rejected, then most
+// completed), then the lowest p99 time to first token, then the highest
+// output throughput, then the lowest peak reserved memory; ties keep the
+// earlier run. It returns the run's index and why, or -1 and "" when no run
+// qualifies.
+func Recommend(rs []sim.Result) (int, string) {
+	best := -1
+	for i := range rs {
+		if strings.HasSuffix(rs[i].KV, ":oracle") {
+			continue
+		}
+		if best < 0 || better(rs[i], rs[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1, ""
+	}
+	r := rs[best]
+	reason := fmt.Sprintf("%s on %s: %d of %d requests completed, %d failed or rejected, %.0f output tokens/s, peak reserved %s, TTFT p99 %s",
+		r.KV, r.Allocator, r.RequestsCompleted, r.RequestsTotal, r.RequestsFailedOOM+r.RequestsRejected,
+		r.OutputTokensPerS, human.Bytes(r.PeakReservedBytes), human.Seconds(r.TTFT.P99))
+	return best, reason
+}
+
+// better reports whether a ranks before b (see Recommend).
+func better(a, b sim.Result) bool {
+	fa, fb := a.RequestsFailedOOM+a.RequestsRejected, b.RequestsFailedOOM+b.RequestsRejected
+	if fa != fb {
+		return fa < fb
+	}
+	if a.RequestsCompleted != b.RequestsCompleted {
+		return a.RequestsCompleted > b.RequestsCompleted
+	}
+	if a.TTFT.P99 != b.TTFT.P99 {
+		return a.TTFT.P99 < b.TTFT.P99
+	}
+	if a.OutputTokensPerS != b.OutputTokensPerS {
+		return a.OutputTokensPerS > b.OutputTokensPerS
+	}
+	return a.PeakReservedBytes < b.PeakReservedBytes
+}
