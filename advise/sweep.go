@@ -5,16 +5,15 @@ package advise
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/par"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/loc"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // MaxLineBytes is the longest line Read accepts (1 MiB, without the line

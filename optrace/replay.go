@@ -2,14 +2,13 @@ package optrace
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/par"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/par"
 )
 
 // Result is what replaying a trace through one allocator gives. The JSON

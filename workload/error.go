@@ -5,6 +5,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+
 	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
