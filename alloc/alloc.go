@@ -69,6 +69,88 @@ type Syncer interface {
 	Sync()
 }
 
+// Stamper is implemented by allocators that can say cheaply that their
+// memory has not changed since a caller last looked (see "Optional
+// capabilities" in doc.go).
+type Stamper interface {
+	// Stamp returns the allocator's mutation stamp. Two equal stamps of one
+	// allocator mean that Layout and MaxAllocatable return equal values (and
+	// so the Stats that recount Layout: Reserved, Allocated, Requested,
+	// Segments, LiveBlocks), and a caller may keep what it derived from them.
+	// Nothing else is promised: the counters and peaks of Stats and the
+	// handles Alloc issues may differ. A stamp may come back (a closed round
+	// trip returns the allocator to a state it had, see TripRecorder), but
+	// never with another Layout. Stamps of two allocators, a Clone included,
+	// are not comparable.
+	Stamp() uint64
+}
+
+// TripRecorder is implemented by allocators that can stand in for a round
+// trip a caller repeats: a batch of n Allocs and n Frees of exactly those
+// blocks, in any order, with no other call to the allocator in between (a
+// serving engine's per-step activation buffers). See "Optional
+// capabilities" in doc.go.
+type TripRecorder interface {
+	// BeginTrip records the state before a batch.
+	BeginTrip() Trip
+	// EndTrip is called right after the batch, which made n allocations
+	// and n frees. It reports whether the allocator confirms that the batch
+	// returned it to the state BeginTrip saw (the same Layout and
+	// MaxAllocatable, no device call, no out-of-memory error, no retry) and
+	// that the same batch from that state would again do exactly the same;
+	// then t is closed (repeatable), otherwise it is not. EndTrip changes
+	// nothing else.
+	EndTrip(t *Trip, n int64) bool
+	// RepeatTrip stands in for times runs of the closed trip t when the
+	// allocator is in the state t started in (nothing but closed trips has
+	// changed it since): it counts the runs' allocations and frees in Stats
+	// and returns true. The peaks need no update, as t reached them from
+	// this state. Otherwise it changes nothing and returns false, and the
+	// caller makes the calls. times 0 only asks.
+	//
+	// The caller promises that the batch it skips is the one t recorded (the
+	// same sizes and streams, in the same order): RepeatTrip cannot see it.
+	// A repeat differs from running the batch only in handle values: the
+	// handles Alloc issues afterwards may not be the ones it would have
+	// issued (handles are opaque; see Stamper).
+	RepeatTrip(t *Trip, times int64) bool
+}
+
+// Trip is a TripRecorder's record of one round trip. Its fields belong to
+// the allocator that made it: a caller keeps the value between BeginTrip,
+// EndTrip and RepeatTrip and reads or writes nothing in it. The zero Trip is
+// not repeatable.
+type Trip struct {
+	Mark  uint64 // the allocator's state at BeginTrip (its Stamp, for a Stamper)
+	Calls uint64 // the allocator's count of state-changing calls at BeginTrip
+	Stats Stats  // Stats at BeginTrip
+	N     int64  // allocations (and frees) of the batch; > 0 only once closed
+}
+
+// Grower is implemented by allocators that can grow a live allocation in
+// place: more memory mapped at its end, the address unchanged and nothing
+// copied (vAttention's ranges on the vmm allocator). See "Optional
+// capabilities" in doc.go.
+type Grower interface {
+	// Grow makes the live allocation h at least newSize bytes, in place, and
+	// returns it with its new Size: newSize rounded up to GrowUnit. newSize
+	// must be at least the bytes requested so far and at most MaxGrowSize.
+	// The grow needs the new Size minus the old in device memory; when that
+	// is at most MaxAllocatable it succeeds, so grows that need at most
+	// MaxAllocatable bytes together all succeed one after the other. It
+	// fails with ErrInvalidHandle, an *OOMError (counted in Stats.OOMs) or
+	// the allocator's own error for a size out of range, and then changes
+	// nothing else. A grow is not an Alloc: only the block's size and
+	// request, Reserved, Allocated, Requested, the peaks and DeviceAllocs
+	// move.
+	Grow(h Handle, newSize int64) (Block, error)
+	// GrowUnit is the granularity of a grown block's Size (the page size).
+	GrowUnit() int64
+	// MaxGrowSize is the largest newSize Grow accepts for any block (the
+	// virtual space reserved for each allocation).
+	MaxGrowSize() int64
+}
+
 // Stats are an allocator's counters. Byte counts follow DESIGN.md §4.
 type Stats struct {
 	Capacity int64 // device memory

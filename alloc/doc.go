@@ -10,7 +10,8 @@
 //	  ↑ Reserve/Release (physical bytes), ReserveVA (fresh ranges)
 //	Allocator       one of the packages below, serving Alloc/Free requests
 //	  ↑ Alloc(size, stream) → Block{Handle, Addr, Size}; Free(Handle)
-//	caller          the replay driver (optrace), later the serving simulator
+//	caller          the replay driver (optrace), the serving simulator (sim),
+//	                the what-if analyses and defrag planners
 //
 // What an allocator holds is a list of segments (contiguous virtual ranges it
 // obtained from the device), each tiled by blocks that are active (held by a
@@ -71,6 +72,36 @@
 //   - live blocks never overlap, and each is where Alloc (or Relocate) put it;
 //   - MaxAllocatable is honest: a clone serves a request of exactly that size;
 //   - the same operations on a fresh allocator give the same layout.
+//
+// # Optional capabilities
+//
+// Some allocators can do more than Allocator asks; a caller finds out with a
+// type assertion and works without the capability when it is missing, so
+// that no caller needs to import an allocator package (internal/lint holds
+// sim, kv/strategy, advise and experiments to alloc and alloc/spec).
+//
+//	Relocator     move a live block to another free address (defrag):
+//	              caching, sizeclass, arena
+//	Syncer        stream synchronisation points (async trims its pool)
+//	Stamper       a mutation stamp: equal stamps mean the same Layout and
+//	              MaxAllocatable, so what a caller derived from them (the
+//	              fragmentation metrics of a sample) can be kept: caching
+//	TripRecorder  stand in for a repeated round trip of allocations that
+//	              are all freed again (a step's activation buffers): caching
+//	Grower        grow a live block in place, page by page (vAttention's
+//	              KV ranges): vmm
+//
+// The fast paths built on them change no result: sim/fastpath_test.go runs
+// the engine with and without them and compares everything, and
+// alloc/caching/trip_test.go runs twin allocators, one repeating trips,
+// against each other.
+//
+// The stamp promises the Layout, not the whole state: a closed round trip
+// returns the stamp to its value at BeginTrip although the handle table's
+// generations have moved on (and the Allocs and Frees counters, and possibly
+// the peaks). Handles are opaque and Layout does not show them, so nothing a
+// caller derives from Layout can tell the two states apart; a stamp is never
+// given to a state with another Layout, including the states inside a trip.
 //
 // Allocators are deterministic and single-threaded: no clock, no global
 // random source, no goroutines (enforced by internal/lint). Expensive

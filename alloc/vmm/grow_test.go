@@ -49,9 +49,12 @@ func growHook(t *testing.T, env *alloctest.ScriptEnv, td *datadriven.TestData) (
 
 // TestGrowProperties mixes Alloc, Grow and Free at random and checks after
 // every step that the layout matches the reference, that a successful Grow
-// keeps the address and covers the new size, and that a failed Grow changes
-// nothing but the OOM count.
+// keeps the address and covers the new size in whole pages, that a failed
+// Grow changes nothing but the OOM count, and alloc.Grower's promise: grows
+// within MaxGrowSize that need at most MaxAllocatable bytes, alone or
+// together, succeed.
 func TestGrowProperties(t *testing.T) {
+	var together int // grow-many steps that grew two blocks or more
 	rapid.Check(t, func(rt *rapid.T) {
 		page := rapid.SampledFrom([]int64{MinPage, 192 * mem.KiB, DefaultPage}).Draw(rt, "page")
 		maxRange := page * rapid.Int64Range(1, 64).Draw(rt, "range_pages")
@@ -59,6 +62,10 @@ func TestGrowProperties(t *testing.T) {
 		a, err := New(mem.MustDevice(capacity, 0), Config{Page: page, MaxRange: maxRange})
 		if err != nil {
 			rt.Fatal(err)
+		}
+		var g alloc.Grower = a
+		if g.GrowUnit() != page || g.MaxGrowSize() != maxRange {
+			rt.Fatalf("GrowUnit %d, MaxGrowSize %d; configured page %d, range %d", g.GrowUnit(), g.MaxGrowSize(), page, maxRange)
 		}
 		live := map[alloc.Handle]alloctest.Live{}
 		var hs []alloc.Handle
@@ -98,7 +105,14 @@ func TestGrowProperties(t *testing.T) {
 				}
 				n := old.Requested + rapid.Int64Range(0, 8*mem.MiB).Draw(rt, "more")
 				before, st := a.Layout(), a.Stats()
+				// alloc.Grower's promise: within MaxGrowSize, a grow that
+				// needs at most MaxAllocatable bytes succeeds.
+				promised := n <= g.MaxGrowSize() && roundUp(n, g.GrowUnit())-old.Size <= a.MaxAllocatable()
 				b, err := a.Grow(h, n)
+				if err != nil && promised {
+					rt.Fatalf("grow of %+v to %d needs %d bytes of %d allocatable, within %d: %v",
+						old, n, roundUp(n, g.GrowUnit())-old.Size, a.MaxAllocatable(), g.MaxGrowSize(), err)
+				}
 				if err != nil {
 					if !errors.Is(err, alloc.ErrOutOfMemory) && !errors.Is(err, ErrRangeFull) {
 						rt.Fatalf("grow: %v", err)
@@ -111,10 +125,44 @@ func TestGrowProperties(t *testing.T) {
 					}
 					return
 				}
-				if b.Addr != old.Addr || b.Size < n || b.Handle != h {
+				if b.Addr != old.Addr || b.Size != roundUp(n, g.GrowUnit()) || b.Handle != h {
 					rt.Fatalf("grow of %+v to %d returned %+v", old, n, b)
 				}
 				live[h] = alloctest.Live{Addr: b.Addr, Size: b.Size, Requested: n}
+			},
+			"grow-many": func(rt *rapid.T) {
+				// Grows that need at most MaxAllocatable bytes together all
+				// succeed (what kv/strategy's vmm:P relies on to grow every
+				// sample of a sequence or none).
+				var ids []alloc.Handle
+				var sizes []int64
+				var need int64
+				for _, h := range hs {
+					l, ok := live[h]
+					if !ok {
+						continue
+					}
+					n := l.Requested + rapid.Int64Range(0, 2*page).Draw(rt, "more")
+					if n > g.MaxGrowSize() {
+						continue
+					}
+					ids, sizes = append(ids, h), append(sizes, n)
+					need += roundUp(n, g.GrowUnit()) - l.Size
+				}
+				if len(ids) == 0 || need > a.MaxAllocatable() {
+					rt.Skip("nothing to grow within memory")
+				}
+				for i, h := range ids {
+					b, err := a.Grow(h, sizes[i])
+					if err != nil {
+						rt.Fatalf("grow %d of %d (%d bytes needed in all, %d allocatable at the start): %v",
+							i, len(ids), need, a.MaxAllocatable(), err)
+					}
+					live[h] = alloctest.Live{Addr: b.Addr, Size: b.Size, Requested: sizes[i]}
+				}
+				if len(ids) >= 2 {
+					together++
+				}
 			},
 			"free": func(rt *rapid.T) {
 				if len(live) == 0 {
@@ -131,4 +179,10 @@ func TestGrowProperties(t *testing.T) {
 			},
 		})
 	})
+	if together == 0 {
+		t.Fatal("no step grew several blocks together: the promise was never checked")
+	}
 }
+
+// roundUp is n rounded up to a multiple of unit.
+func roundUp(n, unit int64) int64 { return (n + unit - 1) / unit * unit }

@@ -42,7 +42,10 @@ type Allocator struct {
 	st   alloc.Stats     // kept incrementally; CheckInvariants recounts it
 }
 
-var _ alloc.Allocator = (*Allocator)(nil)
+var (
+	_ alloc.Allocator = (*Allocator)(nil)
+	_ alloc.Grower    = (*Allocator)(nil)
+)
 
 // New returns a VMM allocator that owns dev, which must have no memory in use
 // yet. Zero fields of cfg take the defaults.
@@ -144,7 +147,9 @@ func (a *Allocator) oom(size, n int64) error {
 // *alloc.OOMError (Requested = newSize, AllocSize = the bytes it tried to
 // map; counted in Stats.OOMs) or ErrRangeFull, and then changes nothing but
 // the OOM count. Grow is not an Alloc: only the requested and mapped bytes
-// and the map count move.
+// and the map count move. It implements alloc.Grower: the pages it maps
+// come straight from the device, so a grow needing at most MaxAllocatable
+// bytes succeeds.
 func (a *Allocator) Grow(h alloc.Handle, newSize int64) (alloc.Block, error) {
 	r := a.live.Get(h)
 	if r == nil {
@@ -171,6 +176,14 @@ func (a *Allocator) Grow(h alloc.Handle, newSize int64) (alloc.Block, error) {
 	}
 	return alloc.Block{Handle: h, Addr: r.addr, Size: p * a.cfg.Page}, nil
 }
+
+// GrowUnit is the page size P (alloc.Grower): a grown range maps whole
+// pages.
+func (a *Allocator) GrowUnit() int64 { return a.cfg.Page }
+
+// MaxGrowSize is Config.MaxRange (alloc.Grower): every range reserves at
+// least that much virtual space, so Grow to it never hits ErrRangeFull.
+func (a *Allocator) MaxGrowSize() int64 { return a.cfg.MaxRange }
 
 // Free unmaps every page of the range at once.
 func (a *Allocator) Free(h alloc.Handle) error {

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/vmm"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -285,7 +284,7 @@ func Names() []string {
 //	contiguous-max:oracle   reserve prompt + the true output
 //	contiguous-grow         prompt + headroom, doubling by reallocate-and-copy
 //	paged:B                 a block pool of B-token blocks in one allocation of Env.PoolBytes
-//	vmm:P                   a range per sample growing by P-byte pages (Env.Alloc must be a *vmm.Allocator with page P)
+//	vmm:P                   a range per sample growing by P-byte pages (Env.Alloc must grow blocks in place, alloc.Grower, with page P: the vmm allocator)
 //
 // Errors wrap ErrBadSpec and name the bad part. paged allocates its pool
 // here, so Parse fails with ErrNoMemory when the allocator cannot supply it.
@@ -331,14 +330,14 @@ func Parse(spec string, env Env) (Strategy, error) {
 		if err != nil || p <= 0 {
 			return nil, fmt.Errorf("%w: %q: page size %q (want bytes such as 2MiB)", ErrBadSpec, spec, args)
 		}
-		a, ok := env.Alloc.(*vmm.Allocator)
+		a, ok := env.Alloc.(growingAllocator)
 		if !ok {
-			return nil, fmt.Errorf("%w: %q: needs a vmm allocator (Env.Alloc is %s): only vmm grows a range in place",
+			return nil, fmt.Errorf("%w: %q: needs an allocator that grows a range in place, such as vmm (Env.Alloc is %s)",
 				ErrBadSpec, spec, env.Alloc.Spec())
 		}
-		if a.Config().Page != p {
+		if a.GrowUnit() != p {
 			return nil, fmt.Errorf("%w: %q: page %s differs from the allocator's page %s (%s)",
-				ErrBadSpec, spec, mem.FormatBytesExact(p), mem.FormatBytesExact(a.Config().Page), a.Spec())
+				ErrBadSpec, spec, mem.FormatBytesExact(p), mem.FormatBytesExact(a.GrowUnit()), a.Spec())
 		}
 		return newVMM(env, a, p), nil
 	}

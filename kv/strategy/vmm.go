@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/vmm"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -19,14 +18,22 @@ type vmmSeq struct {
 	blocks []alloc.Block // one range per sample; Size is the mapped bytes
 }
 
+// growingAllocator is an allocator that grows blocks in place: what vmm:P
+// needs of Env.Alloc.
+type growingAllocator interface {
+	alloc.Allocator
+	alloc.Grower
+}
+
 // vmmStrategy is vmm:P (vAttention style): each sample is a range of
-// env.Alloc, a *vmm.Allocator with page P, allocated with the prompt's bytes
-// and grown in place with vmm.Allocator.Grow as decode writes tokens, so a
-// page is mapped only when a token first lands in it. Nothing is ever
-// copied, and no sample holds more than one partly filled page.
+// env.Alloc, an alloc.Grower with page (GrowUnit) P such as the vmm
+// allocator, allocated with the prompt's bytes and grown in place with Grow
+// as decode writes tokens, so a page is mapped only when a token first
+// lands in it. Nothing is ever copied, and no sample holds more than one
+// partly filled page.
 type vmmStrategy struct {
 	env    Env
-	a      *vmm.Allocator
+	a      growingAllocator
 	page   int64
 	bpt    int64
 	seqs   map[SeqID]*vmmSeq // live sequences
@@ -34,7 +41,7 @@ type vmmStrategy struct {
 	st     Stats
 }
 
-func newVMM(env Env, a *vmm.Allocator, page int64) *vmmStrategy {
+func newVMM(env Env, a growingAllocator, page int64) *vmmStrategy {
 	return &vmmStrategy{env: env, a: a, page: page, bpt: env.Model.KVBytesPerToken(env.KVDType, env.TP),
 		seqs: make(map[SeqID]*vmmSeq)}
 }
@@ -87,9 +94,9 @@ func (v *vmmStrategy) free(b alloc.Block) {
 }
 
 // Grow maps the pages the new tokens need in every sample, all or nothing:
-// it checks the pages against the device's free memory (the vmm allocator
-// has no cache, so that is exact) and the range against vmm's MaxRange
-// before it grows any sample.
+// it checks the pages against MaxAllocatable (alloc.Grower promises that
+// grows needing at most that much together succeed) and the size against
+// MaxGrowSize (vmm's MaxRange) before it grows any sample.
 func (v *vmmStrategy) Grow(id SeqID, k int) error {
 	s, ok := v.seqs[id]
 	if !ok {
@@ -103,9 +110,9 @@ func (v *vmmStrategy) Grow(id SeqID, k int) error {
 		return fmt.Errorf("%w: seq %d: %d tokens, max context %d", ErrTooLong, id, total, v.env.MaxContext)
 	}
 	newSize := int64(total) * v.bpt
-	if newSize > v.a.Config().MaxRange {
+	if newSize > v.a.MaxGrowSize() {
 		return fmt.Errorf("%w: seq %d: %d bytes exceed the vmm range of %s", ErrTooLong, id, newSize,
-			mem.FormatBytesExact(v.a.Config().MaxRange))
+			mem.FormatBytesExact(v.a.MaxGrowSize()))
 	}
 	extra := int64(len(s.blocks)) * (v.pagesFor(total) - v.pagesFor(s.tokens)) * v.page
 	if extra > v.a.MaxAllocatable() {
