@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/caching"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -79,16 +78,22 @@ type Engine struct {
 	actLive     []alloc.Handle
 	batch       []entry
 
-	// Activation round trips on a caching allocator (see endTrip): ca is
-	// e.al when it is one, trips the closed trips by buffer pattern.
-	ca     *caching.Allocator
-	trips  map[actKey]caching.Trip
-	trip   caching.Trip // the trip of the current step, while tripOn
-	tripOn bool
-	tripN  int64 // allocations the current step's trip made
+	// Activation round trips on an allocator that records them (see
+	// endTrip): rec is e.al when it is an alloc.TripRecorder, trips the
+	// closed trips by buffer pattern.
+	// The trips stay in a slice (tripList, indexed by trips) so that
+	// RepeatTrip, called through an interface, gets a pointer already on
+	// the heap: a pointer to a copy would move each step's Trip there.
+	rec      alloc.TripRecorder
+	trips    map[actKey]int32
+	tripList []alloc.Trip
+	trip     alloc.Trip // the trip of the current step, while tripOn
+	tripOn   bool
+	tripN    int64 // allocations the current step's trip made
 
-	// The fragmentation metrics of the last sample and the caching
-	// allocator's stamp then (see caching.Allocator.Stamp).
+	// The fragmentation metrics of the last sample and the allocator's
+	// stamp then, when it is an alloc.Stamper.
+	stamper   alloc.Stamper
 	fragOK    bool
 	fragStamp uint64
 	fragLast  frag.Metrics
@@ -164,8 +169,11 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
 	}
-	if ca, ok := e.al.(*caching.Allocator); ok {
-		e.ca, e.trips = ca, make(map[actKey]caching.Trip)
+	if rec, ok := e.al.(alloc.TripRecorder); ok {
+		e.rec, e.trips = rec, make(map[actKey]int32)
+	}
+	if st, ok := e.al.(alloc.Stamper); ok {
+		e.stamper = st
 	}
 	if ds, ok := e.st.(strategy.DecodeStepper); ok {
 		e.ds = ds
@@ -360,13 +368,13 @@ func (e *Engine) decodeRun() bool {
 		return false
 	}
 	n := int64(len(e.running))
-	var trip caching.Trip
+	var trip *alloc.Trip
 	if c.Activations {
-		t, ok := e.trips[actKey{n, n}]
-		if !ok || !e.ca.RepeatTrip(&t, 0) {
+		i, ok := e.trips[actKey{n, n}]
+		if !ok || !e.rec.RepeatTrip(&e.tripList[i], 0) {
 			return false
 		}
-		trip = t
+		trip = &e.tripList[i]
 	}
 	w := stepWork{tokens: n, sampled: n}
 	now := e.now
@@ -399,7 +407,7 @@ func (e *Engine) decodeRun() bool {
 		return false
 	}
 	if c.Activations {
-		if !e.ca.RepeatTrip(&trip, int64(k)) {
+		if !e.rec.RepeatTrip(trip, int64(k)) {
 			panic(fmt.Sprintf("sim: activation trip of %d tokens no longer repeatable after a decode run of %d steps", n, k))
 		}
 		e.tripRepeats += int64(k)
@@ -719,12 +727,12 @@ func (e *Engine) work() stepWork {
 // without it.
 func (e *Engine) activations(w stepWork) stepWork {
 	e.tripOn = false
-	if e.ca != nil {
-		if t, ok := e.trips[actKey{w.tokens, w.sampled}]; ok && e.ca.RepeatTrip(&t, 1) {
+	if e.rec != nil {
+		if i, ok := e.trips[actKey{w.tokens, w.sampled}]; ok && e.rec.RepeatTrip(&e.tripList[i], 1) {
 			e.tripRepeats++
 			return w
 		}
-		e.trip, e.tripN, e.tripOn = e.ca.BeginTrip(), 0, true
+		e.trip, e.tripN, e.tripOn = e.rec.BeginTrip(), 0, true
 	}
 	for len(e.batch) > 0 {
 		if e.allocActivations(w) {
@@ -820,7 +828,7 @@ fail:
 type actKey struct{ tokens, sampled int64 }
 
 // endTrip ends the step's activation round trip (begun in activations and
-// ended after freeActivations). When the caching allocator confirms that the
+// ended after freeActivations). When the allocator confirms that the
 // step's buffers left it as they found it, the trip is kept under the step's
 // buffer pattern; a later step with the same pattern that finds the
 // allocator in that state (nothing but closed trips since) skips the calls:
@@ -831,11 +839,18 @@ func (e *Engine) endTrip(w stepWork) {
 		return
 	}
 	e.tripOn = false
-	if e.ca.EndTrip(&e.trip, e.tripN) {
+	if e.rec.EndTrip(&e.trip, e.tripN) {
 		if len(e.trips) >= 4096 {
 			clear(e.trips) // bound the memo; entries are cheap to record again
+			e.tripList = e.tripList[:0]
 		}
-		e.trips[actKey{w.tokens, w.sampled}] = e.trip
+		k := actKey{w.tokens, w.sampled}
+		if i, ok := e.trips[k]; ok {
+			e.tripList[i] = e.trip
+			return
+		}
+		e.trips[k] = int32(len(e.tripList))
+		e.tripList = append(e.tripList, e.trip)
 	}
 }
 
@@ -906,12 +921,12 @@ func (e *Engine) sampleUntil(t int64) {
 	}
 	st := e.al.Stats()
 	var m frag.Metrics
-	if e.ca != nil && e.fragOK && e.ca.Stamp() == e.fragStamp {
-		m = e.fragLast // the allocator is as it was at the last sample
+	if e.stamper != nil && e.fragOK && e.stamper.Stamp() == e.fragStamp {
+		m = e.fragLast // the allocator's Layout is as it was at the last sample
 	} else {
 		m = frag.Compute(e.al.Layout())
-		if e.ca != nil {
-			e.fragOK, e.fragStamp, e.fragLast = true, e.ca.Stamp(), m
+		if e.stamper != nil {
+			e.fragOK, e.fragStamp, e.fragLast = true, e.stamper.Stamp(), m
 		}
 	}
 	u := e.st.Usage()

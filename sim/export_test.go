@@ -4,7 +4,7 @@ package sim
 
 // NoFastPaths turns off the engine's fast paths (decode runs, repeated
 // activation round trips, kept fragmentation metrics); call it before Run.
-func NoFastPaths(e *Engine) { e.ds, e.ca, e.trips = nil, nil, nil }
+func NoFastPaths(e *Engine) { e.ds, e.rec, e.trips, e.stamper = nil, nil, nil, nil }
 
 // FastPathSteps returns the steps decode runs did and the steps whose
 // activation calls a repeated round trip stood in for.

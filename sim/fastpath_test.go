@@ -29,7 +29,7 @@ func runBoth(t fataler, c Config, reqs []workload.Request) (fast, slow *Engine, 
 			return nil, nil, false
 		}
 		if i == 1 {
-			e.ds, e.ca, e.trips = nil, nil, nil // the plain step by step engine
+			e.ds, e.rec, e.trips, e.stamper = nil, nil, nil, nil // the plain step by step engine
 		}
 		if res[i], err = e.Run(); err != nil {
 			t.Fatalf("Run (fast paths %v): %v", i == 0, err)

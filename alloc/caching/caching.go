@@ -49,9 +49,12 @@ type Allocator struct {
 	retries                        int64
 
 	// mut counts the calls that can change the state (Alloc, Free,
-	// EmptyCache, Relocate, Seed, ReleaseSegment); EndTrip winds it back
-	// over a closed round trip. See trip.go.
-	mut uint64
+	// EmptyCache, Relocate, Seed, ReleaseSegment); it never goes back, and
+	// it is the allocator's stamp but right after a closed round trip:
+	// while mut is still stampAt, the state is the one a trip returned to
+	// and the stamp is that state's, stampAs. See trip.go.
+	mut              uint64
+	stampAt, stampAs uint64
 }
 
 // New returns a caching allocator over dev.

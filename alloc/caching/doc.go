@@ -54,8 +54,9 @@
 // serving engine's per-step activation buffers: every block allocated is
 // freed again) can record it with BeginTrip and EndTrip and have later
 // repeats counted by RepeatTrip instead of run, when the allocator is in the
-// state the batch left it in. Stamp tells a caller that the state has not
-// changed since it last looked (trip.go).
+// state the batch left it in (alloc.TripRecorder). Stamp tells a caller that
+// the Layout has not changed since it last looked (alloc.Stamper). Callers
+// reach both through those interfaces, never through this package (trip.go).
 //
 // Invariants: see Allocator.
 package caching

@@ -184,7 +184,8 @@ func (a *Allocator) Clone() alloc.Allocator {
 		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
-		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries, mut: a.mut,
+		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
+		mut: a.mut, stampAt: a.stampAt, stampAs: a.stampAs,
 	}
 	for p := range a.pools {
 		c.pools[p] = pool{free: make([]*ordset.Binned, len(a.pools[p].free)), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}

@@ -22,18 +22,27 @@ var tripPatterns = []struct {
 	{[]int64{7 * mem.MiB, 7 * mem.MiB}, []int{0, 1}},
 }
 
-// runTrip makes pattern p's calls; ok is false when an allocation failed
-// (the blocks it got are freed).
-func runTrip(t *rapid.T, a *caching.Allocator, p int) (n int64, ok bool) {
+// runTrip makes pattern p's calls, calling observe (when not nil) after
+// each; ok is false when an allocation failed (the blocks it got are freed).
+func runTrip(t *rapid.T, a *caching.Allocator, p int, observe func()) (n int64, ok bool) {
 	pat := tripPatterns[p]
 	hs := make([]alloc.Handle, len(pat.sizes))
+	free := func(h alloc.Handle) {
+		if err := a.Free(h); err != nil {
+			t.Fatal(err)
+		}
+		if observe != nil {
+			observe()
+		}
+	}
 	for i, s := range pat.sizes {
 		b, err := a.Alloc(s, 0)
+		if observe != nil {
+			observe()
+		}
 		if err != nil {
 			for _, h := range hs[:i] {
-				if err := a.Free(h); err != nil {
-					t.Fatal(err)
-				}
+				free(h)
 			}
 			return n, false
 		}
@@ -41,9 +50,7 @@ func runTrip(t *rapid.T, a *caching.Allocator, p int) (n int64, ok bool) {
 		n++
 	}
 	for _, i := range pat.free {
-		if err := a.Free(hs[i]); err != nil {
-			t.Fatal(err)
-		}
+		free(hs[i])
 	}
 	return n, true
 }
@@ -51,8 +58,9 @@ func runTrip(t *rapid.T, a *caching.Allocator, p int) (n int64, ok bool) {
 // TestTripRepeatIsRunning runs twin allocators through the same random
 // calls and round trips; one repeats closed trips with RepeatTrip instead
 // of making their calls whenever it may. After every step both must have
-// the same Layout and Stats, and every Layout seen at a stamp must be the
-// Layout whenever that stamp comes back.
+// the same Layout and Stats, and every Layout seen at a stamp, after any
+// call (inside a trip too), must be the Layout whenever that stamp comes
+// back (alloc.Stamper).
 func TestTripRepeatIsRunning(t *testing.T) {
 	var repeats int
 	rapid.Check(t, func(t *rapid.T) {
@@ -67,8 +75,15 @@ func TestTripRepeatIsRunning(t *testing.T) {
 			return a.(*caching.Allocator)
 		}
 		fast, slow := mk(), mk()
-		trips := map[int]caching.Trip{}
+		trips := map[int]alloc.Trip{}
 		seen := map[uint64]mem.Layout{}
+		observe := func() {
+			l := fast.Layout()
+			if was, ok := seen[fast.Stamp()]; ok && !reflect.DeepEqual(was, l) {
+				t.Fatalf("stamp %d came back with another layout:\nthen %v\nnow  %v", fast.Stamp(), was, l)
+			}
+			seen[fast.Stamp()] = l
+		}
 		var liveF, liveS []alloc.Handle
 		for range rapid.IntRange(1, 60).Draw(t, "steps") {
 			switch rapid.IntRange(0, 4).Draw(t, "op") {
@@ -98,13 +113,13 @@ func TestTripRepeatIsRunning(t *testing.T) {
 				}
 			default: // a round trip
 				p := rapid.IntRange(0, len(tripPatterns)-1).Draw(t, "pattern")
-				runTrip(t, slow, p)
+				runTrip(t, slow, p, nil)
 				if tr, ok := trips[p]; ok && fast.RepeatTrip(&tr, 1) {
 					repeats++
 					break
 				}
 				tr := fast.BeginTrip()
-				if n, ok := runTrip(t, fast, p); ok && fast.EndTrip(&tr, n) {
+				if n, ok := runTrip(t, fast, p, observe); ok && fast.EndTrip(&tr, n) {
 					trips[p] = tr
 				}
 			}
@@ -115,10 +130,7 @@ func TestTripRepeatIsRunning(t *testing.T) {
 			if sf, ss := fast.Stats(), slow.Stats(); sf != ss {
 				t.Fatalf("stats differ:\nrepeating %+v\nrunning   %+v", sf, ss)
 			}
-			if l, ok := seen[fast.Stamp()]; ok && !reflect.DeepEqual(l, lf) {
-				t.Fatalf("stamp %d came back with another layout:\nthen %v\nnow  %v", fast.Stamp(), l, lf)
-			}
-			seen[fast.Stamp()] = lf
+			observe()
 		}
 		if err := fast.CheckInvariants(); err != nil {
 			t.Fatal(err)
@@ -135,7 +147,7 @@ func TestEndTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trip := func(extra func()) (caching.Trip, bool) {
+	trip := func(extra func()) (alloc.Trip, bool) {
 		tr := a.BeginTrip()
 		b, err := a.Alloc(3*mem.MiB, 0)
 		if err != nil {
@@ -176,8 +188,57 @@ func TestEndTrip(t *testing.T) {
 	if _, ok := trip(func() { a.EmptyCache() }); ok {
 		t.Fatal("a trip with EmptyCache inside was accepted")
 	}
-	var zero caching.Trip
+	var zero alloc.Trip
 	if a.RepeatTrip(&zero, 1) {
 		t.Fatal("the zero Trip was repeated")
+	}
+}
+
+// TestStampAfterTrip checks the stamp across a closed trip: it comes back to
+// its value at BeginTrip, and a stamp seen inside the trip is never given to
+// a later state (a call after the trip), which has another layout.
+func TestStampAfterTrip(t *testing.T) {
+	a, err := caching.New(mem.MustDevice(mem.GiB, 0), caching.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := a.Alloc(3*mem.MiB, 0) // take the segment from the device first
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(warm.Handle); err != nil {
+		t.Fatal(err)
+	}
+	start := a.Stamp()
+	tr := a.BeginTrip()
+	b, err := a.Alloc(3*mem.MiB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := a.Stamp()
+	if inside == start {
+		t.Fatal("an allocation did not move the stamp")
+	}
+	if err := a.Free(b.Handle); err != nil {
+		t.Fatal(err)
+	}
+	if !a.EndTrip(&tr, 1) {
+		t.Fatal("a trip within cached memory was refused")
+	}
+	if got := a.Stamp(); got != start {
+		t.Fatalf("stamp after a closed trip %d, at BeginTrip %d", got, start)
+	}
+	seen := map[uint64]bool{start: true, inside: true}
+	for range 3 {
+		if _, err := a.Alloc(mem.MiB, 0); err != nil {
+			t.Fatal(err)
+		}
+		if seen[a.Stamp()] {
+			t.Fatalf("stamp %d given again to another layout after the trip (seen: %v)", a.Stamp(), seen)
+		}
+		seen[a.Stamp()] = true
+	}
+	if a.RepeatTrip(&tr, 1) {
+		t.Fatal("RepeatTrip repeated a trip after other allocations")
 	}
 }
