@@ -52,6 +52,12 @@
 // into means and standard deviations. [Timed] replays pods by their
 // creation and deletion times instead.
 //
+// [Grid] is the comparison every driver runs (cluster simulate,
+// volcano-config, the experiment suite): policies × seeds, one
+// independent cell each, aggregated per policy ([Grid.Summaries],
+// [Grid.TimedSummaries]); [NewComparison] and [NewTimedComparison] are
+// the documents cluster simulate prints with --json.
+//
 // Subpackage kube reads a live cluster's nodes and pods, as saved by
 // kubectl, into this model and reports its allocation, fragmentation and
 // unschedulable pods (gpufrag cluster inspect).
@@ -61,6 +67,7 @@
 // The package is a deterministic core: no goroutines, no wall clock, no
 // global random source. Every random choice draws from a *rand.Rand the
 // caller passes in, built from rand.NewPCG(seed, stream). The same inputs
-// and seed give the same results bit for bit; drivers (internal/cli) run
-// seeds and policies in parallel and sort the results.
+// and seed give the same results bit for bit. A [Grid]'s cells may run in
+// parallel: the driver passes a [Runner] (internal/par's pool in the
+// commands) and the results are kept by cell, so they do not depend on it.
 package cluster

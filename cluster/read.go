@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"os"
 	"path"
 	"strings"
 )
@@ -36,6 +37,24 @@ func ReadPods(r io.Reader, name string) ([]Pod, error) {
 		return nil, err
 	}
 	return f.Pods, nil
+}
+
+// ReadNodesFile reads the node list in file path (ReadNodes); errors name
+// the path. The one reader of node-list files, for the commands and the
+// experiment suite alike.
+func ReadNodesFile(path string) ([]Node, error) { return readFile(path, ReadNodes) }
+
+// ReadPodsFile reads the pod list in file path (ReadPods), as
+// ReadNodesFile.
+func ReadPodsFile(path string) ([]Pod, error) { return readFile(path, ReadPods) }
+
+func readFile[T any](path string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return read(f, path)
 }
 
 // sniffBytes is how far sniffJSON looks for the first byte that is not

@@ -509,21 +509,6 @@ func fmtDuration(d time.Duration) string {
 	return d.String()
 }
 
-func readNodes(p string) ([]cluster.Node, error) { return readClusterFile(p, cluster.ReadNodes) }
-
-func readPods(p string) ([]cluster.Pod, error) { return readClusterFile(p, cluster.ReadPods) }
-
-// readClusterFile reads nodes or pods from our JSON form or an openb CSV,
-// told apart as the CLI does (cluster.ReadNodes, cluster.ReadPods).
-func readClusterFile[T any](p string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return read(fh, p)
-}
-
 func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, func(), error) {
 	c := *e.Cluster
 	seeds := max(c.Seeds, 1)
@@ -544,11 +529,11 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 			return o, nil, nil, nil
 		}
 	}
-	nodes, err := readNodes(opts.path(c.Nodes))
+	nodes, err := cluster.ReadNodesFile(opts.path(c.Nodes))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pods, err := readPods(opts.path(c.Pods))
+	pods, err := cluster.ReadPodsFile(opts.path(c.Pods))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -558,22 +543,28 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 	}
 	o.Setup = fmt.Sprintf("FGD protocol: %d nodes (%d GPUs) from %s, pods from %s inflated to %.0f%% of GPU capacity, seeds %d-%d",
 		len(nodes), cluster.GPUCapacity(nodes), c.Nodes, c.Pods, 100*ratioOr(c.Ratio), first, first+uint64(seeds)-1)
-	optsC := cluster.Options{Ratio: c.Ratio}
-	runs := make([]*cluster.Run, len(e.Runs)*seeds)
-	var jobs []job
+	policies := make([]string, len(e.Runs))
 	for i, r := range e.Runs {
+		policies[i] = r.Policy
 		o.Runs = append(o.Runs, RunOutcome{Name: r.Name, Desc: "policy " + r.Policy})
-		for s := range seeds {
-			k := i*seeds + s
-			jobs = append(jobs, job{run: func() error {
-				run, err := cluster.Experiment(nodes, pods, r.Policy, first+uint64(s), optsC)
-				if err != nil {
-					return fmt.Errorf("%s: run %s seed %d: %w", e.File, r.Name, first+uint64(s), err)
-				}
-				runs[k] = run
-				return nil
-			}})
-		}
+	}
+	seedList := make([]uint64, seeds)
+	for s := range seedList {
+		seedList[s] = first + uint64(s)
+	}
+	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: policies, Seeds: seedList,
+		Options: cluster.Options{Ratio: c.Ratio}})
+	// The grid's cells join the suite's jobs, so that every experiment
+	// runs on the one pool of RunAll.
+	jobs := make([]job, g.Len())
+	for k := range jobs {
+		jobs[k] = job{run: func() error {
+			if err := g.RunCell(k); err != nil {
+				i, seed := g.Cell(k)
+				return fmt.Errorf("%s: run %s seed %d: %w", e.File, e.Runs[i].Name, seed, err)
+			}
+			return nil
+		}}
 	}
 	need := neededMetrics(e)
 	fin := func() {
@@ -581,8 +572,9 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 		if e.Plot != nil {
 			series = e.Plot.Series
 		}
+		sums := g.Summaries()
 		for i := range o.Runs {
-			sum := cluster.Aggregate(runs[i*seeds : (i+1)*seeds])
+			sum := sums[i]
 			figs := map[string]float64{}
 			for _, name := range need {
 				m, _ := parseMetric(name, "cluster")

@@ -1,16 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/spf13/cobra"
 )
@@ -187,26 +187,19 @@ func clusterPolicies(values []string) []string {
 	return out
 }
 
-// readClusterFile reads nodes or pods from a CSV or our JSON form
-// (cluster.ReadNodes and ReadPods tell them apart).
-func readClusterFile(path string, pods bool) ([]cluster.Node, []cluster.Pod, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
+// runClusterGrid runs every cell of g on parallel workers, with a
+// progress bar named label on stderr.
+func runClusterGrid(cmd *cobra.Command, g *cluster.Grid, parallel int, stderr io.Writer, label string) error {
+	bar := progress.New(stderr, int64(g.Len()), label)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	defer file.Close()
-	if pods {
-		p, err := cluster.ReadPods(file, path)
-		return nil, p, err
-	}
-	n, err := cluster.ReadNodes(file, path)
-	return n, nil, err
-}
-
-// clusterJob is one policy and seed.
-type clusterJob struct {
-	policy int
-	seed   uint64
+	err := g.Run(ctx, func(ctx context.Context, n int, job func(context.Context, int) error) error {
+		return par.Do(ctx, n, par.Options{Workers: parallel, OnDone: bar.Increment}, job)
+	})
+	bar.Done()
+	return err
 }
 
 func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Writer) error {
@@ -242,65 +235,26 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 			return usageErrorf(cmd, "--policy: %v", err)
 		}
 	}
-	nodes, _, err := readClusterFile(f.nodes, false)
+	nodes, err := cluster.ReadNodesFile(f.nodes)
 	if err != nil {
 		return err
 	}
-	_, pods, err := readClusterFile(f.pods, true)
+	pods, err := cluster.ReadPodsFile(f.pods)
 	if err != nil {
 		return err
 	}
-	opts := cluster.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}
-
-	// Every (policy, seed) is independent and deterministic: run them on
-	// f.parallel goroutines and store each result at its own index, so the
-	// output does not depend on the parallelism.
-	jobs := make([]clusterJob, 0, len(specs)*len(seeds))
-	for p := range specs {
-		for _, s := range seeds {
-			jobs = append(jobs, clusterJob{p, s})
-		}
-	}
-	runs := make([]*cluster.Run, len(jobs))
-	timed := make([]*cluster.TimedRun, len(jobs))
-	errs := make([]error, len(jobs))
-	bar := progress.New(stderr, int64(len(jobs)), "cluster")
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(f.parallel, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				if f.timed {
-					timed[j], errs[j] = cluster.Timed(nodes, pods, specs[jobs[j].policy], jobs[j].seed, opts)
-				} else {
-					runs[j], errs[j] = cluster.Experiment(nodes, pods, specs[jobs[j].policy], jobs[j].seed, opts)
-				}
-				bar.Increment()
-			}
-		}()
-	}
-	for j := range jobs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	bar.Done()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	// Every (policy, seed) is independent and deterministic: the grid runs
+	// them on f.parallel workers and the output does not depend on it.
+	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds, Timed: f.timed,
+		Options: cluster.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}})
+	if err := runClusterGrid(cmd, g, f.parallel, stderr, "cluster"); err != nil {
+		return err
 	}
 	if f.timed {
-		return writeClusterTimed(stdout, f, nodes, specs, seeds, timed)
+		return writeClusterTimed(stdout, f, nodes, seeds, cluster.NewTimedComparison(nodes, g.TimedSummaries()))
 	}
-	sums := make([]cluster.Summary, len(specs))
-	for p := range specs {
-		sums[p] = cluster.Aggregate(runs[p*len(seeds) : (p+1)*len(seeds)])
-		sums[p].Policy = specs[p] // as the user named it (recommended, ...)
-	}
-	out := clusterOutputOf(nodes, sums)
+	sums := g.Summaries()
+	out := cluster.NewComparison(nodes, sums)
 	if f.html != "" {
 		if err := writeClusterHTML(f.html, f, nodes, pods, seeds, sums); err != nil {
 			return err

@@ -13,59 +13,6 @@ import (
 	"github.com/gpufrag/gpufrag/report"
 )
 
-// clusterOutput is the JSON document `gpufrag cluster simulate --json`
-// prints, in the shape issue 7 gives. Shares are fractions of 1.
-type clusterOutput struct {
-	Nodes   int             `json:"nodes"`
-	GPUs    int             `json:"gpus"`
-	Results []clusterResult `json:"results"`
-}
-
-type clusterResult struct {
-	Policy                  string             `json:"policy"`
-	Seeds                   int                `json:"seeds"`
-	AllocRatioAt100         cluster.MeanStd    `json:"alloc_ratio_at_100"`
-	UnallocatedGPUsAt100    cluster.MeanStd    `json:"unallocated_gpus_at_100"`
-	UnallocatedGPUShareAt00 cluster.MeanStd    `json:"unallocated_gpu_share_at_100"`
-	FragTotalAt             map[string]float64 `json:"frag_total_at"`
-	WholeFreeNodesAt100     float64            `json:"whole_free_nodes_at_100"`
-}
-
-// pointAt returns the summary point at pct percent of arrived demand or,
-// when no run has a sample there (a small cluster, where one pod moves the
-// demand by several percent), the nearest percent that has, below first.
-func pointAt(s cluster.Summary, pct int) cluster.StatPoint {
-	for d := 0; d < len(s.Curve); d++ {
-		for _, x := range []int{pct - d, pct + d} {
-			if x >= 0 && x < len(s.Curve) && s.Curve[x].Seeds > 0 {
-				return s.Curve[x]
-			}
-		}
-	}
-	return cluster.StatPoint{Arrived: pct}
-}
-
-func clusterOutputOf(nodes []cluster.Node, sums []cluster.Summary) clusterOutput {
-	out := clusterOutput{Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes), Results: []clusterResult{}}
-	for _, s := range sums {
-		p := pointAt(s, 100)
-		unalloc := cluster.MeanStd{Mean: 1 - p.AllocRatio.Mean, Std: p.AllocRatio.Std}
-		out.Results = append(out.Results, clusterResult{
-			Policy: s.Policy, Seeds: s.Seeds,
-			AllocRatioAt100:         p.AllocRatio,
-			UnallocatedGPUsAt100:    p.UnallocatedGPUs,
-			UnallocatedGPUShareAt00: unalloc,
-			FragTotalAt: map[string]float64{
-				"60": pointAt(s, 60).FragTotal.Mean,
-				"80": pointAt(s, 80).FragTotal.Mean,
-				"90": pointAt(s, 90).FragTotal.Mean,
-			},
-			WholeFreeNodesAt100: p.WholeFreeNodes.Mean,
-		})
-	}
-	return out
-}
-
 func writeClusterJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -79,7 +26,7 @@ func clusterPct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 
 // writeClusterReport prints the comparison for people.
 func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64,
-	sums []cluster.Summary, out clusterOutput) {
+	sums []cluster.Summary, out cluster.Comparison) {
 	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf(
 		"Placed %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), pods inflated or trimmed to %.0f%% of GPU capacity, no departures.",
 		thousands(len(pods))+" pods of "+f.pods, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
@@ -94,7 +41,7 @@ func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Nod
 			s.Policy,
 			fmt.Sprintf("%s ±%.2f", clusterPct(r.AllocRatioAt100.Mean), 100*r.AllocRatioAt100.Std),
 			fmt.Sprintf("%.0f ±%.0f", r.UnallocatedGPUsAt100.Mean, r.UnallocatedGPUsAt100.Std),
-			clusterPct(r.UnallocatedGPUShareAt00.Mean),
+			clusterPct(r.UnallocatedShareAt100.Mean),
 			fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["60"]), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["80"]), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["90"]),
 			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100),
 			fmt.Sprintf("%.0f", s.Failed.Mean),
@@ -166,7 +113,7 @@ func writeClusterPNGs(dir string, sums []cluster.Summary) error {
 }
 
 func writeClusterHTML(path string, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64, sums []cluster.Summary) error {
-	out := clusterOutputOf(nodes, sums)
+	out := cluster.NewComparison(nodes, sums)
 	var sb strings.Builder
 	writeClusterReport(&sb, f, nodes, pods, seeds, sums, out)
 	tab := report.Table{Caption: "At 100% arrived GPU demand (mean over seeds)",
@@ -201,35 +148,8 @@ func writeClusterFile(path string, fn func(io.Writer) error) error {
 	return file.Close()
 }
 
-// clusterTimedOutput is the JSON document of `gpufrag cluster simulate
-// --timed --json`: per policy, means over seeds of the time-based replay.
-type clusterTimedOutput struct {
-	Nodes   int                  `json:"nodes"`
-	GPUs    int                  `json:"gpus"`
-	Results []clusterTimedResult `json:"results"`
-}
-
-type clusterTimedResult struct {
-	Policy         string          `json:"policy"`
-	Seeds          int             `json:"seeds"`
-	MeanAllocRatio cluster.MeanStd `json:"mean_alloc_ratio"`
-	PeakAllocRatio cluster.MeanStd `json:"peak_alloc_ratio"`
-	MeanFragTotal  cluster.MeanStd `json:"mean_frag_total"`
-	FailedPods     cluster.MeanStd `json:"failed_pods"`
-}
-
-func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, specs []string, seeds []uint64, runs []*cluster.TimedRun) error {
-	out := clusterTimedOutput{Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes)}
-	for p, spec := range specs {
-		var mean, peak, frag, failed []float64
-		for _, r := range runs[p*len(seeds) : (p+1)*len(seeds)] {
-			mean, peak = append(mean, r.MeanAllocRatio), append(peak, r.PeakAllocRatio)
-			frag, failed = append(frag, r.MeanFragTotal), append(failed, float64(r.Failed))
-		}
-		out.Results = append(out.Results, clusterTimedResult{Policy: spec, Seeds: len(seeds),
-			MeanAllocRatio: cluster.NewMeanStd(mean), PeakAllocRatio: cluster.NewMeanStd(peak),
-			MeanFragTotal: cluster.NewMeanStd(frag), FailedPods: cluster.NewMeanStd(failed)})
-	}
+// writeClusterTimed prints the comparison of a --timed grid.
+func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, seeds []uint64, out cluster.TimedComparison) error {
 	if f.json {
 		return writeClusterJSON(w, out)
 	}

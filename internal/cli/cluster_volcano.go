@@ -5,10 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/spf13/cobra"
 )
 
@@ -105,45 +103,22 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 			return usageErrorf(cmd, "--policy: %v", err)
 		}
 	}
-	nodes, _, err := readClusterFile(f.nodes, false)
+	nodes, err := cluster.ReadNodesFile(f.nodes)
 	if err != nil {
 		return err
 	}
-	_, pods, err := readClusterFile(f.pods, true)
+	pods, err := cluster.ReadPodsFile(f.pods)
 	if err != nil {
 		return err
 	}
-	runs := make([]*cluster.Run, len(specs)*len(seeds))
-	errs := make([]error, len(runs))
-	bar := progress.New(stderr, int64(len(runs)), "volcano-config")
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(f.parallel, len(runs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				runs[j], errs[j] = cluster.Experiment(nodes, pods, specs[j/len(seeds)], seeds[j%len(seeds)], cluster.Options{})
-				bar.Increment()
-			}
-		}()
-	}
-	for j := range runs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	bar.Done()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds})
+	if err := runClusterGrid(cmd, g, f.parallel, stderr, "volcano-config"); err != nil {
+		return err
 	}
 	var cands []volcanoCandidate
-	for i, s := range specs {
-		sum := cluster.Aggregate(runs[i*len(seeds) : (i+1)*len(seeds)])
-		p := pointAt(sum, 100)
-		cands = append(cands, volcanoCandidate{s, cluster.MeanStd{Mean: 1 - p.AllocRatio.Mean, Std: p.AllocRatio.Std}, p.UnallocatedGPUs.Mean})
+	for _, sum := range g.Summaries() {
+		p := sum.Nearest(100)
+		cands = append(cands, volcanoCandidate{sum.Policy, cluster.MeanStd{Mean: 1 - p.AllocRatio.Mean, Std: p.AllocRatio.Std}, p.UnallocatedGPUs.Mean})
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].unalloc.Mean < cands[b].unalloc.Mean })
 
