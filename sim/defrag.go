@@ -143,8 +143,13 @@ type defragger struct {
 	pauses   []float64
 	index    map[uint64]alloc.Handle
 	blocks   []alloc.Block
-	lastFrag float64
-	check    func() // tests: called after every compaction
+	lastFrag float64 // the fragmentation rate the policy last looked at
+	check    func()  // tests: called after every compaction
+
+	// The latest sample, until the policy has looked at it (checkDefrag):
+	// sampleUntil sets it, as a step or an idle wait can take several.
+	unseen                   bool
+	unseenFrag, unseenHealth float64
 }
 
 // initDefrag sets the compactor up, or records why it cannot act.
@@ -152,14 +157,22 @@ func (e *Engine) initDefrag() {
 	d := e.cfg.Defrag.withDefaults()
 	e.res.Defrag = &DefragResult{Policy: d.Policy.String()}
 	rel, ok1 := e.al.(alloc.Relocator)
-	mv, ok2 := e.st.(strategy.Movable)
+	mv, ok2 := e.kv.(strategy.Movable)
 	switch {
 	case !ok2:
-		e.res.Defrag.Skipped = e.st.Name() + " keeps no KV in movable allocator blocks"
+		e.res.Defrag.Skipped = e.kv.Name() + " keeps no KV in movable allocator blocks"
 	case !ok1 || strings.Contains(e.al.Spec(), "expandable_segments:True"):
 		e.res.Defrag.Skipped = e.al.Spec() + " cannot relocate blocks (or needs no compaction)"
 	default:
 		e.dg = &defragger{cfg: d, rel: rel, mv: mv, armed: true, lastRun: -1, index: map[uint64]alloc.Handle{}}
+	}
+}
+
+// checkDefrag lets the defrag policy look at the latest sample, once.
+func (e *Engine) checkDefrag() {
+	if e.dg != nil && e.dg.unseen {
+		e.dg.unseen = false
+		e.defragSample(e.dg.unseenFrag, e.dg.unseenHealth)
 	}
 }
 
@@ -230,7 +243,15 @@ func (e *Engine) defragFit(size int64) bool {
 func (e *Engine) compact(goal defrag.Goal, maxBytes int64, drain bool) bool {
 	dg := e.dg
 	p, err := defrag.PlanLayout(e.al.Layout(), goal, defrag.Options{Allocator: e.al.Spec(), MaxBytes: maxBytes})
-	if err != nil || len(p.Moves) == 0 {
+	if err != nil {
+		// A goal the allocator's rules cannot plan for (fit on size-class
+		// slots) is no compaction; any other error is the engine's bug.
+		if !errors.Is(err, defrag.ErrGoal) {
+			cannotFail(err, "defrag plan", goal.String())
+		}
+		return false
+	}
+	if len(p.Moves) == 0 {
 		return false
 	}
 	clear(dg.index)
@@ -271,7 +292,7 @@ func (e *Engine) compact(goal defrag.Goal, maxBytes int64, drain bool) bool {
 	}
 	pause := defrag.Cost(p, e.cfg.GPU, dg.cfg.Cost)
 	if drain {
-		live := e.st.Usage().Held()
+		live := e.kv.Usage().Held()
 		pause = defrag.CopyCost(2*live, 2, e.cfg.GPU, dg.cfg.Cost)
 	}
 	r := e.res.Defrag

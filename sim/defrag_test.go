@@ -30,7 +30,7 @@ func fragmentingRequests(n int, seed uint64) []workload.Request {
 // is an active block of the same size at the same address in the
 // allocator: no owner points at a place a compaction moved away from.
 func checkNoStaleAddress(e *Engine) error {
-	mv, ok := e.st.(strategy.Movable)
+	mv, ok := e.kv.(strategy.Movable)
 	if !ok {
 		return nil
 	}

@@ -5,7 +5,11 @@
 // allocator (package alloc), and reports what memory, fragmentation,
 // throughput and latency that setup gives.
 //
-// # The step loop (engine.go)
+// # The step loop
+//
+// engine.go holds the loop; each concern has its file: schedule.go (steps 1
+// to 3), activations.go (4), account.go (5 and the summary), sample.go (6),
+// fastpath.go (the fast paths below) and defrag.go (compaction).
 //
 // Virtual time is int64 nanoseconds; nothing reads a clock and nothing is
 // random (the workload's randomness happens before, in package workload and
@@ -51,14 +55,18 @@
 //
 // Three shortcuts skip work whose outcome is already known; the results,
 // series, events and the allocator's and strategy's counters are exactly
-// those of the plain step-by-step loop (fastpath_test.go runs both).
+// those of the plain step-by-step loop (fastpath_test.go runs both). They
+// use optional interfaces, never an allocator package (internal/lint holds
+// sim to alloc and alloc/spec), so any allocator that implements them gets
+// them; today the caching allocator implements both of alloc's.
 //
-//   - Activation round trips: on a caching allocator, a step whose buffers
+//   - Activation round trips: on an alloc.TripRecorder, a step whose buffers
 //     (keyed by the step's tokens and sampled positions) were allocated and
 //     freed from the same allocator state before, with no device call, is
-//     not replayed: caching.Allocator.RepeatTrip counts its calls instead.
-//   - Fragmentation samples: when the caching allocator's stamp has not
-//     moved since the last sample, the last sample's metrics are reused.
+//     not replayed: RepeatTrip counts its calls instead.
+//   - Fragmentation samples: when an alloc.Stamper's stamp has not moved
+//     since the last sample (the Layout is the same), the last sample's
+//     metrics are reused.
 //   - Decode runs: when nobody waits and every running request decodes one
 //     sample, the steps up to the next arrival, sample time, completion or
 //     out-of-blocks point run at once (decodeRun): their times come from the

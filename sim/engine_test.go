@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
@@ -223,5 +225,31 @@ func TestSeriesBounded(t *testing.T) {
 	}
 	if thin.HealthMin > wide.HealthMin {
 		t.Errorf("health min %g after thinning, above the 2s run's %g: thinning lost samples it counts", thin.HealthMin, wide.HealthMin)
+	}
+}
+
+// TestCannotFail checks what becomes of the errors the engine's books rule
+// out (a preemption of a request the strategy does not hold): under -tags
+// invariants a panic naming the call and the request, otherwise nothing.
+func TestCannotFail(t *testing.T) {
+	e, err := New(tinyConfig(4*mem.GiB), []workload.Request{{ID: "q7", PromptTokens: 10, OutputTokens: 1, N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.running = append(e.running, 0) // running, but never admitted into the strategy
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		e.preempt(0)
+	}()
+	if !invariants.Enabled {
+		if got != nil {
+			t.Fatalf("panic without -tags invariants: %v", got)
+		}
+		return
+	}
+	perr, ok := got.(error)
+	if !ok || !strings.Contains(perr.Error(), "preempt q7 cannot fail") || !errors.Is(perr, strategy.ErrUnknownSeq) {
+		t.Fatalf("preempt of an unadmitted request under invariants: recovered %v, want an error naming preempt q7 wrapping ErrUnknownSeq", got)
 	}
 }

@@ -4,8 +4,8 @@ package sim
 
 // NoFastPaths turns off the engine's fast paths (decode runs, repeated
 // activation round trips, kept fragmentation metrics); call it before Run.
-func NoFastPaths(e *Engine) { e.ds, e.rec, e.trips, e.stamper = nil, nil, nil, nil }
+func NoFastPaths(e *Engine) { e.noFastPaths() }
 
 // FastPathSteps returns the steps decode runs did and the steps whose
 // activation calls a repeated round trip stood in for.
-func FastPathSteps(e *Engine) (runSteps, tripRepeats int64) { return e.runSteps, e.tripRepeats }
+func FastPathSteps(e *Engine) (runSteps, tripRepeats int64) { return e.runs.steps, e.trips.repeats }

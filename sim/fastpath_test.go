@@ -29,7 +29,7 @@ func runBoth(t fataler, c Config, reqs []workload.Request) (fast, slow *Engine, 
 			return nil, nil, false
 		}
 		if i == 1 {
-			e.ds, e.rec, e.trips, e.stamper = nil, nil, nil, nil // the plain step by step engine
+			e.noFastPaths() // the plain step by step engine
 		}
 		if res[i], err = e.Run(); err != nil {
 			t.Fatalf("Run (fast paths %v): %v", i == 0, err)
@@ -42,14 +42,15 @@ func runBoth(t fataler, c Config, reqs []workload.Request) (fast, slow *Engine, 
 	if a, b := es[0].al.Stats(), es[1].al.Stats(); a != b {
 		t.Fatalf("allocator stats differ with the fast paths:\nfast %+v\nslow %+v", a, b)
 	}
-	if a, b := es[0].st.Stats(), es[1].st.Stats(); a != b {
+	if a, b := es[0].kv.Stats(), es[1].kv.Stats(); a != b {
 		t.Fatalf("strategy stats differ with the fast paths:\nfast %+v\nslow %+v", a, b)
 	}
-	if a, b := es[0].st.Usage(), es[1].st.Usage(); a != b {
+	if a, b := es[0].kv.Usage(), es[1].kv.Usage(); a != b {
 		t.Fatalf("strategy usage differs with the fast paths:\nfast %+v\nslow %+v", a, b)
 	}
-	if es[1].runSteps != 0 || es[1].tripRepeats != 0 {
-		t.Fatalf("the slow engine took a fast path: %d run steps, %d trip repeats", es[1].runSteps, es[1].tripRepeats)
+	if s := es[1]; s.runs.steps != 0 || s.trips.repeats != 0 || s.samp.memo.hits != 0 {
+		t.Fatalf("the slow engine took a fast path: %d run steps, %d trip repeats, %d kept metrics",
+			s.runs.steps, s.trips.repeats, s.samp.memo.hits)
 	}
 	return es[0], es[1], true
 }
@@ -106,8 +107,8 @@ func TestFastPathsChangeNothing(t *testing.T) {
 			}
 		}
 		if fast, _, ok := runBoth(t, c, reqs); ok {
-			runs += fast.runSteps
-			repeats += fast.tripRepeats
+			runs += fast.runs.steps
+			repeats += fast.trips.repeats
 		}
 	})
 	// The property is vacuous unless a fast path ran. With -short's 20 small
@@ -148,8 +149,9 @@ func TestFastPathsLlama(t *testing.T) {
 			if !ok {
 				t.Fatal("cannot run")
 			}
-			if fast.runSteps == 0 || fast.tripRepeats == 0 {
-				t.Fatalf("cut %d, prefix caching %v: %d decode-run steps, %d repeated trips", cut, pc, fast.runSteps, fast.tripRepeats)
+			if fast.runs.steps == 0 || fast.trips.repeats == 0 || fast.samp.memo.hits == 0 {
+				t.Fatalf("cut %d, prefix caching %v: %d decode-run steps, %d repeated trips, %d kept metrics",
+					cut, pc, fast.runs.steps, fast.trips.repeats, fast.samp.memo.hits)
 			}
 		}
 	}

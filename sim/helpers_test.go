@@ -141,7 +141,7 @@ func checkAccounting(e *Engine, res Result) error {
 	if e.cfg.Duration == 0 {
 		// Every request ended, so every block is back in the pool (cached
 		// prefix blocks stay, evictable) and nothing is held for a sequence.
-		if st, u := e.st.Stats(), e.st.Usage(); st.Live != 0 || st.Tokens != 0 || u.Held() != 0 {
+		if st, u := e.kv.Stats(), e.kv.Usage(); st.Live != 0 || st.Tokens != 0 || u.Held() != 0 {
 			return fmt.Errorf("every request ended, yet the strategy has %d live sequences, %d tokens, %d bytes held", st.Live, st.Tokens, u.Held())
 		}
 	}

@@ -1,0 +1,95 @@
+// Accounting: tokens as a step advances its requests, completions,
+// latencies and the result's summary fields. See doc.go, "Accounting".
+
+package sim
+
+import (
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/kv/strategy"
+)
+
+// tally is what the run counts besides the series, for finish.
+type tally struct {
+	ttft, tpot, e2e []float64 // seconds, per request
+	batchSum        int64     // Σ batch sizes over steps
+}
+
+// advance applies one batch entry after the step ran.
+func (e *Engine) advance(b entry) error {
+	r := &e.reqs[b.r]
+	if r.ph != phaseRunning {
+		return nil // failed by an activation OOM in this step
+	}
+	if b.prefill {
+		r.prefilled += b.tokens
+		if r.prefilled < r.need {
+			return nil
+		}
+		if r.gen >= r.output {
+			return e.complete(b.r)
+		}
+	}
+	// A finished prefill samples the next token, as a decode step does.
+	r.gen++
+	e.res.OutputTokens += int64(r.n)
+	if r.first < 0 {
+		r.first = e.now
+		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.arrival)/1e9)
+	}
+	if r.gen >= r.output {
+		return e.complete(b.r)
+	}
+	return nil
+}
+
+func (e *Engine) complete(ri int32) error {
+	r := &e.reqs[ri]
+	if err := e.kv.Release(strategy.SeqID(ri)); err != nil {
+		return fmt.Errorf("sim: release %s: %w", r.id, err)
+	}
+	for pos, x := range e.running {
+		if x == ri {
+			e.removeRunning(pos)
+			break
+		}
+	}
+	r.admitted, r.ph, r.finish = false, phaseDone, e.now
+	e.res.RequestsCompleted++
+	if r.first < 0 {
+		// A prefill-only request: its answer is the end of the prefill.
+		r.first = e.now
+		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.arrival)/1e9)
+	}
+	if r.output > 1 {
+		e.tally.tpot = append(e.tally.tpot, float64(r.finish-r.first)/1e9/float64(r.output-1))
+	}
+	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.arrival)/1e9)
+	return nil
+}
+
+// finish fills the result's summary fields.
+func (e *Engine) finish() {
+	e.freeActivations()
+	res := &e.res
+	res.RequestsUnfinished = len(e.running) + e.waiting.len()
+	st := e.al.Stats()
+	res.PeakReservedBytes = st.PeakReserved
+	res.PeakAllocatedBytes = st.PeakAllocated
+	sst := e.kv.Stats()
+	res.KVCopiedBytes = sst.CopiedBytes
+	res.PrefixQueryTokens, res.PrefixHitTokens = sst.PrefixQueryTokens, sst.PrefixHitTokens
+	res.FragRate = quantiles(e.samp.frag)
+	res.HealthMin = e.samp.healthMin
+	res.SampleIntervalS = float64(e.cfg.SampleInterval) / 1e9
+	res.KVBreakdown = e.samp.kv.shares()
+	res.SimulatedSeconds = float64(e.now) / 1e9
+	if e.now > 0 {
+		res.OutputTokensPerS = float64(res.OutputTokens) / res.SimulatedSeconds
+	}
+	if res.Steps > 0 {
+		res.BatchSizeMean = float64(e.tally.batchSum) / float64(res.Steps)
+	}
+	res.TTFT, res.TPOT, res.E2E = latency(e.tally.ttft), latency(e.tally.tpot), latency(e.tally.e2e)
+	e.finishDefrag()
+}

@@ -1,0 +1,300 @@
+// Scheduling: the batch of a step, admission, KV growth and the
+// out-of-memory policies (preempt, reserve, fail). See doc.go, steps 2 and 3.
+
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// schedule builds e.batch: running requests first (their next prefill chunk
+// or decode token, growing the KV cache), then waiting requests in FCFS order
+// while the token budget, the sequence limit and memory allow. It reports
+// whether it preempted anyone.
+func (e *Engine) schedule() (preempted bool, err error) {
+	c := &e.cfg
+	e.batch = e.batch[:0]
+	budget := c.MaxBatchTokens
+	for i := 0; i < len(e.running) && len(e.batch) < c.MaxSeqs; i++ {
+		ri := e.running[i]
+		r := &e.reqs[ri]
+		if r.prefilled < r.need {
+			chunk := min(r.need-r.prefilled, budget)
+			if chunk == 0 {
+				break
+			}
+			e.batch = append(e.batch, entry{r: ri, prefill: true, tokens: chunk, ctx: r.prefilled})
+			budget -= chunk
+			continue
+		}
+		if budget < r.n {
+			break
+		}
+		ok, p, err := e.grow(ri, i)
+		if err != nil {
+			return preempted, err
+		}
+		preempted = preempted || p
+		if !ok {
+			// r left the running list (preempted, failed or rejected); the
+			// request now at position i has not been scheduled yet.
+			i--
+			continue
+		}
+		e.batch = append(e.batch, entry{r: ri, tokens: r.n, ctx: r.prompt + r.gen - 1})
+		budget -= r.n
+	}
+	if preempted {
+		// vLLM admits nobody in a step that had to preempt.
+		return preempted, nil
+	}
+	for e.waiting.len() > 0 && len(e.running) < c.MaxSeqs && budget > 0 {
+		ri := e.waiting.front()
+		r := &e.reqs[ri]
+		if !c.ChunkedPrefill && r.need > budget {
+			break
+		}
+		if c.OnOOM == OnOOMReserve && e.committed+e.reserveTokens(r) > e.budgetTokens() {
+			break
+		}
+		err := e.admitKV(ri)
+		if errors.Is(err, strategy.ErrNoMemory) && e.defragFit(failedSize(err)) {
+			err = e.admitKV(ri)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, strategy.ErrNoMemory):
+			if c.OnOOM == OnOOMFail {
+				e.waiting.popFront()
+				e.fail(int(ri), "oom")
+				continue
+			}
+			return preempted, nil // wait until memory frees up
+		case errors.Is(err, strategy.ErrTooLong):
+			e.waiting.popFront()
+			e.reject(int(ri))
+			continue
+		default:
+			return preempted, fmt.Errorf("sim: admit %s: %w", r.id, err)
+		}
+		e.waiting.popFront()
+		r.ph, r.admitted = phaseRunning, true
+		if c.OnOOM == OnOOMReserve {
+			r.promised = e.reserveTokens(r)
+			e.committed += r.promised
+		}
+		e.running = append(e.running, ri)
+		chunk := min(r.need-r.prefilled, budget)
+		e.batch = append(e.batch, entry{r: ri, prefill: true, tokens: chunk, ctx: r.prefilled})
+		budget -= chunk
+	}
+	return preempted, nil
+}
+
+// grow adds one token to each sample of running request ri at position pos
+// of e.running. On ErrNoMemory it applies the OOM policy; it returns whether
+// ri is still running and scheduled, and whether it preempted.
+func (e *Engine) grow(ri int32, pos int) (ok, preempted bool, err error) {
+	compacted := false
+	for {
+		err := e.growKV(ri)
+		if err == nil {
+			return true, preempted, nil
+		}
+		if !errors.Is(err, strategy.ErrNoMemory) {
+			return false, preempted, fmt.Errorf("sim: grow %s: %w", e.reqs[ri].id, err)
+		}
+		if !compacted {
+			compacted = true
+			if e.defragFit(failedSize(err)) {
+				continue
+			}
+		}
+		if e.cfg.OnOOM != OnOOMPreempt {
+			e.removeRunning(pos)
+			e.fail(int(ri), "oom")
+			return false, preempted, nil
+		}
+		last := len(e.running) - 1
+		if e.running[last] == ri {
+			if last == 0 {
+				// Alone and still out of memory: it can never fit.
+				e.al.EmptyCache()
+				if e.growKV(ri) == nil {
+					return true, preempted, nil
+				}
+				e.removeRunning(pos)
+				e.reject(int(ri))
+				return false, preempted, nil
+			}
+			e.preempt(last)
+			return false, true, nil
+		}
+		e.preempt(last)
+		preempted = true
+	}
+}
+
+// failedSize is the allocation an out-of-memory error was for (0 when the
+// error carries none, e.g. a paged pool out of blocks).
+func failedSize(err error) int64 {
+	var oom *alloc.OOMError
+	if errors.As(err, &oom) {
+		return oom.Requested
+	}
+	return 0
+}
+
+// errBudget is the ErrNoMemory a capped strategy gets past the KV budget.
+var errBudget = fmt.Errorf("%w: KV budget exhausted", strategy.ErrNoMemory)
+
+// admitKV admits waiting request ri into the strategy.
+func (e *Engine) admitKV(ri int32) error {
+	r := &e.reqs[ri]
+	if e.capped && (e.kv.Stats().Tokens+int64(r.n*r.need))*int64(e.cost.kvBytesPerTok) > e.budgetBytes {
+		return errBudget
+	}
+	sr := strategy.Request{Prompt: r.need, MaxOutput: r.maxOut - r.gen, TrueOutput: r.output - r.gen, N: r.n}
+	if r.prefix != nil {
+		sr.PrefixIDs, sr.PrefixSpan = r.prefix, workload.PrefixBlockTokens
+	}
+	if err := e.kv.Admit(strategy.SeqID(ri), sr); err != nil {
+		return err
+	}
+	r.prefilled = 0
+	if pc, ok := e.kv.(strategy.PrefixCaching); ok {
+		// Cached prompt blocks need no prefill compute.
+		r.prefilled = pc.PrefixHit(strategy.SeqID(ri))
+	}
+	return nil
+}
+
+// growKV adds one token per sample to running request ri.
+func (e *Engine) growKV(ri int32) error {
+	if e.capped && (e.kv.Stats().Tokens+int64(e.reqs[ri].n))*int64(e.cost.kvBytesPerTok) > e.budgetBytes {
+		return errBudget
+	}
+	return e.kv.Grow(strategy.SeqID(ri), 1)
+}
+
+// unblock runs when nothing could be scheduled although requests wait: with
+// nothing running, the head of the queue does not fit even in empty memory,
+// so it can never run.
+func (e *Engine) unblock() {
+	if len(e.running) > 0 || e.waiting.len() == 0 {
+		return
+	}
+	e.al.EmptyCache()
+	ri := e.waiting.popFront()
+	r := &e.reqs[ri]
+	if err := e.admitKV(ri); err != nil {
+		e.reject(int(ri))
+		return
+	}
+	// It fits in emptied memory: run it now, alone (it passed the reserve
+	// policy's budget when it arrived), so the loop always makes progress.
+	r.ph, r.admitted = phaseRunning, true
+	if e.cfg.OnOOM == OnOOMReserve {
+		r.promised = e.reserveTokens(r)
+		e.committed += r.promised
+	}
+	e.running = append(e.running, ri)
+}
+
+// preempt frees the running request at position pos for recomputation and
+// puts it at the front of the waiting queue (vLLM's prepend_request).
+func (e *Engine) preempt(pos int) {
+	ri := e.running[pos]
+	r := &e.reqs[ri]
+	cannotFail(e.kv.Preempt(strategy.SeqID(ri)), "preempt", r.id)
+	e.removeRunning(pos)
+	r.ph, r.admitted = phaseWaiting, false
+	r.need, r.prefilled = r.prompt+r.gen, 0
+	e.waiting.pushFront(ri)
+	e.res.Preemptions++
+	e.event("preempt", r.id)
+}
+
+func (e *Engine) removeRunning(pos int) {
+	ri := e.running[pos]
+	if e.cfg.OnOOM == OnOOMReserve {
+		e.committed -= e.reqs[ri].promised
+		e.reqs[ri].promised = 0
+	}
+	copy(e.running[pos:], e.running[pos+1:])
+	e.running = e.running[:len(e.running)-1]
+}
+
+// fail ends request i with an OOM error; it must not be in e.running.
+func (e *Engine) fail(i int, kind string) {
+	r := &e.reqs[i]
+	if r.admitted {
+		cannotFail(e.kv.Release(strategy.SeqID(i)), "release of failed", r.id)
+		r.admitted = false
+	}
+	r.ph = phaseFailed
+	e.res.RequestsFailedOOM++
+	e.event(kind, r.id)
+}
+
+// reject ends request i as one that can never be served.
+func (e *Engine) reject(i int) {
+	r := &e.reqs[i]
+	if r.admitted {
+		cannotFail(e.kv.Release(strategy.SeqID(i)), "release of rejected", r.id)
+		r.admitted = false
+	}
+	r.ph = phaseRejected
+	e.res.RequestsRejected++
+	e.event("reject", r.id)
+}
+
+func (e *Engine) event(kind, id string) {
+	if len(e.res.Events) < e.cfg.MaxEvents {
+		e.res.Events = append(e.res.Events, Event{Time: float64(e.now) / 1e9, Kind: kind, Request: id})
+	}
+}
+
+// reserveTokens is what the reserve policy promises a request: the
+// reservation of a strategy that reserves whole sequences (the contiguous-max
+// family: Orca's admission), otherwise its prompt and max tokens per sample
+// (the prompt once for paged, which shares it: TensorRT-LLM's
+// GUARANTEED_NO_EVICT).
+func (e *Engine) reserveTokens(r *req) int64 {
+	sr := strategy.Request{Prompt: r.prompt + r.gen, MaxOutput: r.maxOut - r.gen, TrueOutput: r.output - r.gen, N: r.n}
+	if rs, ok := e.kv.(strategy.Reserving); ok {
+		if t, whole := rs.ReservedTokens(sr); whole {
+			return int64(r.n) * int64(t)
+		}
+	}
+	if e.paged {
+		return int64(r.prompt) + int64(r.n)*int64(r.maxOut)
+	}
+	return int64(r.n) * int64(r.prompt+r.maxOut)
+}
+
+func (e *Engine) budgetTokens() int64 {
+	return e.budgetBytes / max(1, int64(e.cost.kvBytesPerTok))
+}
+
+// work sums the batch's work for the roofline.
+func (e *Engine) work() stepWork {
+	var w stepWork
+	for _, b := range e.batch {
+		r := &e.reqs[b.r]
+		if b.prefill {
+			w.prefill(int64(b.ctx), int64(b.tokens))
+			if b.ctx+b.tokens == r.need && r.gen < r.output {
+				w.sampled += int64(r.n)
+			}
+			continue
+		}
+		w.decode(int64(b.ctx), int64(r.n))
+	}
+	return w
+}
