@@ -21,6 +21,12 @@
 //   - panic-literal: outside _test.go files, panic carries a formatted
 //     message or an error, never a bare string literal, so the panic says
 //     which values broke the contract.
+//   - layering/alloc-impl: sim, kv/strategy, advise and experiments (with
+//     their subpackages and tests) import no allocator implementation
+//     (alloc/caching, alloc/vmm, alloc/internal/..., any alloc/X but
+//     alloc/spec): they build allocators with alloc/spec and use them
+//     through package alloc's interfaces, optional capabilities included
+//     (allocimpl_test.go).
 //
 // Directories named testdata, vendor, or starting with "." or "_", nested
 // modules and generated files are not linted.

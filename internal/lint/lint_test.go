@@ -243,6 +243,7 @@ func f() { panic("fine in tests") }
 `},
 		},
 	},
+	allocImplRule,
 }
 
 // importName returns the name under which f imports path ("" if it does not,
