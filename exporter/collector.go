@@ -128,9 +128,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Collector is a prometheus.Collector over a fixed set of sources. It keeps
-// no samples between scrapes (only each source's last up/down state, for
-// logging) and is safe for concurrent use if its sources are.
+// Collector is a prometheus.Collector over a fixed set of sources. Between
+// scrapes it keeps only each VersionedSource's metrics for its current
+// version and each source's last up/down state (for logging); it is safe
+// for concurrent use if its sources are.
 type Collector struct {
 	sources []Source // sorted by name
 	opts    Options
@@ -139,15 +140,21 @@ type Collector struct {
 	state   map[string]bool // last reported up state per source
 	cache   []cached        // per source, for VersionedSources
 	flights []*flight       // per source, the ContextSource collection running
-
-	registeredWith prometheus.Registerer // New's reg, when not nil
 }
 
 // VersionedSource is a Source whose samples change only at known moments
 // (a background poll, a rescan): CollectVersioned returns them with a
 // version that changes whenever they do. The Collector then builds the
-// source's metrics once per version and re-sends them on later scrapes,
-// which takes the metric construction off the scrape path.
+// source's metrics once per version and re-sends them on later scrapes:
+// the one cache of the scrape path (the encoded exposition and the runtime
+// collectors are gathered anew on every scrape). It is kept because it
+// pays at Prometheus' intervals as soon as more than one server scrapes:
+// with 8 GPUs × 16 polled instances polled every 15 s, two Prometheus
+// replicas scraping every 15 s cost 5.8 CPU-ms a scrape with it and 9.3
+// without, four 5.2 and 10.1; one replica never hits it (a rescan or a
+// poll falls between any two of its scrapes) and costs 9.7 either way
+// (BenchmarkScrapeInterval; docs/benchmarks.md, "Benchmarks: package
+// exporter").
 type VersionedSource interface {
 	Source
 	CollectVersioned() (samples []Sample, version uint64, err error)
@@ -200,7 +207,6 @@ func NewWithOptions(reg prometheus.Registerer, opts Options, sources ...Source) 
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("exporter: register collector: %w", err)
 		}
-		c.registeredWith = reg
 	}
 	return c, nil
 }
@@ -218,62 +224,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // in this scrape (or would pass Options.MaxSeries), sends only
 // gpufrag_source_up 0.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.collect(func(m prometheus.Metric) { ch <- m })
-}
-
-// sourceState is what a source's collection depended on for a
-// VersionedSource: the version of its samples, or that it failed. Given the
-// same states for every source, Collect sends the same metrics (the
-// duplicate and MaxSeries checks depend only on the samples).
-type sourceState struct {
-	version uint64
-	failed  bool
-}
-
-// versionPeeker is a VersionedSource that tells its state without copying
-// its samples.
-type versionPeeker interface {
-	versionState() (uint64, error)
-}
-
-// states returns every source's current state, or ok false when a source
-// is not a VersionedSource (its samples can change at any moment).
-func (c *Collector) states() (st []sourceState, ok bool) {
-	st = make([]sourceState, len(c.sources))
-	for i, s := range c.sources {
-		vs, versioned := s.(VersionedSource)
-		if !versioned {
-			return nil, false
-		}
-		var version uint64
-		err := recovered(s.Name(), func() (err error) {
-			if p, ok := s.(versionPeeker); ok {
-				version, err = p.versionState()
-			} else {
-				_, version, err = vs.CollectVersioned()
-			}
-			return err
-		})
-		if err != nil {
-			st[i] = sourceState{failed: true}
-		} else {
-			st[i] = sourceState{version: version}
-		}
-	}
-	return st, true
-}
-
-// collect is Collect sending to send; it returns the states of the sources
-// as they were read for this collection (ok false when a source is not
-// versioned).
-func (c *Collector) collect(send func(prometheus.Metric)) (st []sourceState, ok bool) {
-	st, ok = make([]sourceState, len(c.sources)), true
 	seen := make(map[seenKey]bool)
 	series := 0
 	for i, s := range c.sources {
-		ent, sst, versioned, err := c.metricsOf(i, s)
-		ok = ok && versioned
-		st[i] = sst
+		ent, err := c.metricsOf(i, s)
 		if err == nil {
 			for _, k := range ent.keys {
 				if seen[k] {
@@ -282,6 +236,8 @@ func (c *Collector) collect(send func(prometheus.Metric)) (st []sourceState, ok 
 				}
 			}
 		}
+		// A source over the cap on its own has no metrics built (metricsOf)
+		// and is always refused here.
 		if err == nil && c.opts.MaxSeries > 0 && series+ent.series > c.opts.MaxSeries {
 			err = fmt.Errorf("exporter: %d series would pass the cap of %d (--max-series)", series+ent.series, c.opts.MaxSeries)
 		}
@@ -293,34 +249,18 @@ func (c *Collector) collect(send func(prometheus.Metric)) (st []sourceState, ok 
 				seen[k] = true
 			}
 			for _, m := range ent.metrics {
-				send(m)
+				ch <- m
 			}
 		}
 		c.logState(s.Name(), err)
-		send(prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name()))
+		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name())
 	}
-	if !ok {
-		st = nil
-	}
-	return st, ok
 }
 
 // metricsOf collects source i and returns its metrics, from the cache when
 // a VersionedSource's version has not changed. The error is the source's
-// own or a check of its samples; versioned tells whether s is a
-// VersionedSource, and ent.version is then the version collected.
-func (c *Collector) metricsOf(i int, s Source) (ent cached, st sourceState, versioned bool, err error) {
-	ent, failed, err := c.metricsOfSource(i, s)
-	_, versioned = s.(VersionedSource)
-	if failed {
-		return ent, sourceState{failed: true}, versioned, err
-	}
-	return ent, sourceState{version: ent.version}, versioned, err
-}
-
-// metricsOfSource is metricsOf; failed tells that the source itself failed
-// (rather than a check of its samples).
-func (c *Collector) metricsOfSource(i int, s Source) (_ cached, failed bool, _ error) {
+// own or a check of its samples.
+func (c *Collector) metricsOf(i int, s Source) (cached, error) {
 	vs, versioned := s.(VersionedSource)
 	var samples []Sample
 	var version uint64
@@ -331,27 +271,24 @@ func (c *Collector) metricsOfSource(i int, s Source) (_ cached, failed bool, _ e
 			return err
 		})
 		if err != nil {
-			return cached{}, true, err
+			return cached{}, err
 		}
 		c.mu.Lock()
 		ent := c.cache[i]
 		c.mu.Unlock()
 		if ent.ok && ent.version == version {
-			return ent, false, nil
+			return ent, nil
 		}
 		samples = slices.Clone(samples)
 		sortSamples(samples)
 	} else if samples, err = c.collectSource(i, s); err != nil {
-		return cached{}, true, err
+		return cached{}, err
 	}
 	keys, err := checkSamples(samples)
 	if err != nil {
-		return cached{version: version}, false, err
+		return cached{}, err
 	}
 	ent := cached{ok: true, version: version, keys: keys, series: countSeries(samples)}
-	// A source with more series than the cap on its own is refused by
-	// every collection (series+ent.series > MaxSeries): its metrics are
-	// never built.
 	if c.opts.MaxSeries == 0 || ent.series <= c.opts.MaxSeries {
 		ent.metrics = buildMetrics(samples, ent.series)
 	}
@@ -360,7 +297,7 @@ func (c *Collector) metricsOfSource(i int, s Source) (_ cached, failed bool, _ e
 		c.cache[i] = ent
 		c.mu.Unlock()
 	}
-	return ent, false, nil
+	return ent, nil
 }
 
 // recovered runs fn, turning a panic into an error.

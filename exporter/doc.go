@@ -45,21 +45,20 @@
 //     answer in time; while a hung call is outstanding it is not called
 //     again.
 //
-// Fast path: SnapshotDir and PolledSource are VersionedSources; the
-// Collector builds their const metrics once per version (rescan or poll) and
-// re-sends them on later scrapes. In-process sources (AllocatorSource,
-// BlockPoolSource) are computed on each scrape.
-//
-// Served through ServerConfig.Collector (rather than registered with the
-// Gatherer), a Collector whose sources are all VersionedSources is not even
-// gathered on most scrapes: /metrics keeps its families encoded, per format
-// negotiated, for the current state of its sources (each one's version and
-// whether it failed or went stale), gathers and encodes only the Gatherer
-// (go_, process_, the snapshot directory's counters) and merges the two in
-// name order. The body, Content-Type and Content-Encoding are promhttp's
-// for the same state; a request the cache does not cover (a source that is
-// not versioned, a gather error, an Accept-Encoding with weights) is served
-// by promhttp itself.
+// Caching: a slow read never runs on a scrape. SnapshotDir and
+// PolledSource keep the last rescan's or poll's samples and are
+// VersionedSources: the Collector builds their const metrics once per
+// version (rescan or poll) and re-sends them on later scrapes, the one
+// caching decision of the scrape path. In-process sources
+// (AllocatorSource, BlockPoolSource) are computed on each scrape, and
+// /metrics is promhttp's: the exposition is gathered and encoded anew on
+// every scrape, Go runtime and process figures included. A cache of the
+// encoded exposition and a throttle of the runtime collectors were
+// measured not to pay at Prometheus' scrape intervals: a rescan (every
+// 10 s) falls between any two scrapes 15 s apart, so with one Prometheus
+// they never hit, and the scrape after a change, which sets the p99, pays
+// the full cost in any case (BenchmarkScrapeInterval; docs/benchmarks.md,
+// "Benchmarks: package exporter").
 //
 // # Daemon
 //
@@ -78,7 +77,8 @@
 // snapshot files watched, in name order), --max-file-bytes (256 MiB per file;
 // decoding takes about 25 bytes per file byte while a file is analysed),
 // --max-instances (256 distinct instance label values from snapshots) and
-// --max-series (20000 gpufrag series per scrape; a source past it is down).
+// --max-series (20000 gpufrag series per scrape, counted exactly before any
+// metric is built; a source past it is down).
 //
 // # What is trusted
 //

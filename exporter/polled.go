@@ -85,26 +85,6 @@ func (p *PolledSource) CollectVersioned() ([]Sample, uint64, error) {
 	return slices.Clone(p.samples), p.version, nil
 }
 
-// versionState is CollectVersioned without the samples (versionPeeker).
-func (p *PolledSource) versionState() (uint64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.stuckLocked(); err != nil {
-		return 0, err
-	}
-	switch {
-	case !p.polled:
-		return 0, errNotPolled
-	case p.err != nil:
-		return 0, p.err
-	case p.clock.Now().Sub(p.last) > 3*p.interval:
-		return 0, errStale
-	}
-	return p.version, nil
-}
-
-var errStale = errors.New("exporter: stale")
-
 // Stuck returns an error wrapping ErrStuck while a poll has been running
 // for longer than the poll timeout plus one interval: the source ignores
 // its context's deadline (a driver or network call that hangs).

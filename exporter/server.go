@@ -21,15 +21,6 @@ type ServerConfig struct {
 	// Gatherer is what /metrics exposes (a *prometheus.Registry built by the
 	// caller; never the global default registry).
 	Gatherer prometheus.Gatherer
-	// Collector, when set, is exposed on /metrics with Gatherer (it may be
-	// nil then). Create it with a nil Registerer: one registered with
-	// Gatherer is only gathered through Gatherer, as before. While every
-	// source of the Collector is a VersionedSource (SnapshotDir,
-	// PolledSource), a scrape gathers and encodes only
-	// Gatherer and copies the Collector's families from bytes encoded once
-	// per state of its sources (their versions, failures and staleness) and
-	// format; the response is byte for byte promhttp's over both.
-	Collector *Collector
 	// OpenMetrics offers the OpenMetrics text format to scrapers that ask
 	// for it (promhttp.HandlerOpts.EnableOpenMetrics).
 	OpenMetrics bool
@@ -123,33 +114,25 @@ func Handler(cfg ServerConfig, healthy func() bool) http.Handler {
 	return mux
 }
 
-// metricsHandler returns /metrics' handler for cfg (defaults applied).
+// metricsHandler returns /metrics' handler for cfg (defaults applied):
+// promhttp over cfg.Gatherer, gathering and encoding every collector on
+// each scrape. A cache of the encoded families and a throttle of the
+// runtime collectors were measured not to pay at Prometheus' scrape
+// intervals (BenchmarkScrapeInterval; docs/benchmarks.md, "Benchmarks:
+// package exporter"); the Collector's per-version cache is the one cache
+// (VersionedSource).
 func metricsHandler(cfg ServerConfig) http.Handler {
-	opts := promhttp.HandlerOpts{
+	g := cfg.Gatherer
+	if g == nil {
+		g = prometheus.NewRegistry()
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: cfg.MaxRequestsInFlight,
 		DisableCompression:  !cfg.Gzip,
 		EnableOpenMetrics:   cfg.OpenMetrics,
-	}
-	g := cfg.Gatherer
-	if g == nil {
-		g = prometheus.NewRegistry()
-	}
-	c := cfg.Collector
-	if c == nil || (c.registeredWith != nil && any(c.registeredWith) == any(cfg.Gatherer)) {
-		return promhttp.HandlerFor(g, opts)
-	}
-	own := prometheus.NewRegistry()
-	if err := own.Register(c); err != nil {
-		panic(fmt.Sprintf("exporter: register the collector with a fresh registry: %v", err))
-	}
-	both := prometheus.Gatherers{g, own}
-	capped := opts.MaxRequestsInFlight
-	opts.MaxRequestsInFlight = 0 // the cached handler caps both paths
-	fallback := promhttp.HandlerFor(both, opts)
-	opts.MaxRequestsInFlight = capped
-	return newCachedMetricsHandler(g, c, fallback, opts)
+	})
 }
 
 // Serve serves cfg on ln until ctx ends, running cfg.Runners meanwhile,
@@ -157,8 +140,8 @@ func metricsHandler(cfg ServerConfig) http.Handler {
 // up to cfg.ShutdownTimeout, the runners are stopped and waited for. It
 // returns nil after a shutdown caused by ctx, or the server's error.
 func Serve(ctx context.Context, ln net.Listener, cfg ServerConfig) error {
-	if cfg.Gatherer == nil && cfg.Collector == nil {
-		return errors.New("exporter: ServerConfig.Gatherer and Collector are nil")
+	if cfg.Gatherer == nil {
+		return errors.New("exporter: ServerConfig.Gatherer is nil")
 	}
 	cfg.defaults()
 	var serving atomic.Bool

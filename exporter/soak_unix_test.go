@@ -136,8 +136,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewWithOptions(nil, Options{SourceTimeout: time.Second, Logger: log}, snaps)
-	if err != nil {
+	if _, err := NewWithOptions(reg, Options{SourceTimeout: time.Second, Logger: log}, snaps); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -148,7 +147,7 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, ln, ServerConfig{Gatherer: reg, Collector: c, Logger: log, Snapshots: capture,
+		served <- Serve(ctx, ln, ServerConfig{Gatherer: reg, Logger: log, Snapshots: capture,
 			Runners: []Runner{snaps}, WatchdogInterval: 50 * time.Millisecond})
 	}()
 	stopped := false

@@ -270,12 +270,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	}
 
 	reg := prometheus.NewRegistry()
-	// The Go runtime and process figures are read at most once a second:
-	// the process collector reads several /proc files per collection, about
-	// 40% of a scrape's CPU (BenchmarkHTTPScrapeDaemon).
-	reg.MustRegister(
-		exporter.Throttle(collectors.NewGoCollector(), time.Second, nil),
-		exporter.Throttle(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), time.Second, nil))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger, Gzip: f.gzip}
 	var sources []exporter.Source
 	var capture *exporter.Capturer
@@ -335,15 +330,11 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		}
 		sources, scfg.Runners = append(sources, p), append(scfg.Runners, p)
 	}
-	c, err := exporter.NewWithOptions(nil, exporter.Options{
+	if _, err := exporter.NewWithOptions(reg, exporter.Options{
 		SourceTimeout: f.sourceTimeout, MaxSeries: f.maxSeries, Logger: logger,
-	}, sources...)
-	if err != nil {
+	}, sources...); err != nil {
 		return err
 	}
-	// The daemon serves the Collector's families from an encoding cached per
-	// source state (exporter.ServerConfig.Collector), not through reg.
-	scfg.Collector = c
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
