@@ -58,6 +58,14 @@
 // [Grid.TimedSummaries]); [NewComparison] and [NewTimedComparison] are
 // the documents cluster simulate prints with --json.
 //
+// # Stock schedulers
+//
+// [StockGrid], [RankStock] and [BestStock] search the packing settings of
+// Volcano's binpack plugin and Kubernetes' NodeResourcesFit on a
+// cluster's own lists; [NewVolcanoConfig] and [NewKubeSchedulerConfig]
+// are their configurations as typed documents, which [WriteYAML] prints
+// (gpufrag cluster volcano-config).
+//
 // Subpackage kube reads a live cluster's nodes and pods, as saved by
 // kubectl, into this model and reports its allocation, fragmentation and
 // unschedulable pods (gpufrag cluster inspect).

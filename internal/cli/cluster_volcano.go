@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
@@ -16,27 +15,6 @@ type volcanoFlags struct {
 	seeds       string
 	policies    []string
 	parallel    int
-}
-
-// volcanoGrid is the set of binpack and NodeResourcesFit settings tried when
-// no --policy is given: CPU weight 1, 2 or 5 (the Volcano source's example
-// uses 5, a published DGX Cloud tuning 2), memory 1, and nvidia.com/gpu
-// unlisted or weighted 2 (the source's example), 8 (the DGX Cloud tuning)
-// or 16; Kubernetes' MostAllocated and RequestedToCapacityRatio with GPU
-// weight 0, 1 or 3.
-func volcanoGrid() []string {
-	var out []string
-	for _, cpu := range []int{1, 2, 5} {
-		for _, gpu := range []int{0, 2, 8, 16} {
-			out = append(out, fmt.Sprintf("volcano-binpack:cpu=%d,memory=1,gpu=%d", cpu, gpu))
-		}
-	}
-	for _, s := range []string{"mostallocated", "rtcr"} {
-		for _, gpu := range []int{0, 1, 3} {
-			out = append(out, fmt.Sprintf("%s:cpu=1,memory=1,gpu=%d", s, gpu))
-		}
-	}
-	return out
 }
 
 func newClusterVolcanoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -72,12 +50,6 @@ value of the Volcano source's example, to make binpack dominate.`,
 	return cmd
 }
 
-type volcanoCandidate struct {
-	spec    string
-	unalloc cluster.MeanStd // share at 100% arrived
-	gpus    float64
-}
-
 func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Writer) error {
 	if f.nodes == "" || f.pods == "" {
 		return usageErrorf(cmd, "--nodes and --pods are required")
@@ -91,12 +63,10 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 	}
 	specs := clusterPolicies(f.policies)
 	if len(f.policies) == 0 {
-		specs = volcanoGrid()
+		specs = cluster.StockGrid()
 	}
 	for _, s := range specs {
-		switch name, _, _ := strings.Cut(s, ":"); name {
-		case "volcano-binpack", "mostallocated", "rtcr":
-		default:
+		if !cluster.IsStock(s) {
 			return usageErrorf(cmd, "--policy %s: only volcano-binpack, mostallocated and rtcr have a stock configuration", s)
 		}
 		if _, err := cluster.NewPolicy(s, nil); err != nil {
@@ -115,87 +85,35 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 	if err := runClusterGrid(cmd, g, f.parallel, stderr, "volcano-config"); err != nil {
 		return err
 	}
-	var cands []volcanoCandidate
-	for _, sum := range g.Summaries() {
-		p := sum.Nearest(100)
-		cands = append(cands, volcanoCandidate{sum.Policy, cluster.MeanStd{Mean: 1 - p.AllocRatio.Mean, Std: p.AllocRatio.Std}, p.UnallocatedGPUs.Mean})
+	ranked, err := cluster.RankStock(g.Summaries())
+	if err != nil {
+		return err
 	}
-	sort.SliceStable(cands, func(a, b int) bool { return cands[a].unalloc.Mean < cands[b].unalloc.Mean })
 
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# Simulated with the FGD protocol on %s (%d nodes, %d GPUs) and %s, seeds %s:\n",
 		f.nodes, len(nodes), cluster.GPUCapacity(nodes), f.pods, f.seeds)
 	sb.WriteString("# unallocated GPUs at 100% arrived demand, best first\n")
-	for _, c := range cands {
-		fmt.Fprintf(&sb, "#   %-44s %6.2f%% ±%.2f  (%.0f GPUs)\n", c.spec, 100*c.unalloc.Mean, 100*c.unalloc.Std, c.gpus)
+	for _, c := range ranked {
+		fmt.Fprintf(&sb, "#   %-44s %6.2f%% ±%.2f  (%.0f GPUs)\n", c.Spec, 100*c.Unallocated.Mean, 100*c.Unallocated.Std, c.UnallocatedGPUs)
 	}
-	var bestV, bestK *volcanoCandidate
-	for i := range cands {
-		if strings.HasPrefix(cands[i].spec, "volcano-binpack") && bestV == nil {
-			bestV = &cands[i]
-		}
-		if !strings.HasPrefix(cands[i].spec, "volcano-binpack") && bestK == nil {
-			bestK = &cands[i]
-		}
-	}
+	bestV, bestK := cluster.BestStock(ranked)
 	if bestV != nil {
-		p, _ := cluster.NewPolicy(bestV.spec, nil)
-		writeVolcanoConf(&sb, p.(*cluster.VolcanoBinpack), *bestV)
+		fmt.Fprintf(&sb, "\n# --- volcano-scheduler.conf (%s: %.2f%% unallocated) ---\n", bestV.Spec, 100*bestV.Unallocated.Mean)
+		if err := cluster.WriteYAML(&sb, cluster.NewVolcanoConfig(bestV.Policy.(*cluster.VolcanoBinpack))); err != nil {
+			return err
+		}
 	}
 	if bestK != nil {
-		p, _ := cluster.NewPolicy(bestK.spec, nil)
-		writeKubeConf(&sb, p.(*cluster.KubeFit), *bestK)
+		conf, err := cluster.NewKubeSchedulerConfig(bestK.Policy.(*cluster.KubeFit))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&sb, "\n# --- KubeSchedulerConfiguration (%s: %.2f%% unallocated) ---\n", bestK.Spec, 100*bestK.Unallocated.Mean)
+		if err := cluster.WriteYAML(&sb, conf); err != nil {
+			return err
+		}
 	}
 	_, err = io.WriteString(stdout, sb.String())
 	return err
-}
-
-func writeVolcanoConf(sb *strings.Builder, v *cluster.VolcanoBinpack, c volcanoCandidate) {
-	fmt.Fprintf(sb, "\n# --- volcano-scheduler.conf (%s: %.2f%% unallocated) ---\n", c.spec, 100*c.unalloc.Mean)
-	sb.WriteString(`actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-    arguments:
-      binpack.weight: 10
-`)
-	fmt.Fprintf(sb, "      binpack.cpu: %d\n      binpack.memory: %d\n", v.CPU, v.Memory)
-	if v.GPU > 0 {
-		fmt.Fprintf(sb, "      binpack.resources: nvidia.com/gpu\n      binpack.resources.nvidia.com/gpu: %d\n", v.GPU)
-	} else {
-		sb.WriteString("      # nvidia.com/gpu left out: GPUs are not scored (Volcano's default)\n")
-	}
-}
-
-func writeKubeConf(sb *strings.Builder, k *cluster.KubeFit, c volcanoCandidate) {
-	typ := map[string]string{"mostallocated": "MostAllocated", "rtcr": "RequestedToCapacityRatio"}[k.Strategy]
-	fmt.Fprintf(sb, "\n# --- KubeSchedulerConfiguration (%s: %.2f%% unallocated) ---\n", c.spec, 100*c.unalloc.Mean)
-	sb.WriteString(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-`)
-	fmt.Fprintf(sb, "        type: %s\n        resources:\n", typ)
-	for _, r := range []struct {
-		name string
-		w    int64
-	}{{"cpu", k.CPU}, {"memory", k.Memory}, {"nvidia.com/gpu", k.GPU}} {
-		if r.w > 0 {
-			fmt.Fprintf(sb, "        - name: %s\n          weight: %d\n", r.name, r.w)
-		}
-	}
-	if typ == "RequestedToCapacityRatio" {
-		sb.WriteString("        requestedToCapacityRatio:\n          shape:\n          - utilization: 0\n            score: 0\n          - utilization: 100\n            score: 10\n")
-	}
 }
