@@ -1,5 +1,6 @@
 // Package extent is an ordered set of free extents [addr, addr+size) inside
-// one address space, with best fit and coalescing in O(log n). The arena and
+// one address space, with best fit and coalescing that touch one bin of
+// each of two binned indexes (see below). The arena and
 // async allocators keep their free memory in it; it knows nothing about
 // devices, pages or streams.
 //
@@ -9,19 +10,23 @@
 // the smallest extent that is large enough, the lowest address among equal
 // sizes — with one lookup.
 //
-// Each index is binned (index.go): the address index into 4096 buckets of
-// the range given to Init, the size index into 16 classes per power of two,
-// with a two-level bitmap of non-empty bins. A bin is a small B-tree of
-// 128-bit keys written for this package (btree.go) rather than
-// github.com/google/btree: keys are compared inline instead of through a less
-// function, nodes are recycled without a lock, and search results are slots
-// that the caller may rewrite in place when an extent grows or shrinks
-// without passing a neighbour, or remove without a second descent. So a
-// lookup is a bin computation, at most two bitmap steps and, usually, one
-// leaf; every bound stays O(log n) because a bin is a balanced tree however
-// many extents land in it. Once the trees have reached their working size
-// nothing is allocated. The cost of an allocator's free+alloc pair is in the
-// benchmarks of packages arena and async.
+// Each index is an ordset.Binned, the binned ordered set that the caching
+// allocator's free sets use too: keys split into bins, each bin a short
+// sorted slice (a chunked Set once it holds more than a few hundred keys),
+// under a two-level bitmap of non-empty bins. The address index is binned
+// linearly, into 4096 buckets of the range given to Init; the size index
+// log-linearly (an exact bin below 4 KiB, 32 bins per power of two above).
+// Search results are positions that the caller may rewrite in place when an
+// extent grows or shrinks without passing a neighbour, or remove without a
+// second search. So a lookup is a bin computation, at most a few bitmap
+// steps and, usually, a binary search of a handful of keys. However many
+// extents crowd into one bin, an operation costs a binary search and a
+// shift of at most 512 keys (a flat bin) or 64 (a chunk of a Set), plus, when
+// a Set's chunk splits or merges, a shift of its chunk maxima (n/64 for n
+// keys). Once the bins have reached their working size nothing is
+// allocated. The cost of an allocator's free+alloc pair is in the benchmarks
+// of packages arena and async; docs/architecture.md says why these indexes
+// replaced the per-bin B-trees this package had.
 //
 // Invariants (checked by CheckInvariants):
 //
@@ -36,9 +41,10 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
 )
 
 // Extent is a range of free addresses [Addr, Addr+Size).
@@ -54,43 +60,29 @@ func (e Extent) String() string { return fmt.Sprintf("[%#x,%#x)", e.Addr, e.End(
 
 // Set is an ordered set of disjoint, non-adjacent extents. The zero value is
 // an empty set ready to use. A Set must not be copied (the copy would share
-// nodes); use Clone. It is not safe for concurrent use.
+// bins); use Clone. It is not safe for concurrent use.
 type Set struct {
-	byAddr index // keys (addr, size), binned by address
-	bySize index // keys (size, addr), binned by size class
-	total  int64 // Σ sizes; +Insert, -Take
+	byAddr ordset.Binned // keys (addr, size), binned by address
+	bySize ordset.Binned // keys (size, addr), binned by size
+	total  int64         // Σ sizes; +Insert, -Take
 }
 
 // Init empties the set and tunes its address index for extents inside
-// [base, base+size): the range is cut into addrBins buckets. Extents outside
+// [base, base+size): the range is cut into 4096 buckets. Extents outside
 // the range still work (they fall into the first or last bucket). A zero Set
-// needs no Init; it buckets the whole 64-bit space, which suits sets over
-// small addresses (or few extents) as well.
+// needs no Init; its address index is binned like the size index,
+// log-linearly, which suits sets over small addresses (or few extents).
 func (s *Set) Init(base uint64, size int64) {
-	shift := uint(64 - bits.Len64(addrBins-1)) // whole 64-bit space
-	if size > 0 {
-		shift = uint(max(0, bits.Len64(uint64(size-1))-bits.Len64(addrBins-1)))
-	}
-	s.byAddr.init(false, base, shift)
-	s.bySize.init(true, 0, 0)
+	s.byAddr.InitLinear(base, uint64(max(0, size))) // 0: the whole space above base
+	s.bySize.Clear()
 	s.total = 0
-}
-
-func (s *Set) lazyInit() {
-	if s.byAddr.nbins == 0 {
-		s.Init(0, 0)
-	}
 }
 
 // ErrBroken is wrapped by CheckInvariants for any violated invariant.
 var ErrBroken = errors.New("extent: broken set")
 
-func addrKey(addr uint64, size int64) key { return key{addr, uint64(size)} }
-func sizeKey(addr uint64, size int64) key { return key{uint64(size), addr} }
-func fromAddr(k key) Extent               { return Extent{Addr: k.hi, Size: int64(k.lo)} }
-
 // Len is the number of extents.
-func (s *Set) Len() int { return s.byAddr.length }
+func (s *Set) Len() int { return s.byAddr.Len() }
 
 // Total is the number of free bytes, Σ sizes.
 func (s *Set) Total() int64 { return s.total }
@@ -104,43 +96,44 @@ func (s *Set) Insert(addr uint64, size int64) {
 	if size <= 0 || end < addr {
 		panic(fmt.Sprintf("extent: insert of %d bytes at %#x", size, addr))
 	}
-	s.lazyInit()
-	pred, succ := s.byAddr.seek(key{addr, 0})
+	pred, predOK, succ, succOK := s.byAddr.Seek(key{Hi: addr})
 	var p, n Extent // the neighbours in address order, if any
 	mergeL, mergeR := false, false
-	if pred.ok() {
-		p = fromAddr(pred.get())
+	if predOK {
+		p = fromAddr(s.byAddr.At(pred))
 		if p.End() > addr {
 			panic(fmt.Sprintf("extent: insert %v overlaps %v", Extent{addr, size}, p))
 		}
 		mergeL = p.End() == addr
 	}
-	if succ.ok() {
-		n = fromAddr(succ.get())
+	if succOK {
+		n = fromAddr(s.byAddr.At(succ))
 		if n.Addr < end {
 			panic(fmt.Sprintf("extent: insert %v overlaps %v", Extent{addr, size}, n))
 		}
 		mergeR = n.Addr == end
 	}
-	// In-place rewrites first: slots die at the next insert or delete.
+	// In-place rewrites first: positions die at the next insert or delete.
+	// A rewrite that keeps the address keeps the bin and, addresses being
+	// unique, the order.
 	switch {
 	case mergeL && mergeR:
 		merged := p.Size + size + n.Size
-		pred.set(addrKey(p.Addr, merged))
-		s.byAddr.delete(addrKey(n.Addr, n.Size))
-		s.bySize.delete(sizeKey(n.Addr, n.Size))
-		s.bySize.rekey(sizeKey(p.Addr, p.Size), sizeKey(p.Addr, merged))
+		s.byAddr.SetAt(pred, addrKey(p.Addr, merged))
+		s.byAddr.Delete(addrKey(n.Addr, n.Size))
+		s.bySize.Delete(sizeKey(n.Addr, n.Size))
+		rekey(&s.bySize, sizeKey(p.Addr, p.Size), sizeKey(p.Addr, merged))
 	case mergeL:
-		pred.set(addrKey(p.Addr, p.Size+size))
-		s.bySize.rekey(sizeKey(p.Addr, p.Size), sizeKey(p.Addr, p.Size+size))
+		s.byAddr.SetAt(pred, addrKey(p.Addr, p.Size+size))
+		rekey(&s.bySize, sizeKey(p.Addr, p.Size), sizeKey(p.Addr, p.Size+size))
 	case mergeR:
 		// The successor now starts at addr; nothing lies between the
 		// predecessor's end and addr, so the address order is unchanged.
-		s.byAddr.replace(succ, addrKey(n.Addr, n.Size), addrKey(addr, size+n.Size))
-		s.bySize.rekey(sizeKey(n.Addr, n.Size), sizeKey(addr, size+n.Size))
+		replace(&s.byAddr, succ, addrKey(n.Addr, n.Size), addrKey(addr, size+n.Size))
+		rekey(&s.bySize, sizeKey(n.Addr, n.Size), sizeKey(addr, size+n.Size))
 	default:
-		s.byAddr.insertBetween(pred, succ, addrKey(addr, size))
-		s.bySize.insert(sizeKey(addr, size))
+		insert(&s.byAddr, addrKey(addr, size))
+		insert(&s.bySize, sizeKey(addr, size))
 	}
 	s.total += size
 }
@@ -152,11 +145,11 @@ func (s *Set) Take(addr uint64, size int64) bool {
 	if size <= 0 || addr+uint64(size) < addr {
 		return false
 	}
-	sl := s.byAddr.lowerSlot(key{addr, math.MaxUint64})
-	if !sl.ok() {
+	p, k, ok := s.byAddr.Below(key{Hi: addr, Lo: math.MaxUint64})
+	if !ok {
 		return false
 	}
-	e := fromAddr(sl.get())
+	e := fromAddr(k)
 	end := addr + uint64(size)
 	if end > e.End() {
 		return false // also covers addr >= e.End()
@@ -165,27 +158,27 @@ func (s *Set) Take(addr uint64, size int64) bool {
 	right := int64(e.End() - end)
 	switch {
 	case left > 0:
-		sl.set(addrKey(e.Addr, left))
+		s.byAddr.SetAt(p, addrKey(e.Addr, left))
 		if right > 0 {
-			s.byAddr.insert(addrKey(end, right))
+			insert(&s.byAddr, addrKey(end, right))
 		}
 	case right > 0:
 		// Carving from the low end keeps the extent between the same
 		// neighbours, so the key is rewritten in place.
-		s.byAddr.replace(sl, addrKey(e.Addr, e.Size), addrKey(end, right))
+		replace(&s.byAddr, p, addrKey(e.Addr, e.Size), addrKey(end, right))
 	default:
-		s.byAddr.delete(addrKey(e.Addr, e.Size))
+		s.byAddr.DeleteAt(p)
 	}
 	switch old := sizeKey(e.Addr, e.Size); {
 	case left > 0 && right > 0:
-		s.bySize.rekey(old, sizeKey(e.Addr, left))
-		s.bySize.insert(sizeKey(end, right))
+		rekey(&s.bySize, old, sizeKey(e.Addr, left))
+		insert(&s.bySize, sizeKey(end, right))
 	case left > 0:
-		s.bySize.rekey(old, sizeKey(e.Addr, left))
+		rekey(&s.bySize, old, sizeKey(e.Addr, left))
 	case right > 0:
-		s.bySize.rekey(old, sizeKey(end, right))
+		rekey(&s.bySize, old, sizeKey(end, right))
 	default:
-		s.bySize.delete(old)
+		s.bySize.Delete(old)
 	}
 	s.total -= size
 	return true
@@ -197,32 +190,32 @@ func (s *Set) BestFit(size int64) (Extent, bool) {
 	if size <= 0 {
 		size = 1
 	}
-	k, ok := s.bySize.ceil(key{uint64(size), 0})
-	return Extent{Addr: k.lo, Size: int64(k.hi)}, ok
+	k, ok := s.bySize.LowerBound(key{Hi: uint64(size)})
+	return fromSize(k), ok
 }
 
 // TakeBestFit is BestFit followed by Take of size bytes from the low end of
-// the extent found, in one pass: the slots found by the search are reused
-// for the removal, which is what an allocation does on every call. It
-// returns the address taken.
+// the extent found, in one pass: the positions found by the searches are
+// reused for the removal, which is what an allocation does on every call.
+// It returns the address taken.
 func (s *Set) TakeBestFit(size int64) (uint64, bool) {
 	if size <= 0 {
 		return 0, false
 	}
-	ss, sk := s.bySize.ceilSlot(key{uint64(size), 0})
-	if !ss.ok() {
+	sp, sk, ok := s.bySize.Find(key{Hi: uint64(size)})
+	if !ok {
 		return 0, false
 	}
-	e := Extent{Addr: sk.lo, Size: int64(sk.hi)}
+	e := fromSize(sk)
 	ak := addrKey(e.Addr, e.Size)
-	as := s.byAddr.findSlot(ak)
+	ap, _, _ := s.byAddr.Find(ak) // present: the indexes hold the same extents
 	if rest := e.Size - size; rest == 0 {
-		s.byAddr.deleteAt(as, ak)
-		s.bySize.deleteAt(ss, sk)
+		s.byAddr.DeleteAt(ap)
+		s.bySize.DeleteAt(sp)
 	} else {
 		end := e.Addr + uint64(size)
-		s.byAddr.replace(as, ak, addrKey(end, rest))
-		s.bySize.shrinkAt(ss, sk, sizeKey(end, rest))
+		replace(&s.byAddr, ap, ak, addrKey(end, rest))
+		rekeyAt(&s.bySize, sp, sk, sizeKey(end, rest))
 	}
 	s.total -= size
 	return e.Addr, true
@@ -230,11 +223,11 @@ func (s *Set) TakeBestFit(size int64) (uint64, bool) {
 
 // Find returns the extent covering addr.
 func (s *Set) Find(addr uint64) (Extent, bool) {
-	sl := s.byAddr.lowerSlot(key{addr, math.MaxUint64})
-	if !sl.ok() {
+	_, k, ok := s.byAddr.Below(key{Hi: addr, Lo: math.MaxUint64})
+	if !ok {
 		return Extent{}, false
 	}
-	e := fromAddr(sl.get())
+	e := fromAddr(k)
 	return e, addr < e.End()
 }
 
@@ -246,46 +239,43 @@ func (s *Set) Contains(addr uint64, size int64) bool {
 
 // Next returns the first extent that starts at or after addr.
 func (s *Set) Next(addr uint64) (Extent, bool) {
-	k, ok := s.byAddr.ceil(key{addr, 0})
+	k, ok := s.byAddr.LowerBound(key{Hi: addr})
 	return fromAddr(k), ok
 }
 
 // Prev returns the last extent that starts before addr.
 func (s *Set) Prev(addr uint64) (Extent, bool) {
-	sl := s.byAddr.lowerSlot(key{addr, 0})
-	if !sl.ok() {
-		return Extent{}, false
-	}
-	return fromAddr(sl.get()), true
+	_, k, ok := s.byAddr.Below(key{Hi: addr})
+	return fromAddr(k), ok
 }
 
 // First and Last return the extents at the lowest and highest addresses.
 func (s *Set) First() (Extent, bool) {
-	k, ok := s.byAddr.min()
+	k, ok := s.byAddr.LowerBound(key{})
 	return fromAddr(k), ok
 }
 
 // Last returns the extent at the highest address.
 func (s *Set) Last() (Extent, bool) {
-	k, ok := s.byAddr.max()
+	k, ok := s.byAddr.Max()
 	return fromAddr(k), ok
 }
 
 // Largest returns the largest extent, the one at the lowest address among
 // equals (the extent BestFit would pick for that size).
 func (s *Set) Largest() (Extent, bool) {
-	k, ok := s.bySize.max()
+	k, ok := s.bySize.Max()
 	if !ok {
 		return Extent{}, false
 	}
-	return s.BestFit(int64(k.hi))
+	return s.BestFit(int64(k.Hi))
 }
 
 // All yields the extents in increasing address order. The set must not be
 // changed during the iteration.
 func (s *Set) All() iter.Seq[Extent] {
 	return func(yield func(Extent) bool) {
-		s.byAddr.ascend(func(k key) bool { return yield(fromAddr(k)) })
+		s.byAddr.All(func(k key) bool { return yield(fromAddr(k)) })
 	}
 }
 
@@ -293,22 +283,21 @@ func (s *Set) All() iter.Seq[Extent] {
 // be changed during the iteration.
 func (s *Set) Backward() iter.Seq[Extent] {
 	return func(yield func(Extent) bool) {
-		s.byAddr.descend(func(k key) bool { return yield(fromAddr(k)) })
+		s.byAddr.Descend(key{Hi: math.MaxUint64, Lo: math.MaxUint64}, func(k key) bool { return yield(fromAddr(k)) })
 	}
 }
 
-// Clear removes every extent, keeping the trees' nodes for reuse.
+// Clear removes every extent, keeping the bins' storage for reuse and the
+// address index's tuning (Init).
 func (s *Set) Clear() {
-	if s.byAddr.nbins != 0 {
-		s.byAddr.clear()
-		s.bySize.clear()
-	}
+	s.byAddr.Clear()
+	s.bySize.Clear()
 	s.total = 0
 }
 
 // Clone returns an independent deep copy.
 func (s *Set) Clone() Set {
-	return Set{byAddr: s.byAddr.clone(), bySize: s.bySize.clone(), total: s.total}
+	return Set{byAddr: s.byAddr.Clone(), bySize: s.bySize.Clone(), total: s.total}
 }
 
 // Equal reports whether two sets hold the same extents. It costs O(n) time
@@ -337,20 +326,14 @@ func (s *Set) String() string {
 // CheckInvariants verifies the set's invariants and returns the first
 // violation, wrapping ErrBroken. It costs O(n).
 func (s *Set) CheckInvariants() error {
-	if s.byAddr.nbins == 0 {
-		if s.byAddr.length != 0 || s.bySize.length != 0 || s.total != 0 {
-			return fmt.Errorf("%w: uninitialised set holds extents", ErrBroken)
-		}
-		return nil
-	}
-	if err := s.byAddr.check(); err != nil {
+	if err := s.byAddr.Check(); err != nil {
 		return fmt.Errorf("%w: address index: %w", ErrBroken, err)
 	}
-	if err := s.bySize.check(); err != nil {
+	if err := s.bySize.Check(); err != nil {
 		return fmt.Errorf("%w: size index: %w", ErrBroken, err)
 	}
-	if s.byAddr.length != s.bySize.length {
-		return fmt.Errorf("%w: %d extents by address, %d by size", ErrBroken, s.byAddr.length, s.bySize.length)
+	if s.byAddr.Len() != s.bySize.Len() {
+		return fmt.Errorf("%w: %d extents by address, %d by size", ErrBroken, s.byAddr.Len(), s.bySize.Len())
 	}
 	var (
 		total int64
@@ -358,14 +341,14 @@ func (s *Set) CheckInvariants() error {
 		first = true
 		err   error
 	)
-	s.byAddr.ascend(func(k key) bool {
+	s.byAddr.All(func(k key) bool {
 		e := fromAddr(k)
 		switch {
 		case e.Size <= 0 || e.End() < e.Addr:
 			err = fmt.Errorf("%w: extent at %#x has size %d", ErrBroken, e.Addr, e.Size)
 		case !first && prev.End() >= e.Addr:
 			err = fmt.Errorf("%w: %v and %v overlap or touch", ErrBroken, prev, e)
-		case !s.bySize.has(sizeKey(e.Addr, e.Size)):
+		case !s.bySize.Has(sizeKey(e.Addr, e.Size)):
 			err = fmt.Errorf("%w: %v is missing from the size index", ErrBroken, e)
 		}
 		total += e.Size
@@ -379,10 +362,4 @@ func (s *Set) CheckInvariants() error {
 		return fmt.Errorf("%w: extents sum to %d, total says %d", ErrBroken, total, s.total)
 	}
 	return nil
-}
-
-// has reports whether k is in the index.
-func (ix *index) has(k key) bool {
-	got, ok := ix.ceil(k)
-	return ok && got == k
 }

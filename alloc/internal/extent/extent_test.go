@@ -203,7 +203,8 @@ func TestFindNextPrev(t *testing.T) {
 
 func TestCloneIsIndependent(t *testing.T) {
 	s := &Set{}
-	for i := range 200 { // enough for a three-level tree
+	s.Init(0, 1<<40)     // address buckets of 256 MiB: all in the first
+	for i := range 600 { // more than 512 keys in one bin: a chunked Set
 		s.Insert(uint64(i)*10, 5)
 	}
 	c := s.Clone()
@@ -212,7 +213,7 @@ func TestCloneIsIndependent(t *testing.T) {
 	if err := c.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Len() != 200 || c.Total() != 1000 || c.Equal(s) {
+	if c.Len() != 600 || c.Total() != 3000 || c.Equal(s) {
 		t.Errorf("clone changed with the original: len %d total %d", c.Len(), c.Total())
 	}
 	c2 := c.Clone()
@@ -228,85 +229,17 @@ func TestCheckInvariantsCatchesDamage(t *testing.T) {
 		t.Errorf("wrong total not caught: %v", err)
 	}
 	s = build(t, [2]uint64{0, 10}, [2]uint64{20, 30})
-	s.bySize.delete(sizeKey(20, 10))
-	s.bySize.insert(sizeKey(21, 10))
+	s.bySize.Delete(sizeKey(20, 10))
+	s.bySize.Insert(sizeKey(21, 10))
 	if err := s.CheckInvariants(); !errors.Is(err, ErrBroken) {
 		t.Errorf("index mismatch not caught: %v", err)
 	}
 	s = build(t, [2]uint64{0, 10}, [2]uint64{20, 30})
-	s.byAddr.lowerSlot(key{20, 0}).set(addrKey(0, 20)) // now touches 20-30
+	p, _, _ := s.byAddr.Below(key{Hi: 20})
+	s.byAddr.SetAt(p, addrKey(0, 20)) // now touches 20-30
 	if err := s.CheckInvariants(); !errors.Is(err, ErrBroken) {
 		t.Errorf("touching extents not caught: %v", err)
 	}
-}
-
-// TestTreeAgainstSortedSlice drives the B-tree alone through long random
-// insert/delete runs that grow it to several levels and shrink it to nothing,
-// comparing it with a sorted slice after every step. The seed is fixed so a
-// failure replays.
-func TestTreeAgainstSortedSlice(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	var tr tree
-	var p pool
-	var ref []key
-	for step := range 60000 {
-		// Grow for the first half, then mostly shrink.
-		grow := step < 30000 && r.IntN(3) != 0 || step >= 30000 && r.IntN(3) == 0
-		if grow || len(ref) == 0 {
-			k := key{r.Uint64N(5000), r.Uint64N(4)}
-			i, found := slices.BinarySearchFunc(ref, k, cmpKey)
-			if found {
-				continue
-			}
-			tr.insert(k, &p)
-			ref = slices.Insert(ref, i, k)
-		} else {
-			k := ref[r.IntN(len(ref))]
-			if r.IntN(10) == 0 {
-				k.lo += 100 // absent
-			}
-			i, found := slices.BinarySearchFunc(ref, k, cmpKey)
-			if got := tr.delete(k, &p); got != found {
-				t.Fatalf("step %d: delete(%v) = %v, want %v", step, k, got, found)
-			}
-			if found {
-				ref = slices.Delete(ref, i, i+1)
-			}
-		}
-		if step%97 == 0 || len(ref) < 40 {
-			if err := tr.check(); err != nil {
-				t.Fatalf("step %d: %v", step, err)
-			}
-			var got []key
-			tr.ascend(func(k key) bool { got = append(got, k); return true })
-			if !slices.Equal(got, ref) {
-				t.Fatalf("step %d: tree %d keys, reference %d", step, len(got), len(ref))
-			}
-		}
-	}
-	for len(ref) > 0 {
-		k := ref[len(ref)/2]
-		ref = slices.Delete(ref, len(ref)/2, len(ref)/2+1)
-		if !tr.delete(k, &p) {
-			t.Fatalf("delete(%v) failed", k)
-		}
-		if err := tr.check(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if tr.length != 0 || tr.root != nil && (tr.root.n != 0 || !tr.root.leaf()) {
-		t.Fatalf("empty tree has root %v length %d", tr.root, tr.length)
-	}
-}
-
-func cmpKey(a, b key) int {
-	switch {
-	case a.less(b):
-		return -1
-	case b.less(a):
-		return 1
-	}
-	return 0
 }
 
 func TestSteadyStateAllocatesNothing(t *testing.T) {

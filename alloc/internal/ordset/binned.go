@@ -3,35 +3,6 @@
 
 package ordset
 
-import "math/bits"
-
-// Bins. Hi values below exactBins get a bin each; above, every power of two
-// is cut into 1<<subBits bins. The caching allocator packs size/512 into Hi,
-// so every size below 2 MiB (nearly all small-pool blocks) has a bin of its
-// own, and a best-fit query usually touches one small sorted bin plus a
-// bitmap step, instead of binary-searching a set of thousands of keys,
-// whose mispredicted branches dominated the allocator's time (callgrind:
-// 31 mispredictions per free+alloc pair before, 9 after). 32 bins per power
-// of two keep a large-pool bin within 1/32 (3%) of its size.
-const (
-	exactBins = 1 << 12
-	exactBits = 12 // log2(exactBins)
-	subBits   = 5
-	numBins   = exactBins + (64-exactBits)<<subBits // every uint64 Hi: 5,760 bins
-	numWords  = (numBins + 63) / 64                 // words of the used bitmap: 90
-	numSum    = (numWords + 63) / 64                // words of the summary bitmap: 2
-)
-
-// binOf maps Hi to its bin. It is monotone (a larger Hi never gets a smaller
-// bin), so the bins in order, each walked in order, give the keys in order.
-func binOf(hi uint64) int {
-	if hi < exactBins {
-		return int(hi)
-	}
-	e := bits.Len64(hi) - 1 // 2^e <= hi < 2^(e+1), e >= exactBits
-	return exactBins + (e-exactBits)<<subBits + int(hi>>(e-subBits))&(1<<subBits-1)
-}
-
 // Binned is an ordered set of Keys, like Set, split into bins by Hi (binOf),
 // each bin a sorted slice, under a two-level bitmap of non-empty bins.
 // LowerBound of k is the lower bound within k's bin or else the first key of
@@ -54,18 +25,18 @@ func binOf(hi uint64) int {
 // Invariants (Check verifies them):
 //
 //	bit b of used is set iff bin b is non-empty; summary bit w iff used[w] != 0
-//	every key in bin b has binOf(key.Hi) == b
+//	every key in bin b has s.binOf(key.Hi) == b
 //	bin b is big iff big[b] != nil; then its flat slice is empty and big[b]
 //	  holds more than maxFlat/2 keys; else its flat slice is strictly
 //	  decreasing and holds at most maxFlat keys
 //	n == Σ bin lengths
 type Binned struct {
-	bins    [numWords]*[64][]Key // bin b's flat keys are bins[b>>6][b&63]; nil until first used
-	big     [numWords]*[64]*Set  // big bins; nil until a bin of the word grows big
-	used    [numWords]uint64
-	summary [numSum]uint64
-	spare   []*Set // emptied big-bin Sets, reused
-	n       int
+	occ   bitmap               // non-empty bins; first, so s is its address
+	bins  [numWords]*[64][]Key // bin b's flat keys are bins[b>>6][b&63]; nil until first used
+	big   [numWords]*[64]*Set  // big bins; nil until a bin of the word grows big
+	spare []*Set               // emptied big-bin Sets, reused
+	n     int
+	lin   linear // the bin function, if not logBin
 }
 
 // maxFlat bounds a flat bin, and so the shift of one insert or delete, at
@@ -97,59 +68,22 @@ func (s *Binned) bigSet(b int) *Set {
 // Len is the number of keys.
 func (s *Binned) Len() int { return s.n }
 
+// bin returns bin b's flat keys; b's chunk must exist (b is non-empty, or
+// was once).
 func (s *Binned) bin(b int) *[]Key { return &s.bins[b>>6][b&63] }
 
-func (s *Binned) nonEmpty(b int) bool { return s.used[b>>6]>>(b&63)&1 != 0 }
+func (s *Binned) nonEmpty(b int) bool { return s.occ.has(b) }
 
 // next returns the first non-empty bin ≥ b, or -1.
-func (s *Binned) next(b int) int {
-	w := b >> 6
-	if w >= numWords {
-		return -1
-	}
-	if m := s.used[w] >> (b & 63); m != 0 {
-		return b + bits.TrailingZeros64(m)
-	}
-	for w++; w < numWords; w = (w | 63) + 1 {
-		if m := s.summary[w>>6] >> (w & 63); m != 0 {
-			w += bits.TrailingZeros64(m)
-			return w<<6 | bits.TrailingZeros64(s.used[w])
-		}
-	}
-	return -1
-}
+func (s *Binned) next(b int) int { return s.occ.next(b) }
 
 // prev returns the last non-empty bin ≤ b, or -1.
-func (s *Binned) prev(b int) int {
-	if b < 0 {
-		return -1
-	}
-	w := b >> 6
-	if m := s.used[w] << (63 - b&63); m != 0 {
-		return b - bits.LeadingZeros64(m)
-	}
-	for w--; w >= 0; w = w&^63 - 1 {
-		if m := s.summary[w>>6] << (63 - w&63); m != 0 {
-			w -= bits.LeadingZeros64(m)
-			return w<<6 | (63 - bits.LeadingZeros64(s.used[w]))
-		}
-	}
-	return -1
-}
-
-func (s *Binned) mark(b int) {
-	s.used[b>>6] |= 1 << (b & 63)
-	s.summary[b>>12] |= 1 << ((b >> 6) & 63)
-}
+func (s *Binned) prev(b int) int { return s.occ.prev(b) }
 
 // unmarkIfEmpty clears bin b's bits once its set is empty.
 func (s *Binned) unmarkIfEmpty(b int) {
-	if len(*s.bin(b)) != 0 {
-		return
-	}
-	s.used[b>>6] &^= 1 << (b & 63)
-	if s.used[b>>6] == 0 {
-		s.summary[b>>12] &^= 1 << ((b >> 6) & 63)
+	if len(*s.bin(b)) == 0 {
+		s.occ.unmark(b)
 	}
 }
 
@@ -172,13 +106,14 @@ func firstBelow(bin []Key, k Key) int {
 // Insert adds k; it reports false (and changes nothing) if an equal key is
 // already present.
 func (s *Binned) Insert(k Key) bool {
-	b := binOf(k.Hi)
+	b := s.binOf(k.Hi)
 	c := s.bins[b>>6]
 	if c == nil {
 		c = new([64][]Key)
 		s.bins[b>>6] = c
 	}
-	bin := c[b&63]
+	bp := &c[b&63]
+	bin := *bp
 	if len(bin) == 0 && s.nonEmpty(b) {
 		if !s.bigSet(b).Insert(k) {
 			return false
@@ -200,15 +135,15 @@ func (s *Binned) Insert(k Key) bool {
 	bin = append(bin, Key{})
 	copy(bin[j+1:], bin[j:])
 	bin[j] = k
-	c[b&63] = bin
-	s.mark(b)
+	*bp = bin
+	s.occ.mark(b)
 	s.n++
 	return true
 }
 
 // Delete removes the key equal to k and reports whether it was present.
 func (s *Binned) Delete(k Key) bool {
-	b := binOf(k.Hi)
+	b := s.binOf(k.Hi)
 	if !s.nonEmpty(b) {
 		return false
 	}
@@ -233,7 +168,7 @@ func (s *Binned) Delete(k Key) bool {
 // Find returns the position and value of the smallest key ≥ k, so a caller
 // can inspect it and then DeleteAt without a second search.
 func (s *Binned) Find(k Key) (BinPos, Key, bool) {
-	b := binOf(k.Hi)
+	b := s.binOf(k.Hi)
 	if s.nonEmpty(b) {
 		bin := *s.bin(b)
 		if len(bin) == 0 {
@@ -241,8 +176,8 @@ func (s *Binned) Find(k Key) (BinPos, Key, bool) {
 				return BinPos{bin: b, idx: -1, pos: p}, x, true
 			}
 		} else {
-			j := len(bin) // every key of an exact bin has Hi == k.Hi, so all are ≥ (k.Hi, 0)
-			if b >= exactBins || k.Lo != 0 {
+			j := len(bin) // every key of an exact log bin has Hi == k.Hi, so all are ≥ (k.Hi, 0)
+			if b >= exactBins || k.Lo != 0 || s.lin.on {
 				j = firstBelow(bin, k)
 			}
 			if j > 0 {
@@ -291,7 +226,7 @@ func (s *Binned) Has(k Key) bool {
 
 // Max returns the largest key.
 func (s *Binned) Max() (Key, bool) {
-	b := s.prev(numBins - 1)
+	b := s.prev(s.nbins() - 1)
 	if b < 0 {
 		return Key{}, false
 	}
@@ -304,7 +239,7 @@ func (s *Binned) Max() (Key, bool) {
 // Ascend calls f for every key ≥ from in increasing order until f returns
 // false. f must not modify the set.
 func (s *Binned) Ascend(from Key, f func(Key) bool) {
-	b := binOf(from.Hi)
+	b := s.binOf(from.Hi)
 	if s.nonEmpty(b) {
 		if bin := *s.bin(b); len(bin) > 0 {
 			for j := firstBelow(bin, from) - 1; j >= 0; j-- {
@@ -342,7 +277,7 @@ func (s *Binned) All(f func(Key) bool) {
 // Descend calls f for every key ≤ from in decreasing order until f returns
 // false. f must not modify the set.
 func (s *Binned) Descend(from Key, f func(Key) bool) {
-	b := binOf(from.Hi)
+	b := s.binOf(from.Hi)
 	if s.nonEmpty(b) {
 		if bin := *s.bin(b); len(bin) > 0 {
 			j := firstBelow(bin, from) // first < from
@@ -388,7 +323,19 @@ func (s *Binned) Descend(from Key, f func(Key) bool) {
 
 // Clone returns an independent copy.
 func (s *Binned) Clone() Binned {
-	c := Binned{used: s.used, summary: s.summary, n: s.n}
+	c := Binned{occ: s.occ, n: s.n, lin: s.lin}
+	for w, ch := range s.bins {
+		if s.occ.used[w] == 0 {
+			continue
+		}
+		nc := new([64][]Key)
+		for i := range ch {
+			if len(ch[i]) > 0 {
+				nc[i] = append([]Key(nil), ch[i]...)
+			}
+		}
+		c.bins[w] = nc
+	}
 	for w, ch := range s.big {
 		if ch == nil {
 			continue
@@ -402,31 +349,25 @@ func (s *Binned) Clone() Binned {
 		}
 		c.big[w] = nc
 	}
-	for w, ch := range s.bins {
-		if s.used[w] == 0 {
-			continue
-		}
-		nc := new([64][]Key)
-		for i := range ch {
-			if len(ch[i]) > 0 {
-				nc[i] = append([]Key(nil), ch[i]...)
-			}
-		}
-		c.bins[w] = nc
-	}
 	return c
 }
 
 // Check verifies the invariants.
 func (s *Binned) Check() error {
+	if err := s.occ.check(); err != nil {
+		return err
+	}
 	n := 0
-	for b := range numBins {
+	for b := range numWords * 64 {
 		w := b >> 6
 		if s.bins[w] == nil {
-			if s.used[w] != 0 {
-				return errorf("bins %d-%d marked but not allocated", w<<6, w<<6+63)
+			if s.occ.used[w] != 0 || s.bigSet(b) != nil {
+				return errorf("bin %d marked or big but not allocated", b)
 			}
 			continue
+		}
+		if b >= s.nbins() && s.nonEmpty(b) {
+			return errorf("bin %d marked, the bin function has %d", b, s.nbins())
 		}
 		bin := *s.bin(b)
 		if set := s.bigSet(b); set != nil {
@@ -438,8 +379,8 @@ func (s *Binned) Check() error {
 			}
 			var bad error
 			set.All(func(k Key) bool {
-				if binOf(k.Hi) != b {
-					bad = errorf("key %v in bin %d, belongs in %d", k, b, binOf(k.Hi))
+				if s.binOf(k.Hi) != b {
+					bad = errorf("key %v in bin %d, belongs in %d", k, b, s.binOf(k.Hi))
 				}
 				return bad == nil
 			})
@@ -453,19 +394,14 @@ func (s *Binned) Check() error {
 			return errorf("bin %d holds %d keys, used bit %v", b, len(bin), s.nonEmpty(b))
 		}
 		for j, k := range bin {
-			if binOf(k.Hi) != b {
-				return errorf("key %v in bin %d, belongs in %d", k, b, binOf(k.Hi))
+			if s.binOf(k.Hi) != b {
+				return errorf("key %v in bin %d, belongs in %d", k, b, s.binOf(k.Hi))
 			}
 			if j > 0 && !k.Less(bin[j-1]) {
 				return errorf("bin %d not sorted at %d", b, j)
 			}
 		}
 		n += len(bin)
-	}
-	for w := range numWords {
-		if (s.used[w] != 0) != (s.summary[w>>6]>>(w&63)&1 != 0) {
-			return errorf("summary bit of word %d stale", w)
-		}
 	}
 	if n != s.n {
 		return errorf("count %d, recount %d", s.n, n)

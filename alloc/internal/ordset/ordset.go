@@ -15,10 +15,15 @@
 //	maxes[i] is the last key of chunks[i]; maxes is strictly increasing
 //	n == Σ len(chunks[i])
 //
-// Binned (binned.go) splits a set into bins by Hi under a bitmap, for the
-// caching allocator's free sets, where best fit must find the smallest size
-// at or above a request; Set itself keeps the unmapped sets and Binned's
-// oversized bins.
+// Binned (binned.go, bins.go) splits a set into bins by Hi under a bitmap:
+// the allocators' one binned index, where best fit must find the smallest
+// size at or above a request. The caching allocator's free sets are Binned
+// (log-linear bins of size/512), and so are both indexes of package extent,
+// the arena and async pools' free extents (log-linear bins of the size, and
+// linear buckets of the address, InitLinear); extent keeps two orders of the
+// same extents in step by rewriting keys in place through the positions
+// that searches return (pos.go). Set itself keeps the caching allocator's
+// unmapped sets and Binned's oversized bins.
 package ordset
 
 // maxChunk bounds a chunk: 64 keys of 24 bytes are 1.5 KiB, so an insert or

@@ -77,16 +77,16 @@ func TestBinnedModel(t *testing.T) {
 		})
 }
 
-func TestBinOf(t *testing.T) {
+func TestLogBin(t *testing.T) {
 	prev := -1
 	for _, hi := range []uint64{0, 1, exactBins - 1, exactBins, exactBins + 1<<(exactBits-subBits) - 1, exactBins + 1<<(exactBits-subBits), 1 << 40, 1<<41 - 1, ^uint64(0)} {
-		b := binOf(hi)
+		b := logBin(hi)
 		if b < prev || b >= numBins {
-			t.Fatalf("binOf(%#x) = %d after %d (numBins %d)", hi, b, prev, numBins)
+			t.Fatalf("logBin(%#x) = %d after %d (numBins %d)", hi, b, prev, numBins)
 		}
 		prev = b
 	}
-	if binOf(^uint64(0)) != numBins-1 || binOf(exactBins) != exactBins || binOf(exactBins+1<<(exactBits-subBits)) != exactBins+1 {
+	if logBin(^uint64(0)) != numBins-1 || logBin(exactBins) != exactBins || logBin(exactBins+1<<(exactBits-subBits)) != exactBins+1 {
 		t.Fatal("bin boundaries")
 	}
 }
