@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +11,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -141,27 +141,9 @@ func RunAll(exps []*Experiment, opts Options) ([]*Outcome, error) {
 	if opts.Start != nil {
 		opts.Start(len(jobs))
 	}
-	par := opts.Parallel
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
-	}
-	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = j.run()
-			if opts.Done != nil {
-				opts.Done()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := par.Do(context.Background(), len(jobs), par.Options{Workers: opts.Parallel, OnDone: opts.Done},
+		func(_ context.Context, i int) error { return jobs[i].run() })
+	if err != nil {
 		return nil, err
 	}
 	for i, fin := range finish {
