@@ -377,3 +377,26 @@ func TestWriteRulesStreamsTheDocument(t *testing.T) {
 		}
 	}
 }
+
+func TestNewDocument(t *testing.T) {
+	o := Options{Quantile: 0.9, Margin: 0.05, Min: 0.1, Max: 0.9, Window: 3600, MinPoints: 12, Fallback: 0.5, MaxInstances: 7}
+	ts := []Threshold{{Instance: "a", Threshold: 0.4}}
+	d := NewDocument("h.csv", "csv", "", o, ts)
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// out is omitted when empty; MaxInstances is not part of the document.
+	want := `{"history":"h.csv","format":"csv","quantile":0.9,"margin":0.05,"min":0.1,"max":0.9,"window_s":3600,"min_points":12,"fallback":0.5,"thresholds":[` +
+		string(must(json.Marshal(ts[0]))) + `]}`
+	if string(b) != want {
+		t.Errorf("document:\n got %s\nwant %s", b, want)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

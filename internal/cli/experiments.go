@@ -37,18 +37,6 @@ from the measured figures.
 	return cmd
 }
 
-// experimentEntry is one element of `experiments list --json`.
-type experimentEntry struct {
-	Name           string `json:"name"`
-	File           string `json:"file"`
-	Claim          string `json:"claim"`
-	Source         string `json:"source,omitempty"`
-	Kind           string `json:"kind"`
-	Runs           int    `json:"runs"`
-	Rules          int    `json:"rules"`
-	CannotSimulate string `json:"cannot_simulate,omitempty"`
-}
-
 func newExperimentsListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -62,12 +50,7 @@ func newExperimentsListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var entries []experimentEntry
-			for _, e := range exps {
-				entries = append(entries, experimentEntry{Name: e.Name, File: e.File, Claim: strings.TrimSpace(e.Claim),
-					Source: strings.TrimSpace(e.Source), Kind: e.Kind(), Runs: len(e.Runs), Rules: len(e.Decide),
-					CannotSimulate: strings.TrimSpace(e.CannotSimulate)})
-			}
+			entries := experiments.List(exps)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)

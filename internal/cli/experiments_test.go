@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/experiments"
 )
 
 func TestExperimentsList(t *testing.T) {
@@ -11,7 +13,7 @@ func TestExperimentsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var list []experimentEntry
+	var list []experiments.ListEntry
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}

@@ -35,22 +35,6 @@ type rulesFlags struct {
 	json      bool    // --json
 }
 
-// rulesOutput is the JSON document `gpufrag rules --json` prints (schema in
-// docs/monitoring.md#per-instance-thresholds).
-type rulesOutput struct {
-	History    string            `json:"history"`
-	Format     string            `json:"format"`
-	Quantile   float64           `json:"quantile"`
-	Margin     float64           `json:"margin"`
-	Min        float64           `json:"min"`
-	Max        float64           `json:"max"`
-	WindowS    float64           `json:"window_s"`
-	MinPoints  int               `json:"min_points"`
-	Fallback   float64           `json:"fallback"`
-	Out        string            `json:"out,omitempty"`
-	Thresholds []rules.Threshold `json:"thresholds"`
-}
-
 const rulesLong = `Rules derives a health threshold for each inference-server instance from its
 recorded history and writes Prometheus alert rules that use them, so that an
 instance is alerted against what is normal for it rather than against the
@@ -206,11 +190,7 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	case f.json:
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rulesOutput{
-			History: f.history, Format: format, Quantile: o.Quantile, Margin: o.Margin,
-			Min: o.Min, Max: o.Max, WindowS: o.Window, MinPoints: o.MinPoints, Fallback: o.Fallback,
-			Out: f.out, Thresholds: ts,
-		})
+		return enc.Encode(rules.NewDocument(f.history, format, f.out, o, ts))
 	case f.out != "":
 		return printRulesTable(stdout, ts, o, f.out)
 	}

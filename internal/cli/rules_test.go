@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/exporter/rules"
 )
 
 // rulesHistoryCSV writes a CSV history: vllm-0 with 100 points of health
@@ -72,7 +74,7 @@ func TestRulesCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	var doc rulesOutput
+	var doc rules.Document
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
 	}
