@@ -22,18 +22,18 @@ import (
 //     whole nodes free for 8-GPU pods.
 //
 // Why it wins, on the FGD protocol (10 seeds, 42-51; unallocated GPU share at
-// 100% arrived demand; FGD in parentheses; docs/findings.md):
-// gpuspec33 5.74% (12.13%; FGD published 12.16%), default 4.74% (4.85%),
-// multigpu50 2.84% (2.90%). Without GPU-type constraints (default,
+// 100% arrived demand; FGD in parentheses; docs/findings.md, experiments 18,
+// 21 and 22): gpuspec33 5.74% (12.13%; FGD published 12.16%), default 4.74%
+// (4.85%), multigpu50 2.84% (2.90%). Without GPU-type constraints (default,
 // multigpu50) the pressure is zero everywhere and only the tie-break acts,
 // so the gain is small there; with the production share of constraints the
 // reservation halves the unallocated GPUs. With upstream kube-scheduler's
-// random tie-breaking (Options.RandomTies) FGD falls to 10.26% on default,
-// fgd-reserve keeps 4.79%: the best-fit tie-break does the consolidating
-// that the artifact's fixed node order did for FGD. Scarcity = 20 is a
-// round value; in an earlier variant 10, 20 and 40 gave 8.5%, 5.9% and 6.3%
-// on gpuspec33 (2 seeds), all far below FGD, so the gain does not hinge on
-// the constant.
+// random tie-breaking (Options.RandomTies, cluster simulate --random-ties)
+// FGD falls to 10.26% on default, fgd-reserve keeps 4.79%: the best-fit
+// tie-break does the consolidating that the artifact's fixed node order did
+// for FGD. Scarcity = 20 is a round value; in an earlier variant 10, 20 and
+// 40 gave 8.5%, 5.9% and 6.3% on gpuspec33 (2 seeds), all far below FGD, so
+// the gain does not hinge on the constant.
 type FGDReserve struct {
 	Target *Target
 	// Scarcity is the penalty, in FGD score points, for a flexible GPU pod

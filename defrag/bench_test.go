@@ -54,7 +54,7 @@ func benchLayout(tb testing.TB, allocSpec string, n int, seed uint64) mem.Layout
 }
 
 // BenchmarkPlan measures planning on layouts of 1,000 to 100,000 blocks.
-// The issue's target is under 50 ms for 100,000 blocks. Run:
+// Issue 5's target is under 50 ms for 100,000 blocks. Run:
 //
 //	go test ./defrag/ -run '^$' -bench 'BenchmarkPlan' -benchmem
 func BenchmarkPlan(b *testing.B) {

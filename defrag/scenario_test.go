@@ -307,7 +307,7 @@ func summary(p defrag.Plan) string {
 	return sb.String()
 }
 
-// TestScenarioSuiteRatio checks the issue's target over every plan of the
+// TestScenarioSuiteRatio checks issue 5's target over every plan of the
 // scenario suite that reaches its goal: bytes moved at most 1.1 × the lower
 // bound in total and for each plan.
 func TestScenarioSuiteRatio(t *testing.T) {

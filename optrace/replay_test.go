@@ -43,8 +43,8 @@ func trace(t testing.TB, lines ...string) []optrace.Op {
 	return ops
 }
 
-// contractTrace is the example: 8 allocs of 16 MiB, 8 frees, then 4
-// allocs of 32 MiB. A cache that cannot merge separate segments (PyTorch's,
+// contractTrace is the replay contract's trace (../shared/checks/contracts,
+// area replay): 8 allocs of 16 MiB, 8 frees, then 4 allocs of 32 MiB. A cache that cannot merge separate segments (PyTorch's,
 // and the toy) holds 128 MiB of free 16 MiB segments that cannot serve the
 // 32 MiB requests, and peaks at 256 MiB.
 func contractTrace(t testing.TB) []optrace.Op {

@@ -69,7 +69,7 @@ type Defrag struct {
 	// re-trigger at once.
 	Low, High float64
 	// Floor is the fragmentation rate below which compaction is not worth
-	// it (15%: below it, a compaction frees little; the issue's "not worth
+	// it (15%: below it, a compaction frees little; issue 5's "not worth
 	// it" rule).
 	Floor float64
 	// Window is the adaptive policy's history in samples (300: five minutes

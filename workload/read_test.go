@@ -17,7 +17,8 @@ func readString(t *testing.T, s string, f workload.Format, opts workload.ReadOpt
 	return workload.Read(strings.NewReader(s), "t.csv", f, opts)
 }
 
-// TestContract is the issue's contract check: a negative ContextTokens on
+// TestContract is the bad-row check of issue 3's simulate contract
+// (../shared/checks/contracts, area simulate): a negative ContextTokens on
 // the second data row fails naming line 3 and the field.
 func TestContract(t *testing.T) {
 	const in = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6800000,100,20\n2023-11-16 18:15:47.0000000,-5,20\n"

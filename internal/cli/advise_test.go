@@ -52,7 +52,7 @@ func TestAdviseJSON(t *testing.T) {
 	if rep.Recommended == nil || rep.Recommended.OOMs != 0 || !(rep.Recommended.SustainableRPS > 0) || len(rep.Candidates) != 4 {
 		t.Fatalf("recommended %+v, %d candidates", rep.Recommended, len(rep.Candidates))
 	}
-	// The shape: recommended.{settings,sustainable_rate_rps,ooms}, runner_up, candidates.
+	// The shape of docs/json.md: recommended.{settings,sustainable_rate_rps,ooms}, runner_up, candidates.
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func TestAnalyzeJSON(t *testing.T) {
 	if doc.Format != "modern" || len(doc.Devices) != 2 {
 		t.Fatalf("format %q, %d devices", doc.Format, len(doc.Devices))
 	}
-	// The fields the issue requires, on every device.
+	// The fields issue 4 requires, on every device.
 	for _, k := range []string{"device", "segments", "blocks", "reserved_bytes", "allocated_bytes", "requested_bytes",
 		"active_bytes", "health", "largest_free_block_bytes", "trace_events", "replay", "whatif"} {
 		if _, ok := doc.Devices[0][k]; !ok {

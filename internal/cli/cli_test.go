@@ -181,7 +181,8 @@ func replayJSON(t *testing.T, stdin string, args ...string) replayOutput {
 
 // TestReplayJSONShape checks the names of the JSON schema (docs/json.md)
 // against a generic decoding, and the numbers of the direct allocator on
-// the trace: it frees what is freed, so it peaks at 128 MiB.
+// the replay contract's trace (../shared/checks/contracts, area replay): it
+// frees what is freed, so it peaks at 128 MiB.
 func TestReplayJSONShape(t *testing.T) {
 	needAllocators(t, "direct")
 	code, out, errs := run(t, "", "replay", "testdata/contract.jsonl", "--alloc", "direct", "--json")
@@ -232,8 +233,8 @@ func TestReplayJSONShape(t *testing.T) {
 	}
 }
 
-// TestContractCaching is the check: 8 allocs of 16 MiB, 8 frees,
-// then 4 allocs of 32 MiB. PyTorch's allocator keeps the eight 16 MiB
+// TestContractCaching is the replay contract (../shared/checks/contracts,
+// area replay): 8 allocs of 16 MiB, 8 frees, then 4 allocs of 32 MiB. PyTorch's allocator keeps the eight 16 MiB
 // segments cached and cannot merge them, so it peaks at 256 MiB; with
 // expandable segments the freed pages are remapped and it peaks at 140 MiB.
 func TestContractCaching(t *testing.T) {
