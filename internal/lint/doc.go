@@ -28,6 +28,17 @@
 //     through package alloc's interfaces, optional capabilities included
 //     (allocimpl_test.go).
 //
+// TestLayering (layering_test.go) holds docs/architecture.md to the code: it
+// reads the table of the section "Allowed imports" (package | may import;
+// the grammar is in layering_doc_test.go) and the package column of the
+// table "Packages", lists the module's packages with `go list ./...` (the
+// one command a test here runs), reads every file's imports with go/parser
+// (all build configurations), and fails on an import between gpufrag
+// packages that the table does not allow, naming the file and line, on a
+// package either table misses, on a package either table names that does
+// not exist, and on a test that imports internal/cli. It skips, saying so,
+// when go is not on PATH.
+//
 // Directories named testdata, vendor, or starting with "." or "_", nested
 // modules and generated files are not linted.
 //
