@@ -1,0 +1,28 @@
+package calib
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParse: any bytes give a dataset that validates or an ErrInvalid, never
+// a panic. Seeds: the embedded file and a few broken ones.
+func FuzzParse(f *testing.F) {
+	f.Add(publishedYAML)
+	f.Add([]byte("figures: []\n"))
+	f.Add([]byte("figures:\n- id: x\n  value: .nan\n"))
+	f.Add([]byte("sources: {a: 1}\nfigures: [1, 2]\n"))
+	f.Add([]byte("\x00\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		if d == nil {
+			t.Fatal("nil dataset without an error")
+		}
+	})
+}
