@@ -1,8 +1,31 @@
-// Package spec turns allocator specs such as "caching",
-// "caching:expandable_segments:True,max_split_size_mb:128",
-// "sizeclass:8MiB/64MiB/512MiB" or "vmm:2MiB" into allocators. A spec is
-// NAME[:ARGS]; ARGS belong to the named allocator package (each has
-// ParseConfig and New). It is the only package that knows every allocator.
+// Package spec is the registry of allocators: it turns specs such as
+// "caching", "caching:expandable_segments:True,max_split_size_mb:128",
+// "sizeclass:8MiB/64MiB/512MiB" or "vmm:2MiB" into parsed values and
+// allocators, and says what each allocator can do. A spec is NAME[:ARGS];
+// ARGS belong to the named allocator package (each has ParseConfig and New).
+// It is the only package that knows every allocator: commands, the scenario
+// builder, advise, defrag and the analyses ask it (Parse, KindOf, Caps)
+// instead of looking at a spec's text.
+//
+// Parse checks a spec's name and arguments without a device; Spec.New
+// builds the allocator on one. Spec.Caps says which of package alloc's
+// optional interfaces the allocator implements (declared per Kind and held
+// to the code by a test that builds every Kind), and Spec.PyTorchConf how
+// PyTorch selects it.
+//
+// # Adding an allocator
+//
+//  1. Its package under alloc/, with ParseConfig and New, passing
+//     alloc/alloctest.
+//  2. One entry in Kinds below: name, summary, example, its Caps (the test
+//     fails until they match what the allocator implements) and how PyTorch
+//     selects it, if it does.
+//  3. If it implements alloc.Relocator and defrag should plan moves for
+//     it, its relocation rules in defrag's rules table (defrag/plan.go; a
+//     test there fails until every relocating Kind has rules).
+//
+// Nothing else names allocators: a KV strategy's needs (kv/strategy) and
+// defrag's "moves nothing" are answered from Caps.
 package spec
 
 import (
@@ -19,28 +42,74 @@ import (
 	"github.com/gpufrag/gpufrag/mem"
 )
 
-// Kind describes one allocator for help texts.
+// Kind describes one allocator: its name in specs, texts for help, what it
+// can do and how it is parsed and built.
 type Kind struct {
 	Name    string
 	Summary string
 	Example string // a spec with arguments
-	New     func(dev *mem.Device, args string) (alloc.Allocator, error)
+	// Caps are the optional interfaces of package alloc that every
+	// allocator of this kind implements. GrowUnit is 0 here: it depends on
+	// the arguments, and Spec.Caps fills it in.
+	Caps Caps
+	// PyTorch is how PyTorch selects an allocator of this kind.
+	PyTorch PyTorch
+	// parse checks the arguments (the allocator package's ParseConfig) and
+	// returns what New needs.
+	parse func(args string) (parsed, error)
+}
+
+// parsed is a kind's parsed arguments.
+type parsed struct {
+	build    func(dev *mem.Device) (alloc.Allocator, error)
+	growUnit int64 // Grower.GrowUnit for kinds that grow in place
+}
+
+// entry is a Kind whose arguments are parsed by parse and built by build
+// (an allocator package's ParseConfig and New); unit, when not nil, gives
+// the Grower's unit from the config.
+func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), build func(*mem.Device, C) (A, error), unit func(C) int64) Kind {
+	k.parse = func(args string) (parsed, error) {
+		c, err := parse(args)
+		if err != nil {
+			return parsed{}, err
+		}
+		p := parsed{build: func(dev *mem.Device) (alloc.Allocator, error) {
+			a, err := build(dev, c)
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
+		}}
+		if unit != nil {
+			p.growUnit = unit(c)
+		}
+		return p, nil
+	}
+	return k
 }
 
 // Kinds lists every allocator in a fixed order.
 var Kinds = []Kind{
-	{"caching", "PyTorch's CUDA caching allocator; args in PYTORCH_CUDA_ALLOC_CONF syntax",
-		"caching:expandable_segments:True,max_split_size_mb:128", caching.FromSpec},
-	{"sizeclass", "pools per size class, larger requests served directly",
-		"sizeclass:8MiB/64MiB/512MiB", sizeclass.FromSpec},
-	{"arena", "one pre-reserved pool (fraction of free memory or a size), best fit with coalescing",
-		"arena:0.9", arena.FromSpec},
-	{"async", "stream-ordered pool in the manner of cudaMallocAsync, with a release threshold",
-		"async:release_threshold:1GiB", async.FromSpec},
-	{"direct", "one raw device allocation per request (the baseline)",
-		"direct", direct.FromSpec},
-	{"vmm", "virtually contiguous ranges backed by physical pages mapped on demand",
-		"vmm:2MiB", vmm.FromSpec},
+	entry(Kind{Name: "caching", Summary: "PyTorch's CUDA caching allocator; args in PYTORCH_CUDA_ALLOC_CONF syntax",
+		Example: "caching:expandable_segments:True,max_split_size_mb:128",
+		Caps:    Caps{Relocates: true, Stamps: true, RecordsTrips: true}, PyTorch: PyTorch{Native: true}},
+		caching.ParseConfig, caching.New, nil),
+	entry(Kind{Name: sizeclass.Name, Summary: "pools per size class, larger requests served directly",
+		Example: "sizeclass:8MiB/64MiB/512MiB", Caps: Caps{Relocates: true}},
+		sizeclass.ParseConfig, sizeclass.New, nil),
+	entry(Kind{Name: arena.Name, Summary: "one pre-reserved pool (fraction of free memory or a size), best fit with coalescing",
+		Example: "arena:0.9", Caps: Caps{Relocates: true}},
+		arena.ParseConfig, arena.New, nil),
+	entry(Kind{Name: async.Name, Summary: "stream-ordered pool in the manner of cudaMallocAsync, with a release threshold",
+		Example: "async:release_threshold:1GiB", Caps: Caps{Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
+		async.ParseConfig, async.New, nil),
+	entry(Kind{Name: direct.Name, Summary: "one raw device allocation per request (the baseline)",
+		Example: "direct"},
+		direct.ParseConfig, direct.New, nil),
+	entry(Kind{Name: vmm.Name, Summary: "virtually contiguous ranges backed by physical pages mapped on demand",
+		Example: "vmm:2MiB", Caps: Caps{GrowsInPlace: true}},
+		vmm.ParseConfig, vmm.New, func(c vmm.Config) int64 { return c.Page }),
 }
 
 // Names returns the allocator names in order.
@@ -52,28 +121,134 @@ func Names() []string {
 	return out
 }
 
-func lookup(name string) (Kind, bool) {
-	for _, k := range Kinds {
-		if k.Name == name {
-			return k, true
+func lookup(name string) (*Kind, bool) {
+	for i := range Kinds {
+		if Kinds[i].Name == name {
+			return &Kinds[i], true
 		}
 	}
-	return Kind{}, false
+	return nil, false
 }
 
-// New builds the allocator named by s on dev.
-func New(s string, dev *mem.Device) (alloc.Allocator, error) {
+// Spec is a parsed allocator spec: its Kind and checked arguments. The zero
+// value names no allocator (New fails). A Spec is read-only and may be
+// shared.
+type Spec struct {
+	text string // as written, surrounding space trimmed
+	args string // the text after the first ':'
+	kind *Kind
+	p    parsed
+}
+
+// Parse checks s, NAME[:ARGS], without a device: the name must be a Kind's
+// (case does not matter) and ARGS must parse as its package's ParseConfig
+// reads them. Errors wrap alloc.ErrBadSpec and name the spec and the bad
+// part. Settings that depend on the device (an arena larger than the
+// memory) are checked by New.
+func Parse(s string) (Spec, error) {
 	s = strings.TrimSpace(s)
-	name, args, _ := strings.Cut(s, ":")
+	k, err := kindOf(s)
+	if err != nil {
+		return Spec{}, err
+	}
+	_, args, _ := strings.Cut(s, ":")
+	p, err := k.parse(args)
+	if err != nil {
+		return Spec{}, fmt.Errorf("allocator %q: %w", s, err)
+	}
+	return Spec{text: s, args: args, kind: k, p: p}, nil
+}
+
+// KindOf returns the Kind that spec s names, looking at the name only: the
+// arguments are not checked (Parse checks them). An unknown name is an
+// error wrapping alloc.ErrBadSpec that lists the known ones.
+func KindOf(s string) (Kind, error) {
+	k, err := kindOf(s)
+	if err != nil {
+		return Kind{}, err
+	}
+	return *k, nil
+}
+
+func kindOf(s string) (*Kind, error) {
+	name, _, _ := strings.Cut(strings.TrimSpace(s), ":")
 	k, ok := lookup(strings.ToLower(strings.TrimSpace(name)))
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown allocator %q (known: %s)", alloc.ErrBadSpec, name, strings.Join(Names(), ", "))
 	}
-	a, err := k.New(dev, args)
+	return k, nil
+}
+
+// String returns the spec as it was written (surrounding space trimmed),
+// which is how commands print it; the allocator's own Spec method gives the
+// canonical form.
+func (s Spec) String() string { return s.text }
+
+// Name is the allocator's name ("caching"), "" for the zero Spec.
+func (s Spec) Name() string {
+	if s.kind == nil {
+		return ""
+	}
+	return s.kind.Name
+}
+
+// Args is the argument text after "NAME:", as written ("" when none).
+func (s Spec) Args() string { return s.args }
+
+// Kind returns the spec's Kind (the zero Kind for the zero Spec).
+func (s Spec) Kind() Kind {
+	if s.kind == nil {
+		return Kind{}
+	}
+	return *s.kind
+}
+
+// Caps returns what an allocator built from s can do, GrowUnit included.
+func (s Spec) Caps() Caps {
+	if s.kind == nil {
+		return Caps{}
+	}
+	c := s.kind.Caps
+	c.GrowUnit = s.p.growUnit
+	return c
+}
+
+// PyTorchConf returns the PYTORCH_CUDA_ALLOC_CONF value that selects s in
+// PyTorch, and false when none does (gpufrag's own models). For the
+// caching allocator it is the arguments; for a backend such as async the
+// backend's switch, whose own arguments PyTorch sets elsewhere.
+func (s Spec) PyTorchConf() (string, bool) {
+	if s.kind == nil {
+		return "", false
+	}
+	switch pt := s.kind.PyTorch; {
+	case pt.Native:
+		return s.args, true
+	case pt.Backend != "":
+		return pt.Backend, true
+	}
+	return "", false
+}
+
+// New builds the allocator on dev. Errors name the spec.
+func (s Spec) New(dev *mem.Device) (alloc.Allocator, error) {
+	if s.kind == nil {
+		return nil, fmt.Errorf("%w: no allocator (the zero Spec)", alloc.ErrBadSpec)
+	}
+	a, err := s.p.build(dev)
 	if err != nil {
-		return nil, fmt.Errorf("allocator %q: %w", s, err)
+		return nil, fmt.Errorf("allocator %q: %w", s.text, err)
 	}
 	return a, nil
+}
+
+// New builds the allocator named by s on dev: Parse, then Spec.New.
+func New(s string, dev *mem.Device) (alloc.Allocator, error) {
+	sp, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	return sp.New(dev)
 }
 
 // SplitList splits a comma-separated list of specs. Because the caching
