@@ -8,10 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	allocspec "github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -20,8 +19,9 @@ import (
 // Sentinel errors. They are wrapped with the offending value; check them with
 // errors.Is.
 var (
-	// ErrBadSpec means Parse got an unknown strategy or bad arguments, or an
-	// Env the strategy cannot run on.
+	// ErrBadSpec means ParseSpec or Parse got an unknown strategy or bad
+	// arguments, or a strategy and an allocator (CheckPair) or Env it cannot
+	// run on.
 	ErrBadSpec = errors.New("strategy: bad strategy spec")
 	// ErrNoMemory means Admit or Grow could not get the memory it needed. It
 	// wraps the cause too: the allocator's *alloc.OOMError (errors.Is
@@ -286,62 +286,34 @@ func Names() []string {
 //	paged:B                 a block pool of B-token blocks in one allocation of Env.PoolBytes
 //	vmm:P                   a range per sample growing by P-byte pages (Env.Alloc must grow blocks in place, alloc.Grower, with page P: the vmm allocator)
 //
-// Errors wrap ErrBadSpec and name the bad part. paged allocates its pool
-// here, so Parse fails with ErrNoMemory when the allocator cannot supply it.
+// It is ParseSpec, the pair check of CheckPair against what Env.Alloc
+// implements (alloc/spec.CapsOf), and the build. Errors wrap ErrBadSpec and name
+// the bad part. paged allocates its pool here, so Parse fails with
+// ErrNoMemory when the allocator cannot supply it.
 func Parse(spec string, env Env) (Strategy, error) {
-	s := strings.TrimSpace(spec)
-	name, args, hasArgs := strings.Cut(s, ":")
-	name = strings.ToLower(strings.TrimSpace(name))
-	args = strings.TrimSpace(args)
 	env, err := env.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("strategy %q: %w", spec, err)
 	}
-	switch name {
-	case "contiguous-max":
-		mode := reserveMax
-		switch {
-		case !hasArgs:
-		case strings.EqualFold(args, "pow2"):
-			mode = reservePow2
-		case strings.EqualFold(args, "oracle"):
-			mode = reserveOracle
-		default:
-			return nil, fmt.Errorf("%w: %q: variant %q (want pow2 or oracle)", ErrBadSpec, spec, args)
-		}
-		return newContiguous(env, mode), nil
-	case "contiguous-grow":
-		if hasArgs {
-			return nil, fmt.Errorf("%w: %q: contiguous-grow takes no arguments, got %q", ErrBadSpec, spec, args)
-		}
-		return newContiguous(env, growDouble), nil
-	case "paged":
-		b, err := strconv.Atoi(args)
-		if !hasArgs || err != nil || b <= 0 || b > maxBlockTokens {
-			return nil, fmt.Errorf("%w: %q: block size %q (want paged:B, B tokens in 1..%d, e.g. paged:16)",
-				ErrBadSpec, spec, args, maxBlockTokens)
-		}
-		return newPaged(env, b)
-	case "vmm":
-		if !hasArgs {
-			return nil, fmt.Errorf("%w: %q: page size missing (want vmm:P, e.g. vmm:2MiB)", ErrBadSpec, spec)
-		}
-		p, err := mem.ParseBytes(args)
-		if err != nil || p <= 0 {
-			return nil, fmt.Errorf("%w: %q: page size %q (want bytes such as 2MiB)", ErrBadSpec, spec, args)
-		}
-		a, ok := env.Alloc.(growingAllocator)
-		if !ok {
-			return nil, fmt.Errorf("%w: %q: needs an allocator that grows a range in place, such as vmm (Env.Alloc is %s)",
-				ErrBadSpec, spec, env.Alloc.Spec())
-		}
-		if a.GrowUnit() != p {
-			return nil, fmt.Errorf("%w: %q: page %s differs from the allocator's page %s (%s)",
-				ErrBadSpec, spec, mem.FormatBytesExact(p), mem.FormatBytesExact(a.GrowUnit()), a.Spec())
-		}
-		return newVMM(env, a, p), nil
+	s, err := ParseSpec(spec)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: unknown strategy %q (known: %s)", ErrBadSpec, name, strings.Join(Names(), ", "))
+	// The last line of defence behind the callers' CheckPair, with its
+	// message: the allocator is judged by what it implements.
+	if err := checkCaps(s, env.Alloc.Spec(), allocspec.CapsOf(env.Alloc)); err != nil {
+		return nil, err
+	}
+	switch s.family {
+	case Contiguous:
+		return newContiguous(env, s.mode), nil
+	case Paged:
+		return newPaged(env, s.block)
+	case VMM:
+		// checkCaps saw alloc.Grower with GrowUnit s.page.
+		return newVMM(env, env.Alloc.(growingAllocator), s.page), nil
+	}
+	return nil, fmt.Errorf("%w: %q: no strategy", ErrBadSpec, spec) // unreachable: ParseSpec returns a family or an error
 }
 
 // maxBlockTokens bounds paged:B. vLLM's CUDA kernels accept block sizes up
