@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -153,43 +156,26 @@ type Candidate struct {
 	Group string `json:"group"`
 }
 
-// isVMM reports whether a spec names vmm (KV strategy or allocator).
-func isVMM(spec string) bool { return strings.HasPrefix(strings.ToLower(spec), "vmm") }
-
-// isContiguous reports whether a KV strategy keeps KV in allocator blocks
-// that compaction can move.
-func isContiguous(kv string) bool { return strings.HasPrefix(strings.ToLower(kv), "contiguous") }
-
-// canRelocate reports whether an allocator implements alloc.Relocator
-// (caching, sizeclass, arena), so defrag policies can act on it.
-func canRelocate(a string) bool {
-	name, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(a)), ":")
-	return name == "caching" || name == "sizeclass" || name == "arena"
+// movable reports whether a KV strategy keeps KV in allocator blocks that
+// compaction can move (strategy.Spec.Movable; false for a spec that does
+// not parse, whose run reports it).
+func movable(kv string) bool {
+	s, err := strategy.ParseSpec(kv)
+	return err == nil && s.Movable()
 }
 
-// allocsFor returns the allocators kv may run on: a vmm:P strategy maps its
-// own pages and needs the vmm allocator with the same page (vmm:P is used
-// when the list has none); every other strategy runs on every allocator.
-func allocsFor(kv string, allocs []string) []string {
-	if !isVMM(kv) {
-		return allocs
-	}
-	want := "vmm" + kv[len("vmm"):]
-	for _, a := range allocs {
-		if strings.EqualFold(a, want) {
-			return []string{a}
-		}
-	}
-	return []string{want}
+// canRelocate reports whether an allocator implements alloc.Relocator
+// (spec.Caps.Relocates), so defrag policies can act on it.
+func canRelocate(a string) bool {
+	s, err := spec.Parse(a)
+	return err == nil && s.Caps().Relocates
 }
 
 // baseAlloc is the allocator kv runs on in the util, bucket and defrag
-// groups: the base allocator, or vmm's own.
+// groups: the first of the allocators it may run on (strategy.AllocsFor:
+// the base allocator, or vmm's own).
 func baseAlloc(kv string, allocs []string) string {
-	if isVMM(kv) {
-		return allocsFor(kv, allocs)[0]
-	}
-	return allocs[0]
+	return strategy.AllocsFor(kv, allocs)[0]
 }
 
 // Candidates lists the settings to evaluate, in a fixed order without
@@ -219,7 +205,7 @@ func (sp Space) Candidates() ([]Candidate, error) {
 	var out []Candidate
 	seen := map[Settings]bool{}
 	add := func(s Settings, group string) {
-		if !isContiguous(s.KV) || !canRelocate(s.Alloc) {
+		if !movable(s.KV) || !canRelocate(s.Alloc) {
 			s.Defrag = "off"
 		}
 		s.Defrag = strings.ToLower(s.Defrag)
@@ -232,7 +218,7 @@ func (sp Space) Candidates() ([]Candidate, error) {
 	u0, b0, d0 := sp.Utils[0], sp.Buckets[0], sp.Defrags[0]
 	if sp.Full {
 		for _, kv := range sp.KVs {
-			for _, a := range allocsFor(kv, sp.Allocs) {
+			for _, a := range strategy.AllocsFor(kv, sp.Allocs) {
 				for _, u := range sp.Utils {
 					for _, b := range sp.Buckets {
 						for _, d := range sp.Defrags {
@@ -245,13 +231,13 @@ func (sp Space) Candidates() ([]Candidate, error) {
 		return out, nil
 	}
 	for _, kv := range sp.KVs {
-		for _, a := range allocsFor(kv, sp.Allocs) {
+		for _, a := range strategy.AllocsFor(kv, sp.Allocs) {
 			add(Settings{kv, a, u0, b0, d0}, "setup")
 		}
 	}
 	for _, d := range sp.Defrags[1:] {
 		for _, kv := range sp.KVs {
-			if isContiguous(kv) && canRelocate(baseAlloc(kv, sp.Allocs)) {
+			if movable(kv) && canRelocate(baseAlloc(kv, sp.Allocs)) {
 				add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d}, "defrag")
 			}
 		}
@@ -285,28 +271,26 @@ func (s Settings) Apply(base sim.Config) (sim.Config, error) {
 // the PYTORCH_CUDA_ALLOC_CONF value, and notes for settings with no
 // vLLM/PyTorch equivalent.
 func (s Settings) EngineFlags() (flags []string, env string, notes []string) {
-	kvName, kvArgs, _ := strings.Cut(s.KV, ":")
-	switch strings.ToLower(kvName) {
-	case "paged":
-		flags = append(flags, "--block-size "+kvArgs)
-	case "vmm":
-		notes = append(notes, "vmm KV ("+kvArgs+" pages) is vAttention-style page mapping, not a stock vLLM option")
+	kv, _ := strategy.ParseSpec(s.KV) // a spec that does not parse is no vLLM mode
+	switch kv.Family() {
+	case strategy.Paged:
+		flags = append(flags, "--block-size "+strconv.Itoa(kv.BlockTokens()))
+	case strategy.VMM:
+		notes = append(notes, "vmm KV ("+mem.FormatBytesExact(kv.Page())+" pages) is vAttention-style page mapping, not a stock vLLM option")
 	default:
 		notes = append(notes, s.KV+" KV is not a vLLM mode: it models engines that allocate KV per request (plain PyTorch/HF serving, Orca, FasterTransformer)")
 	}
 	flags = append(flags, "--gpu-memory-utilization "+fmtShare(s.GPUMemoryUtilization))
-	aName, aArgs, _ := strings.Cut(s.Alloc, ":")
-	switch strings.ToLower(aName) {
-	case "caching":
-		env = aArgs
-	case "async":
-		env = "backend:cudaMallocAsync"
-		if aArgs != "" {
-			notes = append(notes, "async arguments ("+aArgs+") are set on the CUDA memory pool, not through PYTORCH_CUDA_ALLOC_CONF")
-		}
-	default:
+	a, _ := spec.Parse(s.Alloc) // the zero Spec for one that does not parse: PyTorch cannot select it
+	conf, ok := a.PyTorchConf()
+	switch {
+	case !ok:
 		notes = append(notes, "allocator "+s.Alloc+" is gpufrag's model; PyTorch has no switch for it")
+	case !a.Kind().PyTorch.Native && a.Args() != "":
+		// A backend such as cudaMallocAsync: its arguments are the pool's.
+		notes = append(notes, a.Name()+" arguments ("+a.Args()+") are set on the CUDA memory pool, not through PYTORCH_CUDA_ALLOC_CONF")
 	}
+	env = conf
 	if s.Bucket > 0 {
 		notes = append(notes, fmt.Sprintf("pad prompts to a multiple of %d tokens", s.Bucket))
 	}

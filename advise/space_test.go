@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -26,10 +28,14 @@ func TestCandidatesDefault(t *testing.T) {
 			t.Errorf("duplicate %s", s)
 		}
 		seen[s] = true
-		if isVMM(s.KV) != isVMM(s.Alloc) && isVMM(s.KV) {
-			t.Errorf("%s: vmm KV on a non-vmm allocator", s)
+		ks, err := strategy.ParseSpec(s.KV)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if s.Defrag != "off" && (!isContiguous(s.KV) || !canRelocate(s.Alloc)) {
+		if err := strategy.CheckPair(ks, mustAlloc(t, s.Alloc)); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+		if s.Defrag != "off" && (!movable(s.KV) || !canRelocate(s.Alloc)) {
 			t.Errorf("%s: defrag on a setup it cannot act on", s)
 		}
 	}
@@ -117,10 +123,76 @@ func TestEngineFlags(t *testing.T) {
 		{Settings{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", "expandable_segments:True"},
 		{Settings{"paged:32", "async", 0.95, 0, "off"}, "--block-size 32 --gpu-memory-utilization 0.95", "backend:cudaMallocAsync"},
 		{Settings{"contiguous-grow", "caching", 0.85, 256, "threshold"}, "--gpu-memory-utilization 0.85", ""},
+		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off"}, "--gpu-memory-utilization 0.9", ""},
+		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", "backend:cudaMallocAsync"},
+		{Settings{"paged:16", "sizeclass", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", ""},
 	} {
 		flags, env, _ := c.s.EngineFlags()
 		if strings.Join(flags, " ") != c.flags || env != c.env {
 			t.Errorf("%s: got %q %q, want %q %q", c.s, flags, env, c.flags, c.env)
 		}
 	}
+	for _, c := range []struct {
+		s    Settings
+		note string
+	}{
+		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off"}, "vmm KV (2MiB pages) is vAttention-style page mapping, not a stock vLLM option"},
+		{Settings{"contiguous-max", "caching", 0.9, 0, "off"}, "contiguous-max KV is not a vLLM mode"},
+		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off"}, "async arguments (release_threshold:1GiB) are set on the CUDA memory pool"},
+		{Settings{"paged:16", "sizeclass", 0.9, 0, "off"}, "allocator sizeclass is gpufrag's model; PyTorch has no switch for it"},
+		{Settings{"paged:16", "arena:0.5", 0.9, 0, "off"}, "allocator arena:0.5 is gpufrag's model"},
+	} {
+		_, _, notes := c.s.EngineFlags()
+		if !strings.Contains(strings.Join(notes, "\n"), c.note) {
+			t.Errorf("%s: notes %q, want one containing %q", c.s, notes, c.note)
+		}
+	}
+	// The caching allocator and async without arguments need no note.
+	for _, s := range []Settings{{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off"}, {"paged:16", "async", 0.9, 0, "off"}} {
+		if _, _, notes := s.EngineFlags(); len(notes) != 0 {
+			t.Errorf("%s: notes %q, want none", s, notes)
+		}
+	}
+}
+
+// TestCandidatesPairing: a vmm:P strategy runs on every listed allocator
+// that grows in place by P, however it is spelt, and on vmm:P when none
+// does; other strategies on every allocator.
+func TestCandidatesPairing(t *testing.T) {
+	sp := Space{KVs: []string{"vmm:2MiB", "vmm:64KiB", "paged:16"}, Allocs: []string{"caching", "vmm", "vmm:2048KiB"},
+		Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Settings.KV+" on "+c.Settings.Alloc)
+	}
+	want := "vmm:2MiB on vmm|vmm:2MiB on vmm:2048KiB|vmm:64KiB on vmm:64KiB|paged:16 on caching|paged:16 on vmm|paged:16 on vmm:2048KiB"
+	if strings.Join(got, "|") != want {
+		t.Errorf("candidates %q, want %q", strings.Join(got, "|"), want)
+	}
+}
+
+// TestCheckImpossiblePair: a candidate no sweep generates but a caller may
+// build, vmm KV on the caching allocator, is refused by Check with the one
+// message of strategy.CheckPair, naming the candidate.
+func TestCheckImpossiblePair(t *testing.T) {
+	m, _ := model.Preset("llama-3.1-8b")
+	g, _ := model.LookupGPU("a100-80g")
+	err := Check(sim.DefaultConfig(m, g), []Candidate{{Settings: Settings{"vmm:2MiB", "caching", 0.9, 0, "off"}, Group: "setup"}})
+	want := "kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"
+	if !errors.Is(err, strategy.ErrBadSpec) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "candidate 0") {
+		t.Errorf("Check(vmm:2MiB on caching): %v; want candidate 0 and %q", err, want)
+	}
+}
+
+func mustAlloc(t *testing.T, s string) spec.Spec {
+	t.Helper()
+	a, err := spec.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -147,11 +148,12 @@ type Plan struct {
 
 // Options tune a planner.
 type Options struct {
-	// Allocator names the rules the layout follows: "caching", "arena" or
-	// "sizeclass" (a spec such as "caching:expandable_segments:True" works
-	// too); "vmm", "async" and "direct" have no relocation hook, so their
-	// plans move nothing and only list VMM pages. Empty infers the rules from
-	// pool names: small/large are the caching allocator's, arena the arena's,
+	// Allocator names the rules the layout follows: an allocator name or
+	// spec of alloc/spec ("caching", "caching:expandable_segments:True",
+	// "arena"...; only the name counts). Allocators with no relocation hook
+	// (spec.Caps.Relocates false: vmm, async, direct) get plans that move
+	// nothing and only list VMM pages. Empty infers the rules from pool
+	// names: small/large are the caching allocator's, arena the arena's,
 	// vmm/async/direct their own, anything else size classes.
 	Allocator string
 	// MaxBytes caps the bytes moved (0: no cap), for online policies that may
@@ -190,23 +192,37 @@ var (
 	sizeclassRules = rules{name: "sizeclass", releasable: true, slots: true}
 )
 
-// rulesFor picks the rules from Options.Allocator or from the pool names.
-func rulesFor(l mem.Layout, name string) (rules, error) {
-	if i := strings.IndexByte(name, ':'); i >= 0 {
-		name = name[:i]
-	}
-	switch name {
-	case "caching":
-		return cachingRules, nil
-	case "arena":
-		return arenaRules, nil
-	case "sizeclass":
-		return sizeclassRules, nil
-	case "vmm", "async", "direct":
-		return rules{name: name, releasable: true, fixed: true}, nil
-	case "":
-	default:
-		return rules{}, fmt.Errorf("%w: allocator %q cannot be planned for (caching, arena, sizeclass, or vmm, async, direct, which move nothing)", ErrLayout, name)
+// relocating are the rules of every allocator kind that implements
+// alloc.Relocator (spec.Caps.Relocates), by kind name; a test fails when a
+// relocating kind of alloc/spec has none. Kinds that cannot relocate get
+// fixedRules.
+var relocating = map[string]rules{
+	cachingRules.name:   cachingRules,
+	arenaRules.name:     arenaRules,
+	sizeclassRules.name: sizeclassRules,
+}
+
+// fixedRules are the rules of an allocator kind with no relocation hook:
+// nothing moves; free segments go back to the device.
+func fixedRules(name string) rules { return rules{name: name, releasable: true, fixed: true} }
+
+// rulesFor picks the rules from Options.Allocator, an allocator spec whose
+// kind alloc/spec knows (its arguments are not the planner's business), or
+// from the pool names.
+func rulesFor(l mem.Layout, allocator string) (rules, error) {
+	if allocator != "" {
+		k, err := spec.KindOf(allocator)
+		if err != nil {
+			return rules{}, fmt.Errorf("%w: %w", ErrLayout, err)
+		}
+		if !k.Caps.Relocates {
+			return fixedRules(k.Name), nil
+		}
+		r, ok := relocating[k.Name]
+		if !ok {
+			return rules{}, fmt.Errorf("%w: allocator %q relocates blocks, but defrag has no relocation rules for it (defrag/plan.go)", ErrLayout, k.Name)
+		}
+		return r, nil
 	}
 	for _, s := range l.Segments {
 		switch s.Pool {
@@ -215,7 +231,7 @@ func rulesFor(l mem.Layout, name string) (rules, error) {
 		case "arena":
 			return arenaRules, nil
 		case "vmm", "async", "direct":
-			return rules{name: s.Pool, releasable: true, fixed: true}, nil
+			return fixedRules(s.Pool), nil
 		}
 	}
 	return sizeclassRules, nil

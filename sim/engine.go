@@ -13,7 +13,6 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
@@ -82,7 +81,7 @@ type Engine struct {
 	committed   int64 // reserve policy: tokens promised to running requests
 	lastCopied  int64 // the strategy's CopiedBytes after the last step
 
-	// What the KV strategy is, from its name (set in New).
+	// What the KV strategy is, from its parsed spec (set in New).
 	paged      bool // the strategy is paged:B
 	contiguous bool // the strategy keeps KV in allocator blocks (contiguous-*)
 	capped     bool // KV tokens are capped at the budget (vmm: vAttention's pool)
@@ -104,8 +103,19 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	as, err := spec.Parse(c.Alloc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: alloc: %w", ErrBadConfig, err)
+	}
+	ks, err := strategy.ParseSpec(c.KV)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
+	}
+	if err := strategy.CheckPair(ks, as); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
 	if c.OnOOM == OnOOMDefault {
-		c.OnOOM = defaultOnOOM(c.KV)
+		c.OnOOM = defaultOnOOM(ks)
 	}
 	if !c.ChunkedPrefill {
 		// Without chunked prefill a prompt must fit in one step's budget;
@@ -123,7 +133,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: device: %w", ErrBadConfig, err)
 	}
-	e.al, err = spec.New(c.Alloc, dev)
+	e.al, err = as.New(dev)
 	if err != nil {
 		return nil, fmt.Errorf("%w: alloc: %w", ErrBadConfig, err)
 	}
@@ -144,11 +154,11 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	}
 	e.initFastPaths()
 	e.res = Result{KV: e.kv.Name(), Allocator: e.al.Spec(), OnOOM: c.OnOOM.String(), KVBudgetBytes: e.budgetBytes}
-	e.paged = strings.HasPrefix(e.kv.Name(), "paged")
-	e.contiguous = strings.HasPrefix(e.kv.Name(), "contiguous")
+	e.paged = ks.Family() == strategy.Paged
+	e.contiguous = ks.Family() == strategy.Contiguous
 	// vAttention sizes its physical page pool like vLLM's block pool, so
 	// vmm KV stops at the same budget; a paged pool is capped by its size.
-	e.capped = strings.HasPrefix(e.kv.Name(), "vmm")
+	e.capped = ks.Family() == strategy.VMM
 	if e.paged {
 		e.res.KVPoolBytes = e.kv.Usage().Footprint()
 	}
@@ -172,11 +182,11 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 }
 
 // defaultOnOOM is the behaviour of the system a KV strategy stands for.
-func defaultOnOOM(kv string) OnOOM {
+func defaultOnOOM(kv strategy.Spec) OnOOM {
 	switch {
-	case strings.HasPrefix(kv, "paged"), strings.HasPrefix(kv, "vmm"):
+	case kv.Family() == strategy.Paged, kv.Family() == strategy.VMM:
 		return OnOOMPreempt // vLLM (vAttention runs inside it)
-	case strings.HasPrefix(kv, "contiguous-max"):
+	case kv.Reserves():
 		return OnOOMReserve // Orca and FasterTransformer admit what their reservation fits
 	}
 	return OnOOMFail // a plain framework growing its cache until the allocator raises

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -83,9 +84,31 @@ func newDefragCmd() *cobra.Command {
 	fl.StringVar(&f.goal, "goal", f.goal, "`GOAL`: compact, or fit:SIZE (e.g. fit:2GiB)")
 	fl.BoolVar(&f.json, "json", false, "print the plan as JSON (schema in docs/json.md)")
 	fl.IntVar(&f.device, "device", 0, "device `N` of a snapshot")
-	fl.StringVar(&f.allocator, "allocator", "", "allocator `NAME` whose relocation rules apply: caching, arena, sizeclass (vmm, async and direct move nothing) (default: the file's, else inferred from pool names)")
+	fl.StringVar(&f.allocator, "allocator", "", "allocator `SPEC` whose relocation rules apply: "+relocationHelp()+" (default: the file's, else inferred from pool names)")
 	fl.IntVar(&f.moves, "moves", f.moves, "print the first `N` moves (-1: all)")
 	return cmd
+}
+
+// relocationHelp lists the allocators by whether defrag can move their
+// blocks (spec.Caps.Relocates): "caching, sizeclass, arena (async, direct
+// and vmm move nothing)".
+func relocationHelp() string {
+	var moves, fixed []string
+	for _, k := range spec.Kinds {
+		if k.Caps.Relocates {
+			moves = append(moves, k.Name)
+		} else {
+			fixed = append(fixed, k.Name)
+		}
+	}
+	if len(fixed) == 0 {
+		return strings.Join(moves, ", ")
+	}
+	last := fixed[len(fixed)-1]
+	if len(fixed) > 1 {
+		last = strings.Join(fixed[:len(fixed)-1], ", ") + " and " + last
+	}
+	return strings.Join(moves, ", ") + " (" + last + " move nothing)"
 }
 
 // runDefrag checks the flags, reads the layout, plans and prints.
@@ -104,10 +127,10 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if f.moves < -1 {
 		return usageErrorf(cmd, "--moves %d: want -1 (every move), 0 or a positive number", f.moves)
 	}
-	switch f.allocator {
-	case "", "caching", "arena", "sizeclass", "vmm", "async", "direct":
-	default:
-		return usageErrorf(cmd, "--allocator %q: want caching, arena, sizeclass, vmm, async or direct", f.allocator)
+	if f.allocator != "" {
+		if _, err := spec.Parse(f.allocator); err != nil {
+			return usageErrorf(cmd, "--allocator: %v", err)
+		}
 	}
 	l, source, allocator, name, err := readDefragInput(cmd.InOrStdin(), path, f.device, gpu.Capacity)
 	if err != nil {

@@ -321,8 +321,8 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 }
 
 // pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
-// caching). A vmm:P strategy runs only on a vmm allocator; when none is
-// listed it gets vmm:P.
+// caching) by strategy.AllocsFor: a strategy runs on every listed
+// allocator it can run on, and a vmm:P strategy on vmm:P when none can.
 func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	kvs, err := specList(kvFlags, "paged:16")
 	if err != nil {
@@ -334,17 +334,8 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	}
 	var runs []scenario.Run
 	for _, kv := range kvs {
-		vmmKV := strings.HasPrefix(kv, "vmm")
-		paired := false
-		for _, a := range allocs {
-			if vmmKV && !strings.HasPrefix(a, "vmm") {
-				continue
-			}
+		for _, a := range strategy.AllocsFor(kv, allocs) {
 			runs = append(runs, scenario.Run{KV: kv, Alloc: a})
-			paired = true
-		}
-		if vmmKV && !paired {
-			runs = append(runs, scenario.Run{KV: kv, Alloc: "vmm" + strings.TrimPrefix(kv, "vmm")})
 		}
 	}
 	return runs, nil

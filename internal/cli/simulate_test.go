@@ -234,3 +234,55 @@ func TestReadmeSimulateTable(t *testing.T) {
 		t.Fatalf("found %d result rows in the simulate output, want 12 (6 runs × 2 tables):\n%s", n, out)
 	}
 }
+
+// TestPairRuns: --kv × --alloc by strategy.AllocsFor: vmm:P only on the
+// allocators that grow by P (vmm:P itself when none is listed), every
+// other strategy on every allocator, in flag order.
+func TestPairRuns(t *testing.T) {
+	for _, tc := range []struct {
+		kvs, allocs []string
+		want        string
+	}{
+		{nil, nil, "paged:16 on caching"},
+		{[]string{"contiguous-grow"}, nil, "contiguous-grow on caching"},
+		{[]string{"paged:16,vmm:2MiB"}, []string{"caching"}, "paged:16 on caching|vmm:2MiB on vmm:2MiB"},
+		{[]string{"vmm:2MiB", "vmm:64KiB"}, []string{"caching,vmm:2MiB", "vmm"}, "vmm:2MiB on vmm:2MiB|vmm:2MiB on vmm|vmm:64KiB on vmm:64KiB"},
+		{[]string{"paged:16,vmm:2MiB,contiguous-max:pow2"}, []string{"caching,vmm:2MiB,sizeclass,arena,async"},
+			"paged:16 on caching|paged:16 on vmm:2MiB|paged:16 on sizeclass|paged:16 on arena|paged:16 on async|" +
+				"vmm:2MiB on vmm:2MiB|" +
+				"contiguous-max:pow2 on caching|contiguous-max:pow2 on vmm:2MiB|contiguous-max:pow2 on sizeclass|contiguous-max:pow2 on arena|contiguous-max:pow2 on async"},
+	} {
+		runs, err := pairRuns(tc.kvs, tc.allocs)
+		if err != nil {
+			t.Errorf("pairRuns(%q, %q): %v", tc.kvs, tc.allocs, err)
+			continue
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.KV+" on "+r.Alloc)
+		}
+		if strings.Join(got, "|") != tc.want {
+			t.Errorf("pairRuns(%q, %q) = %q, want %q", tc.kvs, tc.allocs, strings.Join(got, "|"), tc.want)
+		}
+	}
+	if _, err := pairRuns([]string{"paged:16,"}, nil); err == nil || !strings.Contains(err.Error(), "--kv: empty spec") {
+		t.Errorf("empty kv spec: %v", err)
+	}
+}
+
+// TestSimulateImpossiblePair: a scenario that runs vmm KV on the caching
+// allocator is refused before anything runs, with the one message of
+// strategy.CheckPair naming the run.
+func TestSimulateImpossiblePair(t *testing.T) {
+	yml := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(yml, []byte("model: llama-3.1-8b\ngpu: h100-80g\n"+
+		"workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"+
+		"runs:\n  - {kv: \"paged:16\", alloc: caching}\n  - {kv: \"vmm:2MiB\", alloc: caching}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "", "simulate", "--scenario", yml)
+	want := "runs[1]: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"
+	if code != exitFail || out != "" || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, out, errs, exitFail, want)
+	}
+}

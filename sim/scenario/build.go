@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -119,8 +121,15 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 				return bad(fmt.Sprintf("runs[%d].on_oom", i), "%v", err)
 			}
 		}
-		if strings.HasPrefix(c.KV, "vmm") && !strings.HasPrefix(c.Alloc, "vmm") {
-			return bad(fmt.Sprintf("runs[%d]", i), "kv %s maps pages itself and needs the allocator vmm with the same page (alloc %s)", c.KV, c.KV)
+		// An impossible pair is refused here, before the workload is read,
+		// naming the run; a spec that does not parse is left to sim.New,
+		// whose error the run then reports.
+		ks, kerr := strategy.ParseSpec(c.KV)
+		as, aerr := spec.Parse(c.Alloc)
+		if kerr == nil && aerr == nil {
+			if err := strategy.CheckPair(ks, as); err != nil {
+				return nil, fmt.Errorf("%w: runs[%d]: %w", ErrBadScenario, i, err)
+			}
 		}
 		p.Configs = append(p.Configs, c)
 	}

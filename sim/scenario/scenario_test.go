@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -129,7 +130,10 @@ func TestBuildErrors(t *testing.T) {
 		{"no runs", "model: llama-3.1-8b\ngpu: h100-80g\n" + requests, "runs: no KV strategy"},
 		{"run without alloc", base + "  - {kv: contiguous-grow}\n" + requests, "runs[1]: needs both kv and alloc"},
 		{"bad run on_oom", base + "  - {kv: contiguous-grow, alloc: caching, on_oom: retry}\n" + requests, "runs[1].on_oom"},
-		{"vmm kv on caching", base + "  - {kv: \"vmm:2MiB\", alloc: caching}\n" + requests, "runs[1]: kv vmm:2MiB maps pages itself"},
+		{"vmm kv on caching", base + "  - {kv: \"vmm:2MiB\", alloc: caching}\n" + requests,
+			"runs[1]: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
+		{"vmm kv on another page", base + "  - {kv: \"vmm:2MiB\", alloc: \"vmm:64KiB\"}\n" + requests,
+			"runs[1]: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
 		{"no workload", base, "want exactly one of trace, requests and sessions (got 0)"},
 		{"two workloads", base + requests + "  sessions: {count: 1, min_turns: 1, max_turns: 1, min_user: 1, max_user: 2}\n", "(got 2)"},
 		{"bad dist", base + "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: normal, min: 10, max: 20}, output: {dist: fixed, min: 5}}\n",
@@ -443,5 +447,24 @@ runs:
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestBuildPairError: an impossible pair is refused by Build with the one
+// message of strategy.CheckPair, wrapping both ErrBadScenario and
+// strategy.ErrBadSpec; a spec that does not parse is left to sim.New, which
+// names it when the run is built.
+func TestBuildPairError(t *testing.T) {
+	requests := "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"
+	_, err := Build(read(t, base+"  - {kv: \"vmm:64KiB\", alloc: direct}\n"+requests), memOpener(nil))
+	if !errors.Is(err, ErrBadScenario) || !errors.Is(err, strategy.ErrBadSpec) {
+		t.Errorf("vmm:64KiB on direct: %v, want ErrBadScenario and strategy.ErrBadSpec", err)
+	}
+	p, err := Build(read(t, base+"  - {kv: \"vmm:lots\", alloc: caching}\n"+requests), memOpener(nil))
+	if err != nil {
+		t.Fatalf("a kv spec that does not parse: Build: %v", err)
+	}
+	if _, err := sim.New(p.Configs[1], nil); !errors.Is(err, strategy.ErrBadSpec) || !strings.Contains(err.Error(), `"vmm:lots": page size "lots"`) {
+		t.Errorf("sim.New(vmm:lots): %v", err)
 	}
 }

@@ -89,3 +89,32 @@ func TestBuildOps(t *testing.T) {
 		t.Errorf("streams %d %d, want 1 0", ops[0].Stream, ops[2].Stream)
 	}
 }
+
+// TestAlternativeConf: what PYTORCH_CUDA_ALLOC_CONF selects each default
+// alternative (alloc/spec's PyTorchConf), and which are settings of the
+// caching allocator itself.
+func TestAlternativeConf(t *testing.T) {
+	for _, s := range DefaultWhatIf {
+		a := Alternative{Settings: s}
+		conf, ok := a.conf()
+		name, args, _ := strings.Cut(s, ":")
+		switch name {
+		case "caching":
+			if !ok || conf != args || !a.native() {
+				t.Errorf("%s: conf %q, %v, native %v; want its arguments, native", s, conf, ok, a.native())
+			}
+		case "async":
+			if !ok || conf != "backend:cudaMallocAsync" || a.native() {
+				t.Errorf("%s: conf %q, %v, native %v; want the backend switch", s, conf, ok, a.native())
+			}
+		default:
+			if ok || a.native() {
+				t.Errorf("%s: conf %q, %v, native %v; PyTorch cannot select it", s, conf, ok, a.native())
+			}
+		}
+	}
+	a := Alternative{Settings: "async:release_threshold:1GiB"}
+	if conf, ok := a.conf(); !ok || conf != "backend:cudaMallocAsync" {
+		t.Errorf("async with arguments: %q, %v", conf, ok)
+	}
+}

@@ -65,17 +65,20 @@ type Alternative struct {
 }
 
 // conf is the PYTORCH_CUDA_ALLOC_CONF value that selects this allocator,
-// and false if none does (gpufrag's other allocators).
+// and false if none does (gpufrag's other allocators): spec.PyTorchConf.
 func (a Alternative) conf() (string, bool) {
-	switch {
-	case a.Settings == "caching":
-		return "", true
-	case strings.HasPrefix(a.Settings, "caching:"):
-		return strings.TrimPrefix(a.Settings, "caching:"), true
-	case a.Settings == "async" || strings.HasPrefix(a.Settings, "async:"):
-		return "backend:cudaMallocAsync", true
+	s, err := spec.Parse(a.Settings)
+	if err != nil {
+		return "", false // not replayed: every replayed spec parses
 	}
-	return "", false
+	return s.PyTorchConf()
+}
+
+// native reports whether the alternative is a setting of PyTorch's own
+// caching allocator rather than another backend.
+func (a Alternative) native() bool {
+	s, err := spec.Parse(a.Settings)
+	return err == nil && s.Kind().PyTorch.Native
 }
 
 // buildOps turns a device trace, preceded by the pre-trace live blocks, into
@@ -212,11 +215,11 @@ func recommend(alts []Alternative) (string, string) {
 	}
 	best := cands[0]
 	margin := max(rec.PeakReserved/100, 2*mem.MiB)
-	if !strings.HasPrefix(best.Settings, "caching") {
+	if !best.native() {
 		// Switching the backend is a bigger change than a setting: prefer a
 		// caching setting that does as well within the margin.
 		for _, c := range cands[1:] {
-			if strings.HasPrefix(c.Settings, "caching") && c.OOMs == best.OOMs && c.PeakReserved <= best.PeakReserved+margin {
+			if c.native() && c.OOMs == best.OOMs && c.PeakReserved <= best.PeakReserved+margin {
 				best = c
 				break
 			}
