@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -323,14 +324,23 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 // pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
 // caching) by strategy.AllocsFor: a strategy runs on every listed
 // allocator it can run on, and a vmm:P strategy on vmm:P when none can.
+// --alloc values are split as spec.SplitList does, so that the caching
+// allocator's comma-separated settings stay one spec.
 func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	kvs, err := specList(kvFlags, "paged:16")
 	if err != nil {
 		return nil, fmt.Errorf("--kv: %w", err)
 	}
-	allocs, err := specList(allocFlags, "caching")
-	if err != nil {
-		return nil, fmt.Errorf("--alloc: %w", err)
+	allocs := []string{"caching"}
+	if len(allocFlags) > 0 {
+		allocs = nil
+		for _, v := range allocFlags {
+			as, err := spec.SplitList(v)
+			if err != nil {
+				return nil, fmt.Errorf("--alloc %q: %w", v, err)
+			}
+			allocs = append(allocs, as...)
+		}
 	}
 	var runs []scenario.Run
 	for _, kv := range kvs {

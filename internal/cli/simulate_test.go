@@ -247,6 +247,12 @@ func TestPairRuns(t *testing.T) {
 		{[]string{"contiguous-grow"}, nil, "contiguous-grow on caching"},
 		{[]string{"paged:16,vmm:2MiB"}, []string{"caching"}, "paged:16 on caching|vmm:2MiB on vmm:2MiB"},
 		{[]string{"vmm:2MiB", "vmm:64KiB"}, []string{"caching,vmm:2MiB", "vmm"}, "vmm:2MiB on vmm:2MiB|vmm:2MiB on vmm|vmm:64KiB on vmm:64KiB"},
+		// --alloc splits as spec.SplitList does: the caching allocator's
+		// settings stay one spec (they were split into an allocator
+		// "max_split_size_mb" before), and "all" is every allocator.
+		{nil, []string{"caching:expandable_segments:True,max_split_size_mb:128,vmm:2MiB"},
+			"paged:16 on caching:expandable_segments:True,max_split_size_mb:128|paged:16 on vmm:2MiB"},
+		{[]string{"vmm:2MiB"}, []string{"all"}, "vmm:2MiB on vmm"},
 		{[]string{"paged:16,vmm:2MiB,contiguous-max:pow2"}, []string{"caching,vmm:2MiB,sizeclass,arena,async"},
 			"paged:16 on caching|paged:16 on vmm:2MiB|paged:16 on sizeclass|paged:16 on arena|paged:16 on async|" +
 				"vmm:2MiB on vmm:2MiB|" +
@@ -267,6 +273,9 @@ func TestPairRuns(t *testing.T) {
 	}
 	if _, err := pairRuns([]string{"paged:16,"}, nil); err == nil || !strings.Contains(err.Error(), "--kv: empty spec") {
 		t.Errorf("empty kv spec: %v", err)
+	}
+	if _, err := pairRuns(nil, []string{" , "}); err == nil || !strings.Contains(err.Error(), `--alloc " , ": alloc: bad allocator spec: empty allocator list`) {
+		t.Errorf("empty allocator list: %v", err)
 	}
 }
 
