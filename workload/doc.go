@@ -103,6 +103,16 @@
 // Mooncake's hash_ids. Unknown or repeated keys are errors. WriteJSONL
 // writes this format, and what it writes reads back to the same requests.
 //
+// vllm-bench: benchmark result files (see ReadBench): vLLM's
+// benchmark_serving.py or vllm bench serve --save-result JSON, with or
+// without --save-detailed, and SGLang's bench_serving JSONL. A file may hold
+// several runs (ReadOptions.Run picks one); the trace has the run's
+// per-request lengths and its arrivals as the client made them, with
+// Trace.MaxConcurrency its cap on requests in flight and Trace.Bench the run
+// (see BenchResult.Trace). Auto detects it from a JSON object whose first 4
+// KiB hold the keys "backend" and "request_rate". A line may be as long as
+// MaxBenchBytes (vLLM writes a run of any size on one line).
+//
 // # Decisions
 //
 //   - Token counts are decimal integers: "1.0", "1e3" and quoted numbers

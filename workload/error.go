@@ -40,7 +40,8 @@ var (
 	ErrNoRows = errors.New("workload: no requests")
 	// ErrConfig: a generator or transform got a bad parameter (a rate that
 	// is not positive, an empty list of widths, a timed trace where an
-	// untimed one is needed).
+	// untimed one is needed), or ReadOptions.Run picks no run of a
+	// vllm-bench file (an *Error naming the file's runs).
 	ErrConfig = errors.New("workload: bad configuration")
 )
 

@@ -58,6 +58,10 @@ type ReadOptions struct {
 	// negative value is an ErrConfig error); a warning records that the
 	// rest of the file was not read.
 	MaxRows int
+	// Run picks the run of a vllm-bench file that holds several (1-based);
+	// 0 reads a file of one run, and a file of several is then an ErrConfig
+	// *Error that lists them. Other formats hold no runs: Run must be 0.
+	Run int
 }
 
 // row is what a format's parser makes of one line.
@@ -100,18 +104,30 @@ var lineLimits = loc.Limits{Line: MaxLineBytes, LineName: "workload.MaxLineBytes
 	Total: MaxInputBytes, TotalName: "workload.MaxInputBytes", TotalHint: "read the start of it with a row limit (--max-rows)"}
 
 // Read reads a whole trace. name labels error messages (a file name,
-// "stdin"); it may be empty. f is the format, or Auto to detect it from the
-// first line with Detect. Rows are parsed and checked as the package doc
-// says; the first bad row stops reading with an *Error naming the file, the
-// line and the field, unless opts.SkipBadRows. Input that is not text, a
-// line over MaxLineBytes and a trace over MaxInputBytes, MaxRequests or
-// MaxPrefixHashes fail at once, whatever the options. A trace that ends
+// "stdin"); it may be empty. f is the format, or Auto to detect it: a
+// benchmark result (vllm-bench) from its first 4 KiB (see sniffBench),
+// every other format from the first line with Detect. Rows are parsed and
+// checked as the package doc says (vllm-bench files as ReadBench and
+// BenchResult.Trace say); the first bad row stops reading with an *Error
+// naming the file, the line and the field, unless opts.SkipBadRows. Input
+// that is not text, a line over MaxLineBytes and a trace over
+// MaxInputBytes, MaxRequests or MaxPrefixHashes fail at once, whatever the
+// options. A trace that ends
 // with no request is an ErrNoRows error: a file with a header and no rows,
 // or whose every row was bad and skipped (the error names the first). An
 // error from r itself is returned wrapped, not as an *Error.
 func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) {
 	if opts.MaxRows < 0 {
 		return nil, configErr("ReadOptions.MaxRows: %d is negative (0 reads every row)", opts.MaxRows)
+	}
+	if f == Auto {
+		r, f = sniffBench(r)
+	}
+	if f == VLLMBench {
+		return readBenchTrace(r, name, opts)
+	}
+	if opts.Run != 0 {
+		return nil, configErr("ReadOptions.Run: %d, but only benchmark result files (vllm-bench) hold runs", opts.Run)
 	}
 	lr := loc.NewLineReader(r, lineLimits)
 	t := &Trace{Name: name, Format: f}

@@ -34,7 +34,9 @@ type Request struct {
 	// N is the number of parallel samples or the beam width, 1..MaxN.
 	N int
 	// Line is the 1-based line of the file the request came from (a CSV
-	// header is line 1); 0 for generated requests.
+	// header is line 1); 0 for generated requests. A vllm-bench file holds
+	// a run's requests on one line, so there Line is the request's 1-based
+	// position in the run's per-request arrays.
 	Line int
 }
 
@@ -59,18 +61,29 @@ type Trace struct {
 	// message about untimed rows, when there is one, comes first. Summary
 	// puts all of it in one line.
 	Warnings []string
+	// MaxConcurrency caps the requests in flight, as the client that
+	// recorded the trace capped them (a vllm-bench run's max_concurrency):
+	// requests arrive at their Arrival and wait for one of that many
+	// slots. 0 is no cap, and every other format's.
+	MaxConcurrency int
+	// Bench is the benchmark run a vllm-bench trace was made from (its
+	// setup, measured metrics and per-request arrays, to hold a simulation
+	// against); nil for every other format.
+	Bench *BenchResult
 
-	firstSkip *Error // the first row skipped under SkipBadRows
-	untimed   string // the message about untimed rows dropped, without the name
-	stoppedAt int    // the line at which MaxRows stopped reading, or 0
-	maxRows   int    // the MaxRows that stopped it
+	firstSkip *Error   // the first row skipped under SkipBadRows
+	untimed   string   // the message about untimed rows dropped, without the name
+	stoppedAt int      // the line at which MaxRows stopped reading, or 0
+	maxRows   int      // the MaxRows that stopped it
+	notes     []string // a vllm-bench run's warnings, without the name
 }
 
 // Summary is one line about every row Read left out of t, for a command to
 // print as a warning; "" when it left nothing out. It counts the bad rows
 // skipped under SkipBadRows (naming the first and what was wrong), the
 // FineServe rows dropped for lack of a timestamp, and a stop at MaxRows, so
-// no row is lost without a word. For example
+// no row is lost without a word; for a vllm-bench trace it adds the run's
+// warnings (known quirks, lengths drawn rather than read). For example
 //
 //	fs.csv: skipped 2 bad rows (the first: line 5: field "input_length": missing (a positive integer)); dropped 3175 of 15083 rows, which have no timestamp (the first on line 11910), because the file has timed rows
 func (t *Trace) Summary() string {
@@ -90,6 +103,7 @@ func (t *Trace) Summary() string {
 	if t.stoppedAt > 0 {
 		parts = append(parts, fmt.Sprintf("stopped after %d requests (MaxRows): lines from %d on were not read", t.maxRows, t.stoppedAt))
 	}
+	parts = append(parts, t.notes...)
 	if len(parts) == 0 {
 		return ""
 	}
@@ -127,10 +141,11 @@ const (
 	FineServe        // FineServe replay CSV (input_length,output_length,latency,timestamp,...)
 	BurstGPT         // BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)
 	JSONL            // this package's own JSONL (see the package doc)
+	VLLMBench        // vLLM benchmark_serving / vllm bench serve --save-result JSON, SGLang bench_serving JSONL (see ReadBench)
 )
 
 var formatNames = [...]string{Auto: "auto", Azure: "azure", Mooncake: "mooncake", Vidur: "vidur",
-	FineServe: "fineserve", BurstGPT: "burstgpt", JSONL: "jsonl"}
+	FineServe: "fineserve", BurstGPT: "burstgpt", JSONL: "jsonl", VLLMBench: "vllm-bench"}
 
 // String returns the name ParseFormat accepts.
 func (f Format) String() string {
@@ -141,11 +156,13 @@ func (f Format) String() string {
 }
 
 // Formats lists the concrete formats in the order of the constants.
-func Formats() []Format { return []Format{Azure, Mooncake, Vidur, FineServe, BurstGPT, JSONL} }
+func Formats() []Format {
+	return []Format{Azure, Mooncake, Vidur, FineServe, BurstGPT, JSONL, VLLMBench}
+}
 
 // ParseFormat returns the format with the given name (case-insensitive):
-// azure, mooncake, vidur, fineserve, burstgpt or jsonl; "" and "auto" give
-// Auto. Other names give an error wrapping ErrFormat.
+// azure, mooncake, vidur, fineserve, burstgpt, jsonl or vllm-bench; "" and
+// "auto" give Auto. Other names give an error wrapping ErrFormat.
 func ParseFormat(s string) (Format, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	if s == "" {
@@ -156,5 +173,5 @@ func ParseFormat(s string) (Format, error) {
 			return Format(f), nil
 		}
 	}
-	return Auto, fmt.Errorf("%w %q (want azure, mooncake, vidur, fineserve, burstgpt or jsonl)", ErrFormat, s)
+	return Auto, fmt.Errorf("%w %q (want azure, mooncake, vidur, fineserve, burstgpt, jsonl or vllm-bench)", ErrFormat, s)
 }

@@ -1,0 +1,311 @@
+// A benchmark run as a workload: its per-request lengths (or SGLang's
+// random-dataset lengths), arrivals as the client made them, and the
+// vllm-bench format of Read. See ReadBench and BenchResult.Trace.
+
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// The streams of rand.NewPCG(seed, stream) for a run's draws, so that its
+// arrivals and its lengths do not share a sequence.
+const (
+	benchArrivalStream = 0xbe7c_a771
+	benchLengthStream  = 0xbe7c_1e25
+)
+
+// Trace turns the run into a workload of the vllm-bench format, one
+// request per request the client sent, in the order it sent them:
+//
+//   - Lengths are the run's input_lens and output_lens. A run without them
+//     is an ErrField error that says how to get them (vLLM's
+//     --save-detailed, SGLang's --output-details), except for SGLang's
+//     random dataset, whose lengths are drawn here from the distribution
+//     SGLang draws them from (see BenchRandom), with a warning that they
+//     are not the client's own draws and how their totals compare.
+//     Failed requests are kept, as prefill-only requests (their
+//     output_lens is 0), because the client sent them.
+//   - Arrivals are the client's own when the file has start_times (newer
+//     vLLM with --save-detailed): start time less client queue time,
+//     relative to the first. Otherwise they are drawn as the client draws
+//     them: every request at 0 for an infinite request_rate; else the
+//     first at 0 and each next one a gap later, gaps gamma-distributed
+//     with shape Burstiness and mean 1/RequestRate (vLLM's get_request;
+//     exponential for Burstiness 1 and SGLang; constant for +Inf),
+//     seeded with Seed. vLLM's newest get_request also stretches the
+//     drawn times so the last one falls at num_prompts/request_rate; this
+//     package does not (a 1-2% difference of span). A run without
+//     request_rate and start_times is an ErrField error.
+//   - Trace.MaxConcurrency is the run's MaxConcurrency: requests arrive
+//     as above and wait at the client for one of that many slots.
+//
+// IDs are "r1", "r2", ... and Line is the request's 1-based position in
+// the run's arrays (one line holds them all). The run's warnings are the
+// trace's Warnings and go into its Summary.
+func (r *BenchResult) Trace() (*Trace, error) { return r.trace(ReadOptions{}) }
+
+// benchLens is one request's lengths.
+type benchLens struct{ in, out int }
+
+func (r *BenchResult) trace(opts ReadOptions) (*Trace, error) {
+	t := &Trace{Name: r.File, Format: VLLMBench, Timed: true, MaxConcurrency: r.MaxConcurrency, Bench: r}
+	lens, note, e := r.lengths()
+	if e != nil {
+		return nil, e
+	}
+	arrivals, note2, e := r.arrivals(len(lens))
+	if e != nil {
+		return nil, e
+	}
+	var notes []string
+	notes = append(notes, r.Warnings...)
+	for _, n := range []string{note, note2} {
+		if n != "" {
+			notes = append(notes, r.prefix()+n)
+		}
+	}
+	var firstBad *Error
+	for i, l := range lens {
+		if opts.MaxRows > 0 && len(t.Requests) >= opts.MaxRows {
+			notes = append(notes, fmt.Sprintf("%sstopped after %d requests (MaxRows): requests %d to %d were left out",
+				r.prefix(), opts.MaxRows, i+1, len(lens)))
+			break
+		}
+		if l.in < 1 {
+			e := r.fieldErr(fmt.Sprintf("input_lens[%d]", i), "must be a positive integer (got 0): a request without a prompt has nothing to prefill")
+			if !opts.SkipBadRows {
+				return nil, e
+			}
+			if firstBad == nil {
+				firstBad, t.firstSkip = e, e
+			}
+			t.Skipped++
+			t.warn(e.Error() + " (skipped)")
+			continue
+		}
+		t.Requests = append(t.Requests, Request{ID: fmt.Sprintf("r%d", i+1), Arrival: arrivals[i],
+			PromptTokens: l.in, OutputTokens: l.out, N: 1, Line: i + 1})
+	}
+	if len(t.Requests) == 0 {
+		if firstBad != nil {
+			return nil, noRows(t, firstBad, r.Line)
+		}
+		return nil, &Error{File: r.File, Line: r.Line, Err: ErrNoRows, Msg: r.prefix() + "no requests: the run's per-request arrays are empty"}
+	}
+	for _, n := range notes {
+		t.warn(displayName(r.File) + ": " + n)
+	}
+	t.notes = notes
+	sort.SliceStable(t.Requests, func(i, j int) bool { return t.Requests[i].Arrival < t.Requests[j].Arrival })
+	return t, nil
+}
+
+// lengths returns the run's request lengths, and a note when they were
+// drawn rather than read.
+func (r *BenchResult) lengths() ([]benchLens, string, *Error) {
+	if r.Detail&DetailLens != 0 {
+		lens := make([]benchLens, len(r.Requests))
+		for i, q := range r.Requests {
+			lens[i] = benchLens{q.InputTokens, q.OutputTokens}
+		}
+		return lens, "", nil
+	}
+	if r.Random != nil && (r.Dataset == "random" || r.Dataset == "random-ids") {
+		return r.randomLengths()
+	}
+	how := "vLLM writes input_lens and output_lens with --save-detailed (v0.8 and older always)"
+	if r.Harness == HarnessSGLang {
+		how = "SGLang bench_serving writes them with --output-details"
+	}
+	return nil, "", r.fieldErr("input_lens", "missing: the run has no per-request lengths (%s); rerun the client with it, "+
+		"or give the lengths another way, e.g. --trace lengths.csv --format vidur --rate R", how)
+}
+
+// maxBenchDrawn bounds the requests randomLengths draws (1,000,000, the
+// bound sim/scenario puts on generated workloads): a few bytes of JSON must
+// not ask for ten million requests.
+const maxBenchDrawn = 1_000_000
+
+// randomLengths draws the lengths of SGLang's random dataset.
+func (r *BenchResult) randomLengths() ([]benchLens, string, *Error) {
+	rd := r.Random
+	n := r.NumPrompts
+	countNote := ""
+	if n == 0 {
+		if r.Completed < 0 {
+			return nil, "", r.fieldErr("completed", "missing: the run has neither per-request lengths nor num_prompts, "+
+				"so the number of requests it sent is unknown")
+		}
+		n = r.Completed + max(r.Failed, 0)
+		countNote = fmt.Sprintf(" (the file gives no num_prompts: the %d requests completed", r.Completed)
+		if r.Failed > 0 {
+			countNote += fmt.Sprintf(" and %d failed", r.Failed)
+		}
+		countNote += ")"
+	}
+	if n > maxBenchDrawn {
+		return nil, "", &Error{File: r.File, Line: r.Line, Field: "num_prompts", Err: ErrTooLarge, Msg: fmt.Sprintf(
+			"%s%d requests to draw lengths for is more than %d (the simulator's bound on generated requests)", r.prefix(), n, maxBenchDrawn)}
+	}
+	if rd.InputLen < 1 {
+		return nil, "", r.fieldErr("random_input_len", "must be a positive integer to draw prompts from (got %d)", rd.InputLen)
+	}
+	// Python's int() of a non-negative product truncates, as floor does.
+	inLo := max(int(float64(rd.InputLen)*rd.RangeRatio), 1)
+	outLo := int(float64(rd.OutputLen) * rd.RangeRatio)
+	rng := rand.New(rand.NewPCG(r.Seed, benchLengthStream))
+	lens := make([]benchLens, n)
+	var sumIn, sumOut int64
+	for i := range lens {
+		lens[i] = benchLens{inLo + rng.IntN(rd.InputLen-inLo+1), outLo + rng.IntN(rd.OutputLen-outLo+1)}
+		sumIn += int64(lens[i].in)
+		sumOut += int64(lens[i].out)
+	}
+	note := fmt.Sprintf("the run has no per-request lengths (SGLang bench_serving writes them with --output-details): "+
+		"%d lengths%s are drawn here as SGLang's random dataset draws them, prompts uniform on [%d, %d] tokens and outputs on [%d, %d], "+
+		"seeded with %d; they are not the client's own draws", n, countNote, inLo, rd.InputLen, outLo, rd.OutputLen, r.Seed)
+	var totals []string
+	if r.TotalInputTokens >= 0 {
+		totals = append(totals, fmt.Sprintf("%d prompt tokens in the file, %d drawn", r.TotalInputTokens, sumIn))
+	}
+	if r.TotalOutputTokens >= 0 {
+		totals = append(totals, fmt.Sprintf("%d output tokens in the file, %d drawn", r.TotalOutputTokens, sumOut))
+	}
+	if len(totals) > 0 {
+		note += " (" + strings.Join(totals, ", ") + ")"
+	}
+	return lens, note, nil
+}
+
+// arrivals returns n arrival times in ns, and a note when they need one.
+func (r *BenchResult) arrivals(n int) ([]int64, string, *Error) {
+	out := make([]int64, n)
+	if r.Detail&DetailStartTimes != 0 && len(r.Requests) == n {
+		return r.clientArrivals(out)
+	}
+	switch {
+	case r.RequestRate == 0:
+		return nil, "", r.fieldErr("request_rate", "missing: the rate the client sent requests at (requests per second, "+
+			"or \"inf\" for all at once) is needed to make its arrivals, and the run has no start_times; "+
+			"add it to the run's object, e.g. \"request_rate\": 4.0")
+	case math.IsInf(r.RequestRate, 1):
+		return out, "", nil
+	}
+	rng := rand.New(rand.NewPCG(r.Seed, benchArrivalStream))
+	b := r.Burstiness
+	mean := 1e9 / r.RequestRate // ns
+	var at int64
+	for i := 1; i < n; i++ {
+		var gap float64
+		switch {
+		case math.IsInf(b, 1):
+			gap = mean
+		case b == 1:
+			gap = rng.ExpFloat64() * mean
+		default:
+			gap = gammaSample(rng, b) * mean / b
+		}
+		at = min(at+gapNS(gap), maxTime)
+		out[i] = at
+	}
+	return out, "", nil
+}
+
+// clientArrivals fills out with the client's own arrival times: start
+// time less queue time, relative to the earliest.
+func (r *BenchResult) clientArrivals(out []int64) ([]int64, string, *Error) {
+	origin := math.Inf(1)
+	for _, q := range r.Requests {
+		origin = math.Min(origin, q.Start-q.Queue)
+	}
+	for i, q := range r.Requests {
+		d := q.Start - q.Queue - origin
+		if !(d <= maxBenchSeconds) {
+			return nil, "", r.fieldErr(fmt.Sprintf("start_times[%d]", i), "is %.6g s after the first request's arrival: over %d ns", d, maxTime)
+		}
+		out[i] = int64(math.Round(d * 1e9))
+	}
+	note := ""
+	if r.Detail&DetailQueueTimes == 0 && r.MaxConcurrency > 0 {
+		note = fmt.Sprintf("the run has start_times but no queue_times, so its arrivals include the time requests waited "+
+			"for one of the client's %d slots", r.MaxConcurrency)
+	}
+	return out, note, nil
+}
+
+// readBenchTrace is Read for the vllm-bench format: the run opts.Run of the
+// file (the only one when opts.Run is 0) as a Trace.
+func readBenchTrace(r io.Reader, name string, opts ReadOptions) (*Trace, error) {
+	runs, err := ReadBench(r, name)
+	if err != nil {
+		return nil, err
+	}
+	run := opts.Run
+	switch {
+	case run < 0:
+		return nil, configErr("ReadOptions.Run: %d is negative (0 reads a file of one run)", run)
+	case run == 0 && len(runs) > 1:
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "the file holds %d benchmark runs: choose one with ReadOptions.Run (1 to %d), "+
+			"or save one run's line alone (sed -n %dp FILE > run%d.jsonl)", len(runs), len(runs), runs[1].Line, 2)
+		for i, b := range runs {
+			if i == MaxWarnings {
+				fmt.Fprintf(&sb, "; and %d more", len(runs)-i)
+				break
+			}
+			sb.WriteString("; " + b.Summary())
+		}
+		return nil, &Error{File: name, Line: runs[1].Line, Err: ErrConfig, Msg: sb.String()}
+	case run == 0:
+		run = 1
+	case run > len(runs):
+		return nil, &Error{File: name, Line: runs[len(runs)-1].Line, Err: ErrConfig,
+			Msg: fmt.Sprintf("ReadOptions.Run is %d, but the file holds %d benchmark run%s", run, len(runs), plural(len(runs)))}
+	}
+	return runs[run-1].trace(opts)
+}
+
+// benchSniffBytes is how much of the input's start sniffBench looks at (4
+// KiB): vLLM writes backend and request_rate among its first ten keys
+// (about 300 bytes, more with --metadata), SGLang as its first and third.
+const benchSniffBytes = 4 << 10
+
+// sniffBench tells a benchmark result from the start of r, for Read's Auto:
+// after a BOM and white space, a JSON object whose first benchSniffBytes
+// hold the keys "backend" and "request_rate" (no other format's line has
+// them; a JSONL or Mooncake line with such keys as text would escape their
+// quotes). It returns a reader that yields r's input from its start, with
+// r's first error kept for every later read (bufio's Peek would otherwise
+// consume it), and VLLMBench or Auto.
+func sniffBench(r io.Reader) (io.Reader, Format) {
+	br := bufio.NewReaderSize(&stickyReader{r: r}, benchSniffBytes)
+	head, _ := br.Peek(benchSniffBytes)
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, bom), " \t\r\n")
+	if len(head) > 0 && head[0] == '{' && bytes.Contains(head, []byte(`"request_rate"`)) && bytes.Contains(head, []byte(`"backend"`)) {
+		return br, VLLMBench
+	}
+	return br, Auto
+}
+
+// stickyReader returns the first error of r from then on.
+type stickyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *stickyReader) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.r.Read(p)
+	s.err = err
+	return n, err
+}
