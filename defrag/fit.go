@@ -70,7 +70,7 @@ func cmpWindow(a, b window) int {
 // fitGroups returns the groups a request of g.Size may be served from.
 func (pl *planner) fitGroups(g Goal) []int32 {
 	pool := g.Pool
-	if pool == "" && pl.r.name == "caching" {
+	if pool == "" && pl.r.sizePools {
 		pool = "large"
 		if g.Size <= smallSize {
 			pool = "small"
@@ -79,7 +79,7 @@ func (pl *planner) fitGroups(g Goal) []int32 {
 	var out []int32
 	for gi := range pl.groups {
 		gr := &pl.groups[gi]
-		if gr.expandable || (pool != "" && gr.pool != pool) || (pl.r.name == "caching" && gr.stream != g.Stream) {
+		if gr.expandable || (pool != "" && gr.pool != pool) || (pl.r.streams && gr.stream != g.Stream) {
 			continue
 		}
 		out = append(out, int32(gi))
@@ -459,7 +459,7 @@ func (pl *planner) planUnmaps(p *Plan, g Goal) {
 	if g.Kind == GoalFit && !p.Reached {
 		for gi := range pl.groups {
 			gr := &pl.groups[gi]
-			if gr.expandable && (g.Pool == "" || g.Pool == gr.pool) && (pl.r.name != "caching" || gr.stream == g.Stream) &&
+			if gr.expandable && (g.Pool == "" || g.Pool == gr.pool) && (!pl.r.streams || gr.stream == g.Stream) &&
 				pl.l.DeviceFree+p.UnmapBytes >= g.Size {
 				p.Reached = true
 				p.Notes = append(p.Notes, "the request can be served by mapping pages of an expandable segment")
@@ -474,7 +474,7 @@ func (pl *planner) planUnmaps(p *Plan, g Goal) {
 // 20 MiB in the large one (research/pytorch-allocator.md §4); other pools use
 // Options.PageSize, or the driver's 2 MiB.
 func (pl *planner) pageSize(s *mem.Segment) int64 {
-	if pl.r.name == "caching" {
+	if pl.r.sizePools {
 		if s.Pool == "small" {
 			return 2 * mem.MiB
 		}

@@ -177,6 +177,14 @@ type rules struct {
 	// slots: free space is a set of fixed slots that never merge (sizeclass);
 	// a block moves only to a free slot of its own pool.
 	slots bool
+	// streams: free memory serves only requests of the stream it was
+	// allocated on (caching), so a fit goal looks at its stream's groups.
+	streams bool
+	// sizePools: requests of at most smallSize come from the "small" pool
+	// and larger ones from "large"; small-pool blocks serve no larger
+	// request, and expandable segments map 2 MiB pages in the small pool
+	// and 20 MiB in the large one (caching).
+	sizePools bool
 	// memmove: the block's own range counts as free, so a destination may
 	// overlap the source (arena). Otherwise the destination must lie in memory
 	// that is free before the move (caching).
@@ -187,7 +195,7 @@ type rules struct {
 }
 
 var (
-	cachingRules   = rules{name: "caching", releasable: true}
+	cachingRules   = rules{name: "caching", releasable: true, streams: true, sizePools: true}
 	arenaRules     = rules{name: "arena", memmove: true}
 	sizeclassRules = rules{name: "sizeclass", releasable: true, slots: true}
 )
@@ -313,7 +321,7 @@ func (pl *planner) scanAfter(after mem.Layout) afterFacts {
 	f := afterFacts{freed: make([]int64, len(pl.groups))}
 	for si := range after.Segments {
 		s := &after.Segments[si]
-		serve := !s.Expandable && (pl.r.name != "caching" || s.Pool != "small")
+		serve := !s.Expandable && (!pl.r.sizePools || s.Pool != "small")
 		var used int64
 		bs := s.Blocks
 		for j := range bs {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
@@ -152,8 +153,10 @@ type defragger struct {
 	unseenFrag, unseenHealth float64
 }
 
-// initDefrag sets the compactor up, or records why it cannot act.
-func (e *Engine) initDefrag() {
+// initDefrag sets the compactor up, or records why it cannot act: the KV
+// must sit in movable blocks of an allocator that relocates them and whose
+// segments are not all VMM-backed (as is of e.al).
+func (e *Engine) initDefrag(as spec.Spec) {
 	d := e.cfg.Defrag.withDefaults()
 	e.res.Defrag = &DefragResult{Policy: d.Policy.String()}
 	rel, ok1 := e.al.(alloc.Relocator)
@@ -161,7 +164,7 @@ func (e *Engine) initDefrag() {
 	switch {
 	case !ok2:
 		e.res.Defrag.Skipped = e.kv.Name() + " keeps no KV in movable allocator blocks"
-	case !ok1 || strings.Contains(e.al.Spec(), "expandable_segments:True"):
+	case !ok1 || as.MapsPages():
 		e.res.Defrag.Skipped = e.al.Spec() + " cannot relocate blocks (or needs no compaction)"
 	default:
 		e.dg = &defragger{cfg: d, rel: rel, mv: mv, armed: true, lastRun: -1, index: map[uint64]alloc.Handle{}}

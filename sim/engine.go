@@ -163,7 +163,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		e.res.KVPoolBytes = e.kv.Usage().Footprint()
 	}
 	if c.Defrag.Policy != DefragOff {
-		e.initDefrag()
+		e.initDefrag(as)
 	}
 	e.reqs = make([]req, len(reqs))
 	for i, w := range reqs {

@@ -160,3 +160,43 @@ func mustParse(t *testing.T, s string) spec.Spec {
 	}
 	return sp
 }
+
+// TestMapsPages holds MapsPages to the layouts the allocators produce:
+// every segment expandable (VMM-backed) exactly when MapsPages says so.
+func TestMapsPages(t *testing.T) {
+	specs := []string{"caching:expandable_segments:True", "caching:expandable_segments:False", "vmm:64KiB"}
+	for _, k := range spec.Kinds {
+		specs = append(specs, k.Name, k.Example)
+	}
+	both := map[bool]bool{}
+	for _, s := range specs {
+		sp, err := spec.Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		a, err := sp.New(mem.MustDevice(8*mem.GiB, 0))
+		if err != nil {
+			t.Fatalf("New(%q): %v", s, err)
+		}
+		for _, size := range []int64{4 * mem.KiB, 3 * mem.MiB, 64 * mem.MiB} {
+			if _, err := a.Alloc(size, 0); err != nil {
+				t.Fatalf("%s: Alloc(%d): %v", s, size, err)
+			}
+		}
+		l := a.Layout()
+		if len(l.Segments) == 0 {
+			t.Fatalf("%s: no segments after three allocations", s)
+		}
+		all := true
+		for _, seg := range l.Segments {
+			all = all && seg.Expandable
+		}
+		if all != sp.MapsPages() {
+			t.Errorf("%s: MapsPages %v, but every segment expandable: %v", s, sp.MapsPages(), all)
+		}
+		both[all] = true
+	}
+	if !both[true] || !both[false] {
+		t.Errorf("specs tested only one answer: %v", both)
+	}
+}

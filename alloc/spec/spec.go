@@ -61,14 +61,20 @@ type Kind struct {
 
 // parsed is a kind's parsed arguments.
 type parsed struct {
-	build    func(dev *mem.Device) (alloc.Allocator, error)
-	growUnit int64 // Grower.GrowUnit for kinds that grow in place
+	build func(dev *mem.Device) (alloc.Allocator, error)
+	argFacts
+}
+
+// argFacts are what a kind's arguments decide beyond its Caps.
+type argFacts struct {
+	growUnit  int64 // Grower.GrowUnit for kinds that grow in place
+	mapsPages bool  // every segment VMM-backed (Spec.MapsPages)
 }
 
 // entry is a Kind whose arguments are parsed by parse and built by build
-// (an allocator package's ParseConfig and New); unit, when not nil, gives
-// the Grower's unit from the config.
-func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), build func(*mem.Device, C) (A, error), unit func(C) int64) Kind {
+// (an allocator package's ParseConfig and New); facts, when not nil, gives
+// what the config decides beyond the Kind's Caps.
+func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), build func(*mem.Device, C) (A, error), facts func(C) argFacts) Kind {
 	k.parse = func(args string) (parsed, error) {
 		c, err := parse(args)
 		if err != nil {
@@ -81,8 +87,8 @@ func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), buil
 			}
 			return a, nil
 		}}
-		if unit != nil {
-			p.growUnit = unit(c)
+		if facts != nil {
+			p.argFacts = facts(c)
 		}
 		return p, nil
 	}
@@ -94,7 +100,7 @@ var Kinds = []Kind{
 	entry(Kind{Name: "caching", Summary: "PyTorch's CUDA caching allocator; args in PYTORCH_CUDA_ALLOC_CONF syntax",
 		Example: "caching:expandable_segments:True,max_split_size_mb:128",
 		Caps:    Caps{Relocates: true, Stamps: true, RecordsTrips: true}, PyTorch: PyTorch{Native: true}},
-		caching.ParseConfig, caching.New, nil),
+		caching.ParseConfig, caching.New, func(c caching.Config) argFacts { return argFacts{mapsPages: c.ExpandableSegments} }),
 	entry(Kind{Name: sizeclass.Name, Summary: "pools per size class, larger requests served directly",
 		Example: "sizeclass:8MiB/64MiB/512MiB", Caps: Caps{Relocates: true}},
 		sizeclass.ParseConfig, sizeclass.New, nil),
@@ -103,13 +109,13 @@ var Kinds = []Kind{
 		arena.ParseConfig, arena.New, nil),
 	entry(Kind{Name: async.Name, Summary: "stream-ordered pool in the manner of cudaMallocAsync, with a release threshold",
 		Example: "async:release_threshold:1GiB", Caps: Caps{Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
-		async.ParseConfig, async.New, nil),
+		async.ParseConfig, async.New, func(async.Config) argFacts { return argFacts{mapsPages: true} }),
 	entry(Kind{Name: direct.Name, Summary: "one raw device allocation per request (the baseline)",
 		Example: "direct"},
 		direct.ParseConfig, direct.New, nil),
 	entry(Kind{Name: vmm.Name, Summary: "virtually contiguous ranges backed by physical pages mapped on demand",
 		Example: "vmm:2MiB", Caps: Caps{GrowsInPlace: true}},
-		vmm.ParseConfig, vmm.New, func(c vmm.Config) int64 { return c.Page }),
+		vmm.ParseConfig, vmm.New, func(c vmm.Config) argFacts { return argFacts{growUnit: c.Page, mapsPages: true} }),
 }
 
 // Names returns the allocator names in order.
@@ -212,6 +218,12 @@ func (s Spec) Caps() Caps {
 	c.GrowUnit = s.p.growUnit
 	return c
 }
+
+// MapsPages reports whether every segment of the allocator s builds is
+// backed by physical pages mapped into a virtual range (expandable: caching
+// with expandable_segments:True, async's pool as cudaMallocAsync's, vmm), so that free memory goes back to the
+// device page by page and compacting live blocks has nothing to gain.
+func (s Spec) MapsPages() bool { return s.p.mapsPages }
 
 // PyTorchConf returns the PYTORCH_CUDA_ALLOC_CONF value that selects s in
 // PyTorch, and false when none does (gpufrag's own models). For the
