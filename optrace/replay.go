@@ -11,6 +11,16 @@ import (
 	"github.com/gpufrag/gpufrag/internal/par"
 )
 
+// Report is the JSON document `gpufrag replay --json` prints (docs/json.md):
+// the trace replayed, the device it was replayed on and one Result per
+// allocator, in the order asked.
+type Report struct {
+	Trace         string   `json:"trace"` // the trace's file name, or the embedded example's
+	CapacityBytes int64    `json:"capacity_bytes"`
+	OtherUseBytes int64    `json:"other_use_bytes"` // memory taken before the trace (weights, context)
+	Results       []Result `json:"results"`
+}
+
 // Result is what replaying a trace through one allocator gives. The JSON
 // names are the stable schema of `gpufrag replay --json` (docs/json.md).
 type Result struct {

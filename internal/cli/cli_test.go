@@ -164,13 +164,13 @@ func TestErrors(t *testing.T) {
 }
 
 // replayJSON runs replay --json and decodes the document.
-func replayJSON(t *testing.T, stdin string, args ...string) replayOutput {
+func replayJSON(t *testing.T, stdin string, args ...string) optrace.Report {
 	t.Helper()
 	code, out, errs := run(t, stdin, append([]string{"replay", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, errs)
 	}
-	var doc replayOutput
+	var doc optrace.Report
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {

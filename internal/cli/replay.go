@@ -24,15 +24,6 @@ type replayFlags struct {
 	json     bool      // --json
 }
 
-// replayOutput is the JSON document `gpufrag replay --json` prints; the
-// schema is documented in docs/json.md.
-type replayOutput struct {
-	Trace         string           `json:"trace"`
-	CapacityBytes int64            `json:"capacity_bytes"`
-	OtherUseBytes int64            `json:"other_use_bytes"`
-	Results       []optrace.Result `json:"results"`
-}
-
 func newReplay() *cobra.Command {
 	f := replayFlags{capacity: mem.Bytes(80 * mem.GiB)}
 	cmd := &cobra.Command{
@@ -157,7 +148,7 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
-		doc := replayOutput{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
+		doc := optrace.Report{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
 		b, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return err
