@@ -7,6 +7,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // Units in bytes. Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024;
@@ -47,6 +49,7 @@ var units = []struct {
 // math.MaxInt64 (2^63 − 1), else the error says which.
 func ParseBytes(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
+	shown := loc.Quote(s) // echoed at most 64 bytes long, however long s is
 	if t == "" {
 		return 0, fmt.Errorf("%w: empty", ErrBadSize)
 	}
@@ -62,22 +65,22 @@ func ParseBytes(s string) (int64, error) {
 	num, den, err := parseDecimal(strings.TrimPrefix(t, "-"))
 	switch {
 	case errors.Is(err, errNotDecimal):
-		return 0, fmt.Errorf("%w: %q (want a number with an optional unit such as 512MiB or 80GiB)", ErrBadSize, s)
+		return 0, fmt.Errorf("%w: %s (want a number with an optional unit such as 512MiB or 80GiB)", ErrBadSize, shown)
 	case err != nil:
-		return 0, fmt.Errorf("%w: %q %w", ErrBadSize, s, err)
+		return 0, fmt.Errorf("%w: %s %w", ErrBadSize, shown, err)
 	}
 	switch num.Mul(num, big.NewInt(mult)); {
 	case num.Sign() == 0:
 		return 0, nil
 	case neg:
-		return 0, fmt.Errorf("%w: %q is negative", ErrBadSize, s)
+		return 0, fmt.Errorf("%w: %s is negative", ErrBadSize, shown)
 	}
 	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
 	switch {
 	case r.Sign() != 0:
-		return 0, fmt.Errorf("%w: %q is not a whole number of bytes", ErrBadSize, s)
+		return 0, fmt.Errorf("%w: %s is not a whole number of bytes", ErrBadSize, shown)
 	case !q.IsInt64():
-		return 0, fmt.Errorf("%w: %q is too large: sizes stop at %d bytes (2^63 − 1)", ErrBadSize, s, int64(math.MaxInt64))
+		return 0, fmt.Errorf("%w: %s is too large: sizes stop at %d bytes (2^63 − 1)", ErrBadSize, shown, int64(math.MaxInt64))
 	}
 	return q.Int64(), nil
 }
@@ -106,7 +109,7 @@ func parseDecimal(t string) (num, den *big.Int, err error) {
 	if hasExp {
 		v, err := strconv.Atoi(exp)
 		if err != nil {
-			return nil, nil, fmt.Errorf("has an exponent, %q, that is not a small whole number", exp)
+			return nil, nil, fmt.Errorf("has an exponent, %s, that is not a small whole number", loc.Quote(exp))
 		}
 		e = v
 	}

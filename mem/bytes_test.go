@@ -157,3 +157,27 @@ func FuzzParseBytes(f *testing.F) {
 		}
 	})
 }
+
+// TestParseBytesEchoBounded: an error quotes at most 64 bytes of the input
+// with its length, however long the input (a spec argument, a flag).
+func TestParseBytesEchoBounded(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("x", 1<<20),
+		strings.Repeat("9", 1<<20) + "GiB",
+		"1e" + strings.Repeat("7", 1<<20),
+		"-" + strings.Repeat("1", 5000),
+	} {
+		_, err := ParseBytes(s)
+		if err == nil {
+			t.Fatalf("ParseBytes(%d bytes): no error", len(s))
+		}
+		msg := err.Error()
+		if len(msg) > 300 || !strings.Contains(msg, "bytes)") {
+			t.Errorf("ParseBytes(%d bytes): error of %d bytes: %.200s", len(s), len(msg), msg)
+		}
+	}
+	// Short inputs are quoted whole, as before.
+	if _, err := ParseBytes("12 apples"); err == nil || !strings.Contains(err.Error(), `"12 apples"`) {
+		t.Errorf("short input: %v", err)
+	}
+}
