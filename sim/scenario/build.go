@@ -287,9 +287,12 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 
 func (d Dist) check(field string, lo int) error {
 	switch d.Dist {
-	case "", "uniform", "loguniform", "fixed":
+	case "", "uniform", "loguniform", "fixed", "lognormal":
 	default:
-		return fmt.Errorf("%w: %s.dist: %q: want uniform, loguniform or fixed", ErrBadScenario, field, d.Dist)
+		return fmt.Errorf("%w: %s.dist: %q: want uniform, loguniform, fixed or lognormal", ErrBadScenario, field, d.Dist)
+	}
+	if d.Dist != "lognormal" && (d.Mu != 0 || d.Sigma != 0) {
+		return fmt.Errorf("%w: %s: mu and sigma belong to dist lognormal", ErrBadScenario, field)
 	}
 	hi := d.Max
 	if d.Dist == "fixed" {
@@ -301,7 +304,37 @@ func (d Dist) check(field string, lo int) error {
 	if d.Dist == "loguniform" && d.Min < 1 {
 		return fmt.Errorf("%w: %s: loguniform needs min ≥ 1", ErrBadScenario, field)
 	}
+	if d.Dist == "lognormal" {
+		if !(d.Sigma > 0) || d.Sigma > 10 || math.IsNaN(d.Mu) || math.Abs(d.Mu) > 20 {
+			return fmt.Errorf("%w: %s: lognormal wants 0 < sigma ≤ 10 and |mu| ≤ 20 (ln tokens; got mu %g, sigma %g)", ErrBadScenario, field, d.Mu, d.Sigma)
+		}
+		if p := d.inRange(); p < minLogNormalMass {
+			return fmt.Errorf("%w: %s: only %.2g of lognormal(mu %g, sigma %g) falls in [%d, %d]; move mu or widen the range",
+				ErrBadScenario, field, p, d.Mu, d.Sigma, d.Min, d.Max)
+		}
+	}
 	return nil
+}
+
+// minLogNormalMass is the least share of a lognormal that must fall in
+// [Min, Max]: draws outside are drawn again, so at 1% a length costs at
+// most ~100 draws on average, and maxLogNormalDraws (10,000) is then
+// reached with probability 0.99^10000 ≈ 2e-44.
+const (
+	minLogNormalMass  = 0.01
+	maxLogNormalDraws = 10_000
+)
+
+// inRange is the probability that round(exp(N(Mu, Sigma²))) lies in [Min,
+// Max]: ln X in [ln(Min−½), ln(Max+½)).
+func (d Dist) inRange() float64 {
+	lo := math.Inf(-1)
+	if d.Min > 0 {
+		lo = math.Log(float64(d.Min) - 0.5)
+	}
+	hi := math.Log(float64(d.Max) + 0.5)
+	cdf := func(x float64) float64 { return 0.5 * math.Erfc(-(x-d.Mu)/(d.Sigma*math.Sqrt2)) }
+	return cdf(hi) - cdf(lo)
 }
 
 func (d Dist) draw(rng *rand.Rand) int {
@@ -311,6 +344,19 @@ func (d Dist) draw(rng *rand.Rand) int {
 	case "loguniform":
 		lo, hi := math.Log(float64(d.Min)), math.Log(float64(d.Max)+1)
 		return min(d.Max, int(math.Exp(lo+rng.Float64()*(hi-lo))))
+	case "lognormal":
+		for range maxLogNormalDraws {
+			x := math.Round(math.Exp(d.Mu + d.Sigma*rng.NormFloat64()))
+			if x >= float64(d.Min) && x <= float64(d.Max) {
+				return int(x)
+			}
+		}
+		// Unreachable in practice (check keeps ≥ 1% of the mass in range);
+		// the nearest bound keeps the draw deterministic and in range.
+		if d.Mu > math.Log(float64(d.Max)) {
+			return d.Max
+		}
+		return d.Min
 	}
 	return d.Min + rng.IntN(d.Max-d.Min+1)
 }

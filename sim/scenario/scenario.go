@@ -130,11 +130,16 @@ type Requests struct {
 }
 
 // Dist is a length distribution over [Min, Max] tokens: uniform, loguniform
-// (uniform in log space: as many 1K-2K as 50K-100K prompts) or fixed (Min).
+// (uniform in log space: as many 1K-2K as 50K-100K prompts), fixed (Min),
+// or lognormal: round(exp(N(Mu, Sigma²))) drawn again until it lies in
+// [Min, Max] (a truncated log-normal, the shape of ShareGPT's lengths; see
+// calib/README.md for the parameters that give the vLLM paper's means).
 type Dist struct {
-	Dist string `yaml:"dist"`
-	Min  int    `yaml:"min"`
-	Max  int    `yaml:"max"`
+	Dist  string  `yaml:"dist"`
+	Min   int     `yaml:"min"`
+	Max   int     `yaml:"max"`
+	Mu    float64 `yaml:"mu"`    // lognormal: mean of ln(tokens)
+	Sigma float64 `yaml:"sigma"` // lognormal: standard deviation of ln(tokens), > 0
 }
 
 // Sessions generates multi-turn chat (workload.Sessions).

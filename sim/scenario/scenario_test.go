@@ -286,6 +286,42 @@ func TestWorkloadKinds(t *testing.T) {
 			t.Fatalf("%d of 2000 loguniform prompts below 10K, want about 1000", below)
 		}
 	})
+	t.Run("lognormal gives the vLLM paper's ShareGPT means", func(t *testing.T) {
+		// The parameters calib/README.md solved for the paper's means (161.31
+		// in, 337.99 out, both truncated to [4, 1024]); 20,000 draws put the
+		// sample means within about 2% (standard errors 1.1% and 0.8%).
+		s := read(t, base+"workload:\n  requests: {rate: 10, count: 20000, prompt: {dist: lognormal, mu: 4.4619, sigma: 1.56, min: 4, max: 1024}, output: {dist: lognormal, mu: 5.7594, sigma: 1.0, min: 4, max: 1024}}\n")
+		p, err := Build(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, out float64
+		for _, r := range p.Requests {
+			if r.PromptTokens < 4 || r.PromptTokens > 1024 || r.OutputTokens < 4 || r.OutputTokens > 1024 {
+				t.Fatalf("request %+v outside [4, 1024]", r)
+			}
+			in += float64(r.PromptTokens)
+			out += float64(r.OutputTokens)
+		}
+		n := float64(len(p.Requests))
+		t.Logf("means %.2f in / %.2f out over %d requests", in/n, out/n, len(p.Requests))
+		if in/n < 161.31*0.97 || in/n > 161.31*1.03 || out/n < 337.99*0.97 || out/n > 337.99*1.03 {
+			t.Fatalf("means %.1f in / %.1f out, want 161.31 / 337.99 within 3%%", in/n, out/n)
+		}
+	})
+	t.Run("lognormal errors", func(t *testing.T) {
+		for _, tc := range []struct{ dist, want string }{
+			{"{dist: lognormal, mu: 5, sigma: 0, min: 1, max: 100}", "0 < sigma"},
+			{"{dist: lognormal, mu: .nan, sigma: 1, min: 1, max: 100}", "|mu| ≤ 20"},
+			{"{dist: lognormal, mu: 15, sigma: 0.5, min: 1, max: 100}", "falls in [1, 100]"},
+			{"{dist: uniform, mu: 5, min: 1, max: 100}", "mu and sigma belong to dist lognormal"},
+		} {
+			s := read(t, base+"workload:\n  requests: {rate: 10, count: 5, prompt: "+tc.dist+", output: {dist: fixed, min: 1}}\n")
+			if _, err := Build(s, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want an error containing %q", tc.dist, err, tc.want)
+			}
+		}
+	})
 	t.Run("sessions", func(t *testing.T) {
 		s := read(t, base+`workload:
   sessions: {rate: 0.5, count: 5, min_turns: 2, max_turns: 4, system_tokens: 600, min_user: 10, max_user: 50, min_output: 5, max_output: 9, think_s: 3}
