@@ -28,6 +28,17 @@ type GPU struct {
 	Capacity     int64   // bytes: nvidia-smi memory.total (MiB) × 2^20
 	MemBandwidth float64 // bytes/s, datasheet peak (decimal TB/s × 10^12)
 	BF16FLOPS    float64 // FLOP/s, datasheet dense BF16 tensor peak, without 2:4 sparsity
+	// FP8FLOPS is the datasheet dense FP8 tensor peak in FLOP/s (without
+	// 2:4 sparsity); 0 where the GPU has no FP8 tensor cores (Ampere,
+	// Turing), which run FP8 weights through BF16 math (vLLM's Marlin
+	// kernels: weight-only).
+	FP8FLOPS float64
+	// LinkBandwidth is the GPU-to-GPU bandwidth in bytes/s in one
+	// direction, as a ring all-reduce uses it (every GPU sends and receives
+	// at once): NVLink on SXM parts, where NVIDIA quotes the bidirectional
+	// total (half of it here), and the PCIe slot on cards without NVLink
+	// (the one-way figure of the PCIe generation × 16 lanes).
+	LinkBandwidth float64
 }
 
 const mib = 1 << 20
@@ -36,40 +47,57 @@ const mib = 1 << 20
 // the capacity is the nvidia-smi memory.total quoted beside each entry.
 var gpus = map[string]GPU{
 	// A100 SXM4 40GB. NVIDIA A100 datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4):
-	// 1,555 GB/s HBM2, BF16 tensor 312 TFLOPS (624 with sparsity).
+	// 1,555 GB/s HBM2, BF16 tensor 312 TFLOPS (624 with sparsity), no FP8;
+	// NVLink 3 600 GB/s (bidirectional), so 300 GB/s each way.
 	// nvidia-smi: 40536MiB (e.g. nanopool/phoenix-miner#17; newer drivers print 40960MiB).
-	"a100-40g": {"a100-40g", 40536 * mib, 1555e9, 312e12},
-	// A100 SXM4 80GB. Same datasheet: 2,039 GB/s HBM2e, 312 TFLOPS.
+	"a100-40g": {Name: "a100-40g", Capacity: 40536 * mib, MemBandwidth: 1555e9, BF16FLOPS: 312e12,
+		LinkBandwidth: 300e9},
+	// A100 SXM4 80GB. Same datasheet: 2,039 GB/s HBM2e, 312 TFLOPS, NVLink 3 600 GB/s.
 	// nvidia-smi: 81920MiB (shown for the A800-SXM4-80GB, the same board with less NVLink, in dexmal/dexbotic#41).
-	"a100-80g": {"a100-80g", 81920 * mib, 2039e9, 312e12},
+	"a100-80g": {Name: "a100-80g", Capacity: 81920 * mib, MemBandwidth: 2039e9, BF16FLOPS: 312e12,
+		LinkBandwidth: 300e9},
 	// H100 SXM5 80GB. NVIDIA H100 Tensor Core GPU datasheet: 3.35 TB/s HBM3,
-	// BF16 1,979 TFLOPS with sparsity, so 989 TFLOPS dense.
+	// BF16 1,979 TFLOPS with sparsity, so 989 TFLOPS dense; FP8 3,958 with
+	// sparsity, so 1,979 dense; NVLink 4 900 GB/s, so 450 GB/s each way.
 	// nvidia-smi: 81559MiB ("NVIDIA H100 80GB HBM3", 700 W, in many public issue reports).
-	"h100-80g": {"h100-80g", 81559 * mib, 3.35e12, 989e12},
+	"h100-80g": {Name: "h100-80g", Capacity: 81559 * mib, MemBandwidth: 3.35e12, BF16FLOPS: 989e12,
+		FP8FLOPS: 1979e12, LinkBandwidth: 450e9},
 	// H200 SXM 141GB. NVIDIA H200 datasheet: 4.8 TB/s HBM3e, BF16 1,979 TFLOPS
-	// with sparsity (989 dense; same compute as H100 SXM).
+	// with sparsity (989 dense; same compute as H100 SXM), FP8 3,958 with
+	// sparsity (1,979 dense), NVLink 900 GB/s (450 GB/s each way).
 	// nvidia-smi: 143771MiB ("NVIDIA H200", 700 W, in many public issue reports).
-	"h200-141g": {"h200-141g", 143771 * mib, 4.8e12, 989e12},
+	"h200-141g": {Name: "h200-141g", Capacity: 143771 * mib, MemBandwidth: 4.8e12, BF16FLOPS: 989e12,
+		FP8FLOPS: 1979e12, LinkBandwidth: 450e9},
 	// B200 (HGX B200, 1,000 W). NVIDIA HGX/DGX B200 datasheet: 8 TB/s HBM3e
-	// per GPU, FP16/BF16 4.5 PFLOPS with sparsity, so 2.25 PFLOPS dense.
+	// per GPU, FP16/BF16 4.5 PFLOPS with sparsity, so 2.25 PFLOPS dense;
+	// FP8 9 PFLOPS with sparsity, so 4.5 dense; NVLink 5 1.8 TB/s (900 GB/s each way).
 	// Sold as 192 GB (raw HBM); the HGX spec sheet says 180 GB and
 	// nvidia-smi says 183359MiB (NVIDIA/TensorRT-LLM#10278). pytorch/ao PR
 	// #4002 measures a 7,680-bit bus, i.e. 7.67 TB/s; we keep the datasheet 8 TB/s.
-	"b200-192g": {"b200-192g", 183359 * mib, 8e12, 2.25e15},
+	"b200-192g": {Name: "b200-192g", Capacity: 183359 * mib, MemBandwidth: 8e12, BF16FLOPS: 2.25e15,
+		FP8FLOPS: 4.5e15, LinkBandwidth: 900e9},
 	// L40S 48GB (PCIe). NVIDIA L40S datasheet: 864 GB/s GDDR6, BF16 tensor
-	// 362.05 TFLOPS dense (733 with sparsity).
+	// 362.05 TFLOPS dense (733 with sparsity), FP8 1,466 TFLOPS with
+	// sparsity (733 dense); no NVLink: PCIe Gen4 x16, 64 GB/s bidirectional
+	// (32 GB/s each way).
 	// nvidia-smi: 46068 MiB (akash-network/provider-configs PR #99).
-	"l40s-48g": {"l40s-48g", 46068 * mib, 864e9, 362.05e12},
+	"l40s-48g": {Name: "l40s-48g", Capacity: 46068 * mib, MemBandwidth: 864e9, BF16FLOPS: 362.05e12,
+		FP8FLOPS: 733e12, LinkBandwidth: 32e9},
 	// GeForce RTX 3090 24GB. NVIDIA Ampere GA102 whitepaper, table 9:
 	// 936 GB/s GDDR6X; peak BF16 tensor with FP32 accumulate 71 TFLOPS dense
-	// (142 sparse). nvidia-smi: 24576MiB (noonghunna/club-3090 issue reports).
-	"rtx3090-24g": {"rtx3090-24g", 24576 * mib, 936e9, 71e12},
+	// (142 sparse); no FP8. The link is the PCIe Gen4 x16 slot (32 GB/s each
+	// way); the optional NVLink bridge (112.5 GB/s bidirectional) is not
+	// assumed. nvidia-smi: 24576MiB (noonghunna/club-3090 issue reports).
+	"rtx3090-24g": {Name: "rtx3090-24g", Capacity: 24576 * mib, MemBandwidth: 936e9, BF16FLOPS: 71e12,
+		LinkBandwidth: 32e9},
 	// Tesla T4 16GB. NVIDIA T4 datasheet: 320 GB/s GDDR6, mixed-precision
-	// FP16/FP32 65 TFLOPS. Turing has no BF16: BF16FLOPS holds the FP16
+	// FP16/FP32 65 TFLOPS, PCIe Gen3 x16 (32 GB/s bidirectional, 16 GB/s
+	// each way). Turing has no BF16: BF16FLOPS holds the FP16
 	// figure, which is what a T4 deployment (dtype=half) runs at.
 	// nvidia-smi: 15360MiB (as Google Colab's T4 prints it; not re-checked against a
 	// second source, unlike the others).
-	"t4-16g": {"t4-16g", 15360 * mib, 320e9, 65e12},
+	"t4-16g": {Name: "t4-16g", Capacity: 15360 * mib, MemBandwidth: 320e9, BF16FLOPS: 65e12,
+		LinkBandwidth: 16e9},
 }
 
 // GPUNames returns the GPU preset names, sorted.
