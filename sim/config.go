@@ -1,5 +1,6 @@
 // Engine configuration: model, GPU, memory setup, batching limits, the
-// out-of-memory behaviour and the roofline's efficiency factors.
+// out-of-memory behaviour, the serving engine whose steps are modelled, and
+// the step time (a Profile, or the roofline's efficiency factors).
 // See doc.go for the overview.
 
 package sim
@@ -141,7 +142,29 @@ type Config struct {
 	// alone, as the vLLM paper's Fig. 2 does.
 	Activations bool
 
+	// Roofline is the step-time model used when Profile is nil.
 	Roofline Roofline
+	// Profile, when set, times every step with the calibratable model of
+	// steptime.go instead of the roofline (DefaultProfile returns the
+	// embedded one of a GPU preset). Its gpu and engine must match GPU.Name
+	// and Engine. The engine only reads it.
+	Profile *Profile
+
+	// Engine is the serving engine whose scheduler composes the steps
+	// (EngineVLLMV1, the zero value, is the scheduling this package has
+	// always had; see EngineKind).
+	Engine EngineKind
+	// MixedChunk is SGLang's --enable-mixed-chunk: with EngineSGLang,
+	// running decodes share the prefill steps.
+	MixedChunk bool
+	// WeightDType stores the weights in another type than the model's
+	// (--weight-dtype: bf16, fp16, fp8, int8, int4); 0 keeps the model's.
+	// It scales the weight memory and the bytes a step reads; FP8 weights
+	// compute at the GPU's FP8 peak where the Profile has one, int8 and
+	// int4 are weight-only (BF16 math, fewer bytes), as vLLM's Marlin and
+	// AWQ/GPTQ kernels run them. The KV dtype's default still follows the
+	// model's own weight type.
+	WeightDType model.DType
 
 	// Defrag says when and how to compact the allocator (package defrag);
 	// the zero value is off.
@@ -202,6 +225,31 @@ func (c Config) validate() (Config, error) {
 	}
 	if !c.KVDType.Valid() {
 		return bad("kv dtype", "invalid")
+	}
+	if c.WeightDType != 0 {
+		if !c.WeightDType.Valid() {
+			return bad("weight dtype", "invalid")
+		}
+		c.Model.WeightDType = c.WeightDType
+	}
+	if !c.Engine.Valid() {
+		return bad("engine", "%v: want one of %s", c.Engine, strings.Join(engineNames[:], ", "))
+	}
+	if c.MixedChunk && c.Engine != EngineSGLang {
+		return bad("mixed chunk", "is SGLang's --enable-mixed-chunk: want engine sglang, got %v", c.Engine)
+	}
+	if p := c.Profile; p != nil {
+		if err := p.Validate(); err != nil {
+			return c, fmt.Errorf("%w: profile: %w", ErrBadConfig, err)
+		}
+		if !strings.EqualFold(p.GPU, c.GPU.Name) {
+			return bad("profile", "it is for gpu %q, the config's GPU is %q: use that GPU's profile (sim.DefaultProfile) or calibrate one",
+				clip(p.GPU), c.GPU.Name)
+		}
+		if p.Engine != c.Engine {
+			return bad("profile", "it is for engine %v, the config's engine is %v: use sim.DefaultProfile(gpu, %v) or calibrate one",
+				p.Engine, c.Engine, c.Engine)
+		}
 	}
 	if c.KV == "" {
 		return bad("kv", "empty strategy spec")

@@ -1,5 +1,6 @@
-// Step cost: the roofline step time and the per-step activation buffers.
-// See doc.go for the overview.
+// Step cost: the step time (the roofline, or a Profile's model in
+// steptime.go when Config.Profile is set) and the per-step activation
+// buffers. See doc.go for the overview.
 
 package sim
 
@@ -15,6 +16,10 @@ type costModel struct {
 	peakFLOPS     float64 // achievable FLOP/s
 	peakBW        float64 // achievable bytes/s
 	overhead      int64   // ns per step
+
+	// prof is Config.Profile compiled for the run's model; nil: the
+	// roofline above times the steps.
+	prof *StepModel
 
 	// Activation buffer sizes per token (bytes), one layer's worth: the
 	// caching allocator reuses them from layer to layer, so one layer's
@@ -41,7 +46,12 @@ func newCostModel(c Config) costModel {
 		inter = int64((m.MoE.ExpertsPerToken + m.MoE.SharedExperts) * m.MoE.ExpertIntermediate)
 	}
 	inter = max(1, inter/int64(c.TP))
+	var prof *StepModel
+	if c.Profile != nil {
+		prof = c.Profile.Compile(NewShape(m, c.TP, c.KVDType))
+	}
 	return costModel{
+		prof:          prof,
 		flopsPerToken: m.FLOPsPerToken() / tp,
 		// QKᵀ and AV: 2 multiply-adds (4 FLOPs) per head dimension, head and
 		// layer for each (query, key) pair.
@@ -67,6 +77,14 @@ type stepWork struct {
 	attnPairs float64 // Σ (query, key) pairs over the step's tokens
 	kvRead    float64 // KV tokens read by attention
 	copied    int64   // KV bytes copied (reallocations, copy-on-write)
+
+	// The prefill share of the above, which the Profile model times apart
+	// (the rest is decode: one token and ctx pairs per decoding sequence).
+	// Work summed without prefill() (the decode runs of fastpath.go) leaves
+	// them 0.
+	prefillTokens int64
+	prefillSeqs   int64
+	prefillPairs  float64
 }
 
 // prefill adds a chunk of n prompt tokens that starts after `done` tokens
@@ -75,8 +93,27 @@ func (w *stepWork) prefill(done, n int64) {
 	w.tokens += n
 	a, b := float64(done), float64(done+n)
 	// Σ_{c=done+1}^{done+n} c: query token c attends to c keys (causal).
-	w.attnPairs += (b*(b+1) - a*(a+1)) / 2
+	pairs := (b*(b+1) - a*(a+1)) / 2
+	w.attnPairs += pairs
 	w.kvRead += b
+	w.prefillTokens += n
+	w.prefillSeqs++
+	w.prefillPairs += pairs
+}
+
+// step is w as the Profile model's Step. Every sum is of whole numbers far
+// below 2^53, so the decode context (all pairs less the prefill ones) is
+// exact.
+func (w *stepWork) step() Step {
+	return Step{
+		PrefillTokens: w.prefillTokens,
+		PrefillSeqs:   w.prefillSeqs,
+		PrefillPairs:  w.prefillPairs,
+		DecodeSeqs:    w.tokens - w.prefillTokens,
+		DecodeContext: w.attnPairs - w.prefillPairs,
+		Sampled:       w.sampled,
+		CopiedBytes:   w.copied,
+	}
 }
 
 // decode adds one token per sample for samples sequences whose context is
@@ -88,8 +125,12 @@ func (w *stepWork) decode(ctx, samples int64) {
 	w.kvRead += float64(ctx * samples)
 }
 
-// stepTime is the roofline time of one step in ns (at least 1).
+// stepTime is the time of one step in ns (at least 1): the Profile
+// model's when the run has one, else the roofline's.
 func (cm *costModel) stepTime(w stepWork) int64 {
+	if cm.prof != nil {
+		return cm.prof.Time(w.step()).TotalNs
+	}
 	flops := float64(w.tokens)*cm.flopsPerToken + w.attnPairs*cm.attnPerCtx
 	bytes := cm.weightBytes + (w.kvRead+float64(w.tokens))*cm.kvBytesPerTok
 	t := max(flops/cm.peakFLOPS, bytes/cm.peakBW) + 2*float64(w.copied)/cm.peakBW

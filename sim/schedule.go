@@ -12,18 +12,69 @@ import (
 	"github.com/gpufrag/gpufrag/workload"
 )
 
-// schedule builds e.batch: running requests first (their next prefill chunk
-// or decode token, growing the KV cache), then waiting requests in FCFS order
-// while the token budget, the sequence limit and memory allow. It reports
-// whether it preempted anyone.
+// schedule builds e.batch, as the configured engine composes a step
+// (Config.Engine):
+//
+//   - vllm-v1, vllm-v0 with ChunkedPrefill and sglang with MixedChunk:
+//     running requests first, in admission order, each its next prefill
+//     chunk or decode token (growing the KV cache), then waiting requests
+//     in FCFS order while the token budget, the sequence limit and memory
+//     allow. (V0's chunked-prefill scheduler takes running decodes before
+//     running prefill chunks; here that is the same order, as a request
+//     still prefilling takes all the budget left, so nobody admitted after
+//     it can be decoding yet.)
+//   - vllm-v0 without ChunkedPrefill, and sglang: prefill first, alone:
+//     the running requests' next chunks and the waiting requests that can
+//     be admitted; only when there are none do the running requests decode.
+//
+// It reports whether it preempted anyone.
 func (e *Engine) schedule() (preempted bool, err error) {
 	c := &e.cfg
 	e.batch = e.batch[:0]
 	budget := c.MaxBatchTokens
+	if c.separateSteps() {
+		if budget, _, err = e.scheduleRunning(budget, passPrefills); err != nil {
+			return false, err
+		}
+		if budget, err = e.admitWaiting(budget); err != nil || len(e.batch) > 0 {
+			return false, err
+		}
+		_, preempted, err = e.scheduleRunning(budget, passDecodes)
+		return preempted, err
+	}
+	if budget, preempted, err = e.scheduleRunning(budget, passAll); err != nil {
+		return preempted, err
+	}
+	if preempted {
+		// vLLM admits nobody in a step that had to preempt.
+		return preempted, nil
+	}
+	_, err = e.admitWaiting(budget)
+	return preempted, err
+}
+
+// runPass says which running requests scheduleRunning takes.
+type runPass uint8
+
+const (
+	passAll      runPass = iota // prefill chunks and decodes, in admission order
+	passPrefills                // only requests with prompt tokens left to compute
+	passDecodes                 // only requests that decode
+)
+
+// scheduleRunning adds the running requests of the pass to e.batch, in
+// admission order, while the budget and the sequence limit allow: a
+// prefilling request its next chunk, a decoding one a token per sample
+// (growing its KV, which may preempt). It returns the budget left.
+func (e *Engine) scheduleRunning(budget int, pass runPass) (left int, preempted bool, err error) {
+	c := &e.cfg
 	for i := 0; i < len(e.running) && len(e.batch) < c.MaxSeqs; i++ {
 		ri := e.running[i]
 		r := &e.reqs[ri]
 		if r.prefilled < r.need {
+			if pass == passDecodes {
+				continue
+			}
 			chunk := min(r.need-r.prefilled, budget)
 			if chunk == 0 {
 				break
@@ -32,12 +83,15 @@ func (e *Engine) schedule() (preempted bool, err error) {
 			budget -= chunk
 			continue
 		}
+		if pass == passPrefills {
+			continue
+		}
 		if budget < r.n {
 			break
 		}
 		ok, p, err := e.grow(ri, i)
 		if err != nil {
-			return preempted, err
+			return budget, preempted, err
 		}
 		preempted = preempted || p
 		if !ok {
@@ -49,10 +103,14 @@ func (e *Engine) schedule() (preempted bool, err error) {
 		e.batch = append(e.batch, entry{r: ri, tokens: r.n, ctx: r.prompt + r.gen - 1})
 		budget -= r.n
 	}
-	if preempted {
-		// vLLM admits nobody in a step that had to preempt.
-		return preempted, nil
-	}
+	return budget, preempted, nil
+}
+
+// admitWaiting admits waiting requests in FCFS order while the budget, the
+// sequence limit and memory allow, each with its first prefill chunk in
+// e.batch. It returns the budget left.
+func (e *Engine) admitWaiting(budget int) (int, error) {
+	c := &e.cfg
 	for e.waiting.len() > 0 && len(e.running) < c.MaxSeqs && budget > 0 {
 		ri := e.waiting.front()
 		r := &e.reqs[ri]
@@ -74,13 +132,13 @@ func (e *Engine) schedule() (preempted bool, err error) {
 				e.fail(int(ri), "oom")
 				continue
 			}
-			return preempted, nil // wait until memory frees up
+			return budget, nil // wait until memory frees up
 		case errors.Is(err, strategy.ErrTooLong):
 			e.waiting.popFront()
 			e.reject(int(ri))
 			continue
 		default:
-			return preempted, fmt.Errorf("sim: admit %s: %w", r.id, err)
+			return budget, fmt.Errorf("sim: admit %s: %w", r.id, err)
 		}
 		e.waiting.popFront()
 		r.ph, r.admitted = phaseRunning, true
@@ -93,7 +151,7 @@ func (e *Engine) schedule() (preempted bool, err error) {
 		e.batch = append(e.batch, entry{r: ri, prefill: true, tokens: chunk, ctx: r.prefilled})
 		budget -= chunk
 	}
-	return preempted, nil
+	return budget, nil
 }
 
 // grow adds one token to each sample of running request ri at position pos
@@ -282,7 +340,7 @@ func (e *Engine) budgetTokens() int64 {
 	return e.budgetBytes / max(1, int64(e.cost.kvBytesPerTok))
 }
 
-// work sums the batch's work for the roofline.
+// work sums the batch's work for the step time (cost.go).
 func (e *Engine) work() stepWork {
 	var w stepWork
 	for _, b := range e.batch {

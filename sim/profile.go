@@ -1,0 +1,366 @@
+// Profiles: the step-time model's parameters as data, one per GPU and
+// engine, read from and written to YAML. See steptime.go for the model,
+// profile_default.go for the embedded profiles.
+
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrBadProfile means a profile that cannot be used; the message names the
+// file, and the line or the field.
+var ErrBadProfile = errors.New("sim: bad profile")
+
+// Unfitted is the FittedTo entry of a profile whose parameters come from
+// datasheets and reading, not from a fit to measurements.
+const Unfitted = "unfitted"
+
+// Profile is every parameter of the step-time model (Time in steptime.go)
+// for one GPU under one serving engine. Units are in the YAML names: FLOP/s,
+// bytes/s, ns; efficiencies are shares of a peak, in (0, 1].
+//
+// Peak holds datasheet figures (the GPU preset's, model.GPU); the other
+// groups are what a calibration fits. A profile is read-only once in a
+// Config; Clone before changing a shared one.
+type Profile struct {
+	GPU    string     `yaml:"gpu"`    // GPU preset name (model.LookupGPU); must match Config.GPU.Name
+	Engine EngineKind `yaml:"engine"` // vllm-v1, vllm-v0, sglang; must match Config.Engine
+	// FittedTo lists the measurements the parameters were fitted to, as
+	// figure ids (calib/published.yaml), or the single entry "unfitted".
+	FittedTo []string `yaml:"fitted_to"`
+	Notes    string   `yaml:"notes"` // free text: sources, caveats
+
+	Peak      PeakRates     `yaml:"peak"`
+	Linear    LinearTerm    `yaml:"linear"`
+	Attention AttentionTerm `yaml:"attention"`
+	AllReduce AllReduceTerm `yaml:"all_reduce"`
+	Overhead  OverheadTerm  `yaml:"overhead"`
+	CUDAGraph CUDAGraphTerm `yaml:"cuda_graph"`
+}
+
+// PeakRates are the GPU's datasheet peaks.
+type PeakRates struct {
+	BF16FLOPSPerS float64 `yaml:"bf16_flops_per_s"` // dense BF16 tensor FLOP/s
+	FP8FLOPSPerS  float64 `yaml:"fp8_flops_per_s"`  // dense FP8 tensor FLOP/s; 0: none (FP8 weights use BF16 math)
+	MemBytesPerS  float64 `yaml:"mem_bytes_per_s"`  // memory bandwidth
+	LinkBytesPerS float64 `yaml:"link_bytes_per_s"` // GPU-to-GPU bandwidth one way (NVLink, else PCIe)
+}
+
+// LinearTerm is the projections' and MLPs' share: compute-bound at many
+// tokens, weight-read bound at few.
+type LinearTerm struct {
+	// ComputeEffMax is the share of the peak FLOP/s large GEMMs reach.
+	ComputeEffMax float64 `yaml:"compute_eff_max"`
+	// ComputeHalfTokens is n½: at n tokens the GEMMs reach
+	// ComputeEffMax × n ÷ (n + n½) of the peak, so one step of n tokens
+	// costs (n + n½) tokens' FLOPs at ComputeEffMax.
+	ComputeHalfTokens float64 `yaml:"compute_half_tokens"`
+	// WeightBWEff is the share of the memory bandwidth weight reads reach.
+	WeightBWEff float64 `yaml:"weight_bw_eff"`
+}
+
+// AttentionTerm is attention's share, apart from the linear layers.
+type AttentionTerm struct {
+	// PrefillComputeEff is the share of the BF16 peak causal prefill
+	// attention (FlashAttention) reaches on its QKᵀ and AV FLOPs.
+	PrefillComputeEff float64 `yaml:"prefill_compute_eff"`
+	// KVBWEff is the share of the memory bandwidth KV-cache traffic reaches:
+	// decode attention reading each sequence's context (paged, in blocks)
+	// and every token's K and V written.
+	KVBWEff float64 `yaml:"kv_bw_eff"`
+}
+
+// AllReduceTerm is tensor parallelism's two all-reduces per layer.
+type AllReduceTerm struct {
+	BWEff     float64 `yaml:"bw_eff"`     // share of the link bandwidth a ring all-reduce reaches
+	LatencyNs int64   `yaml:"latency_ns"` // fixed cost of one all-reduce call
+}
+
+// OverheadTerm is time the GPU's kernels do not account for.
+type OverheadTerm struct {
+	StepNs   int64 `yaml:"step_ns"`    // per step: scheduling, sampling, input preparation
+	PerSeqNs int64 `yaml:"per_seq_ns"` // per sequence in the step: its metadata, sampling and output
+	// EagerPerLayerNs is the launch cost per layer of a step that is not
+	// one full CUDA graph (mixed and prefill steps, decode batches above
+	// the largest capture size).
+	EagerPerLayerNs int64 `yaml:"eager_per_layer_ns"`
+}
+
+// CUDAGraphTerm is which steps the engine replays from CUDA graphs.
+type CUDAGraphTerm struct {
+	// Sizes are the capture sizes, ascending (empty: no graphs). A
+	// pure-decode step of b ≤ the largest size runs padded to the next
+	// size, as one graph.
+	Sizes []int `yaml:"sizes,flow"`
+	// PadMixed: steps with prefill work of at most the largest size are
+	// padded too (vLLM V1's piecewise graphs), though not as one graph.
+	PadMixed bool `yaml:"pad_mixed"`
+}
+
+// Limits a profile must stay within. They are far outside any real
+// figure; they catch typos (a rate in GB/s written as bytes/s, a step in
+// seconds written as ns) and keep every product finite.
+const (
+	// MaxProfileBytes bounds a profile file (1 MiB; the embedded ones are
+	// under 4 KiB).
+	MaxProfileBytes = 1 << 20
+	// maxFLOPS is 1e18 FLOP/s, 200× the fastest dense FP8 peak (B200, 4.5e15).
+	maxFLOPS = 1e18
+	// maxBytesPerS is 1e15 bytes/s, 125× the fastest memory (B200, 8e12).
+	maxBytesPerS = 1e15
+	// maxHalfTokens is 1e6 tokens, 100× the largest step budget in use (8,192-16,384).
+	maxHalfTokens = 1e6
+	// maxNs is 10 s for any one overhead or latency: a step takes ms.
+	maxNs = 10_000_000_000
+	// maxGraphSizes is 4,096 capture sizes (vLLM's default list has 51,
+	// SGLang's 32); maxGraphSize is 1 Mi tokens.
+	maxGraphSizes = 4096
+	maxGraphSize  = 1 << 20
+	// maxFitted bounds fitted_to at 10,000 ids of at most 256 bytes; notes at 64 KiB.
+	maxFitted    = 10_000
+	maxIDBytes   = 256
+	maxNoteBytes = 64 << 10
+	maxGPUName   = 64
+)
+
+// Validate checks every field; the error wraps ErrBadProfile and names the
+// first bad field by its YAML path.
+func (p *Profile) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadProfile, field, fmt.Sprintf(format, args...))
+	}
+	if p.GPU == "" || len(p.GPU) > maxGPUName {
+		return bad("gpu", "want a GPU preset name of 1 to %d bytes, got %q", maxGPUName, clip(p.GPU))
+	}
+	if !p.Engine.Valid() {
+		return bad("engine", "%v: want one of %s", p.Engine, strings.Join(engineNames[:], ", "))
+	}
+	if err := checkFitted(p.FittedTo); err != nil {
+		return bad("fitted_to", "%s", err)
+	}
+	if len(p.Notes) > maxNoteBytes {
+		return bad("notes", "%d bytes, more than %d", len(p.Notes), maxNoteBytes)
+	}
+	type num struct {
+		field     string
+		v, lo, hi float64
+		zeroOK    bool // lo itself is allowed
+	}
+	nums := []num{
+		{"peak.bf16_flops_per_s", p.Peak.BF16FLOPSPerS, 0, maxFLOPS, false},
+		{"peak.fp8_flops_per_s", p.Peak.FP8FLOPSPerS, 0, maxFLOPS, true},
+		{"peak.mem_bytes_per_s", p.Peak.MemBytesPerS, 0, maxBytesPerS, false},
+		{"peak.link_bytes_per_s", p.Peak.LinkBytesPerS, 0, maxBytesPerS, false},
+		{"linear.compute_eff_max", p.Linear.ComputeEffMax, 0, 1, false},
+		{"linear.compute_half_tokens", p.Linear.ComputeHalfTokens, 0, maxHalfTokens, true},
+		{"linear.weight_bw_eff", p.Linear.WeightBWEff, 0, 1, false},
+		{"attention.prefill_compute_eff", p.Attention.PrefillComputeEff, 0, 1, false},
+		{"attention.kv_bw_eff", p.Attention.KVBWEff, 0, 1, false},
+		{"all_reduce.bw_eff", p.AllReduce.BWEff, 0, 1, false},
+		{"all_reduce.latency_ns", float64(p.AllReduce.LatencyNs), 0, maxNs, true},
+		{"overhead.step_ns", float64(p.Overhead.StepNs), 0, maxNs, true},
+		{"overhead.per_seq_ns", float64(p.Overhead.PerSeqNs), 0, maxNs, true},
+		{"overhead.eager_per_layer_ns", float64(p.Overhead.EagerPerLayerNs), 0, maxNs, true},
+	}
+	for _, n := range nums {
+		lower := "("
+		if n.zeroOK {
+			lower = "["
+		}
+		ok := !math.IsNaN(n.v) && n.v <= n.hi && (n.v > n.lo || (n.zeroOK && n.v == n.lo))
+		if !ok {
+			return bad(n.field, "%v is not in %s%g, %g]", n.v, lower, n.lo, n.hi)
+		}
+	}
+	if p.Peak.FP8FLOPSPerS > 0 && p.Peak.FP8FLOPSPerS < p.Peak.BF16FLOPSPerS {
+		return bad("peak.fp8_flops_per_s", "%g is below bf16_flops_per_s (%g); want 0 (no FP8) or a faster peak",
+			p.Peak.FP8FLOPSPerS, p.Peak.BF16FLOPSPerS)
+	}
+	s := p.CUDAGraph.Sizes
+	if len(s) > maxGraphSizes {
+		return bad("cuda_graph.sizes", "%d sizes, more than %d", len(s), maxGraphSizes)
+	}
+	for i, v := range s {
+		if v < 1 || v > maxGraphSize {
+			return bad("cuda_graph.sizes", "size %d (entry %d) is not in [1, %d]", v, i, maxGraphSize)
+		}
+		if i > 0 && v <= s[i-1] {
+			return bad("cuda_graph.sizes", "%d (entry %d) follows %d: want ascending sizes without repeats", v, i, s[i-1])
+		}
+	}
+	return nil
+}
+
+// checkFitted checks a fitted_to list.
+func checkFitted(ids []string) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("empty: list the measurement ids the profile was fitted to, or [%s]", Unfitted)
+	}
+	if len(ids) > maxFitted {
+		return fmt.Errorf("%d ids, more than %d", len(ids), maxFitted)
+	}
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		switch {
+		case id == "" || len(id) > maxIDBytes || strings.TrimSpace(id) != id:
+			return fmt.Errorf("entry %d %q: want an id of 1 to %d bytes without surrounding spaces", i, clip(id), maxIDBytes)
+		case id == Unfitted && len(ids) > 1:
+			return fmt.Errorf("%q must be the only entry when present", Unfitted)
+		case seen[id]:
+			return fmt.Errorf("entry %d %q repeats an earlier one", i, clip(id))
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// clip cuts an echoed value to 64 bytes.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:64], len(s))
+}
+
+// Clone returns a deep copy of p.
+func (p *Profile) Clone() *Profile {
+	c := *p
+	c.FittedTo = append([]string(nil), p.FittedTo...)
+	c.CUDAGraph.Sizes = append([]int(nil), p.CUDAGraph.Sizes...)
+	return &c
+}
+
+// LoadProfile reads one profile in YAML from r and validates it; name is
+// the file's name in messages. Unknown fields, a missing field, several
+// documents and more than MaxProfileBytes are errors wrapping ErrBadProfile.
+func LoadProfile(r io.Reader, name string) (*Profile, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	if len(data) > MaxProfileBytes {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadProfile, name, MaxProfileBytes)
+	}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s: more than one YAML document", ErrBadProfile, name)
+	}
+	if err := checkComplete(&root); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	dec = yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &p, nil
+}
+
+// profileFields are the keys every profile must set, by section ("" is the
+// top level): a missing key would silently be 0, which is either invalid
+// or (fp8 peak, n½, an overhead) a real but unintended value.
+var profileFields = map[string][]string{
+	"":           {"gpu", "engine", "fitted_to", "notes", "peak", "linear", "attention", "all_reduce", "overhead", "cuda_graph"},
+	"peak":       {"bf16_flops_per_s", "fp8_flops_per_s", "mem_bytes_per_s", "link_bytes_per_s"},
+	"linear":     {"compute_eff_max", "compute_half_tokens", "weight_bw_eff"},
+	"attention":  {"prefill_compute_eff", "kv_bw_eff"},
+	"all_reduce": {"bw_eff", "latency_ns"},
+	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns"},
+	"cuda_graph": {"sizes", "pad_mixed"},
+}
+
+// checkComplete reports the first key of profileFields that root (a
+// decoded document) lacks, with the line of the mapping that lacks it.
+func checkComplete(root *yaml.Node) error {
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
+		return errors.New("want a mapping of gpu, engine, fitted_to, notes, peak, linear, attention, all_reduce, overhead, cuda_graph")
+	}
+	top := root.Content[0]
+	if err := hasKeys(top, "", profileFields[""]); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		sec := top.Content[i].Value
+		keys, ok := profileFields[sec]
+		if !ok || sec == "" {
+			continue
+		}
+		v := top.Content[i+1]
+		if v.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: field %s: want a mapping of %s", v.Line, sec, strings.Join(keys, ", "))
+		}
+		if err := hasKeys(v, sec, keys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasKeys(m *yaml.Node, sec string, keys []string) error {
+	for _, k := range keys {
+		found := false
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			path := k
+			if sec != "" {
+				path = sec + "." + k
+			}
+			return fmt.Errorf("line %d: field %s missing: every parameter must be set (see sim/profiles/*.yaml)", m.Line, path)
+		}
+	}
+	return nil
+}
+
+// WriteYAML writes p as LoadProfile reads it.
+func (p *Profile) WriteYAML(w io.Writer) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(p); err != nil {
+		return fmt.Errorf("sim: write profile: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("sim: write profile: %w", err)
+	}
+	return nil
+}
+
+// UnmarshalYAML reads an engine name, naming the line on error.
+func (k *EngineKind) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: field engine: want one of %s", n.Line, strings.Join(engineNames[:], ", "))
+	}
+	v, err := ParseEngine(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: field engine: %q is not an engine: want one of %s", n.Line, clip(n.Value), strings.Join(engineNames[:], ", "))
+	}
+	*k = v
+	return nil
+}

@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// TestEmbeddedProfiles: every GPU preset has an embedded profile that
+// loads and validates, states what it was fitted to, carries the preset's
+// datasheet peaks, and lists vLLM V1's capture sizes; every engine's
+// derived profile validates too.
+func TestEmbeddedProfiles(t *testing.T) {
+	if got, want := ProfileGPUs(), model.GPUNames(); !slices.Equal(got, want) {
+		t.Fatalf("embedded profiles for %v, want one per GPU preset %v", got, want)
+	}
+	for _, gpu := range ProfileGPUs() {
+		g, err := model.LookupGPU(gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, eng := range []EngineKind{EngineVLLMV1, EngineVLLMV0, EngineSGLang} {
+			p, err := DefaultProfile(strings.ToUpper(gpu), eng)
+			if err != nil {
+				t.Fatalf("%s %v: %v", gpu, eng, err)
+			}
+			if err := p.Validate(); err != nil {
+				t.Errorf("%s %v: %v", gpu, eng, err)
+			}
+			if p.GPU != gpu || p.Engine != eng || len(p.FittedTo) == 0 || p.Notes == "" {
+				t.Errorf("%s %v: gpu %q engine %v fitted_to %v notes %q", gpu, eng, p.GPU, p.Engine, p.FittedTo, p.Notes)
+			}
+			want := PeakRates{BF16FLOPSPerS: g.BF16FLOPS, FP8FLOPSPerS: g.FP8FLOPS, MemBytesPerS: g.MemBandwidth, LinkBytesPerS: g.LinkBandwidth}
+			if p.Peak != want {
+				t.Errorf("%s: peaks %+v, want the preset's %+v", gpu, p.Peak, want)
+			}
+			var sizes []int
+			switch eng {
+			case EngineVLLMV1:
+				sizes = vllmV1GraphSizes()
+			case EngineVLLMV0:
+				sizes = vllmV0GraphSizes()
+			case EngineSGLang:
+				sizes = sglangGraphSizes(g.Capacity)
+			}
+			if !slices.Equal(p.CUDAGraph.Sizes, sizes) || p.CUDAGraph.PadMixed != (eng == EngineVLLMV1) {
+				t.Errorf("%s %v: cuda_graph %+v, want sizes %v", gpu, eng, p.CUDAGraph, sizes)
+			}
+		}
+	}
+	if _, err := DefaultProfile("v100-16g", EngineVLLMV1); !errors.Is(err, ErrNoProfile) || !strings.Contains(err.Error(), "h100-80g") {
+		t.Errorf("unknown GPU: %v, want ErrNoProfile listing the profiles", err)
+	}
+	if _, err := DefaultProfile("../profiles/h100-80g", EngineVLLMV1); !errors.Is(err, ErrNoProfile) {
+		t.Errorf("a path: %v, want ErrNoProfile", err)
+	}
+	// A copy: changing it leaves the next one alone.
+	p, _ := DefaultProfile("h100-80g", EngineVLLMV1)
+	p.CUDAGraph.Sizes[0] = 99
+	if q, _ := DefaultProfile("h100-80g", EngineVLLMV1); q.CUDAGraph.Sizes[0] != 1 {
+		t.Error("DefaultProfile returned shared state")
+	}
+}
+
+// TestEngineGraphSizes pins the capture lists to the engines' sources.
+func TestEngineGraphSizes(t *testing.T) {
+	v1 := vllmV1GraphSizes()
+	// [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16): 3 + 31 + 17.
+	if len(v1) != 51 || v1[3] != 8 || v1[33] != 248 || v1[34] != 256 || v1[50] != 512 {
+		t.Errorf("vLLM V1 sizes %v", v1)
+	}
+	v0 := vllmV0GraphSizes()
+	// [1, 2, 4] + [8 × i for i in 1..32].
+	if len(v0) != 35 || v0[3] != 8 || v0[34] != 256 {
+		t.Errorf("vLLM V0 sizes %v", v0)
+	}
+	// [1, 2, 4, 8] + range(16, 161, 8), and up to 256 above 80 GiB.
+	if s := sglangGraphSizes(81920 << 20); len(s) != 23 || s[22] != 160 {
+		t.Errorf("SGLang sizes at 80 GiB %v", s)
+	}
+	if s := sglangGraphSizes(143771 << 20); len(s) != 35 || s[23] != 168 || s[34] != 256 {
+		t.Errorf("SGLang sizes at 141 GB %v", s)
+	}
+}
+
+// TestProfileRoundTrip: WriteYAML then LoadProfile gives the same profile,
+// for every embedded one and for a hand-made one.
+func TestProfileRoundTrip(t *testing.T) {
+	ps := []*Profile{toyProfile()}
+	withIDs := toyProfile()
+	withIDs.FittedTo = []string{"vllm-paper/fig12a", "lambda/h100-10-prompts"}
+	withIDs.Notes = "line one\nline two: with a colon"
+	withIDs.CUDAGraph = CUDAGraphTerm{}
+	ps = append(ps, withIDs)
+	for _, gpu := range ProfileGPUs() {
+		for _, eng := range []EngineKind{EngineVLLMV1, EngineVLLMV0, EngineSGLang} {
+			p, err := DefaultProfile(gpu, eng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+	}
+	for _, p := range ps {
+		var buf bytes.Buffer
+		if err := p.WriteYAML(&buf); err != nil {
+			t.Fatalf("%s: %v", p.GPU, err)
+		}
+		q, err := LoadProfile(bytes.NewReader(buf.Bytes()), "round-trip.yaml")
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", p.GPU, p.Engine, err, buf.Bytes())
+		}
+		if len(p.CUDAGraph.Sizes) == 0 {
+			p.CUDAGraph.Sizes = nil // an empty flow list reads back as nil
+			q.CUDAGraph.Sizes = nil
+		}
+		if !reflect.DeepEqual(p, q) {
+			t.Errorf("%s %v: round trip changed the profile\nwrote %+v\nread  %+v", p.GPU, p.Engine, p, q)
+		}
+	}
+	bad := toyProfile()
+	bad.Linear.ComputeEffMax = 2
+	if err := bad.WriteYAML(&bytes.Buffer{}); !errors.Is(err, ErrBadProfile) {
+		t.Errorf("WriteYAML of an invalid profile: %v", err)
+	}
+}
+
+// TestProfileValidate: each bad field is refused, naming it.
+func TestProfileValidate(t *testing.T) {
+	tests := []struct {
+		field string
+		set   func(*Profile)
+	}{
+		{"gpu", func(p *Profile) { p.GPU = "" }},
+		{"gpu", func(p *Profile) { p.GPU = strings.Repeat("g", 65) }},
+		{"engine", func(p *Profile) { p.Engine = 9 }},
+		{"fitted_to", func(p *Profile) { p.FittedTo = nil }},
+		{"fitted_to", func(p *Profile) { p.FittedTo = []string{"a", Unfitted} }},
+		{"fitted_to", func(p *Profile) { p.FittedTo = []string{"a", "a"} }},
+		{"fitted_to", func(p *Profile) { p.FittedTo = []string{" a"} }},
+		{"fitted_to", func(p *Profile) { p.FittedTo = []string{""} }},
+		{"notes", func(p *Profile) { p.Notes = strings.Repeat("n", 64<<10+1) }},
+		{"peak.bf16_flops_per_s", func(p *Profile) { p.Peak.BF16FLOPSPerS = 0 }},
+		{"peak.bf16_flops_per_s", func(p *Profile) { p.Peak.BF16FLOPSPerS = 2e18 }},
+		{"peak.fp8_flops_per_s", func(p *Profile) { p.Peak.FP8FLOPSPerS = -1 }},
+		{"peak.fp8_flops_per_s", func(p *Profile) { p.Peak.FP8FLOPSPerS = 1e14 }}, // below the BF16 peak
+		{"peak.mem_bytes_per_s", func(p *Profile) { p.Peak.MemBytesPerS = nan() }},
+		{"peak.link_bytes_per_s", func(p *Profile) { p.Peak.LinkBytesPerS = 0 }},
+		{"linear.compute_eff_max", func(p *Profile) { p.Linear.ComputeEffMax = 1.01 }},
+		{"linear.compute_eff_max", func(p *Profile) { p.Linear.ComputeEffMax = 0 }},
+		{"linear.compute_half_tokens", func(p *Profile) { p.Linear.ComputeHalfTokens = -1 }},
+		{"linear.compute_half_tokens", func(p *Profile) { p.Linear.ComputeHalfTokens = inf() }},
+		{"linear.weight_bw_eff", func(p *Profile) { p.Linear.WeightBWEff = -0.5 }},
+		{"attention.prefill_compute_eff", func(p *Profile) { p.Attention.PrefillComputeEff = 0 }},
+		{"attention.kv_bw_eff", func(p *Profile) { p.Attention.KVBWEff = 3 }},
+		{"all_reduce.bw_eff", func(p *Profile) { p.AllReduce.BWEff = 0 }},
+		{"all_reduce.latency_ns", func(p *Profile) { p.AllReduce.LatencyNs = -1 }},
+		{"overhead.step_ns", func(p *Profile) { p.Overhead.StepNs = 20_000_000_000 }},
+		{"overhead.per_seq_ns", func(p *Profile) { p.Overhead.PerSeqNs = -5 }},
+		{"overhead.eager_per_layer_ns", func(p *Profile) { p.Overhead.EagerPerLayerNs = -1 }},
+		{"cuda_graph.sizes", func(p *Profile) { p.CUDAGraph.Sizes = []int{1, 4, 2} }},
+		{"cuda_graph.sizes", func(p *Profile) { p.CUDAGraph.Sizes = []int{1, 1} }},
+		{"cuda_graph.sizes", func(p *Profile) { p.CUDAGraph.Sizes = []int{0, 1} }},
+		{"cuda_graph.sizes", func(p *Profile) { p.CUDAGraph.Sizes = make([]int, 4097) }},
+	}
+	for _, tt := range tests {
+		p := toyProfile()
+		tt.set(p)
+		err := p.Validate()
+		if !errors.Is(err, ErrBadProfile) || !strings.Contains(err.Error(), tt.field+":") {
+			t.Errorf("%s: error %v, want ErrBadProfile naming the field", tt.field, err)
+		}
+	}
+	if err := toyProfile().Validate(); err != nil {
+		t.Errorf("toy profile: %v", err)
+	}
+}
+
+func nan() float64 { var z float64; return z / z }
+func inf() float64 { var z float64; return 1 / z }
+
+// TestLoadProfileErrors: bad files are refused with the file's name and the
+// line or field.
+func TestLoadProfileErrors(t *testing.T) {
+	good, err := EmbeddedProfileYAML("h100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadProfile(bytes.NewReader(good), "h100.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(old, new string) string {
+		s := string(good)
+		if !strings.Contains(s, old) {
+			t.Fatalf("the embedded profile has no %q", old)
+		}
+		return strings.Replace(s, old, new, 1)
+	}
+	// The line the embedded file sets the engine on.
+	engineLine := fmt.Sprintf("line %d:", 1+strings.Count(string(good[:bytes.Index(good, []byte("\nengine:"))+1]), "\n"))
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		{"empty", "", []string{"my.yaml", "empty file"}},
+		{"not a mapping", "[1, 2]\n", []string{"my.yaml", "want a mapping"}},
+		{"unknown field", edit("  weight_bw_eff: 0.85\n", "  weight_bw_eff: 0.85\n  weight_bw: 1\n"), []string{"my.yaml", "line", "weight_bw"}},
+		{"missing field", edit("  kv_bw_eff: 0.7\n", ""), []string{"my.yaml", "attention.kv_bw_eff missing", "line"}},
+		{"missing section", edit("all_reduce:\n  bw_eff: 0.7\n  latency_ns: 8000\n", ""), []string{"my.yaml", "all_reduce missing"}},
+		{"section not a mapping", edit("overhead:\n", "overhead: 3\nx:\n"), []string{"my.yaml", "field overhead: want a mapping"}},
+		{"bad engine", edit("engine: vllm-v1", "engine: tgi"), []string{"my.yaml", engineLine, "engine", "tgi"}},
+		{"bad number", edit("step_ns: 1700000", "step_ns: fast"), []string{"my.yaml", "line", "fast"}},
+		{"bad value", edit("compute_eff_max: 0.5", "compute_eff_max: 5"), []string{"my.yaml", "linear.compute_eff_max", "5"}},
+		{"two documents", string(good) + "---\ngpu: x\n", []string{"my.yaml", "more than one YAML document"}},
+		{"too large", strings.Repeat("#", MaxProfileBytes+1), []string{"my.yaml", "larger than"}},
+		{"binary", "\x00\x01\x02", []string{"my.yaml"}},
+	}
+	for _, tt := range tests {
+		_, err := LoadProfile(strings.NewReader(tt.text), "my.yaml")
+		if !errors.Is(err, ErrBadProfile) {
+			t.Errorf("%s: error %v, want ErrBadProfile", tt.name, err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", tt.name, err, w)
+			}
+		}
+	}
+}
+
+// FuzzLoadProfile feeds arbitrary bytes to LoadProfile: it never panics,
+// every error wraps ErrBadProfile, and what it accepts validates, writes
+// back and reads back equal.
+//
+//	go test -run '^$' -fuzz FuzzLoadProfile -fuzztime 20s -fuzzminimizetime 2s ./sim/
+//
+// (-fuzzminimizetime: minimizing a 4 KB profile for the default 60 s stalls
+// the run.)
+func FuzzLoadProfile(f *testing.F) {
+	for _, gpu := range []string{"h100-80g", "l40s-48g"} {
+		b, err := EmbeddedProfileYAML(gpu)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("gpu: x\n"))
+	f.Add([]byte("&a [*a, *a]\n"))
+	f.Add([]byte("gpu: toy\nengine: sglang\nfitted_to: [a]\nnotes: ''\npeak: {bf16_flops_per_s: 1, fp8_flops_per_s: 0, mem_bytes_per_s: 1, link_bytes_per_s: 1}\n" +
+		"linear: {compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1}\n" +
+		"all_reduce: {bw_eff: 1, latency_ns: 0}\noverhead: {step_ns: 0, per_seq_ns: 0, eager_per_layer_ns: 0}\ncuda_graph: {sizes: [], pad_mixed: false}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := LoadProfile(bytes.NewReader(data), "fuzz.yaml")
+		if err != nil {
+			if !errors.Is(err, ErrBadProfile) {
+				t.Fatalf("error %v does not wrap ErrBadProfile", err)
+			}
+			return
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("accepted a profile that does not validate: %v", err)
+		}
+		var buf bytes.Buffer
+		if err := p.WriteYAML(&buf); err != nil {
+			t.Fatal(err)
+		}
+		q, err := LoadProfile(&buf, "again.yaml")
+		if err != nil {
+			t.Fatalf("written profile does not read back: %v\n%s", err, buf.Bytes())
+		}
+		if len(p.CUDAGraph.Sizes) == 0 {
+			p.CUDAGraph.Sizes, q.CUDAGraph.Sizes = nil, nil
+		}
+		if !reflect.DeepEqual(p, q) {
+			t.Fatalf("round trip changed the profile\n%+v\n%+v", p, q)
+		}
+		// Any valid profile times any step without panicking or a
+		// non-positive time.
+		if b := p.StepTime(toyShape(), Step{PrefillTokens: 10, PrefillSeqs: 1, PrefillPairs: 55, Sampled: 1}); b.TotalNs < 1 {
+			t.Fatalf("step time %d", b.TotalNs)
+		}
+	})
+}

@@ -1,0 +1,280 @@
+// The step-time model of a Profile: one step's time as a sum of terms that
+// can each be calibrated. See profile.go for the parameters and their
+// units, and doc.go for where a step's time is used.
+
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// Shape is what the step-time model needs of a model on one GPU of its
+// tensor-parallel group: FLOPs and bytes per unit of work. NewShape
+// derives it; calibration code may build one by hand.
+type Shape struct {
+	Layers int // decoder layers
+	Hidden int // hidden size (the all-reduced activation width)
+	TP     int // tensor-parallel degree
+
+	// LinearFLOPsPerToken is 2 × (active parameters − lm_head) ÷ tp: every
+	// computed token passes through the projections and MLPs.
+	LinearFLOPsPerToken float64
+	// HeadFLOPsPerRow is 2 × vocab × hidden ÷ tp: lm_head runs only on the
+	// sampled positions (vLLM computes logits at logits_indices).
+	HeadFLOPsPerRow float64
+	// AttnFLOPsPerPair is 4 × layers × heads ÷ tp × head dim: QKᵀ and AV
+	// for one (query, key) pair.
+	AttnFLOPsPerPair float64
+	// DenseWeightBytes are the weights every step reads, per GPU: all but
+	// lookup-only tables (an untied input embedding, OPT's positions),
+	// which a step gathers a few rows of, and the routed experts.
+	DenseWeightBytes float64
+	// ExpertBytes are all routed experts' weights per GPU (0 for a dense
+	// model); a step reads the share its tokens are routed to.
+	ExpertBytes float64
+	// ExpertShare is experts per token ÷ routed experts (0 for dense).
+	ExpertShare float64
+	// KVBytesPerToken is one token's K and V over all layers, per GPU.
+	KVBytesPerToken float64
+	// ActBytes is the size of one activation element (2: bf16/fp16).
+	ActBytes float64
+	// FP8 says the weights are FP8, so the linear layers run at the FP8
+	// peak where the GPU has one.
+	FP8 bool
+}
+
+// NewShape derives the Shape of m (with its WeightDType) at tensor
+// parallelism tp with KV elements of type kv. m must pass Validate and
+// ValidateTP(tp).
+func NewShape(m model.Model, tp int, kv model.DType) Shape {
+	t := float64(tp)
+	wb := float64(m.WeightDType.Bits()) / 8
+	active := float64(m.ActiveParams())
+	head := float64(m.Vocab) * float64(m.Hidden)
+	var routed, share float64
+	if e := m.MoE; e != nil && e.Experts > 0 {
+		perExpert := 3 * float64(m.Hidden) * float64(e.ExpertIntermediate)
+		routed = float64(m.Layers-e.DenseLayers) * float64(e.Experts) * perExpert
+		share = float64(e.ExpertsPerToken) / float64(e.Experts)
+	}
+	inactive := routed * (1 - share)
+	lookup := max(0, float64(m.Params)-active-inactive)
+	dense := max(0, float64(m.Params)-lookup-routed)
+	return Shape{
+		Layers: m.Layers, Hidden: m.Hidden, TP: tp,
+		LinearFLOPsPerToken: 2 * max(0, active-head) / t,
+		HeadFLOPsPerRow:     2 * head / t,
+		AttnFLOPsPerPair:    4 * float64(m.Layers) * float64(max(1, m.Heads/tp)) * float64(m.HeadDim),
+		DenseWeightBytes:    dense * wb / t,
+		ExpertBytes:         routed * wb / t,
+		ExpertShare:         share,
+		KVBytesPerToken:     float64(m.KVBytesPerToken(kv, tp)),
+		ActBytes:            2,
+		FP8:                 m.WeightDType == model.FP8E4M3 || m.WeightDType == model.FP8E5M2,
+	}
+}
+
+// Step is one step's work, as the engine composes it (schedule.go) or as a
+// calibration replays it.
+type Step struct {
+	PrefillTokens int64   // prompt tokens computed, over all chunks
+	PrefillSeqs   int64   // sequences with a prefill chunk
+	PrefillPairs  float64 // Σ causal (query, key) pairs of the chunks
+	DecodeSeqs    int64   // sequences decoding one token (each sample of a request is one)
+	DecodeContext float64 // Σ tokens the decodes attend to (their KV read)
+	Sampled       int64   // positions sampled: rows through lm_head
+	CopiedBytes   int64   // KV bytes copied (reallocations, copy-on-write)
+}
+
+// AddPrefill adds a chunk of n prompt tokens after done tokens already in
+// the KV cache; samples is the rows the chunk samples: 0 for a chunk that
+// does not end the prompt, else the request's parallel samples (1 usually).
+func (s *Step) AddPrefill(done, n int64, samples int64) {
+	s.PrefillTokens += n
+	s.PrefillSeqs++
+	a, b := float64(done), float64(done+n)
+	// Σ_{c=done+1}^{done+n} c: query token c attends to c keys (causal).
+	s.PrefillPairs += (b*(b+1) - a*(a+1)) / 2
+	s.Sampled += samples
+}
+
+// AddDecode adds one token for each of samples sequences whose context is
+// ctx tokens.
+func (s *Step) AddDecode(ctx, samples int64) {
+	s.DecodeSeqs += samples
+	s.DecodeContext += float64(ctx * samples)
+	s.Sampled += samples
+}
+
+// Tokens is the step's computed tokens (prefill and decode).
+func (s Step) Tokens() int64 { return s.PrefillTokens + s.DecodeSeqs }
+
+// Breakdown is a step's time per term, in ns. TotalNs is what the engine
+// advances its clock by: the sum of the terms rounded up, at least 1.
+type Breakdown struct {
+	LinearNs           float64 `json:"linear_ns" yaml:"linear_ns"`                       // projections, MLPs and lm_head: max(compute, weight reads)
+	PrefillAttentionNs float64 `json:"prefill_attention_ns" yaml:"prefill_attention_ns"` // causal attention FLOPs of the prefill chunks
+	KVNs               float64 `json:"kv_ns" yaml:"kv_ns"`                               // KV reads of the decodes and KV writes of every token
+	AllReduceNs        float64 `json:"all_reduce_ns" yaml:"all_reduce_ns"`               // tensor-parallel all-reduces (0 at tp 1)
+	CopyNs             float64 `json:"copy_ns" yaml:"copy_ns"`                           // KV copies, read and written
+	OverheadNs         float64 `json:"overhead_ns" yaml:"overhead_ns"`                   // per step, per sequence and, outside full CUDA graphs, launches
+	TotalNs            int64   `json:"total_ns" yaml:"total_ns"`
+
+	Graph        bool  `json:"graph" yaml:"graph"`                 // the step ran as a full CUDA graph
+	LinearTokens int64 `json:"linear_tokens" yaml:"linear_tokens"` // tokens the linear layers ran on, padding included
+	ComputeBound bool  `json:"compute_bound" yaml:"compute_bound"` // the linear layers' compute exceeded their weight reads
+}
+
+// StepModel is a Profile compiled for one Shape: the step time's
+// coefficients folded, so Time costs a few dozen floating-point
+// operations. Build it with Profile.Compile; it is read-only and may be
+// shared.
+type StepModel struct {
+	layers float64
+	tp     int
+
+	linNsPerTok   float64 // ns per linear token at the efficiency ceiling
+	headNsPerRow  float64 // ns per lm_head row at the ceiling
+	halfTokens    float64 // n½ of the compute efficiency
+	denseNs       float64 // ns to read the dense weights
+	expertNs      float64 // ns to read every routed expert
+	expertKeep    float64 // 1 − ExpertShare: the chance one token misses an expert
+	moe           bool    // ExpertBytes > 0
+	attnNsPerPair float64 // ns per prefill (query, key) pair
+	kvNsPerTok    float64 // ns per KV token read or written
+	copyNsPerByte float64 // ns per copied byte (read and written)
+
+	arNsPerTok float64 // all-reduce ns per linear token (both calls of every layer)
+	arFixedNs  float64 // all-reduce latency per step (2 calls per layer)
+
+	stepNs, perSeqNs, eagerNs float64
+
+	sizes    []int // CUDA-graph capture sizes, ascending (shared, read-only)
+	padMixed bool
+}
+
+// Compile folds p's parameters with s's sizes. p must pass Validate, s
+// must have TP ≥ 1 and positive Layers.
+func (p *Profile) Compile(s Shape) *StepModel {
+	bf16 := p.Peak.BF16FLOPSPerS
+	linPeak := bf16
+	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
+		linPeak = p.Peak.FP8FLOPSPerS
+	}
+	// ns = FLOPs ÷ (FLOP/s × efficiency) × 1e9.
+	linCeil := linPeak * p.Linear.ComputeEffMax / 1e9
+	wbw := p.Peak.MemBytesPerS * p.Linear.WeightBWEff / 1e9
+	m := &StepModel{
+		layers:        float64(s.Layers),
+		tp:            s.TP,
+		linNsPerTok:   s.LinearFLOPsPerToken / linCeil,
+		headNsPerRow:  s.HeadFLOPsPerRow / linCeil,
+		halfTokens:    p.Linear.ComputeHalfTokens,
+		denseNs:       s.DenseWeightBytes / wbw,
+		expertNs:      s.ExpertBytes / wbw,
+		expertKeep:    1 - s.ExpertShare,
+		moe:           s.ExpertBytes > 0,
+		attnNsPerPair: s.AttnFLOPsPerPair / (bf16 * p.Attention.PrefillComputeEff / 1e9),
+		kvNsPerTok:    s.KVBytesPerToken / (p.Peak.MemBytesPerS * p.Attention.KVBWEff / 1e9),
+		copyNsPerByte: 2 / wbw,
+		stepNs:        float64(p.Overhead.StepNs),
+		perSeqNs:      float64(p.Overhead.PerSeqNs),
+		eagerNs:       float64(p.Overhead.EagerPerLayerNs) * float64(s.Layers),
+		sizes:         p.CUDAGraph.Sizes,
+		padMixed:      p.CUDAGraph.PadMixed,
+	}
+	if s.TP > 1 {
+		t := float64(s.TP)
+		calls := 2 * float64(s.Layers) // after attention and after the MLP
+		ring := 2 * (t - 1) / t        // a ring all-reduce sends and receives this share of the buffer
+		link := p.Peak.LinkBytesPerS * p.AllReduce.BWEff / 1e9
+		m.arNsPerTok = calls * ring * float64(s.Hidden) * s.ActBytes / link
+		m.arFixedNs = calls * float64(p.AllReduce.LatencyNs)
+	}
+	return m
+}
+
+// StepTime is the time of one step of st for a model of shape s, per
+// term. It compiles p each call; the engine and a calibration's inner loop
+// keep the StepModel of Compile instead.
+func (p *Profile) StepTime(s Shape, st Step) Breakdown { return p.Compile(s).Time(st) }
+
+// padded returns the capture size a step of n tokens runs at, and whether
+// one holds it (n ≤ the largest size).
+func (m *StepModel) padded(n int64) (int64, bool) {
+	if len(m.sizes) == 0 || n > int64(m.sizes[len(m.sizes)-1]) {
+		return n, false
+	}
+	i, _ := slices.BinarySearch(m.sizes, int(n))
+	return int64(m.sizes[i]), true
+}
+
+// Time is the time of one step, per term:
+//
+//	linear     max(compute, weights):
+//	           compute = (n + n½) × linear ns per token + (s + n½) × lm_head ns per row (s > 0)
+//	             (FLOPs ÷ (peak × eff(n)) with eff(n) = eff_max × n ÷ (n + n½): a
+//	             GEMM's efficiency saturates in its row count)
+//	           weights = dense ÷ (bw × eff_w) + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
+//	             (every expert some token is routed to, uniform routing)
+//	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
+//	kv         (decode context + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
+//	all-reduce 2 × layers × (latency + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
+//	copy       2 × copied bytes ÷ (bw × eff_w)
+//	overhead   step + per sequence × sequences + (not a full graph) per layer × layers
+//
+// n is the step's tokens, padded to the next CUDA-graph capture size for a
+// pure-decode step (and, with PadMixed, any step) of at most the largest
+// size; s is the sampled rows. Only pure-decode steps within the sizes run
+// as full graphs. The terms add up: kernels of one step run one after
+// another on the GPU, and the CPU work in the overheads is not overlapped
+// with them (vLLM V1's async scheduling, which overlaps them, is not
+// modelled).
+func (m *StepModel) Time(st Step) Breakdown {
+	n := st.Tokens()
+	var b Breakdown
+	pureDecode := st.PrefillTokens == 0
+	if n > 0 && (pureDecode || m.padMixed) {
+		var in bool
+		n, in = m.padded(n)
+		b.Graph = in && pureDecode
+	}
+	b.LinearTokens = n
+	if n > 0 {
+		nf := float64(n)
+		compute := (nf + m.halfTokens) * m.linNsPerTok
+		if st.Sampled > 0 {
+			compute += (float64(st.Sampled) + m.halfTokens) * m.headNsPerRow
+		}
+		weights := m.denseNs
+		if m.moe {
+			weights += m.expertNs * (1 - math.Pow(m.expertKeep, nf))
+		}
+		b.LinearNs = max(compute, weights)
+		b.ComputeBound = compute > weights
+		if m.tp > 1 {
+			b.AllReduceNs = m.arFixedNs + nf*m.arNsPerTok
+		}
+	}
+	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair
+	b.KVNs = (st.DecodeContext + float64(st.Tokens())) * m.kvNsPerTok
+	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
+	b.OverheadNs = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+	if !b.Graph {
+		b.OverheadNs += m.eagerNs
+	}
+	t := b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
+	b.TotalNs = max(int64(math.Ceil(t)), 1)
+	return b
+}
+
+// String is a one-line summary of b in ms, for tests and messages.
+func (b Breakdown) String() string {
+	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms (graph %v)",
+		float64(b.TotalNs)/1e6, b.LinearNs/1e6, b.LinearTokens, b.PrefillAttentionNs/1e6, b.KVNs/1e6,
+		b.AllReduceNs/1e6, b.CopyNs/1e6, b.OverheadNs/1e6, b.Graph)
+}

@@ -1,0 +1,315 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// toyProfile has round numbers so that every term can be worked out by
+// hand (the tests write the arithmetic):
+//
+//	linear ceiling  1e15 FLOP/s × 0.5 = 5e5 FLOP/ns (FP8: 1e6 FLOP/ns)
+//	weight reads    1e12 B/s × 0.5 = 500 B/ns
+//	prefill attn    1e15 × 0.25 = 2.5e5 FLOP/ns
+//	KV traffic      1e12 × 0.25 = 250 B/ns
+//	all-reduce      1e11 × 0.5 = 50 B/ns, 1 µs a call
+//	overheads       1 ms a step, 10 µs a sequence, 1 µs a layer outside full graphs
+//	graph sizes     1, 2, 4, 8
+func toyProfile() *Profile {
+	return &Profile{
+		GPU: "toy", Engine: EngineVLLMV1, FittedTo: []string{Unfitted}, Notes: "toy",
+		Peak:      PeakRates{BF16FLOPSPerS: 1e15, FP8FLOPSPerS: 2e15, MemBytesPerS: 1e12, LinkBytesPerS: 1e11},
+		Linear:    LinearTerm{ComputeEffMax: 0.5, ComputeHalfTokens: 100, WeightBWEff: 0.5},
+		Attention: AttentionTerm{PrefillComputeEff: 0.25, KVBWEff: 0.25},
+		AllReduce: AllReduceTerm{BWEff: 0.5, LatencyNs: 1000},
+		Overhead:  OverheadTerm{StepNs: 1_000_000, PerSeqNs: 10_000, EagerPerLayerNs: 1000},
+		CUDAGraph: CUDAGraphTerm{Sizes: []int{1, 2, 4, 8}},
+	}
+}
+
+// toyShape: 2 layers, hidden 1000, 1e9 linear FLOPs a token, 1e8 lm_head
+// FLOPs a row, 1e4 attention FLOPs a pair, 1 GB of dense weights, 10 KB of
+// KV a token. So (ns):
+//
+//	linear    2,000 a token at the ceiling, lm_head 200 a row, weights 2e6
+//	prefill   1e4 ÷ 2.5e5 = 0.04 a pair
+//	KV        1e4 ÷ 250 = 40 a token
+func toyShape() Shape {
+	return Shape{Layers: 2, Hidden: 1000, TP: 1, LinearFLOPsPerToken: 1e9, HeadFLOPsPerRow: 1e8,
+		AttnFLOPsPerPair: 1e4, DenseWeightBytes: 1e9, KVBytesPerToken: 1e4, ActBytes: 2}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
+
+func TestStepTimeTerms(t *testing.T) {
+	decode := func(seqs, ctx int64) Step {
+		var s Step
+		for range seqs {
+			s.AddDecode(ctx, 1)
+		}
+		return s
+	}
+	prefill := func(done, n int64) Step {
+		var s Step
+		s.AddPrefill(done, n, 1)
+		return s
+	}
+	tests := []struct {
+		name    string
+		prof    func(*Profile)
+		shape   func(*Shape)
+		step    Step
+		want    Breakdown
+		wantTot int64
+	}{
+		{
+			// 3 decodes at context 100, padded to the graph of 4:
+			// compute (4+100)×2000 + (3+100)×200 = 228,600 < weights 2e6;
+			// KV (300 context + 3 written)×40 = 12,120;
+			// overhead 1e6 + 3×1e4 (a full graph: no launches).
+			name: "decode under a graph", step: decode(3, 100),
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, OverheadNs: 1_030_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_042_120,
+		},
+		{
+			// 9 decodes: above the largest size (8), eager and unpadded:
+			// compute (9+100)×2000 + 109×200 = 239,800 < 2e6;
+			// KV (900 + 9)×40 = 36,360; overhead 1e6 + 9e4 + 2 layers × 1000.
+			name: "decode above the graphs", step: decode(9, 100),
+			want:    Breakdown{LinearNs: 2e6, KVNs: 36_360, OverheadNs: 1_092_000, LinearTokens: 9},
+			wantTot: 3_128_360,
+		},
+		{
+			// A 1,000-token prompt: compute (1000+100)×2000 + (1+100)×200 =
+			// 2,220,200 > 2e6 (compute bound); pairs 1000×1001/2 = 500,500
+			// × 0.04 = 20,020; KV 1000 written × 40 = 40,000; overhead
+			// 1e6 + 1e4 + 2,000 (eager).
+			name: "prefill", step: prefill(0, 1000),
+			want: Breakdown{LinearNs: 2_220_200, PrefillAttentionNs: 20_020, KVNs: 40_000, OverheadNs: 1_012_000,
+				LinearTokens: 1000, ComputeBound: true},
+			wantTot: 3_292_220,
+		},
+		{
+			// A second chunk of 500 after 1,000: pairs Σ_{1001}^{1500} c =
+			// (1500×1501 − 1000×1001)/2 = 625,250 × 0.04 = 25,010; no
+			// sample, so no lm_head: compute (500+100)×2000 = 1.2e6 < 2e6;
+			// KV 500 × 40 = 20,000.
+			name: "later chunk", step: func() Step { var s Step; s.AddPrefill(1000, 500, 0); return s }(),
+			want:    Breakdown{LinearNs: 2e6, PrefillAttentionNs: 25_010, KVNs: 20_000, OverheadNs: 1_012_000, LinearTokens: 500},
+			wantTot: 3_057_010,
+		},
+		{
+			// PadMixed: a 3-token prefill is padded to 4 but is no full graph.
+			// compute (4+100)×2000 + 101×200 = 228,200 < 2e6; pairs 6 × 0.04;
+			// KV 3 × 40; overhead 1e6 + 1e4 + 2,000.
+			name: "mixed padded", prof: func(p *Profile) { p.CUDAGraph.PadMixed = true }, step: prefill(0, 3),
+			want:    Breakdown{LinearNs: 2e6, PrefillAttentionNs: 0.24, KVNs: 120, OverheadNs: 1_012_000, LinearTokens: 4},
+			wantTot: 3_012_121, // ceil(3,012,120.24)
+		},
+		{
+			// TP 2: 2 layers × 2 calls = 4 all-reduces of 4 padded tokens:
+			// 4 × 1000 ns + 4 × 2(2−1)/2 × 4 tokens × 1000 × 2 B ÷ 50 B/ns =
+			// 4,000 + 640.
+			name: "all-reduce", shape: func(s *Shape) { s.TP = 2 }, step: decode(3, 100),
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, AllReduceNs: 4_640, OverheadNs: 1_030_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_046_760,
+		},
+		{
+			// MoE: 1 GB of routed experts, 1 of 4 per token. 1 token reads
+			// 2e6 × (1 − 0.75) = 5e5 ns of experts beside the 2e6 dense.
+			name: "experts, one token", shape: func(s *Shape) { s.ExpertBytes, s.ExpertShare = 1e9, 0.25 }, step: decode(1, 0),
+			want:    Breakdown{LinearNs: 2.5e6, KVNs: 40, OverheadNs: 1_010_000, Graph: true, LinearTokens: 1},
+			wantTot: 3_510_040,
+		},
+		{
+			// 2 tokens: 2e6 × (1 − 0.75²) = 875,000; KV 2 × 40.
+			name: "experts, two tokens", shape: func(s *Shape) { s.ExpertBytes, s.ExpertShare = 1e9, 0.25 }, step: decode(2, 0),
+			want:    Breakdown{LinearNs: 2.875e6, KVNs: 80, OverheadNs: 1_020_000, Graph: true, LinearTokens: 2},
+			wantTot: 3_895_080,
+		},
+		{
+			// FP8 weights at the FP8 peak: 1,000 ns a token, 100 a row:
+			// compute (1000+100)×1000 + 101×100 = 1,110,100 < 2e6.
+			name: "fp8 prefill", shape: func(s *Shape) { s.FP8 = true }, step: prefill(0, 1000),
+			want:    Breakdown{LinearNs: 2e6, PrefillAttentionNs: 20_020, KVNs: 40_000, OverheadNs: 1_012_000, LinearTokens: 1000},
+			wantTot: 3_072_020,
+		},
+		{
+			// FP8 weights on a GPU without FP8 math: BF16 speed.
+			name: "fp8 without fp8 peak", prof: func(p *Profile) { p.Peak.FP8FLOPSPerS = 0 }, shape: func(s *Shape) { s.FP8 = true },
+			step: prefill(0, 1000),
+			want: Breakdown{LinearNs: 2_220_200, PrefillAttentionNs: 20_020, KVNs: 40_000, OverheadNs: 1_012_000,
+				LinearTokens: 1000, ComputeBound: true},
+			wantTot: 3_292_220,
+		},
+		{
+			// 1 MB copied: read and written, 2e6 B ÷ 500 B/ns = 4,000 ns.
+			name: "copy", step: func() Step { s := decode(1, 0); s.CopiedBytes = 1e6; return s }(),
+			want:    Breakdown{LinearNs: 2e6, KVNs: 40, CopyNs: 4000, OverheadNs: 1_010_000, Graph: true, LinearTokens: 1},
+			wantTot: 3_014_040,
+		},
+		{
+			// No graphs at all: a single decode runs eagerly.
+			name: "no graphs", prof: func(p *Profile) { p.CUDAGraph.Sizes = nil }, step: decode(1, 0),
+			want:    Breakdown{LinearNs: 2e6, KVNs: 40, OverheadNs: 1_012_000, LinearTokens: 1},
+			wantTot: 3_012_040,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, s := toyProfile(), toyShape()
+			if tt.prof != nil {
+				tt.prof(p)
+			}
+			if tt.shape != nil {
+				tt.shape(&s)
+			}
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got := p.StepTime(s, tt.step)
+			w := tt.want
+			w.TotalNs = tt.wantTot
+			if !near(got.LinearNs, w.LinearNs) || !near(got.PrefillAttentionNs, w.PrefillAttentionNs) ||
+				!near(got.KVNs, w.KVNs) || !near(got.AllReduceNs, w.AllReduceNs) || !near(got.CopyNs, w.CopyNs) ||
+				!near(got.OverheadNs, w.OverheadNs) || got.TotalNs != w.TotalNs || got.Graph != w.Graph ||
+				got.LinearTokens != w.LinearTokens || got.ComputeBound != w.ComputeBound {
+				t.Errorf("got  %+v\nwant %+v", got, w)
+			}
+		})
+	}
+}
+
+// TestNewShapeLlama3 checks the shape of Llama-3-8B by hand: 8,030,261,248
+// parameters, of which the untied input embedding 128,256 × 4,096 =
+// 525,336,576 is lookup-only and lm_head is as large.
+func TestNewShapeLlama3(t *testing.T) {
+	m, err := model.Preset("llama-3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewShape(m, 1, model.BF16)
+	const params, emb = 8_030_261_248, 525_336_576
+	want := Shape{Layers: 32, Hidden: 4096, TP: 1,
+		LinearFLOPsPerToken: 2 * (params - emb - emb), // active (params − lookup) less lm_head: 13,959,176,192
+		HeadFLOPsPerRow:     2 * emb,
+		AttnFLOPsPerPair:    4 * 32 * 32 * 128,    // 524,288
+		DenseWeightBytes:    2 * (params - emb),   // bf16, embedding table not read: 15,009,849,344 B
+		KVBytesPerToken:     2 * 32 * 8 * 128 * 2, // 131,072
+		ActBytes:            2}
+	if s != want {
+		t.Fatalf("shape\n got %+v\nwant %+v", s, want)
+	}
+	// TP 2 halves every per-GPU figure but the attention pairs' heads
+	// (32 ÷ 2 = 16) and the KV (8 ÷ 2 = 4 KV heads).
+	s2 := NewShape(m, 2, model.FP8E4M3)
+	if s2.LinearFLOPsPerToken != want.LinearFLOPsPerToken/2 || s2.DenseWeightBytes != want.DenseWeightBytes/2 ||
+		s2.AttnFLOPsPerPair != 4*32*16*128 || s2.KVBytesPerToken != 2*32*4*128 || s2.FP8 {
+		t.Errorf("tp 2, fp8 KV: %+v", s2)
+	}
+	// int4 weights: a quarter of the bf16 bytes, the same FLOPs.
+	m.WeightDType = model.INT4
+	s4 := NewShape(m, 1, model.BF16)
+	if s4.DenseWeightBytes != want.DenseWeightBytes/4 || s4.LinearFLOPsPerToken != want.LinearFLOPsPerToken || s4.FP8 {
+		t.Errorf("int4: %+v", s4)
+	}
+	m.WeightDType = model.FP8E4M3
+	if s8 := NewShape(m, 1, model.BF16); !s8.FP8 || s8.DenseWeightBytes != want.DenseWeightBytes/2 {
+		t.Errorf("fp8: %+v", s8)
+	}
+}
+
+// TestNewShapeTiedAndMoE: a tied embedding is both the lookup table and
+// lm_head, so it is read every step; DeepSeek-V3's routed experts are read
+// by share.
+func TestNewShapeTiedAndMoE(t *testing.T) {
+	m, err := model.Preset("llama-3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.TiedEmbeddings = true
+	m.Params, err = model.EstimateParams(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const emb = 525_336_576
+	s := NewShape(m, 1, model.BF16)
+	// Params = 8,030,261,248 − emb; nothing is lookup-only.
+	if want := 2 * float64(8_030_261_248-emb); s.DenseWeightBytes != want {
+		t.Errorf("tied: dense bytes %g, want %g", s.DenseWeightBytes, want)
+	}
+	if want := 2 * float64(8_030_261_248-2*emb); s.LinearFLOPsPerToken != want {
+		t.Errorf("tied: linear FLOPs %g, want %g", s.LinearFLOPsPerToken, want)
+	}
+
+	d, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := NewShape(d, 1, model.FP8E4M3)
+	// 58 MoE layers × 256 experts × 3 × 7,168 × 2,048 = 653,908,770,816
+	// routed parameters, fp8 (1 B each); 8 of 256 per token.
+	if ds.ExpertBytes != 653_908_770_816 || ds.ExpertShare != 8.0/256 || !ds.FP8 {
+		t.Errorf("deepseek-v3: experts %g B, share %g, fp8 %v", ds.ExpertBytes, ds.ExpertShare, ds.FP8)
+	}
+	// Dense + the routed share a token visits is the active parameter count.
+	if got, want := ds.DenseWeightBytes+ds.ExpertBytes*ds.ExpertShare, float64(d.ActiveParams()); math.Abs(got-want) > 1 {
+		t.Errorf("deepseek-v3: dense + visited experts = %g, want the active %g", got, want)
+	}
+}
+
+// TestStepWorkToStep: the engine's sums map onto the Profile's Step, and
+// the decode-run fast path's work (no prefill fields) is all decode.
+func TestStepWorkToStep(t *testing.T) {
+	var w stepWork
+	w.prefill(0, 10) // 55 pairs
+	w.sampled++
+	w.decode(100, 2) // 2 samples at context 100: 200 pairs
+	w.copied = 7
+	got := w.step()
+	want := Step{PrefillTokens: 10, PrefillSeqs: 1, PrefillPairs: 55, DecodeSeqs: 2, DecodeContext: 200, Sampled: 3, CopiedBytes: 7}
+	if got != want {
+		t.Errorf("step %+v, want %+v", got, want)
+	}
+	var s Step
+	s.AddPrefill(0, 10, 1)
+	s.AddDecode(100, 2)
+	s.CopiedBytes = 7
+	if s != want {
+		t.Errorf("AddPrefill/AddDecode %+v, want %+v", s, want)
+	}
+	fast := stepWork{tokens: 4, sampled: 4, attnPairs: 400, kvRead: 400}
+	if got := fast.step(); got != (Step{DecodeSeqs: 4, DecodeContext: 400, Sampled: 4}) {
+		t.Errorf("decode-run work %+v", got)
+	}
+}
+
+// TestCostModelUsesProfile: with Config.Profile the engine's step time is
+// the Profile model's total; without, the roofline's (unchanged: 3 ms
+// overhead on the toy GPU, whose FLOP costs 2 fs and byte 1.25 ps).
+func TestCostModelUsesProfile(t *testing.T) {
+	c := tinyConfig(64 << 20)
+	var w stepWork
+	w.decode(100, 1)
+	w.sampled = 1
+	roof := newCostModel(c)
+	// Roofline: 2 × 792,576 active FLOPs + 100 pairs × 8,192 = 2.4e6 FLOPs
+	// (4.8 ns) against 2 MiB of weights + (100 read + 1 written) × 8 KiB of
+	// KV = 2,924,544 B × 1.25 ps = 3,655.68 ns: bandwidth bound, 3,656 ns
+	// rounded up, + 3 ms.
+	if got := roof.stepTime(w); got != 3_003_656 {
+		t.Errorf("roofline step %d ns, want 3,003,656", got)
+	}
+	c.Profile = toyProfile()
+	cfg, err := c.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := newCostModel(cfg)
+	want := c.Profile.StepTime(NewShape(cfg.Model, 1, cfg.KVDType), w.step()).TotalNs
+	if got := cm.stepTime(w); got != want || got == roof.stepTime(w) {
+		t.Errorf("profile step %d ns, want %d (and not the roofline's)", got, want)
+	}
+}
