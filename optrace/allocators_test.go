@@ -34,7 +34,7 @@ func requireAllocators(tb testing.TB) {
 }
 
 // BenchmarkReplay replays a synthetic LLM-serving trace (package synth) of
-// ops operations through all six allocators with default settings, the work
+// ops operations through every allocator (spec.Names) with default settings, the work
 // of `gpufrag replay` on such a trace. Run as
 //
 //	go test ./optrace -run '^$' -bench BenchmarkReplay -benchmem -count 6

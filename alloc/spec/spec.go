@@ -35,6 +35,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/arena"
 	"github.com/gpufrag/gpufrag/alloc/async"
+	"github.com/gpufrag/gpufrag/alloc/buddy"
 	"github.com/gpufrag/gpufrag/alloc/caching"
 	"github.com/gpufrag/gpufrag/alloc/direct"
 	"github.com/gpufrag/gpufrag/alloc/sizeclass"
@@ -107,6 +108,9 @@ var Kinds = []Kind{
 	entry(Kind{Name: arena.Name, Summary: "one pre-reserved pool (fraction of free memory or a size), best fit with coalescing",
 		Example: "arena:0.9", Caps: Caps{Relocates: true}},
 		arena.ParseConfig, arena.New, nil),
+	entry(Kind{Name: buddy.Name, Summary: "one pre-reserved pool (fraction of free memory or a size) cut into power-of-two blocks, split and merged with their buddy (the vLLM paper's Orca baselines)",
+		Example: "buddy:0.9,min:4KiB"},
+		buddy.ParseConfig, buddy.New, nil),
 	entry(Kind{Name: async.Name, Summary: "stream-ordered pool in the manner of cudaMallocAsync, with a release threshold",
 		Example: "async:release_threshold:1GiB", Caps: Caps{Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
 		async.ParseConfig, async.New, func(async.Config) argFacts { return argFacts{mapsPages: true} }),

@@ -82,7 +82,7 @@ Start with:
   gpufrag analyze FILE     why a PyTorch memory snapshot is fragmented
   gpufrag defrag FILE      what a compaction of it would move and cost
   gpufrag cluster simulate placement policies on a cluster trace
-  gpufrag replay           an allocation trace through all six allocators`
+  gpufrag replay           an allocation trace through all seven allocators`
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{

@@ -143,7 +143,7 @@ func TestErrors(t *testing.T) {
 		{"other over capacity", "", []string{"replay", "--capacity", "1GiB", "--other", "2GiB"}, 2,
 			"gpufrag: --capacity 1GiB, --other 2GiB: mem: bad device configuration: other use 2GiB must be between 0 and the capacity 1GiB\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown allocator", "", []string{"replay", "--alloc", "direct", "--alloc", "tlsf"}, 2,
-			`gpufrag: --alloc: alloc: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, async, direct, vmm)` +
+			`gpufrag: --alloc: alloc: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, buddy, async, direct, vmm)` +
 				"\nRun 'gpufrag replay --help' for usage.\n"},
 		{"empty allocator list", "", []string{"replay", "--alloc", ","}, 2,
 			"gpufrag: --alloc: alloc: bad allocator spec: empty allocator list\nRun 'gpufrag replay --help' for usage.\n"},
@@ -280,10 +280,10 @@ func TestReplayReport(t *testing.T) {
 }
 
 // TestReplayExample runs the README's first command: the embedded example
-// through all six allocators.
+// through all seven allocators.
 func TestReplayExample(t *testing.T) {
 	if invariants.Enabled && testing.Short() {
-		t.Skip("5,000 ops through six allocators with every self-check on takes minutes under -race -short; the other CI steps run it")
+		t.Skip("5,000 ops through seven allocators with every self-check on takes minutes under -race -short; the other CI steps run it")
 	}
 	needAllocators(t)
 	code, out, errs := run(t, "", "replay")

@@ -30,7 +30,7 @@ func newReplay() *cobra.Command {
 		Use:   "replay [OPS]",
 		Short: "Replay an allocation op trace through allocators and compare them",
 		Long:  replayLong(),
-		Example: `  # The embedded example through all six allocators:
+		Example: `  # The embedded example through all seven allocators:
   gpufrag replay
 
   # Your trace, PyTorch's allocator with and without expandable segments:
@@ -88,11 +88,11 @@ its id are skipped and counted.
 
 `)
 	sb.WriteString(wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76))
-	sb.WriteString(`
+	fmt.Fprintf(&sb, `
 
-Allocators (--alloc SPEC, where SPEC is NAME[:SETTINGS]; "all" means all six):
+Allocators (--alloc SPEC, where SPEC is NAME[:SETTINGS]; "all" means all %d):
 
-`)
+`, len(spec.Kinds))
 	w := 0
 	for _, k := range spec.Kinds {
 		w = max(w, len(k.Name))
