@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Time the step-time model's terms on a real GPU, for gpufrag calibrate --ops.
+
+Builds the layers of a Llama-3.1-8B-shaped model with random bf16 weights
+(no download) and times, with CUDA events, the three things sim.Profile
+models apart:
+
+  linear             one layer's four GEMMs (qkv, o, gate+up, down) at n tokens,
+                     n = 1 .. 8192; fits linear.compute_eff_max,
+                     compute_half_tokens and weight_bw_eff
+  prefill_attention  causal attention of one layer over a prompt of L tokens
+                     (torch's scaled_dot_product_attention, is_causal); fits
+                     attention.prefill_compute_eff
+  decode_attention   one layer's attention of B sequences with one new token
+                     each over C cached tokens (grouped-query, K and V read
+                     once: matmul, softmax, matmul); fits attention.kv_bw_eff
+
+Each point is the median of --reps timed runs after warm-up, with several
+copies of the weights cycled so that the GEMMs read them from memory, not
+from L2. It writes one JSON document (schema gpufrag-steptime-ops/1) to
+--out (default: standard output). About 1-3 minutes on an H100/H200, under
+8 on anything with 24 GiB or more (points that do not fit are skipped and
+listed).
+
+  python3 calib/device/steptime.py --out ops.json
+  go run ./cmd/gpufrag calibrate --ops ops.json --gpu h200-141g
+
+--dry-run prints the plan (shapes and points) without importing torch.
+Only the standard library and torch are used.
+"""
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+
+SCHEMA = "gpufrag-steptime-ops/1"
+
+# Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json).
+MODEL = {
+    "name": "llama-3.1-8b",
+    "hidden": 4096,
+    "heads": 32,
+    "kv_heads": 8,
+    "head_dim": 128,
+    "intermediate": 14336,
+    "layers": 32,
+    "vocab": 128256,
+    "dtype": "bf16",
+}
+
+LINEAR_TOKENS = [1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096, 8192]
+PREFILL_TOKENS = [128, 256, 512, 1024, 2048, 4096, 8192]
+DECODE_POINTS = [(b, c) for b in (1, 8, 32, 128) for c in (512, 2048, 8192)]
+
+
+def gemm_shapes(m):
+    """The (in, out) features of one layer's four GEMMs."""
+    h, d = m["hidden"], m["head_dim"]
+    q, kv = m["heads"] * d, m["kv_heads"] * d
+    return [("qkv", h, q + 2 * kv), ("o", q, h), ("gate_up", h, 2 * m["intermediate"]), ("down", m["intermediate"], h)]
+
+
+def plan(m):
+    return {
+        "model": m,
+        "gemms": [{"name": n, "in": i, "out": o} for n, i, o in gemm_shapes(m)],
+        "linear_tokens": LINEAR_TOKENS,
+        "prefill_tokens": PREFILL_TOKENS,
+        "decode_points": [{"batch": b, "context": c} for b, c in DECODE_POINTS],
+    }
+
+
+def timed(torch, fn, reps, warmup=3):
+    """Median milliseconds of fn() over reps runs, each timed with CUDA events."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b))
+    return statistics.median(out)
+
+
+def measure(args, m):
+    import torch  # noqa: PLC0415 (imported here so --dry-run needs no torch)
+    import torch.nn.functional as F  # noqa: PLC0415,N812
+
+    dev = torch.device("cuda")
+    bf16 = torch.bfloat16
+    torch.manual_seed(0)
+    props = torch.cuda.get_device_properties(dev)
+    doc = {
+        "schema": SCHEMA,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "gpu_name": props.name,
+        "gpu_memory_bytes": int(props.total_memory),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "reps": args.reps,
+        "model": m,
+        "linear": [],
+        "prefill_attention": [],
+        "decode_attention": [],
+        "skipped": [],
+    }
+    start = time.monotonic()
+
+    # Linear: enough copies of one layer's weights that a pass over them all
+    # exceeds any L2 (a layer is 436 MB in bf16; 4 copies, 1.7 GB).
+    copies = [[torch.randn(o, i, device=dev, dtype=bf16) * 0.02 for _, i, o in gemm_shapes(m)] for _ in range(4)]
+    layer_bytes = sum(w.numel() * w.element_size() for w in copies[0])
+    layer_flops_per_token = sum(2 * w.shape[0] * w.shape[1] for w in copies[0])
+    for n in LINEAR_TOKENS:
+        x = {i: torch.randn(n, i, device=dev, dtype=bf16) for _, i, _ in gemm_shapes(m)}
+        k = [0]
+
+        def run():
+            ws = copies[k[0] % len(copies)]
+            k[0] += 1
+            for w in ws:
+                torch.matmul(x[w.shape[1]], w.t())
+
+        ms = timed(torch, run, args.reps)
+        doc["linear"].append({"tokens": n, "ms_per_layer": ms})
+    doc["linear_layer_bytes"] = layer_bytes
+    doc["linear_flops_per_token"] = layer_flops_per_token
+    del copies
+    torch.cuda.empty_cache()
+
+    heads, kvh, d = m["heads"], m["kv_heads"], m["head_dim"]
+    for n in PREFILL_TOKENS:
+        try:
+            q = torch.randn(1, heads, n, d, device=dev, dtype=bf16)
+            k = torch.randn(1, heads, n, d, device=dev, dtype=bf16)  # KV heads expanded: FLOPs are the query heads'
+            v = torch.randn(1, heads, n, d, device=dev, dtype=bf16)
+            ms = timed(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.reps)
+            doc["prefill_attention"].append({"tokens": n, "ms_per_layer": ms})
+            del q, k, v
+        except torch.cuda.OutOfMemoryError:
+            doc["skipped"].append({"op": "prefill_attention", "tokens": n, "why": "out of memory"})
+        torch.cuda.empty_cache()
+
+    group = heads // kvh
+    scale = d ** -0.5
+    for b, c in DECODE_POINTS:
+        try:
+            q = torch.randn(b, kvh, group, d, device=dev, dtype=bf16)
+            kc = torch.randn(b, kvh, c, d, device=dev, dtype=bf16)
+            vc = torch.randn(b, kvh, c, d, device=dev, dtype=bf16)
+
+            def attend():
+                s = torch.matmul(q, kc.transpose(-1, -2)) * scale
+                torch.matmul(torch.softmax(s.float(), dim=-1).to(bf16), vc)
+
+            ms = timed(torch, attend, args.reps)
+            doc["decode_attention"].append({"batch": b, "context": c, "ms_per_layer": ms,
+                                            "kv_bytes": 2 * kc.numel() * kc.element_size()})
+            del q, kc, vc
+        except torch.cuda.OutOfMemoryError:
+            doc["skipped"].append({"op": "decode_attention", "batch": b, "context": c, "why": "out of memory"})
+        torch.cuda.empty_cache()
+    doc["seconds"] = round(time.monotonic() - start, 3)
+    return doc
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="-", help="where to write the JSON document (default: standard output)")
+    p.add_argument("--reps", type=int, default=20, help="timed runs per point (median taken; default 20)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan as JSON without importing torch")
+    args = p.parse_args(argv)
+    if args.reps < 1 or args.reps > 1000:
+        p.error("--reps must be in 1..1000")
+    doc = plan(MODEL) if args.dry_run else measure(args, MODEL)
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,359 @@
+// Operator timings measured on a GPU (calib/device/steptime.py) and the fit
+// of a profile's linear-layer and attention terms to them.
+
+package calib
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/gpufrag/gpufrag/sim"
+)
+
+// OpsSchema is the schema string of an operator-timings document.
+const OpsSchema = "gpufrag-steptime-ops/1"
+
+// MaxOpsBytes bounds an operator-timings file: the script writes about
+// 6 KB (19 + 7 + 12 points); 1 MiB leaves room for denser sweeps.
+const MaxOpsBytes = 1 << 20
+
+// ErrBadOps means an operator-timings document that cannot be used; the
+// message names the file and the field.
+var ErrBadOps = errors.New("calib: bad operator timings")
+
+// Ops is what calib/device/steptime.py measured: one layer of a model's
+// linear GEMMs at n tokens, causal prefill attention over L tokens, and
+// decode attention of B sequences over C cached tokens, each in ms per
+// layer.
+type Ops struct {
+	Schema              string         `json:"schema"`
+	Date                string         `json:"date"`
+	GPUName             string         `json:"gpu_name"`
+	GPUMemoryBytes      int64          `json:"gpu_memory_bytes"`
+	Torch               string         `json:"torch"`
+	CUDA                string         `json:"cuda"`
+	Reps                int            `json:"reps"`
+	Seconds             float64        `json:"seconds"`
+	Model               OpsModel       `json:"model"`
+	LinearLayerBytes    float64        `json:"linear_layer_bytes"`
+	LinearFLOPsPerToken float64        `json:"linear_flops_per_token"`
+	Linear              []LinearPoint  `json:"linear"`
+	PrefillAttention    []PrefillPoint `json:"prefill_attention"`
+	DecodeAttention     []DecodePoint  `json:"decode_attention"`
+	Skipped             []any          `json:"skipped"`
+}
+
+// OpsModel is the model shape the timings were taken on.
+type OpsModel struct {
+	Name         string `json:"name"`
+	Hidden       int    `json:"hidden"`
+	Heads        int    `json:"heads"`
+	KVHeads      int    `json:"kv_heads"`
+	HeadDim      int    `json:"head_dim"`
+	Intermediate int    `json:"intermediate"`
+	Layers       int    `json:"layers"`
+	Vocab        int    `json:"vocab"`
+	DType        string `json:"dtype"`
+}
+
+// LinearPoint is one layer's four GEMMs at Tokens rows.
+type LinearPoint struct {
+	Tokens     int     `json:"tokens"`
+	MsPerLayer float64 `json:"ms_per_layer"`
+}
+
+// PrefillPoint is one layer's causal attention over a prompt of Tokens.
+type PrefillPoint struct {
+	Tokens     int     `json:"tokens"`
+	MsPerLayer float64 `json:"ms_per_layer"`
+}
+
+// DecodePoint is one layer's attention of Batch sequences, one new token
+// each, over Context cached tokens, reading KVBytes of K and V.
+type DecodePoint struct {
+	Batch      int     `json:"batch"`
+	Context    int     `json:"context"`
+	MsPerLayer float64 `json:"ms_per_layer"`
+	KVBytes    float64 `json:"kv_bytes"`
+}
+
+// ReadOps reads and checks an operator-timings document; name is used in
+// errors. Unknown fields are refused, so a renamed key is not silently
+// dropped.
+func ReadOps(r io.Reader, name string) (*Ops, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxOpsBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadOps, name, err)
+	}
+	if len(data) > MaxOpsBytes {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes (the script writes about 6 KB)", ErrBadOps, name, MaxOpsBytes)
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("%w: %s: not a JSON object (write it with calib/device/steptime.py --out FILE)", ErrBadOps, name)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var o Ops
+	if err := dec.Decode(&o); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadOps, name, se.Offset, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadOps, name, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: %s: more than one JSON document", ErrBadOps, name)
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadOps, name, err)
+	}
+	return &o, nil
+}
+
+// Bounds of a plausible document: far outside real figures, they catch a
+// unit mix-up and keep every product finite.
+const (
+	maxOpsTokens = 1 << 20 // rows, prompt or context tokens of one point
+	maxOpsMs     = 1e6     // ms: a layer's op takes microseconds to ms
+	maxOpsPoints = 10_000
+)
+
+func (o *Ops) validate() error {
+	m := o.Model
+	switch {
+	case o.Schema != OpsSchema:
+		return fmt.Errorf("field \"schema\": %q, want %q", opsClip(o.Schema), OpsSchema)
+	case m.Hidden <= 0 || m.Heads <= 0 || m.KVHeads <= 0 || m.HeadDim <= 0 || m.Layers <= 0 || m.Heads%m.KVHeads != 0:
+		return fmt.Errorf("field \"model\": hidden %d, heads %d, kv_heads %d, head_dim %d, layers %d: want positive sizes with heads a multiple of kv_heads",
+			m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Layers)
+	case m.Hidden > maxOpsTokens || m.Heads > 4096 || m.HeadDim > 4096 || m.Layers > 4096:
+		return fmt.Errorf("field \"model\": sizes beyond any model (hidden %d, heads %d, head_dim %d, layers %d)", m.Hidden, m.Heads, m.HeadDim, m.Layers)
+	case !(o.LinearLayerBytes > 0) || o.LinearLayerBytes > 1e12:
+		return fmt.Errorf("field \"linear_layer_bytes\": %g, want a positive size", o.LinearLayerBytes)
+	case !(o.LinearFLOPsPerToken > 0) || o.LinearFLOPsPerToken > 1e13:
+		return fmt.Errorf("field \"linear_flops_per_token\": %g, want a positive count", o.LinearFLOPsPerToken)
+	case len(o.Linear) == 0:
+		return errors.New("field \"linear\": no points")
+	case len(o.Linear)+len(o.PrefillAttention)+len(o.DecodeAttention) > maxOpsPoints:
+		return fmt.Errorf("more than %d points", maxOpsPoints)
+	}
+	ms := func(field string, i int, v float64) error {
+		if !(v > 0) || v > maxOpsMs {
+			return fmt.Errorf("field \"%s[%d].ms_per_layer\": %g, want 0 < ms ≤ %g", field, i, v, float64(maxOpsMs))
+		}
+		return nil
+	}
+	tok := func(field string, i int, what string, v int) error {
+		if v <= 0 || v > maxOpsTokens {
+			return fmt.Errorf("field \"%s[%d].%s\": %d, want 1..%d", field, i, what, v, maxOpsTokens)
+		}
+		return nil
+	}
+	for i, p := range o.Linear {
+		if err := errors.Join(tok("linear", i, "tokens", p.Tokens), ms("linear", i, p.MsPerLayer)); err != nil {
+			return err
+		}
+	}
+	for i, p := range o.PrefillAttention {
+		if err := errors.Join(tok("prefill_attention", i, "tokens", p.Tokens), ms("prefill_attention", i, p.MsPerLayer)); err != nil {
+			return err
+		}
+	}
+	for i, p := range o.DecodeAttention {
+		if err := errors.Join(tok("decode_attention", i, "batch", p.Batch), tok("decode_attention", i, "context", p.Context),
+			ms("decode_attention", i, p.MsPerLayer)); err != nil {
+			return err
+		}
+		if !(p.KVBytes > 0) || p.KVBytes > 1e13 {
+			return fmt.Errorf("field \"decode_attention[%d].kv_bytes\": %g, want a positive size", i, p.KVBytes)
+		}
+	}
+	return nil
+}
+
+// opsClip cuts an echoed value to 64 bytes.
+func opsClip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// OpsFit is a profile's linear-layer and attention terms fitted to
+// operator timings, with every point's measured and modelled time under
+// the starting profile and under the fitted one.
+type OpsFit struct {
+	Start, Fitted sim.Profile
+	Points        []OpsPoint
+	// Median and largest |relative error| of the points, before and after.
+	MedianBefore, MaxBefore, MedianAfter, MaxAfter float64
+}
+
+// OpsPoint is one timed point.
+type OpsPoint struct {
+	Op                      string // "linear", "prefill_attention", "decode_attention"
+	What                    string // "n=256", "L=2048", "B=32 C=8192"
+	MeasuredMs              float64
+	BeforeMs, AfterMs       float64
+	BeforeError, AfterError float64 // (model − measured) ÷ measured
+}
+
+// Points the fits use. The weight-read efficiency comes from the GEMMs of
+// at most weightBoundTokens rows (far below any GPU's ridge point, ~150-300
+// rows, so they are weight-bound); compute efficiency and n½ from those of
+// at least computeBoundTokens rows (far above it). Decode attention with at
+// least minKVBytes of K and V per layer is bandwidth-bound (smaller reads
+// are dominated by launch latency, which the overheads hold).
+const (
+	weightBoundTokens  = 8
+	computeBoundTokens = 1024
+	minKVBytes         = 64 << 20
+)
+
+// FitOps fits start's linear and attention terms to o: weight_bw_eff from
+// the weight-bound GEMMs, compute_eff_max and compute_half_tokens by least
+// squares on the compute-bound ones (time × peak ÷ FLOPs per token is
+// (n + n½) ÷ eff_max, a line in n), prefill_compute_eff and kv_bw_eff as
+// the ratio of total work to total time of their points. Everything else of
+// start (peaks, overheads, graphs, all-reduce) is kept.
+func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
+	if err := start.Validate(); err != nil {
+		return nil, err
+	}
+	f := &OpsFit{Start: *start.Clone(), Fitted: *start.Clone()}
+	peak, bw := start.Peak.BF16FLOPSPerS, start.Peak.MemBytesPerS
+	lin := &f.Fitted.Linear
+
+	var weff []float64
+	var xs, ys []float64
+	for _, p := range o.Linear {
+		t := p.MsPerLayer / 1e3
+		if p.Tokens <= weightBoundTokens {
+			weff = append(weff, o.LinearLayerBytes/(bw*t))
+		}
+		if p.Tokens >= computeBoundTokens {
+			xs = append(xs, float64(p.Tokens))
+			ys = append(ys, t*peak/o.LinearFLOPsPerToken)
+		}
+	}
+	if len(weff) == 0 || len(xs) < 2 {
+		return nil, fmt.Errorf("%w: linear: need points at ≤ %d tokens and at least two at ≥ %d tokens (have %d and %d)",
+			ErrBadOps, weightBoundTokens, computeBoundTokens, len(weff), len(xs))
+	}
+	lin.WeightBWEff = opsMedian(weff)
+	slope, icept := opsLineFit(xs, ys)
+	if !(slope > 0) {
+		return nil, fmt.Errorf("%w: linear: the compute-bound GEMMs do not take longer with more rows (slope %g)", ErrBadOps, slope)
+	}
+	lin.ComputeEffMax = 1 / slope
+	lin.ComputeHalfTokens = max(icept/slope, 0)
+
+	m := o.Model
+	attnFLOPsPerPair := 4 * float64(m.Heads) * float64(m.HeadDim) // QKᵀ and AV, as sim counts them
+	var work, took float64
+	for _, p := range o.PrefillAttention {
+		l := float64(p.Tokens)
+		work += l * (l + 1) / 2 * attnFLOPsPerPair
+		took += p.MsPerLayer / 1e3
+	}
+	if took > 0 {
+		f.Fitted.Attention.PrefillComputeEff = work / took / peak
+	}
+	work, took = 0, 0
+	for _, p := range o.DecodeAttention {
+		if p.KVBytes >= minKVBytes {
+			work += p.KVBytes
+			took += p.MsPerLayer / 1e3
+		}
+	}
+	if took > 0 {
+		f.Fitted.Attention.KVBWEff = work / took / bw
+	}
+	for _, v := range []float64{lin.ComputeEffMax, lin.WeightBWEff, f.Fitted.Attention.PrefillComputeEff, f.Fitted.Attention.KVBWEff} {
+		if !(v > 0) || v > 1 {
+			return nil, fmt.Errorf("%w: a fitted efficiency of %.3g is outside (0, 1]: are the peaks of profile %s this GPU's (%s)?",
+				ErrBadOps, v, start.GPU, opsClip(o.GPUName))
+		}
+	}
+	f.Fitted.FittedTo = []string{"ops:" + opsClip(o.GPUName) + ":" + o.Date}
+	f.points(o)
+	return f, f.Fitted.Validate()
+}
+
+// points fills Points and the error summary.
+func (f *OpsFit) points(o *Ops) {
+	m := o.Model
+	kvPerTok := 2 * float64(m.KVHeads) * float64(m.HeadDim) * 2 // K and V, bf16
+	attnFLOPsPerPair := 4 * float64(m.Heads) * float64(m.HeadDim)
+	linear := func(p *sim.Profile, n float64) float64 {
+		compute := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
+		weights := o.LinearLayerBytes / (p.Peak.MemBytesPerS * p.Linear.WeightBWEff)
+		return max(compute, weights) * 1e3
+	}
+	add := func(op, what string, measured, before, after float64) {
+		f.Points = append(f.Points, OpsPoint{Op: op, What: what, MeasuredMs: measured, BeforeMs: before, AfterMs: after,
+			BeforeError: before/measured - 1, AfterError: after/measured - 1})
+	}
+	for _, p := range o.Linear {
+		n := float64(p.Tokens)
+		add("linear", fmt.Sprintf("n=%d", p.Tokens), p.MsPerLayer, linear(&f.Start, n), linear(&f.Fitted, n))
+	}
+	for _, p := range o.PrefillAttention {
+		l := float64(p.Tokens)
+		t := func(q *sim.Profile) float64 {
+			return l * (l + 1) / 2 * attnFLOPsPerPair / (q.Peak.BF16FLOPSPerS * q.Attention.PrefillComputeEff) * 1e3
+		}
+		add("prefill_attention", fmt.Sprintf("L=%d", p.Tokens), p.MsPerLayer, t(&f.Start), t(&f.Fitted))
+	}
+	for _, p := range o.DecodeAttention {
+		kv := float64(p.Batch) * float64(p.Context) * kvPerTok
+		t := func(q *sim.Profile) float64 { return kv / (q.Peak.MemBytesPerS * q.Attention.KVBWEff) * 1e3 }
+		add("decode_attention", fmt.Sprintf("B=%d C=%d", p.Batch, p.Context), p.MsPerLayer, t(&f.Start), t(&f.Fitted))
+	}
+	var before, after []float64
+	for _, p := range f.Points {
+		before = append(before, math.Abs(p.BeforeError))
+		after = append(after, math.Abs(p.AfterError))
+	}
+	f.MedianBefore, f.MaxBefore = opsMedian(before), slices.Max(before)
+	f.MedianAfter, f.MaxAfter = opsMedian(after), slices.Max(after)
+}
+
+// opsMedian is the middle value (the mean of the two middle ones for an even
+// count), as numpy.median; 0 for none.
+func opsMedian(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// opsLineFit is the least-squares line y = slope·x + intercept.
+func opsLineFit(xs, ys []float64) (slope, intercept float64) {
+	var sx, sy, sxx, sxy float64
+	n := float64(len(xs))
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0, 0
+	}
+	slope = (n*sxy - sx*sy) / d
+	return slope, (sy - slope*sx) / n
+}

@@ -1,0 +1,249 @@
+package calib
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+)
+
+// llama8B is the shape calib/device/steptime.py times.
+var llama8B = OpsModel{Name: "llama-3.1-8b", Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336,
+	Layers: 32, Vocab: 128256, DType: "bf16"}
+
+// syntheticOps times every point of the script's plan with the profile
+// truth, as a GPU that behaved exactly like the model would.
+func syntheticOps(t *testing.T, truth *sim.Profile) *Ops {
+	t.Helper()
+	m := llama8B
+	h, d := float64(m.Hidden), float64(m.HeadDim)
+	q, kv := float64(m.Heads)*d, float64(m.KVHeads)*d
+	inter := float64(m.Intermediate)
+	params := h*(q+2*kv) + q*h + h*2*inter + inter*h // qkv, o, gate_up, down
+	o := &Ops{Schema: OpsSchema, Date: "2026-12-01T00:00:00Z", GPUName: "synthetic", Reps: 1, Model: m,
+		LinearLayerBytes: 2 * params, LinearFLOPsPerToken: 2 * params}
+	peak, bw := truth.Peak.BF16FLOPSPerS, truth.Peak.MemBytesPerS
+	for _, n := range []int{1, 2, 4, 8, 16, 64, 256, 1024, 2048, 4096, 8192} {
+		compute := (float64(n) + truth.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (peak * truth.Linear.ComputeEffMax)
+		weights := o.LinearLayerBytes / (bw * truth.Linear.WeightBWEff)
+		o.Linear = append(o.Linear, LinearPoint{Tokens: n, MsPerLayer: max(compute, weights) * 1e3})
+	}
+	for _, l := range []int{512, 2048, 8192} {
+		pairs := float64(l) * float64(l+1) / 2
+		o.PrefillAttention = append(o.PrefillAttention, PrefillPoint{Tokens: l,
+			MsPerLayer: pairs * 4 * float64(m.Heads) * d / (peak * truth.Attention.PrefillComputeEff) * 1e3})
+	}
+	for _, p := range [][2]int{{1, 512}, {32, 2048}, {128, 8192}} {
+		bytes := float64(p[0]) * float64(p[1]) * 2 * kv * 2
+		o.DecodeAttention = append(o.DecodeAttention, DecodePoint{Batch: p[0], Context: p[1], KVBytes: bytes,
+			MsPerLayer: bytes / (bw * truth.Attention.KVBWEff) * 1e3})
+	}
+	return o
+}
+
+func h200(t *testing.T) *sim.Profile {
+	t.Helper()
+	p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFitOpsRecoversTruth: timings made by a known profile are fitted back
+// to it. The one exception is the decode point of 1 × 512 tokens (2 MiB of
+// KV), below minKVBytes: it does not enter the fit, which the truth still
+// reproduces.
+func TestFitOpsRecoversTruth(t *testing.T) {
+	start := h200(t)
+	truth := start.Clone()
+	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, ComputeHalfTokens: 48, WeightBWEff: 0.86}
+	truth.Attention = sim.AttentionTerm{PrefillComputeEff: 0.52, KVBWEff: 0.64}
+	ops := syntheticOps(t, truth)
+	f, err := FitOps(ops, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(name string, got, want float64) {
+		if math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
+			t.Errorf("%s = %.12g, want %.12g", name, got, want)
+		}
+	}
+	near("compute_eff_max", f.Fitted.Linear.ComputeEffMax, 0.71)
+	near("compute_half_tokens", f.Fitted.Linear.ComputeHalfTokens, 48)
+	near("weight_bw_eff", f.Fitted.Linear.WeightBWEff, 0.86)
+	near("prefill_compute_eff", f.Fitted.Attention.PrefillComputeEff, 0.52)
+	near("kv_bw_eff", f.Fitted.Attention.KVBWEff, 0.64)
+	if f.MaxAfter > 1e-9 {
+		t.Errorf("largest error after the fit %g, want 0", f.MaxAfter)
+	}
+	if !(f.MedianBefore > 0.05) {
+		t.Errorf("median error before the fit %g: the start profile should differ from the truth", f.MedianBefore)
+	}
+	// Only the fitted terms change.
+	want := start.Clone()
+	want.Linear, want.Attention, want.FittedTo = f.Fitted.Linear, f.Fitted.Attention, f.Fitted.FittedTo
+	if f.Fitted.Overhead != want.Overhead || f.Fitted.Peak != want.Peak || f.Fitted.AllReduce != want.AllReduce {
+		t.Errorf("terms other than linear and attention changed: %+v", f.Fitted)
+	}
+	if len(f.Points) != len(ops.Linear)+len(ops.PrefillAttention)+len(ops.DecodeAttention) {
+		t.Errorf("%d points", len(f.Points))
+	}
+}
+
+func TestFitOpsRefuses(t *testing.T) {
+	start := h200(t)
+	ops := syntheticOps(t, start)
+	few := *ops
+	few.Linear = few.Linear[:3] // no compute-bound points
+	if _, err := FitOps(&few, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "at least two at ≥ 1024 tokens") {
+		t.Errorf("no compute-bound points: %v", err)
+	}
+	// Timings ten times faster than the peaks allow: efficiencies above 1.
+	fast := *ops
+	fast.Linear = nil
+	for _, p := range ops.Linear {
+		fast.Linear = append(fast.Linear, LinearPoint{Tokens: p.Tokens, MsPerLayer: p.MsPerLayer / 10})
+	}
+	if _, err := FitOps(&fast, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "outside (0, 1]") {
+		t.Errorf("timings faster than the peaks: %v", err)
+	}
+}
+
+func TestReadOps(t *testing.T) {
+	ops := syntheticOps(t, h200(t))
+	good, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadOps(bytes.NewReader(good), "ops.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Linear) != len(ops.Linear) || got.Model != ops.Model {
+		t.Errorf("read back %+v", got)
+	}
+	edit := func(f func(m map[string]any)) string {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"empty", "", "not a JSON object"},
+		{"array", "[1]", "not a JSON object"},
+		{"truncated", string(good[:len(good)/2]), "ops.json"},
+		{"two documents", string(good) + string(good), "more than one JSON document"},
+		{"unknown field", edit(func(m map[string]any) { m["extra"] = 1 }), `unknown field "extra"`},
+		{"schema", edit(func(m map[string]any) { m["schema"] = "other/2" }), `field "schema"`},
+		{"model", edit(func(m map[string]any) { m["model"].(map[string]any)["kv_heads"] = 5 }), `field "model"`},
+		{"no linear", edit(func(m map[string]any) { m["linear"] = []any{} }), `field "linear": no points`},
+		{"negative ms", edit(func(m map[string]any) {
+			m["linear"].([]any)[2].(map[string]any)["ms_per_layer"] = -1
+		}), `field "linear[2].ms_per_layer"`},
+		{"zero context", edit(func(m map[string]any) {
+			m["decode_attention"].([]any)[1].(map[string]any)["context"] = 0
+		}), `field "decode_attention[1].context"`},
+		{"huge", `{"schema":"` + strings.Repeat("x", MaxOpsBytes) + `"}`, "larger than"},
+	} {
+		_, err := ReadOps(strings.NewReader(tc.in), "ops.json")
+		if !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ops.json") {
+			t.Errorf("%s: %v, want ErrBadOps naming ops.json and %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func FuzzReadOps(f *testing.F) {
+	o := &Ops{Schema: OpsSchema, Model: llama8B, LinearLayerBytes: 1e9, LinearFLOPsPerToken: 1e9,
+		Linear:          []LinearPoint{{Tokens: 1, MsPerLayer: 0.1}, {Tokens: 2048, MsPerLayer: 1}, {Tokens: 4096, MsPerLayer: 2}},
+		DecodeAttention: []DecodePoint{{Batch: 1, Context: 1, MsPerLayer: 1, KVBytes: 1}}}
+	seed, _ := json.Marshal(o)
+	f.Add(seed)
+	f.Add([]byte(`{"schema":"gpufrag-steptime-ops/1"}`))
+	f.Add([]byte(`{"linear":[{"tokens":1e300}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := ReadOps(bytes.NewReader(data), "fuzz.json")
+		if err != nil {
+			if !errors.Is(err, ErrBadOps) {
+				t.Fatalf("error without ErrBadOps: %v", err)
+			}
+			return
+		}
+		p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := FitOps(o, p); err == nil && (math.IsNaN(f.MedianAfter) || f.Fitted.Validate() != nil) {
+			t.Fatalf("a fit without an error gave %+v", f)
+		}
+	})
+}
+
+// TestStepTimeScriptPlan runs the device script's --dry-run (no torch
+// needed) and holds its shapes to gpufrag's Llama-3.1-8B preset, so that the
+// timings it takes on a GPU are of the model the profile is used for.
+func TestStepTimeScriptPlan(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH: the device script's plan is not checked")
+	}
+	out, err := exec.Command(py, filepath.Join("device", "steptime.py"), "--dry-run").Output()
+	if err != nil {
+		t.Fatalf("steptime.py --dry-run: %v", err)
+	}
+	var plan struct {
+		Model OpsModel `json:"model"`
+		GEMMs []struct {
+			Name    string `json:"name"`
+			In, Out int
+		} `json:"gemms"`
+		LinearTokens []int `json:"linear_tokens"`
+	}
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := plan.Model
+	if pm.Hidden != m.Hidden || pm.Heads != m.Heads || pm.KVHeads != m.KVHeads || pm.HeadDim != m.HeadDim ||
+		pm.Intermediate != m.Intermediate || pm.Layers != m.Layers || pm.Vocab != m.Vocab {
+		t.Errorf("script's model %+v differs from the preset %+v", pm, m)
+	}
+	var params int
+	for _, g := range plan.GEMMs {
+		params += g.In * g.Out
+	}
+	// One layer's projection and MLP weights, as the preset counts them:
+	// hidden × (q + 2 kv) + q × hidden + 3 × hidden × intermediate.
+	q, kv := m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
+	if want := m.Hidden*(q+2*kv) + q*m.Hidden + 3*m.Hidden*m.Intermediate; params != want {
+		t.Errorf("script's GEMMs hold %d weights a layer, want %d", params, want)
+	}
+	var weightBound, computeBound int
+	for _, n := range plan.LinearTokens {
+		if n <= weightBoundTokens {
+			weightBound++
+		}
+		if n >= computeBoundTokens {
+			computeBound++
+		}
+	}
+	if weightBound == 0 || computeBound < 2 {
+		t.Errorf("the script's token counts %v give FitOps %d weight-bound and %d compute-bound points", plan.LinearTokens, weightBound, computeBound)
+	}
+}
