@@ -53,13 +53,13 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 		return nil, err
 	}
 	size := cfg.poolSize(dev)
-	unit := max(mem.PageSize, cfg.Min)
+	unit := cfg.poolUnit()
 	switch {
 	case size <= 0 && cfg.Size > 0:
-		return nil, fmt.Errorf("%w: buddy pool of %s is less than one %s unit (the larger of a driver page and min)",
+		return nil, fmt.Errorf("%w: buddy pool of %s is less than one %s unit (the larger of a driver page and min; min itself when it is no power of two)",
 			alloc.ErrBadSpec, formatSize(cfg.Size), formatSize(unit))
 	case size <= 0:
-		return nil, fmt.Errorf("%w: buddy fraction %s of the %s free is less than one %s unit (the larger of a driver page and min)",
+		return nil, fmt.Errorf("%w: buddy fraction %s of the %s free is less than one %s unit (the larger of a driver page and min; min itself when it is no power of two)",
 			alloc.ErrBadSpec, formatFraction(cfg.Fraction), mem.FormatBytes(dev.Free()), formatSize(unit))
 	case !dev.Reserve(size):
 		return nil, fmt.Errorf("%w: buddy pool of %s does not fit: the device has %s free",
@@ -105,9 +105,8 @@ func (a *Allocator) PoolSize() int64 { return a.pool.size }
 // larger than the first.
 func (a *Allocator) TopBlocks() []int64 {
 	var out []int64
-	units := uint64(a.pool.size) >> a.pool.shift
 	for k := a.pool.top; k >= 0; k-- {
-		if units>>k&1 != 0 {
+		if a.pool.units>>k&1 != 0 {
 			out = append(out, a.pool.blockSize(k))
 		}
 	}

@@ -5,7 +5,6 @@ package buddy
 
 import (
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 
@@ -47,9 +46,10 @@ type Config struct {
 	Fraction float64
 	// Size is a fixed pool size in bytes; positive overrides Fraction.
 	Size int64
-	// Min is the smallest block, a power of two from MinMin to
-	// mem.MaxCapacity; 0 means DefaultMin. Every request is rounded up to
-	// Min << k for the smallest k that holds it.
+	// Min is the smallest block, the unit of the buddy system: a multiple
+	// of MinMin up to mem.MaxCapacity, a power of two or not (one token's
+	// KV); 0 means DefaultMin. Every request is rounded up to Min × 2^k for
+	// the smallest k that holds it.
 	Min int64
 }
 
@@ -74,11 +74,11 @@ func (c Config) Validate() error {
 	return checkMin(c.Min, formatSize(c.Min))
 }
 
-// checkMin reports a smallest block that is not a power of two in
+// checkMin reports a smallest block that is not a multiple of MinMin in
 // [MinMin, mem.MaxCapacity]; text is the value as the user wrote it.
 func checkMin(n int64, text string) error {
-	if n < MinMin || n > mem.MaxCapacity || n&(n-1) != 0 {
-		return fmt.Errorf("%w: buddy min %s must be a power of two from 512B to 1PiB, such as 4KiB or 2MiB",
+	if n < MinMin || n > mem.MaxCapacity || n%MinMin != 0 {
+		return fmt.Errorf("%w: buddy min %s must be a multiple of 512B up to 1PiB: a power of two such as 4KiB or 2MiB, or one KV token's bytes (blocks are then powers of two of tokens)",
 			alloc.ErrBadSpec, text)
 	}
 	return nil
@@ -90,8 +90,8 @@ func checkMin(n int64, text string) error {
 //
 // POOL is a bare number, a fraction of free memory in (0, 1] ("0.9"), or a
 // size with a unit ("64GiB"); it comes first and defaults to
-// DefaultFraction. min:SIZE is the smallest block, a power of two
-// ("min:4KiB"; a bare number is bytes), default DefaultMin. Empty means
+// DefaultFraction. min:SIZE is the smallest block, a multiple of 512 B
+// ("min:4KiB", "min:819200"; a bare number is bytes), default DefaultMin. Empty means
 // DefaultConfig, and "min:2MiB" alone is the default pool with 2 MiB
 // blocks. Each argument is at most maxQuote bytes. (spec.SplitList keeps
 // ",min:..." with the buddy spec before it, as it does the caching
@@ -131,7 +131,7 @@ func ParseConfig(args string) (Config, error) {
 			v := strings.TrimSpace(val)
 			n, err := mem.ParseBytes(v)
 			if err != nil {
-				return Config{}, fmt.Errorf("%w: buddy min %s: want a power of two with a unit such as 4KiB (%w)",
+				return Config{}, fmt.Errorf("%w: buddy min %s: want a size with a unit such as 4KiB (%w)",
 					alloc.ErrBadSpec, quote(v), err)
 			}
 			if err := checkMin(n, quote(v)); err != nil {
@@ -211,17 +211,28 @@ func formatSize(n int64) string {
 }
 
 // poolSize is the size New reserves on dev: the configured size or fraction
-// of free memory, rounded down to a whole number of driver pages and of
-// smallest blocks (both powers of two, so a multiple of the larger).
+// of free memory, rounded down to a whole poolUnit.
 func (c Config) poolSize(dev *mem.Device) int64 {
 	c = c.normalized()
 	n := c.Size
 	if n <= 0 {
 		n = int64(c.Fraction * float64(dev.Free()))
 	}
-	unit := max(mem.PageSize, c.Min)
+	unit := c.poolUnit()
 	return n / unit * unit
 }
 
-// log2 is the exponent of a power of two.
-func log2(n int64) uint { return uint(bits.TrailingZeros64(uint64(n))) }
+// poolUnit is what the pool is a whole number of: a driver page and a
+// smallest block when min is a power of two (the larger of the two, as
+// cudaMalloc rounds to pages), else the smallest block alone. A unit that
+// is not a power of two is one token's KV (OPT-13B in fp16: 819,200 B =
+// 25 × 2^15), whose least common multiple with a 2 MiB page (50 MiB) would
+// waste up to that much of a pool; the reservation is then not rounded to
+// pages (what a real cudaMalloc would round up, under 2 MiB, is not
+// modelled).
+func (c Config) poolUnit() int64 {
+	if c.Min&(c.Min-1) == 0 {
+		return max(mem.PageSize, c.Min)
+	}
+	return c.Min
+}

@@ -37,10 +37,11 @@ func TestParseConfig(t *testing.T) {
 		{"4096", Config{}, "", true}, // a size needs a unit
 		{"-1GiB", Config{}, "", true},
 		{"0GiB", Config{}, "", true},
-		{"min:3KiB", Config{}, "", true}, // not a power of two
-		{"min:256B", Config{}, "", true}, // below 512 B
-		{"min:2PiB", Config{}, "", true}, // above the largest device
-		{"min:", Config{}, "", true},     // empty value
+		{"min:1000", Config{}, "", true},                                             // not a multiple of 512 B
+		{"min:3KiB", Config{Fraction: 0.9, Min: 3 * mem.KiB}, "0.9,min:3KiB", false}, // blocks of 3 KiB × 2^k
+		{"min:256B", Config{}, "", true},                                             // below 512 B
+		{"min:2PiB", Config{}, "", true},                                             // above the largest device
+		{"min:", Config{}, "", true},                                                 // empty value
 		{"min:4KiB,0.9", Config{}, "", true},
 		{"0.9,0.8", Config{}, "", true},
 		{"0.9,min:4KiB,min:4KiB", Config{}, "", true},

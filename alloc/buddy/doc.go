@@ -15,11 +15,14 @@
 //     pages (and of smallest blocks, when those are larger) and reserved
 //     with one raw allocation at New; a pool that rounds to nothing or does
 //     not fit fails New with alloc.ErrBadSpec.
-//   - Blocks. "buddy:0.9,min:4KiB" sets the smallest block, a power of two
-//     from 512 B (the default, PyTorch's kMinBlockSize) up. A block of order
-//     k is min·2^k bytes at an offset from the pool's base that is a
-//     multiple of its size; its buddy is the block of the same order at
-//     offset XOR size.
+//   - Blocks. "buddy:0.9,min:4KiB" sets the smallest block, the unit: a
+//     multiple of 512 B (the default, PyTorch's kMinBlockSize), usually a
+//     power of two, or one token's KV ("min:819200" for OPT-13B in fp16), so
+//     that blocks are powers of two of tokens as a buddy system over KV
+//     slots would make them. A block of order k is 2^k units at a unit
+//     offset from the pool's base that is a multiple of 2^k; its buddy is
+//     the block of the same order at unit offset XOR 2^k. With a unit that
+//     is no power of two the pool is a whole number of units, not of pages.
 //   - A pool that is not a power of two. The pool is not cut down to the
 //     largest power of two in it: it starts as several top-level blocks, one
 //     per set bit of size/min, largest first (a 12 GiB pool is an 8 GiB and

@@ -82,6 +82,48 @@ func TestHandWorkedSplitMerge(t *testing.T) {
 	check("free c", "16KiB@0B")
 }
 
+// TestTokenUnits: with a unit that is not a power of two (one token's KV,
+// here 3 KiB to keep the arithmetic readable), blocks are 2^k units at unit
+// offsets that are multiples of 2^k, and buddies are found in units: a
+// 16-unit (48 KiB) pool, 3 tokens → a 4-unit block at 0, 1 token → unit 4,
+// 5 tokens → an 8-unit block at unit 8 (byte 24 KiB).
+func TestTokenUnits(t *testing.T) {
+	const u = 3 << 10 // 3 KiB, untyped: offsets are uint64, sizes int64
+	var p pool
+	p.init(16*u, u)
+	for _, tc := range []struct {
+		bytes int64
+		order int
+		off   uint64
+	}{{3 * u, 2, 0}, {u, 0, 4 * u}, {5 * u, 3, 8 * u}} {
+		k, ok := p.orderFor(tc.bytes)
+		if !ok || k != tc.order {
+			t.Fatalf("orderFor(%d) = %d, %v; want %d", tc.bytes, k, ok, tc.order)
+		}
+		if off, ok := p.take(k); !ok || off != tc.off {
+			t.Fatalf("take(order %d) = %d, %v; want byte offset %d", k, off, ok, tc.off)
+		}
+	}
+	if err := p.check(); err != nil {
+		t.Fatal(err)
+	}
+	// Free: the 1-unit block at unit 4 merges with its buddy at 5 (free
+	// since the split) into 2 units at 4, then with 6-7 into 4 units at 4;
+	// its buddy at 0 is live, so it stops there.
+	if off, k := p.put(4*u, 0); off != 4*u || k != 2 {
+		t.Fatalf("put(unit 4) ended as order %d at byte %d; want order 2 at %d", k, off, 4*u)
+	}
+	if off, k := p.put(0, 2); off != 0 || k != 3 {
+		t.Fatalf("put(unit 0, order 2) ended as order %d at byte %d; want order 3 at 0", k, off)
+	}
+	if off, k := p.put(8*u, 3); off != 0 || k != 4 {
+		t.Fatalf("put(unit 8, order 3) ended as order %d at byte %d; want the whole pool", k, off)
+	}
+	if err := p.check(); err != nil || p.freeBytes != 16*u {
+		t.Fatalf("after freeing all: %v, %d free bytes", err, p.freeBytes)
+	}
+}
+
 // TestTopLevelBlocks: a pool that is not a power of two starts as its
 // top-level blocks, largest first; they never merge with each other, and
 // best fit takes the smallest that holds a request.
