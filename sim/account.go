@@ -35,7 +35,7 @@ func (e *Engine) advance(b entry) error {
 	e.res.OutputTokens += int64(r.n)
 	if r.first < 0 {
 		r.first = e.now
-		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.arrival)/1e9)
+		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent)/1e9)
 	}
 	if r.gen >= r.output {
 		return e.complete(b.r)
@@ -56,15 +56,18 @@ func (e *Engine) complete(ri int32) error {
 	}
 	r.admitted, r.ph, r.finish = false, phaseDone, e.now
 	e.res.RequestsCompleted++
+	if e.cl.limit > 0 {
+		e.cl.freed = append(e.cl.freed, e.now) // its client slot
+	}
 	if r.first < 0 {
 		// A prefill-only request: its answer is the end of the prefill.
 		r.first = e.now
-		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.arrival)/1e9)
+		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent)/1e9)
 	}
 	if r.output > 1 {
 		e.tally.tpot = append(e.tally.tpot, float64(r.finish-r.first)/1e9/float64(r.output-1))
 	}
-	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.arrival)/1e9)
+	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.sent)/1e9)
 	return nil
 }
 

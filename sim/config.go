@@ -166,6 +166,16 @@ type Config struct {
 	// model's own weight type.
 	WeightDType model.DType
 
+	// MaxConcurrency caps the requests in flight, as a benchmark client's
+	// --max-concurrency does (vLLM's benchmarks/serve.py, SGLang's
+	// bench_serving): a request whose arrival time comes while that many
+	// are in flight (sent and neither completed, failed nor rejected) waits
+	// at the client and is sent when one ends. Its TTFT and E2E latency
+	// count from when it was sent, as the client's timer starts after it
+	// takes the semaphore. 0 is an open loop: every request is sent at its
+	// arrival.
+	MaxConcurrency int
+
 	// Defrag says when and how to compact the allocator (package defrag);
 	// the zero value is off.
 	Defrag Defrag
@@ -290,6 +300,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.Duration < 0 {
 		return bad("duration", "negative")
+	}
+	if c.MaxConcurrency < 0 {
+		return bad("max concurrency", "%d is negative (0: no cap, an open loop)", c.MaxConcurrency)
 	}
 	if c.SampleInterval == 0 {
 		c.SampleInterval = 1_000_000_000

@@ -17,7 +17,13 @@
 //
 //  1. Arrivals: requests whose arrival time has come join the waiting queue.
 //     A prompt longer than the context is rejected; an output longer than
-//     max tokens (default: context − prompt) is truncated and counted.
+//     max tokens (default: context − prompt) is truncated and counted. With
+//     Config.MaxConcurrency (a benchmark client's --max-concurrency, a
+//     closed loop) at most that many requests are in flight, sent and not
+//     yet completed, failed or rejected: a request whose time comes while
+//     they are waits at the client and is sent, in arrival order, when a
+//     slot frees (at a completion, at the end of its step; at a failure or
+//     rejection, when the step was scheduled).
 //  2. Schedule (vLLM v1's order): running requests first, in admission order,
 //     each taking its next prefill chunk or one decode token per sample from
 //     the step's token budget (MaxBatchTokens) while at most MaxSeqs run.
@@ -68,10 +74,12 @@
 //     since the last sample (the Layout is the same), the last sample's
 //     metrics are reused.
 //   - Decode runs: when nobody waits and every running request decodes one
-//     sample, the steps up to the next arrival, sample time, completion or
-//     out-of-blocks point run at once (decodeRun): their times come from the
-//     same roofline sums, and a paged pool takes the blocks in the order the
-//     one-token grows would (strategy.DecodeStepper).
+//     sample, the steps up to the next arrival (one the client can send:
+//     under a full cap, arrivals wait at the client and change nothing),
+//     sample time, completion or out-of-blocks point run at once
+//     (decodeRun): their times come from the same step-time sums, and a
+//     paged pool takes the blocks in the order the one-token grows would
+//     (strategy.DecodeStepper).
 //
 // # Memory setup
 //
@@ -91,9 +99,11 @@
 // Output tokens are counted per sample as they are generated, so a request
 // that fails or is preempted keeps the tokens it produced; recomputation
 // after a preemption costs prefill time but produces no tokens twice.
-// TTFT is from arrival to the first token of the first admission; TPOT is
-// (finish − first token) ÷ (output − 1) over completed requests with at
-// least two tokens.
+// TTFT is from the request's send time (its arrival, or later when the
+// client's cap held it, as vLLM's benchmark client starts its timer after
+// taking its semaphore) to the first token of the first admission; E2E is
+// from the send time to completion; TPOT is (finish − first token) ÷
+// (output − 1) over completed requests with at least two tokens.
 //
 // # Modelling limits
 //

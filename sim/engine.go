@@ -37,7 +37,8 @@ const (
 // req is one request's state. Index in Engine.reqs is its strategy.SeqID.
 type req struct {
 	id        string
-	arrival   int64
+	arrival   int64 // when its time comes (the trace's arrival)
+	sent      int64 // when the client sent it: arrival, or later under Config.MaxConcurrency
 	prompt    int
 	output    int // tokens to generate (after truncation)
 	maxOut    int // max_tokens as the engine sees it
@@ -91,6 +92,7 @@ type Engine struct {
 	trips tripMemo       // fastpath.go
 	samp  sampler        // sample.go
 	tally tally          // account.go
+	cl    client         // arrive: Config.MaxConcurrency's client
 	res   Result
 	dg    *defragger // defrag.go; nil when defrag is off or cannot act
 }
@@ -153,6 +155,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
 	}
 	e.initFastPaths()
+	e.cl = client{limit: c.MaxConcurrency, idle: c.MaxConcurrency}
 	e.res = Result{KV: e.kv.Name(), Allocator: e.al.Spec(), OnOOM: c.OnOOM.String(), KVBudgetBytes: e.budgetBytes}
 	e.paged = ks.Family() == strategy.Paged
 	e.contiguous = ks.Family() == strategy.Contiguous
@@ -230,21 +233,96 @@ func (e *Engine) Run() (Result, error) {
 	return e.res, nil
 }
 
-// arrive moves requests whose arrival time has come to the waiting queue,
-// rejecting those that can never be served.
+// client is the benchmark client's cap on requests in flight
+// (Config.MaxConcurrency, vLLM's and SGLang's --max-concurrency): a request
+// whose time has come while the cap is reached waits at the client, not in
+// the engine's queue, and is sent when a request in flight ends. In flight
+// means sent and not ended (completed, failed or rejected): the waiting and
+// running requests. The client's semaphore hands freed slots to its waiters
+// in order, so a held request is sent at the time the oldest free slot was
+// freed, and a request that finds a slot free is sent at its arrival.
+type client struct {
+	limit int // Config.MaxConcurrency; 0: open loop
+	// idle counts the free slots freed before the last arrive: a request
+	// that takes one is sent at its own arrival, which is later.
+	idle int
+	// freed holds the times of the slots freed since, oldest first from
+	// head: completions at the end of a step (account.go), failures and
+	// rejections when the step was scheduled (clientEnded). It holds at
+	// most limit entries, and is empty after every arrive.
+	freed []int64
+	head  int
+	ended int // RequestsFailedOOM + RequestsRejected already in freed or idle
+}
+
+// clientEnded notes the slots of the requests that failed or were rejected
+// since the last call as freed now. The engine calls it after scheduling a
+// step (those end while it is scheduled) and at every arrive; completions
+// note their own slot.
+func (e *Engine) clientEnded() {
+	cl := &e.cl
+	if cl.limit == 0 {
+		return
+	}
+	for n := e.res.RequestsFailedOOM + e.res.RequestsRejected; cl.ended < n; cl.ended++ {
+		cl.freed = append(cl.freed, e.now)
+	}
+}
+
+// sendTime is when a request whose time came at arrival is sent: at
+// arrival, or when the slot it would take was freed; ok is false when no
+// slot is free. take then takes that slot.
+func (cl *client) sendTime(arrival int64) (t int64, ok bool) {
+	switch {
+	case cl.limit == 0, cl.idle > 0:
+		return arrival, true
+	case cl.head < len(cl.freed):
+		return max(arrival, cl.freed[cl.head]), true
+	}
+	return 0, false
+}
+
+func (cl *client) take() {
+	switch {
+	case cl.limit == 0:
+	case cl.idle > 0:
+		cl.idle--
+	default:
+		cl.head++
+	}
+}
+
+// full reports whether every slot is taken (never for an open loop).
+func (cl *client) full() bool { return cl.limit > 0 && cl.idle == 0 && cl.head == len(cl.freed) }
+
+// settle makes every free slot idle: at the end of arrive, every request
+// not sent yet arrives later than any slot was freed, or finds none free.
+func (cl *client) settle() {
+	cl.idle += len(cl.freed) - cl.head
+	cl.freed, cl.head = cl.freed[:0], 0
+}
+
+// arrive sends the requests whose arrival time has come, as far as the
+// client's cap allows, to the waiting queue, rejecting those that can never
+// be served.
 func (e *Engine) arrive() {
+	e.clientEnded()
 	for e.next < len(e.reqs) && e.reqs[e.next].arrival <= e.now {
-		if e.cfg.Duration > 0 && e.reqs[e.next].arrival >= e.cfg.Duration {
-			return
+		r := &e.reqs[e.next]
+		sent, ok := e.cl.sendTime(r.arrival)
+		if !ok || (e.cfg.Duration > 0 && sent >= e.cfg.Duration) {
+			break // it waits for a slot at the client, or for good
 		}
+		e.cl.take()
 		i := e.next
 		e.next++
-		r := &e.reqs[i]
+		r.sent = sent
 		e.res.RequestsTotal++
 		if r.prompt > e.cfg.MaxContext || r.n > e.cfg.MaxBatchTokens {
 			// Longer than the context, or more samples than one step can
 			// decode: it can never run.
 			e.reject(i)
+			e.clientEnded()
 			continue
 		}
 		if r.output > r.maxOut {
@@ -253,11 +331,15 @@ func (e *Engine) arrive() {
 		}
 		if e.cfg.OnOOM == OnOOMReserve && e.reserveTokens(r) > e.budgetTokens() {
 			e.reject(i)
+			e.clientEnded()
 			continue
 		}
 		r.ph = phaseWaiting
 		r.need = r.prompt
 		e.waiting.pushBack(int32(i))
+	}
+	if e.cl.limit > 0 {
+		e.cl.settle()
 	}
 }
 
@@ -275,14 +357,16 @@ func (e *Engine) step() error {
 		if !preempted {
 			e.unblock()
 		}
+		e.clientEnded()
 		return nil
 	}
 	work := e.work()
 	if e.cfg.Activations {
 		work = e.activations(work)
-		if len(e.batch) == 0 {
-			return nil
-		}
+	}
+	e.clientEnded()
+	if len(e.batch) == 0 {
+		return nil // every request of the step failed on its activations
 	}
 	st := e.kv.Stats()
 	work.copied = st.CopiedBytes - e.lastCopied

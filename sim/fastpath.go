@@ -78,8 +78,8 @@ func (e *Engine) noFastPaths() {
 
 // decodeRun runs, in one go, the steps ahead in which nothing happens but
 // one more token for every running request: nobody waits, every running
-// request decodes one sample and does not finish, no request arrives, no
-// sample is due, the step's activation buffers are a round trip the
+// request decodes one sample and does not finish, no request arrives (that
+// the client's cap lets it send), no sample is due, the step's activation buffers are a round trip the
 // allocator can repeat (or are off), and the strategy can do the grows in
 // bulk (strategy.DecodeStepper: on a paged pool, blocks are taken in the
 // order step-by-step grows take them). Each step's time is the roofline of
@@ -118,6 +118,10 @@ func (e *Engine) decodeRun() bool {
 	w := stepWork{tokens: n, sampled: n}
 	now := e.now
 	ends := e.runs.ends[:0]
+	// An arrival the client cannot send (its cap is reached, and nothing
+	// ends in a decode run to free a slot) changes nothing: it does not end
+	// the run.
+	arrivals := e.next < len(e.reqs) && !e.cl.full()
 	for j := range int64(limit) {
 		// step() sums float64(ctx) over the batch; every partial sum is a
 		// whole number far below 2^53, so the float64 of the total is equal.
@@ -129,7 +133,7 @@ func (e *Engine) decodeRun() bool {
 		}
 		now += dt
 		ends = append(ends, now)
-		if now >= e.samp.next || (e.next < len(e.reqs) && e.reqs[e.next].arrival <= now) ||
+		if now >= e.samp.next || (arrivals && e.reqs[e.next].arrival <= now) ||
 			(c.Duration > 0 && now >= c.Duration) {
 			break
 		}
