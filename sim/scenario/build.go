@@ -4,6 +4,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -41,6 +42,14 @@ type Plan struct {
 	// skipped, rows without a timestamp, a MaxRows stop); empty when
 	// nothing was (workload.Trace.Summary).
 	Dropped string
+	// ProfileFrom says where every config's Profile was read from: the
+	// file's path as opened, or "embedded"; empty when there is none (the
+	// roofline).
+	ProfileFrom string
+	// Bench is the benchmark run a vllm-bench trace was made from (its
+	// measured figures go beside the simulated ones in the Report); nil
+	// for other workloads.
+	Bench *workload.BenchResult
 }
 
 // Opener opens a trace file named in a scenario (the CLI passes os.Open
@@ -75,8 +84,22 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 			return bad("kv_dtype", "%v", err)
 		}
 	}
+	if s.WeightDType != "" {
+		if base.WeightDType, err = model.ParseDType(s.WeightDType); err != nil {
+			return bad("weight_dtype", "%v", err)
+		}
+	}
 	base.Duration = int64(s.Duration)
 	e := s.Engine
+	if e.Name != "" {
+		if base.Engine, err = sim.ParseEngine(e.Name); err != nil {
+			return bad("engine.name", "%q: want one of %s", e.Name, strings.Join(sim.EngineNames(), ", "))
+		}
+	}
+	if e.MixedChunk && base.Engine != sim.EngineSGLang {
+		return bad("engine.mixed_chunk", "is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not %v", base.Engine)
+	}
+	base.MixedChunk = e.MixedChunk
 	if e.GPUMemoryUtilization != 0 {
 		base.GPUMemoryUtilization = e.GPUMemoryUtilization
 	}
@@ -110,6 +133,9 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 		return bad("runs", "no KV strategy × allocator runs to compare")
 	}
 	p := &Plan{Model: m, GPU: g}
+	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, open); err != nil {
+		return nil, err
+	}
 	for i, r := range s.Runs {
 		c := base
 		c.KV, c.Alloc = r.KV, r.Alloc
@@ -135,6 +161,19 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	}
 	if err := p.requests(s, base, open); err != nil {
 		return nil, err
+	}
+	limit := 0
+	if p.Bench != nil {
+		limit = p.Bench.MaxConcurrency
+	}
+	if mc := s.Workload.MaxConcurrency; mc != nil {
+		if *mc < 0 {
+			return bad("workload.max_concurrency", "%d is negative (0: no cap)", *mc)
+		}
+		limit = *mc
+	}
+	for i := range p.Configs {
+		p.Configs[i].MaxConcurrency = limit
 	}
 	return p, nil
 }
@@ -201,11 +240,24 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 		return nil, err
 	}
 	defer rc.Close()
-	t, err := workload.Read(rc, tr.File, f, workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows})
+	if tr.Run < 0 {
+		return nil, fmt.Errorf("%w: workload.trace.run: %d is negative (1 is a file's first run; 0 reads a file of one run)", ErrBadScenario, tr.Run)
+	}
+	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
+		return nil, fmt.Errorf("%w: workload.trace.run: %d, but only benchmark result files (format vllm-bench) hold runs, not %s", ErrBadScenario, tr.Run, f)
+	}
+	t, err := workload.Read(rc, tr.File, f, workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run})
 	if err != nil {
+		var we *workload.Error
+		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
+			// The reader names its option (ReadOptions.Run); say which
+			// field sets it here.
+			return nil, fmt.Errorf("%w (workload.trace.run, --run N)", err)
+		}
 		return nil, err
 	}
 	p.Skipped, p.Warnings, p.Dropped = t.Skipped, t.Warnings, t.Summary()
+	p.Bench = t.Bench
 	switch {
 	case t.Timed && tr.Rate > 0:
 		if err := workload.Rescale(t, tr.Rate); err != nil {

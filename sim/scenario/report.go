@@ -14,17 +14,26 @@ import (
 // what ran, the result of every run in the plan's order, and the
 // recommendation.
 type Report struct {
-	Scenario string       `json:"scenario"`
-	About    string       `json:"about,omitempty"`
-	Model    string       `json:"model"`
-	GPU      string       `json:"gpu"`
-	TP       int          `json:"tp"`
-	Source   string       `json:"source"`
-	Requests int          `json:"requests"`
-	Skipped  int          `json:"skipped_rows"`
-	Duration float64      `json:"duration_s"`
-	Seed     uint64       `json:"seed"`
-	Results  []sim.Result `json:"results"`
+	Scenario string  `json:"scenario"`
+	About    string  `json:"about,omitempty"`
+	Model    string  `json:"model"`
+	GPU      string  `json:"gpu"`
+	TP       int     `json:"tp"`
+	Source   string  `json:"source"`
+	Requests int     `json:"requests"`
+	Skipped  int     `json:"skipped_rows"`
+	Duration float64 `json:"duration_s"`
+	Seed     uint64  `json:"seed"`
+	// Timing says how step time was modelled: the engine, the profile (or
+	// the roofline), the weights' type and the client's cap; absent when
+	// all four are as they were before profiles existed (vllm-v1, the
+	// roofline, the model's weights, an open loop) and the trace is not a
+	// benchmark file.
+	Timing *Timing `json:"timing,omitempty"`
+	// Bench is a vllm-bench trace's own measured figures; absent for other
+	// workloads.
+	Bench   *BenchReport `json:"bench,omitempty"`
+	Results []sim.Result `json:"results"`
 	// Recommended is the index in Results of the best run (see Recommend);
 	// -1 when no run qualifies.
 	Recommended int    `json:"recommended"`
@@ -36,7 +45,8 @@ type Report struct {
 func NewReport(s *Scenario, plan *Plan, results []sim.Result) *Report {
 	r := &Report{Scenario: s.Name, About: s.About, Model: plan.Model.Name, GPU: plan.GPU.Name, TP: max(s.TP, 1),
 		Source: plan.Source, Requests: len(plan.Requests), Skipped: plan.Skipped,
-		Duration: time.Duration(s.Duration).Seconds(), Seed: s.Seed, Results: results}
+		Duration: time.Duration(s.Duration).Seconds(), Seed: s.Seed, Timing: newTiming(plan), Bench: newBenchReport(plan.Bench),
+		Results: results}
 	r.Recommended, r.Reason = Recommend(results)
 	return r
 }

@@ -18,9 +18,15 @@
 //	gpu: h100-80g
 //	tp: 1
 //	kv_dtype: bf16               # bf16, fp16, fp32, fp8, fp8_e5m2, int8
+//	weight_dtype: bf16           # bf16, fp16, fp8, int8, int4; absent: the model's
+//	profile: h100-80g            # step-time profile: an embedded one's name (a GPU
+//	                             # preset), or a YAML file relative to this scenario;
+//	                             # absent: the roofline
 //	seed: 42
 //	duration: 30m                # virtual time; 0 or absent: until every request ends
 //	engine:
+//	  name: vllm-v1              # vllm-v1, vllm-v0, sglang: how steps are composed
+//	  mixed_chunk: false         # sglang only: decodes join prefill steps
 //	  gpu_memory_utilization: 0.9
 //	  max_batch_tokens: 8192
 //	  max_seqs: 256
@@ -32,7 +38,10 @@
 //	  max_context: 0             # 0: the model's
 //	  max_tokens: 0              # 0: max_context − prompt
 //	workload:                    # exactly one of trace, requests, sessions
-//	  trace: {file: conv.csv, format: azure, rate: 0, max_rows: 0, skip_bad_rows: false}
+//	  trace: {file: conv.csv, format: azure, rate: 0, max_rows: 0, skip_bad_rows: false,
+//	          run: 0}            # run: which run of a vllm-bench file of several (1-based)
+//	  max_concurrency: 8         # a closed-loop client: at most N in flight (0: none);
+//	                             # absent: a vllm-bench trace's own, else none
 //	  requests:
 //	    rate: 1.5                # requests per second
 //	    cv: 1                    # 1: Poisson; > 1 bursty (Gamma)
@@ -69,21 +78,38 @@ const MaxScenarioBytes = 1 << 20
 
 // Scenario is one study.
 type Scenario struct {
-	Name     string   `yaml:"name"`
-	About    string   `yaml:"about"`
-	Model    string   `yaml:"model"`
-	GPU      string   `yaml:"gpu"`
-	TP       int      `yaml:"tp"`
-	KVDType  string   `yaml:"kv_dtype"`
+	Name    string `yaml:"name"`
+	About   string `yaml:"about"`
+	Model   string `yaml:"model"`
+	GPU     string `yaml:"gpu"`
+	TP      int    `yaml:"tp"`
+	KVDType string `yaml:"kv_dtype"`
+	// WeightDType stores the weights in another type (sim.Config.WeightDType).
+	WeightDType string `yaml:"weight_dtype"`
+	// Profile names the step-time profile (sim.Profile): a name without a
+	// dot or a slash is an embedded profile, by GPU preset
+	// (sim.DefaultProfile for Engine.Name); anything else is a YAML file,
+	// relative to Dir. Empty: the roofline (sim.Config.Roofline).
+	Profile  string   `yaml:"profile"`
 	Seed     uint64   `yaml:"seed"`
 	Duration Duration `yaml:"duration"`
 	Engine   Engine   `yaml:"engine"`
 	Workload Workload `yaml:"workload"`
 	Runs     []Run    `yaml:"runs"`
+
+	// Dir is the directory a relative profile file is read from: the
+	// scenario file's, set by whoever read it (the CLI); empty is the
+	// working directory. Trace files are relative to the working directory.
+	Dir string `yaml:"-"`
 }
 
 // Engine holds the engine settings; zero values take sim.DefaultConfig's.
 type Engine struct {
+	// Name is the serving engine whose step composition is modelled
+	// (sim.ParseEngine: vllm-v1, vllm-v0, sglang); empty is vllm-v1.
+	Name string `yaml:"name"`
+	// MixedChunk is SGLang's --enable-mixed-chunk (needs name sglang).
+	MixedChunk           bool    `yaml:"mixed_chunk"`
 	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
 	MaxBatchTokens       int     `yaml:"max_batch_tokens"`
 	MaxSeqs              int     `yaml:"max_seqs"`
@@ -104,13 +130,17 @@ type Workload struct {
 	Sessions *Sessions `yaml:"sessions"`
 	Bucket   int       `yaml:"bucket"`
 	Beam     []int     `yaml:"beam"`
+	// MaxConcurrency is the client's cap on requests in flight
+	// (sim.Config.MaxConcurrency), 0 for none; nil keeps a vllm-bench
+	// trace's own max_concurrency (and no cap for anything else).
+	MaxConcurrency *int `yaml:"max_concurrency"`
 }
 
 // Trace reads a request trace file (workload.Read).
 type Trace struct {
 	File string `yaml:"file"`
-	// Format is azure, mooncake, vidur, fineserve, burstgpt or jsonl;
-	// empty detects it from the header.
+	// Format is azure, mooncake, vidur, fineserve, burstgpt, jsonl or
+	// vllm-bench; empty detects it from the file's start.
 	Format string `yaml:"format"`
 	// Rate in requests per second: Poisson arrivals for a length-only
 	// trace, a rescaling of time for a timed one; 0 keeps the file's times
@@ -118,6 +148,9 @@ type Trace struct {
 	Rate        float64 `yaml:"rate"`
 	MaxRows     int     `yaml:"max_rows"`
 	SkipBadRows bool    `yaml:"skip_bad_rows"`
+	// Run picks the run of a vllm-bench file that holds several
+	// (workload.ReadOptions.Run, 1-based); 0 reads a file of one run.
+	Run int `yaml:"run"`
 }
 
 // Requests generates independent requests.

@@ -1,0 +1,226 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+const fewRequests = "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"
+
+// profileYAML is gpu's embedded profile for the engine, as a file would hold it.
+func profileYAML(t *testing.T, gpu string, engine sim.EngineKind) string {
+	t.Helper()
+	p, err := sim.DefaultProfile(gpu, engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestBuildTiming: engine.name, engine.mixed_chunk, weight_dtype, profile
+// (embedded, or a file relative to the scenario's directory) and
+// workload.max_concurrency reach every config.
+func TestBuildTiming(t *testing.T) {
+	s := read(t, base+`  - {kv: contiguous-grow, alloc: caching}
+weight_dtype: fp8
+profile: H100-80G
+engine: {name: sglang, mixed_chunk: true}
+workload:
+  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}
+  max_concurrency: 3
+`)
+	p, err := Build(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sim.DefaultProfile("h100-80g", sim.EngineSGLang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range p.Configs {
+		if c.Engine != sim.EngineSGLang || !c.MixedChunk || c.WeightDType != model.FP8E4M3 || c.MaxConcurrency != 3 ||
+			!reflect.DeepEqual(c.Profile, want) {
+			t.Errorf("config %d: engine %v, mixed %v, weights %v, cap %d, profile %+v", i, c.Engine, c.MixedChunk, c.WeightDType, c.MaxConcurrency, c.Profile)
+		}
+	}
+	if p.ProfileFrom != ProfileFromEmbedded {
+		t.Errorf("ProfileFrom %q", p.ProfileFrom)
+	}
+
+	// A file, relative to the scenario's directory.
+	file := profileYAML(t, "h100-80g", sim.EngineVLLMV1)
+	s = read(t, base+"profile: profiles/mine.yaml\n"+fewRequests)
+	s.Dir = "studies"
+	path := filepath.Join("studies", "profiles", "mine.yaml")
+	p, err = Build(s, memOpener(map[string]string{path: file}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Configs[0]; c.Profile == nil || c.Profile.GPU != "h100-80g" || c.Engine != sim.EngineVLLMV1 || p.ProfileFrom != path {
+		t.Fatalf("profile file: %+v from %q", c.Profile, p.ProfileFrom)
+	}
+
+	// Nothing set: the roofline, vllm-v1, the model's weights, no cap.
+	p, err = Build(read(t, base+fewRequests), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Configs[0]; c.Profile != nil || c.Engine != sim.EngineVLLMV1 || c.MixedChunk || c.WeightDType != 0 || c.MaxConcurrency != 0 || p.ProfileFrom != "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestBuildTimingErrors: each bad field is an ErrBadScenario naming it and
+// saying what to do.
+func TestBuildTimingErrors(t *testing.T) {
+	files := map[string]string{
+		"sglang.yaml": profileYAML(t, "h100-80g", sim.EngineSGLang),
+		"a100.yaml":   profileYAML(t, "a100-80g", sim.EngineVLLMV1),
+		"broken.yaml": "gpu: h100-80g\n",
+		"runs.jsonl":  readFixture(t, "sglang_bench_online.jsonl"),
+		"lengths.csv": "input_tokens,output_tokens\n10,5\n",
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"engine name", base + "engine: {name: trtllm}\n" + fewRequests, `engine.name: "trtllm": want one of vllm-v1, vllm-v0, sglang`},
+		{"mixed chunk on vllm", base + "engine: {mixed_chunk: true}\n" + fewRequests, "engine.mixed_chunk: is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not vllm-v1"},
+		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `weight_dtype: model: bad dtype: "fp6"`},
+		{"no embedded profile", base + "profile: v100\n" + fewRequests, `profile: sim: bad profile: no embedded profile for gpu "v100"`},
+		{"embedded profile of another gpu", base + "profile: a100-80g\n" + fewRequests,
+			"profile: a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g: use profile h100-80g, or set gpu a100-80g"},
+		{"missing file", base + "profile: nothere.yaml\n" + fewRequests, "profile: open nothere.yaml"},
+		{"incomplete file", base + "profile: broken.yaml\n" + fewRequests, "profile: sim: bad profile: broken.yaml: line 1: field engine missing"},
+		{"file of another gpu", base + "profile: a100.yaml\n" + fewRequests, "profile: a100.yaml is for gpu a100-80g, but the scenario's gpu is h100-80g"},
+		{"file of another engine", base + "profile: sglang.yaml\n" + fewRequests,
+			"profile: sglang.yaml is for engine sglang, but the scenario's engine is vllm-v1: set engine.name sglang (--engine)"},
+		{"negative cap", base + fewRequests + "  max_concurrency: -2\n", "workload.max_concurrency: -2 is negative (0: no cap)"},
+		{"negative run", base + "workload:\n  trace: {file: runs.jsonl, run: -1}\n", "workload.trace.run: -1 is negative"},
+		{"run of a csv", base + "workload:\n  trace: {file: lengths.csv, format: vidur, rate: 1, run: 2}\n",
+			"workload.trace.run: 2, but only benchmark result files (format vllm-bench) hold runs, not vidur"},
+		{"run past the end", base + "workload:\n  trace: {file: runs.jsonl, run: 9}\n", "holds 7 benchmark runs (workload.trace.run, --run N)"},
+		{"several runs", base + "workload:\n  trace: {file: runs.jsonl}\n", "choose one with ReadOptions.Run (1 to 7)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Build(read(t, tc.yaml), memOpener(files))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			var we *workload.Error
+			if !errors.Is(err, ErrBadScenario) && !errors.As(err, &we) {
+				t.Fatalf("%v is neither an ErrBadScenario nor a *workload.Error", err)
+			}
+		})
+	}
+}
+
+func readFixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "workload", "testdata", "bench", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestBuildBenchCap: a vllm-bench trace's own max_concurrency caps the
+// runs unless workload.max_concurrency says otherwise (0 lifts it); the
+// plan keeps the run for the report.
+func TestBuildBenchCap(t *testing.T) {
+	files := map[string]string{"detail.json": readFixture(t, "vllm_bench_detailed_synthetic.json"),
+		"runs.jsonl": readFixture(t, "sglang_bench_online.jsonl")}
+	for _, tc := range []struct {
+		extra string
+		want  int
+	}{{"", 2}, {"  max_concurrency: 0\n", 0}, {"  max_concurrency: 5\n", 5}} {
+		p, err := Build(read(t, base+"workload:\n  trace: {file: detail.json, format: vllm-bench}\n"+tc.extra), memOpener(files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Configs[0].MaxConcurrency != tc.want || p.Bench == nil || p.Bench.MaxConcurrency != 2 || len(p.Requests) != 5 {
+			t.Errorf("%q: cap %d (want %d), bench %+v, %d requests", tc.extra, p.Configs[0].MaxConcurrency, tc.want, p.Bench, len(p.Requests))
+		}
+	}
+	p, err := Build(read(t, base+"workload:\n  trace: {file: runs.jsonl, run: 3}\n"), memOpener(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Bench == nil || p.Bench.Run != 3 || p.Bench.Harness != workload.HarnessSGLang {
+		t.Fatalf("run 3: %+v", p.Bench)
+	}
+}
+
+// TestReportTiming: the report says how time was modelled only when
+// something differs from before profiles existed (so outputs stay byte for
+// byte), and a benchmark file's figures in the results' units.
+func TestReportTiming(t *testing.T) {
+	s := read(t, base+fewRequests)
+	p, err := Build(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReport(s, p, make([]sim.Result, len(p.Configs)))
+	if r.Timing != nil || r.Bench != nil {
+		t.Fatalf("defaults: timing %+v, bench %+v; want neither", r.Timing, r.Bench)
+	}
+	out, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte(`"timing"`)) || bytes.Contains(out, []byte(`"bench"`)) {
+		t.Fatalf("default report has new keys: %s", out)
+	}
+
+	files := map[string]string{"detail.json": readFixture(t, "vllm_bench_detailed_synthetic.json")}
+	s = read(t, base+"profile: h100-80g\nweight_dtype: int4\nworkload:\n  trace: {file: detail.json}\n")
+	if p, err = Build(s, memOpener(files)); err != nil {
+		t.Fatal(err)
+	}
+	r = NewReport(s, p, make([]sim.Result, len(p.Configs)))
+	want := &Timing{Engine: "vllm-v1", StepTime: "profile", WeightDType: "int4", MaxConcurrency: 2,
+		Profile: &ProfileReport{GPU: "h100-80g", Engine: "vllm-v1", FittedTo: p.Configs[0].Profile.FittedTo, From: "embedded"}}
+	if !reflect.DeepEqual(r.Timing, want) {
+		t.Errorf("timing %+v, want %+v", r.Timing, want)
+	}
+	f := func(v float64) *float64 { return &v }
+	ms := func(v float64) *float64 { v /= 1e3; return &v } // the file's *_ms
+	n := func(v int) *int { return &v }
+	wantBench := &BenchReport{File: "detail.json", Run: 1, Runs: 1, Harness: "vllm", ModelID: "meta-llama/Llama-3.1-8B-Instruct",
+		MaxConcurrency: 2, Completed: n(4), Failed: n(1),
+		TTFT: BenchLatency{P50: ms(65), P99: ms(79.7)}, TPOT: BenchLatency{P50: ms(20.5), P99: ms(21.97)},
+		E2E: BenchLatency{P50: ms(249.5), P99: ms(277.4)}, OutputTokensPerS: f(12.5), RequestsPerS: f(1.25), MeasuredDurationS: f(3.2)}
+	if got, _ := json.Marshal(r.Bench); !bytes.Equal(got, mustJSON(t, wantBench)) {
+		t.Errorf("bench\n%s\nwant\n%s", got, mustJSON(t, wantBench))
+	}
+
+	// The roofline on a benchmark file: still said, without a profile.
+	s = read(t, base+"workload:\n  trace: {file: detail.json}\n  max_concurrency: 0\n")
+	if p, err = Build(s, memOpener(files)); err != nil {
+		t.Fatal(err)
+	}
+	r = NewReport(s, p, nil)
+	if r.Timing == nil || r.Timing.StepTime != "roofline" || r.Timing.Profile != nil || r.Timing.MaxConcurrency != 0 || r.Timing.WeightDType != "bf16" {
+		t.Fatalf("roofline timing %+v", r.Timing)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
