@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -45,6 +46,11 @@ type simulateFlags struct {
 	json                    bool
 	html                    string
 	parallel                int
+
+	// Timing (simulate_timing.go).
+	engine, weightDType, profile string
+	mixedChunk, printProfile     bool
+	maxConcurrency, run          int
 }
 
 func newSimulate() *cobra.Command {
@@ -52,7 +58,7 @@ func newSimulate() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate",
 		Short: "Simulate an LLM serving engine and compare KV strategies and allocators",
-		Long:  simulateLong,
+		Long:  strings.ReplaceAll(simulateLong, "{profiles}", strings.Join(sim.ProfileGPUs(), ", ")),
 		Example: `  # The embedded default: long-context chat on one H100, six memory setups:
   gpufrag simulate
 
@@ -64,7 +70,16 @@ func newSimulate() *cobra.Command {
   gpufrag simulate --trace sharegpt.csv --format vidur --rate 4 --html report.html
 
   # Your own study: start from the default scenario and edit it:
-  gpufrag simulate --print-scenario > my.yaml && gpufrag simulate --scenario my.yaml`,
+  gpufrag simulate --print-scenario > my.yaml && gpufrag simulate --scenario my.yaml
+
+  # A vLLM benchmark result as the workload (its arrivals and client cap),
+  # timed with the H100's profile; the JSON holds the file's own medians
+  # beside the simulated ones:
+  gpufrag simulate --trace result.json --format vllm-bench --model llama-3.1-8b \
+      --gpu h100-80g --profile h100-80g --json
+
+  # The step-time profile a run would use, to edit or compare:
+  gpufrag simulate --gpu a100-80g --engine sglang --print-profile > a100-sglang.yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, &f)
@@ -74,7 +89,7 @@ func newSimulate() *cobra.Command {
 	fl.StringVar(&f.scenarioFile, "scenario", "", "scenario `FILE` (YAML; see --print-scenario); flags override its fields")
 	fl.BoolVar(&f.printScenario, "print-scenario", false, "print the default scenario's YAML and exit")
 	fl.StringVar(&f.trace, "trace", "", "request trace `FILE` (replaces the scenario's workload)")
-	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt or jsonl (default: detected from the header)")
+	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt, jsonl, or vllm-bench (a vLLM benchmark_serving/vllm bench serve --save-result JSON or SGLang bench_serving JSONL: lengths, arrivals and max_concurrency as the client ran them) (default: detected from the file's start)")
 	fl.Float64Var(&f.rate, "rate", 0, "mean arrival rate `R` in requests per second: Poisson arrivals for a length-only trace, rescaled time for a timed one, or the session or request rate of a generated workload")
 	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse (counted and reported) instead of failing")
 	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
@@ -99,6 +114,7 @@ func newSimulate() *cobra.Command {
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with plots to `FILE`")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
+	addTimingFlags(fl, &f)
 	return cmd
 }
 
@@ -121,9 +137,35 @@ of three behaviours: preempt the newest request and recompute it later
 guarantees (TensorRT-LLM's no-evict, and Orca's reservations; the default
 for contiguous-max), or fail the request (a plain framework; the default for
 contiguous-grow). Each step's activation buffers go through the allocator
-with sizes that follow the batch. Step time is a roofline: the larger of
-FLOPs over achievable FLOP/s and bytes over achievable bandwidth, plus a
-fixed overhead.
+with sizes that follow the batch. Step time is a roofline by default: the
+larger of FLOPs over achievable FLOP/s and bytes over achievable
+bandwidth, plus a fixed overhead. --profile NAME|FILE times steps with a
+calibratable model instead: linear layers compute or weight-read bound
+by the step's token count, prefill and decode attention apart, per-step
+and per-sequence overheads, CUDA-graph padding of decode batches, and
+tensor-parallel all-reduce over the GPU's links. Its parameters are a
+profile: an embedded one, named by its GPU, for
+  {profiles}
+(--print-profile shows the one a run would use), or a YAML file such as
+gpufrag calibrate fits to your benchmark results. The roofline stays the
+default until the profiles are fitted.
+
+Engines (--engine) compose the steps as their schedulers do:
+  vllm-v1  vLLM V1 (default): running prefill chunks and decodes, then new
+           prompts, share each step under the token budget
+  vllm-v0  vLLM V0: with --chunked-prefill=false (the vLLM paper's setup)
+           a step that can admit prompts runs them alone and decodes
+           wait; with chunked prefill it mixes them as V1 does
+  sglang   SGLang: prefill batches first, in steps of their own, then the
+           running batch decodes; --mixed-chunk (--enable-mixed-chunk)
+           lets decodes join the prefill steps
+
+--max-concurrency N is a closed-loop client, as vLLM's and SGLang's
+benchmark clients run: at most N requests in flight, later ones wait at
+the client and their latencies count from when they are sent. A
+vllm-bench trace brings its own max_concurrency (--max-concurrency 0
+lifts it) and its measured medians, which --json prints beside the
+simulated ones ("bench").
 
 KV strategies (--kv):
   contiguous-max          reserve the model's whole context per request (Orca Max)
@@ -136,7 +178,8 @@ KV strategies (--kv):
 With several --kv and --alloc values every pair runs (a vmm:P strategy only
 with the vmm:P allocator). Trace formats are those of gpufrag's workload
 package: Azure LLM inference CSV, Mooncake JSONL, Vidur/Sarathi length CSV,
-FineServe CSV, BurstGPT CSV and gpufrag's JSONL (docs/json.md). A bad row
+FineServe CSV, BurstGPT CSV, gpufrag's JSONL (docs/json.md) and benchmark
+results (vllm-bench; a file of several runs needs --run N). A bad row
 stops the run with its file, line and field, unless --skip-bad-rows.
 
 Fragmentation is 1 − health, health being the largest free block over all
@@ -155,7 +198,16 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := applySimulateFlags(cmd, f, s); err != nil {
 		return err
 	}
+	if err := applyTimingFlags(cmd, f, s); err != nil {
+		return err
+	}
+	if f.printProfile {
+		return printProfile(stdout, stderr, s, f.json)
+	}
 	inputs := []fileFlag{{"--scenario", f.scenarioFile}, {"--model", f.model}}
+	if set := cmd.Flags().Changed; set("profile") && scenario.IsProfileFile(f.profile) {
+		inputs = append(inputs, fileFlag{"--profile", f.profile})
+	}
 	if tr := s.Workload.Trace; tr != nil {
 		inputs = append(inputs, fileFlag{"--trace", tr.File})
 	}
@@ -202,7 +254,12 @@ func loadScenario(path string) (*scenario.Scenario, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	return scenario.Read(fh, path)
+	s, err := scenario.Read(fh, path)
+	if err != nil {
+		return nil, err
+	}
+	s.Dir = filepath.Dir(path) // its profile file is beside it
+	return s, nil
 }
 
 // applySimulateFlags writes the flags that were set into s.
@@ -210,12 +267,12 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	set := cmd.Flags().Changed
 	if f.trace != "" {
 		s.Workload = scenario.Workload{Trace: &scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
-			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows}}
+			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows, Run: f.run}}
 		if !set("duration") {
 			s.Duration = 0 // a trace runs to its end
 		}
 	} else {
-		for _, name := range []string{"format", "skip-bad-rows", "max-rows"} {
+		for _, name := range []string{"format", "skip-bad-rows", "max-rows", "run"} {
 			if set(name) {
 				return usageErrorf(cmd, "--%s needs --trace", name)
 			}

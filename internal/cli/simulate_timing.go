@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
+)
+
+// The flags of `gpufrag simulate` that choose how time is modelled: the
+// engine's step composition, the step-time profile, the weights' type and
+// the client's cap on requests in flight.
+
+func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
+	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose scheduler composes the steps: vllm-v1 (default: prefills and decodes share steps), "+
+		"vllm-v0 (with --chunked-prefill=false, prompts run in steps of their own while decodes wait: the vLLM paper's), "+
+		"sglang (prefill steps first, then decode steps)")
+	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
+	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
+		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
+	fl.StringVar(&f.profile, "profile", "", "time steps with the step-time profile `NAME|FILE`: an embedded one, named by its GPU ("+strings.Join(sim.ProfileGPUs(), ", ")+
+		"; it must be --gpu's), or a YAML file, as gpufrag calibrate writes (default: the roofline)")
+	fl.BoolVar(&f.printProfile, "print-profile", false, "print the YAML of the step-time profile the run would use (with none given, --gpu's embedded one for --engine) and exit; with --json, as JSON")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "a closed-loop client: at most `N` requests in flight, the rest wait and their latencies start when sent "+
+		"(default: a vllm-bench trace's own max_concurrency, else none; 0 lifts it)")
+	fl.IntVar(&f.run, "run", 0, "the run `N` (from 1) of a vllm-bench file that holds several (an SGLang JSONL sweep, vLLM --append-result)")
+}
+
+// applyTimingFlags writes the timing flags that were set into s. It runs
+// after applySimulateFlags (which has put --trace's workload in place and
+// checked that --run comes with it).
+func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
+	set := cmd.Flags().Changed
+	if set("engine") {
+		if _, err := sim.ParseEngine(f.engine); err != nil {
+			return usageErrorf(cmd, "--engine %q: want vllm-v1, vllm-v0 or sglang", f.engine)
+		}
+		s.Engine.Name = f.engine
+	}
+	if set("mixed-chunk") {
+		s.Engine.MixedChunk = f.mixedChunk
+	}
+	if set("engine") || set("mixed-chunk") {
+		if e, err := sim.ParseEngine(s.Engine.Name); s.Engine.MixedChunk && (s.Engine.Name == "" || err != nil || e != sim.EngineSGLang) {
+			return usageErrorf(cmd, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang")
+		}
+	}
+	if set("weight-dtype") {
+		if _, err := model.ParseDType(f.weightDType); err != nil {
+			return usageErrorf(cmd, "--weight-dtype %q: want bf16, fp16, fp8, int8 or int4", f.weightDType)
+		}
+		s.WeightDType = f.weightDType
+	}
+	if set("profile") {
+		if f.profile == "" {
+			return usageErrorf(cmd, "--profile: empty; give an embedded profile's name (%s) or a profile file", strings.Join(sim.ProfileGPUs(), ", "))
+		}
+		if !scenario.IsProfileFile(f.profile) {
+			if _, err := sim.EmbeddedProfileYAML(f.profile); err != nil {
+				return usageErrorf(cmd, "--profile %q: no embedded profile of that name (profiles: %s); a file's name needs a dot or a slash (./%s.yaml)",
+					f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile)
+			}
+		}
+		s.Profile = f.profile
+		s.Dir = "" // a flag's file is relative to the working directory
+	}
+	if set("max-concurrency") {
+		if f.maxConcurrency < 0 {
+			return usageErrorf(cmd, "--max-concurrency %d: want 0 (no cap) or a positive number of requests in flight", f.maxConcurrency)
+		}
+		mc := f.maxConcurrency
+		s.Workload.MaxConcurrency = &mc
+	}
+	if set("run") && f.run < 1 {
+		return usageErrorf(cmd, "--run %d: want a run number from 1", f.run)
+	}
+	return nil
+}
+
+// printProfile writes the step-time profile a run of s would use: the one
+// s names, or, with none, the embedded profile of s's GPU for its engine
+// (and says on stderr that the run itself uses the roofline). An embedded
+// vLLM V1 profile is printed as embedded, with the comments that cite its
+// figures; the others as sim's WriteYAML writes them. With asJSON, the
+// same document as JSON, keys in the same order.
+func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) error {
+	if s.GPU == "" {
+		return fmt.Errorf("--print-profile: no GPU: give --gpu (one of %s)", strings.Join(model.GPUNames(), ", "))
+	}
+	g, err := model.LookupGPU(s.GPU)
+	if err != nil {
+		return err
+	}
+	engine := sim.EngineVLLMV1
+	if s.Engine.Name != "" {
+		if engine, err = sim.ParseEngine(s.Engine.Name); err != nil {
+			return fmt.Errorf("%w: engine.name: %q: want one of %s", scenario.ErrBadScenario, s.Engine.Name, strings.Join(sim.EngineNames(), ", "))
+		}
+	}
+	p, from, err := scenario.LoadProfile(s, g, engine, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		fmt.Fprintf(stderr, "gpufrag: note: no profile given: this is the embedded profile of %s for %s; a run without --profile times its steps with the roofline\n",
+			g.Name, engine)
+		if p, err = sim.DefaultProfile(g.Name, engine); err != nil {
+			return err
+		}
+		from = scenario.ProfileFromEmbedded
+	}
+	var text []byte
+	if from == scenario.ProfileFromEmbedded && engine == sim.EngineVLLMV1 {
+		if text, err = sim.EmbeddedProfileYAML(p.GPU); err != nil {
+			return err
+		}
+	} else {
+		var b bytes.Buffer
+		if err := p.WriteYAML(&b); err != nil {
+			return err
+		}
+		text = b.Bytes()
+	}
+	if asJSON {
+		if text, err = yamlToJSON(text); err != nil {
+			return err
+		}
+	}
+	_, err = stdout.Write(text)
+	return err
+}
+
+// yamlToJSON converts one YAML document of mappings, sequences and plain
+// scalars to indented JSON with the keys in the document's order (a Go map
+// would sort them), comments dropped.
+func yamlToJSON(data []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("profile as JSON: %w", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, fmt.Errorf("profile as JSON: want one YAML document")
+	}
+	var b bytes.Buffer
+	if err := writeNodeJSON(&b, doc.Content[0]); err != nil {
+		return nil, fmt.Errorf("profile as JSON: %w", err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+		return nil, fmt.Errorf("profile as JSON: %w", err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+func writeNodeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return writeNodeJSON(b, n.Alias)
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			if err := writeNodeJSON(b, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeNodeJSON(b, c); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	case yaml.ScalarNode:
+		var v any
+		switch n.ShortTag() {
+		case "!!int":
+			var i int64
+			if err := n.Decode(&i); err != nil {
+				return err
+			}
+			v = i
+		case "!!float":
+			var x float64
+			if err := n.Decode(&x); err != nil {
+				return err
+			}
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("line %d: %s has no JSON form", n.Line, n.Value)
+			}
+			v = x
+		case "!!bool":
+			var x bool
+			if err := n.Decode(&x); err != nil {
+				return err
+			}
+			v = x
+		case "!!null":
+			v = nil
+		default:
+			v = n.Value
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(out)
+		return nil
+	}
+	return fmt.Errorf("line %d: unexpected YAML node", n.Line)
+}
