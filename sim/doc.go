@@ -50,9 +50,25 @@
 //     allocator. When they do not fit, the request with the most tokens in
 //     the step fails with an OOM (the engine process would have raised
 //     torch.OutOfMemoryError) and the step is retried without it.
-//  5. Step time from the roofline (Roofline, cost.go), then tokens advance:
-//     a finished prefill samples the first token (TTFT), each decode one more
-//     per sample, and a request that reached its output length is released.
+//  5. Step time, then tokens advance: a finished prefill samples the first
+//     token (TTFT), each decode one more per sample, and a request that
+//     reached its output length is released. The step time is the
+//     roofline's (Roofline, cost.go: the larger of FLOPs over achievable
+//     FLOP/s and bytes over achievable bandwidth, plus a fixed overhead)
+//     unless Config.Profile is set; the roofline stays the default until the
+//     embedded profiles are fitted to measurements. A Profile
+//     (profile.go, steptime.go; one embedded per GPU preset, or a file that
+//     gpufrag calibrate fits) times the step as a sum of terms, each with
+//     its own efficiency: the linear layers, compute bound (a GEMM's
+//     efficiency saturating in the step's token count) or weight-read bound;
+//     prefill attention by causal (query, key) pairs; KV-cache reads and
+//     writes; the tensor-parallel all-reduces over the GPU's links; KV copies;
+//     and a per-step, per-sequence and (outside a full CUDA graph) per-layer
+//     overhead. Pure-decode batches are padded to the engine's CUDA-graph
+//     capture sizes. Config.Engine composes the steps as vLLM V1 (mixed
+//     prefill and decode), vLLM V0 without chunked prefill or SGLang
+//     (prefill-only steps first) do, and Config.WeightDType changes the
+//     weights' bytes (and FP8's math).
 //  6. Samples: every SampleInterval of virtual time the allocator's stats,
 //     its layout's health (package frag) and the strategy's KV breakdown are
 //     recorded; Result summarises them.
@@ -110,7 +126,16 @@
 // Prefix caching reuses cached prompt blocks only when the workload carries
 // prefix ids (trace prefix columns or chat sessions, Config.PrefixCaching on
 // a paged strategy); other strategies start cold for every request. Swap
-// preemption, pipeline parallelism, tensor-parallel communication time and
-// speculative decoding are not modelled; the whole prompt's KV is allocated
-// at admission even with chunked prefill (vLLM allocates per chunk).
+// preemption, pipeline parallelism and speculative decoding are not
+// modelled; the whole prompt's KV is allocated at admission even with
+// chunked prefill (vLLM allocates per chunk). Step time is a model, not a
+// measurement: the roofline (the default) has one set of factors for every
+// GPU, engine and batch and no tensor-parallel communication time; a
+// Profile's terms add up without overlap (vLLM V1's asynchronous
+// scheduling, which hides CPU work behind the GPU's, is not modelled), and
+// the embedded profiles are initial values from datasheets and single
+// published runs (fitted_to: unfitted) until a calibration replaces them.
+// The closed-loop client (Config.MaxConcurrency) frees a slot at the moment
+// a request ends in the model's time, without the client's network and
+// tokenizer time.
 package sim

@@ -224,3 +224,45 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestTimingKeysDocumented: every key of "timing" and "bench" is named in
+// docs/json.md's simulate section, so the contract page keeps up with the
+// code.
+func TestTimingKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(doc)
+	if i := strings.Index(sec, "## `gpufrag simulate --json`"); i >= 0 {
+		sec = sec[i:]
+	}
+	if i := strings.Index(sec[1:], "\n## "); i >= 0 {
+		sec = sec[:i+1]
+	}
+	x := 1.0
+	k := 1
+	full := map[string]any{
+		"timing": &Timing{Profile: &ProfileReport{FittedTo: []string{}}},
+		"bench": &BenchReport{Completed: &k, Failed: &k, TTFT: BenchLatency{P50: &x, P99: &x}, TPOT: BenchLatency{P50: &x, P99: &x},
+			E2E: BenchLatency{P50: &x, P99: &x}, OutputTokensPerS: &x, RequestsPerS: &x, MeasuredDurationS: &x, ModelID: "m"},
+	}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for key, sub := range m {
+			if !strings.Contains(sec, "`"+key+"`") && !strings.Contains(sec, "`."+key+"`") && !strings.Contains(sec, "."+key+"`") {
+				t.Errorf("docs/json.md's simulate section does not name %s%s", prefix, key)
+			}
+			walk(prefix+key+".", sub)
+		}
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal(mustJSON(t, full), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	walk("", decoded)
+}
