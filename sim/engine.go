@@ -248,7 +248,7 @@ type client struct {
 	idle int
 	// freed holds the times of the slots freed since, oldest first from
 	// head: completions at the end of a step (account.go), failures and
-	// rejections when the step was scheduled (clientEnded). It holds at
+	// rejections at the moment fail or reject ends them (clientEnded). It holds at
 	// most limit entries, and is empty after every arrive.
 	freed []int64
 	head  int
@@ -256,9 +256,10 @@ type client struct {
 }
 
 // clientEnded notes the slots of the requests that failed or were rejected
-// since the last call as freed now. The engine calls it after scheduling a
-// step (those end while it is scheduled) and at every arrive; completions
-// note their own slot.
+// since the last call as freed now. fail and reject call it as they end a
+// request (so a slot freed inside a defrag pause is freed at its own time),
+// and the engine again after scheduling and at every arrive, where it finds
+// nothing new; completions note their own slot.
 func (e *Engine) clientEnded() {
 	cl := &e.cl
 	if cl.limit == 0 {

@@ -298,6 +298,7 @@ func (e *Engine) fail(i int, kind string) {
 	r.ph = phaseFailed
 	e.res.RequestsFailedOOM++
 	e.event(kind, r.id)
+	e.clientEnded() // its client slot frees now, also inside a defrag pause
 }
 
 // reject ends request i as one that can never be served.
@@ -310,6 +311,7 @@ func (e *Engine) reject(i int) {
 	r.ph = phaseRejected
 	e.res.RequestsRejected++
 	e.event("reject", r.id)
+	e.clientEnded()
 }
 
 func (e *Engine) event(kind, id string) {
