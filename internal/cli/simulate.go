@@ -153,9 +153,10 @@ default until the profiles are fitted.
 Engines (--engine) compose the steps as their schedulers do:
   vllm-v1  vLLM V1 (default): running prefill chunks and decodes, then new
            prompts, share each step under the token budget
-  vllm-v0  vLLM V0: with --chunked-prefill=false (the vLLM paper's setup)
-           a step that can admit prompts runs them alone and decodes
-           wait; with chunked prefill it mixes them as V1 does
+  vllm-v0  vLLM V0: a step that can admit prompts runs them alone and
+           decodes wait (the vLLM paper's setup); chunked prefill is off
+           by default up to a 32K context, as in V0, and with
+           --chunked-prefill it mixes them as V1 does
   sglang   SGLang: prefill batches first, in steps of their own, then the
            running batch decodes; --mixed-chunk (--enable-mixed-chunk)
            lets decodes join the prefill steps

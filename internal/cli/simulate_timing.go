@@ -24,7 +24,7 @@ import (
 
 func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
 	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose scheduler composes the steps: vllm-v1 (default: prefills and decodes share steps), "+
-		"vllm-v0 (with --chunked-prefill=false, prompts run in steps of their own while decodes wait: the vLLM paper's), "+
+		"vllm-v0 (prompts run in steps of their own while decodes wait, the vLLM paper's; chunked prefill off by default up to a 32K context), "+
 		"sglang (prefill steps first, then decode steps)")
 	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+

@@ -4,6 +4,7 @@
 package scenario
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -109,8 +110,14 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	if e.MaxSeqs != 0 {
 		base.MaxSeqs = e.MaxSeqs
 	}
-	if e.ChunkedPrefill != nil {
+	switch {
+	case e.ChunkedPrefill != nil:
 		base.ChunkedPrefill = *e.ChunkedPrefill
+	case base.Engine == sim.EngineVLLMV0 && cmp.Or(e.MaxContext, m.MaxContext) <= v0ChunkedPrefillContext:
+		// vLLM V0 turned chunked prefill on by default only for models of
+		// more than 32K context (EngineArgs' use_long_context); below, its
+		// steps were prefill-only, as the vLLM paper's.
+		base.ChunkedPrefill = false
 	}
 	if e.Activations != nil {
 		base.Activations = *e.Activations
@@ -177,6 +184,11 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// v0ChunkedPrefillContext is the longest max_model_len for which vLLM V0
+// left chunked prefill off by default (32K: vllm/engine/arg_utils.py,
+// use_long_context = max_model_len > 32K).
+const v0ChunkedPrefillContext = 32 * 1024
 
 // requests fills p.Requests from s.Workload.
 func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {

@@ -266,3 +266,29 @@ func TestTimingKeysDocumented(t *testing.T) {
 	}
 	walk("", decoded)
 }
+
+// TestBuildV0ChunkedPrefill: vllm-v0 schedules prefill-only steps by
+// default, as vLLM V0 did for contexts up to 32K; a model of longer context,
+// or chunked_prefill given, keeps the setting it has.
+func TestBuildV0ChunkedPrefill(t *testing.T) {
+	for _, tc := range []struct {
+		extra string
+		want  bool
+	}{
+		{"engine: {name: vllm-v0, max_context: 2048}\n", false},
+		{"engine: {name: vllm-v0, max_context: 32768}\n", false},
+		{"engine: {name: vllm-v0}\n", true},                     // llama-3.1-8b: 128K context
+		{"engine: {name: vllm-v0, max_context: 40000}\n", true}, // above 32K
+		{"engine: {name: vllm-v0, max_context: 2048, chunked_prefill: true}\n", true},
+		{"engine: {name: vllm-v1, max_context: 2048}\n", true},
+		{"engine: {max_context: 2048}\n", true},
+	} {
+		p, err := Build(read(t, base+tc.extra+fewRequests), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		if got := p.Configs[0].ChunkedPrefill; got != tc.want {
+			t.Errorf("%q: chunked prefill %v, want %v", tc.extra, got, tc.want)
+		}
+	}
+}
