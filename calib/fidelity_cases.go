@@ -1,0 +1,512 @@
+// Fidelity cases: a published figure's setup translated into a simulation
+// (static batches, benchmark files replayed, one request alone) or into an
+// operator-level evaluation of the profile's terms, with the metric taken
+// from the result; or the reason it cannot be. See fidelity.go.
+
+package calib
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// fidPicker takes a figure's value, in its unit, from a run's result; ok is
+// false when the run gives none.
+type fidPicker func(res *sim.Result) (float64, bool)
+
+// fidPlan is a figure translated: a simulation and its picker, an
+// operator-level value, or the reason for neither.
+type fidPlan struct {
+	setup, note, skip string
+	gpu               string         // the profile's GPU; "" when skipped
+	engine            sim.EngineKind // the profile's engine
+	sim               *fidCase       // nil for an operator-level figure
+	// base, when set, is the run the figure is a ratio to: its value is
+	// pick(sim) ÷ pick(base).
+	base    *fidCase
+	pick    fidPicker
+	opValue float64 // the profile's value of an operator-level figure
+}
+
+func (p *fidPlan) profileName() string {
+	if p.gpu == "" {
+		return ""
+	}
+	return p.gpu + " " + p.engine.String()
+}
+
+// fidEngineRule is how a source's serving engine is simulated.
+type fidEngineRule struct {
+	engine         sim.EngineKind
+	chunked        bool
+	maxBatchTokens int // 0: sim.DefaultConfig's 8192
+	maxSeqs        int // 0: sim.DefaultConfig's 256
+	note           string
+}
+
+// fidEngines maps each source whose runs are simulated to its engine.
+// The notes say what is inferred (calib/README.md, "How each source was
+// read").
+var fidEngines = map[string]fidEngineRule{
+	"lmdeploy-a100": {engine: sim.EngineVLLMV1, chunked: true,
+		note: "lmdeploy TurboMind simulated as vllm-v1 (gpufrag has no TurboMind scheduler; a static batch steps alike)"},
+	"argonne-llm-inference-bench": {engine: sim.EngineVLLMV0,
+		note: "vllm-v0 without chunked prefill, inferred: the vLLM version is not stated (the paper is of late 2024, before V1), " +
+			"and V0 runs offline batches below 32K context without chunking"},
+	"surajssd-llm-k8s": {engine: sim.EngineVLLMV0, chunked: true, maxBatchTokens: 2048,
+		note: "vllm-v0 with chunked prefill at 2,048 batched tokens, as a sibling run of the same repository logged (these runs did not log it); " +
+			"the three runs (qps 1, 16, inf, in that order) send the same 200 prompts to one server with prefix caching on, " +
+			"so the later ones may find them cached: the simulation starts cold"},
+	"vllm-ci-perf": {engine: sim.EngineVLLMV1, chunked: true,
+		note: "vllm-v1, assumed for vLLM main at that build (a batch of 8 short prompts steps alike under V0 and V1)"},
+	"johnmusgrave-a100": {engine: sim.EngineVLLMV1, chunked: true, note: "vLLM 0.23.0: the V1 engine"},
+	// SGLang 0.4 caps running requests at its request pool,
+	// min(max(KV tokens ÷ context × 512, 2048), 4096): 4,096 for these
+	// models' 131,072-token context on H200s with a million KV tokens.
+	"datacrunch-h200": {engine: sim.EngineSGLang, chunked: true, maxSeqs: 4096,
+		note: "SGLang (prefill and decode batches apart; --enable-torch-compile is not modelled), up to 4,096 running requests " +
+			"(its default cap, the request pool's size)"},
+}
+
+// fidSkips are the sources none of whose figures can be simulated here.
+var fidSkips = map[string]string{
+	"lambda-benchmark-v0": "the prompt lengths of these runs are not published",
+	"accelmark": "AccelMark's result.json has no per-request lengths, and its outputs (temperature 0, stop at EOS or " +
+		"512 tokens) are not recorded",
+	"sarathi-serve-osdi": "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
+}
+
+// fidPresets maps the Hugging Face ids of the figures' models to gpufrag
+// presets. Llama-3.3-70B has Llama-3.1-70B's architecture.
+var fidPresets = map[string]string{
+	"facebook/opt-13b":                       "opt-13b",
+	"meta-llama/Llama-2-13b-hf":              "llama-2-13b",
+	"meta-llama/Meta-Llama-3-8B":             "llama-3-8b",
+	"meta-llama/Meta-Llama-3-8B-Instruct":    "llama-3-8b",
+	"meta-llama/Meta-Llama-3-70B":            "llama-3-70b",
+	"meta-llama/Meta-Llama-3-70B-Instruct":   "llama-3-70b",
+	"meta-llama/Llama-3.1-8B":                "llama-3.1-8b",
+	"meta-llama/Llama-3.1-8B-Instruct":       "llama-3.1-8b",
+	"meta-llama/Meta-Llama-3.1-8B-Instruct":  "llama-3.1-8b",
+	"meta-llama/Meta-Llama-3.1-70B-Instruct": "llama-3.1-70b",
+	"meta-llama/Llama-3.3-70B-Instruct":      "llama-3.1-70b",
+	"meta-llama/Llama-3.1-405B-Instruct":     "llama-3.1-405b",
+}
+
+// fidModel returns the preset of a figure's model (the first word of
+// setup.model: the rest is a remark).
+func fidModel(s string) (model.Model, string, error) {
+	id, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	name, ok := fidPresets[id]
+	if !ok {
+		return model.Model{}, "", fmt.Errorf("no model preset for %s (add one to model/presets.go and to fidPresets in calib/fidelity_cases.go)", id)
+	}
+	m, err := model.Preset(name)
+	return m, name, err
+}
+
+// fidTranslate turns figure f into a plan. Only an unreadable benchmark file
+// is an error; everything else that stops a simulation is fidPlan.skip; files caches the
+// benchmark files read.
+func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map[string][]*workload.BenchResult) (*fidPlan, error) {
+	p := &fidPlan{}
+	s := f.Setup
+	w := s.Workload
+	if why, ok := fidSkips[f.Source]; ok {
+		p.skip = why
+		return p, nil
+	}
+	if strings.HasPrefix(w.Dataset, "operator profile") || strings.HasPrefix(w.Dataset, "collective profile") {
+		return fidOperator(f)
+	}
+	rule, ok := fidEngines[f.Source]
+	var lambda *fidLambdaRun
+	if f.Source == "lambda-vllm-benchmark" {
+		file, _, _ := strings.Cut(f.Ref, ",")
+		run, found := fidLambdaRuns[file]
+		switch {
+		case !found:
+			p.skip = "the run's per-request lengths are in the cited file, which has no licence and is not stored here; " +
+				"only the 10-prompt runs' lengths are recorded (calib/fidelity_lambda.go)"
+			return p, nil
+		case run.commit != f.Revision:
+			p.skip = fmt.Sprintf("the lengths in calib/fidelity_lambda.go were read at commit %s, the figure at %s", run.commit, f.Revision)
+			return p, nil
+		}
+		lambda, rule, ok = &run, fidLambdaEngine, true
+		rule.note = run.engine
+	}
+	if !ok {
+		p.skip = fmt.Sprintf("no rule for the engine of source %s (add one to fidEngines in calib/fidelity_cases.go)", f.Source)
+		return p, nil
+	}
+	g, err := model.LookupGPU(s.GPU)
+	if err != nil {
+		p.skip = fmt.Sprintf("no GPU preset for %q", s.GPU)
+		if s.GPUNote != "" {
+			p.skip += " (" + s.GPUNote + ")"
+		}
+		return p, nil
+	}
+	m, mname, err := fidModel(s.Model)
+	if err != nil {
+		p.skip = err.Error()
+		return p, nil
+	}
+	prof, err := sim.DefaultProfile(g.Name, rule.engine)
+	if err != nil {
+		p.skip = err.Error()
+		return p, nil
+	}
+	p.gpu, p.engine = g.Name, rule.engine
+	cfg := sim.DefaultConfig(m, g)
+	cfg.TP = s.TP
+	cfg.Engine = rule.engine
+	cfg.ChunkedPrefill = rule.chunked
+	if rule.maxBatchTokens > 0 {
+		cfg.MaxBatchTokens = rule.maxBatchTokens
+	}
+	if rule.maxSeqs > 0 {
+		cfg.MaxSeqs = rule.maxSeqs
+	}
+	if s.DType == "fp16" {
+		cfg.KVDType = model.FP16
+		cfg.WeightDType = model.FP16
+	} else {
+		cfg.KVDType = model.BF16
+		cfg.WeightDType = model.BF16
+	}
+	if w.PrefixCaching != nil {
+		cfg.PrefixCaching = *w.PrefixCaching
+	}
+	if w.MaxNumSeqs > 0 {
+		cfg.MaxSeqs = w.MaxNumSeqs
+	}
+	if w.MaxModelLen > 0 {
+		cfg.MaxContext = w.MaxModelLen
+	}
+	if w.GPUMemoryUtilization != nil {
+		cfg.GPUMemoryUtilization = *w.GPUMemoryUtilization
+	}
+	head := fmt.Sprintf("%s on %d× %s, tp %d, %s", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine)
+	var reqs []workload.Request
+	var what string
+	var notes []string
+	notes = append(notes, rule.note)
+	switch {
+	case lambda != nil:
+		cfg.MaxContext = lambda.maxModelLen
+		for i, in := range lambda.in {
+			reqs = append(reqs, workload.Request{ID: fmt.Sprintf("r%d", i+1), PromptTokens: in, OutputTokens: lambda.out[i], N: 1})
+		}
+		what = fmt.Sprintf("the file's %d requests (input_lens, output_lens), all at once", len(reqs))
+	case w.Batch > 0 && w.InputLen > 0 && w.OutputLen > 0:
+		reqs = make([]workload.Request, w.Batch)
+		for i := range reqs {
+			reqs[i] = workload.Request{ID: fmt.Sprintf("b%d", i+1), PromptTokens: w.InputLen, OutputTokens: w.OutputLen, N: 1}
+		}
+		what = fmt.Sprintf("static batch of %d × %d → %d tokens, all at 0", w.Batch, w.InputLen, w.OutputLen)
+	case w.MaxConcurrency > 0 && w.NumPrompts > 0 && w.InputLen > 0 && w.OutputLen > 0:
+		reqs, what = fidClosedLoop(w.NumPrompts, w.MaxConcurrency, w.InputLen, w.OutputLen)
+		cfg.MaxConcurrency = w.MaxConcurrency
+	case w.LocalCopy != "":
+		run, skip, err := fidBenchRun(f, open, files)
+		if err != nil || skip != "" {
+			p.skip = skip
+			return p, err
+		}
+		drawn := run.Random != nil && (run.Dataset == "random" || run.Dataset == "random-ids")
+		if run.Detail&workload.DetailLens == 0 && !drawn {
+			p.skip = fmt.Sprintf("the run (%s dataset) records only its token totals, not per-request lengths", fidOr(run.Dataset, "an unnamed"))
+			return p, nil
+		}
+		tr, err := run.Trace()
+		if err != nil {
+			p.skip = fmt.Sprintf("the run cannot be replayed: %v", err)
+			return p, nil
+		}
+		if tr.MaxConcurrency > 0 {
+			p.skip = fmt.Sprintf("a closed-loop client at concurrency %d is not used here yet", tr.MaxConcurrency)
+			return p, nil
+		}
+		reqs = tr.Requests
+		what = fidBenchWhat(run, len(reqs))
+		if run.Random != nil && run.Detail&workload.DetailLens == 0 {
+			notes = append(notes, "lengths drawn as SGLang's random dataset draws them, not the client's own draws")
+		}
+	default:
+		p.skip = "the workload is not one of: a static batch, one request alone, a benchmark file with per-request lengths"
+		return p, nil
+	}
+	pick, pnote, skip := fidMetric(f.Metric, f.Unit, len(reqs))
+	if skip != "" {
+		p.skip, p.gpu = skip, ""
+		return p, nil
+	}
+	if pnote != "" {
+		notes = append(notes, pnote)
+	}
+	p.setup = head + "; " + what
+	key := func(what string) string {
+		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType)
+	}
+	p.pick = pick
+	p.sim = &fidCase{key: key(what), cfg: cfg, profile: prof, reqs: reqs}
+	if f.Metric == "throughput_ratio" {
+		// The gain from concurrency 1 to C: the same sweep at concurrency
+		// 1, with as many prompts per slot.
+		if cfg.MaxConcurrency < 2 || w.NumPrompts%cfg.MaxConcurrency != 0 {
+			p.skip, p.gpu, p.sim = "a throughput ratio is read here only as a closed-loop sweep's gain from concurrency 1 to C (C ≥ 2, prompts a multiple of C)", "", nil
+			return p, nil
+		}
+		n := w.NumPrompts / cfg.MaxConcurrency
+		breqs, bwhat := fidClosedLoop(n, 1, w.InputLen, w.OutputLen)
+		bcfg := cfg
+		bcfg.MaxConcurrency = 1
+		p.base = &fidCase{key: key(bwhat), cfg: bcfg, profile: prof, reqs: breqs}
+		p.setup += fmt.Sprintf(", over the same client at concurrency 1 with %d prompts (as many per slot)", n)
+		notes = append(notes, "output throughput at C ÷ output throughput at concurrency 1")
+	}
+	p.note = strings.Join(notes, "; ")
+	return p, nil
+}
+
+// fidClosedLoop is n requests of in → out tokens, all due at 0, for a
+// client that keeps c in flight.
+func fidClosedLoop(n, c, in, out int) ([]workload.Request, string) {
+	reqs := make([]workload.Request, n)
+	for i := range reqs {
+		reqs[i] = workload.Request{ID: fmt.Sprintf("c%d", i+1), PromptTokens: in, OutputTokens: out, N: 1}
+	}
+	return reqs, fmt.Sprintf("%d requests of %d → %d tokens from a closed-loop client at concurrency %d", n, in, out, c)
+}
+
+// fidBenchWhat describes a replayed run in one phrase.
+func fidBenchWhat(run *workload.BenchResult, n int) string {
+	rate := "all at once"
+	if !math.IsInf(run.RequestRate, 1) {
+		rate = fmt.Sprintf("Poisson at %g req/s", run.RequestRate)
+	}
+	if run.Dataset != "" {
+		rate = run.Dataset + " dataset, " + rate
+	}
+	return fmt.Sprintf("%d requests of the run replayed (%s)", n, rate)
+}
+
+// fidOr is s, or alt when s is empty.
+func fidOr(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+var fidLineRE = regexp.MustCompile(`\bline (\d+)\b`)
+
+// fidBenchRun reads (once) the local copy a figure was read from and returns
+// the run its ref names ("line N"), or its only run.
+func fidBenchRun(f *Figure, open func(string) (io.ReadCloser, error), files map[string][]*workload.BenchResult) (*workload.BenchResult, string, error) {
+	lc := f.Setup.Workload.LocalCopy
+	runs, ok := files[lc]
+	if !ok {
+		if open == nil {
+			return nil, fmt.Sprintf("needs %s, which was not given", lc), nil
+		}
+		rc, err := open(lc)
+		if errors.Is(err, fs.ErrNotExist) {
+			files[lc] = nil
+			return nil, fmt.Sprintf("needs %s, which is absent", lc), nil
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: figure %s: %w", ErrFidelity, f.ID, err)
+		}
+		runs, err = workload.ReadBench(rc, lc)
+		rc.Close()
+		if err != nil {
+			// A format the reader refuses (AccelMark's result.json) is a
+			// figure that cannot be replayed, not a failure of the page.
+			runs = nil
+			files[lc] = nil
+			return nil, fmt.Sprintf("%s cannot be replayed: %v", lc, err), nil
+		}
+		files[lc] = runs
+	}
+	if runs == nil {
+		return nil, fmt.Sprintf("needs %s, which is absent or unreadable", lc), nil
+	}
+	if m := fidLineRE.FindStringSubmatch(f.Ref); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		for _, r := range runs {
+			if r.Line == line {
+				return r, "", nil
+			}
+		}
+		return nil, fmt.Sprintf("%s has no run on line %d", lc, line), nil
+	}
+	if len(runs) != 1 {
+		return nil, fmt.Sprintf("%s holds %d runs and the figure's ref names no line", lc, len(runs)), nil
+	}
+	return runs[0], "", nil
+}
+
+// fidUnitScale converts seconds (or tokens per second) to the figure's unit.
+func fidUnitScale(unit string) (float64, bool) {
+	switch unit {
+	case "s", "tok/s":
+		return 1, true
+	case "ms":
+		return 1e3, true
+	}
+	return 0, false
+}
+
+// fidMetric returns how a metric is read from a result; n is the
+// requests of the run. skip says why it cannot be.
+func fidMetric(metric, unit string, n int) (fidPicker, string, string) {
+	k, ok := fidUnitScale(unit)
+	if !ok && metric != "throughput_ratio" {
+		return nil, "", fmt.Sprintf("unit %q of metric %s is not one the simulator's results convert to", unit, metric)
+	}
+	lat := func(get func(*sim.Result) float64) fidPicker {
+		return func(r *sim.Result) (float64, bool) { v := get(r); return v * k, v > 0 }
+	}
+	switch metric {
+	case "ttft_median":
+		return lat(func(r *sim.Result) float64 { return r.TTFT.P50 }), "", ""
+	case "ttft_p99":
+		return lat(func(r *sim.Result) float64 { return r.TTFT.P99 }), "", ""
+	case "ttft_mean":
+		if n != 1 {
+			return nil, "", "the simulator reports TTFT's median and p99 over requests, not its mean"
+		}
+		return lat(func(r *sim.Result) float64 { return r.TTFT.P50 }), "", ""
+	case "tpot_median":
+		return lat(func(r *sim.Result) float64 { return r.TPOT.P50 }), "", ""
+	case "latency_per_token_p50":
+		return lat(func(r *sim.Result) float64 { return r.TPOT.P50 }), "per-token decode latency taken as the median TPOT", ""
+	case "itl_median":
+		return lat(func(r *sim.Result) float64 { return r.TPOT.P50 }),
+			"the simulator keeps no per-token times: its median TPOT stands for the median gap between tokens", ""
+	case "output_throughput":
+		return lat(func(r *sim.Result) float64 { return r.OutputTokensPerS }), "", ""
+	case "duration", "e2e_latency_batch", "e2e_latency_mean":
+		return lat(func(r *sim.Result) float64 { return r.SimulatedSeconds }), "the run's span: first arrival to last completion", ""
+	case "throughput_ratio":
+		if unit != "ratio" {
+			return nil, "", fmt.Sprintf("unit %q of metric %s: want ratio", unit, metric)
+		}
+		return func(r *sim.Result) (float64, bool) { return r.OutputTokensPerS, r.OutputTokensPerS > 0 }, "", ""
+	case "decode_rate_per_request":
+		return func(r *sim.Result) (float64, bool) {
+			if r.TPOT.P50 <= 0 {
+				return 0, false
+			}
+			return 1 / r.TPOT.P50, true
+		}, "1 ÷ median TPOT", ""
+	}
+	return nil, "", fmt.Sprintf("metric %s is not read from a simulation here", metric)
+}
+
+// fidOperator evaluates an operator-level figure (Vidur's profiles) with
+// the terms of the GPU's vllm-v1 profile: the linear layers of one decoder
+// layer, one GEMM, or one all-reduce. The roofline has no such terms.
+func fidOperator(f *Figure) (*fidPlan, error) {
+	p := &fidPlan{}
+	s := f.Setup
+	w := s.Workload
+	g, err := model.LookupGPU(s.GPU)
+	if err != nil {
+		p.skip = fmt.Sprintf("no GPU preset for %q", s.GPU)
+		return p, nil
+	}
+	prof, err := sim.DefaultProfile(g.Name, sim.EngineVLLMV1)
+	if err != nil {
+		p.skip = err.Error()
+		return p, nil
+	}
+	prof.CUDAGraph = sim.CUDAGraphTerm{} // an operator alone, unpadded
+	if f.Unit != "ms" {
+		p.skip = fmt.Sprintf("unit %q: operator figures are read in ms", f.Unit)
+		return p, nil
+	}
+	tp := max(s.TP, 1)
+	switch f.Metric {
+	case "allreduce_time_median":
+		if w.Bytes <= 0 || tp < 2 {
+			p.skip = "an all-reduce figure needs its size in bytes and at least 2 workers"
+			return p, nil
+		}
+		// One layer, one token of width bytes/2 (fp16 elements): the step
+		// makes 2 all-reduce calls of that size.
+		shape := sim.Shape{Layers: 1, Hidden: w.Bytes / 2, TP: tp, ActBytes: 2}
+		b := prof.StepTime(shape, sim.Step{PrefillTokens: 1})
+		p.opValue = b.AllReduceNs / 2 / 1e6
+		p.setup = fmt.Sprintf("one all-reduce of %s over %d× %s: the profile's all-reduce term", fidBytes(w.Bytes), tp, g.Name)
+		p.note = "latency + 2(tp−1)/tp × bytes ÷ (link × bw_eff); the roofline has no all-reduce term"
+	case "linear_layers_time_per_layer", "op_time_median":
+		m, mname, err := fidModel(s.Model)
+		if err != nil {
+			p.skip = err.Error()
+			return p, nil
+		}
+		if w.NumTokens <= 0 {
+			p.skip = "an operator figure needs its num_tokens"
+			return p, nil
+		}
+		if m.Family != "llama" || m.MoE != nil || m.MLA != nil {
+			p.skip = fmt.Sprintf("the operator figures are modelled for dense Llama layers, not %s", mname)
+			return p, nil
+		}
+		params, what := fidLayerParams(m), "QKV, O, gate+up and down projections of one layer"
+		if f.Metric == "op_time_median" {
+			if !strings.Contains(f.Ref, "mlp_up_proj") {
+				p.skip = "only the gate+up projection (mlp_up_proj) of the operator figures is modelled as one GEMM"
+				return p, nil
+			}
+			params, what = 2*float64(m.Hidden)*float64(m.Intermediate), "gate+up projection of one layer"
+		}
+		wb := float64(m.WeightDType.Bits()) / 8
+		shape := sim.Shape{Layers: 1, Hidden: m.Hidden, TP: tp, ActBytes: 2,
+			LinearFLOPsPerToken: 2 * params / float64(tp), DenseWeightBytes: params * wb / float64(tp)}
+		b := prof.StepTime(shape, sim.Step{PrefillTokens: int64(w.NumTokens), PrefillSeqs: 1})
+		p.opValue = b.LinearNs / 1e6
+		p.setup = fmt.Sprintf("%s of %s at %d tokens, tp %d on %s: the profile's linear term", what, mname, w.NumTokens, tp, g.Name)
+		p.note = "max((n + n½) × FLOPs ÷ (peak × compute_eff_max), weights ÷ (bandwidth × weight_bw_eff)); the roofline has no per-term breakdown"
+	default:
+		p.skip = fmt.Sprintf("operator metric %s is not modelled", f.Metric)
+		return p, nil
+	}
+	p.gpu, p.engine = g.Name, sim.EngineVLLMV1
+	return p, nil
+}
+
+// fidLayerParams is one decoder layer's projection and MLP parameters in
+// the Llama layout (GQA/MHA, gated MLP): QKV, O, gate+up, down.
+func fidLayerParams(m model.Model) float64 {
+	h, hd := float64(m.Hidden), float64(m.HeadDim)
+	qkv := h * hd * float64(m.Heads+2*m.KVHeads)
+	o := float64(m.Heads) * hd * h
+	mlp := 3 * h * float64(m.Intermediate)
+	return qkv + o + mlp
+}
+
+// fidBytes writes a byte count in MiB or KiB.
+func fidBytes(b int) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", b>>10)
+	}
+	return fmt.Sprintf("%d B", b)
+}
