@@ -224,7 +224,7 @@ func (rep *FidelityReport) paperSection(b *bytes.Buffer) {
 		}
 		w(" %s `%s` on `%s`%s", sys.Name, sys.Config.KV, sys.Config.Alloc, sep)
 	}
-	w("\nEvery system runs on `vllm-v0` (the paper's vLLM ran prefill-only steps), under the %s profile without CUDA\n", ps.GPU)
+	w("\nEvery system runs on `%s` (the paper's vLLM ran prefill-only steps), under the %s profile without CUDA\n", c0.Engine, ps.GPU)
 	w("graphs (vLLM had none before v0.2.5) and under the roofline.\n\n")
 	w("Lengths: %s The sample's means are %.1f prompt and %.1f output tokens (the paper's Fig. 11: 161.31 and 337.99).\n\n",
 		ps.Workloads[0].Sampling, pr.MeanIn[0], pr.MeanOut[0])

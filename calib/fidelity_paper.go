@@ -20,14 +20,16 @@ const paperSource = "vllm-paper"
 // PaperSetup is the paper's setup as a scenario builds it: the systems
 // compared (Orca's three reservation schemes on the buddy allocator, vLLM
 // paged), the requests at one arrival rate, and the same requests with
-// other length shapes. Fidelity runs every system on vllm-v0 (the paper's
-// vLLM ran prefill-only steps), under the GPU's profile without CUDA graphs
-// (vLLM had none before v0.2.5) and under the roofline.
+// other length shapes. Fidelity runs every system as its config says (the
+// scenario sets engine vllm-v0: the paper's vLLM ran prefill-only steps),
+// under the GPU's profile for that engine without CUDA graphs (vLLM had
+// none before v0.2.5) and under the roofline.
 type PaperSetup struct {
 	Scenario string // the scenario file it was built from, for the page
 	GPU      string // the GPU preset of every system's config
 	// Systems are named as the figures' setup.system: orca-max, orca-pow2,
 	// orca-oracle, vllm.
+	// Every system has the same engine.
 	Systems []PaperSystem
 	// Workloads holds the requests, the first with the paper's length
 	// distribution, the others with other shapes of the same means.
@@ -38,7 +40,7 @@ type PaperSetup struct {
 // PaperSystem is one system of the paper's comparison.
 type PaperSystem struct {
 	Name   string
-	Config sim.Config // Engine and Profile are set by Fidelity
+	Config sim.Config // its Profile is set by Fidelity
 }
 
 // PaperWorkload is one set of requests and how its lengths were drawn.
@@ -70,9 +72,9 @@ type PaperReport struct {
 	Rates  [][numTimings]float64
 }
 
-// fidPaperProfile is the GPU's vllm-v0 profile without CUDA graphs.
-func fidPaperProfile(gpu string) (*sim.Profile, error) {
-	p, err := sim.DefaultProfile(gpu, sim.EngineVLLMV0)
+// fidPaperProfile is the GPU's profile for engine without CUDA graphs.
+func fidPaperProfile(gpu string, engine sim.EngineKind) (*sim.Profile, error) {
+	p, err := sim.DefaultProfile(gpu, engine)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,14 @@ func fidPaper(ctx context.Context, ps *PaperSetup, workers int) (*PaperReport, e
 	if len(ps.Systems) == 0 || len(ps.Workloads) == 0 {
 		return nil, fmt.Errorf("%w: paper setup %s: no systems or no workloads", ErrFidelity, ps.Scenario)
 	}
-	prof, err := fidPaperProfile(ps.GPU)
+	engine := ps.Systems[0].Config.Engine
+	for _, sys := range ps.Systems {
+		if sys.Config.Engine != engine {
+			return nil, fmt.Errorf("%w: paper setup %s: system %s runs %v, %s runs %v: want one engine", ErrFidelity,
+				ps.Scenario, sys.Name, sys.Config.Engine, ps.Systems[0].Name, engine)
+		}
+	}
+	prof, err := fidPaperProfile(ps.GPU, engine)
 	if err != nil {
 		return nil, fmt.Errorf("%w: paper setup %s: %w", ErrFidelity, ps.Scenario, err)
 	}
@@ -94,7 +103,6 @@ func fidPaper(ctx context.Context, ps *PaperSetup, workers int) (*PaperReport, e
 		w, s, t := i/(ns*nt), i/nt%ns, FidelityTiming(i%nt)
 		sys := ps.Systems[s]
 		cfg := sys.Config
-		cfg.Engine = sim.EngineVLLMV0
 		p := prof
 		if t == TimingRoofline {
 			p = nil
@@ -198,8 +206,9 @@ func fidPaperRows(rep *FidelityReport) {
 			continue
 		}
 		ps := pr.Setup
-		r.Profile = ps.GPU + " " + sim.EngineVLLMV0.String()
-		r.Setup = fmt.Sprintf("%s, %s on vllm-v0, %s", ps.Scenario, f.Setup.System, ps.Workloads[0].Label)
+		engine := ps.Systems[0].Config.Engine
+		r.Profile = ps.GPU + " " + engine.String()
+		r.Setup = fmt.Sprintf("%s, %s on %s, %s", ps.Scenario, f.Setup.System, engine, ps.Workloads[0].Label)
 		s := -1
 		for i, sys := range ps.Systems {
 			if sys.Name == f.Setup.System {

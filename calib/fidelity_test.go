@@ -77,6 +77,10 @@ func fidBuildPaper(t testing.TB) *PaperSetup {
 		if i == 0 {
 			ps.GPU, ps.Rate = plan.GPU.Name, rq.Rate
 			for _, c := range plan.Configs {
+				if c.Engine != sim.EngineVLLMV0 || c.ChunkedPrefill || c.Activations {
+					t.Fatalf("%s: engine %v, chunked prefill %v, activations %v: want the paper's vllm-v0 without either", fidPaperScenario,
+						c.Engine, c.ChunkedPrefill, c.Activations)
+				}
 				name, ok := fidPaperSystems[c.KV]
 				if !ok {
 					t.Fatalf("%s: run kv %q is not one of the paper's systems", fidPaperScenario, c.KV)
