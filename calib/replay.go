@@ -1,0 +1,370 @@
+// Benchmark runs as calibration cases: the files read and hashed, each
+// run's setup checked, its measured metrics taken as the client defines
+// them, and its requests replayed through sim as the client sent them.
+// See fit.go for the fit and metrics.go for the metrics.
+
+package calib
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// ErrSetup is wrapped by every error about what a calibration was given:
+// a run whose setup cannot be told, files that disagree, a bad option.
+var ErrSetup = errors.New("calib: bad calibration setup")
+
+// Bounds of the inputs.
+const (
+	// MaxFiles bounds the files of one calibration (1,000): each run is
+	// simulated once per evaluation, so more files than that would take
+	// hours at the evaluation cap anyway.
+	MaxFiles = 1000
+	// MaxCases bounds the runs of all files together (10,000, the runs one
+	// file may hold: workload.MaxBenchRuns).
+	MaxCases = workload.MaxBenchRuns
+	// hashPrefix is how many hex digits of a file's SHA-256 name it in
+	// fitted_to: 48 bits, so two different files of one calibration share a
+	// prefix with odds of about 1 in 10^14 (files² ÷ 2^49).
+	hashPrefix = 12
+	// maxIDBase bounds the base name in a fitted_to id (200 bytes), within
+	// the 256 bytes sim.Profile allows an id.
+	maxIDBase = 200
+	// chunkedRatio is workload's threshold (bench_quirks.go): below 0.9
+	// itls gaps per output token after the first, stream chunks carried
+	// several tokens and the file's ITL figures measure chunks.
+	chunkedRatio = 0.9
+	// summaryTolerance is how far (relative) a file's summary metric may
+	// differ from the same metric recomputed from its per-request arrays
+	// before the difference is reported: the files round nothing, so
+	// recomputation agrees to 1e-9 (calib/README.md, surajssd); 1e-6
+	// leaves room for a client that rounds to microseconds.
+	summaryTolerance = 1e-6
+)
+
+// File is one benchmark result file: its runs as workload.ReadBench reads
+// them and the SHA-256 of its bytes, which name it in a profile's
+// fitted_to.
+type File struct {
+	Name   string // as given, for messages
+	SHA256 string // hex digest of the whole file
+	Runs   []*workload.BenchResult
+}
+
+// ReadFile reads a benchmark result file (vLLM --save-result JSON or
+// SGLang bench_serving JSONL; see workload.ReadBench, whose bounds and
+// errors apply) and hashes it as it reads.
+func ReadFile(r io.Reader, name string) (*File, error) {
+	h := sha256.New()
+	runs, err := workload.ReadBench(io.TeeReader(r, h), name)
+	if err != nil {
+		return nil, err
+	}
+	// ReadBench stops at the end of the text; hash anything after it too,
+	// so the digest is the file's. ReadBench bounds what it read; the rest
+	// is bounded the same way.
+	if _, err := io.Copy(h, io.LimitReader(r, workload.MaxBenchBytes)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &File{Name: name, SHA256: hex.EncodeToString(h.Sum(nil)), Runs: runs}, nil
+}
+
+// ID names the file in a profile's fitted_to: its base name and the first
+// 12 hex digits of its SHA-256, "qps_01.json@sha256:1f2e3d4c5b6a".
+func (f *File) ID() string {
+	base := filepath.Base(f.Name)
+	if len(base) > maxIDBase {
+		base = base[:maxIDBase]
+	}
+	base = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, base)
+	return base + "@sha256:" + f.SHA256[:hashPrefix]
+}
+
+// ReplaySetup is what a calibration replays the runs with: the model, GPU and
+// parallelism the benchmark ran (the files do not record them) and the
+// engine's batching limits.
+type ReplaySetup struct {
+	Model model.Model
+	GPU   model.GPU
+	TP    int // tensor-parallel degree; 0 is 1
+	// Engine is the serving engine whose steps are simulated. When
+	// EngineGiven is false, each file's harness tells it (vLLM's client:
+	// vllm-v1; SGLang's: sglang), and the files must agree.
+	Engine      sim.EngineKind
+	EngineGiven bool
+	// MaxBatchTokens and MaxSeqs are the engine's max_num_batched_tokens
+	// and max_num_seqs (0: sim.DefaultConfig's 8192 and 256); the files do
+	// not record them.
+	MaxBatchTokens, MaxSeqs int
+}
+
+// config is the engine configuration every run is replayed with:
+// sim.DefaultConfig (what gpufrag simulate runs with the default scenario's
+// engine settings) with the setup's model, GPU, parallelism, engine and
+// limits, the profile p and the run's client cap.
+func (s *ReplaySetup) config(p *sim.Profile, maxConcurrency int) sim.Config {
+	c := sim.DefaultConfig(s.Model, s.GPU)
+	c.TP = max(s.TP, 1)
+	c.Engine = s.Engine
+	c.Profile = p
+	c.MaxConcurrency = maxConcurrency
+	if s.MaxBatchTokens > 0 {
+		c.MaxBatchTokens = s.MaxBatchTokens
+	}
+	if s.MaxSeqs > 0 {
+		c.MaxSeqs = s.MaxSeqs
+	}
+	return c
+}
+
+// Config returns the sim.Config a calibration replays run with under the
+// profile p (for checking a fitted profile the way the fit ran it).
+func (s *ReplaySetup) Config(p *sim.Profile, run *workload.BenchResult) sim.Config {
+	return s.config(p, run.MaxConcurrency)
+}
+
+// harnessEngine is the engine a harness benchmarks by default.
+func harnessEngine(h string) sim.EngineKind {
+	if h == workload.HarnessSGLang {
+		return sim.EngineSGLang
+	}
+	return sim.EngineVLLMV1
+}
+
+// measure is one metric of a run as the file gives it.
+type measure struct {
+	v      float64
+	ok     bool   // the file gives it
+	source string // "per-request arrays" or "summary"
+	// excluded says why the metric is not fitted although measured ("" when
+	// it is fitted).
+	excluded string
+}
+
+// Case is one run of one file, ready to replay.
+type Case struct {
+	File    *File
+	Run     *workload.BenchResult
+	Holdout bool // evaluated with the fitted profile, not fitted to
+	// Requests is the run's trace, drawn (where it draws) with the run's
+	// seed; Variants[0] is Requests and Variants[1:] the same run drawn
+	// with the next seeds, when its arrivals or lengths are drawn (nil
+	// otherwise): the spread of their metrics is the comparison's noise
+	// (noise.go).
+	Requests []workload.Request
+	Variants [][]workload.Request
+	measured [numMetrics]measure
+	// Excluded says why none of the run's metrics are fitted ("" when
+	// some are); the run is still simulated and reported.
+	Excluded string
+	Warnings []string // full sentences, each starting with the file's name (and run)
+}
+
+// where names the run in messages: "FILE" or "FILE: run 3 of 7".
+func (c *Case) where() string {
+	if c.Run.Runs > 1 {
+		return fmt.Sprintf("%s: run %d of %d", c.File.Name, c.Run.Run, c.Run.Runs)
+	}
+	return c.File.Name
+}
+
+func (c *Case) warn(format string, args ...any) {
+	c.Warnings = append(c.Warnings, c.where()+": "+fmt.Sprintf(format, args...))
+}
+
+// newCase checks run's setup and builds its case, with variants drawn
+// with the next variants−1 seeds when the run's trace depends on its seed.
+// An error names the file, the run and the missing field, and says which
+// flag or client option supplies it.
+func newCase(f *File, run *workload.BenchResult, holdout bool, variants int) (*Case, error) {
+	c := &Case{File: f, Run: run, Holdout: holdout}
+	tr, err := run.Trace()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	c.Requests = tr.Requests
+	c.Warnings = append(c.Warnings, tr.Warnings...)
+	c.Variants = [][]workload.Request{c.Requests}
+	for k := 1; k < variants; k++ {
+		other := *run // the arrays are shared read-only; Trace does not change the run
+		other.Seed = run.Seed + uint64(k)
+		t2, err := other.Trace()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		if k == 1 && sameTimesAndLengths(t2.Requests, c.Requests) {
+			break // nothing is drawn: every seed gives this trace
+		}
+		c.Variants = append(c.Variants, t2.Requests)
+	}
+	c.measure()
+	return c, nil
+}
+
+// sameTimesAndLengths reports whether two traces of one run send the same
+// requests at the same times.
+func sameTimesAndLengths(a, b []workload.Request) bool {
+	return slices.EqualFunc(a, b, func(x, y workload.Request) bool {
+		return x.Arrival == y.Arrival && x.PromptTokens == y.PromptTokens && x.OutputTokens == y.OutputTokens && x.N == y.N
+	})
+}
+
+// measure fills c.measured: the client's metrics from the run's
+// per-request arrays when it has them (they are what is replayed), else
+// the file's summary, and the exclusions of the quirks that corrupt one.
+func (c *Case) measure() {
+	r := c.Run
+	pr, arrays := collect(r)
+	var mismatch []string
+	for _, m := range Metrics() {
+		ms := &c.measured[m]
+		sv, sok := r.Metrics[benchMetric[m]]
+		switch {
+		case arrays && m != OutputThroughput:
+			ms.v, ms.ok = pr.value(m)
+			ms.source = "per-request arrays"
+			if ms.ok && sok && math.Abs(ms.v-sv) > summaryTolerance*math.Max(math.Abs(sv), 1e-9) {
+				mismatch = append(mismatch, fmt.Sprintf("%s %.6g (arrays %.6g)", benchMetric[m].Keys()[0], scale(m, sv), scale(m, ms.v)))
+			}
+		case sok:
+			ms.v, ms.ok, ms.source = sv, true, "summary"
+		}
+	}
+	if len(mismatch) > 0 {
+		c.warn("the file's summary metrics differ from those its per-request arrays give (a cut or edited file?): %s; "+
+			"the arrays are what is replayed, so their figures are the measurements", strings.Join(mismatch, ", "))
+	}
+	tp := &c.measured[OutputThroughput]
+	if arrays && tp.ok && r.TotalOutputTokens >= 0 && pr.outputs != r.TotalOutputTokens {
+		tp.excluded = fmt.Sprintf("the per-request arrays hold %d output tokens of the file's total_output_tokens %d, "+
+			"so the file's duration is not theirs (a cut file?)", pr.outputs, r.TotalOutputTokens)
+	}
+	if arrays && pr.gapTokens > 0 && float64(pr.gaps) < chunkedRatio*float64(pr.gapTokens) {
+		c.measured[MedianITL].excluded = fmt.Sprintf("stream chunks carried several tokens (%d gaps for %d tokens), so ITL measures chunks",
+			pr.gaps, pr.gapTokens)
+	}
+	if arrays && pr.zeroOutputs > 0 {
+		why := fmt.Sprintf("%d successful requests have output_lens 0: their client-side TTFT and latency are not an engine's "+
+			"(the replay runs them as prefill-only)", pr.zeroOutputs)
+		for _, m := range []Metric{MedianTTFT, P99TTFT, MedianE2E} {
+			c.measured[m].excluded = why
+		}
+	}
+	if c.measured[MedianITL].excluded == "" {
+		c.measured[MedianITL].excluded = "not simulated: the simulator reports no inter-token gaps (with one token a chunk, median TPOT measures the same steps)"
+	}
+	if failed := countFailed(r); failed > 0 {
+		c.warn("%d failed requests are replayed as prefill-only requests (the client sent them); the simulated TTFT percentiles count them, the file's do not", failed)
+	}
+}
+
+// scale converts a metric's value to the unit the files write (ms for
+// latencies).
+func scale(m Metric, v float64) float64 {
+	if m.Latency() {
+		return v * 1e3
+	}
+	return v
+}
+
+func countFailed(r *workload.BenchResult) int {
+	n := 0
+	for _, q := range r.Requests {
+		if q.Failed() {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPrefill excludes the run when its first tokens came sooner than any
+// engine could have computed its prompts: for the requests whose first
+// token arrived by time t, the prompt FLOPs of all of them must fit in
+// peak FLOP/s × (t − the earliest of their arrivals) on each GPU of the
+// group. A run that breaks this bound (even at the datasheet peak, with
+// attention left out) had its prompts served from a prefix cache, most
+// often because the same prompts were sent to a server with
+// --enable-prefix-caching before; the replay would compute prefills the
+// engine skipped, so none of its metrics measure what the simulator
+// models. Only runs whose arrivals are the client's own are checked (all
+// at once at an infinite rate, or start_times); drawn Poisson arrivals are
+// not the client's draws.
+func (c *Case) checkPrefill(shape sim.Shape, peakFLOPS float64) {
+	r := c.Run
+	if r.Detail&workload.DetailTTFTs == 0 || r.Detail&workload.DetailLens == 0 {
+		return
+	}
+	known := r.Detail&workload.DetailStartTimes != 0
+	if !known && !(math.IsInf(r.RequestRate, 1) && r.MaxConcurrency == 0) {
+		return
+	}
+	type req struct {
+		arrival, first, flops float64
+		tokens                int
+	}
+	var reqs []req
+	for _, q := range r.Requests {
+		if q.Failed() || q.TTFT <= 0 {
+			continue
+		}
+		a := 0.0
+		if known {
+			a = q.Start - q.Queue
+		}
+		reqs = append(reqs, req{a, a + q.TTFT, float64(q.InputTokens) * shape.LinearFLOPsPerToken, q.InputTokens})
+	}
+	slices.SortStableFunc(reqs, func(x, y req) int { return cmp.Compare(x.first, y.first) })
+	var (
+		sum, worst, worstSpan float64
+		earliest              = math.Inf(1)
+		count, tokens, worstT int
+	)
+	for i, q := range reqs {
+		sum += q.flops
+		tokens += q.tokens
+		earliest = math.Min(earliest, q.arrival)
+		span := q.first - earliest
+		if span <= 0 {
+			continue
+		}
+		if need := sum / (peakFLOPS * span); need > worst {
+			worst, worstSpan, count, worstT = need, span, i+1, tokens
+		}
+	}
+	if worst > 1 {
+		c.Excluded = fmt.Sprintf("its first tokens came sooner than any engine could compute its prompts: %d requests had theirs "+
+			"within %.3g s, but their %d prompt tokens take %.2f times that at the GPU's peak FLOP/s, so the prompts were served "+
+			"from a prefix cache (the same prompts sent before to a server with --enable-prefix-caching?), which the replay cannot "+
+			"know; the run is reported, not fitted", count, worstSpan, worstT, worst)
+		c.warn("%s", c.Excluded)
+	}
+}
+
+// maxEcho is how much of an input value a message quotes (64 bytes, as
+// internal/loc.Quote: docs/architecture.md, "Untrusted input").
+const maxEcho = 64
+
+// clipLabel cuts an echoed value to maxEcho bytes, saying how long it was.
+func clipLabel(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:maxEcho], len(s))
+}
