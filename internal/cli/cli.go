@@ -115,6 +115,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRulesCmd())
 	root.AddCommand(newExperimentsCmd())
 	root.AddCommand(newAdviseCmd())
+	root.AddCommand(newCalibrateCmd())
 	root.AddCommand(newExporterCmd(stdout, stderr))
 	return root
 }

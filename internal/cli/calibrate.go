@@ -1,0 +1,326 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+)
+
+// calibrateFlags are the flags of `gpufrag calibrate`.
+type calibrateFlags struct {
+	model, gpu, engine      string
+	tp                      int
+	output, profile         string
+	holdout                 []string
+	params                  []string
+	maxEvals                int
+	maxBatchTokens, maxSeqs int
+	skipBadRuns, json       bool
+	parallel                int
+}
+
+func newCalibrateCmd() *cobra.Command {
+	f := calibrateFlags{}
+	cmd := &cobra.Command{
+		Use:   "calibrate FILE...",
+		Short: "Fit a step-time profile to your own benchmark results",
+		Long:  calibrateLong,
+		Example: `  # vLLM results (vllm bench serve --save-result --save-detailed) of Llama-3.3-70B on 8x A100-40GB:
+  gpufrag calibrate qps_01.json qps_16.json --model llama-3.1-70b --gpu a100-40g --tp 8 -o a100.yaml
+
+  # Fit to one rate, judge the profile on the others:
+  gpufrag calibrate qps_01.json --holdout qps_16.json --holdout qps_inf.json \
+      --model llama-3.1-70b --gpu a100-40g --tp 8
+
+  # SGLang bench_serving JSONL (every run of the file), as JSON:
+  gpufrag calibrate sglang.jsonl --model llama-3.1-70b --gpu h200-141g --tp 4 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf(cmd, "no benchmark result files: give one or more FILEs (vLLM --save-result JSON or SGLang bench_serving JSONL)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCalibrate(cmd, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model `NAME` the benchmark served (a preset) or path to its config.json (required: the files name a Hugging Face id, not an architecture)")
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(modelGPUNames(), ", "))
+	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N` the server ran with (the files do not record it)")
+	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose steps are replayed: "+strings.Join(sim.EngineNames(), ", ")+
+		" (default: vllm-v1 for vLLM's client, sglang for SGLang's)")
+	fl.StringVarP(&f.output, "output", "o", "", "write the fitted profile's YAML to `FILE` (for simulate --profile)")
+	fl.StringVar(&f.profile, "profile", "", "start from this profile `FILE` (YAML) instead of the GPU's embedded one")
+	fl.StringArrayVar(&f.holdout, "holdout", nil, "benchmark result `FILE` to judge the fitted profile on, not fit to (repeatable)")
+	fl.StringSliceVar(&f.params, "params", nil, "fit exactly these `PARAMS` (comma-separated) instead of those the files can tell apart: "+
+		strings.Join(calib.ParamNames(), ", "))
+	fl.IntVar(&f.maxEvals, "max-evals", calib.DefaultMaxEvals, "cap on the fit's evaluations `N` (each a replay of every fitted run)")
+	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "the server's max_num_batched_tokens (default 8192)")
+	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "the server's max_num_seqs (default 256)")
+	fl.BoolVar(&f.skipBadRuns, "skip-bad-runs", false, "skip runs that cannot be replayed (each reported) instead of failing")
+	fl.BoolVar(&f.json, "json", false, "print the report as JSON (schema in docs/calibrate.md)")
+	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
+	return cmd
+}
+
+const calibrateLong = `Calibrate fits the step-time model's parameters (a profile, as
+gpufrag simulate --profile reads it) to benchmark results you measured:
+vLLM's benchmark_serving.py or vllm bench serve --save-result JSON (with the
+per-request arrays of --save-detailed, or without) and SGLang bench_serving
+JSONL (every run of a file).
+
+Each run is replayed through the simulator as the client ran it: its
+requests with their prompt and output lengths, arrivals drawn as the client
+drew them (Poisson at request_rate with its burstiness, all at once for inf,
+the client's own send times when the file has them), at most
+max_concurrency in flight. The simulated median and p99 TTFT, median TPOT,
+median end-to-end latency and output throughput are compared with the
+file's, as the client computes them (numpy medians over the per-request
+arrays when the file has them).
+
+The parameters the files can tell apart are fitted (a parameter whose change
+moves no metric, or moves them as one fitted before it does, keeps the
+starting profile's value; --params overrides), by Nelder-Mead on the sum of
+squared log relative errors; datasheet peaks and CUDA-graph sizes are never
+fitted. The report shows every run and metric measured, before (the starting
+profile) and after, with relative errors. The same files give the same
+profile, byte for byte.
+
+Runs whose setup cannot be told are refused with the field that is missing;
+known quirks (stream chunks of several tokens, zero-length outputs, prompts
+served from a prefix cache) are reported and the metrics they corrupt are not
+fitted. Docs: docs/calibrate.md.`
+
+func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	set := cmd.Flags().Changed
+	if f.model == "" {
+		return usageErrorf(cmd, "--model is required: the model the benchmark served (a preset such as llama-3.1-70b, or a config.json)")
+	}
+	if f.gpu == "" {
+		return usageErrorf(cmd, "--gpu is required: the GPU the benchmark ran on (%s)", strings.Join(modelGPUNames(), ", "))
+	}
+	for _, x := range []struct {
+		name string
+		v    int
+	}{{"tp", f.tp}, {"max-evals", f.maxEvals}, {"max-batch-tokens", f.maxBatchTokens}, {"max-seqs", f.maxSeqs}, {"parallel", f.parallel}} {
+		if set(x.name) && x.v < 1 {
+			return usageErrorf(cmd, "--%s %d: want a positive number", x.name, x.v)
+		}
+	}
+	m, err := model.Load(f.model)
+	if err != nil {
+		return usageErrorf(cmd, "--model: %v", err)
+	}
+	g, err := model.LookupGPU(f.gpu)
+	if err != nil {
+		return usageErrorf(cmd, "--gpu: %v", err)
+	}
+	setup := calib.ReplaySetup{Model: m, GPU: g, TP: f.tp, MaxBatchTokens: f.maxBatchTokens, MaxSeqs: f.maxSeqs}
+	if f.engine != "" {
+		if setup.Engine, err = sim.ParseEngine(f.engine); err != nil {
+			return usageErrorf(cmd, "--engine %q: want one of %s", f.engine, strings.Join(sim.EngineNames(), ", "))
+		}
+		setup.EngineGiven = true
+	}
+	if len(f.params) > 0 {
+		if _, err := calib.CheckParams(f.params); err != nil {
+			return usageErrorf(cmd, "--params: %v", err)
+		}
+	}
+	inputs := []fileFlag{{"--profile", f.profile}, {"--model", f.model}}
+	for _, a := range args {
+		inputs = append(inputs, fileFlag{"argument", a})
+	}
+	for _, h := range f.holdout {
+		inputs = append(inputs, fileFlag{"--holdout", h})
+	}
+	if err := checkOutputs(cmd, []fileFlag{{"--output", f.output}}, inputs); err != nil {
+		return err
+	}
+	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns}
+	if f.profile != "" {
+		p, err := readProfileFile(f.profile)
+		if err != nil {
+			return err
+		}
+		opts.Start, opts.StartName = p, f.profile
+	}
+	fit, err := readBenchFiles(args)
+	if err != nil {
+		return err
+	}
+	held, err := readBenchFiles(f.holdout)
+	if err != nil {
+		return err
+	}
+	rep, err := calib.Calibrate(cmd.Context(), fit, held, opts)
+	if err != nil {
+		return err
+	}
+	for _, w := range rep.AllWarnings() {
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", w)
+	}
+	if f.output != "" {
+		var buf bytes.Buffer
+		if err := rep.Profile.WriteYAML(&buf); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+		if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	var sb strings.Builder
+	writeCalibrateReport(&sb, rep, f.output)
+	_, err = io.WriteString(stdout, sb.String())
+	return err
+}
+
+// readProfileFile reads a starting profile.
+func readProfileFile(path string) (*sim.Profile, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--profile: %w", err)
+	}
+	defer fh.Close()
+	return sim.LoadProfile(fh, path)
+}
+
+// readBenchFiles reads and hashes the benchmark result files.
+func readBenchFiles(paths []string) ([]*calib.File, error) {
+	var out []*calib.File
+	for _, p := range paths {
+		fh, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		file, err := calib.ReadFile(fh, p)
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, file)
+	}
+	return out, nil
+}
+
+// writeCalibrateReport prints a calibration for people: the setup, the
+// parameters, the fit, a table of metrics per run, the summary.
+func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string) {
+	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s.", r.Model, r.GPU, r.TP, r.Engine, r.Start), 80))
+	pt := table{head: []string{"parameter", "before", "after", "±"}}
+	var kept []string
+	for _, p := range r.Params {
+		se := "kept"
+		if p.Fitted {
+			se = fmt.Sprintf("%.0f%%", 100*p.StdErr)
+		}
+		pt.rows = append(pt.rows, []string{p.Name, fmt.Sprintf("%.4g", p.Before), fmt.Sprintf("%.4g", p.After), se})
+		if p.Reason != "" {
+			kept = append(kept, p.Name+": "+p.Reason)
+		}
+	}
+	pt.write(sb)
+	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Not fitted:\n")
+	for _, k := range kept {
+		sb.WriteString(indent(wrap(k, 76), "  ") + "\n")
+	}
+	fs := r.Fit
+	status := fs.Status
+	if fs.StoppedAtCap {
+		status = fmt.Sprintf("stopped at the cap of %d evaluations (--max-evals): the fit may not have converged", fs.MaxEvaluations)
+	}
+	fmt.Fprintf(sb, "\n%s\n", wrap(fmt.Sprintf("Fit: %s over %d metrics, %d evaluations (and %d to measure the parameters' effects), %s; "+
+		"sum of squared log errors over their noise %.4g before, %.4g after.",
+		fs.Method, fs.Residuals, fs.Evaluations, fs.ProbeEvaluations, status, fs.ObjectiveBefore, fs.ObjectiveAfter), 80))
+	for _, run := range r.Runs {
+		role := "fitted to"
+		if run.Holdout {
+			role = "held out"
+		}
+		head := fmt.Sprintf("%s (%s; request rate %s", run.ID, role, run.RequestRate)
+		if run.Runs > 1 {
+			head = fmt.Sprintf("%s run %d of %d (%s; request rate %s", run.ID, run.Run, run.Runs, role, run.RequestRate)
+		}
+		if run.MaxConcurrency > 0 {
+			head += fmt.Sprintf(", max concurrency %d", run.MaxConcurrency)
+		}
+		head += fmt.Sprintf(", %d requests)", run.Requests)
+		fmt.Fprintf(sb, "\n%s\n", wrap(head, 80))
+		mt := table{groups: []group{{2, 3, "before"}, {4, 5, "after"}},
+			head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
+		var notes []string
+		for _, m := range run.Metrics {
+			mark := ""
+			switch {
+			case m.Fitted:
+				mark = "fitted"
+			case m.Judged:
+				mark = "judged"
+			case m.Excluded != "" && run.Excluded == "":
+				mark = fmt.Sprintf("[%d]", len(notes)+1)
+				notes = append(notes, fmt.Sprintf("[%d] %s", len(notes)+1, m.Excluded))
+			}
+			noise := "—"
+			if m.Before != nil {
+				noise = fmt.Sprintf("%.1f%%", 100*m.Noise)
+			}
+			mt.rows = append(mt.rows, []string{m.Metric.String(), metricValue(m.Metric, m.Measured),
+				metricValue(m.Metric, m.Before), relErr(m.BeforeErr), metricValue(m.Metric, m.After), relErr(m.AfterErr),
+				noise, mark})
+		}
+		mt.write(sb)
+		if run.Excluded != "" {
+			notes = append(notes, "Not fitted: "+run.Excluded)
+		}
+		for _, n := range notes {
+			sb.WriteString(indent(wrap(n, 76), "  ") + "\n")
+		}
+	}
+	e := r.Errors
+	fmt.Fprintf(sb, "\n%s\n", wrap(fmt.Sprintf("|relative error| over the %d fitted metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
+		e.Metrics, 100*e.BeforeMedian, 100*e.BeforeMax, 100*e.AfterMedian, 100*e.AfterMax), 80))
+	if h := r.Holdout; h != nil {
+		fmt.Fprintf(sb, "%s\n", wrap(fmt.Sprintf("Held out, over %d metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
+			h.Metrics, 100*h.BeforeMedian, 100*h.BeforeMax, 100*h.AfterMedian, 100*h.AfterMax), 80))
+	}
+	if output != "" {
+		fmt.Fprintf(sb, "%s\n", wrap(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", ")), 80))
+	} else {
+		sb.WriteString("The fitted profile was not written (give -o FILE).\n")
+	}
+}
+
+// metricValue formats a metric: ms for latencies, tok/s for throughput,
+// "—" when absent.
+func metricValue(m calib.Metric, v *float64) string {
+	switch {
+	case v == nil:
+		return "—"
+	case m.Latency():
+		return fmt.Sprintf("%.4g ms", *v*1e3)
+	}
+	return fmt.Sprintf("%.4g tok/s", *v)
+}
+
+func relErr(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f%%", 100**v)
+}
