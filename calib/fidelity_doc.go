@@ -260,6 +260,13 @@ func (rep *FidelityReport) paperSection(b *bytes.Buffer) {
 	w("\n\n")
 	if pr.Fig12a != "" {
 		w("Fig. 12a (normalized latency, and the rates at which it reaches 0.5 s/token) is not reproduced: %s.\n\n", pr.Fig12a)
+	} else {
+		w("Fig. 12a: the request rate at which the mean normalized latency (E2E ÷ output tokens) reaches %g s/token, "+
+			"bisected between %g and %g req/s to ±%g (profile / roofline):", fig12aSLO, fig12aLo, fig12aHi, fig12aTol/2)
+		for s, sys := range ps.Systems {
+			w(" %s %.2f / %.2f;", sys.Name, pr.Rates[s][0], pr.Rates[s][1])
+		}
+		w("\n\n")
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 type tally struct {
 	ttft, tpot, e2e []float64 // seconds, per request
 	batchSum        int64     // Σ batch sizes over steps
+	normSum         float64   // Σ e2e ÷ output tokens over completed requests with output
+	normN           int
 }
 
 // advance applies one batch entry after the step ran.
@@ -68,6 +70,10 @@ func (e *Engine) complete(ri int32) error {
 		e.tally.tpot = append(e.tally.tpot, float64(r.finish-r.first)/1e9/float64(r.output-1))
 	}
 	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.sent)/1e9)
+	if r.output > 0 {
+		e.tally.normSum += float64(r.finish-r.sent) / 1e9 / float64(r.output)
+		e.tally.normN++
+	}
 	return nil
 }
 
@@ -94,5 +100,8 @@ func (e *Engine) finish() {
 		res.BatchSizeMean = float64(e.tally.batchSum) / float64(res.Steps)
 	}
 	res.TTFT, res.TPOT, res.E2E = latency(e.tally.ttft), latency(e.tally.tpot), latency(e.tally.e2e)
+	if e.tally.normN > 0 {
+		res.NormalizedLatencyMean = e.tally.normSum / float64(e.tally.normN)
+	}
 	e.finishDefrag()
 }

@@ -58,6 +58,11 @@ func TestClientCapOne(t *testing.T) {
 	if want := (Latency{P50: e2e / 1e9, P99: e2e / 1e9}); res.E2E != want {
 		t.Errorf("E2E %+v, want %+v", res.E2E, want)
 	}
+	// The vLLM paper's normalized latency: every request's E2E over its 4
+	// output tokens.
+	if want := e2e / 1e9 / 4.0; math.Abs(res.NormalizedLatencyMean-want) > 1e-15 {
+		t.Errorf("normalized latency %v s/token, want %v", res.NormalizedLatencyMean, want)
+	}
 
 	// Open loop, the three share every step: all wait for the one prefill
 	// of 30 tokens.

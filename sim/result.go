@@ -92,6 +92,11 @@ type Result struct {
 	TTFT             Latency `json:"ttft_s"`
 	TPOT             Latency `json:"tpot_s"`
 	E2E              Latency `json:"e2e_s"`
+	// NormalizedLatencyMean is the vLLM paper's normalized latency (§6.1,
+	// Fig. 12): the mean over completed requests of their end-to-end
+	// latency divided by their output tokens, in seconds per token. Not in
+	// the JSON document (yet): calib's reproduction of Fig. 12a reads it.
+	NormalizedLatencyMean float64 `json:"-"`
 
 	// Defrag is present when a defrag policy other than off was asked for.
 	Defrag *DefragResult `json:"defrag,omitempty"`
