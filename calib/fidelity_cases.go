@@ -90,7 +90,9 @@ var fidSkips = map[string]string{
 // presets. Llama-3.3-70B has Llama-3.1-70B's architecture.
 var fidPresets = map[string]string{
 	"facebook/opt-13b":                       "opt-13b",
+	"meta-llama/Llama-2-7b-hf":               "llama-2-7b",
 	"meta-llama/Llama-2-13b-hf":              "llama-2-13b",
+	"meta-llama/Llama-2-70b-hf":              "llama-2-70b",
 	"meta-llama/Meta-Llama-3-8B":             "llama-3-8b",
 	"meta-llama/Meta-Llama-3-8B-Instruct":    "llama-3-8b",
 	"meta-llama/Meta-Llama-3-70B":            "llama-3-70b",

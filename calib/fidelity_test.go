@@ -401,7 +401,6 @@ func TestFidelityTranslate(t *testing.T) {
 	}
 	for id, want := range map[string]string{
 		"lambda-p320-1xh100-meta-llama-3-8b-instruct-tp1-len2048-ttft-median": "not stored here",
-		"lmdeploy-7b-b1-1to128-throughput":                                    "no model preset for meta-llama/Llama-2-7b-hf",
 		"argonne-vllm-llama3-8b-h100-b1-l128-latency":                         `no GPU preset for "h100"`,
 		"lambda-p10-1xa100-meta-llama-3-8b-instruct-tp1-len2048-ttft-mean":    "not its mean",
 		"datacrunch-70b-tp4-sharegpt-4-sharegpt-ttft-median":                  "only its token totals",
@@ -410,6 +409,13 @@ func TestFidelityTranslate(t *testing.T) {
 		if err != nil || !strings.Contains(p.skip, want) {
 			t.Errorf("%s: skip %q (%v), want it to say %q", id, p.skip, err, want)
 		}
+	}
+	// A model the presets lack is named, with what to add.
+	if _, _, err := fidModel("no-org/no-such-model (a remark)"); err == nil || !strings.Contains(err.Error(), "no model preset for no-org/no-such-model") {
+		t.Errorf("unknown model: %v", err)
+	}
+	if m, name, err := fidModel("meta-llama/Llama-2-7b-hf"); err != nil || name != "llama-2-7b" || m.Layers != 32 {
+		t.Errorf("Llama-2-7b: %s %+v %v", name, m, err)
 	}
 	// A Lambda 10-prompt run: the cited lengths, all at once, on vllm-v0.
 	p, err = fidTranslate(fig("lambda-p10-8xh100-meta-llama-3-70b-instruct-tp8-len2048-tpot-median"), fidOpenFixture, files)

@@ -115,7 +115,9 @@ func TestParamsMatchPublished(t *testing.T) {
 		{"llama-3-8b", 8.03e9},    // Meta-Llama-3-8B card: 8.03B
 		{"llama-3-70b", 70.6e9},   // Meta-Llama-3-70B card: 70.6B
 		{"llama-3-405b", 405.9e9}, // Llama-3.1-405B: 405.85B in the safetensors index (card: 405B)
+		{"llama-2-7b", 6.74e9},    // Llama-2-7b-hf: 6,738,415,616 in its safetensors index
 		{"llama-2-13b", 13.0e9},   // Llama 2 paper: 13B (the checkpoint holds 13,015,864,320)
+		{"llama-2-70b", 68.98e9},  // Llama-2-70b-hf: 68,976,648,192 in its safetensors index
 		{"opt-13b", 13.0e9},       // OPT paper: 13B
 		{"qwen2.5-7b", 7.61e9},    // Qwen2.5-7B-Instruct card: 7.61B
 		{"qwen2.5-14b", 14.7e9},   // Qwen2.5-14B-Instruct card: 14.7B
@@ -132,6 +134,8 @@ func TestParamsMatchPublished(t *testing.T) {
 	// shapes) check the formulas exactly, biases and norms included.
 	for name, want := range map[string]int64{
 		"llama-2-13b": 13015864320,
+		"llama-2-7b":  6738415616,
+		"llama-2-70b": 68976648192,
 		"llama-3-8b":  8030261248,
 		"llama-3-70b": 70553706496,
 		"qwen2.5-7b":  7615616512,

@@ -35,6 +35,14 @@ var presets = map[string]Model{
 	// meta-llama/Llama-3.1-405B
 	"llama-3-405b":   llama("llama-3-405b", 126, 128, 8, 16384, 53248, 131072),
 	"llama-3.1-405b": llama("llama-3.1-405b", 126, 128, 8, 16384, 53248, 131072),
+	// meta-llama/Llama-2-7b-hf: MHA (num_key_value_heads 32 = heads),
+	// intermediate 11,008, vocab 32,000, 4,096 positions, torch_dtype float16.
+	"llama-2-7b": {Name: "llama-2-7b", Family: "llama", Layers: 32, Heads: 32, KVHeads: 32, HeadDim: 128,
+		Hidden: 4096, Intermediate: 11008, Vocab: 32000, MaxContext: 4096, WeightDType: FP16},
+	// meta-llama/Llama-2-70b-hf: grouped-query attention (8 KV heads),
+	// intermediate 28,672, vocab 32,000, 4,096 positions, float16.
+	"llama-2-70b": {Name: "llama-2-70b", Family: "llama", Layers: 80, Heads: 64, KVHeads: 8, HeadDim: 128,
+		Hidden: 8192, Intermediate: 28672, Vocab: 32000, MaxContext: 4096, WeightDType: FP16},
 	// meta-llama/Llama-2-13b-hf: MHA (num_key_value_heads 40 = heads),
 	// vocab 32,000, torch_dtype float16.
 	"llama-2-13b": {Name: "llama-2-13b", Family: "llama", Layers: 40, Heads: 40, KVHeads: 40, HeadDim: 128,
