@@ -189,19 +189,41 @@ func opsClip(s string) string {
 // operator timings, with every point's measured and modelled time under
 // the starting profile and under the fitted one.
 type OpsFit struct {
-	Start, Fitted sim.Profile
-	Points        []OpsPoint
+	Start, Fitted sim.Profile `json:"-"` // the whole profiles: WriteYAML prints Fitted
+	GPUName       string      `json:"gpu_name"`
+	// The fitted terms, before and after.
+	Linear    OpsLinear    `json:"linear"`
+	Attention OpsAttention `json:"attention"`
+	Points    []OpsPoint   `json:"points"`
 	// Median and largest |relative error| of the points, before and after.
-	MedianBefore, MaxBefore, MedianAfter, MaxAfter float64
+	MedianBefore float64 `json:"median_error_before"`
+	MaxBefore    float64 `json:"max_error_before"`
+	MedianAfter  float64 `json:"median_error_after"`
+	MaxAfter     float64 `json:"max_error_after"`
+}
+
+// OpsLinear is the linear term before and after the fit.
+type OpsLinear struct {
+	ComputeEffMax     [2]float64 `json:"compute_eff_max"` // [before, after]
+	ComputeHalfTokens [2]float64 `json:"compute_half_tokens"`
+	WeightBWEff       [2]float64 `json:"weight_bw_eff"`
+}
+
+// OpsAttention is the attention term before and after the fit.
+type OpsAttention struct {
+	PrefillComputeEff [2]float64 `json:"prefill_compute_eff"` // [before, after]
+	KVBWEff           [2]float64 `json:"kv_bw_eff"`
 }
 
 // OpsPoint is one timed point.
 type OpsPoint struct {
-	Op                      string // "linear", "prefill_attention", "decode_attention"
-	What                    string // "n=256", "L=2048", "B=32 C=8192"
-	MeasuredMs              float64
-	BeforeMs, AfterMs       float64
-	BeforeError, AfterError float64 // (model − measured) ÷ measured
+	Op          string  `json:"op"`   // "linear", "prefill_attention", "decode_attention"
+	What        string  `json:"what"` // "n=256", "L=2048", "B=32 C=8192"
+	MeasuredMs  float64 `json:"measured_ms"`
+	BeforeMs    float64 `json:"before_ms"`
+	AfterMs     float64 `json:"after_ms"`
+	BeforeError float64 `json:"before_error"` // (model − measured) ÷ measured
+	AfterError  float64 `json:"after_error"`
 }
 
 // Points the fits use. The weight-read efficiency comes from the GEMMs of
@@ -282,6 +304,13 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 		}
 	}
 	f.Fitted.FittedTo = []string{"ops:" + opsClip(o.GPUName) + ":" + o.Date}
+	f.GPUName = o.GPUName
+	b, a := f.Start, f.Fitted
+	f.Linear = OpsLinear{ComputeEffMax: [2]float64{b.Linear.ComputeEffMax, a.Linear.ComputeEffMax},
+		ComputeHalfTokens: [2]float64{b.Linear.ComputeHalfTokens, a.Linear.ComputeHalfTokens},
+		WeightBWEff:       [2]float64{b.Linear.WeightBWEff, a.Linear.WeightBWEff}}
+	f.Attention = OpsAttention{PrefillComputeEff: [2]float64{b.Attention.PrefillComputeEff, a.Attention.PrefillComputeEff},
+		KVBWEff: [2]float64{b.Attention.KVBWEff, a.Attention.KVBWEff}}
 	f.points(o)
 	return f, f.Fitted.Validate()
 }

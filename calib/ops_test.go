@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -245,5 +246,27 @@ func TestStepTimeScriptPlan(t *testing.T) {
 	}
 	if weightBound == 0 || computeBound < 2 {
 		t.Errorf("the script's token counts %v give FitOps %d weight-bound and %d compute-bound points", plan.LinearTokens, weightBound, computeBound)
+	}
+}
+
+// TestDeviceCheckScript: the GPU check script parses (bash -n) and calls
+// the device script and calibrate --ops as they are spelled here.
+func TestDeviceCheckScript(t *testing.T) {
+	b, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not on PATH")
+	}
+	script := filepath.Join("device", "device-check.sh")
+	if out, err := exec.Command(b, "-n", script).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n %s: %v\n%s", script, err, out)
+	}
+	text, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"steptime.py", "calibrate --ops", "--gpu"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("%s does not mention %q", script, want)
+		}
 	}
 }

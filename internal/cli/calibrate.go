@@ -19,7 +19,7 @@ import (
 type calibrateFlags struct {
 	model, gpu, engine      string
 	tp                      int
-	output, profile         string
+	output, profile, ops    string
 	holdout                 []string
 	params                  []string
 	maxEvals                int
@@ -31,7 +31,7 @@ type calibrateFlags struct {
 func newCalibrateCmd() *cobra.Command {
 	f := calibrateFlags{}
 	cmd := &cobra.Command{
-		Use:   "calibrate FILE...",
+		Use:   "calibrate FILE... | --ops FILE",
 		Short: "Fit a step-time profile to your own benchmark results",
 		Long:  calibrateLong,
 		Example: `  # vLLM results (vllm bench serve --save-result --save-detailed) of Llama-3.3-70B on 8x A100-40GB:
@@ -42,14 +42,20 @@ func newCalibrateCmd() *cobra.Command {
       --model llama-3.1-70b --gpu a100-40g --tp 8
 
   # SGLang bench_serving JSONL (every run of the file), as JSON:
-  gpufrag calibrate sglang.jsonl --model llama-3.1-70b --gpu h200-141g --tp 4 --json`,
+  gpufrag calibrate sglang.jsonl --model llama-3.1-70b --gpu h200-141g --tp 4 --json
+
+  # Operator timings from a GPU (python3 calib/device/steptime.py --out ops.json):
+  gpufrag calibrate --ops ops.json --gpu h200-141g -o h200.yaml`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			if len(args) == 0 && !cmd.Flags().Changed("ops") {
 				return usageErrorf(cmd, "no benchmark result files: give one or more FILEs (vLLM --save-result JSON or SGLang bench_serving JSONL)")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("ops") {
+				return runCalibrateOps(cmd, &f, args)
+			}
 			return runCalibrate(cmd, &f, args)
 		},
 	}
@@ -59,6 +65,7 @@ func newCalibrateCmd() *cobra.Command {
 	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N` the server ran with (the files do not record it)")
 	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose steps are replayed: "+strings.Join(sim.EngineNames(), ", ")+
 		" (default: vllm-v1 for vLLM's client, sglang for SGLang's)")
+	fl.StringVar(&f.ops, "ops", "", "fit the linear-layer and attention terms to operator timings `FILE` measured on a GPU by calib/device/steptime.py (needs --gpu; no benchmark FILEs)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the fitted profile's YAML to `FILE` (for simulate --profile)")
 	fl.StringVar(&f.profile, "profile", "", "start from this profile `FILE` (YAML) instead of the GPU's embedded one")
 	fl.StringArrayVar(&f.holdout, "holdout", nil, "benchmark result `FILE` to judge the fitted profile on, not fit to (repeatable)")
