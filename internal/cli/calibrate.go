@@ -178,9 +178,15 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	for _, w := range rep.AllWarnings() {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", w)
 	}
+	return writeFitted(stdout, f, rep.Profile, rep, func(sb *strings.Builder) { writeCalibrateReport(sb, rep, f.output) })
+}
+
+// writeFitted writes a fitted profile to --output (when given), then doc as
+// JSON under --json, else the report text.
+func writeFitted(stdout io.Writer, f *calibrateFlags, p *sim.Profile, doc any, report func(*strings.Builder)) error {
 	if f.output != "" {
 		var buf bytes.Buffer
-		if err := rep.Profile.WriteYAML(&buf); err != nil {
+		if err := p.WriteYAML(&buf); err != nil {
 			return fmt.Errorf("--output: %w", err)
 		}
 		if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
@@ -190,11 +196,11 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(doc)
 	}
 	var sb strings.Builder
-	writeCalibrateReport(&sb, rep, f.output)
-	_, err = io.WriteString(stdout, sb.String())
+	report(&sb)
+	_, err := io.WriteString(stdout, sb.String())
 	return err
 }
 

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -70,24 +67,7 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.ops, err)
 	}
-	if f.output != "" {
-		var buf bytes.Buffer
-		if err := fit.Fitted.WriteYAML(&buf); err != nil {
-			return fmt.Errorf("--output: %w", err)
-		}
-		if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--output: %w", err)
-		}
-	}
-	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(fit)
-	}
-	var sb strings.Builder
-	writeOpsReport(&sb, fit, ops, name, f.output)
-	_, err = io.WriteString(stdout, sb.String())
-	return err
+	return writeFitted(stdout, f, &fit.Fitted, fit, func(sb *strings.Builder) { writeOpsReport(sb, fit, ops, name, f.output) })
 }
 
 // writeOpsReport prints the fitted terms and every point, before and after.
