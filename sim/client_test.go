@@ -306,7 +306,10 @@ func TestClientFastPaths(t *testing.T) {
 			runs += fast.runs.steps
 		}
 	})
-	if runs == 0 {
+	// Under -short (20 small cases, as CI's race run draws them) a draw may
+	// hold no decode run at all; the hand-made case above shows that runs
+	// engage under a cap, so only the full run insists.
+	if runs == 0 && !testing.Short() {
 		t.Fatal("no decode run happened under a cap: the equivalence is vacuous")
 	}
 }
