@@ -1,8 +1,18 @@
-// Package calib holds the published timing figures gpufrag's step-time
-// model is fitted to or judged against (issue 16, item 6): published.yaml,
-// embedded, with its loader and validator. calib/README.md says what each
-// source is, how each figure was read and how the figures split into fitting
-// and held-out sets.
+// Package calib fits gpufrag's step-time model (sim.Profile) to
+// measurements and says how well it fits:
+//
+//   - Published and Parse: the published timing figures it is fitted to or
+//     judged against, published.yaml, embedded and validated (calib/README.md
+//     says what each source is, how each figure was read and how the
+//     figures split into fitting and held-out sets);
+//   - Calibrate: a profile fitted to benchmark runs (vLLM --save-result,
+//     SGLang bench_serving) replayed as their clients ran them, the work of
+//     gpufrag calibrate (docs/calibrate.md);
+//   - ReadOps and FitOps: the linear-layer and attention terms fitted to
+//     operator timings taken on a GPU by calib/device/steptime.py
+//     (gpufrag calibrate --ops);
+//   - Fidelity: every published figure simulated under the profiles and
+//     the roofline, the generated docs/fidelity.md.
 package calib
 
 import (
