@@ -94,10 +94,17 @@ func BenchmarkEngine(b *testing.B) {
 // BenchmarkDefaultScenario builds scenario.Default and runs all its runs one
 // after the other, as `gpufrag simulate` with no arguments does (target:
 // under 10 s).
-func BenchmarkDefaultScenario(b *testing.B) {
+func BenchmarkDefaultScenario(b *testing.B) { benchDefaultScenario(b, nil) }
+
+// benchDefaultScenario runs the default scenario's runs, each config first
+// passed to prep when it is not nil (steptime_bench_test.go sets profiles).
+func benchDefaultScenario(b *testing.B, prep func(*testing.B, []sim.Config)) {
 	p, err := scenario.Build(scenario.Default(), nil)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if prep != nil {
+		prep(b, p.Configs)
 	}
 	b.ReportAllocs()
 	var steps int64
@@ -139,7 +146,11 @@ var azureConvPaths = []string{
 // there.
 //
 //	go test -run '^$' -bench AzureConv -benchmem -count 6 ./sim/
-func BenchmarkAzureConv(b *testing.B) {
+func BenchmarkAzureConv(b *testing.B) { benchAzureConv(b, nil) }
+
+// benchAzureConv runs the Azure conv trace, its config first passed to prep
+// when it is not nil.
+func benchAzureConv(b *testing.B, prep func(*testing.B, []sim.Config)) {
 	var file string
 	for _, p := range azureConvPaths {
 		if _, err := os.Stat(p); err == nil {
@@ -158,6 +169,9 @@ func BenchmarkAzureConv(b *testing.B) {
 	p, err := scenario.Build(s, func(n string) (io.ReadCloser, error) { return os.Open(n) })
 	if err != nil {
 		b.Fatal(err)
+	}
+	if prep != nil {
+		prep(b, p.Configs)
 	}
 	b.ReportAllocs()
 	var res sim.Result
