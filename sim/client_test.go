@@ -257,7 +257,11 @@ func TestClientCapProperty(t *testing.T) {
 			t.Fatalf("a cap of %d over %d requests changed the run:\nopen   %+v\ncapped %+v", wide.MaxConcurrency, len(reqs), summary(open), summary(capped))
 		}
 	})
-	if held == 0 || heldByFailure == 0 {
+	// Under -short or the invariants build (20 small cases) a draw holds no
+	// request until a failure or rejection about 1 time in 4 (15 of 60
+	// seeds); TestClientSlotsInOrder (a slot freed by a failure) and
+	// TestClientCapOne are the hand-made cases, so only the full run (0 of 30 seeds fail) insists.
+	if (held == 0 || heldByFailure == 0) && !testing.Short() && !invariants.Enabled {
 		t.Fatalf("%d requests were held at the client, %d of them until a failure or rejection: the property is vacuous", held, heldByFailure)
 	}
 }
@@ -309,7 +313,7 @@ func TestClientFastPaths(t *testing.T) {
 	// Under -short (20 small cases, as CI's race run draws them) a draw may
 	// hold no decode run at all; the hand-made case above shows that runs
 	// engage under a cap, so only the full run insists.
-	if runs == 0 && !testing.Short() {
+	if runs == 0 && !testing.Short() && !invariants.Enabled {
 		t.Fatal("no decode run happened under a cap: the equivalence is vacuous")
 	}
 }

@@ -111,10 +111,11 @@ func TestFastPathsChangeNothing(t *testing.T) {
 			repeats += fast.trips.repeats
 		}
 	})
-	// The property is vacuous unless a fast path ran. With -short's 20 small
-	// cases the repeated trips are not always drawn; TestFastPathsLlama
-	// checks that both paths run on a fixed setup.
-	if runs == 0 && repeats == 0 {
+	// The property is vacuous unless a fast path ran. With -short's or the
+	// invariants build's 20 small cases a draw holds none about 1 time in 30
+	// (2 of 60 seeds); TestFastPathsLlama checks that both paths run on a
+	// fixed setup, so only the full run (0 of 30 seeds fail) insists.
+	if runs == 0 && repeats == 0 && !testing.Short() && !invariants.Enabled {
 		t.Fatalf("the fast paths never ran: %d decode-run steps, %d repeated trips", runs, repeats)
 	}
 }
