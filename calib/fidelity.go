@@ -80,19 +80,32 @@ type FidelityRow struct {
 	// Fitted: the figure is named in the fitted_to of the profile it was
 	// simulated under (or is from a file named there).
 	Fitted bool
-	// SourceFitted: not fitted itself, but another figure of its source
-	// is, so it is not an independent hold-out (leave-one-source-out needs
-	// a refit without the source first).
-	SourceFitted bool
+	// HeldOutValue is the figure simulated under the profile fitted without
+	// its source (calib/loso), or, where the profile never saw the source,
+	// under the profile itself: leave-one-source-out. HeldOutBy names the
+	// calib/loso profile, "" for the profile itself.
+	HeldOutValue float64
+	HeldOutOK    bool
+	HeldOutBy    string
 	// Profile is the profile the figure was simulated under ("a100-40g
 	// vllm-v0"), for the page.
 	Profile string
 }
 
 // HeldOut reports whether the row counts towards the held-out targets:
-// not fitted, no fitted figure of its source, and use holdout or fit.
+// use holdout or fit (every figure has a held-out value, HeldOutValue, from
+// a profile that never saw its source).
 func (r *FidelityRow) HeldOut() bool {
-	return !r.Fitted && !r.SourceFitted && (r.Figure.Use == "holdout" || r.Figure.Use == "fit")
+	return r.Figure.Use == "holdout" || r.Figure.Use == "fit"
+}
+
+// HeldOutErr is (HeldOutValue − published) ÷ published; ok is false when
+// there is no held-out value.
+func (r *FidelityRow) HeldOutErr() (float64, bool) {
+	if !r.HeldOutOK {
+		return 0, false
+	}
+	return r.HeldOutValue/r.Figure.Value - 1, true
 }
 
 // RelErr is (simulated − published) ÷ published under t; ok is false when
@@ -109,7 +122,7 @@ func (r *FidelityRow) RelErr(t FidelityTiming) (float64, bool) {
 type FidelityReport struct {
 	Rows  []*FidelityRow
 	Paper *PaperReport // nil without FidelityOptions.Paper
-	// Profiles lists the profiles used, "gpu engine: fitted_to", sorted.
+	// Profiles lists the profiles used, "gpu engine: what it was fitted to", sorted.
 	Profiles []string
 }
 
@@ -136,6 +149,10 @@ func Fidelity(ctx context.Context, d *Dataset, o FidelityOptions) (*FidelityRepo
 	}
 	rep := &FidelityReport{}
 	fitted, err := fidFittedIDs()
+	if err != nil {
+		return nil, err
+	}
+	losos, err := losoProfiles()
 	if err != nil {
 		return nil, err
 	}
@@ -174,9 +191,22 @@ func Fidelity(ctx context.Context, d *Dataset, o FidelityOptions) (*FidelityRepo
 		if row.Skip != "" {
 			continue
 		}
+		held := losos[row.Profile+"|"+f.Source]
+		if held != nil {
+			row.HeldOutBy = row.Profile + " without " + f.Source
+		}
 		if plan.sim == nil { // an operator-level figure: the profile's breakdown, no run
 			row.Value[TimingProfile], row.OK[TimingProfile] = plan.opValue, true
+			row.HeldOutValue, row.HeldOutOK = plan.opValue, true
+			if held != nil {
+				row.HeldOutValue = plan.op(held)
+			}
 			continue
+		}
+		// Cases are keyed by source too, so a shared case has one held-out profile.
+		plan.sim.heldOut = held
+		if plan.base != nil {
+			plan.base.heldOut = held
 		}
 		rows = append(rows, pending{row, share(plan.sim), share(plan.base), plan.pick})
 	}
@@ -192,6 +222,18 @@ func Fidelity(ctx context.Context, d *Dataset, o FidelityOptions) (*FidelityRepo
 			}
 			p.row.Value[t], p.row.OK[t] = v, ok
 		}
+		held := func(c *fidCase) *sim.Result {
+			if c.heldOut != nil {
+				return &c.resHeld
+			}
+			return &c.res[TimingProfile]
+		}
+		v, ok := p.pick(held(p.c))
+		if p.base != nil {
+			b, bok := p.pick(held(p.base))
+			v, ok = v/b, ok && bok
+		}
+		p.row.HeldOutValue, p.row.HeldOutOK = v, ok
 		if n := p.c.runNote(); n != "" {
 			p.row.Note = strings.TrimPrefix(p.row.Note+"; "+n, "; ")
 		}
@@ -202,6 +244,12 @@ func Fidelity(ctx context.Context, d *Dataset, o FidelityOptions) (*FidelityRepo
 		}
 	}
 	fidPaperRows(rep)
+	for _, r := range rep.Rows {
+		if r.Figure.Source == paperSource {
+			// FitFigures never fits the paper's figures: the profile never saw them.
+			r.HeldOutValue, r.HeldOutOK = r.Value[TimingProfile], r.OK[TimingProfile]
+		}
+	}
 	fidMarkFitted(rep, fitted)
 	rep.Profiles = fidProfiles(rep)
 	return rep, nil
@@ -213,26 +261,50 @@ type fidCase struct {
 	key     string // what makes two cases the same simulation
 	cfg     sim.Config
 	profile *sim.Profile // the profile of TimingProfile
+	heldOut *sim.Profile // the leave-one-source-out profile; nil: profile
 	reqs    []workload.Request
 	res     [numTimings]sim.Result
+	resHeld sim.Result // under heldOut
 }
 
-// fidRunCases runs every case under both timing models.
+// fidRunCases runs every case under both timing models, and under its
+// held-out profile where it has one.
 func fidRunCases(ctx context.Context, cases []*fidCase, workers int) error {
-	type out struct{ res sim.Result }
-	res, err := par.Map(ctx, len(cases)*int(numTimings), par.Options{Workers: workers}, func(_ context.Context, i int) (out, error) {
-		c, t := cases[i/int(numTimings)], FidelityTiming(i%int(numTimings))
-		r, err := fidSimulate(c.cfg, c.profileFor(t), c.reqs)
-		if err != nil {
-			return out{}, fmt.Errorf("%w: %s (%s): %w", ErrFidelity, c.key, t, err)
+	type job struct {
+		c    *fidCase
+		t    FidelityTiming
+		held bool
+	}
+	var jobs []job
+	for _, c := range cases {
+		for t := range numTimings {
+			jobs = append(jobs, job{c, t, false})
 		}
-		return out{r}, nil
+		if c.heldOut != nil {
+			jobs = append(jobs, job{c, TimingProfile, true})
+		}
+	}
+	res, err := par.Map(ctx, len(jobs), par.Options{Workers: workers}, func(_ context.Context, i int) (sim.Result, error) {
+		j := jobs[i]
+		p, what := j.c.profileFor(j.t), j.t.String()
+		if j.held {
+			p, what = j.c.heldOut, "held-out profile"
+		}
+		r, err := fidSimulate(j.c.cfg, p, j.c.reqs)
+		if err != nil {
+			return r, fmt.Errorf("%w: %s (%s): %w", ErrFidelity, j.c.key, what, err)
+		}
+		return r, nil
 	})
 	if err != nil {
 		return err
 	}
-	for i, r := range res {
-		cases[i/int(numTimings)].res[i%int(numTimings)] = r.res
+	for i, j := range jobs {
+		if j.held {
+			j.c.resHeld = res[i]
+		} else {
+			j.c.res[j.t] = res[i]
+		}
 	}
 	return nil
 }
@@ -304,12 +376,11 @@ func fidFittedIDs() (map[string]map[string]bool, error) {
 	return out, nil
 }
 
-// fidMarkFitted sets Fitted and SourceFitted: a figure is fitted when its id,
-// or the base name of its local copy (gpufrag calibrate names a file
+// fidMarkFitted sets Fitted: a figure is fitted when its id, or the base
+// name of its local copy (gpufrag calibrate names a file
 // "NAME@sha256:PREFIX"), is in the fitted_to of the profile it was
 // simulated under.
 func fidMarkFitted(rep *FidelityReport, fitted map[string]map[string]bool) {
-	sources := map[string]bool{}
 	for _, r := range rep.Rows {
 		ids := fitted[r.Profile]
 		if len(ids) == 0 {
@@ -326,17 +397,11 @@ func fidMarkFitted(rep *FidelityReport, fitted map[string]map[string]bool) {
 				}
 			}
 		}
-		if r.Fitted {
-			sources[r.Figure.Source] = true
-		}
-	}
-	for _, r := range rep.Rows {
-		r.SourceFitted = !r.Fitted && sources[r.Figure.Source]
 	}
 }
 
-// fidProfiles names the profiles the rows were simulated under with their
-// fitted_to, sorted.
+// fidProfiles names the profiles the rows were simulated under with what
+// they were fitted to (how many figures, of which sources), sorted.
 func fidProfiles(rep *FidelityReport) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -351,7 +416,20 @@ func fidProfiles(rep *FidelityReport) []string {
 		if err != nil {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: fitted_to [%s]", r.Profile, strings.Join(p.FittedTo, ", ")))
+		if slices.Equal(p.FittedTo, []string{sim.Unfitted}) {
+			out = append(out, r.Profile+": the prior, fitted_to [unfitted]")
+			continue
+		}
+		var srcs []string
+		for _, id := range p.FittedTo {
+			for _, row := range rep.Rows {
+				if row.Figure.ID == id && !slices.Contains(srcs, row.Figure.Source) {
+					srcs = append(srcs, row.Figure.Source)
+				}
+			}
+		}
+		slices.Sort(srcs)
+		out = append(out, fmt.Sprintf("%s: fitted to %d figures of %s", r.Profile, len(p.FittedTo), strings.Join(srcs, ", ")))
 	}
 	slices.Sort(out)
 	return out
@@ -366,10 +444,10 @@ type FidelitySummary struct {
 }
 
 // Summarize summarises the held-out rows with a metric of FidelityMetrics
-// for the GPU gpu ("" for all): rows not fitted and with no fitted figure
-// of their source, of use holdout or fit (a figure marked for fitting is
-// held out until a profile is fitted to it); cross-check figures are
-// reported but, as calib/README.md sets out, not in the targets.
+// for the GPU gpu ("" for all): rows of use holdout or fit, under
+// TimingProfile by their held-out values (leave-one-source-out), under the
+// roofline by theirs; cross-check figures are reported but, as
+// calib/README.md sets out, not in the targets.
 func (rep *FidelityReport) Summarize(gpu string) FidelitySummary {
 	var s FidelitySummary
 	for t := range numTimings {
@@ -381,7 +459,11 @@ func (rep *FidelityReport) Summarize(gpu string) FidelitySummary {
 			if gpu != "" && r.Figure.Setup.GPU != gpu {
 				continue
 			}
-			if e, ok := r.RelErr(t); ok {
+			e, ok := r.RelErr(t)
+			if t == TimingProfile {
+				e, ok = r.HeldOutErr()
+			}
+			if ok {
 				errs = append(errs, math.Abs(e))
 			}
 		}

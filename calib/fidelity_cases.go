@@ -36,6 +36,9 @@ type fidPlan struct {
 	base    *fidCase
 	pick    fidPicker
 	opValue float64 // the profile's value of an operator-level figure
+	// op is an operator-level figure's value under any profile of its GPU
+	// and engine (a fit's candidates); opValue is op of the embedded one.
+	op func(*sim.Profile) float64
 }
 
 func (p *fidPlan) profileName() string {
@@ -436,7 +439,6 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 		p.skip = err.Error()
 		return p, nil
 	}
-	prof.CUDAGraph = sim.CUDAGraphTerm{} // an operator alone, unpadded
 	if f.Unit != "ms" {
 		p.skip = fmt.Sprintf("unit %q: operator figures are read in ms", f.Unit)
 		return p, nil
@@ -451,8 +453,9 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 		// One layer, one token of width bytes/2 (fp16 elements): the step
 		// makes 2 all-reduce calls of that size.
 		shape := sim.Shape{Layers: 1, Hidden: w.Bytes / 2, TP: tp, ActBytes: 2}
-		b := prof.StepTime(shape, sim.Step{PrefillTokens: 1})
-		p.opValue = b.AllReduceNs / 2 / 1e6
+		p.op = func(prof *sim.Profile) float64 {
+			return fidOpStep(prof, shape, sim.Step{PrefillTokens: 1}).AllReduceNs / 2 / 1e6
+		}
 		p.setup = fmt.Sprintf("one all-reduce of %s over %d× %s: the profile's all-reduce term", fidBytes(w.Bytes), tp, g.Name)
 		p.note = "latency + 2(tp−1)/tp × bytes ÷ (link × bw_eff); the roofline has no all-reduce term"
 	case "linear_layers_time_per_layer", "op_time_median":
@@ -480,8 +483,8 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 		wb := float64(m.WeightDType.Bits()) / 8
 		shape := sim.Shape{Layers: 1, Hidden: m.Hidden, TP: tp, ActBytes: 2,
 			LinearFLOPsPerToken: 2 * params / float64(tp), DenseWeightBytes: params * wb / float64(tp)}
-		b := prof.StepTime(shape, sim.Step{PrefillTokens: int64(w.NumTokens), PrefillSeqs: 1})
-		p.opValue = b.LinearNs / 1e6
+		step := sim.Step{PrefillTokens: int64(w.NumTokens), PrefillSeqs: 1}
+		p.op = func(prof *sim.Profile) float64 { return fidOpStep(prof, shape, step).LinearNs / 1e6 }
 		p.setup = fmt.Sprintf("%s of %s at %d tokens, tp %d on %s: the profile's linear term", what, mname, w.NumTokens, tp, g.Name)
 		p.note = "max((n + n½) × FLOPs ÷ (peak × compute_eff_max), weights ÷ (bandwidth × weight_bw_eff)); the roofline has no per-term breakdown"
 	default:
@@ -489,7 +492,16 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 		return p, nil
 	}
 	p.gpu, p.engine = g.Name, sim.EngineVLLMV1
+	p.opValue = p.op(prof)
 	return p, nil
+}
+
+// fidOpStep is the breakdown of one step of an operator alone under prof:
+// no CUDA-graph padding.
+func fidOpStep(prof *sim.Profile, shape sim.Shape, step sim.Step) sim.Breakdown {
+	q := *prof
+	q.CUDAGraph = sim.CUDAGraphTerm{}
+	return q.StepTime(shape, step)
 }
 
 // fidLayerParams is one decoder layer's projection and MLP parameters in

@@ -321,21 +321,21 @@ func TestFidelityMedianAndRatchetValue(t *testing.T) {
 	}
 }
 
-// TestFidelitySummarize holds which rows count towards the targets.
+// TestFidelitySummarize holds which rows count towards the targets, and
+// that the profile's column is the held-out value, not the fitted one.
 func TestFidelitySummarize(t *testing.T) {
-	row := func(use, metric, gpu string, sim, pub float64, fitted, srcFitted bool) *FidelityRow {
-		r := &FidelityRow{Figure: &Figure{Use: use, Metric: metric, Value: pub, Setup: Setup{GPU: gpu}}, Fitted: fitted, SourceFitted: srcFitted}
-		r.Value[TimingProfile], r.OK[TimingProfile] = sim, true
+	row := func(use, metric, gpu string, held, fitted, pub float64, isFitted bool) *FidelityRow {
+		r := &FidelityRow{Figure: &Figure{Use: use, Metric: metric, Value: pub, Setup: Setup{GPU: gpu}}, Fitted: isFitted}
+		r.Value[TimingProfile], r.OK[TimingProfile] = fitted, true
+		r.HeldOutValue, r.HeldOutOK = held, true
 		return r
 	}
 	rep := &FidelityReport{Rows: []*FidelityRow{
-		row("holdout", "ttft_median", "a", 1.1, 1, false, false),           // 10%
-		row("fit", "tpot_median", "a", 1.3, 1, false, false),               // 30%: fit-marked, unfitted: held out
-		row("holdout", "output_throughput", "b", 0.8, 1, false, false),     // 20%
-		row("cross-check", "ttft_median", "a", 9, 1, false, false),         // not counted
-		row("holdout", "ttft_p99", "a", 9, 1, false, false),                // metric not counted
-		row("holdout", "ttft_median", "a", 9, 1, true, false),              // fitted
-		row("holdout", "ttft_median", "a", 9, 1, false, true),              // its source fitted
+		row("holdout", "ttft_median", "a", 1.1, 1.1, 1, false),             // 10%
+		row("fit", "tpot_median", "a", 1.3, 1.01, 1, true),                 // 30% held out (1% fitted)
+		row("holdout", "output_throughput", "b", 0.8, 0.8, 1, false),       // 20%
+		row("cross-check", "ttft_median", "a", 9, 9, 1, false),             // not counted
+		row("holdout", "ttft_p99", "a", 9, 9, 1, false),                    // metric not counted
 		{Figure: &Figure{Use: "holdout", Metric: "ttft_median", Value: 1}}, // not simulated
 	}}
 	s := rep.Summarize("")
@@ -344,6 +344,9 @@ func TestFidelitySummarize(t *testing.T) {
 	}
 	if s := rep.Summarize("a"); s.N[TimingProfile] != 2 || math.Abs(s.Median[TimingProfile]-0.2) > 1e-12 {
 		t.Errorf("gpu a: %+v", s)
+	}
+	if n, m := rep.fittedSummary(""); n != 1 || math.Abs(m-0.01) > 1e-12 {
+		t.Errorf("fitted: %d rows, median %v; want 1 at 1%%", n, m)
 	}
 }
 
@@ -356,10 +359,10 @@ func TestFidelityMarkFitted(t *testing.T) {
 	fidMarkFitted(rep, map[string]map[string]bool{"g vllm-v1": {"x": true, "run.json@sha256:0123456789ab": true}})
 	got := ""
 	for _, r := range rep.Rows {
-		got += fmt.Sprintf("%s:%v/%v ", r.Figure.ID, r.Fitted, r.SourceFitted)
+		got += fmt.Sprintf("%s:%v ", r.Figure.ID, r.Fitted)
 	}
-	if got != "x:true/false y:false/true z:true/false w:false/false " {
-		t.Errorf("fitted/source fitted: %s", got)
+	if got != "x:true y:false z:true w:false " {
+		t.Errorf("fitted: %s", got)
 	}
 }
 

@@ -475,31 +475,9 @@ func (f *fitter) minimize(ctx context.Context, chosen []int, r0 []float64) (*sim
 		}
 		return sumSquares(f.residuals(vals))
 	}
-	problem := optimize.Problem{Func: func(x []float64) float64 {
-		if evalErr != nil {
-			return math.Inf(1)
-		}
-		return objective(f.apply(chosen, x, false))
-	}}
-	settings := &optimize.Settings{
-		FuncEvaluations: f.o.MaxEvals,
-		Converger:       &optimize.FunctionConverge{Relative: convergeRelative, Iterations: convergeIterations},
-		Recorder: recorder(func() error {
-			if evalErr != nil {
-				return errStop
-			}
-			return ctx.Err()
-		}),
-	}
-	result, err := optimize.Minimize(problem, x0, settings, &optimize.NelderMead{SimplexSize: simplexSize})
-	if evalErr != nil {
-		return nil, stats, evalErr
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		return nil, stats, cerr
-	}
+	result, err := nelderMead(ctx, func(x []float64) float64 { return objective(f.apply(chosen, x, false)) }, x0, f.o.MaxEvals, &evalErr)
 	if err != nil {
-		return nil, stats, fmt.Errorf("calib: fit: %w", err)
+		return nil, stats, err
 	}
 	stats.Evaluations = result.Stats.FuncEvaluations
 	stats.StoppedAtCap = result.Status == optimize.FunctionEvaluationLimit
@@ -522,7 +500,13 @@ func (f *fitter) minimize(ctx context.Context, chosen []int, r0 []float64) (*sim
 // apply returns the start with the chosen parameters at coordinates x,
 // rounded when round is set.
 func (f *fitter) apply(chosen []int, x []float64, round bool) *sim.Profile {
-	p := f.start.Clone()
+	return applyParams(f.start, chosen, x, round)
+}
+
+// applyParams returns a copy of start with the parameters chosen (indexes
+// in paramTable) at coordinates x, rounded to sigDigits when round is set.
+func applyParams(start *sim.Profile, chosen []int, x []float64, round bool) *sim.Profile {
+	p := start.Clone()
 	for k, j := range chosen {
 		v := paramTable[j].toValue(x[k])
 		if round {
@@ -531,6 +515,40 @@ func (f *fitter) apply(chosen []int, x []float64, round bool) *sim.Profile {
 		paramTable[j].set(p, v)
 	}
 	return p
+}
+
+// nelderMead minimises fn from x0 by Nelder–Mead within maxEvals
+// evaluations, stopping when the best value improves by less than
+// convergeRelative over convergeIterations updates. *evalErr is where fn
+// records a failed evaluation: once set, fn is not called again and it is
+// the error returned; a done ctx is too.
+func nelderMead(ctx context.Context, fn func([]float64) float64, x0 []float64, maxEvals int, evalErr *error) (*optimize.Result, error) {
+	problem := optimize.Problem{Func: func(x []float64) float64 {
+		if *evalErr != nil {
+			return math.Inf(1)
+		}
+		return fn(x)
+	}}
+	settings := &optimize.Settings{
+		FuncEvaluations: maxEvals,
+		Converger:       &optimize.FunctionConverge{Relative: convergeRelative, Iterations: convergeIterations},
+		Recorder: recorder(func() error {
+			if *evalErr != nil {
+				return errStop
+			}
+			return ctx.Err()
+		}),
+	}
+	result, err := optimize.Minimize(problem, x0, settings, &optimize.NelderMead{SimplexSize: simplexSize})
+	switch {
+	case *evalErr != nil:
+		return nil, *evalErr
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("calib: fit: %w", err)
+	}
+	return result, nil
 }
 
 // recorder adapts a check to optimize.Recorder: Minimize stops with its

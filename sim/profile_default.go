@@ -1,5 +1,10 @@
-// The embedded profiles (sim/profiles/*.yaml, one per GPU preset, for
-// vLLM V1) and the profiles of the other engines derived from them.
+// The embedded profiles. sim/profiles/<gpu>.yaml, one per GPU preset, is
+// the hand-written prior for vLLM V1: datasheet peaks and efficiencies read
+// from published figures, each cited in its comments. The profiles of the
+// other engines are derived from it (PriorProfile). A fitted profile,
+// sim/profiles/<gpu>.<engine>.yaml (written by calib's fit to published
+// figures, calib/fitfig.go), replaces the prior of that GPU and engine in
+// DefaultProfile.
 
 package sim
 
@@ -29,12 +34,23 @@ func ProfileGPUs() []string {
 	}
 	var names []string
 	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok && !strings.Contains(n, ".") {
 			names = append(names, n)
 		}
 	}
 	slices.Sort(names)
 	return names
+}
+
+// FittedProfileYAML returns the text of the fitted embedded profile of gpu
+// under engine (sim/profiles/<gpu>.<engine>.yaml), and whether there is one.
+func FittedProfileYAML(gpu string, engine EngineKind) ([]byte, bool) {
+	name := strings.ToLower(strings.TrimSpace(gpu))
+	if name == "" || strings.ContainsAny(name, "/\\.") || !engine.Valid() {
+		return nil, false
+	}
+	data, err := profileFS.ReadFile("profiles/" + name + "." + engine.String() + ".yaml")
+	return data, err == nil
 }
 
 // EmbeddedProfileYAML returns the text of gpu's embedded profile (its
@@ -54,12 +70,33 @@ func EmbeddedProfileYAML(gpu string) ([]byte, error) {
 }
 
 // DefaultProfile returns a fresh copy of the embedded profile of gpu (a
-// preset name, case-insensitive) for the engine. The embedded files are
-// vLLM V1 profiles; for vllm-v0 and sglang the CUDA-graph part is that
-// engine's default (profile_engine.go) and every other parameter the GPU's
-// (the hardware terms are the engine's kernels on the same GPU; the
-// overheads are V1's until a calibration on that engine replaces them).
+// preset name, case-insensitive) for the engine: the fitted one where there
+// is one (FittedProfileYAML), else PriorProfile.
 func DefaultProfile(gpu string, engine EngineKind) (*Profile, error) {
+	if !engine.Valid() {
+		return nil, fmt.Errorf("%w: engine %v", ErrBadProfile, engine)
+	}
+	if data, ok := FittedProfileYAML(gpu, engine); ok {
+		name := "sim/profiles/" + strings.ToLower(strings.TrimSpace(gpu)) + "." + engine.String() + ".yaml"
+		p, err := LoadProfile(bytes.NewReader(data), name)
+		if err != nil {
+			panic(fmt.Errorf("sim: embedded profile does not load: %w", err)) // TestEmbeddedProfiles holds them
+		}
+		if p.Engine != engine || !strings.EqualFold(p.GPU, strings.TrimSpace(gpu)) {
+			panic(fmt.Errorf("sim: %s is for %s under %v", name, p.GPU, p.Engine)) // TestEmbeddedProfiles holds them
+		}
+		return p, nil
+	}
+	return PriorProfile(gpu, engine)
+}
+
+// PriorProfile returns a fresh copy of the hand-written embedded profile of
+// gpu (sim/profiles/<gpu>.yaml, for vLLM V1), derived for the engine: for
+// vllm-v0 and sglang the CUDA-graph part is that engine's default
+// (profile_engine.go) and every other parameter the file's (the hardware
+// terms are the engine's kernels on the same GPU; the overheads are V1's).
+// It is where a fit starts, whatever has been fitted since.
+func PriorProfile(gpu string, engine EngineKind) (*Profile, error) {
 	if !engine.Valid() {
 		return nil, fmt.Errorf("%w: engine %v", ErrBadProfile, engine)
 	}

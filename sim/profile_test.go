@@ -54,6 +54,33 @@ func TestEmbeddedProfiles(t *testing.T) {
 			}
 		}
 	}
+	// A fitted file replaces the prior of its GPU and engine, and only that:
+	// the same peaks and capture sizes, fitted_to the figures.
+	fitted := 0
+	for _, gpu := range ProfileGPUs() {
+		for _, eng := range []EngineKind{EngineVLLMV1, EngineVLLMV0, EngineSGLang} {
+			d, _ := DefaultProfile(gpu, eng)
+			pr, err := PriorProfile(gpu, eng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ok := FittedProfileYAML(gpu, eng)
+			switch {
+			case !ok && !reflect.DeepEqual(d, pr):
+				t.Errorf("%s %v: no fitted file, and the default is not the prior", gpu, eng)
+			case ok && (slices.Contains(d.FittedTo, Unfitted) || d.Peak != pr.Peak || !slices.Equal(d.CUDAGraph.Sizes, pr.CUDAGraph.Sizes)):
+				t.Errorf("%s %v: fitted to %v, peaks %+v, graphs %v; want figures, the prior's peaks and graphs", gpu, eng, d.FittedTo, d.Peak, d.CUDAGraph)
+			case ok:
+				fitted++
+			}
+		}
+	}
+	if fitted == 0 {
+		t.Error("no fitted embedded profile")
+	}
+	if _, ok := FittedProfileYAML("../profiles/h100-80g", EngineVLLMV0); ok {
+		t.Error("a path finds a fitted profile")
+	}
 	if _, err := DefaultProfile("v100-16g", EngineVLLMV1); !errors.Is(err, ErrNoProfile) || !strings.Contains(err.Error(), "h100-80g") {
 		t.Errorf("unknown GPU: %v, want ErrNoProfile listing the profiles", err)
 	}

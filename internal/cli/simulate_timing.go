@@ -91,8 +91,9 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 // printProfile writes the step-time profile a run of s would use: the one
 // s names, or, with none, the embedded profile of s's GPU for its engine
 // (and says on stderr that the run itself uses the roofline). An embedded
-// vLLM V1 profile is printed as embedded, with the comments that cite its
-// figures; the others as sim's WriteYAML writes them. With asJSON, the
+// fitted profile, or the vLLM V1 prior, is printed as embedded, with the
+// comments that say where its numbers come from; the others as sim's
+// WriteYAML writes them. With asJSON, the
 // same document as JSON, keys in the same order.
 func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) error {
 	if s.GPU == "" {
@@ -121,11 +122,15 @@ func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) e
 		from = scenario.ProfileFromEmbedded
 	}
 	var text []byte
-	if from == scenario.ProfileFromEmbedded && engine == sim.EngineVLLMV1 {
+	fitted, isFitted := sim.FittedProfileYAML(p.GPU, engine)
+	switch {
+	case from == scenario.ProfileFromEmbedded && isFitted:
+		text = fitted
+	case from == scenario.ProfileFromEmbedded && engine == sim.EngineVLLMV1:
 		if text, err = sim.EmbeddedProfileYAML(p.GPU); err != nil {
 			return err
 		}
-	} else {
+	default:
 		var b bytes.Buffer
 		if err := p.WriteYAML(&b); err != nil {
 			return err

@@ -24,8 +24,12 @@ func TestSimulateBench(t *testing.T) {
 	o, out := simulateJSON(t, "--trace", detailedBench, "--format", "vllm-bench", "--profile", "h100-80g",
 		"--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--alloc", "caching")
 	tm := o.Timing
+	want, err := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if tm == nil || tm.Engine != "vllm-v1" || tm.StepTime != "profile" || tm.Profile == nil || tm.Profile.GPU != "h100-80g" ||
-		tm.Profile.From != "embedded" || !reflect.DeepEqual(tm.Profile.FittedTo, []string{sim.Unfitted}) || tm.WeightDType != "bf16" || tm.MaxConcurrency != 2 {
+		tm.Profile.From != "embedded" || !reflect.DeepEqual(tm.Profile.FittedTo, want.FittedTo) || tm.WeightDType != "bf16" || tm.MaxConcurrency != 2 {
 		t.Fatalf("timing %+v", tm)
 	}
 	b := o.Bench
@@ -85,6 +89,8 @@ func TestSimulatePrintProfile(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q, stdout equals the embedded profile: %v", code, errs, out == string(want))
 	}
 
+	// A fitted embedded profile is printed as embedded, with the comment
+	// that says how it was fitted.
 	code, out, errs = run(t, "", "simulate", "--gpu", "h200-141g", "--engine", "sglang", "--print-profile")
 	p, err := sim.LoadProfile(strings.NewReader(out), "stdout")
 	if code != 0 || err != nil {
@@ -92,6 +98,9 @@ func TestSimulatePrintProfile(t *testing.T) {
 	}
 	if d, _ := sim.DefaultProfile("h200-141g", sim.EngineSGLang); !reflect.DeepEqual(p, d) {
 		t.Fatalf("sglang profile %+v, want %+v", p, d)
+	}
+	if fitted, ok := sim.FittedProfileYAML("h200-141g", sim.EngineSGLang); !ok || out != string(fitted) || !strings.Contains(out, "# Fitted step-time profile") {
+		t.Fatalf("fitted %v: stdout is not the fitted file:\n%s", ok, out)
 	}
 
 	// A scenario's profile file is read from beside the scenario, whatever
