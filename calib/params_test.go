@@ -3,6 +3,7 @@ package calib
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -53,8 +54,8 @@ func TestTransformClamps(t *testing.T) {
 
 // TestRound: four significant digits, whole ns for times, within range.
 func TestRound(t *testing.T) {
-	step := &paramTable[0] // overhead.step_ns
-	eff := &paramTable[2]  // attention.kv_bw_eff
+	step := &paramTable[slices.IndexFunc(paramTable, func(p param) bool { return p.name == "overhead.step_ns" })]
+	eff := &paramTable[slices.IndexFunc(paramTable, func(p param) bool { return p.name == "attention.kv_bw_eff" })]
 	tests := []struct {
 		p    *param
 		v    float64

@@ -37,7 +37,7 @@ func (e *Engine) advance(b entry) error {
 	e.res.OutputTokens += int64(r.n)
 	if r.first < 0 {
 		r.first = e.now
-		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent)/1e9)
+		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent+e.reqNs)/1e9)
 	}
 	if r.gen >= r.output {
 		return e.complete(b.r)
@@ -64,14 +64,14 @@ func (e *Engine) complete(ri int32) error {
 	if r.first < 0 {
 		// A prefill-only request: its answer is the end of the prefill.
 		r.first = e.now
-		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent)/1e9)
+		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent+e.reqNs)/1e9)
 	}
 	if r.output > 1 {
 		e.tally.tpot = append(e.tally.tpot, float64(r.finish-r.first)/1e9/float64(r.output-1))
 	}
-	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.sent)/1e9)
+	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.sent+e.reqNs)/1e9)
 	if r.output > 0 {
-		e.tally.normSum += float64(r.finish-r.sent) / 1e9 / float64(r.output)
+		e.tally.normSum += float64(r.finish-r.sent+e.reqNs) / 1e9 / float64(r.output)
 		e.tally.normN++
 	}
 	return nil

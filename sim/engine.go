@@ -66,10 +66,11 @@ type entry struct {
 // on a list of requests. It is deterministic and single-threaded; build one
 // per run with New and call Run once.
 type Engine struct {
-	cfg  Config
-	cost costModel
-	al   alloc.Allocator
-	kv   strategy.Strategy
+	cfg   Config
+	cost  costModel
+	reqNs int64 // the profile's per-request latency outside the steps (Profile.Overhead.RequestNs)
+	al    alloc.Allocator
+	kv    strategy.Strategy
 
 	// Scheduling state (schedule.go).
 	reqs        []req
@@ -125,6 +126,9 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		c.MaxBatchTokens = max(c.MaxBatchTokens, c.MaxContext)
 	}
 	e := &Engine{cfg: c, cost: newCostModel(c)}
+	if c.Profile != nil {
+		e.reqNs = c.Profile.Overhead.RequestNs
+	}
 	weights := c.Model.WeightBytes(c.TP)
 	other := weights + c.ContextBytes
 	if other >= c.GPU.Capacity {

@@ -92,6 +92,14 @@ type OverheadTerm struct {
 	// one full CUDA graph (mixed and prefill steps, decode batches above
 	// the largest capture size).
 	EagerPerLayerNs int64 `yaml:"eager_per_layer_ns"`
+	// RequestNs is each request's latency outside the engine's steps: the
+	// serving front end's tokenization and HTTP, the first token's way back
+	// to the client. It is added to every request's TTFT and E2E, and
+	// takes no GPU time. Exact for an open-loop client (every arrival
+	// shifts alike); under a closed-loop client (Config.MaxConcurrency)
+	// the next request would also be sent that much later, which the
+	// engine does not model.
+	RequestNs int64 `yaml:"request_ns"`
 }
 
 // CUDAGraphTerm is which steps the engine replays from CUDA graphs.
@@ -169,6 +177,7 @@ func (p *Profile) Validate() error {
 		{"overhead.step_ns", float64(p.Overhead.StepNs), 0, maxNs, true},
 		{"overhead.per_seq_ns", float64(p.Overhead.PerSeqNs), 0, maxNs, true},
 		{"overhead.eager_per_layer_ns", float64(p.Overhead.EagerPerLayerNs), 0, maxNs, true},
+		{"overhead.request_ns", float64(p.Overhead.RequestNs), 0, maxNs, true},
 	}
 	for _, n := range nums {
 		lower := "("
@@ -285,7 +294,7 @@ var profileFields = map[string][]string{
 	"linear":     {"compute_eff_max", "compute_half_tokens", "weight_bw_eff"},
 	"attention":  {"prefill_compute_eff", "kv_bw_eff"},
 	"all_reduce": {"bw_eff", "latency_ns"},
-	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns"},
+	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns", "request_ns"},
 	"cuda_graph": {"sizes", "pad_mixed"},
 }
 

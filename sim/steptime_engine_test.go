@@ -173,7 +173,8 @@ func TestProfileFastPaths(t *testing.T) {
 // roofline gives the same tokens but other times, and the profile's own
 // arithmetic: one request of a 1,000-token prompt and 2 output tokens
 // takes the prefill step and one decode step, as Profile.StepTime sums
-// them.
+// them, plus the profile's per-request latency (Overhead.RequestNs) in
+// its TTFT and E2E.
 func TestProfileChangesTime(t *testing.T) {
 	m, err := model.Preset("llama-3.1-8b")
 	if err != nil {
@@ -194,7 +195,10 @@ func TestProfileChangesTime(t *testing.T) {
 	var pre, dec Step
 	pre.AddPrefill(0, 1000, 1)
 	dec.AddDecode(1000, 1)
-	ttft := c.Profile.StepTime(sh, pre).TotalNs
+	if c.Profile.Overhead.RequestNs <= 0 {
+		t.Fatal("the profile has no per-request latency to check")
+	}
+	ttft := c.Profile.StepTime(sh, pre).TotalNs + c.Profile.Overhead.RequestNs
 	total := ttft + c.Profile.StepTime(sh, dec).TotalNs
 	if got := int64(prof.TTFT.P50 * 1e9); abs64(got-ttft) > 1 {
 		t.Errorf("TTFT %d ns, want the prefill step's %d", got, ttft)
