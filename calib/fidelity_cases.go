@@ -11,7 +11,9 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,8 +70,7 @@ var fidEngines = map[string]fidEngineRule{
 			"and V0 runs offline batches below 32K context without chunking"},
 	"surajssd-llm-k8s": {engine: sim.EngineVLLMV0, chunked: true, maxBatchTokens: 2048,
 		note: "vllm-v0 with chunked prefill at 2,048 batched tokens, as a sibling run of the same repository logged (these runs did not log it); " +
-			"the three runs (qps 1, 16, inf, in that order) send the same 200 prompts to one server with prefix caching on, " +
-			"so the later ones may find them cached: the simulation starts cold"},
+			"the three runs (qps 1, 16, inf, in that order) send the same 200 prompts to one server with prefix caching on"},
 	"vllm-ci-perf": {engine: sim.EngineVLLMV1, chunked: true,
 		note: "vllm-v1, assumed for vLLM main at that build (a batch of 8 short prompts steps alike under V0 and V1)"},
 	"johnmusgrave-a100": {engine: sim.EngineVLLMV1, chunked: true, note: "vLLM 0.23.0: the V1 engine"},
@@ -246,6 +247,16 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		}
 		reqs = tr.Requests
 		what = fidBenchWhat(run, len(reqs))
+		if w.WarmFrom != "" {
+			note, skip, err := fidWarm(f, run, open, files)
+			if err != nil || skip != "" {
+				p.skip = skip
+				return p, err
+			}
+			cfg.WarmPrompts = true
+			what += ", warm"
+			notes = append(notes, note)
+		}
 		if run.Random != nil && run.Detail&workload.DetailLens == 0 {
 			notes = append(notes, "lengths drawn as SGLang's random dataset draws them, not the client's own draws")
 		}
@@ -321,7 +332,12 @@ var fidLineRE = regexp.MustCompile(`\bline (\d+)\b`)
 // fidBenchRun reads (once) the local copy a figure was read from and returns
 // the run its ref names ("line N"), or its only run.
 func fidBenchRun(f *Figure, open func(string) (io.ReadCloser, error), files map[string][]*workload.BenchResult) (*workload.BenchResult, string, error) {
-	lc := f.Setup.Workload.LocalCopy
+	return fidBenchFile(f, f.Setup.Workload.LocalCopy, f.Ref, open, files)
+}
+
+// fidBenchFile is fidBenchRun for the local copy lc and a ref that may
+// name its line.
+func fidBenchFile(f *Figure, lc, ref string, open func(string) (io.ReadCloser, error), files map[string][]*workload.BenchResult) (*workload.BenchResult, string, error) {
 	runs, ok := files[lc]
 	if !ok {
 		if open == nil {
@@ -349,7 +365,7 @@ func fidBenchRun(f *Figure, open func(string) (io.ReadCloser, error), files map[
 	if runs == nil {
 		return nil, fmt.Sprintf("needs %s, which is absent or unreadable", lc), nil
 	}
-	if m := fidLineRE.FindStringSubmatch(f.Ref); m != nil {
+	if m := fidLineRE.FindStringSubmatch(ref); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		for _, r := range runs {
 			if r.Line == line {
@@ -362,6 +378,32 @@ func fidBenchRun(f *Figure, open func(string) (io.ReadCloser, error), files map[
 		return nil, fmt.Sprintf("%s holds %d runs and the figure's ref names no line", lc, len(runs)), nil
 	}
 	return runs[0], "", nil
+}
+
+// fidWarm checks a figure's warm_from: the run it names (a local copy
+// holding one run) sent the same prompts as run, in the same order, before
+// it (by the files' dates), so a server with prefix caching had them
+// cached. Lengths equal in order stand for equal prompts: the clients draw
+// them from one seed. It returns the note for the page, or why the figure
+// cannot be replayed warm.
+func fidWarm(f *Figure, run *workload.BenchResult, open func(string) (io.ReadCloser, error), files map[string][]*workload.BenchResult) (string, string, error) {
+	w := f.Setup.Workload
+	if w.PrefixCaching == nil || !*w.PrefixCaching {
+		return "", "", fmt.Errorf("%w: figure %s: warm_from without prefix_caching: true", ErrFidelity, f.ID)
+	}
+	before, skip, err := fidBenchFile(f, w.WarmFrom, "", open, files)
+	if err != nil || skip != "" {
+		return "", skip, err
+	}
+	if before.Detail&workload.DetailLens == 0 || run.Detail&workload.DetailLens == 0 ||
+		!slices.EqualFunc(before.Requests, run.Requests, func(a, b workload.BenchRequest) bool { return a.InputTokens == b.InputTokens }) {
+		return "", "", fmt.Errorf("%w: figure %s: warm_from %s did not send the run's prompt lengths in the run's order", ErrFidelity, f.ID, w.WarmFrom)
+	}
+	if before.Date == "" || run.Date == "" || before.Date >= run.Date {
+		return "", "", fmt.Errorf("%w: figure %s: warm_from %s is dated %q, not before the run's %q", ErrFidelity, f.ID, w.WarmFrom, before.Date, run.Date)
+	}
+	return fmt.Sprintf("replayed with its prompts in the prefix cache (sim.Config.WarmPrompts): the run dated %s sent the same %d prompt lengths in the same order to the same server before it (%s)",
+		before.Date, len(run.Requests), path.Base(w.WarmFrom)), "", nil
 }
 
 // fidUnitScale converts seconds (or tokens per second) to the figure's unit.

@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
 )
 
 // Tunables of the fit.
@@ -71,6 +73,39 @@ type FitOptions struct {
 	// SkipBadRuns skips runs that cannot be replayed (each reported as a
 	// warning) instead of failing on the first.
 	SkipBadRuns bool
+	// Warm says which runs are replayed with their prompts already in the
+	// prefix cache (sim.Config.WarmPrompts); the zero value is WarmAuto.
+	Warm WarmMode
+}
+
+// WarmMode says which runs a calibration replays warm.
+type WarmMode int
+
+const (
+	// WarmAuto replays a run warm when an earlier run among the files sent
+	// the same prompt lengths in the same order (the same prompts: one
+	// seed of one dataset), so a server with prefix caching on (vLLM V1's
+	// and SGLang's default) had them cached. Earlier is by the files'
+	// dates where both runs have one, else by the order the files were
+	// given.
+	WarmAuto WarmMode = iota
+	// WarmNone replays every run cold.
+	WarmNone
+	// WarmAll replays every run warm.
+	WarmAll
+)
+
+// ParseWarmMode reads auto, none or all.
+func ParseWarmMode(s string) (WarmMode, error) {
+	switch s {
+	case "auto", "":
+		return WarmAuto, nil
+	case "none":
+		return WarmNone, nil
+	case "all":
+		return WarmAll, nil
+	}
+	return 0, fmt.Errorf("%w: warm prompts %q: want auto, none or all", ErrSetup, s)
 }
 
 // fitter holds one calibration's state.
@@ -149,6 +184,7 @@ func newFitter(fit, holdout []*File, o FitOptions) (*fitter, error) {
 			}
 		}
 	}
+	f.markWarm()
 	for i, c := range f.cases {
 		if !c.Holdout {
 			f.fitIdx = append(f.fitIdx, i)
@@ -164,6 +200,48 @@ func newFitter(fit, holdout []*File, o FitOptions) (*fitter, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// markWarm sets each case's Warm under o.Warm, with a warning that says
+// why for every run WarmAuto replays warm.
+func (f *fitter) markWarm() {
+	switch f.o.Warm {
+	case WarmNone:
+		return
+	case WarmAll:
+		for _, c := range f.cases {
+			c.Warm = true
+		}
+		return
+	}
+	for i, c := range f.cases {
+		for j, b := range f.cases {
+			if i == j || !samePrompts(b.Run, c.Run) {
+				continue
+			}
+			dated := b.Run.Date != "" && c.Run.Date != ""
+			if (dated && b.Run.Date < c.Run.Date) || (!dated && j < i) {
+				c.Warm = true
+				when := "given before it"
+				if dated {
+					when = "dated " + clipLabel(b.Run.Date) + ", before its " + clipLabel(c.Run.Date)
+				}
+				c.warn("replayed with its prompts in the prefix cache: %s sent the same %d prompt lengths in the same order (%s), "+
+					"so a server with prefix caching on (vLLM V1's and SGLang's default) had them cached; pass --warm-prompts none "+
+					"if the server ran without it or was restarted between the runs", b.where(), len(c.Run.Requests), when)
+				break
+			}
+		}
+	}
+}
+
+// samePrompts reports whether two runs sent the same prompt lengths in the
+// same order (at least two requests, both with per-request lengths).
+func samePrompts(a, b *workload.BenchResult) bool {
+	if a.Detail&workload.DetailLens == 0 || b.Detail&workload.DetailLens == 0 || len(a.Requests) < 2 {
+		return false
+	}
+	return slices.EqualFunc(a.Requests, b.Requests, func(x, y workload.BenchRequest) bool { return x.InputTokens == y.InputTokens })
 }
 
 // resolveEngine sets the engine from the files' harnesses unless one was
@@ -236,7 +314,9 @@ func (f *fitter) jobs(cases []int, n int) []job {
 func (f *fitter) simulate(ctx context.Context, p *sim.Profile, js []job) ([]sim.Result, error) {
 	return par.Map(ctx, len(js), par.Options{Workers: f.o.Workers}, func(_ context.Context, k int) (sim.Result, error) {
 		c := f.cases[js[k].c]
-		e, err := sim.New(f.o.Setup.config(p, c.Run.MaxConcurrency), c.Variants[js[k].v])
+		cfg := f.o.Setup.config(p, c.Run.MaxConcurrency)
+		cfg.WarmPrompts = c.Warm
+		e, err := sim.New(cfg, c.Variants[js[k].v])
 		if err != nil {
 			return sim.Result{}, fmt.Errorf("%s: %w", c.where(), err)
 		}
@@ -405,7 +485,9 @@ func (f *fitter) checkRuns(first map[int]*sim.Result) {
 		peak = f.start.Peak.FP8FLOPSPerS
 	}
 	for i, c := range f.cases {
-		c.checkPrefill(shape, peak)
+		if !c.Warm {
+			c.checkPrefill(shape, peak)
+		}
 		res := first[i]
 		if lost := res.RequestsRejected + res.RequestsFailedOOM + res.RequestsUnfinished; lost > 0 {
 			c.warn("the simulator did not serve %d of its %d requests (%d rejected as too long for the context or memory, %d failed out of memory, %d unfinished): "+

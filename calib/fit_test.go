@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,22 +161,86 @@ func TestCalibrateFixture(t *testing.T) {
 
 // TestCalibrateShared fits the shared surajssd qps 16 run and holds the
 // fit to the check: simulating the run with the written profile
-// reproduces its medians within the printed errors. The qps inf run,
-// whose first tokens beat any prefill (its prompts were cached by the
-// runs before it), is reported and not judged.
+// reproduces its medians within the printed errors. The qps inf run sent
+// the same prompts after qps 16: by default it is replayed warm and judged;
+// replayed cold (WarmNone), its first tokens beat any prefill, so it is
+// reported and not judged.
 func TestCalibrateShared(t *testing.T) {
 	skipHeavy(t)
 	f16 := readFile(t, sharedBench(t, surajssd("16")))
 	fInf := readFile(t, sharedBench(t, surajssd("inf")))
 	s := setup70B(t)
-	rep := calibrate(t, []*File{f16}, []*File{fInf}, FitOptions{Setup: s})
+	rep := calibrate(t, []*File{f16}, []*File{fInf}, FitOptions{Setup: s, Warm: WarmNone})
 	checkReproduces(t, rep, f16, s)
 	if rep.Errors.AfterMedian >= rep.Errors.BeforeMedian {
 		t.Errorf("median error %.3f after, %.3f before", rep.Errors.AfterMedian, rep.Errors.BeforeMedian)
 	}
 	inf := rep.Runs[1]
-	if !strings.Contains(inf.Excluded, "prefix cache") || rep.Holdout != nil {
-		t.Errorf("qps inf: excluded %q, holdout summary %+v", inf.Excluded, rep.Holdout)
+	if !strings.Contains(inf.Excluded, "prefix cache") || rep.Holdout != nil || inf.WarmPrompts {
+		t.Errorf("qps inf cold: excluded %q, warm %v, holdout summary %+v", inf.Excluded, inf.WarmPrompts, rep.Holdout)
+	}
+
+	auto := calibrate(t, []*File{f16}, []*File{fInf}, FitOptions{Setup: s})
+	if r16, rInf := auto.Runs[0], auto.Runs[1]; r16.WarmPrompts || !rInf.WarmPrompts || rInf.Excluded != "" || auto.Holdout == nil {
+		t.Fatalf("auto: qps 16 warm %v, qps inf warm %v excluded %q, holdout %+v", r16.WarmPrompts, rInf.WarmPrompts, rInf.Excluded, auto.Holdout)
+	}
+	// Warm, the held-out run's TTFT is far nearer than cold (+500% and more).
+	for _, m := range auto.Runs[1].Metrics {
+		if m.Metric == MedianTTFT && (m.AfterErr == nil || math.Abs(*m.AfterErr) > 1) {
+			t.Errorf("qps inf warm: median TTFT error %v", m.AfterErr)
+		}
+	}
+	if !slices.ContainsFunc(auto.AllWarnings(), func(w string) bool { return strings.Contains(w, "replayed with its prompts in the prefix cache") }) {
+		t.Errorf("no warning says why qps inf is warm: %q", auto.AllWarnings())
+	}
+}
+
+// TestMarkWarm: WarmAuto warms a run whose prompt lengths an earlier run
+// sent in the same order, earlier by date where both have one, else by the
+// order given; WarmNone and WarmAll warm none and all.
+func TestMarkWarm(t *testing.T) {
+	run := func(date string, lens ...int) *workload.BenchResult {
+		r := &workload.BenchResult{Date: date, Detail: workload.DetailLens, Run: 1, Runs: 1}
+		for _, n := range lens {
+			r.Requests = append(r.Requests, workload.BenchRequest{InputTokens: n, OutputTokens: 4})
+		}
+		return r
+	}
+	cases := func(runs ...*workload.BenchResult) []*Case {
+		var cs []*Case
+		for i, r := range runs {
+			cs = append(cs, &Case{File: &File{Name: fmt.Sprintf("f%d.json", i)}, Run: r})
+		}
+		return cs
+	}
+	warm := func(mode WarmMode, cs []*Case) []bool {
+		f := &fitter{o: FitOptions{Warm: mode}, cases: cs}
+		f.markWarm()
+		var out []bool
+		for _, c := range f.cases {
+			out = append(out, c.Warm)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		mode WarmMode
+		runs []*workload.BenchResult
+		want []bool
+	}{
+		{"dated, given late first", WarmAuto, []*workload.BenchResult{run("20250414-141706", 5, 7, 9), run("20250414-141505", 5, 7, 9)}, []bool{true, false}},
+		{"undated: the order given", WarmAuto, []*workload.BenchResult{run("", 5, 7, 9), run("", 5, 7, 9), run("", 5, 7, 9)}, []bool{false, true, true}},
+		{"other prompts", WarmAuto, []*workload.BenchResult{run("1", 5, 7, 9), run("2", 5, 9, 7)}, []bool{false, false}},
+		{"one request", WarmAuto, []*workload.BenchResult{run("1", 5), run("2", 5)}, []bool{false, false}},
+		{"none", WarmNone, []*workload.BenchResult{run("1", 5, 7), run("2", 5, 7)}, []bool{false, false}},
+		{"all", WarmAll, []*workload.BenchResult{run("1", 5, 7), run("2", 6, 8)}, []bool{true, true}},
+	} {
+		if got := warm(tc.mode, cases(tc.runs...)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: warm %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, err := ParseWarmMode("sometimes"); !errors.Is(err, ErrSetup) {
+		t.Errorf("ParseWarmMode(sometimes) = %v", err)
 	}
 }
 

@@ -61,9 +61,9 @@ const figurePriorWeight = 0.1
 // figureLossScale is the scale c of the fit's robust loss: each figure's
 // log error r costs c² ln(1 + (r/c)²), about r² below c and growing only
 // logarithmically beyond, so that a figure the simulator cannot reproduce
-// (surajssd's qps-inf TTFT, +635% at the prior: its prompts were found in a
-// warm prefix cache that the replay starts cold) does not pull every other
-// figure of its profile off. Chosen by hand, not tuned (0.2: errors of the
+// (surajssd's qps-inf TTFT was +635% at the prior while the replay started
+// cold; warm it is within 60%) does not pull every other figure of its
+// profile off. Chosen by hand, not tuned (0.2: errors of the
 // size the 30% bound allows count in full).
 const figureLossScale = 0.2
 

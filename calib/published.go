@@ -132,6 +132,10 @@ type Workload struct {
 	SLO                  string   `yaml:"slo"`
 	Notes                string   `yaml:"notes"`
 	LocalCopy            string   `yaml:"local_copy"` // path under shared/ of a copied source file
+	// WarmFrom is the local copy of a run that sent the same prompts to
+	// the same server before this one (a repeated benchmark), so that with
+	// prefix caching they were cached: the replay starts warm.
+	WarmFrom string `yaml:"warm_from"`
 }
 
 // Known values of the enumerated fields; a value outside them is a typo.

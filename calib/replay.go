@@ -174,6 +174,9 @@ type Case struct {
 	// Excluded says why none of the run's metrics are fitted ("" when
 	// some are); the run is still simulated and reported.
 	Excluded string
+	// Warm is true when the run is replayed with its prompts in the prefix
+	// cache (FitOptions.Warm).
+	Warm     bool
 	Warnings []string // full sentences, each starting with the file's name (and run)
 }
 
@@ -351,8 +354,8 @@ func (c *Case) checkPrefill(shape sim.Shape, peakFLOPS float64) {
 	if worst > 1 {
 		c.Excluded = fmt.Sprintf("its first tokens came sooner than any engine could compute its prompts: %d requests had theirs "+
 			"within %.3g s, but their %d prompt tokens take %.2f times that at the GPU's peak FLOP/s, so the prompts were served "+
-			"from a prefix cache (the same prompts sent before to a server with --enable-prefix-caching?), which the replay cannot "+
-			"know; the run is reported, not fitted", count, worstSpan, worstT, worst)
+			"from a prefix cache (the same prompts sent before to a server with prefix caching on?); the run is reported, not fitted "+
+			"(pass --warm-prompts all to replay the runs with their prompts cached)", count, worstSpan, worstT, worst)
 		c.warn("%s", c.Excluded)
 	}
 }

@@ -95,6 +95,7 @@ type RunReport struct {
 	// sent at once), MaxConcurrency its cap (0: none).
 	RequestRate    string         `json:"request_rate"`
 	MaxConcurrency int            `json:"max_concurrency"`
+	WarmPrompts    bool           `json:"warm_prompts"` // replayed with its prompts in the prefix cache
 	Excluded       string         `json:"excluded,omitempty"`
 	Warnings       []string       `json:"warnings"`
 	Metrics        []MetricReport `json:"metrics"`
@@ -182,7 +183,7 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 		}
 		rr := RunReport{File: c.File.Name, ID: c.File.ID(), Run: c.Run.Run, Runs: c.Run.Runs, Holdout: c.Holdout,
 			Harness: c.Run.Harness, Requests: len(c.Requests), RequestRate: rateString(c.Run.RequestRate),
-			MaxConcurrency: c.Run.MaxConcurrency, Excluded: c.Excluded, Warnings: append([]string{}, c.Warnings...)}
+			MaxConcurrency: c.Run.MaxConcurrency, WarmPrompts: c.Warm, Excluded: c.Excluded, Warnings: append([]string{}, c.Warnings...)}
 		for _, m := range Metrics() {
 			ms := c.measured[m]
 			mr := MetricReport{Metric: m, Source: ms.source, Noise: noise[i][m]}

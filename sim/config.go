@@ -176,6 +176,18 @@ type Config struct {
 	// arrival.
 	MaxConcurrency int
 
+	// WarmPrompts starts the run with every request's prompt already in the
+	// prefix cache, as a benchmark repeated against one server with prefix
+	// caching on finds it: vLLM's and SGLang's clients send the same
+	// prompts in the same order on every run of one seed. The prompts are
+	// cached before the first arrival in trace order (the last ones most
+	// recently used), as far as the KV pool holds them, at no time and
+	// counted nowhere; a request without prefix ids is given ids of its
+	// own, so its prompt matches only itself. It needs PrefixCaching; a
+	// strategy without a prefix cache (all but paged) keeps nothing of an
+	// earlier run, so there it changes nothing.
+	WarmPrompts bool
+
 	// Defrag says when and how to compact the allocator (package defrag);
 	// the zero value is off.
 	Defrag Defrag
@@ -303,6 +315,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.MaxConcurrency < 0 {
 		return bad("max concurrency", "%d is negative (0: no cap, an open loop)", c.MaxConcurrency)
+	}
+	if c.WarmPrompts && !c.PrefixCaching {
+		return bad("warm prompts", "the prompts can be cached only with prefix caching on")
 	}
 	if c.SampleInterval == 0 {
 		c.SampleInterval = 1_000_000_000

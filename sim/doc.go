@@ -125,7 +125,10 @@
 //
 // Prefix caching reuses cached prompt blocks only when the workload carries
 // prefix ids (trace prefix columns or chat sessions, Config.PrefixCaching on
-// a paged strategy); other strategies start cold for every request. Swap
+// a paged strategy); other strategies start cold for every request. A run
+// starts with an empty cache unless Config.WarmPrompts puts the requests'
+// own prompts in it first (a benchmark repeated against one server; a
+// request without prefix ids matches only itself). Swap
 // preemption, pipeline parallelism and speculative decoding are not
 // modelled; the whole prompt's KV is allocated at admission even with
 // chunked prefill (vLLM allocates per chunk). Step time is a model, not a

@@ -185,6 +185,11 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		e.reqs[i] = req{id: w.ID, arrival: w.Arrival, prompt: w.PromptTokens, output: w.OutputTokens,
 			maxOut: max(maxOut, 0), n: n, first: -1, prefix: w.PrefixHashes}
 	}
+	if c.WarmPrompts {
+		if err := e.warmPrompts(); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 

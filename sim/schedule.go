@@ -232,6 +232,44 @@ func (e *Engine) admitKV(ri int32) error {
 	return nil
 }
 
+// warmPrompts caches every request's prompt before the run
+// (Config.WarmPrompts), giving requests without prefix ids ids of their own.
+// A strategy without a prefix cache keeps nothing of an earlier run.
+func (e *Engine) warmPrompts() error {
+	pc, ok := e.kv.(strategy.PrefixCaching)
+	if !ok {
+		return nil
+	}
+	for i := range e.reqs {
+		r := &e.reqs[i]
+		if r.prefix == nil {
+			r.prefix = ownPrefixIDs(i, r.prompt)
+		}
+		sr := strategy.Request{Prompt: r.prompt, N: 1, PrefixIDs: r.prefix, PrefixSpan: workload.PrefixBlockTokens}
+		if _, err := pc.Warm(sr); err != nil {
+			return fmt.Errorf("sim: warm prompt of %s: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
+// ownPrefixIDs are prefix ids that only request i's prompt has: one per
+// workload.PrefixBlockTokens tokens, a fixed mix of (i, block) with the top
+// bit set, where trace ids (Mooncake's hash_ids, small counters) never are.
+func ownPrefixIDs(i, prompt int) []uint64 {
+	n := (prompt + workload.PrefixBlockTokens - 1) / workload.PrefixBlockTokens
+	ids := make([]uint64, n)
+	for k := range ids {
+		x := uint64(i)<<20 ^ uint64(k)
+		// SplitMix64's finalizer (Steele, Lea, Flood 2014).
+		x += 0x9e3779b97f4a7c15
+		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+		x = (x ^ x>>27) * 0x94d049bb133111eb
+		ids[k] = (x ^ x>>31) | 1<<63
+	}
+	return ids
+}
+
 // growKV adds one token per sample to running request ri.
 func (e *Engine) growKV(ri int32) error {
 	if e.capped && (e.kv.Stats().Tokens+int64(e.reqs[ri].n))*int64(e.cost.kvBytesPerTok) > e.budgetBytes {

@@ -25,6 +25,7 @@ type calibrateFlags struct {
 	maxEvals                int
 	maxBatchTokens, maxSeqs int
 	skipBadRuns, json       bool
+	warm                    string
 	parallel                int
 }
 
@@ -75,6 +76,8 @@ func newCalibrateCmd() *cobra.Command {
 	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "the server's max_num_batched_tokens (default 8192)")
 	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "the server's max_num_seqs (default 256)")
 	fl.BoolVar(&f.skipBadRuns, "skip-bad-runs", false, "skip runs that cannot be replayed (each reported) instead of failing")
+	fl.StringVar(&f.warm, "warm-prompts", "auto", "`MODE` of the prefix cache a run starts with: auto (warm when an earlier run among the files sent the same prompt lengths in the same order, "+
+		"as a benchmark repeated against one server does), none (every run cold), all (every run warm: simulate --warm-prompts)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON (schema in docs/calibrate.md)")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
 	return cmd
@@ -155,7 +158,11 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err := checkOutputs(cmd, []fileFlag{{"--output", f.output}}, inputs); err != nil {
 		return err
 	}
-	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns}
+	warm, err := calib.ParseWarmMode(f.warm)
+	if err != nil {
+		return usageErrorf(cmd, "--warm-prompts %q: want auto, none or all", f.warm)
+	}
+	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
 	if f.profile != "" {
 		p, err := readProfileFile(f.profile)
 		if err != nil {
@@ -273,7 +280,11 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 		if run.MaxConcurrency > 0 {
 			head += fmt.Sprintf(", max concurrency %d", run.MaxConcurrency)
 		}
-		head += fmt.Sprintf(", %d requests)", run.Requests)
+		head += fmt.Sprintf(", %d requests", run.Requests)
+		if run.WarmPrompts {
+			head += ", prompts in the prefix cache"
+		}
+		head += ")"
 		fmt.Fprintf(sb, "\n%s\n", wrap(head, 80))
 		mt := table{groups: []group{{2, 3, "before"}, {4, 5, "after"}},
 			head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}

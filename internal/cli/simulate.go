@@ -50,6 +50,7 @@ type simulateFlags struct {
 	// Timing (simulate_timing.go).
 	engine, weightDType, profile string
 	mixedChunk, printProfile     bool
+	warmPrompts                  bool
 	maxConcurrency, run          int
 }
 

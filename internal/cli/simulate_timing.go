@@ -34,6 +34,8 @@ func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
 	fl.BoolVar(&f.printProfile, "print-profile", false, "print the YAML of the step-time profile the run would use (with none given, --gpu's embedded one for --engine) and exit; with --json, as JSON")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "a closed-loop client: at most `N` requests in flight, the rest wait and their latencies start when sent "+
 		"(default: a vllm-bench trace's own max_concurrency, else none; 0 lifts it)")
+	fl.BoolVar(&f.warmPrompts, "warm-prompts", false, "start with every request's prompt in the prefix cache, as a benchmark repeated against one server finds them "+
+		"(vllm bench serve and SGLang's bench_serving send the same prompts on every run of one seed; with prefix caching on, runs after the first are served from the cache)")
 	fl.IntVar(&f.run, "run", 0, "the run `N` (from 1) of a vllm-bench file that holds several (an SGLang JSONL sweep, vLLM --append-result)")
 }
 
@@ -81,6 +83,12 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 		}
 		mc := f.maxConcurrency
 		s.Workload.MaxConcurrency = &mc
+	}
+	if set("warm-prompts") {
+		if f.warmPrompts && set("prefix-caching") && !f.prefixCaching {
+			return usageErrorf(cmd, "--warm-prompts puts the prompts in the prefix cache: it needs prefix caching, which --prefix-caching=false turns off")
+		}
+		s.Workload.WarmPrompts = f.warmPrompts
 	}
 	if set("run") && f.run < 1 {
 		return usageErrorf(cmd, "--run %d: want a run number from 1", f.run)

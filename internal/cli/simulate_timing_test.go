@@ -63,6 +63,26 @@ func TestSimulateBench(t *testing.T) {
 	}
 }
 
+// TestSimulateWarmPrompts: --warm-prompts replays a repeated benchmark:
+// the JSON says so, paged finds the prompts cached (its TTFT falls and its
+// prefix hits count them), and it needs prefix caching.
+func TestSimulateWarmPrompts(t *testing.T) {
+	inf := "../../workload/testdata/bench/vllm_bench_qpsinf_cut.json"
+	args := []string{"--trace", inf, "--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--alloc", "caching"}
+	cold, _ := simulateJSON(t, args...)
+	warm, _ := simulateJSON(t, append(args, "--warm-prompts")...)
+	c, w := cold.Results[0], warm.Results[0]
+	if cold.Timing.WarmPrompts || warm.Timing == nil || !warm.Timing.WarmPrompts || c.PrefixHitTokens != 0 || !(w.PrefixHitTokens > 0) ||
+		!(w.TTFT.P50 < c.TTFT.P50) || w.OutputTokens != c.OutputTokens {
+		t.Fatalf("warm %+v: hits %d, TTFT p50 %v, tokens %d; cold: hits %d, TTFT p50 %v, tokens %d",
+			warm.Timing, w.PrefixHitTokens, w.TTFT.P50, w.OutputTokens, c.PrefixHitTokens, c.TTFT.P50, c.OutputTokens)
+	}
+	code, _, stderr := run(t, "", append([]string{"simulate"}, append(args, "--warm-prompts", "--prefix-caching=false")...)...)
+	if code != 2 || !strings.Contains(stderr, "--warm-prompts") || !strings.Contains(stderr, "--prefix-caching=false") {
+		t.Fatalf("--warm-prompts without prefix caching: exit %d, stderr %q", code, stderr)
+	}
+}
+
 // TestSimulateTimingDefaultUnchanged: without any timing option the
 // document has neither new key, as before profiles existed.
 func TestSimulateTimingDefaultUnchanged(t *testing.T) {

@@ -4,6 +4,7 @@
 package strategy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -158,6 +159,29 @@ func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request) []blockpool.Blo
 		parent = key
 	}
 	return dst
+}
+
+// warmID is the sequence id Warm admits and releases (no engine uses it:
+// the engine's ids are request indexes).
+const warmID = SeqID(-1 << 63)
+
+// Warm admits r's prompt as one sample, caching its full blocks, and
+// releases it at once, so the blocks stay in the pool's free queue with
+// their keys; the stats are those before the call. See PrefixCaching.
+func (p *paged) Warm(r Request) (bool, error) {
+	if p.env.NoPrefixCaching || len(r.PrefixIDs) == 0 {
+		return false, nil
+	}
+	r.N = 1
+	st := p.st
+	defer func() { p.st = st }()
+	if err := p.Admit(warmID, r); err != nil {
+		if errors.Is(err, ErrNoMemory) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, p.Release(warmID)
 }
 
 // PrefixHit returns the prompt tokens of id's admission that came from the

@@ -87,8 +87,18 @@ func (r Request) validate() error {
 // PrefixCaching is implemented by strategies with a prefix cache (paged).
 // PrefixHit is the number of prompt tokens of id's last Admit whose KV came
 // from the cache, so the engine computes only the rest of the prefill.
+//
+// Warm leaves r's prompt in the cache as a request that ran it and
+// finished before the run would have left it (a benchmark repeated
+// against one server): its full blocks cached and free, most recently
+// used, evicting older cached blocks when the pool is full. It counts
+// nothing in Stats and reports whether the prompt fit; it is false, with
+// nothing cached, for a request without prefix ids or with prefix caching
+// off, and when no sequence is live at the call the pool is as a run that
+// went before left it.
 type PrefixCaching interface {
 	PrefixHit(id SeqID) int
+	Warm(r Request) (bool, error)
 }
 
 // Movable is implemented by strategies whose KV lives in allocator blocks

@@ -181,6 +181,12 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	}
 	for i := range p.Configs {
 		p.Configs[i].MaxConcurrency = limit
+		if s.Workload.WarmPrompts {
+			if !p.Configs[i].PrefixCaching {
+				return bad("workload.warm_prompts", "the prompts can start in the prefix cache only with engine.prefix_caching on")
+			}
+			p.Configs[i].WarmPrompts = true
+		}
 	}
 	return p, nil
 }

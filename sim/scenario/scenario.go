@@ -42,6 +42,7 @@
 //	          run: 0}            # run: which run of a vllm-bench file of several (1-based)
 //	  max_concurrency: 8         # a closed-loop client: at most N in flight (0: none);
 //	                             # absent: a vllm-bench trace's own, else none
+//	  warm_prompts: false        # the prompts start in the prefix cache (a repeated benchmark)
 //	  requests:
 //	    rate: 1.5                # requests per second
 //	    cv: 1                    # 1: Poisson; > 1 bursty (Gamma)
@@ -134,6 +135,10 @@ type Workload struct {
 	// (sim.Config.MaxConcurrency), 0 for none; nil keeps a vllm-bench
 	// trace's own max_concurrency (and no cap for anything else).
 	MaxConcurrency *int `yaml:"max_concurrency"`
+	// WarmPrompts starts the run with the requests' prompts in the prefix
+	// cache (sim.Config.WarmPrompts): a benchmark repeated against one
+	// server, which sends the same prompts on every run of one seed.
+	WarmPrompts bool `yaml:"warm_prompts"`
 }
 
 // Trace reads a request trace file (workload.Read).

@@ -86,6 +86,9 @@ type Timing struct {
 	// MaxConcurrency is the client's cap on requests in flight; 0: none
 	// (an open loop).
 	MaxConcurrency int `json:"max_concurrency"`
+	// WarmPrompts is true when the run started with its prompts in the
+	// prefix cache.
+	WarmPrompts bool `json:"warm_prompts,omitempty"`
 }
 
 // ProfileReport identifies the profile that timed the steps.
@@ -105,11 +108,11 @@ func newTiming(plan *Plan) *Timing {
 	}
 	c := plan.Configs[0]
 	if c.Engine == sim.EngineVLLMV1 && !c.MixedChunk && c.Profile == nil && c.WeightDType == 0 &&
-		c.MaxConcurrency == 0 && plan.Bench == nil {
+		c.MaxConcurrency == 0 && plan.Bench == nil && !c.WarmPrompts {
 		return nil
 	}
 	t := &Timing{Engine: c.Engine.String(), MixedChunk: c.MixedChunk, StepTime: "roofline",
-		WeightDType: plan.Model.WeightDType.String(), MaxConcurrency: c.MaxConcurrency}
+		WeightDType: plan.Model.WeightDType.String(), MaxConcurrency: c.MaxConcurrency, WarmPrompts: c.WarmPrompts}
 	if c.WeightDType != 0 {
 		t.WeightDType = c.WeightDType.String()
 	}
