@@ -80,17 +80,6 @@ func checkReproduces(t *testing.T, rep *FitReport, f *File, s ReplaySetup) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := sim.DefaultConfig(s.Model, s.GPU)
-		cfg.TP, cfg.Profile, cfg.Engine = s.TP, p, p.Engine
-		cfg.MaxConcurrency = tr.MaxConcurrency
-		e, err := sim.New(cfg, tr.Requests)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var rr *RunReport
 		for i := range rep.Runs {
 			if rep.Runs[i].File == f.Name && rep.Runs[i].Run == run.Run {
@@ -99,6 +88,20 @@ func checkReproduces(t *testing.T, rep *FitReport, f *File, s ReplaySetup) {
 		}
 		if rr == nil {
 			t.Fatalf("%s run %d is not in the report", f.Name, run.Run)
+		}
+		// As simulate --trace FILE --format vllm-bench --profile P runs it
+		// (with --warm-prompts for a run calibrate replayed warm).
+		cfg := sim.DefaultConfig(s.Model, s.GPU)
+		cfg.TP, cfg.Profile, cfg.Engine = s.TP, p, p.Engine
+		cfg.MaxConcurrency = tr.MaxConcurrency
+		cfg.WarmPrompts = rr.WarmPrompts
+		e, err := sim.New(cfg, tr.Requests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run()
+		if err != nil {
+			t.Fatal(err)
 		}
 		checked := 0
 		for _, mr := range rr.Metrics {
@@ -161,31 +164,35 @@ func TestCalibrateFixture(t *testing.T) {
 
 // TestCalibrateShared fits the shared surajssd qps 16 run and holds the
 // fit to the check: simulating the run with the written profile
-// reproduces its medians within the printed errors. The qps inf run sent
-// the same prompts after qps 16: by default it is replayed warm and judged;
-// replayed cold (WarmNone), its first tokens beat any prefill, so it is
+// (warm where calibrate replayed it warm) reproduces its medians within
+// the printed errors. The three runs sent the same prompts in the order
+// qps 1, 16, inf: by default qps 16 and inf are replayed warm and judged;
+// replayed cold (WarmNone), inf's first tokens beat any prefill, so it is
 // reported and not judged.
 func TestCalibrateShared(t *testing.T) {
 	skipHeavy(t)
+	f01 := readFile(t, sharedBench(t, surajssd("01")))
 	f16 := readFile(t, sharedBench(t, surajssd("16")))
 	fInf := readFile(t, sharedBench(t, surajssd("inf")))
 	s := setup70B(t)
 	rep := calibrate(t, []*File{f16}, []*File{fInf}, FitOptions{Setup: s, Warm: WarmNone})
 	checkReproduces(t, rep, f16, s)
-	if rep.Errors.AfterMedian >= rep.Errors.BeforeMedian {
-		t.Errorf("median error %.3f after, %.3f before", rep.Errors.AfterMedian, rep.Errors.BeforeMedian)
+	if !(rep.Fit.ObjectiveAfter < rep.Fit.ObjectiveBefore) {
+		t.Errorf("objective %.4g after, %.4g before", rep.Fit.ObjectiveAfter, rep.Fit.ObjectiveBefore)
 	}
 	inf := rep.Runs[1]
 	if !strings.Contains(inf.Excluded, "prefix cache") || rep.Holdout != nil || inf.WarmPrompts {
 		t.Errorf("qps inf cold: excluded %q, warm %v, holdout summary %+v", inf.Excluded, inf.WarmPrompts, rep.Holdout)
 	}
 
-	auto := calibrate(t, []*File{f16}, []*File{fInf}, FitOptions{Setup: s})
-	if r16, rInf := auto.Runs[0], auto.Runs[1]; r16.WarmPrompts || !rInf.WarmPrompts || rInf.Excluded != "" || auto.Holdout == nil {
-		t.Fatalf("auto: qps 16 warm %v, qps inf warm %v excluded %q, holdout %+v", r16.WarmPrompts, rInf.WarmPrompts, rInf.Excluded, auto.Holdout)
+	auto := calibrate(t, []*File{f16}, []*File{f01, fInf}, FitOptions{Setup: s})
+	checkReproduces(t, auto, f16, s)
+	if r16, r01, rInf := auto.Runs[0], auto.Runs[1], auto.Runs[2]; !r16.WarmPrompts || r01.WarmPrompts || !rInf.WarmPrompts || rInf.Excluded != "" || auto.Holdout == nil {
+		t.Fatalf("auto: warm qps 16 %v, qps 1 %v, qps inf %v (excluded %q), holdout %+v",
+			r16.WarmPrompts, r01.WarmPrompts, rInf.WarmPrompts, rInf.Excluded, auto.Holdout)
 	}
-	// Warm, the held-out run's TTFT is far nearer than cold (+500% and more).
-	for _, m := range auto.Runs[1].Metrics {
+	// Warm, the held-out inf run's TTFT is far nearer than cold (+500% and more).
+	for _, m := range auto.Runs[2].Metrics {
 		if m.Metric == MedianTTFT && (m.AfterErr == nil || math.Abs(*m.AfterErr) > 1) {
 			t.Errorf("qps inf warm: median TTFT error %v", m.AfterErr)
 		}
