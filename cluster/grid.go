@@ -118,6 +118,13 @@ func sequential(ctx context.Context, n int, job func(ctx context.Context, i int)
 	return first
 }
 
+// Runs returns the FGD runs of policy p, one per seed in seed order (nil
+// for a cell not run yet).
+func (g *Grid) Runs(p int) []*Run {
+	n := len(g.cfg.Seeds)
+	return g.runs[p*n : (p+1)*n]
+}
+
 // Summaries aggregates the FGD runs of each policy over its seeds
 // (Aggregate), in policy order, each named by its spec as given. Every
 // cell must have run without error.

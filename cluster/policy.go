@@ -59,7 +59,7 @@ var Policies = []PolicyInfo{
 	{"packing", "GPU packing: partly used GPUs, then free GPUs on used nodes, then idle nodes"},
 	{"bestfit", "best fit: least CPU and GPU left after placement"},
 	{"fgd", "fragmentation gradient descent (Weng et al., ATC '23): least growth of expected fragmentation"},
-	{"fgd-reserve", "our policy, alias recommended: FGD that keeps scarce GPU models for the pods restricted to them and breaks ties by best fit (see FGDReserve)"},
+	{"fgd-reserve", "our policy: FGD that keeps scarce GPU models for the pods restricted to them and breaks ties by best fit (see FGDReserve); options scarcity=N (FGD score points, 0-100), tie=fit|order"},
 }
 
 // Aliases maps alternative policy names to canonical ones.
@@ -117,7 +117,7 @@ func NewPolicy(spec string, target *Target) (Policy, error) {
 		if err := needTarget(); err != nil {
 			return nil, err
 		}
-		return noOpts(&FGDReserve{Target: target, Scarcity: DefaultScarcity})
+		return newFGDReserve(spec, kv, target)
 	case "spread", "mostallocated", "rtcr":
 		w, err := weights(kv, []string{"cpu", "memory", "gpu"}, map[string]int64{"cpu": 1, "memory": 1})
 		if err != nil {

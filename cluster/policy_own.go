@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 )
 
 // FGDReserve is our policy (CLI name fgd-reserve, alias recommended): FGD's
@@ -39,6 +41,14 @@ type FGDReserve struct {
 	// Scarcity is the penalty, in FGD score points, for a flexible GPU pod
 	// on the most pressed model.
 	Scarcity float64
+	// OrderTies leaves equal scores to the scheduler's node order, as FGD
+	// does, instead of breaking them by best fit (addition 2 off).
+	OrderTies bool
+	// Threshold, in (0, 1), makes the pressure absolute: a model is
+	// reserved only when restricted pods would take more than this share of
+	// its GPUs (see pressure); 0 keeps the pressure relative to the most
+	// pressed model.
+	Threshold float64
 
 	press    map[string]float64 // per model, relative to the most pressed: 0..1
 	pressFor []Node             // the nodes press was computed for
@@ -53,18 +63,28 @@ const DefaultScarcity = 20
 // Name implements Policy.
 func (*FGDReserve) Name() string { return "fgd-reserve" }
 
-// pressure returns, per GPU model, the GPU demand of target task types
-// restricted to some models (spread evenly over the models they allow) per
-// GPU of that model, divided by the largest such value (all zero when no
-// type is restricted).
-func pressure(t *Target, nodes []Node) map[string]float64 {
+// pressure returns, per GPU model k, how much restricted pods need it,
+// from 0 (no reservation) to 1 (the full penalty). The demand d_k of target
+// task types restricted to some models is spread evenly over the models
+// they allow. With threshold 0 (the first design) it is d_k per GPU of k,
+// divided by the largest such value over the models. With a threshold in
+// (0, 1) it is absolute: rho_k = (d_k / D) × (C / C_k), the share of k's
+// GPUs the restricted pods would take when the whole target demand D fills
+// the cluster's C GPUs, mapped to (rho_k - threshold) / (1 - threshold)
+// and clamped to [0, 1], so a model restricted pods need little is not
+// reserved at all.
+func pressure(t *Target, nodes []Node, threshold float64) map[string]float64 {
 	capacity := map[string]float64{}
+	var total float64
 	for _, n := range nodes {
 		capacity[n.Model] += float64(n.GPUs)
+		total += float64(n.GPUs)
 	}
 	demand := map[string]float64{}
+	var all float64
 	for i := range t.Types {
 		m := &t.Types[i]
+		all += m.Share * float64(int64(m.NumGPU)*m.MilliGPU)
 		if len(m.models) == 0 || m.NumGPU == 0 {
 			continue
 		}
@@ -74,6 +94,15 @@ func pressure(t *Target, nodes []Node) map[string]float64 {
 		}
 	}
 	out := map[string]float64{}
+	if threshold > 0 {
+		for k, c := range capacity {
+			if c > 0 && all > 0 {
+				rho := demand[k] / all * total / c
+				out[k] = min(1, max(0, (rho-threshold)/(1-threshold)))
+			}
+		}
+		return out
+	}
 	top := 0.0
 	for k, c := range capacity {
 		if c > 0 {
@@ -100,7 +129,7 @@ func (f *FGDReserve) penalty(s *State, p *Pod, i int) float64 {
 		return 0
 	}
 	if f.press == nil || len(f.pressFor) != len(s.nodes) || (len(s.nodes) > 0 && &f.pressFor[0] != &s.nodes[0]) {
-		f.press, f.pressFor = pressure(f.Target, s.nodes), s.nodes
+		f.press, f.pressFor = pressure(f.Target, s.nodes, f.Threshold), s.nodes
 	}
 	return f.Scarcity * f.press[s.nodes[i].Model]
 }
@@ -113,6 +142,9 @@ func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
 	// Best fit, as BestFit measures it (0..1, lower is tighter), scaled
 	// below one score point so it only breaks ties.
 	fit := 1e-3 * (0.5*float64(s.FreeGPUMilli(i)-p.GPUMilli())/maxSpecGPU + 0.5*float64(cpu)/maxSpecCPU)
+	if f.OrderTies {
+		fit = 0
+	}
 	base := -f.penalty(s, p, i) - fit
 	var scratch [MaxGPUsPerNode]int64 // on the stack: scoring runs once per node and class
 	buf := scratchFor(&scratch, len(free))
@@ -143,4 +175,38 @@ func (f *FGDReserve) GPUs(s *State, p *Pod, i int, _ *rand.Rand) []int {
 	}
 	_, g := f.best(s, p, i)
 	return []int{g}
+}
+
+// newFGDReserve builds FGDReserve from its options: scarcity=N (0 to 100
+// FGD score points, default DefaultScarcity) and tie=fit|order (default
+// fit).
+func newFGDReserve(spec string, kv map[string]string, target *Target) (Policy, error) {
+	f := &FGDReserve{Target: target, Scarcity: DefaultScarcity}
+	for k, v := range kv {
+		switch k {
+		case "scarcity":
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x >= 0 && x <= 100) {
+				return nil, fmt.Errorf("%w %q: option scarcity=%s: want a number of FGD score points from 0 to 100", ErrUnknownPolicy, spec, v)
+			}
+			f.Scarcity = x
+		case "threshold":
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x >= 0 && x < 1) {
+				return nil, fmt.Errorf("%w %q: option threshold=%s: want a share of a model's GPUs from 0 to below 1", ErrUnknownPolicy, spec, v)
+			}
+			f.Threshold = x
+		case "tie":
+			switch v {
+			case "fit":
+			case "order":
+				f.OrderTies = true
+			default:
+				return nil, fmt.Errorf("%w %q: option tie=%s: want fit (best fit) or order (the scheduler's node order, as FGD)", ErrUnknownPolicy, spec, v)
+			}
+		default:
+			return nil, fmt.Errorf("%w %q: unknown option %q (known: scarcity, threshold, tie)", ErrUnknownPolicy, spec, k)
+		}
+	}
+	return f, nil
 }

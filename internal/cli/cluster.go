@@ -48,13 +48,19 @@ of a shared GPU, a node whose CPUs are drained while its GPUs sit idle).
                                    NodeResourcesFit settings that pack GPUs
                                    best on your lists, with the figures
   gpufrag cluster inspect          GPU allocation, fragmentation and stuck
-                                   pods of a cluster saved with kubectl`,
+                                   pods of a cluster saved with kubectl
+  gpufrag cluster gen-pods         an openb-style pod list of one FGD
+                                   workload family from a base list
+  gpufrag cluster judge            candidate policies against FGD on
+                                   generated lists of every family, out of
+                                   sample, paired seeds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	cmd.AddCommand(newClusterSimulateCmd(stdout, stderr), newClusterVolcanoCmd(stdout, stderr), newClusterInspectCmd(stdout))
+	cmd.AddCommand(newClusterSimulateCmd(stdout, stderr), newClusterVolcanoCmd(stdout, stderr), newClusterInspectCmd(stdout),
+		newClusterGenPodsCmd(stdout), newClusterJudgeCmd(stdout, stderr))
 	return cmd
 }
 
