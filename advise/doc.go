@@ -4,18 +4,22 @@
 // # What it sweeps
 //
 // The settings a user controls (Settings): the KV strategy and block size
-// (paged:16, contiguous-grow, vmm:2MiB...), vLLM's gpu_memory_utilization,
-// the allocator and its PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), the
-// prompt bucket size and the defrag policy. Space lists the values of each;
-// the first of each list is the base. Space.Candidates does not cross them
-// blindly: it takes every valid KV × allocator pair at the base (the
-// interaction that matters most), then varies defrag (contiguous KV only),
-// utilization and bucket size one at a time for each KV strategy on the
-// base allocator. The default space gives 45 candidates instead of the
-// 600 of the naive cross product (Space.Full crosses what is valid: 296).
-// A second stage, Refine, then crosses the best few setups of the first
-// (KV, allocator, defrag; 3 by default) with every utilization and bucket
-// size: 24 more candidates, so the best allocator is also tried at the
+// (paged:16, contiguous-grow...), vLLM's gpu_memory_utilization,
+// max_num_batched_tokens and max_num_seqs, the allocator and its
+// PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), prefix caching, the prompt
+// bucket size and the defrag policy. Space lists the values of each; the
+// first of each list is the base. DefaultSpace holds only what a stock
+// engine (vLLM, SGLang, TensorRT-LLM, plain PyTorch) can apply;
+// ExperimentalSpace adds the research setups gpufrag models (vmm KV, the
+// sizeclass allocator, compaction policies), whose candidates are labelled
+// (Candidate.Experimental, Settings.Research). Space.Candidates does not
+// cross the lists blindly: it takes every valid KV × allocator pair at the
+// base (the interaction that matters most), then varies every other
+// dimension one at a time for each KV strategy on the base allocator. The
+// default space gives 52 candidates (56 where the trace shares prefixes)
+// instead of the thousands of the cross product (Space.Full). A second
+// stage, Refine, then crosses the best few setups of the first with every
+// utilization and bucket size, so the best allocator is also tried at the
 // utilization that suits it. The stages are separate runs (the second
 // reads the first's report), so each can be sharded.
 //
@@ -30,16 +34,26 @@
 // bisect the bracket geometrically Search.BisectSteps times. The rates
 // tried depend only on which rates held, so a deterministic evaluator gives
 // a deterministic result; the Evaluator is a function so tests can search
-// a fake with a known threshold.
+// a fake with a known threshold. The CLI's evaluator stops each run once
+// it is certain to fail (sim.Config.EarlyStop: the first OOM, or more than
+// 1% of the requests over an objective), which changes no decision
+// (TestEarlyStopSameAdvice); a candidate that held at no rate has its
+// lowest rate run whole again for the figures it is reported with.
 //
 // # Recommendation
 //
 // NewReport ranks the results: eligible candidates first (some rate held,
 // no OOMs there, no more rejected requests than the candidate rejecting
-// fewest, deployable), by sustainable rate, then fragmentation p99, then
-// peak reserved memory, then candidate index. The first is recommended, the
-// second is the runner-up, and every candidate carries one line of
-// evidence: what limited it (OOMs at rate X, SLO broken at rate Y).
+// fewest, deployable). Rates within the search's resolution of the best
+// (Report.TieTolerance) tie, and ties go to fewer changes from the
+// engine's defaults (Settings.Changes), then stock before experimental,
+// then the higher rate, fragmentation p99, peak reserved memory and
+// candidate index. The first is recommended, the second is the runner-up,
+// and every candidate carries one line of evidence in human units. When
+// no candidate meets the SLO at any rate tried, the recommendation is the
+// best effort (MeetsSLO false): the one nearest the objective that binds,
+// with the value it reaches (Binding, BestValue, LowestRateRPS) and
+// Report.Advice saying what to relax or change.
 //
 // # Parallelism and shards
 //

@@ -15,10 +15,10 @@ import (
 // about half the first stage.
 const DefaultRefineTop = 3
 
-// Refine returns the candidates of a second stage: the top distinct memory
-// setups (KV strategy, allocator, defrag policy) among prev's eligible
-// candidates, best rank first, each crossed with every utilization and
-// bucket size of sp. This is the "cross the best few" step of the design:
+// Refine returns the candidates of a second stage: the top distinct setups
+// (KV strategy, allocator, defrag policy, token budget, sequence limit,
+// prefix caching) among prev's eligible candidates, best rank first, each
+// crossed with every utilization and bucket size of sp. This is the "cross the best few" step of the design:
 // the first stage varies one dimension at a time around the base, so the
 // best allocator was only tried at the base utilization; the second tries
 // it at all of them.
@@ -31,11 +31,15 @@ func Refine(prev *Report, sp Space, top int) ([]Candidate, error) {
 	}
 	ranked := slices.Clone(prev.Candidates)
 	slices.SortFunc(ranked, func(a, b Result) int { return a.Rank - b.Rank })
-	type setup struct{ kv, alloc, defrag string }
+	type setup struct {
+		kv, alloc, defrag string
+		tokens, seqs      int
+		prefix            string
+	}
 	var setups []setup
 	seenSetup := map[setup]bool{}
 	for _, r := range ranked {
-		s := setup{r.Settings.KV, r.Settings.Alloc, r.Settings.Defrag}
+		s := setup{r.Settings.KV, r.Settings.Alloc, r.Settings.Defrag, r.Settings.MaxBatchTokens, r.Settings.MaxSeqs, r.Settings.PrefixCaching}
 		if !r.Eligible || seenSetup[s] {
 			continue
 		}
@@ -53,10 +57,10 @@ func Refine(prev *Report, sp Space, top int) ([]Candidate, error) {
 	for _, s := range setups {
 		for _, u := range sp.Utils {
 			for _, b := range sp.Buckets {
-				st := Settings{s.kv, s.alloc, u, b, s.defrag}
+				st := Settings{s.kv, s.alloc, u, b, s.defrag, s.tokens, s.seqs, s.prefix}
 				if !seen[st] {
 					seen[st] = true
-					out = append(out, Candidate{Settings: st, Group: "refine"})
+					out = append(out, Candidate{Settings: st, Group: "refine", Experimental: len(st.Research()) > 0})
 				}
 			}
 		}

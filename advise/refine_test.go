@@ -82,13 +82,19 @@ func TestReadReport(t *testing.T) {
 	if a, c := reportJSON(t, rep), reportJSON(t, got); a != c {
 		t.Fatal("report does not read back unchanged")
 	}
+	// Edits inside the candidate list (the recommendation, written first,
+	// repeats one of them).
+	cands := strings.Index(string(b), `"candidates": [`)
+	inCands := func(old, new string) string {
+		return string(b[:cands]) + strings.Replace(string(b[cands:]), old, new, 1)
+	}
 	for _, c := range []struct{ name, text, want string }{
 		{"empty", "", "empty file"},
 		{"syntax", "{\n  \"reason\": ,", "byte 15"},
 		{"none", `{"candidates": []}`, `field "candidates"`},
-		{"tampered", strings.Replace(string(b), `"sustainable_rate_rps": `, `"sustainable_rate_rps": 9`, 1), ""},
+		{"tampered", inCands(`"preemptions": `, `"preemptions": 9`), ""},
 		{"edited inputs", strings.Replace(string(b), `"gpu": "a100-80g"`, `"gpu": "h100-80g"`, 1), `field "digest"`},
-		{"index", strings.Replace(string(b), `"index": 1,`, `"index": 7,`, 1), `field "candidates[1].index"`},
+		{"index", inCands(`"index": 1,`, `"index": 7,`), `field "candidates[1].index"`},
 	} {
 		_, err := ReadReport(strings.NewReader(c.text), c.name)
 		if c.want == "" {

@@ -8,8 +8,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/mem"
 )
 
 // Result is one candidate's search result. Its JSON fields are the
@@ -34,10 +37,23 @@ type Result struct {
 	FailReason  string  `json:"fail_reason,omitempty"`
 	Evaluations int     `json:"evaluations"`
 
-	// Set by Rank.
+	// Set by NewReport.
 	Eligible bool   `json:"eligible"`
 	Rank     int    `json:"rank"`
 	Evidence string `json:"evidence"`
+	// MeetsSLO is true for an eligible candidate: some rate held the SLO
+	// with no OOMs. For one that is not, Binding names what broke at the
+	// lowest rate tried ("ttft_p99_s", "tpot_p99_s", "ooms",
+	// "activation_ooms", "unfinished", "cannot_run", "rejections",
+	// "not_deployable"), and for an SLO, BestValue is the p99 it reached
+	// there (seconds) at LowestRateRPS: the SLO it would meet.
+	MeetsSLO      bool    `json:"meets_slo"`
+	Binding       string  `json:"binding,omitempty"`
+	BestValue     float64 `json:"best_value,omitempty"`
+	LowestRateRPS float64 `json:"lowest_rate_rps,omitempty"`
+	// Changes are the settings that differ from the engine's defaults
+	// (Settings.Changes), which break ties.
+	Changes []string `json:"changes"`
 }
 
 // TraceInfo identifies the workload.
@@ -54,15 +70,18 @@ type TraceInfo struct {
 // Inputs is everything that decides a sweep's results; its digest ties
 // shards together.
 type Inputs struct {
-	Trace      TraceInfo `json:"trace"`
-	Model      string    `json:"model"`
-	GPU        string    `json:"gpu"`
-	TP         int       `json:"tp"`
-	KVDType    string    `json:"kv_dtype,omitempty"`
-	MaxContext int       `json:"max_context,omitempty"`
-	SLO        SLO       `json:"slo"`
-	Search     Search    `json:"search"`
-	Space      Space     `json:"space"`
+	Trace TraceInfo `json:"trace"`
+	Model string    `json:"model"`
+	// ModelID is the model's Hugging Face id for the deploy command (a
+	// preset's repository, a config's _name_or_path), empty when unknown.
+	ModelID    string `json:"model_id,omitempty"`
+	GPU        string `json:"gpu"`
+	TP         int    `json:"tp"`
+	KVDType    string `json:"kv_dtype,omitempty"`
+	MaxContext int    `json:"max_context,omitempty"`
+	SLO        SLO    `json:"slo"`
+	Search     Search `json:"search"`
+	Space      Space  `json:"space"`
 	// RefinedFrom is the digest of the first-stage report a refinement
 	// (Refine) crossed; empty for a first stage.
 	RefinedFrom string      `json:"refined_from,omitempty"`
@@ -81,14 +100,25 @@ func Digest(in Inputs) string {
 
 // Report is the whole advice: `gpufrag advise --json`.
 type Report struct {
-	// Recommended is the best eligible candidate (nil when none is).
+	// Recommended is the best eligible candidate; when none is eligible,
+	// the best effort (MeetsSLO false): the candidate that comes nearest
+	// the SLO. Nil only when no candidate could run at all.
 	Recommended *Result `json:"recommended"`
 	RunnerUp    *Result `json:"runner_up"`
+	// MeetsSLO repeats Recommended.MeetsSLO (false with no recommendation).
+	MeetsSLO bool `json:"meets_slo"`
 	// Candidates in index order, ranked.
 	Candidates []Result `json:"candidates"`
 	Reason     string   `json:"reason"`
-	Inputs     Inputs   `json:"inputs"` // without the candidate list
-	Digest     string   `json:"digest"`
+	// Advice says what to change when the recommendation misses the SLO
+	// (empty when it meets it).
+	Advice string `json:"advice,omitempty"`
+	// TieTolerance is the ratio of sustainable rates within which two
+	// candidates count as equal: the search's resolution,
+	// 2^(1/2^bisect_steps) (4.4% with the default 4 bisections).
+	TieTolerance float64 `json:"tie_tolerance"`
+	Inputs       Inputs  `json:"inputs"` // without the candidate list
+	Digest       string  `json:"digest"`
 }
 
 // isOracle reports a strategy no real engine can deploy: it knows every
@@ -100,10 +130,20 @@ func isOracle(kv string) bool { return strings.HasSuffix(strings.ToLower(kv), ":
 // OOM failures and no activation OOMs, it rejects no more requests than
 // the candidate rejecting fewest (rejections are requests that can never
 // fit; a setting that turns away more of the workload does not serve it),
-// and it is deployable (not contiguous-max:oracle). Eligible candidates
-// rank first, by sustainable rate (highest first), then lower
-// fragmentation p99, then lower peak reserved memory, then candidate
-// index; the others follow by sustainable rate, then index.
+// and it is deployable (not contiguous-max:oracle).
+//
+// Eligible candidates rank first. Those whose sustainable rate is within
+// the search's resolution of the best (TieTolerance: the rates are only
+// known to one bisection step) are tied, and among them fewer changes from
+// the engine's defaults win (Settings.Changes), then stock before
+// experimental, then the higher rate, lower fragmentation p99, lower peak
+// reserved memory and candidate index; the other eligible candidates
+// follow by sustainable rate, then the same keys. The candidates that are
+// not eligible follow: first those that ran without OOMs, rejections
+// beyond the fewest or research-only settings, nearest the SLO at the
+// lowest rate tried (the largest of p99 ÷ objective), then the rest by
+// sustainable rate and index. With no eligible candidate, the first of
+// those is recommended as the best effort (MeetsSLO false).
 func NewReport(in Inputs, results []Result) (*Report, error) {
 	n := len(in.Candidates)
 	if len(results) != n {
@@ -125,10 +165,37 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 			minRej = r.Rejected
 		}
 	}
+	if minRej < 0 { // nothing held: the fewest any candidate that ran rejected
+		for _, r := range rs {
+			if !strings.HasPrefix(r.FailReason, "cannot run") && (minRej < 0 || r.Rejected < minRej) {
+				minRej = r.Rejected
+			}
+		}
+	}
+	best := 0.0
 	for i := range rs {
 		r := &rs[i]
 		r.Eligible = r.Held && r.OOMs == 0 && r.ActivationOOMs == 0 && r.Rejected == minRej && !isOracle(r.Settings.KV)
+		r.MeetsSLO = r.Eligible
+		r.Changes = r.Settings.Changes()
+		if r.Changes == nil {
+			r.Changes = []string{}
+		}
+		if !r.Eligible {
+			r.Binding, r.BestValue, r.LowestRateRPS = binding(r, in.SLO, minRej)
+		}
 		r.Evidence = evidence(r, minRej)
+		if r.Eligible {
+			best = max(best, r.SustainableRPS)
+		}
+	}
+	tol := tieTolerance(in.Search)
+	tied := func(r *Result) bool { return r.Eligible && r.SustainableRPS*tol >= best*(1-1e-12) }
+	nearness := func(r *Result) (float64, bool) {
+		if r.Binding != "ttft_p99_s" && r.Binding != "tpot_p99_s" {
+			return 0, false
+		}
+		return max(r.TTFTP99/in.SLO.TTFTP99, r.TPOTP99/in.SLO.TPOTP99), true
 	}
 	order := make([]int, n)
 	for i := range order {
@@ -136,44 +203,123 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 	}
 	slices.SortStableFunc(order, func(i, j int) int {
 		a, b := &rs[i], &rs[j]
-		if a.Eligible != b.Eligible {
-			if a.Eligible {
-				return -1
-			}
-			return 1
-		}
-		if c := cmp.Compare(b.SustainableRPS, a.SustainableRPS); c != 0 {
+		if c := boolFirst(a.Eligible, b.Eligible); c != 0 {
 			return c
 		}
 		if a.Eligible {
+			if c := boolFirst(tied(a), tied(b)); c != 0 {
+				return c
+			}
+			if tied(a) {
+				if c := cmp.Compare(len(a.Changes), len(b.Changes)); c != 0 {
+					return c
+				}
+				if c := boolFirst(!a.Experimental, !b.Experimental); c != 0 {
+					return c
+				}
+			}
+			if c := cmp.Compare(b.SustainableRPS, a.SustainableRPS); c != 0 {
+				return c
+			}
 			if c := cmp.Compare(a.FragRate.P99, b.FragRate.P99); c != 0 {
 				return c
 			}
 			if c := cmp.Compare(a.PeakReservedBytes, b.PeakReservedBytes); c != 0 {
 				return c
 			}
+			return cmp.Compare(a.Index, b.Index)
+		}
+		na, oka := nearness(a)
+		nb, okb := nearness(b)
+		oka = oka && !a.Experimental
+		okb = okb && !b.Experimental
+		if c := boolFirst(oka, okb); c != 0 {
+			return c
+		}
+		if oka {
+			if c := cmp.Compare(na, nb); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(len(a.Changes), len(b.Changes)); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(b.SustainableRPS, a.SustainableRPS); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.Index, b.Index)
 	})
 	for pos, i := range order {
 		rs[i].Rank = pos + 1
 	}
-	rep := &Report{Candidates: rs, Digest: Digest(in)}
+	rep := &Report{Candidates: rs, Digest: Digest(in), TieTolerance: tol}
 	rep.Inputs = in
 	rep.Inputs.Candidates = nil
-	if n > 0 && rs[order[0]].Eligible {
-		best := rs[order[0]]
-		rep.Recommended = &best
-		if n > 1 && rs[order[1]].Eligible {
+	if n > 0 {
+		first := rs[order[0]]
+		_, near := nearness(&first)
+		if first.Eligible || (near && !first.Experimental) || first.Binding == "ooms" || first.Binding == "activation_ooms" || first.Binding == "unfinished" {
+			rep.Recommended = &first
+			rep.MeetsSLO = first.MeetsSLO
+		}
+		if rep.Recommended != nil && n > 1 && (rs[order[1]].Eligible == first.Eligible) {
 			ru := rs[order[1]]
 			rep.RunnerUp = &ru
 		}
 	}
-	rep.Reason = reason(rep.Recommended, rep.RunnerUp)
+	rep.Reason = reason(rep.Recommended, rep.RunnerUp, tol)
+	rep.Advice = advice(rep.Recommended, in.SLO)
 	return rep, nil
 }
 
-// evidence says in one line why r stands where it does.
+// boolFirst orders true before false.
+func boolFirst(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
+}
+
+// tieTolerance is the search's resolution: one bisection step of the
+// bracket [r, 2r] in log space, 2^(1/2^bisect), or 2 with no bisection.
+func tieTolerance(s Search) float64 {
+	return math.Pow(2, 1/math.Pow(2, float64(s.BisectSteps)))
+}
+
+// binding says what kept r from being eligible: at its lowest rate tried
+// (its figures when no rate held), the first of Check's conditions that
+// failed, and for an SLO the p99 it reached and that rate.
+func binding(r *Result, slo SLO, minRej int) (string, float64, float64) {
+	switch {
+	case strings.HasPrefix(r.FailReason, "cannot run"):
+		return "cannot_run", 0, 0
+	case isOracle(r.Settings.KV):
+		return "not_deployable", 0, 0
+	case r.Held && r.Rejected > minRej:
+		return "rejections", 0, 0
+	case r.Held:
+		return "", 0, 0
+	}
+	rate := r.FailedAtRPS // with no rate held, the lowest tried
+	switch {
+	case r.OOMs > 0:
+		return "ooms", 0, rate
+	case r.ActivationOOMs > 0:
+		return "activation_ooms", 0, rate
+	case r.Unfinished > 0:
+		return "unfinished", 0, rate
+	case r.Rejected > minRej:
+		return "rejections", 0, rate
+	case r.TTFTP99/slo.TTFTP99 >= r.TPOTP99/slo.TPOTP99:
+		return "ttft_p99_s", r.TTFTP99, rate
+	}
+	return "tpot_p99_s", r.TPOTP99, rate
+}
+
+// evidence says in one line why r stands where it does, in human units.
 func evidence(r *Result, minRej int) string {
 	var parts []string
 	switch {
@@ -187,38 +333,90 @@ func evidence(r *Result, minRej int) string {
 		parts = append(parts, fmt.Sprintf("rejects %d requests that can never fit (the best settings reject %d)", r.Rejected, minRej))
 	}
 	if r.Held {
-		parts = append(parts, fmt.Sprintf("sustains %.3g rps (%.3g× the trace)", r.SustainableRPS, r.Multiplier))
+		parts = append(parts, fmt.Sprintf("sustains %s (%.3g× the trace) with peak reserved %s", rps(r.SustainableRPS), r.Multiplier,
+			mem.FormatBytes(r.PeakReservedBytes)))
 		if r.FailReason != "" {
 			parts = append(parts, "limit: "+r.FailReason)
 		} else {
 			parts = append(parts, "held at every rate tried (the search's upper limit)")
 		}
 	}
+	if r.Experimental {
+		parts = append(parts, "experimental: "+strings.Join(r.Settings.Research(), "; "))
+	}
 	return strings.Join(parts, "; ")
 }
 
-// reason explains the recommendation against the runner-up.
-func reason(best, ru *Result) string {
-	if best == nil {
-		return "no candidate sustained any rate tried without OOMs; see each candidate's evidence"
+// rps writes a request rate in human units.
+func rps(x float64) string { return fmt.Sprintf("%.3g req/s", x) }
+
+// changesText says which settings differ from the engine's defaults.
+func changesText(c []string) string {
+	switch len(c) {
+	case 0:
+		return "the engine's defaults"
+	case 1:
+		return "1 change from the engine's defaults (" + c[0] + ")"
 	}
-	if ru == nil {
-		return fmt.Sprintf("%s is the only eligible candidate: %s", best.Settings, best.Evidence)
+	return fmt.Sprintf("%d changes from the engine's defaults (%s)", len(c), strings.Join(c, ", "))
+}
+
+// reason explains the recommendation against the runner-up.
+func reason(best, ru *Result, tol float64) string {
+	switch {
+	case best == nil:
+		return "no candidate could run on this model and GPU; see each candidate's evidence"
+	case !best.MeetsSLO:
+		return fmt.Sprintf("no candidate met the SLO at any rate tried; %s comes nearest: %s", best.Settings, best.Evidence)
+	case ru == nil:
+		return fmt.Sprintf("%s is the only candidate that meets the SLO: %s", best.Settings, best.Evidence)
 	}
 	var why string
+	within := ru.SustainableRPS*tol >= best.SustainableRPS*(1-1e-12)
 	switch {
+	case within && len(best.Changes) < len(ru.Changes):
+		why = fmt.Sprintf("both sustain about %s (within the search's %.1f%% resolution, so a tie) and it keeps closer to the engine's defaults: %s against the runner-up's %s",
+			rps(best.SustainableRPS), 100*(tol-1), changesText(best.Changes), changesText(ru.Changes))
+	case best.SustainableRPS > ru.SustainableRPS && !within:
+		why = fmt.Sprintf("it sustains %s against %s with no OOMs", rps(best.SustainableRPS), rps(ru.SustainableRPS))
 	case best.SustainableRPS > ru.SustainableRPS:
-		why = fmt.Sprintf("it sustains %.3g rps against %.3g rps with no OOMs", best.SustainableRPS, ru.SustainableRPS)
+		why = fmt.Sprintf("it sustains %s against %s (within the search's %.1f%% resolution) with %s as well",
+			rps(best.SustainableRPS), rps(ru.SustainableRPS), 100*(tol-1), changesText(best.Changes))
 	case best.FragRate.P99 < ru.FragRate.P99:
-		why = fmt.Sprintf("both sustain %.3g rps; it fragments less (frag p99 %.3f against %.3f)", best.SustainableRPS, best.FragRate.P99, ru.FragRate.P99)
+		why = fmt.Sprintf("both sustain %s with %s; it fragments less (frag p99 %.3f against %.3f)",
+			rps(best.SustainableRPS), changesText(best.Changes), best.FragRate.P99, ru.FragRate.P99)
 	case best.PeakReservedBytes < ru.PeakReservedBytes:
-		why = fmt.Sprintf("both sustain %.3g rps at equal fragmentation; it reserves less memory at peak (%d against %d bytes)",
-			best.SustainableRPS, best.PeakReservedBytes, ru.PeakReservedBytes)
+		why = fmt.Sprintf("both sustain %s at equal fragmentation; it reserves less memory at peak (%s against %s)",
+			rps(best.SustainableRPS), mem.FormatBytes(best.PeakReservedBytes), mem.FormatBytes(ru.PeakReservedBytes))
 	default:
-		why = fmt.Sprintf("both sustain %.3g rps with equal fragmentation and memory; it comes first in the sweep", best.SustainableRPS)
+		why = fmt.Sprintf("both sustain %s with equal fragmentation and memory; it comes first in the sweep", rps(best.SustainableRPS))
 	}
 	if best.FailReason != "" {
 		why += "; above that: " + best.FailReason
 	}
 	return why
+}
+
+// advice says what to change when the recommendation misses the SLO: the
+// objective it would meet at the lowest rate tried, and the setting that
+// moves it.
+func advice(best *Result, slo SLO) string {
+	if best == nil || best.MeetsSLO {
+		return ""
+	}
+	at := rps(best.LowestRateRPS)
+	switch best.Binding {
+	case "tpot_p99_s":
+		return fmt.Sprintf("TPOT p99 binds: the best reached is %s at %s (the objective is %s). Relax --slo-tpot-p99 to %s, "+
+			"or lower max_num_batched_tokens below the values tried (a long prefill in the same step as the decodes stretches their "+
+			"token time), or serve fewer sequences at once (max_num_seqs)", secs(best.BestValue), at, secs(slo.TPOTP99), secs(best.BestValue))
+	case "ttft_p99_s":
+		return fmt.Sprintf("TTFT p99 binds: the best reached is %s at %s (the objective is %s). Relax --slo-ttft-p99 to %s, "+
+			"or raise max_num_batched_tokens (long prompts prefill in fewer steps), or add GPUs (--tp)", secs(best.BestValue), at,
+			secs(slo.TTFTP99), secs(best.BestValue))
+	case "ooms", "activation_ooms", "unfinished":
+		return fmt.Sprintf("memory binds: even at %s every candidate fails requests (%s); the model leaves too little memory for the "+
+			"workload's contexts on this GPU: raise --tp, use a larger GPU, or cap the context (--max-context)", at, best.Binding)
+	}
+	return ""
 }

@@ -78,7 +78,8 @@ func TestRunWorkersIdentical(t *testing.T) {
 }
 
 // A candidate that OOMs is never recommended, however fast it is, and the
-// recommendation is the eligible candidate with the highest rate.
+// recommendation is an eligible candidate within the tie tolerance of the
+// highest rate, with the fewest changes from the defaults among those.
 func TestOOMNeverRecommended(t *testing.T) {
 	in := fakeInputs(t)
 	rep, err := NewReport(in, runFake(t, in, nil, 2))
@@ -107,11 +108,24 @@ func TestOOMNeverRecommended(t *testing.T) {
 	if !sawOOM {
 		t.Fatal("the fake has no OOMing candidate; the test would pass vacuously")
 	}
-	if rep.Recommended.OOMs != 0 || rep.Recommended.SustainableRPS != best || rep.Recommended.Rank != 1 || rep.RunnerUp.Rank != 2 {
-		t.Errorf("recommended %+v, best eligible rate %v", rep.Recommended, best)
+	r := rep.Recommended
+	if r.OOMs != 0 || !r.MeetsSLO || !rep.MeetsSLO || r.SustainableRPS*rep.TieTolerance < best*(1-1e-9) || r.Rank != 1 || rep.RunnerUp.Rank != 2 {
+		t.Errorf("recommended %+v, best eligible rate %v, tolerance %v", r, best, rep.TieTolerance)
 	}
-	if rep.RunnerUp.SustainableRPS > rep.Recommended.SustainableRPS {
-		t.Errorf("runner-up faster than the recommendation")
+	tiedBest := false
+	for _, c := range rep.Candidates {
+		if c.Eligible && c.SustainableRPS*rep.TieTolerance >= best*(1-1e-9) {
+			if len(c.Changes) < len(r.Changes) {
+				t.Errorf("%s ties the recommendation with %d changes, the recommendation has %d", c.Settings, len(c.Changes), len(r.Changes))
+			}
+			tiedBest = tiedBest || c.SustainableRPS == best
+		}
+	}
+	if !tiedBest {
+		t.Errorf("no candidate at the best rate %v counts as tied", best)
+	}
+	if rep.RunnerUp.SustainableRPS > r.SustainableRPS && rep.RunnerUp.SustainableRPS*rep.TieTolerance < r.SustainableRPS {
+		t.Errorf("runner-up faster than the recommendation beyond the tolerance")
 	}
 }
 
@@ -123,7 +137,7 @@ func mkResult(i int, s Settings, rate, frag float64, peak int64, rej int) Result
 // Ties on the rate go to lower fragmentation, then lower memory, then the
 // candidate index; more rejections or an oracle strategy disqualify.
 func TestRankTieBreaks(t *testing.T) {
-	s := func(kv string) Settings { return Settings{kv, "caching", 0.9, 0, "off"} }
+	s := func(kv string) Settings { return Settings{kv, "caching", 0.9, 0, "off", 0, 0, ""} }
 	rs := []Result{
 		mkResult(0, s("a"), 3, 0.5, 10, 0),
 		mkResult(1, s("b"), 3, 0.2, 20, 0),
@@ -311,5 +325,70 @@ func TestReadPartialImplausibleResults(t *testing.T) {
 		if !errors.Is(err, ErrBadShard) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrBadShard saying %q", c.name, err, c.want)
 		}
+	}
+}
+
+// Within the search's resolution a setting with fewer changes from the
+// engine's defaults beats a slightly faster one; beyond it, the faster wins.
+func TestTieFewerChanges(t *testing.T) {
+	base := Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}
+	tuned := base
+	tuned.Alloc, tuned.MaxSeqs = "caching:expandable_segments:True", 512
+	in := Inputs{Search: DefaultSearch()}
+	for _, c := range []struct {
+		tunedRate float64
+		want      string
+	}{{3.1, base.Alloc}, {3.3, tuned.Alloc}} { // 3.1/3 = 1.033 (tied), 3.3/3 = 1.1
+		rs := []Result{mkResult(0, tuned, c.tunedRate, 0.1, 10, 0), mkResult(1, base, 3, 0.5, 20, 0)}
+		in.Candidates = []Candidate{rs[0].Candidate, rs[1].Candidate}
+		rep, err := NewReport(in, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Recommended.Settings.Alloc; got != c.want {
+			t.Errorf("tuned at %v rps: recommended %s, want %s (reason %q)", c.tunedRate, got, c.want, rep.Reason)
+		}
+		if c.want == base.Alloc && (!strings.Contains(rep.Reason, "tie") || !strings.Contains(rep.Reason, "the engine's defaults")) {
+			t.Errorf("tie reason %q", rep.Reason)
+		}
+	}
+}
+
+// With no candidate meeting the SLO, the recommendation is the best effort:
+// the one nearest the binding objective, with what binds, the value it
+// reached and at what rate, and advice that names the setting to change.
+func TestBestEffort(t *testing.T) {
+	mk := func(i int, s Settings, tpot float64) Result {
+		return Result{Index: i, Candidate: Candidate{Settings: s, Group: "setup"}, FailedAtRPS: 0.05,
+			FailReason: fmt.Sprintf("SLO broken at 0.05 rps: TPOT p99 %gs > 0.1s", tpot),
+			Outcome:    Outcome{Completed: 10, Total: 10, TTFTP99: 0.4, TPOTP99: tpot}}
+	}
+	base := Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}
+	small := base
+	small.MaxBatchTokens = 2048
+	oom := base
+	oom.KV = "contiguous-grow"
+	rs := []Result{mk(0, base, 0.30), mk(1, small, 0.13), mk(2, oom, 0.05)}
+	rs[2].OOMs, rs[2].Completed = 3, 7
+	in := Inputs{Search: DefaultSearch(), SLO: DefaultSLO()}
+	for _, r := range rs {
+		in.Candidates = append(in.Candidates, r.Candidate)
+	}
+	rep, err := NewReport(in, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Recommended
+	if r == nil || rep.MeetsSLO || r.MeetsSLO || r.Settings != small || r.Binding != "tpot_p99_s" || r.BestValue != 0.13 || r.LowestRateRPS != 0.05 {
+		t.Fatalf("best effort %+v", r)
+	}
+	if !strings.Contains(rep.Advice, "--slo-tpot-p99 to 130ms") || !strings.Contains(rep.Advice, "max_num_batched_tokens") {
+		t.Errorf("advice %q", rep.Advice)
+	}
+	if rep.Candidates[2].Binding != "ooms" || rep.Candidates[2].Rank != 3 {
+		t.Errorf("OOMing candidate: binding %q rank %d", rep.Candidates[2].Binding, rep.Candidates[2].Rank)
+	}
+	if b, _ := json.Marshal(rep); !bytes.Contains(b, []byte(`"meets_slo":false`)) || !bytes.Contains(b, []byte(`"recommended":{`)) {
+		t.Errorf("JSON lacks the best effort: %.300s", b)
 	}
 }

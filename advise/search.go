@@ -35,6 +35,11 @@ type Outcome struct {
 	TPOTP99           float64  `json:"tpot_p99_s"`
 	OutputTokensPerS  float64  `json:"output_tokens_per_s"`
 	PeakReservedBytes int64    `json:"peak_reserved_bytes"`
+	// StoppedEarly is sim.Result.StoppedEarly: the run ended once it was
+	// certain to fail ("oom", "activation_oom", "ttft_p99", "tpot_p99"),
+	// so its figures are those of the run so far. Not written out: a
+	// search re-runs a failing outcome it reports whole (Options.Rerun).
+	StoppedEarly string `json:"-"`
 }
 
 // FragRate is the distribution of the fragmentation rate (1 − health)
@@ -50,7 +55,19 @@ type FragRate struct {
 // here: the engine rejects only requests that can never fit, whatever the
 // rate (Rank compares them across candidates).
 func (o Outcome) Check(slo SLO) (ok bool, why string) {
+	early := ""
+	if o.StoppedEarly != "" {
+		early = " (the run stopped there: its outcome was certain)"
+	}
 	switch {
+	case o.StoppedEarly == "oom":
+		return false, fmt.Sprintf("OOM failures at %.3g rps%s", o.RateRPS, early)
+	case o.StoppedEarly == "activation_oom":
+		return false, fmt.Sprintf("activation OOMs at %.3g rps%s", o.RateRPS, early)
+	case o.StoppedEarly == "ttft_p99":
+		return false, fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TTFTP99, early)
+	case o.StoppedEarly == "tpot_p99":
+		return false, fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TPOTP99, early)
 	case o.OOMs > 0:
 		return false, fmt.Sprintf("%d OOM failures at %.3g rps", o.OOMs, o.RateRPS)
 	case o.ActivationOOMs > 0:

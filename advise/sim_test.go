@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
@@ -95,7 +96,7 @@ func TestSimSweep(t *testing.T) {
 			t.Errorf("%s: held with TTFT %v TPOT %v", r.Settings, r.TTFTP99, r.TPOTP99)
 		}
 	}
-	hi, lo := byS[Settings{"paged:16", "caching", 0.9, 0, "off"}], byS[Settings{"paged:16", "caching", 0.8, 0, "off"}]
+	hi, lo := byS[Settings{"paged:16", "caching", 0.9, 0, "off", 0, 0, ""}], byS[Settings{"paged:16", "caching", 0.8, 0, "off", 0, 0, ""}]
 	if hi.SustainableRPS < lo.SustainableRPS {
 		t.Errorf("paged:16 sustains %v rps at util 0.9 but %v at 0.8", hi.SustainableRPS, lo.SustainableRPS)
 	}
@@ -161,5 +162,75 @@ func TestCannotRun(t *testing.T) {
 	cs, _ = sp.Candidates()
 	if err := Check(base, cs); err == nil || !strings.Contains(err.Error(), "no candidate can run") {
 		t.Errorf("nothing can run: got %v", err)
+	}
+}
+
+// Early stop (sim.Config.EarlyStop, as the CLI runs the search) changes no
+// decision: on the default space, every candidate's sustainable rate,
+// eligibility and rank, the recommendation and the runner-up are those of
+// whole runs, and a candidate that never held reports its lowest rate's
+// whole figures (Options.Rerun).
+func TestEarlyStopSameAdvice(t *testing.T) {
+	base, w := smallSetup(t, []int{0, 256})
+	sp := DefaultSpace()
+	sp.PrefixCaching = sp.PrefixCaching[:1]
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSearch()
+	s.StartRPS, s.BisectSteps = w.NativeRPS, 2
+	in := Inputs{SLO: DefaultSLO(), Search: s, Space: sp, Candidates: cs}
+	report := func(eval, rerun Evaluator) *Report {
+		rs, err := Run(cs, nil, eval, Options{SLO: in.SLO, Search: s, Rerun: rerun})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := NewReport(in, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	stopping := base
+	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
+	whole := report(SimEvaluator(base, w), nil)
+	var mu sync.Mutex
+	stopped := 0
+	counting := func(st Settings, rate float64) (Outcome, error) {
+		o, err := SimEvaluator(stopping, w)(st, rate)
+		if o.StoppedEarly != "" {
+			mu.Lock()
+			stopped++
+			mu.Unlock()
+		}
+		return o, err
+	}
+	early := report(counting, SimEvaluator(base, w))
+	if stopped == 0 {
+		t.Fatal("no run stopped early: the comparison is vacuous")
+	}
+	held := 0
+	for i, a := range whole.Candidates {
+		b := early.Candidates[i]
+		if a.SustainableRPS != b.SustainableRPS || a.Eligible != b.Eligible || a.Rank != b.Rank || a.Held != b.Held || a.FailedAtRPS != b.FailedAtRPS {
+			t.Errorf("%s: whole %v rps (rank %d, failed at %v), early stop %v rps (rank %d, failed at %v)",
+				a.Settings, a.SustainableRPS, a.Rank, a.FailedAtRPS, b.SustainableRPS, b.Rank, b.FailedAtRPS)
+		}
+		if a.Held {
+			held++
+			if a.Outcome != b.Outcome {
+				t.Errorf("%s: the outcome at its sustainable rate differs", a.Settings)
+			}
+		} else if a.Outcome != b.Outcome || a.Binding != b.Binding || a.BestValue != b.BestValue {
+			t.Errorf("%s held at no rate: whole %+v, early %+v", a.Settings, a.Outcome, b.Outcome)
+		}
+	}
+	if whole.Recommended == nil || early.Recommended == nil || whole.Recommended.Index != early.Recommended.Index ||
+		(whole.RunnerUp == nil) != (early.RunnerUp == nil) || (whole.RunnerUp != nil && whole.RunnerUp.Index != early.RunnerUp.Index) {
+		t.Errorf("recommendation differs: whole %v, early %v", whole.Recommended, early.Recommended)
+	}
+	if held == 0 || held == len(cs) {
+		t.Errorf("%d of %d candidates held: the sweep does not exercise both", held, len(cs))
 	}
 }

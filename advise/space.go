@@ -35,12 +35,97 @@ type Settings struct {
 	// Defrag is the compaction policy (sim.ParseDefragPolicy); always
 	// "off" for KV strategies that keep no KV in movable blocks (paged, vmm).
 	Defrag string `json:"defrag"`
+	// MaxBatchTokens is vLLM's max_num_batched_tokens, the token budget of
+	// one step (0: the base config's, sim.DefaultConfig's 8,192).
+	MaxBatchTokens int `json:"max_num_batched_tokens"`
+	// MaxSeqs is vLLM's max_num_seqs (0: the base config's, 256).
+	MaxSeqs int `json:"max_num_seqs"`
+	// PrefixCaching is "on" or "off" (vLLM's --enable-prefix-caching /
+	// --no-enable-prefix-caching; "" is on, vLLM V1's default). It matters
+	// only for workloads whose requests share prompt prefixes (traces with
+	// prefix ids, chat sessions).
+	PrefixCaching string `json:"prefix_caching"`
 }
 
-// String is a short label: "paged:16 on caching, util 0.9, bucket 0, defrag off".
+// String is a short label: "paged:16 on caching, util 0.9, bucket 0, defrag
+// off", then the engine limits and prefix caching where they differ from
+// vLLM's defaults.
 func (s Settings) String() string {
-	return fmt.Sprintf("%s on %s, util %s, bucket %d, defrag %s",
+	out := fmt.Sprintf("%s on %s, util %s, bucket %d, defrag %s",
 		s.KV, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag)
+	if s.MaxBatchTokens != 0 && s.MaxBatchTokens != defaultBatchTokens {
+		out += fmt.Sprintf(", %d batched tokens", s.MaxBatchTokens)
+	}
+	if s.MaxSeqs != 0 && s.MaxSeqs != defaultSeqs {
+		out += fmt.Sprintf(", %d seqs", s.MaxSeqs)
+	}
+	if s.PrefixCaching == "off" {
+		out += ", prefix caching off"
+	}
+	return out
+}
+
+// The engine defaults a change is counted against (Changes): vLLM V1's
+// as gpufrag's DefaultConfig models them (paged:16 on PyTorch's caching
+// allocator as shipped, gpu_memory_utilization 0.9, 8,192 batched tokens,
+// 256 sequences, prefix caching on, no bucketing, no compaction).
+const (
+	defaultKV          = "paged:16"
+	defaultAlloc       = "caching"
+	defaultUtil        = 0.9
+	defaultBatchTokens = 8192
+	defaultSeqs        = 256
+)
+
+// Changes lists the settings of s that differ from the engine's defaults,
+// as a user would change them ("--block-size 32", "max_num_seqs 128").
+func (s Settings) Changes() []string {
+	var out []string
+	if s.KV != defaultKV {
+		out = append(out, "kv "+s.KV)
+	}
+	if s.Alloc != defaultAlloc {
+		out = append(out, "allocator "+s.Alloc)
+	}
+	if s.GPUMemoryUtilization != defaultUtil {
+		out = append(out, "gpu_memory_utilization "+fmtShare(s.GPUMemoryUtilization))
+	}
+	if s.Bucket != 0 {
+		out = append(out, fmt.Sprintf("bucket %d", s.Bucket))
+	}
+	if s.Defrag != "off" && s.Defrag != "" {
+		out = append(out, "defrag "+s.Defrag)
+	}
+	if s.MaxBatchTokens != 0 && s.MaxBatchTokens != defaultBatchTokens {
+		out = append(out, fmt.Sprintf("max_num_batched_tokens %d", s.MaxBatchTokens))
+	}
+	if s.MaxSeqs != 0 && s.MaxSeqs != defaultSeqs {
+		out = append(out, fmt.Sprintf("max_num_seqs %d", s.MaxSeqs))
+	}
+	if s.PrefixCaching == "off" {
+		out = append(out, "prefix caching off")
+	}
+	return out
+}
+
+// Research lists the parts of s that no stock engine (vLLM, SGLang,
+// TensorRT-LLM, plain PyTorch) can apply: vmm KV (vAttention), an
+// allocator PyTorch cannot select (sizeclass, buddy, arena), a compaction
+// policy (gpufrag's model). Empty for a stock setting.
+func (s Settings) Research() []string {
+	var out []string
+	if kv, err := strategy.ParseSpec(s.KV); err == nil && kv.Family() == strategy.VMM {
+		out = append(out, "vmm KV is vAttention's page mapping, in no stock engine")
+	}
+	if a, err := spec.Parse(s.Alloc); err == nil {
+		if _, ok := a.PyTorchConf(); !ok && a.Kind().Name != "vmm" {
+			out = append(out, "allocator "+s.Alloc+" is gpufrag's model; PyTorch cannot select it")
+		}
+	}
+	if s.Defrag != "off" && s.Defrag != "" {
+		out = append(out, "defrag "+s.Defrag+" needs an engine that compacts KV memory (gpufrag's policy model)")
+	}
+	return out
 }
 
 func fmtShare(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
@@ -53,31 +138,61 @@ type Space struct {
 	Utils   []float64 `json:"gpu_memory_utilization"`
 	Buckets []int     `json:"bucket"`
 	Defrags []string  `json:"defrag"`
+	// MaxBatchTokens and MaxSeqs are vLLM's max_num_batched_tokens and
+	// max_num_seqs; PrefixCaching "on" and "off". Empty lists are the base
+	// config's single value (so a space written before they existed means
+	// what it meant).
+	MaxBatchTokens []int    `json:"max_num_batched_tokens,omitempty"`
+	MaxSeqs        []int    `json:"max_num_seqs,omitempty"`
+	PrefixCaching  []string `json:"prefix_caching,omitempty"`
 	// Full crosses every dimension (bounded only by the list lengths)
 	// instead of the grouped design.
 	Full bool `json:"full"`
 }
 
-// DefaultSpace returns the default sweep: 45 candidates with the grouped
-// design (21 memory setups, 4 defrag, 15 utilization, 5 bucket).
+// DefaultSpace returns the default sweep: only settings a stock engine can
+// apply (vLLM, SGLang, TensorRT-LLM or plain PyTorch; Settings.Research is
+// empty for every candidate), 52 candidates with the grouped design (16
+// memory setups, 12 utilization, 4 bucket, 12 token budget, 8 sequence
+// limit) and 4 more (prefix caching off) where the workload shares
+// prefixes.
 //
 // The values: paged with vLLM's default block (16) and the next size up;
-// both contiguous families; vmm with 2 MiB pages (vAttention's and the
-// CUDA VMM granularity). Allocators: PyTorch's caching allocator as shipped,
-// with expandable segments (the setting PyTorch suggests in its OOM
-// message), with max_split_size_mb:512 (the classic fragmentation knob, at
-// a size above typical activation buffers), plus sizeclass and async
-// (cudaMallocAsync). Utilization from 0.8 to 0.95 in vLLM's steps around
+// both contiguous families (plain PyTorch's growing cache, the
+// reservation of FasterTransformer-style engines). Allocators: PyTorch's
+// caching allocator as shipped, with expandable segments (the setting
+// PyTorch suggests in its OOM message), with max_split_size_mb:512 (the
+// classic fragmentation knob, at a size above typical activation buffers),
+// and cudaMallocAsync. Utilization from 0.8 to 0.95 in vLLM's steps around
 // its default 0.9. Buckets of 256 tokens (a common padding granularity).
-// Defrag: the threshold and online policies of package sim.
+// Token budgets 2,048 to 16,384 around vLLM V1's 8,192 (a smaller budget
+// keeps long prefills out of the steps that decode, the TPOT knob);
+// sequence limits 128 and 512 around its 256. ExperimentalSpace adds the
+// research setups.
 func DefaultSpace() Space {
 	return Space{
-		KVs:     []string{"paged:16", "paged:32", "contiguous-grow", "contiguous-max", "vmm:2MiB"},
-		Allocs:  []string{"caching", "caching:expandable_segments:True", "caching:max_split_size_mb:512", "sizeclass", "async"},
-		Utils:   []float64{0.9, 0.8, 0.85, 0.95},
-		Buckets: []int{0, 256},
-		Defrags: []string{"off", "threshold", "online"},
+		KVs:            []string{"paged:16", "paged:32", "contiguous-grow", "contiguous-max"},
+		Allocs:         []string{"caching", "caching:expandable_segments:True", "caching:max_split_size_mb:512", "async"},
+		Utils:          []float64{0.9, 0.8, 0.85, 0.95},
+		Buckets:        []int{0, 256},
+		Defrags:        []string{"off"},
+		MaxBatchTokens: []int{8192, 2048, 4096, 16384},
+		MaxSeqs:        []int{256, 128, 512},
+		PrefixCaching:  []string{"on", "off"},
 	}
+}
+
+// ExperimentalSpace is DefaultSpace with the research setups gpufrag
+// models but no stock engine offers (`advise --experimental`): vmm KV with
+// 2 MiB pages (vAttention's), the sizeclass allocator, and the threshold
+// and online compaction policies. Their candidates are labelled
+// experimental (Candidate.Experimental, Settings.Research).
+func ExperimentalSpace() Space {
+	sp := DefaultSpace()
+	sp.KVs = append(sp.KVs, "vmm:2MiB")
+	sp.Allocs = append(sp.Allocs, "sizeclass")
+	sp.Defrags = append(sp.Defrags, "threshold", "online")
+	return sp
 }
 
 // Validate checks the lists: none empty, no duplicates, shares in (0, 1],
@@ -127,7 +242,47 @@ func (sp Space) Validate() error {
 			return bad("defrag", "%q: want off, threshold, adaptive, online or offline", d)
 		}
 	}
+	if err := positiveInts("max_num_batched_tokens", sp.MaxBatchTokens); err != nil {
+		return err
+	}
+	if err := positiveInts("max_num_seqs", sp.MaxSeqs); err != nil {
+		return err
+	}
+	seenP := map[string]bool{}
+	for _, p := range sp.PrefixCaching {
+		if p != "on" && p != "off" {
+			return bad("prefix_caching", "%q: want on or off", p)
+		}
+		if seenP[p] {
+			return bad("prefix_caching", "%q listed twice", p)
+		}
+		seenP[p] = true
+	}
 	return nil
+}
+
+// positiveInts checks an optional list of positive, distinct values.
+func positiveInts(dim string, xs []int) error {
+	seen := map[int]bool{}
+	for _, x := range xs {
+		if x <= 0 {
+			return fmt.Errorf("%w: %s: %d: want a positive number", ErrBadSpace, dim, x)
+		}
+		if seen[x] {
+			return fmt.Errorf("%w: %s: %d listed twice", ErrBadSpace, dim, x)
+		}
+		seen[x] = true
+	}
+	return nil
+}
+
+// orBase is xs, or the one value 0 (the base config's) when xs is empty.
+func orBase[T int | string](xs []T) []T {
+	if len(xs) == 0 {
+		var zero T
+		return []T{zero}
+	}
+	return xs
 }
 
 func uniqueStrings(dim string, xs []string) error {
@@ -152,8 +307,12 @@ func uniqueStrings(dim string, xs []string) error {
 type Candidate struct {
 	Settings Settings `json:"settings"`
 	// Group is "setup" (KV × allocator at the base), "defrag", "util",
-	// "bucket", or "full" under Space.Full.
+	// "bucket", "tokens" (max_num_batched_tokens), "seqs" (max_num_seqs),
+	// "prefix" (prefix caching), or "full" under Space.Full.
 	Group string `json:"group"`
+	// Experimental is true for a research setup no stock engine offers
+	// (Settings.Research says what).
+	Experimental bool `json:"experimental"`
 }
 
 // movable reports whether a KV strategy keeps KV in allocator blocks that
@@ -213,16 +372,23 @@ func (sp Space) Candidates() ([]Candidate, error) {
 			return
 		}
 		seen[s] = true
-		out = append(out, Candidate{Settings: s, Group: group})
+		out = append(out, Candidate{Settings: s, Group: group, Experimental: len(s.Research()) > 0})
 	}
-	u0, b0, d0 := sp.Utils[0], sp.Buckets[0], sp.Defrags[0]
+	toks, seqs, pcs := orBase(sp.MaxBatchTokens), orBase(sp.MaxSeqs), orBase(sp.PrefixCaching)
+	u0, b0, d0, t0, q0, p0 := sp.Utils[0], sp.Buckets[0], sp.Defrags[0], toks[0], seqs[0], pcs[0]
 	if sp.Full {
 		for _, kv := range sp.KVs {
 			for _, a := range strategy.AllocsFor(kv, sp.Allocs) {
 				for _, u := range sp.Utils {
 					for _, b := range sp.Buckets {
 						for _, d := range sp.Defrags {
-							add(Settings{kv, a, u, b, d}, "full")
+							for _, t := range toks {
+								for _, q := range seqs {
+									for _, p := range pcs {
+										add(Settings{kv, a, u, b, d, t, q, p}, "full")
+									}
+								}
+							}
 						}
 					}
 				}
@@ -232,24 +398,39 @@ func (sp Space) Candidates() ([]Candidate, error) {
 	}
 	for _, kv := range sp.KVs {
 		for _, a := range strategy.AllocsFor(kv, sp.Allocs) {
-			add(Settings{kv, a, u0, b0, d0}, "setup")
+			add(Settings{kv, a, u0, b0, d0, t0, q0, p0}, "setup")
 		}
 	}
 	for _, d := range sp.Defrags[1:] {
 		for _, kv := range sp.KVs {
 			if movable(kv) && canRelocate(baseAlloc(kv, sp.Allocs)) {
-				add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d}, "defrag")
+				add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d, t0, q0, p0}, "defrag")
 			}
 		}
 	}
 	for _, u := range sp.Utils[1:] {
 		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u, b0, d0}, "util")
+			add(Settings{kv, baseAlloc(kv, sp.Allocs), u, b0, d0, t0, q0, p0}, "util")
 		}
 	}
 	for _, b := range sp.Buckets[1:] {
 		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b, d0}, "bucket")
+			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b, d0, t0, q0, p0}, "bucket")
+		}
+	}
+	for _, t := range toks[1:] {
+		for _, kv := range sp.KVs {
+			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d0, t, q0, p0}, "tokens")
+		}
+	}
+	for _, q := range seqs[1:] {
+		for _, kv := range sp.KVs {
+			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d0, t0, q, p0}, "seqs")
+		}
+	}
+	for _, p := range pcs[1:] {
+		for _, kv := range sp.KVs {
+			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d0, t0, q0, p}, "prefix")
 		}
 	}
 	return out, nil
@@ -264,6 +445,15 @@ func (s Settings) Apply(base sim.Config) (sim.Config, error) {
 		return c, err
 	}
 	c.Defrag.Policy = p
+	if s.MaxBatchTokens > 0 {
+		c.MaxBatchTokens = s.MaxBatchTokens
+	}
+	if s.MaxSeqs > 0 {
+		c.MaxSeqs = s.MaxSeqs
+	}
+	if s.PrefixCaching == "off" {
+		c.PrefixCaching = false
+	}
 	return c, nil
 }
 
@@ -281,6 +471,15 @@ func (s Settings) EngineFlags() (flags []string, env string, notes []string) {
 		notes = append(notes, s.KV+" KV is not a vLLM mode: it models engines that allocate KV per request (plain PyTorch/HF serving, Orca, FasterTransformer)")
 	}
 	flags = append(flags, "--gpu-memory-utilization "+fmtShare(s.GPUMemoryUtilization))
+	if s.MaxBatchTokens > 0 {
+		flags = append(flags, "--max-num-batched-tokens "+strconv.Itoa(s.MaxBatchTokens))
+	}
+	if s.MaxSeqs > 0 {
+		flags = append(flags, "--max-num-seqs "+strconv.Itoa(s.MaxSeqs))
+	}
+	if s.PrefixCaching == "off" {
+		flags = append(flags, "--no-enable-prefix-caching")
+	}
 	a, _ := spec.Parse(s.Alloc) // the zero Spec for one that does not parse: PyTorch cannot select it
 	conf, ok := a.PyTorchConf()
 	switch {

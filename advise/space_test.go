@@ -11,9 +11,10 @@ import (
 	"github.com/gpufrag/gpufrag/sim"
 )
 
-// The default design: 21 KV × allocator setups (vmm only on its own
-// allocator), 4 defrag, 15 utilization, 5 bucket candidates, no duplicates,
-// and defrag only where compaction can act.
+// The default design: 16 KV × allocator setups of stock settings, 12
+// utilization, 4 bucket, 12 token-budget, 8 sequence-limit and 4
+// prefix-caching candidates, no duplicates, none experimental, and defrag
+// only where compaction can act.
 func TestCandidatesDefault(t *testing.T) {
 	cs, err := DefaultSpace().Candidates()
 	if err != nil {
@@ -38,25 +39,50 @@ func TestCandidatesDefault(t *testing.T) {
 		if s.Defrag != "off" && (!movable(s.KV) || !canRelocate(s.Alloc)) {
 			t.Errorf("%s: defrag on a setup it cannot act on", s)
 		}
+		if c.Experimental || len(s.Research()) > 0 {
+			t.Errorf("%s: experimental in the default space (%q)", s, s.Research())
+		}
 	}
-	want := map[string]int{"setup": 21, "defrag": 4, "util": 15, "bucket": 5}
+	want := map[string]int{"setup": 16, "util": 12, "bucket": 4, "tokens": 12, "seqs": 8, "prefix": 4}
 	for g, n := range want {
 		if groups[g] != n {
 			t.Errorf("group %s: %d candidates, want %d (all: %v)", g, groups[g], n, groups)
 		}
 	}
-	if len(cs) != 45 {
-		t.Errorf("%d candidates, want 45", len(cs))
+	if len(cs) != 56 {
+		t.Errorf("%d candidates, want 56", len(cs))
 	}
-	if cs[0].Settings != (Settings{"paged:16", "caching", 0.9, 0, "off"}) {
-		t.Errorf("first candidate %s, want the base", cs[0].Settings)
+	if base := (Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}); cs[0].Settings != base || len(base.Changes()) != 0 {
+		t.Errorf("first candidate %s, want the base with no changes (%q)", cs[0].Settings, base.Changes())
+	}
+}
+
+// The experimental space adds vmm (on its own allocator), sizeclass and
+// two defrag policies, and labels exactly those candidates.
+func TestCandidatesExperimental(t *testing.T) {
+	cs, err := ExperimentalSpace().Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := 0
+	for _, c := range cs {
+		research := c.Settings.KV == "vmm:2MiB" || c.Settings.Alloc == "sizeclass" || c.Settings.Defrag != "off"
+		if c.Experimental != research {
+			t.Errorf("%s: experimental %v, research settings %v", c.Settings, c.Experimental, research)
+		}
+		if c.Experimental {
+			exp++
+		}
+	}
+	if exp == 0 || exp == len(cs) {
+		t.Fatalf("%d of %d candidates experimental", exp, len(cs))
 	}
 }
 
 // Full crosses every dimension, still skipping invalid and duplicate
-// combinations: 4 non-vmm KV × 5 allocators × 4 utils × 2 buckets, times 3
-// defrag policies for the 2 contiguous strategies on the 4 relocatable
-// allocators; vmm once per util and bucket.
+// combinations: 4 KV × 4 allocators × 4 utils × 2 buckets × 4 token
+// budgets × 3 sequence limits × 2 prefix-caching values (the default
+// space's only defrag policy is off).
 func TestCandidatesFull(t *testing.T) {
 	sp := DefaultSpace()
 	sp.Full = true
@@ -64,7 +90,7 @@ func TestCandidatesFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 4*5*4*2 + 2*4*4*2*2 + 4*2
+	want := 4 * 4 * 4 * 2 * 4 * 3 * 2
 	if len(cs) != want {
 		t.Errorf("%d candidates, want %d", len(cs), want)
 	}
@@ -120,12 +146,12 @@ func TestEngineFlags(t *testing.T) {
 		flags string
 		env   string
 	}{
-		{Settings{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", "expandable_segments:True"},
-		{Settings{"paged:32", "async", 0.95, 0, "off"}, "--block-size 32 --gpu-memory-utilization 0.95", "backend:cudaMallocAsync"},
-		{Settings{"contiguous-grow", "caching", 0.85, 256, "threshold"}, "--gpu-memory-utilization 0.85", ""},
-		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off"}, "--gpu-memory-utilization 0.9", ""},
-		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", "backend:cudaMallocAsync"},
-		{Settings{"paged:16", "sizeclass", 0.9, 0, "off"}, "--block-size 16 --gpu-memory-utilization 0.9", ""},
+		{Settings{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off", 0, 0, ""}, "--block-size 16 --gpu-memory-utilization 0.9", "expandable_segments:True"},
+		{Settings{"paged:32", "async", 0.95, 0, "off", 0, 0, ""}, "--block-size 32 --gpu-memory-utilization 0.95", "backend:cudaMallocAsync"},
+		{Settings{"contiguous-grow", "caching", 0.85, 256, "threshold", 0, 0, ""}, "--gpu-memory-utilization 0.85", ""},
+		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off", 0, 0, ""}, "--gpu-memory-utilization 0.9", ""},
+		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off", 0, 0, ""}, "--block-size 16 --gpu-memory-utilization 0.9", "backend:cudaMallocAsync"},
+		{Settings{"paged:16", "sizeclass", 0.9, 0, "off", 0, 0, ""}, "--block-size 16 --gpu-memory-utilization 0.9", ""},
 	} {
 		flags, env, _ := c.s.EngineFlags()
 		if strings.Join(flags, " ") != c.flags || env != c.env {
@@ -136,11 +162,11 @@ func TestEngineFlags(t *testing.T) {
 		s    Settings
 		note string
 	}{
-		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off"}, "vmm KV (2MiB pages) is vAttention-style page mapping, not a stock vLLM option"},
-		{Settings{"contiguous-max", "caching", 0.9, 0, "off"}, "contiguous-max KV is not a vLLM mode"},
-		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off"}, "async arguments (release_threshold:1GiB) are set on the CUDA memory pool"},
-		{Settings{"paged:16", "sizeclass", 0.9, 0, "off"}, "allocator sizeclass is gpufrag's model; PyTorch has no switch for it"},
-		{Settings{"paged:16", "arena:0.5", 0.9, 0, "off"}, "allocator arena:0.5 is gpufrag's model"},
+		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off", 0, 0, ""}, "vmm KV (2MiB pages) is vAttention-style page mapping, not a stock vLLM option"},
+		{Settings{"contiguous-max", "caching", 0.9, 0, "off", 0, 0, ""}, "contiguous-max KV is not a vLLM mode"},
+		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off", 0, 0, ""}, "async arguments (release_threshold:1GiB) are set on the CUDA memory pool"},
+		{Settings{"paged:16", "sizeclass", 0.9, 0, "off", 0, 0, ""}, "allocator sizeclass is gpufrag's model; PyTorch has no switch for it"},
+		{Settings{"paged:16", "arena:0.5", 0.9, 0, "off", 0, 0, ""}, "allocator arena:0.5 is gpufrag's model"},
 	} {
 		_, _, notes := c.s.EngineFlags()
 		if !strings.Contains(strings.Join(notes, "\n"), c.note) {
@@ -148,7 +174,7 @@ func TestEngineFlags(t *testing.T) {
 		}
 	}
 	// The caching allocator and async without arguments need no note.
-	for _, s := range []Settings{{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off"}, {"paged:16", "async", 0.9, 0, "off"}} {
+	for _, s := range []Settings{{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off", 0, 0, ""}, {"paged:16", "async", 0.9, 0, "off", 0, 0, ""}} {
 		if _, _, notes := s.EngineFlags(); len(notes) != 0 {
 			t.Errorf("%s: notes %q, want none", s, notes)
 		}
@@ -181,7 +207,7 @@ func TestCandidatesPairing(t *testing.T) {
 func TestCheckImpossiblePair(t *testing.T) {
 	m, _ := model.Preset("llama-3.1-8b")
 	g, _ := model.LookupGPU("a100-80g")
-	err := Check(sim.DefaultConfig(m, g), []Candidate{{Settings: Settings{"vmm:2MiB", "caching", 0.9, 0, "off"}, Group: "setup"}})
+	err := Check(sim.DefaultConfig(m, g), []Candidate{{Settings: Settings{"vmm:2MiB", "caching", 0.9, 0, "off", 0, 0, ""}, Group: "setup"}})
 	want := "kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"
 	if !errors.Is(err, strategy.ErrBadSpec) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "candidate 0") {
 		t.Errorf("Check(vmm:2MiB on caching): %v; want candidate 0 and %q", err, want)

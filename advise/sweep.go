@@ -128,7 +128,7 @@ func SimEvaluator(base sim.Config, w *Workload) Evaluator {
 // OutcomeOf extracts the figures the advice uses from a sim result.
 func OutcomeOf(r sim.Result, rate float64) Outcome {
 	return Outcome{
-		RateRPS: rate, OOMs: r.RequestsFailedOOM, ActivationOOMs: r.ActivationOOMs,
+		RateRPS: rate, StoppedEarly: r.StoppedEarly, OOMs: r.RequestsFailedOOM, ActivationOOMs: r.ActivationOOMs,
 		Rejected: r.RequestsRejected, Unfinished: r.RequestsUnfinished, Completed: r.RequestsCompleted,
 		Total: r.RequestsTotal, Preemptions: r.Preemptions,
 		FragRate: FragRate{P50: r.FragRate.P50, P99: r.FragRate.P99}, HealthMin: r.HealthMin,
@@ -194,6 +194,12 @@ type Options struct {
 	// OnDone, when set, is called after each candidate's search (from the
 	// worker goroutines; it must be safe for concurrent use).
 	OnDone func()
+	// Rerun, when set, evaluates a rate whole (the evaluator may stop a
+	// run early once it is certain to fail, sim.Config.EarlyStop): a
+	// candidate that held at no rate is reported with the figures of its
+	// lowest rate, so that rate is run again with Rerun when its run
+	// stopped early.
+	Rerun Evaluator
 }
 
 // Run searches the sustainable rate of each candidate whose index is in
@@ -226,6 +232,18 @@ func runOne(cands []Candidate, i int, eval Evaluator, o Options) (Result, error)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("candidate %d (%s): %w", i, c.Settings, err)
+	}
+	if !f.Held && f.Failed != nil && f.Failed.StoppedEarly != "" && o.Rerun != nil {
+		rate := f.Failed.RateRPS
+		whole, err := o.Rerun(c.Settings, rate)
+		if err != nil {
+			return Result{}, fmt.Errorf("candidate %d (%s): %w at %.4g rps: %w", i, c.Settings, ErrEvaluate, rate, err)
+		}
+		whole.RateRPS = rate
+		_, why := whole.Check(o.SLO)
+		f.Failed, f.Why = &whole, why
+		f.Sustainable = whole
+		f.Sustainable.RateRPS = 0 // Evaluations counts the search's runs, not this re-run
 	}
 	r := Result{Index: i, Candidate: c, Outcome: f.Sustainable, Held: f.Held, Evaluations: f.Evaluations,
 		SustainableRPS: f.Sustainable.RateRPS, Multiplier: round6(f.Sustainable.RateRPS / o.Search.StartRPS)}

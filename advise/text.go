@@ -9,25 +9,28 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
 // WriteText writes the report as a table ranked best first, then the
-// recommendation and the settings to deploy it.
+// recommendation (or the best effort and what to change) and the command
+// that deploys it.
 func WriteText(w io.Writer, r *Report) error {
 	var sb strings.Builder
 	in := r.Inputs
-	fmt.Fprintf(&sb, "trace %s (%s, %d requests, %.3g rps as recorded), %s on %s, tp %d\n",
-		in.Trace.File, in.Trace.Format, in.Trace.Requests, in.Trace.NativeRPS, in.Model, in.GPU, in.TP)
-	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, TTFT p99 ≤ %gs and TPOT p99 ≤ %gs (%d candidates)\n\n",
-		in.SLO.TTFTP99, in.SLO.TPOTP99, len(r.Candidates))
+	fmt.Fprintf(&sb, "trace %s (%s, %d %s, %s as recorded), %s on %s, tp %d\n",
+		in.Trace.File, in.Trace.Format, in.Trace.Requests, plural(in.Trace.Requests, "request"), rps(in.Trace.NativeRPS), in.Model, in.GPU, in.TP)
+	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, TTFT p99 ≤ %s and TPOT p99 ≤ %s (%d candidates; rates within %.1f%%, the search's resolution, tie)\n\n",
+		secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99), len(r.Candidates), 100*(r.TieTolerance-1))
 	order := make([]int, len(r.Candidates))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return r.Candidates[a].Rank - r.Candidates[b].Rank })
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\trps\t× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\t")
+	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\tchanges\t")
+	anyExp := false
 	for _, i := range order {
 		c := r.Candidates[i]
 		s := c.Settings
@@ -35,16 +38,27 @@ func WriteText(w io.Writer, r *Report) error {
 		if !c.Eligible {
 			rank = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%.3g\t%.3g\t%d\t%d\t%.3f\t%s\t%s\t\n",
-			rank, s.KV, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag,
-			c.SustainableRPS, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99, secs(c.TTFTP99), secs(c.TPOTP99))
+		kv := s.KV
+		if c.Experimental {
+			kv += "*"
+			anyExp = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.3g\t%.3g\t%d\t%d\t%.3f\t%s\t%s\t%d\t\n",
+			rank, kv, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag, orDefault(s.MaxBatchTokens), orDefault(s.MaxSeqs),
+			orOn(s.PrefixCaching), c.SustainableRPS, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
+			secs(c.TTFTP99), secs(c.TPOTP99), len(c.Changes))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	sb.WriteString("\nrank -: not eligible (no rate tried held, it cannot run, it rejects more requests than the best, or it is not deployable)\n")
-	sb.WriteString("figures are at each candidate's sustainable rate (at the lowest rate tried when none held)\n\n")
-	if r.Recommended == nil {
+	sb.WriteString("figures are at each candidate's sustainable rate (at the lowest rate tried when none held); changes: settings that differ from the engine's defaults\n")
+	if anyExp {
+		sb.WriteString("*: experimental, a research setup no stock engine offers (--experimental)\n")
+	}
+	sb.WriteString("\n")
+	b := r.Recommended
+	if b == nil {
 		fmt.Fprintf(&sb, "No recommendation: %s.\n", r.Reason)
 		for _, i := range order {
 			fmt.Fprintf(&sb, "  %s: %s\n", r.Candidates[i].Settings, r.Candidates[i].Evidence)
@@ -52,28 +66,86 @@ func WriteText(w io.Writer, r *Report) error {
 		_, err := io.WriteString(w, sb.String())
 		return err
 	}
-	b := r.Recommended
-	fmt.Fprintf(&sb, "Recommended: %s (%.3g rps)", b.Settings, b.SustainableRPS)
-	if r.RunnerUp != nil {
-		fmt.Fprintf(&sb, ", runner-up: %s (%.3g rps)", r.RunnerUp.Settings, r.RunnerUp.SustainableRPS)
-	}
-	fmt.Fprintf(&sb, ", because %s.\n", r.Reason)
-	fmt.Fprintf(&sb, "At %.3g rps: %d of %d requests completed, %d preemptions, frag p50/p99 %.3f/%.3f, health min %.3f, peak reserved %s, %.0f output tokens/s.\n",
-		b.SustainableRPS, b.Completed, b.Total, b.Preemptions, b.FragRate.P50, b.FragRate.P99, b.HealthMin,
-		mem.FormatBytes(b.PeakReservedBytes), b.OutputTokensPerS)
-	flags, env, notes := b.Settings.EngineFlags()
-	sb.WriteString("\nTo deploy it:\n")
-	fmt.Fprintf(&sb, "  vllm serve %s %s\n", in.Model, strings.Join(flags, " "))
-	if env != "" {
-		fmt.Fprintf(&sb, "  PYTORCH_CUDA_ALLOC_CONF=%s\n", env)
+	if !b.MeetsSLO {
+		fmt.Fprintf(&sb, "No setting tried meets the SLO. Best effort: %s (%s).\n", b.Settings, changesText(b.Changes))
+		fmt.Fprintf(&sb, "%s.\n", r.Advice)
 	} else {
-		sb.WriteString("  PYTORCH_CUDA_ALLOC_CONF unset (PyTorch's defaults)\n")
+		fmt.Fprintf(&sb, "Recommended: %s (%s, %s)", b.Settings, rps(b.SustainableRPS), changesText(b.Changes))
+		if r.RunnerUp != nil {
+			fmt.Fprintf(&sb, ", runner-up: %s (%s)", r.RunnerUp.Settings, rps(r.RunnerUp.SustainableRPS))
+		}
+		fmt.Fprintf(&sb, ", because %s.\n", r.Reason)
+		fmt.Fprintf(&sb, "At %s: %d of %d requests completed, %d preemptions, frag p50/p99 %.3f/%.3f, health min %.3f, peak reserved %s, %.0f output tokens/s.\n",
+			rps(b.SustainableRPS), b.Completed, b.Total, b.Preemptions, b.FragRate.P50, b.FragRate.P99, b.HealthMin,
+			mem.FormatBytes(b.PeakReservedBytes), b.OutputTokensPerS)
 	}
-	for _, n := range notes {
-		fmt.Fprintf(&sb, "  note: %s\n", n)
+	if b.Experimental {
+		fmt.Fprintf(&sb, "Experimental: %s.\n", strings.Join(b.Settings.Research(), "; "))
+	}
+	sb.WriteString("\nTo deploy it:\n")
+	for _, line := range DeployLines(b.Settings, in.ModelID, in.Model) {
+		fmt.Fprintf(&sb, "  %s\n", line)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// DeployLines is the command and environment that apply s, for the engine
+// its KV strategy stands for: `vllm serve MODEL_ID` with every flag it
+// sets for paged KV; for contiguous KV (an engine that allocates KV per
+// request) the allocator setting and the limits in words. modelID is the
+// Hugging Face id ("" when unknown: a placeholder that says so).
+func DeployLines(s Settings, modelID, name string) []string {
+	flags, env, notes := s.EngineFlags()
+	id := modelID
+	if id == "" {
+		id = "<hf-model-id>"
+		notes = append(notes, fmt.Sprintf("%s has no known Hugging Face id (a config.json without _name_or_path): put the id you serve in place of <hf-model-id>", name))
+	}
+	var out []string
+	kv, _ := strategy.ParseSpec(s.KV)
+	envLine := "PYTORCH_CUDA_ALLOC_CONF unset (PyTorch's defaults)"
+	if env != "" {
+		envLine = "PYTORCH_CUDA_ALLOC_CONF=" + env
+	}
+	if kv.Family() == strategy.Paged {
+		cmd := "vllm serve " + id + " " + strings.Join(flags, " ")
+		if env != "" {
+			cmd = "PYTORCH_CUDA_ALLOC_CONF=" + env + " " + cmd
+		}
+		out = append(out, cmd)
+	} else {
+		out = append(out, fmt.Sprintf("serve %s with an engine that allocates KV per request (%s); vLLM's equivalents of the limits: %s",
+			id, s.KV, strings.Join(flags, " ")), envLine)
+	}
+	for _, n := range notes {
+		out = append(out, "note: "+n)
+	}
+	return out
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// orDefault writes a limit, "-" for the base config's (0).
+func orDefault(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+// orOn writes prefix caching, "" being on.
+func orOn(p string) string {
+	if p == "" {
+		return "on"
+	}
+	return p
 }
 
 // secs formats seconds with a unit that keeps three significant digits.

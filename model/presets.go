@@ -70,6 +70,33 @@ var presets = map[string]Model{
 		MoE: &MoE{Experts: 256, ExpertsPerToken: 8, SharedExperts: 1, ExpertIntermediate: 2048, DenseLayers: 3}},
 }
 
+// presetRepos is the Hugging Face repository each preset's config.json was
+// copied from (the comments of presets), the model id an engine such as
+// `vllm serve` takes.
+var presetRepos = map[string]string{
+	"llama-3-8b":     "meta-llama/Meta-Llama-3-8B",
+	"llama-3.1-8b":   "meta-llama/Llama-3.1-8B",
+	"llama-3-70b":    "meta-llama/Meta-Llama-3-70B",
+	"llama-3.1-70b":  "meta-llama/Llama-3.1-70B",
+	"llama-3-405b":   "meta-llama/Llama-3.1-405B",
+	"llama-3.1-405b": "meta-llama/Llama-3.1-405B",
+	"llama-2-7b":     "meta-llama/Llama-2-7b-hf",
+	"llama-2-70b":    "meta-llama/Llama-2-70b-hf",
+	"llama-2-13b":    "meta-llama/Llama-2-13b-hf",
+	"opt-13b":        "facebook/opt-13b",
+	"qwen2.5-7b":     "Qwen/Qwen2.5-7B-Instruct",
+	"qwen2.5-14b":    "Qwen/Qwen2.5-14B-Instruct",
+	"qwen2.5-72b":    "Qwen/Qwen2.5-72B-Instruct",
+	"deepseek-v3":    "deepseek-ai/DeepSeek-V3",
+}
+
+// PresetRepo returns the Hugging Face repository of a preset's config (its
+// model id), or false for a name that is not a preset.
+func PresetRepo(name string) (string, bool) {
+	r, ok := presetRepos[strings.ToLower(strings.TrimSpace(name))]
+	return r, ok
+}
+
 // llama is a Llama-3 layout: head dim 128 (= hidden ÷ heads), vocab
 // 128,256, untied embeddings, no biases, bf16.
 func llama(name string, layers, heads, kvHeads, hidden, inter, ctx int) Model {

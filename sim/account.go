@@ -12,9 +12,13 @@ import (
 // tally is what the run counts besides the series, for finish.
 type tally struct {
 	ttft, tpot, e2e []float64 // seconds, per request
-	batchSum        int64     // Σ batch sizes over steps
-	normSum         float64   // Σ e2e ÷ output tokens over completed requests with output
-	normN           int
+	// Requests over Config.EarlyStop's limits, and how many of them make a
+	// p99 fail (0: not checked).
+	ttftOver, tpotOver int
+	overLimit          int
+	batchSum           int64   // Σ batch sizes over steps
+	normSum            float64 // Σ e2e ÷ output tokens over completed requests with output
+	normN              int
 }
 
 // advance applies one batch entry after the step ran.
@@ -37,12 +41,37 @@ func (e *Engine) advance(b entry) error {
 	e.res.OutputTokens += int64(r.n)
 	if r.first < 0 {
 		r.first = e.now
-		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent+e.reqNs)/1e9)
+		e.firstToken(float64(r.first-r.sent+e.reqNs) / 1e9)
 	}
 	if r.gen >= r.output {
 		return e.complete(b.r)
 	}
 	return nil
+}
+
+// firstToken records a request's TTFT (seconds).
+func (e *Engine) firstToken(s float64) {
+	e.tally.ttft = append(e.tally.ttft, s)
+	if l := e.cfg.EarlyStop.TTFTP99; l > 0 && s > l {
+		e.tally.ttftOver++
+	}
+}
+
+// stopEarly says why Config.EarlyStop ends the run now ("" to go on).
+func (e *Engine) stopEarly() string {
+	es := &e.cfg.EarlyStop
+	t := &e.tally
+	switch {
+	case es.OnFailure && e.res.RequestsFailedOOM > 0:
+		return "oom"
+	case es.OnFailure && e.res.ActivationOOMs > 0:
+		return "activation_oom"
+	case t.overLimit > 0 && t.ttftOver >= t.overLimit:
+		return "ttft_p99"
+	case t.overLimit > 0 && t.tpotOver >= t.overLimit:
+		return "tpot_p99"
+	}
+	return ""
 }
 
 func (e *Engine) complete(ri int32) error {
@@ -64,10 +93,14 @@ func (e *Engine) complete(ri int32) error {
 	if r.first < 0 {
 		// A prefill-only request: its answer is the end of the prefill.
 		r.first = e.now
-		e.tally.ttft = append(e.tally.ttft, float64(r.first-r.sent+e.reqNs)/1e9)
+		e.firstToken(float64(r.first-r.sent+e.reqNs) / 1e9)
 	}
 	if r.output > 1 {
-		e.tally.tpot = append(e.tally.tpot, float64(r.finish-r.first)/1e9/float64(r.output-1))
+		tpot := float64(r.finish-r.first) / 1e9 / float64(r.output-1)
+		e.tally.tpot = append(e.tally.tpot, tpot)
+		if l := e.cfg.EarlyStop.TPOTP99; l > 0 && tpot > l {
+			e.tally.tpotOver++
+		}
 	}
 	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.sent+e.reqNs)/1e9)
 	if r.output > 0 {

@@ -176,6 +176,10 @@ type Config struct {
 	// arrival.
 	MaxConcurrency int
 
+	// EarlyStop ends the run as soon as it is certain to fail an objective
+	// (see EarlyStop); the zero value never stops early.
+	EarlyStop EarlyStop
+
 	// WarmPrompts starts the run with every request's prompt already in the
 	// prefix cache, as a benchmark repeated against one server with prefix
 	// caching on finds it: vLLM's and SGLang's clients send the same
@@ -200,6 +204,19 @@ type Config struct {
 	SampleInterval int64
 	// MaxEvents caps the OOM/preemption markers kept for plots (0: 10,000).
 	MaxEvents int
+}
+
+// EarlyStop ends a run once its outcome under an objective can no longer
+// pass, for a search that needs only pass or fail (advise): at the first
+// OOM failure or activation OOM (OnFailure), or once more requests have a
+// TTFT (TPOT) above TTFTP99 (TPOTP99) seconds than a 99th percentile can
+// absorb: floor(N/100) + 1 of the N requests of the trace, at which the
+// nearest-rank p99 over any subset of them exceeds the limit. Zero limits
+// are not checked. Result.StoppedEarly says why a run stopped; its figures
+// are those of the run so far.
+type EarlyStop struct {
+	OnFailure        bool
+	TTFTP99, TPOTP99 float64 // seconds
 }
 
 // DefaultConfig returns a Config with vLLM's defaults (gpu_memory_utilization
@@ -315,6 +332,9 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.MaxConcurrency < 0 {
 		return bad("max concurrency", "%d is negative (0: no cap, an open loop)", c.MaxConcurrency)
+	}
+	if es := c.EarlyStop; !(es.TTFTP99 >= 0) || !(es.TPOTP99 >= 0) || math.IsInf(es.TTFTP99, 0) || math.IsInf(es.TPOTP99, 0) {
+		return bad("early stop", "limits must be finite and non-negative seconds, got %v and %v", es.TTFTP99, es.TPOTP99)
 	}
 	if c.WarmPrompts && !c.PrefixCaching {
 		return bad("warm prompts", "the prompts can be cached only with prefix caching on")

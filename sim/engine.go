@@ -190,6 +190,11 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if c.EarlyStop.TTFTP99 > 0 || c.EarlyStop.TPOTP99 > 0 {
+		// The nearest-rank p99 of n ≤ N values exceeds a limit once
+		// floor(n/100) + 1 of them do; floor(N/100) + 1 covers every n.
+		e.tally.overLimit = len(reqs)/100 + 1
+	}
 	return e, nil
 }
 
@@ -236,6 +241,10 @@ func (e *Engine) Run() (Result, error) {
 		}
 		if err := e.step(); err != nil {
 			return e.res, err
+		}
+		if why := e.stopEarly(); why != "" {
+			e.res.StoppedEarly = why
+			break
 		}
 	}
 	e.finish()

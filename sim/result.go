@@ -74,6 +74,10 @@ type Result struct {
 	OutputsTruncated   int   `json:"outputs_truncated"`   // outputs cut to max tokens or the context
 	Preemptions        int64 `json:"preemptions"`
 	ActivationOOMs     int64 `json:"activation_ooms"` // steps whose activation buffers ran out of memory
+	// StoppedEarly says why Config.EarlyStop ended the run before its end
+	// ("oom", "activation_oom", "ttft_p99", "tpot_p99"); empty when it ran
+	// to the end. The figures are then those of the run so far.
+	StoppedEarly string `json:"stopped_early,omitempty"`
 
 	PeakReservedBytes  int64     `json:"peak_reserved_bytes"`
 	PeakAllocatedBytes int64     `json:"peak_allocated_bytes"`

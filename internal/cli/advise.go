@@ -27,7 +27,9 @@ type adviseFlags struct {
 	kvs, allocs, defrags               []string
 	utils                              []float64
 	buckets                            []int
-	full                               bool
+	batchTokens, seqs                  []int
+	prefix                             []string
+	full, experimental                 bool
 	ttft, tpot                         float64
 	startRate                          float64
 	bracket, bisect                    int
@@ -46,7 +48,7 @@ func newAdviseCmd() *cobra.Command {
 		Use:   "advise",
 		Short: "Recommend memory settings by the load they sustain on your workload",
 		Long:  adviseLong,
-		Example: `  # The default sweep (45 candidates) on your trace, model and GPU:
+		Example: `  # The default sweep (52 stock candidates) on your trace, model and GPU:
   gpufrag advise --trace AzureLLMInferenceTrace_conv.csv --model llama-3.1-8b --gpu a100-80g
 
   # Only paged block sizes and two utilizations, as JSON:
@@ -78,6 +80,10 @@ func newAdviseCmd() *cobra.Command {
 	fl.Float64SliceVar(&f.utils, "gpu-memory-utilization", def.Utils, "gpu_memory_utilization `VALUES`; the first is the base")
 	fl.IntSliceVar(&f.buckets, "bucket", def.Buckets, "prompt bucket `SIZES` in tokens (0: off); the first is the base")
 	fl.StringSliceVar(&f.defrags, "defrag", def.Defrags, "defrag `POLICIES` (off, threshold, adaptive, online, offline); the first is the base")
+	fl.IntSliceVar(&f.batchTokens, "max-num-batched-tokens", def.MaxBatchTokens, "max_num_batched_tokens `VALUES` (the token budget of a step; smaller keeps long prefills out of decode steps); the first is the base")
+	fl.IntSliceVar(&f.seqs, "max-num-seqs", def.MaxSeqs, "max_num_seqs `VALUES`; the first is the base")
+	fl.StringSliceVar(&f.prefix, "prefix-caching", def.PrefixCaching, "prefix caching `VALUES` (on, off); the first is the base; off is tried only where the trace shares prefixes")
+	fl.BoolVar(&f.experimental, "experimental", false, "add research setups no stock engine offers (vmm KV, the sizeclass allocator, the threshold and online defrag policies), labelled experimental")
 	fl.BoolVar(&f.full, "full", false, "cross every dimension instead of the grouped design (many more simulations)")
 	fl.StringVar(&f.refine, "refine", "", "second stage: cross the best setups of the advice in `FILE` (a previous --json output on the same trace) with every utilization and bucket")
 	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "memory setups (kv, allocator, defrag) the second stage crosses (`K`)")
@@ -94,10 +100,14 @@ func newAdviseCmd() *cobra.Command {
 	return cmd
 }
 
-const adviseLong = `Advise sweeps the memory settings a user controls (KV strategy and block
-size, gpu_memory_utilization, allocator and PYTORCH_CUDA_ALLOC_CONF, prompt
-bucket size, defrag policy) on your own workload, and recommends the one
-that sustains the most load with no out-of-memory failures.
+const adviseLong = `Advise sweeps the settings a user controls (KV strategy and block size,
+gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, allocator and
+PYTORCH_CUDA_ALLOC_CONF, prefix caching, prompt bucket size) on your own
+workload, and recommends the one that sustains the most load with no
+out-of-memory failures within the latency SLO. By default only settings a
+stock engine (vLLM, SGLang, TensorRT-LLM, plain PyTorch) can apply are
+candidates; --experimental adds research setups gpufrag models (vmm KV, the
+sizeclass allocator, defrag policies), labelled experimental.
 
 For each candidate it searches the sustainable rate: the highest request
 rate (the trace's arrivals rescaled) at which the simulated engine has no
@@ -110,18 +120,23 @@ candidate, the same rates for the same outcomes, so results are
 deterministic and do not depend on --parallel.
 
 Candidates (the first value of each list is the base): every valid KV ×
-allocator pair at the base; each other defrag policy for contiguous KV on
-the base allocator; each other utilization and bucket size for every KV
-strategy on the base allocator. The default space has 45 candidates;
---full crosses everything instead. A second stage, --refine FILE with
-the --json output of the first, crosses the best --refine-top setups
-(KV, allocator, defrag) with every utilization and bucket size (24
-candidates by default).
+allocator pair at the base; each other value of every other dimension for
+every KV strategy on the base allocator (defrag only for contiguous KV;
+prefix caching off only where the trace shares prefixes). The default
+space has 52 candidates (56 with shared prefixes); --full crosses
+everything instead. A second stage, --refine FILE with the --json output of
+the first, crosses the best --refine-top setups with every utilization and
+bucket size.
 
-The recommended candidate is eligible (no OOMs at its sustainable rate, no
-more rejected requests than the candidate rejecting fewest, deployable)
-with the highest sustainable rate; ties go to lower fragmentation p99,
-then lower peak reserved memory. The runner-up is the next one.
+The recommendation meets the SLO with the highest sustainable rate; rates
+within the search's resolution (4.4% with 4 bisections) tie, and ties go to
+the setting with fewer changes from the engine's defaults, then lower
+fragmentation p99 and peak memory. When no candidate meets the SLO at any
+rate tried, the recommendation is the best effort ("meets_slo": false): the
+candidate nearest the objective that binds, with the value it reaches and
+the setting to change. The deploy command names the model by its Hugging
+Face id (a preset's repository or the config's _name_or_path) and sets
+every flag the recommendation needs.
 
 Large sweeps split into shards (--shard i/n --out FILE, one per machine or
 Kubernetes Indexed Job pod); 'gpufrag advise merge' checks that the shards
@@ -177,7 +192,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 			return usageErrorf(cmd, "--%s is required", req.name)
 		}
 	}
-	space, err := adviseSpace(f)
+	space, err := adviseSpace(f, set)
 	if err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
@@ -241,6 +256,11 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	if err != nil {
 		return err
 	}
+	if !set("prefix-caching") && len(space.PrefixCaching) > 1 && !sharesPrefixes(t) {
+		// Without prefix ids no request can hit the cache: prefix caching
+		// off would only repeat the runs with it on.
+		space.PrefixCaching = space.PrefixCaching[:1]
+	}
 	cands, err := space.Candidates()
 	if err != nil {
 		return usageErrorf(cmd, "%v", err)
@@ -274,7 +294,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	in := advise.Inputs{
 		Trace: advise.TraceInfo{File: filepath.Base(f.trace), SHA256: sum, Format: t.Format.String(),
 			Requests: len(t.Requests), Skipped: t.Skipped, MaxRows: f.maxRows, NativeRPS: w.NativeRPS},
-		Model: m.Name, GPU: g.Name, TP: f.tp, KVDType: f.kvDType, MaxContext: f.maxContext,
+		Model: m.Name, ModelID: modelID(f.model), GPU: g.Name, TP: f.tp, KVDType: f.kvDType, MaxContext: f.maxContext,
 		SLO: advise.SLO{TTFTP99: f.ttft, TPOTP99: f.tpot}, Search: srch, Space: space,
 		RefinedFrom: refinedFrom, Candidates: cands,
 	}
@@ -285,8 +305,13 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	}
 	fmt.Fprintln(stderr)
 	bar := progress.New(stderr, int64(len(which)), "advise")
-	results, err := advise.Run(cands, which, advise.SimEvaluator(base, w),
-		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment})
+	// A run stops once it is certain to fail (the search needs only pass
+	// or fail); the lowest rate of a candidate that never held is run whole
+	// again for its figures.
+	stopping := base
+	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
+	results, err := advise.Run(cands, which, advise.SimEvaluator(stopping, w),
+		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w)})
 	bar.Done()
 	if err != nil {
 		return err
@@ -311,8 +336,16 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 }
 
 // adviseSpace builds the sweep space from the flags.
-func adviseSpace(f *adviseFlags) (advise.Space, error) {
+func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 	sp := advise.DefaultSpace()
+	if f.experimental {
+		// The flags' defaults are the stock space's; with --experimental
+		// the ones not given take the experimental space's.
+		sp = advise.ExperimentalSpace()
+		if !set("defrag") {
+			f.defrags = sp.Defrags
+		}
+	}
 	if len(f.kvs) > 0 {
 		kvs, err := specList(f.kvs, "")
 		if err != nil {
@@ -331,11 +364,53 @@ func adviseSpace(f *adviseFlags) (advise.Space, error) {
 		}
 	}
 	sp.Utils, sp.Buckets, sp.Full = f.utils, f.buckets, f.full
+	sp.MaxBatchTokens, sp.MaxSeqs = f.batchTokens, f.seqs
+	sp.PrefixCaching = nil
+	for _, p := range f.prefix {
+		sp.PrefixCaching = append(sp.PrefixCaching, strings.ToLower(strings.TrimSpace(p)))
+	}
 	sp.Defrags = nil
 	for _, d := range f.defrags {
 		sp.Defrags = append(sp.Defrags, strings.ToLower(strings.TrimSpace(d)))
 	}
 	return sp, sp.Validate()
+}
+
+// sharesPrefixes reports whether any request of t carries prefix ids (the
+// only requests a prefix cache can serve).
+func sharesPrefixes(t *workload.Trace) bool {
+	for i := range t.Requests {
+		if len(t.Requests[i].PrefixHashes) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// modelID is the Hugging Face id of --model for the deploy command: a
+// preset's repository, or the _name_or_path of a config.json (empty when
+// it has none). The file was read and checked by model.Load already.
+func modelID(arg string) string {
+	if r, ok := model.PresetRepo(arg); ok {
+		return r
+	}
+	fh, err := os.Open(arg)
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	var c struct {
+		NameOrPath string `json:"_name_or_path"`
+	}
+	if json.NewDecoder(io.LimitReader(fh, model.MaxConfigBytes)).Decode(&c) != nil {
+		return ""
+	}
+	id := strings.TrimSpace(c.NameOrPath)
+	// A local path is not an id another machine can serve from.
+	if id == "" || strings.HasPrefix(id, "/") || strings.HasPrefix(id, ".") || len(id) > 200 || strings.ContainsAny(id, " \t\n") {
+		return ""
+	}
+	return id
 }
 
 // readAdviseTrace reads the trace and returns it with the file's SHA-256.

@@ -33,7 +33,33 @@ func skipAdviseSims(t *testing.T) {
 func adviseArgs(extra ...string) []string {
 	return append([]string{"advise", "--trace", adviseTrace, "--model", "llama-2-13b", "--gpu", "l40s-48g",
 		"--kv", "paged:16,contiguous-grow", "--alloc", "caching,async", "--gpu-memory-utilization", "0.9",
-		"--bucket", "0", "--defrag", "off", "--bisect-steps", "2"}, extra...)
+		"--bucket", "0", "--defrag", "off", "--max-num-batched-tokens", "8192", "--max-num-seqs", "256", "--bisect-steps", "2"}, extra...)
+}
+
+// TestAdviseBestEffort: with an SLO no setting can meet, advise still
+// answers: the best effort, meets_slo false, what binds and what to change;
+// the text names it and prints the deploy command with the model's
+// Hugging Face id.
+func TestAdviseBestEffort(t *testing.T) {
+	skipAdviseSims(t)
+	args := adviseArgs("--slo-tpot-p99", "0.0001", "--bracket-steps", "1", "--bisect-steps", "0")
+	code, out, errs := run(t, "", append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep advise.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Recommended
+	if r == nil || rep.MeetsSLO || r.MeetsSLO || r.Binding != "tpot_p99_s" || !(r.BestValue > 0.0001) || !strings.Contains(rep.Advice, "--slo-tpot-p99") {
+		t.Fatalf("best effort %+v, advice %q", r, rep.Advice)
+	}
+	code, text, errs := run(t, "", args...)
+	if code != 0 || !strings.Contains(text, "No setting tried meets the SLO. Best effort: ") ||
+		!strings.Contains(text, "vllm serve meta-llama/Llama-2-13b-hf --block-size 16") {
+		t.Fatalf("exit %d, %s\n%s", code, errs, text)
+	}
 }
 
 func TestAdviseJSON(t *testing.T) {
