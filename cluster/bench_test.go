@@ -67,19 +67,19 @@ func TestPublishedFigures(t *testing.T) {
 				t.Errorf("%s %s: %.2f%% unallocated at 100%%, published %.2f%%", file, policy, got, pub)
 			}
 		}
-		// Our policy: far fewer unallocated GPUs than FGD with GPU-type
-		// constraints (gpuspec33: about 6% against 12%); without them its
-		// 10-seed gain is about 0.1 point (docs/findings.md), within
-		// two seeds' noise, so here it must only not be worse beyond that.
+		// Our policy: fewer unallocated GPUs than FGD with the production
+		// share of GPU-type constraints (gpuspec33: about 10% against 12%,
+		// 2.2 points over 10 seeds, see FGDReserve); without constraints it
+		// is FGD exactly, so it must not be worse at all.
 		var sum float64
 		for seed := uint64(42); seed < 44; seed++ {
 			r, _ := Experiment(nodes, pods, "recommended", seed, Options{})
 			p, _ := r.At(100)
 			sum += 100 * (1 - p.AllocRatio)
 		}
-		margin := 0.3
+		margin := 0.0
 		if file == "gpuspec33" {
-			margin = -3
+			margin = -1.5
 		}
 		if sum/2 > fgd+margin {
 			t.Errorf("%s: recommended %.2f%% unallocated, FGD %.2f%% (allowed margin %+.1f)", file, sum/2, fgd, margin)

@@ -59,7 +59,7 @@ var Policies = []PolicyInfo{
 	{"packing", "GPU packing: partly used GPUs, then free GPUs on used nodes, then idle nodes"},
 	{"bestfit", "best fit: least CPU and GPU left after placement"},
 	{"fgd", "fragmentation gradient descent (Weng et al., ATC '23): least growth of expected fragmentation"},
-	{"fgd-reserve", "our policy: FGD that keeps scarce GPU models for the pods restricted to them and breaks ties by best fit (see FGDReserve); options scarcity=N (FGD score points, 0-100), tie=fit|order"},
+	{"fgd-reserve", "our policy, alias recommended: FGD that keeps scarce GPU models for the pods restricted to them, FGD itself where no model is pressed (see FGDReserve); options scarcity=N (FGD score points, 0-100), threshold=X (0-1), tie=order|fit"},
 }
 
 // Aliases maps alternative policy names to canonical ones.

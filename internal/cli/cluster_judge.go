@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
@@ -103,6 +104,7 @@ type judgeFlags struct {
 	ref                string
 	policies           []string
 	seeds              string
+	genOffset          uint64
 	parallel           int
 	json               bool
 }
@@ -146,6 +148,7 @@ worse / better: the interval lies above / below zero.`,
 	fl.StringVar(&f.ref, "ref", f.ref, "reference `POLICY`")
 	fl.StringArrayVar(&f.policies, "policy", nil, "candidate `POLICY`; repeat it or separate with commas (default recommended)")
 	fl.StringVar(&f.seeds, "seeds", "", "`SEEDS` (default: the set's, 1042-1051 for tune, 42-51 otherwise)")
+	fl.Uint64Var(&f.genOffset, "gen-seed-offset", 0, "add `N` to the generator seeds of the set's lists: fresh lists of the same shares, for a new round of judging")
 	fl.IntVar(&f.parallel, "parallel", f.parallel, "runs at a time (results do not depend on it)")
 	fl.BoolVar(&f.json, "json", false, "print the judgement as JSON")
 	return cmd
@@ -165,6 +168,12 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	case "none":
 	default:
 		return usageErrorf(cmd, "--set %q: want tune, judge or none", f.set)
+	}
+	if f.genOffset > 0 {
+		gen = slices.Clone(gen)
+		for i := range gen {
+			gen[i].Seed += f.genOffset
+		}
 	}
 	if len(gen) > 0 && (f.pods == "" || f.specs == "") {
 		return usageErrorf(cmd, "--set %s generates lists: it needs --pods (the base list) and --specs (the gpu_spec source)", f.set)
