@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // fakeEval is a deterministic fake of the simulator: each setting has a
@@ -390,5 +392,59 @@ func TestBestEffort(t *testing.T) {
 	}
 	if b, _ := json.Marshal(rep); !bytes.Contains(b, []byte(`"meets_slo":false`)) || !bytes.Contains(b, []byte(`"recommended":{`)) {
 		t.Errorf("JSON lacks the best effort: %.300s", b)
+	}
+}
+
+// Coarse-to-fine (Options.Prune) recommends what a full search does, with
+// the same runner-up, for any start rate and bisection depth, and runs no
+// more simulations; every candidate it bisected is reported as the full
+// search reports it.
+func TestPruneSameAdvice(t *testing.T) {
+	in := fakeInputs(t)
+	saved := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		in := in
+		in.Search.StartRPS = rapid.Float64Range(0.05, 20).Draw(rt, "start")
+		in.Search.BisectSteps = rapid.IntRange(1, 6).Draw(rt, "bisect")
+		run := func(prune bool) (*Report, int) {
+			rs, err := Run(in.Candidates, nil, fakeEval, Options{SLO: in.SLO, Search: in.Search, Prune: prune, Workers: 2})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			rep, err := NewReport(in, rs)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			n := 0
+			for _, r := range rs {
+				n += r.Evaluations
+			}
+			return rep, n
+		}
+		full, nFull := run(false)
+		pruned, nPruned := run(true)
+		idx := func(r *Result) int {
+			if r == nil {
+				return -1
+			}
+			return r.Index
+		}
+		if idx(full.Recommended) != idx(pruned.Recommended) || idx(full.RunnerUp) != idx(pruned.RunnerUp) {
+			rt.Fatalf("full search recommends %d (runner-up %d), pruned %d (%d)", idx(full.Recommended), idx(full.RunnerUp),
+				idx(pruned.Recommended), idx(pruned.RunnerUp))
+		}
+		if nPruned > nFull {
+			rt.Fatalf("pruned ran %d simulations, the full search %d", nPruned, nFull)
+		}
+		saved += nFull - nPruned
+		for i, a := range full.Candidates {
+			b := pruned.Candidates[i]
+			if b.Evaluations == a.Evaluations && (a.SustainableRPS != b.SustainableRPS || a.FailedAtRPS != b.FailedAtRPS) {
+				rt.Fatalf("%s bisected in both, but reported differently", a.Settings)
+			}
+		}
+	})
+	if saved == 0 {
+		t.Error("pruning never saved a simulation: the comparison is vacuous")
 	}
 }

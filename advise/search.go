@@ -148,27 +148,10 @@ func FindSustainable(eval func(rate float64) (Outcome, error), slo SLO, s Search
 		return Found{}, err
 	}
 	var f Found
-	try := func(rate float64) (Outcome, bool, error) {
-		o, err := eval(rate)
-		f.Evaluations++
-		if err != nil {
-			return o, false, fmt.Errorf("%w at %.4g rps: %w", ErrEvaluate, rate, err)
-		}
-		o.RateRPS = rate
-		ok, why := o.Check(slo)
-		if ok {
-			if !f.Held || rate > f.Sustainable.RateRPS {
-				f.Sustainable, f.Held = o, true
-			}
-		} else if f.Failed == nil || rate < f.Failed.RateRPS {
-			oc := o
-			f.Failed, f.Why = &oc, why
-		}
-		return o, ok, nil
-	}
+	try := func(rate float64) (bool, error) { return f.try(eval, slo, rate) }
 	lo, hi := 0.0, 0.0 // lo held, hi broke; 0 = not found
 	rate := s.StartRPS
-	_, ok, err := try(rate)
+	ok, err := try(rate)
 	if err != nil {
 		return f, err
 	}
@@ -176,7 +159,7 @@ func FindSustainable(eval func(rate float64) (Outcome, error), slo SLO, s Search
 		lo = rate
 		for range s.BracketSteps {
 			rate *= 2
-			if _, ok, err = try(rate); err != nil {
+			if ok, err = try(rate); err != nil {
 				return f, err
 			}
 			if !ok {
@@ -189,7 +172,7 @@ func FindSustainable(eval func(rate float64) (Outcome, error), slo SLO, s Search
 		hi = rate
 		for range s.BracketSteps {
 			rate /= 2
-			if _, ok, err = try(rate); err != nil {
+			if ok, err = try(rate); err != nil {
 				return f, err
 			}
 			if ok {
@@ -199,22 +182,68 @@ func FindSustainable(eval func(rate float64) (Outcome, error), slo SLO, s Search
 			hi = rate
 		}
 	}
-	if lo > 0 && hi > 0 {
-		for range s.BisectSteps {
-			mid := math.Sqrt(lo * hi)
-			if _, ok, err = try(mid); err != nil {
-				return f, err
-			}
-			if ok {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
+	if err := f.bisect(eval, slo, s.BisectSteps, lo, hi); err != nil {
+		return f, err
 	}
 	if !f.Held {
 		f.Sustainable = *f.Failed
 		f.Sustainable.RateRPS = 0
 	}
 	return f, nil
+}
+
+// ResumeSustainable continues a search that FindSustainable ran with
+// fewer bisections (a coarse pass): it bisects f's bracket, from the
+// highest rate that held to the lowest that broke, `more` times, trying
+// exactly the rates a search with that many more bisections would have
+// tried. A search that did not bracket a rate (nothing held, or
+// everything did) is returned as it is.
+func ResumeSustainable(eval func(rate float64) (Outcome, error), slo SLO, f Found, more int) (Found, error) {
+	if !f.Held || f.Failed == nil || more <= 0 {
+		return f, nil
+	}
+	err := f.bisect(eval, slo, more, f.Sustainable.RateRPS, f.Failed.RateRPS)
+	return f, err
+}
+
+// try evaluates one rate and records it in f: the highest that held, the
+// lowest that broke and why.
+func (f *Found) try(eval func(rate float64) (Outcome, error), slo SLO, rate float64) (bool, error) {
+	o, err := eval(rate)
+	f.Evaluations++
+	if err != nil {
+		return false, fmt.Errorf("%w at %.4g rps: %w", ErrEvaluate, rate, err)
+	}
+	o.RateRPS = rate
+	ok, why := o.Check(slo)
+	if ok {
+		if !f.Held || rate > f.Sustainable.RateRPS {
+			f.Sustainable, f.Held = o, true
+		}
+	} else if f.Failed == nil || rate < f.Failed.RateRPS {
+		oc := o
+		f.Failed, f.Why = &oc, why
+	}
+	return ok, nil
+}
+
+// bisect halves the bracket [lo, hi) geometrically steps times (nothing
+// when either end is 0: no bracket).
+func (f *Found) bisect(eval func(rate float64) (Outcome, error), slo SLO, steps int, lo, hi float64) error {
+	if lo <= 0 || hi <= 0 {
+		return nil
+	}
+	for range steps {
+		mid := math.Sqrt(lo * hi)
+		ok, err := f.try(eval, slo, mid)
+		if err != nil {
+			return err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return nil
 }

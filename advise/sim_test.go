@@ -18,18 +18,25 @@ import (
 // left after the weights, so settings differ.
 func smallSetup(t testing.TB, buckets []int) (sim.Config, *Workload) {
 	t.Helper()
+	return traceSetup(t, filepath.Join("testdata", "small_azure.csv"), 0, buckets, "llama-2-13b", "l40s-48g")
+}
+
+// traceSetup reads the trace at path (its first rows requests; 0: all)
+// for the model preset on the GPU. It skips under every allocator
+// self-check, which turns each second of simulation into minutes (the
+// concurrency of Run is covered under -race by the fake evaluator's
+// tests).
+func traceSetup(t testing.TB, path string, rows int, buckets []int, modelName, gpu string) (sim.Config, *Workload) {
+	t.Helper()
 	if invariants.Enabled {
-		// The allocators' self-checks after every operation turn each
-		// second of simulation into minutes; the concurrency of Run is
-		// covered under -race by the fake evaluator's tests.
 		t.Skip("simulates dozens of runs; too slow with every self-check on (-race, -tags invariants)")
 	}
-	fh, err := os.Open(filepath.Join("testdata", "small_azure.csv"))
+	fh, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	tr, err := workload.Read(fh, "small_azure.csv", workload.Auto, workload.ReadOptions{})
+	tr, err := workload.Read(fh, filepath.Base(path), workload.Auto, workload.ReadOptions{MaxRows: rows})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +44,11 @@ func smallSetup(t testing.TB, buckets []int) (sim.Config, *Workload) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Preset("llama-2-13b")
+	m, err := model.Preset(modelName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := model.LookupGPU("l40s-48g")
+	g, err := model.LookupGPU(gpu)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +240,16 @@ func TestEarlyStopSameAdvice(t *testing.T) {
 	if held == 0 || held == len(cs) {
 		t.Errorf("%d of %d candidates held: the sweep does not exercise both", held, len(cs))
 	}
+}
+
+// azureSetup reads the shared Azure conversation trace (its first rows
+// requests; 0: all) for llama-3.1-8b on an A100 80GB, the README's advise
+// command; it skips without ../shared/data.
+func azureSetup(t testing.TB, rows int) (sim.Config, *Workload) {
+	t.Helper()
+	path := filepath.Join("..", "..", "shared", "data", "traces", "AzureLLMInferenceTrace_conv.csv")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("the shared Azure trace is absent (%v): this needs ../shared/data beside the checkout", err)
+	}
+	return traceSetup(t, path, rows, []int{0, 256}, "llama-3.1-8b", "a100-80g")
 }

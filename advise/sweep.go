@@ -200,6 +200,15 @@ type Options struct {
 	// lowest rate, so that rate is run again with Rerun when its run
 	// stopped early.
 	Rerun Evaluator
+	// Prune searches coarse to fine: every candidate's bracket first (no
+	// bisection), then bisection only for the candidates whose bracket
+	// reaches within the tie tolerance of the second-best rate that held
+	// among those that can be eligible. The others cannot be recommended
+	// or runner-up, so the recommendation and runner-up are those of a
+	// full search (TestPruneSameAdvice); a pruned candidate is reported
+	// with its bracket's ends (its rate known to a factor of 2). Needs
+	// every candidate in one Run (not a shard).
+	Prune bool
 }
 
 // Run searches the sustainable rate of each candidate whose index is in
@@ -217,16 +226,79 @@ func Run(cands []Candidate, which []int, eval Evaluator, o Options) ([]Result, e
 	if err := o.Search.Validate(); err != nil {
 		return nil, err
 	}
-	return par.Map(context.Background(), len(which), par.Options{Workers: o.Workers, OnDone: o.OnDone},
-		func(_ context.Context, j int) (Result, error) { return runOne(cands, which[j], eval, o) })
+	for _, i := range which {
+		if i < 0 || i >= len(cands) {
+			return nil, fmt.Errorf("%w: candidate %d of %d", ErrBadSpace, i, len(cands))
+		}
+	}
+	ctx := context.Background()
+	if !o.Prune || o.Search.BisectSteps == 0 {
+		return par.Map(ctx, len(which), par.Options{Workers: o.Workers, OnDone: o.OnDone},
+			func(_ context.Context, j int) (Result, error) {
+				f, err := search(cands[which[j]], eval, o.SLO, o.Search)
+				return finish(cands, which[j], f, err, o)
+			})
+	}
+	coarse := o.Search
+	coarse.BisectSteps = 0
+	type found struct {
+		f   Found
+		err error
+	}
+	fs, err := par.Map(ctx, len(which), par.Options{Workers: o.Workers},
+		func(_ context.Context, j int) (found, error) {
+			f, err := search(cands[which[j]], eval, o.SLO, coarse)
+			if err != nil && !errors.Is(err, ErrCannotRun) {
+				return found{}, fmt.Errorf("candidate %d (%s): %w", which[j], cands[which[j]].Settings, err)
+			}
+			return found{f, err}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	// The second-best lower end among the candidates that can be eligible
+	// (held, fewest rejections, deployable): a final rate below it by more
+	// than the tolerance is neither tied with the best nor above the
+	// runner-up.
+	minRej := -1
+	for _, x := range fs {
+		if x.err == nil && x.f.Held && (minRej < 0 || x.f.Sustainable.Rejected < minRej) {
+			minRej = x.f.Sustainable.Rejected
+		}
+	}
+	var los []float64
+	for j, x := range fs {
+		if x.err == nil && x.f.Held && x.f.Sustainable.Rejected == minRej && !isOracle(cands[which[j]].Settings.KV) {
+			los = append(los, x.f.Sustainable.RateRPS)
+		}
+	}
+	second := 0.0
+	if len(los) >= 2 {
+		slices.Sort(los)
+		second = los[len(los)-2]
+	}
+	tol := tieTolerance(o.Search)
+	return par.Map(ctx, len(which), par.Options{Workers: o.Workers, OnDone: o.OnDone},
+		func(_ context.Context, j int) (Result, error) {
+			x := fs[j]
+			if x.err == nil && x.f.Held && x.f.Failed != nil && x.f.Failed.RateRPS*tol > second*(1-1e-12) {
+				c := cands[which[j]]
+				x.f, x.err = ResumeSustainable(func(rate float64) (Outcome, error) { return eval(c.Settings, rate) }, o.SLO, x.f, o.Search.BisectSteps)
+			}
+			return finish(cands, which[j], x.f, x.err, o)
+		})
 }
 
-func runOne(cands []Candidate, i int, eval Evaluator, o Options) (Result, error) {
-	if i < 0 || i >= len(cands) {
-		return Result{}, fmt.Errorf("%w: candidate %d of %d", ErrBadSpace, i, len(cands))
-	}
+// search runs one candidate's search under s.
+func search(c Candidate, eval Evaluator, slo SLO, s Search) (Found, error) {
+	return FindSustainable(func(rate float64) (Outcome, error) { return eval(c.Settings, rate) }, slo, s)
+}
+
+// finish turns candidate i's search into its Result: a candidate that
+// cannot run is reported so, and one that held at no rate has its lowest
+// rate run whole (Options.Rerun) when that run stopped early.
+func finish(cands []Candidate, i int, f Found, err error, o Options) (Result, error) {
 	c := cands[i]
-	f, err := FindSustainable(func(rate float64) (Outcome, error) { return eval(c.Settings, rate) }, o.SLO, o.Search)
 	if errors.Is(err, ErrCannotRun) {
 		return Result{Index: i, Candidate: c, Evaluations: f.Evaluations, FailReason: cannotRunReason(err)}, nil
 	}

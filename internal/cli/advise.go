@@ -29,7 +29,7 @@ type adviseFlags struct {
 	buckets                            []int
 	batchTokens, seqs                  []int
 	prefix                             []string
-	full, experimental                 bool
+	full, experimental, exhaustive     bool
 	ttft, tpot                         float64
 	startRate                          float64
 	bracket, bisect                    int
@@ -85,6 +85,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringSliceVar(&f.prefix, "prefix-caching", def.PrefixCaching, "prefix caching `VALUES` (on, off); the first is the base; off is tried only where the trace shares prefixes")
 	fl.BoolVar(&f.experimental, "experimental", false, "add research setups no stock engine offers (vmm KV, the sizeclass allocator, the threshold and online defrag policies), labelled experimental")
 	fl.BoolVar(&f.full, "full", false, "cross every dimension instead of the grouped design (many more simulations)")
+	fl.BoolVar(&f.exhaustive, "exhaustive", false, "bisect every candidate's rate to the end, not only those that can reach the top two (same recommendation, precise rates for all; what shards do)")
 	fl.StringVar(&f.refine, "refine", "", "second stage: cross the best setups of the advice in `FILE` (a previous --json output on the same trace) with every utilization and bucket")
 	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "memory setups (kv, allocator, defrag) the second stage crosses (`K`)")
 	fl.Float64Var(&f.ttft, "slo-ttft-p99", slo.TTFTP99, "SLO: p99 time to first token in `SECONDS`")
@@ -138,10 +139,17 @@ the setting to change. The deploy command names the model by its Hugging
 Face id (a preset's repository or the config's _name_or_path) and sets
 every flag the recommendation needs.
 
+The search runs coarse to fine: every candidate's bracket first, then the
+bisection only for the candidates whose bracket reaches the top two (the
+others cannot be recommended or runner-up, and are reported with their
+rate known to a factor of 2; --exhaustive bisects them all). Each run
+stops as soon as it is certain to fail (its first OOM, or more than 1% of
+requests past an objective). Neither changes the recommendation.
+
 Large sweeps split into shards (--shard i/n --out FILE, one per machine or
 Kubernetes Indexed Job pod); 'gpufrag advise merge' checks that the shards
 come from the same inputs and cover every candidate once, and prints what
-an unsharded run would.`
+an unsharded --exhaustive run would.`
 
 func newAdviseMergeCmd() *cobra.Command {
 	var asJSON bool
@@ -311,7 +319,9 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	stopping := base
 	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
 	results, err := advise.Run(cands, which, advise.SimEvaluator(stopping, w),
-		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w)})
+		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w),
+			// Coarse to fine needs every candidate's bracket: not in a shard.
+			Prune: !set("shard") && !set("out") && !f.exhaustive})
 	bar.Done()
 	if err != nil {
 		return err

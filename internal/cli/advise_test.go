@@ -141,8 +141,9 @@ func TestAdviseParallelIdentical(t *testing.T) {
 	}
 }
 
-// Three shards merged print what the unsharded run prints, as JSON and
-// as text; missing or foreign shards are refused with the file names.
+// Three shards merged print what the unsharded --exhaustive run prints, as
+// JSON and as text; missing or foreign shards are refused with the file
+// names.
 func TestAdviseShardMerge(t *testing.T) {
 	skipAdviseSims(t)
 	dir := t.TempDir()
@@ -160,7 +161,7 @@ func TestAdviseShardMerge(t *testing.T) {
 		if asJSON {
 			flag = []string{"--json"}
 		}
-		code, whole, errs := run(t, "", adviseArgs(flag...)...)
+		code, whole, errs := run(t, "", adviseArgs(append(flag, "--exhaustive")...)...)
 		if code != 0 {
 			t.Fatalf("unsharded: %s", errs)
 		}
