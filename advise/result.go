@@ -268,7 +268,7 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		}
 	}
 	rep.Reason = reason(rep.Recommended, rep.RunnerUp, tol)
-	rep.Advice = advice(rep.Recommended, in.SLO)
+	rep.Advice = advice(rep.Recommended, rs, in.SLO)
 	return rep, nil
 }
 
@@ -398,25 +398,73 @@ func reason(best, ru *Result, tol float64) string {
 }
 
 // advice says what to change when the recommendation misses the SLO: the
-// objective it would meet at the lowest rate tried, and the setting that
-// moves it.
-func advice(best *Result, slo SLO) string {
+// objective it would meet at the lowest rate tried, and how the engine
+// limits the sweep tried moved it (the candidates that differ from the
+// best effort only in max_num_batched_tokens or max_num_seqs).
+func advice(best *Result, all []Result, slo SLO) string {
 	if best == nil || best.MeetsSLO {
 		return ""
 	}
 	at := rps(best.LowestRateRPS)
 	switch best.Binding {
-	case "tpot_p99_s":
-		return fmt.Sprintf("TPOT p99 binds: the best reached is %s at %s (the objective is %s). Relax --slo-tpot-p99 to %s, "+
-			"or lower max_num_batched_tokens below the values tried (a long prefill in the same step as the decodes stretches their "+
-			"token time), or serve fewer sequences at once (max_num_seqs)", secs(best.BestValue), at, secs(slo.TPOTP99), secs(best.BestValue))
-	case "ttft_p99_s":
-		return fmt.Sprintf("TTFT p99 binds: the best reached is %s at %s (the objective is %s). Relax --slo-ttft-p99 to %s, "+
-			"or raise max_num_batched_tokens (long prompts prefill in fewer steps), or add GPUs (--tp)", secs(best.BestValue), at,
-			secs(slo.TTFTP99), secs(best.BestValue))
+	case "tpot_p99_s", "ttft_p99_s":
+		name, flag, goal := "TPOT p99", "--slo-tpot-p99", slo.TPOTP99
+		if best.Binding == "ttft_p99_s" {
+			name, flag, goal = "TTFT p99", "--slo-ttft-p99", slo.TTFTP99
+		}
+		out := fmt.Sprintf("%s binds: the best reached is %s at %s, the lowest rate tried (the objective is %s). Relax %s to %s",
+			name, secs(best.BestValue), at, secs(goal), flag, secs(best.BestValue))
+		for _, lim := range []struct {
+			name string
+			get  func(Settings) int
+		}{{"max_num_batched_tokens", func(s Settings) int { return s.MaxBatchTokens }}, {"max_num_seqs", func(s Settings) int { return s.MaxSeqs }}} {
+			if hint := limitHint(best, all, lim.name, lim.get); hint != "" {
+				out += "; " + hint
+			}
+		}
+		return out
 	case "ooms", "activation_ooms", "unfinished":
 		return fmt.Sprintf("memory binds: even at %s every candidate fails requests (%s); the model leaves too little memory for the "+
 			"workload's contexts on this GPU: raise --tp, use a larger GPU, or cap the context (--max-context)", at, best.Binding)
 	}
 	return ""
+}
+
+// limitHint says where an engine limit the sweep varied (get) leaves the
+// best effort's binding objective: the values tried beside it that differ
+// in that limit alone, and whether a value past the ones tried may help.
+func limitHint(best *Result, all []Result, name string, get func(Settings) int) string {
+	b := best.Settings
+	var vals []int
+	for _, r := range all {
+		s := r.Settings
+		v := get(s)
+		if v == get(b) || v == 0 {
+			continue
+		}
+		setLimit(&s, name, get(b))
+		if s == b {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return ""
+	}
+	lo, hi := slices.Min(vals), slices.Max(vals)
+	switch v := get(b); {
+	case v > hi:
+		return fmt.Sprintf("of the %s tried (%d to %d) the largest came nearest: a larger one may go further", name, lo, v)
+	case v < lo:
+		return fmt.Sprintf("of the %s tried (%d to %d) the smallest came nearest: a smaller one may go further", name, v, hi)
+	}
+	return fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, min(lo, get(b)), max(hi, get(b)), get(b))
+}
+
+// setLimit sets the engine limit name of s to v.
+func setLimit(s *Settings, name string, v int) {
+	if name == "max_num_batched_tokens" {
+		s.MaxBatchTokens = v
+	} else {
+		s.MaxSeqs = v
+	}
 }
