@@ -87,7 +87,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.BoolVar(&f.full, "full", false, "cross every dimension instead of the grouped design (many more simulations)")
 	fl.BoolVar(&f.exhaustive, "exhaustive", false, "bisect every candidate's rate to the end, not only those that can reach the top two (same recommendation, precise rates for all; what shards do)")
 	fl.StringVar(&f.refine, "refine", "", "second stage: cross the best setups of the advice in `FILE` (a previous --json output on the same trace) with every utilization and bucket")
-	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "memory setups (kv, allocator, defrag) the second stage crosses (`K`)")
+	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "setups (kv, allocator, defrag, engine limits, prefix caching) the second stage crosses with every utilization and bucket (`K`)")
 	fl.Float64Var(&f.ttft, "slo-ttft-p99", slo.TTFTP99, "SLO: p99 time to first token in `SECONDS`")
 	fl.Float64Var(&f.tpot, "slo-tpot-p99", slo.TPOTP99, "SLO: p99 time per output token in `SECONDS`")
 	fl.Float64Var(&f.startRate, "start-rate", 0, "first rate tried in requests per second `R` (default: the trace's own mean rate)")
