@@ -15,7 +15,7 @@ import (
 // judge). The two sets share neither a list (shares and generator seeds
 // differ) nor a simulation seed.
 
-// TuneLists are the generated lists constants are tuned on: two shares of
+// TuneLists are the generated lists to tune constants on: two shares of
 // each family, generator seeds 101-108.
 var TuneLists = []GenConfig{
 	{Family: FamilyCPU, Share: 0.05, Seed: 101}, {Family: FamilyCPU, Share: 0.25, Seed: 102},

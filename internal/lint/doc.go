@@ -27,6 +27,10 @@
 //     alloc/spec): they build allocators with alloc/spec and use them
 //     through package alloc's interfaces, optional capabilities included
 //     (allocimpl_test.go).
+//   - tuned-constant: outside _test.go files, a constant or variable whose
+//     comment says it was tuned names what it was tuned on and what it was
+//     validated on ("Tuned on X; validated on Y"; "not tuned" exempts), the
+//     rule for tuned constants of issue 17.
 //
 // TestLayering (layering_test.go) holds docs/architecture.md to the code: it
 // reads the table of the section "Allowed imports" (package | may import;

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -244,6 +245,78 @@ func f() { panic("fine in tests") }
 		},
 	},
 	allocImplRule,
+	{
+		name:    "tuned-constant",
+		applies: func(path string, test bool) bool { return !test },
+		check:   checkTunedConstant,
+		cases: []snippet{
+			{"cluster/x.go", `package cluster
+
+// Scarcity is tuned by hand on the gpuspec lists.
+const Scarcity = 20 // want
+
+// Threshold was tuned on TuneLists.
+var Threshold = 0.5 // want
+
+// Margin was tuned on the tuning lists; validated on the judging lists.
+const Margin = 2
+
+const (
+	// Steps: chosen by hand, not tuned.
+	Steps = 4
+	// Rate is tuned on suite A and validated on suite B.
+	Rate = 1.5
+	Plain = 3
+)
+`},
+			{"cluster/x_test.go", `package cluster
+
+// tuned by hand, only for the test
+const k = 1
+`},
+		},
+	},
+}
+
+// tunedRE finds a comment that says a value was tuned; notTunedRE one that
+// says it was not.
+var (
+	tunedRE     = regexp.MustCompile(`(?i)\btuned\b`)
+	notTunedRE  = regexp.MustCompile(`(?i)\bnot tuned\b|\buntuned\b`)
+	tunedOnRE   = regexp.MustCompile(`(?i)\btuned on\b`)
+	validatedRE = regexp.MustCompile(`(?i)\bvalidated\b`)
+)
+
+// checkTunedConstant holds every constant or variable whose comment says it
+// was tuned to issue 17's rule: the comment names what it was tuned on and
+// what it was validated on ("Tuned on X; validated on Y").
+func checkTunedConstant(f *file) []finding {
+	var out []finding
+	for _, d := range f.ast.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || (gd.Tok != token.CONST && gd.Tok != token.VAR) {
+			continue
+		}
+		for _, sp := range gd.Specs {
+			vs := sp.(*ast.ValueSpec)
+			doc := vs.Doc
+			if doc == nil && len(gd.Specs) == 1 {
+				doc = gd.Doc
+			}
+			if doc == nil {
+				continue
+			}
+			text := doc.Text()
+			if !tunedRE.MatchString(text) || notTunedRE.MatchString(text) {
+				continue
+			}
+			if !tunedOnRE.MatchString(text) || !validatedRE.MatchString(text) {
+				out = append(out, finding{f.fset.Position(vs.Names[0].Pos()),
+					"a tuned value's comment says what it was tuned on and what it was validated on (\"Tuned on X; validated on Y\")"})
+			}
+		}
+	}
+	return out
 }
 
 // importName returns the name under which f imports path ("" if it does not,
