@@ -435,9 +435,16 @@ func advice(best *Result, all []Result, slo SLO) string {
 // in that limit alone, and whether a value past the ones tried may help.
 func limitHint(best *Result, all []Result, name string, get func(Settings) int) string {
 	b := best.Settings
+	metric := func(r *Result) float64 {
+		if best.Binding == "ttft_p99_s" {
+			return r.TTFTP99
+		}
+		return r.TPOTP99
+	}
 	var vals []int
-	for _, r := range all {
-		s := r.Settings
+	worst := metric(best)
+	for i := range all {
+		s := all[i].Settings
 		v := get(s)
 		if v == get(b) || v == 0 {
 			continue
@@ -445,12 +452,16 @@ func limitHint(best *Result, all []Result, name string, get func(Settings) int) 
 		setLimit(&s, name, get(b))
 		if s == b {
 			vals = append(vals, v)
+			worst = max(worst, metric(&all[i]))
 		}
 	}
 	if len(vals) == 0 {
 		return ""
 	}
 	lo, hi := slices.Min(vals), slices.Max(vals)
+	if worst <= metric(best)*(1+limitEffect) {
+		return fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, min(lo, get(b)), max(hi, get(b)), 100*limitEffect)
+	}
 	switch v := get(b); {
 	case v > hi:
 		return fmt.Sprintf("of the %s tried (%d to %d) the largest came nearest: a larger one may go further", name, lo, v)
@@ -459,6 +470,12 @@ func limitHint(best *Result, all []Result, name string, get func(Settings) int) 
 	}
 	return fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, min(lo, get(b)), max(hi, get(b)), get(b))
 }
+
+// limitEffect is the spread of the binding p99 across an engine limit's
+// values below which advice says the limit does not move it (2%: about the
+// run-to-run spread of a p99 over a few thousand requests; chosen by hand,
+// not tuned).
+const limitEffect = 0.02
 
 // setLimit sets the engine limit name of s to v.
 func setLimit(s *Settings, name string, v int) {
