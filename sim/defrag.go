@@ -84,7 +84,10 @@ type Defrag struct {
 	OfflineGap int64
 	// Reactive also compacts for the request that just failed (GoalFit)
 	// before its out-of-memory behaviour applies; on by default whenever a
-	// policy is on.
+	// policy is on. It compacts for a running request's growth and for the
+	// step's activation buffers; for a request that failed to be admitted
+	// only when the strategy reserves a sequence's whole KV at admission
+	// (contiguous-max), see defragFit.
 	NoReactive bool
 	Cost       defrag.CostModel
 }
@@ -134,18 +137,26 @@ type DefragResult struct {
 
 // defragger is the engine's compaction state.
 type defragger struct {
-	cfg      Defrag
-	rel      alloc.Relocator
-	mv       strategy.Movable
-	armed    bool
-	history  []float64 // adaptive: recent frag rates (ring)
-	hpos     int
-	lastRun  int64 // offline: time of the last drain; -1 before
-	pauses   []float64
-	index    map[uint64]alloc.Handle
-	blocks   []alloc.Block
-	lastFrag float64 // the fragmentation rate the policy last looked at
-	check    func()  // tests: called after every compaction
+	cfg     Defrag
+	rel     alloc.Relocator
+	mv      strategy.Movable
+	armed   bool
+	history []float64 // adaptive: recent frag rates (ring)
+	hpos    int
+	lastRun int64 // offline: time of the last drain; -1 before
+	pauses  []float64
+	index   map[uint64]alloc.Handle
+	// grows is set when the strategy's sequences grow after admission
+	// (contiguous-grow): reactive compaction then serves only the requests
+	// already running (defragFit).
+	grows bool
+	// admitFailures is the strategy's Stats().AdmitFailures when defragFit
+	// last looked: a larger count says the failure it reacts to is an
+	// admission's.
+	admitFailures int64
+	blocks        []alloc.Block
+	lastFrag      float64 // the fragmentation rate the policy last looked at
+	check         func()  // tests: called after every compaction
 
 	// The latest sample, until the policy has looked at it (checkDefrag):
 	// sampleUntil sets it, as a step or an idle wait can take several.
@@ -167,7 +178,10 @@ func (e *Engine) initDefrag(as spec.Spec) {
 	case !ok1 || as.MapsPages():
 		e.res.Defrag.Skipped = e.al.Spec() + " cannot relocate blocks (or needs no compaction)"
 	default:
-		e.dg = &defragger{cfg: d, rel: rel, mv: mv, armed: true, lastRun: -1, index: map[uint64]alloc.Handle{}}
+		ks, err := strategy.ParseSpec(e.cfg.KV)
+		cannotFail(err, "kv spec", e.cfg.KV) // New parsed it already
+		e.dg = &defragger{cfg: d, rel: rel, mv: mv, armed: true, lastRun: -1, index: map[uint64]alloc.Handle{},
+			grows: !ks.Reserves()}
 	}
 }
 
@@ -230,19 +244,53 @@ func (e *Engine) defragStep() {
 	}
 }
 
-// defragFit compacts to make room for a request of size bytes that just
-// failed; it reports whether it moved anything.
+// defragFit compacts to make room for an allocation of size bytes that
+// just failed; it reports whether it moved anything.
+//
+// It does not compact for a request that failed to be admitted when the
+// strategy grows its sequences after admission (contiguous-grow). The
+// memory such a compaction packs together would go to the newcomer, and the
+// running requests, whose next doubling needed it, fail instead: a running
+// request that fails loses the prefill and decode work it has done, while
+// one refused at admission has done none (with OnOOMFail it fails either
+// way, with the other behaviours it waits). On the long-prompt Mooncake
+// variants of the defrag suite (experiments/*-defrag-*.yaml) this trade
+// cost more completed requests than the compaction won;
+// TestDefragNoWorseThanOff is a minimal case. Growth failures and
+// activation buffers, which serve work already under way, are compacted
+// for. A strategy that reserves a sequence's whole KV at admission
+// (contiguous-max) has no later growth to starve, so its
+// admissions are compacted for too.
 func (e *Engine) defragFit(size int64) bool {
-	if e.dg == nil || e.dg.cfg.Policy == DefragOff || e.dg.cfg.NoReactive || size <= 0 {
+	dg := e.dg
+	if dg == nil || dg.cfg.Policy == DefragOff || dg.cfg.NoReactive || size <= 0 {
+		return false
+	}
+	// The strategy counts its failed admissions; the failure this call
+	// reacts to is the latest one.
+	af := e.kv.Stats().AdmitFailures
+	admission := af > dg.admitFailures
+	dg.admitFailures = af
+	if admission && dg.grows {
 		return false
 	}
 	return e.compact(defrag.Goal{Kind: defrag.GoalFit, Size: size}, 0, false)
 }
 
 // compact plans on the allocator's layout, applies the moves through the
-// allocator's Relocate (telling the strategy every new address), returns
-// freed segments to the device and puts the pause on the timeline. A drain
-// is priced as copying every live KV byte out and back.
+// allocator's Relocate (telling the strategy every new address) and puts
+// the pause on the timeline. A drain is priced as copying every live KV
+// byte out and back.
+//
+// It does not call EmptyCache: the segments the moves emptied stay cached,
+// where the next allocation finds them (best fit), and the allocator's own
+// out-of-memory path returns them to the device when an allocation needs a
+// new segment, as PyTorch's does. An EmptyCache here also released every
+// other wholly free segment, among them those the step's activation buffers
+// come back to at every step, so the next step's KV allocations took that
+// memory as new segments and its activations failed: with the online
+// policy, which compacts before every step, activation OOMs rose by half on
+// the Mooncake variants of the defrag suite (experiments/*-defrag-*.yaml).
 func (e *Engine) compact(goal defrag.Goal, maxBytes int64, drain bool) bool {
 	dg := e.dg
 	p, err := defrag.PlanLayout(e.al.Layout(), goal, defrag.Options{Allocator: e.al.Spec(), MaxBytes: maxBytes})
@@ -289,7 +337,6 @@ func (e *Engine) compact(goal defrag.Goal, maxBytes int64, drain bool) bool {
 		dg.cfg.Policy = DefragOff
 		return false
 	}
-	e.al.EmptyCache()
 	if dg.check != nil {
 		dg.check()
 	}
