@@ -46,6 +46,7 @@ type window struct {
 	srank       int32 // the segment's place in address order
 	seg         int32
 	first, last int32 // the blocks overlapping the window: Blocks[first:last]
+	big         int32 // the largest of them (set by fitExtra)
 	start       uint64
 }
 
@@ -193,7 +194,7 @@ func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 			mem.FormatBytesExact(size)))
 		return 0, false
 	}
-	bound := ws[0].cost
+	bound := pl.fitBound(ws, segs, size)
 	holes := map[int32]*holeSet{}
 	var blocks []mem.Block
 	// Work budget: the blocks displaced over all tries, so that a goal whose
@@ -303,6 +304,138 @@ func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 	p.Notes = append(p.Notes, fmt.Sprintf("could not make room for %s: the displaced blocks do not fit in the holes left (or the caps forbid it)",
 		mem.FormatBytesExact(size)))
 	return bound, false
+}
+
+// fitBound is the lower bound of a fit goal of size bytes over the windows
+// ws (cheapest first, as windows returns them): see doc.go, "Making room".
+// Each window's cost is raised by what its largest displaced block must
+// displace in turn (fitExtra), which is where the bare window cost is loose
+// on layouts of a few large blocks (KV grown by doubling): the cheapest
+// window's largest block often fits in no hole outside it. Windows are
+// refined cheapest first until the next one's bare cost reaches the best
+// refined cost, or the work budget (fitBoundBudget passes over the blocks of
+// segs) runs out; a window not refined, or not listed (windows keeps the
+// maxFitTries cheapest), costs at least the bare cost of the last one
+// looked at, so the bound never exceeds that.
+func (pl *planner) fitBound(ws []window, segs []int32, size int64) int64 {
+	n := 0
+	for _, si := range segs {
+		n += len(pl.l.Segments[si].Blocks)
+	}
+	work := fitBoundBudget * (n + fitWorkBudget)
+	best := int64(-1)
+	for _, w := range ws {
+		if best >= 0 && w.cost >= best {
+			return best
+		}
+		if work -= n; work < 0 {
+			return w.cost // best is above it (or unset): unrefined windows cost at least w.cost
+		}
+		if extra, ok := pl.fitExtra(w, segs, size); ok && (best < 0 || w.cost+extra < best) {
+			best = w.cost + extra
+		}
+	}
+	last := ws[len(ws)-1].cost
+	if best < 0 || (len(ws) == maxFitTries && last < best) {
+		// No listed window can be cleared (any bound holds), or windows
+		// past the list may be cheaper than the best refined one.
+		return last
+	}
+	return best
+}
+
+// fitBoundBudget is how many passes over the candidate blocks fitBound may
+// spend (each window it refines is one pass): it keeps the bound within a
+// small multiple of the planner's own work on a 100,000-block layout.
+const fitBoundBudget = 8
+
+// fitExtra is a lower bound on the live bytes, other than the window's, that
+// any plan whose free run starts in the window's first block must move: the
+// largest block b the window displaces must end up somewhere outside
+// [end of the first block, window end) — a span every such run covers — in
+// a segment of segs, so every other live block overlapping b's new place
+// moves too. It is the least live bytes (blocks of the window cost nothing,
+// they move anyway; b itself does, twice, unless the allocator's moves may
+// overlap their source) overlapping any b-sized place, taken at a segment's or
+// region's start or a block's start (sliding a place left to either never
+// overlaps more). ok is false when b fits nowhere: no plan frees that run.
+func (pl *planner) fitExtra(w window, segs []int32, size int64) (extra int64, ok bool) {
+	s := &pl.l.Segments[w.seg]
+	var big int64
+	bi := int32(-1)
+	for k, b := range s.Blocks[w.first:w.last] {
+		if b.State != mem.Free && b.Size > big {
+			big, bi = b.Size, w.first+int32(k)
+		}
+	}
+	if big == 0 {
+		return 0, true
+	}
+	w.big = bi
+	exLo, exHi := s.Blocks[w.first].End(), w.start+uint64(size)
+	best := int64(-1)
+	for _, si := range segs {
+		t := &pl.l.Segments[si]
+		if t.Size < big {
+			continue
+		}
+		if si != w.seg || exLo >= exHi {
+			best = pl.leastOverlap(si, t.Addr, t.End(), big, w, best)
+		} else {
+			best = pl.leastOverlap(si, t.Addr, exLo, big, w, best)
+			best = pl.leastOverlap(si, exHi, t.End(), big, w, best)
+		}
+		if best == 0 {
+			return 0, true
+		}
+	}
+	return best, best >= 0
+}
+
+// leastOverlap lowers best (-1: none yet) to the least live bytes, outside
+// window w's own blocks, overlapping a place of n bytes inside [lo, hi) of
+// segment si; places start at lo or at a block's start. The blocks tile the
+// segment, so the block after the one a place starts in starts the next.
+func (pl *planner) leastOverlap(si int32, lo, hi uint64, n int64, w window, best int64) int64 {
+	if hi < lo || int64(hi-lo) < n {
+		return best
+	}
+	bs := pl.l.Segments[si].Blocks
+	cost := func(j int) int64 {
+		switch {
+		case bs[j].State == mem.Free:
+			return 0
+		case si == w.seg && int32(j) == w.big && !pl.r.memmove:
+			// b itself: a move's destination must be free, so a place
+			// overlapping b's own bytes takes b two moves.
+			return bs[j].Size
+		case si == w.seg && int32(j) >= w.first && int32(j) < w.last:
+			return 0 // the window's blocks move anyway
+		}
+		return bs[j].Size
+	}
+	// i: the block the place starts in; j: past the last block starting
+	// before the place's end; cur: the cost of blocks [i, j).
+	i := 0
+	for i < len(bs) && bs[i].End() <= lo {
+		i++
+	}
+	j, cur := i, int64(0)
+	for x := lo; i < len(bs) && x+uint64(n) <= hi; {
+		for end := x + uint64(n); j < len(bs) && bs[j].Addr < end; j++ {
+			cur += cost(j)
+		}
+		if best < 0 || cur < best {
+			best = cur
+		}
+		if best == 0 || i+1 == len(bs) {
+			break
+		}
+		cur -= cost(i)
+		i++
+		x = bs[i].Addr
+	}
+	return best
 }
 
 // windows lists, for every segment of segs at least size bytes long, the
