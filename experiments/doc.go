@@ -55,8 +55,10 @@
 // activation_ooms, oom_per_day, output_tokens_per_s, batch_size_mean,
 // ttft.p50/p99, tpot.p50/p99, e2e.p99, peak_reserved_bytes,
 // peak_allocated_bytes, kv_budget_bytes, kv_pool_bytes, simulated_s,
-// defrag.runs/bytes_moved/freed_bytes/pause_total_s/pause_max_s and
-// defrag.freed_per_run_share = freed bytes per compaction ÷ KV budget), and
+// defrag.runs/bytes_moved/freed_bytes/pause_total_s/pause_max_s/
+// lower_bound_bytes, defrag.moved_over_bound = bytes moved ÷ the planner's
+// lower bound (0 when nothing moved) and defrag.freed_per_run_share =
+// freed bytes per compaction ÷ KV budget), and
 // means of the per-second memory series over a window, SERIES.mean[FROM:TO],
 // FROM and TO both percentages of the run's duration or both durations, the
 // whole run without a window:

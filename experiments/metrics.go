@@ -59,6 +59,10 @@ var scalarMetrics = map[string]func(r *sim.Result) float64{
 		return defragField(r, func(d *sim.DefragResult) float64 { return d.Pause.Max })
 	},
 	"defrag.freed_per_run_share": freedPerRunShare,
+	"defrag.lower_bound_bytes": func(r *sim.Result) float64 {
+		return defragField(r, func(d *sim.DefragResult) float64 { return float64(d.LowerBound) })
+	},
+	"defrag.moved_over_bound": movedOverBound,
 }
 
 // seriesMetrics are means over a window of the memory time series.
@@ -246,4 +250,15 @@ func clusterValue(m metric, s *cluster.Summary) float64 {
 		return p.PartlyUsedNodes.Mean
 	}
 	panic(fmt.Sprintf("experiments: unknown cluster metric %q", m.name))
+}
+
+// movedOverBound is the bytes the run's compactions moved over the
+// planner's lower bound for them (1: optimal moves); 0 when nothing moved.
+func movedOverBound(r *sim.Result) float64 {
+	return defragField(r, func(d *sim.DefragResult) float64 {
+		if d.LowerBound <= 0 {
+			return 0
+		}
+		return float64(d.BytesMoved) / float64(d.LowerBound)
+	})
 }
