@@ -262,7 +262,8 @@ var Threshold = 0.5 // want
 const Margin = 2
 
 const (
-	// Steps: chosen by hand, not tuned.
+	// Steps: chosen by hand, not
+	// tuned.
 	Steps = 4
 	// Rate is tuned on suite A and validated on suite B.
 	Rate = 1.5
@@ -282,8 +283,8 @@ const k = 1
 // says it was not.
 var (
 	tunedRE     = regexp.MustCompile(`(?i)\btuned\b`)
-	notTunedRE  = regexp.MustCompile(`(?i)\bnot tuned\b|\buntuned\b`)
-	tunedOnRE   = regexp.MustCompile(`(?i)\btuned on\b`)
+	notTunedRE  = regexp.MustCompile(`(?i)\bnot\s+tuned\b|\buntuned\b`)
+	tunedOnRE   = regexp.MustCompile(`(?i)\btuned\s+on\b`)
 	validatedRE = regexp.MustCompile(`(?i)\bvalidated\b`)
 )
 
