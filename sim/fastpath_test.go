@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
-	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
 	"pgregory.net/rapid"
 )
@@ -124,14 +123,7 @@ func TestFastPathsChangeNothing(t *testing.T) {
 // the setup of the Azure benchmark, both ways, with and without prefix
 // caching and with a time cut.
 func TestFastPathsLlama(t *testing.T) {
-	m, err := model.Preset("llama-3.1-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := model.LookupGPU("h100-80g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := presetPair(t, "llama-3.1-8b", "h100-80g")
 	n := 400
 	if testing.Short() || invariants.Enabled {
 		n = 40

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"testing"
+
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/mem"
@@ -27,6 +29,21 @@ const tinyBPT = 8 * mem.KiB
 // efficiencies (0.8, 0.5) a byte costs 1.25 ps and a FLOP 2 fs.
 func toyGPU(capacity int64) model.GPU {
 	return model.GPU{Name: "toy", Capacity: capacity, MemBandwidth: 1e12, BF16FLOPS: 1e15}
+}
+
+// presetPair looks up a model preset and a GPU preset, failing tb if
+// either is unknown.
+func presetPair(tb testing.TB, modelName, gpu string) (model.Model, model.GPU) {
+	tb.Helper()
+	m, err := model.Preset(modelName)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := model.LookupGPU(gpu)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m, g
 }
 
 // tinyConfig is DefaultConfig for tinyModel on a toy GPU of the given

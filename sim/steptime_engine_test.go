@@ -134,14 +134,7 @@ func TestEngineModesAccounting(t *testing.T) {
 // exactly the step-by-step engine's run (they time steps from work without
 // the prefill fields).
 func TestProfileFastPaths(t *testing.T) {
-	m, err := model.Preset("llama-3.1-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := model.LookupGPU("h100-80g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := presetPair(t, "llama-3.1-8b", "h100-80g")
 	n := 300
 	if testing.Short() || invariants.Enabled {
 		n = 40
@@ -155,6 +148,7 @@ func TestProfileFastPaths(t *testing.T) {
 		for _, tp := range []int{1, 2} {
 			c := DefaultConfig(m, g)
 			c.TP, c.Engine, c.ChunkedPrefill = tp, eng, eng != EngineVLLMV0
+			var err error
 			if c.Profile, err = DefaultProfile(g.Name, eng); err != nil {
 				t.Fatal(err)
 			}
@@ -176,17 +170,11 @@ func TestProfileFastPaths(t *testing.T) {
 // them, plus the profile's per-request latency (Overhead.RequestNs) in
 // its TTFT and E2E.
 func TestProfileChangesTime(t *testing.T) {
-	m, err := model.Preset("llama-3.1-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := model.LookupGPU("h100-80g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := presetPair(t, "llama-3.1-8b", "h100-80g")
 	reqs := []workload.Request{{ID: "a", PromptTokens: 1000, OutputTokens: 2, N: 1}}
 	c := DefaultConfig(m, g)
 	_, roof := runEngine(t, c, reqs)
+	var err error
 	if c.Profile, err = DefaultProfile("h100-80g", EngineVLLMV1); err != nil {
 		t.Fatal(err)
 	}
@@ -222,20 +210,14 @@ func abs64(x int64) int64 {
 // more for KV, and decode faster under a profile (weight-bound steps read
 // a quarter of the bytes).
 func TestWeightDType(t *testing.T) {
-	m, err := model.Preset("llama-3.1-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := model.LookupGPU("a100-80g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := presetPair(t, "llama-3.1-8b", "a100-80g")
 	reqs := []workload.Request{{ID: "a", PromptTokens: 100, OutputTokens: 50, N: 1}}
 	run := func(wd model.DType) Result {
 		c := DefaultConfig(m, g)
 		c.WeightDType = wd
 		// The prior: its 2 ms step overhead leaves the weight reads most
 		// of a decode step (the fitted profile's larger overhead does not).
+		var err error
 		if c.Profile, err = PriorProfile("a100-80g", EngineVLLMV1); err != nil {
 			t.Fatal(err)
 		}
