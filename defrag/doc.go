@@ -83,12 +83,30 @@
 //	LowerBound = Σ_g min { live(S) : S ⊆ movable segments of g, F_g ≤ size(S) ≤ free(g) }
 //
 // which ignores only whether the blocks of S can be packed into the holes
-// left, so it is a bound, not an estimate. The minimum is a knapsack; it is
+// left, so it is a bound, not an estimate. It is loose on the engine's
+// layouts, where a segment often holds a block larger than every hole of the
+// other segments (KV grown by doubling): emptying it means moving, besides
+// its own live bytes, the live blocks of a staying segment that its largest
+// block's new place overlaps, which the knapsack does not count (an online
+// step's plan in experiment 29 moved 430 MiB against a bound of 61 MiB: a
+// segment of one 61 MiB block that fits in no hole; refined below, 116 MiB).
+// So each candidate segment s gets
+// e(s) = the least live bytes a place of its largest block's size overlaps in
+// another segment of the group (0 when a hole holds it; s is never emptied
+// when no other segment is large enough), and
+//
+//	LowerBound_g = min( K(segments with e = 0), K(segments that can be emptied) + min e > 0 )
+//
+// K being the knapsack above: a set holding only e = 0 segments costs at least
+// the first, one holding another segment costs its own live bytes plus at
+// least that segment's e, in blocks of no emptied segment. The minimum is a knapsack; it is
 // solved exactly by dynamic programming over 2 MiB units (cudaMalloc segments
 // and slabs are whole pages) when the table has at most 2^20 cells, and
 // otherwise relaxed to fractions of segments (greedy by live bytes per
 // segment byte, which solves the relaxation exactly), which is still a bound.
-// TestCompactBoundIsALowerBound compares it with the true optimum found by
+// TestCompactBoundIsALowerBound compares it with the optimum of plans that
+// move only the blocks of S, TestCompactBoundRelaxedOptimum with the optimum
+// of a relaxation that also moves blocks of staying segments, both found by
 // brute force on small layouts.
 //
 // # Making room (GoalFit) and its lower bound

@@ -446,13 +446,105 @@ func (pl *planner) compactBound(freed []int64) int64 {
 			}
 			pl.sortByRatio(items, nil)
 		}
-		if b, ok := pl.boundDP(items, freed[gi], pl.groups[gi].free); ok {
-			bound += b
-			continue
+		need, limit := freed[gi], pl.groups[gi].free
+		// A segment whose largest block fits in no free run of another
+		// segment is emptied only by moving, besides its own live bytes,
+		// those its largest block's new place overlaps (placeCost); one
+		// whose largest block fits in no other segment is never emptied.
+		// So a set of segments costs at least the knapsack of the easy ones
+		// (extra 0) when it holds only those, and otherwise the knapsack of
+		// all that can be emptied plus the least extra (doc.go).
+		var easy, can []int32
+		eMin := int64(-1)
+		for _, si := range items {
+			e := pl.placeCost(int32(gi), si)
+			if e < 0 {
+				continue
+			}
+			can = append(can, si)
+			if e == 0 {
+				easy = append(easy, si)
+			} else if eMin < 0 || e < eMin {
+				eMin = e
+			}
 		}
-		bound += pl.boundLP(items, freed[gi], pl.groups[gi].free)
+		var k int64
+		switch {
+		case len(can) == 0:
+			k = pl.knapsackBound(items, need, limit) // cannot happen: the plan freed some
+		case eMin < 0:
+			k = pl.knapsackBound(easy, need, limit)
+		case len(easy) == 0:
+			k = pl.knapsackBound(can, need, limit) + eMin
+		default:
+			k = min(pl.knapsackBound(can, need, limit)+eMin, pl.knapsackBound(easy, need, limit))
+		}
+		bound += k
 	}
 	return bound
+}
+
+// knapsackBound is min Σ live(S) over sets S of items (sorted by
+// sortByRatio) with need ≤ Σ size(S) ≤ limit, or a lower bound of it: exact
+// by boundDP when its table is small, otherwise boundLP's relaxation (which
+// also stays a bound when no set reaches need).
+func (pl *planner) knapsackBound(items []int32, need, limit int64) int64 {
+	if b, ok := pl.boundDP(items, need, limit); ok {
+		return b
+	}
+	return pl.boundLP(items, need, limit)
+}
+
+// placeCost is the least live bytes that a place for segment si's largest
+// movable block overlaps, over the places in the other segments of group
+// gi: 0 when a free run of another segment holds it, -1 when no other
+// segment is large enough. Every plan that empties
+// si puts that block in another segment, where every live block its place
+// overlaps has moved first, and those blocks are in no emptied segment, so
+// they add to the plan's moved bytes beyond the emptied segments' own. The
+// least overlap of a place of a given size is reached at a place that starts
+// where a block starts (slide it left to the start of the block its left
+// edge lies in: it overlaps no new block), and it grows with the size, so the
+// largest block gives the largest extra.
+func (pl *planner) placeCost(gi, si int32) int64 {
+	var big int64
+	for _, b := range pl.l.Segments[si].Blocks {
+		if b.State != mem.Free {
+			big = max(big, b.Size)
+		}
+	}
+	best := int64(-1)
+	for _, sj := range pl.groups[gi].segs {
+		s := &pl.l.Segments[sj]
+		if sj == si || s.Size < big {
+			continue
+		}
+		// Two pointers: the blocks [i, j) overlap [start(i), start(i)+big).
+		var live int64
+		j := 0
+		for i := range s.Blocks {
+			end := s.Blocks[i].Addr + uint64(big)
+			if end > s.End() {
+				break
+			}
+			for j < len(s.Blocks) && s.Blocks[j].Addr < end {
+				if s.Blocks[j].State != mem.Free {
+					live += s.Blocks[j].Size
+				}
+				j++
+			}
+			if best < 0 || live < best {
+				best = live
+				if best == 0 {
+					return 0
+				}
+			}
+			if s.Blocks[i].State != mem.Free {
+				live -= s.Blocks[i].Size
+			}
+		}
+	}
+	return best
 }
 
 // boundDPCells bounds the table of boundDP (items × units): 2^20 cells take
