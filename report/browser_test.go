@@ -9,34 +9,16 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-// findBrowser returns the first headless-capable Chromium on PATH.
-func findBrowser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+	"github.com/gpufrag/gpufrag/report/browsercheck"
+)
 
 // TestBrowserRender renders the sample page in headless Chromium and
 // checks that the screenshot shows the charts. It is skipped when no
 // Chromium is installed (Debian: apt-get install chromium). Set
 // REPORT_SCREENSHOT_DIR to keep the page and the screenshot.
 func TestBrowserRender(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped in -short mode")
-	}
-	browser := findBrowser()
-	if browser == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH; install Debian's chromium to run this test")
-	}
-	dir := t.TempDir()
-	if d := os.Getenv("REPORT_SCREENSHOT_DIR"); d != "" {
-		dir = d
-	}
+	browser, dir := browsercheck.Require(t)
 	page := filepath.Join(dir, "page.html")
 	shot := filepath.Join(dir, "screenshot.png")
 	os.Remove(shot)

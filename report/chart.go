@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	xfont "golang.org/x/image/font"
@@ -35,9 +36,13 @@ type Series struct {
 }
 
 // Marker is a vertical line at X with a short label (OOM, preemption...).
+// Count is how many events the marker stands for (0 counts as 1), so a
+// caller can bin thousands of events into a few markers and the labels
+// still add up: markers close together share one label, "oom ×37".
 type Marker struct {
 	X     float64
 	Label string
+	Count int
 }
 
 // LineChart is a chart of one or more series over a shared X axis, with
@@ -62,7 +67,7 @@ func (c LineChart) SVG() ([]byte, error) {
 		return nil, err
 	}
 	cv := vgsvg.New(vg.Length(w), vg.Length(h))
-	if err := c.draw(cv); err != nil {
+	if err := c.draw(svgCanvas{cv}); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -231,10 +236,11 @@ func (c LineChart) draw(cv vg.CanvasSizer) error {
 	p.Add(grid)
 
 	var ex, ey extent
-	var entries []legendEntry
+	drawn := make([]bool, len(series))
 	for i, s := range series {
 		st := seriesStyle(i)
 		for _, seg := range segments(s) {
+			drawn[i] = true
 			for _, pt := range seg {
 				ex.add(pt.X)
 				ey.add(pt.Y)
@@ -255,15 +261,13 @@ func (c LineChart) draw(cv vg.CanvasSizer) error {
 			l.LineStyle = st
 			p.Add(l)
 		}
-		if s.Name != "" {
-			entries = append(entries, legendEntry{name: s.Name, style: st})
-		}
 	}
+	entries := legendEntries(c.Series, drawn, ey, h)
 	if len(c.Markers) > 0 {
 		for _, m := range c.Markers {
 			ex.add(m.X)
 		}
-		p.Add(markers{ms: c.Markers, text: textStyle(sansFont, 8)})
+		p.Add(markers{ms: c.Markers, text: textStyle(sansFont, 8), tag: tagOf(cv)})
 	}
 	if !ey.ok() {
 		// Nothing to draw: an empty frame with a note.
@@ -271,6 +275,11 @@ func (c LineChart) draw(cv vg.CanvasSizer) error {
 	}
 	p.X.Min, p.X.Max = ex.axisRange(c.XUnit, false)
 	p.Y.Min, p.Y.Max = ey.axisRange(c.YUnit, true)
+	if labelled(c.Markers) && ey.ok() {
+		// Room above the data for the three rows of marker labels
+		// (about 33 points of a plot some 70% of the chart's height).
+		p.Y.Max += (p.Y.Max - p.Y.Min) * 33 / (0.7*h - 33)
+	}
 
 	dc := draw.New(cv)
 	dc.SetColor(color.White)
@@ -278,7 +287,10 @@ func (c LineChart) draw(cv vg.CanvasSizer) error {
 	dc = draw.Crop(dc, vg.Points(6), -vg.Points(12), vg.Points(4), -vg.Points(6))
 	lg := legendLayout(entries, textStyle(sansFont, 9), dc.Max.X-dc.Min.X, (dc.Max.Y-dc.Min.Y)*0.4)
 	p.Draw(draw.Crop(dc, 0, 0, lg.height, 0))
+	tag := tagOf(cv)
+	tag(dc, "legend")
 	lg.draw(draw.Crop(dc, 0, 0, 0, -(dc.Max.Y - dc.Min.Y - lg.height)))
+	tag(dc, "")
 	return nil
 }
 
@@ -335,7 +347,7 @@ func (e extent) axisRange(u Unit, isY bool) (lo, hi float64) {
 		return 0, 1
 	}
 	lo, hi = e.min, e.max
-	if (u == UnitBytes || u == UnitShare) && isY && lo >= 0 {
+	if u.fromZero() && isY && lo >= 0 {
 		lo = 0
 	}
 	if lo == hi {
@@ -343,7 +355,7 @@ func (e extent) axisRange(u Unit, isY bool) (lo, hi float64) {
 		if pad == 0 {
 			pad = 1
 		}
-		if lo == 0 && (u == UnitBytes || u == UnitShare) && isY {
+		if lo == 0 && u.fromZero() && isY {
 			return 0, pad
 		}
 		return lo - pad, hi + pad
@@ -358,37 +370,136 @@ func (e extent) axisRange(u Unit, isY bool) (lo, hi float64) {
 	return lo, hi
 }
 
-// markers draws vertical lines with labels. Labels are staggered over three
-// rows so that nearby markers stay readable.
+// markers draws vertical lines with labels. Markers closer together than
+// markerCluster share one label that counts them by kind ("oom ×37,
+// preempt ×2"); labels are placed on the first of three rows where they
+// overlap no other label, and a label that fits on none is left out (its
+// lines stay). Where markers are denser than one per markerDense the lines
+// are thin and translucent, so the series under them stay visible.
 type markers struct {
 	ms   []Marker
 	text text.Style
+	tag  func(draw.Canvas, string)
 }
+
+const (
+	markerCluster  = vg.Length(40) // points: markers within this of a label's first share it
+	markerDense    = vg.Length(4)  // points per marker below which lines are drawn faint
+	markerLabelGap = vg.Length(3)  // points between labels on one row
+)
+
+// labelled reports whether any marker has a label.
+func labelled(ms []Marker) bool {
+	for _, m := range ms {
+		if m.Label != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// markerCount is a marker's Count, at least 1.
+func markerCount(m Marker) int { return max(m.Count, 1) }
 
 func (m markers) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, _ := plt.Transforms(&c)
-	ls := draw.LineStyle{Color: markerColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
-	st := m.text
-	st.Color = markerColor
-	st.YAlign = draw.YTop
-	rowH := st.Height("Mg")
-	for i, mk := range m.ms {
+	type placed struct {
+		x  vg.Length
+		mk Marker
+	}
+	var vis []placed
+	for _, mk := range m.ms {
 		x := trX(mk.X)
 		if x < c.Min.X-0.5 || x > c.Max.X+0.5 {
 			continue
 		}
-		c.StrokeLine2(ls, x, c.Min.Y, x, c.Max.Y)
-		if mk.Label == "" {
+		vis = append(vis, placed{x, mk})
+	}
+	sort.SliceStable(vis, func(i, j int) bool { return vis[i].x < vis[j].x })
+	ls := draw.LineStyle{Color: markerColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
+	if len(vis) > 0 && (c.Max.X-c.Min.X)/vg.Length(len(vis)) < markerDense {
+		ls = draw.LineStyle{Color: color.NRGBA{markerColor.R, markerColor.G, markerColor.B, 0x50}, Width: vg.Points(0.6)}
+	}
+	for _, v := range vis {
+		c.StrokeLine2(ls, v.x, c.Min.Y, v.x, c.Max.Y)
+	}
+	st := m.text
+	st.Color = markerColor
+	st.YAlign = draw.YTop
+	// A browser's text box is the font's ascent plus descent, a little
+	// taller than gonum's line height: a point more keeps rows apart.
+	rowH := st.Height("Mg") + vg.Points(1)
+	var rows [3][][2]vg.Length // the spans taken on each row
+	if m.tag != nil {
+		m.tag(c, "marker-labels")
+		defer m.tag(c, "")
+	}
+	for i := 0; i < len(vis); {
+		if vis[i].mk.Label == "" {
+			i++
 			continue
 		}
-		y := c.Max.Y - vg.Length(i%3)*rowH - vg.Points(1)
-		s := st
-		tx := x + vg.Points(2)
-		if tx+s.Width(mk.Label) > c.Max.X {
-			s.XAlign = draw.XRight
-			tx = x - vg.Points(2)
+		// The cluster: labelled markers from vis[i] to within markerCluster.
+		x0 := vis[i].x
+		var kinds []string
+		counts := map[string]int{}
+		j := i
+		for ; j < len(vis) && vis[j].x-x0 <= markerCluster; j++ {
+			l := vis[j].mk.Label
+			if l == "" {
+				continue
+			}
+			if counts[l] == 0 {
+				kinds = append(kinds, l)
+			}
+			counts[l] += markerCount(vis[j].mk)
 		}
-		c.FillText(s, vg.Point{X: tx, Y: y}, mk.Label)
+		i = j
+		parts := make([]string, len(kinds))
+		for k, l := range kinds {
+			parts[k] = l
+			if counts[l] > 1 {
+				parts[k] = fmt.Sprintf("%s ×%d", l, counts[l])
+			}
+		}
+		label := strings.Join(parts, ", ")
+		s := st
+		w := s.Width(label)
+		lo := x0 + vg.Points(2)
+		if lo+w > c.Max.X {
+			s.XAlign = draw.XRight
+			lo = max(c.Min.X, x0-vg.Points(2)-w)
+		}
+		hi := lo + w
+		for r := range rows {
+			free := true
+			for _, sp := range rows[r] {
+				if lo < sp[1]+markerLabelGap && sp[0] < hi+markerLabelGap {
+					free = false
+					break
+				}
+			}
+			if !free {
+				continue
+			}
+			rows[r] = append(rows[r], [2]vg.Length{lo, hi})
+			tx := lo
+			if s.XAlign == draw.XRight {
+				tx = hi
+			}
+			y := c.Max.Y - vg.Length(r)*rowH - vg.Points(1)
+			// A white ground so that marker lines do not cross the text.
+			var ground vg.Path
+			ground.Move(vg.Point{X: lo - 1, Y: y})
+			ground.Line(vg.Point{X: hi + 1, Y: y})
+			ground.Line(vg.Point{X: hi + 1, Y: y - rowH})
+			ground.Line(vg.Point{X: lo - 1, Y: y - rowH})
+			ground.Close()
+			c.SetColor(color.White)
+			c.Fill(ground)
+			c.FillText(s, vg.Point{X: tx, Y: y}, label)
+			break
+		}
 	}
 }
 
@@ -496,6 +607,7 @@ func cleanSVG(b []byte, title string) []byte {
 		}
 	}
 	s = strings.Replace(s, "<!-- Generated by SVGo and Plotinum VG -->\n", "", 1)
+	s = untag(s)
 	s = strings.ReplaceAll(s, "font-family:Liberation Sans;", "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")
 	if i := strings.Index(s, "<svg"); i >= 0 {
 		if j := strings.IndexByte(s[i:], '>'); j >= 0 {
@@ -510,4 +622,127 @@ func cleanSVG(b []byte, title string) []byte {
 		}
 	}
 	return []byte(s)
+}
+
+// legendEntries returns the legend: one entry per named series that is
+// drawn (has a finite point), in drawing order. A series that a later one
+// covers everywhere (same X, Y within a line's width on a chart h points
+// tall, whose Y values span ey) cannot be seen, so it gets no entry of its
+// own: the covering series' entry names it, "requested ≈ allocated".
+func legendEntries(series []Series, drawn []bool, ey extent, h float64) []legendEntry {
+	tol := 0.0
+	if ey.ok() {
+		tol = (ey.max - ey.min) * 1.5 / (0.75 * h)
+	}
+	coveredBy := make([]int, len(series))
+	for i := range series {
+		coveredBy[i] = -1
+		if !drawn[i] {
+			continue
+		}
+		for j := len(series) - 1; j > i; j-- {
+			if drawn[j] && covers(series[j], series[i], tol) {
+				coveredBy[i] = j
+				break
+			}
+		}
+	}
+	// Follow chains (a under b under c) to the series on top.
+	top := func(i int) int {
+		for coveredBy[i] >= 0 {
+			i = coveredBy[i]
+		}
+		return i
+	}
+	hidden := make([][]string, len(series))
+	for i, s := range series {
+		if coveredBy[i] >= 0 && s.Name != "" {
+			t := top(i)
+			hidden[t] = append(hidden[t], s.Name)
+		}
+	}
+	var entries []legendEntry
+	for i, s := range series {
+		if !drawn[i] || coveredBy[i] >= 0 {
+			continue
+		}
+		name := s.Name
+		if len(hidden[i]) > 0 {
+			if name == "" {
+				name = "(unnamed)"
+			}
+			name += " ≈ " + strings.Join(hidden[i], " ≈ ")
+		}
+		if name != "" {
+			entries = append(entries, legendEntry{name: name, style: seriesStyle(i)})
+		}
+	}
+	return entries
+}
+
+// covers reports whether top, drawn over under, hides it: the same X, and
+// wherever under has a finite point top has one within tol.
+func covers(top, under Series, tol float64) bool {
+	if len(top.X) != len(under.X) || len(top.Y) != len(under.Y) || len(top.X) != len(top.Y) {
+		return false
+	}
+	for k := range under.X {
+		if !finite(under.X[k]) || !finite(under.Y[k]) {
+			continue
+		}
+		if top.X[k] != under.X[k] || !finite(top.Y[k]) || math.Abs(top.Y[k]-under.Y[k]) > tol {
+			return false
+		}
+	}
+	return true
+}
+
+// svgCanvas marks the canvas of LineChart.SVG, on which the legend and the
+// marker labels are tagged (see tagOf).
+type svgCanvas struct{ *vgsvg.Canvas }
+
+// Sentinel fill colours that tagOf draws and cleanSVG turns into
+// <g class="..."> and </g>; no chart draws them otherwise.
+var tagColors = map[string]color.RGBA{
+	"":              {0xfe, 0x01, 0x00, 0xff},
+	"legend":        {0xfe, 0x01, 0x01, 0xff},
+	"marker-labels": {0xfe, 0x01, 0x02, 0xff},
+}
+
+// tagOf returns a function that opens a group of the given class (closes
+// it for "") in an SVG, so that a reader or a test can find the legend and
+// the marker labels; on other canvases it does nothing.
+func tagOf(cv vg.CanvasSizer) func(draw.Canvas, string) {
+	if _, ok := cv.(svgCanvas); !ok {
+		return func(draw.Canvas, string) {}
+	}
+	return func(c draw.Canvas, class string) {
+		c.SetColor(tagColors[class])
+		var p vg.Path
+		p.Move(c.Min)
+		p.Line(vg.Point{X: c.Min.X + 0.01, Y: c.Min.Y})
+		p.Line(vg.Point{X: c.Min.X + 0.01, Y: c.Min.Y + 0.01})
+		p.Close()
+		c.Fill(p)
+	}
+}
+
+// untag replaces the sentinel paths drawn by tagOf with group tags.
+func untag(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "<path ") {
+			continue
+		}
+		for class, col := range tagColors {
+			if strings.Contains(l, fmt.Sprintf(`style="fill:#%02X%02X%02X"`, col.R, col.G, col.B)) {
+				if class == "" {
+					lines[i] = "</g>\n"
+				} else {
+					lines[i] = `<g class="` + class + `">` + "\n"
+				}
+			}
+		}
+	}
+	return strings.Join(lines, "")
 }

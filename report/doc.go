@@ -13,15 +13,25 @@
 //   - distinct colours (Tableau 10, colour-blind friendly); beyond ten
 //     series the colours repeat with dash patterns;
 //   - a light grid, and a legend of named series under the plot that
-//     wraps onto several rows (unnamed series have no legend entry);
+//     wraps onto several rows (unnamed series have no legend entry); only
+//     lines that show get an entry: a series with no finite point has
+//     none, and one that a later series covers everywhere (same X, Y
+//     within a line's width) is named in that series' entry,
+//     "requested ≈ allocated";
 //   - axis ticks at round steps of the axis Unit: binary bytes (KiB, MiB,
 //     GiB, ...), seconds (ns to h, chosen from the range), shares as
-//     percentages, plain numbers with k/M/G suffixes past 10 000;
-//   - a Y axis in bytes or shares starts at 0 when the data is
+//     percentages, ratios as plain fractions (health 0.25, as the text
+//     reports print it), plain numbers with k/M/G suffixes past 10 000;
+//   - a Y axis in bytes, shares or ratios starts at 0 when the data is
 //     non-negative; a constant series gets room around it; Y has 5%
 //     headroom;
-//   - markers are dashed red lines with labels staggered over three rows;
-//     the X axis widens to include every marker;
+//   - markers are dashed red lines (thin and translucent where there is
+//     more than one per 4 points) under the data's headroom; markers
+//     within 60 points share one label that counts them by kind, "oom ×37,
+//     preempt ×2" (Marker.Count lets a caller bin many events into one
+//     marker), placed on the first of three rows where it overlaps no
+//     other label and left out where none is free; the X axis widens to
+//     include every marker;
 //   - a chart with no finite point shows an empty frame saying "no data".
 //
 // Inputs: NaN or ±Inf in X or Y breaks the line there (a lone finite point
@@ -34,7 +44,9 @@
 // and its first gap), so spikes, dips and gaps survive, output stays
 // deterministic and an SVG of millions of points stays around 100 KB.
 //
-// LineChart.SVG returns deterministic bytes for the same input. The SVG has
+// LineChart.SVG returns deterministic bytes for the same input; its legend
+// and marker labels are in <g class="legend"> and <g class="marker-labels">
+// so that tests (package report/browsercheck) can find them. The SVG has
 // no XML prolog and can be inlined in HTML as is; it links to nothing: no
 // font file, no image, no URL other than the SVG and XLink namespace
 // names. Text is set in Liberation Sans for layout and named in the SVG as
@@ -50,7 +62,12 @@
 // script, no font, image or style sheet fetched from anywhere, which a
 // Content-Security-Policy meta tag also enforces in the browser. All text
 // is HTML-escaped; Section.Text becomes paragraphs at blank lines, with
-// single newlines kept as line breaks. RawSVG is inlined after a safety
+// single newlines kept as line breaks, and Section.Pre (a text report's
+// fixed-width tables) a <pre> block that scrolls sideways inside itself.
+// A table sits in a wrapper that scrolls when the table is wider than the
+// column, and long names in its text cells may break after ':', ',', '/'
+// and '=', so the page itself never scrolls sideways. The main column is
+// 1040 px wide at most, room for a 720-point chart at its natural size. RawSVG is inlined after a safety
 // check (well-formed <svg>, no script, event handlers or external links).
 // The output is also well-formed XML, which makes it easy to test.
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // Unit formats axis ticks: UnitNone, UnitBytes (KiB/MiB/GiB binary),
-// UnitSeconds, UnitShare (0..1 shown as %).
+// UnitSeconds, UnitShare (0..1 shown as %), UnitRatio (0..1 shown as is).
 type Unit int
 
 // Units for LineChart.XUnit and LineChart.YUnit.
@@ -22,9 +22,15 @@ const (
 	UnitSeconds
 	// UnitShare: a fraction (0..1) shown as a percentage.
 	UnitShare
+	// UnitRatio: a fraction (0..1) shown as is, 0.25, for a metric that
+	// the text reports print as a ratio (health, fragmentation rate).
+	UnitRatio
 )
 
-func (u Unit) valid() bool { return u >= UnitNone && u <= UnitShare }
+func (u Unit) valid() bool { return u >= UnitNone && u <= UnitRatio }
+
+// fromZero reports whether a Y axis in u starts at 0 for non-negative data.
+func (u Unit) fromZero() bool { return u == UnitBytes || u == UnitShare || u == UnitRatio }
 
 // String returns the unit's name.
 func (u Unit) String() string {
@@ -37,6 +43,8 @@ func (u Unit) String() string {
 		return "seconds"
 	case UnitShare:
 		return "share"
+	case UnitRatio:
+		return "ratio"
 	}
 	return "Unit(" + strconv.Itoa(int(u)) + ")"
 }
@@ -73,6 +81,8 @@ func (u Unit) scale(maxAbs float64) (div float64, suffix string) {
 		}
 	case UnitShare:
 		return 0.01, "%"
+	case UnitRatio:
+		return 1, ""
 	default:
 		names := []string{"", "k", "M", "G", "T", "P", "E"}
 		if maxAbs < 1e4 {
