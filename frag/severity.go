@@ -18,7 +18,7 @@ const (
 	// free memory outside the largest free block is under StakeMinor of
 	// the memory it is weighed against.
 	LevelMinor
-	// LevelFull: allocations failed while the free memory was in one
+	// LevelFull: out-of-memory failures while the free memory was in one
 	// piece: the device ran out of memory, fragmentation did not cause it.
 	LevelFull
 	// LevelWatch: health below HealthAct with memory at stake.
@@ -45,7 +45,8 @@ type Stake struct {
 	// Capacity is the device's memory, 0 when unknown; the stranded bytes
 	// are weighed against it when known, else against Reserved.
 	Capacity int64
-	// OOMs counts allocations that failed, when known.
+	// OOMs counts out-of-memory failures (allocations or requests), when
+	// known.
 	OOMs int
 }
 
@@ -95,12 +96,12 @@ func Judge(s Stake) Verdict {
 	at := fmt.Sprintf("%s free outside the largest free block, %s of %s", mem.FormatBytes(stranded), percent(share), against)
 	failed := ""
 	if s.OOMs > 0 {
-		failed = fmt.Sprintf("; %d allocation%s failed", s.OOMs, plural(s.OOMs))
+		failed = fmt.Sprintf("; %d out-of-memory failure%s", s.OOMs, plural(s.OOMs))
 	}
 	switch {
 	case s.Health >= HealthAct && s.OOMs > 0:
 		return Verdict{LevelFull, "out of memory, not fragmentation",
-			fmt.Sprintf("%d allocation%s failed with health %.2f: the memory ran out, the free memory was not scattered", s.OOMs, plural(s.OOMs), s.Health)}
+			fmt.Sprintf("%d out-of-memory failure%s with health %.2f: the memory ran out; what was free was not scattered", s.OOMs, plural(s.OOMs), s.Health)}
 	case s.Health >= HealthAct:
 		return Verdict{LevelHealthy, "healthy", at}
 	case share < StakeMinor:

@@ -22,8 +22,8 @@ func TestJudge(t *testing.T) {
 		{"watch", Stake{Health: 0.45, CachedFree: 20 * mem.GiB, Reserved: 60 * mem.GiB}, LevelWatch, "of reserved memory"},
 		{"healthy", Stake{Health: 0.9, CachedFree: 20 * mem.GiB, Reserved: 60 * mem.GiB}, LevelHealthy, ""},
 		// The replay case: health 1.00 beside 333 OOMs is a full device.
-		{"full", Stake{Health: 1, CachedFree: mem.MiB, Reserved: 60 * mem.GiB, OOMs: 333}, LevelFull, "333 allocations failed"},
-		{"act with OOMs", Stake{Health: 0.1, CachedFree: 20 * mem.GiB, Reserved: 60 * mem.GiB, OOMs: 1}, LevelAct, "1 allocation failed"},
+		{"full", Stake{Health: 1, CachedFree: mem.MiB, Reserved: 60 * mem.GiB, OOMs: 333}, LevelFull, "333 out-of-memory failures"},
+		{"act with OOMs", Stake{Health: 0.1, CachedFree: 20 * mem.GiB, Reserved: 60 * mem.GiB, OOMs: 1}, LevelAct, "1 out-of-memory failure"},
 		{"nothing free", Stake{Health: 1, Reserved: 60 * mem.GiB}, LevelHealthy, ""},
 		{"nothing reserved", Stake{Health: 0.2}, LevelMinor, ""},
 	} {

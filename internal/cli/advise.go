@@ -236,22 +236,25 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	}
 	format, err := workload.ParseFormat(f.format)
 	if err != nil {
-		return usageErrorf(cmd, "--format: %v", err)
+		return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
 	}
-	m, err := model.Load(f.model)
+	m, err := checkModelFlag(cmd, "--model", f.model)
 	if err != nil {
 		return err
 	}
-	g, err := model.LookupGPU(f.gpu)
+	g, err := checkGPUFlag(cmd, "--gpu", f.gpu)
 	if err != nil {
-		return usageErrorf(cmd, "--gpu: %v", err)
+		return err
 	}
 	base := sim.DefaultConfig(m, g)
 	base.TP, base.MaxContext = f.tp, f.maxContext
 	if f.kvDType != "" {
 		if base.KVDType, err = model.ParseKVDType(f.kvDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v", err)
+			return usageErrorf(cmd, "--kv-dtype: %v%s", err, didYouMean(f.kvDType, kvDTypeNames))
 		}
+	}
+	if err := checkInputs(fileFlag{"--trace", f.trace}, fileFlag{"--refine", f.refine}); err != nil {
+		return err
 	}
 	t, sum, err := readAdviseTrace(f.trace, format, f.maxRows, f.skipBadRows)
 	if err != nil {

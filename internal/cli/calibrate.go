@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/calib"
-	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -128,18 +127,18 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 			return usageErrorf(cmd, "--%s %d: want a positive number", x.name, x.v)
 		}
 	}
-	m, err := model.Load(f.model)
+	m, err := checkModelFlag(cmd, "--model", f.model)
 	if err != nil {
-		return usageErrorf(cmd, "--model: %v", err)
+		return err
 	}
-	g, err := model.LookupGPU(f.gpu)
+	g, err := checkGPUFlag(cmd, "--gpu", f.gpu)
 	if err != nil {
-		return usageErrorf(cmd, "--gpu: %v", err)
+		return err
 	}
 	setup := calib.ReplaySetup{Model: m, GPU: g, TP: f.tp, MaxBatchTokens: f.maxBatchTokens, MaxSeqs: f.maxSeqs}
 	if f.engine != "" {
 		if setup.Engine, err = sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want one of %s", f.engine, strings.Join(sim.EngineNames(), ", "))
+			return usageErrorf(cmd, "--engine %q: want one of %s%s", f.engine, strings.Join(sim.EngineNames(), ", "), didYouMean(f.engine, sim.EngineNames()))
 		}
 		setup.EngineGiven = true
 	}
@@ -160,7 +159,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	}
 	warm, err := calib.ParseWarmMode(f.warm)
 	if err != nil {
-		return usageErrorf(cmd, "--warm-prompts %q: want auto, none or all", f.warm)
+		return usageErrorf(cmd, "--warm-prompts %q: want auto, none or all%s", f.warm, didYouMean(f.warm, []string{"auto", "none", "all"}))
 	}
 	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
 	if f.profile != "" {

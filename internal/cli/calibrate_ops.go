@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/calib"
-	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -26,14 +25,14 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 		return usageErrorf(cmd, "--gpu is required: the GPU the timings were taken on, whose datasheet peaks the efficiencies are shares of (%s)",
 			strings.Join(modelGPUNames(), ", "))
 	}
-	if _, err := model.LookupGPU(f.gpu); err != nil {
-		return usageErrorf(cmd, "--gpu: %v", err)
+	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
+		return err
 	}
 	engine := sim.EngineVLLMV1
 	if f.engine != "" {
 		var err error
 		if engine, err = sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want one of %s", f.engine, strings.Join(sim.EngineNames(), ", "))
+			return usageErrorf(cmd, "--engine %q: want one of %s%s", f.engine, strings.Join(sim.EngineNames(), ", "), didYouMean(f.engine, sim.EngineNames()))
 		}
 	}
 	inputs := []fileFlag{{"--ops", f.ops}, {"--profile", f.profile}}

@@ -238,8 +238,11 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 		// A stand-in target lets fgd and its kin be checked before reading files.
 		stub := cluster.NewTarget([]cluster.Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
 		if _, err := cluster.NewPolicy(s, stub); errors.Is(err, cluster.ErrUnknownPolicy) {
-			return usageErrorf(cmd, "--policy: %v", err)
+			return usageErrorf(cmd, "--policy: %v%s", err, didYouMean(specKind(s), cluster.PolicyNames()))
 		}
+	}
+	if err := checkInputs(fileFlag{"--nodes", f.nodes}, fileFlag{"--pods", f.pods}); err != nil {
+		return err
 	}
 	nodes, err := cluster.ReadNodesFile(f.nodes)
 	if err != nil {

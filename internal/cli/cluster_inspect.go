@@ -88,6 +88,9 @@ alibabacloud.com/gpu-card-model.`,
 						return usageErrorf(cmd, "--%s applies to a live cluster; --from %s reads a saved one", name, from)
 					}
 				}
+				if err := checkInputs(fileFlag{"--from", from}); err != nil {
+					return err
+				}
 				if snap, err = readInspectFile(from); err != nil {
 					return err
 				}

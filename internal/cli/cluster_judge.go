@@ -66,10 +66,24 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 	if f.pods == "" || f.family == "" || f.share < 0 {
 		return usageErrorf(cmd, "--pods, --family and --share are required")
 	}
+	families := []string{string(cluster.FamilyCPU), string(cluster.FamilyGPUShare), string(cluster.FamilyGPUSpec), string(cluster.FamilyMultiGPU)}
+	if !slices.Contains(families, f.family) {
+		return usageErrorf(cmd, "--family %q: want %s%s", f.family, strings.Join(families, ", "), didYouMean(f.family, families))
+	}
+	if f.share > 1 || (f.family == string(cluster.FamilyCPU) && f.share >= 1) {
+		hi := "1"
+		if f.family == string(cluster.FamilyCPU) {
+			hi = "below 1 (a list of CPU-only pods has no GPU demand)"
+		}
+		return usageErrorf(cmd, "--share %v: want a share from 0 to %s", f.share, hi)
+	}
 	if f.family == string(cluster.FamilyGPUSpec) && f.specs == "" {
 		return usageErrorf(cmd, "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)")
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"-o", f.out}}, []fileFlag{{"--pods", f.pods}, {"--specs", f.specs}}); err != nil {
+		return err
+	}
+	if err := checkInputs(fileFlag{"--pods", f.pods}, fileFlag{"--specs", f.specs}); err != nil {
 		return err
 	}
 	base, err := cluster.ReadPodsFile(f.pods)
@@ -167,7 +181,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		gen = cluster.JudgeLists
 	case "none":
 	default:
-		return usageErrorf(cmd, "--set %q: want tune, judge or none", f.set)
+		return usageErrorf(cmd, "--set %q: want tune, judge or none%s", f.set, didYouMean(f.set, []string{"tune", "judge", "none"}))
 	}
 	if f.genOffset > 0 {
 		gen = slices.Clone(gen)
@@ -197,8 +211,11 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	stub := cluster.NewTarget([]cluster.Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
 	for _, s := range append([]string{f.ref}, cands...) {
 		if _, err := cluster.NewPolicy(s, stub); err != nil {
-			return usageErrorf(cmd, "--policy: %v", err)
+			return usageErrorf(cmd, "--policy: %v%s", err, didYouMean(specKind(s), cluster.PolicyNames()))
 		}
+	}
+	if err := checkInputs(append([]fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}, {"--specs", f.specs}}, listInputs(f.lists)...)...); err != nil {
+		return err
 	}
 	nodes, err := cluster.ReadNodesFile(f.nodes)
 	if err != nil {
@@ -301,4 +318,13 @@ func writeJudgement(w io.Writer, j *cluster.Judgement) {
 	} else {
 		fmt.Fprintf(w, "\nno candidate passes (no family worse than %s beyond noise, mean over families below it): recommend %s\n", j.Ref, j.Ref)
 	}
+}
+
+// listInputs names each --list file for checkInputs.
+func listInputs(lists []string) []fileFlag {
+	out := make([]fileFlag, len(lists))
+	for i, l := range lists {
+		out[i] = fileFlag{"--list", l}
+	}
+	return out
 }

@@ -73,6 +73,9 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 			return usageErrorf(cmd, "--policy: %v", err)
 		}
 	}
+	if err := checkInputs(fileFlag{"--nodes", f.nodes}, fileFlag{"--pods", f.pods}); err != nil {
+		return err
+	}
 	nodes, err := cluster.ReadNodesFile(f.nodes)
 	if err != nil {
 		return err

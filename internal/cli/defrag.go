@@ -3,18 +3,23 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
 
 // defragFlags are the flags of `gpufrag defrag`.
@@ -113,9 +118,9 @@ func relocationHelp() string {
 
 // runDefrag checks the flags, reads the layout, plans and prints.
 func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
-	gpu, err := model.LookupGPU(f.gpu)
+	gpu, err := checkGPUFlag(cmd, "--gpu", f.gpu)
 	if err != nil {
-		return usageErrorf(cmd, "--gpu: %v", err)
+		return err
 	}
 	goal, err := defrag.ParseGoal(f.goal)
 	if err != nil {
@@ -133,6 +138,10 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 		}
 	}
 	l, source, allocator, name, err := readDefragInput(cmd.InOrStdin(), path, f.device, gpu.Capacity)
+	var noDevice *noDeviceError
+	if errors.As(err, &noDevice) {
+		return usageErrorf(cmd, "--device %d: %v", f.device, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -157,8 +166,93 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	}
 	var sb strings.Builder
 	writeDefragReport(&sb, name, source, f.device, gpu, cm, goal, p, pause, f.moves)
-	_, err = io.WriteString(out, sb.String())
+	_, err = io.WriteString(out, insertVerdict(sb.String(), defragVerdict(l, p, gpu, source)))
 	return err
+}
+
+// insertVerdict puts verdict after the report's first paragraph (the file
+// and "goal ...: reached" lines), where a reader looks first.
+func insertVerdict(text, verdict string) string {
+	i := strings.Index(text, "\n\n")
+	if i < 0 {
+		return text + "\n" + verdict
+	}
+	return text[:i+1] + verdict + text[i+1:]
+}
+
+// defragVerdict says in words what a plan gains: frag.Judge's weighing of
+// the layout, and when there is nothing to move, why nothing can be
+// gained, instead of a bare "reached" with 0 moves.
+func defragVerdict(l mem.Layout, p defrag.Plan, gpu model.GPU, source string) string {
+	m := p.Before
+	v := frag.Judge(frag.Stake{Health: m.Health, CachedFree: m.CachedFree, Reserved: m.Reserved, Capacity: m.Capacity})
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "fragmentation: %s (%s)\n", v.Label, v.Why)
+	if len(p.Moves) == 0 && p.UnmapPages == 0 {
+		sb.WriteString(wrap("nothing to gain: "+nothingToGain(l, m), 80) + "\n")
+	}
+	if source == "snapshot" {
+		sb.WriteString(wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze assumes %s unless --capacity, so its figure differs.",
+			gpu.Name, human.Bytes(gpu.Capacity), human.Bytes(analysis.DefaultCapacity)), 80) + "\n")
+	}
+	return sb.String()
+}
+
+// nothingToGain explains a plan without moves: no free memory, free memory
+// already in one piece, or, as the planner decides (package defrag,
+// "Compaction"), no group (pool and stream) with as many free bytes as its
+// smallest segment holding live blocks: emptying a segment frees its whole
+// size, which cannot exceed the group's free bytes.
+func nothingToGain(l mem.Layout, m frag.Metrics) string {
+	switch {
+	case m.CachedFree == 0:
+		return "no memory inside the segments is free, so there is no gap to close."
+	case m.FreeBlocks <= 1 || m.Health >= 1:
+		return "the free memory is already one block."
+	}
+	type group struct {
+		pool           string
+		stream         int
+		free, smallest int64
+	}
+	var gs []*group
+	find := func(seg mem.Segment) *group {
+		for _, g := range gs {
+			if g.pool == seg.Pool && g.stream == seg.Stream {
+				return g
+			}
+		}
+		g := &group{pool: seg.Pool, stream: seg.Stream, smallest: -1}
+		gs = append(gs, g)
+		return g
+	}
+	for _, seg := range l.Segments {
+		g := find(seg)
+		live := false
+		for _, b := range seg.Blocks {
+			if b.State == mem.Free {
+				g.free += b.Size
+			} else {
+				live = true
+			}
+		}
+		if live && (g.smallest < 0 || seg.Size < g.smallest) {
+			g.smallest = seg.Size
+		}
+	}
+	var parts []string
+	for _, g := range gs {
+		if g.smallest >= 0 && g.free >= g.smallest {
+			return "the live blocks of the segments that could be emptied do not fit in the free blocks of the others " +
+				"(a block moves only within its pool and stream), so no segment can be freed."
+		}
+		if g.free > 0 {
+			parts = append(parts, fmt.Sprintf("the %s pool (stream %d) has %s free and its smallest segment with live blocks is %s",
+				g.pool, g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
+		}
+	}
+	return "compaction frees memory by emptying whole segments into the free blocks of others of their pool and stream, " +
+		"so a pool must have at least a segment's worth free; none has: " + strings.Join(parts, "; ") + "."
 }
 
 // readDefragFile reads a layout file or a snapshot, at most
@@ -196,6 +290,23 @@ func readDefragFile(r io.Reader, name string) ([]byte, error) {
 	return data, nil
 }
 
+// noDeviceError is a --device that a snapshot has no segment on: a usage
+// error that lists the devices it has.
+type noDeviceError struct {
+	name    string
+	device  int
+	devices []int
+}
+
+func (e *noDeviceError) Error() string {
+	slices.Sort(e.devices)
+	have := make([]string, len(e.devices))
+	for i, d := range e.devices {
+		have[i] = fmt.Sprint(d)
+	}
+	return fmt.Sprintf("%s: no segment on device %d (the snapshot has devices %s)", e.name, e.device, strings.Join(have, ", "))
+}
+
 // readDefragInput reads a saved layout or a snapshot from path ("-": stdin).
 // It returns the layout, the source kind, the allocator the file names, and
 // the name used in messages.
@@ -230,12 +341,14 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 	if len(s.Segments) == 0 {
 		return mem.Layout{}, "", "", name, fmt.Errorf("%s: the snapshot has no segments (a memory_stats dump has counters only)", name)
 	}
-	found := false
+	var devices []int
 	for _, seg := range s.Segments {
-		found = found || seg.Device == device
+		if !slices.Contains(devices, seg.Device) {
+			devices = append(devices, seg.Device)
+		}
 	}
-	if !found {
-		return mem.Layout{}, "", "", name, fmt.Errorf("%s: no segment on device %d", name, device)
+	if !slices.Contains(devices, device) {
+		return mem.Layout{}, "", "", name, &noDeviceError{name, device, devices}
 	}
 	return s.Layout(device, capacity), "snapshot", "caching", name, nil
 }

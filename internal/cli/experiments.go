@@ -116,6 +116,9 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	if f.parallel < 0 {
 		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
 	}
+	if fi, err := os.Stat(f.root); err != nil || !fi.IsDir() {
+		return usageErrorf(cmd, "--root %s: not a directory (the repository root that experiment paths are relative to)", f.root)
+	}
 	all, err := experiments.Load()
 	if err != nil {
 		return err
@@ -166,7 +169,13 @@ func writeExperimentsText(w io.Writer, outs []*experiments.Outcome) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s: %s\n  claim:   %s\n", o.Name, strings.ToUpper(o.Verdict), o.Claim)
+		verdict := strings.ToUpper(o.Verdict)
+		if o.Reduced {
+			// A reduced run is shorter, with fewer seeds and small fixtures:
+			// its verdict may differ from docs/findings.md's full-size one.
+			verdict += " (reduced size: may differ from the full-size verdict in docs/findings.md)"
+		}
+		fmt.Fprintf(w, "%s: %s\n  claim:   %s\n", o.Name, verdict, o.Claim)
 		if o.Setup != "" {
 			fmt.Fprintf(w, "  setup:   %s\n", o.Setup)
 		}

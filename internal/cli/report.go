@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
@@ -46,7 +47,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 	t.write(sb)
 
 	sb.WriteString("\nhealth: largest free block ÷ free memory inside the allocator's segments\n" +
-		"        (1 = one piece; below 0.5, fragmentation is worth acting on)\n")
+		"        (1 = one piece; below 0.5 it is worth acting on when memory is at stake)\n")
 	if len(rs) > 1 {
 		lo, hi := rs[0].PeakReservedBytes, rs[0].PeakReservedBytes
 		for _, r := range rs {
@@ -56,6 +57,13 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 			fmt.Fprintf(sb, "peak reserved: from %s (%s) to %s (%s)\n",
 				human.Bytes(lo), allocatorsWith(rs, lo), human.Bytes(hi), allocatorsWith(rs, hi))
 		}
+	}
+
+	sb.WriteString("\nAt the end, weighed by the memory at stake:\n")
+	for _, r := range rs {
+		v := frag.Judge(frag.Stake{Health: r.End.Health, CachedFree: r.EndReservedBytes - r.EndAllocatedBytes,
+			Reserved: r.EndReservedBytes, Capacity: capacity, OOMs: r.OOMs})
+		fmt.Fprintf(sb, "%s\n", wrapHang(fmt.Sprintf("  %s: %s (%s)", r.Allocator, v.Label, v.Why), 80, 6))
 	}
 
 	heading := true

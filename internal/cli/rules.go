@@ -146,6 +146,9 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return err
 	}
 
+	if err := checkInputs(fileFlag{"--history", f.history}); err != nil {
+		return err
+	}
 	data, name, err := readRulesHistory(cmd, f.history)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
+	"github.com/gpufrag/gpufrag/workload"
 )
 
 // simulateFlags are the flags of `gpufrag simulate`; each overrides the
@@ -193,6 +195,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		_, err := stdout.Write(scenario.DefaultYAML())
 		return err
 	}
+	if err := checkInputs(fileFlag{"--scenario", f.scenarioFile}); err != nil {
+		return err
+	}
 	s, err := loadScenario(f.scenarioFile)
 	if err != nil {
 		return err
@@ -216,6 +221,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, inputs); err != nil {
 		return err
 	}
+	if err := checkInputs(fileFlag{"--trace", f.trace}); err != nil {
+		return err
+	}
 	plan, err := scenario.Build(s, func(name string) (io.ReadCloser, error) { return os.Open(name) })
 	if err != nil {
 		return err
@@ -231,6 +239,8 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		return err
 	}
 	out := scenario.NewReport(s, plan, results)
+	run := describeSimulateRun(cmd, s, plan, f.scenarioFile == "")
+	applyRun(out, run)
 	if f.html != "" {
 		if err := writeSimulateHTML(f.html, out); err != nil {
 			return fmt.Errorf("--html: %w", err)
@@ -239,10 +249,11 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return enc.Encode(simulateDoc{out, run})
 	}
 	var sb strings.Builder
 	writeSimulateReport(&sb, out)
+	writeSimulateNotes(&sb, out, plan.GPU.Capacity)
 	_, err = io.WriteString(stdout, sb.String())
 	return err
 }
@@ -300,10 +311,20 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	str("model", &s.Model, f.model)
 	str("gpu", &s.GPU, f.gpu)
+	if set("gpu") {
+		if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
+			return err
+		}
+	}
+	if set("format") {
+		if _, err := workload.ParseFormat(f.format); err != nil {
+			return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
+		}
+	}
 	str("kv-dtype", &s.KVDType, f.kvDType)
 	if set("kv-dtype") {
 		if _, err := model.ParseKVDType(f.kvDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v", err)
+			return usageErrorf(cmd, "--kv-dtype: %v%s", err, didYouMean(f.kvDType, kvDTypeNames))
 		}
 	}
 	if set("max-rows") && f.maxRows < 0 {
@@ -312,7 +333,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	str("on-oom", &s.Engine.OnOOM, f.onOOM)
 	if set("on-oom") {
 		if _, err := sim.ParseOnOOM(f.onOOM); err != nil {
-			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail", f.onOOM)
+			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail%s", f.onOOM, didYouMean(f.onOOM, []string{"preempt", "reserve", "fail"}))
 		}
 		for i := range s.Runs {
 			s.Runs[i].OnOOM = ""
@@ -323,6 +344,19 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 			return usageErrorf(cmd, "--tp %d: want at least 1", f.tp)
 		}
 		s.TP = f.tp
+	}
+	if set("model") || set("tp") {
+		m, err := checkModelFlag(cmd, "--model", s.Model)
+		if err != nil {
+			return err
+		}
+		if err := m.ValidateTP(max(s.TP, 1)); err != nil {
+			which := "the scenario's model " + s.Model
+			if set("model") {
+				which = "--model " + s.Model
+			}
+			return usageErrorf(cmd, "--tp %d with %s: %v", max(s.TP, 1), which, err)
+		}
 	}
 	if set("duration") {
 		if f.duration < 0 {
@@ -363,7 +397,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("defrag") {
 		if _, err := sim.ParseDefragPolicy(f.defrag); err != nil {
-			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline", f.defrag)
+			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline%s", f.defrag, didYouMean(f.defrag, defragPolicyNames))
 		}
 		s.Engine.Defrag = f.defrag
 	}
@@ -382,13 +416,22 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 
 // pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
 // caching) by strategy.AllocsFor: a strategy runs on every listed
-// allocator it can run on, and a vmm:P strategy on vmm:P when none can.
-// --alloc values are split as spec.SplitList does, so that the caching
-// allocator's comma-separated settings stay one spec.
+// allocator it can run on. A vmm:P strategy runs on vmm:P when --alloc is
+// not given; when it is and lists no allocator the strategy can run on, the
+// pair is impossible and an error names both flags (running it on vmm:P
+// anyway would be a silent swap). --alloc values are split as
+// spec.SplitList does, so that the caching allocator's comma-separated
+// settings stay one spec. Every spec is parsed here, so that an unknown one
+// is a usage error with the near names.
 func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	kvs, err := specList(kvFlags, "paged:16")
 	if err != nil {
 		return nil, fmt.Errorf("--kv: %w", err)
+	}
+	for _, kv := range kvs {
+		if _, err := strategy.ParseSpec(kv); err != nil {
+			return nil, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
+		}
 	}
 	allocs := []string{"caching"}
 	if len(allocFlags) > 0 {
@@ -401,13 +444,41 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 			allocs = append(allocs, as...)
 		}
 	}
+	for _, a := range allocs {
+		if _, err := spec.Parse(a); err != nil {
+			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
+		}
+	}
 	var runs []scenario.Run
 	for _, kv := range kvs {
-		for _, a := range strategy.AllocsFor(kv, allocs) {
+		fit := strategy.AllocsFor(kv, allocs)
+		if len(allocFlags) > 0 && !slices.Contains(allocs, fit[0]) {
+			ks, _ := strategy.ParseSpec(kv)
+			as, _ := spec.Parse(allocs[0])
+			return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
+				kv, strings.Join(allocs, ","), strategy.CheckPair(ks, as), ks.DefaultAlloc())
+		}
+		for _, a := range fit {
 			runs = append(runs, scenario.Run{KV: kv, Alloc: a})
 		}
 	}
 	return runs, nil
+}
+
+// kvDTypeNames are the KV cache types --kv-dtype takes (model.ParseKVDType),
+// for hints; defragPolicyNames the --defrag policies (sim.ParseDefragPolicy).
+var (
+	kvDTypeNames      = []string{"bf16", "fp16", "fp32", "fp8", "fp8_e5m2", "int8"}
+	defragPolicyNames = []string{"off", "threshold", "adaptive", "online", "offline"}
+)
+
+// formatNames are the trace formats' names, for hints.
+func formatNames() []string {
+	var out []string
+	for _, f := range workload.Formats() {
+		out = append(out, f.String())
+	}
+	return out
 }
 
 func specList(values []string, def string) ([]string, error) {

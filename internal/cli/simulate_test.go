@@ -108,7 +108,7 @@ func TestSimulateTrace(t *testing.T) {
 		t.Errorf("no rate: exit %d, %q", code, errs)
 	}
 	o, _ := simulateJSON(t, "--trace", tr, "--rate", "2", "--model", "qwen2.5-7b", "--gpu", "a100-80g",
-		"--kv", "paged:16,vmm:2MiB", "--alloc", "caching")
+		"--kv", "paged:16,vmm:2MiB")
 	if len(o.Results) != 2 || o.Results[1].Allocator != "vmm:2MiB" {
 		t.Fatalf("runs: %+v", o.Results)
 	}
@@ -164,8 +164,9 @@ func TestSimulateErrors(t *testing.T) {
 		{[]string{"--on-oom", "explode"}, 2, "--on-oom"},
 		{[]string{"--kv-dtype", "int4"}, 2, "4-bit KV caches are not modelled"},
 		{[]string{"--trace", bad, "--max-rows", "-1"}, 2, "--max-rows -1"},
-		{[]string{"--gpu", "h100"}, 1, "unknown gpu"},
-		{[]string{"--kv", "paged:0"}, 1, "paged"},
+		// Bad flag values exit 2, every one (issue 18).
+		{[]string{"--gpu", "h100"}, 2, "unknown gpu"},
+		{[]string{"--kv", "paged:0"}, 2, "paged"},
 		{[]string{"extra"}, 2, ""},
 	} {
 		code, _, errs := run(t, "", append([]string{"simulate"}, tc.args...)...)
@@ -245,8 +246,9 @@ func TestPairRuns(t *testing.T) {
 	}{
 		{nil, nil, "paged:16 on caching"},
 		{[]string{"contiguous-grow"}, nil, "contiguous-grow on caching"},
-		{[]string{"paged:16,vmm:2MiB"}, []string{"caching"}, "paged:16 on caching|vmm:2MiB on vmm:2MiB"},
-		{[]string{"vmm:2MiB", "vmm:64KiB"}, []string{"caching,vmm:2MiB", "vmm"}, "vmm:2MiB on vmm:2MiB|vmm:2MiB on vmm|vmm:64KiB on vmm:64KiB"},
+		// Without --alloc a vmm:P strategy runs on its own allocator.
+		{[]string{"paged:16,vmm:2MiB"}, nil, "paged:16 on caching|vmm:2MiB on vmm:2MiB"},
+		{[]string{"vmm:2MiB", "vmm:64KiB"}, []string{"caching,vmm:2MiB", "vmm", "vmm:64KiB"}, "vmm:2MiB on vmm:2MiB|vmm:2MiB on vmm|vmm:64KiB on vmm:64KiB"},
 		// --alloc splits as spec.SplitList does: the caching allocator's
 		// settings stay one spec (they were split into an allocator
 		// "max_split_size_mb" before), and "all" is every allocator.
@@ -273,6 +275,26 @@ func TestPairRuns(t *testing.T) {
 	}
 	if _, err := pairRuns([]string{"paged:16,"}, nil); err == nil || !strings.Contains(err.Error(), "--kv: empty spec") {
 		t.Errorf("empty kv spec: %v", err)
+	}
+	// An impossible pair is an error naming both flags, not a silent swap
+	// to the strategy's own allocator (issue 18).
+	for _, tc := range [][2][]string{
+		{{"vmm:2MiB"}, {"caching"}},
+		{{"paged:16,vmm:2MiB"}, {"caching"}},
+		{{"vmm:64KiB"}, {"caching,vmm:2MiB"}},
+	} {
+		_, err := pairRuns(tc[0], tc[1])
+		if err == nil || !strings.Contains(err.Error(), "--kv vmm:") || !strings.Contains(err.Error(), "--alloc "+tc[1][0]) ||
+			!strings.Contains(err.Error(), "add --alloc vmm:") {
+			t.Errorf("pairRuns(%q, %q): %v, want an error naming both flags", tc[0], tc[1], err)
+		}
+	}
+	// Unknown specs are errors with the near names.
+	if _, err := pairRuns([]string{"pagd:16"}, nil); err == nil || !strings.Contains(err.Error(), `did you mean "paged"?`) {
+		t.Errorf("pagd:16: %v", err)
+	}
+	if _, err := pairRuns(nil, []string{"cachin"}); err == nil || !strings.Contains(err.Error(), `did you mean "caching"?`) {
+		t.Errorf("cachin: %v", err)
 	}
 	if _, err := pairRuns(nil, []string{" , "}); err == nil || !strings.Contains(err.Error(), `--alloc " , ": alloc: bad allocator spec: empty allocator list`) {
 		t.Errorf("empty allocator list: %v", err)

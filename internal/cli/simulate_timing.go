@@ -46,7 +46,7 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 	set := cmd.Flags().Changed
 	if set("engine") {
 		if _, err := sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want vllm-v1, vllm-v0 or sglang", f.engine)
+			return usageErrorf(cmd, "--engine %q: want vllm-v1, vllm-v0 or sglang%s", f.engine, didYouMean(f.engine, sim.EngineNames()))
 		}
 		s.Engine.Name = f.engine
 	}
@@ -60,7 +60,8 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 	}
 	if set("weight-dtype") {
 		if _, err := model.ParseDType(f.weightDType); err != nil {
-			return usageErrorf(cmd, "--weight-dtype %q: want bf16, fp16, fp8, int8 or int4", f.weightDType)
+			return usageErrorf(cmd, "--weight-dtype %q: want bf16, fp16, fp8, int8 or int4%s", f.weightDType,
+				didYouMean(f.weightDType, []string{"bf16", "fp16", "fp8", "int8", "int4"}))
 		}
 		s.WeightDType = f.weightDType
 	}
@@ -70,8 +71,8 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 		}
 		if !scenario.IsProfileFile(f.profile) {
 			if _, err := sim.EmbeddedProfileYAML(f.profile); err != nil {
-				return usageErrorf(cmd, "--profile %q: no embedded profile of that name (profiles: %s); a file's name needs a dot or a slash (./%s.yaml)",
-					f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile)
+				return usageErrorf(cmd, "--profile %q: no embedded profile of that name (profiles: %s); a file's name needs a dot or a slash (./%s.yaml)%s",
+					f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile, didYouMean(f.profile, sim.ProfileGPUs()))
 			}
 		}
 		s.Profile = f.profile

@@ -26,7 +26,9 @@ func Bytes(n int64) string {
 }
 
 // Seconds prints a duration given in seconds with the precision a reader
-// needs at its scale: "0", "850µs", "432ms", "5.4s", "518s".
+// needs at its scale: "0", "850µs", "432ms", "5.4s", "8m38s", "5h01m";
+// past a minute it reads as minutes and hours, not as a count of seconds
+// ("18051s" is 5h01m).
 func Seconds(s float64) string {
 	d := time.Duration(s * 1e9)
 	switch {
@@ -38,6 +40,10 @@ func Seconds(s float64) string {
 		return fmt.Sprintf("%.0fms", s*1e3)
 	case d < 100*time.Second:
 		return fmt.Sprintf("%.1fs", s)
+	case d.Round(time.Second) < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", d/time.Minute, d%time.Minute/time.Second)
 	}
-	return fmt.Sprintf("%.0fs", s)
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
 }

@@ -17,7 +17,7 @@ func TestSeconds(t *testing.T) {
 	for _, c := range []struct {
 		s    float64
 		want string
-	}{{0, "0"}, {0.00085, "850µs"}, {0.432, "432ms"}, {5.4, "5.4s"}, {51.7, "51.7s"}, {518.2, "518s"}} {
+	}{{0, "0"}, {0.00085, "850µs"}, {0.432, "432ms"}, {5.4, "5.4s"}, {51.7, "51.7s"}, {518.2, "8m38s"}, {3599.6, "1h00m"}, {3600, "1h00m"}, {18051, "5h01m"}, {90061, "25h01m"}} {
 		if got := Seconds(c.s); got != c.want {
 			t.Errorf("Seconds(%v) = %q, want %q", c.s, got, c.want)
 		}

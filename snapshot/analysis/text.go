@@ -59,18 +59,22 @@ func (d Device) writeText(b *strings.Builder) {
 	row("reserved but unallocated", c.ReservedUnallocated, "")
 	row("rounding waste", c.InternalWaste, "allocated − requested")
 	row("stranded free", c.Stranded, "free, in segments a live block keeps")
-	verdict := "healthy"
-	switch {
-	case m.Health < frag.HealthWorsening:
-		verdict = "fragmented: act"
-	case m.Health < frag.HealthAct:
-		verdict = "fragmenting: act soon"
+	stake := frag.Stake{Health: m.Health, CachedFree: m.CachedFree, Reserved: c.Reserved, OOMs: len(d.OOMs)}
+	if d.CapacitySource != "reserved" {
+		stake.Capacity = d.Capacity
 	}
-	fmt.Fprintf(b, "\nHealth %.3f (frag rate %.3f): %s. Largest free block %s of %s cached free; max allocatable %s",
-		m.Health, m.FragRate, verdict, fb(m.LargestFreeBlock), fb(m.CachedFree), fb(m.MaxAllocatable))
-	if d.CapacitySource == "reserved" {
+	v := frag.Judge(stake)
+	fmt.Fprintf(b, "\nHealth %.3f (frag rate %.3f): %s: %s. Largest free block %s of %s cached free; max allocatable %s",
+		m.Health, m.FragRate, v.Label, v.Why, fb(m.LargestFreeBlock), fb(m.CachedFree), fb(m.MaxAllocatable))
+	switch d.CapacitySource {
+	case "reserved":
 		b.WriteString(" (capacity unknown: cached memory only)")
-	} else {
+	case "default":
+		// gpufrag defrag reads a snapshot against its --gpu's usable memory
+		// (h100-80g: 79.65GiB), so its max allocatable is lower unless the
+		// capacities agree: say which one this is.
+		fmt.Fprintf(b, " on a %s device (the default; not a GPU's usable memory: pass --capacity, as defrag's --gpu does)", fb(d.Capacity))
+	default:
 		fmt.Fprintf(b, " on a %s device (%s)", fb(d.Capacity), d.CapacitySource)
 	}
 	fmt.Fprintf(b, ".\nSize dispersion: %d distinct live block sizes, entropy %.2f bits.\n", m.DistinctSizes, m.SizeEntropy)
@@ -157,7 +161,11 @@ func (d Device) writeText(b *strings.Builder) {
 		if strings.HasSuffix(line, "=") {
 			line += "   (empty: PyTorch's defaults)"
 		}
-		fmt.Fprintf(b, "\nRecommendation: %s\n  because %s.\n", line, w.Reason)
+		reason := "because " + w.Reason
+		if rest, ok := strings.CutPrefix(w.Reason, "keep "); ok {
+			reason = "Keep " + rest // a reason that is itself an advice, not a cause
+		}
+		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n", line, reason)
 	}
 }
 

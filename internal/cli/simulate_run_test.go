@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSimulateHeaderDescribesTheRun: the embedded scenario's header only
+// when it ran as written; flags that change it give a header, "scenario",
+// "about" and "run" that say what ran (issue 18, item 3).
+func TestSimulateHeaderDescribesTheRun(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "tiny.csv")
+	if err := os.WriteFile(trace, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"+
+		"2023-11-16 18:15:46.6800000,100,20\n2023-11-16 18:15:47.0000000,200,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := run(t, "", "simulate", "--trace", trace, "--model", "qwen2.5-7b", "--gpu", "a100-40g",
+		"--kv-dtype", "fp32", "--kv", "paged:16", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var doc struct {
+		Scenario, About string
+		Run             simulateRun
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Scenario != "tiny.csv: qwen2.5-7b on a100-40g" || strings.Contains(doc.About, "H100") ||
+		!strings.Contains(doc.About, "KV cache fp32") || !strings.Contains(doc.About, "--trace") {
+		t.Errorf("scenario %q, about %q: want the trace, model, GPU and KV type that ran", doc.Scenario, doc.About)
+	}
+	r := doc.Run
+	if r.Trace == nil || r.Trace.Path != trace || r.Trace.Format != "azure" || r.Trace.Requests != 2 ||
+		r.Model != "qwen2.5-7b" || r.GPU != "a100-40g" || r.TP != 1 || r.KVDType != "fp32" || r.Embedded != true ||
+		r.FromScenario != "long-context-chat" || strings.Join(r.Changed, " ") != "--gpu --kv --kv-dtype --model --trace" {
+		t.Errorf("run = %+v", r)
+	}
+	code, text, errb := run(t, "", "simulate", "--trace", trace, "--model", "qwen2.5-7b", "--gpu", "a100-40g", "--kv", "paged:16")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if strings.Contains(text, "long-context chat on one H100") || !strings.HasPrefix(text, "tiny.csv: qwen2.5-7b on a100-40g") {
+		t.Errorf("text header does not describe the run:\n%s", text)
+	}
+}
+
+func TestSimulateRunUnchanged(t *testing.T) {
+	_, yaml, _ := run(t, "", "simulate", "--print-scenario")
+	file := filepath.Join(t.TempDir(), "my.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := run(t, "", "simulate", "--json", "--parallel", "2", "--scenario", file)
+	if code != 0 {
+		t.Fatalf("scenario file: exit %d: %s", code, errb)
+	}
+	var doc struct {
+		Scenario string
+		Run      simulateRun
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Run.Changed) != 0 || doc.Run.Embedded || doc.Scenario != doc.Run.FromScenario || doc.Run.Title != doc.Scenario {
+		t.Errorf("a scenario file run as written keeps its name: %+v", doc)
+	}
+}
+
+// TestSimulateDefragSummary: --defrag's text has a compaction summary.
+func TestSimulateDefragSummary(t *testing.T) {
+	code, out, errb := run(t, "", "simulate", "--kv", "contiguous-grow,paged:16", "--alloc", "caching", "--defrag", "threshold", "--duration", "2m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{"Compaction (--defrag threshold):", "contiguous-grow / caching: ", " moved (lower bound ",
+		"requests failed with OOM: ", "paged:16 / caching: did not run: paged:16 keeps no KV"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSimulateFragmentationNotes: the paged pool's 0.50 is weighed and
+// explained.
+func TestSimulateFragmentationNotes(t *testing.T) {
+	code, out, errb := run(t, "", "simulate", "--kv", "paged:16", "--duration", "2m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out, "paged:16 / caching: minor: little memory at stake") || !strings.Contains(out, "the KV pool is one") {
+		t.Errorf("output does not weigh the paged run's fragmentation:\n%s", out)
+	}
+}
+
+// TestDefragNothingToGain: a layout compaction cannot improve says so and
+// why, instead of a bare "reached" with 0 moves.
+func TestDefragNothingToGain(t *testing.T) {
+	path := cachingLayoutFile(t, 5, []int{1}) // one 4 MiB hole in one 20 MiB segment
+	code, out, errb := run(t, "", "defrag", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out, "nothing to gain: the free memory is already one block.") || !strings.Contains(out, "fragmentation: healthy") {
+		t.Errorf("output:\n%s", out)
+	}
+	// The three-segment layout has something to gain: no such line.
+	_, out, _ = run(t, "", "defrag", defragLayoutFile(t))
+	if strings.Contains(out, "nothing to gain") || !strings.Contains(out, "fragmentation: ") {
+		t.Errorf("a plan with moves:\n%s", out)
+	}
+}
+
+func TestReplayVerdicts(t *testing.T) {
+	code, out, errb := run(t, "", "replay")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	// sizeclass: health 1.00 at the peak beside 333 OOMs is a full device.
+	if !strings.Contains(out, "sizeclass: out of memory, not fragmentation (333 out-of-memory failures") {
+		t.Errorf("output:\n%s", out)
+	}
+}

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// didYouMean is the hint every command adds to an unknown name: `; did you
+// mean "h100-80g"?` when one known name (or a few, equally near) is within a
+// small edit distance of name, or starts with it; "" otherwise. Case does
+// not count. One helper for every list of names (GPUs, model presets, KV
+// strategies, allocators, engines, profiles, formats, policies...), so that
+// every command suggests alike.
+func didYouMean(name string, known []string) string {
+	near := nearNames(name, known)
+	if len(near) == 0 {
+		return ""
+	}
+	q := make([]string, len(near))
+	for i, n := range near {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return "; did you mean " + strings.Join(q, " or ") + "?"
+}
+
+// nearNames returns the known names nearest to name: those at the smallest
+// edit distance when it is at most maxEdits(name), else the names name is
+// the start of ("h100" → "h100-80g"), at most three of either.
+func nearNames(name string, known []string) []string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if n == "" {
+		return nil
+	}
+	best, dist := []string(nil), maxEdits(n)+1
+	var prefixed []string
+	for _, k := range known {
+		lk := strings.ToLower(k)
+		if lk == n {
+			return nil // not unknown: the caller's error is about something else
+		}
+		switch d := editDistance(n, lk); {
+		case d < dist:
+			best, dist = []string{k}, d
+		case d == dist:
+			best = append(best, k)
+		}
+		if strings.HasPrefix(lk, n) {
+			prefixed = append(prefixed, k)
+		}
+	}
+	if len(best) == 0 {
+		best = prefixed
+	}
+	if len(best) > 3 {
+		return nil // too many to be a hint
+	}
+	return best
+}
+
+// maxEdits is how many edits still make a near name: one for names up to
+// four characters, two up to eight, three beyond ("llama3-8b" is one edit
+// from "llama-3-8b"; "bestfi" one from "bestfit").
+func maxEdits(name string) int {
+	switch n := len([]rune(name)); {
+	case n <= 4:
+		return 1
+	case n <= 8:
+		return 2
+	}
+	return 3
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// specKind is the name part of a spec ("paged" of "paged:16",
+// "caching" of "caching:expandable_segments:True"), what a hint compares.
+func specKind(s string) string {
+	k, _, _ := strings.Cut(strings.TrimSpace(s), ":")
+	return k
+}
+
+// specKinds returns the distinct kinds of names ("paged:B" → "paged").
+func specKinds(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if k := specKind(n); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// checkInputs opens every named input file once, so that one that cannot be
+// read fails before any work with the flag that names it ("--trace
+// sharegpt.csv: open sharegpt.csv: no such file or directory"). A missing
+// or unreadable file is a failed run (status 1), not a usage error: the
+// command line is well formed. "" (not given) and "-" (standard input) are
+// skipped.
+func checkInputs(inputs ...fileFlag) error {
+	for _, in := range inputs {
+		if in.path == "" || in.path == "-" {
+			continue
+		}
+		fh, err := os.Open(in.path)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", in.flag, in.path, err)
+		}
+		fh.Close()
+	}
+	return nil
+}
+
+// looksLikePath reports whether a --model value names a file rather than a
+// preset: it has a path separator or a .json suffix.
+func looksLikePath(ref string) bool {
+	return strings.ContainsAny(ref, `/\`) || strings.HasSuffix(strings.ToLower(ref), ".json")
+}
+
+// checkModelFlag checks a --model value (flag names it in messages): a
+// preset, or a readable config.json. A name that is neither and does not
+// look like a path is a usage error with the near presets; a path that
+// cannot be read or parsed fails the run (status 1) naming the flag.
+func checkModelFlag(cmd *cobra.Command, flag, ref string) (model.Model, error) {
+	m, err := model.Load(ref)
+	if err == nil {
+		return m, nil
+	}
+	if !errors.Is(err, model.ErrUnknownModel) {
+		return m, fmt.Errorf("%s %s: %w", flag, ref, err)
+	}
+	if _, statErr := os.Stat(ref); looksLikePath(ref) || statErr == nil {
+		if ferr := checkInputs(fileFlag{flag, ref}); ferr != nil {
+			return m, ferr
+		}
+		return m, fmt.Errorf("%s: %w", flag, err)
+	}
+	return m, usageErrorf(cmd, "%s %q: neither a model preset (%s) nor a file%s", flag, ref,
+		strings.Join(model.PresetNames(), ", "), didYouMean(ref, model.PresetNames()))
+}
+
+// checkGPUFlag looks a --gpu value up, as a usage error with the near
+// names when it is unknown.
+func checkGPUFlag(cmd *cobra.Command, flag, name string) (model.GPU, error) {
+	g, err := model.LookupGPU(name)
+	if err != nil {
+		return g, usageErrorf(cmd, "%s: %v%s", flag, err, didYouMean(name, model.GPUNames()))
+	}
+	return g, nil
+}
