@@ -3,24 +3,35 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
 
-// segmentMapRows caps the segment map: beyond a few hundred bars a page gets
-// long without showing more (the segments stranding most free memory are
-// kept).
-const segmentMapRows = 300
+// segmentMapRows caps the segment map's bars of single segments: beyond a
+// few dozen a page gets long without showing more (the segments stranding
+// most free memory are kept; the rest are summed per pool).
+const segmentMapRows = 40
+
+// analyzeHTMLOOMs is how many out-of-memory errors a device's summary
+// explains one by one; the rest are listed by event.
+const analyzeHTMLOOMs = 5
+
+// capacityFrom says where analysis.Device.CapacitySource took the capacity.
+var capacityFrom = map[string]string{"flag": "--capacity", "oom entry": "from an OOM entry", "default": "assumed"}
 
 // writeAnalyzeHTML writes the analysis as a self-contained HTML page: per
 // device the summary, the timeline charts, the segment map and the what-if
 // table.
 func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
-	page := report.Page{Title: "gpufrag analyze " + name,
-		Subtitle: fmt.Sprintf("PyTorch memory snapshot, format %s, %d device(s)", rep.Format, len(rep.Devices))}
+	page := report.Page{Title: "gpufrag analyze: " + analyzeRunTitle(name, rep),
+		Subtitle: fmt.Sprintf("PyTorch memory snapshot %s, format %s", name, rep.Format)}
 	if rep.Stats != nil {
 		var text bytes.Buffer
 		if err := (&analysis.Report{Format: rep.Format, Stats: rep.Stats}).WriteText(&text, name); err != nil {
@@ -50,17 +61,17 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 				Charts: []report.LineChart{
 					{Title: "Reserved and allocated", XLabel: "event", YLabel: "memory", YUnit: report.UnitBytes,
 						Series: []report.Series{{Name: "reserved", X: x, Y: res}, {Name: "allocated", X: x, Y: all}}, Markers: marks},
-					{Title: "Fragmentation rate (1 − health)", XLabel: "event", YLabel: "frag rate", YUnit: report.UnitShare,
+					{Title: "Fragmentation rate (1 − health)", XLabel: "event", YLabel: "frag rate", YUnit: report.UnitRatio,
 						Series: []report.Series{{Name: "frag rate", X: x, Y: fr}}, Markers: marks},
 				},
 			})
 		}
 		if len(d.Layout.Segments) > 0 {
+			svg, note := segmentMap(d.Layout, segmentMapRows)
 			page.Sections = append(page.Sections, report.Section{
 				Heading: fmt.Sprintf("Device %d: segment map", d.Device),
-				Text: fmt.Sprintf("%d segments, one bar each, scaled to its own size. Blue: live; orange: rounding inside live blocks; "+
-					"yellow: awaiting another stream; red: free but stranded by a live block; grey: free, releasable.", len(d.Layout.Segments)),
-				RawSVG: [][]byte{analysis.SegmentMapSVG(d.Layout, segmentMapRows)},
+				Text:    note,
+				RawSVG:  [][]byte{svg},
 			})
 		}
 		if w := d.WhatIf; w != nil {
@@ -72,7 +83,7 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 					s += " (recorded)"
 				}
 				t.Rows = append(t.Rows, []string{s, report.UnitBytes.Format(float64(a.PeakReserved)),
-					fmt.Sprint(a.OOMs), report.UnitShare.Format(a.PeakFragRate)})
+					fmt.Sprint(a.OOMs), fmt.Sprintf("%.3f", a.PeakFragRate)})
 			}
 			page.Sections = append(page.Sections, report.Section{Heading: fmt.Sprintf("Device %d: what if", d.Device), Tables: []report.Table{t}})
 		}
@@ -105,7 +116,16 @@ func deviceSummary(d analysis.Device) report.Section {
 	} else if f != nil && f.Skipped != "" {
 		sec.Text += "\n\nNot replayed: " + f.Skipped
 	}
-	for _, o := range d.OOMs {
+	for i, o := range d.OOMs {
+		if i == analyzeHTMLOOMs {
+			var rest []string
+			for _, o := range d.OOMs[i:] {
+				rest = append(rest, fmt.Sprint(o.Event))
+			}
+			sec.Text += fmt.Sprintf("\n\n%d more out-of-memory errors, at events %s (the text report and --json list them all).",
+				len(rest), strings.Join(rest, ", "))
+			break
+		}
 		sec.Text += fmt.Sprintf("\n\nOut of memory at event %d (%s): %s", o.Event, o.Cause, o.Why)
 	}
 	classes := report.Table{Caption: "Memory classes", Header: []string{"class", "bytes", "share of reserved"}, NumericCols: []int{1, 2}}
@@ -117,7 +137,7 @@ func deviceSummary(d analysis.Device) report.Section {
 		{"rounding waste", c.InternalWaste}, {"stranded free", c.Stranded}} {
 		share := "-"
 		if c.Reserved > 0 {
-			share = report.UnitShare.Format(float64(r.n) / float64(c.Reserved))
+			share = fmt.Sprintf("%.1f%%", 100*float64(r.n)/float64(c.Reserved))
 		}
 		classes.Rows = append(classes.Rows, []string{r.name, bytesOf(r.n), share})
 	}
@@ -147,4 +167,202 @@ func deviceSummary(d analysis.Device) report.Section {
 		sec.Tables = append(sec.Tables, t)
 	}
 	return sec
+}
+
+// analyzeRunTitle describes what was analysed, for the HTML title and
+// heading: the snapshot's file name, its devices with what they reserve,
+// and the device capacity the layouts assume (and where it came from).
+func analyzeRunTitle(name string, rep *analysis.Report) string {
+	var devs []string
+	for _, d := range rep.Devices {
+		from := capacityFrom[d.CapacitySource]
+		if from == "" {
+			from = d.CapacitySource
+		}
+		devs = append(devs, fmt.Sprintf("device %d: %s reserved of %s (%s)", d.Device,
+			report.UnitBytes.Format(float64(d.Classes.Reserved)), report.UnitBytes.Format(float64(d.Capacity)), from))
+	}
+	t := filepath.Base(name)
+	switch {
+	case len(devs) == 0 && rep.Stats != nil:
+		t += ", memory_stats()"
+	case len(devs) <= 2:
+		t += ", " + strings.Join(devs, "; ")
+	default:
+		t += fmt.Sprintf(", %d devices", len(devs))
+	}
+	return t
+}
+
+// Segment map geometry, in SVG user units (points).
+const (
+	segMapWidth = 720 // the width of the page's charts (report.DefaultWidth)
+	segMapLabel = 200 // left column: address, size and pool
+	segMapRow   = 14
+	segMapGap   = 4
+	segMapTop   = 24 // the colour key
+	segMapFont  = 10
+)
+
+// Segment map colours: live bytes, rounding inside live blocks, blocks
+// awaiting another stream, free space stranded by a live block, free space
+// in a segment empty_cache could release.
+var segMapKey = []struct{ col, name string }{
+	{"#4e79a7", "live"}, {"#f28e2b", "rounding"}, {"#edc948", "pending free"},
+	{"#e15759", "stranded free"}, {"#d9d9d9", "releasable free"},
+}
+
+// segBytes sums a segment's bytes by segMapKey's classes.
+func segBytes(s mem.Segment) (by [5]int64) {
+	live := false
+	for _, b := range s.Blocks {
+		live = live || b.State != mem.Free
+	}
+	for _, b := range s.Blocks {
+		switch {
+		case b.State == mem.PendingFree:
+			by[2] += b.Size
+		case b.State == mem.Active:
+			req := b.Size
+			if b.Requested > 0 && b.Requested < b.Size {
+				req = b.Requested
+			}
+			by[0] += req
+			by[1] += b.Size - req
+		case live:
+			by[3] += b.Size
+		default:
+			by[4] += b.Size
+		}
+	}
+	return by
+}
+
+// segmentMap draws a device's segments, one bar each in address order and
+// all on one scale (the widest bar is the largest segment drawn), for at
+// most maxRows segments: those stranding the most free memory, then the
+// largest, leaving out any smaller than a fiftieth of the largest (a bar a
+// few pixels wide). The segments left out are summed per pool, a row each
+// at the end that shows the shares of their bytes. It returns the SVG and a
+// sentence saying what is drawn.
+func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
+	segs := append([]mem.Segment(nil), l.Segments...)
+	sort.SliceStable(segs, func(i, j int) bool {
+		si, sj := segBytes(segs[i])[3], segBytes(segs[j])[3]
+		if si != sj {
+			return si > sj
+		}
+		return segs[i].Size > segs[j].Size
+	})
+	var largest int64
+	for _, s := range segs {
+		largest = max(largest, s.Size)
+	}
+	var shown, rest []mem.Segment
+	for _, s := range segs {
+		if len(shown) < maxRows && s.Size*50 >= largest {
+			shown = append(shown, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	sort.Slice(shown, func(i, j int) bool { return shown[i].Addr < shown[j].Addr })
+	type agg struct {
+		pool  string
+		n     int
+		total int64
+		by    [5]int64
+	}
+	var aggs []*agg
+	byPool := map[string]*agg{}
+	for _, s := range rest {
+		a := byPool[s.Pool]
+		if a == nil {
+			a = &agg{pool: s.Pool}
+			byPool[s.Pool] = a
+			aggs = append(aggs, a)
+		}
+		a.n++
+		a.total += s.Size
+		sb := segBytes(s)
+		for k := range sb {
+			a.by[k] += sb[k]
+		}
+	}
+	sort.SliceStable(aggs, func(i, j int) bool { return aggs[i].pool < aggs[j].pool })
+
+	rows := len(shown) + len(aggs)
+	height := segMapTop + rows*(segMapRow+segMapGap) + segMapGap
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="'Liberation Sans', Arial, Helvetica, sans-serif" font-size="%d">`+"\n",
+		segMapWidth, height, segMapWidth, height, segMapFont)
+	fmt.Fprintf(&b, "<title>segment map: %d of %d segments drawn</title>\n", len(shown), len(l.Segments))
+	x := 0
+	for _, e := range segMapKey {
+		fmt.Fprintf(&b, `<rect x="%d" y="5" width="11" height="11" fill="%s"/><text x="%d" y="14">%s</text>`+"\n", x, e.col, x+15, e.name)
+		x += 15 + 6*len(e.name) + 16
+	}
+	barW := float64(segMapWidth - segMapLabel)
+	scale := barW / float64(max(largest, 1))
+	row := func(i int) int { return segMapTop + i*(segMapRow+segMapGap) }
+	for i, s := range shown {
+		y := row(i)
+		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`+"\n", y+segMapRow-3,
+			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), s.Pool)))
+		live := false
+		for _, blk := range s.Blocks {
+			live = live || blk.State != mem.Free
+		}
+		for _, blk := range s.Blocks {
+			x0 := float64(segMapLabel) + float64(blk.Addr-s.Addr)*scale
+			w := float64(blk.Size) * scale
+			col := segMapKey[4].col
+			switch {
+			case blk.State == mem.PendingFree:
+				col = segMapKey[2].col
+			case blk.State == mem.Active:
+				col = segMapKey[0].col
+			case live:
+				col = segMapKey[3].col
+			}
+			fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%#x %s %s</title></rect>`+"\n",
+				x0, y, w, segMapRow, col, blk.Addr, mem.FormatBytes(blk.Size), blk.State)
+			if blk.State == mem.Active && blk.Requested > 0 && blk.Requested < blk.Size {
+				rw := float64(blk.Size-blk.Requested) * scale
+				fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"/>`+"\n", x0+w-rw, y, rw, segMapRow, segMapKey[1].col)
+			}
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.2f" height="%d" fill="none" stroke="#555" stroke-width="0.5"/>`+"\n",
+			segMapLabel, y, float64(s.Size)*scale, segMapRow)
+	}
+	for i, a := range aggs {
+		y := row(len(shown) + i)
+		fmt.Fprintf(&b, `<text x="0" y="%d" font-style="italic">%s</text>`+"\n", y+segMapRow-3,
+			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, a.pool, mem.FormatBytes(a.total))))
+		x0 := float64(segMapLabel)
+		for k, v := range a.by {
+			if v == 0 {
+				continue
+			}
+			w := barW * float64(v) / float64(max(a.total, 1))
+			fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s %s</title></rect>`+"\n",
+				x0, y, w, segMapRow, segMapKey[k].col, mem.FormatBytes(v), segMapKey[k].name)
+			x0 += w
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%d" fill="none" stroke="#555" stroke-width="0.5" stroke-dasharray="3 2"/>`+"\n",
+			segMapLabel, y, barW, segMapRow)
+	}
+	b.WriteString("</svg>\n")
+
+	note := fmt.Sprintf("%d segment%s, one bar each in address order, on one scale: the full width is %s.",
+		len(shown), pluralS(len(shown)), mem.FormatBytes(largest))
+	if len(rest) > 0 {
+		note = fmt.Sprintf("%d of %d segments (those stranding the most free memory, then the largest), one bar each in address order, "+
+			"on one scale: the full width is %s. The other %d, smaller or stranding less, are summed per pool in the last %s, "+
+			"each bar the shares of those segments' bytes (dashed outline).",
+			len(shown), len(l.Segments), mem.FormatBytes(largest), len(rest), map[bool]string{true: "row", false: "rows"}[len(aggs) == 1])
+	}
+	note += " Blue: live; orange: rounding inside live blocks; yellow: awaiting another stream; " +
+		"red: free but stranded by a live block; grey: free, releasable."
+	return []byte(b.String()), note
 }

@@ -124,11 +124,17 @@ func writeClusterHTML(path string, f clusterFlags, nodes []cluster.Node, pods []
 			fmt.Sprintf("%.0f", r.UnallocatedGPUsAt100.Mean), clusterPct(r.FragTotalAt["60"]), clusterPct(r.FragTotalAt["80"]), clusterPct(r.FragTotalAt["90"]),
 			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100)})
 	}
+	var policies []string
+	for _, s := range sums {
+		policies = append(policies, s.Policy)
+	}
 	page := report.Page{
-		Title:    "gpufrag cluster simulate",
-		Subtitle: fmt.Sprintf("%s on %s: %d nodes, %d GPUs, seeds %s", f.pods, f.nodes, len(nodes), out.GPUs, f.seeds),
+		Title: fmt.Sprintf("gpufrag cluster simulate: %s on %s (%s nodes, %s GPUs), %s, %d seed%s",
+			filepath.Base(f.pods), filepath.Base(f.nodes), thousands(len(nodes)), thousands(out.GPUs),
+			strings.Join(policies, ", "), len(seeds), pluralS(len(seeds))),
+		Subtitle: fmt.Sprintf("%s pods of %s on the nodes of %s; seeds %s", thousands(len(pods)), f.pods, f.nodes, f.seeds),
 		Sections: []report.Section{
-			{Heading: "Comparison", Text: sb.String(), Tables: []report.Table{tab}},
+			{Heading: "Comparison", Tables: []report.Table{tab}, Pre: sb.String()},
 			{Heading: "Curves against arrived GPU demand", Text: "Means over the seeds at every percent of arrived GPU demand (the FGD paper's Figs. 7 and 9).", Charts: clusterCharts(sums)},
 		},
 	}

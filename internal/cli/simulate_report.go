@@ -74,11 +74,34 @@ OOM:           requests failed by an out-of-memory error; preempted: recomputati
 	}
 }
 
+// simulateRunTitle describes what ran, for the HTML title and heading:
+// the report's scenario field, which applyRun sets to the run's title (the
+// scenario's name when it ran as written, else the trace's file name with
+// the model and the GPU, or the flags that changed it), completed with
+// what it leaves out of model, GPU, tensor-parallel degree and span.
+func simulateRunTitle(o *scenario.Report) string {
+	t := o.Scenario
+	if !strings.Contains(t, " on "+o.GPU) {
+		t += fmt.Sprintf(": %s on %s", o.Model, o.GPU)
+	}
+	if !strings.Contains(t, "(tp ") {
+		t += fmt.Sprintf(", TP %d", o.TP)
+	}
+	span := "to the end of the workload"
+	if o.Duration > 0 {
+		span = human.Seconds(o.Duration) + " simulated"
+	}
+	return t + ", " + span
+}
+
 // writeSimulateHTML writes the report page: the tables and, per run, the
 // memory and health over time with OOM and preemption markers.
 func writeSimulateHTML(path string, o *scenario.Report) error {
-	page := report.Page{Title: "gpufrag simulate: " + o.Scenario,
-		Subtitle: fmt.Sprintf("%s on %s (tp %d); %s; seed %d", o.Model, o.GPU, o.TP, o.Source, o.Seed)}
+	sub := fmt.Sprintf("%s; seed %d", o.Source, o.Seed)
+	if o.About != "" {
+		sub = o.About + "; " + sub
+	}
+	page := report.Page{Title: "gpufrag simulate: " + simulateRunTitle(o), Subtitle: sub}
 	var sb strings.Builder
 	writeSimulateReport(&sb, o)
 	summary := report.Table{Caption: "Results",
@@ -108,7 +131,7 @@ func writeSimulateHTML(path string, o *scenario.Report) error {
 		}
 		mem.Markers = markers(r.Events)
 		health := report.LineChart{Title: runName(r) + ": health (largest free ÷ free)", XLabel: "time", YLabel: "health",
-			XUnit: report.UnitSeconds, YUnit: report.UnitShare,
+			XUnit: report.UnitSeconds, YUnit: report.UnitRatio,
 			Series: []report.Series{{Name: "health", X: s.Time, Y: s.Health}}}
 		queue := report.LineChart{Title: runName(r) + ": requests", XLabel: "time", YLabel: "requests",
 			XUnit:  report.UnitSeconds,
@@ -118,7 +141,7 @@ func writeSimulateHTML(path string, o *scenario.Report) error {
 		page.Sections = append(page.Sections, report.Section{Heading: runName(r), Text: text,
 			Charts: []report.LineChart{mem, health, queue}})
 	}
-	page.Sections = append(page.Sections, report.Section{Heading: "Text report", Text: sb.String()})
+	page.Sections = append(page.Sections, report.Section{Heading: "Text report", Pre: sb.String()})
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
@@ -146,18 +169,40 @@ func intsN(xs []int) []float64 {
 	return out
 }
 
-// markers turns events into chart markers: at most 200, the first of each
-// kind always kept, so a plot stays readable.
+// markerBins is how many spans a run's time is cut into for its markers:
+// the events of one kind within a span become one marker that counts them,
+// so a run with thousands of OOMs draws a few hundred lines at most.
+const markerBins = 240
+
+// markers turns events into chart markers: per kind, one marker per
+// 1/markerBins of the run's span, at the first event there, counting the
+// events it stands for (the chart's labels add them up).
 func markers(evs []sim.Event) []report.Marker {
-	const limit = 200
+	if len(evs) == 0 {
+		return nil
+	}
+	lo, hi := evs[0].Time, evs[0].Time
+	for _, e := range evs {
+		lo, hi = min(lo, e.Time), max(hi, e.Time)
+	}
+	width := (hi - lo) / markerBins
+	type key struct {
+		kind string
+		bin  int
+	}
+	at := map[key]int{}
 	var out []report.Marker
-	seen := map[string]bool{}
-	step := max(1, len(evs)/limit)
-	for i, e := range evs {
-		if !seen[e.Kind] || i%step == 0 {
-			out = append(out, report.Marker{X: e.Time, Label: e.Kind})
-			seen[e.Kind] = true
+	for _, e := range evs {
+		k := key{e.Kind, 0}
+		if width > 0 {
+			k.bin = min(int((e.Time-lo)/width), markerBins-1)
 		}
+		if i, ok := at[k]; ok {
+			out[i].Count++
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, report.Marker{X: e.Time, Label: e.Kind, Count: 1})
 	}
 	return out
 }
