@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -310,7 +311,9 @@ func recovered(name string, fn func() error) (err error) {
 	return fn()
 }
 
-// logState logs a source's first state when it is down, and every change.
+// logState logs a source's first state when it is down, and every change;
+// not the first down state of a source from NewOffSource, whose caller
+// logged it.
 func (c *Collector) logState(name string, err error) {
 	if c.opts.Logger == nil {
 		return
@@ -320,8 +323,10 @@ func (c *Collector) logState(name string, err error) {
 	was, known := c.state[name]
 	c.state[name] = up
 	c.mu.Unlock()
+	var off offError
 	switch {
 	case known && was == up:
+	case !known && errors.As(err, &off):
 	case up && known:
 		c.opts.Logger.Info("source up", "source", name)
 	case !up:

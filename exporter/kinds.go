@@ -114,6 +114,22 @@ func (s FuncContextSource) Collect() ([]Sample, error) { return s.Fn(context.Bac
 // CollectContext calls s.Fn.
 func (s FuncContextSource) CollectContext(ctx context.Context) ([]Sample, error) { return s.Fn(ctx) }
 
+// NewOffSource returns a source named name that is off for the life of the
+// process: every collection fails with err, so the source is reported down
+// (gpufrag_source_up 0) on every scrape. The caller has already logged why
+// (for example at startup, when NVML could not be opened); the Collector
+// does not log the first down state of this source again, only a change.
+func NewOffSource(name string, err error) FuncContextSource {
+	off := offError{err}
+	return FuncContextSource{SourceName: name, Fn: func(context.Context) ([]Sample, error) { return nil, off }}
+}
+
+// offError is the error of a source from NewOffSource.
+type offError struct{ err error }
+
+func (e offError) Error() string { return e.err.Error() }
+func (e offError) Unwrap() error { return e.err }
+
 // NewGPUSource returns a source named name over a device-memory reader such
 // as NVML's: one sample per device.
 func NewGPUSource(name string, read func(context.Context) ([]GPUDevice, error)) FuncContextSource {

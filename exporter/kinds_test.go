@@ -182,6 +182,42 @@ func TestStateLogs(t *testing.T) {
 	}
 }
 
+// TestOffSourceLogs: a source from NewOffSource is down on every scrape and
+// the collector does not log it (its caller did, once, at startup); a
+// source failing with the same error otherwise is logged once.
+func TestOffSourceLogs(t *testing.T) {
+	cause := errors.New("NVML not available: libnvidia-ml.so.1 not found")
+	logs := &syncBuffer{}
+	reg := prometheus.NewPedanticRegistry()
+	plain := FuncContextSource{SourceName: "plain", Fn: func(context.Context) ([]Sample, error) { return nil, cause }}
+	if _, err := NewWithOptions(reg, Options{Logger: testLogger(logs)}, NewOffSource("nvml", cause), plain); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "gpufrag_source_up" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				if m.GetGauge().GetValue() != 0 {
+					t.Errorf("scrape %d: %v up, want every source down", i, m.GetLabel())
+				}
+			}
+		}
+	}
+	out := logs.String()
+	if n := strings.Count(out, "source down"); n != 1 || !strings.Contains(out, "source=plain") || strings.Contains(out, "source=nvml") {
+		t.Errorf("want one 'source down' line, for plain only:\n%s", out)
+	}
+	if _, err := NewOffSource("nvml", cause).CollectContext(context.Background()); !errors.Is(err, cause) || err.Error() != cause.Error() {
+		t.Errorf("off source error = %v, want %v unchanged", err, cause)
+	}
+}
+
 // TestMaxSeries: a source whose series would pass the cap is down, the
 // sources before it are exported.
 func TestMaxSeries(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package nvml reads GPU memory from the NVIDIA driver through NVML, the
-// library behind nvidia-smi, using the github.com/NVIDIA/go-nvml binding.
+// library behind nvidia-smi.
 //
 // What is read, per GPU, in device index order:
 //
@@ -24,14 +24,24 @@
 // keep serving its other sources. The library is loaded with dlopen when Open
 // runs, so a binary that imports this package starts on hosts without a GPU.
 //
-// Build tags: the binding needs cgo (go-nvml does not compile with
-// CGO_ENABLED=0). In a build without cgo, Open always returns an error
-// wrapping ErrNoDriver that says so; the types of this file exist in both
-// builds, so callers need no build tags of their own.
+// The binding: libnvidia-ml.so.1 is opened with dlopen and its functions are
+// called through github.com/ebitengine/purego, without cgo, so the binding is
+// in every linux/amd64 and linux/arm64 build, CGO_ENABLED=0 included, and
+// compiles none of NVML's header (with cgo on, purego builds a dlopen shim of
+// a few lines). (It replaced NVIDIA/go-nvml, whose cgo preamble printed 29
+// deprecation warnings on a first build and cost about 10 CPU-seconds of a
+// cold build, and which a CGO_ENABLED=0 build silently lost.) It calls ten
+// functions of NVML's stable C ABI, with the struct layouts of nvml.h; see
+// dl.go. With purego, a CGO_ENABLED=0 binary is dynamically linked (against
+// libc, which NVML needs anyway). For a fully static binary, build with
+// -tags nonvml: Open then fails with an error wrapping ErrNoDriver and
+// ErrNotBuilt that says so, as it does on other platforms. Built tells a
+// caller in advance.
 //
-// Testing: the binding runs against go-nvml's in-memory mocks, and against a
-// small fake libnvidia-ml.so.1 compiled from testdata/fakenvml.c when a C
-// compiler is present, so the real dlopen path is exercised without a GPU.
+// Testing: the reader runs against in-memory mocks of the library (every
+// build), and the binding against a small fake libnvidia-ml.so.1 compiled
+// from testdata/fakenvml.c when a C compiler is present, so the real dlopen
+// path is exercised without a GPU, with and without cgo.
 package nvml
 
 import (
@@ -42,8 +52,17 @@ import (
 
 // ErrNoDriver means NVML cannot be used on this host or in this binary: the
 // library is missing, the kernel driver is not loaded, or the binary was
-// built without cgo. It is an expected state, not a failure of the reader.
+// built without the reader (then the error also wraps ErrNotBuilt). It is an expected state, not a failure of the reader.
 var ErrNoDriver = errors.New("NVML not available")
+
+// ErrNotBuilt means this binary has no NVML reader: it was built with -tags
+// nonvml, or for a platform other than linux/amd64 and linux/arm64. Errors
+// wrapping it also wrap ErrNoDriver.
+var ErrNotBuilt = errors.New("not in this build")
+
+// Built returns nil when this binary has the NVML reader, else an error
+// wrapping ErrNotBuilt that says why not. A driver is not needed for nil.
+func Built() error { return buildError() }
 
 // ErrClosed is returned by Devices after Close.
 var ErrClosed = errors.New("nvml: reader closed")

@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build linux && (amd64 || arm64) && !nonvml
 
 package nvml
 
@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,7 @@ import (
 const (
 	helperEnv    = "GPUFRAG_NVML_HELPER"      // "1" in the child
 	helperLibEnv = "GPUFRAG_NVML_HELPER_PATH" // WithLibraryPath, or "" for the default soname
+	helperCapEnv = "GPUFRAG_NVML_HELPER_CAP"  // the process queries' first buffer size
 	resultPrefix = "NVML-HELPER-RESULT "
 )
 
@@ -47,6 +49,13 @@ func TestHelperProcess(t *testing.T) {
 	var opts []Option
 	if p := os.Getenv(helperLibEnv); p != "" {
 		opts = append(opts, WithLibraryPath(p))
+	}
+	if c := os.Getenv(helperCapEnv); c != "" {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		firstProcessCapacity = uint32(n)
 	}
 	var res helperResult
 	r, err := Open(opts...)
@@ -160,6 +169,10 @@ func TestFakeLibrary(t *testing.T) {
 		{"WithLibraryPath", []string{helperLibEnv + "=" + lib}, fakeDevices(), ""},
 		{"LD_LIBRARY_PATH", []string{helperLibEnv + "=", "LD_LIBRARY_PATH=" + filepath.Dir(lib)}, fakeDevices(), ""},
 		{"old driver", []string{helperLibEnv + "=" + oldLib}, oldDevs, ""},
+		// A first buffer of one entry: the queries answer
+		// NVML_ERROR_INSUFFICIENT_SIZE and are asked again.
+		{"small buffer", []string{helperLibEnv + "=" + lib, helperCapEnv + "=1"}, fakeDevices(), ""},
+		{"small buffer, old driver", []string{helperLibEnv + "=" + oldLib, helperCapEnv + "=1"}, oldDevs, ""},
 		{"lost GPU", []string{helperLibEnv + "=" + lib, "FAKENVML_LOST_GPU=1"}, fakeDevices()[:1],
 			// The message comes from the library's nvmlErrorString.
 			"nvml: GPU 1: nvmlDeviceGetMemoryInfo_v2: fake: GPU is lost (nvmlReturn_t 15)"},
@@ -179,6 +192,21 @@ func TestFakeLibrary(t *testing.T) {
 				t.Errorf("Devices:\n got %+v\nwant %+v", res.Devices, tc.want)
 			}
 		})
+	}
+}
+
+func TestBuilt(t *testing.T) {
+	if err := Built(); err != nil {
+		t.Errorf("Built() = %v in a build with the reader", err)
+	}
+}
+
+// A library that is not NVML is refused before anything is called.
+func TestNotNVML(t *testing.T) {
+	libc := "libc.so.6"
+	r, err := Open(WithLibraryPath(libc))
+	if r != nil || !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "libc.so.6 loaded but it does not export nvmlInit_v2, so it is not a usable NVML") {
+		t.Errorf("Open(%s) = %v, %v; want ErrNoDriver saying it is not NVML", libc, r, err)
 	}
 }
 

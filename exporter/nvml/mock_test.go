@@ -1,5 +1,3 @@
-//go:build cgo
-
 package nvml
 
 import (
@@ -10,10 +8,48 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
+
+// mockLibrary is a library whose calls are the functions set; a call whose
+// function is nil panics, as a library that crashes would.
+type mockLibrary struct {
+	InitFunc                   func() ret
+	ShutdownFunc               func() ret
+	DeviceGetCountFunc         func() (int, ret)
+	DeviceGetHandleByIndexFunc func(int) (device, ret)
+}
+
+func (m *mockLibrary) Init() ret                  { return m.InitFunc() }
+func (m *mockLibrary) Shutdown() ret              { return m.ShutdownFunc() }
+func (m *mockLibrary) DeviceGetCount() (int, ret) { return m.DeviceGetCountFunc() }
+func (m *mockLibrary) DeviceGetHandleByIndex(i int) (device, ret) {
+	return m.DeviceGetHandleByIndexFunc(i)
+}
+
+// ErrorString gives NVML's names for the codes, as the real library's
+// nvmlErrorString does not (its messages are prose).
+func (m *mockLibrary) ErrorString(ret) string { return "" }
+
+// mockDevice is a device whose calls are the functions set; nil ones panic.
+type mockDevice struct {
+	GetUUIDFunc                     func() (string, ret)
+	GetNameFunc                     func() (string, ret)
+	GetMemoryInfo_v2Func            func() (memInfo, ret)
+	GetMemoryInfoFunc               func() (memInfo, ret)
+	GetComputeRunningProcessesFunc  func() ([]processInfo, ret)
+	GetGraphicsRunningProcessesFunc func() ([]processInfo, ret)
+}
+
+func (d *mockDevice) GetUUID() (string, ret)           { return d.GetUUIDFunc() }
+func (d *mockDevice) GetName() (string, ret)           { return d.GetNameFunc() }
+func (d *mockDevice) GetMemoryInfo_v2() (memInfo, ret) { return d.GetMemoryInfo_v2Func() }
+func (d *mockDevice) GetMemoryInfo() (memInfo, ret)    { return d.GetMemoryInfoFunc() }
+func (d *mockDevice) GetComputeRunningProcesses() ([]processInfo, ret) {
+	return d.GetComputeRunningProcessesFunc()
+}
+func (d *mockDevice) GetGraphicsRunningProcesses() ([]processInfo, ret) {
+	return d.GetGraphicsRunningProcessesFunc()
+}
 
 const gib = 1 << 30
 
@@ -21,58 +57,58 @@ const gib = 1 << 30
 type gpu struct {
 	uuid, name        string
 	total, res, used  uint64 // v2 figures; used excludes res
-	compute, graphics []gonvml.ProcessInfo
-	uuidRet, memRet   gonvml.Return
-	memV2Ret          gonvml.Return
-	computeRet        gonvml.Return
-	graphicsRet       gonvml.Return
+	compute, graphics []processInfo
+	uuidRet, memRet   ret
+	memV2Ret          ret
+	computeRet        ret
+	graphicsRet       ret
 	onUUID            func() // runs inside GetUUID
 }
 
-func (g gpu) device() *mock.Device {
-	return &mock.Device{
-		GetUUIDFunc: func() (string, gonvml.Return) {
+func (g gpu) device() *mockDevice {
+	return &mockDevice{
+		GetUUIDFunc: func() (string, ret) {
 			if g.onUUID != nil {
 				g.onUUID()
 			}
 			return g.uuid, g.uuidRet
 		},
-		GetNameFunc: func() (string, gonvml.Return) { return g.name, gonvml.SUCCESS },
-		GetMemoryInfo_v2Func: func() (gonvml.Memory_v2, gonvml.Return) {
-			if g.memV2Ret != gonvml.SUCCESS {
-				return gonvml.Memory_v2{}, g.memV2Ret
+		GetNameFunc: func() (string, ret) { return g.name, success },
+		GetMemoryInfo_v2Func: func() (memInfo, ret) {
+			if g.memV2Ret != success {
+				return memInfo{}, g.memV2Ret
 			}
-			return gonvml.Memory_v2{Total: g.total, Reserved: g.res, Used: g.used, Free: g.total - g.res - g.used}, gonvml.SUCCESS
+			return memInfo{Total: g.total, Reserved: g.res, Used: g.used, Free: g.total - g.res - g.used}, success
 		},
-		GetMemoryInfoFunc: func() (gonvml.Memory, gonvml.Return) {
-			if g.memRet != gonvml.SUCCESS {
-				return gonvml.Memory{}, g.memRet
+		GetMemoryInfoFunc: func() (memInfo, ret) {
+			if g.memRet != success {
+				return memInfo{}, g.memRet
 			}
-			return gonvml.Memory{Total: g.total, Used: g.res + g.used, Free: g.total - g.res - g.used}, gonvml.SUCCESS
+			return memInfo{Total: g.total, Used: g.res + g.used, Free: g.total - g.res - g.used}, success
 		},
-		GetComputeRunningProcessesFunc: func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		GetComputeRunningProcessesFunc: func() ([]processInfo, ret) {
 			return g.compute, g.computeRet
 		},
-		GetGraphicsRunningProcessesFunc: func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		GetGraphicsRunningProcessesFunc: func() ([]processInfo, ret) {
 			return g.graphics, g.graphicsRet
 		},
 	}
 }
 
 // mockLib returns a mock NVML with gpus and counters of Init and Shutdown.
-func mockLib(gpus ...gpu) (*mock.Interface, *int, *int) {
+func mockLib(gpus ...gpu) (*mockLibrary, *int, *int) {
 	var inits, shutdowns int
-	return &mock.Interface{
-		InitFunc:     func() gonvml.Return { inits++; return gonvml.SUCCESS },
-		ShutdownFunc: func() gonvml.Return { shutdowns++; return gonvml.SUCCESS },
-		DeviceGetCountFunc: func() (int, gonvml.Return) {
-			return len(gpus), gonvml.SUCCESS
+	return &mockLibrary{
+		InitFunc:     func() ret { inits++; return success },
+		ShutdownFunc: func() ret { shutdowns++; return success },
+		DeviceGetCountFunc: func() (int, ret) {
+			return len(gpus), success
 		},
-		DeviceGetHandleByIndexFunc: func(i int) (gonvml.Device, gonvml.Return) {
+		DeviceGetHandleByIndexFunc: func(i int) (device, ret) {
 			if i < 0 || i >= len(gpus) {
-				return nil, gonvml.ERROR_INVALID_ARGUMENT
+				return nil, errInvalidArgument
 			}
-			return gpus[i].device(), gonvml.SUCCESS
+			return gpus[i].device(), success
 		},
 	}, &inits, &shutdowns
 }
@@ -86,16 +122,16 @@ func mustOpen(t *testing.T, lib library, has func(string) bool) Reader {
 	return r
 }
 
-func pi(pid uint32, used uint64) gonvml.ProcessInfo {
-	return gonvml.ProcessInfo{Pid: pid, UsedGpuMemory: used}
+func pi(pid uint32, used uint64) processInfo {
+	return processInfo{PID: pid, UsedGPUMemory: used}
 }
 
 func h100() gpu {
 	return gpu{
 		uuid: "GPU-0", name: "H100", total: 80 * gib, res: gib / 2, used: 40 * gib,
 		// 9 is in both lists (compute and graphics context); 3 has no figure.
-		compute:  []gonvml.ProcessInfo{pi(9, 10*gib), pi(7, 30*gib)},
-		graphics: []gonvml.ProcessInfo{pi(9, 10*gib), pi(3, valueNotAvailable)},
+		compute:  []processInfo{pi(9, 10*gib), pi(7, 30*gib)},
+		graphics: []processInfo{pi(9, 10*gib), pi(3, valueNotAvailable)},
 	}
 }
 
@@ -134,7 +170,7 @@ func TestDevicesSuccess(t *testing.T) {
 // supported, the v1 figures are used: used includes reserved.
 func TestMemoryV1Fallback(t *testing.T) {
 	noV2 := h100()
-	noV2.memV2Ret = gonvml.ERROR_NOT_SUPPORTED
+	noV2.memV2Ret = errNotSupported
 	for name, tc := range map[string]struct {
 		g   gpu
 		has func(string) bool
@@ -159,10 +195,10 @@ func TestMemoryV1Fallback(t *testing.T) {
 func TestPerDeviceErrors(t *testing.T) {
 	lost := h100()
 	lost.uuid = "GPU-1"
-	lost.memV2Ret = gonvml.ERROR_GPU_IS_LOST
+	lost.memV2Ret = errGPUIsLost
 	badProcs := h100()
 	badProcs.uuid = "GPU-2"
-	badProcs.computeRet = gonvml.ERROR_NO_PERMISSION
+	badProcs.computeRet = errNoPermission
 	lib, _, _ := mockLib(h100(), lost, badProcs, gpu{uuid: "GPU-3", total: gib})
 	got, err := mustOpen(t, lib, nil).Devices(context.Background())
 	var uuids []string
@@ -176,7 +212,7 @@ func TestPerDeviceErrors(t *testing.T) {
 		t.Fatal("no error for the failed GPUs")
 	}
 	var e *Error
-	if !errors.As(err, &e) || e.Device != 1 || e.Call != "nvmlDeviceGetMemoryInfo_v2" || e.Code != int(gonvml.ERROR_GPU_IS_LOST) {
+	if !errors.As(err, &e) || e.Device != 1 || e.Call != "nvmlDeviceGetMemoryInfo_v2" || e.Code != int(errGPUIsLost) {
 		t.Errorf("first error = %#v, want GPU 1 nvmlDeviceGetMemoryInfo_v2 code 15", e)
 	}
 	for _, want := range []string{
@@ -191,18 +227,18 @@ func TestPerDeviceErrors(t *testing.T) {
 
 func TestLibraryLevelErrors(t *testing.T) {
 	lib, _, _ := mockLib(h100())
-	lib.DeviceGetCountFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_UNKNOWN }
+	lib.DeviceGetCountFunc = func() (int, ret) { return 0, errUnknown }
 	got, err := mustOpen(t, lib, nil).Devices(context.Background())
 	if got != nil || err == nil || err.Error() != "nvml: nvmlDeviceGetCount: ERROR_UNKNOWN (nvmlReturn_t 999)" {
 		t.Errorf("count failure: got %v, %v", got, err)
 	}
 
 	lib, _, _ = mockLib(gpu{uuid: "x"}, gpu{uuid: "y"})
-	lib.DeviceGetHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+	lib.DeviceGetHandleByIndexFunc = func(i int) (device, ret) {
 		if i == 1 {
-			return nil, gonvml.ERROR_GPU_IS_LOST
+			return nil, errGPUIsLost
 		}
-		return gpu{uuid: "x"}.device(), gonvml.SUCCESS
+		return gpu{uuid: "x"}.device(), success
 	}
 	got, err = mustOpen(t, lib, nil).Devices(context.Background())
 	if len(got) != 1 || got[0].UUID != "x" || err == nil || !strings.Contains(err.Error(), "GPU 1: nvmlDeviceGetHandleByIndex") {
@@ -210,7 +246,7 @@ func TestLibraryLevelErrors(t *testing.T) {
 	}
 
 	lib, _, _ = mockLib()
-	lib.ShutdownFunc = func() gonvml.Return { return gonvml.ERROR_UNINITIALIZED }
+	lib.ShutdownFunc = func() ret { return errUninitialized }
 	var e *Error
 	if err := mustOpen(t, lib, nil).Close(); !errors.As(err, &e) || e.Call != "nvmlShutdown" || e.Code != 1 {
 		t.Errorf("Close with failing Shutdown: %v", err)
@@ -219,7 +255,7 @@ func TestLibraryLevelErrors(t *testing.T) {
 
 func TestProcessesUnsupported(t *testing.T) {
 	g := h100()
-	g.computeRet, g.graphicsRet = gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_NOT_SUPPORTED
+	g.computeRet, g.graphicsRet = errNotSupported, errNotSupported
 	lib, _, _ := mockLib(g)
 	got, err := mustOpen(t, lib, nil).Devices(context.Background())
 	if err != nil || len(got) != 1 || got[0].Processes != nil || got[0].TotalBytes != 80*gib {
@@ -243,15 +279,15 @@ func TestProcessesUnsupported(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	for _, tc := range []struct {
-		ret      gonvml.Return
+		ret      ret
 		noDriver bool
 		msg      string
 	}{
-		{gonvml.ERROR_LIBRARY_NOT_FOUND, true, "NVML not available: libnvidia-ml.so.1 not found; the GPU source is off (nvml: nvmlInit: ERROR_LIBRARY_NOT_FOUND (nvmlReturn_t 12))"},
-		{gonvml.ERROR_DRIVER_NOT_LOADED, true, "NVML not available: libnvidia-ml.so.1 loaded but the NVIDIA kernel driver is not running; the GPU source is off (nvml: nvmlInit: ERROR_DRIVER_NOT_LOADED (nvmlReturn_t 9))"},
-		{gonvml.ERROR_NO_PERMISSION, false, "nvml: nvmlInit: ERROR_NO_PERMISSION (nvmlReturn_t 4)"},
+		{errLibraryNotFound, true, "NVML not available: libnvidia-ml.so.1 not found; the GPU source is off (nvml: nvmlInit: ERROR_LIBRARY_NOT_FOUND (nvmlReturn_t 12))"},
+		{errDriverNotLoaded, true, "NVML not available: libnvidia-ml.so.1 loaded but the NVIDIA kernel driver is not running; the GPU source is off (nvml: nvmlInit: ERROR_DRIVER_NOT_LOADED (nvmlReturn_t 9))"},
+		{errNoPermission, false, "nvml: nvmlInit: ERROR_NO_PERMISSION (nvmlReturn_t 4)"},
 	} {
-		lib := &mock.Interface{InitFunc: func() gonvml.Return { return tc.ret }}
+		lib := &mockLibrary{InitFunc: func() ret { return tc.ret }}
 		r, err := open(lib, nil, defaultLibrary)
 		if r != nil || err == nil {
 			t.Fatalf("Init %v: open succeeded", tc.ret)
@@ -265,7 +301,7 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 
-	lib := &mock.Interface{InitFunc: func() gonvml.Return { panic("dlopen exploded") }}
+	lib := &mockLibrary{InitFunc: func() ret { panic("dlopen exploded") }}
 	if _, err := open(lib, nil, "/x/libnvidia-ml.so.1"); !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), "/x/libnvidia-ml.so.1 panicked (dlopen exploded)") {
 		t.Errorf("panicking Init: %v", err)
 	}
@@ -287,8 +323,8 @@ func TestContextCancelled(t *testing.T) {
 
 func TestPanickingDevice(t *testing.T) {
 	lib, _, _ := mockLib(h100())
-	lib.DeviceGetHandleByIndexFunc = func(int) (gonvml.Device, gonvml.Return) {
-		return &mock.Device{}, gonvml.SUCCESS // every method panics
+	lib.DeviceGetHandleByIndexFunc = func(int) (device, ret) {
+		return &mockDevice{}, success // every method panics
 	}
 	if _, err := mustOpen(t, lib, nil).Devices(context.Background()); err == nil || !strings.Contains(err.Error(), "panicked") {
 		t.Errorf("panicking device: %v", err)

@@ -92,7 +92,9 @@ Memory is bounded by --max-files, --max-file-bytes (a snapshot takes about
 With --nvml it reads every GPU's total, used and free memory and each
 process's usage through NVML (the driver's libnvidia-ml.so.1; --nvml-library
 to point elsewhere). Without a driver it logs one warning and reports
-gpufrag_source_up{source="nvml"} 0; the other sources keep being served.
+gpufrag_source_up{source="nvml"} 0; the other sources keep being served. A
+gpufrag built with -tags nonvml (or for a platform other than linux/amd64 and
+linux/arm64) has no NVML reader: --nvml then exits 2 saying so.
 
 With --scrape URL (repeatable) it reads a vLLM or SGLang server's /metrics and
 re-exports its KV-cache figures (usage, blocks, block size, preemptions,
@@ -305,7 +307,10 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	}
 	var slow []exporter.ContextSource
 	if f.nvml {
-		src, closeNVML := nvmlSource(f.nvmlLibrary, logger)
+		src, closeNVML, err := nvmlSource(f.nvmlLibrary, logger)
+		if err != nil {
+			return usageErrorf(cmd, "--nvml: %v", err)
+		}
 		defer closeNVML()
 		slow = append(slow, src)
 	}

@@ -33,14 +33,16 @@ var nvmlOpen = func(libraryPath string) (nvml.Reader, error) {
 // the source still exists and reports itself down on every scrape
 // (gpufrag_source_up{source="nvml"} 0) after one warning in the log, so the
 // other sources keep being served and the operator sees why GPUs are missing.
-func nvmlSource(libraryPath string, logger *slog.Logger) (exporter.ContextSource, func()) {
+// A binary without the NVML reader (-tags nonvml, or not linux/amd64 or
+// linux/arm64) is an error instead: --nvml can never work in it.
+func nvmlSource(libraryPath string, logger *slog.Logger) (exporter.ContextSource, func(), error) {
 	r, err := nvmlOpen(libraryPath)
+	if errors.Is(err, nvml.ErrNotBuilt) {
+		return nil, nil, err
+	}
 	if err != nil {
 		logger.Warn("GPU source off: NVML could not be opened; the other sources are served", "source", "nvml", "err", err)
-		down := fmt.Errorf("nvml: %w", err)
-		return exporter.FuncContextSource{SourceName: "nvml", Fn: func(context.Context) ([]exporter.Sample, error) {
-			return nil, down
-		}}, func() {}
+		return exporter.NewOffSource("nvml", err), func() {}, nil
 	}
 	src := exporter.NewGPUSource("nvml", func(ctx context.Context) ([]exporter.GPUDevice, error) {
 		devs, err := r.Devices(ctx)
@@ -54,7 +56,7 @@ func nvmlSource(libraryPath string, logger *slog.Logger) (exporter.ContextSource
 		}
 		return gpuDevices(devs), nil
 	})
-	return src, func() { _ = r.Close() }
+	return src, func() { _ = r.Close() }, nil
 }
 
 // gpuDevices converts NVML devices to the exporter's kind. Processes whose

@@ -28,6 +28,13 @@ func (fakeNVML) Close() error                                     { return nil }
 // of want (the slow sources poll in the background) and returns it.
 func serveExporter(t *testing.T, args ...string) func(want ...string) string {
 	t.Helper()
+	scrape, _ := serveExporterLog(t, args...)
+	return scrape
+}
+
+// serveExporterLog is serveExporter that also returns the exporter's log.
+func serveExporterLog(t *testing.T, args ...string) (func(want ...string) string, *lockedBuffer) {
+	t.Helper()
 	addrc, done := make(chan net.Addr, 1), make(chan error, 1)
 	exporterReady = func(a net.Addr) { addrc <- a }
 	stderr := &lockedBuffer{}
@@ -77,7 +84,7 @@ func serveExporter(t *testing.T, args ...string) func(want ...string) string {
 		}
 		t.Fatalf("log: %s", stderr.String())
 		return ""
-	}
+	}, stderr
 }
 
 func TestExporterNVML(t *testing.T) {
@@ -98,13 +105,44 @@ func TestExporterNVML(t *testing.T) {
 	}
 }
 
-// Without a driver the source is reported down and the exporter serves on.
+// Without a driver the source is reported down and the exporter serves on,
+// after one warning (not one at startup and another at the first scrape).
 func TestExporterNVMLNoDriver(t *testing.T) {
 	defer func(o func(string) (nvml.Reader, error)) { nvmlOpen = o }(nvmlOpen)
 	nvmlOpen = func(string) (nvml.Reader, error) { return nil, fmt.Errorf("test: %w", nvml.ErrNoDriver) }
-	m := serveExporter(t, "--nvml")(`gpufrag_source_up{source="nvml"} 0`)
-	if strings.Contains(m, "gpufrag_gpu_memory_total_bytes{") {
-		t.Error("GPU series exported without a driver")
+	scrape, log := serveExporterLog(t, "--nvml")
+	for range 3 {
+		if m := scrape(`gpufrag_source_up{source="nvml"} 0`); strings.Contains(m, "gpufrag_gpu_memory_total_bytes{") {
+			t.Error("GPU series exported without a driver")
+		}
+	}
+	if n := strings.Count(log.String(), "test: NVML not available"); n != 1 || !strings.Contains(log.String(), "GPU source off") {
+		t.Errorf("the missing driver is logged %d times, want once, as 'GPU source off':\n%s", n, log.String())
+	}
+}
+
+// A binary without the NVML reader says so and exits 2 when --nvml is
+// asked for, rather than serving with the GPU source silently down.
+func TestExporterNVMLNotBuilt(t *testing.T) {
+	defer func(o func(string) (nvml.Reader, error)) { nvmlOpen = o }(nvmlOpen)
+	nvmlOpen = func(string) (nvml.Reader, error) {
+		return nil, fmt.Errorf("%w: %w: built with -tags nonvml; the GPU source is off", nvml.ErrNoDriver, nvml.ErrNotBuilt)
+	}
+	code, _, stderr := run(t, "", "exporter", "--listen", "127.0.0.1:0", "--nvml")
+	if code != exitUsage || !strings.Contains(stderr, "--nvml: NVML not available: not in this build: built with -tags nonvml") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming --nvml and the build", code, stderr)
+	}
+}
+
+// The real nvml.Open in this build: a binary with the reader opens (or
+// misses) a driver; one without it exits 2 saying so.
+func TestExporterNVMLBuild(t *testing.T) {
+	if nvml.Built() == nil {
+		t.Skip("this build has the NVML reader; the fake-library tests of exporter/nvml cover it")
+	}
+	code, _, stderr := run(t, "", "exporter", "--listen", "127.0.0.1:0", "--nvml")
+	if code != exitUsage || !strings.Contains(stderr, nvml.Built().Error()) {
+		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, nvml.Built())
 	}
 }
 

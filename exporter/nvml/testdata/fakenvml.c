@@ -1,8 +1,8 @@
 /*
  * fakenvml.c: a stand-in for libnvidia-ml.so.1 used by the tests of package
  * exporter/nvml. Written for gpufrag from the NVML API documentation; it
- * implements only the entry points go-nvml looks up at nvmlInit and the ones
- * package nvml calls, with the struct layouts those calls use.
+ * implements only the entry points package nvml calls (dl.go), and a few
+ * older names of them, with the struct layouts those calls use.
  *
  * Build: cc -shared -fPIC -o libnvidia-ml.so.1 fakenvml.c
  *   -DFAKENVML_OLD_DRIVER  leaves out nvmlDeviceGetMemoryInfo_v2 and the
