@@ -13,5 +13,7 @@
 // TestReadme runs every command of the README's sh blocks from a directory
 // that stands for a fresh clone (no ../shared) and fails, naming the
 // README line and the command's stderr, when one exits non-zero or when a
-// shown output no longer matches what its command prints.
+// shown output no longer matches what its command prints. TestReadmeFiles,
+// its quick part that -short runs too, checks that no command names
+// ../shared and that every examples/ file a command names exists.
 package examples

@@ -75,6 +75,7 @@ func parseReadme(r io.Reader) ([]readmeCommand, []readmeOutput, error) {
 		needs         string
 		cont          *readmeCommand
 		outFor        string // the command of the next plain block
+		outLine       int    // the line of its marker
 		out           *readmeOutput
 	)
 	for sc.Scan() {
@@ -106,7 +107,10 @@ func parseReadme(r io.Reader) ([]readmeCommand, []readmeOutput, error) {
 			}
 			switch {
 			case trimmed == "```":
-				inSh, vars, needs = false, nil, ""
+				if needs != "" {
+					return nil, nil, fmt.Errorf("line %d: a \"# needs:\" line with no command after it in its block", n)
+				}
+				inSh, vars = false, nil
 			case strings.HasPrefix(trimmed, needsPrefix):
 				needs = strings.TrimSpace(strings.TrimPrefix(trimmed, needsPrefix))
 			case trimmed == "" || strings.HasPrefix(trimmed, "#"):
@@ -143,8 +147,9 @@ func parseReadme(r io.Reader) ([]readmeCommand, []readmeOutput, error) {
 			outFor = ""
 		case strings.HasPrefix(trimmed, outputPrefix):
 			outFor = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(trimmed, outputPrefix), "-->"))
-		case trimmed != "":
-			outFor = "" // the marker must come right before its block
+			outLine = n
+		case trimmed != "" && outFor != "":
+			return nil, nil, fmt.Errorf("line %d: an output marker that is not right before a plain ``` block", outLine)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -152,6 +157,9 @@ func parseReadme(r io.Reader) ([]readmeCommand, []readmeOutput, error) {
 	}
 	if inSh || inPlain {
 		return nil, nil, errors.New("a code block is not closed")
+	}
+	if outFor != "" {
+		return nil, nil, fmt.Errorf("line %d: an output marker with no block after it", outLine)
 	}
 	return cmds, outs, nil
 }
@@ -196,8 +204,48 @@ func TestParseReadme(t *testing.T) {
 	if fmt.Sprint(outs) != fmt.Sprint(wantOut) {
 		t.Errorf("outputs:\n got %v\nwant %v", outs, wantOut)
 	}
-	if _, _, err := parseReadme(strings.NewReader("```sh\ngo run ./cmd/gpufrag\n")); err == nil {
-		t.Error("an unclosed block parsed")
+	for _, bad := range []string{
+		"```sh\ngo run ./cmd/gpufrag\n",                                 // not closed
+		"```sh\ngo run ./cmd/gpufrag\n# needs: a GPU\n```\n",            // a mark without its command
+		"<!-- output of: go run ./cmd/gpufrag -->\ntext\n```\nx\n```\n", // a marker away from its block
+		"<!-- output of: go run ./cmd/gpufrag -->\n",                    // a marker without a block
+	} {
+		if _, _, err := parseReadme(strings.NewReader(bad)); err == nil {
+			t.Errorf("parsed without an error:\n%s", bad)
+		}
+	}
+}
+
+// TestReadmeFiles is the quick part of TestReadme, run with -short too:
+// README.md parses, no command names ../shared, and every examples/ file a
+// command names exists.
+func TestReadmeFiles(t *testing.T) {
+	f, err := os.Open("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmds, _, err := parseReadme(f)
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	named := 0
+	for _, c := range cmds {
+		if strings.Contains(c.text, "../shared") {
+			t.Errorf("README.md:%d: %s\nnames ../shared, which a clone does not have: use a file of examples/", c.line, c.text)
+		}
+		for _, w := range strings.Fields(c.text) {
+			if !strings.HasPrefix(w, "examples/") {
+				continue
+			}
+			named++
+			if _, err := os.Stat(filepath.Join("..", w)); err != nil {
+				t.Errorf("README.md:%d: %v", c.line, err)
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("no README command names a file of examples/: has the README's form changed?")
 	}
 }
 
@@ -408,4 +456,22 @@ func copyTree(root, dst string) error {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
 	})
+}
+
+func TestRunCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runCommand(dir, "echo", readmeCommand{text: "go run ./cmd/gpufrag simulate --trace $T # comment", vars: []string{"T=examples/x.csv"}})
+	if err != nil || out != "simulate --trace examples/x.csv\n" {
+		t.Errorf("substituted command: %q, %v", out, err)
+	}
+	_, err = runCommand(dir, "echo", readmeCommand{text: "echo oops >&2; exit 3"})
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "oops") {
+		t.Errorf("failing command: %v, want its exit status and stderr", err)
+	}
+	if _, err := runCommand(dir, "echo", readmeCommand{text: "echo hi > out.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("a command's output file is not in its directory: %q, %v", b, err)
+	}
 }
