@@ -50,7 +50,7 @@ const css = `
 :root{color-scheme:light}
 body{margin:0;background:#f6f7f9;color:#222;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif}
 main{max-width:1040px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh;box-sizing:border-box}
-h1{font-size:26px;margin:0 0 4px}
+h1{font-size:22px;line-height:1.3;margin:0 0 6px}
 .subtitle{color:#555;margin:0 0 20px}
 h2{font-size:19px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid #e3e5e8}
 p{margin:8px 0}
