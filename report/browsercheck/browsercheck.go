@@ -96,9 +96,13 @@ type Layout struct {
 	InnerWidth   float64 // window.innerWidth
 	ScrollWidth  float64 // document.documentElement.scrollWidth
 	ScrollHeight float64
-	Main         Rect // the main column's content box
-	Boxes        []Box
-	Figures      []Figure
+	// ChartFont reports whether the charts' font, Liberation Sans or
+	// Arial (same metrics), is installed: the charts lay text out with
+	// its metrics, so without it labels may be wider than laid out.
+	ChartFont bool
+	Main      Rect // the main column's content box
+	Boxes     []Box
+	Figures   []Figure
 }
 
 // Overflows returns the boxes whose right edge passes the main column's.
@@ -119,7 +123,9 @@ function rect(e){var r=e.getBoundingClientRect();return {X:r.left+scrollX,Y:r.to
 var main=document.querySelector('main')||document.body;
 var cs=getComputedStyle(main), mr=rect(main);
 var pl=parseFloat(cs.paddingLeft)||0, pr=parseFloat(cs.paddingRight)||0;
-var out={Window:0,InnerWidth:innerWidth,ScrollWidth:document.documentElement.scrollWidth,
+function has(font){var c=document.createElement('canvas').getContext('2d'),t='mmmmmmmmmmlli WWW 0123456789';
+ c.font='20px monospace';var a=c.measureText(t).width;c.font="20px '"+font+"', monospace";return c.measureText(t).width!=a;}
+var out={Window:0,ChartFont:has('Liberation Sans')||has('Arial'),InnerWidth:innerWidth,ScrollWidth:document.documentElement.scrollWidth,
  ScrollHeight:document.documentElement.scrollHeight,
  Main:{X:mr.X+pl,Y:mr.Y,W:mr.W-pl-pr,H:mr.H},Boxes:[],Figures:[]};
 main.querySelectorAll('.table-wrap,pre,figure,table,p,h1,h2,nav').forEach(function(e,i){
