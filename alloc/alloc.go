@@ -116,6 +116,17 @@ type TripRecorder interface {
 	RepeatTrip(t *Trip, times int64) bool
 }
 
+// FreeSummarizer is implemented by allocators that can give the two figures
+// of the health ratio without building their Layout (a serving engine
+// samples them every simulated second). See "Optional capabilities" in
+// doc.go.
+type FreeSummarizer interface {
+	// FreeSummary returns the largest free block inside any segment and the
+	// cached free bytes (the segments' bytes that are not allocated):
+	// exactly frag.Compute(Layout()).LargestFreeBlock and CachedFree.
+	FreeSummary() (largest, cachedFree int64)
+}
+
 // Trip is a TripRecorder's record of one round trip. Its fields belong to
 // the allocator that made it: a caller keeps the value between BeginTrip,
 // EndTrip and RepeatTrip and reads or writes nothing in it. The zero Trip is
@@ -125,6 +136,7 @@ type Trip struct {
 	Calls uint64 // the allocator's count of state-changing calls at BeginTrip
 	Stats Stats  // Stats at BeginTrip
 	N     int64  // allocations (and frees) of the batch; > 0 only once closed
+	Aux   int64  // an allocator's own figure at BeginTrip (async: its bytes free for all streams)
 }
 
 // Grower is implemented by allocators that can grow a live allocation in

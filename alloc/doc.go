@@ -85,16 +85,20 @@
 //	Syncer        stream synchronisation points (async trims its pool)
 //	Stamper       a mutation stamp: equal stamps mean the same Layout and
 //	              MaxAllocatable, so what a caller derived from them (the
-//	              fragmentation metrics of a sample) can be kept: caching
+//	              fragmentation metrics of a sample) can be kept: caching,
+//	              async
 //	TripRecorder  stand in for a repeated round trip of allocations that
-//	              are all freed again (a step's activation buffers): caching
+//	              are all freed again (a step's activation buffers): caching,
+//	              async
 //	Grower        grow a live block in place, page by page (vAttention's
 //	              KV ranges): vmm
+//	FreeSummarizer  the largest free block and the cached free bytes
+//	              without a Layout (the health of a sample): caching
 //
 // The fast paths built on them change no result: sim/fastpath_test.go runs
 // the engine with and without them and compares everything, and
-// alloc/caching/trip_test.go runs twin allocators, one repeating trips,
-// against each other.
+// alloc/caching/trip_test.go and alloc/async/trip_test.go run twin
+// allocators, one repeating trips, against each other.
 //
 // The stamp promises the Layout, not the whole state: a closed round trip
 // returns the stamp to its value at BeginTrip although the handle table's

@@ -67,6 +67,8 @@ func BenchmarkEngine(b *testing.B) {
 		{"contiguous-grow", "caching"},
 		{"contiguous-grow", "caching:expandable_segments:True"},
 		{"vmm:2MiB", "vmm:2MiB"},
+		{"paged:16", "async"},
+		{"contiguous-grow", "async"},
 	} {
 		b.Run(fmt.Sprintf("kv=%s/alloc=%s", s.kv, s.alloc), func(b *testing.B) {
 			c := sim.DefaultConfig(m, g)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
@@ -47,13 +48,15 @@ type tripMemo struct {
 const maxClosedTrips = 4096
 
 // metricsMemo keeps the fragmentation metrics of the last sample while the
-// allocator's stamp says its Layout has not changed.
+// allocator's stamp says its Layout has not changed, and computes them
+// from the allocator's free blocks alone when it can (FreeSummarizer).
 type metricsMemo struct {
-	st    alloc.Stamper // e.al when it has a mutation stamp; nil: off
-	ok    bool          // m and stamp are set
-	stamp uint64        // the allocator's stamp when m was computed
-	m     frag.Metrics
-	hits  int64 // samples that reused m (tests check that it engaged)
+	st    alloc.Stamper        // e.al when it has a mutation stamp; nil: off
+	ok    bool                 // m and stamp are set
+	stamp uint64               // the allocator's stamp when m was computed
+	h     float64              // the health at stamp
+	fs    alloc.FreeSummarizer // e.al when it can summarise its free blocks; nil: off
+	hits  int64                // samples that reused h (tests check that it engaged)
 }
 
 // initFastPaths turns on the fast paths the allocator and strategy allow.
@@ -64,6 +67,9 @@ func (e *Engine) initFastPaths() {
 	if st, ok := e.al.(alloc.Stamper); ok {
 		e.samp.memo.st = st
 	}
+	if fs, ok := e.al.(alloc.FreeSummarizer); ok {
+		e.samp.memo.fs = fs
+	}
 	if ds, ok := e.kv.(strategy.DecodeStepper); ok {
 		e.runs.ds = ds
 	}
@@ -73,7 +79,7 @@ func (e *Engine) initFastPaths() {
 func (e *Engine) noFastPaths() {
 	e.runs.ds = nil
 	e.trips.rec, e.trips.closed, e.trips.trips = nil, nil, nil
-	e.samp.memo.st = nil
+	e.samp.memo.st, e.samp.memo.fs = nil, nil
 }
 
 // decodeRun runs, in one go, the steps ahead in which nothing happens but
@@ -215,18 +221,28 @@ func (m *tripMemo) end(w stepWork) {
 	m.trips = append(m.trips, m.cur)
 }
 
-// metrics returns the fragmentation metrics of the allocator's Layout now:
-// those of the last sample when its stamp says the Layout is unchanged.
-func (m *metricsMemo) metrics(al alloc.Allocator) frag.Metrics {
-	if m.st == nil {
-		return frag.Compute(al.Layout())
+// health returns the health of the allocator's Layout now (largest free
+// block ÷ cached free; the fragmentation rate is 1 − health): that of the
+// last sample when its stamp says the Layout is unchanged, else from the
+// allocator's FreeSummary when it has one, else from the whole Layout.
+func (m *metricsMemo) health(al alloc.Allocator) float64 {
+	if m.st != nil {
+		s := m.st.Stamp()
+		if m.ok && s == m.stamp {
+			m.hits++
+			return m.h
+		}
+		m.ok, m.stamp = true, s
 	}
-	s := m.st.Stamp()
-	if m.ok && s == m.stamp {
-		m.hits++
-		return m.m
+	if m.fs != nil {
+		m.h = frag.Health(m.fs.FreeSummary())
+	} else {
+		m.h = frag.Compute(al.Layout()).Health
 	}
-	m.m = frag.Compute(al.Layout())
-	m.ok, m.stamp = true, s
-	return m.m
+	if invariants.Enabled && m.fs != nil {
+		if want := frag.Compute(al.Layout()).Health; want != m.h {
+			panic(fmt.Sprintf("sim: FreeSummary health %v, Layout health %v", m.h, want))
+		}
+	}
+	return m.h
 }

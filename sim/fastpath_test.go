@@ -60,8 +60,8 @@ func summary(r Result) Result {
 	return r
 }
 
-// fastSetups are the setups the fast paths act on (a caching allocator, a
-// paged pool), the ones they must leave alone, and a garbage-collecting
+// fastSetups are the setups the fast paths act on (a caching or async
+// allocator, a paged pool), the ones they must leave alone, and a garbage-collecting
 // caching allocator, whose round trips must never be repeated.
 var fastSetups = []struct{ kv, alloc string }{
 	{"paged:16", "caching"},
@@ -71,6 +71,8 @@ var fastSetups = []struct{ kv, alloc string }{
 	{"paged:16", "sizeclass"},
 	{"contiguous-grow", "caching"},
 	{"contiguous-max", "caching"},
+	{"paged:16", "async"},
+	{"contiguous-grow", "async"},
 	{"vmm:64KiB", "vmm:64KiB"},
 }
 

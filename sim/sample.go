@@ -52,7 +52,8 @@ func (e *Engine) sampleUntil(t int64) {
 		return
 	}
 	st := e.al.Stats()
-	m := sp.memo.metrics(e.al)
+	health := sp.memo.health(e.al)
+	fr := 1 - health // frag.FragRate
 	u := e.kv.Usage()
 	for sp.next <= t {
 		s := &e.res.Series
@@ -61,15 +62,15 @@ func (e *Engine) sampleUntil(t int64) {
 		s.Allocated = append(s.Allocated, st.Allocated)
 		s.Requested = append(s.Requested, st.Requested)
 		s.KVHeld = append(s.KVHeld, u.Held())
-		s.Health = append(s.Health, m.Health)
+		s.Health = append(s.Health, health)
 		s.Running = append(s.Running, len(e.running))
 		s.Waiting = append(s.Waiting, e.waiting.len())
-		sp.frag = append(sp.frag, m.FragRate)
+		sp.frag = append(sp.frag, fr)
 		if e.dg != nil {
-			e.dg.unseen, e.dg.unseenFrag, e.dg.unseenHealth = true, m.FragRate, m.Health
+			e.dg.unseen, e.dg.unseenFrag, e.dg.unseenHealth = true, fr, health
 		}
 		sp.kv.add(u, e.contiguous)
-		sp.healthMin = min(sp.healthMin, m.Health)
+		sp.healthMin = min(sp.healthMin, health)
 		sp.next += e.cfg.SampleInterval
 		if len(s.Time) >= MaxSamples {
 			e.thinSamples()

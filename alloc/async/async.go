@@ -72,6 +72,10 @@ type Allocator struct {
 	pagesMapped           int64 // pages mapped over the pool's life; only grows
 	pagesUnmapped         int64 // pages unmapped over the pool's life; only grows
 	retries               int64 // allocations that needed the trim-and-retry path; only grows
+
+	// mut counts the calls that may change the state (Alloc, Free, Sync,
+	// EmptyCache) and gives the stamp. See trip.go.
+	mut alloc.Mutations
 }
 
 var (
@@ -138,6 +142,7 @@ func (a *Allocator) Alloc(size int64, streamID int) (alloc.Block, error) {
 	if size <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: %d", alloc.ErrInvalidSize, size)
 	}
+	a.mut.Mutated()
 	rounded := mem.RoundUpSat(size, Align)
 	st := a.streamFor(streamID)
 	addr, ok := a.tryAlloc(st, rounded)
@@ -212,6 +217,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	if b == nil {
 		return alloc.ErrInvalidHandle
 	}
+	a.mut.Mutated()
 	a.addPending(a.streamFor(b.stream), b.addr, b.size)
 	a.allocated -= b.size
 	a.requested -= b.requested
@@ -226,6 +232,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 // bytes exceed the release threshold, whole free pages are unmapped, highest
 // addresses first, until they no longer do (cudaMemPoolAttrReleaseThreshold).
 func (a *Allocator) Sync() {
+	a.mut.Mutated()
 	a.completePending()
 	a.trimTo(a.cfg.ReleaseThreshold)
 	a.check()
@@ -235,6 +242,7 @@ func (a *Allocator) Sync() {
 // of ready memory. Frees still pending on a stream are not released: CUDA
 // counts frees whose completion the host has not observed as outstanding.
 func (a *Allocator) EmptyCache() {
+	a.mut.Mutated()
 	a.trimTo(0)
 	a.check()
 }

@@ -49,12 +49,9 @@ type Allocator struct {
 	retries                        int64
 
 	// mut counts the calls that can change the state (Alloc, Free,
-	// EmptyCache, Relocate, Seed, ReleaseSegment); it never goes back, and
-	// it is the allocator's stamp but right after a closed round trip:
-	// while mut is still stampAt, the state is the one a trip returned to
-	// and the stamp is that state's, stampAs. See trip.go.
-	mut              uint64
-	stampAt, stampAs uint64
+	// EmptyCache, Relocate, Seed, ReleaseSegment) and gives the stamp. See
+	// trip.go.
+	mut alloc.Mutations
 }
 
 // New returns a caching allocator over dev.
@@ -123,7 +120,7 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
 	}
-	a.mut++
+	a.mut.Mutated()
 	// Past mem.MaxRequest no device holds the request; rounding it as
 	// MaxRequest keeps the sizes below from wrapping, and it fails like any
 	// request the device cannot hold.
@@ -292,7 +289,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	if p == nil {
 		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
-	a.mut++
+	a.mut.Mutated()
 	id := *p
 	a.handles.Delete(h)
 	b := &a.blocks[id]
@@ -354,7 +351,7 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 
 // EmptyCache is release_cached_blocks (torch.cuda.empty_cache()).
 func (a *Allocator) EmptyCache() {
-	a.mut++
+	a.mut.Mutated()
 	a.releaseCachedBlocks()
 	if invariants.Enabled {
 		a.mustCheck()

@@ -185,7 +185,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
-		mut: a.mut, stampAt: a.stampAt, stampAs: a.stampAs,
+		mut: a.mut,
 	}
 	for p := range a.pools {
 		c.pools[p] = pool{free: make([]*ordset.Binned, len(a.pools[p].free)), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
@@ -312,4 +312,25 @@ func (a *Allocator) checkFreeSets() error {
 		}
 	}
 	return nil
+}
+
+var _ alloc.FreeSummarizer = (*Allocator)(nil)
+
+// FreeSummary implements alloc.FreeSummarizer: the largest free block and
+// the free bytes of the blocks Layout shows (every mapped block record in
+// use; unmapped VA of expandable segments is not a block of any segment),
+// in one pass over the records and without allocating.
+func (a *Allocator) FreeSummary() (largest, cachedFree int64) {
+	for id, st := range a.state {
+		if st&stMapped == 0 || st&stAllocated != 0 {
+			continue
+		}
+		b := &a.blocks[id]
+		if !b.inUse {
+			continue
+		}
+		cachedFree += b.size
+		largest = max(largest, b.size)
+	}
+	return largest, cachedFree
 }

@@ -18,7 +18,7 @@ import (
 // block is split around it and the old range is freed and merged as by Free.
 // The handle stays valid.
 func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
-	a.mut++
+	a.mut.Mutated()
 	p := a.handles.Get(h)
 	if p == nil {
 		return alloc.Block{}, fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))

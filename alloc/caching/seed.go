@@ -47,7 +47,7 @@ type SeedSegment struct {
 // unchanged. It does not count as device allocations or Alloc calls in Stats.
 // Only cudaMalloc segments can be seeded, not expandable ones.
 func (a *Allocator) Seed(segs []SeedSegment) ([]alloc.Handle, error) {
-	a.mut++
+	a.mut.Mutated()
 	if len(segs) == 0 {
 		return nil, nil
 	}
@@ -192,7 +192,7 @@ func (a *Allocator) checkSeed(segs []SeedSegment) error {
 // segment_free, so the model releases exactly the segments the real
 // allocator released. It costs O(blocks).
 func (a *Allocator) ReleaseSegment(addr uint64) bool {
-	a.mut++
+	a.mut.Mutated()
 	for id := range a.blocks {
 		b := &a.blocks[id]
 		if b.inUse && b.addr == addr && b.prev == none && b.next == none && !b.allocated && b.mapped && b.seg == none {

@@ -24,7 +24,7 @@ var (
 // memory or had garbage collection age cached blocks. EndTrip checks all
 // that; RepeatTrip then replays the batch's counters without running it.
 func (a *Allocator) BeginTrip() alloc.Trip {
-	return alloc.Trip{Mark: a.Stamp(), Calls: a.mut, Stats: a.Stats()}
+	return a.mut.BeginTrip(a.Stats(), 0)
 }
 
 // EndTrip reports whether the calls since BeginTrip were exactly n
@@ -41,22 +41,10 @@ func (a *Allocator) BeginTrip() alloc.Trip {
 // Layout, which is all the stamp promises (alloc.Stamper).
 func (a *Allocator) EndTrip(t *alloc.Trip, n int64) bool {
 	t.N = 0
-	if n <= 0 || a.gcEnabled() || a.mut-t.Calls != uint64(2*n) {
-		return false
-	}
-	s := a.Stats()
-	s.Allocs -= n
-	s.Frees -= n
-	s.PeakReserved, s.PeakAllocated = t.Stats.PeakReserved, t.Stats.PeakAllocated
-	if s != t.Stats {
-		return false
-	}
 	// The Layout is the one at BeginTrip again, so is its stamp: any trip
 	// recorded at this stamp stays repeatable. mut itself does not go back,
 	// so the stamps the trip's calls had are never given to another state.
-	a.stampAt, a.stampAs = a.mut, t.Mark
-	t.N = n
-	return true
+	return !a.gcEnabled() && a.mut.EndTrip(t, n, a.Stats())
 }
 
 // RepeatTrip repeats a closed trip times times without running it when the
@@ -69,12 +57,7 @@ func (a *Allocator) EndTrip(t *alloc.Trip, n int64) bool {
 // The caller must make sure the batch it skips is the one t recorded (the
 // same sizes, streams and order): RepeatTrip cannot see it.
 func (a *Allocator) RepeatTrip(t *alloc.Trip, times int64) bool {
-	if t.N <= 0 || a.Stamp() != t.Mark || times < 0 {
-		return false
-	}
-	a.allocs += times * t.N
-	a.frees += times * t.N
-	return true
+	return a.mut.Repeat(t, times, &a.allocs, &a.frees)
 }
 
 // Stamp returns the allocator's mutation stamp (alloc.Stamper): a fresh
@@ -84,9 +67,4 @@ func (a *Allocator) RepeatTrip(t *alloc.Trip, times int64) bool {
 // equal stamps of one allocator therefore mean the same segments and blocks
 // (sizes, addresses, requests, states), so the same Layout and
 // MaxAllocatable: a caller may keep what it derived from them.
-func (a *Allocator) Stamp() uint64 {
-	if a.mut == a.stampAt {
-		return a.stampAs
-	}
-	return a.mut
-}
+func (a *Allocator) Stamp() uint64 { return a.mut.Stamp() }

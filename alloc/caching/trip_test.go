@@ -1,69 +1,21 @@
 package caching_test
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/alloctest"
 	"github.com/gpufrag/gpufrag/alloc/caching"
 	"github.com/gpufrag/gpufrag/mem"
 	"pgregory.net/rapid"
 )
 
-// tripPatterns are closed batches: allocate the sizes in order, then free
-// the blocks in the order of the indexes in free.
-var tripPatterns = []struct {
-	sizes []int64
-	free  []int
-}{
-	{[]int64{3 * mem.MiB, 5 * mem.MiB, 700 * mem.KiB}, []int{1, 0, 2}},
-	{[]int64{12 * mem.MiB}, []int{0}},
-	{[]int64{200 * mem.KiB, 900 * mem.KiB, 40 * mem.MiB, 1}, []int{3, 2, 1, 0}},
-	{[]int64{7 * mem.MiB, 7 * mem.MiB}, []int{0, 1}},
-}
-
-// runTrip makes pattern p's calls, calling observe (when not nil) after
-// each; ok is false when an allocation failed (the blocks it got are freed).
-func runTrip(t *rapid.T, a *caching.Allocator, p int, observe func()) (n int64, ok bool) {
-	pat := tripPatterns[p]
-	hs := make([]alloc.Handle, len(pat.sizes))
-	free := func(h alloc.Handle) {
-		if err := a.Free(h); err != nil {
-			t.Fatal(err)
-		}
-		if observe != nil {
-			observe()
-		}
-	}
-	for i, s := range pat.sizes {
-		b, err := a.Alloc(s, 0)
-		if observe != nil {
-			observe()
-		}
-		if err != nil {
-			for _, h := range hs[:i] {
-				free(h)
-			}
-			return n, false
-		}
-		hs[i] = b.Handle
-		n++
-	}
-	for _, i := range pat.free {
-		free(hs[i])
-	}
-	return n, true
-}
-
 // TestTripRepeatIsRunning runs twin allocators through the same random
-// calls and round trips; one repeats closed trips with RepeatTrip instead
-// of making their calls whenever it may. After every step both must have
-// the same Layout and Stats, and every Layout seen at a stamp, after any
-// call (inside a trip too), must be the Layout whenever that stamp comes
-// back (alloc.Stamper).
+// calls and round trips on two streams, one repeating closed trips
+// (alloctest.TripsRepeat says what it checks), with and without expandable
+// segments and with garbage collection (whose trips must be refused).
 func TestTripRepeatIsRunning(t *testing.T) {
-	var repeats int
-	rapid.Check(t, func(t *rapid.T) {
+	alloctest.TripsRepeat(t, func(t *rapid.T) (fast, slow alloctest.Recorder) {
 		conf := rapid.SampledFrom([]string{"", "expandable_segments:True",
 			"garbage_collection_threshold:0.5,per_process_memory_fraction:0.8", "max_split_size_mb:20"}).Draw(t, "conf")
 		capacity := int64(rapid.IntRange(40, 200).Draw(t, "capacity-mib")) * mem.MiB
@@ -74,71 +26,8 @@ func TestTripRepeatIsRunning(t *testing.T) {
 			}
 			return a.(*caching.Allocator)
 		}
-		fast, slow := mk(), mk()
-		trips := map[int]alloc.Trip{}
-		seen := map[uint64]mem.Layout{}
-		observe := func() {
-			l := fast.Layout()
-			if was, ok := seen[fast.Stamp()]; ok && !reflect.DeepEqual(was, l) {
-				t.Fatalf("stamp %d came back with another layout:\nthen %v\nnow  %v", fast.Stamp(), was, l)
-			}
-			seen[fast.Stamp()] = l
-		}
-		var liveF, liveS []alloc.Handle
-		for range rapid.IntRange(1, 60).Draw(t, "steps") {
-			switch rapid.IntRange(0, 4).Draw(t, "op") {
-			case 0: // an allocation of someone else
-				s := int64(rapid.IntRange(1, int(30*mem.MiB)).Draw(t, "size"))
-				bf, ef := fast.Alloc(s, 0)
-				bs, es := slow.Alloc(s, 0)
-				if (ef == nil) != (es == nil) {
-					t.Fatalf("twin allocations differ: %v, %v", ef, es)
-				}
-				if ef == nil {
-					liveF, liveS = append(liveF, bf.Handle), append(liveS, bs.Handle)
-				}
-			case 1: // a free of someone else
-				if len(liveF) == 0 {
-					continue
-				}
-				i := rapid.IntRange(0, len(liveF)-1).Draw(t, "victim")
-				if fast.Free(liveF[i]) != nil || slow.Free(liveS[i]) != nil {
-					t.Fatal("free failed")
-				}
-				liveF, liveS = append(liveF[:i], liveF[i+1:]...), append(liveS[:i], liveS[i+1:]...)
-			case 2:
-				if rapid.IntRange(0, 5).Draw(t, "empty") == 0 {
-					fast.EmptyCache()
-					slow.EmptyCache()
-				}
-			default: // a round trip
-				p := rapid.IntRange(0, len(tripPatterns)-1).Draw(t, "pattern")
-				runTrip(t, slow, p, nil)
-				if tr, ok := trips[p]; ok && fast.RepeatTrip(&tr, 1) {
-					repeats++
-					break
-				}
-				tr := fast.BeginTrip()
-				if n, ok := runTrip(t, fast, p, observe); ok && fast.EndTrip(&tr, n) {
-					trips[p] = tr
-				}
-			}
-			lf, ls := fast.Layout(), slow.Layout()
-			if !reflect.DeepEqual(lf, ls) {
-				t.Fatalf("layouts differ:\nrepeating %v\nrunning   %v", lf, ls)
-			}
-			if sf, ss := fast.Stats(), slow.Stats(); sf != ss {
-				t.Fatalf("stats differ:\nrepeating %+v\nrunning   %+v", sf, ss)
-			}
-			observe()
-		}
-		if err := fast.CheckInvariants(); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if repeats == 0 {
-		t.Fatal("no trip was ever repeated")
-	}
+		return mk(), mk()
+	}, 2, true)
 }
 
 // TestEndTrip checks which batches EndTrip accepts.

@@ -112,7 +112,7 @@ var Kinds = []Kind{
 		Example: "buddy:0.9,min:4KiB"},
 		buddy.ParseConfig, buddy.New, nil),
 	entry(Kind{Name: async.Name, Summary: "stream-ordered pool in the manner of cudaMallocAsync, with a release threshold",
-		Example: "async:release_threshold:1GiB", Caps: Caps{Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
+		Example: "async:release_threshold:1GiB", Caps: Caps{Stamps: true, RecordsTrips: true, Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
 		async.ParseConfig, async.New, func(async.Config) argFacts { return argFacts{mapsPages: true} }),
 	entry(Kind{Name: direct.Name, Summary: "one raw device allocation per request (the baseline)",
 		Example: "direct"},
