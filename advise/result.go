@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"math"
 	"slices"
 	"strings"
@@ -330,7 +331,7 @@ func evidence(r *Result, minRej int) string {
 	case isOracle(r.Settings.KV):
 		parts = append(parts, "not deployable: contiguous-max:oracle knows every output length in advance")
 	case r.Rejected > minRej:
-		parts = append(parts, fmt.Sprintf("rejects %d requests that can never fit (the best settings reject %d)", r.Rejected, minRej))
+		parts = append(parts, fmt.Sprintf("rejects %s that can never fit (the best settings reject %d)", human.Count(int64(r.Rejected), "request"), minRej))
 	}
 	if r.Held {
 		parts = append(parts, fmt.Sprintf("sustains %s (%.3g× the trace) with peak reserved %s", rps(r.SustainableRPS), r.Multiplier,

@@ -171,7 +171,7 @@ func TestRankTieBreaks(t *testing.T) {
 	if rep.Recommended.Settings.KV != "c" || rep.RunnerUp.Settings.KV != "f" || !strings.Contains(rep.Reason, "first in the sweep") {
 		t.Errorf("recommended %s, runner-up %s, reason %q", rep.Recommended.Settings, rep.RunnerUp.Settings, rep.Reason)
 	}
-	if !strings.Contains(rep.Candidates[3].Evidence, "rejects 1 requests") {
+	if !strings.Contains(rep.Candidates[3].Evidence, "rejects 1 request that") {
 		t.Errorf("evidence %q", rep.Candidates[3].Evidence)
 	}
 }

@@ -5,6 +5,7 @@ package advise
 import (
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"math"
 )
 
@@ -73,7 +74,7 @@ func (o Outcome) Check(slo SLO) (ok bool, why string) {
 	case o.ActivationOOMs > 0:
 		return false, fmt.Sprintf("%d activation OOMs at %.3g rps", o.ActivationOOMs, o.RateRPS)
 	case o.Unfinished > 0:
-		return false, fmt.Sprintf("%d requests unfinished at %.3g rps", o.Unfinished, o.RateRPS)
+		return false, fmt.Sprintf("%s unfinished at %.3g rps", human.Count(int64(o.Unfinished), "request"), o.RateRPS)
 	case o.TTFTP99 > slo.TTFTP99:
 		return false, fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 %.3gs > %gs", o.RateRPS, o.TTFTP99, slo.TTFTP99)
 	case o.TPOTP99 > slo.TPOTP99:

@@ -47,3 +47,12 @@ func Seconds(s float64) string {
 	d = d.Round(time.Minute)
 	return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
 }
+
+// Count is n and the noun, plural unless n is 1: "1 request", "3 requests".
+// noun is the singular, made plural by adding an s.
+func Count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -23,3 +23,14 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0 requests"}, {1, "1 request"}, {2, "2 requests"}, {-1, "-1 requests"}} {
+		if got := Count(c.n, "request"); got != c.want {
+			t.Errorf("Count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

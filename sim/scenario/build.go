@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -294,7 +295,7 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 			return nil, err
 		}
 	}
-	p.Source = fmt.Sprintf("trace %s (%s, %d requests)", tr.File, t.Format, len(t.Requests))
+	p.Source = fmt.Sprintf("trace %s (%s, %s)", tr.File, t.Format, human.Count(int64(len(t.Requests)), "request"))
 	return t, nil
 }
 
