@@ -289,7 +289,6 @@ func TestReadme(t *testing.T) {
 	bin := filepath.Join(tmp, "bin", "gpufrag")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/gpufrag")
 	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_CFLAGS="+os.Getenv("CGO_CFLAGS")+" -O2 -g -Wno-deprecated-declarations")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/gpufrag: %v\n%s", err, b)
 	}

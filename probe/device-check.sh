@@ -49,8 +49,7 @@ if [ -z "$bin" ] && [ -x "$repo/gpufrag" ]; then
 fi
 if [ -z "$bin" ] && command -v go >/dev/null 2>&1; then
 	echo "building gpufrag: go build -o $work/gpufrag ./cmd/gpufrag"
-	if (cd "$repo" && GOPROXY=off CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" \
-		timeout 300 go build -o "$work/gpufrag" ./cmd/gpufrag); then
+	if (cd "$repo" && GOPROXY=off timeout 300 go build -o "$work/gpufrag" ./cmd/gpufrag); then
 		bin="$work/gpufrag"
 	else
 		echo "FAIL  go build of gpufrag failed (no module cache and no network?): set GPUFRAG or put a binary at $repo/gpufrag"

@@ -128,7 +128,6 @@ func TestEndToEnd(t *testing.T) {
 	gpufrag := filepath.Join(tmp, "gpufrag")
 	build := exec.Command(goBin, "build", "-o", gpufrag, "./cmd/gpufrag")
 	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/gpufrag: %v\n%s", err, out)
 	}
