@@ -255,6 +255,13 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 				f.captureDir, f.snapshots, err)
 		}
 	}
+	// A malformed address is a usage error (2); one that is well formed but
+	// cannot be bound (in use, not ours) fails at Listen with 1.
+	if _, port, err := net.SplitHostPort(f.listen); err != nil {
+		return usageErrorf(cmd, "--listen %q: %v: want host:port, such as 127.0.0.1:9400 or :9400", f.listen, err)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return usageErrorf(cmd, "--listen %q: port %q: want a number from 0 to 65535 (0 picks a free port)", f.listen, port)
+	}
 	if f.nvmlLibrary != "" && !f.nvml {
 		return usageErrorf(cmd, "--nvml-library needs --nvml")
 	}

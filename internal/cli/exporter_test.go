@@ -46,6 +46,8 @@ func TestExporterUsage(t *testing.T) {
 	}{
 		{[]string{"exporter", "--log-format", "xml"}, `--log-format "xml"`},
 		{[]string{"exporter", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"exporter", "--listen", "nope"}, `--listen "nope": address nope: missing port in address`},
+		{[]string{"exporter", "--listen", ":99999"}, `--listen ":99999": port "99999": want a number from 0 to 65535`},
 		{[]string{"exporter", "--rescan", "0s"}, "--rescan 0s: must be at least 1s"},
 		{[]string{"exporter", "--rescan", "1ns"}, "--rescan 1ns: must be at least 1s (shorter only burns CPU"},
 		{[]string{"exporter", "--poll-interval", "100ms"}, "--poll-interval 100ms: must be at least 1s"},
