@@ -13,6 +13,7 @@ import (
 	"github.com/gpufrag/gpufrag/advise"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -364,6 +365,11 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 		if err != nil {
 			return sp, fmt.Errorf("--kv: %w", err)
 		}
+		for _, kv := range kvs {
+			if _, err := strategy.ParseSpec(kv); err != nil {
+				return sp, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
+			}
+		}
 		sp.KVs = kvs
 	}
 	if len(f.allocs) > 0 {
@@ -372,6 +378,11 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 			as, err := spec.SplitList(v)
 			if err != nil {
 				return sp, fmt.Errorf("--alloc %q: %w", v, err)
+			}
+			for _, a := range as {
+				if _, err := spec.Parse(a); err != nil {
+					return sp, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
+				}
 			}
 			sp.Allocs = append(sp.Allocs, as...)
 		}
