@@ -210,3 +210,49 @@ func TestDefragNoWorseThanOff(t *testing.T) {
 		}
 	}
 }
+
+// TestDefragQuietWindow holds the adaptive and online policies' own
+// compactions to a quiet period: none while a request waits, and, with a
+// window longer than the run, none after the first failed admission. The
+// reactive compactions are off, so every compaction is the policy's own.
+// (Without the window the same runs compact 27 and 1,670 times, most of them
+// with requests waiting.)
+func TestDefragQuietWindow(t *testing.T) {
+	for _, p := range []DefragPolicy{DefragAdaptive, DefragOnline} {
+		t.Run(p.String(), func(t *testing.T) {
+			runs, waited := 0, 0
+			for seed := uint64(1); seed <= 4; seed++ {
+				c := tinyConfig(256 * mem.MiB)
+				c.KV, c.Alloc = "contiguous-grow", "caching"
+				c.SampleInterval = 100_000_000
+				c.Defrag = Defrag{Policy: p, NoReactive: true, QuietWindow: 3_600_000_000_000}
+				e, err := New(c, fragmentingRequests(600, seed))
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.dg.check = func() {
+					if n := e.waiting.len(); n > 0 {
+						t.Errorf("seed %d: compacted at %d ns with %d requests waiting", seed, e.now, n)
+					}
+					if f := e.kv.Stats().AdmitFailures; f > 0 {
+						t.Errorf("seed %d: compacted at %d ns after %d failed admissions, within the window", seed, e.now, f)
+					}
+				}
+				res, err := e.Run()
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs += res.Defrag.Runs
+				if e.kv.Stats().AdmitFailures > 0 {
+					waited++
+				}
+			}
+			if waited == 0 {
+				t.Fatal("no admission failed: the workload does not test the window")
+			}
+			if runs == 0 {
+				t.Fatal("no compaction at all: the workload has no quiet period before its first failed admission")
+			}
+		})
+	}
+}
