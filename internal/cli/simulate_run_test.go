@@ -50,6 +50,13 @@ func TestSimulateHeaderDescribesTheRun(t *testing.T) {
 
 func TestSimulateRunUnchanged(t *testing.T) {
 	_, yaml, _ := run(t, "", "simulate", "--print-scenario")
+	// Two simulated minutes instead of thirty: the run is the point, not its
+	// length (the whole default scenario takes minutes under -race).
+	short := strings.Replace(yaml, "\nduration: 30m\n", "\nduration: 2m\n", 1)
+	if short == yaml {
+		t.Fatalf("--print-scenario has no top-level \"duration: 30m\" line to shorten:\n%s", yaml)
+	}
+	yaml = short
 	file := filepath.Join(t.TempDir(), "my.yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
