@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/report/browsercheck"
 )
@@ -46,9 +47,13 @@ type htmlReportCase struct {
 // needs sideways scrolling at 1400 px, marker labels that do not pile up,
 // and every legend entry's line visible in its chart's screenshot. It
 // saves the screenshots to $REPORT_SCREENSHOT_DIR (or a temporary
-// directory) for a person to look at. Skipped in -short mode and where no
-// Chromium is on PATH (Debian: apt-get install chromium).
+// directory) for a person to look at. Skipped in -short mode, with the
+// self-checks on (-race, -tags invariants) and where no Chromium is on PATH
+// (Debian: apt-get install chromium).
 func TestHTMLReportsInBrowser(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("renders pages, checks no allocator: the plain go test run covers it, and with every self-check on (-race, -tags invariants) its simulations are slow")
+	}
 	browser, shots := browsercheck.Require(t)
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "many-segments.pickle")
