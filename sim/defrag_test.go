@@ -176,12 +176,16 @@ func overloadRequests(n int, seed uint64, gapMs int) []workload.Request {
 // the activation buffers' cached segments back to the device (online, which
 // compacts before every step, lost 3-5% with activations).
 func TestDefragNoWorseThanOff(t *testing.T) {
-	seeds := uint64(12)
-	if testing.Short() || invariants.Enabled {
-		seeds = 6
-	}
+	// The claim is about the sum over these 12 seeds; a smaller set is
+	// another claim (with 6 seeds online loses one request on
+	// activations=true/gap=5ms). So -short and the self-checked builds keep
+	// every seed and check half the configurations instead.
+	const seeds = uint64(12)
 	for _, act := range []bool{false, true} {
 		for _, gap := range []int{5, 20} {
+			if (testing.Short() || invariants.Enabled) && gap != 20 {
+				continue
+			}
 			t.Run(fmt.Sprintf("activations=%v/gap=%dms", act, gap), func(t *testing.T) {
 				type sum struct{ done, oom int }
 				sums := map[DefragPolicy]sum{}
