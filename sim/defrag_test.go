@@ -180,6 +180,9 @@ func TestDefragNoWorseThanOff(t *testing.T) {
 	// another claim (with 6 seeds online loses one request on
 	// activations=true/gap=5ms). So -short and the self-checked builds keep
 	// every seed and check half the configurations instead.
+	if testing.Short() && invariants.Enabled {
+		t.Skip("-race -short: a policy property of single-threaded runs that the -tags invariants run checks with every self-check on")
+	}
 	const seeds = uint64(12)
 	for _, act := range []bool{false, true} {
 		for _, gap := range []int{5, 20} {
@@ -222,6 +225,9 @@ func TestDefragNoWorseThanOff(t *testing.T) {
 // (Without the window the same runs compact 27 and 1,670 times, most of them
 // with requests waiting.)
 func TestDefragQuietWindow(t *testing.T) {
+	if testing.Short() && invariants.Enabled {
+		t.Skip("-race -short: a policy property of single-threaded runs that the -tags invariants run checks with every self-check on")
+	}
 	for _, p := range []DefragPolicy{DefragAdaptive, DefragOnline} {
 		t.Run(p.String(), func(t *testing.T) {
 			runs, waited := 0, 0
