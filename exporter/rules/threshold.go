@@ -52,23 +52,38 @@ func DefaultOptions() Options {
 		MaxInstances: DefaultMaxInstances}
 }
 
-// Validate reports the first option out of range.
+// OptionError is an option out of range: Option names it as Options'
+// documentation does ("quantile", "margin", "min", "max", "window", "min
+// points", "fallback", "max instances"), so a command can name its flag.
+type OptionError struct {
+	Option string
+	Msg    string // "0.3: must be above 0.5 and below 1 (...)"
+}
+
+func (e *OptionError) Error() string { return e.Option + " " + e.Msg }
+
+// Validate reports the first option out of range, as an *OptionError.
 func (o Options) Validate() error {
+	bad := func(opt, format string, a ...any) error {
+		return &OptionError{Option: opt, Msg: fmt.Sprintf(format, a...)}
+	}
 	switch {
 	case !(o.Quantile > 0.5 && o.Quantile < 1):
-		return fmt.Errorf("quantile %v: must be above 0.5 and below 1 (0.95 is the p95 of fragmentation)", o.Quantile)
+		return bad("quantile", "%v: must be above 0.5 and below 1 (0.95 is the p95 of fragmentation)", o.Quantile)
 	case !(o.Margin >= 0 && o.Margin < 1):
-		return fmt.Errorf("margin %v: must be in [0, 1)", o.Margin)
-	case !(o.Min >= 0 && o.Min <= o.Max && o.Max <= 1):
-		return fmt.Errorf("min %v and max %v: need 0 <= min <= max <= 1", o.Min, o.Max)
+		return bad("margin", "%v: must be in [0, 1)", o.Margin)
+	case !(o.Min >= 0 && o.Min <= 1):
+		return bad("min", "%v: must be in [0, 1]", o.Min)
+	case !(o.Max >= o.Min && o.Max <= 1):
+		return bad("max", "%v: must be in [min, 1] (min is %v)", o.Max, o.Min)
 	case !(o.Window >= 0) || math.IsInf(o.Window, 0):
-		return fmt.Errorf("window %v: must be 0 or a positive number of seconds", o.Window)
+		return bad("window", "%v: must be 0 or a positive number of seconds", o.Window)
 	case o.MinPoints < 1:
-		return fmt.Errorf("min points %d: must be at least 1", o.MinPoints)
+		return bad("min points", "%d: must be at least 1", o.MinPoints)
 	case !(o.Fallback >= 0 && o.Fallback <= 1):
-		return fmt.Errorf("fallback %v: must be in [0, 1]", o.Fallback)
+		return bad("fallback", "%v: must be in [0, 1]", o.Fallback)
 	case o.MaxInstances < 0:
-		return fmt.Errorf("max instances %d: must be positive (0: the default %d)", o.MaxInstances, DefaultMaxInstances)
+		return bad("max instances", "%d: must be positive (0: the default %d)", o.MaxInstances, DefaultMaxInstances)
 	}
 	return nil
 }

@@ -134,6 +134,12 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		o.Window = 0
 	}
 	if err := o.Validate(); err != nil {
+		var oe *rules.OptionError
+		if errors.As(err, &oe) {
+			if flag, ok := rulesFlagOf[oe.Option]; ok {
+				return usageErrorf(cmd, "%s %s", flag, oe.Msg)
+			}
+		}
 		return usageErrorf(cmd, "%v", err)
 	}
 	if _, err := model.ParseDuration(f.forDur); err != nil {
@@ -291,4 +297,10 @@ func printRulesTable(w io.Writer, ts []rules.Threshold, o rules.Options, out str
 	}
 	_, err := fmt.Fprintf(w, "\n%d alert rules written to %s (check: promtool check rules %s)\n", len(ts), out, out)
 	return err
+}
+
+// rulesFlagOf names the flag of each rules.Options option the command sets.
+var rulesFlagOf = map[string]string{
+	"quantile": "--quantile", "margin": "--margin", "min": "--min", "max": "--max",
+	"window": "--window", "min points": "--min-points", "max instances": "--max-instances",
 }
