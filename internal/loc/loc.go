@@ -6,7 +6,9 @@
 // It also holds what those readers share below the format: LineReader,
 // which splits input into lines (LF, CRLF or a lone CR) under a line and a
 // total limit and refuses binary input at its first bytes, and Quote and
-// Clip, which echo an input value into a message in at most QuoteBytes.
+// Clip, which echo an input value into a message in at most QuoteBytes, and
+// CheckJSON, which refuses what encoding/json accepts silently in a small
+// document (invalid UTF-8, repeated or case-variant keys, trailing values).
 package loc
 
 import (

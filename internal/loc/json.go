@@ -1,0 +1,142 @@
+package loc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// JSONError is a small JSON document that CheckJSON refused: the byte
+// offset of the problem, the path of the key it concerns ("$.devices[2]")
+// when there is one, and what is wrong.
+type JSONError struct {
+	Offset int64
+	Path   string
+	Msg    string
+}
+
+func (e *JSONError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("byte %d: %s", e.Offset, e.Msg)
+	}
+	return fmt.Sprintf("byte %d: %s: %s", e.Offset, e.Path, e.Msg)
+}
+
+// CheckJSON checks what encoding/json lets through silently in a small
+// document (a sidecar, a memory_stats dump, a config) before it is decoded
+// into a struct:
+//
+//   - invalid UTF-8, which json.Unmarshal turns into U+FFFD;
+//   - a key repeated in one object, where json.Unmarshal keeps the last;
+//   - two keys of one object that differ only in case ("instance" and
+//     "INSTANCE"), which json.Unmarshal decodes into the same struct field;
+//   - anything after the first value.
+//
+// It walks the document's tokens once, in memory bounded by the nesting
+// depth and one object's keys, so callers bound the document's size first.
+// It does not decode values; the caller's json.Unmarshal still checks their
+// types.
+func CheckJSON(data []byte) error {
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, n := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return &JSONError{Offset: int64(off), Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", data[off])}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	c := jsonChecker{data: data, dec: dec}
+	if err := c.value("$"); err != nil {
+		return err
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return &JSONError{Offset: c.skipSpace(end), Msg: "more than one value in the document"}
+	}
+	return nil
+}
+
+type jsonChecker struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+// value reads one value, checking the keys of every object in it; path
+// names the value.
+func (c *jsonChecker) value(path string) error {
+	dec := c.dec
+	off := dec.InputOffset()
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonSyntax(dec, off, path, err)
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch delim {
+	case '{':
+		seen := map[string]string{} // folded key -> key as written
+		for dec.More() {
+			koff := dec.InputOffset()
+			ktok, err := dec.Token()
+			if err != nil {
+				return jsonSyntax(dec, koff, path, err)
+			}
+			key, _ := ktok.(string)
+			folded := strings.ToLower(key)
+			if prev, dup := seen[folded]; dup {
+				msg := fmt.Sprintf("key %s appears twice", Quote(key))
+				if prev != key {
+					msg = fmt.Sprintf("keys %s and %s differ only in case (a decoder reads them as one)", Quote(prev), Quote(key))
+				}
+				return &JSONError{Offset: c.skipSpace(koff), Path: path, Msg: msg}
+			}
+			seen[folded] = key
+			if err := c.value(path + "." + Clip(key)); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if err := c.value(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	eoff := dec.InputOffset()
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return jsonSyntax(dec, eoff, path, err)
+	}
+	return nil
+}
+
+// skipSpace moves off past the white space and the comma that the decoder's
+// offset still counts before a key, to where the key starts.
+func (c *jsonChecker) skipSpace(off int64) int64 {
+	for off < int64(len(c.data)) && strings.IndexByte(" \t\r\n,", c.data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// jsonSyntax turns a decoder error into a JSONError at the best offset known.
+func jsonSyntax(dec *json.Decoder, off int64, path string, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return &JSONError{Offset: se.Offset, Path: path, Msg: se.Error()}
+	}
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &JSONError{Offset: dec.InputOffset(), Path: path, Msg: "unexpected end of the document"}
+	}
+	return &JSONError{Offset: off, Path: path, Msg: err.Error()}
+}
