@@ -42,15 +42,10 @@ def start(directory, *, interval_s=_config.DEFAULT_INTERVAL_S, instance=None, mo
     snapshots kept in directory/.gpufrag-oom/. max_entries: history entries
     kept per device.
 
-    Invalid arguments raise ValueError here, in the caller; nothing the
-    probe does later raises into the host."""
-    if not directory:
-        raise ValueError("gpufrag_probe.start: directory is empty")
-    if not interval_s > 0:
-        raise ValueError("gpufrag_probe.start: interval_s must be > 0, not %r" % (interval_s,))
-    if int(keep) < 0 or int(max_entries) < 1:
-        raise ValueError("gpufrag_probe.start: keep must be >= 0 and max_entries >= 1 (got %r, %r)"
-                         % (keep, max_entries))
+    Invalid arguments raise ValueError here, in the caller, naming the
+    argument and its accepted range (interval_s 0.1 to 86400, keep 0 to
+    100, max_entries 1 to 1,000,000; see README.md); nothing the probe does
+    later raises into the host."""
     return _register(Probe(directory, interval_s, instance, model, history, keep, max_entries, stacks))
 
 

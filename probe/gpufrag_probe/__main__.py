@@ -18,17 +18,38 @@ BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
 USAGE = "python -m gpufrag_probe run --dir DIR [options] -- COMMAND [ARGS...]"
 
 
+def _checked(check):
+    """An argparse type: check(value), its ValueError an argparse error
+    naming the option (exit 2, as for any bad option)."""
+    def parse(value):
+        try:
+            return check(value)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse
+
+
+def _label(value):
+    why = _config.label_problem(value)
+    if why is not None:
+        raise ValueError(why)
+    return value
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="python -m gpufrag_probe run", usage=USAGE,
                                 description="Run COMMAND with the gpufrag probe in its Python processes.")
-    p.add_argument("--dir", required=True, help="directory for the snapshots (%s)" % _config.ENV_DIR)
-    p.add_argument("--interval", type=float, help="seconds between dumps (default %g)" % _config.DEFAULT_INTERVAL_S)
-    p.add_argument("--instance", help="instance label (default: POD_NAME, else the host name)")
-    p.add_argument("--model", help="model label (default: the command's --served-model-name, "
+    p.add_argument("--dir", required=True, type=_checked(_config.check_directory), help="directory for the snapshots (%s)" % _config.ENV_DIR)
+    p.add_argument("--interval", type=_checked(lambda v: _config.check_number("interval_s", v)),
+                   help="seconds between dumps, %s (default %g)" % (_config.accepted("interval_s"), _config.DEFAULT_INTERVAL_S))
+    p.add_argument("--instance", type=_checked(_label), help="instance label (default: POD_NAME, else the host name)")
+    p.add_argument("--model", type=_checked(_label), help="model label (default: the command's --served-model-name, "
                                    "vllm serve MODEL, --model or --model-path)")
-    p.add_argument("--keep", type=int, help="OOM snapshots kept per process (default %d)" % _config.DEFAULT_KEEP)
-    p.add_argument("--max-entries", type=int,
-                   help="allocator history entries per device (default %d)" % _config.DEFAULT_MAX_ENTRIES)
+    p.add_argument("--keep", type=_checked(lambda v: _config.check_number("keep", v)),
+                   help="OOM snapshots kept per process, %s (default %d)" % (_config.accepted("keep"), _config.DEFAULT_KEEP))
+    p.add_argument("--max-entries", type=_checked(lambda v: _config.check_number("max_entries", v)),
+                   help="allocator history entries per device, %s (default %d)" % (
+                       _config.accepted("max_entries"), _config.DEFAULT_MAX_ENTRIES))
     p.add_argument("--no-history", action="store_true", help="do not record the allocator's history")
     p.add_argument("--no-stacks", action="store_true",
                    help="record the history without Python stacks (cheaper; no call sites in the analysis)")

@@ -1,4 +1,6 @@
 """Defaults, limits and the GPUFRAG_PROBE_* environment variables."""
+import math
+import operator
 import os
 
 # DEFAULT_INTERVAL_S is the time between periodic dumps: the exporter
@@ -46,6 +48,13 @@ POLL_S = 0.5
 # load; a snapshot of an empty allocator costs microseconds.
 UNNAMED_RETRY_S = 1.0
 
+# THREAD_RETRY_S: after an unexpected error in the probe's loop (logged
+# once per kind) the next periodic dump waits this long; OOM snapshots are
+# written as they come. MAX_WAIT_S: the longest single wait of the thread
+# (it looks again afterwards): a wait past threading.TIMEOUT_MAX overflows.
+THREAD_RETRY_S = 1.0
+MAX_WAIT_S = 3600.0
+
 # OOM_MIN_GAP_S: an OOM snapshot is taken at most once per
 # max(OOM_MIN_GAP_S, BACKOFF_K x the last snapshot's time), so a host that
 # catches OOMs in a loop (a batch-size search) pays for a snapshot at most
@@ -84,34 +93,156 @@ ENV_STACKS = "GPUFRAG_PROBE_STACKS"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
+# The accepted range of each setting, checked where it enters (start()'s
+# arguments, the GPUFRAG_PROBE_* variables, `run`'s options), so the thread
+# never sees a value it cannot use (an infinite interval overflowed its
+# wait and ended it: issue 28).
+#
+# MIN_INTERVAL_S: a dump every 0.1 s is already 10 fsynced files a second;
+# the exporter rescans at most once a second. MAX_INTERVAL_S: a day; for
+# OOM captures with (almost) no periodic dumps, use the maximum.
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 86400.0
+# MAX_KEEP: OOM snapshots are about 5 MB each at the default history size
+# (more with a larger one): 100 of them are already half a gigabyte per
+# process (the exporter keeps 20 captures by default).
+MAX_KEEP = 100
+# MAX_MAX_ENTRIES: at about 240 bytes an entry (above) a million entries
+# make a 240 MB file, just under the exporter's default --max-file-bytes
+# (256 MiB); a larger ring would write files the exporter refuses.
+MAX_MAX_ENTRIES = 1000000
+# MAX_LABEL_CHARS: an instance or model label (the sidecar that carries
+# them is at most 64 KiB for the exporter).
+MAX_LABEL_CHARS = 1024
+# MAX_DIR_BYTES: PATH_MAX on Linux.
+MAX_DIR_BYTES = 4096
 
-def _number(name, kind, default, minimum, problems):
+_RANGES = {
+    # key: (variable, what, type, minimum, maximum)
+    "interval_s": (ENV_INTERVAL, "a number of seconds", float, MIN_INTERVAL_S, MAX_INTERVAL_S),
+    "keep": (ENV_KEEP, "a whole number", int, 0, MAX_KEEP),
+    "max_entries": (ENV_MAX_ENTRIES, "a whole number", int, 1, MAX_MAX_ENTRIES),
+}
+
+
+def accepted(key):
+    """The accepted values of the numeric setting key, in words."""
+    _, what, kind, lo, hi = _RANGES[key]
+    return "%s from %s to %s" % (what, _fmt(lo), _fmt(hi))
+
+
+def _fmt(v):
+    return "%g" % v if isinstance(v, float) else "%d" % v
+
+
+def check_number(key, value):
+    """value as the numeric setting key (interval_s: float; keep,
+    max_entries: int), or ValueError naming the accepted range. Strings
+    are parsed (the environment and the command line); a bool is not a
+    number; a float count is refused rather than truncated."""
+    _, what, kind, lo, hi = _RANGES[key]
+    v = value
+    if isinstance(v, str):
+        try:
+            v = kind(v.strip())
+        except ValueError:
+            v = None
+    elif isinstance(v, bool):
+        v = None
+    elif kind is int:
+        try:
+            v = operator.index(v)
+        except TypeError:
+            v = None
+    else:
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            v = None
+    if v is None or (kind is float and not math.isfinite(v)) or not lo <= v <= hi:
+        raise ValueError("must be %s, not %s" % (accepted(key), _show(value)))
+    return v
+
+
+def check_directory(value):
+    """value (str or os.PathLike) as the probe's directory, or ValueError:
+    not empty, no NUL byte, at most MAX_DIR_BYTES bytes."""
+    try:
+        d = os.fspath(value)
+    except TypeError:
+        d = None
+    if not isinstance(d, str):
+        raise ValueError("must be a path (str), not %s" % _show(value))
+    if not d:
+        raise ValueError("is empty")
+    if "\0" in d:
+        raise ValueError("contains a NUL byte: %s" % _show(d))
+    if len(os.fsencode(d)) > MAX_DIR_BYTES:
+        raise ValueError("is longer than %d bytes" % MAX_DIR_BYTES)
+    return d
+
+
+def label_problem(value):
+    """Why value cannot be an instance or model label (the exporter's
+    sidecar holds valid UTF-8 without control characters), or None."""
+    if not isinstance(value, str):
+        return "must be a string, not %s" % _show(value)
+    if not value:
+        return "is empty"
+    if len(value) > MAX_LABEL_CHARS:
+        return "is longer than %d characters" % MAX_LABEL_CHARS
+    for i, c in enumerate(value):
+        o = ord(c)
+        if o < 0x20 or 0x7F <= o < 0xA0:
+            return "has a control character (U+%04X) at character %d: %s" % (o, i, _show(value))
+        if 0xD800 <= o < 0xE000:
+            return "is not valid UTF-8 (an undecodable byte or lone surrogate at character %d): %s" % (i, _show(value))
+    return None
+
+
+def _show(value):
+    """value quoted for a message, at most about 80 characters."""
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def _from_env(key, default, problems):
+    name = _RANGES[key][0]
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        v = kind(raw)
-        if v < minimum or v != v:  # NaN
-            raise ValueError("below %s" % minimum)
-        return v
-    except ValueError:
-        problems.append("%s=%r is not a %s >= %s; using %s" % (name, raw, kind.__name__, minimum, default))
+        return check_number(key, raw)
+    except ValueError as e:
+        problems.append("%s %s; using the default %s" % (name, e, _fmt(default)))
         return default
+
+
+def _label_from_env(name, problems):
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    why = label_problem(raw)
+    if why is not None:
+        problems.append("%s %s; ignored" % (name, why))
+        return None
+    return raw
 
 
 def from_env():
     """The probe settings of the environment and a list of problems (bad
-    values, each replaced by its default)."""
+    values, each replaced by its default and named with its accepted
+    range)."""
     problems = []
     cfg = {
         "directory": os.environ.get(ENV_DIR, ""),
-        "interval_s": _number(ENV_INTERVAL, float, DEFAULT_INTERVAL_S, 0.001, problems),
-        "keep": _number(ENV_KEEP, int, DEFAULT_KEEP, 0, problems),
-        "max_entries": _number(ENV_MAX_ENTRIES, int, DEFAULT_MAX_ENTRIES, 1, problems),
+        "interval_s": _from_env("interval_s", DEFAULT_INTERVAL_S, problems),
+        "keep": _from_env("keep", DEFAULT_KEEP, problems),
+        "max_entries": _from_env("max_entries", DEFAULT_MAX_ENTRIES, problems),
         "history": True,
         "stacks": True,
-        "instance": os.environ.get(ENV_INSTANCE) or None,
-        "model": os.environ.get(ENV_MODEL) or None,
+        "instance": _label_from_env(ENV_INSTANCE, problems),
+        "model": _label_from_env(ENV_MODEL, problems),
     }
     for name, key in ((ENV_HISTORY, "history"), (ENV_STACKS, "stacks")):
         raw = os.environ.get(name, "").strip().lower()

@@ -6,12 +6,22 @@ DIR holds STEM.pickle (the rolling snapshot), STEM.labels.json (its
 labels), .STEM.lock (held while the process lives) and, only while a write
 is in progress, one .STEM.pickle.<pid>.<hex>.tmp; DIR/.gpufrag-oom/ holds at
 most `keep` STEM.<UTC time>.pickle OOM snapshots, oldest deleted first.
+
+Anyone who can write into DIR (a shared volume) can put a link, a named
+pipe or a device at one of these names, so the probe trusts none of them:
+DIR is opened once per operation and every name inside it (and inside
+.gpufrag-oom, itself opened with O_NOFOLLOW) is used relative to that
+descriptor; a file is read only when fstatat says regular file, opened
+with O_NOFOLLOW|O_NONBLOCK and checked again with fstat (as the exporter
+does, see docs/monitoring.md "What the exporter trusts"); a file is
+written as a new temporary (O_CREAT|O_EXCL) renamed over its name.
 """
 import binascii
 import errno
 import json
 import os
 import re
+import stat
 import time
 
 from . import _config
@@ -29,15 +39,108 @@ _CHUNK = 8 << 20
 # (the exporter refuses more than 64 KiB).
 _SIDECAR_MAX = 64 << 10
 
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
 
 class HeldError(Exception):
     """The name lock is held by another live process."""
 
 
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+class Refused(OSError):
+    """A name in the probe's directory that the probe will not open or
+    write through: a symbolic link, a named pipe, a socket, a device, or a
+    directory where it expects a file (the exporter refuses the same), or
+    anything but a real directory at .gpufrag-oom. key is a short word for
+    "log once" (link, pipe, socket, device, directory, other)."""
+
+    def __init__(self, path, mode, expected="a regular file"):
+        self.key, what = _file_type(mode)
+        super().__init__("%s is %s, not %s: the probe never opens a link, a pipe or a device in its "
+                         "directory (the exporter refuses them too)" % (path, what, expected))
+
+
+def _file_type(mode):
+    for test, key, what in ((stat.S_ISLNK, "link", "a symbolic link"), (stat.S_ISFIFO, "pipe", "a named pipe"),
+                            (stat.S_ISSOCK, "socket", "a socket"), (stat.S_ISCHR, "device", "a device"),
+                            (stat.S_ISBLK, "device", "a device"), (stat.S_ISDIR, "directory", "a directory"),
+                            (stat.S_ISREG, "file", "a regular file")):
+        if test(mode):
+            return key, what
+    return "other", "of an unknown type"
+
+
+def open_dir(path):
+    """The probe's directory, as named (links in its path are the
+    operator's choice); everything inside is opened relative to it."""
+    return os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+
+
+def open_subdir(dir_fd, name, path, create=True):
+    """The directory dir_fd/name (made when missing and create), never
+    through a symbolic link: anything but a real directory is Refused."""
+    if create:
+        try:
+            os.mkdir(name, 0o755, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode):
+        raise Refused(path, st.st_mode, "a directory")
     try:
-        os.fsync(fd)
+        return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:  # swapped for a link or a file since the check
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Refused(path, stat.S_IFLNK if e.errno == errno.ELOOP else 0, "a directory") from None
+        raise
+
+
+def open_file(dir_fd, name, flags, path, mode=0o644):
+    """dir_fd/name opened as the exporter opens its files: only when
+    fstatat (not following links) says it is a regular file, so a link,
+    pipe, socket, device or directory is never opened (a pipe would block,
+    a device could act on open); then with O_NOFOLLOW|O_NONBLOCK, so a file
+    swapped in since is neither followed nor waited on, and checked again
+    with fstat on the descriptor. With O_CREAT a missing file is created."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(path, st.st_mode)
+    try:
+        fd = os.open(name, flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise Refused(path, stat.S_IFLNK) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(path, st.st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_file(dir_fd, name, limit, path):
+    """At most limit + 1 bytes of the regular file dir_fd/name (see
+    open_file): more than limit means too long."""
+    fd = open_file(dir_fd, name, os.O_RDONLY, path)
+    try:
+        chunks, n = [], 0
+        while n <= limit:
+            b = os.read(fd, limit + 1 - n)
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -49,14 +152,20 @@ def _write_all(fd, data):
         view = view[n:]
 
 
-def atomic_write(directory, name, data, also=None):
-    """Writes data to directory/name atomically: a temporary file whose name
-    starts with '.', fsync, an optional hard link to also (the same bytes
-    under a second name, written again if the link fails), rename over
-    name, fsync of the directory. A failure removes the temporary file and
-    raises; name is then unchanged."""
-    tmp = os.path.join(directory, ".%s.%d.%s.tmp" % (name, os.getpid(), binascii.hexlify(os.urandom(4)).decode()))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+def _tmp_name(name):
+    return ".%s.%d.%s.tmp" % (name, os.getpid(), binascii.hexlify(os.urandom(4)).decode())
+
+
+def write_at(dir_fd, name, data, also=None):
+    """Writes data to dir_fd/name atomically: a new temporary file whose
+    name starts with '.' (O_CREAT|O_EXCL|O_NOFOLLOW: never an existing
+    file or a link), fsync, an optional hard link also = (directory
+    descriptor, name) (the same bytes under a second name, written again if
+    the link fails), rename over name (which replaces a link or a pipe
+    there, never follows it), fsync of the directory. A failure removes
+    the temporary file and raises; name is then unchanged."""
+    tmp = _tmp_name(name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=dir_fd)
     try:
         try:
             _write_all(fd, data)
@@ -64,18 +173,29 @@ def atomic_write(directory, name, data, also=None):
         finally:
             os.close(fd)
         if also is not None:
+            also_fd, also_name = also
             try:
-                os.link(tmp, also)
+                os.link(tmp, also_name, src_dir_fd=dir_fd, dst_dir_fd=also_fd)
+                os.fsync(also_fd)
             except OSError:
-                atomic_write(os.path.dirname(also), os.path.basename(also), data)
-        os.replace(tmp, os.path.join(directory, name))
+                write_at(also_fd, also_name, data)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except OSError:
             pass
         raise
-    _fsync_dir(directory)
+    os.fsync(dir_fd)
+
+
+def atomic_write(directory, name, data):
+    """write_at in the directory directory; returns directory/name."""
+    dir_fd = open_dir(directory)
+    try:
+        write_at(dir_fd, name, data)
+    finally:
+        os.close(dir_fd)
     return os.path.join(directory, name)
 
 
@@ -93,28 +213,33 @@ class Files:
     def claim(self, base):
         """Takes the name base, or base-pid<PID> when another live process
         holds base's lock, and returns it. Errors other than a held lock
-        (no flock on this file system, a read-only directory) leave the
-        name unlocked and are returned as the second value."""
+        (no flock on this file system, a read-only directory, a link or a
+        pipe at the lock's name) leave the name unlocked and are returned
+        as the second value."""
         os.makedirs(self.directory, exist_ok=True)
-        problem = None
-        for stem in (base, "%s-pid%d" % (base, os.getpid())):
-            try:
-                self._lock(stem)
-            except HeldError:
-                continue
-            except OSError as e:
-                problem = e
-            self.stem = stem
-            self._remove_stale_temps()
-            return stem, problem
-        self.stem = base  # unreachable in practice: our pid's name is ours
-        return base, problem
+        dir_fd = open_dir(self.directory)
+        try:
+            problem = None
+            for stem in (base, "%s-pid%d" % (base, os.getpid())):
+                try:
+                    self._lock(dir_fd, stem)
+                except HeldError:
+                    continue
+                except OSError as e:
+                    problem = e
+                self.stem = stem
+                self._remove_stale_temps(dir_fd)
+                return stem, problem
+            self.stem = base  # unreachable in practice: our pid's name is ours
+            return base, problem
+        finally:
+            os.close(dir_fd)
 
-    def _lock(self, stem):
+    def _lock(self, dir_fd, stem):
         if fcntl is None:
             return
-        fd = os.open(os.path.join(self.directory, ".%s.lock" % stem),
-                     os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        name = ".%s.lock" % stem
+        fd = open_file(dir_fd, name, os.O_RDWR | os.O_CREAT, os.path.join(self.directory, name))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -134,21 +259,34 @@ class Files:
                 pass
             self._lock_fd = None
 
-    def _remove_stale_temps(self):
+    def _oom_dir(self, dir_fd, create):
+        return open_subdir(dir_fd, _config.OOM_SUBDIR, os.path.join(self.directory, _config.OOM_SUBDIR), create)
+
+    def _remove_stale_temps(self, dir_fd):
         """Temporary files of this name left by a process that died while
-        writing (we hold the name now, so nobody else writes them)."""
+        writing (we hold the name now, so nobody else writes them), in the
+        directory and in a real .gpufrag-oom (never through a link)."""
         pat = re.compile(r"^\.%s\.(pickle|labels\.json)\.\d+\.[0-9a-f]+\.tmp$" % re.escape(self.stem))
-        for d in (self.directory, os.path.join(self.directory, _config.OOM_SUBDIR)):
-            try:
-                names = os.listdir(d)
-            except OSError:
-                continue
-            for n in names:
-                if pat.match(n):
-                    try:
-                        os.unlink(os.path.join(d, n))
-                    except OSError:
-                        pass
+        fds = [dir_fd]
+        try:
+            fds.append(self._oom_dir(dir_fd, create=False))
+        except OSError:
+            pass
+        try:
+            for fd in fds:
+                try:
+                    names = os.listdir(fd)
+                except OSError:
+                    continue
+                for n in names:
+                    if pat.match(n):
+                        try:
+                            os.unlink(n, dir_fd=fd)
+                        except OSError:
+                            pass
+        finally:
+            for fd in fds[1:]:
+                os.close(fd)
 
     # --- writing -----------------------------------------------------------
 
@@ -156,49 +294,80 @@ class Files:
         return os.path.join(self.directory, self.stem + ".pickle")
 
     def write_labels(self, labels):
-        """Writes STEM.labels.json unless it already holds labels."""
+        """Writes STEM.labels.json unless it already is a regular file
+        holding these labels (a link, a pipe or a device there is replaced,
+        never opened)."""
         name = self.stem + ".labels.json"
         data = (json.dumps(labels, sort_keys=True) + "\n").encode("utf-8")
-        try:
-            with open(os.path.join(self.directory, name), "rb") as f:
-                if f.read(_SIDECAR_MAX + 1) == data:
-                    return
-        except OSError:
-            pass
         os.makedirs(self.directory, exist_ok=True)
-        atomic_write(self.directory, name, data)
+        dir_fd = open_dir(self.directory)
+        try:
+            try:
+                if read_file(dir_fd, name, _SIDECAR_MAX, os.path.join(self.directory, name)) == data:
+                    return
+            except OSError:
+                pass
+            write_at(dir_fd, name, data)
+        finally:
+            os.close(dir_fd)
 
     def write_snapshot(self, data, oom=False):
         """Replaces STEM.pickle with data; with oom, also keeps it as an OOM
-        copy (at most keep of them). Returns (path, copy path or None)."""
+        copy (at most keep of them). Returns (path, copy path or None,
+        the copy's problem or None): a .gpufrag-oom that is not a real
+        directory (a link) gets no copy, the snapshot is written all the
+        same."""
         os.makedirs(self.directory, exist_ok=True)
-        also = None
-        if oom and self.keep > 0:
-            sub = os.path.join(self.directory, _config.OOM_SUBDIR)
-            os.makedirs(sub, exist_ok=True)
-            also = os.path.join(sub, "%s.%s.pickle" % (self.stem, _utc_stamp()))
-        path = atomic_write(self.directory, self.stem + ".pickle", data, also=also)
-        if also is not None:
-            self.prune()
-        return path, also
+        dir_fd = open_dir(self.directory)
+        sub_fd = also = copy = problem = None
+        try:
+            if oom and self.keep > 0:
+                try:
+                    sub_fd = self._oom_dir(dir_fd, create=True)
+                    also = (sub_fd, "%s.%s.pickle" % (self.stem, _utc_stamp()))
+                    copy = os.path.join(self.directory, _config.OOM_SUBDIR, also[1])
+                except OSError as e:
+                    problem = e
+            write_at(dir_fd, self.stem + ".pickle", data, also=also)
+            if sub_fd is not None:
+                self._prune_at(sub_fd)
+        finally:
+            if sub_fd is not None:
+                os.close(sub_fd)
+            os.close(dir_fd)
+        return self.pickle_path(), copy, problem
+
+    def _copy_names(self, sub_fd):
+        pat = re.compile(r"^%s\.\d{8}T\d{6}\.\d{6}Z\.pickle$" % re.escape(self.stem))
+        return sorted(n for n in os.listdir(sub_fd) if pat.match(n))
 
     def oom_copies(self):
-        """This name's OOM copies, oldest first."""
-        sub = os.path.join(self.directory, _config.OOM_SUBDIR)
-        pat = re.compile(r"^%s\.\d{8}T\d{6}\.\d{6}Z\.pickle$" % re.escape(self.stem))
+        """This name's OOM copies, oldest first (none when .gpufrag-oom is
+        missing or not a real directory)."""
         try:
-            names = os.listdir(sub)
+            dir_fd = open_dir(self.directory)
         except OSError:
             return []
-        return [os.path.join(sub, n) for n in sorted(n for n in names if pat.match(n))]
+        try:
+            sub_fd = self._oom_dir(dir_fd, create=False)
+        except OSError:
+            return []
+        finally:
+            os.close(dir_fd)
+        try:
+            names = self._copy_names(sub_fd)
+        finally:
+            os.close(sub_fd)
+        sub = os.path.join(self.directory, _config.OOM_SUBDIR)
+        return [os.path.join(sub, n) for n in names]
 
-    def prune(self):
+    def _prune_at(self, sub_fd):
         """Deletes the oldest OOM copies past keep."""
-        copies = self.oom_copies()
-        for p in copies[:max(0, len(copies) - self.keep)]:
+        names = self._copy_names(sub_fd)
+        for n in names[:max(0, len(names) - self.keep)]:
             try:
-                os.unlink(p)
-            except FileNotFoundError:
+                os.unlink(n, dir_fd=sub_fd)
+            except OSError:  # gone already, or a directory of that name: not ours
                 pass
 
 

@@ -9,14 +9,24 @@ from . import _config
 UNKNOWN = "unknown"
 
 
+def _first_label(values):
+    """The first of values that can be a label (see
+    _config.label_problem: valid UTF-8, no control characters), or None."""
+    for v in values:
+        if v and _config.label_problem(v) is None:
+            return v
+    return None
+
+
 def instance(explicit=None):
     """explicit, else GPUFRAG_PROBE_INSTANCE, else Kubernetes' POD_NAME
-    (set through the downward API), else the host name."""
-    for v in (explicit, os.environ.get(_config.ENV_INSTANCE), os.environ.get("POD_NAME")):
-        if v:
-            return v
+    (set through the downward API), else the host name; a value that
+    cannot be a label is passed over."""
+    v = _first_label((explicit, os.environ.get(_config.ENV_INSTANCE), os.environ.get("POD_NAME")))
+    if v:
+        return v
     try:
-        return socket.gethostname() or UNKNOWN
+        return _first_label((socket.gethostname(),)) or UNKNOWN
     except OSError:
         return UNKNOWN
 
@@ -52,32 +62,29 @@ def model_from_argv(argv):
 
 def model(explicit=None, argv=None):
     """explicit, else GPUFRAG_PROBE_MODEL, else the command line's model,
-    else "unknown"."""
-    for v in (explicit, os.environ.get(_config.ENV_MODEL)):
-        if v:
-            return v
-    found = model_from_argv(sys.argv if argv is None else argv)
-    return found or UNKNOWN
+    else "unknown"; a value that cannot be a label is passed over."""
+    return _first_label((explicit, os.environ.get(_config.ENV_MODEL),
+                         model_from_argv(sys.argv if argv is None else argv))) or UNKNOWN
 
 
 def rank():
     """RANK, else LOCAL_RANK (torchrun and most launchers), as a string of
-    digits, or None."""
+    at most 9 ASCII digits, or None."""
     for name in ("RANK", "LOCAL_RANK"):
         v = os.environ.get(name, "").strip()
-        if v.isdigit():
+        if v.isascii() and v.isdigit() and len(v) <= 9:
             return str(int(v))
     return None
 
 
 def physical_gpu(device):
     """The GPU behind CUDA device index device: its entry of
-    CUDA_VISIBLE_DEVICES when that lists it (an index, a GPU-/MIG- UUID),
-    else the index itself."""
+    CUDA_VISIBLE_DEVICES when that lists it (an index, a GPU-/MIG- UUID)
+    and it can be a label, else the index itself."""
     vis = os.environ.get("CUDA_VISIBLE_DEVICES")
     if vis:
         items = [v.strip() for v in vis.split(",") if v.strip()]
-        if 0 <= device < len(items):
+        if 0 <= device < len(items) and _config.label_problem(items[device]) is None:
             return items[device]
     return str(device)
 

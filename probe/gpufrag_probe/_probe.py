@@ -27,21 +27,35 @@ def next_interval(interval_s, last_dump_s):
 def error_kind(where, e):
     """A short key for "log once": where, the exception type, and errno."""
     kind = "%s:%s" % (where, type(e).__name__)
-    if isinstance(e, OSError) and e.errno in errno.errorcode:
+    if isinstance(e, _files.Refused):
+        kind += ":" + e.key
+    elif isinstance(e, OSError) and e.errno in errno.errorcode:
         kind += ":" + errno.errorcode[e.errno]
     return kind
+
+
+def _arg(name, check, value):
+    """check(value), its ValueError naming the argument."""
+    try:
+        return check(value)
+    except ValueError as e:
+        raise ValueError("gpufrag_probe: %s %s" % (name, e)) from None
 
 
 class Probe:
     """A running probe; see gpufrag_probe.start."""
 
     def __init__(self, directory, interval_s, instance, model, history, keep, max_entries, stacks=True):
-        self.directory = os.path.abspath(directory)
-        self.interval_s = float(interval_s)
+        self.directory = os.path.abspath(_arg("directory", _config.check_directory, directory))
+        self.interval_s = _arg("interval_s", lambda v: _config.check_number("interval_s", v), interval_s)
+        self.keep = _arg("keep", lambda v: _config.check_number("keep", v), keep)
+        self.max_entries = _arg("max_entries", lambda v: _config.check_number("max_entries", v), max_entries)
+        for name, v in (("instance", instance), ("model", model)):
+            why = None if v is None else _config.label_problem(v)
+            if why is not None:
+                raise ValueError("gpufrag_probe: %s %s" % (name, why))
         self.history = bool(history)
         self.stacks = bool(stacks)
-        self.keep = int(keep)
-        self.max_entries = int(max_entries)
         self._instance, self._model = instance, model
         self._files = _files.Files(self.directory, self.keep)
         self.labels = None  # {"instance", "model", "gpu"} once named
@@ -156,35 +170,47 @@ class Probe:
                 return
             self._setup(torch)
             due = time.monotonic()
-            while True:
-                with self._cv:
-                    while True:
-                        if self._catchup_at is not None:
-                            due = min(due, self._catchup_at)
-                        wait = due - time.monotonic()
-                        if self._stopping.is_set() or self._jobs or wait <= 0:
-                            break
-                        self._cv.wait(wait)
-                    if self._stopping.is_set():
-                        break
-                    job = self._jobs.popleft() if self._jobs else None
-                    if job is None:
-                        self._catchup_at = None
-                if job is not None:
-                    self._write_oom(job)
-                    continue
-                took = self._periodic(torch)
-                self._next_s = next_interval(self.interval_s, took)
-                if self._files.stem is None:  # nothing allocated yet: look again soon
-                    self._next_s = min(self._next_s, _config.UNNAMED_RETRY_S)
-                due = time.monotonic() + self._next_s
+            while not self._stopping.is_set():
+                try:
+                    due = self._step(torch, due)
+                except Exception as e:  # logged once per kind; the OOM capture goes on
+                    self._warn(error_kind("thread", e), "gpufrag_probe: error in the probe's loop in %s: %s: %s; "
+                               "it goes on (OOM snapshots as they come, the next dump in %g s)",
+                               self.directory, type(e).__name__, e, _config.THREAD_RETRY_S)
+                    due = time.monotonic() + _config.THREAD_RETRY_S
             self._drain()
-        except BaseException as e:  # the thread ends; the host goes on
+        except BaseException as e:  # not an Exception: the thread ends, the host goes on
             self._fail("thread", e)
             with self._cv:
                 self._jobs.clear()
                 self._pending = 0
                 self._cv.notify_all()
+
+    def _step(self, torch, due):
+        """Waits until due (a periodic dump), an OOM snapshot to write, or
+        stop; does the one that came; returns the next due time."""
+        with self._cv:
+            while True:
+                if self._catchup_at is not None:
+                    due = min(due, self._catchup_at)
+                wait = due - time.monotonic()
+                if self._stopping.is_set() or self._jobs or wait <= 0:
+                    break
+                # Bounded: a wait beyond threading.TIMEOUT_MAX overflows.
+                self._cv.wait(min(wait, _config.MAX_WAIT_S))
+            if self._stopping.is_set():
+                return due
+            job = self._jobs.popleft() if self._jobs else None
+            if job is None:
+                self._catchup_at = None
+        if job is not None:
+            self._write_oom(job)
+            return due
+        took = self._periodic(torch)
+        self._next_s = next_interval(self.interval_s, took)
+        if self._files.stem is None:  # nothing allocated yet: look again soon
+            self._next_s = min(self._next_s, _config.UNNAMED_RETRY_S)
+        return time.monotonic() + self._next_s
 
     def _drain(self):
         """Writes the OOM snapshots still queued (stop and exit)."""
@@ -303,12 +329,14 @@ class Probe:
                 self._last_pickle_s = time.monotonic() - t0
             t0 = time.monotonic()
             try:
-                path, _ = self._files.write_snapshot(data, oom=(reason == "oom"))
+                path, _, problem = self._files.write_snapshot(data, oom=(reason == "oom"))
             except OSError as e:  # a full disk, a read-only or vanished directory: one kind each
                 self._fail("write", e)
                 return None
             finally:
                 self._last_write_s = time.monotonic() - t0
+            if problem is not None:  # .gpufrag-oom is a link (or not a directory): no copy
+                self._fail("oom_copy", problem)
             self.path = path
             self._counts["dump:" + reason] += 1
             return path

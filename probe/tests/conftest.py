@@ -76,7 +76,7 @@ def run_python(code, env, timeout=60, args=()):
 
 
 def start(directory, **kw):
-    kw.setdefault("interval_s", 0.05)
+    kw.setdefault("interval_s", 0.1)
     return gpufrag_probe.start(str(directory), **kw)
 
 

@@ -43,7 +43,7 @@ def test_torch_breaking_after_start(tmp_path, fake, caplog):
 
 def test_broken_torch_in_a_fresh_process(tmp_path):
     code = ("import sys, time, torch, gpufrag_probe\n"
-            "p = gpufrag_probe.start(sys.argv[1], interval_s=0.01)\n"
+            "p = gpufrag_probe.start(sys.argv[1], interval_s=0.1)\n"
             "torch._fake.STATE.initialized = True\n"
             "time.sleep(1.5)\n"
             "assert p.running\n"
@@ -86,10 +86,11 @@ def test_read_only_directory(tmp_path, fake, monkeypatch, caplog):
     d.mkdir()
     real_open = os.open
 
-    def ro_open(path, flags, *a):  # EROFS for writes under d (root ignores chmod)
-        if str(path).startswith(str(d)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+    def ro_open(path, flags, *a, **kw):  # EROFS for writes under d (root ignores chmod)
+        where = os.readlink("/proc/self/fd/%d" % kw["dir_fd"]) if kw.get("dir_fd") is not None else str(path)
+        if where.startswith(os.path.realpath(str(d))) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
             raise OSError(errno.EROFS, "Read-only file system", path)
-        return real_open(path, flags, *a)
+        return real_open(path, flags, *a, **kw)
 
     monkeypatch.setattr(_files.os, "open", ro_open)
     torch.cuda.init()

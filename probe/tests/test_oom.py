@@ -109,7 +109,7 @@ def test_oom_before_any_segment_names_the_file_from_the_device(tmp_path, fake):
 def test_no_observer_api_degrades(tmp_path, fake, monkeypatch, caplog):
     monkeypatch.delattr(torch._C, "_cuda_attach_out_of_memory_observer")
     torch.cuda.init()
-    p = start(tmp_path, interval_s=0.05)
+    p = start(tmp_path, interval_s=0.1)
     wait_for(lambda: p.path, "the first dump")
     with pytest.raises(torch.cuda.OutOfMemoryError):
         torch._fake.oom(1 << 30)

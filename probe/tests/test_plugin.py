@@ -73,7 +73,7 @@ def test_plugin_in_a_spawned_worker_names_the_served_model(tmp_path):
     script = tmp_path / "vllm_like_server.py"  # argv[0] names vllm, as the vllm command does
     script.write_text(SERVER)
     d = tmp_path / "snaps"
-    env = child_env(GPUFRAG_PROBE_DIR=d, GPUFRAG_PROBE_INTERVAL="0.05", GPUFRAG_PROBE_INSTANCE="pod-1")
+    env = child_env(GPUFRAG_PROBE_DIR=d, GPUFRAG_PROBE_INTERVAL="0.1", GPUFRAG_PROBE_INSTANCE="pod-1")
     r = subprocess.run([sys.executable, str(script), "serve", "org/Model-7B", "--tensor-parallel-size", "1"],
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

@@ -160,7 +160,7 @@ def test_stop_ends_the_thread(tmp_path, fake):
 def test_never_imports_torch(tmp_path):
     from conftest import child_env, run_python
     code = ("import sys, time, gpufrag_probe\n"
-            "p = gpufrag_probe.start(sys.argv[1], interval_s=0.01)\n"
+            "p = gpufrag_probe.start(sys.argv[1], interval_s=0.1)\n"
             "time.sleep(3 * %r)\n"
             "assert p.running\n"
             "assert 'torch' not in sys.modules, 'the probe imported torch'\n" % _config.POLL_S)
@@ -179,7 +179,7 @@ def test_next_interval():
 def test_slow_dump_pushes_the_next_back(tmp_path, fake):
     fake.snapshot_delay_s = 0.05
     torch.cuda.init()
-    p = start(tmp_path, interval_s=0.001)
+    p = start(tmp_path, interval_s=_config.MIN_INTERVAL_S)
     wait_for(lambda: p.stats()["next_interval_s"] > 1, "the wait after the first dump")
     s = p.stats()  # stable: the next dump is seconds away
     assert s["last_dump_s"] >= 0.05

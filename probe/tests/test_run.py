@@ -22,7 +22,7 @@ WAIT_FOR_FILE = textwrap.dedent("""
 
 
 def run_cmd(d, cmd, env=None, extra=(), timeout=60):
-    args = [sys.executable, "-m", "gpufrag_probe", "run", "--dir", str(d), "--interval", "0.05"] + list(extra)
+    args = [sys.executable, "-m", "gpufrag_probe", "run", "--dir", str(d), "--interval", "0.1"] + list(extra)
     return subprocess.run(args + ["--"] + cmd, env=env or child_env(), capture_output=True, text=True,
                           timeout=timeout)
 
@@ -65,7 +65,7 @@ def test_spawned_worker_gets_the_probe(tmp_path):
 def test_forked_child_restarts_the_probe(tmp_path):
     code = WAIT_FOR_FILE + textwrap.dedent("""
         import gpufrag_probe
-        p = gpufrag_probe.start(sys.argv[1], interval_s=0.05, instance="i", model="m")
+        p = gpufrag_probe.start(sys.argv[1], interval_s=0.1, instance="i", model="m")
         pid = os.fork()
         if pid == 0:
             import torch
@@ -94,7 +94,7 @@ def test_shadowed_sitecustomize_still_runs(tmp_path):
     # its own copy of the package.
     env["PYTHONPATH"] = os.pathsep.join([str(own), FAKE_TORCH])
     wrapper = "import sys; sys.path.insert(0, %r); from gpufrag_probe.__main__ import main; sys.exit(main())" % PROBE
-    r = subprocess.run([sys.executable, "-c", wrapper, "run", "--dir", str(d), "--interval", "0.05", "--",
+    r = subprocess.run([sys.executable, "-c", wrapper, "run", "--dir", str(d), "--interval", "0.1", "--",
                         sys.executable, "-c", code, str(d)], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert marker.read_text() == "ran"
