@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/loc"
 )
@@ -35,7 +36,8 @@ func checkPrintable(t *testing.T, what string, out []byte) {
 	parseXML(t, what, out)
 	if s := string(out); loc.PrintableText(s) != s {
 		for i := range s {
-			if loc.PrintableText(s[:i+1]) != s[:i+1] {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			if p := s[:i+size]; loc.PrintableText(p) != p {
 				t.Fatalf("%s: unescaped character at byte %d: %q", what, i, s[max(i-30, 0):min(i+10, len(s))])
 			}
 		}

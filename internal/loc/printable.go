@@ -131,12 +131,49 @@ func shortEscape(c byte) byte {
 	return 0
 }
 
+const hex = "0123456789abcdef"
+
 // writeHex writes \<kind> and v in lower-case hex, digits wide.
 func writeHex(b *strings.Builder, kind byte, v uint32, digits int) {
-	const hex = "0123456789abcdef"
 	b.WriteByte('\\')
 	b.WriteByte(kind)
 	for shift := 4 * (digits - 1); shift >= 0; shift -= 4 {
 		b.WriteByte(hex[v>>uint(shift)&0xf])
 	}
+}
+
+// PrintableJSON escapes, in a document encoding/json wrote, the characters
+// Printable escapes that encoding/json writes as they are: DEL, the C1
+// controls and the bidi controls (it escapes the C0 controls and U+2028/9
+// itself), each as \u00XX or \uXXXX. JSON has them only inside strings, and
+// a \u escape reads back as the same character, so the document means
+// exactly what it meant, and printed on a terminal it holds no control
+// character. It returns doc itself when there is nothing to escape. (A
+// byte that is not UTF-8 cannot be in doc: encoding/json writes U+FFFD for
+// it.)
+func PrintableJSON(doc []byte) []byte {
+	var out []byte // nil until a character is escaped
+	for i := 0; i < len(doc); {
+		if doc[i] < 0x7f {
+			if out != nil {
+				out = append(out, doc[i])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(doc[i:])
+		if r != utf8.RuneError && mustEscape(r, true) {
+			if out == nil {
+				out = append(make([]byte, 0, len(doc)+16), doc[:i]...)
+			}
+			out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		} else if out != nil {
+			out = append(out, doc[i:i+size]...)
+		}
+		i += size
+	}
+	if out == nil {
+		return doc
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package loc
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,9 +52,25 @@ func TestPrintableSafe(t *testing.T) {
 // firstUnprintable finds the first character to escape; an input with
 // nothing to escape comes back as it is; and the kept characters stay in
 // order (the result without its escapes is the input without the escaped
-// characters).
+// characters). In JSON, PrintableJSON leaves nothing to escape and the
+// document reads back as the same string.
 func checkSafe(t *testing.T, in string) {
 	t.Helper()
+	doc, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := PrintableJSON(doc)
+	var want, back string
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &back); err != nil || back != want {
+		t.Fatalf("PrintableJSON(%s) = %s reads back as %q (%v), want %q", doc, got, back, err, want)
+	}
+	if PrintableText(string(got)) != string(got) {
+		t.Fatalf("PrintableJSON(%s) = %s: still holds a character to escape", doc, got)
+	}
 	for _, lines := range []bool{false, true} {
 		got := printable(in, lines)
 		if !utf8.ValidString(got) {
@@ -118,4 +135,18 @@ func FuzzPrintable(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkSafe)
+}
+
+// PrintableJSON escapes what encoding/json leaves raw (checkSafe checks the
+// rest) and returns a document with nothing to escape as it is.
+func TestPrintableJSON(t *testing.T) {
+	doc := []byte(`{"name":"\u001b model.py"}`)
+	if got := PrintableJSON(doc); &got[0] != &doc[0] {
+		t.Errorf("PrintableJSON(%s) copied a document with nothing to escape", doc)
+	}
+	doc = []byte("{\"name\":\"\x7f\u0085\u009b\u202e\u2066x\u2069\u061c\u200e\"}")
+	want := `{"name":"\u007f\u0085\u009b\u202e\u2066x\u2069\u061c\u200e"}`
+	if got := string(PrintableJSON(doc)); got != want {
+		t.Errorf("PrintableJSON(%s) = %s, want %s", doc, got, want)
+	}
 }
