@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -150,6 +151,7 @@ func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) e
 		if text, err = yamlToJSON(text); err != nil {
 			return err
 		}
+		text = loc.PrintableJSON(text) // a profile file's strings, as writeJSON writes them
 	}
 	_, err = stdout.Write(text)
 	return err
