@@ -153,27 +153,25 @@ func writeHex(b *strings.Builder, kind byte, v uint32, digits int) {
 // it.)
 func PrintableJSON(doc []byte) []byte {
 	var out []byte // nil until a character is escaped
+	done := 0      // doc[:done] is in out
 	for i := 0; i < len(doc); {
 		if doc[i] < 0x7f {
-			if out != nil {
-				out = append(out, doc[i])
-			}
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(doc[i:])
 		if r != utf8.RuneError && mustEscape(r, true) {
 			if out == nil {
-				out = append(make([]byte, 0, len(doc)+16), doc[:i]...)
+				out = make([]byte, 0, len(doc)+16)
 			}
+			out = append(out, doc[done:i]...)
 			out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-		} else if out != nil {
-			out = append(out, doc[i:i+size]...)
+			done = i + size
 		}
 		i += size
 	}
 	if out == nil {
 		return doc
 	}
-	return out
+	return append(out, doc[done:]...)
 }
