@@ -22,6 +22,10 @@ import (
 // control characters as escapes (loc.Printable).
 const hostileShown = `evil\x1b]0;pwned\a\x1b[2J\x00\nnl\r\x7f\u009b31m\u2028\u202eRTL`
 
+// csvName is snaptest.Hostile without the NUL, CR and newline that a CSV
+// line or a file name cannot hold.
+var csvName = strings.NewReplacer("\x00", "", "\r", "", "\n", "").Replace(snaptest.Hostile)
+
 // hostileFiles writes inputs whose names are snaptest.Hostile into dir: a
 // snapshot (frames and segment_type), a saved layout (pool names) and a
 // kubectl list (node, pod and namespace names, a GPU model label with a
@@ -93,9 +97,12 @@ workload:
 runs:
   - {kv: "paged:16", alloc: caching}
 `))
+	// A scenario whose trace, a file it names, does not exist: the error
+	// names it.
+	write("missing.yaml", []byte("model: llama-3.1-8b\ngpu: h100-80g\nworkload:\n  trace: {file: "+quoted+", rate: 1}\n"+
+		"runs:\n  - {kv: \"paged:16\", alloc: caching}\n"))
 	// A health history of an instance and a model named by the hostile
 	// string, without the NUL, CR and newline a CSV line cannot hold.
-	csvName := strings.NewReplacer("\x00", "", "\r", "", "\n", "").Replace(snaptest.Hostile)
 	history := "timestamp,instance,model,health\n"
 	for i := range 10 {
 		history += fmt.Sprintf("%d,\"%s\",\"m%s\",0.5\n", 1795996800+60*i, csvName, csvName)
@@ -125,6 +132,7 @@ func TestHostileNames(t *testing.T) {
 		json bool // stdout is JSON
 		hide bool // the output need not show the name (a JSON document without it)
 		csv  bool // the input holds the name without NUL, CR and newline
+		fail bool // the command fails (exit 1), naming the input on stderr
 	}{
 		{name: "analyze", args: []string{"analyze", f["snapshot.pickle"]}},
 		{name: "analyze no-replay", args: []string{"analyze", "--no-replay", f["snapshot.pickle"]}},
@@ -140,15 +148,25 @@ func TestHostileNames(t *testing.T) {
 		{name: "simulate html", args: []string{"simulate", "--scenario", f["scenario.yaml"], "--html", html}, html: true},
 		{name: "simulate json", args: []string{"simulate", "--scenario", f["scenario.yaml"], "--json"}, json: true},
 		{name: "rules", args: []string{"rules", "--history", f["history.csv"], "--out", filepath.Join(dir, "rules.yaml")}, csv: true},
+		{name: "simulate missing trace", args: []string{"simulate", "--scenario", f["missing.yaml"]}, fail: true},
+		// A message that names a file raw (the OS's "open NAME: ...") is
+		// escaped by Main, the backstop of every error.
+		{name: "missing file", args: []string{"cluster", "inspect", "--from", filepath.Join(dir, "no-"+csvName)}, fail: true},
 		{name: "rules json", args: []string{"rules", "--history", f["history.csv"], "--json"}, json: true, csv: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			os.Remove(html)
 			code, out, errb := run(t, "", c.args...)
+			checkTerminal(t, "stderr", errb)
+			if c.fail {
+				if code != 1 || !strings.Contains(errb, `evil\x1b]0;pwned`) {
+					t.Errorf("exit %d, want 1 and an error that shows the name escaped: %s", code, errb)
+				}
+				return
+			}
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errb)
 			}
-			checkTerminal(t, "stderr", errb)
 			if c.json {
 				// encoding/json escapes the control characters; the name
 				// itself is kept exactly.

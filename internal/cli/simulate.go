@@ -224,7 +224,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := checkInputs(fileFlag{"--trace", f.trace}); err != nil {
 		return err
 	}
-	plan, err := scenario.Build(s, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	plan, err := scenario.Build(s, openNamed)
 	if err != nil {
 		return err
 	}

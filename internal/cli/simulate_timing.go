@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -119,7 +118,7 @@ func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) e
 			return fmt.Errorf("%w: engine.name: %q: want one of %s", scenario.ErrBadScenario, s.Engine.Name, strings.Join(sim.EngineNames(), ", "))
 		}
 	}
-	p, from, err := scenario.LoadProfile(s, g, engine, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	p, from, err := scenario.LoadProfile(s, g, engine, openNamed)
 	if err != nil {
 		return err
 	}
