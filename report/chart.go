@@ -6,9 +6,11 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -62,6 +64,7 @@ type LineChart struct {
 // the font stack 'Liberation Sans', Arial, Helvetica, sans-serif, whose
 // metrics match the ones used for layout.
 func (c LineChart) SVG() ([]byte, error) {
+	c = c.printable()
 	w, h, err := c.size()
 	if err != nil {
 		return nil, err
@@ -89,6 +92,7 @@ func (c LineChart) PNGScaled(w io.Writer, scale float64) error {
 	if !(scale > 0) || math.IsInf(scale, 0) || scale > 16 {
 		return fmt.Errorf("report: PNG scale %v out of range (0, 16]", scale)
 	}
+	c = c.printable()
 	cw, ch, err := c.size()
 	if err != nil {
 		return err
@@ -105,6 +109,34 @@ func (c LineChart) PNGScaled(w io.Writer, scale float64) error {
 		return fmt.Errorf("report: writing PNG: %w", err)
 	}
 	return nil
+}
+
+// printable returns c with every text it draws (title, axis labels, series
+// names, marker labels) through loc.Printable, so a name read from an input
+// file shows its control characters as escapes instead of breaking the SVG's
+// XML or the text around it. Slices are copied only when a string changes.
+func (c LineChart) printable() LineChart {
+	c.Title, c.XLabel, c.YLabel = loc.Printable(c.Title), loc.Printable(c.XLabel), loc.Printable(c.YLabel)
+	c.Series = printableField(c.Series, func(s *Series) *string { return &s.Name })
+	c.Markers = printableField(c.Markers, func(m *Marker) *string { return &m.Label })
+	return c
+}
+
+// printableField returns xs, or, when loc.Printable changes the string
+// field of one of its elements, a copy of xs with that field of every
+// element through loc.Printable.
+func printableField[T any](xs []T, field func(*T) *string) []T {
+	for i := range xs {
+		if f := field(&xs[i]); loc.Printable(*f) != *f {
+			out := slices.Clone(xs)
+			for j := i; j < len(out); j++ {
+				f := field(&out[j])
+				*f = loc.Printable(*f)
+			}
+			return out
+		}
+	}
+	return xs
 }
 
 func (c LineChart) size() (w, h float64, err error) {

@@ -60,8 +60,11 @@
 //
 // Page.WriteHTML writes one HTML5 file with inline CSS and inline SVG: no
 // script, no font, image or style sheet fetched from anywhere, which a
-// Content-Security-Policy meta tag also enforces in the browser. All text
-// is HTML-escaped; Section.Text becomes paragraphs at blank lines, with
+// Content-Security-Policy meta tag also enforces in the browser. All text,
+// charts' included, goes through loc.Printable (a control character, a
+// bidi override or a byte that is not UTF-8 from an input file shows as an
+// escape such as \x1b, and the page stays well-formed XML) and is
+// HTML-escaped; Section.Text becomes paragraphs at blank lines, with
 // single newlines kept as line breaks, and Section.Pre (a text report's
 // fixed-width tables) a <pre> block that scrolls sideways inside itself.
 // A table sits in a wrapper that scrolls when the table is wider than the

@@ -10,6 +10,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // Table is a simple table. Cells are plain text (escaped). Columns listed
@@ -25,6 +27,14 @@ type Table struct {
 
 // Section is one part of a Page: a heading, then text, preformatted text,
 // charts, tables and raw SVG, in that order.
+//
+// Every string of a Page, its sections, tables and charts may come from an
+// input file: each goes through loc.Printable (control characters, bidi
+// controls and invalid UTF-8 become visible escapes such as \x1b), then is
+// HTML-escaped. Text and Pre are text of several lines, whose newlines and
+// tabs are kept (loc.PrintableText): a name inside them should have gone
+// through loc.Printable where the text was written, so that a newline in
+// it shows as \n.
 type Section struct {
 	Heading string
 	Text    string // plain text, escaped; blank lines make paragraphs
@@ -128,7 +138,7 @@ func (s Section) writeHTML(b *bytes.Buffer, n int) error {
 	}
 	writeText(b, s.Text)
 	if pre := strings.Trim(strings.ReplaceAll(s.Pre, "\r\n", "\n"), "\n"); pre != "" {
-		fmt.Fprintf(b, "<pre>%s</pre>\n", escapeHTML(pre))
+		fmt.Fprintf(b, "<pre>%s</pre>\n", escapeLines(pre))
 	}
 	for i, c := range s.Charts {
 		svg, err := c.SVG()
@@ -169,7 +179,7 @@ func writeText(b *bytes.Buffer, text string) {
 			if i > 0 {
 				b.WriteString("<br />\n")
 			}
-			b.WriteString(escapeHTML(l))
+			b.WriteString(escapeLines(l))
 		}
 		b.WriteString("</p>\n")
 		para = para[:0]
@@ -239,8 +249,9 @@ func (t Table) writeHTML(b *bytes.Buffer) {
 // (a <wbr /> there), so a column can be narrower than the name.
 func breakable(v string) string {
 	var out strings.Builder
+	v = loc.Printable(v)
 	for i, r := range v {
-		out.WriteString(escapeHTML(string(r)))
+		out.WriteString(html.EscapeString(string(r)))
 		if strings.ContainsRune(":,/=", r) && i+1 < len(v) {
 			out.WriteString("<wbr />")
 		}
@@ -248,8 +259,16 @@ func breakable(v string) string {
 	return out.String()
 }
 
-// escapeHTML escapes text for HTML element content and quoted attributes.
-func escapeHTML(s string) string { return html.EscapeString(s) }
+// escapeHTML escapes text of one line for HTML element content and quoted
+// attributes: every character loc.Printable escapes first (a control
+// character, one that XML forbids, a bidi override: the page, and the SVG
+// inside it, stay well-formed XML and read as written), then the
+// characters HTML gives a meaning to.
+func escapeHTML(s string) string { return html.EscapeString(loc.Printable(s)) }
+
+// escapeLines is escapeHTML for text of several lines (Section.Pre, a
+// paragraph's lines): newlines and tabs are kept (loc.PrintableText).
+func escapeLines(s string) string { return html.EscapeString(loc.PrintableText(s)) }
 
 // errNoSVGRoot is returned for RawSVG that is not an <svg> element.
 var errNoSVGRoot = errors.New("root element is not <svg>")

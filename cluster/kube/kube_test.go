@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 func readFixture(t *testing.T) *Snapshot {
@@ -226,15 +227,40 @@ func TestInspectNoPods(t *testing.T) {
 	}
 }
 
+// Names are read exactly as the file has them, control characters and all:
+// printing them escaped is the report's job (loc.Printable, TestHostileNames
+// in internal/cli), and --json keeps them exact.
+func TestReadHostileNames(t *testing.T) {
+	f, err := os.Open("testdata/hostile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := Read(f, "hostile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) != 1 || s.Nodes[0].Name != "gpu-"+snaptest.Hostile || s.Nodes[0].Model != "A100\n"+snaptest.Hostile {
+		t.Errorf("nodes %+v", s.Nodes)
+	}
+	r := Inspect(s, cluster.DefaultCoverage)
+	if len(r.Pending) != 1 || r.Pending[0].Pod != "ml/big-"+snaptest.Hostile || !strings.Contains(r.Pending[0].Shape, "T4\n"+snaptest.Hostile) {
+		t.Errorf("pending %+v", r.Pending)
+	}
+}
+
 // FuzzRead: Read never panics; it fails with a bad-input error or gives a
 // snapshot with nodes, unique node and pod names and whole GPU counts, and
-// Inspect of it does not panic either. Seeds: the fixture and the hostile
-// documents of issue 13.
+// Inspect of it does not panic either. Seeds: the fixtures (names full of
+// control characters in hostile.json) and the hostile documents of issue
+// 13.
 //
 //	go test -run XXX -fuzz FuzzRead -fuzztime 20s ./cluster/kube/
 func FuzzRead(f *testing.F) {
-	if b, err := os.ReadFile("testdata/cluster.json"); err == nil {
-		f.Add(b)
+	for _, file := range []string{"testdata/cluster.json", "testdata/hostile.json"} {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
 	}
 	for _, s := range []string{
 		`null`, `[]`, `{}`, "\x00\x00\x00", `{"kind":"Service"}`, `{"kind":"List","items":null}`,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/advise"
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
@@ -262,7 +263,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		return err
 	}
 	if d := t.Summary(); d != "" {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", d)
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(d))
 	}
 	w, err := advise.NewWorkload(t, space.Buckets)
 	if err != nil {
@@ -497,10 +498,7 @@ func groupCounts(cands []advise.Candidate) string {
 
 func printAdvice(w io.Writer, rep *advise.Report, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(rep)
+		return writeJSON(w, rep, false)
 	}
 	return advise.WriteText(w, rep)
 }

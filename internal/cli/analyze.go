@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,12 +136,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		}
 	}
 	if f.json {
-		b, err := json.MarshalIndent(rep.Doc(name), "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = stdout.Write(append(b, '\n'))
-		return err
+		return writeJSON(stdout, rep.Doc(name), true)
 	}
 	return rep.WriteText(stdout, name)
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
@@ -308,7 +309,7 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 	for i, s := range shown {
 		y := row(i)
 		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`+"\n", y+segMapRow-3,
-			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), s.Pool)))
+			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), loc.Printable(s.Pool))))
 		live := false
 		for _, blk := range s.Blocks {
 			live = live || blk.State != mem.Free
@@ -338,7 +339,7 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 	for i, a := range aggs {
 		y := row(len(shown) + i)
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-style="italic">%s</text>`+"\n", y+segMapRow-3,
-			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, a.pool, mem.FormatBytes(a.total))))
+			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, loc.Printable(a.pool), mem.FormatBytes(a.total))))
 		x0 := float64(segMapLabel)
 		for k, v := range a.by {
 			if v == 0 {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -182,7 +182,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 		return err
 	}
 	for _, w := range rep.AllWarnings() {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", w)
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(w))
 	}
 	return writeFitted(stdout, f, rep.Profile, rep, func(sb *strings.Builder) { writeCalibrateReport(sb, rep, f.output) })
 }
@@ -200,9 +200,7 @@ func writeFitted(stdout io.Writer, f *calibrateFlags, p *sim.Profile, doc any, r
 		}
 	}
 	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return writeJSON(stdout, doc, true)
 	}
 	var sb strings.Builder
 	report(&sb)
@@ -241,7 +239,7 @@ func readBenchFiles(paths []string) ([]*calib.File, error) {
 // writeCalibrateReport prints a calibration for people: the setup, the
 // parameters, the fit, a table of metrics per run, the summary.
 func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string) {
-	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s.", r.Model, r.GPU, r.TP, r.Engine, r.Start), 80))
+	fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s.", r.Model, r.GPU, r.TP, r.Engine, r.Start)), 80))
 	pt := table{head: []string{"parameter", "before", "after", "±"}}
 	var kept []string
 	for _, p := range r.Params {
@@ -257,7 +255,7 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 	pt.write(sb)
 	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Not fitted:\n")
 	for _, k := range kept {
-		sb.WriteString(indent(wrap(k, 76), "  ") + "\n")
+		sb.WriteString(indent(wrap(loc.Printable(k), 76), "  ") + "\n")
 	}
 	fs := r.Fit
 	status := fs.Status
@@ -284,7 +282,7 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 			head += ", prompts in the prefix cache"
 		}
 		head += ")"
-		fmt.Fprintf(sb, "\n%s\n", wrap(head, 80))
+		fmt.Fprintf(sb, "\n%s\n", wrap(loc.Printable(head), 80))
 		mt := table{groups: []group{{2, 3, "before"}, {4, 5, "after"}},
 			head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
 		var notes []string
@@ -312,7 +310,7 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 			notes = append(notes, "Not fitted: "+run.Excluded)
 		}
 		for _, n := range notes {
-			sb.WriteString(indent(wrap(n, 76), "  ") + "\n")
+			sb.WriteString(indent(wrap(loc.Printable(n), 76), "  ") + "\n")
 		}
 	}
 	e := r.Errors
@@ -323,7 +321,7 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 			h.Metrics, 100*h.BeforeMedian, 100*h.BeforeMax, 100*h.AfterMedian, 100*h.AfterMax), 80))
 	}
 	if output != "" {
-		fmt.Fprintf(sb, "%s\n", wrap(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", ")), 80))
+		fmt.Fprintf(sb, "%s\n", wrap(loc.Printable(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", "))), 80))
 	} else {
 		sb.WriteString("The fitted profile was not written (give -o FILE).\n")
 	}

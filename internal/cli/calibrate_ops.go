@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -71,8 +72,8 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 
 // writeOpsReport prints the fitted terms and every point, before and after.
 func writeOpsReport(sb *strings.Builder, f *calib.OpsFit, o *calib.Ops, start, out string) {
-	fmt.Fprintf(sb, "Operator timings of %s on %s (torch %s, CUDA %s, %s), fitted from %s:\n\n",
-		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, start)
+	fmt.Fprintf(sb, "%s:\n\n", loc.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s), fitted from %s",
+		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, start)))
 	t := table{head: []string{"term", "before", "after"}}
 	row := func(name string, v [2]float64, format string) {
 		t.rows = append(t.rows, []string{name, fmt.Sprintf(format, v[0]), fmt.Sprintf(format, v[1])})

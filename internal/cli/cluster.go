@@ -275,7 +275,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 		}
 	}
 	if f.json {
-		return writeClusterJSON(stdout, out)
+		return writeJSON(stdout, out, true)
 	}
 	var sb strings.Builder
 	writeClusterReport(&sb, f, nodes, pods, seeds, sums, out)

@@ -12,6 +12,7 @@ import (
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/spf13/cobra"
 )
 
@@ -113,7 +114,7 @@ alibabacloud.com/gpu-card-model.`,
 			}
 			rep := kube.Inspect(snap, coverage)
 			if asJSON {
-				return writeClusterJSON(stdout, rep)
+				return writeJSON(stdout, rep, true)
 			}
 			var sb strings.Builder
 			writeInspectReport(&sb, label, rep, all)
@@ -165,8 +166,11 @@ func loadLive(cmd *cobra.Command, conn live.Config, opts live.Options, timeout t
 	return snap, err
 }
 
+// writeInspectReport prints the report for people; node, pod and model names
+// (and the names in a pending pod's reason) come from the cluster, so every
+// one goes through loc.Printable (the table's cells do).
 func writeInspectReport(sb *strings.Builder, from string, r *kube.Report, all bool) {
-	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", from, r.Nodes, r.GPUNodes, r.GPUs,
+	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", loc.Printable(from), r.Nodes, r.GPUNodes, r.GPUs,
 		float64(r.RequestedMilli)/cluster.MilliGPU, 100*float64(r.RequestedMilli)/float64(max(r.GPUs*cluster.MilliGPU, 1)))
 	t := table{head: []string{"node", "model", "GPUs", "requested", "whole free", "free CPU", "pods", "frag", "note"}}
 	for _, n := range r.PerNode {
@@ -202,10 +206,10 @@ func writeInspectReport(sb *strings.Builder, from string, r *kube.Report, all bo
 	fmt.Fprintf(sb, "pending pods: %d, of which %d fit nowhere\n", len(r.Pending), stuck)
 	for _, p := range r.Pending {
 		if p.Fits == 0 {
-			fmt.Fprintf(sb, "  %s (%s): %s\n", p.Pod, p.Shape, p.Reason)
+			fmt.Fprintf(sb, "  %s (%s): %s\n", loc.Printable(p.Pod), loc.Printable(p.Shape), loc.Printable(p.Reason))
 		}
 	}
 	for _, u := range r.Unplaceable {
-		fmt.Fprintf(sb, "not modelled: %s\n", u)
+		fmt.Fprintf(sb, "not modelled: %s\n", loc.Printable(u))
 	}
 }

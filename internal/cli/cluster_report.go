@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -12,15 +11,6 @@ import (
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/report"
 )
-
-func writeClusterJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
 
 func clusterPct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 
@@ -157,7 +147,7 @@ func writeClusterFile(path string, fn func(io.Writer) error) error {
 // writeClusterTimed prints the comparison of a --timed grid.
 func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, seeds []uint64, out cluster.TimedComparison) error {
 	if f.json {
-		return writeClusterJSON(w, out)
+		return writeJSON(w, out, true)
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s\n\n", wrap(fmt.Sprintf("Replayed the pods of %s by creation and deletion time on %s nodes with %s GPUs (%s), %d seed%s.",

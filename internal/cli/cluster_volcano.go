@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/spf13/cobra"
 )
 
@@ -95,7 +96,7 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# Simulated with the FGD protocol on %s (%d nodes, %d GPUs) and %s, seeds %s:\n",
-		f.nodes, len(nodes), cluster.GPUCapacity(nodes), f.pods, f.seeds)
+		loc.Printable(f.nodes), len(nodes), cluster.GPUCapacity(nodes), loc.Printable(f.pods), f.seeds)
 	sb.WriteString("# unallocated GPUs at 100% arrived demand, best first\n")
 	for _, c := range ranked {
 		fmt.Fprintf(&sb, "#   %-44s %6.2f%% ±%.2f  (%.0f GPUs)\n", c.Spec, 100*c.Unallocated.Mean, 100*c.Unallocated.Std, c.UnallocatedGPUs)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -157,12 +157,7 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	out := cmd.OutOrStdout()
 	if f.json {
 		doc := defrag.NewReport(name, source, f.device, gpu, cm, &p, f.moves)
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(append(b, '\n'))
-		return err
+		return writeJSON(out, doc, true)
 	}
 	var sb strings.Builder
 	writeDefragReport(&sb, name, source, f.device, gpu, cm, goal, p, pause, f.moves)
@@ -248,7 +243,7 @@ func nothingToGain(l mem.Layout, m frag.Metrics) string {
 		}
 		if g.free > 0 {
 			parts = append(parts, fmt.Sprintf("the %s pool (stream %d) has %s free and its smallest segment with live blocks is %s",
-				g.pool, g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
+				loc.Printable(g.pool), g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
 		}
 	}
 	return "compaction frees memory by emptying whole segments into the free blocks of others of their pool and stream, " +

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -17,7 +18,7 @@ func writeDefragReport(sb *strings.Builder, name, source string, device int, gpu
 	if source == "snapshot" {
 		what = fmt.Sprintf("snapshot, device %d", device)
 	}
-	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", name, what, p.Allocator)
+	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", loc.Printable(name), what, p.Allocator)
 	state := "reached"
 	if !p.Reached {
 		state = "NOT reached"
@@ -58,7 +59,7 @@ func writeDefragReport(sb *strings.Builder, name, source string, device int, gpu
 	if len(p.Notes) > 0 {
 		sb.WriteString("\nNotes:\n")
 		for _, n := range p.Notes {
-			sb.WriteString("  - " + n + "\n")
+			sb.WriteString("  - " + loc.Printable(n) + "\n")
 		}
 	}
 	if len(p.Moves) > 0 && maxMoves != 0 {

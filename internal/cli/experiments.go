@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -53,9 +52,7 @@ func newExperimentsListCmd() *cobra.Command {
 			entries := experiments.List(exps)
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+				return writeJSON(out, entries, true)
 			}
 			for _, e := range entries {
 				fmt.Fprintf(out, "%-28s %-10s %s\n", e.Name, e.Kind, e.Claim)
@@ -156,9 +153,7 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(outs)
+		return writeJSON(out, outs, true)
 	}
 	writeExperimentsText(out, outs)
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,12 +148,7 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	out := cmd.OutOrStdout()
 	if f.json {
 		doc := optrace.Report{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(append(b, '\n'))
-		return err
+		return writeJSON(out, doc, true)
 	}
 	var sb strings.Builder
 	writeReplayReport(&sb, name, path == "", len(ops), capacity, other, results)

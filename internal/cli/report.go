@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 )
@@ -15,7 +16,7 @@ import (
 // was replayed, a table with one row per allocator, a legend, and the first
 // out-of-memory error of each allocator that had one.
 func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int, capacity, other int64, rs []optrace.Result) {
-	what := name
+	what := loc.Printable(name)
 	if embedded {
 		what = "the embedded example trace (a Llama-3-8B-like server; see gpufrag replay --help)"
 	}
@@ -81,7 +82,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 			skipped = fmt.Sprintf(", %s later op%s on their ids skipped", thousands(r.SkippedOps), pluralS(r.SkippedOps))
 		}
 		fmt.Fprintf(sb, "  %s: %s alloc%s failed%s\n", r.Allocator, thousands(r.OOMs), pluralS(r.OOMs), skipped)
-		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, o.ID, human.Bytes(o.Size), o.Message)
+		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, loc.Printable(o.ID), human.Bytes(o.Size), loc.Printable(o.Message))
 		fmt.Fprintf(sb, "%s\n", indent(wrap(first, 76), "    "))
 	}
 }
@@ -144,7 +145,9 @@ func indent(text, prefix string) string {
 
 // table is a plain-text table: the first column left-aligned, the others
 // right-aligned, two spaces between columns, and optional group labels over
-// runs of columns ("---- reserved ----").
+// runs of columns ("---- reserved ----"). Every cell is printed through
+// loc.Printable: a node, run or allocator name from an input file cannot
+// put a control character or a line break on the terminal.
 type table struct {
 	groups []group
 	head   []string
@@ -161,7 +164,15 @@ const gap = "  "
 
 func (t table) write(sb *strings.Builder) {
 	width := make([]int, len(t.head))
+	rows := make([][]string, 0, len(t.rows)+1)
 	for _, row := range append([][]string{t.head}, t.rows...) {
+		out := make([]string, len(row))
+		for i, c := range row {
+			out[i] = loc.Printable(c)
+		}
+		rows = append(rows, out)
+	}
+	for _, row := range rows {
 		for i, c := range row {
 			width[i] = max(width[i], len([]rune(c)))
 		}
@@ -204,7 +215,7 @@ func (t table) write(sb *strings.Builder) {
 		}
 		sb.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
-	for _, row := range append([][]string{t.head}, t.rows...) {
+	for _, row := range rows {
 		var line strings.Builder
 		for i, c := range row {
 			if i > 0 {

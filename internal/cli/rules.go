@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/exporter/rules"
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // rulesFlags are the flags of `gpufrag rules`.
@@ -197,9 +197,7 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	}
 	switch {
 	case f.json:
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rules.NewDocument(f.history, format, f.out, o, ts))
+		return writeJSON(stdout, rules.NewDocument(f.history, format, f.out, o, ts), true)
 	case f.out != "":
 		return printRulesTable(stdout, ts, o, f.out)
 	}
@@ -290,7 +288,7 @@ func printRulesTable(w io.Writer, ts []rules.Threshold, o rules.Options, out str
 			note = "clamped to " + t.Clamped
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
-			t.Instance, t.Model, t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
+			loc.Printable(t.Instance), loc.Printable(t.Model), t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

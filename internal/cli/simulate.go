@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -224,12 +224,12 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := checkInputs(fileFlag{"--trace", f.trace}); err != nil {
 		return err
 	}
-	plan, err := scenario.Build(s, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	plan, err := scenario.Build(s, openNamed)
 	if err != nil {
 		return err
 	}
 	if plan.Dropped != "" {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", plan.Dropped)
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(plan.Dropped))
 	}
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")
@@ -247,9 +247,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		}
 	}
 	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(simulateDoc{out, run})
+		return writeJSON(stdout, simulateDoc{out, run}, true)
 	}
 	var sb strings.Builder
 	writeSimulateReport(&sb, out)

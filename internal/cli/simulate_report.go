@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/sim"
@@ -24,19 +25,21 @@ func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 func runName(r sim.Result) string { return r.KV + " / " + r.Allocator }
 
 // writeSimulateReport prints simulate results for people: what ran, a
-// memory table, a service table, a legend and the recommendation.
+// memory table, a service table, a legend and the recommendation. The
+// scenario's name and description, the model and the workload's source
+// come from files, so they print through loc.Printable.
 func writeSimulateReport(sb *strings.Builder, o *scenario.Report) {
 	head := o.Scenario
 	if o.About != "" {
 		head += ": " + o.About
 	}
-	sb.WriteString(wrap(head, 80) + "\n")
+	sb.WriteString(wrap(loc.Printable(head), 80) + "\n")
 	span := "to the end of the workload"
 	if o.Duration > 0 {
 		span = "for " + time.Duration(o.Duration*1e9).String()
 	}
 	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf("%s on %s (tp %d); %s; simulated %s; seed %d.",
-		o.Model, o.GPU, o.TP, o.Source, span, o.Seed), 80))
+		loc.Printable(o.Model), o.GPU, o.TP, loc.Printable(o.Source), span, o.Seed), 80))
 
 	mt := table{
 		groups: []group{{1, 1, "reserved"}, {2, 4, "fragmentation"}, {6, 9, "KV memory"}},
@@ -70,7 +73,7 @@ KV memory:     shares of KV memory held for live requests plus the holes between
 OOM:           requests failed by an out-of-memory error; preempted: recomputations
 `)
 	if o.Recommended >= 0 {
-		fmt.Fprintf(sb, "\n%s\n", wrap("Recommended: "+o.Reason+".", 80))
+		fmt.Fprintf(sb, "\n%s\n", wrap("Recommended: "+loc.Printable(o.Reason)+".", 80))
 	}
 }
 

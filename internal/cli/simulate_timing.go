@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -118,7 +118,7 @@ func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) e
 			return fmt.Errorf("%w: engine.name: %q: want one of %s", scenario.ErrBadScenario, s.Engine.Name, strings.Join(sim.EngineNames(), ", "))
 		}
 	}
-	p, from, err := scenario.LoadProfile(s, g, engine, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	p, from, err := scenario.LoadProfile(s, g, engine, openNamed)
 	if err != nil {
 		return err
 	}
@@ -150,6 +150,7 @@ func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) e
 		if text, err = yamlToJSON(text); err != nil {
 			return err
 		}
+		text = loc.PrintableJSON(text) // a profile file's strings, as writeJSON writes them
 	}
 	_, err = stdout.Write(text)
 	return err

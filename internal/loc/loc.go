@@ -9,6 +9,11 @@
 // Clip, which echo an input value into a message in at most QuoteBytes, and
 // CheckJSON, which refuses what encoding/json accepts silently in a small
 // document (invalid UTF-8, repeated or case-variant keys, trailing values).
+//
+// Printable (PrintableText for text of several lines) is the one sanitiser
+// of every string from an input that reaches a terminal, an HTML page, an
+// SVG or a label: control characters, bidi controls and invalid UTF-8
+// become visible escapes (\x1b, \u202e, \xff).
 package loc
 
 import (

@@ -24,10 +24,11 @@ func Quote(s string) string {
 }
 
 // Clip is Quote without the quotes, for values that are already names (a
-// JSON key, a column): the first QuoteBytes bytes and "… (N bytes)".
+// JSON key, a column): the first QuoteBytes bytes through Printable, and
+// "… (N bytes)".
 func Clip(s string) string {
 	cut, more := clipAt(s)
-	return s[:cut] + more
+	return Printable(s[:cut]) + more
 }
 
 // clipAt returns where to cut s (a rune boundary at most QuoteBytes in) and

@@ -8,11 +8,13 @@ import "math"
 // pickle that decodes and has the shape of a snapshot, and a single flip
 // reaches a negative device, overlapping segments, an address near 2^64,
 // blocks that do not tile, a negative size, an unknown state or a trace
-// entry that runs past 2^64. Encode the result with Encode. The layout:
+// entry that runs past 2^64, or names full of control characters. Encode
+// the result with Encode. The layout:
 //
 //	flags: bit 0 device_traces, bit 1 legacy blocks (no address, a
 //	       history), bit 2 allocator_settings, bit 3 external_annotations,
-//	       bits 4-5 the number of segments minus 1
+//	       bits 4-5 the number of segments minus 1, bit 6 every frame name
+//	       and segment_type is Hostile (WithStrings)
 //	per segment: device (int8); address (0x7f0000000000 + byte·2 MiB, 0xff:
 //	       2^64 − 1 MiB); blocks (bits 0-1: count − 1; bit 2: stream 1;
 //	       bit 3: expandable; bit 4: small pool); then per block: size
@@ -123,12 +125,15 @@ func FromSpec(spec []byte) Dict {
 		doc = append(doc, KV{"external_annotations", []any{Dict{{"stage", "START"}, {"name", "step"},
 			{"device", int64(int8(r.next()))}, {"time_us", 1_700_000_000_000_000}}}})
 	}
+	if flags&0x40 != 0 {
+		doc = WithStrings(doc, Hostile, Hostile).(Dict)
+	}
 	return doc
 }
 
 // Seeds are specs of valid snapshots, for fuzz corpora: two segments with a
 // trace; a legacy one; four segments on two devices with settings and an
-// annotation.
+// annotation; the last again with Hostile names (an OOM's stack among them).
 var Seeds = [][]byte{
 	{0x15, // traces, settings, 2 segments
 		0, 0, 0x01, 8, 0, 1, 8, 1, 0, 0, 0, // device 0: allocated 1 MiB, free 1 MiB
@@ -143,6 +148,13 @@ var Seeds = [][]byte{
 		1, 0, 0x00, 16, 0, 2, 0, 0,
 		1, 40, 0x03, 4, 0, 0, 4, 1, 2, 4, 2, 0, 4, 1, 0, 0, 0,
 		1, 5, 0, 0, 16, 1, 0, 8, 5, 0, 4, 2, 0, 8, 3, 0, 8, // ... with an oom
+		0},
+	{0x7d, // the same with Hostile names
+		0, 0, 0x01, 8, 0, 1, 8, 1, 0, 0, 0,
+		0, 16, 0x11, 1, 0, 1, 15, 1, 0, 0, 0,
+		1, 0, 0x00, 16, 0, 2, 0, 0,
+		1, 40, 0x03, 4, 0, 0, 4, 1, 2, 4, 2, 0, 4, 1, 0, 0, 0,
+		1, 5, 0, 0, 16, 1, 0, 8, 5, 0, 4, 2, 0, 8, 3, 0, 8,
 		0},
 }
 

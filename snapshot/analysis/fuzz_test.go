@@ -1,12 +1,16 @@
 package analysis_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
@@ -54,7 +58,10 @@ func FuzzAnalyzeSpec(f *testing.F) {
 }
 
 // fuzzAnalyze reads data and, when it reads, analyses it with replay and a
-// short what-if and renders the report: nothing may panic.
+// short what-if and renders the report: nothing may panic, the text holds
+// no control character but newlines and tabs (a name from the file is
+// escaped, loc.PrintableText leaves the text as it is) and the segment map
+// is well-formed XML.
 func fuzzAnalyze(t *testing.T, data []byte) {
 	s, err := snapshot.ReadBytes(data, "fuzz")
 	if err != nil {
@@ -66,14 +73,24 @@ func fuzzAnalyze(t *testing.T, data []byte) {
 		if err != nil {
 			continue
 		}
-		if err := r.WriteText(io.Discard, "fuzz"); err != nil {
+		var text strings.Builder
+		if err := r.WriteText(&text, "fuzz"); err != nil {
 			t.Fatal(err)
+		}
+		if i := firstChange(text.String(), loc.PrintableText(text.String())); i >= 0 {
+			t.Fatalf("text report holds an unescaped control character at byte %d: %q", i, text.String()[max(i-20, 0):min(i+20, text.Len())])
 		}
 		if _, err := json.Marshal(r.Doc("fuzz")); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range r.Devices {
-			_ = analysis.SegmentMapSVG(d.Layout, 50)
+			svg := analysis.SegmentMapSVG(d.Layout, 50)
+			if err := wellFormed(svg); err != nil {
+				t.Fatalf("segment map: %v", err)
+			}
+			if i := firstChange(string(svg), loc.PrintableText(string(svg))); i >= 0 {
+				t.Fatalf("segment map holds an unescaped control character at byte %d", i)
+			}
 		}
 	}
 }
@@ -120,5 +137,31 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("%d segments analysed, file has %d", segs, len(s.Segments))
 			}
 		})
+	}
+}
+
+// firstChange is the first byte where a and b differ, -1 when they are equal.
+func firstChange(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+// wellFormed parses b as strict XML.
+func wellFormed(b []byte) error {
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	dec.Strict = true
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
 	}
 }

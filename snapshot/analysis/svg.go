@@ -2,9 +2,11 @@ package analysis
 
 import (
 	"fmt"
+	"html"
 	"sort"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -34,7 +36,8 @@ const (
 // red when a live block strands them, grey when the whole segment is free.
 // At most maxRows segments are drawn (the ones with the most stranded free
 // bytes first, then the largest, redrawn in address order); maxRows ≤ 0
-// draws all. The SVG is self-contained and deterministic.
+// draws all. The SVG is self-contained, deterministic and well-formed XML:
+// a pool name from the file is escaped (loc.Printable, then as XML text).
 func SegmentMapSVG(l mem.Layout, maxRows int) []byte {
 	segs := append([]mem.Segment(nil), l.Segments...)
 	if maxRows > 0 && len(segs) > maxRows {
@@ -77,7 +80,8 @@ func SegmentMapSVG(l mem.Layout, maxRows int) []byte {
 	barW := float64(mapWidth - mapLabel)
 	for i, s := range segs {
 		y := mapLegend + i*(mapRow+mapGap)
-		fmt.Fprintf(&b, `<text x="0" y="%d">%#x %s %s</text>`+"\n", y+mapRow-2, s.Addr, mem.FormatBytes(s.Size), s.Pool)
+		fmt.Fprintf(&b, `<text x="0" y="%d">%#x %s %s</text>`+"\n", y+mapRow-2, s.Addr, mem.FormatBytes(s.Size),
+			html.EscapeString(loc.Printable(s.Pool)))
 		live := false
 		for _, blk := range s.Blocks {
 			live = live || blk.State != mem.Free

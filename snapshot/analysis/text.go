@@ -6,13 +6,17 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
-// WriteText writes the report for people; file names the input.
+// WriteText writes the report for people; file names the input. Every
+// string the snapshot supplies (a pool, a stream, a frame's file and
+// function names) goes through loc.Printable, so control characters in a
+// file from somebody else print as escapes, not as terminal commands.
 func (r *Report) WriteText(w io.Writer, file string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", file, r.Format, len(r.Devices))
+	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", loc.Printable(file), r.Format, len(r.Devices))
 	if s := r.Stats; s != nil {
 		writeStats(&b, s)
 	}
@@ -83,7 +87,7 @@ func (d Device) writeText(b *strings.Builder) {
 		b.WriteString("\nSegments that waste most (stranded free + rounding)\n")
 		fmt.Fprintf(b, "  %-16s %10s %-8s %5s %5s %10s %10s %10s\n", "address", "size", "pool", "live", "free", "stranded", "largest", "rounding")
 		for _, w := range d.WorstSegments {
-			fmt.Fprintf(b, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), w.Pool,
+			fmt.Fprintf(b, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), loc.Printable(w.Pool),
 				w.LiveBlocks, w.FreeBlocks, fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste))
 		}
 	}
@@ -91,7 +95,7 @@ func (d Device) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "\n%s\n", title)
 		for _, g := range gs {
 			fmt.Fprintf(b, "  %-22s %4d segments  reserved %10s  active %10s  cached free %10s  health %.3f\n",
-				g.Name, g.Segments, fb(g.Reserved), fb(g.Active), fb(g.CachedFree), g.Health)
+				loc.Printable(g.Name), g.Segments, fb(g.Reserved), fb(g.Active), fb(g.CachedFree), g.Health)
 		}
 	}
 	if len(d.Streams) > 0 {
@@ -101,19 +105,19 @@ func (d Device) writeText(b *strings.Builder) {
 	if len(d.Sites) > 0 {
 		b.WriteString("\nCall sites whose live blocks hold fragmented segments open\n")
 		for _, s := range d.Sites {
-			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, s.Frame)
+			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, loc.Printable(s.Frame))
 		}
 	}
 	for _, o := range d.OOMs {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
-			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, siteOf(o.Frames))
+			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, loc.Printable(siteOf(o.Frames)))
 	}
 	if f := d.Replay; f != nil && f.Source == SourceHistory {
 		writeHistoryReplay(b, f)
 	} else if f := d.Replay; f != nil && (f.Allocs > 0 || f.Skipped != "" || f.SeededSegments > 0) {
 		fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q)\n", f.Settings)
 		if f.Skipped != "" {
-			fmt.Fprintf(b, "  not replayed: %s\n", f.Skipped)
+			fmt.Fprintf(b, "  not replayed: %s\n", loc.Printable(f.Skipped))
 		} else {
 			fmt.Fprintf(b, "  pre-trace state rebuilt: %d segments, %d live blocks\n", f.SeededSegments, f.SeededBlocks)
 			if f.Allocs == 0 {
@@ -129,7 +133,7 @@ func (d Device) writeText(b *strings.Builder) {
 				fmt.Fprintf(b, "  extra segments %d, frees of unknown addresses %d\n", f.ExtraSegments, f.UnknownFrees)
 			}
 			for _, mm := range f.Mismatches {
-				fmt.Fprintf(b, "  mismatch: %s\n", mm)
+				fmt.Fprintf(b, "  mismatch: %s\n", loc.Printable(mm.String()))
 			}
 		}
 	}
@@ -174,7 +178,7 @@ func (d Device) writeText(b *strings.Builder) {
 func writeHistoryReplay(b *strings.Builder, f *Fidelity) {
 	fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q), from block histories\n", f.Settings)
 	if f.Skipped != "" {
-		fmt.Fprintf(b, "  not replayed: %s\n", f.Skipped)
+		fmt.Fprintf(b, "  not replayed: %s\n", loc.Printable(f.Skipped))
 		return
 	}
 	b.WriteString("  The trace records no alloc event, so the allocation ORDER IS RECONSTRUCTED, NOT RECORDED: segments in\n" +
@@ -190,6 +194,6 @@ func writeHistoryReplay(b *strings.Builder, f *Fidelity) {
 	fmt.Fprintf(b, "  placeholder requests %d, history entries not replayed %d, extra segments %d, private-pool segments %d\n",
 		f.Placeholders, f.SkippedHistoryEntries, f.ExtraSegments, f.PrivateSegments)
 	for _, mm := range f.Mismatches {
-		fmt.Fprintf(b, "  mismatch: %s\n", mm)
+		fmt.Fprintf(b, "  mismatch: %s\n", loc.Printable(mm.String()))
 	}
 }

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
+)
+
+// writeJSON writes v the one way the commands print --json: indented by two
+// spaces, a newline at the end, escapeHTML as encoding/json's
+// SetEscapeHTML, and through loc.PrintableJSON, so that a name from an
+// input holding DEL, a C1 control or a bidi control (which encoding/json
+// writes as they are) reaches the terminal as a \u escape; the document
+// reads back as the same strings.
+func writeJSON(w io.Writer, v any, escapeHTML bool) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(loc.PrintableJSON(buf.Bytes()))
+	return err
+}
