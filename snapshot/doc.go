@@ -30,7 +30,9 @@
 //
 //   - the first bytes are looked at before the rest is read, so a file that
 //     is no snapshot (a torch.save ZIP checkpoint, a compressed file, text,
-//     /dev/zero) is refused at once, saying what it is (ErrNotSnapshot);
+//     /dev/zero) is refused at once, saying what it is (ErrNotSnapshot),
+//     and a pickle of a protocol the decoder does not read (2 to 5 are) is
+//     named as one;
 //   - the pickle decoder bounds input, depth, memo and decoded memory
 //     (pickle.Options);
 //   - the typed values built are bounded by Options.MaxBuiltBytes, because

@@ -34,6 +34,8 @@ func FuzzRead(f *testing.F) {
 	f.Add(sharedRefs(50, 20))
 	f.Add([]byte("PK\x03\x04\x14\x00\x00\x00"))
 	f.Add(make([]byte, 16))
+	// Issue 28: a pickle protocol we do not read.
+	f.Add([]byte("\x80\x06}\x94."))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRead(t, data)
 	})

@@ -50,7 +50,6 @@ func TestReadNamesWrongFiles(t *testing.T) {
 		{"text", "name,size,state\nfoo,512,inactive\n", "the input is text (first byte 'n')"},
 		{"json array", " [1, 2]", "a JSON array"},
 		{"html", "<!DOCTYPE html><html>", "an HTML or XML document"},
-		{"bad protocol", "\x80\x09N.", "not a pickle or memory_stats JSON: first byte 0x80"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,6 +82,29 @@ func TestReadNamesWrongFiles(t *testing.T) {
 	// Tiny binary pickles are still read (the text rule needs 8 bytes).
 	if _, err := snapshot.ReadBytes([]byte("]."), "empty-list"); err != nil {
 		t.Errorf("empty segment list: %v", err)
+	}
+}
+
+// A pickle of a protocol the decoder does not read is named as one, with
+// the protocol, where it is, and the protocols that are read (issue 28
+// item 8: protocol 6 was "not a pickle ... first byte 0x80").
+func TestReadNamesPickleProtocol(t *testing.T) {
+	for _, c := range []struct{ data, want string }{
+		{"\x80\x06}\x94.", "f: pickle: offset 0: PROTO (0x80): pickle protocol 6 (the byte at offset 1), which this decoder does not read: it reads protocols 2 to 5"},
+		{"\x80\x09N.", "pickle protocol 9 (the byte at offset 1)"},
+		{"\x80\x01N.", "pickle protocol 1 (the byte at offset 1)"},
+	} {
+		_, err := snapshot.ReadBytes([]byte(c.data), "f")
+		var e *snapshot.Error
+		if !errors.As(err, &e) || e.Offset != 0 || !errors.Is(err, snapshot.ErrDecode) || !errors.Is(err, pickle.ErrMalformed) ||
+			errors.Is(err, snapshot.ErrNotSnapshot) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want a decode error at offset 0 with %q", c.data, err, c.want)
+		}
+	}
+	// A protocol we read, later in the input, is no excuse either.
+	_, err := snapshot.ReadBytes([]byte("\x80\x04N\x80\x06."), "f")
+	if err == nil || !strings.Contains(err.Error(), "offset 3: PROTO (0x80): pickle protocol 6 (the byte at offset 4)") {
+		t.Errorf("PROTO 6 at offset 3: %v", err)
 	}
 }
 

@@ -118,9 +118,8 @@ func CheckStart(head []byte) error {
 	}
 	op := head[0]
 	if op == opProto {
-		if len(head) > 1 && (head[1] < 2 || head[1] > 5) {
-			return &Error{Offset: 0, Op: op, OpName: OpName(op), Err: ErrMalformed,
-				Msg: fmt.Sprintf("protocol %d not supported (2 to 5 are)", head[1])}
+		if len(head) > 1 && (head[1] < minProtocol || head[1] > maxProtocol) {
+			return protocolErr(0, head[1])
 		}
 		return nil
 	}
@@ -133,6 +132,22 @@ func CheckStart(head []byte) error {
 	}
 	return &Error{Offset: 0, Err: ErrOpcode,
 		Msg: fmt.Sprintf("not a pickle: first byte %#02x is no opcode a pickle this package decodes can start with", op)}
+}
+
+// The protocols this package decodes: 2 (Python 2.3 on, what PyTorch's C++
+// pickler writes) to 5 (Python 3.8 on). Python 3.8 to 3.13 write 4 by
+// default, 3.14 writes 5.
+const (
+	minProtocol = 2
+	maxProtocol = 5
+)
+
+// protocolErr refuses the PROTO opcode at off, whose argument (the next
+// byte) is protocol p.
+func protocolErr(off int64, p byte) *Error {
+	return &Error{Offset: off, Op: opProto, OpName: OpName(opProto), Err: ErrMalformed,
+		Msg: fmt.Sprintf("pickle protocol %d (the byte at offset %d), which this decoder does not read: it reads protocols %d to %d "+
+			"(Python 3.8 to 3.13 write 4 by default, 3.14 writes 5)", p, off+1, minProtocol, maxProtocol)}
 }
 
 // DecodeBytes decodes one pickle that fills data. Nothing may follow STOP.
@@ -391,8 +406,8 @@ func (d *decoder) step() (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if b[0] < 2 || b[0] > 5 {
-			return false, d.fail(ErrMalformed, "protocol %d not supported (2 to 5 are)", b[0])
+		if b[0] < minProtocol || b[0] > maxProtocol {
+			return false, protocolErr(int64(d.op), b[0])
 		}
 	case opFrame:
 		if _, err := d.length(8, false); err != nil {

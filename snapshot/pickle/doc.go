@@ -12,6 +12,8 @@
 //
 //   - the whole input is capped (Options.MaxInputBytes), and Decode checks
 //     the first two bytes (CheckStart) before it reads the rest;
+//   - a PROTO of a protocol other than 2 to 5 is refused naming the
+//     protocol and its offset;
 //   - every declared length (strings, bytes, big integers, FRAME) is checked
 //     against the bytes that remain before any buffer is made, so a 12-byte
 //     file that declares a 1 TiB string fails at once;

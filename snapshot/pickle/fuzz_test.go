@@ -29,6 +29,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("\x80\x04N" + strings.Repeat("\x94", 64) + "."))
 	f.Add([]byte("PK\x03\x04\x14\x00\x00\x00"))
 	f.Add(make([]byte, 16))
+	// Issue 28: a protocol we do not read.
+	f.Add([]byte("\x80\x06}\x94."))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := pickle.DecodeBytes(data, &pickle.Options{MaxDepth: 200})
 		if err == nil {
