@@ -36,6 +36,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(make([]byte, 16))
 	// Issue 28: a pickle protocol we do not read.
 	f.Add([]byte("\x80\x06}\x94."))
+	f.Add(encode(with("segments.0.blocks.0.frames", []any{od{{"filename", "/home/caf\xed\xb3\xa9/m.py"}, {"line", 7}, {"name", "f"}}})))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRead(t, data)
 	})

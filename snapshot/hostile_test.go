@@ -108,6 +108,21 @@ func TestReadNamesPickleProtocol(t *testing.T) {
 	}
 }
 
+// A frame whose file name Python could not decode (os.fsdecode keeps each
+// byte that is not UTF-8 as a lone surrogate, pickled as ED B2 80 to
+// ED B3 BF) reads, with the surrogate as Python's backslashreplace writes
+// it (issue 28 item 9: the whole snapshot was unreadable).
+func TestReadLoneSurrogateFileName(t *testing.T) {
+	doc := with("segments.0.blocks.0.frames", []any{od{{"filename", "/home/caf\xed\xb3\xa9/model.py"}, {"line", 7}, {"name", "forward"}}})
+	s, err := snapshot.ReadBytes(encode(doc), "surrogate.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Segments[0].Blocks[0].Frames[0].Filename; f != `/home/caf\udce9/model.py` {
+		t.Errorf("file name %q, want %q", f, `/home/caf\udce9/model.py`)
+	}
+}
+
 // sharedRefs is a snapshot whose segments list refers to one segment n
 // times, and that segment's blocks list to one block k times, all through
 // the memo: a few bytes per reference, a segment or block built for each

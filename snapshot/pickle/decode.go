@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"unicode/utf8"
 )
 
 // Default limits; see Options.
@@ -347,10 +346,11 @@ func (d *decoder) str(n int) error {
 	if err != nil {
 		return err
 	}
-	if !utf8.Valid(b) {
+	s, ok := decodeStr(b)
+	if !ok {
 		return d.fail(ErrMalformed, "string is not valid UTF-8")
 	}
-	return d.pushCharged(string(b), costValue+int64(n))
+	return d.pushCharged(s, costValue+int64(len(s)))
 }
 
 func (d *decoder) bytes(n int) error {

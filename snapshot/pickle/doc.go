@@ -42,6 +42,12 @@
 // [2^63, 2^64)), float64, string, []byte, []any (a list), Tuple and *Dict
 // (insertion order kept, lookup by string key).
 //
+// Strings are valid UTF-8. Python pickles a str with the surrogatepass
+// handler, so a lone surrogate (U+D800 to U+DFFF; os.fsdecode makes one of
+// each byte of a file name that is not UTF-8) arrives as ED A0 80 to
+// ED BF BF: it decodes to the six characters \udcff, as Python's
+// backslashreplace handler writes it. Other invalid UTF-8 is refused.
+//
 // Two departures from Python, both irrelevant to snapshots:
 //   - a container may not be changed after it was put into another one, and
 //     may not contain itself, so decoded values are always acyclic trees

@@ -31,6 +31,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(make([]byte, 16))
 	// Issue 28: a protocol we do not read.
 	f.Add([]byte("\x80\x06}\x94."))
+	// A lone surrogate (a file name os.fsdecode made).
+	f.Add([]byte("\x80\x04\x95\x15\x00\x00\x00\x00\x00\x00\x00\x8c\x11/home/caf\xed\xb3\xa9/x.py\x94."))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := pickle.DecodeBytes(data, &pickle.Options{MaxDepth: 200})
 		if err == nil {
