@@ -33,6 +33,10 @@
 //     /dev/zero) is refused at once, saying what it is (ErrNotSnapshot),
 //     and a pickle of a protocol the decoder does not read (2 to 5 are) is
 //     named as one;
+//   - a pickle's first 16 KiB are decoded (pickle.CheckPrefix) before the
+//     rest is read, with bytes objects capped at DefaultMaxBytesObject
+//     (1 MiB; snapshots hold none), so random bytes that begin like a
+//     pickle fail there, not after the 1 GiB cap;
 //   - the pickle decoder bounds input, depth, memo and decoded memory
 //     (pickle.Options);
 //   - the typed values built are bounded by Options.MaxBuiltBytes, because

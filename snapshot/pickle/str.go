@@ -49,3 +49,23 @@ func surrogate(b []byte) (rune, bool) {
 	}
 	return 0xd000 | rune(b[1]&0x3f)<<6 | rune(b[2]&0x3f), true
 }
+
+// validStrStart reports whether b can begin a str's pickled bytes: it is
+// what decodeStr accepts, except that it may end inside a character.
+func validStrStart(b []byte) bool {
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r != utf8.RuneError || n > 1 {
+			b = b[n:]
+			continue
+		}
+		if _, ok := surrogate(b); ok {
+			b = b[3:]
+			continue
+		}
+		// A cut character: a valid start of one (FullRune is false only
+		// for those), or of a surrogate.
+		return len(b) < utf8.UTFMax && (!utf8.FullRune(b) || (b[0] == 0xed && (len(b) == 1 || b[1] >= 0xa0 && b[1] <= 0xbf)))
+	}
+	return true
+}
