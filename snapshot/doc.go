@@ -22,7 +22,9 @@
 //     is '{' is read as JSON; no pickle starts that way.
 //
 // Keys other than segments are optional, unknown keys and trace actions are
-// kept or ignored, never fatal. A known key of the wrong type is an *Error
+// kept or ignored, never fatal; a top-level key that is not a str is
+// refused (PyTorch writes none, and such a dict would read as a snapshot
+// of nothing). A known key of the wrong type is an *Error
 // naming the field path (segments[3].blocks[7].size) and the byte offset of
 // the value in the file.
 //

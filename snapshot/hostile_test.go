@@ -110,6 +110,41 @@ func TestReadNamesPickleProtocol(t *testing.T) {
 	}
 }
 
+// A top-level key that is not a str is refused, naming it and its type,
+// with its value's offset (issue 28 item 5: {1: [], "segments": []} and
+// {b"segments": ...} read as snapshots of 0 devices, exit 0).
+func TestReadRefusesNonStrTopLevelKeys(t *testing.T) {
+	for _, c := range []struct {
+		key  any
+		want string
+	}{
+		{1, "top-level key 1 (int), not a str"},
+		{int64(-7), "top-level key -7 (int), not a str"},
+		{nil, "top-level key None, not a str"},
+		{true, "top-level key true (bool), not a str"},
+		{2.5, "top-level key 2.5 (float), not a str"},
+		{tup{1, 2}, "top-level key of type tuple, not a str"},
+	} {
+		doc := append(od{{c.key, []any{}}}, base()...)
+		data := encode(doc)
+		_, err := snapshot.ReadBytes(data, "keys.pickle")
+		var e *snapshot.Error
+		if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrField) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("key %v: got %v, want ErrField with %q", c.key, err, c.want)
+			continue
+		}
+		// The empty list, the key's value, is the first "](" after the key.
+		if want := int64(bytes.Index(data[4:], []byte("]("))) + 4; e.Offset != want {
+			t.Errorf("key %v: offset %d, want %d (its value)", c.key, e.Offset, want)
+		}
+	}
+	// pickle.dumps({b"segments": []}, protocol=4), less its FRAME.
+	_, err := snapshot.ReadBytes([]byte("\x80\x04}\x94C\x08segments\x94]\x94s."), "bytes-key.pickle")
+	if want := `bytes-key.pickle: offset 15: top-level key b"segments" (bytes), not a str`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("bytes key: got %v, want %q", err, want)
+	}
+}
+
 // A frame whose file name Python could not decode (os.fsdecode keeps each
 // byte that is not UTF-8 as a lone surrogate, pickled as ED B2 80 to
 // ED B3 BF) reads, with the surrogate as Python's backslashreplace writes

@@ -404,7 +404,12 @@ func (c *conv) snapshot(v any) (*Snapshot, error) {
 	s.Format = FormatNoSettings
 	for i := 0; i < top.d.Len(); i++ {
 		key, val, off := top.d.Key(i), top.d.Value(i), top.d.ValueOffset(i)
-		k, _ := key.(string)
+		k, ok := key.(string)
+		if !ok {
+			// PyTorch writes str keys only; a dict of other keys would
+			// read as a snapshot of nothing.
+			return nil, c.fieldErr(off, "", "top-level key %s, not a str: a snapshot's keys are str (segments, device_traces, ...); the offset is its value's", keyDesc(key))
+		}
 		if val == nil && k != "" {
 			continue
 		}
@@ -434,7 +439,7 @@ func (c *conv) snapshot(v any) (*Snapshot, error) {
 			if s.Extra == nil {
 				s.Extra = map[string]any{}
 			}
-			s.Extra[fmt.Sprint(key)] = val
+			s.Extra[k] = val
 		}
 	}
 	if _, _, ok := top.get("segments"); !ok {
@@ -444,4 +449,21 @@ func (c *conv) snapshot(v any) (*Snapshot, error) {
 		s.Format = FormatLegacy
 	}
 	return s, nil
+}
+
+// keyDesc names a dict key that is not a str: its type, and its value when
+// that is a number, a bool or None, or the start of bytes.
+func keyDesc(key any) string {
+	switch k := key.(type) {
+	case nil:
+		return "None"
+	case int64, uint64, float64, bool:
+		return fmt.Sprintf("%v (%s)", k, pickle.TypeName(k))
+	case []byte:
+		if len(k) > 32 {
+			return fmt.Sprintf("b%s... (bytes, %d long)", strconv.Quote(string(k[:32])), len(k))
+		}
+		return fmt.Sprintf("b%s (bytes)", strconv.Quote(string(k)))
+	}
+	return "of type " + pickle.TypeName(key)
 }
