@@ -46,6 +46,10 @@
 //     references cannot name gigabytes of segments;
 //   - the snapshot is then checked once against the invariants the analysis
 //     relies on (Snapshot.Validate: devices in range, segments disjoint and
-//     below 2^64, blocks tiling their segment), so every consumer gets
+//     below 2^64, blocks tiling their segment, and each device's trace
+//     possible: allocator events no larger than mem.MaxRequest, time_us
+//     stepping back a few times at most, every block event inside a
+//     segment that existed while the trace ran, which holds for a ring
+//     buffer that lost its oldest entries too), so every consumer gets
 //     validated values.
 package snapshot

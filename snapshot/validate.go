@@ -29,7 +29,10 @@ const MaxDevices = 1024
 // each next one where the previous ends, the last at its end, every block
 // has a positive size and a known state); allocated_size, active_size and
 // requested_size do not exceed total_size; trace and history entries end
-// below 2^64 too.
+// below 2^64 too; a device's trace agrees with itself and its segments
+// (validateTrace: event sizes at most mem.MaxRequest, time_us stepping
+// back at most maxClockSteps times, every block event inside a segment
+// that existed while the trace ran).
 //
 // Not checked, because real snapshots do not promise them: the order of
 // segments (PyTorch sorts them by address, but merged or hand-edited files
@@ -94,6 +97,9 @@ func (s *Snapshot) validate(name string) error {
 			case e.DeviceFree < 0:
 				return bad(p()+".device_free", "negative (%d)", e.DeviceFree)
 			}
+		}
+		if err := s.validateTrace(d, tr, byDevice[d], bad); err != nil {
+			return err
 		}
 	}
 	for i, a := range s.ExternalAnnotations {
