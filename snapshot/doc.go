@@ -22,7 +22,9 @@
 //     is '{' is read as JSON; no pickle starts that way.
 //
 // Keys other than segments are optional, unknown keys and trace actions are
-// kept or ignored, never fatal. A known key of the wrong type is an *Error
+// kept or ignored, never fatal; a top-level key that is not a str is
+// refused (PyTorch writes none, and such a dict would read as a snapshot
+// of nothing). A known key of the wrong type is an *Error
 // naming the field path (segments[3].blocks[7].size) and the byte offset of
 // the value in the file.
 //
@@ -30,7 +32,13 @@
 //
 //   - the first bytes are looked at before the rest is read, so a file that
 //     is no snapshot (a torch.save ZIP checkpoint, a compressed file, text,
-//     /dev/zero) is refused at once, saying what it is (ErrNotSnapshot);
+//     /dev/zero) is refused at once, saying what it is (ErrNotSnapshot),
+//     and a pickle of a protocol the decoder does not read (2 to 5 are) is
+//     named as one;
+//   - a pickle's first 16 KiB are decoded (pickle.CheckPrefix) before the
+//     rest is read, with bytes objects capped at DefaultMaxBytesObject
+//     (1 MiB; snapshots hold none), so random bytes that begin like a
+//     pickle fail there, not after the 1 GiB cap;
 //   - the pickle decoder bounds input, depth, memo and decoded memory
 //     (pickle.Options);
 //   - the typed values built are bounded by Options.MaxBuiltBytes, because
@@ -38,6 +46,10 @@
 //     references cannot name gigabytes of segments;
 //   - the snapshot is then checked once against the invariants the analysis
 //     relies on (Snapshot.Validate: devices in range, segments disjoint and
-//     below 2^64, blocks tiling their segment), so every consumer gets
+//     below 2^64, blocks tiling their segment, and each device's trace
+//     possible: allocator events no larger than mem.MaxRequest, time_us
+//     stepping back a few times at most, every block event inside a
+//     segment that existed while the trace ran, which holds for a ring
+//     buffer that lost its oldest entries too), so every consumer gets
 //     validated values.
 package snapshot

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,6 +35,16 @@ func FuzzRead(f *testing.F) {
 	f.Add(sharedRefs(50, 20))
 	f.Add([]byte("PK\x03\x04\x14\x00\x00\x00"))
 	f.Add(make([]byte, 16))
+	// Issue 28: a pickle protocol we do not read.
+	f.Add([]byte("\x80\x06}\x94."))
+	f.Add([]byte("\x80\x04\xe4\x1c\x9a\x07\x51\xd2\x33\x8e\x01\x7f\x00\xc1"))        // PROTO, random bytes
+	f.Add(append([]byte("\x80\x04B\x00\x00\x00\x01"), make([]byte, 300)...))         // a 16 MiB BINBYTES
+	f.Add(encode(atTop(math.MaxUint64 - 2*mib + 1)))                                 // a segment ending at 2^64
+	f.Add(encode(withTrace(ev("alloc", 1<<40, 4<<60, 5))))                           // a 4 EiB alloc
+	f.Add(encode(withTrace(ev("alloc", 1<<40, 512, 9), ev("alloc", 1<<40, 512, 5)))) // time steps back
+	f.Add(encode(withTrace(ev("free_completed", 0x7f20c386ba00, 512, 5))))           // a free in no segment
+	f.Add(encode(append(od{{1, []any{}}}, base()...)))                               // a key that is not a str
+	f.Add(encode(with("segments.0.blocks.0.frames", []any{od{{"filename", "/home/caf\xed\xb3\xa9/m.py"}, {"line", 7}, {"name", "f"}}})))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkRead(t, data)
 	})

@@ -3,6 +3,8 @@ package snapshot_test
 import (
 	"bytes"
 	"errors"
+	"io"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -50,7 +52,6 @@ func TestReadNamesWrongFiles(t *testing.T) {
 		{"text", "name,size,state\nfoo,512,inactive\n", "the input is text (first byte 'n')"},
 		{"json array", " [1, 2]", "a JSON array"},
 		{"html", "<!DOCTYPE html><html>", "an HTML or XML document"},
-		{"bad protocol", "\x80\x09N.", "not a pickle or memory_stats JSON: first byte 0x80"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,6 +84,107 @@ func TestReadNamesWrongFiles(t *testing.T) {
 	// Tiny binary pickles are still read (the text rule needs 8 bytes).
 	if _, err := snapshot.ReadBytes([]byte("]."), "empty-list"); err != nil {
 		t.Errorf("empty segment list: %v", err)
+	}
+}
+
+// A pickle of a protocol the decoder does not read is named as one, with
+// the protocol, where it is, and the protocols that are read (issue 28
+// item 8: protocol 6 was "not a pickle ... first byte 0x80").
+func TestReadNamesPickleProtocol(t *testing.T) {
+	for _, c := range []struct{ data, want string }{
+		{"\x80\x06}\x94.", "f: pickle: offset 0: PROTO (0x80): pickle protocol 6 (the byte at offset 1), which this decoder does not read: it reads protocols 2 to 5"},
+		{"\x80\x09N.", "pickle protocol 9 (the byte at offset 1)"},
+		{"\x80\x01N.", "pickle protocol 1 (the byte at offset 1)"},
+	} {
+		_, err := snapshot.ReadBytes([]byte(c.data), "f")
+		var e *snapshot.Error
+		if !errors.As(err, &e) || e.Offset != 0 || !errors.Is(err, snapshot.ErrDecode) || !errors.Is(err, pickle.ErrMalformed) ||
+			errors.Is(err, snapshot.ErrNotSnapshot) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want a decode error at offset 0 with %q", c.data, err, c.want)
+		}
+	}
+	// A protocol we read, later in the input, is no excuse either.
+	_, err := snapshot.ReadBytes([]byte("\x80\x04N\x80\x06."), "f")
+	if err == nil || !strings.Contains(err.Error(), "offset 3: PROTO (0x80): pickle protocol 6 (the byte at offset 4)") {
+		t.Errorf("PROTO 6 at offset 3: %v", err)
+	}
+}
+
+// A top-level key that is not a str is refused, naming it and its type,
+// with its value's offset (issue 28 item 5: {1: [], "segments": []} and
+// {b"segments": ...} read as snapshots of 0 devices, exit 0).
+func TestReadRefusesNonStrTopLevelKeys(t *testing.T) {
+	for _, c := range []struct {
+		key  any
+		want string
+	}{
+		{1, "top-level key 1 (int), not a str"},
+		{int64(-7), "top-level key -7 (int), not a str"},
+		{nil, "top-level key None, not a str"},
+		{true, "top-level key true (bool), not a str"},
+		{2.5, "top-level key 2.5 (float), not a str"},
+		{tup{1, 2}, "top-level key of type tuple, not a str"},
+	} {
+		doc := append(od{{c.key, []any{}}}, base()...)
+		data := encode(doc)
+		_, err := snapshot.ReadBytes(data, "keys.pickle")
+		var e *snapshot.Error
+		if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrField) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("key %v: got %v, want ErrField with %q", c.key, err, c.want)
+			continue
+		}
+		// The empty list, the key's value, is the first "](" after the key.
+		if want := int64(bytes.Index(data[4:], []byte("]("))) + 4; e.Offset != want {
+			t.Errorf("key %v: offset %d, want %d (its value)", c.key, e.Offset, want)
+		}
+	}
+	// pickle.dumps({b"segments": []}, protocol=4), less its FRAME.
+	_, err := snapshot.ReadBytes([]byte("\x80\x04}\x94C\x08segments\x94]\x94s."), "bytes-key.pickle")
+	if want := `bytes-key.pickle: offset 15: top-level key b"segments" (bytes), not a str`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("bytes key: got %v, want %q", err, want)
+	}
+}
+
+// A frame whose file name Python could not decode (os.fsdecode keeps each
+// byte that is not UTF-8 as a lone surrogate, pickled as ED B2 80 to
+// ED B3 BF) reads, with the surrogate as Python's backslashreplace writes
+// it (issue 28 item 9: the whole snapshot was unreadable).
+func TestReadLoneSurrogateFileName(t *testing.T) {
+	doc := with("segments.0.blocks.0.frames", []any{od{{"filename", "/home/caf\xed\xb3\xa9/model.py"}, {"line", 7}, {"name", "forward"}}})
+	s, err := snapshot.ReadBytes(encode(doc), "surrogate.pickle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Segments[0].Blocks[0].Frames[0].Filename; f != `/home/caf\udce9/model.py` {
+		t.Errorf("file name %q, want %q", f, `/home/caf\udce9/model.py`)
+	}
+}
+
+// Random bytes that begin like a pickle are refused within the first
+// pickle.PrefixLen bytes, not after reading up to the 1 GiB cap (issue 28
+// item 10: `(printf '\x80\x04'; cat /dev/urandom) | gpufrag analyze -` read
+// 1 GiB in 36 s at 2.8 GB of memory).
+func TestReadRefusesRandomAfterProtoEarly(t *testing.T) {
+	for seed := range uint64(500) {
+		// PROTO 4, random bytes up to PrefixLen+1 (the prefix and the
+		// byte that says the input goes on), then zeros, which must not
+		// be read; as from a pipe (no size). A 4 MiB cap makes the test
+		// fail fast without the check.
+		z := &zeroReader{}
+		in := io.MultiReader(strings.NewReader("\x80\x04"), io.LimitReader(rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}), pickle.PrefixLen-1), z)
+		_, err := snapshot.ReadOptions(in, "stdin", &snapshot.Options{Pickle: pickle.Options{MaxInputBytes: 4 << 20}})
+		var e *snapshot.Error
+		if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrDecode) {
+			t.Fatalf("seed %d: got %v, want a decode error", seed, err)
+		}
+		if z.n > 0 || e.Offset > pickle.PrefixLen {
+			t.Fatalf("seed %d: read %d bytes past the prefix, refused at offset %d (%v)", seed, z.n, e.Offset, err)
+		}
+	}
+	// A BINBYTES of 16 MiB: no snapshot holds one, so its length decides.
+	_, err := snapshot.ReadBytes(append([]byte("\x80\x04B\x00\x00\x00\x01"), make([]byte, 1<<24)...), "f")
+	if !errors.Is(err, pickle.ErrLimit) || !strings.Contains(err.Error(), "offset 2: BINBYTES (0x42): a bytes object of 16777216 bytes, more than 1048576") {
+		t.Errorf("16 MiB of bytes: %v", err)
 	}
 }
 

@@ -90,6 +90,14 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if err := sniff(name, head); err != nil {
 		return nil, err
 	}
+	if o.Pickle.MaxBytesObject == 0 {
+		o.Pickle.MaxBytesObject = DefaultMaxBytesObject
+	}
+	if !isJSONObject(head) && pickle.CheckStart(head) == nil {
+		if head, err = checkPickleStart(name, head, r, &o.Pickle); err != nil {
+			return nil, err
+		}
+	}
 	data, err := readRest(head, r, max)
 	if err != nil {
 		return nil, decodeErr(name, err, nil)
@@ -123,19 +131,58 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	return s, nil
 }
 
+// DefaultMaxBytesObject (1 MiB) caps one bytes object in a snapshot
+// pickle (pickle.Options.MaxBytesObject, when that is 0). PyTorch's
+// snapshots hold none (names and stacks are str), and unknown keys rarely
+// need one; the cap lets a declared length in the first bytes tell a
+// pickle from random bytes that begin like one (checkPickleStart).
+const DefaultMaxBytesObject = 1 << 20
+
+// checkPickleStart reads the input up to pickle.PrefixLen bytes (head is
+// what was read so far) and, when it goes on past them, has the decoder
+// check them (pickle.CheckPrefix): random bytes after a PROTO, or a file
+// cut and pasted together, fail there instead of after the input was read
+// whole, up to Options.Pickle.MaxInputBytes (1 GiB). It returns the bytes
+// read.
+func checkPickleStart(name string, head []byte, r io.Reader, po *pickle.Options) ([]byte, error) {
+	buf := make([]byte, pickle.PrefixLen+1) // one more: whether the input goes on
+	n := copy(buf, head)
+	m, err := io.ReadFull(r, buf[n:])
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, decodeErr(name, err, nil)
+	}
+	buf = buf[:n+m]
+	if len(buf) <= pickle.PrefixLen {
+		return buf, nil // all of it: DecodeBytes checks it
+	}
+	if err := pickle.CheckPrefix(buf[:pickle.PrefixLen], inputSize(r, int64(len(buf))), po); err != nil {
+		return nil, decodeErr(name, err, head)
+	}
+	return buf, nil
+}
+
+// inputSize is the size of an input of which read bytes were read from r,
+// when r knows it (a regular *os.File, a bytes.Reader), else -1.
+func inputSize(r io.Reader, read int64) int64 {
+	switch x := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	case interface{ Len() int }:
+		return read + int64(x.Len())
+	}
+	return -1
+}
+
 // readRest returns head followed by the rest of r, at most limit+1 bytes in
 // all (one more than allowed, so that the caller sees the input is too
 // long). When r knows its size (a regular *os.File, a bytes.Reader) the
 // buffer is allocated once at that size instead of doubling.
 func readRest(head []byte, r io.Reader, limit int64) ([]byte, error) {
 	size := int64(512)
-	switch x := r.(type) {
-	case interface{ Stat() (fs.FileInfo, error) }:
-		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
-			size = fi.Size() + 1 // +1: EOF is seen without growing the buffer
-		}
-	case interface{ Len() int }:
-		size = int64(len(head)+x.Len()) + 1
+	if n := inputSize(r, int64(len(head))); n >= 0 {
+		size = n + 1 // +1: EOF is seen without growing the buffer
 	}
 	size = max(min(size, limit+1), int64(len(head))+1)
 	data := make([]byte, len(head), size)
@@ -357,7 +404,12 @@ func (c *conv) snapshot(v any) (*Snapshot, error) {
 	s.Format = FormatNoSettings
 	for i := 0; i < top.d.Len(); i++ {
 		key, val, off := top.d.Key(i), top.d.Value(i), top.d.ValueOffset(i)
-		k, _ := key.(string)
+		k, ok := key.(string)
+		if !ok {
+			// PyTorch writes str keys only; a dict of other keys would
+			// read as a snapshot of nothing.
+			return nil, c.fieldErr(off, "", "top-level key %s, not a str: a snapshot's keys are str (segments, device_traces, ...); the offset is its value's", keyDesc(key))
+		}
 		if val == nil && k != "" {
 			continue
 		}
@@ -387,7 +439,7 @@ func (c *conv) snapshot(v any) (*Snapshot, error) {
 			if s.Extra == nil {
 				s.Extra = map[string]any{}
 			}
-			s.Extra[fmt.Sprint(key)] = val
+			s.Extra[k] = val
 		}
 	}
 	if _, _, ok := top.get("segments"); !ok {
@@ -397,4 +449,21 @@ func (c *conv) snapshot(v any) (*Snapshot, error) {
 		s.Format = FormatLegacy
 	}
 	return s, nil
+}
+
+// keyDesc names a dict key that is not a str: its type, and its value when
+// that is a number, a bool or None, or the start of bytes.
+func keyDesc(key any) string {
+	switch k := key.(type) {
+	case nil:
+		return "None"
+	case int64, uint64, float64, bool:
+		return fmt.Sprintf("%v (%s)", k, pickle.TypeName(k))
+	case []byte:
+		if len(k) > 32 {
+			return fmt.Sprintf("b%s... (bytes, %d long)", strconv.Quote(string(k[:32])), len(k))
+		}
+		return fmt.Sprintf("b%s (bytes)", strconv.Quote(string(k)))
+	}
+	return "of type " + pickle.TypeName(key)
 }

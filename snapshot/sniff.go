@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -66,6 +67,9 @@ func sniff(name string, head []byte) error {
 	}
 	if head[0] == 0x80 || len(head) < minText || !looksLikeText(head) {
 		if err := pickle.CheckStart(head); err != nil {
+			if errors.Is(err, pickle.ErrMalformed) {
+				return decodeErr(name, err, head) // a PROTO of a protocol we do not read
+			}
 			return notSnapshot(fmt.Sprintf("not a pickle or memory_stats JSON: first byte %#02x; %s", head[0], howToSnapshot))
 		}
 		return nil

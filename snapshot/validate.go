@@ -21,13 +21,18 @@ const MaxDevices = 1024
 //
 // The invariants: device indexes lie in [0, MaxDevices) (segments,
 // annotations, the number of device traces); sizes and times are not
-// negative; a segment ends at or below 2^64 (address + total_size does not
-// wrap); the segments of one device are disjoint and their sizes add up to
-// an int64; a segment's blocks tile it exactly (the first starts at its
-// address, each next one where the previous ends, the last at its end,
-// every block has a positive size and a known state); allocated_size,
-// active_size and requested_size do not exceed total_size; trace and
-// history entries do not run past 2^64.
+// negative; a segment ends below 2^64 (address + total_size is at most
+// 2^64 − 1, so Segment.End, the first address past it, does not wrap to
+// 0: Layout, mem.Layout.Check, defrag and the replay rely on that); the
+// segments of one device are disjoint and their sizes add up to an int64;
+// a segment's blocks tile it exactly (the first starts at its address,
+// each next one where the previous ends, the last at its end, every block
+// has a positive size and a known state); allocated_size, active_size and
+// requested_size do not exceed total_size; trace and history entries end
+// below 2^64 too; a device's trace agrees with itself and its segments
+// (validateTrace: event sizes at most mem.MaxRequest, time_us stepping
+// back at most maxClockSteps times, every block event inside a segment
+// that existed while the trace ran).
 //
 // Not checked, because real snapshots do not promise them: the order of
 // segments (PyTorch sorts them by address, but merged or hand-edited files
@@ -85,13 +90,16 @@ func (s *Snapshot) validate(name string) error {
 			switch {
 			case e.Size < 0:
 				return bad(p()+".size", "negative (%d)", e.Size)
-			case e.Addr > math.MaxUint64-uint64(e.Size):
-				return bad(p()+".addr", "%#x + size %d runs past 2^64", e.Addr, e.Size)
+			case !below2To64(e.Addr, e.Size):
+				return bad(p()+".addr", "%#x + size %d reaches 2^64: an address range ends below 2^64", e.Addr, e.Size)
 			case e.TimeUS < 0:
 				return bad(p()+".time_us", "negative (%d)", e.TimeUS)
 			case e.DeviceFree < 0:
 				return bad(p()+".device_free", "negative (%d)", e.DeviceFree)
 			}
+		}
+		if err := s.validateTrace(d, tr, byDevice[d], bad); err != nil {
+			return err
 		}
 	}
 	for i, a := range s.ExternalAnnotations {
@@ -102,6 +110,10 @@ func (s *Snapshot) validate(name string) error {
 	return nil
 }
 
+// below2To64 reports whether the range of size bytes (size ≥ 0) from addr
+// ends below 2^64: its end, addr+size, fits a uint64 without wrapping to 0.
+func below2To64(addr uint64, size int64) bool { return uint64(size) <= math.MaxUint64-addr }
+
 // validateBlocks checks that seg, segments[i], has an address range that
 // does not wrap and blocks that tile it.
 func (seg *Segment) validateBlocks(i int, bad func(field, format string, args ...any) error) error {
@@ -109,8 +121,8 @@ func (seg *Segment) validateBlocks(i int, bad func(field, format string, args ..
 	if seg.TotalSize <= 0 {
 		return bad(p()+".total_size", "%d: a segment has a positive size", seg.TotalSize)
 	}
-	if seg.Address > math.MaxUint64-uint64(seg.TotalSize) {
-		return bad(p()+".total_size", "segment at %#x of %d bytes runs past 2^64", seg.Address, seg.TotalSize)
+	if !below2To64(seg.Address, seg.TotalSize) {
+		return bad(p()+".total_size", "segment at %#x of %d bytes reaches 2^64: a segment ends below 2^64", seg.Address, seg.TotalSize)
 	}
 	if len(seg.Blocks) == 0 {
 		return bad(p()+".blocks", "empty: a segment's blocks tile it")
@@ -135,8 +147,8 @@ func (seg *Segment) validateBlocks(i int, bad func(field, format string, args ..
 			return bad(bp()+".state", "unknown block state %q", b.State)
 		}
 		for k, h := range b.History {
-			if h.RealSize < 0 || h.Addr > math.MaxUint64-uint64(h.RealSize) {
-				return bad(index(bp()+".history", k), "addr %#x + real_size %d is negative or runs past 2^64", h.Addr, h.RealSize)
+			if h.RealSize < 0 || !below2To64(h.Addr, h.RealSize) {
+				return bad(index(bp()+".history", k), "addr %#x + real_size %d is negative or reaches 2^64", h.Addr, h.RealSize)
 			}
 		}
 		at += uint64(b.Size)

@@ -181,13 +181,16 @@ func TestReplay(t *testing.T) {
 }
 
 // The model needs a segment where the trace recorded none: counted as an
-// extra segment, given an address of its own, and shown.
+// extra segment, given an address of its own, and shown. (The trace puts
+// a 512-byte request in a large segment, which PyTorch does not do; the
+// model takes a small segment for it. The trace used to record an 8 MiB
+// alloc running past its segment's end, which Validate now refuses.)
 func TestReplayExtraSegment(t *testing.T) {
-	s := snap(events(segAlloc(segB, 20*mib), alloc(segB, 5*mib), alloc(segB+uint64(5*mib), 9*mib), alloc(segB+uint64(14*mib), 8*mib)),
-		seg(segB, "large", live(5*mib, 5*mib, "x"), live(9*mib, 9*mib, "y"), live(6*mib, 6*mib, "z")))
+	s := snap(events(segAlloc(segB, 20*mib), alloc(segB, 5*mib), alloc(segB+uint64(5*mib), 512)),
+		seg(segB, "large", live(5*mib, 5*mib, "x"), live(512, 512, "y"), free(15*mib-512)))
 	d := analyze(t, s, analysis.Options{WhatIf: []string{}})
 	f := d.Replay
-	if f.ExtraSegments != 1 || f.AddressMatches != 2 || len(f.Mismatches) != 2 {
+	if f.ExtraSegments != 1 || f.AddressMatches != 1 || len(f.Mismatches) != 2 {
 		t.Fatalf("%+v", *f)
 	}
 	if !strings.Contains(f.Mismatches[1].String(), "segment the trace did not record") {

@@ -39,7 +39,10 @@
 //     layout, not best fit among cached blocks or frees.
 //  4. A timeline of reserved and allocated bytes and the fragmentation rate,
 //     from that replay, and an explanation of each oom entry from the
-//     model's state at that moment.
+//     model's state at that moment: fragmentation or demand, or unknown
+//     once the replay has diverged (a free_completed of an address where
+//     the model held no allocation), since the model's free blocks are then
+//     not the recorded allocator's.
 //  5. What-if: the same requests (pre-trace live blocks allocated first,
 //     then the trace) through alternative settings and allocators
 //     (optrace.ReplayAll over alloc/spec), with peak reserved, OOMs and

@@ -36,6 +36,10 @@ func FuzzAnalyze(f *testing.F) {
 	for _, spec := range snaptest.Seeds {
 		f.Add(snaptest.Encode(snaptest.FromSpec(spec)))
 	}
+	// Issue 28: an oom after a free the model cannot place, and one of
+	// 2^63-1 bytes.
+	f.Add(oomSeed(1<<30, true))
+	f.Add(oomSeed(1<<63-1, false))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzAnalyze(t, data)
 	})
@@ -164,4 +168,30 @@ func wellFormed(b []byte) error {
 			return err
 		}
 	}
+}
+
+// oomSeed is a snapshot pickle of one 20 MiB segment (3 and 9 MiB live, 8
+// MiB free) whose trace builds it and ends with an oom entry for size
+// bytes, after a free_completed of an address the model never held when
+// unknownFree is set.
+func oomSeed(size int64, unknownFree bool) []byte {
+	const a, mib = 1 << 40, 1 << 20
+	ev := func(action string, addr uint64, n int64) snaptest.Dict {
+		return snaptest.Dict{{"action", action}, {"addr", addr}, {"size", n}, {"stream", 0}}
+	}
+	trace := []any{ev("segment_alloc", a, 20*mib), ev("alloc", a, 3*mib), ev("alloc", a+3*mib, 9*mib)}
+	if unknownFree {
+		trace = append(trace, ev("free_completed", a+12*mib, 512))
+	}
+	trace = append(trace, snaptest.Dict{{"action", "oom"}, {"size", size}, {"device_free", 4 * mib}})
+	block := func(addr uint64, n int64, state string) snaptest.Dict {
+		return snaptest.Dict{{"address", addr}, {"size", n}, {"requested_size", n}, {"state", state}}
+	}
+	return snaptest.Encode(snaptest.Dict{
+		{"segments", []any{snaptest.Dict{{"device", 0}, {"address", uint64(a)}, {"total_size", 20 * mib},
+			{"allocated_size", 12 * mib}, {"active_size", 12 * mib}, {"requested_size", 12 * mib}, {"stream", 0},
+			{"segment_type", "large"}, {"blocks", []any{block(a, 3*mib, "active_allocated"),
+				block(a+3*mib, 9*mib, "active_allocated"), block(a+12*mib, 8*mib, "inactive")}}}}},
+		{"device_traces", []any{trace}},
+	})
 }

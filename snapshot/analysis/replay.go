@@ -328,6 +328,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			}
 		case "oom":
 			r.ooms = append(r.ooms, explainOOMs(trace[i:i+1], a, i)...)
+			distrust(&r.ooms[len(r.ooms)-1], f.UnknownFrees)
 			// A plausible device: device_free recorded, below 1 PiB.
 			if c := r.ooms[len(r.ooms)-1]; c.DeviceFree > 0 && c.DeviceFree < replayCapacity && c.Reserved < replayCapacity {
 				r.recordedCapacity = max(r.recordedCapacity, c.Reserved+c.DeviceFree)
@@ -402,7 +403,7 @@ func explainOOMs(trace []snapshot.TraceEntry, a *caching.Allocator, base int) []
 		if e.Action != "oom" {
 			continue
 		}
-		o := OOM{Event: base + i, TimeUS: e.TimeUS, Requested: e.Size, AllocSize: caching.AllocationSize(e.Size),
+		o := OOM{Event: base + i, TimeUS: e.TimeUS, Requested: e.Size, AllocSize: oomSegment(e.Size),
 			Stream: e.Stream, DeviceFree: e.DeviceFree, Frames: e.Frames, Cause: "unknown"}
 		if a == nil {
 			o.Why = fmt.Sprintf("requested %s with %s free on the device; the trace was not replayed, "+

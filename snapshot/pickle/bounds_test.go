@@ -32,7 +32,7 @@ func TestDecodeRefusesNonPickleEarly(t *testing.T) {
 	}
 	// PROTO of an unknown protocol is refused as early.
 	_, err = pickle.Decode(io.MultiReader(strings.NewReader("\x80\x00"), z), nil)
-	wantErr(t, err, pickle.ErrMalformed, 0, "protocol 0 not supported")
+	wantErr(t, err, pickle.ErrMalformed, 0, "pickle protocol 0 (the byte at offset 1), which this decoder does not read: it reads protocols 2 to 5")
 	// A ZIP archive (torch.save) starts with 'P', PERSID.
 	_, err = pickle.Decode(strings.NewReader("PK\x03\x04"), nil)
 	wantErr(t, err, pickle.ErrForbidden, 0, "PERSID")

@@ -11,10 +11,17 @@
 // package does not know. Input is bounded before anything is allocated:
 //
 //   - the whole input is capped (Options.MaxInputBytes), and Decode checks
-//     the first two bytes (CheckStart) before it reads the rest;
+//     the first two bytes (CheckStart), then decodes the first PrefixLen
+//     (16 KiB: CheckPrefix), before it reads the rest, so random bytes
+//     after a PROTO fail within a few opcodes, not after 1 GiB of reading;
+//   - a PROTO of a protocol other than 2 to 5 is refused naming the
+//     protocol and its offset;
 //   - every declared length (strings, bytes, big integers, FRAME) is checked
 //     against the bytes that remain before any buffer is made, so a 12-byte
-//     file that declares a 1 TiB string fails at once;
+//     file that declares a 1 TiB string fails at once; a bytes object can
+//     be capped further (Options.MaxBytesObject: a reader of a format
+//     without them sets it, so that a random length cannot make it read
+//     on);
 //   - nesting depth of the decoded values (Options.MaxDepth), open MARKs
 //     (same limit), memo entries (Options.MaxMemo, by default one per 2
 //     input bytes) and an estimate of the bytes the decoded values occupy
@@ -39,6 +46,12 @@
 // Decoded values are nil, bool, int64 (uint64 for integers in
 // [2^63, 2^64)), float64, string, []byte, []any (a list), Tuple and *Dict
 // (insertion order kept, lookup by string key).
+//
+// Strings are valid UTF-8. Python pickles a str with the surrogatepass
+// handler, so a lone surrogate (U+D800 to U+DFFF; os.fsdecode makes one of
+// each byte of a file name that is not UTF-8) arrives as ED A0 80 to
+// ED BF BF: it decodes to the six characters \udcff, as Python's
+// backslashreplace handler writes it. Other invalid UTF-8 is refused.
 //
 // Two departures from Python, both irrelevant to snapshots:
 //   - a container may not be changed after it was put into another one, and

@@ -29,7 +29,22 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("\x80\x04N" + strings.Repeat("\x94", 64) + "."))
 	f.Add([]byte("PK\x03\x04\x14\x00\x00\x00"))
 	f.Add(make([]byte, 16))
+	// Issue 28: a protocol we do not read.
+	f.Add([]byte("\x80\x06}\x94."))
+	// A lone surrogate (a file name os.fsdecode made).
+	f.Add([]byte("\x80\x04\x95\x15\x00\x00\x00\x00\x00\x00\x00\x8c\x11/home/caf\xed\xb3\xa9/x.py\x94."))
+	// PROTO, then random bytes (CheckPrefix), and a BINBYTES declaring
+	// more than MaxBytesObject.
+	f.Add([]byte("\x80\x04\xe4\x1c\x9a\x07\x51\xd2\x33\x8e\x01\x7f\x00\xc1"))
+	f.Add([]byte("\x80\x04B\x00\x00\x10\x00\x9c\x42\x17"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		opts := &pickle.Options{MaxDepth: 200, MaxBytesObject: 1 << 10}
+		// What CheckPrefix refuses in the first half, the whole input
+		// fails with, the same error.
+		perr := pickle.CheckPrefix(data[:len(data)/2], int64(len(data)), opts)
+		if _, derr := pickle.DecodeBytes(data, opts); perr != nil && (derr == nil || derr.Error() != perr.Error()) {
+			t.Fatalf("CheckPrefix of %d bytes: %v; DecodeBytes: %v", len(data)/2, perr, derr)
+		}
 		_, err := pickle.DecodeBytes(data, &pickle.Options{MaxDepth: 200})
 		if err == nil {
 			if serr := pickle.CheckStart(data); serr != nil {

@@ -1,0 +1,122 @@
+package snapshot
+
+import (
+	"sort"
+
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// maxClockSteps (16) is how often the time_us of one device's trace may
+// step back. PyTorch records the entries in order, under the allocator's
+// lock, from a TSC-based clock on x86 that does not step back; elsewhere
+// (ARM hosts such as GH200) from the system's real-time clock, which steps
+// back when NTP sets it, a few times in a long run at most. The shared
+// trace never steps back (4,657 entries, 1,220 ties). A trace that steps
+// back more often is out of order or its times are corrupt.
+const maxClockSteps = 16
+
+// Trace actions by what their addr and size describe.
+const (
+	kindOther   = iota
+	kindBlock   // alloc, free_requested, free_completed: a block's request
+	kindSegment // segment_alloc, segment_free, segment_map, segment_unmap
+)
+
+func actionKind(action string) int {
+	switch action {
+	case "alloc", "free_requested", "free_completed":
+		return kindBlock
+	case "segment_alloc", "segment_free", "segment_map", "segment_unmap":
+		return kindSegment
+	}
+	return kindOther
+}
+
+// addrRange is [lo, hi); hi does not wrap (Validate checked).
+type addrRange struct{ lo, hi uint64 }
+
+// validateTrace checks what the entries of device d's trace say together
+// with the segments of that device (segs, indexes into s.Segments), what
+// no recorded trace can break, ring buffer or not:
+//
+//   - the memory of an alloc, free or segment event is at most
+//     mem.MaxRequest (4 PiB: more than four devices of the largest kind
+//     the model takes). An oom entry's size is a request, which may be
+//     anything a caller asked for, and is not limited;
+//   - time_us steps back at most maxClockSteps times (entries without a
+//     time, 0, are skipped);
+//   - a block event (alloc, free_requested, free_completed; size > 0)
+//     lies inside a segment that existed while the trace ran: one of the
+//     final segments, or one the trace allocates, frees, maps or unmaps.
+//     A block always lies inside its segment, and a segment that existed
+//     during the trace is either still there at the end or was freed in
+//     the trace, so this holds for a trace that begins after its oldest
+//     entries were dropped (the ring buffer, max_entries) as well. A free
+//     of a block allocated before the trace began passes; whether the
+//     replay knew that block is the replay's business (Fidelity).
+func (s *Snapshot) validateTrace(d int, tr []TraceEntry, segs []int, bad func(field, format string, args ...any) error) error {
+	p := func(i int) string { return index(index("device_traces", d), i) } // built only for an error
+	ranges := make([]addrRange, 0, len(segs))
+	for _, i := range segs {
+		ranges = append(ranges, addrRange{s.Segments[i].Address, s.Segments[i].End()})
+	}
+	last, lastAt := int64(0), -1 // the latest time_us seen, and its entry
+	steps, first, firstPrev := 0, -1, -1
+	for i := range tr {
+		e := &tr[i]
+		k := actionKind(e.Action)
+		if k != kindOther && e.Size > mem.MaxRequest {
+			return bad(p(i)+".size", "%s of %d bytes, more than any device holds (%d, mem.MaxRequest)", e.Action, e.Size, mem.MaxRequest)
+		}
+		if k == kindSegment && e.Size > 0 {
+			ranges = append(ranges, addrRange{e.Addr, e.Addr + uint64(e.Size)})
+		}
+		if e.TimeUS == 0 {
+			continue
+		}
+		if lastAt >= 0 && e.TimeUS < last {
+			steps++
+			if first < 0 {
+				first, firstPrev = i, lastAt
+			}
+		}
+		last, lastAt = e.TimeUS, i
+	}
+	if steps > maxClockSteps {
+		return bad(p(first)+".time_us", "%d, %d µs before entry %d's: time_us steps back %d times in this trace; entries are recorded in order, "+
+			"and a clock is set back a few times at most (%d allowed)", tr[first].TimeUS, tr[firstPrev].TimeUS-tr[first].TimeUS, firstPrev, steps, maxClockSteps)
+	}
+	merged := mergeRanges(ranges)
+	for i := range tr {
+		e := &tr[i]
+		if e.Size == 0 || actionKind(e.Action) != kindBlock {
+			continue
+		}
+		if !inside(merged, e.Addr, e.Size) {
+			return bad(p(i)+".addr", "%s of %d bytes at %#x lies in no segment of device %d: not in the snapshot's segments, "+
+				"nor in one the trace allocates or frees", e.Action, e.Size, e.Addr, d)
+		}
+	}
+	return nil
+}
+
+// mergeRanges sorts r and merges the ranges that overlap or touch.
+func mergeRanges(r []addrRange) []addrRange {
+	sort.Slice(r, func(i, j int) bool { return r[i].lo < r[j].lo })
+	out := r[:0]
+	for _, x := range r {
+		if n := len(out); n > 0 && x.lo <= out[n-1].hi {
+			out[n-1].hi = max(out[n-1].hi, x.hi)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// inside reports whether [addr, addr+size) lies within one of the merged
+// ranges m (size > 0, addr+size not wrapping).
+func inside(m []addrRange, addr uint64, size int64) bool {
+	i := sort.Search(len(m), func(i int) bool { return m[i].lo > addr }) - 1
+	return i >= 0 && addr+uint64(size) <= m[i].hi
+}
