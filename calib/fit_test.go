@@ -335,7 +335,7 @@ func TestClosedLoop(t *testing.T) {
 	m, _ := model.Preset("llama-3.1-8b")
 	g, _ := model.LookupGPU("h100-80g")
 	s := ReplaySetup{Model: m, GPU: g, TP: 1}
-	p, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
+	p, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1, "")
 	if got := s.Config(p, f.Runs[0]).MaxConcurrency; got != 2 {
 		t.Fatalf("replayed with max concurrency %d, want the file's 2", got)
 	}
@@ -436,7 +436,7 @@ func TestSetupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	noRate.Runs = runs
-	otherGPU, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
+	otherGPU, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1, "")
 	tests := []struct {
 		name    string
 		fit     []*File

@@ -51,7 +51,7 @@ func syntheticOps(t *testing.T, truth *sim.Profile) *Ops {
 
 func h200(t *testing.T) *sim.Profile {
 	t.Helper()
-	p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1)
+	p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func FuzzReadOps(f *testing.F) {
 			}
 			return
 		}
-		p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1)
+		p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1, "")
 		if err != nil {
 			t.Fatal(err)
 		}

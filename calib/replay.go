@@ -109,6 +109,9 @@ type ReplaySetup struct {
 	// vllm-v1; SGLang's: sglang), and the files must agree.
 	Engine      sim.EngineKind
 	EngineGiven bool
+	// EngineVersion is the engine's release (sim.ParseEngineVersion; ""
+	// for the engine's default): the overheads the fit starts from.
+	EngineVersion string
 	// MaxBatchTokens and MaxSeqs are the engine's max_num_batched_tokens
 	// and max_num_seqs (0: sim.DefaultConfig's 8192 and 256); the files do
 	// not record them.
@@ -123,6 +126,7 @@ func (s *ReplaySetup) config(p *sim.Profile, maxConcurrency int) sim.Config {
 	c := sim.DefaultConfig(s.Model, s.GPU)
 	c.TP = max(s.TP, 1)
 	c.Engine = s.Engine
+	c.EngineVersion = s.EngineVersion
 	c.Profile = p
 	c.MaxConcurrency = maxConcurrency
 	if s.MaxBatchTokens > 0 {

@@ -163,6 +163,14 @@ func (e *Engine) decodeRun() bool {
 		}
 		e.trips.repeats += int64(k)
 	}
+	if e.rec != nil {
+		start := e.now
+		for j := range int64(k) {
+			x := float64(ctx + j*n)
+			e.rec.step(stepWork{tokens: n, sampled: n, attnPairs: x, kvRead: x}, start, ends[j])
+			start = ends[j]
+		}
+	}
 	e.now = ends[k-1]
 	e.res.Steps += int64(k)
 	e.runs.steps += int64(k)

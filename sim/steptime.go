@@ -122,6 +122,7 @@ type Breakdown struct {
 	AllReduceNs        float64 `json:"all_reduce_ns" yaml:"all_reduce_ns"`               // tensor-parallel all-reduces (0 at tp 1)
 	CopyNs             float64 `json:"copy_ns" yaml:"copy_ns"`                           // KV copies, read and written
 	OverheadNs         float64 `json:"overhead_ns" yaml:"overhead_ns"`                   // per step, per sequence and, outside full CUDA graphs, launches
+	OutputNs           float64 `json:"output_ns" yaml:"output_ns"`                       // per output token: detokenizer and API server
 	TotalNs            int64   `json:"total_ns" yaml:"total_ns"`
 
 	Graph        bool  `json:"graph" yaml:"graph"`                 // the step ran as a full CUDA graph
@@ -152,6 +153,9 @@ type StepModel struct {
 	arFixedNs  float64 // all-reduce latency per step (2 calls per layer)
 
 	stepNs, perSeqNs, eagerNs float64
+	kvHalfNs                  float64 // KV ns each decoding sequence adds (ctx½ tokens' reads)
+	tokenNs                   float64 // output ns per sampled token
+	overlap                   bool    // the output work runs beside the step (Overhead.OutputOverlap)
 
 	sizes    []int // CUDA-graph capture sizes, ascending (shared, read-only)
 	padMixed bool
@@ -184,9 +188,12 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		stepNs:        float64(p.Overhead.StepNs),
 		perSeqNs:      float64(p.Overhead.PerSeqNs),
 		eagerNs:       float64(p.Overhead.EagerPerLayerNs) * float64(s.Layers),
+		tokenNs:       float64(p.Overhead.PerTokenNs),
+		overlap:       p.Overhead.OutputOverlap,
 		sizes:         p.CUDAGraph.Sizes,
 		padMixed:      p.CUDAGraph.PadMixed,
 	}
+	m.kvHalfNs = p.Attention.KVHalfContext * m.kvNsPerTok
 	if s.TP > 1 {
 		t := float64(s.TP)
 		calls := 2 * float64(s.Layers) // after attention and after the MLP
@@ -222,18 +229,21 @@ func (m *StepModel) padded(n int64) (int64, bool) {
 //	           weights = dense ÷ (bw × eff_w) + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
 //	             (every expert some token is routed to, uniform routing)
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
-//	kv         (decode context + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
+//	kv         (decode context + ctx½ × decoding sequences + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
 //	all-reduce 2 × layers × (latency + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
 //	copy       2 × copied bytes ÷ (bw × eff_w)
 //	overhead   step + per sequence × sequences + (not a full graph) per layer × layers
+//	output     per token × sampled rows
 //
 // n is the step's tokens, padded to the next CUDA-graph capture size for a
 // pure-decode step (and, with PadMixed, any step) of at most the largest
 // size; s is the sampled rows. Only pure-decode steps within the sizes run
-// as full graphs. The terms add up: kernels of one step run one after
-// another on the GPU, and the CPU work in the overheads is not overlapped
-// with them (vLLM V1's async scheduling, which overlaps them, is not
-// modelled).
+// as full graphs. The terms up to the overhead add up: kernels of one step
+// run one after another on the GPU, and the scheduler's CPU work is not
+// overlapped with them (vLLM V1's async scheduling, which overlaps them,
+// is not modelled). The output term adds to them too, unless the engine
+// processes its output beside the steps (Overhead.OutputOverlap): the step
+// then takes the larger of the two.
 func (m *StepModel) Time(st Step) Breakdown {
 	n := st.Tokens()
 	var b Breakdown
@@ -261,20 +271,26 @@ func (m *StepModel) Time(st Step) Breakdown {
 		}
 	}
 	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair
-	b.KVNs = (st.DecodeContext + float64(st.Tokens())) * m.kvNsPerTok
+	b.KVNs = (st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok + float64(st.DecodeSeqs)*m.kvHalfNs
 	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
 	b.OverheadNs = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
 	if !b.Graph {
 		b.OverheadNs += m.eagerNs
 	}
+	b.OutputNs = m.tokenNs * float64(st.Sampled)
 	t := b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
+	if m.overlap {
+		t = max(t, b.OutputNs)
+	} else {
+		t += b.OutputNs
+	}
 	b.TotalNs = max(int64(math.Ceil(t)), 1)
 	return b
 }
 
 // String is a one-line summary of b in ms, for tests and messages.
 func (b Breakdown) String() string {
-	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms (graph %v)",
+	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms, output %.3f ms (graph %v)",
 		float64(b.TotalNs)/1e6, b.LinearNs/1e6, b.LinearTokens, b.PrefillAttentionNs/1e6, b.KVNs/1e6,
-		b.AllReduceNs/1e6, b.CopyNs/1e6, b.OverheadNs/1e6, b.Graph)
+		b.AllReduceNs/1e6, b.CopyNs/1e6, b.OverheadNs/1e6, b.OutputNs/1e6, b.Graph)
 }

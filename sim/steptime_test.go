@@ -74,6 +74,28 @@ func TestStepTimeTerms(t *testing.T) {
 			wantTot: 3_042_120,
 		},
 		{
+			// The same 3 decodes with ctx½ 50 and 10 µs an output token
+			// added to the step: KV 12,120 + 3×50×40 = 18,120; output 3e4.
+			name: "kv half context, output serial", step: decode(3, 100),
+			prof:    func(p *Profile) { p.Attention.KVHalfContext, p.Overhead.PerTokenNs = 50, 10_000 },
+			want:    Breakdown{LinearNs: 2e6, KVNs: 18_120, OverheadNs: 1_030_000, OutputNs: 30_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_078_120,
+		},
+		{
+			// Output beside the step: max(3,042,120, 3 × 10 µs) = the step;
+			// at 2 ms a token the output work, 6 ms, sets the step's time.
+			name: "output overlapped, hidden", step: decode(3, 100),
+			prof:    func(p *Profile) { p.Overhead.PerTokenNs, p.Overhead.OutputOverlap = 10_000, true },
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, OverheadNs: 1_030_000, OutputNs: 30_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_042_120,
+		},
+		{
+			name: "output overlapped, the bottleneck", step: decode(3, 100),
+			prof:    func(p *Profile) { p.Overhead.PerTokenNs, p.Overhead.OutputOverlap = 2_000_000, true },
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, OverheadNs: 1_030_000, OutputNs: 6e6, Graph: true, LinearTokens: 4},
+			wantTot: 6_000_000,
+		},
+		{
 			// 9 decodes: above the largest size (8), eager and unpadded:
 			// compute (9+100)×2000 + 109×200 = 239,800 < 2e6;
 			// KV (900 + 9)×40 = 36,360; overhead 1e6 + 9e4 + 2 layers × 1000.

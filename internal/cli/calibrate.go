@@ -17,6 +17,7 @@ import (
 // calibrateFlags are the flags of `gpufrag calibrate`.
 type calibrateFlags struct {
 	model, gpu, engine      string
+	engineVersion           string
 	tp                      int
 	output, profile, ops    string
 	holdout                 []string
@@ -65,6 +66,8 @@ func newCalibrateCmd() *cobra.Command {
 	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N` the server ran with (the files do not record it)")
 	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose steps are replayed: "+strings.Join(sim.EngineNames(), ", ")+
 		" (default: vllm-v1 for vLLM's client, sglang for SGLang's)")
+	fl.StringVar(&f.engineVersion, "engine-version", "", "the engine's `RELEASE` the benchmark ran (0.8.3): the overheads the fit starts from "+
+		"(default: a recent one of the engine's)")
 	fl.StringVar(&f.ops, "ops", "", "fit the linear-layer and attention terms to operator timings `FILE` measured on a GPU by calib/device/steptime.py (needs --gpu; no benchmark FILEs)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the fitted profile's YAML to `FILE` (for simulate --profile)")
 	fl.StringVar(&f.profile, "profile", "", "start from this profile `FILE` (YAML) instead of the GPU's embedded one")
@@ -141,6 +144,11 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 			return usageErrorf(cmd, "--engine %q: want one of %s%s", f.engine, strings.Join(sim.EngineNames(), ", "), didYouMean(f.engine, sim.EngineNames()))
 		}
 		setup.EngineGiven = true
+	}
+	if cmd.Flags().Changed("engine-version") {
+		if setup.EngineVersion, err = checkEngineVersion(cmd, f.engine, f.engineVersion); err != nil {
+			return err
+		}
 	}
 	if len(f.params) > 0 {
 		if _, err := calib.CheckParams(f.params); err != nil {

@@ -48,7 +48,11 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 		}
 		start, name = p, f.profile
 	} else {
-		p, err := sim.DefaultProfile(f.gpu, engine)
+		version, err := checkEngineVersion(cmd, f.engine, f.engineVersion)
+		if err != nil {
+			return err
+		}
+		p, err := sim.DefaultProfile(f.gpu, engine, version)
 		if err != nil {
 			return usageErrorf(cmd, "--gpu %s: %v (give a starting --profile)", f.gpu, err)
 		}

@@ -50,10 +50,10 @@ type simulateFlags struct {
 	parallel                int
 
 	// Timing (simulate_timing.go).
-	engine, weightDType, profile string
-	mixedChunk, printProfile     bool
-	warmPrompts                  bool
-	maxConcurrency, run          int
+	engine, engineVersion, weightDType, profile string
+	mixedChunk, printProfile                    bool
+	warmPrompts                                 bool
+	maxConcurrency, run                         int
 }
 
 func newSimulate() *cobra.Command {

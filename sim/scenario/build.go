@@ -98,6 +98,13 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 			return bad("engine.name", "%q: want one of %s", e.Name, strings.Join(sim.EngineNames(), ", "))
 		}
 	}
+	if e.Version != "" {
+		v, err := sim.ParseEngineVersion(base.Engine, e.Version)
+		if err != nil {
+			return bad("engine.version", "%s", strings.TrimPrefix(err.Error(), sim.ErrBadConfig.Error()+": "))
+		}
+		base.EngineVersion = v.String()
+	}
 	if e.MixedChunk && base.Engine != sim.EngineSGLang {
 		return bad("engine.mixed_chunk", "is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not %v", base.Engine)
 	}
@@ -141,7 +148,7 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 		return bad("runs", "no KV strategy × allocator runs to compare")
 	}
 	p := &Plan{Model: m, GPU: g}
-	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, open); err != nil {
+	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, base.EngineVersion, open); err != nil {
 		return nil, err
 	}
 	for i, r := range s.Runs {

@@ -1,0 +1,40 @@
+// The benchmark runs the fidelity page and the joint fit replay, as
+// trimmed copies in calib/testdata/fidelity (its README.md says what was
+// kept), so that both run without the shared checkout.
+
+package calib
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// FidelityFixtures maps the local copies of the figures replayed here to
+// their trimmed copies in calib/testdata/fidelity.
+var FidelityFixtures = map[string]string{
+	"shared/data/bench/surajssd__llm-k8s__results_serving_meta-llama-Llama-3.3-70B-Instruct__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_01.json":  "surajssd-llama-3.3-70b-tp8-sharegpt-qps-01.lens.json",
+	"shared/data/bench/surajssd__llm-k8s__results_serving_meta-llama-Llama-3.3-70B-Instruct__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_16.json":  "surajssd-llama-3.3-70b-tp8-sharegpt-qps-16.lens.json",
+	"shared/data/bench/surajssd__llm-k8s__results_serving_meta-llama-Llama-3.3-70B-Instruct__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_inf.json": "surajssd-llama-3.3-70b-tp8-sharegpt-qps-inf.lens.json",
+	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_3_3_70b_online_output.jsonl":                                                                  "datacrunch-llama-3.3-70b-online.jsonl",
+	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_3_3_70b_offline_output.jsonl":                                                                 "datacrunch-llama-3.3-70b-offline.jsonl",
+	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_405b_online_output.jsonl":                                                                     "datacrunch-llama-3.1-405b-online.jsonl",
+}
+
+// FixtureDir is where the fixtures are, from the repository root.
+const FixtureDir = "calib/testdata/fidelity"
+
+// OpenFixture returns an opener (FidelityOptions.Open) of the fixtures in
+// dir: a local copy without a fixture is an error wrapping
+// fs.ErrNotExist.
+func OpenFixture(dir string) func(localCopy string) (io.ReadCloser, error) {
+	return func(localCopy string) (io.ReadCloser, error) {
+		name, ok := FidelityFixtures[localCopy]
+		if !ok {
+			return nil, fmt.Errorf("%s: no fixture in %s: %w", localCopy, dir, fs.ErrNotExist)
+		}
+		return os.Open(filepath.Join(dir, name))
+	}
+}
