@@ -125,3 +125,28 @@ func WriteJointFit(w io.Writer, fit *JointFit) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// JointFigures returns the ids of the figures a joint fit without
+// ("source:ID", "gpu:NAME" or "") fits, sorted: what its fitted_to lists.
+func JointFigures(d *Dataset, open func(string) (io.ReadCloser, error), without string) ([]string, error) {
+	if err := CheckWithout(without); err != nil {
+		return nil, err
+	}
+	var ids []string
+	files := map[string][]*workload.BenchResult{}
+	for i := range d.Figures {
+		f := &d.Figures[i]
+		if f.Use != "fit" || f.Source == paperSource || withoutFigure(f, without) || !(f.Value > 0) {
+			continue
+		}
+		plan, err := fidTranslate(f, open, files)
+		if err != nil {
+			return nil, err
+		}
+		if plan.skip == "" {
+			ids = append(ids, f.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
