@@ -9,6 +9,9 @@
 // Clip, which echo an input value into a message in at most QuoteBytes, and
 // CheckJSON, which refuses what encoding/json accepts silently in a small
 // document (invalid UTF-8, repeated or case-variant keys, trailing values).
+// CheckText is LineReader's look at the first bytes for readers of a whole
+// document, and CheckYAML bounds the values a YAML document decodes into,
+// aliases expanded, before it is decoded (MaxYAMLNodes).
 package loc
 
 import (
