@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/experiments"
 )
 
 // TestOutputOntoNamedInput: simulate --scenario S --html X, where S names
@@ -93,5 +95,44 @@ func refusesOutput(t *testing.T, before map[string][]byte, args, want []string) 
 		if now, _ := os.ReadFile(p); !bytes.Equal(now, b) {
 			t.Fatalf("%s changed", p)
 		}
+	}
+}
+
+// TestFindingsOutputsOntoInputs: experiments run --write-findings writes
+// docs/findings.md and plots below --root, and reads the scenario files and
+// traces the experiments name below it; a findings file that is one of
+// them (through a link) is refused before any experiment runs, naming the
+// experiment file and its field.
+func TestFindingsOutputsOntoInputs(t *testing.T) {
+	root := t.TempDir()
+	scen := filepath.Join(root, "docs", "scenarios", "long-chat-hours.yaml")
+	if err := os.MkdirAll(filepath.Dir(scen), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(scen, []byte("model: llama-3.1-8b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "experiments"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	findings := filepath.Join(root, "docs", "findings.md")
+	if err := os.Symlink(scen, findings); err != nil {
+		t.Fatal(err)
+	}
+	all, err := experiments.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkFindingsOutputs(newRoot(nil, nil, nil), all, experiments.Options{Root: root})
+	want := "--write-findings " + findings + " is the input file named by scenario_file in experiments/08-compaction-threshold.yaml (" + scen + ")"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	// Without the link, nothing is refused.
+	if err := os.Remove(findings); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkFindingsOutputs(newRoot(nil, nil, nil), all, experiments.Options{Root: root}); err != nil {
+		t.Errorf("no collision: %v", err)
 	}
 }
