@@ -208,10 +208,11 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := applyTimingFlags(cmd, f, s); err != nil {
 		return err
 	}
+	flagOf := overrideFlagged(cmd, s)
 	if f.printProfile {
 		return printProfile(stdout, stderr, s, f.json)
 	}
-	inputs, named := simulateInputs(cmd, f, s)
+	inputs, named := simulateInputs(f, s, flagOf)
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, inputs, named...); err != nil {
 		return err
 	}
@@ -266,12 +267,9 @@ var scenarioFields = []struct{ flag, field string }{
 	{"max-concurrency", "workload.max_concurrency"}, {"warm-prompts", "workload.warm_prompts"},
 }
 
-// simulateInputs returns the files a simulation reads, for checkOutputs:
-// the scenario file, and each file the scenario names (its model's
-// config.json, profile and trace) as the flag that set it or as the
-// scenario's field. It also marks the fields the flags set
-// (scenario.Override).
-func simulateInputs(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) ([]fileFlag, []namedFile) {
+// overrideFlagged marks the scenario's fields that flags set
+// (scenario.Override) and returns the flag that set each, by field.
+func overrideFlagged(cmd *cobra.Command, s *scenario.Scenario) map[string]string {
 	set := cmd.Flags().Changed
 	flagOf := map[string]string{}
 	for _, x := range scenarioFields {
@@ -280,9 +278,17 @@ func simulateInputs(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) 
 			flagOf[x.field] = "--" + x.flag
 		}
 	}
-	if f.trace != "" {
+	if set("trace") {
 		flagOf["workload.trace.file"] = "--trace" // --trace sets the workload
 	}
+	return flagOf
+}
+
+// simulateInputs returns the files a simulation reads, for checkOutputs:
+// the scenario file, and each file the scenario names (its model's
+// config.json, profile and trace) as the flag that set it (flagOf, by
+// field) or as the scenario's field.
+func simulateInputs(f *simulateFlags, s *scenario.Scenario, flagOf map[string]string) ([]fileFlag, []namedFile) {
 	inputs := []fileFlag{{"--scenario", f.scenarioFile}}
 	doc := "the default scenario"
 	if f.scenarioFile != "" {
