@@ -21,6 +21,20 @@ func FuzzReadPartial(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// Issue 28: a held candidate with 2 OOMs and a TPOT of 1e308 s, and
+	// one at a rate the search never tries.
+	for _, edit := range []func(r *Result){
+		func(r *Result) { r.OOMs, r.Total, r.TPOTP99 = 2, 2, 1e308 },
+		func(r *Result) { r.SustainableRPS, r.Multiplier = 2.02, 2.02 },
+	} {
+		bad := []Result{res[0]}
+		edit(&bad[0])
+		buf.Reset()
+		if err := NewPartial(in, 0, 1, bad).Write(&buf); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bytes.Clone(buf.Bytes()))
+	}
 	f.Add([]byte(`{"format":"gpufrag-advise-shard/1","shards":1}`))
 	f.Add([]byte(`{"results":[{"index":-1}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -41,6 +41,28 @@ func TestLayoutFileErrors(t *testing.T) {
 			`segments[0].blocks[0].state`},
 		{`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":2048,"state":"free"}]}]}`,
 			`bad layout file`},
+		// Issue 28: a capacity of 2^63 − 1 reported "memory classes ... add
+		// up to -9223372036833804289" and no field; each byte count is now
+		// checked before it is added, naming its field.
+		{`{"gpufrag_layout":1,"capacity_bytes":9223372036854775807,"device_free_bytes":9223372036854775807}`,
+			`l.json: field "capacity_bytes": 9223372036854775807: want 0 to 1125899906842624 (mem.MaxCapacity, 1 PiB)`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"other_use_bytes":-4611686018427387904}`, `field "other_use_bytes": -4611686018427387904: want 0 to capacity_bytes (4096)`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"max_allocatable_bytes":8192}`, `field "max_allocatable_bytes"`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"device_free_bytes":4000}`,
+			`field "device_free_bytes": 4000, but capacity_bytes 4096 − other_use_bytes 0 − the segments' 0 is 4096`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"other_use_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":4096,"state":"free"}]}]}`,
+			`field "other_use_bytes": 4096, but capacity_bytes (4096) less the segments (4096) leaves 0`},
+		{`{"gpufrag_layout":1,"capacity_bytes":8192,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":4096,"state":"free"}]},` +
+			`{"addr":8192,"size":8192,"pool":"large","blocks":[{"addr":8192,"size":8192,"state":"free"}]}]}`,
+			`field "segments[1].size": 8192: want 1 to the 4096 bytes of capacity_bytes (8192) the segments before it leave`},
+		{`{"gpufrag_layout":1,"capacity_bytes":8192,"segments":[{"addr":18446744073709549568,"size":4096,"pool":"large","blocks":[{"addr":18446744073709549568,"size":4096,"state":"free"}]}]}`,
+			`field "segments[0].addr": 0xfffffffffffff800 + size 4096 runs past the end of the address space`},
+		{`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":4096,"requested":8192,"state":"active"}]}]}`,
+			`field "segments[0].blocks[0]": size 4096, requested 8192`},
+		// Issue 28, item 5: an allocator spec replay --alloc refuses was
+		// accepted, read by its name alone.
+		{`{"gpufrag_layout":1,"allocator":"caching:bogus:1","capacity_bytes":4096}`, `field "allocator": allocator "caching:bogus:1": `},
+		{`{"gpufrag_layout":1,"allocator":"cudamalloc","capacity_bytes":4096}`, `field "allocator": alloc: bad allocator spec: unknown allocator "cudamalloc"`},
 	} {
 		_, _, err := defrag.ReadLayout(strings.NewReader(c.in), "l.json")
 		if err == nil || !errors.Is(err, defrag.ErrLayoutFile) || !strings.Contains(err.Error(), c.want) {
@@ -57,6 +79,9 @@ func FuzzReadLayout(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"arena","blocks":[{"addr":0,"size":4096,"state":"free"}]}]}`))
 	f.Add([]byte(`{"gpufrag_layout":1}`))
+	f.Add([]byte(`{"gpufrag_layout":1,"capacity_bytes":9223372036854775807,"device_free_bytes":9223372036854775807}`))
+	f.Add([]byte(`{"gpufrag_layout":1,"allocator":"caching:bogus:1","capacity_bytes":4096}`))
+	f.Add([]byte(`{"gpufrag_layout":1,"capacity_bytes":8192,"segments":[{"addr":18446744073709549568,"size":4096,"pool":"large","blocks":[{"addr":18446744073709549568,"size":4096,"state":"free"}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), "fuzz")
 		if err != nil {

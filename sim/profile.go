@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // ErrBadProfile means a profile that cannot be used; the message names the
@@ -258,22 +260,18 @@ func LoadProfile(r io.Reader, name string) (*Profile, error) {
 	if len(data) > MaxProfileBytes {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadProfile, name, MaxProfileBytes)
 	}
-	var root yaml.Node
+	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
+	root, err := loc.CheckYAML(data)
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	if err := checkComplete(root); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %s: more than one YAML document", ErrBadProfile, name)
-	}
-	if err := checkComplete(&root); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	dec = yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var p Profile
 	if err := dec.Decode(&p); err != nil {

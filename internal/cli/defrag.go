@@ -145,6 +145,9 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFitsGPU(cmd, l, source, name, gpu); err != nil {
+		return err
+	}
 	if f.allocator != "" {
 		allocator = f.allocator
 	}
@@ -163,6 +166,35 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	writeDefragReport(&sb, name, source, f.device, gpu, cm, goal, p, pause, f.moves)
 	_, err = io.WriteString(out, insertVerdict(sb.String(), defragVerdict(l, p, gpu, source)))
 	return err
+}
+
+// checkFitsGPU refuses, as a bad --gpu, a layout whose segments (and, for
+// a saved layout, other use) take more memory than the GPU has: a snapshot
+// read against it cannot add up, and a plan priced on it prices a GPU the
+// layout was not on. It names the smallest GPU preset that holds it.
+func checkFitsGPU(cmd *cobra.Command, l mem.Layout, source, name string, gpu model.GPU) error {
+	need := l.Classes().Reserved() + l.OtherUse
+	if need <= gpu.Capacity {
+		return nil
+	}
+	what := "its segments reserve"
+	if l.OtherUse > 0 {
+		what = "its segments and other use take"
+	}
+	hint := ""
+	var fit *model.GPU
+	for _, n := range model.GPUNames() {
+		if g, err := model.LookupGPU(n); err == nil && g.Capacity >= need && (fit == nil || g.Capacity < fit.Capacity) {
+			fit = &g
+		}
+	}
+	if fit != nil {
+		hint = fmt.Sprintf(": give --gpu %s (%s), the smallest preset that holds it", fit.Name, human.Bytes(fit.Capacity))
+	} else {
+		hint = ": no GPU preset holds it (" + strings.Join(model.GPUNames(), ", ") + ")"
+	}
+	return usageErrorf(cmd, "--gpu %s: %s (%s) is larger than the GPU: %s %s, more than its %s%s",
+		gpu.Name, name, source, what, human.Bytes(need), human.Bytes(gpu.Capacity), hint)
 }
 
 // insertVerdict puts verdict after the report's first paragraph (the file

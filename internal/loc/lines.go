@@ -259,14 +259,8 @@ func (lr *LineReader) sniff() error {
 		}
 	}
 	head := lr.buf[:min(lr.end, sniffBytes)]
-	for _, m := range magics {
-		if bytes.HasPrefix(head, []byte(m.sig)) {
-			return &InputError{Line: 1, Err: ErrBinary, Msg: "not a text file: " + m.what}
-		}
-	}
-	if i := bytes.IndexByte(head, 0); i >= 0 {
-		return &InputError{Line: 1, Offset: int64(i), Err: ErrBinary,
-			Msg: fmt.Sprintf("not a text file: byte %d is NUL (binary data, not lines of text)", i)}
+	if err := CheckText(head); err != nil {
+		return err
 	}
 	if bytes.HasPrefix(head, bom) { // not part of the first line, nor of its length
 		lr.start += len(bom)

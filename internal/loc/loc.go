@@ -14,6 +14,10 @@
 // of every string from an input that reaches a terminal, an HTML page, an
 // SVG or a label: control characters, bidi controls and invalid UTF-8
 // become visible escapes (\x1b, \u202e, \xff).
+//
+// CheckText is LineReader's look at the first bytes for readers of a whole
+// document, and CheckYAML bounds the values a YAML document decodes into,
+// aliases expanded, before it is decoded (MaxYAMLNodes).
 package loc
 
 import (

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,14 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("duration: 5 parsecs\n"))
 	f.Add([]byte("engine: {max_seqs: [1, 2]}\n"))
 	f.Add([]byte("&a [*a]\n"))
+	// Issue 28: what aliases multiply, too many runs, aliases in a second
+	// document, a runs list that contains itself.
+	f.Add([]byte("a: &a [1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" +
+		"d: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d]\n"))
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [&r {kv: 'paged:16', alloc: caching}" + strings.Repeat(", *r", MaxRuns) + "]\n"))
+	f.Add([]byte("name: a\n---\nb: &b [1, 2]\nc: [*b, *b]\n"))
+	f.Add([]byte("runs: &r [*r]\n"))
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [{kv: 'paged:16', alloc: caching, on_oom: retry}]\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Read(bytes.NewReader(data), "fuzz.yaml")

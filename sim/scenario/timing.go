@@ -5,9 +5,7 @@
 package scenario
 
 import (
-	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/model"
@@ -36,37 +34,34 @@ func LoadProfile(s *Scenario, g model.GPU, engine sim.EngineKind, open Opener) (
 	if !IsProfileFile(ref) {
 		p, err := sim.DefaultProfile(ref, engine)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: profile: %w; or give a profile file (a path with a dot or a slash)", ErrBadScenario, err)
+			return nil, "", badField("profile", "%w; or give a profile file (a path with a dot or a slash)", err)
 		}
 		if !strings.EqualFold(p.GPU, g.Name) {
-			return nil, "", fmt.Errorf("%w: profile: %s is the embedded profile of gpu %s, but the scenario's gpu is %s: use profile %s, or set gpu %s",
-				ErrBadScenario, ref, p.GPU, g.Name, g.Name, p.GPU)
+			return nil, "", badField("profile", "%s is the embedded profile of gpu %s, but the scenario's gpu is %s: use profile %s, or set gpu %s",
+				ref, p.GPU, g.Name, g.Name, p.GPU)
 		}
 		return p, ProfileFromEmbedded, nil
 	}
-	path := ref
-	if s.Dir != "" && !filepath.IsAbs(path) {
-		path = filepath.Join(s.Dir, path)
-	}
+	path := s.profilePath()
 	if open == nil {
-		return nil, "", fmt.Errorf("%w: profile: no way to open %s", ErrBadScenario, path)
+		return nil, "", badField("profile", "no way to open %s", path)
 	}
 	rc, err := open(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: profile: %w", ErrBadScenario, err)
+		return nil, "", badField("profile", "%w", err)
 	}
 	defer rc.Close()
 	p, err := sim.LoadProfile(rc, path)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: profile: %w", ErrBadScenario, err)
+		return nil, "", badField("profile", "%w", err)
 	}
 	if !strings.EqualFold(p.GPU, g.Name) {
-		return nil, "", fmt.Errorf("%w: profile: %s is for gpu %s, but the scenario's gpu is %s: calibrate one for %s (gpufrag calibrate), or set gpu %s",
-			ErrBadScenario, path, p.GPU, g.Name, g.Name, p.GPU)
+		return nil, "", badField("profile", "%s is for gpu %s, but the scenario's gpu is %s: calibrate one for %s (gpufrag calibrate), or set gpu %s",
+			path, p.GPU, g.Name, g.Name, p.GPU)
 	}
 	if p.Engine != engine {
-		return nil, "", fmt.Errorf("%w: profile: %s is for engine %v, but the scenario's engine is %v: set engine.name %v (--engine), or calibrate one for %v",
-			ErrBadScenario, path, p.Engine, engine, p.Engine, engine)
+		return nil, "", badField("profile", "%s is for engine %v, but the scenario's engine is %v: set engine.name %v (--engine), or calibrate one for %v",
+			path, p.Engine, engine, p.Engine, engine)
 	}
 	return p, path, nil
 }
