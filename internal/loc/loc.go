@@ -8,7 +8,10 @@
 // total limit and refuses binary input at its first bytes, and Quote and
 // Clip, which echo an input value into a message in at most QuoteBytes, and
 // CheckJSON, which refuses what encoding/json accepts silently in a small
-// document (invalid UTF-8, repeated or case-variant keys, trailing values).
+// document (invalid UTF-8, repeated or case-variant keys, lone escaped
+// surrogates, trailing values), and CheckText, which refuses a string that
+// is not plain text (invalid UTF-8, control characters) before it becomes a
+// name or a label value.
 package loc
 
 import (
