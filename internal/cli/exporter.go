@@ -274,6 +274,11 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	if f.kubeconfig != "" && f.cluster == "" {
 		return usageErrorf(cmd, "--kubeconfig needs --cluster NAME")
 	}
+	if f.cluster != "" {
+		if err := exporter.CheckLabel("cluster", f.cluster); err != nil {
+			return usageErrorf(cmd, "--cluster: %v", err)
+		}
+	}
 	if err := uniqueStrings(f.scrape); err != nil {
 		return usageErrorf(cmd, "--scrape %s given twice", err)
 	}

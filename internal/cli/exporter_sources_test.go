@@ -182,6 +182,13 @@ func TestExporterSourceFlags(t *testing.T) {
 		{[]string{"--scrape", "http://a/metrics", "--scrape", "http://a/metrics"}, "given twice"},
 		{[]string{"--nvml-library", "/x.so"}, "--nvml-library needs --nvml"},
 		{[]string{"--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
+		// Issue 28: label values that are not plain text are refused at
+		// start (a --scrape given twice, checked after them, keeps the
+		// test from serving when they are not).
+		{[]string{"--scrape", "http://a%ff:80/metrics", "--scrape", "http://a%ff:80/metrics"},
+			`--scrape: the host is the instance label: exporter: label instance value "a\xff:80": byte 1: invalid UTF-8 (byte 0xff)`},
+		{[]string{"--cluster", "prod\x1b[2J", "--scrape", "http://a/", "--scrape", "http://a/"},
+			`--cluster: exporter: label cluster value "prod\x1b[2J": byte 4: control character U+001B`},
 	} {
 		code, _, stderr := run(t, "", append([]string{"exporter"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
