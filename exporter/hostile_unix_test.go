@@ -55,9 +55,10 @@ func (d *daemon) rescanWithin(t *testing.T) {
 
 // TestSnapshotDirRefusesNonRegular: a named pipe as a snapshot and as a
 // sidecar, links to a snapshot and to a file outside the directory, a
-// socket and a directory named like a snapshot. The rescan never blocks,
-// opens none of them, exports the good files and reports each bad name
-// once over several rescans (issue 13 cases 5 and 17).
+// socket, a directory named like a snapshot and one named like a sidecar.
+// The rescan never blocks, opens none of them, exports the good files and
+// reports each bad name once over several rescans (issue 13 cases 5 and
+// 17; issue 28: the directory was skipped without a word).
 func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 	good := genSnapshot(0, 1, 0)
 	outside := filepath.Join(t.TempDir(), "secret.pickle")
@@ -73,6 +74,10 @@ func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, "dir.pickle"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		writeFile(t, filepath.Join(dir, "sidedir.pickle"), genSnapshot(0, 4, 0), t0)
+		if err := os.Mkdir(filepath.Join(dir, "sidedir.labels.json"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	})
 	ln, err := net.Listen("unix", filepath.Join(d.dir, "sock__m.pickle"))
 	if err != nil {
@@ -86,12 +91,12 @@ func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 	if _, ok := value(fams, "gpufrag_health_ratio", "instance", "good"); !ok {
 		t.Error("the good file is not exported next to the bad names")
 	}
-	for _, inst := range []string{"pipe", "link", "out", "shadow", "sock", "side"} {
+	for _, inst := range []string{"pipe", "link", "out", "shadow", "sock", "side", "dir", "sidedir"} {
 		if _, ok := value(fams, "gpufrag_health_ratio", "instance", inst); ok {
 			t.Errorf("instance %s exported", inst)
 		}
 	}
-	for reason, want := range map[string]float64{ReasonNotRegular: 5, ReasonLabels: 1, ReasonIO: 0} {
+	for reason, want := range map[string]float64{ReasonNotRegular: 6, ReasonLabels: 2, ReasonIO: 0} {
 		if got, _ := value(fams, "gpufrag_snapshot_errors_total", "reason", reason); got != want {
 			t.Errorf("errors{%s} = %v, want %v (each name once over 3 rescans)\n%s", reason, got, want, d.logs.String())
 		}
@@ -100,12 +105,12 @@ func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 		t.Errorf("source_up = %v, want 1", got)
 	}
 	logs := d.logs.String()
-	for _, n := range []string{"pipe__m.pickle", "link__m.pickle", "out__m.pickle", "shadow__m.pickle", "sock__m.pickle", "side.pickle"} {
+	for _, n := range []string{"pipe__m.pickle", "link__m.pickle", "out__m.pickle", "shadow__m.pickle", "sock__m.pickle", "side.pickle", "dir.pickle", "sidedir.pickle"} {
 		if c := strings.Count(logs, "file="+n); c != 1 {
 			t.Errorf("%s logged %d times, want once:\n%s", n, c, logs)
 		}
 	}
-	for _, w := range []string{"a named pipe (FIFO)", "a symbolic link", "a socket", "side.labels.json"} {
+	for _, w := range []string{"a named pipe (FIFO)", "a symbolic link", "a socket", "side.labels.json", "=\"dir.pickle: exporter: not a regular file: it is a directory", "sidedir.labels.json: exporter: not a regular file: it is a directory"} {
 		if !strings.Contains(logs, w) {
 			t.Errorf("logs lack %q:\n%s", w, logs)
 		}
