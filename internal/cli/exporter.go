@@ -101,7 +101,8 @@ re-exports its KV-cache figures (usage, blocks, block size, preemptions,
 prefix-cache queries and hits) as gpufrag_kv_* series with instance =
 host:port, model = the server's model_name and pool = "engine" (with the
 server's other labels appended, as in "engine/engine=0" for vLLM's engine
-index, so that several engines behind one URL stay apart).
+index, so that several engines behind one URL stay apart). A redirect is not
+followed (the source is down, naming it): give the URL that serves /metrics.
 
 With --cluster NAME it lists the Kubernetes cluster's nodes and pods (the
 in-cluster service account, or --kubeconfig; RBAC: get/list nodes and pods,
