@@ -56,8 +56,9 @@ For each (instance, model), over the last --window of its points:
 with Prometheus' interpolation (quantile_over_time(0.05, ...) gives low).
 Instances with fewer than --min-points points get 0.5. The rules file holds,
 per instance, a recording rule gpufrag:health_ratio:threshold (plotted by the
-Grafana dashboard) and an alert GPUMemoryBelowUsualHealth that fires when
-gpufrag_health_ratio{instance, model} stays below the threshold for --for.
+Grafana dashboard) and an alert GPUMemoryBelowUsualHealth{instance, model,
+severity, threshold} that fires when gpufrag_health_ratio{instance, model}
+stays below the threshold for --for; no two rules share a name and labels.
 
 At most --max-instances (instance, model) pairs (default 10000: each makes two
 rules, about 1 KB of YAML); a larger fleet is split into several histories.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,5 +136,32 @@ func TestRulesCommandErrors(t *testing.T) {
 	}
 	if data, err := os.ReadFile(hist); err != nil || !strings.HasPrefix(string(data), "timestamp,instance") {
 		t.Errorf("the history was overwritten (%v): %.100s", err, data)
+	}
+}
+
+// TestRulesPromtoolLint (issue 28): instances that share a threshold (the
+// fleet fallback, here three; one without a model) make no rules that
+// promtool check rules reports as duplicates, with its lint fatal.
+func TestRulesPromtoolLint(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH; CI installs it (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "h.csv")
+	csv := "timestamp,instance,model,health\n1,vllm-0,m,0.9\n2,vllm-1,m,0.8\n3,vllm-2,,0.7\n4,vllm-0,n,0.9\n"
+	if err := os.WriteFile(hist, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.yml")
+	if code, stdout, stderr := run(t, "", "rules", "--history", hist, "--out", out); code != 0 || strings.Count(stdout, "fleet default") != 4 {
+		t.Fatalf("exit %d, want 4 thresholds at the fleet default:\n%s%s", code, stdout, stderr)
+	}
+	b, err := exec.Command(promtool, "check", "rules", "--lint=duplicate-rules", "--lint-fatal", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "SUCCESS: 8 rules found") {
+		t.Errorf("promtool: %s", b)
 	}
 }

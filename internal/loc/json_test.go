@@ -1,8 +1,11 @@
 package loc
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCheckJSON(t *testing.T) {
@@ -18,6 +21,11 @@ func TestCheckJSON(t *testing.T) {
 		{"trailing value", `{} {}`, "byte 3: more than one value"},
 		{"truncated", `{"a": [1, 2`, "unexpected end of the document"},
 		{"syntax", `{"a" 1}`, "invalid character '1'"},
+		{"surrogate pair", `{"a": "\ud83d\ude00 \\ud800 \u00e9"}`, ""},
+		{"lone high surrogate", `{"instance": "x\ud800"}`, `byte 15: "\\ud800" is half of a UTF-16 surrogate pair`},
+		{"lone low surrogate", `{"a": "\\\udc80"}`, `byte 9: "\\udc80" is half`},
+		{"high then high", `["\uD800\uD800"]`, `byte 2: "\\uD800" is half`},
+		{"surrogate in a key", `{"\udfff": 1}`, `byte 2: "\\udfff"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckJSON([]byte(tc.doc))
@@ -35,10 +43,25 @@ func TestCheckJSON(t *testing.T) {
 }
 
 func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":1,"A":2}`, "[\"\xff\"]", `{"a":{"b":[1,{"c":2,"c":3}]}}`, `1 2`} {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"A":2}`, "[\"\xff\"]", `{"a":{"b":[1,{"c":2,"c":3}]}}`, `1 2`,
+		`{"a":"\ud800"}`, `["\ud83d\ude00","\\ud800","\ud83d"]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = CheckJSON(data) // must not panic or hang
+		if CheckJSON(data) != nil { // must not panic or hang
+			return
+		}
+		// What it accepts decodes without a U+FFFD the input did not write.
+		lower := strings.ToLower(string(data))
+		if strings.Contains(lower, "\uFFFD") || strings.Contains(lower, `\ufffd`) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return // a type CheckJSON does not look at
+		}
+		if s := fmt.Sprint(v); strings.ContainsRune(s, utf8.RuneError) {
+			t.Fatalf("accepted %q, which decodes with U+FFFD: %s", data, s)
+		}
 	})
 }
