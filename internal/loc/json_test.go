@@ -21,7 +21,10 @@ func TestCheckJSON(t *testing.T) {
 		{"invalid utf-8", "{\"a\": \"b\xffc\"}", "byte 8: invalid UTF-8 (byte 0xff)"},
 		{"trailing value", `{} {}`, "byte 3: more than one value"},
 		{"truncated", `{"a": [1, 2`, "unexpected end of the document"},
-		{"syntax", `{"a" 1}`, "invalid character '1'"},
+		{"syntax", `{"a" 1}`, "byte 5: $.a: invalid character '1'"},
+		// The offset of the bad byte, not one counted from its value's start.
+		{"syntax in a value", `{"a": 1, "b": [1, 2, trux]}`, "byte 24: $.b[2]: invalid character 'x' in literal true"},
+		{"syntax after a value", "{\"a\": 1,\n \"b\": {\"c\": 12x}}", "byte 23: $.b: invalid character 'x' after object key:value pair"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckJSON([]byte(tc.doc))
