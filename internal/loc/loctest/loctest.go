@@ -76,7 +76,14 @@ func (c *Counter) Read(p []byte) (int, error) {
 // reader's entry point, given the stream and a name for its messages.
 func RefusesEarly(t testing.TB, read func(r io.Reader, name string) error, extra ...string) {
 	t.Helper()
-	for _, prefix := range append(append([]string{}, Prefixes...), extra...) {
+	RefusesEarlyAfter(t, read, append(append([]string{}, Prefixes...), extra...)...)
+}
+
+// RefusesEarlyAfter is RefusesEarly with exactly the prefixes given, for a
+// reader of several formats of which only some are the test's.
+func RefusesEarlyAfter(t testing.TB, read func(r io.Reader, name string) error, prefixes ...string) {
+	t.Helper()
+	for _, prefix := range prefixes {
 		for seed := uint64(1); seed <= 3; seed++ {
 			c := &Counter{R: Random(seed, prefix)}
 			name := fmt.Sprintf("random-%d-%x", seed, prefix)
