@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -94,8 +95,17 @@ func IsLayoutFile(data []byte) bool {
 // and name the byte offset (syntax, wrong types) or the field path
 // (segments[3].blocks[7].state), and the layout must pass mem.Layout.Check.
 // A missing device_free_bytes is computed as capacity − other use − reserved.
+// The first 4 KiB must be JSON text (loc.CheckJSONStart) before the rest
+// is read, so random bytes or another format fail there.
 func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxLayoutFile+1))
+	head, atEOF, whole, err := loc.Head(r)
+	if err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(whole, MaxLayoutFile+1))
 	if err != nil {
 		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
 	}

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +16,7 @@ import (
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -257,28 +258,26 @@ func nothingToGain(l mem.Layout, m frag.Metrics) string {
 
 // readDefragFile reads a layout file or a snapshot, at most
 // defrag.MaxLayoutFile bytes (1 GiB; PyTorch snapshots have the same
-// limit). It looks at the first byte before reading on: a layout file and a
-// memory_stats dump are JSON objects, a snapshot a pickle (0x80), so that
-// /dev/zero or a binary file is refused at once instead of after a GiB.
+// limit). It looks at the first bytes before reading on: a layout file and a
+// memory_stats dump are JSON objects whose first 4 KiB must be JSON text
+// (loc.CheckJSONStart), a snapshot a pickle (0x80), so that /dev/zero, a
+// binary file or random bytes after "{" are refused at once instead of
+// after a GiB.
 func readDefragFile(r io.Reader, name string) ([]byte, error) {
-	br := bufio.NewReader(r)
-	for {
-		b, err := br.Peek(1)
-		if err != nil {
-			if err == io.EOF {
-				return nil, fmt.Errorf("%s: empty file: want a gpufrag layout file (JSON) or a PyTorch memory snapshot (pickle)", name)
-			}
+	head, atEOF, br, err := loc.Head(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	t := bytes.TrimLeft(head, " \t\r\n")
+	switch {
+	case len(t) == 0 && atEOF:
+		return nil, fmt.Errorf("%s: empty file: want a gpufrag layout file (JSON) or a PyTorch memory snapshot (pickle)", name)
+	case len(t) == 0, t[0] == '{':
+		if err := loc.CheckJSONStart(head, atEOF); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		switch b[0] {
-		case ' ', '\t', '\r', '\n':
-			br.ReadByte()
-			continue
-		case '{', 0x80:
-		default:
-			return nil, fmt.Errorf("%s: byte 0: 0x%02x: not a gpufrag layout file (a JSON object) or a PyTorch memory snapshot (a pickle, first byte 0x80)", name, b[0])
-		}
-		break
+	case t[0] != 0x80:
+		return nil, fmt.Errorf("%s: byte %d: 0x%02x: not a gpufrag layout file (a JSON object) or a PyTorch memory snapshot (a pickle, first byte 0x80)", name, len(head)-len(t), t[0])
 	}
 	data, err := io.ReadAll(io.LimitReader(br, defrag.MaxLayoutFile+1))
 	if err != nil {
@@ -331,7 +330,7 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 		return mem.Layout{}, "", "", name, err
 	}
 	if defrag.IsLayoutFile(data) {
-		l, allocator, err := defrag.ReadLayout(strings.NewReader(string(data)), name)
+		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), name)
 		return l, "layout", allocator, name, err
 	}
 	s, err := snapshot.ReadBytes(data, name)

@@ -89,10 +89,10 @@ func RefusesEarlyAfter(t testing.TB, read func(r io.Reader, name string) error, 
 			name := fmt.Sprintf("random-%d-%x", seed, prefix)
 			err := read(c, name)
 			switch {
+			case c.N > MaxRead:
+				t.Errorf("prefix %q, seed %d: read %d bytes (more than %d) before returning %v", prefix, seed, c.N, MaxRead, err)
 			case err == nil:
 				t.Errorf("prefix %q, seed %d: random bytes accepted", prefix, seed)
-			case c.N > MaxRead:
-				t.Errorf("prefix %q, seed %d: refused after reading %d bytes (more than %d): %v", prefix, seed, c.N, MaxRead, err)
 			}
 		}
 	}
