@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // MaxConfigBytes bounds what ReadHFConfig reads. Real config.json files are
@@ -59,6 +61,10 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 // fields are ignored. Params is EstimateParams of the result. Every error
 // wraps ErrBadConfig.
 func ReadHFConfig(r io.Reader, name string) (Model, error) {
+	r, err := loc.Sniff(r, loc.CheckJSONStart) // random bytes or UTF-16 fail in the first 4 KiB
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
 		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)

@@ -2,10 +2,13 @@ package model
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 func readTestdata(t *testing.T, file string) Model {
@@ -240,6 +243,9 @@ func FuzzReadHFConfig(f *testing.F) {
 	f.Add([]byte(tiny + `}`))
 	f.Add([]byte(tiny + `,"quantization_config":{"quant_method":"gptq","bits":3}}`))
 	f.Add([]byte(tiny + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{"g":{"weights":{"num_bits":8,"type":"float"}}}}}`))
+	// Issue 28: random bytes after "{", UTF-16.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte("\xff\xfe{\x00\"\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadHFConfig(strings.NewReader(string(data)), "fuzz.json")
 		if err != nil {
@@ -266,4 +272,19 @@ func FuzzReadHFConfig(f *testing.F) {
 			t.Fatalf("ActiveParams = %d outside [0, %d]", a, m.Params)
 		}
 	})
+}
+
+// TestReadHFConfigRandomBytes (issue 28, item 10): random bytes, bare or
+// after the start of a config.json, are refused within the first 4 KiB
+// (they were read to MaxConfigBytes and refused as "larger than 1048576
+// bytes"); UTF-16 is named.
+func TestReadHFConfigRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := ReadHFConfig(r, name)
+		return err
+	}, `{"architectures": ["LlamaForCausalLM"], "model_type": "`)
+	_, err := ReadHFConfig(strings.NewReader("\xff\xfe{\x00}\x00"), "config.json")
+	if err == nil || !strings.Contains(err.Error(), "config.json: line 1: not a text file: UTF-16 text: convert it to UTF-8 first") {
+		t.Errorf("UTF-16: %v", err)
+	}
 }

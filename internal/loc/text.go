@@ -144,3 +144,18 @@ func Head(r io.Reader) (head []byte, atEOF bool, whole *bufio.Reader, err error)
 	}
 	return nil, false, nil, err
 }
+
+// Sniff reads the first SniffBytes of r and checks them with check
+// (CheckText or CheckJSONStart), for a reader that reads its whole input
+// into memory: it returns a reader of the whole input, or check's error
+// (an *InputError), or an error reading r.
+func Sniff(r io.Reader, check func(head []byte, atEOF bool) error) (io.Reader, error) {
+	head, atEOF, whole, err := Head(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(head, atEOF); err != nil {
+		return nil, err
+	}
+	return whole, nil
+}

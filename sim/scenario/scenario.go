@@ -68,6 +68,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // ErrBadScenario means a scenario that cannot run; the message names the
@@ -241,6 +243,10 @@ func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 // Read parses a scenario; name is used in messages. Unknown fields, several
 // YAML documents and files over MaxScenarioBytes are errors.
 func Read(r io.Reader, name string) (*Scenario, error) {
+	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxScenarioBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
