@@ -167,7 +167,7 @@ func TestDefragErrors(t *testing.T) {
 // snapshot decoder's.
 func TestDefragFileRandomBytes(t *testing.T) {
 	loctest.RefusesEarlyAfter(t, func(r io.Reader, name string) error {
-		_, err := readDefragFile(r, name)
+		_, _, err := readDefragFile(r, name)
 		return err
 	}, "{", "[", " \n{", `{"gpufrag_layout": 1, "segments": [{"`)
 }
