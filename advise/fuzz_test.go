@@ -3,7 +3,10 @@ package advise
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 // FuzzReadPartial: no input makes ReadPartial panic; what it accepts
@@ -37,6 +40,9 @@ func FuzzReadPartial(f *testing.F) {
 	}
 	f.Add([]byte(`{"format":"gpufrag-advise-shard/1","shards":1}`))
 	f.Add([]byte(`{"results":[{"index":-1}]}`))
+	// Issue 28: random bytes after "{", a syntax error in the first kilobytes.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte(`{"format":"gpufrag-advise-shard/1",hello`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ReadPartial(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
@@ -58,4 +64,19 @@ func FuzzReadPartial(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRandomBytes (issue 28, item 10): random bytes, bare or after the
+// start of a shard, are refused by both readers within the first 4 KiB,
+// not read to their 64 MiB limit (100 MB after "{" took advise merge
+// 0.50 s and 202 MB).
+func TestRandomBytes(t *testing.T) {
+	for name, read := range map[string]func(io.Reader, string) error{
+		"ReadPartial": func(r io.Reader, n string) error { _, err := ReadPartial(r, n); return err },
+		"ReadReport":  func(r io.Reader, n string) error { _, err := ReadReport(r, n); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			loctest.RefusesEarly(t, read, `{"format": "gpufrag-advise-shard/1", "inputs": {"`)
+		})
+	}
 }

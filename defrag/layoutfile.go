@@ -12,6 +12,7 @@ import (
 	"math"
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -99,8 +100,17 @@ func IsLayoutFile(data []byte) bool {
 // checked against capacity_bytes (at most mem.MaxCapacity) field by field
 // before they are added. device_free_bytes, when given, must be capacity −
 // other use − reserved, which it is computed as when absent.
+// The first 4 KiB must be JSON text (loc.CheckJSONStart) before the rest
+// is read, so random bytes or another format fail there.
 func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxLayoutFile+1))
+	head, atEOF, whole, err := loc.Head(r)
+	if err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(whole, MaxLayoutFile+1))
 	if err != nil {
 		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
 	}

@@ -3,6 +3,7 @@ package defrag_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 func TestLayoutFileRoundTrip(t *testing.T) {
@@ -82,6 +84,9 @@ func FuzzReadLayout(f *testing.F) {
 	f.Add([]byte(`{"gpufrag_layout":1,"capacity_bytes":9223372036854775807,"device_free_bytes":9223372036854775807}`))
 	f.Add([]byte(`{"gpufrag_layout":1,"allocator":"caching:bogus:1","capacity_bytes":4096}`))
 	f.Add([]byte(`{"gpufrag_layout":1,"capacity_bytes":8192,"segments":[{"addr":18446744073709549568,"size":4096,"pool":"large","blocks":[{"addr":18446744073709549568,"size":4096,"state":"free"}]}]}`))
+	// Issue 28: random bytes after "{", a syntax error in the first kilobytes.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte(`{"gpufrag_layout":1,"segments":[{hello`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -126,4 +131,17 @@ func TestLayoutFileDocExample(t *testing.T) {
 	if alloc != "caching" || len(l.Segments) != 1 || len(l.Segments[0].Blocks) != 3 {
 		t.Errorf("example read as allocator %q, %d segments", alloc, len(l.Segments))
 	}
+}
+
+// TestReadLayoutRandomBytes (issue 28, item 10): random bytes, bare or
+// after the start of a layout file, are refused within the first 4 KiB,
+// not read to MaxLayoutFile (1 GiB).
+func TestReadLayoutRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, _, err := defrag.ReadLayout(r, name)
+		if err != nil && !errors.Is(err, defrag.ErrLayoutFile) {
+			t.Errorf("%v does not wrap ErrLayoutFile", err)
+		}
+		return err
+	}, `{"gpufrag_layout": 1, "capacity_bytes": 4096, "segments": [{"`)
 }

@@ -64,19 +64,16 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 // KV cache per token. Params is EstimateParams of the result. Every error
 // wraps ErrBadConfig.
 func ReadHFConfig(r io.Reader, name string) (Model, error) {
+	r, err := loc.Sniff(r, loc.CheckJSONStart) // random bytes or UTF-16 fail in the first 4 KiB
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
 		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
 	if len(data) > MaxConfigBytes {
 		return Model{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, name, MaxConfigBytes)
-	}
-	// A UTF-16 or compressed file is named as the trace readers name it,
-	// not as a JSON syntax error about its first byte ('ÿ').
-	if err := loc.CheckText(data); err != nil {
-		var ie *loc.InputError
-		errors.As(err, &ie)
-		return Model{}, fmt.Errorf("%w: %s: %s", ErrBadConfig, name, ie.Msg)
 	}
 	body := loc.TrimBOM(data)
 	bom := int64(len(data) - len(body))

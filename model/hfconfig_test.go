@@ -3,10 +3,13 @@ package model
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 func readTestdata(t *testing.T, file string) Model {
@@ -151,7 +154,7 @@ func TestReadHFConfigErrors(t *testing.T) {
 		// readers name it; a key given twice was read as its last value; a
 		// model far smaller than any real one failed later in the engine,
 		// naming neither the flag nor the file.
-		{"UTF-16", utf16LE(`{` + llama + `}`), []string{"cfg.json: not a text file: UTF-16 text: convert it to UTF-8 first"}},
+		{"UTF-16", utf16LE(`{` + llama + `}`), []string{"cfg.json: line 1: not a text file: UTF-16 text: convert it to UTF-8 first"}},
 		{"gzip", "\x1f\x8b\x08\x00", []string{"gzip-compressed data"}},
 		{"a key twice", `{` + llama + `,"num_hidden_layers":64}`, []string{fmt.Sprintf(`byte %d: $: key "num_hidden_layers" appears twice`, 1+len(llama)+1)}},
 		{"keys differing in case", `{` + llama + `,"Num_Hidden_Layers":64}`, []string{`differ only in case`}},
@@ -273,6 +276,9 @@ func FuzzReadHFConfig(f *testing.F) {
 	f.Add([]byte(utf16LE(tiny + `}`)))
 	f.Add([]byte("\uFEFF" + tiny + `}`))
 	f.Add([]byte(tiny + `,"num_hidden_layers":2}`))
+	// Issue 28: random bytes after "{", UTF-16.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte("\xff\xfe{\x00\"\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadHFConfig(strings.NewReader(string(data)), "fuzz.json")
 		if err != nil {
@@ -323,5 +329,20 @@ func TestConfigPath(t *testing.T) {
 		if got := ConfigPath(c.ref); got != c.want {
 			t.Errorf("ConfigPath(%q) = %q, want %q", c.ref, got, c.want)
 		}
+	}
+}
+
+// TestReadHFConfigRandomBytes (issue 28, item 10): random bytes, bare or
+// after the start of a config.json, are refused within the first 4 KiB
+// (they were read to MaxConfigBytes and refused as "larger than 1048576
+// bytes"); UTF-16 is named.
+func TestReadHFConfigRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := ReadHFConfig(r, name)
+		return err
+	}, `{"architectures": ["LlamaForCausalLM"], "model_type": "`)
+	_, err := ReadHFConfig(strings.NewReader("\xff\xfe{\x00}\x00"), "config.json")
+	if err == nil || !strings.Contains(err.Error(), "config.json: line 1: not a text file: UTF-16 text: convert it to UTF-8 first") {
+		t.Errorf("UTF-16: %v", err)
 	}
 }

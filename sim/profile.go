@@ -253,6 +253,10 @@ func (p *Profile) Clone() *Profile {
 // the file's name in messages. Unknown fields, a missing field, several
 // documents and more than MaxProfileBytes are errors wrapping ErrBadProfile.
 func LoadProfile(r io.Reader, name string) (*Profile, error) {
+	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)

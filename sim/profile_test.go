@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/model"
 )
 
@@ -290,6 +292,8 @@ func FuzzLoadProfile(f *testing.F) {
 	f.Add([]byte("gpu: toy\nengine: sglang\nfitted_to: [a]\nnotes: ''\npeak: {bf16_flops_per_s: 1, fp8_flops_per_s: 0, mem_bytes_per_s: 1, link_bytes_per_s: 1}\n" +
 		"linear: {compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1}\n" +
 		"all_reduce: {bw_eff: 1, latency_ns: 0}\noverhead: {step_ns: 0, per_seq_ns: 0, eager_per_layer_ns: 0}\ncuda_graph: {sizes: [], pad_mixed: false}\n"))
+	// Issue 28: random bytes after a first key.
+	f.Add([]byte("gpu: \x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := LoadProfile(bytes.NewReader(data), "fuzz.yaml")
 		if err != nil {
@@ -321,4 +325,13 @@ func FuzzLoadProfile(f *testing.F) {
 			t.Fatalf("step time %d", b.TotalNs)
 		}
 	})
+}
+
+// TestLoadProfileRandomBytes (issue 28, item 10): random bytes, bare or
+// after a profile's first key, are refused within the first 4 KiB.
+func TestLoadProfileRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := LoadProfile(r, name)
+		return err
+	}, "gpu: h100-80g\nengine: ")
 }

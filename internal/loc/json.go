@@ -128,7 +128,7 @@ func (c *jsonChecker) value(path string) error {
 	off := dec.InputOffset()
 	tok, err := dec.Token()
 	if err != nil {
-		return jsonSyntax(dec, off, path, err)
+		return c.jsonSyntax(off, path, err)
 	}
 	delim, ok := tok.(json.Delim)
 	if !ok {
@@ -141,7 +141,7 @@ func (c *jsonChecker) value(path string) error {
 			koff := dec.InputOffset()
 			ktok, err := dec.Token()
 			if err != nil {
-				return jsonSyntax(dec, koff, path, err)
+				return c.jsonSyntax(koff, path, err)
 			}
 			key, _ := ktok.(string)
 			folded := strings.ToLower(key)
@@ -166,7 +166,7 @@ func (c *jsonChecker) value(path string) error {
 	}
 	eoff := dec.InputOffset()
 	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return jsonSyntax(dec, eoff, path, err)
+		return c.jsonSyntax(eoff, path, err)
 	}
 	return nil
 }
@@ -181,9 +181,18 @@ func (c *jsonChecker) skipSpace(off int64) int64 {
 }
 
 // jsonSyntax turns a decoder error into a JSONError at the best offset known.
-func jsonSyntax(dec *json.Decoder, off int64, path string, err error) error {
+func (c *jsonChecker) jsonSyntax(off int64, path string, err error) error {
+	dec := c.dec
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
+		// A json.Decoder counts the offset of an error inside a value from
+		// the value's start; Unmarshal, scanning the whole document, gives
+		// the bad byte's (the one Offset counts last).
+		var whole *json.SyntaxError
+		if errors.As(json.Unmarshal(c.data, new(json.RawMessage)), &whole) {
+			se = &json.SyntaxError{Offset: max(whole.Offset-1, 0)}
+			return &JSONError{Offset: se.Offset, Path: path, Msg: whole.Error()}
+		}
 		return &JSONError{Offset: se.Offset, Path: path, Msg: se.Error()}
 	}
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -3,9 +3,11 @@
 // optrace and workload keep their own Error types (their kinds differ) and
 // share this formatting, so a user sees the same shape from every reader.
 //
-// It also holds what those readers share below the format: LineReader,
-// which splits input into lines (LF, CRLF or a lone CR) under a line and a
-// total limit and refuses binary input at its first bytes, and Quote and
+// It also holds what those readers share below the format: CheckText and
+// CheckJSONStart, which look at an input's first SniffBytes (Head reads
+// them) and refuse what is not text, or not JSON, before a reader reads on;
+// LineReader, which splits input into lines (LF, CRLF or a lone CR) under a
+// line and a total limit after CheckText; and Quote and
 // Clip, which echo an input value into a message in at most QuoteBytes, and
 // CheckJSON, which refuses what encoding/json accepts silently in a small
 // document (invalid UTF-8, repeated or case-variant keys, lone escaped

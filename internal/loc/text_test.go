@@ -20,7 +20,7 @@ func TestCheckText(t *testing.T) {
 		{"{\"a\": 1}", ""},
 		{"", ""},
 	} {
-		err := CheckText([]byte(c.in))
+		err := CheckText([]byte(c.in), true)
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%q: %v", c.in, err)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 // FuzzRead feeds arbitrary bytes to Read: it must never panic, and every
@@ -40,6 +42,8 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("runs: &r [*r]\n"))
 	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [{kv: 'paged:16', alloc: caching, on_oom: retry}]\n"))
 	f.Add([]byte(""))
+	// Issue 28: random bytes after a first key.
+	f.Add([]byte("model: \x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Read(bytes.NewReader(data), "fuzz.yaml")
 		if err != nil {
@@ -68,4 +72,14 @@ func safeToBuild(s *Scenario) bool {
 		return false
 	}
 	return true
+}
+
+// TestReadRandomBytes (issue 28, item 10): random bytes, bare or after a
+// scenario's first key, are refused within the first 4 KiB (they were read
+// to MaxScenarioBytes and refused as "larger than 1048576 bytes").
+func TestReadRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := Read(r, name)
+		return err
+	}, "model: llama-3.1-8b\ngpu: ")
 }

@@ -272,6 +272,10 @@ func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 // documents of more than loc.MaxYAMLNodes values and keys (aliases
 // expanded) and more than MaxRuns runs are errors, found before the document is decoded.
 func Read(r io.Reader, name string) (*Scenario, error) {
+	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxScenarioBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
