@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 func readFixture(t *testing.T) *Snapshot {
