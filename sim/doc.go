@@ -128,7 +128,9 @@
 // client's cap held it, as vLLM's benchmark client starts its timer after
 // taking its semaphore) to the first token of the first admission; E2E is
 // from the send time to completion; TPOT is (finish − first token) ÷
-// (output − 1) over completed requests with at least two tokens.
+// (output − 1) over completed requests with at least two tokens. A request
+// of zero output tokens (a trace's failed or empty response) is a prefill
+// that completes at its end: it counts in E2E and has no TTFT.
 //
 // # Modelling limits
 //
