@@ -1,0 +1,120 @@
+package calib
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// TestPublishedBenchCopies holds testdata/bench to the figures that replay
+// it: every copy a figure names exists, is listed in the README with its
+// origin, keeps the per-request lengths, and agrees with its own token
+// totals; no file there is unused.
+func TestPublishedBenchCopies(t *testing.T) {
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("testdata", "bench", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, f := range d.Figures {
+		for _, lc := range []string{f.Setup.Workload.LocalCopy, f.Setup.Workload.WarmFrom} {
+			if name, ok := strings.CutPrefix(lc, "calib/testdata/bench/"); ok {
+				named[name] = true
+			}
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join("testdata", "bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range ents {
+		if e.Name() != "README.md" {
+			files = append(files, e.Name())
+		}
+	}
+	for name := range named {
+		if !slices.Contains(files, name) {
+			t.Errorf("a figure replays calib/testdata/bench/%s, which is absent", name)
+		}
+	}
+	for _, name := range files {
+		if !named[name] {
+			t.Errorf("testdata/bench/%s: no figure replays it (copy only what a fit or holdout figure reads)", name)
+		}
+		if !strings.Contains(string(readme), "| `"+name+"` |") {
+			t.Errorf("testdata/bench/%s: not listed in testdata/bench/README.md with its repository, commit and blob", name)
+		}
+		rc, err := fidOpenFixture("calib/testdata/bench/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := workload.ReadBench(rc, name)
+		rc.Close()
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("%s: %d runs, %v", name, len(runs), err)
+		}
+		r := runs[0]
+		var in, out int64
+		for _, q := range r.Requests {
+			in += int64(q.InputTokens)
+			out += int64(q.OutputTokens)
+		}
+		if r.Detail&workload.DetailLens == 0 || len(r.Requests) != r.NumPrompts || in != r.TotalInputTokens || out != r.TotalOutputTokens {
+			t.Errorf("%s: %d requests of %d prompts, %d/%d tokens against the file's totals %d/%d", name, len(r.Requests), r.NumPrompts,
+				in, out, r.TotalInputTokens, r.TotalOutputTokens)
+		}
+	}
+}
+
+// TestPublishedSourceUses holds the split of calib/README.md ("Fit, hold
+// out, cross-check") for the sources of issue 24: a held-out source is held
+// out whole; the cross-check rules of AccelMark apply to every AccelMark
+// figure, old and new.
+func TestPublishedSourceUses(t *testing.T) {
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := map[string]string{
+		"crusoe-l40s": "holdout", "philschmid-llmperf-a10g": "holdout", "redhat-mlperf-v5.1-blog": "holdout", "vllm-blog-fp8kv": "holdout",
+		"nim-benchmarking-docs": "cross-check", "mlperf-inf-v4.1-amd": "cross-check", "rocm-vllm-devdocker": "cross-check",
+	}
+	n := map[string]int{}
+	for _, f := range d.Figures {
+		if want, ok := whole[f.Source]; ok {
+			n[f.Source]++
+			if f.Use != want {
+				t.Errorf("line %d: %s: use %q; every figure of %s is %s", f.Line, f.ID, f.Use, f.Source, want)
+			}
+		}
+		if f.Source != "accelmark" {
+			continue
+		}
+		want := "fit"
+		switch {
+		case f.Setup.Engine != "vllm-v1" && f.Setup.Engine != "sglang":
+			want = "cross-check" // vLLM 0.7.3 in-process
+		case f.Metric != "ttft_median" && f.Metric != "tpot_median":
+			want = "cross-check" // offline repeats, p99
+		case f.Setup.WeightDType == "int8" || f.Setup.WeightDType == "int4":
+			want = "cross-check"
+		}
+		if f.Use != want {
+			t.Errorf("line %d: %s: use %q, want %q by AccelMark's rule", f.Line, f.ID, f.Use, want)
+		}
+	}
+	for src := range whole {
+		if n[src] == 0 {
+			t.Errorf("no figure of %s", src)
+		}
+	}
+}
