@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -116,5 +118,53 @@ func TestPublishedSourceUses(t *testing.T) {
 		if n[src] == 0 {
 			t.Errorf("no figure of %s", src)
 		}
+	}
+}
+
+// TestFidelitySetupEngine: a source without a rule in fidEngines runs on
+// the engine, chunking, batch budget and dtypes its setup names, and one
+// whose engine is not simulated says why.
+func TestFidelitySetupEngine(t *testing.T) {
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*Figure{}
+	for i := range d.Figures {
+		byID[d.Figures[i].ID] = &d.Figures[i]
+	}
+	fig := func(id string) *Figure {
+		if byID[id] == nil {
+			t.Fatalf("no figure %s", id)
+		}
+		return byID[id]
+	}
+	files := map[string][]*workload.BenchResult{}
+	p, err := fidTranslate(fig("crusoe-l40s-llama-3.1-8b-fp8-dynamic-tp1-qps3-tpot-median"), fidOpenFixture, files)
+	if err != nil || p.skip != "" || p.sim == nil {
+		t.Fatalf("crusoe: %+v, %v", p, err)
+	}
+	c := p.sim.cfg
+	if c.Engine != sim.EngineVLLMV0 || !c.ChunkedPrefill || c.MaxBatchTokens != 512 || c.WeightDType != model.FP8E4M3 ||
+		c.KVDType != model.BF16 || c.GPU.Name != "l40s-48g" || c.TP != 1 || len(p.sim.reqs) != 360 || p.sim.reqs[0].OutputTokens != 150 {
+		t.Errorf("crusoe FP8: engine %v chunked %v budget %d weights %v kv %v gpu %s tp %d, %d requests", c.Engine, c.ChunkedPrefill,
+			c.MaxBatchTokens, c.WeightDType, c.KVDType, c.GPU.Name, c.TP, len(p.sim.reqs))
+	}
+	if !strings.Contains(p.note, "from the figure's setup") || !strings.Contains(p.note, "max_num_batched_tokens 512") {
+		t.Errorf("crusoe note %q", p.note)
+	}
+	p, err = fidTranslate(fig("vllm-blog-fp8kv-llama-3.1-8b-fp8-kv-c8-ttft-median"), fidOpenFixture, files)
+	if err != nil || p.skip != "" || p.sim == nil {
+		t.Fatalf("vllm blog: %+v, %v", p, err)
+	}
+	c = p.sim.cfg
+	if c.Engine != sim.EngineVLLMV1 || !c.ChunkedPrefill || c.KVDType != model.FP8E4M3 || c.WeightDType != model.BF16 ||
+		c.MaxConcurrency != 8 || len(p.sim.reqs) != 150 || p.sim.reqs[0].PromptTokens != 20000 {
+		t.Errorf("vllm blog FP8 KV: engine %v kv %v weights %v concurrency %d, %d requests", c.Engine, c.KVDType, c.WeightDType,
+			c.MaxConcurrency, len(p.sim.reqs))
+	}
+	p, err = fidTranslate(fig("nim-1.8.0-llama-3.3-70b-fp8-tp2-in5000-out500-c1-output-throughput"), fidOpenFixture, files)
+	if err != nil || !strings.Contains(p.skip, `setup.engine "nim" is not one of vllm-v1, vllm-v0, sglang`) {
+		t.Errorf("nim: skip %q, %v", p.skip, err)
 	}
 }
