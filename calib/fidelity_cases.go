@@ -90,6 +90,29 @@ var fidSkips = map[string]string{
 	"sarathi-serve-osdi": "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
 }
 
+// fidSetupEngine is the rule of a source without one in fidEngines: the
+// figure's setup.engine (vllm-v0, vllm-v1 or sglang), its
+// workload.chunked_prefill (else the engine's default: V0 does not chunk
+// prompts below 32K tokens, V1 and SGLang do) and max_num_batched_tokens
+// (applied by fidTranslate). ok is false when setup.engine is not a
+// simulated engine.
+func fidSetupEngine(s Setup) (fidEngineRule, bool) {
+	e, err := sim.ParseEngine(s.Engine)
+	if err != nil {
+		return fidEngineRule{}, false
+	}
+	r := fidEngineRule{engine: e, chunked: e != sim.EngineVLLMV0}
+	if c := s.Workload.ChunkedPrefill; c != nil {
+		r.chunked = *c
+	}
+	r.note = fmt.Sprintf("%s %s, chunked prefill %v", e, s.EngineVersion, r.chunked)
+	if n := s.Workload.MaxNumBatchedTokens; n > 0 {
+		r.note += fmt.Sprintf(", max_num_batched_tokens %d", n)
+	}
+	r.note += ", from the figure's setup"
+	return r, true
+}
+
 // fidPresets maps the Hugging Face ids of the figures' models to gpufrag
 // presets. Llama-3.3-70B has Llama-3.1-70B's architecture.
 var fidPresets = map[string]string{
@@ -107,6 +130,14 @@ var fidPresets = map[string]string{
 	"meta-llama/Meta-Llama-3.1-70B-Instruct": "llama-3.1-70b",
 	"meta-llama/Llama-3.3-70B-Instruct":      "llama-3.1-70b",
 	"meta-llama/Llama-3.1-405B-Instruct":     "llama-3.1-405b",
+	"meta-llama/Llama-3.1-70B-Instruct":      "llama-3.1-70b",
+	// FP8 checkpoints: the architecture of their base (setup.weight_dtype
+	// says fp8).
+	"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic":  "llama-3.1-8b",
+	"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic": "llama-3.1-70b",
+	"neuralmagic/Meta-Llama-3.1-8B-FP8":                   "llama-3.1-8b",
+	"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8":         "llama-3.1-70b",
+	"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8":             "llama-3.1-8b",
 }
 
 // fidModel returns the preset of a figure's model (the first word of
@@ -153,7 +184,11 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		rule.note = run.engine
 	}
 	if !ok {
-		p.skip = fmt.Sprintf("no rule for the engine of source %s (add one to fidEngines in calib/fidelity_cases.go)", f.Source)
+		rule, ok = fidSetupEngine(s)
+	}
+	if !ok {
+		p.skip = fmt.Sprintf("no rule for the engine of source %s, and its setup.engine %q is not one of %s (add a rule to fidEngines in calib/fidelity_cases.go)",
+			f.Source, s.Engine, strings.Join(sim.EngineNames(), ", "))
 		return p, nil
 	}
 	g, err := model.LookupGPU(s.GPU)
@@ -191,6 +226,16 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	} else {
 		cfg.KVDType = model.BF16
 		cfg.WeightDType = model.BF16
+	}
+	// Published's validation parsed both names.
+	if s.WeightDType != "" {
+		cfg.WeightDType, _ = model.ParseDType(s.WeightDType)
+	}
+	if s.KVDType != "" {
+		cfg.KVDType, _ = model.ParseKVDType(s.KVDType)
+	}
+	if w.MaxNumBatchedTokens > 0 {
+		cfg.MaxBatchTokens = w.MaxNumBatchedTokens
 	}
 	if w.PrefixCaching != nil {
 		cfg.PrefixCaching = *w.PrefixCaching
@@ -274,7 +319,8 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	}
 	p.setup = head + "; " + what
 	key := func(what string) string {
-		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType)
+		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v|%v|%d|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType,
+			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill)
 	}
 	p.pick = pick
 	p.sim = &fidCase{key: key(what), cfg: cfg, profile: prof, reqs: reqs}

@@ -114,8 +114,13 @@ var fidFixtures = map[string]string{
 	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_405b_online_output.jsonl":                                                                     "datacrunch-llama-3.1-405b-online.jsonl",
 }
 
-// fidOpenFixture opens a figure's local copy from testdata/fidelity.
+// fidOpenFixture opens a figure's local copy from testdata/fidelity, or
+// from testdata/bench where the copy is kept in calib itself
+// ("calib/testdata/bench/NAME").
 func fidOpenFixture(localCopy string) (io.ReadCloser, error) {
+	if name, ok := strings.CutPrefix(localCopy, "calib/testdata/bench/"); ok && name != "" && !strings.ContainsAny(name, `/\`) {
+		return os.Open(filepath.Join("testdata", "bench", name))
+	}
 	name, ok := fidFixtures[localCopy]
 	if !ok {
 		return nil, fmt.Errorf("%s: no fixture in testdata/fidelity: %w", localCopy, fs.ErrNotExist)
