@@ -126,6 +126,9 @@ func FuzzReadReport(f *testing.F) {
 	b, _ := json.Marshal(rep)
 	f.Add(b)
 	f.Add([]byte(`{"candidates":[{"index":0,"rank":1}],"digest":""}`))
+	// Issue 28: random bytes after "{", a syntax error in the first kilobytes.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte(`{"format":"gpufrag-advise-shard/1",hello`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := ReadReport(bytes.NewReader(data), "fuzz.json")
 		if err != nil {

@@ -316,6 +316,22 @@ func TestReadPartialImplausibleResults(t *testing.T) {
 		{"negative ooms", func(r *Result) { r.OOMs = -1 }, "ooms\": -1: must not be negative"},
 		{"more outcomes than requests", func(r *Result) { r.Completed = r.Total + 1 }, "fewer than ooms + rejected + unfinished + completed"},
 		{"evaluations", func(r *Result) { r.Evaluations = 99 }, "evaluations\": 99: want 0 to 10"},
+		// Issue 28: advise merge printed a held candidate with TPOT 1e308 s
+		// and 2 OOMs. A held candidate's figures are those of a rate that
+		// held; its rates are rates the search tries.
+		{"held with OOMs and TPOT 1e308", func(r *Result) { r.OOMs, r.Completed, r.TPOTP99 = 2, r.Completed-2, 1e308 },
+			"results[0].ooms\": the candidate held, but its figures at the sustainable rate do not: 2 OOM failures at"},
+		{"held with TPOT 1e308", func(r *Result) { r.TPOTP99 = 1e308 }, "tpot_p99_s\": the candidate held, but its figures at the sustainable rate do not: SLO broken at"},
+		{"held with unfinished requests", func(r *Result) { r.Unfinished, r.Completed = 1, r.Completed-1 }, "unfinished\": the candidate held"},
+		{"a rate the search never tries", func(r *Result) {
+			r.SustainableRPS *= 1.01
+			r.Multiplier = round6(r.SustainableRPS / in.Search.StartRPS)
+		}, "sustainable_rate_rps\": "},
+		{"broke at the rate that held", func(r *Result) { r.FailedAtRPS, r.FailReason = r.SustainableRPS, "x" }, "failed_at_rps\": "},
+		{"nothing held, nothing broke", func(r *Result) {
+			r.Held, r.SustainableRPS, r.Multiplier, r.FailedAtRPS, r.FailReason = false, 0, 0, 0, ""
+		}, "failed_at_rps\": 0, but nothing held"},
+		{"broke without a reason", func(r *Result) { r.FailedAtRPS, r.FailReason = 2*r.SustainableRPS, "" }, "fail_reason\": "},
 	} {
 		rs := slices.Clone(results)
 		c.edit(&rs[held])

@@ -56,31 +56,38 @@ type FragRate struct {
 // here: the engine rejects only requests that can never fit, whatever the
 // rate (Rank compares them across candidates).
 func (o Outcome) Check(slo SLO) (ok bool, why string) {
+	field, why := o.breaks(slo)
+	return field == "", why
+}
+
+// breaks is Check with the result field at fault ("ooms", "ttft_p99_s"...),
+// "" when o holds.
+func (o Outcome) breaks(slo SLO) (field, why string) {
 	early := ""
 	if o.StoppedEarly != "" {
 		early = " (the run stopped there: its outcome was certain)"
 	}
 	switch {
 	case o.StoppedEarly == "oom":
-		return false, fmt.Sprintf("OOM failures at %.3g rps%s", o.RateRPS, early)
+		return "ooms", fmt.Sprintf("OOM failures at %.3g rps%s", o.RateRPS, early)
 	case o.StoppedEarly == "activation_oom":
-		return false, fmt.Sprintf("activation OOMs at %.3g rps%s", o.RateRPS, early)
+		return "activation_ooms", fmt.Sprintf("activation OOMs at %.3g rps%s", o.RateRPS, early)
 	case o.StoppedEarly == "ttft_p99":
-		return false, fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TTFTP99, early)
+		return "ttft_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TTFTP99, early)
 	case o.StoppedEarly == "tpot_p99":
-		return false, fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TPOTP99, early)
+		return "tpot_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TPOTP99, early)
 	case o.OOMs > 0:
-		return false, fmt.Sprintf("%d OOM failures at %.3g rps", o.OOMs, o.RateRPS)
+		return "ooms", fmt.Sprintf("%d OOM failures at %.3g rps", o.OOMs, o.RateRPS)
 	case o.ActivationOOMs > 0:
-		return false, fmt.Sprintf("%d activation OOMs at %.3g rps", o.ActivationOOMs, o.RateRPS)
+		return "activation_ooms", fmt.Sprintf("%d activation OOMs at %.3g rps", o.ActivationOOMs, o.RateRPS)
 	case o.Unfinished > 0:
-		return false, fmt.Sprintf("%s unfinished at %.3g rps", human.Count(int64(o.Unfinished), "request"), o.RateRPS)
+		return "unfinished", fmt.Sprintf("%s unfinished at %.3g rps", human.Count(int64(o.Unfinished), "request"), o.RateRPS)
 	case o.TTFTP99 > slo.TTFTP99:
-		return false, fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 %.3gs > %gs", o.RateRPS, o.TTFTP99, slo.TTFTP99)
+		return "ttft_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 %.3gs > %gs", o.RateRPS, o.TTFTP99, slo.TTFTP99)
 	case o.TPOTP99 > slo.TPOTP99:
-		return false, fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 %.3gs > %gs", o.RateRPS, o.TPOTP99, slo.TPOTP99)
+		return "tpot_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 %.3gs > %gs", o.RateRPS, o.TPOTP99, slo.TPOTP99)
 	}
-	return true, ""
+	return "", ""
 }
 
 // Search bounds the rate search. Rates are absolute requests per second;

@@ -4,7 +4,6 @@
 package advise
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // ErrBadShard means a shard file that cannot be merged: unreadable, from
@@ -163,25 +164,22 @@ func Merge(parts []*Partial, names []string) (*Report, error) {
 // into v, refusing unknown fields; errors wrap sentinel and name the file and,
 // where the decoder knows them, the byte offset and field.
 func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) error {
-	// A JSON object starts with '{' after white space: anything else (a
-	// binary file, /dev/zero) is refused before the rest is read.
-	br := bufio.NewReader(r)
-	for {
-		b, err := br.Peek(1)
-		if err == io.EOF {
-			return fmt.Errorf("%w: %s: empty file", sentinel, name)
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", sentinel, name, err)
-		}
-		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
-			_, _ = br.ReadByte()
-			continue
-		}
-		if b[0] != '{' {
-			return fmt.Errorf("%w: %s: byte 0x%02x where a JSON object should start: not a file written by gpufrag advise", sentinel, name, b[0])
-		}
-		break
+	// A JSON object starts with '{' after white space, and its first 4 KiB
+	// are JSON text: anything else (a binary file, /dev/zero, random bytes
+	// after "{") is refused before the rest is read.
+	head, atEOF, br, err := loc.Head(r)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
+	}
+	t := bytes.TrimLeft(head, " \t\r\n")
+	switch {
+	case len(t) == 0 && atEOF:
+		return fmt.Errorf("%w: %s: empty file", sentinel, name)
+	case len(t) > 0 && t[0] != '{':
+		return fmt.Errorf("%w: %s: byte 0x%02x where a JSON object should start: not a file written by gpufrag advise", sentinel, name, t[0])
+	}
+	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(br, int64(limit)+1))
 	if err != nil {

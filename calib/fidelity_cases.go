@@ -72,8 +72,9 @@ var fidEngines = map[string]fidEngineRule{
 	"argonne-llm-inference-bench": {engine: sim.EngineVLLMV0, version: "0.5.0",
 		note: "vllm-v0 0.5 without chunked prefill, inferred: the vLLM version is not stated (the script passes use_v2_block_manager, " +
 			"a flag of 0.4 to 0.6; the paper is of late 2024, before V1), and V0 runs offline batches below 32K context without chunking"},
-	"surajssd-llm-k8s": {engine: sim.EngineVLLMV0, version: "0.8.3", chunked: true, maxBatchTokens: 2048,
-		note: "vllm-v0 with chunked prefill at 2,048 batched tokens, as a sibling run of the same repository logged (these runs did not log it); " +
+	"surajssd-llm-k8s": {engine: sim.EngineVLLMV1, version: "0.8.3", chunked: true, maxBatchTokens: 2048,
+		note: "vllm-v1 0.8.3 (its engine for tensor parallelism without pipeline parallelism; these runs did not log it), " +
+			"at 2,048 batched tokens: V1's default for an API server on a GPU under 70 GiB, and what a sibling run of the same repository logged; " +
 			"the three runs (qps 1, 16, inf, in that order) send the same 200 prompts to one server with prefix caching on"},
 	"vllm-ci-perf": {engine: sim.EngineVLLMV1, chunked: true,
 		note: "vllm-v1 at the default release, assumed for vLLM main at that build (a batch of 8 short prompts steps alike under V0 and V1)"},
@@ -94,6 +95,37 @@ var fidSkips = map[string]string{
 	"sarathi-serve-osdi": "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
 }
 
+// fidSetupEngine is the rule of a source without one in fidEngines: the
+// figure's setup.engine (vllm-v0, vllm-v1 or sglang), its
+// workload.chunked_prefill (else the engine's default: V0 does not chunk
+// prompts below 32K tokens, V1 and SGLang do) and max_num_batched_tokens
+// (applied by fidTranslate). ok is false when setup.engine is not a
+// simulated engine.
+func fidSetupEngine(s Setup) (fidEngineRule, bool) {
+	e, err := sim.ParseEngine(s.Engine)
+	if err != nil {
+		return fidEngineRule{}, false
+	}
+	r := fidEngineRule{engine: e, chunked: e != sim.EngineVLLMV0}
+	if c := s.Workload.ChunkedPrefill; c != nil {
+		r.chunked = *c
+	}
+	// The release is the setup's engine_version up to its first space or
+	// plus ("0.20.1+transformers-5.8.1 (V1)"); one the engine did not
+	// have, or free text, leaves the engine's default.
+	v, _, _ := strings.Cut(strings.TrimSpace(s.EngineVersion), " ")
+	v, _, _ = strings.Cut(v, "+")
+	if _, err := sim.ParseEngineVersion(e, v); err == nil {
+		r.version = v
+	}
+	r.note = fmt.Sprintf("%s %s, chunked prefill %v", e, s.EngineVersion, r.chunked)
+	if n := s.Workload.MaxNumBatchedTokens; n > 0 {
+		r.note += fmt.Sprintf(", max_num_batched_tokens %d", n)
+	}
+	r.note += ", from the figure's setup"
+	return r, true
+}
+
 // fidPresets maps the Hugging Face ids of the figures' models to gpufrag
 // presets. Llama-3.3-70B has Llama-3.1-70B's architecture.
 var fidPresets = map[string]string{
@@ -111,6 +143,14 @@ var fidPresets = map[string]string{
 	"meta-llama/Meta-Llama-3.1-70B-Instruct": "llama-3.1-70b",
 	"meta-llama/Llama-3.3-70B-Instruct":      "llama-3.1-70b",
 	"meta-llama/Llama-3.1-405B-Instruct":     "llama-3.1-405b",
+	"meta-llama/Llama-3.1-70B-Instruct":      "llama-3.1-70b",
+	// FP8 checkpoints: the architecture of their base (setup.weight_dtype
+	// says fp8).
+	"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic":  "llama-3.1-8b",
+	"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic": "llama-3.1-70b",
+	"neuralmagic/Meta-Llama-3.1-8B-FP8":                   "llama-3.1-8b",
+	"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8":         "llama-3.1-70b",
+	"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8":             "llama-3.1-8b",
 }
 
 // fidModel returns the preset of a figure's model (the first word of
@@ -157,7 +197,11 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		rule.note, rule.version = run.engine, run.version
 	}
 	if !ok {
-		p.skip = fmt.Sprintf("no rule for the engine of source %s (add one to fidEngines in calib/fidelity_cases.go)", f.Source)
+		rule, ok = fidSetupEngine(s)
+	}
+	if !ok {
+		p.skip = fmt.Sprintf("no rule for the engine of source %s, and its setup.engine %q is not one of %s (add a rule to fidEngines in calib/fidelity_cases.go)",
+			f.Source, s.Engine, strings.Join(sim.EngineNames(), ", "))
 		return p, nil
 	}
 	g, err := model.LookupGPU(s.GPU)
@@ -199,6 +243,16 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	} else {
 		cfg.KVDType = model.BF16
 		cfg.WeightDType = model.BF16
+	}
+	// Published's validation parsed both names.
+	if s.WeightDType != "" {
+		cfg.WeightDType, _ = model.ParseDType(s.WeightDType)
+	}
+	if s.KVDType != "" {
+		cfg.KVDType, _ = model.ParseKVDType(s.KVDType)
+	}
+	if w.MaxNumBatchedTokens > 0 {
+		cfg.MaxBatchTokens = w.MaxNumBatchedTokens
 	}
 	if w.PrefixCaching != nil {
 		cfg.PrefixCaching = *w.PrefixCaching
@@ -285,7 +339,8 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	}
 	p.setup = head + "; " + what
 	key := func(what string) string {
-		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType)
+		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v|%v|%d|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType,
+			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill)
 	}
 	p.pick = pick
 	p.sim = &fidCase{key: key(what), cfg: cfg, class: class, reqs: reqs}

@@ -20,8 +20,8 @@ import (
 // it reproduces the vLLM paper from a scenario file, which sim/scenario
 // builds and calib may not import.
 
-// fidOpenFixture opens a figure's local copy from testdata/fidelity.
-var fidOpenFixture = OpenFixture(filepath.Join("testdata", "fidelity"))
+// fidOpenFixture opens a figure's local copy from testdata.
+var fidOpenFixture = OpenFixture(".")
 
 // TestFidelityFixtures checks the trimmed copies of testdata/fidelity
 // against the shared files they come from, when the shared checkout is
@@ -181,7 +181,7 @@ func TestFidelityTranslate(t *testing.T) {
 		t.Errorf("throughput picked as %v, %v", v, ok)
 	}
 	p, err = fidTranslate(fig("surajssd-70b-tp8-a100-40g-qps-16-tpot-median"), fidOpenFixture, files)
-	if err != nil || p.skip != "" || len(p.sim.reqs) != 200 || p.sim.cfg.TP != 8 || p.sim.cfg.MaxBatchTokens != 2048 || p.sim.cfg.Engine != sim.EngineVLLMV0 {
+	if err != nil || p.skip != "" || len(p.sim.reqs) != 200 || p.sim.cfg.TP != 8 || p.sim.cfg.MaxBatchTokens != 2048 || p.sim.cfg.Engine != sim.EngineVLLMV1 || p.sim.cfg.EngineVersion != "0.8.3" {
 		t.Fatalf("surajssd: %+v, %v", p, err)
 	}
 	if v, _ := p.pick(&sim.Result{TPOT: sim.Latency{P50: 0.0316}}); math.Abs(v-31.6) > 1e-9 {

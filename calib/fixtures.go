@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // FidelityFixtures maps the local copies of the figures replayed here to
@@ -23,18 +24,20 @@ var FidelityFixtures = map[string]string{
 	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_405b_online_output.jsonl":                                                                     "datacrunch-llama-3.1-405b-online.jsonl",
 }
 
-// FixtureDir is where the fixtures are, from the repository root.
-const FixtureDir = "calib/testdata/fidelity"
-
-// OpenFixture returns an opener (FidelityOptions.Open) of the fixtures in
-// dir: a local copy without a fixture is an error wrapping
-// fs.ErrNotExist.
+// OpenFixture returns an opener (FidelityOptions.Open) of the figures'
+// local copies for calib's directory dir: a copy kept in calib itself
+// ("calib/testdata/bench/NAME") from dir/testdata/bench, one of
+// FidelityFixtures from dir/testdata/fidelity. Any other is an error
+// wrapping fs.ErrNotExist.
 func OpenFixture(dir string) func(localCopy string) (io.ReadCloser, error) {
 	return func(localCopy string) (io.ReadCloser, error) {
+		if name, ok := strings.CutPrefix(localCopy, "calib/testdata/bench/"); ok && name != "" && !strings.ContainsAny(name, `/\`) {
+			return os.Open(filepath.Join(dir, "testdata", "bench", name))
+		}
 		name, ok := FidelityFixtures[localCopy]
 		if !ok {
-			return nil, fmt.Errorf("%s: no fixture in %s: %w", localCopy, dir, fs.ErrNotExist)
+			return nil, fmt.Errorf("%s: no fixture in %s: %w", localCopy, filepath.Join(dir, "testdata", "fidelity"), fs.ErrNotExist)
 		}
-		return os.Open(filepath.Join(dir, name))
+		return os.Open(filepath.Join(dir, "testdata", "fidelity", name))
 	}
 }

@@ -2,6 +2,7 @@ package calib
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("figures:\n- id: x\n  value: .nan\n"))
 	f.Add([]byte("sources: {a: 1}\nfigures: [1, 2]\n"))
 	f.Add([]byte("\x00\xff"))
+	f.Add([]byte(strings.Replace(good, "engine: vllm\n", "engine: vllm\n      weight_dtype: int4\n      kv_dtype: int4\n", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := Parse("fuzz.yaml", data)
 		if err != nil {

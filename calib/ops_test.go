@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -175,6 +177,8 @@ func FuzzReadOps(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(`{"schema":"gpufrag-steptime-ops/1"}`))
 	f.Add([]byte(`{"linear":[{"tokens":1e300}]}`))
+	// Issue 28: random bytes after "{".
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ReadOps(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
@@ -269,4 +273,14 @@ func TestDeviceCheckScript(t *testing.T) {
 			t.Errorf("%s does not mention %q", script, want)
 		}
 	}
+}
+
+// TestReadOpsRandomBytes (issue 28, item 10): random bytes, bare or after
+// the start of an operator-timings document, are refused within the first
+// 4 KiB.
+func TestReadOpsRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := ReadOps(r, name)
+		return err
+	}, `{"schema": "gpufrag-steptime-ops/1", "model": "`)
 }

@@ -118,6 +118,8 @@ func TestParseRejects(t *testing.T) {
 		{"unverified without note", "verified: true\n    use: fit", "verified: false\n    use: holdout", `field "verify_note"`},
 		{"bad value", "value: 12.5", "value: .nan", `field "value"`},
 		{"tp above gpus", "tp: 1", "tp: 2", `field "setup.tp"`},
+		{"bad weight dtype", "engine: vllm\n", "engine: vllm\n      weight_dtype: fp9\n", `field "setup.weight_dtype"`},
+		{"int4 kv cache", "engine: vllm\n", "engine: vllm\n      kv_dtype: int4\n", `field "setup.kv_dtype"`},
 		{"duplicate id", "", "", "repeats the figure at line 9"},
 		{"not yaml", "version: 1", "version: [", "calib: invalid"},
 	} {

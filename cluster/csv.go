@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -125,7 +124,7 @@ func (t *csvTable) read() ([]string, int, error) {
 		line := t.lines.Line()
 		var bad int
 		var msg string
-		if t.fields, bad, msg = splitCSV(b, t.fields[:0]); msg != "" {
+		if t.fields, bad, msg = loc.SplitCSV(b, t.fields[:0]); msg != "" {
 			field := fmt.Sprintf("column %d", bad+1)
 			if bad < len(t.cols) {
 				field = t.cols[bad]
@@ -156,48 +155,6 @@ func lineError(name string, err error) error {
 		return &InputError{Name: name, Line: le.Line, Msg: le.Msg}
 	}
 	return fmt.Errorf("%s: %w", name, err)
-}
-
-// splitCSV splits one line into fields as encoding/csv does (RFC 4180: a
-// field may be quoted, "" inside quotes is a quote), appending to out. On
-// a quoting error it returns the 0-based index of the field and a message.
-func splitCSV(b []byte, out []string) ([]string, int, string) {
-	for {
-		if len(b) == 0 || b[0] != '"' {
-			f, rest, more := bytes.Cut(b, []byte(","))
-			if bytes.IndexByte(f, '"') >= 0 {
-				return nil, len(out), `bare " in a non-quoted field (quote the whole field and double the quotes inside it)`
-			}
-			out = append(out, string(f))
-			if !more {
-				return out, 0, ""
-			}
-			b = rest
-			continue
-		}
-		var sb strings.Builder
-		b = b[1:]
-		for {
-			i := bytes.IndexByte(b, '"')
-			if i < 0 {
-				return nil, len(out), `quoted field without its closing " on this line (fields in these lists hold no line breaks)`
-			}
-			sb.Write(b[:i])
-			if b = b[i+1:]; len(b) == 0 || b[0] != '"' {
-				break
-			}
-			sb.WriteByte('"')
-			b = b[1:]
-		}
-		out = append(out, sb.String())
-		if len(b) == 0 {
-			return out, 0, ""
-		}
-		if b[0] != ',' {
-			return nil, len(out) - 1, `extraneous " in a quoted field (double a quote inside quotes)`
-		}
-		b = b[1:]
-	}
 }
 
 // intField parses a non-negative decimal integer; empty is an error.

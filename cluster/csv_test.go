@@ -164,7 +164,7 @@ func TestReadCSVErrors(t *testing.T) {
 		{false, nodeHead + "n0,1,2,1,T4\nn0,1,2,1,T4\n", `x.csv: line 3: field "sn": node "n0" already on line 2`},
 		{false, nodeHead + ",1,2,1,T4\n", `x.csv: line 2: field "sn": must not be empty`},
 		{false, nodeHead + "n0,1,2,99,T4\n", `x.csv: line 2: field "gpu": must be at most 64 (got 99)`},
-		{false, nodeHead + "\"n0,1,2,1,T4\n", `x.csv: line 2: field "sn": quoted field without its closing " on this line (fields in these lists hold no line breaks)`},
+		{false, nodeHead + "\"n0,1,2,1,T4\n", `x.csv: line 2: field "sn": quoted field without its closing " on this line (a field cannot hold a line break)`},
 		{false, nodeHead + "n\"0,1,2,1,T4\n", `x.csv: line 2: field "sn": bare " in a non-quoted field (quote the whole field and double the quotes inside it)`},
 		{false, nodeHead + "n0,1,2,1,\"T4\"x\n", `x.csv: line 2: field "model": extraneous " in a quoted field (double a quote inside quotes)`},
 		// Case 16 of issue 13: a repeated column, CR-only line endings and

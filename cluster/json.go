@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -56,9 +55,10 @@ type jsonFile struct {
 // ReadJSON reads a File. Errors name the input and the JSON path of the
 // bad value (e.g. pods[3].gpu_milli) and wrap ErrBadInput.
 //
-// The input may be at most MaxInputBytes long, and must start (after
-// white space) with "{": anything else is refused at its first byte, so
-// a binary file or /dev/zero fails at once.
+// The input may be at most MaxInputBytes long, must start (after white
+// space) with "{", and its first loc.SniffBytes must be UTF-8 text and
+// valid JSON as far as they go: anything else is refused before the rest
+// is read, so a binary file, random bytes or /dev/zero fail at once.
 func ReadJSON(r io.Reader, name string) (*File, error) {
 	data, err := readJSONObject(r, name, MaxInputBytes)
 	if err != nil {
@@ -116,43 +116,33 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 }
 
 // readJSONObject reads at most limit bytes of r, checking first that the
-// first byte past white space opens a JSON object.
+// first byte past white space opens a JSON object and that the start is
+// JSON text (loc.CheckJSONStart).
 func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
-	br := bufio.NewReader(io.LimitReader(r, limit+1))
-	var lead []byte
-	for {
-		c, err := br.ReadByte()
-		if err == io.EOF {
-			return nil, &InputError{Name: name, Msg: "empty input, want a JSON object"}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		lead = append(lead, c)
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			continue
-		}
-		if c != '{' {
-			line := 1 + bytes.Count(lead, []byte("\n"))
-			return nil, &InputError{Name: name, Line: line, Msg: fmt.Sprintf("starts with %s, want a JSON object {\"nodes\": [...], \"pods\": [...]}", describeStart(c, br))}
-		}
-		break
-	}
-	rest, err := io.ReadAll(br)
+	head, atEOF, whole, err := loc.Head(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if int64(len(lead)+len(rest)) > limit {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	switch {
+	case len(t) == 0 && atEOF:
+		return nil, &InputError{Name: name, Msg: "empty input, want a JSON object"}
+	case len(t) > 0 && t[0] != '{':
+		line := 1 + bytes.Count(head[:len(head)-len(t)], []byte("\n"))
+		return nil, &InputError{Name: name, Line: line, Msg: fmt.Sprintf("starts with %s, want a JSON object {\"nodes\": [...], \"pods\": [...]}",
+			loc.DescribeJSONStart(t[:min(len(t), 16)]))}
+	}
+	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+		return nil, lineError(name, err)
+	}
+	data, err := io.ReadAll(whole)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
 		return nil, &InputError{Name: name, Msg: fmt.Sprintf("longer than %s (cluster.MaxInputBytes): split the list, or sample it", loc.Size(limit))}
 	}
-	return append(lead, rest...), nil
-}
-
-// describeStart names what a JSON input starts with instead of an object:
-// c and the bytes that follow it in br.
-func describeStart(c byte, br *bufio.Reader) string {
-	more, _ := br.Peek(15)
-	return loc.DescribeJSONStart(append([]byte{c}, more...))
+	return data, nil
 }
 
 func jsonNodeField(f string) string {

@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -93,9 +96,21 @@ func IsLayoutFile(data []byte) bool {
 // returns the layout and the allocator it names. Errors wrap ErrLayoutFile
 // and name the byte offset (syntax, wrong types) or the field path
 // (segments[3].blocks[7].state), and the layout must pass mem.Layout.Check.
-// A missing device_free_bytes is computed as capacity − other use − reserved.
+// The allocator must be a spec alloc/spec.Parse takes; byte counts are
+// checked against capacity_bytes (at most mem.MaxCapacity) field by field
+// before they are added. device_free_bytes, when given, must be capacity −
+// other use − reserved, which it is computed as when absent.
+// The first 4 KiB must be JSON text (loc.CheckJSONStart) before the rest
+// is read, so random bytes or another format fail there.
 func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxLayoutFile+1))
+	head, atEOF, whole, err := loc.Head(r)
+	if err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
+	}
+	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(whole, MaxLayoutFile+1))
 	if err != nil {
 		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
 	}
@@ -120,15 +135,41 @@ func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
 	if dec.More() {
 		return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: data after the document", ErrLayoutFile, name, dec.InputOffset())
 	}
+	bad := func(field, format string, args ...any) (mem.Layout, string, error) {
+		return mem.Layout{}, "", fmt.Errorf("%w: %s: field %q: %s", ErrLayoutFile, name, field, fmt.Sprintf(format, args...))
+	}
 	if f.Version != LayoutVersion {
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"gpufrag_layout\": version %d, want %d", ErrLayoutFile, name, f.Version, LayoutVersion)
+		return bad("gpufrag_layout", "version %d, want %d", f.Version, LayoutVersion)
+	}
+	// The allocator's rules decide the plan: a spec replay --alloc refuses
+	// is refused here too, not read by its name alone.
+	if f.Allocator != "" {
+		if _, err := spec.Parse(f.Allocator); err != nil {
+			return bad("allocator", "%v", err)
+		}
+	}
+	// Every byte count is checked against the device's bounds before any
+	// is added, so that no sum overflows (mem.MaxCapacity: 1 PiB).
+	if f.Capacity < 0 || f.Capacity > mem.MaxCapacity {
+		return bad("capacity_bytes", "%d: want 0 to %d (mem.MaxCapacity, 1 PiB)", f.Capacity, mem.MaxCapacity)
+	}
+	for _, c := range []struct {
+		field string
+		v     *int64
+	}{{"other_use_bytes", &f.OtherUse}, {"device_free_bytes", f.DeviceFree}, {"max_allocatable_bytes", &f.MaxAllocatable}} {
+		if c.v != nil && (*c.v < 0 || *c.v > f.Capacity) {
+			return bad(c.field, "%d: want 0 to capacity_bytes (%d)", *c.v, f.Capacity)
+		}
 	}
 	l := mem.Layout{Capacity: f.Capacity, OtherUse: f.OtherUse, MaxAllocatable: f.MaxAllocatable,
 		Segments: make([]mem.Segment, len(f.Segments))}
 	var reserved int64
 	for i, fs := range f.Segments {
-		if fs.Size <= 0 {
-			return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].size\": %d is not positive", ErrLayoutFile, name, i, fs.Size)
+		if fs.Size <= 0 || fs.Size > f.Capacity-reserved {
+			return bad(fmt.Sprintf("segments[%d].size", i), "%d: want 1 to the %d bytes of capacity_bytes (%d) the segments before it leave", fs.Size, f.Capacity-reserved, f.Capacity)
+		}
+		if fs.Addr > math.MaxUint64-uint64(fs.Size) {
+			return bad(fmt.Sprintf("segments[%d].addr", i), "%#x + size %d runs past the end of the address space (2^64)", fs.Addr, fs.Size)
 		}
 		s := mem.Segment{Addr: fs.Addr, Size: fs.Size, Pool: fs.Pool, Stream: fs.Stream, Expandable: fs.Expandable,
 			Blocks: make([]mem.Block, len(fs.Blocks))}
@@ -146,18 +187,22 @@ func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
 				return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].blocks[%d].state\": %q (want active, free or pending_free)",
 					ErrLayoutFile, name, i, j, fb.State)
 			}
-			if fb.Size <= 0 || fb.Requested < 0 {
-				return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].blocks[%d]\": size %d, requested %d",
-					ErrLayoutFile, name, i, j, fb.Size, fb.Requested)
+			if fb.Size <= 0 || fb.Size > fs.Size || fb.Requested < 0 || fb.Requested > fb.Size {
+				return bad(fmt.Sprintf("segments[%d].blocks[%d]", i, j), "size %d, requested %d: want 0 < size ≤ the segment's %d and 0 ≤ requested ≤ size",
+					fb.Size, fb.Requested, fs.Size)
 			}
 			s.Blocks[j] = b
 		}
 		l.Segments[i] = s
 	}
+	if f.OtherUse > f.Capacity-reserved {
+		return bad("other_use_bytes", "%d, but capacity_bytes (%d) less the segments (%d) leaves %d", f.OtherUse, f.Capacity, reserved, f.Capacity-reserved)
+	}
+	l.DeviceFree = f.Capacity - f.OtherUse - reserved
 	if f.DeviceFree != nil {
-		l.DeviceFree = *f.DeviceFree
-	} else {
-		l.DeviceFree = max(0, f.Capacity-f.OtherUse-reserved)
+		if *f.DeviceFree != l.DeviceFree {
+			return bad("device_free_bytes", "%d, but capacity_bytes %d − other_use_bytes %d − the segments' %d is %d", *f.DeviceFree, f.Capacity, f.OtherUse, reserved, l.DeviceFree)
+		}
 	}
 	l.Sort()
 	if err := l.Check(); err != nil {

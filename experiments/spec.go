@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"go.yaml.in/yaml/v3"
 )
@@ -147,8 +148,12 @@ func Parse(data []byte, file string) (*Experiment, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: %s: %d bytes, more than %d", ErrBadExperiment, file, len(data), MaxFileBytes)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
+	root, err := loc.CheckYAML(data)
+	if err == io.EOF {
+		return nil, fmt.Errorf("%w: %s: empty file", ErrBadExperiment, file)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrBadExperiment, file, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
@@ -158,11 +163,7 @@ func Parse(data []byte, file string) (*Experiment, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&e); err != nil {
-		return nil, decodeError(err, file, &root)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
-		return nil, fmt.Errorf("%w: %s: more than one YAML document", ErrBadExperiment, file)
+		return nil, decodeError(err, file, root)
 	}
 	e.File = file
 	if err := e.validate(root.Content[0]); err != nil {
@@ -321,6 +322,9 @@ func (e *Experiment) validate(root *yaml.Node) error {
 	}
 	if len(e.Runs) == 0 && e.CannotSimulate == "" {
 		return e.errf(root, "runs", []any{"runs"}, "want at least one run (or cannot_simulate)")
+	}
+	if len(e.Runs) > scenario.MaxRuns {
+		return e.errf(root, "runs", []any{"runs"}, "%d runs, more than %d (scenario.MaxRuns): each run is a simulation of its own", len(e.Runs), scenario.MaxRuns)
 	}
 	seen := map[string]bool{}
 	for i, r := range e.Runs {

@@ -140,6 +140,13 @@ scenario:
 runs: [{name: a, kv: "paged:16", alloc: caching}]
 decide: [{metric: frag.mean, run: a, op: lt, value: 1}]
 `, `f.yaml: line 5: field "scenario.modle"`},
+		// Issue 28: what a document can multiply is bounded before it is
+		// decoded: aliases of aliases, and runs (each a simulation).
+		{"aliases of aliases", ok + "a: &a [1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n" +
+			"c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d]\n",
+			"f.yaml: line 12: the aliases up to *d expand the document to more than 16384 values and keys"},
+		{"65 runs", strings.Replace(ok, "runs:\n", "runs:\n"+strings.Repeat("  - &r {name: a, model: llama-3-70b, tokens: 1}\n", 1)+
+			strings.Repeat("  - *r\n", 63), 1), `f.yaml: line 4: field "runs": 65 runs, more than 64 (scenario.MaxRuns)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,6 +166,9 @@ func FuzzParse(f *testing.F) {
 	for _, fl := range files {
 		f.Add(fl.data)
 	}
+	f.Add([]byte("name: x\nclaim: c\na: &a [1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n" +
+		"c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d]\n"))
+	f.Add([]byte("name: x\nclaim: c\narithmetic: true\nruns: [&r {name: a, model: llama-3-70b, tokens: 1}" + strings.Repeat(", *r", 64) + "]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := Parse(data, "fuzz.yaml")
 		if err != nil {

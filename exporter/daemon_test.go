@@ -527,6 +527,9 @@ func TestLabelsFromName(t *testing.T) {
 		"__b__c.pickle":              {Instance: "__b__c"},
 		"plain.pickle":               {Instance: "plain"},
 		"bad\xff__m.pickle":          {Instance: "bad", Model: "_m"},
+		// Issue 28: control characters become '_' as invalid UTF-8 does.
+		"esc\x1b]0;t\x07x__m.pickle": {Instance: "esc_]0;t_x", Model: "m"},
+		"nl\nx\u0085.pickle":         {Instance: "nl_x_"},
 	} {
 		if got := labelsFromName(name); got != want {
 			t.Errorf("%q: %+v, want %+v", name, got, want)

@@ -107,6 +107,17 @@
 //     example vllm-0__llama-3-8b__dump.pickle;
 //  3. else instance = NAME.
 //
+// A sidecar is refused whole (reason labels, logged once with the byte
+// offset or the field), and its snapshot skipped, when encoding/json would
+// read it loosely (loc.CheckJSON: invalid UTF-8 or an escaped lone
+// surrogate, read as U+FFFD; a key twice, or in another case, such as
+// "INSTANCE") or a value is not a label value (CheckLabelValue: a control
+// character such as NUL, ESC or a newline, or over MaxLabelBytes). In a
+// file name, invalid UTF-8 and control characters become '_'. Every other
+// label value a source exports (engine labels, a GPU's uuid and name, the
+// cluster name) passes CheckLabelValue too: the collector refuses a
+// source's samples otherwise.
+//
 // gpu is the sidecar's when the file holds one device with memory, else the
 // device index in the file; pool is "pytorch". Two files that yield the same
 // label set export only the first in name order.

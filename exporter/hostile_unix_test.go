@@ -55,9 +55,10 @@ func (d *daemon) rescanWithin(t *testing.T) {
 
 // TestSnapshotDirRefusesNonRegular: a named pipe as a snapshot and as a
 // sidecar, links to a snapshot and to a file outside the directory, a
-// socket and a directory named like a snapshot. The rescan never blocks,
-// opens none of them, exports the good files and reports each bad name
-// once over several rescans (issue 13 cases 5 and 17).
+// socket, a directory named like a snapshot and one named like a sidecar.
+// The rescan never blocks, opens none of them, exports the good files and
+// reports each bad name once over several rescans (issue 13 cases 5 and
+// 17; issue 28: the directory was skipped without a word).
 func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 	good := genSnapshot(0, 1, 0)
 	outside := filepath.Join(t.TempDir(), "secret.pickle")
@@ -73,6 +74,10 @@ func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, "dir.pickle"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		writeFile(t, filepath.Join(dir, "sidedir.pickle"), genSnapshot(0, 4, 0), t0)
+		if err := os.Mkdir(filepath.Join(dir, "sidedir.labels.json"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	})
 	ln, err := net.Listen("unix", filepath.Join(d.dir, "sock__m.pickle"))
 	if err != nil {
@@ -86,12 +91,12 @@ func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 	if _, ok := value(fams, "gpufrag_health_ratio", "instance", "good"); !ok {
 		t.Error("the good file is not exported next to the bad names")
 	}
-	for _, inst := range []string{"pipe", "link", "out", "shadow", "sock", "side"} {
+	for _, inst := range []string{"pipe", "link", "out", "shadow", "sock", "side", "dir", "sidedir"} {
 		if _, ok := value(fams, "gpufrag_health_ratio", "instance", inst); ok {
 			t.Errorf("instance %s exported", inst)
 		}
 	}
-	for reason, want := range map[string]float64{ReasonNotRegular: 5, ReasonLabels: 1, ReasonIO: 0} {
+	for reason, want := range map[string]float64{ReasonNotRegular: 6, ReasonLabels: 2, ReasonIO: 0} {
 		if got, _ := value(fams, "gpufrag_snapshot_errors_total", "reason", reason); got != want {
 			t.Errorf("errors{%s} = %v, want %v (each name once over 3 rescans)\n%s", reason, got, want, d.logs.String())
 		}
@@ -100,12 +105,12 @@ func TestSnapshotDirRefusesNonRegular(t *testing.T) {
 		t.Errorf("source_up = %v, want 1", got)
 	}
 	logs := d.logs.String()
-	for _, n := range []string{"pipe__m.pickle", "link__m.pickle", "out__m.pickle", "shadow__m.pickle", "sock__m.pickle", "side.pickle"} {
+	for _, n := range []string{"pipe__m.pickle", "link__m.pickle", "out__m.pickle", "shadow__m.pickle", "sock__m.pickle", "side.pickle", "dir.pickle", "sidedir.pickle"} {
 		if c := strings.Count(logs, "file="+n); c != 1 {
 			t.Errorf("%s logged %d times, want once:\n%s", n, c, logs)
 		}
 	}
-	for _, w := range []string{"a named pipe (FIFO)", "a symbolic link", "a socket", "side.labels.json"} {
+	for _, w := range []string{"a named pipe (FIFO)", "a symbolic link", "a socket", "side.labels.json", "=\"dir.pickle: exporter: not a regular file: it is a directory", "sidedir.labels.json: exporter: not a regular file: it is a directory"} {
 		if !strings.Contains(logs, w) {
 			t.Errorf("logs lack %q:\n%s", w, logs)
 		}
@@ -465,5 +470,66 @@ func TestSnapshotDirDeviceMinusOne(t *testing.T) {
 	}
 	if _, ok := value(fams, "gpufrag_health_ratio", "instance", "neg"); ok {
 		t.Error("the device -1 file was exported")
+	}
+}
+
+// TestSnapshotDirRefusesBadLabels (issue 28): sidecars with invalid UTF-8
+// (exported as U+FFFD before), a lone escaped surrogate, keys that differ
+// only in case and a NUL in a value are refused, each counted and logged
+// once with reason labels, while the files beside them are exported; a
+// file name with control characters is exported with '_' in their place.
+func TestSnapshotDirRefusesBadLabels(t *testing.T) {
+	sidecars := map[string]string{
+		"utf8":      "{\"instance\":\"bad\xffname\"}",
+		"surrogate": `{"instance":"x\udc80"}`,
+		"case":      `{"instance":"x","INSTANCE":"y"}`,
+		"nul":       `{"instance":"a\u0000b","model":"m"}`,
+		"esc":       `{"model":"\u001b]0;owned\u0007"}`,
+	}
+	const escName = "esc\x1b]0;t\x07x__m.pickle"
+	d := newDaemon(t, SnapshotDirConfig{}, false, func(dir string) {
+		for stem, side := range sidecars {
+			writeFile(t, filepath.Join(dir, stem+".pickle"), genSnapshot(0, 1, 0), t0)
+			writeFile(t, filepath.Join(dir, stem+".labels.json"), []byte(side), t0)
+		}
+		writeFile(t, filepath.Join(dir, "good.pickle"), genSnapshot(0, 2, 0), t0)
+		writeFile(t, filepath.Join(dir, escName), genSnapshot(0, 3, 0), t0)
+	})
+	for range 3 {
+		d.rescanWithin(t)
+	}
+	code, body := get(t, d.srv.url+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if i := strings.IndexAny(body, "\ufffd\x00\x1b\x07"); i >= 0 {
+		t.Errorf("/metrics holds %q at byte %d:\n%s", body[i], i, body)
+	}
+	fams := scrape(t, d.srv.url)
+	for _, inst := range []string{"good", "esc_]0;t_x"} {
+		if _, ok := value(fams, "gpufrag_health_ratio", "instance", inst); !ok {
+			t.Errorf("instance %q not exported:\n%s", inst, body)
+		}
+	}
+	if got, _ := value(fams, "gpufrag_snapshot_errors_total", "reason", ReasonLabels); got != float64(len(sidecars)) {
+		t.Errorf("errors{labels} = %v, want %d (each file once over 3 rescans)\n%s", got, len(sidecars), d.logs.String())
+	}
+	if got, _ := value(fams, "gpufrag_source_up", "source", "snapshots"); got != 1 {
+		t.Errorf("source_up = %v, want 1", got)
+	}
+	logs := d.logs.String()
+	for stem, want := range map[string]string{
+		"utf8":      "utf8.labels.json: byte 16: invalid UTF-8 (byte 0xff)",
+		"surrogate": `is half of a UTF-16 surrogate pair`,
+		"case":      `keys \"instance\" and \"INSTANCE\" differ only in case`,
+		"nul":       `field \"instance\": value \"a\\x00b\": byte 1: control character U+0000`,
+		"esc":       `field \"model\": value \"\\x1b]0;owned\\a\": byte 0: control character U+001B`,
+	} {
+		if c := strings.Count(logs, "file="+stem+".pickle reason=labels"); c != 1 {
+			t.Errorf("%s logged %d times, want once", stem, c)
+		}
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %s:\n%s", want, logs)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 func gpuDevices(context.Context) ([]GPUDevice, error) {
@@ -393,6 +396,18 @@ func TestParseSidecar(t *testing.T) {
 		`nul`:                         "byte offset 3: unexpected end",
 		strings.Repeat(" ", 70000):    "longer than",
 		`{"instance":"a","instance":`: "byte offset 27: unexpected end",
+		// Issue 28: what encoding/json accepted silently, and label values
+		// that are not plain text.
+		"{\"instance\":\"a\xffb\"}":                                "byte 14: invalid UTF-8 (byte 0xff)",
+		`{"model":"x\ud800"}`:                                      `byte 11: "\\ud800" is half of a UTF-16 surrogate pair`,
+		`{"instance":"a","instance":"b"}`:                          `byte 16: $: key "instance" appears twice`,
+		`{"instance":"a","INSTANCE":"b"}`:                          `keys "instance" and "INSTANCE" differ only in case`,
+		`{"INSTANCE":"b"}`:                                         `field "INSTANCE": unknown key (the keys are "instance", "model" and "gpu", in lower case)`,
+		`{"instance":"a\u0000b"}`:                                  `field "instance": value "a\x00b": byte 1: control character U+0000`,
+		`{"model":"\u001b]0;owned\u0007"}`:                         `field "model": value "\x1b]0;owned\a": byte 0: control character U+001B`,
+		"{\"gpu\":\"0\x7f\"}":                                      `field "gpu": value "0\x7f": byte 1: control character U+007F`,
+		"{\"gpu\":\"\u0085\"}":                                     `field "gpu": value "\u0085": byte 0: control character U+0085`,
+		`{"model":"` + strings.Repeat("m", MaxLabelBytes+1) + `"}`: `field "model": value "mmmm`,
 	} {
 		_, err := parseSidecar("x.labels.json", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "x.labels.json: ") {
@@ -416,7 +431,24 @@ func FuzzParseSidecar(f *testing.F) {
 			return
 		}
 		if err := (Labels{GPU: l.GPU, Instance: l.Instance, Model: l.Model}).valid(); err != nil {
-			t.Fatalf("accepted invalid labels %+v", l)
+			t.Fatalf("accepted invalid labels %+v: %v", l, err)
+		}
+		// Accepted: a document without what encoding/json reads silently,
+		// whose keys, read case-sensitively, are the labels.
+		if err := loc.CheckJSON(data); err != nil {
+			t.Fatalf("accepted %q: %v", data, err)
+		}
+		var m map[string]string
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("accepted %q, not an object of strings: %v", data, err)
+		}
+		for k := range m {
+			if k != "instance" && k != "model" && k != "gpu" {
+				t.Fatalf("accepted %q with key %q", data, k)
+			}
+		}
+		if l != (sidecar{m["instance"], m["model"], m["gpu"]}) {
+			t.Fatalf("accepted %q as %+v", data, l)
 		}
 	})
 }

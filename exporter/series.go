@@ -72,10 +72,11 @@ func checkSamples(samples []Sample) ([]seenKey, error) {
 			if err := g.check(); err != nil {
 				return nil, err
 			}
-			for _, v := range []string{g.UUID, g.Name} {
-				if err := (Labels{GPU: v}).valid(); err != nil {
-					return nil, err
-				}
+			if err := CheckLabel("uuid", g.UUID); err != nil {
+				return nil, err
+			}
+			if err := CheckLabel("name", g.Name); err != nil {
+				return nil, err
 			}
 			if err := add(seenKey{kindGPU, Labels{GPU: strconv.Itoa(g.Index)}}, sm.Labels); err != nil {
 				return nil, err

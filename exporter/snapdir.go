@@ -356,9 +356,9 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 	}
 	var names []string
 	for _, e := range entries { // sorted by name
-		// Directories are skipped; every other kind is looked at, so that a
-		// link or pipe named like a snapshot is reported (once).
-		if isSnapshotName(e.Name()) && !e.IsDir() {
+		// Every kind is looked at, so that a link, pipe or directory named
+		// like a snapshot is reported (once) rather than skipped silently.
+		if isSnapshotName(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}

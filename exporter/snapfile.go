@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
@@ -111,7 +115,7 @@ func (d *SnapshotDir) labels(dir *dirHandle, name, sideName string, side fileSta
 			return sidecar{}, err
 		}
 		if l.Instance == "" {
-			l.Instance = stem(name)
+			l.Instance = nameLabel(stem(name))
 		}
 		return l, nil
 	}
@@ -131,8 +135,15 @@ func readSidecar(dir *dirHandle, name string) (sidecar, error) {
 	return parseSidecar(filepath.Join(dir.path, name), data)
 }
 
-// parseSidecar decodes a labels file strictly: one JSON object of strings
-// with the keys instance, model and gpu, valid UTF-8.
+// sidecarKeys are the keys of a labels file, spelled as they must be.
+var sidecarKeys = []string{"instance", "model", "gpu"}
+
+// parseSidecar decodes a labels file strictly: one JSON object whose keys
+// are instance, model and gpu, in lower case and each once, with string
+// values that CheckLabelValue accepts, in a document loc.CheckJSON accepts
+// (valid UTF-8, no escaped lone surrogate: encoding/json would read either
+// as U+FFFD). A file that is not is refused whole, with the byte offset or
+// the field.
 func parseSidecar(path string, data []byte) (sidecar, error) {
 	if len(data) > maxSidecarBytes {
 		return sidecar{}, fmt.Errorf("%s: longer than %d bytes", path, maxSidecarBytes)
@@ -156,18 +167,46 @@ func parseSidecar(path string, data []byte) (sidecar, error) {
 	if dec.More() {
 		return sidecar{}, fmt.Errorf("%s: byte offset %d: data after the JSON object", path, dec.InputOffset())
 	}
-	for field, v := range map[string]string{"instance": l.Instance, "model": l.Model, "gpu": l.GPU} {
-		if err := (Labels{Instance: v}).valid(); err != nil {
-			return sidecar{}, fmt.Errorf("%s: field %q: %w", path, field, err)
+	// What the decoder accepted silently: invalid UTF-8, a key twice, keys
+	// that differ only in case ("instance" and "INSTANCE").
+	if err := loc.CheckJSON(data); err != nil {
+		return sidecar{}, fmt.Errorf("%s: %w", path, err)
+	}
+	// The decoder also matches a key to a field whatever its case: a lone
+	// "INSTANCE" would be read as instance.
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return sidecar{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !slices.Contains(sidecarKeys, k) {
+			return sidecar{}, fmt.Errorf("%s: field %s: unknown key (the keys are \"instance\", \"model\" and \"gpu\", in lower case)", path, loc.Quote(k))
+		}
+	}
+	for i, v := range []string{l.Instance, l.Model, l.GPU} {
+		if err := CheckLabelValue(v); err != nil {
+			return sidecar{}, fmt.Errorf("%s: field %q: value %s: %w", path, sidecarKeys[i], loc.Quote(v), err)
 		}
 	}
 	return l, nil
 }
 
+// nameLabel makes (part of) a file name a label value: invalid UTF-8 and
+// control characters become '_'. A name is at most 255 bytes on the file
+// systems the exporter runs on, well under MaxLabelBytes.
+func nameLabel(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "_"))
+}
+
 // labelsFromName reads <instance>__<model>[__<anything>].pickle; otherwise
-// instance is the stem.
+// instance is the stem. Both pass through nameLabel.
 func labelsFromName(name string) sidecar {
-	s := strings.ToValidUTF8(stem(name), "_")
+	s := nameLabel(stem(name))
 	parts := strings.SplitN(s, "__", 3)
 	if len(parts) >= 2 && parts[0] != "" && parts[1] != "" {
 		return sidecar{Instance: parts[0], Model: parts[1]}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/kv/blockpool"
 )
 
@@ -30,11 +30,45 @@ func (l Labels) values() []string {
 	return []string{l.GPU, l.Instance, l.Model, l.Pool}
 }
 
+// valid refuses labels with a value CheckLabelValue refuses, naming the
+// label.
 func (l Labels) valid() error {
-	for _, v := range append(l.values(), l.Cluster) {
-		if !utf8.ValidString(v) {
-			return fmt.Errorf("exporter: label value %q is not valid UTF-8", v)
+	for i, v := range append(l.values(), l.Cluster) {
+		name := "cluster"
+		if i < len(labelNames) {
+			name = labelNames[i]
 		}
+		if err := CheckLabel(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxLabelBytes bounds an exported label value (instance, model, gpu,
+// pool, cluster, a GPU's uuid and name): the longest real ones (model
+// paths, an engine's label set in pool) are a few hundred bytes; 4 KiB
+// leaves room and keeps a megabyte value out of Prometheus, as
+// scrape.MaxLabelBytes and rules.MaxLabelBytes do for what they read.
+const MaxLabelBytes = 4 << 10
+
+// CheckLabelValue refuses what cannot be an exported label value: invalid
+// UTF-8 or a control character (loc.CheckName: a terminal showing
+// /metrics or a log acts on ESC, a NUL cuts a C string), or more than
+// MaxLabelBytes. Sources refuse such values where they read them (a
+// sidecar, a scraped page, a flag); the collector checks every sample again.
+func CheckLabelValue(v string) error {
+	if len(v) > MaxLabelBytes {
+		return fmt.Errorf("%d bytes, over %d", len(v), MaxLabelBytes)
+	}
+	return loc.CheckName(v)
+}
+
+// CheckLabel is CheckLabelValue naming the label and quoting the value
+// (loc.Quote) for a message.
+func CheckLabel(name, v string) error {
+	if err := CheckLabelValue(v); err != nil {
+		return fmt.Errorf("exporter: label %s value %s: %w", name, loc.Quote(v), err)
 	}
 	return nil
 }

@@ -60,6 +60,9 @@
 //     positive dimensions within bounds that keep every byte count inside
 //     int64, KVHeads divides Heads, Params > 0, a valid WeightDType.
 //   - Params == EstimateParams for presets and read configs; ActiveParams ≤ Params.
+//   - A model ReadHFConfig or Load reads takes at least MinKVBytesPerToken
+//     of KV cache per token at 16 bits (a smaller one is no real model and
+//     would exceed the simulator's block pool).
 //   - KVBytesPerToken(kv, tp) is non-increasing in tp, equals the tp = 1
 //     value for MLA, and scales with kv.Bits().
 //   - Presets and GPU tables are never modified; Preset returns copies.

@@ -83,6 +83,43 @@ var gpus = map[string]GPU{
 	// nvidia-smi: 46068 MiB (akash-network/provider-configs PR #99).
 	"l40s-48g": {Name: "l40s-48g", Capacity: 46068 * mib, MemBandwidth: 864e9, BF16FLOPS: 362.05e12,
 		FP8FLOPS: 733e12, LinkBandwidth: 32e9},
+	// A800 SXM4 80GB: the A100 SXM4 80GB with its NVLink cut from 600 to
+	// 400 GB/s (bidirectional) for export to China (NVIDIA statement of
+	// 2022-11-07; NVIDIA A800 datasheet): 2,039 GB/s HBM2e, BF16 tensor
+	// 312 TFLOPS dense (624 with sparsity), no FP8; NVLink 400 GB/s, so
+	// 200 GB/s each way. nvidia-smi: 81920MiB ("NVIDIA A800-SXM4-80GB",
+	// dexmal/dexbotic#41, the board the a100-80g entry cites).
+	"a800-80g": {Name: "a800-80g", Capacity: 81920 * mib, MemBandwidth: 2039e9, BF16FLOPS: 312e12,
+		LinkBandwidth: 200e9},
+	// A10G 24GB (AWS g5 instances; NVIDIA publishes no A10G datasheet).
+	// Baseten, "NVIDIA A10 vs A10G for ML model inference": 24 GB GDDR6 at
+	// 600 GB/s, as the A10; BF16 tensor 70 TFLOPS dense against the A10's
+	// 125 (the excerpt stored here shows the memory figures; 70 is the
+	// page's table, and 80 SMs x 1.71 GHz x 512 FLOP a clock, GA102's rate
+	// with FP32 accumulate on non-pro boards as the RTX 3090's 71, gives
+	// 70.0); no FP8. PCIe Gen4 x16 (32 GB/s each way), no NVLink (g5.12xlarge
+	// joins its four over PCIe). nvidia-smi: 23028MiB ("NVIDIA A10G", many
+	// public g5 logs).
+	"a10g-24g": {Name: "a10g-24g", Capacity: 23028 * mib, MemBandwidth: 600e9, BF16FLOPS: 70e12,
+		LinkBandwidth: 32e9},
+	// RTX A6000 48GB (GA102 workstation board). NVIDIA RTX A6000 datasheet:
+	// 768 GB/s GDDR6 with ECC, tensor 309.7 TFLOPS with sparsity, so BF16
+	// 154.8 dense (84 SMs x 1.8 GHz x 1,024: the pro boards' full rate with
+	// FP32 accumulate); no FP8. The link is the PCIe Gen4 x16 slot (32 GB/s
+	// each way); the NVLink bridge (112.5 GB/s bidirectional) joins two cards
+	// only and is not assumed. nvidia-smi: 49140MiB ("NVIDIA RTX A6000",
+	// public issue logs).
+	"rtx-a6000-48g": {Name: "rtx-a6000-48g", Capacity: 49140 * mib, MemBandwidth: 768e9, BF16FLOPS: 154.8e12,
+		LinkBandwidth: 32e9},
+	// GeForce RTX 4090 24GB. NVIDIA Ada GPU architecture whitepaper,
+	// appendix table: 1,008 GB/s GDDR6X; BF16 tensor with FP32 accumulate
+	// 165.2 TFLOPS dense (330.4 sparse), FP8 with FP32 accumulate 330.3
+	// dense (660.6 sparse): 128 SMs x 2.52 GHz x 512 is 165.15, kept here
+	// so that FP8 is exactly twice BF16 as the whitepaper's own 330.3 is.
+	// PCIe Gen4 x16, no NVLink (32 GB/s each way). nvidia-smi: 24564MiB
+	// ("NVIDIA GeForce RTX 4090", public issue logs).
+	"rtx4090-24g": {Name: "rtx4090-24g", Capacity: 24564 * mib, MemBandwidth: 1008e9, BF16FLOPS: 165.15e12,
+		FP8FLOPS: 330.3e12, LinkBandwidth: 32e9},
 	// GeForce RTX 3090 24GB. NVIDIA Ampere GA102 whitepaper, table 9:
 	// 936 GB/s GDDR6X; peak BF16 tensor with FP32 accumulate 71 TFLOPS dense
 	// (142 sparse); no FP8. The link is the PCIe Gen4 x16 slot (32 GB/s each

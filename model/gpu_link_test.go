@@ -13,14 +13,18 @@ func TestGPULinksAndFP8(t *testing.T) {
 		linkGBs   float64
 		fp8TFLOPS float64
 	}{
-		{"a100-40g", 300, 0},     // NVLink 3: 600 GB/s
-		{"a100-80g", 300, 0},     // NVLink 3
-		{"h100-80g", 450, 1979},  // NVLink 4: 900 GB/s
-		{"h200-141g", 450, 1979}, // NVLink 4
-		{"b200-192g", 900, 4500}, // NVLink 5: 1.8 TB/s
-		{"l40s-48g", 32, 733},    // PCIe Gen4 x16: 64 GB/s
-		{"rtx3090-24g", 32, 0},   // PCIe Gen4 x16
-		{"t4-16g", 16, 0},        // PCIe Gen3 x16: 32 GB/s
+		{"a100-40g", 300, 0},       // NVLink 3: 600 GB/s
+		{"a100-80g", 300, 0},       // NVLink 3
+		{"a800-80g", 200, 0},       // NVLink 3 cut to 400 GB/s
+		{"a10g-24g", 32, 0},        // PCIe Gen4 x16
+		{"h100-80g", 450, 1979},    // NVLink 4: 900 GB/s
+		{"h200-141g", 450, 1979},   // NVLink 4
+		{"b200-192g", 900, 4500},   // NVLink 5: 1.8 TB/s
+		{"l40s-48g", 32, 733},      // PCIe Gen4 x16: 64 GB/s
+		{"rtx3090-24g", 32, 0},     // PCIe Gen4 x16
+		{"rtx4090-24g", 32, 330.3}, // PCIe Gen4 x16
+		{"rtx-a6000-48g", 32, 0},   // PCIe Gen4 x16 (the 2-card bridge not assumed)
+		{"t4-16g", 16, 0},          // PCIe Gen3 x16: 32 GB/s
 	}
 	if len(tests) != len(GPUNames()) {
 		t.Fatalf("%d presets, %d checked", len(GPUNames()), len(tests))

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // MaxConfigBytes bounds what ReadHFConfig reads. Real config.json files are
@@ -56,9 +58,16 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 //     moe_layer_freq (must be 1 if present).
 //
 // Integers may be written as 28 or 28.0; null counts as absent. Other
-// fields are ignored. Params is EstimateParams of the result. Every error
+// fields are ignored. The file must be UTF-8 text (a UTF-8 byte order mark
+// is skipped; UTF-16, compressed or binary data is named as such) with no
+// key given twice, and the model must take at least MinKVBytesPerToken of
+// KV cache per token. Params is EstimateParams of the result. Every error
 // wraps ErrBadConfig.
 func ReadHFConfig(r io.Reader, name string) (Model, error) {
+	r, err := loc.Sniff(r, loc.CheckJSONStart) // random bytes or UTF-16 fail in the first 4 KiB
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
 	if err != nil {
 		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
@@ -66,16 +75,26 @@ func ReadHFConfig(r io.Reader, name string) (Model, error) {
 	if len(data) > MaxConfigBytes {
 		return Model{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, name, MaxConfigBytes)
 	}
+	body := loc.TrimBOM(data)
+	bom := int64(len(data) - len(body))
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	if err := json.Unmarshal(body, &raw); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return Model{}, fmt.Errorf("%w: %s: JSON syntax error at byte %d: %w", ErrBadConfig, name, se.Offset, err)
+			return Model{}, fmt.Errorf("%w: %s: JSON syntax error at byte %d: %w", ErrBadConfig, name, bom+se.Offset, err)
 		}
 		return Model{}, fmt.Errorf("%w: %s: top level is not a JSON object: %w", ErrBadConfig, name, err)
 	}
 	if raw == nil {
 		return Model{}, fmt.Errorf("%w: %s: top level is null, want a JSON object", ErrBadConfig, name)
+	}
+	// A key given twice would be read as its last value, silently.
+	if err := loc.CheckJSON(body); err != nil {
+		var je *loc.JSONError
+		if errors.As(err, &je) {
+			je.Offset += bom
+		}
+		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
 	c := &cfg{name: name, raw: raw}
 	m := c.model()
@@ -90,7 +109,36 @@ func ReadHFConfig(r io.Reader, name string) (Model, error) {
 	if err != nil {
 		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
+	if err := checkRealSize(&m, name); err != nil {
+		return Model{}, err
+	}
 	return m, nil
+}
+
+// MinKVBytesPerToken is the least KV cache a config.json's model may take
+// per token, at 16 bits on one GPU: 1 KiB. The smallest models of the
+// supported families take far more (Qwen2.5-0.5B 12 KiB, SmolLM2-135M
+// 22.5 KiB, OPT-125m 36 KiB). Below it is a test fixture or a mistake
+// (hidden_size 1), whose paged KV pool would hold more blocks than the
+// simulator's block pool allows (kv/blockpool.MaxBlocks, 2^24: reached by
+// vLLM's 16-token blocks at 645 bytes per token on the largest GPU
+// preset), so that such a config failed deep in the engine, naming
+// neither --model nor the file.
+const MinKVBytesPerToken = 1 << 10
+
+// checkRealSize refuses a model whose KV cache per token is below
+// MinKVBytesPerToken, naming the fields that make it.
+func checkRealSize(m *Model, name string) error {
+	kv := m.KVBytesPerToken(BF16, 1)
+	if kv >= MinKVBytesPerToken {
+		return nil
+	}
+	what := fmt.Sprintf("2 × num_hidden_layers %d × num_key_value_heads %d × head_dim %d × 2 bytes", m.Layers, m.KVHeads, m.HeadDim)
+	if m.MLA != nil {
+		what = fmt.Sprintf("num_hidden_layers %d × (kv_lora_rank %d + qk_rope_head_dim %d) × 2 bytes", m.Layers, m.MLA.KVLoRARank, m.MLA.QKRopeHeadDim)
+	}
+	return fmt.Errorf("%w: %s: too small for any real model: its KV cache takes %d bytes per token at 16 bits (%s), less than the %d bytes (model.MinKVBytesPerToken) of any model gpufrag simulates (Qwen2.5-0.5B takes 12288); is this the model's config.json?",
+		ErrBadConfig, name, kv, what, MinKVBytesPerToken)
 }
 
 // cfg reads fields from a decoded config and keeps the first error.

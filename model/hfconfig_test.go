@@ -2,10 +2,14 @@ package model
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 func readTestdata(t *testing.T, file string) Model {
@@ -93,7 +97,7 @@ func TestReadHFConfigShared(t *testing.T) {
 }
 
 func TestReadHFConfigErrors(t *testing.T) {
-	const llama = `"model_type":"llama","num_hidden_layers":2,"num_attention_heads":4,"hidden_size":64,` +
+	const llama = `"model_type":"llama","num_hidden_layers":4,"num_attention_heads":4,"hidden_size":64,` +
 		`"vocab_size":100,"max_position_embeddings":128,"intermediate_size":128`
 	tests := []struct {
 		name, in string
@@ -109,7 +113,7 @@ func TestReadHFConfigErrors(t *testing.T) {
 		{"model_type number", `{"model_type": 3}`, []string{`"model_type"`, "want a string"}},
 		{"unsupported family", `{"model_type": "mixtral"}`, []string{`"mixtral" is not supported`, "qwen2"}},
 		{"missing layers", `{"model_type":"llama","num_attention_heads":4}`, []string{`"num_hidden_layers"`, "missing"}},
-		{"zero layers", `{` + strings.Replace(llama, `"num_hidden_layers":2`, `"num_hidden_layers":0`, 1) + `}`,
+		{"zero layers", `{` + strings.Replace(llama, `"num_hidden_layers":4`, `"num_hidden_layers":0`, 1) + `}`,
 			[]string{`"num_hidden_layers"`, "must be positive, got 0"}},
 		{"negative hidden", `{` + strings.Replace(llama, `"hidden_size":64`, `"hidden_size":-64`, 1) + `}`,
 			[]string{`"hidden_size"`, "must be positive"}},
@@ -146,6 +150,19 @@ func TestReadHFConfigErrors(t *testing.T) {
 			`"group_0":{"weights":{"num_bits":8,"type":"float"}},"group_1":{"weights":{"num_bits":4,"type":"int"}}}}}`,
 			[]string{"config_groups.group_1.weights", "mixed precision"}},
 		{"too large", `{"model_type":"llama","pad":"` + strings.Repeat("x", MaxConfigBytes) + `"}`, []string{"larger than 1048576 bytes"}},
+		// Issue 28: UTF-16 read as "invalid character 'ÿ'" where the trace
+		// readers name it; a key given twice was read as its last value; a
+		// model far smaller than any real one failed later in the engine,
+		// naming neither the flag nor the file.
+		{"UTF-16", utf16LE(`{` + llama + `}`), []string{"cfg.json: line 1: not a text file: UTF-16 text: convert it to UTF-8 first"}},
+		{"gzip", "\x1f\x8b\x08\x00", []string{"gzip-compressed data"}},
+		{"a key twice", `{` + llama + `,"num_hidden_layers":64}`, []string{fmt.Sprintf(`byte %d: $: key "num_hidden_layers" appears twice`, 1+len(llama)+1)}},
+		{"keys differing in case", `{` + llama + `,"Num_Hidden_Layers":64}`, []string{`differ only in case`}},
+		{"tiny", `{"model_type":"llama","num_hidden_layers":1,"num_attention_heads":1,"hidden_size":1,"vocab_size":1,` +
+			`"max_position_embeddings":1,"intermediate_size":1}`,
+			[]string{"cfg.json: too small for any real model: its KV cache takes 4 bytes per token at 16 bits (2 × num_hidden_layers 1 × num_key_value_heads 1 × head_dim 1 × 2 bytes)"}},
+		{"tiny MLA", `{"model_type":"deepseek_v3",` + llama[len(`"model_type":"llama",`):] + `,"kv_lora_rank":32,"qk_rope_head_dim":8,` +
+			`"qk_nope_head_dim":8,"v_head_dim":8}`, []string{"320 bytes per token", "num_hidden_layers 4 × (kv_lora_rank 32 + qk_rope_head_dim 8)"}},
 	}
 	for _, tt := range tests {
 		_, err := ReadHFConfig(strings.NewReader(tt.in), "cfg.json")
@@ -177,8 +194,23 @@ func TestReadHFConfigErrors(t *testing.T) {
 			t.Errorf("quantization_config %s: weights %v, %v; want %v", tc.quant, m.WeightDType, err, tc.want)
 		}
 	}
+	// A UTF-8 byte order mark is skipped (Windows editors write one), and
+	// a syntax error after it is at its byte in the file.
+	if _, err := ReadHFConfig(strings.NewReader("\uFEFF{"+llama+"}"), "bom.json"); err != nil {
+		t.Errorf("config with a UTF-8 BOM: %v", err)
+	}
+	_, plain := ReadHFConfig(strings.NewReader("{"+llama+",}"), "bom.json")
+	_, after := ReadHFConfig(strings.NewReader("\uFEFF{"+llama+",}"), "bom.json")
+	if want := fmt.Sprintf("at byte %d", 1+len(llama)+2); plain == nil || !strings.Contains(plain.Error(), want) ||
+		after == nil || !strings.Contains(after.Error(), fmt.Sprintf("at byte %d", 3+1+len(llama)+2)) {
+		t.Errorf("syntax error: %v; after a BOM: %v", plain, after)
+	}
+	// At the bound: 1 KiB per token.
+	if m, err := ReadHFConfig(strings.NewReader(`{`+llama+`}`), "ok.json"); err != nil || m.KVBytesPerToken(BF16, 1) != MinKVBytesPerToken {
+		t.Errorf("config of %d KV bytes per token: %v", MinKVBytesPerToken, err)
+	}
 	// The minimal llama config itself is fine: defaults fill KV heads, head dim, dtype.
-	m, err := ReadHFConfig(strings.NewReader(`{`+llama+`,"num_hidden_layers":2.0,"q_lora_rank":null}`), "ok.json")
+	m, err := ReadHFConfig(strings.NewReader(`{`+strings.Replace(llama, `"num_hidden_layers":4`, `"num_hidden_layers":4.0`, 1)+`,"q_lora_rank":null}`), "ok.json")
 	if err != nil || m.KVHeads != 4 || m.HeadDim != 16 || m.WeightDType != BF16 || m.TiedEmbeddings {
 		t.Errorf("minimal config: %+v, %v", m, err)
 	}
@@ -240,6 +272,13 @@ func FuzzReadHFConfig(f *testing.F) {
 	f.Add([]byte(tiny + `}`))
 	f.Add([]byte(tiny + `,"quantization_config":{"quant_method":"gptq","bits":3}}`))
 	f.Add([]byte(tiny + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{"g":{"weights":{"num_bits":8,"type":"float"}}}}}`))
+	// Issue 28: UTF-16, a UTF-8 byte order mark, a key given twice.
+	f.Add([]byte(utf16LE(tiny + `}`)))
+	f.Add([]byte("\uFEFF" + tiny + `}`))
+	f.Add([]byte(tiny + `,"num_hidden_layers":2}`))
+	// Issue 28: random bytes after "{", UTF-16.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte("\xff\xfe{\x00\"\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadHFConfig(strings.NewReader(string(data)), "fuzz.json")
 		if err != nil {
@@ -266,4 +305,44 @@ func FuzzReadHFConfig(f *testing.F) {
 			t.Fatalf("ActiveParams = %d outside [0, %d]", a, m.Params)
 		}
 	})
+}
+
+// utf16LE encodes s as UTF-16LE with a byte order mark, as Windows
+// PowerShell's Out-File writes it.
+func utf16LE(s string) string {
+	b := []byte{0xff, 0xfe}
+	for _, r := range s {
+		b = append(b, byte(r), byte(r>>8))
+	}
+	return string(b)
+}
+
+// TestConfigPath: the file Load reads, which outputs are compared with (a
+// --model directory's config.json must not be overwritten by --out).
+func TestConfigPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ ref, want string }{
+		{"", ""}, {"llama-3-8b", ""}, {"LLAMA-3-8B", ""},
+		{dir, filepath.Join(dir, "config.json")},
+		{filepath.Join(dir, "x.json"), filepath.Join(dir, "x.json")},
+	} {
+		if got := ConfigPath(c.ref); got != c.want {
+			t.Errorf("ConfigPath(%q) = %q, want %q", c.ref, got, c.want)
+		}
+	}
+}
+
+// TestReadHFConfigRandomBytes (issue 28, item 10): random bytes, bare or
+// after the start of a config.json, are refused within the first 4 KiB
+// (they were read to MaxConfigBytes and refused as "larger than 1048576
+// bytes"); UTF-16 is named.
+func TestReadHFConfigRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := ReadHFConfig(r, name)
+		return err
+	}, `{"architectures": ["LlamaForCausalLM"], "model_type": "`)
+	_, err := ReadHFConfig(strings.NewReader("\xff\xfe{\x00}\x00"), "config.json")
+	if err == nil || !strings.Contains(err.Error(), "config.json: line 1: not a text file: UTF-16 text: convert it to UTF-8 first") {
+		t.Errorf("UTF-16: %v", err)
+	}
 }

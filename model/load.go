@@ -23,10 +23,7 @@ func Load(ref string) (Model, error) {
 	if m, err := Preset(ref); err == nil {
 		return m, nil
 	}
-	path := ref
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, "config.json")
-	}
+	path := ConfigPath(ref)
 	f, err := os.Open(path)
 	if err != nil {
 		return Model{}, fmt.Errorf("%w: %q is neither a preset (%s) nor a readable config.json: %w",
@@ -34,4 +31,21 @@ func Load(ref string) (Model, error) {
 	}
 	defer f.Close()
 	return ReadHFConfig(f, path)
+}
+
+// ConfigPath returns the file Load reads for ref: "" for a preset (or an
+// empty ref), ref/config.json when ref is a directory, else ref. Callers
+// that write files compare their outputs with it (an output must not
+// replace the config.json a --model directory holds).
+func ConfigPath(ref string) string {
+	if ref == "" {
+		return ""
+	}
+	if _, err := Preset(ref); err == nil {
+		return ""
+	}
+	if fi, err := os.Stat(ref); err == nil && fi.IsDir() {
+		return filepath.Join(ref, "config.json")
+	}
+	return ref
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/optrace"
 )
 
@@ -72,4 +73,17 @@ func TestCROnly(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] || got[1].Line != 3 {
 		t.Fatalf("CR-only: %v, %+v; want %+v", err, got, want)
 	}
+}
+
+// TestRandomBytes (issue 28, item 10): random bytes without NUL, bare or
+// after a prefix that looks like an op, are refused within the first read
+// as not text.
+func TestRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := optrace.Read(r, name)
+		if err != nil && !errors.Is(err, optrace.ErrNotText) {
+			t.Errorf("%v, want ErrNotText", err)
+		}
+		return err
+	}, `{"op":"alloc","id":"a1","size":16`)
 }

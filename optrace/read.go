@@ -38,8 +38,9 @@ var opLimit = MaxOps
 
 // The kinds of error, matched with errors.Is on the *Error that wraps them.
 var (
-	// ErrNotText: the input starts with binary data (a NUL byte, a gzip,
-	// zstd, bzip2, xz or ZIP signature, UTF-16 text), not lines of text.
+	// ErrNotText: the input starts with binary data (a NUL byte, a control
+	// character, bytes that are not UTF-8, a gzip, zstd, bzip2, xz or ZIP
+	// signature, UTF-16 text) in its first loc.SniffBytes, not lines of text.
 	ErrNotText = errors.New("optrace: not a text trace")
 	// ErrSyntax: the line is not a single JSON object (malformed JSON,
 	// something after the object, or a line longer than MaxLineBytes).
@@ -55,6 +56,9 @@ var (
 	ErrDoubleFree = errors.New("optrace: double free")
 	// ErrLiveID: an alloc reuses an id that is still live.
 	ErrLiveID = errors.New("optrace: id still live")
+	// ErrNoOps: the input holds no op (it is empty or blank): there is
+	// nothing to replay.
+	ErrNoOps = errors.New("optrace: no ops")
 )
 
 // Error is a problem with one op of a trace. Its message names the trace,
@@ -66,7 +70,7 @@ type Error struct {
 	Line  int    // 1-based line (or op number for ops built in code)
 	Field string // the JSON field at fault, or empty
 	Msg   string // what is wrong
-	Err   error  // the kind: ErrNotText, ErrSyntax, ErrTooLarge, ErrField, ErrUnknownID, ErrDoubleFree or ErrLiveID
+	Err   error  // the kind: ErrNotText, ErrSyntax, ErrTooLarge, ErrField, ErrUnknownID, ErrDoubleFree, ErrLiveID or ErrNoOps
 }
 
 func (e *Error) Error() string { return loc.Format(e.Name, e.Line, e.Field, e.Msg) }
@@ -80,7 +84,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // lone CR. The first error stops reading; it is an *Error unless reading r
 // itself failed. Binary input fails at its first bytes, a line longer than
 // MaxLineBytes as soon as it crosses the limit, and a trace over
-// MaxInputBytes or MaxOps at the limit.
+// MaxInputBytes or MaxOps at the limit. A trace without ops (an empty
+// file, blank lines only) is an ErrNoOps error: there is nothing to replay.
 func Read(r io.Reader, name string) ([]Op, error) {
 	lr := loc.NewLineReader(r, lineLimits)
 	var (
@@ -89,6 +94,14 @@ func Read(r io.Reader, name string) ([]Op, error) {
 	)
 	for {
 		b, err := lr.Next()
+		if err == io.EOF && len(ops) == 0 {
+			what := "empty"
+			if lr.Line() > 0 {
+				what = "blank lines only"
+			}
+			return nil, &Error{Name: name, Line: max(1, lr.Line()), Err: ErrNoOps,
+				Msg: fmt.Sprintf("no ops (%s): want one JSON object per line, such as %s", what, exampleLine)}
+		}
 		if err == io.EOF {
 			return ops, nil
 		}

@@ -37,8 +37,14 @@ func TestReadValid(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got\n%v\nwant\n%v", got, want)
 	}
-	if ops, err := optrace.Read(strings.NewReader("\n \n"), "empty"); err != nil || len(ops) != 0 {
-		t.Fatalf("blank trace: %v, %v", ops, err)
+	// Issue 28: an empty or blank trace was "Replayed 0 ops".
+	for in, want := range map[string]string{
+		"":      `empty: line 1: no ops (empty): want one JSON object per line, such as {"op":"alloc"`,
+		"\n \n": `empty: line 2: no ops (blank lines only): want one JSON object per line`,
+	} {
+		if ops, err := optrace.Read(strings.NewReader(in), "empty"); !errors.Is(err, optrace.ErrNoOps) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("trace %q: %v, %v; want %s", in, ops, err, want)
+		}
 	}
 }
 

@@ -93,11 +93,10 @@ func (e *Engine) complete(ri int32) error {
 	if e.cl.limit > 0 {
 		e.cl.freed = append(e.cl.freed, e.now) // its client slot
 	}
-	if r.first < 0 {
-		// A prefill-only request: its answer is the end of the prefill.
-		r.first = e.now
-		e.firstToken(float64(r.first-r.sent+e.reqNs) / 1e9)
-	}
+	// A request of no output tokens (prefill only: a trace's failed or
+	// empty response, or a prompt that fills the context) has no first
+	// token, so no TTFT: r.first stays -1. vLLM has no such request
+	// (max_tokens ≥ 1), so no figure of its benchmark counts one.
 	if r.output > 1 {
 		tpot := float64(r.finish-r.first) / 1e9 / float64(r.output-1)
 		e.tally.tpot = append(e.tally.tpot, tpot)

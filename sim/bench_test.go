@@ -46,10 +46,9 @@ func benchRequests(b *testing.B, n int) []workload.Request {
 	return reqs
 }
 
-// BenchmarkEngine runs 2,000 requests through one engine per iteration and
-// reports simulated requests per CPU-second (req/s: process CPU time, GC
-// included, from getrusage) and engine steps and completed requests per run.
-func BenchmarkEngine(b *testing.B) {
+// llamaH100 is the benchmarks' model and GPU: Llama-3.1-8B on one H100 80GB.
+func llamaH100(b *testing.B) (model.Model, model.GPU) {
+	b.Helper()
 	m, err := model.Preset("llama-3.1-8b")
 	if err != nil {
 		b.Fatal(err)
@@ -58,6 +57,14 @@ func BenchmarkEngine(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return m, g
+}
+
+// BenchmarkEngine runs 2,000 requests through one engine per iteration and
+// reports simulated requests per CPU-second (req/s: process CPU time, GC
+// included, from getrusage) and engine steps and completed requests per run.
+func BenchmarkEngine(b *testing.B) {
+	m, g := llamaH100(b)
 	reqs := benchRequests(b, 2000)
 	for _, s := range []struct{ kv, alloc string }{
 		{"paged:16", "caching"},
@@ -196,4 +203,49 @@ func benchAzureConv(b *testing.B, prep func(*testing.B, []sim.Config)) {
 	runSteps, tripRepeats := sim.FastPathSteps(e)
 	b.ReportMetric(float64(runSteps), "decode-run-steps/op")
 	b.ReportMetric(float64(tripRepeats), "repeated-trips/op")
+}
+
+// BenchmarkSparseLongRun runs 100 requests, one every 1,000 hours, over
+// 100,000 simulated hours (3.6e8 sample times at one a second): a run whose
+// cost is its idle time, not its 100 requests' steps. The engine jumps to
+// each arrival; the samples of an idle stretch are one state, taken in one
+// go and thinned as they are taken (MaxSamples), so a run costs its steps
+// and the series it keeps. It reports CPU-seconds per run, the sampling
+// loop's iterations, the samples taken and the samples kept.
+//
+//	go test -run '^$' -bench SparseLongRun -benchmem -count 6 ./sim/
+func BenchmarkSparseLongRun(b *testing.B) {
+	m, g := llamaH100(b)
+	const hour = 3600 * int64(1e9)
+	reqs := make([]workload.Request, 100)
+	for i := range reqs {
+		reqs[i] = workload.Request{ID: fmt.Sprintf("s%d", i), Arrival: int64(i) * 1000 * hour,
+			PromptTokens: 1000 + 37*i, OutputTokens: 200 + 3*i, N: 1}
+	}
+	for _, kv := range []string{"paged:16", "contiguous-grow"} {
+		b.Run("kv="+kv, func(b *testing.B) {
+			c := sim.DefaultConfig(m, g)
+			c.KV, c.Duration = kv, 100_000*hour
+			b.ReportAllocs()
+			var res sim.Result
+			var e *sim.Engine
+			var err error
+			b.ResetTimer()
+			cpu0 := cpuSeconds()
+			for range b.N {
+				if e, err = sim.New(c, reqs); err != nil {
+					b.Fatal(err)
+				}
+				if res, err = e.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+			iters, taken := sim.SampleWork(e)
+			b.ReportMetric(float64(iters), "sample-iterations/op")
+			b.ReportMetric(float64(taken), "samples-taken/op")
+			b.ReportMetric(float64(len(res.Series.Time)), "samples-kept/op")
+			b.ReportMetric(float64(res.Steps), "steps/op")
+		})
+	}
 }

@@ -75,9 +75,9 @@
 //
 // # Fast paths (results unchanged)
 //
-// Three shortcuts skip work whose outcome is already known; the results,
+// Four shortcuts skip work whose outcome is already known; the results,
 // series, events and the allocator's and strategy's counters are exactly
-// those of the plain step-by-step loop (fastpath_test.go runs both). They
+// those of the plain step-by-step loop (fastpath_test.go runs both). Three
 // use optional interfaces, never an allocator package (internal/lint holds
 // sim to alloc and alloc/spec), so any allocator that implements them gets
 // them; today the caching allocator implements both of alloc's.
@@ -96,6 +96,15 @@
 //     (decodeRun): their times come from the same step-time sums, and a
 //     paged pool takes the blocks in the order the one-token grows would
 //     (strategy.DecodeStepper).
+//   - Sample spans: the engine jumps over idle time to the next arrival,
+//     and every sample due up to a step's end or an arrival records the
+//     same state, so they are taken in one go (sampleSpan): the samples a
+//     thinning (MaxSamples) would drop are never appended, and an idle
+//     stretch of any length costs one call and the samples the series
+//     keeps (at most MaxSamples); the KV breakdown adds the stretch's bytes
+//     with one multiplication per field while its sum stays exact, else
+//     with one addition per sample as before. A run's cost follows its
+//     steps and arrivals, not its simulated time.
 //
 // # Memory setup
 //
@@ -119,7 +128,9 @@
 // client's cap held it, as vLLM's benchmark client starts its timer after
 // taking its semaphore) to the first token of the first admission; E2E is
 // from the send time to completion; TPOT is (finish − first token) ÷
-// (output − 1) over completed requests with at least two tokens.
+// (output − 1) over completed requests with at least two tokens. A request
+// of zero output tokens (a trace's failed or empty response) is a prefill
+// that completes at its end: it counts in E2E and has no TTFT.
 //
 // # Modelling limits
 //

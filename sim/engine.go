@@ -127,6 +127,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		c.MaxBatchTokens = max(c.MaxBatchTokens, c.MaxContext)
 	}
 	e := &Engine{cfg: c, cost: newCostModel(c)}
+	e.samp.max = MaxSamples
 	if c.Profile != nil {
 		e.reqNs = c.Profile.Overhead.RequestNs
 	}

@@ -73,6 +73,7 @@ func (e *Engine) initFastPaths() {
 	if ds, ok := e.kv.(strategy.DecodeStepper); ok {
 		e.runs.ds = ds
 	}
+	e.samp.bulk = true
 }
 
 // noFastPaths turns every fast path off: the plain step-by-step engine.
@@ -80,6 +81,7 @@ func (e *Engine) noFastPaths() {
 	e.runs.ds = nil
 	e.trips.rec, e.trips.closed, e.trips.trips = nil, nil, nil
 	e.samp.memo.st, e.samp.memo.fs = nil, nil
+	e.samp.bulk = false
 }
 
 // decodeRun runs, in one go, the steps ahead in which nothing happens but

@@ -47,9 +47,9 @@ func runBoth(t fataler, c Config, reqs []workload.Request) (fast, slow *Engine, 
 	if a, b := es[0].kv.Usage(), es[1].kv.Usage(); a != b {
 		t.Fatalf("strategy usage differs with the fast paths:\nfast %+v\nslow %+v", a, b)
 	}
-	if s := es[1]; s.runs.steps != 0 || s.trips.repeats != 0 || s.samp.memo.hits != 0 {
-		t.Fatalf("the slow engine took a fast path: %d run steps, %d trip repeats, %d kept metrics",
-			s.runs.steps, s.trips.repeats, s.samp.memo.hits)
+	if s := es[1]; s.runs.steps != 0 || s.trips.repeats != 0 || s.samp.memo.hits != 0 || s.samp.iters != s.samp.taken {
+		t.Fatalf("the slow engine took a fast path: %d run steps, %d trip repeats, %d kept metrics, %d sampling iterations for %d samples",
+			s.runs.steps, s.trips.repeats, s.samp.memo.hits, s.samp.iters, s.samp.taken)
 	}
 	return es[0], es[1], true
 }

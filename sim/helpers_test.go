@@ -99,6 +99,7 @@ func runEngine(t fataler, cfg Config, reqs []workload.Request) (*Engine, Result)
 func checkAccounting(e *Engine, res Result) error {
 	var done, failed, rejected, unfinished, arrived int
 	var tokens int64
+	var firsts int
 	for i := range e.reqs {
 		r := &e.reqs[i]
 		switch r.ph {
@@ -140,6 +141,17 @@ func checkAccounting(e *Engine, res Result) error {
 			return fmt.Errorf("request %s: prompt %d + output %d exceeds the context %d", r.id, r.prompt, r.gen, e.cfg.MaxContext)
 		}
 		tokens += int64(r.gen) * int64(r.n)
+		if (r.first >= 0) != (r.gen > 0) {
+			return fmt.Errorf("request %s (phase %d): first token at %d ns with %d tokens generated", r.id, r.ph, r.first, r.gen)
+		}
+		if r.first >= 0 {
+			firsts++
+		}
+	}
+	if firsts != len(e.tally.ttft) {
+		// A TTFT for each request that got a first token, none for a
+		// prefill-only one (issue 28).
+		return fmt.Errorf("%d TTFTs recorded for %d requests with a first token", len(e.tally.ttft), firsts)
 	}
 	got := [5]int{res.RequestsCompleted, res.RequestsFailedOOM, res.RequestsRejected, res.RequestsUnfinished, res.RequestsTotal}
 	want := [5]int{done, failed, rejected, unfinished, arrived}

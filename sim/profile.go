@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // ErrBadProfile means a profile that cannot be used; the message names the
@@ -290,6 +292,10 @@ func LoadProfile(r io.Reader, name string) (*Profile, error) {
 // r, checks with complete that it sets every key, and decodes it into v,
 // refusing unknown fields; errors wrap ErrBadProfile and name the file.
 func decodeComplete(r io.Reader, name string, complete func(*yaml.Node) error, v any) error {
+	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
@@ -297,22 +303,18 @@ func decodeComplete(r io.Reader, name string, complete func(*yaml.Node) error, v
 	if len(data) > MaxProfileBytes {
 		return fmt.Errorf("%w: %s: larger than %d bytes", ErrBadProfile, name, MaxProfileBytes)
 	}
-	var root yaml.Node
+	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
+	root, err := loc.CheckYAML(data)
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	if err := complete(root); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
-		}
-		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %s: more than one YAML document", ErrBadProfile, name)
-	}
-	if err := complete(&root); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	dec = yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)

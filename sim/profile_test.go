@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/model"
 )
 
@@ -278,6 +280,11 @@ func TestLoadProfileErrors(t *testing.T) {
 		{"two documents", string(good) + "---\ngpu: x\n", []string{"my.yaml", "more than one YAML document"}},
 		{"too large", strings.Repeat("#", MaxProfileBytes+1), []string{"my.yaml", "larger than"}},
 		{"binary", "\x00\x01\x02", []string{"my.yaml"}},
+		// Issue 28: CUDA-graph sizes as aliases of aliases (8^5 values from
+		// 180 bytes) are refused before they are decoded.
+		{"aliases that multiply", edit("cuda_graph:\n", "x: &a [1, 1, 1, 1, 1, 1, 1, 1]\ny: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"+
+			"z: &c [*b, *b, *b, *b, *b, *b, *b, *b]\nw: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ncuda_graph:\n  sizes: [*d, *d, *d, *d, *d, *d, *d, *d]\n"),
+			[]string{"my.yaml", "the aliases up to *d expand the document to more than 16384 values and keys"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadProfile(strings.NewReader(tt.text), "my.yaml")
@@ -316,9 +323,13 @@ func FuzzLoadProfile(f *testing.F) {
 	}
 	f.Add([]byte("gpu: x\n"))
 	f.Add([]byte("&a [*a, *a]\n"))
+	f.Add([]byte("x: &a [1, 1, 1, 1, 1, 1, 1, 1]\ny: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nz: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" +
+		"w: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ncuda_graph: {sizes: [*d, *d, *d, *d, *d, *d, *d, *d]}\n"))
 	f.Add([]byte("gpu: toy\nengine: sglang\nfitted_to: [a]\nnotes: ''\npeak: {bf16_flops_per_s: 1, fp8_flops_per_s: 0, mem_bytes_per_s: 1, link_bytes_per_s: 1}\n" +
 		"linear: {compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1, kv_half_context: 0}\n" +
 		"all_reduce: {bw_eff: 1, latency_ns: 0}\noverhead: {step_ns: 0, per_seq_ns: 0, eager_per_layer_ns: 0, request_ns: 0, per_token_ns: 0, output_overlap: false}\ncuda_graph: {sizes: [], pad_mixed: false}\n"))
+	// Issue 28: random bytes after a first key.
+	f.Add([]byte("gpu: \x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := LoadProfile(bytes.NewReader(data), "fuzz.yaml")
 		if err != nil {
@@ -394,4 +405,13 @@ func TestJointModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLoadProfileRandomBytes (issue 28, item 10): random bytes, bare or
+// after a profile's first key, are refused within the first 4 KiB.
+func TestLoadProfileRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := LoadProfile(r, name)
+		return err
+	}, "gpu: h100-80g\nengine: ")
 }

@@ -45,6 +45,10 @@ func (r *recorder) step(w stepWork, start, end int64) {
 	r.waits = append(r.waits, wait)
 }
 
+// none marks a request's missing first token or completion in a
+// Recording.
+const none = -2
+
 // Recording is a run's steps, and when each request was sent, got its
 // first token and completed, counted in steps.
 type Recording struct {
@@ -53,9 +57,10 @@ type Recording struct {
 	steps []stepWork
 	waits []int64 // recorder.waits
 	timed bool    // requests arrive after 0: Retime approximates
-	// Per request with a first token: the step it was sent after (-1:
-	// at sentAt, its arrival), of its first token, of its completion (-1:
-	// it did not complete), and its output tokens.
+	// Per request with a first token or a completion: the step it was
+	// sent after (-1: at sentAt), of its first token (none: no first
+	// token), of its completion (none: it did not complete), and its
+	// output tokens.
 	sent, first, finish []int32
 	sentAt              []int64
 	output              []int32
@@ -111,11 +116,14 @@ func Record(cfg Config, reqs []workload.Request) (*Recording, error) {
 	for i := range e.reqs {
 		r := &e.reqs[i]
 		idx[i] = -1
-		if r.first < 0 {
+		if r.first < 0 && r.ph != phaseDone {
 			continue
 		}
 		idx[i] = int32(len(rc.first))
-		fin := int32(-1)
+		first, fin := int32(none), int32(none)
+		if r.first >= 0 {
+			first = at(r.first)
+		}
 		if r.ph == phaseDone {
 			fin = at(r.finish)
 		}
@@ -124,7 +132,7 @@ func Record(cfg Config, reqs []workload.Request) (*Recording, error) {
 		} else {
 			rc.sent, rc.sentAt = append(rc.sent, at(r.sent)), append(rc.sentAt, 0)
 		}
-		rc.first = append(rc.first, at(r.first))
+		rc.first = append(rc.first, first)
 		rc.finish = append(rc.finish, fin)
 		rc.output = append(rc.output, int32(r.output))
 	}
@@ -180,8 +188,10 @@ func (rc *Recording) Retime(p *Profile) (Result, error) {
 	}
 	res := rc.res
 	var ttft, tpot, e2e []float64
-	for k := range rc.first {
-		ttft = append(ttft, float64(t(rc.first[k])-sent(k)+reqNs)/1e9)
+	for k, f := range rc.first {
+		if f != none {
+			ttft = append(ttft, float64(t(f)-sent(k)+reqNs)/1e9)
+		}
 	}
 	var normSum float64
 	var normN int

@@ -211,7 +211,10 @@ func (s *scriptEnv) run(t *testing.T, d *datadriven.TestData) string {
 			break
 		}
 		fmt.Fprintf(&b, "%s %s gen %d/%d", r.id, phaseNames[r.ph], r.gen, r.output)
-		if r.ph == phaseDone {
+		switch {
+		case r.ph == phaseDone && r.first < 0:
+			fmt.Fprintf(&b, " no first token, end %v", time.Duration(r.finish))
+		case r.ph == phaseDone:
 			fmt.Fprintf(&b, " first %v end %v", time.Duration(r.first), time.Duration(r.finish))
 		}
 		b.WriteByte('\n')

@@ -8,6 +8,10 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/mem"
 )
 
 // FormatMemoryStats is a torch.cuda.memory_stats() dict dumped as JSON
@@ -71,6 +75,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	stats := MemoryStats{}
+	offs := map[string]int64{} // the offset of each value, for checkMemoryStats
 	syntax := func(err error) error {
 		off := dec.InputOffset()
 		var se *json.SyntaxError
@@ -145,6 +150,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 				return nil, err
 			}
 			stats[field] = n
+			offs[field] = voff
 		case nil:
 		default:
 			return nil, notStats(c.fieldErr(voff, field, "want integer, got %T", v))
@@ -153,7 +159,78 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &Error{Name: c.name, Offset: base + dec.InputOffset(), Msg: "memory_stats JSON: data after the object", Err: ErrDecode}
 	}
+	// What the decoder let through: a key written twice (it kept the last
+	// value), keys that differ only in case, invalid UTF-8.
+	var je *loc.JSONError
+	if errors.As(loc.CheckJSON(data), &je) {
+		kind := ErrDecode
+		if je.Path != "" {
+			kind = ErrField
+		}
+		field := strings.TrimPrefix(strings.TrimPrefix(je.Path, "$"), ".")
+		return nil, &Error{Name: c.name, Offset: base + je.Offset, Field: field, Msg: "memory_stats JSON: " + je.Msg, Err: kind}
+	}
+	if err := c.checkMemoryStats(stats, offs, base); err != nil {
+		return nil, err
+	}
 	return &Snapshot{Format: FormatMemoryStats, Stats: stats}, nil
+}
+
+// The byte counters of a pool that memory_stats keeps in the order
+// requested <= allocated <= active <= reserved: what callers asked for,
+// rounded up to blocks, blocks not yet released to the pool (a block freed
+// while a stream still uses it stays active), and the segments the
+// allocator holds from the device. inactive_split_bytes, free blocks of
+// split segments, lie within reserved - active.
+var memStatsOrder = []string{"requested_bytes", "allocated_bytes", "active_bytes", "reserved_bytes"}
+
+// checkMemoryStats checks the counters against each other, where the file
+// has both: per pool (all, large_pool, small_pool) and for current and
+// peak values, the order of memStatsOrder, inactive_split_bytes within
+// reserved - active, each current at most its peak, and no byte count
+// below zero. A file that breaks them is not a real memory_stats dump, and
+// the summary would print it as nonsense ("cached free -4.00GiB").
+func (c *conv) checkMemoryStats(stats MemoryStats, offs map[string]int64, base int64) error {
+	bad := func(key, format string, args ...any) error {
+		e := c.fieldErr(base+offs[key], key, format, args...)
+		e.Hint = "a memory_stats dump's counters hold these relations; this one was edited or is not one"
+		return e
+	}
+	size := func(n int64) string { return fmt.Sprintf("%s (%d)", mem.FormatBytes(n), n) }
+	for _, pool := range []string{"all", "large_pool", "small_pool"} {
+		for _, when := range []string{"current", "peak"} {
+			key := func(stat string) string { return stat + "." + pool + "." + when }
+			var prev string // the last counter of memStatsOrder the file has
+			for _, stat := range append(memStatsOrder, "inactive_split_bytes") {
+				k := key(stat)
+				v, ok := stats[k]
+				if !ok {
+					continue
+				}
+				if v < 0 {
+					return bad(k, "negative byte count %d", v)
+				}
+				if cur, ok := stats[stat+"."+pool+".current"]; when == "peak" && ok && cur > v {
+					return bad(k, "peak %s is below the current value %s", size(v), size(cur))
+				}
+				if stat == "inactive_split_bytes" {
+					continue
+				}
+				if prev != "" && stats[prev] > v {
+					return bad(prev, "%s is more than %s %s", size(stats[prev]), k, size(v))
+				}
+				prev = k
+			}
+			split, okS := stats[key("inactive_split_bytes")]
+			reserved, okR := stats[key("reserved_bytes")]
+			active, okA := stats[key("active_bytes")]
+			if when == "current" && okS && okR && okA && split > reserved-active {
+				return bad(key("inactive_split_bytes"), "%s is more than reserved - active, %s: split free blocks are part of the reserved memory that is not active",
+					size(split), size(reserved-active))
+			}
+		}
+	}
+	return nil
 }
 
 // String formats the stats as "key=value" lines in key order, for debugging.

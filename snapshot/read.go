@@ -2,12 +2,14 @@ package snapshot
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"strconv"
 	"unsafe"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
@@ -93,7 +95,11 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if o.Pickle.MaxBytesObject == 0 {
 		o.Pickle.MaxBytesObject = DefaultMaxBytesObject
 	}
-	if !isJSONObject(head) && pickle.CheckStart(head) == nil {
+	if isJSONObject(head) {
+		if head, err = checkJSONHead(name, head, r); err != nil {
+			return nil, err
+		}
+	} else if pickle.CheckStart(head) == nil {
 		if head, err = checkPickleStart(name, head, r, &o.Pickle); err != nil {
 			return nil, err
 		}
@@ -173,6 +179,31 @@ func inputSize(r io.Reader, read int64) int64 {
 		return read + int64(x.Len())
 	}
 	return -1
+}
+
+// checkJSONHead reads the start of a memory_stats JSON document up to
+// loc.SniffBytes (head holds its first bytes) and checks it is JSON text
+// (loc.CheckJSONStart) before Read reads the rest, so that random bytes
+// after "{" are refused there rather than after Options.Pickle.MaxInputBytes.
+// It returns the start read.
+func checkJSONHead(name string, head []byte, r io.Reader) ([]byte, error) {
+	if len(head) == sniffLen {
+		more := make([]byte, loc.SniffBytes-len(head))
+		m, err := io.ReadFull(r, more)
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			return nil, decodeErr(name, err, nil)
+		}
+		head = append(head, more[:m]...)
+	}
+	var le *loc.InputError
+	if errors.As(loc.CheckJSONStart(head, len(head) < loc.SniffBytes), &le) {
+		kind := ErrDecode
+		if errors.Is(le, loc.ErrBinary) {
+			kind = ErrNotSnapshot
+		}
+		return nil, &Error{Name: name, Offset: le.Offset, Msg: "memory_stats JSON: " + le.Msg, Err: kind}
+	}
+	return head, nil
 }
 
 // readRest returns head followed by the rest of r, at most limit+1 bytes in

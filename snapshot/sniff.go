@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
@@ -86,17 +86,6 @@ func sniff(name string, head []byte) error {
 const minText = 8
 
 // looksLikeText reports whether b is printable UTF-8 with line breaks and
-// tabs only (a cut multi-byte character at the end is allowed).
-func looksLikeText(b []byte) bool {
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			return len(b) < utf8.UTFMax && !utf8.FullRune(b)
-		case r < 0x20 && r != '\n' && r != '\r' && r != '\t', r == 0x7f:
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
+// tabs only (a cut multi-byte character at the end is allowed): what every
+// text reader asks of its start (loc.CheckText).
+func looksLikeText(b []byte) bool { return loc.CheckText(b, false) == nil }

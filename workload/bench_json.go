@@ -27,10 +27,13 @@ var benchLimits = loc.Limits{Line: int(MaxBenchBytes), LineName: "workload.MaxBe
 // readBenchText reads the whole input through a loc.LineReader, so binary
 // input, a BOM, CR or CRLF endings and the size bound are handled as for
 // every trace, and joins its lines with "\n": line numbers stay those of
-// the file.
+// the file. Text that does not start with a JSON object (a CSV trace) is
+// refused at its first line, as splitBenchObjects would after reading it
+// all.
 func readBenchText(r io.Reader, name string) ([]byte, error) {
 	lr := loc.NewLineReader(r, benchLimits)
 	var text []byte
+	started := false
 	for {
 		b, err := lr.Next()
 		if err == io.EOF {
@@ -38,6 +41,12 @@ func readBenchText(r io.Reader, name string) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, inputErr(err, name)
+		}
+		if t := bytes.TrimLeft(b, " \t"); !started && len(t) > 0 {
+			if t[0] != '{' {
+				return nil, &Error{File: name, Line: lr.Line(), Err: ErrSyntax, Msg: topLevelMsg(t, 0)}
+			}
+			started = true
 		}
 		text = append(text, b...)
 		text = append(text, '\n')

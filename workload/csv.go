@@ -5,13 +5,14 @@ package workload
 
 import (
 	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // csvSpec lists the columns a CSV format uses. Other columns are allowed
@@ -178,22 +179,17 @@ func (p *csvParser) row(b []byte) (row, *Error) {
 	return rw, nil
 }
 
-// splitCSV splits one CSV record. Quoted fields are handled by encoding/csv;
-// a quoted field cannot span lines (no trace format needs that).
+// splitCSV splits one CSV record (loc.SplitCSV; a quoted field cannot span
+// lines). An error names the column.
 func splitCSV(b []byte) ([]string, error) {
 	if bytes.IndexByte(b, '"') < 0 {
 		return strings.Split(string(b), ","), nil
 	}
-	r := csv.NewReader(bytes.NewReader(b))
-	r.FieldsPerRecord = -1
-	rec, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("malformed CSV: %v", strings.TrimPrefix(err.Error(), "record on line 1: "))
+	fields, bad, msg := loc.SplitCSV(b, nil)
+	if msg != "" {
+		return nil, fmt.Errorf("malformed CSV: column %d: %s", bad+1, msg)
 	}
-	if _, err := r.Read(); err == nil {
-		return nil, fmt.Errorf("malformed CSV: a quoted field holds a line break")
-	}
-	return rec, nil
+	return fields, nil
 }
 
 // tokens parses a prompt length: an integer from 1 to MaxTokens. Every real

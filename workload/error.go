@@ -15,8 +15,9 @@ var (
 	// ErrFormat: the format name is unknown, or Detect cannot tell the
 	// format from the first line.
 	ErrFormat = errors.New("workload: unknown format")
-	// ErrNotText: the input starts with binary data (a NUL byte, a gzip,
-	// zstd, bzip2, xz or ZIP signature, UTF-16 text), not lines of text.
+	// ErrNotText: the input starts with binary data (a NUL byte, a control
+	// character, bytes that are not UTF-8, a gzip, zstd, bzip2, xz or ZIP
+	// signature, UTF-16 text) in its first loc.SniffBytes, not lines of text.
 	ErrNotText = errors.New("workload: not a text trace")
 	// ErrSyntax: a line is not one CSV record or one JSON object, has a
 	// different number of fields than the header, or is longer than

@@ -57,6 +57,12 @@ func FuzzRead(f *testing.F) {
 		{workload.Mooncake, `{"timestamp":1e308,"input_length":2,"output_length":1,"hash_ids":[1,2,3]}`},
 		{workload.JSONL, `{"arrival_s":1e400,"prompt_tokens":1,"output_tokens":1,"n":1000000000000000000}`},
 		{workload.Vidur, "num_prefill_tokens,num_decode_tokens\n\n"},
+		// Issue 28: random bytes after a header, a NUL on line 2, a quoted line break.
+		{workload.Auto, "TIMESTAMP,ContextTokens,GeneratedTokens\n\x86\xad\x05\xdc\x98\x7f\x80b0"},
+		{workload.Auto, "{\x86\xad\x05\xdc\x98\x7f\x80b0"},
+		{workload.VLLMBench, "\x80\x04\x86\xad\x05\xdc\x98"},
+		{workload.Azure, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,5,20\x00\n"},
+		{workload.Azure, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,\"37\n4\",30\n"},
 	} {
 		f.Add(uint8(seed.f), []byte(seed.data))
 	}

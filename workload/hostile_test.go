@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -250,4 +251,52 @@ func TestNumbers(t *testing.T) {
 	if _, err := readString(t, vd+"1,1\n", workload.Vidur, workload.ReadOptions{MaxRows: -1}); !errors.Is(err, workload.ErrConfig) {
 		t.Errorf("MaxRows -1: %v", err)
 	}
+}
+
+// TestRandomBytes (issue 28, item 10): random bytes without NUL, bare or
+// after a prefix that looks like a trace (a JSON object or array, a
+// header of each CSV format, a benchmark result's first keys), are refused
+// within the first read by every format's reader and by ReadBench; before,
+// the benchmark reader read them up to MaxBenchBytes (256 MiB, 0.5 to
+// 1.8 s and 275 to 495 MB for 100 MB of them).
+func TestRandomBytes(t *testing.T) {
+	headers := []string{"TIMESTAMP,ContextTokens,GeneratedTokens\n", "num_prefill_tokens,num_decode_tokens\n",
+		"input_length,output_length\n", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n",
+		`{"backend": "vllm", "request_rate": 1, `}
+	for _, f := range append([]workload.Format{workload.Auto}, workload.Formats()...) {
+		t.Run(f.String(), func(t *testing.T) {
+			loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+				_, err := workload.Read(r, name, f, workload.ReadOptions{SkipBadRows: true})
+				return err
+			}, headers...)
+		})
+	}
+	t.Run("ReadBench", func(t *testing.T) {
+		loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+			_, err := workload.ReadBench(r, name)
+			return err
+		}, headers...)
+	})
+}
+
+// TestBenchWrongText: a CSV trace given as a benchmark result is refused at
+// its first line, not after reading all of it (an endless one here).
+func TestBenchWrongText(t *testing.T) {
+	rows := io.MultiReader(strings.NewReader("TIMESTAMP,ContextTokens,GeneratedTokens\n"), endlessString("2023-11-16 18:15:46.6805900,374,44\n"))
+	c := &loctest.Counter{R: rows}
+	_, err := workload.ReadBench(c, "conv.csv")
+	if err == nil || !strings.Contains(err.Error(), `conv.csv: line 1: starts with "TIMESTAMP,Contex": want one JSON object per run`) || c.N > loctest.MaxRead {
+		t.Errorf("after %d bytes: %v", c.N, err)
+	}
+}
+
+// endlessString repeats s for ever.
+type endlessString string
+
+func (e endlessString) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], e)
+	}
+	return n, nil
 }

@@ -287,6 +287,10 @@ func TestErrors(t *testing.T) {
 		{"unknown header", "a,b\n1,2\n", workload.Auto, workload.ErrFormat, 1, "", "cannot tell the format"},
 		{"field count", az + "2023-11-16 18:15:46,1\n", workload.Azure, workload.ErrSyntax, 2, "", "has 2 fields, the header has 3"},
 		{"bad quote", az + "\"2023-11-16 18:15:46,1,1\n", workload.Azure, workload.ErrSyntax, 2, "", "malformed CSV"},
+		// Issue 28: the line of the file, not encoding/csv's "parse error on line 1".
+		{"quoted line break", az + "2023-11-16 18:15:46,\"37\n4\",30\n", workload.Azure, workload.ErrSyntax, 2, "",
+			`malformed CSV: column 2: quoted field without its closing " on this line (a field cannot hold a line break)`},
+		{"nul on line 2", az + "2023-11-16 18:15:46,1,1\x00\n", workload.Azure, workload.ErrNotText, 2, "", "byte 63 is NUL"},
 		{"long line", vd + "1,1,2,1\n" + long + "\n", workload.Vidur, workload.ErrSyntax, 3, "", "longer than"},
 		{"long header", long, workload.Auto, workload.ErrSyntax, 1, "", "longer than"},
 		{"not json", "[1]\n", workload.Mooncake, workload.ErrSyntax, 1, "", "want a JSON object"},

@@ -21,7 +21,9 @@ type Request struct {
 	PromptTokens int
 	// OutputTokens is the number of generated tokens, 0..MaxTokens. Zero is
 	// a request that only prefills (FineServe and BurstGPT record failed or
-	// empty responses this way).
+	// empty responses this way): the engine computes its prompt and reports
+	// no TTFT for it, as it has no first token (vLLM itself never serves
+	// one: its max_tokens is at least 1).
 	OutputTokens int
 	// Session groups the turns of one conversation; empty when unknown.
 	Session string

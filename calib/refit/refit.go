@@ -108,7 +108,7 @@ func Report(ctx context.Context, root string, joint *sim.JointModel, held map[st
 	if err != nil {
 		return nil, err
 	}
-	return calib.Fidelity(ctx, d, calib.FidelityOptions{Open: calib.OpenFixture(filepath.Join(root, calib.FixtureDir)), Paper: ps,
+	return calib.Fidelity(ctx, d, calib.FidelityOptions{Open: calib.OpenFixture(filepath.Join(root, "calib")), Paper: ps,
 		Joint: joint, HeldOut: held, Workers: workers})
 }
 
@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	open := calib.OpenFixture(filepath.Join(o.Root, calib.FixtureDir))
+	open := calib.OpenFixture(filepath.Join(o.Root, "calib"))
 	keys, err := calib.HeldOutKeys(d, open)
 	if err != nil {
 		return err

@@ -122,7 +122,7 @@ func TestModelFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := calib.OpenFixture(filepath.Join(root, calib.FixtureDir))
+	open := calib.OpenFixture(filepath.Join(root, "calib"))
 	ids, err := calib.JointFigures(d, open, "")
 	if err != nil {
 		t.Fatal(err)

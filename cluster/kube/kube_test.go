@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
@@ -187,6 +188,18 @@ func TestReadBounds(t *testing.T) {
 	}
 }
 
+// TestRandomBytes (issue 28, item 10): random bytes without NUL, bare or
+// after the start of a kubectl list, are refused within the first read.
+func TestRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := Read(r, name)
+		if err != nil && !errors.Is(err, cluster.ErrBadInput) {
+			t.Errorf("%v does not wrap cluster.ErrBadInput", err)
+		}
+		return err
+	}, `{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "`)
+}
+
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) {
@@ -270,6 +283,8 @@ func FuzzRead(f *testing.F) {
 		nodeJSON("a", "8"),
 		`{"kind":"List","items":[` + nodeJSON("a", "1") + `]} {}`,
 		`{"items":[` + nodeJSON("a", "1") + `],"kind":"NodeList","kind":"Node"}`,
+		// Issue 28: random bytes after "{" and after the list's start.
+		"{\x86\xad\x05\xdc\x98\x7f\x80b0", `{"kind":"List","items":[{"kind":"Node",hello`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -191,6 +191,13 @@ func readDocument(r io.Reader, name string, item func(i int, o *object) error) (
 	if c != '{' {
 		return "", nil, &cluster.InputError{Name: name, Msg: "starts with " + describeStart(c, br) + ": " + want}
 	}
+	// Random bytes or another format after "{" fail here, within the first
+	// 4 KiB, not when the decoder gets to them.
+	head, perr := br.Peek(loc.SniffBytes)
+	var le *loc.InputError
+	if errors.As(loc.CheckJSONStart(head, perr == io.EOF), &le) {
+		return "", nil, &cluster.InputError{Name: name, Line: le.Line, Msg: le.Msg}
+	}
 	d := &decoder{name: name, in: in, dec: json.NewDecoder(br)}
 	if _, err := d.delim("", '{', false); err != nil {
 		return "", nil, err

@@ -31,7 +31,7 @@ func ReadCSV(name string, r io.Reader) (*History, error) {
 // ReadCSVOptions is ReadCSV with limits.
 func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 	maxSeries := o.maxSeries()
-	data, err := readLimited(name, r)
+	data, err := readLimited(name, r, false)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +50,12 @@ func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) && errors.Is(err, csv.ErrQuote) {
+			// The record's line: encoding/csv names where it gave up, the
+			// end of the file for a quote never closed.
+			return nil, fmt.Errorf("%s:%d: %w: a quoted field is not closed on its line (a field cannot hold a line break)", name, pe.StartLine, pe.Err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -63,6 +69,9 @@ func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 		for i, f := range rec {
 			if !utf8.ValidString(f) {
 				return nil, fmt.Errorf("%s: not valid UTF-8", at(i))
+			}
+			if strings.ContainsAny(f, "\r\n") {
+				return nil, fmt.Errorf("%s: holds a line break (a quoted field cannot span lines)", at(i))
 			}
 		}
 		ts, err := parseTimestamp(rec[0])

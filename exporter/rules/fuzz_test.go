@@ -71,6 +71,9 @@ func FuzzReadPrometheusJSON(f *testing.F) {
 		strings.Repeat("9", 100<<10) + `"]]}]}}`))
 	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[]},` +
 		`{"metric":{"instance":"b"},"values":[]},{"metric":{"instance":"c"},"values":[]},{"metric":{"instance":"d"},"values":[[1,"1"]]}]}}`))
+	// Issue 28: random bytes after "{", a syntax error in the first kilobytes.
+	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte(`{"status":"success","data":{"resultType":"matrix","result":[{hello`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkSeriesLimit(t, data, ReadPrometheusJSONOptions)
 		h, err := ReadPrometheusJSON("fuzz.json", bytes.NewReader(data))
@@ -90,6 +93,12 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add([]byte("1," + strings.Repeat("i", MaxLabelBytes+1) + ",m,0.5\n"))
 	f.Add([]byte("1,a,m," + strings.Repeat("9", 100<<10) + "\n"))
 	f.Add([]byte("1,a,m,0.5\n1,b,m,0.5\n1,c,m,0.5\n1,d,,1\n"))
+	// Issue 28: random bytes after the header, a NUL on line 2, a quoted
+	// line break, a quote not closed before the end of the file.
+	f.Add([]byte("timestamp,instance,model,health\n\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	f.Add([]byte("1,a,m,0.5\n2,a\x00,m,0.5\n"))
+	f.Add([]byte("1,\"a\nb\",m,0.5\n"))
+	f.Add([]byte("1,a,m,0.5\n2,\"a,m,0.5\n3,a,m,0.5\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkSeriesLimit(t, data, ReadCSVOptions)
 		h, err := ReadCSV("fuzz.csv", bytes.NewReader(data))

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // MaxInputBytes bounds what a reader accepts: a week of 15 s samples for a
@@ -76,9 +79,26 @@ type key struct{ instance, model string }
 
 func (s Series) key() key { return key{s.Labels["instance"], s.Labels["model"]} }
 
-// readLimited reads all of r, refusing more than MaxInputBytes.
-func readLimited(name string, r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+// readLimited reads all of r, refusing more than MaxInputBytes, after
+// looking at its first loc.SniffBytes: they must be text (loc.CheckText),
+// and JSON as far as they go for a Prometheus history (loc.CheckJSONStart),
+// so that random bytes, a binary file or /dev/zero are refused there
+// instead of after 256 MiB.
+func readLimited(name string, r io.Reader, isJSON bool) ([]byte, error) {
+	head, atEOF, whole, err := loc.Head(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	check := loc.CheckText
+	if isJSON {
+		check = loc.CheckJSONStart
+	}
+	var le *loc.InputError
+	if errors.As(check(head, atEOF), &le) {
+		line, col := position(head, le.Offset)
+		return nil, fmt.Errorf("%s:%d:%d: %s", name, line, col, le.Msg)
+	}
+	data, err := io.ReadAll(io.LimitReader(whole, MaxInputBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -86,6 +106,44 @@ func readLimited(name string, r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", name, MaxInputBytes)
 	}
 	return data, nil
+}
+
+// The formats of a history, for ReadHistory.
+const (
+	FormatCSV        = "csv"
+	FormatPrometheus = "prometheus"
+)
+
+// ReadHistory reads a history in format FormatCSV or FormatPrometheus, or,
+// for "auto" or "", the one its name's extension says (.csv, .json), else
+// its first byte past white space ("{": Prometheus). It returns the format
+// read.
+func ReadHistory(name string, r io.Reader, format string, o ReadOptions) (*History, string, error) {
+	if format == "auto" || format == "" {
+		head, _, whole, err := loc.Head(r)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+		r, format = whole, FormatCSV
+		switch t := bytes.TrimLeft(head, " \t\r\n"); {
+		case strings.EqualFold(filepath.Ext(name), ".csv"):
+		case strings.EqualFold(filepath.Ext(name), ".json"), len(t) > 0 && t[0] == '{':
+			format = FormatPrometheus
+		}
+	}
+	var (
+		h   *History
+		err error
+	)
+	switch format {
+	case FormatCSV:
+		h, err = ReadCSVOptions(name, r, o)
+	case FormatPrometheus:
+		h, err = ReadPrometheusJSONOptions(name, r, o)
+	default:
+		err = fmt.Errorf("rules: unknown history format %q (want auto, %s or %s)", format, FormatPrometheus, FormatCSV)
+	}
+	return h, format, err
 }
 
 // position returns the 1-based line and column of byte offset off in data.

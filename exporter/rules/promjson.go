@@ -33,7 +33,7 @@ func ReadPrometheusJSON(name string, r io.Reader) (*History, error) {
 
 // ReadPrometheusJSONOptions is ReadPrometheusJSON with limits.
 func ReadPrometheusJSONOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
-	data, err := readLimited(name, r)
+	data, err := readLimited(name, r, true)
 	if err != nil {
 		return nil, err
 	}

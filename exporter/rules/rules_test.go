@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -300,15 +302,28 @@ func TestWriteRules(t *testing.T) {
 	rs := f.Groups[0].Rules
 	if r := rs[1]; r.Alert != AlertName || r.For != "10m" ||
 		r.Expr != `gpufrag_health_ratio{instance="vllm-0",model="llama-3-8b"} < 0.479` ||
-		r.Labels["severity"] != "warning" || !strings.Contains(r.Annotations["description"], "p95") ||
-		r.Annotations["runbook_url"] != DefaultRunbookURL {
+		!reflect.DeepEqual(r.Labels, map[string]string{"instance": "vllm-0", "model": "llama-3-8b", "severity": "warning", "threshold": "0.479"}) ||
+		!strings.Contains(r.Annotations["description"], "p95") || r.Annotations["runbook_url"] != DefaultRunbookURL {
 		t.Errorf("vllm-0 alert: %+v", r)
 	}
+	// Issue 28: instances that share a threshold (here the fallback 0.5)
+	// got alerts of the same name and labels, duplicates to promtool.
+	shared := map[string]int{}
+	for _, r := range rs {
+		if r.Alert != "" {
+			shared[r.Labels["threshold"]]++
+		}
+	}
+	if shared["0.5"] < 2 {
+		t.Fatalf("the test needs two alerts at 0.5: %v", shared)
+	}
+	checkUniqueRules(t, f)
 	if r := rs[0]; r.Record != ThresholdRecord || r.Expr != "vector(0.479)" ||
 		!reflect.DeepEqual(r.Labels, map[string]string{"instance": "vllm-0", "model": "llama-3-8b"}) {
 		t.Errorf("vllm-0 record: %+v", r)
 	}
-	if r := rs[7]; r.Expr != `gpufrag_health_ratio{instance="vllm-3",model=""} < 0.85` || rs[6].Labels["model"] != "" {
+	if r := rs[7]; r.Expr != `gpufrag_health_ratio{instance="vllm-3",model=""} < 0.85` || rs[6].Labels["model"] != "" ||
+		!reflect.DeepEqual(r.Labels, map[string]string{"instance": "vllm-3", "severity": "warning", "threshold": "0.85"}) {
 		t.Errorf("vllm-3 (no model) rules: %+v %+v", rs[6], r)
 	}
 	if r := rs[9]; r.Expr != `gpufrag_health_ratio{instance="we\"ird\\name: {x}",model="m"} < 0.5` ||
@@ -328,9 +343,29 @@ func TestWriteRules(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput()
+	out, err := exec.Command(promtool, "check", "rules", "--lint=duplicate-rules", "--lint-fatal", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// checkUniqueRules fails when two rules of f have the same name (alert or
+// record) and labels: what promtool check rules reports as duplicate rules
+// (its duplicate-rules lint compares exactly these).
+func checkUniqueRules(t *testing.T, f rulesFile) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, g := range f.Groups {
+		for i, r := range g.Rules {
+			key := r.Alert + r.Record
+			for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+				key += "\x00" + k + "=" + r.Labels[k]
+			}
+			if j, dup := seen[key]; dup {
+				t.Errorf("rules %d and %d have the same name and labels: %+v", j, i, r)
+			}
+			seen[key] = i
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 
 	"github.com/prometheus/common/model"
@@ -58,9 +59,12 @@ type rule struct {
 
 // WriteRules writes a Prometheus rules file (the format `promtool check
 // rules` accepts) with, for each threshold, a recording rule
-// ThresholdRecord{instance, model} and an alert AlertName that fires when
-// gpufrag_health_ratio{instance, model} stays below the threshold for
-// o.For. Label values are quoted for PromQL, so any UTF-8 value is safe.
+// ThresholdRecord{instance, model} and an alert AlertName{instance, model,
+// severity, threshold} that fires when gpufrag_health_ratio{instance,
+// model} stays below the threshold for o.For. Every rule has its own name
+// and labels (promtool's duplicate-rules lint), as the thresholds are of
+// distinct (instance, model) groups; model is left out of the labels when
+// empty. Label values are quoted for PromQL, so any UTF-8 value is safe.
 //
 // The file is streamed: one group, each rule encoded on its own and written
 // out, so memory does not grow with the number of thresholds (a YAML
@@ -133,14 +137,17 @@ func thresholdRules(t Threshold, o RuleOptions) (rule, rule) {
 	case t.Clamped != "":
 		how += ", clamped to the " + t.Clamped
 	}
+	// The alert carries the instance's labels too, which its series give
+	// every alert anyway: without them, two instances that share a
+	// threshold have two rules of the same name and labels, which
+	// promtool check rules reports as duplicates.
+	alertLabels := map[string]string{"severity": o.Severity, "threshold": thr}
+	maps.Copy(alertLabels, labels)
 	alert := rule{
-		Alert: AlertName,
-		Expr:  fmt.Sprintf("%s{%s} < %s", HealthMetric, sel, thr),
-		For:   o.For,
-		Labels: map[string]string{
-			"severity":  o.Severity,
-			"threshold": thr,
-		},
+		Alert:  AlertName,
+		Expr:   fmt.Sprintf("%s{%s} < %s", HealthMetric, sel, thr),
+		For:    o.For,
+		Labels: alertLabels,
 		Annotations: map[string]string{
 			"summary": "GPU memory of {{ $labels.instance }} ({{ $labels.model }}) is more fragmented than usual",
 			"description": "Health {{ $value | printf \"%.3f\" }} on GPU {{ $labels.gpu }}, pool {{ $labels.pool }} of " +

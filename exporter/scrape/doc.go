@@ -60,8 +60,13 @@
 // Syntax errors carry the source name (URL or file) and the line expfmt
 // reports. A metric this package maps that is a histogram or summary, a
 // non-finite or out-of-range value (a fraction outside 0..1, a negative
-// counter, a token count that is not a whole number), a non-UTF-8 label, and
+// counter, a token count that is not a whole number), a label name or value
+// that is not valid UTF-8 or holds a control character, a value over
+// MaxLabelBytes, labels besides model_name over MaxLabelBytes together, and
 // two series with the same name and labels but different values are errors
 // naming the series. An exposition with none of the metrics above fails with
-// ErrNoMetrics.
+// ErrNoMetrics. Messages quote input values cut to 64 bytes and escaped.
+//
+// Fetch never follows a redirect (an error naming the status and Location)
+// and quotes at most 64 bytes of the body of another status than 200.
 package scrape

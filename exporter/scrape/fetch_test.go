@@ -1,12 +1,15 @@
 package scrape
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -88,5 +91,83 @@ func TestFetchTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Fetch returned after %v; the 50ms deadline was not honoured", d)
+	}
+}
+
+// TestFetchRefusesRedirects (issue 28): an engine endpoint that redirects
+// (to a metadata service, an internal page) is not followed, whatever the
+// client: the other server is never asked, and nothing of it, nor of the
+// redirect's own body, reaches the error. The Location is quoted, cut to
+// 64 bytes.
+func TestFetchRefusesRedirects(t *testing.T) {
+	const secret = "SECRET-c2VjcmV0"
+	page, err := os.ReadFile("testdata/vllm_v1.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path == "/page" { // a valid exposition: followed, it would be exported
+			w.Write(bytes.ReplaceAll(page, []byte("example-org/chat-8b"), []byte(secret)))
+			return
+		}
+		w.Write([]byte("<html>" + secret + "</html>\n"))
+	}))
+	defer other.Close()
+	longTarget := other.URL + "/x?" + strings.Repeat("a", 5000)
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/found":
+			w.Header().Set("Location", other.URL+"/page")
+			w.WriteHeader(http.StatusFound)
+			w.Write([]byte("redirect body " + secret))
+		case "/temporary":
+			http.Redirect(w, r, other.URL+"/latest/meta-data", http.StatusTemporaryRedirect)
+		case "/permanent":
+			http.Redirect(w, r, other.URL+"/page", http.StatusPermanentRedirect)
+		case "/long":
+			http.Redirect(w, r, longTarget, http.StatusMovedPermanently)
+		}
+	}))
+	defer engine.Close()
+	followAll := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}
+	for path, want := range map[string]string{
+		"/found":     "status 302 Found: redirect to \"" + other.URL + "/page\" refused",
+		"/temporary": "status 307 Temporary Redirect: redirect to \"" + other.URL + "/latest/meta-data\" refused",
+		"/permanent": "status 308 Permanent Redirect: redirect to \"" + other.URL + "/page\" refused",
+		"/long":      fmt.Sprintf("status 301 Moved Permanently: redirect to %q… (%d bytes) refused", longTarget[:64], len(longTarget)),
+	} {
+		for _, client := range []*http.Client{nil, engine.Client(), followAll} {
+			insts, err := Fetch(context.Background(), client, engine.URL+path)
+			if err == nil || insts != nil {
+				t.Fatalf("%s: followed: %+v, %v", path, insts, err)
+			}
+			if !strings.Contains(err.Error(), "scrape: GET "+engine.URL+path+": "+want) {
+				t.Errorf("%s: %v\nwant %s", path, err, want)
+			}
+			if strings.Contains(err.Error(), secret) || len(err.Error()) > 300 {
+				t.Errorf("%s: the error quotes a body or the whole Location: %v", path, err)
+			}
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the other server was asked %d times", n)
+	}
+}
+
+// TestFetchStatusExcerpt: the body of a failed scrape is quoted at most 64
+// bytes deep, escaped, and the server's own reason phrase is not echoed.
+func TestFetchStatusExcerpt(t *testing.T) {
+	body := "\x1b]0;owned\x07" + strings.Repeat("x", 100) + "TAIL"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	_, err := Fetch(context.Background(), nil, srv.URL)
+	want := fmt.Sprintf("scrape: GET %s: status 500 Internal Server Error: %q…", srv.URL, body[:64])
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }

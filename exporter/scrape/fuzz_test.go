@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // FuzzParse checks that Parse never panics and that whatever it accepts
@@ -64,6 +66,17 @@ func FuzzParse(f *testing.F) {
 			}
 			if len(in.Model) > MaxLabelBytes {
 				t.Fatalf("model label of %d bytes accepted", len(in.Model))
+			}
+			// Issue 28: every label is plain text, the others bounded together.
+			others := 0
+			for k, v := range in.Labels {
+				others += len(k) + len(v) + 2
+				if loc.CheckName(k) != nil || loc.CheckName(v) != nil {
+					t.Fatalf("label %q=%q accepted", k, v)
+				}
+			}
+			if loc.CheckName(in.Model) != nil || others > MaxLabelBytes {
+				t.Fatalf("model %q, %d bytes of other labels accepted", in.Model, others)
 			}
 			if in.Blocks < 0 || in.BlockSize < 0 || in.HasBlocks && in.BlockSize < 1 {
 				t.Fatalf("bad blocks in %+v", in)

@@ -18,6 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // Engine names, the values of Instance.Engine.
@@ -254,26 +256,48 @@ func validate(c check, v float64) error {
 	return nil
 }
 
-// identify returns the instance a series belongs to, and its map key.
+// identify returns the instance a series belongs to, and its map key. Its
+// labels become label values of gpufrag's series (model_name the model,
+// the others together the pool), so each name and value must be plain
+// text (loc.CheckName: the exposition format lets a quoted name or a value
+// hold ESC or NUL) of at most MaxLabelBytes, and the labels other than
+// model_name at most MaxLabelBytes together.
 func identify(engine string, m *dto.Metric) (Instance, string, error) {
 	inst := Instance{Engine: engine}
+	others := 0
 	for _, lp := range m.GetLabel() {
-		if !utf8.ValidString(lp.GetValue()) {
-			return Instance{}, "", fmt.Errorf("label %s value %s is not valid UTF-8", lp.GetName(), quoteShort(lp.GetValue()))
+		name, v := lp.GetName(), lp.GetValue()
+		if err := loc.CheckName(name); err != nil {
+			return Instance{}, "", fmt.Errorf("label name %s: %w", loc.Quote(name), err)
 		}
-		if len(lp.GetValue()) > MaxLabelBytes {
-			return Instance{}, "", fmt.Errorf("label %s value %s: %d bytes, over %d", lp.GetName(), quoteShort(lp.GetValue()), len(lp.GetValue()), MaxLabelBytes)
+		if err := loc.CheckName(v); err != nil {
+			return Instance{}, "", fmt.Errorf("label %s value %s: %w", labelName(name), loc.Quote(v), err)
 		}
-		if lp.GetName() == modelLabel {
-			inst.Model = lp.GetValue()
+		if len(v) > MaxLabelBytes {
+			return Instance{}, "", fmt.Errorf("label %s value %s: %d bytes, over %d", labelName(name), loc.Quote(v), len(v), MaxLabelBytes)
+		}
+		if name == modelLabel {
+			inst.Model = v
 			continue
+		}
+		if others += len(name) + len(v) + 2; others > MaxLabelBytes {
+			return Instance{}, "", fmt.Errorf("the labels other than %s are over %d bytes together (they make one label value, pool)", modelLabel, MaxLabelBytes)
 		}
 		if inst.Labels == nil {
 			inst.Labels = map[string]string{}
 		}
-		inst.Labels[lp.GetName()] = lp.GetValue()
+		inst.Labels[name] = v
 	}
 	return inst, instanceKey(inst), nil
+}
+
+// labelName renders a label name for a message: as it is when it is short
+// plain text (every name the engines use), else quoted and cut (loc.Quote).
+func labelName(name string) string {
+	if len(name) <= loc.QuoteBytes && loc.CheckName(name) == nil {
+		return name
+	}
+	return loc.Quote(name)
 }
 
 // instanceKey is unambiguous: every part is quoted.
@@ -306,7 +330,7 @@ func seriesName(name string, m *dto.Metric) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s=%s", lp.GetName(), quoteShort(lp.GetValue()))
+		fmt.Fprintf(&b, "%s=%s", labelName(lp.GetName()), loc.Quote(lp.GetValue()))
 	}
 	b.WriteByte('}')
 	return b.String()
@@ -364,7 +388,7 @@ func cacheConfigs(mf *dto.MetricFamily) (map[configKey]blockConfig, error) {
 func countLabel(label, text string, min int) (int, error) {
 	n, err := strconv.Atoi(text)
 	if err != nil || n < min || n > maxCount {
-		return 0, fmt.Errorf("label %s=%s is not an integer in %d..2^53", label, quoteShort(text), min)
+		return 0, fmt.Errorf("label %s=%s is not an integer in %d..2^53", label, loc.Quote(text), min)
 	}
 	return n, nil
 }
@@ -429,15 +453,16 @@ func (rw *raw) resolveSGLang(inst *Instance) error {
 // describe names an instance in messages.
 func describe(inst Instance) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s model_name=%s", inst.Engine, quoteShort(inst.Model))
+	fmt.Fprintf(&b, "%s model_name=%s", inst.Engine, loc.Quote(inst.Model))
 	for _, k := range slices.Sorted(maps.Keys(inst.Labels)) {
-		fmt.Fprintf(&b, " %s=%s", k, quoteShort(inst.Labels[k]))
+		fmt.Fprintf(&b, " %s=%s", labelName(k), loc.Quote(inst.Labels[k]))
 	}
 	return b.String()
 }
 
 // maxErrorBytes bounds the text of an error of the exposition parser,
-// which quotes the offending token whole (a megabyte label value).
+// which quotes the offending token whole (a megabyte label value); its
+// control characters are escaped as in a Go string.
 const maxErrorBytes = 300
 
 // boundedError is an error whose text is cut to maxErrorBytes; it unwraps
@@ -446,6 +471,10 @@ type boundedError struct{ err error }
 
 func (e boundedError) Error() string {
 	msg := e.err.Error()
+	if loc.CheckName(msg) != nil { // a token of the page, not quoted by the parser
+		q := strconv.Quote(msg)
+		msg = q[1 : len(q)-1]
+	}
 	if len(msg) <= maxErrorBytes {
 		return msg
 	}
@@ -463,17 +492,3 @@ func (e boundedError) Unwrap() error { return e.err }
 // longest real ones (model paths) are a few hundred bytes; 4 KiB leaves
 // room and keeps a megabyte label out of Prometheus.
 const MaxLabelBytes = 4 << 10
-
-// quoteShort quotes s for a message, cut to its first 64 bytes (with its
-// length) so that a huge label is never echoed whole.
-func quoteShort(s string) string {
-	const n = 64 // enough to recognise a value
-	if len(s) <= n {
-		return strconv.Quote(s)
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
-}

@@ -210,6 +210,18 @@ func TestParseErrors(t *testing.T) {
 			`label model_name value "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"… (1048576 bytes): 1048576 bytes, over 4096`},
 		{"huge bad count", "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"" +
 			strings.Repeat("9", 100<<10) + "\"} 1\n", `… (102400 bytes) is not an integer`},
+		// Issue 28: labels become label values; the format lets a value,
+		// and a quoted name, hold control characters.
+		{"ESC in a value", "sglang:token_usage{model_name=\"m\x1b]0;x\x07\"} 0.5\n",
+			`sglang:token_usage{model_name="m\x1b]0;x\a"}: label model_name value "m\x1b]0;x\a": byte 1: control character U+001B`},
+		{"newline in a value", `sglang:token_usage{model_name="m",tp_rank="0\n1"} 0.5` + "\n",
+			`label tp_rank value "0\n1": byte 1: control character U+000A`},
+		{"NUL in a value", "vllm:kv_cache_usage_perc{engine=\"\x00\",model_name=\"m\"} 0.5\n", `label engine value "\x00": byte 0: control character U+0000`},
+		{"ESC in a name", "sglang:token_usage{model_name=\"m\",\"tp\x1b\"=\"0\"} 0.5\n", `label name "tp\x1b": byte 2: control character U+001B`},
+		{"ESC in a name, quoted in messages", "vllm:kv_cache_usage_perc{\"a\x1b\"=\"0\",model_name=\"m\"} 1.5\n",
+			`vllm:kv_cache_usage_perc{"a\x1b"="0",model_name="m"}: value 1.5 is outside 0..1`},
+		{"labels together", `sglang:token_usage{model_name="m",a="` + strings.Repeat("a", 3000) + `",b="` + strings.Repeat("b", 3000) + `"} 0.5` + "\n",
+			"the labels other than model_name are over 4096 bytes together"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseString(tc.in)

@@ -231,7 +231,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		return usageErrorf(cmd, "--refine-top %d: want at least 1", f.refineTop)
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"--out", f.out}},
-		[]fileFlag{{"--trace", f.trace}, {"--refine", f.refine}, {"--model", f.model}}); err != nil {
+		[]fileFlag{{"--trace", f.trace}, {"--refine", f.refine}, {"--model", model.ConfigPath(f.model)}}); err != nil {
 		return err
 	}
 	shard, shards := 0, 1

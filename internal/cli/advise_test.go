@@ -193,7 +193,7 @@ func TestAdviseShardMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs = run(t, "", "advise", "merge", bad)
-	if code != 1 || !strings.Contains(errs, "bad.json: byte 47") {
+	if code != 1 || !strings.Contains(errs, "bad.json: line 1: not JSON: byte 46: invalid character 'x'") { // the x, checked in the first 4 KiB (issue 28)
 		t.Errorf("bad JSON: exit %d: %s", code, errs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -155,7 +156,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 			return usageErrorf(cmd, "--params: %v", err)
 		}
 	}
-	inputs := []fileFlag{{"--profile", f.profile}, {"--model", f.model}}
+	inputs := []fileFlag{{"--profile", f.profile}, {"--model", model.ConfigPath(f.model)}}
 	for _, a := range args {
 		inputs = append(inputs, fileFlag{"argument", a})
 	}

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -145,6 +145,9 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFitsGPU(cmd, l, source, name, gpu); err != nil {
+		return err
+	}
 	if f.allocator != "" {
 		allocator = f.allocator
 	}
@@ -163,6 +166,35 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	writeDefragReport(&sb, name, source, f.device, gpu, cm, goal, p, pause, f.moves)
 	_, err = io.WriteString(out, insertVerdict(sb.String(), defragVerdict(l, p, gpu, source)))
 	return err
+}
+
+// checkFitsGPU refuses, as a bad --gpu, a layout whose segments (and, for
+// a saved layout, other use) take more memory than the GPU has: a snapshot
+// read against it cannot add up, and a plan priced on it prices a GPU the
+// layout was not on. It names the smallest GPU preset that holds it.
+func checkFitsGPU(cmd *cobra.Command, l mem.Layout, source, name string, gpu model.GPU) error {
+	need := l.Classes().Reserved() + l.OtherUse
+	if need <= gpu.Capacity {
+		return nil
+	}
+	what := "its segments reserve"
+	if l.OtherUse > 0 {
+		what = "its segments and other use take"
+	}
+	hint := ""
+	var fit *model.GPU
+	for _, n := range model.GPUNames() {
+		if g, err := model.LookupGPU(n); err == nil && g.Capacity >= need && (fit == nil || g.Capacity < fit.Capacity) {
+			fit = &g
+		}
+	}
+	if fit != nil {
+		hint = fmt.Sprintf(": give --gpu %s (%s), the smallest preset that holds it", fit.Name, human.Bytes(fit.Capacity))
+	} else {
+		hint = ": no GPU preset holds it (" + strings.Join(model.GPUNames(), ", ") + ")"
+	}
+	return usageErrorf(cmd, "--gpu %s: %s (%s) is larger than the GPU: %s %s, more than its %s%s",
+		gpu.Name, name, source, what, human.Bytes(need), human.Bytes(gpu.Capacity), hint)
 }
 
 // insertVerdict puts verdict after the report's first paragraph (the file
@@ -250,32 +282,47 @@ func nothingToGain(l mem.Layout, m frag.Metrics) string {
 		"so a pool must have at least a segment's worth free; none has: " + strings.Join(parts, "; ") + "."
 }
 
-// readDefragFile reads a layout file or a snapshot, at most
+// readDefragFile reads a layout file or a memory_stats dump, at most
 // defrag.MaxLayoutFile bytes (1 GiB; PyTorch snapshots have the same
-// limit). It looks at the first byte before reading on: a layout file and a
-// memory_stats dump are JSON objects, a snapshot a pickle (0x80), so that
-// /dev/zero or a binary file is refused at once instead of after a GiB.
-func readDefragFile(r io.Reader, name string) ([]byte, error) {
-	br := bufio.NewReader(r)
-	for {
-		b, err := br.Peek(1)
-		if err != nil {
-			if err == io.EOF {
-				return nil, fmt.Errorf("%s: empty file: want a gpufrag layout file (JSON) or a PyTorch memory snapshot (pickle)", name)
-			}
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		switch b[0] {
-		case ' ', '\t', '\r', '\n':
-			br.ReadByte()
-			continue
-		case '{', 0x80:
-		default:
-			return nil, fmt.Errorf("%s: byte 0: 0x%02x: not a gpufrag layout file (a JSON object) or a PyTorch memory snapshot (a pickle, first byte 0x80)", name, b[0])
-		}
-		break
+// limit), or returns a reader of the whole input for a pickle, which the
+// snapshot reader reads itself (a copy here doubled the memory). It looks
+// at the first bytes before reading on: a layout file and a memory_stats
+// dump are JSON objects whose first 4 KiB must be JSON text
+// (loc.CheckJSONStart), a snapshot a pickle (0x80), so that /dev/zero, a
+// binary file or random bytes after "{" are refused at once instead of
+// after a GiB.
+func readDefragFile(r io.Reader, name string) ([]byte, io.Reader, error) {
+	head, atEOF, br, err := loc.Head(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	data, err := io.ReadAll(io.LimitReader(br, defrag.MaxLayoutFile+1))
+	t := bytes.TrimLeft(head, " \t\r\n")
+	switch {
+	case len(t) == 0 && atEOF:
+		return nil, nil, fmt.Errorf("%s: empty file: want a gpufrag layout file (JSON) or a PyTorch memory snapshot (pickle)", name)
+	case len(t) == 0, t[0] == '{':
+		if err := loc.CheckJSONStart(head, atEOF); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+	case t[0] == 0x80:
+		return nil, br, nil
+	default:
+		return nil, nil, fmt.Errorf("%s: byte %d: 0x%02x: not a gpufrag layout file (a JSON object) or a PyTorch memory snapshot (a pickle, first byte 0x80)", name, len(head)-len(t), t[0])
+	}
+	data, err := readDefragRest(br, name)
+	return data, nil, err
+}
+
+// isRegular reports whether f is a regular file.
+func isRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// readDefragRest reads the rest of a defrag input (a JSON document, or a
+// pickle not in a regular file), at most defrag.MaxLayoutFile bytes.
+func readDefragRest(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, defrag.MaxLayoutFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -306,11 +353,7 @@ func (e *noDeviceError) Error() string {
 // It returns the layout, the source kind, the allocator the file names, and
 // the name used in messages.
 func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (mem.Layout, string, string, string, error) {
-	var (
-		data []byte
-		err  error
-		name = path
-	)
+	name := path
 	r := stdin
 	if path == "-" {
 		name = "stdin"
@@ -322,14 +365,30 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 		defer fh.Close()
 		r = fh
 	}
-	if data, err = readDefragFile(r, name); err != nil {
+	data, pickle, err := readDefragFile(r, name)
+	if err != nil {
 		return mem.Layout{}, "", "", name, err
 	}
-	if defrag.IsLayoutFile(data) {
-		l, allocator, err := defrag.ReadLayout(strings.NewReader(string(data)), name)
+	if data != nil && defrag.IsLayoutFile(data) {
+		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), name)
 		return l, "layout", allocator, name, err
 	}
-	s, err := snapshot.ReadBytes(data, name)
+	var s *snapshot.Snapshot
+	if f, ok := r.(*os.File); ok && pickle != nil && isRegular(f) {
+		// The snapshot reader reads a regular file from its start itself,
+		// into a buffer of the file's size: no copy here.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return mem.Layout{}, "", "", name, err
+		}
+		s, err = snapshot.Read(f, name)
+	} else {
+		if pickle != nil {
+			if data, err = readDefragRest(pickle, name); err != nil {
+				return mem.Layout{}, "", "", name, err
+			}
+		}
+		s, err = snapshot.ReadBytes(data, name)
+	}
 	if err != nil {
 		return mem.Layout{}, "", "", name, err
 	}

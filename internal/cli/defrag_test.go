@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -125,6 +128,11 @@ func TestDefragErrors(t *testing.T) {
 	if err := os.WriteFile(zeros, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Issue 28: an allocator spec replay --alloc refuses was accepted.
+	badAlloc := filepath.Join(t.TempDir(), "alloc.json")
+	if err := os.WriteFile(badAlloc, []byte(`{"gpufrag_layout":1,"allocator":"caching:bogus:1","capacity_bytes":4096}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	empty := filepath.Join(t.TempDir(), "empty")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -147,6 +155,7 @@ func TestDefragErrors(t *testing.T) {
 		{[]string{"defrag", path, "--allocator", "Caching:expandable_segments:True", "--json"}, exitOK, ""},
 		{[]string{"defrag", path, "--allocator", "vmm:64KiB", "--json"}, exitOK, ""},
 		{[]string{"defrag", bad}, exitFail, `offset 43: field "segments.addr"`},
+		{[]string{"defrag", badAlloc}, exitFail, badAlloc + `: field "allocator": allocator "caching:bogus:1": `},
 		{[]string{"defrag", filepath.Join(t.TempDir(), "missing")}, exitFail, "no such file"},
 		{[]string{"defrag", filepath.Join(snapshotFixtures, "memory_stats.json")}, exitFail, "no segments"},
 		{[]string{"defrag", filepath.Join(snapshotFixtures, "modern_p4.pickle"), "--device", "7"}, exitUsage, "--device 7: "}, // a device the snapshot lacks is a bad flag value (issue 18),
@@ -156,4 +165,50 @@ func TestDefragErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d naming %q", c.args, code, errb, c.code, c.want)
 		}
 	}
+}
+
+// TestDefragLargerThanGPU: a layout or snapshot larger than --gpu failed
+// with "memory classes ... add up to X, capacity Y" (a snapshot, read
+// against the GPU) or was priced on a GPU it could not be on (a saved
+// layout); it is a usage error naming the smallest preset that holds it
+// (issue 28, item 8).
+func TestDefragLargerThanGPU(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.json")
+	const seg = 100 << 30
+	doc := fmt.Sprintf(`{"gpufrag_layout":1,"allocator":"caching","capacity_bytes":%d,"segments":[{"addr":0,"size":%d,"pool":"large",`+
+		`"blocks":[{"addr":0,"size":%d,"state":"free"}]}]}`, 2*seg, seg, seg)
+	if err := os.WriteFile(big, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "", "defrag", big)
+	if want := "--gpu h100-80g: " + big + " (layout) is larger than the GPU: its segments reserve 100.00GiB, more than its 79.65GiB: give --gpu h200-141g (140.40GiB), the smallest preset that holds it"; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errs, exitUsage, want)
+	}
+	if code, _, errs := run(t, "", "defrag", big, "--gpu", "h200-141g", "--json"); code != exitOK {
+		t.Errorf("on the suggested GPU: exit %d: %s", code, errs)
+	}
+	// A snapshot is read against the GPU: its segments alone must fit.
+	t4, _ := model.LookupGPU("t4-16g")
+	l := mem.Layout{Capacity: t4.Capacity, Segments: []mem.Segment{{Addr: 0, Size: 20 << 30, Pool: "large",
+		Blocks: []mem.Block{{Addr: 0, Size: 20 << 30, State: mem.Active, Requested: 20 << 30}}}}}
+	err := checkFitsGPU(newRoot(nil, nil, nil), l, "snapshot", "snap.pickle", t4)
+	if want := "--gpu t4-16g: snap.pickle (snapshot) is larger than the GPU: its segments reserve 20.00GiB, more than its 15.00GiB: give --gpu rtx3090-24g"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("snapshot: %v, want %q", err, want)
+	}
+	l.OtherUse = 600 << 30
+	if err := checkFitsGPU(newRoot(nil, nil, nil), l, "layout", "l.json", t4); err == nil || !strings.Contains(err.Error(), "its segments and other use take 620.00GiB, more than its 15.00GiB: no GPU preset holds it") {
+		t.Errorf("no preset: %v", err)
+	}
+}
+
+// TestDefragFileRandomBytes (issue 28, item 10): random bytes that start
+// like a layout file or a memory_stats dump are refused within the first
+// 4 KiB; before, readDefragFile read them all (100 MB after "{": 0.53 s
+// and 380 MB), and a copy for the layout reader. The pickle branch is the
+// snapshot decoder's.
+func TestDefragFileRandomBytes(t *testing.T) {
+	loctest.RefusesEarlyAfter(t, func(r io.Reader, name string) error {
+		_, _, err := readDefragFile(r, name)
+		return err
+	}, "{", "[", " \n{", `{"gpufrag_layout": 1, "segments": [{"`)
 }

@@ -124,16 +124,19 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	if err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
-	if f.write {
-		if _, err := os.Stat(filepath.Join(f.root, "experiments")); err != nil {
-			return usageErrorf(cmd, "--write-findings: %s is not the repository root (no experiments/ directory); run from the root or set --root", f.root)
-		}
-	}
 	stderr := cmd.ErrOrStderr()
 	var bar *progress.Bar
 	opts := experiments.Options{Root: f.root, Reduced: f.reduced, Parallel: f.parallel,
 		Start: func(n int) { bar = progress.New(stderr, int64(n), "experiments") },
 		Done:  func() { bar.Increment() }}
+	if f.write {
+		if _, err := os.Stat(filepath.Join(f.root, "experiments")); err != nil {
+			return usageErrorf(cmd, "--write-findings: %s is not the repository root (no experiments/ directory); run from the root or set --root", f.root)
+		}
+		if err := checkFindingsOutputs(cmd, all, opts); err != nil {
+			return err
+		}
+	}
 	outs, err := experiments.RunAll(exps, opts)
 	bar.Done()
 	if err != nil {
@@ -157,6 +160,31 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	}
 	writeExperimentsText(out, outs)
 	return nil
+}
+
+// checkFindingsOutputs refuses --write-findings when a file it writes
+// (docs/findings.md, a plot) is a file an experiment reads: a scenario
+// file, a file a scenario names, a cluster trace. A file in a directory
+// not made yet is new.
+func checkFindingsOutputs(cmd *cobra.Command, exps []*experiments.Experiment, opts experiments.Options) error {
+	outs := []string{experiments.FindingsPath}
+	for _, e := range exps {
+		if e.Plot != nil {
+			outs = append(outs, experiments.PlotsDir+"/"+e.Name+".png")
+		}
+	}
+	var outputs []fileFlag
+	for _, o := range outs {
+		p := filepath.Join(opts.Root, filepath.FromSlash(o))
+		if d, err := os.Stat(filepath.Dir(p)); err == nil && d.IsDir() {
+			outputs = append(outputs, fileFlag{"--write-findings", p})
+		}
+	}
+	var named []namedFile
+	for _, in := range experiments.Inputs(exps, opts) {
+		named = append(named, namedFile{in.File, in.Field, in.Path})
+	}
+	return checkOutputs(cmd, outputs, nil, named...)
 }
 
 func writeExperimentsText(w io.Writer, outs []*experiments.Outcome) {

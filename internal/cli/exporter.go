@@ -101,7 +101,8 @@ re-exports its KV-cache figures (usage, blocks, block size, preemptions,
 prefix-cache queries and hits) as gpufrag_kv_* series with instance =
 host:port, model = the server's model_name and pool = "engine" (with the
 server's other labels appended, as in "engine/engine=0" for vLLM's engine
-index, so that several engines behind one URL stay apart).
+index, so that several engines behind one URL stay apart). A redirect is not
+followed (the source is down, naming it): give the URL that serves /metrics.
 
 With --cluster NAME it lists the Kubernetes cluster's nodes and pods (the
 in-cluster service account, or --kubeconfig; RBAC: get/list nodes and pods,
@@ -273,6 +274,11 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	}
 	if f.kubeconfig != "" && f.cluster == "" {
 		return usageErrorf(cmd, "--kubeconfig needs --cluster NAME")
+	}
+	if f.cluster != "" {
+		if err := exporter.CheckLabel("cluster", f.cluster); err != nil {
+			return usageErrorf(cmd, "--cluster: %v", err)
+		}
 	}
 	if err := uniqueStrings(f.scrape); err != nil {
 		return usageErrorf(cmd, "--scrape %s given twice", err)

@@ -86,6 +86,9 @@ func checkScrapeURL(raw string) (string, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("--scrape %q: want an http(s) URL such as http://127.0.0.1:8000/metrics", raw)
 	}
+	if err := exporter.CheckLabel("instance", u.Host); err != nil {
+		return "", fmt.Errorf("--scrape: the host is the instance label: %w", err)
+	}
 	return u.Host, nil
 }
 

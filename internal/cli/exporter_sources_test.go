@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,6 +175,64 @@ func TestExporterScrape(t *testing.T) {
 		"gpufrag_kv_prefix_cache_hits_total"+labels+" 393216")
 }
 
+// TestExporterScrapeRedirect (issue 28): an engine endpoint that redirects
+// is not followed. The server it points at is never asked, so its body (a
+// valid exposition, an HTML page) reaches neither /metrics nor the log; the
+// sources are down and the log names the redirect.
+func TestExporterScrapeRedirect(t *testing.T) {
+	const secret = "SECRET-c2VjcmV0"
+	page, err := os.ReadFile(filepath.Join("..", "..", "exporter", "scrape", "testdata", "vllm_v1.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page = bytes.ReplaceAll(page, []byte("example-org/chat-8b"), []byte(secret))
+	var hits atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path == "/page" {
+			_, _ = w.Write(page)
+			return
+		}
+		_, _ = w.Write([]byte("<html>" + secret + "</html>\n"))
+	}))
+	defer other.Close()
+	var polls [2]atomic.Int64
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			polls[0].Add(1)
+			http.Redirect(w, r, other.URL+"/page", http.StatusFound)
+			return
+		}
+		polls[1].Add(1)
+		http.Redirect(w, r, other.URL+"/html", http.StatusTemporaryRedirect)
+	}))
+	defer engine.Close()
+	u1, u2 := engine.URL+"/metrics", engine.URL+"/other"
+	scrape, logs := serveExporterLog(t, "--scrape", u1, "--scrape", u2)
+	// A source's state is logged when the first scrape finds it down, with
+	// the error of its last poll: wait until each source's second poll has
+	// begun (its first has ended).
+	for deadline := time.Now().Add(20 * time.Second); polls[0].Load() < 2 || polls[1].Load() < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not polled twice in 20 s: %d and %d polls", polls[0].Load(), polls[1].Load())
+		}
+	}
+	body := scrape(fmt.Sprintf(`gpufrag_source_up{source=%q} 0`, "scrape:"+u1), fmt.Sprintf(`gpufrag_source_up{source=%q} 0`, "scrape:"+u2))
+	log := logs.String()
+	for _, want := range []string{"status 302 Found: redirect to \\\"" + other.URL + "/page\\\" refused",
+		"status 307 Temporary Redirect: redirect to \\\"" + other.URL + "/html\\\" refused"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Contains(body, secret) || strings.Contains(log, secret) {
+		t.Errorf("the redirect target's body leaked:\n%s\n%s", body, log)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the redirect target was asked %d times", n)
+	}
+}
+
 func TestExporterSourceFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -182,6 +242,13 @@ func TestExporterSourceFlags(t *testing.T) {
 		{[]string{"--scrape", "http://a/metrics", "--scrape", "http://a/metrics"}, "given twice"},
 		{[]string{"--nvml-library", "/x.so"}, "--nvml-library needs --nvml"},
 		{[]string{"--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
+		// Issue 28: label values that are not plain text are refused at
+		// start (a --scrape given twice, checked after them, keeps the
+		// test from serving when they are not).
+		{[]string{"--scrape", "http://a%ff:80/metrics", "--scrape", "http://a%ff:80/metrics"},
+			`--scrape: the host is the instance label: exporter: label instance value "a\xff:80": byte 1: invalid UTF-8 (byte 0xff)`},
+		{[]string{"--cluster", "prod\x1b[2J", "--scrape", "http://a/", "--scrape", "http://a/"},
+			`--cluster: exporter: label cluster value "prod\x1b[2J": byte 4: control character U+001B`},
 	} {
 		code, _, stderr := run(t, "", append([]string{"exporter"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,6 +24,9 @@ const hostileShown = `evil\x1b]0;pwned\a\x1b[2J\x00\nnl\r\x7f\u009b31m\u2028\u20
 // csvName is snaptest.Hostile without the NUL, CR and newline that a CSV
 // line or a file name cannot hold.
 var csvName = strings.NewReplacer("\x00", "", "\r", "", "\n", "").Replace(snaptest.Hostile)
+
+// escapeDEL writes the DEL characters of a JSON document as \u007f.
+func escapeDEL(doc []byte) []byte { return bytes.ReplaceAll(doc, []byte("\x7f"), []byte(`\u007f`)) }
 
 // hostileFiles writes inputs whose names are snaptest.Hostile into dir: a
 // snapshot (frames and segment_type), a saved layout (pool names) and a
@@ -68,7 +70,9 @@ func hostileFiles(t *testing.T, dir string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write("layout.json", layout)
+	// encoding/json writes DEL raw, which the readers refuse as not text
+	// (a file of names holds none raw); its escape decodes to the same name.
+	write("layout.json", escapeDEL(layout))
 	kube, err := os.ReadFile("../../cluster/kube/testdata/hostile.json")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +88,7 @@ func hostileFiles(t *testing.T, dir string) map[string]string {
 		}
 		ops.Write(append(op, '\n'))
 	}
-	write("ops.jsonl", ops.Bytes())
+	write("ops.jsonl", escapeDEL(ops.Bytes()))
 	// A scenario named and described by the hostile string (Go's escapes
 	// are YAML's).
 	quoted := strconv.QuoteToASCII(snaptest.Hostile)
@@ -101,13 +105,20 @@ runs:
 	// names it.
 	write("missing.yaml", []byte("model: llama-3.1-8b\ngpu: h100-80g\nworkload:\n  trace: {file: "+quoted+", rate: 1}\n"+
 		"runs:\n  - {kv: \"paged:16\", alloc: caching}\n"))
-	// A health history of an instance and a model named by the hostile
-	// string, without the NUL, CR and newline a CSV line cannot hold.
-	history := "timestamp,instance,model,health\n"
+	// A health history (Prometheus query_range JSON: a CSV holds no
+	// control character, the readers refuse them raw as not text) of an
+	// instance and a model named by the hostile string.
+	var values [][2]any
 	for i := range 10 {
-		history += fmt.Sprintf("%d,\"%s\",\"m%s\",0.5\n", 1795996800+60*i, csvName, csvName)
+		values = append(values, [2]any{1795996800 + 60*i, "0.5"})
 	}
-	write("history.csv", []byte(history))
+	history, err := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix",
+		"result": []any{map[string]any{"metric": map[string]string{"instance": snaptest.Hostile, "model": "m" + snaptest.Hostile},
+			"values": values}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("history.json", escapeDEL(history))
 	return files
 }
 
@@ -147,12 +158,12 @@ func TestHostileNames(t *testing.T) {
 		{name: "simulate", args: []string{"simulate", "--scenario", f["scenario.yaml"]}},
 		{name: "simulate html", args: []string{"simulate", "--scenario", f["scenario.yaml"], "--html", html}, html: true},
 		{name: "simulate json", args: []string{"simulate", "--scenario", f["scenario.yaml"], "--json"}, json: true},
-		{name: "rules", args: []string{"rules", "--history", f["history.csv"], "--out", filepath.Join(dir, "rules.yaml")}, csv: true},
+		{name: "rules", args: []string{"rules", "--history", f["history.json"], "--out", filepath.Join(dir, "rules.yaml")}},
 		{name: "simulate missing trace", args: []string{"simulate", "--scenario", f["missing.yaml"]}, fail: true},
 		// A message that names a file raw (the OS's "open NAME: ...") is
 		// escaped by Main, the backstop of every error.
 		{name: "missing file", args: []string{"cluster", "inspect", "--from", filepath.Join(dir, "no-"+csvName)}, fail: true},
-		{name: "rules json", args: []string{"rules", "--history", f["history.csv"], "--json"}, json: true, csv: true},
+		{name: "rules json", args: []string{"rules", "--history", f["history.json"], "--json"}, json: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			os.Remove(html)

@@ -13,18 +13,28 @@ type fileFlag struct {
 	flag, path string
 }
 
+// namedFile is an input file that a document names (a scenario's profile:
+// or model:): the document as the user gave it ("--scenario s.yaml"), the
+// field, and the path as it is opened.
+type namedFile struct {
+	doc, field, path string
+}
+
 // checkOutputs refuses, as a usage error, an output file that is one of the
 // inputs or another output: a report written over the trace it describes
-// would lose the user's data without a word. Files are compared as the
-// operating system sees them (os.SameFile: the same file through another
-// name, a link or "./"), so only outputs that exist already can collide; "-"
-// (standard input or output) is never a file here. An output in a directory
-// that does not exist is refused too, before the work that would write it.
-func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
+// would lose the user's data without a word. The inputs are the files the
+// flags name and the files named inside the documents given to them
+// (named: a scenario's model, profile and trace), checked alike. Files are compared
+// as the operating system sees them (os.SameFile: the same file through
+// another name, a link or "./"), so only outputs that exist already can
+// collide; "-" (standard input or output) is never a file here. An output
+// in a directory that does not exist is refused too, before the work that
+// would write it.
+func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...namedFile) error {
 	type seen struct {
 		fileFlag
-		input bool
-		fi    os.FileInfo // nil: the file does not exist (yet)
+		what string      // an input: what names it
+		fi   os.FileInfo // nil: the file does not exist (yet)
 	}
 	var known []seen
 	stat := func(path string) os.FileInfo {
@@ -35,7 +45,12 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
 	}
 	for _, in := range inputs {
 		if in.path != "" && in.path != "-" {
-			known = append(known, seen{in, true, stat(in.path)})
+			known = append(known, seen{in, "the input file given to " + in.flag, stat(in.path)})
+		}
+	}
+	for _, n := range named {
+		if n.path != "" && n.path != "-" {
+			known = append(known, seen{fileFlag{n.field, n.path}, "the input file named by " + n.field + " in " + n.doc, stat(n.path)})
 		}
 	}
 	for _, out := range outputs {
@@ -59,8 +74,8 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
 			}
 			switch {
 			case !same:
-			case k.input:
-				what := "the input file given to " + k.flag
+			case k.what != "":
+				what := k.what
 				if k.path != out.path {
 					what += " (" + k.path + ")"
 				}
@@ -69,7 +84,7 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag) error {
 				return usageErrorf(cmd, "%s and %s both write %s: give them different files", k.flag, out.flag, out.path)
 			}
 		}
-		known = append(known, seen{out, false, fi})
+		known = append(known, seen{out, "", fi})
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,22 +57,7 @@ func TestOutputOntoInput(t *testing.T) {
 		{"advise --out onto the trace", []string{"advise", "--trace", trace, "--model", "llama-3-8b", "--gpu", "a100-80g", "--shard", "0/2", "--out", trace},
 			[]string{"--out", "the input file given to --trace"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, _, errs := run(t, "", tc.args...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d; stderr %q", code, exitUsage, errs)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(errs, w) {
-					t.Errorf("stderr %q does not say %q", errs, w)
-				}
-			}
-			for p, b := range before {
-				if now, _ := os.ReadFile(p); !bytes.Equal(now, b) {
-					t.Fatalf("%s changed", p)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { refusesOutput(t, before, tc.args, tc.want) })
 	}
 }
 

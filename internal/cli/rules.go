@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,8 +53,9 @@ For each (instance, model), over the last --window of its points:
 with Prometheus' interpolation (quantile_over_time(0.05, ...) gives low).
 Instances with fewer than --min-points points get 0.5. The rules file holds,
 per instance, a recording rule gpufrag:health_ratio:threshold (plotted by the
-Grafana dashboard) and an alert GPUMemoryBelowUsualHealth that fires when
-gpufrag_health_ratio{instance, model} stays below the threshold for --for.
+Grafana dashboard) and an alert GPUMemoryBelowUsualHealth{instance, model,
+severity, threshold} that fires when gpufrag_health_ratio{instance, model}
+stays below the threshold for --for; no two rules share a name and labels.
 
 At most --max-instances (instance, model) pairs (default 10000: each makes two
 rules, about 1 KB of YAML); a larger fleet is split into several histories.
@@ -155,25 +153,13 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	if err := checkInputs(fileFlag{"--history", f.history}); err != nil {
 		return err
 	}
-	data, name, err := readRulesHistory(cmd, f.history)
-	if err != nil {
-		return err
-	}
-	format := f.format
-	switch format {
-	case "auto":
-		format = sniffHistoryFormat(name, data)
-	case "prometheus", "csv":
+	switch f.format {
+	case "auto", rules.FormatPrometheus, rules.FormatCSV:
 	default:
 		return usageErrorf(cmd, "--format %q: want auto, prometheus or csv", f.format)
 	}
-	var h *rules.History
 	ropts := rules.ReadOptions{MaxSeries: 8 * o.MaxInstances} // up to 8 GPUs per instance
-	if format == "csv" {
-		h, err = rules.ReadCSVOptions(name, bytes.NewReader(data), ropts)
-	} else {
-		h, err = rules.ReadPrometheusJSONOptions(name, bytes.NewReader(data), ropts)
-	}
+	h, name, format, err := readRulesHistory(cmd, f.history, f.format, ropts)
 	if errors.Is(err, rules.ErrTooManySeries) {
 		return fmt.Errorf("%w (8 per --max-instances %d): split the fleet into several histories, or raise --max-instances", err, o.MaxInstances)
 	}
@@ -204,9 +190,11 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	return write(stdout)
 }
 
-// readRulesHistory reads path ("-": the command's standard input) within
-// the readers' size limit.
-func readRulesHistory(cmd *cobra.Command, path string) ([]byte, string, error) {
+// readRulesHistory reads the history at path ("-": the command's standard
+// input) in format (rules.ReadHistory, which looks at its first bytes
+// before reading on). It returns the name used in messages and the format
+// read.
+func readRulesHistory(cmd *cobra.Command, path, format string, o rules.ReadOptions) (*rules.History, string, string, error) {
 	var r io.Reader
 	name := path
 	if path == "-" {
@@ -214,43 +202,13 @@ func readRulesHistory(cmd *cobra.Command, path string) ([]byte, string, error) {
 	} else {
 		fh, err := os.Open(path)
 		if err != nil {
-			return nil, "", err
+			return nil, name, "", err
 		}
 		defer fh.Close()
 		r = fh
 	}
-	// Look before reading on: /dev/zero or a binary file is refused at its
-	// first bytes instead of after 256 MiB.
-	br := bufio.NewReader(r)
-	head, err := br.Peek(512)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return nil, "", fmt.Errorf("%s: %w", name, err)
-	}
-	if i := bytes.IndexByte(head, 0); i >= 0 {
-		return nil, "", fmt.Errorf("%s: byte %d is NUL: binary data, not a Prometheus query_range JSON or CSV history", name, i)
-	}
-	data, err := io.ReadAll(io.LimitReader(br, rules.MaxInputBytes+1))
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > rules.MaxInputBytes {
-		return nil, "", fmt.Errorf("%s: larger than %d bytes", name, rules.MaxInputBytes)
-	}
-	return data, name, nil
-}
-
-// sniffHistoryFormat picks csv or prometheus from the name, else the content.
-func sniffHistoryFormat(name string, data []byte) string {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".csv":
-		return "csv"
-	case ".json":
-		return "prometheus"
-	}
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		return "prometheus"
-	}
-	return "csv"
+	h, format, err := rules.ReadHistory(name, r, format, o)
+	return h, name, format, err
 }
 
 // writeFileAtomic writes path with write through a temporary file in the

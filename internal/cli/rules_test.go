@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,12 +120,12 @@ func TestRulesCommandErrors(t *testing.T) {
 		{[]string{"rules", "--history", hist, "--min-points", "0"}, 2, "--min-points 0: must be at least 1"},
 		{[]string{"rules", "--history", filepath.Join(t.TempDir(), "none.csv")}, 1, "no such file"},
 		{[]string{"rules", "--history", bad}, 1, "bad.csv:2:7: health: value 2 is outside [0, 1]"},
-		{[]string{"rules", "--history", hist, "--format", "prometheus"}, 1, "health.csv:1:2 (byte 1): document: invalid character"},
+		{[]string{"rules", "--history", hist, "--format", "prometheus"}, 1, "health.csv:1:2: not JSON: byte 1: invalid character"},
 		{[]string{"rules", "--history", hist, "--max-instances", "0"}, 2, "--max-instances 0: must be at least 1"},
 		{[]string{"rules", "--history", hist, "--max-instances", "1"}, 1,
 			"health.csv: rules: too many instances: the history has 2 (instance, model) pairs, over the limit of 1"},
 		{[]string{"rules", "--history", many, "--max-instances", "1"}, 1, "many.csv:9: rules: too many series: more than 8 (instance, model) series (8 per --max-instances 1)"},
-		{[]string{"rules", "--history", zeros}, 1, "zeros: byte 0 is NUL: binary data"},
+		{[]string{"rules", "--history", zeros}, 1, "zeros:1:1: not a text file: byte 0 is NUL"},
 		{[]string{"rules", "--history", hist, "--out", hist}, 2, "--out " + hist + " is the input file given to --history"},
 		{[]string{"rules", "--history", hist, "--out", filepath.Join(filepath.Dir(hist), ".", "health.csv")}, 2, "refusing to overwrite it"},
 	} {
@@ -135,5 +136,32 @@ func TestRulesCommandErrors(t *testing.T) {
 	}
 	if data, err := os.ReadFile(hist); err != nil || !strings.HasPrefix(string(data), "timestamp,instance") {
 		t.Errorf("the history was overwritten (%v): %.100s", err, data)
+	}
+}
+
+// TestRulesPromtoolLint (issue 28): instances that share a threshold (the
+// fleet fallback, here three; one without a model) make no rules that
+// promtool check rules reports as duplicates, with its lint fatal.
+func TestRulesPromtoolLint(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH; CI installs it (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "h.csv")
+	csv := "timestamp,instance,model,health\n1,vllm-0,m,0.9\n2,vllm-1,m,0.8\n3,vllm-2,,0.7\n4,vllm-0,n,0.9\n"
+	if err := os.WriteFile(hist, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.yml")
+	if code, stdout, stderr := run(t, "", "rules", "--history", hist, "--out", out); code != 0 || strings.Count(stdout, "fleet default") != 4 {
+		t.Fatalf("exit %d, want 4 thresholds at the fleet default:\n%s%s", code, stdout, stderr)
+	}
+	b, err := exec.Command(promtool, "check", "rules", "--lint=duplicate-rules", "--lint-fatal", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "SUCCESS: 8 rules found") {
+		t.Errorf("promtool: %s", b)
 	}
 }

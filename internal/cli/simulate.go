@@ -208,17 +208,12 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := applyTimingFlags(cmd, f, s); err != nil {
 		return err
 	}
+	flagOf := overrideFlagged(cmd, s)
 	if f.printProfile {
 		return printProfile(stdout, stderr, s, f.json)
 	}
-	inputs := []fileFlag{{"--scenario", f.scenarioFile}, {"--model", f.model}}
-	if set := cmd.Flags().Changed; set("profile") && scenario.IsProfileFile(f.profile) {
-		inputs = append(inputs, fileFlag{"--profile", f.profile})
-	}
-	if tr := s.Workload.Trace; tr != nil {
-		inputs = append(inputs, fileFlag{"--trace", tr.File})
-	}
-	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, inputs); err != nil {
+	inputs, named := simulateInputs(f, s, flagOf)
+	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, inputs, named...); err != nil {
 		return err
 	}
 	if err := checkInputs(fileFlag{"--trace", f.trace}); err != nil {
@@ -254,6 +249,58 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	writeSimulateNotes(&sb, out, plan.GPU.Capacity)
 	_, err = io.WriteString(stdout, sb.String())
 	return err
+}
+
+// scenarioFields are the scenario's fields that simulate's flags set, by
+// flag: Build's errors about them do not point into the scenario file
+// (scenario.Override), and an input file they name is the flag's.
+var scenarioFields = []struct{ flag, field string }{
+	{"trace", "workload"}, {"rate", "workload.trace.rate"}, {"rate", "workload.requests.rate"}, {"rate", "workload.sessions.rate"},
+	{"model", "model"}, {"gpu", "gpu"}, {"tp", "tp"}, {"kv-dtype", "kv_dtype"}, {"on-oom", "engine.on_oom"},
+	{"duration", "duration"}, {"seed", "seed"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
+	{"max-batch-tokens", "engine.max_batch_tokens"}, {"max-seqs", "engine.max_seqs"}, {"max-context", "engine.max_context"},
+	{"max-tokens", "engine.max_tokens"}, {"chunked-prefill", "engine.chunked_prefill"}, {"activations", "engine.activations"},
+	{"prefix-caching", "engine.prefix_caching"}, {"defrag", "engine.defrag"}, {"kv", "runs"}, {"alloc", "runs"},
+	{"engine", "engine.name"}, {"mixed-chunk", "engine.mixed_chunk"}, {"weight-dtype", "weight_dtype"}, {"profile", "profile"},
+	{"max-concurrency", "workload.max_concurrency"}, {"warm-prompts", "workload.warm_prompts"},
+}
+
+// overrideFlagged marks the scenario's fields that flags set
+// (scenario.Override) and returns the flag that set each, by field.
+func overrideFlagged(cmd *cobra.Command, s *scenario.Scenario) map[string]string {
+	set := cmd.Flags().Changed
+	flagOf := map[string]string{}
+	for _, x := range scenarioFields {
+		if set(x.flag) {
+			s.Override(x.field)
+			flagOf[x.field] = "--" + x.flag
+		}
+	}
+	if set("trace") {
+		flagOf["workload.trace.file"] = "--trace" // --trace sets the workload
+	}
+	return flagOf
+}
+
+// simulateInputs returns the files a simulation reads, for checkOutputs:
+// the scenario file, and each file the scenario names (its model's
+// config.json, profile and trace) as the flag that set it (flagOf, by
+// field) or as the scenario's field.
+func simulateInputs(f *simulateFlags, s *scenario.Scenario, flagOf map[string]string) ([]fileFlag, []namedFile) {
+	inputs := []fileFlag{{"--scenario", f.scenarioFile}}
+	doc := "the default scenario"
+	if f.scenarioFile != "" {
+		doc = "--scenario " + f.scenarioFile
+	}
+	var named []namedFile
+	for _, nf := range s.Files() {
+		if flag, ok := flagOf[nf.Field]; ok {
+			inputs = append(inputs, fileFlag{flag, nf.Path})
+		} else {
+			named = append(named, namedFile{doc, nf.Field + ":", nf.Path})
+		}
+	}
+	return inputs, named
 }
 
 func loadScenario(path string) (*scenario.Scenario, error) {
@@ -459,6 +506,9 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 		for _, a := range fit {
 			runs = append(runs, scenario.Run{KV: kv, Alloc: a})
 		}
+	}
+	if len(runs) > scenario.MaxRuns {
+		return nil, fmt.Errorf("--kv and --alloc give %d runs, more than %d (scenario.MaxRuns): each run simulates the whole workload again", len(runs), scenario.MaxRuns)
 	}
 	return runs, nil
 }

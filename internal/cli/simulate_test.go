@@ -303,7 +303,7 @@ func TestPairRuns(t *testing.T) {
 
 // TestSimulateImpossiblePair: a scenario that runs vmm KV on the caching
 // allocator is refused before anything runs, with the one message of
-// strategy.CheckPair naming the run.
+// strategy.CheckPair naming the run, in the file and on its line.
 func TestSimulateImpossiblePair(t *testing.T) {
 	yml := filepath.Join(t.TempDir(), "s.yaml")
 	if err := os.WriteFile(yml, []byte("model: llama-3.1-8b\ngpu: h100-80g\n"+
@@ -312,7 +312,7 @@ func TestSimulateImpossiblePair(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, "", "simulate", "--scenario", yml)
-	want := "runs[1]: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"
+	want := yml + `: line 7: field "runs[1]": strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place`
 	if code != exitFail || out != "" || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, out, errs, exitFail, want)
 	}

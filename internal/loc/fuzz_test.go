@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"testing"
 	"testing/iotest"
+	"unicode/utf8"
 )
 
 // FuzzLineReader checks LineReader against a plain reference: it never
@@ -19,7 +20,9 @@ import (
 //	go test ./internal/loc -run '^$' -fuzz FuzzLineReader -fuzztime 60s -fuzzminimizetime 1s
 func FuzzLineReader(f *testing.F) {
 	for _, s := range []string{"", "a\nb", "a\r\nb\r\n", "a\rb\r", "\r\r\n\n", "\uFEFFx\n", "\x00", "\x1f\x8b", "PK\x03\x04",
-		"\xff\xfe", "0123456789abcdef0123456789abcdef0123456789", "short\n0123456789abcdef0123456789abcdef\r\n"} {
+		"\xff\xfe", "0123456789abcdef0123456789abcdef0123456789", "short\n0123456789abcdef0123456789abcdef\r\n",
+		// issue 28: random bytes that look like text, a NUL on line 2, Latin-1, an escape sequence
+		"{\x86\xad\x05\xdc\x98\x7f", "a\n\x00", "ts\r\ncaf\xe9\n", "a\n\x1b]0;x\x07\n", "caf\xc3"} {
 		f.Add([]byte(s))
 	}
 	const maxLine, maxTotal = 32, 256
@@ -59,11 +62,24 @@ var eol = regexp.MustCompile("\r\n|\r|\n")
 // reference splits data into lines the simple way and tells whether
 // LineReader must refuse it.
 func reference(data []byte, maxLine int) (lines []string, binary, long bool) {
-	head := data[:min(len(data), sniffBytes)]
-	binary = bytes.IndexByte(head, 0) >= 0
+	head := data[:min(len(data), SniffBytes)]
 	for _, m := range magics {
 		binary = binary || bytes.HasPrefix(head, []byte(m.sig))
 	}
+	for _, c := range head {
+		binary = binary || c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f
+	}
+	if len(data) >= SniffBytes { // more may follow: a character cut at the end is no error
+		for k := 1; k <= utf8.UTFMax-1 && k <= len(head); k++ {
+			if utf8.RuneStart(head[len(head)-k]) {
+				if !utf8.FullRune(head[len(head)-k:]) {
+					head = head[:len(head)-k]
+				}
+				break
+			}
+		}
+	}
+	binary = binary || !utf8.Valid(head)
 	body := string(bytes.TrimPrefix(data, []byte("\uFEFF")))
 	if body == "" {
 		return nil, binary, false

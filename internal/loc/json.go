@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -34,6 +35,9 @@ func (e *JSONError) Error() string {
 //   - a key repeated in one object, where json.Unmarshal keeps the last;
 //   - two keys of one object that differ only in case ("instance" and
 //     "INSTANCE"), which json.Unmarshal decodes into the same struct field;
+//   - an escaped UTF-16 surrogate that is not half of a pair ("\ud800"),
+//     which json.Unmarshal also turns into U+FFFD (Python's json.dumps
+//     writes one for a string holding an undecodable byte);
 //   - anything after the first value.
 //
 // It walks the document's tokens once, in memory bounded by the nesting
@@ -62,7 +66,54 @@ func CheckJSON(data []byte) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return &JSONError{Offset: c.skipSpace(end), Msg: "more than one value in the document"}
 	}
+	if off, ok := loneSurrogate(data); ok {
+		return &JSONError{Offset: int64(off), Msg: fmt.Sprintf("%s is half of a UTF-16 surrogate pair, not a character (a decoder reads it as U+FFFD)", Quote(string(data[off:off+6])))}
+	}
 	return nil
+}
+
+// loneSurrogate returns the offset of the first \uXXXX escape of data that
+// is a UTF-16 surrogate outside a high-low pair. data is a valid JSON
+// document, so every backslash starts an escape inside a string.
+func loneSurrogate(data []byte) (int, bool) {
+	for i := 0; i+1 < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		if data[i+1] != 'u' { // a two-byte escape
+			i++
+			continue
+		}
+		r := hex4(data[i+2 : i+6])
+		if !utf16.IsSurrogate(r) {
+			i += 5
+			continue
+		}
+		if r < 0xdc00 && i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+			if lo := hex4(data[i+8 : i+12]); lo >= 0xdc00 && lo < 0xe000 {
+				i += 11
+				continue
+			}
+		}
+		return i, true
+	}
+	return 0, false
+}
+
+// hex4 reads the four hexadecimal digits of a \u escape.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
 }
 
 type jsonChecker struct {
@@ -77,7 +128,7 @@ func (c *jsonChecker) value(path string) error {
 	off := dec.InputOffset()
 	tok, err := dec.Token()
 	if err != nil {
-		return jsonSyntax(dec, off, path, err)
+		return c.jsonSyntax(off, path, err)
 	}
 	delim, ok := tok.(json.Delim)
 	if !ok {
@@ -90,7 +141,7 @@ func (c *jsonChecker) value(path string) error {
 			koff := dec.InputOffset()
 			ktok, err := dec.Token()
 			if err != nil {
-				return jsonSyntax(dec, koff, path, err)
+				return c.jsonSyntax(koff, path, err)
 			}
 			key, _ := ktok.(string)
 			folded := strings.ToLower(key)
@@ -115,7 +166,7 @@ func (c *jsonChecker) value(path string) error {
 	}
 	eoff := dec.InputOffset()
 	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return jsonSyntax(dec, eoff, path, err)
+		return c.jsonSyntax(eoff, path, err)
 	}
 	return nil
 }
@@ -130,9 +181,18 @@ func (c *jsonChecker) skipSpace(off int64) int64 {
 }
 
 // jsonSyntax turns a decoder error into a JSONError at the best offset known.
-func jsonSyntax(dec *json.Decoder, off int64, path string, err error) error {
+func (c *jsonChecker) jsonSyntax(off int64, path string, err error) error {
+	dec := c.dec
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
+		// A json.Decoder counts the offset of an error inside a value from
+		// the value's start; Unmarshal, scanning the whole document, gives
+		// the bad byte's (the one Offset counts last).
+		var whole *json.SyntaxError
+		if errors.As(json.Unmarshal(c.data, new(json.RawMessage)), &whole) {
+			se = &json.SyntaxError{Offset: max(whole.Offset-1, 0)}
+			return &JSONError{Offset: se.Offset, Path: path, Msg: whole.Error()}
+		}
 		return &JSONError{Offset: se.Offset, Path: path, Msg: se.Error()}
 	}
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -1,8 +1,14 @@
 package loc
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"unicode/utf8"
 )
 
 func TestCheckJSON(t *testing.T) {
@@ -17,7 +23,15 @@ func TestCheckJSON(t *testing.T) {
 		{"invalid utf-8", "{\"a\": \"b\xffc\"}", "byte 8: invalid UTF-8 (byte 0xff)"},
 		{"trailing value", `{} {}`, "byte 3: more than one value"},
 		{"truncated", `{"a": [1, 2`, "unexpected end of the document"},
-		{"syntax", `{"a" 1}`, "invalid character '1'"},
+		{"syntax", `{"a" 1}`, "byte 5: $.a: invalid character '1'"},
+		// The offset of the bad byte, not one counted from its value's start.
+		{"syntax in a value", `{"a": 1, "b": [1, 2, trux]}`, "byte 24: $.b[2]: invalid character 'x' in literal true"},
+		{"syntax after a value", "{\"a\": 1,\n \"b\": {\"c\": 12x}}", "byte 23: $.b: invalid character 'x' after object key:value pair"},
+		{"surrogate pair", `{"a": "\ud83d\ude00 \\ud800 \u00e9"}`, ""},
+		{"lone high surrogate", `{"instance": "x\ud800"}`, `byte 15: "\\ud800" is half of a UTF-16 surrogate pair`},
+		{"lone low surrogate", `{"a": "\\\udc80"}`, `byte 9: "\\udc80" is half`},
+		{"high then high", `["\uD800\uD800"]`, `byte 2: "\\uD800" is half`},
+		{"surrogate in a key", `{"\udfff": 1}`, `byte 2: "\\udfff"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckJSON([]byte(tc.doc))
@@ -34,11 +48,89 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
+// FuzzCheckJSON: CheckJSON never panics or hangs, and CheckJSONStart never
+// refuses a valid JSON document without control characters, whole or cut
+// anywhere.
 func FuzzCheckJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":1,"A":2}`, "[\"\xff\"]", `{"a":{"b":[1,{"c":2,"c":3}]}}`, `1 2`} {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"A":2}`, "[\"\xff\"]", `{"a":{"b":[1,{"c":2,"c":3}]}}`, `1 2`,
+		`{"a":"\ud800"}`, `["\ud83d\ude00","\\ud800","\ud83d"]`,
+		"{\"a\": \"caf\u00e9\", \"b\": [true, null, -1.5e3]}", "{\x86\xad", `{hello`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = CheckJSON(data) // must not panic or hang
+		if !json.Valid(data) || CheckText(data, true) != nil {
+			_ = CheckJSONStart(data, true)
+		} else {
+			for k := 0; k <= len(data); k++ {
+				if err := CheckJSONStart(data[:k], k == len(data)); err != nil {
+					t.Fatalf("valid %q cut at %d: %v", data, k, err)
+				}
+			}
+		}
+		if CheckJSON(data) != nil { // must not panic or hang
+			return
+		}
+		// What it accepts decodes without a U+FFFD the input did not write.
+		lower := strings.ToLower(string(data))
+		if strings.Contains(lower, "\uFFFD") || strings.Contains(lower, `\ufffd`) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return // a type CheckJSON does not look at
+		}
+		if s := fmt.Sprint(v); strings.ContainsRune(s, utf8.RuneError) {
+			t.Fatalf("accepted %q, which decodes with U+FFFD: %s", data, s)
+		}
 	})
+}
+
+func TestCheckJSONStart(t *testing.T) {
+	for _, tc := range []struct {
+		name, head string
+		atEOF      bool
+		want       string // "" for nil
+		line       int
+	}{
+		{"object", `{"a": [1, 2], "b": {"c": null}}`, true, "", 0},
+		{"cut value", `{"a": [1, 2], "b": tr`, false, "", 0},
+		{"cut string", `{"a": "abc`, false, "", 0},
+		{"second value", `{} {`, false, "", 0}, // the reader says "more than one value"
+		{"empty", ``, true, "", 0},             // the reader says "empty"
+		{"bom", "\uFEFF{\"a\": 1}", true, "", 0},
+		{"garbage key", `{hello world`, false, "not JSON: byte 1: invalid character 'h'", 1},
+		{"line 3", "{\n\"a\": 1,\n\"b\" 2}", true, "not JSON: byte 14: invalid character '2' after object key", 3},
+		{"csv", "ts,instance\n1,a\n", false, "not JSON: byte 1: invalid character 's' in literal true", 1},
+		{"binary", "{\x86\xad\x05", false, "not a text file: byte 1 (0x86) is not UTF-8", 1},
+		{"control", "{\"a\":\x01}", true, "byte 5 is the control character 0x01", 1},
+	} {
+		err := CheckJSONStart([]byte(tc.head), tc.atEOF)
+		var e *InputError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want nil", tc.name, err)
+		case tc.want != "" && (!errors.As(err, &e) || !strings.Contains(e.Msg, tc.want) || e.Line != tc.line):
+			t.Errorf("%s: %v, want line %d: %q", tc.name, err, tc.line, tc.want)
+		}
+	}
+}
+
+// TestHead: Head returns the first SniffBytes and a reader of the whole
+// input; a short input is atEOF.
+func TestHead(t *testing.T) {
+	long := strings.Repeat("x", 2*SniffBytes)
+	for _, in := range []string{"", "abc", long} {
+		head, atEOF, r, err := Head(strings.NewReader(in))
+		if err != nil || string(head) != in[:min(len(in), SniffBytes)] || atEOF != (len(in) < SniffBytes) {
+			t.Errorf("%d bytes: head %d bytes, atEOF %v, %v", len(in), len(head), atEOF, err)
+			continue
+		}
+		if all, err := io.ReadAll(r); err != nil || string(all) != in {
+			t.Errorf("%d bytes: the whole reader gave %d bytes, %v", len(in), len(all), err)
+		}
+	}
+	boom := errors.New("boom")
+	if _, _, _, err := Head(iotest.ErrReader(boom)); !errors.Is(err, boom) {
+		t.Errorf("failing reader: %v", err)
+	}
 }

@@ -9,9 +9,9 @@ import (
 
 // The kinds of InputError, matched with errors.Is.
 var (
-	// ErrBinary: the input starts with binary data (a NUL byte, a
-	// compressed or archive file's magic number, UTF-16 text), not lines of
-	// text.
+	// ErrBinary: the input starts with binary data (a NUL byte, a control
+	// character, bytes that are not UTF-8, a compressed or archive file's
+	// magic number, UTF-16 text), not text.
 	ErrBinary = errors.New("loc: not a text file")
 	// ErrLineTooLong: a line is longer than the reader's line limit.
 	ErrLineTooLong = errors.New("loc: line too long")
@@ -19,15 +19,16 @@ var (
 	ErrTooLarge = errors.New("loc: input too large")
 )
 
-// InputError is a problem with the input as a stream of lines, found by
-// LineReader before any reader parses a line. Readers turn it into their
+// InputError is a problem with the input as a stream of lines or as the
+// start of a document, found by LineReader, CheckText or CheckJSONStart
+// before any reader parses it. Readers turn it into their
 // own error type (with their limit's name); Msg says what was found and
 // what to do, without the file name or line.
 type InputError struct {
-	Line   int   // the 1-based line at fault (1 for ErrBinary)
-	Offset int64 // byte offset of the problem: the line's start, the NUL byte, the limit
+	Line   int   // the 1-based line at fault
+	Offset int64 // byte offset of the problem: the line's start, the bad byte, the limit
 	Msg    string
-	Err    error // ErrBinary, ErrLineTooLong or ErrTooLarge
+	Err    error // ErrBinary, ErrNotJSON, ErrLineTooLong or ErrTooLarge
 }
 
 func (e *InputError) Error() string { return Format("", e.Line, "", e.Msg) }
@@ -36,26 +37,6 @@ func (e *InputError) Error() string { return Format("", e.Line, "", e.Msg) }
 func (e *InputError) Unwrap() error { return e.Err }
 
 var bom = []byte("\uFEFF")
-
-// sniffBytes is how much of the input's start LineReader checks for binary
-// data (512 bytes, as HTTP content sniffing does): a text trace has no NUL
-// byte there, and compressed files announce themselves in their first four.
-const sniffBytes = 512
-
-// magics are file signatures a user may plausibly hand to a text reader,
-// with what to tell them.
-var magics = []struct {
-	sig  string
-	what string
-}{
-	{"\x1f\x8b", "gzip-compressed data: decompress it first (gunzip -k FILE)"},
-	{"\x28\xb5\x2f\xfd", "zstd-compressed data: decompress it first (zstd -d FILE)"},
-	{"BZh", "bzip2-compressed data: decompress it first (bunzip2 -k FILE)"},
-	{"\xfd7zXZ\x00", "xz-compressed data: decompress it first (unxz -k FILE)"},
-	{"PK\x03\x04", "a ZIP archive (or a torch.save file): extract the text file from it first"},
-	{"\xff\xfe", "UTF-16 text: convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8 FILE)"},
-	{"\xfe\xff", "UTF-16 text: convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8 FILE)"},
-}
 
 // Limits are the bounds a LineReader enforces, with the names a message
 // gives them so that a user can find them (a constant or a flag).
@@ -72,8 +53,8 @@ type Limits struct {
 // "\r" (old Mac files; the last line may lack an ending), numbering them
 // from 1 and dropping a UTF-8 byte order mark at the start. It enforces
 // bounds at once, without reading past them: the start of the input must
-// be text (no NUL byte or compressed-file signature in its first 512
-// bytes), no line may be longer than Limits.Line bytes (without its
+// be text (CheckText: its first SniffBytes hold no NUL byte, control
+// character or invalid UTF-8, and no compressed-file signature), no line may be longer than Limits.Line bytes (without its
 // ending), and the whole input may not be longer than Limits.Total bytes.
 // Memory stays within the line limit plus a small buffer.
 type LineReader struct {
@@ -250,23 +231,18 @@ func (lr *LineReader) fill() error {
 	return nil
 }
 
-// sniff reads the first bytes and refuses binary input.
+// sniff reads the first SniffBytes and refuses input that is not text
+// (CheckText).
 func (lr *LineReader) sniff() error {
 	lr.sniffed = true
-	for lr.end < sniffBytes && lr.err == nil {
+	for lr.end < SniffBytes && lr.err == nil {
 		if err := lr.fill(); err != nil {
 			return err
 		}
 	}
-	head := lr.buf[:min(lr.end, sniffBytes)]
-	for _, m := range magics {
-		if bytes.HasPrefix(head, []byte(m.sig)) {
-			return &InputError{Line: 1, Err: ErrBinary, Msg: "not a text file: " + m.what}
-		}
-	}
-	if i := bytes.IndexByte(head, 0); i >= 0 {
-		return &InputError{Line: 1, Offset: int64(i), Err: ErrBinary,
-			Msg: fmt.Sprintf("not a text file: byte %d is NUL (binary data, not lines of text)", i)}
+	head := lr.buf[:min(lr.end, SniffBytes)]
+	if err := CheckText(head, lr.end < SniffBytes); err != nil {
+		return err
 	}
 	if bytes.HasPrefix(head, bom) { // not part of the first line, nor of its length
 		lr.start += len(bom)

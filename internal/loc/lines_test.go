@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 // readAll returns every line of in read through a LineReader, and the error
@@ -117,29 +119,52 @@ func TestTotalLimit(t *testing.T) {
 func TestBinary(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, msg string
+		line          int
 	}{
-		{"dev/zero", strings.Repeat("\x00", 4096), "byte 0 is NUL"},
-		{"nul later", "abc\n\x00", "byte 4 is NUL"},
-		{"gzip", "\x1f\x8b\x08\x00rest", "gunzip"},
-		{"zip", "PK\x03\x04rest", "ZIP"},
-		{"zstd", "\x28\xb5\x2f\xfd", "zstd"},
-		{"utf16", "\xff\xfeT\x00I\x00", "UTF-16"},
+		{"dev/zero", strings.Repeat("\x00", 4096), "byte 0 is NUL", 1},
+		{"nul later", "abc\n\x00", "byte 4 is NUL", 2}, // was reported on line 1 (issue 28)
+		{"nul after CRLF and CR", "a\r\nb\rc\x00", "byte 6 is NUL", 3},
+		{"gzip", "\x1f\x8b\x08\x00rest", "gunzip", 1},
+		{"zip", "PK\x03\x04rest", "ZIP", 1},
+		{"zstd", "\x28\xb5\x2f\xfd", "zstd", 1},
+		{"utf16", "\xff\xfeT\x00I\x00", "UTF-16", 1},
+		{"latin-1", "ts,name\n1,caf\xe9\n", "byte 13 (0xe9) is not UTF-8", 2},
+		{"escape", "a,b\n\x1b]0;title\x07\n", "byte 4 is the control character 0x1b", 2},
+		{"cut character at the end", "caf\xc3", "byte 3 (0xc3) is not UTF-8", 1},
 	} {
 		lr := NewLineReader(strings.NewReader(tc.in), limits(100, 1<<20))
 		_, err := lr.Next()
 		var e *InputError
-		if !errors.As(err, &e) || !errors.Is(err, ErrBinary) || e.Line != 1 || !strings.Contains(e.Msg, tc.msg) {
-			t.Errorf("%s: %v", tc.name, err)
+		if !errors.As(err, &e) || !errors.Is(err, ErrBinary) || e.Line != tc.line || !strings.Contains(e.Msg, tc.msg) {
+			t.Errorf("%s: %v; want line %d, %q", tc.name, err, tc.line, tc.msg)
 		}
 		if _, err2 := lr.Next(); err2 == nil || err2 == io.EOF {
 			t.Errorf("%s: a second Next after the error returned %v", tc.name, err2)
 		}
 	}
-	// A NUL past the first 512 bytes is the parser's business.
-	in := strings.Repeat("a\n", 300) + "\x00\n"
-	if got, err := readAll(strings.NewReader(in), 100, 1<<20); err != nil || len(got) != 301 {
+	// A NUL past the first SniffBytes is the parser's business, and so is a
+	// character cut by the end of the head.
+	in := strings.Repeat("a\n", SniffBytes/2) + "\x00\n"
+	if got, err := readAll(strings.NewReader(in), 100, 1<<20); err != nil || len(got) != SniffBytes/2+1 {
 		t.Errorf("late NUL: %d lines, %v", len(got), err)
 	}
+	in = strings.Repeat("a", SniffBytes-1) + "é\n"
+	if got, err := readAll(strings.NewReader(in), 2*SniffBytes, 1<<20); err != nil || len(got) != 1 {
+		t.Errorf("character across the end of the head: %d lines, %v", len(got), err)
+	}
+}
+
+// TestRandomBytes: endless random bytes without NUL, bare or after a
+// prefix that looks like text, are refused within the first read (before,
+// a line reader with a large line limit read them up to it).
+func TestRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, _ string) error {
+		_, err := readAll(r, 256<<20, 1<<40)
+		if err != nil && !errors.Is(err, ErrBinary) {
+			t.Errorf("random bytes: %v, want ErrBinary", err)
+		}
+		return err
+	}, "timestamp,instance\n")
 }
 
 func TestReadErrors(t *testing.T) {

@@ -58,24 +58,34 @@ type Plan struct {
 // wrapped so the core does no I/O of its own).
 type Opener func(name string) (io.ReadCloser, error)
 
-// Build validates s and turns it into a Plan.
+// Build validates s and turns it into a Plan. An error about a field of a
+// scenario that Read read names the file and the field's line
+// (Scenario.File), unless a flag set the field (Scenario.Override).
 func Build(s *Scenario, open Opener) (*Plan, error) {
+	p, err := build(s, open)
+	if err != nil {
+		return nil, s.locate(err)
+	}
+	return p, nil
+}
+
+func build(s *Scenario, open Opener) (*Plan, error) {
 	bad := func(field, format string, args ...any) (*Plan, error) {
-		return nil, fmt.Errorf("%w: %s: %s", ErrBadScenario, field, fmt.Sprintf(format, args...))
+		return nil, badField(field, format, args...)
 	}
 	if s.Model == "" {
 		return bad("model", "missing (a preset such as llama-3.1-8b, or a path to config.json)")
 	}
 	m, err := model.Load(s.Model)
 	if err != nil {
-		return nil, err // names the model and, for a config.json, the file and field
+		return bad("model", "%w", err) // names the model and, for a config.json, the file and field
 	}
 	if s.GPU == "" {
 		return bad("gpu", "missing (one of %s)", strings.Join(model.GPUNames(), ", "))
 	}
 	g, err := model.LookupGPU(s.GPU)
 	if err != nil {
-		return nil, err
+		return bad("gpu", "%w", err)
 	}
 	base := sim.DefaultConfig(m, g)
 	if s.TP != 0 {
@@ -147,6 +157,9 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	if len(s.Runs) == 0 {
 		return bad("runs", "no KV strategy × allocator runs to compare")
 	}
+	if len(s.Runs) > MaxRuns {
+		return bad("runs", "%d runs, more than %d (scenario.MaxRuns): each run simulates the whole workload again", len(s.Runs), MaxRuns)
+	}
 	p := &Plan{Model: m, GPU: g}
 	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, base.EngineVersion, open); err != nil {
 		return nil, err
@@ -169,7 +182,7 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 		as, aerr := spec.Parse(c.Alloc)
 		if kerr == nil && aerr == nil {
 			if err := strategy.CheckPair(ks, as); err != nil {
-				return nil, fmt.Errorf("%w: runs[%d]: %w", ErrBadScenario, i, err)
+				return nil, badField(fmt.Sprintf("runs[%d]", i), "%w", err)
 			}
 		}
 		p.Configs = append(p.Configs, c)
@@ -214,7 +227,7 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("%w: workload: want exactly one of trace, requests and sessions (got %d)", ErrBadScenario, n)
+		return badField("workload", "want exactly one of trace, requests and sessions (got %d)", n)
 	}
 	rng := func(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(s.Seed, stream)) }
 	var t *workload.Trace
@@ -231,16 +244,16 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 		return err
 	}
 	if w.Bucket < 0 {
-		return fmt.Errorf("%w: workload.bucket: %d is negative (0 turns bucketing off)", ErrBadScenario, w.Bucket)
+		return badField("workload.bucket", "%d is negative (0 turns bucketing off)", w.Bucket)
 	}
 	if w.Bucket > 0 {
 		if err := workload.Bucket(t, w.Bucket); err != nil {
-			return fmt.Errorf("%w: workload.bucket: %w", ErrBadScenario, err)
+			return badField("workload.bucket", "%w", err)
 		}
 	}
 	if len(w.Beam) > 0 {
 		if err := workload.VaryBeam(t, w.Beam, rng(streamBeam)); err != nil {
-			return fmt.Errorf("%w: workload.beam: %w", ErrBadScenario, err)
+			return badField("workload.beam", "%w", err)
 		}
 	}
 	p.Requests = t.Requests
@@ -252,25 +265,25 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 
 func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trace, error) {
 	if tr.File == "" {
-		return nil, fmt.Errorf("%w: workload.trace.file: missing", ErrBadScenario)
+		return nil, badField("workload.trace.file", "missing")
 	}
 	f, err := workload.ParseFormat(tr.Format)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workload.trace.format: %w", ErrBadScenario, err)
+		return nil, badField("workload.trace.format", "%w", err)
 	}
 	if open == nil {
-		return nil, fmt.Errorf("%w: workload.trace: no way to open %s", ErrBadScenario, tr.File)
+		return nil, badField("workload.trace", "no way to open %s", tr.File)
 	}
 	rc, err := open(tr.File)
 	if err != nil {
-		return nil, err
+		return nil, badField("workload.trace.file", "%w", err)
 	}
 	defer rc.Close()
 	if tr.Run < 0 {
-		return nil, fmt.Errorf("%w: workload.trace.run: %d is negative (1 is a file's first run; 0 reads a file of one run)", ErrBadScenario, tr.Run)
+		return nil, badField("workload.trace.run", "%d is negative (1 is a file's first run; 0 reads a file of one run)", tr.Run)
 	}
 	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
-		return nil, fmt.Errorf("%w: workload.trace.run: %d, but only benchmark result files (format vllm-bench) hold runs, not %s", ErrBadScenario, tr.Run, f)
+		return nil, badField("workload.trace.run", "%d, but only benchmark result files (format vllm-bench) hold runs, not %s", tr.Run, f)
 	}
 	t, err := workload.Read(rc, tr.File, f, workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run})
 	if err != nil {
@@ -287,16 +300,16 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 	switch {
 	case t.Timed && tr.Rate > 0:
 		if err := workload.Rescale(t, tr.Rate); err != nil {
-			return nil, fmt.Errorf("%w: workload.trace.rate: %w", ErrBadScenario, err)
+			return nil, badField("workload.trace.rate", "%w", err)
 		}
 	case !t.Timed:
 		if !(tr.Rate > 0) {
-			return nil, fmt.Errorf("%w: workload.trace: %s (%s) has no arrival times; give a rate (--rate) for Poisson arrivals",
-				ErrBadScenario, tr.File, t.Format)
+			return nil, badField("workload.trace", "%s (%s) has no arrival times; give a rate (--rate) for Poisson arrivals",
+				tr.File, t.Format)
 		}
 		ap, err := workload.Poisson(tr.Rate, rng)
 		if err != nil {
-			return nil, fmt.Errorf("%w: workload.trace.rate: %w", ErrBadScenario, err)
+			return nil, badField("workload.trace.rate", "%w", err)
 		}
 		if err := workload.AssignArrivals(t, ap); err != nil {
 			return nil, err
@@ -330,7 +343,7 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 		ap, err = workload.Gamma(r.Rate, cv, arr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: workload.requests: %w", ErrBadScenario, err)
+		return nil, badField("workload.requests", "%w", err)
 	}
 	if err := r.Prompt.check("workload.requests.prompt", 1); err != nil {
 		return nil, err
@@ -339,11 +352,11 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 		return nil, err
 	}
 	if r.Count < 0 || (r.Count == 0 && duration == 0) {
-		return nil, fmt.Errorf("%w: workload.requests.count: give a count or a duration", ErrBadScenario)
+		return nil, badField("workload.requests.count", "give a count or a duration")
 	}
 	if r.Count > maxGenerated || (r.Count == 0 && r.Rate*float64(duration)/1e9 > maxGenerated) {
-		return nil, fmt.Errorf("%w: workload.requests: about %.3g requests is more than %d; lower the rate, the duration or the count",
-			ErrBadScenario, max(float64(r.Count), r.Rate*float64(duration)/1e9), maxGenerated)
+		return nil, badField("workload.requests", "about %.3g requests is more than %d; lower the rate, the duration or the count",
+			max(float64(r.Count), r.Rate*float64(duration)/1e9), maxGenerated)
 	}
 	t := &workload.Trace{Name: "generated", Format: workload.JSONL, Timed: true}
 	var at int64
@@ -355,7 +368,7 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 			break
 		}
 		if i >= maxGenerated {
-			return nil, fmt.Errorf("%w: workload.requests: more than %d requests; lower the rate or the duration", ErrBadScenario, maxGenerated)
+			return nil, badField("workload.requests", "more than %d requests; lower the rate or the duration", maxGenerated)
 		}
 		t.Requests = append(t.Requests, workload.Request{ID: fmt.Sprintf("g%d", i), Arrival: at,
 			PromptTokens: r.Prompt.draw(lens), OutputTokens: r.Output.draw(lens), N: 1})
@@ -367,28 +380,28 @@ func (d Dist) check(field string, lo int) error {
 	switch d.Dist {
 	case "", "uniform", "loguniform", "fixed", "lognormal":
 	default:
-		return fmt.Errorf("%w: %s.dist: %q: want uniform, loguniform, fixed or lognormal", ErrBadScenario, field, d.Dist)
+		return badField(field+".dist", "%q: want uniform, loguniform, fixed or lognormal", d.Dist)
 	}
 	if d.Dist != "lognormal" && (d.Mu != 0 || d.Sigma != 0) {
-		return fmt.Errorf("%w: %s: mu and sigma belong to dist lognormal", ErrBadScenario, field)
+		return badField(field, "mu and sigma belong to dist lognormal")
 	}
 	hi := d.Max
 	if d.Dist == "fixed" {
 		hi = d.Min
 	}
 	if d.Min < lo || hi < d.Min || hi > workload.MaxTokens {
-		return fmt.Errorf("%w: %s: want %d ≤ min ≤ max ≤ %d (got min %d, max %d)", ErrBadScenario, field, lo, workload.MaxTokens, d.Min, d.Max)
+		return badField(field, "want %d ≤ min ≤ max ≤ %d (got min %d, max %d)", lo, workload.MaxTokens, d.Min, d.Max)
 	}
 	if d.Dist == "loguniform" && d.Min < 1 {
-		return fmt.Errorf("%w: %s: loguniform needs min ≥ 1", ErrBadScenario, field)
+		return badField(field, "loguniform needs min ≥ 1")
 	}
 	if d.Dist == "lognormal" {
 		if !(d.Sigma > 0) || d.Sigma > 10 || math.IsNaN(d.Mu) || math.Abs(d.Mu) > 20 {
-			return fmt.Errorf("%w: %s: lognormal wants 0 < sigma ≤ 10 and |mu| ≤ 20 (ln tokens; got mu %g, sigma %g)", ErrBadScenario, field, d.Mu, d.Sigma)
+			return badField(field, "lognormal wants 0 < sigma ≤ 10 and |mu| ≤ 20 (ln tokens; got mu %g, sigma %g)", d.Mu, d.Sigma)
 		}
 		if p := d.inRange(); p < minLogNormalMass {
-			return fmt.Errorf("%w: %s: only %.2g of lognormal(mu %g, sigma %g) falls in [%d, %d]; move mu or widen the range",
-				ErrBadScenario, field, p, d.Mu, d.Sigma, d.Min, d.Max)
+			return badField(field, "only %.2g of lognormal(mu %g, sigma %g) falls in [%d, %d]; move mu or widen the range",
+				p, d.Mu, d.Sigma, d.Min, d.Max)
 		}
 	}
 	return nil
@@ -443,26 +456,26 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 	n := s.Count
 	if n == 0 {
 		if duration == 0 || !(s.Rate > 0) {
-			return nil, fmt.Errorf("%w: workload.sessions: give a count, or a rate and a duration", ErrBadScenario)
+			return nil, badField("workload.sessions", "give a count, or a rate and a duration")
 		}
 		sessions := s.Rate * float64(duration) / 1e9
 		if sessions > maxGenerated {
-			return nil, fmt.Errorf("%w: workload.sessions: %.3g sessions/s for %s is about %.3g sessions, more than the %d requests a generated workload may have; lower the rate or the duration",
-				ErrBadScenario, s.Rate, time.Duration(duration), sessions, maxGenerated)
+			return nil, badField("workload.sessions", "%.3g sessions/s for %s is about %.3g sessions, more than the %d requests a generated workload may have; lower the rate or the duration",
+				s.Rate, time.Duration(duration), sessions, maxGenerated)
 		}
 		n = int(math.Ceil(sessions))
 	}
 	// Turns are uniform in [MinTurns, MaxTurns]; a session can end early at
 	// MaxContext, so this over-counts, never under-counts.
 	if reqs := float64(n) * float64(max(s.MinTurns, 1)+max(s.MaxTurns, s.MinTurns, 1)) / 2; reqs > maxGenerated {
-		return nil, fmt.Errorf("%w: workload.sessions: %d sessions of %d-%d turns is about %.3g requests, more than the %d a generated workload may have (about 3.5 KB each); lower the rate, the duration, the count or the turns",
-			ErrBadScenario, n, s.MinTurns, s.MaxTurns, reqs, maxGenerated)
+		return nil, badField("workload.sessions", "%d sessions of %d-%d turns is about %.3g requests, more than the %d a generated workload may have (about 3.5 KB each); lower the rate, the duration, the count or the turns",
+			n, s.MinTurns, s.MaxTurns, reqs, maxGenerated)
 	}
 	reqs, err := workload.Sessions(workload.SessionConfig{Sessions: n, Rate: s.Rate, MinTurns: s.MinTurns, MaxTurns: s.MaxTurns,
 		SystemTokens: s.SystemTokens, MinUser: s.MinUser, MaxUser: s.MaxUser, MinOutput: s.MinOutput, MaxOutput: s.MaxOutput,
 		ThinkSeconds: s.ThinkSeconds, MaxContext: s.MaxContext}, rng)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workload.sessions: %w", ErrBadScenario, err)
+		return nil, badField("workload.sessions", "%w", err)
 	}
 	if duration > 0 {
 		// Turns arriving after the window are never simulated.

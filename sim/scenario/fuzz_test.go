@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 // FuzzRead feeds arbitrary bytes to Read: it must never panic, and every
@@ -30,7 +33,17 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("duration: 5 parsecs\n"))
 	f.Add([]byte("engine: {max_seqs: [1, 2]}\n"))
 	f.Add([]byte("&a [*a]\n"))
+	// Issue 28: what aliases multiply, too many runs, aliases in a second
+	// document, a runs list that contains itself.
+	f.Add([]byte("a: &a [1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" +
+		"d: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d]\n"))
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [&r {kv: 'paged:16', alloc: caching}" + strings.Repeat(", *r", MaxRuns) + "]\n"))
+	f.Add([]byte("name: a\n---\nb: &b [1, 2]\nc: [*b, *b]\n"))
+	f.Add([]byte("runs: &r [*r]\n"))
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [{kv: 'paged:16', alloc: caching, on_oom: retry}]\n"))
 	f.Add([]byte(""))
+	// Issue 28: random bytes after a first key.
+	f.Add([]byte("model: \x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Read(bytes.NewReader(data), "fuzz.yaml")
 		if err != nil {
@@ -59,4 +72,14 @@ func safeToBuild(s *Scenario) bool {
 		return false
 	}
 	return true
+}
+
+// TestReadRandomBytes (issue 28, item 10): random bytes, bare or after a
+// scenario's first key, are refused within the first 4 KiB (they were read
+// to MaxScenarioBytes and refused as "larger than 1048576 bytes").
+func TestReadRandomBytes(t *testing.T) {
+	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
+		_, err := Read(r, name)
+		return err
+	}, "model: llama-3.1-8b\ngpu: ")
 }

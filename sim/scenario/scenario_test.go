@@ -43,6 +43,9 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("default scenario: %+v", s)
 	}
 	again, err := Read(bytes.NewReader(DefaultYAML()), "default.yaml")
+	if err == nil {
+		again.File, again.doc = "", nil // Default names no file
+	}
 	if err != nil || !reflect.DeepEqual(s, again) {
 		t.Fatalf("DefaultYAML reads back to %+v, %v", again, err)
 	}
@@ -123,32 +126,32 @@ runs:
 func TestBuildErrors(t *testing.T) {
 	requests := "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"no model", "gpu: h100-80g\nruns: [{kv: 'paged:16', alloc: caching}]\n" + requests, "model: missing"},
-		{"no gpu", "model: llama-3.1-8b\nruns: [{kv: 'paged:16', alloc: caching}]\n" + requests, "gpu: missing"},
+		{"no model", "gpu: h100-80g\nruns: [{kv: 'paged:16', alloc: caching}]\n" + requests, "field \"model\": missing"},
+		{"no gpu", "model: llama-3.1-8b\nruns: [{kv: 'paged:16', alloc: caching}]\n" + requests, "field \"gpu\": missing"},
 		{"bad kv dtype", base + "kv_dtype: fp7\n" + requests, "kv_dtype"},
 		{"bad on_oom", base + "engine: {on_oom: panic}\n" + requests, "engine.on_oom"},
-		{"no runs", "model: llama-3.1-8b\ngpu: h100-80g\n" + requests, "runs: no KV strategy"},
-		{"run without alloc", base + "  - {kv: contiguous-grow}\n" + requests, "runs[1]: needs both kv and alloc"},
+		{"no runs", "model: llama-3.1-8b\ngpu: h100-80g\n" + requests, "field \"runs\": no KV strategy"},
+		{"run without alloc", base + "  - {kv: contiguous-grow}\n" + requests, "field \"runs[1]\": needs both kv and alloc"},
 		{"bad run on_oom", base + "  - {kv: contiguous-grow, alloc: caching, on_oom: retry}\n" + requests, "runs[1].on_oom"},
 		{"vmm kv on caching", base + "  - {kv: \"vmm:2MiB\", alloc: caching}\n" + requests,
-			"runs[1]: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
+			"field \"runs[1]\": strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
 		{"vmm kv on another page", base + "  - {kv: \"vmm:2MiB\", alloc: \"vmm:64KiB\"}\n" + requests,
-			"runs[1]: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
+			"field \"runs[1]\": strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
 		{"no workload", base, "want exactly one of trace, requests and sessions (got 0)"},
 		{"two workloads", base + requests + "  sessions: {count: 1, min_turns: 1, max_turns: 1, min_user: 1, max_user: 2}\n", "(got 2)"},
 		{"bad dist", base + "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: normal, min: 10, max: 20}, output: {dist: fixed, min: 5}}\n",
-			`workload.requests.prompt.dist: "normal"`},
+			`field "workload.requests.prompt.dist": "normal"`},
 		{"min above max", base + "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: uniform, min: 30, max: 20}, output: {dist: fixed, min: 5}}\n",
-			"workload.requests.prompt: want 1 ≤ min ≤ max"},
+			"field \"workload.requests.prompt\": want 1 ≤ min ≤ max"},
 		{"empty prompt", base + "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 0}, output: {dist: fixed, min: 5}}\n",
-			"workload.requests.prompt: want 1 ≤ min"},
+			"field \"workload.requests.prompt\": want 1 ≤ min"},
 		{"no rate", base + "workload:\n  requests: {count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n", "workload.requests"},
 		{"neither count nor duration", base + "workload:\n  requests: {rate: 1, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n",
-			"workload.requests.count: give a count or a duration"},
+			"field \"workload.requests.count\": give a count or a duration"},
 		{"sessions without count or duration", base + "workload:\n  sessions: {rate: 1, min_turns: 1, max_turns: 2, min_user: 1, max_user: 2}\n",
-			"workload.sessions: give a count"},
+			"field \"workload.sessions\": give a count"},
 		{"bad sessions", base + "workload:\n  sessions: {count: 2, rate: 1, min_turns: 3, max_turns: 2, min_user: 1, max_user: 2}\n", "workload.sessions"},
-		{"trace without file", base + "workload:\n  trace: {format: azure}\n", "workload.trace.file: missing"},
+		{"trace without file", base + "workload:\n  trace: {format: azure}\n", "field \"workload.trace.file\": missing"},
 		{"trace bad format", base + "workload:\n  trace: {file: t.csv, format: parquet}\n", "workload.trace.format"},
 		{"bad beam", base + requests + "  beam: [0]\n", "workload.beam"},
 		// The default scenario at --duration 100000h: 7.2M conversations, 61M

@@ -7,7 +7,6 @@ package scenario
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -48,57 +47,54 @@ func LoadProfile(s *Scenario, g model.GPU, engine sim.EngineKind, version string
 	case ref == "", strings.EqualFold(ref, ProfileJoint):
 		p, err := sim.DefaultProfile(g.Name, engine, version)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: profile: %w", ErrBadScenario, err)
+			return nil, "", badField("profile", "%w", err)
 		}
 		return p, ProfileFromEmbedded, nil
 	case !IsProfileFile(ref):
 		if _, err := model.LookupGPU(ref); err != nil {
-			return nil, "", fmt.Errorf("%w: profile: %q is not %s, %s, a GPU preset (%s) or a file (a path with a dot or a slash)",
-				ErrBadScenario, ref, ProfileRoofline, ProfileJoint, strings.Join(sim.ProfileGPUs(), ", "))
+			return nil, "", badField("profile", "%q is not %s, %s, a GPU preset (%s) or a file (a path with a dot or a slash)",
+				ref, ProfileRoofline, ProfileJoint, strings.Join(sim.ProfileGPUs(), ", "))
 		}
 		p, err := sim.DefaultProfile(ref, engine, version)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: profile: %w", ErrBadScenario, err)
+			return nil, "", badField("profile", "%w", err)
 		}
 		if !strings.EqualFold(p.GPU, g.Name) {
-			return nil, "", fmt.Errorf("%w: profile: %s is the embedded profile of gpu %s, but the scenario's gpu is %s: use profile %s (or joint), or set gpu %s",
-				ErrBadScenario, ref, p.GPU, g.Name, g.Name, p.GPU)
+			return nil, "", badField("profile", "%s is the embedded profile of gpu %s, but the scenario's gpu is %s: use profile %s (or joint), or set gpu %s",
+				ref, p.GPU, g.Name, g.Name, p.GPU)
 		}
 		return p, ProfileFromEmbedded, nil
 	}
-	path := ref
-	if s.Dir != "" && !filepath.IsAbs(path) {
-		path = filepath.Join(s.Dir, path)
-	}
+	path := s.profilePath()
 	if open == nil {
-		return nil, "", fmt.Errorf("%w: profile: no way to open %s", ErrBadScenario, path)
+		return nil, "", badField("profile", "no way to open %s", path)
 	}
 	rc, err := open(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: profile: %w", ErrBadScenario, err)
+		return nil, "", badField("profile", "%w", err)
 	}
 	defer rc.Close()
 	p, err := sim.LoadProfile(rc, path)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: profile: %w", ErrBadScenario, err)
+		return nil, "", badField("profile", "%w", err)
 	}
 	if !strings.EqualFold(p.GPU, g.Name) {
-		return nil, "", fmt.Errorf("%w: profile: %s is for gpu %s, but the scenario's gpu is %s: calibrate one for %s (gpufrag calibrate), or set gpu %s",
-			ErrBadScenario, path, p.GPU, g.Name, g.Name, p.GPU)
+		return nil, "", badField("profile", "%s is for gpu %s, but the scenario's gpu is %s: calibrate one for %s (gpufrag calibrate), or set gpu %s",
+			path, p.GPU, g.Name, g.Name, p.GPU)
 	}
 	if p.Engine != engine {
-		return nil, "", fmt.Errorf("%w: profile: %s is for engine %v, but the scenario's engine is %v: set engine.name %v (--engine), or calibrate one for %v",
-			ErrBadScenario, path, p.Engine, engine, p.Engine, engine)
+		return nil, "", badField("profile", "%s is for engine %v, but the scenario's engine is %v: set engine.name %v (--engine), or calibrate one for %v",
+			path, p.Engine, engine, p.Engine, engine)
 	}
 	if p.EngineVersion != "" {
 		pv, _ := sim.ParseEngineVersion(p.Engine, p.EngineVersion) // LoadProfile validated it
 		v, err := sim.ParseEngineVersion(engine, version)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: engine.version: %w", ErrBadScenario, err)
+			return nil, "", badField("engine.version", "%w", err)
 		}
 		if a, b := sim.OverheadClass(p.Engine, pv), sim.OverheadClass(engine, v); a != b {
-			return nil, "", fmt.Errorf("%w: profile: %s is for %v %s (overheads of %s), but the scenario's release is %s (%s): set engine.version %s (--engine-version), or calibrate one for %s",
-				ErrBadScenario, path, p.Engine, pv, a, v, b, pv, v)
+			return nil, "", badField("profile", "%s is for %v %s (overheads of %s), but the scenario's release is %s (%s): set engine.version %s (--engine-version), or calibrate one for %s",
+				path, p.Engine, pv, a, v, b, pv, v)
 		}
 	}
 	return p, path, nil
