@@ -86,8 +86,8 @@ type Inputs struct {
 	StepTime      string `json:"step_time,omitempty"`
 	EngineVersion string `json:"engine_version,omitempty"`
 	SLO           SLO    `json:"slo"`
-	Search     Search `json:"search"`
-	Space      Space  `json:"space"`
+	Search        Search `json:"search"`
+	Space         Space  `json:"space"`
 	// RefinedFrom is the digest of the first-stage report a refinement
 	// (Refine) crossed; empty for a first stage.
 	RefinedFrom string      `json:"refined_from,omitempty"`
