@@ -90,9 +90,7 @@ var fidEngines = map[string]fidEngineRule{
 // fidSkips are the sources none of whose figures can be simulated here.
 var fidSkips = map[string]string{
 	"lambda-benchmark-v0": "the prompt lengths of these runs are not published",
-	"accelmark": "AccelMark's result.json has no per-request lengths, and its outputs (temperature 0, stop at EOS or " +
-		"512 tokens) are not recorded",
-	"sarathi-serve-osdi": "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
+	"sarathi-serve-osdi":  "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
 }
 
 // fidSetupEngine is the rule of a source without one in fidEngines: the
@@ -275,6 +273,27 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	var notes []string
 	notes = append(notes, rule.note)
 	switch {
+	case f.Source == "accelmark":
+		var conc int
+		var skip string
+		if reqs, what, conc, skip = fidAccelMark(f); skip != "" {
+			p.skip = skip
+			return p, nil
+		}
+		// SGLang's radix cache keeps the prompts the runner sends again
+		// (three runs at each rate, the rates in turn): its online TTFTs
+		// stay near 50 ms at 100 req/s, where 25,000 prompt tokens a second
+		// of Llama-3-8B would need 400 TFLOP/s, beyond an A100's peak.
+		// vLLM's runs saturate there (1.7 s): cold. The interactive
+		// TTFTs of both are whole prefills: cold.
+		cfg.MaxConcurrency = conc
+		cfg.WarmPrompts = conc == 0 && rule.engine == sim.EngineSGLang && cfg.PrefixCaching
+		if rule.engine == sim.EngineSGLang && g.Capacity < 25<<30 {
+			cfg.MaxBatchTokens = 2048 // SGLang's chunked_prefill_size on a GPU under 25 GB
+		}
+		notes = append(notes, fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
+			"arrivals drawn; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold",
+			fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens))
 	case lambda != nil:
 		cfg.MaxContext = lambda.maxModelLen
 		for i, in := range lambda.in {

@@ -229,10 +229,13 @@ func TestFidelityTranslate(t *testing.T) {
 	if err != nil || p.sim != nil || math.Abs(p.op(prof)-want) > 1e-9*want {
 		t.Errorf("all-reduce: %v ms (%v), want %v", p.op(prof), err, want)
 	}
-	// The linear layers of one Llama-3-8B layer at 1 token: weight-bound.
+	// The linear layers of one Llama-3-8B layer at 1 token: its weight
+	// reads blended with its compute.
 	p, err = fidTranslate(fig("vidur-a100-80g-meta-llama-3-8b-tp1-linear-n1"), fidOpenFixture, files)
 	params := 4096.0*128*(32+2*8) + 32*128*4096 + 3*4096*14336
-	want = params * 2 / (prof.Peak.MemBytesPerS * prof.Linear.WeightBWEff) * 1e3
+	w := params * 2 / (prof.Peak.MemBytesPerS * prof.Linear.WeightBWEff) * 1e3
+	c := (1 + prof.Linear.ComputeHalfTokens) * 2 * params / (prof.Peak.BF16FLOPSPerS * prof.Linear.ComputeEffMax) * 1e3
+	want = sim.BlendLinear(c, w, prof.Linear.BlendExponent)
 	if err != nil || math.Abs(p.op(prof)-want) > 1e-9*want {
 		t.Errorf("linear at 1 token: %v ms (%v), want %v", p.op(prof), err, want)
 	}

@@ -32,6 +32,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/gpufrag/gpufrag/internal/par"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -58,20 +59,29 @@ type JointFitOptions struct {
 	// Workers bounds the simulations run at once (<= 0: GOMAXPROCS); the
 	// result does not depend on it.
 	Workers int
+	// Progress, when set, is told the objective after each iteration.
+	Progress func(iteration int, objective float64)
 }
 
 // DefaultJointIterations caps a joint fit's iterations: the dataset's fits
-// converge (a relative loss decrease below jointTolerance) in 10 to 25.
-const DefaultJointIterations = 40
+// converge (a relative loss decrease below jointTolerance) in 10 to 20.
+const DefaultJointIterations = 25
 
-// jointTolerance stops the fit when an iteration lowers the objective by
-// less than this share of it.
-const jointTolerance = 1e-4
+// jointTolerance stops the fit when an iteration with an exact Jacobian
+// lowers the objective by less than this share of it; jointUndamped is
+// the damping such an iteration starts from.
+const (
+	jointTolerance = 1e-3
+	jointUndamped  = 1e-2
+	// jointTries is how many dampings an iteration tries, each 4 times
+	// the last, before it gives up.
+	jointTries = 6
+)
 
 // jointDiffStep is the step of the finite differences, in a parameter's
 // coordinate (params.go): large enough that a step time moves by far more
 // than its nanosecond rounding and a timed run's schedule jitter.
-const jointDiffStep = 0.02
+const jointDiffStep = 0.05
 
 // figurePriorWeight holds each fitted coordinate near the prior's: the
 // objective adds (weight × (x − x₀))² per coordinate (log scale for times
@@ -127,23 +137,35 @@ type jointParam struct {
 	name  string
 	pt    *param
 	class string // "" for a shared term
+	pcie  bool   // an all-reduce term of AllReducePCIe
 }
 
-func (jp *jointParam) get(j *sim.JointModel) float64 {
+// view is the profile whose parameter pt reads and writes jp.
+func (jp *jointParam) view(j *sim.JointModel) sim.Profile {
 	p := sim.Profile{Linear: j.Linear, Attention: j.Attention, AllReduce: j.AllReduce}
+	if jp.pcie {
+		p.AllReduce = j.AllReducePCIe
+	}
 	if jp.class != "" {
 		p.Overhead = j.Engines[jp.class]
 	}
+	return p
+}
+
+func (jp *jointParam) get(j *sim.JointModel) float64 {
+	p := jp.view(j)
 	return jp.pt.get(&p)
 }
 
 func (jp *jointParam) set(j *sim.JointModel, v float64) {
-	p := sim.Profile{Linear: j.Linear, Attention: j.Attention, AllReduce: j.AllReduce}
-	if jp.class != "" {
-		p.Overhead = j.Engines[jp.class]
-	}
+	p := jp.view(j)
 	jp.pt.set(&p, v)
-	j.Linear, j.Attention, j.AllReduce = p.Linear, p.Attention, p.AllReduce
+	j.Linear, j.Attention = p.Linear, p.Attention
+	if jp.pcie {
+		j.AllReducePCIe = p.AllReduce
+	} else {
+		j.AllReduce = p.AllReduce
+	}
 	if jp.class != "" {
 		j.Engines[jp.class] = p.Overhead
 	}
@@ -157,6 +179,12 @@ func jointParams() []jointParam {
 		pt := &paramTable[i]
 		if !strings.HasPrefix(pt.name, "overhead.") {
 			out = append(out, jointParam{name: pt.name, pt: pt})
+		}
+	}
+	for i := range paramTable {
+		pt := &paramTable[i]
+		if f, ok := strings.CutPrefix(pt.name, "all_reduce."); ok {
+			out = append(out, jointParam{name: "all_reduce_pcie." + f, pt: pt, pcie: true})
 		}
 	}
 	for _, class := range sim.OverheadClasses() {
@@ -537,7 +565,7 @@ func FitJoint(ctx context.Context, d *Dataset, o JointFitOptions) (*JointFit, er
 	if iters <= 0 {
 		iters = DefaultJointIterations
 	}
-	m, st, err := jp.levenbergMarquardt(ctx, prior, chosen, w, pull, iters)
+	m, st, err := jp.levenbergMarquardt(ctx, prior, chosen, w, pull, iters, o.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -581,15 +609,20 @@ const (
 // structural zero and never fitted; the all-reduce terms count only where
 // a target runs at tensor parallelism above 1.
 func (jp *jointProblem) choose(ctx context.Context, prior *sim.JointModel, all []jointParam, r0 []float64, surrogates []*sim.Recording) ([]jointParam, error) {
-	tp := false
+	tp, pcie, fp8 := false, false, false
 	for _, t := range jp.targets {
-		if t.c >= 0 && jp.cases[t.c].cfg.TP > 1 || t.c < 0 && t.fig.Setup.TP > 1 {
-			tp = true
+		if t.c >= 0 {
+			c := jp.cases[t.c].cfg
+			tp = tp || c.TP > 1
+			pcie = pcie || c.TP > 1 && c.GPU.LinkBandwidth <= sim.PCIeLinkBytesPerS
+			fp8 = fp8 || c.GPU.FP8FLOPS > 0 && (c.WeightDType == model.FP8E4M3 || c.WeightDType == model.FP8E5M2)
+		} else {
+			tp = tp || t.fig.Setup.TP > 1
 		}
 	}
 	var cands []jointParam
 	for _, p := range all {
-		if (p.pt.needsTP && !tp) || p.get(prior) == 0 {
+		if (p.pt.needsTP && !tp) || (p.pcie && !pcie) || (p.pt.needsFP8 && !fp8) || p.get(prior) == 0 {
 			continue
 		}
 		cands = append(cands, p)
@@ -647,7 +680,8 @@ type lmStats struct {
 // robust loss's IRLS weight at its current value, and takes the damped
 // Gauss-Newton step that lowers the objective, raising the damping until
 // one does.
-func (jp *jointProblem) levenbergMarquardt(ctx context.Context, prior *sim.JointModel, chosen []jointParam, w []float64, pull float64, maxIters int) (*sim.JointModel, lmStats, error) {
+func (jp *jointProblem) levenbergMarquardt(ctx context.Context, prior *sim.JointModel, chosen []jointParam, w []float64, pull float64, maxIters int,
+	progress func(int, float64)) (*sim.JointModel, lmStats, error) {
 	var st lmStats
 	n := len(chosen)
 	if n == 0 {
@@ -726,8 +760,8 @@ func (jp *jointProblem) levenbergMarquardt(ctx context.Context, prior *sim.Joint
 			A.SetSym(a, a, A.At(a, a)+pull*pull)
 			g.SetVec(a, g.AtVec(a)+pull*pull*(x[a]-x0[a]))
 		}
-		improved := false
-		for try := 0; try < 10; try++ {
+		gain := 0.0 // the objective's relative fall this iteration
+		for try := 0; try < jointTries; try++ {
 			D := mat.NewSymDense(n, nil)
 			D.CopySym(A)
 			for a := range n {
@@ -752,25 +786,26 @@ func (jp *jointProblem) levenbergMarquardt(ctx context.Context, prior *sim.Joint
 				return nil, st, err
 			}
 			if fn < f {
-				rel := (f - fn) / math.Max(f, 1e-12)
+				gain = (f - fn) / math.Max(f, 1e-12)
 				x, r, f, recs = xn, rn, fn, rc
 				lambda = math.Max(lambda/3, 1e-6)
-				improved, exact = true, false
-				if rel < jointTolerance {
-					st.status = fmt.Sprintf("converged: the objective fell by less than %g of itself", jointTolerance)
-					return applyJoint(prior, chosen, x, true), st, nil
-				}
 				break
 			}
 			lambda *= 4
 		}
-		if !improved && !exact && slices.ContainsFunc(recs, func(r *sim.Recording) bool { return r != nil }) {
-			exact, lambda = true, 1e-2 // the surrogate's Jacobian may be what failed
-			continue
+		if progress != nil {
+			progress(st.iters, f)
 		}
-		if !improved {
-			st.status = "converged: no damped step lowers the objective"
-			break
+		switch {
+		case gain >= jointTolerance:
+			exact = false
+		case !exact && slices.ContainsFunc(recs, func(r *sim.Recording) bool { return r != nil }):
+			// The surrogate's Jacobian may be what stalled: one iteration
+			// with the timed runs simulated for it.
+			exact, lambda = true, jointUndamped
+		default:
+			st.status = fmt.Sprintf("converged: an iteration lowered the objective by less than %g of itself", jointTolerance)
+			return applyJoint(prior, chosen, x, true), st, nil
 		}
 	}
 	return applyJoint(prior, chosen, x, true), st, nil

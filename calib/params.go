@@ -22,8 +22,10 @@ type param struct {
 	log     bool    // moves on a log scale (times, token counts), else linearly (efficiencies)
 	integer bool    // an int64 field: rounded to whole ns
 	needsTP bool    // only matters at tensor parallelism above 1
-	get     func(*sim.Profile) float64
-	set     func(*sim.Profile, float64)
+	// needsFP8: only matters with FP8 weights on a GPU with an FP8 peak.
+	needsFP8 bool
+	get      func(*sim.Profile) float64
+	set      func(*sim.Profile, float64)
 }
 
 // Ranges: efficiencies in [0.02, 1] (below 2% of a peak no kernel of a
@@ -71,12 +73,18 @@ var paramTable = []param{
 	{name: "linear.compute_eff_max", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Linear.ComputeEffMax },
 		set: func(p *sim.Profile, v float64) { p.Linear.ComputeEffMax = v }},
+	{name: "linear.fp8_compute_eff_max", lo: minEff, hi: maxEff, needsFP8: true,
+		get: func(p *sim.Profile) float64 { return p.Linear.FP8ComputeEffMax },
+		set: func(p *sim.Profile, v float64) { p.Linear.FP8ComputeEffMax = v }},
 	{name: "attention.prefill_compute_eff", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Attention.PrefillComputeEff },
 		set: func(p *sim.Profile, v float64) { p.Attention.PrefillComputeEff = v }},
 	{name: "linear.compute_half_tokens", lo: minHalfTok, hi: maxHalfTok, log: true,
 		get: func(p *sim.Profile) float64 { return p.Linear.ComputeHalfTokens },
 		set: func(p *sim.Profile, v float64) { p.Linear.ComputeHalfTokens = v }},
+	{name: "linear.blend_exponent", lo: 1, hi: 64, log: true,
+		get: func(p *sim.Profile) float64 { return p.Linear.BlendExponent },
+		set: func(p *sim.Profile, v float64) { p.Linear.BlendExponent = v }},
 	{name: "linear.weight_bw_eff", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Linear.WeightBWEff },
 		set: func(p *sim.Profile, v float64) { p.Linear.WeightBWEff = v }},

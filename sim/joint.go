@@ -29,13 +29,22 @@ type JointModel struct {
 	// FittedTo lists the figures of calib/published.yaml the parameters
 	// were fitted to, or the single entry "unfitted" (the hand-written
 	// prior).
-	FittedTo  []string                `yaml:"fitted_to"`
-	Notes     string                  `yaml:"notes"`
-	Linear    LinearTerm              `yaml:"linear"`
-	Attention AttentionTerm           `yaml:"attention"`
-	AllReduce AllReduceTerm           `yaml:"all_reduce"`
-	Engines   map[string]OverheadTerm `yaml:"engines"`
+	FittedTo  []string      `yaml:"fitted_to"`
+	Notes     string        `yaml:"notes"`
+	Linear    LinearTerm    `yaml:"linear"`
+	Attention AttentionTerm `yaml:"attention"`
+	// AllReduce is the all-reduce over NVLink (or another GPU-to-GPU
+	// fabric); AllReducePCIe over PCIe, the link of a preset without one
+	// (model.GPU.LinkBandwidth at most PCIeLinkBytesPerS), where NCCL's
+	// rings cross the host's root complex.
+	AllReduce     AllReduceTerm           `yaml:"all_reduce"`
+	AllReducePCIe AllReduceTerm           `yaml:"all_reduce_pcie"`
+	Engines       map[string]OverheadTerm `yaml:"engines"`
 }
+
+// PCIeLinkBytesPerS is the fastest one-way link a GPU preset has over
+// PCIe (Gen5 x16: 64 GB/s); a faster link is a GPU-to-GPU fabric.
+const PCIeLinkBytesPerS = 64e9
 
 // Clone returns a deep copy of j.
 func (j *JointModel) Clone() *JointModel {
@@ -72,7 +81,15 @@ func (j *JointModel) Validate() error {
 		}
 		p := j.profile(referenceGPU, EngineVLLMV1, "")
 		p.Overhead = o
-		if err := p.Validate(); err != nil {
+		err := p.Validate()
+		if err == nil {
+			q := *p
+			q.AllReduce = j.AllReducePCIe
+			if err = q.Validate(); err != nil {
+				err = fmt.Errorf("%w: %s", ErrBadProfile, strings.Replace(strings.TrimPrefix(err.Error(), ErrBadProfile.Error()+": "), "all_reduce.", "all_reduce_pcie.", 1))
+			}
+		}
+		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), ErrBadProfile.Error()+": ")
 			return fmt.Errorf("%w: %s", ErrBadProfile, strings.Replace(msg, "overhead.", "engines."+class+".", 1))
 		}
@@ -84,12 +101,16 @@ func (j *JointModel) Validate() error {
 // canonical string, "" for none) with j's shared terms and the engine
 // overheads left zero.
 func (j *JointModel) profile(g model.GPU, engine EngineKind, version string) *Profile {
+	ar := j.AllReduce
+	if g.LinkBandwidth <= PCIeLinkBytesPerS {
+		ar = j.AllReducePCIe
+	}
 	return &Profile{
 		GPU: g.Name, Engine: engine, EngineVersion: version,
 		FittedTo: slices.Clone(j.FittedTo),
 		Peak: PeakRates{BF16FLOPSPerS: g.BF16FLOPS, FP8FLOPSPerS: g.FP8FLOPS, MemBytesPerS: g.MemBandwidth,
 			LinkBytesPerS: g.LinkBandwidth},
-		Linear: j.Linear, Attention: j.Attention, AllReduce: j.AllReduce,
+		Linear: j.Linear, Attention: j.Attention, AllReduce: ar,
 	}
 }
 

@@ -65,12 +65,22 @@ type PeakRates struct {
 type LinearTerm struct {
 	// ComputeEffMax is the share of the peak FLOP/s large GEMMs reach.
 	ComputeEffMax float64 `yaml:"compute_eff_max"`
+	// FP8ComputeEffMax is the share of the FP8 peak large GEMMs of FP8
+	// weights reach, their activations quantized on the fly (W8A8); it
+	// replaces ComputeEffMax where FP8 weights run at the FP8 peak.
+	FP8ComputeEffMax float64 `yaml:"fp8_compute_eff_max"`
 	// ComputeHalfTokens is n½: at n tokens the GEMMs reach
 	// ComputeEffMax × n ÷ (n + n½) of the peak, so one step of n tokens
 	// costs (n + n½) tokens' FLOPs at ComputeEffMax.
 	ComputeHalfTokens float64 `yaml:"compute_half_tokens"`
 	// WeightBWEff is the share of the memory bandwidth weight reads reach.
 	WeightBWEff float64 `yaml:"weight_bw_eff"`
+	// BlendExponent is p of the linear layers' time (c^p + w^p)^(1/p) from
+	// their compute time c and weight reads w: how sharply a GEMM turns
+	// from weight-bound to compute-bound. 2 (a Euclidean norm) matches
+	// Vidur's operator profiles on both A100 and H100 within 7% from 1 to
+	// 8,192 tokens; large p tends to max(c, w).
+	BlendExponent float64 `yaml:"blend_exponent"`
 }
 
 // AttentionTerm is attention's share, apart from the linear layers.
@@ -146,6 +156,9 @@ const (
 	maxBytesPerS = 1e15
 	// maxHalfTokens is 1e6 tokens, 100× the largest step budget in use (8,192-16,384).
 	maxHalfTokens = 1e6
+	// maxBlend bounds linear.blend_exponent: at 64 the blend is max(c, w)
+	// within 1.1%.
+	maxBlend = 64
 	// maxNs is 10 s for any one overhead or latency: a step takes ms.
 	maxNs = 10_000_000_000
 	// maxGraphSizes is 4,096 capture sizes (vLLM's default list has 51,
@@ -193,8 +206,10 @@ func (p *Profile) Validate() error {
 		{"peak.mem_bytes_per_s", p.Peak.MemBytesPerS, 0, maxBytesPerS, false},
 		{"peak.link_bytes_per_s", p.Peak.LinkBytesPerS, 0, maxBytesPerS, false},
 		{"linear.compute_eff_max", p.Linear.ComputeEffMax, 0, 1, false},
+		{"linear.fp8_compute_eff_max", p.Linear.FP8ComputeEffMax, 0, 1, false},
 		{"linear.compute_half_tokens", p.Linear.ComputeHalfTokens, 0, maxHalfTokens, true},
 		{"linear.weight_bw_eff", p.Linear.WeightBWEff, 0, 1, false},
+		{"linear.blend_exponent", p.Linear.BlendExponent, 1, maxBlend, true},
 		{"attention.prefill_compute_eff", p.Attention.PrefillComputeEff, 0, 1, false},
 		{"attention.kv_bw_eff", p.Attention.KVBWEff, 0, 1, false},
 		{"attention.kv_half_context", p.Attention.KVHalfContext, 0, maxHalfTokens, true},
@@ -328,7 +343,7 @@ func decodeComplete(r io.Reader, name string, complete func(*yaml.Node) error, v
 var profileFields = map[string][]string{
 	"":           {"gpu", "engine", "fitted_to", "notes", "peak", "linear", "attention", "all_reduce", "overhead", "cuda_graph"},
 	"peak":       {"bf16_flops_per_s", "fp8_flops_per_s", "mem_bytes_per_s", "link_bytes_per_s"},
-	"linear":     {"compute_eff_max", "compute_half_tokens", "weight_bw_eff"},
+	"linear":     {"compute_eff_max", "fp8_compute_eff_max", "compute_half_tokens", "weight_bw_eff", "blend_exponent"},
 	"attention":  {"prefill_compute_eff", "kv_bw_eff", "kv_half_context"},
 	"all_reduce": {"bw_eff", "latency_ns"},
 	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns", "request_ns", "per_token_ns", "output_overlap"},

@@ -47,7 +47,11 @@ func TestEmbeddedProfiles(t *testing.T) {
 			if p.Peak != want {
 				t.Errorf("%s: peaks %+v, want the preset's %+v", gpu, p.Peak, want)
 			}
-			if p.Linear != joint.Linear || p.Attention != joint.Attention || p.AllReduce != joint.AllReduce ||
+			ar := joint.AllReduce
+			if g.LinkBandwidth <= PCIeLinkBytesPerS {
+				ar = joint.AllReducePCIe
+			}
+			if p.Linear != joint.Linear || p.Attention != joint.Attention || p.AllReduce != ar ||
 				p.Overhead != joint.Engines[OverheadClass(eng, v)] {
 				t.Errorf("%s %v: %+v is not the joint model's terms", gpu, eng, p)
 			}
@@ -221,8 +225,10 @@ peak:
   link_bytes_per_s: 450e9
 linear:
   compute_eff_max: 0.5
+  fp8_compute_eff_max: 0.5
   compute_half_tokens: 32
   weight_bw_eff: 0.85
+  blend_exponent: 2
 attention:
   prefill_compute_eff: 0.45
   kv_bw_eff: 0.7
@@ -326,7 +332,7 @@ func FuzzLoadProfile(f *testing.F) {
 	f.Add([]byte("x: &a [1, 1, 1, 1, 1, 1, 1, 1]\ny: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nz: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" +
 		"w: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ncuda_graph: {sizes: [*d, *d, *d, *d, *d, *d, *d, *d]}\n"))
 	f.Add([]byte("gpu: toy\nengine: sglang\nfitted_to: [a]\nnotes: ''\npeak: {bf16_flops_per_s: 1, fp8_flops_per_s: 0, mem_bytes_per_s: 1, link_bytes_per_s: 1}\n" +
-		"linear: {compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1, kv_half_context: 0}\n" +
+		"linear: {compute_eff_max: 1, fp8_compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1, blend_exponent: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1, kv_half_context: 0}\n" +
 		"all_reduce: {bw_eff: 1, latency_ns: 0}\noverhead: {step_ns: 0, per_seq_ns: 0, eager_per_layer_ns: 0, request_ns: 0, per_token_ns: 0, output_overlap: false}\ncuda_graph: {sizes: [], pad_mixed: false}\n"))
 	// Issue 28: random bytes after a first key.
 	f.Add([]byte("gpu: \x86\xad\x05\xdc\x98\x7f\x80b0"))

@@ -141,6 +141,7 @@ type StepModel struct {
 	linNsPerTok   float64 // ns per linear token at the efficiency ceiling
 	headNsPerRow  float64 // ns per lm_head row at the ceiling
 	halfTokens    float64 // n½ of the compute efficiency
+	blend         float64 // Linear.BlendExponent
 	denseNs       float64 // ns to read the dense weights
 	expertNs      float64 // ns to read every routed expert
 	expertKeep    float64 // 1 − ExpertShare: the chance one token misses an expert
@@ -165,12 +166,11 @@ type StepModel struct {
 // must have TP ≥ 1 and positive Layers.
 func (p *Profile) Compile(s Shape) *StepModel {
 	bf16 := p.Peak.BF16FLOPSPerS
-	linPeak := bf16
-	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
-		linPeak = p.Peak.FP8FLOPSPerS
-	}
 	// ns = FLOPs ÷ (FLOP/s × efficiency) × 1e9.
-	linCeil := linPeak * p.Linear.ComputeEffMax / 1e9
+	linCeil := bf16 * p.Linear.ComputeEffMax / 1e9
+	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
+		linCeil = p.Peak.FP8FLOPSPerS * p.Linear.FP8ComputeEffMax / 1e9
+	}
 	wbw := p.Peak.MemBytesPerS * p.Linear.WeightBWEff / 1e9
 	m := &StepModel{
 		layers:        float64(s.Layers),
@@ -178,6 +178,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		linNsPerTok:   s.LinearFLOPsPerToken / linCeil,
 		headNsPerRow:  s.HeadFLOPsPerRow / linCeil,
 		halfTokens:    p.Linear.ComputeHalfTokens,
+		blend:         p.Linear.BlendExponent,
 		denseNs:       s.DenseWeightBytes / wbw,
 		expertNs:      s.ExpertBytes / wbw,
 		expertKeep:    1 - s.ExpertShare,
@@ -222,7 +223,7 @@ func (m *StepModel) padded(n int64) (int64, bool) {
 
 // Time is the time of one step, per term:
 //
-//	linear     max(compute, weights):
+//	linear     (compute^p + weights^p)^(1/p), p the blend exponent:
 //	           compute = (n + n½) × linear ns per token + (s + n½) × lm_head ns per row (s > 0)
 //	             (FLOPs ÷ (peak × eff(n)) with eff(n) = eff_max × n ÷ (n + n½): a
 //	             GEMM's efficiency saturates in its row count)
@@ -264,7 +265,7 @@ func (m *StepModel) Time(st Step) Breakdown {
 		if m.moe {
 			weights += m.expertNs * (1 - math.Pow(m.expertKeep, nf))
 		}
-		b.LinearNs = max(compute, weights)
+		b.LinearNs = blend(compute, weights, m.blend)
 		b.ComputeBound = compute > weights
 		if m.tp > 1 {
 			b.AllReduceNs = m.arFixedNs + nf*m.arNsPerTok
@@ -286,6 +287,28 @@ func (m *StepModel) Time(st Step) Breakdown {
 	}
 	b.TotalNs = max(int64(math.Ceil(t)), 1)
 	return b
+}
+
+// BlendLinear is the linear layers' time from their compute time c and
+// weight reads w under blend exponent p (LinearTerm.BlendExponent):
+// (c^p + w^p)^(1/p).
+func BlendLinear(c, w, p float64) float64 { return blend(c, w, p) }
+
+// blend is BlendLinear, with the common exponents without math.Pow.
+func blend(c, w, p float64) float64 {
+	switch {
+	case p == 2:
+		return math.Sqrt(c*c + w*w)
+	case p == 1:
+		return c + w
+	case p >= maxBlend:
+		return max(c, w)
+	}
+	hi, lo := max(c, w), min(c, w)
+	if hi == 0 {
+		return 0
+	}
+	return hi * math.Pow(1+math.Pow(lo/hi, p), 1/p)
 }
 
 // String is a one-line summary of b in ms, for tests and messages.

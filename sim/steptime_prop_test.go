@@ -25,7 +25,8 @@ func drawProfile(t *rapid.T) *Profile {
 	if rapid.Bool().Draw(t, "has-fp8") {
 		p.Peak.FP8FLOPSPerS = 2 * p.Peak.BF16FLOPSPerS
 	}
-	p.Linear = LinearTerm{ComputeEffMax: eff("eff-max"), ComputeHalfTokens: rapid.Float64Range(0, 1000).Draw(t, "half"), WeightBWEff: eff("eff-w")}
+	p.Linear = LinearTerm{ComputeEffMax: eff("eff-max"), FP8ComputeEffMax: eff("eff-fp8"), ComputeHalfTokens: rapid.Float64Range(0, 1000).Draw(t, "half"), WeightBWEff: eff("eff-w"),
+		BlendExponent: rapid.Float64Range(1, 64).Draw(t, "blend")}
 	p.Attention = AttentionTerm{PrefillComputeEff: eff("eff-attn"), KVBWEff: eff("eff-kv"), KVHalfContext: rapid.Float64Range(0, 1000).Draw(t, "kv-half")}
 	p.AllReduce = AllReduceTerm{BWEff: eff("eff-ar"), LatencyNs: rapid.Int64Range(0, 50_000).Draw(t, "ar-latency")}
 	p.Overhead = OverheadTerm{StepNs: rapid.Int64Range(0, 5e6).Draw(t, "step"), PerSeqNs: rapid.Int64Range(0, 1e5).Draw(t, "per-seq"),

@@ -10,7 +10,7 @@ import (
 // toyProfile has round numbers so that every term can be worked out by
 // hand (the tests write the arithmetic):
 //
-//	linear ceiling  1e15 FLOP/s × 0.5 = 5e5 FLOP/ns (FP8: 1e6 FLOP/ns)
+//	linear ceiling  1e15 FLOP/s × 0.5 = 5e5 FLOP/ns (FP8: 1e6 FLOP/ns); blend max(c, w)
 //	weight reads    1e12 B/s × 0.5 = 500 B/ns
 //	prefill attn    1e15 × 0.25 = 2.5e5 FLOP/ns
 //	KV traffic      1e12 × 0.25 = 250 B/ns
@@ -21,7 +21,7 @@ func toyProfile() *Profile {
 	return &Profile{
 		GPU: "toy", Engine: EngineVLLMV1, FittedTo: []string{Unfitted}, Notes: "toy",
 		Peak:      PeakRates{BF16FLOPSPerS: 1e15, FP8FLOPSPerS: 2e15, MemBytesPerS: 1e12, LinkBytesPerS: 1e11},
-		Linear:    LinearTerm{ComputeEffMax: 0.5, ComputeHalfTokens: 100, WeightBWEff: 0.5},
+		Linear:    LinearTerm{ComputeEffMax: 0.5, FP8ComputeEffMax: 0.5, ComputeHalfTokens: 100, WeightBWEff: 0.5, BlendExponent: maxBlend},
 		Attention: AttentionTerm{PrefillComputeEff: 0.25, KVBWEff: 0.25},
 		AllReduce: AllReduceTerm{BWEff: 0.5, LatencyNs: 1000},
 		Overhead:  OverheadTerm{StepNs: 1_000_000, PerSeqNs: 10_000, EagerPerLayerNs: 1000},
@@ -333,5 +333,26 @@ func TestCostModelUsesProfile(t *testing.T) {
 	want := c.Profile.StepTime(NewShape(cfg.Model, 1, cfg.KVDType), w.step()).TotalNs
 	if got := cm.stepTime(w); got != want || got == roof.stepTime(w) {
 		t.Errorf("profile step %d ns, want %d (and not the roofline's)", got, want)
+	}
+}
+
+// TestBlendLinear: the linear layers' time blends compute and weight reads
+// as (c^p + w^p)^(1/p): their sum at p = 1, the Euclidean norm at 2, the
+// larger at 64, and in between for other p, never below the larger.
+func TestBlendLinear(t *testing.T) {
+	for _, tc := range []struct{ c, w, p, want float64 }{
+		{3, 4, 1, 7}, {3, 4, 2, 5}, {3, 4, 64, 4}, {0, 4, 3, 4}, {0, 0, 3, 0}, {4, 4, 4, 4 * math.Pow(2, 0.25)},
+	} {
+		if got := BlendLinear(tc.c, tc.w, tc.p); !near(got, tc.want) {
+			t.Errorf("BlendLinear(%v, %v, %v) = %v, want %v", tc.c, tc.w, tc.p, got, tc.want)
+		}
+	}
+	prev := math.Inf(1)
+	for _, p := range []float64{1, 1.5, 2, 3, 8, 32, 63} {
+		got := BlendLinear(3, 4, p)
+		if !(got < prev) || got < 4 {
+			t.Errorf("BlendLinear(3, 4, %v) = %v: want it between max 4 and the last, %v", p, got, prev)
+		}
+		prev = got
 	}
 }

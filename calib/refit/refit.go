@@ -95,6 +95,9 @@ type Options struct {
 	Workers int       // simulations at once (<= 0: GOMAXPROCS)
 	Loosen  bool      // record a held-out median above the page's ratchet
 	Log     io.Writer // progress, one line a fit (nil: none)
+	// PageOnly skips the fits: the page and the residuals come from the
+	// embedded models (those of the last refit, once rebuilt).
+	PageOnly bool
 }
 
 // Report opens the fixtures under root and generates the fidelity report
@@ -146,6 +149,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.PageOnly {
+		return writePage(ctx, o, nil, nil, logf)
+	}
 	write := func(path string, fit *calib.JointFit) error {
 		var b bytes.Buffer
 		if err := calib.WriteJointFit(&b, fit); err != nil {
@@ -179,7 +185,13 @@ func Run(ctx context.Context, o Options) error {
 		}
 		held[k] = fit.Model
 	}
-	rep, err := Report(ctx, o.Root, full.Model, held, o.Workers)
+	return writePage(ctx, o, full.Model, held, logf)
+}
+
+// writePage writes docs/fidelity.md and calib/residuals.yaml under the
+// models given (nil: the embedded ones).
+func writePage(ctx context.Context, o Options, joint *sim.JointModel, held map[string]*sim.JointModel, logf func(string, ...any)) error {
+	rep, err := Report(ctx, o.Root, joint, held, o.Workers)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,7 @@ func writeOpsReport(sb *strings.Builder, f *calib.OpsFit, o *calib.Ops, start, o
 	row("linear.compute_eff_max", f.Linear.ComputeEffMax, "%.3f")
 	row("linear.compute_half_tokens", f.Linear.ComputeHalfTokens, "%.1f")
 	row("linear.weight_bw_eff", f.Linear.WeightBWEff, "%.3f")
+	row("linear.blend_exponent", f.Linear.BlendExponent, "%.2f")
 	row("attention.prefill_compute_eff", f.Attention.PrefillComputeEff, "%.3f")
 	row("attention.kv_bw_eff", f.Attention.KVBWEff, "%.3f")
 	t.write(sb)
