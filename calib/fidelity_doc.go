@@ -356,6 +356,12 @@ func (rep *FidelityReport) paperSection(b *bytes.Buffer) {
 		}
 		w("\n")
 	}
+	w("Why Fig. 13a moves with the step model and not with memory: at 2 req/s the paper's vLLM runs just above its\n")
+	w("sustainable rate (1.93 req/s, Fig. 12a), so how many requests share a step follows how long each stays\n")
+	w("(Little's law), that is the engine's step time; the token-state shares, Table 1's slots and the Orca batches,\n")
+	w("which memory sets, hardly move between the two step models. The roofline's steps are the fastest (vLLM's mean\n")
+	w("batch above); the joint model's at release 0.1.0 (vLLM V0 before 0.6.0: scheduling and output processing on\n")
+	w("the step's path, no CUDA graphs) come closer; the sustainable rates of Fig. 12a still come out too high.\n\n")
 	w("Requests completed / unfinished at the end of the run (joint / roofline):")
 	for s, sys := range ps.Systems {
 		res := pr.Results[0][s]

@@ -236,7 +236,7 @@ func TestFidelityTranslate(t *testing.T) {
 	w := params * 2 / (prof.Peak.MemBytesPerS * prof.Linear.WeightBWEff) * 1e3
 	c := (1 + prof.Linear.ComputeHalfTokens) * 2 * params / (prof.Peak.BF16FLOPSPerS * prof.Linear.ComputeEffMax) * 1e3
 	want = sim.BlendLinear(c, w, prof.Linear.BlendExponent)
-	if err != nil || math.Abs(p.op(prof)-want) > 1e-9*want {
+	if err != nil || math.Abs(p.op(prof)-want) > 5e-5*want { // the step model tabulates the blend (sim.TestBlendTable)
 		t.Errorf("linear at 1 token: %v ms (%v), want %v", p.op(prof), err, want)
 	}
 }

@@ -138,10 +138,13 @@ type StepModel struct {
 	layers float64
 	tp     int
 
-	linNsPerTok   float64 // ns per linear token at the efficiency ceiling
-	headNsPerRow  float64 // ns per lm_head row at the ceiling
-	halfTokens    float64 // n½ of the compute efficiency
-	blend         float64 // Linear.BlendExponent
+	linNsPerTok  float64 // ns per linear token at the efficiency ceiling
+	headNsPerRow float64 // ns per lm_head row at the ceiling
+	halfTokens   float64 // n½ of the compute efficiency
+	blend        float64 // Linear.BlendExponent
+	// blendTab tabulates (1 + r^p)^(1/p) over r in [0, 1] for an exponent
+	// other than 1, 2 or ≥ maxBlend, so that a step costs no math.Pow.
+	blendTab      *[blendPoints + 1]float64
 	denseNs       float64 // ns to read the dense weights
 	expertNs      float64 // ns to read every routed expert
 	expertKeep    float64 // 1 − ExpertShare: the chance one token misses an expert
@@ -179,6 +182,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		headNsPerRow:  s.HeadFLOPsPerRow / linCeil,
 		halfTokens:    p.Linear.ComputeHalfTokens,
 		blend:         p.Linear.BlendExponent,
+		blendTab:      blendTable(p.Linear.BlendExponent),
 		denseNs:       s.DenseWeightBytes / wbw,
 		expertNs:      s.ExpertBytes / wbw,
 		expertKeep:    1 - s.ExpertShare,
@@ -265,7 +269,7 @@ func (m *StepModel) Time(st Step) Breakdown {
 		if m.moe {
 			weights += m.expertNs * (1 - math.Pow(m.expertKeep, nf))
 		}
-		b.LinearNs = blend(compute, weights, m.blend)
+		b.LinearNs = m.blendLinear(compute, weights)
 		b.ComputeBound = compute > weights
 		if m.tp > 1 {
 			b.AllReduceNs = m.arFixedNs + nf*m.arNsPerTok
@@ -309,6 +313,41 @@ func blend(c, w, p float64) float64 {
 		return 0
 	}
 	return hi * math.Pow(1+math.Pow(lo/hi, p), 1/p)
+}
+
+// blendPoints is the number of intervals of a StepModel's blend table:
+// linear interpolation between them is within 5e-5 of (1 + r^p)^(1/p) for
+// every p in [1, 64] (2e-6 for p up to 7; the error is largest where r is
+// near 1 and p large, the blend then near its kink at max(c, w)).
+const blendPoints = 256
+
+// blendTable tabulates (1 + r^p)^(1/p) at r = i ÷ blendPoints; nil for the
+// exponents blend computes directly.
+func blendTable(p float64) *[blendPoints + 1]float64 {
+	if p == 1 || p == 2 || p >= maxBlend || !(p > 1) {
+		return nil
+	}
+	var t [blendPoints + 1]float64
+	for i := range t {
+		t[i] = math.Pow(1+math.Pow(float64(i)/blendPoints, p), 1/p)
+	}
+	return &t
+}
+
+// blendLinear is BlendLinear(c, w, m.blend), from the table when there is
+// one.
+func (m *StepModel) blendLinear(c, w float64) float64 {
+	if m.blendTab == nil {
+		return blend(c, w, m.blend)
+	}
+	hi, lo := max(c, w), min(c, w)
+	if hi == 0 {
+		return 0
+	}
+	x := lo / hi * blendPoints
+	i := min(int(x), blendPoints-1)
+	f := x - float64(i)
+	return hi * (m.blendTab[i] + f*(m.blendTab[i+1]-m.blendTab[i]))
 }
 
 // String is a one-line summary of b in ms, for tests and messages.

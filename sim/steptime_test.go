@@ -356,3 +356,20 @@ func TestBlendLinear(t *testing.T) {
 		prev = got
 	}
 }
+
+// TestBlendTable: a StepModel's tabulated blend is within 5e-5 of
+// BlendLinear for any exponent and ratio.
+func TestBlendTable(t *testing.T) {
+	for _, p := range []float64{1.05, 1.5, 1.895, 2.5, 7, 63.9} {
+		m := &StepModel{blend: p, blendTab: blendTable(p)}
+		for _, r := range []float64{0, 1e-9, 0.001, 0.3, 0.5, 0.77777, 0.999, 1} {
+			got, want := m.blendLinear(r*7, 7), BlendLinear(r*7, 7, p)
+			if math.Abs(got/want-1) > 5e-5 {
+				t.Errorf("p %v, r %v: table %v, exact %v", p, r, got, want)
+			}
+			if g2 := m.blendLinear(7, r*7); g2 != got {
+				t.Errorf("p %v, r %v: not symmetric: %v, %v", p, r, got, g2)
+			}
+		}
+	}
+}
