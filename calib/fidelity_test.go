@@ -284,3 +284,53 @@ func TestFidelityWorkers(t *testing.T) {
 		t.Error("the page with 4 workers differs from the page with 1")
 	}
 }
+
+// TestFidelityAccelMark: an AccelMark figure replays the dataset's cited
+// prompt lengths, one at a time for the interactive scenario (cold) and
+// Poisson for an online rate (the first 150 prompts; SGLang's warm);
+// cross-checks and the long-context suite are not replayed.
+func TestFidelityAccelMark(t *testing.T) {
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fig := func(id string) *Figure {
+		for i := range d.Figures {
+			if d.Figures[i].ID == id {
+				return &d.Figures[i]
+			}
+		}
+		t.Fatalf("no figure %s", id)
+		return nil
+	}
+	files := map[string][]*workload.BenchResult{}
+	p, err := fidTranslate(fig("accelmark-a100-80g-vllm-v1-0.20.1-suite-a-interactive-ttft-median"), fidOpenFixture, files)
+	if err != nil || p.skip != "" || len(p.sim.reqs) != 150 || p.sim.cfg.MaxConcurrency != 1 || p.sim.cfg.WarmPrompts ||
+		p.sim.cfg.EngineVersion != "0.20.1" || p.sim.reqs[0].PromptTokens != 395+fidAccelMarkTemplate || p.sim.reqs[149].Arrival != 0 {
+		t.Fatalf("interactive: %+v, %v", p, err)
+	}
+	for _, r := range p.sim.reqs {
+		if r.OutputTokens < 1 || r.OutputTokens > fidAccelMarkMaxTokens {
+			t.Fatalf("output %d", r.OutputTokens)
+		}
+	}
+	p, err = fidTranslate(fig("accelmark-a100-80g-sglang-0.5.6-suite-a-online-qps25-tpot-median"), fidOpenFixture, files)
+	if err != nil || p.skip != "" || len(p.sim.reqs) != fidAccelMarkOnline || p.sim.cfg.MaxConcurrency != 0 || !p.sim.cfg.WarmPrompts ||
+		!(p.sim.reqs[149].Arrival > p.sim.reqs[0].Arrival) {
+		t.Fatalf("online: %+v, %v", p, err)
+	}
+	// 150 Poisson arrivals at 25 req/s span about 6 s.
+	if span := float64(p.sim.reqs[149].Arrival) / 1e9; span < 4 || span > 8 {
+		t.Errorf("150 arrivals at 25 req/s span %v s", span)
+	}
+	for i := range d.Figures {
+		f := &d.Figures[i]
+		if f.Source != "accelmark" || (f.Use != "cross-check" && !strings.Contains(f.Setup.Workload.Dataset, "longctx")) {
+			continue
+		}
+		if p, err := fidTranslate(f, fidOpenFixture, files); err != nil || p.skip == "" {
+			t.Fatalf("%s: replayed (%v)", f.ID, err)
+		}
+		break
+	}
+}
