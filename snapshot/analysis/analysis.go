@@ -174,9 +174,13 @@ func analyzeDevice(s *snapshot.Snapshot, d int, opts Options) (Device, error) {
 	}
 	cfg, settings := recordedConfig(s.AllocatorSettings)
 	pre, preErr := reconstruct(s, d, trace, cfg)
+	streamsErr := checkStreams(s, d, trace)
+	if preErr == nil {
+		preErr = streamsErr
+	}
 	var run run
 	if useHistory(s, d, trace) {
-		run = replayHistory(s, d, cfg, settings, len(trace)-1, opts)
+		run = replayHistory(s, d, cfg, settings, len(trace)-1, streamsErr, opts)
 		run.ooms = explainOOMs(trace, nil, 0)
 	} else {
 		run = replayTrace(s, d, trace, cfg, settings, pre, preErr, opts)
