@@ -14,7 +14,8 @@ package snaptest
 //
 //   - Segments large segments of 20 MiB before the trace, 32 MiB apart, each
 //     a live block of Live bytes and a free tail, spread over Streams streams
-//     (segment i on stream i mod Streams; stream 0 has segment 0);
+//     and Devices devices (segment i on stream i mod Streams and device i mod
+//     Devices; segment 0 is on stream 0 of device 0, where the trace is);
 //   - TinyBlocks blocks of 512 bytes in small segments of 2 MiB (4,096
 //     each) after them, alternately live and free, on stream 0;
 //   - then Events trace events, in cycles: an alloc of a tail's size and its
@@ -27,6 +28,7 @@ type Crafted struct {
 	Segments   int
 	Live       int // default 12 MiB; a multiple of 512 from 512 to 19 MiB
 	Streams    int // default 1
+	Devices    int // default 1
 	TinyBlocks int
 	Events     int
 	OOMEvery   int // 0: no oom entries
@@ -68,7 +70,7 @@ func (c Crafted) Doc() Dict {
 		}
 		return d
 	}
-	streams := max(c.Streams, 1)
+	streams, devices := max(c.Streams, 1), max(c.Devices, 1)
 	live := c.Live
 	if live <= 0 {
 		live = 12 << 20
@@ -87,7 +89,7 @@ func (c Crafted) Doc() Dict {
 		}
 		// No allocated_size, active_size or requested_size: they are
 		// optional, and the 45,000-segment file stays under 5 MB.
-		segs = append(segs, dict("device", 0, "address", at, "total_size", craftedSegment,
+		segs = append(segs, dict("device", i%devices, "address", at, "total_size", craftedSegment,
 			"stream", i%streams, "segment_type", s("large"), "frames", noFrames, "blocks", blocks))
 		at += craftedStride
 	}
@@ -144,8 +146,12 @@ func (c Crafted) Doc() Dict {
 				"device_free", deviceFree, "time_us", t, "frames", noFrames))
 		}
 	}
-	if trace == nil {
-		trace = []any{}
+	traces := make([]any, devices)
+	for d := range traces {
+		traces[d] = []any{}
 	}
-	return dict("segments", segs, "device_traces", []any{trace})
+	if trace != nil {
+		traces[0] = trace
+	}
+	return dict("segments", segs, "device_traces", traces)
 }

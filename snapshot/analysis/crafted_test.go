@@ -29,6 +29,7 @@ var craftedFiles = map[string]snaptest.Crafted{
 	"blocks150k":  {TinyBlocks: 150_000, Events: 4_000, OOMEvery: 1},
 	"streams1k":   {Segments: 45_000, Streams: 1_024, Live: 8 << 20, Events: 4_000, OOMEvery: 1},
 	"tails45k":    {Segments: 45_000, Live: 8 << 20, Events: 4_000, OOMEvery: 10},
+	"devices1k":   {Segments: 45_000, Devices: 1_024, Events: 4_000, OOMEvery: 1},
 }
 
 // TestWriteCrafted writes craftedFiles to -crafted DIR; without the flag it
@@ -53,7 +54,7 @@ func TestWriteCrafted(t *testing.T) {
 //
 //	go test ./snapshot/analysis -run '^$' -bench BenchmarkAnalyzeCrafted -benchmem
 func BenchmarkAnalyzeCrafted(b *testing.B) {
-	for _, name := range []string{"segments45k", "segments30k", "streams30k", "blocks150k", "streams1k", "tails45k"} {
+	for _, name := range []string{"segments45k", "segments30k", "streams30k", "blocks150k", "streams1k", "tails45k", "devices1k"} {
 		data := snaptest.Encode(craftedFiles[name].Doc())
 		s, err := snapshot.ReadOptions(bytes.NewReader(data), name, &snapshot.Options{SkipTraceFrames: true})
 		if err != nil {

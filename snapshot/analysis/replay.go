@@ -201,7 +201,7 @@ func (v *vaSource) reserve(size int64) uint64 {
 // replayTrace seeds the pre-trace state into a caching model and replays
 // the trace, comparing every alloc address and segment_alloc size.
 func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg caching.Config, settings string,
-	pre preTrace, preErr error, opts Options) run {
+	top uint64, pre preTrace, preErr error, opts Options) run {
 	var r run
 	f := &Fidelity{Settings: settings, Source: SourceTrace}
 	r.fidelity = f
@@ -226,7 +226,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	if len(trace) == 0 {
 		return r
 	}
-	a, v, err := replayAllocator(cfg, freshBase(s, trace))
+	a, v, err := replayAllocator(cfg, freshBase(top, trace))
 	if err != nil {
 		f.Skipped = err.Error()
 		return r
@@ -338,13 +338,10 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 }
 
 // freshBase is a page-aligned address 1 TiB above every address in the
-// file, for segments the trace did not record.
-func freshBase(s *snapshot.Snapshot, trace []snapshot.TraceEntry) uint64 {
+// file (top: the end of its highest segment), for segments the trace did
+// not record.
+func freshBase(top uint64, trace []snapshot.TraceEntry) uint64 {
 	const gap = 1 << 40
-	var top uint64
-	for _, seg := range s.Segments {
-		top = max(top, seg.End())
-	}
 	for _, e := range trace {
 		if e.Size > 0 {
 			top = max(top, e.Addr+uint64(e.Size))
