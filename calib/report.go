@@ -56,6 +56,9 @@ type SetupReport struct {
 	PrefixCaching        bool    `json:"prefix_caching"`
 	MixedChunk           bool    `json:"mixed_chunk"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// FromFiles are the settings taken from what the files state
+	// (StatedSetup), where no flag gave them.
+	FromFiles []Stated `json:"from_files"`
 }
 
 // setupReport describes s.
@@ -70,7 +73,7 @@ func setupReport(s *ReplaySetup) SetupReport {
 	}
 	return SetupReport{WeightDType: w.String(), KVDType: kv, MaxContext: cmp.Or(s.MaxContext, s.Model.MaxContext),
 		MaxBatchTokens: s.MaxBatchTokens, MaxSeqs: s.MaxSeqs, ChunkedPrefill: s.ChunkedPrefill, PrefixCaching: s.PrefixCaching,
-		MixedChunk: s.MixedChunk, GPUMemoryUtilization: s.GPUMemoryUtilization}
+		MixedChunk: s.MixedChunk, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
 }
 
 // String says the setup in words, for the report and the profile's notes.

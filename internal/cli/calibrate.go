@@ -96,7 +96,15 @@ Each run is replayed through the simulator as the client ran it: its
 requests with their prompt and output lengths, arrivals drawn as the client
 drew them (Poisson at request_rate with its burstiness, all at once for inf,
 the client's own send times when the file has them), at most
-max_concurrency in flight. The simulated median and p99 TTFT, median TPOT,
+max_concurrency in flight, on the setup given with the flags simulate takes
+(--tp, --weight-dtype, --kv-dtype, --max-context, --engine,
+--max-batch-tokens, --max-seqs, --chunked-prefill, --prefix-caching, ...)
+and, where no flag gives a setting, what the files state of it (the serve
+parameters of vllm bench sweep or --metadata, the weight type a model id
+names); runs that state different setups are refused. A run starts with its
+prompts in the prefix cache when an earlier run sent the same prompts: the
+same varying lengths in the same order (--warm-prompts; fixed lengths are no
+evidence). The simulated median and p99 TTFT, median TPOT,
 median end-to-end latency and output throughput are compared with the
 file's, as the client computes them (numpy medians over the per-request
 arrays when the file has them).
@@ -134,9 +142,9 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
 		return err
 	}
-	// The setup, as simulate builds it from a scenario's fields.
-	s := &scenario.Scenario{Model: f.model, GPU: f.gpu}
-	if err := applyEngineFlags(cmd, &f.engineFlags, s); err != nil {
+	// The setup flags, checked as simulate checks them (calibrateSetup
+	// adds what the files state).
+	if err := applyEngineFlags(cmd, &f.engineFlags, &scenario.Scenario{Model: f.model, GPU: f.gpu}); err != nil {
 		return err
 	}
 	if len(f.params) > 0 {
@@ -169,6 +177,10 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	s, fromFiles, setupWarns, err := calibrateSetup(cmd, f, fit, held)
+	if err != nil {
+		return err
+	}
 	cfg, err := scenario.EngineConfig(s)
 	if err != nil {
 		return err
@@ -186,6 +198,8 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	rep.Setup.FromFiles = append([]calib.Stated{}, fromFiles...)
+	rep.Warnings = append(setupWarns, rep.Warnings...)
 	for _, w := range rep.AllWarnings() {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(w))
 	}
@@ -246,6 +260,13 @@ func readBenchFiles(paths []string) ([]*calib.File, error) {
 func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string) {
 	fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
 		r.Model, r.GPU, r.TP, r.Engine, r.Start, r.Setup)), 80))
+	if len(r.Setup.FromFiles) > 0 {
+		var said []string
+		for _, st := range r.Setup.FromFiles {
+			said = append(said, fmt.Sprintf("--%s %s (%s)", st.Flag, st.Value, st))
+		}
+		fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
+	}
 	pt := table{head: []string{"parameter", "before", "after", "±"}}
 	var kept []string
 	for _, p := range r.Params {

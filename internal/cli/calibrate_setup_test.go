@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -125,8 +126,8 @@ func TestCalibrateSetupFlags(t *testing.T) {
 		"--max-batch-tokens", "2048", "--chunked-prefill=false", "--prefix-caching=false", "--gpu-memory-utilization", "0.85",
 		"--engine", "vllm-v0")
 	want := calib.SetupReport{WeightDType: "fp8_e4m3", KVDType: "fp8_e4m3", MaxContext: 8192, MaxBatchTokens: 2048, MaxSeqs: 64,
-		GPUMemoryUtilization: 0.85}
-	if rep.Setup != want || rep.Engine != "vllm-v0" || rep.TP != 1 {
+		GPUMemoryUtilization: 0.85, FromFiles: []calib.Stated{}}
+	if !reflect.DeepEqual(rep.Setup, want) || rep.Engine != "vllm-v0" || rep.TP != 1 {
 		t.Errorf("setup %+v, engine %s, tp %d; want %+v", rep.Setup, rep.Engine, rep.TP, want)
 	}
 	if r := rep.Runs[0].WarmReason; !strings.Contains(r, "prefix caching off") {
@@ -171,5 +172,65 @@ func TestCalibrateSetupFlags(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 with %q", tt.args, code, stderr, tt.want)
 		}
+	}
+}
+
+// TestCalibrateStatedSetup: what the files state of the setup (a sweep's
+// serve parameters, --metadata, the model id's weight type) is replayed
+// where no flag says otherwise, and listed in the report; a flag overrides
+// it with a warning naming both; runs that state different setups, or a
+// value no flag takes, are refused naming the file and the key.
+func TestCalibrateStatedSetup(t *testing.T) {
+	dir := t.TempDir()
+	lens := fixedLens(16, 512)
+	sweep := map[string]any{"max_num_seqs": 64, "enable_prefix_caching": false, "tensor_parallel_size": "1",
+		"kv_cache_dtype": "auto", "model_id": "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic"}
+	a := writeSweepRun(t, dir, "a.json", "20251101-100000", 8, lens, 16, sweep)
+	b := writeSweepRun(t, dir, "b.json", "20251101-101000", 16, lens, 16, sweep)
+	rep, _ := calibrateJSON(t, a, "--holdout", b)
+	if s := rep.Setup; s.MaxSeqs != 64 || s.PrefixCaching || s.WeightDType != "fp8_e4m3" || s.KVDType != "bf16" || rep.TP != 1 {
+		t.Errorf("setup %+v, tp %d", s, rep.TP)
+	}
+	var got []string
+	for _, st := range rep.Setup.FromFiles {
+		got = append(got, st.Flag+"="+st.Value+" <- "+st.Said)
+	}
+	want := []string{"tp=1 <- tensor_parallel_size 1", "max-seqs=64 <- max_num_seqs 64", "prefix-caching=false <- enable_prefix_caching false",
+		"weight-dtype=fp8_e4m3 <- model_id neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic (fp8)"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("from_files %q, want %q", got, want)
+	}
+	code, stdout, _ := run(t, "", append([]string{"calibrate", a}, calibrate8B...)...)
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(stdout), " "), "From the files: --tp 1 ("+a+" states tensor_parallel_size 1);") {
+		t.Errorf("the text report does not list the files' settings (exit %d):\n%s", code, stdout)
+	}
+
+	// A flag overrides the files.
+	rep, stderr := calibrateJSON(t, a, "--max-seqs", "32", "--weight-dtype", "bf16")
+	if rep.Setup.MaxSeqs != 32 || rep.Setup.WeightDType != "bf16" || !strings.Contains(stderr, "--max-seqs 32 overrides what "+a+" states max_num_seqs 64") ||
+		!strings.Contains(stderr, "--weight-dtype bf16 overrides what "+a+" states model_id") {
+		t.Errorf("override: setup %+v, stderr:\n%s", rep.Setup, stderr)
+	}
+
+	// Runs that disagree, and values no flag takes.
+	c := writeSweepRun(t, dir, "c.json", "20251101-102000", 16, lens, 16, map[string]any{"max_num_seqs": 128})
+	bad := writeSweepRun(t, dir, "bad.json", "20251101-102000", 16, lens, 16, map[string]any{"gpu_memory_utilization": "1.5"})
+	tp := writeSweepRun(t, dir, "tp.json", "20251101-102000", 16, lens, 16, map[string]any{"tensor_parallel_size": 3})
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{a, "--holdout", c}, a + " states max_num_seqs 64 and " + c + " states max_num_seqs 128: the runs of one calibration must share one setup"},
+		{[]string{bad}, bad + ": gpu_memory_utilization 1.5: want a share in (0, 1]"},
+		{[]string{tp}, "with the setup the files state (" + tp + " states tensor_parallel_size 3): --tp 3 with --model llama-3.1-8b"},
+	} {
+		code, _, stderr := run(t, "", append(append([]string{"calibrate"}, tt.args...), calibrate8B...)...)
+		if code != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 with %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	// Given, the flag settles the disagreement.
+	if code, _, stderr := run(t, "", append([]string{"calibrate", a, "--holdout", c, "--max-seqs", "64"}, calibrate8B...)...); code != 0 {
+		t.Errorf("--max-seqs over disagreeing files: exit %d: %s", code, stderr)
 	}
 }
