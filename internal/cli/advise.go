@@ -38,7 +38,7 @@ type adviseFlags struct {
 	parallel                           int
 	shard, out                         string
 	refine                             string
-	refineTop                          int
+	refineTop, extend                  int
 	json                               bool
 }
 
@@ -90,6 +90,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.BoolVar(&f.exhaustive, "exhaustive", false, "bisect every candidate's rate to the end, not only those that can reach the top two (same recommendation, precise rates for all; what shards do)")
 	fl.StringVar(&f.refine, "refine", "", "second stage: cross the best setups of the advice in `FILE` (a previous --json output on the same trace) with every utilization and bucket")
 	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "setups (kv, allocator, defrag, engine limits, prefix caching) the second stage crosses with every utilization and bucket (`K`)")
+	fl.IntVar(&f.extend, "extend", advise.DefaultExtend, "when nothing meets the SLO, candidates (`N`) the search may add past the space in the direction its advice names: max_num_batched_tokens halved down to max_num_seqs, max_num_seqs halved down to 1 (or doubled); 0: none")
 	fl.Float64Var(&f.ttft, "slo-ttft-p99", slo.TTFTP99, "SLO: p99 time to first token in `SECONDS`")
 	fl.Float64Var(&f.tpot, "slo-tpot-p99", slo.TPOTP99, "SLO: p99 time per output token in `SECONDS`")
 	fl.Float64Var(&f.startRate, "start-rate", 0, "first rate tried in requests per second `R` (default: the trace's own mean rate)")
@@ -225,6 +226,8 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		return usageErrorf(cmd, "--refine-top needs --refine")
 	case f.refineTop < 1:
 		return usageErrorf(cmd, "--refine-top %d: want at least 1", f.refineTop)
+	case f.extend < 0:
+		return usageErrorf(cmd, "--extend %d: want 0 or more candidates", f.extend)
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"--out", f.out}},
 		[]fileFlag{{"--trace", f.trace}, {"--refine", f.refine}, {"--model", model.ConfigPath(f.model)}}); err != nil {
@@ -323,10 +326,11 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	// again for its figures.
 	stopping := base
 	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
-	results, err := advise.Run(cands, which, advise.SimEvaluator(stopping, w),
-		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w),
-			// Coarse to fine needs every candidate's bracket: not in a shard.
-			Prune: !set("shard") && !set("out") && !f.exhaustive})
+	eval := advise.SimEvaluator(stopping, w)
+	opts := advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w),
+		// Coarse to fine needs every candidate's bracket: not in a shard.
+		Prune: !set("shard") && !set("out") && !f.exhaustive}
+	results, err := advise.Run(cands, which, eval, opts)
 	bar.Done()
 	if err != nil {
 		return err
@@ -343,8 +347,20 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 			return nil
 		}
 	}
-	rep, err := advise.NewReport(in, results)
+	// Where nothing meets the SLO, the search goes on in the direction its
+	// advice names, then says whether short outputs are why TPOT binds.
+	opts.OnDone = nil
+	_, _, rep, err := advise.Follow(in, results, eval, opts, f.extend, func(next []advise.Candidate) {
+		names := make([]string, len(next))
+		for i, c := range next {
+			names[i] = c.Settings.String()
+		}
+		fmt.Fprintf(stderr, "advise: nothing meets the SLO; going on past the space as the advice says: %s\n", strings.Join(names, "; "))
+	})
 	if err != nil {
+		return err
+	}
+	if err := advise.ExplainShortOutputs(rep, base, w); err != nil {
 		return err
 	}
 	return printAdvice(stdout, rep, f.json)
