@@ -110,8 +110,14 @@ type trend struct {
 	// further), +1 for the largest, 0 otherwise.
 	dir int
 	// extended are the values the search tried past the space
-	// (group "extend"), in the order of the candidates.
+	// (group "extend"), in the direction it went.
 	extended []int
+	// probe is set for the token budget when TPOT p99 binds and does not
+	// move across the budgets tried and the search has not gone past
+	// them: the steps that set it carry fewer tokens than the smallest
+	// budget tried, and a smaller one may split those that carry prefills
+	// (the TPOT knob), so Extend tries one below.
+	probe bool
 }
 
 // limitTrend reads lim's trend around best among all; ok false when no
@@ -154,6 +160,7 @@ func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 	switch {
 	case worst <= metric(best)*(1+limitEffect):
 		tr.flat = true
+		tr.probe = lim.name == limits[0].name && best.Binding == "tpot_p99_s" && len(tr.extended) == 0
 	case v > hi:
 		tr.dir = +1
 	case v < lo:
@@ -171,6 +178,22 @@ func (tr trend) dirOr(def int) int {
 	return tr.dir
 }
 
+// next is the value of lim Extend tries from s: one step past the best
+// effort in the trend's direction, or below the smallest value tried for a
+// probe; ok false when the trend points nowhere or a bound is reached.
+func (tr trend) next(s Settings, lim limit) (int, bool) {
+	switch {
+	case tr.probe:
+		lim.set(&s, tr.lo)
+		next, _, ok := lim.step(s, -1)
+		return next, ok
+	case tr.flat || tr.dir == 0:
+		return 0, false
+	}
+	next, _, ok := lim.step(s, tr.dir)
+	return next, ok
+}
+
 // groupExtend is the group of the candidates Extend adds.
 const groupExtend = "extend"
 
@@ -179,7 +202,9 @@ const groupExtend = "extend"
 // effort misses a latency objective (TTFT or TPOT p99) and the candidates
 // that differ from it in max_num_batched_tokens (max_num_seqs) alone say
 // that the smallest (largest) value tried came nearest, the best effort
-// with that limit halved (doubled), within vLLM's bounds (limit.bound).
+// with that limit halved (doubled), within vLLM's bounds (limit.bound);
+// where TPOT p99 binds and no token budget tried moves it, the best effort
+// with half the smallest budget tried, once (trend.probe).
 // Each is of group "extend", a stock setting of the engine in use as the
 // best effort is. Nil when there is nowhere to go: the recommendation
 // meets the SLO, memory binds, no limit points outward, a bound is
@@ -198,10 +223,10 @@ func Extend(rep *Report, budget int) []Candidate {
 	var out []Candidate
 	for _, lim := range limits {
 		tr, ok := limitTrend(b, rep.Candidates, lim)
-		if !ok || tr.flat || tr.dir == 0 {
+		if !ok {
 			continue
 		}
-		next, _, ok := lim.step(b.Settings, tr.dir)
+		next, ok := tr.next(b.Settings, lim)
 		if !ok {
 			continue
 		}

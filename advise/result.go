@@ -458,14 +458,16 @@ func limitHint(best *Result, all []Result, lim limit) string {
 		return ""
 	}
 	name, v := lim.name, lim.get(best.Settings)
-	if tr.flat {
-		return fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, tr.lo, tr.hi, 100*limitEffect)
-	}
 	var out string
-	switch tr.dir {
-	case +1:
+	switch {
+	case tr.flat:
+		out = fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, tr.lo, tr.hi, 100*limitEffect)
+		if _, ok := tr.next(best.Settings, lim); tr.probe && ok {
+			out += ": the steps that set it carry fewer tokens than that, and a smaller one may split those that carry prefills"
+		}
+	case tr.dir == +1:
 		out = fmt.Sprintf("of the %s tried (%d to %d) the largest came nearest", name, tr.lo, v)
-	case -1:
+	case tr.dir == -1:
 		out = fmt.Sprintf("of the %s tried (%d to %d) the smallest came nearest", name, v, tr.hi)
 	default:
 		out = fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
@@ -473,7 +475,7 @@ func limitHint(best *Result, all []Result, lim limit) string {
 	if len(tr.extended) > 0 {
 		out += fmt.Sprintf(", the search going on past the space to %s (%s)", joinInts(tr.extended), human.Count(int64(len(tr.extended)), "more candidate"))
 	}
-	if tr.dir == 0 {
+	if tr.flat || tr.dir == 0 {
 		return out
 	}
 	if _, why, ok := lim.step(best.Settings, tr.dir); !ok && why != "" {
