@@ -137,7 +137,7 @@ func TestFollowSeqs(t *testing.T) {
 	}
 	// With --extend 0 the advice says what the probe would look for.
 	_, rep = follow(t, DefaultSpace(), limitEval(0.2, 0, 0), 0)
-	if !strings.Contains(rep.Advice, "max_num_batched_tokens does not move it (2048 to 16384 tried, all within 2%): the steps that set it carry fewer tokens than that, and a smaller one may split those that carry prefills") {
+	if !strings.Contains(rep.Advice, "max_num_batched_tokens does not move it (2048 to 16384 tried, all within 2%): the steps that set it may carry fewer tokens than that, and a smaller one may split those that carry prefills") {
 		t.Errorf("flat, not followed: advice %q", rep.Advice)
 	}
 }

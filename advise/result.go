@@ -463,7 +463,7 @@ func limitHint(best *Result, all []Result, lim limit) string {
 	case tr.flat:
 		out = fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, tr.lo, tr.hi, 100*limitEffect)
 		if _, ok := tr.next(best.Settings, lim); tr.probe && ok {
-			out += ": the steps that set it carry fewer tokens than that, and a smaller one may split those that carry prefills"
+			out += ": the steps that set it may carry fewer tokens than that, and a smaller one may split those that carry prefills"
 		}
 	case tr.dir == +1:
 		out = fmt.Sprintf("of the %s tried (%d to %d) the largest came nearest", name, tr.lo, v)

@@ -24,6 +24,15 @@ import (
 // the rest. It returns the file's path.
 func writeCodeTrace(t testing.TB, seed uint64, n int, burst, promptMedian float64) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("code_%d.csv", seed))
+	if err := os.WriteFile(path, codeTrace(seed, n, burst, promptMedian), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// codeTrace is the file writeCodeTrace writes.
+func codeTrace(seed uint64, n int, burst, promptMedian float64) []byte {
 	r := rand.New(rand.NewPCG(seed, 24))
 	var b strings.Builder
 	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
@@ -49,11 +58,23 @@ func writeCodeTrace(t testing.TB, seed uint64, n int, burst, promptMedian float6
 		ts := t0.Add(time.Duration(at * 1e9))
 		fmt.Fprintf(&b, "%s.%07d,%d,%d\n", ts.Format("2006-01-02 15:04:05"), ts.Nanosecond()/100, prompt, out)
 	}
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("code_%d.csv", seed))
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	return []byte(b.String())
+}
+
+// TestWriteCodeTrace writes the generated trace of docs/benchmarks.md
+// ("advise: short outputs") to the file GPUFRAG_CODE_TRACE names: 8,819
+// requests (the Azure code trace's count), seed 13, bursts of 110, prompts
+// around 220 tokens. Skipped without it.
+//
+//	GPUFRAG_CODE_TRACE=/tmp/code13.csv go test ./advise -run TestWriteCodeTrace
+func TestWriteCodeTrace(t *testing.T) {
+	out := os.Getenv("GPUFRAG_CODE_TRACE")
+	if out == "" {
+		t.Skip("set GPUFRAG_CODE_TRACE=FILE to write the trace")
+	}
+	if err := os.WriteFile(out, codeTrace(13, 8819, 110, 220), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
 }
 
 // The case, on a generated code-completion trace: Llama-3-8B on an
