@@ -18,6 +18,7 @@ import (
 type pagedSeq struct {
 	samples []*blockpool.Sequence
 	hit     int
+	mark    uint64 // DecodeSteps: the call that saw it last (an id given twice)
 }
 
 // paged is paged:B. At construction it takes ONE allocation of
