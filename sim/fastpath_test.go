@@ -3,10 +3,12 @@ package sim
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/workload"
 	"pgregory.net/rapid"
 )
@@ -74,6 +76,9 @@ var fastSetups = []struct{ kv, alloc string }{
 	{"paged:16", "async"},
 	{"contiguous-grow", "async"},
 	{"vmm:64KiB", "vmm:64KiB"},
+	{"contiguous-max:oracle", "caching"},
+	{"contiguous-max:pow2", "sizeclass"},
+	{"vmm:2MiB", "vmm:2MiB"},
 }
 
 // TestFastPathsChangeNothing draws configurations and request lists (mostly
@@ -81,7 +86,8 @@ var fastSetups = []struct{ kv, alloc string }{
 // with or without activations, prefix caching, defrag and a time cut) and
 // checks that the fast paths give exactly the plain engine's run.
 func TestFastPathsChangeNothing(t *testing.T) {
-	var runs, repeats int64
+	var runs, repeats, exact int64
+	family := map[string]int64{} // decode-run steps by strategy family
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawConfig(t)
 		s := fastSetups[rapid.IntRange(0, len(fastSetups)-1).Draw(t, "fast-setup")]
@@ -110,14 +116,91 @@ func TestFastPathsChangeNothing(t *testing.T) {
 		if fast, _, ok := runBoth(t, c, reqs); ok {
 			runs += fast.runs.steps
 			repeats += fast.trips.repeats
+			exact += fast.runs.exact
+			family[strings.SplitN(c.KV, ":", 2)[0]] += fast.runs.steps
 		}
 	})
+	// Every strategy runs decode steps in bulk (strategy.DecodeStepper),
+	// and the roofline's integer step times serve most of them.
+	if !testing.Short() && !invariants.Enabled {
+		for _, f := range []string{"paged", "contiguous-max", "contiguous-grow", "vmm"} {
+			if family[f] == 0 {
+				t.Errorf("no decode-run step for %s (by family: %v)", f, family)
+			}
+		}
+		if exact < runs/2 {
+			t.Errorf("%d of %d decode-run step times from the integer roofline", exact, runs)
+		}
+	}
 	// The property is vacuous unless a fast path ran. With -short's or the
 	// invariants build's 20 small cases a draw holds none about 1 time in 30
 	// (2 of 60 seeds); TestFastPathsLlama checks that both paths run on a
 	// fixed setup, so only the full run (0 of 30 seeds fail) insists.
 	if runs == 0 && repeats == 0 && !testing.Short() && !invariants.Enabled {
 		t.Fatalf("the fast paths never ran: %d decode-run steps, %d repeated trips", runs, repeats)
+	}
+}
+
+// TestDecodeRunsEveryStrategy runs the default scenario's strategies on
+// Llama-3.1-8B on an H100 (activations off for vmm, whose allocator cannot
+// repeat their round trips), with a time cut and without, both ways, and
+// checks that decode runs cover most steps and take their times from the
+// roofline's integers.
+func TestDecodeRunsEveryStrategy(t *testing.T) {
+	m, g := presetPair(t, "llama-3.1-8b", "h100-80g")
+	n := 60
+	if testing.Short() || invariants.Enabled {
+		n = 12
+	}
+	// Prompts 100..30,000, outputs 50..950.
+	reqs := spreadRequests(n, 2*int64(time.Second), 100, 30000, 50, 900)
+	for _, s := range []struct {
+		kv, alloc string
+		act       bool
+	}{
+		{"contiguous-max", "caching", true},
+		{"contiguous-max:oracle", "caching", true},
+		{"contiguous-grow", "caching", true},
+		{"contiguous-grow", "caching:expandable_segments:True", true},
+		{"paged:16", "caching", true},
+		{"vmm:2MiB", "vmm:2MiB", false},
+	} {
+		for _, cut := range []int64{0, 30 * int64(time.Second)} {
+			c := DefaultConfig(m, g)
+			c.KV, c.Alloc, c.Activations, c.Duration = s.kv, s.alloc, s.act, cut
+			fast, _, ok := runBoth(t, c, reqs)
+			if !ok {
+				t.Fatalf("%s on %s: cannot run", s.kv, s.alloc)
+			}
+			if st := fast.res.Steps; fast.runs.steps < st/2 || fast.runs.exact < fast.runs.steps/2 {
+				t.Errorf("%s on %s, cut %d: decode runs did %d of %d steps, %d timed by the integer roofline",
+					s.kv, s.alloc, cut, fast.runs.steps, st, fast.runs.exact)
+			}
+		}
+	}
+}
+
+// TestDecodeRunsStopAtBudget runs vmm, whose KV the engine caps at its
+// budget, with requests that together outgrow it while they decode: decode
+// runs must stop before the grow the budget refuses (the plain engine
+// preempts there), and so must the admissions they pass over.
+func TestDecodeRunsStopAtBudget(t *testing.T) {
+	for _, util := range []float64{0.10, 0.12, 0.15} {
+		c := tinyConfig(64 * mem.MiB)
+		c.KV, c.Alloc, c.Activations, c.GPUMemoryUtilization = "vmm:64KiB", "vmm:64KiB", false, util
+		reqs := make([]workload.Request, 12)
+		for i := range reqs {
+			reqs[i] = workload.Request{ID: fmt.Sprintf("b%d", i), Arrival: int64(i) * int64(time.Millisecond),
+				PromptTokens: 40 + 13*i, OutputTokens: 300 + 37*i, N: 1}
+		}
+		fast, _, ok := runBoth(t, c, reqs)
+		if !ok {
+			t.Fatal("cannot run")
+		}
+		if fast.res.Preemptions == 0 || fast.runs.steps == 0 {
+			t.Errorf("utilization %v: %d preemptions, %d decode-run steps: the budget never binds in a decode run",
+				util, fast.res.Preemptions, fast.runs.steps)
+		}
 	}
 }
 
@@ -130,12 +213,8 @@ func TestFastPathsLlama(t *testing.T) {
 	if testing.Short() || invariants.Enabled {
 		n = 40
 	}
-	reqs := make([]workload.Request, n)
-	for i := range reqs {
-		// Deterministic, varied lengths: prompts 50..4,000, outputs 1..700.
-		reqs[i] = workload.Request{ID: fmt.Sprintf("q%d", i), Arrival: int64(i) * 150 * int64(time.Millisecond),
-			PromptTokens: 50 + (i*7919)%3950, OutputTokens: 1 + (i*104729)%700, N: 1}
-	}
+	// Prompts 50..4,000, outputs 1..700.
+	reqs := spreadRequests(n, 150*int64(time.Millisecond), 50, 3950, 1, 700)
 	for _, cut := range []int64{0, 20 * int64(time.Second)} {
 		for _, pc := range []bool{true, false} {
 			c := DefaultConfig(m, g)
@@ -150,4 +229,16 @@ func TestFastPathsLlama(t *testing.T) {
 			}
 		}
 	}
+}
+
+// spreadRequests returns n single-sample requests gap ns apart whose
+// lengths are spread deterministically: prompts in [p, p+pn), outputs in
+// [o, o+on).
+func spreadRequests(n int, gap int64, p, pn, o, on int) []workload.Request {
+	reqs := make([]workload.Request, n)
+	for i := range reqs {
+		reqs[i] = workload.Request{ID: fmt.Sprintf("q%d", i), Arrival: int64(i) * gap,
+			PromptTokens: p + (i*7919)%pn, OutputTokens: o + (i*104729)%on, N: 1}
+	}
+	return reqs
 }
