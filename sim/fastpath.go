@@ -22,7 +22,6 @@ import (
 type decodeRuns struct {
 	ds    strategy.DecodeStepper // e.kv when it can run decode steps in bulk; nil: off
 	ids   []strategy.SeqID       // scratch: the running requests' ids
-	ends  []int64                // scratch: the end time of each step ahead
 	roof  exactRoofline          // the roofline's step times in integers (runTimes)
 	steps int64                  // steps done by decode runs (tests check that it engaged)
 	exact int64                  // step times runTimes took from roof (tests check that it engaged)
@@ -152,7 +151,8 @@ func (e *Engine) decodeRun() bool {
 	if c.Duration > 0 {
 		stop, window = min(stop, c.Duration), c.Duration
 	}
-	m := e.runTimes(stepWork{tokens: n, sampled: n}, ctx, limit, stop, window)
+	w := stepWork{tokens: n, sampled: n}
+	m, end := e.runTimes(w, ctx, limit, stop, window)
 	if m < 2 {
 		return false
 	}
@@ -171,7 +171,11 @@ func (e *Engine) decodeRun() bool {
 		}
 		e.trips.repeats += k
 	}
-	e.now = e.runs.ends[k-1]
+	if k < m {
+		// The strategy stopped first: the end of its last step.
+		_, end = e.runTimes(w, ctx, k, math.MaxInt64, math.MaxInt64)
+	}
+	e.now = end
 	e.res.Steps += k
 	e.runs.steps += k
 	e.tally.batchSum += k * n
@@ -207,71 +211,80 @@ func (e *Engine) admissionBlocked() bool {
 		(c.OnOOM == OnOOMReserve && e.committed+e.reserveTokens(r) > e.budgetTokens())
 }
 
-// runTimes works out the end times of the decode run's steps ahead into
-// e.runs.ends: step j (from 0, fewer than limit) decodes w's n tokens over
-// ctx + j×n context tokens and takes cost.stepTime of that work. The run
-// ends with the first step whose end reaches stop, or before the first
-// that would end past window; runTimes returns its steps.
+// runTimes works out the steps of the decode run ahead: step j (from 0,
+// fewer than limit) decodes w's n tokens over ctx + j×n context tokens and
+// takes cost.stepTime of that work. The run ends with the first step whose
+// end reaches stop, or before it when its end passes window (stop ≤
+// window). runTimes returns its steps and the end of the last.
 //
 // On the roofline the times come from exactRoofline, a few integer
-// operations a step, whenever they are provably stepTime's; otherwise, and
+// operations a step, wherever they are provably stepTime's; otherwise, and
 // under a Profile, from stepTime. -tags invariants compares every one.
-func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) int64 {
+func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end int64) {
 	n := w.tokens
 	f := func(j int64) int64 {
 		w.attnPairs = float64(ctx + j*n) // step() sums float64(ctx) over the batch: the same whole number
 		w.kvRead = w.attnPairs
 		return e.cost.stepTime(w)
 	}
-	ends := e.runs.ends[:0]
-	if int64(cap(ends)) < limit {
-		ends = make([]int64, 0, min(limit, int64(e.cfg.MaxContext)))
+	now, dt := e.now, int64(0)
+	rr := e.runs.roof.start(n, ctx, limit)
+	switch rr.sides {
+	case oneSide:
+		// One side is the larger throughout: only its integers move.
+		s := rr.s[rr.big]
+		q, r, dq, dr, d, win := s.q, s.r, s.dq, s.dr, s.d, s.win
+		top := d - win
+		var fromInts int64
+		for m < limit {
+			if r > win && r < top {
+				dt = int64(q) + 1 + rr.overhead
+				fromInts++
+			} else {
+				dt = f(m)
+			}
+			if invariants.Enabled && dt != f(m) {
+				panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", m, n, ctx, dt, f(m)))
+			}
+			if q, r = q+dq, r+dr; r >= d {
+				q, r = q+1, r-d
+			}
+			m, now = m+1, now+dt
+			if now >= stop {
+				break
+			}
+		}
+		e.runs.exact += fromInts
+	case bothSides:
+		a, b := rr.s[0], rr.s[1]
+		for m < limit {
+			var ok bool
+			if dt, ok = rr.next(&a, &b); ok {
+				e.runs.exact++
+			} else {
+				dt = f(m)
+			}
+			if invariants.Enabled && dt != f(m) {
+				panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", m, n, ctx, dt, f(m)))
+			}
+			m, now = m+1, now+dt
+			if now >= stop {
+				break
+			}
+		}
+	default:
+		for m < limit {
+			dt = f(m)
+			m, now = m+1, now+dt
+			if now >= stop {
+				break
+			}
+		}
 	}
-	now := e.now
-	rr, exact := e.runs.roof.start(n, ctx, limit)
-	// The FLOPs side a and the bytes side b in locals, which the loop keeps
-	// in registers.
-	aq, ar, adq, adr, ad, aw := rr.s[0].q, rr.s[0].r, rr.s[0].dq, rr.s[0].dr, rr.s[0].d, rr.s[0].win
-	bq, br, bdq, bdr, bd, bw := rr.s[1].q, rr.s[1].r, rr.s[1].dq, rr.s[1].dr, rr.s[1].d, rr.s[1].win
-	ovh := rr.overhead
-	var fromInts int64
-	for j := range limit {
-		var dt int64
-		switch {
-		case !exact:
-			dt = f(j)
-		case aq > bq && ar > aw && ar < ad-aw:
-			dt = int64(aq) + 1 + ovh
-			fromInts++
-		case bq > aq && br > bw && br < bd-bw:
-			dt = int64(bq) + 1 + ovh
-			fromInts++
-		default:
-			dt = f(j)
-		}
-		if invariants.Enabled && exact && dt != f(j) {
-			panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", j, n, ctx, dt, f(j)))
-		}
-		aq, ar = aq+adq, ar+adr
-		if ar >= ad {
-			aq, ar = aq+1, ar-ad
-		}
-		bq, br = bq+bdq, br+bdr
-		if br >= bd {
-			bq, br = bq+1, br-bd
-		}
-		if now+dt > window {
-			break
-		}
-		now += dt
-		ends = append(ends, now)
-		if now >= stop {
-			break
-		}
+	if now > window {
+		m, now = m-1, now-dt // the last step would end past the window
 	}
-	e.runs.exact += fromInts
-	e.runs.ends = ends
-	return int64(len(ends))
+	return m, now
 }
 
 // exactRoofline computes the roofline's decode step times (costModel.stepTime)
@@ -348,40 +361,79 @@ func newExactRoofline(cm *costModel) exactRoofline {
 // steps it).
 type roofRun struct {
 	s        [2]ratSide // the FLOPs and the bytes side
+	sides    int        // noSides, oneSide (s[big] is the larger at every step) or bothSides
+	big      int
 	overhead int64
+}
+
+// roofRun.sides.
+const (
+	noSides   = iota // the integers cannot tell: stepTime times every step
+	oneSide          // s[big] is the larger side at every step of the run
+	bothSides        // the larger side is decided step by step (next)
+)
+
+// next returns the time of the step whose sides are a and b, and whether
+// the integers tell it, and moves both to the next step.
+func (rr *roofRun) next(a, b *ratSide) (dt int64, ok bool) {
+	switch {
+	case a.q > b.q && a.r > a.win && a.r < a.d-a.win:
+		dt, ok = int64(a.q)+1+rr.overhead, true
+	case b.q > a.q && b.r > b.win && b.r < b.d-b.win:
+		dt, ok = int64(b.q)+1+rr.overhead, true
+	}
+	a.step()
+	b.step()
+	return dt, ok
 }
 
 // ratSide is one side of the roofline of the step ahead: τ = q + r÷d ns,
 // raised by dq + dr÷d each step; fractions within win÷d of a whole
-// number are left to stepTime.
-type ratSide struct{ q, r, dq, dr, d, win uint64 }
+// number are left to stepTime. qEnd is q at the run's last step.
+type ratSide struct{ q, r, dq, dr, d, win, qEnd uint64 }
+
+func (s *ratSide) step() {
+	if s.q, s.r = s.q+s.dq, s.r+s.dr; s.r >= s.d {
+		s.q, s.r = s.q+1, s.r-s.d
+	}
+}
 
 // start returns the integer step times of a decode run of n tokens over
-// ctx + j×n context tokens in step j < limit, and false when they are not
-// provably exact (then stepTime times every step).
-func (r *exactRoofline) start(n, ctx, limit int64) (roofRun, bool) {
+// ctx + j×n context tokens in step j < limit (sides noSides when they are
+// not provably exact: stepTime times every step). One side is the larger
+// at every step when its q exceeds the other's by 2 at the first and the
+// last step: then its exact time exceeds the other's by more than 1 at
+// both, and so, the difference being linear in j, at every step between.
+func (r *exactRoofline) start(n, ctx, limit int64) roofRun {
 	if !r.ok || n <= 0 || ctx < 0 || limit <= 0 {
-		return roofRun{}, false
+		return roofRun{}
 	}
-	last := uint64(ctx + (limit-1)*n) // the largest context, past the run's end
+	last := uint64(ctx + (limit-1)*n) // the largest context
 	if last >= 1<<40 || uint64(n) >= 1<<20 {
-		return roofRun{}, false
+		return roofRun{}
 	}
 	x1, dx1, ok1 := lin(uint64(n), r.f, uint64(ctx), last, r.a, uint64(n))
 	x2, dx2, ok2 := lin(1, r.w, uint64(ctx+n), last+uint64(n), r.k, uint64(n))
 	if !ok1 || !ok2 {
-		return roofRun{}, false
+		return roofRun{}
 	}
-	var rr roofRun
-	rr.overhead = r.overhead
-	var ok bool
-	if rr.s[0], ok = newSide(x1, dx1, r.flops, limit); !ok {
-		return roofRun{}, false
+	rr := roofRun{overhead: r.overhead}
+	var ok [2]bool
+	rr.s[0], ok[0] = newSide(x1, dx1, r.flops, limit)
+	rr.s[1], ok[1] = newSide(x2, dx2, r.bw, limit)
+	if !ok[0] || !ok[1] {
+		return roofRun{}
 	}
-	if rr.s[1], ok = newSide(x2, dx2, r.bw, limit); !ok {
-		return roofRun{}, false
+	a, b := &rr.s[0], &rr.s[1]
+	switch {
+	case b.q >= a.q+2 && b.qEnd >= a.qEnd+2:
+		rr.sides, rr.big = oneSide, 1
+	case a.q >= b.q+2 && a.qEnd >= b.qEnd+2:
+		rr.sides, rr.big = oneSide, 0
+	default:
+		rr.sides = bothSides
 	}
-	return rr, true
+	return rr
 }
 
 // lin returns c×u + p×v, the step's rise d×v, and whether c×u + last×v
@@ -398,8 +450,9 @@ func lin(c, u, p, last, v, d uint64) (x, dx uint64, ok bool) {
 }
 
 // newSide writes x × pf as q + r÷d, and its rise per step, dx × pf, as
-// dq + dr÷d; win bounds the rounding of the run's values (below
-// 2^−51 of the largest), in units of 1÷d.
+// dq + dr÷d; qEnd is ⌊(x + (limit−1)×dx) × pf⌋, and win bounds the
+// rounding of the run's values (below 2^−51 of the largest), in units of
+// 1÷d.
 func newSide(x, dx uint64, pf peakFrac, limit int64) (ratSide, bool) {
 	d := pf.den
 	hi, lo := bits.Mul64(x, pf.num)
@@ -412,17 +465,20 @@ func newSide(x, dx uint64, pf peakFrac, limit int64) (ratSide, bool) {
 		return ratSide{}, false
 	}
 	dq, dr := bits.Div64(hi, lo, d)
-	// The largest value is below q + limit × (dq + 1) + 1.
-	top := uint64(limit)*(dq+1) + q + 1
-	if top >= 1<<40 {
+	hi, lo = bits.Mul64(x+uint64(limit-1)*dx, pf.num) // below 2^53 (lin)
+	if hi >= d {
 		return ratSide{}, false
 	}
-	hi, lo = bits.Mul64(top, d)
-	win := (hi<<13 | lo>>51) + 1 // ⌊top × d ÷ 2^51⌋ + 1 ≥ τ × 2^−51 × d
+	qEnd, _ := bits.Div64(hi, lo, d)
+	if qEnd >= 1<<40 {
+		return ratSide{}, false
+	}
+	hi, lo = bits.Mul64(qEnd+1, d)
+	win := (hi<<13 | lo>>51) + 1 // ⌊(qEnd + 1) × d ÷ 2^51⌋ + 1 ≥ τ × 2^−51 × d
 	if win >= d/4 {
 		return ratSide{}, false
 	}
-	return ratSide{q: q, r: r, dq: dq, dr: dr, d: d, win: win}, true
+	return ratSide{q: q, r: r, dq: dq, dr: dr, d: d, win: win, qEnd: qEnd}, true
 }
 
 // start is called before a step's activation buffers (w is the step's

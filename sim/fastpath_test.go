@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
 	"pgregory.net/rapid"
 )
@@ -241,4 +243,64 @@ func spreadRequests(n int, gap int64, p, pn, o, on int) []workload.Request {
 			PromptTokens: p + (i*7919)%pn, OutputTokens: o + (i*104729)%on, N: 1}
 	}
 	return reqs
+}
+
+// TestRunTimesExact checks decode runs' step times against stepTime, step
+// by step as the plain engine sums them, on drawn models, GPUs, roofline
+// factors (so that the FLOPs side, the bytes side or each in turn is the
+// larger), batches, contexts, run lengths and stops: the same steps and the
+// same end. The integers must serve every mode of exactRoofline.
+func TestRunTimesExact(t *testing.T) {
+	modes := map[int]int{}
+	rapid.Check(t, func(t *rapid.T) {
+		m, err := model.Preset(rapid.SampledFrom([]string{"llama-3.1-8b", "qwen2.5-7b", "llama-3.1-70b"}).Draw(t, "model"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := model.GPU{Name: "drawn", Capacity: 1 << 40,
+			BF16FLOPS:    float64(rapid.IntRange(1, 5000).Draw(t, "tflops")) * 1e12,
+			MemBandwidth: float64(rapid.IntRange(100, 10000).Draw(t, "gbps")) * 1e9}
+		c := DefaultConfig(m, g)
+		c.TP = rapid.SampledFrom([]int{1, 2, 4}).Draw(t, "tp")
+		c.Roofline = Roofline{ComputeEfficiency: float64(rapid.IntRange(1, 100).Draw(t, "compute-pct")) / 100,
+			BandwidthEfficiency: float64(rapid.IntRange(1, 100).Draw(t, "bw-pct")) / 100,
+			StepOverhead:        int64(rapid.IntRange(0, 5_000_000).Draw(t, "overhead"))}
+		e := &Engine{cfg: c, cost: newCostModel(c)}
+		e.runs.roof = newExactRoofline(&e.cost)
+		e.now = int64(rapid.IntRange(0, 1<<40).Draw(t, "now"))
+		n := int64(rapid.IntRange(1, 300).Draw(t, "batch"))
+		w := stepWork{tokens: n, sampled: n}
+		ctx := int64(rapid.IntRange(0, 100_000).Draw(t, "ctx-per-seq")) * n
+		limit := int64(rapid.IntRange(1, 3000).Draw(t, "limit"))
+		stop := e.now + int64(rapid.IntRange(1, 1<<40).Draw(t, "stop-after"))
+		window := int64(math.MaxInt64)
+		if rapid.Bool().Draw(t, "window") {
+			window = stop
+			stop = e.now + int64(rapid.IntRange(1, int(window-e.now)).Draw(t, "stop-within"))
+		}
+		modes[e.runs.roof.start(n, ctx, limit).sides]++
+		gotM, gotEnd := e.runTimes(w, ctx, limit, stop, window)
+		// The plain engine's loop.
+		var wantM int64
+		now := e.now
+		for j := range limit {
+			w.attnPairs = float64(ctx + j*n)
+			w.kvRead = w.attnPairs
+			dt := e.cost.stepTime(w)
+			if now+dt > window {
+				break
+			}
+			now += dt
+			wantM++
+			if now >= stop {
+				break
+			}
+		}
+		if gotM != wantM || gotEnd != now {
+			t.Fatalf("runTimes: %d steps ending at %d, step by step %d ending at %d", gotM, gotEnd, wantM, now)
+		}
+	})
+	if !testing.Short() && (modes[oneSide] == 0 || modes[bothSides] == 0) {
+		t.Errorf("modes drawn: %v", modes)
+	}
 }
