@@ -198,33 +198,43 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 	if k <= 0 {
 		return 0
 	}
-	// Cut k before the first step whose new blocks are not free.
-	free, taken := p.pool.NumFree(), 0
-	for j := 1; j <= k; j++ {
-		c := count[(j-1)%bs]
-		if taken+c > free {
-			k = j - 1
-			break
-		}
-		taken += c
-	}
-	if k == 0 {
-		return 0
-	}
 	// Order the sequences by class, ids order within a class (a counting
-	// sort), then take the blocks step by step.
+	// sort). start[c] is the first position of class c, and so also the
+	// blocks the first c steps of a cycle of bs take: the first j steps
+	// take ⌊j/bs⌋×n + start[j mod bs] blocks, every sequence one a cycle.
 	if cap(p.dstart) < bs+1 {
 		p.dstart = make([]int, bs+1)
 	}
 	start := p.dstart[:bs+1]
 	start[0] = 0
+	classes := p.dclass[:0] // the classes with a sequence, in order
 	for c := range bs {
 		start[c+1] = start[c] + count[c]
+		if count[c] > 0 {
+			classes = append(classes, c)
+		}
 	}
-	if cap(p.dorder) < len(ids) {
-		p.dorder = make([]int32, len(ids))
+	p.dclass = classes
+	n := len(ids)
+	taken := func(j int) int { return j/bs*n + start[j%bs] }
+	// Cut k before the first step whose new blocks are not free.
+	if free := p.pool.NumFree(); taken(k) > free {
+		lo, hi := 0, k // taken(lo) ≤ free < taken(hi)
+		for hi-lo > 1 {
+			if mid := lo + (hi-lo)/2; taken(mid) <= free {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		if k = lo; k == 0 {
+			return 0
+		}
 	}
-	order := p.dorder[:len(ids)]
+	if cap(p.dorder) < n {
+		p.dorder = make([]int32, n)
+	}
+	order := p.dorder[:n]
 	pos := count // reuse: next free position per class
 	copy(pos, start[:bs])
 	for i, s := range p.dseqs {
@@ -232,20 +242,27 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 		order[pos[c]] = int32(i)
 		pos[c]++
 	}
-	if cap(p.ddone) < len(ids) {
-		p.ddone = make([]int, len(ids))
+	if cap(p.ddone) < n {
+		p.ddone = make([]int, n)
 	}
-	done := p.ddone[:len(ids)]
+	done := p.ddone[:n]
 	clear(done)
 	free0 := p.pool.NumFree()
-	for j := 1; j <= k; j++ {
-		c := (j - 1) % bs
-		for _, i := range order[start[c]:start[c+1]] {
-			// Fill up to the end of its last block and take the next one.
-			if err := p.dseqs[i].Append(j - done[i]); err != nil {
-				panic(fmt.Errorf("strategy: paged decode step %d after counting the free blocks: %w", j, err))
+	// Take the blocks step by step: the steps of class c are c + 1, c + 1
+	// + bs, ...; steps of no class take none.
+	for base := 0; base < k; base += bs {
+		for _, c := range classes {
+			j := base + c + 1
+			if j > k {
+				break
 			}
-			done[i] = j
+			for _, i := range order[start[c]:start[c+1]] {
+				// Fill up to the end of its last block and take the next one.
+				if err := p.dseqs[i].Append(j - done[i]); err != nil {
+					panic(fmt.Errorf("strategy: paged decode step %d after counting the free blocks: %w", j, err))
+				}
+				done[i] = j
+			}
 		}
 	}
 	for i, s := range p.dseqs {
@@ -253,8 +270,8 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 			panic(fmt.Errorf("strategy: paged decode run within held blocks: %w", err))
 		}
 	}
-	if invariants.Enabled && free0-p.pool.NumFree() != taken {
-		panic(fmt.Errorf("strategy: paged decode run counted %d blocks, took %d", taken, free0-p.pool.NumFree()))
+	if invariants.Enabled && free0-p.pool.NumFree() != taken(k) {
+		panic(fmt.Errorf("strategy: paged decode run counted %d blocks, took %d", taken(k), free0-p.pool.NumFree()))
 	}
 	p.st.Tokens += int64(len(ids)) * int64(k)
 	p.st.Grows += int64(len(ids)) * int64(k)
@@ -269,6 +286,7 @@ type decodeScratch struct {
 	dcount []int
 	dstart []int
 	dorder []int32
+	dclass []int
 	ddone  []int
 	epoch  uint64 // DecodeSteps calls (pagedSeq.mark)
 }
