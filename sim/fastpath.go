@@ -73,7 +73,9 @@ func (e *Engine) initFastPaths() {
 	if fs, ok := e.al.(alloc.FreeSummarizer); ok {
 		e.samp.memo.fs = fs
 	}
-	if ds, ok := e.kv.(strategy.DecodeStepper); ok {
+	// A decode run repeats its steps' activation round trip: without a
+	// recorder, it never runs, and the steps do not pay for asking.
+	if ds, ok := e.kv.(strategy.DecodeStepper); ok && (!e.cfg.Activations || e.trips.rec != nil) {
 		e.runs.ds = ds
 		e.runs.roof = newExactRoofline(&e.cost)
 	}
