@@ -94,16 +94,15 @@ func (e *Engine) noFastPaths() {
 // one more token for every running request: nobody is admitted
 // (admissionBlocked), every running request decodes one sample and does
 // not finish, no request arrives (that the client's cap lets it send), no
-// sample is due, the step's activation
-// buffers are a round trip the allocator can repeat (or are off), every
-// grow passes the KV budget of a capped strategy, and the strategy can do
-// the grows in bulk (strategy.DecodeStepper: on a paged pool, blocks are
-// taken in the order step-by-step grows take them). Each step's time is
-// the step time of the same work step() would sum: the same float64 sums
-// of whole numbers (runTimes). It stops after the step whose end reaches
-// the next arrival or sample time, so that those see the state of that
-// step, and reports whether it ran any; otherwise nothing has changed and
-// step runs one.
+// sample is due, the step's activation buffers are a round trip the
+// allocator can repeat (or are off), every grow passes the KV budget of a
+// capped strategy, and the strategy can do the grows in bulk
+// (strategy.DecodeStepper: on a paged pool, blocks are taken in the order
+// step-by-step grows take them). Each step's time is the step time of the
+// same work step() would sum: the same float64 sums of whole numbers
+// (runTimes). It stops after the step whose end reaches the next arrival
+// or sample time, so that those see the state of that step, and reports
+// whether it ran any; otherwise nothing has changed and step runs one.
 func (e *Engine) decodeRun() bool {
 	c := &e.cfg
 	if e.runs.ds == nil || e.dg != nil || len(e.running) < 1 ||
