@@ -270,17 +270,12 @@ func BenchmarkSparseSessions(b *testing.B) {
 	for _, c := range p.Configs {
 		b.Run("kv="+c.KV+"/alloc="+c.Alloc, func(b *testing.B) {
 			b.ReportAllocs()
-			var res sim.Result
-			var e *sim.Engine
 			b.ResetTimer()
 			cpu0 := cpuSeconds()
+			var e *sim.Engine
+			var res sim.Result
 			for range b.N {
-				if e, err = sim.New(c, p.Requests); err != nil {
-					b.Fatal(err)
-				}
-				if res, err = e.Run(); err != nil {
-					b.Fatal(err)
-				}
+				e, res = runOnce(b, c, p.Requests)
 			}
 			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(res.Steps), "steps/op")
@@ -288,4 +283,17 @@ func BenchmarkSparseSessions(b *testing.B) {
 			b.ReportMetric(float64(runSteps), "decode-run-steps/op")
 		})
 	}
+}
+
+// runOnce builds an engine for c and runs reqs through it.
+func runOnce(b *testing.B, c sim.Config, reqs []workload.Request) (*sim.Engine, sim.Result) {
+	e, err := sim.New(c, reqs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := e.Run()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, res
 }
