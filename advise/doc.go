@@ -8,16 +8,19 @@
 // max_num_batched_tokens and max_num_seqs, the allocator and its
 // PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), prefix caching, the prompt
 // bucket size and the defrag policy. Space lists the values of each; the
-// first of each list is the base. DefaultSpace holds only what a stock
-// engine (vLLM, SGLang, TensorRT-LLM, plain PyTorch) can apply;
-// ExperimentalSpace adds the research setups gpufrag models (vmm KV, the
-// sizeclass allocator, compaction policies), whose candidates are labelled
-// (Candidate.Experimental, Settings.Research). Space.Candidates does not
+// first of each list is the base. DefaultSpace holds only stock settings
+// of the engine in use, vLLM with paged KV; ExperimentalSpace adds the
+// other engine families gpufrag models (contiguous KV: plain PyTorch/HF
+// serving, FasterTransformer-style reservation) and the research setups
+// (vmm KV, the sizeclass allocator, compaction policies), whose candidates
+// are labelled (Candidate.Experimental, Settings.Research). The engine in
+// use is the family of the base KV strategy (Space.InEngine); the default
+// sweep stays in it. Space.Candidates does not
 // cross the lists blindly: it takes every valid KV × allocator pair at the
 // base (the interaction that matters most), then varies every other
 // dimension one at a time for each KV strategy on the base allocator. The
-// default space gives 52 candidates (56 where the trace shares prefixes)
-// instead of the thousands of the cross product (Space.Full). A second
+// default space gives 26 candidates (28 where the trace shares prefixes)
+// instead of the 1,536 of the cross product (Space.Full). A second
 // stage, Refine, then crosses the best few setups of the first with every
 // utilization and bucket size, so the best allocator is also tried at the
 // utilization that suits it. The stages are separate runs (the second
@@ -51,9 +54,26 @@
 // candidate index. The first is recommended, the second is the runner-up,
 // and every candidate carries one line of evidence in human units. When
 // no candidate meets the SLO at any rate tried, the recommendation is the
-// best effort (MeetsSLO false): the one nearest the objective that binds,
-// with the value it reaches (Binding, BestValue, LowestRateRPS) and
-// Report.Advice saying what to relax or change.
+// best effort (MeetsSLO false): the one of the engine in use nearest the
+// objective that binds (never another engine family's), with the value
+// it reaches (Binding, BestValue, LowestRateRPS) and Report.Advice saying
+// what to relax or change.
+//
+// # Past the space
+//
+// Where the advice names a direction (the smallest max_num_batched_tokens
+// or max_num_seqs tried came nearest a latency objective, or the largest),
+// the search follows it (Follow, Extend): it adds the best effort with
+// that limit halved (or doubled), runs it, builds the report again, and
+// goes on until something meets the SLO, the limit stops moving the
+// objective, vLLM's bound is reached (max_num_batched_tokens >=
+// max_num_seqs >= 1), or DefaultExtend candidates were added (`advise
+// --extend N`). The candidates it adds are of group "extend", and the
+// advice says how far it went. Then, where TPOT p99 still binds,
+// ExplainShortOutputs runs the best effort once more with every request's
+// figures and says whether requests with few output tokens set it
+// (Report.ShortOutputs): their TPOT is the mean of few decode steps, so a
+// step that carries other requests' prefills decides it.
 //
 // # Parallelism and shards
 //
@@ -63,7 +83,8 @@
 // split with ShardIndices (index % n == i); each shard writes a Partial
 // with the Digest of its Inputs (trace SHA-256, model, GPU, SLO, search
 // bounds, space and candidate list), and Merge checks the digests and the
-// coverage before building the same Report an unsharded run builds.
+// coverage before building the same Report an unsharded run builds with
+// no search past the space (Follow needs the trace; --extend 0).
 //
 // This package is a driver, not part of the deterministic core: it starts
 // goroutines (Run) but reads no clock and no global random source; package

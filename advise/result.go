@@ -119,6 +119,11 @@ type Report struct {
 	// Advice says what to change when the recommendation misses the SLO
 	// (empty when it meets it).
 	Advice string `json:"advice,omitempty"`
+	// ShortOutputs, when the best effort misses TPOT p99 because of
+	// requests with few output tokens, says so with figures
+	// (ExplainShortOutputs, which the CLI runs after the sweep; absent
+	// otherwise).
+	ShortOutputs *ShortOutputs `json:"short_outputs,omitempty"`
 	// TieTolerance is the ratio of sustainable rates within which two
 	// candidates count as equal: the search's resolution,
 	// 2^(1/2^bisect_steps) (4.4% with the default 4 bisections).
@@ -145,11 +150,13 @@ func isOracle(kv string) bool { return strings.HasSuffix(strings.ToLower(kv), ":
 // experimental, then the higher rate, lower fragmentation p99, lower peak
 // reserved memory and candidate index; the other eligible candidates
 // follow by sustainable rate, then the same keys. The candidates that are
-// not eligible follow: first those that ran without OOMs, rejections
-// beyond the fewest or research-only settings, nearest the SLO at the
-// lowest rate tried (the largest of p99 ÷ objective), then the rest by
+// not eligible follow: first those of the engine in use (Space.InEngine)
+// that ran without OOMs, rejections beyond the fewest or research-only
+// settings, nearest the SLO at the lowest rate tried (the largest of p99 ÷
+// objective), then the rest, those of the engine in use first, by
 // sustainable rate and index. With no eligible candidate, the first of
-// those is recommended as the best effort (MeetsSLO false).
+// those is recommended as the best effort (MeetsSLO false) when it is a
+// setting of the engine in use: a best effort is never another engine's.
 func NewReport(in Inputs, results []Result) (*Report, error) {
 	n := len(in.Candidates)
 	if len(results) != n {
@@ -190,12 +197,13 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		if !r.Eligible {
 			r.Binding, r.BestValue, r.LowestRateRPS = binding(r, in.SLO, minRej)
 		}
-		r.Evidence = evidence(r, minRej)
+		r.Evidence = evidence(r, minRej, in.Space)
 		if r.Eligible {
 			best = max(best, r.SustainableRPS)
 		}
 	}
 	tol := tieTolerance(in.Search)
+	own := func(r *Result) bool { return in.Space.InEngine(r.Settings.KV) }
 	tied := func(r *Result) bool { return r.Eligible && r.SustainableRPS*tol >= best*(1-1e-12) }
 	nearness := func(r *Result) (float64, bool) {
 		if r.Binding != "ttft_p99_s" && r.Binding != "tpot_p99_s" {
@@ -237,8 +245,8 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		}
 		na, oka := nearness(a)
 		nb, okb := nearness(b)
-		oka = oka && !a.Experimental
-		okb = okb && !b.Experimental
+		oka = oka && !a.Experimental && own(a)
+		okb = okb && !b.Experimental && own(b)
 		if c := boolFirst(oka, okb); c != 0 {
 			return c
 		}
@@ -249,6 +257,9 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 			if c := cmp.Compare(len(a.Changes), len(b.Changes)); c != 0 {
 				return c
 			}
+		}
+		if c := boolFirst(own(a), own(b)); c != 0 {
+			return c
 		}
 		if c := cmp.Compare(b.SustainableRPS, a.SustainableRPS); c != 0 {
 			return c
@@ -264,7 +275,8 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 	if n > 0 {
 		first := rs[order[0]]
 		_, near := nearness(&first)
-		if first.Eligible || (near && !first.Experimental) || first.Binding == "ooms" || first.Binding == "activation_ooms" || first.Binding == "unfinished" {
+		memory := first.Binding == "ooms" || first.Binding == "activation_ooms" || first.Binding == "unfinished"
+		if first.Eligible || (own(&first) && ((near && !first.Experimental) || memory)) {
 			rep.Recommended = &first
 			rep.MeetsSLO = first.MeetsSLO
 		}
@@ -274,6 +286,9 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		}
 	}
 	rep.Reason = reason(rep.Recommended, rep.RunnerUp, tol)
+	if b := rep.Recommended; b != nil && b.MeetsSLO && b.Group == groupExtend {
+		rep.Reason += "; " + pastSpace(rs, in.Space)
+	}
 	rep.Advice = advice(rep.Recommended, rs, in.SLO)
 	return rep, nil
 }
@@ -326,7 +341,7 @@ func binding(r *Result, slo SLO, minRej int) (string, float64, float64) {
 }
 
 // evidence says in one line why r stands where it does, in human units.
-func evidence(r *Result, minRej int) string {
+func evidence(r *Result, minRej int, sp Space) string {
 	var parts []string
 	switch {
 	case !r.Held && strings.HasPrefix(r.FailReason, "cannot run"):
@@ -349,6 +364,9 @@ func evidence(r *Result, minRej int) string {
 	}
 	if r.Experimental {
 		parts = append(parts, "experimental: "+strings.Join(r.Settings.Research(), "; "))
+	}
+	if !sp.InEngine(r.Settings.KV) {
+		parts = append(parts, fmt.Sprintf("another engine than the one in use (%s KV, not %s): never a best effort", family(r.Settings.KV), family(sp.KVs[0])))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -406,7 +424,8 @@ func reason(best, ru *Result, tol float64) string {
 // advice says what to change when the recommendation misses the SLO: the
 // objective it would meet at the lowest rate tried, and how the engine
 // limits the sweep tried moved it (the candidates that differ from the
-// best effort only in max_num_batched_tokens or max_num_seqs).
+// best effort only in max_num_batched_tokens or max_num_seqs), with how
+// far the search went past the space (Extend).
 func advice(best *Result, all []Result, slo SLO) string {
 	if best == nil || best.MeetsSLO {
 		return ""
@@ -420,11 +439,8 @@ func advice(best *Result, all []Result, slo SLO) string {
 		}
 		out := fmt.Sprintf("%s binds: the best reached is %s at %s, the lowest rate tried (the objective is %s). Relax %s to %s",
 			name, secs(best.BestValue), at, secs(goal), flag, secs(best.BestValue))
-		for _, lim := range []struct {
-			name string
-			get  func(Settings) int
-		}{{"max_num_batched_tokens", func(s Settings) int { return s.MaxBatchTokens }}, {"max_num_seqs", func(s Settings) int { return s.MaxSeqs }}} {
-			if hint := limitHint(best, all, lim.name, lim.get); hint != "" {
+		for _, lim := range limits {
+			if hint := limitHint(best, all, lim); hint != "" {
 				out += "; " + hint
 			}
 		}
@@ -436,45 +452,48 @@ func advice(best *Result, all []Result, slo SLO) string {
 	return ""
 }
 
-// limitHint says where an engine limit the sweep varied (get) leaves the
-// best effort's binding objective: the values tried beside it that differ
-// in that limit alone, and whether a value past the ones tried may help.
-func limitHint(best *Result, all []Result, name string, get func(Settings) int) string {
-	b := best.Settings
-	metric := func(r *Result) float64 {
-		if best.Binding == "ttft_p99_s" {
-			return r.TTFTP99
-		}
-		return r.TPOTP99
-	}
-	var vals []int
-	worst := metric(best)
-	for i := range all {
-		s := all[i].Settings
-		v := get(s)
-		if v == get(b) || v == 0 {
-			continue
-		}
-		setLimit(&s, name, get(b))
-		if s == b {
-			vals = append(vals, v)
-			worst = max(worst, metric(&all[i]))
-		}
-	}
-	if len(vals) == 0 {
+// limitHint says where an engine limit the sweep varied leaves the best
+// effort's binding objective: the values tried beside it that differ in
+// that limit alone, whether a value past the ones tried may help, and how
+// far the search already went past the space in that direction (the
+// candidates of group "extend") and why it stopped there.
+func limitHint(best *Result, all []Result, lim limit) string {
+	tr, ok := limitTrend(best, all, lim)
+	if !ok {
 		return ""
 	}
-	lo, hi := slices.Min(vals), slices.Max(vals)
-	if worst <= metric(best)*(1+limitEffect) {
-		return fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, min(lo, get(b)), max(hi, get(b)), 100*limitEffect)
+	name, v := lim.name, lim.get(best.Settings)
+	var out string
+	switch {
+	case tr.flat:
+		out = fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, tr.lo, tr.hi, 100*limitEffect)
+		if _, ok := tr.next(best.Settings, lim); tr.probe && ok {
+			out += ": the steps that set it may carry fewer tokens than that, and a smaller one may split those that carry prefills"
+		}
+	case tr.dir == +1:
+		out = fmt.Sprintf("of the %s tried (%d to %d) the largest came nearest", name, tr.lo, v)
+	case tr.dir == -1:
+		out = fmt.Sprintf("of the %s tried (%d to %d) the smallest came nearest", name, v, tr.hi)
+	default:
+		out = fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
 	}
-	switch v := get(b); {
-	case v > hi:
-		return fmt.Sprintf("of the %s tried (%d to %d) the largest came nearest: a larger one may go further", name, lo, v)
-	case v < lo:
-		return fmt.Sprintf("of the %s tried (%d to %d) the smallest came nearest: a smaller one may go further", name, v, hi)
+	if len(tr.extended) > 0 {
+		out += fmt.Sprintf(", the search going on past the space to %s (%s)", joinInts(tr.extended), human.Count(int64(len(tr.extended)), "more candidate"))
 	}
-	return fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, min(lo, get(b)), max(hi, get(b)), get(b))
+	if tr.flat || tr.dir == 0 {
+		return out
+	}
+	if _, why, ok := lim.step(best.Settings, tr.dir); !ok && why != "" {
+		return out + ": " + why
+	}
+	word := "smaller"
+	if tr.dir > 0 {
+		word = "larger"
+	}
+	if len(tr.extended) > 0 {
+		return out + fmt.Sprintf(": a %s one may go further than --extend let the search go", word)
+	}
+	return out + fmt.Sprintf(": a %s one may go further", word)
 }
 
 // limitEffect is the spread of the binding p99 across an engine limit's
@@ -482,12 +501,3 @@ func limitHint(best *Result, all []Result, name string, get func(Settings) int) 
 // run-to-run spread of a p99 over a few thousand requests; chosen by hand,
 // not tuned).
 const limitEffect = 0.02
-
-// setLimit sets the engine limit name of s to v.
-func setLimit(s *Settings, name string, v int) {
-	if name == "max_num_batched_tokens" {
-		s.MaxBatchTokens = v
-	} else {
-		s.MaxSeqs = v
-	}
-}

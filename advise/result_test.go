@@ -33,16 +33,26 @@ func fakeEval(s Settings, rate float64) (Outcome, error) {
 	return o, nil
 }
 
+// stockSpace is DefaultSpace with both contiguous families beside paged
+// (the default space before it kept to the engine in use): stock
+// settings of three engine families, none experimental.
+func stockSpace() Space {
+	sp := DefaultSpace()
+	sp.KVs = append(sp.KVs, "contiguous-grow", "contiguous-max")
+	return sp
+}
+
 func fakeInputs(t *testing.T) Inputs {
 	t.Helper()
-	cs, err := DefaultSpace().Candidates()
+	sp := stockSpace()
+	cs, err := sp.Candidates()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := DefaultSearch()
 	s.StartRPS = 1.7
 	return Inputs{Trace: TraceInfo{File: "fake.csv", SHA256: "00", Format: "azure", Requests: 100, NativeRPS: 1.7},
-		Model: "llama-3.1-8b", GPU: "a100-80g", TP: 1, SLO: DefaultSLO(), Search: s, Space: DefaultSpace(), Candidates: cs}
+		Model: "llama-3.1-8b", GPU: "a100-80g", TP: 1, SLO: DefaultSLO(), Search: s, Space: sp, Candidates: cs}
 }
 
 func reportJSON(t *testing.T, r *Report) string {

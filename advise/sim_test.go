@@ -173,13 +173,13 @@ func TestCannotRun(t *testing.T) {
 }
 
 // Early stop (sim.Config.EarlyStop, as the CLI runs the search) changes no
-// decision: on the default space, every candidate's sustainable rate,
+// decision: on the default space with the contiguous families (stockSpace), every candidate's sustainable rate,
 // eligibility and rank, the recommendation and the runner-up are those of
 // whole runs, and a candidate that never held reports its lowest rate's
 // whole figures (Options.Rerun).
 func TestEarlyStopSameAdvice(t *testing.T) {
 	base, w := smallSetup(t, []int{0, 256})
-	sp := DefaultSpace()
+	sp := stockSpace()
 	sp.PrefixCaching = sp.PrefixCaching[:1]
 	cs, err := sp.Candidates()
 	if err != nil {

@@ -150,28 +150,27 @@ type Space struct {
 	Full bool `json:"full"`
 }
 
-// DefaultSpace returns the default sweep: only settings a stock engine can
-// apply (vLLM, SGLang, TensorRT-LLM or plain PyTorch; Settings.Research is
-// empty for every candidate), 52 candidates with the grouped design (16
-// memory setups, 12 utilization, 4 bucket, 12 token budget, 8 sequence
-// limit) and 4 more (prefix caching off) where the workload shares
-// prefixes.
+// DefaultSpace returns the default sweep: only stock settings of the
+// engine in use, vLLM with paged KV (Settings.Research is empty for every
+// candidate, and every KV strategy is of the paged family), 26 candidates
+// with the grouped design (8 memory setups, 6 utilization, 2 bucket, 6
+// token budget, 4 sequence limit) and 2 more (prefix caching off) where
+// the workload shares prefixes.
 //
-// The values: paged with vLLM's default block (16) and the next size up;
-// both contiguous families (plain PyTorch's growing cache, the
-// reservation of FasterTransformer-style engines). Allocators: PyTorch's
-// caching allocator as shipped, with expandable segments (the setting
-// PyTorch suggests in its OOM message), with max_split_size_mb:512 (the
-// classic fragmentation knob, at a size above typical activation buffers),
-// and cudaMallocAsync. Utilization from 0.8 to 0.95 in vLLM's steps around
-// its default 0.9. Buckets of 256 tokens (a common padding granularity).
-// Token budgets 2,048 to 16,384 around vLLM V1's 8,192 (a smaller budget
-// keeps long prefills out of the steps that decode, the TPOT knob);
-// sequence limits 128 and 512 around its 256. ExperimentalSpace adds the
-// research setups.
+// The values: paged with vLLM's default block (16) and the next size up.
+// Allocators: PyTorch's caching allocator as shipped, with expandable
+// segments (the setting PyTorch suggests in its OOM message), with
+// max_split_size_mb:512 (the classic fragmentation knob, at a size above
+// typical activation buffers), and cudaMallocAsync. Utilization from 0.8
+// to 0.95 in vLLM's steps around its default 0.9. Buckets of 256 tokens (a
+// common padding granularity). Token budgets 2,048 to 16,384 around vLLM
+// V1's 8,192 (a smaller budget keeps long prefills out of the steps that
+// decode, the TPOT knob); sequence limits 128 and 512 around its 256.
+// ExperimentalSpace adds the other engine families and the research
+// setups.
 func DefaultSpace() Space {
 	return Space{
-		KVs:            []string{"paged:16", "paged:32", "contiguous-grow", "contiguous-max"},
+		KVs:            []string{"paged:16", "paged:32"},
 		Allocs:         []string{"caching", "caching:expandable_segments:True", "caching:max_split_size_mb:512", "async"},
 		Utils:          []float64{0.9, 0.8, 0.85, 0.95},
 		Buckets:        []int{0, 256},
@@ -182,14 +181,19 @@ func DefaultSpace() Space {
 	}
 }
 
-// ExperimentalSpace is DefaultSpace with the research setups gpufrag
-// models but no stock engine offers (`advise --experimental`): vmm KV with
-// 2 MiB pages (vAttention's), the sizeclass allocator, and the threshold
-// and online compaction policies. Their candidates are labelled
-// experimental (Candidate.Experimental, Settings.Research).
+// ExperimentalSpace is DefaultSpace with what is not a stock setting of
+// the engine in use (`advise --experimental`): the other engine families
+// gpufrag models, contiguous KV (contiguous-grow, plain PyTorch/HF
+// serving's growing cache; contiguous-max, the per-request reservation of
+// FasterTransformer-style engines), and the research setups no stock
+// engine offers: vmm KV with 2 MiB pages (vAttention's), the sizeclass
+// allocator, and the threshold and online compaction policies. The
+// research candidates are labelled experimental (Candidate.Experimental,
+// Settings.Research); those of another family than the base KV strategy's
+// are never a best effort (NewReport).
 func ExperimentalSpace() Space {
 	sp := DefaultSpace()
-	sp.KVs = append(sp.KVs, "vmm:2MiB")
+	sp.KVs = append(sp.KVs, "contiguous-grow", "contiguous-max", "vmm:2MiB")
 	sp.Allocs = append(sp.Allocs, "sizeclass")
 	sp.Defrags = append(sp.Defrags, "threshold", "online")
 	return sp
@@ -313,6 +317,24 @@ type Candidate struct {
 	// Experimental is true for a research setup no stock engine offers
 	// (Settings.Research says what).
 	Experimental bool `json:"experimental"`
+}
+
+// family is the engine family a KV strategy stands for (paged: vLLM,
+// SGLang, TensorRT-LLM; contiguous: engines that allocate KV per request;
+// vmm: vAttention), 0 for a spec that does not parse.
+func family(kv string) strategy.Family {
+	s, err := strategy.ParseSpec(kv)
+	if err != nil {
+		return 0
+	}
+	return s.Family()
+}
+
+// InEngine reports whether kv belongs to the engine in use: the family of
+// the space's base KV strategy (its first, paged:16 by default; any when
+// the space lists none).
+func (sp Space) InEngine(kv string) bool {
+	return len(sp.KVs) == 0 || family(kv) == family(sp.KVs[0])
 }
 
 // movable reports whether a KV strategy keeps KV in allocator blocks that

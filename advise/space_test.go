@@ -11,10 +11,10 @@ import (
 	"github.com/gpufrag/gpufrag/sim"
 )
 
-// The default design: 16 KV × allocator setups of stock settings, 12
-// utilization, 4 bucket, 12 token-budget, 8 sequence-limit and 4
-// prefix-caching candidates, no duplicates, none experimental, and defrag
-// only where compaction can act.
+// The default design: 8 KV × allocator setups of stock settings of the
+// engine in use (paged KV only), 6 utilization, 2 bucket, 6 token-budget,
+// 4 sequence-limit and 2 prefix-caching candidates, no duplicates, none
+// experimental, and defrag only where compaction can act.
 func TestCandidatesDefault(t *testing.T) {
 	cs, err := DefaultSpace().Candidates()
 	if err != nil {
@@ -42,30 +42,41 @@ func TestCandidatesDefault(t *testing.T) {
 		if c.Experimental || len(s.Research()) > 0 {
 			t.Errorf("%s: experimental in the default space (%q)", s, s.Research())
 		}
+		if ks.Family() != strategy.Paged {
+			t.Errorf("%s: another engine family (%s) in the default space", s, ks.Family())
+		}
 	}
-	want := map[string]int{"setup": 16, "util": 12, "bucket": 4, "tokens": 12, "seqs": 8, "prefix": 4}
+	want := map[string]int{"setup": 8, "util": 6, "bucket": 2, "tokens": 6, "seqs": 4, "prefix": 2}
 	for g, n := range want {
 		if groups[g] != n {
 			t.Errorf("group %s: %d candidates, want %d (all: %v)", g, groups[g], n, groups)
 		}
 	}
-	if len(cs) != 56 {
-		t.Errorf("%d candidates, want 56", len(cs))
+	if len(cs) != 28 {
+		t.Errorf("%d candidates, want 28", len(cs))
 	}
 	if base := (Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}); cs[0].Settings != base || len(base.Changes()) != 0 {
 		t.Errorf("first candidate %s, want the base with no changes (%q)", cs[0].Settings, base.Changes())
 	}
 }
 
-// The experimental space adds vmm (on its own allocator), sizeclass and
-// two defrag policies, and labels exactly those candidates.
+// The experimental space adds the contiguous engine families, vmm (on its
+// own allocator), sizeclass and two defrag policies, and labels exactly
+// the research ones; InEngine tells the families apart.
 func TestCandidatesExperimental(t *testing.T) {
-	cs, err := ExperimentalSpace().Candidates()
+	sp := ExperimentalSpace()
+	cs, err := sp.Candidates()
 	if err != nil {
 		t.Fatal(err)
 	}
 	exp := 0
+	families := map[string]bool{}
 	for _, c := range cs {
+		kv, _ := strategy.ParseSpec(c.Settings.KV)
+		families[kv.Family().String()] = true
+		if sp.InEngine(c.Settings.KV) != (kv.Family() == strategy.Paged) {
+			t.Errorf("%s: in the engine in use %v", c.Settings, sp.InEngine(c.Settings.KV))
+		}
 		research := c.Settings.KV == "vmm:2MiB" || c.Settings.Alloc == "sizeclass" || c.Settings.Defrag != "off"
 		if c.Experimental != research {
 			t.Errorf("%s: experimental %v, research settings %v", c.Settings, c.Experimental, research)
@@ -77,10 +88,13 @@ func TestCandidatesExperimental(t *testing.T) {
 	if exp == 0 || exp == len(cs) {
 		t.Fatalf("%d of %d candidates experimental", exp, len(cs))
 	}
+	if len(families) != 3 {
+		t.Errorf("engine families %v: want paged, contiguous and vmm", families)
+	}
 }
 
 // Full crosses every dimension, still skipping invalid and duplicate
-// combinations: 4 KV × 4 allocators × 4 utils × 2 buckets × 4 token
+// combinations: 2 KV × 4 allocators × 4 utils × 2 buckets × 4 token
 // budgets × 3 sequence limits × 2 prefix-caching values (the default
 // space's only defrag policy is off).
 func TestCandidatesFull(t *testing.T) {
@@ -90,7 +104,7 @@ func TestCandidatesFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 4 * 4 * 4 * 2 * 4 * 3 * 2
+	want := 2 * 4 * 4 * 2 * 4 * 3 * 2
 	if len(cs) != want {
 		t.Errorf("%d candidates, want %d", len(cs), want)
 	}

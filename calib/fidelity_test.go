@@ -156,21 +156,30 @@ func TestFidelityStats(t *testing.T) {
 	}
 }
 
-// TestFidelityTranslate holds a figure of each kind to its simulation.
-func TestFidelityTranslate(t *testing.T) {
+// publishedFigure returns a lookup of calib/published.yaml's figures by
+// id that fails the test on an unknown one.
+func publishedFigure(t *testing.T) func(id string) *Figure {
+	t.Helper()
 	d, err := Published()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fig := func(id string) *Figure {
-		for i := range d.Figures {
-			if d.Figures[i].ID == id {
-				return &d.Figures[i]
-			}
-		}
-		t.Fatalf("no figure %s", id)
-		return nil
+	byID := map[string]*Figure{}
+	for i := range d.Figures {
+		byID[d.Figures[i].ID] = &d.Figures[i]
 	}
+	return func(id string) *Figure {
+		t.Helper()
+		if byID[id] == nil {
+			t.Fatalf("no figure %s", id)
+		}
+		return byID[id]
+	}
+}
+
+// TestFidelityTranslate holds a figure of each kind to its simulation.
+func TestFidelityTranslate(t *testing.T) {
+	fig := publishedFigure(t)
 	files := map[string][]*workload.BenchResult{}
 	p, err := fidTranslate(fig("lmdeploy-13b-b16-1to128-throughput"), fidOpenFixture, files)
 	if err != nil || p.skip != "" || p.sim == nil || len(p.sim.reqs) != 16 || p.sim.reqs[3].PromptTokens != 1 || p.sim.reqs[3].OutputTokens != 128 ||
@@ -290,19 +299,7 @@ func TestFidelityWorkers(t *testing.T) {
 // Poisson for an online rate (the first 150 prompts; SGLang's warm);
 // cross-checks and the long-context suite are not replayed.
 func TestFidelityAccelMark(t *testing.T) {
-	d, err := Published()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fig := func(id string) *Figure {
-		for i := range d.Figures {
-			if d.Figures[i].ID == id {
-				return &d.Figures[i]
-			}
-		}
-		t.Fatalf("no figure %s", id)
-		return nil
-	}
+	fig := publishedFigure(t)
 	files := map[string][]*workload.BenchResult{}
 	p, err := fidTranslate(fig("accelmark-a100-80g-vllm-v1-0.20.1-suite-a-interactive-ttft-median"), fidOpenFixture, files)
 	if err != nil || p.skip != "" || len(p.sim.reqs) != 150 || p.sim.cfg.MaxConcurrency != 1 || p.sim.cfg.WarmPrompts ||
@@ -322,6 +319,10 @@ func TestFidelityAccelMark(t *testing.T) {
 	// 150 Poisson arrivals at 25 req/s span about 6 s.
 	if span := float64(p.sim.reqs[149].Arrival) / 1e9; span < 4 || span > 8 {
 		t.Errorf("150 arrivals at 25 req/s span %v s", span)
+	}
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i := range d.Figures {
 		f := &d.Figures[i]

@@ -12,14 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/sim"
-	"github.com/gpufrag/gpufrag/workload"
 )
 
 // Tunables of the fit.
@@ -76,36 +74,6 @@ type FitOptions struct {
 	// Warm says which runs are replayed with their prompts already in the
 	// prefix cache (sim.Config.WarmPrompts); the zero value is WarmAuto.
 	Warm WarmMode
-}
-
-// WarmMode says which runs a calibration replays warm.
-type WarmMode int
-
-const (
-	// WarmAuto replays a run warm when an earlier run among the files sent
-	// the same prompt lengths in the same order (the same prompts: one
-	// seed of one dataset), so a server with prefix caching on (vLLM V1's
-	// and SGLang's default) had them cached. Earlier is by the files'
-	// dates where both runs have one, else by the order the files were
-	// given.
-	WarmAuto WarmMode = iota
-	// WarmNone replays every run cold.
-	WarmNone
-	// WarmAll replays every run warm.
-	WarmAll
-)
-
-// ParseWarmMode reads auto, none or all.
-func ParseWarmMode(s string) (WarmMode, error) {
-	switch s {
-	case "auto", "":
-		return WarmAuto, nil
-	case "none":
-		return WarmNone, nil
-	case "all":
-		return WarmAll, nil
-	}
-	return 0, fmt.Errorf("%w: warm prompts %q: want auto, none or all", ErrSetup, s)
 }
 
 // fitter holds one calibration's state.
@@ -184,7 +152,9 @@ func newFitter(fit, holdout []*File, o FitOptions) (*fitter, error) {
 			}
 		}
 	}
-	f.markWarm()
+	if err := f.markWarm(o.Setup.PrefixCaching); err != nil {
+		return nil, err
+	}
 	for i, c := range f.cases {
 		if !c.Holdout {
 			f.fitIdx = append(f.fitIdx, i)
@@ -200,48 +170,6 @@ func newFitter(fit, holdout []*File, o FitOptions) (*fitter, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// markWarm sets each case's Warm under o.Warm, with a warning that says
-// why for every run WarmAuto replays warm.
-func (f *fitter) markWarm() {
-	switch f.o.Warm {
-	case WarmNone:
-		return
-	case WarmAll:
-		for _, c := range f.cases {
-			c.Warm = true
-		}
-		return
-	}
-	for i, c := range f.cases {
-		for j, b := range f.cases {
-			if i == j || !samePrompts(b.Run, c.Run) {
-				continue
-			}
-			dated := b.Run.Date != "" && c.Run.Date != ""
-			if (dated && b.Run.Date < c.Run.Date) || (!dated && j < i) {
-				c.Warm = true
-				when := "given before it"
-				if dated {
-					when = "dated " + clipLabel(b.Run.Date) + ", before its " + clipLabel(c.Run.Date)
-				}
-				c.warn("replayed with its prompts in the prefix cache: %s sent the same %d prompt lengths in the same order (%s), "+
-					"so a server with prefix caching on (vLLM V1's and SGLang's default) had them cached; pass --warm-prompts none "+
-					"if the server ran without it or was restarted between the runs", b.where(), len(c.Run.Requests), when)
-				break
-			}
-		}
-	}
-}
-
-// samePrompts reports whether two runs sent the same prompt lengths in the
-// same order (at least two requests, both with per-request lengths).
-func samePrompts(a, b *workload.BenchResult) bool {
-	if a.Detail&workload.DetailLens == 0 || b.Detail&workload.DetailLens == 0 || len(a.Requests) < 2 {
-		return false
-	}
-	return slices.EqualFunc(a.Requests, b.Requests, func(x, y workload.BenchRequest) bool { return x.InputTokens == y.InputTokens })
 }
 
 // resolveEngine sets the engine from the files' harnesses unless one was
@@ -479,7 +407,11 @@ func (f *fitter) checkRuns(first map[int]*sim.Result) {
 	s := &f.o.Setup
 	cfg := s.config(f.start, 0)
 	// Only the linear FLOPs per token matter to checkPrefill, not the KV type.
-	shape := sim.NewShape(s.Model, s.TP, cfg.KVDType)
+	m := s.Model
+	if s.WeightDType != 0 {
+		m.WeightDType = s.WeightDType
+	}
+	shape := sim.NewShape(m, s.TP, cfg.KVDType)
 	peak := f.start.Peak.BF16FLOPSPerS
 	if shape.FP8 && f.start.Peak.FP8FLOPSPerS > 0 {
 		peak = f.start.Peak.FP8FLOPSPerS

@@ -13,8 +13,10 @@ import (
 )
 
 // FuzzCase feeds any bytes through what calibrate does with a benchmark
-// file before it simulates: ReadFile, each run's case (trace, seed
-// variants, measured metrics, quirk exclusions) and the prefill check.
+// file before it simulates: ReadFile, what the file states of the setup
+// (StatedSetup: refused with ErrSetup, or values in the flags' canonical
+// syntax), each run's case (trace, seed variants, measured metrics, quirk
+// exclusions) and the prefill check.
 // A file is refused with ErrSetup or workload's error, never a panic, and
 // every metric a case keeps is a finite number. Seeds: workload's
 // benchmark fixtures.
@@ -34,6 +36,15 @@ func FuzzCase(f *testing.F) {
 		file, err := ReadFile(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
 			return // workload.ReadBench's errors, held by its own fuzz target
+		}
+		stated, _, err := StatedSetup([]*File{file})
+		if err != nil && !errors.Is(err, ErrSetup) {
+			t.Fatalf("StatedSetup: %v does not wrap ErrSetup", err)
+		}
+		for _, st := range stated {
+			if v, ok, err := CanonicalSetting(st.Flag, st.Value); err != nil || !ok || v != st.Value {
+				t.Fatalf("stated %+v: not canonical (%q, %v, %v)", st, v, ok, err)
+			}
 		}
 		for _, run := range file.Runs {
 			if len(run.Requests) > 10_000 {

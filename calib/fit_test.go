@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -31,7 +30,7 @@ func setup70B(t testing.TB) ReplaySetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ReplaySetup{Model: m, GPU: g, TP: 8}
+	return NewReplaySetup(m, g, 8)
 }
 
 // skipHeavy skips a test that runs whole calibrations (hundreds of
@@ -202,55 +201,6 @@ func TestCalibrateShared(t *testing.T) {
 	}
 }
 
-// TestMarkWarm: WarmAuto warms a run whose prompt lengths an earlier run
-// sent in the same order, earlier by date where both have one, else by the
-// order given; WarmNone and WarmAll warm none and all.
-func TestMarkWarm(t *testing.T) {
-	run := func(date string, lens ...int) *workload.BenchResult {
-		r := &workload.BenchResult{Date: date, Detail: workload.DetailLens, Run: 1, Runs: 1}
-		for _, n := range lens {
-			r.Requests = append(r.Requests, workload.BenchRequest{InputTokens: n, OutputTokens: 4})
-		}
-		return r
-	}
-	cases := func(runs ...*workload.BenchResult) []*Case {
-		var cs []*Case
-		for i, r := range runs {
-			cs = append(cs, &Case{File: &File{Name: fmt.Sprintf("f%d.json", i)}, Run: r})
-		}
-		return cs
-	}
-	warm := func(mode WarmMode, cs []*Case) []bool {
-		f := &fitter{o: FitOptions{Warm: mode}, cases: cs}
-		f.markWarm()
-		var out []bool
-		for _, c := range f.cases {
-			out = append(out, c.Warm)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name string
-		mode WarmMode
-		runs []*workload.BenchResult
-		want []bool
-	}{
-		{"dated, given late first", WarmAuto, []*workload.BenchResult{run("20250414-141706", 5, 7, 9), run("20250414-141505", 5, 7, 9)}, []bool{true, false}},
-		{"undated: the order given", WarmAuto, []*workload.BenchResult{run("", 5, 7, 9), run("", 5, 7, 9), run("", 5, 7, 9)}, []bool{false, true, true}},
-		{"other prompts", WarmAuto, []*workload.BenchResult{run("1", 5, 7, 9), run("2", 5, 9, 7)}, []bool{false, false}},
-		{"one request", WarmAuto, []*workload.BenchResult{run("1", 5), run("2", 5)}, []bool{false, false}},
-		{"none", WarmNone, []*workload.BenchResult{run("1", 5, 7), run("2", 5, 7)}, []bool{false, false}},
-		{"all", WarmAll, []*workload.BenchResult{run("1", 5, 7), run("2", 6, 8)}, []bool{true, true}},
-	} {
-		if got := warm(tc.mode, cases(tc.runs...)); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: warm %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	if _, err := ParseWarmMode("sometimes"); !errors.Is(err, ErrSetup) {
-		t.Errorf("ParseWarmMode(sometimes) = %v", err)
-	}
-}
-
 // TestCalibrateHoldout: held-out runs are replayed with both profiles and
 // summarised apart, never in the objective, and the profile's fitted_to
 // names only the fitted file.
@@ -279,7 +229,8 @@ func TestCalibrateParallel(t *testing.T) {
 	files := []*File{readFile(t, benchFixture("vllm_bench_qps1_cut.json")), readFile(t, benchFixture("vllm_bench_detailed_synthetic.json"))}
 	m, _ := model.Preset("llama-3.1-8b")
 	g, _ := model.LookupGPU("h100-80g")
-	o := FitOptions{Setup: ReplaySetup{Model: m, GPU: g, TP: 1, EngineGiven: true}, MaxEvals: 6, Params: []string{"overhead.step_ns"}}
+	o := FitOptions{Setup: NewReplaySetup(m, g, 1), MaxEvals: 6, Params: []string{"overhead.step_ns"}}
+	o.Setup.EngineGiven = true
 	o.Workers = 4
 	par := calibrate(t, files, nil, o)
 	o.Workers = 1
@@ -335,9 +286,9 @@ func TestClosedLoop(t *testing.T) {
 	f := readFile(t, benchFixture("vllm_bench_detailed_synthetic.json"))
 	m, _ := model.Preset("llama-3.1-8b")
 	g, _ := model.LookupGPU("h100-80g")
-	s := ReplaySetup{Model: m, GPU: g, TP: 1}
+	s := NewReplaySetup(m, g, 1)
 	p, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1, "")
-	if got := s.Config(p, f.Runs[0]).MaxConcurrency; got != 2 {
+	if got := s.ReplayConfig(p, f.Runs[0]).MaxConcurrency; got != 2 {
 		t.Fatalf("replayed with max concurrency %d, want the file's 2", got)
 	}
 	rep := calibrate(t, []*File{f}, nil, FitOptions{Setup: s})
@@ -364,7 +315,7 @@ func TestClosedLoop(t *testing.T) {
 	}
 	// (Latencies count from the send, as the client's do, so the capped
 	// requests' own latencies are shorter; the run as a whole is longer.)
-	if open, capped := run(s.config(p, 0)), run(s.Config(p, f.Runs[0])); !(capped.SimulatedSeconds > open.SimulatedSeconds) {
+	if open, capped := run(s.config(p, 0)), run(s.ReplayConfig(p, f.Runs[0])); !(capped.SimulatedSeconds > open.SimulatedSeconds) {
 		t.Errorf("the cap did not space the requests out: %v s open, %v s capped", open.SimulatedSeconds, capped.SimulatedSeconds)
 	}
 }
@@ -475,7 +426,7 @@ func TestSkipBadRuns(t *testing.T) {
 	sgl := readFile(t, benchFixture("sglang_bench_online.jsonl"))
 	m, _ := model.Preset("llama-3.1-70b")
 	g, _ := model.LookupGPU("h200-141g")
-	f, err := newFitter([]*File{sgl}, nil, FitOptions{Setup: ReplaySetup{Model: m, GPU: g, TP: 4}, SkipBadRuns: true})
+	f, err := newFitter([]*File{sgl}, nil, FitOptions{Setup: NewReplaySetup(m, g, 4), SkipBadRuns: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,50 +97,41 @@ func (f *File) ID() string {
 	return base + "@sha256:" + f.SHA256[:hashPrefix]
 }
 
-// ReplaySetup is what a calibration replays the runs with: the model, GPU and
-// parallelism the benchmark ran (the files do not record them) and the
-// engine's batching limits.
+// ReplaySetup is what a calibration replays the runs with: the engine
+// configuration of the server the benchmark ran against (model, GPU,
+// tensor parallelism, weight and KV types, engine, context length and the
+// scheduler's limits: gpufrag calibrate builds it as gpufrag simulate
+// does, scenario.EngineConfig). Each replay sets its Profile,
+// MaxConcurrency and WarmPrompts.
 type ReplaySetup struct {
-	Model model.Model
-	GPU   model.GPU
-	TP    int // tensor-parallel degree; 0 is 1
-	// Engine is the serving engine whose steps are simulated. When
-	// EngineGiven is false, each file's harness tells it (vLLM's client:
-	// vllm-v1; SGLang's: sglang), and the files must agree.
-	Engine      sim.EngineKind
+	sim.Config
+	// EngineGiven says that Config.Engine was given; when false, each
+	// file's harness tells the engine (vLLM's client: vllm-v1; SGLang's:
+	// sglang), and the files must agree.
 	EngineGiven bool
-	// EngineVersion is the engine's release (sim.ParseEngineVersion; ""
-	// for the engine's default): the overheads the fit starts from.
-	EngineVersion string
-	// MaxBatchTokens and MaxSeqs are the engine's max_num_batched_tokens
-	// and max_num_seqs (0: sim.DefaultConfig's 8192 and 256); the files do
-	// not record them.
-	MaxBatchTokens, MaxSeqs int
 }
 
-// config is the engine configuration every run is replayed with:
-// sim.DefaultConfig (what gpufrag simulate runs with the default scenario's
-// engine settings) with the setup's model, GPU, parallelism, engine and
-// limits, the profile p and the run's client cap.
+// NewReplaySetup returns the setup of sim.DefaultConfig for m on g at
+// tensor parallelism tp, the engine told by the files' harness.
+func NewReplaySetup(m model.Model, g model.GPU, tp int) ReplaySetup {
+	c := sim.DefaultConfig(m, g)
+	c.TP = max(tp, 1)
+	return ReplaySetup{Config: c}
+}
+
+// config is the engine configuration a run is replayed with: the setup's,
+// with the profile p and the run's client cap.
 func (s *ReplaySetup) config(p *sim.Profile, maxConcurrency int) sim.Config {
-	c := sim.DefaultConfig(s.Model, s.GPU)
-	c.TP = max(s.TP, 1)
-	c.Engine = s.Engine
-	c.EngineVersion = s.EngineVersion
+	c := s.Config
+	c.TP = max(c.TP, 1)
 	c.Profile = p
 	c.MaxConcurrency = maxConcurrency
-	if s.MaxBatchTokens > 0 {
-		c.MaxBatchTokens = s.MaxBatchTokens
-	}
-	if s.MaxSeqs > 0 {
-		c.MaxSeqs = s.MaxSeqs
-	}
 	return c
 }
 
-// Config returns the sim.Config a calibration replays run with under the
+// ReplayConfig returns the sim.Config a calibration replays run with under the
 // profile p (for checking a fitted profile the way the fit ran it).
-func (s *ReplaySetup) Config(p *sim.Profile, run *workload.BenchResult) sim.Config {
+func (s *ReplaySetup) ReplayConfig(p *sim.Profile, run *workload.BenchResult) sim.Config {
 	return s.config(p, run.MaxConcurrency)
 }
 
@@ -179,9 +170,11 @@ type Case struct {
 	// some are); the run is still simulated and reported.
 	Excluded string
 	// Warm is true when the run is replayed with its prompts in the prefix
-	// cache (FitOptions.Warm).
-	Warm     bool
-	Warnings []string // full sentences, each starting with the file's name (and run)
+	// cache (FitOptions.Warm); WarmReason says why, or why not (warm.go).
+	Warm       bool
+	WarmReason string
+	warnCold   bool     // cold although an earlier run sent the same lengths: warned
+	Warnings   []string // full sentences, each starting with the file's name (and run)
 }
 
 // where names the run in messages: "FILE" or "FILE: run 3 of 7".

@@ -4,6 +4,7 @@
 package calib
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -22,6 +23,8 @@ type FitReport struct {
 	GPU    string `json:"gpu"`
 	TP     int    `json:"tp"`
 	Engine string `json:"engine"`
+	// Setup is the rest of the setup the runs were replayed with.
+	Setup SetupReport `json:"setup"`
 	// Start names the starting profile.
 	Start string `json:"start_profile"`
 	// FittedTo is the fitted profile's fitted_to: the files fitted to, as
@@ -38,6 +41,56 @@ type FitReport struct {
 
 	// Profile is the fitted profile (Profile.WriteYAML writes it).
 	Profile *sim.Profile `json:"-"`
+}
+
+// SetupReport is the setup a calibration replayed the runs with, beyond
+// the model, GPU, TP and engine: the values in effect, defaults included.
+type SetupReport struct {
+	WeightDType string `json:"weight_dtype"` // the weights' type (the model's unless set)
+	KVDType     string `json:"kv_dtype"`
+	// MaxContext is the longest sequence in tokens (the model's unless set).
+	MaxContext           int     `json:"max_context"`
+	MaxBatchTokens       int     `json:"max_batch_tokens"`
+	MaxSeqs              int     `json:"max_seqs"`
+	ChunkedPrefill       bool    `json:"chunked_prefill"`
+	PrefixCaching        bool    `json:"prefix_caching"`
+	MixedChunk           bool    `json:"mixed_chunk"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// FromFiles are the settings taken from what the files state
+	// (StatedSetup), where no flag gave them.
+	FromFiles []Stated `json:"from_files"`
+}
+
+// setupReport describes s.
+func setupReport(s *ReplaySetup) SetupReport {
+	w := s.Model.WeightDType
+	if s.WeightDType != 0 {
+		w = s.WeightDType
+	}
+	kv := "default"
+	if s.KVDType.Valid() {
+		kv = s.KVDType.String()
+	}
+	return SetupReport{WeightDType: w.String(), KVDType: kv, MaxContext: cmp.Or(s.MaxContext, s.Model.MaxContext),
+		MaxBatchTokens: s.MaxBatchTokens, MaxSeqs: s.MaxSeqs, ChunkedPrefill: s.ChunkedPrefill, PrefixCaching: s.PrefixCaching,
+		MixedChunk: s.MixedChunk, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
+}
+
+// String says the setup in words, for the report and the profile's notes.
+func (r SetupReport) String() string {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	s := fmt.Sprintf("%s weights, %s KV cache, contexts up to %d tokens, at most %d batched tokens and %d sequences a step, "+
+		"chunked prefill %s, prefix caching %s", r.WeightDType, r.KVDType, r.MaxContext, r.MaxBatchTokens, r.MaxSeqs,
+		onOff(r.ChunkedPrefill), onOff(r.PrefixCaching))
+	if r.MixedChunk {
+		s += ", mixed chunks"
+	}
+	return s + fmt.Sprintf(", gpu_memory_utilization %g", r.GPUMemoryUtilization)
 }
 
 // ParamReport is one fittable parameter.
@@ -93,12 +146,16 @@ type RunReport struct {
 	Requests int    `json:"requests"`
 	// RequestRate is the client's rate (requests/s; "inf" when all were
 	// sent at once), MaxConcurrency its cap (0: none).
-	RequestRate    string         `json:"request_rate"`
-	MaxConcurrency int            `json:"max_concurrency"`
-	WarmPrompts    bool           `json:"warm_prompts"` // replayed with its prompts in the prefix cache
-	Excluded       string         `json:"excluded,omitempty"`
-	Warnings       []string       `json:"warnings"`
-	Metrics        []MetricReport `json:"metrics"`
+	RequestRate    string `json:"request_rate"`
+	MaxConcurrency int    `json:"max_concurrency"`
+	WarmPrompts    bool   `json:"warm_prompts"` // replayed with its prompts in the prefix cache
+	// WarmReason says why the run was replayed warm or cold (calib's
+	// WarmMode): what --warm-prompts auto decided from the files, or the
+	// mode asked for.
+	WarmReason string         `json:"warm_prompts_reason"`
+	Excluded   string         `json:"excluded,omitempty"`
+	Warnings   []string       `json:"warnings"`
+	Metrics    []MetricReport `json:"metrics"`
 }
 
 // MetricReport is one metric of one run. Values are in seconds, or output
@@ -164,7 +221,7 @@ func summarise(before, after []float64) ErrorSummary {
 func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, noise map[int][numMetrics]float64,
 	params []ParamReport, stats FitStats) *FitReport {
 	s := &f.o.Setup
-	rep := &FitReport{Model: s.Model.Name, GPU: s.GPU.Name, TP: s.TP, Engine: s.Engine.String(), Start: f.o.StartName,
+	rep := &FitReport{Model: s.Model.Name, GPU: s.GPU.Name, TP: s.TP, Engine: s.Engine.String(), Setup: setupReport(s), Start: f.o.StartName,
 		Params: params, Fit: stats, Warnings: append([]string(nil), f.warns...)}
 	type key struct {
 		c int
@@ -183,7 +240,7 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 		}
 		rr := RunReport{File: c.File.Name, ID: c.File.ID(), Run: c.Run.Run, Runs: c.Run.Runs, Holdout: c.Holdout,
 			Harness: c.Run.Harness, Requests: len(c.Requests), RequestRate: rateString(c.Run.RequestRate),
-			MaxConcurrency: c.Run.MaxConcurrency, WarmPrompts: c.Warm, Excluded: c.Excluded, Warnings: append([]string{}, c.Warnings...)}
+			MaxConcurrency: c.Run.MaxConcurrency, WarmPrompts: c.Warm, WarmReason: c.WarmReason, Excluded: c.Excluded, Warnings: append([]string{}, c.Warnings...)}
 		for _, m := range Metrics() {
 			ms := c.measured[m]
 			mr := MetricReport{Metric: m, Source: ms.source, Noise: noise[i][m]}
@@ -247,8 +304,8 @@ func (f *fitter) notes(rep *FitReport) string {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Fitted by gpufrag calibrate to %d run(s) of %d file(s) (fitted_to) for %s at tp %d under %s, from %s. ",
-		runs, len(rep.FittedTo), rep.Model, rep.TP, rep.Engine, rep.Start)
+	fmt.Fprintf(&sb, "Fitted by gpufrag calibrate to %d run(s) of %d file(s) (fitted_to) for %s at tp %d under %s (%s), from %s. ",
+		runs, len(rep.FittedTo), rep.Model, rep.TP, rep.Engine, rep.Setup, rep.Start)
 	if len(fittedNames) == 0 {
 		sb.WriteString("No parameter was fitted; every value is the start's. ")
 	} else {

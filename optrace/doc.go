@@ -45,7 +45,10 @@
 // caller's function from specs (the command line uses package alloc/spec).
 // Both are pure and deterministic: no clock, no randomness, no I/O. An alloc that fails with out-of-memory is counted and
 // the trace goes on; later ops naming its id are skipped and counted, as a
-// program that caught the error and dropped the tensor would do.
+// program that caught the error and dropped the tensor would do. The trace
+// is validated and its ids numbered once (dense slots, so a replay keeps
+// handles in a slice, not a map of strings), before any allocator sees an
+// op; ReplayAll shares that between its allocators.
 //
 // Invariants:
 //

@@ -172,10 +172,31 @@ func TestReplayEmptyTrace(t *testing.T) {
 	}
 }
 
+// An invalid trace is refused with Validate's error before any op reaches
+// the allocator: the trace is checked and compiled once, then replayed.
 func TestReplayInvalidTrace(t *testing.T) {
-	_, err := optrace.Replay(trace(t, "a a 1MiB", "f a", "f a"), newToy(mem.MustDevice(mem.GiB, 0)))
+	a := newToy(mem.MustDevice(mem.GiB, 0))
+	_, err := optrace.Replay(trace(t, "a a 1MiB", "f a", "f a"), a)
 	if !errors.Is(err, optrace.ErrDoubleFree) || err.Error() != `line 3: field "id": double free of id "a" (already freed at line 2)` {
 		t.Fatalf("got %v", err)
+	}
+	if st := a.Stats(); st.Allocs != 0 || st.Reserved != 0 {
+		t.Errorf("the allocator was used before the trace was refused: %+v", st)
+	}
+}
+
+// A replay keeps allocations in slots, one per live id, reused once freed:
+// an id allocated again, and another reusing a freed id's slot while the
+// first lives on, free exactly their own blocks.
+func TestReplaySlots(t *testing.T) {
+	r, err := optrace.Replay(trace(t, "a x 1MiB", "a y 2MiB", "f x", "a z 4MiB", "a x 8MiB", "f y", "f z"),
+		newToy(mem.MustDevice(mem.GiB, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left live: x (8 MiB); cached: the segments of the 1, 2 and 4 MiB.
+	if r.EndAllocatedBytes != 8*mem.MiB || r.End.ActiveBlocks != 1 || r.End.FreeBlocks != 3 || r.PeakAllocatedBytes != 14*mem.MiB {
+		t.Fatalf("%+v", r)
 	}
 }
 

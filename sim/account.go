@@ -97,12 +97,21 @@ func (e *Engine) complete(ri int32) error {
 	// empty response, or a prompt that fills the context) has no first
 	// token, so no TTFT: r.first stays -1. vLLM has no such request
 	// (max_tokens ≥ 1), so no figure of its benchmark counts one.
+	var rt RequestTime
 	if r.output > 1 {
 		tpot := float64(r.finish-r.first) / 1e9 / float64(r.output-1)
 		e.tally.tpot = append(e.tally.tpot, tpot)
 		if l := e.cfg.EarlyStop.TPOTP99; l > 0 && tpot > l {
 			e.tally.tpotOver++
 		}
+		rt.TPOT, rt.HasTPOT = tpot, true
+	}
+	if e.cfg.RequestTimes {
+		rt.Output = r.output
+		if r.first >= 0 {
+			rt.TTFT, rt.HasTTFT = float64(r.first-r.sent+e.reqNs)/1e9, true
+		}
+		e.res.RequestTimes = append(e.res.RequestTimes, rt)
 	}
 	e.tally.e2e = append(e.tally.e2e, float64(r.finish-r.sent+e.reqNs)/1e9)
 	if r.output > 0 {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -248,4 +249,51 @@ func BenchmarkSparseLongRun(b *testing.B) {
 			b.ReportMetric(float64(res.Steps), "steps/op")
 		})
 	}
+}
+
+// BenchmarkSparseSessions runs the default scenario's six runs, one
+// sub-benchmark each, on its sessions at 0.0001 a second over 1,000 hours
+// (`simulate --duration 1000h --rate 0.0001`: 3,247 requests, 1.6M decode
+// steps a run, the engine idle 99% of the time): a run whose cost should
+// follow its arrivals, admissions and completions, not its decode steps.
+// It reports CPU-seconds per run and the steps decode runs covered.
+//
+//	go test -run '^$' -bench SparseSessions -benchmem -count 6 ./sim/
+func BenchmarkSparseSessions(b *testing.B) {
+	s := scenario.Default()
+	s.Duration = scenario.Duration(1000 * time.Hour)
+	s.Workload.Sessions.Rate = 0.0001
+	p, err := scenario.Build(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range p.Configs {
+		b.Run("kv="+c.KV+"/alloc="+c.Alloc, func(b *testing.B) {
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuSeconds()
+			var e *sim.Engine
+			var res sim.Result
+			for range b.N {
+				e, res = runOnce(b, c, p.Requests)
+			}
+			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+			b.ReportMetric(float64(res.Steps), "steps/op")
+			runSteps, _ := sim.FastPathSteps(e)
+			b.ReportMetric(float64(runSteps), "decode-run-steps/op")
+		})
+	}
+}
+
+// runOnce builds an engine for c and runs reqs through it.
+func runOnce(b *testing.B, c sim.Config, reqs []workload.Request) (*sim.Engine, sim.Result) {
+	e, err := sim.New(c, reqs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := e.Run()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, res
 }

@@ -184,6 +184,10 @@ type Config struct {
 	// EarlyStop ends the run as soon as it is certain to fail an objective
 	// (see EarlyStop); the zero value never stops early.
 	EarlyStop EarlyStop
+	// RequestTimes keeps each completed request's output length, TTFT and
+	// TPOT in Result.RequestTimes (advise splits the TPOT p99 by output
+	// length with them); off, nothing more is kept.
+	RequestTimes bool
 
 	// WarmPrompts starts the run with every request's prompt already in the
 	// prefix cache, as a benchmark repeated against one server with prefix

@@ -97,13 +97,20 @@
 //   - Fragmentation samples: when an alloc.Stamper's stamp has not moved
 //     since the last sample (the Layout is the same), the last sample's
 //     metrics are reused.
-//   - Decode runs: when nobody waits and every running request decodes one
-//     sample, the steps up to the next arrival (one the client can send:
-//     under a full cap, arrivals wait at the client and change nothing),
-//     sample time, completion or out-of-blocks point run at once
-//     (decodeRun): their times come from the same step-time sums, and a
-//     paged pool takes the blocks in the order the one-token grows would
-//     (strategy.DecodeStepper).
+//   - Decode runs: when nobody can be admitted (nobody waits, or the head
+//     of the queue is stopped before the strategy is asked: no slot or
+//     token budget, the reserve policy's budget) and every running request
+//     decodes one sample, the steps up to the next arrival (one the client
+//     can send: under a full cap, arrivals wait at the client and change
+//     nothing), sample time, completion, KV budget (vmm) or the strategy's
+//     own limit run at once (decodeRun): every strategy does the grows in
+//     bulk (strategy.DecodeStepper: a paged pool takes the blocks in the
+//     order the one-token grows would, contiguous-grow stops before a
+//     reallocation, vmm before the device runs out of pages), and the step
+//     times are stepTime's, on the roofline computed with a few integer
+//     operations a step wherever they provably equal its float64 result
+//     (exactRoofline), so a run of k steps costs k additions, not k step
+//     times.
 //   - Sample spans: the engine jumps over idle time to the next arrival,
 //     and every sample due up to a step's end or an arrival records the
 //     same state, so they are taken in one go (sampleSpan): the samples a

@@ -2,11 +2,14 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
 	"pgregory.net/rapid"
 )
@@ -74,6 +77,9 @@ var fastSetups = []struct{ kv, alloc string }{
 	{"paged:16", "async"},
 	{"contiguous-grow", "async"},
 	{"vmm:64KiB", "vmm:64KiB"},
+	{"contiguous-max:oracle", "caching"},
+	{"contiguous-max:pow2", "sizeclass"},
+	{"vmm:2MiB", "vmm:2MiB"},
 }
 
 // TestFastPathsChangeNothing draws configurations and request lists (mostly
@@ -81,7 +87,7 @@ var fastSetups = []struct{ kv, alloc string }{
 // with or without activations, prefix caching, defrag and a time cut) and
 // checks that the fast paths give exactly the plain engine's run.
 func TestFastPathsChangeNothing(t *testing.T) {
-	var runs, repeats int64
+	var runs, repeats, exact int64
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawConfig(t)
 		s := fastSetups[rapid.IntRange(0, len(fastSetups)-1).Draw(t, "fast-setup")]
@@ -110,14 +116,84 @@ func TestFastPathsChangeNothing(t *testing.T) {
 		if fast, _, ok := runBoth(t, c, reqs); ok {
 			runs += fast.runs.steps
 			repeats += fast.trips.repeats
+			exact += fast.runs.exact
 		}
 	})
+	// Most decode-run steps take their times from the roofline's integers
+	// (TestDecodeRunsEveryStrategy checks each strategy's decode runs on a
+	// fixed setup).
+	if !testing.Short() && !invariants.Enabled && exact < runs/2 {
+		t.Errorf("%d of %d decode-run step times from the integer roofline", exact, runs)
+	}
 	// The property is vacuous unless a fast path ran. With -short's or the
 	// invariants build's 20 small cases a draw holds none about 1 time in 30
 	// (2 of 60 seeds); TestFastPathsLlama checks that both paths run on a
 	// fixed setup, so only the full run (0 of 30 seeds fail) insists.
 	if runs == 0 && repeats == 0 && !testing.Short() && !invariants.Enabled {
 		t.Fatalf("the fast paths never ran: %d decode-run steps, %d repeated trips", runs, repeats)
+	}
+}
+
+// TestDecodeRunsEveryStrategy runs the default scenario's strategies on
+// Llama-3.1-8B on an H100 (activations off for vmm, whose allocator cannot
+// repeat their round trips), with a time cut and without, both ways, and
+// checks that decode runs cover most steps and take their times from the
+// roofline's integers.
+func TestDecodeRunsEveryStrategy(t *testing.T) {
+	m, g := presetPair(t, "llama-3.1-8b", "h100-80g")
+	n := 60
+	if testing.Short() || invariants.Enabled {
+		n = 12
+	}
+	// Prompts 100..30,000, outputs 50..950.
+	reqs := spreadRequests(n, 2*int64(time.Second), 100, 30000, 50, 900)
+	for _, s := range []struct {
+		kv, alloc string
+		act       bool
+	}{
+		{"contiguous-max", "caching", true},
+		{"contiguous-max:oracle", "caching", true},
+		{"contiguous-grow", "caching", true},
+		{"contiguous-grow", "caching:expandable_segments:True", true},
+		{"paged:16", "caching", true},
+		{"vmm:2MiB", "vmm:2MiB", false},
+	} {
+		for _, cut := range []int64{0, 30 * int64(time.Second)} {
+			c := DefaultConfig(m, g)
+			c.KV, c.Alloc, c.Activations, c.Duration = s.kv, s.alloc, s.act, cut
+			fast, _, ok := runBoth(t, c, reqs)
+			if !ok {
+				t.Fatalf("%s on %s: cannot run", s.kv, s.alloc)
+			}
+			if st := fast.res.Steps; fast.runs.steps < st/2 || fast.runs.exact < fast.runs.steps/2 {
+				t.Errorf("%s on %s, cut %d: decode runs did %d of %d steps, %d timed by the integer roofline",
+					s.kv, s.alloc, cut, fast.runs.steps, st, fast.runs.exact)
+			}
+		}
+	}
+}
+
+// TestDecodeRunsStopAtBudget runs vmm, whose KV the engine caps at its
+// budget, with requests that together outgrow it while they decode: decode
+// runs must stop before the grow the budget refuses (the plain engine
+// preempts there), and so must the admissions they pass over.
+func TestDecodeRunsStopAtBudget(t *testing.T) {
+	for _, util := range []float64{0.10, 0.12, 0.15} {
+		c := tinyConfig(64 * mem.MiB)
+		c.KV, c.Alloc, c.Activations, c.GPUMemoryUtilization = "vmm:64KiB", "vmm:64KiB", false, util
+		reqs := make([]workload.Request, 12)
+		for i := range reqs {
+			reqs[i] = workload.Request{ID: fmt.Sprintf("b%d", i), Arrival: int64(i) * int64(time.Millisecond),
+				PromptTokens: 40 + 13*i, OutputTokens: 300 + 37*i, N: 1}
+		}
+		fast, _, ok := runBoth(t, c, reqs)
+		if !ok {
+			t.Fatal("cannot run")
+		}
+		if fast.res.Preemptions == 0 || fast.runs.steps == 0 {
+			t.Errorf("utilization %v: %d preemptions, %d decode-run steps: the budget never binds in a decode run",
+				util, fast.res.Preemptions, fast.runs.steps)
+		}
 	}
 }
 
@@ -130,12 +206,8 @@ func TestFastPathsLlama(t *testing.T) {
 	if testing.Short() || invariants.Enabled {
 		n = 40
 	}
-	reqs := make([]workload.Request, n)
-	for i := range reqs {
-		// Deterministic, varied lengths: prompts 50..4,000, outputs 1..700.
-		reqs[i] = workload.Request{ID: fmt.Sprintf("q%d", i), Arrival: int64(i) * 150 * int64(time.Millisecond),
-			PromptTokens: 50 + (i*7919)%3950, OutputTokens: 1 + (i*104729)%700, N: 1}
-	}
+	// Prompts 50..4,000, outputs 1..700.
+	reqs := spreadRequests(n, 150*int64(time.Millisecond), 50, 3950, 1, 700)
 	for _, cut := range []int64{0, 20 * int64(time.Second)} {
 		for _, pc := range []bool{true, false} {
 			c := DefaultConfig(m, g)
@@ -149,5 +221,86 @@ func TestFastPathsLlama(t *testing.T) {
 					cut, pc, fast.runs.steps, fast.trips.repeats, fast.samp.memo.hits)
 			}
 		}
+	}
+}
+
+// spreadRequests returns n single-sample requests gap ns apart whose
+// lengths are spread deterministically: prompts in [p, p+pn), outputs in
+// [o, o+on).
+func spreadRequests(n int, gap int64, p, pn, o, on int) []workload.Request {
+	reqs := make([]workload.Request, n)
+	for i := range reqs {
+		reqs[i] = workload.Request{ID: fmt.Sprintf("q%d", i), Arrival: int64(i) * gap,
+			PromptTokens: p + (i*7919)%pn, OutputTokens: o + (i*104729)%on, N: 1}
+	}
+	return reqs
+}
+
+// TestRunTimesExact checks decode runs' step times against stepTime, step
+// by step as the plain engine sums them, on drawn models, GPUs, roofline
+// factors (so that the FLOPs side, the bytes side or each in turn is the
+// larger), batches, contexts, run lengths and stops: the same steps and the
+// same end. The integers must serve every mode of exactRoofline.
+func TestRunTimesExact(t *testing.T) {
+	modes := map[int]int{}
+	rapid.Check(t, func(t *rapid.T) {
+		m, err := model.Preset(rapid.SampledFrom([]string{"llama-3.1-8b", "qwen2.5-7b", "llama-3.1-70b"}).Draw(t, "model"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := model.GPU{Name: "drawn", Capacity: 1 << 40,
+			BF16FLOPS:    float64(rapid.IntRange(1, 5000).Draw(t, "tflops")) * 1e12,
+			MemBandwidth: float64(rapid.IntRange(100, 10000).Draw(t, "gbps")) * 1e9}
+		c := DefaultConfig(m, g)
+		c.TP = rapid.SampledFrom([]int{1, 2, 4}).Draw(t, "tp")
+		c.Roofline = Roofline{ComputeEfficiency: float64(rapid.IntRange(1, 100).Draw(t, "compute-pct")) / 100,
+			BandwidthEfficiency: float64(rapid.IntRange(1, 100).Draw(t, "bw-pct")) / 100,
+			StepOverhead:        int64(rapid.IntRange(0, 5_000_000).Draw(t, "overhead"))}
+		n := int64(rapid.IntRange(1, 300).Draw(t, "batch"))
+		w := stepWork{tokens: n, sampled: n}
+		ctx := int64(rapid.IntRange(0, 100_000).Draw(t, "ctx-per-seq")) * n
+		if rapid.IntRange(0, 3).Draw(t, "balanced") > 0 {
+			// A peak that makes the two sides about equal at the run's
+			// start: the larger side changes within the run, or nearly.
+			cm := newCostModel(c)
+			flops := float64(n)*cm.flopsPerToken + float64(ctx)*cm.attnPerCtx
+			bytes := cm.weightBytes + float64(ctx+n)*cm.kvBytesPerTok
+			ratio := float64(rapid.IntRange(980, 1020).Draw(t, "balance-permille")) / 1000
+			c.GPU.BF16FLOPS = math.Round(flops / bytes * cm.peakBW / c.Roofline.ComputeEfficiency * ratio)
+		}
+		e := &Engine{cfg: c, cost: newCostModel(c)}
+		e.runs.roof = newExactRoofline(&e.cost)
+		e.now = int64(rapid.IntRange(0, 1<<40).Draw(t, "now"))
+		limit := int64(rapid.IntRange(1, 3000).Draw(t, "limit"))
+		stop := e.now + int64(rapid.IntRange(1, 1<<40).Draw(t, "stop-after"))
+		window := int64(math.MaxInt64)
+		if rapid.Bool().Draw(t, "window") {
+			window = stop
+			stop = e.now + int64(rapid.IntRange(1, int(window-e.now)).Draw(t, "stop-within"))
+		}
+		modes[e.runs.roof.start(n, ctx, limit).sides]++
+		gotM, gotEnd := e.runTimes(w, ctx, limit, stop, window)
+		// The plain engine's loop.
+		var wantM int64
+		now := e.now
+		for j := range limit {
+			w.attnPairs = float64(ctx + j*n)
+			w.kvRead = w.attnPairs
+			dt := e.cost.stepTime(w)
+			if now+dt > window {
+				break
+			}
+			now += dt
+			wantM++
+			if now >= stop {
+				break
+			}
+		}
+		if gotM != wantM || gotEnd != now {
+			t.Fatalf("runTimes: %d steps ending at %d, step by step %d ending at %d", gotM, gotEnd, wantM, now)
+		}
+	})
+	if !testing.Short() && (modes[oneSide] == 0 || modes[bothSides] == 0) {
+		t.Errorf("modes drawn: %v", modes)
 	}
 }

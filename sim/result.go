@@ -101,6 +101,9 @@ type Result struct {
 	// latency divided by their output tokens, in seconds per token. Not in
 	// the JSON document (yet): calib's reproduction of Fig. 12a reads it.
 	NormalizedLatencyMean float64 `json:"-"`
+	// RequestTimes holds every completed request's figures, in completion
+	// order, when Config.RequestTimes is set; not in the JSON document.
+	RequestTimes []RequestTime `json:"-"`
 
 	// Defrag is present when a defrag policy other than off was asked for.
 	Defrag *DefragResult `json:"defrag,omitempty"`
@@ -146,6 +149,21 @@ func quantiles(xs []float64) Quantiles {
 func latency(xs []float64) Latency {
 	q := quantiles(xs)
 	return Latency{P50: q.P50, P99: q.P99}
+}
+
+// LatencyOf is the p50 and p99 of xs (seconds) by the nearest-rank method,
+// as Result's latencies are taken: for a subset of Result.RequestTimes.
+func LatencyOf(xs []float64) Latency { return latency(xs) }
+
+// RequestTime is one completed request's figures (Config.RequestTimes).
+type RequestTime struct {
+	// Output is the request's output tokens.
+	Output int
+	// TTFT and TPOT are in seconds, as Result.TTFT and Result.TPOT count
+	// them; HasTTFT and HasTPOT say whether the request has each (no TTFT
+	// without an output token, no TPOT with fewer than two).
+	TTFT, TPOT       float64
+	HasTTFT, HasTPOT bool
 }
 
 // share returns a ÷ b, or 0 when b is 0.

@@ -86,6 +86,10 @@ type BenchResult struct {
 	// Random holds SGLang's random-dataset lengths (random_input_len,
 	// random_output_len, random_range_ratio); nil when the file has none.
 	Random *BenchRandom
+	// Server holds the server's settings the run records, in the order of
+	// ServerKeys (vllm bench sweep's serve parameters, --metadata); nil
+	// when it records none.
+	Server []BenchArg
 
 	// Completed, Failed, TotalInputTokens and TotalOutputTokens are the
 	// file's counts; -1 when it lacks one (SGLang writes no failed count).
@@ -108,6 +112,11 @@ type BenchResult struct {
 	// are NaN), each a full sentence without the file name.
 	Warnings []string
 }
+
+// BenchArg is one of the server's settings a run records: its key and
+// its value as written (a string's text, a number's literal, true or
+// false), at most MaxIDBytes.
+type BenchArg struct{ Key, Value string }
 
 // BenchRandom is SGLang's random dataset: prompts drawn uniformly from
 // [max(floor(InputLen·RangeRatio), 1), InputLen] tokens and outputs from
@@ -236,8 +245,10 @@ func BenchMetrics() []BenchMetric {
 // bytes, a BOM dropped, LF, CRLF or CR endings) up to MaxBenchBytes;
 // Python's bare Infinity, -Infinity and NaN (SGLang writes
 // "request_rate": Infinity) are accepted where a number is, and vLLM's
-// "inf" string for a rate. Unknown keys are ignored (generated_texts among
-// them, which is not kept). A field of the wrong type or out of range, an
+// "inf" string for a rate. The server's settings a sweep or --metadata
+// writes beside a run's keys (ServerKeys: tensor_parallel_size,
+// max_num_seqs, ...) are kept as text in BenchResult.Server. Unknown keys
+// are ignored (generated_texts among them, which is not kept). A field of the wrong type or out of range, an
 // object that has none of the clients' keys (an AccelMark result.json, a
 // .pytorch.json array) and per-request arrays of different lengths are
 // *Error errors naming the file, the line the run starts on, the field

@@ -248,6 +248,24 @@ func benchString(raw json.RawMessage) (s string, ok bool, good bool) {
 	return s, true, true
 }
 
+// benchScalar returns a JSON string's text, a number's literal or true or
+// false, as text; ok is false for null and absent values, good false for an
+// object or an array.
+func benchScalar(raw json.RawMessage) (s string, ok bool, good bool) {
+	t := string(bytes.TrimSpace(raw))
+	switch {
+	case t == "" || t == "null":
+		return "", false, true
+	case t == "true" || t == "false":
+		return t, true, true
+	case t[0] == '"':
+		return benchString(raw)
+	case t[0] == '-' || t[0] >= '0' && t[0] <= '9':
+		return t, true, true
+	}
+	return "", false, false
+}
+
 // elements calls fn with each element of the JSON array raw (which
 // json.Unmarshal has checked is valid JSON), trimmed; a raw value that is
 // not an array is refused with what it is.

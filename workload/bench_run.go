@@ -20,8 +20,10 @@ import (
 // SGLang's bench_serving writes backend, dataset_name, request_rate
 // (Infinity), max_concurrency, sharegpt_output_len, random_input_len,
 // random_output_len, random_range_ratio, duration, completed, totals and
-// metrics, and the arrays with --output-details. Other keys (generated_texts,
-// metadata) are skipped without being kept. encoding/json matches keys
+// metrics, and the arrays with --output-details. The server's settings that
+// vllm bench sweep writes beside a run's keys, or --metadata KEY=VALUE adds,
+// are kept under the serve arguments' names (ServerKeys). Other keys
+// (generated_texts, other metadata) are skipped without being kept. encoding/json matches keys
 // case-insensitively; the clients write them in lower case.
 type benchRaw struct {
 	Date              json.RawMessage `json:"date"`
@@ -73,9 +75,37 @@ type benchRaw struct {
 	RequestTpt json.RawMessage `json:"request_throughput"`
 	Duration   json.RawMessage `json:"duration"`
 
+	// The server's settings (ServerKeys), in that order.
+	TensorParallelSize   json.RawMessage `json:"tensor_parallel_size"`
+	DType                json.RawMessage `json:"dtype"`
+	Quantization         json.RawMessage `json:"quantization"`
+	KVCacheDType         json.RawMessage `json:"kv_cache_dtype"`
+	MaxModelLen          json.RawMessage `json:"max_model_len"`
+	MaxNumSeqs           json.RawMessage `json:"max_num_seqs"`
+	MaxNumBatchedTokens  json.RawMessage `json:"max_num_batched_tokens"`
+	EnableChunkedPrefill json.RawMessage `json:"enable_chunked_prefill"`
+	EnablePrefixCaching  json.RawMessage `json:"enable_prefix_caching"`
+	GPUMemoryUtilization json.RawMessage `json:"gpu_memory_utilization"`
+
 	// AccelMark's result.json, recognised to be refused with a reason.
 	SchemaVersion json.RawMessage `json:"schema_version"`
 	SuiteID       json.RawMessage `json:"suite_id"`
+}
+
+// ServerKeys are the keys of the server's settings a run's object may
+// hold, vLLM's serve arguments in their Python names: vllm bench sweep
+// writes the serve parameters it varies beside each run's keys
+// (max_num_seqs), and vllm bench serve --metadata KEY=VALUE adds any key
+// (tensor_parallel_size=8). BenchResult.Server holds those a run has.
+func ServerKeys() []string {
+	return []string{"tensor_parallel_size", "dtype", "quantization", "kv_cache_dtype", "max_model_len", "max_num_seqs",
+		"max_num_batched_tokens", "enable_chunked_prefill", "enable_prefix_caching", "gpu_memory_utilization"}
+}
+
+// serverRaw returns the raw values of ServerKeys, in that order.
+func (b *benchRaw) serverRaw() []json.RawMessage {
+	return []json.RawMessage{b.TensorParallelSize, b.DType, b.Quantization, b.KVCacheDType, b.MaxModelLen, b.MaxNumSeqs,
+		b.MaxNumBatchedTokens, b.EnableChunkedPrefill, b.EnablePrefixCaching, b.GPUMemoryUtilization}
 }
 
 // metricRaw returns the raw value of metric m and the key it was under.
@@ -259,6 +289,15 @@ func (r *BenchResult) setup(b *benchRaw) *Error {
 			return fieldErr("seed", "must be a non-negative integer (got %s)", describeValue(b.Seed))
 		}
 		r.Seed, r.SeedGiven = s, true
+	}
+	for i, raw := range b.serverRaw() {
+		v, ok, good := benchScalar(raw)
+		if !good {
+			return fieldErr(ServerKeys()[i], "must be a string, number, boolean or null (got %s)", describeValue(raw))
+		}
+		if ok {
+			r.Server = append(r.Server, BenchArg{Key: ServerKeys()[i], Value: clipLabel(v)})
+		}
 	}
 	if b.RandomInputLen != nil || b.RandomOutputLen != nil || b.RandomRangeRatio != nil {
 		rd := &BenchRandom{}

@@ -41,6 +41,19 @@ type Allocator struct {
 	// of streams on every allocation made 20,000 streams cost 16 µs a pair
 	// (BenchmarkStreams); nil until the first stream.
 	streamIdx map[int]uint32
+	// bases are the cudaMalloc segments by base address (expandable ones
+	// are not in it), so that ReleaseSegment finds one without scanning
+	// every block record: snapshot replay calls it for each segment_free,
+	// and the scan made a trace over 45,000 segments quadratic. nil until
+	// the first ReleaseSegment builds it; kept from then on.
+	bases map[uint64]segBase
+	// queued: the pools' whole and unmappable queues are kept (index.go);
+	// false until the first empty_cache, out-of-memory ladder or garbage
+	// collection builds them, so an allocator that never needs them pays
+	// one compare per free-set change.
+	queued bool
+	// largest answers LargestFreeBlock (index.go); nil until it is asked.
+	largest *maxIndex
 
 	reserved, allocated, requested int64
 	peakReserved, peakAllocated    int64
@@ -203,6 +216,9 @@ func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) 
 		return none, false // an oversize request takes a block only if it wastes < R
 	}
 	fs.DeleteAt(pos)
+	if a.queued || a.largest != nil {
+		a.unindexFree(cand.ID)
+	}
 	return cand.ID, true
 }
 
@@ -235,6 +251,7 @@ func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int3
 	}
 	id := a.newBlock(block{addr: addr, size: allocSize, sidx: uint32(a.internStream(stream)), pool: p,
 		mapped: true, prev: none, next: none, seg: none})
+	a.addBase(addr, allocSize, a.blocks[id].sidx, p)
 	a.reserved += allocSize
 	a.peakReserved = max(a.peakReserved, a.reserved)
 	a.segments++
@@ -436,12 +453,18 @@ func (a *Allocator) insertFree(id int32) {
 		pl.free[b.sidx] = new(ordset.Binned)
 	}
 	pl.free[b.sidx].Insert(a.key(id))
+	if a.queued || a.largest != nil {
+		a.indexFree(id)
+	}
 }
 
 func (a *Allocator) removeFree(id int32) {
 	b := &a.blocks[id]
 	if fs := a.pools[b.pool].freeSet(uint64(b.sidx)); (fs == nil || !fs.Delete(a.key(id))) && invariants.Enabled {
 		panic(fmt.Sprintf("caching: block %d at %#x not in its free set", id, a.blocks[id].addr))
+	}
+	if a.queued || a.largest != nil {
+		a.unindexFree(id)
 	}
 }
 

@@ -140,10 +140,7 @@ func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
 // neighbours), or the block's own id when no whole page was inside.
 func (a *Allocator) unmapBlock(id int32) int32 {
 	b := &a.blocks[id]
-	seg := a.exp[b.seg]
-	off0, off1 := int64(b.addr-seg.base), int64(b.end()-seg.base)
-	u0 := seg.base + uint64((off0+seg.pageSize-1)/seg.pageSize*seg.pageSize)
-	u1 := seg.base + uint64(off1/seg.pageSize*seg.pageSize)
+	u0, u1 := a.wholePages(b)
 	if u0 >= u1 {
 		return id
 	}

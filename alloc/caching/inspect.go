@@ -1,30 +1,27 @@
-// Cheap read-only views of the allocator's state, for callers that sample
-// it often (a replay's timeline). See package alloc for the overview.
+// Cheap views of the allocator's state, for callers that sample it often (a
+// replay's timeline and oom entries). See package alloc for the overview.
 
 package caching
 
-import (
-	"math"
-
-	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
-)
-
 // LargestFreeBlock is the largest free mapped block of any pool and stream,
 // what frag.LargestFreeBlock computes from Layout, without building the
-// layout: O(pools × streams) instead of O(blocks).
-func (a *Allocator) LargestFreeBlock() int64 {
-	var largest int64
-	top := ordset.Key{Hi: math.MaxUint64, Lo: math.MaxUint64}
-	for p := range a.pools {
-		for _, fs := range a.pools[p].free {
-			if fs == nil {
-				continue
-			}
-			fs.Descend(top, func(k ordset.Key) bool {
-				largest = max(largest, keySize(k))
-				return false
-			})
-		}
+// layout: the first call builds an index over the free sets (O(pools ×
+// streams)), later ones look again only at the sets changed since, O(log
+// streams) each (maxIndex).
+func (a *Allocator) LargestFreeBlock() int64 { return a.largestFree() }
+
+// LargestFreeIn is the largest free mapped block of one pool (small: the
+// small pool, else the large one) on one stream, 0 if none: what a scan of
+// Layout's segments of that pool and stream finds, without building the
+// layout. A snapshot replay asks it at every oom entry.
+func (a *Allocator) LargestFreeIn(small bool, stream int) int64 {
+	si, ok := a.streamIndex(stream)
+	if !ok {
+		return 0
 	}
-	return largest
+	p := largePool
+	if small {
+		p = smallPool
+	}
+	return a.setLargest(int(si)*2 + int(p))
 }

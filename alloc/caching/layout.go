@@ -179,16 +179,18 @@ func (a *Allocator) Clone() alloc.Allocator {
 		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
-		streams: append([]int(nil), a.streams...), streamIdx: maps.Clone(a.streamIdx),
+		streams: append([]int(nil), a.streams...), streamIdx: maps.Clone(a.streamIdx), bases: maps.Clone(a.bases),
 		handles: a.handles.Clone(), segments: a.segments,
 		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
-		mut: a.mut,
+		mut: a.mut, queued: a.queued,
 	}
 	for p := range a.pools {
-		c.pools[p] = pool{free: make([]*ordset.Binned, len(a.pools[p].free)), unmapped: a.pools[p].unmapped.Clone(), freeCalls: a.pools[p].freeCalls}
+		pl := &a.pools[p]
+		c.pools[p] = pool{free: make([]*ordset.Binned, len(pl.free)), unmapped: pl.unmapped.Clone(),
+			whole: pl.whole.clone(), wholeBase: pl.wholeBase, unmappable: pl.unmappable.clone(), freeCalls: pl.freeCalls}
 		for si, fs := range a.pools[p].free {
 			if fs != nil {
 				cs := fs.Clone()
@@ -264,6 +266,12 @@ func (a *Allocator) CheckInvariants() error {
 	if err := a.checkFreeSets(); err != nil {
 		return err
 	}
+	if err := a.checkBases(); err != nil {
+		return err
+	}
+	if err := a.checkIndexes(); err != nil {
+		return err
+	}
 	nFree := a.pools[0].freeLen() + a.pools[1].freeLen()
 	nUnmapped := a.pools[0].unmapped.Len() + a.pools[1].unmapped.Len()
 	switch {
@@ -277,6 +285,110 @@ func (a *Allocator) CheckInvariants() error {
 		return fmt.Errorf("live blocks %d, handles %d", live, a.handles.Len())
 	case inFree != nFree || inUnmapped != nUnmapped:
 		return fmt.Errorf("free sets hold %d/%d blocks, recount %d/%d", nFree, nUnmapped, inFree, inUnmapped)
+	}
+	return nil
+}
+
+// checkIndexes checks the pools' whole and unmappable queues against the
+// free sets, and LargestFreeBlock's index, once built, against a recount.
+func (a *Allocator) checkIndexes() error {
+	queued := 0
+	for p := range a.pools {
+		pl := &a.pools[p]
+		var base int64
+		for _, c := range []struct {
+			name string
+			q    *idQueue
+			in   func(b *block) bool
+		}{
+			{"whole", &pl.whole, func(b *block) bool { return a.queued && b.seg == none && !b.isSplit() }},
+			{"unmappable", &pl.unmappable, func(b *block) bool { return a.queued && b.seg != none && a.hasWholePage(b) }},
+		} {
+			n := 0
+			last := int64(-1)
+			for i, id := range c.q.ids {
+				if id == none {
+					continue
+				}
+				n++
+				b := &a.blocks[id]
+				switch {
+				case !b.inUse || b.allocated || !b.mapped || b.pool != uint8(p) || !c.in(b):
+					return fmt.Errorf("%s pool %s queue: block %d at %#x does not belong there", poolNames[p], c.name, id, b.addr)
+				case int(b.qpos) != i+1:
+					return fmt.Errorf("%s pool %s queue: block %d at position %d says %d", poolNames[p], c.name, id, i, b.qpos-1)
+				case c.name == "whole" && b.gcBase < last:
+					return fmt.Errorf("%s pool whole queue: block %d at %#x entered at %d, after one of %d", poolNames[p], id, b.addr, b.gcBase, last)
+				}
+				if c.name == "whole" {
+					last = b.gcBase
+					base += b.gcBase
+				}
+			}
+			if n != c.q.n {
+				return fmt.Errorf("%s pool %s queue holds %d blocks, counts %d", poolNames[p], c.name, n, c.q.n)
+			}
+			queued += n
+			// Every free block that belongs is queued (with the count
+			// above, the queue holds exactly those).
+			var missing error
+			pl.allFree(func(k ordset.Key) bool {
+				if b := &a.blocks[k.ID]; c.in(b) && b.qpos == 0 {
+					missing = fmt.Errorf("%s pool %s queue lacks free block %d at %#x", poolNames[p], c.name, k.ID, b.addr)
+				}
+				return missing == nil
+			})
+			if missing != nil {
+				return missing
+			}
+		}
+		if base != pl.wholeBase {
+			return fmt.Errorf("%s pool: whole queue sums gcBase to %d, recount %d", poolNames[p], pl.wholeBase, base)
+		}
+	}
+	for id := range a.blocks {
+		if a.blocks[id].qpos != 0 {
+			queued--
+		}
+	}
+	if queued != 0 {
+		return fmt.Errorf("%d block records claim a queue position they do not hold", -queued)
+	}
+	if ix := a.largest; ix != nil {
+		for leaf := range ix.marked {
+			if !ix.marked[leaf] && leaf < 2*len(a.streams) && ix.tree[ix.leaves+leaf] != a.setLargest(leaf) {
+				return fmt.Errorf("largest-free index: leaf %d holds %d, its free set's largest is %d",
+					leaf, ix.tree[ix.leaves+leaf], a.setLargest(leaf))
+			}
+		}
+	}
+	return nil
+}
+
+// checkBases checks that Allocator.bases, once built, holds exactly the
+// cudaMalloc segments, each under its base address with its size, stream
+// and pool.
+func (a *Allocator) checkBases() error {
+	if a.bases == nil {
+		return nil
+	}
+	n := 0
+	for id := range a.blocks {
+		b := &a.blocks[id]
+		if !b.inUse || b.seg != none || b.prev != none {
+			continue
+		}
+		n++
+		size := b.size
+		for c := b.next; c != none; c = a.blocks[c].next {
+			size += a.blocks[c].size
+		}
+		if sb, ok := a.bases[b.addr]; !ok || sb != (segBase{size: size, sidx: b.sidx, pool: b.pool}) {
+			return fmt.Errorf("segment at %#x (%d bytes): base index has %+v (present: %v)", b.addr, size, sb, ok)
+		}
+	}
+	if n != len(a.bases) {
+		return fmt.Errorf("base index holds %d segments, the blocks make %d", len(a.bases), n)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ type block struct {
 	next      int32  // higher-address neighbour in the same segment, or none
 	seg       int32  // index into Allocator.exp for expandable blocks, else none
 	sidx      uint32 // dense index of stream (Allocator.streams)
+	qpos      int32  // 1 + position in its pool's whole or unmappable queue; 0 in neither
 	pool      uint8  // smallPool or largePool
 	allocated bool
 	mapped    bool // false only for unmapped VA of an expandable segment
@@ -82,11 +83,30 @@ func keySize(k ordset.Key) int64 { return int64(k.Hi) << 9 }
 //	free[s] holds exactly the free, mapped blocks of this pool on stream
 //	  index s, each under its key (size, addr) with its id
 //	unmapped holds exactly the unmapped (expandable) blocks of this pool
+//	whole holds exactly the free blocks of free[*] that are a whole
+//	  cudaMalloc segment (no neighbour, not expandable), in the order they
+//	  entered it, so by gcBase; wholeBase == Σ their gcBase
+//	unmappable holds exactly the free blocks of free[*] in expandable
+//	  segments with a whole page inside
+//	a block is in at most one of them, at qpos − 1
 //	freeCalls only grows
+//
+// whole and unmappable are what empty_cache, the out-of-memory ladder and
+// garbage collection act on. PyTorch finds them by walking every free block,
+// and so did the model: a replay whose allocations fail one after another
+// (a what-if on a full device) or that empties the cache often walked every
+// free block each time, quadratic in the trace. They are built when first
+// needed (Allocator.queued) and kept from then on as blocks enter and leave
+// the free sets (index.go): a few compares for a split block, an append or
+// a store for one that is a whole segment or has a whole page to give back.
+// While they are empty and not kept, a free-set change costs one compare.
 type pool struct {
-	free      []*ordset.Binned // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~2 KiB)
-	unmapped  ordset.Set       // keys (stream, addr)
-	freeCalls int64            // get_free_blocks_call_count (only counted when GC is on)
+	free       []*ordset.Binned // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~2 KiB)
+	unmapped   ordset.Set       // keys (stream, addr)
+	whole      idQueue          // oldest first
+	wholeBase  int64            // Σ gcBase over whole
+	unmappable idQueue
+	freeCalls  int64 // get_free_blocks_call_count (only counted when GC is on)
 }
 
 // freeSet returns stream index si's free set, or nil if it never had one.

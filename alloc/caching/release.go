@@ -10,6 +10,7 @@ import "github.com/gpufrag/gpufrag/alloc/internal/ordset"
 func (a *Allocator) releaseBlock(id int32) {
 	b := &a.blocks[id]
 	a.removeFree(id)
+	delete(a.bases, b.addr)
 	a.dev.Release(b.size)
 	a.reserved -= b.size
 	a.segments--
@@ -64,18 +65,17 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 // releaseCachedBlocks is release_cached_blocks (also empty_cache): cudaFree
 // every wholly free segment of both pools (large first, as PyTorch does) and
 // unmap the whole free pages of expandable segments. Split segments stay.
+// PyTorch walks every free block for them; the pool's whole and unmappable
+// queues hold exactly those that act, so the cost follows what is released.
+// (The order of releases within a pool is not observable: each changes only
+// counters and its own blocks.)
 func (a *Allocator) releaseCachedBlocks() {
+	if !a.queued {
+		a.buildQueues()
+	}
 	for _, p := range []uint8{largePool, smallPool} {
-		var release, unmap []int32
-		a.pools[p].allFree(func(k ordset.Key) bool {
-			b := &a.blocks[k.ID]
-			if b.seg != none {
-				unmap = append(unmap, k.ID)
-			} else if !b.isSplit() {
-				release = append(release, k.ID)
-			}
-			return true
-		})
+		pl := &a.pools[p]
+		release, unmap := pl.whole.list(), pl.unmappable.list()
 		for _, id := range release {
 			a.releaseBlock(id)
 		}
@@ -99,32 +99,36 @@ func (a *Allocator) garbageCollect() {
 		return
 	}
 	target := a.reserved - threshold
+	if !a.queued {
+		a.buildQueues()
+	}
+	// The candidates are the large pool's whole segments (pool.whole),
+	// oldest first, with their total age from the sum the queue keeps: the
+	// same integers PyTorch's walk of every free block sums (exactly, below
+	// 2^53), without the walk, which ran at every allocation that missed
+	// the cache once the threshold was crossed.
 	pl := &a.pools[largePool]
-	var totalAge float64
-	count := 0
-	pl.allFree(func(k ordset.Key) bool {
-		if b := &a.blocks[k.ID]; !b.isSplit() && b.seg == none {
-			totalAge += float64(pl.freeCalls - b.gcBase)
-			count++
-		}
-		return true
-	})
+	count := pl.whole.n
+	totalAge := float64(int64(count)*pl.freeCalls - pl.wholeBase)
 	var reclaimed int64
 	freed := true
 	for reclaimed < target && freed && count > 0 {
 		threshold := totalAge / float64(count)
 		freed = false
 		var victims []int32
-		pl.allFree(func(k ordset.Key) bool {
-			b := &a.blocks[k.ID]
-			if age := float64(pl.freeCalls - b.gcBase); !b.isSplit() && b.seg == none && age >= threshold {
-				victims = append(victims, k.ID)
-				totalAge -= age
-				count--
-				reclaimed += b.size
+		for _, id := range pl.whole.ids {
+			if id == none {
+				continue
 			}
-			return true
-		})
+			age := float64(pl.freeCalls - a.blocks[id].gcBase)
+			if age < threshold {
+				break // younger from here on
+			}
+			victims = append(victims, id)
+			totalAge -= age
+			count--
+			reclaimed += a.blocks[id].size
+		}
 		for _, id := range victims {
 			freed = true
 			a.releaseBlock(id)

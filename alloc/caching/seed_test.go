@@ -188,3 +188,62 @@ func TestReleaseSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ReleaseSegment finds segments through an index of segment bases, built at
+// its first call and kept by every path that obtains or returns a segment
+// afterwards: segments the allocator obtained itself, split ones once
+// merged back, ones the out-of-memory ladder or empty_cache returned, and a
+// clone's own. CheckInvariants compares the index with the block records.
+func TestReleaseSegmentIndex(t *testing.T) {
+	a, hs := seeded(t)
+	if a.ReleaseSegment(segA) { // builds the index; segA holds live blocks
+		t.Fatal("released a segment with live blocks")
+	}
+	b1, err := a.Alloc(30*mem.MiB, 0) // a new 30 MiB segment
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := a.Alloc(3*mem.MiB, 1) // a new 20 MiB segment on stream 1, split
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.Clone().(*caching.Allocator)
+	for _, h := range []alloc.Handle{b1.Handle, b2.Handle} {
+		if err := a.Free(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !a.ReleaseSegment(b2.Addr) || !a.ReleaseSegment(b1.Addr) {
+		t.Fatal("did not release the wholly free segments the allocator obtained")
+	}
+	if a.ReleaseSegment(b1.Addr) {
+		t.Fatal("released a segment twice")
+	}
+	if c.ReleaseSegment(b1.Addr) {
+		t.Fatal("the clone released a segment that holds a live block in it")
+	}
+	for _, h := range hs[:2] {
+		if err := a.Free(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.EmptyCache() // returns segA, now wholly free
+	if a.ReleaseSegment(segA) {
+		t.Fatal("released a segment empty_cache had already returned")
+	}
+	b3, err := a.Alloc(3*mem.MiB, 0) // obtains a segment again after the index exists
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(b3.Handle); err != nil {
+		t.Fatal(err)
+	}
+	if !a.ReleaseSegment(b3.Addr) {
+		t.Fatal("did not release a segment obtained after the index was built")
+	}
+	for _, x := range []*caching.Allocator{a, c} {
+		if err := x.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -39,7 +39,7 @@ type adviseFlags struct {
 	parallel                           int
 	shard, out                         string
 	refine                             string
-	refineTop                          int
+	refineTop, extend                  int
 	json                               bool
 }
 
@@ -51,7 +51,7 @@ func newAdviseCmd() *cobra.Command {
 		Use:   "advise",
 		Short: "Recommend memory settings by the load they sustain on your workload",
 		Long:  adviseLong,
-		Example: `  # The default sweep (52 stock candidates) on your trace, model and GPU:
+		Example: `  # The default sweep (26 stock settings of vLLM with paged KV) on your trace, model and GPU:
   gpufrag advise --trace AzureLLMInferenceTrace_conv.csv --model llama-3.1-8b --gpu a100-80g
 
   # Only paged block sizes and two utilizations, as JSON:
@@ -89,11 +89,12 @@ func newAdviseCmd() *cobra.Command {
 	fl.IntSliceVar(&f.batchTokens, "max-num-batched-tokens", def.MaxBatchTokens, "max_num_batched_tokens `VALUES` (the token budget of a step; smaller keeps long prefills out of decode steps); the first is the base")
 	fl.IntSliceVar(&f.seqs, "max-num-seqs", def.MaxSeqs, "max_num_seqs `VALUES`; the first is the base")
 	fl.StringSliceVar(&f.prefix, "prefix-caching", def.PrefixCaching, "prefix caching `VALUES` (on, off); the first is the base; off is tried only where the trace shares prefixes")
-	fl.BoolVar(&f.experimental, "experimental", false, "add research setups no stock engine offers (vmm KV, the sizeclass allocator, the threshold and online defrag policies), labelled experimental")
+	fl.BoolVar(&f.experimental, "experimental", false, "add what is not a stock setting of the engine in use: the other engine families (contiguous-grow, contiguous-max) and research setups no stock engine offers (vmm KV, the sizeclass allocator, the threshold and online defrag policies, labelled experimental)")
 	fl.BoolVar(&f.full, "full", false, "cross every dimension instead of the grouped design (many more simulations)")
 	fl.BoolVar(&f.exhaustive, "exhaustive", false, "bisect every candidate's rate to the end, not only those that can reach the top two (same recommendation, precise rates for all; what shards do)")
 	fl.StringVar(&f.refine, "refine", "", "second stage: cross the best setups of the advice in `FILE` (a previous --json output on the same trace) with every utilization and bucket")
 	fl.IntVar(&f.refineTop, "refine-top", advise.DefaultRefineTop, "setups (kv, allocator, defrag, engine limits, prefix caching) the second stage crosses with every utilization and bucket (`K`)")
+	fl.IntVar(&f.extend, "extend", advise.DefaultExtend, "when nothing meets the SLO, candidates (`N`) the search may add past the space in the direction its advice names: max_num_batched_tokens halved down to max_num_seqs, max_num_seqs halved down to 1 (or doubled); 0: none")
 	fl.Float64Var(&f.ttft, "slo-ttft-p99", slo.TTFTP99, "SLO: p99 time to first token in `SECONDS`")
 	fl.Float64Var(&f.tpot, "slo-tpot-p99", slo.TPOTP99, "SLO: p99 time per output token in `SECONDS`")
 	fl.Float64Var(&f.startRate, "start-rate", 0, "first rate tried in requests per second `R` (default: the trace's own mean rate)")
@@ -111,10 +112,13 @@ const adviseLong = `Advise sweeps the settings a user controls (KV strategy and 
 gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, allocator and
 PYTORCH_CUDA_ALLOC_CONF, prefix caching, prompt bucket size) on your own
 workload, and recommends the one that sustains the most load with no
-out-of-memory failures within the latency SLO. By default only settings a
-stock engine (vLLM, SGLang, TensorRT-LLM, plain PyTorch) can apply are
-candidates; --experimental adds research setups gpufrag models (vmm KV, the
-sizeclass allocator, defrag policies), labelled experimental.
+out-of-memory failures within the latency SLO. By default only stock
+settings of the engine in use are candidates: vLLM with paged KV (the
+first --kv names the engine family: paged, contiguous or vmm).
+--experimental adds the other engine families gpufrag models (contiguous
+KV: plain PyTorch/HF serving, FasterTransformer-style reservation) and
+research setups (vmm KV, the sizeclass allocator, defrag policies,
+labelled experimental).
 
 For each candidate it searches the sustainable rate: the highest request
 rate (the trace's arrivals rescaled) at which the simulated engine has no
@@ -130,7 +134,7 @@ Candidates (the first value of each list is the base): every valid KV ×
 allocator pair at the base; each other value of every other dimension for
 every KV strategy on the base allocator (defrag only for contiguous KV;
 prefix caching off only where the trace shares prefixes). The default
-space has 52 candidates (56 with shared prefixes); --full crosses
+space has 26 candidates (28 with shared prefixes); --full crosses
 everything instead. A second stage, --refine FILE with the --json output of
 the first, crosses the best --refine-top setups with every utilization and
 bucket size.
@@ -140,10 +144,20 @@ within the search's resolution (4.4% with 4 bisections) tie, and ties go to
 the setting with fewer changes from the engine's defaults, then lower
 fragmentation p99 and peak memory. When no candidate meets the SLO at any
 rate tried, the recommendation is the best effort ("meets_slo": false): the
-candidate nearest the objective that binds, with the value it reaches and
-the setting to change. The deploy command names the model by its Hugging
-Face id (a preset's repository or the config's _name_or_path) and sets
-every flag the recommendation needs.
+candidate of the engine in use nearest the objective that binds (never
+another engine family's), with the value it reaches and the setting to
+change. Where that advice names a direction (the smallest
+max_num_batched_tokens or max_num_seqs tried came nearest, or the largest),
+the search goes on past the space in it: the best effort with that limit
+halved (or doubled), round after round, until something meets the SLO, the
+limit stops helping, vLLM's bound is reached (max_num_batched_tokens >=
+max_num_seqs >= 1) or --extend candidates were added (default 8; 0: none);
+the advice says how far it went. Where TPOT p99 still binds, it says
+whether requests with few output tokens set it, with figures
+("short_outputs"): their TPOT is the mean of few decode steps, so one step
+that carries other requests' prefills decides it. The deploy command names
+the model by its Hugging Face id (a preset's repository or the config's
+_name_or_path) and sets every flag the recommendation needs.
 
 The search runs coarse to fine: every candidate's bracket first, then the
 bisection only for the candidates whose bracket reaches the top two (the
@@ -155,7 +169,8 @@ requests past an objective). Neither changes the recommendation.
 Large sweeps split into shards (--shard i/n --out FILE, one per machine or
 Kubernetes Indexed Job pod); 'gpufrag advise merge' checks that the shards
 come from the same inputs and cover every candidate once, and prints what
-an unsharded --exhaustive run would.`
+an unsharded --exhaustive --extend 0 run would (going past the space needs
+the trace).`
 
 func newAdviseMergeCmd() *cobra.Command {
 	var asJSON bool
@@ -166,7 +181,7 @@ func newAdviseMergeCmd() *cobra.Command {
 checks that they come from the same trace, flags and candidate list (their
 input digest), that there is one file per shard and that together they
 cover every candidate exactly once, and prints the advice an unsharded run
-prints, byte for byte.`,
+with --extend 0 prints, byte for byte.`,
 		Example: `  gpufrag advise merge /results/shard-*.json --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -229,6 +244,8 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		return usageErrorf(cmd, "--refine-top needs --refine")
 	case f.refineTop < 1:
 		return usageErrorf(cmd, "--refine-top %d: want at least 1", f.refineTop)
+	case f.extend < 0:
+		return usageErrorf(cmd, "--extend %d: want 0 or more candidates", f.extend)
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"--out", f.out}},
 		[]fileFlag{{"--trace", f.trace}, {"--refine", f.refine}, {"--model", model.ConfigPath(f.model)}}); err != nil {
@@ -349,10 +366,11 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	// again for its figures.
 	stopping := base
 	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
-	results, err := advise.Run(cands, which, advise.SimEvaluator(stopping, w),
-		advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w),
-			// Coarse to fine needs every candidate's bracket: not in a shard.
-			Prune: !set("shard") && !set("out") && !f.exhaustive})
+	eval := advise.SimEvaluator(stopping, w)
+	opts := advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w),
+		// Coarse to fine needs every candidate's bracket: not in a shard.
+		Prune: !set("shard") && !set("out") && !f.exhaustive}
+	results, err := advise.Run(cands, which, eval, opts)
 	bar.Done()
 	if err != nil {
 		return err
@@ -369,8 +387,20 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 			return nil
 		}
 	}
-	rep, err := advise.NewReport(in, results)
+	// Where nothing meets the SLO, the search goes on in the direction its
+	// advice names, then says whether short outputs are why TPOT binds.
+	opts.OnDone = nil
+	_, _, rep, err := advise.Follow(in, results, eval, opts, f.extend, func(next []advise.Candidate) {
+		names := make([]string, len(next))
+		for i, c := range next {
+			names[i] = c.Settings.String()
+		}
+		fmt.Fprintf(stderr, "advise: nothing meets the SLO; going on past the space as the advice says: %s\n", strings.Join(names, "; "))
+	})
 	if err != nil {
+		return err
+	}
+	if err := advise.ExplainShortOutputs(rep, base, w); err != nil {
 		return err
 	}
 	return printAdvice(stdout, rep, f.json)

@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpufrag/gpufrag/advise"
 	"github.com/gpufrag/gpufrag/internal/invariants"
@@ -36,6 +38,21 @@ func adviseArgs(extra ...string) []string {
 		"--bucket", "0", "--defrag", "off", "--max-num-batched-tokens", "8192", "--max-num-seqs", "256", "--bisect-steps", "2"}, extra...)
 }
 
+// runAdviceJSON runs advise with args (--json among them), fails the
+// test unless it exits 0, and returns the report, stdout and stderr.
+func runAdviceJSON(t *testing.T, args ...string) (*advise.Report, string, string) {
+	t.Helper()
+	code, out, errs := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errs)
+	}
+	var rep advise.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	return &rep, out, errs
+}
+
 // TestAdviseBestEffort: with an SLO no setting can meet, advise still
 // answers: the best effort, meets_slo false, what binds and what to change;
 // the text names it and prints the deploy command with the model's
@@ -43,14 +60,7 @@ func adviseArgs(extra ...string) []string {
 func TestAdviseBestEffort(t *testing.T) {
 	skipAdviseSims(t)
 	args := adviseArgs("--slo-tpot-p99", "0.0001", "--bracket-steps", "1", "--bisect-steps", "0")
-	code, out, errs := run(t, "", append(args, "--json")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var rep advise.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _, _ := runAdviceJSON(t, append(args, "--json")...)
 	r := rep.Recommended
 	if r == nil || rep.MeetsSLO || r.MeetsSLO || r.Binding != "tpot_p99_s" || !(r.BestValue > 0.0001) || !strings.Contains(rep.Advice, "--slo-tpot-p99") {
 		t.Fatalf("best effort %+v, advice %q", r, rep.Advice)
@@ -198,6 +208,53 @@ func TestAdviseShardMerge(t *testing.T) {
 	}
 }
 
+// burstyShortTrace writes an Azure-format trace of 600 requests in bursts
+// of 60 (0.5 ms apart, every 20 s) with short prompts and mostly short
+// outputs (2 to 12 tokens for 5 in 7), on which nothing meets TPOT p99 for
+// llama-3-8b on an A100 80GB at token budgets of 2,048 and more under the
+// roofline step model (the joint model's faster small steps meet it at
+// 8,192, so the tests that use it pin --profile roofline).
+func burstyShortTrace(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	outs := []int{2, 3, 5, 8, 12, 40, 120}
+	for i := range 600 {
+		ts := t0.Add(time.Duration(i/60)*20*time.Second + time.Duration(i%60)*500*time.Microsecond)
+		fmt.Fprintf(&b, "%s.%07d,%d,%d\n", ts.Format("2006-01-02 15:04:05"), ts.Nanosecond()/100, 100+(i*37)%150, outs[i%7])
+	}
+	path := filepath.Join(t.TempDir(), "bursty.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAdviseFollowsAdvice: where nothing meets the SLO, advise goes on
+// past the space as its advice says and says so (the recommendation found
+// there, of group "extend"); with --extend 0 it stops at the space, the
+// best effort stays in the engine in use, and short outputs are named
+// with figures in "short_outputs".
+func TestAdviseFollowsAdvice(t *testing.T) {
+	skipAdviseSims(t)
+	args := []string{"advise", "--trace", burstyShortTrace(t), "--model", "llama-3-8b", "--gpu", "a100-80g",
+		"--kv", "paged:16,contiguous-max", "--alloc", "caching", "--gpu-memory-utilization", "0.9", "--bucket", "0",
+		"--max-num-batched-tokens", "8192,2048", "--max-num-seqs", "256", "--profile", "roofline", "--json"}
+	rep, _, errs := runAdviceJSON(t, args...)
+	r := rep.Recommended
+	if r == nil || !rep.MeetsSLO || r.Group != "extend" || r.Settings.KV != "paged:16" || r.Settings.MaxBatchTokens >= 2048 ||
+		!strings.Contains(rep.Reason, "it lies past the space") || !strings.Contains(errs, "going on past the space as the advice says") {
+		t.Fatalf("recommended %+v, reason %q, stderr %q", r, rep.Reason, errs)
+	}
+	rep, out, _ := runAdviceJSON(t, append(args, "--extend", "0")...)
+	r, so := rep.Recommended, rep.ShortOutputs
+	if r == nil || rep.MeetsSLO || r.Settings.KV != "paged:16" || len(rep.Candidates) != 4 || so == nil || so.Share < 0.5 ||
+		!strings.Contains(rep.Advice, "Short outputs set it") || !strings.Contains(out, `"short_outputs": {`) {
+		t.Fatalf("--extend 0: best effort %+v, short outputs %+v, advice %q", r, so, rep.Advice)
+	}
+}
+
 func TestAdviseUsageErrors(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -214,6 +271,7 @@ func TestAdviseUsageErrors(t *testing.T) {
 		{adviseArgs("--kv", "paged:0"), "paged:0"},
 		{adviseArgs("--alloc", "nosuch"), "nosuch"},
 		{adviseArgs("--parallel", "0"), "--parallel 0"},
+		{adviseArgs("--extend", "-1"), "--extend -1"},
 		{adviseArgs("--slo-ttft-p99", "0"), "--slo-ttft-p99"},
 		{adviseArgs("--start-rate", "-1"), "--start-rate -1"},
 		{adviseArgs("--tp", "0"), "--tp 0"},

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/report"
@@ -21,8 +22,29 @@ import (
 const segmentMapRows = 40
 
 // analyzeHTMLOOMs is how many out-of-memory errors a device's summary
-// explains one by one; the rest are listed by event.
-const analyzeHTMLOOMs = 5
+// explains one by one; the rest are listed by event, at most
+// analyzeHTMLOOMEvents of them.
+const (
+	analyzeHTMLOOMs      = 5
+	analyzeHTMLOOMEvents = 20
+	// analyzeHTMLMarkers is how many out-of-memory errors the timeline
+	// charts mark, the first ones.
+	analyzeHTMLMarkers = analyzeHTMLOOMs + analyzeHTMLOOMEvents
+)
+
+// The page's size is bounded whatever the snapshot holds (issue 28: 150,000
+// blocks made a 21.7 MB page): at most analyzeHTMLDevices devices get their
+// sections (those reserving the most; the others are a row each of a table
+// of at most analyzeHTMLRows), a table of streams or pools shows at most
+// analyzeHTMLRows of them (those reserving the most) and sums the rest in
+// one row, and a segment of more than segmentMapBlocks blocks is drawn as
+// the shares of its bytes rather than block by block. Each says what it
+// left out; the text report and --json list everything.
+const (
+	analyzeHTMLDevices = 8
+	analyzeHTMLRows    = 16
+	segmentMapBlocks   = 256
+)
 
 // capacityFrom says where analysis.Device.CapacitySource took the capacity.
 var capacityFrom = map[string]string{"flag": "--capacity", "oom entry": "from an OOM entry", "default": "assumed"}
@@ -40,10 +62,14 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 		}
 		page.Sections = append(page.Sections, report.Section{Heading: "memory_stats()", Text: trimNewline(text.String())})
 	}
-	for _, d := range rep.Devices {
+	devices, others := htmlDevices(rep.Devices)
+	for _, d := range devices {
 		page.Sections = append(page.Sections, deviceSummary(d))
 	}
-	for _, d := range rep.Devices {
+	if len(others) > 0 {
+		page.Sections = append(page.Sections, otherDevices(others, len(rep.Devices)))
+	}
+	for _, d := range devices {
 		if len(d.Timeline) > 0 {
 			var x, res, all, fr []float64
 			for _, p := range d.Timeline {
@@ -53,12 +79,16 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 				fr = append(fr, p.FragRate)
 			}
 			var marks []report.Marker
-			for _, o := range d.OOMs {
+			for _, o := range d.OOMs[:min(len(d.OOMs), analyzeHTMLMarkers)] {
 				marks = append(marks, report.Marker{X: float64(o.Event), Label: "OOM"})
+			}
+			text := "Replayed through the caching model with the recorded settings; x is the trace event index."
+			if len(d.OOMs) > analyzeHTMLMarkers {
+				text += fmt.Sprintf(" The first %d of the %d out-of-memory errors are marked.", analyzeHTMLMarkers, len(d.OOMs))
 			}
 			page.Sections = append(page.Sections, report.Section{
 				Heading: fmt.Sprintf("Device %d: timeline", d.Device),
-				Text:    "Replayed through the caching model with the recorded settings; x is the trace event index.",
+				Text:    text,
 				Charts: []report.LineChart{
 					{Title: "Reserved and allocated", XLabel: "event", YLabel: "memory", YUnit: report.UnitBytes,
 						Series: []report.Series{{Name: "reserved", X: x, Y: res}, {Name: "allocated", X: x, Y: all}}, Markers: marks},
@@ -96,6 +126,88 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 	return os.WriteFile(path, []byte(out.String()), 0o644)
 }
 
+// htmlDevices splits the devices into those the page details (at most
+// analyzeHTMLDevices: those reserving the most, in device order) and the
+// others.
+func htmlDevices(all []analysis.Device) (shown, others []analysis.Device) {
+	if len(all) <= analyzeHTMLDevices {
+		return all, nil
+	}
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return all[order[i]].Classes.Reserved > all[order[j]].Classes.Reserved })
+	keep := map[int]bool{}
+	for _, i := range order[:analyzeHTMLDevices] {
+		keep[i] = true
+	}
+	for i, d := range all {
+		if keep[i] {
+			shown = append(shown, d)
+		} else {
+			others = append(others, d)
+		}
+	}
+	return shown, others
+}
+
+// otherDevices is one table of the devices the page does not detail, at
+// most analyzeHTMLRows rows of them (those reserving the most).
+func otherDevices(others []analysis.Device, total int) report.Section {
+	bytesOf := func(n int64) string { return report.UnitBytes.Format(float64(n)) }
+	sorted := append([]analysis.Device(nil), others...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Classes.Reserved > sorted[j].Classes.Reserved })
+	t := report.Table{Caption: "Devices not detailed here", Header: []string{"device", "segments", "reserved", "allocated", "health", "OOMs"},
+		NumericCols: []int{0, 1, 2, 3, 4, 5}}
+	for _, d := range sorted[:min(len(sorted), analyzeHTMLRows)] {
+		t.Rows = append(t.Rows, []string{fmt.Sprint(d.Device), fmt.Sprint(d.Segments), bytesOf(d.Classes.Reserved),
+			bytesOf(d.Classes.Allocated), fmt.Sprintf("%.3f", d.Metrics.Health), fmt.Sprint(len(d.OOMs))})
+	}
+	text := fmt.Sprintf("The snapshot has %d devices; this page details the %d that reserve the most. The text report and --json detail every one.",
+		total, total-len(others))
+	if n := len(sorted) - analyzeHTMLRows; n > 0 {
+		text += fmt.Sprintf(" The table lists the %d of the others that reserve the most; %d more are left out.", analyzeHTMLRows, n)
+	}
+	return report.Section{Heading: "Other devices", Text: text, Tables: []report.Table{t}}
+}
+
+// capGroups keeps at most analyzeHTMLRows of a device's streams or pools,
+// those reserving the most, in their order, and sums the rest in a row
+// named for what it stands for.
+func capGroups(gs []analysis.Group, kind string) []analysis.Group {
+	if len(gs) <= analyzeHTMLRows {
+		return gs
+	}
+	order := make([]int, len(gs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return gs[order[i]].Reserved > gs[order[j]].Reserved })
+	keep := map[int]bool{}
+	for _, i := range order[:analyzeHTMLRows-1] {
+		keep[i] = true
+	}
+	var out []analysis.Group
+	rest := analysis.Group{}
+	n := 0
+	for i, g := range gs {
+		if keep[i] {
+			out = append(out, g)
+			continue
+		}
+		n++
+		rest.Segments += g.Segments
+		rest.Reserved += g.Reserved
+		rest.Active += g.Active
+		rest.CachedFree += g.CachedFree
+		rest.LargestFree = max(rest.LargestFree, g.LargestFree)
+	}
+	rest.Name = fmt.Sprintf("+%d more %s (summed)", n, kind)
+	rest.Health = frag.Health(rest.LargestFree, rest.CachedFree)
+	return append(out, rest)
+}
+
 // deviceSummary is a device's diagnosis as text and tables.
 func deviceSummary(d analysis.Device) report.Section {
 	c, m := d.Classes, d.Metrics
@@ -120,11 +232,14 @@ func deviceSummary(d analysis.Device) report.Section {
 	for i, o := range d.OOMs {
 		if i == analyzeHTMLOOMs {
 			var rest []string
-			for _, o := range d.OOMs[i:] {
+			for _, o := range d.OOMs[i:min(len(d.OOMs), i+analyzeHTMLOOMEvents)] {
 				rest = append(rest, fmt.Sprint(o.Event))
 			}
+			if n := len(d.OOMs) - i - len(rest); n > 0 {
+				rest = append(rest, fmt.Sprintf("and %d more", n))
+			}
 			sec.Text += fmt.Sprintf("\n\n%d more out-of-memory errors, at events %s (the text report and --json list them all).",
-				len(rest), strings.Join(rest, ", "))
+				len(d.OOMs)-i, strings.Join(rest, ", "))
 			break
 		}
 		sec.Text += fmt.Sprintf("\n\nOut of memory at event %d (%s): %s", o.Event, o.Cause, o.Why)
@@ -154,7 +269,7 @@ func deviceSummary(d analysis.Device) report.Section {
 	}
 	groups := report.Table{Caption: "Per stream and pool", Header: []string{"stream or pool", "segments", "reserved", "active",
 		"cached free", "health"}, NumericCols: []int{1, 2, 3, 4, 5}}
-	for _, g := range append(append([]analysis.Group(nil), d.Streams...), d.Pools...) {
+	for _, g := range append(capGroups(d.Streams, "streams"), capGroups(d.Pools, "pools")...) {
 		groups.Rows = append(groups.Rows, []string{g.Name, fmt.Sprint(g.Segments), bytesOf(g.Reserved), bytesOf(g.Active),
 			bytesOf(g.CachedFree), fmt.Sprintf("%.3f", g.Health)})
 	}
@@ -306,10 +421,31 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 	barW := float64(segMapWidth - segMapLabel)
 	scale := barW / float64(max(largest, 1))
 	row := func(i int) int { return segMapTop + i*(segMapRow+segMapGap) }
+	// shares draws a bar of width w split by the shares of by's classes.
+	shares := func(y int, by [5]int64, total int64, w float64) {
+		x0 := float64(segMapLabel)
+		for k, v := range by {
+			if v == 0 {
+				continue
+			}
+			w := w * float64(v) / float64(max(total, 1))
+			fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s %s</title></rect>`+"\n",
+				x0, y, w, segMapRow, segMapKey[k].col, mem.FormatBytes(v), segMapKey[k].name)
+			x0 += w
+		}
+	}
+	crowded := 0 // bars of more than segmentMapBlocks blocks, drawn as shares
 	for i, s := range shown {
 		y := row(i)
 		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`+"\n", y+segMapRow-3,
 			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), loc.Printable(s.Pool))))
+		if len(s.Blocks) > segmentMapBlocks {
+			crowded++
+			shares(y, segBytes(s), s.Size, float64(s.Size)*scale)
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.2f" height="%d" fill="none" stroke="#555" stroke-width="0.5"><title>%d blocks: the shares of their bytes</title></rect>`+"\n",
+				segMapLabel, y, float64(s.Size)*scale, segMapRow, len(s.Blocks))
+			continue
+		}
 		live := false
 		for _, blk := range s.Blocks {
 			live = live || blk.State != mem.Free
@@ -340,16 +476,7 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 		y := row(len(shown) + i)
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-style="italic">%s</text>`+"\n", y+segMapRow-3,
 			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, loc.Printable(a.pool), mem.FormatBytes(a.total))))
-		x0 := float64(segMapLabel)
-		for k, v := range a.by {
-			if v == 0 {
-				continue
-			}
-			w := barW * float64(v) / float64(max(a.total, 1))
-			fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s %s</title></rect>`+"\n",
-				x0, y, w, segMapRow, segMapKey[k].col, mem.FormatBytes(v), segMapKey[k].name)
-			x0 += w
-		}
+		shares(y, a.by, a.total, barW)
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%d" fill="none" stroke="#555" stroke-width="0.5" stroke-dasharray="3 2"/>`+"\n",
 			segMapLabel, y, barW, segMapRow)
 	}
@@ -362,6 +489,10 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 			"on one scale: the full width is %s. The other %d, smaller or stranding less, are summed per pool in the last %s, "+
 			"each bar the shares of those segments' bytes (dashed outline).",
 			len(shown), len(l.Segments), mem.FormatBytes(largest), len(rest), map[bool]string{true: "row", false: "rows"}[len(aggs) == 1])
+	}
+	if crowded > 0 {
+		note += fmt.Sprintf(" %d of the bars hold more than %d blocks each and show the shares of their bytes, not the blocks one by one.",
+			crowded, segmentMapBlocks)
 	}
 	note += " Blue: live; orange: rounding inside live blocks; yellow: awaiting another stream; " +
 		"red: free but stranded by a live block; grey: free, releasable."

@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/snaptest"
 )
 
 var (
@@ -173,5 +177,34 @@ func TestAnalyzeLegacyHistory(t *testing.T) {
 	code, out, errb = run(t, "", "analyze", filepath.Join(snapshotFixtures, "legacy_history.pickle"), "--whatif", "caching")
 	if code != 0 || !strings.Contains(out, "ORDER IS RECONSTRUCTED, NOT RECORDED") {
 		t.Errorf("exit %d, stderr %s, out:\n%s", code, errb, out)
+	}
+}
+
+// The collector is off while a snapshot is decoded (tuneGC) and back on for
+// the analysis, whose replays allocate many times the input: with it off to
+// the end, a 4.7 MB snapshot of 45,000 segments grew the process to 1 GB
+// (issue 28, item 3). A snapshot whose what-if replays allocate ~100 MB
+// must see collections during the command.
+func TestAnalyzeCollectsAfterDecoding(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT set: the command leaves the collector to them")
+	}
+	path := filepath.Join(t.TempDir(), "crafted.pickle")
+	doc := snaptest.Crafted{Segments: 5_000, Live: 8 << 20, Events: 2_000, OOMEvery: 10}.Doc()
+	if err := os.WriteFile(path, snaptest.Encode(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	runtime.GC() // nothing left over from earlier tests to collect
+	before := cycles()
+	if code, _, errb := run(t, "", "analyze", path, "--json"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if n := cycles() - before; n < 2 {
+		t.Errorf("%d collections during the command, want the collector on after decoding", n)
 	}
 }

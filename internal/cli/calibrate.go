@@ -13,21 +13,23 @@ import (
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
 // calibrateFlags are the flags of `gpufrag calibrate`.
 type calibrateFlags struct {
-	model, gpu, engine      string
-	engineVersion           string
-	tp                      int
-	output, profile, ops    string
-	holdout                 []string
-	params                  []string
-	maxEvals                int
-	maxBatchTokens, maxSeqs int
-	skipBadRuns, json       bool
-	warm                    string
-	parallel                int
+	model, gpu           string
+	output, profile, ops string
+	holdout              []string
+	params               []string
+	maxEvals             int
+	skipBadRuns, json    bool
+	warm                 string
+	parallel             int
+
+	// The setup the runs are replayed with, as simulate takes it
+	// (engineflags.go).
+	engineFlags
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -64,11 +66,10 @@ func newCalibrateCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model `NAME` the benchmark served (a preset) or path to its config.json (required: the files name a Hugging Face id, not an architecture)")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(modelGPUNames(), ", "))
-	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N` the server ran with (the files do not record it)")
-	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose steps are replayed: "+strings.Join(sim.EngineNames(), ", ")+
-		" (default: vllm-v1 for vLLM's client, sglang for SGLang's)")
-	fl.StringVar(&f.engineVersion, "engine-version", "", "the engine's `RELEASE` the benchmark ran (0.8.3): the overheads the fit starts from "+
-		"(default: a recent one of the engine's)")
+	addEngineFlags(fl, &f.engineFlags)
+	// The defaults simulate takes from its scenario, calibrate takes from the
+	// files.
+	fl.Lookup("engine").Usage += "; calibrate's default: the client's engine (vllm-v1 for vLLM's client, sglang for SGLang's)"
 	fl.StringVar(&f.ops, "ops", "", "fit the linear-layer and attention terms to operator timings `FILE` measured on a GPU by calib/device/steptime.py (needs --gpu; no benchmark FILEs)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the fitted profile's YAML to `FILE` (for simulate --profile)")
 	fl.StringVar(&f.profile, "profile", "", "start from this profile `FILE` (YAML) instead of the GPU's embedded one")
@@ -76,11 +77,10 @@ func newCalibrateCmd() *cobra.Command {
 	fl.StringSliceVar(&f.params, "params", nil, "fit exactly these `PARAMS` (comma-separated) instead of those the files can tell apart: "+
 		strings.Join(calib.ParamNames(), ", "))
 	fl.IntVar(&f.maxEvals, "max-evals", calib.DefaultMaxEvals, "cap on the fit's evaluations `N` (each a replay of every fitted run)")
-	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "the server's max_num_batched_tokens (default 8192)")
-	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "the server's max_num_seqs (default 256)")
 	fl.BoolVar(&f.skipBadRuns, "skip-bad-runs", false, "skip runs that cannot be replayed (each reported) instead of failing")
-	fl.StringVar(&f.warm, "warm-prompts", "auto", "`MODE` of the prefix cache a run starts with: auto (warm when an earlier run among the files sent the same prompt lengths in the same order, "+
-		"as a benchmark repeated against one server does), none (every run cold), all (every run warm: simulate --warm-prompts)")
+	fl.StringVar(&f.warm, "warm-prompts", "auto", "`MODE` of the prefix cache a run starts with: auto (warm when an earlier run among the files sent the same prompts, "+
+		"as a benchmark repeated against one server does: the same varying prompt lengths in the same order; equal fixed lengths are no evidence), "+
+		"none (every run cold), all (every run warm: simulate --warm-prompts); the report says what was decided for each run and why")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON (schema in docs/calibrate.md)")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
 	return cmd
@@ -96,7 +96,15 @@ Each run is replayed through the simulator as the client ran it: its
 requests with their prompt and output lengths, arrivals drawn as the client
 drew them (Poisson at request_rate with its burstiness, all at once for inf,
 the client's own send times when the file has them), at most
-max_concurrency in flight. The simulated median and p99 TTFT, median TPOT,
+max_concurrency in flight, on the setup given with the flags simulate takes
+(--tp, --weight-dtype, --kv-dtype, --max-context, --engine,
+--max-batch-tokens, --max-seqs, --chunked-prefill, --prefix-caching, ...)
+and, where no flag gives a setting, what the files state of it (the serve
+parameters of vllm bench sweep or --metadata, the weight type a model id
+names); runs that state different setups are refused. A run starts with its
+prompts in the prefix cache when an earlier run sent the same prompts: the
+same varying lengths in the same order (--warm-prompts; fixed lengths are no
+evidence). The simulated median and p99 TTFT, median TPOT,
 median end-to-end latency and output throughput are compared with the
 file's, as the client computes them (numpy medians over the per-request
 arrays when the file has them).
@@ -126,30 +134,18 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	for _, x := range []struct {
 		name string
 		v    int
-	}{{"tp", f.tp}, {"max-evals", f.maxEvals}, {"max-batch-tokens", f.maxBatchTokens}, {"max-seqs", f.maxSeqs}, {"parallel", f.parallel}} {
+	}{{"max-evals", f.maxEvals}, {"parallel", f.parallel}} {
 		if set(x.name) && x.v < 1 {
 			return usageErrorf(cmd, "--%s %d: want a positive number", x.name, x.v)
 		}
 	}
-	m, err := checkModelFlag(cmd, "--model", f.model)
-	if err != nil {
+	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
 		return err
 	}
-	g, err := checkGPUFlag(cmd, "--gpu", f.gpu)
-	if err != nil {
+	// The setup flags, checked as simulate checks them (calibrateSetup
+	// adds what the files state).
+	if err := applyEngineFlags(cmd, &f.engineFlags, &scenario.Scenario{Model: f.model, GPU: f.gpu}); err != nil {
 		return err
-	}
-	setup := calib.ReplaySetup{Model: m, GPU: g, TP: f.tp, MaxBatchTokens: f.maxBatchTokens, MaxSeqs: f.maxSeqs}
-	if f.engine != "" {
-		if setup.Engine, err = sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want one of %s%s", f.engine, strings.Join(sim.EngineNames(), ", "), didYouMean(f.engine, sim.EngineNames()))
-		}
-		setup.EngineGiven = true
-	}
-	if cmd.Flags().Changed("engine-version") {
-		if setup.EngineVersion, err = checkEngineVersion(cmd, f.engine, f.engineVersion); err != nil {
-			return err
-		}
 	}
 	if len(f.params) > 0 {
 		if _, err := calib.CheckParams(f.params); err != nil {
@@ -170,13 +166,8 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err != nil {
 		return usageErrorf(cmd, "--warm-prompts %q: want auto, none or all%s", f.warm, didYouMean(f.warm, []string{"auto", "none", "all"}))
 	}
-	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
-	if f.profile != "" {
-		p, err := readProfileFile(f.profile)
-		if err != nil {
-			return err
-		}
-		opts.Start, opts.StartName = p, f.profile
+	if warm == calib.WarmAll && set("prefix-caching") && !f.prefixCaching {
+		return usageErrorf(cmd, "--warm-prompts all puts the prompts in the prefix cache: it needs prefix caching, which --prefix-caching=false turns off")
 	}
 	fit, err := readBenchFiles(args)
 	if err != nil {
@@ -186,10 +177,29 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	s, fromFiles, setupWarns, err := calibrateSetup(cmd, f, fit, held)
+	if err != nil {
+		return err
+	}
+	cfg, err := scenario.EngineConfig(s)
+	if err != nil {
+		return err
+	}
+	setup := calib.ReplaySetup{Config: cfg, EngineGiven: set("engine")}
+	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
+	if f.profile != "" {
+		p, err := readProfileFile(f.profile)
+		if err != nil {
+			return err
+		}
+		opts.Start, opts.StartName = p, f.profile
+	}
 	rep, err := calib.Calibrate(cmd.Context(), fit, held, opts)
 	if err != nil {
 		return err
 	}
+	rep.Setup.FromFiles = append([]calib.Stated{}, fromFiles...)
+	rep.Warnings = append(setupWarns, rep.Warnings...)
 	for _, w := range rep.AllWarnings() {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(w))
 	}
@@ -248,7 +258,15 @@ func readBenchFiles(paths []string) ([]*calib.File, error) {
 // writeCalibrateReport prints a calibration for people: the setup, the
 // parameters, the fit, a table of metrics per run, the summary.
 func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string) {
-	fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s.", r.Model, r.GPU, r.TP, r.Engine, r.Start)), 80))
+	fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
+		r.Model, r.GPU, r.TP, r.Engine, r.Start, r.Setup)), 80))
+	if len(r.Setup.FromFiles) > 0 {
+		var said []string
+		for _, st := range r.Setup.FromFiles {
+			said = append(said, fmt.Sprintf("--%s %s (%s)", st.Flag, st.Value, st))
+		}
+		fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
+	}
 	pt := table{head: []string{"parameter", "before", "after", "±"}}
 	var kept []string
 	for _, p := range r.Params {
@@ -317,6 +335,9 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 		mt.write(sb)
 		if run.Excluded != "" {
 			notes = append(notes, "Not fitted: "+run.Excluded)
+		}
+		if run.WarmReason != "" {
+			notes = append(notes, "Prompts: "+run.WarmReason+".")
 		}
 		for _, n := range notes {
 			sb.WriteString(indent(wrap(loc.Printable(n), 76), "  ") + "\n")

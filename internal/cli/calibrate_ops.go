@@ -26,6 +26,11 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 		return usageErrorf(cmd, "--gpu is required: the GPU the timings were taken on, whose datasheet peaks the efficiencies are shares of (%s)",
 			strings.Join(modelGPUNames(), ", "))
 	}
+	for _, x := range engineFlagFields {
+		if x.flag != "engine" && x.flag != "engine-version" && cmd.Flags().Changed(x.flag) {
+			return usageErrorf(cmd, "--%s describes the setup benchmark FILEs are replayed on; --ops fits one layer's operator timings, which it does not change", x.flag)
+		}
+	}
 	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
 		return err
 	}

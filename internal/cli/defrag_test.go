@@ -192,7 +192,7 @@ func TestDefragLargerThanGPU(t *testing.T) {
 	l := mem.Layout{Capacity: t4.Capacity, Segments: []mem.Segment{{Addr: 0, Size: 20 << 30, Pool: "large",
 		Blocks: []mem.Block{{Addr: 0, Size: 20 << 30, State: mem.Active, Requested: 20 << 30}}}}}
 	err := checkFitsGPU(newRoot(nil, nil, nil), l, "snapshot", "snap.pickle", t4)
-	if want := "--gpu t4-16g: snap.pickle (snapshot) is larger than the GPU: its segments reserve 20.00GiB, more than its 15.00GiB: give --gpu rtx3090-24g"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "--gpu t4-16g: snap.pickle (snapshot) is larger than the GPU: its segments reserve 20.00GiB, more than its 15.00GiB: give --gpu a10g-24g (22.49GiB)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("snapshot: %v, want %q", err, want)
 	}
 	l.OtherUse = 600 << 30

@@ -18,7 +18,6 @@ import (
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
-	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/workload"
@@ -33,27 +32,25 @@ type simulateFlags struct {
 	rate                    float64
 	skipBadRows             bool
 	maxRows                 int
-	model, gpu, kvDType     string
-	tp                      int
+	model, gpu              string
 	kvs, allocs             []string
 	onOOM                   string
 	duration                time.Duration
 	seed                    uint64
-	util                    float64
-	maxBatchTokens, maxSeqs int
-	chunked, activations    bool
-	prefixCaching           bool
+	activations             bool
 	defrag                  string
-	maxContext, maxTokens   int
+	maxTokens               int
 	json                    bool
 	html                    string
 	parallel                int
 
+	// The setup simulate shares with calibrate (engineflags.go).
+	engineFlags
+
 	// Timing (simulate_timing.go).
-	engine, engineVersion, weightDType, profile string
-	mixedChunk, printProfile                    bool
-	warmPrompts                                 bool
-	maxConcurrency, run                         int
+	profile                   string
+	printProfile, warmPrompts bool
+	maxConcurrency, run       int
 }
 
 func newSimulate() *cobra.Command {
@@ -98,25 +95,18 @@ func newSimulate() *cobra.Command {
 	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME`: "+strings.Join(modelGPUNames(), ", "))
-	fl.IntVar(&f.tp, "tp", 0, "tensor-parallel degree `N` (divides weights and KV heads)")
-	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8")
 	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s to compare, comma-separated or repeated: "+strings.Join(strategy.Names(), ", "))
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
 	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
 	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and arrivals (default: the scenario's)")
-	fl.Float64Var(&f.util, "gpu-memory-utilization", 0, "share of GPU memory the engine may use, as vLLM's (default 0.9)")
-	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "token budget per step (default 8192)")
-	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "running requests per step (default 256)")
-	fl.BoolVar(&f.chunked, "chunked-prefill", true, "split long prompts across steps")
 	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
-	fl.BoolVar(&f.prefixCaching, "prefix-caching", true, "let paged reuse cached prompt blocks of requests with prefix ids (Mooncake hash_ids, chat sessions)")
 	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
-	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of every request (default: max context − prompt)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with plots to `FILE`")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
+	addEngineFlags(fl, &f.engineFlags)
 	addTimingFlags(fl, &f)
 	return cmd
 }
@@ -257,16 +247,13 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 // scenarioFields are the scenario's fields that simulate's flags set, by
 // flag: Build's errors about them do not point into the scenario file
 // (scenario.Override), and an input file they name is the flag's.
-var scenarioFields = []struct{ flag, field string }{
+var scenarioFields = append([]struct{ flag, field string }{
 	{"trace", "workload"}, {"rate", "workload.trace.rate"}, {"rate", "workload.requests.rate"}, {"rate", "workload.sessions.rate"},
-	{"model", "model"}, {"gpu", "gpu"}, {"tp", "tp"}, {"kv-dtype", "kv_dtype"}, {"on-oom", "engine.on_oom"},
-	{"duration", "duration"}, {"seed", "seed"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
-	{"max-batch-tokens", "engine.max_batch_tokens"}, {"max-seqs", "engine.max_seqs"}, {"max-context", "engine.max_context"},
-	{"max-tokens", "engine.max_tokens"}, {"chunked-prefill", "engine.chunked_prefill"}, {"activations", "engine.activations"},
-	{"prefix-caching", "engine.prefix_caching"}, {"defrag", "engine.defrag"}, {"kv", "runs"}, {"alloc", "runs"},
-	{"engine", "engine.name"}, {"mixed-chunk", "engine.mixed_chunk"}, {"weight-dtype", "weight_dtype"}, {"profile", "profile"},
+	{"model", "model"}, {"gpu", "gpu"}, {"on-oom", "engine.on_oom"}, {"duration", "duration"}, {"seed", "seed"},
+	{"max-tokens", "engine.max_tokens"}, {"activations", "engine.activations"}, {"defrag", "engine.defrag"},
+	{"kv", "runs"}, {"alloc", "runs"}, {"profile", "profile"},
 	{"max-concurrency", "workload.max_concurrency"}, {"warm-prompts", "workload.warm_prompts"},
-}
+}, engineFlagFields...)
 
 // overrideFlagged marks the scenario's fields that flags set
 // (scenario.Override) and returns the flag that set each, by field.
@@ -369,12 +356,6 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 			return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
 		}
 	}
-	str("kv-dtype", &s.KVDType, f.kvDType)
-	if set("kv-dtype") {
-		if _, err := model.ParseKVDType(f.kvDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v%s", err, didYouMean(f.kvDType, kvDTypeNames))
-		}
-	}
 	if set("max-rows") && f.maxRows < 0 {
 		return usageErrorf(cmd, "--max-rows %d: want 0 (every row) or a positive number", f.maxRows)
 	}
@@ -387,24 +368,8 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 			s.Runs[i].OnOOM = ""
 		}
 	}
-	if set("tp") {
-		if f.tp < 1 {
-			return usageErrorf(cmd, "--tp %d: want at least 1", f.tp)
-		}
-		s.TP = f.tp
-	}
-	if set("model") || set("tp") {
-		m, err := checkModelFlag(cmd, "--model", s.Model)
-		if err != nil {
-			return err
-		}
-		if err := m.ValidateTP(max(s.TP, 1)); err != nil {
-			which := "the scenario's model " + s.Model
-			if set("model") {
-				which = "--model " + s.Model
-			}
-			return usageErrorf(cmd, "--tp %d with %s: %v", max(s.TP, 1), which, err)
-		}
+	if err := applyEngineFlags(cmd, &f.engineFlags, s); err != nil {
+		return err
 	}
 	if set("duration") {
 		if f.duration < 0 {
@@ -415,33 +380,14 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	if set("seed") {
 		s.Seed = f.seed
 	}
-	if set("gpu-memory-utilization") {
-		if !(f.util > 0 && f.util <= 1) {
-			return usageErrorf(cmd, "--gpu-memory-utilization %v: want a share in (0, 1]", f.util)
+	if set("max-tokens") {
+		if f.maxTokens < 1 {
+			return usageErrorf(cmd, "--max-tokens %d: want a positive number", f.maxTokens)
 		}
-		s.Engine.GPUMemoryUtilization = f.util
-	}
-	for _, x := range []struct {
-		name string
-		v    int
-		dst  *int
-	}{{"max-batch-tokens", f.maxBatchTokens, &s.Engine.MaxBatchTokens}, {"max-seqs", f.maxSeqs, &s.Engine.MaxSeqs},
-		{"max-context", f.maxContext, &s.Engine.MaxContext}, {"max-tokens", f.maxTokens, &s.Engine.MaxTokens}} {
-		if set(x.name) {
-			if x.v < 1 {
-				return usageErrorf(cmd, "--%s %d: want a positive number", x.name, x.v)
-			}
-			*x.dst = x.v
-		}
-	}
-	if set("chunked-prefill") {
-		s.Engine.ChunkedPrefill = &f.chunked
+		s.Engine.MaxTokens = f.maxTokens
 	}
 	if set("activations") {
 		s.Engine.Activations = &f.activations
-	}
-	if set("prefix-caching") {
-		s.Engine.PrefixCaching = &f.prefixCaching
 	}
 	if set("defrag") {
 		if _, err := sim.ParseDefragPolicy(f.defrag); err != nil {

@@ -24,15 +24,6 @@ import (
 // the client's cap on requests in flight.
 
 func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
-	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose scheduler composes the steps: vllm-v1 (default: prefills and decodes share steps), "+
-		"vllm-v0 (prompts run in steps of their own while decodes wait, the vLLM paper's; chunked prefill off by default up to a 32K context), "+
-		"sglang (prefill steps first, then decode steps)")
-	fl.StringVar(&f.engineVersion, "engine-version", "", "the engine's `RELEASE` (0.8.3; vLLM 0.1 to 0.23, SGLang 0.1 to 0.5): the step-time overheads of that release "+
-		"(default: a recent one: vLLM "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+" for vllm-v1, "+sim.DefaultEngineVersion(sim.EngineVLLMV0).String()+
-		" for vllm-v0, SGLang "+sim.DefaultEngineVersion(sim.EngineSGLang).String()+")")
-	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
-	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
-		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
 	fl.StringVar(&f.profile, "profile", "", "time steps with `MODEL|FILE`: roofline, joint (the joint model's profile of --gpu, --engine and --engine-version; "+
 		"--gpu's own name says the same), or a profile YAML file, as gpufrag calibrate writes (default: "+sim.DefaultStepTime+")")
 	fl.BoolVar(&f.printProfile, "print-profile", false, "print the YAML of the step-time profile the run would use (with none given, --gpu's embedded one for --engine) and exit; with --json, as JSON")
@@ -48,34 +39,6 @@ func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
 // checked that --run comes with it).
 func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
 	set := cmd.Flags().Changed
-	if set("engine") {
-		if _, err := sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want vllm-v1, vllm-v0 or sglang%s", f.engine, didYouMean(f.engine, sim.EngineNames()))
-		}
-		s.Engine.Name = f.engine
-	}
-	if set("engine-version") {
-		v, err := checkEngineVersion(cmd, s.Engine.Name, f.engineVersion)
-		if err != nil {
-			return err
-		}
-		s.Engine.Version = v
-	}
-	if set("mixed-chunk") {
-		s.Engine.MixedChunk = f.mixedChunk
-	}
-	if set("engine") || set("mixed-chunk") {
-		if e, err := sim.ParseEngine(s.Engine.Name); s.Engine.MixedChunk && (s.Engine.Name == "" || err != nil || e != sim.EngineSGLang) {
-			return usageErrorf(cmd, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang")
-		}
-	}
-	if set("weight-dtype") {
-		if _, err := model.ParseDType(f.weightDType); err != nil {
-			return usageErrorf(cmd, "--weight-dtype %q: want bf16, fp16, fp8, int8 or int4%s", f.weightDType,
-				didYouMean(f.weightDType, []string{"bf16", "fp16", "fp8", "int8", "int4"}))
-		}
-		s.WeightDType = f.weightDType
-	}
 	if set("profile") {
 		names := append([]string{scenario.ProfileRoofline, scenario.ProfileJoint}, sim.ProfileGPUs()...)
 		if f.profile == "" {

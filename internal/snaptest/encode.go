@@ -25,6 +25,10 @@ type (
 	// LONG_BINGET), the way pickle writes an object that several
 	// containers hold.
 	Shared struct{ V any }
+	// Int is an int written in the fewest bytes, as Python's pickler writes
+	// it (BININT1, BININT2, BININT, else LONG1 with only the bytes the value
+	// needs), where int and int64 take a fixed 8-byte LONG1.
+	Int int64
 )
 
 // Get returns the value of key, or nil.
@@ -61,7 +65,7 @@ func (d Dict) Del(key string) Dict {
 }
 
 // Encode pickles v with protocol 2. Values: Dict, []any, Tuple, *Shared,
-// string, int, int64 (written as 8-byte LONG1, so that a fuzzer flipping a
+// string, Int, int, int64 (written as 8-byte LONG1, so that a fuzzer flipping a
 // high byte reaches negative and huge values), uint64, float64, bool, nil.
 func Encode(v any) []byte {
 	e := encoder{memo: map[*Shared]uint32{}}
@@ -94,6 +98,28 @@ func (e *encoder) enc(v any) {
 	case int64:
 		b.WriteString("\x8a\x08")
 		binary.Write(b, binary.LittleEndian, x)
+	case Int:
+		switch {
+		case x >= 0 && x < 1<<8:
+			b.WriteByte('K')
+			b.WriteByte(byte(x))
+		case x >= 0 && x < 1<<16:
+			b.WriteByte('M')
+			binary.Write(b, binary.LittleEndian, uint16(x))
+		case x >= math.MinInt32 && x <= math.MaxInt32:
+			b.WriteByte('J')
+			binary.Write(b, binary.LittleEndian, int32(x))
+		default:
+			var le [8]byte
+			binary.LittleEndian.PutUint64(le[:], uint64(x))
+			n := 8
+			for n > 1 && ((le[n-1] == 0 && le[n-2] < 0x80) || (le[n-1] == 0xff && le[n-2] >= 0x80)) {
+				n--
+			}
+			b.WriteString("\x8a")
+			b.WriteByte(byte(n))
+			b.Write(le[:n])
+		}
 	case uint64:
 		b.WriteString("\x8a\x09")
 		binary.Write(b, binary.LittleEndian, x)

@@ -167,11 +167,30 @@ func (p *Pool) NumCached() int { return p.numCached }
 // decides how much of a prompt to look up; vLLM leaves the last prompt token
 // out, so that a fully cached prompt still computes one token.
 func (p *Pool) LongestPrefix(dst []BlockID, hashes []BlockHash) []BlockID {
+	return p.LongestPrefixHint(dst, hashes, nil)
+}
+
+// LongestPrefixHint is LongestPrefix with hints: hint[i], where given, is
+// a block that may still hold hashes[i] (the block that held it when the
+// caller last saw it). A block that holds it alone in its chain is the one
+// the hash map holds for it, so the lookup is skipped; any other hint is
+// looked up as LongestPrefix does. The result and the counters are
+// LongestPrefix's, whatever the hints.
+func (p *Pool) LongestPrefixHint(dst []BlockID, hashes []BlockHash, hint []BlockID) []BlockID {
 	if !p.caching {
 		return dst
 	}
 	p.queries += int64(len(hashes))
-	for _, h := range hashes {
+	for i, h := range hashes {
+		if i < len(hint) {
+			if id := hint[i]; uint(id) < uint(len(p.blocks)) && p.keys[id] == h {
+				if b := &p.blocks[id]; b.hashed && b.hnext == id {
+					dst = append(dst, id)
+					p.hits++
+					continue
+				}
+			}
+		}
 		id, ok := p.cached[h]
 		if !ok {
 			break

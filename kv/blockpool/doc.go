@@ -28,7 +28,9 @@
 //     parent's key, its tokens and extra keys (HashBlock), so a key names the
 //     whole prefix up to the block's end. CacheFullBlock registers a full
 //     block; LongestPrefix and GetCached find the longest cached prefix of a
-//     key chain; Touch takes the hit blocks (ref++, out of the free queue).
+//     key chain (LongestPrefixHint skips the lookup of a key whose hinted
+//     block, say where the caller last saw it, holds it alone); Touch takes
+//     the hit blocks (ref++, out of the free queue).
 //     Several blocks may share a key, as in vLLM, because block tables are
 //     append-only and ids are never rewritten.
 //   - Eviction is LRU through the queue: when Allocate pops a block that

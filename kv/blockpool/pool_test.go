@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"pgregory.net/rapid"
 )
 
 func mustNew(t *testing.T, blocks, size int) *Pool {
@@ -306,4 +308,83 @@ func TestCheckInvariantsDetects(t *testing.T) {
 			t.Errorf("%s: not detected", tc.name)
 		}
 	}
+}
+
+// TestLongestPrefixHint checks that hints change nothing: on a pool whose
+// cached blocks share a few keys (so that some keys have chains of several
+// blocks), evictable or held, LongestPrefixHint with hints that are right,
+// stale (another key, a duplicate that is not the chain's head, a block
+// evicted since), out of range or missing returns LongestPrefix's blocks
+// and counts the same queries and hits.
+func TestLongestPrefixHint(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(2, 40).Draw(t, "blocks")
+		a, err := New(n, 4, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(n, 4, Options{})
+		keys := rapid.IntRange(1, 12).Draw(t, "keys")
+		var held []BlockID
+		for range rapid.IntRange(0, 3*n).Draw(t, "ops") {
+			if len(held) > 0 && rapid.Bool().Draw(t, "free") {
+				i := rapid.IntRange(0, len(held)-1).Draw(t, "which")
+				id := held[i]
+				held = append(held[:i], held[i+1:]...)
+				if a.Free([]BlockID{id}) != nil || b.Free([]BlockID{id}) != nil {
+					t.Fatal("free of a held block")
+				}
+				continue
+			}
+			ida, erra := a.Allocate(nil, 1)
+			idb, errb := b.Allocate(nil, 1)
+			if (erra == nil) != (errb == nil) {
+				t.Fatalf("twin pools differ: %v, %v", erra, errb)
+			}
+			if erra != nil {
+				continue
+			}
+			if ida[0] != idb[0] {
+				t.Fatalf("twin pools gave blocks %d and %d", ida[0], idb[0])
+			}
+			id := ida[0]
+			held = append(held, id)
+			if a.SetFill(id, 4) != nil || b.SetFill(id, 4) != nil {
+				t.Fatal("fill of a held block")
+			}
+			k := BlockHash(rapid.IntRange(1, keys).Draw(t, "key"))
+			if a.CacheFullBlock(id, k) != nil || b.CacheFullBlock(id, k) != nil {
+				t.Fatal("cache of a held block")
+			}
+		}
+		hashes := make([]BlockHash, rapid.IntRange(0, keys+2).Draw(t, "lookups"))
+		hints := make([]BlockID, rapid.IntRange(0, len(hashes)+1).Draw(t, "hints"))
+		for i := range hashes {
+			hashes[i] = BlockHash(rapid.IntRange(1, keys+1).Draw(t, "hash"))
+		}
+		for i := range hints {
+			hints[i] = BlockID(rapid.IntRange(-1, n).Draw(t, "hint"))
+			if i >= len(hashes) {
+				continue
+			}
+			// Or a block that holds the key: the chain's head, or another.
+			var holders []BlockID
+			for id := range n {
+				if k, ok := a.CachedHash(BlockID(id)); ok && k == hashes[i] {
+					holders = append(holders, BlockID(id))
+				}
+			}
+			if len(holders) > 0 && rapid.IntRange(0, 2).Draw(t, "holder-hint") > 0 {
+				hints[i] = holders[rapid.IntRange(0, len(holders)-1).Draw(t, "holder")]
+			}
+		}
+		got := a.LongestPrefixHint(nil, hashes, hints)
+		want := b.LongestPrefix(nil, hashes)
+		if !slices.Equal(got, want) {
+			t.Fatalf("LongestPrefixHint(%v, hints %v) = %v, LongestPrefix %v", hashes, hints, got, want)
+		}
+		if sa, sb := a.Stats(), b.Stats(); sa != sb {
+			t.Fatalf("stats differ:\nhint %+v\nplain %+v", sa, sb)
+		}
+	})
 }

@@ -113,11 +113,18 @@ func (s *Sequence) Append(n int) error {
 // the keys the engine may reuse: vLLM leaves out the block holding the last
 // prompt token, which must be computed.
 func (s *Sequence) MatchPrefix(hashes []BlockHash) (int, error) {
+	return s.MatchPrefixHint(hashes, nil)
+}
+
+// MatchPrefixHint is MatchPrefix with the lookup's hints
+// (Pool.LongestPrefixHint): the same blocks and counters, fewer lookups
+// when hint[i] is the block that still holds hashes[i].
+func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, error) {
 	if s.tokens != 0 {
 		return 0, fmt.Errorf("%w: match a prefix on a sequence of %d tokens", ErrNotEmpty, s.tokens)
 	}
 	p := s.pool
-	s.blocks = p.LongestPrefix(s.blocks[:0], hashes)
+	s.blocks = p.LongestPrefixHint(s.blocks[:0], hashes, hint)
 	for _, id := range s.blocks {
 		p.touch(id)
 		p.setFill(&p.blocks[id], int32(p.blockSize)) // a cached block is full

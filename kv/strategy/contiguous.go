@@ -42,6 +42,7 @@ type contiguousSeq struct {
 	capacity int           // tokens each block was sized for; grows on reallocation
 	final    int           // tokens per sample at the end: prompt + true output, or more if grown past it
 	blocks   []alloc.Block // one per sample
+	mark     uint64        // DecodeSteps: the call that saw it last (an id given twice)
 }
 
 // contiguous implements contiguous-max, its pow2 and oracle variants, and
@@ -59,6 +60,9 @@ type contiguous struct {
 	// willUse is Σ use(s) × bpt over live samples: the part of each
 	// reservation that the sequence's tokens will fill by its end.
 	willUse int64
+	// DecodeSteps' scratch: the sequences of its ids, and its calls.
+	dseqs []*contiguousSeq
+	epoch uint64
 }
 
 // use is the tokens of s's capacity that its tokens will fill by its end.

@@ -14,17 +14,148 @@ import (
 // steps' grows in one call. DecodeSteps grows each of ids by one token per
 // step for at most k steps and returns the steps done, done in [0, k]. The
 // state afterwards is that of done rounds of Grow(id, 1) over ids in order:
-// the same blocks taken from the pool in the same order, the same counters
-// (Stats.Grows counts done grows per id). It does only steps in which every
-// grow would succeed, and returns 0, changing nothing, when it cannot
-// promise that (an unknown id, a sequence of several samples, a shared or
-// cached partly filled last block that the next grow would copy).
+// the same blocks taken from the pool in the same order, the same
+// allocator state and counters (Stats.Grows counts done grows per id). It
+// does only steps in which every grow would succeed without moving
+// anything (no reallocation, no copy), and returns 0, changing nothing,
+// when it cannot promise one (an unknown id or one given twice, and per
+// strategy below). Every strategy implements it:
+//
+//   - contiguous-max and its variants: a reservation never grows, so the
+//     steps up to the smallest room left are free.
+//   - contiguous-grow: the steps before the first sequence's next
+//     reallocation (that grow, with its copy, is a normal Grow).
+//   - paged: the blocks are taken step by step in ids order, as the
+//     one-token grows take them; not for a sequence of several samples or
+//     a shared or cached partly filled last block (the next grow copies).
+//   - vmm: the steps whose pages the device has free, each range grown
+//     once to its final size (see vmmStrategy.DecodeSteps).
 //
 // An engine uses it to run a stretch of steps in which nothing happens but
 // one more token per running request.
 type DecodeStepper interface {
 	DecodeSteps(ids []SeqID, k int) int
 }
+
+// DecodeSteps implements DecodeStepper. Within a sequence's capacity a
+// grow changes its token count, the counters and, past the true output the
+// engine announced, the part of the reservation it will use: k grows of one
+// token add to each what one grow of k adds, so the steps up to the least
+// room left over ids are done at once, whatever the sequences' samples.
+// contiguous-grow's next grow past the capacity reallocates: the steps stop
+// before it.
+func (c *contiguous) DecodeSteps(ids []SeqID, k int) int {
+	if k <= 0 || len(ids) == 0 {
+		return 0
+	}
+	seqs, ok := lookupOnce(&c.dseqs, c.seqs, ids, &c.epoch)
+	for _, s := range seqs {
+		k = min(k, s.capacity-s.tokens) // capacity ≤ MaxContext
+	}
+	if !ok || k <= 0 {
+		return 0
+	}
+	for _, s := range seqs {
+		n := int64(len(s.blocks))
+		c.st.Tokens += n * int64(k)
+		s.tokens += k
+		if s.tokens > s.final {
+			old := s.use()
+			s.final = s.tokens
+			c.willUse += n * int64(s.use()-old) * c.bpt
+		}
+	}
+	c.st.Grows += int64(len(ids)) * int64(k)
+	return k
+}
+
+var _ DecodeStepper = (*contiguous)(nil)
+
+// decodeSeq is the per-sequence state of a strategy whose DecodeSteps
+// looks its ids up with lookupOnce.
+type decodeSeq interface {
+	// seen is the DecodeSteps call that looked the sequence up last.
+	seen() *uint64
+}
+
+func (s *contiguousSeq) seen() *uint64 { return &s.mark }
+func (s *vmmSeq) seen() *uint64        { return &s.mark }
+
+// lookupOnce returns the sequences of ids, in *scratch, marking them with
+// a new epoch; false when an id is unknown or given twice.
+func lookupOnce[T decodeSeq](scratch *[]T, seqs map[SeqID]T, ids []SeqID, epoch *uint64) ([]T, bool) {
+	*epoch++
+	dst := (*scratch)[:0]
+	defer func() { *scratch = dst }()
+	for _, id := range ids {
+		s, ok := seqs[id]
+		if !ok || *s.seen() == *epoch {
+			return dst, false
+		}
+		*s.seen() = *epoch
+		dst = append(dst, s)
+	}
+	return dst, true
+}
+
+// DecodeSteps implements DecodeStepper. A range of t tokens maps a page
+// when its bytes pass a page boundary; the grows of the first j steps need
+// need(j) pages in all, a count that never falls as j grows, and they all
+// succeed exactly when need(j) pages are free at the start: Grow checks
+// each grow against MaxAllocatable, which the pages mapped before it
+// lower by their bytes. So the steps are cut at the last j whose pages
+// fit (and at the context and MaxGrowSize), and each range is grown once,
+// to its final size: the vmm allocator's state after grows to s1 and then
+// s2 is that after one grow to s2 (its counters add the pages and bytes,
+// its peaks are maxima of totals that only rise), and no other call comes
+// in between.
+func (v *vmmStrategy) DecodeSteps(ids []SeqID, k int) int {
+	if k <= 0 || len(ids) == 0 {
+		return 0
+	}
+	maxTok := v.env.MaxContext
+	if g := v.a.MaxGrowSize() / v.bpt; g < int64(maxTok) {
+		maxTok = int(g)
+	}
+	seqs, ok := lookupOnce(&v.dseqs, v.seqs, ids, &v.epoch)
+	for _, s := range seqs {
+		k = min(k, maxTok-s.tokens)
+	}
+	if !ok || k <= 0 {
+		return 0
+	}
+	free := v.a.MaxAllocatable() / v.page
+	if v.pagesNeeded(seqs, k) > free {
+		lo, hi := 0, k // need(lo) ≤ free < need(hi)
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if v.pagesNeeded(seqs, mid) <= free {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		if k = lo; k == 0 {
+			return 0
+		}
+	}
+	for _, s := range seqs {
+		v.growRanges(s, s.tokens+k, "a decode run")
+	}
+	v.st.Grows += int64(len(ids)) * int64(k)
+	return k
+}
+
+// pagesNeeded is the pages that j more tokens in every sample of seqs map.
+func (v *vmmStrategy) pagesNeeded(seqs []*vmmSeq, j int) int64 {
+	var n int64
+	for _, s := range seqs {
+		n += int64(len(s.blocks)) * (v.pagesFor(s.tokens+j) - v.pagesFor(s.tokens))
+	}
+	return n
+}
+
+var _ DecodeStepper = (*vmmStrategy)(nil)
 
 // DecodeSteps implements DecodeStepper. A sequence holding t tokens takes a
 // new block in step j when t+j−1 is a multiple of the block size; the steps
@@ -43,11 +174,13 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 	}
 	count := p.dcount[:bs]
 	clear(count)
+	p.epoch++
 	for _, id := range ids {
 		ps, ok := p.seqs.get(id)
-		if !ok || len(ps.samples) != 1 {
+		if !ok || len(ps.samples) != 1 || ps.mark == p.epoch {
 			return 0
 		}
+		ps.mark = p.epoch
 		s := ps.samples[0]
 		t := s.Tokens()
 		if t%bs != 0 {
@@ -65,33 +198,43 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 	if k <= 0 {
 		return 0
 	}
-	// Cut k before the first step whose new blocks are not free.
-	free, taken := p.pool.NumFree(), 0
-	for j := 1; j <= k; j++ {
-		c := count[(j-1)%bs]
-		if taken+c > free {
-			k = j - 1
-			break
-		}
-		taken += c
-	}
-	if k == 0 {
-		return 0
-	}
 	// Order the sequences by class, ids order within a class (a counting
-	// sort), then take the blocks step by step.
+	// sort). start[c] is the first position of class c, and so also the
+	// blocks the first c steps of a cycle of bs take: the first j steps
+	// take ⌊j/bs⌋×n + start[j mod bs] blocks, every sequence one a cycle.
 	if cap(p.dstart) < bs+1 {
 		p.dstart = make([]int, bs+1)
 	}
 	start := p.dstart[:bs+1]
 	start[0] = 0
+	classes := p.dclass[:0] // the classes with a sequence, in order
 	for c := range bs {
 		start[c+1] = start[c] + count[c]
+		if count[c] > 0 {
+			classes = append(classes, c)
+		}
 	}
-	if cap(p.dorder) < len(ids) {
-		p.dorder = make([]int32, len(ids))
+	p.dclass = classes
+	n := len(ids)
+	taken := func(j int) int { return j/bs*n + start[j%bs] }
+	// Cut k before the first step whose new blocks are not free.
+	if free := p.pool.NumFree(); taken(k) > free {
+		lo, hi := 0, k // taken(lo) ≤ free < taken(hi)
+		for hi-lo > 1 {
+			if mid := lo + (hi-lo)/2; taken(mid) <= free {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		if k = lo; k == 0 {
+			return 0
+		}
 	}
-	order := p.dorder[:len(ids)]
+	if cap(p.dorder) < n {
+		p.dorder = make([]int32, n)
+	}
+	order := p.dorder[:n]
 	pos := count // reuse: next free position per class
 	copy(pos, start[:bs])
 	for i, s := range p.dseqs {
@@ -99,20 +242,27 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 		order[pos[c]] = int32(i)
 		pos[c]++
 	}
-	if cap(p.ddone) < len(ids) {
-		p.ddone = make([]int, len(ids))
+	if cap(p.ddone) < n {
+		p.ddone = make([]int, n)
 	}
-	done := p.ddone[:len(ids)]
+	done := p.ddone[:n]
 	clear(done)
 	free0 := p.pool.NumFree()
-	for j := 1; j <= k; j++ {
-		c := (j - 1) % bs
-		for _, i := range order[start[c]:start[c+1]] {
-			// Fill up to the end of its last block and take the next one.
-			if err := p.dseqs[i].Append(j - done[i]); err != nil {
-				panic(fmt.Errorf("strategy: paged decode step %d after counting the free blocks: %w", j, err))
+	// Take the blocks step by step: the steps of class c are c + 1, c + 1
+	// + bs, ...; steps of no class take none.
+	for base := 0; base < k; base += bs {
+		for _, c := range classes {
+			j := base + c + 1
+			if j > k {
+				break
 			}
-			done[i] = j
+			for _, i := range order[start[c]:start[c+1]] {
+				// Fill up to the end of its last block and take the next one.
+				if err := p.dseqs[i].Append(j - done[i]); err != nil {
+					panic(fmt.Errorf("strategy: paged decode step %d after counting the free blocks: %w", j, err))
+				}
+				done[i] = j
+			}
 		}
 	}
 	for i, s := range p.dseqs {
@@ -120,8 +270,8 @@ func (p *paged) DecodeSteps(ids []SeqID, k int) int {
 			panic(fmt.Errorf("strategy: paged decode run within held blocks: %w", err))
 		}
 	}
-	if invariants.Enabled && free0-p.pool.NumFree() != taken {
-		panic(fmt.Errorf("strategy: paged decode run counted %d blocks, took %d", taken, free0-p.pool.NumFree()))
+	if invariants.Enabled && free0-p.pool.NumFree() != taken(k) {
+		panic(fmt.Errorf("strategy: paged decode run counted %d blocks, took %d", taken(k), free0-p.pool.NumFree()))
 	}
 	p.st.Tokens += int64(len(ids)) * int64(k)
 	p.st.Grows += int64(len(ids)) * int64(k)
@@ -136,5 +286,7 @@ type decodeScratch struct {
 	dcount []int
 	dstart []int
 	dorder []int32
+	dclass []int
 	ddone  []int
+	epoch  uint64 // DecodeSteps calls (pagedSeq.mark)
 }

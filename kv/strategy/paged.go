@@ -18,6 +18,7 @@ import (
 type pagedSeq struct {
 	samples []*blockpool.Sequence
 	hit     int
+	mark    uint64 // DecodeSteps: the call that saw it last (an id given twice)
 }
 
 // paged is paged:B. At construction it takes ONE allocation of
@@ -39,6 +40,7 @@ type paged struct {
 	closed     bool
 	seqs       seqTable[pagedSeq]    // live sequences
 	keys       []blockpool.BlockHash // scratch: the admitted prompt's block keys
+	memo       prefixMemo            // the keys of recent prompts (prefixmemo.go)
 	st         Stats
 	decodeScratch
 }
@@ -104,12 +106,22 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	s := blockpool.NewSequence(p.pool)
 	hit := 0
 	caching := !p.env.NoPrefixCaching && len(r.PrefixIDs) > 0
+	var (
+		best       *memoEntry
+		at, common int
+	)
 	if caching {
-		p.keys = p.prefixKeys(p.keys[:0], r)
+		best, at, common = p.memo.match(r.PrefixIDs, r.PrefixSpan)
+		var reuse int
+		p.keys, reuse = p.prefixKeys(p.keys[:0], r, best, common)
 		// vLLM never reuses the block holding the last prompt token: its
 		// logits must be computed.
 		use := min(len(p.keys), (r.Prompt-1)/p.bs)
-		n, err := s.MatchPrefix(p.keys[:use])
+		var hints []blockpool.BlockID
+		if best != nil {
+			hints = best.blocks[:min(reuse, use, len(best.blocks))]
+		}
+		n, err := s.MatchPrefixHint(p.keys[:use], hints)
 		if err != nil {
 			panic(fmt.Errorf("strategy: paged prefix match on a new sequence: %w", err))
 		}
@@ -119,6 +131,11 @@ func (p *paged) Admit(id SeqID, r Request) error {
 		if rerr := s.Release(); rerr != nil {
 			panic(fmt.Errorf("strategy: paged release of a failed admission: %w", rerr))
 		}
+		if caching {
+			// The engine tries again when memory frees up: keep the keys
+			// (the blocks are gone).
+			p.memo.store(best, at, common, r.PrefixSpan, r.PrefixIDs, p.keys, nil)
+		}
 		p.st.AdmitFailures++
 		return noMemory("admit", id, err)
 	}
@@ -126,6 +143,7 @@ func (p *paged) Admit(id SeqID, r Request) error {
 		if _, err := s.Cache(p.keys); err != nil {
 			panic(fmt.Errorf("strategy: paged cache of a new sequence's full blocks: %w", err))
 		}
+		p.memo.store(best, at, common, r.PrefixSpan, r.PrefixIDs, p.keys, s.Blocks()[:len(p.keys)])
 		p.st.PrefixQueryTokens += int64(r.Prompt)
 		p.st.PrefixHitTokens += int64(hit)
 	}
@@ -145,10 +163,20 @@ func (p *paged) Admit(id SeqID, r Request) error {
 // that r.PrefixIDs determine, chained as vLLM chains block hashes: block j's
 // key hashes block j−1's key, the id of the span holding the block's last
 // token, and j. The chain stops at the first block the ids do not cover.
-func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request) []blockpool.BlockHash {
+// The first reuse keys come from best, a memo entry whose ids share their
+// first common entries with r's (nil: none): they are the keys of the
+// blocks that end within those spans.
+func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request, best *memoEntry, common int) (keys []blockpool.BlockHash, reuse int) {
+	if best != nil {
+		reuse = min(len(best.keys), common*r.PrefixSpan/p.bs, r.Prompt/p.bs)
+		dst = append(dst, best.keys[:reuse]...)
+	}
 	parent := blockpool.NoParent
+	if reuse > 0 {
+		parent = dst[reuse-1]
+	}
 	var pos [1]int32
-	for j := range r.Prompt / p.bs {
+	for j := reuse; j < r.Prompt/p.bs; j++ {
 		k := ((j+1)*p.bs - 1) / r.PrefixSpan
 		if k >= len(r.PrefixIDs) {
 			break
@@ -158,7 +186,7 @@ func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request) []blockpool.Blo
 		dst = append(dst, key)
 		parent = key
 	}
-	return dst
+	return dst, reuse
 }
 
 // warmID is the sequence id Warm admits and releases (no engine uses it:

@@ -16,6 +16,7 @@ import (
 type vmmSeq struct {
 	tokens int           // tokens per sample; grows on Grow
 	blocks []alloc.Block // one range per sample; Size is the mapped bytes
+	mark   uint64        // DecodeSteps: the call that saw it last (an id given twice)
 }
 
 // growingAllocator is an allocator that grows blocks in place: what vmm:P
@@ -39,6 +40,9 @@ type vmmStrategy struct {
 	seqs   map[SeqID]*vmmSeq // live sequences
 	mapped int64             // Σ blocks[i].Size over live samples
 	st     Stats
+	// DecodeSteps' scratch: the sequences of its ids, and its calls.
+	dseqs []*vmmSeq
+	epoch uint64
 }
 
 func newVMM(env Env, a growingAllocator, page int64) *vmmStrategy {
@@ -124,18 +128,25 @@ func (v *vmmStrategy) Grow(id SeqID, k int) error {
 			DeviceFree: as.Capacity - as.OtherUse - as.Reserved, Allocated: as.Allocated, Reserved: as.Reserved}
 		return noMemory("grow", id, err)
 	}
+	v.growRanges(s, total, "a grow")
+	v.st.Grows++
+	return nil
+}
+
+// growRanges grows every sample's range of s to total tokens, mapping the
+// pages they need; the caller checked that they are free (what names it
+// in the panic if the allocator disagrees).
+func (v *vmmStrategy) growRanges(s *vmmSeq, total int, what string) {
 	for i, b := range s.blocks {
-		nb, err := v.a.Grow(b.Handle, newSize)
+		nb, err := v.a.Grow(b.Handle, int64(total)*v.bpt)
 		if err != nil {
-			panic(fmt.Errorf("strategy: vmm grow after the free-memory check: %w", err))
+			panic(fmt.Errorf("strategy: vmm grow in %s after the free-memory check: %w", what, err))
 		}
 		v.mapped += nb.Size - b.Size
 		s.blocks[i] = nb
 	}
-	v.st.Tokens += int64(len(s.blocks)) * int64(k)
+	v.st.Tokens += int64(len(s.blocks)) * int64(total-s.tokens)
 	s.tokens = total
-	v.st.Grows++
-	return nil
 }
 
 // Release unmaps every sample's range.

@@ -69,9 +69,23 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 	return p, nil
 }
 
-func build(s *Scenario, open Opener) (*Plan, error) {
-	bad := func(field, format string, args ...any) (*Plan, error) {
-		return nil, badField(field, format, args...)
+// EngineConfig returns the engine configuration every run of s shares:
+// sim.DefaultConfig for s's model and GPU with s's tp, dtypes, engine and
+// its settings (the V0 engine's chunked-prefill default included), without
+// a profile, runs or workload, which Build adds. gpufrag calibrate replays
+// benchmark runs on it, so that it describes a setup as simulate does. An
+// error is Build's about the same field.
+func EngineConfig(s *Scenario) (sim.Config, error) {
+	c, err := engineConfig(s)
+	if err != nil {
+		return sim.Config{}, s.locate(err)
+	}
+	return c, nil
+}
+
+func engineConfig(s *Scenario) (sim.Config, error) {
+	bad := func(field, format string, args ...any) (sim.Config, error) {
+		return sim.Config{}, badField(field, format, args...)
 	}
 	if s.Model == "" {
 		return bad("model", "missing (a preset such as llama-3.1-8b, or a path to config.json)")
@@ -154,6 +168,18 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 		}
 	}
 	base.MaxContext, base.MaxTokens = e.MaxContext, e.MaxTokens
+	return base, nil
+}
+
+func build(s *Scenario, open Opener) (*Plan, error) {
+	bad := func(field, format string, args ...any) (*Plan, error) {
+		return nil, badField(field, format, args...)
+	}
+	base, err := engineConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	m, g := base.Model, base.GPU
 	if len(s.Runs) == 0 {
 		return bad("runs", "no KV strategy × allocator runs to compare")
 	}

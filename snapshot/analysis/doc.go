@@ -50,7 +50,14 @@
 //
 // Not modelled (and reported as such): expandable-segment traces
 // (segment_map/segment_unmap), private pools (CUDA graphs, MemPool),
-// cross-stream frees that complete later (record_stream).
+// cross-stream frees that complete later (record_stream). A device with
+// more than MaxReplayStreams streams is diagnosed but not replayed.
+//
+// Cost: replay and what-if are O(n log n) in segments and events (no work
+// per event in proportion to all segments or blocks: the model's state at an
+// oom entry comes from its counters and indexes, not a Layout; new segments
+// are checked against the live ones in an interval tree), and the what-if
+// replays share one op trace, validated and numbered once.
 //
 // The package is pure: values in, values out; rendering lives in WriteText
 // and SegmentMapSVG, files and flags in internal/cli.

@@ -40,6 +40,9 @@ func FuzzAnalyze(f *testing.F) {
 	// 2^63-1 bytes.
 	f.Add(oomSeed(1<<30, true))
 	f.Add(oomSeed(1<<63-1, false))
+	// A small crafted one (issue 28, item 3): segments over a few streams,
+	// tiny blocks, and cycles of segment_alloc/segment_free and oom entries.
+	f.Add(snaptest.Encode(snaptest.Crafted{Segments: 8, Streams: 3, Live: 8 << 20, TinyBlocks: 20, Events: 60, OOMEvery: 2}.Doc()))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzAnalyze(t, data)
 	})

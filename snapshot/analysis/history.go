@@ -66,7 +66,7 @@ func useHistory(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry) bool {
 // a wrong size moves every later address of the segment. What it cannot
 // test: the best-fit choice among cached blocks, frees and merges, or
 // anything that depends on the real order, which the file does not keep.
-func replayHistory(s *snapshot.Snapshot, d int, cfg caching.Config, settings string, lastEvent int, opts Options) run {
+func replayHistory(s *snapshot.Snapshot, d int, cfg caching.Config, settings string, lastEvent int, top uint64, skip error, opts Options) run {
 	var r run
 	f := &Fidelity{Settings: settings, Source: SourceHistory}
 	r.fidelity = f
@@ -92,7 +92,11 @@ func replayHistory(s *snapshot.Snapshot, d int, cfg caching.Config, settings str
 			f.Allocs += n
 		}
 	}
-	a, v, err := replayAllocator(cfg, freshBase(s, nil))
+	if skip != nil {
+		f.Skipped = skip.Error()
+		return r
+	}
+	a, v, err := replayAllocator(cfg, freshBase(top, nil))
 	if err != nil {
 		f.Skipped = err.Error()
 		return r

@@ -14,6 +14,33 @@ import (
 // which replay does not model (their virtual ranges are not in the file).
 var errExpandable = errors.New("expandable segments are not replayed (their reserved virtual ranges are not recorded)")
 
+// MaxReplayStreams bounds the distinct streams of a device that Analyze
+// replays. The caching model keeps a best-fit index per stream and pool
+// (about 4 KiB each once it holds a block), so a crafted file of 45,000
+// segments on as many streams made every replay hold 300 MB of indexes; a
+// PyTorch process uses a handful of streams. A device with more is
+// diagnosed but not replayed, and Fidelity.Skipped says why.
+const MaxReplayStreams = 1024
+
+// checkStreams refuses to replay device d when its segments and trace
+// entries name more than MaxReplayStreams streams.
+func checkStreams(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry) error {
+	seen := map[int64]bool{}
+	for _, seg := range s.Segments {
+		if seg.Device == d {
+			seen[seg.Stream] = true
+		}
+	}
+	for _, e := range trace {
+		seen[e.Stream] = true
+	}
+	if len(seen) > MaxReplayStreams {
+		return fmt.Errorf("%d streams, more than the %d a replay models (a PyTorch process uses a handful; "+
+			"the model keeps an index per stream)", len(seen), MaxReplayStreams)
+	}
+	return nil
+}
+
 // preTrace is the state a device's trace started from.
 type preTrace struct {
 	// segs are the default-pool segments, each with its live blocks in

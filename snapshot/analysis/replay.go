@@ -178,39 +178,30 @@ func recordedConfig(st snapshot.AllocatorSettings) (caching.Config, string) {
 type vaSource struct {
 	want     uint64 // the recorded segment_alloc address, when armed
 	armed    bool
-	called   bool             // the model asked for a range since arming
-	gotSize  int64            // the size it asked for
-	recorded bool             // it got the recorded address
-	fresh    uint64           // next address for a segment the trace did not record
-	ranges   map[uint64]int64 // the model's live segments (by what we handed out)
-}
-
-func (v *vaSource) overlaps(a uint64, size int64) bool {
-	for lo, n := range v.ranges {
-		if a < lo+uint64(n) && lo < a+uint64(size) {
-			return true
-		}
-	}
-	return false
+	called   bool     // the model asked for a range since arming
+	gotSize  int64    // the size it asked for
+	recorded bool     // it got the recorded address
+	fresh    uint64   // next address for a segment the trace did not record
+	ranges   rangeSet // the model's live segments (by what we handed out)
 }
 
 func (v *vaSource) reserve(size int64) uint64 {
 	v.called, v.gotSize, v.recorded = true, size, false
-	if v.armed && v.want%uint64(mem.PageSize) == 0 && v.want+uint64(size) > v.want && !v.overlaps(v.want, size) {
+	if v.armed && v.want%uint64(mem.PageSize) == 0 && v.want+uint64(size) > v.want && !v.ranges.overlaps(v.want, size) {
 		v.recorded = true
-		v.ranges[v.want] = size
+		v.ranges.set(v.want, size)
 		return v.want
 	}
 	a := v.fresh
 	v.fresh += uint64(mem.RoundUp(max(size, 1), mem.PageSize))
-	v.ranges[a] = size
+	v.ranges.set(a, size)
 	return a
 }
 
 // replayTrace seeds the pre-trace state into a caching model and replays
 // the trace, comparing every alloc address and segment_alloc size.
 func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg caching.Config, settings string,
-	pre preTrace, preErr error, opts Options) run {
+	top uint64, pre preTrace, preErr error, opts Options) run {
 	var r run
 	f := &Fidelity{Settings: settings, Source: SourceTrace}
 	r.fidelity = f
@@ -235,7 +226,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	if len(trace) == 0 {
 		return r
 	}
-	a, v, err := replayAllocator(cfg, freshBase(s, trace))
+	a, v, err := replayAllocator(cfg, freshBase(top, trace))
 	if err != nil {
 		f.Skipped = err.Error()
 		return r
@@ -250,7 +241,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	live := make(map[uint64]alloc.Handle, len(handles))
 	k := 0
 	for _, sg := range pre.segs {
-		v.ranges[sg.Addr] = sg.Size
+		v.ranges.set(sg.Addr, sg.Size)
 		for _, lb := range sg.Live {
 			live[lb.Addr] = handles[k]
 			k++
@@ -321,7 +312,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			f.SegmentFrees++
 			if a.ReleaseSegment(e.Addr) {
 				f.SegmentFreeMatches++
-				delete(v.ranges, e.Addr)
+				v.ranges.del(e.Addr)
 			} else {
 				mismatch(Mismatch{Event: i, Action: "segment_free", Size: e.Size, Want: e.Addr,
 					Note: fmt.Sprintf("segment_free at %#x: the model has no wholly free segment there", e.Addr)})
@@ -348,13 +339,10 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 }
 
 // freshBase is a page-aligned address 1 TiB above every address in the
-// file, for segments the trace did not record.
-func freshBase(s *snapshot.Snapshot, trace []snapshot.TraceEntry) uint64 {
+// file (top: the end of its highest segment), for segments the trace did
+// not record.
+func freshBase(top uint64, trace []snapshot.TraceEntry) uint64 {
 	const gap = 1 << 40
-	var top uint64
-	for _, seg := range s.Segments {
-		top = max(top, seg.End())
-	}
 	for _, e := range trace {
 		if e.Size > 0 {
 			top = max(top, e.Addr+uint64(e.Size))
@@ -412,21 +400,14 @@ func explainOOMs(trace []snapshot.TraceEntry, a *caching.Allocator, base int) []
 			out = append(out, o)
 			continue
 		}
+		// The model's state from its counters and free sets, not a Layout
+		// (a Layout per oom entry made a trace of oom entries over 45,000
+		// segments quadratic): cached free is reserved − allocated, as
+		// frag.Compute counts it for cudaMalloc segments.
 		st := a.Stats()
-		l := a.Layout()
-		m := frag.Compute(l)
-		o.Reserved, o.Allocated, o.CachedFree, o.Health = st.Reserved, st.Allocated, m.CachedFree, m.Health
-		small := o.Requested <= mem.MiB
-		for _, sg := range l.Segments {
-			if int64(sg.Stream) != e.Stream || (sg.Pool == "small") != small {
-				continue
-			}
-			for _, b := range sg.Blocks {
-				if b.State == mem.Free {
-					o.LargestFree = max(o.LargestFree, b.Size)
-				}
-			}
-		}
+		o.Reserved, o.Allocated, o.CachedFree = st.Reserved, st.Allocated, st.Reserved-st.Allocated
+		o.Health = frag.Health(a.LargestFreeBlock(), o.CachedFree)
+		o.LargestFree = a.LargestFreeIn(o.Requested <= mem.MiB, int(e.Stream))
 		switch {
 		case o.CachedFree+o.DeviceFree >= o.AllocSize:
 			o.Cause = "fragmentation"
@@ -457,7 +438,7 @@ func replayAllocator(cfg caching.Config, base uint64) (*caching.Allocator, *vaSo
 	if err != nil {
 		return nil, nil, err
 	}
-	v := &vaSource{ranges: map[uint64]int64{}, fresh: base}
+	v := &vaSource{fresh: base}
 	dev.SetVAHook(v.reserve)
 	cfg.PerProcessMemoryFraction = 0
 	a, err := caching.New(dev, cfg)

@@ -1,0 +1,234 @@
+// The setup the benchmark files state: the server's settings a run
+// records (workload.BenchResult.Server: vllm bench sweep's serve
+// parameters, --metadata KEY=VALUE) and the weight type its model id names.
+// gpufrag calibrate replays the runs with them where no flag says
+// otherwise (ResolveStated).
+
+package calib
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// Stated is one setting of the setup a run states.
+type Stated struct {
+	// Flag names the setting as the gpufrag flag that sets it ("tp",
+	// "max-seqs", "weight-dtype"); Value is the value in that flag's
+	// canonical syntax ("8", "fp8_e4m3", "false").
+	Flag  string `json:"flag"`
+	Value string `json:"value"`
+	// Where is the run ("FILE", "FILE: run 2 of 5"); Said the file's key
+	// and value as written ("tensor_parallel_size 8").
+	Where string `json:"where"`
+	Said  string `json:"said"`
+}
+
+func (s Stated) String() string { return s.Where + " states " + s.Said }
+
+// statedKeys maps a server setting's key (workload.ServerKeys) to the flag
+// that sets the same thing; dtype and quantization are the weights' type
+// (weightDType), kept apart.
+var statedKeys = map[string]string{
+	"tensor_parallel_size": "tp", "kv_cache_dtype": "kv-dtype", "max_model_len": "max-context", "max_num_seqs": "max-seqs",
+	"max_num_batched_tokens": "max-batch-tokens", "enable_chunked_prefill": "chunked-prefill",
+	"enable_prefix_caching": "prefix-caching", "gpu_memory_utilization": "gpu-memory-utilization",
+}
+
+// CanonicalSetting returns value in flag's canonical syntax, or an error
+// when it is not a value the flag takes (the checks of the flag itself:
+// positive counts, a share in (0, 1], a known type). "auto" for a type is
+// ok false: the engine's default, no statement.
+func CanonicalSetting(flag, value string) (canonical string, ok bool, err error) {
+	v := strings.TrimSpace(value)
+	switch flag {
+	case "tp", "max-context", "max-seqs", "max-batch-tokens":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return "", false, fmt.Errorf("want a positive integer")
+		}
+		return strconv.Itoa(n), true, nil
+	case "chunked-prefill", "prefix-caching":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", false, fmt.Errorf("want true or false")
+		}
+		return strconv.FormatBool(b), true, nil
+	case "gpu-memory-utilization":
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(x > 0 && x <= 1) {
+			return "", false, fmt.Errorf("want a share in (0, 1]")
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64), true, nil
+	case "weight-dtype", "kv-dtype":
+		if strings.EqualFold(v, "auto") {
+			return "", false, nil
+		}
+		parse := model.ParseDType
+		if flag == "kv-dtype" {
+			parse = model.ParseKVDType
+		}
+		d, err := parse(v)
+		if err != nil {
+			return "", false, err
+		}
+		return d.String(), true, nil
+	}
+	return "", false, fmt.Errorf("calib: no setting %q", flag)
+}
+
+// quantizations are the values of vLLM's --quantization whose weight type
+// is known from the name alone (GPTQ's bits are in the model's config, so
+// it is not one of them).
+var quantizations = map[string]string{"fp8": "fp8", "fbgemm_fp8": "fp8", "awq": "int4", "awq_marlin": "int4"}
+
+// modelIDTypes are the words of a model id that name its weights' type
+// (neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic,
+// hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4).
+var modelIDTypes = map[string]string{"fp8": "fp8", "int4": "int4", "awq": "int4", "w4a16": "int4", "int8": "int8",
+	"w8a8": "int8", "w8a16": "int8"}
+
+// modelIDWeights returns the weight type a model id names, and the word
+// that names it; "" when it names none or names two.
+func modelIDWeights(id string) (dtype, word string) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(id), func(r rune) bool { return strings.ContainsRune("-_./ ", r) }) {
+		if d, ok := modelIDTypes[w]; ok {
+			if dtype != "" && d != dtype {
+				return "", ""
+			}
+			dtype, word = d, w
+		}
+	}
+	return dtype, word
+}
+
+// runStated returns what run r (named where) states, in workload.ServerKeys'
+// order and then the weights' type; warnings for settings it records that
+// say nothing calibrate can use. A value no flag would take is an error
+// naming the run and the key. The weights' type is quantization's where
+// its name tells it, else the one the model id names, else dtype's: vLLM's
+// --dtype is the type of the activations, which is the weights' only for a
+// checkpoint that is not quantized.
+func runStated(r *workload.BenchResult, where string) ([]Stated, []string, error) {
+	var out []Stated
+	var warns []string
+	var quant, dtype *Stated
+	unknownQuant := false
+	for _, a := range r.Server {
+		said := a.Key + " " + clipLabel(a.Value)
+		if a.Key == "quantization" {
+			v := strings.ToLower(strings.TrimSpace(a.Value))
+			if d, ok := quantizations[v]; ok {
+				quant = &Stated{Flag: "weight-dtype", Value: d, Where: where, Said: said}
+			} else if v != "" && v != "none" {
+				unknownQuant = true
+				warns = append(warns, fmt.Sprintf("%s states quantization %s, whose weight type calibrate cannot tell from its name: give --weight-dtype",
+					where, clipLabel(a.Value)))
+			}
+			continue
+		}
+		flag := statedKeys[a.Key]
+		if a.Key == "dtype" {
+			flag = "weight-dtype"
+		}
+		v, ok, err := CanonicalSetting(flag, a.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %s %s: %w", ErrSetup, where, a.Key, clipLabel(a.Value), err)
+		}
+		if !ok {
+			continue
+		}
+		s := Stated{Flag: flag, Value: v, Where: where, Said: said}
+		if a.Key == "dtype" {
+			dtype = &s
+			continue
+		}
+		out = append(out, s)
+	}
+	weights := quant
+	if weights == nil && !unknownQuant {
+		if d, word := modelIDWeights(r.Model); d != "" {
+			weights = &Stated{Flag: "weight-dtype", Value: d, Where: where, Said: fmt.Sprintf("model_id %s (%s)", clipLabel(r.Model), word)}
+		} else {
+			weights = dtype
+		}
+	}
+	if weights != nil {
+		v, _, err := CanonicalSetting("weight-dtype", weights.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %s: %w", ErrSetup, where, weights.Said, err)
+		}
+		weights.Value = v
+		out = append(out, *weights)
+	}
+	return out, warns, nil
+}
+
+// StatedSetup returns what the runs of the files state, run by run, and
+// warnings for settings they record that calibrate cannot use.
+func StatedSetup(files ...[]*File) ([]Stated, []string, error) {
+	var out []Stated
+	var warns []string
+	for _, group := range files {
+		for _, f := range group {
+			for _, r := range f.Runs {
+				where := f.Name
+				if r.Runs > 1 {
+					where = fmt.Sprintf("%s: run %d of %d", f.Name, r.Run, r.Runs)
+				}
+				s, w, err := runStated(r, where)
+				if err != nil {
+					return nil, nil, err
+				}
+				out, warns = append(out, s...), append(warns, w...)
+			}
+		}
+	}
+	return out, warns, nil
+}
+
+// ResolveStated decides what the stated settings set: a flag that was
+// given (given returns its canonical value, true) overrides what the files
+// state, with a warning for each run that states otherwise; a setting no
+// flag gave is the files' when they agree, and refused naming two runs
+// that state different values. apply holds one Stated per setting to set,
+// in the order first stated.
+func ResolveStated(stated []Stated, given func(flag string) (string, bool)) (apply []Stated, warns []string, err error) {
+	var flags []string
+	for _, s := range stated {
+		if !slices.Contains(flags, s.Flag) {
+			flags = append(flags, s.Flag)
+		}
+	}
+	for _, flag := range flags {
+		var first *Stated
+		for i := range stated {
+			s := &stated[i]
+			if s.Flag != flag {
+				continue
+			}
+			if v, ok := given(flag); ok {
+				if v != s.Value {
+					warns = append(warns, fmt.Sprintf("--%s %s overrides what %s", flag, v, s))
+				}
+				continue
+			}
+			switch {
+			case first == nil:
+				first = s
+			case first.Value != s.Value:
+				return nil, nil, fmt.Errorf("%w: %s and %s: the runs of one calibration must share one setup (%s %s, %s %s); "+
+					"calibrate them apart, or give --%s to replay them all with one value", ErrSetup, first, s, flag, first.Value, flag, s.Value, flag)
+			}
+		}
+		if first != nil {
+			apply = append(apply, *first)
+		}
+	}
+	return apply, warns, nil
+}

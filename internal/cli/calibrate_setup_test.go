@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/calib"
+)
+
+// writeSweepRun writes a vllm bench serve --save-result --save-detailed
+// file of a concurrency sweep's run: n requests of in prompt tokens (a
+// random dataset at range ratio 0 when every entry is the same) and out
+// output tokens, all sent at once under max_concurrency conc, with TTFTs
+// and gaps of a server that computed every prompt. extra holds more
+// top-level keys (a sweep's serve parameters, --metadata).
+func writeSweepRun(t *testing.T, dir, name, date string, conc int, in []int, out int, extra map[string]any) string {
+	t.Helper()
+	n := len(in)
+	var ttfts []float64
+	var itls [][]float64
+	outs, total := make([]int, n), 0
+	for i := range in {
+		ttfts = append(ttfts, 0.08+0.001*float64(conc))
+		gaps := make([]float64, out-1)
+		for k := range gaps {
+			gaps[k] = 0.010 + 0.0002*float64(conc)
+		}
+		itls = append(itls, gaps)
+		outs[i] = out
+		total += in[i]
+	}
+	dur := float64(n) / float64(conc) * (0.08 + float64(out)*0.011)
+	doc := map[string]any{"date": date, "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+		"tokenizer_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": n, "request_rate": "inf", "burstiness": 1.0,
+		"max_concurrency": conc, "duration": dur, "completed": n, "total_input_tokens": total, "total_output_tokens": n * out,
+		"output_throughput": float64(n*out) / dur, "input_lens": in, "output_lens": outs, "ttfts": ttfts, "itls": itls,
+		"errors": make([]string, n)}
+	for k, v := range extra {
+		doc[k] = v
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func fixedLens(n, v int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// calibrate8B is a short calibration of Llama-3.1-8B on one H100.
+var calibrate8B = []string{"--model", "llama-3.1-8b", "--gpu", "h100-80g", "--max-evals", "5", "--parallel", "1"}
+
+// calibrateJSON runs calibrate with args and --json and returns the report.
+func calibrateJSON(t *testing.T, args ...string) (*calib.FitReport, string) {
+	t.Helper()
+	code, stdout, stderr := run(t, "", append(append([]string{"calibrate", "--json"}, args...), calibrate8B...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep calib.FitReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, stdout)
+	}
+	return &rep, stderr
+}
+
+// TestCalibrateFixedLengthSweep is issue 24's case: a concurrency sweep of
+// fixed-length random prompts (--random-input-len 1024, range ratio 0)
+// has the same input lengths in the same order on every run, which says
+// nothing of whether the prompts were the same; --warm-prompts auto
+// replays every run cold and says why, in the JSON and on stderr. Runs of
+// varying lengths that match in order are still replayed warm.
+func TestCalibrateFixedLengthSweep(t *testing.T) {
+	dir := t.TempDir()
+	c8 := writeSweepRun(t, dir, "c8.json", "20251101-100000", 8, fixedLens(32, 1024), 16, nil)
+	c32 := writeSweepRun(t, dir, "c32.json", "20251101-101000", 32, fixedLens(32, 1024), 16, nil)
+	rep, stderr := calibrateJSON(t, c8, "--holdout", c32)
+	for _, r := range rep.Runs {
+		if r.WarmPrompts || !strings.HasPrefix(r.WarmReason, "replayed cold") {
+			t.Errorf("%s: warm %v, reason %q", r.File, r.WarmPrompts, r.WarmReason)
+		}
+	}
+	if r := rep.Runs[1].WarmReason; !strings.Contains(r, "they are all 1024 tokens") || !strings.Contains(r, "--warm-prompts all") {
+		t.Errorf("the held-out run's reason does not say the lengths are fixed: %q", r)
+	}
+	if !strings.Contains(stderr, "c32.json: replayed cold, although "+c8+" sent the same 32 prompt lengths") {
+		t.Errorf("stderr does not say why c32 is cold:\n%s", stderr)
+	}
+
+	// The same runs with prompts of varying lengths: c32 repeats c8's.
+	var varying []int
+	for i := range 32 {
+		varying = append(varying, 200+(i*397)%900)
+	}
+	v8 := writeSweepRun(t, dir, "v8.json", "20251101-100000", 8, varying, 16, nil)
+	v32 := writeSweepRun(t, dir, "v32.json", "20251101-101000", 32, varying, 16, nil)
+	rep, _ = calibrateJSON(t, v8, "--holdout", v32)
+	if r := rep.Runs[1]; !r.WarmPrompts || !strings.Contains(r.WarmReason, "sent the same 32 prompt lengths in the same order") {
+		t.Errorf("varying lengths: warm %v, reason %q", r.WarmPrompts, r.WarmReason)
+	}
+	if r := rep.Runs[0]; r.WarmPrompts || !strings.Contains(r.WarmReason, "no earlier run") {
+		t.Errorf("the first run: warm %v, reason %q", r.WarmPrompts, r.WarmReason)
+	}
+}
+
+// TestCalibrateSetupFlags: calibrate takes the setup flags simulate takes,
+// checks them the same way, replays with them and reports them.
+func TestCalibrateSetupFlags(t *testing.T) {
+	dir := t.TempDir()
+	f := writeSweepRun(t, dir, "c8.json", "20251101-100000", 8, fixedLens(16, 512), 16, nil)
+	rep, _ := calibrateJSON(t, f, "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--max-context", "8192", "--max-seqs", "64",
+		"--max-batch-tokens", "2048", "--chunked-prefill=false", "--prefix-caching=false", "--gpu-memory-utilization", "0.85",
+		"--engine", "vllm-v0")
+	want := calib.SetupReport{WeightDType: "fp8_e4m3", KVDType: "fp8_e4m3", MaxContext: 8192, MaxBatchTokens: 2048, MaxSeqs: 64,
+		GPUMemoryUtilization: 0.85, FromFiles: []calib.Stated{}}
+	if !reflect.DeepEqual(rep.Setup, want) || rep.Engine != "vllm-v0" || rep.TP != 1 {
+		t.Errorf("setup %+v, engine %s, tp %d; want %+v", rep.Setup, rep.Engine, rep.TP, want)
+	}
+	if r := rep.Runs[0].WarmReason; !strings.Contains(r, "prefix caching off") {
+		t.Errorf("reason %q", r)
+	}
+	// vLLM V0's default, as simulate's: chunked prefill off up to a 32K context.
+	rep, _ = calibrateJSON(t, f, "--engine", "vllm-v0", "--max-context", "8192")
+	if rep.Setup.ChunkedPrefill || !rep.Setup.PrefixCaching || rep.Setup.WeightDType != "bf16" || rep.Setup.MaxSeqs != 256 {
+		t.Errorf("vllm-v0 defaults: %+v", rep.Setup)
+	}
+	// FP8 weights halve the bytes a decode step reads: TPOT falls.
+	bf16, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1")
+	fp8, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1", "--weight-dtype", "fp8")
+	tpot := func(r *calib.FitReport) float64 {
+		for _, m := range r.Runs[0].Metrics {
+			if m.Metric == calib.MedianTPOT && m.Before != nil {
+				return *m.Before
+			}
+		}
+		t.Fatal("no simulated median TPOT")
+		return 0
+	}
+	if a, b := tpot(bf16), tpot(fp8); !(b < 0.8*a) {
+		t.Errorf("median TPOT before the fit: bf16 %.4g s, fp8 %.4g s; want fp8 well below", a, b)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--weight-dtype", "fp4"}, `--weight-dtype "fp4": want bf16, fp16, fp8, int8 or int4`},
+		{[]string{"--kv-dtype", "fp9"}, "--kv-dtype"},
+		{[]string{"--max-context", "0"}, "--max-context 0: want a positive number"},
+		{[]string{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization 1.5: want a share in (0, 1]"},
+		{[]string{"--tp", "0"}, "--tp 0: want at least 1"},
+		{[]string{"--tp", "3"}, "--tp 3 with --model llama-3.1-8b"},
+		{[]string{"--mixed-chunk"}, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang"},
+		{[]string{"--engine", "trt"}, `--engine "trt": want vllm-v1, vllm-v0 or sglang`},
+		{[]string{"--warm-prompts", "all", "--prefix-caching=false"}, "--warm-prompts all puts the prompts in the prefix cache: it needs prefix caching"},
+	} {
+		code, _, stderr := run(t, "", append(append([]string{"calibrate", f}, calibrate8B...), tt.args...)...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 with %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+// TestCalibrateStatedSetup: what the files state of the setup (a sweep's
+// serve parameters, --metadata, the model id's weight type) is replayed
+// where no flag says otherwise, and listed in the report; a flag overrides
+// it with a warning naming both; runs that state different setups, or a
+// value no flag takes, are refused naming the file and the key.
+func TestCalibrateStatedSetup(t *testing.T) {
+	dir := t.TempDir()
+	lens := fixedLens(16, 512)
+	sweep := map[string]any{"max_num_seqs": 64, "enable_prefix_caching": false, "tensor_parallel_size": "1",
+		"kv_cache_dtype": "auto", "model_id": "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic"}
+	a := writeSweepRun(t, dir, "a.json", "20251101-100000", 8, lens, 16, sweep)
+	b := writeSweepRun(t, dir, "b.json", "20251101-101000", 16, lens, 16, sweep)
+	rep, _ := calibrateJSON(t, a, "--holdout", b)
+	if s := rep.Setup; s.MaxSeqs != 64 || s.PrefixCaching || s.WeightDType != "fp8_e4m3" || s.KVDType != "bf16" || rep.TP != 1 {
+		t.Errorf("setup %+v, tp %d", s, rep.TP)
+	}
+	var got []string
+	for _, st := range rep.Setup.FromFiles {
+		got = append(got, st.Flag+"="+st.Value+" <- "+st.Said)
+	}
+	want := []string{"tp=1 <- tensor_parallel_size 1", "max-seqs=64 <- max_num_seqs 64", "prefix-caching=false <- enable_prefix_caching false",
+		"weight-dtype=fp8_e4m3 <- model_id neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic (fp8)"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("from_files %q, want %q", got, want)
+	}
+	code, stdout, _ := run(t, "", append([]string{"calibrate", a}, calibrate8B...)...)
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(stdout), " "), "From the files: --tp 1 ("+a+" states tensor_parallel_size 1);") {
+		t.Errorf("the text report does not list the files' settings (exit %d):\n%s", code, stdout)
+	}
+
+	// A flag overrides the files.
+	rep, stderr := calibrateJSON(t, a, "--max-seqs", "32", "--weight-dtype", "bf16")
+	if rep.Setup.MaxSeqs != 32 || rep.Setup.WeightDType != "bf16" || !strings.Contains(stderr, "--max-seqs 32 overrides what "+a+" states max_num_seqs 64") ||
+		!strings.Contains(stderr, "--weight-dtype bf16 overrides what "+a+" states model_id") {
+		t.Errorf("override: setup %+v, stderr:\n%s", rep.Setup, stderr)
+	}
+
+	// Runs that disagree, and values no flag takes.
+	c := writeSweepRun(t, dir, "c.json", "20251101-102000", 16, lens, 16, map[string]any{"max_num_seqs": 128})
+	bad := writeSweepRun(t, dir, "bad.json", "20251101-102000", 16, lens, 16, map[string]any{"gpu_memory_utilization": "1.5"})
+	tp := writeSweepRun(t, dir, "tp.json", "20251101-102000", 16, lens, 16, map[string]any{"tensor_parallel_size": 3})
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{a, "--holdout", c}, a + " states max_num_seqs 64 and " + c + " states max_num_seqs 128: the runs of one calibration must share one setup"},
+		{[]string{bad}, bad + ": gpu_memory_utilization 1.5: want a share in (0, 1]"},
+		{[]string{tp}, "with the setup the files state (" + tp + " states tensor_parallel_size 3): --tp 3 with --model llama-3.1-8b"},
+	} {
+		code, _, stderr := run(t, "", append(append([]string{"calibrate"}, tt.args...), calibrate8B...)...)
+		if code != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 with %q", tt.args, code, stderr, tt.want)
+		}
+	}
+	// Given, the flag settles the disagreement.
+	if code, _, stderr := run(t, "", append([]string{"calibrate", a, "--holdout", c, "--max-seqs", "64"}, calibrate8B...)...); code != 0 {
+		t.Errorf("--max-seqs over disagreeing files: exit %d: %s", code, stderr)
+	}
+}
