@@ -231,14 +231,29 @@ func (e *Engine) admissionBlocked() bool {
 // window). runTimes returns its steps and the end of the last.
 //
 // On the roofline the times come from exactRoofline, a few integer
-// operations a step, wherever they are provably stepTime's; otherwise, and
-// under a Profile, from stepTime. -tags invariants compares every one.
+// operations a step, wherever they are provably stepTime's, otherwise from
+// stepTime; under a Profile from its decodeTimer, where only the KV term
+// moves. -tags invariants compares every one.
 func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end int64) {
 	n := w.tokens
 	f := func(j int64) int64 {
 		w.attnPairs = float64(ctx + j*n) // step() sums float64(ctx) over the batch: the same whole number
 		w.kvRead = w.attnPairs
 		return e.cost.stepTime(w)
+	}
+	if p := e.cost.prof; p != nil {
+		// Under a Profile only the KV term moves: decodeTimer, exactly
+		// stepTime's.
+		w.attnPairs, w.kvRead = float64(ctx), float64(ctx)
+		dt := p.decodeTimer(w.step())
+		g := f
+		f = func(j int64) int64 {
+			t := dt.at(float64(ctx + j*n))
+			if invariants.Enabled && t != g(j) {
+				panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", j, n, ctx, t, g(j)))
+			}
+			return t
+		}
 	}
 	now, dt := e.now, int64(0)
 	rr := e.runs.roof.start(n, ctx, limit)

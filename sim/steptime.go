@@ -276,7 +276,9 @@ func (m *StepModel) Time(st Step) Breakdown {
 		}
 	}
 	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair
-	b.KVNs = (st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok + float64(st.DecodeSeqs)*m.kvHalfNs
+	// The products rounded apart (no fused multiply-add), as decodeTimer.at
+	// rounds them.
+	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvHalfNs)
 	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
 	b.OverheadNs = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
 	if !b.Graph {
@@ -291,6 +293,39 @@ func (m *StepModel) Time(st Step) Breakdown {
 	}
 	b.TotalNs = max(int64(math.Ceil(t)), 1)
 	return b
+}
+
+// decodeTimer times the steps of a decode run under the model: the same
+// step but for its decode context, which grows by the batch each step.
+// Only the KV term moves, so the rest is summed once, in Time's order
+// ((L + P) + KV + AR + copy + overhead, then the output), and at gives
+// exactly what Time(st with DecodeContext ctx).TotalNs gives
+// (TestDecodeTimerExact; -tags invariants checks every step of a run).
+type decodeTimer struct {
+	lp, ar, cp, ov, out   float64 // Time's terms that do not move
+	tok, kvHalf, kvPerTok float64
+	overlap               bool
+}
+
+// decodeTimer prepares the times of st's decode run (st has no prefill).
+func (m *StepModel) decodeTimer(st Step) decodeTimer {
+	b := m.Time(st)
+	return decodeTimer{
+		lp: b.LinearNs + b.PrefillAttentionNs, ar: b.AllReduceNs, cp: b.CopyNs, ov: b.OverheadNs, out: b.OutputNs,
+		tok: float64(st.Tokens()), kvHalf: float64(float64(st.DecodeSeqs) * m.kvHalfNs), kvPerTok: m.kvNsPerTok,
+		overlap: m.overlap,
+	}
+}
+
+// at is the step's TotalNs over ctx decode context tokens.
+func (d *decodeTimer) at(ctx float64) int64 {
+	t := d.lp + (float64((ctx+d.tok)*d.kvPerTok) + d.kvHalf) + d.ar + d.cp + d.ov
+	if d.overlap {
+		t = max(t, d.out)
+	} else {
+		t += d.out
+	}
+	return max(int64(math.Ceil(t)), 1)
 }
 
 // BlendLinear is the linear layers' time from their compute time c and

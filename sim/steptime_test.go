@@ -373,3 +373,37 @@ func TestBlendTable(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeTimerExact: a decode run's timer gives exactly Time's TotalNs
+// for every step of the run (its context grows by the batch each step),
+// under the embedded joint model's profiles (engines with the output beside
+// the steps and on their path, tp 1 and 4, in and past the graph sizes)
+// and the toy profile.
+func TestDecodeTimerExact(t *testing.T) {
+	m, _ := model.Preset("llama-3.1-8b")
+	profs := []*Profile{toyProfile()}
+	for _, e := range []EngineKind{EngineVLLMV0, EngineVLLMV1, EngineSGLang} {
+		p, err := DefaultProfile("h100-80g", e, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		profs = append(profs, p)
+	}
+	for pi, p := range profs {
+		for _, tp := range []int{1, 4} {
+			sm := p.Compile(NewShape(m, tp, model.BF16))
+			for _, n := range []int64{1, 3, 8, 100, 513, 1000} {
+				for _, ctx := range []int64{0, 17, 4096 * 37, 1 << 33} {
+					dt := sm.decodeTimer(Step{DecodeSeqs: n, DecodeContext: float64(ctx), Sampled: n})
+					for j := int64(0); j < 300; j += 7 {
+						x := float64(ctx + j*n)
+						want := sm.Time(Step{DecodeSeqs: n, DecodeContext: x, Sampled: n}).TotalNs
+						if got := dt.at(x); got != want {
+							t.Fatalf("profile %d, tp %d, %d sequences over %d, step %d: %d ns, Time %d", pi, tp, n, ctx, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
