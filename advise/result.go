@@ -80,9 +80,14 @@ type Inputs struct {
 	TP         int    `json:"tp"`
 	KVDType    string `json:"kv_dtype,omitempty"`
 	MaxContext int    `json:"max_context,omitempty"`
-	SLO        SLO    `json:"slo"`
-	Search     Search `json:"search"`
-	Space      Space  `json:"space"`
+	// StepTime is the step-time model the candidates ran under
+	// (sim.StepTimeJoint or sim.StepTimeRoofline), EngineVersion the
+	// vLLM release whose overheads the joint model's profile has.
+	StepTime      string `json:"step_time,omitempty"`
+	EngineVersion string `json:"engine_version,omitempty"`
+	SLO           SLO    `json:"slo"`
+	Search        Search `json:"search"`
+	Space         Space  `json:"space"`
 	// RefinedFrom is the digest of the first-stage report a refinement
 	// (Refine) crossed; empty for a first stage.
 	RefinedFrom string      `json:"refined_from,omitempty"`

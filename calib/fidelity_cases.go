@@ -35,12 +35,12 @@ type fidPlan struct {
 	sim               *fidCase       // nil for an operator-level figure
 	// base, when set, is the run the figure is a ratio to: its value is
 	// pick(sim) ÷ pick(base).
-	base    *fidCase
-	pick    fidPicker
-	opValue float64 // the profile's value of an operator-level figure
-	// op is an operator-level figure's value under any profile of its GPU
-	// and engine (a fit's candidates); opValue is op of the embedded one.
-	op func(*sim.Profile) float64
+	base *fidCase
+	pick fidPicker
+	// op is an operator-level figure's value under a profile of its GPU,
+	// opGPU (the joint model's, for vLLM V1: the engine does not enter).
+	op    func(*sim.Profile) float64
+	opGPU model.GPU
 }
 
 func (p *fidPlan) profileName() string {
@@ -52,7 +52,11 @@ func (p *fidPlan) profileName() string {
 
 // fidEngineRule is how a source's serving engine is simulated.
 type fidEngineRule struct {
-	engine         sim.EngineKind
+	engine sim.EngineKind
+	// version is the engine's release (sim.ParseEngineVersion; "" for the
+	// engine's default), class the overhead class when it is not the
+	// release's own (lmdeploy's TurboMind, scheduled as vLLM V1 steps).
+	version, class string
 	chunked        bool
 	maxBatchTokens int // 0: sim.DefaultConfig's 8192
 	maxSeqs        int // 0: sim.DefaultConfig's 256
@@ -63,21 +67,22 @@ type fidEngineRule struct {
 // The notes say what is inferred (calib/README.md, "How each source was
 // read").
 var fidEngines = map[string]fidEngineRule{
-	"lmdeploy-a100": {engine: sim.EngineVLLMV1, chunked: true,
-		note: "lmdeploy TurboMind simulated as vllm-v1 (gpufrag has no TurboMind scheduler; a static batch steps alike)"},
-	"argonne-llm-inference-bench": {engine: sim.EngineVLLMV0,
-		note: "vllm-v0 without chunked prefill, inferred: the vLLM version is not stated (the paper is of late 2024, before V1), " +
-			"and V0 runs offline batches below 32K context without chunking"},
-	"surajssd-llm-k8s": {engine: sim.EngineVLLMV0, chunked: true, maxBatchTokens: 2048,
-		note: "vllm-v0 with chunked prefill at 2,048 batched tokens, as a sibling run of the same repository logged (these runs did not log it); " +
+	"lmdeploy-a100": {engine: sim.EngineVLLMV1, class: sim.ClassLMDeploy, chunked: true,
+		note: "lmdeploy TurboMind scheduled as vllm-v1 (gpufrag has no TurboMind scheduler; a static batch steps alike), with lmdeploy's own overheads"},
+	"argonne-llm-inference-bench": {engine: sim.EngineVLLMV0, version: "0.5.0",
+		note: "vllm-v0 0.5 without chunked prefill, inferred: the vLLM version is not stated (the script passes use_v2_block_manager, " +
+			"a flag of 0.4 to 0.6; the paper is of late 2024, before V1), and V0 runs offline batches below 32K context without chunking"},
+	"surajssd-llm-k8s": {engine: sim.EngineVLLMV1, version: "0.8.3", chunked: true, maxBatchTokens: 2048,
+		note: "vllm-v1 0.8.3 (its engine for tensor parallelism without pipeline parallelism; these runs did not log it), " +
+			"at 2,048 batched tokens: V1's default for an API server on a GPU under 70 GiB, and what a sibling run of the same repository logged; " +
 			"the three runs (qps 1, 16, inf, in that order) send the same 200 prompts to one server with prefix caching on"},
 	"vllm-ci-perf": {engine: sim.EngineVLLMV1, chunked: true,
-		note: "vllm-v1, assumed for vLLM main at that build (a batch of 8 short prompts steps alike under V0 and V1)"},
-	"johnmusgrave-a100": {engine: sim.EngineVLLMV1, chunked: true, note: "vLLM 0.23.0: the V1 engine"},
+		note: "vllm-v1 at the default release, assumed for vLLM main at that build (a batch of 8 short prompts steps alike under V0 and V1)"},
+	"johnmusgrave-a100": {engine: sim.EngineVLLMV1, version: "0.23.0", chunked: true, note: "vLLM 0.23.0: the V1 engine"},
 	// SGLang 0.4 caps running requests at its request pool,
 	// min(max(KV tokens ÷ context × 512, 2048), 4096): 4,096 for these
 	// models' 131,072-token context on H200s with a million KV tokens.
-	"datacrunch-h200": {engine: sim.EngineSGLang, chunked: true, maxSeqs: 4096,
+	"datacrunch-h200": {engine: sim.EngineSGLang, version: "0.4.0", chunked: true, maxSeqs: 4096,
 		note: "SGLang (prefill and decode batches apart; --enable-torch-compile is not modelled), up to 4,096 running requests " +
 			"(its default cap, the request pool's size)"},
 }
@@ -85,9 +90,7 @@ var fidEngines = map[string]fidEngineRule{
 // fidSkips are the sources none of whose figures can be simulated here.
 var fidSkips = map[string]string{
 	"lambda-benchmark-v0": "the prompt lengths of these runs are not published",
-	"accelmark": "AccelMark's result.json has no per-request lengths, and its outputs (temperature 0, stop at EOS or " +
-		"512 tokens) are not recorded",
-	"sarathi-serve-osdi": "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
+	"sarathi-serve-osdi":  "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
 }
 
 // fidSetupEngine is the rule of a source without one in fidEngines: the
@@ -104,6 +107,14 @@ func fidSetupEngine(s Setup) (fidEngineRule, bool) {
 	r := fidEngineRule{engine: e, chunked: e != sim.EngineVLLMV0}
 	if c := s.Workload.ChunkedPrefill; c != nil {
 		r.chunked = *c
+	}
+	// The release is the setup's engine_version up to its first space or
+	// plus ("0.20.1+transformers-5.8.1 (V1)"); one the engine did not
+	// have, or free text, leaves the engine's default.
+	v, _, _ := strings.Cut(strings.TrimSpace(s.EngineVersion), " ")
+	v, _, _ = strings.Cut(v, "+")
+	if _, err := sim.ParseEngineVersion(e, v); err == nil {
+		r.version = v
 	}
 	r.note = fmt.Sprintf("%s %s, chunked prefill %v", e, s.EngineVersion, r.chunked)
 	if n := s.Workload.MaxNumBatchedTokens; n > 0 {
@@ -181,7 +192,7 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			return p, nil
 		}
 		lambda, rule, ok = &run, fidLambdaEngine, true
-		rule.note = run.engine
+		rule.note, rule.version = run.engine, run.version
 	}
 	if !ok {
 		rule, ok = fidSetupEngine(s)
@@ -204,15 +215,19 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		p.skip = err.Error()
 		return p, nil
 	}
-	prof, err := sim.DefaultProfile(g.Name, rule.engine)
+	v, err := sim.ParseEngineVersion(rule.engine, rule.version)
 	if err != nil {
-		p.skip = err.Error()
-		return p, nil
+		return nil, fmt.Errorf("%w: source %s: %w", ErrFidelity, f.Source, err)
+	}
+	class := rule.class
+	if class == "" {
+		class = sim.OverheadClass(rule.engine, v)
 	}
 	p.gpu, p.engine = g.Name, rule.engine
 	cfg := sim.DefaultConfig(m, g)
 	cfg.TP = s.TP
 	cfg.Engine = rule.engine
+	cfg.EngineVersion = v.String()
 	cfg.ChunkedPrefill = rule.chunked
 	if rule.maxBatchTokens > 0 {
 		cfg.MaxBatchTokens = rule.maxBatchTokens
@@ -249,12 +264,36 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	if w.GPUMemoryUtilization != nil {
 		cfg.GPUMemoryUtilization = *w.GPUMemoryUtilization
 	}
-	head := fmt.Sprintf("%s on %d× %s, tp %d, %s", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine)
+	head := fmt.Sprintf("%s on %d× %s, tp %d, %s %s", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine, v)
+	if rule.class != "" {
+		head = fmt.Sprintf("%s on %d× %s, tp %d, %s steps, %s overheads", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine, rule.class)
+	}
 	var reqs []workload.Request
 	var what string
 	var notes []string
 	notes = append(notes, rule.note)
 	switch {
+	case f.Source == "accelmark":
+		var conc int
+		var skip string
+		if reqs, what, conc, skip = fidAccelMark(f); skip != "" {
+			p.skip = skip
+			return p, nil
+		}
+		// SGLang's radix cache keeps the prompts the runner sends again
+		// (three runs at each rate, the rates in turn): its online TTFTs
+		// stay near 50 ms at 100 req/s, where 25,000 prompt tokens a second
+		// of Llama-3-8B would need 400 TFLOP/s, beyond an A100's peak.
+		// vLLM's runs saturate there (1.7 s): cold. The interactive
+		// TTFTs of both are whole prefills: cold.
+		cfg.MaxConcurrency = conc
+		cfg.WarmPrompts = conc == 0 && rule.engine == sim.EngineSGLang && cfg.PrefixCaching
+		if rule.engine == sim.EngineSGLang && g.Capacity < 25<<30 {
+			cfg.MaxBatchTokens = 2048 // SGLang's chunked_prefill_size on a GPU under 25 GB
+		}
+		notes = append(notes, fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
+			"arrivals drawn; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold",
+			fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens))
 	case lambda != nil:
 		cfg.MaxContext = lambda.maxModelLen
 		for i, in := range lambda.in {
@@ -323,7 +362,7 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill)
 	}
 	p.pick = pick
-	p.sim = &fidCase{key: key(what), cfg: cfg, profile: prof, reqs: reqs}
+	p.sim = &fidCase{key: key(what), cfg: cfg, class: class, reqs: reqs}
 	if f.Metric == "throughput_ratio" {
 		// The gain from concurrency 1 to C: the same sweep at concurrency
 		// 1, with as many prompts per slot.
@@ -335,7 +374,7 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		breqs, bwhat := fidClosedLoop(n, 1, w.InputLen, w.OutputLen)
 		bcfg := cfg
 		bcfg.MaxConcurrency = 1
-		p.base = &fidCase{key: key(bwhat), cfg: bcfg, profile: prof, reqs: breqs}
+		p.base = &fidCase{key: key(bwhat), cfg: bcfg, class: class, reqs: breqs}
 		p.setup += fmt.Sprintf(", over the same client at concurrency 1 with %d prompts (as many per slot)", n)
 		notes = append(notes, "output throughput at C ÷ output throughput at concurrency 1")
 	}
@@ -511,7 +550,7 @@ func fidMetric(metric, unit string, n int) (fidPicker, string, string) {
 }
 
 // fidOperator evaluates an operator-level figure (Vidur's profiles) with
-// the terms of the GPU's vllm-v1 profile: the linear layers of one decoder
+// the terms of a profile of its GPU: the linear layers of one decoder
 // layer, one GEMM, or one all-reduce. The roofline has no such terms.
 func fidOperator(f *Figure) (*fidPlan, error) {
 	p := &fidPlan{}
@@ -520,11 +559,6 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 	g, err := model.LookupGPU(s.GPU)
 	if err != nil {
 		p.skip = fmt.Sprintf("no GPU preset for %q", s.GPU)
-		return p, nil
-	}
-	prof, err := sim.DefaultProfile(g.Name, sim.EngineVLLMV1)
-	if err != nil {
-		p.skip = err.Error()
 		return p, nil
 	}
 	if f.Unit != "ms" {
@@ -579,8 +613,7 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 		p.skip = fmt.Sprintf("operator metric %s is not modelled", f.Metric)
 		return p, nil
 	}
-	p.gpu, p.engine = g.Name, sim.EngineVLLMV1
-	p.opValue = p.op(prof)
+	p.gpu, p.engine, p.opGPU = g.Name, sim.EngineVLLMV1, g
 	return p, nil
 }
 

@@ -13,6 +13,7 @@ type fidLambdaRun struct {
 	commit      string // the repository commit the lengths were read at
 	in, out     []int  // input_lens and output_lens, in the file's order
 	maxModelLen int    // from the file name (len2048, mml2048)
+	version     string // the vLLM release (sim.ParseEngineVersion)
 	engine      string // how the run's engine is simulated, for the page
 }
 
@@ -33,22 +34,22 @@ const fidLambdaV060 = "vllm-v0 without chunked prefill (vLLM 0.6.0, inferred fro
 var fidLambdaRuns = map[string]fidLambdaRun{
 	"results/prompt_10/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json": {
 		commit: "a4f9f4371a1ccac781293837fce2bce0cc6d25cc", in: fidLambdaIn,
-		out: []int{120, 429, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2048, engine: fidLambdaV060},
+		out: []int{120, 429, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2048, version: "0.6.0", engine: fidLambdaV060},
 	"results/prompt_10/1xA100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json": {
 		commit: "f093afe94aacfb282ac40fef31c94a0010b37e5e", in: fidLambdaIn,
-		out: []int{120, 507, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2048, engine: fidLambdaV060},
+		out: []int{120, 507, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2048, version: "0.6.0", engine: fidLambdaV060},
 	"results/prompt_10/1xA100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2000.json": {
 		commit: "a9b42a5f83bc39976bcb6bd44a96b2b15d820e10", in: fidLambdaIn,
-		out: []int{120, 507, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2000, engine: fidLambdaV060},
+		out: []int{120, 507, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2000, version: "0.6.0", engine: fidLambdaV060},
 	"results/prompt_10/8xH100-80GB-SXM/Meta-Llama-3-70B-Instruct_tp8_len2048.json": {
 		commit: "a4f9f4371a1ccac781293837fce2bce0cc6d25cc", in: fidLambdaIn,
-		out: []int{120, 624, 233, 194, 101, 741, 0, 0, 6, 35}, maxModelLen: 2048, engine: fidLambdaV060},
+		out: []int{120, 624, 233, 194, 101, 741, 0, 0, 6, 35}, maxModelLen: 2048, version: "0.6.0", engine: fidLambdaV060},
 	"results/prompt_10/2xA100-80GB-SXM/Meta-Llama-3-70B-Instruct_tp2_len2048.json": {
 		commit: "f093afe94aacfb282ac40fef31c94a0010b37e5e", in: fidLambdaIn,
-		out: []int{120, 723, 233, 194, 101, 741, 0, 0, 6, 31}, maxModelLen: 2048, engine: fidLambdaV060},
+		out: []int{120, 723, 233, 194, 101, 741, 0, 0, 6, 31}, maxModelLen: 2048, version: "0.6.0", engine: fidLambdaV060},
 	"results_v0.5.4/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_mml2048_mns256_nss0_np10.json": {
 		commit: "680cc0a3f925fbf1700b8ba928c7ceebe0015986", in: fidLambdaIn,
-		out: []int{120, 428, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2048,
+		out: []int{120, 428, 233, 194, 101, 741, 9, 3, 6, 31}, maxModelLen: 2048, version: "0.5.4",
 		engine: "vllm-v0 without chunked prefill (vLLM 0.5.4, one token per stream chunk)"},
 }
 

@@ -21,9 +21,10 @@ const paperSource = "vllm-paper"
 // compared (Orca's three reservation schemes on the buddy allocator, vLLM
 // paged), the requests at one arrival rate, and the same requests with
 // other length shapes. Fidelity runs every system as its config says (the
-// scenario sets engine vllm-v0: the paper's vLLM ran prefill-only steps),
-// under the GPU's profile for that engine without CUDA graphs (vLLM had
-// none before v0.2.5) and under the roofline.
+// scenario sets engine vllm-v0 at release 0.1.0: the paper's vLLM ran
+// prefill-only steps, without CUDA graphs, which came in 0.2.5), under the
+// joint model's profile for that GPU, engine and release and under the
+// roofline.
 type PaperSetup struct {
 	Scenario string // the scenario file it was built from, for the page
 	GPU      string // the GPU preset of every system's config
@@ -109,29 +110,29 @@ func fig12a(ctx context.Context, ps *PaperSetup, rep *PaperReport, workers int) 
 	return nil
 }
 
-// fidPaperProfile is the GPU's profile for engine without CUDA graphs.
-func fidPaperProfile(gpu string, engine sim.EngineKind) (*sim.Profile, error) {
-	p, err := sim.DefaultProfile(gpu, engine)
+// fidPaperProfile is the joint model's profile of the systems' GPU,
+// engine and release.
+func fidPaperProfile(joint *sim.JointModel, cfg sim.Config) (*sim.Profile, error) {
+	v, err := sim.ParseEngineVersion(cfg.Engine, cfg.EngineVersion)
 	if err != nil {
 		return nil, err
 	}
-	p.CUDAGraph = sim.CUDAGraphTerm{}
-	return p, nil
+	return joint.Profile(cfg.GPU, cfg.Engine, v)
 }
 
 // fidPaper runs every workload × system × timing model.
-func fidPaper(ctx context.Context, ps *PaperSetup, workers int) (*PaperReport, error) {
+func fidPaper(ctx context.Context, ps *PaperSetup, joint *sim.JointModel, workers int) (*PaperReport, error) {
 	if len(ps.Systems) == 0 || len(ps.Workloads) == 0 {
 		return nil, fmt.Errorf("%w: paper setup %s: no systems or no workloads", ErrFidelity, ps.Scenario)
 	}
 	engine := ps.Systems[0].Config.Engine
 	for _, sys := range ps.Systems {
-		if sys.Config.Engine != engine {
-			return nil, fmt.Errorf("%w: paper setup %s: system %s runs %v, %s runs %v: want one engine", ErrFidelity,
-				ps.Scenario, sys.Name, sys.Config.Engine, ps.Systems[0].Name, engine)
+		if sys.Config.Engine != engine || sys.Config.EngineVersion != ps.Systems[0].Config.EngineVersion {
+			return nil, fmt.Errorf("%w: paper setup %s: system %s runs %v %s, %s runs %v %s: want one engine", ErrFidelity,
+				ps.Scenario, sys.Name, sys.Config.Engine, sys.Config.EngineVersion, ps.Systems[0].Name, engine, ps.Systems[0].Config.EngineVersion)
 		}
 	}
-	prof, err := fidPaperProfile(ps.GPU, engine)
+	prof, err := fidPaperProfile(joint, ps.Systems[0].Config)
 	if err != nil {
 		return nil, fmt.Errorf("%w: paper setup %s: %w", ErrFidelity, ps.Scenario, err)
 	}
@@ -255,9 +256,9 @@ func fidPaperRows(rep *FidelityReport) {
 			continue
 		}
 		ps := pr.Setup
-		engine := ps.Systems[0].Config.Engine
-		r.Profile = ps.GPU + " " + engine.String()
-		r.Setup = fmt.Sprintf("%s, %s on %s, %s", ps.Scenario, f.Setup.System, engine, ps.Workloads[0].Label)
+		c0 := ps.Systems[0].Config
+		r.Profile = fmt.Sprintf("%s %s %s", ps.GPU, c0.Engine, c0.EngineVersion)
+		r.Setup = fmt.Sprintf("%s, %s on %s %s, %s", ps.Scenario, f.Setup.System, c0.Engine, c0.EngineVersion, ps.Workloads[0].Label)
 		s := -1
 		for i, sys := range ps.Systems {
 			if sys.Name == f.Setup.System {

@@ -3,7 +3,6 @@ package calib
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,242 +10,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/sim"
-	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
-// The page is generated here, not by a go:generate program: the paper's
-// setup is a scenario file that sim/scenario builds, which calib may not
-// import (docs/architecture.md, "Allowed imports"), while a test may, and
-// a new program would be a package of its own for the layering table.
-var (
-	updateFidelity = flag.Bool("update", false, "rewrite docs/fidelity.md from the simulations ("+FidelityCommand+")")
-	loosenFidelity = flag.Bool("fidelity-loosen", false, "with -update, record a held-out median above the page's ratchet")
-)
+// The page itself, docs/fidelity.md, is checked by calib/refit's tests:
+// it reproduces the vLLM paper from a scenario file, which sim/scenario
+// builds and calib may not import.
 
-// fidPaperScenario is the paper's setup, from the repository root.
-const fidPaperScenario = "docs/scenarios/vllm-paper-fig13a.yaml"
-
-// fidPaperSystems names the scenario's runs by KV strategy, as the figures'
-// setup.system names them.
-var fidPaperSystems = map[string]string{
-	"contiguous-max": "orca-max", "contiguous-max:pow2": "orca-pow2",
-	"contiguous-max:oracle": "orca-oracle", "paged:16": "vllm",
-}
-
-// fidPaperVariants are the length shapes of the page: the paper's (the
-// scenario file's), and log-s.d. 1.40 / 1.20 with mu solved for the same
-// truncated means (calib/README.md, "ShareGPT lengths").
-var fidPaperVariants = []struct {
-	label                      string
-	muIn, sigIn, muOut, sigOut float64
-}{
-	{"log-s.d. 1.56 in / 1.00 out (the page's)", 4.4619, 1.56, 5.7594, 1.00},
-	{"log-s.d. 1.40 in / 1.20 out", 4.5156, 1.40, 5.8741, 1.20},
-}
-
-func fidRepoRoot() string { return filepath.Join("..") }
-
-// fidBuildPaper builds the paper's setup from its scenario file.
-func fidBuildPaper(t testing.TB) *PaperSetup {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(fidRepoRoot(), fidPaperScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := &PaperSetup{Scenario: fidPaperScenario}
-	for i, v := range fidPaperVariants {
-		s, err := scenario.Read(bytes.NewReader(data), fidPaperScenario)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rq := s.Workload.Requests
-		if i == 0 && (rq.Prompt.Mu != v.muIn || rq.Prompt.Sigma != v.sigIn || rq.Output.Mu != v.muOut || rq.Output.Sigma != v.sigOut) {
-			t.Fatalf("%s: lengths %+v / %+v, want the page's first variant %+v", fidPaperScenario, rq.Prompt, rq.Output, v)
-		}
-		rq.Prompt.Mu, rq.Prompt.Sigma, rq.Output.Mu, rq.Output.Sigma = v.muIn, v.sigIn, v.muOut, v.sigOut
-		plan, err := scenario.Build(s, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			ps.GPU, ps.Rate = plan.GPU.Name, rq.Rate
-			for _, c := range plan.Configs {
-				if c.Engine != sim.EngineVLLMV0 || c.ChunkedPrefill || c.Activations {
-					t.Fatalf("%s: engine %v, chunked prefill %v, activations %v: want the paper's vllm-v0 without either", fidPaperScenario,
-						c.Engine, c.ChunkedPrefill, c.Activations)
-				}
-				name, ok := fidPaperSystems[c.KV]
-				if !ok {
-					t.Fatalf("%s: run kv %q is not one of the paper's systems", fidPaperScenario, c.KV)
-				}
-				ps.Systems = append(ps.Systems, PaperSystem{Name: name, Config: c})
-			}
-		}
-		ps.Workloads = append(ps.Workloads, PaperWorkload{Label: v.label, Requests: plan.Requests,
-			Sampling: fmt.Sprintf("prompt and output lengths drawn independently as round(exp(N(μ, σ²))), drawn again until in [%d, %d] "+
-				"(so prompt + output ≤ 2,048), prompts μ %.4f σ %.2f, outputs μ %.4f σ %.2f (μ solved so the truncated means are the paper's; "+
-				"σ 1.56 is the log-s.d. of benchmark-sampled ShareGPT prompts, 1.00 that of ShareGPT completions: calib/README.md), "+
-				"from sim/scenario's lognormal with seed %d; %d requests in %s.",
-				rq.Prompt.Min, rq.Prompt.Max, v.muIn, v.sigIn, v.muOut, v.sigOut, s.Seed, len(plan.Requests), fidDuration(s.Duration))})
-	}
-	return ps
-}
-
-func fidDuration(d scenario.Duration) string {
-	v, _ := d.MarshalYAML()
-	return fmt.Sprint(v)
-}
-
-// fidFixtures maps the local copies of the figures replayed here to trimmed
-// copies in testdata/fidelity (README.md there says what was kept).
-var fidFixtures = map[string]string{
-	"shared/data/bench/surajssd__llm-k8s__results_serving_meta-llama-Llama-3.3-70B-Instruct__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_01.json":  "surajssd-llama-3.3-70b-tp8-sharegpt-qps-01.lens.json",
-	"shared/data/bench/surajssd__llm-k8s__results_serving_meta-llama-Llama-3.3-70B-Instruct__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_16.json":  "surajssd-llama-3.3-70b-tp8-sharegpt-qps-16.lens.json",
-	"shared/data/bench/surajssd__llm-k8s__results_serving_meta-llama-Llama-3.3-70B-Instruct__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_inf.json": "surajssd-llama-3.3-70b-tp8-sharegpt-qps-inf.lens.json",
-	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_3_3_70b_online_output.jsonl":                                                                  "datacrunch-llama-3.3-70b-online.jsonl",
-	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_3_3_70b_offline_output.jsonl":                                                                 "datacrunch-llama-3.3-70b-offline.jsonl",
-	"shared/data/bench/datacrunch-research__h200-benchmarks__sglang__outputs__llama_405b_online_output.jsonl":                                                                     "datacrunch-llama-3.1-405b-online.jsonl",
-}
-
-// fidOpenFixture opens a figure's local copy from testdata/fidelity, or
-// from testdata/bench where the copy is kept in calib itself
-// ("calib/testdata/bench/NAME").
-func fidOpenFixture(localCopy string) (io.ReadCloser, error) {
-	if name, ok := strings.CutPrefix(localCopy, "calib/testdata/bench/"); ok && name != "" && !strings.ContainsAny(name, `/\`) {
-		return os.Open(filepath.Join("testdata", "bench", name))
-	}
-	name, ok := fidFixtures[localCopy]
-	if !ok {
-		return nil, fmt.Errorf("%s: no fixture in testdata/fidelity: %w", localCopy, fs.ErrNotExist)
-	}
-	return os.Open(filepath.Join("testdata", "fidelity", name))
-}
-
-var fidOnce struct {
-	sync.Once
-	rep *FidelityReport
-	err error
-}
-
-// fidReport generates the page's report once for the tests. Under -race
-// (or -tags invariants) every allocator checks its invariants at each call
-// and the generation takes many minutes, so those tests skip there;
-// TestFidelityWorkers runs Fidelity's concurrency under the race detector.
-func fidReport(t *testing.T) *FidelityReport {
-	t.Helper()
-	if invariants.Enabled {
-		t.Skip("the whole page under -race or -tags invariants takes many minutes; TestFidelityWorkers covers its concurrency")
-	}
-	fidOnce.Do(func() {
-		d, err := Published()
-		if err != nil {
-			fidOnce.err = err
-			return
-		}
-		fidOnce.rep, fidOnce.err = Fidelity(context.Background(), d, FidelityOptions{Open: fidOpenFixture, Paper: fidBuildPaper(t)})
-	})
-	if fidOnce.err != nil {
-		t.Fatal(fidOnce.err)
-	}
-	return fidOnce.rep
-}
-
-// TestFidelityDoc fails when docs/fidelity.md is not what the simulations
-// give today; with -update it rewrites the page (refusing a held-out median
-// above the page's ratchet unless -fidelity-loosen).
-func TestFidelityDoc(t *testing.T) {
-	rep := fidReport(t)
-	path := filepath.Join(fidRepoRoot(), FidelityPath)
-	old, err := os.ReadFile(path)
-	if err != nil && !(*updateFidelity && os.IsNotExist(err)) {
-		t.Fatalf("%v: generate it with %s", err, FidelityCommand)
-	}
-	m := rep.Summarize("").Median[TimingProfile]
-	ratchet, ok := FidelityRatchet(old)
-	switch {
-	case !ok || *loosenFidelity:
-		ratchet = FidelityRatchetValue(m)
-	case m <= ratchet:
-		ratchet = min(ratchet, FidelityRatchetValue(m))
-	}
-	want := rep.Markdown(ratchet)
-	if *updateFidelity {
-		if m > ratchet {
-			t.Fatalf("held-out median %.4f is above the ratchet %.4f of %s: not written (pass -fidelity-loosen to record it, and say why in the commit)", m, ratchet, FidelityPath)
-		}
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if !bytes.Equal(old, want) {
-		ol, wl := strings.Split(string(old), "\n"), strings.Split(string(want), "\n")
-		for i := range max(len(ol), len(wl)) {
-			var a, b string
-			if i < len(ol) {
-				a = ol[i]
-			}
-			if i < len(wl) {
-				b = wl[i]
-			}
-			if a != b {
-				t.Fatalf("%s is stale at line %d:\n have %q\n want %q\nregenerate it with %s", FidelityPath, i+1, fidClip(a), fidClip(b), FidelityCommand)
-			}
-		}
-	}
-}
-
-func fidClip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
-}
-
-// TestFidelityRatchetHoldsHeldOutMedianUntilTarget fails when the held-out
-// median |relative error| under the profiles rises above the figure
-// docs/fidelity.md records. The issue's target is 10%; until it is met the
-// ratchet holds the current value and only tightens.
-func TestFidelityRatchetHoldsHeldOutMedianUntilTarget(t *testing.T) {
-	rep := fidReport(t)
-	doc, err := os.ReadFile(filepath.Join(fidRepoRoot(), FidelityPath))
-	if err != nil {
-		t.Fatalf("%v: generate it with %s", err, FidelityCommand)
-	}
-	ratchet, ok := FidelityRatchet(doc)
-	if !ok {
-		t.Fatalf("%s records no ratchet; regenerate it with %s", FidelityPath, FidelityCommand)
-	}
-	s := rep.Summarize("")
-	m := s.Median[TimingProfile]
-	if s.N[TimingProfile] == 0 {
-		t.Fatal("no held-out figure was simulated under a profile: the ratchet would hold nothing")
-	}
-	state := fmt.Sprintf("the %.0f%% target is not met yet, so the ratchet holds the current value", 100*FidelityTargetMedian)
-	if m <= FidelityTargetMedian {
-		state = fmt.Sprintf("the %.0f%% target is met", 100*FidelityTargetMedian)
-	}
-	if m > ratchet {
-		t.Errorf("held-out median |error| under the profiles is %.4f over %d figures, above the ratchet %.4f recorded in %s (%s): "+
-			"a change made the step-time model worse on figures it was not fitted to", m, s.N[TimingProfile], ratchet, FidelityPath, state)
-	}
-}
+// fidOpenFixture opens a figure's local copy from testdata.
+var fidOpenFixture = OpenFixture(".")
 
 // TestFidelityFixtures checks the trimmed copies of testdata/fidelity
 // against the shared files they come from, when the shared checkout is
 // present: the same requests, in the same order, with the same arrivals.
 func TestFidelityFixtures(t *testing.T) {
-	dir := filepath.Join(fidRepoRoot(), "..")
+	dir := filepath.Join("..", "..")
 	if _, err := os.Stat(filepath.Join(dir, "shared", "data", "bench")); err != nil {
 		t.Skipf("shared benchmark results not found (%v); this test compares testdata/fidelity with them when the shared checkout is present", err)
 	}
-	for lc, name := range fidFixtures {
+	for lc, name := range FidelityFixtures {
 		read := func(p string) []workload.Request {
 			f, err := os.Open(p)
 			if err != nil {
@@ -316,76 +101,85 @@ func TestFidelityMedianAndRatchetValue(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("FidelityRatchetValue(%v) = %v, want %v", tc.m, got, tc.want)
 		}
-		doc := (&FidelityReport{}).Markdown(got)
-		if v, ok := FidelityRatchet(doc); !ok || v != got || !(tc.m <= v) {
-			t.Errorf("ratchet %v reads back as %v, %v", got, v, ok)
+		doc := (&FidelityReport{Joint: sim.PriorJoint()}).Markdown(got)
+		if v, proto, ok := FidelityRatchet(doc); !ok || v != got || !(tc.m <= v) || proto != FidelityProtocol {
+			t.Errorf("ratchet %v reads back as %v, %q, %v", got, v, proto, ok)
 		}
 	}
-	if _, ok := FidelityRatchet([]byte("# no ratchet")); ok {
+	if _, _, ok := FidelityRatchet([]byte("# no ratchet")); ok {
 		t.Error("a page without a ratchet reads one")
 	}
+	// The page before issue 24 named no protocol.
+	if v, proto, ok := FidelityRatchet([]byte("<!-- x. fidelity-ratchet: held-out median 0.0844 -->")); !ok || v != 0.0844 || proto != "" {
+		t.Errorf("old page: %v %q %v", v, proto, ok)
+	}
 }
 
-// TestFidelitySummarize holds which rows count towards the targets, and
-// that the profile's column is the held-out value, not the fitted one.
-func TestFidelitySummarize(t *testing.T) {
-	row := func(use, metric, gpu string, held, fitted, pub float64, isFitted bool) *FidelityRow {
-		r := &FidelityRow{Figure: &Figure{Use: use, Metric: metric, Value: pub, Setup: Setup{GPU: gpu}}, Fitted: isFitted}
+// TestFidelityStats holds which rows count towards the targets, and that
+// each judge reads its own value: the held-out one, the GPU-out one, the
+// joint model's (in sample for a fitted figure), the roofline's.
+func TestFidelityStats(t *testing.T) {
+	row := func(use, metric, gpu, src string, held, gout, fitted, pub float64, isFitted bool) *FidelityRow {
+		r := &FidelityRow{Figure: &Figure{Use: use, Metric: metric, Value: pub, Source: src, Setup: Setup{GPU: gpu}}, Fitted: isFitted}
 		r.Value[TimingProfile], r.OK[TimingProfile] = fitted, true
 		r.HeldOutValue, r.HeldOutOK = held, true
+		r.GPUOutValue, r.GPUOutOK = gout, true
 		return r
 	}
-	rep := &FidelityReport{Rows: []*FidelityRow{
-		row("holdout", "ttft_median", "a", 1.1, 1.1, 1, false),             // 10%
-		row("fit", "tpot_median", "a", 1.3, 1.01, 1, true),                 // 30% held out (1% fitted)
-		row("holdout", "output_throughput", "b", 0.8, 0.8, 1, false),       // 20%
-		row("cross-check", "ttft_median", "a", 9, 9, 1, false),             // not counted
-		row("holdout", "ttft_p99", "a", 9, 9, 1, false),                    // metric not counted
-		{Figure: &Figure{Use: "holdout", Metric: "ttft_median", Value: 1}}, // not simulated
+	rep := &FidelityReport{FittedSources: []string{"s1"}, Rows: []*FidelityRow{
+		row("holdout", "ttft_median", "a", "s1", 1.1, 1.5, 1.1, 1, false),                // 10%
+		row("fit", "tpot_median", "a", "s1", 1.3, 1.2, 1.01, 1, true),                    // 30% held out (1% fitted)
+		row("holdout", "output_throughput", "b", "s2", 0.8, 0.8, 0.8, 1, false),          // 20%, never seen
+		row("cross-check", "ttft_median", "a", "s2", 9, 9, 9, 1, false),                  // not counted
+		row("holdout", "ttft_p99", "a", "s1", 9, 9, 9, 1, false),                         // metric not counted
+		{Figure: &Figure{Use: "holdout", Metric: "ttft_median", Value: 1, Source: "s1"}}, // not simulated
 	}}
-	s := rep.Summarize("")
-	if s.N[TimingProfile] != 3 || math.Abs(s.Median[TimingProfile]-0.2) > 1e-12 || math.Abs(s.Max[TimingProfile]-0.3) > 1e-12 || s.N[TimingRoofline] != 0 {
-		t.Errorf("all: %+v", s)
+	target := (*FidelityRow).Target
+	if s := rep.Stats(JudgeLOSO, target); s.N != 3 || math.Abs(s.Median-0.2) > 1e-12 || math.Abs(s.Max-0.3) > 1e-12 {
+		t.Errorf("held out by source: %+v", s)
 	}
-	if s := rep.Summarize("a"); s.N[TimingProfile] != 2 || math.Abs(s.Median[TimingProfile]-0.2) > 1e-12 {
-		t.Errorf("gpu a: %+v", s)
+	if s := rep.HeldOutMedian(); math.Abs(s.Median-0.2) > 1e-12 {
+		t.Errorf("ratchet figure: %+v", s)
 	}
-	if n, m := rep.fittedSummary(""); n != 1 || math.Abs(m-0.01) > 1e-12 {
-		t.Errorf("fitted: %d rows, median %v; want 1 at 1%%", n, m)
+	if s := rep.Stats(JudgeLOGO, target); s.N != 3 || math.Abs(s.Median-0.2) > 1e-12 || math.Abs(s.Max-0.5) > 1e-12 {
+		t.Errorf("held out by GPU: %+v", s)
+	}
+	if s := rep.Stats(JudgeJoint, func(r *FidelityRow) bool { return target(r) && r.Fitted }); s.N != 1 || math.Abs(s.Median-0.01) > 1e-12 {
+		t.Errorf("fitted: %+v", s)
+	}
+	if s := rep.Stats(JudgeRoofline, target); s.N != 0 {
+		t.Errorf("roofline with no values: %+v", s)
+	}
+	never := func(r *FidelityRow) bool { return target(r) && rep.NeverSeen(r) }
+	if s := rep.Stats(JudgeJoint, never); s.N != 1 || math.Abs(s.Median-0.2) > 1e-12 {
+		t.Errorf("never seen: %+v", s)
 	}
 }
 
-func TestFidelityMarkFitted(t *testing.T) {
-	lc := "shared/data/bench/run.json"
-	mk := func(id, src, local string) *FidelityRow {
-		return &FidelityRow{Figure: &Figure{ID: id, Source: src, Setup: Setup{Workload: Workload{LocalCopy: local}}}, Profile: "g vllm-v1"}
+// publishedFigure returns a lookup of calib/published.yaml's figures by
+// id that fails the test on an unknown one.
+func publishedFigure(t *testing.T) func(id string) *Figure {
+	t.Helper()
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
 	}
-	rep := &FidelityReport{Rows: []*FidelityRow{mk("x", "s1", ""), mk("y", "s1", ""), mk("z", "s2", lc), mk("w", "s3", "")}}
-	fidMarkFitted(rep, map[string]map[string]bool{"g vllm-v1": {"x": true, "run.json@sha256:0123456789ab": true}})
-	got := ""
-	for _, r := range rep.Rows {
-		got += fmt.Sprintf("%s:%v ", r.Figure.ID, r.Fitted)
+	byID := map[string]*Figure{}
+	for i := range d.Figures {
+		byID[d.Figures[i].ID] = &d.Figures[i]
 	}
-	if got != "x:true y:false z:true w:false " {
-		t.Errorf("fitted: %s", got)
+	return func(id string) *Figure {
+		t.Helper()
+		if byID[id] == nil {
+			t.Fatalf("no figure %s", id)
+		}
+		return byID[id]
 	}
 }
 
 // TestFidelityTranslate holds a figure of each kind to its simulation.
 func TestFidelityTranslate(t *testing.T) {
-	d, err := Published()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fig := func(id string) *Figure {
-		for i := range d.Figures {
-			if d.Figures[i].ID == id {
-				return &d.Figures[i]
-			}
-		}
-		t.Fatalf("no figure %s", id)
-		return nil
-	}
+	fig := publishedFigure(t)
 	files := map[string][]*workload.BenchResult{}
 	p, err := fidTranslate(fig("lmdeploy-13b-b16-1to128-throughput"), fidOpenFixture, files)
 	if err != nil || p.skip != "" || p.sim == nil || len(p.sim.reqs) != 16 || p.sim.reqs[3].PromptTokens != 1 || p.sim.reqs[3].OutputTokens != 128 ||
@@ -396,7 +190,7 @@ func TestFidelityTranslate(t *testing.T) {
 		t.Errorf("throughput picked as %v, %v", v, ok)
 	}
 	p, err = fidTranslate(fig("surajssd-70b-tp8-a100-40g-qps-16-tpot-median"), fidOpenFixture, files)
-	if err != nil || p.skip != "" || len(p.sim.reqs) != 200 || p.sim.cfg.TP != 8 || p.sim.cfg.MaxBatchTokens != 2048 || p.sim.cfg.Engine != sim.EngineVLLMV0 {
+	if err != nil || p.skip != "" || len(p.sim.reqs) != 200 || p.sim.cfg.TP != 8 || p.sim.cfg.MaxBatchTokens != 2048 || p.sim.cfg.Engine != sim.EngineVLLMV1 || p.sim.cfg.EngineVersion != "0.8.3" {
 		t.Fatalf("surajssd: %+v, %v", p, err)
 	}
 	if v, _ := p.pick(&sim.Result{TPOT: sim.Latency{P50: 0.0316}}); math.Abs(v-31.6) > 1e-9 {
@@ -439,41 +233,20 @@ func TestFidelityTranslate(t *testing.T) {
 	}
 	// An all-reduce figure: the a100-80g profile's term by hand.
 	p, err = fidTranslate(fig("vidur-a100-dgx-allreduce-tp4-8mib"), fidOpenFixture, files)
-	prof, _ := sim.DefaultProfile("a100-80g", sim.EngineVLLMV1)
+	prof, _ := sim.DefaultProfile("a100-80g", sim.EngineVLLMV1, "")
 	want := (float64(prof.AllReduce.LatencyNs) + 2*3.0/4*8388608/(prof.Peak.LinkBytesPerS*prof.AllReduce.BWEff/1e9)) / 1e6
-	if err != nil || p.sim != nil || math.Abs(p.opValue-want) > 1e-9*want {
-		t.Errorf("all-reduce: %v ms (%v), want %v", p.opValue, err, want)
+	if err != nil || p.sim != nil || math.Abs(p.op(prof)-want) > 1e-9*want {
+		t.Errorf("all-reduce: %v ms (%v), want %v", p.op(prof), err, want)
 	}
-	// The linear layers of one Llama-3-8B layer at 1 token: weight-bound.
+	// The linear layers of one Llama-3-8B layer at 1 token: its weight
+	// reads blended with its compute.
 	p, err = fidTranslate(fig("vidur-a100-80g-meta-llama-3-8b-tp1-linear-n1"), fidOpenFixture, files)
 	params := 4096.0*128*(32+2*8) + 32*128*4096 + 3*4096*14336
-	want = params * 2 / (prof.Peak.MemBytesPerS * prof.Linear.WeightBWEff) * 1e3
-	if err != nil || math.Abs(p.opValue-want) > 1e-9*want {
-		t.Errorf("linear at 1 token: %v ms (%v), want %v", p.opValue, err, want)
-	}
-}
-
-// TestFidelityReportRows checks the generated report's rows against the
-// dataset: every figure has a row, simulated or with a reason.
-func TestFidelityReportRows(t *testing.T) {
-	rep := fidReport(t)
-	d, _ := Published()
-	if len(rep.Rows) != len(d.Figures) {
-		t.Fatalf("%d rows for %d figures", len(rep.Rows), len(d.Figures))
-	}
-	for _, r := range rep.Rows {
-		if strings.Contains(r.Skip, "which is absent") {
-			t.Errorf("%s: %s: add its fixture to testdata/fidelity and fidFixtures", r.Figure.ID, r.Skip)
-		}
-		simulated := r.OK[TimingProfile] || r.OK[TimingRoofline]
-		if simulated == (r.Skip != "") {
-			t.Errorf("%s: simulated %v, skip %q", r.Figure.ID, simulated, r.Skip)
-		}
-		for tm := range numTimings {
-			if r.OK[tm] && !(r.Value[tm] > 0) || math.IsInf(r.Value[tm], 0) {
-				t.Errorf("%s: %s value %v", r.Figure.ID, FidelityTiming(tm), r.Value[tm])
-			}
-		}
+	w := params * 2 / (prof.Peak.MemBytesPerS * prof.Linear.WeightBWEff) * 1e3
+	c := (1 + prof.Linear.ComputeHalfTokens) * 2 * params / (prof.Peak.BF16FLOPSPerS * prof.Linear.ComputeEffMax) * 1e3
+	want = sim.BlendLinear(c, w, prof.Linear.BlendExponent)
+	if err != nil || math.Abs(p.op(prof)-want) > 5e-5*want { // the step model tabulates the blend (sim.TestBlendTable)
+		t.Errorf("linear at 1 token: %v ms (%v), want %v", p.op(prof), err, want)
 	}
 }
 
@@ -493,18 +266,72 @@ func TestFidelityWorkers(t *testing.T) {
 			sub.Figures = append(sub.Figures, f)
 		}
 	}
+	// Leave-one-out models that differ from the joint one, so that every
+	// column has its own values.
+	joint, bySource, byGPU := sim.PriorJoint(), sim.PriorJoint(), sim.PriorJoint()
+	bySource.Linear.WeightBWEff, byGPU.Linear.WeightBWEff = 0.6, 0.7
+	held := map[string]*sim.JointModel{"source:lmdeploy-a100": bySource, "gpu:a100-40g": byGPU}
 	var docs [][]byte
 	for _, w := range []int{1, 4} {
-		rep, err := Fidelity(context.Background(), sub, FidelityOptions{Open: fidOpenFixture, Workers: w})
+		rep, err := Fidelity(context.Background(), sub, FidelityOptions{Open: fidOpenFixture, Workers: w, Joint: joint, HeldOut: held})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Rows) != len(keep) || rep.Summarize("").N[TimingProfile] != 2 { // output throughput and TPOT
-			t.Fatalf("%d rows, summary %+v", len(rep.Rows), rep.Summarize(""))
+		st := rep.HeldOutMedian()
+		if len(rep.Rows) != len(keep) || st.N != 2 { // output throughput and TPOT
+			t.Fatalf("%d rows, summary %+v", len(rep.Rows), st)
+		}
+		for _, r := range rep.Rows {
+			lm, a40 := r.Figure.Source == "lmdeploy-a100", r.Figure.Setup.GPU == "a100-40g"
+			if r.HeldOutOK && lm != (r.HeldOutValue != r.Value[TimingProfile]) || r.GPUOutOK && a40 != (r.GPUOutValue != r.Value[TimingProfile]) {
+				t.Errorf("%s: joint %v, by source %v, by GPU %v", r.Figure.ID, r.Value[TimingProfile], r.HeldOutValue, r.GPUOutValue)
+			}
 		}
 		docs = append(docs, rep.Markdown(0.5))
 	}
 	if !bytes.Equal(docs[0], docs[1]) {
 		t.Error("the page with 4 workers differs from the page with 1")
+	}
+}
+
+// TestFidelityAccelMark: an AccelMark figure replays the dataset's cited
+// prompt lengths, one at a time for the interactive scenario (cold) and
+// Poisson for an online rate (the first 150 prompts; SGLang's warm);
+// cross-checks and the long-context suite are not replayed.
+func TestFidelityAccelMark(t *testing.T) {
+	fig := publishedFigure(t)
+	files := map[string][]*workload.BenchResult{}
+	p, err := fidTranslate(fig("accelmark-a100-80g-vllm-v1-0.20.1-suite-a-interactive-ttft-median"), fidOpenFixture, files)
+	if err != nil || p.skip != "" || len(p.sim.reqs) != 150 || p.sim.cfg.MaxConcurrency != 1 || p.sim.cfg.WarmPrompts ||
+		p.sim.cfg.EngineVersion != "0.20.1" || p.sim.reqs[0].PromptTokens != 395+fidAccelMarkTemplate || p.sim.reqs[149].Arrival != 0 {
+		t.Fatalf("interactive: %+v, %v", p, err)
+	}
+	for _, r := range p.sim.reqs {
+		if r.OutputTokens < 1 || r.OutputTokens > fidAccelMarkMaxTokens {
+			t.Fatalf("output %d", r.OutputTokens)
+		}
+	}
+	p, err = fidTranslate(fig("accelmark-a100-80g-sglang-0.5.6-suite-a-online-qps25-tpot-median"), fidOpenFixture, files)
+	if err != nil || p.skip != "" || len(p.sim.reqs) != fidAccelMarkOnline || p.sim.cfg.MaxConcurrency != 0 || !p.sim.cfg.WarmPrompts ||
+		!(p.sim.reqs[149].Arrival > p.sim.reqs[0].Arrival) {
+		t.Fatalf("online: %+v, %v", p, err)
+	}
+	// 150 Poisson arrivals at 25 req/s span about 6 s.
+	if span := float64(p.sim.reqs[149].Arrival) / 1e9; span < 4 || span > 8 {
+		t.Errorf("150 arrivals at 25 req/s span %v s", span)
+	}
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Figures {
+		f := &d.Figures[i]
+		if f.Source != "accelmark" || (f.Use != "cross-check" && !strings.Contains(f.Setup.Workload.Dataset, "longctx")) {
+			continue
+		}
+		if p, err := fidTranslate(f, fidOpenFixture, files); err != nil || p.skip == "" {
+			t.Fatalf("%s: replayed (%v)", f.ID, err)
+		}
+		break
 	}
 }

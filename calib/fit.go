@@ -198,7 +198,7 @@ func (f *fitter) resolveEngine() error {
 func (f *fitter) startProfile() error {
 	s := &f.o.Setup
 	if f.o.Start == nil {
-		p, err := sim.DefaultProfile(s.GPU.Name, s.Engine)
+		p, err := sim.DefaultProfile(s.GPU.Name, s.Engine, s.EngineVersion)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrSetup, err)
 		}

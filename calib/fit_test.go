@@ -258,9 +258,11 @@ func TestCalibrateCap(t *testing.T) {
 func TestCalibrateParams(t *testing.T) {
 	skipHeavy(t)
 	f := readFile(t, benchFixture("vllm_bench_qps1_cut.json"))
-	rep := calibrate(t, []*File{f}, nil, FitOptions{Setup: setup70B(t), Params: []string{"overhead.step_ns", "linear.weight_bw_eff"}})
+	// At 1 request/s every step holds one or two sequences: the step and
+	// per-sequence overheads are one constant per step.
+	rep := calibrate(t, []*File{f}, nil, FitOptions{Setup: setup70B(t), Params: []string{"overhead.step_ns", "overhead.per_seq_ns"}})
 	for _, p := range rep.Params {
-		want := p.Name == "overhead.step_ns" || p.Name == "linear.weight_bw_eff"
+		want := p.Name == "overhead.step_ns" || p.Name == "overhead.per_seq_ns"
 		if p.Fitted != want {
 			t.Errorf("%s fitted %v", p.Name, p.Fitted)
 		}
@@ -268,14 +270,13 @@ func TestCalibrateParams(t *testing.T) {
 			t.Errorf("%s: reason %q", p.Name, p.Reason)
 		}
 	}
-	// Weight reads and the step overhead are one constant per decode step
-	// of one model: fitted together, the runs cannot pin them.
+	// Fitted together, the runs cannot pin them.
 	found := false
 	for _, w := range rep.Warnings {
-		found = found || strings.Contains(w, "linear.weight_bw_eff is fitted as --params asks, but")
+		found = found || strings.Contains(w, "overhead.per_seq_ns is fitted as --params asks, but")
 	}
 	if !found {
-		t.Errorf("no warning about the unpinned parameter: %q", rep.Warnings)
+		t.Errorf("no warning about the unpinned parameter: %q; %+v", rep.Warnings, rep.Params)
 	}
 }
 
@@ -286,7 +287,7 @@ func TestClosedLoop(t *testing.T) {
 	m, _ := model.Preset("llama-3.1-8b")
 	g, _ := model.LookupGPU("h100-80g")
 	s := NewReplaySetup(m, g, 1)
-	p, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
+	p, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1, "")
 	if got := s.ReplayConfig(p, f.Runs[0]).MaxConcurrency; got != 2 {
 		t.Fatalf("replayed with max concurrency %d, want the file's 2", got)
 	}
@@ -387,7 +388,7 @@ func TestSetupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	noRate.Runs = runs
-	otherGPU, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
+	otherGPU, _ := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1, "")
 	tests := []struct {
 		name    string
 		fit     []*File

@@ -212,6 +212,7 @@ type OpsLinear struct {
 	ComputeEffMax     [2]float64 `json:"compute_eff_max"` // [before, after]
 	ComputeHalfTokens [2]float64 `json:"compute_half_tokens"`
 	WeightBWEff       [2]float64 `json:"weight_bw_eff"`
+	BlendExponent     [2]float64 `json:"blend_exponent"`
 }
 
 // OpsAttention is the attention term before and after the fit.
@@ -246,7 +247,8 @@ const (
 // FitOps fits start's linear and attention terms to o: weight_bw_eff from
 // the weight-bound GEMMs, compute_eff_max and compute_half_tokens by least
 // squares on the compute-bound ones (time × peak ÷ FLOPs per token is
-// (n + n½) ÷ eff_max, a line in n), prefill_compute_eff and kv_bw_eff as
+// (n + n½) ÷ eff_max, a line in n), blend_exponent by the GEMMs between
+// (opsBlend), prefill_compute_eff and kv_bw_eff as
 // the ratio of total work to total time of their points. Everything else of
 // start (peaks, overheads, graphs, all-reduce) is kept.
 func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
@@ -280,6 +282,7 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	}
 	lin.ComputeEffMax = 1 / slope
 	lin.ComputeHalfTokens = max(icept/slope, 0)
+	lin.BlendExponent = opsBlend(o, &f.Fitted)
 
 	m := o.Model
 	attnFLOPsPerPair := 4 * float64(m.Heads) * float64(m.HeadDim) // QKᵀ and AV, as sim counts them
@@ -313,11 +316,38 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	b, a := f.Start, f.Fitted
 	f.Linear = OpsLinear{ComputeEffMax: [2]float64{b.Linear.ComputeEffMax, a.Linear.ComputeEffMax},
 		ComputeHalfTokens: [2]float64{b.Linear.ComputeHalfTokens, a.Linear.ComputeHalfTokens},
-		WeightBWEff:       [2]float64{b.Linear.WeightBWEff, a.Linear.WeightBWEff}}
+		WeightBWEff:       [2]float64{b.Linear.WeightBWEff, a.Linear.WeightBWEff},
+		BlendExponent:     [2]float64{b.Linear.BlendExponent, a.Linear.BlendExponent}}
 	f.Attention = OpsAttention{PrefillComputeEff: [2]float64{b.Attention.PrefillComputeEff, a.Attention.PrefillComputeEff},
 		KVBWEff: [2]float64{b.Attention.KVBWEff, a.Attention.KVBWEff}}
 	f.points(o)
 	return f, f.Fitted.Validate()
+}
+
+// opsBlendSteps is how many exponents opsBlend tries, log-spaced from 1
+// to 64 (the blend's range; 64 is max(compute, weights)).
+const opsBlendSteps = 61
+
+// opsBlend is the linear term's blend exponent that fits o's linear
+// points best (least squares of their log errors) with p's other linear
+// terms: the GEMMs between weight-bound and compute-bound tell it.
+func opsBlend(o *Ops, p *sim.Profile) float64 {
+	best, bestErr := 64.0, math.Inf(1)
+	for i := range opsBlendSteps {
+		e := math.Exp(math.Log(64) * float64(i) / float64(opsBlendSteps-1))
+		var sum float64
+		for _, pt := range o.Linear {
+			n := float64(pt.Tokens)
+			c := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
+			w := o.LinearLayerBytes / (p.Peak.MemBytesPerS * p.Linear.WeightBWEff)
+			r := math.Log(sim.BlendLinear(c, w, e) * 1e3 / pt.MsPerLayer)
+			sum += r * r
+		}
+		if sum < bestErr {
+			best, bestErr = e, sum
+		}
+	}
+	return best
 }
 
 // points fills Points and the error summary.
@@ -328,7 +358,7 @@ func (f *OpsFit) points(o *Ops) {
 	linear := func(p *sim.Profile, n float64) float64 {
 		compute := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
 		weights := o.LinearLayerBytes / (p.Peak.MemBytesPerS * p.Linear.WeightBWEff)
-		return max(compute, weights) * 1e3
+		return sim.BlendLinear(compute, weights, p.Linear.BlendExponent) * 1e3
 	}
 	add := func(op, what string, measured, before, after float64) {
 		f.Points = append(f.Points, OpsPoint{Op: op, What: what, MeasuredMs: measured, BeforeMs: before, AfterMs: after,

@@ -36,7 +36,7 @@ func syntheticOps(t *testing.T, truth *sim.Profile) *Ops {
 	for _, n := range []int{1, 2, 4, 8, 16, 64, 256, 1024, 2048, 4096, 8192} {
 		compute := (float64(n) + truth.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (peak * truth.Linear.ComputeEffMax)
 		weights := o.LinearLayerBytes / (bw * truth.Linear.WeightBWEff)
-		o.Linear = append(o.Linear, LinearPoint{Tokens: n, MsPerLayer: max(compute, weights) * 1e3})
+		o.Linear = append(o.Linear, LinearPoint{Tokens: n, MsPerLayer: sim.BlendLinear(compute, weights, truth.Linear.BlendExponent) * 1e3})
 	}
 	for _, l := range []int{512, 2048, 8192} {
 		pairs := float64(l) * float64(l+1) / 2
@@ -53,7 +53,7 @@ func syntheticOps(t *testing.T, truth *sim.Profile) *Ops {
 
 func h200(t *testing.T) *sim.Profile {
 	t.Helper()
-	p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1)
+	p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +65,13 @@ func h200(t *testing.T) *sim.Profile {
 // KV), below minKVBytes: it does not enter the fit, which the truth still
 // reproduces.
 func TestFitOpsRecoversTruth(t *testing.T) {
+	// The fit reads n½ and eff_max off the compute-bound GEMMs and the
+	// weight reads off the weight-bound ones: exact where the blend of the
+	// two is their larger one (blend_exponent 64).
 	start := h200(t)
+	start.Linear.BlendExponent = 64
 	truth := start.Clone()
-	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, ComputeHalfTokens: 48, WeightBWEff: 0.86}
+	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, FP8ComputeEffMax: 0.6, ComputeHalfTokens: 48, WeightBWEff: 0.86, BlendExponent: 64}
 	truth.Attention = sim.AttentionTerm{PrefillComputeEff: 0.52, KVBWEff: 0.64}
 	ops := syntheticOps(t, truth)
 	f, err := FitOps(ops, start)
@@ -187,7 +191,7 @@ func FuzzReadOps(f *testing.F) {
 			}
 			return
 		}
-		p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1)
+		p, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,8 +22,10 @@ type param struct {
 	log     bool    // moves on a log scale (times, token counts), else linearly (efficiencies)
 	integer bool    // an int64 field: rounded to whole ns
 	needsTP bool    // only matters at tensor parallelism above 1
-	get     func(*sim.Profile) float64
-	set     func(*sim.Profile, float64)
+	// needsFP8: only matters with FP8 weights on a GPU with an FP8 peak.
+	needsFP8 bool
+	get      func(*sim.Profile) float64
+	set      func(*sim.Profile, float64)
 }
 
 // Ranges: efficiencies in [0.02, 1] (below 2% of a peak no kernel of a
@@ -56,21 +58,33 @@ var paramTable = []param{
 	{name: "overhead.per_seq_ns", lo: minSmallNs, hi: maxSmallNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.PerSeqNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.PerSeqNs = int64(math.Round(v)) }},
+	{name: "overhead.per_token_ns", lo: minSmallNs, hi: maxSmallNs, log: true, integer: true,
+		get: func(p *sim.Profile) float64 { return float64(p.Overhead.PerTokenNs) },
+		set: func(p *sim.Profile, v float64) { p.Overhead.PerTokenNs = int64(math.Round(v)) }},
 	{name: "overhead.request_ns", lo: minStepNs, hi: maxStepNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.RequestNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.RequestNs = int64(math.Round(v)) }},
 	{name: "attention.kv_bw_eff", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Attention.KVBWEff },
 		set: func(p *sim.Profile, v float64) { p.Attention.KVBWEff = v }},
+	{name: "attention.kv_half_context", lo: minHalfTok, hi: maxHalfTok, log: true,
+		get: func(p *sim.Profile) float64 { return p.Attention.KVHalfContext },
+		set: func(p *sim.Profile, v float64) { p.Attention.KVHalfContext = v }},
 	{name: "linear.compute_eff_max", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Linear.ComputeEffMax },
 		set: func(p *sim.Profile, v float64) { p.Linear.ComputeEffMax = v }},
+	{name: "linear.fp8_compute_eff_max", lo: minEff, hi: maxEff, needsFP8: true,
+		get: func(p *sim.Profile) float64 { return p.Linear.FP8ComputeEffMax },
+		set: func(p *sim.Profile, v float64) { p.Linear.FP8ComputeEffMax = v }},
 	{name: "attention.prefill_compute_eff", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Attention.PrefillComputeEff },
 		set: func(p *sim.Profile, v float64) { p.Attention.PrefillComputeEff = v }},
 	{name: "linear.compute_half_tokens", lo: minHalfTok, hi: maxHalfTok, log: true,
 		get: func(p *sim.Profile) float64 { return p.Linear.ComputeHalfTokens },
 		set: func(p *sim.Profile, v float64) { p.Linear.ComputeHalfTokens = v }},
+	{name: "linear.blend_exponent", lo: 1, hi: 64, log: true,
+		get: func(p *sim.Profile) float64 { return p.Linear.BlendExponent },
+		set: func(p *sim.Profile, v float64) { p.Linear.BlendExponent = v }},
 	{name: "linear.weight_bw_eff", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Linear.WeightBWEff },
 		set: func(p *sim.Profile, v float64) { p.Linear.WeightBWEff = v }},

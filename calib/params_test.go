@@ -77,7 +77,7 @@ func TestRound(t *testing.T) {
 // TestParamsSetGet: every parameter's setter writes the field its getter
 // reads and a profile with any in-range values validates.
 func TestParamsSetGet(t *testing.T) {
-	start, err := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
+	start, err := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,20 +125,7 @@ func TestPublishedSourceUses(t *testing.T) {
 // the engine, chunking, batch budget and dtypes its setup names, and one
 // whose engine is not simulated says why.
 func TestFidelitySetupEngine(t *testing.T) {
-	d, err := Published()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byID := map[string]*Figure{}
-	for i := range d.Figures {
-		byID[d.Figures[i].ID] = &d.Figures[i]
-	}
-	fig := func(id string) *Figure {
-		if byID[id] == nil {
-			t.Fatalf("no figure %s", id)
-		}
-		return byID[id]
-	}
+	fig := publishedFigure(t)
 	files := map[string][]*workload.BenchResult{}
 	p, err := fidTranslate(fig("crusoe-l40s-llama-3.1-8b-fp8-dynamic-tp1-qps3-tpot-median"), fidOpenFixture, files)
 	if err != nil || p.skip != "" || p.sim == nil {

@@ -87,6 +87,9 @@ func (e *Engine) complete(ri int32) error {
 	}
 	r.admitted, r.ph, r.finish = false, phaseDone, e.now
 	e.res.RequestsCompleted++
+	if e.rec != nil {
+		e.rec.done = append(e.rec.done, ri)
+	}
 	if e.cl.limit > 0 {
 		e.cl.freed = append(e.cl.freed, e.now) // its client slot
 	}

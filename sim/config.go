@@ -154,6 +154,11 @@ type Config struct {
 	// (EngineVLLMV1, the zero value, is the scheduling this package has
 	// always had; see EngineKind).
 	Engine EngineKind
+	// EngineVersion is the engine's release ("0.8.3"; ParseEngineVersion,
+	// "" for the engine's default). It picks the overheads of the step-time
+	// model (DefaultProfile); a Profile's own release, when it names one,
+	// must be of the same overhead class.
+	EngineVersion string
 	// MixedChunk is SGLang's --enable-mixed-chunk: with EngineSGLang,
 	// running decodes share the prefill steps.
 	MixedChunk bool
@@ -278,6 +283,10 @@ func (c Config) validate() (Config, error) {
 	if !c.Engine.Valid() {
 		return bad("engine", "%v: want one of %s", c.Engine, strings.Join(engineNames[:], ", "))
 	}
+	v, err := ParseEngineVersion(c.Engine, c.EngineVersion)
+	if err != nil {
+		return c, err
+	}
 	if c.MixedChunk && c.Engine != EngineSGLang {
 		return bad("mixed chunk", "is SGLang's --enable-mixed-chunk: want engine sglang, got %v", c.Engine)
 	}
@@ -290,8 +299,15 @@ func (c Config) validate() (Config, error) {
 				clip(p.GPU), c.GPU.Name)
 		}
 		if p.Engine != c.Engine {
-			return bad("profile", "it is for engine %v, the config's engine is %v: use sim.DefaultProfile(gpu, %v) or calibrate one",
+			return bad("profile", "it is for engine %v, the config's engine is %v: use sim.DefaultProfile(gpu, %v, version) or calibrate one",
 				p.Engine, c.Engine, c.Engine)
+		}
+		if p.EngineVersion != "" {
+			pv, _ := ParseEngineVersion(p.Engine, p.EngineVersion) // Validate checked it
+			if a, b := OverheadClass(p.Engine, pv), OverheadClass(c.Engine, v); a != b {
+				return bad("profile", "it is for %s %s (overheads of %s), the config's release is %s (%s): use sim.DefaultProfile(gpu, %v, %q) or calibrate one",
+					p.Engine, pv, a, v, b, c.Engine, v.String())
+			}
 		}
 	}
 	if c.KV == "" {

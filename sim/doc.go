@@ -52,23 +52,31 @@
 //     torch.OutOfMemoryError) and the step is retried without it.
 //  5. Step time, then tokens advance: a finished prefill samples the first
 //     token (TTFT), each decode one more per sample, and a request that
-//     reached its output length is released. The step time is the
+//     reached its output length is released. The step time is a Profile's
+//     (profile.go, steptime.go) when Config.Profile is set, else the
 //     roofline's (Roofline, cost.go: the larger of FLOPs over achievable
-//     FLOP/s and bytes over achievable bandwidth, plus a fixed overhead)
-//     unless Config.Profile is set; the roofline stays the default until the
-//     embedded profiles are fitted to measurements. A Profile
-//     (profile.go, steptime.go; one embedded per GPU preset, or a file that
-//     gpufrag calibrate fits) times the step as a sum of terms, each with
-//     its own efficiency: the linear layers, compute bound (a GEMM's
-//     efficiency saturating in the step's token count) or weight-read bound;
-//     prefill attention by causal (query, key) pairs; KV-cache reads and
-//     writes; the tensor-parallel all-reduces over the GPU's links; KV copies;
-//     and a per-step, per-sequence and (outside a full CUDA graph) per-layer
-//     overhead. Pure-decode batches are padded to the engine's CUDA-graph
-//     capture sizes. Config.Engine composes the steps as vLLM V1 (mixed
-//     prefill and decode), vLLM V0 without chunked prefill or SGLang
-//     (prefill-only steps first) do, and Config.WeightDType changes the
-//     weights' bytes (and FP8's math).
+//     FLOP/s and bytes over achievable bandwidth, plus a fixed overhead). A
+//     Profile times the step as a sum of terms, each with its own
+//     efficiency: the linear layers, their compute (a GEMM's efficiency
+//     saturating in the step's token count) and weight reads blended as
+//     (c^p + w^p)^(1/p); prefill attention by causal (query, key) pairs;
+//     KV-cache reads and writes, each decoding sequence costing ctx½ tokens
+//     more; the tensor-parallel all-reduces over the GPU's links; KV copies;
+//     a per-step, per-sequence and (outside a full CUDA graph) per-layer
+//     overhead; and the output work per sampled token, beside the step or on
+//     its path as the engine's release has it. Pure-decode batches are
+//     padded to the engine's CUDA-graph capture sizes. The joint model
+//     (joint.go, sim/profiles/joint.yaml) derives the profile of any GPU
+//     preset, engine and release (Config.EngineVersion, engine_version.go):
+//     the preset's datasheet peaks, efficiencies shared by every GPU, the
+//     overheads of the release's class; it is the default step model
+//     (DefaultStepTime, DefaultStepProfile) because it beats the roofline on
+//     sources it was not fitted to (docs/fidelity.md). Config.Engine
+//     composes the steps as vLLM V1 (mixed prefill and decode), vLLM V0
+//     without chunked prefill or SGLang (prefill-only steps first) do, and
+//     Config.WeightDType changes the weights' bytes (and FP8's math). A run
+//     whose steps do not depend on their times can be recorded (Record) and
+//     retimed under another profile without the engine (retime.go).
 //  6. Samples: every SampleInterval of virtual time the allocator's stats,
 //     its layout's health (package frag) and the strategy's KV breakdown are
 //     recorded; Result summarises them.
@@ -150,12 +158,14 @@
 // preemption, pipeline parallelism and speculative decoding are not
 // modelled; the whole prompt's KV is allocated at admission even with
 // chunked prefill (vLLM allocates per chunk). Step time is a model, not a
-// measurement: the roofline (the default) has one set of factors for every
-// GPU, engine and batch and no tensor-parallel communication time; a
-// Profile's terms add up without overlap (vLLM V1's asynchronous
-// scheduling, which hides CPU work behind the GPU's, is not modelled), and
-// the embedded profiles are initial values from datasheets and single
-// published runs (fitted_to: unfitted) until a calibration replaces them.
+// measurement: the roofline has one set of factors for every GPU, engine
+// and batch and no tensor-parallel communication time; a Profile's GPU
+// terms add up without overlap (vLLM V1's asynchronous scheduling, which
+// hides the scheduler's CPU work behind the GPU's, is not modelled; only
+// the output work may run beside the step), multi-step scheduling (vLLM
+// 0.6's --num-scheduler-steps) is not modelled, and the joint model is as
+// good as the published figures it was fitted to: docs/fidelity.md gives
+// its errors on sources it never saw, per GPU and per source.
 // The closed-loop client (Config.MaxConcurrency) frees a slot at the moment
 // a request ends in the model's time, without the client's network and
 // tokenizer time.

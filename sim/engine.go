@@ -96,6 +96,7 @@ type Engine struct {
 	cl    client         // arrive: Config.MaxConcurrency's client
 	res   Result
 	dg    *defragger // defrag.go; nil when defrag is off or cannot act
+	rec   *recorder  // retime.go; nil unless Record runs the engine
 }
 
 // New builds an engine for the requests (sorted by arrival, as
@@ -402,6 +403,9 @@ func (e *Engine) step() error {
 		return nil
 	}
 	e.now += dt
+	if e.rec != nil {
+		e.rec.step(work, e.now-dt, e.now)
+	}
 	e.res.Steps++
 	e.tally.batchSum += int64(len(e.batch))
 	for _, b := range e.batch {

@@ -176,6 +176,18 @@ func (e *Engine) decodeRun() bool {
 		// The strategy stopped first: the end of its last step.
 		_, end = e.runTimes(w, ctx, k, math.MaxInt64, math.MaxInt64)
 	}
+	if e.rec != nil {
+		// A recording keeps every step: the run's k steps, as step() would
+		// have timed them one by one.
+		start := e.now
+		for j := range k {
+			x := float64(ctx + j*n)
+			sw := stepWork{tokens: n, sampled: n, attnPairs: x, kvRead: x}
+			dt := e.cost.stepTime(sw)
+			e.rec.step(sw, start, start+dt)
+			start += dt
+		}
+	}
 	e.now = end
 	e.res.Steps += k
 	e.runs.steps += k
@@ -219,14 +231,29 @@ func (e *Engine) admissionBlocked() bool {
 // window). runTimes returns its steps and the end of the last.
 //
 // On the roofline the times come from exactRoofline, a few integer
-// operations a step, wherever they are provably stepTime's; otherwise, and
-// under a Profile, from stepTime. -tags invariants compares every one.
+// operations a step, wherever they are provably stepTime's, otherwise from
+// stepTime; under a Profile from its decodeTimer, where only the KV term
+// moves. -tags invariants compares every one.
 func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end int64) {
 	n := w.tokens
 	f := func(j int64) int64 {
 		w.attnPairs = float64(ctx + j*n) // step() sums float64(ctx) over the batch: the same whole number
 		w.kvRead = w.attnPairs
 		return e.cost.stepTime(w)
+	}
+	if p := e.cost.prof; p != nil {
+		// Under a Profile only the KV term moves: decodeTimer, exactly
+		// stepTime's.
+		w.attnPairs, w.kvRead = float64(ctx), float64(ctx)
+		dt := p.decodeTimer(w.step())
+		g := f
+		f = func(j int64) int64 {
+			t := dt.at(float64(ctx + j*n))
+			if invariants.Enabled && t != g(j) {
+				panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", j, n, ctx, t, g(j)))
+			}
+			return t
+		}
 	}
 	now, dt := e.now, int64(0)
 	rr := e.runs.roof.start(n, ctx, limit)

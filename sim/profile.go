@@ -35,6 +35,10 @@ const Unfitted = "unfitted"
 type Profile struct {
 	GPU    string     `yaml:"gpu"`    // GPU preset name (model.LookupGPU); must match Config.GPU.Name
 	Engine EngineKind `yaml:"engine"` // vllm-v1, vllm-v0, sglang; must match Config.Engine
+	// EngineVersion is the engine's release the overheads are for
+	// (ParseEngineVersion; optional: absent, the engine's default). A
+	// config's release must be of the same overhead class.
+	EngineVersion string `yaml:"engine_version,omitempty"`
 	// FittedTo lists the measurements the parameters were fitted to, as
 	// figure ids (calib/published.yaml), or the single entry "unfitted".
 	FittedTo []string `yaml:"fitted_to"`
@@ -61,12 +65,22 @@ type PeakRates struct {
 type LinearTerm struct {
 	// ComputeEffMax is the share of the peak FLOP/s large GEMMs reach.
 	ComputeEffMax float64 `yaml:"compute_eff_max"`
+	// FP8ComputeEffMax is the share of the FP8 peak large GEMMs of FP8
+	// weights reach, their activations quantized on the fly (W8A8); it
+	// replaces ComputeEffMax where FP8 weights run at the FP8 peak.
+	FP8ComputeEffMax float64 `yaml:"fp8_compute_eff_max"`
 	// ComputeHalfTokens is n½: at n tokens the GEMMs reach
 	// ComputeEffMax × n ÷ (n + n½) of the peak, so one step of n tokens
 	// costs (n + n½) tokens' FLOPs at ComputeEffMax.
 	ComputeHalfTokens float64 `yaml:"compute_half_tokens"`
 	// WeightBWEff is the share of the memory bandwidth weight reads reach.
 	WeightBWEff float64 `yaml:"weight_bw_eff"`
+	// BlendExponent is p of the linear layers' time (c^p + w^p)^(1/p) from
+	// their compute time c and weight reads w: how sharply a GEMM turns
+	// from weight-bound to compute-bound. 2 (a Euclidean norm) matches
+	// Vidur's operator profiles on both A100 and H100 within 7% from 1 to
+	// 8,192 tokens; large p tends to max(c, w).
+	BlendExponent float64 `yaml:"blend_exponent"`
 }
 
 // AttentionTerm is attention's share, apart from the linear layers.
@@ -78,6 +92,12 @@ type AttentionTerm struct {
 	// decode attention reading each sequence's context (paged, in blocks)
 	// and every token's K and V written.
 	KVBWEff float64 `yaml:"kv_bw_eff"`
+	// KVHalfContext is ctx½ of a decoding sequence's KV reads: a sequence
+	// attending to ctx tokens reads them at KVBWEff × ctx ÷ (ctx + ctx½)
+	// of the bandwidth, so each costs ctx½ tokens' reads more (the paged
+	// kernel's per-sequence work: block tables, the split-KV reduction,
+	// a partial last block), which short contexts feel most.
+	KVHalfContext float64 `yaml:"kv_half_context"`
 }
 
 // AllReduceTerm is tensor parallelism's two all-reduces per layer.
@@ -102,6 +122,14 @@ type OverheadTerm struct {
 	// the next request would also be sent that much later, which the
 	// engine does not model.
 	RequestNs int64 `yaml:"request_ns"`
+	// PerTokenNs is the CPU time per output token the engine streams:
+	// detokenizing it and the API server's response chunk.
+	PerTokenNs int64 `yaml:"per_token_ns"`
+	// OutputOverlap says the output work (PerTokenNs) runs beside the
+	// steps, in a process or thread of its own (vLLM from 0.6.0, SGLang's
+	// detokenizer): a step then takes max(its GPU and scheduler time, its
+	// output work). Without it (vLLM V0 before 0.6.0) the two add up.
+	OutputOverlap bool `yaml:"output_overlap"`
 }
 
 // CUDAGraphTerm is which steps the engine replays from CUDA graphs.
@@ -128,6 +156,9 @@ const (
 	maxBytesPerS = 1e15
 	// maxHalfTokens is 1e6 tokens, 100× the largest step budget in use (8,192-16,384).
 	maxHalfTokens = 1e6
+	// maxBlend bounds linear.blend_exponent: at 64 the blend is max(c, w)
+	// within 1.1%.
+	maxBlend = 64
 	// maxNs is 10 s for any one overhead or latency: a step takes ms.
 	maxNs = 10_000_000_000
 	// maxGraphSizes is 4,096 capture sizes (vLLM's default list has 51,
@@ -153,6 +184,11 @@ func (p *Profile) Validate() error {
 	if !p.Engine.Valid() {
 		return bad("engine", "%v: want one of %s", p.Engine, strings.Join(engineNames[:], ", "))
 	}
+	if p.EngineVersion != "" {
+		if _, err := ParseEngineVersion(p.Engine, p.EngineVersion); err != nil {
+			return bad("engine_version", "%s", strings.TrimPrefix(err.Error(), ErrBadConfig.Error()+": "))
+		}
+	}
 	if err := checkFitted(p.FittedTo); err != nil {
 		return bad("fitted_to", "%s", err)
 	}
@@ -170,16 +206,20 @@ func (p *Profile) Validate() error {
 		{"peak.mem_bytes_per_s", p.Peak.MemBytesPerS, 0, maxBytesPerS, false},
 		{"peak.link_bytes_per_s", p.Peak.LinkBytesPerS, 0, maxBytesPerS, false},
 		{"linear.compute_eff_max", p.Linear.ComputeEffMax, 0, 1, false},
+		{"linear.fp8_compute_eff_max", p.Linear.FP8ComputeEffMax, 0, 1, false},
 		{"linear.compute_half_tokens", p.Linear.ComputeHalfTokens, 0, maxHalfTokens, true},
 		{"linear.weight_bw_eff", p.Linear.WeightBWEff, 0, 1, false},
+		{"linear.blend_exponent", p.Linear.BlendExponent, 1, maxBlend, true},
 		{"attention.prefill_compute_eff", p.Attention.PrefillComputeEff, 0, 1, false},
 		{"attention.kv_bw_eff", p.Attention.KVBWEff, 0, 1, false},
+		{"attention.kv_half_context", p.Attention.KVHalfContext, 0, maxHalfTokens, true},
 		{"all_reduce.bw_eff", p.AllReduce.BWEff, 0, 1, false},
 		{"all_reduce.latency_ns", float64(p.AllReduce.LatencyNs), 0, maxNs, true},
 		{"overhead.step_ns", float64(p.Overhead.StepNs), 0, maxNs, true},
 		{"overhead.per_seq_ns", float64(p.Overhead.PerSeqNs), 0, maxNs, true},
 		{"overhead.eager_per_layer_ns", float64(p.Overhead.EagerPerLayerNs), 0, maxNs, true},
 		{"overhead.request_ns", float64(p.Overhead.RequestNs), 0, maxNs, true},
+		{"overhead.per_token_ns", float64(p.Overhead.PerTokenNs), 0, maxNs, true},
 	}
 	for _, n := range nums {
 		lower := "("
@@ -253,38 +293,48 @@ func (p *Profile) Clone() *Profile {
 // the file's name in messages. Unknown fields, a missing field, several
 // documents and more than MaxProfileBytes are errors wrapping ErrBadProfile.
 func LoadProfile(r io.Reader, name string) (*Profile, error) {
-	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	if len(data) > MaxProfileBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadProfile, name, MaxProfileBytes)
-	}
-	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
-	root, err := loc.CheckYAML(data)
-	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	if err := checkComplete(root); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var p Profile
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	if err := decodeComplete(r, name, checkComplete, &p); err != nil {
+		return nil, err
 	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &p, nil
+}
+
+// decodeComplete reads one YAML document of at most MaxProfileBytes from
+// r, checks with complete that it sets every key, and decodes it into v,
+// refusing unknown fields; errors wrap ErrBadProfile and name the file.
+func decodeComplete(r io.Reader, name string, complete func(*yaml.Node) error, v any) error {
+	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	if len(data) > MaxProfileBytes {
+		return fmt.Errorf("%w: %s: larger than %d bytes", ErrBadProfile, name, MaxProfileBytes)
+	}
+	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
+	root, err := loc.CheckYAML(data)
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	if err := complete(root); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
+	}
+	return nil
 }
 
 // profileFields are the keys every profile must set, by section ("" is the
@@ -293,26 +343,31 @@ func LoadProfile(r io.Reader, name string) (*Profile, error) {
 var profileFields = map[string][]string{
 	"":           {"gpu", "engine", "fitted_to", "notes", "peak", "linear", "attention", "all_reduce", "overhead", "cuda_graph"},
 	"peak":       {"bf16_flops_per_s", "fp8_flops_per_s", "mem_bytes_per_s", "link_bytes_per_s"},
-	"linear":     {"compute_eff_max", "compute_half_tokens", "weight_bw_eff"},
-	"attention":  {"prefill_compute_eff", "kv_bw_eff"},
+	"linear":     {"compute_eff_max", "fp8_compute_eff_max", "compute_half_tokens", "weight_bw_eff", "blend_exponent"},
+	"attention":  {"prefill_compute_eff", "kv_bw_eff", "kv_half_context"},
 	"all_reduce": {"bw_eff", "latency_ns"},
-	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns", "request_ns"},
+	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns", "request_ns", "per_token_ns", "output_overlap"},
 	"cuda_graph": {"sizes", "pad_mixed"},
 }
 
 // checkComplete reports the first key of profileFields that root (a
 // decoded document) lacks, with the line of the mapping that lacks it.
-func checkComplete(root *yaml.Node) error {
+func checkComplete(root *yaml.Node) error { return completeWith(profileFields, root) }
+
+// completeWith reports the first key of fields (by section, "" the top
+// level; "SECTION.*" the keys of every mapping inside SECTION) that root
+// lacks, with the line of the mapping that lacks it.
+func completeWith(fields map[string][]string, root *yaml.Node) error {
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
-		return errors.New("want a mapping of gpu, engine, fitted_to, notes, peak, linear, attention, all_reduce, overhead, cuda_graph")
+		return fmt.Errorf("want a mapping of %s", strings.Join(fields[""], ", "))
 	}
 	top := root.Content[0]
-	if err := hasKeys(top, "", profileFields[""]); err != nil {
+	if err := hasKeys(top, "", fields[""]); err != nil {
 		return err
 	}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		sec := top.Content[i].Value
-		keys, ok := profileFields[sec]
+		keys, ok := fields[sec]
 		if !ok || sec == "" {
 			continue
 		}
@@ -322,6 +377,19 @@ func checkComplete(root *yaml.Node) error {
 		}
 		if err := hasKeys(v, sec, keys); err != nil {
 			return err
+		}
+		inner, ok := fields[sec+".*"]
+		if !ok {
+			continue
+		}
+		for k := 0; k+1 < len(v.Content); k += 2 {
+			name, cv := sec+"."+clip(v.Content[k].Value), v.Content[k+1]
+			if cv.Kind != yaml.MappingNode {
+				return fmt.Errorf("line %d: field %s: want a mapping of %s", cv.Line, name, strings.Join(inner, ", "))
+			}
+			if err := hasKeys(cv, name, inner); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -1,128 +1,112 @@
-// The embedded profiles. sim/profiles/<gpu>.yaml, one per GPU preset, is
-// the hand-written prior for vLLM V1: datasheet peaks and efficiencies read
-// from published figures, each cited in its comments. The profiles of the
-// other engines are derived from it (PriorProfile). A fitted profile,
-// sim/profiles/<gpu>.<engine>.yaml (written by calib's fit to published
-// figures, calib/fitfig.go), replaces the prior of that GPU and engine in
-// DefaultProfile.
+// The embedded joint models: sim/profiles/prior.yaml, the hand-written
+// prior (every starting value cited in its comments), and
+// sim/profiles/joint.yaml, the prior fitted to every published figure at
+// once (calib's joint fit, written by `go run ./calib/cmd/refit`).
+// DefaultProfile derives a GPU's profile from the fitted one.
 
 package sim
 
 import (
 	"bytes"
-	"embed"
+	_ "embed"
 	"fmt"
-	"io/fs"
-	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/model"
 )
 
-//go:embed profiles/*.yaml
-var profileFS embed.FS
+var (
+	//go:embed profiles/prior.yaml
+	priorYAML []byte
+	//go:embed profiles/joint.yaml
+	jointYAML []byte
+)
 
-// ErrNoProfile is returned (wrapped) by DefaultProfile for a GPU without an
-// embedded profile.
+// ErrNoProfile is returned (wrapped) by DefaultProfile for a GPU that is
+// not a preset: its datasheet peaks are unknown.
 var ErrNoProfile = fmt.Errorf("%w: no embedded profile", ErrBadProfile)
 
-// ProfileGPUs returns the GPUs with an embedded profile, sorted.
-func ProfileGPUs() []string {
-	ents, err := fs.ReadDir(profileFS, "profiles")
+// JointPath and PriorPath are the embedded models' files, from the
+// repository root.
+const (
+	JointPath = "sim/profiles/joint.yaml"
+	PriorPath = "sim/profiles/prior.yaml"
+)
+
+// ProfileGPUs returns the GPUs with an embedded profile, sorted: every GPU
+// preset, since the joint model derives each one's from its datasheet.
+func ProfileGPUs() []string { return model.GPUNames() }
+
+// JointYAML returns the text of the fitted joint model (its comments say
+// how it was fitted).
+func JointYAML() []byte { return bytes.Clone(jointYAML) }
+
+// PriorYAML returns the text of the hand-written prior (its comments cite
+// every value).
+func PriorYAML() []byte { return bytes.Clone(priorYAML) }
+
+func mustJoint(data []byte, name string) *JointModel {
+	j, err := LoadJointModel(bytes.NewReader(data), name)
 	if err != nil {
-		panic(fmt.Errorf("sim: embedded profiles unreadable: %w", err))
+		panic(fmt.Errorf("sim: embedded joint model does not load: %w", err)) // TestEmbeddedProfiles holds them
 	}
-	var names []string
-	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok && !strings.Contains(n, ".") {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	return names
+	return j
 }
 
-// FittedProfileYAML returns the text of the fitted embedded profile of gpu
-// under engine (sim/profiles/<gpu>.<engine>.yaml), and whether there is one.
-func FittedProfileYAML(gpu string, engine EngineKind) ([]byte, bool) {
-	name := strings.ToLower(strings.TrimSpace(gpu))
-	if name == "" || strings.ContainsAny(name, "/\\.") || !engine.Valid() {
-		return nil, false
-	}
-	data, err := profileFS.ReadFile("profiles/" + name + "." + engine.String() + ".yaml")
-	return data, err == nil
+// DefaultJoint returns a fresh copy of the fitted joint model.
+func DefaultJoint() *JointModel { return mustJoint(jointYAML, JointPath) }
+
+// PriorJoint returns a fresh copy of the hand-written prior joint model.
+func PriorJoint() *JointModel { return mustJoint(priorYAML, PriorPath) }
+
+// DefaultProfile returns the profile of gpu (a preset name,
+// case-insensitive) under engine at release version ("" for the engine's
+// default; ParseEngineVersion), derived from the fitted joint model.
+func DefaultProfile(gpu string, engine EngineKind, version string) (*Profile, error) {
+	return jointProfile(DefaultJoint(), gpu, engine, version)
 }
 
-// EmbeddedProfileYAML returns the text of gpu's embedded profile (its
-// comments say where each number comes from).
-func EmbeddedProfileYAML(gpu string) ([]byte, error) {
-	name := strings.ToLower(strings.TrimSpace(gpu))
-	var data []byte
-	err := ErrNoProfile
-	if name != "" && !strings.ContainsAny(name, "/\\.") {
-		data, err = profileFS.ReadFile("profiles/" + name + ".yaml")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w for gpu %q (profiles: %s); write one (start from sim/profiles/h100-80g.yaml) or fit one with gpufrag calibrate",
-			ErrNoProfile, clip(gpu), strings.Join(ProfileGPUs(), ", "))
-	}
-	return data, nil
+// PriorProfile is DefaultProfile from the hand-written prior: where a
+// calibration starts, whatever has been fitted since.
+func PriorProfile(gpu string, engine EngineKind, version string) (*Profile, error) {
+	return jointProfile(PriorJoint(), gpu, engine, version)
 }
 
-// DefaultProfile returns a fresh copy of the embedded profile of gpu (a
-// preset name, case-insensitive) for the engine: the fitted one where there
-// is one (FittedProfileYAML), else PriorProfile.
-func DefaultProfile(gpu string, engine EngineKind) (*Profile, error) {
+func jointProfile(j *JointModel, gpu string, engine EngineKind, version string) (*Profile, error) {
 	if !engine.Valid() {
 		return nil, fmt.Errorf("%w: engine %v", ErrBadProfile, engine)
 	}
-	if data, ok := FittedProfileYAML(gpu, engine); ok {
-		name := "sim/profiles/" + strings.ToLower(strings.TrimSpace(gpu)) + "." + engine.String() + ".yaml"
-		p, err := LoadProfile(bytes.NewReader(data), name)
-		if err != nil {
-			panic(fmt.Errorf("sim: embedded profile does not load: %w", err)) // TestEmbeddedProfiles holds them
-		}
-		if p.Engine != engine || !strings.EqualFold(p.GPU, strings.TrimSpace(gpu)) {
-			panic(fmt.Errorf("sim: %s is for %s under %v", name, p.GPU, p.Engine)) // TestEmbeddedProfiles holds them
-		}
-		return p, nil
+	g, err := model.LookupGPU(gpu)
+	if err != nil {
+		return nil, fmt.Errorf("%w for gpu %q (profiles: every GPU preset, %s); or fit one with gpufrag calibrate",
+			ErrNoProfile, clip(strings.TrimSpace(gpu)), strings.Join(ProfileGPUs(), ", "))
 	}
-	return PriorProfile(gpu, engine)
+	v, err := ParseEngineVersion(engine, version)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadProfile, err)
+	}
+	return j.Profile(g, engine, v)
 }
 
-// PriorProfile returns a fresh copy of the hand-written embedded profile of
-// gpu (sim/profiles/<gpu>.yaml, for vLLM V1), derived for the engine: for
-// vllm-v0 and sglang the CUDA-graph part is that engine's default
-// (profile_engine.go) and every other parameter the file's (the hardware
-// terms are the engine's kernels on the same GPU; the overheads are V1's).
-// It is where a fit starts, whatever has been fitted since.
-func PriorProfile(gpu string, engine EngineKind) (*Profile, error) {
-	if !engine.Valid() {
-		return nil, fmt.Errorf("%w: engine %v", ErrBadProfile, engine)
+// The step-time models a run can use when none is named.
+const (
+	StepTimeRoofline = "roofline" // Config.Roofline, Config.Profile nil
+	StepTimeJoint    = "joint"    // DefaultProfile of the run's GPU, engine and release
+)
+
+// DefaultStepTime is the step-time model of a run that names none
+// (simulate, advise and the experiments without a profile): whichever of
+// the joint model and the roofline is better out of sample, by the
+// leave-one-source-out figures of docs/fidelity.md (calib's
+// TestDefaultStepTime holds it to them).
+const DefaultStepTime = StepTimeJoint
+
+// DefaultStepProfile is the profile a run of gpu under engine at release
+// version gets when it names none: DefaultProfile's under the joint model,
+// nil under the roofline.
+func DefaultStepProfile(gpu string, engine EngineKind, version string) (*Profile, error) {
+	if DefaultStepTime == StepTimeRoofline {
+		return nil, nil
 	}
-	data, err := EmbeddedProfileYAML(gpu)
-	if err != nil {
-		return nil, err
-	}
-	p, err := LoadProfile(bytes.NewReader(data), "sim/profiles/"+strings.ToLower(strings.TrimSpace(gpu))+".yaml")
-	if err != nil {
-		panic(fmt.Errorf("sim: embedded profile does not load: %w", err)) // TestEmbeddedProfiles holds them
-	}
-	switch engine {
-	case EngineVLLMV0:
-		p.CUDAGraph = CUDAGraphTerm{Sizes: vllmV0GraphSizes()}
-	case EngineSGLang:
-		var capacity int64
-		if g, err := model.LookupGPU(p.GPU); err == nil {
-			capacity = g.Capacity
-		}
-		p.CUDAGraph = CUDAGraphTerm{Sizes: sglangGraphSizes(capacity)}
-	}
-	if engine != EngineVLLMV1 {
-		p.Engine = engine
-		p.Notes = strings.TrimSpace(p.Notes + "\n" + fmt.Sprintf(
-			"Derived for %s: cuda_graph is %s's default capture list (sim/profile_engine.go); every other parameter is the vllm-v1 profile's.",
-			engine, engine))
-	}
-	return p, nil
+	return DefaultProfile(gpu, engine, version)
 }

@@ -14,13 +14,17 @@ import (
 	"github.com/gpufrag/gpufrag/model"
 )
 
-// TestEmbeddedProfiles: every GPU preset has an embedded profile that
-// loads and validates, states what it was fitted to, carries the preset's
-// datasheet peaks, and lists vLLM V1's capture sizes; every engine's
-// derived profile validates too.
+// TestEmbeddedProfiles: every GPU preset has a profile, derived from the
+// embedded joint model, that validates, states what it was fitted to,
+// carries the preset's datasheet peaks and the engine's capture sizes, and
+// the overheads of the release's class; both embedded joint models load.
 func TestEmbeddedProfiles(t *testing.T) {
 	if got, want := ProfileGPUs(), model.GPUNames(); !slices.Equal(got, want) {
 		t.Fatalf("embedded profiles for %v, want one per GPU preset %v", got, want)
+	}
+	joint, prior := DefaultJoint(), PriorJoint()
+	if !slices.Equal(prior.FittedTo, []string{Unfitted}) {
+		t.Errorf("the prior is fitted to %v", prior.FittedTo)
 	}
 	for _, gpu := range ProfileGPUs() {
 		g, err := model.LookupGPU(gpu)
@@ -28,19 +32,28 @@ func TestEmbeddedProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, eng := range []EngineKind{EngineVLLMV1, EngineVLLMV0, EngineSGLang} {
-			p, err := DefaultProfile(strings.ToUpper(gpu), eng)
+			p, err := DefaultProfile(strings.ToUpper(gpu), eng, "")
 			if err != nil {
 				t.Fatalf("%s %v: %v", gpu, eng, err)
 			}
 			if err := p.Validate(); err != nil {
 				t.Errorf("%s %v: %v", gpu, eng, err)
 			}
-			if p.GPU != gpu || p.Engine != eng || len(p.FittedTo) == 0 || p.Notes == "" {
-				t.Errorf("%s %v: gpu %q engine %v fitted_to %v notes %q", gpu, eng, p.GPU, p.Engine, p.FittedTo, p.Notes)
+			v := DefaultEngineVersion(eng)
+			if p.GPU != gpu || p.Engine != eng || p.EngineVersion != v.String() || !slices.Equal(p.FittedTo, joint.FittedTo) || p.Notes == "" {
+				t.Errorf("%s %v: gpu %q engine %v %s fitted_to %v notes %q", gpu, eng, p.GPU, p.Engine, p.EngineVersion, p.FittedTo, p.Notes)
 			}
 			want := PeakRates{BF16FLOPSPerS: g.BF16FLOPS, FP8FLOPSPerS: g.FP8FLOPS, MemBytesPerS: g.MemBandwidth, LinkBytesPerS: g.LinkBandwidth}
 			if p.Peak != want {
 				t.Errorf("%s: peaks %+v, want the preset's %+v", gpu, p.Peak, want)
+			}
+			ar := joint.AllReduce
+			if g.LinkBandwidth <= PCIeLinkBytesPerS {
+				ar = joint.AllReducePCIe
+			}
+			if p.Linear != joint.Linear || p.Attention != joint.Attention || p.AllReduce != ar ||
+				p.Overhead != joint.Engines[OverheadClass(eng, v)] {
+				t.Errorf("%s %v: %+v is not the joint model's terms", gpu, eng, p)
 			}
 			var sizes []int
 			switch eng {
@@ -54,45 +67,30 @@ func TestEmbeddedProfiles(t *testing.T) {
 			if !slices.Equal(p.CUDAGraph.Sizes, sizes) || p.CUDAGraph.PadMixed != (eng == EngineVLLMV1) {
 				t.Errorf("%s %v: cuda_graph %+v, want sizes %v", gpu, eng, p.CUDAGraph, sizes)
 			}
-		}
-	}
-	// A fitted file replaces the prior of its GPU and engine, and only that:
-	// the same peaks and capture sizes, fitted_to the figures.
-	fitted := 0
-	for _, gpu := range ProfileGPUs() {
-		for _, eng := range []EngineKind{EngineVLLMV1, EngineVLLMV0, EngineSGLang} {
-			d, _ := DefaultProfile(gpu, eng)
-			pr, err := PriorProfile(gpu, eng)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, ok := FittedProfileYAML(gpu, eng)
-			switch {
-			case !ok && !reflect.DeepEqual(d, pr):
-				t.Errorf("%s %v: no fitted file, and the default is not the prior", gpu, eng)
-			case ok && (slices.Contains(d.FittedTo, Unfitted) || d.Peak != pr.Peak || !slices.Equal(d.CUDAGraph.Sizes, pr.CUDAGraph.Sizes)):
-				t.Errorf("%s %v: fitted to %v, peaks %+v, graphs %v; want figures, the prior's peaks and graphs", gpu, eng, d.FittedTo, d.Peak, d.CUDAGraph)
-			case ok:
-				fitted++
+			pr, err := PriorProfile(gpu, eng, "")
+			if err != nil || pr.Linear != prior.Linear || pr.Overhead != prior.Engines[OverheadClass(eng, v)] {
+				t.Errorf("%s %v: prior %+v, %v", gpu, eng, pr, err)
 			}
 		}
 	}
-	if fitted == 0 {
-		t.Error("no fitted embedded profile")
+	// The release picks the overheads; vLLM before 0.2.5 had no CUDA graphs.
+	p, err := DefaultProfile("a100-40g", EngineVLLMV0, "0.1.7")
+	if err != nil || p.Overhead != joint.Engines[ClassVLLMV0Sync] || len(p.CUDAGraph.Sizes) != 0 || p.EngineVersion != "0.1.7" {
+		t.Errorf("vLLM 0.1.7: %+v, %v", p, err)
 	}
-	if _, ok := FittedProfileYAML("../profiles/h100-80g", EngineVLLMV0); ok {
-		t.Error("a path finds a fitted profile")
+	if _, err := DefaultProfile("a100-40g", EngineVLLMV1, "0.24"); !errors.Is(err, ErrBadProfile) || !strings.Contains(err.Error(), `did you mean "0.23"`) {
+		t.Errorf("unknown release: %v", err)
 	}
-	if _, err := DefaultProfile("v100-16g", EngineVLLMV1); !errors.Is(err, ErrNoProfile) || !strings.Contains(err.Error(), "h100-80g") {
+	if _, err := DefaultProfile("v100-16g", EngineVLLMV1, ""); !errors.Is(err, ErrNoProfile) || !strings.Contains(err.Error(), "h100-80g") {
 		t.Errorf("unknown GPU: %v, want ErrNoProfile listing the profiles", err)
 	}
-	if _, err := DefaultProfile("../profiles/h100-80g", EngineVLLMV1); !errors.Is(err, ErrNoProfile) {
+	if _, err := DefaultProfile("../profiles/h100-80g", EngineVLLMV1, ""); !errors.Is(err, ErrNoProfile) {
 		t.Errorf("a path: %v, want ErrNoProfile", err)
 	}
 	// A copy: changing it leaves the next one alone.
-	p, _ := DefaultProfile("h100-80g", EngineVLLMV1)
+	p, _ = DefaultProfile("h100-80g", EngineVLLMV1, "")
 	p.CUDAGraph.Sizes[0] = 99
-	if q, _ := DefaultProfile("h100-80g", EngineVLLMV1); q.CUDAGraph.Sizes[0] != 1 {
+	if q, _ := DefaultProfile("h100-80g", EngineVLLMV1, ""); q.CUDAGraph.Sizes[0] != 1 {
 		t.Error("DefaultProfile returned shared state")
 	}
 }
@@ -129,7 +127,7 @@ func TestProfileRoundTrip(t *testing.T) {
 	ps = append(ps, withIDs)
 	for _, gpu := range ProfileGPUs() {
 		for _, eng := range []EngineKind{EngineVLLMV1, EngineVLLMV0, EngineSGLang} {
-			p, err := DefaultProfile(gpu, eng)
+			p, err := DefaultProfile(gpu, eng, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,16 +209,52 @@ func TestProfileValidate(t *testing.T) {
 	}
 }
 
+// h100ProfileYAML is a profile file as a user's calibration writes one
+// (the old hand-written h100-80g prior with today's fields).
+const h100ProfileYAML = `# Step-time profile of h100-80g under vLLM V1.
+gpu: h100-80g
+engine: vllm-v1
+engine_version: 0.8.3
+fitted_to: [unfitted]
+notes: >-
+  Initial values.
+peak:
+  bf16_flops_per_s: 989e12
+  fp8_flops_per_s: 1979e12
+  mem_bytes_per_s: 3.35e12
+  link_bytes_per_s: 450e9
+linear:
+  compute_eff_max: 0.5
+  fp8_compute_eff_max: 0.5
+  compute_half_tokens: 32
+  weight_bw_eff: 0.85
+  blend_exponent: 2
+attention:
+  prefill_compute_eff: 0.45
+  kv_bw_eff: 0.7
+  kv_half_context: 64
+all_reduce:
+  bw_eff: 0.7
+  latency_ns: 8000
+overhead:
+  step_ns: 1700000
+  per_seq_ns: 15000
+  eager_per_layer_ns: 10000
+  request_ns: 10000000
+  per_token_ns: 20000
+  output_overlap: true
+cuda_graph:
+  sizes: [1, 2, 4, 8, 16, 24, 32]
+  pad_mixed: true
+`
+
 func nan() float64 { var z float64; return z / z }
 func inf() float64 { var z float64; return 1 / z }
 
 // TestLoadProfileErrors: bad files are refused with the file's name and the
 // line or field.
 func TestLoadProfileErrors(t *testing.T) {
-	good, err := EmbeddedProfileYAML("h100-80g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := []byte(h100ProfileYAML)
 	if _, err := LoadProfile(bytes.NewReader(good), "h100.yaml"); err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +280,9 @@ func TestLoadProfileErrors(t *testing.T) {
 		{"bad engine", edit("engine: vllm-v1", "engine: tgi"), []string{"my.yaml", engineLine, "engine", "tgi"}},
 		{"bad number", edit("step_ns: 1700000", "step_ns: fast"), []string{"my.yaml", "line", "fast"}},
 		{"bad value", edit("compute_eff_max: 0.5", "compute_eff_max: 5"), []string{"my.yaml", "linear.compute_eff_max", "5"}},
+		{"missing new field", edit("  per_token_ns: 20000\n", ""), []string{"my.yaml", "overhead.per_token_ns missing"}},
+		{"unknown release", edit("engine_version: 0.8.3", "engine_version: 0.7.3"), []string{"my.yaml", "engine_version", "V1 engine arrived in 0.8"}},
+		{"bad release", edit("engine_version: 0.8.3", "engine_version: 1.9"), []string{"my.yaml", "engine_version", `did you mean "0.23"`}},
 		{"two documents", string(good) + "---\ngpu: x\n", []string{"my.yaml", "more than one YAML document"}},
 		{"too large", strings.Repeat("#", MaxProfileBytes+1), []string{"my.yaml", "larger than"}},
 		{"binary", "\x00\x01\x02", []string{"my.yaml"}},
@@ -278,20 +315,25 @@ func TestLoadProfileErrors(t *testing.T) {
 // (-fuzzminimizetime: minimizing a 4 KB profile for the default 60 s stalls
 // the run.)
 func FuzzLoadProfile(f *testing.F) {
-	for _, gpu := range []string{"h100-80g", "l40s-48g"} {
-		b, err := EmbeddedProfileYAML(gpu)
+	f.Add([]byte(h100ProfileYAML))
+	for _, gpu := range []string{"l40s-48g", "a100-40g"} {
+		p, err := DefaultProfile(gpu, EngineVLLMV0, "0.5.4")
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b)
+		var b bytes.Buffer
+		if err := p.WriteYAML(&b); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
 	}
 	f.Add([]byte("gpu: x\n"))
 	f.Add([]byte("&a [*a, *a]\n"))
 	f.Add([]byte("x: &a [1, 1, 1, 1, 1, 1, 1, 1]\ny: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nz: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" +
 		"w: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ncuda_graph: {sizes: [*d, *d, *d, *d, *d, *d, *d, *d]}\n"))
 	f.Add([]byte("gpu: toy\nengine: sglang\nfitted_to: [a]\nnotes: ''\npeak: {bf16_flops_per_s: 1, fp8_flops_per_s: 0, mem_bytes_per_s: 1, link_bytes_per_s: 1}\n" +
-		"linear: {compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1}\n" +
-		"all_reduce: {bw_eff: 1, latency_ns: 0}\noverhead: {step_ns: 0, per_seq_ns: 0, eager_per_layer_ns: 0}\ncuda_graph: {sizes: [], pad_mixed: false}\n"))
+		"linear: {compute_eff_max: 1, fp8_compute_eff_max: 1, compute_half_tokens: 0, weight_bw_eff: 1, blend_exponent: 1}\nattention: {prefill_compute_eff: 1, kv_bw_eff: 1, kv_half_context: 0}\n" +
+		"all_reduce: {bw_eff: 1, latency_ns: 0}\noverhead: {step_ns: 0, per_seq_ns: 0, eager_per_layer_ns: 0, request_ns: 0, per_token_ns: 0, output_overlap: false}\ncuda_graph: {sizes: [], pad_mixed: false}\n"))
 	// Issue 28: random bytes after a first key.
 	f.Add([]byte("gpu: \x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -325,6 +367,50 @@ func FuzzLoadProfile(f *testing.F) {
 			t.Fatalf("step time %d", b.TotalNs)
 		}
 	})
+}
+
+// TestJointModel: both embedded joint models round-trip through WriteYAML
+// and LoadJointModel; bad files are refused naming the field.
+func TestJointModel(t *testing.T) {
+	for _, j := range []*JointModel{DefaultJoint(), PriorJoint()} {
+		var b bytes.Buffer
+		if err := j.WriteYAML(&b); err != nil {
+			t.Fatal(err)
+		}
+		back, err := LoadJointModel(&b, "rt.yaml")
+		if err != nil || !reflect.DeepEqual(back, j) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, back, j)
+		}
+	}
+	good := string(PriorYAML())
+	edit := func(old, new string) string {
+		if !strings.Contains(good, old) {
+			t.Fatalf("the prior has no %q", old)
+		}
+		return strings.Replace(good, old, new, 1)
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"missing class", edit("  lmdeploy:\n", "  lmdeploy2:\n"), []string{"j.yaml", "engines.lmdeploy missing"}},
+		{"missing field", edit("    per_token_ns: 30000\n", ""), []string{"j.yaml", "engines.vllm-v0.per_token_ns missing", "line"}},
+		{"bad value", edit("    step_ns: 500000\n", "    step_ns: -5\n"), []string{"j.yaml", "engines.vllm-v1.step_ns", "-5"}},
+		{"bad shared value", edit("  kv_bw_eff: 0.8\n", "  kv_bw_eff: 1.8\n"), []string{"j.yaml", "attention.kv_bw_eff", "1.8"}},
+		{"unknown field", edit("  kv_bw_eff: 0.8\n", "  kv_bw_eff: 0.8\n  kv_bw: 1\n"), []string{"j.yaml", "kv_bw"}},
+		{"empty", "", []string{"j.yaml", "empty file"}},
+	} {
+		_, err := LoadJointModel(strings.NewReader(tc.text), "j.yaml")
+		if !errors.Is(err, ErrBadProfile) {
+			t.Errorf("%s: %v, want ErrBadProfile", tc.name, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", tc.name, err, w)
+			}
+		}
+	}
 }
 
 // TestLoadProfileRandomBytes (issue 28, item 10): random bytes, bare or

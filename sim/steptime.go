@@ -122,6 +122,7 @@ type Breakdown struct {
 	AllReduceNs        float64 `json:"all_reduce_ns" yaml:"all_reduce_ns"`               // tensor-parallel all-reduces (0 at tp 1)
 	CopyNs             float64 `json:"copy_ns" yaml:"copy_ns"`                           // KV copies, read and written
 	OverheadNs         float64 `json:"overhead_ns" yaml:"overhead_ns"`                   // per step, per sequence and, outside full CUDA graphs, launches
+	OutputNs           float64 `json:"output_ns" yaml:"output_ns"`                       // per output token: detokenizer and API server
 	TotalNs            int64   `json:"total_ns" yaml:"total_ns"`
 
 	Graph        bool  `json:"graph" yaml:"graph"`                 // the step ran as a full CUDA graph
@@ -137,9 +138,13 @@ type StepModel struct {
 	layers float64
 	tp     int
 
-	linNsPerTok   float64 // ns per linear token at the efficiency ceiling
-	headNsPerRow  float64 // ns per lm_head row at the ceiling
-	halfTokens    float64 // n½ of the compute efficiency
+	linNsPerTok  float64 // ns per linear token at the efficiency ceiling
+	headNsPerRow float64 // ns per lm_head row at the ceiling
+	halfTokens   float64 // n½ of the compute efficiency
+	blend        float64 // Linear.BlendExponent
+	// blendTab tabulates (1 + r^p)^(1/p) over r in [0, 1] for an exponent
+	// other than 1, 2 or ≥ maxBlend, so that a step costs no math.Pow.
+	blendTab      *[blendPoints + 1]float64
 	denseNs       float64 // ns to read the dense weights
 	expertNs      float64 // ns to read every routed expert
 	expertKeep    float64 // 1 − ExpertShare: the chance one token misses an expert
@@ -152,6 +157,9 @@ type StepModel struct {
 	arFixedNs  float64 // all-reduce latency per step (2 calls per layer)
 
 	stepNs, perSeqNs, eagerNs float64
+	kvHalfNs                  float64 // KV ns each decoding sequence adds (ctx½ tokens' reads)
+	tokenNs                   float64 // output ns per sampled token
+	overlap                   bool    // the output work runs beside the step (Overhead.OutputOverlap)
 
 	sizes    []int // CUDA-graph capture sizes, ascending (shared, read-only)
 	padMixed bool
@@ -161,12 +169,11 @@ type StepModel struct {
 // must have TP ≥ 1 and positive Layers.
 func (p *Profile) Compile(s Shape) *StepModel {
 	bf16 := p.Peak.BF16FLOPSPerS
-	linPeak := bf16
-	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
-		linPeak = p.Peak.FP8FLOPSPerS
-	}
 	// ns = FLOPs ÷ (FLOP/s × efficiency) × 1e9.
-	linCeil := linPeak * p.Linear.ComputeEffMax / 1e9
+	linCeil := bf16 * p.Linear.ComputeEffMax / 1e9
+	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
+		linCeil = p.Peak.FP8FLOPSPerS * p.Linear.FP8ComputeEffMax / 1e9
+	}
 	wbw := p.Peak.MemBytesPerS * p.Linear.WeightBWEff / 1e9
 	m := &StepModel{
 		layers:        float64(s.Layers),
@@ -174,6 +181,8 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		linNsPerTok:   s.LinearFLOPsPerToken / linCeil,
 		headNsPerRow:  s.HeadFLOPsPerRow / linCeil,
 		halfTokens:    p.Linear.ComputeHalfTokens,
+		blend:         p.Linear.BlendExponent,
+		blendTab:      blendTable(p.Linear.BlendExponent),
 		denseNs:       s.DenseWeightBytes / wbw,
 		expertNs:      s.ExpertBytes / wbw,
 		expertKeep:    1 - s.ExpertShare,
@@ -184,9 +193,12 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		stepNs:        float64(p.Overhead.StepNs),
 		perSeqNs:      float64(p.Overhead.PerSeqNs),
 		eagerNs:       float64(p.Overhead.EagerPerLayerNs) * float64(s.Layers),
+		tokenNs:       float64(p.Overhead.PerTokenNs),
+		overlap:       p.Overhead.OutputOverlap,
 		sizes:         p.CUDAGraph.Sizes,
 		padMixed:      p.CUDAGraph.PadMixed,
 	}
+	m.kvHalfNs = p.Attention.KVHalfContext * m.kvNsPerTok
 	if s.TP > 1 {
 		t := float64(s.TP)
 		calls := 2 * float64(s.Layers) // after attention and after the MLP
@@ -215,25 +227,28 @@ func (m *StepModel) padded(n int64) (int64, bool) {
 
 // Time is the time of one step, per term:
 //
-//	linear     max(compute, weights):
+//	linear     (compute^p + weights^p)^(1/p), p the blend exponent:
 //	           compute = (n + n½) × linear ns per token + (s + n½) × lm_head ns per row (s > 0)
 //	             (FLOPs ÷ (peak × eff(n)) with eff(n) = eff_max × n ÷ (n + n½): a
 //	             GEMM's efficiency saturates in its row count)
 //	           weights = dense ÷ (bw × eff_w) + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
 //	             (every expert some token is routed to, uniform routing)
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
-//	kv         (decode context + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
+//	kv         (decode context + ctx½ × decoding sequences + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
 //	all-reduce 2 × layers × (latency + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
 //	copy       2 × copied bytes ÷ (bw × eff_w)
 //	overhead   step + per sequence × sequences + (not a full graph) per layer × layers
+//	output     per token × sampled rows
 //
 // n is the step's tokens, padded to the next CUDA-graph capture size for a
 // pure-decode step (and, with PadMixed, any step) of at most the largest
 // size; s is the sampled rows. Only pure-decode steps within the sizes run
-// as full graphs. The terms add up: kernels of one step run one after
-// another on the GPU, and the CPU work in the overheads is not overlapped
-// with them (vLLM V1's async scheduling, which overlaps them, is not
-// modelled).
+// as full graphs. The terms up to the overhead add up: kernels of one step
+// run one after another on the GPU, and the scheduler's CPU work is not
+// overlapped with them (vLLM V1's async scheduling, which overlaps them,
+// is not modelled). The output term adds to them too, unless the engine
+// processes its output beside the steps (Overhead.OutputOverlap): the step
+// then takes the larger of the two.
 func (m *StepModel) Time(st Step) Breakdown {
 	n := st.Tokens()
 	var b Breakdown
@@ -254,27 +269,125 @@ func (m *StepModel) Time(st Step) Breakdown {
 		if m.moe {
 			weights += m.expertNs * (1 - math.Pow(m.expertKeep, nf))
 		}
-		b.LinearNs = max(compute, weights)
+		b.LinearNs = m.blendLinear(compute, weights)
 		b.ComputeBound = compute > weights
 		if m.tp > 1 {
 			b.AllReduceNs = m.arFixedNs + nf*m.arNsPerTok
 		}
 	}
 	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair
-	b.KVNs = (st.DecodeContext + float64(st.Tokens())) * m.kvNsPerTok
+	// The products rounded apart (no fused multiply-add), as decodeTimer.at
+	// rounds them.
+	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvHalfNs)
 	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
 	b.OverheadNs = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
 	if !b.Graph {
 		b.OverheadNs += m.eagerNs
 	}
+	b.OutputNs = m.tokenNs * float64(st.Sampled)
 	t := b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
+	if m.overlap {
+		t = max(t, b.OutputNs)
+	} else {
+		t += b.OutputNs
+	}
 	b.TotalNs = max(int64(math.Ceil(t)), 1)
 	return b
 }
 
+// decodeTimer times the steps of a decode run under the model: the same
+// step but for its decode context, which grows by the batch each step.
+// Only the KV term moves, so the rest is summed once, in Time's order
+// ((L + P) + KV + AR + copy + overhead, then the output), and at gives
+// exactly what Time(st with DecodeContext ctx).TotalNs gives
+// (TestDecodeTimerExact; -tags invariants checks every step of a run).
+type decodeTimer struct {
+	lp, ar, cp, ov, out   float64 // Time's terms that do not move
+	tok, kvHalf, kvPerTok float64
+	overlap               bool
+}
+
+// decodeTimer prepares the times of st's decode run (st has no prefill).
+func (m *StepModel) decodeTimer(st Step) decodeTimer {
+	b := m.Time(st)
+	return decodeTimer{
+		lp: b.LinearNs + b.PrefillAttentionNs, ar: b.AllReduceNs, cp: b.CopyNs, ov: b.OverheadNs, out: b.OutputNs,
+		tok: float64(st.Tokens()), kvHalf: float64(float64(st.DecodeSeqs) * m.kvHalfNs), kvPerTok: m.kvNsPerTok,
+		overlap: m.overlap,
+	}
+}
+
+// at is the step's TotalNs over ctx decode context tokens.
+func (d *decodeTimer) at(ctx float64) int64 {
+	t := d.lp + (float64((ctx+d.tok)*d.kvPerTok) + d.kvHalf) + d.ar + d.cp + d.ov
+	if d.overlap {
+		t = max(t, d.out)
+	} else {
+		t += d.out
+	}
+	return max(int64(math.Ceil(t)), 1)
+}
+
+// BlendLinear is the linear layers' time from their compute time c and
+// weight reads w under blend exponent p (LinearTerm.BlendExponent):
+// (c^p + w^p)^(1/p).
+func BlendLinear(c, w, p float64) float64 { return blend(c, w, p) }
+
+// blend is BlendLinear, with the common exponents without math.Pow.
+func blend(c, w, p float64) float64 {
+	switch {
+	case p == 2:
+		return math.Sqrt(c*c + w*w)
+	case p == 1:
+		return c + w
+	case p >= maxBlend:
+		return max(c, w)
+	}
+	hi, lo := max(c, w), min(c, w)
+	if hi == 0 {
+		return 0
+	}
+	return hi * math.Pow(1+math.Pow(lo/hi, p), 1/p)
+}
+
+// blendPoints is the number of intervals of a StepModel's blend table:
+// linear interpolation between them is within 5e-5 of (1 + r^p)^(1/p) for
+// every p in [1, 64] (2e-6 for p up to 7; the error is largest where r is
+// near 1 and p large, the blend then near its kink at max(c, w)).
+const blendPoints = 256
+
+// blendTable tabulates (1 + r^p)^(1/p) at r = i ÷ blendPoints; nil for the
+// exponents blend computes directly.
+func blendTable(p float64) *[blendPoints + 1]float64 {
+	if p == 1 || p == 2 || p >= maxBlend || !(p > 1) {
+		return nil
+	}
+	var t [blendPoints + 1]float64
+	for i := range t {
+		t[i] = math.Pow(1+math.Pow(float64(i)/blendPoints, p), 1/p)
+	}
+	return &t
+}
+
+// blendLinear is BlendLinear(c, w, m.blend), from the table when there is
+// one.
+func (m *StepModel) blendLinear(c, w float64) float64 {
+	if m.blendTab == nil {
+		return blend(c, w, m.blend)
+	}
+	hi, lo := max(c, w), min(c, w)
+	if hi == 0 {
+		return 0
+	}
+	x := lo / hi * blendPoints
+	i := min(int(x), blendPoints-1)
+	f := x - float64(i)
+	return hi * (m.blendTab[i] + f*(m.blendTab[i+1]-m.blendTab[i]))
+}
+
 // String is a one-line summary of b in ms, for tests and messages.
 func (b Breakdown) String() string {
-	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms (graph %v)",
+	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms, output %.3f ms (graph %v)",
 		float64(b.TotalNs)/1e6, b.LinearNs/1e6, b.LinearTokens, b.PrefillAttentionNs/1e6, b.KVNs/1e6,
-		b.AllReduceNs/1e6, b.CopyNs/1e6, b.OverheadNs/1e6, b.Graph)
+		b.AllReduceNs/1e6, b.CopyNs/1e6, b.OverheadNs/1e6, b.OutputNs/1e6, b.Graph)
 }

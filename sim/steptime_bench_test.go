@@ -18,7 +18,7 @@ import (
 func withProfiles(b *testing.B, cs []sim.Config) {
 	b.Helper()
 	for i := range cs {
-		p, err := sim.DefaultProfile(cs[i].GPU.Name, cs[i].Engine)
+		p, err := sim.DefaultProfile(cs[i].GPU.Name, cs[i].Engine, "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -149,7 +149,7 @@ func TestProfileFastPaths(t *testing.T) {
 			c := DefaultConfig(m, g)
 			c.TP, c.Engine, c.ChunkedPrefill = tp, eng, eng != EngineVLLMV0
 			var err error
-			if c.Profile, err = DefaultProfile(g.Name, eng); err != nil {
+			if c.Profile, err = DefaultProfile(g.Name, eng, ""); err != nil {
 				t.Fatal(err)
 			}
 			fast, _, ok := runBoth(t, c, reqs)
@@ -175,7 +175,7 @@ func TestProfileChangesTime(t *testing.T) {
 	c := DefaultConfig(m, g)
 	_, roof := runEngine(t, c, reqs)
 	var err error
-	if c.Profile, err = DefaultProfile("h100-80g", EngineVLLMV1); err != nil {
+	if c.Profile, err = DefaultProfile("h100-80g", EngineVLLMV1, ""); err != nil {
 		t.Fatal(err)
 	}
 	_, prof := runEngine(t, c, reqs)
@@ -218,7 +218,7 @@ func TestWeightDType(t *testing.T) {
 		// The prior: its 2 ms step overhead leaves the weight reads most
 		// of a decode step (the fitted profile's larger overhead does not).
 		var err error
-		if c.Profile, err = PriorProfile("a100-80g", EngineVLLMV1); err != nil {
+		if c.Profile, err = PriorProfile("a100-80g", EngineVLLMV1, ""); err != nil {
 			t.Fatal(err)
 		}
 		_, res := runEngine(t, c, reqs)
@@ -241,7 +241,7 @@ func TestWeightDType(t *testing.T) {
 // profile, mixed chunks outside SGLang and a bad weight dtype are refused
 // by New, naming the field.
 func TestConfigProfileErrors(t *testing.T) {
-	h100, err := DefaultProfile("h100-80g", EngineVLLMV1)
+	h100, err := DefaultProfile("h100-80g", EngineVLLMV1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

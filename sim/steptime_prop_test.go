@@ -12,7 +12,7 @@ import (
 func drawProfile(t *rapid.T) *Profile {
 	if rapid.Bool().Draw(t, "embedded") {
 		gpus := ProfileGPUs()
-		p, err := DefaultProfile(rapid.SampledFrom(gpus).Draw(t, "gpu"), EngineKind(rapid.IntRange(0, 2).Draw(t, "engine")))
+		p, err := DefaultProfile(rapid.SampledFrom(gpus).Draw(t, "gpu"), EngineKind(rapid.IntRange(0, 2).Draw(t, "engine")), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,11 +25,13 @@ func drawProfile(t *rapid.T) *Profile {
 	if rapid.Bool().Draw(t, "has-fp8") {
 		p.Peak.FP8FLOPSPerS = 2 * p.Peak.BF16FLOPSPerS
 	}
-	p.Linear = LinearTerm{ComputeEffMax: eff("eff-max"), ComputeHalfTokens: rapid.Float64Range(0, 1000).Draw(t, "half"), WeightBWEff: eff("eff-w")}
-	p.Attention = AttentionTerm{PrefillComputeEff: eff("eff-attn"), KVBWEff: eff("eff-kv")}
+	p.Linear = LinearTerm{ComputeEffMax: eff("eff-max"), FP8ComputeEffMax: eff("eff-fp8"), ComputeHalfTokens: rapid.Float64Range(0, 1000).Draw(t, "half"), WeightBWEff: eff("eff-w"),
+		BlendExponent: rapid.Float64Range(1, 64).Draw(t, "blend")}
+	p.Attention = AttentionTerm{PrefillComputeEff: eff("eff-attn"), KVBWEff: eff("eff-kv"), KVHalfContext: rapid.Float64Range(0, 1000).Draw(t, "kv-half")}
 	p.AllReduce = AllReduceTerm{BWEff: eff("eff-ar"), LatencyNs: rapid.Int64Range(0, 50_000).Draw(t, "ar-latency")}
 	p.Overhead = OverheadTerm{StepNs: rapid.Int64Range(0, 5e6).Draw(t, "step"), PerSeqNs: rapid.Int64Range(0, 1e5).Draw(t, "per-seq"),
-		EagerPerLayerNs: rapid.Int64Range(0, 1e5).Draw(t, "eager")}
+		EagerPerLayerNs: rapid.Int64Range(0, 1e5).Draw(t, "eager"), PerTokenNs: rapid.Int64Range(0, 1e5).Draw(t, "per-token"),
+		OutputOverlap: rapid.Bool().Draw(t, "overlap")}
 	var sizes []int
 	for s := 0; len(sizes) < rapid.IntRange(0, 12).Draw(t, "n-sizes"); {
 		s += rapid.IntRange(1, 64).Draw(t, "size-step")

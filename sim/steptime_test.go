@@ -10,7 +10,7 @@ import (
 // toyProfile has round numbers so that every term can be worked out by
 // hand (the tests write the arithmetic):
 //
-//	linear ceiling  1e15 FLOP/s × 0.5 = 5e5 FLOP/ns (FP8: 1e6 FLOP/ns)
+//	linear ceiling  1e15 FLOP/s × 0.5 = 5e5 FLOP/ns (FP8: 1e6 FLOP/ns); blend max(c, w)
 //	weight reads    1e12 B/s × 0.5 = 500 B/ns
 //	prefill attn    1e15 × 0.25 = 2.5e5 FLOP/ns
 //	KV traffic      1e12 × 0.25 = 250 B/ns
@@ -21,7 +21,7 @@ func toyProfile() *Profile {
 	return &Profile{
 		GPU: "toy", Engine: EngineVLLMV1, FittedTo: []string{Unfitted}, Notes: "toy",
 		Peak:      PeakRates{BF16FLOPSPerS: 1e15, FP8FLOPSPerS: 2e15, MemBytesPerS: 1e12, LinkBytesPerS: 1e11},
-		Linear:    LinearTerm{ComputeEffMax: 0.5, ComputeHalfTokens: 100, WeightBWEff: 0.5},
+		Linear:    LinearTerm{ComputeEffMax: 0.5, FP8ComputeEffMax: 0.5, ComputeHalfTokens: 100, WeightBWEff: 0.5, BlendExponent: maxBlend},
 		Attention: AttentionTerm{PrefillComputeEff: 0.25, KVBWEff: 0.25},
 		AllReduce: AllReduceTerm{BWEff: 0.5, LatencyNs: 1000},
 		Overhead:  OverheadTerm{StepNs: 1_000_000, PerSeqNs: 10_000, EagerPerLayerNs: 1000},
@@ -72,6 +72,28 @@ func TestStepTimeTerms(t *testing.T) {
 			name: "decode under a graph", step: decode(3, 100),
 			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, OverheadNs: 1_030_000, Graph: true, LinearTokens: 4},
 			wantTot: 3_042_120,
+		},
+		{
+			// The same 3 decodes with ctx½ 50 and 10 µs an output token
+			// added to the step: KV 12,120 + 3×50×40 = 18,120; output 3e4.
+			name: "kv half context, output serial", step: decode(3, 100),
+			prof:    func(p *Profile) { p.Attention.KVHalfContext, p.Overhead.PerTokenNs = 50, 10_000 },
+			want:    Breakdown{LinearNs: 2e6, KVNs: 18_120, OverheadNs: 1_030_000, OutputNs: 30_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_078_120,
+		},
+		{
+			// Output beside the step: max(3,042,120, 3 × 10 µs) = the step;
+			// at 2 ms a token the output work, 6 ms, sets the step's time.
+			name: "output overlapped, hidden", step: decode(3, 100),
+			prof:    func(p *Profile) { p.Overhead.PerTokenNs, p.Overhead.OutputOverlap = 10_000, true },
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, OverheadNs: 1_030_000, OutputNs: 30_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_042_120,
+		},
+		{
+			name: "output overlapped, the bottleneck", step: decode(3, 100),
+			prof:    func(p *Profile) { p.Overhead.PerTokenNs, p.Overhead.OutputOverlap = 2_000_000, true },
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, OverheadNs: 1_030_000, OutputNs: 6e6, Graph: true, LinearTokens: 4},
+			wantTot: 6_000_000,
 		},
 		{
 			// 9 decodes: above the largest size (8), eager and unpadded:
@@ -311,5 +333,77 @@ func TestCostModelUsesProfile(t *testing.T) {
 	want := c.Profile.StepTime(NewShape(cfg.Model, 1, cfg.KVDType), w.step()).TotalNs
 	if got := cm.stepTime(w); got != want || got == roof.stepTime(w) {
 		t.Errorf("profile step %d ns, want %d (and not the roofline's)", got, want)
+	}
+}
+
+// TestBlendLinear: the linear layers' time blends compute and weight reads
+// as (c^p + w^p)^(1/p): their sum at p = 1, the Euclidean norm at 2, the
+// larger at 64, and in between for other p, never below the larger.
+func TestBlendLinear(t *testing.T) {
+	for _, tc := range []struct{ c, w, p, want float64 }{
+		{3, 4, 1, 7}, {3, 4, 2, 5}, {3, 4, 64, 4}, {0, 4, 3, 4}, {0, 0, 3, 0}, {4, 4, 4, 4 * math.Pow(2, 0.25)},
+	} {
+		if got := BlendLinear(tc.c, tc.w, tc.p); !near(got, tc.want) {
+			t.Errorf("BlendLinear(%v, %v, %v) = %v, want %v", tc.c, tc.w, tc.p, got, tc.want)
+		}
+	}
+	prev := math.Inf(1)
+	for _, p := range []float64{1, 1.5, 2, 3, 8, 32, 63} {
+		got := BlendLinear(3, 4, p)
+		if !(got < prev) || got < 4 {
+			t.Errorf("BlendLinear(3, 4, %v) = %v: want it between max 4 and the last, %v", p, got, prev)
+		}
+		prev = got
+	}
+}
+
+// TestBlendTable: a StepModel's tabulated blend is within 5e-5 of
+// BlendLinear for any exponent and ratio.
+func TestBlendTable(t *testing.T) {
+	for _, p := range []float64{1.05, 1.5, 1.895, 2.5, 7, 63.9} {
+		m := &StepModel{blend: p, blendTab: blendTable(p)}
+		for _, r := range []float64{0, 1e-9, 0.001, 0.3, 0.5, 0.77777, 0.999, 1} {
+			got, want := m.blendLinear(r*7, 7), BlendLinear(r*7, 7, p)
+			if math.Abs(got/want-1) > 5e-5 {
+				t.Errorf("p %v, r %v: table %v, exact %v", p, r, got, want)
+			}
+			if g2 := m.blendLinear(7, r*7); g2 != got {
+				t.Errorf("p %v, r %v: not symmetric: %v, %v", p, r, got, g2)
+			}
+		}
+	}
+}
+
+// TestDecodeTimerExact: a decode run's timer gives exactly Time's TotalNs
+// for every step of the run (its context grows by the batch each step),
+// under the embedded joint model's profiles (engines with the output beside
+// the steps and on their path, tp 1 and 4, in and past the graph sizes)
+// and the toy profile.
+func TestDecodeTimerExact(t *testing.T) {
+	m, _ := model.Preset("llama-3.1-8b")
+	profs := []*Profile{toyProfile()}
+	for _, e := range []EngineKind{EngineVLLMV0, EngineVLLMV1, EngineSGLang} {
+		p, err := DefaultProfile("h100-80g", e, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		profs = append(profs, p)
+	}
+	for pi, p := range profs {
+		for _, tp := range []int{1, 4} {
+			sm := p.Compile(NewShape(m, tp, model.BF16))
+			for _, n := range []int64{1, 3, 8, 100, 513, 1000} {
+				for _, ctx := range []int64{0, 17, 4096 * 37, 1 << 33} {
+					dt := sm.decodeTimer(Step{DecodeSeqs: n, DecodeContext: float64(ctx), Sampled: n})
+					for j := int64(0); j < 300; j += 7 {
+						x := float64(ctx + j*n)
+						want := sm.Time(Step{DecodeSeqs: n, DecodeContext: x, Sampled: n}).TotalNs
+						if got := dt.at(x); got != want {
+							t.Fatalf("profile %d, tp %d, %d sequences over %d, step %d: %d ns, Time %d", pi, tp, n, ctx, j, got, want)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 // adviseFlags are the flags of `gpufrag advise`.
 type adviseFlags struct {
 	trace, format, model, gpu, kvDType string
+	engineVersion, profile             string
 	tp, maxRows, maxContext            int
 	skipBadRows                        bool
 	kvs, allocs, defrags               []string
@@ -75,6 +76,9 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json (required)")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` (required): "+strings.Join(modelGPUNames(), ", "))
 	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N`")
+	fl.StringVar(&f.engineVersion, "engine-version", "", "the vLLM `RELEASE` the candidates stand for (0.8 to 0.23): its step-time overheads "+
+		"(default: "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+")")
+	fl.StringVar(&f.profile, "profile", "", "step-time `MODEL`: joint (the joint model's profile of --gpu) or roofline (default: "+sim.DefaultStepTime+")")
 	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8 (default: the model's)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
 	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+strings.Join(def.KVs, ",")+")")
@@ -267,6 +271,27 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	}
 	base := sim.DefaultConfig(m, g)
 	base.TP, base.MaxContext = f.tp, f.maxContext
+	version := sim.DefaultEngineVersion(base.Engine).String()
+	if set("engine-version") {
+		if version, err = checkEngineVersion(cmd, sim.EngineVLLMV1.String(), f.engineVersion); err != nil {
+			return err
+		}
+		base.EngineVersion = version
+	}
+	stepTime := sim.DefaultStepTime
+	if set("profile") {
+		switch strings.ToLower(f.profile) {
+		case sim.StepTimeJoint, sim.StepTimeRoofline:
+			stepTime = strings.ToLower(f.profile)
+		default:
+			return usageErrorf(cmd, "--profile %q: want joint or roofline%s", f.profile, didYouMean(f.profile, []string{sim.StepTimeJoint, sim.StepTimeRoofline}))
+		}
+	}
+	if stepTime == sim.StepTimeJoint {
+		if base.Profile, err = sim.DefaultProfile(g.Name, base.Engine, base.EngineVersion); err != nil {
+			return err
+		}
+	}
 	if f.kvDType != "" {
 		if base.KVDType, err = model.ParseKVDType(f.kvDType); err != nil {
 			return usageErrorf(cmd, "--kv-dtype: %v%s", err, didYouMean(f.kvDType, kvDTypeNames))
@@ -325,6 +350,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		Trace: advise.TraceInfo{File: filepath.Base(f.trace), SHA256: sum, Format: t.Format.String(),
 			Requests: len(t.Requests), Skipped: t.Skipped, MaxRows: f.maxRows, NativeRPS: w.NativeRPS},
 		Model: m.Name, ModelID: modelID(f.model), GPU: g.Name, TP: f.tp, KVDType: f.kvDType, MaxContext: f.maxContext,
+		StepTime: stepTime, EngineVersion: version,
 		SLO: advise.SLO{TTFTP99: f.ttft, TPOTP99: f.tpot}, Search: srch, Space: space,
 		RefinedFrom: refinedFrom, Candidates: cands,
 	}

@@ -27,7 +27,7 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 			strings.Join(modelGPUNames(), ", "))
 	}
 	for _, x := range engineFlagFields {
-		if x.flag != "engine" && cmd.Flags().Changed(x.flag) {
+		if x.flag != "engine" && x.flag != "engine-version" && cmd.Flags().Changed(x.flag) {
 			return usageErrorf(cmd, "--%s describes the setup benchmark FILEs are replayed on; --ops fits one layer's operator timings, which it does not change", x.flag)
 		}
 	}
@@ -53,7 +53,11 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 		}
 		start, name = p, f.profile
 	} else {
-		p, err := sim.DefaultProfile(f.gpu, engine)
+		version, err := checkEngineVersion(cmd, f.engine, f.engineVersion)
+		if err != nil {
+			return err
+		}
+		p, err := sim.DefaultProfile(f.gpu, engine, version)
 		if err != nil {
 			return usageErrorf(cmd, "--gpu %s: %v (give a starting --profile)", f.gpu, err)
 		}
@@ -86,6 +90,7 @@ func writeOpsReport(sb *strings.Builder, f *calib.OpsFit, o *calib.Ops, start, o
 	row("linear.compute_eff_max", f.Linear.ComputeEffMax, "%.3f")
 	row("linear.compute_half_tokens", f.Linear.ComputeHalfTokens, "%.1f")
 	row("linear.weight_bw_eff", f.Linear.WeightBWEff, "%.3f")
+	row("linear.blend_exponent", f.Linear.BlendExponent, "%.2f")
 	row("attention.prefill_compute_eff", f.Attention.PrefillComputeEff, "%.3f")
 	row("attention.kv_bw_eff", f.Attention.KVBWEff, "%.3f")
 	t.write(sb)

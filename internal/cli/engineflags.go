@@ -19,7 +19,7 @@ import (
 type engineFlags struct {
 	tp                      int
 	kvDType, weightDType    string
-	engine                  string
+	engine, engineVersion   string
 	mixedChunk              bool
 	util                    float64
 	maxBatchTokens, maxSeqs int
@@ -30,7 +30,7 @@ type engineFlags struct {
 // engineFlagFields are the engine flags and the scenario fields they set.
 var engineFlagFields = []struct{ flag, field string }{
 	{"tp", "tp"}, {"kv-dtype", "kv_dtype"}, {"weight-dtype", "weight_dtype"}, {"engine", "engine.name"},
-	{"mixed-chunk", "engine.mixed_chunk"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
+	{"engine-version", "engine.version"}, {"mixed-chunk", "engine.mixed_chunk"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
 	{"max-batch-tokens", "engine.max_batch_tokens"}, {"max-seqs", "engine.max_seqs"}, {"max-context", "engine.max_context"},
 	{"chunked-prefill", "engine.chunked_prefill"}, {"prefix-caching", "engine.prefix_caching"},
 }
@@ -48,6 +48,9 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.StringVar(&f.engine, "engine", "", "serving `ENGINE` whose scheduler composes the steps: vllm-v1 (default: prefills and decodes share steps), "+
 		"vllm-v0 (prompts run in steps of their own while decodes wait, the vLLM paper's; chunked prefill off by default up to a 32K context), "+
 		"sglang (prefill steps first, then decode steps)")
+	fl.StringVar(&f.engineVersion, "engine-version", "", "the engine's `RELEASE` (0.8.3; vLLM 0.1 to 0.23, SGLang 0.1 to 0.5): the step-time overheads of that release "+
+		"(default: a recent one: vLLM "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+" for vllm-v1, "+sim.DefaultEngineVersion(sim.EngineVLLMV0).String()+
+		" for vllm-v0, SGLang "+sim.DefaultEngineVersion(sim.EngineSGLang).String()+")")
 	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
 		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
@@ -114,8 +117,15 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 		}
 		s.Engine.Name = f.engine
 	}
-	// The engine's release (--engine-version) belongs here, after --engine,
-	// which its default and its known releases depend on.
+	// The engine's release, after --engine, which its default and its known
+	// releases depend on.
+	if set("engine-version") {
+		v, err := checkEngineVersion(cmd, s.Engine.Name, f.engineVersion)
+		if err != nil {
+			return err
+		}
+		s.Engine.Version = v
+	}
 	if set("mixed-chunk") {
 		s.Engine.MixedChunk = f.mixedChunk
 	}

@@ -130,18 +130,21 @@ of three behaviours: preempt the newest request and recompute it later
 guarantees (TensorRT-LLM's no-evict, and Orca's reservations; the default
 for contiguous-max), or fail the request (a plain framework; the default for
 contiguous-grow). Each step's activation buffers go through the allocator
-with sizes that follow the batch. Step time is a roofline by default: the
-larger of FLOPs over achievable FLOP/s and bytes over achievable
-bandwidth, plus a fixed overhead. --profile NAME|FILE times steps with a
-calibratable model instead: linear layers compute or weight-read bound
-by the step's token count, prefill and decode attention apart, per-step
-and per-sequence overheads, CUDA-graph padding of decode batches, and
-tensor-parallel all-reduce over the GPU's links. Its parameters are a
-profile: an embedded one, named by its GPU, for
+with sizes that follow the batch. Step time comes from the joint step-time
+model by default: linear layers blended between compute and weight reads by
+the step's token count, prefill attention, decode attention over every
+sequence's context, tensor-parallel all-reduce over the GPU's links,
+per-step, per-sequence and per-output-token overheads of the engine's
+release, CUDA-graph padding. Its efficiencies are shared by every GPU, whose
+own figures are its datasheet peaks, so every preset has a profile:
   {profiles}
-(--print-profile shows the one a run would use), or a YAML file such as
-gpufrag calibrate fits to your benchmark results. The roofline stays the
-default until the profiles are fitted.
+and it was fitted to published benchmarks of many sources at once
+(docs/fidelity.md judges it on sources it never saw). --engine-version picks
+the release whose overheads apply (vLLM 0.1 to 0.23, SGLang 0.1 to 0.5).
+--profile roofline uses a fixed roofline instead (the larger of FLOPs over
+achievable FLOP/s and bytes over achievable bandwidth, plus 3 ms a step),
+--profile FILE a profile such as gpufrag calibrate fits to your benchmark
+results, and --print-profile shows the one a run would use.
 
 Engines (--engine) compose the steps as their schedulers do:
   vllm-v1  vLLM V1 (default): running prefill chunks and decodes, then new

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,8 +24,8 @@ import (
 // the client's cap on requests in flight.
 
 func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
-	fl.StringVar(&f.profile, "profile", "", "time steps with the step-time profile `NAME|FILE`: an embedded one, named by its GPU ("+strings.Join(sim.ProfileGPUs(), ", ")+
-		"; it must be --gpu's), or a YAML file, as gpufrag calibrate writes (default: the roofline)")
+	fl.StringVar(&f.profile, "profile", "", "time steps with `MODEL|FILE`: roofline, joint (the joint model's profile of --gpu, --engine and --engine-version; "+
+		"--gpu's own name says the same), or a profile YAML file, as gpufrag calibrate writes (default: "+sim.DefaultStepTime+")")
 	fl.BoolVar(&f.printProfile, "print-profile", false, "print the YAML of the step-time profile the run would use (with none given, --gpu's embedded one for --engine) and exit; with --json, as JSON")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "a closed-loop client: at most `N` requests in flight, the rest wait and their latencies start when sent "+
 		"(default: a vllm-bench trace's own max_concurrency, else none; 0 lifts it)")
@@ -39,14 +40,13 @@ func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
 func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
 	set := cmd.Flags().Changed
 	if set("profile") {
+		names := append([]string{scenario.ProfileRoofline, scenario.ProfileJoint}, sim.ProfileGPUs()...)
 		if f.profile == "" {
-			return usageErrorf(cmd, "--profile: empty; give an embedded profile's name (%s) or a profile file", strings.Join(sim.ProfileGPUs(), ", "))
+			return usageErrorf(cmd, "--profile: empty; give roofline, joint, a GPU's name (%s) or a profile file", strings.Join(sim.ProfileGPUs(), ", "))
 		}
-		if !scenario.IsProfileFile(f.profile) {
-			if _, err := sim.EmbeddedProfileYAML(f.profile); err != nil {
-				return usageErrorf(cmd, "--profile %q: no embedded profile of that name (profiles: %s); a file's name needs a dot or a slash (./%s.yaml)%s",
-					f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile, didYouMean(f.profile, sim.ProfileGPUs()))
-			}
+		if !scenario.IsProfileFile(f.profile) && !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, f.profile) }) {
+			return usageErrorf(cmd, "--profile %q: not roofline, joint or a GPU's name (%s); a file's name needs a dot or a slash (./%s.yaml)%s",
+				f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile, didYouMean(f.profile, names))
 		}
 		s.Profile = f.profile
 		s.Dir = "" // a flag's file is relative to the working directory
@@ -71,12 +71,11 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 }
 
 // printProfile writes the step-time profile a run of s would use: the one
-// s names, or, with none, the embedded profile of s's GPU for its engine
-// (and says on stderr that the run itself uses the roofline). An embedded
-// fitted profile, or the vLLM V1 prior, is printed as embedded, with the
-// comments that say where its numbers come from; the others as sim's
-// WriteYAML writes them. With asJSON, the
-// same document as JSON, keys in the same order.
+// s names, or, with none, the joint model's profile of s's GPU for its
+// engine and release (and says on stderr when the run itself uses the
+// roofline), as sim's WriteYAML writes it, after a comment that says where
+// it comes from. With asJSON, the same document as JSON, keys in the same
+// order.
 func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) error {
 	if s.GPU == "" {
 		return fmt.Errorf("--print-profile: no GPU: give --gpu (one of %s)", strings.Join(model.GPUNames(), ", "))
@@ -91,34 +90,31 @@ func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) e
 			return fmt.Errorf("%w: engine.name: %q: want one of %s", scenario.ErrBadScenario, s.Engine.Name, strings.Join(sim.EngineNames(), ", "))
 		}
 	}
-	p, from, err := scenario.LoadProfile(s, g, engine, openNamed)
+	v, err := sim.ParseEngineVersion(engine, s.Engine.Version)
+	if err != nil {
+		return fmt.Errorf("%w: engine.version: %w", scenario.ErrBadScenario, err)
+	}
+	p, from, err := scenario.LoadProfile(s, g, engine, v.String(), openNamed)
 	if err != nil {
 		return err
 	}
 	if p == nil {
-		fmt.Fprintf(stderr, "gpufrag: note: no profile given: this is the embedded profile of %s for %s; a run without --profile times its steps with the roofline\n",
-			g.Name, engine)
-		if p, err = sim.DefaultProfile(g.Name, engine); err != nil {
+		fmt.Fprintf(stderr, "gpufrag: note: the run times its steps with the roofline; this is the joint model's profile of %s for %s %s\n",
+			g.Name, engine, v)
+		if p, err = sim.DefaultProfile(g.Name, engine, v.String()); err != nil {
 			return err
 		}
 		from = scenario.ProfileFromEmbedded
 	}
-	var text []byte
-	fitted, isFitted := sim.FittedProfileYAML(p.GPU, engine)
-	switch {
-	case from == scenario.ProfileFromEmbedded && isFitted:
-		text = fitted
-	case from == scenario.ProfileFromEmbedded && engine == sim.EngineVLLMV1:
-		if text, err = sim.EmbeddedProfileYAML(p.GPU); err != nil {
-			return err
-		}
-	default:
-		var b bytes.Buffer
-		if err := p.WriteYAML(&b); err != nil {
-			return err
-		}
-		text = b.Bytes()
+	var b bytes.Buffer
+	if from == scenario.ProfileFromEmbedded {
+		fmt.Fprintf(&b, "# The joint step-time model's profile of %s under %s %s, derived from %s\n", g.Name, engine, v, sim.JointPath)
+		fmt.Fprintf(&b, "# (the GPU preset's datasheet peaks, the shared efficiencies, the overheads of %s).\n", sim.OverheadClass(engine, v))
 	}
+	if err := p.WriteYAML(&b); err != nil {
+		return err
+	}
+	text := b.Bytes()
 	if asJSON {
 		if text, err = yamlToJSON(text); err != nil {
 			return err

@@ -24,12 +24,9 @@ func TestSimulateBench(t *testing.T) {
 	o, out := simulateJSON(t, "--trace", detailedBench, "--format", "vllm-bench", "--profile", "h100-80g",
 		"--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--alloc", "caching")
 	tm := o.Timing
-	want, err := sim.DefaultProfile("h100-80g", sim.EngineVLLMV1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tm == nil || tm.Engine != "vllm-v1" || tm.StepTime != "profile" || tm.Profile == nil || tm.Profile.GPU != "h100-80g" ||
-		tm.Profile.From != "embedded" || !reflect.DeepEqual(tm.Profile.FittedTo, want.FittedTo) || tm.WeightDType != "bf16" || tm.MaxConcurrency != 2 {
+	if tm == nil || tm.Engine != "vllm-v1" || tm.EngineVersion != sim.DefaultEngineVersion(sim.EngineVLLMV1).String() || tm.StepTime != "profile" ||
+		tm.Profile == nil || tm.Profile.GPU != "h100-80g" || tm.Profile.From != "embedded" || tm.Profile.FittedTo != nil ||
+		!strings.HasPrefix(tm.Profile.Fitted, sim.JointPath) || tm.WeightDType != "bf16" || tm.MaxConcurrency != 2 {
 		t.Fatalf("timing %+v", tm)
 	}
 	b := o.Bench
@@ -83,16 +80,25 @@ func TestSimulateWarmPrompts(t *testing.T) {
 	}
 }
 
-// TestSimulateTimingDefaultUnchanged: without any timing option the
-// document has neither new key, as before profiles existed.
-func TestSimulateTimingDefaultUnchanged(t *testing.T) {
+// TestSimulateTimingDefault: without any timing option the document says
+// the default step model timed the run (sim.DefaultStepTime) for the
+// default release; --profile roofline and --engine-version change it.
+func TestSimulateTimingDefault(t *testing.T) {
 	tr := filepath.Join(t.TempDir(), "t.csv")
 	if err := os.WriteFile(tr, []byte("num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n100,20,120,5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, out := simulateJSON(t, "--trace", tr, "--rate", "1", "--kv", "paged:16", "--alloc", "caching")
-	if strings.Contains(out, `"timing"`) || strings.Contains(out, `"bench"`) {
-		t.Fatalf("new keys without timing options:\n%s", out)
+	args := []string{"--trace", tr, "--rate", "1", "--kv", "paged:16", "--alloc", "caching"}
+	def, out := simulateJSON(t, args...)
+	wantStep := map[string]string{sim.StepTimeJoint: "profile", sim.StepTimeRoofline: "roofline"}[sim.DefaultStepTime]
+	if def.Timing == nil || def.Timing.StepTime != wantStep || def.Timing.EngineVersion != "0.23.0" || strings.Contains(out, `"bench"`) {
+		t.Fatalf("default timing %+v", def.Timing)
+	}
+	roof, _ := simulateJSON(t, append(args, "--profile", "roofline")...)
+	old, _ := simulateJSON(t, append(args, "--engine", "vllm-v0", "--engine-version", "0.5.4", "--profile", "joint")...)
+	if roof.Timing.StepTime != "roofline" || roof.Timing.Profile != nil || old.Timing.StepTime != "profile" || old.Timing.EngineVersion != "0.5.4" ||
+		old.Timing.Profile.EngineVersion != "0.5.4" || old.Results[0].TTFT.P50 == roof.Results[0].TTFT.P50 {
+		t.Fatalf("roofline %+v, vLLM 0.5.4 %+v", roof.Timing, old.Timing)
 	}
 }
 
@@ -100,27 +106,23 @@ func TestSimulateTimingDefaultUnchanged(t *testing.T) {
 // --gpu (with its comments) for vllm-v1, the derived one for another
 // engine, a file's as it loads, and --json the same document as JSON.
 func TestSimulatePrintProfile(t *testing.T) {
-	code, out, errs := run(t, "", "simulate", "--gpu", "a100-40g", "--print-profile")
-	want, err := sim.EmbeddedProfileYAML("a100-40g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 0 || out != string(want) || !strings.Contains(errs, "times its steps with the roofline") {
-		t.Fatalf("exit %d, stderr %q, stdout equals the embedded profile: %v", code, errs, out == string(want))
+	code, out, errs := run(t, "", "simulate", "--gpu", "a100-40g", "--print-profile", "--profile", "roofline")
+	want := []byte(out)
+	p, err := sim.LoadProfile(strings.NewReader(out), "stdout")
+	if d, _ := sim.DefaultProfile("a100-40g", sim.EngineVLLMV1, ""); code != 0 || err != nil || !reflect.DeepEqual(p, d) ||
+		!strings.HasPrefix(out, "# The joint step-time model's profile of a100-40g under vllm-v1") || !strings.Contains(errs, "times its steps with the roofline") {
+		t.Fatalf("exit %d, stderr %q, %v:\n%s", code, errs, err, out)
 	}
 
-	// A fitted embedded profile is printed as embedded, with the comment
-	// that says how it was fitted.
-	code, out, errs = run(t, "", "simulate", "--gpu", "h200-141g", "--engine", "sglang", "--print-profile")
-	p, err := sim.LoadProfile(strings.NewReader(out), "stdout")
-	if code != 0 || err != nil {
+	// Another engine and release: its derived profile, the overheads of
+	// its class.
+	code, out, errs = run(t, "", "simulate", "--gpu", "h200-141g", "--engine", "sglang", "--engine-version", "0.4", "--print-profile")
+	p, err = sim.LoadProfile(strings.NewReader(out), "stdout")
+	if code != 0 || err != nil || errs != "" {
 		t.Fatalf("exit %d, %s: %v", code, errs, err)
 	}
-	if d, _ := sim.DefaultProfile("h200-141g", sim.EngineSGLang); !reflect.DeepEqual(p, d) {
+	if d, _ := sim.DefaultProfile("h200-141g", sim.EngineSGLang, "0.4.0"); !reflect.DeepEqual(p, d) || p.EngineVersion != "0.4.0" {
 		t.Fatalf("sglang profile %+v, want %+v", p, d)
-	}
-	if fitted, ok := sim.FittedProfileYAML("h200-141g", sim.EngineSGLang); !ok || out != string(fitted) || !strings.Contains(out, "# Fitted step-time profile") {
-		t.Fatalf("fitted %v: stdout is not the fitted file:\n%s", ok, out)
 	}
 
 	// A scenario's profile file is read from beside the scenario, whatever
@@ -191,7 +193,11 @@ func TestSimulateTimingUsage(t *testing.T) {
 		{[]string{"--mixed-chunk"}, 2, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang"},
 		{[]string{"--engine", "vllm-v0", "--mixed-chunk"}, 2, "needs --engine sglang"},
 		{[]string{"--weight-dtype", "fp6"}, 2, `--weight-dtype "fp6": want bf16, fp16, fp8, int8 or int4`},
-		{[]string{"--profile", "v100"}, 2, `--profile "v100": no embedded profile of that name`},
+		{[]string{"--profile", "v100"}, 2, `--profile "v100": not roofline, joint or a GPU's name`},
+		{[]string{"--profile", "roofine"}, 2, `did you mean "roofline"?`},
+		{[]string{"--engine-version", "0.24"}, 2, `--engine-version: engine version "0.24": not a vLLM release gpufrag knows (0.1 to 0.23); did you mean "0.23"?`},
+		{[]string{"--engine", "sglang", "--engine-version", "0.8.3"}, 2, `not a SGLang release gpufrag knows (0.1 to 0.5)`},
+		{[]string{"--engine-version", "0.5.4"}, 1, "engine.version: engine version \"0.5.4\": vLLM's V1 engine arrived in 0.8; for an earlier release use engine vllm-v0"},
 		{[]string{"--profile", ""}, 2, "--profile: empty"},
 		{[]string{"--max-concurrency", "-1"}, 2, "--max-concurrency -1"},
 		{[]string{"--run", "2"}, 2, "--run needs --trace"},

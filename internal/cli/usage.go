@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
 )
 
 // didYouMean is the hint every command adds to an unknown name: `; did you
@@ -174,4 +175,30 @@ func checkGPUFlag(cmd *cobra.Command, flag, name string) (model.GPU, error) {
 		return g, usageErrorf(cmd, "%s: %v%s", flag, err, didYouMean(name, model.GPUNames()))
 	}
 	return g, nil
+}
+
+// checkEngineVersion checks --engine-version against the engine named (""
+// for the one the command defaults to: a release either vLLM or SGLang
+// knows is accepted then) and returns it in sim's canonical form, or a
+// usage error that names the known releases and the nearest one.
+func checkEngineVersion(cmd *cobra.Command, engine, version string) (string, error) {
+	kinds := []sim.EngineKind{sim.EngineVLLMV1, sim.EngineVLLMV0, sim.EngineSGLang}
+	if engine != "" {
+		k, err := sim.ParseEngine(engine)
+		if err != nil {
+			return "", usageErrorf(cmd, "--engine %q: want one of %s%s", engine, strings.Join(sim.EngineNames(), ", "), didYouMean(engine, sim.EngineNames()))
+		}
+		kinds = []sim.EngineKind{k}
+	}
+	var first error
+	for _, k := range kinds {
+		v, err := sim.ParseEngineVersion(k, version)
+		if err == nil {
+			return v.String(), nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return "", usageErrorf(cmd, "--engine-version: %s", strings.TrimPrefix(first.Error(), sim.ErrBadConfig.Error()+": "))
 }

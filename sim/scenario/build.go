@@ -122,6 +122,13 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 			return bad("engine.name", "%q: want one of %s", e.Name, strings.Join(sim.EngineNames(), ", "))
 		}
 	}
+	if e.Version != "" {
+		v, err := sim.ParseEngineVersion(base.Engine, e.Version)
+		if err != nil {
+			return bad("engine.version", "%s", strings.TrimPrefix(err.Error(), sim.ErrBadConfig.Error()+": "))
+		}
+		base.EngineVersion = v.String()
+	}
 	if e.MixedChunk && base.Engine != sim.EngineSGLang {
 		return bad("engine.mixed_chunk", "is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not %v", base.Engine)
 	}
@@ -180,7 +187,7 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 		return bad("runs", "%d runs, more than %d (scenario.MaxRuns): each run simulates the whole workload again", len(s.Runs), MaxRuns)
 	}
 	p := &Plan{Model: m, GPU: g}
-	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, open); err != nil {
+	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, base.EngineVersion, open); err != nil {
 		return nil, err
 	}
 	for i, r := range s.Runs {

@@ -25,13 +25,15 @@
 //	tp: 1
 //	kv_dtype: bf16               # bf16, fp16, fp32, fp8, fp8_e5m2, int8
 //	weight_dtype: bf16           # bf16, fp16, fp8, int8, int4; absent: the model's
-//	profile: h100-80g            # step-time profile: an embedded one's name (a GPU
-//	                             # preset), or a YAML file relative to this scenario;
-//	                             # absent: the roofline
+//	profile: h100-80g            # step-time profile: "roofline", "joint" or a GPU
+//	                             # preset's name (the joint model's profile of the
+//	                             # scenario's GPU), or a YAML file relative to this
+//	                             # scenario; absent: sim.DefaultStepTime's choice
 //	seed: 42
 //	duration: 30m                # virtual time; 0 or absent: until every request ends
 //	engine:
 //	  name: vllm-v1              # vllm-v1, vllm-v0, sglang: how steps are composed
+//	  version: 0.8.3             # the engine's release (its overheads); absent: a recent one
 //	  mixed_chunk: false         # sglang only: decodes join prefill steps
 //	  gpu_memory_utilization: 0.9
 //	  max_batch_tokens: 8192
@@ -106,10 +108,11 @@ type Scenario struct {
 	KVDType string `yaml:"kv_dtype"`
 	// WeightDType stores the weights in another type (sim.Config.WeightDType).
 	WeightDType string `yaml:"weight_dtype"`
-	// Profile names the step-time profile (sim.Profile): a name without a
-	// dot or a slash is an embedded profile, by GPU preset
-	// (sim.DefaultProfile for Engine.Name); anything else is a YAML file,
-	// relative to Dir. Empty: the roofline (sim.Config.Roofline).
+	// Profile names the step-time model: "roofline" (sim.Config.Roofline),
+	// "joint" or a GPU preset's name (the joint model's profile of GPU for
+	// Engine.Name and Engine.Version: sim.DefaultProfile); anything with a
+	// dot or a slash is a profile file (sim.Profile), relative to Dir.
+	// Empty: sim.DefaultStepTime's choice.
 	Profile  string   `yaml:"profile"`
 	Seed     uint64   `yaml:"seed"`
 	Duration Duration `yaml:"duration"`
@@ -137,6 +140,10 @@ type Engine struct {
 	// Name is the serving engine whose step composition is modelled
 	// (sim.ParseEngine: vllm-v1, vllm-v0, sglang); empty is vllm-v1.
 	Name string `yaml:"name"`
+	// Version is the engine's release (sim.ParseEngineVersion: "0.8.3");
+	// empty is sim.DefaultEngineVersion. It picks the step-time model's
+	// overheads.
+	Version string `yaml:"version"`
 	// MixedChunk is SGLang's --enable-mixed-chunk (needs name sglang).
 	MixedChunk           bool    `yaml:"mixed_chunk"`
 	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`

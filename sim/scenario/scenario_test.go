@@ -227,6 +227,9 @@ workload:
 		t.Fatal(err)
 	}
 	def.KV, def.Alloc = "paged:16", "caching"
+	if def.Profile, err = sim.DefaultStepProfile(p.GPU.Name, def.Engine, ""); err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(p2.Configs[0], def) {
 		t.Fatalf("zero engine section gives %+v, want DefaultConfig %+v", p2.Configs[0], def)
 	}

@@ -5,7 +5,9 @@
 package scenario
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/model"
@@ -16,28 +18,49 @@ import (
 // ProfileFromEmbedded is Plan.ProfileFrom for an embedded profile.
 const ProfileFromEmbedded = "embedded"
 
+// The names Scenario.Profile (simulate --profile) gives the step-time
+// models that are not files: the roofline, and the joint model's profile of
+// the scenario's GPU (a GPU preset's name names it too).
+const (
+	ProfileRoofline = "roofline"
+	ProfileJoint    = "joint"
+)
+
 // IsProfileFile reports whether a profile reference (Scenario.Profile,
 // simulate --profile) names a file: it has a dot or a path separator.
 // Embedded profiles are named by GPU preset, which have neither.
 func IsProfileFile(ref string) bool { return strings.ContainsAny(ref, `./\`) }
 
-// LoadProfile returns the profile s names for its GPU g and the engine:
-// an embedded one (sim.DefaultProfile) or a file (sim.LoadProfile, opened
-// relative to s.Dir), and where it came from (ProfileFromEmbedded or the
-// path). It returns nil and "" when s names none. A profile for another
-// GPU or engine is an error naming the field and what to do.
-func LoadProfile(s *Scenario, g model.GPU, engine sim.EngineKind, open Opener) (*sim.Profile, string, error) {
+// LoadProfile returns the step-time profile s names for its GPU g, the
+// engine and its release (a canonical version, "" for the default): the
+// roofline (nil), the joint model's profile (sim.DefaultProfile) or a file
+// (sim.LoadProfile, opened relative to s.Dir); with none named, the one
+// sim.DefaultStepTime chooses. It also says where it came from
+// (ProfileFromEmbedded, the path, or "" for the roofline). A profile for
+// another GPU, engine or overhead class is an error naming the field and
+// what to do.
+func LoadProfile(s *Scenario, g model.GPU, engine sim.EngineKind, version string, open Opener) (*sim.Profile, string, error) {
 	ref := s.Profile
-	if ref == "" {
+	switch {
+	case ref == "" && sim.DefaultStepTime == sim.StepTimeRoofline, strings.EqualFold(ref, ProfileRoofline):
 		return nil, "", nil
-	}
-	if !IsProfileFile(ref) {
-		p, err := sim.DefaultProfile(ref, engine)
+	case ref == "", strings.EqualFold(ref, ProfileJoint):
+		p, err := sim.DefaultProfile(g.Name, engine, version)
 		if err != nil {
-			return nil, "", badField("profile", "%w; or give a profile file (a path with a dot or a slash)", err)
+			return nil, "", badField("profile", "%w", err)
+		}
+		return p, ProfileFromEmbedded, nil
+	case !IsProfileFile(ref):
+		if _, err := model.LookupGPU(ref); err != nil {
+			return nil, "", badField("profile", "%q is not %s, %s, a GPU preset (%s) or a file (a path with a dot or a slash)",
+				ref, ProfileRoofline, ProfileJoint, strings.Join(sim.ProfileGPUs(), ", "))
+		}
+		p, err := sim.DefaultProfile(ref, engine, version)
+		if err != nil {
+			return nil, "", badField("profile", "%w", err)
 		}
 		if !strings.EqualFold(p.GPU, g.Name) {
-			return nil, "", badField("profile", "%s is the embedded profile of gpu %s, but the scenario's gpu is %s: use profile %s, or set gpu %s",
+			return nil, "", badField("profile", "%s is the embedded profile of gpu %s, but the scenario's gpu is %s: use profile %s (or joint), or set gpu %s",
 				ref, p.GPU, g.Name, g.Name, p.GPU)
 		}
 		return p, ProfileFromEmbedded, nil
@@ -63,16 +86,30 @@ func LoadProfile(s *Scenario, g model.GPU, engine sim.EngineKind, open Opener) (
 		return nil, "", badField("profile", "%s is for engine %v, but the scenario's engine is %v: set engine.name %v (--engine), or calibrate one for %v",
 			path, p.Engine, engine, p.Engine, engine)
 	}
+	if p.EngineVersion != "" {
+		pv, _ := sim.ParseEngineVersion(p.Engine, p.EngineVersion) // LoadProfile validated it
+		v, err := sim.ParseEngineVersion(engine, version)
+		if err != nil {
+			return nil, "", badField("engine.version", "%w", err)
+		}
+		if a, b := sim.OverheadClass(p.Engine, pv), sim.OverheadClass(engine, v); a != b {
+			return nil, "", badField("profile", "%s is for %v %s (overheads of %s), but the scenario's release is %s (%s): set engine.version %s (--engine-version), or calibrate one for %s",
+				path, p.Engine, pv, a, v, b, pv, v)
+		}
+	}
 	return p, path, nil
 }
 
 // Timing is how the runs' step time was modelled, in the Report (the
 // same for every run of a plan).
 type Timing struct {
-	Engine     string `json:"engine"` // vllm-v1, vllm-v0 or sglang: how steps are composed
-	MixedChunk bool   `json:"mixed_chunk"`
-	// StepTime is "roofline" (sim.Roofline, the default until profiles are
-	// fitted) or "profile" (Profile says which).
+	Engine string `json:"engine"` // vllm-v1, vllm-v0 or sglang: how steps are composed
+	// EngineVersion is the engine's release the step time stands for
+	// (its overheads, under a profile).
+	EngineVersion string `json:"engine_version"`
+	MixedChunk    bool   `json:"mixed_chunk"`
+	// StepTime is "roofline" (sim.Roofline) or "profile" (Profile says
+	// which).
 	StepTime string         `json:"step_time"`
 	Profile  *ProfileReport `json:"profile,omitempty"`
 	// WeightDType is the weights' element type as run: the override, or
@@ -88,32 +125,42 @@ type Timing struct {
 
 // ProfileReport identifies the profile that timed the steps.
 type ProfileReport struct {
-	GPU      string   `json:"gpu"`
-	Engine   string   `json:"engine"`
-	FittedTo []string `json:"fitted_to"` // figure ids, or ["unfitted"]
-	From     string   `json:"from"`      // "embedded" or the file's path
+	GPU    string `json:"gpu"`
+	Engine string `json:"engine"`
+	// EngineVersion is the release the profile's overheads are for (""
+	// when it names none).
+	EngineVersion string `json:"engine_version,omitempty"`
+	// FittedTo lists a profile file's measurements (figure ids or the
+	// user's files), or ["unfitted"]; absent for the embedded joint model,
+	// which Fitted summarises.
+	FittedTo []string `json:"fitted_to,omitempty"`
+	Fitted   string   `json:"fitted,omitempty"`
+	From     string   `json:"from"` // "embedded" or the file's path
 }
 
-// newTiming describes plan's timing, or returns nil when it is the one
-// every run had before profiles existed: vllm-v1 steps on the roofline,
-// the model's weights and an open loop (so that output stays as it was).
+// newTiming describes plan's timing.
 func newTiming(plan *Plan) *Timing {
 	if len(plan.Configs) == 0 {
 		return nil
 	}
 	c := plan.Configs[0]
-	if c.Engine == sim.EngineVLLMV1 && !c.MixedChunk && c.Profile == nil && c.WeightDType == 0 &&
-		c.MaxConcurrency == 0 && plan.Bench == nil && !c.WarmPrompts {
-		return nil
-	}
-	t := &Timing{Engine: c.Engine.String(), MixedChunk: c.MixedChunk, StepTime: "roofline",
+	v, _ := sim.ParseEngineVersion(c.Engine, c.EngineVersion) // Build checked it
+	t := &Timing{Engine: c.Engine.String(), EngineVersion: v.String(), MixedChunk: c.MixedChunk, StepTime: "roofline",
 		WeightDType: plan.Model.WeightDType.String(), MaxConcurrency: c.MaxConcurrency, WarmPrompts: c.WarmPrompts}
 	if c.WeightDType != 0 {
 		t.WeightDType = c.WeightDType.String()
 	}
 	if p := c.Profile; p != nil {
 		t.StepTime = "profile"
-		t.Profile = &ProfileReport{GPU: p.GPU, Engine: p.Engine.String(), FittedTo: append([]string{}, p.FittedTo...), From: plan.ProfileFrom}
+		t.Profile = &ProfileReport{GPU: p.GPU, Engine: p.Engine.String(), EngineVersion: p.EngineVersion, From: plan.ProfileFrom}
+		if plan.ProfileFrom == ProfileFromEmbedded {
+			t.Profile.Fitted = fmt.Sprintf("%s: %d figures of calib/published.yaml", sim.JointPath, len(p.FittedTo))
+			if slices.Equal(p.FittedTo, []string{sim.Unfitted}) {
+				t.Profile.Fitted = sim.JointPath + ": unfitted"
+			}
+		} else {
+			t.Profile.FittedTo = append([]string{}, p.FittedTo...)
+		}
 	}
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,7 +21,7 @@ const fewRequests = "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: f
 // profileYAML is gpu's embedded profile for the engine, as a file would hold it.
 func profileYAML(t *testing.T, gpu string, engine sim.EngineKind) string {
 	t.Helper()
-	p, err := sim.DefaultProfile(gpu, engine)
+	p, err := sim.DefaultProfile(gpu, engine, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := sim.DefaultProfile("h100-80g", sim.EngineSGLang)
+	want, err := sim.DefaultProfile("h100-80g", sim.EngineSGLang, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +75,29 @@ workload:
 		t.Fatalf("profile file: %+v from %q", c.Profile, p.ProfileFrom)
 	}
 
-	// Nothing set: the roofline, vllm-v1, the model's weights, no cap.
+	// Nothing set: the default step model, vllm-v1 at its default
+	// release, the model's weights, no cap.
 	p, err = Build(read(t, base+fewRequests), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.Configs[0]; c.Profile != nil || c.Engine != sim.EngineVLLMV1 || c.MixedChunk || c.WeightDType != 0 || c.MaxConcurrency != 0 || p.ProfileFrom != "" {
+	def, _ := sim.DefaultStepProfile("h100-80g", sim.EngineVLLMV1, "")
+	if c := p.Configs[0]; !reflect.DeepEqual(c.Profile, def) || c.Engine != sim.EngineVLLMV1 || c.EngineVersion != "" || c.MixedChunk ||
+		c.WeightDType != 0 || c.MaxConcurrency != 0 {
 		t.Fatalf("defaults: %+v", c)
+	}
+	// profile: roofline; engine.version picks the overheads of its class.
+	p, err = Build(read(t, base+"profile: roofline\n"+fewRequests), nil)
+	if err != nil || p.Configs[0].Profile != nil || p.ProfileFrom != "" {
+		t.Fatalf("roofline: %+v, %v", p, err)
+	}
+	p, err = Build(read(t, base+"profile: joint\nengine: {name: vllm-v0, version: v0.5.4}\n"+fewRequests), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Configs[0]; c.EngineVersion != "0.5.4" || c.Profile == nil || c.Profile.EngineVersion != "0.5.4" ||
+		c.Profile.Overhead != sim.DefaultJoint().Engines[sim.ClassVLLMV0Sync] {
+		t.Fatalf("vLLM 0.5.4: %+v", c)
 	}
 }
 
@@ -89,6 +106,7 @@ workload:
 func TestBuildTimingErrors(t *testing.T) {
 	files := map[string]string{
 		"sglang.yaml": profileYAML(t, "h100-80g", sim.EngineSGLang),
+		"v0.yaml":     profileYAML(t, "h100-80g", sim.EngineVLLMV0),
 		"a100.yaml":   profileYAML(t, "a100-80g", sim.EngineVLLMV1),
 		"broken.yaml": "gpu: h100-80g\n",
 		"runs.jsonl":  readFixture(t, "sglang_bench_online.jsonl"),
@@ -98,9 +116,13 @@ func TestBuildTimingErrors(t *testing.T) {
 		{"engine name", base + "engine: {name: trtllm}\n" + fewRequests, `field "engine.name": "trtllm": want one of vllm-v1, vllm-v0, sglang`},
 		{"mixed chunk on vllm", base + "engine: {mixed_chunk: true}\n" + fewRequests, "field \"engine.mixed_chunk\": is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not vllm-v1"},
 		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": model: bad dtype: "fp6"`},
-		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": sim: bad profile: no embedded profile for gpu "v100"`},
+		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": "v100" is not roofline, joint, a GPU preset (a100-40g`},
 		{"embedded profile of another gpu", base + "profile: a100-80g\n" + fewRequests,
-			"field \"profile\": a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g: use profile h100-80g, or set gpu a100-80g"},
+			"field \"profile\": a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g: use profile h100-80g (or joint), or set gpu a100-80g"},
+		{"unknown release", base + "engine: {version: 0.30}\n" + fewRequests, `engine.version": engine version "0.30": not a vLLM release gpufrag knows (0.1 to 0.23); did you mean "0.23"?`},
+		{"release before V1", base + "engine: {version: 0.6.0}\n" + fewRequests, "engine.version\": engine version \"0.6.0\": vLLM's V1 engine arrived in 0.8"},
+		{"file of another class", base + "profile: v0.yaml\nengine: {name: vllm-v0, version: 0.5.4}\n" + fewRequests,
+			"v0.yaml is for vllm-v0 0.7.3 (overheads of vllm-v0), but the scenario's release is 0.5.4 (vllm-v0-sync): set engine.version 0.7.3"},
 		{"missing file", base + "profile: nothere.yaml\n" + fewRequests, "field \"profile\": open nothere.yaml"},
 		{"incomplete file", base + "profile: broken.yaml\n" + fewRequests, "field \"profile\": sim: bad profile: broken.yaml: line 1: field engine missing"},
 		{"file of another gpu", base + "profile: a100.yaml\n" + fewRequests, "field \"profile\": a100.yaml is for gpu a100-80g, but the scenario's gpu is h100-80g"},
@@ -162,9 +184,9 @@ func TestBuildBenchCap(t *testing.T) {
 	}
 }
 
-// TestReportTiming: the report says how time was modelled only when
-// something differs from before profiles existed (so outputs stay byte for
-// byte), and a benchmark file's figures in the results' units.
+// TestReportTiming: the report says how time was modelled (the default
+// step model, engine and release included), and a benchmark file's figures
+// in the results' units.
 func TestReportTiming(t *testing.T) {
 	s := read(t, base+fewRequests)
 	p, err := Build(s, nil)
@@ -172,15 +194,9 @@ func TestReportTiming(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewReport(s, p, make([]sim.Result, len(p.Configs)))
-	if r.Timing != nil || r.Bench != nil {
-		t.Fatalf("defaults: timing %+v, bench %+v; want neither", r.Timing, r.Bench)
-	}
-	out, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(out, []byte(`"timing"`)) || bytes.Contains(out, []byte(`"bench"`)) {
-		t.Fatalf("default report has new keys: %s", out)
+	if r.Timing == nil || r.Timing.EngineVersion != sim.DefaultEngineVersion(sim.EngineVLLMV1).String() || r.Bench != nil ||
+		(sim.DefaultStepTime == sim.StepTimeJoint) != (r.Timing.StepTime == "profile") {
+		t.Fatalf("defaults: timing %+v, bench %+v", r.Timing, r.Bench)
 	}
 
 	files := map[string]string{"detail.json": readFixture(t, "vllm_bench_detailed_synthetic.json")}
@@ -189,8 +205,10 @@ func TestReportTiming(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = NewReport(s, p, make([]sim.Result, len(p.Configs)))
-	want := &Timing{Engine: "vllm-v1", StepTime: "profile", WeightDType: "int4", MaxConcurrency: 2,
-		Profile: &ProfileReport{GPU: "h100-80g", Engine: "vllm-v1", FittedTo: p.Configs[0].Profile.FittedTo, From: "embedded"}}
+	v := sim.DefaultEngineVersion(sim.EngineVLLMV1).String()
+	want := &Timing{Engine: "vllm-v1", EngineVersion: v, StepTime: "profile", WeightDType: "int4", MaxConcurrency: 2,
+		Profile: &ProfileReport{GPU: "h100-80g", Engine: "vllm-v1", EngineVersion: v,
+			Fitted: fmt.Sprintf("%s: %d figures of calib/published.yaml", sim.JointPath, len(sim.DefaultJoint().FittedTo)), From: "embedded"}}
 	if !reflect.DeepEqual(r.Timing, want) {
 		t.Errorf("timing %+v, want %+v", r.Timing, want)
 	}
@@ -206,7 +224,7 @@ func TestReportTiming(t *testing.T) {
 	}
 
 	// The roofline on a benchmark file: still said, without a profile.
-	s = read(t, base+"workload:\n  trace: {file: detail.json}\n  max_concurrency: 0\n")
+	s = read(t, base+"profile: roofline\nworkload:\n  trace: {file: detail.json}\n  max_concurrency: 0\n")
 	if p, err = Build(s, memOpener(files)); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +261,7 @@ func TestTimingKeysDocumented(t *testing.T) {
 	x := 1.0
 	k := 1
 	full := map[string]any{
-		"timing": &Timing{Profile: &ProfileReport{FittedTo: []string{}}},
+		"timing": &Timing{Profile: &ProfileReport{FittedTo: []string{"x"}, Fitted: "x", EngineVersion: "x"}},
 		"bench": &BenchReport{Completed: &k, Failed: &k, TTFT: BenchLatency{P50: &x, P99: &x}, TPOT: BenchLatency{P50: &x, P99: &x},
 			E2E: BenchLatency{P50: &x, P99: &x}, OutputTokensPerS: &x, RequestsPerS: &x, MeasuredDurationS: &x, ModelID: "m"},
 	}

@@ -1,0 +1,101 @@
+// Fidelity: AccelMark's online and interactive runs of its
+// sharegpt_standard_v1 prompts (suites A, B and C), replayed with the
+// prompts' lengths, which the result files do not hold: the dataset's
+// input_tokens, cited here from FreedomIntelligence/AccelMark @ 5797fc4,
+// datasets/sharegpt_standard_v1/requests.jsonl (the first 300 of its 500
+// requests; CC BY 4.0 prompts, only their token counts are copied). See
+// fidelity_cases.go.
+
+package calib
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// fidAccelMarkIn is input_tokens of requests 0 to 299, in the file's order
+// (mean 239.6, median 203, max 592): the raw prompt, before the chat
+// template.
+var fidAccelMarkIn = []int{
+	395, 342, 401, 85, 332, 543, 78, 66, 249, 87, 289, 108, 452, 147, 117, 355, 163, 213, 305, 523, 74, 95, 90, 81, 156,
+	135, 428, 312, 113, 364, 199, 246, 79, 70, 69, 446, 84, 90, 164, 479, 415, 99, 238, 185, 216, 198, 405, 306, 264, 112,
+	188, 92, 260, 70, 403, 592, 74, 274, 188, 167, 311, 146, 262, 405, 169, 253, 575, 287, 66, 478, 116, 200, 565, 519, 413,
+	77, 266, 380, 180, 245, 403, 158, 95, 97, 220, 226, 161, 107, 74, 361, 115, 171, 189, 368, 535, 478, 180, 382, 470, 71,
+	160, 309, 218, 76, 65, 107, 66, 111, 339, 377, 69, 467, 97, 173, 153, 79, 92, 203, 486, 441, 287, 86, 69, 368, 320,
+	405, 67, 412, 396, 356, 96, 106, 125, 351, 287, 161, 104, 166, 90, 582, 112, 183, 217, 241, 309, 188, 423, 136, 77, 70,
+	350, 370, 71, 371, 287, 73, 332, 106, 166, 342, 347, 287, 260, 400, 95, 81, 181, 234, 557, 89, 72, 393, 85, 230, 241,
+	361, 74, 121, 216, 212, 166, 584, 364, 348, 218, 346, 253, 198, 143, 240, 360, 87, 465, 338, 106, 89, 189, 547, 92, 107,
+	126, 86, 67, 391, 281, 351, 248, 119, 66, 501, 102, 299, 439, 329, 203, 99, 240, 230, 577, 161, 105, 130, 474, 109, 396,
+	67, 84, 72, 490, 461, 144, 102, 70, 104, 488, 387, 266, 110, 194, 87, 438, 85, 194, 322, 65, 403, 380, 240, 233, 441,
+	215, 499, 216, 360, 64, 377, 578, 468, 80, 174, 244, 88, 96, 195, 549, 120, 391, 72, 299, 68, 255, 102, 391, 69, 198,
+	401, 436, 513, 122, 340, 543, 164, 65, 90, 173, 99, 74, 173, 234, 136, 126, 564, 237, 323, 326, 396, 92, 98, 80, 191,
+}
+
+// fidAccelMark* describe what the runs do that the files do not record:
+// the chat template's tokens around each prompt (Llama 3's user and
+// assistant headers: 12 tokens, its default system text aside), the
+// outputs (temperature 0 up to max_tokens 512, stopping at EOS: drawn as
+// round(exp(N(ln 310, 0.6²))) and cut at 512, a median of 310 tokens as the
+// dataset's README gives for its answers; the offline runs' output tokens
+// over their requests put the mean near 344) and the seed of those draws
+// and of the Poisson arrivals (the client's own, random.Random(42) in
+// Python, are not reproduced).
+const (
+	fidAccelMarkTemplate  = 12
+	fidAccelMarkOutMedian = 310
+	fidAccelMarkOutSigma  = 0.6
+	fidAccelMarkMaxTokens = 512
+	fidAccelMarkSeed      = 24
+)
+
+// fidAccelMarkOnline is how many of an online run's prompts are replayed:
+// the first 150 of 300 (half the run, and half the fit's time on it): the
+// p50 TTFT and TPOT of a Poisson run in its steady state are those of its
+// first half within the noise of the client's own three pooled runs.
+const fidAccelMarkOnline = 150
+
+// fidAccelMarkDataset is the dataset the replayed runs send.
+const fidAccelMarkDataset = "AccelMark sharegpt_standard_v1"
+
+// fidAccelMark builds the requests of an AccelMark figure's run: its
+// num_prompts first prompts, one at a time (max_concurrency 1: the
+// interactive scenario) or Poisson at request_rate (online); whether the
+// prompts are warm is fidTranslate's. It returns the requests, a phrase
+// for the page and the client's cap, or why the figure is not replayed.
+func fidAccelMark(f *Figure) (reqs []workload.Request, what string, conc int, skip string) {
+	w := f.Setup.Workload
+	switch {
+	case f.Use == "cross-check":
+		return nil, "", 0, "an AccelMark cross-check (vLLM 0.7.3 in the client's event loop, offline repeats, INT8/INT4 weights, p99s: calib/README.md) is not replayed"
+	case !strings.HasPrefix(w.Dataset, fidAccelMarkDataset):
+		return nil, "", 0, "only AccelMark's sharegpt_standard_v1 runs are replayed (their prompt lengths are cited in calib/fidelity_accelmark.go)"
+	case w.NumPrompts <= 0 || w.NumPrompts > len(fidAccelMarkIn):
+		return nil, "", 0, fmt.Sprintf("num_prompts %d: the cited prompt lengths are the first %d", w.NumPrompts, len(fidAccelMarkIn))
+	case w.MaxConcurrency != 1 && (w.RequestRate == nil || !(*w.RequestRate > 0) || math.IsInf(*w.RequestRate, 0)):
+		return nil, "", 0, "an AccelMark run is replayed one request at a time or Poisson at a finite rate"
+	}
+	n := w.NumPrompts
+	if w.MaxConcurrency != 1 {
+		n = min(n, fidAccelMarkOnline)
+	}
+	rng := rand.New(rand.NewPCG(fidAccelMarkSeed, uint64(w.NumPrompts)))
+	var t float64
+	for i := range n {
+		out := int(math.Round(math.Exp(math.Log(fidAccelMarkOutMedian) + fidAccelMarkOutSigma*rng.NormFloat64())))
+		out = min(max(out, 1), fidAccelMarkMaxTokens)
+		r := workload.Request{ID: fmt.Sprintf("a%d", i), PromptTokens: fidAccelMarkIn[i] + fidAccelMarkTemplate, OutputTokens: out, N: 1}
+		if w.MaxConcurrency != 1 {
+			t += rng.ExpFloat64() / *w.RequestRate
+			r.Arrival = int64(t * 1e9)
+		}
+		reqs = append(reqs, r)
+	}
+	if w.MaxConcurrency == 1 {
+		return reqs, fmt.Sprintf("%d sharegpt_standard_v1 prompts one at a time", w.NumPrompts), 1, ""
+	}
+	return reqs, fmt.Sprintf("the first %d of its %d sharegpt_standard_v1 prompts, Poisson at %g req/s", n, w.NumPrompts, *w.RequestRate), 0, ""
+}

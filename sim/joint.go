@@ -1,0 +1,240 @@
+// The joint step-time model: one set of parameters for every GPU and
+// engine, from which the Profile of any GPU preset, engine and release is
+// derived. The GPU's own figures are its datasheet peaks (model.GPU); the
+// efficiencies of those peaks are shared by every GPU (the kernels are the
+// same; a GEMM's efficiency depends on its token count, the decode
+// attention's on its context); the software overheads are the engine's,
+// per overhead class (engine_version.go). calib fits it to every
+// published figure at once (calib/joint.go) and writes
+// sim/profiles/joint.yaml, which DefaultProfile derives from.
+
+package sim
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// JointModel holds the step-time model's parameters for every GPU and
+// engine: Linear, Attention and AllReduce are efficiencies and latencies
+// shared by all GPUs, Engines the overheads of each overhead class
+// (OverheadClasses, every one present).
+type JointModel struct {
+	// FittedTo lists the figures of calib/published.yaml the parameters
+	// were fitted to, or the single entry "unfitted" (the hand-written
+	// prior).
+	FittedTo  []string      `yaml:"fitted_to"`
+	Notes     string        `yaml:"notes"`
+	Linear    LinearTerm    `yaml:"linear"`
+	Attention AttentionTerm `yaml:"attention"`
+	// AllReduce is the all-reduce over NVLink (or another GPU-to-GPU
+	// fabric); AllReducePCIe over PCIe, the link of a preset without one
+	// (model.GPU.LinkBandwidth at most PCIeLinkBytesPerS), where NCCL's
+	// rings cross the host's root complex.
+	AllReduce     AllReduceTerm           `yaml:"all_reduce"`
+	AllReducePCIe AllReduceTerm           `yaml:"all_reduce_pcie"`
+	Engines       map[string]OverheadTerm `yaml:"engines"`
+}
+
+// PCIeLinkBytesPerS is the fastest one-way link a GPU preset has over
+// PCIe (Gen5 x16: 64 GB/s); a faster link is a GPU-to-GPU fabric.
+const PCIeLinkBytesPerS = 64e9
+
+// Clone returns a deep copy of j.
+func (j *JointModel) Clone() *JointModel {
+	c := *j
+	c.FittedTo = slices.Clone(j.FittedTo)
+	c.Engines = make(map[string]OverheadTerm, len(j.Engines))
+	for k, v := range j.Engines {
+		c.Engines[k] = v
+	}
+	return &c
+}
+
+// referenceGPU gives Validate peaks to check the shared terms against.
+var referenceGPU = model.GPU{Name: "h100-80g", MemBandwidth: 3.35e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12, LinkBandwidth: 450e9}
+
+// Validate checks every parameter, naming the first bad one by its YAML
+// path (engines.CLASS.FIELD for an overhead); errors wrap ErrBadProfile.
+func (j *JointModel) Validate() error {
+	if err := checkFitted(j.FittedTo); err != nil {
+		return fmt.Errorf("%w: fitted_to: %w", ErrBadProfile, err)
+	}
+	if len(j.Notes) > maxNoteBytes {
+		return fmt.Errorf("%w: notes: %d bytes, more than %d", ErrBadProfile, len(j.Notes), maxNoteBytes)
+	}
+	for k := range j.Engines {
+		if !slices.Contains(OverheadClasses(), k) {
+			return fmt.Errorf("%w: engines: %q is not an overhead class: want %s", ErrBadProfile, clip(k), strings.Join(OverheadClasses(), ", "))
+		}
+	}
+	for _, class := range OverheadClasses() {
+		o, ok := j.Engines[class]
+		if !ok {
+			return fmt.Errorf("%w: engines.%s missing: every overhead class must be set (%s)", ErrBadProfile, class, strings.Join(OverheadClasses(), ", "))
+		}
+		p := j.profile(referenceGPU, EngineVLLMV1, "")
+		p.Overhead = o
+		err := p.Validate()
+		if err == nil {
+			q := *p
+			q.AllReduce = j.AllReducePCIe
+			if err = q.Validate(); err != nil {
+				err = fmt.Errorf("%w: %s", ErrBadProfile, strings.Replace(strings.TrimPrefix(err.Error(), ErrBadProfile.Error()+": "), "all_reduce.", "all_reduce_pcie.", 1))
+			}
+		}
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), ErrBadProfile.Error()+": ")
+			return fmt.Errorf("%w: %s", ErrBadProfile, strings.Replace(msg, "overhead.", "engines."+class+".", 1))
+		}
+	}
+	return nil
+}
+
+// profile is the Profile of g under engine at release version (a
+// canonical string, "" for none) with j's shared terms and the engine
+// overheads left zero.
+func (j *JointModel) profile(g model.GPU, engine EngineKind, version string) *Profile {
+	ar := j.AllReduce
+	if g.LinkBandwidth <= PCIeLinkBytesPerS {
+		ar = j.AllReducePCIe
+	}
+	return &Profile{
+		GPU: g.Name, Engine: engine, EngineVersion: version,
+		FittedTo: slices.Clone(j.FittedTo),
+		Peak: PeakRates{BF16FLOPSPerS: g.BF16FLOPS, FP8FLOPSPerS: g.FP8FLOPS, MemBytesPerS: g.MemBandwidth,
+			LinkBytesPerS: g.LinkBandwidth},
+		Linear: j.Linear, Attention: j.Attention, AllReduce: ar,
+	}
+}
+
+// Profile derives the profile of GPU g under engine at release v: g's
+// datasheet peaks, j's shared terms, the overheads of v's class and the
+// engine's CUDA-graph capture sizes at that release.
+func (j *JointModel) Profile(g model.GPU, engine EngineKind, v Version) (*Profile, error) {
+	return j.ClassProfile(g, engine, v, OverheadClass(engine, v))
+}
+
+// ClassProfile is Profile with the overheads of class instead of those of
+// v's own (a calibration's figures of an engine no Config runs, such as
+// lmdeploy's, scheduled like engine). When class is not v's, the profile
+// names no release.
+func (j *JointModel) ClassProfile(g model.GPU, engine EngineKind, v Version, class string) (*Profile, error) {
+	if !engine.Valid() {
+		return nil, fmt.Errorf("%w: engine %v", ErrBadProfile, engine)
+	}
+	o, ok := j.Engines[class]
+	if !ok {
+		return nil, fmt.Errorf("%w: the joint model has no overheads for %q", ErrBadProfile, clip(class))
+	}
+	version := v.String()
+	if class != OverheadClass(engine, v) {
+		version = ""
+	}
+	p := j.profile(g, engine, version)
+	p.Overhead = o
+	p.CUDAGraph = engineGraphs(engine, v, g.Capacity)
+	p.Notes = fmt.Sprintf("Derived from the joint step-time model (%s) for %s under %s %s (overheads of class %s): the peaks are the GPU preset's datasheet figures.",
+		jointOrigin(j), g.Name, engine, v, class)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// jointOrigin says in a few words what j was fitted to.
+func jointOrigin(j *JointModel) string {
+	if slices.Equal(j.FittedTo, []string{Unfitted}) {
+		return "the hand-written prior, unfitted"
+	}
+	return fmt.Sprintf("fitted to %d published figures", len(j.FittedTo))
+}
+
+// engineGraphs is engine's default CUDA-graph capture at release v on a GPU
+// of capacity bytes: vLLM before 0.2.5 had none (profile_engine.go has the
+// rest).
+func engineGraphs(engine EngineKind, v Version, capacity int64) CUDAGraphTerm {
+	switch engine {
+	case EngineVLLMV0:
+		if v.less(Version{0, 2, 5}) {
+			return CUDAGraphTerm{}
+		}
+		return CUDAGraphTerm{Sizes: vllmV0GraphSizes()}
+	case EngineSGLang:
+		return CUDAGraphTerm{Sizes: sglangGraphSizes(capacity)}
+	}
+	return CUDAGraphTerm{Sizes: vllmV1GraphSizes(), PadMixed: true}
+}
+
+// jointFields are the keys a joint model file must set, by section ("" is
+// the top level; "engines.*" is each class).
+var jointFields = map[string][]string{
+	"":           {"fitted_to", "notes", "linear", "attention", "all_reduce", "engines"},
+	"linear":     profileFields["linear"],
+	"attention":  profileFields["attention"],
+	"all_reduce": profileFields["all_reduce"],
+	"engines":    OverheadClasses(),
+	"engines.*":  profileFields["overhead"],
+}
+
+// LoadJointModel reads a joint model in YAML from r and validates it; name
+// is the file's name in messages. Unknown fields, a missing field or
+// class, several documents and more than MaxProfileBytes are errors
+// wrapping ErrBadProfile.
+func LoadJointModel(r io.Reader, name string) (*JointModel, error) {
+	var j JointModel
+	if err := decodeComplete(r, name, checkJointComplete, &j); err != nil {
+		return nil, err
+	}
+	if err := j.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrBadProfile, name, strings.TrimPrefix(err.Error(), ErrBadProfile.Error()+": "))
+	}
+	return &j, nil
+}
+
+// checkJointComplete reports the first key of jointFields that root lacks,
+// with the line of the mapping that lacks it.
+func checkJointComplete(root *yaml.Node) error { return completeWith(jointFields, root) }
+
+// WriteYAML writes j as LoadJointModel reads it, the classes in
+// OverheadClasses' order.
+func (j *JointModel) WriteYAML(w io.Writer) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := doc.Encode(j); err != nil {
+		return fmt.Errorf("sim: write joint model: %w", err)
+	}
+	// yaml.v3 sorts map keys; put the classes in their own order.
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "engines" {
+			continue
+		}
+		m := doc.Content[i+1]
+		var sorted []*yaml.Node
+		for _, class := range OverheadClasses() {
+			for k := 0; k+1 < len(m.Content); k += 2 {
+				if m.Content[k].Value == class {
+					sorted = append(sorted, m.Content[k], m.Content[k+1])
+				}
+			}
+		}
+		m.Content = sorted
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("sim: write joint model: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("sim: write joint model: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// timingFields are the fields of a result that depend on the step times.
+func timingFields(r Result) string {
+	return fmt.Sprintf("ttft %v tpot %v e2e %v out/s %v span %v norm %v steps %d batch %v tokens %d done %d",
+		r.TTFT, r.TPOT, r.E2E, r.OutputTokensPerS, r.SimulatedSeconds, r.NormalizedLatencyMean, r.Steps, r.BatchSizeMean,
+		r.OutputTokens, r.RequestsCompleted)
+}
+
+// TestRetimeMatchesRun: a run recorded under one step-time model and
+// retimed under another gives exactly what a run under the other gives,
+// for each engine, a static batch, prefill-only requests, preemptions and a
+// closed-loop client; a run with arrivals after 0 is refused.
+func TestRetimeMatchesRun(t *testing.T) {
+	m, g := presetPair(t, "llama-3-8b", "a100-40g")
+	other, err := PriorProfile("a100-40g", EngineVLLMV1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Overhead.PerTokenNs, other.Overhead.StepNs, other.Attention.KVHalfContext = 90_000, 2_500_000, 300
+	var reqs []workload.Request
+	for i := range 40 {
+		reqs = append(reqs, workload.Request{ID: fmt.Sprintf("r%d", i), PromptTokens: 50 + 97*i%900, OutputTokens: i % 7 * 40, N: 1})
+	}
+	for _, tc := range []struct {
+		name   string
+		engine EngineKind
+		conc   int
+		kvGiB  float64 // cap the memory so that requests preempt
+	}{
+		{"v1", EngineVLLMV1, 0, 0}, {"v0", EngineVLLMV0, 0, 0}, {"sglang", EngineSGLang, 0, 0},
+		{"v1 closed loop", EngineVLLMV1, 6, 0}, {"v1 preempting", EngineVLLMV1, 0, 16.8},
+	} {
+		cfg := DefaultConfig(m, g)
+		cfg.Engine, cfg.MaxConcurrency = tc.engine, tc.conc
+		cfg.ChunkedPrefill = tc.engine != EngineVLLMV0
+		if tc.kvGiB > 0 {
+			cfg.GPUMemoryUtilization = tc.kvGiB / 39.6
+		}
+		mine, err := PriorProfile("a100-40g", tc.engine, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := other.Clone()
+		o.Engine, o.EngineVersion, o.CUDAGraph = tc.engine, mine.EngineVersion, mine.CUDAGraph
+		for _, recordUnder := range []*Profile{nil, mine} {
+			c := cfg
+			c.Profile = recordUnder
+			rc, err := Record(c, reqs)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if tc.kvGiB > 0 && rc.Result().Preemptions == 0 {
+				t.Errorf("%s: no preemption", tc.name)
+			}
+			for _, p := range []*Profile{o, nil, mine} {
+				got, err := rc.Retime(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Profile = p
+				e, want := runEngine(t, c, reqs)
+				_ = e
+				if timingFields(got) != timingFields(want) {
+					t.Errorf("%s, recorded under %v, retimed under %v:\n got %s\nwant %s", tc.name, recordUnder != nil, p != nil,
+						timingFields(got), timingFields(want))
+				}
+			}
+		}
+	}
+	// Arrivals after 0, open loop: exact under the recorded profile (idle
+	// waits included), refused under a client's cap.
+	late := append([]workload.Request(nil), reqs...)
+	for i := range late {
+		late[i].Arrival = int64(i) * 700_000_000
+	}
+	for _, p := range []*Profile{nil, other} {
+		c := DefaultConfig(m, g)
+		c.Profile = p
+		rc, err := Record(c, late)
+		if err != nil || !rc.Timed() {
+			t.Fatalf("timed: %v", err)
+		}
+		got, _ := rc.Retime(p)
+		_, want := runEngine(t, c, late)
+		if timingFields(got) != timingFields(want) {
+			t.Errorf("timed, retimed under the recorded profile:\n got %s\nwant %s", timingFields(got), timingFields(want))
+		}
+	}
+	c := DefaultConfig(m, g)
+	c.MaxConcurrency = 4
+	if _, err := Record(c, late); !errors.Is(err, ErrTimeDependent) {
+		t.Errorf("arrivals after 0 under a cap: %v", err)
+	}
+}
