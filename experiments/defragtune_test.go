@@ -30,6 +30,15 @@ import (
 // there (every moment has a request waiting or a failed admission).
 var tuneOverloaded = map[string]bool{"defrag-tune-13-azure-conv-long-a100-11": true}
 
+// tuneInPart are the tuning cells where some policies lose to off and
+// others do not. defrag-tune-12 (Mooncake on an RTX 3090, off failing 694
+// requests with OOM and completing 437) held under the roofline, on which
+// the quiet-period rule was tuned; under the joint step model, the default
+// since issue 24, adaptive, offline and online complete 7 requests fewer
+// than off and threshold 10 more. The rule was not retuned on the new
+// clock: docs/findings.md says which suite verdicts moved with it.
+var tuneInPart = map[string]bool{"defrag-tune-12-mooncake-rtx3090-5": true}
+
 func loadTuneSet(t *testing.T) []*Experiment {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("testdata", "defrag-tune", "*.yaml"))
@@ -128,6 +137,10 @@ func TestDefragTuneSet(t *testing.T) {
 		case tuneOverloaded[o.Name]:
 			if o.Verdict != "does not hold" {
 				t.Errorf("%s: verdict %q, want \"does not hold\" (no longer overloaded? remove it from tuneOverloaded): %s", o.Name, o.Verdict, o.Why)
+			}
+		case tuneInPart[o.Name]:
+			if o.Verdict != "holds in part" {
+				t.Errorf("%s: verdict %q, want \"holds in part\" (remove it from tuneInPart if it holds again): %s", o.Name, o.Verdict, o.Why)
 			}
 		case o.Verdict != "holds":
 			t.Errorf("%s: verdict %q: %s", o.Name, o.Verdict, o.Why)
