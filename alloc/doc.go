@@ -6,8 +6,8 @@
 // # The hierarchy
 //
 //	mem.Device      the GPU: capacity, other use, 2 MiB physical pages, a
-//	                virtual address space that only grows
-//	  ↑ Reserve/Release (physical bytes), ReserveVA (fresh ranges)
+//	                virtual address space handed out fresh while it lasts
+//	  ↑ Reserve/Release (physical bytes), ReserveVA/ReleaseVA (ranges)
 //	Allocator       one of the packages below, serving Alloc/Free requests
 //	  ↑ Alloc(size, stream) → Block{Handle, Addr, Size}; Free(Handle)
 //	caller          the replay driver (optrace), the serving simulator (sim),

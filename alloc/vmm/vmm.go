@@ -185,13 +185,15 @@ func (a *Allocator) GrowUnit() int64 { return a.cfg.Page }
 // least that much virtual space, so Grow to it never hits ErrRangeFull.
 func (a *Allocator) MaxGrowSize() int64 { return a.cfg.MaxRange }
 
-// Free unmaps every page of the range at once.
+// Free unmaps every page of the range at once and gives its virtual range
+// back to the device.
 func (a *Allocator) Free(h alloc.Handle) error {
 	r := a.live.Get(h)
 	if r == nil {
 		return alloc.ErrInvalidHandle
 	}
 	n, req, p := r.pages*a.cfg.Page, r.requested, r.pages
+	a.dev.ReleaseVA(r.addr, r.va) // cuMemAddressFree: reused once the fresh space runs out
 	a.live.Delete(h)
 	a.dev.Release(n)
 	st := &a.st
