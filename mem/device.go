@@ -244,10 +244,11 @@ func (d *Device) TryReserveVA(size int64) (uint64, bool) {
 // ReleaseVA gives back the range at addr that TryReserveVA handed out for
 // size bytes, when its owner is done with it (cuMemAddressFree). Its
 // addresses are handed out again only once the fresh space no longer holds
-// a request (TryReserveVA). It costs O(log r) in the released ranges that
-// are not adjacent to one another, which are at most the live ranges
-// between them, plus one. With a VA hook installed it does nothing: the
-// hook owns the addresses. Releasing a range that is not reserved (a
+// a request (TryReserveVA). It costs a binary search of the released
+// ranges, coalesced, so at most one more than the live ranges between
+// them, and a move of those above when it joins none or two of them; a
+// range joining the top one, as the most recent ones do, moves none. With a
+// VA hook installed it does nothing: the hook owns the addresses. Releasing a range that is not reserved (a
 // double release) panics, as Release does.
 func (d *Device) ReleaseVA(addr uint64, size int64) {
 	if d.vaHook != nil {
@@ -293,20 +294,25 @@ func (d *Device) FreshVA() uint64 {
 // ranges.
 func (d *Device) ReusedVA() int64 { return d.vaReused }
 
-// SkipVA stands in for fresh reservations of n bytes in all (a multiple of
-// PageSize) that are all released again, as a batch of allocations that
-// frees what it took does: the fresh space shrinks by n and the n bytes join
-// the released ranges. It reports false, changing nothing, when the fresh
-// space does not hold them (a reservation among them would have reused a
-// released range), n is not whole pages or a VA hook is installed.
-func (d *Device) SkipVA(n uint64) bool {
-	if n == 0 {
-		return true
-	}
+// RoundTrips stands in for what a batch of allocations that gives back all
+// it took leaves on the device: calls Reserve calls undone by as many
+// Release calls, and fresh virtual ranges of va bytes in all (a multiple of
+// PageSize) released again. The call counts rise by calls, the fresh space
+// shrinks by va and those bytes join the released ranges. It reports false,
+// changing nothing, when the fresh space does not hold va bytes (a
+// reservation among them would have reused a released range), va is not
+// whole pages or a VA hook is installed.
+func (d *Device) RoundTrips(calls int64, va uint64) bool {
 	a := d.nextVA
-	if d.vaHook != nil || n%uint64(PageSize) != 0 || a+n <= a {
+	if d.vaHook != nil || calls < 0 || va%uint64(PageSize) != 0 || (va > 0 && a+va <= a) {
 		return false
 	}
+	d.rawAllocs += calls
+	d.rawFrees += calls
+	if va == 0 {
+		return true
+	}
+	n := va
 	d.nextVA += n
 	if k := len(d.vaFree); k > 0 && d.vaFree[k-1].hi == a {
 		d.vaFree[k-1].hi = a + n

@@ -63,6 +63,9 @@ func TestVAReusedOnceFreshSpaceRunsOut(t *testing.T) {
 			d.ReleaseVA(bad.addr, bad.size)
 		}()
 	}
+	if !d.RoundTrips(3, 0) || d.RawAllocs() != 3 || d.RawFrees() != 3 || d.RoundTrips(1, uint64(MaxRequest)) || d.RawAllocs() != 3 {
+		t.Fatalf("RoundTrips: %d allocs, %d frees; with no fresh space left it must refuse", d.RawAllocs(), d.RawFrees())
+	}
 	c := d.Clone()
 	if _, ok := c.TryReserveVA(MaxRequest); !ok || len(d.vaFree) != 1 {
 		t.Fatal("a clone shares the released ranges")
@@ -71,13 +74,13 @@ func TestVAReusedOnceFreshSpaceRunsOut(t *testing.T) {
 	h := MustDevice(GiB, 0)
 	h.SetVAHook(func(int64) uint64 { return DefaultVABase })
 	h.ReleaseVA(12345, 1) // the hook owns the addresses: nothing to check
-	if h.FreshVA() != 0 || h.SkipVA(uint64(PageSize)) {
+	if h.FreshVA() != 0 || h.RoundTrips(0, uint64(PageSize)) {
 		t.Fatal("a hooked device has fresh space to skip")
 	}
 }
 
 // TestVAModel runs random reservations (large enough that the fresh space
-// runs out), releases of live ranges and skips against a model that knows
+// runs out), releases of live ranges and round trips against a model that knows
 // only the live ranges: a range is fresh while the space above every range
 // handed out holds it, else the lowest gap between live ranges that holds
 // it, else refused; live ranges never overlap.
@@ -101,8 +104,8 @@ func TestVAModel(t *testing.T) {
 				next += uint64(MaxRequest)
 			}
 		}
-		if !d.SkipVA(-next - left) {
-			t.Fatal("SkipVA to near the end refused")
+		if !d.RoundTrips(0, -next-left) {
+			t.Fatal("RoundTrips to near the end refused")
 		}
 		next = -left
 		sizes := []int64{1, PageSize, 3 * PageSize, MaxRequest / 4, MaxRequest}
@@ -150,8 +153,8 @@ func TestVAModel(t *testing.T) {
 			default:
 				n := uint64(rapid.IntRange(0, 4).Draw(t, "skip-pages")) * uint64(MaxRequest)
 				ok := next+n > next || n == 0
-				if got := d.SkipVA(n); got != ok {
-					t.Fatalf("SkipVA(%d) = %v, model %v", n, got, ok)
+				if got := d.RoundTrips(0, n); got != ok {
+					t.Fatalf("RoundTrips(0, %d) = %v, model %v", n, got, ok)
 				}
 				if ok {
 					next += n

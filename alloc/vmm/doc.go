@@ -43,9 +43,13 @@
 // simulator's step time), so this package counts them: Stats.DeviceAllocs is
 // the number of pages mapped and Stats.DeviceFrees the number unmapped (not
 // the number of driver calls, which Device.RawAllocs and RawFrees count), and
-// MapOps and UnmapOps return the same figures by name. Alloc, Free and Grow
-// are O(1) and allocate nothing in steady state; Layout is O(n log n) in live
-// allocations. vmm does not implement alloc.Relocator: moving a range would
+// MapOps and UnmapOps return the same figures by name. Alloc and Grow are
+// O(1), Free a search of the device's released ranges (at most one more
+// than the live allocations) and none allocates in steady state; Layout is O(n log n) in live
+// allocations. A batch of allocations freed again (a serving step's
+// activation buffers) is a round trip (alloc.TripRecorder, trip.go) that
+// can be repeated without its calls, across grows of other ranges
+// (alloc.TripRoom). vmm does not implement alloc.Relocator: moving a range would
 // be a remap, which nothing here needs.
 //
 // The allocator must own its device: New refuses a device with memory already
