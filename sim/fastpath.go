@@ -261,7 +261,9 @@ func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end in
 			if invariants.Enabled && dt != f(m) {
 				panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", m, n, ctx, dt, f(m)))
 			}
-			q, r = addFrac(q, r, dq, dr, d)
+			if q, r = q+dq, r+dr; r >= d {
+				q, r = q+1, r-d
+			}
 			m, now = m+1, now+dt
 			if now >= stop {
 				break
@@ -405,16 +407,10 @@ func (rr *roofRun) next(a, b *ratSide) (dt int64, ok bool) {
 // number are left to stepTime. qEnd is q at the run's last step.
 type ratSide struct{ q, r, dq, dr, d, win, qEnd uint64 }
 
-func (s *ratSide) step() { s.q, s.r = addFrac(s.q, s.r, s.dq, s.dr, s.d) }
-
-// addFrac returns q + r÷d plus dq + dr÷d as a whole part and a remainder
-// below d (r, dr < d < 2^62), without a branch: whether the remainders
-// carry follows no pattern a branch predictor learns, and a decode run
-// adds once a step.
-func addFrac(q, r, dq, dr, d uint64) (uint64, uint64) {
-	t := r + dr - d                // the remainder if it carries; wraps below 0 if not
-	keep := uint64(int64(t) >> 63) // all ones when it does not carry
-	return q + dq + 1 + keep, t + d&keep
+func (s *ratSide) step() {
+	if s.q, s.r = s.q+s.dq, s.r+s.dr; s.r >= s.d {
+		s.q, s.r = s.q+1, s.r-s.d
+	}
 }
 
 // start returns the integer step times of a decode run of n tokens over

@@ -343,24 +343,3 @@ func TestVMMOutlivesAddressSpace(t *testing.T) {
 		t.Fatalf("128 TiB ranges changed the run:\n%+v\n%+v", summary(res[0]), summary(res[1]))
 	}
 }
-
-// TestAddFrac checks the branchless carry of the integer roofline against
-// the plain one, at remainders that carry, that do not, and at the edges.
-func TestAddFrac(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		d := rapid.Uint64Range(1, 1<<62-1).Draw(t, "d")
-		r := rapid.Uint64Range(0, d-1).Draw(t, "r")
-		dr := rapid.SampledFrom([]uint64{0, d - 1, d - r - 1, (d - r) % d}).Draw(t, "dr-edge")
-		if rapid.Bool().Draw(t, "random-dr") {
-			dr = rapid.Uint64Range(0, d-1).Draw(t, "dr")
-		}
-		q, dq := rapid.Uint64Range(0, 1<<40).Draw(t, "q"), rapid.Uint64Range(0, 1<<20).Draw(t, "dq")
-		wq, wr := q+dq, r+dr
-		if wr >= d {
-			wq, wr = wq+1, wr-d
-		}
-		if gq, gr := addFrac(q, r, dq, dr, d); gq != wq || gr != wr {
-			t.Fatalf("addFrac(%d, %d, %d, %d, %d) = %d, %d; want %d, %d", q, r, dq, dr, d, gq, gr, wq, wr)
-		}
-	})
-}
