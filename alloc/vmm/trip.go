@@ -6,6 +6,7 @@
 package vmm
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -113,10 +114,11 @@ func (a *Allocator) RepeatTrip(t *alloc.Trip, times int64) bool {
 		return true
 	}
 	if !a.dev.RoundTrips(times*t.N, uint64(times)*t.VA) {
-		panic("vmm: the device refused a round trip TripRoom allowed")
+		panic(fmt.Sprintf("vmm: the device refused %d runs of a round trip of %d bytes of address space that TripRoom allowed (%d fresh)",
+			times, t.VA, a.dev.FreshVA()))
 	}
 	if !a.mut.Repeat(t, times, &a.st.Allocs, &a.st.Frees) {
-		panic("vmm: Mutations refused a round trip TripRoom allowed")
+		panic(fmt.Sprintf("vmm: Mutations refused %d runs of a round trip that TripRoom allowed", times))
 	}
 	st := &a.st
 	st.DeviceAllocs += times * t.Pages
