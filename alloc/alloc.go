@@ -96,17 +96,20 @@ type TripRecorder interface {
 	// EndTrip is called right after the batch, which made n allocations
 	// and n frees. It reports whether the allocator confirms that the batch
 	// returned it to the state BeginTrip saw (the same Layout and
-	// MaxAllocatable, no device call, no out-of-memory error, no retry) and
-	// that the same batch from that state would again do exactly the same;
-	// then t is closed (repeatable), otherwise it is not. EndTrip changes
-	// nothing else.
+	// MaxAllocatable, no out-of-memory error, no retry, and no device call
+	// but memory mapped and unmapped again within the batch, where the
+	// allocator can repeat that) and that the same batch from that state
+	// would again do exactly the same; then t is closed (repeatable),
+	// otherwise it is not. EndTrip changes nothing else.
 	EndTrip(t *Trip, n int64) bool
 	// RepeatTrip stands in for times runs of the closed trip t when the
 	// allocator is in the state t started in (nothing but closed trips has
-	// changed it since): it counts the runs' allocations and frees in Stats
-	// and returns true. The peaks need no update, as t reached them from
-	// this state. Otherwise it changes nothing and returns false, and the
-	// caller makes the calls. times 0 only asks.
+	// changed it since; for a TripRoom, grows too): it counts the runs'
+	// allocations and frees in Stats (and their device calls, where the
+	// trip made some) and returns true. The peaks need no update, as t
+	// reached them from this state (a TripRoom raises them as the runs
+	// would after grows). Otherwise it changes nothing and returns false,
+	// and the caller makes the calls. times 0 only asks.
 	//
 	// The caller promises that the batch it skips is the one t recorded (the
 	// same sizes and streams, in the same order): RepeatTrip cannot see it.
@@ -127,6 +130,20 @@ type FreeSummarizer interface {
 	FreeSummary() (largest, cachedFree int64)
 }
 
+// TripRoom is implemented by TripRecorders whose closed trips stay
+// repeatable across Grow calls (Grower) made between runs, while the memory
+// and the fresh address space a run takes are there: vmm, on which a
+// serving engine's steps allocate their activation buffers between the
+// grows of their KV ranges. See "Optional capabilities" in doc.go.
+type TripRoom interface {
+	// TripRoom returns what repeating the closed trip t from now needs:
+	// need, the MaxAllocatable each run needs (the most it holds at once;
+	// grows before a run lower MaxAllocatable), and times, the most runs
+	// RepeatTrip may stand in for from here (the fresh address space they
+	// take); times 0 when RepeatTrip would refuse t now.
+	TripRoom(t *Trip) (need, times int64)
+}
+
 // Trip is a TripRecorder's record of one round trip. Its fields belong to
 // the allocator that made it: a caller keeps the value between BeginTrip,
 // EndTrip and RepeatTrip and reads or writes nothing in it. The zero Trip is
@@ -137,6 +154,11 @@ type Trip struct {
 	Stats Stats  // Stats at BeginTrip
 	N     int64  // allocations (and frees) of the batch; > 0 only once closed
 	Aux   int64  // an allocator's own figure at BeginTrip (async: its bytes free for all streams)
+	// Set when a trip of an allocator whose batches map and unmap device
+	// memory (vmm) closes:
+	Pages int64  // pages one run maps and unmaps (Stats.DeviceAllocs, DeviceFrees)
+	Peak  int64  // the most bytes one run holds at once: the MaxAllocatable it needs
+	VA    uint64 // fresh virtual address space one run reserves and gives back
 }
 
 // Grower is implemented by allocators that can grow a live allocation in

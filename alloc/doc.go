@@ -6,8 +6,8 @@
 // # The hierarchy
 //
 //	mem.Device      the GPU: capacity, other use, 2 MiB physical pages, a
-//	                virtual address space that only grows
-//	  ↑ Reserve/Release (physical bytes), ReserveVA (fresh ranges)
+//	                virtual address space handed out fresh while it lasts
+//	  ↑ Reserve/Release (physical bytes), ReserveVA/ReleaseVA (ranges)
 //	Allocator       one of the packages below, serving Alloc/Free requests
 //	  ↑ Alloc(size, stream) → Block{Handle, Addr, Size}; Free(Handle)
 //	caller          the replay driver (optrace), the serving simulator (sim),
@@ -89,16 +89,38 @@
 //	              async
 //	TripRecorder  stand in for a repeated round trip of allocations that
 //	              are all freed again (a step's activation buffers): caching,
-//	              async
+//	              async, vmm
+//	TripRoom      a TripRecorder whose trips stay repeatable across grows
+//	              between them, given the memory and address space a run
+//	              takes: vmm
 //	Grower        grow a live block in place, page by page (vAttention's
 //	              KV ranges): vmm
 //	FreeSummarizer  the largest free block and the cached free bytes
-//	              without a Layout (the health of a sample): caching
+//	              without a Layout (the health of a sample): caching, vmm
 //
 // The fast paths built on them change no result: sim/fastpath_test.go runs
-// the engine with and without them and compares everything, and
-// alloc/caching/trip_test.go and alloc/async/trip_test.go run twin
-// allocators, one repeating trips, against each other.
+// the engine with and without them and compares everything, and the
+// trip_test.go of caching, async and vmm run twin allocators, one
+// repeating trips, against each other (alloctest.TripsRepeat, with grows
+// of other blocks between trips on a Grower).
+//
+// Trips and grows. caching and async close a trip only when it made no
+// device call, and repeat it only from the very state it started in. A vmm
+// trip maps pages and unmaps them, and reserves virtual ranges and gives
+// them back; a serving engine grows its KV ranges (Grow) between steps. Its
+// trips stay repeatable across those grows because a vmm allocation's
+// outcome depends on nothing a grow changes but the device's free memory:
+// its range is its own (fresh addresses, or the lowest released range once
+// the fresh ones run out, neither of which a grow touches) and its pages
+// map when that many are free. So a closed trip records what a run takes
+// (the pages it maps and unmaps, the most bytes it holds at once, the
+// fresh address space it uses), and a run after grows does the same calls
+// to the same end as long as that many bytes are free and the fresh space
+// holds it (TripRoom); its peak is the bytes mapped then plus the most it
+// holds. An engine that grows ranges in bulk between repeated trips (sim's
+// decode runs) keeps that many bytes free after its grows
+// (strategy.DecodeStepper) and asks TripRoom how many runs the address
+// space holds.
 //
 // The stamp promises the Layout, not the whole state: a closed round trip
 // returns the stamp to its value at BeginTrip although the handle table's

@@ -3,6 +3,8 @@ package mem
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 )
 
 // PageSize is the driver's physical allocation granularity: every raw device
@@ -30,18 +32,23 @@ const MaxCapacity int64 = 1 << 50
 var ErrConfig = errors.New("mem: bad device configuration")
 
 // Device is the modelled GPU: a page-granular physical pool plus a virtual
-// address space that only grows. It is not safe for concurrent use; each
-// allocator owns one Device.
+// address space handed out fresh, in increasing order, for as long as it
+// lasts (TryReserveVA). It is not safe for concurrent use; each allocator
+// owns one Device.
 //
 // Invariants:
 //
 //	0 <= used <= capacity - otherUse
-//	nextVA only increases, so no two ranges ever overlap
+//	nextVA only increases, so no two fresh ranges ever overlap
+//	vaFree is sorted, its extents PageSize aligned, disjoint, not adjacent,
+//	  within [DefaultVABase, nextVA): released ranges, never a live one
 type Device struct {
-	capacity int64  // total device memory; fixed
-	otherUse int64  // weights, CUDA context, other processes; fixed
-	used     int64  // physical bytes held by raw allocations and mappings; +Reserve, -Release
-	nextVA   uint64 // next free virtual address, PageSize aligned; only grows
+	capacity int64      // total device memory; fixed
+	otherUse int64      // weights, CUDA context, other processes; fixed
+	used     int64      // physical bytes held by raw allocations and mappings; +Reserve, -Release
+	nextVA   uint64     // next fresh virtual address, PageSize aligned; only grows
+	vaFree   []vaExtent // ranges given back by ReleaseVA, coalesced; reused only when fresh space runs out
+	vaReused int64      // reservations served from vaFree
 	vaHook   func(size int64) uint64
 
 	rawAllocs, rawFrees int64 // counts of Reserve and Release calls
@@ -183,32 +190,152 @@ func (d *Device) ReserveVA(size int64) uint64 {
 // and the async pool reserve.
 const MaxRequest int64 = 4 * MaxCapacity
 
-// TryReserveVA returns the start of a fresh virtual range of size bytes,
-// aligned to PageSize. Virtual ranges are never reused, so addresses
-// identify ranges for the whole life of the device (the real driver does
-// reuse them; only order matters to the allocators, and fresh ranges come
-// last, as they tend to on a real device until it has been running for a
-// while). It reports false, and changes nothing, for a size above
-// MaxRequest or when the 64-bit space has no room left: 2^64 −
-// DefaultVABase bytes hold about 4,000 ranges of the largest size, or
-// 8 million of a 2 TiB device's, so a long trace of huge requests can get
-// there, and allocators fail such a request as out of memory. A VA hook's
-// range is checked the same way: one that would wrap past 2^64 is refused.
+// vaExtent is a released virtual range [lo, hi).
+type vaExtent struct{ lo, hi uint64 }
+
+// vaBytes is the size of the virtual range TryReserveVA hands out for a
+// request of size bytes (at most MaxRequest): whole pages, at least one.
+func vaBytes(size int64) uint64 { return uint64(RoundUp(max(size, 1), PageSize)) }
+
+// TryReserveVA returns the start of a virtual range of size bytes, aligned
+// to PageSize: a fresh one, above every range handed out before, while the
+// 64-bit space above DefaultVABase has room for it; once it has not, the
+// lowest range given back with ReleaseVA that holds it. Until the fresh
+// space runs out, then, addresses are never reused and identify ranges for
+// the whole life of the device (the real driver does reuse them; only order
+// matters to the allocators, and fresh ranges come last, as they tend to on
+// a real device until it has been running for a while). 2^64 −
+// DefaultVABase bytes hold about 4,000 ranges of the largest size, 8 million
+// of a 2 TiB device's or 2^28 of vmm's default 64 GiB, so a long run gets
+// there, and lives on with the ranges its allocator gave back. It reports
+// false, and changes nothing, for a size above MaxRequest or when neither
+// holds the range; allocators fail such a request as out of memory. A VA
+// hook's range is checked the same way: one that would wrap past 2^64 is
+// refused.
 func (d *Device) TryReserveVA(size int64) (uint64, bool) {
 	if size > MaxRequest {
 		return 0, false
 	}
-	n := uint64(RoundUp(max(size, 1), PageSize))
+	n := vaBytes(size)
 	if d.vaHook != nil {
 		a := d.vaHook(size)
 		return a, a+n > a
 	}
 	a := d.nextVA
-	if a+n <= a {
-		return 0, false
+	if a+n > a {
+		d.nextVA += n
+		return a, true
 	}
+	for i := range d.vaFree {
+		e := &d.vaFree[i]
+		if e.hi-e.lo < n {
+			continue
+		}
+		a = e.lo
+		if e.lo += n; e.lo == e.hi {
+			d.vaFree = slices.Delete(d.vaFree, i, i+1)
+		}
+		d.vaReused++
+		return a, true
+	}
+	return 0, false
+}
+
+// ReleaseVA gives back the range at addr that TryReserveVA handed out for
+// size bytes, when its owner is done with it (cuMemAddressFree). Its
+// addresses are handed out again only once the fresh space no longer holds
+// a request (TryReserveVA). It costs a binary search of the released
+// ranges, coalesced, so at most one more than the live ranges between
+// them, and a move of those above when it joins none or two of them; a
+// range joining the top one, as the most recent ones do, moves none. With a
+// VA hook installed it does nothing: the hook owns the addresses. Releasing a range that is not reserved (a
+// double release) panics, as Release does.
+func (d *Device) ReleaseVA(addr uint64, size int64) {
+	if d.vaHook != nil {
+		return
+	}
+	n := vaBytes(min(size, MaxRequest))
+	hi := addr + n
+	f := d.vaFree
+	// i is the first released extent above addr.
+	i := len(f)
+	if i > 0 && f[i-1].hi > addr {
+		i = sort.Search(len(f), func(j int) bool { return f[j].lo > addr })
+	}
+	if addr < DefaultVABase || hi <= addr || hi > d.nextVA || addr%uint64(PageSize) != 0 ||
+		(i > 0 && f[i-1].hi > addr) || (i < len(f) && f[i].lo < hi) {
+		panic(fmt.Sprintf("mem: release of the virtual range %#x+%d, which is not reserved", addr, size))
+	}
+	joinPrev, joinNext := i > 0 && f[i-1].hi == addr, i < len(f) && f[i].lo == hi
+	switch {
+	case joinPrev && joinNext:
+		f[i-1].hi = f[i].hi
+		d.vaFree = slices.Delete(f, i, i+1)
+	case joinPrev:
+		f[i-1].hi = hi
+	case joinNext:
+		f[i].lo = addr
+	default:
+		d.vaFree = slices.Insert(f, i, vaExtent{addr, hi})
+	}
+}
+
+// FreshVA is the fresh virtual address space left, in bytes: 2^64 minus the
+// next fresh address (at least 1). It is 0 while a VA hook is installed:
+// the hook hands out every address.
+func (d *Device) FreshVA() uint64 {
+	if d.vaHook != nil {
+		return 0
+	}
+	return -d.nextVA
+}
+
+// ReusedVA counts the reservations TryReserveVA served from released
+// ranges.
+func (d *Device) ReusedVA() int64 { return d.vaReused }
+
+// RoundTrips stands in for what a batch of allocations that gives back all
+// it took leaves on the device: calls Reserve calls undone by as many
+// Release calls, and fresh virtual ranges of va bytes in all (a multiple of
+// PageSize) released again. The call counts rise by calls, the fresh space
+// shrinks by va and those bytes join the released ranges. It reports false,
+// changing nothing, when the fresh space does not hold va bytes (a
+// reservation among them would have reused a released range), va is not
+// whole pages or a VA hook is installed.
+func (d *Device) RoundTrips(calls int64, va uint64) bool {
+	a := d.nextVA
+	if d.vaHook != nil || calls < 0 || va%uint64(PageSize) != 0 || (va > 0 && a+va <= a) {
+		return false
+	}
+	d.rawAllocs += calls
+	d.rawFrees += calls
+	if va == 0 {
+		return true
+	}
+	n := va
 	d.nextVA += n
-	return a, true
+	if k := len(d.vaFree); k > 0 && d.vaFree[k-1].hi == a {
+		d.vaFree[k-1].hi = a + n
+	} else {
+		d.vaFree = append(d.vaFree, vaExtent{a, a + n})
+	}
+	return true
+}
+
+// CheckVA verifies the invariants of the virtual address space: the
+// released ranges are sorted, page aligned, disjoint and not adjacent, and
+// lie below the next fresh address.
+func (d *Device) CheckVA() error {
+	lo := DefaultVABase
+	for i, e := range d.vaFree {
+		if e.lo < lo || (i > 0 && e.lo == lo) || e.hi <= e.lo || e.hi > d.nextVA ||
+			e.lo%uint64(PageSize) != 0 || e.hi%uint64(PageSize) != 0 {
+			return fmt.Errorf("mem: released virtual range %d [%#x, %#x) out of order or bounds (after %#x, next fresh %#x)",
+				i, e.lo, e.hi, lo, d.nextVA)
+		}
+		lo = e.hi
+	}
+	return nil
 }
 
 // SetVAHook replaces the bump-pointer address space by f, which must return a
@@ -218,7 +345,11 @@ func (d *Device) TryReserveVA(size int64) (uint64, bool) {
 func (d *Device) SetVAHook(f func(size int64) uint64) { d.vaHook = f }
 
 // Clone returns an independent copy (the VA hook is shared).
-func (d *Device) Clone() *Device { c := *d; return &c }
+func (d *Device) Clone() *Device {
+	c := *d
+	c.vaFree = slices.Clone(d.vaFree)
+	return &c
+}
 
 // PageRound rounds n up to whole driver pages: the physical cost of a
 // cudaMalloc of n bytes.

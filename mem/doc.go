@@ -18,8 +18,9 @@
 //
 // Capacities stop at MaxCapacity (1 PiB) and the sizes allocators compute
 // with at MaxRequest (4 PiB), so no address or size arithmetic on a device
-// can overflow; a virtual address space that runs out (TryReserveVA) is an
-// out-of-memory error, not a panic.
+// can overflow; a virtual address space that runs out (TryReserveVA: fresh
+// ranges, then the ones given back with ReleaseVA) is an out-of-memory
+// error, not a panic.
 //
 // # Memory classes
 //

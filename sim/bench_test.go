@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -256,12 +257,14 @@ func BenchmarkSparseLongRun(b *testing.B) {
 // (`simulate --duration 1000h --rate 0.0001`: 3,247 requests, 1.6M decode
 // steps a run, the engine idle 99% of the time): a run whose cost should
 // follow its arrivals, admissions and completions, not its decode steps.
-// It reports CPU-seconds per run and the steps decode runs covered.
+// It reports CPU-seconds per run and the steps decode runs covered;
+// -sparse-hours sets another duration (100000: the issue's command).
 //
 //	go test -run '^$' -bench SparseSessions -benchmem -count 6 ./sim/
+//	go test -run '^$' -bench 'SparseSessions/kv=paged' -benchtime 1x ./sim/ -args -sparse-hours 100000
 func BenchmarkSparseSessions(b *testing.B) {
 	s := scenario.Default()
-	s.Duration = scenario.Duration(1000 * time.Hour)
+	s.Duration = scenario.Duration(time.Duration(*sparseHours) * time.Hour)
 	s.Workload.Sessions.Rate = 0.0001
 	p, err := scenario.Build(s, nil)
 	if err != nil {
@@ -284,6 +287,9 @@ func BenchmarkSparseSessions(b *testing.B) {
 		})
 	}
 }
+
+// sparseHours is BenchmarkSparseSessions' simulated duration.
+var sparseHours = flag.Int("sparse-hours", 1000, "BenchmarkSparseSessions: simulated hours")
 
 // runOnce builds an engine for c and runs reqs through it.
 func runOnce(b *testing.B, c sim.Config, reqs []workload.Request) (*sim.Engine, sim.Result) {

@@ -88,12 +88,15 @@
 // those of the plain step-by-step loop (fastpath_test.go runs both). Three
 // use optional interfaces, never an allocator package (internal/lint holds
 // sim to alloc and alloc/spec), so any allocator that implements them gets
-// them; today the caching allocator implements both of alloc's.
+// them: caching and async record trips and have a stamp, vmm records trips
+// that repeat across grows (alloc.TripRoom), caching and vmm summarise
+// their free blocks.
 //
 //   - Activation round trips: on an alloc.TripRecorder, a step whose buffers
 //     (keyed by the step's tokens and sampled positions) were allocated and
-//     freed from the same allocator state before, with no device call, is
-//     not replayed: RepeatTrip counts its calls instead.
+//     freed from the same allocator state before (on vmm, one that differs
+//     only by grows of KV ranges) is not replayed: RepeatTrip counts its
+//     calls instead.
 //   - Fragmentation samples: when an alloc.Stamper's stamp has not moved
 //     since the last sample (the Layout is the same), the last sample's
 //     metrics are reused.
@@ -106,7 +109,9 @@
 //     own limit run at once (decodeRun): every strategy does the grows in
 //     bulk (strategy.DecodeStepper: a paged pool takes the blocks in the
 //     order the one-token grows would, contiguous-grow stops before a
-//     reallocation, vmm before the device runs out of pages), and the step
+//     reallocation, vmm before the device runs out of pages, keeping the
+//     memory a step's activation trip needs and within the trips the fresh
+//     address space holds, alloc.TripRoom), and the step
 //     times are stepTime's, on the roofline computed with a few integer
 //     operations a step wherever they provably equal its float64 result
 //     (exactRoofline), so a run of k steps costs k additions, not k step

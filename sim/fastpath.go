@@ -30,7 +30,8 @@ type decodeRuns struct {
 // tripMemo is the round-trip fast path for activation buffers: the closed
 // trips by buffer pattern, on an allocator that records them.
 type tripMemo struct {
-	rec alloc.TripRecorder // e.al when it records round trips; nil: off
+	rec  alloc.TripRecorder // e.al when it records round trips; nil: off
+	room alloc.TripRoom     // e.al when its trips repeat across grows (vmm); nil: none
 	// closed indexes the closed trips in trips by buffer pattern. Trips stay
 	// in a slice so that RepeatTrip, called through an interface, gets a
 	// pointer that is already on the heap: a pointer to a copy would move
@@ -66,6 +67,7 @@ type metricsMemo struct {
 func (e *Engine) initFastPaths() {
 	if rec, ok := e.al.(alloc.TripRecorder); ok {
 		e.trips.rec, e.trips.closed = rec, make(map[actKey]int32)
+		e.trips.room, _ = e.al.(alloc.TripRoom)
 	}
 	if st, ok := e.al.(alloc.Stamper); ok {
 		e.samp.memo.st = st
@@ -85,7 +87,7 @@ func (e *Engine) initFastPaths() {
 // noFastPaths turns every fast path off: the plain step-by-step engine.
 func (e *Engine) noFastPaths() {
 	e.runs.ds, e.runs.roof = nil, exactRoofline{}
-	e.trips.rec, e.trips.closed, e.trips.trips = nil, nil, nil
+	e.trips.rec, e.trips.room, e.trips.closed, e.trips.trips = nil, nil, nil, nil
 	e.samp.memo.st, e.samp.memo.fs = nil, nil
 	e.samp.bulk = false
 }
@@ -98,7 +100,11 @@ func (e *Engine) noFastPaths() {
 // allocator can repeat (or are off), every grow passes the KV budget of a
 // capped strategy, and the strategy can do the grows in bulk
 // (strategy.DecodeStepper: on a paged pool, blocks are taken in the order
-// step-by-step grows take them). Each step's time is the step time of the
+// step-by-step grows take them). On an allocator whose trips repeat across
+// grows (alloc.TripRoom: vmm, where a step's KV grows map pages before its
+// activation buffers do), the grows leave the memory a trip needs free and
+// the run is no longer than the address space holds trips for, so that
+// every step's trip would have gone as the first did. Each step's time is the step time of the
 // same work step() would sum: the same float64 sums of whole numbers
 // (runTimes). It stops after the step whose end reaches the next arrival
 // or sample time, so that those see the state of that step, and reports
@@ -133,12 +139,20 @@ func (e *Engine) decodeRun() bool {
 		return false
 	}
 	var trip *alloc.Trip
+	var keep int64 // MaxAllocatable each step's trip needs after its grows
 	if c.Activations {
 		i, ok := e.trips.closed[actKey{n, n}]
 		if !ok || !e.trips.rec.RepeatTrip(&e.trips.trips[i], 0) {
 			return false
 		}
 		trip = &e.trips.trips[i] // valid to the end: nothing is recorded in a decode run
+		if e.trips.room != nil {
+			var times int64
+			keep, times = e.trips.room.TripRoom(trip)
+			if limit = min(limit, times); limit < 2 {
+				return false
+			}
+		}
 	}
 	// The run ends with the step whose end reaches stop, or before the one
 	// that would end past the window. An arrival the client cannot send (its
@@ -162,7 +176,7 @@ func (e *Engine) decodeRun() bool {
 		ids = append(ids, strategy.SeqID(ri))
 	}
 	e.runs.ids = ids
-	k := int64(e.runs.ds.DecodeSteps(ids, int(m)))
+	k := int64(e.runs.ds.DecodeSteps(ids, int(m), keep))
 	if k == 0 {
 		return false
 	}

@@ -44,6 +44,9 @@ func runBoth(t fataler, c Config, reqs []workload.Request) (fast, slow *Engine, 
 	if a, b := es[0].al.Stats(), es[1].al.Stats(); a != b {
 		t.Fatalf("allocator stats differ with the fast paths:\nfast %+v\nslow %+v", a, b)
 	}
+	if a, b := es[0].al.Layout(), es[1].al.Layout(); !reflect.DeepEqual(a, b) {
+		t.Fatalf("allocator layouts differ with the fast paths:\nfast %+v\nslow %+v", a, b)
+	}
 	if a, b := es[0].kv.Stats(), es[1].kv.Stats(); a != b {
 		t.Fatalf("strategy stats differ with the fast paths:\nfast %+v\nslow %+v", a, b)
 	}
@@ -80,6 +83,7 @@ var fastSetups = []struct{ kv, alloc string }{
 	{"contiguous-max:oracle", "caching"},
 	{"contiguous-max:pow2", "sizeclass"},
 	{"vmm:2MiB", "vmm:2MiB"},
+	{"vmm:64KiB", "vmm:64KiB,max_range:128TiB"},
 }
 
 // TestFastPathsChangeNothing draws configurations and request lists (mostly
@@ -135,8 +139,7 @@ func TestFastPathsChangeNothing(t *testing.T) {
 }
 
 // TestDecodeRunsEveryStrategy runs the default scenario's strategies on
-// Llama-3.1-8B on an H100 (activations off for vmm, whose allocator cannot
-// repeat their round trips), with a time cut and without, both ways, and
+// Llama-3.1-8B on an H100, with a time cut and without, both ways, and
 // checks that decode runs cover most steps and take their times from the
 // roofline's integers.
 func TestDecodeRunsEveryStrategy(t *testing.T) {
@@ -147,20 +150,17 @@ func TestDecodeRunsEveryStrategy(t *testing.T) {
 	}
 	// Prompts 100..30,000, outputs 50..950.
 	reqs := spreadRequests(n, 2*int64(time.Second), 100, 30000, 50, 900)
-	for _, s := range []struct {
-		kv, alloc string
-		act       bool
-	}{
-		{"contiguous-max", "caching", true},
-		{"contiguous-max:oracle", "caching", true},
-		{"contiguous-grow", "caching", true},
-		{"contiguous-grow", "caching:expandable_segments:True", true},
-		{"paged:16", "caching", true},
-		{"vmm:2MiB", "vmm:2MiB", false},
+	for _, s := range []struct{ kv, alloc string }{
+		{"contiguous-max", "caching"},
+		{"contiguous-max:oracle", "caching"},
+		{"contiguous-grow", "caching"},
+		{"contiguous-grow", "caching:expandable_segments:True"},
+		{"paged:16", "caching"},
+		{"vmm:2MiB", "vmm:2MiB"},
 	} {
 		for _, cut := range []int64{0, 30 * int64(time.Second)} {
 			c := DefaultConfig(m, g)
-			c.KV, c.Alloc, c.Activations, c.Duration = s.kv, s.alloc, s.act, cut
+			c.KV, c.Alloc, c.Activations, c.Duration = s.kv, s.alloc, true, cut
 			fast, _, ok := runBoth(t, c, reqs)
 			if !ok {
 				t.Fatalf("%s on %s: cannot run", s.kv, s.alloc)
@@ -302,5 +302,44 @@ func TestRunTimesExact(t *testing.T) {
 	})
 	if !testing.Short() && (modes[oneSide] == 0 || modes[bothSides] == 0) {
 		t.Errorf("modes drawn: %v", modes)
+	}
+}
+
+// TestVMMOutlivesAddressSpace runs vmm with ranges of 128 TiB, so that
+// 2^17 allocations use up the 64-bit address space, for about 180,000
+// activation buffers: no request may fail for want of addresses (before
+// the device reused the ranges given back, every allocation past the end
+// failed), the run must be the one with 64 GiB ranges, which never gets
+// there, and the fast paths (whose repeated trips take the address space
+// in bulk) must change nothing.
+func TestVMMOutlivesAddressSpace(t *testing.T) {
+	m, g := presetPair(t, "llama-3.1-8b", "h100-80g")
+	reqs := make([]workload.Request, 10)
+	for i := range reqs {
+		reqs[i] = workload.Request{ID: fmt.Sprintf("v%d", i), Arrival: int64(i) * 40 * int64(time.Second),
+			PromptTokens: 1000 + 100*i, OutputTokens: 3000, N: 1}
+	}
+	var res [2]Result
+	for i, a := range []string{"vmm:2MiB,max_range:128TiB", "vmm:2MiB"} {
+		c := DefaultConfig(m, g)
+		c.KV, c.Alloc = "vmm:2MiB", a
+		fast, _, ok := runBoth(t, c, reqs)
+		if !ok {
+			t.Fatalf("%s: cannot run", a)
+		}
+		res[i] = fast.res
+		if st := fast.al.Stats(); i == 0 && st.Allocs <= 1<<17 {
+			t.Fatalf("%d allocations: the address space of 2^17 ranges never ran out", st.Allocs)
+		}
+		if fast.trips.repeats == 0 || fast.runs.steps == 0 {
+			t.Errorf("%s: %d repeated trips, %d decode-run steps", a, fast.trips.repeats, fast.runs.steps)
+		}
+	}
+	if r := res[0]; r.RequestsFailedOOM != 0 || r.RequestsRejected != 0 || r.RequestsCompleted != len(reqs) {
+		t.Fatalf("%d failed, %d rejected, %d completed of %d", r.RequestsFailedOOM, r.RequestsRejected, r.RequestsCompleted, len(reqs))
+	}
+	res[0].Allocator = res[1].Allocator
+	if !reflect.DeepEqual(res[0], res[1]) {
+		t.Fatalf("128 TiB ranges changed the run:\n%+v\n%+v", summary(res[0]), summary(res[1]))
 	}
 }

@@ -104,13 +104,15 @@ func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
 	return alloc.Block{Handle: h, Addr: b.addr, Size: n}, nil
 }
 
-// Free releases the allocation's pages to the device at once.
+// Free releases the allocation's pages and its virtual range to the device
+// at once.
 func (a *Allocator) Free(h alloc.Handle) error {
 	b := a.live.Get(h)
 	if b == nil {
 		return alloc.ErrInvalidHandle
 	}
 	n, req := b.size, b.requested
+	a.dev.ReleaseVA(b.addr, n) // reused once the fresh space runs out
 	a.live.Delete(h)
 	a.dev.Release(n)
 	st := &a.st

@@ -118,7 +118,7 @@ var Kinds = []Kind{
 		Example: "direct"},
 		direct.ParseConfig, direct.New, nil),
 	entry(Kind{Name: vmm.Name, Summary: "virtually contiguous ranges backed by physical pages mapped on demand",
-		Example: "vmm:2MiB", Caps: Caps{GrowsInPlace: true}},
+		Example: "vmm:2MiB", Caps: Caps{GrowsInPlace: true, RecordsTrips: true}},
 		vmm.ParseConfig, vmm.New, func(c vmm.Config) argFacts { return argFacts{growUnit: c.Page, mapsPages: true} }),
 }
 

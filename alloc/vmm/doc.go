@@ -19,13 +19,17 @@
 //     grows a request's KV cache this way). It fails with an
 //     *alloc.OOMError when the device lacks the pages and with
 //     ErrRangeFull when the range's reserved virtual space is used up.
-//  4. Free unmaps every page at once (Device.Release); nothing is cached.
+//  4. Free unmaps every page at once (Device.Release) and gives the range
+//     back (Device.ReleaseVA); nothing is cached.
 //
 // Virtual address space is treated as free: reserving it costs no physical
-// memory, and the device's address space only grows. A real GPU has 2^47 to
-// 2^49 bytes of it (128 to 512 TiB), which at the default 64 GiB per range
-// is 2,048 to 8,192 ranges at once: enough for a serving batch, which is why
-// vAttention can reserve a maximum-length range per request up front.
+// memory. A real GPU has 2^47 to 2^49 bytes of it (128 to 512 TiB), which at
+// the default 64 GiB per range is 2,048 to 8,192 ranges at once: enough for
+// a serving batch, which is why vAttention can reserve a maximum-length
+// range per request up front. The model's device hands out fresh ranges
+// from the 64-bit space (2^28 of 64 GiB: a serving run with activation
+// buffers gets through them in about 45 million steps), then the ranges
+// Free gave back, lowest first, so a run never fails for want of addresses.
 //
 // There is no cache: EmptyCache does nothing and cached_free is always 0, so
 // frag_rate is 0. An allocation fails exactly when the device lacks
@@ -39,9 +43,13 @@
 // simulator's step time), so this package counts them: Stats.DeviceAllocs is
 // the number of pages mapped and Stats.DeviceFrees the number unmapped (not
 // the number of driver calls, which Device.RawAllocs and RawFrees count), and
-// MapOps and UnmapOps return the same figures by name. Alloc, Free and Grow
-// are O(1) and allocate nothing in steady state; Layout is O(n log n) in live
-// allocations. vmm does not implement alloc.Relocator: moving a range would
+// MapOps and UnmapOps return the same figures by name. Alloc and Grow are
+// O(1), Free a search of the device's released ranges (at most one more
+// than the live allocations) and none allocates in steady state; Layout is O(n log n) in live
+// allocations. A batch of allocations freed again (a serving step's
+// activation buffers) is a round trip (alloc.TripRecorder, trip.go) that
+// can be repeated without its calls, across grows of other ranges
+// (alloc.TripRoom). vmm does not implement alloc.Relocator: moving a range would
 // be a remap, which nothing here needs.
 //
 // The allocator must own its device: New refuses a device with memory already

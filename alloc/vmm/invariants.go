@@ -50,7 +50,7 @@ func (a *Allocator) CheckInvariants() error {
 	case st.Capacity != a.dev.Capacity() || st.OtherUse != a.dev.OtherUse():
 		return fmt.Errorf("vmm: stats capacity/other %d/%d, device %d/%d", st.Capacity, st.OtherUse, a.dev.Capacity(), a.dev.OtherUse())
 	}
-	return nil
+	return a.dev.CheckVA()
 }
 
 // mustCheck panics on a broken invariant; callers guard it with

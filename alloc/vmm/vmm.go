@@ -40,6 +40,11 @@ type Allocator struct {
 	dev  *mem.Device     // owned: dev.Used() == st.Reserved at all times
 	live slot.Table[rng] // live ranges; Put by Alloc, Delete by Free
 	st   alloc.Stats     // kept incrementally; CheckInvariants recounts it
+	// mut counts Alloc and Free calls, not grows, for round trips
+	// (trip.go): a closed trip stays repeatable across grows. It is no
+	// Stamper's stamp, as a grow changes the Layout.
+	mut  alloc.Mutations
+	high int64 // the most bytes mapped since the last BeginTrip
 }
 
 var (
@@ -84,6 +89,7 @@ func (a *Allocator) pagesFor(size int64) int64 { return (size-1)/a.cfg.Page + 1 
 
 // Alloc reserves a virtual range and maps ceil(size/P) pages at its start.
 func (a *Allocator) Alloc(size int64, stream int) (alloc.Block, error) {
+	a.mut.Mutated()
 	if size <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: vmm: got %d bytes", alloc.ErrInvalidSize, size)
 	}
@@ -123,6 +129,7 @@ func (a *Allocator) mapped(p, req int64) {
 	st.PeakReserved = max(st.PeakReserved, st.Reserved)
 	st.PeakAllocated = max(st.PeakAllocated, st.Allocated)
 	st.DeviceAllocs += p
+	a.high = max(a.high, st.Reserved)
 }
 
 // oom counts and returns an out-of-memory error for a request of size bytes
@@ -185,13 +192,16 @@ func (a *Allocator) GrowUnit() int64 { return a.cfg.Page }
 // least that much virtual space, so Grow to it never hits ErrRangeFull.
 func (a *Allocator) MaxGrowSize() int64 { return a.cfg.MaxRange }
 
-// Free unmaps every page of the range at once.
+// Free unmaps every page of the range at once and gives its virtual range
+// back to the device.
 func (a *Allocator) Free(h alloc.Handle) error {
+	a.mut.Mutated()
 	r := a.live.Get(h)
 	if r == nil {
 		return alloc.ErrInvalidHandle
 	}
 	n, req, p := r.pages*a.cfg.Page, r.requested, r.pages
+	a.dev.ReleaseVA(r.addr, r.va) // cuMemAddressFree: reused once the fresh space runs out
 	a.live.Delete(h)
 	a.dev.Release(n)
 	st := &a.st

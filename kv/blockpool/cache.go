@@ -1,4 +1,4 @@
-// Prefix cache: the hash chain over full blocks and the hash-to-block map.
+// Prefix cache: the hash chain over full blocks and the hash-to-block index.
 // See doc.go for the overview.
 
 package blockpool
@@ -101,8 +101,20 @@ func (p *Pool) CacheFullBlock(id BlockID, hash BlockHash) error {
 	if b.hashed {
 		return fmt.Errorf("%w: block %d has key %#x", ErrAlreadyCached, id, uint64(p.keys[id]))
 	}
-	p.keys[id], b.hashed = hash, true
-	if head, ok := p.cached[hash]; ok { // insert at the tail of the chain
+	p.hash(id, hash)
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
+}
+
+// hash registers block id under key at the tail of the key's chain (a new
+// chain, headed by id, when the key is new).
+func (p *Pool) hash(id BlockID, key BlockHash) {
+	b := &p.blocks[id]
+	p.keys[id], b.hashed = key, true
+	if i, ok := p.index.find(p.keys, key); ok { // insert at the tail of the chain
+		head := p.index.slots[i].id
 		h := &p.blocks[head]
 		tail := h.hprev
 		b.hprev, b.hnext = tail, head
@@ -110,27 +122,27 @@ func (p *Pool) CacheFullBlock(id BlockID, hash BlockHash) error {
 		h.hprev = id
 	} else {
 		b.hprev, b.hnext = id, id
-		p.cached[hash] = id
+		p.index.insertAt(i, key, id)
 	}
 	p.numCached++
-	if invariants.Enabled {
-		p.mustCheck()
-	}
-	return nil
 }
 
-// unhash removes a block from the prefix cache.
+// unhash removes a block from the prefix cache. A block that is not its
+// chain's head leaves the index alone: chains are short, and the head is
+// the oldest registration, which most evictions (LRU) reach first.
 func (p *Pool) unhash(id BlockID) {
 	b := &p.blocks[id]
 	key := p.keys[id]
-	if b.hnext == id {
-		delete(p.cached, key)
-	} else {
+	switch {
+	case b.hnext == id:
+		i, _ := p.index.find(p.keys, key)
+		p.index.removeAt(i)
+	default:
+		if i, _ := p.index.find(p.keys, key); p.index.slots[i].id == id {
+			p.index.slots[i].id = b.hnext
+		}
 		p.blocks[b.hprev].hnext = b.hnext
 		p.blocks[b.hnext].hprev = b.hprev
-		if p.cached[key] == id {
-			p.cached[key] = b.hnext
-		}
 	}
 	b.hprev, b.hnext = 0, 0
 	p.keys[id], b.hashed = 0, false
@@ -143,8 +155,7 @@ func (p *Pool) Lookup(hash BlockHash) (BlockID, bool) {
 	if !p.caching {
 		return NullBlock, false
 	}
-	id, ok := p.cached[hash]
-	return id, ok
+	return p.index.get(p.keys, hash)
 }
 
 // CachedHash returns a block's key and whether it is in the prefix cache.
@@ -173,7 +184,7 @@ func (p *Pool) LongestPrefix(dst []BlockID, hashes []BlockHash) []BlockID {
 // LongestPrefixHint is LongestPrefix with hints: hint[i], where given, is
 // a block that may still hold hashes[i] (the block that held it when the
 // caller last saw it). A block that holds it alone in its chain is the one
-// the hash map holds for it, so the lookup is skipped; any other hint is
+// the index holds for it, so the lookup is skipped; any other hint is
 // looked up as LongestPrefix does. The result and the counters are
 // LongestPrefix's, whatever the hints.
 func (p *Pool) LongestPrefixHint(dst []BlockID, hashes []BlockHash, hint []BlockID) []BlockID {
@@ -182,23 +193,30 @@ func (p *Pool) LongestPrefixHint(dst []BlockID, hashes []BlockHash, hint []Block
 	}
 	p.queries += int64(len(hashes))
 	for i, h := range hashes {
-		if i < len(hint) {
-			if id := hint[i]; uint(id) < uint(len(p.blocks)) && p.keys[id] == h {
-				if b := &p.blocks[id]; b.hashed && b.hnext == id {
-					dst = append(dst, id)
-					p.hits++
-					continue
-				}
-			}
-		}
-		id, ok := p.cached[h]
+		id, ok := p.hinted(h, hint, i)
 		if !ok {
-			break
+			if id, ok = p.index.get(p.keys, h); !ok {
+				break
+			}
 		}
 		dst = append(dst, id)
 		p.hits++
 	}
 	return dst
+}
+
+// hinted returns hint[i] when it is the block the index holds for h
+// without a lookup: it holds h alone in its chain.
+func (p *Pool) hinted(h BlockHash, hint []BlockID, i int) (BlockID, bool) {
+	if i >= len(hint) {
+		return NullBlock, false
+	}
+	id := hint[i]
+	if uint(id) >= uint(len(p.blocks)) || p.keys[id] != h {
+		return NullBlock, false
+	}
+	b := &p.blocks[id]
+	return id, b.hashed && b.hnext == id
 }
 
 // GetCached looks up one key and, on a hit, takes the block: its reference
@@ -210,7 +228,7 @@ func (p *Pool) GetCached(hash BlockHash) (BlockID, bool) {
 		return NullBlock, false
 	}
 	p.queries++
-	id, ok := p.cached[hash]
+	id, ok := p.index.get(p.keys, hash)
 	if !ok {
 		return NullBlock, false
 	}
@@ -234,7 +252,7 @@ func (p *Pool) ResetPrefixCache() bool {
 		b.hashed, b.hprev, b.hnext = false, 0, 0
 	}
 	clear(p.keys)
-	clear(p.cached)
+	p.index.reset()
 	p.numCached, p.evictable = 0, 0
 	if invariants.Enabled {
 		p.mustCheck()

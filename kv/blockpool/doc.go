@@ -86,7 +86,7 @@
 //	block 0 (null) has ref 0 and is never queued or cached
 //	every other block is exactly one of {in the free queue with ref 0, held with ref > 0}
 //	NumFree equals the queue's length, and its links agree both ways
-//	a block is cached iff it is in the map's chain for its key, exactly once
+//	a block is cached iff it is in the index's chain for its key, exactly once
 //	the gauges (cached, evictable, held slots) equal a recount
 //	Stats' five slot classes sum to BlockSize × (NumBlocks − 1)
 //

@@ -3,7 +3,10 @@
 
 package blockpool
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // CheckInvariants recounts the pool from its blocks and compares the result
 // with the incremental state (see the Invariants on Pool). It returns the
@@ -73,8 +76,8 @@ func (p *Pool) CheckInvariants() error {
 			if b.queued {
 				evictable++
 			}
-			if _, ok := p.cached[p.keys[id]]; !ok {
-				return fmt.Errorf("blockpool: block %d has key %#x, which the map lacks", id, uint64(p.keys[id]))
+			if _, ok := p.index.get(p.keys, p.keys[id]); !ok {
+				return fmt.Errorf("blockpool: block %d has key %#x, which the index lacks", id, uint64(p.keys[id]))
 			}
 		}
 	}
@@ -91,13 +94,17 @@ func (p *Pool) CheckInvariants() error {
 		return fmt.Errorf("blockpool: %d cached blocks with prefix caching disabled", hashed)
 	}
 
-	// Each map entry heads a consistent circular chain of blocks with its
+	if err := p.checkIndex(); err != nil {
+		return err
+	}
+	// Each index entry heads a consistent circular chain of blocks with its
 	// key; the chains together hold every hashed block once. Walk them in
-	// block order so the first error reported does not depend on map order.
+	// block order so the first error reported does not depend on the
+	// index's order.
 	heads, inChains := 0, 0
 	for id := 1; id < n; id++ {
 		b := &p.blocks[id]
-		if !b.hashed || p.cached[p.keys[id]] != BlockID(id) {
+		if head, _ := p.index.get(p.keys, p.keys[id]); !b.hashed || head != BlockID(id) {
 			continue
 		}
 		key := p.keys[id]
@@ -119,8 +126,37 @@ func (p *Pool) CheckInvariants() error {
 			}
 		}
 	}
-	if heads != len(p.cached) || inChains != hashed {
-		return fmt.Errorf("blockpool: map has %d keys, %d chain heads found; chains hold %d of %d cached blocks", len(p.cached), heads, inChains, hashed)
+	if heads != p.index.n || inChains != hashed {
+		return fmt.Errorf("blockpool: index has %d keys, %d chain heads found; chains hold %d of %d cached blocks", p.index.n, heads, inChains, hashed)
+	}
+	return nil
+}
+
+// checkIndex checks the index's own invariants (keyIndex): its size, its
+// count, and that every entry is a hashed block its key's probe finds
+// there (so no key has two entries and none is out of reach).
+func (p *Pool) checkIndex() error {
+	x := &p.index
+	size := len(x.slots)
+	if size != 0 && (size&(size-1) != 0 || size < minIndexSlots || x.shift != uint(32-bits.TrailingZeros(uint(size))) || 2*x.n > size) {
+		return fmt.Errorf("blockpool: index of %d slots (shift %d) holds %d keys", size, x.shift, x.n)
+	}
+	entries := 0
+	for i, e := range x.slots {
+		id := e.id
+		if id == NullBlock {
+			continue
+		}
+		entries++
+		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].hashed || e.tag != tag(p.keys[id]) {
+			return fmt.Errorf("blockpool: index slot %d holds block %d (tag %#x), which is not cached under a key of that tag", i, id, e.tag)
+		}
+		if j, ok := x.find(p.keys, p.keys[id]); !ok || j != i {
+			return fmt.Errorf("blockpool: index slot %d holds block %d under key %#x, which a lookup finds at slot %d", i, id, uint64(p.keys[id]), j)
+		}
+	}
+	if entries != x.n {
+		return fmt.Errorf("blockpool: index holds %d entries, counts %d", entries, x.n)
 	}
 	return nil
 }

@@ -132,8 +132,9 @@ type harness struct {
 	m       *model
 	seqs    []*Sequence
 	mseqs   []*mseq
-	toks    [][]int32 // tokens of each live sequence
-	history [][]int32 // tokens of every sequence ever made
+	toks    [][]int32   // tokens of each live sequence
+	history [][]int32   // tokens of every sequence ever made
+	hints   [][]BlockID // the block tables of released sequences: hints for MatchPrefixHint
 	next    int32
 	log     []string
 }
@@ -156,8 +157,10 @@ func (h *harness) fresh(n int) []int32 {
 }
 
 // start begins a sequence with the first n tokens of history[src] (src < 0:
-// none) plus extra fresh tokens, reusing the cached prefix as vLLM does.
-func (h *harness) start(src, n, extra int) error {
+// none) plus extra fresh tokens, reusing the cached prefix as vLLM does,
+// with the block table of released sequence hint as hints (hint < 0 or out
+// of range: none; hints change nothing).
+func (h *harness) start(src, n, extra, hint int) error {
 	var tokens []int32
 	if src >= 0 && src < len(h.history) {
 		n = min(n, len(h.history[src]))
@@ -171,7 +174,11 @@ func (h *harness) start(src, n, extra int) error {
 	hashes := HashChain(nil, NoParent, tokens[:len(tokens)-1], h.p.BlockSize(), 0)
 
 	s := NewSequence(h.p)
-	k, err := s.MatchPrefix(hashes)
+	var hints []BlockID
+	if hint >= 0 && hint < len(h.hints) {
+		hints = h.hints[hint]
+	}
+	k, err := s.MatchPrefixHint(hashes, hints)
 	if err != nil {
 		return err
 	}
@@ -280,6 +287,7 @@ func (h *harness) release(i int) error {
 	}
 	i %= len(h.seqs)
 	h.log = append(h.log, fmt.Sprintf("release seq %d", i))
+	h.hints = append(h.hints, slices.Clone(h.seqs[i].Blocks()))
 	if err := h.seqs[i].Release(); err != nil {
 		return err
 	}
@@ -374,7 +382,8 @@ func TestModel(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"start": func(t *rapid.T) {
 				src := rapid.IntRange(-1, len(h.history)-1).Draw(t, "src")
-				err = h.start(src, rapid.IntRange(0, 4*bs).Draw(t, "shared"), rapid.IntRange(0, 3*bs).Draw(t, "extra"))
+				err = h.start(src, rapid.IntRange(0, 4*bs).Draw(t, "shared"), rapid.IntRange(0, 3*bs).Draw(t, "extra"),
+					rapid.IntRange(-1, len(h.hints)-1).Draw(t, "hint"))
 			},
 			"append": func(t *rapid.T) {
 				err = h.appendTo(rapid.IntRange(0, 7).Draw(t, "seq"), rapid.IntRange(1, 2*bs).Draw(t, "n"))
@@ -418,7 +427,7 @@ func FuzzOps(f *testing.F) {
 			var err error
 			switch op {
 			case 0:
-				err = h.start(a%(len(h.history)+1)-1, b%(4*bs+1), c%(3*bs+1))
+				err = h.start(a%(len(h.history)+1)-1, b%(4*bs+1), c%(3*bs+1), len(h.hints)-1-c%3)
 			case 1:
 				err = h.appendTo(a, b%(2*bs)+1)
 			case 2:

@@ -62,8 +62,8 @@ type Options struct {
 
 // block is the per-block state the hot paths touch, 28 bytes; the key lives
 // apart, in Pool.keys, so that more blocks share a cache line. All blocks are
-// made in New and the pool never allocates afterwards (except for new entries
-// in the hash map).
+// made in New and the pool never allocates afterwards (except when the prefix
+// cache's index doubles: index.go).
 type block struct {
 	// prev and next link the block into the free queue while queued. Block 0
 	// (the null block) is the queue's sentinel: blocks[0].next is the head
@@ -71,7 +71,7 @@ type block struct {
 	// tail (most recently freed).
 	prev, next BlockID
 	// hprev and hnext link the block into the circular chain of blocks that
-	// share its hash, while hashed. The map holds the chain's head, the
+	// share its hash, while hashed. The index holds the chain's head, the
 	// oldest registration, which is the one a lookup returns (as vLLM's
 	// BlockHashToBlockMap returns the first inserted).
 	hprev, hnext BlockID
@@ -99,7 +99,7 @@ type block struct {
 //	every other block is exactly one of {queued with ref 0, ref > 0 and not queued}
 //	numFree == length of the free queue; prev/next links agree both ways
 //	a block is hashed iff it is in exactly one hash chain, the chain of its hash,
-//	  and the map holds one head per distinct hash
+//	  and the index holds one head per distinct hash (keyIndex)
 //	numCached == hashed blocks; evictable == queued hashed blocks
 //	heldSlots == Σ fill over held blocks; heldEmpty == held blocks with fill 0
 type Pool struct {
@@ -108,12 +108,12 @@ type Pool struct {
 	blockSize int         // token slots per block; fixed
 	caching   bool        // prefix caching on; fixed
 
-	numFree   int                   // blocks in the free queue; moves on every allocate and free
-	cached    map[BlockHash]BlockID // hash -> head of its chain; grows on CacheFullBlock, shrinks on eviction
-	numCached int                   // hashed blocks, held or queued
-	evictable int                   // hashed blocks in the free queue (ref 0)
-	heldSlots int64                 // Σ fill over held blocks (token states)
-	heldEmpty int                   // held blocks with fill 0 (reserved, nothing written)
+	numFree   int      // blocks in the free queue; moves on every allocate and free
+	index     keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
+	numCached int      // hashed blocks, held or queued
+	evictable int      // hashed blocks in the free queue (ref 0)
+	heldSlots int64    // Σ fill over held blocks (token states)
+	heldEmpty int      // held blocks with fill 0 (reserved, nothing written)
 
 	// Monotonic counters, reported by Stats.
 	allocs, frees, copies, evictions int64
@@ -124,7 +124,9 @@ type Pool struct {
 
 // MaxBlocks is the largest pool New makes. New allocates every block's state
 // at once (BytesPerBlock each), so the bound is a bound on memory: 2^24 blocks
-// are 604 MB of state. It is above any real pool: a 0.5B-parameter model with
+// are 604 MB of state, and the prefix cache's index (index.go) grows with
+// the distinct keys cached to at most 32 bytes a block (16 once it has
+// doubled past half the blocks). It is above any real pool: a 0.5B-parameter model with
 // 12 KiB of KV per token in blocks of one token on a 192 GB B200 is 15.6M
 // blocks; Llama-3-8B in vLLM's default 16-token blocks on an H200 is 67k.
 // A larger count comes from a model config far smaller than any real model
@@ -152,7 +154,6 @@ func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
 		keys:      make([]BlockHash, numBlocks),
 		blockSize: blockSize,
 		caching:   !opts.DisablePrefixCaching,
-		cached:    make(map[BlockHash]BlockID),
 	}
 	for id := 1; id < numBlocks; id++ {
 		p.pushBack(BlockID(id))

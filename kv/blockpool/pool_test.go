@@ -297,10 +297,16 @@ func TestCheckInvariantsDetects(t *testing.T) {
 		{"held empty off", func(p *Pool) { p.heldEmpty++ }},
 		{"fill too large", func(p *Pool) { p.blocks[1].fill = 5 }},
 		{"key on an uncached block", func(p *Pool) { p.keys[5] = 3 }},
-		{"map points at the wrong block", func(p *Pool) { p.cached[10] = 5 }},
+		{"index points at the wrong block", func(p *Pool) { i, _ := p.index.find(p.keys, 10); p.index.slots[i].id = 5 }},
 		{"key changed under the map", func(p *Pool) { p.keys[3] = 11 }},
 		{"chain link broken", func(p *Pool) { p.blocks[1].hnext = 1 }},
-		{"cache entry for an unknown key", func(p *Pool) { p.cached[99] = 2 }},
+		{"index entry out of place", func(p *Pool) {
+			i, _ := p.index.find(p.keys, 99)
+			p.index.slots[i] = indexSlot{2, tag(p.keys[2])}
+			p.index.n++
+		}},
+		{"index tag wrong", func(p *Pool) { i, _ := p.index.find(p.keys, 10); p.index.slots[i].tag++ }},
+		{"index count off", func(p *Pool) { p.index.n++ }},
 	} {
 		p := build()
 		tc.corrupt(p)

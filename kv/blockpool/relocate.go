@@ -77,34 +77,16 @@ func (p *Pool) Relocate(from, to BlockID) error {
 	fb.fill, tb.fill = tb.fill, fb.fill
 	if !sameChain {
 		if fh {
-			p.rehash(to, fk)
+			p.hash(to, fk)
 		}
 		if th {
-			p.rehash(from, tk)
+			p.hash(from, tk)
 		}
 	}
 	if invariants.Enabled {
 		p.mustCheck()
 	}
 	return nil
-}
-
-// rehash registers id under key at the tail of the key's chain (the same
-// linking as CacheFullBlock, without its checks).
-func (p *Pool) rehash(id BlockID, key BlockHash) {
-	b := &p.blocks[id]
-	p.keys[id], b.hashed = key, true
-	if head, ok := p.cached[key]; ok {
-		h := &p.blocks[head]
-		tail := h.hprev
-		b.hprev, b.hnext = tail, head
-		p.blocks[tail].hnext = id
-		h.hprev = id
-	} else {
-		b.hprev, b.hnext = id, id
-		p.cached[key] = id
-	}
-	p.numCached++
 }
 
 // Relocated rewrites the sequence's block table after Pool.Relocate(from,

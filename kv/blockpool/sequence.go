@@ -124,10 +124,35 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 		return 0, fmt.Errorf("%w: match a prefix on a sequence of %d tokens", ErrNotEmpty, s.tokens)
 	}
 	p := s.pool
-	s.blocks = p.LongestPrefixHint(s.blocks[:0], hashes, hint)
-	for _, id := range s.blocks {
-		p.touch(id)
-		p.setFill(&p.blocks[id], int32(p.blockSize)) // a cached block is full
+	if !p.caching {
+		hashes = nil
+	}
+	// LongestPrefixHint, Touch and SetFill of each block found, in one pass
+	// (touching a block changes no lookup), with the prompt's blocks room.
+	p.queries += int64(len(hashes))
+	s.blocks = slices.Grow(s.blocks[:0], len(hashes)+1)
+	bs := int32(p.blockSize)
+	for i, h := range hashes {
+		id, ok := p.hinted(h, hint, i)
+		if !ok {
+			if id, ok = p.index.get(p.keys, h); !ok {
+				break
+			}
+		}
+		p.hits++
+		s.blocks = append(s.blocks, id)
+		b := &p.blocks[id]
+		if b.ref == 0 { // touch: out of the queue, held with its fill
+			p.unlink(id)
+			if b.hashed {
+				p.evictable--
+			}
+		} else {
+			p.unhold(b)
+		}
+		b.ref++
+		b.fill = bs // a cached block is full
+		p.hold(b)
 	}
 	k := len(s.blocks)
 	s.tokens = k * p.blockSize

@@ -17,9 +17,13 @@ import (
 // the same blocks taken from the pool in the same order, the same
 // allocator state and counters (Stats.Grows counts done grows per id). It
 // does only steps in which every grow would succeed without moving
-// anything (no reallocation, no copy), and returns 0, changing nothing,
-// when it cannot promise one (an unknown id or one given twice, and per
-// strategy below). Every strategy implements it:
+// anything (no reallocation, no copy) and after whose grows the
+// allocator's MaxAllocatable is still at least keep (the room an engine's
+// activation buffers of the step need; only vmm's grows take memory from
+// the allocator in a run, the others leave it as it was before the call,
+// which the caller checks), and returns 0, changing nothing, when it cannot
+// promise one (an unknown id or one given twice, and per strategy below).
+// Every strategy implements it:
 //
 //   - contiguous-max and its variants: a reservation never grows, so the
 //     steps up to the smallest room left are free.
@@ -28,13 +32,14 @@ import (
 //   - paged: the blocks are taken step by step in ids order, as the
 //     one-token grows take them; not for a sequence of several samples or
 //     a shared or cached partly filled last block (the next grow copies).
-//   - vmm: the steps whose pages the device has free, each range grown
-//     once to its final size (see vmmStrategy.DecodeSteps).
+//   - vmm: the steps whose pages the device has free, keep bytes aside,
+//     each range grown once to its final size (see
+//     vmmStrategy.DecodeSteps).
 //
 // An engine uses it to run a stretch of steps in which nothing happens but
 // one more token per running request.
 type DecodeStepper interface {
-	DecodeSteps(ids []SeqID, k int) int
+	DecodeSteps(ids []SeqID, k int, keep int64) int
 }
 
 // DecodeSteps implements DecodeStepper. Within a sequence's capacity a
@@ -44,7 +49,7 @@ type DecodeStepper interface {
 // room left over ids are done at once, whatever the sequences' samples.
 // contiguous-grow's next grow past the capacity reallocates: the steps stop
 // before it.
-func (c *contiguous) DecodeSteps(ids []SeqID, k int) int {
+func (c *contiguous) DecodeSteps(ids []SeqID, k int, keep int64) int {
 	if k <= 0 || len(ids) == 0 {
 		return 0
 	}
@@ -104,12 +109,12 @@ func lookupOnce[T decodeSeq](scratch *[]T, seqs map[SeqID]T, ids []SeqID, epoch 
 // succeed exactly when need(j) pages are free at the start: Grow checks
 // each grow against MaxAllocatable, which the pages mapped before it
 // lower by their bytes. So the steps are cut at the last j whose pages
-// fit (and at the context and MaxGrowSize), and each range is grown once,
-// to its final size: the vmm allocator's state after grows to s1 and then
-// s2 is that after one grow to s2 (its counters add the pages and bytes,
-// its peaks are maxima of totals that only rise), and no other call comes
-// in between.
-func (v *vmmStrategy) DecodeSteps(ids []SeqID, k int) int {
+// fit with keep bytes to spare (and at the context and MaxGrowSize), and
+// each range is grown once, to its final size: the vmm allocator's state
+// after grows to s1 and then s2 is that after one grow to s2 (its counters
+// add the pages and bytes, its peaks are maxima of totals that only rise),
+// and no other call comes in between.
+func (v *vmmStrategy) DecodeSteps(ids []SeqID, k int, keep int64) int {
 	if k <= 0 || len(ids) == 0 {
 		return 0
 	}
@@ -124,7 +129,11 @@ func (v *vmmStrategy) DecodeSteps(ids []SeqID, k int) int {
 	if !ok || k <= 0 {
 		return 0
 	}
-	free := v.a.MaxAllocatable() / v.page
+	room := v.a.MaxAllocatable() - keep
+	if room < 0 {
+		return 0
+	}
+	free := room / v.page
 	if v.pagesNeeded(seqs, k) > free {
 		lo, hi := 0, k // need(lo) ≤ free < need(hi)
 		for hi-lo > 1 {
@@ -163,7 +172,7 @@ var _ DecodeStepper = (*vmmStrategy)(nil)
 // Blocks are taken step by step in ids order, as the one-token grows would
 // take them; the tokens in between only fill blocks already held, which
 // touches nothing but the fill counters.
-func (p *paged) DecodeSteps(ids []SeqID, k int) int {
+func (p *paged) DecodeSteps(ids []SeqID, k int, keep int64) int {
 	if k <= 0 || p.closed || len(ids) == 0 {
 		return 0
 	}

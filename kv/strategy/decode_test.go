@@ -63,7 +63,7 @@ func TestDecodeStepsIsGrowRounds(t *testing.T) {
 			}
 		}
 		k := rapid.IntRange(1, 40).Draw(t, "k")
-		done := a.DecodeSteps(ids, k)
+		done := a.DecodeSteps(ids, k, 0)
 		if done < 0 || done > k {
 			t.Fatalf("DecodeSteps(%v, %d) = %d", ids, k, done)
 		}
@@ -112,9 +112,9 @@ func TestDecodeStepsIsGrowRounds(t *testing.T) {
 // against the rounds of Grow(id, 1) they stand for, on twin strategies
 // over twin allocators that went through the same admissions and grows:
 // the same steps done (up to the first reallocation, the end of a
-// reservation, the context or the device's free pages), the same tokens,
-// counters, usage, allocator stats and layout, and an admission afterwards
-// that gets the same block.
+// reservation, the context or the device's free pages less the bytes to
+// keep), the same tokens, counters, usage, allocator stats and layout, and
+// an admission afterwards that gets the same block.
 func TestDecodeStepsContiguousVMM(t *testing.T) {
 	setups := []struct{ kv, alloc string }{
 		{"contiguous-max", "caching"},
@@ -150,13 +150,20 @@ func TestDecodeStepsContiguousVMM(t *testing.T) {
 			}
 		}
 		ds := a.(DecodeStepper)
-		if len(ids) > 0 && ds.DecodeSteps(append(ids, ids[0]), 5) != 0 {
+		if len(ids) > 0 && ds.DecodeSteps(append(ids, ids[0]), 5, 0) != 0 {
 			t.Fatal("DecodeSteps did steps for an id given twice")
 		}
+		var keep int64 // the other strategies' runs take nothing from the allocator
+		if _, ok := a.(*vmmStrategy); ok {
+			keep = int64(rapid.IntRange(0, 4*int(mem.MiB)).Draw(t, "keep"))
+		}
 		k := rapid.IntRange(1, 300).Draw(t, "k")
-		done := ds.DecodeSteps(ids, k)
+		done := ds.DecodeSteps(ids, k, keep)
 		if done < 0 || done > k {
 			t.Fatalf("DecodeSteps(%v, %d) = %d", ids, k, done)
+		}
+		if done > 0 && allocOf(a).MaxAllocatable() < keep {
+			t.Fatalf("DecodeSteps left %d bytes allocatable, %d to keep", allocOf(a).MaxAllocatable(), keep)
 		}
 		for range done {
 			for _, id := range ids {
@@ -165,8 +172,8 @@ func TestDecodeStepsContiguousVMM(t *testing.T) {
 				}
 			}
 		}
-		if len(ids) > 0 && done < k && !nextRoundStops(t, c, ids) {
-			t.Fatalf("DecodeSteps stopped after %d of %d steps, but the next round succeeds in place", done, k)
+		if len(ids) > 0 && done < k && !nextRoundStops(t, c, ids) && allocOf(c).MaxAllocatable() >= keep {
+			t.Fatalf("DecodeSteps stopped after %d of %d steps, but the next round succeeds in place with %d bytes kept", done, k, keep)
 		}
 		for _, id := range ids {
 			ta, _ := a.Tokens(id)

@@ -41,6 +41,7 @@ type paged struct {
 	seqs       seqTable[pagedSeq]    // live sequences
 	keys       []blockpool.BlockHash // scratch: the admitted prompt's block keys
 	memo       prefixMemo            // the keys of recent prompts (prefixmemo.go)
+	spare      []*blockpool.Sequence // released single-sample sequences, for the next admissions
 	st         Stats
 	decodeScratch
 }
@@ -103,7 +104,7 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	if r.Prompt > p.env.MaxContext {
 		return fmt.Errorf("%w: seq %d: prompt of %d tokens, max context %d", ErrTooLong, id, r.Prompt, p.env.MaxContext)
 	}
-	s := blockpool.NewSequence(p.pool)
+	s := p.newSequence()
 	hit := 0
 	caching := !p.env.NoPrefixCaching && len(r.PrefixIDs) > 0
 	var (
@@ -131,6 +132,7 @@ func (p *paged) Admit(id SeqID, r Request) error {
 		if rerr := s.Release(); rerr != nil {
 			panic(fmt.Errorf("strategy: paged release of a failed admission: %w", rerr))
 		}
+		p.keepSpare(s)
 		if caching {
 			// The engine tries again when memory frees up: keep the keys
 			// (the blocks are gone).
@@ -157,6 +159,29 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	p.st.Tokens += int64(r.N) * int64(r.Prompt)
 	p.st.Admits++
 	return nil
+}
+
+// maxSpare bounds the released sequences paged keeps for reuse: their
+// block tables keep their capacity (a long prompt's thousands of ids), so
+// an admission after a release allocates none.
+const maxSpare = 16
+
+// newSequence returns an empty sequence over the pool: a released one when
+// there is one.
+func (p *paged) newSequence() *blockpool.Sequence {
+	if n := len(p.spare); n > 0 {
+		s := p.spare[n-1]
+		p.spare = p.spare[:n-1]
+		return s
+	}
+	return blockpool.NewSequence(p.pool)
+}
+
+// keepSpare keeps a released (empty) sequence for newSequence.
+func (p *paged) keepSpare(s *blockpool.Sequence) {
+	if len(p.spare) < maxSpare {
+		p.spare = append(p.spare, s)
+	}
 }
 
 // prefixKeys appends to dst the keys of the prompt's full B-token blocks
@@ -317,6 +342,7 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 		if err := s.Release(); err != nil {
 			panic(fmt.Errorf("strategy: release of a paged sequence: %w", err))
 		}
+		p.keepSpare(s)
 	}
 	p.seqs.del(id)
 	p.st.Live--

@@ -120,3 +120,29 @@ func samePaged(t *rapid.T, a, b *paged) {
 		}
 	}
 }
+
+// TestAdmitReusesReleasedSequences: a paged admission after a release takes
+// the released sequence, whose block table keeps its capacity, so a turn of
+// a long prompt allocates no table (before, each admission allocated a
+// sequence and grew a table of its thousands of blocks).
+func TestAdmitReusesReleasedSequences(t *testing.T) {
+	env := newEnv(t, "caching", 1<<30, 512<<20)
+	s, err := Parse("paged:16", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Prompt: 2000, MaxOutput: 1, TrueOutput: 1, N: 1, PrefixIDs: []uint64{1, 2, 3, 4}, PrefixSpan: 512}
+	cycle := func() {
+		if err := s.Admit(1, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	// The pagedSeq and its samples slice remain.
+	if n := testing.AllocsPerRun(20, cycle); n > 2 {
+		t.Errorf("%v allocations per admission and release, want at most 2", n)
+	}
+}
