@@ -263,6 +263,19 @@ func CheckWithout(without string) error {
 // out; never the paper's) and their simulations, recording those that can
 // be retimed.
 func newJointProblem(ctx context.Context, d *Dataset, o JointFitOptions) (*jointProblem, error) {
+	jp, err := jointTargets(d, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := recordCases(ctx, jp.cases, o.Workers); err != nil {
+		return nil, err
+	}
+	return jp, nil
+}
+
+// jointTargets chooses the figures a fit under o takes and translates
+// them into cases, recording none.
+func jointTargets(d *Dataset, o JointFitOptions) (*jointProblem, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: no dataset", ErrFidelity)
 	}
@@ -304,9 +317,6 @@ func newJointProblem(ctx context.Context, d *Dataset, o JointFitOptions) (*joint
 	// a setup and its errors).
 	for k := range jp.targets {
 		jp.targets[k].weight = 1 / math.Sqrt(float64(perSource[jp.targets[k].fig.Source]))
-	}
-	if err := recordCases(ctx, jp.cases, o.Workers); err != nil {
-		return nil, err
 	}
 	return jp, nil
 }
