@@ -130,7 +130,7 @@ func writeBands(sb *strings.Builder, cs []Result) {
 		}
 	}
 	fmt.Fprintf(sb, "req/s band: where the engine's sustainable rate should fall, %.0f%% of the time, by the held-out errors of the step model\n", 100*q)
-	sb.WriteString("  (docs/fidelity.md, \"Error bands\"); the bands of each candidate's figures are in --json:\n")
+	sb.WriteString("  (docs/calibrate.md, \"Error bands\"); the bands of each candidate's figures are in --json:\n")
 	metrics := []struct {
 		name string
 		band func(Result) *sim.Band

@@ -2,7 +2,7 @@
 // a setup (step model, GPU, load) and a metric (TTFT, TPOT, output
 // throughput), the central BandQuantile of the held-out errors of the
 // figures most like it, fallen back to wider pools, named as such, where
-// too few match. docs/fidelity.md ("Error bands") says how they are made.
+// too few match. docs/calibrate.md ("Error bands") says how they are made.
 
 package calib
 
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gpufrag/gpufrag/sim"
@@ -314,4 +315,39 @@ func loadWords(load string) string {
 		return "at a mean batch above 16"
 	}
 	return "at any load"
+}
+
+// Table writes the bands every setup gets, as docs/calibrate.md ("Error
+// bands") shows them: per step model, GPU class and load, each metric's
+// band as shares of the simulated value, the figures behind it, and ✱
+// where it is a fallback.
+func (b *Bands) Table() string {
+	var sb strings.Builder
+	sb.WriteString("| step model | GPU | load | TTFT | TPOT | output throughput |\n|---|---|---|---|---|---|\n")
+	rows := []struct{ model, cls, name string }{
+		{sim.StepTimeJoint, gpuSeen2, "fitted to 2+ sources"},
+		{sim.StepTimeJoint, gpuSeen1, "fitted to 1 source"},
+		{sim.StepTimeJoint, gpuUnseen, "never fitted"},
+		{sim.StepTimeRoofline, gpuAny, "any"},
+	}
+	for _, r := range rows {
+		for _, load := range []string{"single", "light", "heavy"} {
+			fmt.Fprintf(&sb, "| %s | %s | %s |", r.model, r.name, load)
+			for _, m := range []BandMetric{BandTTFT, BandTPOT, BandThroughput} {
+				band, ok := b.selectBand(r.model, r.cls, load, m, "")
+				if !ok {
+					sb.WriteString(" – |")
+					continue
+				}
+				band = band.Around(1)
+				mark := ""
+				if band.Fallback {
+					mark = " ✱"
+				}
+				fmt.Fprintf(&sb, " %+.0f%% to %+.0f%% (%d%s) |", 100*band.RelLower, 100*band.RelUpper, band.N, mark)
+			}
+			sb.WriteString("\n")
+		}
+	}
+	return sb.String()
 }

@@ -1,8 +1,10 @@
 package calib
 
 import (
+	"flag"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -133,7 +135,7 @@ func TestBandAround(t *testing.T) {
 // never vouch for themselves. Over every figure of a step model, the
 // share inside must be within 10 points of BandQuantile; a failure says
 // the bands' pools or quantile no longer describe the errors (figures
-// with the command in docs/fidelity.md, "Error bands").
+// with the command in docs/calibrate.md, "Error bands").
 func TestBandCoverage(t *testing.T) {
 	f, err := EmbeddedResiduals()
 	if err != nil {
@@ -161,4 +163,37 @@ func TestBandCoverage(t *testing.T) {
 			t.Errorf("%s: %d of %d figures (%.1f%%) inside their %.0f%% band", model, in, n, 100*share, 100*BandQuantile)
 		}
 	}
+}
+
+var updateBandsDoc = flag.Bool("update", false, "rewrite docs/calibrate.md's table of bands")
+
+// TestBandsDoc: docs/calibrate.md's table of bands is the one the
+// embedded residuals give (go test ./calib -run TestBandsDoc -update
+// rewrites it).
+func TestBandsDoc(t *testing.T) {
+	f, err := EmbeddedResiduals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path, begin, end = "../docs/calibrate.md", "<!-- bands table: begin -->\n", "<!-- bands table: end -->"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, rest, ok1 := strings.Cut(string(doc), begin)
+	have, post, ok2 := strings.Cut(rest, end)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s: no %q ... %q", path, begin, end)
+	}
+	want := NewBands(f).Table()
+	if have == want {
+		return
+	}
+	if *updateBandsDoc {
+		if err := os.WriteFile(path, []byte(pre+begin+want+end+post), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s: the bands table is stale; rerun with -update\nhave:\n%s\nwant:\n%s", path, have, want)
 }

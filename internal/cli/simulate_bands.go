@@ -104,7 +104,7 @@ func writeSimulateBands(sb *strings.Builder, o *scenario.Report) {
 		t.rows = append(t.rows, []string{runName(r), bandRange(r.TTFT.P50Band, human.Seconds), bandRange(r.TPOT.P50Band, human.Seconds),
 			bandRange(r.OutputTokensPerSBand, tokens)})
 	}
-	fmt.Fprintf(sb, "\nError bands: where the measured figure should fall, %.0f%% of the time, by the\nheld-out errors of the step model (docs/fidelity.md, \"Error bands\"):\n", 100*q)
+	fmt.Fprintf(sb, "\nError bands: where the measured figure should fall, %.0f%% of the time, by the\nheld-out errors of the step model (docs/calibrate.md, \"Error bands\"):\n", 100*q)
 	var tb strings.Builder
 	t.write(&tb)
 	for _, line := range strings.SplitAfter(tb.String(), "\n") {
