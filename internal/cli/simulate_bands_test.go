@@ -79,6 +79,15 @@ func TestSimulateBands(t *testing.T) {
 	if !ok {
 		t.Fatalf("no bands in the text report:\n%s", text)
 	}
+	// A profile file's name is the user's: it prints through loc.Printable.
+	hostile := filepath.Join(dir, "mi\x1b[31mne.yaml")
+	if err := os.WriteFile(hostile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, htext, errs := run(t, "", append([]string{"simulate", "--profile", hostile}, base...)...)
+	if code != 0 || strings.Contains(htext, "\x1b") || !strings.Contains(htext, `mi\x1b[31mne.yaml, so the band`) {
+		t.Errorf("a profile named with an escape: exit %d, %s\n%q", code, errs, htext)
+	}
 	for _, want := range []string{"  kv / allocator", "  paged:16 / caching ", "  contiguous-max / caching ", "  TTFT: ", "  TPOT: ", "  tokens/s: ",
 		"held-out TTFT figures"} {
 		if !strings.Contains(bandText, want) {
