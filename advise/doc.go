@@ -75,6 +75,16 @@
 // (Report.ShortOutputs): their TPOT is the mean of few decode steps, so a
 // step that carries other requests' prefills decides it.
 //
+// # Error bands
+//
+// AddBands (bands.go; the CLI calls it with calib's held-out residuals)
+// gives each candidate the error band of its sustainable rate, p99s and
+// throughput for the step model it ran under and its mean batch, and lists
+// the candidates whose ranked figure and the recommendation's are each
+// within the other's band (Report.WithinBand, BandNote): the simulation
+// cannot rank them. docs/calibrate.md ("Error bands") says how the bands
+// are made.
+//
 // # Parallelism and shards
 //
 // Run searches candidates on a bounded pool of goroutines (one search per

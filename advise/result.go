@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/sim"
 )
 
 // Result is one candidate's search result. Its JSON fields are the
@@ -32,6 +33,12 @@ type Result struct {
 	// are then those of the lowest rate tried.
 	Held bool `json:"held"`
 	Outcome
+	// The error bands (AddBands) of the sustainable rate, the p99s and
+	// the output throughput; absent when none were added.
+	SustainableBand      *sim.Band `json:"sustainable_rate_band,omitempty"`
+	TTFTP99Band          *sim.Band `json:"ttft_p99_band,omitempty"`
+	TPOTP99Band          *sim.Band `json:"tpot_p99_band,omitempty"`
+	OutputTokensPerSBand *sim.Band `json:"output_tokens_per_s_band,omitempty"`
 	// FailedAtRPS is the lowest rate tried that broke, FailReason why;
 	// both empty when every rate tried held.
 	FailedAtRPS float64 `json:"failed_at_rps,omitempty"`
@@ -124,6 +131,11 @@ type Report struct {
 	// (ExplainShortOutputs, which the CLI runs after the sweep; absent
 	// otherwise).
 	ShortOutputs *ShortOutputs `json:"short_outputs,omitempty"`
+	// WithinBand lists the candidates (by index) whose ranked figure and
+	// the recommendation's are within each other's error band, best
+	// ranked first, and BandNote says so (AddBands; absent otherwise).
+	WithinBand []int  `json:"within_band,omitempty"`
+	BandNote   string `json:"band_note,omitempty"`
 	// TieTolerance is the ratio of sustainable rates within which two
 	// candidates count as equal: the search's resolution,
 	// 2^(1/2^bisect_steps) (4.4% with the default 4 bisections).

@@ -41,6 +41,9 @@ type Outcome struct {
 	// so its figures are those of the run so far. Not written out: a
 	// search re-runs a failing outcome it reports whole (Options.Rerun).
 	StoppedEarly string `json:"-"`
+	// BatchSizeMean is the run's mean requests per step: the load an
+	// error band is chosen for (AddBands).
+	BatchSizeMean float64 `json:"batch_size_mean,omitempty"`
 }
 
 // FragRate is the distribution of the fragmentation rate (1 − health)

@@ -12,6 +12,7 @@ import (
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/sim"
 )
 
 // WriteText writes the report as a table ranked best first, then the
@@ -31,7 +32,12 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	slices.SortFunc(order, func(a, b int) int { return r.Candidates[a].Rank - r.Candidates[b].Rank })
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\tchanges\t")
+	banded := slices.ContainsFunc(r.Candidates, func(c Result) bool { return c.SustainableBand != nil })
+	bandHead := ""
+	if banded {
+		bandHead = "req/s band\t"
+	}
+	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t"+bandHead+"× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\tchanges\t")
 	anyExp := false
 	for _, i := range order {
 		c := r.Candidates[i]
@@ -45,9 +51,13 @@ func WriteText(w io.Writer, r *Report) error {
 			kv += "*"
 			anyExp = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.3g\t%.3g\t%d\t%d\t%.3f\t%s\t%s\t%d\t\n",
+		bandCell := ""
+		if banded {
+			bandCell = rateBand(c.SustainableBand) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.3g\t%s%.3g\t%d\t%d\t%.3f\t%s\t%s\t%d\t\n",
 			rank, kv, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag, orDefault(s.MaxBatchTokens), orDefault(s.MaxSeqs),
-			orOn(s.PrefixCaching), c.SustainableRPS, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
+			orOn(s.PrefixCaching), c.SustainableRPS, bandCell, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
 			secs(c.TTFTP99), secs(c.TPOTP99), len(c.Changes))
 	}
 	if err := tw.Flush(); err != nil {
@@ -57,6 +67,9 @@ func WriteText(w io.Writer, r *Report) error {
 	sb.WriteString("figures are at each candidate's sustainable rate (at the lowest rate tried when none held); changes: settings that differ from the engine's defaults\n")
 	if anyExp {
 		sb.WriteString("*: experimental, a research setup no stock engine offers (--experimental)\n")
+	}
+	if banded {
+		writeBands(&sb, r.Candidates)
 	}
 	sb.WriteString("\n")
 	b := r.Recommended
@@ -84,12 +97,74 @@ func WriteText(w io.Writer, r *Report) error {
 	if b.Experimental {
 		fmt.Fprintf(&sb, "Experimental: %s.\n", strings.Join(b.Settings.Research(), "; "))
 	}
+	if r.BandNote != "" {
+		fmt.Fprintf(&sb, "%s.\n", r.BandNote)
+	}
 	sb.WriteString("\nTo deploy it:\n")
 	for _, line := range DeployLines(b.Settings, in.ModelID, in.Model) {
 		fmt.Fprintf(&sb, "  %s\n", line)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// rateBand writes a sustainable rate's band, "-" for none.
+func rateBand(b *sim.Band) string {
+	switch {
+	case b == nil:
+		return "-"
+	case b.ErrLow <= -1:
+		return fmt.Sprintf("≥ %.3g", b.Lower)
+	}
+	return fmt.Sprintf("%.3g–%.3g", b.Lower, b.Upper)
+}
+
+// writeBands says how far the candidates' bands reach and which held-out
+// figures they come from, per metric and basis (candidates at different
+// loads draw on different figures).
+func writeBands(sb *strings.Builder, cs []Result) {
+	q := 0.0
+	for _, c := range cs {
+		if c.SustainableBand != nil {
+			q = c.SustainableBand.Quantile
+		}
+	}
+	fmt.Fprintf(sb, "req/s band: where the engine's sustainable rate should fall, %.0f%% of the time, by the held-out errors of the step model\n", 100*q)
+	sb.WriteString("  (docs/calibrate.md, \"Error bands\"); the bands of each candidate's figures are in --json:\n")
+	metrics := []struct {
+		name string
+		band func(Result) *sim.Band
+	}{
+		{"req/s", func(c Result) *sim.Band { return c.SustainableBand }},
+		{"TTFT p99", func(c Result) *sim.Band { return c.TTFTP99Band }},
+		{"TPOT p99", func(c Result) *sim.Band { return c.TPOTP99Band }},
+	}
+	for _, m := range metrics {
+		var bases []string
+		n := map[string]int{}
+		rel := map[string]string{}
+		for _, c := range cs {
+			b := m.band(c)
+			if b == nil {
+				continue
+			}
+			if n[b.Basis] == 0 {
+				bases = append(bases, b.Basis)
+				rel[b.Basis] = fmt.Sprintf("%+.0f%% to %+.0f%%", 100*b.RelLower, 100*b.RelUpper)
+				if b.ErrLow <= -1 {
+					rel[b.Basis] = fmt.Sprintf("%+.0f%% or more", 100*b.RelLower)
+				}
+			}
+			n[b.Basis]++
+		}
+		for _, basis := range bases {
+			who := m.name
+			if len(bases) > 1 {
+				who += fmt.Sprintf(" (%d %s)", n[basis], plural(n[basis], "candidate"))
+			}
+			fmt.Fprintf(sb, "  %s: %s, from %s\n", who, rel[basis], basis)
+		}
+	}
 }
 
 // DeployLines is the command and environment that apply s, for the engine

@@ -67,12 +67,8 @@ func regime(r *FidelityRow) string {
 		return "paper"
 	case r.MeanBatch == 0:
 		return "operator"
-	case r.MeanBatch <= 1.5:
-		return "single"
-	case r.MeanBatch <= 16:
-		return "light"
 	}
-	return "heavy"
+	return LoadRegime(r.MeanBatch)
 }
 
 // Residuals returns the report's residuals, in the dataset's order: every

@@ -20,6 +20,9 @@ type Quantiles struct {
 type Latency struct {
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
+	// P50Band is P50's error band (Band), set by a command that reports
+	// one; absent otherwise.
+	P50Band *Band `json:"p50_band,omitempty"`
 }
 
 // Shares is the vLLM paper's breakdown of KV memory (§2.3, Fig. 2) as
@@ -92,10 +95,13 @@ type Result struct {
 
 	OutputTokens     int64   `json:"output_tokens"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
-	BatchSizeMean    float64 `json:"batch_size_mean"`
-	TTFT             Latency `json:"ttft_s"`
-	TPOT             Latency `json:"tpot_s"`
-	E2E              Latency `json:"e2e_s"`
+	// OutputTokensPerSBand is OutputTokensPerS's error band, set by a
+	// command that reports one (Band); absent otherwise.
+	OutputTokensPerSBand *Band   `json:"output_tokens_per_s_band,omitempty"`
+	BatchSizeMean        float64 `json:"batch_size_mean"`
+	TTFT                 Latency `json:"ttft_s"`
+	TPOT                 Latency `json:"tpot_s"`
+	E2E                  Latency `json:"e2e_s"`
 	// NormalizedLatencyMean is the vLLM paper's normalized latency (§6.1,
 	// Fig. 12): the mean over completed requests of their end-to-end
 	// latency divided by their output tokens, in seconds per token. Not in

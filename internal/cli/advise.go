@@ -553,6 +553,9 @@ func groupCounts(cands []advise.Candidate) string {
 }
 
 func printAdvice(w io.Writer, rep *advise.Report, asJSON bool) error {
+	if err := addAdviseBands(rep); err != nil {
+		return err
+	}
 	if asJSON {
 		return writeJSON(w, rep, false)
 	}

@@ -229,6 +229,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	out := scenario.NewReport(s, plan, results)
 	run := describeSimulateRun(cmd, s, plan, f.scenarioFile == "")
 	applyRun(out, run)
+	if err := addSimulateBands(out); err != nil {
+		return err
+	}
 	if f.html != "" {
 		if err := writeSimulateHTML(f.html, out); err != nil {
 			return fmt.Errorf("--html: %w", err)

@@ -72,6 +72,7 @@ KV memory:     shares of KV memory held for live requests plus the holes between
                internal (held but never filled), external (free holes)
 OOM:           requests failed by an out-of-memory error; preempted: recomputations
 `)
+	writeSimulateBands(sb, o)
 	if o.Recommended >= 0 {
 		fmt.Fprintf(sb, "\n%s\n", wrap("Recommended: "+loc.Printable(o.Reason)+".", 80))
 	}

@@ -234,6 +234,19 @@ func TestReadmeSimulateTable(t *testing.T) {
 	if n != 12 {
 		t.Fatalf("found %d result rows in the simulate output, want 12 (6 runs × 2 tables):\n%s", n, out)
 	}
+	// The error bands' rows (indented) and their bases are quoted too.
+	_, bands, _ := strings.Cut(out, "\nError bands:")
+	bands, _, _ = strings.Cut(bands, "\nRecommended:")
+	rows := 0
+	for _, line := range strings.Split(bands, "\n") {
+		if strings.HasPrefix(line, "  ") && !strings.Contains(string(readme), line+"\n") {
+			t.Errorf("README.md does not quote the current simulate error-band line:\n%s\n(update it from `go run ./cmd/gpufrag simulate`)", line)
+		}
+		rows++
+	}
+	if rows < 8 {
+		t.Errorf("the simulate output's error bands have %d lines, want the table of 6 runs and 3 bases:\n%s", rows, out)
+	}
 }
 
 // TestPairRuns: --kv × --alloc by strategy.AllocsFor: vmm:P only on the

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
+)
+
+// simulate's error bands (issue 24, item 6): each run's median TTFT,
+// median TPOT and output throughput get the band calib.Bands gives for the
+// step model that timed them, the GPU and the run's mean batch; --json
+// carries them beside the figures (ttft_s.p50_band...), the text report
+// prints them after the service table.
+
+// bandSetup says which step model timed o's runs (Timing absent: the
+// roofline, as before profiles existed).
+func bandSetup(o *scenario.Report) calib.BandSetup {
+	s := calib.BandSetup{Model: sim.StepTimeRoofline, GPU: o.GPU}
+	if t := o.Timing; t != nil && t.Profile != nil {
+		s.Model = sim.StepTimeJoint
+		if t.Profile.From != scenario.ProfileFromEmbedded {
+			s.Model, s.Profile = calib.BandProfileFile, t.Profile.From
+		}
+	}
+	return s
+}
+
+// addSimulateBands sets the bands of o's results. A run with no steps, or
+// a figure that is 0 (no request got one), gets none.
+func addSimulateBands(o *scenario.Report) error {
+	bands, err := calib.EmbeddedBands()
+	if err != nil {
+		return err
+	}
+	setup := bandSetup(o)
+	for i := range o.Results {
+		r := &o.Results[i]
+		if r.Steps == 0 {
+			continue
+		}
+		r.TTFT.P50Band = bandAround(bands, setup, calib.BandTTFT, r.BatchSizeMean, r.TTFT.P50)
+		r.TPOT.P50Band = bandAround(bands, setup, calib.BandTPOT, r.BatchSizeMean, r.TPOT.P50)
+		r.OutputTokensPerSBand = bandAround(bands, setup, calib.BandThroughput, r.BatchSizeMean, r.OutputTokensPerS)
+	}
+	return nil
+}
+
+// bandAround is the band of metric m around v, nil for v 0 or no band.
+func bandAround(bands *calib.Bands, s calib.BandSetup, m calib.BandMetric, meanBatch, v float64) *sim.Band {
+	if v <= 0 {
+		return nil
+	}
+	b, ok := bands.Band(s, m, meanBatch)
+	if !ok {
+		return nil
+	}
+	b = b.Around(v)
+	return &b
+}
+
+// bandRange writes a band's bounds with f, "≥ lower" when it has no upper
+// bound, "-" for none.
+func bandRange(b *sim.Band, f func(float64) string) string {
+	switch {
+	case b == nil:
+		return "-"
+	case b.ErrLow <= -1:
+		return "≥ " + f(b.Lower)
+	}
+	return f(b.Lower) + "–" + f(b.Upper)
+}
+
+// bandRel writes a band's bounds as shares of the simulated value.
+func bandRel(b *sim.Band) string {
+	if b.ErrLow <= -1 {
+		return fmt.Sprintf("%+.0f%% or more", 100*b.RelLower)
+	}
+	return fmt.Sprintf("%+.0f%% to %+.0f%%", 100*b.RelLower, 100*b.RelUpper)
+}
+
+// writeSimulateBands prints the bands of o's results, if any: a table of
+// each run's ranges, then per metric how far they reach and which
+// held-out figures they come from (per group of runs when the runs' loads
+// draw on different figures).
+func writeSimulateBands(sb *strings.Builder, o *scenario.Report) {
+	q := 0.0
+	for _, r := range o.Results {
+		for _, b := range []*sim.Band{r.TTFT.P50Band, r.TPOT.P50Band, r.OutputTokensPerSBand} {
+			if b != nil {
+				q = b.Quantile
+			}
+		}
+	}
+	if q == 0 {
+		return
+	}
+	tokens := func(x float64) string { return fmt.Sprintf("%.0f", x) }
+	t := table{head: []string{"kv / allocator", "TTFT p50", "TPOT p50", "tokens/s"}}
+	for _, r := range o.Results {
+		t.rows = append(t.rows, []string{runName(r), bandRange(r.TTFT.P50Band, human.Seconds), bandRange(r.TPOT.P50Band, human.Seconds),
+			bandRange(r.OutputTokensPerSBand, tokens)})
+	}
+	fmt.Fprintf(sb, "\nError bands: where the measured figure should fall, %.0f%% of the time, by the\nheld-out errors of the step model (docs/calibrate.md, \"Error bands\"):\n", 100*q)
+	var tb strings.Builder
+	t.write(&tb)
+	for _, line := range strings.SplitAfter(tb.String(), "\n") {
+		if line != "" {
+			sb.WriteString("  " + line)
+		}
+	}
+	metrics := []struct {
+		name string
+		band func(sim.Result) *sim.Band
+	}{
+		{"TTFT", func(r sim.Result) *sim.Band { return r.TTFT.P50Band }},
+		{"TPOT", func(r sim.Result) *sim.Band { return r.TPOT.P50Band }},
+		{"tokens/s", func(r sim.Result) *sim.Band { return r.OutputTokensPerSBand }},
+	}
+	for _, m := range metrics {
+		// The runs that share a basis (and so the same relative band).
+		var bases []string
+		runs := map[string][]string{}
+		rel := map[string]string{}
+		for _, r := range o.Results {
+			b := m.band(r)
+			if b == nil {
+				continue
+			}
+			if _, ok := runs[b.Basis]; !ok {
+				bases = append(bases, b.Basis)
+				rel[b.Basis] = bandRel(b)
+			}
+			runs[b.Basis] = append(runs[b.Basis], runName(r))
+		}
+		for _, basis := range bases {
+			who := m.name
+			if len(bases) > 1 {
+				who += " (" + strings.Join(runs[basis], ", ") + ")"
+			}
+			sb.WriteString(wrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], loc.Printable(basis)), 80, 4) + "\n")
+		}
+	}
+}
