@@ -295,3 +295,37 @@ def test_bad_project_is_named(src):
         'version = "0.1.0"', 'version = "0.1.0"\nurls = { x = "y" }'))
     with pytest.raises(backend.BuildError, match=r"\[project\] urls is not supported"):
         backend.Project(str(src))
+
+
+def test_toml_subset_never_fails_otherwise():
+    """Mutations of pyproject.toml (a seeded random walk: bytes cut,
+    repeated, replaced by TOML punctuation) parse or raise BuildError
+    naming a line, never another exception or a hang; where tomllib
+    exists, what the subset accepts, tomllib reads the same."""
+    import random
+    try:
+        import tomllib
+    except ImportError:
+        tomllib = None
+    with open(os.path.join(PROBE, "pyproject.toml")) as f:
+        base = f.read()
+    rng = random.Random(29)
+    alphabet = '[]{}=,."\'\\#\n \tu0a-+'
+    for _ in range(1500):
+        s = base
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(s) + 1)
+            op = rng.randrange(3)
+            if op == 0:
+                s = s[:i] + s[i + rng.randint(1, 8):]
+            elif op == 1:
+                s = s[:i] + s[i:i + rng.randint(1, 8)] + s[i:]
+            else:
+                s = s[:i] + rng.choice(alphabet) + s[i + 1:]
+        try:
+            got = backend._TOML(s, "p").parse()
+        except backend.BuildError as e:
+            assert str(e).startswith("p:"), str(e)
+            continue
+        if tomllib is not None:
+            assert got == tomllib.loads(s), s
