@@ -36,17 +36,17 @@ var (
 	largestFreeDesc = newDesc("largest_free_block_bytes",
 		"Largest free block inside any reserved segment.")
 	maxAllocatableDesc = newDesc("max_allocatable_bytes",
-		"Largest single request that would succeed now, counting memory the allocator would release first.")
+		"Largest single request that would succeed now, counting memory the allocator would release first; absent where the device's capacity is unknown.")
 	reservedDesc = newDesc("reserved_bytes",
 		"Bytes held from the device by the allocator (sum of segment sizes).")
 	allocatedDesc = newDesc("allocated_bytes",
-		"Bytes in live blocks, after the allocator's rounding.")
+		"Bytes in live blocks, after the allocator's rounding (for snapshots as PyTorch counts allocated_bytes: not blocks awaiting other streams).")
 	requestedDesc = newDesc("requested_bytes",
 		"Bytes callers asked for, over live blocks.")
 	cachedFreeDesc = newDesc("cached_free_bytes",
-		"Reserved bytes not allocated (reserved - allocated).")
+		"Reserved bytes in free blocks inside the segments.")
 	deviceFreeDesc = newDesc("device_free_bytes",
-		"Device memory held by nobody.")
+		"Device memory held by nobody; absent where the device's capacity is unknown.")
 	entropyDesc = newDesc("allocation_size_entropy",
 		"Shannon entropy in bits of live allocation sizes over power-of-two buckets.")
 	distinctSizesDesc = newDesc("allocation_distinct_sizes",

@@ -224,9 +224,15 @@
 //	gpufrag_oom_snapshot_capture_errors_total
 //
 // For snapshots, gpufrag_ooms_total is the number of oom entries in the
-// device's trace (it can fall when a file is replaced: a counter reset), and
-// gpufrag_device_free_bytes is 0 (a snapshot does not record the device's
-// capacity).
+// device's trace (it can fall when a file is replaced: a counter reset).
+// The byte series are analysis.Device.Sizes, the figures `gpufrag analyze`
+// prints for the same file (allocated_bytes as PyTorch counts it: blocks
+// awaiting other streams are neither allocated nor cached free). A snapshot
+// does not record the device's capacity, so gpufrag_device_free_bytes and
+// gpufrag_max_allocatable_bytes, which count memory outside the
+// allocator's segments, are exported only with SnapshotDirConfig.Capacity
+// (`--capacity`) at least the device's reserved bytes: unknown is absent,
+// not 0.
 //
 // Per source:
 //

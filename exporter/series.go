@@ -136,12 +136,16 @@ func emit(send seriesSink, sm Sample) {
 		gauge(healthDesc, f.Health)
 		gauge(internalFragDesc, f.InternalFrag)
 		gauge(largestFreeDesc, float64(f.LargestFreeBlock))
-		gauge(maxAllocatableDesc, float64(f.MaxAllocatable))
+		if !m.CapacityUnknown {
+			gauge(maxAllocatableDesc, float64(f.MaxAllocatable))
+		}
 		gauge(reservedDesc, float64(f.Reserved))
 		gauge(allocatedDesc, float64(f.Allocated))
 		gauge(requestedDesc, float64(f.Requested))
 		gauge(cachedFreeDesc, float64(f.CachedFree))
-		gauge(deviceFreeDesc, float64(f.DeviceFree))
+		if !m.CapacityUnknown {
+			gauge(deviceFreeDesc, float64(f.DeviceFree))
+		}
 		gauge(entropyDesc, f.SizeEntropy)
 		gauge(distinctSizesDesc, float64(f.DistinctSizes))
 		counter(oomsDesc, float64(m.OOMs))

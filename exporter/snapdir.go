@@ -53,6 +53,13 @@ type SnapshotDirConfig struct {
 	// Capture, when set, keeps a copy of each new file version whose trace
 	// holds an out-of-memory entry. Its directory must not be Dir.
 	Capture *Capturer
+	// Capacity is the device memory of the GPUs whose snapshots are in Dir
+	// (as `gpufrag analyze --capacity`). A snapshot does not record it, so
+	// without it (0) gpufrag_device_free_bytes and
+	// gpufrag_max_allocatable_bytes, which count memory outside the
+	// allocator's segments, are not exported: unknown is absent, not zero.
+	// A device whose reserved bytes exceed it is exported without them too.
+	Capacity int64
 }
 
 // DefaultStuckAfter is SnapshotDirConfig.StuckAfter's default: a file of
@@ -98,7 +105,7 @@ type SnapshotDir struct {
 	analyzed prometheus.Counter
 	lastTS   prometheus.Gauge
 	watched  prometheus.Gauge
-	// diagnose analyses one decoded snapshot (diagnoseSnapshot; tests
+	// diagnose analyses one decoded snapshot (diagnoseAt; tests
 	// inject panicking or blocking ones).
 	diagnose func(name string, s *snapshot.Snapshot) (*analysis.Report, error)
 
@@ -160,6 +167,9 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 	if cfg.StuckAfter == 0 {
 		cfg.StuckAfter = DefaultStuckAfter
 	}
+	if cfg.Capacity < 0 {
+		return nil, fmt.Errorf("exporter: negative device capacity %d", cfg.Capacity)
+	}
 	if cfg.Rescan < 0 || cfg.MaxFiles < 0 || cfg.MaxFileBytes < 0 || cfg.MaxInstances < 0 || cfg.StuckAfter < 0 {
 		return nil, fmt.Errorf("exporter: snapshot directory limits must be positive (rescan %v, files %d, bytes %d, instances %d, stuck after %v)",
 			cfg.Rescan, cfg.MaxFiles, cfg.MaxFileBytes, cfg.MaxInstances, cfg.StuckAfter)
@@ -177,7 +187,7 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 	}
 	d := &SnapshotDir{
 		cfg:      cfg,
-		diagnose: diagnoseSnapshot,
+		diagnose: diagnoseAt(cfg.Capacity),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "snapshot_errors_total",
 			Help: "Snapshot files skipped, by reason (each file version counted once).",

@@ -217,10 +217,19 @@ func labelsFromName(name string) sidecar {
 // readOpts: the diagnosis needs no trace stacks.
 var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true}
 
-// diagnoseSnapshot is the analysis of a snapshot file (SnapshotDir.diagnose
-// unless a test replaces it).
-func diagnoseSnapshot(_ string, s *snapshot.Snapshot) (*analysis.Report, error) {
-	return analysis.Analyze(s, analysis.Options{NoReplay: true})
+// diagnoseSnapshot is the analysis of a snapshot file on a device of
+// unknown capacity.
+func diagnoseSnapshot(name string, s *snapshot.Snapshot) (*analysis.Report, error) {
+	return diagnoseAt(0)(name, s)
+}
+
+// diagnoseAt returns the analysis of a snapshot file on a device of
+// capacity bytes, 0 if unknown (SnapshotDir.diagnose unless a test
+// replaces it).
+func diagnoseAt(capacity int64) func(string, *snapshot.Snapshot) (*analysis.Report, error) {
+	return func(_ string, s *snapshot.Snapshot) (*analysis.Report, error) {
+		return analysis.Analyze(s, analysis.Options{NoReplay: true, Capacity: capacity})
+	}
 }
 
 // analyseRecovered is analyse with any panic of the reader or the analysis
@@ -286,8 +295,19 @@ func (d *SnapshotDir) analyse(name string, data []byte, l sidecar, f *snapFile) 
 		}
 		f.samples = append(f.samples, Sample{
 			Labels: Labels{GPU: gpu, Instance: l.Instance, Model: l.Model, Pool: "pytorch"},
-			Memory: &Memory{Metrics: dv.d.Metrics, OOMs: dv.ooms},
+			Memory: snapshotMemory(dv.d, dv.ooms),
 		})
 	}
 	return nil
+}
+
+// snapshotMemory is the Memory of one analysed device: package frag's
+// ratios, and the byte figures as `gpufrag analyze` reports them
+// (analysis.Device.Sizes, the one definition both use); without a known
+// capacity, no device-free or max-allocatable figure.
+func snapshotMemory(d *analysis.Device, ooms int64) *Memory {
+	m, sz := d.Metrics, d.Sizes()
+	m.Reserved, m.Allocated, m.Requested, m.CachedFree = sz.Reserved, sz.Allocated, sz.Requested, sz.CachedFree
+	m.LargestFreeBlock, m.DeviceFree, m.MaxAllocatable = sz.LargestFreeBlock, sz.DeviceFree, sz.MaxAllocatable
+	return &Memory{Metrics: m, OOMs: ooms, CapacityUnknown: !sz.CapacityKnown}
 }

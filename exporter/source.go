@@ -92,6 +92,13 @@ type Memory struct {
 	// OOMs is the cumulative number of failed requests since the source
 	// started; it must never decrease (it is exported as a counter).
 	OOMs int64
+	// CapacityUnknown: the device's capacity is not known (a snapshot
+	// does not record it), so Metrics.DeviceFree and
+	// Metrics.MaxAllocatable, which count memory outside the allocator's
+	// segments, are meaningless: gpufrag_device_free_bytes and
+	// gpufrag_max_allocatable_bytes are not exported for the sample
+	// (absent, not 0).
+	CapacityUnknown bool
 }
 
 // KV is the picture of one paged KV-cache block pool, in blocks.

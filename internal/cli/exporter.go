@@ -33,6 +33,7 @@ type exporterFlags struct {
 	logLevel        string
 	maxFiles        int
 	maxFileBytes    mem.Bytes
+	capacity        mem.Bytes
 	maxInstances    int
 	maxSeries       int
 	captureDir      string
@@ -64,7 +65,11 @@ With --snapshots DIR it watches DIR for PyTorch memory snapshot pickles
 same bounded reader and diagnosis as 'gpufrag analyze --no-replay' and
 exports, per file and device, fragmentation, health, largest free block, max
 allocatable, the byte classes, allocation size dispersion and the number of
-out-of-memory entries. Scrapes only read the last results. Labels come from
+out-of-memory entries. A snapshot does not record the device's capacity:
+without --capacity, device free and max allocatable (which count memory
+outside the allocator's segments) are not exported for snapshots (absent,
+not 0); with it, every byte figure is the one 'gpufrag analyze --capacity'
+prints for the same file. Scrapes only read the last results. Labels come from
 NAME.labels.json next to NAME.pickle ({"instance":"vllm-0","model":"llama",
 "gpu":"0"}), else from the name INSTANCE__MODEL__ANYTHING.pickle, else the
 instance is the file's stem. A file that cannot be read safely is logged
@@ -158,6 +163,9 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", f.logLevel, "log level: debug, info, warn or error")
 	fl.IntVar(&f.maxFiles, "max-files", f.maxFiles, "most snapshot files watched (in name order)")
 	fl.Var(&f.maxFileBytes, "max-file-bytes", "largest snapshot `SIZE` read (larger files are skipped)")
+	fl.Var(&f.capacity, "capacity", "device memory of the GPUs whose --snapshots are watched, a `SIZE` such as 80GiB, as analyze's --capacity; "+
+		"without it gpufrag_device_free_bytes and gpufrag_max_allocatable_bytes are not exported for snapshots (a snapshot does not record it)")
+	fl.Lookup("capacity").DefValue = "0" // pflag then prints no "(default 0B)": the usage says it
 	fl.IntVar(&f.maxInstances, "max-instances", f.maxInstances, "most distinct instance label values exported from snapshots")
 	fl.IntVar(&f.maxSeries, "max-series", f.maxSeries, "most gpufrag series per scrape (sources past it are reported down)")
 	fl.StringVar(&f.captureDir, "capture-dir", "", "`DIR`ectory to keep snapshots taken at an out-of-memory error in (default: off)")
@@ -247,6 +255,17 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 			return usageErrorf(cmd, "--snapshots %s: not a readable directory", f.snapshots)
 		}
 	}
+	if f.capacity < 0 {
+		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
+	}
+	if f.capacity > 0 {
+		if f.snapshots == "" {
+			return usageErrorf(cmd, "--capacity needs --snapshots (it is the device memory of the snapshots' GPUs)")
+		}
+		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
+			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
+		}
+	}
 	if f.captureDir != "" && f.snapshots == "" {
 		return usageErrorf(cmd, "--capture-dir needs --snapshots (captures are copies of snapshot files)")
 	}
@@ -303,6 +322,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		dir, err := exporter.NewSnapshotDir(exporter.SnapshotDirConfig{
 			Dir: f.snapshots, Rescan: f.rescan, MaxFiles: f.maxFiles, MaxFileBytes: int64(f.maxFileBytes),
 			MaxInstances: f.maxInstances, StuckAfter: f.stuckAfter, Logger: logger, Registerer: reg, Capture: capture,
+			Capacity: int64(f.capacity),
 		})
 		if err != nil {
 			return err

@@ -63,6 +63,9 @@ func TestExporterUsage(t *testing.T) {
 		{[]string{"exporter", "--snapshots", filepath.Join(dir, "nope")}, "not a readable directory"},
 		{[]string{"exporter", "--capture-dir", dir}, "--capture-dir needs --snapshots"},
 		{[]string{"exporter", "--max-file-bytes", "lots"}, "invalid argument"},
+		{[]string{"exporter", "--capacity", "80GiB"}, "--capacity needs --snapshots"},
+		{[]string{"exporter", "--snapshots", dir, "--capacity", "2PiB"}, "--capacity 2048TiB:"},
+		{[]string{"exporter", "--snapshots", dir, "--capacity", "lots"}, "invalid argument"},
 		{[]string{"exporter", "extra"}, "unknown command"},
 	} {
 		code, _, stderr := run(t, "", c.args...)

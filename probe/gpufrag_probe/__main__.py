@@ -36,24 +36,65 @@ def _label(value):
     return value
 
 
+# OPTIONS: every option of `run` but --dir: (dest, flags, metavar or None
+# for a switch, the GPUFRAG_PROBE_* variable it sets for COMMAND, the value
+# it sets for a switch, argparse type, meaning, default). The help text
+# and environment() both read it, so the help names the variable each
+# option sets.
+OPTIONS = (
+    ("interval", "--interval", "S", _config.ENV_INTERVAL, None,
+     _checked(lambda v: _config.check_number("interval_s", v)),
+     "seconds between periodic dumps, %s" % _config.accepted("interval_s"), "%g" % _config.DEFAULT_INTERVAL_S),
+    ("instance", "--instance", "I", _config.ENV_INSTANCE, None, _checked(_label),
+     "the exporter's instance label", "POD_NAME, else the host name"),
+    ("model", "--model", "M", _config.ENV_MODEL, None, _checked(_label),
+     "the exporter's model label",
+     "COMMAND's --served-model-name, else vllm serve MODEL, else --model, else --model-path, else unknown"),
+    ("keep", "--keep", "N", _config.ENV_KEEP, None, _checked(lambda v: _config.check_number("keep", v)),
+     "OOM snapshots kept per file name in DIR/%s, %s" % (_config.OOM_SUBDIR, _config.accepted("keep")),
+     "%d" % _config.DEFAULT_KEEP),
+    ("max_entries", "--max-entries", "N", _config.ENV_MAX_ENTRIES, None,
+     _checked(lambda v: _config.check_number("max_entries", v)),
+     "allocator history entries kept per device, %s" % _config.accepted("max_entries"),
+     "%d" % _config.DEFAULT_MAX_ENTRIES),
+    ("no_history", "--no-history", None, _config.ENV_HISTORY, "0", None,
+     "record no allocator history: the exporter then counts no OOMs; OOM snapshots are still written",
+     "history recorded"),
+    ("no_stacks", "--no-stacks", None, _config.ENV_STACKS, "0", None,
+     "record the history without Python stacks: cheaper, but the analysis names no call sites",
+     "stacks recorded"),
+)
+
+DESCRIPTION = """Runs COMMAND with the gpufrag probe started in every Python process it
+starts. Each option sets, for COMMAND, the GPUFRAG_PROBE_* variable named
+with it; without the option the variable's value in this environment
+applies, else the default. A value out of range is a usage error (exit 2)."""
+
+
+def _prog():
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if not name or name in ("__main__.py", "-c"):
+        name = "python -m gpufrag_probe"
+    return name + " run"
+
+
 def _parser():
-    p = argparse.ArgumentParser(prog="python -m gpufrag_probe run", usage=USAGE,
-                                description="Run COMMAND with the gpufrag probe in its Python processes.")
-    p.add_argument("--dir", required=True, type=_checked(_config.check_directory), help="directory for the snapshots (%s)" % _config.ENV_DIR)
-    p.add_argument("--interval", type=_checked(lambda v: _config.check_number("interval_s", v)),
-                   help="seconds between dumps, %s (default %g)" % (_config.accepted("interval_s"), _config.DEFAULT_INTERVAL_S))
-    p.add_argument("--instance", type=_checked(_label), help="instance label (default: POD_NAME, else the host name)")
-    p.add_argument("--model", type=_checked(_label), help="model label (default: the command's --served-model-name, "
-                                   "vllm serve MODEL, --model or --model-path)")
-    p.add_argument("--keep", type=_checked(lambda v: _config.check_number("keep", v)),
-                   help="OOM snapshots kept per process, %s (default %d)" % (_config.accepted("keep"), _config.DEFAULT_KEEP))
-    p.add_argument("--max-entries", type=_checked(lambda v: _config.check_number("max_entries", v)),
-                   help="allocator history entries per device, %s (default %d)" % (
-                       _config.accepted("max_entries"), _config.DEFAULT_MAX_ENTRIES))
-    p.add_argument("--no-history", action="store_true", help="do not record the allocator's history")
-    p.add_argument("--no-stacks", action="store_true",
-                   help="record the history without Python stacks (cheaper; no call sites in the analysis)")
+    p = argparse.ArgumentParser(prog=_prog(), usage=USAGE, description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dir", required=True, metavar="DIR", type=_checked(_config.check_directory),
+                   help="directory for the snapshot files (required; sets %s)" % _config.ENV_DIR)
+    for dest, flag, metavar, env, value, kind, meaning, default in OPTIONS:
+        text = "%s (default: %s; sets %s%s)" % (meaning, default, env, "" if value is None else "=" + value)
+        if metavar is None:
+            p.add_argument(flag, dest=dest, action="store_true", help=text)
+        else:
+            p.add_argument(flag, dest=dest, metavar=metavar, type=kind, help=text)
     return p
+
+
+def help_text():
+    """`run --help`: every option with its default and variable."""
+    return _parser().format_help()
 
 
 def model_of_command(cmd):
@@ -68,15 +109,12 @@ def model_of_command(cmd):
 def environment(args, cmd, env):
     env = dict(env)
     env[_config.ENV_DIR] = os.path.abspath(args.dir)
-    for key, val in ((_config.ENV_INTERVAL, args.interval), (_config.ENV_INSTANCE, args.instance),
-                     (_config.ENV_MODEL, args.model), (_config.ENV_KEEP, args.keep),
-                     (_config.ENV_MAX_ENTRIES, args.max_entries)):
-        if val is not None:
+    for dest, _, metavar, key, value, _, _, _ in OPTIONS:
+        val = getattr(args, dest)
+        if metavar is None and val:
+            env[key] = value
+        elif metavar is not None and val is not None:
             env[key] = str(val)
-    if args.no_history:
-        env[_config.ENV_HISTORY] = "0"
-    if args.no_stacks:
-        env[_config.ENV_STACKS] = "0"
     if not env.get(_config.ENV_MODEL):
         m = model_of_command(cmd)
         if m:
@@ -87,6 +125,9 @@ def environment(args, cmd, env):
 
 
 def run(argv):
+    if "--" not in argv and ("-h" in argv or "--help" in argv):
+        sys.stdout.write(help_text())
+        return 0
     if "--" not in argv:
         sys.stderr.write("usage: %s\n(the command follows --)\n" % USAGE)
         return 2
@@ -119,7 +160,7 @@ def run(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        sys.stdout.write("usage: %s\n\n%s\n" % (USAGE, __doc__))
+        sys.stdout.write("usage: %s\n\n%s\n\n%s" % (USAGE, __doc__, help_text()))
         return 0 if argv else 2
     if argv[0] != "run":
         sys.stderr.write("gpufrag_probe: unknown command %r\nusage: %s\n" % (argv[0], USAGE))

@@ -147,3 +147,57 @@ def test_environment():
     assert os.path.isfile(os.path.join(cli.BOOT_DIR, "sitecustomize.py"))
     assert cli.model_of_command(["vllm", "serve", "a/b"]) == "a/b"
     assert cli.model_of_command(["python", "-m", "vllm.entrypoints.cli.main", "serve", "a/b"]) == "a/b"
+
+
+def _run_help(args):
+    # COLUMNS: argparse wraps to the terminal, also inside a word at a hyphen.
+    r = subprocess.run([sys.executable, "-m", "gpufrag_probe"] + args, env=child_env(COLUMNS=1000), capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, (args, r.stderr)
+    return r.stdout
+
+
+def test_help_lists_every_option_with_its_default_and_variable(tmp_path):
+    """run -h / --help (with or without the command) lists each option,
+    its default and the variable it sets, which is the one environment()
+    sets for it."""
+    from gpufrag_probe import _config
+    outs = [_run_help(a) for a in (["run", "-h"], ["run", "--help"], ["run", "--dir", "d", "-h", "--", "true"],
+                                   ["-h"], ["--help"])]
+    # argparse wraps lines: compare with runs of blanks collapsed.
+    outs = [" ".join(o.split()) for o in outs]
+    parser = cli._parser()
+    flags = [a.option_strings[-1] for a in parser._actions if a.option_strings and a.dest != "help"]
+    assert flags == ["--dir", "--interval", "--instance", "--model", "--keep", "--max-entries", "--no-history",
+                     "--no-stacks"]
+    defaults = {"--interval": "default: 30;", "--keep": "default: 5;", "--max-entries": "default: 20000;",
+                "--instance": "default: POD_NAME", "--model": "default: COMMAND's --served-model-name"}
+    # The value each option hands COMMAND, as environment() sets it.
+    given = {"--dir": "d", "--interval": "7", "--instance": "i", "--model": "m", "--keep": "3",
+             "--max-entries": "9"}
+    for flag in flags:
+        argv = ["--dir", "d"]
+        if flag != "--dir":
+            argv += [flag, given[flag]] if flag in given else [flag]
+        env = cli.environment(parser.parse_args(argv), ["true"], {})
+        base = cli.environment(parser.parse_args(["--dir", "d"]), ["true"], {})
+        changed = {k: v for k, v in env.items() if base.get(k) != v or k == _config.ENV_DIR and flag == "--dir"}
+        (var,) = [k for k in changed if k.startswith("GPUFRAG_PROBE_")]
+        for out in outs:
+            opts = out[out.index("show this help message and exit"):]
+            line = opts[opts.index(flag + " "):]
+            line = line[:line.index(")")]
+            assert ("sets " + var) in line, (flag, var, line)
+            if flag != "--dir":
+                assert "default: " in line, (flag, line)
+            if flag in defaults:
+                assert defaults[flag] in line, (flag, line)
+    # The figures come from _config, not from the help's own text.
+    assert "%g" % _config.DEFAULT_INTERVAL_S == "30" and _config.DEFAULT_KEEP == 5
+    assert _config.DEFAULT_MAX_ENTRIES == 20000
+
+
+def test_run_without_command_is_still_a_usage_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "gpufrag_probe", "run", "--dir", str(tmp_path)], env=child_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "usage:" in r.stderr and r.stdout == ""

@@ -59,6 +59,12 @@
 // are checked against the live ones in an interval tree), and the what-if
 // replays share one op trace, validated and numbered once.
 //
+// Sizes: Device.Sizes is the one definition of a device's byte figures
+// that analyze's JSON and the exporter's gpufrag_*_bytes series both
+// report; device free and max allocatable depend on the capacity, which is
+// a fact only when given or recorded (Device.CapacityKnown), not the
+// 80 GiB default nor the reserved bytes of a --no-replay diagnosis.
+//
 // The package is pure: values in, values out; rendering lives in WriteText
 // and SegmentMapSVG, files and flags in internal/cli.
 package analysis

@@ -191,13 +191,13 @@ func (r *Report) Doc(file string) Doc {
 }
 
 func (d Device) doc() DeviceDoc {
-	c, m := d.Classes, d.Metrics
+	c, m, sz := d.Classes, d.Metrics, d.Sizes()
 	out := DeviceDoc{Device: d.Device, Segments: d.Segments, Blocks: d.Blocks,
-		ReservedBytes: c.Reserved, AllocatedBytes: c.Allocated, RequestedBytes: c.Requested, ActiveBytes: c.Active,
-		PendingFreeBytes: c.PendingFree, CachedFreeBytes: c.CachedFree, ReservedUnallocatedBytes: c.ReservedUnallocated,
+		ReservedBytes: sz.Reserved, AllocatedBytes: sz.Allocated, RequestedBytes: sz.Requested, ActiveBytes: c.Active,
+		PendingFreeBytes: c.PendingFree, CachedFreeBytes: sz.CachedFree, ReservedUnallocatedBytes: c.ReservedUnallocated,
 		InternalWasteBytes: c.InternalWaste, StrandedFreeBytes: c.Stranded,
-		Health: m.Health, FragRate: m.FragRate, LargestFreeBlockBytes: m.LargestFreeBlock,
-		MaxAllocatableBytes: m.MaxAllocatable, CapacityBytes: d.Capacity, CapacitySource: d.CapacitySource,
+		Health: m.Health, FragRate: m.FragRate, LargestFreeBlockBytes: sz.LargestFreeBlock,
+		MaxAllocatableBytes: sz.MaxAllocatable, CapacityBytes: d.Capacity, CapacitySource: d.CapacitySource,
 		SizeEntropyBits: m.SizeEntropy, DistinctSizes: m.DistinctSizes, TraceEvents: d.TraceEvents,
 		WorstSegments: []SegmentDoc{}, Streams: []GroupDoc{}, Pools: []GroupDoc{}, Sites: []SiteDoc{},
 		OOMs: []OOMDoc{}, Timeline: []PointDoc{}, WhatIf: []WhatIfDoc{}, Replay: ReplayDoc{Mismatches: []string{}}}
