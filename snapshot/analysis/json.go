@@ -119,6 +119,7 @@ type ReplayDoc struct {
 	SeededSegments        int      `json:"seeded_segments"`
 	SeededBlocks          int      `json:"seeded_blocks"`
 	PrivateSegments       int      `json:"private_pool_segments"`
+	PrivateAllocs         int      `json:"private_pool_allocs,omitempty"`
 	ClippedBlocks         int      `json:"clipped_blocks"`
 	Allocs                int      `json:"allocs"`
 	AddressMatches        int      `json:"address_matches"`
@@ -149,7 +150,7 @@ type WhatIfDoc struct {
 
 // RecommendDoc is the recommended setting.
 type RecommendDoc struct {
-	Line          string `json:"line"` // PYTORCH_CUDA_ALLOC_CONF=...
+	Line          string `json:"line"` // PYTORCH_ALLOC_CONF=... (spec.EnvVar)
 	Reason        string `json:"reason"`
 	CapacityBytes int64  `json:"capacity_bytes"`
 	Ops           int    `json:"ops"`
@@ -229,7 +230,7 @@ func (d Device) doc() DeviceDoc {
 		out.Replay = ReplayDoc{Settings: f.Settings, Skipped: f.Skipped, Source: f.Source,
 			HistorySegments: f.HistorySegments, Placeholders: f.Placeholders, SkippedHistoryEntries: f.SkippedHistoryEntries,
 			SeededSegments: f.SeededSegments,
-			SeededBlocks:   f.SeededBlocks, PrivateSegments: f.PrivateSegments, ClippedBlocks: f.ClippedBlocks, Allocs: f.Allocs, AddressMatches: f.AddressMatches,
+			SeededBlocks:   f.SeededBlocks, PrivateSegments: f.PrivateSegments, PrivateAllocs: f.PrivateAllocs, ClippedBlocks: f.ClippedBlocks, Allocs: f.Allocs, AddressMatches: f.AddressMatches,
 			SegmentAllocs: f.SegmentAllocs, SegmentSizeMatches: f.SegmentSizeMatches, ExtraSegments: f.ExtraSegments,
 			SegmentFrees: f.SegmentFrees, SegmentFreeMatches: f.SegmentFreeMatches,
 			Frees: f.Frees, UnknownFrees: f.UnknownFrees, FinalBlocks: f.FinalBlocks,

@@ -42,9 +42,13 @@ type Fidelity struct {
 	// SeededSegments and SeededBlocks are the pre-trace segments and their
 	// live blocks rebuilt before the first event.
 	SeededSegments, SeededBlocks int
-	// PrivateSegments are pre-trace segments of private pools (CUDA graphs,
-	// MemPool), which the model does not have and so are not seeded.
+	// PrivateSegments are the pre-trace segments of private pools (CUDA
+	// graphs, MemPool), seeded into their pools (counted in SeededSegments).
 	PrivateSegments int
+	// PrivateAllocs are the alloc events routed to a private pool (by the
+	// entry's pool_id, else by the recorded pool of the segment the
+	// recorded address lies in; see poolRouter).
+	PrivateAllocs int
 	// ClippedBlocks are pre-trace blocks freed during the trace whose
 	// guessed size (the rounded request) overlapped the next block and
 	// was cut to fit.
@@ -231,16 +235,18 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 		f.Skipped = err.Error()
 		return r
 	}
-	handles, err := a.Seed(pre.segs)
+	seeds := pre.seeds()
+	handles, err := a.Seed(seeds)
 	if err != nil {
 		f.Skipped = "rebuilding the pre-trace segments: " + err.Error()
 		return r
 	}
-	f.SeededSegments, f.SeededBlocks = len(pre.segs), pre.blocks
+	f.SeededSegments, f.SeededBlocks = len(seeds), len(handles)
 	f.PrivateSegments, f.ClippedBlocks = pre.skipped, pre.clipped
+	router := newPoolRouter(s, d, trace, pre)
 	live := make(map[uint64]alloc.Handle, len(handles))
 	k := 0
-	for _, sg := range pre.segs {
+	for _, sg := range seeds {
 		v.ranges.set(sg.Addr, sg.Size)
 		for _, lb := range sg.Live {
 			live[lb.Addr] = handles[k]
@@ -261,12 +267,13 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size), Note: "never saw the alloc it was for"})
 			}
 			pending = i
+			router.segmentAlloc(i, e)
 		case "alloc":
 			v.armed, v.called = pending >= 0, false
 			if v.armed {
 				v.want = trace[pending].Addr
 			}
-			blk, err := a.Alloc(e.Size, int(e.Stream))
+			blk, err := a.AllocIn(router.route(e), e.Size, int(e.Stream))
 			v.armed = false
 			if err != nil {
 				mismatch(Mismatch{Event: i, Action: "alloc", Size: e.Size, Want: e.Addr, Note: ": " + err.Error()})
@@ -310,6 +317,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			}
 		case "segment_free":
 			f.SegmentFrees++
+			router.segmentFree(e.Addr)
 			if a.ReleaseSegment(e.Addr) {
 				f.SegmentFreeMatches++
 				v.ranges.del(e.Addr)
@@ -334,6 +342,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	if pending >= 0 {
 		mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size), Note: "trace ends before its alloc"})
 	}
+	f.PrivateAllocs = router.private
 	f.FinalBlocks, f.FinalBlockMatches = compareFinal(s, d, a.Layout())
 	return r
 }
@@ -354,9 +363,9 @@ func freshBase(top uint64, trace []snapshot.TraceEntry) uint64 {
 	return (top + gap) &^ (uint64(mem.PageSize) - 1)
 }
 
-// compareFinal counts the snapshot's blocks of device d (outside private
-// pools) that the model's final layout has with the same address, size and
-// liveness.
+// compareFinal counts the snapshot's blocks of device d (private pools
+// included) that the model's final layout has with the same address, size
+// and liveness.
 func compareFinal(s *snapshot.Snapshot, d int, l mem.Layout) (total, same int) {
 	type key struct {
 		addr uint64
@@ -370,7 +379,7 @@ func compareFinal(s *snapshot.Snapshot, d int, l mem.Layout) (total, same int) {
 		}
 	}
 	for _, seg := range s.Segments {
-		if seg.Device != d || seg.PoolID != [2]int64{} {
+		if seg.Device != d {
 			continue
 		}
 		for _, b := range seg.Blocks {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
@@ -120,6 +121,10 @@ func (d Device) writeText(b *strings.Builder) {
 			fmt.Fprintf(b, "  not replayed: %s\n", loc.Printable(f.Skipped))
 		} else {
 			fmt.Fprintf(b, "  pre-trace state rebuilt: %d segments, %d live blocks\n", f.SeededSegments, f.SeededBlocks)
+			if f.PrivateSegments > 0 || f.PrivateAllocs > 0 {
+				fmt.Fprintf(b, "  private pools (CUDA graphs, MemPool): %d pre-trace segments seeded into their pools, %d allocs routed to them\n",
+					f.PrivateSegments, f.PrivateAllocs)
+			}
 			if f.Allocs == 0 {
 				fmt.Fprintf(b, "  no alloc event in a trace of %d entries (PyTorch 2.0 kept one entry by default): nothing to compare\n", d.TraceEvents)
 			}
@@ -169,7 +174,7 @@ func (d Device) writeText(b *strings.Builder) {
 		if rest, ok := strings.CutPrefix(w.Reason, "keep "); ok {
 			reason = "Keep " + rest // a reason that is itself an advice, not a cause
 		}
-		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n", line, reason)
+		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, spec.EnvVarNote)
 	}
 }
 
