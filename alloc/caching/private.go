@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
 )
 
 // PoolID names a private pool as PyTorch's MempoolId_t does: a pair of
@@ -237,4 +238,20 @@ func (a *Allocator) checkPrivate() error {
 		return fmt.Errorf("%d private pools by id, %d live", len(a.poolSets), live)
 	}
 	return nil
+}
+
+// PrivateCachedFree is the free memory cached in private pools: reserved,
+// yet no default-pool request can use it, and the out-of-memory ladder
+// does not release it while a capture uses the pool. PyTorch's
+// out-of-memory message counts these same free blocks as "allocated in
+// private pools (e.g., CUDA Graphs)". O(free blocks of the private pools).
+func (a *Allocator) PrivateCachedFree() int64 {
+	var n int64
+	for p := 2; p < len(a.pools); p++ {
+		a.pools[p].allFree(func(k ordset.Key) bool {
+			n += a.blocks[k.ID].size
+			return true
+		})
+	}
+	return n
 }

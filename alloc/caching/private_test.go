@@ -90,6 +90,9 @@ func TestPrivatePoolRelease(t *testing.T) {
 	if st := a.Stats(); st.Reserved != 50*mem.MiB {
 		t.Fatalf("empty_cache with the pool in use: reserved %d, want 50 MiB kept", st.Reserved)
 	}
+	if got := a.PrivateCachedFree(); got != 48*mem.MiB {
+		t.Errorf("PrivateCachedFree = %d, want the 30 MiB segment and the 18 MiB tail", got)
+	}
 	for range 2 {
 		if err := a.ReleasePool(graphPool); err != nil {
 			t.Fatal(err)

@@ -82,3 +82,20 @@ func TestReplayRoutesByEntryPoolID(t *testing.T) {
 		t.Errorf("text does not report the private pools:\n%s", text.String())
 	}
 }
+
+// Free memory cached in a graph's pool cannot serve an eager request: an
+// oom with 30 MiB cached there and 20 MiB on the device, short of a 40 MiB
+// segment, is demand, not fragmentation, and says where the 30 MiB is.
+func TestOOMPrivateCachedFree(t *testing.T) {
+	trace := events(segAlloc(segA, 30*mib), alloc(segA, 30*mib), freeOf(segA, 30*mib), oom(40*mib, 20*mib))
+	gseg := seg(segA, "large", free(30*mib))
+	gseg.PoolID = graph
+	d := analyze(t, snap(trace, gseg), analysis.Options{WhatIf: []string{}})
+	if len(d.OOMs) != 1 {
+		t.Fatalf("ooms %+v", d.OOMs)
+	}
+	o := d.OOMs[0]
+	if o.Cause != "demand" || o.PrivateCachedFree != 30*mib || !strings.Contains(o.Why, "30MiB more is cached in private pools") {
+		t.Errorf("oom %+v", o)
+	}
+}

@@ -129,10 +129,17 @@ type OOM struct {
 	// The model's state just before (zero when the trace was not replayed).
 	Reserved, Allocated, CachedFree int64
 	LargestFree                     int64 // largest free block in the request's pool and stream
-	Health                          float64
+	// PrivateCachedFree is the part of CachedFree held in private pools
+	// (caching.Allocator.PrivateCachedFree): not free for this request.
+	PrivateCachedFree int64
+	Health            float64
 	// Cause is "fragmentation", "demand" or "unknown"; Why says it in words.
 	Cause, Why string
 	Frames     []snapshot.Frame
+	// During is the innermost record_function range open on the device at
+	// the entry's time (external_annotations), UserMetadata the entry's
+	// user_metadata; "" when the file has none.
+	During, UserMetadata string
 }
 
 // run is what replayTrace produces.
@@ -417,20 +424,30 @@ func explainOOMs(trace []snapshot.TraceEntry, a *caching.Allocator, base int) []
 		o.Reserved, o.Allocated, o.CachedFree = st.Reserved, st.Allocated, st.Reserved-st.Allocated
 		o.Health = frag.Health(a.LargestFreeBlock(), o.CachedFree)
 		o.LargestFree = a.LargestFreeIn(o.Requested <= mem.MiB, int(e.Stream))
+		// Free memory cached in private pools (CUDA graphs) serves no
+		// default-pool request and stays while captures use it.
+		o.PrivateCachedFree = a.PrivateCachedFree()
+		private := ""
+		if o.PrivateCachedFree > 0 {
+			private = fmt.Sprintf("; %s more is cached in private pools (CUDA graphs, MemPool), which this request cannot use",
+				mem.FormatBytes(o.PrivateCachedFree))
+		}
 		switch {
-		case o.CachedFree+o.DeviceFree >= o.AllocSize:
+		case o.CachedFree-o.PrivateCachedFree+o.DeviceFree >= o.AllocSize:
 			o.Cause = "fragmentation"
+			usable := o.CachedFree - o.PrivateCachedFree
 			o.Why = fmt.Sprintf("%s was free in total (%s cached inside segments, largest block %s; %s on the device), "+
 				"but no cached block of this pool fits %s and the device could not provide a %s segment: "+
-				"the cached memory is split among segments that live blocks keep from being released",
-				mem.FormatBytes(o.CachedFree+o.DeviceFree), mem.FormatBytes(o.CachedFree), mem.FormatBytes(o.LargestFree),
-				mem.FormatBytes(o.DeviceFree), mem.FormatBytes(o.Requested), mem.FormatBytes(o.AllocSize))
+				"the cached memory is split among segments that live blocks keep from being released%s",
+				mem.FormatBytes(usable+o.DeviceFree), mem.FormatBytes(usable), mem.FormatBytes(o.LargestFree),
+				mem.FormatBytes(o.DeviceFree), mem.FormatBytes(o.Requested), mem.FormatBytes(o.AllocSize), private)
 		default:
 			o.Cause = "demand"
-			o.Why = fmt.Sprintf("the request needs a %s segment but only %s was free in total (%s cached, %s on the device): "+
+			usable := o.CachedFree - o.PrivateCachedFree
+			o.Why = fmt.Sprintf("the request needs a %s segment but only %s was free in total (%s cached, %s on the device)%s: "+
 				"no allocator setting helps; the workload needs more memory",
-				mem.FormatBytes(o.AllocSize), mem.FormatBytes(o.CachedFree+o.DeviceFree),
-				mem.FormatBytes(o.CachedFree), mem.FormatBytes(o.DeviceFree))
+				mem.FormatBytes(o.AllocSize), mem.FormatBytes(usable+o.DeviceFree),
+				mem.FormatBytes(usable), mem.FormatBytes(o.DeviceFree), private)
 		}
 		out = append(out, o)
 	}

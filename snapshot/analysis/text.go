@@ -18,6 +18,10 @@ import (
 func (r *Report) WriteText(w io.Writer, file string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", loc.Printable(file), r.Format, len(r.Devices))
+	if h := r.PinnedHost; h != nil {
+		fmt.Fprintf(&b, "Pinned host memory (page-locked CPU memory, not in any device figure below): %d segments, %s reserved, %s allocated, %d trace events\n",
+			h.Segments, fb(h.Reserved), fb(h.Allocated), h.Events)
+	}
 	if s := r.Stats; s != nil {
 		writeStats(&b, s)
 	}
@@ -112,6 +116,12 @@ func (d Device) writeText(b *strings.Builder) {
 	for _, o := range d.OOMs {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
 			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, loc.Printable(siteOf(o.Frames)))
+		if o.During != "" {
+			fmt.Fprintf(b, "  during: %s (record_function range open at the time)\n", loc.Printable(o.During))
+		}
+		if o.UserMetadata != "" {
+			fmt.Fprintf(b, "  user metadata: %s\n", loc.Printable(o.UserMetadata))
+		}
 	}
 	if f := d.Replay; f != nil && f.Source == SourceHistory {
 		writeHistoryReplay(b, f)
