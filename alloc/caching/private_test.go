@@ -2,6 +2,8 @@ package caching_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -201,4 +203,83 @@ func TestPrivatePoolSeedAndViews(t *testing.T) {
 	if pp := a.PrivatePools(); len(pp) != 1 || pp[0].Segments != 0 || pp[0].Users != 1 {
 		t.Errorf("PrivatePools = %+v, want the pool kept (in use) with no segment", pp)
 	}
+}
+
+// FuzzPrivatePools runs random calls over the default pools and three
+// private pools (AllocIn, Free, EmptyCache, RetainPool, ReleasePool) on a
+// small device, with and without expandable segments and a finite
+// max_split_size: the invariants hold after every call, and every live
+// block lies in a segment of the pool its request was routed to.
+//
+//	go test ./alloc/caching -run '^$' -fuzz FuzzPrivatePools -fuzztime 20s
+func FuzzPrivatePools(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 40, 0, 2, 40, 1, 0, 2, 0, 1, 40, 4, 1, 2})
+	f.Add([]byte{1, 0, 1, 200, 0, 0, 3, 1, 0, 5, 9, 4, 1, 4, 1, 2, 0, 1, 9})
+	f.Add([]byte{2, 0, 2, 255, 0, 2, 255, 0, 2, 255, 2, 3, 2, 4, 2, 4, 2, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 || len(data) > 512 {
+			return
+		}
+		cfgs := []caching.Config{{}, {ExpandableSegments: true}, {MaxSplitSize: 40 * mem.MiB}}
+		a, err := caching.New(mem.MustDevice(256*mem.MiB, 0), cfgs[int(data[0])%len(cfgs)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools := []caching.PoolID{{}, {1, 0}, {2, 0}, {0, 1}}
+		type liveBlock struct {
+			h    alloc.Handle
+			addr uint64
+			pool caching.PoolID
+		}
+		var live []liveBlock
+		for i := 1; i+2 < len(data); i += 3 {
+			op, arg, n := data[i]%6, data[i+1], int64(data[i+2])
+			id := pools[int(arg)%len(pools)]
+			switch op {
+			case 0, 5: // requests from 512 B to about 64 MiB, small and large pools
+				size := n*n*1024 + 1
+				if op == 5 {
+					id = caching.PoolID{}
+				}
+				b, err := a.AllocIn(id, size, int(arg>>6)%2)
+				if err == nil {
+					live = append(live, liveBlock{b.Handle, b.Addr, id})
+				}
+			case 1:
+				if len(live) > 0 {
+					k := int(n) % len(live)
+					if err := a.Free(live[k].h); err != nil {
+						t.Fatal(err)
+					}
+					live = append(live[:k], live[k+1:]...)
+				}
+			case 2:
+				a.EmptyCache()
+			case 3:
+				_ = a.RetainPool(id) // an error (default or released pool) changes nothing
+			case 4:
+				_ = a.ReleasePool(id)
+			}
+			if err := a.CheckInvariants(); err != nil {
+				t.Fatalf("after op %d (%d, %d, %d): %v", i/3, op, arg, n, err)
+			}
+		}
+		l := a.Layout()
+		where := map[uint64]string{} // live block address → its segment's pool name
+		for _, s := range l.Segments {
+			for _, b := range s.Blocks {
+				if b.State != mem.Free {
+					where[b.Addr] = s.Pool
+				}
+			}
+		}
+		for _, lb := range live {
+			got := where[lb.addr]
+			private := strings.HasPrefix(got, "pool ")
+			if private != (lb.pool != caching.PoolID{}) ||
+				(private && !strings.HasPrefix(got, fmt.Sprintf("pool %d_%d ", lb.pool[0], lb.pool[1]))) {
+				t.Fatalf("block at %#x routed to %v lies in a %q segment", lb.addr, lb.pool, got)
+			}
+		}
+	})
 }
