@@ -70,3 +70,26 @@ func TestPinnedHost(t *testing.T) {
 		t.Errorf("a file without host memory: %+v", got)
 	}
 }
+
+// FuzzReadPools is FuzzRead seeded with the fields of private pools and
+// newer writers (a trace entry's pool_id, user_metadata, compile_context;
+// host_segments and host_traces), and summarizes the pinned host memory of
+// what it accepts.
+//
+//	go test ./snapshot -run '^$' -fuzz FuzzReadPools -fuzztime 20s
+func FuzzReadPools(f *testing.F) {
+	entry := od{{"action", "alloc"}, {"addr", 1 << 40}, {"size", 100}, {"stream", 0}, {"time_us", 5},
+		{"pool_id", tup{1, 0}}, {"user_metadata", "step=1"}, {"compile_context", "forward"}}
+	f.Add(encode(with("device_traces.0.0", entry)))
+	f.Add(encode(with("segments.1.segment_pool_id", tup{2, uint64(1 << 63)})))
+	f.Add(encode(base().Set("host_segments", []any{od{{"total_size", 4 * mib}, {"allocated_size", mib}}}).
+		Set("host_traces", []any{[]any{od{{"action", "alloc"}}}})))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRead(t, data)
+		if s, err := snapshot.ReadBytes(data, "fuzz"); err == nil {
+			if h := s.PinnedHost(); h.Reserved < 0 || h.Allocated < 0 || h.Segments < 0 {
+				t.Fatalf("pinned host %+v", h)
+			}
+		}
+	})
+}
