@@ -10,11 +10,12 @@ import (
 	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
 )
 
-// PoolID names a private pool as PyTorch's MempoolId_t does: a pair of
-// integers (CUDA-graph pools and MemPools number them from different
-// counters). The zero PoolID is the default pools. A snapshot records it
-// per segment as segment_pool_id.
-type PoolID [2]int64
+// PoolID names a private pool (alloc.PoolID: MempoolId_t's pair of
+// integers; zero is the default pools). A snapshot records it per segment as
+// segment_pool_id.
+type PoolID = alloc.PoolID
+
+var _ alloc.PoolAllocator = (*Allocator)(nil)
 
 // MaxPrivatePools is the most private pools one allocator creates over its
 // life (a pool's index into Allocator.pools is 16 bits). PyTorch sets no
