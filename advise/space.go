@@ -509,7 +509,7 @@ func (s Settings) EngineFlags() (flags []string, env string, notes []string) {
 		notes = append(notes, "allocator "+s.Alloc+" is gpufrag's model; PyTorch has no switch for it")
 	case !a.Kind().PyTorch.Native && a.Args() != "":
 		// A backend such as cudaMallocAsync: its arguments are the pool's.
-		notes = append(notes, a.Name()+" arguments ("+a.Args()+") are set on the CUDA memory pool, not through PYTORCH_CUDA_ALLOC_CONF")
+		notes = append(notes, a.Name()+" arguments ("+a.Args()+") are set on the CUDA memory pool, not through "+spec.EnvVar)
 	}
 	env = conf
 	if s.Bucket > 0 {

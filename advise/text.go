@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
@@ -181,14 +182,15 @@ func DeployLines(s Settings, modelID, name string) []string {
 	}
 	var out []string
 	kv, _ := strategy.ParseSpec(s.KV)
-	envLine := "PYTORCH_CUDA_ALLOC_CONF unset (PyTorch's defaults)"
+	envLine := spec.EnvVar + " unset (PyTorch's defaults)"
 	if env != "" {
-		envLine = "PYTORCH_CUDA_ALLOC_CONF=" + env
+		envLine = spec.EnvVar + "=" + env
+		notes = append(notes, spec.EnvVarNote)
 	}
 	if kv.Family() == strategy.Paged {
 		cmd := "vllm serve " + id + " " + strings.Join(flags, " ")
 		if env != "" {
-			cmd = "PYTORCH_CUDA_ALLOC_CONF=" + env + " " + cmd
+			cmd = spec.EnvVar + "=" + env + " " + cmd
 		}
 		out = append(out, cmd)
 	} else {

@@ -97,6 +97,8 @@
 //	              KV ranges): vmm
 //	FreeSummarizer  the largest free block and the cached free bytes
 //	              without a Layout (the health of a sample): caching, vmm
+//	PoolAllocator route a request to a private pool (CUDA-graph pools,
+//	              MemPool; op traces' "pool" field): caching
 //
 // The fast paths built on them change no result: sim/fastpath_test.go runs
 // the engine with and without them and compares everything, and the

@@ -17,7 +17,13 @@
 //
 //   - alloc: id (a non-empty string naming the allocation) and size (bytes,
 //     a positive integer of at most MaxSize) are required; stream (a
-//     non-negative integer, default 0) is optional.
+//     non-negative integer, default 0) is optional, and so is pool: the
+//     private pool the request was routed to, a pair of non-negative
+//     integers as PyTorch's MempoolId_t (a CUDA-graph capture's pool or a
+//     torch.cuda.MemPool; [0,0] or absent: the default pools). Allocators
+//     with private pools (alloc.PoolAllocator: caching) serve the request
+//     from that pool only; the others ignore the field. Write omits it for
+//     the default pools, so traces without pools read and write as before.
 //   - free: id, which must name a live allocation.
 //   - empty_cache: torch.cuda.empty_cache(); no other fields.
 //   - sync: an extension to the format: a device-wide stream

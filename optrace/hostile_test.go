@@ -48,7 +48,7 @@ func TestHostileInput(t *testing.T) {
 		{"giant size", strings.NewReader(`{"op":"alloc","id":"a","size":` + strings.Repeat("9", 500_000) + `}`), optrace.ErrField,
 			`z: line 1: field "size": must be a positive integer (got ` + strings.Repeat("9", 64) + `… (500000 bytes))`, 1 << 20},
 		{"giant key", strings.NewReader(`{"` + strings.Repeat("k", 500_000) + `":1}`), optrace.ErrField,
-			`z: line 1: field "` + strings.Repeat("k", 64) + `… (500000 bytes)": unknown field (known: op, id, size, stream)`, 1 << 20},
+			`z: line 1: field "` + strings.Repeat("k", 64) + `… (500000 bytes)": unknown field (known: op, id, size, stream, pool)`, 1 << 20},
 	} {
 		c := &counting{r: tc.r}
 		_, err := optrace.Read(c, "z")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -65,6 +66,12 @@ type Op struct {
 	ID     string // alloc and free: the allocation's name; empty otherwise
 	Size   int64  // alloc: bytes requested, 1..MaxSize; 0 otherwise
 	Stream int    // alloc: the stream, 0..MaxStream; 0 otherwise
+	// Pool is the private pool an alloc is routed to (alloc.PoolID: a
+	// CUDA-graph pool or MemPool, as PyTorch's MempoolId_t); zero for the
+	// default pools and for every other op. Allocators with private pools
+	// (alloc.PoolAllocator) serve the alloc from that pool; the others
+	// ignore it.
+	Pool alloc.PoolID
 	// Line is the 1-based line the op was read from, for error messages;
 	// 0 for ops built in code (errors then count ops from 1 instead).
 	Line int
@@ -86,6 +93,8 @@ func (op Op) check() (field, msg string) {
 			return "size", fmt.Sprintf("must be at most %d (%s) (got %d)", MaxSize, mem.FormatBytes(MaxSize), op.Size)
 		case op.Stream < 0 || op.Stream > MaxStream:
 			return "stream", fmt.Sprintf("must be an integer from 0 to %d (got %d)", MaxStream, op.Stream)
+		case op.Pool[0] < 0 || op.Pool[1] < 0:
+			return "pool", fmt.Sprintf("must be two non-negative integers (got [%d,%d])", op.Pool[0], op.Pool[1])
 		}
 	case Free:
 		switch {
@@ -97,6 +106,8 @@ func (op Op) check() (field, msg string) {
 			return "size", `not allowed for op "free"`
 		case op.Stream != 0:
 			return "stream", `not allowed for op "free"`
+		case op.Pool != (alloc.PoolID{}):
+			return "pool", `not allowed for op "free"`
 		}
 	case EmptyCache, Sync:
 		switch {
@@ -106,6 +117,8 @@ func (op Op) check() (field, msg string) {
 			return "size", fmt.Sprintf("not allowed for op %q", op.Kind)
 		case op.Stream != 0:
 			return "stream", fmt.Sprintf("not allowed for op %q", op.Kind)
+		case op.Pool != (alloc.PoolID{}):
+			return "pool", fmt.Sprintf("not allowed for op %q", op.Kind)
 		}
 	default:
 		return "op", fmt.Sprintf("unknown op %s", op.Kind)
@@ -129,6 +142,13 @@ func (op Op) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, op.Size, 10)
 		b = append(b, `,"stream":`...)
 		b = strconv.AppendInt(b, int64(op.Stream), 10)
+		if op.Pool != (alloc.PoolID{}) {
+			b = append(b, `,"pool":[`...)
+			b = strconv.AppendInt(b, op.Pool[0], 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, op.Pool[1], 10)
+			b = append(b, ']')
+		}
 	}
 	return append(b, '}')
 }

@@ -161,7 +161,7 @@ func isBlank(b []byte) bool {
 }
 
 // fieldNames are the keys a line may carry, in the order of parseLine's raw values.
-var fieldNames = []string{"op", "id", "size", "stream"}
+var fieldNames = []string{"op", "id", "size", "stream", "pool"}
 
 // parseLine parses one non-blank line into an op, checking everything that
 // does not depend on other lines. The returned *Error lacks Name and Line.
@@ -177,7 +177,7 @@ func parseLine(b []byte) (Op, *Error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return Op{}, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object such as %s, got %s", exampleLine, loc.Quote(string(b)))}
 	}
-	var raw [4]json.RawMessage // indexed like fieldNames
+	var raw [5]json.RawMessage // indexed like fieldNames
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -189,7 +189,7 @@ func parseLine(b []byte) (Op, *Error) {
 		}
 		i := index(fieldNames, key)
 		if i < 0 {
-			return Op{}, fieldErr(clipString(key), "unknown field (known: op, id, size, stream)")
+			return Op{}, fieldErr(clipString(key), "unknown field (known: op, id, size, stream, pool)")
 		}
 		if raw[i] != nil {
 			return Op{}, fieldErr(key, "appears twice")
@@ -220,7 +220,7 @@ func parseLine(b []byte) (Op, *Error) {
 	op.Kind = k
 	// Which fields the op takes besides "op".
 	takesID, takesSize := k == Alloc || k == Free, k == Alloc
-	takes := [3]bool{takesID, takesSize, takesSize} // id, size, stream
+	takes := [4]bool{takesID, takesSize, takesSize, takesSize} // id, size, stream, pool
 	for i, f := range fieldNames[1:] {
 		if raw[i+1] != nil && !takes[i] {
 			return Op{}, fieldErr(f, "not allowed for op %q", k)
@@ -256,6 +256,13 @@ func parseLine(b []byte) (Op, *Error) {
 			return Op{}, fieldErr("stream", "must be an integer from 0 to %d (got %s)", MaxStream, clip(raw[3]))
 		}
 		op.Stream = int(n)
+	}
+	if takes[3] && raw[4] != nil {
+		pool, ok := parsePool(raw[4])
+		if !ok {
+			return Op{}, fieldErr("pool", "must be a pair of non-negative integers such as [1,0] (got %s)", clip(raw[4]))
+		}
+		op.Pool = pool
 	}
 	return op, nil
 }

@@ -264,7 +264,7 @@ func (p *player) step(a alloc.Allocator, i int) error {
 	}
 	switch op.Kind {
 	case Alloc:
-		b, err := a.Alloc(op.Size, op.Stream)
+		b, err := allocOp(a, op)
 		if errors.Is(err, alloc.ErrOutOfMemory) {
 			p.ooms++
 			p.live[p.slot[i]] = liveID{failed: true}

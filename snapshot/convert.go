@@ -55,26 +55,8 @@ func (c *conv) segment(o obj, s *Segment) error {
 	if s.IsExpandable, _, err = o.bool("is_expandable"); err != nil {
 		return err
 	}
-	if v, off, ok := o.get("segment_pool_id"); ok {
-		t, isSeq := v.(pickle.Tuple)
-		if l, isList := v.([]any); isList {
-			t, isSeq = l, true
-		}
-		if !isSeq || len(t) != 2 {
-			return c.fieldErr(off, join(o.path, "segment_pool_id"), "want a pair of ints, got %s of length %d", pickle.TypeName(v), len(t))
-		}
-		for k := range t {
-			n, isInt := t[k].(int64)
-			if !isInt {
-				if u, isU := t[k].(uint64); isU {
-					n, isInt = int64(u), true // pool ids are opaque 64-bit values
-				}
-			}
-			if !isInt {
-				return c.fieldErr(off, join(o.path, "segment_pool_id")+"["+strconv.Itoa(k)+"]", "want int, got %s", pickle.TypeName(t[k]))
-			}
-			s.PoolID[k] = n
-		}
+	if s.PoolID, _, err = c.poolID(o, "segment_pool_id"); err != nil {
+		return err
 	}
 	if s.Frames, err = c.framesField(o, "frames"); err != nil {
 		return err
@@ -277,6 +259,15 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 			}
 			s.HasTimes = s.HasTimes || has
 			if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
+				return err
+			}
+			if e.PoolID, e.HasPoolID, err = c.poolID(o, "pool_id"); err != nil {
+				return err
+			}
+			if e.UserMetadata, _, err = o.str("user_metadata", false); err != nil {
+				return err
+			}
+			if e.CompileContext, _, err = o.str("compile_context", false); err != nil {
 				return err
 			}
 			if c.skipTraceFrames && e.Action != "oom" {

@@ -27,6 +27,14 @@
 //     <= allocated <= active <= reserved bytes, inactive split bytes
 //     within reserved - active, current <= peak, no negative byte count.
 //
+// Fields of private pools and newer writers: a segment's segment_pool_id
+// (Segment.PoolID; (0, 0) is the default pools, otherwise a CUDA-graph or
+// MemPool private pool), a trace entry's pool_id, user_metadata and
+// compile_context (TraceEntry.PoolID/HasPoolID, UserMetadata,
+// CompileContext), an oom entry's device_free (TraceEntry.DeviceFree), and
+// pinned host memory (host_segments, host_traces: kept in Extra,
+// summarized apart from device memory by Snapshot.PinnedHost).
+//
 // Keys other than segments are optional, unknown keys and trace actions are
 // kept or ignored, never fatal; a top-level key that is not a str is
 // refused (PyTorch writes none, and such a dict would read as a snapshot

@@ -99,6 +99,15 @@ type TraceEntry struct {
 	TimeUS     int64 // µs since the Unix epoch; 0 when absent
 	DeviceFree int64 // oom entries only: free bytes as CUDA reported them
 	Frames     []Frame
+	// PoolID is the entry's private pool (pool_id, MempoolId_t) when
+	// HasPoolID; writers that record no pool per entry leave both zero,
+	// and a replay then takes the pool of the segment the address lies in.
+	PoolID    [2]int64
+	HasPoolID bool
+	// UserMetadata is the thread's user metadata when the event was
+	// recorded (torch._C._cuda_setMemoryMetadata; newer writers); "" if none.
+	// CompileContext is the torch.compile frame being run, likewise.
+	UserMetadata, CompileContext string
 }
 
 // Annotation is one entry of external_annotations (record_function ranges).

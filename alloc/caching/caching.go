@@ -29,10 +29,14 @@ type Allocator struct {
 	cfg Config
 	dev *mem.Device
 
-	blocks   []block // block records by id; +newBlock, -dropBlock
-	state    []uint8 // allocated and mapped bits of each record (stateOf), kept beside blocks
-	freeIDs  []int32 // ids of unused records, reused LIFO
-	pools    [2]pool // smallPool, largePool
+	blocks  []block // block records by id; +newBlock, -dropBlock
+	state   []uint8 // allocated and mapped bits of each record (stateOf), kept beside blocks
+	freeIDs []int32 // ids of unused records, reused LIFO
+	pools   []pool  // by index: 2·set + (small 0, large 1); set 0 is the default pools (smallPool, largePool), set s ≥ 1 the private pool private[s-1]
+	// private are the private pools (CUDA graphs, MemPools) by set − 1, and
+	// poolSets their sets by id; see private.go. Empty until the first one.
+	private  []privateSet
+	poolSets map[PoolID]uint16
 	exp      []expSegment
 	handles  slot.Table[int32] // live allocation → block id
 	segments int               // cudaMalloc segments + mapped runs of expandable segments
@@ -78,7 +82,7 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if cfg.MaxNonSplitRounding == 0 {
 		cfg.MaxNonSplitRounding = kLargeBuffer
 	}
-	return &Allocator{cfg: cfg, dev: dev}, nil
+	return &Allocator{cfg: cfg, dev: dev, pools: make([]pool, 2)}, nil
 }
 
 // FromSpec parses PYTORCH_CUDA_ALLOC_CONF-style args and returns an allocator.
@@ -113,7 +117,7 @@ func (a *Allocator) allowedMax() int64 {
 	return int64(a.cfg.PerProcessMemoryFraction * float64(a.dev.Capacity()))
 }
 
-func poolFor(size int64) uint8 {
+func poolFor(size int64) uint16 {
 	if size <= kSmallSize {
 		return smallPool
 	}
@@ -130,6 +134,14 @@ func poolFor(size int64) uint8 {
 //  4. Otherwise fail with PyTorch's out-of-memory fields.
 //  5. Split the block if should_split says so; the caller gets the low end.
 func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
+	return a.malloc(0, orig, stream)
+}
+
+// malloc is Alloc into pool set set (0: the default pools). An allocation
+// into a private pool happens while PyTorch has a capture (or a MemPool
+// context) underway, when malloc skips the last rung of the ladder
+// (release_cached_blocks and retry).
+func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
 	}
@@ -138,7 +150,7 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	// MaxRequest keeps the sizes below from wrapping, and it fails like any
 	// request the device cannot hold.
 	size := a.cfg.roundSize(min(orig, mem.MaxRequest))
-	p := poolFor(size)
+	p := 2*set + poolFor(size)
 	allocSize := allocationSize(size)
 	id, ok := a.getFreeBlock(p, stream, size)
 	if !ok {
@@ -149,7 +161,7 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 		if !ok && a.releaseAvailableCachedBlocks(p, stream, size) {
 			id, ok = a.allocBlock(p, stream, size, allocSize)
 		}
-		if !ok {
+		if !ok && set == 0 {
 			a.releaseCachedBlocks()
 			a.retries++
 			id, ok = a.allocBlock(p, stream, size, allocSize)
@@ -175,7 +187,7 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 // getFreeBlock is get_free_block: the smallest free block on this stream of
 // at least size bytes, lowest address on ties, subject to the oversize rules.
 // It removes the block from the free set when it returns true.
-func (a *Allocator) getFreeBlock(p uint8, stream int, size int64) (int32, bool) {
+func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool) {
 	pl := &a.pools[p]
 	if a.gcEnabled() {
 		pl.freeCalls++
@@ -234,7 +246,7 @@ func (a *Allocator) expandableSize(id int32) int64 {
 
 // allocBlock is alloc_block: a new segment from the device (or expandable
 // pages). The block it returns is not in any free set.
-func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int32, bool) {
+func (a *Allocator) allocBlock(p uint16, stream int, size, allocSize int64) (int32, bool) {
 	if lim := a.allowedMax(); lim >= 0 && a.reserved+allocSize > lim {
 		return none, false
 	}
@@ -252,6 +264,7 @@ func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int3
 	id := a.newBlock(block{addr: addr, size: allocSize, sidx: uint32(a.internStream(stream)), pool: p,
 		mapped: true, prev: none, next: none, seg: none})
 	a.addBase(addr, allocSize, a.blocks[id].sidx, p)
+	a.countSegment(p, 1)
 	a.reserved += allocSize
 	a.peakReserved = max(a.peakReserved, a.reserved)
 	a.segments++
@@ -262,7 +275,7 @@ func (a *Allocator) allocBlock(p uint8, stream int, size, allocSize int64) (int3
 // shouldSplit is should_split.
 func (a *Allocator) shouldSplit(b *block, size int64) bool {
 	remaining := b.size - size
-	if b.pool == smallPool || a.cfg.ExpandableSegments {
+	if isSmallPool(b.pool) || a.cfg.ExpandableSegments {
 		return remaining >= kMinBlockSize
 	}
 	return size < a.cfg.maxSplit() && remaining > kSmallSize

@@ -30,10 +30,28 @@
 //     device), mapped in 2 MiB (small) or 20 MiB (large) pages at the lowest
 //     address that fits; whole free pages are unmapped only by empty_cache and
 //     the out-of-memory path; each mapped run is reported as a segment (§4).
+//   - Private pools (CUDA-graph pools and torch.cuda.MemPool, PyTorch's
+//     PrivatePool, named by a PoolID as MempoolId_t names them): AllocIn
+//     routes a request to the pool's own small and large BlockPool, as
+//     get_pool does while a capture or MemPool context is underway, and
+//     every rule above applies within that pool only (private.go). The
+//     ladder stops before release_cached_blocks for such a request (PyTorch
+//     skips it while captures are underway). A pool has a use count
+//     (RetainPool, ReleasePool); empty_cache and the ladder release the
+//     wholly free segments of the default pools and of pools no capture
+//     uses, and delete such a pool once it holds no segment. Garbage
+//     collection acts on the default large pool only.
 //
 // Not modelled: cross-stream uses (record_stream) and their pending frees,
-// CUDA-graph private pools and MemPools, IPC, and the free-memory callbacks.
-// None of them changes single-stream default-pool behaviour (§10).
+// IPC, the free-memory callbacks, a capture's stream filter (the caller
+// names the pool of each request), checkpointing a private pool's state
+// (setCheckpointPoolState), and newer PyTorch's MemPools marked use_on_oom,
+// which the ladder tries first. None of them changes single-stream
+// default-pool behaviour (§10). Behaviour read from
+// c10/cuda/CUDACachingAllocator.cpp (pytorch/pytorch, revision
+// 001074d25084): get_pool, alloc_block and release_block (cudaMalloc_count),
+// release_cached_blocks (graph_pools_freeable), beginAllocateToPool,
+// releasePool, garbage_collect_cached_blocks, snapshot (segment_pool_id).
 //
 // # Complexity
 //

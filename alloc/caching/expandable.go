@@ -13,8 +13,8 @@ const (
 	vaDen = 8
 )
 
-func (a *Allocator) pageSize(p uint8) int64 {
-	if p == smallPool {
+func (a *Allocator) pageSize(p uint16) int64 {
+	if isSmallPool(p) {
 		return kSmallBuffer
 	}
 	return kLargeBuffer
@@ -28,7 +28,7 @@ func (a *Allocator) allocatable(id int32) bool {
 // tryAllocateExpandable is try_allocate_expandable_block: find free or
 // unmapped room for size bytes at the lowest address, map what is missing,
 // and return the block (removed from the free set).
-func (a *Allocator) tryAllocateExpandable(p uint8, stream int, size int64) (int32, bool) {
+func (a *Allocator) tryAllocateExpandable(p uint16, stream int, size int64) (int32, bool) {
 	c := a.findExpandableBlock(p, stream, size)
 	if c == none {
 		return none, false
@@ -57,7 +57,7 @@ func (a *Allocator) tryAllocateExpandable(p uint8, stream int, size int64) (int3
 // this stream (in address order), or the free block just before it, from
 // which a run of free and unmapped blocks holds size bytes; else a new
 // segment's whole unmapped range.
-func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
+func (a *Allocator) findExpandableBlock(p uint16, stream int, size int64) int32 {
 	found := none
 	sk := a.internStream(stream)
 	a.pools[p].unmapped.Ascend(ordset.Key{Hi: sk}, func(k ordset.Key) bool {
@@ -90,6 +90,7 @@ func (a *Allocator) findExpandableBlock(p uint8, stream int, size int64) int32 {
 	}
 	seg := int32(len(a.exp))
 	a.exp = append(a.exp, expSegment{base: base, size: va, pageSize: page, stream: stream, pool: p, live: true})
+	a.countSegment(p, 1)
 	id := a.newBlock(block{addr: a.exp[seg].base, size: va, sidx: uint32(sk), pool: p, prev: none, next: none, seg: seg})
 	a.insertUnmapped(id)
 	return id
@@ -182,6 +183,7 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 // releaseExpandableSegment drops a segment whose whole range is unmapped.
 func (a *Allocator) releaseExpandableSegment(id int32) {
 	a.removeUnmapped(id)
+	a.countSegment(a.blocks[id].pool, -1)
 	a.exp[a.blocks[id].seg].live = false
 	a.dropBlock(id)
 }

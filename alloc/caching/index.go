@@ -141,14 +141,16 @@ func (a *Allocator) hasWholePage(b *block) bool {
 }
 
 // maxIndex answers LargestFreeBlock without visiting every stream's free
-// sets: a max tree over the sets, leaf 2·stream index + pool holding the
-// largest key size of that set. Only the sets changed since the last query
+// sets: a max tree over the sets, leaf stride·stream index + pool holding
+// the largest key size of that set (stride: the number of pools, default
+// and private, when the tree was built; a new private pool rebuilds it). Only the sets changed since the last query
 // are looked at again (indexFree and unindexFree mark them), so a replay that
 // asks at every oom entry of a trace over 45,000 streams pays O(log streams)
 // per changed set, not O(streams) per question. It is built by the first
 // LargestFreeBlock; allocators never asked keep it nil and pay one nil check
 // per free-set change.
 type maxIndex struct {
+	stride int     // pools per stream: len(Allocator.pools) at build time
 	leaves int     // a power of two
 	tree   []int64 // tree[1] the root; leaf i at tree[leaves+i]
 	dirty  []int32 // leaves changed since the last query
@@ -157,17 +159,21 @@ type maxIndex struct {
 
 // touch marks the free set of pool p and stream index sidx changed. A
 // stream beyond the tree is left to the next query, which rebuilds it.
-func (ix *maxIndex) touch(p uint8, sidx uint32) {
-	leaf := int(sidx)*2 + int(p)
+func (ix *maxIndex) touch(p uint16, sidx uint32) {
+	if int(p) >= ix.stride {
+		return // a pool newer than the tree: the next query rebuilds it
+	}
+	leaf := int(sidx)*ix.stride + int(p)
 	if leaf < len(ix.marked) && !ix.marked[leaf] {
 		ix.marked[leaf] = true
 		ix.dirty = append(ix.dirty, int32(leaf))
 	}
 }
 
-// setLargest returns the largest key size of one free set, 0 if empty.
-func (a *Allocator) setLargest(leaf int) int64 {
-	fs := a.pools[leaf&1].freeSet(uint64(leaf >> 1))
+// setLargest returns the largest key size of pool p's free set for stream
+// index si, 0 if empty.
+func (a *Allocator) setLargest(p int, si uint64) int64 {
+	fs := a.pools[p].freeSet(si)
 	if fs == nil {
 		return 0
 	}
@@ -181,14 +187,15 @@ func (a *Allocator) setLargest(leaf int) int64 {
 // largestFree brings the index up to date and returns the largest free block.
 func (a *Allocator) largestFree() int64 {
 	ix := a.largest
-	if ix == nil || ix.leaves < 2*len(a.streams) {
+	stride := len(a.pools)
+	if ix == nil || ix.stride != stride || ix.leaves < stride*len(a.streams) {
 		n := 2
-		for n < 2*len(a.streams) {
+		for n < stride*len(a.streams) {
 			n *= 2
 		}
-		ix = &maxIndex{leaves: n, tree: make([]int64, 2*n), marked: make([]bool, n)}
-		for leaf := 0; leaf < 2*len(a.streams); leaf++ {
-			ix.tree[n+leaf] = a.setLargest(leaf)
+		ix = &maxIndex{stride: stride, leaves: n, tree: make([]int64, 2*n), marked: make([]bool, n)}
+		for leaf := 0; leaf < stride*len(a.streams); leaf++ {
+			ix.tree[n+leaf] = a.setLargest(leaf%stride, uint64(leaf/stride))
 		}
 		for i := n - 1; i >= 1; i-- {
 			ix.tree[i] = max(ix.tree[2*i], ix.tree[2*i+1])
@@ -199,7 +206,7 @@ func (a *Allocator) largestFree() int64 {
 	for _, leaf := range ix.dirty {
 		ix.marked[leaf] = false
 		i := ix.leaves + int(leaf)
-		ix.tree[i] = a.setLargest(int(leaf))
+		ix.tree[i] = a.setLargest(int(leaf)%stride, uint64(int(leaf)/stride))
 		for i /= 2; i >= 1; i /= 2 {
 			ix.tree[i] = max(ix.tree[2*i], ix.tree[2*i+1])
 		}

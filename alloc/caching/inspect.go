@@ -3,15 +3,16 @@
 
 package caching
 
-// LargestFreeBlock is the largest free mapped block of any pool and stream,
+// LargestFreeBlock is the largest free mapped block of any pool (default or
+// private) and stream,
 // what frag.LargestFreeBlock computes from Layout, without building the
 // layout: the first call builds an index over the free sets (O(pools ×
 // streams)), later ones look again only at the sets changed since, O(log
 // streams) each (maxIndex).
 func (a *Allocator) LargestFreeBlock() int64 { return a.largestFree() }
 
-// LargestFreeIn is the largest free mapped block of one pool (small: the
-// small pool, else the large one) on one stream, 0 if none: what a scan of
+// LargestFreeIn is the largest free mapped block of one default pool (small:
+// the small pool, else the large one) on one stream, 0 if none: what a scan of
 // Layout's segments of that pool and stream finds, without building the
 // layout. A snapshot replay asks it at every oom entry.
 func (a *Allocator) LargestFreeIn(small bool, stream int) int64 {
@@ -23,5 +24,5 @@ func (a *Allocator) LargestFreeIn(small bool, stream int) int64 {
 	if small {
 		p = smallPool
 	}
-	return a.setLargest(int(si)*2 + int(p))
+	return a.setLargest(int(p), si)
 }

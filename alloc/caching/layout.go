@@ -15,6 +15,16 @@ import (
 
 var poolNames = [2]string{"small", "large"}
 
+// poolName names pool p in a Layout and in messages: "small" or "large" for
+// the default pools, "pool A_B small" (or large) for private pool (A, B).
+func (a *Allocator) poolName(p uint16) string {
+	if p < 2 {
+		return poolNames[p]
+	}
+	id := a.private[p/2-1].id
+	return fmt.Sprintf("pool %d_%d %s", id[0], id[1], poolNames[p&1])
+}
+
 // Layout implements alloc.Allocator. Each cudaMalloc segment is a Segment;
 // each maximal mapped run of an expandable segment is a Segment with
 // Expandable set, as PyTorch's snapshot reports them. Unmapped VA is never
@@ -29,7 +39,7 @@ func (a *Allocator) Layout() mem.Layout {
 		if !b.inUse || !b.mapped || (b.prev != none && a.blocks[b.prev].mapped) {
 			continue // not the head of a mapped run
 		}
-		s := mem.Segment{Addr: b.addr, Stream: a.streams[b.sidx], Pool: poolNames[b.pool], Expandable: b.seg != none}
+		s := mem.Segment{Addr: b.addr, Stream: a.streams[b.sidx], Pool: a.poolName(b.pool), Expandable: b.seg != none}
 		for c := int32(id); c != none && a.blocks[c].mapped; c = a.blocks[c].next {
 			x := &a.blocks[c]
 			st := mem.Free
@@ -56,8 +66,9 @@ func (a *Allocator) Layout() mem.Layout {
 // answer is the largest confirmed one.
 func (a *Allocator) MaxAllocatable() int64 {
 	var cands []int64
-	// (1) Cached blocks on stream 0.
-	for p := range a.pools {
+	// (1) Cached blocks of the default pools on stream 0 (a private pool's
+	// blocks serve only allocations routed to it).
+	for p := range 2 {
 		var largest int64
 		if s0, ok := a.streamIndex(0); ok {
 			if fs := a.pools[p].freeSet(s0); fs != nil {
@@ -70,11 +81,11 @@ func (a *Allocator) MaxAllocatable() int64 {
 			continue
 		}
 		hi := largest
-		if uint8(p) == smallPool {
+		if isSmallPool(uint16(p)) {
 			hi = min(hi, kSmallSize)
 		}
 		s := a.maxRequestWithin(hi, func(r int64) bool { return r <= largest })
-		if s > 0 && (uint8(p) == smallPool) == (poolFor(a.cfg.roundSize(s)) == smallPool) {
+		if s > 0 && isSmallPool(uint16(p)) == isSmallPool(poolFor(a.cfg.roundSize(s))) {
 			cands = append(cands, s)
 		}
 	}
@@ -82,6 +93,9 @@ func (a *Allocator) MaxAllocatable() int64 {
 	avail := a.dev.Free()
 	var releasable int64
 	for p := range a.pools {
+		if !a.releasable(uint16(p)) {
+			continue
+		}
 		a.pools[p].allFree(func(k ordset.Key) bool {
 			b := &a.blocks[k.ID]
 			if b.seg == none && !b.isSplit() {
@@ -107,7 +121,7 @@ func (a *Allocator) MaxAllocatable() int64 {
 		} else {
 			// A fresh range maps whole pages; existing runs on stream 0 can
 			// add their free slivers.
-			for _, p := range []uint8{smallPool, largePool} {
+			for _, p := range []uint16{smallPool, largePool} {
 				page := a.pageSize(p)
 				pages := avail / page * page
 				hi := pages
@@ -151,7 +165,7 @@ func (a *Allocator) maxRequestWithin(hi int64, fits func(rounded int64) bool) in
 // expandableRuns estimates, for stream 0's expandable segments of pool p,
 // the bytes a request could use from each run of free and unmapped blocks,
 // mapping at most pages bytes of new pages.
-func (a *Allocator) expandableRuns(p uint8, pages int64) []int64 {
+func (a *Allocator) expandableRuns(p uint16, pages int64) []int64 {
 	var out []int64
 	for id := range a.blocks {
 		b := &a.blocks[id]
@@ -179,6 +193,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
+		pools:   make([]pool, len(a.pools)), private: append([]privateSet(nil), a.private...), poolSets: maps.Clone(a.poolSets),
 		streams: append([]int(nil), a.streams...), streamIdx: maps.Clone(a.streamIdx), bases: maps.Clone(a.bases),
 		handles: a.handles.Clone(), segments: a.segments,
 		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
@@ -272,8 +287,14 @@ func (a *Allocator) CheckInvariants() error {
 	if err := a.checkIndexes(); err != nil {
 		return err
 	}
-	nFree := a.pools[0].freeLen() + a.pools[1].freeLen()
-	nUnmapped := a.pools[0].unmapped.Len() + a.pools[1].unmapped.Len()
+	nFree, nUnmapped := 0, 0
+	for p := range a.pools {
+		nFree += a.pools[p].freeLen()
+		nUnmapped += a.pools[p].unmapped.Len()
+	}
+	if err := a.checkPrivate(); err != nil {
+		return err
+	}
 	switch {
 	case reserved != a.reserved || reserved != a.dev.Used():
 		return fmt.Errorf("reserved %d, recount %d, device used %d", a.reserved, reserved, a.dev.Used())
@@ -313,12 +334,12 @@ func (a *Allocator) checkIndexes() error {
 				n++
 				b := &a.blocks[id]
 				switch {
-				case !b.inUse || b.allocated || !b.mapped || b.pool != uint8(p) || !c.in(b):
-					return fmt.Errorf("%s pool %s queue: block %d at %#x does not belong there", poolNames[p], c.name, id, b.addr)
+				case !b.inUse || b.allocated || !b.mapped || b.pool != uint16(p) || !c.in(b):
+					return fmt.Errorf("%s pool %s queue: block %d at %#x does not belong there", a.poolName(uint16(p)), c.name, id, b.addr)
 				case int(b.qpos) != i+1:
-					return fmt.Errorf("%s pool %s queue: block %d at position %d says %d", poolNames[p], c.name, id, i, b.qpos-1)
+					return fmt.Errorf("%s pool %s queue: block %d at position %d says %d", a.poolName(uint16(p)), c.name, id, i, b.qpos-1)
 				case c.name == "whole" && b.gcBase < last:
-					return fmt.Errorf("%s pool whole queue: block %d at %#x entered at %d, after one of %d", poolNames[p], id, b.addr, b.gcBase, last)
+					return fmt.Errorf("%s pool whole queue: block %d at %#x entered at %d, after one of %d", a.poolName(uint16(p)), id, b.addr, b.gcBase, last)
 				}
 				if c.name == "whole" {
 					last = b.gcBase
@@ -326,7 +347,7 @@ func (a *Allocator) checkIndexes() error {
 				}
 			}
 			if n != c.q.n {
-				return fmt.Errorf("%s pool %s queue holds %d blocks, counts %d", poolNames[p], c.name, n, c.q.n)
+				return fmt.Errorf("%s pool %s queue holds %d blocks, counts %d", a.poolName(uint16(p)), c.name, n, c.q.n)
 			}
 			queued += n
 			// Every free block that belongs is queued (with the count
@@ -334,7 +355,7 @@ func (a *Allocator) checkIndexes() error {
 			var missing error
 			pl.allFree(func(k ordset.Key) bool {
 				if b := &a.blocks[k.ID]; c.in(b) && b.qpos == 0 {
-					missing = fmt.Errorf("%s pool %s queue lacks free block %d at %#x", poolNames[p], c.name, k.ID, b.addr)
+					missing = fmt.Errorf("%s pool %s queue lacks free block %d at %#x", a.poolName(uint16(p)), c.name, k.ID, b.addr)
 				}
 				return missing == nil
 			})
@@ -343,7 +364,7 @@ func (a *Allocator) checkIndexes() error {
 			}
 		}
 		if base != pl.wholeBase {
-			return fmt.Errorf("%s pool: whole queue sums gcBase to %d, recount %d", poolNames[p], pl.wholeBase, base)
+			return fmt.Errorf("%s pool: whole queue sums gcBase to %d, recount %d", a.poolName(uint16(p)), pl.wholeBase, base)
 		}
 	}
 	for id := range a.blocks {
@@ -356,9 +377,10 @@ func (a *Allocator) checkIndexes() error {
 	}
 	if ix := a.largest; ix != nil {
 		for leaf := range ix.marked {
-			if !ix.marked[leaf] && leaf < 2*len(a.streams) && ix.tree[ix.leaves+leaf] != a.setLargest(leaf) {
+			p, si := leaf%ix.stride, uint64(leaf/ix.stride)
+			if !ix.marked[leaf] && leaf < ix.stride*len(a.streams) && ix.tree[ix.leaves+leaf] != a.setLargest(p, si) {
 				return fmt.Errorf("largest-free index: leaf %d holds %d, its free set's largest is %d",
-					leaf, ix.tree[ix.leaves+leaf], a.setLargest(leaf))
+					leaf, ix.tree[ix.leaves+leaf], a.setLargest(p, si))
 			}
 		}
 	}
@@ -404,17 +426,17 @@ func (a *Allocator) checkFreeSets() error {
 				continue
 			}
 			if err := fs.Check(); err != nil {
-				return fmt.Errorf("%s pool, stream index %d: %w", poolNames[p], si, err)
+				return fmt.Errorf("%s pool, stream index %d: %w", a.poolName(uint16(p)), si, err)
 			}
 			var bad error
 			fs.All(func(k ordset.Key) bool {
 				if k.ID < 0 || int(k.ID) >= len(a.blocks) {
-					bad = fmt.Errorf("%s pool free set: key %v names no block", poolNames[p], k)
+					bad = fmt.Errorf("%s pool free set: key %v names no block", a.poolName(uint16(p)), k)
 					return false
 				}
 				b := &a.blocks[k.ID]
-				if !b.inUse || b.allocated || !b.mapped || b.pool != uint8(p) || int(b.sidx) != si || a.key(k.ID) != k {
-					bad = fmt.Errorf("%s pool free set: key %v does not match block %d at %#x", poolNames[p], k, k.ID, b.addr)
+				if !b.inUse || b.allocated || !b.mapped || b.pool != uint16(p) || int(b.sidx) != si || a.key(k.ID) != k {
+					bad = fmt.Errorf("%s pool free set: key %v does not match block %d at %#x", a.poolName(uint16(p)), k, k.ID, b.addr)
 				}
 				return bad == nil
 			})

@@ -25,7 +25,7 @@ type block struct {
 	seg       int32  // index into Allocator.exp for expandable blocks, else none
 	sidx      uint32 // dense index of stream (Allocator.streams)
 	qpos      int32  // 1 + position in its pool's whole or unmappable queue; 0 in neither
-	pool      uint8  // smallPool or largePool
+	pool      uint16 // index into Allocator.pools: 2·set + (0 small, 1 large); set 0 is the default pools
 	allocated bool
 	mapped    bool // false only for unmapped VA of an expandable segment
 	inUse     bool // the slot holds a block (false: on the slot free list)
@@ -57,9 +57,12 @@ func stateOf(b *block) uint8 {
 func (b *block) isSplit() bool { return b.prev != none || b.next != none }
 
 const (
-	smallPool uint8 = iota
+	smallPool uint16 = iota
 	largePool
 )
+
+// isSmallPool: pools alternate small, large (set s has 2s and 2s+1).
+func isSmallPool(p uint16) bool { return p&1 == 0 }
 
 // Free mapped blocks are ordered as BlockComparatorSize orders them: by
 // stream, then size, then address, so Find(size, 0) in the stream's set is
@@ -154,6 +157,6 @@ type expSegment struct {
 	size     int64 // VA length: a whole number of pages
 	pageSize int64 // 2 MiB (small pool) or 20 MiB (large pool)
 	stream   int
-	pool     uint8
+	pool     uint16
 	live     bool // false once released
 }

@@ -12,6 +12,7 @@ func (a *Allocator) releaseBlock(id int32) {
 	a.removeFree(id)
 	delete(a.bases, b.addr)
 	a.dev.Release(b.size)
+	a.countSegment(b.pool, -1)
 	a.reserved -= b.size
 	a.segments--
 	a.deviceFrees++
@@ -23,7 +24,7 @@ func (a *Allocator) releaseBlock(id int32) {
 // stream that covers max(size, M); failing that, free oversize blocks from
 // the largest down until that much is released. Expandable blocks are
 // skipped (newer PyTorch; the older code could assert on them).
-func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64) bool {
+func (a *Allocator) releaseAvailableCachedBlocks(p uint16, stream int, size int64) bool {
 	if a.cfg.MaxSplitSize <= 0 {
 		return false
 	}
@@ -63,8 +64,10 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint8, stream int, size int64
 }
 
 // releaseCachedBlocks is release_cached_blocks (also empty_cache): cudaFree
-// every wholly free segment of both pools (large first, as PyTorch does) and
-// unmap the whole free pages of expandable segments. Split segments stay.
+// every wholly free segment of both default pools (large first, as PyTorch
+// does) and unmap the whole free pages of expandable segments, then the same
+// for the private pools no capture uses any more (releasePrivatePools).
+// Split segments stay.
 // PyTorch walks every free block for them; the pool's whole and unmappable
 // queues hold exactly those that act, so the cost follows what is released.
 // (The order of releases within a pool is not observable: each changes only
@@ -73,17 +76,23 @@ func (a *Allocator) releaseCachedBlocks() {
 	if !a.queued {
 		a.buildQueues()
 	}
-	for _, p := range []uint8{largePool, smallPool} {
-		pl := &a.pools[p]
-		release, unmap := pl.whole.list(), pl.unmappable.list()
-		for _, id := range release {
-			a.releaseBlock(id)
-		}
-		for _, id := range unmap {
-			id = a.unmapBlock(id)
-			if b := &a.blocks[id]; !b.mapped && !b.isSplit() {
-				a.releaseExpandableSegment(id)
-			}
+	a.releasePool(largePool)
+	a.releasePool(smallPool)
+	a.releasePrivatePools()
+}
+
+// releasePool is release_blocks for one pool: cudaFree its wholly free
+// segments and unmap the whole free pages of its expandable ones.
+func (a *Allocator) releasePool(p uint16) {
+	pl := &a.pools[p]
+	release, unmap := pl.whole.list(), pl.unmappable.list()
+	for _, id := range release {
+		a.releaseBlock(id)
+	}
+	for _, id := range unmap {
+		id = a.unmapBlock(id)
+		if b := &a.blocks[id]; !b.mapped && !b.isSplit() {
+			a.releaseExpandableSegment(id)
 		}
 	}
 }

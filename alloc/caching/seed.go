@@ -27,6 +27,7 @@ type SeedSegment struct {
 	Size   int64 // a positive multiple of 512
 	Stream int
 	Small  bool        // the small pool (PyTorch segment_type "small"), else large
+	Pool   PoolID      // the private pool that owns it (segment_pool_id); zero: the default pools
 	Live   []SeedBlock // in any order; they must lie inside the segment and not overlap
 }
 
@@ -75,9 +76,9 @@ func (a *Allocator) Seed(segs []SeedSegment) ([]alloc.Handle, error) {
 // seedSegment links one checked segment's blocks and appends the handles of
 // its live blocks, in s.Live order.
 func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.Handle {
-	p := largePool
+	p := 2*a.openSet(s.Pool) + largePool
 	if s.Small {
-		p = smallPool
+		p--
 	}
 	sidx := uint32(a.internStream(s.Stream))
 	order := make([]int, len(s.Live))
@@ -117,6 +118,7 @@ func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.H
 		free = append(free, link(at, int64(end-at)))
 	}
 	a.addBase(s.Addr, s.Size, sidx, p)
+	a.countSegment(p, 1)
 	for _, id := range free {
 		a.insertFree(id)
 	}
@@ -200,6 +202,15 @@ func (a *Allocator) checkSeed(segs []SeedSegment) error {
 	if len(a.streams)+len(segs) > maxStreams {
 		return bad("more than %d streams", maxStreams)
 	}
+	newPools := map[PoolID]bool{}
+	for _, s := range segs {
+		if _, ok := a.poolSets[s.Pool]; s.Pool != (PoolID{}) && !ok {
+			newPools[s.Pool] = true
+		}
+	}
+	if len(a.private)+len(newPools) > MaxPrivatePools {
+		return bad("more than %d private pools", MaxPrivatePools)
+	}
 	return nil
 }
 
@@ -242,12 +253,12 @@ func (a *Allocator) ReleaseSegment(addr uint64) bool {
 type segBase struct {
 	size int64
 	sidx uint32
-	pool uint8
+	pool uint16
 }
 
 // addBase records a new cudaMalloc segment in Allocator.bases, once
 // ReleaseSegment has built it.
-func (a *Allocator) addBase(addr uint64, size int64, sidx uint32, pool uint8) {
+func (a *Allocator) addBase(addr uint64, size int64, sidx uint32, pool uint16) {
 	if a.bases != nil {
 		a.bases[addr] = segBase{size: size, sidx: sidx, pool: pool}
 	}

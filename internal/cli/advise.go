@@ -110,7 +110,7 @@ func newAdviseCmd() *cobra.Command {
 
 const adviseLong = `Advise sweeps the settings a user controls (KV strategy and block size,
 gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, allocator and
-PYTORCH_CUDA_ALLOC_CONF, prefix caching, prompt bucket size) on your own
+PYTORCH_ALLOC_CONF, prefix caching, prompt bucket size) on your own
 workload, and recommends the one that sustains the most load with no
 out-of-memory failures within the latency SLO. By default only stock
 settings of the engine in use are candidates: vLLM with paged KV (the

@@ -51,7 +51,8 @@ For each device it prints:
   - what-if: the same requests under other settings (expandable_segments,
     max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold)
     and gpufrag's other allocators, with peak reserved, OOMs and
-    fragmentation each, and a recommended PYTORCH_CUDA_ALLOC_CONF line.
+    fragmentation each, and a recommended PYTORCH_ALLOC_CONF line (the name
+    PyTorch 2.8 and later read; PYTORCH_CUDA_ALLOC_CONF still works).
 
 FILE "-" reads standard input. A file that cannot be read safely (a pickle
 that would run code, a truncated or corrupt file, a field of the wrong type)

@@ -61,7 +61,7 @@ func TestAnalyzeText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	for _, want := range []string{"Memory classes", "Health", "Replay fidelity", "What if", "Recommendation: PYTORCH_CUDA_ALLOC_CONF="} {
+	for _, want := range []string{"Memory classes", "Health", "Replay fidelity", "What if", "Recommendation: PYTORCH_ALLOC_CONF=", "PYTORCH_CUDA_ALLOC_CONF, the older name, still works"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

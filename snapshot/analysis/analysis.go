@@ -68,6 +68,10 @@ type Report struct {
 	Devices []Device
 	// Stats is the memory_stats() summary when the file was one.
 	Stats *StatsSummary
+	// PinnedHost is the pinned host memory the file records
+	// (record_pinned_host_memory), nil when it has none: host memory, kept
+	// out of every device figure.
+	PinnedHost *snapshot.PinnedHost
 }
 
 // Classes are a device's memory classes in PyTorch's terms. Active counts
@@ -128,6 +132,9 @@ func Analyze(s *snapshot.Snapshot, opts Options) (*Report, error) {
 	}
 	opts.defaults()
 	r := &Report{Format: s.Format}
+	if h := s.PinnedHost(); h.Present {
+		r.PinnedHost = &h
+	}
 	if s.Stats != nil {
 		r.Stats = summarizeStats(s.Stats)
 	}
@@ -202,7 +209,7 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	}
 	dev.Replay = run.fidelity
 	dev.Timeline = run.timeline
-	dev.OOMs = run.ooms
+	dev.OOMs = annotateOOMs(run.ooms, trace, s.ExternalAnnotations, d)
 	if opts.Capacity == 0 {
 		dev.Capacity, dev.CapacitySource = DefaultCapacity, "default"
 		if run.recordedCapacity > 0 {

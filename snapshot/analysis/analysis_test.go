@@ -247,7 +247,7 @@ func TestWhatIf(t *testing.T) {
 			t.Errorf("%s: peak %d, %d OOMs", a.Settings, a.PeakReserved, a.OOMs)
 		}
 	}
-	if !strings.HasPrefix(w.Recommendation, "PYTORCH_CUDA_ALLOC_CONF=") || w.Reason == "" {
+	if !strings.HasPrefix(w.Recommendation, "PYTORCH_ALLOC_CONF=") || w.Reason == "" {
 		t.Errorf("recommendation %q because %q", w.Recommendation, w.Reason)
 	}
 }

@@ -46,11 +46,19 @@
 //  5. What-if: the same requests (pre-trace live blocks allocated first,
 //     then the trace) through alternative settings and allocators
 //     (optrace.ReplayAll over alloc/spec), with peak reserved, OOMs and
-//     fragmentation each, and a recommended PYTORCH_CUDA_ALLOC_CONF.
+//     fragmentation each, and a recommended PYTORCH_ALLOC_CONF line
+//     (PyTorch 2.8's name; PYTORCH_CUDA_ALLOC_CONF still works).
+//
+// Private pools (CUDA graphs, MemPool): the replay routes each alloc to the
+// pool PyTorch served it from (poolRouter: the entry's pool_id, else the
+// recorded pool of the segment its address lies in) and seeds pre-trace
+// private segments into their pools, so a trace of a server that captures
+// CUDA graphs replays address for address. The what-if replays (optrace)
+// have no pools: there every request is a default-pool request.
 //
 // Not modelled (and reported as such): expandable-segment traces
-// (segment_map/segment_unmap), private pools (CUDA graphs, MemPool),
-// cross-stream frees that complete later (record_stream). A device with
+// (segment_map/segment_unmap), cross-stream frees that complete later
+// (record_stream). A device with
 // more than MaxReplayStreams streams is diagnosed but not replayed.
 //
 // Cost: replay and what-if are O(n log n) in segments and events (no work

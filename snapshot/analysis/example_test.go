@@ -36,5 +36,5 @@ func ExampleAnalyze() {
 	// Output:
 	// reserved 34 MiB, allocated 32 MiB, health 1.00
 	// replay: 7 of 7 alloc addresses, 3 of 3 segment sizes
-	// PYTORCH_CUDA_ALLOC_CONF=
+	// PYTORCH_ALLOC_CONF=
 }

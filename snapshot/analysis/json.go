@@ -9,6 +9,15 @@ type Doc struct {
 	Format      string      `json:"format"`
 	Devices     []DeviceDoc `json:"devices"`
 	MemoryStats *StatsDoc   `json:"memory_stats,omitempty"`
+	PinnedHost  *HostDoc    `json:"pinned_host,omitempty"`
+}
+
+// HostDoc is the pinned host memory of Doc (snapshot.PinnedHost).
+type HostDoc struct {
+	Segments       int   `json:"segments"`
+	ReservedBytes  int64 `json:"reserved_bytes"`
+	AllocatedBytes int64 `json:"allocated_bytes"`
+	Events         int   `json:"events"`
 }
 
 // DeviceDoc is one device of Doc.
@@ -82,19 +91,22 @@ type SiteDoc struct {
 
 // OOMDoc explains one oom trace entry.
 type OOMDoc struct {
-	Event            int     `json:"event"`
-	TimeUS           int64   `json:"time_us,omitempty"`
-	RequestedBytes   int64   `json:"requested_bytes"`
-	AllocSizeBytes   int64   `json:"alloc_size_bytes"`
-	DeviceFreeBytes  int64   `json:"device_free_bytes"`
-	ReservedBytes    int64   `json:"reserved_bytes"`
-	AllocatedBytes   int64   `json:"allocated_bytes"`
-	CachedFreeBytes  int64   `json:"cached_free_bytes"`
-	LargestFreeBytes int64   `json:"largest_free_block_bytes"`
-	Health           float64 `json:"health"`
-	Cause            string  `json:"cause"`
-	Why              string  `json:"why"`
-	Site             string  `json:"site"`
+	Event                  int     `json:"event"`
+	TimeUS                 int64   `json:"time_us,omitempty"`
+	RequestedBytes         int64   `json:"requested_bytes"`
+	AllocSizeBytes         int64   `json:"alloc_size_bytes"`
+	DeviceFreeBytes        int64   `json:"device_free_bytes"`
+	ReservedBytes          int64   `json:"reserved_bytes"`
+	AllocatedBytes         int64   `json:"allocated_bytes"`
+	CachedFreeBytes        int64   `json:"cached_free_bytes"`
+	LargestFreeBytes       int64   `json:"largest_free_block_bytes"`
+	Health                 float64 `json:"health"`
+	Cause                  string  `json:"cause"`
+	Why                    string  `json:"why"`
+	Site                   string  `json:"site"`
+	PrivateCachedFreeBytes int64   `json:"private_cached_free_bytes,omitempty"`
+	During                 string  `json:"during,omitempty"`
+	UserMetadata           string  `json:"user_metadata,omitempty"`
 }
 
 // PointDoc is one timeline point.
@@ -119,6 +131,7 @@ type ReplayDoc struct {
 	SeededSegments        int      `json:"seeded_segments"`
 	SeededBlocks          int      `json:"seeded_blocks"`
 	PrivateSegments       int      `json:"private_pool_segments"`
+	PrivateAllocs         int      `json:"private_pool_allocs,omitempty"`
 	ClippedBlocks         int      `json:"clipped_blocks"`
 	Allocs                int      `json:"allocs"`
 	AddressMatches        int      `json:"address_matches"`
@@ -149,7 +162,7 @@ type WhatIfDoc struct {
 
 // RecommendDoc is the recommended setting.
 type RecommendDoc struct {
-	Line          string `json:"line"` // PYTORCH_CUDA_ALLOC_CONF=...
+	Line          string `json:"line"` // PYTORCH_ALLOC_CONF=... (spec.EnvVar)
 	Reason        string `json:"reason"`
 	CapacityBytes int64  `json:"capacity_bytes"`
 	Ops           int    `json:"ops"`
@@ -179,6 +192,9 @@ func (r *Report) Doc(file string) Doc {
 	doc := Doc{File: file, Format: string(r.Format), Devices: []DeviceDoc{}}
 	for _, d := range r.Devices {
 		doc.Devices = append(doc.Devices, d.doc())
+	}
+	if h := r.PinnedHost; h != nil {
+		doc.PinnedHost = &HostDoc{Segments: h.Segments, ReservedBytes: h.Reserved, AllocatedBytes: h.Allocated, Events: h.Events}
 	}
 	if s := r.Stats; s != nil {
 		doc.MemoryStats = &StatsDoc{ReservedBytes: s.Reserved, PeakReservedBytes: s.PeakReserved,
@@ -219,7 +235,7 @@ func (d Device) doc() DeviceDoc {
 		out.OOMs = append(out.OOMs, OOMDoc{Event: o.Event, TimeUS: o.TimeUS, RequestedBytes: o.Requested,
 			AllocSizeBytes: o.AllocSize, DeviceFreeBytes: o.DeviceFree, ReservedBytes: o.Reserved,
 			AllocatedBytes: o.Allocated, CachedFreeBytes: o.CachedFree, LargestFreeBytes: o.LargestFree,
-			Health: o.Health, Cause: o.Cause, Why: o.Why, Site: siteOf(o.Frames)})
+			Health: o.Health, Cause: o.Cause, Why: o.Why, Site: siteOf(o.Frames), PrivateCachedFreeBytes: o.PrivateCachedFree, During: o.During, UserMetadata: o.UserMetadata})
 	}
 	for _, p := range d.Timeline {
 		out.Timeline = append(out.Timeline, PointDoc{Event: p.Event, TimeUS: p.TimeUS, ReservedBytes: p.Reserved,
@@ -229,7 +245,7 @@ func (d Device) doc() DeviceDoc {
 		out.Replay = ReplayDoc{Settings: f.Settings, Skipped: f.Skipped, Source: f.Source,
 			HistorySegments: f.HistorySegments, Placeholders: f.Placeholders, SkippedHistoryEntries: f.SkippedHistoryEntries,
 			SeededSegments: f.SeededSegments,
-			SeededBlocks:   f.SeededBlocks, PrivateSegments: f.PrivateSegments, ClippedBlocks: f.ClippedBlocks, Allocs: f.Allocs, AddressMatches: f.AddressMatches,
+			SeededBlocks:   f.SeededBlocks, PrivateSegments: f.PrivateSegments, PrivateAllocs: f.PrivateAllocs, ClippedBlocks: f.ClippedBlocks, Allocs: f.Allocs, AddressMatches: f.AddressMatches,
 			SegmentAllocs: f.SegmentAllocs, SegmentSizeMatches: f.SegmentSizeMatches, ExtraSegments: f.ExtraSegments,
 			SegmentFrees: f.SegmentFrees, SegmentFreeMatches: f.SegmentFreeMatches,
 			Frees: f.Frees, UnknownFrees: f.UnknownFrees, FinalBlocks: f.FinalBlocks,

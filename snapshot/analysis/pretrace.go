@@ -46,9 +46,13 @@ type preTrace struct {
 	// segs are the default-pool segments, each with its live blocks in
 	// address order; the replay keys live allocations by their recorded
 	// address (Live[j].Addr).
-	segs    []caching.SeedSegment
-	blocks  int // Σ len(segs[i].Live)
-	skipped int // private-pool segments, not modelled
+	segs   []caching.SeedSegment
+	blocks int // Σ len(segs[i].Live)
+	// private are the private-pool segments (CUDA graphs, MemPool), each
+	// with its Pool, seeded into that pool of the model; skipped is their
+	// number. The what-if replays (buildOps) see segs only.
+	private []caching.SeedSegment
+	skipped int
 	// clipped counts live blocks whose size had to be guessed (freed during
 	// the trace, so only the request is known) and was cut to fit.
 	clipped int
@@ -60,10 +64,10 @@ type liveBlock struct {
 }
 
 type segInfo struct {
-	size    int64
-	stream  int64
-	small   bool
-	private bool
+	size   int64
+	stream int64
+	small  bool
+	pool   [2]int64 // segment_pool_id; zero: the default pools
 }
 
 // reconstruct walks the trace backwards from the final segments of device d
@@ -86,8 +90,7 @@ func reconstruct(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 		if seg.IsExpandable {
 			return preTrace{}, errExpandable
 		}
-		segs[seg.Address] = segInfo{size: seg.TotalSize, stream: seg.Stream, small: seg.SegmentType == "small",
-			private: seg.PoolID != [2]int64{}}
+		segs[seg.Address] = segInfo{size: seg.TotalSize, stream: seg.Stream, small: seg.SegmentType == "small", pool: seg.PoolID}
 		for _, b := range seg.Blocks {
 			if b.State != snapshot.StateInactive {
 				live[b.Address] = liveBlock{size: b.Size, requested: max(b.RequestedSize, 1)}
@@ -106,7 +109,7 @@ func reconstruct(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 		case "segment_alloc":
 			delete(segs, e.Addr)
 		case "segment_free":
-			segs[e.Addr] = segInfo{size: e.Size, stream: e.Stream, small: e.Size <= 2*mem.MiB}
+			segs[e.Addr] = segInfo{size: e.Size, stream: e.Stream, small: e.Size <= 2*mem.MiB, pool: e.PoolID}
 		case "segment_map", "segment_unmap":
 			return preTrace{}, errExpandable
 		}
@@ -153,7 +156,9 @@ func reconstruct(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			}
 			seed.Live = append(seed.Live, caching.SeedBlock{Addr: la, Size: lb.size, Requested: min(lb.requested, lb.size)})
 		}
-		if si.private {
+		if si.pool != [2]int64{} {
+			seed.Pool = caching.PoolID(si.pool)
+			pre.private = append(pre.private, seed)
 			pre.skipped++
 			continue
 		}

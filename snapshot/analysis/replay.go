@@ -42,9 +42,13 @@ type Fidelity struct {
 	// SeededSegments and SeededBlocks are the pre-trace segments and their
 	// live blocks rebuilt before the first event.
 	SeededSegments, SeededBlocks int
-	// PrivateSegments are pre-trace segments of private pools (CUDA graphs,
-	// MemPool), which the model does not have and so are not seeded.
+	// PrivateSegments are the pre-trace segments of private pools (CUDA
+	// graphs, MemPool), seeded into their pools (counted in SeededSegments).
 	PrivateSegments int
+	// PrivateAllocs are the alloc events routed to a private pool (by the
+	// entry's pool_id, else by the recorded pool of the segment the
+	// recorded address lies in; see poolRouter).
+	PrivateAllocs int
 	// ClippedBlocks are pre-trace blocks freed during the trace whose
 	// guessed size (the rounded request) overlapped the next block and
 	// was cut to fit.
@@ -125,10 +129,17 @@ type OOM struct {
 	// The model's state just before (zero when the trace was not replayed).
 	Reserved, Allocated, CachedFree int64
 	LargestFree                     int64 // largest free block in the request's pool and stream
-	Health                          float64
+	// PrivateCachedFree is the part of CachedFree held in private pools
+	// (caching.Allocator.PrivateCachedFree): not free for this request.
+	PrivateCachedFree int64
+	Health            float64
 	// Cause is "fragmentation", "demand" or "unknown"; Why says it in words.
 	Cause, Why string
 	Frames     []snapshot.Frame
+	// During is the innermost record_function range open on the device at
+	// the entry's time (external_annotations), UserMetadata the entry's
+	// user_metadata; "" when the file has none.
+	During, UserMetadata string
 }
 
 // run is what replayTrace produces.
@@ -231,16 +242,18 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 		f.Skipped = err.Error()
 		return r
 	}
-	handles, err := a.Seed(pre.segs)
+	seeds := pre.seeds()
+	handles, err := a.Seed(seeds)
 	if err != nil {
 		f.Skipped = "rebuilding the pre-trace segments: " + err.Error()
 		return r
 	}
-	f.SeededSegments, f.SeededBlocks = len(pre.segs), pre.blocks
+	f.SeededSegments, f.SeededBlocks = len(seeds), len(handles)
 	f.PrivateSegments, f.ClippedBlocks = pre.skipped, pre.clipped
+	router := newPoolRouter(s, d, trace, pre)
 	live := make(map[uint64]alloc.Handle, len(handles))
 	k := 0
-	for _, sg := range pre.segs {
+	for _, sg := range seeds {
 		v.ranges.set(sg.Addr, sg.Size)
 		for _, lb := range sg.Live {
 			live[lb.Addr] = handles[k]
@@ -261,12 +274,13 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size), Note: "never saw the alloc it was for"})
 			}
 			pending = i
+			router.segmentAlloc(i, e)
 		case "alloc":
 			v.armed, v.called = pending >= 0, false
 			if v.armed {
 				v.want = trace[pending].Addr
 			}
-			blk, err := a.Alloc(e.Size, int(e.Stream))
+			blk, err := a.AllocIn(router.route(e), e.Size, int(e.Stream))
 			v.armed = false
 			if err != nil {
 				mismatch(Mismatch{Event: i, Action: "alloc", Size: e.Size, Want: e.Addr, Note: ": " + err.Error()})
@@ -310,6 +324,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			}
 		case "segment_free":
 			f.SegmentFrees++
+			router.segmentFree(e.Addr)
 			if a.ReleaseSegment(e.Addr) {
 				f.SegmentFreeMatches++
 				v.ranges.del(e.Addr)
@@ -334,6 +349,7 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	if pending >= 0 {
 		mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size), Note: "trace ends before its alloc"})
 	}
+	f.PrivateAllocs = router.private
 	f.FinalBlocks, f.FinalBlockMatches = compareFinal(s, d, a.Layout())
 	return r
 }
@@ -354,9 +370,9 @@ func freshBase(top uint64, trace []snapshot.TraceEntry) uint64 {
 	return (top + gap) &^ (uint64(mem.PageSize) - 1)
 }
 
-// compareFinal counts the snapshot's blocks of device d (outside private
-// pools) that the model's final layout has with the same address, size and
-// liveness.
+// compareFinal counts the snapshot's blocks of device d (private pools
+// included) that the model's final layout has with the same address, size
+// and liveness.
 func compareFinal(s *snapshot.Snapshot, d int, l mem.Layout) (total, same int) {
 	type key struct {
 		addr uint64
@@ -370,7 +386,7 @@ func compareFinal(s *snapshot.Snapshot, d int, l mem.Layout) (total, same int) {
 		}
 	}
 	for _, seg := range s.Segments {
-		if seg.Device != d || seg.PoolID != [2]int64{} {
+		if seg.Device != d {
 			continue
 		}
 		for _, b := range seg.Blocks {
@@ -408,20 +424,30 @@ func explainOOMs(trace []snapshot.TraceEntry, a *caching.Allocator, base int) []
 		o.Reserved, o.Allocated, o.CachedFree = st.Reserved, st.Allocated, st.Reserved-st.Allocated
 		o.Health = frag.Health(a.LargestFreeBlock(), o.CachedFree)
 		o.LargestFree = a.LargestFreeIn(o.Requested <= mem.MiB, int(e.Stream))
+		// Free memory cached in private pools (CUDA graphs) serves no
+		// default-pool request and stays while captures use it.
+		o.PrivateCachedFree = a.PrivateCachedFree()
+		private := ""
+		if o.PrivateCachedFree > 0 {
+			private = fmt.Sprintf("; %s more is cached in private pools (CUDA graphs, MemPool), which this request cannot use",
+				mem.FormatBytes(o.PrivateCachedFree))
+		}
 		switch {
-		case o.CachedFree+o.DeviceFree >= o.AllocSize:
+		case o.CachedFree-o.PrivateCachedFree+o.DeviceFree >= o.AllocSize:
 			o.Cause = "fragmentation"
+			usable := o.CachedFree - o.PrivateCachedFree
 			o.Why = fmt.Sprintf("%s was free in total (%s cached inside segments, largest block %s; %s on the device), "+
 				"but no cached block of this pool fits %s and the device could not provide a %s segment: "+
-				"the cached memory is split among segments that live blocks keep from being released",
-				mem.FormatBytes(o.CachedFree+o.DeviceFree), mem.FormatBytes(o.CachedFree), mem.FormatBytes(o.LargestFree),
-				mem.FormatBytes(o.DeviceFree), mem.FormatBytes(o.Requested), mem.FormatBytes(o.AllocSize))
+				"the cached memory is split among segments that live blocks keep from being released%s",
+				mem.FormatBytes(usable+o.DeviceFree), mem.FormatBytes(usable), mem.FormatBytes(o.LargestFree),
+				mem.FormatBytes(o.DeviceFree), mem.FormatBytes(o.Requested), mem.FormatBytes(o.AllocSize), private)
 		default:
 			o.Cause = "demand"
-			o.Why = fmt.Sprintf("the request needs a %s segment but only %s was free in total (%s cached, %s on the device): "+
+			usable := o.CachedFree - o.PrivateCachedFree
+			o.Why = fmt.Sprintf("the request needs a %s segment but only %s was free in total (%s cached, %s on the device)%s: "+
 				"no allocator setting helps; the workload needs more memory",
-				mem.FormatBytes(o.AllocSize), mem.FormatBytes(o.CachedFree+o.DeviceFree),
-				mem.FormatBytes(o.CachedFree), mem.FormatBytes(o.DeviceFree))
+				mem.FormatBytes(o.AllocSize), mem.FormatBytes(usable+o.DeviceFree),
+				mem.FormatBytes(usable), mem.FormatBytes(o.DeviceFree), private)
 		}
 		out = append(out, o)
 	}

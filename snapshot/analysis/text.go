@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
@@ -17,6 +18,10 @@ import (
 func (r *Report) WriteText(w io.Writer, file string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", loc.Printable(file), r.Format, len(r.Devices))
+	if h := r.PinnedHost; h != nil {
+		fmt.Fprintf(&b, "Pinned host memory (page-locked CPU memory, not in any device figure below): %d segments, %s reserved, %s allocated, %d trace events\n",
+			h.Segments, fb(h.Reserved), fb(h.Allocated), h.Events)
+	}
 	if s := r.Stats; s != nil {
 		writeStats(&b, s)
 	}
@@ -111,6 +116,12 @@ func (d Device) writeText(b *strings.Builder) {
 	for _, o := range d.OOMs {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
 			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, loc.Printable(siteOf(o.Frames)))
+		if o.During != "" {
+			fmt.Fprintf(b, "  during: %s (record_function range open at the time)\n", loc.Printable(o.During))
+		}
+		if o.UserMetadata != "" {
+			fmt.Fprintf(b, "  user metadata: %s\n", loc.Printable(o.UserMetadata))
+		}
 	}
 	if f := d.Replay; f != nil && f.Source == SourceHistory {
 		writeHistoryReplay(b, f)
@@ -120,6 +131,10 @@ func (d Device) writeText(b *strings.Builder) {
 			fmt.Fprintf(b, "  not replayed: %s\n", loc.Printable(f.Skipped))
 		} else {
 			fmt.Fprintf(b, "  pre-trace state rebuilt: %d segments, %d live blocks\n", f.SeededSegments, f.SeededBlocks)
+			if f.PrivateSegments > 0 || f.PrivateAllocs > 0 {
+				fmt.Fprintf(b, "  private pools (CUDA graphs, MemPool): %d pre-trace segments seeded into their pools, %d allocs routed to them\n",
+					f.PrivateSegments, f.PrivateAllocs)
+			}
 			if f.Allocs == 0 {
 				fmt.Fprintf(b, "  no alloc event in a trace of %d entries (PyTorch 2.0 kept one entry by default): nothing to compare\n", d.TraceEvents)
 			}
@@ -169,7 +184,7 @@ func (d Device) writeText(b *strings.Builder) {
 		if rest, ok := strings.CutPrefix(w.Reason, "keep "); ok {
 			reason = "Keep " + rest // a reason that is itself an advice, not a cause
 		}
-		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n", line, reason)
+		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, spec.EnvVarNote)
 	}
 }
 

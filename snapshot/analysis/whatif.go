@@ -45,7 +45,8 @@ type WhatIf struct {
 	// segment_free as empty_cache.
 	Ops     int
 	Results []Alternative
-	// Recommendation is a PYTORCH_CUDA_ALLOC_CONF line (it may be the
+	// Recommendation is a PYTORCH_ALLOC_CONF line (spec.EnvVar; the
+	// older PYTORCH_CUDA_ALLOC_CONF takes the same value) (it may be the
 	// recorded one); Reason says why.
 	Recommendation string
 	Reason         string
@@ -209,9 +210,9 @@ func recommend(alts []Alternative) (string, string) {
 		}
 		return a.PeakFragRate < b.PeakFragRate
 	})
-	line := func(c string) string { return "PYTORCH_CUDA_ALLOC_CONF=" + c }
+	line := func(c string) string { return spec.EnvVar + "=" + c }
 	if len(cands) == 0 {
-		return line(recConf), "no alternative that PYTORCH_CUDA_ALLOC_CONF can select was replayed"
+		return line(recConf), "no alternative that " + spec.EnvVar + " can select was replayed"
 	}
 	best := cands[0]
 	margin := max(rec.PeakReserved/100, 2*mem.MiB)
