@@ -44,6 +44,8 @@ type DeviceDoc struct {
 	Replay        ReplayDoc     `json:"replay"`
 	WhatIf        []WhatIfDoc   `json:"whatif"`
 	Recommend     *RecommendDoc `json:"recommendation,omitempty"`
+	// Attribution is the live memory by allocation site (attrib.go).
+	Attribution *AttributionDoc `json:"attribution,omitempty"`
 }
 
 // SegmentDoc is one of the segments that waste most.
@@ -215,6 +217,7 @@ func (d Device) doc() DeviceDoc {
 	for _, s := range d.Sites {
 		out.Sites = append(out.Sites, SiteDoc{Frame: s.Frame, Blocks: s.Blocks, LiveBytes: s.Live, Segments: s.Segments, HeldBytes: s.Held})
 	}
+	out.Attribution = d.Attribution.Doc()
 	for _, o := range d.OOMs {
 		out.OOMs = append(out.OOMs, OOMDoc{Event: o.Event, TimeUS: o.TimeUS, RequestedBytes: o.Requested,
 			AllocSizeBytes: o.AllocSize, DeviceFreeBytes: o.DeviceFree, ReservedBytes: o.Reserved,
