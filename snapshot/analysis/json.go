@@ -219,10 +219,7 @@ func (d Device) doc() DeviceDoc {
 	}
 	out.Attribution = d.Attribution.Doc()
 	for _, o := range d.OOMs {
-		out.OOMs = append(out.OOMs, OOMDoc{Event: o.Event, TimeUS: o.TimeUS, RequestedBytes: o.Requested,
-			AllocSizeBytes: o.AllocSize, DeviceFreeBytes: o.DeviceFree, ReservedBytes: o.Reserved,
-			AllocatedBytes: o.Allocated, CachedFreeBytes: o.CachedFree, LargestFreeBytes: o.LargestFree,
-			Health: o.Health, Cause: o.Cause, Why: o.Why, Site: siteOf(o.Frames)})
+		out.OOMs = append(out.OOMs, oomDoc(o))
 	}
 	for _, p := range d.Timeline {
 		out.Timeline = append(out.Timeline, PointDoc{Event: p.Event, TimeUS: p.TimeUS, ReservedBytes: p.Reserved,
@@ -250,6 +247,13 @@ func (d Device) doc() DeviceDoc {
 		out.Recommend = &RecommendDoc{Line: w.Recommendation, Reason: w.Reason, CapacityBytes: w.Capacity, Ops: w.Ops}
 	}
 	return out
+}
+
+func oomDoc(o OOM) OOMDoc {
+	return OOMDoc{Event: o.Event, TimeUS: o.TimeUS, RequestedBytes: o.Requested,
+		AllocSizeBytes: o.AllocSize, DeviceFreeBytes: o.DeviceFree, ReservedBytes: o.Reserved,
+		AllocatedBytes: o.Allocated, CachedFreeBytes: o.CachedFree, LargestFreeBytes: o.LargestFree,
+		Health: o.Health, Cause: o.Cause, Why: o.Why, Site: siteOf(o.Frames)}
 }
 
 func groupDoc(g Group) GroupDoc {
