@@ -190,7 +190,7 @@ func TestOutliers(t *testing.T) {
 
 	// All alike: no outlier. Noise below 1%: none either, though the MAD
 	// rule alone would flag it (MAD 0, mean deviation tiny).
-	for _, extras := range [][]int64{{0, 0, 0, 0}, {mib / 4, mib / 4, mib / 4, mib / 4 + 4096}} {
+	for _, extras := range [][]int64{{0, 0, 0, 0}, {mib / 4, mib / 4, mib / 4, mib/4 + 4096}} {
 		o, err := analysis.FindOutliers(units(t, extras...))
 		if err != nil || len(o.Flags) != 0 {
 			t.Errorf("%v: flags %+v (err %v)", extras, o.Flags, err)
