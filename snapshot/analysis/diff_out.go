@@ -275,6 +275,8 @@ type OutlierRuleDoc struct {
 	Score    string  `json:"score"`
 	MaxAbsZ  float64 `json:"max_abs_z"`
 	MinShare float64 `json:"min_share"`
+	MinBytes int64   `json:"min_bytes"`
+	MinCount float64 `json:"min_count"`
 	MinRatio float64 `json:"min_ratio"`
 }
 
@@ -308,8 +310,8 @@ func (o *Outliers) ref(u int) UnitRefDoc {
 // Doc returns the comparison as its JSON document; vs is the strongest
 // outlier's diff against the reference (nil for none).
 func (o *Outliers) Doc(vs *DeviceDiff) OutliersDoc {
-	doc := OutliersDoc{Rule: OutlierRuleDoc{Score: "0.6745·(x − median)/MAD; 1.2533·mean absolute deviation when MAD is 0",
-		MaxAbsZ: OutlierZ, MinShare: OutlierMinShare, MinRatio: OutlierMinRatio},
+	doc := OutliersDoc{Rule: OutlierRuleDoc{Score: OutlierRule,
+		MaxAbsZ: OutlierZ, MinShare: OutlierMinShare, MinBytes: OutlierMinBytes, MinCount: OutlierMinCount, MinRatio: OutlierMinRatio},
 		Median: o.Median, MAD: o.MAD, Units: []UnitDoc{}, Outliers: []OutlierFlagDoc{}, Reference: o.ref(o.Reference)}
 	for _, m := range OutlierMetrics {
 		doc.Metrics = append(doc.Metrics, m.Name)
@@ -341,9 +343,7 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 // diff against the reference unit.
 func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d snapshot devices compared. Rule: modified z-score 0.6745·(x − median)/MAD (Iglewicz-Hoaglin); "+
-		"an outlier has |z| > %.1f and differs from the median by more than %.0f%% (0.01 for health).\n\n",
-		len(o.Units), OutlierZ, 100*OutlierMinShare)
+	fmt.Fprintf(&b, "%d snapshot devices compared. Rule: %s.\n\n", len(o.Units), OutlierRule)
 	cols := []int{0, 1, 3, 4, 6, 7, 8} // reserved, allocated, stranded, rounding, health, segments, ooms
 	fmt.Fprintf(&b, "  %-40s", "snapshot (device)")
 	for _, m := range cols {

@@ -10,17 +10,24 @@ import (
 // outlier, by a robust rule: for each metric, the modified z-score of
 // Iglewicz and Hoaglin (1993),
 //
-//	z = 0.6745 · (x − median) / MAD,  MAD = median |x − median|,
+//	z = (x − median) / scale,  scale = max(MAD / 0.6745, floor / 3.5),
+//	MAD = median |x − median|,
 //
-// and a unit is an outlier in a metric when |z| > OutlierZ and the
-// difference is material (OutlierMinShare of the median for bytes and
-// counts, OutlierMinRatio for a ratio). The median and MAD ignore up to
-// half the units, so one rank far off does not drag the yardstick with it
-// as a mean and standard deviation would. When more than half the units
-// share one value the MAD is 0; the score then divides by 1.2533 times
-// the mean absolute deviation instead (the scale for which it estimates
-// the standard deviation of a normal sample, as the MAD's 0.6745 does),
-// and when that is 0 too every unit is the same.
+// and a value is an outlier when |z| > OutlierZ (3.5). The median and the
+// MAD ignore up to half the units, so one rank far off does not drag the
+// yardstick with it as a mean and standard deviation would. The floor is
+// the smallest difference that matters (OutlierMinShare of the median, at
+// least OutlierMinBytes for bytes, half a unit for counts, OutlierMinRatio
+// for a ratio): it keeps ranks that differ by a few kilobytes out of
+// gigabytes from being outliers, and it is what decides when more than
+// half the units share one value (the MAD is then 0, and any value that
+// differs from it by more than the floor is an outlier: seven ranks alike
+// and one 2 GiB heavier flag that one, as they should).
+
+// OutlierRule states the rule in a sentence, for the reports.
+const OutlierRule = "modified z-score (x − median)/max(MAD/0.6745, floor/3.5) (Iglewicz-Hoaglin); an outlier has |z| > 3.5, " +
+	"so it differs from the median by more than 3.5 robust deviations and by more than the floor: " +
+	"1% of the median and 1 MiB for bytes, 1% and one for counts, 0.01 for health"
 
 // Outlier rule constants.
 const (
@@ -28,14 +35,17 @@ const (
 	// outlier: Iglewicz and Hoaglin's recommended 3.5.
 	OutlierZ = 3.5
 	// madScale makes the MAD estimate a normal sample's standard deviation
-	// (Φ⁻¹(0.75) = 0.6745); meanADScale does the same for the mean absolute
-	// deviation (√(π/2) = 1.2533).
-	madScale    = 0.6745
-	meanADScale = 1.2533
+	// (Φ⁻¹(0.75) = 0.6745).
+	madScale = 0.6745
 	// OutlierMinShare: a byte or count metric must differ from the median
-	// by more than 1% of it (any difference when the median is 0): ranks
-	// that differ by a few kilobytes out of gigabytes are the same.
+	// by more than 1% of it.
 	OutlierMinShare = 0.01
+	// OutlierMinBytes: and a byte metric by more than 1 MiB, the
+	// granularity of the caching allocator's large blocks below which no
+	// request is held apart.
+	OutlierMinBytes = 1 << 20
+	// OutlierMinCount: and a count by more than half of one.
+	OutlierMinCount = 0.5
 	// OutlierMinRatio: a ratio (health) must differ by more than 0.01.
 	OutlierMinRatio = 0.01
 	// MinOutlierUnits is the fewest units the rule takes: with two, the
@@ -114,29 +124,24 @@ func FindOutliers(units []Unit) (*Outliers, error) {
 		}
 		med := median(col)
 		dev := make([]float64, len(col))
-		var sumAD float64
 		for i, x := range col {
 			dev[i] = math.Abs(x - med)
-			sumAD += dev[i]
 		}
 		mad := median(dev)
 		o.Median = append(o.Median, med)
 		o.MAD = append(o.MAD, mad)
-		scale := mad / madScale
-		if mad == 0 {
-			scale = meanADScale * sumAD / float64(len(col))
+		floor := OutlierMinRatio
+		switch {
+		case met.Bytes:
+			floor = max(OutlierMinShare*math.Abs(med), OutlierMinBytes)
+		case !met.Ratio:
+			floor = max(OutlierMinShare*math.Abs(med), OutlierMinCount)
 		}
+		scale := max(mad/madScale, floor/OutlierZ)
 		for u, x := range col {
-			if scale == 0 {
-				continue
-			}
 			z := (x - med) / scale
 			o.Z[u][m] = z
-			floor := OutlierMinRatio
-			if !met.Ratio {
-				floor = OutlierMinShare * math.Abs(med)
-			}
-			if math.Abs(z) > OutlierZ && math.Abs(x-med) > floor {
+			if math.Abs(z) > OutlierZ {
 				o.Flags = append(o.Flags, OutlierFlag{Unit: u, Metric: m, Value: x, Z: z})
 			}
 		}

@@ -66,7 +66,7 @@ func (r *Report) Profile() *profile.Profile {
 		if l := locs[f]; l != nil {
 			return l
 		}
-		name, file := loc.Printable(f.Name), loc.Printable(f.Filename)
+		name, file := pprofName(f.Name), loc.Printable(f.Filename)
 		fn := funcs[[2]string{name, file}]
 		if fn == nil {
 			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
@@ -91,6 +91,19 @@ func (r *Report) Profile() *profile.Profile {
 		}
 	}
 	return p
+}
+
+// pprofName is a function name as the profile stores it: through
+// loc.Printable, and with a name that is all in angle brackets (Python's
+// "<module>", "<lambda>", "<listcomp>") written in square ones, because
+// pprof's display drops what it takes for C++ template arguments and would
+// show "<unknown>".
+func pprofName(name string) string {
+	name = loc.Printable(name)
+	if len(name) > 2 && name[0] == '<' && name[len(name)-1] == '>' {
+		name = "[" + name[1:len(name)-1] + "]"
+	}
+	return name
 }
 
 // WriteProfile writes r.Profile(), gzipped as pprof writes its own.
