@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,6 +150,7 @@ func TestDiffCommandErrors(t *testing.T) {
 		{[]string{"diff", "-", "-"}, exitUsage, "standard input (-) can be read once, given 2 times"},
 		{[]string{"diff", a, a, "--html", a}, exitUsage, "--html"},
 		{[]string{"diff", a, bad}, exitFail, "bad.pickle"},
+		{append([]string{"diff"}, slices.Repeat([]string{a}, maxDiffFiles+1)...), exitUsage, "diff takes at most 1024 snapshot files, got 1025"},
 		{[]string{"analyze", a, "--folded-value", "bogus"}, exitUsage, `--folded-value "bogus": want one of blocks, allocated, stranded, rounding`},
 	} {
 		code, _, errs := run(t, "", tc.args...)

@@ -343,7 +343,9 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 // diff against the reference unit.
 func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d snapshot devices compared. Rule: %s.\n\n", len(o.Units), OutlierRule)
+	fmt.Fprintf(&b, "%d snapshot devices compared. An outlier has |z| > %.1f, z = (x − median) / max(MAD/0.6745, floor/3.5)\n"+
+		"(Iglewicz-Hoaglin's modified z-score; floor: 1%% of the median and 1 MiB for bytes, 1%% and one for counts, 0.01 for health).\n\n",
+		len(o.Units), OutlierZ)
 	cols := []int{0, 1, 3, 4, 6, 7, 8} // reserved, allocated, stranded, rounding, health, segments, ooms
 	fmt.Fprintf(&b, "  %-40s", "snapshot (device)")
 	for _, m := range cols {
