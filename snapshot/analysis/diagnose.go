@@ -77,6 +77,7 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 		segs map[uint64]bool
 	}
 	sites := map[string]*siteAcc{}
+	names := siteNames{}
 	var wastes []SegmentWaste
 	for _, seg := range s.Segments {
 		if seg.Device != d {
@@ -139,7 +140,7 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 			if b.State == snapshot.StateInactive {
 				continue
 			}
-			f := siteOf(b.Frames)
+			f := names.of(b.Frames)
 			acc := sites[f]
 			if acc == nil {
 				acc = &siteAcc{Site: Site{Frame: f}, segs: map[uint64]bool{}}

@@ -165,3 +165,22 @@ func siteOf(frames []snapshot.Frame) string {
 	}
 	return FrameString(frames[SiteIndex(frames)])
 }
+
+// siteNames memoizes siteOf per frames list, known by its first element's
+// address and length: the decoder hands out one []Frame for a list the
+// pickle shares, as PyTorch shares one among the blocks allocated at one
+// place (see stackCache).
+type siteNames map[stackID]string
+
+func (n siteNames) of(frames []snapshot.Frame) string {
+	if len(frames) == 0 {
+		return NoStack
+	}
+	id := stackID{&frames[0], len(frames)}
+	s, ok := n[id]
+	if !ok {
+		s = siteOf(frames)
+		n[id] = s
+	}
+	return s
+}
