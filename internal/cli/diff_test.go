@@ -150,6 +150,7 @@ func TestDiffCommandErrors(t *testing.T) {
 		{[]string{"diff", "-", "-"}, exitUsage, "standard input (-) can be read once, given 2 times"},
 		{[]string{"diff", a, a, "--html", a}, exitUsage, "--html"},
 		{[]string{"diff", a, bad}, exitFail, "bad.pickle"},
+		{[]string{"diff", a, filepath.Join(snapshotFixtures, "memory_stats.json")}, exitFail, "memory_stats.json: no device has a segment or a trace event: nothing to compare"},
 		{append([]string{"diff"}, slices.Repeat([]string{a}, maxDiffFiles+1)...), exitUsage, "diff takes at most 1024 snapshot files, got 1025"},
 		{[]string{"analyze", a, "--folded-value", "bogus"}, exitUsage, `--folded-value "bogus": want one of blocks, allocated, stranded, rounding`},
 	} {
