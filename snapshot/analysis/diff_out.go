@@ -53,6 +53,8 @@ type SideDoc struct {
 	FragRate              float64  `json:"frag_rate"`
 	LargestFreeBlockBytes int64    `json:"largest_free_block_bytes"`
 	MaxAllocatableBytes   int64    `json:"max_allocatable_bytes"`
+	SizeEntropyBits       float64  `json:"size_entropy_bits"`
+	DistinctSizes         int      `json:"distinct_sizes"`
 	CapacityBytes         int64    `json:"capacity_bytes"`
 	TraceEvents           int      `json:"trace_events"`
 	OOMs                  []OOMDoc `json:"ooms"`
@@ -89,7 +91,7 @@ func sideDoc(d *Device) *SideDoc {
 	s := &SideDoc{Segments: d.Segments, Blocks: d.Blocks, ReservedBytes: c.Reserved, AllocatedBytes: c.Allocated,
 		RequestedBytes: c.Requested, ActiveBytes: c.Active, CachedFreeBytes: c.CachedFree, InternalWasteBytes: c.InternalWaste,
 		StrandedFreeBytes: c.Stranded, Health: m.Health, FragRate: m.FragRate, LargestFreeBlockBytes: m.LargestFreeBlock,
-		MaxAllocatableBytes: m.MaxAllocatable, CapacityBytes: d.Capacity, TraceEvents: d.TraceEvents, OOMs: []OOMDoc{}}
+		MaxAllocatableBytes: m.MaxAllocatable, SizeEntropyBits: m.SizeEntropy, DistinctSizes: m.DistinctSizes, CapacityBytes: d.Capacity, TraceEvents: d.TraceEvents, OOMs: []OOMDoc{}}
 	for _, o := range d.OOMs {
 		s.OOMs = append(s.OOMs, oomDoc(o))
 	}
@@ -205,6 +207,8 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 	ratio("frag rate", a.Metrics.FragRate, bb.Metrics.FragRate)
 	row("largest free block", a.Metrics.LargestFreeBlock, bb.Metrics.LargestFreeBlock)
 	row("max allocatable", a.Metrics.MaxAllocatable, bb.Metrics.MaxAllocatable)
+	count("distinct live sizes", a.Metrics.DistinctSizes, bb.Metrics.DistinctSizes)
+	ratio("size entropy (bits)", a.Metrics.SizeEntropy, bb.Metrics.SizeEntropy)
 	count("segments", a.Segments, bb.Segments)
 	count("blocks", a.Blocks, bb.Blocks)
 	count("trace events", a.TraceEvents, bb.TraceEvents)
