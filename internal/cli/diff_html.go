@@ -183,8 +183,8 @@ func deviceDiffSections(dd analysis.DeviceDiff, nameA, nameB string) []report.Se
 	}{{"segments", a.Segments, b.Segments}, {"blocks", a.Blocks, b.Blocks}, {"OOM entries", len(a.OOMs), len(b.OOMs)}} {
 		t.Rows = append(t.Rows, []string{r.name, fmt.Sprint(r.x), fmt.Sprint(r.y), fmt.Sprintf("%+d", r.y-r.x)})
 	}
-	text := fmt.Sprintf("Segments (the same address and size is the same segment): %d in both, %d appeared (%s), %d vanished (%s).",
-		dd.Kept, dd.AppearedCount, bytesOf(dd.AppearedBytes), dd.VanishedCount, bytesOf(dd.VanishedBytes))
+	text := fmt.Sprintf("Segments (the same address and size is the same segment): %d in both, %d appeared (%s), %d vanished (%s), %d resized (the same address, another size).",
+		dd.Kept, dd.AppearedCount, bytesOf(dd.AppearedBytes), dd.VanishedCount, bytesOf(dd.VanishedBytes), dd.ResizedCount)
 	for _, side := range []struct {
 		name string
 		d    *analysis.Device
@@ -214,9 +214,12 @@ func deviceDiffSections(dd analysis.DeviceDiff, nameA, nameB string) []report.Se
 		}
 		secs[0].Tables = append(secs[0].Tables, st)
 	}
-	if len(dd.Appeared)+len(dd.Vanished) > 0 {
-		seg := report.Table{Caption: "Segments that appeared or vanished, the largest first", Header: []string{"", "address", "size", "pool", "live"},
+	if len(dd.Appeared)+len(dd.Vanished)+len(dd.Resized) > 0 {
+		seg := report.Table{Caption: "Segments that appeared, vanished or changed size, the largest first", Header: []string{"", "address", "size", "pool", "live"},
 			NumericCols: []int{2, 4}}
+		for _, r := range dd.Resized {
+			seg.Rows = append(seg.Rows, []string{"resized", fmt.Sprintf("%#x", r.Address), bytesOf(r.SizeA) + " → " + bytesOf(r.SizeB), r.Pool, ""})
+		}
 		for _, x := range []struct {
 			verb string
 			segs []analysis.SegmentRef

@@ -44,10 +44,15 @@ type Diff struct {
 // device that only one report has.
 type DeviceDiff struct {
 	A, B *Device
-	// Kept segments are in both (same address and size); Appeared are in B
-	// only, Vanished in A only, the largest first and at most TopSegments
+	// Kept segments are in both (same address and size); Resized are at
+	// the same address with another size (an expandable segment that
+	// grew or shrank, or a segment freed and another allocated there);
+	// Appeared are in B only, Vanished in A only. The lists hold the
+	// largest first (Resized: the largest change), at most TopSegments
 	// each; the counts and bytes are of all of them.
 	Kept                         int
+	Resized                      []SegmentResize
+	ResizedCount                 int
 	Appeared, Vanished           []SegmentRef
 	AppearedCount, VanishedCount int
 	AppearedBytes, VanishedBytes int64
@@ -66,6 +71,14 @@ type SegmentRef struct {
 	Size    int64
 	Pool    string
 	Live    int64 // bytes of its live blocks
+}
+
+// SegmentResize is a segment at the same address in both, of another
+// size.
+type SegmentResize struct {
+	Address      uint64
+	Pool         string
+	SizeA, SizeB int64
 }
 
 // SizeCount is how many segments of one size each report has.
@@ -137,10 +150,13 @@ func DiffDevices(a, b *Device, opts DiffOptions) DeviceDiff {
 		size int64
 	}
 	inA := map[key]bool{}
+	sizeA := map[uint64]int64{}
 	for _, s := range la.Segments {
 		inA[key{s.Addr, s.Size}] = true
+		sizeA[s.Addr] = s.Size
 	}
 	inB := map[key]bool{}
+	sizeB := map[uint64]int64{}
 	sizes := map[int64]*SizeCount{}
 	count := func(size int64) *SizeCount {
 		if sizes[size] == nil {
@@ -151,9 +167,15 @@ func DiffDevices(a, b *Device, opts DiffOptions) DeviceDiff {
 	for _, s := range lb.Segments {
 		k := key{s.Addr, s.Size}
 		inB[k] = true
+		sizeB[s.Addr] = s.Size
 		count(s.Size).B++
 		if inA[k] {
 			d.Kept++
+			continue
+		}
+		if was, ok := sizeA[s.Addr]; ok {
+			d.ResizedCount++
+			d.Resized = append(d.Resized, SegmentResize{Address: s.Addr, Pool: s.Pool, SizeA: was, SizeB: s.Size})
 			continue
 		}
 		d.AppearedCount++
@@ -162,11 +184,22 @@ func DiffDevices(a, b *Device, opts DiffOptions) DeviceDiff {
 	}
 	for _, s := range la.Segments {
 		count(s.Size).A++
-		if !inB[key{s.Addr, s.Size}] {
-			d.VanishedCount++
-			d.VanishedBytes += s.Size
-			d.Vanished = append(d.Vanished, segRef(s))
+		if _, ok := sizeB[s.Addr]; ok {
+			continue // kept or resized
 		}
+		d.VanishedCount++
+		d.VanishedBytes += s.Size
+		d.Vanished = append(d.Vanished, segRef(s))
+	}
+	sort.Slice(d.Resized, func(i, j int) bool {
+		x, y := d.Resized[i], d.Resized[j]
+		if cx, cy := abs(x.SizeB-x.SizeA), abs(y.SizeB-y.SizeA); cx != cy {
+			return cx > cy
+		}
+		return x.Address < y.Address
+	})
+	if len(d.Resized) > opts.TopSegments {
+		d.Resized = d.Resized[:opts.TopSegments]
 	}
 	d.Appeared = largestSegments(d.Appeared, opts.TopSegments)
 	d.Vanished = largestSegments(d.Vanished, opts.TopSegments)

@@ -13,7 +13,7 @@ import (
 // FuzzDiff compares two snapshots built from specs (snaptest.FromSpec:
 // hostile names, pools, pending frees, several devices): nothing may
 // panic, the attribution of every device adds up to its classes exactly,
-// every segment of each side is kept, appeared or vanished, the renderings
+// every segment of each side is kept, resized, appeared or vanished, the renderings
 // succeed and the profile is valid.
 //
 //	go test ./snapshot/analysis -run '^$' -fuzz FuzzDiff -fuzztime 20s
@@ -50,8 +50,8 @@ func FuzzDiff(f *testing.F) {
 			if dd.B != nil {
 				nb = len(dd.B.Layout.Segments)
 			}
-			if dd.Kept+dd.VanishedCount != na || dd.Kept+dd.AppearedCount != nb {
-				t.Fatalf("segments: kept %d vanished %d appeared %d of %d and %d", dd.Kept, dd.VanishedCount, dd.AppearedCount, na, nb)
+			if dd.Kept+dd.ResizedCount+dd.VanishedCount != na || dd.Kept+dd.ResizedCount+dd.AppearedCount != nb {
+				t.Fatalf("segments: kept %d resized %d vanished %d appeared %d of %d and %d", dd.Kept, dd.ResizedCount, dd.VanishedCount, dd.AppearedCount, na, nb)
 			}
 		}
 		var text bytes.Buffer

@@ -27,6 +27,8 @@ type DeviceDiffDoc struct {
 	B       *SideDoc `json:"b"`
 	// Segments are matched by address and size.
 	KeptSegments     int             `json:"kept_segments"`
+	ResizedSegments  int             `json:"resized_segments"`
+	Resized          []ResizeDoc     `json:"resized"`
 	AppearedSegments int             `json:"appeared_segments"`
 	AppearedBytes    int64           `json:"appeared_bytes"`
 	VanishedSegments int             `json:"vanished_segments"`
@@ -66,6 +68,14 @@ type SegmentRefDoc struct {
 	SizeBytes int64  `json:"size_bytes"`
 	Pool      string `json:"pool"`
 	LiveBytes int64  `json:"live_bytes"`
+}
+
+// ResizeDoc is a segment at one address in both, of another size.
+type ResizeDoc struct {
+	Address    string `json:"address"` // hex
+	Pool       string `json:"pool"`
+	SizeABytes int64  `json:"size_a_bytes"`
+	SizeBBytes int64  `json:"size_b_bytes"`
 }
 
 // SizeCountDoc is a segment size whose count differs.
@@ -108,7 +118,7 @@ func (d *Diff) Doc(a, b string) DiffDoc {
 }
 
 func (d DeviceDiff) doc() DeviceDiffDoc {
-	out := DeviceDiffDoc{A: sideDoc(d.A), B: sideDoc(d.B), KeptSegments: d.Kept,
+	out := DeviceDiffDoc{A: sideDoc(d.A), B: sideDoc(d.B), KeptSegments: d.Kept, ResizedSegments: d.ResizedCount, Resized: []ResizeDoc{},
 		AppearedSegments: d.AppearedCount, AppearedBytes: d.AppearedBytes, VanishedSegments: d.VanishedCount,
 		VanishedBytes: d.VanishedBytes, Appeared: []SegmentRefDoc{}, Vanished: []SegmentRefDoc{},
 		SegmentSizes: []SizeCountDoc{}, SitesChanged: d.SitesChanged, Sites: []SiteDeltaDoc{}}
@@ -120,6 +130,9 @@ func (d DeviceDiff) doc() DeviceDiffDoc {
 	}
 	ref := func(s SegmentRef) SegmentRefDoc {
 		return SegmentRefDoc{Address: fmt.Sprintf("%#x", s.Address), SizeBytes: s.Size, Pool: s.Pool, LiveBytes: s.Live}
+	}
+	for _, r := range d.Resized {
+		out.Resized = append(out.Resized, ResizeDoc{Address: fmt.Sprintf("%#x", r.Address), Pool: r.Pool, SizeABytes: r.SizeA, SizeBBytes: r.SizeB})
 	}
 	for _, s := range d.Appeared {
 		out.Appeared = append(out.Appeared, ref(s))
@@ -214,8 +227,18 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 	count("trace events", a.TraceEvents, bb.TraceEvents)
 	count("OOM entries", len(a.OOMs), len(bb.OOMs))
 
-	fmt.Fprintf(b, "\nSegments (same address and size = the same segment): %d in both, %d appeared (%s), %d vanished (%s)\n",
+	fmt.Fprintf(b, "\nSegments (same address and size = the same segment): %d in both, %d appeared (%s), %d vanished (%s)",
 		d.Kept, d.AppearedCount, fb(d.AppearedBytes), d.VanishedCount, fb(d.VanishedBytes))
+	if d.ResizedCount > 0 {
+		fmt.Fprintf(b, ", %d resized (same address)", d.ResizedCount)
+	}
+	b.WriteString("\n")
+	for _, r := range d.Resized {
+		fmt.Fprintf(b, "  %-9s %-16s %10s %-8s was %s\n", "resized", fmt.Sprintf("%#x", r.Address), fb(r.SizeB), loc.Printable(r.Pool), fb(r.SizeA))
+	}
+	if n := d.ResizedCount - len(d.Resized); n > 0 {
+		fmt.Fprintf(b, "  %-9s +%d more\n", "resized", n)
+	}
 	list := func(verb string, segs []SegmentRef, total int) {
 		for _, s := range segs {
 			fmt.Fprintf(b, "  %-9s %-16s %10s %-8s live %s\n", verb, fmt.Sprintf("%#x", s.Address), fb(s.Size), loc.Printable(s.Pool), fb(s.Live))

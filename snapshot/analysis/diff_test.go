@@ -101,31 +101,37 @@ func TestDiffSelf(t *testing.T) {
 	}
 }
 
-// TestDiffVanishedAndMoved: a segment freed, another resized (a segment
-// at the same address with another size is a different one), a site's
-// block shrunk.
+// TestDiffVanishedAndMoved: a segment freed (vanished), another at the
+// same address with another size (resized, as an expandable segment that
+// grew), a site's block shrunk.
 func TestDiffVanishedAndMoved(t *testing.T) {
-	a := report(t, snap(nil, baseSegments()...))
-	segs := baseSegments()[:1]
+	a := report(t, snap(nil, append(baseSegments(), stackSeg(segC, snapshot.Block{Size: 2 * mib, RequestedSize: 2 * mib}))...))
+	segs := baseSegments()
 	segs[0] = stackSeg(segA,
 		snapshot.Block{Size: 2 * mib, RequestedSize: 2 * mib, Frames: at("model.py", 10, "attn")},
 		snapshot.Block{Size: 14 * mib, State: snapshot.StateInactive},
 		snapshot.Block{Size: 4 * mib, RequestedSize: 4 * mib, Frames: at("model.py", 20, "mlp")})
-	segs = append(segs, stackSeg(segB, snapshot.Block{Size: 2 * mib, RequestedSize: 2 * mib, Frames: at("weights.py", 3, "load")}))
+	segs[1] = stackSeg(segB, snapshot.Block{Size: 2 * mib, RequestedSize: 2 * mib, Frames: at("weights.py", 3, "load")})
 	b := report(t, snap(nil, segs...))
 	dd := analysis.DiffReports(a, b, analysis.DiffOptions{}).Devices[0]
-	if dd.Kept != 1 || dd.AppearedCount != 1 || dd.VanishedCount != 1 || dd.Vanished[0].Address != segB || dd.Appeared[0].Size != 2*mib {
+	if dd.Kept != 1 || dd.AppearedCount != 0 || dd.VanishedCount != 1 || dd.Vanished[0].Address != segC || dd.VanishedBytes != 2*mib {
 		t.Errorf("kept %d appeared %+v vanished %+v", dd.Kept, dd.Appeared, dd.Vanished)
 	}
-	var got []string
-	for _, s := range dd.Sites {
-		got = append(got, s.Site)
+	if want := []analysis.SegmentResize{{Address: segB, Pool: "large", SizeA: 20 * mib, SizeB: 2 * mib}}; dd.ResizedCount != 1 || !reflect.DeepEqual(dd.Resized, want) {
+		t.Errorf("resized %d: %+v, want %+v", dd.ResizedCount, dd.Resized, want)
 	}
-	// weights.py lost 18 MiB; attn lost 2 MiB allocated and 1 MiB of its
-	// share of stranded (12·4/8 = 6 → 14·2/6 = 4.67); mlp gained 3.33 MiB
-	// of stranded share (6 → 9.33).
-	if want := []string{"weights.py:3 load", "attn", "mlp"}; len(got) != 3 || got[0] != want[0] {
-		t.Errorf("sites moved: %v, want weights.py first of three", got)
+	// weights.py lost 18 MiB; attn lost 2 MiB allocated and its stranded
+	// share went from 12·4/8 = 6 to 14·2/6 = 4.67 MiB; mlp's from 6 to
+	// 9.33 MiB; the block without a stack in segC vanished with it.
+	got := map[string]int64{}
+	for _, s := range dd.Sites {
+		got[s.Site] = s.HeldDelta()
+	}
+	third := int64(14*mib+2) / 3 // attn's share of 14 MiB split 2:4: the spare byte goes to its larger remainder
+	want := map[string]int64{"weights.py:3 load": -18 * mib, "model.py:10 attn": third - 10*mib + 2*mib,
+		"model.py:20 mlp": (14*mib - third) - 6*mib, analysis.NoStack: -2 * mib}
+	if !reflect.DeepEqual(got, want) || dd.Sites[0].Site != "weights.py:3 load" {
+		t.Errorf("held deltas %v, want %v (weights first)", got, want)
 	}
 }
 
