@@ -27,7 +27,8 @@ import (
 //
 // The totals therefore equal the device's classes exactly: Σ Allocated ==
 // Classes.Active, Σ Rounding == Classes.InternalWaste, Σ Stranded ==
-// Classes.Stranded (TestAttributionAddsUp).
+// Classes.Stranded (the tests' checkAddsUp; TestAttributionShared on the real
+// snapshots).
 
 // Attribution is a device's memory by allocation site.
 type Attribution struct {

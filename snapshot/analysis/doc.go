@@ -59,6 +59,14 @@
 // are checked against the live ones in an interval tree), and the what-if
 // replays share one op trace, validated and numbered once.
 //
+// Beside the diagnosis, each device gets an Attribution (attrib.go): its
+// live blocks, the free space they strand and their rounding, charged to
+// the allocation site by one rule (frames.go: the first frame outside
+// PyTorch and Python), exportable as a pprof profile (Report.Profile) or
+// folded stacks. DiffReports compares two reports device by device, and
+// FindOutliers names the outlier among N devices by a robust rule
+// (diff.go, outlier.go; `gpufrag diff`, docs/diff.md).
+//
 // The package is pure: values in, values out; rendering lives in WriteText
 // and SegmentMapSVG, files and flags in internal/cli.
 package analysis
