@@ -55,6 +55,7 @@ var exampleFiles = []exampleFile{
 	{"pods.csv", "openb/openb_pod_list_default.csv", headLines(1 + 400)},
 	{"ops.jsonl", "", func([]byte) ([]byte, error) { return opsTrace() }},
 	{"snapshot.pickle", "", func([]byte) ([]byte, error) { return snapshotPickle() }},
+	{"snapshot-later.pickle", "", func([]byte) ([]byte, error) { return servingSnapshot(laterOps, false) }},
 }
 
 // benchRequests is how many requests the vLLM benchmark cuts keep: enough
@@ -325,9 +326,20 @@ func siteOf(id string) *snaptest.Shared {
 // (segment_alloc before the alloc that caused it, free_requested and
 // free_completed, call-site frames, time_us), and the final segments and
 // blocks. Because the model wrote it, analyze reproduces every address.
-func snapshotPickle() ([]byte, error) {
+func snapshotPickle() ([]byte, error) { return servingSnapshot(1500, true) }
+
+// laterOps is how far snapshot-later.pickle runs the same server: twice
+// as many ops as snapshot.pickle, so `gpufrag diff` has one server at two
+// moments to compare (its KV cache grew and moved).
+const laterOps = 3000
+
+// servingSnapshot is snapshotPickle's server after ops ops of the same
+// trace (seed 3); without trace, the file holds the final segments only
+// (as a snapshot taken without _record_memory_history), which keeps it
+// small.
+func servingSnapshot(nops int, withTrace bool) ([]byte, error) {
 	c := synth.Llama3_8B()
-	c.Seed, c.Ops = 3, 1500
+	c.Seed, c.Ops = 3, nops
 	ops, err := synth.GenerateServing(c)
 	if err != nil {
 		return nil, err
@@ -428,6 +440,9 @@ func snapshotPickle() ([]byte, error) {
 			{"segment_pool_id", snaptest.Tuple{0, 0}}, {"is_expandable", false}, {"frames", segSite[s.Addr]},
 			{"blocks", blocks},
 		})
+	}
+	if !withTrace {
+		trace = []any{}
 	}
 	doc := snaptest.Dict{
 		{"segments", segments},

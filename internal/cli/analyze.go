@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
@@ -23,6 +26,10 @@ type analyzeFlags struct {
 	capacity mem.Bytes // --capacity
 	whatIf   []string  // --whatif, each a spec or a comma-separated list
 	noReplay bool      // --no-replay
+	// Attribution (issue 25): --profile FILE (pprof), --folded FILE with
+	// --folded-value, --full-stacks.
+	profile, folded, foldedValue string
+	fullStacks                   bool
 }
 
 const analyzeLong = `Analyze diagnoses a PyTorch CUDA memory snapshot: the pickle written by
@@ -39,6 +46,13 @@ For each device it prints:
     still succeed, and the dispersion of live block sizes;
   - the segments that waste most, memory per stream and per pool, and the
     call sites whose live blocks keep fragmented segments from being freed;
+  - the memory by allocation site: the bytes of each site's live blocks, the
+    free space they strand (a segment holding a live block cannot be
+    released; its free bytes are shared among its live blocks by size) and
+    their rounding waste; a site is the first frame outside PyTorch and
+    Python (--full-stacks: the whole stack); --profile writes the same as
+    a pprof profile (go tool pprof -http=: FILE shows a flame graph), and
+    --folded as folded stacks for flamegraph.pl and speedscope;
   - for each out-of-memory entry of the trace: what was requested, what was
     free and whether fragmentation or demand made it fail;
   - replay fidelity: the trace replayed through gpufrag's model of the caching
@@ -90,6 +104,12 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Lookup("capacity").DefValue = "0" // pflag then prints no "(default 0B)": the usage says it
 	fl.StringArrayVar(&f.whatIf, "whatif", nil, "allocator `SPEC` to try instead of the default alternatives; repeat it or separate with commas")
 	fl.BoolVar(&f.noReplay, "no-replay", false, "diagnose the final state only: no replay, timeline or what-if")
+	fl.StringVar(&f.profile, "profile", "", "also write the memory by allocation stack as a pprof profile to `FILE` "+
+		"(go tool pprof -http=: FILE draws its flame graph)")
+	fl.StringVar(&f.folded, "folded", "", "also write the memory by allocation stack as folded stacks (flamegraph.pl, speedscope) to `FILE`")
+	fl.StringVar(&f.foldedValue, "folded-value", analysis.DefaultProfileValue, "the `VALUE` --folded writes: "+
+		strings.Join(analysis.ProfileValues, ", "))
+	fl.BoolVar(&f.fullStacks, "full-stacks", false, "attribute memory to whole stacks, not to their first frame outside PyTorch and Python")
 	return cmd
 }
 
@@ -102,10 +122,14 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
 		}
 	}
-	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"the snapshot argument", path}}); err != nil {
+	if !slices.Contains(analysis.ProfileValues, f.foldedValue) {
+		return usageErrorf(cmd, "--folded-value %s: want one of %s", loc.Quote(f.foldedValue), strings.Join(analysis.ProfileValues, ", "))
+	}
+	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}, {"--profile", f.profile}, {"--folded", f.folded}},
+		[]fileFlag{{"the snapshot argument", path}}); err != nil {
 		return err
 	}
-	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay}
+	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, FullStacks: f.fullStacks}
 	if len(f.whatIf) > 0 {
 		specs, err := allocSpecs(f.whatIf)
 		if err != nil {
@@ -131,10 +155,34 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
+	if err := writeProfiles(f, rep); err != nil {
+		return err
+	}
 	if f.json {
 		return writeJSON(stdout, rep.Doc(name), true)
 	}
 	return rep.WriteText(stdout, name)
+}
+
+// writeProfiles writes the attribution files --profile and --folded ask for.
+func writeProfiles(f analyzeFlags, rep *analysis.Report) error {
+	for _, out := range []struct {
+		flag, path string
+		write      func(io.Writer) error
+	}{{"--profile", f.profile, rep.WriteProfile},
+		{"--folded", f.folded, func(w io.Writer) error { return rep.WriteFolded(w, f.foldedValue) }}} {
+		if out.path == "" {
+			continue
+		}
+		var b bytes.Buffer
+		if err := out.write(&b); err != nil {
+			return fmt.Errorf("%s: %w", out.flag, err)
+		}
+		if err := os.WriteFile(out.path, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("%s: %w", out.flag, err)
+		}
+	}
+	return nil
 }
 
 // readOpts: the analysis reads the stacks of blocks and oom entries only.

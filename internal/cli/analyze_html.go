@@ -282,6 +282,9 @@ func deviceSummary(d analysis.Device) report.Section {
 		}
 		sec.Tables = append(sec.Tables, t)
 	}
+	if t, ok := attributionTable(d.Attribution); ok {
+		sec.Tables = append(sec.Tables, t)
+	}
 	return sec
 }
 
@@ -362,6 +365,13 @@ func segBytes(s mem.Segment) (by [5]int64) {
 // at the end that shows the shares of their bytes. It returns the SVG and a
 // sentence saying what is drawn.
 func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
+	return segmentMapAt(l, maxRows, segMapWidth, 0)
+}
+
+// segmentMapAt is segmentMap drawn width units wide, on a scale whose full
+// bar width is at least scaleTo bytes (0: the largest segment drawn), so
+// that two maps side by side share one scale (gpufrag diff).
+func segmentMapAt(l mem.Layout, maxRows, width int, scaleTo int64) ([]byte, string) {
 	segs := append([]mem.Segment(nil), l.Segments...)
 	sort.SliceStable(segs, func(i, j int) bool {
 		si, sj := segBytes(segs[i])[3], segBytes(segs[j])[3]
@@ -374,6 +384,7 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 	for _, s := range segs {
 		largest = max(largest, s.Size)
 	}
+	largest = max(largest, scaleTo)
 	var shown, rest []mem.Segment
 	for _, s := range segs {
 		if len(shown) < maxRows && s.Size*50 >= largest {
@@ -411,14 +422,14 @@ func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
 	height := segMapTop + rows*(segMapRow+segMapGap) + segMapGap
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="'Liberation Sans', Arial, Helvetica, sans-serif" font-size="%d">`+"\n",
-		segMapWidth, height, segMapWidth, height, segMapFont)
+		width, height, width, height, segMapFont)
 	fmt.Fprintf(&b, "<title>segment map: %d of %d segments drawn</title>\n", len(shown), len(l.Segments))
 	x := 0
 	for _, e := range segMapKey {
 		fmt.Fprintf(&b, `<rect x="%d" y="5" width="11" height="11" fill="%s"/><text x="%d" y="14">%s</text>`+"\n", x, e.col, x+15, e.name)
 		x += 15 + 6*len(e.name) + 16
 	}
-	barW := float64(segMapWidth - segMapLabel)
+	barW := float64(width - segMapLabel)
 	scale := barW / float64(max(largest, 1))
 	row := func(i int) int { return segMapTop + i*(segMapRow+segMapGap) }
 	// shares draws a bar of width w split by the shares of by's classes.

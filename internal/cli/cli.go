@@ -117,6 +117,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newReplay(), newVersion())
 	root.AddCommand(newSimulate())
 	root.AddCommand(newAnalyzeCmd(stdout, stderr))
+	root.AddCommand(newDiffCmd(stdout))
 	root.AddCommand(newClusterCmd(stdout, stderr))
 	root.AddCommand(newDefragCmd())
 	root.AddCommand(newRulesCmd())

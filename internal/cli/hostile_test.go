@@ -136,6 +136,9 @@ func TestHostileNames(t *testing.T) {
 	dir := t.TempDir()
 	f := hostileFiles(t, dir)
 	html := filepath.Join(dir, "report.html")
+	// diff: a plain snapshot against the hostile one, so that the hostile
+	// sites and pools are among what moved.
+	pair := writeFile(t, dir, "pair.pickle", pairSnapshot(0))
 	for _, c := range []struct {
 		name string
 		args []string
@@ -149,6 +152,10 @@ func TestHostileNames(t *testing.T) {
 		{name: "analyze no-replay", args: []string{"analyze", "--no-replay", f["snapshot.pickle"]}},
 		{name: "analyze html", args: []string{"analyze", f["snapshot.pickle"], "--html", html}, html: true},
 		{name: "analyze json", args: []string{"analyze", f["snapshot.pickle"], "--json"}, json: true},
+		{name: "analyze full stacks", args: []string{"analyze", "--no-replay", "--full-stacks", f["snapshot.pickle"]}},
+		{name: "diff", args: []string{"diff", pair, f["snapshot.pickle"], "--no-replay"}},
+		{name: "diff html", args: []string{"diff", pair, f["snapshot.pickle"], "--html", html}, html: true},
+		{name: "diff json", args: []string{"diff", pair, f["snapshot.pickle"], "--json"}, json: true},
 		{name: "defrag layout", args: []string{"defrag", f["layout.json"]}},
 		{name: "defrag layout json", args: []string{"defrag", f["layout.json"], "--json"}, json: true, hide: true},
 		{name: "cluster inspect", args: []string{"cluster", "inspect", "--from", f["cluster.json"], "--all"}},

@@ -76,6 +76,17 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 		{name: "analyze-small", args: func(_, out string) []string {
 			return []string{"analyze", filepath.Join(snapshotFixtures, "mid.pickle"), "--capacity", "1GiB", "--html", out}
 		}},
+		{name: "diff", args: func(dir, out string) []string {
+			// A small snapshot against one of 516 segments: maps of unequal length, side by side.
+			return []string{"diff", writeFile(t, dir, "pair-a.pickle", pairSnapshot(0)), snap, "--capacity", "8GiB", "--html", out}
+		}},
+		{name: "diff-outliers", args: func(dir, out string) []string {
+			args := []string{"diff", "--html", out}
+			for i, extra := range []int64{0, 0, 16 << 20, 0, 0} {
+				args = append(args, writeFile(t, dir, fmt.Sprintf("rank%d.pickle", i), pairSnapshot(extra)))
+			}
+			return args
+		}},
 		{name: "cluster", args: func(_, out string) []string {
 			return []string{"cluster", "simulate", "--nodes", clusterNodes, "--pods", clusterPods,
 				"--policy", "bestfit,fgd,recommended", "--seeds", "1-2", "--html", out}

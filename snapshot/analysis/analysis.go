@@ -36,6 +36,9 @@ type Options struct {
 	TimelinePoints int
 	// MaxMismatches caps the mismatches listed (default 20; all are counted).
 	MaxMismatches int
+	// FullStacks charges the attribution (Device.Attribution) to whole
+	// stacks rather than stacks collapsed at their call site.
+	FullStacks bool
 	// Parallel is how many what-if replays run at once (default
 	// runtime.GOMAXPROCS). The result does not depend on it.
 	Parallel int
@@ -117,6 +120,9 @@ type Device struct {
 	WhatIf         *WhatIf
 	// Layout is the final state, for renderers (SegmentMapSVG).
 	Layout mem.Layout
+	// Attribution is the device's live memory by allocation site
+	// (attrib.go); its rows are capped at Options.TopSites.
+	Attribution *Attribution
 }
 
 // Analyze diagnoses every device of s. It refuses a snapshot that fails
@@ -191,6 +197,7 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	dev.TraceEvents = len(trace)
 	dev.Capacity, dev.CapacitySource = opts.Capacity, "flag"
 	diagnose(s, d, &dev, opts)
+	dev.Attribution = attribute(s.Segments, opts.FullStacks, opts.TopSites)
 	if opts.NoReplay {
 		return dev, nil
 	}

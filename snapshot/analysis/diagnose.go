@@ -3,7 +3,6 @@ package analysis
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -41,7 +40,7 @@ type Group struct {
 	Health      float64 // frag.Health(LargestFree, CachedFree)
 }
 
-// Site is a call site (the innermost user frame of an allocation's stack)
+// Site is a call site (SiteIndex: the innermost user frame of an allocation's stack)
 // whose live blocks sit in fragmented segments (segments with free space
 // that a live block keeps from being released).
 type Site struct {
@@ -78,6 +77,7 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 		segs map[uint64]bool
 	}
 	sites := map[string]*siteAcc{}
+	names := siteNames{}
 	var wastes []SegmentWaste
 	for _, seg := range s.Segments {
 		if seg.Device != d {
@@ -140,7 +140,7 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 			if b.State == snapshot.StateInactive {
 				continue
 			}
-			f := siteOf(b.Frames)
+			f := names.of(b.Frames)
 			acc := sites[f]
 			if acc == nil {
 				acc = &siteAcc{Site: Site{Frame: f}, segs: map[uint64]bool{}}
@@ -195,32 +195,4 @@ func groups(m map[string]*Group) []Group {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// siteOf names an allocation's call site: the innermost Python frame
-// outside PyTorch itself, else the innermost frame with a line number, else
-// the innermost frame.
-func siteOf(frames []snapshot.Frame) string {
-	if len(frames) == 0 {
-		return "(no stack recorded)"
-	}
-	format := func(f snapshot.Frame) string {
-		return fmt.Sprintf("%s:%d %s", f.Filename, f.Line, f.Name)
-	}
-	for _, f := range frames {
-		if f.Line > 0 && strings.HasSuffix(f.Filename, ".py") && !isTorchFile(f.Filename) {
-			return format(f)
-		}
-	}
-	for _, f := range frames {
-		if f.Line > 0 {
-			return format(f)
-		}
-	}
-	return format(frames[0])
-}
-
-func isTorchFile(name string) bool {
-	return strings.Contains(name, "/torch/") || strings.Contains(name, "/site-packages/") ||
-		strings.Contains(name, "/dist-packages/") || strings.HasPrefix(name, "<frozen")
 }

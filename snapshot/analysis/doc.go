@@ -73,6 +73,14 @@
 // a fact only when given or recorded (Device.CapacityKnown), not the
 // 80 GiB default nor the reserved bytes of a --no-replay diagnosis.
 //
+// Beside the diagnosis, each device gets an Attribution (attrib.go): its
+// live blocks, the free space they strand and their rounding, charged to
+// the allocation site by one rule (frames.go: the first frame outside
+// PyTorch and Python), exportable as a pprof profile (Report.Profile) or
+// folded stacks. DiffReports compares two reports device by device, and
+// FindOutliers names the outlier among N devices by a robust rule
+// (diff.go, outlier.go; `gpufrag diff`, docs/diff.md).
+//
 // The package is pure: values in, values out; rendering lives in WriteText
 // and SegmentMapSVG, files and flags in internal/cli.
 package analysis

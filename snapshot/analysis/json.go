@@ -53,6 +53,8 @@ type DeviceDoc struct {
 	Replay        ReplayDoc     `json:"replay"`
 	WhatIf        []WhatIfDoc   `json:"whatif"`
 	Recommend     *RecommendDoc `json:"recommendation,omitempty"`
+	// Attribution is the live memory by allocation site (attrib.go).
+	Attribution *AttributionDoc `json:"attribution,omitempty"`
 }
 
 // SegmentDoc is one of the segments that waste most.
@@ -231,11 +233,9 @@ func (d Device) doc() DeviceDoc {
 	for _, s := range d.Sites {
 		out.Sites = append(out.Sites, SiteDoc{Frame: s.Frame, Blocks: s.Blocks, LiveBytes: s.Live, Segments: s.Segments, HeldBytes: s.Held})
 	}
+	out.Attribution = d.Attribution.Doc()
 	for _, o := range d.OOMs {
-		out.OOMs = append(out.OOMs, OOMDoc{Event: o.Event, TimeUS: o.TimeUS, RequestedBytes: o.Requested,
-			AllocSizeBytes: o.AllocSize, DeviceFreeBytes: o.DeviceFree, ReservedBytes: o.Reserved,
-			AllocatedBytes: o.Allocated, CachedFreeBytes: o.CachedFree, LargestFreeBytes: o.LargestFree,
-			Health: o.Health, Cause: o.Cause, Why: o.Why, Site: siteOf(o.Frames), PrivateCachedFreeBytes: o.PrivateCachedFree, During: o.During, UserMetadata: o.UserMetadata})
+		out.OOMs = append(out.OOMs, oomDoc(o))
 	}
 	for _, p := range d.Timeline {
 		out.Timeline = append(out.Timeline, PointDoc{Event: p.Event, TimeUS: p.TimeUS, ReservedBytes: p.Reserved,
@@ -263,6 +263,13 @@ func (d Device) doc() DeviceDoc {
 		out.Recommend = &RecommendDoc{Line: w.Recommendation, Reason: w.Reason, CapacityBytes: w.Capacity, Ops: w.Ops}
 	}
 	return out
+}
+
+func oomDoc(o OOM) OOMDoc {
+	return OOMDoc{Event: o.Event, TimeUS: o.TimeUS, RequestedBytes: o.Requested,
+		AllocSizeBytes: o.AllocSize, DeviceFreeBytes: o.DeviceFree, ReservedBytes: o.Reserved,
+		AllocatedBytes: o.Allocated, CachedFreeBytes: o.CachedFree, LargestFreeBytes: o.LargestFree,
+		Health: o.Health, Cause: o.Cause, Why: o.Why, Site: siteOf(o.Frames), PrivateCachedFreeBytes: o.PrivateCachedFree, During: o.During, UserMetadata: o.UserMetadata}
 }
 
 func groupDoc(g Group) GroupDoc {

@@ -113,6 +113,7 @@ func (d Device) writeText(b *strings.Builder) {
 			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, loc.Printable(s.Frame))
 		}
 	}
+	d.Attribution.writeText(b)
 	for _, o := range d.OOMs {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
 			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, loc.Printable(siteOf(o.Frames)))

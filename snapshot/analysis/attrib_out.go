@@ -1,0 +1,103 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/loc"
+)
+
+// AttributionDoc is a device's attribution in `gpufrag analyze --json`
+// (docs/json.md, "attribution").
+type AttributionDoc struct {
+	// Stacks is "collapsed" (rows per call site) or "full" (rows per
+	// whole stack).
+	Stacks string `json:"stacks"`
+	// Sites are the rows, heaviest first (allocated + stranded).
+	Sites []SiteStatDoc `json:"sites"`
+	// Other sums the rows left out (Options.TopSites); nil when none is.
+	Other *SiteStatDoc `json:"other,omitempty"`
+	Total SiteStatDoc  `json:"total"`
+}
+
+// SiteStatDoc is one row of AttributionDoc.
+type SiteStatDoc struct {
+	Site string `json:"site"`
+	// Stack is the row's stack, innermost first ("file.py:123 function"
+	// each), when the row has one stack; absent otherwise.
+	Stack          []string `json:"stack,omitempty"`
+	Blocks         int      `json:"blocks"`
+	Segments       int      `json:"segments"`
+	AllocatedBytes int64    `json:"allocated_bytes"`
+	RequestedBytes int64    `json:"requested_bytes"`
+	RoundingBytes  int64    `json:"rounding_bytes"`
+	StrandedBytes  int64    `json:"stranded_free_bytes"`
+}
+
+func (s SiteStat) doc() SiteStatDoc {
+	d := SiteStatDoc{Site: s.Site, Blocks: s.Blocks, Segments: s.Segments, AllocatedBytes: s.Allocated,
+		RequestedBytes: s.Requested, RoundingBytes: s.Rounding, StrandedBytes: s.Stranded}
+	for _, f := range s.Stack {
+		d.Stack = append(d.Stack, FrameString(f))
+	}
+	return d
+}
+
+// Doc is the attribution as JSON; nil for nil.
+func (a *Attribution) Doc() *AttributionDoc {
+	if a == nil {
+		return nil
+	}
+	d := &AttributionDoc{Stacks: "collapsed", Sites: []SiteStatDoc{}, Total: a.Total.doc()}
+	if a.FullStacks {
+		d.Stacks = "full"
+	}
+	for _, s := range a.Sites {
+		d.Sites = append(d.Sites, s.doc())
+	}
+	if a.Other.Site != "" {
+		o := a.Other.doc()
+		d.Other = &o
+	}
+	return d
+}
+
+// writeText writes the attribution's table: one row per site (per stack,
+// each frame on a line of its own, with full stacks).
+func (a *Attribution) writeText(b *strings.Builder) {
+	if a == nil || a.Total.Blocks == 0 {
+		return
+	}
+	what := "call site (first frame outside PyTorch and Python)"
+	if a.FullStacks {
+		what = "stack (innermost frame first)"
+	}
+	fmt.Fprintf(b, "\nMemory by allocation site: live blocks, the free space they strand, rounding\n")
+	fmt.Fprintf(b, "  %10s %10s %10s %6s %5s  %s\n", "allocated", "stranded", "rounding", "blocks", "segs", what)
+	row := func(s SiteStat, name string) {
+		fmt.Fprintf(b, "  %10s %10s %10s %6d %5s  %s\n", fb(s.Allocated), fb(s.Stranded), fb(s.Rounding), s.Blocks,
+			segs(s.Segments), name)
+	}
+	for _, s := range a.Sites {
+		if !a.FullStacks || len(s.Stack) == 0 {
+			row(s, loc.Printable(s.Site))
+			continue
+		}
+		row(s, loc.Printable(FrameString(s.Stack[0])))
+		for _, f := range s.Stack[1:] {
+			fmt.Fprintf(b, "%51s%s\n", "", loc.Printable(FrameString(f))) // under the site, indented
+		}
+	}
+	if a.Other.Site != "" {
+		row(a.Other, a.Other.Site)
+	}
+	row(a.Total, "total")
+}
+
+// segs prints a segment count, "-" for a sum that has none.
+func segs(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
