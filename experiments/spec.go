@@ -27,7 +27,7 @@ var embedded embed.FS
 const MaxFileBytes = 1 << 20
 
 // ErrBadExperiment is wrapped by every error about an experiment file.
-var ErrBadExperiment = errors.New("experiments: bad experiment file")
+var ErrBadExperiment = errors.New("bad experiment file")
 
 // Experiment is one claim and the setup that tests it (one YAML file).
 type Experiment struct {

@@ -89,6 +89,7 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Lookup("capacity").DefValue = "0" // pflag then prints no "(default 0B)": the usage says it
 	fl.StringArrayVar(&f.whatIf, "whatif", nil, "allocator `SPEC` to try instead of the default alternatives; repeat it or separate with commas")
 	fl.BoolVar(&f.noReplay, "no-replay", false, "diagnose the final state only: no replay, timeline or what-if")
+	ignoredWith(cmd, "no-replay", "diagnoses the final state only", "whatif")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,7 +42,11 @@ func serveExporterLog(t *testing.T, args ...string) (func(want ...string) string
 	exporterReady = func(a net.Addr) { addrc <- a }
 	stderr := &lockedBuffer{}
 	root := newRoot(strings.NewReader(""), io.Discard, stderr)
-	root.SetArgs(append([]string{"exporter", "--listen", "127.0.0.1:0", "--poll-interval", "1s"}, args...))
+	cmdline := []string{"exporter", "--listen", "127.0.0.1:0"}
+	if slices.Contains(args, "--nvml") || slices.Contains(args, "--scrape") {
+		cmdline = append(cmdline, "--poll-interval", "1s") // the flag needs one of them
+	}
+	root.SetArgs(append(cmdline, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { done <- root.ExecuteContext(ctx) }()
 	t.Cleanup(func() {
@@ -240,8 +245,8 @@ func TestExporterSourceFlags(t *testing.T) {
 	}{
 		{[]string{"--scrape", "localhost:8000/metrics"}, "want an http(s) URL"},
 		{[]string{"--scrape", "http://a/metrics", "--scrape", "http://a/metrics"}, "given twice"},
-		{[]string{"--nvml-library", "/x.so"}, "--nvml-library needs --nvml"},
-		{[]string{"--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
+		{[]string{"--nvml-library", "/x.so"}, "--nvml-library has no effect without --nvml"},
+		{[]string{"--scrape", "http://a/metrics", "--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
 		// Issue 28: label values that are not plain text are refused at
 		// start (a --scrape given twice, checked after them, keeps the
 		// test from serving when they are not).
@@ -282,7 +287,7 @@ func TestExporterCluster(t *testing.T) {
 	if code, _, stderr := run(t, "", "exporter", "--listen", "127.0.0.1:0", "--cluster", "prod"); code != exitFail || !strings.Contains(stderr, "--cluster prod: no kubeconfig") {
 		t.Errorf("unreachable cluster: exit %d, %q", code, stderr)
 	}
-	if code, _, stderr := run(t, "", "exporter", "--kubeconfig", "/k"); code != exitUsage || !strings.Contains(stderr, "--kubeconfig needs --cluster") {
+	if code, _, stderr := run(t, "", "exporter", "--kubeconfig", "/k"); code != exitUsage || !strings.Contains(stderr, "--kubeconfig has no effect without --cluster") {
 		t.Errorf("--kubeconfig alone: exit %d, %q", code, stderr)
 	}
 }

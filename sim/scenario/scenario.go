@@ -85,7 +85,7 @@ import (
 
 // ErrBadScenario means a scenario that cannot run; the message names the
 // field (and the line, for YAML errors).
-var ErrBadScenario = errors.New("scenario: bad scenario")
+var ErrBadScenario = errors.New("bad scenario")
 
 // MaxScenarioBytes bounds a scenario file (1 MiB: scenarios are short).
 const MaxScenarioBytes = 1 << 20
