@@ -251,9 +251,9 @@ func TestExporterSourceFlags(t *testing.T) {
 		// start (a --scrape given twice, checked after them, keeps the
 		// test from serving when they are not).
 		{[]string{"--scrape", "http://a%ff:80/metrics", "--scrape", "http://a%ff:80/metrics"},
-			`--scrape: the host is the instance label: exporter: label instance value "a\xff:80": byte 1: invalid UTF-8 (byte 0xff)`},
+			`--scrape: the host is the instance label: label instance value "a\xff:80": byte 1: invalid UTF-8 (byte 0xff)`},
 		{[]string{"--cluster", "prod\x1b[2J", "--scrape", "http://a/", "--scrape", "http://a/"},
-			`--cluster: exporter: label cluster value "prod\x1b[2J": byte 4: control character U+001B`},
+			`--cluster: label cluster value "prod\x1b[2J": byte 4: control character U+001B`},
 	} {
 		code, _, stderr := run(t, "", append([]string{"exporter"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {

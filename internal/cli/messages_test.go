@@ -62,6 +62,10 @@ func TestMessagesNoPackagePrefix(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not,a,trace\n1,2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("name: x\nmodell: llama-3.1-8b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	snap := filepath.Join(snapshotFixtures, "modern_p4.pickle")
 	trace := filepath.Join("..", "..", "examples", "azure_conv.csv")
 	advise := []string{"advise", "--trace", trace, "--model", "llama-3.1-8b", "--gpu", "a100-80g"}
@@ -104,11 +108,14 @@ func TestMessagesNoPackagePrefix(t *testing.T) {
 		{[]string{"simulate", "--seed", "-1"}, 2, `--seed "-1": want a whole number`},
 		{[]string{"defrag", "--goal", "fit:2XB", snap}, 2, "--goal"},
 		{[]string{"exporter", "--max-file-bytes", "lots"}, 2, `--max-file-bytes "lots"`},
+		{[]string{"exporter", "--cluster", "a\x1bb"}, 2, "--cluster: label cluster value"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", dir}, 2, "--capture-dir " + dir},
 		{[]string{"cluster", "simulate", "--nodes", "x.csv", "--pods", "y.csv", "--policy", "bestfi"}, 2, "--policy"},
 		// Files: each error names its flag.
 		{[]string{"simulate", "--trace", dir}, 1, "--trace " + dir + ": is a directory"},
 		{[]string{"simulate", "--trace", bad}, 1, "--trace " + bad},
 		{[]string{"simulate", "--scenario", dir}, 1, "--scenario " + dir + ": is a directory"},
+		{[]string{"simulate", "--scenario", scen}, 1, scen + `: line 2: field "modell": unknown field`},
 		{[]string{"simulate", "--model", dir + "/"}, 1, "--model " + dir},
 		{[]string{"simulate", "--profile", dir + "/p.yaml"}, 1, "--profile " + dir + "/p.yaml"},
 		{[]string{"advise", "--trace", dir, "--model", "llama-3.1-8b", "--gpu", "a100-80g"}, 1, "--trace " + dir},

@@ -93,8 +93,8 @@ func TestDefault(t *testing.T) {
 // names what is wrong, with the line for YAML errors.
 func TestReadErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown field", "name: x\nmodle: llama-3.1-8b\n", "line 2: field modle not found"},
-		{"unknown nested field", "engine:\n  max_seqs: 4\n  max_seq: 4\n", "line 3: field max_seq not found"},
+		{"unknown field", "name: x\nmodle: llama-3.1-8b\n", `line 2: field "modle": unknown field`},
+		{"unknown nested field", "engine:\n  max_seqs: 4\n  max_seq: 4\n", `line 3: field "engine.max_seq": unknown field`},
 		{"two documents", "name: a\n---\nname: b\n", "more than one YAML document"},
 		{"empty", "", "empty file"},
 		{"bad duration", "duration: 5 parsecs\n", `line 1: duration "5 parsecs"`},
