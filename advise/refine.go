@@ -73,7 +73,7 @@ const MaxReportBytes = 64 << 20
 
 // ErrBadReport means a report file (gpufrag advise --json) that cannot be
 // read; the message names the file and the byte offset or field.
-var ErrBadReport = errors.New("advise: bad report")
+var ErrBadReport = errors.New("bad report")
 
 // ReadReport reads a report written by `gpufrag advise --json` (or
 // `advise merge --json`); name is used in messages. It checks that the

@@ -18,7 +18,7 @@ import (
 // ErrBadShard means a shard file that cannot be merged: unreadable, from
 // other inputs, or overlapping or missing candidates. The message names the
 // file.
-var ErrBadShard = errors.New("advise: bad shard")
+var ErrBadShard = errors.New("bad shard")
 
 // PartialFormat names the shard file format and its version.
 const PartialFormat = "gpufrag-advise-shard/1"

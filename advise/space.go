@@ -18,7 +18,7 @@ import (
 
 // ErrBadSpace means a sweep space that cannot be swept; the message names
 // the dimension and the value.
-var ErrBadSpace = errors.New("advise: bad sweep space")
+var ErrBadSpace = errors.New("bad sweep space")
 
 // Settings is one point of the sweep: what a user sets in their engine.
 type Settings struct {

@@ -238,7 +238,7 @@ var (
 	// ErrInvalidSize: a request of zero or negative bytes.
 	ErrInvalidSize = errors.New("alloc: request size must be positive")
 	// ErrBadSpec: an allocator spec or setting that cannot be parsed or is out of range.
-	ErrBadSpec = errors.New("alloc: bad allocator spec")
+	ErrBadSpec = errors.New("bad allocator spec")
 	// ErrBadMove: a relocation whose destination is not free memory that fits.
 	ErrBadMove = errors.New("alloc: bad relocation")
 )

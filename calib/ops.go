@@ -26,7 +26,7 @@ const MaxOpsBytes = 1 << 20
 
 // ErrBadOps means an operator-timings document that cannot be used; the
 // message names the file and the field.
-var ErrBadOps = errors.New("calib: bad operator timings")
+var ErrBadOps = errors.New("bad operator timings")
 
 // Ops is what calib/device/steptime.py measured: one layer of a model's
 // linear GEMMs at n tokens, causal prefill attention over L tokens, and

@@ -44,7 +44,7 @@ const maxReported = 10
 
 // ErrInvalid is wrapped by every error of Parse: the dataset does not parse
 // or a figure lacks what makes it traceable and usable.
-var ErrInvalid = errors.New("calib: invalid published dataset")
+var ErrInvalid = errors.New("invalid published dataset")
 
 // Dataset is the whole file: the sources and the figures read from them.
 type Dataset struct {

@@ -24,7 +24,7 @@ import (
 
 // ErrSetup is wrapped by every error about what a calibration was given:
 // a run whose setup cannot be told, files that disagree, a bad option.
-var ErrSetup = errors.New("calib: bad calibration setup")
+var ErrSetup = errors.New("bad calibration setup")
 
 // Bounds of the inputs.
 const (

@@ -38,7 +38,7 @@ var Families = []Family{FamilyCPU, FamilyGPUShare, FamilyGPUSpec, FamilyMultiGPU
 // ErrGenerate marks a pod list GeneratePods cannot make from its inputs
 // (an unknown family, a share out of range, a base list without pods of a
 // class the share needs).
-var ErrGenerate = errors.New("cluster: cannot generate pod list")
+var ErrGenerate = errors.New("cannot generate pod list")
 
 // streamGenerate is the random stream of GeneratePods' seed (the
 // experiment's streams are 1-3; a generator seed is not an experiment

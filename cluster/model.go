@@ -17,12 +17,12 @@ const MilliGPU = 1000
 var (
 	// ErrBadInput marks a malformed node or pod list; errors from the
 	// readers wrap it (see *InputError).
-	ErrBadInput = errors.New("cluster: bad input")
+	ErrBadInput = errors.New("bad input")
 	// ErrUnknownPolicy is returned by NewPolicy for a name it does not know.
-	ErrUnknownPolicy = errors.New("cluster: unknown policy")
+	ErrUnknownPolicy = errors.New("unknown policy")
 	// ErrEmpty is returned when an experiment has no nodes, no GPUs or no
 	// pods asking for GPUs.
-	ErrEmpty = errors.New("cluster: empty cluster or workload")
+	ErrEmpty = errors.New("empty cluster or workload")
 )
 
 // Node is one machine of the cluster.

@@ -26,7 +26,7 @@ const MaxLayoutFile = 1 << 30
 
 // ErrLayoutFile is wrapped by ReadLayout for a file that is not a valid
 // layout; the message names the byte offset or the field.
-var ErrLayoutFile = errors.New("defrag: bad layout file")
+var ErrLayoutFile = errors.New("bad layout file")
 
 // layoutFile is the saved-layout document (docs/json.md).
 type layoutFile struct {

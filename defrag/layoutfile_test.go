@@ -64,7 +64,7 @@ func TestLayoutFileErrors(t *testing.T) {
 		// Issue 28, item 5: an allocator spec replay --alloc refuses was
 		// accepted, read by its name alone.
 		{`{"gpufrag_layout":1,"allocator":"caching:bogus:1","capacity_bytes":4096}`, `field "allocator": allocator "caching:bogus:1": `},
-		{`{"gpufrag_layout":1,"allocator":"cudamalloc","capacity_bytes":4096}`, `field "allocator": alloc: bad allocator spec: unknown allocator "cudamalloc"`},
+		{`{"gpufrag_layout":1,"allocator":"cudamalloc","capacity_bytes":4096}`, `field "allocator": bad allocator spec: unknown allocator "cudamalloc"`},
 	} {
 		_, _, err := defrag.ReadLayout(strings.NewReader(c.in), "l.json")
 		if err == nil || !errors.Is(err, defrag.ErrLayoutFile) || !strings.Contains(err.Error(), c.want) {

@@ -19,10 +19,10 @@ import (
 var (
 	// ErrGoal: a goal that cannot be parsed or does not apply to the layout
 	// (a fit goal of no positive size, a fit goal on size-class slots).
-	ErrGoal = errors.New("defrag: bad goal")
+	ErrGoal = errors.New("bad goal")
 	// ErrLayout: the layout is not one the planner can work on (it fails
 	// mem.Layout.Check, or names an allocator the planner does not know).
-	ErrLayout = errors.New("defrag: bad layout")
+	ErrLayout = errors.New("bad layout")
 	// ErrMove: Apply could not perform a move (unknown address, or the
 	// allocator refused the relocation). The error names the move.
 	ErrMove = errors.New("defrag: move failed")

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/loc"
@@ -27,7 +26,7 @@ var embedded embed.FS
 const MaxFileBytes = 1 << 20
 
 // ErrBadExperiment is wrapped by every error about an experiment file.
-var ErrBadExperiment = errors.New("experiments: bad experiment file")
+var ErrBadExperiment = errors.New("bad experiment file")
 
 // Experiment is one claim and the setup that tests it (one YAML file).
 type Experiment struct {
@@ -154,7 +153,7 @@ func Parse(data []byte, file string) (*Experiment, error) {
 		return nil, fmt.Errorf("%w: %s: empty file", ErrBadExperiment, file)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrBadExperiment, file, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadExperiment, file, loc.YAMLDecodeError(err, nil))
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%w: %s: line 1: want a mapping of fields", ErrBadExperiment, file)
@@ -163,97 +162,13 @@ func Parse(data []byte, file string) (*Experiment, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&e); err != nil {
-		return nil, decodeError(err, file, root)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadExperiment, file, loc.YAMLDecodeError(err, root))
 	}
 	e.File = file
 	if err := e.validate(root.Content[0]); err != nil {
 		return nil, err
 	}
 	return &e, nil
-}
-
-var (
-	lineRE     = regexp.MustCompile(`^line (\d+): (.*)$`)
-	notFoundRE = regexp.MustCompile(`^field (\S+) not found`)
-)
-
-var quotedRE = regexp.MustCompile("`([^`]*)`")
-
-// decodeError rewrites yaml's errors as "file: line N: field "F": message".
-func decodeError(err error, file string, root *yaml.Node) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) || len(te.Errors) == 0 {
-		return fmt.Errorf("%w: %s: %s", ErrBadExperiment, file, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	keys := keysByLine(root)
-	msgs := make([]string, 0, len(te.Errors))
-	for _, m := range te.Errors {
-		if sm := lineRE.FindStringSubmatch(m); sm != nil {
-			n, _ := strconv.Atoi(sm[1])
-			if ks := keys[n]; len(ks) > 0 {
-				k := ks[0].path
-				// Several keys on one line (a flow mapping): the one whose
-				// value the message quotes.
-				if q := quotedRE.FindStringSubmatch(sm[2]); q != nil {
-					for _, c := range ks {
-						if c.value == q[1] {
-							k = c.path
-							break
-						}
-					}
-				}
-				if fm := notFoundRE.FindStringSubmatch(sm[2]); fm != nil {
-					for _, c := range ks {
-						if strings.HasSuffix(c.path, "."+fm[1]) || c.path == fm[1] {
-							k = c.path
-							break
-						}
-					}
-				}
-				msgs = append(msgs, fmt.Sprintf("line %d: field %q: %s", n, k, sm[2]))
-				continue
-			}
-		}
-		msgs = append(msgs, m)
-	}
-	return fmt.Errorf("%w: %s: %s", ErrBadExperiment, file, strings.Join(msgs, "; "))
-}
-
-type keyAt struct{ path, value string }
-
-// keysByLine maps each line to the mapping keys on it, with their paths
-// and scalar values.
-func keysByLine(root *yaml.Node) map[int][]keyAt {
-	out := map[int][]keyAt{}
-	var walk func(n *yaml.Node, p string)
-	walk = func(n *yaml.Node, p string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				walk(c, p)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				kp := k.Value
-				if p != "" {
-					kp = p + "." + k.Value
-				}
-				val := ""
-				if v.Kind == yaml.ScalarNode {
-					val = v.Value
-				}
-				out[k.Line] = append(out[k.Line], keyAt{kp, val})
-				walk(v, kp)
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", p, i))
-			}
-		}
-	}
-	walk(root, "")
-	return out
 }
 
 // lineOf returns the line of the value at path (mapping keys and sequence

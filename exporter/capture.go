@@ -373,7 +373,7 @@ func IsCaptureName(name string) bool {
 
 // ErrSameDir: the snapshot and capture directories are the same directory
 // or one is inside the other, so captures would be read as snapshots.
-var ErrSameDir = errors.New("exporter: the snapshot and capture directories overlap")
+var ErrSameDir = errors.New("the snapshot and capture directories overlap")
 
 // DistinctDirs checks that the snapshot directory and the capture
 // directory are neither the same directory nor one inside the other, after

@@ -68,7 +68,7 @@ func CheckLabelValue(v string) error {
 // (loc.Quote) for a message.
 func CheckLabel(name, v string) error {
 	if err := CheckLabelValue(v); err != nil {
-		return fmt.Errorf("exporter: label %s value %s: %w", name, loc.Quote(v), err)
+		return fmt.Errorf("label %s value %s: %w", name, loc.Quote(v), err)
 	}
 	return nil
 }

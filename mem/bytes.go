@@ -28,7 +28,7 @@ const (
 type Bytes int64
 
 // ErrBadSize is returned (wrapped) by ParseBytes for text that is not a size.
-var ErrBadSize = errors.New("mem: bad size")
+var ErrBadSize = errors.New("bad size")
 
 var units = []struct {
 	suffix string
@@ -93,7 +93,7 @@ func ParseBytes(s string) (int64, error) {
 // −80 below a byte whatever the unit (at most 10^15) and digits (10^40).
 const maxDigits = 40
 
-var errNotDecimal = errors.New("mem: not a decimal number")
+var errNotDecimal = errors.New("not a decimal number")
 
 // parseDecimal reads t, digits with an optional '+', fraction and
 // exponent, as the exact fraction num/den.

@@ -29,7 +29,7 @@ const DefaultVABase uint64 = 0x7f0000000000
 const MaxCapacity int64 = 1 << 50
 
 // ErrConfig is returned (wrapped) by NewDevice for an impossible configuration.
-var ErrConfig = errors.New("mem: bad device configuration")
+var ErrConfig = errors.New("bad device configuration")
 
 // Device is the modelled GPU: a page-granular physical pool plus a virtual
 // address space handed out fresh, in increasing order, for as long as it

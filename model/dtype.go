@@ -26,7 +26,7 @@ const (
 )
 
 // ErrBadDType is returned (wrapped) by ParseDType for a name it does not know.
-var ErrBadDType = errors.New("model: bad dtype")
+var ErrBadDType = errors.New("bad dtype")
 
 var dtypeInfo = [...]struct {
 	name string

@@ -50,5 +50,5 @@ func ExampleReadHFConfig() {
 	fmt.Println(err)
 	// Output:
 	// 57344 7615616512 bf16
-	// model: bad config: bad.json: field "num_hidden_layers": must be positive, got 0
+	// bad config: bad.json: field "num_hidden_layers": must be positive, got 0
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // ErrUnknownGPU is returned (wrapped) by LookupGPU for a name that is not a preset.
-var ErrUnknownGPU = errors.New("model: unknown gpu")
+var ErrUnknownGPU = errors.New("unknown gpu")
 
 // GPU is what the simulator needs to know about one accelerator.
 //

@@ -25,7 +25,7 @@ const MaxConfigBytes = 1 << 20
 // ErrBadConfig is returned (wrapped) by ReadHFConfig for input that is not a
 // usable config.json. The message names the file and the field, or the byte
 // offset of a JSON syntax error.
-var ErrBadConfig = errors.New("model: bad config")
+var ErrBadConfig = errors.New("bad config")
 
 // families are the model_type values ReadHFConfig understands. Others are
 // rejected rather than guessed at: a MoE or hybrid model read as dense

@@ -10,9 +10,9 @@ import (
 // Errors. Each is returned wrapped, with the detail after a colon; test with errors.Is.
 var (
 	// ErrBadModel: a Model whose fields are missing, out of range or inconsistent.
-	ErrBadModel = errors.New("model: bad model")
+	ErrBadModel = errors.New("bad model")
 	// ErrBadTP: a tensor-parallel degree the model's heads cannot be split by.
-	ErrBadTP = errors.New("model: bad tensor parallelism")
+	ErrBadTP = errors.New("bad tensor parallelism")
 )
 
 // Bounds that Validate enforces. They are far above any published model

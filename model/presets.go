@@ -11,7 +11,7 @@ import (
 
 // ErrUnknownModel is returned (wrapped) by Preset and Load for a name that
 // is neither a preset nor a readable file.
-var ErrUnknownModel = errors.New("model: unknown model")
+var ErrUnknownModel = errors.New("unknown model")
 
 // presets holds the architecture of each preset, copied from the model's
 // published config.json on Hugging Face (the repository is named above each

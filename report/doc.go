@@ -69,8 +69,13 @@
 // fixed-width tables) a <pre> block that scrolls sideways inside itself.
 // A table sits in a wrapper that scrolls when the table is wider than the
 // column, and long names in its text cells may break after ':', ',', '/'
-// and '=', so the page itself never scrolls sideways. The main column is
-// 1040 px wide at most, room for a 720-point chart at its natural size. RawSVG is inlined after a safety
+// and '=', so the page itself never scrolls sideways; in a window up to
+// 600 px wide (a phone) each row becomes a card of "header value" lines
+// instead (each cell carries its header as data-label). The main column is
+// 1040 px wide at most, room for a 720-point chart at its natural size. A
+// chart shrinks with a narrower column down to the width at which its
+// smallest text is MinTextPx (10 px) high, and scrolls sideways inside its
+// figure below that. RawSVG is inlined after a safety
 // check (well-formed <svg>, no script, event handlers or external links).
 // The output is also well-formed XML, which makes it easy to test.
 //

@@ -58,7 +58,9 @@ func TestHostileStrings(t *testing.T) {
 	checkPrintable(t, "page", out)
 	// Each piece escaped as loc.Printable shows it, then as HTML.
 	want := `evil\x1b]0;pwned\a\x1b[2J\x00\nnl\r\x7f\u009b31m\u2028\u202eRTL&lt;b&gt;&amp;amp;\xff`
-	for _, where := range []string{"<title>", "<h1>", `<p class="subtitle">`, "<h2>", "<caption>", `<td class="num">`} {
+	for _, where := range []string{"<title>", "<h1>", `<p class="subtitle">`, "<h2>", "<caption>",
+		// A data cell carries its header as data-label, escaped alike.
+		`<td class="num" data-label="` + want + `">`} {
 		if !bytes.Contains(out, []byte(where+want+"<")) {
 			t.Errorf("%s does not hold the escaped name %s", where, want)
 		}

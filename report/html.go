@@ -64,10 +64,11 @@ h1{font-size:22px;line-height:1.3;margin:0 0 6px}
 .subtitle{color:#555;margin:0 0 20px}
 h2{font-size:19px;margin:32px 0 8px;padding-bottom:4px;border-bottom:1px solid #e3e5e8}
 p{margin:8px 0}
+h1,h2,p{overflow-wrap:break-word}
 nav ol{margin:8px 0 0;padding-left:22px}
 nav a{color:#2a5d9f;text-decoration:none}
-figure{margin:16px 0}
-figure svg{display:block;max-width:100%;height:auto}
+figure{margin:16px 0;overflow-x:auto}
+figure svg{display:block;max-width:100%;min-width:var(--readable,0);height:auto}
 pre{margin:12px 0;padding:10px 12px;background:#f6f7f9;border:1px solid #e3e5e8;overflow-x:auto;font:12px/1.4 "Liberation Mono","DejaVu Sans Mono",Menlo,Consolas,monospace}
 .table-wrap{overflow-x:auto;margin:16px 0}
 table{border-collapse:collapse;font-size:13px}
@@ -77,6 +78,15 @@ th{background:#f2f4f7;border-bottom:2px solid #d0d4da}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.num{white-space:nowrap}
 tbody tr:nth-child(even){background:#fafbfc}
+@media (max-width:600px){
+main{padding:16px 12px 32px}
+.table-wrap table,.table-wrap tbody,.table-wrap tr,.table-wrap td{display:block}
+.table-wrap thead{position:absolute;left:-10000px}
+.table-wrap tr{border:1px solid #e3e5e8;margin:0 0 8px;padding:2px 8px}
+.table-wrap td{display:flex;justify-content:space-between;gap:12px;border:0;padding:2px 0;text-align:right}
+.table-wrap td::before{content:attr(data-label);font-weight:600;color:#555;text-align:left}
+.table-wrap td:first-child{font-weight:600}
+}
 `
 
 // WriteHTML writes one self-contained HTML5 file: inline CSS, inline SVG, no script, no font or
@@ -145,7 +155,7 @@ func (s Section) writeHTML(b *bytes.Buffer, n int) error {
 		if err != nil {
 			return fmt.Errorf("report: section %d (%q): chart %d: %w", n, s.Heading, i, err)
 		}
-		b.WriteString("<figure>\n")
+		openFigure(b, svg)
 		b.Write(svg)
 		b.WriteString("</figure>\n")
 	}
@@ -157,7 +167,7 @@ func (s Section) writeHTML(b *bytes.Buffer, n int) error {
 		if err != nil {
 			return fmt.Errorf("report: section %d (%q): RawSVG %d: %w", n, s.Heading, i, err)
 		}
-		b.WriteString("<figure>\n")
+		openFigure(b, svg)
 		b.Write(svg)
 		b.WriteString("\n</figure>\n")
 	}
@@ -205,11 +215,24 @@ func (t Table) writeHTML(b *bytes.Buffer) {
 			num[c] = true
 		}
 	}
+	// A data cell carries its column's header as data-label, which a
+	// narrow window (a phone) shows before the value: each row is then a
+	// card of "header value" lines instead of a table to scroll sideways.
+	label := func(i int) string {
+		if i < len(t.Header) && t.Header[i] != "" {
+			return " data-label=\"" + escapeHTML(t.Header[i]) + "\""
+		}
+		return ""
+	}
 	cell := func(tag string, i int, v string) {
+		attr := ""
+		if tag == "td" {
+			attr = label(i)
+		}
 		if num[i] {
-			fmt.Fprintf(b, "<%s class=\"num\">%s</%s>", tag, escapeHTML(v), tag)
+			fmt.Fprintf(b, "<%s class=\"num\"%s>%s</%s>", tag, attr, escapeHTML(v), tag)
 		} else {
-			fmt.Fprintf(b, "<%s>%s</%s>", tag, breakable(v), tag)
+			fmt.Fprintf(b, "<%s%s>%s</%s>", tag, attr, breakable(v), tag)
 		}
 	}
 	// The wrapper scrolls a table wider than the column (at a narrow

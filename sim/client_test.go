@@ -323,7 +323,7 @@ func TestClientFastPaths(t *testing.T) {
 func TestMaxConcurrencyNegative(t *testing.T) {
 	c := tinyConfig(64 << 20)
 	c.MaxConcurrency = -1
-	if _, err := New(c, nil); err == nil || !reflect.DeepEqual(err.Error(), "sim: bad config: max concurrency: -1 is negative (0: no cap, an open loop)") {
+	if _, err := New(c, nil); err == nil || !reflect.DeepEqual(err.Error(), "bad config: max concurrency: -1 is negative (0: no cap, an open loop)") {
 		t.Fatalf("New with MaxConcurrency -1: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // ErrBadConfig means a Config that cannot run; the message names the field.
-var ErrBadConfig = errors.New("sim: bad config")
+var ErrBadConfig = errors.New("bad config")
 
 // OnOOM is what the engine does when a running request cannot get the KV
 // memory for its next token.

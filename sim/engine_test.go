@@ -48,7 +48,7 @@ func TestNewErrors(t *testing.T) {
 		{"unknown strategy", func(c *Config) { c.KV = "paged:0" }, one, "kv:"},
 		{"unknown allocator", func(c *Config) { c.Alloc = "slab" }, one, "alloc:"},
 		{"vmm kv on caching", func(c *Config) { c.KV = "vmm:2MiB" }, one,
-			"bad config: strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
+			"bad config: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
 		{"vmm kv on another page", func(c *Config) { c.KV, c.Alloc = "vmm:2MiB", "vmm:64KiB" }, one,
 			"kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
 		{"unsorted requests", func(*Config) {}, []workload.Request{

@@ -19,7 +19,7 @@ import (
 
 // ErrBadProfile means a profile that cannot be used; the message names the
 // file, and the line or the field.
-var ErrBadProfile = errors.New("sim: bad profile")
+var ErrBadProfile = errors.New("bad profile")
 
 // Unfitted is the FittedTo entry of a profile whose parameters come from
 // datasheets and reading, not from a fit to measurements.

@@ -254,7 +254,7 @@ func TestConfigProfileErrors(t *testing.T) {
 	}{
 		{"other gpu", func(c *Config) { c.Profile = h100 }, `profile: it is for gpu "h100-80g", the config's GPU is "toy"`},
 		{"other engine", func(c *Config) { c.Profile = toyProfile(); c.Engine = EngineSGLang }, "profile: it is for engine vllm-v1, the config's engine is sglang"},
-		{"bad profile", func(c *Config) { c.Profile = badEff }, "profile: sim: bad profile: linear.weight_bw_eff"},
+		{"bad profile", func(c *Config) { c.Profile = badEff }, "profile: bad profile: linear.weight_bw_eff"},
 		{"mixed chunk", func(c *Config) { c.MixedChunk = true }, "mixed chunk"},
 		{"engine", func(c *Config) { c.Engine = 7 }, "engine"},
 		{"weight dtype", func(c *Config) { c.WeightDType = 99 }, "weight dtype"},

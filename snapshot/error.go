@@ -13,15 +13,15 @@ import (
 // (errors.Is(err, pickle.ErrForbidden)).
 var (
 	// ErrDecode: the file is not a pickle this package can decode safely.
-	ErrDecode = errors.New("snapshot: cannot decode pickle")
+	ErrDecode = errors.New("cannot decode pickle")
 	// ErrField: a known field is missing, has the wrong type or a bad value.
-	ErrField = errors.New("snapshot: bad field")
+	ErrField = errors.New("bad field")
 	// ErrLimit: the snapshot expands past Options.MaxBuiltBytes.
-	ErrLimit = errors.New("snapshot: limit exceeded")
+	ErrLimit = errors.New("limit exceeded")
 	// ErrNotSnapshot: the first bytes show the input is something else (a
 	// torch.save ZIP archive, a compressed file, text, zeros). Such errors
 	// match ErrDecode too.
-	ErrNotSnapshot = errors.New("snapshot: not a memory snapshot")
+	ErrNotSnapshot = errors.New("not a memory snapshot")
 )
 
 // Error is a problem with one snapshot file, for example

@@ -92,7 +92,7 @@ func TestReadNamesWrongFiles(t *testing.T) {
 // item 8: protocol 6 was "not a pickle ... first byte 0x80").
 func TestReadNamesPickleProtocol(t *testing.T) {
 	for _, c := range []struct{ data, want string }{
-		{"\x80\x06}\x94.", "f: pickle: offset 0: PROTO (0x80): pickle protocol 6 (the byte at offset 1), which this decoder does not read: it reads protocols 2 to 5"},
+		{"\x80\x06}\x94.", "f: offset 0: PROTO (0x80): pickle protocol 6 (the byte at offset 1), which this decoder does not read: it reads protocols 2 to 5"},
 		{"\x80\x09N.", "pickle protocol 9 (the byte at offset 1)"},
 		{"\x80\x01N.", "pickle protocol 1 (the byte at offset 1)"},
 	} {
@@ -269,7 +269,7 @@ func TestMemoizeRunBounded(t *testing.T) {
 	const n = 100_000
 	data := []byte("\x80\x04N" + strings.Repeat("\x94", n) + ".")
 	_, err := snapshot.ReadBytes(data, "memo.pickle")
-	if !errors.Is(err, pickle.ErrLimit) || !strings.Contains(err.Error(), "memo.pickle: pickle: offset ") ||
+	if !errors.Is(err, pickle.ErrLimit) || !strings.Contains(err.Error(), "memo.pickle: offset ") ||
 		!strings.Contains(err.Error(), "memo entries") {
 		t.Errorf("got %v", err)
 	}

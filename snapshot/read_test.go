@@ -399,7 +399,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	_, err = snapshot.ReadBytes(hostile, "evil.pickle")
 	if !errors.Is(err, snapshot.ErrDecode) || !errors.Is(err, pickle.ErrForbidden) ||
-		!strings.Contains(err.Error(), "evil.pickle: pickle: offset 34: STACK_GLOBAL") {
+		!strings.Contains(err.Error(), "evil.pickle: offset 34: STACK_GLOBAL") {
 		t.Errorf("hostile: %v", err)
 	}
 	// Sharing: one segment listed many times expands past MaxBuiltBytes.

@@ -14,36 +14,36 @@ import (
 var (
 	// ErrFormat: the format name is unknown, or Detect cannot tell the
 	// format from the first line.
-	ErrFormat = errors.New("workload: unknown format")
+	ErrFormat = errors.New("unknown format")
 	// ErrNotText: the input starts with binary data (a NUL byte, a control
 	// character, bytes that are not UTF-8, a gzip, zstd, bzip2, xz or ZIP
 	// signature, UTF-16 text) in its first loc.SniffBytes, not lines of text.
-	ErrNotText = errors.New("workload: not a text trace")
+	ErrNotText = errors.New("not a text trace")
 	// ErrSyntax: a line is not one CSV record or one JSON object, has a
 	// different number of fields than the header, or is longer than
 	// MaxLineBytes.
-	ErrSyntax = errors.New("workload: syntax error")
+	ErrSyntax = errors.New("syntax error")
 	// ErrTooLarge: the input goes on past MaxInputBytes, or holds more
 	// than MaxRequests requests or MaxPrefixHashes prefix ids.
-	ErrTooLarge = errors.New("workload: trace too large")
+	ErrTooLarge = errors.New("trace too large")
 	// ErrColumn: the CSV header lacks a required column or repeats one.
-	ErrColumn = errors.New("workload: bad header")
+	ErrColumn = errors.New("bad header")
 	// ErrField: a field is missing, unknown (our JSONL only) or has a bad
 	// value: a negative, non-integer or too large token count, a bad time.
-	ErrField = errors.New("workload: bad field")
+	ErrField = errors.New("bad field")
 	// ErrOrder: a row of a timed CSV or Mooncake file arrives before the
 	// row above it (those files are sorted; an out-of-order row means a
 	// damaged or concatenated file).
-	ErrOrder = errors.New("workload: arrival out of order")
+	ErrOrder = errors.New("arrival out of order")
 	// ErrNoRows: the trace has no request: a CSV header without rows, an
 	// empty JSONL file, or every row bad and skipped under SkipBadRows (the
 	// error then names the first bad row, its field and what was wrong).
-	ErrNoRows = errors.New("workload: no requests")
+	ErrNoRows = errors.New("no requests")
 	// ErrConfig: a generator or transform got a bad parameter (a rate that
 	// is not positive, an empty list of widths, a timed trace where an
 	// untimed one is needed), or ReadOptions.Run picks no run of a
 	// vllm-bench file (an *Error naming the file's runs).
-	ErrConfig = errors.New("workload: bad configuration")
+	ErrConfig = errors.New("bad configuration")
 )
 
 // Error is a problem with one line of a trace file. Its message names the

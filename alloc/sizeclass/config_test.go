@@ -53,7 +53,7 @@ func TestParseConfig(t *testing.T) {
 
 func TestParseConfigMessage(t *testing.T) {
 	_, err := ParseConfig("8MiB/1000")
-	if err == nil || err.Error() != "alloc: bad allocator spec: sizeclass class 2 (1000B) must be a multiple of 512 bytes" {
+	if err == nil || err.Error() != "bad allocator spec: sizeclass class 2 (1000B) must be a multiple of 512 bytes" {
 		t.Errorf("ParseConfig(\"8MiB/1000\") error %q", err)
 	}
 	_, err = ParseConfig("8MiB/x")

@@ -40,7 +40,7 @@ const readChunk = 64 << 10
 // ErrNoNodes is wrapped by the error of Read for a list without a Node: a
 // cluster cannot be inspected without its nodes (kubectl get pods -o json
 // alone lists none).
-var ErrNoNodes = errors.New("kube: no nodes")
+var ErrNoNodes = errors.New("no nodes")
 
 // want says what Read reads, for its errors.
 const want = "want a kubectl List (kubectl get nodes,pods -A -o json > cluster.json) or one Node or Pod object"

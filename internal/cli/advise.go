@@ -105,6 +105,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringVar(&f.out, "out", "", "write the partial result JSON to `FILE` (with --shard; stdout when absent)")
 	fl.BoolVar(&f.json, "json", false, "print the advice as JSON (schema in docs/json.md)")
 	cmd.AddCommand(newAdviseMergeCmd())
+	needsFlag(cmd, "refine", "it picks the setups the second stage crosses", "refine-top")
 	return cmd
 }
 
@@ -230,8 +231,8 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		return usageErrorf(cmd, "--tp %d: want at least 1", f.tp)
 	case !(f.ttft > 0) || !(f.tpot > 0):
 		return usageErrorf(cmd, "--slo-ttft-p99 %v, --slo-tpot-p99 %v: want positive seconds", f.ttft, f.tpot)
-	case set("start-rate") && !(f.startRate > 0):
-		return usageErrorf(cmd, "--start-rate %v: want a positive number of requests per second", f.startRate)
+	case set("start-rate") && checkRate(cmd, "--start-rate", f.startRate) != nil:
+		return checkRate(cmd, "--start-rate", f.startRate)
 	case f.maxRows < 0 || f.maxContext < 0:
 		return usageErrorf(cmd, "--max-rows and --max-context: want 0 or a positive number")
 	case set("parallel") && f.parallel < 1:
@@ -240,8 +241,6 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		return usageErrorf(cmd, "--out needs a file name")
 	case f.refine != "" && f.full:
 		return usageErrorf(cmd, "--refine and --full: choose one (--full already crosses everything)")
-	case set("refine-top") && f.refine == "":
-		return usageErrorf(cmd, "--refine-top needs --refine")
 	case f.refineTop < 1:
 		return usageErrorf(cmd, "--refine-top %d: want at least 1", f.refineTop)
 	case f.extend < 0:
@@ -302,7 +301,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	}
 	t, sum, err := readAdviseTrace(f.trace, format, f.maxRows, f.skipBadRows)
 	if err != nil {
-		return err
+		return inFlagFile("--trace", f.trace, err)
 	}
 	if d := t.Summary(); d != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(d))

@@ -265,7 +265,7 @@ func TestAdviseUsageErrors(t *testing.T) {
 		{adviseArgs("--shard", "3/3"), "--shard"},
 		{adviseArgs("--shard", "1"), "want i/n"},
 		{adviseArgs("--gpu-memory-utilization", "1.5"), "gpu_memory_utilization: 1.5"},
-		{adviseArgs("--gpu-memory-utilization", "lots"), `invalid argument "lots"`},
+		{adviseArgs("--gpu-memory-utilization", "lots"), `--gpu-memory-utilization "lots": want a number`},
 		{adviseArgs("--bucket", "-16"), "bucket: -16"},
 		{adviseArgs("--defrag", "sometimes"), `defrag: "sometimes"`},
 		{adviseArgs("--kv", "paged:0"), "paged:0"},

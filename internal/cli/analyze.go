@@ -110,6 +110,8 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.foldedValue, "folded-value", analysis.DefaultProfileValue, "the `VALUE` --folded writes: "+
 		strings.Join(analysis.ProfileValues, ", "))
 	fl.BoolVar(&f.fullStacks, "full-stacks", false, "attribute memory to whole stacks, not to their first frame outside PyTorch and Python")
+	ignoredWith(cmd, "no-replay", "diagnoses the final state only", "whatif")
+	needsFlag(cmd, "folded", "it chooses what the folded stacks count", "folded-value")
 	return cmd
 }
 
@@ -147,9 +149,16 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		return err
 	}
 	rep, err := analysis.Analyze(snap, opts)
+	var ce *analysis.CapacityError
+	if errors.As(err, &ce) {
+		return usageErrorf(cmd, "--capacity %s: below the %s that live blocks hold on device %d of %s (%s reserved): "+
+			"no allocator could hold them; give at least %s, or leave --capacity out", f.capacity,
+			mem.Bytes(ce.Active), ce.Device, name, mem.Bytes(ce.Reserved), mem.Bytes(roundUpUnit(ce.Active)))
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	warnCapacityBelowReserved(cmd.ErrOrStderr(), rep)
 	if f.html != "" {
 		if err := writeAnalyzeHTML(f.html, name, rep); err != nil {
 			return fmt.Errorf("--html: %w", err)
@@ -183,6 +192,48 @@ func writeProfiles(f analyzeFlags, rep *analysis.Report) error {
 		}
 	}
 	return nil
+}
+
+// roundUpUnit rounds n up to a whole GiB from 1 GiB on, else to a whole
+// MiB: a size that a suggestion can print exactly (68.97GiB, printed to two
+// decimals, may be below the figure it stands for; 69GiB is not).
+func roundUpUnit(n int64) int64 {
+	u := int64(mem.MiB)
+	if n >= mem.GiB {
+		u = mem.GiB
+	}
+	return (n + u - 1) / u * u
+}
+
+// warnCapacityBelowReserved warns, for each device analysed at a --capacity
+// below what it reserved (at the end of the snapshot or at the timeline's
+// peak), that the final state's figures at that capacity describe a state
+// the smaller device could not have held. A warning, not an error
+// (analysis.CapacityError refuses a capacity below the live blocks): the
+// what-ifs answer a fair question there, whether the same requests fit on
+// the smaller device when the allocator reserves less (on
+// examples/snapshot.pickle, which reserved 73.02GiB, every caching variant
+// fits in 72GiB, since the caching allocator frees its cache and retries
+// before it fails).
+func warnCapacityBelowReserved(w io.Writer, rep *analysis.Report) {
+	for _, d := range rep.Devices {
+		if d.CapacitySource != "flag" {
+			continue
+		}
+		peak, at := d.Classes.Reserved, "at the end of the snapshot"
+		for _, p := range d.Timeline {
+			if p.Reserved > peak {
+				peak, at = p.Reserved, fmt.Sprintf("at trace event %d", p.Event)
+			}
+		}
+		if peak <= d.Capacity {
+			continue
+		}
+		fmt.Fprintf(w, "gpufrag: warning: --capacity %s is below the %s device %d reserved %s: "+
+			"the final state's device-free memory and max allocatable are figured on a device that could not "+
+			"have held it; the what-ifs replay the same requests on %s, where an allocator fits only by reserving less\n",
+			mem.Bytes(d.Capacity), mem.Bytes(peak), d.Device, at, mem.Bytes(d.Capacity))
+	}
 }
 
 // readOpts: the analysis reads the stacks of blocks and oom entries only.

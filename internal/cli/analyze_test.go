@@ -54,6 +54,39 @@ func TestAnalyzeJSON(t *testing.T) {
 	}
 }
 
+// issue 29: a --capacity below a device's live blocks is a usage error
+// naming the flag and the device's figures; one below what it reserved is a
+// warning on stderr for that device only; one at or above it says nothing.
+// modern_p4.pickle: device 0 reserves 22 MiB with 12 MiB live, device 1
+// 4 MiB, all live.
+func TestAnalyzeCapacityBelowSnapshot(t *testing.T) {
+	file := filepath.Join(snapshotFixtures, "modern_p4.pickle")
+	code, _, errb := run(t, "", "analyze", file, "--capacity", "8MiB")
+	if code != 2 || !strings.Contains(errb, "gpufrag: --capacity 8MiB: below the 12.00MiB that live blocks hold on device 0") ||
+		!strings.Contains(errb, "(22MiB reserved): no allocator could hold them; give at least 13MiB") || !strings.Contains(errb, "Run 'gpufrag analyze --help'") {
+		t.Errorf("--capacity 8MiB: exit %d, stderr %q", code, errb)
+	}
+	for _, tc := range []struct {
+		capacity string
+		warn     bool
+	}{{"16MiB", true}, {"22MiB", false}, {"", false}} {
+		args := []string{"analyze", file, "--no-replay"}
+		if tc.capacity != "" {
+			args = append(args, "--capacity", tc.capacity)
+		}
+		code, _, errb := run(t, "", args...)
+		want := ""
+		if tc.warn {
+			want = "gpufrag: warning: --capacity 16MiB is below the 22MiB device 0 reserved at the end of the snapshot: " +
+				"the final state's device-free memory and max allocatable are figured on a device that could not have held it; " +
+				"the what-ifs replay the same requests on 16MiB, where an allocator fits only by reserving less\n"
+		}
+		if code != 0 || errb != want {
+			t.Errorf("--capacity %q: exit %d, stderr %q, want %q", tc.capacity, code, errb, want)
+		}
+	}
+}
+
 func TestAnalyzeText(t *testing.T) {
 	dir := t.TempDir()
 	html := filepath.Join(dir, "r.html")

@@ -83,6 +83,10 @@ func newCalibrateCmd() *cobra.Command {
 		"none (every run cold), all (every run warm: simulate --warm-prompts); the report says what was decided for each run and why")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON (schema in docs/calibrate.md)")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
+	// The setup benchmark FILEs are replayed on (--tp, --max-seqs...), the
+	// fit's knobs and its report belong to the files, not to the timings.
+	aloneFlag(cmd, "ops", "fits one layer's operator timings to the GPU's peaks and writes a profile",
+		"gpu", "engine", "engine-version", "profile", "output", "json")
 	return cmd
 }
 

@@ -20,16 +20,9 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 	switch {
 	case len(args) > 0:
 		return usageErrorf(cmd, "--ops fits operator timings alone: give benchmark result FILEs in a separate run")
-	case len(f.holdout) > 0 || len(f.params) > 0:
-		return usageErrorf(cmd, "--holdout and --params belong to benchmark files, not to --ops")
 	case f.gpu == "":
 		return usageErrorf(cmd, "--gpu is required: the GPU the timings were taken on, whose datasheet peaks the efficiencies are shares of (%s)",
 			strings.Join(modelGPUNames(), ", "))
-	}
-	for _, x := range engineFlagFields {
-		if x.flag != "engine" && x.flag != "engine-version" && cmd.Flags().Changed(x.flag) {
-			return usageErrorf(cmd, "--%s describes the setup benchmark FILEs are replayed on; --ops fits one layer's operator timings, which it does not change", x.flag)
-		}
 	}
 	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
 		return err
@@ -43,6 +36,9 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 	}
 	inputs := []fileFlag{{"--ops", f.ops}, {"--profile", f.profile}}
 	if err := checkOutputs(cmd, []fileFlag{{"--output", f.output}}, inputs); err != nil {
+		return err
+	}
+	if err := checkInputs(inputs...); err != nil {
 		return err
 	}
 	start, name := (*sim.Profile)(nil), ""

@@ -98,7 +98,7 @@ func TestCalibrateOpsErrors(t *testing.T) {
 		{[]string{"calibrate", "--ops", writeOpsFile(t, 6.2, 40, 8.6, 0.5, 0.72), "--gpu", "h200-141g"}, 1, "outside (0, 1]"},
 		{[]string{"calibrate"}, 2, "no benchmark result files"},
 		// The setup of benchmark files is not the timings'.
-		{[]string{"calibrate", "--ops", ops, "--gpu", "h200-141g", "--tp", "2"}, 2, "--tp describes the setup benchmark FILEs are replayed on"},
+		{[]string{"calibrate", "--ops", ops, "--gpu", "h200-141g", "--tp", "2"}, 2, "--tp has no effect with --ops"},
 	} {
 		code, _, stderr := run(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {

@@ -10,7 +10,12 @@
 // stderr as "gpufrag: <message>", through loc.PrintableText; the exit
 // status is 0 on success, 1 when the work failed (a bad trace, an
 // allocator error) and 2 for a usage error (an unknown command or flag, a
-// bad flag value, too many arguments).
+// bad flag value, too many arguments, a flag that would have no effect).
+// Messages name the flag they are about first ("--trace t.csv: line 3:
+// ...", flagError and inFlagFile) and show no Go package name as a clause
+// of their own (TestMessagesNoPackagePrefix); an unknown flag or value gets
+// the near names (didYouMean, flagHint); flag rules (flagrules.go) refuse a
+// flag that the others given make ineffective.
 package cli
 
 import (
@@ -110,9 +115,10 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &usageError{cmd, err}
-	})
+	root.SetFlagErrorFunc(flagError)
+	// Every command's flag rules (flagrules.go), before it runs; no
+	// command sets a PersistentPreRunE of its own, which would replace this.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagRules(cmd) }
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newReplay(), newVersion())
 	root.AddCommand(newSimulate())

@@ -136,21 +136,21 @@ func TestErrors(t *testing.T) {
 		{"missing file", "", []string{"replay", filepath.Join(dir, "none.jsonl")}, 1,
 			"gpufrag: open " + filepath.Join(dir, "none.jsonl") + ": no such file or directory\n"},
 		{"bad capacity", "", []string{"replay", "--capacity", "80XB"}, 2,
-			`gpufrag: invalid argument "80XB" for "--capacity" flag: mem: bad size: "80XB" (want a number with an optional unit such as 512MiB or 80GiB)` +
+			`gpufrag: --capacity "80XB": bad size: "80XB" (want a number with an optional unit such as 512MiB or 80GiB)` +
 				"\nRun 'gpufrag replay --help' for usage.\n"},
 		{"zero capacity", "", []string{"replay", "--capacity", "0"}, 2,
-			"gpufrag: --capacity 0B, --other 0B: mem: bad device configuration: capacity 0 must be positive\nRun 'gpufrag replay --help' for usage.\n"},
+			"gpufrag: --capacity 0B, --other 0B: bad device configuration: capacity 0 must be positive\nRun 'gpufrag replay --help' for usage.\n"},
 		{"other over capacity", "", []string{"replay", "--capacity", "1GiB", "--other", "2GiB"}, 2,
-			"gpufrag: --capacity 1GiB, --other 2GiB: mem: bad device configuration: other use 2GiB must be between 0 and the capacity 1GiB\nRun 'gpufrag replay --help' for usage.\n"},
+			"gpufrag: --capacity 1GiB, --other 2GiB: bad device configuration: other use 2GiB must be between 0 and the capacity 1GiB\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown allocator", "", []string{"replay", "--alloc", "direct", "--alloc", "tlsf"}, 2,
-			`gpufrag: --alloc: alloc: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, buddy, async, direct, vmm)` +
+			`gpufrag: --alloc: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, buddy, async, direct, vmm)` +
 				"\nRun 'gpufrag replay --help' for usage.\n"},
 		{"empty allocator list", "", []string{"replay", "--alloc", ","}, 2,
-			"gpufrag: --alloc: alloc: bad allocator spec: empty allocator list\nRun 'gpufrag replay --help' for usage.\n"},
+			"gpufrag: --alloc: bad allocator spec: empty allocator list\nRun 'gpufrag replay --help' for usage.\n"},
 		{"two files", "", []string{"replay", "a", "b"}, 2,
 			"gpufrag: replay takes at most one trace file, got 2 arguments (a b)\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown flag", "", []string{"replay", "--jsn"}, 2,
-			"gpufrag: unknown flag: --jsn\nRun 'gpufrag replay --help' for usage.\n"},
+			"gpufrag: unknown flag: --jsn; did you mean --json?\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown command", "", []string{"repaly"}, 2,
 			"gpufrag: unknown command \"repaly\" for \"gpufrag\"\n\nDid you mean this?\n\treplay\nRun 'gpufrag --help' for usage.\n"},
 	} {

@@ -246,11 +246,11 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	}
 	nodes, err := cluster.ReadNodesFile(f.nodes)
 	if err != nil {
-		return err
+		return inFlagFile("--nodes", f.nodes, err)
 	}
 	pods, err := cluster.ReadPodsFile(f.pods)
 	if err != nil {
-		return err
+		return inFlagFile("--pods", f.pods, err)
 	}
 	// Every (policy, seed) is independent and deterministic: the grid runs
 	// them on f.parallel workers and the output does not depend on it.

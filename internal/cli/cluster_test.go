@@ -145,7 +145,7 @@ func TestClusterSimulateErrors(t *testing.T) {
 	}{
 		{[]string{"--pods", clusterPods}, 2, "--nodes and --pods are required"},
 		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "9-3"}, 2, `--seeds: "9-3" is not a range N-M with N <= M`},
-		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd,nope"}, 2, `--policy: cluster: unknown policy "nope"`},
+		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd,nope"}, 2, `--policy: unknown policy "nope"`},
 		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--ratio", "0"}, 2, "--ratio 0"},
 		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"--nodes", bad, "--pods", clusterPods}, 1, `bad.csv: line 2: field "cpu_milli": "x" is not an integer`},

@@ -149,7 +149,7 @@ func TestDefragErrors(t *testing.T) {
 		{[]string{"defrag", path, "--goal", "shrink"}, exitUsage, "--goal"},
 		{[]string{"defrag", path, "--goal", "fit:0"}, exitUsage, "positive"},
 		{[]string{"defrag", path, "--gpu", "v100"}, exitUsage, "--gpu"},
-		{[]string{"defrag", path, "--allocator", "cudamalloc"}, exitUsage, `--allocator: alloc: bad allocator spec: unknown allocator "cudamalloc" (known: `},
+		{[]string{"defrag", path, "--allocator", "cudamalloc"}, exitUsage, `--allocator: bad allocator spec: unknown allocator "cudamalloc" (known: `},
 		{[]string{"defrag", path, "--allocator", "caching:bogus:1"}, exitUsage, `--allocator: allocator "caching:bogus:1": `},
 		// A spec, not only a name, in any case: its kind's rules apply.
 		{[]string{"defrag", path, "--allocator", "Caching:expandable_segments:True", "--json"}, exitOK, ""},

@@ -21,7 +21,7 @@ func TestTinyModelNamesTheFlag(t *testing.T) {
 		`"vocab_size":1,"max_position_embeddings":1,"intermediate_size":1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "--model " + tiny + ": model: bad config: " + tiny + ": too small for any real model: its KV cache takes 4 bytes per token"
+	want := "--model " + tiny + ": bad config: " + tiny + ": too small for any real model: its KV cache takes 4 bytes per token"
 	for _, args := range [][]string{
 		{"simulate", "--model", tiny, "--gpu", "a100-80g", "--rate", "1", "--duration", "10s"},
 		{"advise", "--model", tiny, "--gpu", "a100-80g", "--trace", adviseTrace},
@@ -39,7 +39,7 @@ func TestTinyModelNamesTheFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := run(t, "", "simulate", "--scenario", scen)
-	if w := scen + `: line 2: field "model": model: bad config: ` + tiny + ": too small for any real model"; code != exitFail || !strings.Contains(errs, w) {
+	if w := scen + `: line 2: field "model": bad config: ` + tiny + ": too small for any real model"; code != exitFail || !strings.Contains(errs, w) {
 		t.Errorf("scenario: exit %d, stderr %q; want %q", code, errs, w)
 	}
 }
@@ -59,7 +59,7 @@ func TestSimulateFlagsOverScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := run(t, "", "simulate", "--scenario", scen, "--trace", lengths)
-	if code != exitFail || !strings.Contains(errs, "scenario: bad scenario: workload.trace: "+lengths) || strings.Contains(errs, "s.yaml") {
+	if code != exitFail || !strings.Contains(errs, "bad scenario: workload.trace: "+lengths) || strings.Contains(errs, "s.yaml") {
 		t.Errorf("exit %d, stderr %q; want the workload.trace error without the scenario file", code, errs)
 	}
 	var kvs []string

@@ -179,6 +179,14 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` for --cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
 	fl.BoolVar(&f.gzip, "gzip", false, "gzip /metrics for scrapers that accept it (costs CPU per scrape; off: the bytes are cheap on loopback or in a cluster)")
 	fl.DurationVar(&f.clusterPoll, "cluster-poll-interval", time.Minute, "how often --cluster lists nodes and pods (at least 1s)")
+	needsFlag(cmd, "snapshots", "it watches the snapshot directory", "rescan", "max-files", "max-file-bytes")
+	needsFlag(cmd, "snapshots", "captures are copies of snapshot files", "capture-dir")
+	needsFlag(cmd, "snapshots", "it is the device memory of the snapshots' GPUs", "capacity")
+	needsFlag(cmd, "capture-dir", "it bounds the captures", "capture-max-files", "capture-max-bytes")
+	needsFlag(cmd, "nvml", "it loads NVML", "nvml-library")
+	needsFlag(cmd, "nvml", "it paces NVML and the --scrape endpoints", "poll-interval")
+	needsFlag(cmd, "scrape", "it paces NVML and the --scrape endpoints", "poll-interval")
+	needsFlag(cmd, "cluster", "it reaches the cluster --cluster names", "kubeconfig", "cluster-poll-interval")
 	return cmd
 }
 
@@ -259,15 +267,9 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
 	}
 	if f.capacity > 0 {
-		if f.snapshots == "" {
-			return usageErrorf(cmd, "--capacity needs --snapshots (it is the device memory of the snapshots' GPUs)")
-		}
 		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
 			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
 		}
-	}
-	if f.captureDir != "" && f.snapshots == "" {
-		return usageErrorf(cmd, "--capture-dir needs --snapshots (captures are copies of snapshot files)")
 	}
 	if f.captureDir != "" {
 		if err := exporter.DistinctDirs(f.snapshots, f.captureDir); err != nil {
@@ -282,17 +284,11 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	} else if _, err := net.LookupPort("tcp", port); err != nil {
 		return usageErrorf(cmd, "--listen %q: port %q: want a number from 0 to 65535 (0 picks a free port)", f.listen, port)
 	}
-	if f.nvmlLibrary != "" && !f.nvml {
-		return usageErrorf(cmd, "--nvml-library needs --nvml")
-	}
 	scrapeInstances := make([]string, len(f.scrape))
 	for i, u := range f.scrape {
 		if scrapeInstances[i], err = checkScrapeURL(u); err != nil {
 			return usageErrorf(cmd, "%v", err)
 		}
-	}
-	if f.kubeconfig != "" && f.cluster == "" {
-		return usageErrorf(cmd, "--kubeconfig needs --cluster NAME")
 	}
 	if f.cluster != "" {
 		if err := exporter.CheckLabel("cluster", f.cluster); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,7 +42,11 @@ func serveExporterLog(t *testing.T, args ...string) (func(want ...string) string
 	exporterReady = func(a net.Addr) { addrc <- a }
 	stderr := &lockedBuffer{}
 	root := newRoot(strings.NewReader(""), io.Discard, stderr)
-	root.SetArgs(append([]string{"exporter", "--listen", "127.0.0.1:0", "--poll-interval", "1s"}, args...))
+	cmdline := []string{"exporter", "--listen", "127.0.0.1:0"}
+	if slices.Contains(args, "--nvml") || slices.Contains(args, "--scrape") {
+		cmdline = append(cmdline, "--poll-interval", "1s") // the flag needs one of them
+	}
+	root.SetArgs(append(cmdline, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { done <- root.ExecuteContext(ctx) }()
 	t.Cleanup(func() {
@@ -240,15 +245,15 @@ func TestExporterSourceFlags(t *testing.T) {
 	}{
 		{[]string{"--scrape", "localhost:8000/metrics"}, "want an http(s) URL"},
 		{[]string{"--scrape", "http://a/metrics", "--scrape", "http://a/metrics"}, "given twice"},
-		{[]string{"--nvml-library", "/x.so"}, "--nvml-library needs --nvml"},
-		{[]string{"--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
+		{[]string{"--nvml-library", "/x.so"}, "--nvml-library has no effect without --nvml"},
+		{[]string{"--scrape", "http://a/metrics", "--poll-interval", "0s"}, "--poll-interval 0s: must be at least 1s"},
 		// Issue 28: label values that are not plain text are refused at
 		// start (a --scrape given twice, checked after them, keeps the
 		// test from serving when they are not).
 		{[]string{"--scrape", "http://a%ff:80/metrics", "--scrape", "http://a%ff:80/metrics"},
-			`--scrape: the host is the instance label: exporter: label instance value "a\xff:80": byte 1: invalid UTF-8 (byte 0xff)`},
+			`--scrape: the host is the instance label: label instance value "a\xff:80": byte 1: invalid UTF-8 (byte 0xff)`},
 		{[]string{"--cluster", "prod\x1b[2J", "--scrape", "http://a/", "--scrape", "http://a/"},
-			`--cluster: exporter: label cluster value "prod\x1b[2J": byte 4: control character U+001B`},
+			`--cluster: label cluster value "prod\x1b[2J": byte 4: control character U+001B`},
 	} {
 		code, _, stderr := run(t, "", append([]string{"exporter"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
@@ -282,7 +287,7 @@ func TestExporterCluster(t *testing.T) {
 	if code, _, stderr := run(t, "", "exporter", "--listen", "127.0.0.1:0", "--cluster", "prod"); code != exitFail || !strings.Contains(stderr, "--cluster prod: no kubeconfig") {
 		t.Errorf("unreachable cluster: exit %d, %q", code, stderr)
 	}
-	if code, _, stderr := run(t, "", "exporter", "--kubeconfig", "/k"); code != exitUsage || !strings.Contains(stderr, "--kubeconfig needs --cluster") {
+	if code, _, stderr := run(t, "", "exporter", "--kubeconfig", "/k"); code != exitUsage || !strings.Contains(stderr, "--kubeconfig has no effect without --cluster") {
 		t.Errorf("--kubeconfig alone: exit %d, %q", code, stderr)
 	}
 }

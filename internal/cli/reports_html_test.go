@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/report/browsercheck"
 )
 
@@ -23,6 +24,8 @@ const (
 	// apart; a browser whose font is wider than Liberation Sans's metrics
 	// may push one pair together.
 	maxLabelOverlaps = 1
+	// phoneWidth is a phone's window, in CSS pixels (an iPhone 12 to 15).
+	phoneWidth = 390
 	// minLegendPixels is the fewest pixels of a legend entry's colour that
 	// its chart's plot must show for the entry to count as drawn; a line
 	// hidden under another shows none, a visible one hundreds.
@@ -41,11 +44,16 @@ type htmlReportCase struct {
 // TestHTMLReportsInBrowser writes every HTML report the CLI has (simulate,
 // analyze, cluster simulate; replay, advise and defrag write none) from
 // small inputs in the repository, loads each in headless Chromium at a
-// 1400 px window and at the page's design width (1040 px, the main
-// column's max-width), and checks what a reader sees: nothing wider than
-// the main column and no horizontal scrolling of the page, no table that
-// needs sideways scrolling at 1400 px, marker labels that do not pile up,
-// and every legend entry's line visible in its chart's screenshot. It
+// 1400 px window, at the page's design width (1040 px, the main column's
+// max-width) and at a phone's (390 px), and checks what a reader sees:
+// nothing wider than the main column and no horizontal scrolling of the
+// page, no table that needs sideways scrolling at 1400 or 390 px (a phone
+// gets each row as a card), no chart that scrolls sideways at 1040 and
+// 1400 px, every chart's smallest text (axis labels, legend, marker
+// labels) at least report.MinTextPx high at every width (a phone scrolls
+// the chart instead of shrinking it to a third), marker labels that do not
+// pile up, and every legend entry's line visible in its chart's
+// screenshot. It
 // saves the screenshots to $REPORT_SCREENSHOT_DIR (or a temporary
 // directory) for a person to look at. Skipped in -short mode, with the
 // self-checks on (-race, -tags invariants) and where no Chromium is on PATH
@@ -117,14 +125,19 @@ func TestHTMLReportsInBrowser(t *testing.T) {
 
 func checkReportInBrowser(ctx context.Context, t *testing.T, browser string, tc htmlReportCase, page, work, shots string) {
 	// First at the design width, which also gives the page's height, then
-	// at 1400 px with a screenshot of the whole page.
+	// at 1400 px with a screenshot of the whole page, then at a phone's
+	// width with a screenshot of its first screens.
 	var wide browsercheck.Layout
 	var img image.Image
 	h := 1000
-	for _, width := range []int{1040, 1400} {
+	for _, width := range []int{1040, 1400, phoneWidth} {
 		shot := ""
-		if width == 1400 {
+		switch width {
+		case 1400:
 			shot = filepath.Join(shots, tc.name+".png")
+		case phoneWidth:
+			shot = filepath.Join(shots, tc.name+"-phone.png")
+			h = 2400
 		}
 		l, im, err := browsercheck.Measure(ctx, browser, page, work, width, h, shot)
 		if err != nil {
@@ -136,11 +149,27 @@ func checkReportInBrowser(ctx context.Context, t *testing.T, browser string, tc 
 			t.Errorf("%s: neither Liberation Sans nor Arial is installed, so the charts' text is not set in the font its layout assumes: install fonts-liberation (Debian)", tc.name)
 			return
 		}
+		if l.InnerWidth != float64(width) {
+			t.Errorf("%s: laid out %.0f px wide, not %d", tc.name, l.InnerWidth, width)
+		}
 		if l.ScrollWidth > l.InnerWidth {
 			t.Errorf("%s at %d px: the page scrolls sideways: scrollWidth %.0f > innerWidth %.0f", tc.name, width, l.ScrollWidth, l.InnerWidth)
 		}
 		for _, b := range l.Overflows() {
 			t.Errorf("%s at %d px: %q reaches x=%.0f, past the main column's right edge %.0f", tc.name, width, b.What, b.Rect.Right(), l.Main.Right())
+		}
+		for _, f := range l.Figures {
+			if f.MinText != "" && f.MinTextPx < report.MinTextPx-0.05 {
+				t.Errorf("%s at %d px: chart %q: text %q is %.1f px high (want ≥ %g)", tc.name, width, f.Title, f.MinText, f.MinTextPx, report.MinTextPx)
+			}
+		}
+		for _, b := range l.Boxes {
+			switch {
+			case width != phoneWidth && b.Scrolls() && strings.HasPrefix(b.What, "figure"):
+				t.Errorf("%s at %d px: %q scrolls sideways (%.0f px of chart in %.0f): it should fit the column", tc.name, width, b.What, b.ScrollWidth, b.Rect.W)
+			case width == phoneWidth && b.Scrolls() && strings.HasPrefix(b.What, "table"):
+				t.Errorf("%s at %d px: %q needs sideways scrolling (%.0f px of content in %.0f): a phone should get each row as a card", tc.name, width, b.What, b.ScrollWidth, b.Rect.W)
+			}
 		}
 		if width == 1400 {
 			wide, img = l, im

@@ -160,6 +160,7 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	}
 	ropts := rules.ReadOptions{MaxSeries: 8 * o.MaxInstances} // up to 8 GPUs per instance
 	h, name, format, err := readRulesHistory(cmd, f.history, f.format, ropts)
+	err = inFlagFile("--history", f.history, err)
 	if errors.Is(err, rules.ErrTooManySeries) {
 		return fmt.Errorf("%w (8 per --max-instances %d): split the fleet into several histories, or raise --max-instances", err, o.MaxInstances)
 	}

@@ -108,6 +108,10 @@ func newSimulate() *cobra.Command {
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
 	addEngineFlags(fl, &f.engineFlags)
 	addTimingFlags(fl, &f)
+	needsFlag(cmd, "trace", "they read the trace file", "format", "skip-bad-rows", "max-rows", "run")
+	aloneFlag(cmd, "print-scenario", "prints the embedded default scenario and exits")
+	aloneFlag(cmd, "print-profile", "prints the step-time profile of the GPU, engine and release and exits",
+		"scenario", "gpu", "engine", "engine-version", "profile", "json")
 	return cmd
 }
 
@@ -214,7 +218,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	plan, err := scenario.Build(s, openNamed)
 	if err != nil {
-		return err
+		return inFlagFile("--trace", f.trace, err)
 	}
 	if plan.Dropped != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(plan.Dropped))
@@ -323,11 +327,6 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 			s.Duration = 0 // a trace runs to its end
 		}
 	} else {
-		for _, name := range []string{"format", "skip-bad-rows", "max-rows", "run"} {
-			if set(name) {
-				return usageErrorf(cmd, "--%s needs --trace", name)
-			}
-		}
 		if set("rate") {
 			switch w := &s.Workload; {
 			case w.Trace != nil:
@@ -339,8 +338,10 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 			}
 		}
 	}
-	if set("rate") && !(f.rate > 0) {
-		return usageErrorf(cmd, "--rate %v: want a positive number of requests per second", f.rate)
+	if set("rate") {
+		if err := checkRate(cmd, "--rate", f.rate); err != nil {
+			return err
+		}
 	}
 	str := func(name string, dst *string, v string) {
 		if set(name) {

@@ -158,7 +158,7 @@ func TestSimulateErrors(t *testing.T) {
 		{[]string{"--trace", bad, "--format", "azure"}, 1, `line 3: field "ContextTokens"`},
 		{[]string{"--trace", bad, "--format", "azure", "--skip-bad-rows", "--duration", "1m"}, 0, "skipped 1 bad row (the first: line 3"},
 		{[]string{"--scenario", yml}, 1, "line 2"},
-		{[]string{"--format", "azure"}, 2, "--format needs --trace"},
+		{[]string{"--format", "azure"}, 2, "--format has no effect without --trace"},
 		{[]string{"--rate", "-1"}, 2, "--rate"},
 		{[]string{"--tp", "0"}, 2, "--tp"},
 		{[]string{"--on-oom", "explode"}, 2, "--on-oom"},
@@ -309,7 +309,7 @@ func TestPairRuns(t *testing.T) {
 	if _, err := pairRuns(nil, []string{"cachin"}); err == nil || !strings.Contains(err.Error(), `did you mean "caching"?`) {
 		t.Errorf("cachin: %v", err)
 	}
-	if _, err := pairRuns(nil, []string{" , "}); err == nil || !strings.Contains(err.Error(), `--alloc " , ": alloc: bad allocator spec: empty allocator list`) {
+	if _, err := pairRuns(nil, []string{" , "}); err == nil || !strings.Contains(err.Error(), `--alloc " , ": bad allocator spec: empty allocator list`) {
 		t.Errorf("empty allocator list: %v", err)
 	}
 }
@@ -325,7 +325,7 @@ func TestSimulateImpossiblePair(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, "", "simulate", "--scenario", yml)
-	want := yml + `: line 7: field "runs[1]": strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place`
+	want := yml + `: line 7: field "runs[1]": bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place`
 	if code != exitFail || out != "" || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, out, errs, exitFail, want)
 	}

@@ -48,6 +48,11 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 			return usageErrorf(cmd, "--profile %q: not roofline, joint or a GPU's name (%s); a file's name needs a dot or a slash (./%s.yaml)%s",
 				f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile, didYouMean(f.profile, names))
 		}
+		if scenario.IsProfileFile(f.profile) {
+			if err := checkInputs(fileFlag{"--profile", f.profile}); err != nil {
+				return err
+			}
+		}
 		s.Profile = f.profile
 		s.Dir = "" // a flag's file is relative to the working directory
 	}

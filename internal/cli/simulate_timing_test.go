@@ -200,10 +200,10 @@ func TestSimulateTimingUsage(t *testing.T) {
 		{[]string{"--engine-version", "0.5.4"}, 1, "engine.version: engine version \"0.5.4\": vLLM's V1 engine arrived in 0.8; for an earlier release use engine vllm-v0"},
 		{[]string{"--profile", ""}, 2, "--profile: empty"},
 		{[]string{"--max-concurrency", "-1"}, 2, "--max-concurrency -1"},
-		{[]string{"--run", "2"}, 2, "--run needs --trace"},
+		{[]string{"--run", "2"}, 2, "--run has no effect without --trace"},
 		{[]string{"--trace", detailedBench, "--run", "0"}, 2, "--run 0: want a run number from 1"},
 		{[]string{"--profile", "a100-80g"}, 1, "profile: a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g"},
-		{[]string{"--profile", "nothere.yaml"}, 1, "profile: open nothere.yaml"},
+		{[]string{"--profile", "nothere.yaml"}, 1, "--profile nothere.yaml: open nothere.yaml"},
 		{[]string{"--trace", detailedBench, "--run", "3"}, 1, "holds 1 benchmark run (workload.trace.run, --run N)"},
 	} {
 		code, _, errs := run(t, "", append([]string{"simulate"}, tc.args...)...)

@@ -3,11 +3,13 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -121,10 +123,10 @@ func specKinds(names []string) []string {
 
 // checkInputs opens every named input file once, so that one that cannot be
 // read fails before any work with the flag that names it ("--trace
-// sharegpt.csv: open sharegpt.csv: no such file or directory"). A missing
-// or unreadable file is a failed run (status 1), not a usage error: the
-// command line is well formed. "" (not given) and "-" (standard input) are
-// skipped.
+// sharegpt.csv: open sharegpt.csv: no such file or directory", "--trace
+// examples: is a directory, not a file"). A missing or unreadable file is a
+// failed run (status 1), not a usage error: the command line is well
+// formed. "" (not given) and "-" (standard input) are skipped.
 func checkInputs(inputs ...fileFlag) error {
 	for _, in := range inputs {
 		if in.path == "" || in.path == "-" {
@@ -134,7 +136,42 @@ func checkInputs(inputs ...fileFlag) error {
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", in.flag, in.path, err)
 		}
+		st, err := fh.Stat()
 		fh.Close()
+		if err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: is a directory, not a file", in.flag, in.path)
+		}
+	}
+	return nil
+}
+
+// inFlagFile names the flag of an error about the file at path that flag
+// gave, whose message starts with the file's name (a reader's
+// file:line:field error): "--trace bad.csv: line 1: ...". Any other error
+// is returned as it is. errors.Is and As still see err.
+func inFlagFile(flag, path string, err error) error {
+	if err == nil || path == "" || path == "-" || !strings.HasPrefix(err.Error(), loc.Printable(path)+":") {
+		return err
+	}
+	return fmt.Errorf("%s %w", flag, err)
+}
+
+// maxRate bounds an arrival rate flag, in requests per second: at 10^6
+// requests arrive a microsecond apart, which no engine step (milliseconds)
+// tells from all at once, so a larger rate changes nothing but is most
+// likely a slip (1e9 for 1e1), and past 10^9 the gaps round to zero
+// nanoseconds.
+const maxRate = 1e6
+
+// checkRate checks a rate flag: positive, finite and at most maxRate, as
+// a usage error that says why.
+func checkRate(cmd *cobra.Command, flag string, rate float64) error {
+	switch {
+	case !(rate > 0) || math.IsInf(rate, 0):
+		return usageErrorf(cmd, "%s %v: want a positive number of requests per second", flag, rate)
+	case rate > maxRate:
+		return usageErrorf(cmd, "%s %v: above %v requests per second, whose arrivals are already a microsecond apart: "+
+			"no engine step (milliseconds) tells them from all at once; for every request at once, give %v", flag, rate, maxRate, maxRate)
 	}
 	return nil
 }

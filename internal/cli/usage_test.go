@@ -66,7 +66,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"simulate", "--scenario", "no-such.yaml"}, 1, "--scenario no-such.yaml: open no-such.yaml"},
 		{[]string{"defrag", "--gpu", "h100", "x.pickle"}, 2, `did you mean "h100-80g"?`},
 		{[]string{"advise", "--trace", "x.csv", "--model", "llama3-8b", "--gpu", "h100-80g"}, 2, `did you mean "llama-3-8b"?`},
-		{[]string{"advise", "--trace", "../../examples/azure_conv.csv", "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--kv", "padged:16"}, 2, `--kv padged:16: strategy: bad strategy spec: unknown strategy "padged"`},
+		{[]string{"advise", "--trace", "../../examples/azure_conv.csv", "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--kv", "padged:16"}, 2, `--kv padged:16: bad strategy spec: unknown strategy "padged"`},
 		{[]string{"advise", "--trace", "../../examples/azure_conv.csv", "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--alloc", "cachng"}, 2, `did you mean "caching"?`},
 		{[]string{"calibrate", "--gpu", "h100", "--model", "llama-3-8b", "x.json"}, 2, `did you mean "h100-80g"?`},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "cpu", "--share", "2"}, 2, "--share 2"},

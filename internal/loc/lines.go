@@ -12,11 +12,11 @@ var (
 	// ErrBinary: the input starts with binary data (a NUL byte, a control
 	// character, bytes that are not UTF-8, a compressed or archive file's
 	// magic number, UTF-16 text), not text.
-	ErrBinary = errors.New("loc: not a text file")
+	ErrBinary = errors.New("not a text file")
 	// ErrLineTooLong: a line is longer than the reader's line limit.
-	ErrLineTooLong = errors.New("loc: line too long")
+	ErrLineTooLong = errors.New("line too long")
 	// ErrTooLarge: the input is longer than the reader's total limit.
-	ErrTooLarge = errors.New("loc: input too large")
+	ErrTooLarge = errors.New("input too large")
 )
 
 // InputError is a problem with the input as a stream of lines or as the

@@ -92,7 +92,7 @@ func lineAt(b []byte, off int) int {
 }
 
 // ErrNotJSON: the start of the input is text but not JSON.
-var ErrNotJSON = errors.New("loc: not JSON")
+var ErrNotJSON = errors.New("not JSON")
 
 // CheckJSONStart checks head, the first bytes of an input that should be
 // one JSON document (atEOF: head is all of it), before a reader reads the

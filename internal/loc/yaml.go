@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -127,4 +130,115 @@ func (c *nodeCounter) sizeOf(n *yaml.Node) (int, error) {
 		c.size[n] = s
 	}
 	return s, nil
+}
+
+var (
+	yamlLineRE     = regexp.MustCompile(`^line (\d+): (.*)$`)
+	yamlNotFoundRE = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	yamlQuotedRE   = regexp.MustCompile("`([^`]*)`")
+	yamlGoTypeRE   = regexp.MustCompile(` into [a-z][a-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// YAMLDecodeError rewrites an error of yaml.v3's Decode of the document
+// whose nodes are root (CheckYAML's) as gpufrag's other readers word
+// theirs, without the "yaml: " prefix and the Go type names of the
+// structs it decodes into: "line 2: field "engine.max_seq": unknown
+// field", "line 1: field "model": cannot unmarshal !!seq into string";
+// several errors are joined with "; ". errors.As still finds the
+// *yaml.TypeError.
+func YAMLDecodeError(err error, root *yaml.Node) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		return &yamlDecodeError{strings.TrimPrefix(err.Error(), "yaml: "), err}
+	}
+	keys := yamlKeysByLine(root)
+	msgs := make([]string, 0, len(te.Errors))
+	for _, m := range te.Errors {
+		sm := yamlLineRE.FindStringSubmatch(m)
+		if sm == nil {
+			msgs = append(msgs, m)
+			continue
+		}
+		n, _ := strconv.Atoi(sm[1])
+		msg := sm[2]
+		if fm := yamlNotFoundRE.FindStringSubmatch(msg); fm != nil {
+			msg = "unknown field"
+			for _, c := range keys[n] {
+				if c.key == fm[1] {
+					keys[n] = []yamlKeyAt{c}
+					break
+				}
+			}
+		} else if yamlGoTypeRE.MatchString(msg) {
+			msg = yamlGoTypeRE.ReplaceAllString(msg, " into a mapping of fields")
+		}
+		ks := keys[n]
+		if len(ks) == 0 {
+			msgs = append(msgs, fmt.Sprintf("line %d: %s", n, msg))
+			continue
+		}
+		k := ks[0].path
+		// Several keys on one line (a flow mapping): the one whose value
+		// the message quotes.
+		if q := yamlQuotedRE.FindStringSubmatch(msg); q != nil {
+			for _, c := range ks {
+				if c.value == q[1] {
+					k = c.path
+					break
+				}
+			}
+		}
+		msgs = append(msgs, fmt.Sprintf("line %d: field %q: %s", n, k, msg))
+	}
+	return &yamlDecodeError{strings.Join(msgs, "; "), err}
+}
+
+// yamlDecodeError is YAMLDecodeError's result: its message, yaml's error
+// underneath.
+type yamlDecodeError struct {
+	msg string
+	err error
+}
+
+func (e *yamlDecodeError) Error() string { return e.msg }
+func (e *yamlDecodeError) Unwrap() error { return e.err }
+
+type yamlKeyAt struct{ key, path, value string }
+
+// yamlKeysByLine maps each line to the mapping keys on it, with their
+// paths ("engine.max_seqs", "runs[1].kv") and scalar values.
+func yamlKeysByLine(root *yaml.Node) map[int][]yamlKeyAt {
+	out := map[int][]yamlKeyAt{}
+	if root == nil {
+		return out
+	}
+	var walk func(n *yaml.Node, p string)
+	walk = func(n *yaml.Node, p string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, p)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				kp := k.Value
+				if p != "" {
+					kp = p + "." + k.Value
+				}
+				val := ""
+				if v.Kind == yaml.ScalarNode {
+					val = v.Value
+				}
+				out[k.Line] = append(out[k.Line], yamlKeyAt{k.Value, kp, val})
+				walk(v, kp)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", p, i))
+			}
+		}
+	}
+	walk(root, "")
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestCheckYAMLAliases: a document is counted at the values it decodes
@@ -69,4 +71,73 @@ func TestCheckYAML(t *testing.T) {
 	if _, err := CheckYAML([]byte("a: *nope\n")); err == nil || !strings.Contains(err.Error(), "unknown anchor") {
 		t.Errorf("an unknown anchor: %v", err)
 	}
+}
+
+// TestYAMLDecodeError: yaml's decode errors read as the other readers'
+// ("line N: field "F": message"), without "yaml: " and without the Go
+// types decoded into, and errors.As still finds yaml's error.
+func TestYAMLDecodeError(t *testing.T) {
+	type engine struct {
+		MaxSeqs int `yaml:"max_seqs"`
+	}
+	type doc struct {
+		Model  string `yaml:"model"`
+		Engine engine `yaml:"engine"`
+		Runs   []struct {
+			KV    string `yaml:"kv"`
+			Alloc int    `yaml:"alloc"`
+		} `yaml:"runs"`
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"model: x\nmodle: y\n", `line 2: field "modle": unknown field`},
+		{"engine:\n  max_seqs: 4\n  max_seq: 4\n", `line 3: field "engine.max_seq": unknown field`},
+		{"model: [1]\n", `line 1: field "model": cannot unmarshal !!seq into string`},
+		{"runs:\n  - {kv: 'paged:16', alloc: lots}\n", "line 2: field \"runs[0].alloc\": cannot unmarshal !!str `lots` into int"},
+		{"x\n", "line 1: cannot unmarshal !!str `x` into a mapping of fields"},
+		{"model: [1]\nmodle: y\n", `line 1: field "model": cannot unmarshal !!seq into string; line 2: field "modle": unknown field`},
+	} {
+		root, err := CheckYAML([]byte(tc.in))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(tc.in))
+		dec.KnownFields(true)
+		var d doc
+		err = YAMLDecodeError(dec.Decode(&d), root)
+		var te *yaml.TypeError
+		if err.Error() != tc.want || !errors.As(err, &te) {
+			t.Errorf("%q: %q (a yaml.TypeError: %v), want %q", tc.in, err, te != nil, tc.want)
+		}
+	}
+	_, err := CheckYAML([]byte("model: \"x\n"))
+	if got := YAMLDecodeError(err, nil).Error(); got != "line 2: found unexpected end of stream" {
+		t.Errorf("syntax error: %q", got)
+	}
+}
+
+// FuzzYAMLDecodeError: any document that CheckYAML accepts and a decode
+// refuses gets a message, without "yaml: " at its start.
+func FuzzYAMLDecodeError(f *testing.F) {
+	for _, s := range []string{"a: 1\nb: [x\n", "a: {b: 1, c: x}\n", "- 1\n", "a:\n  - b: c\n    d: [1]\n", "a: &x 1\nb: *x\nzz: 1\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		root, err := CheckYAML([]byte(s))
+		if err != nil {
+			_ = YAMLDecodeError(err, nil).Error()
+			return
+		}
+		var d struct {
+			A int            `yaml:"a"`
+			B []string       `yaml:"b"`
+			C map[string]int `yaml:"c"`
+		}
+		dec := yaml.NewDecoder(strings.NewReader(s))
+		dec.KnownFields(true)
+		if err := dec.Decode(&d); err != nil {
+			if msg := YAMLDecodeError(err, root).Error(); msg == "" || strings.HasPrefix(msg, "yaml: ") {
+				t.Errorf("%q: message %q", s, msg)
+			}
+		}
+	})
 }

@@ -138,7 +138,7 @@ func TestCheckPair(t *testing.T) {
 				}
 			default:
 				bad++
-				want := "strategy: bad strategy spec: kv " + kv + " maps its own pages and needs an allocator that grows blocks in place by " +
+				want := "bad strategy spec: kv " + kv + " maps its own pages and needs an allocator that grows blocks in place by " +
 					kv[len("vmm:"):] + ", such as " + kv + "; alloc " + a + " "
 				if !errors.Is(cerr, ErrBadSpec) || !strings.HasPrefix(cerr.Error(), want) {
 					t.Errorf("%s on %s: CheckPair %v; want %q...", kv, a, cerr, want)

@@ -22,7 +22,7 @@ var (
 	// ErrBadSpec means ParseSpec or Parse got an unknown strategy or bad
 	// arguments, or a strategy and an allocator (CheckPair) or Env it cannot
 	// run on.
-	ErrBadSpec = errors.New("strategy: bad strategy spec")
+	ErrBadSpec = errors.New("bad strategy spec")
 	// ErrNoMemory means Admit or Grow could not get the memory it needed. It
 	// wraps the cause too: the allocator's *alloc.OOMError (errors.Is
 	// alloc.ErrOutOfMemory) or blockpool.ErrOutOfBlocks. Nothing changed in

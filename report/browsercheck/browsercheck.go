@@ -88,6 +88,11 @@ type Figure struct {
 	Legend       []LegendEntry
 	LegendRect   Rect // zero when the chart has no legend
 	MarkerLabels []Label
+	// MinTextPx is the height in CSS pixels of the font of the figure's
+	// smallest text as drawn (its font size times the scale the svg is
+	// drawn at), and MinText that text; 0 and "" for a figure without text.
+	MinTextPx float64
+	MinText   string
 }
 
 // Layout is what Measure found.
@@ -138,7 +143,13 @@ main.querySelectorAll('.table-wrap,pre,figure,table,p,h1,h2,nav').forEach(functi
 });
 main.querySelectorAll('figure svg').forEach(function(svg){
  var t=svg.querySelector('title');
- var f={Title:t?t.textContent:'',Rect:rect(svg),Legend:[],LegendRect:{X:0,Y:0,W:0,H:0},MarkerLabels:[]};
+ var f={Title:t?t.textContent:'',Rect:rect(svg),Legend:[],LegendRect:{X:0,Y:0,W:0,H:0},MarkerLabels:[],MinTextPx:0,MinText:''};
+ svg.querySelectorAll('text').forEach(function(e){
+  var m=e.getScreenCTM(); if(!m||!e.textContent.trim()){return}
+  var px=parseFloat(getComputedStyle(e).fontSize)*Math.hypot(m.a,m.b);
+  if(!(px>0)){return}
+  if(f.MinTextPx==0||px<f.MinTextPx){f.MinTextPx=px;f.MinText=e.textContent.slice(0,40)}
+ });
  var lg=svg.querySelector('g.legend');
  if(lg&&lg.children.length){
   f.LegendRect=rect(lg);
@@ -161,6 +172,32 @@ document.body.appendChild(pre);
 })();
 `
 
+// minWindow is the narrowest window headless Chromium lays a page out in:
+// asked for less (a phone's 390 px), it lays out at 500 px and crops the
+// screenshot. Measure lays a narrower page out in an iframe of that width
+// instead (phoneFrame).
+const minWindow = 500
+
+// phoneFrame wraps an instrumented page in a document whose iframe is
+// width CSS pixels wide, so that the page is laid out as in a window that
+// narrow (its media queries see width px), and copies the measuring
+// script's result out of the frame when it has loaded. The frame's srcdoc
+// is the page itself, which makes it same-origin with the wrapper.
+func phoneFrame(doc []byte, width, height int) []byte {
+	return []byte(fmt.Sprintf(`<!DOCTYPE html>
+<html><head><meta charset="utf-8" /><style>body{margin:0}iframe{border:0;display:block}</style></head><body>
+<iframe id="page" width="%d" height="%d" srcdoc="%s"></iframe>
+<script>
+document.getElementById('page').addEventListener('load',function(){
+ var r=this.contentDocument.getElementById('browsercheck');
+ var pre=document.createElement('pre');pre.id='browsercheck';pre.style.display='none';
+ pre.textContent=r?r.textContent:'';document.body.appendChild(pre);
+});
+</script>
+</body></html>
+`, width, height, html.EscapeString(string(doc))))
+}
+
 var cspMeta = regexp.MustCompile(`<meta http-equiv="Content-Security-Policy"[^>]*>\n?`)
 
 // flags are the Chromium flags every run uses: headless, no sandbox (CI
@@ -174,7 +211,9 @@ func flags(userData string, width, height int) []string {
 }
 
 // Measure loads page (an HTML file) in a window width×height CSS pixels
-// and returns its layout. work is a directory for the instrumented copy and
+// and returns its layout. A width below the narrowest window headless
+// Chromium lays out (500 px) is a frame of that width in a 500 px window,
+// which the page cannot tell from a phone's screen. work is a directory for the instrumented copy and
 // Chromium's profile. With shot not "", the same load also saves a
 // screenshot of the window there (the copy differs from the page only in
 // its missing policy and the hidden result), which Measure decodes and
@@ -199,6 +238,10 @@ func measure(ctx context.Context, browser, page, work string, width, height int,
 		return Layout{}, fmt.Errorf("%s: no </body>", page)
 	}
 	doc = append(doc[:i:i], append([]byte("<script>"+measureJS+"</script>\n"), doc[i:]...)...)
+	window := width
+	if width < minWindow {
+		doc, window = phoneFrame(doc, width, height), minWindow
+	}
 	base := strings.TrimSuffix(filepath.Base(page), filepath.Ext(page))
 	inst := filepath.Join(work, fmt.Sprintf("%s.measure-%d.html", base, width))
 	if err := os.WriteFile(inst, doc, 0o644); err != nil {
@@ -209,7 +252,7 @@ func measure(ctx context.Context, browser, page, work string, width, height int,
 		return Layout{}, err
 	}
 	defer os.RemoveAll(ud)
-	args := flags(ud, width, height)
+	args := flags(ud, window, height)
 	if shot != "" {
 		os.Remove(shot)
 		args = append(args, "--screenshot="+shot)

@@ -76,26 +76,26 @@ func TestBuildErrorsNameFileAndLine(t *testing.T) {
 	yaml := base + "  - {kv: contiguous-grow, alloc: caching, on_oom: retry}\n" +
 		"workload:\n  requests: {rate: 1, count: 3, prompt: {dist: normal, min: 10, max: 20}, output: {dist: fixed, min: 5}}\n"
 	_, err := Build(read(t, yaml), nil)
-	if want := `scenario: bad scenario: test.yaml: line 6: field "runs[1].on_oom": `; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := `bad scenario: test.yaml: line 6: field "runs[1].on_oom": `; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v, want %q...", err, want)
 	}
 	s := read(t, strings.Replace(yaml, ", on_oom: retry", "", 1))
 	_, err = Build(s, nil)
-	if want := `scenario: bad scenario: test.yaml: line 8: field "workload.requests.prompt.dist": "normal"`; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := `bad scenario: test.yaml: line 8: field "workload.requests.prompt.dist": "normal"`; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v, want %q...", err, want)
 	}
 	s.Override("workload")
-	if _, err = Build(s, nil); err == nil || !strings.HasPrefix(err.Error(), `scenario: bad scenario: workload.requests.prompt.dist: "normal"`) {
+	if _, err = Build(s, nil); err == nil || !strings.HasPrefix(err.Error(), `bad scenario: workload.requests.prompt.dist: "normal"`) {
 		t.Errorf("overridden: %v", err)
 	}
 	_, err = Build(read(t, "gpu: h100-80g\n"), nil)
-	if want := `scenario: bad scenario: test.yaml: field "model": missing`; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := `bad scenario: test.yaml: field "model": missing`; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v, want %q...", err, want)
 	}
 	// The embedded default names no file.
 	d := Default()
 	d.Runs[0].OnOOM = "retry"
-	if _, err := Build(d, nil); err == nil || !strings.HasPrefix(err.Error(), `scenario: bad scenario: runs[0].on_oom: `) {
+	if _, err := Build(d, nil); err == nil || !strings.HasPrefix(err.Error(), `bad scenario: runs[0].on_oom: `) {
 		t.Errorf("default: %v", err)
 	}
 }

@@ -85,7 +85,7 @@ import (
 
 // ErrBadScenario means a scenario that cannot run; the message names the
 // field (and the line, for YAML errors).
-var ErrBadScenario = errors.New("scenario: bad scenario")
+var ErrBadScenario = errors.New("bad scenario")
 
 // MaxScenarioBytes bounds a scenario file (1 MiB: scenarios are short).
 const MaxScenarioBytes = 1 << 20
@@ -295,7 +295,7 @@ func Read(r io.Reader, name string) (*Scenario, error) {
 		return nil, fmt.Errorf("%w: %s: empty file", ErrBadScenario, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, loc.YAMLDecodeError(err, nil))
 	}
 	if k, v := mappingKey(root, "runs"); v != nil && v.Kind == yaml.SequenceNode && len(v.Content) > MaxRuns {
 		return nil, fmt.Errorf("%w: %s", ErrBadScenario, loc.Format(name, k.Line, "runs",
@@ -305,7 +305,7 @@ func Read(r io.Reader, name string) (*Scenario, error) {
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, loc.YAMLDecodeError(err, root))
 	}
 	s.File, s.doc = name, root
 	return &s, nil

@@ -93,8 +93,8 @@ func TestDefault(t *testing.T) {
 // names what is wrong, with the line for YAML errors.
 func TestReadErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown field", "name: x\nmodle: llama-3.1-8b\n", "line 2: field modle not found"},
-		{"unknown nested field", "engine:\n  max_seqs: 4\n  max_seq: 4\n", "line 3: field max_seq not found"},
+		{"unknown field", "name: x\nmodle: llama-3.1-8b\n", `line 2: field "modle": unknown field`},
+		{"unknown nested field", "engine:\n  max_seqs: 4\n  max_seq: 4\n", `line 3: field "engine.max_seq": unknown field`},
 		{"two documents", "name: a\n---\nname: b\n", "more than one YAML document"},
 		{"empty", "", "empty file"},
 		{"bad duration", "duration: 5 parsecs\n", `line 1: duration "5 parsecs"`},
@@ -134,9 +134,9 @@ func TestBuildErrors(t *testing.T) {
 		{"run without alloc", base + "  - {kv: contiguous-grow}\n" + requests, "field \"runs[1]\": needs both kv and alloc"},
 		{"bad run on_oom", base + "  - {kv: contiguous-grow, alloc: caching, on_oom: retry}\n" + requests, "runs[1].on_oom"},
 		{"vmm kv on caching", base + "  - {kv: \"vmm:2MiB\", alloc: caching}\n" + requests,
-			"field \"runs[1]\": strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
+			"field \"runs[1]\": bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
 		{"vmm kv on another page", base + "  - {kv: \"vmm:2MiB\", alloc: \"vmm:64KiB\"}\n" + requests,
-			"field \"runs[1]\": strategy: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
+			"field \"runs[1]\": bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
 		{"no workload", base, "want exactly one of trace, requests and sessions (got 0)"},
 		{"two workloads", base + requests + "  sessions: {count: 1, min_turns: 1, max_turns: 1, min_user: 1, max_user: 2}\n", "(got 2)"},
 		{"bad dist", base + "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: normal, min: 10, max: 20}, output: {dist: fixed, min: 5}}\n",

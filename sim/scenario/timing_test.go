@@ -115,7 +115,7 @@ func TestBuildTimingErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"engine name", base + "engine: {name: trtllm}\n" + fewRequests, `field "engine.name": "trtllm": want one of vllm-v1, vllm-v0, sglang`},
 		{"mixed chunk on vllm", base + "engine: {mixed_chunk: true}\n" + fewRequests, "field \"engine.mixed_chunk\": is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not vllm-v1"},
-		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": model: bad dtype: "fp6"`},
+		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": bad dtype: "fp6"`},
 		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": "v100" is not roofline, joint, a GPU preset (a100-40g`},
 		{"embedded profile of another gpu", base + "profile: a100-80g\n" + fewRequests,
 			"field \"profile\": a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g: use profile h100-80g (or joint), or set gpu a100-80g"},
@@ -124,7 +124,7 @@ func TestBuildTimingErrors(t *testing.T) {
 		{"file of another class", base + "profile: v0.yaml\nengine: {name: vllm-v0, version: 0.5.4}\n" + fewRequests,
 			"v0.yaml is for vllm-v0 0.7.3 (overheads of vllm-v0), but the scenario's release is 0.5.4 (vllm-v0-sync): set engine.version 0.7.3"},
 		{"missing file", base + "profile: nothere.yaml\n" + fewRequests, "field \"profile\": open nothere.yaml"},
-		{"incomplete file", base + "profile: broken.yaml\n" + fewRequests, "field \"profile\": sim: bad profile: broken.yaml: line 1: field engine missing"},
+		{"incomplete file", base + "profile: broken.yaml\n" + fewRequests, "field \"profile\": bad profile: broken.yaml: line 1: field engine missing"},
 		{"file of another gpu", base + "profile: a100.yaml\n" + fewRequests, "field \"profile\": a100.yaml is for gpu a100-80g, but the scenario's gpu is h100-80g"},
 		{"file of another engine", base + "profile: sglang.yaml\n" + fewRequests,
 			"field \"profile\": sglang.yaml is for engine sglang, but the scenario's engine is vllm-v1: set engine.name sglang (--engine)"},

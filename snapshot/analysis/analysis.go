@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sort"
 
@@ -13,6 +14,24 @@ import (
 // ErrCapacity: Options.Capacity is negative.
 var ErrCapacity = errors.New("analysis: capacity must not be negative")
 
+// CapacityError: Options.Capacity is below what a device's live blocks
+// hold at the end of the snapshot (Classes.Active: allocated and awaiting
+// another stream), so no allocator could hold them on that device and
+// every figure at that capacity would describe a state that cannot exist.
+// A capacity between Active and Reserved is accepted: the what-ifs then
+// say which allocator would fit the requests on the smaller device (the
+// recorded one does not, since it reserved more).
+type CapacityError struct {
+	Device           int
+	Capacity         int64
+	Active, Reserved int64 // the device's, at the end of the snapshot
+}
+
+func (e *CapacityError) Error() string {
+	return fmt.Sprintf("capacity %s is below the %s that device %d's live blocks hold (%s reserved): no allocator could hold them",
+		mem.Bytes(e.Capacity), mem.Bytes(e.Active), e.Device, mem.Bytes(e.Reserved))
+}
+
 // DefaultCapacity is the device memory assumed for what-if replays when
 // neither Options.Capacity nor an oom entry of the trace says: 80 GiB, the
 // same default as `gpufrag replay` (an A100/H100 80GB).
@@ -22,7 +41,8 @@ const DefaultCapacity = 80 * mem.GiB
 type Options struct {
 	// Capacity is the device memory for layouts and what-if replays. 0
 	// means the capacity an oom entry records (reserved + device_free at
-	// that moment), else DefaultCapacity.
+	// that moment), else DefaultCapacity. One below a device's live blocks
+	// is a *CapacityError.
 	Capacity int64
 	// WhatIf lists the allocator specs (alloc/spec syntax) to replay; nil
 	// means DefaultWhatIf. An empty non-nil slice skips what-if.
@@ -198,6 +218,9 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	dev.Capacity, dev.CapacitySource = opts.Capacity, "flag"
 	diagnose(s, d, &dev, opts)
 	dev.Attribution = attribute(s.Segments, opts.FullStacks, opts.TopSites)
+	if opts.Capacity > 0 && dev.Classes.Active > opts.Capacity {
+		return dev, &CapacityError{Device: d, Capacity: opts.Capacity, Active: dev.Classes.Active, Reserved: dev.Classes.Reserved}
+	}
 	if opts.NoReplay {
 		return dev, nil
 	}

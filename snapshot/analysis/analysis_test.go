@@ -1,6 +1,7 @@
 package analysis_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -265,6 +266,30 @@ func TestExpandableNotReplayed(t *testing.T) {
 func TestCapacityNegative(t *testing.T) {
 	if _, err := analysis.Analyze(snap(nil), analysis.Options{Capacity: -1}); err == nil {
 		t.Error("negative capacity accepted")
+	}
+}
+
+// A capacity below the live blocks is refused with their figures; one
+// between the live blocks and the reserved memory is accepted (the what-ifs
+// then say which allocator fits the smaller device), with or without
+// replay.
+func TestCapacityBelowLive(t *testing.T) {
+	s := snap(nil,
+		seg(segA, "large", live(4*mib, 3*mib, "attn"), free(6*mib)),
+		seg(segB, "small", blk{512, 100, "pending", ""}, free(2*mib-512)))
+	for _, noReplay := range []bool{false, true} {
+		_, err := analysis.Analyze(s, analysis.Options{Capacity: 4 * mib, NoReplay: noReplay})
+		var ce *analysis.CapacityError
+		if !errors.As(err, &ce) || ce.Device != 0 || ce.Capacity != 4*mib || ce.Active != 4*mib+512 || ce.Reserved != 12*mib {
+			t.Fatalf("no replay %v: error %v (%+v)", noReplay, err, ce)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "4MiB") || !strings.Contains(msg, "12MiB reserved") || strings.HasPrefix(msg, "analysis:") {
+			t.Errorf("message %q", msg)
+		}
+		d := analyze(t, s, analysis.Options{Capacity: 4*mib + 512, NoReplay: noReplay})
+		if d.Capacity != 4*mib+512 || d.CapacitySource != "flag" {
+			t.Errorf("capacity %d from %q", d.Capacity, d.CapacitySource)
+		}
 	}
 }
 

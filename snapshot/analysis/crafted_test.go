@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,15 +89,23 @@ func TestAnalyzeWorkGrowth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := analysis.Options{Capacity: int64(k) * 8 << 30, Parallel: 1,
+		// 24 GiB per n segments: above the 23.44 GiB their live blocks
+		// hold (a capacity below is a CapacityError), below the 58.60 GiB
+		// they reserved and the 25.2 GiB allocated at their peak, so that what-if
+		// allocations fail.
+		opts := analysis.Options{Capacity: int64(k) * 24 << 30, Parallel: 1,
 			WhatIf: []string{"caching", "caching:garbage_collection_threshold:0.8,per_process_memory_fraction:1.0",
 				"caching:expandable_segments:True", "caching:max_split_size_mb:64"}}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		if _, err := analysis.Analyze(s, opts); err != nil {
+		r, err := analysis.Analyze(s, opts)
+		if err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
+		if w := r.Devices[0].WhatIf; w == nil || !slices.ContainsFunc(w.Results, func(a analysis.Alternative) bool { return a.OOMs > 0 }) {
+			t.Fatalf("%d segments: no what-if ran out of memory on %d GiB: %+v", k*n, k*24, w)
+		}
 		return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 	}
 	m1, b1 := work(1)

@@ -102,7 +102,7 @@ func Decode(r io.Reader, opts *Options) (any, error) {
 	head := make([]byte, PrefixLen+1) // one more: whether the input goes on
 	n, err := io.ReadFull(r, head[:2])
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, fmt.Errorf("pickle: reading input: %w", err)
+		return nil, fmt.Errorf("reading input: %w", err)
 	}
 	if err := CheckStart(head[:n]); err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func Decode(r io.Reader, opts *Options) (any, error) {
 	if n == 2 {
 		m, err := io.ReadFull(r, head[2:])
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("pickle: reading input: %w", err)
+			return nil, fmt.Errorf("reading input: %w", err)
 		}
 		n += m
 		if n == len(head) {
@@ -121,7 +121,7 @@ func Decode(r io.Reader, opts *Options) (any, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(head[:n]), r), o.MaxInputBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("pickle: reading input: %w", err)
+		return nil, fmt.Errorf("reading input: %w", err)
 	}
 	return DecodeBytes(data, opts)
 }

@@ -25,5 +25,5 @@ func ExampleDecodeBytes() {
 	fmt.Println(err, errors.Is(err, pickle.ErrForbidden))
 	// Output:
 	// size=512 pool=pickle.Tuple{0, 0}
-	// pickle: offset 14: STACK_GLOBAL (0x93): refused: it would look up or call a Python object; snapshots hold only plain data true
+	// offset 14: STACK_GLOBAL (0x93): refused: it would look up or call a Python object; snapshots hold only plain data true
 }
