@@ -121,7 +121,7 @@ func TestParseRejects(t *testing.T) {
 		{"bad weight dtype", "engine: vllm\n", "engine: vllm\n      weight_dtype: fp9\n", `field "setup.weight_dtype"`},
 		{"int4 kv cache", "engine: vllm\n", "engine: vllm\n      kv_dtype: int4\n", `field "setup.kv_dtype"`},
 		{"duplicate id", "", "", "repeats the figure at line 9"},
-		{"not yaml", "version: 1", "version: [", "calib: invalid"},
+		{"not yaml", "version: 1", "version: [", "invalid published dataset"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := strings.Replace(good, c.from, c.to, 1)

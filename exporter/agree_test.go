@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,6 +77,11 @@ func analyzedSizes(t *testing.T, data []byte, capacity int64) map[string]map[str
 		t.Fatal(err)
 	}
 	rep, err := analysis.Analyze(s, analysis.Options{Capacity: capacity})
+	if ce := (*analysis.CapacityError)(nil); errors.As(err, &ce) {
+		// analyze refuses a capacity below the live blocks; the exporter
+		// takes the device's capacity as unknown there.
+		rep, err = analysis.Analyze(s, analysis.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

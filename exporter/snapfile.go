@@ -228,7 +228,14 @@ func diagnoseSnapshot(name string, s *snapshot.Snapshot) (*analysis.Report, erro
 // replaces it).
 func diagnoseAt(capacity int64) func(string, *snapshot.Snapshot) (*analysis.Report, error) {
 	return func(_ string, s *snapshot.Snapshot) (*analysis.Report, error) {
-		return analysis.Analyze(s, analysis.Options{NoReplay: true, Capacity: capacity})
+		rep, err := analysis.Analyze(s, analysis.Options{NoReplay: true, Capacity: capacity})
+		if ce := (*analysis.CapacityError)(nil); errors.As(err, &ce) {
+			// --capacity is below what this file's live blocks hold, so it is
+			// not this file's device: its capacity is unknown, and the series
+			// that depend on it are left out, as without --capacity.
+			return analysis.Analyze(s, analysis.Options{NoReplay: true})
+		}
+		return rep, err
 	}
 }
 

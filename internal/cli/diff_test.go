@@ -152,7 +152,7 @@ func TestDiffCommandErrors(t *testing.T) {
 		{[]string{"diff", a, bad}, exitFail, "bad.pickle"},
 		{[]string{"diff", a, filepath.Join(snapshotFixtures, "memory_stats.json")}, exitFail, "memory_stats.json: no device has a segment or a trace event: nothing to compare"},
 		{append([]string{"diff"}, slices.Repeat([]string{a}, maxDiffFiles+1)...), exitUsage, "diff takes at most 1024 snapshot files, got 1025"},
-		{[]string{"analyze", a, "--folded-value", "bogus"}, exitUsage, `--folded-value "bogus": want one of blocks, allocated, stranded, rounding`},
+		{[]string{"analyze", a, "--folded", filepath.Join(t.TempDir(), "f.txt"), "--folded-value", "bogus"}, exitUsage, `--folded-value "bogus": want one of blocks, allocated, stranded, rounding`},
 	} {
 		code, _, errs := run(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(errs, tc.want) {
