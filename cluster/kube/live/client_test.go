@@ -460,12 +460,12 @@ echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","s
 	}
 
 	for _, tc := range []struct{ exec, want string }{
-		{`{apiVersion: client.authentication.k8s.io/v1alpha1, command: /bin/true}`, "apiVersion \"client.authentication.k8s.io/v1alpha1\""},
-		{`{apiVersion: client.authentication.k8s.io/v1, command: /bin/true}`, "interactiveMode \"\""},
+		{`{apiVersion: client.authentication.k8s.io/v1alpha1, command: true}`, "apiVersion \"client.authentication.k8s.io/v1alpha1\""},
+		{`{apiVersion: client.authentication.k8s.io/v1, command: true}`, "interactiveMode \"\""},
 		{`{apiVersion: client.authentication.k8s.io/v1, command: no-such-plugin-gpufrag, interactiveMode: Never, installHint: "install it with brew"}`, "install it with brew"},
-		{`{apiVersion: client.authentication.k8s.io/v1, command: /bin/echo, args: ["{}"], interactiveMode: Never}`, `printed kind "", apiVersion ""`},
-		{`{apiVersion: client.authentication.k8s.io/v1beta1, command: /bin/echo, args: ['{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{}}']}`, "neither a token nor a client certificate"},
-		{`{apiVersion: client.authentication.k8s.io/v1, command: /bin/false, interactiveMode: Never}`, "exit status 1"},
+		{`{apiVersion: client.authentication.k8s.io/v1, command: echo, args: ["{}"], interactiveMode: Never}`, `printed kind "", apiVersion ""`},
+		{`{apiVersion: client.authentication.k8s.io/v1beta1, command: echo, args: ['{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{}}']}`, "neither a token nor a client certificate"},
+		{`{apiVersion: client.authentication.k8s.io/v1, command: false, interactiveMode: Never}`, "exit status 1"},
 	} {
 		c, err := Connect(Config{Kubeconfig: srv.kubeconfig(t, "{exec: "+tc.exec+"}")})
 		if err != nil {

@@ -226,7 +226,12 @@ func Snapshot(nodes, pods []json.RawMessage) (*kube.Snapshot, error) {
 		}
 	}
 	buf.WriteString("]}")
-	s, err := kube.Read(&buf, "cluster API")
+	// kube.Read refuses a document whose start holds a control character,
+	// as a file's would be binary; the API's encoder leaves DEL (0x7f) raw
+	// in strings, and an annotation may hold one. Each item is valid JSON,
+	// so a raw 0x7f is inside a string, where its escape means the same.
+	data := bytes.ReplaceAll(buf.Bytes(), []byte{0x7f}, []byte(`\u007f`))
+	s, err := kube.Read(bytes.NewReader(data), "cluster API")
 	if err != nil {
 		var ie *cluster.InputError
 		if errors.As(err, &ie) {

@@ -465,6 +465,20 @@ func TestSnapshotErrorNamesObject(t *testing.T) {
 	}
 }
 
+// TestSnapshotDEL: an annotation holding DEL (0x7f), which the API server
+// sends raw, is read, not refused as binary data (found by FuzzSnapshot).
+func TestSnapshotDEL(t *testing.T) {
+	nodes, _ := fixtureItems(t)
+	pod := json.RawMessage("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"annotations\":{\"note\":\"a\x7fb\"}},\"spec\":{\"nodeName\":\"gpu-a\"}}")
+	if !json.Valid(pod) {
+		t.Fatal("the pod is not valid JSON")
+	}
+	s, err := Snapshot(nodes[:1], []json.RawMessage{pod})
+	if err != nil || len(s.Pods) != 1 {
+		t.Fatalf("got %v, %+v; want the pod read", err, s)
+	}
+}
+
 func TestSource(t *testing.T) {
 	f := newFake(t)
 	src := Source(f, Options{}, 0)
