@@ -216,6 +216,18 @@ func TestResolveRefuses(t *testing.T) {
 			t.Errorf("cluster %s user %s: got %v, want %q naming the file and context", tc.cluster, tc.user, err, tc.want)
 		}
 	}
+	noCurrent := write(t, filepath.Join(dir, "nocurrent"), strings.Replace(twoContexts, "current-context: ctx-a", "", 1))
+	if _, err := Resolve(Config{Kubeconfig: noCurrent}); err == nil || errors.Is(err, ErrNoConfig) ||
+		!strings.Contains(err.Error(), "no current-context: pass --context NAME (contexts: ctx-a, ctx-b)") {
+		t.Errorf("no current-context: got %v", err)
+	}
+	if ep, err := Resolve(Config{Kubeconfig: noCurrent, Context: "ctx-b"}); err != nil || ep.Server.Host != "b.example:6443" {
+		t.Errorf("no current-context, --context ctx-b: %v, %v", ep, err)
+	}
+	empty := write(t, filepath.Join(dir, "empty"), "apiVersion: v1\nkind: Config\n")
+	if _, err := Resolve(Config{Kubeconfig: empty}); !errors.Is(err, ErrNoConfig) {
+		t.Errorf("empty kubeconfig: got %v, want ErrNoConfig", err)
+	}
 	bad := write(t, filepath.Join(dir, "bad"), "clusters: {")
 	if _, err := Resolve(Config{Kubeconfig: bad}); err == nil || !strings.Contains(err.Error(), "kubeconfig "+bad) {
 		t.Errorf("bad YAML: got %v", err)

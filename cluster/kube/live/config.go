@@ -294,7 +294,11 @@ func fromKubeconfig(files []string, context string) (*Endpoint, error) {
 	name := context
 	if name == "" {
 		if current == "" {
-			return nil, &NoConfigError{Looked: files}
+			if len(contexts) == 0 {
+				return nil, &NoConfigError{Looked: files} // an empty kubeconfig
+			}
+			slices.Sort(names)
+			return nil, fmt.Errorf("%s: no current-context: pass --context NAME (contexts: %s)", where, strings.Join(names, ", "))
 		}
 		name = current
 		where += " (current-context of " + currentFrom + ")"
