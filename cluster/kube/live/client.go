@@ -135,7 +135,8 @@ func (c *restClient) get(ctx context.Context, u string, stale bool) (*List, erro
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		// Say which configuration pointed here: the URL alone does not.
+		return nil, fmt.Errorf("the API server of %s: %w", c.ep.Source, err)
 	}
 	defer resp.Body.Close()
 	body, err := readBounded(resp.Body, kube.MaxReadBytes, "the API server's answer")

@@ -505,12 +505,14 @@ func TestClientCertificate(t *testing.T) {
 	if _, err := c.ListNodes(context.Background(), ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Without it the handshake fails.
-	c, err = Connect(Config{Kubeconfig: srv.kubeconfig(t, `{}`)})
+	// Without it the handshake fails, and the error says which
+	// configuration pointed at the server.
+	cfg := srv.kubeconfig(t, `{}`)
+	c, err = Connect(Config{Kubeconfig: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ListNodes(context.Background(), ListOptions{}); err == nil {
-		t.Error("no client certificate: the server took the request")
+	if _, err := c.ListNodes(context.Background(), ListOptions{}); err == nil || !strings.Contains(err.Error(), "the API server of kubeconfig "+cfg+", context fake: Get") {
+		t.Errorf("no client certificate: got %v, want an error naming the kubeconfig and context", err)
 	}
 }
