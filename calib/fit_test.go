@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -127,6 +128,7 @@ func checkReproduces(t *testing.T, rep *FitReport, f *File, s ReplaySetup) {
 // error; the fit improves the objective and is deterministic, whatever
 // the parallelism.
 func TestCalibrateFixture(t *testing.T) {
+	longtest.Skip(t)
 	skipHeavy(t)
 	f := readFile(t, benchFixture("vllm_bench_qps1_cut.json"))
 	s := setup70B(t)
@@ -169,6 +171,7 @@ func TestCalibrateFixture(t *testing.T) {
 // replayed cold (WarmNone), inf's first tokens beat any prefill, so it is
 // reported and not judged.
 func TestCalibrateShared(t *testing.T) {
+	longtest.Skip(t)
 	skipHeavy(t)
 	f01 := readFile(t, sharedBench(t, surajssd("01")))
 	f16 := readFile(t, sharedBench(t, surajssd("16")))

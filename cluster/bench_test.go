@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // BenchmarkExperiment runs one policy for one seed through the whole FGD
@@ -42,6 +44,7 @@ var published = map[string]map[string]float64{
 // tolerance the project's contract check uses; docs/findings.md has
 // the 10-seed comparison (within 1 point). It takes about 5 s on two cores.
 func TestPublishedFigures(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("about 5 s: skipped with -short")
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // genBase is the base list of the generator tests: openb's default when
@@ -55,6 +57,7 @@ func genCSV(t *testing.T, base []Pod, c GenConfig) []byte {
 // classes the family does not touch are base's, and the same seed gives
 // the same bytes while another seed gives others.
 func TestGeneratePodsProperties(t *testing.T) {
+	longtest.Skip(t)
 	base, specs := genBase(t)
 	var baseMilli, maxMilli int64
 	var baseGPU, baseCPU int

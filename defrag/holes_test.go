@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // TestHoleSet checks the hole set against a sorted slice under random
@@ -13,6 +15,7 @@ import (
 // more, later holes larger than any built, which go to its sorted slices, and
 // now and then a hole it cannot hold, which moves everything to the treap).
 func TestHoleSet(t *testing.T) {
+	longtest.Skip(t)
 	t.Run("treap", func(t *testing.T) { testHoleSet(t, 1, 100, 50, 50) })
 	// Buckets over 1 and over 150 bitmap words (3 summary words).
 	t.Run("buckets", func(t *testing.T) { testHoleSet(t, bucketUnit, 2*minBucketHoles, 30, 50) })

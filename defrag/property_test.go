@@ -8,6 +8,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/mem"
 	"pgregory.net/rapid"
 )
@@ -48,6 +49,7 @@ var workloads = []workload{
 //   - a reached goal is really met on the allocator: the freed segments go
 //     back to the device with EmptyCache, the room for a fit exists.
 func TestNothingLost(t *testing.T) {
+	longtest.Skip(t)
 	for _, wl := range workloads {
 		t.Run(wl.name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { runWorkload(rt, wl) })

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // The README's conventions this test reads (say them in the README's own
@@ -257,6 +258,7 @@ func TestReadmeFiles(t *testing.T) {
 // command names ../shared, exits non-zero, or prints something other than
 // an output block of the README shows for it.
 func TestReadme(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("-short: TestReadme builds gpufrag and runs the README's commands (about 20 s)")
 	}

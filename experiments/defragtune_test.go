@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // The defrag tuning set (experiments/testdata/defrag-tune/*.yaml) is where
@@ -107,6 +108,7 @@ func TestDefragTuneSetOutOfSample(t *testing.T) {
 // off on every cell but those of tuneOverloaded, where every policy is
 // worse.
 func TestDefragTuneSet(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() || invariants.Enabled {
 		t.Skip("the tuning set's 70 full runs take about a minute")
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // polledFleet returns gpus × instances sources holding the samples of
@@ -239,6 +241,7 @@ func BenchmarkLoad(b *testing.B) {
 // the heap does not grow by more than 50 MiB. Latencies are logged, not
 // asserted (a shared CI machine is noisy).
 func TestLoad(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("load test skipped with -short")
 	}

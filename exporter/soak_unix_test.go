@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"io"
 	"net"
@@ -107,6 +108,7 @@ func bombSnapshot(blocks, repeats int) []byte {
 // in gpufrag_snapshot_errors_total, and goroutines back to their baseline
 // once the daemon stops.
 func TestSoak(t *testing.T) {
+	longtest.Skip(t)
 	duration := 15 * time.Second
 	if testing.Short() {
 		duration = 3 * time.Second

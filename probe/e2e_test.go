@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // e2eScript is the probed program: a "server" that initialises CUDA (the
@@ -94,6 +95,7 @@ func freePort(t *testing.T) int {
 // what `gpufrag analyze` explains: the failed 1 GiB request, and a replay
 // of the recorded trace that matches every address.
 func TestEndToEnd(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() || invariants.Enabled {
 		t.Skip("starts Python, the exporter and Prometheus (about 20 s); runs in the plain `go test ./...`")
 	}

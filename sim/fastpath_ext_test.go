@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 )
@@ -13,6 +14,7 @@ import (
 // first 300 requests with and without the engine's fast paths and compares
 // the results and the allocators' and strategies' counters.
 func TestFastPathsDefaultScenario(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() || invariants.Enabled {
 		t.Skip("long")
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/caching"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -23,6 +24,7 @@ import (
 // every block or free block, so a wrong one would change what is released,
 // and when.
 func TestLargestFreeBlock(t *testing.T) {
+	longtest.Skip(t)
 	for _, c := range confs {
 		t.Run("conf="+c, func(t *testing.T) {
 			a, err := caching.FromSpec(mem.MustDevice(1*mem.GiB, 0), c)

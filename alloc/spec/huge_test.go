@@ -11,6 +11,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc/alloctest"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -170,6 +171,7 @@ func TestAddressSpaceExhaustion(t *testing.T) {
 // former per-stream sets) would take minutes. Every block must be served
 // and the allocator consistent after.
 func TestManyStreams(t *testing.T) {
+	longtest.Skip(t)
 	n := 70000
 	if testing.Short() || invariants.Enabled {
 		// Self-checks after every operation cost O(blocks) each.

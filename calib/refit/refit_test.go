@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -44,6 +45,7 @@ func report(t *testing.T) *calib.FidelityReport {
 // TestFidelityDoc fails when docs/fidelity.md or calib/residuals.yaml is
 // not what the embedded models give today.
 func TestFidelityDoc(t *testing.T) {
+	longtest.Skip(t)
 	rep := report(t)
 	old, err := os.ReadFile(filepath.Join(root, calib.FidelityPath))
 	if err != nil {
@@ -77,6 +79,7 @@ func TestFidelityDoc(t *testing.T) {
 // (for the same protocol). Until the 10% target is met the ratchet holds
 // the current value and only tightens.
 func TestFidelityRatchet(t *testing.T) {
+	longtest.Skip(t)
 	rep := report(t)
 	doc, err := os.ReadFile(filepath.Join(root, calib.FidelityPath))
 	if err != nil {
@@ -100,6 +103,7 @@ func TestFidelityRatchet(t *testing.T) {
 // with the lower leave-one-source-out median (the roofline is never
 // fitted, so its error is out of sample as it stands).
 func TestDefaultStepTime(t *testing.T) {
+	longtest.Skip(t)
 	rep := report(t)
 	joint := rep.Stats(calib.JudgeLOSO, (*calib.FidelityRow).Target)
 	roof := rep.Stats(calib.JudgeRoofline, (*calib.FidelityRow).Target)
@@ -166,6 +170,7 @@ func TestModelFiles(t *testing.T) {
 // dataset: every figure has a row, simulated or with a reason, every
 // simulated one a finite value under each model it ran under.
 func TestFidelityReportRows(t *testing.T) {
+	longtest.Skip(t)
 	rep := report(t)
 	d, _ := calib.Published()
 	if len(rep.Rows) != len(d.Figures) {

@@ -8,6 +8,7 @@ import (
 	"testing/iotest"
 
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 func TestReadPrometheusJSONErrors(t *testing.T) {
@@ -152,6 +153,7 @@ func TestReadCSVAccepts(t *testing.T) {
 // without being echoed whole, with its file, line and field; a label value
 // over MaxLabelBytes is an error (issue 13 cases 8 and 16).
 func TestReadersBoundFields(t *testing.T) {
+	longtest.Skip(t)
 	huge := strings.Repeat("9", 5<<20)
 	long := strings.Repeat("x", MaxLabelBytes+1)
 	for _, c := range []struct {

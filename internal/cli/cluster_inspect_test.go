@@ -17,17 +17,14 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const inspectFixture = "../../cluster/kube/testdata/cluster.json"
 
-// fixtureObjects decodes the saved kubectl JSON into typed nodes and pods,
-// as the API server sends them.
-func fixtureObjects(t *testing.T) ([]corev1.Node, []corev1.Pod) {
+// fixtureObjects reads the saved kubectl JSON into nodes and pods (with
+// their kind, which live.Snapshot accepts; cluster/kube/live's tests list
+// them without, as the API server does).
+func fixtureObjects(t *testing.T) (nodes, pods []json.RawMessage) {
 	t.Helper()
 	data, err := os.ReadFile(inspectFixture)
 	if err != nil {
@@ -39,28 +36,18 @@ func fixtureObjects(t *testing.T) ([]corev1.Node, []corev1.Pod) {
 	if err := json.Unmarshal(data, &list); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		nodes []corev1.Node
-		pods  []corev1.Pod
-	)
 	for _, raw := range list.Items {
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(raw, &tm); err != nil {
+		var o struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil {
 			t.Fatal(err)
 		}
-		switch tm.Kind {
+		switch o.Kind {
 		case "Node":
-			var n corev1.Node
-			if err := json.Unmarshal(raw, &n); err != nil {
-				t.Fatal(err)
-			}
-			nodes = append(nodes, n)
+			nodes = append(nodes, raw)
 		case "Pod":
-			var p corev1.Pod
-			if err := json.Unmarshal(raw, &p); err != nil {
-				t.Fatal(err)
-			}
-			pods = append(pods, p)
+			pods = append(pods, raw)
 		}
 	}
 	return nodes, pods
@@ -68,28 +55,36 @@ func fixtureObjects(t *testing.T) ([]corev1.Node, []corev1.Pod) {
 
 // fakeLive is a live.Client over fixed lists, with an optional error.
 type fakeLive struct {
-	nodes []corev1.Node
-	pods  []corev1.Pod
+	nodes []json.RawMessage
+	pods  []json.RawMessage
 	err   error
 	got   []string // namespace of each pod list request
 }
 
-func (f *fakeLive) ListNodes(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
+func (f *fakeLive) ListNodes(context.Context, live.ListOptions) (*live.List, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &corev1.NodeList{Items: f.nodes}, nil
+	return &live.List{Items: f.nodes}, nil
 }
 
-func (f *fakeLive) ListPods(_ context.Context, ns string, _ metav1.ListOptions) (*corev1.PodList, error) {
+func (f *fakeLive) ListPods(_ context.Context, ns string, _ live.ListOptions) (*live.List, error) {
 	f.got = append(f.got, ns)
-	var out []corev1.Pod
+	var out []json.RawMessage
 	for _, p := range f.pods {
-		if ns == "" || p.Namespace == ns {
+		var o struct {
+			Metadata struct {
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(p, &o); err != nil {
+			return nil, err
+		}
+		if ns == "" || o.Metadata.Namespace == ns {
 			out = append(out, p)
 		}
 	}
-	return &corev1.PodList{Items: out}, nil
+	return &live.List{Items: out}, nil
 }
 
 // withLive makes inspect connect through connect for the test's duration.
@@ -149,8 +144,8 @@ func TestClusterInspectLiveFake(t *testing.T) {
 }
 
 func TestClusterInspectLiveErrors(t *testing.T) {
-	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "",
-		errors.New(`User "alice" cannot list resource "nodes" in API group "" at the cluster scope`))
+	forbidden := &live.StatusError{Code: 403, Reason: "Forbidden",
+		Message: `nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope`}
 	withLive(t, func(live.Config) (live.Client, error) { return &fakeLive{err: forbidden}, nil })
 	code, _, errs := inspect()
 	for _, want := range []string{"list nodes cluster-wide: forbidden", `User "alice"`, "RBAC verbs get and list on nodes and pods", "gpufrag-inspect-rbac.yaml", "--from"} {
@@ -188,9 +183,9 @@ func TestClusterInspectNoKubeconfig(t *testing.T) {
 }
 
 // TestClusterInspectAPIServer runs inspect end to end (kubeconfig, context,
-// client-go's REST client, paging, field selector, error statuses) against
-// a fake API server that answers two items per page. It is a TLS server:
-// clientcmd sends no credentials to a plain-HTTP one.
+// the HTTP client, paging, field selector, error statuses) against a fake
+// API server that answers two items per page. It is a TLS server: live
+// sends no credentials to a plain-HTTP one.
 func TestClusterInspectAPIServer(t *testing.T) {
 	nodes, pods := fixtureObjects(t)
 	var queries []string
@@ -206,30 +201,24 @@ func TestClusterInspectAPIServer(t *testing.T) {
 			return
 		}
 		from, _ := strconv.Atoi(q.Get("continue"))
-		var items []any
+		var items []json.RawMessage
 		var kind string
 		switch r.URL.Path {
 		case "/api/v1/nodes":
 			kind = "NodeList"
-			for i := range nodes {
-				items = append(items, &nodes[i])
-			}
+			items = nodes
 		case "/api/v1/pods":
 			if q.Get("fieldSelector") != "status.phase!=Succeeded,status.phase!=Failed" {
 				http.Error(w, "field selector "+q.Get("fieldSelector"), http.StatusBadRequest)
 				return
 			}
 			kind = "PodList"
-			for i := range pods {
-				items = append(items, &pods[i])
-			}
+			items = pods
 		case "/api/v1/namespaces/secret/pods":
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)
-			st := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
-				errors.New(`User "bob" cannot list resource "pods" in the namespace "secret"`)).ErrStatus
-			st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-			json.NewEncoder(w).Encode(st)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,`+
+				`"message":"pods is forbidden: User \"bob\" cannot list resource \"pods\" in the namespace \"secret\""}`)
 			return
 		default:
 			http.NotFound(w, r)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/report/browsercheck"
@@ -59,6 +60,7 @@ type htmlReportCase struct {
 // self-checks on (-race, -tags invariants) and where no Chromium is on PATH
 // (Debian: apt-get install chromium).
 func TestHTMLReportsInBrowser(t *testing.T) {
+	longtest.Skip(t)
 	if invariants.Enabled {
 		t.Skip("renders pages, checks no allocator: the plain go test run covers it, and with every self-check on (-race, -tags invariants) its simulations are slow")
 	}

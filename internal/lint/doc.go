@@ -14,8 +14,11 @@
 //     *rand.Rand from rand.New(rand.NewPCG(seed, stream)). The random-source
 //     rule also covers the core's _test.go files, so failures replay from a
 //     seed; the clock and goroutine rules do not.
+//     cluster/kube/live, the API server's client, is I/O under cluster/:
+//     the clock and goroutine rules leave it out.
 //   - io-boundary: github.com/prometheus/... and net/http are imported only
-//     under exporter/, internal/cli/ and cmd/.
+//     under exporter/, internal/cli/, cmd/ and cluster/kube/live/ (the
+//     Kubernetes API server's client).
 //   - errorf-wrap: fmt.Errorf formats an argument named err with %w, so
 //     callers can still errors.Is / errors.As the cause.
 //   - panic-literal: outside _test.go files, panic carries a formatted

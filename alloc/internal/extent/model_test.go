@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // bitmap is the naive model: one bool per byte of a small address space that
@@ -269,6 +271,7 @@ func TestSetAgainstBitmap(t *testing.T) {
 // more steps than rapid's cases take, so that bins grow into chunked Sets
 // whose chunks split and merge. The seed is fixed; a failure replays.
 func TestSetStress(t *testing.T) {
+	longtest.Skip(t)
 	t.Run("init=none", func(t *testing.T) {
 		s := stress(t, &Set{})
 		// Everything landed in one address bin (the log-linear bins of a

@@ -2,154 +2,264 @@ package live
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"path"
+	"strconv"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/gpufrag/gpufrag/cluster/kube"
+	"github.com/gpufrag/gpufrag/internal/loc"
+	"golang.org/x/time/rate"
 )
 
-// Config says how to reach the cluster.
-type Config struct {
-	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG (a list
-	// of files), else ~/.kube/config, else the in-cluster service account
-	// when running in a pod.
-	Kubeconfig string
-	// Context is the kubeconfig context; empty means its current context.
-	Context string
-	// Timeout bounds each request; 0 means DefaultTimeout.
-	Timeout time.Duration
-}
+// userAgent is sent with every request, so the API server's audit log and
+// priority and fairness can tell gpufrag's requests apart.
+const userAgent = "gpufrag"
 
-// DefaultTimeout bounds one list request: a page of 500 pods is a few MB,
-// which a healthy API server returns in well under a second; 30 s leaves
-// room for a loaded one and still fails fast when the server is unreachable.
-const DefaultTimeout = 30 * time.Second
+// maxMessageBytes bounds how much of an API server's error message an
+// error repeats (1 KiB): RBAC's messages are a few hundred bytes.
+const maxMessageBytes = 1 << 10
 
-// Client-side rate limit. A whole inspection of a 10,000-pod cluster is
-// about 25 list requests; 10/s with bursts of 20 finishes that in ~1 s and
-// stays far below what an API server's priority and fairness grants a
-// single client, so a loop around gpufrag cannot crowd out controllers.
-const (
-	qps   = 10
-	burst = 20
-)
-
-// ErrNoConfig means no kubeconfig was found and the process is not in a pod.
-var ErrNoConfig = errors.New("live: no kubeconfig found")
-
-// NoConfigError lists where RESTConfig looked for a kubeconfig.
-type NoConfigError struct {
-	Looked []string
-}
-
-func (e *NoConfigError) Error() string {
-	where := "no file"
-	if len(e.Looked) > 0 {
-		where = strings.Join(e.Looked, ", ")
-	}
-	return fmt.Sprintf("no kubeconfig found (looked at %s, $KUBECONFIG=%q, and for an in-cluster service account: not running in a pod): pass --kubeconfig FILE, or save the cluster with kubectl get nodes,pods -A -o json > cluster.json and use --from cluster.json",
-		where, os.Getenv(clientcmd.RecommendedConfigPathEnvVar))
-}
-
-// Unwrap returns ErrNoConfig.
-func (e *NoConfigError) Unwrap() error { return ErrNoConfig }
-
-// RESTConfig loads the client configuration as kubectl does (explicit file,
-// $KUBECONFIG, ~/.kube/config, with an optional context), falling back to
-// the in-cluster service account (rest.InClusterConfig) when no kubeconfig
-// exists and the process runs in a pod.
-func RESTConfig(c Config) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.Kubeconfig
-	var rc *rest.Config
-	if c.Kubeconfig == "" && !anyExists(rules.GetLoadingPrecedence()) {
-		ic, err := rest.InClusterConfig()
-		switch {
-		case errors.Is(err, rest.ErrNotInCluster):
-			return nil, &NoConfigError{Looked: rules.GetLoadingPrecedence()}
-		case err != nil:
-			return nil, fmt.Errorf("in-cluster configuration: %w", err)
-		case c.Context != "":
-			return nil, fmt.Errorf("--context %s: no kubeconfig to take it from (running in a pod with its service account)", c.Context)
-		}
-		rc = ic
-	} else {
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
-		var err error
-		if rc, err = cc.ClientConfig(); err != nil {
-			if clientcmd.IsEmptyConfig(err) {
-				return nil, &NoConfigError{Looked: rules.GetLoadingPrecedence()}
-			}
-			return nil, fmt.Errorf("kubeconfig: %w", err)
-		}
-	}
-	rc.Timeout = c.Timeout
-	if rc.Timeout <= 0 {
-		rc.Timeout = DefaultTimeout
-	}
-	rc.QPS, rc.Burst = qps, burst
-	rc.UserAgent = "gpufrag"
-	return rc, nil
-}
-
-func anyExists(paths []string) bool {
-	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// NewClient returns a Client for the cluster rc reaches: a REST client for
-// the core/v1 API group with a scheme holding that group only.
-func NewClient(rc *rest.Config) (Client, error) {
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("live: core/v1 scheme: %w", err)
-	}
-	cfg := rest.CopyConfig(rc)
-	cfg.APIPath = "/api"
-	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	cfg.ContentType = runtime.ContentTypeJSON
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	rc2, err := rest.RESTClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("live: %w", err)
-	}
-	return &restClient{rest: rc2, params: runtime.NewParameterCodec(scheme)}, nil
-}
-
-// Connect is RESTConfig followed by NewClient.
+// Connect is Resolve followed by NewClient.
 func Connect(c Config) (Client, error) {
-	rc, err := RESTConfig(c)
+	ep, err := Resolve(c)
 	if err != nil {
 		return nil, err
 	}
-	return NewClient(rc)
+	return NewClient(ep)
+}
+
+// NewClient returns a Client for the API server of ep: GET requests over
+// net/http for the core/v1 lists, JSON answers, client-side rate limiting,
+// and ep's credentials.
+func NewClient(ep *Endpoint) (Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyFromEnvironment
+	if ep.Proxy != nil {
+		tr.Proxy = http.ProxyURL(ep.Proxy)
+	}
+	c := &restClient{ep: ep, limiter: rate.NewLimiter(qps, burst), transport: tr}
+	if ep.TLS != nil {
+		tr.TLSClientConfig = ep.TLS.Clone()
+	}
+	if ep.Exec != nil {
+		c.exec = &execAuth{cfg: ep.Exec, now: time.Now}
+		if tr.TLSClientConfig == nil {
+			return nil, errors.New("live: an exec credential plugin needs an https:// server")
+		}
+		static := tr.TLSClientConfig.Certificates
+		tr.TLSClientConfig.Certificates = nil
+		tr.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if cr := c.exec.current(); cr != nil && cr.cert != nil {
+				return cr.cert, nil
+			}
+			if len(static) > 0 {
+				return &static[0], nil
+			}
+			return &tls.Certificate{}, nil
+		}
+	}
+	c.http = &http.Client{Transport: tr, Timeout: ep.Timeout}
+	return c, nil
 }
 
 type restClient struct {
-	rest   *rest.RESTClient
-	params runtime.ParameterCodec
+	ep        *Endpoint
+	http      *http.Client
+	transport *http.Transport
+	limiter   *rate.Limiter
+	exec      *execAuth
 }
 
-func (c *restClient) ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error) {
-	l := &corev1.NodeList{}
-	err := c.rest.Get().Resource("nodes").VersionedParams(&opts, c.params).Do(ctx).Into(l)
+func (c *restClient) ListNodes(ctx context.Context, opts ListOptions) (*List, error) {
+	return c.list(ctx, "api/v1/nodes", opts)
+}
+
+func (c *restClient) ListPods(ctx context.Context, namespace string, opts ListOptions) (*List, error) {
+	p := "api/v1/pods"
+	if namespace != "" {
+		p = "api/v1/namespaces/" + url.PathEscape(namespace) + "/pods"
+	}
+	return c.list(ctx, p, opts)
+}
+
+// list GETs one page of a list; after a 401 with an exec plugin's
+// credential it runs the plugin once more and retries, as client-go does
+// when a token is revoked before it expires.
+func (c *restClient) list(ctx context.Context, p string, opts ListOptions) (*List, error) {
+	u := *c.ep.Server
+	u.Path = path.Join("/", u.Path, p)
+	u.RawPath = ""
+	q := url.Values{}
+	if opts.LabelSelector != "" {
+		q.Set("labelSelector", opts.LabelSelector)
+	}
+	if opts.FieldSelector != "" {
+		q.Set("fieldSelector", opts.FieldSelector)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.FormatInt(opts.Limit, 10))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	u.RawQuery = q.Encode()
+	l, err := c.get(ctx, u.String(), false)
+	var se *StatusError
+	if c.exec != nil && errors.As(err, &se) && se.Code == http.StatusUnauthorized {
+		l, err = c.get(ctx, u.String(), true)
+	}
 	return l, err
 }
 
-func (c *restClient) ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
-	l := &corev1.PodList{}
-	err := c.rest.Get().Namespace(namespace).Resource("pods").VersionedParams(&opts, c.params).Do(ctx).Into(l)
-	return l, err
+func (c *restClient) get(ctx context.Context, u string, stale bool) (*List, error) {
+	if err := c.limiter.Wait(ctx); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.authorize(ctx, req, stale); err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// Say which configuration pointed here: the URL alone does not.
+		return nil, fmt.Errorf("the API server of %s: %w", c.ep.Source, err)
+	}
+	defer resp.Body.Close()
+	body, err := readBounded(resp.Body, kube.MaxReadBytes, "the API server's answer")
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(resp.StatusCode, body)
+	}
+	var page struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		return nil, fmt.Errorf("the API server's answer (%d bytes, %s) is no list: %w", len(body), loc.Quote(resp.Header.Get("Content-Type")), err)
+	}
+	if !strings.HasSuffix(page.Kind, "List") {
+		return nil, fmt.Errorf("the API server answered kind %s, want a list", loc.Quote(page.Kind))
+	}
+	return &List{Items: page.Items, Continue: page.Metadata.Continue}, nil
+}
+
+// authorize sets the credentials and impersonation headers of req.
+func (c *restClient) authorize(ctx context.Context, req *http.Request, stale bool) error {
+	ep := c.ep
+	switch {
+	case ep.Token != "":
+		req.Header.Set("Authorization", "Bearer "+ep.Token)
+	case ep.TokenFile != "":
+		// Read at each request: kubelet rotates a pod's token file.
+		b, err := os.ReadFile(ep.TokenFile)
+		if err != nil {
+			return fmt.Errorf("token: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			req.Header.Set("Authorization", "Bearer "+t)
+		}
+	case ep.Username != "":
+		req.SetBasicAuth(ep.Username, ep.Password)
+	case c.exec != nil:
+		old := c.exec.current()
+		cr, err := c.exec.get(ctx, stale)
+		if err != nil {
+			return err
+		}
+		if cr.token != "" {
+			req.Header.Set("Authorization", "Bearer "+cr.token)
+		}
+		if old != nil && old.cert != cr.cert {
+			// Connections made with the old certificate keep it.
+			c.transport.CloseIdleConnections()
+		}
+	}
+	if ep.Impersonate != "" {
+		req.Header.Set("Impersonate-User", ep.Impersonate)
+	}
+	if ep.ImpersonateUID != "" {
+		req.Header.Set("Impersonate-Uid", ep.ImpersonateUID)
+	}
+	for _, g := range ep.ImpersonateGroups {
+		req.Header.Add("Impersonate-Group", g)
+	}
+	for k, vs := range ep.ImpersonateExtra {
+		for _, v := range vs {
+			req.Header.Add("Impersonate-Extra-"+url.PathEscape(k), v)
+		}
+	}
+	return nil
+}
+
+// StatusError is a request the API server answered with an error status:
+// the HTTP code and, when the answer is a Status object, its reason and
+// message.
+type StatusError struct {
+	Code    int
+	Reason  string // "Forbidden", "Expired", ...; empty when the server gave none
+	Message string // the server's message, cut to 1 KiB, printable
+}
+
+func (e *StatusError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("%d %s", e.Code, http.StatusText(e.Code))
+}
+
+func statusError(code int, body []byte) *StatusError {
+	var st struct {
+		Kind    string `json:"kind"`
+		Code    int    `json:"code"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	}
+	e := &StatusError{Code: code}
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		e.Reason, e.Message = st.Reason, st.Message
+	} else if len(body) > 0 {
+		e.Message = fmt.Sprintf("%d %s: %s", code, http.StatusText(code), body)
+	}
+	if len(e.Message) > maxMessageBytes {
+		e.Message = e.Message[:maxMessageBytes] + fmt.Sprintf("… (%d bytes)", len(e.Message))
+	}
+	e.Message = loc.PrintableText(strings.ToValidUTF8(e.Message, "\uFFFD"))
+	return e
+}
+
+// isStatus reports whether err is a StatusError with code.
+func isStatus(err error, code int) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == code
+}
+
+// readBounded reads r to its end, failing past max bytes.
+func readBounded(r io.Reader, max int64, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is longer than %d bytes", what, max)
+	}
+	return b, nil
 }

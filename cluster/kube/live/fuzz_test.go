@@ -1,20 +1,19 @@
 package live
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // FuzzSnapshot feeds arbitrary GPU annotations and quantities through the
-// typed-object path: Snapshot never panics, and an object it cannot read
-// is named in a bad-input error. Seeds: testdata/fuzz/FuzzSnapshot.
+// API path (objects as a list's items, without kind): Snapshot never
+// panics, and an object it cannot read is named in a bad-input error.
+// Seeds: testdata/fuzz/FuzzSnapshot.
 //
 //	go test -run XXX -fuzz FuzzSnapshot -fuzztime 20s ./cluster/kube/live/
 func FuzzSnapshot(f *testing.F) {
@@ -26,27 +25,29 @@ func FuzzSnapshot(f *testing.F) {
 	f.Add("", "", "", "1", "500m", "", false)
 	f.Add("500", "2", "1-1", "1", "4", "T4", false)
 	f.Fuzz(func(t *testing.T, milli, count, index, podGPU, nodeGPU, model string, cordoned bool) {
-		pq, err := resource.ParseQuantity(podGPU)
-		if err != nil {
-			return // the API server never sends an unparsable quantity
-		}
-		nq, err := resource.ParseQuantity(nodeGPU)
-		if err != nil {
-			return
-		}
 		ann := map[string]string{}
 		for k, v := range map[string]string{kube.AnnoGPUMilli: milli, kube.AnnoGPUCount: count, kube.AnnoGPUIndex: index, kube.LabelGPUModel: model} {
 			if v != "" {
 				ann[k] = v
 			}
 		}
-		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{kube.LabelGPUProduct: model}},
-			Spec:   corev1.NodeSpec{Unschedulable: cordoned},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{kube.ResourceGPU: nq, corev1.ResourceCPU: resource.MustParse("8")}}}
-		pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: ann},
-			Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{kube.ResourceGPU: pq}}}}}}
-		s, err := Snapshot([]corev1.Node{node}, []corev1.Pod{pod})
+		node, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"name": "n", "labels": map[string]string{kube.LabelGPUProduct: model}},
+			"spec":     map[string]any{"unschedulable": cordoned},
+			"status":   map[string]any{"allocatable": map[string]string{kube.ResourceGPU: nodeGPU, "cpu": "8"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"name": "p", "namespace": "ns", "annotations": ann},
+			"spec": map[string]any{"nodeName": "n", "containers": []any{map[string]any{"resources": map[string]any{
+				"requests": map[string]string{kube.ResourceGPU: podGPU}}}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Snapshot([]json.RawMessage{node}, []json.RawMessage{pod})
 		if err != nil {
 			if !errors.Is(err, cluster.ErrBadInput) || !(strings.Contains(err.Error(), "pod ns/p") || strings.Contains(err.Error(), "node n")) {
 				t.Fatalf("error %q: want a bad-input error naming the object", err)

@@ -1,22 +1,32 @@
-// Package live reads a running Kubernetes cluster's nodes and pods through
-// client-go and hands them to package kube, which turns them into the
+// Package live reads a running Kubernetes cluster's nodes and pods from
+// its API server and hands them to package kube, which turns them into the
 // cluster model and inspects them (allocatable and requested GPUs per node,
 // whole-free and stranded nodes, FGD fragmentation, pending pods that fit
 // nowhere).
 //
 // It lists nodes (cluster-wide) and pods (all namespaces or one) page by
-// page, leaving completed pods out with a field selector, and converts the
-// typed core/v1 objects to kubectl's JSON form, which kube.Read parses: one
-// reader for saved and live clusters, so a field read from `kubectl get -o
-// json` is read from the API the same way.
+// page, leaving completed pods out with a field selector, and hands the
+// objects, as the API server sent them (kubectl's JSON form), to kube.Read:
+// one reader for saved and live clusters, so a field read from `kubectl
+// get -o json` is read from the API the same way.
 //
-// Compile cost: the typed clientset (k8s.io/client-go/kubernetes and even
-// its typed/core/v1 package) pulls in k8s.io/client-go/kubernetes/scheme
-// and with it every API group of k8s.io/api (55 packages). This package
-// talks to the API with a rest.RESTClient over a scheme holding core/v1
-// only, which keeps those groups out of every build and test binary. Its
-// Client interface is two methods; an existing typed clientset adapts to it
-// in a few lines (see Client).
+// Connection: Resolve reads the kubeconfig as kubectl does ($KUBECONFIG's
+// files merged, ~/.kube/config, a context; paths relative to their file;
+// certificate-authority, client certificates and keys as files or -data,
+// insecure-skip-tls-verify, tls-server-name, proxy-url; token, tokenFile,
+// username and password, exec credential plugins of
+// client.authentication.k8s.io/v1 and v1beta1; impersonation), else the
+// in-cluster service account (its token read again at each request, as
+// kubelet rotates it). Legacy auth-provider entries are refused with a
+// hint to their exec plugins. NewClient talks to the API server over
+// net/http: GET requests with JSON answers, rate-limited client-side.
+//
+// Compile cost: this package used k8s.io/client-go (with k8s.io/api and
+// apimachinery) until issue 29: about 150 of the ~200 CPU-seconds a cold
+// build of cmd/gpufrag took. Two list calls and a kubeconfig reader do not
+// need it; now it uses the standard library, go.yaml.in/yaml/v3 and
+// golang.org/x/time/rate (docs/architecture.md, "Build cost", has the
+// measurements).
 //
 // The account needs RBAC verbs get and list on nodes and pods (see
 // deploy/kubernetes/gpufrag-inspect-rbac.yaml).
@@ -28,28 +38,39 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
-// Client lists nodes and pods. NewClient returns one for a real cluster.
-// A typed clientset adapts to it with
-//
-//	func (a adapter) ListNodes(ctx context.Context, o metav1.ListOptions) (*corev1.NodeList, error) {
-//		return a.cs.CoreV1().Nodes().List(ctx, o)
-//	}
-//	func (a adapter) ListPods(ctx context.Context, ns string, o metav1.ListOptions) (*corev1.PodList, error) {
-//		return a.cs.CoreV1().Pods(ns).List(ctx, o)
-//	}
+// Client lists nodes and pods, one page per call. NewClient returns one
+// for a real cluster. An API error is a *StatusError (its Code 401, 403 and
+// 410 are told apart).
 type Client interface {
-	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
+	ListNodes(ctx context.Context, opts ListOptions) (*List, error)
 	// ListPods lists the pods of namespace, of all namespaces when it is
 	// empty.
-	ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error)
+	ListPods(ctx context.Context, namespace string, opts ListOptions) (*List, error)
+}
+
+// ListOptions are the parameters of one list request (the query parameters
+// of the API's list call that Load sets).
+type ListOptions struct {
+	LabelSelector string
+	FieldSelector string
+	Limit         int64
+	Continue      string
+}
+
+// List is one page of a list: its objects as the API server sent them
+// (JSON objects without kind, as in a NodeList or PodList) and the
+// continue token of the next page, empty on the last.
+type List struct {
+	Items    []json.RawMessage
+	Continue string
 }
 
 // Options select what Load lists.
@@ -111,14 +132,14 @@ func (e *AccessError) Error() string {
 }
 
 // Unwrap returns ErrAccess and the API error, so both errors.Is(err,
-// ErrAccess) and apierrors.IsForbidden(err) hold.
+// ErrAccess) and errors.As(err, **StatusError) hold.
 func (e *AccessError) Unwrap() []error { return []error{ErrAccess, e.Err} }
 
 func apiError(err error, resource, namespace string) error {
 	switch {
-	case apierrors.IsForbidden(err):
+	case isStatus(err, http.StatusForbidden):
 		return &AccessError{Verb: "list", Resource: resource, Namespace: namespace, Err: err}
-	case apierrors.IsUnauthorized(err):
+	case isStatus(err, http.StatusUnauthorized):
 		return &AccessError{Verb: "list", Resource: resource, Namespace: namespace, Unauthorized: true, Err: err}
 	}
 	return fmt.Errorf("list %s: %w", resource, err)
@@ -143,13 +164,17 @@ func Load(ctx context.Context, c Client, opts Options) (*kube.Snapshot, error) {
 	}
 	if opts.NodeSelector != "" {
 		in := make(map[string]bool, len(nodes))
-		for i := range nodes {
-			in[nodes[i].Name] = true
+		for _, n := range nodes {
+			var m meta
+			if json.Unmarshal(n, &m) == nil {
+				in[m.Metadata.Name] = true
+			}
 		}
 		kept := pods[:0]
 		for _, p := range pods {
-			if p.Spec.NodeName == "" || in[p.Spec.NodeName] {
-				kept = append(kept, p)
+			var m meta
+			if json.Unmarshal(p, &m) != nil || m.Spec.NodeName == "" || in[m.Spec.NodeName] {
+				kept = append(kept, p) // a pod that does not decode is kube.Read's to name
 			}
 		}
 		pods = kept
@@ -157,40 +182,72 @@ func Load(ctx context.Context, c Client, opts Options) (*kube.Snapshot, error) {
 	return Snapshot(nodes, pods)
 }
 
-// Snapshot reads typed nodes and pods into a snapshot through kube.Read,
-// so both sources share one reader. An object kube cannot read gives an
-// error naming it ("pod ns/name: ...").
-func Snapshot(nodes []corev1.Node, pods []corev1.Pod) (*kube.Snapshot, error) {
-	items := make([]any, 0, len(nodes)+len(pods))
-	names := make([]string, 0, cap(items))
-	for i := range nodes {
-		n := nodes[i] // shallow copy: only TypeMeta and ManagedFields change
-		n.TypeMeta = metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}
-		n.ManagedFields = nil
-		items = append(items, &n)
-		names = append(names, "node "+n.Name)
+// meta is what Load and Snapshot read of an object themselves.
+type meta struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+}
+
+// Snapshot reads nodes and pods, JSON objects as a NodeList's and a
+// PodList's items, into a snapshot through kube.Read, so both sources share
+// one reader. An object kube cannot read gives an error naming it ("pod
+// ns/name: ..."); one that is not a JSON object, an error naming its
+// place.
+func Snapshot(nodes, pods []json.RawMessage) (*kube.Snapshot, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"kind":"List","items":[`)
+	n := 0
+	for _, l := range []struct {
+		kind  string
+		items []json.RawMessage
+	}{{"Node", nodes}, {"Pod", pods}} {
+		for i, it := range l.items {
+			// An item of a NodeList has no kind; kube.Read wants one.
+			it = bytes.TrimSpace(it)
+			if len(it) < 2 || it[0] != '{' || !json.Valid(it) {
+				return nil, &cluster.InputError{Name: "cluster API", Field: fmt.Sprintf("%ss[%d]", strings.ToLower(l.kind), i), Msg: "not a JSON object"}
+			}
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			n++
+			buf.WriteString(`{"kind":"` + l.kind + `"`)
+			if rest := bytes.TrimSpace(it[1:]); rest[0] != '}' {
+				buf.WriteByte(',')
+				buf.Write(rest)
+			} else {
+				buf.WriteByte('}')
+			}
+		}
 	}
-	for i := range pods {
-		p := pods[i]
-		p.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
-		p.ManagedFields = nil
-		items = append(items, &p)
-		names = append(names, "pod "+p.Namespace+"/"+p.Name)
-	}
-	data, err := json.Marshal(struct {
-		Kind  string `json:"kind"`
-		Items []any  `json:"items"`
-	}{"List", items})
-	if err != nil {
-		return nil, fmt.Errorf("live: encoding the listed objects: %w", err)
-	}
+	buf.WriteString("]}")
+	// kube.Read refuses a document whose start holds a control character,
+	// as a file's would be binary; the API's encoder leaves DEL (0x7f) raw
+	// in strings, and an annotation may hold one. Each item is valid JSON,
+	// so a raw 0x7f is inside a string, where its escape means the same.
+	data := bytes.ReplaceAll(buf.Bytes(), []byte{0x7f}, []byte(`\u007f`))
 	s, err := kube.Read(bytes.NewReader(data), "cluster API")
 	if err != nil {
 		var ie *cluster.InputError
 		if errors.As(err, &ie) {
 			var i int
-			if _, serr := fmt.Sscanf(ie.Field, "items[%d]", &i); serr == nil && i >= 0 && i < len(names) {
-				ie.Field = names[i]
+			if _, serr := fmt.Sscanf(ie.Field, "items[%d]", &i); serr == nil && i >= 0 && i < len(nodes)+len(pods) {
+				kind, raw := "node ", nodes
+				if i >= len(nodes) {
+					kind, raw, i = "pod ", pods, i-len(nodes)
+				}
+				var m meta
+				_ = json.Unmarshal(raw[i], &m) // a name left empty still says the kind
+				name := m.Metadata.Name
+				if kind == "pod " {
+					name = m.Metadata.Namespace + "/" + name
+				}
+				ie.Field = kind + loc.Clip(name)
 			}
 		}
 		return nil, err
@@ -205,40 +262,47 @@ func pageSize(o Options) int64 {
 	return DefaultPageSize
 }
 
-func listNodes(ctx context.Context, c Client, o Options) ([]corev1.Node, error) {
-	var out []corev1.Node
-	opts := metav1.ListOptions{LabelSelector: o.NodeSelector, Limit: pageSize(o)}
-	for restarts := 0; ; {
-		l, err := c.ListNodes(ctx, opts)
-		if apierrors.IsResourceExpired(err) && opts.Continue != "" && restarts < maxRestarts {
-			restarts++
-			out, opts.Continue = nil, ""
-			continue
-		}
-		if err != nil {
-			return nil, apiError(err, "nodes", "")
-		}
-		out = append(out, l.Items...)
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			return out, nil
-		}
-	}
+func listNodes(ctx context.Context, c Client, o Options) ([]json.RawMessage, error) {
+	opts := ListOptions{LabelSelector: o.NodeSelector, Limit: pageSize(o)}
+	return listAll(opts, "nodes", "", kube.MaxNodes, func(opts ListOptions) (*List, error) { return c.ListNodes(ctx, opts) })
 }
 
-func listPods(ctx context.Context, c Client, o Options) ([]corev1.Pod, error) {
-	var out []corev1.Pod
-	opts := metav1.ListOptions{LabelSelector: o.PodSelector, FieldSelector: completedPods, Limit: pageSize(o)}
+func listPods(ctx context.Context, c Client, o Options) ([]json.RawMessage, error) {
+	opts := ListOptions{LabelSelector: o.PodSelector, FieldSelector: completedPods, Limit: pageSize(o)}
+	return listAll(opts, "pods", o.Namespace, kube.MaxPods, func(opts ListOptions) (*List, error) { return c.ListPods(ctx, o.Namespace, opts) })
+}
+
+// listAll lists every page of a resource, starting over (at most
+// maxRestarts times) when a continue token expired, within maxItems
+// objects and kube.MaxReadBytes bytes; a server that hands back the token
+// it was given fails instead of looping.
+func listAll(opts ListOptions, resource, ns string, maxItems int, list func(ListOptions) (*List, error)) ([]json.RawMessage, error) {
+	var (
+		out  []json.RawMessage
+		size int64
+	)
 	for restarts := 0; ; {
-		l, err := c.ListPods(ctx, o.Namespace, opts)
-		if apierrors.IsResourceExpired(err) && opts.Continue != "" && restarts < maxRestarts {
+		l, err := list(opts)
+		if isStatus(err, http.StatusGone) && opts.Continue != "" && restarts < maxRestarts {
 			restarts++
-			out, opts.Continue = nil, ""
+			out, size, opts.Continue = nil, 0, ""
 			continue
 		}
 		if err != nil {
-			return nil, apiError(err, "pods", o.Namespace)
+			return nil, apiError(err, resource, ns)
 		}
 		out = append(out, l.Items...)
+		for _, it := range l.Items {
+			size += int64(len(it))
+		}
+		switch {
+		case len(out) > maxItems:
+			return nil, fmt.Errorf("list %s: more than %d objects: ten times the largest cluster Kubernetes supports", resource, maxItems)
+		case size > kube.MaxReadBytes:
+			return nil, fmt.Errorf("list %s: more than %d bytes (kube.MaxReadBytes)", resource, int64(kube.MaxReadBytes))
+		case l.Continue != "" && l.Continue == opts.Continue:
+			return nil, fmt.Errorf("list %s: the API server answered continue token %s with itself", resource, loc.Quote(l.Continue))
+		}
 		if opts.Continue = l.Continue; opts.Continue == "" {
 			return out, nil
 		}

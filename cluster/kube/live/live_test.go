@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"reflect"
 	"sort"
@@ -14,184 +15,139 @@ import (
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clienttesting "k8s.io/client-go/testing"
 )
-
-// The fake is client-go's own test machinery (testing.Fake with its
-// reactor chain over an ObjectTracker), driven through the two-method
-// Client instead of the typed fake clientset, whose import would compile
-// every API group of k8s.io/api (see the package doc).
 
 const fixture = "../testdata/cluster.json"
 
-var (
-	nodesGVR = corev1.SchemeGroupVersion.WithResource("nodes")
-	nodesGVK = corev1.SchemeGroupVersion.WithKind("Node")
-	podsGVR  = corev1.SchemeGroupVersion.WithResource("pods")
-	podsGVK  = corev1.SchemeGroupVersion.WithKind("Pod")
-)
-
+// fakeClient is an API server in memory: it holds objects as a NodeList's
+// and a PodList's items (no kind), filters pods by namespace and both by
+// equality label selectors, ignores field selectors (so the completed pod
+// done-0 comes back and kube.Read must drop it), and pages with limit and
+// continue (the token is the index of the next item). It records every
+// request; fail, when set, answers a request instead.
 type fakeClient struct {
-	clienttesting.Fake
-	tracker clienttesting.ObjectTracker
+	nodes, pods []json.RawMessage
+	reqs        []request
+	fail        func(r request) error
 }
 
-func newFake(t testing.TB, objs ...runtime.Object) *fakeClient {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeClient{tracker: clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())}
-	for _, o := range objs {
-		if err := f.tracker.Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.AddReactor("*", "*", clienttesting.ObjectReaction(f.tracker))
-	return f
+type request struct {
+	resource, namespace string
+	opts                ListOptions
 }
 
-// selected keeps the items matching the action's label selector, as the
-// typed fake clientset does (the tracker ignores selectors).
-func selected(opts metav1.ListOptions, items []runtime.Object) ([]runtime.Object, error) {
-	sel, err := labels.Parse(opts.LabelSelector)
-	if err != nil {
-		return nil, err
-	}
-	var out []runtime.Object
-	for _, o := range items {
-		acc, err := meta.Accessor(o)
-		if err != nil {
+func (f *fakeClient) ListNodes(_ context.Context, opts ListOptions) (*List, error) {
+	return f.list(request{"nodes", "", opts}, f.nodes)
+}
+
+func (f *fakeClient) ListPods(_ context.Context, ns string, opts ListOptions) (*List, error) {
+	return f.list(request{"pods", ns, opts}, f.pods)
+}
+
+func (f *fakeClient) list(r request, all []json.RawMessage) (*List, error) {
+	f.reqs = append(f.reqs, r)
+	if f.fail != nil {
+		if err := f.fail(r); err != nil {
 			return nil, err
 		}
-		if sel.Matches(labels.Set(acc.GetLabels())) {
-			out = append(out, o)
+	}
+	var items []json.RawMessage
+	for _, it := range all {
+		var o struct {
+			Metadata struct {
+				Namespace string            `json:"namespace"`
+				Labels    map[string]string `json:"labels"`
+			} `json:"metadata"`
 		}
-	}
-	return out, nil
-}
-
-func (f *fakeClient) ListNodes(_ context.Context, opts metav1.ListOptions) (*corev1.NodeList, error) {
-	a := clienttesting.NewRootListActionWithOptions(nodesGVR, nodesGVK, opts)
-	// client-go v0.37's NewRootListActionWithOptions keeps only the
-	// selectors of opts (its namespaced twin keeps all): restore limit and
-	// continue, which the pager reads.
-	a.ListOptions = opts
-	obj, err := f.Invokes(a, &corev1.NodeList{})
-	if err != nil {
-		return nil, err
-	}
-	l := obj.(*corev1.NodeList)
-	out := &corev1.NodeList{ListMeta: l.ListMeta}
-	for i := range l.Items {
-		if ok, err := selected(opts, []runtime.Object{&l.Items[i]}); err != nil {
+		if err := json.Unmarshal(it, &o); err != nil {
 			return nil, err
-		} else if len(ok) == 1 {
-			out.Items = append(out.Items, l.Items[i])
+		}
+		if r.namespace != "" && o.Metadata.Namespace != r.namespace {
+			continue
+		}
+		if matches(r.opts.LabelSelector, o.Metadata.Labels) {
+			items = append(items, it)
 		}
 	}
-	return out, nil
-}
-
-func (f *fakeClient) ListPods(_ context.Context, ns string, opts metav1.ListOptions) (*corev1.PodList, error) {
-	obj, err := f.Invokes(clienttesting.NewListActionWithOptions(podsGVR, podsGVK, ns, opts), &corev1.PodList{})
-	if err != nil {
-		return nil, err
-	}
-	l := obj.(*corev1.PodList)
-	out := &corev1.PodList{ListMeta: l.ListMeta}
-	for i := range l.Items {
-		if ok, err := selected(opts, []runtime.Object{&l.Items[i]}); err != nil {
-			return nil, err
-		} else if len(ok) == 1 {
-			out.Items = append(out.Items, l.Items[i])
+	from := 0
+	if r.opts.Continue != "" {
+		var err error
+		if from, err = strconv.Atoi(r.opts.Continue); err != nil || from > len(items) {
+			return nil, &StatusError{Code: http.StatusBadRequest, Message: "bad continue token " + r.opts.Continue}
 		}
 	}
-	return out, nil
+	to := len(items)
+	if r.opts.Limit > 0 && from+int(r.opts.Limit) < to {
+		to = from + int(r.opts.Limit)
+	}
+	l := &List{Items: items[from:to]}
+	if to < len(items) {
+		l.Continue = strconv.Itoa(to)
+	}
+	return l, nil
 }
 
-// pager makes the fake answer list requests of resource page by page, as
-// an API server does with limit and continue: the continue token is the
-// index of the next item. It records the options of each request.
-func (f *fakeClient) pager(resource string, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) *[]metav1.ListOptions {
-	var seen []metav1.ListOptions
-	f.PrependReactor("list", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
-		la := a.(clienttesting.ListActionImpl)
-		opts := la.ListOptions
-		seen = append(seen, opts)
-		all, err := f.tracker.List(gvr, gvk, la.GetNamespace())
-		if err != nil {
-			return true, nil, err
+// matches is an equality-only label selector ("a=b,c=d").
+func matches(sel string, labels map[string]string) bool {
+	for _, req := range strings.Split(sel, ",") {
+		if req == "" {
+			continue
 		}
-		items, err := meta.ExtractList(all)
-		if err != nil {
-			return true, nil, err
+		k, v, _ := strings.Cut(req, "=")
+		if labels[k] != v {
+			return false
 		}
-		from := 0
-		if opts.Continue != "" {
-			if from, err = strconv.Atoi(opts.Continue); err != nil {
-				return true, nil, apierrors.NewBadRequest("bad continue token " + opts.Continue)
-			}
-		}
-		to := len(items)
-		if opts.Limit > 0 && from+int(opts.Limit) < to {
-			to = from + int(opts.Limit)
-		}
-		if err := meta.SetList(all, items[from:to]); err != nil {
-			return true, nil, err
-		}
-		if to < len(items) {
-			all.(metav1.ListInterface).SetContinue(strconv.Itoa(to))
-		}
-		return true, all, nil
-	})
-	return &seen
+	}
+	return true
 }
 
-// typedFixture decodes the saved kubectl JSON into typed objects, as the
-// API server would send them.
-func typedFixture(t testing.TB) []runtime.Object {
+func (f *fakeClient) requests(resource string) []request {
+	var out []request
+	for _, r := range f.reqs {
+		if r.resource == resource {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// fixtureItems reads the saved kubectl JSON into nodes and pods as an API
+// server lists them: items without kind and apiVersion.
+func fixtureItems(t testing.TB) (nodes, pods []json.RawMessage) {
 	t.Helper()
 	data, err := os.ReadFile(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var list struct {
-		Items []json.RawMessage `json:"items"`
+		Items []map[string]json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
 		t.Fatal(err)
 	}
-	var out []runtime.Object
-	for _, raw := range list.Items {
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(raw, &tm); err != nil {
+	for _, o := range list.Items {
+		kind := string(o["kind"])
+		delete(o, "kind")
+		delete(o, "apiVersion")
+		b, err := json.Marshal(o)
+		if err != nil {
 			t.Fatal(err)
 		}
-		var o runtime.Object
-		switch tm.Kind {
-		case "Node":
-			o = &corev1.Node{}
-		case "Pod":
-			o = &corev1.Pod{}
+		switch kind {
+		case `"Node"`:
+			nodes = append(nodes, b)
+		case `"Pod"`:
+			pods = append(pods, b)
 		default:
-			t.Fatalf("kind %q in %s", tm.Kind, fixture)
+			t.Fatalf("kind %s in %s", kind, fixture)
 		}
-		if err := json.Unmarshal(raw, o); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, o)
 	}
-	return out
+	return nodes, pods
+}
+
+func newFake(t testing.TB) *fakeClient {
+	nodes, pods := fixtureItems(t)
+	return &fakeClient{nodes: nodes, pods: pods}
 }
 
 func readFixture(t testing.TB) *kube.Snapshot {
@@ -235,9 +191,7 @@ func nodeNames(s *kube.Snapshot) []string {
 // fake in pages of 3 and checks that the snapshot, and its inspection, are
 // those of the same cluster saved by kubectl: no field is lost on the way.
 func TestLoadPagesAndMatchesSavedJSON(t *testing.T) {
-	f := newFake(t, typedFixture(t)...)
-	nodeReqs := f.pager("nodes", nodesGVR, nodesGVK)
-	podReqs := f.pager("pods", podsGVR, podsGVK)
+	f := newFake(t)
 	got, err := Load(context.Background(), f, Options{PageSize: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +208,8 @@ func TestLoadPagesAndMatchesSavedJSON(t *testing.T) {
 
 	// 4 nodes in pages of 3: two requests, the second continuing the first.
 	// 8 pods (done-0 too: the fake ignores field selectors): three.
-	checkPages(t, "nodes", *nodeReqs, []string{"", "3"}, "")
-	checkPages(t, "pods", *podReqs, []string{"", "3", "6"}, completedPods)
+	checkPages(t, "nodes", f.requests("nodes"), []string{"", "3"}, "")
+	checkPages(t, "pods", f.requests("pods"), []string{"", "3", "6"}, completedPods)
 
 	// Spot checks that do not lean on kube.Read.
 	if !got.Cordoned["gpu-c"] || len(got.Cordoned) != 1 {
@@ -288,16 +242,16 @@ func TestLoadPagesAndMatchesSavedJSON(t *testing.T) {
 	}
 }
 
-func checkPages(t *testing.T, what string, reqs []metav1.ListOptions, continues []string, fieldSel string) {
+func checkPages(t *testing.T, what string, reqs []request, continues []string, fieldSel string) {
 	t.Helper()
 	var got []string
 	for _, r := range reqs {
-		got = append(got, r.Continue)
-		if r.Limit != 3 {
-			t.Errorf("%s: limit %d, want 3", what, r.Limit)
+		got = append(got, r.opts.Continue)
+		if r.opts.Limit != 3 {
+			t.Errorf("%s: limit %d, want 3", what, r.opts.Limit)
 		}
-		if r.FieldSelector != fieldSel {
-			t.Errorf("%s: field selector %q, want %q", what, r.FieldSelector, fieldSel)
+		if r.opts.FieldSelector != fieldSel {
+			t.Errorf("%s: field selector %q, want %q", what, r.opts.FieldSelector, fieldSel)
 		}
 	}
 	if !reflect.DeepEqual(got, continues) {
@@ -306,18 +260,17 @@ func checkPages(t *testing.T, what string, reqs []metav1.ListOptions, continues 
 }
 
 func TestLoadDefaultPageSize(t *testing.T) {
-	f := newFake(t, typedFixture(t)...)
-	reqs := f.pager("pods", podsGVR, podsGVK)
+	f := newFake(t)
 	if _, err := Load(context.Background(), f, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if len(*reqs) != 1 || (*reqs)[0].Limit != DefaultPageSize {
-		t.Errorf("requests %+v, want one with limit %d", *reqs, DefaultPageSize)
+	if reqs := f.requests("pods"); len(reqs) != 1 || reqs[0].opts.Limit != DefaultPageSize {
+		t.Errorf("requests %+v, want one with limit %d", reqs, DefaultPageSize)
 	}
 }
 
 func TestLoadNamespace(t *testing.T) {
-	f := newFake(t, typedFixture(t)...)
+	f := newFake(t)
 	s, err := Load(context.Background(), f, Options{Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
@@ -329,10 +282,8 @@ func TestLoadNamespace(t *testing.T) {
 		t.Errorf("%d nodes, want all 4: nodes are cluster-wide", len(s.Nodes))
 	}
 	var nss []string
-	for _, a := range f.Actions() {
-		if a.GetResource().Resource == "pods" {
-			nss = append(nss, a.GetNamespace())
-		}
+	for _, r := range f.requests("pods") {
+		nss = append(nss, r.namespace)
 	}
 	if !reflect.DeepEqual(nss, []string{"default"}) {
 		t.Errorf("pod list namespaces %q", nss)
@@ -340,13 +291,17 @@ func TestLoadNamespace(t *testing.T) {
 }
 
 func TestLoadSelectors(t *testing.T) {
-	objs := typedFixture(t)
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && p.Name == "train-1" {
-			p.Labels = map[string]string{"team": "a"}
+	f := newFake(t)
+	for i, p := range f.pods {
+		var o map[string]any
+		if err := json.Unmarshal(p, &o); err != nil {
+			t.Fatal(err)
+		}
+		if md := o["metadata"].(map[string]any); md["name"] == "train-1" {
+			md["labels"] = map[string]string{"team": "a"}
+			f.pods[i], _ = json.Marshal(o)
 		}
 	}
-	f := newFake(t, objs...)
 	s, err := Load(context.Background(), f, Options{NodeSelector: "nvidia.com/gpu.product=A100"})
 	if err != nil {
 		t.Fatal(err)
@@ -362,6 +317,9 @@ func TestLoadSelectors(t *testing.T) {
 	if r := kube.Inspect(s, cluster.DefaultCoverage); len(r.Unplaceable) != 0 {
 		t.Errorf("unplaceable %v: pods of unselected nodes leaked in", r.Unplaceable)
 	}
+	if r := f.requests("nodes"); r[0].opts.LabelSelector != "nvidia.com/gpu.product=A100" {
+		t.Errorf("node label selector %q not passed on", r[0].opts.LabelSelector)
+	}
 
 	s, err = Load(context.Background(), f, Options{PodSelector: "team=a"})
 	if err != nil {
@@ -370,13 +328,13 @@ func TestLoadSelectors(t *testing.T) {
 	if g := podNames(s); !reflect.DeepEqual(g, []string{"ml/train-1"}) {
 		t.Errorf("pods %v, want ml/train-1", g)
 	}
-	last := f.Actions()[len(f.Actions())-1].(clienttesting.ListActionImpl)
-	if last.ListOptions.LabelSelector != "team=a" {
-		t.Errorf("pod label selector %q not passed on", last.ListOptions.LabelSelector)
+	if last := f.reqs[len(f.reqs)-1]; last.opts.LabelSelector != "team=a" {
+		t.Errorf("pod label selector %q not passed on", last.opts.LabelSelector)
 	}
 }
 
 func TestLoadAccessErrors(t *testing.T) {
+	forbidden := func(msg string) error { return &StatusError{Code: 403, Reason: "Forbidden", Message: msg} }
 	for _, tc := range []struct {
 		name     string
 		resource string
@@ -384,22 +342,22 @@ func TestLoadAccessErrors(t *testing.T) {
 		err      error
 		want     []string
 	}{
-		{"forbidden pods", "pods", "", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
-			errors.New(`User "system:serviceaccount:ml:gpufrag" cannot list resource "pods" in API group "" at the cluster scope`)),
+		{"forbidden pods", "pods", "", forbidden(`pods is forbidden: User "system:serviceaccount:ml:gpufrag" cannot list resource "pods" in API group "" at the cluster scope`),
 			[]string{"list pods cluster-wide: forbidden", "system:serviceaccount:ml:gpufrag", "RBAC verbs get and list on nodes and pods",
 				"deploy/kubernetes/gpufrag-inspect-rbac.yaml", "--from"}},
-		{"forbidden nodes", "nodes", "ml", apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no")),
-			[]string{"list nodes cluster-wide: forbidden", "RBAC"}},
-		{"forbidden pods in namespace", "pods", "ml", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")),
-			[]string{"list pods in namespace ml: forbidden"}},
-		{"unauthorized", "nodes", "", apierrors.NewUnauthorized("token expired"),
+		{"forbidden nodes", "nodes", "ml", forbidden("no"), []string{"list nodes cluster-wide: forbidden", "RBAC"}},
+		{"forbidden pods in namespace", "pods", "ml", forbidden("no"), []string{"list pods in namespace ml: forbidden"}},
+		{"unauthorized", "nodes", "", &StatusError{Code: 401, Reason: "Unauthorized", Message: "token expired"},
 			[]string{"list nodes", "401 Unauthorized", "token expired", "renew"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, typedFixture(t)...)
-			f.PrependReactor("list", tc.resource, func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, tc.err
-			})
+			f := newFake(t)
+			f.fail = func(r request) error {
+				if r.resource == tc.resource {
+					return tc.err
+				}
+				return nil
+			}
 			_, err := Load(context.Background(), f, Options{Namespace: tc.ns})
 			if err == nil {
 				t.Fatal("no error")
@@ -411,7 +369,8 @@ func TestLoadAccessErrors(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Resource != tc.resource || ae.Verb != "list" {
 				t.Errorf("%v: want an AccessError for list %s", err, tc.resource)
 			}
-			if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+			var se *StatusError
+			if !errors.As(err, &se) || se != tc.err {
 				t.Errorf("%v: API status lost", err)
 			}
 			for _, w := range tc.want {
@@ -425,11 +384,11 @@ func TestLoadAccessErrors(t *testing.T) {
 
 func TestLoadOtherErrorWrapped(t *testing.T) {
 	f := newFake(t)
-	f.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewServiceUnavailable("etcd down")
-	})
+	unavailable := &StatusError{Code: 503, Reason: "ServiceUnavailable", Message: "etcd down"}
+	f.fail = func(request) error { return unavailable }
 	_, err := Load(context.Background(), f, Options{})
-	if err == nil || errors.Is(err, ErrAccess) || !apierrors.IsServiceUnavailable(err) || !strings.HasPrefix(err.Error(), "list nodes: ") {
+	var se *StatusError
+	if err == nil || errors.Is(err, ErrAccess) || !errors.As(err, &se) || se.Code != 503 || err.Error() != "list nodes: etcd down" {
 		t.Errorf("got %v, want a wrapped 503 naming list nodes", err)
 	}
 }
@@ -440,19 +399,18 @@ func TestLoadOtherErrorWrapped(t *testing.T) {
 func TestLoadContinueExpired(t *testing.T) {
 	for _, expiries := range []int{1, maxRestarts, maxRestarts + 1} {
 		t.Run(fmt.Sprint(expiries), func(t *testing.T) {
-			f := newFake(t, typedFixture(t)...)
-			f.pager("pods", podsGVR, podsGVK)
+			f := newFake(t)
 			left := expiries
-			f.PrependReactor("list", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				if a.(clienttesting.ListActionImpl).ListOptions.Continue != "" && left > 0 {
+			f.fail = func(r request) error {
+				if r.resource == "pods" && r.opts.Continue != "" && left > 0 {
 					left--
-					return true, nil, apierrors.NewResourceExpired("continue token too old")
+					return &StatusError{Code: http.StatusGone, Reason: "Expired", Message: "continue token too old"}
 				}
-				return false, nil, nil
-			})
+				return nil
+			}
 			s, err := Load(context.Background(), f, Options{PageSize: 2})
 			if expiries > maxRestarts {
-				if err == nil || !apierrors.IsResourceExpired(err) {
+				if !isStatus(err, http.StatusGone) {
 					t.Fatalf("got %v, want the 410 after %d restarts", err, maxRestarts)
 				}
 				return
@@ -467,18 +425,62 @@ func TestLoadContinueExpired(t *testing.T) {
 	}
 }
 
+func TestLoadRepeatedContinue(t *testing.T) {
+	nodes, _ := fixtureItems(t)
+	_, err := Load(context.Background(), &echoClient{nodes: nodes}, Options{})
+	if err == nil || !strings.Contains(err.Error(), `list nodes: the API server answered continue token "t" with itself`) {
+		t.Errorf("got %v, want the repeated token named", err)
+	}
+}
+
+// echoClient answers each node list with the token "t": the second request
+// gets its own token back.
+type echoClient struct{ nodes []json.RawMessage }
+
+func (c *echoClient) ListNodes(context.Context, ListOptions) (*List, error) {
+	return &List{Items: c.nodes[:1], Continue: "t"}, nil
+}
+
+func (c *echoClient) ListPods(context.Context, string, ListOptions) (*List, error) {
+	return &List{}, nil
+}
+
 func TestSnapshotErrorNamesObject(t *testing.T) {
-	bad := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "ml",
-		Annotations: map[string]string{kube.AnnoGPUMilli: "lots"}}}
-	_, err := Snapshot(nil, []corev1.Pod{bad})
+	bad := json.RawMessage(`{"metadata":{"name":"bad","namespace":"ml","annotations":{"alibabacloud.com/gpu-milli":"lots"}}}`)
+	nodes, _ := fixtureItems(t)
+	_, err := Snapshot(nodes, []json.RawMessage{bad})
 	if err == nil || !errors.Is(err, cluster.ErrBadInput) || !strings.Contains(err.Error(), "pod ml/bad") ||
 		!strings.Contains(err.Error(), kube.AnnoGPUMilli) {
 		t.Errorf("got %v, want a bad-input error naming pod ml/bad and the annotation", err)
 	}
+	for _, item := range []string{`[]`, `"x"`, ``, `{`, `null`} {
+		_, err := Snapshot(nodes, []json.RawMessage{json.RawMessage(item)})
+		if err == nil || !errors.Is(err, cluster.ErrBadInput) || !strings.Contains(err.Error(), "pods[0]") {
+			t.Errorf("pod %q: got %v, want a bad-input error naming pods[0]", item, err)
+		}
+	}
+	// An empty object is read (and refused by kube for its missing name).
+	if _, err := Snapshot(nodes, []json.RawMessage{json.RawMessage(" { } ")}); err == nil || !errors.Is(err, cluster.ErrBadInput) {
+		t.Errorf("empty pod: got %v", err)
+	}
+}
+
+// TestSnapshotDEL: an annotation holding DEL (0x7f), which the API server
+// sends raw, is read, not refused as binary data (found by FuzzSnapshot).
+func TestSnapshotDEL(t *testing.T) {
+	nodes, _ := fixtureItems(t)
+	pod := json.RawMessage("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"annotations\":{\"note\":\"a\x7fb\"}},\"spec\":{\"nodeName\":\"gpu-a\"}}")
+	if !json.Valid(pod) {
+		t.Fatal("the pod is not valid JSON")
+	}
+	s, err := Snapshot(nodes[:1], []json.RawMessage{pod})
+	if err != nil || len(s.Pods) != 1 {
+		t.Fatalf("got %v, %+v; want the pod read", err, s)
+	}
 }
 
 func TestSource(t *testing.T) {
-	f := newFake(t, typedFixture(t)...)
+	f := newFake(t)
 	src := Source(f, Options{}, 0)
 	got, err := src(context.Background())
 	if err != nil {
@@ -493,9 +495,13 @@ func TestSource(t *testing.T) {
 		t.Errorf("state %+v, want %+v", got, want)
 	}
 	// A second call lists again: a pod bound since shows up.
-	if err := f.tracker.Delete(podsGVR, "ml", "train-1"); err != nil {
-		t.Fatal(err)
+	kept := f.pods[:0]
+	for _, p := range f.pods {
+		if !strings.Contains(string(p), `"train-1"`) {
+			kept = append(kept, p)
+		}
 	}
+	f.pods = kept
 	again, err := src(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -504,9 +510,7 @@ func TestSource(t *testing.T) {
 		t.Errorf("pending %d after deleting a pending pod, want 2", again.PendingPods)
 	}
 
-	f.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no"))
-	})
+	f.fail = func(request) error { return &StatusError{Code: 403, Message: "no"} }
 	if _, err := src(context.Background()); !errors.Is(err, ErrAccess) {
 		t.Errorf("got %v, want ErrAccess", err)
 	}
@@ -515,12 +519,11 @@ func TestSource(t *testing.T) {
 // TestLoadNoNodes: a cluster (or a selector) without nodes is an error
 // saying so, not an empty report.
 func TestLoadNoNodes(t *testing.T) {
-	f := newFake(t, typedFixture(t)...)
-	_, err := Load(context.Background(), f, Options{NodeSelector: "pool=none"})
+	_, err := Load(context.Background(), newFake(t), Options{NodeSelector: "pool=none"})
 	if !errors.Is(err, kube.ErrNoNodes) || !strings.Contains(err.Error(), `no node matches the selector "pool=none"`) {
 		t.Errorf("selector matching nothing: %v", err)
 	}
-	_, err = Load(context.Background(), newFake(t), Options{})
+	_, err = Load(context.Background(), &fakeClient{}, Options{})
 	if !errors.Is(err, kube.ErrNoNodes) || !strings.Contains(err.Error(), "listed no nodes") {
 		t.Errorf("empty cluster: %v", err)
 	}
