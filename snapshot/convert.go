@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -240,6 +241,13 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		path := index("device_traces", d)
 		var l []any
 		switch x := dv.(type) {
+		case *pickle.Streamed:
+			// Converted as it streamed (streamItems).
+			s.DeviceTraces[d] = c.streamed[x]
+			if s.DeviceTraces[d] == nil {
+				s.DeviceTraces[d] = []TraceEntry{}
+			}
+			continue
 		case []any:
 			l = x
 		case pickle.Tuple:
@@ -254,41 +262,80 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		}
 		entries := make([]TraceEntry, len(l))
 		for i, v := range l {
-			o, err := c.obj(v, off, index(path, i))
-			if err != nil {
-				return err
-			}
-			e := &entries[i]
-			if e.Action, _, err = o.str("action", true); err != nil {
-				return err
-			}
-			if e.Addr, _, err = o.addr("addr", false); err != nil {
-				return err
-			}
-			if e.Size, _, err = o.size("size", false); err != nil {
-				return err
-			}
-			if e.Stream, _, err = o.int64("stream", false); err != nil {
-				return err
-			}
-			var has bool
-			if e.TimeUS, has, err = o.int64("time_us", false); err != nil {
-				return err
-			}
-			s.HasTimes = s.HasTimes || has
-			if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
-				return err
-			}
-			if c.skipTraceFrames && e.Action != "oom" {
-				continue
-			}
-			if e.Frames, err = c.framesField(o, "frames"); err != nil {
+			if err := c.traceEntry(v, off, index(path, i), &entries[i]); err != nil {
 				return err
 			}
 		}
 		s.DeviceTraces[d] = entries
 	}
+	s.HasTimes = s.HasTimes || c.hasTimes
 	return nil
+}
+
+// streamItems converts a batch of one device's trace entries as the
+// decoder hands them over (pickle.Stream).
+func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
+	path := index("device_traces", st.Index)
+	off := int64(0)
+	if len(items) > 0 {
+		off = items[0].Off
+	}
+	if err := c.spend(len(items), sizeTrace, off, path); err != nil {
+		return err
+	}
+	if c.streamed == nil {
+		c.streamed = map[*pickle.Streamed][]TraceEntry{}
+	}
+	entries := c.streamed[st]
+	n := len(entries)
+	entries = slices.Grow(entries, len(items))[:n+len(items)]
+	for i, it := range items {
+		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &entries[n+i]); err != nil {
+			return err
+		}
+	}
+	c.streamed[st] = entries
+	return nil
+}
+
+// traceEntry reads one trace entry, the value v at offset off.
+func (c *conv) traceEntry(v any, off int64, path string, e *TraceEntry) error {
+	o, err := c.obj(v, off, path)
+	if err != nil {
+		return err
+	}
+	if e.Action, _, err = o.str("action", true); err != nil {
+		return err
+	}
+	if e.Addr, _, err = o.addr("addr", false); err != nil {
+		return err
+	}
+	if e.Size, _, err = o.size("size", false); err != nil {
+		return err
+	}
+	if e.Stream, _, err = o.int64("stream", false); err != nil {
+		return err
+	}
+	var has bool
+	if e.TimeUS, has, err = o.int64("time_us", false); err != nil {
+		return err
+	}
+	c.hasTimes = c.hasTimes || has
+	if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
+		return err
+	}
+	if c.skipTraceFrames && e.Action != "oom" {
+		return nil
+	}
+	if f, _, ok := o.get("frames"); ok {
+		if _, forgotten := f.(pickle.Forgotten); forgotten && c.skipTraceFrames {
+			// An oom entry sharing the stack of an entry already
+			// streamed and forgotten: its frames are not known.
+			return nil
+		}
+	}
+	e.Frames, err = c.framesField(o, "frames")
+	return err
 }
 
 func (c *conv) annotations(top obj) ([]Annotation, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strconv"
 	"unsafe"
 
@@ -79,10 +78,6 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if opts != nil {
 		o = *opts
 	}
-	max := o.Pickle.MaxInputBytes
-	if max <= 0 {
-		max = pickle.DefaultMaxInputBytes
-	}
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -95,39 +90,33 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if o.Pickle.MaxBytesObject == 0 {
 		o.Pickle.MaxBytesObject = DefaultMaxBytesObject
 	}
+	size := inputSize(r, int64(len(head)))
 	if isJSONObject(head) {
-		if head, err = checkJSONHead(name, head, r); err != nil {
-			return nil, err
-		}
-	} else if pickle.CheckStart(head) == nil {
+		return readJSON(name, head, r, &o)
+	}
+	if pickle.CheckStart(head) == nil {
 		if head, err = checkPickleStart(name, head, r, &o.Pickle); err != nil {
 			return nil, err
 		}
 	}
-	data, err := readRest(head, r, max)
-	if err != nil {
-		return nil, decodeErr(name, err, nil)
-	}
-	perByte := o.MaxBuiltBytes <= 0
-	if perByte {
-		o.MaxBuiltBytes = DefaultBuiltFactor*int64(len(data)) + DefaultBuiltSlack
-	}
-	c := &conv{name: name, left: o.MaxBuiltBytes, max: o.MaxBuiltBytes, perByte: perByte}
-	var s *Snapshot
-	if isJSONObject(data) {
-		if int64(len(data)) > max {
-			return nil, &Error{Name: name, Offset: max, Err: ErrLimit,
-				Msg: fmt.Sprintf("memory_stats JSON longer than %d bytes (Options.Pickle.MaxInputBytes)", max)}
+	// The pickle is decoded in one pass as it is read; the trace entries
+	// of each device are converted as they arrive (Options.Pickle.Stream)
+	// and the decoder forgets them, so memory follows the segments,
+	// blocks, frames and strings, and the converted trace, not the file.
+	cr := &countingReader{r: r, n: int64(len(head))}
+	c := newConv(name, &o, size, cr)
+	c.frames, c.skipTraceFrames = map[*any][]Frame{}, o.SkipTraceFrames
+	po := o.Pickle
+	po.Stream = &pickle.Stream{Key: "device_traces", Items: c.streamItems, ForgetLists: o.SkipTraceFrames}
+	v, derr := pickle.DecodeReader(head, cr, size, &po)
+	if derr != nil {
+		var ce *Error
+		if errors.As(derr, &ce) {
+			return nil, derr // a conversion error from a streamed entry
 		}
-		s, err = c.readMemoryStats(data)
-	} else {
-		v, derr := pickle.DecodeBytes(data, &o.Pickle)
-		if derr != nil {
-			return nil, decodeErr(name, derr, head)
-		}
-		c.frames, c.skipTraceFrames = map[*any][]Frame{}, o.SkipTraceFrames
-		s, err = c.snapshot(v)
+		return nil, decodeErr(name, derr, head)
 	}
+	s, err := c.snapshot(v)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +124,65 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readJSON reads a memory_stats dump (head is its start).
+func readJSON(name string, head []byte, r io.Reader, o *Options) (*Snapshot, error) {
+	max := o.Pickle.MaxInputBytes
+	if max <= 0 {
+		max = MaxStatsBytes
+	}
+	head, err := checkJSONHead(name, head, r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readRest(head, r, max)
+	if err != nil {
+		return nil, decodeErr(name, err, nil)
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{Name: name, Offset: max, Err: ErrLimit,
+			Msg: fmt.Sprintf("memory_stats JSON longer than %d bytes (MaxStatsBytes, or Options.Pickle.MaxInputBytes when set)", max)}
+	}
+	c := newConv(name, o, int64(len(data)), nil)
+	s, err := c.readMemoryStats(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.validate(name); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// MaxStatsBytes (64 MiB) caps a memory_stats JSON dump, which is read
+// whole: torch.cuda.memory_stats() has a few hundred keys (a few KiB).
+const MaxStatsBytes = 64 << 20
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// newConv makes the converter of an input of size bytes (-1: unknown, then
+// the budget follows the bytes cr has read).
+func newConv(name string, o *Options, size int64, cr *countingReader) *conv {
+	c := &conv{name: name, max: o.MaxBuiltBytes, perByte: o.MaxBuiltBytes <= 0}
+	if c.perByte {
+		if size >= 0 || cr == nil {
+			c.max = DefaultBuiltFactor*max(size, 0) + DefaultBuiltSlack
+		} else {
+			c.counted = cr
+		}
+	}
+	return c
 }
 
 // DefaultMaxBytesObject (1 MiB) caps one bytes object in a snapshot
@@ -148,8 +196,7 @@ const DefaultMaxBytesObject = 1 << 20
 // what was read so far) and, when it goes on past them, has the decoder
 // check them (pickle.CheckPrefix): random bytes after a PROTO, or a file
 // cut and pasted together, fail there instead of after the input was read
-// whole, up to Options.Pickle.MaxInputBytes (1 GiB). It returns the bytes
-// read.
+// whole. It returns the bytes read.
 func checkPickleStart(name string, head []byte, r io.Reader, po *pickle.Options) ([]byte, error) {
 	buf := make([]byte, pickle.PrefixLen+1) // one more: whether the input goes on
 	n := copy(buf, head)
@@ -167,24 +214,13 @@ func checkPickleStart(name string, head []byte, r io.Reader, po *pickle.Options)
 	return buf, nil
 }
 
-// inputSize is the size of an input of which read bytes were read from r,
-// when r knows it (a regular *os.File, a bytes.Reader), else -1.
-func inputSize(r io.Reader, read int64) int64 {
-	switch x := r.(type) {
-	case interface{ Stat() (fs.FileInfo, error) }:
-		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
-			return fi.Size()
-		}
-	case interface{ Len() int }:
-		return read + int64(x.Len())
-	}
-	return -1
-}
+// inputSize is pickle.ReaderSize.
+var inputSize = pickle.ReaderSize
 
 // checkJSONHead reads the start of a memory_stats JSON document up to
 // loc.SniffBytes (head holds its first bytes) and checks it is JSON text
 // (loc.CheckJSONStart) before Read reads the rest, so that random bytes
-// after "{" are refused there rather than after Options.Pickle.MaxInputBytes.
+// after "{" are refused there rather than after MaxStatsBytes.
 // It returns the start read.
 func checkJSONHead(name string, head []byte, r io.Reader) ([]byte, error) {
 	if len(head) == sniffLen {
@@ -243,14 +279,21 @@ func ReadBytes(data []byte, name string) (*Snapshot, error) {
 // when an error is reported.
 type conv struct {
 	name    string
-	left    int64 // bytes that may still be built
+	spent   int64 // bytes built so far
 	max     int64
 	perByte bool // max is the default, DefaultBuiltFactor per input byte
+	// counted, when set, is the input of unknown size: the budget is
+	// DefaultBuiltFactor per byte read from it so far.
+	counted *countingReader
 	// frames shares the conversion of a frames list that the pickle shares.
 	frames map[*any][]Frame
 	legacy bool // a block carried a history list
 	// skipTraceFrames: see Options.SkipTraceFrames.
 	skipTraceFrames bool
+	// streamed holds the trace entries converted as they streamed, by
+	// device list; hasTimes: one of them carried time_us.
+	streamed map[*pickle.Streamed][]TraceEntry
+	hasTimes bool
 }
 
 func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {
@@ -259,12 +302,16 @@ func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {
 
 // spend charges n values of each bytes to the budget before they are built.
 func (c *conv) spend(n int, each int64, off int64, field string) error {
-	c.left -= int64(n) * each
-	if c.left < 0 {
-		msg := fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes)", c.max)
+	c.spent += int64(n) * each
+	max := c.max
+	if c.counted != nil {
+		max = DefaultBuiltFactor*c.counted.n + DefaultBuiltSlack
+	}
+	if c.spent > max {
+		msg := fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes)", max)
 		if c.perByte {
 			msg = fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes: %d per input byte); "+
-				"only a file that refers to the same values again and again through the pickle memo names that much", c.max, DefaultBuiltFactor)
+				"only a file that refers to the same values again and again through the pickle memo names that much", max, DefaultBuiltFactor)
 		}
 		return &Error{Name: c.name, Offset: off, Field: field, Err: ErrLimit, Msg: msg}
 	}
