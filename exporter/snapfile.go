@@ -214,8 +214,9 @@ func labelsFromName(name string) sidecar {
 	return sidecar{Instance: s}
 }
 
-// readOpts: the diagnosis needs no trace stacks.
-var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true}
+// snapshotReadOpts: the diagnosis replays nothing, so it needs no trace
+// stacks and no trace entry but the oom ones (counted, and their time_us).
+var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true, TraceOOMsOnly: true}
 
 // diagnoseSnapshot is the analysis of a snapshot file (SnapshotDir.diagnose
 // unless a test replaces it).

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"unsafe"
 
@@ -237,15 +236,27 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		return err
 	}
 	s.DeviceTraces = make([][]TraceEntry, len(devs))
+	s.TraceLen = make([]int, len(devs))
 	for d, dv := range devs {
 		path := index("device_traces", d)
 		var l []any
 		switch x := dv.(type) {
 		case *pickle.Streamed:
 			// Converted as it streamed (streamItems).
-			s.DeviceTraces[d] = c.streamed[x]
-			if s.DeviceTraces[d] == nil {
-				s.DeviceTraces[d] = []TraceEntry{}
+			t := c.streamed[x]
+			if t == nil {
+				t = &streamedTrace{}
+			}
+			s.DeviceTraces[d], s.TraceLen[d] = t.entries(), t.n
+			if t.check != nil {
+				if err := t.check.clock(c.badField); err != nil {
+					return err
+				}
+				t.check.d = d
+				for len(s.traceChecks) <= d {
+					s.traceChecks = append(s.traceChecks, nil)
+				}
+				s.traceChecks[d] = t.check
 			}
 			continue
 		case []any:
@@ -266,7 +277,7 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 				return err
 			}
 		}
-		s.DeviceTraces[d] = entries
+		s.DeviceTraces[d], s.TraceLen[d] = entries, len(entries)
 	}
 	s.HasTimes = s.HasTimes || c.hasTimes
 	return nil
@@ -280,22 +291,62 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 	if len(items) > 0 {
 		off = items[0].Off
 	}
-	if err := c.spend(len(items), sizeTrace, off, path); err != nil {
-		return err
-	}
-	if c.streamed == nil {
-		c.streamed = map[*pickle.Streamed][]TraceEntry{}
-	}
-	entries := c.streamed[st]
-	n := len(entries)
-	entries = slices.Grow(entries, len(items))[:n+len(items)]
-	for i, it := range items {
-		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &entries[n+i]); err != nil {
+	if !c.oomsOnly {
+		if err := c.spend(len(items), sizeTrace, off, path); err != nil {
 			return err
 		}
 	}
-	c.streamed[st] = entries
+	if c.streamed == nil {
+		c.streamed = map[*pickle.Streamed]*streamedTrace{}
+	}
+	t := c.streamed[st]
+	if t == nil {
+		t = &streamedTrace{}
+		if c.oomsOnly {
+			t.check = &traceCheck{d: st.Index, blocks: map[addrRange]int{}, blockActions: map[addrRange]string{}}
+		}
+		c.streamed[st] = t
+	}
+	for i, it := range items {
+		if t.check == nil {
+			if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), t.add()); err != nil {
+				return err
+			}
+			continue
+		}
+		var e TraceEntry
+		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &e); err != nil {
+			return err
+		}
+		nb := len(t.check.blocks)
+		if err := t.check.entry(st.Len+i, &e, c.badField); err != nil {
+			return err
+		}
+		if len(t.check.blocks) > nb {
+			if err := c.spend(1, sizeBlockRange, it.Off, path); err != nil {
+				return err
+			}
+		}
+		t.n++
+		if e.Action == "oom" {
+			if err := c.spend(1, sizeTrace, it.Off, path); err != nil {
+				return err
+			}
+			*t.add() = e
+			t.n-- // add counted it
+		}
+	}
 	return nil
+}
+
+// sizeBlockRange (80 bytes) is a distinct block range kept to check a
+// trace whose entries are not kept: map entries of addrRange to int and
+// to string.
+const sizeBlockRange = 80
+
+// badField is the error of a check of a streamed entry (Validate's rules).
+func (c *conv) badField(field, format string, args ...any) error {
+	return &Error{Name: c.name, Offset: -1, Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
 }
 
 // traceEntry reads one trace entry, the value v at offset off.
@@ -324,11 +375,12 @@ func (c *conv) traceEntry(v any, off int64, path string, e *TraceEntry) error {
 	if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
 		return err
 	}
-	if c.skipTraceFrames && e.Action != "oom" {
+	skip := c.skipTraceFrames || c.oomsOnly
+	if skip && e.Action != "oom" {
 		return nil
 	}
 	if f, _, ok := o.get("frames"); ok {
-		if _, forgotten := f.(pickle.Forgotten); forgotten && c.skipTraceFrames {
+		if _, forgotten := f.(pickle.Forgotten); forgotten && skip {
 			// An oom entry sharing the stack of an entry already
 			// streamed and forgotten: its frames are not known.
 			return nil

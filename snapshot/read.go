@@ -30,6 +30,14 @@ type Options struct {
 	// a diagnosis needs only the stacks of blocks and failures; skipping
 	// them saves about a third of the conversion time.
 	SkipTraceFrames bool
+	// TraceOOMsOnly keeps, of each device's trace, only the oom entries
+	// (Snapshot.TraceLen counts them all). Every entry is still checked
+	// as it streams past, as Validate checks a trace (sizes, time order,
+	// block events inside segments, the last from the distinct block
+	// ranges), but memory then follows the segments, blocks, distinct
+	// frames and strings, not the history: for readers that replay
+	// nothing (analyze --no-replay, the exporter).
+	TraceOOMsOnly bool
 }
 
 // The default of Options.MaxBuiltBytes.
@@ -105,9 +113,9 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	// blocks, frames and strings, and the converted trace, not the file.
 	cr := &countingReader{r: r, n: int64(len(head))}
 	c := newConv(name, &o, size, cr)
-	c.frames, c.skipTraceFrames = map[*any][]Frame{}, o.SkipTraceFrames
+	c.frames, c.skipTraceFrames, c.oomsOnly = map[*any][]Frame{}, o.SkipTraceFrames, o.TraceOOMsOnly
 	po := o.Pickle
-	po.Stream = &pickle.Stream{Key: "device_traces", Items: c.streamItems, ForgetLists: o.SkipTraceFrames}
+	po.Stream = &pickle.Stream{Key: "device_traces", Items: c.streamItems, ForgetLists: o.SkipTraceFrames || o.TraceOOMsOnly}
 	v, derr := pickle.DecodeReader(head, cr, size, &po)
 	if derr != nil {
 		var ce *Error
@@ -292,8 +300,46 @@ type conv struct {
 	skipTraceFrames bool
 	// streamed holds the trace entries converted as they streamed, by
 	// device list; hasTimes: one of them carried time_us.
-	streamed map[*pickle.Streamed][]TraceEntry
+	streamed map[*pickle.Streamed]*streamedTrace
 	hasTimes bool
+	// oomsOnly: see Options.TraceOOMsOnly.
+	oomsOnly bool
+}
+
+// streamedTrace is a device's trace converted as it streamed: its entries
+// in chunks (joined once it ends, so that the trace is not copied at each
+// doubling), or with oomsOnly the oom entries, the count and the checks.
+type streamedTrace struct {
+	chunks [][]TraceEntry
+	n      int
+	check  *traceCheck
+}
+
+// traceChunk (65,536 entries, 5 MiB) is the unit a streamed trace grows by.
+const traceChunk = 1 << 16
+
+func (t *streamedTrace) add() *TraceEntry {
+	if k := len(t.chunks); k == 0 || len(t.chunks[k-1]) == cap(t.chunks[k-1]) {
+		t.chunks = append(t.chunks, make([]TraceEntry, 0, min(traceChunk, max(64, t.n))))
+	}
+	c := &t.chunks[len(t.chunks)-1]
+	*c = append(*c, TraceEntry{})
+	t.n++
+	return &(*c)[len(*c)-1]
+}
+
+// entries joins the chunks.
+func (t *streamedTrace) entries() []TraceEntry {
+	var n int
+	for _, c := range t.chunks {
+		n += len(c)
+	}
+	out := make([]TraceEntry, 0, n)
+	for i, c := range t.chunks {
+		out = append(out, c...)
+		t.chunks[i] = nil
+	}
+	return out
 }
 
 func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {

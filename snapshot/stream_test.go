@@ -81,3 +81,39 @@ func TestReadStreamedEntryReferredAgain(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestReadOOMsOnly: with TraceOOMsOnly every entry is counted and only the
+// oom entries kept, in order; the rest of the snapshot is as a full read
+// makes it.
+func TestReadOOMsOnly(t *testing.T) {
+	var buf bytes.Buffer
+	st, err := gensnap.Write(&buf, gensnap.Options{Bytes: 300_000, Seed: 9, Layers: 4, OOMEvery: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := snapshot.ReadOptions(bytes.NewReader(buf.Bytes()), "full", &snapshot.Options{SkipTraceFrames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := snapshot.ReadOptions(onlyReader{bytes.NewReader(buf.Bytes())}, "part", &snapshot.Options{SkipTraceFrames: true, TraceOOMsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ooms []snapshot.TraceEntry
+	for _, e := range full.DeviceTraces[0] {
+		if e.Action == "oom" {
+			ooms = append(ooms, e)
+		}
+	}
+	if len(ooms) != st.OOMs || !reflect.DeepEqual(part.DeviceTraces[0], ooms) {
+		t.Errorf("kept %d entries, want the %d oom entries", len(part.DeviceTraces[0]), st.OOMs)
+	}
+	if part.TraceEvents(0) != st.Events || full.TraceEvents(0) != st.Events || part.TraceComplete(0) || !full.TraceComplete(0) {
+		t.Errorf("events: part %d (complete %v), full %d (complete %v); %d written",
+			part.TraceEvents(0), part.TraceComplete(0), full.TraceEvents(0), full.TraceComplete(0), st.Events)
+	}
+	part.DeviceTraces, full.DeviceTraces = nil, nil
+	if !reflect.DeepEqual(part.Segments, full.Segments) || part.HasTimes != full.HasTimes {
+		t.Error("segments or times differ")
+	}
+}

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sort"
 
@@ -160,8 +161,8 @@ func devices(s *snapshot.Snapshot) []int {
 	for _, seg := range s.Segments {
 		seen[seg.Device] = true
 	}
-	for d, tr := range s.DeviceTraces {
-		if len(tr) > 0 {
+	for d := range s.DeviceTraces {
+		if s.TraceEvents(d) > 0 {
 			seen[d] = true
 		}
 	}
@@ -181,11 +182,15 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	if d < len(s.DeviceTraces) {
 		trace = s.DeviceTraces[d]
 	}
-	dev.TraceEvents = len(trace)
+	dev.TraceEvents = s.TraceEvents(d)
 	dev.Capacity, dev.CapacitySource = opts.Capacity, "flag"
 	diagnose(s, d, &dev, opts)
 	if opts.NoReplay {
 		return dev, nil
+	}
+	if !s.TraceComplete(d) {
+		return dev, fmt.Errorf("device %d: the snapshot was read with only its oom entries (snapshot.Options.TraceOOMsOnly): %d of %d trace entries, too few to replay",
+			d, len(trace), s.TraceEvents(d))
 	}
 	cfg, settings := recordedConfig(s.AllocatorSettings)
 	pre, preErr := reconstruct(s, d, trace, cfg)
