@@ -43,8 +43,14 @@ type WhatIf struct {
 	// Ops is the length of the replayed op trace: the pre-trace live blocks
 	// allocated first, then the trace's allocs and frees, each run of
 	// segment_free as empty_cache.
-	Ops     int
-	Results []Alternative
+	Ops int
+	// OOMRequests counts the trace's oom entries replayed as requests:
+	// PyTorch records no alloc event for a request that failed, only the
+	// oom entry, so each becomes an alloc of its size, freed at once when
+	// an allocator serves it. Every Alternative's OOMs counts them, the
+	// recorded settings' included.
+	OOMRequests int
+	Results     []Alternative
 	// Recommendation is a PYTORCH_CUDA_ALLOC_CONF line (it may be the
 	// recorded one); Reason says why.
 	Recommendation string
@@ -124,9 +130,28 @@ func buildOps(trace []snapshot.TraceEntry, pre preTrace) []optrace.Op {
 			if i == 0 || trace[i-1].Action != "segment_free" {
 				ops = append(ops, optrace.Op{Kind: optrace.EmptyCache})
 			}
+		case "oom":
+			// The failed request: no alloc event records it.
+			if e.Size <= 0 || e.Size > optrace.MaxSize {
+				continue
+			}
+			id := "o" + strconv.Itoa(i)
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream)},
+				optrace.Op{Kind: optrace.Free, ID: id})
 		}
 	}
 	return ops
+}
+
+// oomRequests counts the oom entries buildOps replays as requests.
+func oomRequests(trace []snapshot.TraceEntry) int {
+	n := 0
+	for _, e := range trace {
+		if e.Action == "oom" && e.Size > 0 && e.Size <= optrace.MaxSize {
+			n++
+		}
+	}
+	return n
 }
 
 // whatIf replays the device's requests through the recorded settings and
@@ -158,7 +183,7 @@ func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []
 	if err != nil {
 		return nil, fmt.Errorf("what-if replay: %w", err)
 	}
-	w := &WhatIf{Capacity: capacity, Ops: len(ops)}
+	w := &WhatIf{Capacity: capacity, Ops: len(ops), OOMRequests: oomRequests(trace)}
 	for i, r := range results {
 		alt := Alternative{Settings: r.Allocator, Recorded: i == 0, PeakReserved: r.PeakReservedBytes,
 			PeakAllocated: r.PeakAllocatedBytes, EndReserved: r.EndReservedBytes, OOMs: r.OOMs,
