@@ -117,3 +117,32 @@ func TestReadOOMsOnly(t *testing.T) {
 		t.Error("segments or times differ")
 	}
 }
+
+// BenchmarkReadGenerated reads a generated 10 MB snapshot (gensnap, the
+// LLM-serving pattern) as analyze does with and without a replay:
+//
+//	go test ./snapshot -run '^$' -bench ReadGenerated -benchmem
+func BenchmarkReadGenerated(b *testing.B) {
+	var buf bytes.Buffer
+	if _, err := gensnap.Write(&buf, gensnap.Options{Bytes: 10_000_000, Seed: 1, OOMEvery: 50}); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	for _, c := range []struct {
+		name string
+		o    snapshot.Options
+	}{
+		{"trace=all", snapshot.Options{}},
+		{"trace=all/frames=skip", snapshot.Options{SkipTraceFrames: true}},
+		{"trace=ooms/frames=skip", snapshot.Options{SkipTraceFrames: true, TraceOOMsOnly: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := snapshot.ReadOptions(bytes.NewReader(data), "gen", &c.o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

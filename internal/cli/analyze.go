@@ -103,7 +103,9 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"the snapshot argument", path}}); err != nil {
 		return err
 	}
-	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay}
+	// The snapshot serves nothing after the analysis: its traces can go
+	// once they are the what-if replays' ops.
+	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, ReleaseTraces: true}
 	if len(f.whatIf) > 0 {
 		specs, err := allocSpecs(f.whatIf)
 		if err != nil {

@@ -40,6 +40,12 @@ type Options struct {
 	// Parallel is how many what-if replays run at once (default
 	// runtime.GOMAXPROCS). The result does not depend on it.
 	Parallel int
+	// ReleaseTraces lets Analyze drop each device's trace from the
+	// snapshot (s.DeviceTraces[d] = nil) once it has become the what-if
+	// replays' op trace, so that the replays do not keep it live: for a
+	// caller that reads the traces no more (the analyze command). A 12.7M
+	// event trace is 1 GB of TraceEntry.
+	ReleaseTraces bool
 }
 
 func (o *Options) defaults() {
@@ -219,7 +225,11 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 		dev.Metrics = frag.Compute(dev.Layout)
 	}
 	if len(opts.WhatIf) > 0 && preErr == nil && len(trace) > 0 {
-		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel)
+		var release func()
+		if opts.ReleaseTraces {
+			release = func() { s.DeviceTraces[d] = nil }
+		}
+		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel, release)
 		if err != nil {
 			return dev, err
 		}

@@ -42,3 +42,35 @@ func TestAnalyzeOOMsOnly(t *testing.T) {
 		t.Errorf("replay of a partial trace: %v", err)
 	}
 }
+
+// ReleaseTraces drops each trace from the snapshot once it is the what-if
+// ops, and changes nothing in the report.
+func TestAnalyzeReleaseTraces(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := gensnap.Write(&buf, gensnap.Options{Bytes: 200_000, Seed: 6, Layers: 4, OOMEvery: 3}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() *snapshot.Snapshot {
+		s, err := snapshot.ReadOptions(bytes.NewReader(buf.Bytes()), "g", &snapshot.Options{SkipTraceFrames: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s1, s2 := read(), read()
+	specs := []string{"caching", "caching:expandable_segments:True"}
+	a, err := analysis.Analyze(s1, analysis.Options{WhatIf: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := analysis.Analyze(s2, analysis.Options{WhatIf: specs, ReleaseTraces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) || a.Devices[0].WhatIf == nil {
+		t.Error("reports differ")
+	}
+	if s1.DeviceTraces[0] == nil || s2.DeviceTraces[0] != nil {
+		t.Errorf("trace kept: %v without ReleaseTraces, %v with", s1.DeviceTraces[0] != nil, s2.DeviceTraces[0] != nil)
+	}
+}
