@@ -247,7 +247,7 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 			if t == nil {
 				t = &streamedTrace{}
 			}
-			s.DeviceTraces[d], s.TraceLen[d] = t.entries(), t.n
+			s.DeviceTraces[d], s.TraceLen[d] = t.entries(c.actions), t.n
 			if t.check != nil {
 				if err := t.check.clock(c.badField); err != nil {
 					return err
@@ -308,15 +308,13 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 		c.streamed[st] = t
 	}
 	for i, it := range items {
-		if t.check == nil {
-			if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), t.add()); err != nil {
-				return err
-			}
-			continue
-		}
 		var e TraceEntry
 		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &e); err != nil {
 			return err
+		}
+		if t.check == nil {
+			t.add(&e, c.intern(e.Action))
+			continue
 		}
 		nb := len(t.check.blocks)
 		if err := t.check.entry(st.Len+i, &e, c.badField); err != nil {
@@ -332,7 +330,7 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 			if err := c.spend(1, sizeTrace, it.Off, path); err != nil {
 				return err
 			}
-			*t.add() = e
+			t.add(&e, c.intern(e.Action))
 			t.n-- // add counted it
 		}
 	}

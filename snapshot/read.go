@@ -304,41 +304,90 @@ type conv struct {
 	hasTimes bool
 	// oomsOnly: see Options.TraceOOMsOnly.
 	oomsOnly bool
+	// actions interns the trace actions of streamed entries (action
+	// indexes them).
+	actions []string
+	action  map[string]uint32
+}
+
+// intern returns the index of action in c.actions.
+func (c *conv) intern(action string) uint32 {
+	if i, ok := c.action[action]; ok {
+		return i
+	}
+	if c.action == nil {
+		c.action = map[string]uint32{}
+	}
+	c.action[action] = uint32(len(c.actions))
+	c.actions = append(c.actions, action)
+	return uint32(len(c.actions) - 1)
 }
 
 // streamedTrace is a device's trace converted as it streamed: its entries
-// in chunks (joined once it ends, so that the trace is not copied at each
-// doubling), or with oomsOnly the oom entries, the count and the checks.
+// packed in chunks (40 bytes an entry, half a TraceEntry; expanded once the
+// trace ends, so that the trace is never held twice at its full size nor
+// copied at each doubling), or with oomsOnly the oom entries, the count
+// and the checks.
 type streamedTrace struct {
-	chunks [][]TraceEntry
+	chunks [][]packedEntry
+	extras []packedExtra
 	n      int
 	check  *traceCheck
 }
 
-// traceChunk (65,536 entries, 5 MiB) is the unit a streamed trace grows by.
-const traceChunk = 1 << 16
-
-func (t *streamedTrace) add() *TraceEntry {
-	if k := len(t.chunks); k == 0 || len(t.chunks[k-1]) == cap(t.chunks[k-1]) {
-		t.chunks = append(t.chunks, make([]TraceEntry, 0, min(traceChunk, max(64, t.n))))
-	}
-	c := &t.chunks[len(t.chunks)-1]
-	*c = append(*c, TraceEntry{})
-	t.n++
-	return &(*c)[len(*c)-1]
+// packedEntry is a TraceEntry as kept while its trace streams: the action
+// interned (conv.actions), device_free and frames, which few entries
+// carry once trace stacks are skipped, in extras.
+type packedEntry struct {
+	addr         uint64
+	size, stream int64
+	time         int64
+	action       uint32
+	extra        int32 // index into extras; -1: none
 }
 
-// entries joins the chunks.
-func (t *streamedTrace) entries() []TraceEntry {
+type packedExtra struct {
+	deviceFree int64
+	frames     []Frame
+}
+
+// traceChunk (65,536 entries, 2.5 MiB) is the unit a streamed trace grows by.
+const traceChunk = 1 << 16
+
+// add packs e, whose action is actions[action].
+func (t *streamedTrace) add(e *TraceEntry, action uint32) {
+	if k := len(t.chunks); k == 0 || len(t.chunks[k-1]) == cap(t.chunks[k-1]) {
+		t.chunks = append(t.chunks, make([]packedEntry, 0, min(traceChunk, max(64, t.n))))
+	}
+	p := packedEntry{addr: e.Addr, size: e.Size, stream: e.Stream, time: e.TimeUS, action: action, extra: -1}
+	if e.DeviceFree != 0 || e.Frames != nil {
+		p.extra = int32(len(t.extras))
+		t.extras = append(t.extras, packedExtra{e.DeviceFree, e.Frames})
+	}
+	c := &t.chunks[len(t.chunks)-1]
+	*c = append(*c, p)
+	t.n++
+}
+
+// entries expands the chunks, dropping each once expanded.
+func (t *streamedTrace) entries(actions []string) []TraceEntry {
 	var n int
 	for _, c := range t.chunks {
 		n += len(c)
 	}
 	out := make([]TraceEntry, 0, n)
 	for i, c := range t.chunks {
-		out = append(out, c...)
+		for _, p := range c {
+			e := TraceEntry{Action: actions[p.action], Addr: p.addr, Size: p.size, Stream: p.stream, TimeUS: p.time}
+			if p.extra >= 0 {
+				x := t.extras[p.extra]
+				e.DeviceFree, e.Frames = x.deviceFree, x.frames
+			}
+			out = append(out, e)
+		}
 		t.chunks[i] = nil
 	}
+	t.extras = nil
 	return out
 }
 
