@@ -44,9 +44,10 @@
 //     the model held no allocation), since the model's free blocks are then
 //     not the recorded allocator's.
 //  5. What-if: the same requests (pre-trace live blocks allocated first,
-//     then the trace) through alternative settings and allocators
-//     (optrace.ReplayAll over alloc/spec), with peak reserved, OOMs and
-//     fragmentation each, and a recommended PYTORCH_CUDA_ALLOC_CONF.
+//     then the trace, each oom entry as the request that failed) through
+//     alternative settings and allocators (optrace.ReplayAll over
+//     alloc/spec), with peak reserved, OOMs and fragmentation each, and a
+//     recommended PYTORCH_CUDA_ALLOC_CONF.
 //
 // Not modelled (and reported as such): expandable-segment traces
 // (segment_map/segment_unmap), private pools (CUDA graphs, MemPool),
