@@ -438,12 +438,14 @@ func (d *SnapshotDir) refresh(dir *dirHandle, name string) {
 			f.err = d.fail(name, ReasonLabels, lerr)
 			break
 		}
-		data, reason, rerr := d.read(dir, name)
+		file, reason, rerr := d.open(dir, name)
 		if rerr != nil {
 			f.err = d.fail(name, reason, rerr)
 			break
 		}
-		if aerr := d.analyseRecovered(name, data, labels, f); aerr != nil {
+		aerr := d.analyseRecovered(name, file, labels, f)
+		file.Close()
+		if aerr != nil {
 			f.err = d.fail(name, errReason(aerr), aerr)
 			break
 		}
@@ -456,7 +458,12 @@ func (d *SnapshotDir) refresh(dir *dirHandle, name string) {
 		// capture directory through a mount that DistinctDirs cannot see).
 		if f.ooms > 0 && d.cfg.Capture != nil && !IsCaptureName(name) &&
 			(prev == nil || prev.ooms != f.ooms || prev.lastOOM != f.lastOOM) {
-			_, _ = d.cfg.Capture.Capture(labels.Instance, labels.Model, data) // logged and counted there
+			// Read again, whole, for the copy: the analysis streamed it.
+			if data, _, err := d.read(dir, name); err == nil {
+				_, _ = d.cfg.Capture.Capture(labels.Instance, labels.Model, data) // logged and counted there
+			} else {
+				d.cfg.Logger.Warn("snapshot file not captured: reading it again failed", "file", name, "err", err.Error())
+			}
 		}
 	}
 	d.files[name] = f

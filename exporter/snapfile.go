@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -53,6 +54,8 @@ func errReason(err error) string {
 	switch {
 	case errors.Is(err, ErrPanic):
 		return ReasonPanic
+	case errors.Is(err, errGrew):
+		return ReasonTooLarge
 	case errors.Is(err, ErrNotRegular), errors.Is(err, ErrFileChanged):
 		return ReasonNotRegular
 	case errors.Is(err, pickle.ErrForbidden):
@@ -73,8 +76,10 @@ func errReason(err error) string {
 	return ReasonAnalysis
 }
 
-// read reads the regular file name of dir whole, up to MaxFileBytes.
-func (d *SnapshotDir) read(dir *dirHandle, name string) ([]byte, string, error) {
+// open opens the regular file name of dir for reading, refusing it past
+// MaxFileBytes. The snapshot reader streams it (never the whole file in
+// memory); limitedFile stops a file that grows past the limit meanwhile.
+func (d *SnapshotDir) open(dir *dirHandle, name string) (*os.File, string, error) {
 	f, st, err := dir.open(name)
 	if err != nil {
 		if errors.Is(err, ErrNotRegular) || errors.Is(err, ErrFileChanged) {
@@ -82,10 +87,21 @@ func (d *SnapshotDir) read(dir *dirHandle, name string) ([]byte, string, error) 
 		}
 		return nil, ReasonIO, err
 	}
-	defer f.Close()
 	if st.size > d.cfg.MaxFileBytes {
+		f.Close()
 		return nil, ReasonTooLarge, fmt.Errorf("%s: %d bytes, over --max-file-bytes %d", name, st.size, d.cfg.MaxFileBytes)
 	}
+	return f, "", nil
+}
+
+// read reads the regular file name of dir whole, up to MaxFileBytes (for
+// a capture).
+func (d *SnapshotDir) read(dir *dirHandle, name string) ([]byte, string, error) {
+	f, reason, err := d.open(dir, name)
+	if err != nil {
+		return nil, reason, err
+	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, d.cfg.MaxFileBytes+1))
 	if err != nil {
 		return nil, ReasonIO, fmt.Errorf("%s: %w", name, err)
@@ -94,6 +110,32 @@ func (d *SnapshotDir) read(dir *dirHandle, name string) ([]byte, string, error) 
 		return nil, ReasonTooLarge, fmt.Errorf("%s: grew past --max-file-bytes %d", name, d.cfg.MaxFileBytes)
 	}
 	return data, "", nil
+}
+
+// errGrew: a file grew past --max-file-bytes while it was read.
+var errGrew = errors.New("grew past --max-file-bytes")
+
+// limitedFile reads a file, failing with errGrew past max bytes. It hides
+// the file's Stat, so the reader does not take the size it had when opened
+// for the size it has.
+type limitedFile struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedFile) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, errGrew
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, errGrew
+	}
+	return n, err
 }
 
 // sidecar is the NAME.labels.json document.
@@ -214,8 +256,9 @@ func labelsFromName(name string) sidecar {
 	return sidecar{Instance: s}
 }
 
-// readOpts: the diagnosis needs no trace stacks.
-var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true}
+// snapshotReadOpts: the diagnosis replays nothing, so it needs no trace
+// stacks and no trace entry but the oom ones (counted, and their time_us).
+var snapshotReadOpts = snapshot.Options{SkipTraceFrames: true, TraceOOMsOnly: true}
 
 // diagnoseSnapshot is the analysis of a snapshot file on a device of
 // unknown capacity.
@@ -242,7 +285,7 @@ func diagnoseAt(capacity int64) func(string, *snapshot.Snapshot) (*analysis.Repo
 // analyseRecovered is analyse with any panic of the reader or the analysis
 // turned into an error wrapping ErrPanic (with the panic value and the
 // first frames of its stack), so that one file cannot crash the daemon.
-func (d *SnapshotDir) analyseRecovered(name string, data []byte, l sidecar, f *snapFile) (err error) {
+func (d *SnapshotDir) analyseRecovered(name string, data io.Reader, l sidecar, f *snapFile) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f.samples, f.ooms, f.lastOOM = nil, 0, 0
@@ -262,11 +305,13 @@ func stackHead(b []byte) string {
 	return string(b)
 }
 
-// analyse reads and diagnoses one file into f.
-func (d *SnapshotDir) analyse(name string, data []byte, l sidecar, f *snapFile) error {
+// analyse reads and diagnoses one file, streamed from r, into f.
+func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) error {
 	opts := snapshotReadOpts
-	opts.Pickle.MaxInputBytes = d.cfg.MaxFileBytes
-	s, err := snapshot.ReadOptions(bytes.NewReader(data), name, &opts)
+	s, err := snapshot.ReadOptions(&limitedFile{r: r, left: d.cfg.MaxFileBytes}, name, &opts)
+	if errors.Is(err, errGrew) {
+		return fmt.Errorf("%s: %w %d", name, errGrew, d.cfg.MaxFileBytes)
+	}
 	if err != nil {
 		return err
 	}

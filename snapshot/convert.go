@@ -218,10 +218,29 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		return err
 	}
 	s.DeviceTraces = make([][]TraceEntry, len(devs))
+	s.TraceLen = make([]int, len(devs))
 	for d, dv := range devs {
 		path := index("device_traces", d)
 		var l []any
 		switch x := dv.(type) {
+		case *pickle.Streamed:
+			// Converted as it streamed (streamItems).
+			t := c.streamed[x]
+			if t == nil {
+				t = &streamedTrace{}
+			}
+			s.DeviceTraces[d], s.TraceLen[d] = t.entries(c.actions), t.n
+			if t.check != nil {
+				if err := t.check.clock(c.badField); err != nil {
+					return err
+				}
+				t.check.d = d
+				for len(s.traceChecks) <= d {
+					s.traceChecks = append(s.traceChecks, nil)
+				}
+				s.traceChecks[d] = t.check
+			}
+			continue
 		case []any:
 			l = x
 		case pickle.Tuple:
@@ -236,50 +255,128 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		}
 		entries := make([]TraceEntry, len(l))
 		for i, v := range l {
-			o, err := c.obj(v, off, index(path, i))
-			if err != nil {
-				return err
-			}
-			e := &entries[i]
-			if e.Action, _, err = o.str("action", true); err != nil {
-				return err
-			}
-			if e.Addr, _, err = o.addr("addr", false); err != nil {
-				return err
-			}
-			if e.Size, _, err = o.size("size", false); err != nil {
-				return err
-			}
-			if e.Stream, _, err = o.int64("stream", false); err != nil {
-				return err
-			}
-			var has bool
-			if e.TimeUS, has, err = o.int64("time_us", false); err != nil {
-				return err
-			}
-			s.HasTimes = s.HasTimes || has
-			if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
-				return err
-			}
-			if e.PoolID, e.HasPoolID, err = c.poolID(o, "pool_id"); err != nil {
-				return err
-			}
-			if e.UserMetadata, _, err = o.str("user_metadata", false); err != nil {
-				return err
-			}
-			if e.CompileContext, _, err = o.str("compile_context", false); err != nil {
-				return err
-			}
-			if c.skipTraceFrames && e.Action != "oom" {
-				continue
-			}
-			if e.Frames, err = c.framesField(o, "frames"); err != nil {
+			if err := c.traceEntry(v, off, index(path, i), &entries[i]); err != nil {
 				return err
 			}
 		}
-		s.DeviceTraces[d] = entries
+		s.DeviceTraces[d], s.TraceLen[d] = entries, len(entries)
+	}
+	s.HasTimes = s.HasTimes || c.hasTimes
+	return nil
+}
+
+// streamItems converts a batch of one device's trace entries as the
+// decoder hands them over (pickle.Stream).
+func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
+	path := index("device_traces", st.Index)
+	off := int64(0)
+	if len(items) > 0 {
+		off = items[0].Off
+	}
+	if !c.oomsOnly {
+		if err := c.spend(len(items), sizeTrace, off, path); err != nil {
+			return err
+		}
+	}
+	if c.streamed == nil {
+		c.streamed = map[*pickle.Streamed]*streamedTrace{}
+	}
+	t := c.streamed[st]
+	if t == nil {
+		t = &streamedTrace{}
+		if c.oomsOnly {
+			t.check = &traceCheck{d: st.Index, blocks: map[addrRange]int{}, blockActions: map[addrRange]string{}}
+		}
+		c.streamed[st] = t
+	}
+	for i, it := range items {
+		var e TraceEntry
+		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &e); err != nil {
+			return err
+		}
+		if t.check == nil {
+			t.add(&e, c.intern(e.Action))
+			continue
+		}
+		nb := len(t.check.blocks)
+		if err := t.check.entry(st.Len+i, &e, c.badField); err != nil {
+			return err
+		}
+		if len(t.check.blocks) > nb {
+			if err := c.spend(1, sizeBlockRange, it.Off, path); err != nil {
+				return err
+			}
+		}
+		t.n++
+		if e.Action == "oom" {
+			if err := c.spend(1, sizeTrace, it.Off, path); err != nil {
+				return err
+			}
+			t.add(&e, c.intern(e.Action))
+			t.n-- // add counted it
+		}
 	}
 	return nil
+}
+
+// sizeBlockRange (80 bytes) is a distinct block range kept to check a
+// trace whose entries are not kept: map entries of addrRange to int and
+// to string.
+const sizeBlockRange = 80
+
+// badField is the error of a check of a streamed entry (Validate's rules).
+func (c *conv) badField(field, format string, args ...any) error {
+	return &Error{Name: c.name, Offset: -1, Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
+}
+
+// traceEntry reads one trace entry, the value v at offset off.
+func (c *conv) traceEntry(v any, off int64, path string, e *TraceEntry) error {
+	o, err := c.obj(v, off, path)
+	if err != nil {
+		return err
+	}
+	if e.Action, _, err = o.str("action", true); err != nil {
+		return err
+	}
+	if e.Addr, _, err = o.addr("addr", false); err != nil {
+		return err
+	}
+	if e.Size, _, err = o.size("size", false); err != nil {
+		return err
+	}
+	if e.Stream, _, err = o.int64("stream", false); err != nil {
+		return err
+	}
+	var has bool
+	if e.TimeUS, has, err = o.int64("time_us", false); err != nil {
+		return err
+	}
+	c.hasTimes = c.hasTimes || has
+	if e.DeviceFree, _, err = o.int64("device_free", false); err != nil {
+		return err
+	}
+	if e.PoolID, e.HasPoolID, err = c.poolID(o, "pool_id"); err != nil {
+		return err
+	}
+	if e.UserMetadata, _, err = o.str("user_metadata", false); err != nil {
+		return err
+	}
+	if e.CompileContext, _, err = o.str("compile_context", false); err != nil {
+		return err
+	}
+	skip := c.skipTraceFrames || c.oomsOnly
+	if skip && e.Action != "oom" {
+		return nil
+	}
+	if f, _, ok := o.get("frames"); ok {
+		if _, forgotten := f.(pickle.Forgotten); forgotten && skip {
+			// An oom entry sharing the stack of an entry already
+			// streamed and forgotten: its frames are not known.
+			return nil
+		}
+	}
+	e.Frames, err = c.framesField(o, "frames")
+	return err
 }
 
 func (c *conv) annotations(top obj) ([]Annotation, error) {

@@ -52,9 +52,16 @@
 //   - a pickle's first 16 KiB are decoded (pickle.CheckPrefix) before the
 //     rest is read, with bytes objects capped at DefaultMaxBytesObject
 //     (1 MiB; snapshots hold none), so random bytes that begin like a
-//     pickle fail there, not after the 1 GiB cap;
-//   - the pickle decoder bounds input, depth, memo and decoded memory
-//     (pickle.Options);
+//     pickle fail there, not after reading on;
+//   - the pickle is decoded in one pass as it is read, never whole in
+//     memory, and each device's trace entries are converted as they
+//     arrive (pickle.Options.Stream), the decoder forgetting each, so a
+//     file of any size is read in memory that follows its segments,
+//     blocks, distinct frames and strings, plus the converted trace
+//     (TraceEntry: 80 bytes an event, Frames shared); the input's size is
+//     not capped (Options.Pickle.MaxInputBytes can);
+//   - the pickle decoder bounds depth, memo and decoded memory
+//     (pickle.Options), per input byte;
 //   - the typed values built are bounded by Options.MaxBuiltBytes, because
 //     each memo reference to a shared value is built anew: a few bytes of
 //     references cannot name gigabytes of segments;

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strconv"
 	"unsafe"
 
@@ -31,6 +30,14 @@ type Options struct {
 	// a diagnosis needs only the stacks of blocks and failures; skipping
 	// them saves about a third of the conversion time.
 	SkipTraceFrames bool
+	// TraceOOMsOnly keeps, of each device's trace, only the oom entries
+	// (Snapshot.TraceLen counts them all). Every entry is still checked
+	// as it streams past, as Validate checks a trace (sizes, time order,
+	// block events inside segments, the last from the distinct block
+	// ranges), but memory then follows the segments, blocks, distinct
+	// frames and strings, not the history: for readers that replay
+	// nothing (analyze --no-replay, the exporter).
+	TraceOOMsOnly bool
 }
 
 // The default of Options.MaxBuiltBytes.
@@ -79,10 +86,6 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if opts != nil {
 		o = *opts
 	}
-	max := o.Pickle.MaxInputBytes
-	if max <= 0 {
-		max = pickle.DefaultMaxInputBytes
-	}
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -95,39 +98,33 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	if o.Pickle.MaxBytesObject == 0 {
 		o.Pickle.MaxBytesObject = DefaultMaxBytesObject
 	}
+	size := inputSize(r, int64(len(head)))
 	if isJSONObject(head) {
-		if head, err = checkJSONHead(name, head, r); err != nil {
-			return nil, err
-		}
-	} else if pickle.CheckStart(head) == nil {
+		return readJSON(name, head, r, &o)
+	}
+	if pickle.CheckStart(head) == nil {
 		if head, err = checkPickleStart(name, head, r, &o.Pickle); err != nil {
 			return nil, err
 		}
 	}
-	data, err := readRest(head, r, max)
-	if err != nil {
-		return nil, decodeErr(name, err, nil)
-	}
-	perByte := o.MaxBuiltBytes <= 0
-	if perByte {
-		o.MaxBuiltBytes = DefaultBuiltFactor*int64(len(data)) + DefaultBuiltSlack
-	}
-	c := &conv{name: name, left: o.MaxBuiltBytes, max: o.MaxBuiltBytes, perByte: perByte}
-	var s *Snapshot
-	if isJSONObject(data) {
-		if int64(len(data)) > max {
-			return nil, &Error{Name: name, Offset: max, Err: ErrLimit,
-				Msg: fmt.Sprintf("memory_stats JSON longer than %d bytes (Options.Pickle.MaxInputBytes)", max)}
+	// The pickle is decoded in one pass as it is read; the trace entries
+	// of each device are converted as they arrive (Options.Pickle.Stream)
+	// and the decoder forgets them, so memory follows the segments,
+	// blocks, frames and strings, and the converted trace, not the file.
+	cr := &countingReader{r: r, n: int64(len(head))}
+	c := newConv(name, &o, size, cr)
+	c.frames, c.skipTraceFrames, c.oomsOnly = map[*any][]Frame{}, o.SkipTraceFrames, o.TraceOOMsOnly
+	po := o.Pickle
+	po.Stream = &pickle.Stream{Key: "device_traces", Items: c.streamItems, ForgetLists: o.SkipTraceFrames || o.TraceOOMsOnly}
+	v, derr := pickle.DecodeReader(head, cr, size, &po)
+	if derr != nil {
+		var ce *Error
+		if errors.As(derr, &ce) {
+			return nil, derr // a conversion error from a streamed entry
 		}
-		s, err = c.readMemoryStats(data)
-	} else {
-		v, derr := pickle.DecodeBytes(data, &o.Pickle)
-		if derr != nil {
-			return nil, decodeErr(name, derr, head)
-		}
-		c.frames, c.skipTraceFrames = map[*any][]Frame{}, o.SkipTraceFrames
-		s, err = c.snapshot(v)
+		return nil, decodeErr(name, derr, head)
 	}
+	s, err := c.snapshot(v)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +132,65 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readJSON reads a memory_stats dump (head is its start).
+func readJSON(name string, head []byte, r io.Reader, o *Options) (*Snapshot, error) {
+	max := o.Pickle.MaxInputBytes
+	if max <= 0 {
+		max = MaxStatsBytes
+	}
+	head, err := checkJSONHead(name, head, r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readRest(head, r, max)
+	if err != nil {
+		return nil, decodeErr(name, err, nil)
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{Name: name, Offset: max, Err: ErrLimit,
+			Msg: fmt.Sprintf("memory_stats JSON longer than %d bytes (MaxStatsBytes, or Options.Pickle.MaxInputBytes when set)", max)}
+	}
+	c := newConv(name, o, int64(len(data)), nil)
+	s, err := c.readMemoryStats(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.validate(name); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// MaxStatsBytes (64 MiB) caps a memory_stats JSON dump, which is read
+// whole: torch.cuda.memory_stats() has a few hundred keys (a few KiB).
+const MaxStatsBytes = 64 << 20
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// newConv makes the converter of an input of size bytes (-1: unknown, then
+// the budget follows the bytes cr has read).
+func newConv(name string, o *Options, size int64, cr *countingReader) *conv {
+	c := &conv{name: name, max: o.MaxBuiltBytes, perByte: o.MaxBuiltBytes <= 0}
+	if c.perByte {
+		if size >= 0 || cr == nil {
+			c.max = DefaultBuiltFactor*max(size, 0) + DefaultBuiltSlack
+		} else {
+			c.counted = cr
+		}
+	}
+	return c
 }
 
 // DefaultMaxBytesObject (1 MiB) caps one bytes object in a snapshot
@@ -148,8 +204,7 @@ const DefaultMaxBytesObject = 1 << 20
 // what was read so far) and, when it goes on past them, has the decoder
 // check them (pickle.CheckPrefix): random bytes after a PROTO, or a file
 // cut and pasted together, fail there instead of after the input was read
-// whole, up to Options.Pickle.MaxInputBytes (1 GiB). It returns the bytes
-// read.
+// whole. It returns the bytes read.
 func checkPickleStart(name string, head []byte, r io.Reader, po *pickle.Options) ([]byte, error) {
 	buf := make([]byte, pickle.PrefixLen+1) // one more: whether the input goes on
 	n := copy(buf, head)
@@ -167,24 +222,13 @@ func checkPickleStart(name string, head []byte, r io.Reader, po *pickle.Options)
 	return buf, nil
 }
 
-// inputSize is the size of an input of which read bytes were read from r,
-// when r knows it (a regular *os.File, a bytes.Reader), else -1.
-func inputSize(r io.Reader, read int64) int64 {
-	switch x := r.(type) {
-	case interface{ Stat() (fs.FileInfo, error) }:
-		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
-			return fi.Size()
-		}
-	case interface{ Len() int }:
-		return read + int64(x.Len())
-	}
-	return -1
-}
+// inputSize is pickle.ReaderSize.
+var inputSize = pickle.ReaderSize
 
 // checkJSONHead reads the start of a memory_stats JSON document up to
 // loc.SniffBytes (head holds its first bytes) and checks it is JSON text
 // (loc.CheckJSONStart) before Read reads the rest, so that random bytes
-// after "{" are refused there rather than after Options.Pickle.MaxInputBytes.
+// after "{" are refused there rather than after MaxStatsBytes.
 // It returns the start read.
 func checkJSONHead(name string, head []byte, r io.Reader) ([]byte, error) {
 	if len(head) == sniffLen {
@@ -243,14 +287,113 @@ func ReadBytes(data []byte, name string) (*Snapshot, error) {
 // when an error is reported.
 type conv struct {
 	name    string
-	left    int64 // bytes that may still be built
+	spent   int64 // bytes built so far
 	max     int64
 	perByte bool // max is the default, DefaultBuiltFactor per input byte
+	// counted, when set, is the input of unknown size: the budget is
+	// DefaultBuiltFactor per byte read from it so far.
+	counted *countingReader
 	// frames shares the conversion of a frames list that the pickle shares.
 	frames map[*any][]Frame
 	legacy bool // a block carried a history list
 	// skipTraceFrames: see Options.SkipTraceFrames.
 	skipTraceFrames bool
+	// streamed holds the trace entries converted as they streamed, by
+	// device list; hasTimes: one of them carried time_us.
+	streamed map[*pickle.Streamed]*streamedTrace
+	hasTimes bool
+	// oomsOnly: see Options.TraceOOMsOnly.
+	oomsOnly bool
+	// actions interns the trace actions of streamed entries (action
+	// indexes them).
+	actions []string
+	action  map[string]uint32
+}
+
+// intern returns the index of action in c.actions.
+func (c *conv) intern(action string) uint32 {
+	if i, ok := c.action[action]; ok {
+		return i
+	}
+	if c.action == nil {
+		c.action = map[string]uint32{}
+	}
+	c.action[action] = uint32(len(c.actions))
+	c.actions = append(c.actions, action)
+	return uint32(len(c.actions) - 1)
+}
+
+// streamedTrace is a device's trace converted as it streamed: its entries
+// packed in chunks (40 bytes an entry, half a TraceEntry; expanded once the
+// trace ends, so that the trace is never held twice at its full size nor
+// copied at each doubling), or with oomsOnly the oom entries, the count
+// and the checks.
+type streamedTrace struct {
+	chunks [][]packedEntry
+	extras []packedExtra
+	n      int
+	check  *traceCheck
+}
+
+// packedEntry is a TraceEntry as kept while its trace streams: the action
+// interned (conv.actions); device_free, frames, pool_id, user_metadata and
+// compile_context, which few entries carry once trace stacks are skipped,
+// in extras.
+type packedEntry struct {
+	addr         uint64
+	size, stream int64
+	time         int64
+	action       uint32
+	extra        int32 // index into extras; -1: none
+}
+
+type packedExtra struct {
+	deviceFree            int64
+	frames                []Frame
+	poolID                [2]int64
+	hasPoolID             bool
+	userMeta, compileCtxt string
+}
+
+// traceChunk (65,536 entries, 2.5 MiB) is the unit a streamed trace grows by.
+const traceChunk = 1 << 16
+
+// add packs e, whose action is actions[action].
+func (t *streamedTrace) add(e *TraceEntry, action uint32) {
+	if k := len(t.chunks); k == 0 || len(t.chunks[k-1]) == cap(t.chunks[k-1]) {
+		t.chunks = append(t.chunks, make([]packedEntry, 0, min(traceChunk, max(64, t.n))))
+	}
+	p := packedEntry{addr: e.Addr, size: e.Size, stream: e.Stream, time: e.TimeUS, action: action, extra: -1}
+	if e.DeviceFree != 0 || e.Frames != nil || e.HasPoolID || e.UserMetadata != "" || e.CompileContext != "" {
+		p.extra = int32(len(t.extras))
+		t.extras = append(t.extras, packedExtra{e.DeviceFree, e.Frames, e.PoolID, e.HasPoolID, e.UserMetadata, e.CompileContext})
+	}
+	c := &t.chunks[len(t.chunks)-1]
+	*c = append(*c, p)
+	t.n++
+}
+
+// entries expands the chunks, dropping each once expanded.
+func (t *streamedTrace) entries(actions []string) []TraceEntry {
+	var n int
+	for _, c := range t.chunks {
+		n += len(c)
+	}
+	out := make([]TraceEntry, 0, n)
+	for i, c := range t.chunks {
+		for _, p := range c {
+			e := TraceEntry{Action: actions[p.action], Addr: p.addr, Size: p.size, Stream: p.stream, TimeUS: p.time}
+			if p.extra >= 0 {
+				x := t.extras[p.extra]
+				e.DeviceFree, e.Frames = x.deviceFree, x.frames
+				e.PoolID, e.HasPoolID, e.UserMetadata, e.CompileContext = x.poolID, x.hasPoolID, x.userMeta, x.compileCtxt
+			}
+			out = append(out, e)
+		}
+		t.chunks[i] = nil
+	}
+	t.extras = nil
+	return out
 }
 
 func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {
@@ -259,12 +402,16 @@ func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {
 
 // spend charges n values of each bytes to the budget before they are built.
 func (c *conv) spend(n int, each int64, off int64, field string) error {
-	c.left -= int64(n) * each
-	if c.left < 0 {
-		msg := fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes)", c.max)
+	c.spent += int64(n) * each
+	max := c.max
+	if c.counted != nil {
+		max = DefaultBuiltFactor*c.counted.n + DefaultBuiltSlack
+	}
+	if c.spent > max {
+		msg := fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes)", max)
 		if c.perByte {
 			msg = fmt.Sprintf("the snapshot builds more than %d bytes of values (Options.MaxBuiltBytes: %d per input byte); "+
-				"only a file that refers to the same values again and again through the pickle memo names that much", c.max, DefaultBuiltFactor)
+				"only a file that refers to the same values again and again through the pickle memo names that much", max, DefaultBuiltFactor)
 		}
 		return &Error{Name: c.name, Offset: off, Field: field, Err: ErrLimit, Msg: msg}
 	}

@@ -16,8 +16,13 @@ const (
 type Snapshot struct {
 	Format   Format
 	Segments []Segment // in file order (PyTorch sorts them by address)
-	// DeviceTraces[d] holds device d's events, oldest first.
+	// DeviceTraces[d] holds device d's events, oldest first (only its oom
+	// entries when read with Options.TraceOOMsOnly).
 	DeviceTraces [][]TraceEntry
+	// TraceLen[d] is the number of entries of device d's trace in the
+	// file, whether kept in DeviceTraces or not; nil for a Snapshot not
+	// made by Read (then len(DeviceTraces[d]) counts them).
+	TraceLen []int
 	// HasTimes is true when trace entries carry time_us.
 	HasTimes bool
 	// AllocatorSettings is nil when the file has none.
@@ -29,6 +34,27 @@ type Snapshot struct {
 	// Stats holds torch.cuda.memory_stats() when the file was that dict
 	// dumped as JSON (FormatMemoryStats); nil otherwise.
 	Stats MemoryStats
+
+	// traceChecks[d], for a trace whose entries were not all kept, holds
+	// what Validate checks of them against the segments.
+	traceChecks []*traceCheck
+}
+
+// TraceComplete reports whether every entry of device d's trace is in
+// DeviceTraces (false after Options.TraceOOMsOnly dropped some).
+func (s *Snapshot) TraceComplete(d int) bool {
+	return d >= len(s.TraceLen) || d >= len(s.DeviceTraces) || s.TraceLen[d] == len(s.DeviceTraces[d])
+}
+
+// TraceEvents is the number of entries of device d's trace in the file.
+func (s *Snapshot) TraceEvents(d int) int {
+	if d < len(s.TraceLen) {
+		return s.TraceLen[d]
+	}
+	if d < len(s.DeviceTraces) {
+		return len(s.DeviceTraces[d])
+	}
+	return 0
 }
 
 // Segment is one cudaMalloc (or mapped run of an expandable segment).

@@ -83,23 +83,15 @@ func (s *Snapshot) validate(name string) error {
 		return bad("device_traces", "%d devices, more than %d", len(s.DeviceTraces), MaxDevices)
 	}
 	for d, tr := range s.DeviceTraces {
-		for i := range tr {
-			e := &tr[i]
-			// The path is built only for an error: traces are long.
-			p := func() string { return index(index("device_traces", d), i) }
-			switch {
-			case e.Size < 0:
-				return bad(p()+".size", "negative (%d)", e.Size)
-			case !below2To64(e.Addr, e.Size):
-				return bad(p()+".addr", "%#x + size %d reaches 2^64: an address range ends below 2^64", e.Addr, e.Size)
-			case e.TimeUS < 0:
-				return bad(p()+".time_us", "negative (%d)", e.TimeUS)
-			case e.DeviceFree < 0:
-				return bad(p()+".device_free", "negative (%d)", e.DeviceFree)
-			}
-		}
 		if err := s.validateTrace(d, tr, byDevice[d], bad); err != nil {
 			return err
+		}
+		if d < len(s.traceChecks) && s.traceChecks[d] != nil {
+			// Entries not kept (Options.TraceOOMsOnly), checked as they
+			// streamed: their block events against the segments now.
+			if err := s.traceChecks[d].blocksInside(s, byDevice[d], bad); err != nil {
+				return err
+			}
 		}
 	}
 	for i, a := range s.ExternalAnnotations {

@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -225,10 +226,14 @@ func TestValidateTrace(t *testing.T) {
 	}
 	for _, c := range refused {
 		t.Run(c.field+"/"+c.msg, func(t *testing.T) {
-			_, err := snapshot.ReadBytes(encode(c.doc), "bad.pickle")
-			var e *snapshot.Error
-			if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrField) || e.Field != c.field || !strings.Contains(e.Msg, c.msg) {
-				t.Errorf("got %v, want field %q and %q", err, c.field, c.msg)
+			// Kept whole, or checked as it streams and dropped
+			// (TraceOOMsOnly): the same error.
+			for _, o := range []*snapshot.Options{nil, {TraceOOMsOnly: true}} {
+				_, err := snapshot.ReadOptions(bytes.NewReader(encode(c.doc)), "bad.pickle", o)
+				var e *snapshot.Error
+				if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrField) || e.Field != c.field || !strings.Contains(e.Msg, c.msg) {
+					t.Errorf("options %+v: got %v, want field %q and %q", o, err, c.field, c.msg)
+				}
 			}
 		})
 	}
@@ -254,6 +259,14 @@ func TestValidateTrace(t *testing.T) {
 	} {
 		if _, err := snapshot.ReadBytes(encode(doc), "ok.pickle"); err != nil {
 			t.Errorf("%v: %v", doc.Get("device_traces"), err)
+		}
+		s, err := snapshot.ReadOptions(bytes.NewReader(encode(doc)), "ok.pickle", &snapshot.Options{TraceOOMsOnly: true})
+		if err != nil {
+			t.Errorf("TraceOOMsOnly: %v: %v", doc.Get("device_traces"), err)
+			continue
+		}
+		if n := len(doc.Get("device_traces").([]any)[0].([]any)); s.TraceEvents(0) != n || len(s.DeviceTraces[0]) > n {
+			t.Errorf("TraceOOMsOnly: %d events counted, %d kept, of %d", s.TraceEvents(0), len(s.DeviceTraces[0]), n)
 		}
 	}
 	// One step back more than allowed.

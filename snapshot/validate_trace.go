@@ -55,47 +55,128 @@ type addrRange struct{ lo, hi uint64 }
 //     of a block allocated before the trace began passes; whether the
 //     replay knew that block is the replay's business (Fidelity).
 func (s *Snapshot) validateTrace(d int, tr []TraceEntry, segs []int, bad func(field, format string, args ...any) error) error {
-	p := func(i int) string { return index(index("device_traces", d), i) } // built only for an error
-	ranges := make([]addrRange, 0, len(segs))
-	for _, i := range segs {
-		ranges = append(ranges, addrRange{s.Segments[i].Address, s.Segments[i].End()})
-	}
-	last, lastAt := int64(0), -1 // the latest time_us seen, and its entry
-	steps, first, firstPrev := 0, -1, -1
+	c := traceCheck{d: d}
 	for i := range tr {
-		e := &tr[i]
-		k := actionKind(e.Action)
-		if k != kindOther && e.Size > mem.MaxRequest {
-			return bad(p(i)+".size", "%s of %d bytes, more than any device holds (%d, mem.MaxRequest)", e.Action, e.Size, mem.MaxRequest)
+		if err := c.entry(i, &tr[i], bad); err != nil {
+			return err
 		}
-		if k == kindSegment && e.Size > 0 {
-			ranges = append(ranges, addrRange{e.Addr, e.Addr + uint64(e.Size)})
-		}
-		if e.TimeUS == 0 {
-			continue
-		}
-		if lastAt >= 0 && e.TimeUS < last {
-			steps++
-			if first < 0 {
-				first, firstPrev = i, lastAt
-			}
-		}
-		last, lastAt = e.TimeUS, i
 	}
-	if steps > maxClockSteps {
-		return bad(p(first)+".time_us", "%d, %d µs before entry %d's: time_us steps back %d times in this trace; entries are recorded in order, "+
-			"and a clock is set back a few times at most (%d allowed)", tr[first].TimeUS, tr[firstPrev].TimeUS-tr[first].TimeUS, firstPrev, steps, maxClockSteps)
+	if err := c.clock(bad); err != nil {
+		return err
 	}
-	merged := mergeRanges(ranges)
+	merged := mergeRanges(append(s.segmentRanges(segs), c.segs...))
 	for i := range tr {
 		e := &tr[i]
 		if e.Size == 0 || actionKind(e.Action) != kindBlock {
 			continue
 		}
 		if !inside(merged, e.Addr, e.Size) {
-			return bad(p(i)+".addr", "%s of %d bytes at %#x lies in no segment of device %d: not in the snapshot's segments, "+
-				"nor in one the trace allocates or frees", e.Action, e.Size, e.Addr, d)
+			return outside(d, i, e.Action, e.Addr, e.Size, bad)
 		}
+	}
+	return nil
+}
+
+// segmentRanges are the address ranges of the segments segs (indexes into
+// s.Segments).
+func (s *Snapshot) segmentRanges(segs []int) []addrRange {
+	ranges := make([]addrRange, 0, len(segs))
+	for _, i := range segs {
+		ranges = append(ranges, addrRange{s.Segments[i].Address, s.Segments[i].End()})
+	}
+	return ranges
+}
+
+func outside(d, i int, action string, addr uint64, size int64, bad func(field, format string, args ...any) error) error {
+	return bad(index(index("device_traces", d), i)+".addr", "%s of %d bytes at %#x lies in no segment of device %d: not in the snapshot's segments, "+
+		"nor in one the trace allocates or frees", action, size, addr, d)
+}
+
+// traceCheck checks a device's trace entry by entry (entry), then its
+// clock (clock); the block events are checked against the segments once
+// these are known, by validateTrace from the entries, or, for a trace
+// whose entries were not kept (Options.TraceOOMsOnly), from blocks.
+type traceCheck struct {
+	d             int
+	last          int64 // the latest time_us seen
+	lastAt        int   // its entry; -1 before one
+	steps         int
+	first         int // the first entry that steps back, and the one before it
+	firstPrev     int
+	firstT, prevT int64
+	segs          []addrRange // the trace's segment events
+	n             int
+	blocks        map[addrRange]int // distinct block events, to their first entry (when kept)
+	blockActions  map[addrRange]string
+	started       bool
+}
+
+// entry checks entry i's fields alone and adds it to the trace's state.
+func (c *traceCheck) entry(i int, e *TraceEntry, bad func(field, format string, args ...any) error) error {
+	if !c.started {
+		c.started, c.lastAt, c.first, c.firstPrev = true, -1, -1, -1
+	}
+	c.n++
+	p := func() string { return index(index("device_traces", c.d), i) } // built only for an error
+	switch {
+	case e.Size < 0:
+		return bad(p()+".size", "negative (%d)", e.Size)
+	case !below2To64(e.Addr, e.Size):
+		return bad(p()+".addr", "%#x + size %d reaches 2^64: an address range ends below 2^64", e.Addr, e.Size)
+	case e.TimeUS < 0:
+		return bad(p()+".time_us", "negative (%d)", e.TimeUS)
+	case e.DeviceFree < 0:
+		return bad(p()+".device_free", "negative (%d)", e.DeviceFree)
+	}
+	k := actionKind(e.Action)
+	if k != kindOther && e.Size > mem.MaxRequest {
+		return bad(p()+".size", "%s of %d bytes, more than any device holds (%d, mem.MaxRequest)", e.Action, e.Size, mem.MaxRequest)
+	}
+	if k == kindSegment && e.Size > 0 {
+		c.segs = append(c.segs, addrRange{e.Addr, e.Addr + uint64(e.Size)})
+	}
+	if k == kindBlock && e.Size > 0 && c.blocks != nil {
+		r := addrRange{e.Addr, e.Addr + uint64(e.Size)}
+		if _, ok := c.blocks[r]; !ok {
+			c.blocks[r] = i
+			c.blockActions[r] = e.Action
+		}
+	}
+	if e.TimeUS == 0 {
+		return nil
+	}
+	if c.lastAt >= 0 && e.TimeUS < c.last {
+		c.steps++
+		if c.first < 0 {
+			c.first, c.firstPrev, c.firstT, c.prevT = i, c.lastAt, e.TimeUS, c.last
+		}
+	}
+	c.last, c.lastAt = e.TimeUS, i
+	return nil
+}
+
+// clock checks how often time_us stepped back.
+func (c *traceCheck) clock(bad func(field, format string, args ...any) error) error {
+	if c.steps > maxClockSteps {
+		return bad(index(index("device_traces", c.d), c.first)+".time_us", "%d, %d µs before entry %d's: time_us steps back %d times in this trace; entries are recorded in order, "+
+			"and a clock is set back a few times at most (%d allowed)", c.firstT, c.prevT-c.firstT, c.firstPrev, c.steps, maxClockSteps)
+	}
+	return nil
+}
+
+// blocksInside checks the distinct block events c kept against the
+// segments segs of s and the trace's segment events, reporting the first
+// in trace order that lies in none.
+func (c *traceCheck) blocksInside(s *Snapshot, segs []int, bad func(field, format string, args ...any) error) error {
+	merged := mergeRanges(append(s.segmentRanges(segs), c.segs...))
+	worst, wr := -1, addrRange{}
+	for r, i := range c.blocks {
+		if !inside(merged, r.lo, int64(r.hi-r.lo)) && (worst < 0 || i < worst) {
+			worst, wr = i, r
+		}
+	}
+	if worst >= 0 {
+		return outside(c.d, worst, c.blockActions[wr], wr.lo, int64(wr.hi-wr.lo), bad)
 	}
 	return nil
 }

@@ -131,7 +131,9 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		[]fileFlag{{"the snapshot argument", path}}); err != nil {
 		return err
 	}
-	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, FullStacks: f.fullStacks}
+	// The snapshot serves nothing after the analysis: its traces can go
+	// once they are the what-if replays' ops.
+	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, FullStacks: f.fullStacks, ReleaseTraces: true}
 	if len(f.whatIf) > 0 {
 		specs, err := allocSpecs(f.whatIf)
 		if err != nil {
@@ -144,7 +146,13 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		}
 		opts.WhatIf = specs
 	}
-	snap, name, err := readSnapshot(cmd.InOrStdin(), path)
+	ro := *readOpts
+	// Without a replay the trace's entries are checked as they stream and
+	// only its oom entries kept: memory then follows the segments, not
+	// the history.
+	ro.TraceOOMsOnly = f.noReplay
+	defer softLimit(path)()
+	snap, name, err := readSnapshot(cmd.InOrStdin(), path, &ro)
 	if err != nil {
 		return err
 	}
@@ -239,16 +247,16 @@ func warnCapacityBelowReserved(w io.Writer, rep *analysis.Report) {
 // readOpts: the analysis reads the stacks of blocks and oom entries only.
 var readOpts = &snapshot.Options{SkipTraceFrames: true}
 
-// readSnapshot reads the snapshot at path ("-": standard input), with the
-// collector tuned for decoding (tuneGC) and restored before it returns.
-func readSnapshot(stdin io.Reader, path string) (*snapshot.Snapshot, string, error) {
-	var size int64
-	if st, err := os.Stat(path); err == nil && path != "-" {
-		size = st.Size()
-	}
-	defer tuneGC(size)()
+// readSnapshot reads the snapshot at path ("-": standard input) with ro.
+// The collector runs as usual (GOGC): the reader streams, so most of what
+// decoding allocates is garbage at once. Holding the collector off while
+// decoding (until 64 bytes per input byte) had paid when the decoded
+// pickle stayed live to the end; streamed, it cost more than it saved
+// (a generated 1 GB snapshot, analyze --no-replay: 18.1 s user + 22.2 s
+// system and 12.6 GB with it, 21.7 s + 5.8 s and 4.3 GB without).
+func readSnapshot(stdin io.Reader, path string, ro *snapshot.Options) (*snapshot.Snapshot, string, error) {
 	if path == "-" {
-		s, err := snapshot.ReadOptions(stdin, "stdin", readOpts)
+		s, err := snapshot.ReadOptions(stdin, "stdin", ro)
 		return s, "stdin", err
 	}
 	file, err := os.Open(path)
@@ -259,34 +267,26 @@ func readSnapshot(stdin io.Reader, path string) (*snapshot.Snapshot, string, err
 	if st, err := file.Stat(); err == nil && st.IsDir() {
 		return nil, path, fmt.Errorf("%s: is a directory, not a snapshot file", path)
 	}
-	s, err := snapshot.ReadOptions(file, path, readOpts)
+	s, err := snapshot.ReadOptions(file, path, ro)
 	return s, path, err
 }
 
-// tuneGC trades memory for time while a snapshot is decoded, unless the
-// user set GOGC or GOMEMLIMIT. Decoding allocates about 25 bytes per input
-// byte, nearly all of it live until the decoder returns, so a collection
-// finds little garbage: at the default GOGC=100 the collector scanned the
-// same heap over and over, a third of the CPU time on a 3 MB file.
-// Collection is therefore off until the heap reaches a soft limit of 1 GiB
-// or 64 bytes per input byte, whichever is larger (a huge file is still
-// collected before it exhausts the machine). The returned function restores
-// the previous settings; readSnapshot calls it once the snapshot is decoded,
-// because the analysis is not like the decoding: most of the decoded pickle
-// is garbage once converted, and the replays allocate many times the input
-// (a 4.7 MB snapshot of 45,000 segments allocated 900 MB over its what-if
-// replays, and with collection still off the process grew to 1 GB; collected
-// as usual it peaks near 170 MB).
-func tuneGC(inputBytes int64) (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+// softLimit sets a soft memory limit (debug.SetMemoryLimit) of 2 bytes per
+// byte of the snapshot at path, at least 1 GiB, unless the user set GOGC
+// or GOMEMLIMIT, and returns the function that restores the previous one.
+// The collector then runs more often as the heap nears the limit instead of
+// letting it grow to twice the live data (GOGC=100): an analysis holds
+// about 1.5 bytes per input byte at its high-water mark (the trace as
+// TraceEntry, then the what-if ops beside it). A generated 1 GB snapshot:
+// 3.43 GB peak without a limit, 2.24 GB with GOMEMLIMIT=1800MiB, for 12%
+// more CPU.
+func softLimit(path string) (restore func()) {
+	st, err := os.Stat(path)
+	if err != nil || path == "-" || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	limit := debug.SetMemoryLimit(max(1<<30, 64*inputBytes))
-	percent := debug.SetGCPercent(-1)
-	return func() {
-		debug.SetGCPercent(percent)
-		debug.SetMemoryLimit(limit)
-	}
+	prev := debug.SetMemoryLimit(max(1<<30, 2*st.Size()))
+	return func() { debug.SetMemoryLimit(prev) }
 }
 
 // trimNewline drops one trailing newline.

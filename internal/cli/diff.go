@@ -119,11 +119,13 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 		return err
 	}
 	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, WhatIf: []string{},
-		FullStacks: f.fullStacks, TopSites: f.top, TopSegments: f.top}
+		FullStacks: f.fullStacks, TopSites: f.top, TopSegments: f.top, ReleaseTraces: true}
+	ro := *readOpts
+	ro.TraceOOMsOnly = f.noReplay // as analyze --no-replay: only oom entries kept
 	reps := make([]*analysis.Report, len(paths))
 	names := make([]string, len(paths))
 	for i, p := range paths {
-		snap, name, err := readSnapshot(cmd.InOrStdin(), p)
+		snap, name, err := readSnapshot(cmd.InOrStdin(), p, &ro)
 		if err != nil {
 			return err
 		}

@@ -207,6 +207,10 @@ func intervalReason(floor time.Duration) string {
 	return "shorter only burns CPU: Prometheus scrapes every 15s or so"
 }
 
+// exporterListening, when set, receives the listening address before the
+// snapshot directory's first scan (tests).
+var exporterListening func(net.Addr)
+
 // exporterReady, when set, receives the daemon's listening address (tests
 // of the signal path, which cannot pass one through Main).
 var exporterReady func(net.Addr)
@@ -304,6 +308,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger, Gzip: f.gzip}
 	var sources []exporter.Source
 	var capture *exporter.Capturer
+	var firstScan *exporter.SnapshotDir
 	if f.captureDir != "" {
 		capture, err = exporter.NewCapturer(exporter.CaptureConfig{
 			Dir: f.captureDir, MaxFiles: f.captureMaxFiles, MaxBytes: int64(f.captureMaxBytes),
@@ -323,14 +328,7 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		if err != nil {
 			return err
 		}
-		// The first scan happens before the server answers, so the first
-		// scrape already has the directory's figures; a first scan stuck
-		// for --stuck-after goes on in the background (the source is down
-		// and /healthz degraded meanwhile) rather than keeping the server
-		// from starting.
-		if err := dir.FirstScan(ctx); errors.Is(err, exporter.ErrStuck) {
-			logger.Error("first snapshot rescan stuck; serving meanwhile", "err", err.Error())
-		}
+		firstScan = dir
 		sources = append(sources, dir)
 		scfg.Runners = append(scfg.Runners, dir)
 	}
@@ -373,8 +371,25 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
+	// The server answers (/metrics, /healthz) from the start, while the
+	// snapshot directory's first scan runs (issue 25: a directory holding
+	// a large snapshot kept the listener closed for up to 86 s). ready is
+	// told once that scan is done, or stuck for --stuck-after (then it goes
+	// on in the background, the source down and /healthz degraded
+	// meanwhile), so that a test's first scrape has the directory's
+	// figures.
+	served := make(chan error, 1)
+	go func() { served <- exporter.Serve(ctx, ln, scfg) }()
+	if exporterListening != nil {
+		exporterListening(ln.Addr())
+	}
+	if firstScan != nil {
+		if err := firstScan.FirstScan(ctx); errors.Is(err, exporter.ErrStuck) {
+			logger.Error("first snapshot rescan stuck; serving meanwhile", "err", err.Error())
+		}
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
-	return exporter.Serve(ctx, ln, scfg)
+	return <-served
 }

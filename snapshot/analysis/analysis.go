@@ -62,6 +62,12 @@ type Options struct {
 	// Parallel is how many what-if replays run at once (default
 	// runtime.GOMAXPROCS). The result does not depend on it.
 	Parallel int
+	// ReleaseTraces lets Analyze drop each device's trace from the
+	// snapshot (s.DeviceTraces[d] = nil) once it has become the what-if
+	// replays' op trace, so that the replays do not keep it live: for a
+	// caller that reads the traces no more (the analyze command). A 12.7M
+	// event trace is 1 GB of TraceEntry.
+	ReleaseTraces bool
 }
 
 func (o *Options) defaults() {
@@ -193,8 +199,8 @@ func devices(s *snapshot.Snapshot) []int {
 	for _, seg := range s.Segments {
 		seen[seg.Device] = true
 	}
-	for d, tr := range s.DeviceTraces {
-		if len(tr) > 0 {
+	for d := range s.DeviceTraces {
+		if s.TraceEvents(d) > 0 {
 			seen[d] = true
 		}
 	}
@@ -214,7 +220,7 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	if d < len(s.DeviceTraces) {
 		trace = s.DeviceTraces[d]
 	}
-	dev.TraceEvents = len(trace)
+	dev.TraceEvents = s.TraceEvents(d)
 	dev.Capacity, dev.CapacitySource = opts.Capacity, "flag"
 	diagnose(s, d, &dev, opts)
 	dev.Attribution = attribute(s.Segments, opts.FullStacks, opts.TopSites)
@@ -223,6 +229,10 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	}
 	if opts.NoReplay {
 		return dev, nil
+	}
+	if !s.TraceComplete(d) {
+		return dev, fmt.Errorf("device %d: the snapshot was read with only its oom entries (snapshot.Options.TraceOOMsOnly): %d of %d trace entries, too few to replay",
+			d, len(trace), s.TraceEvents(d))
 	}
 	cfg, settings := recordedConfig(s.AllocatorSettings)
 	pre, preErr := reconstruct(s, d, trace, cfg)
@@ -251,7 +261,11 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 		dev.Metrics = frag.Compute(dev.Layout)
 	}
 	if len(opts.WhatIf) > 0 && preErr == nil && len(trace) > 0 {
-		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel)
+		var release func()
+		if opts.ReleaseTraces {
+			release = func() { s.DeviceTraces[d] = nil }
+		}
+		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel, release)
 		if err != nil {
 			return dev, err
 		}

@@ -44,10 +44,11 @@
 //     the model held no allocation), since the model's free blocks are then
 //     not the recorded allocator's.
 //  5. What-if: the same requests (pre-trace live blocks allocated first,
-//     then the trace) through alternative settings and allocators
-//     (optrace.ReplayAll over alloc/spec), with peak reserved, OOMs and
-//     fragmentation each, and a recommended PYTORCH_ALLOC_CONF line
-//     (PyTorch 2.8's name; PYTORCH_CUDA_ALLOC_CONF still works).
+//     then the trace, each oom entry as the request that failed) through
+//     alternative settings and allocators (optrace.ReplayAll over
+//     alloc/spec), with peak reserved, OOMs and fragmentation each, and a
+//     recommended PYTORCH_ALLOC_CONF line (PyTorch 2.8's name;
+//     PYTORCH_CUDA_ALLOC_CONF still works).
 //
 // Private pools (CUDA graphs, MemPool): the replay routes each alloc to the
 // pool PyTorch served it from (poolRouter: the entry's pool_id, else the

@@ -168,6 +168,8 @@ type RecommendDoc struct {
 	Reason        string `json:"reason"`
 	CapacityBytes int64  `json:"capacity_bytes"`
 	Ops           int    `json:"ops"`
+	// OOMRequests: the trace's oom entries replayed as requests (WhatIf).
+	OOMRequests int `json:"oom_requests"`
 }
 
 // StatsDoc is a memory_stats() dump's summary.
@@ -260,7 +262,7 @@ func (d Device) doc() DeviceDoc {
 				PeakReservedBytes: a.PeakReserved, PeakAllocated: a.PeakAllocated, EndReservedBytes: a.EndReserved,
 				OOMs: a.OOMs, PeakFragRate: a.PeakFragRate, EndFragRate: a.EndFragRate, FirstOOM: a.FirstOOM})
 		}
-		out.Recommend = &RecommendDoc{Line: w.Recommendation, Reason: w.Reason, CapacityBytes: w.Capacity, Ops: w.Ops}
+		out.Recommend = &RecommendDoc{Line: w.Recommendation, Reason: w.Reason, CapacityBytes: w.Capacity, Ops: w.Ops, OOMRequests: w.OOMRequests}
 	}
 	return out
 }

@@ -168,7 +168,11 @@ func (d Device) writeText(b *strings.Builder) {
 			len(d.Timeline), fb(peakR.Reserved), peakR.Event, peakR.FragRate, fb(peakA.Allocated), peakA.Event, last.FragRate)
 	}
 	if w := d.WhatIf; w != nil {
-		fmt.Fprintf(b, "\nWhat if (%d ops on a %s device)\n", w.Ops, fb(w.Capacity))
+		if w.OOMRequests > 0 {
+			fmt.Fprintf(b, "\nWhat if (%d ops on a %s device; OOMs count the trace's %d oom entries, replayed as requests)\n", w.Ops, fb(w.Capacity), w.OOMRequests)
+		} else {
+			fmt.Fprintf(b, "\nWhat if (%d ops on a %s device)\n", w.Ops, fb(w.Capacity))
+		}
 		fmt.Fprintf(b, "  %-62s %12s %5s %10s\n", "allocator", "peak reserved", "OOMs", "frag@peak")
 		for _, a := range w.Results {
 			mark := ""

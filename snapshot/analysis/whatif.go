@@ -43,8 +43,14 @@ type WhatIf struct {
 	// Ops is the length of the replayed op trace: the pre-trace live blocks
 	// allocated first, then the trace's allocs and frees, each run of
 	// segment_free as empty_cache.
-	Ops     int
-	Results []Alternative
+	Ops int
+	// OOMRequests counts the trace's oom entries replayed as requests:
+	// PyTorch records no alloc event for a request that failed, only the
+	// oom entry, so each becomes an alloc of its size, freed at once when
+	// an allocator serves it. Every Alternative's OOMs counts them, the
+	// recorded settings' included.
+	OOMRequests int
+	Results     []Alternative
 	// Recommendation is a PYTORCH_ALLOC_CONF line (spec.EnvVar; the
 	// older PYTORCH_CUDA_ALLOC_CONF takes the same value) (it may be the
 	// recorded one); Reason says why.
@@ -86,7 +92,22 @@ func (a Alternative) native() bool {
 // an op trace. Streams (cudaStream_t values) are renumbered densely in
 // order of first use, 0 staying 0.
 func buildOps(trace []snapshot.TraceEntry, pre preTrace) []optrace.Op {
-	var ops []optrace.Op
+	// Sized before it is filled: grown by append, the ops of a 12.7M-event
+	// trace (8.5M, 48 bytes each) reached twice their size while the trace
+	// was still live.
+	n := 0
+	for _, sg := range pre.segs {
+		n += len(sg.Live)
+	}
+	for i := range trace {
+		switch trace[i].Action {
+		case "alloc", "oom":
+			n += 2 // a lost free before it, or the free after it
+		case "free_completed", "segment_free":
+			n++
+		}
+	}
+	ops := make([]optrace.Op, 0, n)
 	streams := map[int64]int{0: 0}
 	stream := func(s int64) int {
 		n, ok := streams[s]
@@ -125,14 +146,35 @@ func buildOps(trace []snapshot.TraceEntry, pre preTrace) []optrace.Op {
 			if i == 0 || trace[i-1].Action != "segment_free" {
 				ops = append(ops, optrace.Op{Kind: optrace.EmptyCache})
 			}
+		case "oom":
+			// The failed request: no alloc event records it.
+			if e.Size <= 0 || e.Size > optrace.MaxSize {
+				continue
+			}
+			id := "o" + strconv.Itoa(i)
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream)},
+				optrace.Op{Kind: optrace.Free, ID: id})
 		}
 	}
 	return ops
 }
 
+// oomRequests counts the oom entries buildOps replays as requests.
+func oomRequests(trace []snapshot.TraceEntry) int {
+	n := 0
+	for _, e := range trace {
+		if e.Action == "oom" && e.Size > 0 && e.Size <= optrace.MaxSize {
+			n++
+		}
+	}
+	return n
+}
+
 // whatIf replays the device's requests through the recorded settings and
 // each alternative on a device of capacity bytes.
-func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []string, capacity int64, parallel int) (*WhatIf, error) {
+// release, when not nil, drops the snapshot's reference to the trace once
+// the ops are built (Options.ReleaseTraces).
+func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []string, capacity int64, parallel int, release func()) (*WhatIf, error) {
 	recorded := "caching"
 	if settings != "" {
 		recorded += ":" + settings
@@ -154,12 +196,16 @@ func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []
 			all = append(all, s)
 		}
 	}
-	ops := buildOps(trace, pre)
+	ops, oomReqs := buildOps(trace, pre), oomRequests(trace)
+	if release != nil {
+		trace = nil
+		release()
+	}
 	results, err := replayAll(ops, all, capacity, parallel)
 	if err != nil {
 		return nil, fmt.Errorf("what-if replay: %w", err)
 	}
-	w := &WhatIf{Capacity: capacity, Ops: len(ops)}
+	w := &WhatIf{Capacity: capacity, Ops: len(ops), OOMRequests: oomReqs}
 	for i, r := range results {
 		alt := Alternative{Settings: r.Allocator, Recorded: i == 0, PeakReserved: r.PeakReservedBytes,
 			PeakAllocated: r.PeakAllocatedBytes, EndReserved: r.EndReservedBytes, OOMs: r.OOMs,

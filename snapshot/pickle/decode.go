@@ -5,42 +5,44 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 )
 
 // Default limits; see Options.
 const (
-	// DefaultMaxInputBytes (1 GiB) is far above the snapshots seen so far
-	// (the shared ones are at most 1 MiB, the largest public ones a few MiB)
-	// and leaves room for long traces with stacks; the input is read into
-	// memory whole.
-	DefaultMaxInputBytes = 1 << 30
 	// DefaultMaxDepth (1000) matches CPython's default recursion limit, so
 	// anything Python itself could pickle and unpickle fits. Snapshots nest
 	// 6 deep (segments → segment → blocks → block → frames → frame).
 	DefaultMaxDepth = 1000
-	// DefaultDecodedFactor (48) bounds the estimated memory of the decoded
-	// values to 48 times the input plus DefaultDecodedSlack. The four real
-	// snapshots measure 7 to 17 times their size (estimate and live heap
-	// agree within 25%; the legacy file, dense with shared frames, is the
-	// highest), so 48 leaves a margin of almost 3. Inputs built to amplify
-	// go past 100 (a file of EMPTY_DICT bytes: 144) and are stopped.
+	// DefaultDecodedFactor (48) bounds the estimated bytes of the values
+	// decoded to 48 times the input read so far plus DefaultDecodedSlack:
+	// a bound on work per input byte, checked as the input streams in. The
+	// four real snapshots decode 7 to 17 times their size (estimate and
+	// live heap agree within 25%; the legacy file, dense with shared
+	// frames, is the highest), so 48 leaves a margin of almost 3. Inputs
+	// built to amplify go past 100 (a file of EMPTY_DICT bytes: 144) and
+	// are stopped. Values a Stream consumed and the decoder forgot stay
+	// charged: the bound is on what is built, not on what is kept.
 	DefaultDecodedFactor = 48
 	// DefaultDecodedSlack (1 MiB) lets tiny inputs decode without fuss.
 	DefaultDecodedSlack = 1 << 20
-	// DefaultMaxMemo (1<<24 entries, 512 MiB of memo): the largest shared
-	// snapshot stores about 11,500 memo entries per MiB, so a 1 GiB file
-	// like it needs about 12M. Below that the default is one entry per
-	// memoBytesPerEntry input bytes. Memo entries are charged to
+	// DefaultMaxMemo (1<<24 entries, 512 MiB of memo) bounds the memo
+	// entries held at once: stored and not forgotten (Options.Stream). A
+	// snapshot holds one per distinct string, frame, stack, segment and
+	// block, and, unless streamed, one or two per trace entry: the largest
+	// shared snapshot stores about 11,500 per MiB, and a 1 GB file written
+	// by Python at one per 64 bytes stores 16M, which only streaming its
+	// trace keeps below the cap. Memo entries are charged to
 	// MaxDecodedBytes as well.
 	DefaultMaxMemo = 1 << 24
 	// memoBytesPerEntry (2): Python's pickler memoizes an object once,
 	// right after the opcodes that build it (at least one byte), with a
 	// memo opcode of at least one byte, so nothing Python writes has more
-	// than one memo entry per 2 input bytes (the shared snapshots: one per
-	// 8 to 22). A file of bare MEMOIZE opcodes (one entry per byte) is cut
-	// off at half its length instead of building a memo of 32 bytes per
-	// input byte.
+	// than one memo entry per 2 input bytes read (the shared snapshots:
+	// one per 8 to 22; generated LLM-serving histories one per 30). A
+	// file of bare MEMOIZE opcodes (one entry per byte) is cut off at half
+	// its length instead of building a memo of 32 bytes per input byte.
 	memoBytesPerEntry = 2
 	// memoSlack (1024 entries) lets tiny hand-written pickles memoize freely.
 	memoSlack = 1024
@@ -49,18 +51,22 @@ const (
 // Options bounds decoding. The zero value (or a nil *Options) means the
 // defaults; a field left at zero takes its default.
 type Options struct {
-	// MaxInputBytes caps the input (default DefaultMaxInputBytes).
+	// MaxInputBytes caps the input; 0 means no cap. Decoding streams, so
+	// the input's size does not bound the decoder's memory: the limits
+	// below, on what the values build and hold, do.
 	MaxInputBytes int64
 	// MaxDepth caps the nesting of decoded containers and of open MARKs
 	// (default DefaultMaxDepth).
 	MaxDepth int
 	// MaxDecodedBytes caps an estimate of the memory the decoded values use
-	// (default DefaultDecodedFactor × input size + DefaultDecodedSlack).
-	// The estimate counts containers, entries, strings, boxed numbers, the
-	// memo and the stack's high-water mark at 64-bit Go sizes.
+	// (default DefaultDecodedFactor × the input read so far +
+	// DefaultDecodedSlack, checked as decoding goes). The estimate counts
+	// containers, entries, strings, boxed numbers, the memo and the
+	// stack's high-water mark at 64-bit Go sizes.
 	MaxDecodedBytes int64
-	// MaxMemo caps the number of memo entries (default one per 2 input
-	// bytes plus 1024, at most DefaultMaxMemo).
+	// MaxMemo caps the memo entries held at once (default DefaultMaxMemo);
+	// besides, an input may store at most one memo entry per 2 bytes read
+	// (plus 1024), as every pickle Python writes does.
 	MaxMemo int
 	// MaxBytesObject caps the length of one bytes object (BINBYTES and
 	// its short and 8-byte forms); 0 means no cap but the input's. A
@@ -69,36 +75,83 @@ type Options struct {
 	// bytes it names, whether the input can be its format (package
 	// snapshot: CheckPrefix).
 	MaxBytesObject int64
+	// Stream, when set, receives the items of chosen lists as they are
+	// appended instead of the lists keeping them; see Stream.
+	Stream *Stream
 }
 
-func (o *Options) withDefaults(n int) Options {
+// Stream hands a caller the items of the lists that are the items of the
+// list under Key in the top-level dict (a snapshot's device_traces: one
+// list of trace entries per device), batch by batch as they are appended,
+// so that the caller converts each and the decoder can forget it: a
+// pickle's history is read in one pass, in memory that does not grow with
+// its length. Such a list decodes as a *Streamed in place of its []any.
+//
+// A list is recognised from its place on the stack when it is first
+// appended to: the top-level dict at the bottom with its key-value batch
+// open, Key, then the outer list, then this list, with no other container
+// open between them; a list built otherwise (LIST from a MARK, or shared
+// through the memo) is decoded as usual.
+type Stream struct {
+	Key string
+	// Items receives a batch; s.Len counts the items of earlier batches.
+	// An error stops decoding and is returned as it is.
+	Items func(s *Streamed, items []Item) error
+	// ForgetLists: besides each item dict, forget the lists memoized
+	// while it was built (a trace entry's frames list), which a later
+	// reference then finds as a Forgotten value. Set it when the caller
+	// does not read those lists again.
+	ForgetLists bool
+}
+
+// Streamed stands for a list whose items went to Stream.Items: its
+// position in the outer list and its length.
+type Streamed struct {
+	Index, Len int
+}
+
+// Item is a value handed to Stream.Items, with the offset of the opcode
+// that pushed it.
+type Item struct {
+	V   any
+	Off int64
+}
+
+// Forgotten is what a memo reference to a value Stream consumed yields
+// (the decoder forgot it): its memo index.
+type Forgotten struct {
+	Index uint64
+}
+
+func (o *Options) withDefaults() Options {
 	var r Options
 	if o != nil {
 		r = *o
 	}
-	if r.MaxInputBytes <= 0 {
-		r.MaxInputBytes = DefaultMaxInputBytes
-	}
 	if r.MaxDepth <= 0 {
 		r.MaxDepth = DefaultMaxDepth
 	}
-	if r.MaxDecodedBytes <= 0 {
-		r.MaxDecodedBytes = DefaultDecodedFactor*int64(n) + DefaultDecodedSlack
-	}
 	if r.MaxMemo <= 0 {
-		r.MaxMemo = min(DefaultMaxMemo, n/memoBytesPerEntry+memoSlack)
+		r.MaxMemo = DefaultMaxMemo
 	}
 	return r
 }
 
-// Decode reads all of r (at most opts.MaxInputBytes) and decodes one pickle.
-// Errors from the pickle are *Error; an error reading r is returned wrapped.
-// The first two bytes are checked (CheckStart), then the first PrefixLen
-// (CheckPrefix), before the rest is read, so an endless stream that is no
-// pickle (/dev/zero) fails at once, and one that only begins like a pickle
-// within its first kilobytes.
+// Decode decodes one pickle from r in one pass, reading it in pieces
+// (never the whole input in memory). Errors from the pickle are *Error; an
+// error reading r is returned wrapped. The first two bytes are checked
+// (CheckStart), then the first PrefixLen (CheckPrefix), before the rest is
+// read, so an endless stream that is no pickle (/dev/zero) fails at once,
+// and one that only begins like a pickle within its first kilobytes. When
+// r knows its size (a regular *os.File, a bytes.Reader), declared lengths
+// are checked against it before anything is read.
 func Decode(r io.Reader, opts *Options) (any, error) {
-	o := opts.withDefaults(0)
+	return DecodeSize(r, -1, opts)
+}
+
+// DecodeSize is Decode of an input of size bytes (-1: unknown; then r's
+// own size when it knows it).
+func DecodeSize(r io.Reader, size int64, opts *Options) (any, error) {
 	head := make([]byte, PrefixLen+1) // one more: whether the input goes on
 	n, err := io.ReadFull(r, head[:2])
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -107,6 +160,9 @@ func Decode(r io.Reader, opts *Options) (any, error) {
 	if err := CheckStart(head[:n]); err != nil {
 		return nil, err
 	}
+	if size < 0 {
+		size = ReaderSize(r, int64(n))
+	}
 	if n == 2 {
 		m, err := io.ReadFull(r, head[2:])
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -114,17 +170,47 @@ func Decode(r io.Reader, opts *Options) (any, error) {
 		}
 		n += m
 		if n == len(head) {
-			if err := CheckPrefix(head[:PrefixLen], -1, opts); err != nil {
+			if err := CheckPrefix(head[:PrefixLen], size, opts); err != nil {
 				return nil, err
 			}
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(head[:n]), r), o.MaxInputBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading input: %w", err)
-	}
-	return DecodeBytes(data, opts)
+	return DecodeReader(head[:n], r, size, opts)
 }
+
+// ReaderSize is the size of an input of which read bytes were read from
+// r, when r knows it (a regular file, a bytes.Reader), else -1.
+func ReaderSize(r io.Reader, read int64) int64 {
+	switch x := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := x.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	case interface{ Len() int }:
+		return read + int64(x.Len())
+	}
+	return -1
+}
+
+// DecodeReader decodes one pickle whose first bytes, head, were read
+// already, and whose rest r holds; size is the whole input's length, or -1
+// when unknown. It does not check the prefix (Decode does); a caller that
+// sniffed the input itself calls CheckPrefix, then this.
+func DecodeReader(head []byte, r io.Reader, size int64, opts *Options) (any, error) {
+	o := opts.withDefaults()
+	if size >= 0 && o.MaxInputBytes > 0 && size > o.MaxInputBytes {
+		return nil, &Error{Offset: o.MaxInputBytes, Err: ErrLimit,
+			Msg: fmt.Sprintf("input larger than %d bytes", o.MaxInputBytes)}
+	}
+	buf := make([]byte, len(head), max(len(head), readChunk))
+	copy(buf, head)
+	d := decoder{data: buf, r: r, opts: o, limit: size}
+	d.memo.chunks = [][]memoEntry{make([]memoEntry, 0, 256)}
+	return d.run()
+}
+
+// readChunk (256 KiB) is how much the decoder reads at a time.
+const readChunk = 256 << 10
 
 // CheckStart looks at the first bytes of an input (two are enough; fewer
 // if the input is shorter) and returns an *Error when no pickle this
@@ -194,13 +280,18 @@ const PrefixLen = 16 << 10
 // total (or MaxInputBytes) as that size. DecodeBytes refuses the whole
 // input too, and when total is known, with the same error.
 func CheckPrefix(prefix []byte, total int64, opts *Options) error {
-	o := opts.withDefaults(0)
-	sized := total >= 0 && total <= o.MaxInputBytes
+	o := opts.withDefaults()
+	sized := total >= 0 && (o.MaxInputBytes <= 0 || total <= o.MaxInputBytes)
 	if !sized {
 		total = o.MaxInputBytes
+		if total <= 0 {
+			total = -1 // unknown and unbounded
+		}
 	}
-	total = max(total, int64(len(prefix)))
-	d := decoder{data: prefix, opts: opts.withDefaults(int(min(total, math.MaxInt))), prefix: true, sized: sized, limit: total}
+	if total >= 0 {
+		total = max(total, int64(len(prefix)))
+	}
+	d := decoder{data: prefix, opts: o, prefix: true, sized: sized, limit: total}
 	d.memo.chunks = [][]memoEntry{make([]memoEntry, 0, min(len(prefix)/16+16, memoChunk))}
 	_, err := d.run()
 	return err
@@ -209,8 +300,8 @@ func CheckPrefix(prefix []byte, total int64, opts *Options) error {
 // DecodeBytes decodes one pickle that fills data. Nothing may follow STOP.
 // The result does not refer to data.
 func DecodeBytes(data []byte, opts *Options) (any, error) {
-	o := opts.withDefaults(len(data))
-	if int64(len(data)) > o.MaxInputBytes {
+	o := opts.withDefaults()
+	if o.MaxInputBytes > 0 && int64(len(data)) > o.MaxInputBytes {
 		return nil, &Error{Offset: o.MaxInputBytes, Err: ErrLimit,
 			Msg: fmt.Sprintf("input larger than %d bytes", o.MaxInputBytes)}
 	}
@@ -223,25 +314,37 @@ func DecodeBytes(data []byte, opts *Options) (any, error) {
 }
 
 type decoder struct {
-	data []byte
+	// data is the input's bytes from offset inBase on, of which pos is the
+	// next to read; r, when not nil, holds the rest (fill reads it).
+	data   []byte
+	r      io.Reader
+	inBase int64
+	eof    bool // r returned io.EOF
 	// prefix: data is the beginning of a longer input (CheckPrefix), of
 	// limit bytes in all (sized), or of at most limit bytes: running out of
-	// data ends the check, not the pickle. Otherwise limit is len(data).
+	// data ends the check, not the pickle. Otherwise limit is the input's
+	// length, or -1 when it is not known (a stream).
 	prefix bool
 	sized  bool
 	limit  int64
-	pos    int  // next byte to read
-	op     int  // offset of the opcode being run
-	opb    byte // the opcode being run
-	opts   Options
-	stack  []item
-	marks  []int // stack lengths at each open MARK
-	base   int   // len of stack at the innermost MARK (0 if none)
-	memo   memoTable
+	pos    int // next byte to read, in data
+	// frameOp and frameEnd: the last FRAME's offset and the end it
+	// declares, checked at STOP when the input's length was not known.
+	frameOp, frameEnd int64
+	op                int64 // offset of the opcode being run
+	opb               byte  // the opcode being run
+	opts              Options
+	stack             []item
+	marks             []int // stack lengths at each open MARK
+	base              int   // len of stack at the innermost MARK (0 if none)
+	memo              memoTable
 	// sparse holds memo entries whose index is past the end of memo.
 	sparse map[uint32]item
 	nmemo  int
-	budget int64 // estimated decoded bytes still allowed
+	// forgotten counts memo entries forgotten (Stream); nmemo-forgotten
+	// are held.
+	forgotten int
+	spent     int64 // estimated decoded bytes built so far
 	// maxStack is the largest capacity the stack has had; see grew.
 	maxStack int
 	// Slabs: dicts, lists and the first batch of a dict's entries are
@@ -253,6 +356,8 @@ type decoder struct {
 	dicts []Dict
 	lists []list
 	ents  []entry
+	// streamed counts the lists routed to opts.Stream.
+	streamed int
 }
 
 // slabSize is the number of values allocated at once for each slab, and
@@ -267,7 +372,7 @@ func (d *decoder) newDict() *Dict {
 	if len(d.dicts) == cap(d.dicts) {
 		d.dicts = make([]Dict, 0, slabSize)
 	}
-	d.dicts = append(d.dicts, Dict{off: int64(d.op), depth: 1})
+	d.dicts = append(d.dicts, Dict{off: d.op, depth: 1})
 	return &d.dicts[len(d.dicts)-1]
 }
 
@@ -308,16 +413,75 @@ const (
 )
 
 func (d *decoder) fail(kind error, format string, args ...any) *Error {
-	return &Error{Offset: int64(d.op), Op: d.opb, OpName: OpName(d.opb),
+	return &Error{Offset: d.op, Op: d.opb, OpName: OpName(d.opb),
 		Msg: fmt.Sprintf(format, args...), Err: kind}
 }
 
 func (d *decoder) charge(n int64) error {
-	d.budget -= n
-	if d.budget < 0 {
-		return d.fail(ErrLimit, "decoded values exceed %d bytes (Options.MaxDecodedBytes)", d.opts.MaxDecodedBytes)
+	d.spent += n
+	if m := d.opts.MaxDecodedBytes; m > 0 {
+		if d.spent > m {
+			return d.fail(ErrLimit, "decoded values exceed %d bytes (Options.MaxDecodedBytes)", m)
+		}
+		return nil
+	}
+	if allowed := DefaultDecodedFactor*max(d.read(), d.limit) + DefaultDecodedSlack; d.spent > allowed {
+		return d.fail(ErrLimit, "decoded values exceed %d bytes (Options.MaxDecodedBytes: %d per input byte)", allowed, DefaultDecodedFactor)
 	}
 	return nil
+}
+
+// read is the number of input bytes read so far (up to the opcode being
+// decoded).
+func (d *decoder) read() int64 { return d.inBase + int64(d.pos) }
+
+// fill reads from r until at least n bytes follow pos or the input ends,
+// and reports whether they do. The buffer grows only as bytes arrive, so
+// a declared length cannot make it allocate more than the input holds.
+func (d *decoder) fill(n int) (bool, error) {
+	if len(d.data)-d.pos >= n {
+		return true, nil
+	}
+	if d.r == nil || d.eof {
+		return false, nil
+	}
+	if d.pos > 0 { // keep only the unread bytes
+		k := copy(d.data, d.data[d.pos:])
+		d.inBase += int64(d.pos)
+		d.data, d.pos = d.data[:k], 0
+	}
+	for len(d.data) < n {
+		if len(d.data) == cap(d.data) {
+			nb := make([]byte, len(d.data), max(readChunk, min(2*cap(d.data), n+readChunk)))
+			copy(nb, d.data)
+			d.data = nb
+		}
+		m, err := d.r.Read(d.data[len(d.data):cap(d.data)])
+		d.data = d.data[:len(d.data)+m]
+		if d.opts.MaxInputBytes > 0 && d.inBase+int64(len(d.data)) > d.opts.MaxInputBytes {
+			return false, &Error{Offset: d.opts.MaxInputBytes, Err: ErrLimit,
+				Msg: fmt.Sprintf("input larger than %d bytes", d.opts.MaxInputBytes)}
+		}
+		if err == io.EOF {
+			d.eof = true
+			return len(d.data) >= n, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("pickle: reading input at offset %d: %w", d.inBase+int64(len(d.data)), err)
+		}
+	}
+	return true, nil
+}
+
+// end is the input's length when it is known (-1 otherwise).
+func (d *decoder) end() int64 {
+	if d.prefix {
+		return d.limit
+	}
+	if d.r == nil || d.eof {
+		return d.inBase + int64(len(d.data))
+	}
+	return d.limit
 }
 
 // errPrefixEnd: the data of a CheckPrefix ran out; nothing was wrong.
@@ -325,17 +489,23 @@ var errPrefixEnd = &Error{Offset: -1, Err: ErrTruncated, Msg: "end of the prefix
 
 // need checks that n more bytes follow before anything is read.
 func (d *decoder) need(n int) error {
-	if len(d.data)-d.pos < n {
+	ok, err := d.fill(n)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		if d.prefix {
 			return errPrefixEnd
 		}
-		return &Error{Offset: int64(len(d.data)), Op: d.opb, OpName: OpName(d.opb), Err: ErrTruncated,
-			Msg: fmt.Sprintf("input ends inside the opcode at offset %d (needs %d more bytes, has %d)", d.op, n, len(d.data)-d.pos)}
+		have := len(d.data) - d.pos
+		return &Error{Offset: d.inBase + int64(len(d.data)), Op: d.opb, OpName: OpName(d.opb), Err: ErrTruncated,
+			Msg: fmt.Sprintf("input ends inside the opcode at offset %d (needs %d more bytes, has %d)", d.op, n, have)}
 	}
 	return nil
 }
 
-// take returns the next n bytes (n already checked to be ≥ 0).
+// take returns the next n bytes (n already checked to be ≥ 0); they stay
+// valid until the next read.
 func (d *decoder) take(n int) ([]byte, error) {
 	if err := d.need(n); err != nil {
 		return nil, err
@@ -366,8 +536,14 @@ func (d *decoder) length(w int, signed bool) (int, error) {
 	default:
 		n = binary.LittleEndian.Uint64(b)
 	}
-	if rem := uint64(d.limit - int64(d.pos)); n > rem {
-		return 0, d.fail(ErrLength, "declared length exceeds remaining input (%d > %d bytes; input ends at offset %d)", n, rem, d.limit)
+	if end := d.end(); end >= 0 {
+		if rem := uint64(end - d.read()); n > rem {
+			return 0, d.fail(ErrLength, "declared length exceeds remaining input (%d > %d bytes; input ends at offset %d)", n, rem, end)
+		}
+	} else if n > math.MaxInt32 {
+		// A stream of unknown length: the bytes are read before they are
+		// kept, so only the int conversion needs a bound.
+		return 0, d.fail(ErrLength, "declared length %d, more than a stream of unknown length may declare (%d)", n, math.MaxInt32)
 	}
 	return int(n), nil
 }
@@ -454,20 +630,24 @@ func (d *decoder) run() (v any, err error) {
 		// Last resort: every path above returns errors; FuzzDecode checks
 		// that this never fires.
 		if r := recover(); r != nil {
-			v, err = nil, &Error{Offset: int64(d.op), Op: d.opb, OpName: OpName(d.opb), Err: ErrMalformed,
+			v, err = nil, &Error{Offset: d.op, Op: d.opb, OpName: OpName(d.opb), Err: ErrMalformed,
 				Msg: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
-	d.budget = d.opts.MaxDecodedBytes
 	for {
+		if d.pos >= len(d.data) {
+			if _, err := d.fill(1); err != nil {
+				return nil, err
+			}
+		}
 		if d.pos >= len(d.data) && d.prefix {
 			return nil, nil
 		}
 		if d.pos >= len(d.data) {
-			d.op = len(d.data)
-			return nil, &Error{Offset: int64(len(d.data)), Err: ErrTruncated, Msg: "input ends before STOP"}
+			d.op = d.read()
+			return nil, &Error{Offset: d.op, Err: ErrTruncated, Msg: "input ends before STOP"}
 		}
-		d.op, d.opb = d.pos, d.data[d.pos]
+		d.op, d.opb = d.read(), d.data[d.pos]
 		d.pos++
 		done, err := d.step()
 		if err == nil {
@@ -484,14 +664,27 @@ func (d *decoder) run() (v any, err error) {
 			if err != nil {
 				return nil, err
 			}
-			if d.prefix && d.sized && d.limit > int64(d.pos) {
-				return nil, d.fail(ErrMalformed, "%d bytes of data after STOP", d.limit-int64(d.pos))
+			if d.prefix && d.sized && d.limit > d.read() {
+				return nil, d.fail(ErrMalformed, "%d bytes of data after STOP", d.limit-d.read())
 			}
 			if d.prefix && !d.sized {
 				return nil, d.fail(ErrMalformed, "data after STOP (at least %d bytes)", max(1, len(d.data)-d.pos))
 			}
+			if _, err := d.fill(1); err != nil {
+				return nil, err
+			}
+			if end := d.read(); d.pos == len(d.data) && d.frameEnd > end {
+				// A stream of unknown length: the frame's declared length
+				// is checked at its end.
+				d.op, d.opb = d.frameOp, opFrame
+				return nil, d.fail(ErrLength, "declared length exceeds remaining input (%d > %d bytes; input ends at offset %d)",
+					d.frameEnd-d.frameOp-9, end-d.frameOp-9, end)
+			}
 			if d.pos != len(d.data) {
-				return nil, d.fail(ErrMalformed, "%d bytes of data after STOP", len(d.data)-d.pos)
+				if end := d.end(); end >= 0 {
+					return nil, d.fail(ErrMalformed, "%d bytes of data after STOP", end-d.read())
+				}
+				return nil, d.fail(ErrMalformed, "data after STOP (at least %d bytes)", len(d.data)-d.pos)
 			}
 			return use(it[0].v), nil
 		}
@@ -507,12 +700,14 @@ func (d *decoder) step() (done bool, err error) {
 			return false, err
 		}
 		if b[0] < minProtocol || b[0] > maxProtocol {
-			return false, protocolErr(int64(d.op), b[0])
+			return false, protocolErr(d.op, b[0])
 		}
 	case opFrame:
-		if _, err := d.length(8, false); err != nil {
+		n, err := d.length(8, false)
+		if err != nil {
 			return false, err
 		}
+		d.frameOp, d.frameEnd = d.op, d.read()+int64(n)
 	case opStop:
 		return true, nil
 	case opMark:
@@ -641,7 +836,7 @@ func (d *decoder) step() (done bool, err error) {
 		if err := d.charge(costDict); err != nil {
 			return false, err
 		}
-		m := &Dict{off: int64(d.op), depth: 1}
+		m := &Dict{off: d.op, depth: 1}
 		if err := d.setItems(m, items); err != nil {
 			return false, err
 		}
@@ -738,6 +933,10 @@ func typeName(v any) string {
 		return "tuple"
 	case *Dict:
 		return "dict"
+	case *Streamed:
+		return "list (streamed)"
+	case Forgotten:
+		return "value already streamed and forgotten"
 	}
 	return fmt.Sprintf("%T", v)
 }

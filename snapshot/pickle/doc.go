@@ -10,10 +10,12 @@
 // error that names the opcode and its byte offset, as is every opcode this
 // package does not know. Input is bounded before anything is allocated:
 //
-//   - the whole input is capped (Options.MaxInputBytes), and Decode checks
-//     the first two bytes (CheckStart), then decodes the first PrefixLen
-//     (16 KiB: CheckPrefix), before it reads the rest, so random bytes
-//     after a PROTO fail within a few opcodes, not after 1 GiB of reading;
+//   - the input is read in one pass, a piece at a time, never whole: Decode
+//     checks the first two bytes (CheckStart), then decodes the first
+//     PrefixLen (16 KiB: CheckPrefix), before it reads the rest, so random
+//     bytes after a PROTO fail within a few opcodes; the input's size is
+//     not capped (Options.MaxInputBytes can), what decoding builds and
+//     holds is;
 //   - a PROTO of a protocol other than 2 to 5 is refused naming the
 //     protocol and its offset;
 //   - every declared length (strings, bytes, big integers, FRAME) is checked
@@ -23,9 +25,21 @@
 //     without them sets it, so that a random length cannot make it read
 //     on);
 //   - nesting depth of the decoded values (Options.MaxDepth), open MARKs
-//     (same limit), memo entries (Options.MaxMemo, by default one per 2
-//     input bytes) and an estimate of the bytes the decoded values occupy
-//     (Options.MaxDecodedBytes) are capped.
+//     (same limit), memo entries (one per 2 input bytes, as Python writes
+//     at most; Options.MaxMemo held at once) and an estimate of the bytes
+//     the decoded values occupy (Options.MaxDecodedBytes, by default 48
+//     per input byte) are capped.
+//
+// # Streaming
+//
+// With Options.Stream, the items of the lists under one key of the
+// top-level dict (a snapshot's device_traces) go to a callback batch by
+// batch as they are appended, and the decoder forgets each item dict (and
+// the lists memoized while it was built) from its memo: a later memo
+// reference to one yields a Forgotten value, and a chunk of the memo whose
+// entries are all forgotten is freed. A snapshot's trace is thus decoded
+// in memory that follows its distinct strings, frames, segments and
+// blocks, not its length.
 //
 // Malformed input gives an *Error, never a panic.
 //

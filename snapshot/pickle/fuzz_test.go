@@ -1,11 +1,13 @@
 package pickle_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
@@ -46,6 +48,16 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("CheckPrefix of %d bytes: %v; DecodeBytes: %v", len(data)/2, perr, derr)
 		}
 		_, err := pickle.DecodeBytes(data, &pickle.Options{MaxDepth: 200})
+		// Streamed from a reader of unknown size, read a few bytes at a
+		// time, with a Stream on "a" (so that lists of lists under a
+		// top-level key stream): a pickle that decodes whole decodes
+		// streamed, and one that fails, fails (a truncation may show at
+		// another offset, since the stream's end is not known before).
+		stream := &pickle.Stream{Key: "a", ForgetLists: true, Items: func(*pickle.Streamed, []pickle.Item) error { return nil }}
+		_, serr := pickle.Decode(iotest.HalfReader(bytes.NewReader(data)), &pickle.Options{MaxDepth: 200, Stream: stream})
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("decoded whole: %v; streamed: %v", err, serr)
+		}
 		if err == nil {
 			if serr := pickle.CheckStart(data); serr != nil {
 				t.Fatalf("decodes, but CheckStart refuses it: %v", serr)

@@ -11,7 +11,7 @@ type item struct {
 }
 
 func (d *decoder) push(v any, depth int32) {
-	d.pushItem(item{v: v, off: int64(d.op), depth: depth})
+	d.pushItem(item{v: v, off: d.op, depth: depth})
 }
 
 // grow returns s with room for n more elements, doubling its capacity when
@@ -104,6 +104,9 @@ func use(v any) any {
 	switch c := v.(type) {
 	case *list:
 		c.used = true
+		if c.stream != nil {
+			return c.stream
+		}
 		if c.items == nil {
 			return []any{}
 		}
@@ -149,6 +152,15 @@ func (d *decoder) appendItems(target item, items []item) error {
 	}
 	if err := d.charge(costValue * int64(len(items))); err != nil {
 		return err
+	}
+	if l.route == 0 {
+		l.route = -1
+		if d.routes(len(d.stack) - 1) {
+			l.route = 1
+		}
+	}
+	if l.route > 0 {
+		return d.streamItems(l, items)
 	}
 	l.items = grow(l.items, len(items))
 	for _, it := range items {
@@ -208,5 +220,71 @@ func (d *decoder) tuple(items []item) error {
 		t[i] = use(it.v)
 	}
 	d.push(t, depth)
+	return nil
+}
+
+// routes reports whether the list at stack position p streams its items
+// to opts.Stream: below it, the outer list under Stream.Key in the
+// top-level dict, nothing else open (see Stream). It sets the list's
+// Streamed.
+func (d *decoder) routes(p int) bool {
+	st := d.opts.Stream
+	if st == nil || p < 3 || len(d.marks) == 0 || d.marks[0] != 1 {
+		return false
+	}
+	// The open marks: the top dict's batch (at 1) and, when the outer
+	// list's items come in a batch, that batch's (right above it).
+	q := p - 1 // the outer list's position
+	switch len(d.marks) {
+	case 1:
+	case 2:
+		q = d.marks[1] - 1
+	default:
+		return false
+	}
+	if q < 2 || q%2 != 0 || q >= p {
+		return false
+	}
+	top, ok := d.stack[0].v.(*Dict)
+	if !ok || top.used {
+		return false
+	}
+	outer, ok := d.stack[q].v.(*list)
+	if !ok || outer.used {
+		return false
+	}
+	if k, ok := d.stack[q-1].v.(string); !ok || k != st.Key {
+		return false
+	}
+	l := d.stack[p].v.(*list)
+	l.stream = &Streamed{Index: len(outer.items) + p - q - 1}
+	d.streamed++
+	return true
+}
+
+// streamItems hands items, appended to the streamed list l, to
+// opts.Stream, then forgets each dict among them.
+func (d *decoder) streamItems(l *list, items []item) error {
+	st := d.opts.Stream
+	batch := make([]Item, len(items))
+	for i, it := range items {
+		if err := d.deeper(&l.depth, depthOf(it)); err != nil {
+			return err
+		}
+		batch[i] = Item{V: use(it.v), Off: it.off}
+	}
+	if err := st.Items(l.stream, batch); err != nil {
+		return err
+	}
+	l.stream.Len += len(items)
+	for i, it := range items {
+		end := d.memo.len()
+		if i+1 < len(items) {
+			if next, ok := items[i+1].v.(*Dict); ok && next.memo > 0 {
+				end = int(next.memo - 1)
+			}
+		}
+		d.forget(it.v, end, st.ForgetLists)
+	}
 	return nil
 }

@@ -19,6 +19,8 @@ type Dict struct {
 	off   int64 // offset of the opcode that made the dict
 	depth int32 // 1 + the deepest value inside
 	used  bool  // put into another container: frozen from then on
+	// memo is 1 + the memo index it was last stored at; 0 if none.
+	memo int32
 }
 
 // entry is one key and value, with the offset of the opcode that pushed the
@@ -165,4 +167,8 @@ type list struct {
 	items []any
 	depth int32
 	used  bool
+	// route: 0 until first appended to, then 1 when its items go to
+	// Options.Stream (stream says where), -1 when they do not.
+	route  int8
+	stream *Streamed
 }

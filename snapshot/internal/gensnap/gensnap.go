@@ -1,0 +1,673 @@
+// Package gensnap writes synthetic PyTorch memory snapshots of an
+// LLM-serving allocation pattern, of a requested size, for benchmarks and
+// tests of the snapshot reader and the analysis (issue 25).
+//
+// The history is consistent: it is what our model of the caching allocator
+// (alloc/caching, default settings) does with the requests, recorded the way
+// PyTorch records it, so a replay of the file matches address for address
+// and the final segments are the model's state after the last event. The
+// requests: model weights and a KV cache allocated once, then serving
+// steps, each a forward pass over a batch of T tokens (T from the decode
+// buckets 1 to 512 a CUDA-graph server uses, or a prefill chunk of up to
+// 2,048): per layer the activations of attention and MLP, allocated and
+// freed in the order a transformer block does, a few small tensors of
+// sampling metadata, and the logits. Every OOMEvery-th step records an oom
+// entry (a request of 1 TiB that the device could not serve, as PyTorch
+// writes it: no alloc event, device_free set).
+//
+// The pickle is written as CPython's pickler writes protocol 4: FRAME
+// opcodes every 64 KiB, every dict, list, tuple and str memoized, a value
+// met again referred to through BINGET/LONG_BINGET, SETITEMS and APPENDS in
+// batches of 1,000, integers in the fewest bytes. Stacks are shared as
+// torch.cuda.memory._snapshot() shares them: one dict per distinct frame,
+// one list per captured traceback, which an alloc's free_requested and
+// free_completed entries (and its block, while live) refer to again. Each
+// traceback has 5 to 20 frames.
+//
+// Write keeps the events in memory (about 40 bytes each, a fifth of what
+// each costs in the file) because the segments, written first, are the
+// state after the last one.
+package gensnap
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/caching"
+	"github.com/gpufrag/gpufrag/mem"
+)
+
+// Options describes the snapshot to write.
+type Options struct {
+	// Bytes is the size to reach: serving steps are added until the
+	// pickle would be at least this long (it ends within one step of it,
+	// a few KiB to a few hundred KiB past it).
+	Bytes int64
+	// Seed picks the batch sizes and the stacks.
+	Seed uint64
+	// Layers of the model (default 32) and Hidden, its hidden size
+	// (default 4096): an activation of T tokens is T × Hidden × 2 bytes.
+	Layers, Hidden int
+	// OOMEvery records an oom entry every OOMEvery-th step; 0: none.
+	OOMEvery int
+}
+
+// Stats says what was written.
+type Stats struct {
+	Bytes                     int64
+	Segments, Blocks          int
+	Events, Allocs, OOMs      int
+	Frames, Tracebacks, Steps int
+}
+
+type action uint8
+
+const (
+	actSegmentAlloc action = iota
+	actAlloc
+	actFreeRequested
+	actFreeCompleted
+	actOOM
+)
+
+var actionNames = [...]string{"segment_alloc", "alloc", "free_requested", "free_completed", "oom"}
+
+// event is one trace entry: tb is the traceback (an index into tbs) whose
+// frames it carries.
+type event struct {
+	addr uint64
+	size int64
+	time int64
+	tb   int32
+	act  action
+}
+
+// traceback is one captured stack: its frames (indexes into the frame
+// table) and, once written, its memo index.
+type traceback struct {
+	frames []int32
+	memo   int64 // -1 until written
+}
+
+type frame struct {
+	file, name string
+	line       int
+	memo       int64 // -1 until written
+}
+
+type gen struct {
+	o      Options
+	rng    *rand.Rand
+	a      *caching.Allocator
+	events []event
+	tbs    []traceback
+	frames []frame
+	sites  [][]int32 // the frames of each call site
+	live   map[uint64]int32
+	time   int64
+	va     uint64
+	steps  int
+	ooms   int
+	allocs int
+	est    int64 // estimated bytes of the trace written so far
+	done   bool  // the history is complete
+}
+
+// Write writes the snapshot to w.
+func Write(w io.Writer, o Options) (Stats, error) {
+	if o.Layers <= 0 {
+		o.Layers = 32
+	}
+	if o.Hidden <= 0 {
+		o.Hidden = 4096
+	}
+	dev, err := mem.NewDevice(80<<30, 0)
+	if err != nil {
+		return Stats{}, err
+	}
+	g := &gen{o: o, rng: rand.New(rand.NewPCG(o.Seed, 25)), live: map[uint64]int32{},
+		time: 1_764_000_000_000_000, va: 0x7f0000000000}
+	dev.SetVAHook(g.reserve)
+	a, err := caching.New(dev, caching.Config{})
+	if err != nil {
+		return Stats{}, err
+	}
+	g.a = a
+	g.makeSites()
+	if err := g.run(); err != nil {
+		return Stats{}, err
+	}
+	return g.write(w)
+}
+
+// reserve gives a new segment the next address and records its
+// segment_alloc, which PyTorch writes before the alloc it serves.
+func (g *gen) reserve(size int64) uint64 {
+	addr := g.va
+	g.va += uint64(mem.RoundUp(size, 2<<20)) + 2<<20
+	if g.done {
+		return addr // a probe of Layout's MaxAllocatable, not a segment
+	}
+	g.events = append(g.events, event{act: actSegmentAlloc, addr: addr, size: size, time: g.tick(), tb: -1})
+	g.est += 40
+	return addr
+}
+
+func (g *gen) tick() int64 {
+	g.time += 1 + int64(g.rng.IntN(40))
+	return g.time
+}
+
+// Call sites: a few framework frames under model frames, 5 to 20 in all.
+const nSites = 400
+
+func (g *gen) makeSites() {
+	files := []string{"vllm/model_executor/models/llama.py", "vllm/model_executor/layers/linear.py",
+		"vllm/attention/layer.py", "vllm/model_executor/layers/activation.py", "vllm/worker/model_runner.py",
+		"vllm/v1/worker/gpu_model_runner.py", "torch/nn/modules/module.py", "vllm/model_executor/layers/layernorm.py",
+		"vllm/v1/sample/sampler.py", "vllm/engine/llm_engine.py", "vllm/entrypoints/openai/api_server.py"}
+	names := []string{"forward", "_call_impl", "_wrapped_call_impl", "apply", "execute_model", "sample",
+		"_run_engine", "step", "run_forward", "__call__", "wrapper", "decorate_context", "run"}
+	for i := 0; i < 3000; i++ {
+		g.frames = append(g.frames, frame{file: files[g.rng.IntN(len(files))],
+			name: names[g.rng.IntN(len(names))], line: 20 + g.rng.IntN(1800), memo: -1})
+	}
+	for i := 0; i < nSites; i++ {
+		n := 5 + g.rng.IntN(16)
+		s := make([]int32, n)
+		for j := range s {
+			s[j] = int32(g.rng.IntN(len(g.frames)))
+		}
+		g.sites = append(g.sites, s)
+	}
+}
+
+func (g *gen) alloc(size int64, site int) (alloc.Block, error) {
+	tb := int32(len(g.tbs))
+	g.tbs = append(g.tbs, traceback{frames: g.sites[site%nSites], memo: -1})
+	b, err := g.a.Alloc(size, 0)
+	if err != nil {
+		return b, fmt.Errorf("gensnap: the model ran out of memory at %d bytes (reduce Layers or Hidden): %w", size, err)
+	}
+	g.events = append(g.events, event{act: actAlloc, addr: b.Addr, size: b.Size, time: g.tick(), tb: tb})
+	g.live[b.Addr] = tb
+	g.allocs++
+	g.est += 50 + 2*int64(len(g.tbs[tb].frames)) + 10
+	return b, nil
+}
+
+func (g *gen) free(b alloc.Block) error {
+	tb := g.live[b.Addr]
+	delete(g.live, b.Addr)
+	if err := g.a.Free(b.Handle); err != nil {
+		return err
+	}
+	g.events = append(g.events,
+		event{act: actFreeRequested, addr: b.Addr, size: b.Size, time: g.tick(), tb: tb},
+		event{act: actFreeCompleted, addr: b.Addr, size: b.Size, time: g.tick(), tb: tb})
+	g.est += 2 * 56
+	return nil
+}
+
+// run drives the model: weights and KV cache, then serving steps until the
+// estimate reaches the size asked for.
+func (g *gen) run() error {
+	h := int64(g.o.Hidden)
+	site := 0
+	next := func() int { site++; return site }
+	for l := 0; l < g.o.Layers; l++ {
+		for _, sz := range []int64{3 * h * h * 2, h * h * 2, 2 * 4 * h * h * 2, 4 * h * h * 2, h * 2, h * 2} {
+			if _, err := g.alloc(sz, next()); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := g.alloc(int64(g.o.Layers)*(8<<20), next()); err != nil { // the KV cache
+		return err
+	}
+	buckets := []int64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}
+	for g.est*6/5 < g.o.Bytes {
+		g.steps++
+		t := buckets[g.rng.IntN(len(buckets))]
+		if g.rng.IntN(8) == 0 {
+			t = 1 + int64(g.rng.IntN(2048)) // a prefill chunk
+		}
+		if err := g.step(t); err != nil {
+			return err
+		}
+		if g.o.OOMEvery > 0 && g.steps%g.o.OOMEvery == 0 {
+			g.events = append(g.events, event{act: actOOM, size: 1 << 40, time: g.tick(), tb: g.newTB(7)})
+			g.ooms++
+			g.est += 80
+		}
+	}
+	return nil
+}
+
+func (g *gen) newTB(site int) int32 {
+	g.tbs = append(g.tbs, traceback{frames: g.sites[site%nSites], memo: -1})
+	g.est += 10 + 2*int64(len(g.sites[site%nSites]))
+	return int32(len(g.tbs) - 1)
+}
+
+// step is one forward pass over t tokens.
+func (g *gen) step(t int64) error {
+	h := int64(g.o.Hidden)
+	act := t * h * 2
+	base := 100 + int(t%7)*40
+	resid, err := g.alloc(act, base)
+	if err != nil {
+		return err
+	}
+	for l := 0; l < g.o.Layers; l++ {
+		s := base + 1 + l%8*4
+		norm, err := g.alloc(act, s)
+		if err != nil {
+			return err
+		}
+		qkv, err := g.alloc(3*act, s+1)
+		if err != nil {
+			return err
+		}
+		if err := g.free(norm); err != nil {
+			return err
+		}
+		attn, err := g.alloc(act, s+2)
+		if err != nil {
+			return err
+		}
+		if err := g.free(qkv); err != nil {
+			return err
+		}
+		out, err := g.alloc(act, s+3)
+		if err != nil {
+			return err
+		}
+		if err := g.free(attn); err != nil {
+			return err
+		}
+		up, err := g.alloc(8*act, s+4)
+		if err != nil {
+			return err
+		}
+		down, err := g.alloc(act, s+5)
+		if err != nil {
+			return err
+		}
+		for _, b := range []alloc.Block{up, out} {
+			if err := g.free(b); err != nil {
+				return err
+			}
+		}
+		if err := g.free(down); err != nil {
+			return err
+		}
+	}
+	var small []alloc.Block
+	for i := 0; i < 3; i++ {
+		b, err := g.alloc(t*4*int64(1+i)+512, 300+i)
+		if err != nil {
+			return err
+		}
+		small = append(small, b)
+	}
+	logits, err := g.alloc(t*32000*4, 310)
+	if err != nil {
+		return err
+	}
+	for _, b := range append(small, logits, resid) {
+		if err := g.free(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write pickles the snapshot.
+func (g *gen) write(w io.Writer) (Stats, error) {
+	p := newPickler(w)
+	st := Stats{Events: len(g.events), Allocs: g.allocs, OOMs: g.ooms, Frames: len(g.frames),
+		Tracebacks: len(g.tbs), Steps: g.steps}
+	g.done = true
+	l := g.a.Layout()
+	p.dict(func() {
+		p.key("segments")
+		p.list(len(l.Segments), func(i int) {
+			s := l.Segments[i]
+			st.Segments++
+			var allocated, active, requested int64
+			for _, b := range s.Blocks {
+				if b.State != mem.Free {
+					allocated += b.Size
+					active += b.Size
+					requested += b.Requested
+				}
+			}
+			p.dict(func() {
+				p.key("device")
+				p.int(0)
+				p.key("address")
+				p.int(int64(s.Addr))
+				p.key("total_size")
+				p.int(s.Size)
+				p.key("allocated_size")
+				p.int(allocated)
+				p.key("active_size")
+				p.int(active)
+				p.key("requested_size")
+				p.int(requested)
+				p.key("stream")
+				p.int(int64(s.Stream))
+				p.key("segment_type")
+				p.str(s.Pool)
+				p.key("segment_pool_id")
+				p.tuple00()
+				p.key("is_expandable")
+				p.bool(false)
+				p.key("frames")
+				p.emptyList()
+				p.key("blocks")
+				p.list(len(s.Blocks), func(j int) {
+					b := s.Blocks[j]
+					st.Blocks++
+					p.dict(func() {
+						p.key("address")
+						p.int(int64(b.Addr))
+						p.key("size")
+						p.int(b.Size)
+						p.key("requested_size")
+						p.int(b.Requested)
+						p.key("state")
+						if b.State == mem.Free {
+							p.str("inactive")
+						} else {
+							p.str("active_allocated")
+						}
+						p.key("frames")
+						if tb, ok := g.live[b.Addr]; ok && b.State != mem.Free {
+							g.tracebackList(p, tb)
+						} else {
+							p.emptyList()
+						}
+					})
+				})
+			})
+		})
+		p.key("device_traces")
+		p.list(1, func(int) {
+			p.list(len(g.events), func(i int) {
+				e := g.events[i]
+				p.dict(func() {
+					p.key("action")
+					p.str(actionNames[e.act])
+					p.key("addr")
+					p.int(int64(e.addr))
+					p.key("size")
+					p.int(e.size)
+					p.key("stream")
+					p.int(0)
+					p.key("time_us")
+					p.int(e.time)
+					if e.act == actOOM {
+						p.key("device_free")
+						p.int(1 << 30)
+					}
+					p.key("frames")
+					if e.tb >= 0 {
+						g.tracebackList(p, e.tb)
+					} else {
+						p.emptyList()
+					}
+				})
+			})
+		})
+		p.key("allocator_settings")
+		p.dict(func() {
+			p.key("PYTORCH_CUDA_ALLOC_CONF")
+			p.str("")
+			p.key("max_split_size")
+			p.int(-1)
+			p.key("expandable_segments")
+			p.bool(false)
+		})
+	})
+	err := p.finish()
+	st.Bytes = p.n
+	return st, err
+}
+
+// tracebackList writes traceback tb's frames list, or a reference to it.
+func (g *gen) tracebackList(p *pickler, tb int32) {
+	t := &g.tbs[tb]
+	if t.memo >= 0 {
+		p.get(t.memo)
+		return
+	}
+	t.memo = p.list(len(t.frames), func(i int) {
+		f := &g.frames[t.frames[i]]
+		if f.memo >= 0 {
+			p.get(f.memo)
+			return
+		}
+		f.memo = p.dict(func() {
+			p.key("filename")
+			p.str(f.file)
+			p.key("line")
+			p.int(int64(f.line))
+			p.key("name")
+			p.str(f.name)
+		})
+	})
+}
+
+// pickler writes protocol 4 as CPython does.
+type pickler struct {
+	w     *bufio.Writer
+	frame []byte
+	n     int64 // bytes written, frame headers included
+	memo  int64 // next memo index
+	strs  map[string]int64
+	err   error
+	tuple int64 // memo index of (0, 0); -1 until written
+	// batch counts the items of the innermost dict or list batch.
+}
+
+const frameTarget = 64 << 10
+
+// Pickle opcodes written.
+const (
+	opProto       = 0x80
+	opFrame       = 0x95
+	opStop        = '.'
+	opMark        = '('
+	opEmptyDict   = '}'
+	opEmptyList   = ']'
+	opSetItem     = 's'
+	opSetItems    = 'u'
+	opAppend      = 'a'
+	opAppends     = 'e'
+	opMemoize     = 0x94
+	opBinGet      = 'h'
+	opLongBinGet  = 'j'
+	opBinInt1     = 'K'
+	opBinInt2     = 'M'
+	opBinInt      = 'J'
+	opLong1       = 0x8a
+	opShortBinUni = 0x8c
+	opBinUnicode  = 'X'
+	opNewTrue     = 0x88
+	opNewFalse    = 0x89
+	opTuple2      = 0x86
+)
+
+func newPickler(w io.Writer) *pickler {
+	p := &pickler{w: bufio.NewWriterSize(w, 1<<20), strs: map[string]int64{}, tuple: -1}
+	p.raw(opProto, 4)
+	p.n += 2
+	return p
+}
+
+func (p *pickler) raw(b ...byte) {
+	if p.err == nil {
+		_, p.err = p.w.Write(b)
+	}
+}
+
+func (p *pickler) op(b ...byte) {
+	p.frame = append(p.frame, b...)
+}
+
+// value is called before each value is written: a frame ends between
+// values, never inside an opcode.
+func (p *pickler) value() {
+	if len(p.frame) >= frameTarget {
+		p.commit()
+	}
+}
+
+func (p *pickler) commit() {
+	if len(p.frame) == 0 {
+		return
+	}
+	var h [9]byte
+	h[0] = opFrame
+	binary.LittleEndian.PutUint64(h[1:], uint64(len(p.frame)))
+	p.raw(h[:]...)
+	p.raw(p.frame...)
+	p.n += int64(len(h) + len(p.frame))
+	p.frame = p.frame[:0]
+}
+
+func (p *pickler) finish() error {
+	p.op(opStop)
+	p.commit()
+	if p.err == nil {
+		p.err = p.w.Flush()
+	}
+	return p.err
+}
+
+func (p *pickler) memoize() int64 {
+	p.op(opMemoize)
+	p.memo++
+	return p.memo - 1
+}
+
+func (p *pickler) get(i int64) {
+	p.value()
+	if i < 256 {
+		p.op(opBinGet, byte(i))
+		return
+	}
+	var b [5]byte
+	b[0] = opLongBinGet
+	binary.LittleEndian.PutUint32(b[1:], uint32(i))
+	p.op(b[:]...)
+}
+
+func (p *pickler) key(k string) { p.str(k) }
+
+func (p *pickler) str(s string) {
+	p.value()
+	if i, ok := p.strs[s]; ok {
+		p.get(i)
+		return
+	}
+	if len(s) < 256 {
+		p.op(opShortBinUni, byte(len(s)))
+	} else {
+		var b [5]byte
+		b[0] = opBinUnicode
+		binary.LittleEndian.PutUint32(b[1:], uint32(len(s)))
+		p.op(b[:]...)
+	}
+	p.op([]byte(s)...)
+	p.strs[s] = p.memoize()
+}
+
+func (p *pickler) int(v int64) {
+	p.value()
+	switch {
+	case v >= 0 && v < 1<<8:
+		p.op(opBinInt1, byte(v))
+	case v >= 0 && v < 1<<16:
+		p.op(opBinInt2, byte(v), byte(v>>8))
+	case v >= -1<<31 && v < 1<<31:
+		var b [5]byte
+		b[0] = opBinInt
+		binary.LittleEndian.PutUint32(b[1:], uint32(v))
+		p.op(b[:]...)
+	default:
+		var le [8]byte
+		binary.LittleEndian.PutUint64(le[:], uint64(v))
+		n := 8
+		for n > 1 && ((le[n-1] == 0 && le[n-2] < 0x80) || (le[n-1] == 0xff && le[n-2] >= 0x80)) {
+			n--
+		}
+		p.op(opLong1, byte(n))
+		p.op(le[:n]...)
+	}
+}
+
+func (p *pickler) bool(b bool) {
+	p.value()
+	if b {
+		p.op(opNewTrue)
+	} else {
+		p.op(opNewFalse)
+	}
+}
+
+func (p *pickler) tuple00() {
+	p.value()
+	if p.tuple >= 0 {
+		p.get(p.tuple)
+		return
+	}
+	p.op(opBinInt1, 0, opBinInt1, 0, opTuple2)
+	p.tuple = p.memoize()
+}
+
+func (p *pickler) emptyList() {
+	p.value()
+	p.op(opEmptyList)
+	p.memoize()
+}
+
+// dict writes a dict whose items body writes (each a key, then a value),
+// in one batch: snapshot dicts have fewer than 1,000 keys.
+func (p *pickler) dict(body func()) int64 {
+	p.value()
+	p.op(opEmptyDict)
+	m := p.memoize()
+	p.op(opMark)
+	body()
+	p.op(opSetItems)
+	return m
+}
+
+// list writes a list of n items, item(i) writing each, in batches of
+// 1,000 (APPEND for a batch of one).
+func (p *pickler) list(n int, item func(i int)) int64 {
+	p.value()
+	p.op(opEmptyList)
+	m := p.memoize()
+	for lo := 0; lo < n; lo += 1000 {
+		hi := min(n, lo+1000)
+		if hi-lo == 1 {
+			item(lo)
+			p.op(opAppend)
+			continue
+		}
+		p.op(opMark)
+		for i := lo; i < hi; i++ {
+			item(i)
+		}
+		p.op(opAppends)
+	}
+	return m
+}
