@@ -15,7 +15,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"go.yaml.in/yaml/v3"
 )
@@ -58,8 +60,8 @@ type Experiment struct {
 type Run struct {
 	Name string `yaml:"name"`
 	// Scenario runs.
-	KV         string            `yaml:"kv"`
-	Alloc      string            `yaml:"alloc"`
+	KV         strategy.Spec     `yaml:"kv"`    // parsed as the file is read
+	Alloc      spec.Spec         `yaml:"alloc"` // parsed as the file is read
 	OnOOM      string            `yaml:"on_oom"`
 	Util       float64           `yaml:"gpu_memory_utilization"`
 	KVDType    string            `yaml:"kv_dtype"`

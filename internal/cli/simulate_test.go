@@ -267,7 +267,7 @@ func TestPairRuns(t *testing.T) {
 		}
 		var got []string
 		for _, r := range runs {
-			got = append(got, r.KV+" on "+r.Alloc)
+			got = append(got, r.KV.String()+" on "+r.Alloc.String())
 		}
 		if strings.Join(got, "|") != tc.want {
 			t.Errorf("pairRuns(%q, %q) = %q, want %q", tc.kvs, tc.allocs, strings.Join(got, "|"), tc.want)

@@ -193,7 +193,7 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 	for i, r := range s.Runs {
 		c := base
 		c.KV, c.Alloc = r.KV, r.Alloc
-		if c.KV == "" || c.Alloc == "" {
+		if c.KV.IsZero() || c.Alloc.IsZero() {
 			return bad(fmt.Sprintf("runs[%d]", i), "needs both kv and alloc")
 		}
 		if r.OnOOM != "" {
@@ -201,15 +201,11 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 				return bad(fmt.Sprintf("runs[%d].on_oom", i), "%v", err)
 			}
 		}
-		// An impossible pair is refused here, before the workload is read,
-		// naming the run; a spec that does not parse is left to sim.New,
-		// whose error the run then reports.
-		ks, kerr := strategy.ParseSpec(c.KV)
-		as, aerr := spec.Parse(c.Alloc)
-		if kerr == nil && aerr == nil {
-			if err := strategy.CheckPair(ks, as); err != nil {
-				return nil, badField(fmt.Sprintf("runs[%d]", i), "%w", err)
-			}
+		// The specs were parsed as the scenario was read (Run); the pair
+		// is checked here, once, before the workload is read, naming the
+		// run. sim.New trusts the plan.
+		if err := strategy.CheckPair(c.KV, c.Alloc); err != nil {
+			return nil, badField(fmt.Sprintf("runs[%d]", i), "%w", err)
 		}
 		p.Configs = append(p.Configs, c)
 	}
@@ -512,4 +508,22 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 		reqs = reqs[:k]
 	}
 	return &workload.Trace{Name: "sessions", Format: workload.JSONL, Timed: true, Requests: reqs}, nil
+}
+
+// AllocsFor is the pairing rule of simulate's and advise's sweeps
+// (strategy.AllocsFor) completed with the registry: the allocators of
+// allocs that kv can run on, in order, or kv's DefaultAlloc alone when none
+// can (vmm:P on vmm:P). ok is false in that last case, for a caller whose
+// allocators were asked for explicitly and that refuses to swap them.
+func AllocsFor(kv strategy.Spec, allocs []spec.Spec) (fit []spec.Spec, ok bool) {
+	if fit = strategy.AllocsFor(kv, allocs); len(fit) > 0 {
+		return fit, true
+	}
+	d, err := spec.Parse(kv.DefaultAlloc())
+	if err != nil {
+		// Every strategy with needs has a default the registry knows
+		// (TestAllocsForDefaults); reaching here is a bug.
+		panic(fmt.Errorf("scenario: default allocator of kv %s: %w", kv, err))
+	}
+	return []spec.Spec{d}, false
 }

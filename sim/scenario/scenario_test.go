@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -67,7 +68,7 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("%d configs for %d runs", len(p1.Configs), len(s.Runs))
 	}
 	for i, c := range p1.Configs {
-		if c.KV != s.Runs[i].KV || c.Alloc != s.Runs[i].Alloc {
+		if c.KV != s.Runs[i].KV || c.Alloc.String() != s.Runs[i].Alloc.String() {
 			t.Errorf("config %d: kv %s alloc %s, run %+v", i, c.KV, c.Alloc, s.Runs[i])
 		}
 		if c.Duration != int64(s.Duration) || c.GPUMemoryUtilization != 0.9 || c.MaxBatchTokens != 8192 {
@@ -217,7 +218,7 @@ workload:
 		c.OnOOM != sim.OnOOMReserve || c.MaxContext != 4096 || c.MaxTokens != 256 {
 		t.Fatalf("config 0: %+v", c)
 	}
-	if p.Configs[1].OnOOM != sim.OnOOMPreempt || p.Configs[1].Alloc != "caching:expandable_segments:True" {
+	if p.Configs[1].OnOOM != sim.OnOOMPreempt || p.Configs[1].Alloc.String() != "caching:expandable_segments:True" {
 		t.Fatalf("config 1: %+v", p.Configs[1])
 	}
 	def := sim.DefaultConfig(p.Model, p.GPU)
@@ -226,7 +227,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	def.KV, def.Alloc = "paged:16", "caching"
+	def.KV, def.Alloc = strategy.PagedSpec(16), spec.Default()
 	if def.Profile, err = sim.DefaultStepProfile(p.GPU.Name, def.Engine, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -494,19 +495,22 @@ runs:
 
 // TestBuildPairError: an impossible pair is refused by Build with the one
 // message of strategy.CheckPair, wrapping both ErrBadScenario and
-// strategy.ErrBadSpec; a spec that does not parse is left to sim.New, which
-// names it when the run is built.
+// strategy.ErrBadSpec; a spec that does not parse is refused as the file is
+// read, naming its line and field (it is parsed once, there).
 func TestBuildPairError(t *testing.T) {
 	requests := "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"
 	_, err := Build(read(t, base+"  - {kv: \"vmm:64KiB\", alloc: direct}\n"+requests), memOpener(nil))
 	if !errors.Is(err, ErrBadScenario) || !errors.Is(err, strategy.ErrBadSpec) {
 		t.Errorf("vmm:64KiB on direct: %v, want ErrBadScenario and strategy.ErrBadSpec", err)
 	}
-	p, err := Build(read(t, base+"  - {kv: \"vmm:lots\", alloc: caching}\n"+requests), memOpener(nil))
-	if err != nil {
-		t.Fatalf("a kv spec that does not parse: Build: %v", err)
-	}
-	if _, err := sim.New(p.Configs[1], nil); !errors.Is(err, strategy.ErrBadSpec) || !strings.Contains(err.Error(), `"vmm:lots": page size "lots"`) {
-		t.Errorf("sim.New(vmm:lots): %v", err)
+	for _, c := range []struct{ run, want string }{
+		{"  - {kv: \"vmm:lots\", alloc: caching}\n", `test.yaml: line 6: field "kv": strategy: bad strategy spec: "vmm:lots": page size "lots"`},
+		{"  - kv: paged:16\n    alloc: slab\n", `test.yaml: line 7: field "alloc": alloc: bad allocator spec: unknown allocator "slab"`},
+		{"  - {kv: paged:16, alloc: caching, allocator: arena}\n", `test.yaml: line 6: field allocator not found in type scenario.Run`},
+	} {
+		_, err := Read(strings.NewReader(base+c.run+requests), "test.yaml")
+		if !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an ErrBadScenario naming %q", c.run, err, c.want)
+		}
 	}
 }
