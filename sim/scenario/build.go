@@ -286,35 +286,8 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 }
 
 func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trace, error) {
-	if tr.File == "" {
-		return nil, badField("workload.trace.file", "missing")
-	}
-	f, err := workload.ParseFormat(tr.Format)
+	t, _, err := readTrace(tr, open, false)
 	if err != nil {
-		return nil, badField("workload.trace.format", "%w", err)
-	}
-	if open == nil {
-		return nil, badField("workload.trace", "no way to open %s", tr.File)
-	}
-	rc, err := open(tr.File)
-	if err != nil {
-		return nil, badField("workload.trace.file", "%w", err)
-	}
-	defer rc.Close()
-	if tr.Run < 0 {
-		return nil, badField("workload.trace.run", "%d is negative (1 is a file's first run; 0 reads a file of one run)", tr.Run)
-	}
-	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
-		return nil, badField("workload.trace.run", "%d, but only benchmark result files (format vllm-bench) hold runs, not %s", tr.Run, f)
-	}
-	t, err := workload.Read(rc, tr.File, f, workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run})
-	if err != nil {
-		var we *workload.Error
-		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
-			// The reader names its option (ReadOptions.Run); say which
-			// field sets it here.
-			return nil, fmt.Errorf("%w (workload.trace.run, --run N)", err)
-		}
 		return nil, err
 	}
 	p.Skipped, p.Warnings, p.Dropped = t.Skipped, t.Warnings, t.Summary()
@@ -339,6 +312,61 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 	}
 	p.Source = fmt.Sprintf("trace %s (%s, %s)", tr.File, t.Format, human.Count(int64(len(t.Requests)), "request"))
 	return t, nil
+}
+
+// ReadTrace reads the trace file a workload.trace section names through
+// open, with the SHA-256 of the whole file (workload.ReadDigest): the one
+// way in for a trace file, for Build and for advise --trace. The section's
+// file, format, run and row options are checked here, with errors that
+// name its fields; arrival times are left as the file has them (Build
+// rescales them to the section's rate or draws Poisson ones; advise's
+// search rescales them itself).
+func ReadTrace(tr *Trace, open Opener) (*workload.Trace, string, error) {
+	return readTrace(tr, open, true)
+}
+
+// readTrace is ReadTrace; without digest (Build's case) it reads no
+// further than the reader needs and returns no digest.
+func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, error) {
+	if tr.File == "" {
+		return nil, "", badField("workload.trace.file", "missing")
+	}
+	f, err := workload.ParseFormat(tr.Format)
+	if err != nil {
+		return nil, "", badField("workload.trace.format", "%w", err)
+	}
+	if open == nil {
+		return nil, "", badField("workload.trace", "no way to open %s", tr.File)
+	}
+	rc, err := open(tr.File)
+	if err != nil {
+		return nil, "", badField("workload.trace.file", "%w", err)
+	}
+	defer rc.Close()
+	if tr.Run < 0 {
+		return nil, "", badField("workload.trace.run", "%d is negative (1 is a file's first run; 0 reads a file of one run)", tr.Run)
+	}
+	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
+		return nil, "", badField("workload.trace.run", "%d, but only benchmark result files (format vllm-bench) hold runs, not %s", tr.Run, f)
+	}
+	opts := workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run}
+	var t *workload.Trace
+	var sum string
+	if digest {
+		t, sum, err = workload.ReadDigest(rc, tr.File, f, opts)
+	} else {
+		t, err = workload.Read(rc, tr.File, f, opts)
+	}
+	if err != nil {
+		var we *workload.Error
+		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
+			// The reader names its option (ReadOptions.Run); say which
+			// field sets it here.
+			return nil, "", fmt.Errorf("%w (workload.trace.run, --run N)", err)
+		}
+		return nil, "", err
+	}
+	return t, sum, nil
 }
 
 // maxGenerated bounds generated workloads: at most a million requests, for

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -511,6 +513,44 @@ func TestBuildPairError(t *testing.T) {
 		_, err := Read(strings.NewReader(base+c.run+requests), "test.yaml")
 		if !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an ErrBadScenario naming %q", c.run, err, c.want)
+		}
+	}
+}
+
+// TestReadTrace: the one way in for a trace file (advise --trace uses it):
+// the same requests Build reads, the whole file's SHA-256, and the trace
+// section's checks with their field names.
+func TestReadTrace(t *testing.T) {
+	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+		"2023-11-16 18:15:46.0000000,374,44\n" +
+		"2023-11-16 18:15:47.5000000,1200,10\n" +
+		"2023-11-16 18:15:49.0000000,80,0\n"
+	open := memOpener(map[string]string{"conv.csv": csv})
+	tr, sum, err := ReadTrace(&Trace{File: "conv.csv", Format: "azure", MaxRows: 2}, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256.Sum256([]byte(csv)); sum != hex.EncodeToString(want[:]) {
+		t.Errorf("digest %s, want %x (the whole file, past max_rows)", sum, want)
+	}
+	p, err := Build(read(t, base+"workload:\n  trace: {file: conv.csv, format: azure, max_rows: 2}\n"), open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tr.Requests, p.Requests) {
+		t.Errorf("ReadTrace %+v, Build %+v", tr.Requests, p.Requests)
+	}
+	for _, c := range []struct {
+		tr   Trace
+		want string
+	}{
+		{Trace{Format: "azure"}, `workload.trace.file: missing`},
+		{Trace{File: "conv.csv", Format: "parquet"}, `workload.trace.format: `},
+		{Trace{File: "conv.csv", Run: 2, Format: "azure"}, `workload.trace.run: 2, but only benchmark result files`},
+		{Trace{File: "none.csv"}, `workload.trace.file: `},
+	} {
+		if _, _, err := ReadTrace(&c.tr, open); !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an ErrBadScenario naming %q", c.tr, err, c.want)
 		}
 	}
 }
