@@ -178,7 +178,7 @@ func benchAzureConv(b *testing.B, prep func(*testing.B, []sim.Config)) {
 	s.Model, s.GPU, s.Duration = "llama-3.1-8b", "h100-80g", 0
 	s.Workload = scenario.Workload{Trace: &scenario.Trace{File: file, Format: "azure"}}
 	s.Engine.MaxBatchTokens, s.Engine.MaxSeqs = 2048, 256
-	s.Runs = []scenario.Run{{KV: strategy.PagedSpec(16), Alloc: spec.Default()}}
+	s.Runs = []scenario.Run{{KV: scenario.KVSpec{Spec: strategy.PagedSpec(16)}, Alloc: scenario.AllocSpec{Spec: spec.Default()}}}
 	p, err := scenario.Build(s, func(n string) (io.ReadCloser, error) { return os.Open(n) })
 	if err != nil {
 		b.Fatal(err)

@@ -452,7 +452,7 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 				kvTexts[i], strings.Join(allocTexts, ","), strategy.CheckPair(ks, allocs[0]), ks.DefaultAlloc())
 		}
 		for _, a := range fit {
-			runs = append(runs, scenario.Run{KV: ks, Alloc: a})
+			runs = append(runs, scenario.Run{KV: scenario.KVSpec{Spec: ks}, Alloc: scenario.AllocSpec{Spec: a}})
 		}
 	}
 	if len(runs) > scenario.MaxRuns {

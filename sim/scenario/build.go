@@ -192,7 +192,7 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 	}
 	for i, r := range s.Runs {
 		c := base
-		c.KV, c.Alloc = r.KV, r.Alloc
+		c.KV, c.Alloc = r.KV.Spec, r.Alloc.Spec
 		if c.KV.IsZero() || c.Alloc.IsZero() {
 			return bad(fmt.Sprintf("runs[%d]", i), "needs both kv and alloc")
 		}

@@ -74,15 +74,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
-	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 )
 
@@ -234,82 +231,12 @@ type Sessions struct {
 }
 
 // Run is one KV strategy × allocator combination. Its specs are parsed as
-// the file is read (or by the command line from its flags): the plan holds
-// them typed, and nothing after parses their text.
+// the file is read (KVSpec, AllocSpec), or by the command line from its
+// flags: the plan holds them typed, and nothing after parses their text.
 type Run struct {
-	KV    strategy.Spec `yaml:"kv"`
-	Alloc spec.Spec     `yaml:"alloc"`
-	OnOOM string        `yaml:"on_oom"` // overrides engine.on_oom for this run
-}
-
-// runFields are a Run's keys, for UnmarshalYAML's check of unknown ones
-// (Node.Decode does not carry the decoder's KnownFields).
-var runFields = []string{"kv", "alloc", "on_oom"}
-
-// checkRunKeys refuses a key of a run's mapping that is not a Run field,
-// following merge keys (<<: *anchor) as the decoder does; depth bounds
-// the aliases followed (loc.CheckYAML has bounded their expansion).
-func checkRunKeys(n *yaml.Node, depth int) error {
-	if depth > 8 {
-		return fmt.Errorf("line %d: merge keys nested too deep", n.Line)
-	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return checkRunKeys(n.Alias, depth+1)
-	}
-	switch n.Kind {
-	case yaml.SequenceNode: // <<: [*a, *b]
-		for _, c := range n.Content {
-			if err := checkRunKeys(c, depth+1); err != nil {
-				return err
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			switch k := n.Content[i]; {
-			case k.Value == "<<":
-				if err := checkRunKeys(n.Content[i+1], depth+1); err != nil {
-					return err
-				}
-			case !slices.Contains(runFields, k.Value):
-				return fmt.Errorf("line %d: field %s not found in type scenario.Run", k.Line, k.Value)
-			}
-		}
-	}
-	return nil
-}
-
-// UnmarshalYAML reads a run, parsing its specs once; an error names the
-// line and the field.
-func (r *Run) UnmarshalYAML(n *yaml.Node) error {
-	if err := checkRunKeys(n, 0); err != nil {
-		return err
-	}
-	var raw struct {
-		KV    string `yaml:"kv"`
-		Alloc string `yaml:"alloc"`
-		OnOOM string `yaml:"on_oom"`
-	}
-	if err := n.Decode(&raw); err != nil {
-		return err
-	}
-	*r = Run{OnOOM: raw.OnOOM}
-	line := func(key string) int {
-		if k, _ := mappingKey(n, key); k != nil {
-			return k.Line
-		}
-		return n.Line
-	}
-	if raw.KV != "" {
-		if err := r.KV.UnmarshalText([]byte(raw.KV)); err != nil {
-			return fmt.Errorf("line %d: field %q: %w", line("kv"), "kv", err)
-		}
-	}
-	if raw.Alloc != "" {
-		if err := r.Alloc.UnmarshalText([]byte(raw.Alloc)); err != nil {
-			return fmt.Errorf("line %d: field %q: %w", line("alloc"), "alloc", err)
-		}
-	}
-	return nil
+	KV    KVSpec    `yaml:"kv"`
+	Alloc AllocSpec `yaml:"alloc"`
+	OnOOM string    `yaml:"on_oom"` // overrides engine.on_oom for this run
 }
 
 // Duration is a time.Duration written as "30m", "90s" or "1h30m" in YAML.

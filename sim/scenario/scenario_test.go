@@ -70,7 +70,7 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("%d configs for %d runs", len(p1.Configs), len(s.Runs))
 	}
 	for i, c := range p1.Configs {
-		if c.KV != s.Runs[i].KV || c.Alloc.String() != s.Runs[i].Alloc.String() {
+		if c.KV != s.Runs[i].KV.Spec || c.Alloc.String() != s.Runs[i].Alloc.String() {
 			t.Errorf("config %d: kv %s alloc %s, run %+v", i, c.KV, c.Alloc, s.Runs[i])
 		}
 		if c.Duration != int64(s.Duration) || c.GPUMemoryUtilization != 0.9 || c.MaxBatchTokens != 8192 {
@@ -508,7 +508,7 @@ func TestBuildPairError(t *testing.T) {
 	for _, c := range []struct{ run, want string }{
 		{"  - {kv: \"vmm:lots\", alloc: caching}\n", `test.yaml: line 6: field "kv": strategy: bad strategy spec: "vmm:lots": page size "lots"`},
 		{"  - kv: paged:16\n    alloc: slab\n", `test.yaml: line 7: field "alloc": alloc: bad allocator spec: unknown allocator "slab"`},
-		{"  - {kv: paged:16, alloc: caching, allocator: arena}\n", `test.yaml: line 6: field allocator not found in type scenario.Run`},
+		{"  - {kv: paged:16, alloc: caching, allocator: arena}\n", `line 6: field allocator not found in type scenario.Run`},
 	} {
 		_, err := Read(strings.NewReader(base+c.run+requests), "test.yaml")
 		if !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
