@@ -446,7 +446,10 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	}
 	var runs []scenario.Run
 	for i, ks := range kvs {
-		fit, ok := scenario.AllocsFor(ks, allocs)
+		fit, ok, err := scenario.AllocsFor(ks, allocs)
+		if err != nil {
+			return nil, fmt.Errorf("--kv %s: %w", kvTexts[i], err)
+		}
 		if len(allocFlags) > 0 && !ok {
 			return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
 				kvTexts[i], strings.Join(allocTexts, ","), strategy.CheckPair(ks, allocs[0]), ks.DefaultAlloc())

@@ -299,6 +299,11 @@ func TestPairRuns(t *testing.T) {
 	if _, err := pairRuns(nil, []string{" , "}); err == nil || !strings.Contains(err.Error(), `--alloc " , ": alloc: bad allocator spec: empty allocator list`) {
 		t.Errorf("empty allocator list: %v", err)
 	}
+	// A page no allocator maps: refused here, naming --kv (it panicked
+	// once the default allocator was parsed in the plan).
+	if _, err := pairRuns([]string{"vmm:1000"}, nil); err == nil || !strings.Contains(err.Error(), `--kv vmm:1000: no allocator can run kv vmm:1000B: allocator "vmm:1000B"`) {
+		t.Errorf("vmm:1000: %v", err)
+	}
 }
 
 // TestSimulateImpossiblePair: a scenario that runs vmm KV on the caching

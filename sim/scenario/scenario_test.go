@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
@@ -552,5 +553,32 @@ func TestReadTrace(t *testing.T) {
 		if _, _, err := ReadTrace(&c.tr, open); !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an ErrBadScenario naming %q", c.tr, err, c.want)
 		}
+	}
+}
+
+// TestAllocsFor: the pairing rule with the registry's default: the listed
+// allocators a strategy runs on, else its own (ok false), else an error
+// when the registry refuses that one too.
+func TestAllocsFor(t *testing.T) {
+	allocs := []spec.Spec{spec.MustParse("caching"), spec.MustParse("vmm:2MiB")}
+	for _, c := range []struct {
+		kv, want string
+		ok       bool
+	}{
+		{"paged:16", "caching vmm:2MiB", true},
+		{"vmm:2MiB", "vmm:2MiB", true},
+		{"vmm:64KiB", "vmm:64KiB", false},
+	} {
+		fit, ok, err := AllocsFor(strategy.MustParseSpec(c.kv), allocs)
+		var got []string
+		for _, a := range fit {
+			got = append(got, a.String())
+		}
+		if err != nil || ok != c.ok || strings.Join(got, " ") != c.want {
+			t.Errorf("%s: %q, %v, %v; want %q, %v", c.kv, got, ok, err, c.want, c.ok)
+		}
+	}
+	if _, _, err := AllocsFor(strategy.MustParseSpec("vmm:1000"), allocs); !errors.Is(err, alloc.ErrBadSpec) || !strings.Contains(err.Error(), "no allocator can run kv vmm:1000B") {
+		t.Errorf("vmm:1000: %v", err)
 	}
 }
