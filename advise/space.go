@@ -199,9 +199,10 @@ func ExperimentalSpace() Space {
 	return sp
 }
 
-// Validate checks the lists: none empty, no duplicates, shares in (0, 1],
-// buckets non-negative, defrag policies known. KV and allocator specs are
-// checked when a config is built (they need the model and GPU).
+// Validate checks the lists: none empty, no duplicates, KV and allocator
+// specs that parse, shares in (0, 1], buckets non-negative, defrag
+// policies known. Settings an allocator can only refuse on a device (an
+// arena larger than the memory) are refused when a config is built.
 func (sp Space) Validate() error {
 	bad := func(dim, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrBadSpace, dim, fmt.Sprintf(format, args...))
@@ -214,6 +215,16 @@ func (sp Space) Validate() error {
 	}
 	if err := uniqueStrings("defrag", sp.Defrags); err != nil {
 		return err
+	}
+	for _, kv := range sp.KVs {
+		if _, err := strategy.ParseSpec(kv); err != nil {
+			return bad("kv", "%v", err)
+		}
+	}
+	for _, a := range sp.Allocs {
+		if _, err := spec.Parse(a); err != nil {
+			return bad("alloc", "%v", err)
+		}
 	}
 	if len(sp.Utils) == 0 {
 		return bad("gpu_memory_utilization", "no values")
@@ -346,7 +357,7 @@ func movable(kv string) bool {
 }
 
 // canRelocate reports whether an allocator implements alloc.Relocator
-// (spec.Caps.Relocates), so defrag policies can act on it.
+// (alloc.Caps.Relocates), so defrag policies can act on it.
 func canRelocate(a string) bool {
 	s, err := spec.Parse(a)
 	return err == nil && s.Caps().Relocates
@@ -356,7 +367,32 @@ func canRelocate(a string) bool {
 // groups: the first of the allocators it may run on (strategy.AllocsFor:
 // the base allocator, or vmm's own).
 func baseAlloc(kv string, allocs []string) string {
-	return strategy.AllocsFor(kv, allocs)[0]
+	return allocsFor(kv, allocs)[0]
+}
+
+// allocsFor is strategy.AllocsFor over the space's texts (Validate parsed
+// them): the allocators of allocs that kv can run on, in order, or kv's
+// DefaultAlloc alone when none can.
+func allocsFor(kv string, allocs []string) []string {
+	ks, err := strategy.ParseSpec(kv)
+	if err != nil {
+		return allocs
+	}
+	parsed := make([]spec.Spec, 0, len(allocs))
+	for _, a := range allocs {
+		if as, err := spec.Parse(a); err == nil {
+			parsed = append(parsed, as)
+		}
+	}
+	fit := strategy.AllocsFor(ks, parsed)
+	if len(fit) == 0 {
+		return []string{ks.DefaultAlloc()}
+	}
+	out := make([]string, len(fit))
+	for i, a := range fit {
+		out[i] = a.String()
+	}
+	return out
 }
 
 // Candidates lists the settings to evaluate, in a fixed order without
@@ -400,7 +436,7 @@ func (sp Space) Candidates() ([]Candidate, error) {
 	u0, b0, d0, t0, q0, p0 := sp.Utils[0], sp.Buckets[0], sp.Defrags[0], toks[0], seqs[0], pcs[0]
 	if sp.Full {
 		for _, kv := range sp.KVs {
-			for _, a := range strategy.AllocsFor(kv, sp.Allocs) {
+			for _, a := range allocsFor(kv, sp.Allocs) {
 				for _, u := range sp.Utils {
 					for _, b := range sp.Buckets {
 						for _, d := range sp.Defrags {
@@ -419,7 +455,7 @@ func (sp Space) Candidates() ([]Candidate, error) {
 		return out, nil
 	}
 	for _, kv := range sp.KVs {
-		for _, a := range strategy.AllocsFor(kv, sp.Allocs) {
+		for _, a := range allocsFor(kv, sp.Allocs) {
 			add(Settings{kv, a, u0, b0, d0, t0, q0, p0}, "setup")
 		}
 	}
@@ -461,7 +497,14 @@ func (sp Space) Candidates() ([]Candidate, error) {
 // Apply writes s into a copy of the engine config base.
 func (s Settings) Apply(base sim.Config) (sim.Config, error) {
 	c := base
-	c.KV, c.Alloc, c.GPUMemoryUtilization = s.KV, s.Alloc, s.GPUMemoryUtilization
+	var err error
+	if c.KV, err = strategy.ParseSpec(s.KV); err != nil {
+		return c, fmt.Errorf("%w: kv: %w", sim.ErrBadConfig, err)
+	}
+	if c.Alloc, err = spec.Parse(s.Alloc); err != nil {
+		return c, fmt.Errorf("%w: alloc: %w", sim.ErrBadConfig, err)
+	}
+	c.GPUMemoryUtilization = s.GPUMemoryUtilization
 	p, err := sim.ParseDefragPolicy(s.Defrag)
 	if err != nil {
 		return c, err

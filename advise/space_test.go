@@ -146,11 +146,19 @@ func TestCheck(t *testing.T) {
 	if err := Check(base, cs); err != nil {
 		t.Fatalf("default candidates: %v", err)
 	}
+	// A spec that does not parse is refused with the space, once.
 	sp := DefaultSpace()
 	sp.Allocs = []string{"caching", "nosuch"}
-	cs, _ = sp.Candidates()
-	if err := Check(base, cs); err == nil || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "candidate 1") {
-		t.Errorf("bad allocator: got %v", err)
+	if _, err := sp.Candidates(); !errors.Is(err, ErrBadSpace) || !strings.Contains(err.Error(), `alloc: bad allocator spec: unknown allocator "nosuch"`) {
+		t.Errorf("bad allocator: Candidates: %v", err)
+	}
+	// One that parses but cannot be built on the device is Check's.
+	sp.Allocs = []string{"caching", "arena:200GiB"}
+	if cs, err = sp.Candidates(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(base, cs); err == nil || !strings.Contains(err.Error(), "arena:200GiB") || !strings.Contains(err.Error(), "candidate 1") {
+		t.Errorf("allocator larger than the GPU: got %v", err)
 	}
 }
 

@@ -7,8 +7,6 @@ package calib
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -65,20 +63,13 @@ type File struct {
 
 // ReadFile reads a benchmark result file (vLLM --save-result JSON or
 // SGLang bench_serving JSONL; see workload.ReadBench, whose bounds and
-// errors apply) and hashes it as it reads.
+// errors apply) and hashes it as it reads (workload.ReadBenchDigest).
 func ReadFile(r io.Reader, name string) (*File, error) {
-	h := sha256.New()
-	runs, err := workload.ReadBench(io.TeeReader(r, h), name)
+	runs, sum, err := workload.ReadBenchDigest(r, name)
 	if err != nil {
 		return nil, err
 	}
-	// ReadBench stops at the end of the text; hash anything after it too,
-	// so the digest is the file's. ReadBench bounds what it read; the rest
-	// is bounded the same way.
-	if _, err := io.Copy(h, io.LimitReader(r, workload.MaxBenchBytes)); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return &File{Name: name, SHA256: hex.EncodeToString(h.Sum(nil)), Runs: runs}, nil
+	return &File{Name: name, SHA256: sum, Runs: runs}, nil
 }
 
 // ID names the file in a profile's fitted_to: its base name and the first

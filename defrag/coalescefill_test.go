@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -48,7 +49,7 @@ func TestCoalesceFillApplied(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p, err := defrag.PlanLayout(w.a.Layout(), defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: "arena"})
+		p, err := defrag.PlanLayout(w.a.Layout(), defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: spec.MustParse("arena")})
 		if err != nil {
 			t.Fatal(err)
 		}

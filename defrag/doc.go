@@ -24,7 +24,7 @@
 // handle of each block it allocated. One compaction is
 //
 //	p, err := defrag.PlanLayout(a.Layout(), defrag.Goal{Kind: defrag.GoalCompact},
-//		defrag.Options{Allocator: a.Spec(), MaxBytes: budget})
+//		defrag.Options{Allocator: cfg.Alloc, MaxBytes: budget}) // its parsed spec (alloc.Described)
 //	pause := defrag.Cost(p, gpu, defrag.CostModel{})
 //	err = defrag.Apply(a.(alloc.Relocator), p, engine.handleAt, engine.moved)
 //	a.EmptyCache() // returns p.FreedBytes to the device

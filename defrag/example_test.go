@@ -26,7 +26,7 @@ func Example() {
 		_ = a.Free(hs[i])
 		ix.Remove(hs[i])
 	}
-	p, _ := defrag.PlanLayout(a.Layout(), defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: a.Spec()})
+	p, _ := defrag.PlanAllocator(a, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{})
 	h100, _ := model.LookupGPU("h100-80g")
 	fmt.Println("moves:", p.Moves)
 	fmt.Println("moved:", mem.FormatBytes(p.BytesMoved), "bound:", mem.FormatBytes(p.LowerBound), "freed:", mem.FormatBytes(p.FreedBytes))

@@ -11,7 +11,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -92,30 +92,36 @@ func IsLayoutFile(data []byte) bool {
 	return len(t) > 0 && t[0] == '{' && bytes.Contains(data, []byte(`"gpufrag_layout"`))
 }
 
+// ParseAlloc parses an allocator spec named in a layout file: the
+// registry's Parse (alloc/spec), passed in by the caller.
+type ParseAlloc func(spec string) (alloc.Described, error)
+
 // ReadLayout reads a saved-layout document from r (name labels errors) and
 // returns the layout and the allocator it names. Errors wrap ErrLayoutFile
 // and name the byte offset (syntax, wrong types) or the field path
 // (segments[3].blocks[7].state), and the layout must pass mem.Layout.Check.
-// The allocator must be a spec alloc/spec.Parse takes; byte counts are
+// The allocator must be a spec parse takes (the command line passes
+// alloc/spec.Parse: defrag links no allocator registry), and is returned
+// parsed, nil when the file names none; byte counts are
 // checked against capacity_bytes (at most mem.MaxCapacity) field by field
 // before they are added. device_free_bytes, when given, must be capacity −
 // other use − reserved, which it is computed as when absent.
 // The first 4 KiB must be JSON text (loc.CheckJSONStart) before the rest
 // is read, so random bytes or another format fail there.
-func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
+func ReadLayout(r io.Reader, name string, parse ParseAlloc) (mem.Layout, alloc.Described, error) {
 	head, atEOF, whole, err := loc.Head(r)
 	if err != nil {
-		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
+		return mem.Layout{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := loc.CheckJSONStart(head, atEOF); err != nil {
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
+		return mem.Layout{}, nil, fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(whole, MaxLayoutFile+1))
 	if err != nil {
-		return mem.Layout{}, "", fmt.Errorf("%s: %w", name, err)
+		return mem.Layout{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(data) > MaxLayoutFile {
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: larger than %d bytes", ErrLayoutFile, name, MaxLayoutFile)
+		return mem.Layout{}, nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrLayoutFile, name, MaxLayoutFile)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -125,26 +131,30 @@ func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &se):
-			return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, se.Offset, err)
+			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, se.Offset, err)
 		case errors.As(err, &te):
-			return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: field %q: want %s, got %s",
+			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: field %q: want %s, got %s",
 				ErrLayoutFile, name, te.Offset, te.Field, te.Type, te.Value)
 		}
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, dec.InputOffset(), err)
+		return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, dec.InputOffset(), err)
 	}
 	if dec.More() {
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: offset %d: data after the document", ErrLayoutFile, name, dec.InputOffset())
+		return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: data after the document", ErrLayoutFile, name, dec.InputOffset())
 	}
-	bad := func(field, format string, args ...any) (mem.Layout, string, error) {
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: field %q: %s", ErrLayoutFile, name, field, fmt.Sprintf(format, args...))
+	bad := func(field, format string, args ...any) (mem.Layout, alloc.Described, error) {
+		return mem.Layout{}, nil, fmt.Errorf("%w: %s: field %q: %s", ErrLayoutFile, name, field, fmt.Sprintf(format, args...))
 	}
 	if f.Version != LayoutVersion {
 		return bad("gpufrag_layout", "version %d, want %d", f.Version, LayoutVersion)
 	}
 	// The allocator's rules decide the plan: a spec replay --alloc refuses
 	// is refused here too, not read by its name alone.
+	var a alloc.Described
 	if f.Allocator != "" {
-		if _, err := spec.Parse(f.Allocator); err != nil {
+		if parse == nil {
+			return bad("allocator", "%s: no allocator registry to parse it with", loc.Quote(f.Allocator))
+		}
+		if a, err = parse(f.Allocator); err != nil {
 			return bad("allocator", "%v", err)
 		}
 	}
@@ -184,7 +194,7 @@ func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
 			case "pending_free":
 				b.State = mem.PendingFree
 			default:
-				return mem.Layout{}, "", fmt.Errorf("%w: %s: field \"segments[%d].blocks[%d].state\": %q (want active, free or pending_free)",
+				return mem.Layout{}, nil, fmt.Errorf("%w: %s: field \"segments[%d].blocks[%d].state\": %q (want active, free or pending_free)",
 					ErrLayoutFile, name, i, j, fb.State)
 			}
 			if fb.Size <= 0 || fb.Size > fs.Size || fb.Requested < 0 || fb.Requested > fb.Size {
@@ -206,7 +216,7 @@ func ReadLayout(r io.Reader, name string) (mem.Layout, string, error) {
 	}
 	l.Sort()
 	if err := l.Check(); err != nil {
-		return mem.Layout{}, "", fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
+		return mem.Layout{}, nil, fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
 	}
-	return l, f.Allocator, nil
+	return l, a, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
@@ -23,13 +25,13 @@ func TestLayoutFileRoundTrip(t *testing.T) {
 	if !defrag.IsLayoutFile(buf.Bytes()) {
 		t.Fatal("a written layout is not recognised as one")
 	}
-	got, name, err := defrag.ReadLayout(&buf, "l.json")
+	got, name, err := defrag.ReadLayout(&buf, "l.json", parseAlloc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Sort()
-	if name != "caching" || !reflect.DeepEqual(got, l) {
-		t.Fatalf("round trip changed the layout (allocator %q)", name)
+	if name.String() != "caching" || !reflect.DeepEqual(got, l) {
+		t.Fatalf("round trip changed the layout (allocator %v)", name)
 	}
 }
 
@@ -66,7 +68,7 @@ func TestLayoutFileErrors(t *testing.T) {
 		{`{"gpufrag_layout":1,"allocator":"caching:bogus:1","capacity_bytes":4096}`, `field "allocator": allocator "caching:bogus:1": `},
 		{`{"gpufrag_layout":1,"allocator":"cudamalloc","capacity_bytes":4096}`, `field "allocator": bad allocator spec: unknown allocator "cudamalloc"`},
 	} {
-		_, _, err := defrag.ReadLayout(strings.NewReader(c.in), "l.json")
+		_, _, err := defrag.ReadLayout(strings.NewReader(c.in), "l.json", parseAlloc)
 		if err == nil || !errors.Is(err, defrag.ErrLayoutFile) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an ErrLayoutFile naming %q", c.in, err, c.want)
 		}
@@ -88,7 +90,7 @@ func FuzzReadLayout(f *testing.F) {
 	f.Add([]byte("{\x86\xad\x05\xdc\x98\x7f\x80b0"))
 	f.Add([]byte(`{"gpufrag_layout":1,"segments":[{hello`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), "fuzz")
+		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), "fuzz", parseAlloc)
 		if err != nil {
 			if !errors.Is(err, defrag.ErrLayoutFile) {
 				t.Fatalf("error not wrapping ErrLayoutFile: %v", err)
@@ -124,12 +126,12 @@ func TestLayoutFileDocExample(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("the saved-layout section has no ```json example")
 	}
-	l, alloc, err := defrag.ReadLayout(strings.NewReader(example), "docs/json.md example")
+	l, alloc, err := defrag.ReadLayout(strings.NewReader(example), "docs/json.md example", parseAlloc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if alloc != "caching" || len(l.Segments) != 1 || len(l.Segments[0].Blocks) != 3 {
-		t.Errorf("example read as allocator %q, %d segments", alloc, len(l.Segments))
+	if alloc == nil || alloc.Name() != "caching" || len(l.Segments) != 1 || len(l.Segments[0].Blocks) != 3 {
+		t.Errorf("example read as allocator %v, %d segments", alloc, len(l.Segments))
 	}
 }
 
@@ -138,10 +140,13 @@ func TestLayoutFileDocExample(t *testing.T) {
 // not read to MaxLayoutFile (1 GiB).
 func TestReadLayoutRandomBytes(t *testing.T) {
 	loctest.RefusesEarly(t, func(r io.Reader, name string) error {
-		_, _, err := defrag.ReadLayout(r, name)
+		_, _, err := defrag.ReadLayout(r, name, parseAlloc)
 		if err != nil && !errors.Is(err, defrag.ErrLayoutFile) {
 			t.Errorf("%v does not wrap ErrLayoutFile", err)
 		}
 		return err
 	}, `{"gpufrag_layout": 1, "capacity_bytes": 4096, "segments": [{"`)
 }
+
+// parseAlloc is the registry's Parse, as the command line passes it.
+func parseAlloc(s string) (alloc.Described, error) { return spec.Parse(s) }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -148,14 +147,14 @@ type Plan struct {
 
 // Options tune a planner.
 type Options struct {
-	// Allocator names the rules the layout follows: an allocator name or
-	// spec of alloc/spec ("caching", "caching:expandable_segments:True",
-	// "arena"...; only the name counts). Allocators with no relocation hook
-	// (spec.Caps.Relocates false: vmm, async, direct) get plans that move
-	// nothing and only list VMM pages. Empty infers the rules from pool
-	// names: small/large are the caching allocator's, arena the arena's,
-	// vmm/async/direct their own, anything else size classes.
-	Allocator string
+	// Allocator names the rules the layout follows: a parsed allocator
+	// spec (alloc/spec.Spec; only its kind and capabilities count).
+	// Allocators with no relocation hook (alloc.Caps.Relocates false: vmm,
+	// async, direct) get plans that move nothing and only list VMM pages.
+	// Nil infers the rules from pool names: small/large are the caching
+	// allocator's, arena the arena's, vmm/async/direct their own, anything
+	// else size classes.
+	Allocator alloc.Described
 	// MaxBytes caps the bytes moved (0: no cap), for online policies that may
 	// move at most B bytes per engine step. Segments are evacuated whole or not
 	// at all, so a capped plan never leaves a segment half moved.
@@ -201,7 +200,7 @@ var (
 )
 
 // relocating are the rules of every allocator kind that implements
-// alloc.Relocator (spec.Caps.Relocates), by kind name; a test fails when a
+// alloc.Relocator (alloc.Caps.Relocates), by kind name; a test fails when a
 // relocating kind of alloc/spec has none. Kinds that cannot relocate get
 // fixedRules.
 var relocating = map[string]rules{
@@ -214,21 +213,18 @@ var relocating = map[string]rules{
 // nothing moves; free segments go back to the device.
 func fixedRules(name string) rules { return rules{name: name, releasable: true, fixed: true} }
 
-// rulesFor picks the rules from Options.Allocator, an allocator spec whose
-// kind alloc/spec knows (its arguments are not the planner's business), or
-// from the pool names.
-func rulesFor(l mem.Layout, allocator string) (rules, error) {
-	if allocator != "" {
-		k, err := spec.KindOf(allocator)
-		if err != nil {
-			return rules{}, fmt.Errorf("%w: %w", ErrLayout, err)
+// rulesFor picks the rules from Options.Allocator, a parsed allocator spec
+// (its capabilities say whether anything moves; its arguments are not the
+// planner's business), or from the pool names.
+func rulesFor(l mem.Layout, a alloc.Described) (rules, error) {
+	if a != nil {
+		name := a.Name()
+		if !a.Caps().Relocates {
+			return fixedRules(name), nil
 		}
-		if !k.Caps.Relocates {
-			return fixedRules(k.Name), nil
-		}
-		r, ok := relocating[k.Name]
+		r, ok := relocating[name]
 		if !ok {
-			return rules{}, fmt.Errorf("%w: allocator %q relocates blocks, but defrag has no relocation rules for it (defrag/plan.go)", ErrLayout, k.Name)
+			return rules{}, fmt.Errorf("%w: allocator %q relocates blocks, but defrag has no relocation rules for it (defrag/plan.go)", ErrLayout, name)
 		}
 		return r, nil
 	}
@@ -398,14 +394,25 @@ func estimateMaxAllocatable(before, after mem.Layout, r rules, beforeLargest int
 }
 
 // PlanAllocator plans for allocator a's current layout under its own rules
-// (Options.Allocator defaults to a.Spec()). The simulator holds the
-// allocator; Apply then performs the plan through a.(alloc.Relocator).
+// (Options.Allocator defaults to a's own description: its canonical spec,
+// the kind named there, alloc.CapsOf(a)). Apply then performs the plan
+// through a.(alloc.Relocator).
 func PlanAllocator(a alloc.Allocator, g Goal, o Options) (Plan, error) {
-	if o.Allocator == "" {
-		o.Allocator = a.Spec()
+	if o.Allocator == nil {
+		o.Allocator = built{a}
 	}
 	return PlanLayout(a.Layout(), g, o)
 }
+
+// built describes a built allocator by itself (alloc.Described).
+type built struct{ a alloc.Allocator }
+
+func (b built) String() string   { return b.a.Spec() }
+func (b built) Caps() alloc.Caps { return alloc.CapsOf(b.a) }
+
+// Name is the kind's name, the canonical spec's text before its first ':'
+// (alloc.Allocator.Spec: "NAME[:ARGS]").
+func (b built) Name() string { name, _, _ := strings.Cut(b.a.Spec(), ":"); return name }
 
 // sortedSegs returns segment indices in address order (allocators may build
 // layouts in any order; the input is never sorted in place).

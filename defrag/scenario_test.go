@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/gpufrag/gpufrag/alloc"
+	allocspec "github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -171,7 +172,7 @@ func runScenario(t *testing.T, path string, tot *suiteTotals) {
 			if err != nil {
 				return err.Error()
 			}
-			o := defrag.Options{Allocator: spec, MaxMoves: num("max-moves")}
+			o := defrag.Options{Allocator: allocspec.MustParse(spec), MaxMoves: num("max-moves")}
 			if _, ok := arg("max-bytes"); ok {
 				o.MaxBytes = size("max-bytes")
 			}

@@ -252,7 +252,7 @@ func readScenario(e *Experiment, opts Options) (*scenario.Scenario, error) {
 func runScenario(base *scenario.Scenario, r Run, red *Reduced) scenario.Scenario {
 	s := *base
 	s.Runs = []scenario.Run{{KV: r.KV, Alloc: r.Alloc, OnOOM: r.OnOOM}}
-	if r.KV == "" && len(base.Runs) == 1 {
+	if r.KV.IsZero() && len(base.Runs) == 1 {
 		s.Runs = []scenario.Run{base.Runs[0]}
 	}
 	if r.Util > 0 {
@@ -433,7 +433,7 @@ func scenarioSetup(s *scenario.Scenario, plan *scenario.Plan) string {
 }
 
 func runDesc(s *scenario.Scenario, cfg *sim.Config, r Run) string {
-	parts := []string{cfg.KV + " on " + cfg.Alloc, "on_oom " + onOOMName(cfg.OnOOM), cfg.KVDType.String() + " KV",
+	parts := []string{cfg.KV.String() + " on " + cfg.Alloc.String(), "on_oom " + onOOMName(cfg.OnOOM), cfg.KVDType.String() + " KV",
 		fmt.Sprintf("gpu_memory_utilization %.2f", cfg.GPUMemoryUtilization)}
 	if s.Workload.Bucket > 0 {
 		parts = append(parts, fmt.Sprintf("prompts bucketed to %d", s.Workload.Bucket))

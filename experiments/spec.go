@@ -57,20 +57,20 @@ type Experiment struct {
 type Run struct {
 	Name string `yaml:"name"`
 	// Scenario runs.
-	KV         string            `yaml:"kv"`
-	Alloc      string            `yaml:"alloc"`
-	OnOOM      string            `yaml:"on_oom"`
-	Util       float64           `yaml:"gpu_memory_utilization"`
-	KVDType    string            `yaml:"kv_dtype"`
-	Bucket     int               `yaml:"bucket"`
-	Beam       []int             `yaml:"beam"`
-	MaxSeqs    int               `yaml:"max_seqs"`
-	MaxContext int               `yaml:"max_context"`
-	Defrag     string            `yaml:"defrag"`
-	DefragLow  float64           `yaml:"defrag_low"`
-	DefragHigh float64           `yaml:"defrag_high"`
-	Floor      *float64          `yaml:"defrag_floor"`
-	OfflineGap scenario.Duration `yaml:"offline_gap"`
+	KV         scenario.KVSpec    `yaml:"kv"`    // parsed as the file is read
+	Alloc      scenario.AllocSpec `yaml:"alloc"` // parsed as the file is read
+	OnOOM      string             `yaml:"on_oom"`
+	Util       float64            `yaml:"gpu_memory_utilization"`
+	KVDType    string             `yaml:"kv_dtype"`
+	Bucket     int                `yaml:"bucket"`
+	Beam       []int              `yaml:"beam"`
+	MaxSeqs    int                `yaml:"max_seqs"`
+	MaxContext int                `yaml:"max_context"`
+	Defrag     string             `yaml:"defrag"`
+	DefragLow  float64            `yaml:"defrag_low"`
+	DefragHigh float64            `yaml:"defrag_high"`
+	Floor      *float64           `yaml:"defrag_floor"`
+	OfflineGap scenario.Duration  `yaml:"offline_gap"`
 	// NoReactive stops the policy from also compacting for a request that
 	// just failed, so that only its own trigger acts.
 	NoReactive bool `yaml:"defrag_no_reactive"`

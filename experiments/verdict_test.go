@@ -132,6 +132,10 @@ decide:
 		{"between without high", strings.Replace(ok, "op: gt, value: 1", "op: between, low: 1", 1), "between needs low <= high"},
 		{"combine without ref", strings.Replace(ok, "op: gt", "combine: ratio, op: gt", 1), "needs ref"},
 		{"duplicate run", strings.Replace(ok, "runs:\n", "runs:\n  - {name: a, model: llama-3-70b, tokens: 1}\n", 1), `field "runs[1].name": run "a" defined twice`},
+		// A run's specs are parsed as the file is read (scenario.KVSpec,
+		// AllocSpec), a bad one named with its line.
+		{"bad kv", strings.Replace(ok, "model: llama-3-70b, tokens: 10", "model: llama-3-70b, tokens: 10, kv: 'paged:0'", 1), `f.yaml: line 5: field "kv": bad strategy spec: "paged:0"`},
+		{"bad alloc", strings.Replace(ok, "model: llama-3-70b, tokens: 10", "model: llama-3-70b, tokens: 10, alloc: slab", 1), `f.yaml: line 5: field "alloc": bad allocator spec: unknown allocator "slab"`},
 		{"inline scenario unknown field", `name: x
 claim: c
 scenario:

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -81,7 +83,7 @@ func BenchmarkEngine(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("kv=%s/alloc=%s", s.kv, s.alloc), func(b *testing.B) {
 			c := sim.DefaultConfig(m, g)
-			c.KV, c.Alloc = s.kv, s.alloc
+			c.KV, c.Alloc = strategy.MustParseSpec(s.kv), spec.MustParse(s.alloc)
 			b.ReportAllocs()
 			var res sim.Result
 			b.ResetTimer()
@@ -176,7 +178,7 @@ func benchAzureConv(b *testing.B, prep func(*testing.B, []sim.Config)) {
 	s.Model, s.GPU, s.Duration = "llama-3.1-8b", "h100-80g", 0
 	s.Workload = scenario.Workload{Trace: &scenario.Trace{File: file, Format: "azure"}}
 	s.Engine.MaxBatchTokens, s.Engine.MaxSeqs = 2048, 256
-	s.Runs = []scenario.Run{{KV: "paged:16", Alloc: "caching"}}
+	s.Runs = []scenario.Run{{KV: scenario.KVSpec{Spec: strategy.PagedSpec(16)}, Alloc: scenario.AllocSpec{Spec: spec.Default()}}}
 	p, err := scenario.Build(s, func(n string) (io.ReadCloser, error) { return os.Open(n) })
 	if err != nil {
 		b.Fatal(err)
@@ -227,7 +229,7 @@ func BenchmarkSparseLongRun(b *testing.B) {
 	for _, kv := range []string{"paged:16", "contiguous-grow"} {
 		b.Run("kv="+kv, func(b *testing.B) {
 			c := sim.DefaultConfig(m, g)
-			c.KV, c.Duration = kv, 100_000*hour
+			c.KV, c.Duration = strategy.MustParseSpec(kv), 100_000*hour
 			b.ReportAllocs()
 			var res sim.Result
 			var e *sim.Engine
@@ -271,7 +273,7 @@ func BenchmarkSparseSessions(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range p.Configs {
-		b.Run("kv="+c.KV+"/alloc="+c.Alloc, func(b *testing.B) {
+		b.Run("kv="+c.KV.String()+"/alloc="+c.Alloc.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuSeconds()

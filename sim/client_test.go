@@ -36,7 +36,7 @@ func TestClientCapOne(t *testing.T) {
 		e2e     = prefill + 3_002_735 + 3_002_745 + 3_002_755
 	)
 	c := tinyConfig(64 << 20)
-	c.KV, c.Alloc, c.MaxConcurrency = "paged:16", "caching", 1
+	c.KV, c.Alloc, c.MaxConcurrency = kvOf("paged:16"), allocOf("caching"), 1
 	reqs := make([]workload.Request, 3)
 	for i := range reqs {
 		reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i+1), PromptTokens: 10, OutputTokens: 4, N: 1}
@@ -77,7 +77,7 @@ func TestClientCapOne(t *testing.T) {
 // slot at once: the request held behind it is sent at the same time.
 func TestClientRejectFreesSlot(t *testing.T) {
 	c := tinyConfig(64 << 20)
-	c.KV, c.Alloc, c.MaxConcurrency = "paged:16", "caching", 1
+	c.KV, c.Alloc, c.MaxConcurrency = kvOf("paged:16"), allocOf("caching"), 1
 	c.MaxContext = 64
 	reqs := []workload.Request{
 		{ID: "r1", PromptTokens: 100, OutputTokens: 2, N: 1}, // longer than the context
@@ -102,7 +102,7 @@ func TestClientRejectFreesSlot(t *testing.T) {
 // fail the later one, rB, fails.
 func TestClientSlotsInOrder(t *testing.T) {
 	c := tinyConfig(64 << 20)
-	c.KV, c.Alloc, c.MaxConcurrency = "paged:16", "caching", 2
+	c.KV, c.Alloc, c.MaxConcurrency = kvOf("paged:16"), allocOf("caching"), 2
 	c.Activations, c.OnOOM = false, OnOOMFail
 	c.GPUMemoryUtilization = float64(2<<20+655_360) / (64 << 20) // weights + 5 blocks
 	reqs := []workload.Request{
@@ -272,7 +272,7 @@ func TestClientCapProperty(t *testing.T) {
 // every run after one step, and the fast path would never engage).
 func TestClientFastPaths(t *testing.T) {
 	c := tinyConfig(64 << 20)
-	c.KV, c.Alloc, c.MaxConcurrency = "paged:16", "caching", 1
+	c.KV, c.Alloc, c.MaxConcurrency = kvOf("paged:16"), allocOf("caching"), 1
 	reqs := make([]workload.Request, 3)
 	for i := range reqs {
 		reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i+1), PromptTokens: 10, OutputTokens: 200, N: 1}
@@ -291,7 +291,7 @@ func TestClientFastPaths(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawConfig(t)
 		s := fastSetups[rapid.IntRange(0, len(fastSetups)-1).Draw(t, "fast-setup")]
-		c.KV, c.Alloc = s.kv, s.alloc
+		c.KV, c.Alloc = kvOf(s.kv), allocOf(s.alloc)
 		c.MaxConcurrency = rapid.IntRange(1, 8).Draw(t, "max-concurrency")
 		maxReqs, maxOut := 24, 400
 		if testing.Short() || invariants.Enabled {

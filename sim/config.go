@@ -11,6 +11,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -99,14 +101,17 @@ type Config struct {
 	TP      int         // tensor-parallel degree (≥ 1); one GPU of the group is simulated
 	KVDType model.DType // KV cache element type; 0 means the model's weight type when 16-bit, else BF16
 
-	// KV is the KV strategy spec (kv/strategy.Parse): contiguous-max,
+	// KV is the KV strategy, parsed (kv/strategy.ParseSpec; its text in a
+	// document, encoding.TextUnmarshaler): contiguous-max,
 	// contiguous-max:pow2, contiguous-max:oracle, contiguous-grow, paged:B,
-	// vmm:P.
-	KV string
-	// Alloc is the allocator spec (alloc/spec.New): caching,
-	// caching:expandable_segments:True, sizeclass:..., arena:..., async,
-	// direct, vmm:P. vmm:P strategies need a vmm allocator with the same page.
-	Alloc string
+	// vmm:P. The engine parses no spec text: sim/scenario, advise and calib
+	// hand it parsed specs.
+	KV strategy.Spec
+	// Alloc is the allocator, parsed (alloc/spec.Parse, or its text in a
+	// document): caching, caching:expandable_segments:True, sizeclass:...,
+	// arena:..., async, direct, vmm:P. vmm:P strategies need a vmm allocator
+	// with the same page (strategy.CheckPair).
+	Alloc spec.Spec
 
 	OnOOM OnOOM
 
@@ -235,7 +240,7 @@ type EarlyStop struct {
 func DefaultConfig(m model.Model, g model.GPU) Config {
 	return Config{
 		Model: m, GPU: g, TP: 1, KVDType: model.BF16,
-		KV: "paged:16", Alloc: "caching",
+		KV: strategy.PagedSpec(16), Alloc: spec.Default(),
 		GPUMemoryUtilization: 0.9,
 		ContextBytes:         500 * mem.MiB,
 		MaxBatchTokens:       8192,
@@ -310,10 +315,10 @@ func (c Config) validate() (Config, error) {
 			}
 		}
 	}
-	if c.KV == "" {
+	if c.KV.IsZero() {
 		return bad("kv", "empty strategy spec")
 	}
-	if c.Alloc == "" {
+	if c.Alloc.IsZero() {
 		return bad("alloc", "empty allocator spec")
 	}
 	if c.OnOOM < OnOOMDefault || c.OnOOM > OnOOMFail {

@@ -218,10 +218,8 @@ func (e *Engine) initDefrag(as spec.Spec) {
 	case !ok1 || as.MapsPages():
 		e.res.Defrag.Skipped = e.al.Spec() + " cannot relocate blocks (or needs no compaction)"
 	default:
-		ks, err := strategy.ParseSpec(e.cfg.KV)
-		cannotFail(err, "kv spec", e.cfg.KV) // New parsed it already
 		e.dg = &defragger{cfg: d, rel: rel, mv: mv, armed: true, lastRun: -1, lastAdmitFailure: -1, index: map[uint64]alloc.Handle{},
-			grows: !ks.Reserves()}
+			grows: !e.cfg.KV.Reserves()}
 	}
 }
 
@@ -356,7 +354,7 @@ func (e *Engine) defragFit(size int64) bool {
 // the Mooncake variants of the defrag suite (experiments/*-defrag-*.yaml).
 func (e *Engine) compact(goal defrag.Goal, maxBytes int64, drain bool) bool {
 	dg := e.dg
-	p, err := defrag.PlanLayout(e.al.Layout(), goal, defrag.Options{Allocator: e.al.Spec(), MaxBytes: maxBytes})
+	p, err := defrag.PlanLayout(e.al.Layout(), goal, defrag.Options{Allocator: e.cfg.Alloc, MaxBytes: maxBytes})
 	if err != nil {
 		// A goal the allocator's rules cannot plan for (fit on size-class
 		// slots) is no compaction; any other error is the engine's bug.

@@ -63,7 +63,7 @@ func TestDefragPolicies(t *testing.T) {
 	for _, policy := range []DefragPolicy{DefragThreshold, DefragAdaptive, DefragOnline, DefragOffline} {
 		t.Run(policy.String(), func(t *testing.T) {
 			c := tinyConfig(320 * mem.MiB)
-			c.KV, c.Alloc = "contiguous-grow", "caching"
+			c.KV, c.Alloc = kvOf("contiguous-grow"), allocOf("caching")
 			c.Duration = dur // stop with requests live, to check their addresses
 			c.SampleInterval = 100_000_000
 			c.Defrag = Defrag{Policy: policy}
@@ -130,7 +130,7 @@ func TestDefragPolicies(t *testing.T) {
 func TestDefragSkipped(t *testing.T) {
 	for _, tc := range []struct{ kv, alloc string }{{"paged:16", "caching"}, {"contiguous-grow", "caching:expandable_segments:True"}, {"vmm:2MiB", "vmm:2MiB"}} {
 		c := tinyConfig(256 * mem.MiB)
-		c.KV, c.Alloc = tc.kv, tc.alloc
+		c.KV, c.Alloc = kvOf(tc.kv), allocOf(tc.alloc)
 		c.Defrag = Defrag{Policy: DefragThreshold}
 		_, res := runEngine(t, c, fragmentingRequests(20, 3))
 		if res.Defrag == nil || res.Defrag.Skipped == "" || res.Defrag.Runs != 0 {
@@ -197,7 +197,7 @@ func TestDefragNoWorseThanOff(t *testing.T) {
 				for seed := uint64(1); seed <= seeds; seed++ {
 					reqs := overloadRequests(200, seed, gap)
 					c := tinyConfig(192 * mem.MiB)
-					c.KV, c.Alloc = "contiguous-grow", "caching"
+					c.KV, c.Alloc = kvOf("contiguous-grow"), allocOf("caching")
 					c.Activations = act
 					c.SampleInterval = 100_000_000
 					for _, p := range []DefragPolicy{DefragOff, DefragThreshold, DefragAdaptive, DefragOnline, DefragOffline} {
@@ -235,7 +235,7 @@ func TestDefragQuietWindow(t *testing.T) {
 			runs, waited := 0, 0
 			for seed := uint64(1); seed <= 4; seed++ {
 				c := tinyConfig(256 * mem.MiB)
-				c.KV, c.Alloc = "contiguous-grow", "caching"
+				c.KV, c.Alloc = kvOf("contiguous-grow"), allocOf("caching")
 				c.SampleInterval = 100_000_000
 				c.Defrag = Defrag{Policy: p, NoReactive: true, QuietWindow: 3_600_000_000_000}
 				e, err := New(c, fragmentingRequests(600, seed))

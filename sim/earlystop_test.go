@@ -26,8 +26,8 @@ func TestEarlyStopSound(t *testing.T) {
 				PromptTokens: rapid.IntRange(1, 1500).Draw(rt, "prompt"), OutputTokens: rapid.IntRange(0, 300).Draw(rt, "output"), N: 1}
 		}
 		c := tinyConfig(rapid.SampledFrom([]int64{48 << 20, 96 << 20, 512 << 20}).Draw(rt, "capacity"))
-		c.KV = rapid.SampledFrom([]string{"paged:16", "contiguous-grow"}).Draw(rt, "kv")
-		c.Alloc = "caching"
+		c.KV = kvOf(rapid.SampledFrom([]string{"paged:16", "contiguous-grow"}).Draw(rt, "kv"))
+		c.Alloc = allocOf("caching")
 		full, err := runQuiet(c, reqs)
 		if err != nil {
 			rt.Skip(err)

@@ -15,7 +15,6 @@ import (
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
@@ -107,17 +106,10 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	as, err := spec.Parse(c.Alloc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: alloc: %w", ErrBadConfig, err)
-	}
-	ks, err := strategy.ParseSpec(c.KV)
-	if err != nil {
-		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
-	}
-	if err := strategy.CheckPair(ks, as); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
-	}
+	// The specs arrive parsed (Config.KV, Config.Alloc): the engine reads
+	// no spec text. The pair is checked once, by the builder (sim/scenario)
+	// and, against the built allocator, by strategy.New below.
+	as, ks := c.Alloc, c.KV
 	if c.OnOOM == OnOOMDefault {
 		c.OnOOM = defaultOnOOM(ks)
 	}
@@ -155,7 +147,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 			ErrBadConfig, mem.FormatBytes(c.GPU.Capacity), c.GPUMemoryUtilization, mem.FormatBytes(weights),
 			mem.FormatBytes(c.ContextBytes), mem.FormatBytes(act))
 	}
-	e.kv, err = strategy.Parse(c.KV, strategy.Env{Model: c.Model, KVDType: c.KVDType, TP: c.TP,
+	e.kv, err = strategy.New(ks, strategy.Env{Model: c.Model, KVDType: c.KVDType, TP: c.TP,
 		Alloc: e.al, PoolBytes: e.budgetBytes, MaxContext: c.MaxContext, NoPrefixCaching: !c.PrefixCaching})
 	if err != nil {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
@@ -29,8 +30,8 @@ func TestNewErrors(t *testing.T) {
 		{"bad tp", func(c *Config) { c.TP = 3 }, one, "tp"},
 		{"no gpu", func(c *Config) { c.GPU.Capacity = 0 }, one, "gpu"},
 		{"bad kv dtype", func(c *Config) { c.KVDType = 200 }, one, "kv dtype"},
-		{"no kv", func(c *Config) { c.KV = "" }, one, "kv: empty"},
-		{"no alloc", func(c *Config) { c.Alloc = "" }, one, "alloc: empty"},
+		{"no kv", func(c *Config) { c.KV = strategy.Spec{} }, one, "kv: empty"},
+		{"no alloc", func(c *Config) { c.Alloc = spec.Spec{} }, one, "alloc: empty"},
 		{"bad on-oom", func(c *Config) { c.OnOOM = 9 }, one, "on-oom"},
 		{"util 0", func(c *Config) { c.GPUMemoryUtilization = 0 }, one, "gpu memory utilization"},
 		{"util above 1", func(c *Config) { c.GPUMemoryUtilization = 1.5 }, one, "gpu memory utilization"},
@@ -45,11 +46,11 @@ func TestNewErrors(t *testing.T) {
 		{"negative sample interval", func(c *Config) { c.SampleInterval = -1 }, one, "sample interval"},
 		{"weights do not fit", func(c *Config) { c.GPU.Capacity = 2 * mem.MiB }, one, "do not fit"},
 		{"no memory for KV", func(c *Config) { c.GPUMemoryUtilization = 0.05 }, one, "no memory left for the KV cache"},
-		{"unknown strategy", func(c *Config) { c.KV = "paged:0" }, one, "kv:"},
-		{"unknown allocator", func(c *Config) { c.Alloc = "slab" }, one, "alloc:"},
-		{"vmm kv on caching", func(c *Config) { c.KV = "vmm:2MiB" }, one,
-			"bad config: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
-		{"vmm kv on another page", func(c *Config) { c.KV, c.Alloc = "vmm:2MiB", "vmm:64KiB" }, one,
+		// Specs arrive parsed (their text is refused by ParseSpec and
+		// spec.Parse); the pair is checked against the built allocator.
+		{"vmm kv on caching", func(c *Config) { c.KV = kvOf("vmm:2MiB") }, one,
+			"bad config: kv: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
+		{"vmm kv on another page", func(c *Config) { c.KV, c.Alloc = kvOf("vmm:2MiB"), allocOf("vmm:64KiB") }, one,
 			"kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc vmm:64KiB grows them by 64KiB"},
 		{"unsorted requests", func(*Config) {}, []workload.Request{
 			{ID: "late", Arrival: 5, PromptTokens: 1, N: 1}, {ID: "early", Arrival: 1, PromptTokens: 1, N: 1}}, "not sorted by arrival at early"},
@@ -88,9 +89,9 @@ func TestDefaultOnOOM(t *testing.T) {
 		"contiguous-grow": OnOOMFail,
 	} {
 		c := tinyConfig(64 * mem.MiB)
-		c.KV = kv
+		c.KV = kvOf(kv)
 		if kv == "vmm:2MiB" {
-			c.Alloc = kv
+			c.Alloc = allocOf(kv)
 		}
 		_, res := runEngine(t, c, nil)
 		if res.OnOOM != want.String() {
@@ -126,7 +127,7 @@ func TestRealModels(t *testing.T) {
 		}
 		for _, kv := range []string{"paged:16", "contiguous-max:oracle", "contiguous-grow"} {
 			c := DefaultConfig(m, g)
-			c.KV = kv
+			c.KV = kvOf(kv)
 			_, res := runEngine(t, c, reqs)
 			// Llama-2 and OPT have a 4K and a 2K context: longer prompts
 			// are rejected.

@@ -95,7 +95,7 @@ func TestFastPathsChangeNothing(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := drawConfig(t)
 		s := fastSetups[rapid.IntRange(0, len(fastSetups)-1).Draw(t, "fast-setup")]
-		c.KV, c.Alloc = s.kv, s.alloc
+		c.KV, c.Alloc = kvOf(s.kv), allocOf(s.alloc)
 		c.Defrag.Policy = DefragPolicy(rapid.SampledFrom([]int{0, 0, 0, 1, 2, 3, 4}).Draw(t, "defrag"))
 		maxReqs, maxOut := 24, 400
 		if testing.Short() || invariants.Enabled {
@@ -160,7 +160,7 @@ func TestDecodeRunsEveryStrategy(t *testing.T) {
 	} {
 		for _, cut := range []int64{0, 30 * int64(time.Second)} {
 			c := DefaultConfig(m, g)
-			c.KV, c.Alloc, c.Activations, c.Duration = s.kv, s.alloc, true, cut
+			c.KV, c.Alloc, c.Activations, c.Duration = kvOf(s.kv), allocOf(s.alloc), true, cut
 			fast, _, ok := runBoth(t, c, reqs)
 			if !ok {
 				t.Fatalf("%s on %s: cannot run", s.kv, s.alloc)
@@ -180,7 +180,7 @@ func TestDecodeRunsEveryStrategy(t *testing.T) {
 func TestDecodeRunsStopAtBudget(t *testing.T) {
 	for _, util := range []float64{0.10, 0.12, 0.15} {
 		c := tinyConfig(64 * mem.MiB)
-		c.KV, c.Alloc, c.Activations, c.GPUMemoryUtilization = "vmm:64KiB", "vmm:64KiB", false, util
+		c.KV, c.Alloc, c.Activations, c.GPUMemoryUtilization = kvOf("vmm:64KiB"), allocOf("vmm:64KiB"), false, util
 		reqs := make([]workload.Request, 12)
 		for i := range reqs {
 			reqs[i] = workload.Request{ID: fmt.Sprintf("b%d", i), Arrival: int64(i) * int64(time.Millisecond),
@@ -211,7 +211,7 @@ func TestFastPathsLlama(t *testing.T) {
 	for _, cut := range []int64{0, 20 * int64(time.Second)} {
 		for _, pc := range []bool{true, false} {
 			c := DefaultConfig(m, g)
-			c.KV, c.Alloc, c.Duration, c.PrefixCaching = "paged:16", "caching", cut, pc
+			c.KV, c.Alloc, c.Duration, c.PrefixCaching = kvOf("paged:16"), allocOf("caching"), cut, pc
 			fast, _, ok := runBoth(t, c, reqs)
 			if !ok {
 				t.Fatal("cannot run")
@@ -322,7 +322,7 @@ func TestVMMOutlivesAddressSpace(t *testing.T) {
 	var res [2]Result
 	for i, a := range []string{"vmm:2MiB,max_range:128TiB", "vmm:2MiB"} {
 		c := DefaultConfig(m, g)
-		c.KV, c.Alloc = "vmm:2MiB", a
+		c.KV, c.Alloc = kvOf("vmm:2MiB"), allocOf(a)
 		fast, _, ok := runBoth(t, c, reqs)
 		if !ok {
 			t.Fatalf("%s: cannot run", a)

@@ -5,6 +5,8 @@ import (
 
 	"fmt"
 
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
@@ -201,3 +203,8 @@ func checkClose(e *Engine) error {
 	}
 	return nil
 }
+
+// kvOf and allocOf parse the specs a test writes as text (sim.Config holds
+// them parsed).
+func kvOf(s string) strategy.Spec { return strategy.MustParseSpec(s) }
+func allocOf(s string) spec.Spec  { return spec.MustParse(s) }

@@ -40,7 +40,7 @@ var propSetups = []struct{ kv, alloc string }{
 func drawConfig(t *rapid.T) Config {
 	s := propSetups[rapid.IntRange(0, len(propSetups)-1).Draw(t, "setup")]
 	c := tinyConfig(int64(rapid.IntRange(16, 96).Draw(t, "capacity-mib")) * mem.MiB)
-	c.KV, c.Alloc = s.kv, s.alloc
+	c.KV, c.Alloc = kvOf(s.kv), allocOf(s.alloc)
 	c.OnOOM = OnOOM(rapid.IntRange(int(OnOOMDefault), int(OnOOMFail)).Draw(t, "on-oom"))
 	c.GPUMemoryUtilization = float64(rapid.IntRange(5, 100).Draw(t, "util-pct")) / 100
 	c.Activations = rapid.Bool().Draw(t, "activations")
@@ -243,7 +243,7 @@ func TestMetamorphicPolicies(t *testing.T) {
 			// samples need at most 24 × (2 + 4 × 2) blocks. Few blocks keep
 			// the pool's invariant checks cheap.
 			c := tinyConfig(512 * mem.MiB)
-			c.KV = "paged:256"
+			c.KV = kvOf("paged:256")
 			c.OnOOM = oom
 			e, res, ok := runChecked(t, c, reqs)
 			if !ok {

@@ -143,8 +143,12 @@ func (s *scriptEnv) config(t *testing.T, d *datadriven.TestData) string {
 	}
 	c := DefaultConfig(m, g)
 	c.ContextBytes = scanBytes(t, d, "context", "0")
-	c.KV = scanStr(t, d, "kv", c.KV)
-	c.Alloc = scanStr(t, d, "alloc", c.Alloc)
+	if err := c.KV.UnmarshalText([]byte(scanStr(t, d, "kv", c.KV.String()))); err != nil {
+		t.Fatalf("%s: %v", d.Pos, err)
+	}
+	if err := c.Alloc.UnmarshalText([]byte(scanStr(t, d, "alloc", c.Alloc.String()))); err != nil {
+		t.Fatalf("%s: %v", d.Pos, err)
+	}
 	oom, err := ParseOnOOM(scanStr(t, d, "on-oom", "default"))
 	if err != nil {
 		t.Fatalf("%s: %v", d.Pos, err)

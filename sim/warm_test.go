@@ -19,7 +19,7 @@ func TestWarmPrompts(t *testing.T) {
 		reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i), Arrival: int64(i) * 1e9, PromptTokens: prompt, OutputTokens: 4, N: 1}
 	}
 	c := tinyConfig(64 << 20)
-	c.KV, c.Alloc = "paged:16", "caching"
+	c.KV, c.Alloc = kvOf("paged:16"), allocOf("caching")
 	_, cold := runEngine(t, c, reqs)
 	c.WarmPrompts = true
 	_, warm := runEngine(t, c, reqs)
@@ -53,7 +53,7 @@ func TestWarmPrompts(t *testing.T) {
 	}
 
 	// A strategy without a prefix cache: the same run as cold.
-	c.PrefixCaching, c.KV = true, "contiguous-max"
+	c.PrefixCaching, c.KV = true, kvOf("contiguous-max")
 	_, warmC := runEngine(t, c, reqs)
 	c.WarmPrompts = false
 	_, coldC := runEngine(t, c, reqs)

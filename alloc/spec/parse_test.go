@@ -83,7 +83,7 @@ func TestCapsDeclared(t *testing.T) {
 			t.Errorf("%s: declared GrowUnit %d; it comes from the arguments", k.Name, k.Caps.GrowUnit)
 		}
 	}
-	seen := spec.Caps{}
+	seen := alloc.Caps{}
 	for _, s := range specs {
 		sp, err := spec.Parse(s)
 		if err != nil {
@@ -93,7 +93,7 @@ func TestCapsDeclared(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New(%q): %v", s, err)
 		}
-		if got, want := sp.Caps(), spec.CapsOf(a); got != want {
+		if got, want := sp.Caps(), alloc.CapsOf(a); got != want {
 			t.Errorf("%s: declared %+v, the allocator implements %+v", s, got, want)
 		}
 		c := sp.Caps()
@@ -105,7 +105,7 @@ func TestCapsDeclared(t *testing.T) {
 	}
 	// Each capability is declared by some kind, so the comparison above
 	// tested it both ways.
-	if want := (spec.Caps{Relocates: true, GrowsInPlace: true, Stamps: true, RecordsTrips: true, Syncs: true}); seen != want {
+	if want := (alloc.Caps{Relocates: true, GrowsInPlace: true, Stamps: true, RecordsTrips: true, Syncs: true}); seen != want {
 		t.Errorf("capabilities declared by some kind: %+v, want every one", seen)
 	}
 	if c := mustParse(t, "vmm:64KiB").Caps(); c.GrowUnit != 64*mem.KiB {
@@ -141,7 +141,7 @@ func TestPyTorchConf(t *testing.T) {
 // nothing, with an error instead of a panic.
 func TestZeroSpec(t *testing.T) {
 	var s spec.Spec
-	if s.Name() != "" || s.String() != "" || s.Caps() != (spec.Caps{}) || s.Kind().Name != "" {
+	if s.Name() != "" || s.String() != "" || s.Caps() != (alloc.Caps{}) || s.Kind().Name != "" {
 		t.Errorf("zero Spec: %q %q %+v", s.Name(), s.String(), s.Caps())
 	}
 	if _, ok := s.PyTorchConf(); ok {

@@ -4,8 +4,12 @@
 // allocators, and says what each allocator can do. A spec is NAME[:ARGS];
 // ARGS belong to the named allocator package (each has ParseConfig and New).
 // It is the only package that knows every allocator: commands, the scenario
-// builder, advise, defrag and the analyses ask it (Parse, KindOf, Caps)
-// instead of looking at a spec's text.
+// builder, advise and the analyses ask it (Parse, KindOf, Caps) instead of
+// looking at a spec's text. A parsed Spec is an alloc.Described (text,
+// kind name, alloc.Caps), which kv/strategy and defrag take, so that they
+// link no allocator; it marshals to and from its text (MarshalText,
+// UnmarshalText), so a scenario, an experiment or sim.Config holds it
+// parsed once.
 //
 // Parse checks a spec's name and arguments without a device; Spec.New
 // builds the allocator on one. Spec.Caps says which of package alloc's
@@ -25,7 +29,7 @@
 //     test there fails until every relocating Kind has rules).
 //
 // Nothing else names allocators: a KV strategy's needs (kv/strategy) and
-// defrag's "moves nothing" are answered from Caps.
+// defrag's "moves nothing" are answered from alloc.Caps.
 package spec
 
 import (
@@ -52,17 +56,20 @@ type Kind struct {
 	// Caps are the optional interfaces of package alloc that every
 	// allocator of this kind implements. GrowUnit is 0 here: it depends on
 	// the arguments, and Spec.Caps fills it in.
-	Caps Caps
+	Caps alloc.Caps
 	// PyTorch is how PyTorch selects an allocator of this kind.
 	PyTorch PyTorch
 	// parse checks the arguments (the allocator package's ParseConfig) and
-	// returns what New needs.
+	// returns what build needs.
 	parse func(args string) (parsed, error)
+	// build builds an allocator from parsed.cfg (the package's New).
+	build func(dev *mem.Device, cfg any) (alloc.Allocator, error)
 }
 
-// parsed is a kind's parsed arguments.
+// parsed is a kind's parsed arguments: the allocator package's config, a
+// plain value, so that a Spec compares (reflect.DeepEqual) by content.
 type parsed struct {
-	build func(dev *mem.Device) (alloc.Allocator, error)
+	cfg any
 	argFacts
 }
 
@@ -81,17 +88,18 @@ func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), buil
 		if err != nil {
 			return parsed{}, err
 		}
-		p := parsed{build: func(dev *mem.Device) (alloc.Allocator, error) {
-			a, err := build(dev, c)
-			if err != nil {
-				return nil, err
-			}
-			return a, nil
-		}}
+		p := parsed{cfg: c}
 		if facts != nil {
 			p.argFacts = facts(c)
 		}
 		return p, nil
+	}
+	k.build = func(dev *mem.Device, cfg any) (alloc.Allocator, error) {
+		a, err := build(dev, cfg.(C))
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	return k
 }
@@ -100,25 +108,25 @@ func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), buil
 var Kinds = []Kind{
 	entry(Kind{Name: "caching", Summary: "PyTorch's CUDA caching allocator; args in PYTORCH_CUDA_ALLOC_CONF syntax",
 		Example: "caching:expandable_segments:True,max_split_size_mb:128",
-		Caps:    Caps{Relocates: true, Stamps: true, RecordsTrips: true}, PyTorch: PyTorch{Native: true}},
+		Caps:    alloc.Caps{Relocates: true, Stamps: true, RecordsTrips: true}, PyTorch: PyTorch{Native: true}},
 		caching.ParseConfig, caching.New, func(c caching.Config) argFacts { return argFacts{mapsPages: c.ExpandableSegments} }),
 	entry(Kind{Name: sizeclass.Name, Summary: "pools per size class, larger requests served directly",
-		Example: "sizeclass:8MiB/64MiB/512MiB", Caps: Caps{Relocates: true}},
+		Example: "sizeclass:8MiB/64MiB/512MiB", Caps: alloc.Caps{Relocates: true}},
 		sizeclass.ParseConfig, sizeclass.New, nil),
 	entry(Kind{Name: arena.Name, Summary: "one pre-reserved pool (fraction of free memory or a size), best fit with coalescing",
-		Example: "arena:0.9", Caps: Caps{Relocates: true}},
+		Example: "arena:0.9", Caps: alloc.Caps{Relocates: true}},
 		arena.ParseConfig, arena.New, nil),
 	entry(Kind{Name: buddy.Name, Summary: "one pre-reserved pool (fraction of free memory or a size) cut into power-of-two blocks, split and merged with their buddy (the vLLM paper's Orca baselines)",
 		Example: "buddy:0.9,min:4KiB"},
 		buddy.ParseConfig, buddy.New, nil),
 	entry(Kind{Name: async.Name, Summary: "stream-ordered pool in the manner of cudaMallocAsync, with a release threshold",
-		Example: "async:release_threshold:1GiB", Caps: Caps{Stamps: true, RecordsTrips: true, Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
+		Example: "async:release_threshold:1GiB", Caps: alloc.Caps{Stamps: true, RecordsTrips: true, Syncs: true}, PyTorch: PyTorch{Backend: "backend:cudaMallocAsync"}},
 		async.ParseConfig, async.New, func(async.Config) argFacts { return argFacts{mapsPages: true} }),
 	entry(Kind{Name: direct.Name, Summary: "one raw device allocation per request (the baseline)",
 		Example: "direct"},
 		direct.ParseConfig, direct.New, nil),
 	entry(Kind{Name: vmm.Name, Summary: "virtually contiguous ranges backed by physical pages mapped on demand",
-		Example: "vmm:2MiB", Caps: Caps{GrowsInPlace: true, RecordsTrips: true}},
+		Example: "vmm:2MiB", Caps: alloc.Caps{GrowsInPlace: true, RecordsTrips: true}},
 		vmm.ParseConfig, vmm.New, func(c vmm.Config) argFacts { return argFacts{growUnit: c.Page, mapsPages: true} }),
 }
 
@@ -169,6 +177,44 @@ func Parse(s string) (Spec, error) {
 	return Spec{text: s, args: args, kind: k, p: p}, nil
 }
 
+// MustParse is Parse for specs written in code (defaults, tests); it
+// panics on an error.
+func MustParse(s string) Spec {
+	sp, err := Parse(s)
+	if err != nil {
+		panic(fmt.Errorf("spec.MustParse: %w", err))
+	}
+	return sp
+}
+
+// Default is the default allocator, "caching" (PyTorch's, with its
+// defaults), parsed once.
+func Default() Spec { return defaultSpec }
+
+var defaultSpec = MustParse("caching")
+
+// Described: a parsed Spec tells capability-driven packages (kv/strategy,
+// defrag) what they need without linking the allocators.
+var _ alloc.Described = Spec{}
+
+// MarshalText gives String, so a Spec in a YAML or JSON document reads as
+// it was written.
+func (s Spec) MarshalText() ([]byte, error) { return []byte(s.text), nil }
+
+// UnmarshalText is Parse: a document's allocator spec is parsed once, as
+// it is read.
+func (s *Spec) UnmarshalText(text []byte) error {
+	p, err := Parse(string(text))
+	if err != nil {
+		return err
+	}
+	*s = p
+	return nil
+}
+
+// IsZero reports whether s is the zero Spec (no allocator).
+func (s Spec) IsZero() bool { return s.kind == nil }
+
 // KindOf returns the Kind that spec s names, looking at the name only: the
 // arguments are not checked (Parse checks them). An unknown name is an
 // error wrapping alloc.ErrBadSpec that lists the known ones.
@@ -214,9 +260,9 @@ func (s Spec) Kind() Kind {
 }
 
 // Caps returns what an allocator built from s can do, GrowUnit included.
-func (s Spec) Caps() Caps {
+func (s Spec) Caps() alloc.Caps {
 	if s.kind == nil {
-		return Caps{}
+		return alloc.Caps{}
 	}
 	c := s.kind.Caps
 	c.GrowUnit = s.p.growUnit
@@ -251,7 +297,7 @@ func (s Spec) New(dev *mem.Device) (alloc.Allocator, error) {
 	if s.kind == nil {
 		return nil, fmt.Errorf("%w: no allocator (the zero Spec)", alloc.ErrBadSpec)
 	}
-	a, err := s.p.build(dev)
+	a, err := s.kind.build(dev, s.p.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("allocator %q: %w", s.text, err)
 	}

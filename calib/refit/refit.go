@@ -71,7 +71,7 @@ func Paper(root string) (*calib.PaperSetup, error) {
 					return nil, fmt.Errorf("%s: engine %v, chunked prefill %v, activations %v: want the paper's vllm-v0 without either", PaperScenario,
 						c.Engine, c.ChunkedPrefill, c.Activations)
 				}
-				name, ok := paperSystems[c.KV]
+				name, ok := paperSystems[c.KV.String()]
 				if !ok {
 					return nil, fmt.Errorf("%s: run kv %q is not one of the paper's systems", PaperScenario, c.KV)
 				}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/workload"
 	"github.com/spf13/cobra"
 )
@@ -256,8 +255,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 			return usageErrorf(cmd, "--shard: %v", err)
 		}
 	}
-	format, err := workload.ParseFormat(f.format)
-	if err != nil {
+	if _, err := workload.ParseFormat(f.format); err != nil {
 		return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
 	}
 	m, err := checkModelFlag(cmd, "--model", f.model)
@@ -299,7 +297,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	if err := checkInputs(fileFlag{"--trace", f.trace}, fileFlag{"--refine", f.refine}); err != nil {
 		return err
 	}
-	t, sum, err := readAdviseTrace(f.trace, format, f.maxRows, f.skipBadRows)
+	t, sum, err := readAdviseTrace(f.trace, f.format, f.maxRows, f.skipBadRows)
 	if err != nil {
 		return inFlagFile("--trace", f.trace, err)
 	}
@@ -493,25 +491,10 @@ func modelID(arg string) string {
 	return id
 }
 
-// readAdviseTrace reads the trace and returns it with the file's SHA-256.
-func readAdviseTrace(path string, format workload.Format, maxRows int, skipBad bool) (*workload.Trace, string, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, "", err
-	}
-	defer fh.Close()
-	// The digest covers the whole file; it is taken as the reader reads, so
-	// that a file the reader refuses at its first bytes (/dev/zero) is not
-	// hashed to its end first. The rest, past --max-rows, is hashed after.
-	h := sha256.New()
-	t, err := workload.Read(io.TeeReader(fh, h), path, format, workload.ReadOptions{SkipBadRows: skipBad, MaxRows: maxRows})
-	if err != nil {
-		return nil, "", err
-	}
-	if _, err := io.Copy(h, fh); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	return t, hex.EncodeToString(h.Sum(nil)), nil
+// readAdviseTrace reads the trace and returns it with the file's SHA-256,
+// through sim/scenario's one way in for a trace file (scenario.ReadTrace).
+func readAdviseTrace(path, format string, maxRows int, skipBad bool) (*workload.Trace, string, error) {
+	return scenario.ReadTrace(&scenario.Trace{File: path, Format: format, MaxRows: maxRows, SkipBadRows: skipBad}, openNamed)
 }
 
 func readAdviceFile(path string) (*advise.Report, error) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gpufrag/gpufrag/advise"
 	"github.com/gpufrag/gpufrag/internal/invariants"
-	"github.com/gpufrag/gpufrag/workload"
 )
 
 // adviseTrace is the small synthetic Azure trace of package advise's tests.
@@ -124,7 +123,7 @@ func TestReadAdviseTraceDigest(t *testing.T) {
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
 	for _, maxRows := range []int{0, 3} {
-		tr, got, err := readAdviseTrace(adviseTrace, workload.Azure, maxRows, false)
+		tr, got, err := readAdviseTrace(adviseTrace, "azure", maxRows, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +135,7 @@ func TestReadAdviseTraceDigest(t *testing.T) {
 	if err := os.WriteFile(zeros, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readAdviseTrace(zeros, workload.Azure, 0, false); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
+	if _, _, err := readAdviseTrace(zeros, "azure", 0, false); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
 		t.Errorf("binary trace: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
@@ -95,7 +96,7 @@ func newDefragCmd() *cobra.Command {
 }
 
 // relocationHelp lists the allocators by whether defrag can move their
-// blocks (spec.Caps.Relocates): "caching, sizeclass, arena (async, direct
+// blocks (alloc.Caps.Relocates): "caching, sizeclass, arena (async, direct
 // and vmm move nothing)".
 func relocationHelp() string {
 	var moves, fixed []string
@@ -132,8 +133,9 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if f.moves < -1 {
 		return usageErrorf(cmd, "--moves %d: want -1 (every move), 0 or a positive number", f.moves)
 	}
+	var flagAlloc spec.Spec
 	if f.allocator != "" {
-		if _, err := spec.Parse(f.allocator); err != nil {
+		if flagAlloc, err = spec.Parse(f.allocator); err != nil {
 			return usageErrorf(cmd, "--allocator: %v", err)
 		}
 	}
@@ -149,7 +151,7 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 		return err
 	}
 	if f.allocator != "" {
-		allocator = f.allocator
+		allocator = flagAlloc
 	}
 	p, err := defrag.PlanLayout(l, goal, defrag.Options{Allocator: allocator})
 	if err != nil {
@@ -352,7 +354,7 @@ func (e *noDeviceError) Error() string {
 // readDefragInput reads a saved layout or a snapshot from path ("-": stdin).
 // It returns the layout, the source kind, the allocator the file names, and
 // the name used in messages.
-func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (mem.Layout, string, string, string, error) {
+func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (mem.Layout, string, alloc.Described, string, error) {
 	name := path
 	r := stdin
 	if path == "-" {
@@ -360,17 +362,17 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 	} else {
 		fh, err := os.Open(path)
 		if err != nil {
-			return mem.Layout{}, "", "", name, err
+			return mem.Layout{}, "", nil, name, err
 		}
 		defer fh.Close()
 		r = fh
 	}
 	data, pickle, err := readDefragFile(r, name)
 	if err != nil {
-		return mem.Layout{}, "", "", name, err
+		return mem.Layout{}, "", nil, name, err
 	}
 	if data != nil && defrag.IsLayoutFile(data) {
-		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), name)
+		l, allocator, err := defrag.ReadLayout(bytes.NewReader(data), name, parseAlloc)
 		return l, "layout", allocator, name, err
 	}
 	var s *snapshot.Snapshot
@@ -378,22 +380,22 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 		// The snapshot reader reads a regular file from its start itself,
 		// into a buffer of the file's size: no copy here.
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return mem.Layout{}, "", "", name, err
+			return mem.Layout{}, "", nil, name, err
 		}
 		s, err = snapshot.Read(f, name)
 	} else {
 		if pickle != nil {
 			if data, err = readDefragRest(pickle, name); err != nil {
-				return mem.Layout{}, "", "", name, err
+				return mem.Layout{}, "", nil, name, err
 			}
 		}
 		s, err = snapshot.ReadBytes(data, name)
 	}
 	if err != nil {
-		return mem.Layout{}, "", "", name, err
+		return mem.Layout{}, "", nil, name, err
 	}
 	if len(s.Segments) == 0 {
-		return mem.Layout{}, "", "", name, fmt.Errorf("%s: the snapshot has no segments (a memory_stats dump has counters only)", name)
+		return mem.Layout{}, "", nil, name, fmt.Errorf("%s: the snapshot has no segments (a memory_stats dump has counters only)", name)
 	}
 	var devices []int
 	for _, seg := range s.Segments {
@@ -402,7 +404,10 @@ func readDefragInput(stdin io.Reader, path string, device int, capacity int64) (
 		}
 	}
 	if !slices.Contains(devices, device) {
-		return mem.Layout{}, "", "", name, &noDeviceError{name, device, devices}
+		return mem.Layout{}, "", nil, name, &noDeviceError{name, device, devices}
 	}
-	return s.Layout(device, capacity), "snapshot", "caching", name, nil
+	return s.Layout(device, capacity), "snapshot", spec.Default(), name, nil
 }
+
+// parseAlloc is the registry's Parse for an allocator a layout file names.
+func parseAlloc(s string) (alloc.Described, error) { return spec.Parse(s) }

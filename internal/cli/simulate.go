@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -422,42 +421,45 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 // settings stay one spec. Every spec is parsed here, so that an unknown one
 // is a usage error with the near names.
 func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
-	kvs, err := specList(kvFlags, "paged:16")
+	kvTexts, err := specList(kvFlags, "paged:16")
 	if err != nil {
 		return nil, fmt.Errorf("--kv: %w", err)
 	}
-	for _, kv := range kvs {
-		if _, err := strategy.ParseSpec(kv); err != nil {
+	kvs := make([]strategy.Spec, len(kvTexts))
+	for i, kv := range kvTexts {
+		if kvs[i], err = strategy.ParseSpec(kv); err != nil {
 			return nil, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
 		}
 	}
-	allocs := []string{"caching"}
+	allocTexts := []string{"caching"}
 	if len(allocFlags) > 0 {
-		allocs = nil
+		allocTexts = nil
 		for _, v := range allocFlags {
 			as, err := spec.SplitList(v)
 			if err != nil {
 				return nil, fmt.Errorf("--alloc %q: %w", v, err)
 			}
-			allocs = append(allocs, as...)
+			allocTexts = append(allocTexts, as...)
 		}
 	}
-	for _, a := range allocs {
-		if _, err := spec.Parse(a); err != nil {
+	allocs := make([]spec.Spec, len(allocTexts))
+	for i, a := range allocTexts {
+		if allocs[i], err = spec.Parse(a); err != nil {
 			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
 		}
 	}
 	var runs []scenario.Run
-	for _, kv := range kvs {
-		fit := strategy.AllocsFor(kv, allocs)
-		if len(allocFlags) > 0 && !slices.Contains(allocs, fit[0]) {
-			ks, _ := strategy.ParseSpec(kv)
-			as, _ := spec.Parse(allocs[0])
+	for i, ks := range kvs {
+		fit, ok, err := scenario.AllocsFor(ks, allocs)
+		if err != nil {
+			return nil, fmt.Errorf("--kv %s: %w", kvTexts[i], err)
+		}
+		if len(allocFlags) > 0 && !ok {
 			return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
-				kv, strings.Join(allocs, ","), strategy.CheckPair(ks, as), ks.DefaultAlloc())
+				kvTexts[i], strings.Join(allocTexts, ","), strategy.CheckPair(ks, allocs[0]), ks.DefaultAlloc())
 		}
 		for _, a := range fit {
-			runs = append(runs, scenario.Run{KV: kv, Alloc: a})
+			runs = append(runs, scenario.Run{KV: scenario.KVSpec{Spec: ks}, Alloc: scenario.AllocSpec{Spec: a}})
 		}
 	}
 	if len(runs) > scenario.MaxRuns {

@@ -280,7 +280,7 @@ func TestPairRuns(t *testing.T) {
 		}
 		var got []string
 		for _, r := range runs {
-			got = append(got, r.KV+" on "+r.Alloc)
+			got = append(got, r.KV.String()+" on "+r.Alloc.String())
 		}
 		if strings.Join(got, "|") != tc.want {
 			t.Errorf("pairRuns(%q, %q) = %q, want %q", tc.kvs, tc.allocs, strings.Join(got, "|"), tc.want)
@@ -311,6 +311,11 @@ func TestPairRuns(t *testing.T) {
 	}
 	if _, err := pairRuns(nil, []string{" , "}); err == nil || !strings.Contains(err.Error(), `--alloc " , ": bad allocator spec: empty allocator list`) {
 		t.Errorf("empty allocator list: %v", err)
+	}
+	// A page no allocator maps: refused here, naming --kv (it panicked
+	// once the default allocator was parsed in the plan).
+	if _, err := pairRuns([]string{"vmm:1000"}, nil); err == nil || !strings.Contains(err.Error(), `--kv vmm:1000: no allocator can run kv vmm:1000B: allocator "vmm:1000B"`) {
+		t.Errorf("vmm:1000: %v", err)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	allocspec "github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -92,6 +92,10 @@ func ParseSpec(spec string) (Spec, error) {
 	return Spec{}, fmt.Errorf("%w: unknown strategy %q (known: %s)", ErrBadSpec, name, strings.Join(Names(), ", "))
 }
 
+// PagedSpec is the Spec of paged:B (B tokens per block), built without
+// text; B must be in 1..65536 (ParseSpec checks a spec's text).
+func PagedSpec(blockTokens int) Spec { return Spec{family: Paged, block: blockTokens} }
+
 // String is the canonical spec, as Strategy.Name gives it: "paged:16",
 // "contiguous-max:pow2", "vmm:2MiB".
 func (s Spec) String() string {
@@ -113,6 +117,34 @@ func (s Spec) String() string {
 	}
 	return ""
 }
+
+// MustParseSpec is ParseSpec for specs written in code (tests, defaults);
+// it panics on an error.
+func MustParseSpec(spec string) Spec {
+	s, err := ParseSpec(spec)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// MarshalText gives String, so a Spec in a YAML or JSON document reads as
+// its canonical spec.
+func (s Spec) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText is ParseSpec: a document's spec text is parsed once, as it
+// is read.
+func (s *Spec) UnmarshalText(text []byte) error {
+	p, err := ParseSpec(string(text))
+	if err != nil {
+		return err
+	}
+	*s = p
+	return nil
+}
+
+// IsZero reports whether s is the zero Spec (no strategy).
+func (s Spec) IsZero() bool { return s == Spec{} }
 
 // Family is the strategy's family (0 for the zero Spec).
 func (s Spec) Family() Family { return s.family }
@@ -151,7 +183,7 @@ func (s Spec) Needs() Needs {
 }
 
 // MetBy reports whether an allocator with capabilities c meets n.
-func (n Needs) MetBy(c allocspec.Caps) bool {
+func (n Needs) MetBy(c alloc.Caps) bool {
 	return n.GrowUnit == 0 || (c.GrowsInPlace && c.GrowUnit == n.GrowUnit)
 }
 
@@ -166,15 +198,16 @@ func (s Spec) DefaultAlloc() string {
 }
 
 // CheckPair reports whether strategy kv can run on allocator a: nil, or the
-// one error (wrapping ErrBadSpec) every command, the scenario builder, the
-// engine and Parse give for an impossible pair.
-func CheckPair(kv Spec, a allocspec.Spec) error {
+// one error (wrapping ErrBadSpec) every command, the scenario builder and
+// New give for an impossible pair. a is any parsed allocator spec
+// (alloc/spec.Spec): the check reads its capabilities, not its kind.
+func CheckPair(kv Spec, a alloc.Described) error {
 	return checkCaps(kv, a.String(), a.Caps())
 }
 
-// checkCaps checks kv's needs against an allocator's capabilities; alloc
+// checkCaps checks kv's needs against an allocator's capabilities; name
 // names the allocator in the message.
-func checkCaps(kv Spec, alloc string, c allocspec.Caps) error {
+func checkCaps(kv Spec, name string, c alloc.Caps) error {
 	n := kv.Needs()
 	if n.MetBy(c) {
 		return nil
@@ -184,28 +217,22 @@ func checkCaps(kv Spec, alloc string, c allocspec.Caps) error {
 		has = "grows them by " + mem.FormatBytesExact(c.GrowUnit)
 	}
 	return fmt.Errorf("%w: kv %s maps its own pages and needs an allocator that grows blocks in place by %s, such as %s; alloc %s %s",
-		ErrBadSpec, kv, mem.FormatBytesExact(n.GrowUnit), kv.DefaultAlloc(), alloc, has)
+		ErrBadSpec, kv, mem.FormatBytesExact(n.GrowUnit), kv.DefaultAlloc(), name, has)
 }
 
 // AllocsFor is the pairing rule of every sweep: the allocators of allocs
-// that strategy kv can run on, in order, or kv's DefaultAlloc alone when
-// none can. Specs that do not parse (kv or allocator) are not judged here:
-// they are kept, so that the run built from them reports the parse error.
-// The result may share allocs' backing array.
-func AllocsFor(kv string, allocs []string) []string {
-	ks, err := ParseSpec(kv)
-	if err != nil || ks.Needs() == (Needs{}) {
+// that strategy kv can run on, in order, or none (nil) when none can: the
+// caller then runs kv on its DefaultAlloc, parsed where allocator specs are
+// (sim/scenario.Pair, advise). The result may share allocs' backing array.
+func AllocsFor[A alloc.Described](kv Spec, allocs []A) []A {
+	if kv.Needs() == (Needs{}) {
 		return allocs
 	}
-	var out []string
+	var out []A
 	for _, a := range allocs {
-		as, err := allocspec.Parse(a)
-		if err != nil || CheckPair(ks, as) == nil {
+		if CheckPair(kv, a) == nil {
 			out = append(out, a)
 		}
-	}
-	if len(out) == 0 {
-		out = append(out, ks.DefaultAlloc())
 	}
 	return out
 }

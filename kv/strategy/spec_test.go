@@ -162,7 +162,9 @@ func TestCheckPair(t *testing.T) {
 	}
 }
 
-// TestAllocsFor: the pairing rule of simulate's and advise's sweeps.
+// TestAllocsFor: the pairing rule of simulate's and advise's sweeps, over
+// parsed specs (none when no allocator fits: the caller picks the
+// strategy's DefaultAlloc).
 func TestAllocsFor(t *testing.T) {
 	for _, tc := range []struct {
 		kv     string
@@ -171,20 +173,50 @@ func TestAllocsFor(t *testing.T) {
 	}{
 		{"paged:16", []string{"caching", "vmm:2MiB", "direct"}, []string{"caching", "vmm:2MiB", "direct"}},
 		{"contiguous-grow", []string{"caching"}, []string{"caching"}},
-		{"vmm:2MiB", []string{"caching", "sizeclass"}, []string{"vmm:2MiB"}},
+		{"vmm:2MiB", []string{"caching", "sizeclass"}, nil},
 		{"vmm:2MiB", []string{"caching", "vmm:2MiB", "async"}, []string{"vmm:2MiB"}},
 		// Every allocator that grows by the page, whatever its spelling.
 		{"vmm:2MiB", []string{"vmm", "vmm:2048KiB", "vmm:64KiB", "VMM:2MiB,max_range:16GiB"}, []string{"vmm", "vmm:2048KiB", "VMM:2MiB,max_range:16GiB"}},
-		// A page no listed allocator has: the strategy's own.
-		{"vmm:64KiB", []string{"vmm:2MiB"}, []string{"vmm:64KiB"}},
-		{"vmm:65536", []string{"caching"}, []string{"vmm:64KiB"}},
-		// Specs that do not parse are kept for the run to report.
-		{"vmm:2MiB", []string{"caching", "vmn:2MiB"}, []string{"vmn:2MiB"}},
-		{"paged:0", []string{"caching", "vmm:2MiB"}, []string{"caching", "vmm:2MiB"}},
+		// A page no listed allocator has.
+		{"vmm:64KiB", []string{"vmm:2MiB"}, nil},
 	} {
-		if got := AllocsFor(tc.kv, tc.allocs); !slices.Equal(got, tc.want) {
+		allocs := make([]allocspec.Spec, len(tc.allocs))
+		for i, a := range tc.allocs {
+			allocs[i] = mustAlloc(t, a)
+		}
+		var got []string
+		for _, a := range AllocsFor(mustSpec(t, tc.kv), allocs) {
+			got = append(got, a.String())
+		}
+		if !slices.Equal(got, tc.want) {
 			t.Errorf("AllocsFor(%q, %q) = %q, want %q", tc.kv, tc.allocs, got, tc.want)
 		}
+	}
+}
+
+// TestSpecText: a Spec reads and writes its canonical text in documents
+// (encoding.TextMarshaler), so a plan round-trips through YAML and JSON.
+func TestSpecText(t *testing.T) {
+	for in, want := range map[string]string{"paged:16": "paged:16", " PAGED:32 ": "paged:32", "vmm:2097152": "vmm:2MiB",
+		"contiguous-max:POW2": "contiguous-max:pow2", "contiguous-grow": "contiguous-grow"} {
+		var s Spec
+		if err := s.UnmarshalText([]byte(in)); err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		b, err := s.MarshalText()
+		if err != nil || string(b) != want {
+			t.Errorf("%q: MarshalText %q, %v; want %q", in, b, err, want)
+		}
+		if s != MustParseSpec(want) {
+			t.Errorf("%q and %q parse to different Specs", in, want)
+		}
+	}
+	var s Spec
+	if err := s.UnmarshalText([]byte("paged:0")); !errors.Is(err, ErrBadSpec) || !s.IsZero() {
+		t.Errorf("paged:0: %v, %v; want ErrBadSpec and the zero Spec", err, s)
+	}
+	if PagedSpec(16) != MustParseSpec("paged:16") {
+		t.Error("PagedSpec(16) is not paged:16")
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	allocspec "github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -296,22 +295,28 @@ func Names() []string {
 //	paged:B                 a block pool of B-token blocks in one allocation of Env.PoolBytes
 //	vmm:P                   a range per sample growing by P-byte pages (Env.Alloc must grow blocks in place, alloc.Grower, with page P: the vmm allocator)
 //
-// It is ParseSpec, the pair check of CheckPair against what Env.Alloc
-// implements (alloc/spec.CapsOf), and the build. Errors wrap ErrBadSpec and name
-// the bad part. paged allocates its pool here, so Parse fails with
-// ErrNoMemory when the allocator cannot supply it.
+// It is ParseSpec and New. Errors wrap ErrBadSpec and name the bad part.
+// paged allocates its pool here, so Parse fails with ErrNoMemory when the
+// allocator cannot supply it.
 func Parse(spec string, env Env) (Strategy, error) {
-	env, err := env.withDefaults()
-	if err != nil {
-		return nil, fmt.Errorf("strategy %q: %w", spec, err)
-	}
 	s, err := ParseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
-	// The last line of defence behind the callers' CheckPair, with its
-	// message: the allocator is judged by what it implements.
-	if err := checkCaps(s, env.Alloc.Spec(), allocspec.CapsOf(env.Alloc)); err != nil {
+	return New(s, env)
+}
+
+// New builds the strategy s over Env.Alloc: the pair check of CheckPair
+// against what Env.Alloc implements (alloc.CapsOf), then the build. A
+// caller that parsed its spec once (sim.Config.KV) builds with New.
+func New(s Spec, env Env) (Strategy, error) {
+	env, err := env.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("strategy %q: %w", s, err)
+	}
+	// The pair check, with CheckPair's message: the allocator is judged by
+	// what it implements.
+	if err := checkCaps(s, env.Alloc.Spec(), alloc.CapsOf(env.Alloc)); err != nil {
 		return nil, err
 	}
 	switch s.family {
@@ -323,7 +328,7 @@ func Parse(spec string, env Env) (Strategy, error) {
 		// checkCaps saw alloc.Grower with GrowUnit s.page.
 		return newVMM(env, env.Alloc.(growingAllocator), s.page), nil
 	}
-	return nil, fmt.Errorf("%w: %q: no strategy", ErrBadSpec, spec) // unreachable: ParseSpec returns a family or an error
+	return nil, fmt.Errorf("%w: %q: no strategy (the zero Spec)", ErrBadSpec, s)
 }
 
 // maxBlockTokens bounds paged:B. vLLM's CUDA kernels accept block sizes up

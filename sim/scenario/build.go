@@ -192,8 +192,8 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 	}
 	for i, r := range s.Runs {
 		c := base
-		c.KV, c.Alloc = r.KV, r.Alloc
-		if c.KV == "" || c.Alloc == "" {
+		c.KV, c.Alloc = r.KV.Spec, r.Alloc.Spec
+		if c.KV.IsZero() || c.Alloc.IsZero() {
 			return bad(fmt.Sprintf("runs[%d]", i), "needs both kv and alloc")
 		}
 		if r.OnOOM != "" {
@@ -201,15 +201,11 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 				return bad(fmt.Sprintf("runs[%d].on_oom", i), "%v", err)
 			}
 		}
-		// An impossible pair is refused here, before the workload is read,
-		// naming the run; a spec that does not parse is left to sim.New,
-		// whose error the run then reports.
-		ks, kerr := strategy.ParseSpec(c.KV)
-		as, aerr := spec.Parse(c.Alloc)
-		if kerr == nil && aerr == nil {
-			if err := strategy.CheckPair(ks, as); err != nil {
-				return nil, badField(fmt.Sprintf("runs[%d]", i), "%w", err)
-			}
+		// The specs were parsed as the scenario was read (Run); the pair
+		// is checked here, once, before the workload is read, naming the
+		// run. sim.New trusts the plan.
+		if err := strategy.CheckPair(c.KV, c.Alloc); err != nil {
+			return nil, badField(fmt.Sprintf("runs[%d]", i), "%w", err)
 		}
 		p.Configs = append(p.Configs, c)
 	}
@@ -290,35 +286,8 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 }
 
 func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trace, error) {
-	if tr.File == "" {
-		return nil, badField("workload.trace.file", "missing")
-	}
-	f, err := workload.ParseFormat(tr.Format)
+	t, _, err := readTrace(tr, open, false)
 	if err != nil {
-		return nil, badField("workload.trace.format", "%w", err)
-	}
-	if open == nil {
-		return nil, badField("workload.trace", "no way to open %s", tr.File)
-	}
-	rc, err := open(tr.File)
-	if err != nil {
-		return nil, badField("workload.trace.file", "%w", err)
-	}
-	defer rc.Close()
-	if tr.Run < 0 {
-		return nil, badField("workload.trace.run", "%d is negative (1 is a file's first run; 0 reads a file of one run)", tr.Run)
-	}
-	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
-		return nil, badField("workload.trace.run", "%d, but only benchmark result files (format vllm-bench) hold runs, not %s", tr.Run, f)
-	}
-	t, err := workload.Read(rc, tr.File, f, workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run})
-	if err != nil {
-		var we *workload.Error
-		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
-			// The reader names its option (ReadOptions.Run); say which
-			// field sets it here.
-			return nil, fmt.Errorf("%w (workload.trace.run, --run N)", err)
-		}
 		return nil, err
 	}
 	p.Skipped, p.Warnings, p.Dropped = t.Skipped, t.Warnings, t.Summary()
@@ -343,6 +312,61 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 	}
 	p.Source = fmt.Sprintf("trace %s (%s, %s)", tr.File, t.Format, human.Count(int64(len(t.Requests)), "request"))
 	return t, nil
+}
+
+// ReadTrace reads the trace file a workload.trace section names through
+// open, with the SHA-256 of the whole file (workload.ReadDigest): the one
+// way in for a trace file, for Build and for advise --trace. The section's
+// file, format, run and row options are checked here, with errors that
+// name its fields; arrival times are left as the file has them (Build
+// rescales them to the section's rate or draws Poisson ones; advise's
+// search rescales them itself).
+func ReadTrace(tr *Trace, open Opener) (*workload.Trace, string, error) {
+	return readTrace(tr, open, true)
+}
+
+// readTrace is ReadTrace; without digest (Build's case) it reads no
+// further than the reader needs and returns no digest.
+func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, error) {
+	if tr.File == "" {
+		return nil, "", badField("workload.trace.file", "missing")
+	}
+	f, err := workload.ParseFormat(tr.Format)
+	if err != nil {
+		return nil, "", badField("workload.trace.format", "%w", err)
+	}
+	if open == nil {
+		return nil, "", badField("workload.trace", "no way to open %s", tr.File)
+	}
+	rc, err := open(tr.File)
+	if err != nil {
+		return nil, "", badField("workload.trace.file", "%w", err)
+	}
+	defer rc.Close()
+	if tr.Run < 0 {
+		return nil, "", badField("workload.trace.run", "%d is negative (1 is a file's first run; 0 reads a file of one run)", tr.Run)
+	}
+	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
+		return nil, "", badField("workload.trace.run", "%d, but only benchmark result files (format vllm-bench) hold runs, not %s", tr.Run, f)
+	}
+	opts := workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run}
+	var t *workload.Trace
+	var sum string
+	if digest {
+		t, sum, err = workload.ReadDigest(rc, tr.File, f, opts)
+	} else {
+		t, err = workload.Read(rc, tr.File, f, opts)
+	}
+	if err != nil {
+		var we *workload.Error
+		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
+			// The reader names its option (ReadOptions.Run); say which
+			// field sets it here.
+			return nil, "", fmt.Errorf("%w (workload.trace.run, --run N)", err)
+		}
+		return nil, "", err
+	}
+	return t, sum, nil
 }
 
 // maxGenerated bounds generated workloads: at most a million requests, for
@@ -512,4 +536,22 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 		reqs = reqs[:k]
 	}
 	return &workload.Trace{Name: "sessions", Format: workload.JSONL, Timed: true, Requests: reqs}, nil
+}
+
+// AllocsFor is the pairing rule of simulate's and advise's sweeps
+// (strategy.AllocsFor) completed with the registry: the allocators of
+// allocs that kv can run on, in order, or kv's DefaultAlloc alone when none
+// can (vmm:P on vmm:P). ok is false in that last case, for a caller whose
+// allocators were asked for explicitly and that refuses to swap them. The
+// error says that no allocator can run kv: its default is one the registry
+// refuses (vmm:1000B: the vmm allocator maps pages of 64KiB multiples).
+func AllocsFor(kv strategy.Spec, allocs []spec.Spec) (fit []spec.Spec, ok bool, err error) {
+	if fit = strategy.AllocsFor(kv, allocs); len(fit) > 0 {
+		return fit, true, nil
+	}
+	d, err := spec.Parse(kv.DefaultAlloc())
+	if err != nil {
+		return nil, false, fmt.Errorf("no allocator can run kv %s: %w", kv, err)
+	}
+	return []spec.Spec{d}, false, nil
 }

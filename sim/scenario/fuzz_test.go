@@ -41,6 +41,9 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("name: a\n---\nb: &b [1, 2]\nc: [*b, *b]\n"))
 	f.Add([]byte("runs: &r [*r]\n"))
 	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [{kv: 'paged:16', alloc: caching, on_oom: retry}]\n"))
+	// Issue 26: a run's specs are parsed as the file is read.
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [{kv: 'vmm:lots', alloc: caching}, {kv: [1], alloc: {a: 1}}]\n"))
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nruns: [&r {kv: 'vmm:2MiB', alloc: 'VMM:2MiB,max_range:16GiB'}, {<<: *r, alloc: slab}]\n"))
 	f.Add([]byte(""))
 	// Issue 28: random bytes after a first key.
 	f.Add([]byte("model: \x86\xad\x05\xdc\x98\x7f\x80b0"))

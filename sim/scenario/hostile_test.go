@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
 // TestReadMultiplied: sizes a document multiplies are bounded before the
@@ -54,7 +57,7 @@ func TestReadMultiplied(t *testing.T) {
 	s := read(t, head+"  - {kv: 'paged:16', alloc: caching}\n")
 	s.Runs = make([]Run, MaxRuns+1)
 	for i := range s.Runs {
-		s.Runs[i] = Run{KV: "paged:16", Alloc: "caching"}
+		s.Runs[i] = Run{KV: KVSpec{strategy.PagedSpec(16)}, Alloc: AllocSpec{spec.Default()}}
 	}
 	s.Override("runs")
 	if _, err := Build(s, nil); !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), "65 runs, more than 64") {

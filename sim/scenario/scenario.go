@@ -230,11 +230,13 @@ type Sessions struct {
 	MaxContext   int     `yaml:"max_context"`
 }
 
-// Run is one KV strategy × allocator combination.
+// Run is one KV strategy × allocator combination. Its specs are parsed as
+// the file is read (KVSpec, AllocSpec), or by the command line from its
+// flags: the plan holds them typed, and nothing after parses their text.
 type Run struct {
-	KV    string `yaml:"kv"`
-	Alloc string `yaml:"alloc"`
-	OnOOM string `yaml:"on_oom"` // overrides engine.on_oom for this run
+	KV    KVSpec    `yaml:"kv"`
+	Alloc AllocSpec `yaml:"alloc"`
+	OnOOM string    `yaml:"on_oom"` // overrides engine.on_oom for this run
 }
 
 // Duration is a time.Duration written as "30m", "90s" or "1h30m" in YAML.

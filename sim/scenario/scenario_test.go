@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -67,7 +71,7 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("%d configs for %d runs", len(p1.Configs), len(s.Runs))
 	}
 	for i, c := range p1.Configs {
-		if c.KV != s.Runs[i].KV || c.Alloc != s.Runs[i].Alloc {
+		if c.KV != s.Runs[i].KV.Spec || c.Alloc.String() != s.Runs[i].Alloc.String() {
 			t.Errorf("config %d: kv %s alloc %s, run %+v", i, c.KV, c.Alloc, s.Runs[i])
 		}
 		if c.Duration != int64(s.Duration) || c.GPUMemoryUtilization != 0.9 || c.MaxBatchTokens != 8192 {
@@ -217,7 +221,7 @@ workload:
 		c.OnOOM != sim.OnOOMReserve || c.MaxContext != 4096 || c.MaxTokens != 256 {
 		t.Fatalf("config 0: %+v", c)
 	}
-	if p.Configs[1].OnOOM != sim.OnOOMPreempt || p.Configs[1].Alloc != "caching:expandable_segments:True" {
+	if p.Configs[1].OnOOM != sim.OnOOMPreempt || p.Configs[1].Alloc.String() != "caching:expandable_segments:True" {
 		t.Fatalf("config 1: %+v", p.Configs[1])
 	}
 	def := sim.DefaultConfig(p.Model, p.GPU)
@@ -226,7 +230,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	def.KV, def.Alloc = "paged:16", "caching"
+	def.KV, def.Alloc = strategy.PagedSpec(16), spec.Default()
 	if def.Profile, err = sim.DefaultStepProfile(p.GPU.Name, def.Engine, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -494,19 +498,87 @@ runs:
 
 // TestBuildPairError: an impossible pair is refused by Build with the one
 // message of strategy.CheckPair, wrapping both ErrBadScenario and
-// strategy.ErrBadSpec; a spec that does not parse is left to sim.New, which
-// names it when the run is built.
+// strategy.ErrBadSpec; a spec that does not parse is refused as the file is
+// read, naming its line and field (it is parsed once, there).
 func TestBuildPairError(t *testing.T) {
 	requests := "workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"
 	_, err := Build(read(t, base+"  - {kv: \"vmm:64KiB\", alloc: direct}\n"+requests), memOpener(nil))
 	if !errors.Is(err, ErrBadScenario) || !errors.Is(err, strategy.ErrBadSpec) {
 		t.Errorf("vmm:64KiB on direct: %v, want ErrBadScenario and strategy.ErrBadSpec", err)
 	}
-	p, err := Build(read(t, base+"  - {kv: \"vmm:lots\", alloc: caching}\n"+requests), memOpener(nil))
-	if err != nil {
-		t.Fatalf("a kv spec that does not parse: Build: %v", err)
+	for _, c := range []struct{ run, want string }{
+		{"  - {kv: \"vmm:lots\", alloc: caching}\n", `test.yaml: line 6: field "kv": bad strategy spec: "vmm:lots": page size "lots"`},
+		{"  - kv: paged:16\n    alloc: slab\n", `test.yaml: line 7: field "alloc": bad allocator spec: unknown allocator "slab"`},
+		{"  - {kv: paged:16, alloc: caching, allocator: arena}\n", `line 6: field "runs[1].allocator": unknown field`},
+	} {
+		_, err := Read(strings.NewReader(base+c.run+requests), "test.yaml")
+		if !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an ErrBadScenario naming %q", c.run, err, c.want)
+		}
 	}
-	if _, err := sim.New(p.Configs[1], nil); !errors.Is(err, strategy.ErrBadSpec) || !strings.Contains(err.Error(), `"vmm:lots": page size "lots"`) {
-		t.Errorf("sim.New(vmm:lots): %v", err)
+}
+
+// TestReadTrace: the one way in for a trace file (advise --trace uses it):
+// the same requests Build reads, the whole file's SHA-256, and the trace
+// section's checks with their field names.
+func TestReadTrace(t *testing.T) {
+	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+		"2023-11-16 18:15:46.0000000,374,44\n" +
+		"2023-11-16 18:15:47.5000000,1200,10\n" +
+		"2023-11-16 18:15:49.0000000,80,0\n"
+	open := memOpener(map[string]string{"conv.csv": csv})
+	tr, sum, err := ReadTrace(&Trace{File: "conv.csv", Format: "azure", MaxRows: 2}, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256.Sum256([]byte(csv)); sum != hex.EncodeToString(want[:]) {
+		t.Errorf("digest %s, want %x (the whole file, past max_rows)", sum, want)
+	}
+	p, err := Build(read(t, base+"workload:\n  trace: {file: conv.csv, format: azure, max_rows: 2}\n"), open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tr.Requests, p.Requests) {
+		t.Errorf("ReadTrace %+v, Build %+v", tr.Requests, p.Requests)
+	}
+	for _, c := range []struct {
+		tr   Trace
+		want string
+	}{
+		{Trace{Format: "azure"}, `workload.trace.file: missing`},
+		{Trace{File: "conv.csv", Format: "parquet"}, `workload.trace.format: `},
+		{Trace{File: "conv.csv", Run: 2, Format: "azure"}, `workload.trace.run: 2, but only benchmark result files`},
+		{Trace{File: "none.csv"}, `workload.trace.file: `},
+	} {
+		if _, _, err := ReadTrace(&c.tr, open); !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an ErrBadScenario naming %q", c.tr, err, c.want)
+		}
+	}
+}
+
+// TestAllocsFor: the pairing rule with the registry's default: the listed
+// allocators a strategy runs on, else its own (ok false), else an error
+// when the registry refuses that one too.
+func TestAllocsFor(t *testing.T) {
+	allocs := []spec.Spec{spec.MustParse("caching"), spec.MustParse("vmm:2MiB")}
+	for _, c := range []struct {
+		kv, want string
+		ok       bool
+	}{
+		{"paged:16", "caching vmm:2MiB", true},
+		{"vmm:2MiB", "vmm:2MiB", true},
+		{"vmm:64KiB", "vmm:64KiB", false},
+	} {
+		fit, ok, err := AllocsFor(strategy.MustParseSpec(c.kv), allocs)
+		var got []string
+		for _, a := range fit {
+			got = append(got, a.String())
+		}
+		if err != nil || ok != c.ok || strings.Join(got, " ") != c.want {
+			t.Errorf("%s: %q, %v, %v; want %q, %v", c.kv, got, ok, err, c.want, c.ok)
+		}
+	}
+	if _, _, err := AllocsFor(strategy.MustParseSpec("vmm:1000"), allocs); !errors.Is(err, alloc.ErrBadSpec) || !strings.Contains(err.Error(), "no allocator can run kv vmm:1000B") {
+		t.Errorf("vmm:1000: %v", err)
 	}
 }

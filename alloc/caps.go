@@ -1,0 +1,55 @@
+// Capabilities: what an allocator can do beyond Allocator, known from a
+// built allocator (CapsOf) or from a parsed spec (Described) without
+// linking any allocator package.
+
+package alloc
+
+// Caps says which of this package's optional interfaces an allocator
+// implements: what callers may ask of it without naming it. The registry
+// (alloc/spec) declares them per kind; kv/strategy and defrag decide from
+// them, so they depend on this package, not on every allocator.
+type Caps struct {
+	// Relocates: Relocator, so defrag can move its live blocks.
+	Relocates bool
+	// GrowsInPlace: Grower, so a live block grows without moving (a vmm:P
+	// KV strategy maps its pages this way), by GrowUnit bytes at a time.
+	GrowsInPlace bool
+	GrowUnit     int64
+	// Stamps: Stamper, a cheap "nothing changed" test.
+	Stamps bool
+	// RecordsTrips: TripRecorder, so repeated alloc/free round trips can be
+	// confirmed and replayed cheaply.
+	RecordsTrips bool
+	// Syncs: Syncer, behaviour that depends on stream sync points.
+	Syncs bool
+}
+
+// CapsOf returns the capabilities allocator a really implements (its type's
+// optional interfaces, GrowUnit from a itself). Kinds declare theirs as
+// data in alloc/spec; a test there holds each declaration to CapsOf of a
+// built allocator, and kv/strategy checks an allocator it is handed with it.
+func CapsOf(a Allocator) Caps {
+	var c Caps
+	_, c.Relocates = a.(Relocator)
+	if g, ok := a.(Grower); ok {
+		c.GrowsInPlace, c.GrowUnit = true, g.GrowUnit()
+	}
+	_, c.Stamps = a.(Stamper)
+	_, c.RecordsTrips = a.(TripRecorder)
+	_, c.Syncs = a.(Syncer)
+	return c
+}
+
+// Described is an allocator known by a parsed spec, before (or without) one
+// is built: alloc/spec.Spec implements it. Packages that decide by
+// capabilities (kv/strategy's pair check, defrag's rules) take a Described,
+// so that they link no allocator implementation.
+type Described interface {
+	// String is the spec as written ("caching:expandable_segments:True").
+	String() string
+	// Name is the allocator kind's name ("caching").
+	Name() string
+	// Caps is what an allocator built from the spec implements, GrowUnit
+	// included.
+	Caps() Caps
+}
