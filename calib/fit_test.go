@@ -280,6 +280,26 @@ func TestCalibrateParams(t *testing.T) {
 	}
 }
 
+// TestCalibrateHostExcludesStep: with the host's speed fitted, the step's
+// fixed cost, which it sets, is not fitted apart (both would move one
+// field), even when --params names both.
+func TestCalibrateHostExcludesStep(t *testing.T) {
+	f := readFile(t, benchFixture("vllm_bench_qps1_cut.json"))
+	rep := calibrate(t, []*File{f}, nil, FitOptions{Setup: setup70B(t), MaxEvals: 4, Params: []string{hostParam, "overhead.step_ns"}})
+	for _, p := range rep.Params {
+		switch p.Name {
+		case hostParam:
+			if !p.Fitted {
+				t.Errorf("%s not fitted: %q", p.Name, p.Reason)
+			}
+		case "overhead.step_ns":
+			if p.Fitted || !strings.Contains(p.Reason, "set by "+hostParam) {
+				t.Errorf("%s fitted %v, reason %q; want left to %s", p.Name, p.Fitted, p.Reason, hostParam)
+			}
+		}
+	}
+}
+
 // TestClosedLoop: a run with max_concurrency is replayed under the same
 // cap (sim.Config.MaxConcurrency), which changes what it measures.
 func TestClosedLoop(t *testing.T) {
