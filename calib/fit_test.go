@@ -286,6 +286,25 @@ func TestCalibrateParams(t *testing.T) {
 func TestCalibrateHostExcludesStep(t *testing.T) {
 	f := readFile(t, benchFixture("vllm_bench_qps1_cut.json"))
 	rep := calibrate(t, []*File{f}, nil, FitOptions{Setup: setup70B(t), MaxEvals: 4, Params: []string{hostParam, "overhead.step_ns"}})
+	// The costs it scales are reported as moved with it, not kept.
+	var host, seq ParamReport
+	for _, p := range rep.Params {
+		switch p.Name {
+		case hostParam:
+			host = p
+		case "overhead.per_seq_ns":
+			seq = p
+		}
+	}
+	if host.After == host.Before {
+		t.Fatalf("the host's speed did not move in 4 evaluations: %+v", host)
+	}
+	if r, want := seq.After/seq.Before, host.After/host.Before; math.Abs(r/want-1) > 1e-3 || !strings.Contains(seq.Reason, "scaled with "+hostParam) {
+		t.Errorf("per_seq_ns %v → %v (×%.4f), reason %q; want ×%.4f, scaled with %s", seq.Before, seq.After, r, seq.Reason, want, hostParam)
+	}
+	if n := rep.Profile.Notes; !strings.Contains(n, "Scaled with "+hostParam) || strings.Contains(n, "Kept from the start: overhead.per_seq_ns") {
+		t.Errorf("notes %q: want the scaled costs named as such", n)
+	}
 	for _, p := range rep.Params {
 		switch p.Name {
 		case hostParam:
