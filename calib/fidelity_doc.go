@@ -361,7 +361,13 @@ func (rep *FidelityReport) paperSection(b *bytes.Buffer) {
 	w("(Little's law), that is the engine's step time; the token-state shares, Table 1's slots and the Orca batches,\n")
 	w("which memory sets, hardly move between the two step models. The roofline's steps are the fastest (vLLM's mean\n")
 	w("batch above); the joint model's at release 0.1.0 (vLLM V0 before 0.6.0: scheduling and output processing on\n")
-	w("the step's path, no CUDA graphs) come closer; the sustainable rates of Fig. 12a still come out too high.\n\n")
+	w("the step's path, no CUDA graphs) come closer.\n\n")
+	w("Fig. 12a's rates hang on the trace's length: past the sustainable rate the queue grows with the trace, so a\n")
+	w("shorter trace reaches 0.5 s/token at a higher rate. The paper ran 1-hour traces (§6.1), and so does this page\n")
+	w("(`calib.PaperTrace`; replayed on the 20-minute sample above, the rates came out up to 9%% higher). The\n")
+	w("low-load points (normalized latency at 0.2-1 req/s) are below the paper's for every system: the steps are too\n")
+	w("fast at small batches; and the Orca systems' mean batches at 2 req/s are above the paper's (Fig. 13a rows), so\n")
+	w("their rates come out too high by more than vLLM's.\n\n")
 	w("Requests completed / unfinished at the end of the run (joint / roofline):")
 	for s, sys := range ps.Systems {
 		res := pr.Results[0][s]

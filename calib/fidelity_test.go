@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -89,6 +90,23 @@ func TestFidelityScaleArrivals(t *testing.T) {
 	out := fidScaleArrivals(in, 2, 4)
 	if out[1].Arrival != 500_000_001 || out[2].Arrival != 1_500_000_000 || out[0].Arrival != 0 || in[2].Arrival != 3_000_000_000 {
 		t.Errorf("scaled %v (input %v)", out, in)
+	}
+}
+
+// TestFidelityTrace: Fig. 12a's trace at a rate is the part of the long
+// draw that arrives within the paper's hour once scaled, and the draw's
+// span covers an hour at the highest rate searched.
+func TestFidelityTrace(t *testing.T) {
+	in := []workload.Request{{ID: "a", Arrival: 0}, {ID: "b", Arrival: int64(30 * time.Minute)}, {ID: "c", Arrival: int64(90 * time.Minute)}}
+	// At 1 req/s b arrives at exactly the hour: not in it.
+	if got := fidTrace(fidScaleArrivals(in, 2, 1), PaperTrace); len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("at 1 req/s: %v, want a alone", got)
+	}
+	if got := fidTrace(fidScaleArrivals(in, 2, 4), PaperTrace); len(got) != 3 {
+		t.Errorf("at 4 req/s all three arrive within the hour: %v", got)
+	}
+	if span := PaperFig12aSpan(2); span != time.Duration(float64(PaperTrace)*fig12aHi/2) || span < 2*time.Hour {
+		t.Errorf("span at 2 req/s %v: want an hour at %g req/s, 2h", span, fig12aHi)
 	}
 }
 

@@ -396,7 +396,14 @@ func (f *fitter) run(ctx context.Context) (*FitReport, error) {
 		return nil, err
 	}
 	for k := range preports {
-		preports[k].After = paramTable[preports[k].index].get(fitted)
+		p := &preports[k]
+		p.After = paramTable[p.index].get(fitted)
+		if p.Name == hostParam && !p.Fitted {
+			p.After = p.Before // read as step_ns, which may have been fitted alone
+		}
+		if !p.Fitted && p.After != p.Before && !strings.Contains(p.Reason, hostParam) {
+			p.Reason += "; scaled with " + hostParam + ", which is fitted"
+		}
 	}
 	return f.report(fitted, before, after, noise, preports, stats), nil
 }

@@ -283,6 +283,45 @@ func TestCalibrateParams(t *testing.T) {
 	}
 }
 
+// TestCalibrateHostExcludesStep: with the host's speed fitted, the step's
+// fixed cost, which it sets, is not fitted apart (both would move one
+// field), even when --params names both.
+func TestCalibrateHostExcludesStep(t *testing.T) {
+	f := readFile(t, benchFixture("vllm_bench_qps1_cut.json"))
+	rep := calibrate(t, []*File{f}, nil, FitOptions{Setup: setup70B(t), MaxEvals: 4, Params: []string{hostParam, "overhead.step_ns"}})
+	// The costs it scales are reported as moved with it, not kept.
+	var host, seq ParamReport
+	for _, p := range rep.Params {
+		switch p.Name {
+		case hostParam:
+			host = p
+		case "overhead.per_seq_ns":
+			seq = p
+		}
+	}
+	if host.After == host.Before {
+		t.Fatalf("the host's speed did not move in 4 evaluations: %+v", host)
+	}
+	if r, want := seq.After/seq.Before, host.After/host.Before; math.Abs(r/want-1) > 1e-3 || !strings.Contains(seq.Reason, "scaled with "+hostParam) {
+		t.Errorf("per_seq_ns %v → %v (×%.4f), reason %q; want ×%.4f, scaled with %s", seq.Before, seq.After, r, seq.Reason, want, hostParam)
+	}
+	if n := rep.Profile.Notes; !strings.Contains(n, "Scaled with "+hostParam) || strings.Contains(n, "Kept from the start: overhead.per_seq_ns") {
+		t.Errorf("notes %q: want the scaled costs named as such", n)
+	}
+	for _, p := range rep.Params {
+		switch p.Name {
+		case hostParam:
+			if !p.Fitted {
+				t.Errorf("%s not fitted: %q", p.Name, p.Reason)
+			}
+		case "overhead.step_ns":
+			if p.Fitted || !strings.Contains(p.Reason, "set by "+hostParam) {
+				t.Errorf("%s fitted %v, reason %q; want left to %s", p.Name, p.Fitted, p.Reason, hostParam)
+			}
+		}
+	}
+}
+
 // TestClosedLoop: a run with max_concurrency is replayed under the same
 // cap (sim.Config.MaxConcurrency), which changes what it measures.
 func TestClosedLoop(t *testing.T) {

@@ -63,6 +63,8 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 			rep.Reason = "no effect at tp 1"
 		case forced != nil && !forced[j]:
 			rep.Reason = "not asked for (--params)"
+		case pm.name == "overhead.step_ns" && hostChosen(chosen):
+			rep.Reason = "set by " + hostParam + ", which is fitted"
 		}
 		if rep.Reason != "" {
 			reports = append(reports, rep)
@@ -114,6 +116,18 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 		}
 	}
 	return chosen, reports, probes, nil
+}
+
+// hostChosen says whether the host's speed (hostParam) is among the
+// chosen parameters: it is the step's fixed cost, which then is not fitted
+// apart.
+func hostChosen(chosen []int) bool {
+	for _, j := range chosen {
+		if paramTable[j].name == hostParam {
+			return true
+		}
+	}
+	return false
 }
 
 // whyNot says why a candidate whose column is col, and whose trial set

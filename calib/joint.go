@@ -177,6 +177,9 @@ func jointParams() []jointParam {
 	var out []jointParam
 	for i := range paramTable {
 		pt := &paramTable[i]
+		if pt.calibrateOnly {
+			continue
+		}
 		if !strings.HasPrefix(pt.name, "overhead.") {
 			out = append(out, jointParam{name: pt.name, pt: pt})
 		}
@@ -190,7 +193,7 @@ func jointParams() []jointParam {
 	for _, class := range sim.OverheadClasses() {
 		for i := range paramTable {
 			pt := &paramTable[i]
-			if f, ok := strings.CutPrefix(pt.name, "overhead."); ok {
+			if f, ok := strings.CutPrefix(pt.name, "overhead."); ok && !pt.calibrateOnly {
 				out = append(out, jointParam{name: "engines." + class + "." + f, pt: pt, class: class})
 			}
 		}

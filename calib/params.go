@@ -24,8 +24,11 @@ type param struct {
 	needsTP bool    // only matters at tensor parallelism above 1
 	// needsFP8: only matters with FP8 weights on a GPU with an FP8 peak.
 	needsFP8 bool
-	get      func(*sim.Profile) float64
-	set      func(*sim.Profile, float64)
+	// calibrateOnly: a parameter of a calibration's profile that is not
+	// one of the joint model's own (it moves several of them together).
+	calibrateOnly bool
+	get           func(*sim.Profile) float64
+	set           func(*sim.Profile, float64)
 }
 
 // Ranges: efficiencies in [0.02, 1] (below 2% of a peak no kernel of a
@@ -52,6 +55,9 @@ const (
 // lengths tell apart, then the ones a single model cannot tell from an
 // overhead (weight reads are a fixed cost per decode step for one model).
 var paramTable = []param{
+	{name: hostParam, lo: minStepNs, hi: maxStepNs, log: true, integer: true, calibrateOnly: true,
+		get: func(p *sim.Profile) float64 { return float64(p.Overhead.StepNs) },
+		set: setHost},
 	{name: "overhead.step_ns", lo: minStepNs, hi: maxStepNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.StepNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.StepNs = int64(math.Round(v)) }},
@@ -97,6 +103,36 @@ var paramTable = []param{
 	{name: "all_reduce.bw_eff", lo: minEff, hi: maxEff, needsTP: true,
 		get: func(p *sim.Profile) float64 { return p.AllReduce.BWEff },
 		set: func(p *sim.Profile, v float64) { p.AllReduce.BWEff = v }},
+}
+
+// hostParam is the host's speed: the engine's CPU costs of a step (its
+// fixed cost, per sequence and per streamed token) scaled together, read
+// and set as the step's fixed cost. See setHost.
+const hostParam = "overhead.host_step_ns"
+
+// setHost sets p's step overhead to v and scales its per-sequence and
+// per-token costs by the same ratio: the joint model's split of the
+// engine's host time between a step's fixed part and the parts that grow
+// with the batch is kept (it was fitted on many sources and loads), and
+// only the host's speed is the setup's own.
+func setHost(p *sim.Profile, v float64) {
+	o := &p.Overhead
+	r := 1.0
+	if o.StepNs > 0 {
+		r = v / float64(o.StepNs)
+	}
+	o.StepNs = int64(math.Round(v))
+	o.PerSeqNs = scaleSmall(o.PerSeqNs, r)
+	o.PerTokenNs = scaleSmall(o.PerTokenNs, r)
+}
+
+// scaleSmall scales a per-sequence or per-token cost by r within their
+// range (a zero cost, one the engine does not have, stays zero).
+func scaleSmall(ns int64, r float64) int64 {
+	if ns == 0 {
+		return 0
+	}
+	return int64(math.Round(math.Max(minSmallNs, math.Min(maxSmallNs, float64(ns)*r))))
 }
 
 // ParamNames returns the names of the parameters a calibration may fit,

@@ -128,3 +128,28 @@ func TestStdErrs(t *testing.T) {
 		t.Errorf("nearly parallel: %v %v", se, ok)
 	}
 }
+
+// TestHostParam: the host's speed moves the step's fixed cost and scales
+// the per-sequence and per-token costs with it (the joint model's split
+// is kept), within their ranges; a cost the engine lacks stays zero; it
+// is a calibration's parameter, not one of the joint model's.
+func TestHostParam(t *testing.T) {
+	host := &paramTable[slices.IndexFunc(paramTable, func(p param) bool { return p.name == hostParam })]
+	p := &sim.Profile{Overhead: sim.OverheadTerm{StepNs: 2_000_000, PerSeqNs: 40_000, PerTokenNs: 0, RequestNs: 9_000_000}}
+	host.set(p, 5_000_000)
+	if got := host.get(p); got != 5_000_000 {
+		t.Errorf("get after set 5 ms = %v", got)
+	}
+	if p.Overhead.PerSeqNs != 100_000 || p.Overhead.PerTokenNs != 0 || p.Overhead.RequestNs != 9_000_000 {
+		t.Errorf("per_seq_ns %d (want 100000, scaled 2.5x), per_token_ns %d (want 0), request_ns %d (want 9000000, not host time)",
+			p.Overhead.PerSeqNs, p.Overhead.PerTokenNs, p.Overhead.RequestNs)
+	}
+	p.Overhead.PerTokenNs = 60_000 // 20x: 1.2 ms
+	host.set(p, maxStepNs)
+	if p.Overhead.PerSeqNs != maxSmallNs || p.Overhead.PerTokenNs != maxSmallNs {
+		t.Errorf("scaled past the range: per_seq_ns %d, per_token_ns %d; want %v", p.Overhead.PerSeqNs, p.Overhead.PerTokenNs, maxSmallNs)
+	}
+	if slices.Contains(JointParamNames(), hostParam) {
+		t.Errorf("the joint model lists %s, which only moves its own overheads together", hostParam)
+	}
+}

@@ -289,11 +289,14 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 // notes is the fitted profile's notes: where it came from and how well it
 // fits.
 func (f *fitter) notes(rep *FitReport) string {
-	var fittedNames, kept []string
+	var fittedNames, kept, moved []string
 	for _, p := range rep.Params {
-		if p.Fitted {
+		switch {
+		case p.Fitted:
 			fittedNames = append(fittedNames, p.Name)
-		} else {
+		case p.After != p.Before:
+			moved = append(moved, p.Name)
+		default:
 			kept = append(kept, p.Name)
 		}
 	}
@@ -314,6 +317,9 @@ func (f *fitter) notes(rep *FitReport) string {
 			fmt.Fprintf(&sb, ", stopped at the cap of %d", rep.Fit.MaxEvaluations)
 		}
 		sb.WriteString("). ")
+	}
+	if len(moved) > 0 {
+		fmt.Fprintf(&sb, "Scaled with %s (the host's speed): %s. ", hostParam, strings.Join(moved, ", "))
 	}
 	if len(kept) > 0 {
 		fmt.Fprintf(&sb, "Kept from the start: %s. ", strings.Join(kept, ", "))

@@ -78,6 +78,18 @@ func Paper(root string) (*calib.PaperSetup, error) {
 				ps.Systems = append(ps.Systems, calib.PaperSystem{Name: name, Config: c})
 			}
 		}
+		if i == 0 {
+			// Fig. 12a's traces: the same draw, long enough for the
+			// paper's hour at every rate its search tries.
+			short := s.Duration
+			s.Duration = scenario.Duration(calib.PaperFig12aSpan(rq.Rate))
+			long, err := scenario.Build(s, nil)
+			if err != nil {
+				return nil, err
+			}
+			ps.Fig12a = long.Requests
+			s.Duration = short
+		}
 		d, _ := s.Duration.MarshalYAML()
 		ps.Workloads = append(ps.Workloads, calib.PaperWorkload{Label: v.label, Requests: plan.Requests,
 			Sampling: fmt.Sprintf("prompt and output lengths drawn independently as round(exp(N(μ, σ²))), drawn again until in [%d, %d] "+

@@ -275,8 +275,11 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 	var kept []string
 	for _, p := range r.Params {
 		se := "kept"
-		if p.Fitted {
+		switch {
+		case p.Fitted:
 			se = fmt.Sprintf("%.0f%%", 100*p.StdErr)
+		case p.After != p.Before:
+			se = "moved" // with the host's speed (Reason says)
 		}
 		pt.rows = append(pt.rows, []string{p.Name, fmt.Sprintf("%.4g", p.Before), fmt.Sprintf("%.4g", p.After), se})
 		if p.Reason != "" {
