@@ -47,9 +47,8 @@ type typeKeyMem struct {
 }
 
 type cached struct {
-	version  uint32 // node version + 1; 0 means empty
-	feasible bool   // the filter's result (kept by the index only)
-	score    float64
+	version uint32 // node version + 1; 0 means empty
+	score   float64
 }
 
 // NewScheduler returns a scheduler placing pods on s with the policy,
