@@ -40,7 +40,7 @@ func (f *FGD) Score(s *State, p *Pod, i int) float64 {
 
 // best returns the score and, for a sharing pod, the GPU that gives it.
 func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
-	model, free := s.nodes[i].Model, s.gpuFree[i]
+	free := s.gpuFree[i]
 	before := f.Target.nodeFrag(s, i)
 	cpu := s.cpuFree[i] - p.MilliCPU
 	var scratch [MaxGPUsPerNode]int64 // on the stack: scoring runs once per node and class
@@ -48,7 +48,7 @@ func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
 	copy(buf, free)
 	if !p.Sharing() {
 		takeLeastSufficient(buf, p)
-		return fgdScore(before - f.Target.NodeFrag(model, cpu, buf)), -1
+		return fgdScore(before - s.fragWith(f.Target, i, cpu, buf)), -1
 	}
 	best, bestGPU := 0.0, -1
 	for g, fr := range free {
@@ -56,7 +56,7 @@ func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
 			continue
 		}
 		buf[g] -= p.MilliGPU
-		sc := fgdScore(before - f.Target.NodeFrag(model, cpu, buf))
+		sc := fgdScore(before - s.fragWith(f.Target, i, cpu, buf))
 		buf[g] += p.MilliGPU
 		if bestGPU < 0 || sc > best {
 			best, bestGPU = sc, g

@@ -165,7 +165,7 @@ func (f *FGDReserve) penalty(s *State, p *Pod, i int) float64 {
 
 // best returns the score and, for a sharing pod, the GPU giving it.
 func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
-	model, free := s.nodes[i].Model, s.gpuFree[i]
+	free := s.gpuFree[i]
 	before := f.Target.nodeFrag(s, i)
 	cpu := s.cpuFree[i] - p.MilliCPU
 	// Best fit, as BestFit measures it (0..1, lower is tighter), scaled
@@ -180,7 +180,7 @@ func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
 	copy(buf, free)
 	if !p.Sharing() {
 		takeLeastSufficient(buf, p)
-		return fgdScore(before-f.Target.NodeFrag(model, cpu, buf)) + base, -1
+		return fgdScore(before-s.fragWith(f.Target, i, cpu, buf)) + base, -1
 	}
 	best, bestGPU := 0.0, -1
 	for g, fr := range free {
@@ -188,7 +188,7 @@ func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
 			continue
 		}
 		buf[g] -= p.MilliGPU
-		sc := fgdScore(before-f.Target.NodeFrag(model, cpu, buf)) + base
+		sc := fgdScore(before-s.fragWith(f.Target, i, cpu, buf)) + base
 		buf[g] += p.MilliGPU
 		if bestGPU < 0 || sc > best {
 			best, bestGPU = sc, g

@@ -38,6 +38,7 @@ type State struct {
 	// and the FGD policies ask for the same node's F_n(M) once per class of
 	// pods between two changes of the node.
 	fragOf  *Target
+	fragTab *fragTable // fragOf prepared for the nodes
 	frag    []float64
 	fragVer []uint32
 }
@@ -252,14 +253,26 @@ func (s *State) changed(i int) {
 
 // nodeFrag is t.NodeFrag of node i in its current state, memoised.
 func (s *State) nodeFrag(t *Target, i int) float64 {
-	if s.fragOf != t {
-		s.fragOf = t
-		s.frag, s.fragVer = make([]float64, len(s.nodes)), make([]uint32, len(s.nodes))
-	}
+	s.useTarget(t)
 	if s.fragVer[i] != s.version[i]+1 {
-		s.frag[i], s.fragVer[i] = t.NodeFrag(s.nodes[i].Model, s.cpuFree[i], s.gpuFree[i]), s.version[i]+1
+		s.frag[i], s.fragVer[i] = s.fragTab.frag(i, s.cpuFree[i], s.gpuFree[i]), s.version[i]+1
 	}
 	return s.frag[i]
+}
+
+// fragWith is t.NodeFrag of node i's model with cpuFree and free instead
+// of the node's own: the node after a placement the FGD policies weigh.
+func (s *State) fragWith(t *Target, i int, cpuFree int64, free []int64) float64 {
+	s.useTarget(t)
+	return s.fragTab.frag(i, cpuFree, free)
+}
+
+// useTarget makes t the target the memo and table are for.
+func (s *State) useTarget(t *Target) {
+	if s.fragOf != t {
+		s.fragOf, s.fragTab = t, newFragTable(t, s.nodes)
+		s.frag, s.fragVer = make([]float64, len(s.nodes)), make([]uint32, len(s.nodes))
+	}
 }
 
 // changeSeq is the sequence number of the next change.
