@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 )
 
 // DefaultRatio is the FGD protocol's workload size: the pod list is
@@ -46,19 +47,24 @@ func (o Options) withDefaults() Options {
 }
 
 // units groups pods into scheduling units: one pod each, or with gang one
-// unit per job (in order of first appearance).
+// unit per job (in order of first appearance). A unit of one pod is a
+// slice of pods itself (capacity 1, so appending to it copies), not a
+// copy: the units of a list cost one allocation, not one per pod.
 func units(pods []Pod, gang bool) [][]Pod {
-	var out [][]Pod
-	byJob := map[string]int{}
-	for _, p := range pods {
-		if gang && p.Job != "" {
+	out := make([][]Pod, 0, len(pods))
+	var byJob map[string]int
+	for i := range pods {
+		if p := &pods[i]; gang && p.Job != "" {
+			if byJob == nil {
+				byJob = map[string]int{}
+			}
 			if u, ok := byJob[p.Job]; ok {
-				out[u] = append(out[u], p)
+				out[u] = append(out[u], *p)
 				continue
 			}
 			byJob[p.Job] = len(out)
 		}
-		out = append(out, []Pod{p})
+		out = append(out, pods[i:i+1:i+1])
 	}
 	return out
 }
@@ -100,24 +106,34 @@ func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Ra
 		}
 		us = slices.DeleteFunc(us, func(u []Pod) bool { return u == nil })
 	case float64(total) < target && total > 0:
+		var slab []Pod // the copies' pods, carved from few allocations
 		for n := 0; ; n++ {
 			u := orig[rng.IntN(len(orig))]
 			if float64(total+unitMilli(u)) > target {
 				break
 			}
-			c := make([]Pod, len(u))
+			if len(slab) < len(u) {
+				slab = make([]Pod, max(len(u), 256))
+			}
+			c := slab[:len(u):len(u)]
+			slab = slab[len(u):]
+			suffix := "-tuned-" + strconv.Itoa(n)
 			for j := range u {
 				c[j] = u[j]
-				c[j].Name = fmt.Sprintf("%s-tuned-%d", u[j].Name, n)
+				c[j].Name = u[j].Name + suffix
 				if c[j].Job != "" {
-					c[j].Job = fmt.Sprintf("%s-tuned-%d", u[j].Job, n)
+					c[j].Job = u[j].Job + suffix
 				}
 			}
 			us = append(us, c)
 			total += unitMilli(u)
 		}
 	}
-	var out []Pod
+	size := 0
+	for _, u := range us {
+		size += len(u)
+	}
+	out := make([]Pod, 0, size)
 	for _, u := range us {
 		out = append(out, u...)
 	}
