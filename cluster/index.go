@@ -26,9 +26,22 @@ type classIndex struct {
 	best []slot
 	// cnt (NthChoosers) is the count tree, 2*size entries: the number of
 	// feasible nodes under each tree node; positions follow the node order.
-	cnt   []int32
-	seq   uint64 // the state's change sequence number the index is up to
-	built bool
+	cnt []int32
+	// scores, for a policy whose scores ignore the pod's memory
+	// (memoryBlind), is the score row shared by the classes of the same
+	// task type (typeKey): classes that differ only in memory filter
+	// differently but score alike, so a node's score is computed once per
+	// version for all of them.
+	scores []cached
+	seq    uint64 // the state's change sequence number the index is up to
+	built  bool
+}
+
+// memoryBlind is implemented by policies whose Score does not read the
+// pod's memory (only what typeKey holds).
+type memoryBlind interface {
+	Policy
+	memoryBlind()
 }
 
 // slot is a node of a best tree: a node index (-1: none) and its score.
@@ -108,6 +121,9 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 			for t := range ix.best {
 				ix.best[t].node = -1
 			}
+			if _, ok := sc.policy.(memoryBlind); ok {
+				ix.scores = sc.sharedScores(keyOf(p))
+			}
 		}
 		sc.indexes[c] = ix
 	}
@@ -174,12 +190,29 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 		}
 		return true
 	}
-	if feasible {
+	switch {
+	case feasible && ix.scores != nil:
+		e := &ix.scores[i]
+		if e.version != v {
+			e.version, e.score = v, sc.policy.Score(s, p, i)
+		}
+		ix.best[t] = slot{score: e.score, node: int32(i)}
+	case feasible:
 		ix.best[t] = slot{score: sc.policy.Score(s, p, i), node: int32(i)}
-	} else {
+	default:
 		ix.best[t] = slot{node: -1}
 	}
 	return true
+}
+
+// sharedScores returns the score row of the task type k, making it.
+func (sc *Scheduler) sharedScores(k typeKey) []cached {
+	row, ok := sc.typeScores[k]
+	if !ok {
+		row = make([]cached, len(sc.state.nodes))
+		sc.typeScores[k] = row
+	}
+	return row
 }
 
 // posOf is node i's leaf position.

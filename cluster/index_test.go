@@ -166,3 +166,48 @@ func TestChangeLogWraps(t *testing.T) {
 		t.Fatalf("after the log wrapped: Choose = %v, %v; want node a, the only one with a free GPU", pl, ok)
 	}
 }
+
+// TestMemoryBlindScores checks the promise of the policies marked
+// memoryBlind, whose classes share scores across memory requests: the
+// score does not change with the pod's memory. KubeFit and VolcanoBinpack
+// weigh memory and must not carry the mark.
+func TestMemoryBlindScores(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	nodes, pods := randomCluster(rng, 30, 200)
+	target := NewTarget(pods, 1)
+	s := NewState(nodes)
+	sc := NewScheduler(s, &FGD{Target: target}, rng)
+	for k := range pods[:100] {
+		sc.Schedule(&pods[k])
+	}
+	blind := 0
+	for _, name := range PolicyNames() {
+		pol, err := NewPolicy(name, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := pol.(memoryBlind); !ok {
+			continue
+		}
+		blind++
+		for k := range pods[100:] {
+			p := pods[100+k]
+			q := p
+			q.MemoryMiB = p.MemoryMiB*3 + 12345
+			for i := range nodes {
+				if a, b := pol.Score(s, &p, i), pol.Score(s, &q, i); a != b {
+					t.Fatalf("%s: pod %s on node %d scores %v with %d MiB, %v with %d MiB", name, p.Name, i, a, p.MemoryMiB, b, q.MemoryMiB)
+				}
+			}
+		}
+	}
+	if blind == 0 {
+		t.Fatal("no policy is memoryBlind")
+	}
+	if _, ok := any(&KubeFit{Strategy: "spread", Memory: 1}).(memoryBlind); ok {
+		t.Error("KubeFit scores memory but is marked memoryBlind")
+	}
+	if _, ok := any(&VolcanoBinpack{Memory: 1}).(memoryBlind); ok {
+		t.Error("VolcanoBinpack scores memory but is marked memoryBlind")
+	}
+}

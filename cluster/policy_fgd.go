@@ -27,6 +27,8 @@ type FGD struct{ Target *Target }
 // Name implements Policy.
 func (*FGD) Name() string { return "fgd" }
 
+func (*FGD) memoryBlind() {}
+
 // fgdScore maps a fragmentation decrease in milli to the plugin's score.
 func fgdScore(decrease float64) float64 {
 	return math.Trunc(maxNodeScore / (1 + math.Exp(-decrease/MilliGPU)))
@@ -122,6 +124,8 @@ type BestFit struct{}
 // Name implements Policy.
 func (BestFit) Name() string { return "bestfit" }
 
+func (BestFit) memoryBlind() {}
+
 // Score implements Policy.
 func (BestFit) Score(s *State, p *Pod, i int) float64 {
 	left := 0.5*float64(s.cpuFree[i]-p.MilliCPU)/maxSpecCPU + 0.5*float64(s.FreeGPUMilli(i)-p.GPUMilli())/maxSpecGPU
@@ -168,6 +172,8 @@ type DotProduct struct{}
 // Name implements Policy.
 func (DotProduct) Name() string { return "dotprod" }
 
+func (DotProduct) memoryBlind() {}
+
 // Score implements Policy.
 func (DotProduct) Score(s *State, p *Pod, i int) float64 {
 	dot := float64(s.cpuFree[i])/maxSpecCPU*float64(p.MilliCPU)/maxSpecCPU +
@@ -190,6 +196,8 @@ type Clustering struct{}
 
 // Name implements Policy.
 func (Clustering) Name() string { return "clustering" }
+
+func (Clustering) memoryBlind() {}
 
 // Score implements Policy.
 func (Clustering) Score(s *State, p *Pod, i int) float64 {
@@ -223,6 +231,8 @@ type Packing struct{}
 
 // Name implements Policy.
 func (Packing) Name() string { return "packing" }
+
+func (Packing) memoryBlind() {}
 
 // Score implements Policy.
 func (Packing) Score(s *State, p *Pod, i int) float64 {

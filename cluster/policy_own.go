@@ -92,6 +92,8 @@ const DefaultThreshold = 0.5
 // Name implements Policy.
 func (*FGDReserve) Name() string { return "fgd-reserve" }
 
+func (*FGDReserve) memoryBlind() {}
+
 // pressure returns, per GPU model k, how much restricted pods need it,
 // from 0 (no reservation) to 1 (the full penalty). The demand d_k of target
 // task types restricted to some models is spread evenly over the models
