@@ -121,14 +121,7 @@ func (t *Target) NodeFrag(model string, cpuFree int64, free []int64) float64 {
 			frag += m.Share * float64(idle)
 			continue
 		}
-		k, small := 0, int64(0)
-		for _, f := range free {
-			if f >= m.MilliGPU {
-				k++
-			} else {
-				small += f
-			}
-		}
+		k, small := holding(free, m.MilliGPU)
 		if k >= m.NumGPU {
 			frag += m.Share * float64(small)
 		} else {
@@ -136,6 +129,19 @@ func (t *Target) NodeFrag(model string, cpuFree int64, free []int64) float64 {
 		}
 	}
 	return frag
+}
+
+// holding returns how many GPUs have milli free or more, and the free
+// milli of the others.
+func holding(free []int64, milli int64) (k int, small int64) {
+	for _, f := range free {
+		if f >= milli {
+			k++
+		} else {
+			small += f
+		}
+	}
+	return k, small
 }
 
 // fragTable is a Target prepared for one State's nodes, so that NodeFrag
@@ -209,15 +215,8 @@ func (tab *fragTable) frag(n int, cpuFree int64, free []int64) float64 {
 		}
 		j := tab.thrOf[i]
 		if tab.stamp[j] != tab.call {
-			k, small := 0, int64(0)
-			for _, f := range free {
-				if f >= m.MilliGPU {
-					k++
-				} else {
-					small += f
-				}
-			}
-			tab.k[j], tab.small[j], tab.stamp[j] = k, small, tab.call
+			tab.k[j], tab.small[j] = holding(free, m.MilliGPU)
+			tab.stamp[j] = tab.call
 		}
 		if tab.k[j] >= m.NumGPU {
 			frag += m.Share * float64(tab.small[j])
