@@ -13,8 +13,8 @@ package cluster
 
 // classIndex is one class's cache and tree.
 type classIndex struct {
-	// ver[i] is node i's version plus one when its leaf was last set (0:
-	// never).
+	// ver[i] (count trees) is node i's version plus one when its leaf was
+	// last set (0: never); a best tree keeps it in the leaf.
 	ver []uint32
 	// best (scoring policies) is the tournament tree, 2*size slots: slot
 	// size+pos is the leaf of the node at position pos (its score, or -1
@@ -44,10 +44,14 @@ type memoryBlind interface {
 	memoryBlind()
 }
 
-// slot is a node of a best tree: a node index (-1: none) and its score.
+// slot is a node of a best tree: a node index (-1: none) and its score;
+// in a leaf also the node's version plus one when the leaf was set (0:
+// never), in the same 16 bytes, so that checking a changed node and
+// setting its leaf touch one cache line.
 type slot struct {
 	score float64
 	node  int32
+	ver   uint32 // leaves only
 }
 
 // indexMode says how the scheduler chooses for the policy.
@@ -113,9 +117,9 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	c := sc.class(p)
 	ix := sc.indexes[c]
 	if ix == nil {
-		ix = &classIndex{ver: make([]uint32, len(s.nodes))}
+		ix = &classIndex{}
 		if mode == modeCount {
-			ix.cnt = make([]int32, 2*sc.size)
+			ix.ver, ix.cnt = make([]uint32, len(s.nodes)), make([]int32, 2*sc.size)
 		} else {
 			ix.best = make([]slot, 2*sc.size)
 			for t := range ix.best {
@@ -173,35 +177,48 @@ func (sc *Scheduler) update(ix *classIndex, i int, mode indexMode) {
 }
 
 // refresh recomputes node i's leaf (filter result and score) for p when
-// the node changed since it was set, and reports whether it did.
+// the node changed since it was set, and reports whether the leaf changed
+// (a node whose change left its filter result and score as they were
+// changes nothing in the tree).
 func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool {
 	s := sc.state
 	v := s.version[i] + 1
-	if ix.ver[i] == v {
-		return false
-	}
-	ix.ver[i] = v
-	feasible := s.Fits(p, i)
 	t := sc.size + sc.posOf(i, mode)
 	if ix.cnt != nil {
-		ix.cnt[t] = 0
-		if feasible {
-			ix.cnt[t] = 1
+		if ix.ver[i] == v {
+			return false
 		}
-		return true
+		ix.ver[i] = v
+		var n int32
+		feasible := s.Fits(p, i)
+		if feasible {
+			n = 1
+		}
+		old := ix.cnt[t]
+		ix.cnt[t] = n
+		return n != old
 	}
+	l := &ix.best[t]
+	if l.ver == v {
+		return false
+	}
+	l.ver = v
+	node, score := int32(-1), 0.0
 	switch {
-	case feasible && ix.scores != nil:
+	case !s.Fits(p, i):
+	case ix.scores != nil:
 		e := &ix.scores[i]
 		if e.version != v {
 			e.version, e.score = v, sc.policy.Score(s, p, i)
 		}
-		ix.best[t] = slot{score: e.score, node: int32(i)}
-	case feasible:
-		ix.best[t] = slot{score: sc.policy.Score(s, p, i), node: int32(i)}
+		node, score = int32(i), e.score
 	default:
-		ix.best[t] = slot{node: -1}
+		node, score = int32(i), sc.policy.Score(s, p, i)
 	}
+	if l.node == node && l.score == score {
+		return false
+	}
+	l.node, l.score = node, score
 	return true
 }
 
