@@ -404,29 +404,58 @@ func Curve(samples []Sample, capMilli int64, maxPct int) []Point {
 // seed's workload stream, a random tie-break order of the nodes from a
 // third stream, the policy's random choices from the scheduler stream.
 func Experiment(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*Run, error) {
+	pr, err := prepare(nodes, pods, seed, opts)
+	if err != nil {
+		return nil, err
+	}
+	return pr.run(spec)
+}
+
+// prepared is what every policy of one seed shares in Experiment: it
+// depends on the nodes, the pods, the seed and the options, not on the
+// policy, so a Grid prepares it once per seed. Its runs only read it.
+type prepared struct {
+	nodes    []Node
+	seed     uint64
+	opts     Options // with defaults
+	capMilli int64
+	target   *Target
+	demand   int64 // GPU milli the original pods ask for
+	w        []Pod // the workload
+	order    []int // the tie-break order
+}
+
+func prepare(nodes []Node, pods []Pod, seed uint64, opts Options) (*prepared, error) {
 	opts = opts.withDefaults()
 	capMilli := int64(GPUCapacity(nodes)) * MilliGPU
 	if capMilli == 0 || len(pods) == 0 {
 		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", ErrEmpty, len(nodes), capMilli/MilliGPU, len(pods))
 	}
-	target := NewTarget(pods, opts.Coverage)
-	policy, err := NewPolicy(spec, target)
+	pr := &prepared{nodes: nodes, seed: seed, opts: opts, capMilli: capMilli, target: NewTarget(pods, opts.Coverage)}
+	for i := range pods {
+		pr.demand += pods[i].GPUMilli()
+	}
+	if pr.demand > 0 {
+		pr.w = Workload(pods, capMilli, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
+		pr.order = rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes))
+	}
+	return pr, nil
+}
+
+// run is Experiment's run of the policy spec on the prepared workload.
+func (pr *prepared) run(spec string) (*Run, error) {
+	policy, err := NewPolicy(spec, pr.target)
 	if err != nil {
 		return nil, err
 	}
-	var demand int64
-	for i := range pods {
-		demand += pods[i].GPUMilli()
-	}
-	if demand == 0 {
+	if pr.demand == 0 {
 		return nil, fmt.Errorf("%w: no pod asks for a GPU", ErrEmpty)
 	}
-	w := Workload(pods, capMilli, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
-	order := rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes))
-	samples, failed := Simulate(nodes, w, policy, target, opts, order, rand.New(rand.NewPCG(seed, streamScheduler)))
-	maxPct := int(math.Ceil(100 * opts.Ratio))
+	capMilli := pr.capMilli
+	samples, failed := Simulate(pr.nodes, pr.w, policy, pr.target, pr.opts, pr.order, rand.New(rand.NewPCG(pr.seed, streamScheduler)))
+	maxPct := int(math.Ceil(100 * pr.opts.Ratio))
 	run := &Run{
-		Policy: policyName(spec), Seed: seed, Pods: len(w), Failed: failed, CapacityMilli: capMilli,
+		Policy: policyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
 		Curve: Curve(samples, capMilli, maxPct),
 	}
 	for k, sm := range samples {
