@@ -27,21 +27,14 @@ type classIndex struct {
 	// cnt (NthChoosers) is the count tree, 2*size entries: the number of
 	// feasible nodes under each tree node; positions follow the node order.
 	cnt []int32
-	// scores, for a policy whose scores ignore the pod's memory
-	// (memoryBlind), is the score row shared by the classes of the same
-	// task type (typeKey): classes that differ only in memory filter
+	// scores, for a policy that says what its scores read of a pod
+	// (scoreKeyer), is the score row shared by every class of the same
+	// scoreKey: classes that differ in memory or allowed GPU models filter
 	// differently but score alike, so a node's score is computed once per
 	// version for all of them.
 	scores []cached
 	seq    uint64 // the state's change sequence number the index is up to
 	built  bool
-}
-
-// memoryBlind is implemented by policies whose Score does not read the
-// pod's memory (only what typeKey holds).
-type memoryBlind interface {
-	Policy
-	memoryBlind()
 }
 
 // slot is a node of a best tree: a node index (-1: none) and its score;
@@ -53,6 +46,26 @@ type slot struct {
 	node  int32
 	ver   uint32 // leaves only
 }
+
+// scoreKeyer is implemented by policies whose Score reads only some of a
+// pod's fields: pods of equal scoreKey score alike on every node.
+type scoreKeyer interface {
+	Policy
+	scoreKey(p *Pod) scoreKey
+}
+
+// scoreKey is what a scoreKeyer's Score reads of a pod: the CPU and GPU
+// request, and spec for what a policy reads of the allowed GPU models.
+type scoreKey struct {
+	cpu   int64
+	num   int
+	milli int64
+	spec  int8
+}
+
+// requestKey is the scoreKey of a policy that reads only the pod's CPU and
+// GPU request.
+func requestKey(p *Pod) scoreKey { return scoreKey{cpu: p.MilliCPU, num: p.NumGPU, milli: p.MilliGPU} }
 
 // indexMode says how the scheduler chooses for the policy.
 type indexMode uint8
@@ -125,15 +138,22 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 			for t := range ix.best {
 				ix.best[t].node = -1
 			}
-			if _, ok := sc.policy.(memoryBlind); ok {
-				ix.scores = sc.sharedScores(keyOf(p))
+			if k, ok := sc.policy.(scoreKeyer); ok {
+				ix.scores = sc.sharedScores(k.scoreKey(p))
 			}
 		}
 		sc.indexes[c] = ix
 	}
 	changes, ok := s.changesSince(ix.seq)
 	if !ix.built || !ok || len(changes) >= len(s.nodes) {
-		for i := range s.nodes {
+		// In leaf order, so that the class's (cold) tree is read and
+		// written in sequence; the state's per-node arrays, which every
+		// class reads, are the ones accessed out of order.
+		for pos := range s.nodes {
+			i := pos
+			if mode != modeCount {
+				i = sc.order[pos]
+			}
 			sc.refresh(ix, p, i, mode)
 		}
 		for t := sc.size - 1; t >= 1; t-- {
@@ -222,8 +242,8 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 	return true
 }
 
-// sharedScores returns the score row of the task type k, making it.
-func (sc *Scheduler) sharedScores(k typeKey) []cached {
+// sharedScores returns the score row of k, making it.
+func (sc *Scheduler) sharedScores(k scoreKey) []cached {
 	row, ok := sc.typeScores[k]
 	if !ok {
 		row = make([]cached, len(sc.state.nodes))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -167,47 +168,57 @@ func TestChangeLogWraps(t *testing.T) {
 	}
 }
 
-// TestMemoryBlindScores checks the promise of the policies marked
-// memoryBlind, whose classes share scores across memory requests: the
-// score does not change with the pod's memory. KubeFit and VolcanoBinpack
-// weigh memory and must not carry the mark.
-func TestMemoryBlindScores(t *testing.T) {
+// TestScoreKeys checks the promise of the policies that are scoreKeyers,
+// whose classes share scores: pods of equal scoreKey (here differing in
+// memory, name and allowed models) score alike on every node. KubeFit and
+// VolcanoBinpack weigh memory and must not be scoreKeyers.
+func TestScoreKeys(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	nodes, pods := randomCluster(rng, 30, 200)
+	nodes, pods := randomCluster(rng, 30, 300)
 	target := NewTarget(pods, 1)
 	s := NewState(nodes)
 	sc := NewScheduler(s, &FGD{Target: target}, rng)
 	for k := range pods[:100] {
 		sc.Schedule(&pods[k])
 	}
-	blind := 0
+	keyed, pairs := 0, 0
 	for _, name := range PolicyNames() {
 		pol, err := NewPolicy(name, target)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := pol.(memoryBlind); !ok {
+		kp, ok := pol.(scoreKeyer)
+		if !ok {
 			continue
 		}
-		blind++
-		for k := range pods[100:] {
-			p := pods[100+k]
+		keyed++
+		for a := 100; a < len(pods); a++ {
+			p := pods[a]
 			q := p
 			q.MemoryMiB = p.MemoryMiB*3 + 12345
-			for i := range nodes {
-				if a, b := pol.Score(s, &p, i), pol.Score(s, &q, i); a != b {
-					t.Fatalf("%s: pod %s on node %d scores %v with %d MiB, %v with %d MiB", name, p.Name, i, a, p.MemoryMiB, b, q.MemoryMiB)
+			others := []*Pod{&q}
+			for b := a + 1; b < len(pods); b++ {
+				if kp.scoreKey(&pods[b]) == kp.scoreKey(&p) && (pods[b].MemoryMiB != p.MemoryMiB || !slices.Equal(pods[b].GPUSpec, p.GPUSpec)) {
+					others = append(others, &pods[b])
+				}
+			}
+			for _, o := range others {
+				pairs++
+				for i := range nodes {
+					if x, y := pol.Score(s, &p, i), pol.Score(s, o, i); x != y {
+						t.Fatalf("%s: node %d scores %v for %+v, %v for %+v (same scoreKey)", name, i, x, p, y, *o)
+					}
 				}
 			}
 		}
 	}
-	if blind == 0 {
-		t.Fatal("no policy is memoryBlind")
+	if keyed == 0 || pairs < 1000 {
+		t.Fatalf("%d scoreKeyers, %d pairs compared: the test checks too little", keyed, pairs)
 	}
-	if _, ok := any(&KubeFit{Strategy: "spread", Memory: 1}).(memoryBlind); ok {
-		t.Error("KubeFit scores memory but is marked memoryBlind")
+	if _, ok := any(&KubeFit{Strategy: "spread", Memory: 1}).(scoreKeyer); ok {
+		t.Error("KubeFit scores memory but is a scoreKeyer")
 	}
-	if _, ok := any(&VolcanoBinpack{Memory: 1}).(memoryBlind); ok {
-		t.Error("VolcanoBinpack scores memory but is marked memoryBlind")
+	if _, ok := any(&VolcanoBinpack{Memory: 1}).(scoreKeyer); ok {
+		t.Error("VolcanoBinpack scores memory but is a scoreKeyer")
 	}
 }

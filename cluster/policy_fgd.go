@@ -27,7 +27,8 @@ type FGD struct{ Target *Target }
 // Name implements Policy.
 func (*FGD) Name() string { return "fgd" }
 
-func (*FGD) memoryBlind() {}
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (*FGD) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // fgdScore maps a fragmentation decrease in milli to the plugin's score.
 func fgdScore(decrease float64) float64 {
@@ -124,7 +125,8 @@ type BestFit struct{}
 // Name implements Policy.
 func (BestFit) Name() string { return "bestfit" }
 
-func (BestFit) memoryBlind() {}
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (BestFit) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // Score implements Policy.
 func (BestFit) Score(s *State, p *Pod, i int) float64 {
@@ -172,7 +174,8 @@ type DotProduct struct{}
 // Name implements Policy.
 func (DotProduct) Name() string { return "dotprod" }
 
-func (DotProduct) memoryBlind() {}
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (DotProduct) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // Score implements Policy.
 func (DotProduct) Score(s *State, p *Pod, i int) float64 {
@@ -197,7 +200,8 @@ type Clustering struct{}
 // Name implements Policy.
 func (Clustering) Name() string { return "clustering" }
 
-func (Clustering) memoryBlind() {}
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (Clustering) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // Score implements Policy.
 func (Clustering) Score(s *State, p *Pod, i int) float64 {
@@ -232,7 +236,8 @@ type Packing struct{}
 // Name implements Policy.
 func (Packing) Name() string { return "packing" }
 
-func (Packing) memoryBlind() {}
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (Packing) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // Score implements Policy.
 func (Packing) Score(s *State, p *Pod, i int) float64 {

@@ -92,7 +92,15 @@ const DefaultThreshold = 0.5
 // Name implements Policy.
 func (*FGDReserve) Name() string { return "fgd-reserve" }
 
-func (*FGDReserve) memoryBlind() {}
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request and,
+// for the penalty, whether the pod may use one GPU model only.
+func (*FGDReserve) scoreKey(p *Pod) scoreKey {
+	k := requestKey(p)
+	if len(p.GPUSpec) == 1 {
+		k.spec = 1
+	}
+	return k
+}
 
 // pressure returns, per GPU model k, how much restricted pods need it,
 // from 0 (no reservation) to 1 (the full penalty). The demand d_k of target

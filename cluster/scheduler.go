@@ -35,8 +35,8 @@ type Scheduler struct {
 	classes map[typeKeyMem]int
 	cache   [][]cached    // [class][node], for the full scan; nil until used
 	indexes []*classIndex // [class], for the index; nil until used
-	// typeScores are the score rows classIndex.scores shares, by task type.
-	typeScores map[typeKey][]cached
+	// typeScores are the score rows classIndex.scores shares.
+	typeScores map[scoreKey][]cached
 
 	feasible []int
 	scores   []float64
@@ -64,7 +64,7 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 	for size < len(s.nodes) {
 		size *= 2
 	}
-	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, typeScores: map[typeKey][]cached{}, rank: rank, order: order, size: size}
+	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, typeScores: map[scoreKey][]cached{}, rank: rank, order: order, size: size}
 }
 
 // SetOrder sets the tie-break order: order lists every node index once,
