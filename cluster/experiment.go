@@ -345,6 +345,7 @@ func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Opti
 		sm.Failed = failed
 		samples = append(samples, sm)
 	}
+	sc.release()
 	return samples, failed
 }
 

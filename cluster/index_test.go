@@ -222,3 +222,24 @@ func TestScoreKeys(t *testing.T) {
 		t.Error("VolcanoBinpack scores memory but is a scoreKeyer")
 	}
 }
+
+// TestTreesRecycled checks that a run on trees recycled from earlier runs
+// (Simulate gives its trees back) is the run on fresh trees.
+func TestTreesRecycled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	nodes, pods := randomCluster(rng, 60, 400)
+	want, err := Experiment(nodes, pods, "fgd", 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"bestfit", "fgd-reserve", "fgd"} {
+		for seed := range uint64(3) {
+			if _, err := Experiment(nodes, pods, spec, seed+2, Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := Experiment(nodes, pods, "fgd", 1, Options{}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %s runs: the run differs from the first", spec)
+		}
+	}
+}
