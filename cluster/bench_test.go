@@ -17,12 +17,14 @@ func BenchmarkExperiment(b *testing.B) {
 		b.Run("policy="+policy+"/seed=42", func(b *testing.B) {
 			b.ReportAllocs()
 			var r *Run
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				var err error
 				if r, err = Experiment(nodes, pods, policy, 42, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric((cpuSeconds()-cpu0)*1e3/float64(b.N), "cpu-ms/op")
 			p, _ := r.At(100)
 			b.ReportMetric(100*(1-p.AllocRatio), "unalloc-%@100")
 		})
@@ -153,8 +155,9 @@ func gridLists(b *testing.B) []JudgeList {
 // pod list, as a Grid runs them one after another: the cell of the
 // comparison grid behind cluster simulate, judge and the experiment suite
 // (lists × policies × seeds). An op is the 11 runs (B/op and allocs/op
-// are theirs); ns/run is per (policy, seed) run. It skips without the
-// shared trace.
+// are theirs); ns/run and cpu-ms/run (the process's CPU time, GC
+// included: on a loaded machine wall time counts other processes) are per
+// (policy, seed) run. It skips without the shared trace.
 //
 //	go test ./cluster -run '^$' -bench Grid -benchmem -count 6
 func BenchmarkGrid(b *testing.B) {
@@ -163,6 +166,7 @@ func BenchmarkGrid(b *testing.B) {
 		b.Run("list="+l.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			cfg := GridConfig{Nodes: nodes, Pods: l.Pods, Policies: PolicyNames(), Seeds: []uint64{42}}
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				if err := NewGrid(cfg).Run(b.Context(), nil); err != nil {
 					b.Fatal(err)
@@ -170,6 +174,7 @@ func BenchmarkGrid(b *testing.B) {
 			}
 			runs := float64(b.N * len(cfg.Policies))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs, "ns/run")
+			b.ReportMetric((cpuSeconds()-cpu0)*1e3/runs, "cpu-ms/run")
 		})
 	}
 }
