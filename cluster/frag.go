@@ -154,7 +154,7 @@ type fragTable struct {
 	thr     []int64  // distinct per-GPU requests of the types with GPUs
 	thrOf   []int    // per type: its request's index in thr
 	allow   [][]bool // per model number, per type: the type may use the model
-	modelOf []int    // per node: model number
+	modelOf []int    // per node: model number (State.modelOf)
 	// Scratch of one evaluation: per threshold, the GPUs holding it and
 	// the milli of the others, valid where stamp equals call.
 	k     []int
@@ -163,8 +163,8 @@ type fragTable struct {
 	call  uint32
 }
 
-func newFragTable(t *Target, nodes []Node) *fragTable {
-	tab := &fragTable{types: t.Types, thrOf: make([]int, len(t.Types)), modelOf: make([]int, len(nodes))}
+func newFragTable(t *Target, s *State) *fragTable {
+	tab := &fragTable{types: t.Types, thrOf: make([]int, len(t.Types)), modelOf: s.modelOf}
 	for i := range t.Types {
 		j := slices.Index(tab.thr, t.Types[i].MilliGPU)
 		if j < 0 {
@@ -174,19 +174,12 @@ func newFragTable(t *Target, nodes []Node) *fragTable {
 		tab.thrOf[i] = j
 	}
 	tab.k, tab.small, tab.stamp = make([]int, len(tab.thr)), make([]int64, len(tab.thr)), make([]uint32, len(tab.thr))
-	var models []string
-	for n := range nodes {
-		m := slices.Index(models, nodes[n].Model)
-		if m < 0 {
-			m = len(models)
-			models = append(models, nodes[n].Model)
-			row := make([]bool, len(t.Types))
-			for i := range t.Types {
-				row[i] = t.Types[i].allows(nodes[n].Model)
-			}
-			tab.allow = append(tab.allow, row)
+	for _, model := range s.models {
+		row := make([]bool, len(t.Types))
+		for i := range t.Types {
+			row[i] = t.Types[i].allows(model)
 		}
-		tab.modelOf[n] = m
+		tab.allow = append(tab.allow, row)
 	}
 	return tab
 }

@@ -35,8 +35,11 @@ type classIndex struct {
 	// differently but score alike, so a node's score is computed once per
 	// version for all of them.
 	scores []cached
-	seq    uint64 // the state's change sequence number the index is up to
-	built  bool
+	// allowed is, per model number (State.modelOf), whether the class's
+	// pods may use it; nil when they may use any.
+	allowed []bool
+	seq     uint64 // the state's change sequence number the index is up to
+	built   bool
 }
 
 // slot is a node of a best tree: a node index (-1: none) and its score;
@@ -141,6 +144,12 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 				ix.scores = sc.sharedScores(k.scoreKey(p))
 			}
 		}
+		if p.NumGPU > 0 && len(p.GPUSpec) > 0 {
+			ix.allowed = make([]bool, len(s.models))
+			for m, name := range s.models {
+				ix.allowed[m] = p.AllowsModel(name)
+			}
+		}
 		sc.indexes[c] = ix
 	}
 	changes, ok := s.changesSince(ix.seq)
@@ -209,7 +218,7 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 		}
 		ix.ver[i] = v
 		var n int32
-		feasible := s.Fits(p, i)
+		feasible := sc.fits(ix, p, i)
 		if feasible {
 			n = 1
 		}
@@ -224,7 +233,7 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 	l.ver = v
 	node, score := int32(-1), 0.0
 	switch {
-	case !s.Fits(p, i):
+	case !sc.fits(ix, p, i):
 	case ix.scores != nil:
 		e := &ix.scores[i]
 		if e.version != v {
@@ -281,6 +290,12 @@ func (sc *Scheduler) sharedScores(k scoreKey) []cached {
 		sc.typeScores[k] = row
 	}
 	return row
+}
+
+// fits is s.Fits(p, i) with the model check from the class's table.
+func (sc *Scheduler) fits(ix *classIndex, p *Pod, i int) bool {
+	s := sc.state
+	return s.fitsModel(p, i, ix.allowed == nil || ix.allowed[s.modelOf[i]])
 }
 
 // posOf is node i's leaf position.
