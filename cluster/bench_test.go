@@ -19,12 +19,14 @@ func BenchmarkExperiment(b *testing.B) {
 		b.Run("policy="+policy+"/seed=42", func(b *testing.B) {
 			b.ReportAllocs()
 			var r *Run
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				var err error
 				if r, err = Experiment(nodes, pods, policy, 42, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric((cpuSeconds()-cpu0)*1e3/float64(b.N), "cpu-ms/op")
 			p, _ := r.At(100)
 			b.ReportMetric(100*(1-p.AllocRatio), "unalloc-%@100")
 		})
@@ -125,5 +127,57 @@ func BenchmarkScale(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// gridLists are the pod lists of BenchmarkGrid: the three shared openb
+// lists and one generated list of each family (cluster.JudgeLists' middle
+// shares), a sample of the 24-list grid of the judge protocol with the
+// same kinds of lists.
+func gridLists(b *testing.B) []JudgeList {
+	base := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
+	specs := readPodsFile(b, sharedData(b, "openb_pod_list_gpuspec33.csv"))
+	var out []JudgeList
+	for _, name := range []string{"default", "gpuspec33", "multigpu50"} {
+		out = append(out, JudgeList{Name: name, Pods: readPodsFile(b, sharedData(b, "openb_pod_list_"+name+".csv"))})
+	}
+	var cfgs []GenConfig
+	for _, c := range JudgeLists {
+		if c.Share == 0.15 || c.Share == 0.50 && c.Family == FamilyGPUShare || c.Share == 0.20 && c.Family == FamilyGPUSpec || c.Share == 0.30 && c.Family == FamilyMultiGPU {
+			cfgs = append(cfgs, c)
+		}
+	}
+	gen, err := GenerateLists(base, specs, cfgs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return append(out, gen...)
+}
+
+// BenchmarkGrid is one seed (42) of every policy (PolicyNames, 11) on one
+// pod list, as a Grid runs them one after another: the cell of the
+// comparison grid behind cluster simulate, judge and the experiment suite
+// (lists × policies × seeds). An op is the 11 runs (B/op and allocs/op
+// are theirs); ns/run and cpu-ms/run (the process's CPU time, GC
+// included: on a loaded machine wall time counts other processes) are per
+// (policy, seed) run. It skips without the shared trace.
+//
+//	go test ./cluster -run '^$' -bench Grid -benchmem -count 6
+func BenchmarkGrid(b *testing.B) {
+	nodes := readNodesFile(b, sharedData(b, "openb_node_list_gpu_node.csv"))
+	for _, l := range gridLists(b) {
+		b.Run("list="+l.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			cfg := GridConfig{Nodes: nodes, Pods: l.Pods, Policies: PolicyNames(), Seeds: []uint64{42}}
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				if err := NewGrid(cfg).Run(b.Context(), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runs := float64(b.N * len(cfg.Policies))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/runs, "ns/run")
+			b.ReportMetric((cpuSeconds()-cpu0)*1e3/runs, "cpu-ms/run")
+		})
 	}
 }

@@ -38,7 +38,10 @@
 // uniformly at random (as kube-scheduler). It keeps every node's filter
 // result and score per class of pods in a tournament tree updated from
 // the nodes that changed, so a pod costs O(log nodes) per changed node
-// instead of a filter and a score of every node.
+// instead of a filter and a score of every node; classes whose pods a
+// policy scores alike (same CPU and GPU request, for FGD) share the
+// scores, and a node whose filter result and score did not change is not
+// looked at again above its leaf.
 // [NewPolicy] builds one by its command-line name; [PolicyNames] lists them.
 //
 // # The experiment protocol
@@ -54,7 +57,8 @@
 //
 // [Grid] is the comparison every driver runs (cluster simulate,
 // volcano-config, the experiment suite): policies × seeds, one
-// independent cell each, aggregated per policy ([Grid.Summaries],
+// independent cell each (the policies of a seed share its prepared
+// workload, made once), aggregated per policy ([Grid.Summaries],
 // [Grid.TimedSummaries]); [NewComparison] and [NewTimedComparison] are
 // the documents cluster simulate prints with --json.
 //

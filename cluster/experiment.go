@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 )
 
 // DefaultRatio is the FGD protocol's workload size: the pod list is
@@ -46,19 +47,24 @@ func (o Options) withDefaults() Options {
 }
 
 // units groups pods into scheduling units: one pod each, or with gang one
-// unit per job (in order of first appearance).
+// unit per job (in order of first appearance). A unit of one pod is a
+// slice of pods itself (capacity 1, so appending to it copies), not a
+// copy: the units of a list cost one allocation, not one per pod.
 func units(pods []Pod, gang bool) [][]Pod {
-	var out [][]Pod
-	byJob := map[string]int{}
-	for _, p := range pods {
-		if gang && p.Job != "" {
+	out := make([][]Pod, 0, len(pods))
+	var byJob map[string]int
+	for i := range pods {
+		if p := &pods[i]; gang && p.Job != "" {
+			if byJob == nil {
+				byJob = map[string]int{}
+			}
 			if u, ok := byJob[p.Job]; ok {
-				out[u] = append(out[u], p)
+				out[u] = append(out[u], *p)
 				continue
 			}
 			byJob[p.Job] = len(out)
 		}
-		out = append(out, []Pod{p})
+		out = append(out, pods[i:i+1:i+1])
 	}
 	return out
 }
@@ -100,24 +106,34 @@ func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Ra
 		}
 		us = slices.DeleteFunc(us, func(u []Pod) bool { return u == nil })
 	case float64(total) < target && total > 0:
+		var slab []Pod // the copies' pods, carved from few allocations
 		for n := 0; ; n++ {
 			u := orig[rng.IntN(len(orig))]
 			if float64(total+unitMilli(u)) > target {
 				break
 			}
-			c := make([]Pod, len(u))
+			if len(slab) < len(u) {
+				slab = make([]Pod, max(len(u), 256))
+			}
+			c := slab[:len(u):len(u)]
+			slab = slab[len(u):]
+			suffix := "-tuned-" + strconv.Itoa(n)
 			for j := range u {
 				c[j] = u[j]
-				c[j].Name = fmt.Sprintf("%s-tuned-%d", u[j].Name, n)
+				c[j].Name = u[j].Name + suffix
 				if c[j].Job != "" {
-					c[j].Job = fmt.Sprintf("%s-tuned-%d", u[j].Job, n)
+					c[j].Job = u[j].Job + suffix
 				}
 			}
 			us = append(us, c)
 			total += unitMilli(u)
 		}
 	}
-	var out []Pod
+	size := 0
+	for _, u := range us {
+		size += len(u)
+	}
+	out := make([]Pod, 0, size)
 	for _, u := range us {
 		out = append(out, u...)
 	}
@@ -329,6 +345,7 @@ func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Opti
 		sm.Failed = failed
 		samples = append(samples, sm)
 	}
+	sc.release()
 	return samples, failed
 }
 
@@ -388,29 +405,58 @@ func Curve(samples []Sample, capMilli int64, maxPct int) []Point {
 // seed's workload stream, a random tie-break order of the nodes from a
 // third stream, the policy's random choices from the scheduler stream.
 func Experiment(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*Run, error) {
+	pr, err := prepare(nodes, pods, seed, opts)
+	if err != nil {
+		return nil, err
+	}
+	return pr.run(spec)
+}
+
+// prepared is what every policy of one seed shares in Experiment: it
+// depends on the nodes, the pods, the seed and the options, not on the
+// policy, so a Grid prepares it once per seed. Its runs only read it.
+type prepared struct {
+	nodes    []Node
+	seed     uint64
+	opts     Options // with defaults
+	capMilli int64
+	target   *Target
+	demand   int64 // GPU milli the original pods ask for
+	w        []Pod // the workload
+	order    []int // the tie-break order
+}
+
+func prepare(nodes []Node, pods []Pod, seed uint64, opts Options) (*prepared, error) {
 	opts = opts.withDefaults()
 	capMilli := int64(GPUCapacity(nodes)) * MilliGPU
 	if capMilli == 0 || len(pods) == 0 {
 		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", ErrEmpty, len(nodes), capMilli/MilliGPU, len(pods))
 	}
-	target := NewTarget(pods, opts.Coverage)
-	policy, err := NewPolicy(spec, target)
+	pr := &prepared{nodes: nodes, seed: seed, opts: opts, capMilli: capMilli, target: NewTarget(pods, opts.Coverage)}
+	for i := range pods {
+		pr.demand += pods[i].GPUMilli()
+	}
+	if pr.demand > 0 {
+		pr.w = Workload(pods, capMilli, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
+		pr.order = rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes))
+	}
+	return pr, nil
+}
+
+// run is Experiment's run of the policy spec on the prepared workload.
+func (pr *prepared) run(spec string) (*Run, error) {
+	policy, err := NewPolicy(spec, pr.target)
 	if err != nil {
 		return nil, err
 	}
-	var demand int64
-	for i := range pods {
-		demand += pods[i].GPUMilli()
-	}
-	if demand == 0 {
+	if pr.demand == 0 {
 		return nil, fmt.Errorf("%w: no pod asks for a GPU", ErrEmpty)
 	}
-	w := Workload(pods, capMilli, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
-	order := rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes))
-	samples, failed := Simulate(nodes, w, policy, target, opts, order, rand.New(rand.NewPCG(seed, streamScheduler)))
-	maxPct := int(math.Ceil(100 * opts.Ratio))
+	capMilli := pr.capMilli
+	samples, failed := Simulate(pr.nodes, pr.w, policy, pr.target, pr.opts, pr.order, rand.New(rand.NewPCG(pr.seed, streamScheduler)))
+	maxPct := int(math.Ceil(100 * pr.opts.Ratio))
 	run := &Run{
-		Policy: policyName(spec), Seed: seed, Pods: len(w), Failed: failed, CapacityMilli: capMilli,
+		Policy: policyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
 		Curve: Curve(samples, capMilli, maxPct),
 	}
 	for k, sm := range samples {

@@ -121,16 +121,98 @@ func (t *Target) NodeFrag(model string, cpuFree int64, free []int64) float64 {
 			frag += m.Share * float64(idle)
 			continue
 		}
-		k, small := 0, int64(0)
-		for _, f := range free {
-			if f >= m.MilliGPU {
-				k++
-			} else {
-				small += f
-			}
-		}
+		k, small := holding(free, m.MilliGPU)
 		if k >= m.NumGPU {
 			frag += m.Share * float64(small)
+		} else {
+			frag += m.Share * float64(idle)
+		}
+	}
+	return frag
+}
+
+// holding returns how many GPUs have milli free or more, and the free
+// milli of the others.
+func holding(free []int64, milli int64) (k int, small int64) {
+	for _, f := range free {
+		if f >= milli {
+			k++
+		} else {
+			small += f
+		}
+	}
+	return k, small
+}
+
+// fragTable is a Target prepared for one State's nodes, so that NodeFrag
+// neither compares model names nor recounts a node's GPUs for every task
+// type: the types' distinct per-GPU requests (thresholds) are counted once
+// per node, when a type first needs them. It gives NodeFrag's result bit
+// for bit: the same terms added in the same order.
+type fragTable struct {
+	types   []TaskType
+	thr     []int64  // distinct per-GPU requests of the types with GPUs
+	thrOf   []int    // per type: its request's index in thr
+	allow   [][]bool // per model number, per type: the type may use the model
+	modelOf []int    // per node: model number (State.modelOf)
+	// Scratch of one evaluation: per threshold, the GPUs holding it and
+	// the milli of the others, valid where stamp equals call.
+	k     []int
+	small []int64
+	stamp []uint32
+	call  uint32
+}
+
+func newFragTable(t *Target, s *State) *fragTable {
+	tab := &fragTable{types: t.Types, thrOf: make([]int, len(t.Types)), modelOf: s.modelOf}
+	for i := range t.Types {
+		j := slices.Index(tab.thr, t.Types[i].MilliGPU)
+		if j < 0 {
+			j = len(tab.thr)
+			tab.thr = append(tab.thr, t.Types[i].MilliGPU)
+		}
+		tab.thrOf[i] = j
+	}
+	tab.k, tab.small, tab.stamp = make([]int, len(tab.thr)), make([]int64, len(tab.thr)), make([]uint32, len(tab.thr))
+	for _, model := range s.models {
+		row := make([]bool, len(t.Types))
+		for i := range t.Types {
+			row[i] = t.Types[i].allows(model)
+		}
+		tab.allow = append(tab.allow, row)
+	}
+	return tab
+}
+
+// frag is NodeFrag for node n's model, with cpuFree and free.
+func (tab *fragTable) frag(n int, cpuFree int64, free []int64) float64 {
+	var idle int64
+	for _, f := range free {
+		idle += f
+	}
+	if idle == 0 {
+		return 0
+	}
+	tab.call++
+	if tab.call == 0 { // wrapped: no stamp may look current
+		clear(tab.stamp)
+		tab.call = 1
+	}
+	allow := tab.allow[tab.modelOf[n]]
+	var frag float64
+	for i := range tab.types {
+		m := &tab.types[i]
+		if m.NumGPU == 0 || cpuFree < m.MilliCPU || !allow[i] {
+			frag += m.Share * float64(idle)
+			continue
+		}
+		j := tab.thrOf[i]
+		if tab.stamp[j] != tab.call {
+			tab.k[j], tab.small[j] = holding(free, m.MilliGPU)
+			tab.stamp[j] = tab.call
+		}
+		if tab.k[j] >= m.NumGPU {
+			frag += m.Share * float64(tab.small[j])
 		} else {
 			frag += m.Share * float64(idle)
 		}

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -84,6 +86,38 @@ func TestNodeFrag(t *testing.T) {
 	} {
 		if got := tc.tg.NodeFrag(tc.model, tc.cpu, tc.free); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%s: NodeFrag = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFragTableMatchesNodeFrag checks that the table the state and the FGD
+// policies evaluate fragmentation with gives Target.NodeFrag's result bit
+// for bit, on random clusters (models, restricted types, CPU-only types)
+// after random placements and for hypothetical free vectors.
+func TestFragTableMatchesNodeFrag(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		nodes, pods := randomCluster(rng, 40, 300)
+		tg := NewTarget(pods, 1)
+		s := NewState(nodes)
+		sc := NewScheduler(s, &FGD{Target: tg}, rng)
+		for k := range pods {
+			if k%3 == 0 {
+				sc.Schedule(&pods[k])
+			}
+		}
+		for i, n := range nodes {
+			if got, want := s.nodeFrag(tg, i), tg.NodeFrag(n.Model, s.FreeCPU(i), s.FreeGPUs(i)); got != want {
+				t.Fatalf("seed %d node %d: table %v, NodeFrag %v", seed, i, got, want)
+			}
+			free := slices.Clone(s.FreeGPUs(i))
+			for g := range free {
+				free[g] = rng.Int64N(MilliGPU + 1)
+			}
+			cpu := rng.Int64N(n.MilliCPU + 1)
+			if got, want := s.fragWith(tg, i, cpu, free), tg.NodeFrag(n.Model, cpu, free); got != want {
+				t.Fatalf("seed %d node %d free %v cpu %d: table %v, NodeFrag %v", seed, i, free, cpu, got, want)
+			}
 		}
 	}
 }

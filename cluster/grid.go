@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
 // GridConfig is a comparison of placement policies over seeds on one
@@ -34,6 +36,19 @@ type Grid struct {
 	cfg   GridConfig
 	runs  []*Run      // by cell, without Timed
 	timed []*TimedRun // by cell, with Timed
+	// prep is, by seed, what the FGD runs of every policy share (the
+	// target workload, the shuffled and inflated pods, the node order):
+	// prepared by the first cell of the seed to run, dropped after the
+	// last.
+	prep []gridPrep
+}
+
+// gridPrep is one seed's prepared workload.
+type gridPrep struct {
+	once sync.Once
+	pr   *prepared
+	err  error
+	left atomic.Int32 // cells of the seed not run yet
 }
 
 // NewGrid returns the grid of c, no cell run yet. The grid keeps c's
@@ -44,6 +59,10 @@ func NewGrid(c GridConfig) *Grid {
 		g.timed = make([]*TimedRun, g.Len())
 	} else {
 		g.runs = make([]*Run, g.Len())
+		g.prep = make([]gridPrep, len(c.Seeds))
+		for k := range g.prep {
+			g.prep[k].left.Store(int32(len(c.Policies)))
+		}
 	}
 	return g
 }
@@ -68,8 +87,17 @@ func (g *Grid) RunCell(i int) error {
 	var err error
 	if c.Timed {
 		g.timed[i], err = Timed(c.Nodes, c.Pods, c.Policies[p], seed, c.Options)
-	} else {
-		g.runs[i], err = Experiment(c.Nodes, c.Pods, c.Policies[p], seed, c.Options)
+		return err
+	}
+	// Experiment, with the seed's preparation shared by its policies.
+	gp := &g.prep[i%len(c.Seeds)]
+	gp.once.Do(func() { gp.pr, gp.err = prepare(c.Nodes, c.Pods, seed, c.Options) })
+	if gp.err != nil {
+		return gp.err
+	}
+	g.runs[i], err = gp.pr.run(c.Policies[p])
+	if gp.left.Add(-1) == 0 {
+		gp.pr = nil // the seed's last cell: let the workload go
 	}
 	return err
 }

@@ -74,6 +74,13 @@ func TestGridSummaries(t *testing.T) {
 		if got := g.Summaries(); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s runner: summaries differ from Experiment + Aggregate", name)
 		}
+		// Each seed's workload was prepared once for its policies and let
+		// go after the last of them.
+		for k := range g.prep {
+			if gp := &g.prep[k]; gp.pr != nil || gp.left.Load() != 0 {
+				t.Errorf("%s runner: seed %d: workload kept (%v) with %d cells left", name, cfg.Seeds[k], gp.pr != nil, gp.left.Load())
+			}
+		}
 	}
 }
 

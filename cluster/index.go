@@ -1,5 +1,7 @@
 package cluster
 
+import "sync"
+
 // This file holds the scheduler's per-class index: for each class of pods
 // (what a score and the filter may depend on, typeKeyMem), the cached
 // filter result and score of every node, and a tournament tree over them
@@ -13,19 +15,62 @@ package cluster
 
 // classIndex is one class's cache and tree.
 type classIndex struct {
-	row []cached // per node
-	// win[k], 1 <= k < size, is the winner of tree node k: the feasible
-	// node of best score (ties: the lowest position) under it, or -1. The
-	// leaves, size+pos, are implicit: the node at position pos when it is
-	// feasible. Positions follow the tie-break order (rank) for scoring
-	// policies and the node order for NthChoosers.
-	win []int32
-	// cnt[k] is the number of feasible nodes under tree node k (kept for
-	// NthChoosers only).
-	cnt   []int32
-	seq   uint64 // the state's change sequence number the index is up to
-	built bool
+	// ver[i] (count trees) is node i's version plus one when its leaf was
+	// last set (0: never); a best tree keeps it in the leaf.
+	ver []uint32
+	// best (scoring policies) is the tournament tree, 2*size slots: slot
+	// size+pos is the leaf of the node at position pos (its score, or -1
+	// when infeasible or past the last node), slot k < size the winner
+	// under it: the feasible node of best score, ties to the lowest
+	// position. Positions follow the tie-break order (rank). The winner's
+	// score is kept with it, so that comparing two children reads two
+	// adjacent slots and nothing else.
+	best []slot
+	// cnt (NthChoosers) is the count tree, 2*size entries: the number of
+	// feasible nodes under each tree node; positions follow the node order.
+	cnt []int32
+	// scores, for a policy that says what its scores read of a pod
+	// (scoreKeyer), is the score row shared by every class of the same
+	// scoreKey: classes that differ in memory or allowed GPU models filter
+	// differently but score alike, so a node's score is computed once per
+	// version for all of them.
+	scores []cached
+	// allowed is, per model number (State.modelOf), whether the class's
+	// pods may use it; nil when they may use any.
+	allowed []bool
+	seq     uint64 // the state's change sequence number the index is up to
+	built   bool
 }
+
+// slot is a node of a best tree: a node index (-1: none) and its score;
+// in a leaf also the node's version plus one when the leaf was set (0:
+// never), in the same 16 bytes, so that checking a changed node and
+// setting its leaf touch one cache line.
+type slot struct {
+	score float64
+	node  int32
+	ver   uint32 // leaves only
+}
+
+// scoreKeyer is implemented by policies whose Score reads only some of a
+// pod's fields: pods of equal scoreKey score alike on every node.
+type scoreKeyer interface {
+	Policy
+	scoreKey(p *Pod) scoreKey
+}
+
+// scoreKey is what a scoreKeyer's Score reads of a pod: the CPU and GPU
+// request, and spec for what a policy reads of the allowed GPU models.
+type scoreKey struct {
+	cpu   int64
+	num   int
+	milli int64
+	spec  int8
+}
+
+// requestKey is the scoreKey of a policy that reads only the pod's CPU and
+// GPU request.
+func requestKey(p *Pod) scoreKey { return scoreKey{cpu: p.MilliCPU, num: p.NumGPU, milli: p.MilliGPU} }
 
 // indexMode says how the scheduler chooses for the policy.
 type indexMode uint8
@@ -80,7 +125,7 @@ func (sc *Scheduler) chooseIndexed(p *Pod, mode indexMode) (int, bool) {
 		k := sc.policy.(NthChooser).ChooseNth(n, sc.rng)
 		return sc.nth(ix, k), true
 	}
-	w := ix.win[1]
+	w := ix.best[1].node
 	return int(w), w >= 0
 }
 
@@ -90,16 +135,34 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	c := sc.class(p)
 	ix := sc.indexes[c]
 	if ix == nil {
-		ix = &classIndex{row: make([]cached, len(s.nodes)), win: make([]int32, sc.size)}
+		ix = &classIndex{}
 		if mode == modeCount {
-			ix.cnt = make([]int32, sc.size)
+			ix.ver, ix.cnt = make([]uint32, len(s.nodes)), make([]int32, 2*sc.size)
+		} else {
+			ix.best = newTree(2 * sc.size)
+			if k, ok := sc.policy.(scoreKeyer); ok {
+				ix.scores = sc.sharedScores(k.scoreKey(p))
+			}
+		}
+		if p.NumGPU > 0 && len(p.GPUSpec) > 0 {
+			ix.allowed = make([]bool, len(s.models))
+			for m, name := range s.models {
+				ix.allowed[m] = p.AllowsModel(name)
+			}
 		}
 		sc.indexes[c] = ix
 	}
 	changes, ok := s.changesSince(ix.seq)
 	if !ix.built || !ok || len(changes) >= len(s.nodes) {
-		for i := range s.nodes {
-			sc.refresh(ix, p, i)
+		// In leaf order, so that the class's (cold) tree is read and
+		// written in sequence; the state's per-node arrays, which every
+		// class reads, are the ones accessed out of order.
+		for pos := range s.nodes {
+			i := pos
+			if mode != modeCount {
+				i = sc.order[pos]
+			}
+			sc.refresh(ix, p, i, mode)
 		}
 		for t := sc.size - 1; t >= 1; t-- {
 			sc.pull(ix, t)
@@ -107,7 +170,7 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 		ix.built = true
 	} else {
 		for _, i := range changes {
-			if sc.refresh(ix, p, int(i)) {
+			if sc.refresh(ix, p, int(i), mode) {
 				sc.update(ix, int(i), mode)
 			}
 		}
@@ -116,37 +179,123 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	return ix
 }
 
-// update recomputes the tree above node i's leaf after its entry changed.
-// Going up, it stops where a winner other than node i stays the winner
-// (and, for a count index, the count is unchanged): nothing above can
-// change then.
+// update recomputes the tree above node i's leaf after it changed. Going
+// up, it stops where a winner other than node i stays the winner (for a
+// count tree: where the count is unchanged): nothing above can change
+// then.
 func (sc *Scheduler) update(ix *classIndex, i int, mode indexMode) {
-	for t := (sc.size + sc.posOf(i, mode)) / 2; t >= 1; t /= 2 {
-		w := ix.win[t]
-		var n int32
-		if ix.cnt != nil {
-			n = ix.cnt[t]
+	t := (sc.size + sc.posOf(i, mode)) / 2
+	if ix.cnt != nil {
+		for ; t >= 1; t /= 2 {
+			n := ix.cnt[2*t] + ix.cnt[2*t+1]
+			if n == ix.cnt[t] {
+				return
+			}
+			ix.cnt[t] = n
 		}
+		return
+	}
+	for ; t >= 1; t /= 2 {
+		w := ix.best[t].node
 		sc.pull(ix, t)
-		if ix.win[t] == w && int(w) != i && (ix.cnt == nil || ix.cnt[t] == n) {
+		if ix.best[t].node == w && int(w) != i {
 			return
 		}
 	}
 }
 
-// refresh recomputes node i's filter result and score for p when the node
-// changed since they were cached, and reports whether it did.
-func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int) bool {
+// refresh recomputes node i's leaf (filter result and score) for p when
+// the node changed since it was set, and reports whether the leaf changed
+// (a node whose change left its filter result and score as they were
+// changes nothing in the tree).
+func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool {
 	s := sc.state
-	e := &ix.row[i]
-	if e.version == s.version[i]+1 {
+	v := s.version[i] + 1
+	t := sc.size + sc.posOf(i, mode)
+	if ix.cnt != nil {
+		if ix.ver[i] == v {
+			return false
+		}
+		ix.ver[i] = v
+		var n int32
+		feasible := sc.fits(ix, p, i)
+		if feasible {
+			n = 1
+		}
+		old := ix.cnt[t]
+		ix.cnt[t] = n
+		return n != old
+	}
+	l := &ix.best[t]
+	if l.ver == v {
 		return false
 	}
-	e.version, e.feasible, e.score = s.version[i]+1, s.Fits(p, i), 0
-	if e.feasible && ix.cnt == nil {
-		e.score = sc.policy.Score(s, p, i)
+	l.ver = v
+	node, score := int32(-1), 0.0
+	switch {
+	case !sc.fits(ix, p, i):
+	case ix.scores != nil:
+		e := &ix.scores[i]
+		if e.version != v {
+			e.version, e.score = v, sc.policy.Score(s, p, i)
+		}
+		node, score = int32(i), e.score
+	default:
+		node, score = int32(i), sc.policy.Score(s, p, i)
 	}
+	if l.node == node && l.score == score {
+		return false
+	}
+	l.node, l.score = node, score
 	return true
+}
+
+// trees recycles the best trees of finished schedulers (Simulate's): a run
+// makes one per class of pods, 64 KiB each on the openb cluster, hundreds
+// per run. A tree is reset when taken, so what the pool holds, and
+// whether it holds anything, changes no result.
+var trees sync.Pool
+
+// newTree returns a best tree of n slots, every one empty.
+func newTree(n int) []slot {
+	if t, ok := trees.Get().(*[]slot); ok && len(*t) == n {
+		for k := range *t {
+			(*t)[k] = slot{node: -1}
+		}
+		return *t
+	}
+	t := make([]slot, n)
+	for k := range t {
+		t[k].node = -1
+	}
+	return t
+}
+
+// release gives the scheduler's best trees back for other schedulers; the
+// scheduler must not be used after.
+func (sc *Scheduler) release() {
+	for c, ix := range sc.indexes {
+		if ix != nil && ix.best != nil {
+			trees.Put(&ix.best)
+		}
+		sc.indexes[c] = nil
+	}
+}
+
+// sharedScores returns the score row of k, making it.
+func (sc *Scheduler) sharedScores(k scoreKey) []cached {
+	row, ok := sc.typeScores[k]
+	if !ok {
+		row = make([]cached, len(sc.state.nodes))
+		sc.typeScores[k] = row
+	}
+	return row
+}
+
+// fits is s.Fits(p, i) with the model check from the class's table.
+func (sc *Scheduler) fits(ix *classIndex, p *Pod, i int) bool {
+	s := sc.state
+	return s.fitsModel(p, i, ix.allowed == nil || ix.allowed[s.modelOf[i]])
 }
 
 // posOf is node i's leaf position.
@@ -157,53 +306,18 @@ func (sc *Scheduler) posOf(i int, mode indexMode) int {
 	return sc.rank[i]
 }
 
-// leaf returns the node at position pos when it is feasible, else -1.
-func (sc *Scheduler) leaf(ix *classIndex, pos int) int32 {
-	if pos >= len(sc.order) {
-		return -1
-	}
-	i := pos
-	if ix.cnt == nil {
-		i = sc.order[pos]
-	}
-	if !ix.row[i].feasible {
-		return -1
-	}
-	return int32(i)
-}
-
-// child returns the winner and count of tree node t.
-func (sc *Scheduler) child(ix *classIndex, t int) (int32, int32) {
-	if t >= sc.size {
-		w := sc.leaf(ix, t-sc.size)
-		if w < 0 {
-			return -1, 0
-		}
-		return w, 1
-	}
-	if ix.cnt == nil {
-		return ix.win[t], 0
-	}
-	return ix.win[t], ix.cnt[t]
-}
-
 // pull recomputes tree node t from its children: the left one (lower
 // position) wins ties.
 func (sc *Scheduler) pull(ix *classIndex, t int) {
-	a, na := sc.child(ix, 2*t)
-	b, nb := sc.child(ix, 2*t+1)
-	switch {
-	case a < 0:
-		ix.win[t] = b
-	case b < 0:
-		ix.win[t] = a
-	case ix.row[b].score > ix.row[a].score:
-		ix.win[t] = b
-	default:
-		ix.win[t] = a
-	}
 	if ix.cnt != nil {
-		ix.cnt[t] = na + nb
+		ix.cnt[t] = ix.cnt[2*t] + ix.cnt[2*t+1]
+		return
+	}
+	a, b := &ix.best[2*t], &ix.best[2*t+1]
+	if b.node >= 0 && (a.node < 0 || b.score > a.score) {
+		ix.best[t] = *b
+	} else {
+		ix.best[t] = *a
 	}
 }
 
@@ -212,8 +326,7 @@ func (sc *Scheduler) pull(ix *classIndex, t int) {
 func (sc *Scheduler) nth(ix *classIndex, k int) int {
 	t := 1
 	for t < sc.size {
-		_, n := sc.child(ix, 2*t)
-		if int32(k) < n {
+		if n := ix.cnt[2*t]; int32(k) < n {
 			t = 2 * t
 		} else {
 			k -= int(n)

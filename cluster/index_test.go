@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/longtest"
@@ -167,5 +168,81 @@ func TestChangeLogWraps(t *testing.T) {
 	pl, ok := sc.Choose(whole)
 	if !ok || pl.Node != 0 {
 		t.Fatalf("after the log wrapped: Choose = %v, %v; want node a, the only one with a free GPU", pl, ok)
+	}
+}
+
+// TestScoreKeys checks the promise of the policies that are scoreKeyers,
+// whose classes share scores: pods of equal scoreKey (here differing in
+// memory, name and allowed models) score alike on every node. KubeFit and
+// VolcanoBinpack weigh memory and must not be scoreKeyers.
+func TestScoreKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	nodes, pods := randomCluster(rng, 30, 300)
+	target := NewTarget(pods, 1)
+	s := NewState(nodes)
+	sc := NewScheduler(s, &FGD{Target: target}, rng)
+	for k := range pods[:100] {
+		sc.Schedule(&pods[k])
+	}
+	keyed, pairs := 0, 0
+	for _, name := range PolicyNames() {
+		pol, err := NewPolicy(name, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, ok := pol.(scoreKeyer)
+		if !ok {
+			continue
+		}
+		keyed++
+		for a := 100; a < len(pods); a++ {
+			p := pods[a]
+			q := p
+			q.MemoryMiB = p.MemoryMiB*3 + 12345
+			others := []*Pod{&q}
+			for b := a + 1; b < len(pods); b++ {
+				if kp.scoreKey(&pods[b]) == kp.scoreKey(&p) && (pods[b].MemoryMiB != p.MemoryMiB || !slices.Equal(pods[b].GPUSpec, p.GPUSpec)) {
+					others = append(others, &pods[b])
+				}
+			}
+			for _, o := range others {
+				pairs++
+				for i := range nodes {
+					if x, y := pol.Score(s, &p, i), pol.Score(s, o, i); x != y {
+						t.Fatalf("%s: node %d scores %v for %+v, %v for %+v (same scoreKey)", name, i, x, p, y, *o)
+					}
+				}
+			}
+		}
+	}
+	if keyed == 0 || pairs < 1000 {
+		t.Fatalf("%d scoreKeyers, %d pairs compared: the test checks too little", keyed, pairs)
+	}
+	if _, ok := any(&KubeFit{Strategy: "spread", Memory: 1}).(scoreKeyer); ok {
+		t.Error("KubeFit scores memory but is a scoreKeyer")
+	}
+	if _, ok := any(&VolcanoBinpack{Memory: 1}).(scoreKeyer); ok {
+		t.Error("VolcanoBinpack scores memory but is a scoreKeyer")
+	}
+}
+
+// TestTreesRecycled checks that a run on trees recycled from earlier runs
+// (Simulate gives its trees back) is the run on fresh trees.
+func TestTreesRecycled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	nodes, pods := randomCluster(rng, 60, 400)
+	want, err := Experiment(nodes, pods, "fgd", 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"bestfit", "fgd-reserve", "fgd"} {
+		for seed := range uint64(3) {
+			if _, err := Experiment(nodes, pods, spec, seed+2, Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := Experiment(nodes, pods, "fgd", 1, Options{}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %s runs: the run differs from the first", spec)
+		}
 	}
 }

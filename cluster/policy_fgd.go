@@ -27,6 +27,9 @@ type FGD struct{ Target *Target }
 // Name implements Policy.
 func (*FGD) Name() string { return "fgd" }
 
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (*FGD) scoreKey(p *Pod) scoreKey { return requestKey(p) }
+
 // fgdScore maps a fragmentation decrease in milli to the plugin's score.
 func fgdScore(decrease float64) float64 {
 	return math.Trunc(maxNodeScore / (1 + math.Exp(-decrease/MilliGPU)))
@@ -40,7 +43,7 @@ func (f *FGD) Score(s *State, p *Pod, i int) float64 {
 
 // best returns the score and, for a sharing pod, the GPU that gives it.
 func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
-	model, free := s.nodes[i].Model, s.gpuFree[i]
+	free := s.gpuFree[i]
 	before := f.Target.nodeFrag(s, i)
 	cpu := s.cpuFree[i] - p.MilliCPU
 	var scratch [MaxGPUsPerNode]int64 // on the stack: scoring runs once per node and class
@@ -48,7 +51,7 @@ func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
 	copy(buf, free)
 	if !p.Sharing() {
 		takeLeastSufficient(buf, p)
-		return fgdScore(before - f.Target.NodeFrag(model, cpu, buf)), -1
+		return fgdScore(before - s.fragWith(f.Target, i, cpu, buf)), -1
 	}
 	best, bestGPU := 0.0, -1
 	for g, fr := range free {
@@ -56,7 +59,7 @@ func (f *FGD) best(s *State, p *Pod, i int) (float64, int) {
 			continue
 		}
 		buf[g] -= p.MilliGPU
-		sc := fgdScore(before - f.Target.NodeFrag(model, cpu, buf))
+		sc := fgdScore(before - s.fragWith(f.Target, i, cpu, buf))
 		buf[g] += p.MilliGPU
 		if bestGPU < 0 || sc > best {
 			best, bestGPU = sc, g
@@ -122,6 +125,9 @@ type BestFit struct{}
 // Name implements Policy.
 func (BestFit) Name() string { return "bestfit" }
 
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (BestFit) scoreKey(p *Pod) scoreKey { return requestKey(p) }
+
 // Score implements Policy.
 func (BestFit) Score(s *State, p *Pod, i int) float64 {
 	left := 0.5*float64(s.cpuFree[i]-p.MilliCPU)/maxSpecCPU + 0.5*float64(s.FreeGPUMilli(i)-p.GPUMilli())/maxSpecGPU
@@ -168,6 +174,9 @@ type DotProduct struct{}
 // Name implements Policy.
 func (DotProduct) Name() string { return "dotprod" }
 
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (DotProduct) scoreKey(p *Pod) scoreKey { return requestKey(p) }
+
 // Score implements Policy.
 func (DotProduct) Score(s *State, p *Pod, i int) float64 {
 	dot := float64(s.cpuFree[i])/maxSpecCPU*float64(p.MilliCPU)/maxSpecCPU +
@@ -190,6 +199,9 @@ type Clustering struct{}
 
 // Name implements Policy.
 func (Clustering) Name() string { return "clustering" }
+
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (Clustering) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // Score implements Policy.
 func (Clustering) Score(s *State, p *Pod, i int) float64 {
@@ -223,6 +235,9 @@ type Packing struct{}
 
 // Name implements Policy.
 func (Packing) Name() string { return "packing" }
+
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request.
+func (Packing) scoreKey(p *Pod) scoreKey { return requestKey(p) }
 
 // Score implements Policy.
 func (Packing) Score(s *State, p *Pod, i int) float64 {

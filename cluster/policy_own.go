@@ -92,6 +92,16 @@ const DefaultThreshold = 0.5
 // Name implements Policy.
 func (*FGDReserve) Name() string { return "fgd-reserve" }
 
+// scoreKey implements scoreKeyer: Score reads the CPU and GPU request and,
+// for the penalty, whether the pod may use one GPU model only.
+func (*FGDReserve) scoreKey(p *Pod) scoreKey {
+	k := requestKey(p)
+	if len(p.GPUSpec) == 1 {
+		k.spec = 1
+	}
+	return k
+}
+
 // pressure returns, per GPU model k, how much restricted pods need it,
 // from 0 (no reservation) to 1 (the full penalty). The demand d_k of target
 // task types restricted to some models is spread evenly over the models
@@ -165,7 +175,7 @@ func (f *FGDReserve) penalty(s *State, p *Pod, i int) float64 {
 
 // best returns the score and, for a sharing pod, the GPU giving it.
 func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
-	model, free := s.nodes[i].Model, s.gpuFree[i]
+	free := s.gpuFree[i]
 	before := f.Target.nodeFrag(s, i)
 	cpu := s.cpuFree[i] - p.MilliCPU
 	// Best fit, as BestFit measures it (0..1, lower is tighter), scaled
@@ -180,7 +190,7 @@ func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
 	copy(buf, free)
 	if !p.Sharing() {
 		takeLeastSufficient(buf, p)
-		return fgdScore(before-f.Target.NodeFrag(model, cpu, buf)) + base, -1
+		return fgdScore(before-s.fragWith(f.Target, i, cpu, buf)) + base, -1
 	}
 	best, bestGPU := 0.0, -1
 	for g, fr := range free {
@@ -188,7 +198,7 @@ func (f *FGDReserve) best(s *State, p *Pod, i int) (float64, int) {
 			continue
 		}
 		buf[g] -= p.MilliGPU
-		sc := fgdScore(before-f.Target.NodeFrag(model, cpu, buf)) + base
+		sc := fgdScore(before-s.fragWith(f.Target, i, cpu, buf)) + base
 		buf[g] += p.MilliGPU
 		if bestGPU < 0 || sc > best {
 			best, bestGPU = sc, g

@@ -35,6 +35,8 @@ type Scheduler struct {
 	classes map[typeKeyMem]int
 	cache   [][]cached    // [class][node], for the full scan; nil until used
 	indexes []*classIndex // [class], for the index; nil until used
+	// typeScores are the score rows classIndex.scores shares.
+	typeScores map[scoreKey][]cached
 
 	feasible []int
 	scores   []float64
@@ -47,9 +49,8 @@ type typeKeyMem struct {
 }
 
 type cached struct {
-	version  uint32 // node version + 1; 0 means empty
-	feasible bool   // the filter's result (kept by the index only)
-	score    float64
+	version uint32 // node version + 1; 0 means empty
+	score   float64
 }
 
 // NewScheduler returns a scheduler placing pods on s with the policy,
@@ -63,7 +64,7 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 	for size < len(s.nodes) {
 		size *= 2
 	}
-	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, rank: rank, order: order, size: size}
+	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, typeScores: map[scoreKey][]cached{}, rank: rank, order: order, size: size}
 }
 
 // SetOrder sets the tie-break order: order lists every node index once,

@@ -38,6 +38,11 @@ type State struct {
 	// and the FGD policies ask for the same node's F_n(M) once per class of
 	// pods between two changes of the node.
 	fragOf  *Target
+	fragTab *fragTable // fragOf prepared for the nodes
+	// models are the nodes' distinct GPU models, modelOf each node's
+	// number among them.
+	models  []string
+	modelOf []int
 	frag    []float64
 	fragVer []uint32
 }
@@ -65,7 +70,14 @@ func NewState(nodes []Node) *State {
 		all[i] = MilliGPU
 	}
 	off := 0
+	s.modelOf = make([]int, len(nodes))
 	for i, n := range nodes {
+		m := slices.Index(s.models, n.Model)
+		if m < 0 {
+			m = len(s.models)
+			s.models = append(s.models, n.Model)
+		}
+		s.modelOf[i] = m
 		s.cpuFree[i], s.memFree[i] = n.MilliCPU, n.MemoryMiB
 		s.gpuFree[i] = all[off : off+n.GPUs : off+n.GPUs]
 		s.idle[i] = int64(n.GPUs) * MilliGPU
@@ -149,16 +161,13 @@ func (s *State) Tags(i int) map[int]int32 { return s.tags[i] }
 // pod with GPUs, the node's model is allowed and at least NumGPU of its
 // GPUs each have MilliGPU free (whole-GPU pods need fully free GPUs).
 func (s *State) Fits(p *Pod, i int) bool {
-	if s.cpuFree[i] < p.MilliCPU || s.memFree[i] < p.MemoryMiB {
-		return false
-	}
-	if p.NumGPU == 0 {
-		return true
-	}
-	if !p.AllowsModel(s.nodes[i].Model) {
-		return false
-	}
-	return countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU
+	return s.fitsModel(p, i, p.NumGPU == 0 || p.AllowsModel(s.nodes[i].Model))
+}
+
+// fitsModel is Fits with the model check's result given.
+func (s *State) fitsModel(p *Pod, i int, modelOK bool) bool {
+	return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= p.MemoryMiB &&
+		(p.NumGPU == 0 || modelOK && countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
 }
 
 func countAtLeast(free []int64, milli int64) int {
@@ -252,14 +261,26 @@ func (s *State) changed(i int) {
 
 // nodeFrag is t.NodeFrag of node i in its current state, memoised.
 func (s *State) nodeFrag(t *Target, i int) float64 {
-	if s.fragOf != t {
-		s.fragOf = t
-		s.frag, s.fragVer = make([]float64, len(s.nodes)), make([]uint32, len(s.nodes))
-	}
+	s.useTarget(t)
 	if s.fragVer[i] != s.version[i]+1 {
-		s.frag[i], s.fragVer[i] = t.NodeFrag(s.nodes[i].Model, s.cpuFree[i], s.gpuFree[i]), s.version[i]+1
+		s.frag[i], s.fragVer[i] = s.fragTab.frag(i, s.cpuFree[i], s.gpuFree[i]), s.version[i]+1
 	}
 	return s.frag[i]
+}
+
+// fragWith is t.NodeFrag of node i's model with cpuFree and free instead
+// of the node's own: the node after a placement the FGD policies weigh.
+func (s *State) fragWith(t *Target, i int, cpuFree int64, free []int64) float64 {
+	s.useTarget(t)
+	return s.fragTab.frag(i, cpuFree, free)
+}
+
+// useTarget makes t the target the memo and table are for.
+func (s *State) useTarget(t *Target) {
+	if s.fragOf != t {
+		s.fragOf, s.fragTab = t, newFragTable(t, s)
+		s.frag, s.fragVer = make([]float64, len(s.nodes)), make([]uint32, len(s.nodes))
+	}
 }
 
 // changeSeq is the sequence number of the next change.
