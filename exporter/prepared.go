@@ -97,6 +97,7 @@ func (c *Collector) Gatherer(reg *prometheus.Registry) (prometheus.Gatherer, err
 				n.onChange(c.changed)
 			}
 		}
+		c.changed() // what the sources hold already (a first rescan)
 	}
 	return merged{reg: reg, c: c}, nil
 }

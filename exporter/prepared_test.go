@@ -179,6 +179,9 @@ func TestGathererPreparedOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if prepOf(c) == nil {
+		t.Fatal("Gatherer did not assemble what the sources held already")
+	}
 	if got := kvBlocks(t, g, "a"); got != 1 {
 		t.Fatalf("a = %v, want 1", got)
 	}
