@@ -348,7 +348,11 @@ func (p *Pool) free1(ids []BlockID) error {
 		}
 		if b := &p.blocks[id]; b.ref == 1 {
 			b.ref = 0
-			p.requeue(id)
+			p.unhold(b) // requeue, inlined
+			p.pushBack(id)
+			if b.hashed {
+				p.evictable++
+			}
 		} else {
 			b.ref--
 		}
