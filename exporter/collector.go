@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,10 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	if labels == nil {
 		labels = labelNames
 	}
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+	fq := prometheus.BuildFQName(namespace, "", name)
+	d := prometheus.NewDesc(fq, help, labels, nil)
+	recordDesc(d, fq, help)
+	return d
 }
 
 // Memory metrics (definitions in package frag).
@@ -141,6 +145,16 @@ type Collector struct {
 	state   map[string]bool // last reported up state per source
 	cache   []cached        // per source, for VersionedSources
 	flights []*flight       // per source, the ContextSource collection running
+	prep    *prepared       // the families last assembled (Gatherer)
+
+	// allVersioned: every source is a VersionedSource, so the families can
+	// be kept between changes (prepared.go).
+	allVersioned bool
+	// gathering: Gatherer was called; metricsOf writes each source's
+	// series once (cached.dtos) for assemble.
+	gathering atomic.Bool
+	// dirty and preparing coalesce the change hooks (changed).
+	dirty, preparing atomic.Bool
 }
 
 // VersionedSource is a Source whose samples change only at known moments
@@ -163,11 +177,20 @@ type VersionedSource interface {
 
 // cached holds one VersionedSource's metrics for one version.
 type cached struct {
-	ok      bool
-	version uint64
-	metrics []prometheus.Metric
-	keys    []seenKey
-	series  int
+	ok        bool
+	versioned bool
+	version   uint64
+	metrics   []prometheus.Metric
+	dtos      []famMetric // metrics written, once Gatherer is called
+	keys      []seenKey
+	series    int
+}
+
+// sourceResult is one source's part of a collection (pass).
+type sourceResult struct {
+	ent  cached // its metrics, when up
+	up   float64
+	name string
 }
 
 // New returns a Collector over sources and registers it with reg. With a nil
@@ -203,6 +226,12 @@ func NewWithOptions(reg prometheus.Registerer, opts Options, sources ...Source) 
 		}
 		seen[name] = true
 	}
+	c.allVersioned = true
+	for _, s := range c.sources {
+		if _, ok := s.(VersionedSource); !ok {
+			c.allVersioned = true
+		}
+	}
 	slices.SortFunc(c.sources, func(a, b Source) int { return strings.Compare(a.Name(), b.Name()) })
 	if reg != nil {
 		if err := reg.Register(c); err != nil {
@@ -225,6 +254,22 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // in this scrape (or would pass Options.MaxSeries), sends only
 // gpufrag_source_up 0.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for i, r := range c.pass(true) {
+		if r.up == 1 {
+			for _, m := range r.ent.metrics {
+				ch <- m
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, r.up, c.sources[i].Name())
+	}
+}
+
+// pass collects every source in name order and decides which are up, as
+// Collect documents; with log, it logs each change of a source's state
+// (a scrape's pass does, not the one that prepares families after a
+// change, which can see a source not polled yet while the daemon starts).
+func (c *Collector) pass(log bool) []sourceResult {
+	out := make([]sourceResult, len(c.sources))
 	seen := make(map[seenKey]bool)
 	series := 0
 	for i, s := range c.sources {
@@ -249,13 +294,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			for _, k := range ent.keys {
 				seen[k] = true
 			}
-			for _, m := range ent.metrics {
-				ch <- m
-			}
 		}
-		c.logState(s.Name(), err)
-		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, up, s.Name())
+		if log {
+			c.logState(s.Name(), err)
+		}
+		out[i] = sourceResult{ent: ent, up: up, name: s.Name()}
 	}
+	return out
 }
 
 // metricsOf collects source i and returns its metrics, from the cache when
@@ -278,6 +323,12 @@ func (c *Collector) metricsOf(i int, s Source) (cached, error) {
 		ent := c.cache[i]
 		c.mu.Unlock()
 		if ent.ok && ent.version == version {
+			if ent.dtos == nil && ent.metrics != nil && c.gathering.Load() {
+				ent.dtos = writeMetrics(ent.metrics) // cached before Gatherer was called
+				c.mu.Lock()
+				c.cache[i] = ent
+				c.mu.Unlock()
+			}
 			return ent, nil
 		}
 		samples = slices.Clone(samples)
@@ -289,9 +340,12 @@ func (c *Collector) metricsOf(i int, s Source) (cached, error) {
 	if err != nil {
 		return cached{}, err
 	}
-	ent := cached{ok: true, version: version, keys: keys, series: countSeries(samples)}
+	ent := cached{ok: true, versioned: versioned, version: version, keys: keys, series: countSeries(samples)}
 	if c.opts.MaxSeries == 0 || ent.series <= c.opts.MaxSeries {
 		ent.metrics = buildMetrics(samples, ent.series)
+		if c.gathering.Load() {
+			ent.dtos = writeMetrics(ent.metrics)
+		}
 	}
 	if versioned {
 		c.mu.Lock()

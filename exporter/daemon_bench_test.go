@@ -78,11 +78,24 @@ func BenchmarkHTTPScrapeDaemon(b *testing.B) {
 	benchHTTPScrape(b, reg, false)
 }
 
-func benchHTTPScrape(b *testing.B, reg *prometheus.Registry, gz bool) {
-	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...); err != nil {
-		b.Fatal(err)
+// daemonGatherer wires srcs as the daemon does (internal/cli/exporter.go):
+// a Collector served beside reg through Collector.Gatherer.
+func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
+	tb.Helper()
+	c, err := NewWithOptions(nil, opts, srcs...)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	ln, url := benchServer(b, ServerConfig{Gatherer: reg, Gzip: gz})
+	g, err := c.Gatherer(reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+func benchHTTPScrape(b *testing.B, reg *prometheus.Registry, gz bool) {
+	g := daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	ln, url := benchServer(b, ServerConfig{Gatherer: g, Gzip: gz})
 	defer ln()
 	client := &http.Client{}
 	var lat []time.Duration
@@ -107,13 +120,10 @@ func benchHTTPScrape(b *testing.B, reg *prometheus.Registry, gz bool) {
 // BenchmarkGatherPolled is BenchmarkGather's 8 × 16 fleet served from
 // polled samples (no HTTP): the Collector's part of a daemon scrape.
 func BenchmarkGatherPolled(b *testing.B) {
-	reg := prometheus.NewRegistry()
-	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...); err != nil {
-		b.Fatal(err)
-	}
+	g := daemonGatherer(b, prometheus.NewRegistry(), Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := reg.Gather(); err != nil {
+		if _, err := g.Gather(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -162,10 +172,7 @@ func runLoad(tb testing.TB, scrapes int) loadResult {
 		tb.Fatal(err)
 	}
 	srcs := append(polledFleet(tb, 8, 16), snaps)
-	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...); err != nil {
-		tb.Fatal(err)
-	}
-	stop, url := benchServer(tb, ServerConfig{Gatherer: reg})
+	stop, url := benchServer(tb, ServerConfig{Gatherer: daemonGatherer(tb, reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)})
 	defer stop()
 
 	r := loadResult{scrapes: scrapes, heapBefore: heapInUse()}

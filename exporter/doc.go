@@ -49,7 +49,12 @@
 // PolledSource keep the last rescan's or poll's samples and are
 // VersionedSources: the Collector builds their const metrics once per
 // version (rescan or poll) and re-sends them on later scrapes, the one
-// caching decision of the scrape path. In-process sources
+// caching decision of the scrape path. Served through Collector.Gatherer,
+// as the daemon does, it goes further: a poll or a rescan assembles the
+// Collector's whole families (written, checked, sorted) on its own
+// goroutine, and a scrape that finds every source's version unchanged
+// serves them as they are, beside the registry's families; promhttp still
+// encodes them. In-process sources
 // (AllocatorSource, BlockPoolSource) are computed on each scrape, and
 // /metrics is promhttp's: the exposition is gathered and encoded anew on
 // every scrape, Go runtime and process figures included. A cache of the

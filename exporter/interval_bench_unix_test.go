@@ -102,10 +102,7 @@ func benchScrapeInterval(b *testing.B, replicas int) {
 			srcs = append(srcs, p)
 		}
 	}
-	if _, err := NewWithOptions(reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...); err != nil {
-		b.Fatal(err)
-	}
-	stop, url := benchServer(b, ServerConfig{Gatherer: reg})
+	stop, url := benchServer(b, ServerConfig{Gatherer: daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)})
 	defer stop()
 	client := &http.Client{}
 

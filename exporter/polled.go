@@ -39,6 +39,7 @@ type PolledSource struct {
 	// Polls in flight, and when the oldest of them started (Stuck).
 	inFlight  int
 	pollStart time.Time
+	hooks     []func() // called after each poll (Collector.Gatherer)
 }
 
 // NewPolledSource returns a PolledSource over src, polled every interval
@@ -119,7 +120,6 @@ func (p *PolledSource) Poll(ctx context.Context) error {
 	p.mu.Unlock()
 	samples, err := safeCollect(p.Name(), func() ([]Sample, error) { return p.src.CollectContext(ctx) })
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.inFlight--
 	p.polled = true
 	p.err = err
@@ -127,7 +127,20 @@ func (p *PolledSource) Poll(ctx context.Context) error {
 		p.samples, p.last = samples, p.clock.Now()
 		p.version++
 	}
+	hooks := p.hooks
+	p.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 	return err
+}
+
+// onChange adds a hook called after each poll, successful or not
+// (notifier).
+func (p *PolledSource) onChange(f func()) {
+	p.mu.Lock()
+	p.hooks = append(p.hooks, f)
+	p.mu.Unlock()
 }
 
 // Run polls at once and then every interval until ctx ends.

@@ -19,7 +19,8 @@ import (
 // ServerConfig configures Serve. Zero durations take the defaults below.
 type ServerConfig struct {
 	// Gatherer is what /metrics exposes (a *prometheus.Registry built by the
-	// caller; never the global default registry).
+	// caller, or Collector.Gatherer's over one; never the global default
+	// registry).
 	Gatherer prometheus.Gatherer
 	// OpenMetrics offers the OpenMetrics text format to scrapers that ask
 	// for it (promhttp.HandlerOpts.EnableOpenMetrics).
@@ -120,7 +121,8 @@ func Handler(cfg ServerConfig, healthy func() bool) http.Handler {
 // runtime collectors were measured not to pay at Prometheus' scrape
 // intervals (BenchmarkScrapeInterval; docs/benchmarks.md, "Benchmarks:
 // package exporter"); the Collector's per-version cache is the one cache
-// (VersionedSource).
+// (VersionedSource), and through Collector.Gatherer its families are
+// assembled when a source changes.
 func metricsHandler(cfg ServerConfig) http.Handler {
 	g := cfg.Gatherer
 	if g == nil {

@@ -123,6 +123,7 @@ type SnapshotDir struct {
 	scanning bool
 	progress time.Time
 	scanFile string
+	hooks    []func() // called after each publish (Collector.Gatherer)
 }
 
 // fileStamp is what a rescan compares to decide whether a name changed:
@@ -524,5 +525,16 @@ func (d *SnapshotDir) publish() {
 	d.mu.Lock()
 	d.samples, d.err = out, nil
 	d.scans++
+	hooks := d.hooks
+	d.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// onChange adds a hook called after each rescan publishes (notifier).
+func (d *SnapshotDir) onChange(f func()) {
+	d.mu.Lock()
+	d.hooks = append(d.hooks, f)
 	d.mu.Unlock()
 }

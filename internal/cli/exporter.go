@@ -362,9 +362,15 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f exporterFlags, stder
 		}
 		sources, scfg.Runners = append(sources, p), append(scfg.Runners, p)
 	}
-	if _, err := exporter.NewWithOptions(reg, exporter.Options{
+	// The Collector's families are assembled when a source changes and
+	// served beside the registry's (exporter.Collector.Gatherer).
+	coll, err := exporter.NewWithOptions(nil, exporter.Options{
 		SourceTimeout: f.sourceTimeout, MaxSeries: f.maxSeries, Logger: logger,
-	}, sources...); err != nil {
+	}, sources...)
+	if err != nil {
+		return err
+	}
+	if scfg.Gatherer, err = coll.Gatherer(reg); err != nil {
 		return err
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.listen)

@@ -229,13 +229,8 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 		return dst, ErrOutOfBlocks
 	}
 	// pop, unrolled: this loop is the hot path of every scheduler step.
-	blocks := p.blocks
 	for range n {
-		id := blocks[0].next
-		b := &blocks[id]
-		blocks[0].next = b.next // b is the head: its prev is the sentinel
-		blocks[b.next].prev = 0
-		b.queued = false // prev and next are stale until it is queued again
+		id, b := p.unlinkHead()
 		if b.hashed {
 			p.evict(id)
 		}
@@ -255,9 +250,8 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 // hands it out with ref 1 and fill 0. The queue must not be empty. Allocate
 // has its own copy of this loop body.
 func (p *Pool) pop() BlockID {
-	id := p.blocks[0].next
-	p.unlink(id)
-	b := &p.blocks[id]
+	id, b := p.unlinkHead()
+	p.numFree--
 	if b.hashed {
 		p.evict(id)
 	}
@@ -298,6 +292,9 @@ func (p *Pool) requeue(id BlockID) {
 // reference left (a double free) it changes nothing and returns ErrBadBlock or
 // ErrNotAllocated.
 func (p *Pool) Free(ids []BlockID) error {
+	if len(ids) == 1 {
+		return p.free1(ids)
+	}
 	// Pass 1: drop the references, undoing them if an id is bad. Dropping
 	// all of them before queueing any is what vLLM does, and it makes an id
 	// that appears twice in ids safe.
@@ -335,6 +332,31 @@ func (p *Pool) Free(ids []BlockID) error {
 	}
 	p.numFree += queued
 	p.frees += int64(queued)
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
+}
+
+// free1 is Free of one block (a decode step's block, a preempted
+// sequence of one block): one pass, no undo.
+func (p *Pool) free1(ids []BlockID) error {
+	id := ids[0]
+	if id != NullBlock {
+		if uint(id) >= uint(len(p.blocks)) || p.blocks[id].ref == 0 {
+			return p.undoFree(ids, 0)
+		}
+		if b := &p.blocks[id]; b.ref == 1 {
+			b.ref = 0
+			p.unhold(b) // requeue, inlined
+			p.pushBack(id)
+			if b.hashed {
+				p.evictable++
+			}
+		} else {
+			b.ref--
+		}
+	}
 	if invariants.Enabled {
 		p.mustCheck()
 	}

@@ -106,6 +106,10 @@ func TestMisuse(t *testing.T) {
 		{"free negative id", ErrBadBlock, func() error { return p.Free([]BlockID{1, -3}) }},
 		{"double free", ErrNotAllocated, func() error { return p.Free([]BlockID{1, 4}) }},
 		{"free twice in one call", ErrNotAllocated, func() error { return p.Free([]BlockID{2, 2}) }},
+		// One block takes Free's one-pass path (free1).
+		{"double free of one block", ErrNotAllocated, func() error { return p.Free([]BlockID{4}) }},
+		{"free of one block out of range", ErrBadBlock, func() error { return p.Free([]BlockID{6}) }},
+		{"free of one negative id", ErrBadBlock, func() error { return p.Free([]BlockID{-1}) }},
 		{"touch free block", ErrNotAllocated, func() error { return p.Touch([]BlockID{1, 5}) }},
 		{"touch null-free out of range", ErrBadBlock, func() error { return p.Touch([]BlockID{6}) }},
 		{"share free block", ErrNotAllocated, func() error { return p.Share([]BlockID{1, 4}) }},
@@ -132,6 +136,26 @@ func TestMisuse(t *testing.T) {
 	// The null block is ignored by Free, Touch and Share.
 	if err := p.Free([]BlockID{NullBlock, ids[2]}); err != nil {
 		t.Errorf("free with the null block: %v", err)
+	}
+	if err := p.Free([]BlockID{NullBlock}); err != nil {
+		t.Errorf("free of the null block alone: %v", err)
+	}
+	// A shared block freed alone by one holder stays held; by the last,
+	// it goes to the tail of the queue.
+	if err := p.Share(ids[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	free := p.NumFree()
+	for i, want := range []int{free, free + 1} {
+		if err := p.Free(ids[1:2]); err != nil {
+			t.Fatal(err)
+		}
+		if p.NumFree() != want || p.RefCount(ids[1]) != 1-i {
+			t.Errorf("free %d of a shared block: %d free, ref %d; want %d, %d", i+1, p.NumFree(), p.RefCount(ids[1]), want, 1-i)
+		}
+	}
+	if q := p.FreeQueue(nil); q[len(q)-1] != ids[1] {
+		t.Errorf("queue %v does not end with the block freed last, %d", q, ids[1])
 	}
 	if err := p.Touch([]BlockID{NullBlock}); err != nil {
 		t.Errorf("touch of the null block: %v", err)

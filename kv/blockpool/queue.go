@@ -27,6 +27,19 @@ func (p *Pool) pushBack(id BlockID) {
 	p.frees++
 }
 
+// unlinkHead takes the head off the queue, which must not be empty: its
+// prev is the sentinel, so only the sentinel's and the next block's links
+// change. The caller adjusts numFree (Allocate once for n blocks).
+func (p *Pool) unlinkHead() (BlockID, *block) {
+	blocks := p.blocks
+	id := blocks[0].next
+	b := &blocks[id]
+	blocks[0].next = b.next
+	blocks[b.next].prev = 0
+	b.queued = false // prev and next are stale until it is queued again
+	return id, b
+}
+
 // unlink removes a queued block from wherever it is in the queue.
 func (p *Pool) unlink(id BlockID) {
 	b := &p.blocks[id]

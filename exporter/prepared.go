@@ -1,0 +1,246 @@
+// Families prepared when a source changes: the Collector as a Gatherer.
+// See doc.go for the overview.
+
+package exporter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// famInfo is one metric family the Collector can emit: what the registry
+// reads from a Desc to make the family (Desc has no getters).
+type famInfo struct {
+	idx        int // index in famList
+	name, help string
+}
+
+// descFams and famList are every Desc made by newDesc, in the order made.
+var (
+	descFams = map[*prometheus.Desc]famInfo{}
+	famList  []famInfo
+)
+
+func recordDesc(d *prometheus.Desc, name, help string) {
+	fi := famInfo{idx: len(famList), name: name, help: help}
+	descFams[d] = fi
+	famList = append(famList, fi)
+}
+
+// famMetric is one series written once into the form the exposition
+// encoders read, with its family.
+type famMetric struct {
+	fam int // famList index
+	m   *dto.Metric
+}
+
+// writeMetrics writes metrics, made from descs of newDesc, as famMetrics.
+func writeMetrics(metrics []prometheus.Metric) []famMetric {
+	out := make([]famMetric, len(metrics))
+	for i, m := range metrics {
+		fi, ok := descFams[m.Desc()]
+		if !ok {
+			panic(fmt.Sprintf("exporter: metric of an unknown Desc %v", m.Desc()))
+		}
+		d := new(dto.Metric)
+		if err := m.Write(d); err != nil {
+			panic(fmt.Sprintf("exporter: write %v: %v", m.Desc(), err))
+		}
+		out[i] = famMetric{fam: fi.idx, m: d}
+	}
+	return out
+}
+
+// prepared is the Collector's families for one state of its sources.
+type prepared struct {
+	key  []uint64 // per source: 0 down, version+1 up
+	fams []*dto.MetricFamily
+}
+
+// Gatherer returns what /metrics should serve for reg and the Collector
+// together: reg's families (the runtime collectors, the snapshot
+// directory's own counters) merged with the Collector's, which are
+// prepared when a source changes rather than at scrape time. The Collector
+// must not be registered with reg (make it with a nil Registerer):
+// Gatherer registers with reg a collector that only describes the
+// Collector's metrics, so a clash of names or a second registration fails
+// here, as registering the Collector would, and the scrape cannot repeat a
+// family.
+//
+// What a scrape serves is what a registry holding the Collector would
+// gather (same families, HELP, types, series, order and up/down
+// decisions, every scrape re-checking each source's state), but when
+// every source is a VersionedSource whose version has not changed since
+// the families were last assembled, those families are served as they
+// are: no metric is built, written, checked or sorted at scrape time.
+// Sources that can tell when they change (PolledSource after each poll,
+// SnapshotDir after each rescan) have the Collector assemble the new
+// families then, on their goroutine, so that the scrape after a poll finds
+// them ready. A source that is not versioned (a live allocator, a
+// ContextSource under Options.SourceTimeout) is collected at every scrape,
+// as Collect does.
+func (c *Collector) Gatherer(reg *prometheus.Registry) (prometheus.Gatherer, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("exporter: Gatherer needs a registry")
+	}
+	if err := reg.Register(describer{}); err != nil {
+		return nil, fmt.Errorf("exporter: register collector: %w", err)
+	}
+	c.gathering.Store(true)
+	if c.allVersioned {
+		for _, s := range c.sources {
+			if n, ok := s.(notifier); ok {
+				n.onChange(c.changed)
+			}
+		}
+		c.changed() // what the sources hold already (a first rescan)
+	}
+	return merged{reg: reg, c: c}, nil
+}
+
+// describer describes the Collector's metrics and collects none: it holds
+// their names in a registry that the Collector is gathered beside.
+type describer struct{}
+
+func (describer) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d
+	}
+}
+
+func (describer) Collect(chan<- prometheus.Metric) {}
+
+// notifier is a VersionedSource that calls its hooks after each change of
+// its version or state (a poll, a rescan).
+type notifier interface {
+	onChange(func())
+}
+
+// changed assembles the families after a source changed. Concurrent
+// calls coalesce: one assembles, looping while others marked a change,
+// the others return at once.
+func (c *Collector) changed() {
+	c.dirty.Store(true)
+	for c.dirty.Load() && c.preparing.CompareAndSwap(false, true) {
+		for c.dirty.Swap(false) {
+			c.families(false)
+		}
+		c.preparing.Store(false)
+	}
+}
+
+// merged is Collector.Gatherer's Gatherer.
+type merged struct {
+	reg prometheus.Gatherer
+	c   *Collector
+}
+
+// Gather merges the registry's families and the Collector's, both sorted
+// by name (their names differ: describer).
+func (g merged) Gather() ([]*dto.MetricFamily, error) {
+	fams, err := g.reg.Gather()
+	mine := g.c.families(true)
+	out := make([]*dto.MetricFamily, 0, len(fams)+len(mine))
+	i, j := 0, 0
+	for i < len(fams) && j < len(mine) {
+		if fams[i].GetName() < mine[j].GetName() {
+			out = append(out, fams[i])
+			i++
+		} else {
+			out = append(out, mine[j])
+			j++
+		}
+	}
+	out = append(append(out, fams[i:]...), mine[j:]...)
+	return out, err
+}
+
+// families returns the Collector's families for the sources' current
+// state: the prepared ones when every source is versioned and none changed
+// since they were assembled, else newly assembled (and kept). The result
+// is shared and must not be modified. log is pass's.
+func (c *Collector) families(log bool) []*dto.MetricFamily {
+	res := c.pass(log)
+	key := make([]uint64, len(res))
+	keep := true
+	for i, r := range res {
+		switch {
+		case r.up == 0:
+		case r.ent.versioned:
+			key[i] = r.ent.version + 1
+		default:
+			keep = false
+		}
+	}
+	c.mu.Lock()
+	p := c.prep
+	c.mu.Unlock()
+	if keep && p != nil && slices.Equal(p.key, key) {
+		return p.fams
+	}
+	fams := assemble(res)
+	if keep {
+		c.mu.Lock()
+		c.prep = &prepared{key: key, fams: fams}
+		c.mu.Unlock()
+	}
+	return fams
+}
+
+// assemble makes the families of one pass as a registry gathering the
+// Collector would: the series of each family sorted by label values,
+// families without series left out, families in name order.
+func assemble(res []sourceResult) []*dto.MetricFamily {
+	byFam := make([][]*dto.Metric, len(famList))
+	upFam := descFams[sourceUpDesc].idx
+	for _, r := range res {
+		if r.up == 1 {
+			for _, fm := range r.ent.dtos {
+				byFam[fm.fam] = append(byFam[fm.fam], fm.m)
+			}
+		}
+		up := prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, r.up, r.name)
+		byFam[upFam] = append(byFam[upFam], writeMetrics([]prometheus.Metric{up})[0].m)
+	}
+	var out []*dto.MetricFamily
+	for i, ms := range byFam {
+		if len(ms) == 0 {
+			continue
+		}
+		slices.SortFunc(ms, compareMetrics)
+		fi := famList[i]
+		out = append(out, &dto.MetricFamily{Name: new(fi.name), Help: new(fi.help), Type: metricType(ms[0]), Metric: ms})
+	}
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// compareMetrics orders the series of one family by their label values,
+// as client_golang's registry does (labels sorted by name within each).
+func compareMetrics(a, b *dto.Metric) int {
+	if len(a.Label) != len(b.Label) {
+		return len(a.Label) - len(b.Label)
+	}
+	for n, lp := range a.Label {
+		if c := strings.Compare(lp.GetValue(), b.Label[n].GetValue()); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// metricType is the family type of a written const metric.
+func metricType(m *dto.Metric) *dto.MetricType {
+	switch {
+	case m.Counter != nil:
+		return dto.MetricType_COUNTER.Enum()
+	case m.Untyped != nil:
+		return dto.MetricType_UNTYPED.Enum()
+	default:
+		return dto.MetricType_GAUGE.Enum()
+	}
+}
