@@ -83,5 +83,5 @@
 // (diff.go, outlier.go; `gpufrag diff`, docs/diff.md).
 //
 // The package is pure: values in, values out; rendering lives in WriteText
-// and SegmentMapSVG, files and flags in internal/cli.
+// and SegmentMapSVG, files and flags in cmd/gpufrag/internal/cli.
 package analysis

@@ -100,7 +100,7 @@ func TestExporterUsage(t *testing.T) {
 // directory, scrapes it, and stops it with SIGTERM: exit 0 after a graceful
 // shutdown.
 func TestExporterSignal(t *testing.T) {
-	snap, err := os.ReadFile(filepath.Join("..", "..", "snapshot", "testdata", "modern_p4.pickle"))
+	snap, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "snapshot", "testdata", "modern_p4.pickle"))
 	if err != nil {
 		t.Skipf("snapshot/testdata/modern_p4.pickle not available: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
 )
 
-const inspectFixture = "../../cluster/kube/testdata/cluster.json"
+const inspectFixture = "../../../../cluster/kube/testdata/cluster.json"
 
 // fixtureObjects reads the saved kubectl JSON into nodes and pods (with
 // their kind, which live.Snapshot accepts; cluster/kube/live's tests list

@@ -16,7 +16,7 @@ import (
 )
 
 // adviseTrace is the small synthetic Azure trace of package advise's tests.
-var adviseTrace = filepath.Join("..", "..", "advise", "testdata", "small_azure.csv")
+var adviseTrace = filepath.Join("..", "..", "..", "..", "advise", "testdata", "small_azure.csv")
 
 // skipAdviseSims skips a test that simulates (a few dozen runs of 120
 // requests) when every allocator self-check is on (-race, -tags

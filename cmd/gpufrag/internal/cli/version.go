@@ -10,7 +10,7 @@ import (
 
 // Version is the release version, set at link time with
 //
-//	go build -ldflags "-X github.com/gpufrag/gpufrag/internal/cli.Version=v0.1.0" ./cmd/gpufrag
+//	go build -ldflags "-X github.com/gpufrag/gpufrag/cmd/gpufrag/internal/cli.Version=v0.1.0" ./cmd/gpufrag
 //
 // When empty, the module version recorded by the Go toolchain is used
 // ("(devel)" for a build from a checkout).

@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	snapshotFixtures = filepath.Join("..", "..", "snapshot", "testdata")
-	pickleFixtures   = filepath.Join("..", "..", "snapshot", "pickle", "testdata")
+	snapshotFixtures = filepath.Join("..", "..", "..", "..", "snapshot", "testdata")
+	pickleFixtures   = filepath.Join("..", "..", "..", "..", "snapshot", "pickle", "testdata")
 )
 
 func TestAnalyzeJSON(t *testing.T) {

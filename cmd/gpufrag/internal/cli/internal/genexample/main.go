@@ -1,8 +1,8 @@
 // Command genexample writes the example trace that `gpufrag replay` embeds
 // (synth.Example, in the trace format of package optrace). It is run by
-// go generate in internal/cli:
+// go generate in cmd/gpufrag/internal/cli:
 //
-//	go generate ./internal/cli
+//	go generate ./cmd/gpufrag/internal/cli
 package main
 
 import (

@@ -212,7 +212,7 @@ func TestSimulateHTMLAndScenario(t *testing.T) {
 // it quotes must be what `gpufrag simulate` prints now.
 func TestReadmeSimulateTable(t *testing.T) {
 	skipHeavy(t)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../../README.md")
 	if err != nil {
 		t.Fatalf("README.md: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 // benchFixture is one of workload's benchmark fixtures (their origin:
 // workload/testdata/README.md).
 func benchFixture(name string) string {
-	return filepath.Join("..", "..", "workload", "testdata", "bench", name)
+	return filepath.Join("..", "..", "..", "..", "workload", "testdata", "bench", name)
 }
 
 // calibrate70B is the setup of the surajssd runs the fixtures are cut

@@ -17,11 +17,11 @@ import (
 func goPackageNames(t *testing.T) []string {
 	t.Helper()
 	seen := map[string]bool{}
-	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join("..", "..", "..", ".."), func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != filepath.Join("..", "..") {
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != filepath.Join("..", "..", "..", "..") {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
@@ -67,7 +67,7 @@ func TestMessagesNoPackagePrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := filepath.Join(snapshotFixtures, "modern_p4.pickle")
-	trace := filepath.Join("..", "..", "examples", "azure_conv.csv")
+	trace := filepath.Join("..", "..", "..", "..", "examples", "azure_conv.csv")
 	advise := []string{"advise", "--trace", trace, "--model", "llama-3.1-8b", "--gpu", "a100-80g"}
 	for _, tc := range []struct {
 		args []string

@@ -73,7 +73,7 @@ func hostileFiles(t *testing.T, dir string) map[string]string {
 	// encoding/json writes DEL raw, which the readers refuse as not text
 	// (a file of names holds none raw); its escape decodes to the same name.
 	write("layout.json", escapeDEL(layout))
-	kube, err := os.ReadFile("../../cluster/kube/testdata/hostile.json")
+	kube, err := os.ReadFile("../../../../cluster/kube/testdata/hostile.json")
 	if err != nil {
 		t.Fatal(err)
 	}

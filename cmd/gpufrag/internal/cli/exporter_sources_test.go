@@ -154,7 +154,7 @@ func TestExporterNVMLBuild(t *testing.T) {
 }
 
 func TestExporterScrape(t *testing.T) {
-	page, err := os.ReadFile(filepath.Join("..", "..", "exporter", "scrape", "testdata", "vllm_v1.prom"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "exporter", "scrape", "testdata", "vllm_v1.prom"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestExporterScrape(t *testing.T) {
 // sources are down and the log names the redirect.
 func TestExporterScrapeRedirect(t *testing.T) {
 	const secret = "SECRET-c2VjcmV0"
-	page, err := os.ReadFile(filepath.Join("..", "..", "exporter", "scrape", "testdata", "vllm_v1.prom"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "exporter", "scrape", "testdata", "vllm_v1.prom"))
 	if err != nil {
 		t.Fatal(err)
 	}

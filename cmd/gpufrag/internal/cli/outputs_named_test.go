@@ -30,7 +30,7 @@ func TestOutputOntoNamedInput(t *testing.T) {
 		}
 		return p
 	}
-	cfg, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", "llama-3-8b.synthetic.json"))
+	cfg, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "model", "testdata", "llama-3-8b.synthetic.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

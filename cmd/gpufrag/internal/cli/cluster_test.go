@@ -12,8 +12,8 @@ import (
 )
 
 const (
-	clusterNodes = "../../cluster/testdata/openb_nodes_head40.csv"
-	clusterPods  = "../../cluster/testdata/openb_pods_gpuspec33_head60.csv"
+	clusterNodes = "../../../../cluster/testdata/openb_nodes_head40.csv"
+	clusterPods  = "../../../../cluster/testdata/openb_pods_gpuspec33_head60.csv"
 )
 
 func runCluster(t *testing.T, args ...string) (int, string, string) {
@@ -181,7 +181,7 @@ func TestClusterSimulateTimed(t *testing.T) {
 		t.Errorf("exit %d: %s%s", code, out, errs)
 	}
 	// The 5-column lists carry no times: an error naming a pod.
-	code, _, errs = runCluster(t, "--nodes", clusterNodes, "--pods", "../../cluster/testdata/openb_pods_multigpu50_head60.csv", "--timed")
+	code, _, errs = runCluster(t, "--nodes", clusterNodes, "--pods", "../../../../cluster/testdata/openb_pods_multigpu50_head60.csv", "--timed")
 	if code != 1 || !strings.Contains(errs, "has no creation time") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
@@ -216,7 +216,7 @@ func TestClusterVolcanoConfig(t *testing.T) {
 
 func TestClusterInspect(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := Main([]string{"cluster", "inspect", "--from", "../../cluster/kube/testdata/cluster.json"}, strings.NewReader(""), &out, &errb)
+	code := Main([]string{"cluster", "inspect", "--from", "../../../../cluster/kube/testdata/cluster.json"}, strings.NewReader(""), &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -226,7 +226,7 @@ func TestClusterInspect(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := Main([]string{"cluster", "inspect", "--from", "../../cluster/kube/testdata/cluster.json", "--json"}, strings.NewReader(""), &out, &errb); code != 0 {
+	if code := Main([]string{"cluster", "inspect", "--from", "../../../../cluster/kube/testdata/cluster.json", "--json"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("--json: exit %d", code)
 	}
 	var doc map[string]any

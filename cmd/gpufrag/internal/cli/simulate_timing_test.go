@@ -14,7 +14,7 @@ import (
 	"github.com/gpufrag/gpufrag/sim"
 )
 
-const detailedBench = "../../workload/testdata/bench/vllm_bench_detailed_synthetic.json"
+const detailedBench = "../../../../workload/testdata/bench/vllm_bench_detailed_synthetic.json"
 
 // TestSimulateBench: a vLLM benchmark result as the workload, timed with
 // an embedded profile: the JSON says what ran (engine, profile, weights,
@@ -49,7 +49,7 @@ func TestSimulateBench(t *testing.T) {
 
 	// --max-concurrency caps any trace: six requests sent at once (qps inf)
 	// run one after the other under a cap of one, each TTFT its own prefill.
-	inf := "../../workload/testdata/bench/vllm_bench_qpsinf_cut.json"
+	inf := "../../../../workload/testdata/bench/vllm_bench_qpsinf_cut.json"
 	args := []string{"--trace", inf, "--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--alloc", "caching"}
 	open, _ := simulateJSON(t, args...)
 	one, _ := simulateJSON(t, append(args, "--max-concurrency", "1")...)
@@ -64,7 +64,7 @@ func TestSimulateBench(t *testing.T) {
 // the JSON says so, paged finds the prompts cached (its TTFT falls and its
 // prefix hits count them), and it needs prefix caching.
 func TestSimulateWarmPrompts(t *testing.T) {
-	inf := "../../workload/testdata/bench/vllm_bench_qpsinf_cut.json"
+	inf := "../../../../workload/testdata/bench/vllm_bench_qpsinf_cut.json"
 	args := []string{"--trace", inf, "--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--alloc", "caching"}
 	cold, _ := simulateJSON(t, args...)
 	warm, _ := simulateJSON(t, append(args, "--warm-prompts")...)

@@ -39,7 +39,7 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli -update to create it)", err)
+		t.Fatalf("%v (run go test ./cmd/gpufrag/internal/cli -update to create it)", err)
 	}
 	if got != string(want) {
 		t.Errorf("output differs from %s (rerun with -update if the change is intended):\n%s", path, got)
@@ -307,7 +307,7 @@ func TestReplayExample(t *testing.T) {
 }
 
 // TestExampleUpToDate fails when examples/serving.jsonl is not what package
-// synth generates now; fix it with `go generate ./internal/cli`.
+// synth generates now; fix it with `go generate ./cmd/gpufrag/internal/cli`.
 func TestExampleUpToDate(t *testing.T) {
 	ops, err := synth.GenerateServing(synth.Example())
 	if err != nil {
@@ -318,7 +318,7 @@ func TestExampleUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(buf.Bytes(), exampleTrace) {
-		t.Fatal("examples/serving.jsonl is stale: run go generate ./internal/cli")
+		t.Fatal("examples/serving.jsonl is stale: run go generate ./cmd/gpufrag/internal/cli")
 	}
 }
 
@@ -342,7 +342,7 @@ func TestFormatting(t *testing.T) {
 // be what `gpufrag replay` prints now.
 func TestReadmeTable(t *testing.T) {
 	needAllocators(t)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../../README.md")
 	if err != nil {
 		t.Fatalf("README.md: %v", err)
 	}

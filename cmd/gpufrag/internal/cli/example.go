@@ -7,7 +7,7 @@ import _ "embed"
 // It is generated, not hand-written; regenerate it after changing package
 // synth with
 //
-//	go generate ./internal/cli
+//	go generate ./cmd/gpufrag/internal/cli
 //
 // (TestExampleUpToDate fails when it is stale).
 //
