@@ -3,23 +3,15 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"html"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/frag"
-	"github.com/gpufrag/gpufrag/internal/loc"
-	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
-
-// segmentMapRows caps the segment map's bars of single segments: beyond a
-// few dozen a page gets long without showing more (the segments stranding
-// most free memory are kept; the rest are summed per pool).
-const segmentMapRows = 40
 
 // analyzeHTMLOOMs is how many out-of-memory errors a device's summary
 // explains one by one; the rest are listed by event, at most
@@ -37,13 +29,13 @@ const (
 // sections (those reserving the most; the others are a row each of a table
 // of at most analyzeHTMLRows), a table of streams or pools shows at most
 // analyzeHTMLRows of them (those reserving the most) and sums the rest in
-// one row, and a segment of more than segmentMapBlocks blocks is drawn as
-// the shares of its bytes rather than block by block. Each says what it
-// left out; the text report and --json list everything.
+// one row, and the segment map (analysis.SegmentMapSVG) draws at most
+// analysis.SegmentMapRows bars and a crowded segment as the shares of its
+// bytes. Each says what it left out; the text report and --json list
+// everything.
 const (
 	analyzeHTMLDevices = 8
 	analyzeHTMLRows    = 16
-	segmentMapBlocks   = 256
 )
 
 // capacityFrom says where analysis.Device.CapacitySource took the capacity.
@@ -98,7 +90,7 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 			})
 		}
 		if len(d.Layout.Segments) > 0 {
-			svg, note := segmentMap(d.Layout, segmentMapRows)
+			svg, note := analysis.SegmentMapSVG(d.Layout, analysis.SegmentMapRows, 0, 0)
 			page.Sections = append(page.Sections, report.Section{
 				Heading: fmt.Sprintf("Device %d: segment map", d.Device),
 				Text:    note,
@@ -311,201 +303,4 @@ func analyzeRunTitle(name string, rep *analysis.Report) string {
 		t += fmt.Sprintf(", %d devices", len(devs))
 	}
 	return t
-}
-
-// Segment map geometry, in SVG user units (points).
-const (
-	segMapWidth = 720 // the width of the page's charts (report.DefaultWidth)
-	segMapLabel = 200 // left column: address, size and pool
-	segMapRow   = 14
-	segMapGap   = 4
-	segMapTop   = 24 // the colour key
-	segMapFont  = 10
-)
-
-// Segment map colours: live bytes, rounding inside live blocks, blocks
-// awaiting another stream, free space stranded by a live block, free space
-// in a segment empty_cache could release.
-var segMapKey = []struct{ col, name string }{
-	{"#4e79a7", "live"}, {"#f28e2b", "rounding"}, {"#edc948", "pending free"},
-	{"#e15759", "stranded free"}, {"#d9d9d9", "releasable free"},
-}
-
-// segBytes sums a segment's bytes by segMapKey's classes.
-func segBytes(s mem.Segment) (by [5]int64) {
-	live := false
-	for _, b := range s.Blocks {
-		live = live || b.State != mem.Free
-	}
-	for _, b := range s.Blocks {
-		switch {
-		case b.State == mem.PendingFree:
-			by[2] += b.Size
-		case b.State == mem.Active:
-			req := b.Size
-			if b.Requested > 0 && b.Requested < b.Size {
-				req = b.Requested
-			}
-			by[0] += req
-			by[1] += b.Size - req
-		case live:
-			by[3] += b.Size
-		default:
-			by[4] += b.Size
-		}
-	}
-	return by
-}
-
-// segmentMap draws a device's segments, one bar each in address order and
-// all on one scale (the widest bar is the largest segment drawn), for at
-// most maxRows segments: those stranding the most free memory, then the
-// largest, leaving out any smaller than a fiftieth of the largest (a bar a
-// few pixels wide). The segments left out are summed per pool, a row each
-// at the end that shows the shares of their bytes. It returns the SVG and a
-// sentence saying what is drawn.
-func segmentMap(l mem.Layout, maxRows int) ([]byte, string) {
-	return segmentMapAt(l, maxRows, segMapWidth, 0)
-}
-
-// segmentMapAt is segmentMap drawn width units wide, on a scale whose full
-// bar width is at least scaleTo bytes (0: the largest segment drawn), so
-// that two maps side by side share one scale (gpufrag diff).
-func segmentMapAt(l mem.Layout, maxRows, width int, scaleTo int64) ([]byte, string) {
-	segs := append([]mem.Segment(nil), l.Segments...)
-	sort.SliceStable(segs, func(i, j int) bool {
-		si, sj := segBytes(segs[i])[3], segBytes(segs[j])[3]
-		if si != sj {
-			return si > sj
-		}
-		return segs[i].Size > segs[j].Size
-	})
-	var largest int64
-	for _, s := range segs {
-		largest = max(largest, s.Size)
-	}
-	largest = max(largest, scaleTo)
-	var shown, rest []mem.Segment
-	for _, s := range segs {
-		if len(shown) < maxRows && s.Size*50 >= largest {
-			shown = append(shown, s)
-		} else {
-			rest = append(rest, s)
-		}
-	}
-	sort.Slice(shown, func(i, j int) bool { return shown[i].Addr < shown[j].Addr })
-	type agg struct {
-		pool  string
-		n     int
-		total int64
-		by    [5]int64
-	}
-	var aggs []*agg
-	byPool := map[string]*agg{}
-	for _, s := range rest {
-		a := byPool[s.Pool]
-		if a == nil {
-			a = &agg{pool: s.Pool}
-			byPool[s.Pool] = a
-			aggs = append(aggs, a)
-		}
-		a.n++
-		a.total += s.Size
-		sb := segBytes(s)
-		for k := range sb {
-			a.by[k] += sb[k]
-		}
-	}
-	sort.SliceStable(aggs, func(i, j int) bool { return aggs[i].pool < aggs[j].pool })
-
-	rows := len(shown) + len(aggs)
-	height := segMapTop + rows*(segMapRow+segMapGap) + segMapGap
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="'Liberation Sans', Arial, Helvetica, sans-serif" font-size="%d">`+"\n",
-		width, height, width, height, segMapFont)
-	fmt.Fprintf(&b, "<title>segment map: %d of %d segments drawn</title>\n", len(shown), len(l.Segments))
-	x := 0
-	for _, e := range segMapKey {
-		fmt.Fprintf(&b, `<rect x="%d" y="5" width="11" height="11" fill="%s"/><text x="%d" y="14">%s</text>`+"\n", x, e.col, x+15, e.name)
-		x += 15 + 6*len(e.name) + 16
-	}
-	barW := float64(width - segMapLabel)
-	scale := barW / float64(max(largest, 1))
-	row := func(i int) int { return segMapTop + i*(segMapRow+segMapGap) }
-	// shares draws a bar of width w split by the shares of by's classes.
-	shares := func(y int, by [5]int64, total int64, w float64) {
-		x0 := float64(segMapLabel)
-		for k, v := range by {
-			if v == 0 {
-				continue
-			}
-			w := w * float64(v) / float64(max(total, 1))
-			fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s %s</title></rect>`+"\n",
-				x0, y, w, segMapRow, segMapKey[k].col, mem.FormatBytes(v), segMapKey[k].name)
-			x0 += w
-		}
-	}
-	crowded := 0 // bars of more than segmentMapBlocks blocks, drawn as shares
-	for i, s := range shown {
-		y := row(i)
-		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`+"\n", y+segMapRow-3,
-			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), loc.Printable(s.Pool))))
-		if len(s.Blocks) > segmentMapBlocks {
-			crowded++
-			shares(y, segBytes(s), s.Size, float64(s.Size)*scale)
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.2f" height="%d" fill="none" stroke="#555" stroke-width="0.5"><title>%d blocks: the shares of their bytes</title></rect>`+"\n",
-				segMapLabel, y, float64(s.Size)*scale, segMapRow, len(s.Blocks))
-			continue
-		}
-		live := false
-		for _, blk := range s.Blocks {
-			live = live || blk.State != mem.Free
-		}
-		for _, blk := range s.Blocks {
-			x0 := float64(segMapLabel) + float64(blk.Addr-s.Addr)*scale
-			w := float64(blk.Size) * scale
-			col := segMapKey[4].col
-			switch {
-			case blk.State == mem.PendingFree:
-				col = segMapKey[2].col
-			case blk.State == mem.Active:
-				col = segMapKey[0].col
-			case live:
-				col = segMapKey[3].col
-			}
-			fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%#x %s %s</title></rect>`+"\n",
-				x0, y, w, segMapRow, col, blk.Addr, mem.FormatBytes(blk.Size), blk.State)
-			if blk.State == mem.Active && blk.Requested > 0 && blk.Requested < blk.Size {
-				rw := float64(blk.Size-blk.Requested) * scale
-				fmt.Fprintf(&b, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"/>`+"\n", x0+w-rw, y, rw, segMapRow, segMapKey[1].col)
-			}
-		}
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.2f" height="%d" fill="none" stroke="#555" stroke-width="0.5"/>`+"\n",
-			segMapLabel, y, float64(s.Size)*scale, segMapRow)
-	}
-	for i, a := range aggs {
-		y := row(len(shown) + i)
-		fmt.Fprintf(&b, `<text x="0" y="%d" font-style="italic">%s</text>`+"\n", y+segMapRow-3,
-			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, loc.Printable(a.pool), mem.FormatBytes(a.total))))
-		shares(y, a.by, a.total, barW)
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%d" fill="none" stroke="#555" stroke-width="0.5" stroke-dasharray="3 2"/>`+"\n",
-			segMapLabel, y, barW, segMapRow)
-	}
-	b.WriteString("</svg>\n")
-
-	note := fmt.Sprintf("%d segment%s, one bar each in address order, on one scale: the full width is %s.",
-		len(shown), pluralS(len(shown)), mem.FormatBytes(largest))
-	if len(rest) > 0 {
-		note = fmt.Sprintf("%d of %d segments (those stranding the most free memory, then the largest), one bar each in address order, "+
-			"on one scale: the full width is %s. The other %d, smaller or stranding less, are summed per pool in the last %s, "+
-			"each bar the shares of those segments' bytes (dashed outline).",
-			len(shown), len(l.Segments), mem.FormatBytes(largest), len(rest), map[bool]string{true: "row", false: "rows"}[len(aggs) == 1])
-	}
-	if crowded > 0 {
-		note += fmt.Sprintf(" %d of the bars hold more than %d blocks each and show the shares of their bytes, not the blocks one by one.",
-			crowded, segmentMapBlocks)
-	}
-	note += " Blue: live; orange: rounding inside live blocks; yellow: awaiting another stream; " +
-		"red: free but stranded by a live block; grey: free, releasable."
-	return []byte(b.String()), note
 }

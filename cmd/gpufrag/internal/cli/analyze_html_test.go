@@ -8,55 +8,10 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/snaptest"
-	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
-
-// TestSegmentMapReadable: a layout of 516 segments draws at most
-// segmentMapRows bars of single segments, on one scale, and sums the rest
-// per pool in rows that say how many they stand for.
-func TestSegmentMapReadable(t *testing.T) {
-	var l mem.Layout
-	addr := uint64(1 << 40)
-	add := func(size int64, pool string, live int64) {
-		s := mem.Segment{Addr: addr, Size: size, Pool: pool}
-		if live > 0 {
-			s.Blocks = append(s.Blocks, mem.Block{Addr: addr, Size: live, Requested: live - 100, State: mem.Active})
-		}
-		if size > live {
-			s.Blocks = append(s.Blocks, mem.Block{Addr: addr + uint64(live), Size: size - live, State: mem.Free})
-		}
-		l.Segments = append(l.Segments, s)
-		addr += uint64(size)
-	}
-	for i := range 60 {
-		add(int64(64+i)<<20, "large", int64(i+1)<<20)
-	}
-	for i := range 456 {
-		add(2<<20, "small", int64(i%2)<<20)
-	}
-	svg, note := segmentMap(l, segmentMapRows)
-	s := string(svg)
-	if n := strings.Count(s, `stroke="#555" stroke-width="0.5"/>`); n != segmentMapRows {
-		t.Errorf("%d single-segment bars, want %d", n, segmentMapRows)
-	}
-	for _, want := range []string{"+20 more large, ", "+456 more small, 912MiB", "40 of 516 segments drawn"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("segment map lacks %q", want)
-		}
-	}
-	if !strings.Contains(note, "on one scale: the full width is 123MiB") || !strings.Contains(note, "The other 476") {
-		t.Errorf("note: %s", note)
-	}
-	// A few segments: all drawn, no summary row.
-	l.Segments = l.Segments[:3]
-	svg, note = segmentMap(l, segmentMapRows)
-	if strings.Contains(string(svg), "more") || !strings.HasPrefix(note, "3 segments, one bar each") {
-		t.Errorf("3 segments: %s\n%s", note, svg)
-	}
-}
 
 func TestSimulateRunTitle(t *testing.T) {
 	for _, tc := range []struct {

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,18 +13,9 @@ import (
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
 
-// The side-by-side segment maps: two maps of diffMapWidth units with
-// diffMapGap between them fill the page's main column (1040 px less its
-// padding: 984), so neither is scaled down; each keeps the analyze map's
-// label column, which leaves 280 units of bar.
-const (
-	diffMapWidth = 480
-	diffMapGap   = 24
-	diffMapHead  = 18 // the line naming each side
-	// diffHTMLDevices caps the device pairs a page details, as
-	// analyzeHTMLDevices does for analyze.
-	diffHTMLDevices = analyzeHTMLDevices
-)
+// diffHTMLDevices caps the device pairs a page details, as
+// analyzeHTMLDevices does for analyze.
+const diffHTMLDevices = analyzeHTMLDevices
 
 // writeDiffHTML writes the comparison of two snapshots as a page.
 func writeDiffHTML(path string, names []string, d *analysis.Diff) error {
@@ -202,7 +192,7 @@ func deviceDiffSections(dd analysis.DeviceDiff, nameA, nameB string) []report.Se
 	}
 	secs := []report.Section{{Heading: heading, Text: text, Tables: []report.Table{t}}}
 
-	if svg, note := sideBySideMaps(a.Layout, b.Layout, nameA, nameB); svg != nil {
+	if svg, note := analysis.SideBySideSegmentMaps(a.Layout, b.Layout, nameA, nameB); svg != nil {
 		secs = append(secs, report.Section{Heading: heading + ": segment maps", Text: note, RawSVG: [][]byte{svg}})
 	}
 	if len(dd.Sites) > 0 {
@@ -231,48 +221,4 @@ func deviceDiffSections(dd analysis.DeviceDiff, nameA, nameB string) []report.Se
 		secs[0].Tables = append(secs[0].Tables, seg)
 	}
 	return secs
-}
-
-// sideBySideMaps draws two devices' segment maps (analyze's segmentMap) on
-// one scale, next to each other, each under the name of its side; nil
-// when neither has a segment.
-func sideBySideMaps(a, b mem.Layout, nameA, nameB string) ([]byte, string) {
-	if len(a.Segments)+len(b.Segments) == 0 {
-		return nil, ""
-	}
-	var largest int64
-	for _, l := range []mem.Layout{a, b} {
-		for _, s := range l.Segments {
-			largest = max(largest, s.Size)
-		}
-	}
-	svgA, noteA := segmentMapAt(a, segmentMapRows, diffMapWidth, largest)
-	svgB, noteB := segmentMapAt(b, segmentMapRows, diffMapWidth, largest)
-	h := max(svgHeight(svgA), svgHeight(svgB)) + diffMapHead
-	w := 2*diffMapWidth + diffMapGap
-	var out strings.Builder
-	fmt.Fprintf(&out, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="'Liberation Sans', Arial, Helvetica, sans-serif" font-size="%d">`+"\n",
-		w, h, w, h, segMapFont+2)
-	fmt.Fprintf(&out, "<title>segment maps side by side</title>\n")
-	for i, x := range []struct {
-		name string
-		svg  []byte
-	}{{nameA, svgA}, {nameB, svgB}} {
-		x0 := i * (diffMapWidth + diffMapGap)
-		fmt.Fprintf(&out, `<text x="%d" y="13" font-weight="bold">%s</text>`+"\n", x0, html.EscapeString(loc.Printable(x.name)))
-		out.WriteString(strings.Replace(string(x.svg), "<svg ", fmt.Sprintf(`<svg x="%d" y="%d" `, x0, diffMapHead), 1))
-	}
-	out.WriteString("</svg>\n")
-	return []byte(out.String()), fmt.Sprintf("%s: %s\n%s: %s", nameA, noteA, nameB, noteB)
-}
-
-// svgHeight reads the height attribute segmentMapAt wrote.
-func svgHeight(svg []byte) int {
-	var w, h int
-	i := bytes.Index(svg, []byte(`width="`))
-	if i < 0 {
-		return 0
-	}
-	fmt.Sscanf(string(svg[i:]), `width="%d" height="%d"`, &w, &h)
-	return h
 }
