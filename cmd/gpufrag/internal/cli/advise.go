@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -304,100 +305,68 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	if d := t.Summary(); d != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(d))
 	}
-	w, err := advise.NewWorkload(t, space.Buckets)
-	if err != nil {
-		return err
+	req := advise.Request{
+		Trace: t,
+		Inputs: advise.Inputs{
+			Trace: advise.TraceInfo{File: filepath.Base(f.trace), SHA256: sum, MaxRows: f.maxRows},
+			Model: m.Name, ModelID: modelID(f.model), GPU: g.Name, TP: f.tp, KVDType: f.kvDType, MaxContext: f.maxContext,
+			StepTime: stepTime, EngineVersion: version,
+			SLO:    advise.SLO{TTFTP99: f.ttft, TPOTP99: f.tpot},
+			Search: advise.Search{BracketSteps: f.bracket, BisectSteps: f.bisect},
+			Space:  space,
+		},
+		Base: base, PrefixCachingGiven: set("prefix-caching"),
+		RefineTop: f.refineTop, Shard: shard, Shards: shards, PartialOnly: set("shard"),
+		Exhaustive: f.exhaustive, Extend: f.extend, Workers: f.parallel,
 	}
-	if !set("prefix-caching") && len(space.PrefixCaching) > 1 && !sharesPrefixes(t) {
-		// Without prefix ids no request can hit the cache: prefix caching
-		// off would only repeat the runs with it on.
-		space.PrefixCaching = space.PrefixCaching[:1]
+	if set("start-rate") {
+		req.Inputs.Search.StartRPS = f.startRate
 	}
-	cands, err := space.Candidates()
-	if err != nil {
-		return usageErrorf(cmd, "%v", err)
-	}
-	var refinedFrom string
 	if f.refine != "" {
-		prev, err := readAdviceFile(f.refine)
-		if err != nil {
+		if req.Refine, err = readAdviceFile(f.refine); err != nil {
 			return err
 		}
-		pt := prev.Inputs
-		if pt.Trace.SHA256 != sum || pt.Model != m.Name || pt.GPU != g.Name || pt.TP != f.tp {
-			return fmt.Errorf("--refine %s: advice for %s (sha256 %.12s…), %s on %s tp %d; this run is %s (sha256 %.12s…), %s on %s tp %d",
-				f.refine, pt.Trace.File, pt.Trace.SHA256, pt.Model, pt.GPU, pt.TP, filepath.Base(f.trace), sum, m.Name, g.Name, f.tp)
-		}
-		if cands, err = advise.Refine(prev, space, f.refineTop); err != nil {
-			return fmt.Errorf("--refine %s: %w", f.refine, err)
-		}
-		refinedFrom = prev.Digest
 	}
-	if err := advise.Check(base, cands); err != nil {
-		return usageErrorf(cmd, "%v", err)
-	}
-	srch := advise.Search{StartRPS: w.NativeRPS, BracketSteps: f.bracket, BisectSteps: f.bisect}
-	if set("start-rate") {
-		srch.StartRPS = f.startRate
-	}
-	if err := srch.Validate(); err != nil {
-		return usageErrorf(cmd, "%v", err)
-	}
-	in := advise.Inputs{
-		Trace: advise.TraceInfo{File: filepath.Base(f.trace), SHA256: sum, Format: t.Format.String(),
-			Requests: len(t.Requests), Skipped: t.Skipped, MaxRows: f.maxRows, NativeRPS: w.NativeRPS},
-		Model: m.Name, ModelID: modelID(f.model), GPU: g.Name, TP: f.tp, KVDType: f.kvDType, MaxContext: f.maxContext,
-		StepTime: stepTime, EngineVersion: version,
-		SLO: advise.SLO{TTFTP99: f.ttft, TPOTP99: f.tpot}, Search: srch, Space: space,
-		RefinedFrom: refinedFrom, Candidates: cands,
-	}
-	which := advise.ShardIndices(len(cands), shard, shards)
-	fmt.Fprintf(stderr, "advise: %d candidates (%s), at most %d simulations each", len(cands), groupCounts(cands), srch.MaxEvaluations())
-	if shards > 1 {
-		fmt.Fprintf(stderr, "; shard %d/%d runs %d", shard, shards, len(which))
-	}
-	fmt.Fprintln(stderr)
-	bar := progress.New(stderr, int64(len(which)), "advise")
-	// A run stops once it is certain to fail (the search needs only pass
-	// or fail); the lowest rate of a candidate that never held is run whole
-	// again for its figures.
-	stopping := base
-	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
-	eval := advise.SimEvaluator(stopping, w)
-	opts := advise.Options{SLO: in.SLO, Search: srch, Workers: f.parallel, OnDone: bar.Increment, Rerun: advise.SimEvaluator(base, w),
-		// Coarse to fine needs every candidate's bracket: not in a shard.
-		Prune: !set("shard") && !set("out") && !f.exhaustive}
-	results, err := advise.Run(cands, which, eval, opts)
-	bar.Done()
-	if err != nil {
-		return err
+	var bar *progress.Bar
+	h := advise.Hooks{
+		Planned: func(in advise.Inputs, run []int) {
+			fmt.Fprintf(stderr, "advise: %d candidates (%s), at most %d simulations each", len(in.Candidates), groupCounts(in.Candidates), in.Search.MaxEvaluations())
+			if shards > 1 {
+				fmt.Fprintf(stderr, "; shard %d/%d runs %d", shard, shards, len(run))
+			}
+			fmt.Fprintln(stderr)
+			bar = progress.New(stderr, int64(len(run)), "advise")
+		},
+		Done:     func() { bar.Increment() },
+		Searched: func() { bar.Done() },
+		Extending: func(next []advise.Candidate) {
+			names := make([]string, len(next))
+			for i, c := range next {
+				names[i] = c.Settings.String()
+			}
+			fmt.Fprintf(stderr, "advise: nothing meets the SLO; going on past the space as the advice says: %s\n", strings.Join(names, "; "))
+		},
 	}
 	if set("shard") || f.out != "" {
-		p := advise.NewPartial(in, shard, shards, results)
-		if f.out == "" {
-			return p.Write(stdout)
-		}
-		if err := writePartialFile(f.out, p); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if set("shard") {
+		h.Partial = func(p *advise.Partial) error {
+			if f.out == "" {
+				return p.Write(stdout)
+			}
+			if err := writePartialFile(f.out, p); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 			return nil
 		}
 	}
-	// Where nothing meets the SLO, the search goes on in the direction its
-	// advice names, then says whether short outputs are why TPOT binds.
-	opts.OnDone = nil
-	_, _, rep, err := advise.Follow(in, results, eval, opts, f.extend, func(next []advise.Candidate) {
-		names := make([]string, len(next))
-		for i, c := range next {
-			names[i] = c.Settings.String()
-		}
-		fmt.Fprintf(stderr, "advise: nothing meets the SLO; going on past the space as the advice says: %s\n", strings.Join(names, "; "))
-	})
-	if err != nil {
-		return err
-	}
-	if err := advise.ExplainShortOutputs(rep, base, w); err != nil {
+	rep, err := advise.Advise(req, h)
+	var bad *advise.BadRequestError
+	var re *advise.RefineError
+	switch {
+	case errors.As(err, &bad):
+		return usageErrorf(cmd, "%v", err)
+	case errors.As(err, &re):
+		return fmt.Errorf("--refine %s: %w", f.refine, re.Err)
+	case err != nil || rep == nil:
 		return err
 	}
 	return printAdvice(stdout, rep, f.json)
@@ -452,17 +421,6 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 		sp.Defrags = append(sp.Defrags, strings.ToLower(strings.TrimSpace(d)))
 	}
 	return sp, sp.Validate()
-}
-
-// sharesPrefixes reports whether any request of t carries prefix ids (the
-// only requests a prefix cache can serve).
-func sharesPrefixes(t *workload.Trace) bool {
-	for i := range t.Requests {
-		if len(t.Requests[i].PrefixHashes) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // modelID is the Hugging Face id of --model for the deploy command: a
