@@ -320,22 +320,10 @@ func loadScenario(path string) (*scenario.Scenario, error) {
 func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
 	set := cmd.Flags().Changed
 	if f.trace != "" {
-		s.Workload = scenario.Workload{Trace: &scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
-			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows, Run: f.run}}
-		if !set("duration") {
-			s.Duration = 0 // a trace runs to its end
-		}
-	} else {
-		if set("rate") {
-			switch w := &s.Workload; {
-			case w.Trace != nil:
-				w.Trace.Rate = f.rate
-			case w.Requests != nil:
-				w.Requests.Rate = f.rate
-			case w.Sessions != nil:
-				w.Sessions.Rate = f.rate
-			}
-		}
+		s.UseTrace(&scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
+			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows, Run: f.run}, set("duration"))
+	} else if set("rate") {
+		s.Workload.SetRate(f.rate)
 	}
 	if set("rate") {
 		if err := checkRate(cmd, "--rate", f.rate); err != nil {
@@ -362,14 +350,11 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	if set("max-rows") && f.maxRows < 0 {
 		return usageErrorf(cmd, "--max-rows %d: want 0 (every row) or a positive number", f.maxRows)
 	}
-	str("on-oom", &s.Engine.OnOOM, f.onOOM)
 	if set("on-oom") {
 		if _, err := sim.ParseOnOOM(f.onOOM); err != nil {
 			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail%s", f.onOOM, didYouMean(f.onOOM, []string{"preempt", "reserve", "fail"}))
 		}
-		for i := range s.Runs {
-			s.Runs[i].OnOOM = ""
-		}
+		s.SetOnOOM(f.onOOM)
 	}
 	if err := applyEngineFlags(cmd, &f.engineFlags, s); err != nil {
 		return err
@@ -412,7 +397,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 }
 
 // pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
-// caching) by strategy.AllocsFor: a strategy runs on every listed
+// caching) by scenario.PairRuns: a strategy runs on every listed
 // allocator it can run on. A vmm:P strategy runs on vmm:P when --alloc is
 // not given; when it is and lists no allocator the strategy can run on, the
 // pair is impossible and an error names both flags (running it on vmm:P
@@ -448,22 +433,19 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
 		}
 	}
-	var runs []scenario.Run
-	for i, ks := range kvs {
-		fit, ok, err := scenario.AllocsFor(ks, allocs)
-		if err != nil {
-			return nil, fmt.Errorf("--kv %s: %w", kvTexts[i], err)
-		}
-		if len(allocFlags) > 0 && !ok {
-			return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
-				kvTexts[i], strings.Join(allocTexts, ","), strategy.CheckPair(ks, allocs[0]), ks.DefaultAlloc())
-		}
-		for _, a := range fit {
-			runs = append(runs, scenario.Run{KV: scenario.KVSpec{Spec: ks}, Alloc: scenario.AllocSpec{Spec: a}})
-		}
-	}
-	if len(runs) > scenario.MaxRuns {
-		return nil, fmt.Errorf("--kv and --alloc give %d runs, more than %d (scenario.MaxRuns): each run simulates the whole workload again", len(runs), scenario.MaxRuns)
+	runs, err := scenario.PairRuns(kvs, allocs, len(allocFlags) > 0)
+	var pe *scenario.PairError
+	var many *scenario.TooManyRunsError
+	switch {
+	case errors.As(err, &pe) && pe.Explicit:
+		return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
+			kvTexts[pe.Index], strings.Join(allocTexts, ","), pe.Err, pe.KV.DefaultAlloc())
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("--kv %s: %w", kvTexts[pe.Index], pe.Err)
+	case errors.As(err, &many):
+		return nil, fmt.Errorf("--kv and --alloc give %w", err)
+	case err != nil:
+		return nil, err
 	}
 	return runs, nil
 }
