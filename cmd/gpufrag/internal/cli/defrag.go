@@ -158,14 +158,15 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	cm := defrag.DefaultCostModel
-	pause := defrag.Cost(p, gpu, cm)
 	out := cmd.OutOrStdout()
 	if f.json {
 		doc := defrag.NewReport(name, source, f.device, gpu, cm, &p, f.moves)
 		return writeJSON(out, doc, true)
 	}
 	var sb strings.Builder
-	writeDefragReport(&sb, name, source, f.device, gpu, cm, goal, p, pause, f.moves)
+	if err := defrag.WriteText(&sb, name, source, f.device, gpu, cm, p, f.moves); err != nil {
+		return err
+	}
 	_, err = io.WriteString(out, insertVerdict(sb.String(), defragVerdict(l, p, gpu, source)))
 	return err
 }
@@ -218,70 +219,13 @@ func defragVerdict(l mem.Layout, p defrag.Plan, gpu model.GPU, source string) st
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "fragmentation: %s (%s)\n", v.Label, v.Why)
 	if len(p.Moves) == 0 && p.UnmapPages == 0 {
-		sb.WriteString(wrap("nothing to gain: "+nothingToGain(l, m), 80) + "\n")
+		sb.WriteString(wrap("nothing to gain: "+defrag.NothingToGain(l, m), 80) + "\n")
 	}
 	if source == "snapshot" {
 		sb.WriteString(wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze assumes %s unless --capacity, so its figure differs.",
 			gpu.Name, human.Bytes(gpu.Capacity), human.Bytes(analysis.DefaultCapacity)), 80) + "\n")
 	}
 	return sb.String()
-}
-
-// nothingToGain explains a plan without moves: no free memory, free memory
-// already in one piece, or, as the planner decides (package defrag,
-// "Compaction"), no group (pool and stream) with as many free bytes as its
-// smallest segment holding live blocks: emptying a segment frees its whole
-// size, which cannot exceed the group's free bytes.
-func nothingToGain(l mem.Layout, m frag.Metrics) string {
-	switch {
-	case m.CachedFree == 0:
-		return "no memory inside the segments is free, so there is no gap to close."
-	case m.FreeBlocks <= 1 || m.Health >= 1:
-		return "the free memory is already one block."
-	}
-	type group struct {
-		pool           string
-		stream         int
-		free, smallest int64
-	}
-	var gs []*group
-	find := func(seg mem.Segment) *group {
-		for _, g := range gs {
-			if g.pool == seg.Pool && g.stream == seg.Stream {
-				return g
-			}
-		}
-		g := &group{pool: seg.Pool, stream: seg.Stream, smallest: -1}
-		gs = append(gs, g)
-		return g
-	}
-	for _, seg := range l.Segments {
-		g := find(seg)
-		live := false
-		for _, b := range seg.Blocks {
-			if b.State == mem.Free {
-				g.free += b.Size
-			} else {
-				live = true
-			}
-		}
-		if live && (g.smallest < 0 || seg.Size < g.smallest) {
-			g.smallest = seg.Size
-		}
-	}
-	var parts []string
-	for _, g := range gs {
-		if g.smallest >= 0 && g.free >= g.smallest {
-			return "the live blocks of the segments that could be emptied do not fit in the free blocks of the others " +
-				"(a block moves only within its pool and stream), so no segment can be freed."
-		}
-		if g.free > 0 {
-			parts = append(parts, fmt.Sprintf("the %s pool (stream %d) has %s free and its smallest segment with live blocks is %s",
-				loc.Printable(g.pool), g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
-		}
-	}
-	return "compaction frees memory by emptying whole segments into the free blocks of others of their pool and stream, " +
-		"so a pool must have at least a segment's worth free; none has: " + strings.Join(parts, "; ") + "."
 }
 
 // readDefragFile reads a layout file or a memory_stats dump, at most

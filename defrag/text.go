@@ -1,19 +1,27 @@
-package cli
+package defrag
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
 
-// writeDefragReport renders a plan for people.
-func writeDefragReport(sb *strings.Builder, name, source string, device int, gpu model.GPU, cm defrag.CostModel,
-	goal defrag.Goal, p defrag.Plan, pauseNs int64, maxMoves int) {
+// WriteText writes plan p for people (`gpufrag defrag` without --json):
+// the file it was made for (source "snapshot", of device device, or
+// "layout"), whether its goal was reached, the moves, bytes moved against
+// the lower bound, the bytes freed, the pause on gpu under cm, the metrics
+// before and after, the planner's notes and the first maxMoves moves (-1:
+// all; 0: none). Names from the file are escaped (loc.Printable).
+func WriteText(w io.Writer, name, source string, device int, gpu model.GPU, cm CostModel, p Plan, maxMoves int) error {
+	var b strings.Builder
+	sb := &b
+	pauseNs := Cost(p, gpu, cm)
 	what := "saved layout"
 	if source == "snapshot" {
 		what = fmt.Sprintf("snapshot, device %d", device)
@@ -23,7 +31,7 @@ func writeDefragReport(sb *strings.Builder, name, source string, device int, gpu
 	if !p.Reached {
 		state = "NOT reached"
 	}
-	fmt.Fprintf(sb, "goal %s: %s\n\n", goal, state)
+	fmt.Fprintf(sb, "goal %s: %s\n\n", p.Goal, state)
 	row := func(k, v string) { fmt.Fprintf(sb, "  %-13s %s\n", k, v) }
 	row("moves", fmt.Sprintf("%d", len(p.Moves)))
 	ratio := "-"
@@ -37,7 +45,7 @@ func writeDefragReport(sb *strings.Builder, name, source string, device int, gpu
 		row("remap", fmt.Sprintf("%d pages (%s) unmapped without copying", p.UnmapPages, mem.FormatBytes(p.UnmapBytes)))
 	}
 	row("pause", fmt.Sprintf("%s on %s (2 x bytes / (%.2f TB/s x %.2f) + %s per move + %s per page)",
-		defragDuration(pauseNs), gpu.Name, gpu.MemBandwidth/1e12, cm.Efficiency, defragDuration(cm.LaunchNs), defragDuration(cm.PageNs)))
+		duration(pauseNs), gpu.Name, gpu.MemBandwidth/1e12, cm.Efficiency, duration(cm.LaunchNs), duration(cm.PageNs)))
 	sb.WriteString("\n")
 	fmt.Fprintf(sb, "  %-22s %14s %14s\n", "", "before", "after")
 	mrow := func(k string, f func(m frag.Metrics) string) {
@@ -72,10 +80,12 @@ func writeDefragReport(sb *strings.Builder, name, source string, device int, gpu
 			fmt.Fprintf(sb, "  %s\n", m)
 		}
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
-// defragDuration prints a duration in the largest unit that keeps it readable.
-func defragDuration(ns int64) string {
+// duration prints a duration in the largest unit that keeps it readable.
+func duration(ns int64) string {
 	switch {
 	case ns >= 1e9:
 		return fmt.Sprintf("%.3f s", float64(ns)/1e9)
@@ -85,4 +95,62 @@ func defragDuration(ns int64) string {
 		return fmt.Sprintf("%.1f us", float64(ns)/1e3)
 	}
 	return fmt.Sprintf("%d ns", ns)
+}
+
+// NothingToGain explains a plan without moves of layout l (m: its
+// metrics) in a sentence: no free memory, free memory
+// already in one piece, or, as the planner decides (doc.go,
+// "Compaction"), no group (pool and stream) with as many free bytes as its
+// smallest segment holding live blocks: emptying a segment frees its whole
+// size, which cannot exceed the group's free bytes.
+func NothingToGain(l mem.Layout, m frag.Metrics) string {
+	switch {
+	case m.CachedFree == 0:
+		return "no memory inside the segments is free, so there is no gap to close."
+	case m.FreeBlocks <= 1 || m.Health >= 1:
+		return "the free memory is already one block."
+	}
+	type group struct {
+		pool           string
+		stream         int
+		free, smallest int64
+	}
+	var gs []*group
+	find := func(seg mem.Segment) *group {
+		for _, g := range gs {
+			if g.pool == seg.Pool && g.stream == seg.Stream {
+				return g
+			}
+		}
+		g := &group{pool: seg.Pool, stream: seg.Stream, smallest: -1}
+		gs = append(gs, g)
+		return g
+	}
+	for _, seg := range l.Segments {
+		g := find(seg)
+		live := false
+		for _, b := range seg.Blocks {
+			if b.State == mem.Free {
+				g.free += b.Size
+			} else {
+				live = true
+			}
+		}
+		if live && (g.smallest < 0 || seg.Size < g.smallest) {
+			g.smallest = seg.Size
+		}
+	}
+	var parts []string
+	for _, g := range gs {
+		if g.smallest >= 0 && g.free >= g.smallest {
+			return "the live blocks of the segments that could be emptied do not fit in the free blocks of the others " +
+				"(a block moves only within its pool and stream), so no segment can be freed."
+		}
+		if g.free > 0 {
+			parts = append(parts, fmt.Sprintf("the %s pool (stream %d) has %s free and its smallest segment with live blocks is %s",
+				loc.Printable(g.pool), g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
+		}
+	}
+	return "compaction frees memory by emptying whole segments into the free blocks of others of their pool and stream, " +
+		"so a pool must have at least a segment's worth free; none has: " + strings.Join(parts, "; ") + "."
 }
