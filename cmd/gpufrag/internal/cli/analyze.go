@@ -288,6 +288,3 @@ func softLimit(path string) (restore func()) {
 	prev := debug.SetMemoryLimit(max(1<<30, 2*st.Size()))
 	return func() { debug.SetMemoryLimit(prev) }
 }
-
-// trimNewline drops one trailing newline.
-func trimNewline(s string) string { return strings.TrimSuffix(s, "\n") }

@@ -1,9 +1,8 @@
-package cli
+package pages
 
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,8 +16,9 @@ import (
 // analyzeHTMLDevices does for analyze.
 const diffHTMLDevices = analyzeHTMLDevices
 
-// writeDiffHTML writes the comparison of two snapshots as a page.
-func writeDiffHTML(path string, names []string, d *analysis.Diff) error {
+// Diff is `gpufrag diff A B --html`'s page: the comparison of two
+// snapshots (names: their files), at most diffHTMLDevices device pairs.
+func Diff(names []string, d *analysis.Diff) report.Page {
 	page := report.Page{Title: fmt.Sprintf("gpufrag diff: %s vs %s", filepath.Base(names[0]), filepath.Base(names[1])),
 		Subtitle: fmt.Sprintf("A: %s; B: %s", names[0], names[1])}
 	for i, dd := range d.Devices {
@@ -29,16 +29,18 @@ func writeDiffHTML(path string, names []string, d *analysis.Diff) error {
 		}
 		page.Sections = append(page.Sections, deviceDiffSections(dd, "A: "+filepath.Base(names[0]), "B: "+filepath.Base(names[1]))...)
 	}
-	return writePage(path, page)
+	return page
 }
 
-// writeOutliersHTML writes the comparison of N snapshots as a page.
-func writeOutliersHTML(path string, o *analysis.Outliers, vs *analysis.DeviceDiff) error {
+// Outliers is `gpufrag diff --html`'s page of N snapshots: each snapshot
+// device against the median, the outliers, and vs, when set, the strongest
+// outlier's pair with the reference.
+func Outliers(o *analysis.Outliers, vs *analysis.DeviceDiff) (report.Page, error) {
 	page := report.Page{Title: fmt.Sprintf("gpufrag diff: %d snapshot devices, which is the outlier", len(o.Units)),
 		Subtitle: "Rule: " + analysis.OutlierRule + "."}
 	var text bytes.Buffer
 	if err := o.WriteText(&text, nil); err != nil {
-		return err
+		return page, err
 	}
 	t := report.Table{Caption: "Each snapshot device against the median (* an outlier)",
 		Header: []string{"snapshot", "device"}, NumericCols: []int{1}}
@@ -114,15 +116,7 @@ func writeOutliersHTML(path string, o *analysis.Outliers, vs *analysis.DeviceDif
 		page.Sections = append(page.Sections, deviceDiffSections(*vs, "reference "+filepath.Base(ref.File),
 			"outlier "+filepath.Base(o.Units[o.Flags[0].Unit].File))...)
 	}
-	return writePage(path, page)
-}
-
-func writePage(path string, page report.Page) error {
-	var out strings.Builder
-	if err := page.WriteHTML(&out); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	return page, nil
 }
 
 // deviceDiffSections are one device pair's sections: the figures side by

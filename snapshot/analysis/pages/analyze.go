@@ -1,9 +1,8 @@
-package cli
+package pages
 
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -41,18 +40,18 @@ const (
 // capacityFrom says where analysis.Device.CapacitySource took the capacity.
 var capacityFrom = map[string]string{"flag": "--capacity", "oom entry": "from an OOM entry", "default": "assumed"}
 
-// writeAnalyzeHTML writes the analysis as a self-contained HTML page: per
-// device the summary, the timeline charts, the segment map and the what-if
-// table.
-func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
+// Analyze is `gpufrag analyze --html`'s page of the analysis of the
+// snapshot name: per device the summary, the timeline charts, the segment
+// map and the what-if table.
+func Analyze(name string, rep *analysis.Report) (report.Page, error) {
 	page := report.Page{Title: "gpufrag analyze: " + analyzeRunTitle(name, rep),
 		Subtitle: fmt.Sprintf("PyTorch memory snapshot %s, format %s", name, rep.Format)}
 	if rep.Stats != nil {
 		var text bytes.Buffer
 		if err := (&analysis.Report{Format: rep.Format, Stats: rep.Stats}).WriteText(&text, name); err != nil {
-			return err
+			return page, err
 		}
-		page.Sections = append(page.Sections, report.Section{Heading: "memory_stats()", Text: trimNewline(text.String())})
+		page.Sections = append(page.Sections, report.Section{Heading: "memory_stats()", Text: strings.TrimSuffix(text.String(), "\n")})
 	}
 	devices, others := htmlDevices(rep.Devices)
 	for _, d := range devices {
@@ -111,11 +110,7 @@ func writeAnalyzeHTML(path, name string, rep *analysis.Report) error {
 			page.Sections = append(page.Sections, report.Section{Heading: fmt.Sprintf("Device %d: what if", d.Device), Tables: []report.Table{t}})
 		}
 	}
-	var out strings.Builder
-	if err := page.WriteHTML(&out); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	return page, nil
 }
 
 // htmlDevices splits the devices into those the page details (at most

@@ -1,37 +1,15 @@
-package cli
+package pages_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/snaptest"
-	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
 )
-
-func TestSimulateRunTitle(t *testing.T) {
-	for _, tc := range []struct {
-		o    scenario.Report
-		want string
-	}{
-		{scenario.Report{Scenario: "long-context-chat", Model: "llama-3.1-8b", GPU: "h100-80g", TP: 1, Source: "43 generated chat turns", Duration: 600},
-			"long-context-chat: llama-3.1-8b on h100-80g, TP 1, 10m00s simulated"},
-		// applyRun's title of a --trace run names model and GPU already.
-		{scenario.Report{Scenario: "azure_conv.csv: qwen2.5-7b on l40s-48g (tp 2)", Model: "qwen2.5-7b", GPU: "l40s-48g", TP: 2,
-			Source: "trace data/azure_conv.csv (azure, 20 requests)"},
-			"azure_conv.csv: qwen2.5-7b on l40s-48g (tp 2), to the end of the workload"},
-		{scenario.Report{Scenario: "long-context-chat with --gpu a100-40g", Model: "llama-3.1-8b", GPU: "a100-40g", TP: 1, Duration: 180},
-			"long-context-chat with --gpu a100-40g: llama-3.1-8b on a100-40g, TP 1, 3m00s simulated"},
-	} {
-		if got := simulateRunTitle(&tc.o); got != tc.want {
-			t.Errorf("simulateRunTitle = %q, want %q", got, tc.want)
-		}
-	}
-}
 
 // The analyze page's size is bounded whatever the snapshot holds (issue 28:
 // 150,000 blocks made a 21.7 MB page): 4× the blocks, segments, streams,
@@ -55,15 +33,15 @@ func TestAnalyzeHTMLBounded(t *testing.T) {
 			dev.Device = d
 			rep.Devices = append(rep.Devices, dev)
 		}
-		out := filepath.Join(t.TempDir(), "page.html")
-		if err := writeAnalyzeHTML(out, "crafted", rep); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(out)
+		p, err := pages.Analyze("crafted", rep)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b)
+		var b strings.Builder
+		if err := p.WriteHTML(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
 	}
 	small, large := page(1), page(4)
 	t.Logf("page: %d bytes; with 4× the input, %d bytes", len(small), len(large))
@@ -82,5 +60,58 @@ func TestAnalyzeHTMLBounded(t *testing.T) {
 	}
 	if want := "hold more than 256 blocks each and show the shares of their bytes"; !strings.Contains(small, want) {
 		t.Errorf("the small page lacks %q", want)
+	}
+}
+
+// crafted analyses a crafted snapshot of k segments.
+func crafted(t *testing.T, k int) *analysis.Report {
+	t.Helper()
+	c := snaptest.Crafted{Segments: k, Streams: 1, TinyBlocks: 10 * k, Events: 50}
+	s, err := snapshot.ReadOptions(bytes.NewReader(snaptest.Encode(c.Doc())), "crafted", &snapshot.Options{SkipTraceFrames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analysis.Analyze(s, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestDiffPages: the page of two snapshots titles them and draws their
+// segment maps side by side; the page of N names the reference and the
+// median row.
+func TestDiffPages(t *testing.T) {
+	a, b := crafted(t, 2), crafted(t, 4)
+	page := pages.Diff([]string{"dir/a.pickle", "dir/b.pickle"}, analysis.DiffReports(a, b, analysis.DiffOptions{}))
+	var out strings.Builder
+	if err := page.WriteHTML(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"gpufrag diff: a.pickle vs b.pickle", "segment maps side by side", "A: a.pickle", "B: b.pickle"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff page lacks %q", want)
+		}
+	}
+	var units []analysis.Unit
+	for i, r := range []*analysis.Report{a, b, crafted(t, 3), crafted(t, 2)} {
+		units = append(units, analysis.Unit{File: []string{"a", "b", "c", "d"}[i], Device: &r.Devices[0]})
+	}
+	o, err := analysis.FindOutliers(units)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err = pages.Outliers(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := page.WriteHTML(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"4 snapshot devices, which is the outlier", "Reference (nearest the median)", ">median<"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("outliers page lacks %q", want)
+		}
 	}
 }
