@@ -37,7 +37,7 @@
 // bisect the bracket geometrically Search.BisectSteps times. The rates
 // tried depend only on which rates held, so a deterministic evaluator gives
 // a deterministic result; the Evaluator is a function so tests can search
-// a fake with a known threshold. The CLI's evaluator stops each run once
+// a fake with a known threshold. Advise's evaluator stops each run once
 // it is certain to fail (sim.Config.EarlyStop: the first OOM, or more than
 // 1% of the requests over an objective), which changes no decision
 // (TestEarlyStopSameAdvice); a candidate that held at no rate has its
@@ -95,6 +95,18 @@
 // bounds, space and candidate list), and Merge checks the digests and the
 // coverage before building the same Report an unsharded run builds with
 // no search past the space (Follow needs the trace; --extend 0).
+//
+// # One run
+//
+// Advise (request.go) is a whole run, `gpufrag advise`'s: it takes a
+// Request (the trace read once, the base engine configuration, the space,
+// SLO and search, refinement, shard and budget, all parsed and checked by
+// the caller), draws and checks the candidates, runs the search, hands a
+// shard's Partial to a hook, goes on past the space (Follow) and explains
+// short outputs; Hooks report progress. The CLI only builds the Request
+// from flags and prints the Report; bad requests come back as
+// BadRequestError (a usage error), refinements of other advice as
+// RefineError.
 //
 // This package is a driver, not part of the deterministic core: it starts
 // goroutines (Run) but reads no clock and no global random source; package

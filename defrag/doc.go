@@ -203,4 +203,10 @@
 // every allocator with a relocation hook, in a byte-backed test mode where
 // each live block holds a pattern; after each plan is applied, every live
 // block's checksum is unchanged and no owner points at a stale address.
+//
+// # Reports
+//
+// NewReport is the document of `gpufrag defrag --json`; WriteText writes a
+// plan for people, and NothingToGain says in words why a plan has no
+// moves (text.go). The command only reads the file and prints them.
 package defrag

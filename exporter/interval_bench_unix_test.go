@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// The daemon's rates (internal/cli/exporter.go's defaults) and
+// The daemon's rates (cmd/gpufrag/internal/cli/exporter.go's defaults) and
 // Prometheus' usual scrape interval.
 const (
 	benchRescan = 10 * time.Second // --rescan

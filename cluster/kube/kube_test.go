@@ -242,7 +242,7 @@ func TestInspectNoPods(t *testing.T) {
 
 // Names are read exactly as the file has them, control characters and all:
 // printing them escaped is the report's job (loc.Printable, TestHostileNames
-// in internal/cli), and --json keeps them exact.
+// in cmd/gpufrag/internal/cli), and --json keeps them exact.
 func TestReadHostileNames(t *testing.T) {
 	f, err := os.Open("testdata/hostile.json")
 	if err != nil {

@@ -1,11 +1,11 @@
 // Command gpufrag models GPU memory allocators to study fragmentation in LLM
-// inference. Run `gpufrag --help`; the commands live in internal/cli.
+// inference. Run `gpufrag --help`; the commands live in cmd/gpufrag/internal/cli.
 package main
 
 import (
 	"os"
 
-	"github.com/gpufrag/gpufrag/internal/cli"
+	"github.com/gpufrag/gpufrag/cmd/gpufrag/internal/cli"
 )
 
 func main() {

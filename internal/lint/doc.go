@@ -17,7 +17,7 @@
 //     cluster/kube/live, the API server's client, is I/O under cluster/:
 //     the clock and goroutine rules leave it out.
 //   - io-boundary: github.com/prometheus/... and net/http are imported only
-//     under exporter/, internal/cli/, cmd/ and cluster/kube/live/ (the
+//     under exporter/, cmd/ (the CLI included) and cluster/kube/live/ (the
 //     Kubernetes API server's client).
 //   - errorf-wrap: fmt.Errorf formats an argument named err with %w, so
 //     callers can still errors.Is / errors.As the cause.
@@ -43,7 +43,7 @@
 // (all build configurations), and fails on an import between gpufrag
 // packages that the table does not allow, naming the file and line, on a
 // package either table misses, on a package either table names that does
-// not exist, and on a test that imports internal/cli. It skips, saying so,
+// not exist, and on a test that imports cmd/gpufrag/internal/cli. It skips, saying so,
 // when go is not on PATH.
 //
 // Directories named testdata, vendor, or starting with "." or "_", nested

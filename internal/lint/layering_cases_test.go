@@ -149,10 +149,10 @@ func TestLayeringCheckFails(t *testing.T) {
 		{
 			name: "a test that imports the command line",
 			pkgs: func(ps []pkgInfo) []pkgInfo {
-				ps[4].testImports = map[string]string{"internal/cli": "frag/cli_test.go:7"}
+				ps[4].testImports = map[string]string{"cmd/gpufrag/internal/cli": "frag/cli_test.go:7"}
 				return ps
 			},
-			want: []string{"test import frag → internal/cli (frag/cli_test.go:7): only cmd/ imports internal/cli, tests included (docs/architecture.md, section \"Layering: data flows one way\"): test the package that holds the logic instead"},
+			want: []string{"test import frag → cmd/gpufrag/internal/cli (frag/cli_test.go:7): only cmd/ imports cmd/gpufrag/internal/cli, tests included (docs/architecture.md, section \"Layering: data flows one way\"): test the package that holds the logic instead"},
 		},
 	}
 	for _, c := range cases {

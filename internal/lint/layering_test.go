@@ -35,7 +35,7 @@ type pkgInfo struct {
 
 // cliPkg is the command-line layer: nothing but cmd/ imports it, tests
 // included.
-const cliPkg = "internal/cli"
+const cliPkg = "cmd/gpufrag/internal/cli"
 
 // checkLayering compares the documented layering (lay: the "Allowed
 // imports" table; described: the packages of the "Packages" table, with

@@ -2,7 +2,7 @@
 // headless Chromium and measures what a reader would see: whether anything
 // overflows the main column, where the charts' legends and marker labels
 // land, and, from a screenshot, whether each legend entry's line shows in
-// its chart. Tests use it (internal/cli's report tests, report's own); it
+// its chart. Tests use it (cmd/gpufrag/internal/cli's report tests, report's own); it
 // needs a chromium, chromium-browser or google-chrome on PATH (Debian:
 // apt-get install chromium) and nothing else: no driver, no extra Go module.
 //

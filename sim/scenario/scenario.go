@@ -15,6 +15,11 @@
 // expanded) and more than MaxRuns runs. Files lists the files a scenario
 // names, which the CLI checks its outputs against.
 //
+// Flags override a scenario through its methods (runs.go): PairRuns crosses
+// KV strategies with allocators (`--kv ... --alloc ...`), Workload.SetRate,
+// Scenario.UseTrace (a trace runs to its end) and Scenario.SetOnOOM (every
+// run's policy gives way).
+//
 // The format (every field optional except as noted; unknown fields are an
 // error naming the line):
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/gpufrag/gpufrag/snapshot"
 )
 
-// Comparing snapshots: `gpufrag diff` (internal/cli/diff.go).
+// Comparing snapshots: `gpufrag diff` (cmd/gpufrag/internal/cli/diff.go).
 //
 // A pair (before and after a change, two ranks, two hours of one server)
 // is compared device by device (DiffReports): memory classes, the

@@ -83,5 +83,7 @@
 // (diff.go, outlier.go; `gpufrag diff`, docs/diff.md).
 //
 // The package is pure: values in, values out; rendering lives in WriteText
-// and SegmentMapSVG, files and flags in internal/cli.
+// and the segment maps of analyze's and diff's pages (svg.go:
+// SegmentMapSVG, SideBySideSegmentMaps), files and flags in
+// cmd/gpufrag/internal/cli.
 package analysis

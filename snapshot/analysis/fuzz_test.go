@@ -91,7 +91,7 @@ func fuzzAnalyze(t *testing.T, data []byte) {
 			t.Fatal(err)
 		}
 		for _, d := range r.Devices {
-			svg := analysis.SegmentMapSVG(d.Layout, 50)
+			svg, _ := analysis.SegmentMapSVG(d.Layout, 50, 0, 0)
 			if err := wellFormed(svg); err != nil {
 				t.Fatalf("segment map: %v", err)
 			}

@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const (
+	clusterNodes = "../../../../cluster/testdata/openb_nodes_head40.csv"
+	clusterPods  = "../../../../cluster/testdata/openb_pods_gpuspec33_head60.csv"
+)
+
+func runCluster(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(append([]string{"cluster", "simulate"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestClusterSimulateJSON(t *testing.T) {
+	code, out, errs := runCluster(t, "--nodes", clusterNodes, "--pods", clusterPods, "--policy", "bestfit,fgd,recommended", "--seeds", "42-43", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if errs != "" {
+		t.Errorf("stderr not empty off a terminal: %q", errs)
+	}
+	// The exact shape of issue 7.
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(doc); !reflect.DeepEqual(got, []string{"gpus", "nodes", "results"}) {
+		t.Errorf("top-level keys %v", got)
+	}
+	if doc["nodes"].(float64) != 40 {
+		t.Errorf("nodes = %v, want 40", doc["nodes"])
+	}
+	results := doc["results"].([]any)
+	if len(results) != 3 {
+		t.Fatalf("%d results, want 3", len(results))
+	}
+	r := results[2].(map[string]any)
+	want := []string{"alloc_ratio_at_100", "frag_total_at", "policy", "seeds", "unallocated_gpu_share_at_100", "unallocated_gpus_at_100", "whole_free_nodes_at_100"}
+	if got := keys(r); !reflect.DeepEqual(got, want) {
+		t.Errorf("result keys %v, want %v", got, want)
+	}
+	if r["policy"] != "recommended" || r["seeds"].(float64) != 2 {
+		t.Errorf("policy %v seeds %v", r["policy"], r["seeds"])
+	}
+	if got := keys(r["frag_total_at"].(map[string]any)); !reflect.DeepEqual(got, []string{"60", "80", "90"}) {
+		t.Errorf("frag_total_at keys %v", got)
+	}
+	for _, k := range []string{"alloc_ratio_at_100", "unallocated_gpus_at_100", "unallocated_gpu_share_at_100"} {
+		if got := keys(r[k].(map[string]any)); !reflect.DeepEqual(got, []string{"mean", "std"}) {
+			t.Errorf("%s keys %v", k, got)
+		}
+	}
+	a := r["alloc_ratio_at_100"].(map[string]any)["mean"].(float64)
+	u := r["unallocated_gpu_share_at_100"].(map[string]any)["mean"].(float64)
+	if a <= 0 || a > 1 || a+u < 0.999999 || a+u > 1.000001 {
+		t.Errorf("alloc %v + unallocated share %v != 1", a, u)
+	}
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestClusterSimulateParallelIsDeterministic(t *testing.T) {
+	args := []string{"--nodes", clusterNodes, "--pods", clusterPods, "--policy", "random,fgd,packing", "--seeds", "1-4", "--json"}
+	_, one, _ := runCluster(t, append(args, "--parallel", "1")...)
+	_, four, _ := runCluster(t, append(args, "--parallel", "4")...)
+	if one == "" || one != four {
+		t.Errorf("--parallel 1 and 4 differ:\n%s\n%s", one, four)
+	}
+}
+
+func TestClusterSimulateTable(t *testing.T) {
+	code, out, errs := runCluster(t, "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"policy", "unallocated GPUs", "random", "dotprod", "clustering", "packing", "bestfit", "fgd", "recommended", "1 seed (7)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestClusterSimulateFiles(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "c.html")
+	png := filepath.Join(dir, "png")
+	code, _, errs := runCluster(t, "--nodes", clusterNodes, "--pods", clusterPods, "--policy", "bestfit,fgd", "--seeds", "1", "--html", html, "--png", png)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("fgd")) {
+		t.Errorf("HTML report: %v, %d bytes", err, len(b))
+	}
+	for _, name := range clusterChartFiles {
+		p := filepath.Join(png, "cluster-"+name+".png")
+		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+func TestClusterSimulateJSONInput(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.json")
+	doc := `{"nodes":[{"name":"a","cpu_milli":32000,"memory_mib":65536,"gpus":2,"model":"T4"}],
+"pods":[{"name":"p","cpu_milli":1000,"memory_mib":10,"num_gpu":1,"gpu_milli":500},{"name":"q","cpu_milli":1000,"memory_mib":10,"num_gpu":1,"gpu_milli":1000}]}`
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCluster(t, "--nodes", f, "--pods", f, "--policy", "fgd", "--seeds", "1", "--json")
+	if code != 0 || !strings.Contains(out, `"gpus": 2`) {
+		t.Errorf("exit %d, %s%s", code, out, errs)
+	}
+}
+
+func TestClusterSimulateErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("sn,cpu_milli,memory_mib,gpu,model\nn0,x,1,1,T4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--pods", clusterPods}, 2, "--nodes and --pods are required"},
+		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "9-3"}, 2, `--seeds: "9-3" is not a range N-M with N <= M`},
+		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd,nope"}, 2, `--policy: unknown policy "nope"`},
+		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--ratio", "0"}, 2, "--ratio 0"},
+		{[]string{"--nodes", clusterNodes, "--pods", clusterPods, "--bogus"}, 2, "unknown flag: --bogus"},
+		{[]string{"--nodes", bad, "--pods", clusterPods}, 1, `bad.csv: line 2: field "cpu_milli": "x" is not an integer`},
+		{[]string{"--nodes", "/nonexistent.csv", "--pods", clusterPods}, 1, "no such file"},
+	} {
+		code, _, errs := runCluster(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.msg)
+		}
+	}
+}
+
+func TestClusterFlagParsing(t *testing.T) {
+	seeds, err := parseSeeds("42-44,7")
+	if err != nil || !reflect.DeepEqual(seeds, []uint64{42, 43, 44, 7}) {
+		t.Errorf("parseSeeds = %v, %v", seeds, err)
+	}
+	for _, bad := range []string{"", "a", "5-", "-5", "3-1", "0-20000"} {
+		if _, err := parseSeeds(bad); err == nil {
+			t.Errorf("parseSeeds(%q) accepted", bad)
+		}
+	}
+	got := clusterPolicies([]string{"fgd,spread:cpu=1,gpu=1", "volcano-binpack:gpu=8,memory=1,bestfit"})
+	want := []string{"fgd", "spread:cpu=1,gpu=1", "volcano-binpack:gpu=8,memory=1", "bestfit"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("clusterPolicies = %q, want %q", got, want)
+	}
+}
+
+func TestClusterSimulateTimed(t *testing.T) {
+	code, out, errs := runCluster(t, "--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd,bestfit", "--seeds", "1-2", "--timed")
+	if code != 0 || !strings.Contains(out, "peak allocated") || !strings.Contains(out, "bestfit") {
+		t.Errorf("exit %d: %s%s", code, out, errs)
+	}
+	// The 5-column lists carry no times: an error naming a pod.
+	code, _, errs = runCluster(t, "--nodes", clusterNodes, "--pods", "../../../../cluster/testdata/openb_pods_multigpu50_head60.csv", "--timed")
+	if code != 1 || !strings.Contains(errs, "has no creation time") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+func TestClusterVolcanoConfig(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main([]string{"cluster", "volcano-config", "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "1-2"}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{"binpack.weight: 10", "binpack.cpu:", "kind: KubeSchedulerConfiguration", "scoringStrategy:", "volcano-binpack:cpu=1,memory=1,gpu=0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	// A policy without a stock configuration is a usage error.
+	out.Reset()
+	errb.Reset()
+	code = Main([]string{"cluster", "volcano-config", "--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd"}, strings.NewReader(""), &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "only volcano-binpack, mostallocated and rtcr") {
+		t.Errorf("--policy fgd: exit %d, %s", code, errb.String())
+	}
+	// Given settings are printed as they are: rtcr with its shape.
+	out.Reset()
+	code = Main([]string{"cluster", "volcano-config", "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "1", "--policy", "rtcr:gpu=2"}, strings.NewReader(""), &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "type: RequestedToCapacityRatio") || !strings.Contains(out.String(), "name: nvidia.com/gpu\n          weight: 2") {
+		t.Errorf("--policy rtcr:gpu=2: exit %d\n%s", code, out.String())
+	}
+}
+
+func TestClusterInspect(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main([]string{"cluster", "inspect", "--from", "../../../../cluster/kube/testdata/cluster.json"}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"4 nodes, 3 with GPUs, 10 GPUs; 2.50 GPUs requested", "gpu-a", "pending pods: 3, of which 2 fit nowhere", "ml/big-0", "Insufficient cpu"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := Main([]string{"cluster", "inspect", "--from", "../../../../cluster/kube/testdata/cluster.json", "--json"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("--json: exit %d", code)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc["gpus"].(float64) != 10 {
+		t.Errorf("--json: %v %v", err, doc["gpus"])
+	}
+	// Without --from it reads the live cluster; with no kubeconfig anywhere
+	// that is a usage error that names --from.
+	errb.Reset()
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if code := Main([]string{"cluster", "inspect"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "--from cluster.json") {
+		t.Errorf("no kubeconfig: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestClusterSimulateHostileFiles: binary input and files without line
+// breaks fail at once with the file and line (issue 13, case 10); a JSON
+// list is told from CSV by its content as well as its name.
+func TestClusterSimulateHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	noBreaks := filepath.Join(dir, "nodes.csv")
+	if err := os.WriteFile(noBreaks, []byte("sn,cpu_milli,memory_mib,gpu,model"+strings.Repeat(",model", 20000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCluster(t, "--nodes", noBreaks, "--pods", clusterPods)
+	if code != 1 || !strings.Contains(errs, "nodes.csv: line 1: longer than 64 KiB (cluster.MaxLineBytes)") {
+		t.Errorf("no line breaks: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		code, _, errs := runCluster(t, "--nodes", "/dev/zero", "--pods", clusterPods)
+		if code != 1 || !strings.Contains(errs, "/dev/zero: line 1: not a text file: byte 0 is NUL") {
+			t.Errorf("/dev/zero: exit %d, %s", code, errs)
+		}
+	}
+	js := filepath.Join(dir, "cluster.txt") // JSON without the .json name
+	doc := `{"nodes":[{"name":"a","cpu_milli":32000,"memory_mib":65536,"gpus":2,"model":"T4"}],
+"pods":[{"name":"p","cpu_milli":1000,"memory_mib":10,"num_gpu":1,"gpu_milli":500}]}`
+	if err := os.WriteFile(js, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCluster(t, "--nodes", js, "--pods", js, "--policy", "fgd", "--seeds", "1", "--json"); code != 0 || !strings.Contains(out, `"gpus": 2`) {
+		t.Errorf("JSON named .txt: exit %d, %s%s", code, out, errs)
+	}
+}
+
+// TestClusterSimulateRefusesOverwritingInput: --html naming the node or
+// pod list is a usage error naming both flags, and the list is untouched.
+func TestClusterSimulateRefusesOverwritingInput(t *testing.T) {
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes.csv")
+	data, err := os.ReadFile(clusterNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nodes, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCluster(t, "--nodes", nodes, "--pods", clusterPods, "--seeds", "1", "--policy", "fgd", "--html", nodes)
+	if code != 2 || !strings.Contains(errs, "--html "+nodes+" is the input file given to --nodes: refusing to overwrite it") {
+		t.Errorf("exit %d, %s", code, errs)
+	}
+	if again, _ := os.ReadFile(nodes); !bytes.Equal(again, data) {
+		t.Error("the node list was changed")
+	}
+}

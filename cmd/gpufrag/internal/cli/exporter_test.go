@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestExporterUsage(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exporter", "--log-format", "xml"}, `--log-format "xml"`},
+		{[]string{"exporter", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"exporter", "--listen", "nope"}, `--listen "nope": address nope: missing port in address`},
+		{[]string{"exporter", "--listen", ":99999"}, `--listen ":99999": port "99999": want a number from 0 to 65535`},
+		{[]string{"exporter", "--snapshots", dir, "--rescan", "0s"}, "--rescan 0s: must be at least 1s"},
+		{[]string{"exporter", "--snapshots", dir, "--rescan", "1ns"}, "--rescan 1ns: must be at least 1s (shorter only burns CPU"},
+		{[]string{"exporter", "--scrape", "http://a/metrics", "--poll-interval", "100ms"}, "--poll-interval 100ms: must be at least 1s"},
+		{[]string{"exporter", "--cluster", "prod", "--cluster-poll-interval", "-1s"}, "--cluster-poll-interval -1s: must be at least 1s"},
+		{[]string{"exporter", "--stuck-after", "0s"}, "--stuck-after 0s: must be at least 1s"},
+		{[]string{"exporter", "--source-timeout", "1ns"}, "--source-timeout 1ns: must be at least 10ms"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", dir}, "--capture-dir " + dir + " and --snapshots " + dir + ":"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", dir + "/"}, "are the same directory"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", link}, "are the same directory"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-dir", filepath.Join(link, "oom")}, "is inside " + dir},
+		{[]string{"exporter", "--snapshots", filepath.Join(dir, "sub"), "--capture-dir", dir}, filepath.Join(dir, "sub") + " is inside " + dir},
+		{[]string{"exporter", "--max-series", "-1"}, "--max-series must be positive"},
+		{[]string{"exporter", "--snapshots", filepath.Join(dir, "nope")}, "not a readable directory"},
+		{[]string{"exporter", "--capture-dir", dir}, "--capture-dir has no effect without --snapshots"},
+		{[]string{"exporter", "--max-files", "3"}, "--max-files has no effect without --snapshots"},
+		{[]string{"exporter", "--snapshots", dir, "--capture-max-files", "3"}, "--capture-max-files has no effect without --capture-dir"},
+		{[]string{"exporter", "--poll-interval", "1m"}, "--poll-interval has no effect without --nvml or --scrape"},
+		{[]string{"exporter", "--max-file-bytes", "lots"}, `--max-file-bytes "lots": bad size`},
+		{[]string{"exporter", "--capacity", "80GiB"}, "--capacity has no effect without --snapshots"},
+		{[]string{"exporter", "--snapshots", dir, "--capacity", "2PiB"}, "--capacity 2048TiB:"},
+		{[]string{"exporter", "--snapshots", dir, "--capacity", "lots"}, `--capacity "lots": bad size`},
+		{[]string{"exporter", "extra"}, "unknown command"},
+	} {
+		code, _, stderr := run(t, "", c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	code, stdout, _ := run(t, "", "exporter", "--help")
+	for _, s := range []string{"--listen", "127.0.0.1:9400", "--snapshots", "--capture-dir", "/snapshots/", "INSTANCE__MODEL__ANYTHING.pickle", "--max-series"} {
+		if code != 0 || !strings.Contains(stdout, s) {
+			t.Errorf("help lacks %q (exit %d)", s, code)
+		}
+	}
+	if _, stdout, _ := run(t, "", "--help"); !strings.Contains(stdout, "exporter") {
+		t.Error("root help does not list exporter")
+	}
+	// A port in use is a failure (exit 1), not a usage error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if code, _, stderr := run(t, "", "exporter", "--listen", ln.Addr().String()); code != exitFail || !strings.Contains(stderr, "--listen") {
+		t.Errorf("busy port: exit %d, %q", code, stderr)
+	}
+}
+
+// TestExporterSignal runs `gpufrag exporter` through Main over a snapshot
+// directory, scrapes it, and stops it with SIGTERM: exit 0 after a graceful
+// shutdown.
+func TestExporterSignal(t *testing.T) {
+	snap, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "snapshot", "testdata", "modern_p4.pickle"))
+	if err != nil {
+		t.Skipf("snapshot/testdata/modern_p4.pickle not available: %v", err)
+	}
+	dir, capDir := t.TempDir(), filepath.Join(t.TempDir(), "caps")
+	if err := os.WriteFile(filepath.Join(dir, "vllm-0__llama__x.pickle"), snap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan net.Addr, 1)
+	exporterReady = func(a net.Addr) { addrc <- a }
+	defer func() { exporterReady = nil }()
+	stderr := &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"exporter", "--listen", "127.0.0.1:0", "--snapshots", dir,
+			"--capture-dir", capDir, "--log-format", "json"}, strings.NewReader(""), io.Discard, stderr)
+	}()
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a.String()
+	case code := <-done:
+		t.Fatalf("exporter exited %d: %s", code, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("exporter did not start")
+	}
+	body := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		return string(b)
+	}
+	if got := body("/healthz"); got != "ok\n" {
+		t.Errorf("/healthz = %q", got)
+	}
+	m := body("/metrics")
+	for _, s := range []string{`gpufrag_fragmentation_ratio{gpu="0",instance="vllm-0",model="llama",pool="pytorch"}`,
+		`gpufrag_ooms_total{gpu="0",instance="vllm-0",model="llama",pool="pytorch"} 1`,
+		`gpufrag_oom_snapshots_captured_total{instance="vllm-0",model="llama"} 1`,
+		`gpufrag_source_up{source="snapshots"} 1`, "go_goroutines"} {
+		if !strings.Contains(m, s) {
+			t.Errorf("/metrics lacks %s", s)
+		}
+	}
+	if got := body("/snapshots/index.json"); !strings.Contains(got, `"name":"vllm-0-llama-`) {
+		t.Errorf("/snapshots/index.json = %s", got)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after SIGTERM: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("exporter did not stop on SIGTERM")
+	}
+	logs := stderr.String()
+	for _, s := range []string{`"msg":"serving"`, `"msg":"shutting down"`, `"msg":"stopped"`} {
+		if !strings.Contains(logs, s) {
+			t.Errorf("logs lack %s:\n%s", s, logs)
+		}
+	}
+}

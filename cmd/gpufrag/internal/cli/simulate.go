@@ -1,0 +1,504 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/par"
+	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// simulateFlags are the flags of `gpufrag simulate`; each overrides the
+// scenario's field of the same name when set.
+type simulateFlags struct {
+	scenario, printScenario bool
+	scenarioFile            string
+	trace, format           string
+	rate                    float64
+	skipBadRows             bool
+	maxRows                 int
+	model, gpu              string
+	kvs, allocs             []string
+	onOOM                   string
+	duration                time.Duration
+	seed                    uint64
+	activations             bool
+	defrag                  string
+	maxTokens               int
+	json                    bool
+	html                    string
+	parallel                int
+
+	// The setup simulate shares with calibrate (engineflags.go).
+	engineFlags
+
+	// Timing (simulate_timing.go).
+	profile                   string
+	printProfile, warmPrompts bool
+	maxConcurrency, run       int
+}
+
+func newSimulate() *cobra.Command {
+	f := simulateFlags{}
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Simulate an LLM serving engine and compare KV strategies and allocators",
+		Long:  strings.ReplaceAll(simulateLong, "{profiles}", strings.Join(sim.ProfileGPUs(), ", ")),
+		Example: `  # The embedded default: long-context chat on one H100, six memory setups:
+  gpufrag simulate
+
+  # A real trace, your model, two setups, as JSON:
+  gpufrag simulate --trace AzureLLMInferenceTrace_conv.csv --model ./config.json \
+      --gpu a100-80g --kv paged:16,contiguous-grow --alloc caching --json
+
+  # A length-only trace at 4 requests/s (Poisson), with an HTML report:
+  gpufrag simulate --trace sharegpt.csv --format vidur --rate 4 --html report.html
+
+  # Your own study: start from the default scenario and edit it:
+  gpufrag simulate --print-scenario > my.yaml && gpufrag simulate --scenario my.yaml
+
+  # A vLLM benchmark result as the workload (its arrivals and client cap),
+  # timed with the H100's profile; the JSON holds the file's own medians
+  # beside the simulated ones:
+  gpufrag simulate --trace result.json --format vllm-bench --model llama-3.1-8b \
+      --gpu h100-80g --profile h100-80g --json
+
+  # The step-time profile a run would use, to edit or compare:
+  gpufrag simulate --gpu a100-80g --engine sglang --print-profile > a100-sglang.yaml`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.scenarioFile, "scenario", "", "scenario `FILE` (YAML; see --print-scenario); flags override its fields")
+	fl.BoolVar(&f.printScenario, "print-scenario", false, "print the default scenario's YAML and exit")
+	fl.StringVar(&f.trace, "trace", "", "request trace `FILE` (replaces the scenario's workload)")
+	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt, jsonl, or vllm-bench (a vLLM benchmark_serving/vllm bench serve --save-result JSON or SGLang bench_serving JSONL: lengths, arrivals and max_concurrency as the client ran them) (default: detected from the file's start)")
+	fl.Float64Var(&f.rate, "rate", 0, "mean arrival rate `R` in requests per second: Poisson arrivals for a length-only trace, rescaled time for a timed one, or the session or request rate of a generated workload")
+	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse (counted and reported) instead of failing")
+	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
+	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json")
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME`: "+strings.Join(modelGPUNames(), ", "))
+	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s to compare, comma-separated or repeated: "+strings.Join(strategy.Names(), ", "))
+	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
+	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
+	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
+	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and arrivals (default: the scenario's)")
+	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
+	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of every request (default: max context − prompt)")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
+	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with plots to `FILE`")
+	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
+	addEngineFlags(fl, &f.engineFlags)
+	addTimingFlags(fl, &f)
+	needsFlag(cmd, "trace", "they read the trace file", "format", "skip-bad-rows", "max-rows", "run")
+	aloneFlag(cmd, "print-scenario", "prints the embedded default scenario and exits")
+	aloneFlag(cmd, "print-profile", "prints the step-time profile of the GPU, engine and release and exits",
+		"scenario", "gpu", "engine", "engine-version", "profile", "json")
+	return cmd
+}
+
+const simulateLong = `Simulate replays a workload of LLM requests through a model of a serving
+engine on one GPU (one rank of a tensor-parallel group) for each listed
+combination of KV-cache strategy and memory allocator, and compares them:
+requests completed, failed with out-of-memory errors and rejected,
+preemptions, peak reserved memory, fragmentation over time, the breakdown of
+KV memory (token states, reservation, internal and external fragmentation),
+throughput and latency (time to first token, time per output token).
+
+Without arguments it runs an embedded scenario: a mixed long-context chat
+service on one H100 80GB (Llama-3.1-8B, conversations whose contexts grow
+from 1K to 100K tokens, 30 simulated minutes) across six memory setups.
+
+The engine is deterministic: continuous batching under a token budget per
+step (chunked prefill by default), FCFS admission, and on out-of-memory one
+of three behaviours: preempt the newest request and recompute it later
+(vLLM; the default for paged and vmm), admit only what prompt + max tokens
+guarantees (TensorRT-LLM's no-evict, and Orca's reservations; the default
+for contiguous-max), or fail the request (a plain framework; the default for
+contiguous-grow). Each step's activation buffers go through the allocator
+with sizes that follow the batch. Step time comes from the joint step-time
+model by default: linear layers blended between compute and weight reads by
+the step's token count, prefill attention, decode attention over every
+sequence's context, tensor-parallel all-reduce over the GPU's links,
+per-step, per-sequence and per-output-token overheads of the engine's
+release, CUDA-graph padding. Its efficiencies are shared by every GPU, whose
+own figures are its datasheet peaks, so every preset has a profile:
+  {profiles}
+and it was fitted to published benchmarks of many sources at once
+(docs/fidelity.md judges it on sources it never saw). --engine-version picks
+the release whose overheads apply (vLLM 0.1 to 0.23, SGLang 0.1 to 0.5).
+--profile roofline uses a fixed roofline instead (the larger of FLOPs over
+achievable FLOP/s and bytes over achievable bandwidth, plus 3 ms a step),
+--profile FILE a profile such as gpufrag calibrate fits to your benchmark
+results, and --print-profile shows the one a run would use.
+
+Engines (--engine) compose the steps as their schedulers do:
+  vllm-v1  vLLM V1 (default): running prefill chunks and decodes, then new
+           prompts, share each step under the token budget
+  vllm-v0  vLLM V0: a step that can admit prompts runs them alone and
+           decodes wait (the vLLM paper's setup); chunked prefill is off
+           by default up to a 32K context, as in V0, and with
+           --chunked-prefill it mixes them as V1 does
+  sglang   SGLang: prefill batches first, in steps of their own, then the
+           running batch decodes; --mixed-chunk (--enable-mixed-chunk)
+           lets decodes join the prefill steps
+
+--max-concurrency N is a closed-loop client, as vLLM's and SGLang's
+benchmark clients run: at most N requests in flight, later ones wait at
+the client and their latencies count from when they are sent. A
+vllm-bench trace brings its own max_concurrency (--max-concurrency 0
+lifts it) and its measured medians, which --json prints beside the
+simulated ones ("bench").
+
+KV strategies (--kv):
+  contiguous-max          reserve the model's whole context per request (Orca Max)
+  contiguous-max:pow2     reserve prompt + output rounded up to a power of two (Orca Pow2)
+  contiguous-max:oracle   reserve exactly prompt + output (Orca Oracle)
+  contiguous-grow         reallocate and copy when full, doubling
+  paged:B                 vLLM's pool of B-token blocks (paged:16)
+  vmm:P                   a virtual range per request backed by P-byte pages (needs --alloc vmm:P)
+
+With several --kv and --alloc values every pair runs (a vmm:P strategy only
+with the vmm:P allocator). Trace formats are those of gpufrag's workload
+package: Azure LLM inference CSV, Mooncake JSONL, Vidur/Sarathi length CSV,
+FineServe CSV, BurstGPT CSV, gpufrag's JSONL (docs/json.md) and benchmark
+results (vllm-bench; a file of several runs needs --run N). A bad row
+stops the run with its file, line and field, unless --skip-bad-rows.
+
+Fragmentation is 1 − health, health being the largest free block over all
+free memory in the allocator's segments; below 0.5 is worth acting on.`
+
+func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.printScenario {
+		_, err := stdout.Write(scenario.DefaultYAML())
+		return err
+	}
+	if err := checkInputs(fileFlag{"--scenario", f.scenarioFile}); err != nil {
+		return err
+	}
+	s, err := loadScenario(f.scenarioFile)
+	if err != nil {
+		return err
+	}
+	if err := applySimulateFlags(cmd, f, s); err != nil {
+		return err
+	}
+	if err := applyTimingFlags(cmd, f, s); err != nil {
+		return err
+	}
+	flagOf := overrideFlagged(cmd, s)
+	if f.printProfile {
+		return printProfile(stdout, stderr, s, f.json)
+	}
+	inputs, named := simulateInputs(f, s, flagOf)
+	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, inputs, named...); err != nil {
+		return err
+	}
+	if err := checkInputs(fileFlag{"--trace", f.trace}); err != nil {
+		return err
+	}
+	plan, err := scenario.Build(s, openNamed)
+	if err != nil {
+		return inFlagFile("--trace", f.trace, err)
+	}
+	if plan.Dropped != "" {
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(plan.Dropped))
+	}
+	if len(plan.Requests) == 0 {
+		return errors.New("the workload has no requests")
+	}
+	results, err := runPlan(plan, f.parallel, stderr)
+	if err != nil {
+		return err
+	}
+	out := scenario.NewReport(s, plan, results)
+	run := describeSimulateRun(cmd, s, plan, f.scenarioFile == "")
+	applyRun(out, run)
+	if err := addSimulateBands(out); err != nil {
+		return err
+	}
+	if f.html != "" {
+		if err := writeSimulateHTML(f.html, out); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+	}
+	if f.json {
+		return writeJSON(stdout, simulateDoc{out, run}, true)
+	}
+	var sb strings.Builder
+	writeSimulateReport(&sb, out)
+	writeSimulateNotes(&sb, out, plan.GPU.Capacity)
+	_, err = io.WriteString(stdout, sb.String())
+	return err
+}
+
+// scenarioFields are the scenario's fields that simulate's flags set, by
+// flag: Build's errors about them do not point into the scenario file
+// (scenario.Override), and an input file they name is the flag's.
+var scenarioFields = append([]struct{ flag, field string }{
+	{"trace", "workload"}, {"rate", "workload.trace.rate"}, {"rate", "workload.requests.rate"}, {"rate", "workload.sessions.rate"},
+	{"model", "model"}, {"gpu", "gpu"}, {"on-oom", "engine.on_oom"}, {"duration", "duration"}, {"seed", "seed"},
+	{"max-tokens", "engine.max_tokens"}, {"activations", "engine.activations"}, {"defrag", "engine.defrag"},
+	{"kv", "runs"}, {"alloc", "runs"}, {"profile", "profile"},
+	{"max-concurrency", "workload.max_concurrency"}, {"warm-prompts", "workload.warm_prompts"},
+}, engineFlagFields...)
+
+// overrideFlagged marks the scenario's fields that flags set
+// (scenario.Override) and returns the flag that set each, by field.
+func overrideFlagged(cmd *cobra.Command, s *scenario.Scenario) map[string]string {
+	set := cmd.Flags().Changed
+	flagOf := map[string]string{}
+	for _, x := range scenarioFields {
+		if set(x.flag) {
+			s.Override(x.field)
+			flagOf[x.field] = "--" + x.flag
+		}
+	}
+	if set("trace") {
+		flagOf["workload.trace.file"] = "--trace" // --trace sets the workload
+	}
+	return flagOf
+}
+
+// simulateInputs returns the files a simulation reads, for checkOutputs:
+// the scenario file, and each file the scenario names (its model's
+// config.json, profile and trace) as the flag that set it (flagOf, by
+// field) or as the scenario's field.
+func simulateInputs(f *simulateFlags, s *scenario.Scenario, flagOf map[string]string) ([]fileFlag, []namedFile) {
+	inputs := []fileFlag{{"--scenario", f.scenarioFile}}
+	doc := "the default scenario"
+	if f.scenarioFile != "" {
+		doc = "--scenario " + f.scenarioFile
+	}
+	var named []namedFile
+	for _, nf := range s.Files() {
+		if flag, ok := flagOf[nf.Field]; ok {
+			inputs = append(inputs, fileFlag{flag, nf.Path})
+		} else {
+			named = append(named, namedFile{doc, nf.Field + ":", nf.Path})
+		}
+	}
+	return inputs, named
+}
+
+func loadScenario(path string) (*scenario.Scenario, error) {
+	if path == "" {
+		return scenario.Default(), nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	s, err := scenario.Read(fh, path)
+	if err != nil {
+		return nil, err
+	}
+	s.Dir = filepath.Dir(path) // its profile file is beside it
+	return s, nil
+}
+
+// applySimulateFlags writes the flags that were set into s.
+func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
+	set := cmd.Flags().Changed
+	if f.trace != "" {
+		s.UseTrace(&scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
+			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows, Run: f.run}, set("duration"))
+	} else if set("rate") {
+		s.Workload.SetRate(f.rate)
+	}
+	if set("rate") {
+		if err := checkRate(cmd, "--rate", f.rate); err != nil {
+			return err
+		}
+	}
+	str := func(name string, dst *string, v string) {
+		if set(name) {
+			*dst = v
+		}
+	}
+	str("model", &s.Model, f.model)
+	str("gpu", &s.GPU, f.gpu)
+	if set("gpu") {
+		if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
+			return err
+		}
+	}
+	if set("format") {
+		if _, err := workload.ParseFormat(f.format); err != nil {
+			return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
+		}
+	}
+	if set("max-rows") && f.maxRows < 0 {
+		return usageErrorf(cmd, "--max-rows %d: want 0 (every row) or a positive number", f.maxRows)
+	}
+	if set("on-oom") {
+		if _, err := sim.ParseOnOOM(f.onOOM); err != nil {
+			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail%s", f.onOOM, didYouMean(f.onOOM, []string{"preempt", "reserve", "fail"}))
+		}
+		s.SetOnOOM(f.onOOM)
+	}
+	if err := applyEngineFlags(cmd, &f.engineFlags, s); err != nil {
+		return err
+	}
+	if set("duration") {
+		if f.duration < 0 {
+			return usageErrorf(cmd, "--duration %v: want a positive duration such as 30m", f.duration)
+		}
+		s.Duration = scenario.Duration(f.duration)
+	}
+	if set("seed") {
+		s.Seed = f.seed
+	}
+	if set("max-tokens") {
+		if f.maxTokens < 1 {
+			return usageErrorf(cmd, "--max-tokens %d: want a positive number", f.maxTokens)
+		}
+		s.Engine.MaxTokens = f.maxTokens
+	}
+	if set("activations") {
+		s.Engine.Activations = &f.activations
+	}
+	if set("defrag") {
+		if _, err := sim.ParseDefragPolicy(f.defrag); err != nil {
+			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline%s", f.defrag, didYouMean(f.defrag, defragPolicyNames))
+		}
+		s.Engine.Defrag = f.defrag
+	}
+	if set("kv") || set("alloc") {
+		runs, err := pairRuns(f.kvs, f.allocs)
+		if err != nil {
+			return usageErrorf(cmd, "%v", err)
+		}
+		s.Runs = runs
+	}
+	if set("parallel") && f.parallel < 1 {
+		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
+	}
+	return nil
+}
+
+// pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
+// caching) by scenario.PairRuns: a strategy runs on every listed
+// allocator it can run on. A vmm:P strategy runs on vmm:P when --alloc is
+// not given; when it is and lists no allocator the strategy can run on, the
+// pair is impossible and an error names both flags (running it on vmm:P
+// anyway would be a silent swap). --alloc values are split as
+// spec.SplitList does, so that the caching allocator's comma-separated
+// settings stay one spec. Every spec is parsed here, so that an unknown one
+// is a usage error with the near names.
+func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
+	kvTexts, err := specList(kvFlags, "paged:16")
+	if err != nil {
+		return nil, fmt.Errorf("--kv: %w", err)
+	}
+	kvs := make([]strategy.Spec, len(kvTexts))
+	for i, kv := range kvTexts {
+		if kvs[i], err = strategy.ParseSpec(kv); err != nil {
+			return nil, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
+		}
+	}
+	allocTexts := []string{"caching"}
+	if len(allocFlags) > 0 {
+		allocTexts = nil
+		for _, v := range allocFlags {
+			as, err := spec.SplitList(v)
+			if err != nil {
+				return nil, fmt.Errorf("--alloc %q: %w", v, err)
+			}
+			allocTexts = append(allocTexts, as...)
+		}
+	}
+	allocs := make([]spec.Spec, len(allocTexts))
+	for i, a := range allocTexts {
+		if allocs[i], err = spec.Parse(a); err != nil {
+			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
+		}
+	}
+	runs, err := scenario.PairRuns(kvs, allocs, len(allocFlags) > 0)
+	var pe *scenario.PairError
+	var many *scenario.TooManyRunsError
+	switch {
+	case errors.As(err, &pe) && pe.Explicit:
+		return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
+			kvTexts[pe.Index], strings.Join(allocTexts, ","), pe.Err, pe.KV.DefaultAlloc())
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("--kv %s: %w", kvTexts[pe.Index], pe.Err)
+	case errors.As(err, &many):
+		return nil, fmt.Errorf("--kv and --alloc give %w", err)
+	case err != nil:
+		return nil, err
+	}
+	return runs, nil
+}
+
+// kvDTypeNames are the KV cache types --kv-dtype takes (model.ParseKVDType),
+// for hints; defragPolicyNames the --defrag policies (sim.ParseDefragPolicy).
+var (
+	kvDTypeNames      = []string{"bf16", "fp16", "fp32", "fp8", "fp8_e5m2", "int8"}
+	defragPolicyNames = []string{"off", "threshold", "adaptive", "online", "offline"}
+)
+
+// formatNames are the trace formats' names, for hints.
+func formatNames() []string {
+	var out []string
+	for _, f := range workload.Formats() {
+		out = append(out, f.String())
+	}
+	return out
+}
+
+func specList(values []string, def string) ([]string, error) {
+	if len(values) == 0 {
+		return []string{def}, nil
+	}
+	var out []string
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				return nil, fmt.Errorf("empty spec in %q", v)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// runPlan simulates every config of plan, up to parallel at once (the
+// engine is single-threaded and deterministic; runs share the read-only
+// requests), and returns the results in the plan's order.
+func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result, error) {
+	if parallel <= 0 {
+		parallel = numCPU()
+	}
+	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
+	defer bar.Done()
+	return par.Map(context.Background(), len(plan.Configs), par.Options{Workers: parallel, OnDone: bar.Increment},
+		func(_ context.Context, i int) (sim.Result, error) {
+			c := plan.Configs[i]
+			r, err := scenario.RunConfig(c, plan.Requests)
+			if err != nil {
+				return r, fmt.Errorf("run %s on %s: %w", c.KV, c.Alloc, err)
+			}
+			return r, nil
+		})
+}
