@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -48,11 +47,7 @@ func TestCheckYAML(t *testing.T) {
 		{"an anchor used twice", "p: &p {dist: fixed, min: 5}\nq: *p\nr: *p\n", ""},
 		{"no aliases", "a: [1, 2, 3]\n", ""},
 	} {
-		start := time.Now()
 		root, err := CheckYAML([]byte(c.doc))
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%s: %v", c.name, d)
-		}
 		switch {
 		case c.want == "" && (err != nil || root == nil):
 			t.Errorf("%s: %v", c.name, err)
