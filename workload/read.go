@@ -5,6 +5,7 @@ package workload
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,9 +87,9 @@ func newParser(f Format) parser {
 	case Azure, Vidur, FineServe, BurstGPT:
 		return &csvParser{spec: csvSpecs[f]}
 	case Mooncake:
-		return mooncakeParser{}
+		return &mooncakeParser{m: map[string]json.RawMessage{}}
 	case JSONL:
-		return jsonlParser{}
+		return &jsonlParser{m: map[string]json.RawMessage{}}
 	}
 	return nil
 }
