@@ -23,8 +23,13 @@ const MaxIDBytes = 256
 
 // object decodes one line as a JSON object of raw values. strict refuses
 // keys outside known; otherwise they are ignored. Keys are matched exactly.
-func object(b []byte, known []string, strict bool) (map[string]json.RawMessage, *Error) {
+// reuse, when not nil, is a map from the row before, filled again where
+// the line takes the fast path (fastObject); the values then alias b.
+func object(b []byte, known []string, strict bool, reuse map[string]json.RawMessage) (map[string]json.RawMessage, *Error) {
 	t := bytes.TrimSpace(b)
+	if reuse != nil && fastObject(t, known, strict, reuse) {
+		return reuse, nil
+	}
 	if len(t) == 0 || t[0] != '{' {
 		return nil, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object, got %s", clip(string(t)))}
 	}
@@ -96,12 +101,15 @@ func jsonText(raw json.RawMessage) string {
 // nil. A block holds at least one token, so a list longer than the prompt
 // is refused: it bounds the ids a row can hold by its own token count.
 func hashes(field string, raw json.RawMessage, prompt int) ([]uint64, *Error) {
-	if raw == nil || jsonText(raw) == "null" {
+	if raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, nil
 	}
-	var ids []uint64
-	if err := json.Unmarshal(raw, &ids); err != nil {
-		return nil, fieldErr(field, "must be a list of non-negative integers (got %s)", clip(jsonText(raw)))
+	ids, ok := fastIDs(bytes.TrimSpace(raw))
+	if !ok {
+		ids = nil
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, fieldErr(field, "must be a list of non-negative integers (got %s)", clip(jsonText(raw)))
+		}
 	}
 	if len(ids) == 0 {
 		return nil, nil
@@ -123,15 +131,17 @@ func number(field string, raw json.RawMessage, exp int) (int64, *Error) {
 
 var mooncakeFields = []string{"timestamp", "input_length", "output_length", "hash_ids"}
 
-type mooncakeParser struct{}
+type mooncakeParser struct {
+	m map[string]json.RawMessage // reused from row to row (object)
+}
 
-func (mooncakeParser) header([]byte) *Error { return nil }
+func (*mooncakeParser) header([]byte) *Error { return nil }
 
 // row parses {"timestamp": ms, "input_length": N, "output_length": N,
 // "hash_ids": [...]}. Other keys are ignored (Mooncake's trace files differ
 // in extras), hash_ids may be absent.
-func (mooncakeParser) row(b []byte) (row, *Error) {
-	m, e := object(b, mooncakeFields, false)
+func (p *mooncakeParser) row(b []byte) (row, *Error) {
+	m, e := object(b, mooncakeFields, false, p.m)
 	if e != nil {
 		return row{}, e
 	}
@@ -159,12 +169,14 @@ func (mooncakeParser) row(b []byte) (row, *Error) {
 
 var jsonlFields = []string{"id", "arrival_s", "prompt_tokens", "output_tokens", "session", "turn", "n", "prefix_hashes"}
 
-type jsonlParser struct{}
+type jsonlParser struct {
+	m map[string]json.RawMessage // reused from row to row (object)
+}
 
-func (jsonlParser) header([]byte) *Error { return nil }
+func (*jsonlParser) header([]byte) *Error { return nil }
 
-func (jsonlParser) row(b []byte) (row, *Error) {
-	m, e := object(b, jsonlFields, true)
+func (p *jsonlParser) row(b []byte) (row, *Error) {
+	m, e := object(b, jsonlFields, true, p.m)
 	if e != nil {
 		return row{}, e
 	}

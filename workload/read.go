@@ -4,10 +4,12 @@
 package workload
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,9 +87,9 @@ func newParser(f Format) parser {
 	case Azure, Vidur, FineServe, BurstGPT:
 		return &csvParser{spec: csvSpecs[f]}
 	case Mooncake:
-		return mooncakeParser{}
+		return &mooncakeParser{m: map[string]json.RawMessage{}}
 	case JSONL:
-		return jsonlParser{}
+		return &jsonlParser{m: map[string]json.RawMessage{}}
 	}
 	return nil
 }
@@ -223,10 +225,15 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 		}
 		rq := rw.req
 		rq.Line = line
-		if !rw.id {
-			rq.ID = "r" + strconv.Itoa(line)
+		if t.Format == JSONL {
+			// Only JSONL rows name their ids; the ids made here
+			// ("r" and the line) are unique among themselves, and are
+			// kept only where a later row could name one of them.
+			if !rw.id {
+				rq.ID = "r" + strconv.Itoa(line)
+			}
+			ids[rq.ID] = rq.Line
 		}
-		ids[rq.ID] = rq.Line
 		if rq.N == 0 {
 			rq.N = 1
 		}
@@ -256,6 +263,9 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 	if t.Format == Auto { // an empty JSONL file read with Auto
 		return fail(&Error{Line: 1, Err: ErrFormat, Msg: "empty file (or only blank lines): cannot detect the format"})
 	}
+	if t.Format != JSONL {
+		lineIDs(t.Requests)
+	}
 	if len(t.Requests) == 0 {
 		line := lr.Line()
 		if headerLine > 0 {
@@ -269,14 +279,39 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 			return fail(e)
 		}
 	}
-	sort.SliceStable(t.Requests, func(i, j int) bool {
-		a, b := t.Requests[i], t.Requests[j]
-		if a.Arrival != b.Arrival {
-			return a.Arrival < b.Arrival
-		}
-		return a.Line < b.Line
-	})
+	byArrival := func(a, b Request) int {
+		return cmp.Or(cmp.Compare(a.Arrival, b.Arrival), cmp.Compare(a.Line, b.Line))
+	}
+	// Timed CSV and Mooncake files are sorted already (checkRow); the
+	// check is one pass where a sort would be n log n moves of Requests.
+	if !slices.IsSortedFunc(t.Requests, byArrival) {
+		slices.SortStableFunc(t.Requests, byArrival)
+	}
 	return t, nil
+}
+
+// lineIDs names every request "r" and its line, as Read does for a row
+// without an id, in one string for all: one allocation rather than one or
+// two per request.
+func lineIDs(rs []Request) {
+	var b []byte
+	for _, rq := range rs {
+		b = strconv.AppendInt(append(b, 'r'), int64(rq.Line), 10)
+	}
+	all := string(b)
+	for i := range rs {
+		n := 1 + digits(rs[i].Line)
+		rs[i].ID, all = all[:n], all[n:]
+	}
+}
+
+// digits is the number of decimal digits of n >= 0.
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // noRows is the error of a trace that ended without a request; line is

@@ -44,7 +44,20 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(args)
+	var prof *profiling // --cpuprofile, --memprofile (profiling.go)
+	rules := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := rules(cmd, args); err != nil {
+			return err
+		}
+		var err error
+		prof, err = startProfiles(cmd, args)
+		return err
+	}
 	err := root.Execute()
+	if perr := prof.stop(); err == nil {
+		err = perr
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -119,6 +132,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	// Every command's flag rules (flagrules.go), before it runs; no
 	// command sets a PersistentPreRunE of its own, which would replace this.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagRules(cmd) }
+	addProfileFlags(root)
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.AddCommand(newReplay(), newVersion())
 	root.AddCommand(newSimulate())

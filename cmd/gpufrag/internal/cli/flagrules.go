@@ -108,7 +108,7 @@ func checkFlagRules(cmd *cobra.Command) error {
 			continue
 		}
 		for _, f := range set {
-			if f != mode && f.Name != "help" && !slices.Contains(mode.Annotations[ruleExcept], f.Name) {
+			if f != mode && f.Name != "help" && !isProfileFlag(f.Name) && !slices.Contains(mode.Annotations[ruleExcept], f.Name) {
 				return usageErrorf(cmd, "--%s has no effect with --%s%s", f.Name, mode.Name, why(mode))
 			}
 		}
