@@ -39,7 +39,7 @@ func sampleTypes(p *profile.Profile) string {
 func TestProfileFlags(t *testing.T) {
 	dir := t.TempDir()
 	cpu, heap := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "heap.prof")
-	code, _, errs := run(t, "", "analyze", "../../examples/snapshot.pickle", "--cpuprofile", cpu, "--memprofile", heap)
+	code, _, errs := run(t, "", "analyze", "../../../../examples/snapshot.pickle", "--cpuprofile", cpu, "--memprofile", heap)
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, errs)
 	}
