@@ -2,11 +2,11 @@ package progress
 
 import (
 	"bytes"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -66,22 +66,7 @@ func TestNilBar(t *testing.T) {
 }
 
 // lockedBuffer is a bytes.Buffer safe for mpb's rendering goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testkit.LockedBuffer
 
 func TestRenderingBar(t *testing.T) {
 	for _, total := range []int64{20, 0} {
