@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -262,16 +263,16 @@ func readBenchFiles(paths []string) ([]*calib.File, error) {
 // writeCalibrateReport prints a calibration for people: the setup, the
 // parameters, the fit, a table of metrics per run, the summary.
 func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string) {
-	fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
+	fmt.Fprintf(sb, "%s\n\n", human.Wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
 		r.Model, r.GPU, r.TP, r.Engine, r.Start, r.Setup)), 80))
 	if len(r.Setup.FromFiles) > 0 {
 		var said []string
 		for _, st := range r.Setup.FromFiles {
 			said = append(said, fmt.Sprintf("--%s %s (%s)", st.Flag, st.Value, st))
 		}
-		fmt.Fprintf(sb, "%s\n\n", wrap(loc.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
+		fmt.Fprintf(sb, "%s\n\n", human.Wrap(loc.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
 	}
-	pt := table{head: []string{"parameter", "before", "after", "±"}}
+	pt := human.Table{Head: []string{"parameter", "before", "after", "±"}}
 	var kept []string
 	for _, p := range r.Params {
 		se := "kept"
@@ -281,22 +282,22 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 		case p.After != p.Before:
 			se = "moved" // with the host's speed (Reason says)
 		}
-		pt.rows = append(pt.rows, []string{p.Name, fmt.Sprintf("%.4g", p.Before), fmt.Sprintf("%.4g", p.After), se})
+		pt.Rows = append(pt.Rows, []string{p.Name, fmt.Sprintf("%.4g", p.Before), fmt.Sprintf("%.4g", p.After), se})
 		if p.Reason != "" {
 			kept = append(kept, p.Name+": "+p.Reason)
 		}
 	}
-	pt.write(sb)
+	pt.Write(sb)
 	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Not fitted:\n")
 	for _, k := range kept {
-		sb.WriteString(indent(wrap(loc.Printable(k), 76), "  ") + "\n")
+		sb.WriteString(human.Indent(human.Wrap(loc.Printable(k), 76), "  ") + "\n")
 	}
 	fs := r.Fit
 	status := fs.Status
 	if fs.StoppedAtCap {
 		status = fmt.Sprintf("stopped at the cap of %d evaluations (--max-evals): the fit may not have converged", fs.MaxEvaluations)
 	}
-	fmt.Fprintf(sb, "\n%s\n", wrap(fmt.Sprintf("Fit: %s over %d metrics, %d evaluations (and %d to measure the parameters' effects), %s; "+
+	fmt.Fprintf(sb, "\n%s\n", human.Wrap(fmt.Sprintf("Fit: %s over %d metrics, %d evaluations (and %d to measure the parameters' effects), %s; "+
 		"sum of squared log errors over their noise %.4g before, %.4g after.",
 		fs.Method, fs.Residuals, fs.Evaluations, fs.ProbeEvaluations, status, fs.ObjectiveBefore, fs.ObjectiveAfter), 80))
 	for _, run := range r.Runs {
@@ -316,9 +317,9 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 			head += ", prompts in the prefix cache"
 		}
 		head += ")"
-		fmt.Fprintf(sb, "\n%s\n", wrap(loc.Printable(head), 80))
-		mt := table{groups: []group{{2, 3, "before"}, {4, 5, "after"}},
-			head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
+		fmt.Fprintf(sb, "\n%s\n", human.Wrap(loc.Printable(head), 80))
+		mt := human.Table{Groups: []human.Group{{From: 2, To: 3, Label: "before"}, {From: 4, To: 5, Label: "after"}},
+			Head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
 		var notes []string
 		for _, m := range run.Metrics {
 			mark := ""
@@ -335,11 +336,11 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 			if m.Before != nil {
 				noise = fmt.Sprintf("%.1f%%", 100*m.Noise)
 			}
-			mt.rows = append(mt.rows, []string{m.Metric.String(), metricValue(m.Metric, m.Measured),
+			mt.Rows = append(mt.Rows, []string{m.Metric.String(), metricValue(m.Metric, m.Measured),
 				metricValue(m.Metric, m.Before), relErr(m.BeforeErr), metricValue(m.Metric, m.After), relErr(m.AfterErr),
 				noise, mark})
 		}
-		mt.write(sb)
+		mt.Write(sb)
 		if run.Excluded != "" {
 			notes = append(notes, "Not fitted: "+run.Excluded)
 		}
@@ -347,18 +348,18 @@ func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string
 			notes = append(notes, "Prompts: "+run.WarmReason+".")
 		}
 		for _, n := range notes {
-			sb.WriteString(indent(wrap(loc.Printable(n), 76), "  ") + "\n")
+			sb.WriteString(human.Indent(human.Wrap(loc.Printable(n), 76), "  ") + "\n")
 		}
 	}
 	e := r.Errors
-	fmt.Fprintf(sb, "\n%s\n", wrap(fmt.Sprintf("|relative error| over the %d fitted metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
+	fmt.Fprintf(sb, "\n%s\n", human.Wrap(fmt.Sprintf("|relative error| over the %d fitted metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
 		e.Metrics, 100*e.BeforeMedian, 100*e.BeforeMax, 100*e.AfterMedian, 100*e.AfterMax), 80))
 	if h := r.Holdout; h != nil {
-		fmt.Fprintf(sb, "%s\n", wrap(fmt.Sprintf("Held out, over %d metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
+		fmt.Fprintf(sb, "%s\n", human.Wrap(fmt.Sprintf("Held out, over %d metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
 			h.Metrics, 100*h.BeforeMedian, 100*h.BeforeMax, 100*h.AfterMedian, 100*h.AfterMax), 80))
 	}
 	if output != "" {
-		fmt.Fprintf(sb, "%s\n", wrap(loc.Printable(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", "))), 80))
+		fmt.Fprintf(sb, "%s\n", human.Wrap(loc.Printable(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", "))), 80))
 	} else {
 		sb.WriteString("The fitted profile was not written (give -o FILE).\n")
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"os"
 	"strings"
 
@@ -79,9 +80,9 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 func writeOpsReport(sb *strings.Builder, f *calib.OpsFit, o *calib.Ops, start, out string) {
 	fmt.Fprintf(sb, "%s:\n\n", loc.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s), fitted from %s",
 		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, start)))
-	t := table{head: []string{"term", "before", "after"}}
+	t := human.Table{Head: []string{"term", "before", "after"}}
 	row := func(name string, v [2]float64, format string) {
-		t.rows = append(t.rows, []string{name, fmt.Sprintf(format, v[0]), fmt.Sprintf(format, v[1])})
+		t.Rows = append(t.Rows, []string{name, fmt.Sprintf(format, v[0]), fmt.Sprintf(format, v[1])})
 	}
 	row("linear.compute_eff_max", f.Linear.ComputeEffMax, "%.3f")
 	row("linear.compute_half_tokens", f.Linear.ComputeHalfTokens, "%.1f")
@@ -89,15 +90,15 @@ func writeOpsReport(sb *strings.Builder, f *calib.OpsFit, o *calib.Ops, start, o
 	row("linear.blend_exponent", f.Linear.BlendExponent, "%.2f")
 	row("attention.prefill_compute_eff", f.Attention.PrefillComputeEff, "%.3f")
 	row("attention.kv_bw_eff", f.Attention.KVBWEff, "%.3f")
-	t.write(sb)
+	t.Write(sb)
 	sb.WriteString("\n")
-	p := table{head: []string{"op", "point", "measured ms", "before ms", "error", "after ms", "error"}}
+	p := human.Table{Head: []string{"op", "point", "measured ms", "before ms", "error", "after ms", "error"}}
 	for _, x := range f.Points {
-		p.rows = append(p.rows, []string{x.Op, x.What, fmt.Sprintf("%.4g", x.MeasuredMs),
+		p.Rows = append(p.Rows, []string{x.Op, x.What, fmt.Sprintf("%.4g", x.MeasuredMs),
 			fmt.Sprintf("%.4g", x.BeforeMs), fmt.Sprintf("%+.1f%%", 100*x.BeforeError),
 			fmt.Sprintf("%.4g", x.AfterMs), fmt.Sprintf("%+.1f%%", 100*x.AfterError)})
 	}
-	p.write(sb)
+	p.Write(sb)
 	fmt.Fprintf(sb, "\n|error| over the %d points: median %.1f%%, max %.1f%% before; median %.1f%%, max %.1f%% after.\n",
 		len(f.Points), 100*f.MedianBefore, 100*f.MaxBefore, 100*f.MedianAfter, 100*f.MaxAfter)
 	if out != "" {

@@ -329,11 +329,11 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -5000: "-5,000"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		if got := human.Thousands(n); got != want {
+			t.Errorf("human.Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
-	if got := wrap("aa bb cc dd", 5); got != "aa bb\ncc dd" {
+	if got := human.Wrap("aa bb cc dd", 5); got != "aa bb\ncc dd" {
 		t.Errorf("wrap: %q", got)
 	}
 }

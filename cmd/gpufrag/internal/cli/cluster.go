@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"runtime"
 	"strconv"
@@ -129,7 +130,7 @@ Policies (--policy NAME or NAME:key=value,...; "recommended" is our own):
 		w = max(w, len(p.Name))
 	}
 	for _, p := range cluster.Policies {
-		fmt.Fprintf(&sb, "  %-*s  %s\n", w, p.Name, indent(wrap(p.Summary, 74-w), strings.Repeat(" ", w+4))[w+4:])
+		fmt.Fprintf(&sb, "  %-*s  %s\n", w, p.Name, human.Indent(human.Wrap(p.Summary, 74-w), strings.Repeat(" ", w+4))[w+4:])
 	}
 	sb.WriteString(`
 With --timed, pods instead arrive at their creation time and leave at their

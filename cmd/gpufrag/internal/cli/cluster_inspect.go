@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -172,7 +173,7 @@ func loadLive(cmd *cobra.Command, conn live.Config, opts live.Options, timeout t
 func writeInspectReport(sb *strings.Builder, from string, r *kube.Report, all bool) {
 	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", loc.Printable(from), r.Nodes, r.GPUNodes, r.GPUs,
 		float64(r.RequestedMilli)/cluster.MilliGPU, 100*float64(r.RequestedMilli)/float64(max(r.GPUs*cluster.MilliGPU, 1)))
-	t := table{head: []string{"node", "model", "GPUs", "requested", "whole free", "free CPU", "pods", "frag", "note"}}
+	t := human.Table{Head: []string{"node", "model", "GPUs", "requested", "whole free", "free CPU", "pods", "frag", "note"}}
 	for _, n := range r.PerNode {
 		idle := int64(n.GPUs)*cluster.MilliGPU - n.RequestedMilli
 		if !all && idle == 0 {
@@ -185,12 +186,12 @@ func writeInspectReport(sb *strings.Builder, from string, r *kube.Report, all bo
 		if n.Cordoned {
 			note = strings.TrimSpace(note + " cordoned")
 		}
-		t.rows = append(t.rows, []string{n.Name, n.Model, fmt.Sprint(n.GPUs), fmt.Sprintf("%.2f", float64(n.RequestedMilli)/cluster.MilliGPU),
+		t.Rows = append(t.Rows, []string{n.Name, n.Model, fmt.Sprint(n.GPUs), fmt.Sprintf("%.2f", float64(n.RequestedMilli)/cluster.MilliGPU),
 			fmt.Sprint(n.WholeFreeGPUs), fmt.Sprintf("%.1f", float64(n.FreeCPUMilli)/1000), fmt.Sprint(n.Pods),
 			fmt.Sprintf("%.2f", n.FragMilli/cluster.MilliGPU), note})
 	}
-	if len(t.rows) > 0 {
-		t.write(sb)
+	if len(t.Rows) > 0 {
+		t.Write(sb)
 		sb.WriteString("\n")
 	}
 	fmt.Fprintf(sb, "whole-free GPU nodes: %d; partly used: %d; stranded (idle GPUs no task type can use): %d\n",

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"math"
 	"os"
@@ -17,17 +18,17 @@ func clusterPct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 // writeClusterReport prints the comparison for people.
 func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64,
 	sums []cluster.Summary, out cluster.Comparison) {
-	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf(
+	fmt.Fprintf(sb, "%s\n\n", human.Wrap(fmt.Sprintf(
 		"Placed %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), pods inflated or trimmed to %.0f%% of GPU capacity, no departures.",
-		thousands(len(pods))+" pods of "+f.pods, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
-		thousands(len(nodes)), thousands(out.GPUs), f.nodes, len(seeds), pluralS(len(seeds)), f.seeds, 100*f.ratio), 80))
-	t := table{
-		groups: []group{{1, 3, "at 100% arrived demand"}, {4, 6, "frag/total at arrived"}},
-		head:   []string{"policy", "allocated", "unallocated GPUs", "share", "60%", "80%", "90%", "whole-free nodes", "failed pods", "first failure"},
+		human.Thousands(len(pods))+" pods of "+f.pods, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
+		human.Thousands(len(nodes)), human.Thousands(out.GPUs), f.nodes, len(seeds), human.PluralS(len(seeds)), f.seeds, 100*f.ratio), 80))
+	t := human.Table{
+		Groups: []human.Group{{From: 1, To: 3, Label: "at 100% arrived demand"}, {From: 4, To: 6, Label: "frag/total at arrived"}},
+		Head:   []string{"policy", "allocated", "unallocated GPUs", "share", "60%", "80%", "90%", "whole-free nodes", "failed pods", "first failure"},
 	}
 	for i, s := range sums {
 		r := out.Results[i]
-		t.rows = append(t.rows, []string{
+		t.Rows = append(t.Rows, []string{
 			s.Policy,
 			fmt.Sprintf("%s ±%.2f", clusterPct(r.AllocRatioAt100.Mean), 100*r.AllocRatioAt100.Std),
 			fmt.Sprintf("%.0f ±%.0f", r.UnallocatedGPUsAt100.Mean, r.UnallocatedGPUsAt100.Std),
@@ -38,7 +39,7 @@ func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Nod
 			firstFailure(s),
 		})
 	}
-	t.write(sb)
+	t.Write(sb)
 	sb.WriteString("\nallocated: GPU milli allocated ÷ capacity, mean ±std over seeds (percentage points)\n" +
 		"frag/total: FGD fragmentation (idle GPU capacity the popular task types cannot use) ÷ capacity\n" +
 		"failed pods: over the whole run (to " + fmt.Sprintf("%.0f%%", 100*f.ratio) + " arrived), mean over seeds\n" +
@@ -120,9 +121,9 @@ func writeClusterHTML(path string, f clusterFlags, nodes []cluster.Node, pods []
 	}
 	page := report.Page{
 		Title: fmt.Sprintf("gpufrag cluster simulate: %s on %s (%s nodes, %s GPUs), %s, %d seed%s",
-			filepath.Base(f.pods), filepath.Base(f.nodes), thousands(len(nodes)), thousands(out.GPUs),
-			strings.Join(policies, ", "), len(seeds), pluralS(len(seeds))),
-		Subtitle: fmt.Sprintf("%s pods of %s on the nodes of %s; seeds %s", thousands(len(pods)), f.pods, f.nodes, f.seeds),
+			filepath.Base(f.pods), filepath.Base(f.nodes), human.Thousands(len(nodes)), human.Thousands(out.GPUs),
+			strings.Join(policies, ", "), len(seeds), human.PluralS(len(seeds))),
+		Subtitle: fmt.Sprintf("%s pods of %s on the nodes of %s; seeds %s", human.Thousands(len(pods)), f.pods, f.nodes, f.seeds),
 		Sections: []report.Section{
 			{Heading: "Comparison", Tables: []report.Table{tab}, Pre: sb.String()},
 			{Heading: "Curves against arrived GPU demand", Text: "Means over the seeds at every percent of arrived GPU demand (the FGD paper's Figs. 7 and 9).", Charts: clusterCharts(sums)},
@@ -150,14 +151,14 @@ func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, seeds 
 		return writeJSON(w, out, true)
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s\n\n", wrap(fmt.Sprintf("Replayed the pods of %s by creation and deletion time on %s nodes with %s GPUs (%s), %d seed%s.",
-		f.pods, thousands(len(nodes)), thousands(out.GPUs), f.nodes, len(seeds), pluralS(len(seeds))), 80))
-	t := table{head: []string{"policy", "mean allocated", "peak allocated", "mean frag/total", "failed pods"}}
+	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(fmt.Sprintf("Replayed the pods of %s by creation and deletion time on %s nodes with %s GPUs (%s), %d seed%s.",
+		f.pods, human.Thousands(len(nodes)), human.Thousands(out.GPUs), f.nodes, len(seeds), human.PluralS(len(seeds))), 80))
+	t := human.Table{Head: []string{"policy", "mean allocated", "peak allocated", "mean frag/total", "failed pods"}}
 	for _, r := range out.Results {
-		t.rows = append(t.rows, []string{r.Policy, clusterPct(r.MeanAllocRatio.Mean), clusterPct(r.PeakAllocRatio.Mean),
+		t.Rows = append(t.Rows, []string{r.Policy, clusterPct(r.MeanAllocRatio.Mean), clusterPct(r.PeakAllocRatio.Mean),
 			clusterPct(r.MeanFragTotal.Mean), fmt.Sprintf("%.1f", r.FailedPods.Mean)})
 	}
-	t.write(&sb)
+	t.Write(&sb)
 	sb.WriteString("\nmean: weighted by how long each state held, from the first to the last event\n")
 	_, err := io.WriteString(w, sb.String())
 	return err

@@ -219,10 +219,10 @@ func defragVerdict(l mem.Layout, p defrag.Plan, gpu model.GPU, source string) st
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "fragmentation: %s (%s)\n", v.Label, v.Why)
 	if len(p.Moves) == 0 && p.UnmapPages == 0 {
-		sb.WriteString(wrap("nothing to gain: "+defrag.NothingToGain(l, m), 80) + "\n")
+		sb.WriteString(human.Wrap("nothing to gain: "+defrag.NothingToGain(l, m), 80) + "\n")
 	}
 	if source == "snapshot" {
-		sb.WriteString(wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze assumes %s unless --capacity, so its figure differs.",
+		sb.WriteString(human.Wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze assumes %s unless --capacity, so its figure differs.",
 			gpu.Name, human.Bytes(gpu.Capacity), human.Bytes(analysis.DefaultCapacity)), 80) + "\n")
 	}
 	return sb.String()

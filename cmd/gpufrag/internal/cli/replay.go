@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -86,7 +87,7 @@ that runs out of memory is counted and the trace goes on; later ops naming
 its id are skipped and counted.
 
 `)
-	sb.WriteString(wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76))
+	sb.WriteString(human.Wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76))
 	fmt.Fprintf(&sb, `
 
 Allocators (--alloc SPEC, where SPEC is NAME[:SETTINGS]; "all" means all %d):

@@ -100,14 +100,14 @@ func writeSimulateBands(sb *strings.Builder, o *scenario.Report) {
 		return
 	}
 	tokens := func(x float64) string { return fmt.Sprintf("%.0f", x) }
-	t := table{head: []string{"kv / allocator", "TTFT p50", "TPOT p50", "tokens/s"}}
+	t := human.Table{Head: []string{"kv / allocator", "TTFT p50", "TPOT p50", "tokens/s"}}
 	for _, r := range o.Results {
-		t.rows = append(t.rows, []string{runName(r), bandRange(r.TTFT.P50Band, human.Seconds), bandRange(r.TPOT.P50Band, human.Seconds),
+		t.Rows = append(t.Rows, []string{runName(r), bandRange(r.TTFT.P50Band, human.Seconds), bandRange(r.TPOT.P50Band, human.Seconds),
 			bandRange(r.OutputTokensPerSBand, tokens)})
 	}
 	fmt.Fprintf(sb, "\nError bands: where the measured figure should fall, %.0f%% of the time, by the\nheld-out errors of the step model (docs/calibrate.md, \"Error bands\"):\n", 100*q)
 	var tb strings.Builder
-	t.write(&tb)
+	t.Write(&tb)
 	for _, line := range strings.SplitAfter(tb.String(), "\n") {
 		if line != "" {
 			sb.WriteString("  " + line)

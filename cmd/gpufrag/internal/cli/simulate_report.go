@@ -33,37 +33,37 @@ func writeSimulateReport(sb *strings.Builder, o *scenario.Report) {
 	if o.About != "" {
 		head += ": " + o.About
 	}
-	sb.WriteString(wrap(loc.Printable(head), 80) + "\n")
+	sb.WriteString(human.Wrap(loc.Printable(head), 80) + "\n")
 	span := "to the end of the workload"
 	if o.Duration > 0 {
 		span = "for " + time.Duration(o.Duration*1e9).String()
 	}
-	fmt.Fprintf(sb, "%s\n\n", wrap(fmt.Sprintf("%s on %s (tp %d); %s; simulated %s; seed %d.",
+	fmt.Fprintf(sb, "%s\n\n", human.Wrap(fmt.Sprintf("%s on %s (tp %d); %s; simulated %s; seed %d.",
 		loc.Printable(o.Model), o.GPU, o.TP, loc.Printable(o.Source), span, o.Seed), 80))
 
-	mt := table{
-		groups: []group{{1, 1, "reserved"}, {2, 4, "fragmentation"}, {6, 9, "KV memory"}},
-		head:   []string{"kv / allocator", "peak", "p50", "p99", "max", "min health", "tokens", "reserved", "internal", "external"},
+	mt := human.Table{
+		Groups: []human.Group{{From: 1, To: 1, Label: "reserved"}, {From: 2, To: 4, Label: "fragmentation"}, {From: 6, To: 9, Label: "KV memory"}},
+		Head:   []string{"kv / allocator", "peak", "p50", "p99", "max", "min health", "tokens", "reserved", "internal", "external"},
 	}
 	for _, r := range o.Results {
 		b := r.KVBreakdown
-		mt.rows = append(mt.rows, []string{runName(r), human.Bytes(r.PeakReservedBytes),
+		mt.Rows = append(mt.Rows, []string{runName(r), human.Bytes(r.PeakReservedBytes),
 			fmt.Sprintf("%.2f", r.FragRate.P50), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.FragRate.Max),
 			fmt.Sprintf("%.2f", r.HealthMin), pct(b.TokenStates), pct(b.Reservation), pct(b.Internal), pct(b.External)})
 	}
-	mt.write(sb)
+	mt.Write(sb)
 	sb.WriteString("\n")
-	st := table{
-		groups: []group{{1, 4, "requests"}, {8, 9, "TTFT"}, {10, 11, "TPOT"}},
-		head:   []string{"kv / allocator", "done", "OOM", "rejected", "unfinished", "preempted", "tokens/s", "batch", "p50", "p99", "p50", "p99"},
+	st := human.Table{
+		Groups: []human.Group{{From: 1, To: 4, Label: "requests"}, {From: 8, To: 9, Label: "TTFT"}, {From: 10, To: 11, Label: "TPOT"}},
+		Head:   []string{"kv / allocator", "done", "OOM", "rejected", "unfinished", "preempted", "tokens/s", "batch", "p50", "p99", "p50", "p99"},
 	}
 	for _, r := range o.Results {
-		st.rows = append(st.rows, []string{runName(r), thousands(r.RequestsCompleted), thousands(r.RequestsFailedOOM),
-			thousands(r.RequestsRejected), thousands(r.RequestsUnfinished), strconv.FormatInt(r.Preemptions, 10),
+		st.Rows = append(st.Rows, []string{runName(r), human.Thousands(r.RequestsCompleted), human.Thousands(r.RequestsFailedOOM),
+			human.Thousands(r.RequestsRejected), human.Thousands(r.RequestsUnfinished), strconv.FormatInt(r.Preemptions, 10),
 			fmt.Sprintf("%.0f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.BatchSizeMean),
 			human.Seconds(r.TTFT.P50), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P50), human.Seconds(r.TPOT.P99)})
 	}
-	st.write(sb)
+	st.Write(sb)
 	sb.WriteString(`
 fragmentation: 1 − largest free block ÷ free memory in the allocator's segments,
                sampled every simulated second (above 0.5 is worth acting on)
@@ -74,7 +74,7 @@ OOM:           requests failed by an out-of-memory error; preempted: recomputati
 `)
 	writeSimulateBands(sb, o)
 	if o.Recommended >= 0 {
-		fmt.Fprintf(sb, "\n%s\n", wrap("Recommended: "+loc.Printable(o.Reason)+".", 80))
+		fmt.Fprintf(sb, "\n%s\n", human.Wrap("Recommended: "+loc.Printable(o.Reason)+".", 80))
 	}
 }
 
@@ -113,8 +113,8 @@ func writeSimulateHTML(path string, o *scenario.Report) error {
 			"min health", "token states", "tokens/s", "TTFT p99", "TPOT p99"},
 		NumericCols: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
 	for _, r := range o.Results {
-		summary.Rows = append(summary.Rows, []string{r.KV, r.Allocator, thousands(r.RequestsCompleted),
-			thousands(r.RequestsFailedOOM), thousands(r.RequestsRejected), strconv.FormatInt(r.Preemptions, 10),
+		summary.Rows = append(summary.Rows, []string{r.KV, r.Allocator, human.Thousands(r.RequestsCompleted),
+			human.Thousands(r.RequestsFailedOOM), human.Thousands(r.RequestsRejected), strconv.FormatInt(r.Preemptions, 10),
 			human.Bytes(r.PeakReservedBytes), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.HealthMin),
 			pct(r.KVBreakdown.TokenStates), fmt.Sprintf("%.0f", r.OutputTokensPerS), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P99)})
 	}

@@ -231,20 +231,20 @@ func compactionSummary(r sim.Result) string {
 	if d.Skipped != "" {
 		return "did not run: " + d.Skipped
 	}
-	s := fmt.Sprintf("%s run%s, %s moved (lower bound %s), %s freed", thousands(d.Runs), pluralS(d.Runs),
+	s := fmt.Sprintf("%s run%s, %s moved (lower bound %s), %s freed", human.Thousands(d.Runs), human.PluralS(d.Runs),
 		human.Bytes(d.BytesMoved), human.Bytes(d.LowerBound), human.Bytes(d.FreedBytes))
 	if d.Runs > 0 {
 		s += fmt.Sprintf(", pauses p50 %s, p99 %s, max %s, %s in all", human.Seconds(d.Pause.P50), human.Seconds(d.Pause.P99),
 			human.Seconds(d.Pause.Max), human.Seconds(d.PauseTotal))
 	}
-	return s + fmt.Sprintf("; requests failed with OOM: %s with compaction, %s without", thousands(r.RequestsFailedOOM), thousands(d.OOMsWithout))
+	return s + fmt.Sprintf("; requests failed with OOM: %s with compaction, %s without", human.Thousands(r.RequestsFailedOOM), human.Thousands(d.OOMsWithout))
 }
 
 // wrapHang wraps a note to width with its continuation lines indented by
 // hang spaces.
 func wrapHang(text string, width, hang int) string {
 	lead := len(text) - len(strings.TrimLeft(text, " "))
-	body := wrap(strings.TrimLeft(text, " "), width-hang)
+	body := human.Wrap(strings.TrimLeft(text, " "), width-hang)
 	lines := strings.Split(body, "\n")
 	for i := range lines {
 		if i == 0 {
