@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -220,6 +221,9 @@ func TestAnalyzeLegacyHistory(t *testing.T) {
 func TestAnalyzeCollectsAfterDecoding(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the command leaves the collector to them")
+	}
+	if invariants.Enabled {
+		t.Skip("-race or -tags invariants: the collector's schedule is the plain build's, and the allocator's self-checks make this 5,000-segment replay take minutes (the plain go test run covers it)")
 	}
 	path := filepath.Join(t.TempDir(), "crafted.pickle")
 	doc := snaptest.Crafted{Segments: 5_000, Live: 8 << 20, Events: 2_000, OOMEvery: 10}.Doc()
