@@ -1,4 +1,4 @@
-//go:build !invariants && !race
+//go:build !(invariants || race) || noinvariants
 
 package invariants
 
