@@ -44,6 +44,9 @@ func TestRepeat(t *testing.T) {
 	if want := strings.Repeat("abc", len(got)/3+1)[:len(got)]; string(got) != want {
 		t.Errorf("the stream is not abc repeated: starts %q", got[:20])
 	}
+	if n, err := Repeat("").Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Errorf("Repeat(\"\"): %d, %v; want 0, EOF", n, err)
+	}
 }
 
 // TestCounter: it counts what the reader gives and ends the input at
