@@ -1,10 +1,11 @@
 package calib
 
 import (
-	"flag"
+	"bytes"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -165,35 +166,18 @@ func TestBandCoverage(t *testing.T) {
 	}
 }
 
-var updateBandsDoc = flag.Bool("update", false, "rewrite docs/calibrate.md's table of bands")
-
 // TestBandsDoc: docs/calibrate.md's table of bands is the one the
-// embedded residuals give (go test ./calib -run TestBandsDoc -update
-// rewrites it).
+// embedded residuals give (go generate ./calib rewrites it).
 func TestBandsDoc(t *testing.T) {
-	f, err := EmbeddedResiduals()
+	doc, err := os.ReadFile(filepath.Join("..", BandsDocPath))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const path, begin, end = "../docs/calibrate.md", "<!-- bands table: begin -->\n", "<!-- bands table: end -->"
-	doc, err := os.ReadFile(path)
+	want, err := BandsDoc(doc, BandsDocPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre, rest, ok1 := strings.Cut(string(doc), begin)
-	have, post, ok2 := strings.Cut(rest, end)
-	if !ok1 || !ok2 {
-		t.Fatalf("%s: no %q ... %q", path, begin, end)
+	if !bytes.Equal(doc, want) {
+		t.Errorf("%s: the table of bands is stale: go generate ./calib rewrites it", BandsDocPath)
 	}
-	want := NewBands(f).Table()
-	if have == want {
-		return
-	}
-	if *updateBandsDoc {
-		if err := os.WriteFile(path, []byte(pre+begin+want+end+post), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s: the bands table is stale; rerun with -update\nhave:\n%s\nwant:\n%s", path, have, want)
 }

@@ -3,7 +3,6 @@ package exporter
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -87,18 +86,6 @@ func kindOf(mode fs.FileMode) string {
 func notRegular(name string, mode fs.FileMode) error {
 	return fmt.Errorf("%s: %w: it is %s (only regular files are opened: put the file itself here, not a link, pipe or device)",
 		name, ErrNotRegular, kindOf(mode))
-}
-
-// readAllLimit reads f up to max bytes; more is an error saying so.
-func readAllLimit(f io.Reader, name string, max int64, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: longer than %s %d bytes", name, what, max)
-	}
-	return data, nil
 }
 
 // sortEntries orders directory entries by name, as os.ReadDir does.

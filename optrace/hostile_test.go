@@ -7,29 +7,9 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/optrace"
 )
-
-// endless is an infinite stream of one byte, like /dev/zero.
-type endless byte
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(e)
-	}
-	return len(p), nil
-}
-
-type counting struct {
-	r io.Reader
-	n int64
-}
-
-func (c *counting) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
 
 // TestHostileInput (issue 13, case 11): /dev/zero and compressed files
 // fail at their first bytes; an endless line fails after about
@@ -42,22 +22,22 @@ func TestHostileInput(t *testing.T) {
 		want   string
 		within int64
 	}{
-		{"dev/zero", endless(0), optrace.ErrNotText, "z: line 1: not a text trace: byte 0 is NUL (binary data, not lines of text)", 1 << 20},
-		{"endless line", endless('x'), optrace.ErrSyntax, "z: line 1: longer than 1 MiB (optrace.MaxLineBytes): not a text file of lines, or its line breaks are missing", 3 << 20},
+		{"dev/zero", testkit.Repeat("\x00"), optrace.ErrNotText, "z: line 1: not a text trace: byte 0 is NUL (binary data, not lines of text)", 1 << 20},
+		{"endless line", testkit.Repeat("x"), optrace.ErrSyntax, "z: line 1: longer than 1 MiB (optrace.MaxLineBytes): not a text file of lines, or its line breaks are missing", 3 << 20},
 		{"gzip", strings.NewReader("\x1f\x8b\x08\x00\x00"), optrace.ErrNotText, "z: line 1: not a text trace: gzip-compressed data: decompress it first (gunzip -k FILE)", 1 << 20},
 		{"giant size", strings.NewReader(`{"op":"alloc","id":"a","size":` + strings.Repeat("9", 500_000) + `}`), optrace.ErrField,
 			`z: line 1: field "size": must be a positive integer (got ` + strings.Repeat("9", 64) + `… (500000 bytes))`, 1 << 20},
 		{"giant key", strings.NewReader(`{"` + strings.Repeat("k", 500_000) + `":1}`), optrace.ErrField,
 			`z: line 1: field "` + strings.Repeat("k", 64) + `… (500000 bytes)": unknown field (known: op, id, size, stream, pool)`, 1 << 20},
 	} {
-		c := &counting{r: tc.r}
+		c := &testkit.Counter{R: tc.r}
 		_, err := optrace.Read(c, "z")
 		var e *optrace.Error
 		if !errors.As(err, &e) || !errors.Is(err, tc.kind) || err.Error() != tc.want {
 			t.Errorf("%s:\n got  %.300v\n want %s", tc.name, err, tc.want)
 		}
-		if c.n > tc.within {
-			t.Errorf("%s: read %d bytes before failing", tc.name, c.n)
+		if c.N > tc.within {
+			t.Errorf("%s: read %d bytes before failing", tc.name, c.N)
 		}
 	}
 }

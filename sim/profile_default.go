@@ -37,10 +37,6 @@ const (
 // preset, since the joint model derives each one's from its datasheet.
 func ProfileGPUs() []string { return model.GPUNames() }
 
-// JointYAML returns the text of the fitted joint model (its comments say
-// how it was fitted).
-func JointYAML() []byte { return bytes.Clone(jointYAML) }
-
 // PriorYAML returns the text of the hand-written prior (its comments cite
 // every value).
 func PriorYAML() []byte { return bytes.Clone(priorYAML) }

@@ -145,9 +145,6 @@ func Record(cfg Config, reqs []workload.Request) (*Recording, error) {
 // Result is the recorded run's result.
 func (rc *Recording) Result() Result { return rc.res }
 
-// Steps is the number of steps recorded.
-func (rc *Recording) Steps() int { return len(rc.steps) }
-
 // Timed reports whether requests arrive after 0: Retime is then exact
 // only under the recorded profile.
 func (rc *Recording) Timed() bool { return rc.timed }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -30,7 +31,7 @@ func TestReadDigest(t *testing.T) {
 			t.Errorf("max rows %d: digest %s, %d requests; want %x", maxRows, got, len(tr.Requests), want)
 		}
 	}
-	if _, _, err := workload.ReadDigest(endless(0), "zeros.csv", workload.Azure, workload.ReadOptions{}); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
+	if _, _, err := workload.ReadDigest(testkit.Repeat("\x00"), "zeros.csv", workload.Azure, workload.ReadOptions{}); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
 		t.Errorf("binary trace: %v", err)
 	}
 }

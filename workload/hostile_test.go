@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -15,54 +16,33 @@ import (
 // at once with a message that says what is wrong, or reads with a warning;
 // nothing is dropped silently.
 
-// endless is an infinite stream of one byte, like /dev/zero.
-type endless byte
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(e)
-	}
-	return len(p), nil
-}
-
-type counting struct {
-	r io.Reader
-	n int64
-}
-
-func (c *counting) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 // TestEndlessInput: /dev/zero is refused at its first bytes as binary; an
 // endless line without a break fails after about MaxLineBytes, not at the
 // end of the stream (there is none). Both under SkipBadRows too.
 func TestEndlessInput(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		r      endless
+		r      string // repeated for ever
 		format workload.Format
 		kind   error
 		msg    string
 		within int64 // bytes read at most
 	}{
-		{"dev/zero", 0, workload.Auto, workload.ErrNotText, "not a text trace: byte 0 is NUL", 1 << 20},
-		{"dev/zero as jsonl", 0, workload.JSONL, workload.ErrNotText, "not a text trace", 1 << 20},
-		{"no line break", 'x', workload.Auto, workload.ErrSyntax, "longer than 1 MiB (workload.MaxLineBytes)", 3 << 20},
-		{"digits without a break", '9', workload.Vidur, workload.ErrSyntax, "longer than 1 MiB", 3 << 20},
+		{"dev/zero", "\x00", workload.Auto, workload.ErrNotText, "not a text trace: byte 0 is NUL", 1 << 20},
+		{"dev/zero as jsonl", "\x00", workload.JSONL, workload.ErrNotText, "not a text trace", 1 << 20},
+		{"no line break", "x", workload.Auto, workload.ErrSyntax, "longer than 1 MiB (workload.MaxLineBytes)", 3 << 20},
+		{"digits without a break", "9", workload.Vidur, workload.ErrSyntax, "longer than 1 MiB", 3 << 20},
 	} {
 		for _, skip := range []bool{false, true} {
-			c := &counting{r: tc.r}
+			c := &testkit.Counter{R: testkit.Repeat(tc.r)}
 			_, err := workload.Read(c, "/dev/zero", tc.format, workload.ReadOptions{SkipBadRows: skip})
 			var e *workload.Error
 			if !errors.As(err, &e) || !errors.Is(err, tc.kind) || e.Line != 1 || !strings.Contains(err.Error(), tc.msg) ||
 				!strings.HasPrefix(err.Error(), "/dev/zero: line 1: ") {
 				t.Errorf("%s (skip %v): %v", tc.name, skip, err)
 			}
-			if c.n > tc.within {
-				t.Errorf("%s: read %d bytes before failing", tc.name, c.n)
+			if c.N > tc.within {
+				t.Errorf("%s: read %d bytes before failing", tc.name, c.N)
 			}
 		}
 	}
@@ -282,21 +262,10 @@ func TestRandomBytes(t *testing.T) {
 // TestBenchWrongText: a CSV trace given as a benchmark result is refused at
 // its first line, not after reading all of it (an endless one here).
 func TestBenchWrongText(t *testing.T) {
-	rows := io.MultiReader(strings.NewReader("TIMESTAMP,ContextTokens,GeneratedTokens\n"), endlessString("2023-11-16 18:15:46.6805900,374,44\n"))
-	c := &loctest.Counter{R: rows}
+	rows := io.MultiReader(strings.NewReader("TIMESTAMP,ContextTokens,GeneratedTokens\n"), testkit.Repeat("2023-11-16 18:15:46.6805900,374,44\n"))
+	c := &testkit.Counter{R: rows}
 	_, err := workload.ReadBench(c, "conv.csv")
 	if err == nil || !strings.Contains(err.Error(), `conv.csv: line 1: starts with "TIMESTAMP,Contex": want one JSON object per run`) || c.N > loctest.MaxRead {
 		t.Errorf("after %d bytes: %v", c.N, err)
 	}
-}
-
-// endlessString repeats s for ever.
-type endlessString string
-
-func (e endlessString) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		n += copy(p[n:], e)
-	}
-	return n, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 func readFixture(t *testing.T) *Snapshot {
@@ -166,12 +167,12 @@ func TestReadNoNodesIs(t *testing.T) {
 // TestReadBounds checks the bounds of Read (lowered for the test) and that
 // an endless stream of zeros (/dev/zero) is refused at its first byte.
 func TestReadBounds(t *testing.T) {
-	r := &countingReader{r: zeros{}}
+	r := &testkit.Counter{R: testkit.Repeat("\x00")}
 	if _, err := Read(r, "/dev/zero"); err == nil || !errors.Is(err, cluster.ErrBadInput) || !strings.Contains(err.Error(), "NUL byte") {
 		t.Errorf("zeros: %v", err)
 	}
-	if r.n > 2*readChunk {
-		t.Errorf("read %d bytes of zeros before refusing them", r.n)
+	if r.N > 2*readChunk {
+		t.Errorf("read %d bytes of zeros before refusing them", r.N)
 	}
 	defer func(old struct{ total, object int64 }) { limits = old }(limits)
 	limits.object = 1000
@@ -198,24 +199,6 @@ func TestRandomBytes(t *testing.T) {
 		}
 		return err
 	}, `{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "metadata": {"name": "`)
-}
-
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // TestInspectNoPods is case 15 of issue 13: a cluster without pods lists

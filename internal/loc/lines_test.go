@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // readAll returns every line of in read through a LineReader, and the error
@@ -85,10 +86,10 @@ func TestLineLimit(t *testing.T) {
 		}
 	}
 	// An endless line: the error comes after reading about the limit.
-	cr := &countingReader{r: endless('x')}
+	cr := &testkit.Counter{R: testkit.Repeat("x")}
 	_, err := readAll(cr, max, 1<<40)
-	if !errors.Is(err, ErrLineTooLong) || cr.n > 2*max {
-		t.Errorf("endless line: %v after %d bytes", err, cr.n)
+	if !errors.Is(err, ErrLineTooLong) || cr.N > 2*max {
+		t.Errorf("endless line: %v after %d bytes", err, cr.N)
 	}
 	if _, err := NewLineReader(strings.NewReader(""), limits(1, 1)).Next(); err != io.EOF {
 		t.Errorf("empty input: %v", err)
@@ -98,14 +99,14 @@ func TestLineLimit(t *testing.T) {
 // TestTotalLimit: input longer than the total limit fails even when every
 // line is short (an endless stream of blank lines), with the limit named.
 func TestTotalLimit(t *testing.T) {
-	cr := &countingReader{r: endless('\n')}
+	cr := &testkit.Counter{R: testkit.Repeat("\n")}
 	lines, err := readAll(cr, 100, 1<<20)
 	var e *InputError
 	if !errors.As(err, &e) || !errors.Is(err, ErrTooLarge) || e.Offset != 1<<20 || e.Msg != "the input goes on past 1 MiB (MaxTotal); read less" {
 		t.Fatalf("endless blank lines: %v", err)
 	}
-	if len(lines) > 1<<20 || cr.n > 1<<20+initialBuf {
-		t.Errorf("read %d lines, %d bytes past a 1 MiB limit", len(lines), cr.n)
+	if len(lines) > 1<<20 || cr.N > 1<<20+initialBuf {
+		t.Errorf("read %d lines, %d bytes past a 1 MiB limit", len(lines), cr.N)
 	}
 	// Exactly the limit is fine.
 	if got, err := readAll(strings.NewReader("ab\ncd"), 100, 5); err != nil || len(got) != 2 {
@@ -194,26 +195,6 @@ func TestReadErrors(t *testing.T) {
 type stuck struct{}
 
 func (stuck) Read([]byte) (int, error) { return 0, nil }
-
-type endless byte
-
-func (e endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(e)
-	}
-	return len(p), nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
 
 // BenchmarkLineReader reads 10 MB of Azure-like rows.
 func BenchmarkLineReader(b *testing.B) {

@@ -1,6 +1,10 @@
 // Package testkit holds helpers that tests in several packages share, so
 // that each is written once (issue 26: a locked buffer was written in five
-// test files). Tests only: no package outside a _test.go file imports it.
+// test files, an endless reader and a counting one in four): LockedBuffer,
+// Repeat (an endless stream, /dev/zero among them) and Counter (the bytes a
+// reader under test took, its input ended at 16 MiB). Tests only: no
+// package outside a _test.go file imports it, but internal/loc/loctest,
+// itself a helper of tests.
 package testkit
 
 import (

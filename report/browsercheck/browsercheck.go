@@ -9,8 +9,7 @@
 // A report forbids scripts (its Content-Security-Policy), so Measure loads
 // a copy with the policy removed and a measuring script added at the end of
 // the body; the script writes its findings as JSON into the DOM, and
-// Chromium's --dump-dom brings them back. Screenshot loads the page as
-// written.
+// Chromium's --dump-dom brings them back.
 package browsercheck
 
 import (
@@ -286,28 +285,6 @@ func measure(ctx context.Context, browser, page, work string, width, height int,
 		}
 	}
 	return l, nil
-}
-
-// Screenshot saves a PNG of page, as written, in a window width×height.
-func Screenshot(ctx context.Context, browser, page, work, out string, width, height int) (image.Image, error) {
-	ud, err := os.MkdirTemp(work, "chromium-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(ud)
-	abs, err := filepath.Abs(page)
-	if err != nil {
-		return nil, err
-	}
-	os.Remove(out)
-	args := append(flags(ud, width, height), "--screenshot="+out, "file://"+abs)
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, browser, args...)
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s --screenshot %s: %w\n%s", browser, page, err, tail(stderr.String()))
-	}
-	return decodePNG(out)
 }
 
 func decodePNG(path string) (image.Image, error) {

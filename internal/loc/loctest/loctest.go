@@ -11,6 +11,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // MaxRead is how many bytes a reader may take from the stream before it
@@ -19,10 +21,6 @@ import (
 // less of their first read; a reader that reads on to its size limit takes
 // megabytes.
 const MaxRead = 68 << 10
-
-// stopAt ends the stream (with io.EOF) so that a reader that reads on to
-// its limit makes the test fail in well under a second, not hang.
-const stopAt = 16 << 20
 
 // Prefixes are what the stream starts with, besides a reader's own
 // (a CSV header line): nothing, a JSON object or array, and a pickle's
@@ -53,23 +51,6 @@ func (r *random) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Counter counts the bytes read through it, and ends the input after
-// 16 MiB.
-type Counter struct {
-	R io.Reader
-	N int64
-}
-
-func (c *Counter) Read(p []byte) (int, error) {
-	if c.N >= stopAt {
-		return 0, io.EOF
-	}
-	p = p[:min(int64(len(p)), stopAt-c.N)]
-	n, err := c.R.Read(p)
-	c.N += int64(n)
-	return n, err
-}
-
 // RefusesEarly feeds read the random stream after each of Prefixes and
 // extra, for three seeds, and fails the test when read accepts it (returns
 // nil) or takes more than MaxRead bytes before refusing it. read is a
@@ -85,7 +66,7 @@ func RefusesEarlyAfter(t testing.TB, read func(r io.Reader, name string) error, 
 	t.Helper()
 	for _, prefix := range prefixes {
 		for seed := uint64(1); seed <= 3; seed++ {
-			c := &Counter{R: Random(seed, prefix)}
+			c := &testkit.Counter{R: Random(seed, prefix)} // ends the stream at 16 MiB: a reader that reads on fails, not hangs
 			name := fmt.Sprintf("random-%d-%x", seed, prefix)
 			err := read(c, name)
 			switch {

@@ -1,17 +1,13 @@
-package examples
+package main
 
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
@@ -20,16 +16,6 @@ import (
 	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/optrace/synth"
 )
-
-var update = flag.Bool("update", false, "rewrite the files of examples/ from their generators (the copies and cuts need ../shared/data)")
-
-// sharedData is the development data beside the repository; a clone alone
-// does not have it.
-const sharedData = "../../shared/data"
-
-// maxTotalBytes bounds examples/: a clone should stay small (the issue asks
-// for well under 2 MB).
-const maxTotalBytes = 1 << 20
 
 // An exampleFile is one file of examples/ and how it is made: from a file of
 // ../shared/data (src, relative to it) or from nothing (src empty).
@@ -63,61 +49,6 @@ var exampleFiles = []exampleFile{
 // near 120 KB (a request's itls and text are about 5.5 KB).
 const benchRequests = 20
 
-// TestExampleFiles regenerates every file of examples/ and compares it with
-// the committed one; with -update it writes them. Files copied or cut from
-// ../shared/data are checked only where that directory is present.
-func TestExampleFiles(t *testing.T) {
-	var total int64
-	for _, f := range exampleFiles {
-		var src []byte
-		if f.src != "" {
-			b, err := os.ReadFile(filepath.Join(sharedData, f.src))
-			if err != nil {
-				if *update {
-					t.Errorf("%s: cannot regenerate without its source: %v", f.name, err)
-				} else {
-					t.Logf("%s: not checked: %v", f.name, err)
-				}
-				if st, err := os.Stat(f.name); err == nil {
-					total += st.Size()
-				}
-				continue
-			}
-			src = b
-		}
-		want, err := f.gen(src)
-		if err != nil {
-			t.Fatalf("%s: %v", f.name, err)
-		}
-		if strings.HasPrefix(f.name, "vllm_bench_") {
-			// The cut writes values as they were: with nothing cut it
-			// gives back the source byte for byte.
-			if whole, err := cutBench(1 << 30)(src); err != nil || !bytes.Equal(whole, src) {
-				t.Errorf("%s: cutBench without a cut does not give back %s (%d bytes against %d, %v)", f.name, f.src, len(whole), len(src), err)
-			}
-		}
-		total += int64(len(want))
-		if *update {
-			if err := os.WriteFile(f.name, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(f.name)
-		if err != nil {
-			t.Errorf("%v (go test ./examples -run TestExampleFiles -update writes it)", err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("examples/%s differs from what its generator writes (%d bytes against %d); go test ./examples -run TestExampleFiles -update rewrites it",
-				f.name, len(got), len(want))
-		}
-	}
-	if total > maxTotalBytes {
-		t.Errorf("examples/ holds %d bytes of inputs, over the bound of %d", total, maxTotalBytes)
-	}
-}
-
 // same is the copy of a file unchanged.
 func same(src []byte) ([]byte, error) { return src, nil }
 
@@ -150,7 +81,7 @@ func cutBench(n int) func([]byte) ([]byte, error) {
 	return func(src []byte) ([]byte, error) {
 		dec := json.NewDecoder(bytes.NewReader(src))
 		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			return nil, fmt.Errorf("not a JSON object: %v", err)
+			return nil, fmt.Errorf("not a JSON object: %w", err)
 		}
 		var out bytes.Buffer
 		out.WriteByte('{')
@@ -162,12 +93,12 @@ func cutBench(n int) func([]byte) ([]byte, error) {
 			key := tok.(string)
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
-				return nil, fmt.Errorf("key %q: %v", key, err)
+				return nil, fmt.Errorf("key %q: %w", key, err)
 			}
 			if slices.Contains(benchArrays, key) {
 				var elems []json.RawMessage
 				if err := json.Unmarshal(raw, &elems); err != nil {
-					return nil, fmt.Errorf("key %q: %v", key, err)
+					return nil, fmt.Errorf("key %q: %w", key, err)
 				}
 				parts := make([]string, 0, min(n, len(elems)))
 				for _, e := range elems[:min(n, len(elems))] {

@@ -1,25 +1,70 @@
-package experiments
+// Command gensuite writes the traces the defrag suite replays
+// (experiments/23-*.yaml to 36-*.yaml), kept in experiments/testdata/defrag-suite
+// so that the suite's reduced runs use data in the repository: variants of
+// the shared traces in ../shared/data/traces, the development data beside
+// the repository. go generate runs it in experiments/:
+//
+//	go generate ./experiments
+//
+// Without ../shared/data/traces (a clone alone) it leaves the files as they
+// are, saying so on stderr. TestDefragSuiteTraces fails when a committed
+// file differs from what it writes.
+package main
 
 import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"testing"
 
 	"github.com/gpufrag/gpufrag/workload"
 )
 
-// The defrag suite (experiments/23-*.yaml to 34-*.yaml) replays variants of
-// the shared traces kept in experiments/testdata/defrag-suite, so that its
-// reduced runs use data in the repository. TestDefragSuiteTraces rebuilds
-// them from ../shared/data/traces and fails when the files in the
-// repository differ; -update-defrag-suite writes them:
-//
-//	go test ./experiments -run TestDefragSuiteTraces -update-defrag-suite
-var updateDefragSuite = flag.Bool("update-defrag-suite", false, "rewrite experiments/testdata/defrag-suite from ../shared/data/traces")
+// The directories seen from experiments/, where go generate runs this
+// command.
+const (
+	sharedFromExperiments = "../../shared/data/traces"
+	outFromExperiments    = "testdata/defrag-suite"
+)
+
+func main() {
+	shared := flag.String("shared", sharedFromExperiments, "the shared traces the variants are made from")
+	out := flag.String("out", outFromExperiments, "the directory to write")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: gensuite [-shared DIR] [-out DIR]")
+		os.Exit(2)
+	}
+	if err := run(*out, *shared, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gensuite:", err)
+		os.Exit(1)
+	}
+}
+
+// run writes every variant of suiteTraces into out. Where shared is
+// absent, it writes nothing and log says so.
+func run(out, shared string, log io.Writer) error {
+	if _, err := os.Stat(shared); err != nil {
+		fmt.Fprintf(log, "gensuite: %s absent: the %d traces of %s are left as they are\n", shared, len(suiteTraces), out)
+		return nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, s := range suiteTraces {
+		b, err := s.build(shared)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, s.out), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // suiteTrace is one variant: the first minutes (timed traces) or rows
 // (length-only ones) of a shared trace, every prompt multiplied by scale
@@ -79,34 +124,3 @@ func (s suiteTrace) build(dir string) ([]byte, error) {
 }
 
 func (s suiteTrace) prompt(n int) int { return max(1, int(math.Round(float64(n)*s.scale))) }
-
-func TestDefragSuiteTraces(t *testing.T) {
-	shared := filepath.Join(root, "..", "shared", "data", "traces")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("%s absent: the committed variants cannot be checked", shared)
-	}
-	dir := filepath.Join("testdata", "defrag-suite")
-	for _, s := range suiteTraces {
-		got, err := s.build(shared)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, s.out)
-		if *updateDefragSuite {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (go test ./experiments -run TestDefragSuiteTraces -update-defrag-suite writes it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what %s gives (go test ./experiments -run TestDefragSuiteTraces -update-defrag-suite rewrites it)", path, s.src)
-		}
-	}
-}
