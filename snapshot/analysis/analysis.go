@@ -265,7 +265,7 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 		if opts.ReleaseTraces {
 			release = func() { s.DeviceTraces[d] = nil }
 		}
-		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel, release)
+		w, err := whatIf(trace, pre, newPoolRouter(s, d, trace, pre), settings, opts.WhatIf, dev.Capacity, opts.Parallel, release)
 		if err != nil {
 			return dev, err
 		}

@@ -54,8 +54,12 @@
 // pool PyTorch served it from (poolRouter: the entry's pool_id, else the
 // recorded pool of the segment its address lies in) and seeds pre-trace
 // private segments into their pools, so a trace of a server that captures
-// CUDA graphs replays address for address. The what-if replays (optrace)
-// have no pools: there every request is a default-pool request.
+// CUDA graphs replays address for address. The what-if replays route the
+// same way (buildOps names each alloc's pool, optrace.Op.Pool, and
+// allocates the live blocks of pre-trace private segments in their pools):
+// the caching alternatives keep each pool's memory apart; an allocator
+// without private pools serves those requests from its default pools, and
+// the report says which did (Alternative.UnroutedPrivate).
 //
 // Not modelled (and reported as such): expandable-segment traces
 // (segment_map/segment_unmap), cross-stream frees that complete later

@@ -50,7 +50,8 @@ type preTrace struct {
 	blocks int // Σ len(segs[i].Live)
 	// private are the private-pool segments (CUDA graphs, MemPool), each
 	// with its Pool, seeded into that pool of the model; skipped is their
-	// number. The what-if replays (buildOps) see segs only.
+	// number. The what-if replays (buildOps) allocate their live blocks in
+	// their pools.
 	private []caching.SeedSegment
 	skipped int
 	// clipped counts live blocks whose size had to be guessed (freed during

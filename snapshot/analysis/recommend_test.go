@@ -77,7 +77,7 @@ func TestBuildOps(t *testing.T) {
 	for _, e := range trace {
 		tr = append(tr, snapshotEntry{Action: e.action, Addr: e.addr, Size: e.size, Stream: e.stream})
 	}
-	ops := buildOps(tr, pre)
+	ops := buildOps(tr, pre, nil)
 	var kinds []string
 	for _, op := range ops {
 		kinds = append(kinds, op.Kind.String()+":"+op.ID)
