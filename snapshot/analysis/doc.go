@@ -14,11 +14,14 @@
 //     size dispersion, per stream and pool, and the call sites whose live
 //     blocks hold fragmented segments open.
 //  2. The pre-trace state. The trace is a ring buffer that usually starts
-//     after some segments (model weights) were allocated. Walking the trace
-//     backwards from the final segments undoes every event (an alloc frees
-//     its block, a free_completed brings its block back, a segment_alloc
-//     removes its segment, a segment_free restores it), which leaves the
-//     segments and live blocks that existed when recording began.
+//     after some segments (model weights) were allocated. Undoing every
+//     event from the final segments backwards (an alloc frees its block, a
+//     free_completed brings its block back, a segment_alloc removes its
+//     segment, a segment_free restores it) leaves the segments and live
+//     blocks that existed when recording began; since what it leaves at an
+//     address is decided by that address's first event, one pass in order
+//     finds the same (reconstruct), and the history is only ever read
+//     forwards.
 //  3. Replay fidelity. The pre-trace segments are seeded into a caching
 //     allocator configured with the file's allocator_settings
 //     (caching.Allocator.Seed), then the trace is replayed: each alloc
@@ -65,6 +68,13 @@
 // (segment_map/segment_unmap), cross-stream frees that complete later
 // (record_stream). A device with
 // more than MaxReplayStreams streams is diagnosed but not replayed.
+//
+// Memory: the trace is read in order only (snapshot.Trace.All), so a
+// snapshot read with snapshot.Options.PackTraces (the analyze command) is
+// replayed from its packed entries (40 bytes an event) without expanding
+// them, and with Options.ReleaseTraces the what-if op trace is built by
+// consuming them (Trace.Consume), its ids reused once freed: a history is
+// held once, packed, then as ops.
 //
 // Cost: replay and what-if are O(n log n) in segments and events (no work
 // per event in proportion to all segments or blocks: the model's state at an

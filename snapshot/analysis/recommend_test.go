@@ -1,10 +1,12 @@
 package analysis
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/snapshot"
 )
 
@@ -77,16 +79,25 @@ func TestBuildOps(t *testing.T) {
 	for _, e := range trace {
 		tr = append(tr, snapshotEntry{Action: e.action, Addr: e.addr, Size: e.size, Stream: e.stream})
 	}
-	ops := buildOps(tr, pre, nil)
+	ops := buildOps(snapshot.TraceOf(tr), pre, nil, false)
 	var kinds []string
 	for _, op := range ops {
 		kinds = append(kinds, op.Kind.String()+":"+op.ID)
 	}
-	if got, want := strings.Join(kinds, " "), "alloc:a0 free:a0 alloc:a1 free:a1 empty_cache:"; got != want {
+	// An id is reused once its allocation is freed.
+	if got, want := strings.Join(kinds, " "), "alloc:a0 free:a0 alloc:a0 free:a0 empty_cache:"; got != want {
 		t.Errorf("ops %q, want %q", got, want)
 	}
 	if ops[0].Stream != 1 || ops[2].Stream != 0 {
 		t.Errorf("streams %d %d, want 1 0", ops[0].Stream, ops[2].Stream)
+	}
+	if err := optrace.Validate(ops, "ops"); err != nil {
+		t.Error(err)
+	}
+	// Consumed, the trace gives the same ops and is empty afterwards.
+	packed := snapshot.TraceOf(tr)
+	if got := buildOps(packed, pre, nil, true); !reflect.DeepEqual(got, ops) || packed.Len() != 0 {
+		t.Errorf("consumed: ops %v (want %v), %d entries left", got, ops, packed.Len())
 	}
 }
 

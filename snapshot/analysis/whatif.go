@@ -111,16 +111,21 @@ func (a Alternative) native() bool {
 // or MemPool's memory apart as PyTorch did. router nil routes nothing.
 // Pools are renumbered densely; at most caching.MaxPrivatePools are named,
 // and requests of further pools (a crafted file) go to the default pools.
-func buildOps(trace []snapshot.TraceEntry, pre preTrace, router *poolRouter) []optrace.Op {
+//
+// With consume, the trace is read by Trace.Consume, each chunk forgotten
+// once it is ops, for the trace's last reader. Ids are reused once freed
+// (an op trace allows it), so the ops hold as many id strings as
+// allocations are live at once, not one per alloc.
+func buildOps(trace *snapshot.Trace, pre preTrace, router *poolRouter, consume bool) []optrace.Op {
 	// Sized before it is filled: grown by append, the ops of a 12.7M-event
-	// trace (8.5M, 48 bytes each) reached twice their size while the trace
+	// trace (8.5M, 64 bytes each) reached twice their size while the trace
 	// was still live.
 	n := 0
 	for _, sg := range pre.seeds() {
 		n += len(sg.Live)
 	}
-	for i := range trace {
-		switch trace[i].Action {
+	for _, e := range trace.All() {
+		switch e.Action {
 		case "alloc", "oom":
 			n += 2 // a lost free before it, or the free after it
 		case "free_completed", "segment_free":
@@ -161,15 +166,36 @@ func buildOps(trace []snapshot.TraceEntry, pre preTrace, router *poolRouter) []o
 		}
 		return pool(router.route(e))
 	}
+	var spare []string // ids whose allocation was freed
+	ids := 0
+	newID := func() string {
+		if k := len(spare); k > 0 {
+			id := spare[k-1]
+			spare = spare[:k-1]
+			return id
+		}
+		ids++
+		return "a" + strconv.Itoa(ids-1)
+	}
+	free := func(id string) {
+		ops = append(ops, optrace.Op{Kind: optrace.Free, ID: id})
+		spare = append(spare, id)
+	}
 	live := map[uint64]string{}
 	for _, sg := range pre.seeds() {
 		for _, lb := range sg.Live {
-			id := "p" + strconv.FormatUint(lb.Addr, 16)
+			id := newID()
 			live[lb.Addr] = id
 			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: lb.Requested, Stream: stream(int64(sg.Stream)), Pool: pool(sg.Pool)})
 		}
 	}
-	for i, e := range trace {
+	entries, prev := trace.All(), ""
+	if consume {
+		entries = trace.Consume()
+	}
+	for i, e := range entries {
+		action := prev // the entry before
+		prev = e.Action
 		switch e.Action {
 		case "segment_alloc":
 			if router != nil {
@@ -180,21 +206,21 @@ func buildOps(trace []snapshot.TraceEntry, pre preTrace, router *poolRouter) []o
 				continue
 			}
 			if old, ok := live[e.Addr]; ok { // a free the ring buffer lost
-				ops = append(ops, optrace.Op{Kind: optrace.Free, ID: old})
+				free(old)
 			}
-			id := "a" + strconv.Itoa(i)
+			id := newID()
 			live[e.Addr] = id
 			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream), Pool: route(e)})
 		case "free_completed":
 			if id, ok := live[e.Addr]; ok {
 				delete(live, e.Addr)
-				ops = append(ops, optrace.Op{Kind: optrace.Free, ID: id})
+				free(id)
 			}
 		case "segment_free":
 			if router != nil {
 				router.segmentFree(e.Addr)
 			}
-			if i == 0 || trace[i-1].Action != "segment_free" {
+			if action != "segment_free" { // the first of a run
 				ops = append(ops, optrace.Op{Kind: optrace.EmptyCache})
 			}
 		case "oom":
@@ -203,22 +229,22 @@ func buildOps(trace []snapshot.TraceEntry, pre preTrace, router *poolRouter) []o
 			if e.Size <= 0 || e.Size > optrace.MaxSize {
 				continue
 			}
-			id := "o" + strconv.Itoa(i)
+			id := newID()
 			p := alloc.PoolID{}
 			if e.HasPoolID {
 				p = pool(e.PoolID)
 			}
-			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream), Pool: p},
-				optrace.Op{Kind: optrace.Free, ID: id})
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream), Pool: p})
+			free(id)
 		}
 	}
 	return ops
 }
 
 // oomRequests counts the oom entries buildOps replays as requests.
-func oomRequests(trace []snapshot.TraceEntry) int {
+func oomRequests(trace *snapshot.Trace) int {
 	n := 0
-	for _, e := range trace {
+	for _, e := range trace.All() {
 		if e.Action == "oom" && e.Size > 0 && e.Size <= optrace.MaxSize {
 			n++
 		}
@@ -228,9 +254,9 @@ func oomRequests(trace []snapshot.TraceEntry) int {
 
 // whatIf replays the device's requests through the recorded settings and
 // each alternative on a device of capacity bytes.
-// release, when not nil, drops the snapshot's reference to the trace once
-// the ops are built (Options.ReleaseTraces).
-func whatIf(trace []snapshot.TraceEntry, pre preTrace, router *poolRouter, settings string, specs []string, capacity int64, parallel int, release func()) (*WhatIf, error) {
+// release, when not nil, lets the ops be built by consuming the trace and
+// drops the snapshot's reference to it then (Options.ReleaseTraces).
+func whatIf(trace *snapshot.Trace, pre preTrace, router *poolRouter, settings string, specs []string, capacity int64, parallel int, release func()) (*WhatIf, error) {
 	recorded := "caching"
 	if settings != "" {
 		recorded += ":" + settings
@@ -252,7 +278,8 @@ func whatIf(trace []snapshot.TraceEntry, pre preTrace, router *poolRouter, setti
 			all = append(all, s)
 		}
 	}
-	ops, oomReqs := buildOps(trace, pre, router), oomRequests(trace)
+	oomReqs := oomRequests(trace)
+	ops := buildOps(trace, pre, router, release != nil)
 	if release != nil {
 		trace = nil
 		release()
