@@ -119,18 +119,27 @@ func (a Alternative) native() bool {
 func buildOps(trace *snapshot.Trace, pre preTrace, router *poolRouter, consume bool) []optrace.Op {
 	// Sized before it is filled: grown by append, the ops of a 12.7M-event
 	// trace (8.5M, 64 bytes each) reached twice their size while the trace
-	// was still live.
-	n := 0
+	// was still live. The size counts an op per alloc, free_completed and
+	// run of segment_free and two per oom entry, not the frees a ring
+	// buffer lost (rare: append grows the slice for those): counting a
+	// possible lost free per alloc made the slice half as large again as
+	// the ops, zeroed at once beside the trace.
+	n, prev := 0, ""
 	for _, sg := range pre.seeds() {
 		n += len(sg.Live)
 	}
 	for _, e := range trace.All() {
 		switch e.Action {
-		case "alloc", "oom":
-			n += 2 // a lost free before it, or the free after it
-		case "free_completed", "segment_free":
+		case "alloc", "free_completed":
 			n++
+		case "oom":
+			n += 2
+		case "segment_free":
+			if prev != "segment_free" {
+				n++
+			}
 		}
+		prev = e.Action
 	}
 	ops := make([]optrace.Op, 0, n)
 	streams := map[int64]int{0: 0}
