@@ -103,6 +103,35 @@ func fuzzAnalyze(t *testing.T, data []byte) {
 			}
 		}
 	}
+	// Read as analyze reads it (each trace kept packed, then consumed by
+	// the what-if ops), the report is the same, text and JSON.
+	p, err := snapshot.ReadOptions(bytes.NewReader(data), "fuzz", &snapshot.Options{PackTraces: true})
+	if err != nil {
+		t.Fatalf("read with packed traces: %v; read expanded, it was accepted", err)
+	}
+	opts := analysis.Options{Capacity: 1 << 30, WhatIf: []string{"caching", "direct"}}
+	want, werr := analysis.Analyze(s, opts)
+	opts.ReleaseTraces = true
+	got, gerr := analysis.Analyze(p, opts)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("analysis of the packed read: %v; of the expanded one: %v", gerr, werr)
+	}
+	if werr == nil && reportText(t, got) != reportText(t, want) {
+		t.Fatalf("the packed read's report differs:\n%s\nwant\n%s", reportText(t, got), reportText(t, want))
+	}
+}
+
+// reportText is r's text report and JSON document.
+func reportText(t *testing.T, r *analysis.Report) string {
+	var text strings.Builder
+	if err := r.WriteText(&text, "fuzz"); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.Marshal(r.Doc("fuzz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text.String() + string(doc)
 }
 
 // The committed fixtures of package snapshot (every format generation) and
