@@ -374,6 +374,12 @@ func recommend(alts []Alternative) (string, string) {
 	if strings.Contains(bestConf, "garbage_collection_threshold") {
 		note = "; garbage collection acts only under a memory fraction (torch.cuda.set_per_process_memory_fraction)"
 	}
+	if best.UnroutedPrivate > 0 {
+		// Its figures pool memory that PyTorch keeps apart (CUDA graphs'
+		// pools): say so rather than compare them silently.
+		note += fmt.Sprintf("; its replay served the %d requests of private pools (CUDA graphs, MemPool) from its default pools "+
+			"(it has none in gpufrag's model), which can understate its peak", best.UnroutedPrivate)
+	}
 	switch {
 	case best.OOMs < rec.OOMs:
 		return line(bestConf), fmt.Sprintf("it avoids %d of the %d out-of-memory errors the recorded settings (%s) hit in replay, "+
