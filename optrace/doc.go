@@ -22,7 +22,8 @@
 //     integers as PyTorch's MempoolId_t (a CUDA-graph capture's pool or a
 //     torch.cuda.MemPool; [0,0] or absent: the default pools). Allocators
 //     with private pools (alloc.PoolAllocator: caching) serve the request
-//     from that pool only; the others ignore the field. Write omits it for
+//     from that pool only; the others serve it from their default pools
+//     and count it (Result.UnroutedPoolAllocs). Write omits it for
 //     the default pools, so traces without pools read and write as before.
 //   - free: id, which must name a live allocation.
 //   - empty_cache: torch.cuda.empty_cache(); no other fields.

@@ -28,11 +28,16 @@ func parsePool(raw json.RawMessage) (alloc.PoolID, bool) {
 }
 
 // allocOp is op's alloc on a: routed to op.Pool when a has private pools.
-func allocOp(a alloc.Allocator, op Op) (alloc.Block, error) {
+// unrouted is true when op names a private pool that a, having none,
+// served from its default pools (Result.UnroutedPoolAllocs).
+func allocOp(a alloc.Allocator, op Op) (b alloc.Block, unrouted bool, err error) {
 	if op.Pool != (alloc.PoolID{}) {
 		if pa, ok := a.(alloc.PoolAllocator); ok {
-			return pa.AllocIn(op.Pool, op.Size, op.Stream)
+			b, err = pa.AllocIn(op.Pool, op.Size, op.Stream)
+			return b, false, err
 		}
+		unrouted = true
 	}
-	return a.Alloc(op.Size, op.Stream)
+	b, err = a.Alloc(op.Size, op.Stream)
+	return b, unrouted, err
 }

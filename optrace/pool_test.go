@@ -49,6 +49,12 @@ func TestPoolField(t *testing.T) {
 	if rs[1].PeakReservedBytes != rp[1].PeakReservedBytes {
 		t.Errorf("buddy: %d with the pool field, %d without; want the field ignored", rs[1].PeakReservedBytes, rp[1].PeakReservedBytes)
 	}
+	// Ignored, but said: buddy served the pool's request from its default
+	// pools; caching routed it.
+	if rs[0].UnroutedPoolAllocs != 0 || rs[1].UnroutedPoolAllocs != 1 || rp[1].UnroutedPoolAllocs != 0 {
+		t.Errorf("unrouted pool allocs: caching %d, buddy %d, buddy without the field %d; want 0, 1, 0",
+			rs[0].UnroutedPoolAllocs, rs[1].UnroutedPoolAllocs, rp[1].UnroutedPoolAllocs)
+	}
 }
 
 func TestPoolFieldErrors(t *testing.T) {

@@ -56,6 +56,13 @@ type Result struct {
 
 	// FirstOOM describes the first failed alloc; nil when none failed.
 	FirstOOM *OOM `json:"first_oom,omitempty"`
+
+	// UnroutedPoolAllocs counts the allocs that name a private pool (Op.Pool)
+	// which this allocator, having no private pools (not an
+	// alloc.PoolAllocator), served from its default pools together with
+	// every other request; 0 (and absent from the JSON) for an allocator
+	// with private pools or a trace without them.
+	UnroutedPoolAllocs int `json:"unrouted_pool_allocs,omitempty"`
 }
 
 // OOM is one failed alloc.
@@ -157,7 +164,7 @@ func (pl *plan) replay(a alloc.Allocator) (Result, error) {
 		r.PeakAllocatedBytes = max(r.PeakAllocatedBytes, s.Allocated)
 	}
 	r.EndReservedBytes, r.EndAllocatedBytes = s.Reserved, s.Allocated
-	r.OOMs, r.SkippedOps, r.FirstOOM = p.ooms, p.skipped, p.firstOOM
+	r.OOMs, r.SkippedOps, r.FirstOOM, r.UnroutedPoolAllocs = p.ooms, p.skipped, p.firstOOM, p.unrouted
 	r.End = frag.Compute(a.Layout())
 
 	if peak == len(ops) {
@@ -247,6 +254,9 @@ type player struct {
 	live    []liveID
 	ooms    int
 	skipped int
+	// unrouted counts allocs of a private pool served from the default
+	// pools of an allocator without private pools.
+	unrouted int
 	// firstOOM is set by the first alloc that runs out of memory.
 	firstOOM *OOM
 }
@@ -264,7 +274,10 @@ func (p *player) step(a alloc.Allocator, i int) error {
 	}
 	switch op.Kind {
 	case Alloc:
-		b, err := allocOp(a, op)
+		b, unrouted, err := allocOp(a, op)
+		if unrouted {
+			p.unrouted++
+		}
 		if errors.Is(err, alloc.ErrOutOfMemory) {
 			p.ooms++
 			p.live[p.slot[i]] = liveID{failed: true}

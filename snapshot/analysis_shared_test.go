@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -91,6 +92,16 @@ func TestAnalyzeShared(t *testing.T) {
 			}
 			if histAllocs > 0 && !bytes.Contains(text.Bytes(), []byte("ORDER IS RECONSTRUCTED, NOT RECORDED")) {
 				t.Errorf("the text report of a history replay does not say its order is reconstructed")
+			}
+			// Read as analyze reads it (the trace packed, consumed by the
+			// what-if ops), the report is the same.
+			p, err := snapshot.ReadOptions(bytes.NewReader(b), file, &snapshot.Options{PackTraces: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.ReleaseTraces = true
+			if rp, err := analysis.Analyze(p, opts); err != nil || !reflect.DeepEqual(rp, r) {
+				t.Errorf("read with packed traces, the report differs (%v)", err)
 			}
 		})
 	}

@@ -229,7 +229,16 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 			if t == nil {
 				t = &streamedTrace{}
 			}
-			s.DeviceTraces[d], s.TraceLen[d] = t.entries(c.actions), t.n
+			s.TraceLen[d] = t.total
+			if c.pack {
+				t.pack(c.actions)
+				if s.packed == nil {
+					s.packed = make([]*Trace, len(devs))
+				}
+				s.packed[d] = &t.Trace
+			} else {
+				s.DeviceTraces[d] = t.expand(c.actions)
+			}
 			if t.check != nil {
 				if err := t.check.clock(c.badField); err != nil {
 					return err
@@ -294,6 +303,7 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &e); err != nil {
 			return err
 		}
+		t.total++
 		if t.check == nil {
 			t.add(&e, c.intern(e.Action))
 			continue
@@ -307,13 +317,11 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 				return err
 			}
 		}
-		t.n++
 		if e.Action == "oom" {
 			if err := c.spend(1, sizeTrace, it.Off, path); err != nil {
 				return err
 			}
 			t.add(&e, c.intern(e.Action))
-			t.n-- // add counted it
 		}
 	}
 	return nil

@@ -58,8 +58,10 @@
 //     arrive (pickle.Options.Stream), the decoder forgetting each, so a
 //     file of any size is read in memory that follows its segments,
 //     blocks, distinct frames and strings, plus the converted trace
-//     (TraceEntry: 80 bytes an event, Frames shared); the input's size is
-//     not capped (Options.Pickle.MaxInputBytes can);
+//     (TraceEntry: 136 bytes an event, Frames shared; kept packed at 40
+//     with Options.PackTraces, for readers that take it in order through
+//     Snapshot.Trace; only its oom entries with Options.TraceOOMsOnly);
+//     the input's size is not capped (Options.Pickle.MaxInputBytes can);
 //   - the pickle decoder bounds depth, memo and decoded memory
 //     (pickle.Options), per input byte;
 //   - the typed values built are bounded by Options.MaxBuiltBytes, because

@@ -38,6 +38,13 @@ type Options struct {
 	// frames and strings, not the history: for readers that replay
 	// nothing (analyze --no-replay, the exporter).
 	TraceOOMsOnly bool
+	// PackTraces keeps each streamed device trace packed, 40 bytes an
+	// entry (a TraceEntry is 136), for a reader that takes the entries in
+	// order (Snapshot.Trace: analyze's replay and what-ifs); DeviceTraces[d]
+	// is then nil for such a trace. A trace the decoder could not stream (a
+	// list the file refers to twice through the memo) stays in
+	// DeviceTraces, and Snapshot.Trace reads it there.
+	PackTraces bool
 }
 
 // The default of Options.MaxBuiltBytes.
@@ -113,7 +120,7 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 	// blocks, frames and strings, and the converted trace, not the file.
 	cr := &countingReader{r: r, n: int64(len(head))}
 	c := newConv(name, &o, size, cr)
-	c.frames, c.skipTraceFrames, c.oomsOnly = map[*any][]Frame{}, o.SkipTraceFrames, o.TraceOOMsOnly
+	c.frames, c.skipTraceFrames, c.oomsOnly, c.pack = map[*any][]Frame{}, o.SkipTraceFrames, o.TraceOOMsOnly, o.PackTraces
 	po := o.Pickle
 	po.Stream = &pickle.Stream{Key: "device_traces", Items: c.streamItems, ForgetLists: o.SkipTraceFrames || o.TraceOOMsOnly}
 	v, derr := pickle.DecodeReader(head, cr, size, &po)
@@ -302,8 +309,8 @@ type conv struct {
 	// device list; hasTimes: one of them carried time_us.
 	streamed map[*pickle.Streamed]*streamedTrace
 	hasTimes bool
-	// oomsOnly: see Options.TraceOOMsOnly.
-	oomsOnly bool
+	// oomsOnly: see Options.TraceOOMsOnly; pack: Options.PackTraces.
+	oomsOnly, pack bool
 	// actions interns the trace actions of streamed entries (action
 	// indexes them).
 	actions []string
@@ -324,76 +331,14 @@ func (c *conv) intern(action string) uint32 {
 }
 
 // streamedTrace is a device's trace converted as it streamed: its entries
-// packed in chunks (40 bytes an entry, half a TraceEntry; expanded once the
-// trace ends, so that the trace is never held twice at its full size nor
-// copied at each doubling), or with oomsOnly the oom entries, the count
-// and the checks.
+// packed (Trace: 40 bytes an entry, half a TraceEntry, grown a chunk at a
+// time so that it is never copied at a doubling), then kept packed
+// (Options.PackTraces) or expanded once the trace ends; or with oomsOnly
+// the oom entries, the count and the checks.
 type streamedTrace struct {
-	chunks [][]packedEntry
-	extras []packedExtra
-	n      int
-	check  *traceCheck
-}
-
-// packedEntry is a TraceEntry as kept while its trace streams: the action
-// interned (conv.actions); device_free, frames, pool_id, user_metadata and
-// compile_context, which few entries carry once trace stacks are skipped,
-// in extras.
-type packedEntry struct {
-	addr         uint64
-	size, stream int64
-	time         int64
-	action       uint32
-	extra        int32 // index into extras; -1: none
-}
-
-type packedExtra struct {
-	deviceFree            int64
-	frames                []Frame
-	poolID                [2]int64
-	hasPoolID             bool
-	userMeta, compileCtxt string
-}
-
-// traceChunk (65,536 entries, 2.5 MiB) is the unit a streamed trace grows by.
-const traceChunk = 1 << 16
-
-// add packs e, whose action is actions[action].
-func (t *streamedTrace) add(e *TraceEntry, action uint32) {
-	if k := len(t.chunks); k == 0 || len(t.chunks[k-1]) == cap(t.chunks[k-1]) {
-		t.chunks = append(t.chunks, make([]packedEntry, 0, min(traceChunk, max(64, t.n))))
-	}
-	p := packedEntry{addr: e.Addr, size: e.Size, stream: e.Stream, time: e.TimeUS, action: action, extra: -1}
-	if e.DeviceFree != 0 || e.Frames != nil || e.HasPoolID || e.UserMetadata != "" || e.CompileContext != "" {
-		p.extra = int32(len(t.extras))
-		t.extras = append(t.extras, packedExtra{e.DeviceFree, e.Frames, e.PoolID, e.HasPoolID, e.UserMetadata, e.CompileContext})
-	}
-	c := &t.chunks[len(t.chunks)-1]
-	*c = append(*c, p)
-	t.n++
-}
-
-// entries expands the chunks, dropping each once expanded.
-func (t *streamedTrace) entries(actions []string) []TraceEntry {
-	var n int
-	for _, c := range t.chunks {
-		n += len(c)
-	}
-	out := make([]TraceEntry, 0, n)
-	for i, c := range t.chunks {
-		for _, p := range c {
-			e := TraceEntry{Action: actions[p.action], Addr: p.addr, Size: p.size, Stream: p.stream, TimeUS: p.time}
-			if p.extra >= 0 {
-				x := t.extras[p.extra]
-				e.DeviceFree, e.Frames = x.deviceFree, x.frames
-				e.PoolID, e.HasPoolID, e.UserMetadata, e.CompileContext = x.poolID, x.hasPoolID, x.userMeta, x.compileCtxt
-			}
-			out = append(out, e)
-		}
-		t.chunks[i] = nil
-	}
-	t.extras = nil
-	return out
+	Trace
+	total int // the entries streamed, kept or not
+	check *traceCheck
 }
 
 func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {

@@ -17,7 +17,8 @@ type Snapshot struct {
 	Format   Format
 	Segments []Segment // in file order (PyTorch sorts them by address)
 	// DeviceTraces[d] holds device d's events, oldest first (only its oom
-	// entries when read with Options.TraceOOMsOnly).
+	// entries when read with Options.TraceOOMsOnly; nil for a trace kept
+	// packed, Options.PackTraces: Trace(d) reads every device's).
 	DeviceTraces [][]TraceEntry
 	// TraceLen[d] is the number of entries of device d's trace in the
 	// file, whether kept in DeviceTraces or not; nil for a Snapshot not
@@ -38,12 +39,42 @@ type Snapshot struct {
 	// traceChecks[d], for a trace whose entries were not all kept, holds
 	// what Validate checks of them against the segments.
 	traceChecks []*traceCheck
+	// packed[d] is device d's trace kept packed (Options.PackTraces).
+	packed []*Trace
 }
 
-// TraceComplete reports whether every entry of device d's trace is in
-// DeviceTraces (false after Options.TraceOOMsOnly dropped some).
+// Trace is device d's trace, packed (Options.PackTraces) or from
+// DeviceTraces; empty (Len 0) when there is none.
+func (s *Snapshot) Trace(d int) *Trace {
+	if d >= 0 && d < len(s.packed) && s.packed[d] != nil {
+		return s.packed[d]
+	}
+	if d >= 0 && d < len(s.DeviceTraces) {
+		return TraceOf(s.DeviceTraces[d])
+	}
+	return nil
+}
+
+// DropTrace forgets device d's trace (its entries; TraceLen still counts
+// them), for a caller done with it.
+func (s *Snapshot) DropTrace(d int) {
+	if d >= 0 && d < len(s.packed) {
+		s.packed[d] = nil
+	}
+	if d >= 0 && d < len(s.DeviceTraces) {
+		s.DeviceTraces[d] = nil
+	}
+}
+
+// traceDevices is the number of device trace lists (DeviceTraces or
+// packed).
+func (s *Snapshot) traceDevices() int { return max(len(s.DeviceTraces), len(s.packed)) }
+
+// TraceComplete reports whether every entry of device d's trace is kept,
+// in DeviceTraces or packed (false after Options.TraceOOMsOnly dropped
+// some).
 func (s *Snapshot) TraceComplete(d int) bool {
-	return d >= len(s.TraceLen) || d >= len(s.DeviceTraces) || s.TraceLen[d] == len(s.DeviceTraces[d])
+	return d >= len(s.TraceLen) || d >= s.traceDevices() || s.TraceLen[d] == s.Trace(d).Len()
 }
 
 // TraceEvents is the number of entries of device d's trace in the file.
@@ -51,10 +82,7 @@ func (s *Snapshot) TraceEvents(d int) int {
 	if d < len(s.TraceLen) {
 		return s.TraceLen[d]
 	}
-	if d < len(s.DeviceTraces) {
-		return len(s.DeviceTraces[d])
-	}
-	return 0
+	return s.Trace(d).Len()
 }
 
 // Segment is one cudaMalloc (or mapped run of an expandable segment).

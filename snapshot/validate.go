@@ -79,11 +79,11 @@ func (s *Snapshot) validate(name string) error {
 			return err
 		}
 	}
-	if len(s.DeviceTraces) > MaxDevices {
-		return bad("device_traces", "%d devices, more than %d", len(s.DeviceTraces), MaxDevices)
+	if n := s.traceDevices(); n > MaxDevices {
+		return bad("device_traces", "%d devices, more than %d", n, MaxDevices)
 	}
-	for d, tr := range s.DeviceTraces {
-		if err := s.validateTrace(d, tr, byDevice[d], bad); err != nil {
+	for d := range s.traceDevices() {
+		if err := s.validateTrace(d, s.Trace(d), byDevice[d], bad); err != nil {
 			return err
 		}
 		if d < len(s.traceChecks) && s.traceChecks[d] != nil {

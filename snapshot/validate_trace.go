@@ -54,10 +54,10 @@ type addrRange struct{ lo, hi uint64 }
 //     entries were dropped (the ring buffer, max_entries) as well. A free
 //     of a block allocated before the trace began passes; whether the
 //     replay knew that block is the replay's business (Fidelity).
-func (s *Snapshot) validateTrace(d int, tr []TraceEntry, segs []int, bad func(field, format string, args ...any) error) error {
+func (s *Snapshot) validateTrace(d int, tr *Trace, segs []int, bad func(field, format string, args ...any) error) error {
 	c := traceCheck{d: d}
-	for i := range tr {
-		if err := c.entry(i, &tr[i], bad); err != nil {
+	for i, e := range tr.All() {
+		if err := c.entry(i, &e, bad); err != nil {
 			return err
 		}
 	}
@@ -65,8 +65,7 @@ func (s *Snapshot) validateTrace(d int, tr []TraceEntry, segs []int, bad func(fi
 		return err
 	}
 	merged := mergeRanges(append(s.segmentRanges(segs), c.segs...))
-	for i := range tr {
-		e := &tr[i]
+	for i, e := range tr.All() {
 		if e.Size == 0 || actionKind(e.Action) != kindBlock {
 			continue
 		}

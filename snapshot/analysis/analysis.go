@@ -62,11 +62,13 @@ type Options struct {
 	// Parallel is how many what-if replays run at once (default
 	// runtime.GOMAXPROCS). The result does not depend on it.
 	Parallel int
-	// ReleaseTraces lets Analyze drop each device's trace from the
-	// snapshot (s.DeviceTraces[d] = nil) once it has become the what-if
-	// replays' op trace, so that the replays do not keep it live: for a
-	// caller that reads the traces no more (the analyze command). A 12.7M
-	// event trace is 1 GB of TraceEntry.
+	// ReleaseTraces lets Analyze consume each device's trace as it builds
+	// the what-if replays' op trace (snapshot.Trace.Consume: a packed
+	// trace's chunks are forgotten as they are read) and then drop it from
+	// the snapshot (Snapshot.DropTrace), so that the ops take the memory
+	// the history held: for a caller that reads the traces no more (the
+	// analyze command). A 12.7M-event trace is 510 MB packed, 1.7 GB of
+	// TraceEntry.
 	ReleaseTraces bool
 }
 
@@ -216,10 +218,7 @@ func devices(s *snapshot.Snapshot) []int {
 // the end of the file's highest segment.
 func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Device, error) {
 	dev := Device{Device: d}
-	var trace []snapshot.TraceEntry
-	if d < len(s.DeviceTraces) {
-		trace = s.DeviceTraces[d]
-	}
+	trace := s.Trace(d)
 	dev.TraceEvents = s.TraceEvents(d)
 	dev.Capacity, dev.CapacitySource = opts.Capacity, "flag"
 	diagnose(s, d, &dev, opts)
@@ -232,7 +231,7 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	}
 	if !s.TraceComplete(d) {
 		return dev, fmt.Errorf("device %d: the snapshot was read with only its oom entries (snapshot.Options.TraceOOMsOnly): %d of %d trace entries, too few to replay",
-			d, len(trace), s.TraceEvents(d))
+			d, trace.Len(), s.TraceEvents(d))
 	}
 	cfg, settings := recordedConfig(s.AllocatorSettings)
 	pre, preErr := reconstruct(s, d, trace, cfg)
@@ -242,14 +241,14 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	}
 	var run run
 	if useHistory(s, d, trace) {
-		run = replayHistory(s, d, cfg, settings, len(trace)-1, top, streamsErr, opts)
-		run.ooms = explainOOMs(trace, nil, 0)
+		run = replayHistory(s, d, cfg, settings, trace.Len()-1, top, streamsErr, opts)
+		run.ooms = explainOOMs(trace)
 	} else {
 		run = replayTrace(s, d, trace, cfg, settings, top, pre, preErr, opts)
 	}
 	dev.Replay = run.fidelity
 	dev.Timeline = run.timeline
-	dev.OOMs = annotateOOMs(run.ooms, trace, s.ExternalAnnotations, d)
+	dev.OOMs = annotateOOMs(run.ooms, s.ExternalAnnotations, d)
 	if opts.Capacity == 0 {
 		dev.Capacity, dev.CapacitySource = DefaultCapacity, "default"
 		if run.recordedCapacity > 0 {
@@ -260,12 +259,12 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 		dev.Layout = s.Layout(d, dev.Capacity)
 		dev.Metrics = frag.Compute(dev.Layout)
 	}
-	if len(opts.WhatIf) > 0 && preErr == nil && len(trace) > 0 {
+	if len(opts.WhatIf) > 0 && preErr == nil && trace.Len() > 0 {
 		var release func()
 		if opts.ReleaseTraces {
-			release = func() { s.DeviceTraces[d] = nil }
+			release = func() { s.DropTrace(d) }
 		}
-		w, err := whatIf(trace, pre, settings, opts.WhatIf, dev.Capacity, opts.Parallel, release)
+		w, err := whatIf(trace, pre, newPoolRouter(s, d, trace, pre), settings, opts.WhatIf, dev.Capacity, opts.Parallel, release)
 		if err != nil {
 			return dev, err
 		}

@@ -7,17 +7,13 @@ import (
 )
 
 // annotateOOMs adds to each oom entry of device d what the program said it
-// was doing: the entry's user_metadata, and the innermost record_function
-// range (external_annotations) open on d at the entry's time_us. One sweep
+// was doing (its user_metadata is set by explainOOM): the innermost
+// record_function range (external_annotations) open on d at the entry's
+// time_us. One sweep
 // over the annotations in file order (PyTorch appends them as they
 // happen), the oom entries taken in time order: O(annotations + ooms log
 // ooms).
-func annotateOOMs(ooms []OOM, trace []snapshot.TraceEntry, anns []snapshot.Annotation, d int) []OOM {
-	for i := range ooms {
-		if e := ooms[i].Event; e >= 0 && e < len(trace) {
-			ooms[i].UserMetadata = trace[e].UserMetadata
-		}
-	}
+func annotateOOMs(ooms []OOM, anns []snapshot.Annotation, d int) []OOM {
 	if len(anns) == 0 {
 		return ooms
 	}

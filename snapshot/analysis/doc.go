@@ -14,11 +14,14 @@
 //     size dispersion, per stream and pool, and the call sites whose live
 //     blocks hold fragmented segments open.
 //  2. The pre-trace state. The trace is a ring buffer that usually starts
-//     after some segments (model weights) were allocated. Walking the trace
-//     backwards from the final segments undoes every event (an alloc frees
-//     its block, a free_completed brings its block back, a segment_alloc
-//     removes its segment, a segment_free restores it), which leaves the
-//     segments and live blocks that existed when recording began.
+//     after some segments (model weights) were allocated. Undoing every
+//     event from the final segments backwards (an alloc frees its block, a
+//     free_completed brings its block back, a segment_alloc removes its
+//     segment, a segment_free restores it) leaves the segments and live
+//     blocks that existed when recording began; since what it leaves at an
+//     address is decided by that address's first event, one pass in order
+//     finds the same (reconstruct), and the history is only ever read
+//     forwards.
 //  3. Replay fidelity. The pre-trace segments are seeded into a caching
 //     allocator configured with the file's allocator_settings
 //     (caching.Allocator.Seed), then the trace is replayed: each alloc
@@ -54,13 +57,24 @@
 // pool PyTorch served it from (poolRouter: the entry's pool_id, else the
 // recorded pool of the segment its address lies in) and seeds pre-trace
 // private segments into their pools, so a trace of a server that captures
-// CUDA graphs replays address for address. The what-if replays (optrace)
-// have no pools: there every request is a default-pool request.
+// CUDA graphs replays address for address. The what-if replays route the
+// same way (buildOps names each alloc's pool, optrace.Op.Pool, and
+// allocates the live blocks of pre-trace private segments in their pools):
+// the caching alternatives keep each pool's memory apart; an allocator
+// without private pools serves those requests from its default pools, and
+// the report says which did (Alternative.UnroutedPrivate).
 //
 // Not modelled (and reported as such): expandable-segment traces
 // (segment_map/segment_unmap), cross-stream frees that complete later
 // (record_stream). A device with
 // more than MaxReplayStreams streams is diagnosed but not replayed.
+//
+// Memory: the trace is read in order only (snapshot.Trace.All), so a
+// snapshot read with snapshot.Options.PackTraces (the analyze command) is
+// replayed from its packed entries (40 bytes an event) without expanding
+// them, and with Options.ReleaseTraces the what-if op trace is built by
+// consuming them (Trace.Consume), its ids reused once freed: a history is
+// held once, packed, then as ops.
 //
 // Cost: replay and what-if are O(n log n) in segments and events (no work
 // per event in proportion to all segments or blocks: the model's state at an

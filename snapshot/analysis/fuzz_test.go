@@ -43,6 +43,9 @@ func FuzzAnalyze(f *testing.F) {
 	// A small crafted one (issue 28, item 3): segments over a few streams,
 	// tiny blocks, and cycles of segment_alloc/segment_free and oom entries.
 	f.Add(snaptest.Encode(snaptest.Crafted{Segments: 8, Streams: 3, Live: 8 << 20, TinyBlocks: 20, Events: 60, OOMEvery: 2}.Doc()))
+	// Issue 25: a CUDA graph's private pool, routed by pool_id and by the
+	// final segment's segment_pool_id, in the replay and the what-ifs.
+	f.Add(poolSeed())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzAnalyze(t, data)
 	})
@@ -100,6 +103,35 @@ func fuzzAnalyze(t *testing.T, data []byte) {
 			}
 		}
 	}
+	// Read as analyze reads it (each trace kept packed, then consumed by
+	// the what-if ops), the report is the same, text and JSON.
+	p, err := snapshot.ReadOptions(bytes.NewReader(data), "fuzz", &snapshot.Options{PackTraces: true})
+	if err != nil {
+		t.Fatalf("read with packed traces: %v; read expanded, it was accepted", err)
+	}
+	opts := analysis.Options{Capacity: 1 << 30, WhatIf: []string{"caching", "direct"}}
+	want, werr := analysis.Analyze(s, opts)
+	opts.ReleaseTraces = true
+	got, gerr := analysis.Analyze(p, opts)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("analysis of the packed read: %v; of the expanded one: %v", gerr, werr)
+	}
+	if werr == nil && reportText(t, got) != reportText(t, want) {
+		t.Fatalf("the packed read's report differs:\n%s\nwant\n%s", reportText(t, got), reportText(t, want))
+	}
+}
+
+// reportText is r's text report and JSON document.
+func reportText(t *testing.T, r *analysis.Report) string {
+	var text strings.Builder
+	if err := r.WriteText(&text, "fuzz"); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.Marshal(r.Doc("fuzz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text.String() + string(doc)
 }
 
 // The committed fixtures of package snapshot (every format generation) and
@@ -195,6 +227,38 @@ func oomSeed(size int64, unknownFree bool) []byte {
 			{"allocated_size", 12 * mib}, {"active_size", 12 * mib}, {"requested_size", 12 * mib}, {"stream", 0},
 			{"segment_type", "large"}, {"blocks", []any{block(a, 3*mib, "active_allocated"),
 				block(a+3*mib, 9*mib, "active_allocated"), block(a+12*mib, 8*mib, "inactive")}}}}},
+		{"device_traces", []any{trace}},
+	})
+}
+
+// poolSeed is a snapshot pickle with a CUDA graph's private pool: the
+// graph's 20 MiB segment (segment_pool_id (1, 0); a 2 MiB block live) and
+// a default one (4 MiB live), whose trace routes the graph's first
+// requests by pool_id and its last by the final segment's pool
+// (TestWhatIfRoutesPrivatePools).
+func poolSeed() []byte {
+	const a, b, mib = 1 << 40, 1<<40 + 1<<30, 1 << 20
+	graph := snaptest.Tuple{1, 0}
+	ev := func(action string, addr uint64, n int64, pool bool) snaptest.Dict {
+		e := snaptest.Dict{{"action", action}, {"addr", addr}, {"size", n}, {"stream", 0}}
+		if pool {
+			e = append(e, snaptest.KV{"pool_id", graph})
+		}
+		return e
+	}
+	trace := []any{ev("segment_alloc", a, 20*mib, true), ev("alloc", a, 4*mib, true), ev("free_completed", a, 4*mib, true),
+		ev("segment_alloc", b, 20*mib, false), ev("alloc", b, 4*mib, false), ev("alloc", a, 2*mib, false)}
+	block := func(addr uint64, n int64, state string) snaptest.Dict {
+		return snaptest.Dict{{"address", addr}, {"size", n}, {"requested_size", n}, {"state", state}}
+	}
+	segment := func(addr uint64, live int64, pool snaptest.Tuple) snaptest.Dict {
+		return snaptest.Dict{{"device", 0}, {"address", addr}, {"total_size", 20 * mib},
+			{"allocated_size", live}, {"active_size", live}, {"requested_size", live}, {"stream", 0},
+			{"segment_type", "large"}, {"segment_pool_id", pool}, {"blocks", []any{block(addr, live, "active_allocated"),
+				block(addr+uint64(live), 20*mib-live, "inactive")}}}
+	}
+	return snaptest.Encode(snaptest.Dict{
+		{"segments", []any{segment(a, 2*mib, graph), segment(b, 4*mib, snaptest.Tuple{0, 0})}},
 		{"device_traces", []any{trace}},
 	})
 }

@@ -20,8 +20,8 @@ const (
 // useHistory reports whether device d is replayed from block histories:
 // its trace has no alloc event (PyTorch 2.0 kept a single snapshot entry by
 // default) but some block of the device carries a history (legacy format).
-func useHistory(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry) bool {
-	for _, e := range trace {
+func useHistory(s *snapshot.Snapshot, d int, trace *snapshot.Trace) bool {
+	for _, e := range trace.All() {
 		if e.Action == "alloc" {
 			return false
 		}

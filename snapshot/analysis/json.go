@@ -160,6 +160,10 @@ type WhatIfDoc struct {
 	PeakFragRate      float64 `json:"peak_frag_rate"`
 	EndFragRate       float64 `json:"end_frag_rate"`
 	FirstOOM          string  `json:"first_oom,omitempty"`
+	// UnroutedPrivateRequests: private-pool requests this allocator,
+	// having no private pools, served from its default pools
+	// (Alternative.UnroutedPrivate); absent when 0.
+	UnroutedPrivateRequests int `json:"unrouted_private_requests,omitempty"`
 }
 
 // RecommendDoc is the recommended setting.
@@ -170,6 +174,9 @@ type RecommendDoc struct {
 	Ops           int    `json:"ops"`
 	// OOMRequests: the trace's oom entries replayed as requests (WhatIf).
 	OOMRequests int `json:"oom_requests"`
+	// PrivateRequests: the allocs replayed in a private pool
+	// (WhatIf.PrivateRequests); absent when 0.
+	PrivateRequests int `json:"private_requests,omitempty"`
 }
 
 // StatsDoc is a memory_stats() dump's summary.
@@ -260,9 +267,11 @@ func (d Device) doc() DeviceDoc {
 		for _, a := range w.Results {
 			out.WhatIf = append(out.WhatIf, WhatIfDoc{Settings: a.Settings, Recorded: a.Recorded,
 				PeakReservedBytes: a.PeakReserved, PeakAllocated: a.PeakAllocated, EndReservedBytes: a.EndReserved,
-				OOMs: a.OOMs, PeakFragRate: a.PeakFragRate, EndFragRate: a.EndFragRate, FirstOOM: a.FirstOOM})
+				OOMs: a.OOMs, PeakFragRate: a.PeakFragRate, EndFragRate: a.EndFragRate, FirstOOM: a.FirstOOM,
+				UnroutedPrivateRequests: a.UnroutedPrivate})
 		}
-		out.Recommend = &RecommendDoc{Line: w.Recommendation, Reason: w.Reason, CapacityBytes: w.Capacity, Ops: w.Ops, OOMRequests: w.OOMRequests}
+		out.Recommend = &RecommendDoc{Line: w.Recommendation, Reason: w.Reason, CapacityBytes: w.Capacity, Ops: w.Ops, OOMRequests: w.OOMRequests,
+			PrivateRequests: w.PrivateRequests}
 	}
 	return out
 }

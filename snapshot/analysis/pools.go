@@ -36,7 +36,7 @@ func (p preTrace) seeds() []caching.SeedSegment {
 
 // newPoolRouter prepares the routing of device d's trace, starting from the
 // pre-trace segments.
-func newPoolRouter(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, pre preTrace) *poolRouter {
+func newPoolRouter(s *snapshot.Snapshot, d int, trace *snapshot.Trace, pre preTrace) *poolRouter {
 	r := &poolRouter{pools: map[uint64][2]int64{}}
 	for _, sg := range pre.segs {
 		r.live.set(sg.Addr, sg.Size)
@@ -61,19 +61,23 @@ func newPoolRouter(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, pre
 	if finals == nil {
 		return r // no private segment at the end: only pool_id entries route
 	}
-	last := map[uint64]int{} // address → its segment_alloc still live at the end
-	for i, e := range trace {
+	type segEvent struct {
+		i    int
+		size int64
+	}
+	last := map[uint64]segEvent{} // address → its segment_alloc still live at the end
+	for i, e := range trace.All() {
 		switch e.Action {
 		case "segment_alloc":
-			last[e.Addr] = i
+			last[e.Addr] = segEvent{i, e.Size}
 		case "segment_free":
 			delete(last, e.Addr)
 		}
 	}
 	r.final = map[int][2]int64{}
-	for addr, i := range last {
-		if f, ok := finals[addr]; ok && f.size == trace[i].Size {
-			r.final[i] = f.pool
+	for addr, se := range last {
+		if f, ok := finals[addr]; ok && f.size == se.size {
+			r.final[se.i] = f.pool
 		}
 	}
 	return r

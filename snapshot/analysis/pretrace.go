@@ -24,14 +24,14 @@ const MaxReplayStreams = 1024
 
 // checkStreams refuses to replay device d when its segments and trace
 // entries name more than MaxReplayStreams streams.
-func checkStreams(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry) error {
+func checkStreams(s *snapshot.Snapshot, d int, trace *snapshot.Trace) error {
 	seen := map[int64]bool{}
 	for _, seg := range s.Segments {
 		if seg.Device == d {
 			seen[seg.Stream] = true
 		}
 	}
-	for _, e := range trace {
+	for _, e := range trace.All() {
 		seen[e.Stream] = true
 	}
 	if len(seen) > MaxReplayStreams {
@@ -50,7 +50,8 @@ type preTrace struct {
 	blocks int // Σ len(segs[i].Live)
 	// private are the private-pool segments (CUDA graphs, MemPool), each
 	// with its Pool, seeded into that pool of the model; skipped is their
-	// number. The what-if replays (buildOps) see segs only.
+	// number. The what-if replays (buildOps) allocate their live blocks in
+	// their pools.
 	private []caching.SeedSegment
 	skipped int
 	// clipped counts live blocks whose size had to be guessed (freed during
@@ -70,9 +71,15 @@ type segInfo struct {
 	pool   [2]int64 // segment_pool_id; zero: the default pools
 }
 
-// reconstruct walks the trace backwards from the final segments of device d
-// and returns the segments and live blocks that existed before the first
-// event. Sizes of blocks that were freed during the trace are not recorded
+// reconstruct returns the segments and live blocks of device d that
+// existed before the first event of its trace. Walking the trace backwards
+// from the final segments would undo each event; what that leaves at an
+// address is decided by the address's first event alone, so one pass in
+// order finds it (the history is read as it is kept, never backwards): a
+// block whose first event is a free_completed was live before the trace
+// (one whose first is an alloc was not; one with no event is as the final
+// snapshot has it), and a segment whose first event is a segment_free
+// existed before it (a segment_alloc: it did not). Sizes of blocks that were freed during the trace are not recorded
 // (free_completed carries the request); they are taken as the request
 // rounded under cfg and cut at the next live block or the segment end. In
 // the large pool a block keeps a tail of up to 1 MiB unsplit, which the
@@ -80,7 +87,7 @@ type segInfo struct {
 // merges on free, so the choice never changes an address. An oversize
 // request (at least a finite max_split_size) is never split, so its block
 // is taken to reach the next live block or the segment end.
-func reconstruct(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg caching.Config) (preTrace, error) {
+func reconstruct(s *snapshot.Snapshot, d int, trace *snapshot.Trace, cfg caching.Config) (preTrace, error) {
 	segs := map[uint64]segInfo{}
 	live := map[uint64]liveBlock{}
 	for _, seg := range s.Segments {
@@ -97,19 +104,33 @@ func reconstruct(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			}
 		}
 	}
-	for i := len(trace) - 1; i >= 0; i-- {
-		e := trace[i]
+	// The addresses whose first block or segment event has been seen.
+	blockSeen, segSeen := map[uint64]struct{}{}, map[uint64]struct{}{}
+	first := func(seen map[uint64]struct{}, a uint64) bool {
+		if _, ok := seen[a]; ok {
+			return false
+		}
+		seen[a] = struct{}{}
+		return true
+	}
+	for _, e := range trace.All() {
 		switch e.Action {
 		case "alloc":
-			delete(live, e.Addr)
+			if first(blockSeen, e.Addr) {
+				delete(live, e.Addr)
+			}
 		case "free_completed":
-			if e.Size > 0 {
+			if e.Size > 0 && first(blockSeen, e.Addr) {
 				live[e.Addr] = liveBlock{size: caching.RoundSize(cfg, e.Size), requested: e.Size, guessed: true}
 			}
 		case "segment_alloc":
-			delete(segs, e.Addr)
+			if first(segSeen, e.Addr) {
+				delete(segs, e.Addr)
+			}
 		case "segment_free":
-			segs[e.Addr] = segInfo{size: e.Size, stream: e.Stream, small: e.Size <= 2*mem.MiB, pool: e.PoolID}
+			if first(segSeen, e.Addr) {
+				segs[e.Addr] = segInfo{size: e.Size, stream: e.Stream, small: e.Size <= 2*mem.MiB, pool: e.PoolID}
+			}
 		case "segment_map", "segment_unmap":
 			return preTrace{}, errExpandable
 		}

@@ -1,10 +1,12 @@
 package analysis
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/snapshot"
 )
 
@@ -41,6 +43,9 @@ func TestRecommend(t *testing.T) {
 			{Settings: "async", PeakReserved: 8 * g, OOMs: 0},
 			{Settings: "caching:expandable_segments:True", PeakReserved: 8*g + 10*mem.MiB, OOMs: 0}},
 			"PYTORCH_ALLOC_CONF=expandable_segments:True", "avoids 2"},
+		{"an alternative without private pools says it pooled their requests", []Alternative{rec,
+			{Settings: "async", PeakReserved: 8 * g, OOMs: 0, UnroutedPrivate: 7}},
+			"PYTORCH_ALLOC_CONF=backend:cudaMallocAsync", "served the 7 requests of private pools (CUDA graphs, MemPool) from its default pools"},
 		{"garbage collection says what it needs", []Alternative{rec,
 			{Settings: "caching:garbage_collection_threshold:0.8,per_process_memory_fraction:1.0", PeakReserved: 9 * g, OOMs: 0}},
 			"PYTORCH_ALLOC_CONF=garbage_collection_threshold:0.8,per_process_memory_fraction:1.0", "set_per_process_memory_fraction"},
@@ -77,16 +82,25 @@ func TestBuildOps(t *testing.T) {
 	for _, e := range trace {
 		tr = append(tr, snapshotEntry{Action: e.action, Addr: e.addr, Size: e.size, Stream: e.stream})
 	}
-	ops := buildOps(tr, pre)
+	ops := buildOps(snapshot.TraceOf(tr), pre, nil, false)
 	var kinds []string
 	for _, op := range ops {
 		kinds = append(kinds, op.Kind.String()+":"+op.ID)
 	}
-	if got, want := strings.Join(kinds, " "), "alloc:a0 free:a0 alloc:a1 free:a1 empty_cache:"; got != want {
+	// An id is reused once its allocation is freed.
+	if got, want := strings.Join(kinds, " "), "alloc:a0 free:a0 alloc:a0 free:a0 empty_cache:"; got != want {
 		t.Errorf("ops %q, want %q", got, want)
 	}
 	if ops[0].Stream != 1 || ops[2].Stream != 0 {
 		t.Errorf("streams %d %d, want 1 0", ops[0].Stream, ops[2].Stream)
+	}
+	if err := optrace.Validate(ops, "ops"); err != nil {
+		t.Error(err)
+	}
+	// Consumed, the trace gives the same ops and is empty afterwards.
+	packed := snapshot.TraceOf(tr)
+	if got := buildOps(packed, pre, nil, true); !reflect.DeepEqual(got, ops) || packed.Len() != 0 {
+		t.Errorf("consumed: ops %v (want %v), %d entries left", got, ops, packed.Len())
 	}
 }
 

@@ -211,12 +211,12 @@ func (v *vaSource) reserve(size int64) uint64 {
 
 // replayTrace seeds the pre-trace state into a caching model and replays
 // the trace, comparing every alloc address and segment_alloc size.
-func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg caching.Config, settings string,
+func replayTrace(s *snapshot.Snapshot, d int, trace *snapshot.Trace, cfg caching.Config, settings string,
 	top uint64, pre preTrace, preErr error, opts Options) run {
 	var r run
 	f := &Fidelity{Settings: settings, Source: SourceTrace}
 	r.fidelity = f
-	for _, e := range trace {
+	for _, e := range trace.All() {
 		if e.Action == "alloc" {
 			f.Allocs++
 		}
@@ -226,15 +226,16 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 	}
 	if preErr != nil {
 		f.Skipped = preErr.Error()
-		r.ooms = explainOOMs(trace, nil, 0)
+		r.ooms = explainOOMs(trace)
 		return r
 	}
 	if cfg.ExpandableSegments {
 		f.Skipped = errExpandable.Error()
-		r.ooms = explainOOMs(trace, nil, 0)
+		r.ooms = explainOOMs(trace)
 		return r
 	}
-	if len(trace) == 0 {
+	n := trace.Len()
+	if n == 0 {
 		return r
 	}
 	a, v, err := replayAllocator(cfg, freshBase(top, trace))
@@ -265,20 +266,22 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 			f.Mismatches = append(f.Mismatches, m)
 		}
 	}
-	step := max(1, (len(trace)+opts.TimelinePoints-1)/opts.TimelinePoints)
+	step := max(1, (n+opts.TimelinePoints-1)/opts.TimelinePoints)
 	pending := -1 // index of a segment_alloc awaiting its alloc
-	for i, e := range trace {
+	var pendingAddr uint64
+	var pendingSize int64 // its address and size
+	for i, e := range trace.All() {
 		switch e.Action {
 		case "segment_alloc":
 			if pending >= 0 {
-				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size), Note: "never saw the alloc it was for"})
+				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(pendingSize), Note: "never saw the alloc it was for"})
 			}
-			pending = i
+			pending, pendingAddr, pendingSize = i, e.Addr, e.Size
 			router.segmentAlloc(i, e)
 		case "alloc":
 			v.armed, v.called = pending >= 0, false
 			if v.armed {
-				v.want = trace[pending].Addr
+				v.want = pendingAddr
 			}
 			blk, err := a.AllocIn(router.route(e), e.Size, int(e.Stream))
 			v.armed = false
@@ -296,13 +299,13 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 				live[e.Addr] = blk.Handle
 			}
 			switch {
-			case pending >= 0 && v.called && v.gotSize == trace[pending].Size:
+			case pending >= 0 && v.called && v.gotSize == pendingSize:
 				f.SegmentSizeMatches++
 			case pending >= 0 && v.called:
-				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size),
+				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(pendingSize),
 					Note: fmt.Sprintf("asked for %d bytes", v.gotSize)})
 			case pending >= 0:
-				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size),
+				mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(pendingSize),
 					Note: "reused a cached block instead"})
 			case v.called:
 				f.ExtraSegments++
@@ -333,21 +336,21 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 					Note: fmt.Sprintf("segment_free at %#x: the model has no wholly free segment there", e.Addr)})
 			}
 		case "oom":
-			r.ooms = append(r.ooms, explainOOMs(trace[i:i+1], a, i)...)
+			r.ooms = append(r.ooms, explainOOM(i, e, a))
 			distrust(&r.ooms[len(r.ooms)-1], f.UnknownFrees)
 			// A plausible device: device_free recorded, below 1 PiB.
 			if c := r.ooms[len(r.ooms)-1]; c.DeviceFree > 0 && c.DeviceFree < replayCapacity && c.Reserved < replayCapacity {
 				r.recordedCapacity = max(r.recordedCapacity, c.Reserved+c.DeviceFree)
 			}
 		}
-		if i%step == step-1 || i == len(trace)-1 {
+		if i%step == step-1 || i == n-1 {
 			st := a.Stats()
 			fr := frag.FragRate(a.LargestFreeBlock(), st.Reserved-st.Allocated)
 			r.timeline = append(r.timeline, Point{Event: i, TimeUS: e.TimeUS, Reserved: st.Reserved, Allocated: st.Allocated, FragRate: fr})
 		}
 	}
 	if pending >= 0 {
-		mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(trace[pending].Size), Note: "trace ends before its alloc"})
+		mismatch(Mismatch{Event: pending, Action: "segment_alloc", Want: uint64(pendingSize), Note: "trace ends before its alloc"})
 	}
 	f.PrivateAllocs = router.private
 	f.FinalBlocks, f.FinalBlockMatches = compareFinal(s, d, a.Layout())
@@ -357,9 +360,9 @@ func replayTrace(s *snapshot.Snapshot, d int, trace []snapshot.TraceEntry, cfg c
 // freshBase is a page-aligned address 1 TiB above every address in the
 // file (top: the end of its highest segment), for segments the trace did
 // not record.
-func freshBase(top uint64, trace []snapshot.TraceEntry) uint64 {
+func freshBase(top uint64, trace *snapshot.Trace) uint64 {
 	const gap = 1 << 40
-	for _, e := range trace {
+	for _, e := range trace.All() {
 		if e.Size > 0 {
 			top = max(top, e.Addr+uint64(e.Size))
 		}
@@ -399,59 +402,62 @@ func compareFinal(s *snapshot.Snapshot, d int, l mem.Layout) (total, same int) {
 	return total, same
 }
 
-// explainOOMs explains the oom entries of trace; a is the model just before
-// (nil when there is none); base is the index of trace[0].
-func explainOOMs(trace []snapshot.TraceEntry, a *caching.Allocator, base int) []OOM {
+// explainOOMs explains the oom entries of a trace that was not replayed.
+func explainOOMs(trace *snapshot.Trace) []OOM {
 	var out []OOM
-	for i, e := range trace {
-		if e.Action != "oom" {
-			continue
+	for i, e := range trace.All() {
+		if e.Action == "oom" {
+			out = append(out, explainOOM(i, e, nil))
 		}
-		o := OOM{Event: base + i, TimeUS: e.TimeUS, Requested: e.Size, AllocSize: oomSegment(e.Size),
-			Stream: e.Stream, DeviceFree: e.DeviceFree, Frames: e.Frames, Cause: "unknown"}
-		if a == nil {
-			o.Why = fmt.Sprintf("requested %s with %s free on the device; the trace was not replayed, "+
-				"so the allocator's free blocks at that moment are unknown",
-				mem.FormatBytes(o.Requested), mem.FormatBytes(o.DeviceFree))
-			out = append(out, o)
-			continue
-		}
-		// The model's state from its counters and free sets, not a Layout
-		// (a Layout per oom entry made a trace of oom entries over 45,000
-		// segments quadratic): cached free is reserved − allocated, as
-		// frag.Compute counts it for cudaMalloc segments.
-		st := a.Stats()
-		o.Reserved, o.Allocated, o.CachedFree = st.Reserved, st.Allocated, st.Reserved-st.Allocated
-		o.Health = frag.Health(a.LargestFreeBlock(), o.CachedFree)
-		o.LargestFree = a.LargestFreeIn(o.Requested <= mem.MiB, int(e.Stream))
-		// Free memory cached in private pools (CUDA graphs) serves no
-		// default-pool request and stays while captures use it.
-		o.PrivateCachedFree = a.PrivateCachedFree()
-		private := ""
-		if o.PrivateCachedFree > 0 {
-			private = fmt.Sprintf("; %s more is cached in private pools (CUDA graphs, MemPool), which this request cannot use",
-				mem.FormatBytes(o.PrivateCachedFree))
-		}
-		switch {
-		case o.CachedFree-o.PrivateCachedFree+o.DeviceFree >= o.AllocSize:
-			o.Cause = "fragmentation"
-			usable := o.CachedFree - o.PrivateCachedFree
-			o.Why = fmt.Sprintf("%s was free in total (%s cached inside segments, largest block %s; %s on the device), "+
-				"but no cached block of this pool fits %s and the device could not provide a %s segment: "+
-				"the cached memory is split among segments that live blocks keep from being released%s",
-				mem.FormatBytes(usable+o.DeviceFree), mem.FormatBytes(usable), mem.FormatBytes(o.LargestFree),
-				mem.FormatBytes(o.DeviceFree), mem.FormatBytes(o.Requested), mem.FormatBytes(o.AllocSize), private)
-		default:
-			o.Cause = "demand"
-			usable := o.CachedFree - o.PrivateCachedFree
-			o.Why = fmt.Sprintf("the request needs a %s segment but only %s was free in total (%s cached, %s on the device)%s: "+
-				"no allocator setting helps; the workload needs more memory",
-				mem.FormatBytes(o.AllocSize), mem.FormatBytes(usable+o.DeviceFree),
-				mem.FormatBytes(usable), mem.FormatBytes(o.DeviceFree), private)
-		}
-		out = append(out, o)
 	}
 	return out
+}
+
+// explainOOM explains oom entry e, event i of the trace; a is the model
+// just before (nil when there is none).
+func explainOOM(i int, e snapshot.TraceEntry, a *caching.Allocator) OOM {
+	o := OOM{Event: i, TimeUS: e.TimeUS, Requested: e.Size, AllocSize: oomSegment(e.Size),
+		Stream: e.Stream, DeviceFree: e.DeviceFree, Frames: e.Frames, Cause: "unknown", UserMetadata: e.UserMetadata}
+	if a == nil {
+		o.Why = fmt.Sprintf("requested %s with %s free on the device; the trace was not replayed, "+
+			"so the allocator's free blocks at that moment are unknown",
+			mem.FormatBytes(o.Requested), mem.FormatBytes(o.DeviceFree))
+		return o
+	}
+	// The model's state from its counters and free sets, not a Layout
+	// (a Layout per oom entry made a trace of oom entries over 45,000
+	// segments quadratic): cached free is reserved − allocated, as
+	// frag.Compute counts it for cudaMalloc segments.
+	st := a.Stats()
+	o.Reserved, o.Allocated, o.CachedFree = st.Reserved, st.Allocated, st.Reserved-st.Allocated
+	o.Health = frag.Health(a.LargestFreeBlock(), o.CachedFree)
+	o.LargestFree = a.LargestFreeIn(o.Requested <= mem.MiB, int(e.Stream))
+	// Free memory cached in private pools (CUDA graphs) serves no
+	// default-pool request and stays while captures use it.
+	o.PrivateCachedFree = a.PrivateCachedFree()
+	private := ""
+	if o.PrivateCachedFree > 0 {
+		private = fmt.Sprintf("; %s more is cached in private pools (CUDA graphs, MemPool), which this request cannot use",
+			mem.FormatBytes(o.PrivateCachedFree))
+	}
+	switch {
+	case o.CachedFree-o.PrivateCachedFree+o.DeviceFree >= o.AllocSize:
+		o.Cause = "fragmentation"
+		usable := o.CachedFree - o.PrivateCachedFree
+		o.Why = fmt.Sprintf("%s was free in total (%s cached inside segments, largest block %s; %s on the device), "+
+			"but no cached block of this pool fits %s and the device could not provide a %s segment: "+
+			"the cached memory is split among segments that live blocks keep from being released%s",
+			mem.FormatBytes(usable+o.DeviceFree), mem.FormatBytes(usable), mem.FormatBytes(o.LargestFree),
+			mem.FormatBytes(o.DeviceFree), mem.FormatBytes(o.Requested), mem.FormatBytes(o.AllocSize), private)
+	default:
+		o.Cause = "demand"
+		usable := o.CachedFree - o.PrivateCachedFree
+		o.Why = fmt.Sprintf("the request needs a %s segment but only %s was free in total (%s cached, %s on the device)%s: "+
+			"no allocator setting helps; the workload needs more memory",
+			mem.FormatBytes(o.AllocSize), mem.FormatBytes(usable+o.DeviceFree),
+			mem.FormatBytes(usable), mem.FormatBytes(o.DeviceFree), private)
+	}
+	return o
 }
 
 // replayAllocator builds the caching model a replay runs on: a device of

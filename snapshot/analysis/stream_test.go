@@ -74,3 +74,42 @@ func TestAnalyzeReleaseTraces(t *testing.T) {
 		t.Errorf("trace kept: %v without ReleaseTraces, %v with", s1.DeviceTraces[0] != nil, s2.DeviceTraces[0] != nil)
 	}
 }
+
+// A trace kept packed (snapshot.Options.PackTraces, what analyze reads)
+// analyses as the expanded one does, whole report alike, and with
+// ReleaseTraces the what-if ops consume it (the snapshot holds none of it
+// afterwards).
+func TestAnalyzePackedTraces(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := gensnap.Write(&buf, gensnap.Options{Bytes: 400_000, Seed: 7, Layers: 4, OOMEvery: 3}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(pack bool) *snapshot.Snapshot {
+		s, err := snapshot.ReadOptions(bytes.NewReader(buf.Bytes()), "g", &snapshot.Options{SkipTraceFrames: true, PackTraces: pack})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	specs := []string{"caching", "caching:max_split_size_mb:64", "direct"}
+	a, err := analysis.Analyze(read(false), analysis.Options{WhatIf: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, release := range []bool{false, true} {
+		s := read(true)
+		b, err := analysis.Analyze(s, analysis.Options{WhatIf: specs, ReleaseTraces: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("release=%v: the packed trace's report differs", release)
+		}
+		if f := b.Devices[0].Replay; f.Allocs == 0 || f.AddressMatches != f.Allocs || len(b.Devices[0].OOMs) == 0 {
+			t.Errorf("release=%v: replay %+v, %d ooms", release, *f, len(b.Devices[0].OOMs))
+		}
+		if left := s.Trace(0).Len(); (left == 0) != release {
+			t.Errorf("release=%v: %d entries left in the snapshot", release, left)
+		}
+	}
+}

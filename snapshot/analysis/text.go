@@ -181,6 +181,9 @@ func (d Device) writeText(b *strings.Builder) {
 			}
 			fmt.Fprintf(b, "  %-62s %12s %5d %10.3f\n", a.Settings+mark, fb(a.PeakReserved), a.OOMs, a.PeakFragRate)
 		}
+		if w.PrivateRequests > 0 {
+			writePrivateWhatIf(b, w)
+		}
 		line := w.Recommendation
 		if strings.HasSuffix(line, "=") {
 			line += "   (empty: PyTorch's defaults)"
@@ -191,6 +194,27 @@ func (d Device) writeText(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, spec.EnvVarNote)
 	}
+}
+
+// writePrivateWhatIf says which alternatives kept the private pools'
+// requests apart and which served them from their default pools.
+func writePrivateWhatIf(b *strings.Builder, w *WhatIf) {
+	var unrouted []string
+	for _, a := range w.Results {
+		if a.UnroutedPrivate > 0 {
+			unrouted = append(unrouted, a.Settings)
+		}
+	}
+	fmt.Fprintf(b, "  %d requests of private pools (CUDA graphs, MemPool) replayed in their pools", w.PrivateRequests)
+	if len(unrouted) == 0 {
+		b.WriteString("\n")
+		return
+	}
+	verb, their := "have", "their"
+	if len(unrouted) == 1 {
+		verb, their = "has", "its"
+	}
+	fmt.Fprintf(b, "; %s %s no private pools and served them from %s default pools\n", strings.Join(unrouted, ", "), verb, their)
 }
 
 // writeHistoryReplay reports a replay rebuilt from legacy block histories,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/caching"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
@@ -50,7 +51,14 @@ type WhatIf struct {
 	// an allocator serves it. Every Alternative's OOMs counts them, the
 	// recorded settings' included.
 	OOMRequests int
-	Results     []Alternative
+	// PrivateRequests counts the allocs replayed in a private pool (CUDA
+	// graphs, MemPool; buildOps routes them as the recorded-settings
+	// replay does), pre-trace live blocks of private segments included.
+	// The caching alternatives serve each from its pool; an allocator
+	// without private pools serves them from its default pools
+	// (Alternative.UnroutedPrivate).
+	PrivateRequests int
+	Results         []Alternative
 	// Recommendation is a PYTORCH_ALLOC_CONF line (spec.EnvVar; the
 	// older PYTORCH_CUDA_ALLOC_CONF takes the same value) (it may be the
 	// recorded one); Reason says why.
@@ -69,6 +77,11 @@ type Alternative struct {
 	PeakFragRate  float64 // fragmentation rate when reserved peaked
 	EndFragRate   float64
 	FirstOOM      string // the first failure, in PyTorch's words
+	// UnroutedPrivate counts the private-pool requests this allocator,
+	// having no private pools, served from its default pools together
+	// with the rest (optrace.Result.UnroutedPoolAllocs): its figures then
+	// pool memory that PyTorch kept apart.
+	UnroutedPrivate int
 }
 
 // conf is the PYTORCH_CUDA_ALLOC_CONF value that selects this allocator,
@@ -90,22 +103,43 @@ func (a Alternative) native() bool {
 
 // buildOps turns a device trace, preceded by the pre-trace live blocks, into
 // an op trace. Streams (cudaStream_t values) are renumbered densely in
-// order of first use, 0 staying 0.
-func buildOps(trace []snapshot.TraceEntry, pre preTrace) []optrace.Op {
+// order of first use, 0 staying 0. Each alloc carries the pool router
+// names (Op.Pool: the entry's pool_id, else the recorded pool of the
+// segment its address lies in, as the recorded-settings replay routes it),
+// and the live blocks of pre-trace private segments are allocated in their
+// pools, so an allocator with private pools (caching) keeps a CUDA graph's
+// or MemPool's memory apart as PyTorch did. router nil routes nothing.
+// Pools are renumbered densely; at most caching.MaxPrivatePools are named,
+// and requests of further pools (a crafted file) go to the default pools.
+//
+// With consume, the trace is read by Trace.Consume, each chunk forgotten
+// once it is ops, for the trace's last reader. Ids are reused once freed
+// (an op trace allows it), so the ops hold as many id strings as
+// allocations are live at once, not one per alloc.
+func buildOps(trace *snapshot.Trace, pre preTrace, router *poolRouter, consume bool) []optrace.Op {
 	// Sized before it is filled: grown by append, the ops of a 12.7M-event
-	// trace (8.5M, 48 bytes each) reached twice their size while the trace
-	// was still live.
-	n := 0
-	for _, sg := range pre.segs {
+	// trace (8.5M, 64 bytes each) reached twice their size while the trace
+	// was still live. The size counts an op per alloc, free_completed and
+	// run of segment_free and two per oom entry, not the frees a ring
+	// buffer lost (rare: append grows the slice for those): counting a
+	// possible lost free per alloc made the slice half as large again as
+	// the ops, zeroed at once beside the trace.
+	n, prev := 0, ""
+	for _, sg := range pre.seeds() {
 		n += len(sg.Live)
 	}
-	for i := range trace {
-		switch trace[i].Action {
-		case "alloc", "oom":
-			n += 2 // a lost free before it, or the free after it
-		case "free_completed", "segment_free":
+	for _, e := range trace.All() {
+		switch e.Action {
+		case "alloc", "free_completed":
 			n++
+		case "oom":
+			n += 2
+		case "segment_free":
+			if prev != "segment_free" {
+				n++
+			}
 		}
+		prev = e.Action
 	}
 	ops := make([]optrace.Op, 0, n)
 	streams := map[int64]int{0: 0}
@@ -117,52 +151,109 @@ func buildOps(trace []snapshot.TraceEntry, pre preTrace) []optrace.Op {
 		}
 		return n
 	}
+	// Pools are renumbered too ({1, 0}, {2, 0}, … in order of first use):
+	// pool ids are opaque 64-bit values, negative ones included, which an
+	// op trace does not take.
+	pools := map[alloc.PoolID]alloc.PoolID{}
+	pool := func(id alloc.PoolID) alloc.PoolID {
+		if id == (alloc.PoolID{}) {
+			return id
+		}
+		n, ok := pools[id]
+		if !ok {
+			if len(pools) >= caching.MaxPrivatePools {
+				return alloc.PoolID{}
+			}
+			n = alloc.PoolID{int64(len(pools)) + 1, 0}
+			pools[id] = n
+		}
+		return n
+	}
+	route := func(e snapshot.TraceEntry) alloc.PoolID {
+		if router == nil {
+			return alloc.PoolID{}
+		}
+		return pool(router.route(e))
+	}
+	var spare []string // ids whose allocation was freed
+	ids := 0
+	newID := func() string {
+		if k := len(spare); k > 0 {
+			id := spare[k-1]
+			spare = spare[:k-1]
+			return id
+		}
+		ids++
+		return "a" + strconv.Itoa(ids-1)
+	}
+	free := func(id string) {
+		ops = append(ops, optrace.Op{Kind: optrace.Free, ID: id})
+		spare = append(spare, id)
+	}
 	live := map[uint64]string{}
-	for _, sg := range pre.segs {
+	for _, sg := range pre.seeds() {
 		for _, lb := range sg.Live {
-			id := "p" + strconv.FormatUint(lb.Addr, 16)
+			id := newID()
 			live[lb.Addr] = id
-			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: lb.Requested, Stream: stream(int64(sg.Stream))})
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: lb.Requested, Stream: stream(int64(sg.Stream)), Pool: pool(sg.Pool)})
 		}
 	}
-	for i, e := range trace {
+	entries, prev := trace.All(), ""
+	if consume {
+		entries = trace.Consume()
+	}
+	for i, e := range entries {
+		action := prev // the entry before
+		prev = e.Action
 		switch e.Action {
+		case "segment_alloc":
+			if router != nil {
+				router.segmentAlloc(i, e)
+			}
 		case "alloc":
 			if e.Size <= 0 || e.Size > optrace.MaxSize {
 				continue
 			}
 			if old, ok := live[e.Addr]; ok { // a free the ring buffer lost
-				ops = append(ops, optrace.Op{Kind: optrace.Free, ID: old})
+				free(old)
 			}
-			id := "a" + strconv.Itoa(i)
+			id := newID()
 			live[e.Addr] = id
-			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream)})
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream), Pool: route(e)})
 		case "free_completed":
 			if id, ok := live[e.Addr]; ok {
 				delete(live, e.Addr)
-				ops = append(ops, optrace.Op{Kind: optrace.Free, ID: id})
+				free(id)
 			}
 		case "segment_free":
-			if i == 0 || trace[i-1].Action != "segment_free" {
+			if router != nil {
+				router.segmentFree(e.Addr)
+			}
+			if action != "segment_free" { // the first of a run
 				ops = append(ops, optrace.Op{Kind: optrace.EmptyCache})
 			}
 		case "oom":
-			// The failed request: no alloc event records it.
+			// The failed request: no alloc event records it; its pool is
+			// the entry's pool_id when it has one.
 			if e.Size <= 0 || e.Size > optrace.MaxSize {
 				continue
 			}
-			id := "o" + strconv.Itoa(i)
-			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream)},
-				optrace.Op{Kind: optrace.Free, ID: id})
+			id := newID()
+			p := alloc.PoolID{}
+			if e.HasPoolID {
+				p = pool(e.PoolID)
+			}
+			ops = append(ops, optrace.Op{Kind: optrace.Alloc, ID: id, Size: e.Size, Stream: stream(e.Stream), Pool: p})
+			free(id)
 		}
 	}
 	return ops
 }
 
 // oomRequests counts the oom entries buildOps replays as requests.
-func oomRequests(trace []snapshot.TraceEntry) int {
+func oomRequests(trace *snapshot.Trace) int {
 	n := 0
-	for _, e := range trace {
+	for _, e := range trace.All() {
 		if e.Action == "oom" && e.Size > 0 && e.Size <= optrace.MaxSize {
 			n++
 		}
@@ -172,9 +263,9 @@ func oomRequests(trace []snapshot.TraceEntry) int {
 
 // whatIf replays the device's requests through the recorded settings and
 // each alternative on a device of capacity bytes.
-// release, when not nil, drops the snapshot's reference to the trace once
-// the ops are built (Options.ReleaseTraces).
-func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []string, capacity int64, parallel int, release func()) (*WhatIf, error) {
+// release, when not nil, lets the ops be built by consuming the trace and
+// drops the snapshot's reference to it then (Options.ReleaseTraces).
+func whatIf(trace *snapshot.Trace, pre preTrace, router *poolRouter, settings string, specs []string, capacity int64, parallel int, release func()) (*WhatIf, error) {
 	recorded := "caching"
 	if settings != "" {
 		recorded += ":" + settings
@@ -196,7 +287,8 @@ func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []
 			all = append(all, s)
 		}
 	}
-	ops, oomReqs := buildOps(trace, pre), oomRequests(trace)
+	oomReqs := oomRequests(trace)
+	ops := buildOps(trace, pre, router, release != nil)
 	if release != nil {
 		trace = nil
 		release()
@@ -206,10 +298,15 @@ func whatIf(trace []snapshot.TraceEntry, pre preTrace, settings string, specs []
 		return nil, fmt.Errorf("what-if replay: %w", err)
 	}
 	w := &WhatIf{Capacity: capacity, Ops: len(ops), OOMRequests: oomReqs}
+	for i := range ops {
+		if ops[i].Pool != (alloc.PoolID{}) {
+			w.PrivateRequests++
+		}
+	}
 	for i, r := range results {
 		alt := Alternative{Settings: r.Allocator, Recorded: i == 0, PeakReserved: r.PeakReservedBytes,
 			PeakAllocated: r.PeakAllocatedBytes, EndReserved: r.EndReservedBytes, OOMs: r.OOMs,
-			PeakFragRate: r.AtPeak.FragRate, EndFragRate: r.End.FragRate}
+			PeakFragRate: r.AtPeak.FragRate, EndFragRate: r.End.FragRate, UnroutedPrivate: r.UnroutedPoolAllocs}
 		if r.FirstOOM != nil {
 			alt.FirstOOM = r.FirstOOM.Message
 		}
@@ -276,6 +373,12 @@ func recommend(alts []Alternative) (string, string) {
 	note := ""
 	if strings.Contains(bestConf, "garbage_collection_threshold") {
 		note = "; garbage collection acts only under a memory fraction (torch.cuda.set_per_process_memory_fraction)"
+	}
+	if best.UnroutedPrivate > 0 {
+		// Its figures pool memory that PyTorch keeps apart (CUDA graphs'
+		// pools): say so rather than compare them silently.
+		note += fmt.Sprintf("; its replay served the %d requests of private pools (CUDA graphs, MemPool) from its default pools "+
+			"(it has none in gpufrag's model), which can understate its peak", best.UnroutedPrivate)
 	}
 	switch {
 	case best.OOMs < rec.OOMs:

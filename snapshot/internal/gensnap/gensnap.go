@@ -11,7 +11,13 @@
 // buckets 1 to 512 a CUDA-graph server uses, or a prefill chunk of up to
 // 2,048): per layer the activations of attention and MLP, allocated and
 // freed in the order a transformer block does, a few small tensors of
-// sampling metadata, and the logits. Every OOMEvery-th step records an oom
+// sampling metadata, and the logits. With GraphPool the server captures
+// CUDA graphs first, as vLLM and SGLang do: one forward pass per decode
+// bucket, every request routed to one private pool (GraphPoolID, the
+// segments it obtains carry it as segment_pool_id, the trace entries do
+// not); a serving step of a captured bucket then replays its graph and
+// allocates only its sampling metadata, and prefill chunks run eagerly in
+// the default pools. Every OOMEvery-th step records an oom
 // entry (a request of 1 TiB that the device could not serve, as PyTorch
 // writes it: no alloc event, device_free set).
 //
@@ -54,7 +60,14 @@ type Options struct {
 	Layers, Hidden int
 	// OOMEvery records an oom entry every OOMEvery-th step; 0: none.
 	OOMEvery int
+	// GraphPool captures a CUDA graph per decode bucket into the private
+	// pool GraphPoolID before serving (see the package doc).
+	GraphPool bool
 }
+
+// GraphPoolID is the private pool of the captured graphs (a CUDA graph
+// pool's MempoolId_t: graph pools count from (1, 0)).
+var GraphPoolID = alloc.PoolID{1, 0}
 
 // Stats says what was written.
 type Stats struct {
@@ -62,6 +75,11 @@ type Stats struct {
 	Segments, Blocks          int
 	Events, Allocs, OOMs      int
 	Frames, Tracebacks, Steps int
+	// PrivateSegments and PrivateAllocs are the graph pool's segments at
+	// the end and the allocs routed to it (GraphPool).
+	PrivateSegments, PrivateAllocs int
+	// PeakReserved is the most the allocator reserved after any alloc.
+	PeakReserved int64
 }
 
 type action uint8
@@ -115,6 +133,12 @@ type gen struct {
 	allocs int
 	est    int64 // estimated bytes of the trace written so far
 	done   bool  // the history is complete
+	// capturing routes allocs to the graph pool; private are its
+	// segments, by address; privateAllocs counts its allocs.
+	capturing     bool
+	private       map[uint64]bool
+	privateAllocs int
+	peak          int64
 }
 
 // Write writes the snapshot to w.
@@ -130,7 +154,7 @@ func Write(w io.Writer, o Options) (Stats, error) {
 		return Stats{}, err
 	}
 	g := &gen{o: o, rng: rand.New(rand.NewPCG(o.Seed, 25)), live: map[uint64]int32{},
-		time: 1_764_000_000_000_000, va: 0x7f0000000000}
+		time: 1_764_000_000_000_000, va: 0x7f0000000000, private: map[uint64]bool{}}
 	dev.SetVAHook(g.reserve)
 	a, err := caching.New(dev, caching.Config{})
 	if err != nil {
@@ -154,6 +178,9 @@ func (g *gen) reserve(size int64) uint64 {
 	}
 	g.events = append(g.events, event{act: actSegmentAlloc, addr: addr, size: size, time: g.tick(), tb: -1})
 	g.est += 40
+	if g.capturing {
+		g.private[addr] = true
+	}
 	return addr
 }
 
@@ -189,10 +216,18 @@ func (g *gen) makeSites() {
 func (g *gen) alloc(size int64, site int) (alloc.Block, error) {
 	tb := int32(len(g.tbs))
 	g.tbs = append(g.tbs, traceback{frames: g.sites[site%nSites], memo: -1})
-	b, err := g.a.Alloc(size, 0)
+	var b alloc.Block
+	var err error
+	if g.capturing {
+		b, err = g.a.AllocIn(GraphPoolID, size, 0)
+		g.privateAllocs++
+	} else {
+		b, err = g.a.Alloc(size, 0)
+	}
 	if err != nil {
 		return b, fmt.Errorf("gensnap: the model ran out of memory at %d bytes (reduce Layers or Hidden): %w", size, err)
 	}
+	g.peak = max(g.peak, g.a.Stats().Reserved)
 	g.events = append(g.events, event{act: actAlloc, addr: b.Addr, size: b.Size, time: g.tick(), tb: tb})
 	g.live[b.Addr] = tb
 	g.allocs++
@@ -230,13 +265,30 @@ func (g *gen) run() error {
 		return err
 	}
 	buckets := []int64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}
+	if g.o.GraphPool {
+		// Captured largest first, as vLLM does, all into one pool.
+		g.capturing = true
+		for i := len(buckets) - 1; i >= 0; i-- {
+			if err := g.step(buckets[i]); err != nil {
+				return err
+			}
+		}
+		g.capturing = false
+	}
 	for g.est*6/5 < g.o.Bytes {
 		g.steps++
 		t := buckets[g.rng.IntN(len(buckets))]
-		if g.rng.IntN(8) == 0 {
+		prefill := g.rng.IntN(8) == 0
+		if prefill {
 			t = 1 + int64(g.rng.IntN(2048)) // a prefill chunk
 		}
-		if err := g.step(t); err != nil {
+		var err error
+		if g.o.GraphPool && !prefill {
+			err = g.sample(t) // the captured graph replays: no allocation
+		} else {
+			err = g.step(t)
+		}
+		if err != nil {
 			return err
 		}
 		if g.o.OOMEvery > 0 && g.steps%g.o.OOMEvery == 0 {
@@ -307,13 +359,9 @@ func (g *gen) step(t int64) error {
 			return err
 		}
 	}
-	var small []alloc.Block
-	for i := 0; i < 3; i++ {
-		b, err := g.alloc(t*4*int64(1+i)+512, 300+i)
-		if err != nil {
-			return err
-		}
-		small = append(small, b)
+	small, err := g.metadata(t)
+	if err != nil {
+		return err
 	}
 	logits, err := g.alloc(t*32000*4, 310)
 	if err != nil {
@@ -327,11 +375,39 @@ func (g *gen) step(t int64) error {
 	return nil
 }
 
+// metadata allocates a step's sampling metadata: three small tensors.
+func (g *gen) metadata(t int64) ([]alloc.Block, error) {
+	var small []alloc.Block
+	for i := 0; i < 3; i++ {
+		b, err := g.alloc(t*4*int64(1+i)+512, 300+i)
+		if err != nil {
+			return nil, err
+		}
+		small = append(small, b)
+	}
+	return small, nil
+}
+
+// sample is a step whose forward pass replays a captured graph: only the
+// sampling metadata is allocated, eagerly, and freed.
+func (g *gen) sample(t int64) error {
+	small, err := g.metadata(t)
+	if err != nil {
+		return err
+	}
+	for _, b := range small {
+		if err := g.free(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // write pickles the snapshot.
 func (g *gen) write(w io.Writer) (Stats, error) {
 	p := newPickler(w)
 	st := Stats{Events: len(g.events), Allocs: g.allocs, OOMs: g.ooms, Frames: len(g.frames),
-		Tracebacks: len(g.tbs), Steps: g.steps}
+		Tracebacks: len(g.tbs), Steps: g.steps, PrivateAllocs: g.privateAllocs, PeakReserved: g.peak}
 	g.done = true
 	l := g.a.Layout()
 	p.dict(func() {
@@ -365,7 +441,12 @@ func (g *gen) write(w io.Writer) (Stats, error) {
 				p.key("segment_type")
 				p.str(s.Pool)
 				p.key("segment_pool_id")
-				p.tuple00()
+				if g.private[s.Addr] {
+					st.PrivateSegments++
+					p.poolID(GraphPoolID)
+				} else {
+					p.tuple00()
+				}
 				p.key("is_expandable")
 				p.bool(false)
 				p.key("frames")
@@ -473,6 +554,7 @@ type pickler struct {
 	strs  map[string]int64
 	err   error
 	tuple int64 // memo index of (0, 0); -1 until written
+	pool  int64 // memo index of GraphPoolID; -1 until written
 	// batch counts the items of the innermost dict or list batch.
 }
 
@@ -505,7 +587,7 @@ const (
 )
 
 func newPickler(w io.Writer) *pickler {
-	p := &pickler{w: bufio.NewWriterSize(w, 1<<20), strs: map[string]int64{}, tuple: -1}
+	p := &pickler{w: bufio.NewWriterSize(w, 1<<20), strs: map[string]int64{}, tuple: -1, pool: -1}
 	p.raw(opProto, 4)
 	p.n += 2
 	return p
@@ -630,6 +712,18 @@ func (p *pickler) tuple00() {
 	}
 	p.op(opBinInt1, 0, opBinInt1, 0, opTuple2)
 	p.tuple = p.memoize()
+}
+
+// poolID writes a pool id (a tuple of two small non-negative ints), or a
+// reference to the one written before.
+func (p *pickler) poolID(id alloc.PoolID) {
+	p.value()
+	if p.pool >= 0 {
+		p.get(p.pool)
+		return
+	}
+	p.op(opBinInt1, byte(id[0]), opBinInt1, byte(id[1]), opTuple2)
+	p.pool = p.memoize()
 }
 
 func (p *pickler) emptyList() {

@@ -244,8 +244,9 @@ func warnCapacityBelowReserved(w io.Writer, rep *analysis.Report) {
 	}
 }
 
-// readOpts: the analysis reads the stacks of blocks and oom entries only.
-var readOpts = &snapshot.Options{SkipTraceFrames: true}
+// readOpts: the analysis reads the stacks of blocks and oom entries only,
+// and each trace in order, kept packed (40 bytes an entry).
+var readOpts = &snapshot.Options{SkipTraceFrames: true, PackTraces: true}
 
 // readSnapshot reads the snapshot at path ("-": standard input) with ro.
 // The collector runs as usual (GOGC): the reader streams, so most of what

@@ -2,6 +2,7 @@
 // LLM-serving allocation pattern (package gensnap) for benchmarks:
 //
 //	go run ./snapshot/internal/gensnap/cmd -size 1GB -o /tmp/snap1g.pickle
+//	go run ./snapshot/internal/gensnap/cmd -size 100MB -graphs -o /tmp/graphs.pickle
 //
 // -size takes a number of bytes with an optional KB, MB or GB suffix
 // (powers of 1000).
@@ -22,6 +23,7 @@ func main() {
 	out := flag.String("o", "", "output file (required)")
 	seed := flag.Uint64("seed", 1, "seed of the batch sizes and stacks")
 	oom := flag.Int("oom-every", 0, "record an oom entry every N serving steps (0: none)")
+	graphs := flag.Bool("graphs", false, "capture a CUDA graph per decode bucket into a private pool first (segment_pool_id (1, 0))")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil || *out == "" || flag.NArg() > 0 {
@@ -36,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gensnap:", err)
 		os.Exit(1)
 	}
-	st, err := gensnap.Write(f, gensnap.Options{Bytes: n, Seed: *seed, OOMEvery: *oom})
+	st, err := gensnap.Write(f, gensnap.Options{Bytes: n, Seed: *seed, OOMEvery: *oom, GraphPool: *graphs})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -46,6 +48,9 @@ func main() {
 	}
 	fmt.Printf("%s: %d bytes, %d segments, %d blocks, %d events (%d allocs, %d ooms), %d steps, %d frames, %d tracebacks\n",
 		*out, st.Bytes, st.Segments, st.Blocks, st.Events, st.Allocs, st.OOMs, st.Steps, st.Frames, st.Tracebacks)
+	if *graphs {
+		fmt.Printf("graph pool: %d segments at the end, %d allocs; peak reserved %d bytes\n", st.PrivateSegments, st.PrivateAllocs, st.PeakReserved)
+	}
 }
 
 func parseSize(s string) (int64, error) {
