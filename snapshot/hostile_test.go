@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"bytes"
 	"errors"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -15,26 +16,17 @@ import (
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
-// zeroReader is /dev/zero that counts the bytes read from it.
-type zeroReader struct{ n int64 }
-
-func (z *zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	z.n += int64(len(p))
-	return len(p), nil
-}
-
 // Read looks at the first bytes before it reads the rest (issue 13 case
 // 10): /dev/zero is refused after one small read, not after 1 GiB.
 func TestReadRefusesZerosEarly(t *testing.T) {
-	z := &zeroReader{}
+	z := &testkit.Counter{R: testkit.Repeat("\x00")}
 	_, err := snapshot.Read(z, "/dev/zero")
 	want := "/dev/zero: offset 0: not a pickle or memory_stats JSON: first byte 0x00; to make a memory snapshot"
 	if !errors.Is(err, snapshot.ErrNotSnapshot) || !errors.Is(err, snapshot.ErrDecode) || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v, want ErrNotSnapshot starting %q", err, want)
 	}
-	if z.n > 64 {
-		t.Errorf("read %d bytes of /dev/zero before refusing, want at most 64", z.n)
+	if z.N > 64 {
+		t.Errorf("read %d bytes of /dev/zero before refusing, want at most 64", z.N)
 	}
 }
 
@@ -170,15 +162,15 @@ func TestReadRefusesRandomAfterProtoEarly(t *testing.T) {
 		// byte that says the input goes on), then zeros, which must not
 		// be read; as from a pipe (no size). A 4 MiB cap makes the test
 		// fail fast without the check.
-		z := &zeroReader{}
+		z := &testkit.Counter{R: testkit.Repeat("\x00")}
 		in := io.MultiReader(strings.NewReader("\x80\x04"), io.LimitReader(rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}), pickle.PrefixLen-1), z)
 		_, err := snapshot.ReadOptions(in, "stdin", &snapshot.Options{Pickle: pickle.Options{MaxInputBytes: 4 << 20}})
 		var e *snapshot.Error
 		if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrDecode) {
 			t.Fatalf("seed %d: got %v, want a decode error", seed, err)
 		}
-		if z.n > 0 || e.Offset > pickle.PrefixLen {
-			t.Fatalf("seed %d: read %d bytes past the prefix, refused at offset %d (%v)", seed, z.n, e.Offset, err)
+		if z.N > 0 || e.Offset > pickle.PrefixLen {
+			t.Fatalf("seed %d: read %d bytes past the prefix, refused at offset %d (%v)", seed, z.N, e.Offset, err)
 		}
 	}
 	// A BINBYTES of 16 MiB: no snapshot holds one, so its length decides.

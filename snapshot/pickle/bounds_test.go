@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"io"
 	"strings"
 	"testing"
@@ -11,24 +12,14 @@ import (
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
-// zeros is an endless stream of zero bytes (/dev/zero) that counts what was
-// read from it.
-type zeros struct{ n int64 }
-
-func (z *zeros) Read(p []byte) (int, error) {
-	clear(p)
-	z.n += int64(len(p))
-	return len(p), nil
-}
-
 // Decode looks at the first bytes before reading the rest: /dev/zero is
 // refused after two bytes, not after MaxInputBytes.
 func TestDecodeRefusesNonPickleEarly(t *testing.T) {
-	z := &zeros{}
+	z := &testkit.Counter{R: testkit.Repeat("\x00")}
 	_, err := pickle.Decode(z, nil)
 	wantErr(t, err, pickle.ErrOpcode, 0, "not a pickle: first byte 0x00")
-	if z.n > 2 {
-		t.Errorf("read %d bytes of /dev/zero, want at most 2", z.n)
+	if z.N > 2 {
+		t.Errorf("read %d bytes of /dev/zero, want at most 2", z.N)
 	}
 	// PROTO of an unknown protocol is refused as early.
 	_, err = pickle.Decode(io.MultiReader(strings.NewReader("\x80\x00"), z), nil)

@@ -3,6 +3,7 @@ package pickle_test
 import (
 	"bytes"
 	"errors"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -22,15 +23,15 @@ func TestDecodeRefusesRandomAfterProtoEarly(t *testing.T) {
 		// PROTO 4, random bytes up to PrefixLen+1 (the prefix and the
 		// byte that says the input goes on), then zeros, which must not
 		// be read. A 4 MiB cap makes the test fail fast without the check.
-		z := &zeros{}
+		z := &testkit.Counter{R: testkit.Repeat("\x00")}
 		in := io.MultiReader(strings.NewReader("\x80\x04"), io.LimitReader(rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), 28}), pickle.PrefixLen-1), z)
 		_, err := pickle.Decode(in, &pickle.Options{MaxBytesObject: 1 << 20, MaxInputBytes: 4 << 20})
 		var e *pickle.Error
 		if !errors.As(err, &e) {
 			t.Fatalf("seed %d: got %v, want a *pickle.Error", seed, err)
 		}
-		if z.n > 0 || e.Offset > pickle.PrefixLen {
-			t.Fatalf("seed %d: read %d bytes past the prefix, refused at offset %d (%v)", seed, z.n, e.Offset, err)
+		if z.N > 0 || e.Offset > pickle.PrefixLen {
+			t.Fatalf("seed %d: read %d bytes past the prefix, refused at offset %d (%v)", seed, z.N, e.Offset, err)
 		}
 	}
 }
