@@ -147,14 +147,15 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
+	doc := optrace.Report{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
 	if f.json {
-		doc := optrace.Report{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
 		return writeJSON(out, doc, true)
 	}
-	var sb strings.Builder
-	writeReplayReport(&sb, name, path == "", len(ops), capacity, other, results)
-	_, err = io.WriteString(out, sb.String())
-	return err
+	what := name
+	if path == "" {
+		what = "the embedded example trace (a Llama-3-8B-like server; see gpufrag replay --help)"
+	}
+	return doc.WriteText(out, what, len(ops))
 }
 
 // allocSpecs expands the --alloc values (each a spec or a comma-separated

@@ -142,7 +142,7 @@ func writeSimulateBands(sb *strings.Builder, o *scenario.Report) {
 			if len(bases) > 1 {
 				who += " (" + strings.Join(runs[basis], ", ") + ")"
 			}
-			sb.WriteString(wrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], loc.Printable(basis)), 80, 4) + "\n")
+			sb.WriteString(human.WrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], loc.Printable(basis)), 80, 4) + "\n")
 		}
 	}
 }

@@ -181,7 +181,7 @@ func writeSimulateNotes(sb *strings.Builder, o *scenario.Report, capacity int64)
 	var lines []string
 	for _, r := range o.Results {
 		if d := r.Defrag; d != nil {
-			lines = append(lines, wrapHang("  "+runName(r)+": "+compactionSummary(r), 80, 6))
+			lines = append(lines, human.WrapHang("  "+runName(r)+": "+compactionSummary(r), 80, 6))
 		}
 	}
 	if len(lines) > 0 {
@@ -198,7 +198,7 @@ func writeSimulateNotes(sb *strings.Builder, o *scenario.Report, capacity int64)
 			line += fmt.Sprintf("; the KV pool is one %s block, so the free memory the ratio sees is the activation buffers' scratch beside it, not KV memory",
 				human.Bytes(r.KVPoolBytes))
 		}
-		lines = append(lines, wrapHang(line, 80, 6))
+		lines = append(lines, human.WrapHang(line, 80, 6))
 	}
 	if len(lines) > 0 {
 		sb.WriteString("\nFragmentation at the lowest health, weighed by the memory at stake:\n" + strings.Join(lines, "\n") + "\n")
@@ -238,20 +238,4 @@ func compactionSummary(r sim.Result) string {
 			human.Seconds(d.Pause.Max), human.Seconds(d.PauseTotal))
 	}
 	return s + fmt.Sprintf("; requests failed with OOM: %s with compaction, %s without", human.Thousands(r.RequestsFailedOOM), human.Thousands(d.OOMsWithout))
-}
-
-// wrapHang wraps a note to width with its continuation lines indented by
-// hang spaces.
-func wrapHang(text string, width, hang int) string {
-	lead := len(text) - len(strings.TrimLeft(text, " "))
-	body := human.Wrap(strings.TrimLeft(text, " "), width-hang)
-	lines := strings.Split(body, "\n")
-	for i := range lines {
-		if i == 0 {
-			lines[i] = strings.Repeat(" ", lead) + lines[i]
-		} else {
-			lines[i] = strings.Repeat(" ", hang) + lines[i]
-		}
-	}
-	return strings.Join(lines, "\n")
 }
