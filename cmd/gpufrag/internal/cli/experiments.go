@@ -2,10 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gpufrag/gpufrag/experiments"
 	"github.com/gpufrag/gpufrag/internal/progress"
@@ -54,10 +52,7 @@ func newExperimentsListCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out, entries, true)
 			}
-			for _, e := range entries {
-				fmt.Fprintf(out, "%-28s %-10s %s\n", e.Name, e.Kind, e.Claim)
-			}
-			return nil
+			return experiments.WriteListText(out, entries)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as a JSON array")
@@ -158,8 +153,7 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	if f.json {
 		return writeJSON(out, outs, true)
 	}
-	writeExperimentsText(out, outs)
-	return nil
+	return experiments.WriteText(out, outs)
 }
 
 // checkFindingsOutputs refuses --write-findings when a file it writes
@@ -167,14 +161,8 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 // file, a file a scenario names, a cluster trace. A file in a directory
 // not made yet is new.
 func checkFindingsOutputs(cmd *cobra.Command, exps []*experiments.Experiment, opts experiments.Options) error {
-	outs := []string{experiments.FindingsPath}
-	for _, e := range exps {
-		if e.Plot != nil {
-			outs = append(outs, experiments.PlotsDir+"/"+e.Name+".png")
-		}
-	}
 	var outputs []fileFlag
-	for _, o := range outs {
+	for _, o := range experiments.FindingsFiles(exps) {
 		p := filepath.Join(opts.Root, filepath.FromSlash(o))
 		if d, err := os.Stat(filepath.Dir(p)); err == nil && d.IsDir() {
 			outputs = append(outputs, fileFlag{"--write-findings", p})
@@ -185,35 +173,4 @@ func checkFindingsOutputs(cmd *cobra.Command, exps []*experiments.Experiment, op
 		named = append(named, namedFile{in.File, in.Field, in.Path})
 	}
 	return checkOutputs(cmd, outputs, nil, named...)
-}
-
-func writeExperimentsText(w io.Writer, outs []*experiments.Outcome) {
-	for i, o := range outs {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		verdict := strings.ToUpper(o.Verdict)
-		if o.Reduced {
-			// A reduced run is shorter, with fewer seeds and small fixtures:
-			// its verdict may differ from docs/findings.md's full-size one.
-			verdict += " (reduced size: may differ from the full-size verdict in docs/findings.md)"
-		}
-		fmt.Fprintf(w, "%s: %s\n  claim:   %s\n", o.Name, verdict, o.Claim)
-		if o.Setup != "" {
-			fmt.Fprintf(w, "  setup:   %s\n", o.Setup)
-		}
-		for _, c := range o.Checks {
-			mark := "FAIL"
-			if c.Pass {
-				mark = "pass"
-			}
-			fmt.Fprintf(w, "  %s  %s: %.4g\n", mark, c.Rule, c.Value)
-		}
-		if o.Skipped != "" {
-			fmt.Fprintf(w, "  skipped: %s\n", o.Skipped)
-		}
-		if o.CannotSimulate != "" {
-			fmt.Fprintf(w, "  not simulated: %s\n", o.CannotSimulate)
-		}
-	}
 }
