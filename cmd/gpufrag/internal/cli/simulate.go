@@ -7,18 +7,22 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
+	"github.com/gpufrag/gpufrag/sim/simreport"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -230,25 +234,63 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		return err
 	}
 	out := scenario.NewReport(s, plan, results)
-	run := describeSimulateRun(cmd, s, plan, f.scenarioFile == "")
-	applyRun(out, run)
-	if err := addSimulateBands(out); err != nil {
+	changed, shown := changedFlags(cmd)
+	run := simreport.Describe(s, plan, f.scenarioFile == "", changed, shown)
+	run.Apply(out)
+	if err := simreport.AddBands(out); err != nil {
 		return err
 	}
 	if f.html != "" {
-		if err := writeSimulateHTML(f.html, out); err != nil {
+		if err := writeHTMLFile(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, out) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, simulateDoc{out, run}, true)
+		return writeJSON(stdout, simreport.Doc{Report: out, Run: run}, true)
 	}
-	var sb strings.Builder
-	writeSimulateReport(&sb, out)
-	writeSimulateNotes(&sb, out, plan.GPU.Capacity)
-	_, err = io.WriteString(stdout, sb.String())
-	return err
+	return simreport.WriteText(stdout, out, plan.GPU.Capacity)
 }
+
+// outputFlags change what simulate prints, not what it runs.
+var outputFlags = map[string]bool{"json": true, "html": true, "parallel": true, "scenario": true,
+	"print-scenario": true, "print-profile": true}
+
+// changedFlags lists the flags that changed the scenario, in name order
+// ("--gpu"), and the same with their values ("--gpu a100-40g",
+// "--activations=false"), for simreport.Describe.
+func changedFlags(cmd *cobra.Command) (changed, shown []string) {
+	changed = []string{}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if outputFlags[f.Name] {
+			return
+		}
+		changed = append(changed, "--"+f.Name)
+		v := strings.Trim(f.Value.String(), "[]")
+		if f.Value.Type() == "bool" {
+			shown = append(shown, "--"+f.Name+"="+v)
+		} else {
+			shown = append(shown, "--"+f.Name+" "+v)
+		}
+	})
+	return changed, shown
+}
+
+// writeHTMLFile creates path and writes a page to it with write.
+func writeHTMLFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+func modelGPUNames() []string { return model.GPUNames() }
+
+func numCPU() int { return runtime.NumCPU() }
 
 // scenarioFields are the scenario's fields that simulate's flags set, by
 // flag: Build's errors about them do not point into the scenario file
