@@ -16,7 +16,6 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
-	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
@@ -229,7 +228,13 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")
 	}
-	results, err := runPlan(plan, f.parallel, stderr)
+	workers := f.parallel
+	if workers <= 0 {
+		workers = numCPU()
+	}
+	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
+	results, err := plan.RunAll(context.Background(), workers, bar.Increment)
+	bar.Done()
 	if err != nil {
 		return err
 	}
@@ -523,24 +528,4 @@ func specList(values []string, def string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// runPlan simulates every config of plan, up to parallel at once (the
-// engine is single-threaded and deterministic; runs share the read-only
-// requests), and returns the results in the plan's order.
-func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result, error) {
-	if parallel <= 0 {
-		parallel = numCPU()
-	}
-	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
-	defer bar.Done()
-	return par.Map(context.Background(), len(plan.Configs), par.Options{Workers: parallel, OnDone: bar.Increment},
-		func(_ context.Context, i int) (sim.Result, error) {
-			c := plan.Configs[i]
-			r, err := scenario.RunConfig(c, plan.Requests)
-			if err != nil {
-				return r, fmt.Errorf("run %s on %s: %w", c.KV, c.Alloc, err)
-			}
-			return r, nil
-		})
 }
