@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -35,21 +36,10 @@ type calibrateFlags struct {
 func newCalibrateCmd() *cobra.Command {
 	f := calibrateFlags{}
 	cmd := &cobra.Command{
-		Use:   "calibrate FILE... | --ops FILE",
-		Short: "Fit a step-time profile to your own benchmark results",
-		Long:  calibrateLong,
-		Example: `  # vLLM results (vllm bench serve --save-result --save-detailed) of Llama-3.3-70B on 8x A100-40GB:
-  gpufrag calibrate qps_01.json qps_16.json --model llama-3.1-70b --gpu a100-40g --tp 8 -o a100.yaml
-
-  # Fit to one rate, judge the profile on the others:
-  gpufrag calibrate qps_01.json --holdout qps_16.json --holdout qps_inf.json \
-      --model llama-3.1-70b --gpu a100-40g --tp 8
-
-  # SGLang bench_serving JSONL (every run of the file), as JSON:
-  gpufrag calibrate sglang.jsonl --model llama-3.1-70b --gpu h200-141g --tp 4 --json
-
-  # Operator timings from a GPU (python3 calib/device/steptime.py --out ops.json):
-  gpufrag calibrate --ops ops.json --gpu h200-141g -o h200.yaml`,
+		Use:     "calibrate FILE... | --ops FILE",
+		Short:   "Fit a step-time profile to your own benchmark results",
+		Long:    calibrateLong,
+		Example: calibrateExamples,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && !cmd.Flags().Changed("ops") {
 				return usageErrorf(cmd, "no benchmark result files: give one or more FILEs (vLLM --save-result JSON or SGLang bench_serving JSONL)")
@@ -90,41 +80,11 @@ func newCalibrateCmd() *cobra.Command {
 	return cmd
 }
 
-const calibrateLong = `Calibrate fits the step-time model's parameters (a profile, as
-gpufrag simulate --profile reads it) to benchmark results you measured:
-vLLM's benchmark_serving.py or vllm bench serve --save-result JSON (with the
-per-request arrays of --save-detailed, or without) and SGLang bench_serving
-JSONL (every run of a file).
+//go:embed help/calibrate.txt
+var calibrateLong string
 
-Each run is replayed through the simulator as the client ran it: its
-requests with their prompt and output lengths, arrivals drawn as the client
-drew them (Poisson at request_rate with its burstiness, all at once for inf,
-the client's own send times when the file has them), at most
-max_concurrency in flight, on the setup given with the flags simulate takes
-(--tp, --weight-dtype, --kv-dtype, --max-context, --engine,
---max-batch-tokens, --max-seqs, --chunked-prefill, --prefix-caching, ...)
-and, where no flag gives a setting, what the files state of it (the serve
-parameters of vllm bench sweep or --metadata, the weight type a model id
-names); runs that state different setups are refused. A run starts with its
-prompts in the prefix cache when an earlier run sent the same prompts: the
-same varying lengths in the same order (--warm-prompts; fixed lengths are no
-evidence). The simulated median and p99 TTFT, median TPOT,
-median end-to-end latency and output throughput are compared with the
-file's, as the client computes them (numpy medians over the per-request
-arrays when the file has them).
-
-The parameters the files can tell apart are fitted (a parameter whose change
-moves no metric, or moves them as one fitted before it does, keeps the
-starting profile's value; --params overrides), by Nelder-Mead on the sum of
-squared log relative errors; datasheet peaks and CUDA-graph sizes are never
-fitted. The report shows every run and metric measured, before (the starting
-profile) and after, with relative errors. The same files give the same
-profile, byte for byte.
-
-Runs whose setup cannot be told are refused with the field that is missing;
-known quirks (stream chunks of several tokens, zero-length outputs, prompts
-served from a prefix cache) are reported and the metrics they corrupt are not
-fitted. Docs: docs/calibrate.md.`
+//go:embed help/calibrate-examples.txt
+var calibrateExamples string
 
 func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()

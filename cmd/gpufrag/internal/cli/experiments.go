@@ -1,6 +1,7 @@
 package cli
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,25 +11,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// The long help and examples of experiments and experiments run.
+var (
+	//go:embed help/experiments.txt
+	experimentsLong string
+	//go:embed help/experiments-run.txt
+	experimentsRunLong string
+	//go:embed help/experiments-run-examples.txt
+	experimentsRunExamples string
+)
+
 func newExperimentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiments",
 		Short: "Test popular claims about GPU memory fragmentation and regenerate docs/findings.md",
-		Long: `experiments runs gpufrag's experiment suite: one experiment per popular claim
-about GPU memory fragmentation ("paged KV caches cut fragmentation below 8%",
-"expandable_segments lowers fragmentation markedly", ...). Each experiment is
-a YAML file embedded in the binary (experiments/*.yaml in the source tree):
-the claim in one sentence, the setup that tests it (a simulation scenario,
-a cluster trace with the FGD protocol, or arithmetic on model presets), the
-metrics that decide it and decision rules as data. The verdict (holds, holds
-in part, does not hold, cannot be tested by simulation, skipped) is computed
-from the measured figures.
-
-  gpufrag experiments list    the experiments and their claims
-  gpufrag experiments run     run them; --write-findings regenerates
-                              docs/findings.md and docs/findings/*.png`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  experimentsLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newExperimentsListCmd(), newExperimentsRunCmd())
 	return cmd
@@ -68,29 +67,11 @@ type experimentsRunFlags struct {
 func newExperimentsRunCmd() *cobra.Command {
 	f := experimentsRunFlags{root: "."}
 	cmd := &cobra.Command{
-		Use:   "run [NAME...]",
-		Short: "Run experiments and print their figures and verdicts",
-		Long: `run runs the named experiments (all of them without names), their
-simulations in parallel across cores, and prints each claim's verdict with
-the figures that decided it. Results do not depend on --parallel.
-
-Paths in the experiments (scenario files, cluster traces) are relative to
---root, the repository root (default: the current directory); an experiment
-whose input data is absent is reported as skipped with the reason.
-
---write-findings regenerates docs/findings.md and the PNG plots under
-docs/findings/ below --root. It needs the whole suite at full size, so it
-refuses names and --reduced; run it from the repository root after changing
-an experiment file (go test ./experiments fails until you do).`,
-		Example: `  # Everything, and regenerate the findings page (from the repository root):
-  gpufrag experiments run --write-findings
-
-  # Two experiments, as JSON:
-  gpufrag experiments run paged-vs-contiguous expandable-segments --json
-
-  # The quick versions the tests run:
-  gpufrag experiments run --reduced`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
+		Use:     "run [NAME...]",
+		Short:   "Run experiments and print their figures and verdicts",
+		Long:    experimentsRunLong,
+		Example: experimentsRunExamples,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.reduced, "reduced", false, "run each experiment at its reduced size (shorter runs, fewer seeds, small fixtures)")
