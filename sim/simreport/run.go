@@ -147,3 +147,17 @@ func (r Run) Apply(o *scenario.Report) {
 	}
 	o.Scenario, o.About = r.Title, r.about()
 }
+
+// New assembles the documents of a simulation: scenario s (after the
+// flags), built into plan, ran results (in plan.Configs' order); the report
+// says what ran (Describe, with embedded, changed and shown as Describe
+// takes them, then Apply), recommends a run, and carries the error bands
+// of its figures (AddBands).
+func New(s *scenario.Scenario, plan *scenario.Plan, results []sim.Result, embedded bool, changed, shown []string) (*Doc, error) {
+	d := &Doc{Report: scenario.NewReport(s, plan, results), Run: Describe(s, plan, embedded, changed, shown)}
+	d.Run.Apply(d.Report)
+	if err := AddBands(d.Report); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

@@ -203,3 +203,18 @@ func TestWriteHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestNew: the document says what ran, recommends and carries bands.
+func TestNew(t *testing.T) {
+	s := scenario.Default()
+	plan := &scenario.Plan{Source: "src", Model: model.Model{Name: "m"}, GPU: model.GPU{Name: "a100-80g"}}
+	results := []sim.Result{{KV: "paged:16", Allocator: "caching", Steps: 10, BatchSizeMean: 4, TTFT: sim.Latency{P50: 0.1},
+		RequestsCompleted: 5}}
+	d, err := New(s, plan, results, true, []string{"--gpu"}, []string{"--gpu a100-80g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Report.Scenario != s.Name+" with --gpu a100-80g" || d.Run.Title != d.Report.Scenario || d.Report.Results[0].TTFT.P50Band == nil {
+		t.Errorf("New: report %q, run %+v, band %v", d.Report.Scenario, d.Run, d.Report.Results[0].TTFT.P50Band)
+	}
+}

@@ -154,22 +154,20 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err != nil {
 		return err
 	}
-	out := scenario.NewReport(s, plan, results)
 	changed, shown := changedFlags(cmd)
-	run := simreport.Describe(s, plan, f.scenarioFile == "", changed, shown)
-	run.Apply(out)
-	if err := simreport.AddBands(out); err != nil {
+	doc, err := simreport.New(s, plan, results, f.scenarioFile == "", changed, shown)
+	if err != nil {
 		return err
 	}
 	if f.html != "" {
-		if err := writeHTMLFile(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, out) }); err != nil {
+		if err := writeHTMLFile(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, doc.Report) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, simreport.Doc{Report: out, Run: run}, true)
+		return writeJSON(stdout, doc, true)
 	}
-	return simreport.WriteText(stdout, out, plan.GPU.Capacity)
+	return simreport.WriteText(stdout, doc.Report, plan.GPU.Capacity)
 }
 
 // outputFlags change what simulate prints, not what it runs.
