@@ -55,7 +55,7 @@ func newCalibrateCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model `NAME` the benchmark served (a preset) or path to its config.json (required: the files name a Hugging Face id, not an architecture)")
-	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(modelGPUNames(), ", "))
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(model.GPUNames(), ", "))
 	addEngineFlags(fl, &f.engineFlags)
 	// The defaults simulate takes from its scenario, calibrate takes from the
 	// files.
@@ -93,7 +93,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 		return usageErrorf(cmd, "--model is required: the model the benchmark served (a preset such as llama-3.1-70b, or a config.json)")
 	}
 	if f.gpu == "" {
-		return usageErrorf(cmd, "--gpu is required: the GPU the benchmark ran on (%s)", strings.Join(modelGPUNames(), ", "))
+		return usageErrorf(cmd, "--gpu is required: the GPU the benchmark ran on (%s)", strings.Join(model.GPUNames(), ", "))
 	}
 	for _, x := range []struct {
 		name string

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -22,7 +23,7 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 		return usageErrorf(cmd, "--ops fits operator timings alone: give benchmark result FILEs in a separate run")
 	case f.gpu == "":
 		return usageErrorf(cmd, "--gpu is required: the GPU the timings were taken on, whose datasheet peaks the efficiencies are shares of (%s)",
-			strings.Join(modelGPUNames(), ", "))
+			strings.Join(model.GPUNames(), ", "))
 	}
 	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
 		return err

@@ -146,7 +146,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	workers := f.parallel
 	if workers <= 0 {
-		workers = numCPU()
+		workers = runtime.NumCPU()
 	}
 	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
 	results, err := plan.RunAll(context.Background(), workers, bar.Increment)
@@ -208,8 +208,6 @@ func writeHTMLFile(path string, write func(io.Writer) error) error {
 }
 
 func modelGPUNames() []string { return model.GPUNames() }
-
-func numCPU() int { return runtime.NumCPU() }
 
 // scenarioFields are the scenario's fields that simulate's flags set, by
 // flag: Build's errors about them do not point into the scenario file
