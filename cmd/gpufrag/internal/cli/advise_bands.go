@@ -26,7 +26,7 @@ func addAdviseBands(rep *advise.Report) error {
 		if !ok || meanBatch <= 0 {
 			return nil
 		}
-		return bandAround(bands, setup, m, meanBatch, v)
+		return bands.Around(setup, m, meanBatch, v)
 	})
 	return nil
 }

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -36,21 +36,10 @@ type calibrateFlags struct {
 func newCalibrateCmd() *cobra.Command {
 	f := calibrateFlags{}
 	cmd := &cobra.Command{
-		Use:   "calibrate FILE... | --ops FILE",
-		Short: "Fit a step-time profile to your own benchmark results",
-		Long:  calibrateLong,
-		Example: `  # vLLM results (vllm bench serve --save-result --save-detailed) of Llama-3.3-70B on 8x A100-40GB:
-  gpufrag calibrate qps_01.json qps_16.json --model llama-3.1-70b --gpu a100-40g --tp 8 -o a100.yaml
-
-  # Fit to one rate, judge the profile on the others:
-  gpufrag calibrate qps_01.json --holdout qps_16.json --holdout qps_inf.json \
-      --model llama-3.1-70b --gpu a100-40g --tp 8
-
-  # SGLang bench_serving JSONL (every run of the file), as JSON:
-  gpufrag calibrate sglang.jsonl --model llama-3.1-70b --gpu h200-141g --tp 4 --json
-
-  # Operator timings from a GPU (python3 calib/device/steptime.py --out ops.json):
-  gpufrag calibrate --ops ops.json --gpu h200-141g -o h200.yaml`,
+		Use:     "calibrate FILE... | --ops FILE",
+		Short:   "Fit a step-time profile to your own benchmark results",
+		Long:    calibrateLong,
+		Example: calibrateExamples,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && !cmd.Flags().Changed("ops") {
 				return usageErrorf(cmd, "no benchmark result files: give one or more FILEs (vLLM --save-result JSON or SGLang bench_serving JSONL)")
@@ -66,7 +55,7 @@ func newCalibrateCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model `NAME` the benchmark served (a preset) or path to its config.json (required: the files name a Hugging Face id, not an architecture)")
-	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(modelGPUNames(), ", "))
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(model.GPUNames(), ", "))
 	addEngineFlags(fl, &f.engineFlags)
 	// The defaults simulate takes from its scenario, calibrate takes from the
 	// files.
@@ -91,41 +80,11 @@ func newCalibrateCmd() *cobra.Command {
 	return cmd
 }
 
-const calibrateLong = `Calibrate fits the step-time model's parameters (a profile, as
-gpufrag simulate --profile reads it) to benchmark results you measured:
-vLLM's benchmark_serving.py or vllm bench serve --save-result JSON (with the
-per-request arrays of --save-detailed, or without) and SGLang bench_serving
-JSONL (every run of a file).
+//go:embed help/calibrate.txt
+var calibrateLong string
 
-Each run is replayed through the simulator as the client ran it: its
-requests with their prompt and output lengths, arrivals drawn as the client
-drew them (Poisson at request_rate with its burstiness, all at once for inf,
-the client's own send times when the file has them), at most
-max_concurrency in flight, on the setup given with the flags simulate takes
-(--tp, --weight-dtype, --kv-dtype, --max-context, --engine,
---max-batch-tokens, --max-seqs, --chunked-prefill, --prefix-caching, ...)
-and, where no flag gives a setting, what the files state of it (the serve
-parameters of vllm bench sweep or --metadata, the weight type a model id
-names); runs that state different setups are refused. A run starts with its
-prompts in the prefix cache when an earlier run sent the same prompts: the
-same varying lengths in the same order (--warm-prompts; fixed lengths are no
-evidence). The simulated median and p99 TTFT, median TPOT,
-median end-to-end latency and output throughput are compared with the
-file's, as the client computes them (numpy medians over the per-request
-arrays when the file has them).
-
-The parameters the files can tell apart are fitted (a parameter whose change
-moves no metric, or moves them as one fitted before it does, keeps the
-starting profile's value; --params overrides), by Nelder-Mead on the sum of
-squared log relative errors; datasheet peaks and CUDA-graph sizes are never
-fitted. The report shows every run and metric measured, before (the starting
-profile) and after, with relative errors. The same files give the same
-profile, byte for byte.
-
-Runs whose setup cannot be told are refused with the field that is missing;
-known quirks (stream chunks of several tokens, zero-length outputs, prompts
-served from a prefix cache) are reported and the metrics they corrupt are not
-fitted. Docs: docs/calibrate.md.`
+//go:embed help/calibrate-examples.txt
+var calibrateExamples string
 
 func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -134,7 +93,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 		return usageErrorf(cmd, "--model is required: the model the benchmark served (a preset such as llama-3.1-70b, or a config.json)")
 	}
 	if f.gpu == "" {
-		return usageErrorf(cmd, "--gpu is required: the GPU the benchmark ran on (%s)", strings.Join(modelGPUNames(), ", "))
+		return usageErrorf(cmd, "--gpu is required: the GPU the benchmark ran on (%s)", strings.Join(model.GPUNames(), ", "))
 	}
 	for _, x := range []struct {
 		name string
@@ -208,12 +167,12 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	for _, w := range rep.AllWarnings() {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(w))
 	}
-	return writeFitted(stdout, f, rep.Profile, rep, func(sb *strings.Builder) { writeCalibrateReport(sb, rep, f.output) })
+	return writeFitted(stdout, f, rep.Profile, rep, func(w io.Writer) error { return rep.WriteText(w, f.output) })
 }
 
 // writeFitted writes a fitted profile to --output (when given), then doc as
 // JSON under --json, else the report text.
-func writeFitted(stdout io.Writer, f *calibrateFlags, p *sim.Profile, doc any, report func(*strings.Builder)) error {
+func writeFitted(stdout io.Writer, f *calibrateFlags, p *sim.Profile, doc any, report func(io.Writer) error) error {
 	if f.output != "" {
 		var buf bytes.Buffer
 		if err := p.WriteYAML(&buf); err != nil {
@@ -226,10 +185,7 @@ func writeFitted(stdout io.Writer, f *calibrateFlags, p *sim.Profile, doc any, r
 	if f.json {
 		return writeJSON(stdout, doc, true)
 	}
-	var sb strings.Builder
-	report(&sb)
-	_, err := io.WriteString(stdout, sb.String())
-	return err
+	return report(stdout)
 }
 
 // readProfileFile reads a starting profile.
@@ -258,128 +214,4 @@ func readBenchFiles(paths []string) ([]*calib.File, error) {
 		out = append(out, file)
 	}
 	return out, nil
-}
-
-// writeCalibrateReport prints a calibration for people: the setup, the
-// parameters, the fit, a table of metrics per run, the summary.
-func writeCalibrateReport(sb *strings.Builder, r *calib.FitReport, output string) {
-	fmt.Fprintf(sb, "%s\n\n", human.Wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
-		r.Model, r.GPU, r.TP, r.Engine, r.Start, r.Setup)), 80))
-	if len(r.Setup.FromFiles) > 0 {
-		var said []string
-		for _, st := range r.Setup.FromFiles {
-			said = append(said, fmt.Sprintf("--%s %s (%s)", st.Flag, st.Value, st))
-		}
-		fmt.Fprintf(sb, "%s\n\n", human.Wrap(loc.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
-	}
-	pt := human.Table{Head: []string{"parameter", "before", "after", "±"}}
-	var kept []string
-	for _, p := range r.Params {
-		se := "kept"
-		switch {
-		case p.Fitted:
-			se = fmt.Sprintf("%.0f%%", 100*p.StdErr)
-		case p.After != p.Before:
-			se = "moved" // with the host's speed (Reason says)
-		}
-		pt.Rows = append(pt.Rows, []string{p.Name, fmt.Sprintf("%.4g", p.Before), fmt.Sprintf("%.4g", p.After), se})
-		if p.Reason != "" {
-			kept = append(kept, p.Name+": "+p.Reason)
-		}
-	}
-	pt.Write(sb)
-	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Not fitted:\n")
-	for _, k := range kept {
-		sb.WriteString(human.Indent(human.Wrap(loc.Printable(k), 76), "  ") + "\n")
-	}
-	fs := r.Fit
-	status := fs.Status
-	if fs.StoppedAtCap {
-		status = fmt.Sprintf("stopped at the cap of %d evaluations (--max-evals): the fit may not have converged", fs.MaxEvaluations)
-	}
-	fmt.Fprintf(sb, "\n%s\n", human.Wrap(fmt.Sprintf("Fit: %s over %d metrics, %d evaluations (and %d to measure the parameters' effects), %s; "+
-		"sum of squared log errors over their noise %.4g before, %.4g after.",
-		fs.Method, fs.Residuals, fs.Evaluations, fs.ProbeEvaluations, status, fs.ObjectiveBefore, fs.ObjectiveAfter), 80))
-	for _, run := range r.Runs {
-		role := "fitted to"
-		if run.Holdout {
-			role = "held out"
-		}
-		head := fmt.Sprintf("%s (%s; request rate %s", run.ID, role, run.RequestRate)
-		if run.Runs > 1 {
-			head = fmt.Sprintf("%s run %d of %d (%s; request rate %s", run.ID, run.Run, run.Runs, role, run.RequestRate)
-		}
-		if run.MaxConcurrency > 0 {
-			head += fmt.Sprintf(", max concurrency %d", run.MaxConcurrency)
-		}
-		head += fmt.Sprintf(", %d requests", run.Requests)
-		if run.WarmPrompts {
-			head += ", prompts in the prefix cache"
-		}
-		head += ")"
-		fmt.Fprintf(sb, "\n%s\n", human.Wrap(loc.Printable(head), 80))
-		mt := human.Table{Groups: []human.Group{{From: 2, To: 3, Label: "before"}, {From: 4, To: 5, Label: "after"}},
-			Head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
-		var notes []string
-		for _, m := range run.Metrics {
-			mark := ""
-			switch {
-			case m.Fitted:
-				mark = "fitted"
-			case m.Judged:
-				mark = "judged"
-			case m.Excluded != "" && run.Excluded == "":
-				mark = fmt.Sprintf("[%d]", len(notes)+1)
-				notes = append(notes, fmt.Sprintf("[%d] %s", len(notes)+1, m.Excluded))
-			}
-			noise := "—"
-			if m.Before != nil {
-				noise = fmt.Sprintf("%.1f%%", 100*m.Noise)
-			}
-			mt.Rows = append(mt.Rows, []string{m.Metric.String(), metricValue(m.Metric, m.Measured),
-				metricValue(m.Metric, m.Before), relErr(m.BeforeErr), metricValue(m.Metric, m.After), relErr(m.AfterErr),
-				noise, mark})
-		}
-		mt.Write(sb)
-		if run.Excluded != "" {
-			notes = append(notes, "Not fitted: "+run.Excluded)
-		}
-		if run.WarmReason != "" {
-			notes = append(notes, "Prompts: "+run.WarmReason+".")
-		}
-		for _, n := range notes {
-			sb.WriteString(human.Indent(human.Wrap(loc.Printable(n), 76), "  ") + "\n")
-		}
-	}
-	e := r.Errors
-	fmt.Fprintf(sb, "\n%s\n", human.Wrap(fmt.Sprintf("|relative error| over the %d fitted metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
-		e.Metrics, 100*e.BeforeMedian, 100*e.BeforeMax, 100*e.AfterMedian, 100*e.AfterMax), 80))
-	if h := r.Holdout; h != nil {
-		fmt.Fprintf(sb, "%s\n", human.Wrap(fmt.Sprintf("Held out, over %d metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
-			h.Metrics, 100*h.BeforeMedian, 100*h.BeforeMax, 100*h.AfterMedian, 100*h.AfterMax), 80))
-	}
-	if output != "" {
-		fmt.Fprintf(sb, "%s\n", human.Wrap(loc.Printable(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", "))), 80))
-	} else {
-		sb.WriteString("The fitted profile was not written (give -o FILE).\n")
-	}
-}
-
-// metricValue formats a metric: ms for latencies, tok/s for throughput,
-// "—" when absent.
-func metricValue(m calib.Metric, v *float64) string {
-	switch {
-	case v == nil:
-		return "—"
-	case m.Latency():
-		return fmt.Sprintf("%.4g ms", *v*1e3)
-	}
-	return fmt.Sprintf("%.4g tok/s", *v)
-}
-
-func relErr(v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%+.1f%%", 100**v)
 }

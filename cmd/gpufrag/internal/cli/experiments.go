@@ -1,36 +1,33 @@
 package cli
 
 import (
+	_ "embed"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gpufrag/gpufrag/experiments"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/spf13/cobra"
 )
 
+// The long help and examples of experiments and experiments run.
+var (
+	//go:embed help/experiments.txt
+	experimentsLong string
+	//go:embed help/experiments-run.txt
+	experimentsRunLong string
+	//go:embed help/experiments-run-examples.txt
+	experimentsRunExamples string
+)
+
 func newExperimentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiments",
 		Short: "Test popular claims about GPU memory fragmentation and regenerate docs/findings.md",
-		Long: `experiments runs gpufrag's experiment suite: one experiment per popular claim
-about GPU memory fragmentation ("paged KV caches cut fragmentation below 8%",
-"expandable_segments lowers fragmentation markedly", ...). Each experiment is
-a YAML file embedded in the binary (experiments/*.yaml in the source tree):
-the claim in one sentence, the setup that tests it (a simulation scenario,
-a cluster trace with the FGD protocol, or arithmetic on model presets), the
-metrics that decide it and decision rules as data. The verdict (holds, holds
-in part, does not hold, cannot be tested by simulation, skipped) is computed
-from the measured figures.
-
-  gpufrag experiments list    the experiments and their claims
-  gpufrag experiments run     run them; --write-findings regenerates
-                              docs/findings.md and docs/findings/*.png`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  experimentsLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newExperimentsListCmd(), newExperimentsRunCmd())
 	return cmd
@@ -54,10 +51,7 @@ func newExperimentsListCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out, entries, true)
 			}
-			for _, e := range entries {
-				fmt.Fprintf(out, "%-28s %-10s %s\n", e.Name, e.Kind, e.Claim)
-			}
-			return nil
+			return experiments.WriteListText(out, entries)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as a JSON array")
@@ -73,29 +67,11 @@ type experimentsRunFlags struct {
 func newExperimentsRunCmd() *cobra.Command {
 	f := experimentsRunFlags{root: "."}
 	cmd := &cobra.Command{
-		Use:   "run [NAME...]",
-		Short: "Run experiments and print their figures and verdicts",
-		Long: `run runs the named experiments (all of them without names), their
-simulations in parallel across cores, and prints each claim's verdict with
-the figures that decided it. Results do not depend on --parallel.
-
-Paths in the experiments (scenario files, cluster traces) are relative to
---root, the repository root (default: the current directory); an experiment
-whose input data is absent is reported as skipped with the reason.
-
---write-findings regenerates docs/findings.md and the PNG plots under
-docs/findings/ below --root. It needs the whole suite at full size, so it
-refuses names and --reduced; run it from the repository root after changing
-an experiment file (go test ./experiments fails until you do).`,
-		Example: `  # Everything, and regenerate the findings page (from the repository root):
-  gpufrag experiments run --write-findings
-
-  # Two experiments, as JSON:
-  gpufrag experiments run paged-vs-contiguous expandable-segments --json
-
-  # The quick versions the tests run:
-  gpufrag experiments run --reduced`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
+		Use:     "run [NAME...]",
+		Short:   "Run experiments and print their figures and verdicts",
+		Long:    experimentsRunLong,
+		Example: experimentsRunExamples,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.reduced, "reduced", false, "run each experiment at its reduced size (shorter runs, fewer seeds, small fixtures)")
@@ -158,8 +134,7 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	if f.json {
 		return writeJSON(out, outs, true)
 	}
-	writeExperimentsText(out, outs)
-	return nil
+	return experiments.WriteText(out, outs)
 }
 
 // checkFindingsOutputs refuses --write-findings when a file it writes
@@ -167,14 +142,8 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 // file, a file a scenario names, a cluster trace. A file in a directory
 // not made yet is new.
 func checkFindingsOutputs(cmd *cobra.Command, exps []*experiments.Experiment, opts experiments.Options) error {
-	outs := []string{experiments.FindingsPath}
-	for _, e := range exps {
-		if e.Plot != nil {
-			outs = append(outs, experiments.PlotsDir+"/"+e.Name+".png")
-		}
-	}
 	var outputs []fileFlag
-	for _, o := range outs {
+	for _, o := range experiments.FindingsFiles(exps) {
 		p := filepath.Join(opts.Root, filepath.FromSlash(o))
 		if d, err := os.Stat(filepath.Dir(p)); err == nil && d.IsDir() {
 			outputs = append(outputs, fileFlag{"--write-findings", p})
@@ -185,35 +154,4 @@ func checkFindingsOutputs(cmd *cobra.Command, exps []*experiments.Experiment, op
 		named = append(named, namedFile{in.File, in.Field, in.Path})
 	}
 	return checkOutputs(cmd, outputs, nil, named...)
-}
-
-func writeExperimentsText(w io.Writer, outs []*experiments.Outcome) {
-	for i, o := range outs {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		verdict := strings.ToUpper(o.Verdict)
-		if o.Reduced {
-			// A reduced run is shorter, with fewer seeds and small fixtures:
-			// its verdict may differ from docs/findings.md's full-size one.
-			verdict += " (reduced size: may differ from the full-size verdict in docs/findings.md)"
-		}
-		fmt.Fprintf(w, "%s: %s\n  claim:   %s\n", o.Name, verdict, o.Claim)
-		if o.Setup != "" {
-			fmt.Fprintf(w, "  setup:   %s\n", o.Setup)
-		}
-		for _, c := range o.Checks {
-			mark := "FAIL"
-			if c.Pass {
-				mark = "pass"
-			}
-			fmt.Fprintf(w, "  %s  %s: %.4g\n", mark, c.Rule, c.Value)
-		}
-		if o.Skipped != "" {
-			fmt.Fprintf(w, "  skipped: %s\n", o.Skipped)
-		}
-		if o.CannotSimulate != "" {
-			fmt.Fprintf(w, "  not simulated: %s\n", o.CannotSimulate)
-		}
-	}
 }

@@ -2,18 +2,21 @@ package cli
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
-	"github.com/spf13/cobra"
 )
 
 // replayFlags are the flags of `gpufrag replay`.
@@ -27,20 +30,10 @@ type replayFlags struct {
 func newReplay() *cobra.Command {
 	f := replayFlags{capacity: mem.Bytes(80 * mem.GiB)}
 	cmd := &cobra.Command{
-		Use:   "replay [OPS]",
-		Short: "Replay an allocation op trace through allocators and compare them",
-		Long:  replayLong(),
-		Example: `  # The embedded example through all seven allocators:
-  gpufrag replay
-
-  # Your trace, PyTorch's allocator with and without expandable segments:
-  gpufrag replay ops.jsonl --alloc caching --alloc caching:expandable_segments:True
-
-  # A 40GiB budget with 16GiB taken by weights, as JSON:
-  gpufrag replay ops.jsonl --alloc caching,sizeclass:8MiB/64MiB/512MiB --capacity 40GiB --other 16GiB --json
-
-  # From standard input:
-  my-tracer | gpufrag replay - --alloc all`,
+		Use:     "replay [OPS]",
+		Short:   "Replay an allocation op trace through allocators and compare them",
+		Long:    replayLong(),
+		Example: replayExamples,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf(cmd, "replay takes at most one trace file, got %d arguments (%s)",
@@ -65,51 +58,29 @@ func newReplay() *cobra.Command {
 	return cmd
 }
 
+//go:embed help/replay.txt
+var replayHelp string
+
+// replayLong is replay's long help: help/replay.txt with the embedded
+// example and the allocators (spec.Kinds) filled in.
 func replayLong() string {
-	var sb strings.Builder
-	sb.WriteString(`Replay runs an allocation op trace through each listed allocator, on a
-modelled GPU of --capacity bytes, and prints for each the peak and final
-reserved and allocated bytes, the number of allocs that ran out of memory,
-and fragmentation at the peak and at the end.
-
-OPS is a JSON Lines file, one op per line ("-" reads standard input):
-
-  {"op":"alloc","id":"a1","size":16777216,"stream":0}   allocate size bytes as a1
-  {"op":"free","id":"a1"}                               free a1
-  {"op":"empty_cache"}                                  torch.cuda.empty_cache()
-  {"op":"sync"}                                         stream synchronisation
-
-stream is optional (default 0); sync is an extension that stream-ordered
-allocators (async) use to trim their cache. Blank lines are allowed. A
-malformed line, an unknown field, a free of an unknown id, a double free or
-an alloc of an id that is still live is an error naming the line. An alloc
-that runs out of memory is counted and the trace goes on; later ops naming
-its id are skipped and counted.
-
-`)
-	sb.WriteString(human.Wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76))
-	fmt.Fprintf(&sb, `
-
-Allocators (--alloc SPEC, where SPEC is NAME[:SETTINGS]; "all" means all %d):
-
-`, len(spec.Kinds))
+	var kinds strings.Builder
 	w := 0
 	for _, k := range spec.Kinds {
 		w = max(w, len(k.Name))
 	}
 	for _, k := range spec.Kinds {
-		fmt.Fprintf(&sb, "  %-*s  %s\n", w, k.Name, k.Summary)
+		fmt.Fprintf(&kinds, "  %-*s  %s\n", w, k.Name, k.Summary)
 		if k.Example != k.Name {
-			fmt.Fprintf(&sb, "  %-*s  e.g. %s\n", w, "", k.Example)
+			fmt.Fprintf(&kinds, "  %-*s  e.g. %s\n", w, "", k.Example)
 		}
 	}
-	sb.WriteString(`
-Health is the largest free block divided by all free memory inside the
-allocator's segments: 1 when the free memory is one piece, near 0 when it is
-scattered; below 0.5 is worth acting on. Max allocatable is the largest single
-request that would still succeed.`)
-	return sb.String()
+	return strings.NewReplacer("{example}", human.Wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76),
+		"{n}", strconv.Itoa(len(spec.Kinds)), "{allocators}", kinds.String()).Replace(replayHelp)
 }
+
+//go:embed help/replay-examples.txt
+var replayExamples string
 
 // runReplay checks the flags, reads the trace, replays it and prints.
 func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
@@ -147,14 +118,15 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
+	doc := optrace.Report{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
 	if f.json {
-		doc := optrace.Report{Trace: name, CapacityBytes: capacity, OtherUseBytes: other, Results: results}
 		return writeJSON(out, doc, true)
 	}
-	var sb strings.Builder
-	writeReplayReport(&sb, name, path == "", len(ops), capacity, other, results)
-	_, err = io.WriteString(out, sb.String())
-	return err
+	what := name
+	if path == "" {
+		what = "the embedded example trace (a Llama-3-8B-like server; see gpufrag replay --help)"
+	}
+	return doc.WriteText(out, what, len(ops))
 }
 
 // allocSpecs expands the --alloc values (each a spec or a comma-separated

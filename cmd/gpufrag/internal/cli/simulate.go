@@ -2,23 +2,27 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
-	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
+	"github.com/gpufrag/gpufrag/sim/simreport"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -55,31 +59,11 @@ type simulateFlags struct {
 func newSimulate() *cobra.Command {
 	f := simulateFlags{}
 	cmd := &cobra.Command{
-		Use:   "simulate",
-		Short: "Simulate an LLM serving engine and compare KV strategies and allocators",
-		Long:  strings.ReplaceAll(simulateLong, "{profiles}", strings.Join(sim.ProfileGPUs(), ", ")),
-		Example: `  # The embedded default: long-context chat on one H100, six memory setups:
-  gpufrag simulate
-
-  # A real trace, your model, two setups, as JSON:
-  gpufrag simulate --trace AzureLLMInferenceTrace_conv.csv --model ./config.json \
-      --gpu a100-80g --kv paged:16,contiguous-grow --alloc caching --json
-
-  # A length-only trace at 4 requests/s (Poisson), with an HTML report:
-  gpufrag simulate --trace sharegpt.csv --format vidur --rate 4 --html report.html
-
-  # Your own study: start from the default scenario and edit it:
-  gpufrag simulate --print-scenario > my.yaml && gpufrag simulate --scenario my.yaml
-
-  # A vLLM benchmark result as the workload (its arrivals and client cap),
-  # timed with the H100's profile; the JSON holds the file's own medians
-  # beside the simulated ones:
-  gpufrag simulate --trace result.json --format vllm-bench --model llama-3.1-8b \
-      --gpu h100-80g --profile h100-80g --json
-
-  # The step-time profile a run would use, to edit or compare:
-  gpufrag simulate --gpu a100-80g --engine sglang --print-profile > a100-sglang.yaml`,
-		Args: noArgs,
+		Use:     "simulate",
+		Short:   "Simulate an LLM serving engine and compare KV strategies and allocators",
+		Long:    strings.ReplaceAll(simulateLong, "{profiles}", strings.Join(sim.ProfileGPUs(), ", ")),
+		Example: simulateExamples,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, &f)
 		},
@@ -114,76 +98,11 @@ func newSimulate() *cobra.Command {
 	return cmd
 }
 
-const simulateLong = `Simulate replays a workload of LLM requests through a model of a serving
-engine on one GPU (one rank of a tensor-parallel group) for each listed
-combination of KV-cache strategy and memory allocator, and compares them:
-requests completed, failed with out-of-memory errors and rejected,
-preemptions, peak reserved memory, fragmentation over time, the breakdown of
-KV memory (token states, reservation, internal and external fragmentation),
-throughput and latency (time to first token, time per output token).
-
-Without arguments it runs an embedded scenario: a mixed long-context chat
-service on one H100 80GB (Llama-3.1-8B, conversations whose contexts grow
-from 1K to 100K tokens, 30 simulated minutes) across six memory setups.
-
-The engine is deterministic: continuous batching under a token budget per
-step (chunked prefill by default), FCFS admission, and on out-of-memory one
-of three behaviours: preempt the newest request and recompute it later
-(vLLM; the default for paged and vmm), admit only what prompt + max tokens
-guarantees (TensorRT-LLM's no-evict, and Orca's reservations; the default
-for contiguous-max), or fail the request (a plain framework; the default for
-contiguous-grow). Each step's activation buffers go through the allocator
-with sizes that follow the batch. Step time comes from the joint step-time
-model by default: linear layers blended between compute and weight reads by
-the step's token count, prefill attention, decode attention over every
-sequence's context, tensor-parallel all-reduce over the GPU's links,
-per-step, per-sequence and per-output-token overheads of the engine's
-release, CUDA-graph padding. Its efficiencies are shared by every GPU, whose
-own figures are its datasheet peaks, so every preset has a profile:
-  {profiles}
-and it was fitted to published benchmarks of many sources at once
-(docs/fidelity.md judges it on sources it never saw). --engine-version picks
-the release whose overheads apply (vLLM 0.1 to 0.23, SGLang 0.1 to 0.5).
---profile roofline uses a fixed roofline instead (the larger of FLOPs over
-achievable FLOP/s and bytes over achievable bandwidth, plus 3 ms a step),
---profile FILE a profile such as gpufrag calibrate fits to your benchmark
-results, and --print-profile shows the one a run would use.
-
-Engines (--engine) compose the steps as their schedulers do:
-  vllm-v1  vLLM V1 (default): running prefill chunks and decodes, then new
-           prompts, share each step under the token budget
-  vllm-v0  vLLM V0: a step that can admit prompts runs them alone and
-           decodes wait (the vLLM paper's setup); chunked prefill is off
-           by default up to a 32K context, as in V0, and with
-           --chunked-prefill it mixes them as V1 does
-  sglang   SGLang: prefill batches first, in steps of their own, then the
-           running batch decodes; --mixed-chunk (--enable-mixed-chunk)
-           lets decodes join the prefill steps
-
---max-concurrency N is a closed-loop client, as vLLM's and SGLang's
-benchmark clients run: at most N requests in flight, later ones wait at
-the client and their latencies count from when they are sent. A
-vllm-bench trace brings its own max_concurrency (--max-concurrency 0
-lifts it) and its measured medians, which --json prints beside the
-simulated ones ("bench").
-
-KV strategies (--kv):
-  contiguous-max          reserve the model's whole context per request (Orca Max)
-  contiguous-max:pow2     reserve prompt + output rounded up to a power of two (Orca Pow2)
-  contiguous-max:oracle   reserve exactly prompt + output (Orca Oracle)
-  contiguous-grow         reallocate and copy when full, doubling
-  paged:B                 vLLM's pool of B-token blocks (paged:16)
-  vmm:P                   a virtual range per request backed by P-byte pages (needs --alloc vmm:P)
-
-With several --kv and --alloc values every pair runs (a vmm:P strategy only
-with the vmm:P allocator). Trace formats are those of gpufrag's workload
-package: Azure LLM inference CSV, Mooncake JSONL, Vidur/Sarathi length CSV,
-FineServe CSV, BurstGPT CSV, gpufrag's JSONL (docs/json.md) and benchmark
-results (vllm-bench; a file of several runs needs --run N). A bad row
-stops the run with its file, line and field, unless --skip-bad-rows.
-
-Fragmentation is 1 − health, health being the largest free block over all
-free memory in the allocator's segments; below 0.5 is worth acting on.`
+// simulateLong is simulate's long help; {profiles} stands for the GPUs
+// with a profile.
+//
+//go:embed help/simulate.txt
+var simulateLong string
 
 func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -225,30 +144,70 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")
 	}
-	results, err := runPlan(plan, f.parallel, stderr)
+	workers := f.parallel
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
+	results, err := plan.RunAll(context.Background(), workers, bar.Increment)
+	bar.Done()
 	if err != nil {
 		return err
 	}
-	out := scenario.NewReport(s, plan, results)
-	run := describeSimulateRun(cmd, s, plan, f.scenarioFile == "")
-	applyRun(out, run)
-	if err := addSimulateBands(out); err != nil {
+	changed, shown := changedFlags(cmd)
+	doc, err := simreport.New(s, plan, results, f.scenarioFile == "", changed, shown)
+	if err != nil {
 		return err
 	}
 	if f.html != "" {
-		if err := writeSimulateHTML(f.html, out); err != nil {
+		if err := writeHTMLFile(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, doc.Report) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, simulateDoc{out, run}, true)
+		return writeJSON(stdout, doc, true)
 	}
-	var sb strings.Builder
-	writeSimulateReport(&sb, out)
-	writeSimulateNotes(&sb, out, plan.GPU.Capacity)
-	_, err = io.WriteString(stdout, sb.String())
-	return err
+	return simreport.WriteText(stdout, doc.Report, plan.GPU.Capacity)
 }
+
+// outputFlags change what simulate prints, not what it runs.
+var outputFlags = map[string]bool{"json": true, "html": true, "parallel": true, "scenario": true,
+	"print-scenario": true, "print-profile": true}
+
+// changedFlags lists the flags that changed the scenario, in name order
+// ("--gpu"), and the same with their values ("--gpu a100-40g",
+// "--activations=false"), for simreport.Describe.
+func changedFlags(cmd *cobra.Command) (changed, shown []string) {
+	changed = []string{}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if outputFlags[f.Name] {
+			return
+		}
+		changed = append(changed, "--"+f.Name)
+		v := strings.Trim(f.Value.String(), "[]")
+		if f.Value.Type() == "bool" {
+			shown = append(shown, "--"+f.Name+"="+v)
+		} else {
+			shown = append(shown, "--"+f.Name+" "+v)
+		}
+	})
+	return changed, shown
+}
+
+// writeHTMLFile creates path and writes a page to it with write.
+func writeHTMLFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+func modelGPUNames() []string { return model.GPUNames() }
 
 // scenarioFields are the scenario's fields that simulate's flags set, by
 // flag: Build's errors about them do not point into the scenario file
@@ -315,6 +274,9 @@ func loadScenario(path string) (*scenario.Scenario, error) {
 	s.Dir = filepath.Dir(path) // its profile file is beside it
 	return s, nil
 }
+
+//go:embed help/simulate-examples.txt
+var simulateExamples string
 
 // applySimulateFlags writes the flags that were set into s.
 func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
@@ -481,24 +443,4 @@ func specList(values []string, def string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// runPlan simulates every config of plan, up to parallel at once (the
-// engine is single-threaded and deterministic; runs share the read-only
-// requests), and returns the results in the plan's order.
-func runPlan(plan *scenario.Plan, parallel int, stderr io.Writer) ([]sim.Result, error) {
-	if parallel <= 0 {
-		parallel = numCPU()
-	}
-	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
-	defer bar.Done()
-	return par.Map(context.Background(), len(plan.Configs), par.Options{Workers: parallel, OnDone: bar.Increment},
-		func(_ context.Context, i int) (sim.Result, error) {
-			c := plan.Configs[i]
-			r, err := scenario.RunConfig(c, plan.Requests)
-			if err != nil {
-				return r, fmt.Errorf("run %s on %s: %w", c.KV, c.Alloc, err)
-			}
-			return r, nil
-		})
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/sim/simreport"
 )
 
 // TestSimulateHeaderDescribesTheRun: the embedded scenario's header only
@@ -24,7 +26,7 @@ func TestSimulateHeaderDescribesTheRun(t *testing.T) {
 	}
 	var doc struct {
 		Scenario, About string
-		Run             simulateRun
+		Run             simreport.Run
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestSimulateRunUnchanged(t *testing.T) {
 	}
 	var doc struct {
 		Scenario string
-		Run      simulateRun
+		Run      simreport.Run
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)

@@ -1,19 +1,14 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -75,150 +70,16 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 	return nil
 }
 
-// printProfile writes the step-time profile a run of s would use: the one
-// s names, or, with none, the joint model's profile of s's GPU for its
-// engine and release (and says on stderr when the run itself uses the
-// roofline), as sim's WriteYAML writes it, after a comment that says where
-// it comes from. With asJSON, the same document as JSON, keys in the same
-// order.
+// printProfile writes the step-time profile a run of s would use
+// (scenario.WriteProfile), and on stderr what the run does that the
+// document does not show.
 func printProfile(stdout, stderr io.Writer, s *scenario.Scenario, asJSON bool) error {
 	if s.GPU == "" {
 		return fmt.Errorf("--print-profile: no GPU: give --gpu (one of %s)", strings.Join(model.GPUNames(), ", "))
 	}
-	g, err := model.LookupGPU(s.GPU)
-	if err != nil {
-		return err
+	note, err := scenario.WriteProfile(stdout, s, openNamed, asJSON)
+	if note != "" {
+		fmt.Fprintf(stderr, "gpufrag: note: %s\n", note)
 	}
-	engine := sim.EngineVLLMV1
-	if s.Engine.Name != "" {
-		if engine, err = sim.ParseEngine(s.Engine.Name); err != nil {
-			return fmt.Errorf("%w: engine.name: %q: want one of %s", scenario.ErrBadScenario, s.Engine.Name, strings.Join(sim.EngineNames(), ", "))
-		}
-	}
-	v, err := sim.ParseEngineVersion(engine, s.Engine.Version)
-	if err != nil {
-		return fmt.Errorf("%w: engine.version: %w", scenario.ErrBadScenario, err)
-	}
-	p, from, err := scenario.LoadProfile(s, g, engine, v.String(), openNamed)
-	if err != nil {
-		return err
-	}
-	if p == nil {
-		fmt.Fprintf(stderr, "gpufrag: note: the run times its steps with the roofline; this is the joint model's profile of %s for %s %s\n",
-			g.Name, engine, v)
-		if p, err = sim.DefaultProfile(g.Name, engine, v.String()); err != nil {
-			return err
-		}
-		from = scenario.ProfileFromEmbedded
-	}
-	var b bytes.Buffer
-	if from == scenario.ProfileFromEmbedded {
-		fmt.Fprintf(&b, "# The joint step-time model's profile of %s under %s %s, derived from %s\n", g.Name, engine, v, sim.JointPath)
-		fmt.Fprintf(&b, "# (the GPU preset's datasheet peaks, the shared efficiencies, the overheads of %s).\n", sim.OverheadClass(engine, v))
-	}
-	if err := p.WriteYAML(&b); err != nil {
-		return err
-	}
-	text := b.Bytes()
-	if asJSON {
-		if text, err = yamlToJSON(text); err != nil {
-			return err
-		}
-		text = loc.PrintableJSON(text) // a profile file's strings, as writeJSON writes them
-	}
-	_, err = stdout.Write(text)
 	return err
-}
-
-// yamlToJSON converts one YAML document of mappings, sequences and plain
-// scalars to indented JSON with the keys in the document's order (a Go map
-// would sort them), comments dropped.
-func yamlToJSON(data []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("profile as JSON: %w", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, fmt.Errorf("profile as JSON: want one YAML document")
-	}
-	var b bytes.Buffer
-	if err := writeNodeJSON(&b, doc.Content[0]); err != nil {
-		return nil, fmt.Errorf("profile as JSON: %w", err)
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
-		return nil, fmt.Errorf("profile as JSON: %w", err)
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
-}
-
-func writeNodeJSON(b *bytes.Buffer, n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.AliasNode:
-		return writeNodeJSON(b, n.Alias)
-	case yaml.MappingNode:
-		b.WriteByte('{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			k, _ := json.Marshal(n.Content[i].Value)
-			b.Write(k)
-			b.WriteByte(':')
-			if err := writeNodeJSON(b, n.Content[i+1]); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
-		return nil
-	case yaml.SequenceNode:
-		b.WriteByte('[')
-		for i, c := range n.Content {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeNodeJSON(b, c); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
-		return nil
-	case yaml.ScalarNode:
-		var v any
-		switch n.ShortTag() {
-		case "!!int":
-			var i int64
-			if err := n.Decode(&i); err != nil {
-				return err
-			}
-			v = i
-		case "!!float":
-			var x float64
-			if err := n.Decode(&x); err != nil {
-				return err
-			}
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("line %d: %s has no JSON form", n.Line, n.Value)
-			}
-			v = x
-		case "!!bool":
-			var x bool
-			if err := n.Decode(&x); err != nil {
-				return err
-			}
-			v = x
-		case "!!null":
-			v = nil
-		default:
-			v = n.Value
-		}
-		out, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		b.Write(out)
-		return nil
-	}
-	return fmt.Errorf("line %d: unexpected YAML node", n.Line)
 }

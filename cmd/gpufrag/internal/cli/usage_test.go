@@ -3,8 +3,6 @@ package cli
 import (
 	"strings"
 	"testing"
-
-	"github.com/gpufrag/gpufrag/experiments"
 )
 
 func TestDidYouMean(t *testing.T) {
@@ -77,15 +75,5 @@ func TestUsageErrorsExit2(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("gpufrag %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.want)
 		}
-	}
-}
-
-// TestExperimentsReducedLabel: a reduced run's verdict says it is one.
-func TestExperimentsReducedLabel(t *testing.T) {
-	var sb strings.Builder
-	writeExperimentsText(&sb, []*experiments.Outcome{{Name: "x", Verdict: "holds", Reduced: true}, {Name: "y", Verdict: "holds"}})
-	out := sb.String()
-	if !strings.Contains(out, "x: HOLDS (reduced size") || strings.Contains(out, "y: HOLDS (reduced") {
-		t.Errorf("output:\n%s", out)
 	}
 }

@@ -1,7 +1,8 @@
-package cli
+package optrace
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -9,27 +10,23 @@ import (
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
-	"github.com/gpufrag/gpufrag/optrace"
 )
 
-// writeReplayReport prints replay results for people: a header saying what
-// was replayed, a table with one row per allocator, a legend, and the first
-// out-of-memory error of each allocator that had one.
-func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int, capacity, other int64, rs []optrace.Result) {
-	what := loc.Printable(name)
-	if embedded {
-		what = "the embedded example trace (a Llama-3-8B-like server; see gpufrag replay --help)"
-	}
+// WriteText prints the report for people (`gpufrag replay`): a header
+// saying what was replayed (what: the trace's name or a description of it,
+// printed through loc.Printable; ops: the trace's length), a table with one
+// row per allocator, a legend, each allocator's state at the end weighed
+// by frag.Judge, and the first out-of-memory error of each allocator that
+// had one.
+func (r *Report) WriteText(w io.Writer, what string, ops int) error {
+	var sb strings.Builder
+	rs, capacity := r.Results, r.CapacityBytes
 	device := "a device of " + mem.FormatBytes(capacity)
-	if other > 0 {
-		device += " (" + mem.FormatBytes(other) + " of it in other use)"
+	if r.OtherUseBytes > 0 {
+		device += " (" + mem.FormatBytes(r.OtherUseBytes) + " of it in other use)"
 	}
-	plural := "s"
-	if len(rs) == 1 {
-		plural = ""
-	}
-	fmt.Fprintf(sb, "%s\n\n", human.Wrap(fmt.Sprintf("Replayed %s ops of %s through %d allocator%s on %s.",
-		human.Thousands(nops), what, len(rs), plural, device), 80))
+	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(fmt.Sprintf("Replayed %s ops of %s through %d allocator%s on %s.",
+		human.Thousands(ops), loc.Printable(what), len(rs), human.PluralS(len(rs)), device), 80))
 
 	t := human.Table{
 		Groups: []human.Group{{From: 1, To: 2, Label: "reserved"}, {From: 3, To: 4, Label: "allocated"}, {From: 6, To: 7, Label: "health"}, {From: 8, To: 9, Label: "at the end"}},
@@ -45,7 +42,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 			human.Bytes(r.End.LargestFreeBlock), human.Bytes(r.End.MaxAllocatable),
 		})
 	}
-	t.Write(sb)
+	t.Write(&sb)
 
 	sb.WriteString("\nhealth: largest free block ÷ free memory inside the allocator's segments\n" +
 		"        (1 = one piece; below 0.5 it is worth acting on when memory is at stake)\n")
@@ -55,7 +52,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 			lo, hi = min(lo, r.PeakReservedBytes), max(hi, r.PeakReservedBytes)
 		}
 		if lo != hi {
-			fmt.Fprintf(sb, "peak reserved: from %s (%s) to %s (%s)\n",
+			fmt.Fprintf(&sb, "peak reserved: from %s (%s) to %s (%s)\n",
 				human.Bytes(lo), allocatorsWith(rs, lo), human.Bytes(hi), allocatorsWith(rs, hi))
 		}
 	}
@@ -64,7 +61,7 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 	for _, r := range rs {
 		v := frag.Judge(frag.Stake{Health: r.End.Health, CachedFree: r.EndReservedBytes - r.EndAllocatedBytes,
 			Reserved: r.EndReservedBytes, Capacity: capacity, OOMs: r.OOMs})
-		fmt.Fprintf(sb, "%s\n", wrapHang(fmt.Sprintf("  %s: %s (%s)", r.Allocator, v.Label, v.Why), 80, 6))
+		fmt.Fprintf(&sb, "%s\n", human.WrapHang(fmt.Sprintf("  %s: %s (%s)", r.Allocator, v.Label, v.Why), 80, 6))
 	}
 
 	heading := true
@@ -81,13 +78,16 @@ func writeReplayReport(sb *strings.Builder, name string, embedded bool, nops int
 		if r.SkippedOps > 0 {
 			skipped = fmt.Sprintf(", %s later op%s on their ids skipped", human.Thousands(r.SkippedOps), human.PluralS(r.SkippedOps))
 		}
-		fmt.Fprintf(sb, "  %s: %s alloc%s failed%s\n", r.Allocator, human.Thousands(r.OOMs), human.PluralS(r.OOMs), skipped)
+		fmt.Fprintf(&sb, "  %s: %s alloc%s failed%s\n", r.Allocator, human.Thousands(r.OOMs), human.PluralS(r.OOMs), skipped)
 		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, loc.Printable(o.ID), human.Bytes(o.Size), loc.Printable(o.Message))
-		fmt.Fprintf(sb, "%s\n", human.Indent(human.Wrap(first, 76), "    "))
+		fmt.Fprintf(&sb, "%s\n", human.Indent(human.Wrap(first, 76), "    "))
 	}
+	_, err := io.WriteString(w, sb.String())
+	return err
 }
 
-func allocatorsWith(rs []optrace.Result, peak int64) string {
+// allocatorsWith lists the allocators whose peak reserved bytes are peak.
+func allocatorsWith(rs []Result, peak int64) string {
 	var names []string
 	for _, r := range rs {
 		if r.PeakReservedBytes == peak {

@@ -1,4 +1,4 @@
-package cli
+package simreport
 
 import (
 	"fmt"
@@ -30,9 +30,10 @@ func bandSetup(o *scenario.Report) calib.BandSetup {
 	return s
 }
 
-// addSimulateBands sets the bands of o's results. A run with no steps, or
-// a figure that is 0 (no request got one), gets none.
-func addSimulateBands(o *scenario.Report) error {
+// AddBands sets the error bands of o's results (calib.EmbeddedBands, for
+// the step model that timed them). A run with no steps, or a figure that
+// is 0 (no request got one), gets none.
+func AddBands(o *scenario.Report) error {
 	bands, err := calib.EmbeddedBands()
 	if err != nil {
 		return err
@@ -43,24 +44,11 @@ func addSimulateBands(o *scenario.Report) error {
 		if r.Steps == 0 {
 			continue
 		}
-		r.TTFT.P50Band = bandAround(bands, setup, calib.BandTTFT, r.BatchSizeMean, r.TTFT.P50)
-		r.TPOT.P50Band = bandAround(bands, setup, calib.BandTPOT, r.BatchSizeMean, r.TPOT.P50)
-		r.OutputTokensPerSBand = bandAround(bands, setup, calib.BandThroughput, r.BatchSizeMean, r.OutputTokensPerS)
+		r.TTFT.P50Band = bands.Around(setup, calib.BandTTFT, r.BatchSizeMean, r.TTFT.P50)
+		r.TPOT.P50Band = bands.Around(setup, calib.BandTPOT, r.BatchSizeMean, r.TPOT.P50)
+		r.OutputTokensPerSBand = bands.Around(setup, calib.BandThroughput, r.BatchSizeMean, r.OutputTokensPerS)
 	}
 	return nil
-}
-
-// bandAround is the band of metric m around v, nil for v 0 or no band.
-func bandAround(bands *calib.Bands, s calib.BandSetup, m calib.BandMetric, meanBatch, v float64) *sim.Band {
-	if v <= 0 {
-		return nil
-	}
-	b, ok := bands.Band(s, m, meanBatch)
-	if !ok {
-		return nil
-	}
-	b = b.Around(v)
-	return &b
 }
 
 // bandRange writes a band's bounds with f, "≥ lower" when it has no upper
@@ -83,11 +71,11 @@ func bandRel(b *sim.Band) string {
 	return fmt.Sprintf("%+.0f%% to %+.0f%%", 100*b.RelLower, 100*b.RelUpper)
 }
 
-// writeSimulateBands prints the bands of o's results, if any: a table of
-// each run's ranges, then per metric how far they reach and which
-// held-out figures they come from (per group of runs when the runs' loads
-// draw on different figures).
-func writeSimulateBands(sb *strings.Builder, o *scenario.Report) {
+// writeBands prints the bands of o's results, if any: a table of each
+// run's ranges, then per metric how far they reach and which held-out
+// figures they come from (per group of runs when the runs' loads draw on
+// different figures).
+func writeBands(sb *strings.Builder, o *scenario.Report) {
 	q := 0.0
 	for _, r := range o.Results {
 		for _, b := range []*sim.Band{r.TTFT.P50Band, r.TPOT.P50Band, r.OutputTokensPerSBand} {
@@ -142,7 +130,7 @@ func writeSimulateBands(sb *strings.Builder, o *scenario.Report) {
 			if len(bases) > 1 {
 				who += " (" + strings.Join(runs[basis], ", ") + ")"
 			}
-			sb.WriteString(wrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], loc.Printable(basis)), 80, 4) + "\n")
+			sb.WriteString(human.WrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], loc.Printable(basis)), 80, 4) + "\n")
 		}
 	}
 }
