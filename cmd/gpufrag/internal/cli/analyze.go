@@ -32,60 +32,11 @@ type analyzeFlags struct {
 	fullStacks                   bool
 }
 
-const analyzeLong = `Analyze diagnoses a PyTorch CUDA memory snapshot: the pickle written by
-torch.cuda.memory._dump_snapshot() (every format generation since PyTorch 2.0,
-protocols 2-5), or torch.cuda.memory_stats() dumped as JSON. The pickle is
-read by a bounded decoder that refuses every opcode that could run code.
-
-For each device it prints:
-
-  - the memory classes (reserved, allocated, requested, active, cached free,
-    reserved but unallocated, rounding waste, free memory stranded by live
-    blocks), health (largest free block / cached free; below 0.5 is worth
-    acting on), the largest free block and the largest request that would
-    still succeed, and the dispersion of live block sizes;
-  - the segments that waste most, memory per stream and per pool, and the
-    call sites whose live blocks keep fragmented segments from being freed;
-  - the memory by allocation site: the bytes of each site's live blocks, the
-    free space they strand (a segment holding a live block cannot be
-    released; its free bytes are shared among its live blocks by size) and
-    their rounding waste; a site is the first frame outside PyTorch and
-    Python (--full-stacks: the whole stack); --profile writes the same as
-    a pprof profile (go tool pprof -http=: FILE shows a flame graph), and
-    --folded as folded stacks for flamegraph.pl and speedscope;
-  - for each out-of-memory entry of the trace: what was requested, what was
-    free and whether fragmentation or demand made it fail;
-  - replay fidelity: the trace replayed through gpufrag's model of the caching
-    allocator with the file's own settings, after rebuilding the segments that
-    existed before recording started; every alloc address and segment_alloc
-    size is compared and mismatches are listed. A PyTorch 2.0 file, whose
-    trace has no alloc event, is replayed from its block histories in a
-    reconstructed (not recorded) order, which checks segment sizes, rounding
-    and splits against the recorded layout;
-  - what-if: the same requests under other settings (expandable_segments,
-    max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold)
-    and gpufrag's other allocators, with peak reserved, OOMs and
-    fragmentation each, and a recommended PYTORCH_ALLOC_CONF line (the name
-    PyTorch 2.8 and later read; PYTORCH_CUDA_ALLOC_CONF still works).
-
-FILE "-" reads standard input. A file that cannot be read safely (a pickle
-that would run code, a truncated or corrupt file, a field of the wrong type)
-is an error naming the byte offset and the field.`
-
 func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f analyzeFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
 		Short: "Diagnose a PyTorch memory snapshot: fragmentation, OOMs, replay and what-if",
-		Long:  analyzeLong,
-		Example: `  # A snapshot taken with torch.cuda.memory._dump_snapshot("snap.pickle"):
-  gpufrag analyze snap.pickle
-
-  # As JSON (schema in docs/json.md), what-if on a 40 GiB device:
-  gpufrag analyze snap.pickle --json --capacity 40GiB
-
-  # An HTML report with the timeline and a segment map:
-  gpufrag analyze snap.pickle --html report.html`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf(cmd, "analyze takes one snapshot file, got %d arguments", len(args))
@@ -96,6 +47,7 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 			return runAnalyze(cmd, f, args[0], stdout, stderr)
 		},
 	}
+	withHelp(cmd, "analyze")
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the analysis as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML report (timeline, segment map) to `FILE`")

@@ -33,48 +33,11 @@ type defragFlags struct {
 	moves     int    // --moves
 }
 
-const defragLong = `Defrag plans the compaction of one memory layout and prices it: which live
-blocks to move where, how many bytes that copies, a lower bound on the bytes
-any plan reaching the same goal must copy, the pause it would cause on a GPU,
-and the fragmentation metrics before and after.
-
-FILE is a PyTorch memory snapshot (the pickle of
-torch.cuda.memory._dump_snapshot(); --device picks the device) or a layout
-saved by gpufrag (a JSON document with "gpufrag_layout": 1, described in
-docs/json.md). "-" reads standard input.
-
-Goals (--goal):
-
-  compact     free as many whole segments as possible, so that
-              torch.cuda.empty_cache() can return them (on an arena, whose
-              pool is never returned: gather its free memory into one extent)
-  fit:SIZE    make a free run of SIZE bytes in one segment of the pool and
-              stream a request of that size would use (the request that
-              failed with an out-of-memory error)
-
-Blocks move only within segments of their own pool and stream, as the
-caching allocator requires; blocks pending a free on another stream never
-move. Expandable segments need no compaction: their free pages are unmapped
-and mapped again without copying, priced per page.
-
-The pause is 2 x bytes moved / (GPU bandwidth x 0.8) + 5 us per move + 20 us
-per page remapped (each constant is explained in package defrag's CostModel).
-The plan is computed, never performed: nothing here touches a GPU.`
-
 func newDefragCmd() *cobra.Command {
 	f := defragFlags{gpu: "h100-80g", goal: "compact", moves: 10}
 	cmd := &cobra.Command{
 		Use:   "defrag FILE",
 		Short: "Plan and price the compaction of a snapshot or saved layout",
-		Long:  defragLong,
-		Example: `  # Free whole segments of a PyTorch snapshot, priced on an H100:
-  gpufrag defrag snapshot.pickle
-
-  # Make room for the 2GiB request that failed, on an A100 40GB, as JSON:
-  gpufrag defrag snapshot.pickle --goal fit:2GiB --gpu a100-40g --json
-
-  # A layout saved by gpufrag, listing every move:
-  gpufrag defrag layout.json --moves -1`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf(cmd, "defrag takes one file (a snapshot or a saved layout), got %d arguments", len(args))
@@ -85,6 +48,7 @@ func newDefragCmd() *cobra.Command {
 			return runDefrag(cmd, f, args[0])
 		},
 	}
+	withHelp(cmd, "defrag")
 	fl := cmd.Flags()
 	fl.StringVar(&f.gpu, "gpu", f.gpu, "GPU `NAME` whose bandwidth prices the copies and whose capacity a snapshot is read against ("+strings.Join(model.GPUNames(), ", ")+")")
 	fl.StringVar(&f.goal, "goal", f.goal, "`GOAL`: compact, or fit:SIZE (e.g. fit:2GiB)")

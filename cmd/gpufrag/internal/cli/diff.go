@@ -24,47 +24,11 @@ type diffFlags struct {
 // the memory; 1,024 covers the ranks of the largest jobs people snapshot.
 const maxDiffFiles = 1024
 
-const diffLong = `Diff compares PyTorch CUDA memory snapshots (the files analyze reads).
-
-With two files, A and B (before and after a change, two ranks of one job,
-two hours of one server), it prints for each device side by side: the
-memory classes, the fragmentation metrics (health = largest free block /
-cached free, frag rate, largest free block, max allocatable), the segments
-that appeared or vanished (the same address and size is the same segment),
-the segment sizes whose count changed (what compares across processes,
-whose addresses differ), the allocation sites whose memory moved most
-(held = allocated + the free space their blocks strand; a site is the first
-frame outside PyTorch and Python, or the whole stack with --full-stacks),
-and each file's out-of-memory entries. Devices are paired by number, or,
-when each file has one device, with each other.
-
-With three or more files (the ranks of one job, or hours of one server),
-it names the outlier: for each metric the modified z-score
-(x − median)/max(MAD/0.6745, floor/3.5), and a value is an outlier when
-|z| > 3.5: more than 3.5 robust deviations from the median and more than
-the floor (1% of the median and 1 MiB for bytes, 1% and one for counts,
-0.01 for health), so seven ranks alike and one heavier flag that one.
-It then diffs
-the strongest outlier against the device nearest the median.
-
-Each file is analysed as analyze does, with its trace replayed to explain
-its out-of-memory entries (--no-replay skips that) and no what-if.`
-
 func newDiffCmd(stdout io.Writer) *cobra.Command {
 	var f diffFlags
 	cmd := &cobra.Command{
 		Use:   "diff A B [C ...]",
 		Short: "Compare memory snapshots: side by side, or which of N ranks is the outlier",
-		Long:  diffLong,
-		Example: `  # Before and after a change:
-  gpufrag diff before.pickle after.pickle
-
-  # As JSON (schema in docs/json.md), with the two segment maps in HTML:
-  gpufrag diff before.pickle after.pickle --json --html diff.html
-
-  # Which rank of an 8-GPU job holds memory the others do not:
-  gpufrag diff rank0.pickle rank1.pickle rank2.pickle rank3.pickle \
-      rank4.pickle rank5.pickle rank6.pickle rank7.pickle`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usageErrorf(cmd, "diff takes two or more snapshot files, got %d", len(args))
@@ -87,6 +51,7 @@ func newDiffCmd(stdout io.Writer) *cobra.Command {
 			return runDiff(cmd, f, args, stdout)
 		},
 	}
+	withHelp(cmd, "diff")
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the comparison as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML page (the segment maps side by side) to `FILE`")

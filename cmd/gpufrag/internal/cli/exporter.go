@@ -49,77 +49,6 @@ type exporterFlags struct {
 	gzip            bool
 }
 
-const exporterLong = `Exporter serves gpufrag's fragmentation metrics to Prometheus until it is
-stopped (SIGINT or SIGTERM: in-flight scrapes get 10s to finish).
-
-  /metrics      Prometheus exposition (families listed in
-                'go doc github.com/gpufrag/gpufrag/exporter')
-  /healthz      200 "ok" while serving; 503 "shutting down", or 503
-                "degraded: REASON" while a source's rescan or poll is stuck
-  /snapshots/   with --capture-dir: the captured OOM snapshots (an HTML
-                listing, /snapshots/index.json, /snapshots/NAME downloads)
-
-With --snapshots DIR it watches DIR for PyTorch memory snapshot pickles
-(torch.cuda.memory._dump_snapshot(); *.pickle or *.pkl): at start and every
---rescan it reads new and changed files (size or modification time) with the
-same bounded reader and diagnosis as 'gpufrag analyze --no-replay' and
-exports, per file and device, fragmentation, health, largest free block, max
-allocatable, the byte classes, allocation size dispersion and the number of
-out-of-memory entries. A snapshot does not record the device's capacity:
-without --capacity, device free and max allocatable (which count memory
-outside the allocator's segments) are not exported for snapshots (absent,
-not 0); with it, every byte figure is the one 'gpufrag analyze --capacity'
-prints for the same file. Scrapes only read the last results. Labels come from
-NAME.labels.json next to NAME.pickle ({"instance":"vllm-0","model":"llama",
-"gpu":"0"}), else from the name INSTANCE__MODEL__ANYTHING.pickle, else the
-instance is the file's stem. A file that cannot be read safely is logged
-once, counted in gpufrag_snapshot_errors_total{reason} and skipped.
-
-With --capture-dir, every new snapshot version that records an out-of-memory
-error is copied there atomically as INSTANCE-MODEL-YYYYMMDDTHHMMSSZ-SEQ.pickle,
-keeping at most --capture-max-files files and --capture-max-bytes bytes (the
-oldest go first; the newest is always kept).
-
-What it opens: only regular files, through the directory, never following a
-symbolic link and never blocking on open (a link, named pipe, socket, device
-or directory named like a snapshot or sidecar is refused unopened, reason
-not_regular); /snapshots/ serves only the captures it wrote itself, still
-the same file. A file whose reader or analysis panics is skipped (reason
-panic); the other files keep being served. A rescan or poll that makes no
-progress for --stuck-after marks its source down
-(gpufrag_source_up 0) and turns /healthz into 503 "degraded: REASON".
---capture-dir must be neither --snapshots nor inside it, nor contain it.
-
-Memory is bounded by --max-files, --max-file-bytes (a snapshot takes about
-25 bytes of memory per file byte while it is analysed, one file at a time),
---max-instances and --max-series.
-
-With --nvml it reads every GPU's total, used and free memory and each
-process's usage through NVML (the driver's libnvidia-ml.so.1; --nvml-library
-to point elsewhere). Without a driver it logs one warning and reports
-gpufrag_source_up{source="nvml"} 0; the other sources keep being served. A
-gpufrag built with -tags nonvml (or for a platform other than linux/amd64 and
-linux/arm64) has no NVML reader: --nvml then exits 2 saying so.
-
-With --scrape URL (repeatable) it reads a vLLM or SGLang server's /metrics and
-re-exports its KV-cache figures (usage, blocks, block size, preemptions,
-prefix-cache queries and hits) as gpufrag_kv_* series with instance =
-host:port, model = the server's model_name and pool = "engine" (with the
-server's other labels appended, as in "engine/engine=0" for vLLM's engine
-index, so that several engines behind one URL stay apart). A redirect is not
-followed (the source is down, naming it): give the URL that serves /metrics.
-
-With --cluster NAME it lists the Kubernetes cluster's nodes and pods (the
-in-cluster service account, or --kubeconfig; RBAC: get/list nodes and pods,
-deploy/kubernetes/gpufrag-inspect-rbac.yaml) every --cluster-poll-interval
-and exports, with the label cluster=NAME, its nodes, GPUs, allocated GPUs,
-whole-free GPU nodes, nodes with stranded idle GPUs and pending pods, as
-'gpufrag cluster inspect' computes them. Run one exporter with --cluster per
-cluster, not one per node.
-
-NVML, --scrape and --cluster are polled in the background every --poll-interval; a
-scrape of /metrics serves their last result and never waits for them.`
-
 func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	f := exporterFlags{
 		listen: "127.0.0.1:9400", rescan: 10 * time.Second, stuckAfter: exporter.DefaultStuckAfter, sourceTimeout: 2 * time.Second,
@@ -130,29 +59,14 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Serve fragmentation metrics to Prometheus from a directory of memory snapshots",
-		Long:  exporterLong,
-		Example: `  # Watch the snapshots a serving fleet dumps, on the default port 9400:
-  gpufrag exporter --snapshots /var/lib/snapshots
-
-  # Listen on every interface, JSON logs, keep OOM snapshots for Grafana links:
-  gpufrag exporter --listen :9400 --snapshots /snaps --log-format json \
-      --capture-dir /var/lib/gpufrag/oom --capture-max-files 50
-
-  # GPU memory through NVML and the KV figures of two vLLM servers:
-  gpufrag exporter --nvml --scrape http://127.0.0.1:8000/metrics --scrape http://127.0.0.1:8001/metrics
-
-  # Prometheus scrape config (honor_labels keeps our instance label;
-  # deploy/prometheus/prometheus.yml has the full example):
-  #   - job_name: gpufrag
-  #     honor_labels: true
-  #     static_configs: [{targets: ["host:9400"]}]`,
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runExporter(ctx, cmd, f, stderr, exporterReady)
 		},
 	}
+	withHelp(cmd, "exporter")
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", f.listen, "`ADDR`ESS to serve on (host:port; :0 picks a free port)")
 	fl.StringVar(&f.snapshots, "snapshots", "", "`DIR`ectory of PyTorch memory snapshot pickles to watch")

@@ -32,39 +32,6 @@ type rulesFlags struct {
 	json      bool    // --json
 }
 
-const rulesLong = `Rules derives a health threshold for each inference-server instance from its
-recorded history and writes Prometheus alert rules that use them, so that an
-instance is alerted against what is normal for it rather than against the
-fleet-wide 0.5.
-
---history FILE (- for standard input) is either
-  - the JSON body of a Prometheus range query over gpufrag_health_ratio (or
-    gpufrag_fragmentation_ratio, read as 1 - value), saved with curl from
-    /api/v1/query_range; or
-  - a CSV file of rows timestamp,instance,model,health (Unix seconds or
-    RFC 3339; an optional header row; # comments).
---format auto picks CSV for *.csv, JSON for *.json, else by the first byte.
-
-For each (instance, model), over the last --window of its points:
-
-  low       = quantile(1 - q, health)   (q = --quantile: the p95 of fragmentation)
-  threshold = clamp(low - margin, min, max), floored to 0.001
-
-with Prometheus' interpolation (quantile_over_time(0.05, ...) gives low).
-Instances with fewer than --min-points points get 0.5. The rules file holds,
-per instance, a recording rule gpufrag:health_ratio:threshold (plotted by the
-Grafana dashboard) and an alert GPUMemoryBelowUsualHealth{instance, model,
-severity, threshold} that fires when gpufrag_health_ratio{instance, model}
-stays below the threshold for --for; no two rules share a name and labels.
-
-At most --max-instances (instance, model) pairs (default 10000: each makes two
-rules, about 1 KB of YAML); a larger fleet is split into several histories.
-
-Without --out the rules file goes to standard output; with --out it is
-written there and a table of thresholds is printed; --json prints the
-thresholds as JSON instead of the table. Check the result with
-promtool check rules FILE.`
-
 func newRulesCmd() *cobra.Command {
 	d := rules.DefaultOptions()
 	f := rulesFlags{
@@ -74,17 +41,6 @@ func newRulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rules --history FILE",
 		Short: "Derive per-instance fragmentation alert thresholds from recorded history",
-		Long:  rulesLong,
-		Example: `  # A week of health at one-minute steps, from Prometheus:
-  curl -sG http://prometheus:9090/api/v1/query_range \
-    --data-urlencode query=gpufrag_health_ratio \
-    --data-urlencode start=$(date -u -d '7 days ago' +%s) \
-    --data-urlencode end=$(date -u +%s) --data-urlencode step=60 > history.json
-  gpufrag rules --history history.json --out gpufrag-instances.yml
-  promtool check rules gpufrag-instances.yml
-
-  # From a CSV export, the p90 of fragmentation, thresholds as JSON:
-  gpufrag rules --history health.csv --quantile 0.9 --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return usageErrorf(cmd, "rules takes no arguments (the history is --history FILE), got %d", len(args))
@@ -95,6 +51,7 @@ func newRulesCmd() *cobra.Command {
 			return runRules(cmd, f)
 		},
 	}
+	withHelp(cmd, "rules")
 	fl := cmd.Flags()
 	fl.StringVar(&f.history, "history", "", "recorded history `FILE`: Prometheus query_range JSON or CSV (- for standard input)")
 	fl.StringVar(&f.format, "format", f.format, "history `FORMAT`: auto, prometheus or csv")
