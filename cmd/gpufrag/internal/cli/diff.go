@@ -5,7 +5,9 @@ import (
 	"io"
 
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
 	"github.com/spf13/cobra"
 )
 
@@ -85,12 +87,10 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 	}
 	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, WhatIf: []string{},
 		FullStacks: f.fullStacks, TopSites: f.top, TopSegments: f.top, ReleaseTraces: true}
-	ro := *readOpts
-	ro.TraceOOMsOnly = f.noReplay // as analyze --no-replay: only oom entries kept
 	reps := make([]*analysis.Report, len(paths))
 	names := make([]string, len(paths))
 	for i, p := range paths {
-		snap, name, err := readSnapshot(cmd.InOrStdin(), p, &ro)
+		snap, name, err := snapshot.ReadFile(p, cmd.InOrStdin(), analysis.ReadOptions(f.noReplay))
 		if err != nil {
 			return err
 		}
@@ -103,42 +103,21 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 		}
 		reps[i], names[i] = rep, name
 	}
-	dopts := analysis.DiffOptions{TopSites: f.top, TopSegments: f.top}
-	if len(paths) == 2 {
-		d := analysis.DiffReports(reps[0], reps[1], dopts)
-		if f.html != "" {
-			if err := writeDiffHTML(f.html, names, d); err != nil {
-				return fmt.Errorf("--html: %w", err)
-			}
-		}
-		if f.json {
-			return writeJSON(stdout, d.Doc(names[0], names[1]), true)
-		}
-		return d.WriteText(stdout, names[0], names[1])
-	}
-	var units []analysis.Unit
-	for i, r := range reps {
-		for j := range r.Devices {
-			units = append(units, analysis.Unit{File: names[i], Device: &r.Devices[j]})
-		}
-	}
-	o, err := analysis.FindOutliers(units)
+	c, err := analysis.Compare(reps, names, analysis.DiffOptions{TopSites: f.top, TopSegments: f.top})
 	if err != nil {
 		return err
 	}
-	var vs *analysis.DeviceDiff
-	if len(o.Flags) > 0 {
-		ref, out := units[o.Reference], units[o.Flags[0].Unit]
-		d := analysis.DiffDevices(ref.Device, out.Device, dopts)
-		vs = &d
-	}
 	if f.html != "" {
-		if err := writeOutliersHTML(f.html, o, vs); err != nil {
+		page, err := pages.Comparison(c)
+		if err == nil {
+			err = writePage(f.html, page)
+		}
+		if err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, o.Doc(vs), true)
+		return writeJSON(stdout, c.Doc(), true)
 	}
-	return o.WriteText(stdout, vs)
+	return c.WriteText(stdout)
 }
