@@ -3,17 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/exporter/rules"
-	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // rulesFlags are the flags of `gpufrag rules`.
@@ -116,7 +111,7 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return usageErrorf(cmd, "--format %q: want auto, prometheus or csv", f.format)
 	}
 	ropts := rules.ReadOptions{MaxSeries: 8 * o.MaxInstances} // up to 8 GPUs per instance
-	h, name, format, err := readRulesHistory(cmd, f.history, f.format, ropts)
+	h, name, format, err := rules.ReadHistoryFile(f.history, cmd.InOrStdin(), f.format, ropts)
 	err = inFlagFile("--history", f.history, err)
 	if errors.Is(err, rules.ErrTooManySeries) {
 		return fmt.Errorf("%w (8 per --max-instances %d): split the fleet into several histories, or raise --max-instances", err, o.MaxInstances)
@@ -132,10 +127,9 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	ro := rules.RuleOptions{For: f.forDur, Severity: f.severity, Quantile: o.Quantile}
-	write := func(w io.Writer) error { return rules.WriteRules(w, ts, ro) }
 	stdout := cmd.OutOrStdout()
 	if f.out != "" {
-		if err := writeFileAtomic(f.out, write); err != nil {
+		if err := rules.WriteFile(f.out, ts, ro); err != nil {
 			return err
 		}
 	}
@@ -143,74 +137,9 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	case f.json:
 		return writeJSON(stdout, rules.NewDocument(f.history, format, f.out, o, ts), true)
 	case f.out != "":
-		return printRulesTable(stdout, ts, o, f.out)
+		return rules.WriteTable(stdout, ts, o, f.out)
 	}
-	return write(stdout)
-}
-
-// readRulesHistory reads the history at path ("-": the command's standard
-// input) in format (rules.ReadHistory, which looks at its first bytes
-// before reading on). It returns the name used in messages and the format
-// read.
-func readRulesHistory(cmd *cobra.Command, path, format string, o rules.ReadOptions) (*rules.History, string, string, error) {
-	var r io.Reader
-	name := path
-	if path == "-" {
-		r, name = cmd.InOrStdin(), "<stdin>"
-	} else {
-		fh, err := os.Open(path)
-		if err != nil {
-			return nil, name, "", err
-		}
-		defer fh.Close()
-		r = fh
-	}
-	h, format, err := rules.ReadHistory(name, r, format, o)
-	return h, name, format, err
-}
-
-// writeFileAtomic writes path with write through a temporary file in the
-// same directory, so a reader (Prometheus reloading its rules) never sees
-// half.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-func printRulesTable(w io.Writer, ts []rules.Threshold, o rules.Options, out string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "INSTANCE\tMODEL\tSERIES\tPOINTS\tP%g FRAG\tLOW HEALTH\tTHRESHOLD\tNOTE\n", o.Quantile*100)
-	for _, t := range ts {
-		note := ""
-		switch {
-		case t.Fallback:
-			note = fmt.Sprintf("fewer than %d points: fleet default", o.MinPoints)
-		case t.Clamped != "":
-			note = "clamped to " + t.Clamped
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
-			loc.Printable(t.Instance), loc.Printable(t.Model), t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\n%d alert rules written to %s (check: promtool check rules %s)\n", len(ts), out, out)
-	return err
+	return rules.WriteRules(stdout, ts, ro)
 }
 
 // rulesFlagOf names the flag of each rules.Options option the command sets.
