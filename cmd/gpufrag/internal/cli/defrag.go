@@ -45,31 +45,9 @@ func newDefragCmd() *cobra.Command {
 	fl.StringVar(&f.goal, "goal", f.goal, "`GOAL`: compact, or fit:SIZE (e.g. fit:2GiB)")
 	fl.BoolVar(&f.json, "json", false, "print the plan as JSON (schema in docs/json.md)")
 	fl.IntVar(&f.device, "device", 0, "device `N` of a snapshot")
-	fl.StringVar(&f.allocator, "allocator", "", "allocator `SPEC` whose relocation rules apply: "+relocationHelp()+" (default: the file's, else inferred from pool names)")
+	fl.StringVar(&f.allocator, "allocator", "", "allocator `SPEC` whose relocation rules apply: "+spec.RelocationSummary()+" (default: the file's, else inferred from pool names)")
 	fl.IntVar(&f.moves, "moves", f.moves, "print the first `N` moves (-1: all)")
 	return cmd
-}
-
-// relocationHelp lists the allocators by whether defrag can move their
-// blocks (alloc.Caps.Relocates): "caching, sizeclass, arena (async, direct
-// and vmm move nothing)".
-func relocationHelp() string {
-	var moves, fixed []string
-	for _, k := range spec.Kinds {
-		if k.Caps.Relocates {
-			moves = append(moves, k.Name)
-		} else {
-			fixed = append(fixed, k.Name)
-		}
-	}
-	if len(fixed) == 0 {
-		return strings.Join(moves, ", ")
-	}
-	last := fixed[len(fixed)-1]
-	if len(fixed) > 1 {
-		last = strings.Join(fixed[:len(fixed)-1], ", ") + " and " + last
-	}
-	return strings.Join(moves, ", ") + " (" + last + " move nothing)"
 }
 
 // runDefrag checks the flags, reads the layout, plans and prints.
