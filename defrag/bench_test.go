@@ -93,7 +93,7 @@ func BenchmarkPlan(b *testing.B) {
 				cpu0 := cpuTime()
 				for b.Loop() {
 					var err error
-					if p, err = defrag.PlanLayout(l, goal, defrag.Options{}); err != nil {
+					if p, err = defrag.PlanLayout(l, goal, defrag.Options{Allocator: spec.ForPools(l)}); err != nil {
 						b.Fatal(err)
 					}
 				}

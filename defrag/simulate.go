@@ -42,7 +42,7 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 		}
 		return order[i]
 	}
-	if pl.r.slots {
+	if pl.r.Slots {
 		copyBlocks(in, out, nil, 0)
 		return out, simulateSlots(out, moves, segAt)
 	}

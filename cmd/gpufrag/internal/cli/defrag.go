@@ -96,6 +96,8 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	}
 	if f.allocator != "" {
 		in.Allocator = flagAlloc
+	} else if in.Allocator == nil {
+		in.Allocator = spec.ForPools(in.Layout) // a layout file that names none
 	}
 	p, err := defrag.PlanLayout(in.Layout, goal, defrag.Options{Allocator: in.Allocator})
 	if err != nil {
