@@ -68,13 +68,8 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Writer) error {
-	if f.capacity < 0 {
-		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
-	}
-	if f.capacity > 0 {
-		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
-			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
-		}
+	if err := checkCapacity(cmd, f.capacity); err != nil {
+		return err
 	}
 	if !slices.Contains(analysis.ProfileValues, f.foldedValue) {
 		return usageErrorf(cmd, "--folded-value %s: want one of %s", loc.Quote(f.foldedValue), strings.Join(analysis.ProfileValues, ", "))

@@ -67,13 +67,8 @@ func newDiffCmd(stdout io.Writer) *cobra.Command {
 }
 
 func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) error {
-	if f.capacity < 0 {
-		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
-	}
-	if f.capacity > 0 {
-		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
-			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
-		}
+	if err := checkCapacity(cmd, f.capacity); err != nil {
+		return err
 	}
 	if f.top < 1 {
 		return usageErrorf(cmd, "--top %d: must be at least 1", f.top)
