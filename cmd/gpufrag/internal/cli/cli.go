@@ -15,7 +15,8 @@
 // ...", flagError and inFlagFile) and show no Go package name as a clause
 // of their own (TestMessagesNoPackagePrefix); an unknown flag or value gets
 // the near names (didYouMean, flagHint); flag rules (flagrules.go) refuse a
-// flag that the others given make ineffective.
+// flag that the others given make ineffective. A command's long help and
+// examples are text, help/NAME.txt (withHelp).
 package cli
 
 import (
