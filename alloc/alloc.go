@@ -61,6 +61,9 @@ type Allocator interface {
 // nothing changes. The cost of copying the bytes is the caller's to account.
 type Relocator interface {
 	Relocate(h Handle, dst uint64) (Block, error)
+	// Relocation describes where Relocate may move blocks and how the
+	// layout behaves (Caps.Relocation); it never changes.
+	Relocation() Relocation
 }
 
 // Syncer is implemented by allocators whose behaviour depends on stream

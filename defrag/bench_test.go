@@ -87,13 +87,14 @@ func BenchmarkPlan(b *testing.B) {
 					goalName = "fit:min(largest+4MiB,20MiB)"
 				}
 			}
+			o := defrag.Options{Allocator: spec.ForPools(l)}
 			b.Run(fmt.Sprintf("alloc=%s/goal=%s/blocks=%d", name, goalName, n), func(b *testing.B) {
 				b.ReportAllocs()
 				var p defrag.Plan
 				cpu0 := cpuTime()
 				for b.Loop() {
 					var err error
-					if p, err = defrag.PlanLayout(l, goal, defrag.Options{}); err != nil {
+					if p, err = defrag.PlanLayout(l, goal, o); err != nil {
 						b.Fatal(err)
 					}
 				}

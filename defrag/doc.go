@@ -35,7 +35,11 @@
 //
 // # Relocation rules (what a destination must satisfy)
 //
-// Each allocator's Relocate states them; the planner follows them exactly:
+// Each allocator's Relocate states them, and its Relocation
+// (alloc.Caps.Relocation) declares them as data, which is all the planner
+// reads of an allocator: whether freed segments are returned (Releasable),
+// fixed slots (Slots), streams (Streams), PyTorch's small and large pools
+// (SizePools), memmove (Memmove). The planner follows them exactly:
 //
 //   - caching: the destination lies inside one free block of the same pool
 //     (small or large) and stream, 512-byte aligned from that block's start,

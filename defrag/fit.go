@@ -71,7 +71,7 @@ func cmpWindow(a, b window) int {
 // fitGroups returns the groups a request of g.Size may be served from.
 func (pl *planner) fitGroups(g Goal) []int32 {
 	pool := g.Pool
-	if pool == "" && pl.r.sizePools {
+	if pool == "" && pl.r.SizePools {
 		pool = "large"
 		if g.Size <= smallSize {
 			pool = "small"
@@ -80,7 +80,7 @@ func (pl *planner) fitGroups(g Goal) []int32 {
 	var out []int32
 	for gi := range pl.groups {
 		gr := &pl.groups[gi]
-		if gr.expandable || (pool != "" && gr.pool != pool) || (pl.r.streams && gr.stream != g.Stream) {
+		if gr.expandable || (pool != "" && gr.pool != pool) || (pl.r.Streams && gr.stream != g.Stream) {
 			continue
 		}
 		out = append(out, int32(gi))
@@ -276,7 +276,7 @@ func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 			}
 			hs.insert(hole{seg: w.seg, size: b.Size, addr: b.Addr})
 		}
-		if pl.r.memmove && len(pl.groups[gi].segs) == 1 && repairs < maxRepairWindows && len(s.Blocks) <= maxRepairBlocks {
+		if pl.r.Memmove && len(pl.groups[gi].segs) == 1 && repairs < maxRepairWindows && len(s.Blocks) <= maxRepairBlocks {
 			repairs++
 			if moves, ok := pl.repairWindow(w.seg, w.start, size); ok {
 				var cost int64
@@ -293,7 +293,7 @@ func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 			}
 		}
 	}
-	if pl.r.memmove {
+	if pl.r.Memmove {
 		if moves, si, ok := pl.slide(segs, size); ok {
 			p.Moves = append(p.Moves, moves...)
 			pl.sameSeg(si, len(moves))
@@ -408,7 +408,7 @@ func (pl *planner) leastOverlap(si int32, lo, hi uint64, n int64, w window, best
 		switch {
 		case bs[j].State == mem.Free:
 			return 0
-		case si == w.seg && int32(j) == w.big && !pl.r.memmove:
+		case si == w.seg && int32(j) == w.big && !pl.r.Memmove:
 			// b itself: a move's destination must be free, so a place
 			// overlapping b's own bytes takes b two moves.
 			return bs[j].Size
@@ -595,7 +595,7 @@ func (pl *planner) planUnmaps(p *Plan, g Goal) {
 	if g.Kind == GoalFit && !p.Reached {
 		for gi := range pl.groups {
 			gr := &pl.groups[gi]
-			if gr.expandable && (g.Pool == "" || g.Pool == gr.pool) && (!pl.r.streams || gr.stream == g.Stream) &&
+			if gr.expandable && (g.Pool == "" || g.Pool == gr.pool) && (!pl.r.Streams || gr.stream == g.Stream) &&
 				pl.l.DeviceFree+p.UnmapBytes >= g.Size {
 				p.Reached = true
 				p.Notes = append(p.Notes, "the request can be served by mapping pages of an expandable segment")
@@ -610,7 +610,7 @@ func (pl *planner) planUnmaps(p *Plan, g Goal) {
 // 20 MiB in the large one (research/pytorch-allocator.md §4); other pools use
 // Options.PageSize, or the driver's 2 MiB.
 func (pl *planner) pageSize(s *mem.Segment) int64 {
-	if pl.r.sizePools {
+	if pl.r.SizePools {
 		if s.Pool == "small" {
 			return 2 * mem.MiB
 		}

@@ -147,13 +147,13 @@ type Plan struct {
 
 // Options tune a planner.
 type Options struct {
-	// Allocator names the rules the layout follows: a parsed allocator
-	// spec (alloc/spec.Spec; only its kind and capabilities count).
+	// Allocator names the allocator whose rules the layout follows: a
+	// parsed allocator spec (alloc/spec.Spec; only its kind and
+	// capabilities count: alloc.Caps.Relocation says how blocks move).
 	// Allocators with no relocation hook (alloc.Caps.Relocates false: vmm,
 	// async, direct) get plans that move nothing and only list VMM pages.
-	// Nil infers the rules from pool names: small/large are the caching
-	// allocator's, arena the arena's, vmm/async/direct their own, anything
-	// else size classes.
+	// It is required; alloc/spec.ForPools names the allocator of a layout
+	// that does not say from its pool names.
 	Allocator alloc.Described
 	// MaxBytes caps the bytes moved (0: no cap), for online policies that may
 	// move at most B bytes per engine step. Segments are evacuated whole or not
@@ -167,78 +167,31 @@ type Options struct {
 	PageSize int64
 }
 
-// rules are what the planner must know about an allocator's relocation hook
-// (see each allocator's Relocate) and layout.
+// rules are what the planner must know about an allocator: its kind's
+// name (Plan.Allocator), how its relocation hook moves blocks and how its
+// layout behaves (alloc.Caps.Relocation, which the allocator declares), and
+// whether anything can move at all.
 type rules struct {
 	name string
-	// releasable: wholly free segments can go back to the device (EmptyCache).
-	releasable bool
-	// slots: free space is a set of fixed slots that never merge (sizeclass);
-	// a block moves only to a free slot of its own pool.
-	slots bool
-	// streams: free memory serves only requests of the stream it was
-	// allocated on (caching), so a fit goal looks at its stream's groups.
-	streams bool
-	// sizePools: requests of at most smallSize come from the "small" pool
-	// and larger ones from "large"; small-pool blocks serve no larger
-	// request, and expandable segments map 2 MiB pages in the small pool
-	// and 20 MiB in the large one (caching).
-	sizePools bool
-	// memmove: the block's own range counts as free, so a destination may
-	// overlap the source (arena). Otherwise the destination must lie in memory
-	// that is free before the move (caching).
-	memmove bool
+	alloc.Relocation
 	// fixed: nothing can move (no relocation hook: direct, vmm, async); the
-	// planner only describes VMM pages that can be unmapped.
+	// planner only describes VMM pages that can be unmapped, and free
+	// segments go back to the device.
 	fixed bool
 }
 
-var (
-	cachingRules   = rules{name: "caching", releasable: true, streams: true, sizePools: true}
-	arenaRules     = rules{name: "arena", memmove: true}
-	sizeclassRules = rules{name: "sizeclass", releasable: true, slots: true}
-)
-
-// relocating are the rules of every allocator kind that implements
-// alloc.Relocator (alloc.Caps.Relocates), by kind name; a test fails when a
-// relocating kind of alloc/spec has none. Kinds that cannot relocate get
-// fixedRules.
-var relocating = map[string]rules{
-	cachingRules.name:   cachingRules,
-	arenaRules.name:     arenaRules,
-	sizeclassRules.name: sizeclassRules,
-}
-
-// fixedRules are the rules of an allocator kind with no relocation hook:
-// nothing moves; free segments go back to the device.
-func fixedRules(name string) rules { return rules{name: name, releasable: true, fixed: true} }
-
-// rulesFor picks the rules from Options.Allocator, a parsed allocator spec
-// (its capabilities say whether anything moves; its arguments are not the
-// planner's business), or from the pool names.
-func rulesFor(l mem.Layout, a alloc.Described) (rules, error) {
-	if a != nil {
-		name := a.Name()
-		if !a.Caps().Relocates {
-			return fixedRules(name), nil
-		}
-		r, ok := relocating[name]
-		if !ok {
-			return rules{}, fmt.Errorf("%w: allocator %q relocates blocks, but defrag has no relocation rules for it (defrag/plan.go)", ErrLayout, name)
-		}
-		return r, nil
+// rulesFor reads the rules from a's capabilities (its arguments are not
+// the planner's business).
+func rulesFor(a alloc.Described) (rules, error) {
+	if a == nil {
+		return rules{}, fmt.Errorf("%w: no allocator (Options.Allocator): the rules a layout follows are its allocator's; "+
+			"alloc/spec.ForPools names one from the pool names", ErrLayout)
 	}
-	for _, s := range l.Segments {
-		switch s.Pool {
-		case "small", "large":
-			return cachingRules, nil
-		case "arena":
-			return arenaRules, nil
-		case "vmm", "async", "direct":
-			return fixedRules(s.Pool), nil
-		}
+	c := a.Caps()
+	if !c.Relocates {
+		return rules{name: a.Name(), Relocation: alloc.Relocation{Releasable: true}, fixed: true}, nil
 	}
-	return sizeclassRules, nil
+	return rules{name: a.Name(), Relocation: c.Relocation}, nil
 }
 
 // PlanLayout plans moves that reach g on layout l, following the relocation
@@ -252,7 +205,7 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	if g.Kind != GoalFit && g.Kind != GoalCompact {
 		return Plan{}, fmt.Errorf("%w: unknown kind %d", ErrGoal, g.Kind)
 	}
-	r, err := rulesFor(l, o.Allocator)
+	r, err := rulesFor(o.Allocator)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -263,11 +216,11 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	pl := newPlanner(l, r, o)
 	p := Plan{Goal: g, Allocator: r.name}
 	switch {
-	case g.Kind == GoalFit && r.slots:
+	case g.Kind == GoalFit && r.Slots:
 		return Plan{}, fmt.Errorf("%w: fit on size-class slots: free slots never merge, so moving blocks cannot make a larger run; use compact to free slabs", ErrGoal)
 	case g.Kind == GoalFit:
 		pl.planFit(&p, g)
-	case !r.releasable:
+	case !r.Releasable:
 		pl.planCoalesce(&p)
 	default:
 		pl.planCompact(&p)
@@ -285,7 +238,7 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	for _, f := range facts.freed {
 		p.FreedBytes += f
 	}
-	if g.Kind == GoalCompact && r.releasable {
+	if g.Kind == GoalCompact && r.Releasable {
 		p.LowerBound = pl.compactBound(facts.freed)
 	}
 	p.Before = beforeMetrics(l, st)
@@ -317,7 +270,7 @@ func (pl *planner) scanAfter(after mem.Layout) afterFacts {
 	f := afterFacts{freed: make([]int64, len(pl.groups))}
 	for si := range after.Segments {
 		s := &after.Segments[si]
-		serve := !s.Expandable && (!pl.r.sizePools || s.Pool != "small")
+		serve := !s.Expandable && (!pl.r.SizePools || s.Pool != "small")
 		var used int64
 		bs := s.Blocks
 		for j := range bs {
@@ -379,7 +332,7 @@ func segUsed(s mem.Segment) int64 {
 // PlanLayout knows.
 func estimateMaxAllocatable(before, after mem.Layout, r rules, beforeLargest int64, f afterFacts) int64 {
 	largest := f.largestServe
-	if !r.releasable {
+	if !r.Releasable {
 		return largest &^ 511
 	}
 	afterWhole := f.whole

@@ -110,7 +110,7 @@ func newPlanner(l mem.Layout, r rules, o Options) *planner {
 // run (those are remapped, not copied) and not a size-class direct block (a
 // raw allocation of its own, which Relocate refuses).
 func (pl *planner) movable(s *mem.Segment, b mem.Block) bool {
-	return b.State == mem.Active && !s.Expandable && !pl.r.fixed && !(pl.r.slots && s.Pool == "direct")
+	return b.State == mem.Active && !s.Expandable && !pl.r.fixed && !(pl.r.Slots && s.Pool == "direct")
 }
 
 // capped says whether adding n bytes in k moves would exceed Options' caps.

@@ -10,31 +10,23 @@ import (
 	"github.com/gpufrag/gpufrag/mem"
 )
 
-// TestRulesTableCoversRelocators: every allocator kind of alloc/spec that
-// implements alloc.Relocator has relocation rules here, and the table names
-// no other, so adding a relocating allocator fails this test until its
-// rules exist.
-func TestRulesTableCoversRelocators(t *testing.T) {
-	relocators := map[string]bool{}
-	for _, k := range spec.Kinds {
-		if k.Caps.Relocates {
-			relocators[k.Name] = true
-			if r, ok := relocating[k.Name]; !ok || r.name != k.Name || r.fixed {
-				t.Errorf("%s relocates blocks: rules %+v, %v", k.Name, r, ok)
-			}
-		}
-	}
-	for name := range relocating {
-		if !relocators[name] {
-			t.Errorf("rules for %s, which is no relocating allocator of alloc/spec", name)
-		}
-	}
+// The rules of gpufrag's relocating allocators, as the planner knew them
+// from its own table before they were the allocators' (alloc.Relocation):
+// the test that they did not change.
+var (
+	cachingRules   = rules{name: "caching", Relocation: alloc.Relocation{Releasable: true, Streams: true, SizePools: true}}
+	arenaRules     = rules{name: "arena", Relocation: alloc.Relocation{Memmove: true}}
+	sizeclassRules = rules{name: "sizeclass", Relocation: alloc.Relocation{Releasable: true, Slots: true}}
+)
+
+func fixedRules(name string) rules {
+	return rules{name: name, Relocation: alloc.Relocation{Releasable: true}, fixed: true}
 }
 
-// TestRulesFor: the rules come from a parsed allocator spec (its kind's
-// name and capabilities, arguments ignored); kinds without a relocation
-// hook are fixed; a relocating kind without rules is refused; no allocator
-// infers the rules from the pools.
+// TestRulesFor: the rules come from an allocator's capabilities (its
+// kind's name and alloc.Caps.Relocation, arguments ignored), from a parsed
+// spec and from a built allocator alike; kinds without a relocation hook
+// are fixed; no allocator is an error.
 func TestRulesFor(t *testing.T) {
 	for _, tc := range []struct {
 		allocator string
@@ -47,27 +39,32 @@ func TestRulesFor(t *testing.T) {
 		{"vmm:2MiB", fixedRules("vmm")},
 		{"ASYNC", fixedRules("async")},
 		{"direct", fixedRules("direct")},
+		{"buddy", fixedRules("buddy")},
 	} {
-		r, err := rulesFor(mem.Layout{}, spec.MustParse(tc.allocator))
+		sp := spec.MustParse(tc.allocator)
+		r, err := rulesFor(sp)
 		if err != nil || r != tc.want {
 			t.Errorf("rulesFor(%q) = %+v, %v; want %+v", tc.allocator, r, err, tc.want)
 		}
+		a, err := sp.New(mem.MustDevice(80*mem.GiB, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := rulesFor(built{a}); err != nil || r != tc.want {
+			t.Errorf("rulesFor(built %q) = %+v, %v; want %+v", tc.allocator, r, err, tc.want)
+		}
 	}
-	// Capabilities decide, not the name: a kind that relocates without
-	// rules here is refused, one that does not is fixed.
-	_, err := rulesFor(mem.Layout{}, described{"slab", alloc.Caps{Relocates: true}})
-	if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), `allocator "slab" relocates blocks, but defrag has no relocation rules`) {
-		t.Errorf("rulesFor(slab, relocating): %v", err)
+	// Capabilities decide, not the name: a kind no table knows is planned
+	// by the relocation it declares.
+	slab := alloc.Relocation{Releasable: true, Slots: true}
+	if r, err := rulesFor(described{"slab", alloc.Caps{Relocates: true, Relocation: slab}}); err != nil || r != (rules{name: "slab", Relocation: slab}) {
+		t.Errorf("rulesFor(slab, relocating) = %+v, %v", r, err)
 	}
-	if r, err := rulesFor(mem.Layout{}, described{"slab", alloc.Caps{}}); err != nil || r != fixedRules("slab") {
+	if r, err := rulesFor(described{"slab", alloc.Caps{}}); err != nil || r != fixedRules("slab") {
 		t.Errorf("rulesFor(slab, fixed) = %+v, %v", r, err)
 	}
-	for pool, want := range map[string]rules{"small": cachingRules, "large": cachingRules, "arena": arenaRules,
-		"vmm": fixedRules("vmm"), "async": fixedRules("async"), "direct": fixedRules("direct"), "8MiB": sizeclassRules} {
-		l := mem.Layout{Segments: []mem.Segment{{Pool: pool}}}
-		if r, err := rulesFor(l, nil); err != nil || r != want {
-			t.Errorf("pool %s: %+v, %v; want %+v", pool, r, err, want)
-		}
+	if _, err := rulesFor(nil); !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "spec.ForPools") {
+		t.Errorf("rulesFor(nil): %v", err)
 	}
 }
 

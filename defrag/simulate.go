@@ -18,6 +18,11 @@ import (
 // slots keep their places and only change state. A move whose source is not a
 // block in use or whose destination is not free is a planner bug, reported as
 // an error rather than hidden in a wrong layout.
+//
+// The work is proportional to the moves and the blocks of the segments they
+// touch: the moves are replayed as departures and arrivals (shadow.move),
+// the arrivals grouped by segment (shadow.bySegment), and only the touched
+// segments retiled (retile); the others keep a copy of their blocks.
 func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 	in := pl.l
 	out := in
@@ -27,118 +32,170 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 		copyBlocks(in, out, nil, 0)
 		return out, nil
 	}
-	order := pl.order
+	segs := newSegIndex(in, pl.order)
+	if pl.r.Slots {
+		copyBlocks(in, out, nil, 0)
+		return out, simulateSlots(out, moves, segs.at)
+	}
+	sh := newShadow(in, len(moves))
+	noted := len(pl.msegs) == len(moves) // the planner's note of each move's segments and block
+	for i, mv := range moves {
+		from, to, idx := segs.at(mv.From), segs.at(mv.To), -1
+		if noted {
+			from, to, idx = pl.msegs[i].from, pl.msegs[i].to, int(pl.msegs[i].idx)
+		}
+		if err := sh.move(i, mv, from, to, idx); err != nil {
+			return mem.Layout{}, err
+		}
+	}
+	arr, count := sh.bySegment()
+	// One backing array for every segment: untouched segments are copied,
+	// touched ones retiled after them.
+	tiles := copyBlocks(in, out, sh.touched, sh.retiledBlocks(count))
+	for si, t := range sh.touched {
+		if !t {
+			continue
+		}
+		start := len(tiles)
+		var err error
+		if tiles, err = sh.retile(tiles, si, arr[count[si]:count[si+1]]); err != nil {
+			return mem.Layout{}, err
+		}
+		out.Segments[si].Blocks = tiles[start:len(tiles):len(tiles)]
+	}
+	return out, nil
+}
+
+// segIndex finds the segment that holds an address: the segments' start
+// addresses in address order (order: their indices in that order).
+type segIndex struct {
+	l      mem.Layout
+	order  []int32
+	starts []uint64
+}
+
+func newSegIndex(l mem.Layout, order []int32) segIndex {
 	starts := make([]uint64, len(order))
 	for i, si := range order {
-		starts[i] = in.Segments[si].Addr
+		starts[i] = l.Segments[si].Addr
 	}
-	segAt := func(addr uint64) int32 {
-		i, found := slices.BinarySearch(starts, addr)
-		if !found {
-			i--
-		}
-		if i < 0 || addr >= in.Segments[order[i]].End() {
-			return -1
-		}
-		return order[i]
+	return segIndex{l, order, starts}
+}
+
+// at returns the index of the segment holding addr, -1 when none does.
+func (x segIndex) at(addr uint64) int32 {
+	i, found := slices.BinarySearch(x.starts, addr)
+	if !found {
+		i--
 	}
-	if pl.r.slots {
-		copyBlocks(in, out, nil, 0)
-		return out, simulateSlots(out, moves, segAt)
+	if i < 0 || addr >= x.l.Segments[x.order[i]].End() {
+		return -1
 	}
-	// Sequential semantics with work proportional to the moves: blocks that
-	// have moved are arrivals (cur maps a moved block's current address to
-	// its arrival); original blocks that left their place are marked gone.
-	segsOf := func(i int, mv Move) (int32, int32) {
-		if len(pl.msegs) == len(moves) {
-			return pl.msegs[i].from, pl.msegs[i].to
-		}
-		return segAt(mv.From), segAt(mv.To)
+	return x.order[i]
+}
+
+// blockAt returns the index of the block of bs (in address order) that
+// starts at addr, -1 when none does.
+func blockAt(bs []mem.Block, addr uint64) int {
+	i, found := slices.BinarySearchFunc(bs, addr, func(b mem.Block, a uint64) int { return cmpAddr(b.Addr, a) })
+	if !found {
+		return -1
 	}
-	find := func(si int32, addr uint64) int {
-		bs := in.Segments[si].Blocks
-		i, found := slices.BinarySearchFunc(bs, addr, func(b mem.Block, a uint64) int {
-			switch {
-			case b.Addr < a:
-				return -1
-			case b.Addr > a:
-				return 1
-			}
-			return 0
-		})
-		if !found {
-			return -1
-		}
-		return i
-	}
-	first := make([]int, len(in.Segments)+1) // index of a segment's first block in gone
+	return i
+}
+
+// arrival is a block at the place a move put it.
+type arrival struct {
+	seg int32 // -1 once it has moved on
+	b   mem.Block
+}
+
+// shadow is a layout's blocks as a sequence of moves leaves them, kept as
+// the changes only: which original blocks left their place (gone), the
+// blocks that moved (arrivals) and the segments either touched.
+type shadow struct {
+	in      mem.Layout
+	first   []int  // index of a segment's first block in gone
+	gone    []bool // per original block: it has moved away
+	touched []bool // per segment
+	arr     []arrival
+	// cur maps the address of each block that has moved to its arrival.
+	// The planners move a block once, so it is built only when a move
+	// starts where no original block is left: a live original at the source
+	// is the block that moves (an arrival there too would overlap it, a
+	// planner bug either way).
+	cur map[uint64]int
+}
+
+func newShadow(in mem.Layout, moves int) shadow {
+	first := make([]int, len(in.Segments)+1)
 	for i, sg := range in.Segments {
 		first[i+1] = first[i] + len(sg.Blocks)
 	}
-	gone := make([]bool, first[len(in.Segments)])
-	touched := make([]bool, len(in.Segments))
-	type arrival struct {
-		seg int32 // -1 once it has moved on
-		b   mem.Block
+	return shadow{in: in, first: first, gone: make([]bool, first[len(in.Segments)]),
+		touched: make([]bool, len(in.Segments)), arr: make([]arrival, 0, moves)}
+}
+
+// move applies move i, mv, from segment from to segment to (-1: none
+// holds the address); idx, when not -1, is the planner's note of the
+// moving block's index in its segment, checked before it is used.
+func (sh *shadow) move(i int, mv Move, from, to int32, idx int) error {
+	if from < 0 || to < 0 {
+		return fmt.Errorf("defrag: internal: move %d (%v) leaves the segments", i, mv)
 	}
-	arr := make([]arrival, 0, len(moves))
-	// cur maps the address of each block that has moved to its arrival. The
-	// planners move a block once, so it is built only when a move starts
-	// where no original block is left: a live original at the source is the
-	// block that moves (an arrival there too would overlap it, a planner bug
-	// either way).
-	var cur map[uint64]int
-	for i, mv := range moves {
-		from, to := segsOf(i, mv)
-		if from < 0 || to < 0 {
-			return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v) leaves the segments", i, mv)
-		}
-		var b mem.Block
-		j := -1
-		if len(pl.msegs) == len(moves) {
-			// The planner's note of the block's index, checked.
-			if k := int(pl.msegs[i].idx); k >= 0 && k < len(in.Segments[from].Blocks) && in.Segments[from].Blocks[k].Addr == mv.From {
-				j = k
-			}
-		}
-		if j < 0 {
-			j = find(from, mv.From)
-		}
-		if j >= 0 && !gone[first[from]+j] {
-			b = in.Segments[from].Blocks[j]
-			gone[first[from]+j] = true
-		} else {
-			if cur == nil {
-				cur = make(map[uint64]int, len(arr))
-				for k, a := range arr {
-					if a.seg >= 0 {
-						cur[a.b.Addr] = k
-					}
-				}
-			}
-			k, ok := cur[mv.From]
-			if !ok {
-				return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v): no live block at the source", i, mv)
-			}
-			b = arr[k].b
-			arr[k].seg = -1
-			delete(cur, mv.From)
-		}
-		if b.Size != mv.Size || b.State != mem.Active {
-			return mem.Layout{}, fmt.Errorf("defrag: internal: move %d (%v): the block at the source is %s of %s",
-				i, mv, b.State, mem.FormatBytesExact(b.Size))
-		}
-		b.Addr = mv.To
-		if cur != nil {
-			cur[mv.To] = len(arr)
-		}
-		arr = append(arr, arrival{to, b})
-		touched[from], touched[to] = true, true
+	blocks := sh.in.Segments[from].Blocks
+	if idx < 0 || idx >= len(blocks) || blocks[idx].Addr != mv.From {
+		idx = blockAt(blocks, mv.From)
 	}
-	// Group the arrivals by segment (a counting sort: segments are small
-	// integers), then sort each segment's few arrivals by address.
-	count := make([]int, len(in.Segments)+1)
-	for _, a := range arr {
+	var b mem.Block
+	if g := sh.first[from] + idx; idx >= 0 && !sh.gone[g] {
+		b = blocks[idx]
+		sh.gone[g] = true
+	} else {
+		k, ok := sh.arrivalAt(mv.From)
+		if !ok {
+			return fmt.Errorf("defrag: internal: move %d (%v): no live block at the source", i, mv)
+		}
+		b = sh.arr[k].b
+		sh.arr[k].seg = -1
+		delete(sh.cur, mv.From)
+	}
+	if b.Size != mv.Size || b.State != mem.Active {
+		return fmt.Errorf("defrag: internal: move %d (%v): the block at the source is %s of %s",
+			i, mv, b.State, mem.FormatBytesExact(b.Size))
+	}
+	b.Addr = mv.To
+	if sh.cur != nil {
+		sh.cur[mv.To] = len(sh.arr)
+	}
+	sh.arr = append(sh.arr, arrival{to, b})
+	sh.touched[from], sh.touched[to] = true, true
+	return nil
+}
+
+// arrivalAt returns the arrival that a block which has moved occupies at
+// addr, building the index of arrivals on first use.
+func (sh *shadow) arrivalAt(addr uint64) (int, bool) {
+	if sh.cur == nil {
+		sh.cur = make(map[uint64]int, len(sh.arr))
+		for k, a := range sh.arr {
+			if a.seg >= 0 {
+				sh.cur[a.b.Addr] = k
+			}
+		}
+	}
+	k, ok := sh.cur[addr]
+	return k, ok
+}
+
+// bySegment returns the arrivals still in place grouped by segment, each
+// segment's in address order: segment si's are arr[count[si]:count[si+1]].
+// A counting sort (segments are small integers), then a sort of each
+// segment's few arrivals.
+func (sh *shadow) bySegment() (arr []arrival, count []int) {
+	n := len(sh.in.Segments)
+	count = make([]int, n+1)
+	for _, a := range sh.arr {
 		if a.seg >= 0 {
 			count[a.seg+1]++
 		}
@@ -146,91 +203,79 @@ func simulate(pl *planner, moves []Move) (mem.Layout, error) {
 	for i := 1; i < len(count); i++ {
 		count[i] += count[i-1]
 	}
-	sorted := make([]arrival, count[len(in.Segments)])
-	next := slices.Clone(count[:len(in.Segments)])
-	for _, a := range arr {
+	arr = make([]arrival, count[n])
+	next := slices.Clone(count[:n])
+	for _, a := range sh.arr {
 		if a.seg >= 0 {
-			sorted[next[a.seg]] = a
+			arr[next[a.seg]] = a
 			next[a.seg]++
 		}
 	}
-	for si := range in.Segments {
-		part := sorted[count[si]:count[si+1]]
-		if len(part) > 1 && !slices.IsSortedFunc(part, func(a, b arrival) int { return cmpAddr(a.b.Addr, b.b.Addr) }) {
-			slices.SortFunc(part, func(a, b arrival) int {
-				if a.b.Addr < b.b.Addr {
-					return -1
-				}
-				return 1
-			})
+	byAddr := func(a, b arrival) int { return cmpAddr(a.b.Addr, b.b.Addr) }
+	for si := range n {
+		if part := arr[count[si]:count[si+1]]; len(part) > 1 && !slices.IsSortedFunc(part, byAddr) {
+			slices.SortFunc(part, byAddr)
 		}
 	}
-	arr = sorted
-	// One backing array for every segment: untouched segments are copied,
-	// touched ones retiled. A touched segment ends with at most its staying
-	// live blocks plus its arrivals, each preceded by at most one gap, and
-	// one gap at the end.
-	extra := 0
-	for si, t := range touched {
+	return arr, count
+}
+
+// retiledBlocks bounds the blocks of the touched segments once retiled: a
+// touched segment ends with at most its staying live blocks plus its
+// arrivals (count, as bySegment returns it), each preceded by at most one
+// gap, and one gap at the end.
+func (sh *shadow) retiledBlocks(count []int) int {
+	n := 0
+	for si, t := range sh.touched {
 		if !t {
 			continue
 		}
 		live := count[si+1] - count[si] + 1
-		for j, b := range in.Segments[si].Blocks {
-			if b.State != mem.Free && !gone[first[si]+j] {
+		for j, b := range sh.in.Segments[si].Blocks {
+			if b.State != mem.Free && !sh.gone[sh.first[si]+j] {
 				live++
 			}
 		}
-		extra += 2 * live
+		n += 2 * live
 	}
-	tiles := copyBlocks(in, out, touched, extra)
-	k := 0
-	for si, t := range touched {
-		if !t {
-			continue
+	return n
+}
+
+// retile appends to tiles the blocks of segment si after the moves: its
+// live blocks that stayed and arr, its arrivals in address order, merged
+// in address order, with one free block for each gap between them. Blocks
+// that overlap or leave the segment are a planner bug, reported.
+func (sh *shadow) retile(tiles []mem.Block, si int, arr []arrival) ([]mem.Block, error) {
+	s := sh.in.Segments[si]
+	orig, gone := s.Blocks, sh.gone[sh.first[si]:sh.first[si+1]]
+	cur := s.Addr
+	for j, k := 0, 0; ; {
+		for j < len(orig) && (orig[j].State == mem.Free || gone[j]) {
+			j++
 		}
-		s := &out.Segments[si]
-		start := len(tiles)
-		cur := s.Addr
-		emit := func(b mem.Block) bool {
-			if b.Addr < cur || b.End() > s.End() {
-				return false
+		var b mem.Block
+		switch {
+		case k < len(arr) && (j == len(orig) || arr[k].b.Addr < orig[j].Addr):
+			b = arr[k].b
+			k++
+		case j < len(orig):
+			b = orig[j]
+			j++
+		default:
+			if cur < s.End() {
+				tiles = append(tiles, mem.Block{Addr: cur, Size: int64(s.End() - cur)})
 			}
-			if b.Addr > cur {
-				tiles = append(tiles, mem.Block{Addr: cur, Size: int64(b.Addr - cur)})
-			}
-			tiles = append(tiles, b)
-			cur = b.End()
-			return true
+			return tiles, nil
 		}
-		orig := in.Segments[si].Blocks
-		j := 0
-		for {
-			for j < len(orig) && (orig[j].State == mem.Free || gone[first[si]+j]) {
-				j++
-			}
-			hasArr := k < len(arr) && arr[k].seg == int32(si)
-			if j == len(orig) && !hasArr {
-				break
-			}
-			var b mem.Block
-			if hasArr && (j == len(orig) || arr[k].b.Addr < orig[j].Addr) {
-				b = arr[k].b
-				k++
-			} else {
-				b = orig[j]
-				j++
-			}
-			if !emit(b) {
-				return mem.Layout{}, fmt.Errorf("defrag: internal: blocks overlap or leave segment %s after the moves", mem.FormatAddr(s.Addr))
-			}
+		if b.Addr < cur || b.End() > s.End() {
+			return nil, fmt.Errorf("defrag: internal: blocks overlap or leave segment %s after the moves", mem.FormatAddr(s.Addr))
 		}
-		if cur < s.End() {
-			tiles = append(tiles, mem.Block{Addr: cur, Size: int64(s.End() - cur)})
+		if b.Addr > cur {
+			tiles = append(tiles, mem.Block{Addr: cur, Size: int64(b.Addr - cur)})
 		}
-		s.Blocks = tiles[start:len(tiles):len(tiles)]
+		tiles = append(tiles, b)
+		cur = b.End()
 	}
-	return out, nil
 }
 
 // copyBlocks gives every segment of out that skip does not mark (nil: none)

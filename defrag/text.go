@@ -12,26 +12,28 @@ import (
 	"github.com/gpufrag/gpufrag/model"
 )
 
-// WriteText writes plan p for people (`gpufrag defrag` without --json):
-// the file it was made for (source "snapshot", of device device, or
-// "layout"), whether its goal was reached, the moves, bytes moved against
-// the lower bound, the bytes freed, the pause on gpu under cm, the metrics
-// before and after, the planner's notes and the first maxMoves moves (-1:
-// all; 0: none). Names from the file are escaped (loc.Printable).
-func WriteText(w io.Writer, name, source string, device int, gpu model.GPU, cm CostModel, p Plan, maxMoves int) error {
+// WriteText writes plan p of in for people (`gpufrag defrag` without
+// --json): the file it was made for (a snapshot's device, or a saved
+// layout), whether its goal was reached, a verdict in words (frag.Judge's
+// weighing; why nothing can be gained when nothing moves), the moves,
+// bytes moved against the lower bound, the bytes freed, the pause on gpu
+// under cm, the metrics before and after, the planner's notes and the
+// first maxMoves moves (-1: all; 0: none). Names from the file are escaped
+// (loc.Printable).
+func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMoves int) error {
 	var b strings.Builder
 	sb := &b
 	pauseNs := Cost(p, gpu, cm)
 	what := "saved layout"
-	if source == "snapshot" {
-		what = fmt.Sprintf("snapshot, device %d", device)
+	if in.Source == "snapshot" {
+		what = fmt.Sprintf("snapshot, device %d", in.Device)
 	}
-	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", loc.Printable(name), what, p.Allocator)
+	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", loc.Printable(in.Name), what, p.Allocator)
 	state := "reached"
 	if !p.Reached {
 		state = "NOT reached"
 	}
-	fmt.Fprintf(sb, "goal %s: %s\n\n", p.Goal, state)
+	fmt.Fprintf(sb, "goal %s: %s\n%s\n", p.Goal, state, verdict(in, p, gpu))
 	row := func(k, v string) { fmt.Fprintf(sb, "  %-13s %s\n", k, v) }
 	row("moves", fmt.Sprintf("%d", len(p.Moves)))
 	ratio := "-"

@@ -26,12 +26,13 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := defrag.WriteText(&b, "s\x1b.pickle", "snapshot", 2, gpu, defrag.DefaultCostModel, p, 2); err != nil {
+	if err := defrag.WriteText(&b, defrag.Input{Name: "s\x1b.pickle", Source: "snapshot", Device: 2, Layout: l}, gpu, defrag.DefaultCostModel, p, 2); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{
-		`s\x1b.pickle (snapshot, device 2, caching allocator rules)`, "goal compact: reached",
+		`s\x1b.pickle (snapshot, device 2, caching allocator rules)`, "goal compact: reached\nfragmentation: ",
+		"max allocatable assumes the h100-80g's usable", "gpufrag analyze\nassumes 80.00GiB unless --capacity",
 		fmt.Sprintf("  moves         %d\n", len(p.Moves)), " on h100-80g (2 x bytes", "health",
 		fmt.Sprintf("Moves (2 of %d, in order):", len(p.Moves)),
 	} {
@@ -40,10 +41,11 @@ func TestWriteText(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := defrag.WriteText(&b, "l.json", "layout", 0, gpu, defrag.DefaultCostModel, p, 0); err != nil {
+	if err := defrag.WriteText(&b, defrag.Input{Name: "l.json", Source: "layout", Layout: l}, gpu, defrag.DefaultCostModel, p, 0); err != nil {
 		t.Fatal(err)
 	}
-	if out := b.String(); !strings.HasPrefix(out, "l.json (saved layout, ") || strings.Contains(out, "Moves (") {
+	if out := b.String(); !strings.HasPrefix(out, "l.json (saved layout, ") || strings.Contains(out, "Moves (") ||
+		strings.Contains(out, "gpufrag analyze assumes") {
 		t.Errorf("a layout file with --moves 0:\n%s", out)
 	}
 }

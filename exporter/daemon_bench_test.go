@@ -78,7 +78,7 @@ func BenchmarkHTTPScrapeDaemon(b *testing.B) {
 	benchHTTPScrape(b, reg, false)
 }
 
-// daemonGatherer wires srcs as the daemon does (cmd/gpufrag/internal/cli/exporter.go):
+// daemonGatherer wires srcs as the daemon does (exporter/daemon.Run):
 // a Collector served beside reg through Collector.Gatherer.
 func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
 	tb.Helper()

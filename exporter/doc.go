@@ -23,7 +23,7 @@
 // FuncSource adapts any function, for snapshot files, remote endpoints and
 // tests.
 //
-// The daemon's sources (`gpufrag exporter`, cmd/gpufrag/internal/cli/exporter.go):
+// The daemon's sources (`gpufrag exporter`, package exporter/daemon):
 //
 //   - SnapshotDir watches a directory of PyTorch memory snapshot pickles. It
 //     is rescanned in the background (at start and every --rescan, on an

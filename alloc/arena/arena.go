@@ -163,6 +163,12 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	return nil
 }
 
+// Relocation (alloc.Relocator): the one pool is never returned;
+// a block may move over its own range (a memmove).
+func (*Allocator) Relocation() alloc.Relocation {
+	return alloc.Relocation{Memmove: true}
+}
+
 // Relocate moves live block h to dst. The destination must be Align-aligned
 // within the pool and [dst, dst+size) must lie in free memory, where the
 // block's own current range counts as free (the move is a memmove, so source

@@ -11,6 +11,12 @@ import (
 	"github.com/gpufrag/gpufrag/internal/invariants"
 )
 
+// Relocation (alloc.Relocator): wholly free segments go back to the device (EmptyCache); a block moves within its
+// stream and its size pool (small: at most 1 MiB; large), to memory free before the move.
+func (*Allocator) Relocation() alloc.Relocation {
+	return alloc.Relocation{Releasable: true, Streams: true, SizePools: true}
+}
+
 // Relocate moves a live block to dst, which must lie inside one free mapped
 // block of the same pool and stream with room for the whole block (PyTorch
 // itself never moves memory; this is what a compacting runtime built on the

@@ -12,6 +12,12 @@ import (
 	"github.com/gpufrag/gpufrag/mem"
 )
 
+// Relocation (alloc.Relocator): free slabs go back to the device;
+// a block moves only to a free slot of its own class.
+func (*Allocator) Relocation() alloc.Relocation {
+	return alloc.Relocation{Releasable: true, Slots: true}
+}
+
 // Relocate moves the live class block h to the free slot of the same class
 // that starts exactly at dst; the slot it leaves goes to the top of the
 // class's free list. This is all compaction within a class needs: gather the

@@ -24,12 +24,12 @@
 //  2. One entry in Kinds below: name, summary, example, its Caps (the test
 //     fails until they match what the allocator implements) and how PyTorch
 //     selects it, if it does.
-//  3. If it implements alloc.Relocator and defrag should plan moves for
-//     it, its relocation rules in defrag's rules table (defrag/plan.go; a
-//     test there fails until every relocating Kind has rules).
+//  3. If defrag should plan moves for it, it implements alloc.Relocator,
+//     whose Relocation says how its blocks move (declared in its Caps too).
 //
 // Nothing else names allocators: a KV strategy's needs (kv/strategy) and
-// defrag's "moves nothing" are answered from alloc.Caps.
+// defrag's rules (which blocks move where, or none) are answered from
+// alloc.Caps; ForPools names the allocator of a layout by its pools.
 package spec
 
 import (
@@ -108,13 +108,14 @@ func entry[C any, A alloc.Allocator](k Kind, parse func(string) (C, error), buil
 var Kinds = []Kind{
 	entry(Kind{Name: "caching", Summary: "PyTorch's CUDA caching allocator; args in PYTORCH_CUDA_ALLOC_CONF syntax",
 		Example: "caching:expandable_segments:True,max_split_size_mb:128",
-		Caps:    alloc.Caps{Relocates: true, Stamps: true, RecordsTrips: true}, PyTorch: PyTorch{Native: true}},
+		Caps: alloc.Caps{Relocates: true, Relocation: alloc.Relocation{Releasable: true, Streams: true, SizePools: true},
+			Stamps: true, RecordsTrips: true}, PyTorch: PyTorch{Native: true}},
 		caching.ParseConfig, caching.New, func(c caching.Config) argFacts { return argFacts{mapsPages: c.ExpandableSegments} }),
 	entry(Kind{Name: sizeclass.Name, Summary: "pools per size class, larger requests served directly",
-		Example: "sizeclass:8MiB/64MiB/512MiB", Caps: alloc.Caps{Relocates: true}},
+		Example: "sizeclass:8MiB/64MiB/512MiB", Caps: alloc.Caps{Relocates: true, Relocation: alloc.Relocation{Releasable: true, Slots: true}}},
 		sizeclass.ParseConfig, sizeclass.New, nil),
 	entry(Kind{Name: arena.Name, Summary: "one pre-reserved pool (fraction of free memory or a size), best fit with coalescing",
-		Example: "arena:0.9", Caps: alloc.Caps{Relocates: true}},
+		Example: "arena:0.9", Caps: alloc.Caps{Relocates: true, Relocation: alloc.Relocation{Memmove: true}}},
 		arena.ParseConfig, arena.New, nil),
 	entry(Kind{Name: buddy.Name, Summary: "one pre-reserved pool (fraction of free memory or a size) cut into power-of-two blocks, split and merged with their buddy (the vLLM paper's Orca baselines)",
 		Example: "buddy:0.9,min:4KiB"},

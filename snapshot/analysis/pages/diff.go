@@ -16,6 +16,15 @@ import (
 // analyzeHTMLDevices does for analyze.
 const diffHTMLDevices = analyzeHTMLDevices
 
+// Comparison is `gpufrag diff --html`'s page: Diff for two files,
+// Outliers for more.
+func Comparison(c *analysis.Comparison) (report.Page, error) {
+	if c.Pair != nil {
+		return Diff(c.Names, c.Pair), nil
+	}
+	return Outliers(c.Outliers, c.Versus)
+}
+
 // Diff is `gpufrag diff A B --html`'s page: the comparison of two
 // snapshots (names: their files), at most diffHTMLDevices device pairs.
 func Diff(names []string, d *analysis.Diff) report.Page {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
 	"github.com/spf13/cobra"
 )
 
@@ -32,60 +32,11 @@ type analyzeFlags struct {
 	fullStacks                   bool
 }
 
-const analyzeLong = `Analyze diagnoses a PyTorch CUDA memory snapshot: the pickle written by
-torch.cuda.memory._dump_snapshot() (every format generation since PyTorch 2.0,
-protocols 2-5), or torch.cuda.memory_stats() dumped as JSON. The pickle is
-read by a bounded decoder that refuses every opcode that could run code.
-
-For each device it prints:
-
-  - the memory classes (reserved, allocated, requested, active, cached free,
-    reserved but unallocated, rounding waste, free memory stranded by live
-    blocks), health (largest free block / cached free; below 0.5 is worth
-    acting on), the largest free block and the largest request that would
-    still succeed, and the dispersion of live block sizes;
-  - the segments that waste most, memory per stream and per pool, and the
-    call sites whose live blocks keep fragmented segments from being freed;
-  - the memory by allocation site: the bytes of each site's live blocks, the
-    free space they strand (a segment holding a live block cannot be
-    released; its free bytes are shared among its live blocks by size) and
-    their rounding waste; a site is the first frame outside PyTorch and
-    Python (--full-stacks: the whole stack); --profile writes the same as
-    a pprof profile (go tool pprof -http=: FILE shows a flame graph), and
-    --folded as folded stacks for flamegraph.pl and speedscope;
-  - for each out-of-memory entry of the trace: what was requested, what was
-    free and whether fragmentation or demand made it fail;
-  - replay fidelity: the trace replayed through gpufrag's model of the caching
-    allocator with the file's own settings, after rebuilding the segments that
-    existed before recording started; every alloc address and segment_alloc
-    size is compared and mismatches are listed. A PyTorch 2.0 file, whose
-    trace has no alloc event, is replayed from its block histories in a
-    reconstructed (not recorded) order, which checks segment sizes, rounding
-    and splits against the recorded layout;
-  - what-if: the same requests under other settings (expandable_segments,
-    max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold)
-    and gpufrag's other allocators, with peak reserved, OOMs and
-    fragmentation each, and a recommended PYTORCH_ALLOC_CONF line (the name
-    PyTorch 2.8 and later read; PYTORCH_CUDA_ALLOC_CONF still works).
-
-FILE "-" reads standard input. A file that cannot be read safely (a pickle
-that would run code, a truncated or corrupt file, a field of the wrong type)
-is an error naming the byte offset and the field.`
-
 func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f analyzeFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
 		Short: "Diagnose a PyTorch memory snapshot: fragmentation, OOMs, replay and what-if",
-		Long:  analyzeLong,
-		Example: `  # A snapshot taken with torch.cuda.memory._dump_snapshot("snap.pickle"):
-  gpufrag analyze snap.pickle
-
-  # As JSON (schema in docs/json.md), what-if on a 40 GiB device:
-  gpufrag analyze snap.pickle --json --capacity 40GiB
-
-  # An HTML report with the timeline and a segment map:
-  gpufrag analyze snap.pickle --html report.html`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf(cmd, "analyze takes one snapshot file, got %d arguments", len(args))
@@ -96,6 +47,7 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 			return runAnalyze(cmd, f, args[0], stdout, stderr)
 		},
 	}
+	withHelp(cmd, "analyze")
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the analysis as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML report (timeline, segment map) to `FILE`")
@@ -116,13 +68,8 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Writer) error {
-	if f.capacity < 0 {
-		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
-	}
-	if f.capacity > 0 {
-		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
-			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
-		}
+	if err := checkCapacity(cmd, f.capacity); err != nil {
+		return err
 	}
 	if !slices.Contains(analysis.ProfileValues, f.foldedValue) {
 		return usageErrorf(cmd, "--folded-value %s: want one of %s", loc.Quote(f.foldedValue), strings.Join(analysis.ProfileValues, ", "))
@@ -146,29 +93,28 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		}
 		opts.WhatIf = specs
 	}
-	ro := *readOpts
-	// Without a replay the trace's entries are checked as they stream and
-	// only its oom entries kept: memory then follows the segments, not
-	// the history.
-	ro.TraceOOMsOnly = f.noReplay
-	defer softLimit(path)()
-	snap, name, err := readSnapshot(cmd.InOrStdin(), path, &ro)
+	defer analysis.SoftMemoryLimit(path)()
+	snap, name, err := snapshot.ReadFile(path, cmd.InOrStdin(), analysis.ReadOptions(f.noReplay))
 	if err != nil {
 		return err
 	}
 	rep, err := analysis.Analyze(snap, opts)
 	var ce *analysis.CapacityError
 	if errors.As(err, &ce) {
-		return usageErrorf(cmd, "--capacity %s: below the %s that live blocks hold on device %d of %s (%s reserved): "+
-			"no allocator could hold them; give at least %s, or leave --capacity out", f.capacity,
-			mem.Bytes(ce.Active), ce.Device, name, mem.Bytes(ce.Reserved), mem.Bytes(roundUpUnit(ce.Active)))
+		return usageErrorf(cmd, "--capacity %s: %s", f.capacity, ce.Advice(name))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	warnCapacityBelowReserved(cmd.ErrOrStderr(), rep)
+	for _, w := range rep.CapacityWarnings() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "gpufrag: warning: %s\n", w)
+	}
 	if f.html != "" {
-		if err := writeAnalyzeHTML(f.html, name, rep); err != nil {
+		page, err := pages.Analyze(name, rep)
+		if err == nil {
+			err = writePage(f.html, page)
+		}
+		if err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
@@ -200,92 +146,4 @@ func writeProfiles(f analyzeFlags, rep *analysis.Report) error {
 		}
 	}
 	return nil
-}
-
-// roundUpUnit rounds n up to a whole GiB from 1 GiB on, else to a whole
-// MiB: a size that a suggestion can print exactly (68.97GiB, printed to two
-// decimals, may be below the figure it stands for; 69GiB is not).
-func roundUpUnit(n int64) int64 {
-	u := int64(mem.MiB)
-	if n >= mem.GiB {
-		u = mem.GiB
-	}
-	return (n + u - 1) / u * u
-}
-
-// warnCapacityBelowReserved warns, for each device analysed at a --capacity
-// below what it reserved (at the end of the snapshot or at the timeline's
-// peak), that the final state's figures at that capacity describe a state
-// the smaller device could not have held. A warning, not an error
-// (analysis.CapacityError refuses a capacity below the live blocks): the
-// what-ifs answer a fair question there, whether the same requests fit on
-// the smaller device when the allocator reserves less (on
-// examples/snapshot.pickle, which reserved 73.02GiB, every caching variant
-// fits in 72GiB, since the caching allocator frees its cache and retries
-// before it fails).
-func warnCapacityBelowReserved(w io.Writer, rep *analysis.Report) {
-	for _, d := range rep.Devices {
-		if d.CapacitySource != "flag" {
-			continue
-		}
-		peak, at := d.Classes.Reserved, "at the end of the snapshot"
-		for _, p := range d.Timeline {
-			if p.Reserved > peak {
-				peak, at = p.Reserved, fmt.Sprintf("at trace event %d", p.Event)
-			}
-		}
-		if peak <= d.Capacity {
-			continue
-		}
-		fmt.Fprintf(w, "gpufrag: warning: --capacity %s is below the %s device %d reserved %s: "+
-			"the final state's device-free memory and max allocatable are figured on a device that could not "+
-			"have held it; the what-ifs replay the same requests on %s, where an allocator fits only by reserving less\n",
-			mem.Bytes(d.Capacity), mem.Bytes(peak), d.Device, at, mem.Bytes(d.Capacity))
-	}
-}
-
-// readOpts: the analysis reads the stacks of blocks and oom entries only,
-// and each trace in order, kept packed (40 bytes an entry).
-var readOpts = &snapshot.Options{SkipTraceFrames: true, PackTraces: true}
-
-// readSnapshot reads the snapshot at path ("-": standard input) with ro.
-// The collector runs as usual (GOGC): the reader streams, so most of what
-// decoding allocates is garbage at once. Holding the collector off while
-// decoding (until 64 bytes per input byte) had paid when the decoded
-// pickle stayed live to the end; streamed, it cost more than it saved
-// (a generated 1 GB snapshot, analyze --no-replay: 18.1 s user + 22.2 s
-// system and 12.6 GB with it, 21.7 s + 5.8 s and 4.3 GB without).
-func readSnapshot(stdin io.Reader, path string, ro *snapshot.Options) (*snapshot.Snapshot, string, error) {
-	if path == "-" {
-		s, err := snapshot.ReadOptions(stdin, "stdin", ro)
-		return s, "stdin", err
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, path, err
-	}
-	defer file.Close()
-	if st, err := file.Stat(); err == nil && st.IsDir() {
-		return nil, path, fmt.Errorf("%s: is a directory, not a snapshot file", path)
-	}
-	s, err := snapshot.ReadOptions(file, path, ro)
-	return s, path, err
-}
-
-// softLimit sets a soft memory limit (debug.SetMemoryLimit) of 2 bytes per
-// byte of the snapshot at path, at least 1 GiB, unless the user set GOGC
-// or GOMEMLIMIT, and returns the function that restores the previous one.
-// The collector then runs more often as the heap nears the limit instead of
-// letting it grow to twice the live data (GOGC=100): an analysis holds
-// about 1.5 bytes per input byte at its high-water mark (the trace as
-// TraceEntry, then the what-if ops beside it). A generated 1 GB snapshot:
-// 3.43 GB peak without a limit, 2.24 GB with GOMEMLIMIT=1800MiB, for 12%
-// more CPU.
-func softLimit(path string) (restore func()) {
-	st, err := os.Stat(path)
-	if err != nil || path == "-" || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(max(1<<30, 2*st.Size()))
-	return func() { debug.SetMemoryLimit(prev) }
 }

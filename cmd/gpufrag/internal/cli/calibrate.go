@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -36,10 +35,8 @@ type calibrateFlags struct {
 func newCalibrateCmd() *cobra.Command {
 	f := calibrateFlags{}
 	cmd := &cobra.Command{
-		Use:     "calibrate FILE... | --ops FILE",
-		Short:   "Fit a step-time profile to your own benchmark results",
-		Long:    calibrateLong,
-		Example: calibrateExamples,
+		Use:   "calibrate FILE... | --ops FILE",
+		Short: "Fit a step-time profile to your own benchmark results",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && !cmd.Flags().Changed("ops") {
 				return usageErrorf(cmd, "no benchmark result files: give one or more FILEs (vLLM --save-result JSON or SGLang bench_serving JSONL)")
@@ -53,6 +50,7 @@ func newCalibrateCmd() *cobra.Command {
 			return runCalibrate(cmd, &f, args)
 		},
 	}
+	withHelp(cmd, "calibrate")
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model `NAME` the benchmark served (a preset) or path to its config.json (required: the files name a Hugging Face id, not an architecture)")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` the benchmark ran on (required): "+strings.Join(model.GPUNames(), ", "))
@@ -79,12 +77,6 @@ func newCalibrateCmd() *cobra.Command {
 		"gpu", "engine", "engine-version", "profile", "output", "json")
 	return cmd
 }
-
-//go:embed help/calibrate.txt
-var calibrateLong string
-
-//go:embed help/calibrate-examples.txt
-var calibrateExamples string
 
 func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()

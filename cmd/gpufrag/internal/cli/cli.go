@@ -15,10 +15,12 @@
 // ...", flagError and inFlagFile) and show no Go package name as a clause
 // of their own (TestMessagesNoPackagePrefix); an unknown flag or value gets
 // the near names (didYouMean, flagHint); flag rules (flagrules.go) refuse a
-// flag that the others given make ineffective.
+// flag that the others given make ineffective. A command's long help and
+// examples are text, help/NAME.txt (withHelp).
 package cli
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -91,33 +93,10 @@ func usageErrorf(cmd *cobra.Command, format string, args ...any) error {
 	return &usageError{cmd, fmt.Errorf(format, args...)}
 }
 
-const rootLong = `gpufrag makes GPU memory fragmentation in LLM inference visible, predictable
-and fixable.
-
-It simulates serving engines with faithful models of KV-cache strategies
-(reservations, growth by copying, vLLM's paged pool, page-mapped ranges) on
-models of PyTorch's caching allocator and its alternatives; explains real
-PyTorch memory snapshots and replays them under other settings; plans and
-prices compaction; and compares GPU placement policies on cluster traces.
-
-Start with:
-
-  gpufrag simulate         an embedded long-context chat service on one H100,
-                           six memory setups compared
-  gpufrag analyze FILE     why a PyTorch memory snapshot is fragmented
-  gpufrag defrag FILE      what a compaction of it would move and cost
-  gpufrag cluster simulate placement policies on a cluster trace
-  gpufrag replay           an allocation trace through all seven allocators`
-
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "gpufrag",
-		Short: "Model GPU memory allocators to study fragmentation in LLM inference",
-		Long:  rootLong,
-		Example: `  gpufrag simulate
-  gpufrag simulate --trace conv.csv --model ./config.json --gpu a100-80g --kv paged:16,contiguous-grow --json
-  gpufrag analyze snapshot.pickle --html report.html
-  gpufrag replay ops.jsonl --alloc caching --alloc caching:expandable_segments:True`,
+		Use:           "gpufrag",
+		Short:         "Model GPU memory allocators to study fragmentation in LLM inference",
 		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -125,6 +104,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			HiddenDefaultCmd: true,
 		},
 	}
+	withHelp(root, "gpufrag")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -146,4 +126,19 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCalibrateCmd())
 	root.AddCommand(newExporterCmd(stdout, stderr))
 	return root
+}
+
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// withHelp sets cmd's long help and examples from help/NAME.txt: the text
+// people read in `gpufrag NAME --help`, kept as text rather than as Go
+// string constants; a line "--- example" starts the examples.
+func withHelp(cmd *cobra.Command, name string) {
+	b, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err) // a command without its help file: every help test finds it
+	}
+	long, example, _ := strings.Cut(strings.TrimSuffix(string(b), "\n"), "\n--- example\n")
+	cmd.Long, cmd.Example = long, example
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/defrag"
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -187,28 +185,4 @@ func TestDefragLargerThanGPU(t *testing.T) {
 	if code, _, errs := run(t, "", "defrag", big, "--gpu", "h200-141g", "--json"); code != exitOK {
 		t.Errorf("on the suggested GPU: exit %d: %s", code, errs)
 	}
-	// A snapshot is read against the GPU: its segments alone must fit.
-	t4, _ := model.LookupGPU("t4-16g")
-	l := mem.Layout{Capacity: t4.Capacity, Segments: []mem.Segment{{Addr: 0, Size: 20 << 30, Pool: "large",
-		Blocks: []mem.Block{{Addr: 0, Size: 20 << 30, State: mem.Active, Requested: 20 << 30}}}}}
-	err := checkFitsGPU(newRoot(nil, nil, nil), l, "snapshot", "snap.pickle", t4)
-	if want := "--gpu t4-16g: snap.pickle (snapshot) is larger than the GPU: its segments reserve 20.00GiB, more than its 15.00GiB: give --gpu a10g-24g (22.49GiB)"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("snapshot: %v, want %q", err, want)
-	}
-	l.OtherUse = 600 << 30
-	if err := checkFitsGPU(newRoot(nil, nil, nil), l, "layout", "l.json", t4); err == nil || !strings.Contains(err.Error(), "its segments and other use take 620.00GiB, more than its 15.00GiB: no GPU preset holds it") {
-		t.Errorf("no preset: %v", err)
-	}
-}
-
-// TestDefragFileRandomBytes (issue 28, item 10): random bytes that start
-// like a layout file or a memory_stats dump are refused within the first
-// 4 KiB; before, readDefragFile read them all (100 MB after "{": 0.53 s
-// and 380 MB), and a copy for the layout reader. The pickle branch is the
-// snapshot decoder's.
-func TestDefragFileRandomBytes(t *testing.T) {
-	loctest.RefusesEarlyAfter(t, func(r io.Reader, name string) error {
-		_, _, err := readDefragFile(r, name)
-		return err
-	}, "{", "[", " \n{", `{"gpufrag_layout": 1, "segments": [{"`)
 }

@@ -5,7 +5,9 @@ import (
 	"io"
 
 	"github.com/gpufrag/gpufrag/mem"
+	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
 	"github.com/spf13/cobra"
 )
 
@@ -24,47 +26,11 @@ type diffFlags struct {
 // the memory; 1,024 covers the ranks of the largest jobs people snapshot.
 const maxDiffFiles = 1024
 
-const diffLong = `Diff compares PyTorch CUDA memory snapshots (the files analyze reads).
-
-With two files, A and B (before and after a change, two ranks of one job,
-two hours of one server), it prints for each device side by side: the
-memory classes, the fragmentation metrics (health = largest free block /
-cached free, frag rate, largest free block, max allocatable), the segments
-that appeared or vanished (the same address and size is the same segment),
-the segment sizes whose count changed (what compares across processes,
-whose addresses differ), the allocation sites whose memory moved most
-(held = allocated + the free space their blocks strand; a site is the first
-frame outside PyTorch and Python, or the whole stack with --full-stacks),
-and each file's out-of-memory entries. Devices are paired by number, or,
-when each file has one device, with each other.
-
-With three or more files (the ranks of one job, or hours of one server),
-it names the outlier: for each metric the modified z-score
-(x − median)/max(MAD/0.6745, floor/3.5), and a value is an outlier when
-|z| > 3.5: more than 3.5 robust deviations from the median and more than
-the floor (1% of the median and 1 MiB for bytes, 1% and one for counts,
-0.01 for health), so seven ranks alike and one heavier flag that one.
-It then diffs
-the strongest outlier against the device nearest the median.
-
-Each file is analysed as analyze does, with its trace replayed to explain
-its out-of-memory entries (--no-replay skips that) and no what-if.`
-
 func newDiffCmd(stdout io.Writer) *cobra.Command {
 	var f diffFlags
 	cmd := &cobra.Command{
 		Use:   "diff A B [C ...]",
 		Short: "Compare memory snapshots: side by side, or which of N ranks is the outlier",
-		Long:  diffLong,
-		Example: `  # Before and after a change:
-  gpufrag diff before.pickle after.pickle
-
-  # As JSON (schema in docs/json.md), with the two segment maps in HTML:
-  gpufrag diff before.pickle after.pickle --json --html diff.html
-
-  # Which rank of an 8-GPU job holds memory the others do not:
-  gpufrag diff rank0.pickle rank1.pickle rank2.pickle rank3.pickle \
-      rank4.pickle rank5.pickle rank6.pickle rank7.pickle`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usageErrorf(cmd, "diff takes two or more snapshot files, got %d", len(args))
@@ -87,6 +53,7 @@ func newDiffCmd(stdout io.Writer) *cobra.Command {
 			return runDiff(cmd, f, args, stdout)
 		},
 	}
+	withHelp(cmd, "diff")
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the comparison as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML page (the segment maps side by side) to `FILE`")
@@ -100,13 +67,8 @@ func newDiffCmd(stdout io.Writer) *cobra.Command {
 }
 
 func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) error {
-	if f.capacity < 0 {
-		return usageErrorf(cmd, "--capacity %s: must not be negative", f.capacity)
-	}
-	if f.capacity > 0 {
-		if _, err := mem.NewDevice(int64(f.capacity), 0); err != nil {
-			return usageErrorf(cmd, "--capacity %s: %v", f.capacity, err)
-		}
+	if err := checkCapacity(cmd, f.capacity); err != nil {
+		return err
 	}
 	if f.top < 1 {
 		return usageErrorf(cmd, "--top %d: must be at least 1", f.top)
@@ -120,12 +82,10 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 	}
 	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, WhatIf: []string{},
 		FullStacks: f.fullStacks, TopSites: f.top, TopSegments: f.top, ReleaseTraces: true}
-	ro := *readOpts
-	ro.TraceOOMsOnly = f.noReplay // as analyze --no-replay: only oom entries kept
 	reps := make([]*analysis.Report, len(paths))
 	names := make([]string, len(paths))
 	for i, p := range paths {
-		snap, name, err := readSnapshot(cmd.InOrStdin(), p, &ro)
+		snap, name, err := snapshot.ReadFile(p, cmd.InOrStdin(), analysis.ReadOptions(f.noReplay))
 		if err != nil {
 			return err
 		}
@@ -138,42 +98,21 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 		}
 		reps[i], names[i] = rep, name
 	}
-	dopts := analysis.DiffOptions{TopSites: f.top, TopSegments: f.top}
-	if len(paths) == 2 {
-		d := analysis.DiffReports(reps[0], reps[1], dopts)
-		if f.html != "" {
-			if err := writeDiffHTML(f.html, names, d); err != nil {
-				return fmt.Errorf("--html: %w", err)
-			}
-		}
-		if f.json {
-			return writeJSON(stdout, d.Doc(names[0], names[1]), true)
-		}
-		return d.WriteText(stdout, names[0], names[1])
-	}
-	var units []analysis.Unit
-	for i, r := range reps {
-		for j := range r.Devices {
-			units = append(units, analysis.Unit{File: names[i], Device: &r.Devices[j]})
-		}
-	}
-	o, err := analysis.FindOutliers(units)
+	c, err := analysis.Compare(reps, names, analysis.DiffOptions{TopSites: f.top, TopSegments: f.top})
 	if err != nil {
 		return err
 	}
-	var vs *analysis.DeviceDiff
-	if len(o.Flags) > 0 {
-		ref, out := units[o.Reference], units[o.Flags[0].Unit]
-		d := analysis.DiffDevices(ref.Device, out.Device, dopts)
-		vs = &d
-	}
 	if f.html != "" {
-		if err := writeOutliersHTML(f.html, o, vs); err != nil {
+		page, err := pages.Comparison(c)
+		if err == nil {
+			err = writePage(f.html, page)
+		}
+		if err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, o.Doc(vs), true)
+		return writeJSON(stdout, c.Doc(), true)
 	}
-	return o.WriteText(stdout, vs)
+	return c.WriteText(stdout)
 }

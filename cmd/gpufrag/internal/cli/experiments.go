@@ -1,7 +1,6 @@
 package cli
 
 import (
-	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,23 +11,14 @@ import (
 )
 
 // The long help and examples of experiments and experiments run.
-var (
-	//go:embed help/experiments.txt
-	experimentsLong string
-	//go:embed help/experiments-run.txt
-	experimentsRunLong string
-	//go:embed help/experiments-run-examples.txt
-	experimentsRunExamples string
-)
-
 func newExperimentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiments",
 		Short: "Test popular claims about GPU memory fragmentation and regenerate docs/findings.md",
-		Long:  experimentsLong,
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	withHelp(cmd, "experiments")
 	cmd.AddCommand(newExperimentsListCmd(), newExperimentsRunCmd())
 	return cmd
 }
@@ -67,12 +57,11 @@ type experimentsRunFlags struct {
 func newExperimentsRunCmd() *cobra.Command {
 	f := experimentsRunFlags{root: "."}
 	cmd := &cobra.Command{
-		Use:     "run [NAME...]",
-		Short:   "Run experiments and print their figures and verdicts",
-		Long:    experimentsRunLong,
-		Example: experimentsRunExamples,
-		RunE:    func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
+		Use:   "run [NAME...]",
+		Short: "Run experiments and print their figures and verdicts",
+		RunE:  func(cmd *cobra.Command, args []string) error { return runExperiments(cmd, &f, args) },
 	}
+	withHelp(cmd, "experiments-run")
 	fl := cmd.Flags()
 	fl.BoolVar(&f.reduced, "reduced", false, "run each experiment at its reduced size (shorter runs, fewer seeds, small fixtures)")
 	fl.BoolVar(&f.json, "json", false, "print the outcomes as a JSON array")

@@ -260,12 +260,6 @@ func TestExporterSourceFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-	if err := uniqueStrings([]string{"a", "b"}); err != nil {
-		t.Error(err)
-	}
-	if err := uniqueStrings([]string{"b", "a", "b"}); err == nil || err.Error() != "b" {
-		t.Errorf("uniqueStrings: %v", err)
-	}
 }
 
 func TestExporterCluster(t *testing.T) {

@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/report"
 )
 
 // writeJSON writes v the one way the commands print --json: indented by two
@@ -24,4 +28,13 @@ func writeJSON(w io.Writer, v any, escapeHTML bool) error {
 	}
 	_, err := w.Write(loc.PrintableJSON(buf.Bytes()))
 	return err
+}
+
+// writePage writes page to path (analyze's and diff's --html).
+func writePage(path string, page report.Page) error {
+	var out strings.Builder
+	if err := page.WriteHTML(&out); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(out.String()), 0o644)
 }

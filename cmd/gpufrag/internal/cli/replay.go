@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -30,10 +29,8 @@ type replayFlags struct {
 func newReplay() *cobra.Command {
 	f := replayFlags{capacity: mem.Bytes(80 * mem.GiB)}
 	cmd := &cobra.Command{
-		Use:     "replay [OPS]",
-		Short:   "Replay an allocation op trace through allocators and compare them",
-		Long:    replayLong(),
-		Example: replayExamples,
+		Use:   "replay [OPS]",
+		Short: "Replay an allocation op trace through allocators and compare them",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf(cmd, "replay takes at most one trace file, got %d arguments (%s)",
@@ -49,6 +46,8 @@ func newReplay() *cobra.Command {
 			return runReplay(cmd, f, path)
 		},
 	}
+	withHelp(cmd, "replay")
+	cmd.Long = replayLong(cmd.Long)
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.allocs, "alloc", nil,
 		"allocator `SPEC` to replay through; repeat it or separate specs with commas (default all six)")
@@ -58,12 +57,9 @@ func newReplay() *cobra.Command {
 	return cmd
 }
 
-//go:embed help/replay.txt
-var replayHelp string
-
-// replayLong is replay's long help: help/replay.txt with the embedded
-// example and the allocators (spec.Kinds) filled in.
-func replayLong() string {
+// replayLong fills replay's long help (help/replay.txt) in: the embedded
+// example and the allocators (spec.Kinds).
+func replayLong(help string) string {
 	var kinds strings.Builder
 	w := 0
 	for _, k := range spec.Kinds {
@@ -76,11 +72,8 @@ func replayLong() string {
 		}
 	}
 	return strings.NewReplacer("{example}", human.Wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76),
-		"{n}", strconv.Itoa(len(spec.Kinds)), "{allocators}", kinds.String()).Replace(replayHelp)
+		"{n}", strconv.Itoa(len(spec.Kinds)), "{allocators}", kinds.String()).Replace(help)
 }
-
-//go:embed help/replay-examples.txt
-var replayExamples string
 
 // runReplay checks the flags, reads the trace, replays it and prints.
 func runReplay(cmd *cobra.Command, f replayFlags, path string) error {

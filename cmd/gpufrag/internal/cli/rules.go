@@ -3,17 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/exporter/rules"
-	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // rulesFlags are the flags of `gpufrag rules`.
@@ -32,39 +27,6 @@ type rulesFlags struct {
 	json      bool    // --json
 }
 
-const rulesLong = `Rules derives a health threshold for each inference-server instance from its
-recorded history and writes Prometheus alert rules that use them, so that an
-instance is alerted against what is normal for it rather than against the
-fleet-wide 0.5.
-
---history FILE (- for standard input) is either
-  - the JSON body of a Prometheus range query over gpufrag_health_ratio (or
-    gpufrag_fragmentation_ratio, read as 1 - value), saved with curl from
-    /api/v1/query_range; or
-  - a CSV file of rows timestamp,instance,model,health (Unix seconds or
-    RFC 3339; an optional header row; # comments).
---format auto picks CSV for *.csv, JSON for *.json, else by the first byte.
-
-For each (instance, model), over the last --window of its points:
-
-  low       = quantile(1 - q, health)   (q = --quantile: the p95 of fragmentation)
-  threshold = clamp(low - margin, min, max), floored to 0.001
-
-with Prometheus' interpolation (quantile_over_time(0.05, ...) gives low).
-Instances with fewer than --min-points points get 0.5. The rules file holds,
-per instance, a recording rule gpufrag:health_ratio:threshold (plotted by the
-Grafana dashboard) and an alert GPUMemoryBelowUsualHealth{instance, model,
-severity, threshold} that fires when gpufrag_health_ratio{instance, model}
-stays below the threshold for --for; no two rules share a name and labels.
-
-At most --max-instances (instance, model) pairs (default 10000: each makes two
-rules, about 1 KB of YAML); a larger fleet is split into several histories.
-
-Without --out the rules file goes to standard output; with --out it is
-written there and a table of thresholds is printed; --json prints the
-thresholds as JSON instead of the table. Check the result with
-promtool check rules FILE.`
-
 func newRulesCmd() *cobra.Command {
 	d := rules.DefaultOptions()
 	f := rulesFlags{
@@ -74,17 +36,6 @@ func newRulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rules --history FILE",
 		Short: "Derive per-instance fragmentation alert thresholds from recorded history",
-		Long:  rulesLong,
-		Example: `  # A week of health at one-minute steps, from Prometheus:
-  curl -sG http://prometheus:9090/api/v1/query_range \
-    --data-urlencode query=gpufrag_health_ratio \
-    --data-urlencode start=$(date -u -d '7 days ago' +%s) \
-    --data-urlencode end=$(date -u +%s) --data-urlencode step=60 > history.json
-  gpufrag rules --history history.json --out gpufrag-instances.yml
-  promtool check rules gpufrag-instances.yml
-
-  # From a CSV export, the p90 of fragmentation, thresholds as JSON:
-  gpufrag rules --history health.csv --quantile 0.9 --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return usageErrorf(cmd, "rules takes no arguments (the history is --history FILE), got %d", len(args))
@@ -95,6 +46,7 @@ func newRulesCmd() *cobra.Command {
 			return runRules(cmd, f)
 		},
 	}
+	withHelp(cmd, "rules")
 	fl := cmd.Flags()
 	fl.StringVar(&f.history, "history", "", "recorded history `FILE`: Prometheus query_range JSON or CSV (- for standard input)")
 	fl.StringVar(&f.format, "format", f.format, "history `FORMAT`: auto, prometheus or csv")
@@ -159,7 +111,7 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return usageErrorf(cmd, "--format %q: want auto, prometheus or csv", f.format)
 	}
 	ropts := rules.ReadOptions{MaxSeries: 8 * o.MaxInstances} // up to 8 GPUs per instance
-	h, name, format, err := readRulesHistory(cmd, f.history, f.format, ropts)
+	h, name, format, err := rules.ReadHistoryFile(f.history, cmd.InOrStdin(), f.format, ropts)
 	err = inFlagFile("--history", f.history, err)
 	if errors.Is(err, rules.ErrTooManySeries) {
 		return fmt.Errorf("%w (8 per --max-instances %d): split the fleet into several histories, or raise --max-instances", err, o.MaxInstances)
@@ -175,10 +127,9 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	ro := rules.RuleOptions{For: f.forDur, Severity: f.severity, Quantile: o.Quantile}
-	write := func(w io.Writer) error { return rules.WriteRules(w, ts, ro) }
 	stdout := cmd.OutOrStdout()
 	if f.out != "" {
-		if err := writeFileAtomic(f.out, write); err != nil {
+		if err := rules.WriteFile(f.out, ts, ro); err != nil {
 			return err
 		}
 	}
@@ -186,74 +137,9 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	case f.json:
 		return writeJSON(stdout, rules.NewDocument(f.history, format, f.out, o, ts), true)
 	case f.out != "":
-		return printRulesTable(stdout, ts, o, f.out)
+		return rules.WriteTable(stdout, ts, o, f.out)
 	}
-	return write(stdout)
-}
-
-// readRulesHistory reads the history at path ("-": the command's standard
-// input) in format (rules.ReadHistory, which looks at its first bytes
-// before reading on). It returns the name used in messages and the format
-// read.
-func readRulesHistory(cmd *cobra.Command, path, format string, o rules.ReadOptions) (*rules.History, string, string, error) {
-	var r io.Reader
-	name := path
-	if path == "-" {
-		r, name = cmd.InOrStdin(), "<stdin>"
-	} else {
-		fh, err := os.Open(path)
-		if err != nil {
-			return nil, name, "", err
-		}
-		defer fh.Close()
-		r = fh
-	}
-	h, format, err := rules.ReadHistory(name, r, format, o)
-	return h, name, format, err
-}
-
-// writeFileAtomic writes path with write through a temporary file in the
-// same directory, so a reader (Prometheus reloading its rules) never sees
-// half.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-func printRulesTable(w io.Writer, ts []rules.Threshold, o rules.Options, out string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "INSTANCE\tMODEL\tSERIES\tPOINTS\tP%g FRAG\tLOW HEALTH\tTHRESHOLD\tNOTE\n", o.Quantile*100)
-	for _, t := range ts {
-		note := ""
-		switch {
-		case t.Fallback:
-			note = fmt.Sprintf("fewer than %d points: fleet default", o.MinPoints)
-		case t.Clamped != "":
-			note = "clamped to " + t.Clamped
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
-			loc.Printable(t.Instance), loc.Printable(t.Model), t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\n%d alert rules written to %s (check: promtool check rules %s)\n", len(ts), out, out)
-	return err
+	return rules.WriteRules(stdout, ts, ro)
 }
 
 // rulesFlagOf names the flag of each rules.Options option the command sets.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -59,15 +58,15 @@ type simulateFlags struct {
 func newSimulate() *cobra.Command {
 	f := simulateFlags{}
 	cmd := &cobra.Command{
-		Use:     "simulate",
-		Short:   "Simulate an LLM serving engine and compare KV strategies and allocators",
-		Long:    strings.ReplaceAll(simulateLong, "{profiles}", strings.Join(sim.ProfileGPUs(), ", ")),
-		Example: simulateExamples,
-		Args:    noArgs,
+		Use:   "simulate",
+		Short: "Simulate an LLM serving engine and compare KV strategies and allocators",
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd, &f)
 		},
 	}
+	withHelp(cmd, "simulate")
+	cmd.Long = strings.ReplaceAll(cmd.Long, "{profiles}", strings.Join(sim.ProfileGPUs(), ", "))
 	fl := cmd.Flags()
 	fl.StringVar(&f.scenarioFile, "scenario", "", "scenario `FILE` (YAML; see --print-scenario); flags override its fields")
 	fl.BoolVar(&f.printScenario, "print-scenario", false, "print the default scenario's YAML and exit")
@@ -97,12 +96,6 @@ func newSimulate() *cobra.Command {
 		"scenario", "gpu", "engine", "engine-version", "profile", "json")
 	return cmd
 }
-
-// simulateLong is simulate's long help; {profiles} stands for the GPUs
-// with a profile.
-//
-//go:embed help/simulate.txt
-var simulateLong string
 
 func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -274,9 +267,6 @@ func loadScenario(path string) (*scenario.Scenario, error) {
 	s.Dir = filepath.Dir(path) // its profile file is beside it
 	return s, nil
 }
-
-//go:embed help/simulate-examples.txt
-var simulateExamples string
 
 // applySimulateFlags writes the flags that were set into s.
 func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -238,4 +239,19 @@ func checkEngineVersion(cmd *cobra.Command, engine, version string) (string, err
 		}
 	}
 	return "", usageErrorf(cmd, "--engine-version: %s", strings.TrimPrefix(first.Error(), sim.ErrBadConfig.Error()+": "))
+}
+
+// checkCapacity checks a --capacity (analyze, diff): 0 (not given) or a
+// device size that mem accepts.
+func checkCapacity(cmd *cobra.Command, c mem.Bytes) error {
+	if c < 0 {
+		return usageErrorf(cmd, "--capacity %s: must not be negative", c)
+	}
+	if c == 0 {
+		return nil
+	}
+	if _, err := mem.NewDevice(int64(c), 0); err != nil {
+		return usageErrorf(cmd, "--capacity %s: %v", c, err)
+	}
+	return nil
 }

@@ -1,4 +1,8 @@
-package cli
+// The readers of exporter/nvml, exporter/scrape and cluster/kube/live as the
+// exporter's sources. All are slow (a driver call per GPU, an HTTP round
+// trip, the API server), so Run polls them in the background.
+
+package daemon
 
 import (
 	"context"
@@ -7,8 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
-	"time"
 
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
 	"github.com/gpufrag/gpufrag/exporter"
@@ -16,27 +18,23 @@ import (
 	"github.com/gpufrag/gpufrag/exporter/scrape"
 )
 
-// This file wires the readers of exporter/nvml, exporter/scrape and
-// cluster/kube/live to the exporter's sources. All are slow (a driver call
-// per GPU, an HTTP round trip, the API server) so they run as polled
-// sources: a scrape reads their last result.
-
-// nvmlOpen opens NVML; tests replace it with a fake reader.
-var nvmlOpen = func(libraryPath string) (nvml.Reader, error) {
-	if libraryPath != "" {
-		return nvml.Open(nvml.WithLibraryPath(libraryPath))
-	}
-	return nvml.Open()
-}
-
 // nvmlSource returns the GPU source and a close function. Without a driver
 // the source still exists and reports itself down on every scrape
 // (gpufrag_source_up{source="nvml"} 0) after one warning in the log, so the
 // other sources keep being served and the operator sees why GPUs are missing.
 // A binary without the NVML reader (-tags nonvml, or not linux/amd64 or
-// linux/arm64) is an error instead: --nvml can never work in it.
-func nvmlSource(libraryPath string, logger *slog.Logger) (exporter.ContextSource, func(), error) {
-	r, err := nvmlOpen(libraryPath)
+// linux/arm64) is an error instead (nvml.ErrNotBuilt): --nvml can never
+// work in it.
+func nvmlSource(libraryPath string, logger *slog.Logger, open func(string) (nvml.Reader, error)) (exporter.ContextSource, func(), error) {
+	if open == nil {
+		open = func(libraryPath string) (nvml.Reader, error) {
+			if libraryPath != "" {
+				return nvml.Open(nvml.WithLibraryPath(libraryPath))
+			}
+			return nvml.Open()
+		}
+	}
+	r, err := open(libraryPath)
 	if errors.Is(err, nvml.ErrNotBuilt) {
 		return nil, nil, err
 	}
@@ -76,9 +74,9 @@ func gpuDevices(devs []nvml.Device) []exporter.GPUDevice {
 	return out
 }
 
-// checkScrapeURL validates one --scrape value and returns the instance label
+// scrapeInstance checks one --scrape value and returns the instance label
 // for it (host:port).
-func checkScrapeURL(raw string) (string, error) {
+func scrapeInstance(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("--scrape %q: %w", raw, err)
@@ -101,38 +99,14 @@ func scrapeSource(rawURL, instance string, client *http.Client) exporter.Context
 	})
 }
 
-// polledSources wraps slow sources so that they run in the background every
-// interval; they are both sources (read at scrape time) and runners.
-func polledSources(srcs []exporter.ContextSource, interval, timeout time.Duration) ([]exporter.Source, []exporter.Runner, error) {
-	var sources []exporter.Source
-	var runners []exporter.Runner
-	for _, s := range srcs {
-		p, err := exporter.NewPolledSource(s, interval, min(timeout, interval), nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		sources, runners = append(sources, p), append(runners, p)
-	}
-	return sources, runners, nil
-}
-
-// uniqueStrings reports the first value that appears twice.
-func uniqueStrings(vals []string) error {
-	s := slices.Clone(vals)
-	slices.Sort(s)
-	for i := 1; i < len(s); i++ {
-		if s[i] == s[i-1] {
-			return errors.New(s[i])
-		}
-	}
-	return nil
-}
-
 // clusterSource returns the source over a live cluster's GPU figures,
 // labelled cluster=name. A cluster that cannot be reached at start (no
 // kubeconfig, not in a pod) is an error: --cluster asked for it explicitly.
-func clusterSource(name, kubeconfig string) (exporter.ContextSource, error) {
-	c, err := liveConnect(live.Config{Kubeconfig: kubeconfig})
+func clusterSource(name, kubeconfig string, connect func(live.Config) (live.Client, error)) (exporter.ContextSource, error) {
+	if connect == nil {
+		connect = live.Connect
+	}
+	c, err := connect(live.Config{Kubeconfig: kubeconfig})
 	if err != nil {
 		return nil, fmt.Errorf("--cluster %s: %w", name, err)
 	}
