@@ -134,12 +134,12 @@ func BenchmarkScale(b *testing.B) {
 // lists and one generated list of each family (cluster.JudgeLists' middle
 // shares), a sample of the 24-list grid of the judge protocol with the
 // same kinds of lists.
-func gridLists(b *testing.B) []JudgeList {
+func gridLists(b *testing.B) []List {
 	base := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
 	specs := readPodsFile(b, sharedData(b, "openb_pod_list_gpuspec33.csv"))
-	var out []JudgeList
+	var out []List
 	for _, name := range []string{"default", "gpuspec33", "multigpu50"} {
-		out = append(out, JudgeList{Name: name, Pods: readPodsFile(b, sharedData(b, "openb_pod_list_"+name+".csv"))})
+		out = append(out, List{Name: name, Pods: readPodsFile(b, sharedData(b, "openb_pod_list_"+name+".csv"))})
 	}
 	var cfgs []GenConfig
 	for _, c := range JudgeLists {

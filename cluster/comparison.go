@@ -36,7 +36,7 @@ func NewComparison(nodes []Node, sums []Summary) Comparison {
 			Policy: s.Policy, Seeds: s.Seeds,
 			AllocRatioAt100:       p.AllocRatio,
 			UnallocatedGPUsAt100:  p.UnallocatedGPUs,
-			UnallocatedShareAt100: unallocatedShare(p),
+			UnallocatedShareAt100: p.UnallocatedShare(),
 			FragTotalAt: map[string]float64{
 				"60": s.Nearest(60).FragTotal.Mean,
 				"80": s.Nearest(80).FragTotal.Mean,
@@ -48,9 +48,9 @@ func NewComparison(nodes []Node, sums []Summary) Comparison {
 	return out
 }
 
-// unallocatedShare is the share of GPU capacity left unallocated at p:
+// UnallocatedShare is the share of GPU capacity left unallocated at p:
 // 1 - the allocation ratio, with its deviation.
-func unallocatedShare(p StatPoint) MeanStd {
+func (p StatPoint) UnallocatedShare() MeanStd {
 	return MeanStd{Mean: 1 - p.AllocRatio.Mean, Std: p.AllocRatio.Std}
 }
 

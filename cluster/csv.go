@@ -191,7 +191,7 @@ func ReadNodesCSV(rd io.Reader, name string) ([]Node, error) {
 		if n.GPUs > 0 && n.Model == "" && len(rec) <= 4 {
 			n.Model = "gpu" // a 4-column list names no model: all GPUs are alike
 		}
-		if f, msg := checkNode(&n); f != "" {
+		if f, msg := n.Check(); f != "" {
 			return Node{}, "", &InputError{Name: name, Line: line, Field: csvNodeField(f), Msg: msg}
 		}
 		return n, n.Name, nil
@@ -299,7 +299,7 @@ func ReadPodsCSV(rd io.Reader, name string) ([]Pod, error) {
 				}
 			}
 		}
-		if f, msg := checkPod(&p); f != "" {
+		if f, msg := p.Check(); f != "" {
 			return Pod{}, "", &InputError{Name: name, Line: line, Field: f, Msg: msg}
 		}
 		return p, p.Name, nil

@@ -284,7 +284,7 @@ func FuzzReadNodesCSV(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for i := range nodes {
-			if f, msg := checkNode(&nodes[i]); f != "" {
+			if f, msg := nodes[i].Check(); f != "" {
 				t.Fatalf("accepted a bad node %+v: %s %s", nodes[i], f, msg)
 			}
 			if seen[nodes[i].Name] {
@@ -325,7 +325,7 @@ func FuzzReadPodsCSV(f *testing.F) {
 			return
 		}
 		for i := range pods {
-			if f, msg := checkPod(&pods[i]); f != "" {
+			if f, msg := pods[i].Check(); f != "" {
 				t.Fatalf("accepted a bad pod %+v: %s %s", pods[i], f, msg)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 // WritePodsCSV writes pods as an openb pod list with the first six
 // columns (name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec),
 // the form ReadPodsCSV reads back to the same pods less their times and
-// jobs. A pod that checkPod refuses, or whose name or GPU models would
+// jobs. A pod that Pod.Check refuses, or whose name or GPU models would
 // need CSV quoting (a comma, a quote, a line break) or has white space
 // around it, which the reader trims, is an error, and
 // nothing after it is written.
@@ -23,7 +23,7 @@ func WritePodsCSV(w io.Writer, pods []Pod) error {
 	var b []byte
 	for i := range pods {
 		p := &pods[i]
-		if f, msg := checkPod(p); f != "" {
+		if f, msg := p.Check(); f != "" {
 			return fmt.Errorf("%w: pod %d (%s): field %q %s", ErrBadInput, i, loc.Quote(p.Name), f, msg)
 		}
 		if strings.ContainsAny(p.Name, ",\"\r\n") || strings.TrimSpace(p.Name) != p.Name {

@@ -46,29 +46,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// units groups pods into scheduling units: one pod each, or with gang one
-// unit per job (in order of first appearance). A unit of one pod is a
-// slice of pods itself (capacity 1, so appending to it copies), not a
-// copy: the units of a list cost one allocation, not one per pod.
-func units(pods []Pod, gang bool) [][]Pod {
-	out := make([][]Pod, 0, len(pods))
-	var byJob map[string]int
-	for i := range pods {
-		if p := &pods[i]; gang && p.Job != "" {
-			if byJob == nil {
-				byJob = map[string]int{}
-			}
-			if u, ok := byJob[p.Job]; ok {
-				out[u] = append(out[u], *p)
-				continue
-			}
-			byJob[p.Job] = len(out)
-		}
-		out = append(out, pods[i:i+1:i+1])
-	}
-	return out
-}
-
 func unitMilli(u []Pod) int64 {
 	var t int64
 	for i := range u {
@@ -84,7 +61,7 @@ func unitMilli(u []Pod) int64 {
 // already asks for more, remove uniformly drawn pods until it does not.
 // With gang, jobs move as units.
 func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Rand) []Pod {
-	orig := units(pods, gang)
+	orig := Units(pods, gang)
 	us := slices.Clone(orig)
 	slices.SortFunc(us, func(a, b []Pod) int { return cmp.Compare(a[0].Name, b[0].Name) })
 	rng.Shuffle(len(us), func(i, j int) { us[i], us[j] = us[j], us[i] })
@@ -179,18 +156,6 @@ func (t *rankTree) remove(k int) int {
 	return pos
 }
 
-// Sample is the cluster measured after one arrival.
-type Sample struct {
-	ArrivedMilli   int64   // GPU milli asked for by all pods so far, placed or not
-	AllocatedMilli int64   // GPU milli allocated
-	FragMilli      float64 // F(M), the FGD fragmentation
-	IdleMilli      int64   // GPU milli free
-	WholeFreeNodes int     // nodes whose GPUs are all fully free
-	StrandedNodes  int     // nodes with idle GPU milli that no target task type can use
-	PartlyUsed     int     // nodes with some but not all GPU milli allocated
-	Failed         int     // pods (units, with gang) failed so far
-}
-
 // Point is the mean of the samples at one integer percent of arrived GPU
 // demand (samples whose demand rounds to it; when none, those within one
 // percent), as the FGD artifact's analysis resamples its log. Ratios are
@@ -237,71 +202,6 @@ func (r *Run) At(pct int) (Point, bool) {
 	return r.Curve[pct], true
 }
 
-// meter keeps the per-node measures, and their cluster totals, up to date
-// as pods are placed: touch(i) after node i changed.
-type meter struct {
-	s       *State
-	target  *Target
-	frag    []float64 // per node F_n(M)
-	kind    []uint8   // per node: bit 0 whole-free, bit 1 partly used, bit 2 stranded
-	fragSum float64
-	counts  [3]int
-}
-
-func newMeter(s *State, t *Target) *meter {
-	m := &meter{s: s, target: t, frag: make([]float64, len(s.nodes)), kind: make([]uint8, len(s.nodes))}
-	for i := range s.nodes {
-		m.frag[i] = t.nodeFrag(s, i)
-		m.fragSum += m.frag[i]
-		m.kind[i] = m.classify(i)
-		m.add(m.kind[i], 1)
-	}
-	return m
-}
-
-func (m *meter) classify(i int) uint8 {
-	s := m.s
-	if len(s.gpuFree[i]) == 0 {
-		return 0
-	}
-	var k uint8
-	idle, full := s.idle[i], int64(len(s.gpuFree[i]))*MilliGPU
-	switch {
-	case idle == full:
-		k |= 1
-	case idle > 0:
-		k |= 2
-	}
-	// Stranded: every target type is blocked (up to rounding), so all idle
-	// milli is fragment.
-	if idle > 0 && m.frag[i] >= float64(idle)*(1-1e-9) {
-		k |= 4
-	}
-	return k
-}
-
-func (m *meter) add(k uint8, d int) {
-	for b := range m.counts {
-		if k&(1<<b) != 0 {
-			m.counts[b] += d
-		}
-	}
-}
-
-func (m *meter) touch(i int) {
-	m.fragSum -= m.frag[i]
-	m.frag[i] = m.target.nodeFrag(m.s, i)
-	m.fragSum += m.frag[i]
-	m.add(m.kind[i], -1)
-	m.kind[i] = m.classify(i)
-	m.add(m.kind[i], 1)
-}
-
-func (m *meter) sample(arrived int64) Sample {
-	return Sample{ArrivedMilli: arrived, AllocatedMilli: m.s.usedMilli, IdleMilli: m.s.capMilli - m.s.usedMilli,
-		FragMilli: max(m.fragSum, 0), WholeFreeNodes: m.counts[0], PartlyUsed: m.counts[1], StrandedNodes: m.counts[2]}
-}
-
 // Simulate runs the pods, in order, through the policy on an empty
 // cluster of the nodes, with no departures, measuring after every arrival;
 // the target workload measures fragmentation; order, when not nil, is the
@@ -315,16 +215,16 @@ func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Opti
 	if order != nil {
 		sc.SetOrder(order)
 	}
-	m := newMeter(s, target)
+	m := NewMeter(s, target)
 	samples := make([]Sample, 0, len(pods))
 	var arrived int64
 	failed := 0
-	for _, u := range units(pods, gang) {
+	for _, u := range Units(pods, gang) {
 		arrived += unitMilli(u)
 		if len(u) == 1 {
 			pl, ok := sc.Schedule(&u[0])
 			if ok {
-				m.touch(pl.Node)
+				m.Touch(pl.Node)
 			} else {
 				failed++
 			}
@@ -338,14 +238,14 @@ func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Opti
 				failed++
 			}
 			for _, pl := range pls {
-				m.touch(pl.Node)
+				m.Touch(pl.Node)
 			}
 		}
-		sm := m.sample(arrived)
+		sm := m.Sample(arrived)
 		sm.Failed = failed
 		samples = append(samples, sm)
 	}
-	sc.release()
+	sc.Release()
 	return samples, failed
 }
 
@@ -456,7 +356,7 @@ func (pr *prepared) run(spec string) (*Run, error) {
 	samples, failed := Simulate(pr.nodes, pr.w, policy, pr.target, pr.opts, pr.order, rand.New(rand.NewPCG(pr.seed, streamScheduler)))
 	maxPct := int(math.Ceil(100 * pr.opts.Ratio))
 	run := &Run{
-		Policy: policyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
+		Policy: PolicyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
 		Curve: Curve(samples, capMilli, maxPct),
 	}
 	for k, sm := range samples {

@@ -329,3 +329,38 @@ func FamilyShare(pods []Pod, f Family) float64 {
 	}
 	return math.NaN()
 }
+
+// List is a named pod list and the family it stands for: a list
+// GenerateLists made, or a pod list file (FamilyOf its name).
+type List struct {
+	Name   string
+	Family Family // the family it stands for
+	Pods   []Pod
+}
+
+// GenerateLists makes the lists of cfgs from base (GeneratePods), each
+// named by GenConfig.Name, with restrictions drawn from specs.
+func GenerateLists(base, specs []Pod, cfgs []GenConfig) ([]List, error) {
+	out := make([]List, 0, len(cfgs))
+	for _, c := range cfgs {
+		c.Specs = specs
+		pods, err := GeneratePods(base, c)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", c.Name(), err)
+		}
+		out = append(out, List{Name: c.Name(), Family: c.Family, Pods: pods})
+	}
+	return out, nil
+}
+
+// FamilyOf guesses the family an openb pod list's file name stands for
+// (openb_pod_list_gpuspec33.csv: gpuspec; default and unknown names:
+// "default").
+func FamilyOf(name string) Family {
+	for _, f := range Families {
+		if strings.Contains(name, "_"+string(f)) {
+			return f
+		}
+	}
+	return "default"
+}

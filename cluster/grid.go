@@ -67,9 +67,6 @@ func NewGrid(c GridConfig) *Grid {
 	return g
 }
 
-// Config returns the grid's configuration.
-func (g *Grid) Config() GridConfig { return g.cfg }
-
 // Len is the number of cells, len(Policies)*len(Seeds).
 func (g *Grid) Len() int { return len(g.cfg.Policies) * len(g.cfg.Seeds) }
 

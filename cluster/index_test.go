@@ -57,7 +57,7 @@ func trace(nodes []Node, pods []Pod, policy Policy, seed uint64, gang, randomTie
 	}
 	var running []placed
 	var out []string
-	for k, u := range units(pods, gang) {
+	for k, u := range Units(pods, gang) {
 		ptrs := make([]*Pod, len(u))
 		for j := range u {
 			ptrs[j] = &u[j]

@@ -76,7 +76,7 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 	f := &File{Nodes: jf.Nodes}
 	seen := map[string]bool{}
 	for i := range f.Nodes {
-		if fl, msg := checkNode(&f.Nodes[i]); fl != "" {
+		if fl, msg := f.Nodes[i].Check(); fl != "" {
 			return nil, &InputError{Name: name, Field: fmt.Sprintf("nodes[%d].%s", i, jsonNodeField(fl)), Msg: msg}
 		}
 		if seen[f.Nodes[i].Name] {
@@ -103,7 +103,7 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 		if p.Creation < 0 || p.Deletion < 0 {
 			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].creation_time", i), Msg: "times must not be negative"}
 		}
-		if fl, msg := checkPod(&p); fl != "" {
+		if fl, msg := p.Check(); fl != "" {
 			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].%s", i, fl), Msg: msg}
 		}
 		if seen[p.Name] {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 )
 
 // The out-of-sample protocol by which the recommended policy is chosen:
@@ -41,18 +40,11 @@ var (
 	JudgeSeeds = []uint64{42, 43, 44, 45, 46, 47, 48, 49, 50, 51}
 )
 
-// JudgeList is one pod list of a judgement.
-type JudgeList struct {
-	Name   string
-	Family Family // the family it stands for
-	Pods   []Pod
-}
-
 // JudgeConfig is a judgement: every candidate against Ref on every list,
 // with every seed.
 type JudgeConfig struct {
 	Nodes      []Node
-	Lists      []JudgeList
+	Lists      []List
 	Ref        string   // the reference policy spec ("fgd")
 	Candidates []string // policy specs
 	Seeds      []uint64
@@ -181,7 +173,7 @@ func Judge(ctx context.Context, c JudgeConfig, run Runner) (*Judgement, error) {
 			out := make([]float64, len(c.Seeds))
 			for k, r := range g.Runs(p) {
 				s := Aggregate([]*Run{r})
-				out[k] = unallocatedShare(s.Nearest(100)).Mean
+				out[k] = s.Nearest(100).UnallocatedShare().Mean
 			}
 			return out
 		}
@@ -235,31 +227,4 @@ func Judge(ctx context.Context, c JudgeConfig, run Runner) (*Judgement, error) {
 		j.Passes[ci] = j.Passes[ci] && j.Mean[ci] < 0
 	}
 	return j, nil
-}
-
-// GenerateLists makes the lists of cfgs from base (GeneratePods), each
-// named by GenConfig.Name, with restrictions drawn from specs.
-func GenerateLists(base, specs []Pod, cfgs []GenConfig) ([]JudgeList, error) {
-	out := make([]JudgeList, 0, len(cfgs))
-	for _, c := range cfgs {
-		c.Specs = specs
-		pods, err := GeneratePods(base, c)
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", c.Name(), err)
-		}
-		out = append(out, JudgeList{Name: c.Name(), Family: c.Family, Pods: pods})
-	}
-	return out, nil
-}
-
-// FamilyOf guesses the family an openb pod list's file name stands for
-// (openb_pod_list_gpuspec33.csv: gpuspec; default and unknown names:
-// "default").
-func FamilyOf(name string) Family {
-	for _, f := range Families {
-		if strings.Contains(name, "_"+string(f)) {
-			return f
-		}
-	}
-	return "default"
 }

@@ -48,7 +48,7 @@ func TestJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, err := Judge(context.Background(), JudgeConfig{
-		Nodes: nodes, Lists: []JudgeList{{Name: "head", Family: FamilyMultiGPU, Pods: pods}},
+		Nodes: nodes, Lists: []List{{Name: "head", Family: FamilyMultiGPU, Pods: pods}},
 		Ref: "fgd", Candidates: []string{"fgd-reserve:scarcity=0,tie=order", "random"}, Seeds: []uint64{1, 2, 3, 4, 5, 6},
 	}, nil)
 	if err != nil {

@@ -67,9 +67,9 @@ func (p *Pod) AllowsModel(model string) bool {
 	return len(p.GPUSpec) == 0 || slices.Contains(p.GPUSpec, model)
 }
 
-// checkPod returns the field and message of the first problem with p, or
-// "" when p is well formed.
-func checkPod(p *Pod) (field, msg string) {
+// Check returns the field and message of the first problem with p, or
+// "" when p is well formed: the readers' check of every pod they read.
+func (p *Pod) Check() (field, msg string) {
 	switch {
 	case p.Name == "":
 		return "name", "must not be empty"
@@ -99,8 +99,9 @@ func checkPod(p *Pod) (field, msg string) {
 	return "", ""
 }
 
-// checkNode returns the field and message of the first problem with n.
-func checkNode(n *Node) (field, msg string) {
+// Check returns the field and message of the first problem with n, or ""
+// when n is well formed.
+func (n *Node) Check() (field, msg string) {
 	switch {
 	case n.Name == "":
 		return "name", "must not be empty"

@@ -129,7 +129,7 @@ func runScenario(t *testing.T, d *datadriven.TestData, nodes []Node, pods []Pod)
 	sc.RandomTies = opts.RandomTies
 	sc.SetOrder(rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes)))
 	var sb strings.Builder
-	for _, u := range units(w, opts.Gang) {
+	for _, u := range Units(w, opts.Gang) {
 		ptrs := make([]*Pod, len(u))
 		for j := range u {
 			ptrs[j] = &u[j]
@@ -218,7 +218,7 @@ func parsePods(t *testing.T, in string) []Pod {
 		if s, ok := kv["spec"]; ok {
 			p.GPUSpec = strings.Split(s, "|")
 		}
-		if f, msg := checkPod(&p); f != "" {
+		if f, msg := p.Check(); f != "" {
 			t.Fatalf("%q: %s %s", line, f, msg)
 		}
 		out = append(out, p)

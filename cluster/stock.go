@@ -70,7 +70,7 @@ func RankStock(sums []Summary) ([]StockResult, error) {
 			return nil, err
 		}
 		p := s.Nearest(100)
-		out = append(out, StockResult{Spec: s.Policy, Policy: pol, Unallocated: unallocatedShare(p), UnallocatedGPUs: p.UnallocatedGPUs.Mean})
+		out = append(out, StockResult{Spec: s.Policy, Policy: pol, Unallocated: p.UnallocatedShare(), UnallocatedGPUs: p.UnallocatedGPUs.Mean})
 	}
 	slices.SortStableFunc(out, func(a, b StockResult) int {
 		switch {

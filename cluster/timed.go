@@ -82,23 +82,23 @@ func Timed(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*T
 	sc := NewScheduler(s, policy, rand.New(rand.NewPCG(seed, streamScheduler)))
 	sc.RandomTies = opts.RandomTies
 	sc.SetOrder(rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes)))
-	m := newMeter(s, target)
+	m := NewMeter(s, target)
 	placed := make([]*Placement, len(pods))
-	run := &TimedRun{Policy: policyName(spec), Seed: seed, Pods: len(pods)}
+	run := &TimedRun{Policy: PolicyName(spec), Seed: seed, Pods: len(pods)}
 	running := 0
-	c := float64(s.capMilli)
+	c := float64(s.CapacityGPUMilli())
 	for k, e := range evs {
 		p := &pods[e.pod]
 		switch {
 		case e.depart && placed[e.pod] != nil:
 			s.Remove(p, *placed[e.pod])
-			m.touch(placed[e.pod].Node)
+			m.Touch(placed[e.pod].Node)
 			placed[e.pod] = nil
 			running--
 		case !e.depart:
 			if pl, ok := sc.Schedule(p); ok {
 				placed[e.pod] = &pl
-				m.touch(pl.Node)
+				m.Touch(pl.Node)
 				running++
 			} else {
 				run.Failed++
@@ -107,8 +107,9 @@ func Timed(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*T
 		if k+1 < len(evs) && evs[k+1].t == e.t {
 			continue // one point per time
 		}
-		run.Points = append(run.Points, TimedPoint{Time: e.t, Running: running, AllocRatio: float64(s.usedMilli) / c,
-			FragTotal: max(m.fragSum, 0) / c, WholeFreeNodes: m.counts[0], Failed: run.Failed})
+		sm := m.Sample(0)
+		run.Points = append(run.Points, TimedPoint{Time: e.t, Running: running, AllocRatio: float64(sm.AllocatedMilli) / c,
+			FragTotal: sm.FragMilli / c, WholeFreeNodes: sm.WholeFreeNodes, Failed: run.Failed})
 	}
 	var dur float64
 	for k := 0; k+1 < len(run.Points); k++ {

@@ -220,7 +220,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	var lists []cluster.JudgeList
+	var lists []cluster.List
 	if len(gen) > 0 {
 		base, err := cluster.ReadPodsFile(f.pods)
 		if err != nil {
@@ -240,7 +240,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 			return err
 		}
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		lists = append(lists, cluster.JudgeList{Name: strings.TrimPrefix(name, "openb_pod_list_"), Family: cluster.FamilyOf(name), Pods: pods})
+		lists = append(lists, cluster.List{Name: strings.TrimPrefix(name, "openb_pod_list_"), Family: cluster.FamilyOf(name), Pods: pods})
 	}
 	bar := progress.New(stderr, int64(len(lists)*(1+len(cands))*len(seeds)), "judge")
 	ctx := cmd.Context()
