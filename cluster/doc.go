@@ -44,31 +44,17 @@
 // looked at again above its leaf.
 // [NewPolicy] builds one by its command-line name; [PolicyNames] lists them.
 //
-// # The experiment protocol
+// # Packages around the model
 //
-// [Experiment] reproduces the FGD paper's protocol: the pod list is
-// shuffled with a seed and inflated (random copies appended) or trimmed
-// (random pods removed) to 130% of the cluster's GPU capacity; pods arrive
-// one at a time and never leave; a pod that fits nowhere fails. After every
-// pod the allocation and fragmentation are measured; [Curve] averages them
-// at each integer percent of arrived GPU demand. [Aggregate] combines seeds
-// into means and standard deviations. [Timed] replays pods by their
-// creation and deletion times instead.
-//
-// [Grid] is the comparison every driver runs (cluster simulate,
-// volcano-config, the experiment suite): policies × seeds, one
-// independent cell each (the policies of a seed share its prepared
-// workload, made once), aggregated per policy ([Grid.Summaries],
-// [Grid.TimedSummaries]); [NewComparison] and [NewTimedComparison] are
-// the documents cluster simulate prints with --json.
-//
-// # Stock schedulers
-//
-// [StockGrid], [RankStock] and [BestStock] search the packing settings of
-// Volcano's binpack plugin and Kubernetes' NodeResourcesFit on a
-// cluster's own lists; [NewVolcanoConfig] and [NewKubeSchedulerConfig]
-// are their configurations as typed documents, which [WriteYAML] prints
-// (gpufrag cluster volcano-config).
+// Subpackage protocol runs the FGD paper's experiment protocol and the
+// replay by pod times on this model, over grids of policies and seeds;
+// gen generates pod lists of the paper's workload families; judge is the
+// out-of-sample protocol that chose the recommended policy; stock
+// searches the packing settings of Volcano and Kubernetes and prints
+// their configurations. Each uses only this package's exported API: the
+// scheduler and the policies stay together here because the policies read
+// State's per-node arrays and implement the unexported interfaces the
+// scheduler's index shares score rows through, its hot path.
 //
 // Subpackage kube reads a live cluster's nodes and pods, as saved by
 // kubectl, into this model and reports its allocation, fragmentation and
@@ -79,7 +65,5 @@
 // The package is a deterministic core: no goroutines, no wall clock, no
 // global random source. Every random choice draws from a *rand.Rand the
 // caller passes in, built from rand.NewPCG(seed, stream). The same inputs
-// and seed give the same results bit for bit. A [Grid]'s cells may run in
-// parallel: the driver passes a [Runner] (internal/par's pool in the
-// commands) and the results are kept by cell, so they do not depend on it.
+// and seed give the same results bit for bit.
 package cluster

@@ -233,3 +233,23 @@ func TestNewPolicy(t *testing.T) {
 		t.Error("fgd without a target workload succeeded")
 	}
 }
+
+// TestFGDReserveOptions: the options parse, and bad ones are refused.
+func TestFGDReserveOptions(t *testing.T) {
+	target := NewTarget([]Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
+	p, err := NewPolicy("fgd-reserve:scarcity=7.5", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := p.(*FGDReserve); f.Scarcity != 7.5 || f.FitTies || f.Threshold != DefaultThreshold {
+		t.Errorf("options: %+v", f)
+	}
+	if p, err := NewPolicy("fgd-reserve:threshold=0,tie=fit", target); err != nil || !p.(*FGDReserve).FitTies || p.(*FGDReserve).Threshold != 0 {
+		t.Errorf("the first design's options: %v %+v", err, p)
+	}
+	for _, bad := range []string{"fgd-reserve:threshold=1", "fgd-reserve:scarcity=-1", "fgd-reserve:scarcity=x", "fgd-reserve:tie=random", "fgd-reserve:depth=2"} {
+		if _, err := NewPolicy(bad, target); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

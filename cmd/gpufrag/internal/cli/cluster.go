@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"runtime"
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/cluster/protocol"
+	"github.com/gpufrag/gpufrag/internal/human"
+
+	"github.com/spf13/cobra"
+
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
-	"github.com/spf13/cobra"
 )
 
 // clusterFlags are the flags of `gpufrag cluster simulate`.
@@ -66,7 +69,7 @@ of a shared GPU, a node whose CPUs are drained while its GPUs sit idle).
 }
 
 func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
-	f := clusterFlags{seeds: "42-51", ratio: cluster.DefaultRatio, coverage: cluster.DefaultCoverage, parallel: runtime.GOMAXPROCS(0)}
+	f := clusterFlags{seeds: "42-51", ratio: protocol.DefaultRatio, coverage: cluster.DefaultCoverage, parallel: runtime.GOMAXPROCS(0)}
 	cmd := &cobra.Command{
 		Use:   "simulate --nodes FILE --pods FILE",
 		Short: "Compare placement policies on a node list and a pod list (FGD protocol)",
@@ -196,7 +199,7 @@ func clusterPolicies(values []string) []string {
 
 // runClusterGrid runs every cell of g on parallel workers, with a
 // progress bar named label on stderr.
-func runClusterGrid(cmd *cobra.Command, g *cluster.Grid, parallel int, stderr io.Writer, label string) error {
+func runClusterGrid(cmd *cobra.Command, g *protocol.Grid, parallel int, stderr io.Writer, label string) error {
 	bar := progress.New(stderr, int64(g.Len()), label)
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -255,16 +258,16 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	}
 	// Every (policy, seed) is independent and deterministic: the grid runs
 	// them on f.parallel workers and the output does not depend on it.
-	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds, Timed: f.timed,
-		Options: cluster.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}})
+	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds, Timed: f.timed,
+		Options: protocol.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}})
 	if err := runClusterGrid(cmd, g, f.parallel, stderr, "cluster"); err != nil {
 		return err
 	}
 	if f.timed {
-		return writeClusterTimed(stdout, f, nodes, seeds, cluster.NewTimedComparison(nodes, g.TimedSummaries()))
+		return writeClusterTimed(stdout, f, nodes, seeds, protocol.NewTimedComparison(nodes, g.TimedSummaries()))
 	}
 	sums := g.Summaries()
-	out := cluster.NewComparison(nodes, sums)
+	out := protocol.NewComparison(nodes, sums)
 	if f.html != "" {
 		if err := writeClusterHTML(f.html, f, nodes, pods, seeds, sums); err != nil {
 			return err

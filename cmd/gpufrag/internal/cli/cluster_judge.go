@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/gen"
+	"github.com/gpufrag/gpufrag/cluster/judge"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
-	"github.com/spf13/cobra"
 )
 
 // genPodsFlags are the flags of `gpufrag cluster gen-pods`.
@@ -65,18 +68,18 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 	if f.pods == "" || f.family == "" || f.share < 0 {
 		return usageErrorf(cmd, "--pods, --family and --share are required")
 	}
-	families := []string{string(cluster.FamilyCPU), string(cluster.FamilyGPUShare), string(cluster.FamilyGPUSpec), string(cluster.FamilyMultiGPU)}
+	families := []string{string(gen.FamilyCPU), string(gen.FamilyGPUShare), string(gen.FamilyGPUSpec), string(gen.FamilyMultiGPU)}
 	if !slices.Contains(families, f.family) {
 		return usageErrorf(cmd, "--family %q: want %s%s", f.family, strings.Join(families, ", "), didYouMean(f.family, families))
 	}
-	if f.share > 1 || (f.family == string(cluster.FamilyCPU) && f.share >= 1) {
+	if f.share > 1 || (f.family == string(gen.FamilyCPU) && f.share >= 1) {
 		hi := "1"
-		if f.family == string(cluster.FamilyCPU) {
+		if f.family == string(gen.FamilyCPU) {
 			hi = "below 1 (a list of CPU-only pods has no GPU demand)"
 		}
 		return usageErrorf(cmd, "--share %v: want a share from 0 to %s", f.share, hi)
 	}
-	if f.family == string(cluster.FamilyGPUSpec) && f.specs == "" {
+	if f.family == string(gen.FamilyGPUSpec) && f.specs == "" {
 		return usageErrorf(cmd, "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)")
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"-o", f.out}}, []fileFlag{{"--pods", f.pods}, {"--specs", f.specs}}); err != nil {
@@ -89,13 +92,13 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	c := cluster.GenConfig{Family: cluster.Family(f.family), Share: f.share, Seed: f.seed}
+	c := gen.GenConfig{Family: gen.Family(f.family), Share: f.share, Seed: f.seed}
 	if f.specs != "" {
 		if c.Specs, err = cluster.ReadPodsFile(f.specs); err != nil {
 			return err
 		}
 	}
-	pods, err := cluster.GeneratePods(base, c)
+	pods, err := gen.GeneratePods(base, c)
 	if err != nil {
 		return err
 	}
@@ -133,9 +136,9 @@ candidate may be recommended: one that is no worse than the reference
 beyond noise on any workload family and better on the mean over families.
 
 Lists: --set tune generates the lists constants are tuned on (two shares of
-each family from --pods, restrictions from --specs; cluster.TuneLists,
+each family from --pods, restrictions from --specs; judge.TuneLists,
 seeds 1042-1051), --set judge the disjoint lists they are judged on (three
-other shares of each family; cluster.JudgeLists, seeds 42-51), --set none
+other shares of each family; judge.JudgeLists, seeds 42-51), --set none
 none; each --list FILE adds a list, its family read from the file name
 (openb_pod_list_cpu050.csv: cpu; default when none matches).
 
@@ -171,27 +174,27 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if f.nodes == "" {
 		return usageErrorf(cmd, "--nodes is required")
 	}
-	var gen []cluster.GenConfig
-	seeds := cluster.JudgeSeeds
+	var cfgs []gen.GenConfig
+	seeds := judge.JudgeSeeds
 	switch f.set {
 	case "tune":
-		gen, seeds = cluster.TuneLists, cluster.TuneSeeds
+		cfgs, seeds = judge.TuneLists, judge.TuneSeeds
 	case "judge":
-		gen = cluster.JudgeLists
+		cfgs = judge.JudgeLists
 	case "none":
 	default:
 		return usageErrorf(cmd, "--set %q: want tune, judge or none%s", f.set, didYouMean(f.set, []string{"tune", "judge", "none"}))
 	}
 	if f.genOffset > 0 {
-		gen = slices.Clone(gen)
-		for i := range gen {
-			gen[i].Seed += f.genOffset
+		cfgs = slices.Clone(cfgs)
+		for i := range cfgs {
+			cfgs[i].Seed += f.genOffset
 		}
 	}
-	if len(gen) > 0 && (f.pods == "" || f.specs == "") {
+	if len(cfgs) > 0 && (f.pods == "" || f.specs == "") {
 		return usageErrorf(cmd, "--set %s generates lists: it needs --pods (the base list) and --specs (the gpu_spec source)", f.set)
 	}
-	if len(gen) == 0 && len(f.lists) == 0 {
+	if len(cfgs) == 0 && len(f.lists) == 0 {
 		return usageErrorf(cmd, "no lists: give --set tune or judge, or --list FILE")
 	}
 	if f.seeds != "" {
@@ -220,8 +223,8 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	var lists []cluster.List
-	if len(gen) > 0 {
+	var lists []gen.List
+	if len(cfgs) > 0 {
 		base, err := cluster.ReadPodsFile(f.pods)
 		if err != nil {
 			return err
@@ -230,7 +233,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		if err != nil {
 			return err
 		}
-		if lists, err = cluster.GenerateLists(base, specs, gen); err != nil {
+		if lists, err = gen.GenerateLists(base, specs, cfgs); err != nil {
 			return err
 		}
 	}
@@ -240,14 +243,14 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 			return err
 		}
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		lists = append(lists, cluster.List{Name: strings.TrimPrefix(name, "openb_pod_list_"), Family: cluster.FamilyOf(name), Pods: pods})
+		lists = append(lists, gen.List{Name: strings.TrimPrefix(name, "openb_pod_list_"), Family: gen.FamilyOf(name), Pods: pods})
 	}
 	bar := progress.New(stderr, int64(len(lists)*(1+len(cands))*len(seeds)), "judge")
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	j, err := cluster.Judge(ctx, cluster.JudgeConfig{Nodes: nodes, Lists: lists, Ref: f.ref, Candidates: cands, Seeds: seeds},
+	j, err := judge.Judge(ctx, judge.JudgeConfig{Nodes: nodes, Lists: lists, Ref: f.ref, Candidates: cands, Seeds: seeds},
 		func(ctx context.Context, n int, job func(context.Context, int) error) error {
 			return par.Do(ctx, n, par.Options{Workers: f.parallel, OnDone: bar.Increment}, job)
 		})
@@ -267,8 +270,8 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 // writeJudgement prints j: per list and per family, each candidate's
 // difference from the reference in percentage points of unallocated GPUs
 // with its 95% interval, then the rule's verdict.
-func writeJudgement(w io.Writer, j *cluster.Judgement) {
-	pp := func(d cluster.Paired) string {
+func writeJudgement(w io.Writer, j *judge.Judgement) {
+	pp := func(d judge.Paired) string {
 		return fmt.Sprintf("%+.2f ±%.2f %-6s", 100*d.Mean, 100*(d.High-d.Mean), d.Verdict())
 	}
 	fmt.Fprintf(w, "Unallocated GPU share at 100%% arrived demand, %d seeds (%d-%d), paired against %s:\n",

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/cluster/protocol"
+	"github.com/gpufrag/gpufrag/internal/human"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/report"
@@ -17,7 +19,7 @@ func clusterPct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 
 // writeClusterReport prints the comparison for people.
 func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64,
-	sums []cluster.Summary, out cluster.Comparison) {
+	sums []protocol.Summary, out protocol.Comparison) {
 	fmt.Fprintf(sb, "%s\n\n", human.Wrap(fmt.Sprintf(
 		"Placed %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), pods inflated or trimmed to %.0f%% of GPU capacity, no departures.",
 		human.Thousands(len(pods))+" pods of "+f.pods, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
@@ -57,17 +59,17 @@ func writeClusterReport(sb *strings.Builder, f clusterFlags, nodes []cluster.Nod
 
 // clusterCharts returns the curves: allocation, FGD fragmentation (total
 // and rate), whole-free nodes, each against arrived demand.
-func clusterCharts(sums []cluster.Summary) []report.LineChart {
+func clusterCharts(sums []protocol.Summary) []report.LineChart {
 	type metric struct {
 		file, title, ylabel string
 		unit                report.Unit
-		get                 func(cluster.StatPoint) float64
+		get                 func(protocol.StatPoint) float64
 	}
 	metrics := []metric{
-		{"alloc", "GPU allocation ratio", "allocated / capacity", report.UnitShare, func(p cluster.StatPoint) float64 { return p.AllocRatio.Mean }},
-		{"frag-total", "FGD fragmentation / total GPU capacity", "fragment / capacity", report.UnitShare, func(p cluster.StatPoint) float64 { return p.FragTotal.Mean }},
-		{"frag-rate", "FGD fragmentation rate (of idle GPU capacity)", "fragment / idle", report.UnitShare, func(p cluster.StatPoint) float64 { return p.FragRate.Mean }},
-		{"whole-free", "Nodes with every GPU free", "nodes", report.UnitNone, func(p cluster.StatPoint) float64 { return p.WholeFreeNodes.Mean }},
+		{"alloc", "GPU allocation ratio", "allocated / capacity", report.UnitShare, func(p protocol.StatPoint) float64 { return p.AllocRatio.Mean }},
+		{"frag-total", "FGD fragmentation / total GPU capacity", "fragment / capacity", report.UnitShare, func(p protocol.StatPoint) float64 { return p.FragTotal.Mean }},
+		{"frag-rate", "FGD fragmentation rate (of idle GPU capacity)", "fragment / idle", report.UnitShare, func(p protocol.StatPoint) float64 { return p.FragRate.Mean }},
+		{"whole-free", "Nodes with every GPU free", "nodes", report.UnitNone, func(p protocol.StatPoint) float64 { return p.WholeFreeNodes.Mean }},
 	}
 	var charts []report.LineChart
 	for _, m := range metrics {
@@ -91,7 +93,7 @@ func clusterCharts(sums []cluster.Summary) []report.LineChart {
 
 var clusterChartFiles = []string{"alloc", "frag-total", "frag-rate", "whole-free"}
 
-func writeClusterPNGs(dir string, sums []cluster.Summary) error {
+func writeClusterPNGs(dir string, sums []protocol.Summary) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -103,8 +105,8 @@ func writeClusterPNGs(dir string, sums []cluster.Summary) error {
 	return nil
 }
 
-func writeClusterHTML(path string, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64, sums []cluster.Summary) error {
-	out := cluster.NewComparison(nodes, sums)
+func writeClusterHTML(path string, f clusterFlags, nodes []cluster.Node, pods []cluster.Pod, seeds []uint64, sums []protocol.Summary) error {
+	out := protocol.NewComparison(nodes, sums)
 	var sb strings.Builder
 	writeClusterReport(&sb, f, nodes, pods, seeds, sums, out)
 	tab := report.Table{Caption: "At 100% arrived GPU demand (mean over seeds)",
@@ -146,7 +148,7 @@ func writeClusterFile(path string, fn func(io.Writer) error) error {
 }
 
 // writeClusterTimed prints the comparison of a --timed grid.
-func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, seeds []uint64, out cluster.TimedComparison) error {
+func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, seeds []uint64, out protocol.TimedComparison) error {
 	if f.json {
 		return writeJSON(w, out, true)
 	}
@@ -165,7 +167,7 @@ func writeClusterTimed(w io.Writer, f clusterFlags, nodes []cluster.Node, seeds 
 }
 
 // firstFailure formats when the first pod failed, "none" when none did.
-func firstFailure(s cluster.Summary) string {
+func firstFailure(s protocol.Summary) string {
 	if s.FirstFailures == 0 {
 		return "none"
 	}

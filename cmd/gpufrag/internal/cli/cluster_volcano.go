@@ -5,9 +5,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/spf13/cobra"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
+	"github.com/gpufrag/gpufrag/cluster/stock"
+	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
 // volcanoFlags are the flags of `gpufrag cluster volcano-config`.
@@ -64,10 +67,10 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 	}
 	specs := clusterPolicies(f.policies)
 	if len(f.policies) == 0 {
-		specs = cluster.StockGrid()
+		specs = stock.StockGrid()
 	}
 	for _, s := range specs {
-		if !cluster.IsStock(s) {
+		if !stock.IsStock(s) {
 			return usageErrorf(cmd, "--policy %s: only volcano-binpack, mostallocated and rtcr have a stock configuration", s)
 		}
 		if _, err := cluster.NewPolicy(s, nil); err != nil {
@@ -85,11 +88,11 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds})
+	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds})
 	if err := runClusterGrid(cmd, g, f.parallel, stderr, "volcano-config"); err != nil {
 		return err
 	}
-	ranked, err := cluster.RankStock(g.Summaries())
+	ranked, err := stock.RankStock(g.Summaries())
 	if err != nil {
 		return err
 	}
@@ -101,20 +104,20 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 	for _, c := range ranked {
 		fmt.Fprintf(&sb, "#   %-44s %6.2f%% ±%.2f  (%.0f GPUs)\n", c.Spec, 100*c.Unallocated.Mean, 100*c.Unallocated.Std, c.UnallocatedGPUs)
 	}
-	bestV, bestK := cluster.BestStock(ranked)
+	bestV, bestK := stock.BestStock(ranked)
 	if bestV != nil {
 		fmt.Fprintf(&sb, "\n# --- volcano-scheduler.conf (%s: %.2f%% unallocated) ---\n", bestV.Spec, 100*bestV.Unallocated.Mean)
-		if err := cluster.WriteYAML(&sb, cluster.NewVolcanoConfig(bestV.Policy.(*cluster.VolcanoBinpack))); err != nil {
+		if err := stock.WriteYAML(&sb, stock.NewVolcanoConfig(bestV.Policy.(*cluster.VolcanoBinpack))); err != nil {
 			return err
 		}
 	}
 	if bestK != nil {
-		conf, err := cluster.NewKubeSchedulerConfig(bestK.Policy.(*cluster.KubeFit))
+		conf, err := stock.NewKubeSchedulerConfig(bestK.Policy.(*cluster.KubeFit))
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(&sb, "\n# --- KubeSchedulerConfiguration (%s: %.2f%% unallocated) ---\n", bestK.Spec, 100*bestK.Unallocated.Mean)
-		if err := cluster.WriteYAML(&sb, conf); err != nil {
+		if err := stock.WriteYAML(&sb, conf); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,11 @@
-package cluster_test
+package protocol_test
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
 )
 
 // The FGD protocol on a toy cluster: two 4-GPU nodes, pods of half a GPU,
@@ -20,16 +21,16 @@ one,4000,8192,1,1000
 two,8000,16384,2,1000
 `), "pods.csv")
 	for _, policy := range []string{"random", "fgd"} {
-		var runs []*cluster.Run
+		var runs []*protocol.Run
 		for seed := uint64(1); seed <= 3; seed++ {
-			r, err := cluster.Experiment(nodes, pods, policy, seed, cluster.Options{})
+			r, err := protocol.Experiment(nodes, pods, policy, seed, protocol.Options{})
 			if err != nil {
 				fmt.Println(err)
 				return
 			}
 			runs = append(runs, r)
 		}
-		s := cluster.Aggregate(runs)
+		s := protocol.Aggregate(runs)
 		// Each pod is 6% or more of this cluster: take the last percent
 		// with samples from every seed.
 		last := 0

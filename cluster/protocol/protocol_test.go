@@ -1,4 +1,4 @@
-package cluster
+package protocol
 
 import (
 	"fmt"
@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 )
 
 // TestProtocol runs the datadriven scenarios in testdata/protocol. Each
@@ -31,14 +34,14 @@ import (
 func TestProtocol(t *testing.T) {
 	datadriven.Walk(t, "testdata/protocol", func(t *testing.T, path string) {
 		var (
-			nodes []Node
-			pods  []Pod
+			nodes []cluster.Node
+			pods  []cluster.Pod
 		)
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "cluster":
 				nodes = parseNodes(t, d.Input)
-				return fmt.Sprintf("%d nodes, %d GPUs\n", len(nodes), GPUCapacity(nodes))
+				return fmt.Sprintf("%d nodes, %d GPUs\n", len(nodes), cluster.GPUCapacity(nodes))
 			case "pods":
 				pods = parsePods(t, d.Input)
 				var demand int64
@@ -52,13 +55,13 @@ func TestProtocol(t *testing.T) {
 					d.ScanArgs(t, "coverage", &cov)
 				}
 				var sb strings.Builder
-				for _, m := range NewTarget(pods, cov).Types {
+				for _, m := range cluster.NewTarget(pods, cov).Types {
 					fmt.Fprintf(&sb, "cpu=%d gpu=%dx%d spec=%q share=%.4f\n", m.MilliCPU, m.NumGPU, m.MilliGPU, m.GPUSpec, m.Share)
 				}
 				return sb.String()
 			case "workload":
 				seed, opts := scanRun(t, d)
-				w := Workload(pods, int64(GPUCapacity(nodes))*MilliGPU, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
+				w := Workload(pods, int64(cluster.GPUCapacity(nodes))*cluster.MilliGPU, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
 				var sb strings.Builder
 				var demand int64
 				for i := range w {
@@ -66,7 +69,7 @@ func TestProtocol(t *testing.T) {
 					fmt.Fprintf(&sb, "%s %s\n", w[i].Name, podShape(&w[i]))
 				}
 				fmt.Fprintf(&sb, "%d pods asking for %s GPUs (%.1f%% of capacity)\n", len(w), gpus(demand),
-					100*float64(demand)/float64(GPUCapacity(nodes)*MilliGPU))
+					100*float64(demand)/float64(cluster.GPUCapacity(nodes)*cluster.MilliGPU))
 				return sb.String()
 			case "run":
 				return runScenario(t, d, nodes, pods)
@@ -114,23 +117,23 @@ func scanRun(t *testing.T, d *datadriven.TestData) (uint64, Options) {
 }
 
 // runScenario replays Experiment's steps and prints each placement.
-func runScenario(t *testing.T, d *datadriven.TestData, nodes []Node, pods []Pod) string {
+func runScenario(t *testing.T, d *datadriven.TestData, nodes []cluster.Node, pods []cluster.Pod) string {
 	var spec string
 	d.ScanArgs(t, "policy", &spec)
 	seed, opts := scanRun(t, d)
-	target := NewTarget(pods, DefaultCoverage)
-	policy, err := NewPolicy(spec, target)
+	target := cluster.NewTarget(pods, cluster.DefaultCoverage)
+	policy, err := cluster.NewPolicy(spec, target)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}
-	w := Workload(pods, int64(GPUCapacity(nodes))*MilliGPU, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
-	s := NewState(nodes)
-	sc := NewScheduler(s, policy, rand.New(rand.NewPCG(seed, streamScheduler)))
+	w := Workload(pods, int64(cluster.GPUCapacity(nodes))*cluster.MilliGPU, opts.Ratio, opts.Gang, rand.New(rand.NewPCG(seed, streamWorkload)))
+	s := cluster.NewState(nodes)
+	sc := cluster.NewScheduler(s, policy, rand.New(rand.NewPCG(seed, streamScheduler)))
 	sc.RandomTies = opts.RandomTies
 	sc.SetOrder(rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes)))
 	var sb strings.Builder
-	for _, u := range Units(w, opts.Gang) {
-		ptrs := make([]*Pod, len(u))
+	for _, u := range cluster.Units(w, opts.Gang) {
+		ptrs := make([]*cluster.Pod, len(u))
 		for j := range u {
 			ptrs[j] = &u[j]
 		}
@@ -147,15 +150,17 @@ func runScenario(t *testing.T, d *datadriven.TestData, nodes []Node, pods []Pod)
 		}
 	}
 	for i, n := range nodes {
-		fmt.Fprintf(&sb, "%s: cpu %d/%d free, GPUs free %v, frag %.1f\n", n.Name, s.FreeCPU(i), n.MilliCPU, s.FreeGPUs(i), target.nodeFrag(s, i))
+		fmt.Fprintf(&sb, "%s: cpu %d/%d free, GPUs free %v, frag %.1f\n", n.Name, s.FreeCPU(i), n.MilliCPU, s.FreeGPUs(i), target.NodeFrag(n.Model, s.FreeCPU(i), s.FreeGPUs(i)))
 	}
-	fmt.Fprintf(&sb, "allocated %s of %d GPUs, cluster frag %.1f milli\n", gpus(s.UsedGPUMilli()), GPUCapacity(nodes), target.Frag(s))
+	fmt.Fprintf(&sb, "allocated %s of %d GPUs, cluster frag %.1f milli\n", gpus(s.UsedGPUMilli()), cluster.GPUCapacity(nodes), target.Frag(s))
 	return sb.String()
 }
 
-func gpus(milli int64) string { return strconv.FormatFloat(float64(milli)/MilliGPU, 'f', -1, 64) }
+func gpus(milli int64) string {
+	return strconv.FormatFloat(float64(milli)/cluster.MilliGPU, 'f', -1, 64)
+}
 
-func podShape(p *Pod) string {
+func podShape(p *cluster.Pod) string {
 	s := fmt.Sprintf("cpu=%d", p.MilliCPU)
 	if p.NumGPU > 0 {
 		s += fmt.Sprintf(" gpu=%dx%d", p.NumGPU, p.MilliGPU)
@@ -190,11 +195,11 @@ func atoi(t *testing.T, s string) int64 {
 	return v
 }
 
-func parseNodes(t *testing.T, in string) []Node {
-	var out []Node
+func parseNodes(t *testing.T, in string) []cluster.Node {
+	var out []cluster.Node
 	for _, line := range strings.Split(strings.TrimSpace(in), "\n") {
 		name, kv := fields(t, line)
-		n := Node{Name: name, MilliCPU: atoi(t, kv["cpu"]), MemoryMiB: 1 << 20, GPUs: int(atoi(t, kv["gpus"])), Model: kv["model"]}
+		n := cluster.Node{Name: name, MilliCPU: atoi(t, kv["cpu"]), MemoryMiB: 1 << 20, GPUs: int(atoi(t, kv["gpus"])), Model: kv["model"]}
 		if m, ok := kv["mem"]; ok {
 			n.MemoryMiB = atoi(t, m)
 		}
@@ -203,11 +208,11 @@ func parseNodes(t *testing.T, in string) []Node {
 	return out
 }
 
-func parsePods(t *testing.T, in string) []Pod {
-	var out []Pod
+func parsePods(t *testing.T, in string) []cluster.Pod {
+	var out []cluster.Pod
 	for _, line := range strings.Split(strings.TrimSpace(in), "\n") {
 		name, kv := fields(t, line)
-		p := Pod{Name: name, MilliCPU: atoi(t, kv["cpu"]), MemoryMiB: 1024, Job: kv["job"]}
+		p := cluster.Pod{Name: name, MilliCPU: atoi(t, kv["cpu"]), MemoryMiB: 1024, Job: kv["job"]}
 		if m, ok := kv["mem"]; ok {
 			p.MemoryMiB = atoi(t, m)
 		}
@@ -227,27 +232,27 @@ func parsePods(t *testing.T, in string) []Pod {
 }
 
 func TestWorkload(t *testing.T) {
-	var pods []Pod
+	var pods []cluster.Pod
 	for i := range 10 {
-		pods = append(pods, Pod{Name: fmt.Sprintf("p%d", i), MilliCPU: 1000, NumGPU: 1, MilliGPU: 1000})
+		pods = append(pods, cluster.Pod{Name: fmt.Sprintf("p%d", i), MilliCPU: 1000, NumGPU: 1, MilliGPU: 1000})
 	}
 	// 10 GPUs asked on a 20-GPU cluster: inflate to 26 (130%), the next copy
 	// would make 27 > 26.
-	up := Workload(pods, 20*MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
+	up := Workload(pods, 20*cluster.MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
 	if len(up) != 26 || !strings.Contains(up[25].Name, "-tuned-") {
 		t.Errorf("inflated to %d pods, last %q; want 26 ending in a tuned copy", len(up), up[len(up)-1].Name)
 	}
 	// 10 GPUs on a 5-GPU cluster: trim to 6 (6.5 allowed).
-	down := Workload(pods, 5*MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
+	down := Workload(pods, 5*cluster.MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
 	if len(down) != 6 {
 		t.Errorf("trimmed to %d pods, want 6", len(down))
 	}
 	// The same seed gives the same sequence; another seed another order.
-	again := Workload(pods, 20*MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
+	again := Workload(pods, 20*cluster.MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
 	if !reflect.DeepEqual(up, again) {
 		t.Error("same seed, different workloads")
 	}
-	other := Workload(pods, 20*MilliGPU, 1.3, false, rand.New(rand.NewPCG(2, 1)))
+	other := Workload(pods, 20*cluster.MilliGPU, 1.3, false, rand.New(rand.NewPCG(2, 1)))
 	if reflect.DeepEqual(up, other) {
 		t.Error("different seeds, same workload")
 	}
@@ -264,12 +269,12 @@ func TestWorkload(t *testing.T) {
 func TestCurve(t *testing.T) {
 	// Capacity 10 GPUs. Samples at 1.04, 1.06 and 3 GPUs arrived: percents
 	// 10.4 -> 10, 10.6 -> 11, 30.
-	ss := []Sample{
+	ss := []cluster.Sample{
 		{ArrivedMilli: 1040, AllocatedMilli: 1000, IdleMilli: 9000, FragMilli: 900},
 		{ArrivedMilli: 1060, AllocatedMilli: 1060, IdleMilli: 8940, FragMilli: 0},
 		{ArrivedMilli: 3000, AllocatedMilli: 2000, IdleMilli: 8000, FragMilli: 800, WholeFreeNodes: 3},
 	}
-	c := Curve(ss, 10*MilliGPU, 40)
+	c := Curve(ss, 10*cluster.MilliGPU, 40)
 	if p := c[10]; p.Samples != 1 || p.AllocRatio != 0.1 || p.FragTotal != 0.09 || p.FragRate != 0.1 || p.UnallocatedGPUs != 9 {
 		t.Errorf("at 10%%: %+v", p)
 	}
@@ -286,9 +291,9 @@ func TestCurve(t *testing.T) {
 }
 
 func TestExperimentDeterministic(t *testing.T) {
-	nodes := readNodesFile(t, "testdata/openb_nodes_head40.csv")
-	pods := readPodsFile(t, "testdata/openb_pods_gpuspec33_head60.csv")
-	for _, spec := range append(PolicyNames(), "recommended", "mostallocated:gpu=1", "volcano-binpack:gpu=2") {
+	nodes := clustertest.Nodes(t, clustertest.Testdata(t, "openb_nodes_head40.csv"))
+	pods := clustertest.Pods(t, clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv"))
+	for _, spec := range append(cluster.PolicyNames(), "recommended", "mostallocated:gpu=1", "volcano-binpack:gpu=2") {
 		a, err := Experiment(nodes, pods, spec, 42, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -308,8 +313,8 @@ func TestExperimentDeterministic(t *testing.T) {
 }
 
 func TestFirstFailure(t *testing.T) {
-	nodes := []Node{nodeT4}
-	pods := []Pod{
+	nodes := []cluster.Node{nodeT4}
+	pods := []cluster.Pod{
 		{Name: "a", MilliCPU: 1000, NumGPU: 1, MilliGPU: 1000},
 		{Name: "b", MilliCPU: 1000, NumGPU: 1, MilliGPU: 1000},
 	}

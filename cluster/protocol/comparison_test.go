@@ -1,8 +1,10 @@
-package cluster
+package protocol
 
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // curveSummary is a summary whose curve has samples only at the given
@@ -51,7 +53,7 @@ func TestSummaryNearest(t *testing.T) {
 // the unallocated share 1 - the allocation ratio with its deviation, the
 // FGD fragmentation at 60/80/90% read at the nearest percent with samples.
 func TestComparisonJSON(t *testing.T) {
-	nodes := []Node{{"a", 32000, 65536, 4, "T4"}, {"b", 32000, 65536, 0, ""}, {"c", 64000, 65536, 8, "V100"}}
+	nodes := []cluster.Node{{Name: "a", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 4, Model: "T4"}, {Name: "b", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 0}, {Name: "c", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "V100"}}
 	sums := []Summary{curveSummary("fgd", 131, 60, 80, 90, 100), curveSummary("recommended", 131, 59, 81, 100)}
 	b, err := json.MarshalIndent(NewComparison(nodes, sums), "", " ")
 	if err != nil {
@@ -117,7 +119,7 @@ func TestComparisonJSON(t *testing.T) {
 }
 
 func TestTimedComparisonJSON(t *testing.T) {
-	nodes := []Node{{"a", 32000, 65536, 4, "T4"}}
+	nodes := []cluster.Node{{Name: "a", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 4, Model: "T4"}}
 	c := NewTimedComparison(nodes, []TimedSummary{{Policy: "fgd", Seeds: 3, MeanAllocRatio: MeanStd{0.5, 0.25}, PeakAllocRatio: MeanStd{Mean: 1},
 		MeanFragTotal: MeanStd{Mean: 0.125}, FailedPods: MeanStd{2, 1}}})
 	b, err := json.Marshal(c)

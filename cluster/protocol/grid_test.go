@@ -1,4 +1,4 @@
-package cluster
+package protocol
 
 import (
 	"context"
@@ -7,13 +7,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 )
 
 // gridInputs are the small openb lists of testdata (40 nodes, 60 pods
 // with times).
-func gridInputs(t *testing.T) ([]Node, []Pod) {
+func gridInputs(t *testing.T) ([]cluster.Node, []cluster.Pod) {
 	t.Helper()
-	return readNodesFile(t, "testdata/openb_nodes_head40.csv"), readPodsFile(t, "testdata/openb_pods_gpuspec33_head60.csv")
+	return clustertest.Nodes(t, clustertest.Testdata(t, "openb_nodes_head40.csv")), clustertest.Pods(t, clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv"))
 }
 
 // concurrent is a Runner that starts every job on its own goroutine at
@@ -122,14 +125,14 @@ func TestGridFirstError(t *testing.T) {
 	cfg := GridConfig{Nodes: nodes, Pods: pods, Policies: []string{"bestfit", "spread:cpu=x", "rtcr:bogus=1"}, Seeds: []uint64{1, 2, 3}}
 	for name, run := range map[string]Runner{"nil": nil, "reverse": reverse, "concurrent": concurrent} {
 		err := NewGrid(cfg).Run(context.Background(), run)
-		if !errors.Is(err, ErrUnknownPolicy) || !strings.Contains(err.Error(), `"spread:cpu=x"`) ||
+		if !errors.Is(err, cluster.ErrUnknownPolicy) || !strings.Contains(err.Error(), `"spread:cpu=x"`) ||
 			strings.Contains(err.Error(), "rtcr") || strings.Count(err.Error(), "spread") != 1 {
 			t.Errorf("%s runner: %v", name, err)
 		}
 	}
 	// Inputs without times fail every cell of a timed grid alike.
-	cfg = GridConfig{Nodes: nodes, Pods: []Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, Policies: []string{"fgd"}, Seeds: []uint64{1, 2}, Timed: true}
-	if err := NewGrid(cfg).Run(context.Background(), concurrent); !errors.Is(err, ErrBadInput) || strings.Count(err.Error(), "has no creation time") != 1 {
+	cfg = GridConfig{Nodes: nodes, Pods: []cluster.Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, Policies: []string{"fgd"}, Seeds: []uint64{1, 2}, Timed: true}
+	if err := NewGrid(cfg).Run(context.Background(), concurrent); !errors.Is(err, cluster.ErrBadInput) || strings.Count(err.Error(), "has no creation time") != 1 {
 		t.Errorf("timed without times: %v", err)
 	}
 }
@@ -158,8 +161,8 @@ func TestAggregateTimed(t *testing.T) {
 		{Policy: "fgd", MeanAllocRatio: 0.7, PeakAllocRatio: 0.75, MeanFragTotal: 0.3, Failed: 4},
 	}
 	s := AggregateTimed(runs)
-	if s.Policy != "fgd" || s.Seeds != 2 || !near(s.MeanAllocRatio.Mean, 0.6) || !near(s.MeanAllocRatio.Std, 0.141421356) ||
-		s.PeakAllocRatio != (MeanStd{Mean: 0.75}) || !near(s.MeanFragTotal.Mean, 0.2) || s.FailedPods.Mean != 3 || !near(s.FailedPods.Std, 1.414213562) {
+	if s.Policy != "fgd" || s.Seeds != 2 || !clustertest.Near(s.MeanAllocRatio.Mean, 0.6) || !clustertest.Near(s.MeanAllocRatio.Std, 0.141421356) ||
+		s.PeakAllocRatio != (MeanStd{Mean: 0.75}) || !clustertest.Near(s.MeanFragTotal.Mean, 0.2) || s.FailedPods.Mean != 3 || !clustertest.Near(s.FailedPods.Std, 1.414213562) {
 		t.Errorf("AggregateTimed = %+v", s)
 	}
 	if (AggregateTimed(nil) != TimedSummary{}) {

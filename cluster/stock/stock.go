@@ -1,14 +1,13 @@
-package cluster
+package stock
 
 import (
 	"fmt"
 	"slices"
 	"strings"
-)
 
-// Stock scheduler settings: the packing that Volcano's binpack plugin and
-// Kubernetes' NodeResourcesFit offer without a custom scheduler, searched
-// and ranked on a cluster's own lists (`gpufrag cluster volcano-config`).
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
+)
 
 // StockPolicies are the policies that have a stock scheduler
 // configuration: Volcano binpack, and NodeResourcesFit's packing
@@ -45,11 +44,11 @@ func StockGrid() []string {
 
 // StockResult is one stock setting and how it packed.
 type StockResult struct {
-	Spec   string // as given (Summary.Policy)
-	Policy Policy // *VolcanoBinpack or *KubeFit
+	Spec   string         // as given (Summary.Policy)
+	Policy cluster.Policy // *VolcanoBinpack or *KubeFit
 	// Unallocated is the share of GPU capacity left unallocated at 100%
 	// arrived demand (Summary.Nearest), mean and deviation over seeds.
-	Unallocated MeanStd
+	Unallocated protocol.MeanStd
 	// UnallocatedGPUs is the mean number of GPUs left unallocated there.
 	UnallocatedGPUs float64
 }
@@ -58,14 +57,14 @@ type StockResult struct {
 // named by its spec) by their mean unallocated share at 100% arrived
 // demand, fewest first; equal shares keep their order. A summary that does
 // not name a stock setting is an error.
-func RankStock(sums []Summary) ([]StockResult, error) {
+func RankStock(sums []protocol.Summary) ([]StockResult, error) {
 	out := make([]StockResult, 0, len(sums))
 	for i := range sums {
 		s := &sums[i]
 		if !IsStock(s.Policy) {
-			return nil, fmt.Errorf("%w %q: only %s have a stock configuration", ErrUnknownPolicy, s.Policy, strings.Join(StockPolicies, ", "))
+			return nil, fmt.Errorf("%w %q: only %s have a stock configuration", cluster.ErrUnknownPolicy, s.Policy, strings.Join(StockPolicies, ", "))
 		}
-		pol, err := NewPolicy(s.Policy, nil)
+		pol, err := cluster.NewPolicy(s.Policy, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -90,11 +89,11 @@ func RankStock(sums []Summary) ([]StockResult, error) {
 func BestStock(ranked []StockResult) (volcano, kube *StockResult) {
 	for i := range ranked {
 		switch ranked[i].Policy.(type) {
-		case *VolcanoBinpack:
+		case *cluster.VolcanoBinpack:
 			if volcano == nil {
 				volcano = &ranked[i]
 			}
-		case *KubeFit:
+		case *cluster.KubeFit:
 			if kube == nil {
 				kube = &ranked[i]
 			}

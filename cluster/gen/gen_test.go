@@ -1,4 +1,4 @@
-package cluster
+package gen
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
@@ -15,9 +17,9 @@ import (
 // the shared data is there, else the 60-pod head of gpuspec33 in testdata
 // (its restrictions are dropped by GeneratePods and serve as the spec
 // pool).
-func genBase(t *testing.T) (base, specs []Pod) {
+func genBase(t *testing.T) (base, specs []cluster.Pod) {
 	t.Helper()
-	head, err := ReadPodsFile("testdata/openb_pods_gpuspec33_head60.csv")
+	head, err := cluster.ReadPodsFile(clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,27 +27,27 @@ func genBase(t *testing.T) (base, specs []Pod) {
 	if testing.Short() {
 		return head, head
 	}
-	base, err = ReadPodsFile(dir + "openb_pod_list_default.csv")
+	base, err = cluster.ReadPodsFile(dir + "openb_pod_list_default.csv")
 	if errors.Is(err, os.ErrNotExist) {
 		return head, head
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if specs, err = ReadPodsFile(dir + "openb_pod_list_gpuspec33.csv"); err != nil {
+	if specs, err = cluster.ReadPodsFile(dir + "openb_pod_list_gpuspec33.csv"); err != nil {
 		t.Fatal(err)
 	}
 	return base, specs
 }
 
-func genCSV(t *testing.T, base []Pod, c GenConfig) []byte {
+func genCSV(t *testing.T, base []cluster.Pod, c GenConfig) []byte {
 	t.Helper()
 	pods, err := GeneratePods(base, c)
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name(), err)
 	}
 	var b bytes.Buffer
-	if err := WritePodsCSV(&b, pods); err != nil {
+	if err := cluster.WritePodsCSV(&b, pods); err != nil {
 		t.Fatalf("%s: %v", c.Name(), err)
 	}
 	return b.Bytes()
@@ -74,7 +76,7 @@ func TestGeneratePodsProperties(t *testing.T) {
 		for _, share := range []float64{0, 0.1, 0.33, 0.6, 0.95} {
 			c := GenConfig{Family: f, Share: share, Seed: 7, Specs: specs}
 			out := genCSV(t, base, c)
-			pods, err := ReadPodsCSV(bytes.NewReader(out), c.Name())
+			pods, err := cluster.ReadPodsCSV(bytes.NewReader(out), c.Name())
 			if err != nil {
 				t.Fatalf("%s: written list does not read back: %v", c.Name(), err)
 			}
@@ -129,12 +131,12 @@ func TestGeneratePodsProperties(t *testing.T) {
 // than base has holds no copy; to more, every base pod of it is drawn
 // about equally often (at most one draw apart, the cycle).
 func TestGeneratePodsDrawsWithoutRepeats(t *testing.T) {
-	var base []Pod
+	var base []cluster.Pod
 	for i := range 10 {
-		base = append(base, Pod{Name: "g" + string(rune('a'+i)), MilliCPU: 1000, NumGPU: 1, MilliGPU: MilliGPU})
+		base = append(base, cluster.Pod{Name: "g" + string(rune('a'+i)), MilliCPU: 1000, NumGPU: 1, MilliGPU: cluster.MilliGPU})
 	}
 	for i := range 4 {
-		base = append(base, Pod{Name: "c" + string(rune('a'+i)), MilliCPU: 500})
+		base = append(base, cluster.Pod{Name: "c" + string(rune('a'+i)), MilliCPU: 500})
 	}
 	small, err := GeneratePods(base, GenConfig{Family: FamilyCPU, Share: 0.2, Seed: 1}) // 2.5 -> 3 of 4
 	if err != nil {
@@ -160,7 +162,7 @@ func TestGeneratePodsDrawsWithoutRepeats(t *testing.T) {
 	}
 }
 
-func podNames(pods []Pod) string {
+func podNames(pods []cluster.Pod) string {
 	var s []string
 	for _, p := range pods {
 		s = append(s, p.Name)
@@ -171,7 +173,7 @@ func podNames(pods []Pod) string {
 // TestGeneratePodsErrors: out-of-range shares, an unknown family and a
 // base lacking the class a share needs are refused with ErrGenerate.
 func TestGeneratePodsErrors(t *testing.T) {
-	gpuOnly := []Pod{{Name: "a", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}
+	gpuOnly := []cluster.Pod{{Name: "a", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}
 	for _, c := range []GenConfig{
 		{Family: FamilyCPU, Share: 1},
 		{Family: FamilyGPUShare, Share: -0.1},
@@ -189,13 +191,13 @@ func TestGeneratePodsErrors(t *testing.T) {
 
 // TestWritePodsCSVRefuses: pods the openb form cannot carry are errors.
 func TestWritePodsCSVRefuses(t *testing.T) {
-	for _, p := range []Pod{
+	for _, p := range []cluster.Pod{
 		{Name: "a,b", MilliCPU: 1},
 		{Name: ` a`, MilliCPU: 1},
 		{Name: `q"`, MilliCPU: 1},
 		{Name: "x", NumGPU: 2, MilliGPU: 500},
 	} {
-		if err := WritePodsCSV(&bytes.Buffer{}, []Pod{p}); !errors.Is(err, ErrBadInput) {
+		if err := cluster.WritePodsCSV(&bytes.Buffer{}, []cluster.Pod{p}); !errors.Is(err, cluster.ErrBadInput) {
 			t.Errorf("%+v: error %v, want ErrBadInput", p, err)
 		}
 	}
@@ -208,18 +210,18 @@ func FuzzWritePodsCSV(f *testing.F) {
 	f.Add("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\na,1,2,1,500,T4|G2\nb,0,0,0,0,\n")
 	f.Add("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\"q,x\",1,1,0,0\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		pods, err := ReadPodsCSV(strings.NewReader(in), "in")
+		pods, err := cluster.ReadPodsCSV(strings.NewReader(in), "in")
 		if err != nil {
 			return
 		}
 		var b bytes.Buffer
-		if err := WritePodsCSV(&b, pods); err != nil {
-			if !errors.Is(err, ErrBadInput) {
+		if err := cluster.WritePodsCSV(&b, pods); err != nil {
+			if !errors.Is(err, cluster.ErrBadInput) {
 				t.Fatalf("write: %v", err)
 			}
 			return
 		}
-		back, err := ReadPodsCSV(bytes.NewReader(b.Bytes()), "out")
+		back, err := cluster.ReadPodsCSV(bytes.NewReader(b.Bytes()), "out")
 		if err != nil {
 			t.Fatalf("written list does not read back: %v\n%s", err, b.String())
 		}

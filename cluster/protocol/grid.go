@@ -1,18 +1,20 @@
-package cluster
+package protocol
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // GridConfig is a comparison of placement policies over seeds on one
 // cluster: every policy run with every seed, by the FGD protocol
 // (Experiment) or, with Timed, by pod times (Timed).
 type GridConfig struct {
-	Nodes []Node
-	Pods  []Pod
+	Nodes []cluster.Node
+	Pods  []cluster.Pod
 	// Policies are policy specs (NewPolicy); results carry them as given
 	// ("recommended", "volcano-binpack:gpu=8").
 	Policies []string

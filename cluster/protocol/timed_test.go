@@ -1,13 +1,19 @@
-package cluster
+package protocol
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 )
 
+// nodeT4 is a 2-GPU node (the core package's tests have the same).
+var nodeT4 = cluster.Node{Name: "t4", MilliCPU: 104000, MemoryMiB: 524288, GPUs: 2, Model: "T4"}
+
 func TestTimed(t *testing.T) {
-	nodes := []Node{nodeT4}
-	pods := []Pod{
+	nodes := []cluster.Node{nodeT4}
+	pods := []cluster.Pod{
 		{Name: "a", MilliCPU: 1000, NumGPU: 1, MilliGPU: 1000, Creation: 0, Deletion: 10, HasTimes: true},
 		{Name: "b", MilliCPU: 1000, NumGPU: 2, MilliGPU: 1000, Creation: 5, Deletion: 20, HasTimes: true}, // only one GPU free at 5: fails
 		{Name: "c", MilliCPU: 1000, NumGPU: 1, MilliGPU: 1000, Creation: 10, HasTimes: true},              // a leaves at 10 first, then c runs for good
@@ -37,10 +43,10 @@ func TestTimed(t *testing.T) {
 		}
 	}
 	// Time-weighted mean: (10*0.5 + 20*0.75) / 30 = 2/3.
-	if !near(r.MeanAllocRatio, 2.0/3) || r.PeakAllocRatio != 0.75 || r.Failed != 1 {
+	if !clustertest.Near(r.MeanAllocRatio, 2.0/3) || r.PeakAllocRatio != 0.75 || r.Failed != 1 {
 		t.Errorf("mean %v peak %v failed %d", r.MeanAllocRatio, r.PeakAllocRatio, r.Failed)
 	}
-	if _, err := Timed(nodes, []Pod{{Name: "x", MilliCPU: 1}}, "fgd", 1, Options{}); !errors.Is(err, ErrBadInput) {
+	if _, err := Timed(nodes, []cluster.Pod{{Name: "x", MilliCPU: 1}}, "fgd", 1, Options{}); !errors.Is(err, cluster.ErrBadInput) {
 		t.Errorf("pods without times: %v", err)
 	}
 }
@@ -49,8 +55,8 @@ func TestTimedSharedTrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds: skipped with -short")
 	}
-	nodes := readNodesFile(t, sharedData(t, "openb_node_list_gpu_node.csv"))
-	pods := readPodsFile(t, sharedData(t, "openb_pod_list_default.csv"))
+	nodes := clustertest.Nodes(t, clustertest.Shared(t, "openb_node_list_gpu_node.csv"))
+	pods := clustertest.Pods(t, clustertest.Shared(t, "openb_pod_list_default.csv"))
 	r, err := Timed(nodes, pods, "fgd", 42, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,12 @@
-package cluster
+package protocol
 
 import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // TimedPoint is the cluster after all events at one time of a Timed run.
@@ -39,18 +41,18 @@ type TimedRun struct {
 // not retried. Every pod must have times (Pod.HasTimes): the 11-column
 // openb lists and our JSON form carry them. seed drives the policy's random
 // choices and the tie-break order, as in Experiment.
-func Timed(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*TimedRun, error) {
+func Timed(nodes []cluster.Node, pods []cluster.Pod, spec string, seed uint64, opts Options) (*TimedRun, error) {
 	opts = opts.withDefaults()
-	if GPUCapacity(nodes) == 0 || len(pods) == 0 {
-		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", ErrEmpty, len(nodes), GPUCapacity(nodes), len(pods))
+	if cluster.GPUCapacity(nodes) == 0 || len(pods) == 0 {
+		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", cluster.ErrEmpty, len(nodes), cluster.GPUCapacity(nodes), len(pods))
 	}
 	for i := range pods {
 		if !pods[i].HasTimes {
-			return nil, fmt.Errorf("%w: pod %s has no creation time; the time-based mode needs them", ErrBadInput, pods[i].Name)
+			return nil, fmt.Errorf("%w: pod %s has no creation time; the time-based mode needs them", cluster.ErrBadInput, pods[i].Name)
 		}
 	}
-	target := NewTarget(pods, opts.Coverage)
-	policy, err := NewPolicy(spec, target)
+	target := cluster.NewTarget(pods, opts.Coverage)
+	policy, err := cluster.NewPolicy(spec, target)
 	if err != nil {
 		return nil, err
 	}
@@ -78,13 +80,13 @@ func Timed(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*T
 		}
 		return cmp.Compare(pods[a.pod].Name, pods[b.pod].Name)
 	})
-	s := NewState(nodes)
-	sc := NewScheduler(s, policy, rand.New(rand.NewPCG(seed, streamScheduler)))
+	s := cluster.NewState(nodes)
+	sc := cluster.NewScheduler(s, policy, rand.New(rand.NewPCG(seed, streamScheduler)))
 	sc.RandomTies = opts.RandomTies
 	sc.SetOrder(rand.New(rand.NewPCG(seed, streamNodeOrder)).Perm(len(nodes)))
-	m := NewMeter(s, target)
-	placed := make([]*Placement, len(pods))
-	run := &TimedRun{Policy: PolicyName(spec), Seed: seed, Pods: len(pods)}
+	m := cluster.NewMeter(s, target)
+	placed := make([]*cluster.Placement, len(pods))
+	run := &TimedRun{Policy: cluster.PolicyName(spec), Seed: seed, Pods: len(pods)}
 	running := 0
 	c := float64(s.CapacityGPUMilli())
 	for k, e := range evs {

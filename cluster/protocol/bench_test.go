@@ -1,9 +1,12 @@
-package cluster
+package protocol
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/gen"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
@@ -11,10 +14,10 @@ import (
 // protocol on the full default trace (1213 nodes, about 10,600 pods after
 // inflation to 130%), reading excluded. It skips without the shared trace.
 //
-//	go test ./cluster -run '^$' -bench Experiment -benchmem -benchtime 3x
+//	go test ./cluster/protocol -run '^$' -bench Experiment -benchmem -benchtime 3x
 func BenchmarkExperiment(b *testing.B) {
-	nodes := readNodesFile(b, sharedData(b, "openb_node_list_gpu_node.csv"))
-	pods := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
+	nodes := clustertest.Nodes(b, clustertest.Shared(b, "openb_node_list_gpu_node.csv"))
+	pods := clustertest.Pods(b, clustertest.Shared(b, "openb_pod_list_default.csv"))
 	for _, policy := range []string{"fgd", "fgd-reserve", "bestfit", "random"} {
 		b.Run("policy="+policy+"/seed=42", func(b *testing.B) {
 			b.ReportAllocs()
@@ -50,9 +53,9 @@ func TestPublishedFigures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 5 s: skipped with -short")
 	}
-	nodes := readNodesFile(t, sharedData(t, "openb_node_list_gpu_node.csv"))
+	nodes := clustertest.Nodes(t, clustertest.Shared(t, "openb_node_list_gpu_node.csv"))
 	for file, want := range published {
-		pods := readPodsFile(t, sharedData(t, "openb_pod_list_"+file+".csv"))
+		pods := clustertest.Pods(t, clustertest.Shared(t, "openb_pod_list_"+file+".csv"))
 		var fgd float64
 		for policy, pub := range want {
 			var sum float64
@@ -97,8 +100,8 @@ func TestPublishedFigures(t *testing.T) {
 // with the same mix of node shapes and GPU models. The pod list is then
 // inflated by the protocol itself to 130% of the larger capacity, so the
 // pods grow with the nodes (10,000 nodes: about 87,000 pods).
-func scaleNodes(base []Node, n int) []Node {
-	out := make([]Node, n)
+func scaleNodes(base []cluster.Node, n int) []cluster.Node {
+	out := make([]cluster.Node, n)
 	for k := range out {
 		out[k] = base[k%len(base)]
 		out[k].Name = fmt.Sprintf("scaled-%05d", k)
@@ -111,10 +114,10 @@ func scaleNodes(base []Node, n int) []Node {
 // policy the project recommends and the two the FGD paper compares most
 // (reading excluded). It skips without the shared trace.
 //
-//	go test ./cluster -run '^$' -bench Scale -benchmem -benchtime 1x
+//	go test ./cluster/protocol -run '^$' -bench Scale -benchmem -benchtime 1x
 func BenchmarkScale(b *testing.B) {
-	base := readNodesFile(b, sharedData(b, "openb_node_list_gpu_node.csv"))
-	pods := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
+	base := clustertest.Nodes(b, clustertest.Shared(b, "openb_node_list_gpu_node.csv"))
+	pods := clustertest.Pods(b, clustertest.Shared(b, "openb_pod_list_default.csv"))
 	for _, n := range []int{1000, 10000} {
 		nodes := scaleNodes(base, n)
 		for _, policy := range []string{"fgd", "bestfit", "recommended"} {
@@ -131,23 +134,20 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // gridLists are the pod lists of BenchmarkGrid: the three shared openb
-// lists and one generated list of each family (cluster.JudgeLists' middle
+// lists and one generated list of each family (judge.JudgeLists' middle
 // shares), a sample of the 24-list grid of the judge protocol with the
 // same kinds of lists.
-func gridLists(b *testing.B) []List {
-	base := readPodsFile(b, sharedData(b, "openb_pod_list_default.csv"))
-	specs := readPodsFile(b, sharedData(b, "openb_pod_list_gpuspec33.csv"))
-	var out []List
+func gridLists(b *testing.B) []gen.List {
+	base := clustertest.Pods(b, clustertest.Shared(b, "openb_pod_list_default.csv"))
+	specs := clustertest.Pods(b, clustertest.Shared(b, "openb_pod_list_gpuspec33.csv"))
+	var out []gen.List
 	for _, name := range []string{"default", "gpuspec33", "multigpu50"} {
-		out = append(out, List{Name: name, Pods: readPodsFile(b, sharedData(b, "openb_pod_list_"+name+".csv"))})
+		out = append(out, gen.List{Name: name, Pods: clustertest.Pods(b, clustertest.Shared(b, "openb_pod_list_"+name+".csv"))})
 	}
-	var cfgs []GenConfig
-	for _, c := range JudgeLists {
-		if c.Share == 0.15 || c.Share == 0.50 && c.Family == FamilyGPUShare || c.Share == 0.20 && c.Family == FamilyGPUSpec || c.Share == 0.30 && c.Family == FamilyMultiGPU {
-			cfgs = append(cfgs, c)
-		}
-	}
-	gen, err := GenerateLists(base, specs, cfgs)
+	// judge.JudgeLists' middle shares (the judge package imports this one).
+	cfgs := []gen.GenConfig{{Family: gen.FamilyCPU, Share: 0.15, Seed: 202}, {Family: gen.FamilyGPUShare, Share: 0.50, Seed: 205},
+		{Family: gen.FamilyGPUSpec, Share: 0.20, Seed: 208}, {Family: gen.FamilyMultiGPU, Share: 0.30, Seed: 211}}
+	gen, err := gen.GenerateLists(base, specs, cfgs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -162,13 +162,13 @@ func gridLists(b *testing.B) []List {
 // included: on a loaded machine wall time counts other processes) are per
 // (policy, seed) run. It skips without the shared trace.
 //
-//	go test ./cluster -run '^$' -bench Grid -benchmem -count 6
+//	go test ./cluster/protocol -run '^$' -bench Grid -benchmem -count 6
 func BenchmarkGrid(b *testing.B) {
-	nodes := readNodesFile(b, sharedData(b, "openb_node_list_gpu_node.csv"))
+	nodes := clustertest.Nodes(b, clustertest.Shared(b, "openb_node_list_gpu_node.csv"))
 	for _, l := range gridLists(b) {
 		b.Run("list="+l.Name, func(b *testing.B) {
 			b.ReportAllocs()
-			cfg := GridConfig{Nodes: nodes, Pods: l.Pods, Policies: PolicyNames(), Seeds: []uint64{42}}
+			cfg := GridConfig{Nodes: nodes, Pods: l.Pods, Policies: cluster.PolicyNames(), Seeds: []uint64{42}}
 			cpu0 := cpuSeconds()
 			for b.Loop() {
 				if err := NewGrid(cfg).Run(b.Context(), nil); err != nil {

@@ -1,4 +1,4 @@
-package cluster
+package gen
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // Family is a kind of pod list the FGD paper derives from its default
@@ -57,7 +59,7 @@ type GenConfig struct {
 	// Specs is a pod list whose GPU pods with a GPUSpec are the pool the
 	// restrictions of FamilyGPUSpec are drawn from (openb's gpuspec33, the
 	// production share, is the only such list the paper publishes).
-	Specs []Pod
+	Specs []cluster.Pod
 }
 
 // Name is a short label of the config, FAMILY-SHARE-sSEED
@@ -77,7 +79,7 @@ const (
 	numPodClasses
 )
 
-func classOf(p *Pod) podClass {
+func classOf(p *cluster.Pod) podClass {
 	switch {
 	case p.NumGPU == 0:
 		return classCPU
@@ -106,7 +108,7 @@ func classOf(p *Pod) podClass {
 // NAME-gen-K (K counts the copies made). Creation and deletion times are
 // dropped (the FGD protocol does not use them). The output lists kept pods
 // in base order, then drawn pods in draw order.
-func GeneratePods(base []Pod, c GenConfig) ([]Pod, error) {
+func GeneratePods(base []cluster.Pod, c GenConfig) ([]cluster.Pod, error) {
 	if math.IsNaN(c.Share) || c.Share < 0 || c.Share > 1 || (c.Family == FamilyCPU && c.Share >= 1) {
 		hi := "1]"
 		if c.Family == FamilyCPU {
@@ -114,7 +116,7 @@ func GeneratePods(base []Pod, c GenConfig) ([]Pod, error) {
 		}
 		return nil, fmt.Errorf("%w: share %v of family %s out of [0, %s", ErrGenerate, c.Share, c.Family, hi)
 	}
-	var byClass [numPodClasses][]Pod
+	var byClass [numPodClasses][]cluster.Pod
 	for i := range base {
 		p := base[i]
 		p.GPUSpec, p.Creation, p.Deletion, p.HasTimes, p.Job = nil, 0, 0, false, ""
@@ -136,8 +138,8 @@ func GeneratePods(base []Pod, c GenConfig) ([]Pod, error) {
 		if c.Family == FamilyMultiGPU {
 			in, out, what = []podClass{classMulti}, []podClass{classSharing, classWhole}, "multi-GPU"
 		}
-		pick := func(cs []podClass) []Pod {
-			var out []Pod
+		pick := func(cs []podClass) []cluster.Pod {
+			var out []cluster.Pod
 			for _, k := range cs {
 				out = append(out, byClass[k]...)
 			}
@@ -167,7 +169,7 @@ func GeneratePods(base []Pod, c GenConfig) ([]Pod, error) {
 }
 
 // keptInOrder returns pods (a subset of base, by name) in base's order.
-func keptInOrder(base, pods []Pod) []Pod {
+func keptInOrder(base, pods []cluster.Pod) []cluster.Pod {
 	rank := make(map[string]int, len(base))
 	for i := range base {
 		if _, ok := rank[base[i].Name]; !ok {
@@ -175,7 +177,7 @@ func keptInOrder(base, pods []Pod) []Pod {
 		}
 	}
 	out := slices.Clone(pods)
-	slices.SortStableFunc(out, func(a, b Pod) int { return rank[a.Name] - rank[b.Name] })
+	slices.SortStableFunc(out, func(a, b cluster.Pod) int { return rank[a.Name] - rank[b.Name] })
 	return out
 }
 
@@ -189,12 +191,12 @@ type generator struct {
 // new order each time all were drawn.
 type cycle struct {
 	g     *generator
-	pool  []Pod
+	pool  []cluster.Pod
 	order []int
 	next  int
 }
 
-func (c *cycle) draw() Pod {
+func (c *cycle) draw() cluster.Pod {
 	if c.next == len(c.order) {
 		c.order, c.next = c.g.rng.Perm(len(c.pool)), 0
 	}
@@ -208,12 +210,12 @@ func (c *cycle) draw() Pod {
 	return p
 }
 
-func (g *generator) drawCount(pool []Pod, n int, what string) ([]Pod, error) {
+func (g *generator) drawCount(pool []cluster.Pod, n int, what string) ([]cluster.Pod, error) {
 	if n > 0 && len(pool) == 0 {
 		return nil, fmt.Errorf("%w: the base list has no %s pods to draw %d from", ErrGenerate, what, n)
 	}
 	c := &cycle{g: g, pool: pool}
-	out := make([]Pod, 0, n)
+	out := make([]cluster.Pod, 0, n)
 	for range n {
 		out = append(out, c.draw())
 	}
@@ -222,7 +224,7 @@ func (g *generator) drawCount(pool []Pod, n int, what string) ([]Pod, error) {
 
 // drawMilli draws pods of pool until their GPU request reaches target
 // milli-GPUs, stopping at the pod that brings it closest.
-func (g *generator) drawMilli(pool []Pod, target float64, what string) ([]Pod, error) {
+func (g *generator) drawMilli(pool []cluster.Pod, target float64, what string) ([]cluster.Pod, error) {
 	if target <= 0 {
 		return nil, nil
 	}
@@ -230,7 +232,7 @@ func (g *generator) drawMilli(pool []Pod, target float64, what string) ([]Pod, e
 		return nil, fmt.Errorf("%w: the base list has no %s pods to draw %.0f milli-GPUs from", ErrGenerate, what, target)
 	}
 	c := &cycle{g: g, pool: pool}
-	var out []Pod
+	var out []cluster.Pod
 	var sum float64
 	for {
 		p := c.draw()
@@ -252,7 +254,7 @@ func (g *generator) drawMilli(pool []Pod, target float64, what string) ([]Pod, e
 // asking for the same number of GPUs and, for one GPU, the same kind
 // (sharing or whole); from all restricted pods of specs when none asks
 // for that.
-func (g *generator) restrict(base []Pod, share float64, specs []Pod) ([]Pod, error) {
+func (g *generator) restrict(base []cluster.Pod, share float64, specs []cluster.Pod) ([]cluster.Pod, error) {
 	pools := map[[2]int][][]string{}
 	var all [][]string
 	for i := range specs {
@@ -264,7 +266,7 @@ func (g *generator) restrict(base []Pod, share float64, specs []Pod) ([]Pod, err
 		pools[k] = append(pools[k], p.GPUSpec)
 		all = append(all, p.GPUSpec)
 	}
-	out := make([]Pod, len(base))
+	out := make([]cluster.Pod, len(base))
 	var gpu []int
 	for i := range base {
 		out[i] = base[i]
@@ -290,7 +292,7 @@ func (g *generator) restrict(base []Pod, share float64, specs []Pod) ([]Pod, err
 }
 
 // FamilyShare measures pods' share of family f as GeneratePods defines it.
-func FamilyShare(pods []Pod, f Family) float64 {
+func FamilyShare(pods []cluster.Pod, f Family) float64 {
 	var n, gpu, spec int
 	var milli, sharing, multi int64
 	for i := range pods {
@@ -335,12 +337,12 @@ func FamilyShare(pods []Pod, f Family) float64 {
 type List struct {
 	Name   string
 	Family Family // the family it stands for
-	Pods   []Pod
+	Pods   []cluster.Pod
 }
 
 // GenerateLists makes the lists of cfgs from base (GeneratePods), each
 // named by GenConfig.Name, with restrictions drawn from specs.
-func GenerateLists(base, specs []Pod, cfgs []GenConfig) ([]List, error) {
+func GenerateLists(base, specs []cluster.Pod, cfgs []GenConfig) ([]List, error) {
 	out := make([]List, 0, len(cfgs))
 	for _, c := range cfgs {
 		c.Specs = specs

@@ -1,4 +1,4 @@
-package cluster
+package protocol
 
 import "math"
 

@@ -1,10 +1,14 @@
-package cluster
+package stock
 
 import (
 	"context"
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
 )
 
 func TestStockGrid(t *testing.T) {
@@ -14,7 +18,7 @@ func TestStockGrid(t *testing.T) {
 		t.Errorf("StockGrid = %q", g)
 	}
 	for _, s := range g {
-		if _, err := NewPolicy(s, nil); err != nil || !IsStock(s) {
+		if _, err := cluster.NewPolicy(s, nil); err != nil || !IsStock(s) {
 			t.Errorf("%s: stock %v, %v", s, IsStock(s), err)
 		}
 	}
@@ -28,14 +32,14 @@ func TestStockGrid(t *testing.T) {
 
 // stockSummary is a summary of spec whose curve has one point, at pct,
 // with allocation ratio alloc (std 0.01) and gpus GPUs unallocated.
-func stockSummary(spec string, pct int, alloc, gpus float64) Summary {
-	s := Summary{Policy: spec, Seeds: 2, Curve: make([]StatPoint, 131)}
-	s.Curve[pct] = StatPoint{Arrived: pct, Seeds: 2, AllocRatio: MeanStd{alloc, 0.01}, UnallocatedGPUs: MeanStd{Mean: gpus}}
+func stockSummary(spec string, pct int, alloc, gpus float64) protocol.Summary {
+	s := protocol.Summary{Policy: spec, Seeds: 2, Curve: make([]protocol.StatPoint, 131)}
+	s.Curve[pct] = protocol.StatPoint{Arrived: pct, Seeds: 2, AllocRatio: protocol.MeanStd{Mean: alloc, Std: 0.01}, UnallocatedGPUs: protocol.MeanStd{Mean: gpus}}
 	return s
 }
 
 func TestRankStock(t *testing.T) {
-	sums := []Summary{
+	sums := []protocol.Summary{
 		stockSummary("volcano-binpack:gpu=0", 100, 0.80, 40),
 		stockSummary("mostallocated:gpu=1", 100, 0.90, 20),
 		stockSummary("rtcr:gpu=3", 100, 0.85, 30),
@@ -55,10 +59,10 @@ func TestRankStock(t *testing.T) {
 		t.Errorf("order %q, want %q", specs, want)
 	}
 	first := got[0]
-	if !near(first.Unallocated.Mean, 0.05) || first.Unallocated.Std != 0.01 || first.UnallocatedGPUs != 10 {
+	if !clustertest.Near(first.Unallocated.Mean, 0.05) || first.Unallocated.Std != 0.01 || first.UnallocatedGPUs != 10 {
 		t.Errorf("best: %+v", first)
 	}
-	if v, ok := first.Policy.(*VolcanoBinpack); !ok || *v != (VolcanoBinpack{Weight: 1, CPU: 5, Memory: 1}) {
+	if v, ok := first.Policy.(*cluster.VolcanoBinpack); !ok || *v != (cluster.VolcanoBinpack{Weight: 1, CPU: 5, Memory: 1}) {
 		t.Errorf("best policy %#v", first.Policy)
 	}
 	volcano, kube := BestStock(got)
@@ -75,7 +79,7 @@ func TestRankStock(t *testing.T) {
 	}
 	// A setting without a stock configuration, or a bad one, is an error.
 	for _, spec := range []string{"fgd", "rtcr:gpu=x"} {
-		if _, err := RankStock([]Summary{stockSummary(spec, 100, 0.9, 1)}); !errors.Is(err, ErrUnknownPolicy) {
+		if _, err := RankStock([]protocol.Summary{stockSummary(spec, 100, 0.9, 1)}); !errors.Is(err, cluster.ErrUnknownPolicy) {
 			t.Errorf("%s: %v", spec, err)
 		}
 	}
@@ -85,9 +89,10 @@ func TestRankStock(t *testing.T) {
 // results ranked, and the best of each scheduler as its output names them
 // (GPU weight 2 for Volcano, MostAllocated with GPU weight 3).
 func TestRankStockGrid(t *testing.T) {
-	nodes, pods := gridInputs(t)
-	g := NewGrid(GridConfig{Nodes: nodes, Pods: pods, Policies: StockGrid(), Seeds: []uint64{1, 2}})
-	if err := g.Run(context.Background(), concurrent); err != nil {
+	nodes := clustertest.Nodes(t, clustertest.Testdata(t, "openb_nodes_head40.csv"))
+	pods := clustertest.Pods(t, clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv"))
+	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: StockGrid(), Seeds: []uint64{1, 2}})
+	if err := g.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	ranked, err := RankStock(g.Summaries())

@@ -1,9 +1,13 @@
-package cluster
+package judge
 
 import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/gen"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 )
 
 // TestNewPaired checks the interval against hand-computed values: for
@@ -39,16 +43,16 @@ func TestNewPaired(t *testing.T) {
 // and it does not pass (the rule asks for a mean below FGD); Random is
 // worse than FGD beyond noise on the list and fails.
 func TestJudge(t *testing.T) {
-	nodes, err := ReadNodesFile("testdata/openb_nodes_head40.csv")
+	nodes, err := cluster.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := ReadPodsFile("testdata/openb_pods_multigpu50_head60.csv")
+	pods, err := cluster.ReadPodsFile(clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	j, err := Judge(context.Background(), JudgeConfig{
-		Nodes: nodes, Lists: []List{{Name: "head", Family: FamilyMultiGPU, Pods: pods}},
+		Nodes: nodes, Lists: []gen.List{{Name: "head", Family: gen.FamilyMultiGPU, Pods: pods}},
 		Ref: "fgd", Candidates: []string{"fgd-reserve:scarcity=0,tie=order", "random"}, Seeds: []uint64{1, 2, 3, 4, 5, 6},
 	}, nil)
 	if err != nil {
@@ -67,33 +71,13 @@ func TestJudge(t *testing.T) {
 
 // TestFamilyOf reads the family from openb file names.
 func TestFamilyOf(t *testing.T) {
-	for name, want := range map[string]Family{
-		"openb_pod_list_cpu050": FamilyCPU, "openb_pod_list_gpushare20.csv": FamilyGPUShare,
-		"openb_pod_list_gpuspec05": FamilyGPUSpec, "openb_pod_list_multigpu40": FamilyMultiGPU,
+	for name, want := range map[string]gen.Family{
+		"openb_pod_list_cpu050": gen.FamilyCPU, "openb_pod_list_gpushare20.csv": gen.FamilyGPUShare,
+		"openb_pod_list_gpuspec05": gen.FamilyGPUSpec, "openb_pod_list_multigpu40": gen.FamilyMultiGPU,
 		"openb_pod_list_default": "default", "mine.json": "default",
 	} {
-		if got := FamilyOf(name); got != want {
+		if got := gen.FamilyOf(name); got != want {
 			t.Errorf("FamilyOf(%s) = %s, want %s", name, got, want)
-		}
-	}
-}
-
-// TestFGDReserveOptions: the options parse, and bad ones are refused.
-func TestFGDReserveOptions(t *testing.T) {
-	target := NewTarget([]Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
-	p, err := NewPolicy("fgd-reserve:scarcity=7.5", target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := p.(*FGDReserve); f.Scarcity != 7.5 || f.FitTies || f.Threshold != DefaultThreshold {
-		t.Errorf("options: %+v", f)
-	}
-	if p, err := NewPolicy("fgd-reserve:threshold=0,tie=fit", target); err != nil || !p.(*FGDReserve).FitTies || p.(*FGDReserve).Threshold != 0 {
-		t.Errorf("the first design's options: %v %+v", err, p)
-	}
-	for _, bad := range []string{"fgd-reserve:threshold=1", "fgd-reserve:scarcity=-1", "fgd-reserve:scarcity=x", "fgd-reserve:tie=random", "fgd-reserve:depth=2"} {
-		if _, err := NewPolicy(bad, target); err == nil {
-			t.Errorf("%s: no error", bad)
 		}
 	}
 }

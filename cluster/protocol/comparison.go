@@ -1,4 +1,6 @@
-package cluster
+package protocol
+
+import "github.com/gpufrag/gpufrag/cluster"
 
 // Comparison is the document `gpufrag cluster simulate --json` prints: the
 // policies of a grid compared at fixed points of arrived GPU demand, in
@@ -27,8 +29,8 @@ type ComparisonResult struct {
 // NewComparison compares the summaries, in their order, on a cluster of
 // nodes. Each figure is read at its percent of arrived demand or the
 // nearest that has samples (Summary.Nearest).
-func NewComparison(nodes []Node, sums []Summary) Comparison {
-	out := Comparison{Nodes: len(nodes), GPUs: GPUCapacity(nodes), Results: []ComparisonResult{}}
+func NewComparison(nodes []cluster.Node, sums []Summary) Comparison {
+	out := Comparison{Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes), Results: []ComparisonResult{}}
 	for i := range sums {
 		s := &sums[i]
 		p := s.Nearest(100)
@@ -79,6 +81,6 @@ type TimedComparison struct {
 
 // NewTimedComparison compares the timed summaries, in their order, on a
 // cluster of nodes.
-func NewTimedComparison(nodes []Node, sums []TimedSummary) TimedComparison {
-	return TimedComparison{Nodes: len(nodes), GPUs: GPUCapacity(nodes), Results: sums}
+func NewTimedComparison(nodes []cluster.Node, sums []TimedSummary) TimedComparison {
+	return TimedComparison{Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes), Results: sums}
 }

@@ -1,9 +1,11 @@
-package cluster
+package protocol
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // TestRankTree checks removal by rank against deleting from a slice, the
@@ -33,11 +35,12 @@ func TestRankTree(t *testing.T) {
 // quadratic case before the rank tree): the kept pods keep their shuffled
 // order and the demand lands just under the target.
 func TestWorkloadTrimsLargeList(t *testing.T) {
-	pods := make([]Pod, 20000)
+	pods := make([]cluster.Pod, 20000)
 	for i := range pods {
-		pods[i] = *gpuPod(string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)), 1000, 1, MilliGPU)
+		name := string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+		pods[i] = cluster.Pod{Name: name, MilliCPU: 1000, MemoryMiB: 1024, NumGPU: 1, MilliGPU: cluster.MilliGPU}
 	}
-	w := Workload(pods, 100*MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
+	w := Workload(pods, 100*cluster.MilliGPU, 1.3, false, rand.New(rand.NewPCG(1, 1)))
 	if len(w) != 130 {
 		t.Fatalf("%d pods kept, want 130 (1.3 x 100 GPUs of one-GPU pods)", len(w))
 	}

@@ -1,4 +1,4 @@
-package cluster
+package protocol
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // DefaultRatio is the FGD protocol's workload size: the pod list is
@@ -41,12 +43,12 @@ func (o Options) withDefaults() Options {
 		o.Ratio = DefaultRatio
 	}
 	if o.Coverage == 0 {
-		o.Coverage = DefaultCoverage
+		o.Coverage = cluster.DefaultCoverage
 	}
 	return o
 }
 
-func unitMilli(u []Pod) int64 {
+func unitMilli(u []cluster.Pod) int64 {
 	var t int64
 	for i := range u {
 		t += u[i].GPUMilli()
@@ -60,10 +62,10 @@ func unitMilli(u []Pod) int64 {
 // NAME-tuned-K) until the next would pass ratio*capMilli, or, when the list
 // already asks for more, remove uniformly drawn pods until it does not.
 // With gang, jobs move as units.
-func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Rand) []Pod {
-	orig := Units(pods, gang)
+func Workload(pods []cluster.Pod, capMilli int64, ratio float64, gang bool, rng *rand.Rand) []cluster.Pod {
+	orig := cluster.Units(pods, gang)
 	us := slices.Clone(orig)
-	slices.SortFunc(us, func(a, b []Pod) int { return cmp.Compare(a[0].Name, b[0].Name) })
+	slices.SortFunc(us, func(a, b []cluster.Pod) int { return cmp.Compare(a[0].Name, b[0].Name) })
 	rng.Shuffle(len(us), func(i, j int) { us[i], us[j] = us[j], us[i] })
 	var total int64
 	for _, u := range us {
@@ -81,16 +83,16 @@ func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Ra
 			total -= unitMilli(us[k])
 			us[k] = nil
 		}
-		us = slices.DeleteFunc(us, func(u []Pod) bool { return u == nil })
+		us = slices.DeleteFunc(us, func(u []cluster.Pod) bool { return u == nil })
 	case float64(total) < target && total > 0:
-		var slab []Pod // the copies' pods, carved from few allocations
+		var slab []cluster.Pod // the copies' pods, carved from few allocations
 		for n := 0; ; n++ {
 			u := orig[rng.IntN(len(orig))]
 			if float64(total+unitMilli(u)) > target {
 				break
 			}
 			if len(slab) < len(u) {
-				slab = make([]Pod, max(len(u), 256))
+				slab = make([]cluster.Pod, max(len(u), 256))
 			}
 			c := slab[:len(u):len(u)]
 			slab = slab[len(u):]
@@ -110,7 +112,7 @@ func Workload(pods []Pod, capMilli int64, ratio float64, gang bool, rng *rand.Ra
 	for _, u := range us {
 		size += len(u)
 	}
-	out := make([]Pod, 0, size)
+	out := make([]cluster.Pod, 0, size)
 	for _, u := range us {
 		out = append(out, u...)
 	}
@@ -207,19 +209,19 @@ func (r *Run) At(pct int) (Point, bool) {
 // the target workload measures fragmentation; order, when not nil, is the
 // scheduler's tie-break order (Scheduler.SetOrder). It returns the samples and
 // the number of pods (units, with gang) that failed.
-func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Options, order []int, rng *rand.Rand) ([]Sample, int) {
+func Simulate(nodes []cluster.Node, pods []cluster.Pod, policy cluster.Policy, target *cluster.Target, opts Options, order []int, rng *rand.Rand) ([]cluster.Sample, int) {
 	gang := opts.Gang
-	s := NewState(nodes)
-	sc := NewScheduler(s, policy, rng)
+	s := cluster.NewState(nodes)
+	sc := cluster.NewScheduler(s, policy, rng)
 	sc.RandomTies = opts.RandomTies
 	if order != nil {
 		sc.SetOrder(order)
 	}
-	m := NewMeter(s, target)
-	samples := make([]Sample, 0, len(pods))
+	m := cluster.NewMeter(s, target)
+	samples := make([]cluster.Sample, 0, len(pods))
 	var arrived int64
 	failed := 0
-	for _, u := range Units(pods, gang) {
+	for _, u := range cluster.Units(pods, gang) {
 		arrived += unitMilli(u)
 		if len(u) == 1 {
 			pl, ok := sc.Schedule(&u[0])
@@ -229,7 +231,7 @@ func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Opti
 				failed++
 			}
 		} else {
-			ptrs := make([]*Pod, len(u))
+			ptrs := make([]*cluster.Pod, len(u))
 			for j := range u {
 				ptrs[j] = &u[j]
 			}
@@ -251,7 +253,7 @@ func Simulate(nodes []Node, pods []Pod, policy Policy, target *Target, opts Opti
 
 // Curve resamples samples at every integer percent of arrived demand from
 // 0 to maxPct, for a cluster of capMilli GPU milli (see Point).
-func Curve(samples []Sample, capMilli int64, maxPct int) []Point {
+func Curve(samples []cluster.Sample, capMilli int64, maxPct int) []Point {
 	type acc struct {
 		n                                          int
 		alloc, frag, rate, whole, stranded, partly float64
@@ -291,7 +293,7 @@ func Curve(samples []Sample, capMilli int64, maxPct int) []Point {
 		if a.n > 0 {
 			n := float64(a.n)
 			p.AllocRatio = a.alloc / n
-			p.UnallocatedGPUs = (1 - p.AllocRatio) * c / MilliGPU
+			p.UnallocatedGPUs = (1 - p.AllocRatio) * c / cluster.MilliGPU
 			p.FragTotal, p.FragRate = a.frag/n, a.rate/n
 			p.WholeFreeNodes, p.StrandedNodes, p.PartlyUsedNodes = a.whole/n, a.stranded/n, a.partly/n
 		}
@@ -304,7 +306,7 @@ func Curve(samples []Sample, capMilli int64, maxPct int) []Point {
 // workload from the original pod list, the workload prepared with the
 // seed's workload stream, a random tie-break order of the nodes from a
 // third stream, the policy's random choices from the scheduler stream.
-func Experiment(nodes []Node, pods []Pod, spec string, seed uint64, opts Options) (*Run, error) {
+func Experiment(nodes []cluster.Node, pods []cluster.Pod, spec string, seed uint64, opts Options) (*Run, error) {
 	pr, err := prepare(nodes, pods, seed, opts)
 	if err != nil {
 		return nil, err
@@ -316,23 +318,23 @@ func Experiment(nodes []Node, pods []Pod, spec string, seed uint64, opts Options
 // depends on the nodes, the pods, the seed and the options, not on the
 // policy, so a Grid prepares it once per seed. Its runs only read it.
 type prepared struct {
-	nodes    []Node
+	nodes    []cluster.Node
 	seed     uint64
 	opts     Options // with defaults
 	capMilli int64
-	target   *Target
-	demand   int64 // GPU milli the original pods ask for
-	w        []Pod // the workload
-	order    []int // the tie-break order
+	target   *cluster.Target
+	demand   int64         // GPU milli the original pods ask for
+	w        []cluster.Pod // the workload
+	order    []int         // the tie-break order
 }
 
-func prepare(nodes []Node, pods []Pod, seed uint64, opts Options) (*prepared, error) {
+func prepare(nodes []cluster.Node, pods []cluster.Pod, seed uint64, opts Options) (*prepared, error) {
 	opts = opts.withDefaults()
-	capMilli := int64(GPUCapacity(nodes)) * MilliGPU
+	capMilli := int64(cluster.GPUCapacity(nodes)) * cluster.MilliGPU
 	if capMilli == 0 || len(pods) == 0 {
-		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", ErrEmpty, len(nodes), capMilli/MilliGPU, len(pods))
+		return nil, fmt.Errorf("%w: %d nodes with %d GPUs, %d pods", cluster.ErrEmpty, len(nodes), capMilli/cluster.MilliGPU, len(pods))
 	}
-	pr := &prepared{nodes: nodes, seed: seed, opts: opts, capMilli: capMilli, target: NewTarget(pods, opts.Coverage)}
+	pr := &prepared{nodes: nodes, seed: seed, opts: opts, capMilli: capMilli, target: cluster.NewTarget(pods, opts.Coverage)}
 	for i := range pods {
 		pr.demand += pods[i].GPUMilli()
 	}
@@ -345,18 +347,18 @@ func prepare(nodes []Node, pods []Pod, seed uint64, opts Options) (*prepared, er
 
 // run is Experiment's run of the policy spec on the prepared workload.
 func (pr *prepared) run(spec string) (*Run, error) {
-	policy, err := NewPolicy(spec, pr.target)
+	policy, err := cluster.NewPolicy(spec, pr.target)
 	if err != nil {
 		return nil, err
 	}
 	if pr.demand == 0 {
-		return nil, fmt.Errorf("%w: no pod asks for a GPU", ErrEmpty)
+		return nil, fmt.Errorf("%w: no pod asks for a GPU", cluster.ErrEmpty)
 	}
 	capMilli := pr.capMilli
 	samples, failed := Simulate(pr.nodes, pr.w, policy, pr.target, pr.opts, pr.order, rand.New(rand.NewPCG(pr.seed, streamScheduler)))
 	maxPct := int(math.Ceil(100 * pr.opts.Ratio))
 	run := &Run{
-		Policy: PolicyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
+		Policy: cluster.PolicyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
 		Curve: Curve(samples, capMilli, maxPct),
 	}
 	for k, sm := range samples {

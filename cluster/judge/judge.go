@@ -1,36 +1,32 @@
-package cluster
+package judge
 
 import (
 	"context"
 	"fmt"
 	"math"
-)
 
-// The out-of-sample protocol by which the recommended policy is chosen:
-// candidates are compared with a reference (FGD) on pod lists of every
-// family, paired by seed; a candidate's constants are tuned on TuneLists
-// with TuneSeeds, and it is judged on JudgeLists with JudgeSeeds, on the
-// shared openb lists and on any other lists given (gpufrag cluster
-// judge). The two sets share neither a list (shares and generator seeds
-// differ) nor a simulation seed.
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/gen"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
+)
 
 // TuneLists are the generated lists to tune constants on: two shares of
 // each family, generator seeds 101-108.
-var TuneLists = []GenConfig{
-	{Family: FamilyCPU, Share: 0.05, Seed: 101}, {Family: FamilyCPU, Share: 0.25, Seed: 102},
-	{Family: FamilyGPUShare, Share: 0.30, Seed: 103}, {Family: FamilyGPUShare, Share: 0.70, Seed: 104},
-	{Family: FamilyGPUSpec, Share: 0.10, Seed: 105}, {Family: FamilyGPUSpec, Share: 0.25, Seed: 106},
-	{Family: FamilyMultiGPU, Share: 0.20, Seed: 107}, {Family: FamilyMultiGPU, Share: 0.40, Seed: 108},
+var TuneLists = []gen.GenConfig{
+	{Family: gen.FamilyCPU, Share: 0.05, Seed: 101}, {Family: gen.FamilyCPU, Share: 0.25, Seed: 102},
+	{Family: gen.FamilyGPUShare, Share: 0.30, Seed: 103}, {Family: gen.FamilyGPUShare, Share: 0.70, Seed: 104},
+	{Family: gen.FamilyGPUSpec, Share: 0.10, Seed: 105}, {Family: gen.FamilyGPUSpec, Share: 0.25, Seed: 106},
+	{Family: gen.FamilyMultiGPU, Share: 0.20, Seed: 107}, {Family: gen.FamilyMultiGPU, Share: 0.40, Seed: 108},
 }
 
 // JudgeLists are the generated lists the recommendation is judged on:
 // three other shares of each family (spanning the published range),
 // generator seeds 201-212.
-var JudgeLists = []GenConfig{
-	{Family: FamilyCPU, Share: 0.00, Seed: 201}, {Family: FamilyCPU, Share: 0.15, Seed: 202}, {Family: FamilyCPU, Share: 0.30, Seed: 203},
-	{Family: FamilyGPUShare, Share: 0.20, Seed: 204}, {Family: FamilyGPUShare, Share: 0.50, Seed: 205}, {Family: FamilyGPUShare, Share: 0.90, Seed: 206},
-	{Family: FamilyGPUSpec, Share: 0.05, Seed: 207}, {Family: FamilyGPUSpec, Share: 0.20, Seed: 208}, {Family: FamilyGPUSpec, Share: 0.33, Seed: 209},
-	{Family: FamilyMultiGPU, Share: 0.10, Seed: 210}, {Family: FamilyMultiGPU, Share: 0.30, Seed: 211}, {Family: FamilyMultiGPU, Share: 0.50, Seed: 212},
+var JudgeLists = []gen.GenConfig{
+	{Family: gen.FamilyCPU, Share: 0.00, Seed: 201}, {Family: gen.FamilyCPU, Share: 0.15, Seed: 202}, {Family: gen.FamilyCPU, Share: 0.30, Seed: 203},
+	{Family: gen.FamilyGPUShare, Share: 0.20, Seed: 204}, {Family: gen.FamilyGPUShare, Share: 0.50, Seed: 205}, {Family: gen.FamilyGPUShare, Share: 0.90, Seed: 206},
+	{Family: gen.FamilyGPUSpec, Share: 0.05, Seed: 207}, {Family: gen.FamilyGPUSpec, Share: 0.20, Seed: 208}, {Family: gen.FamilyGPUSpec, Share: 0.33, Seed: 209},
+	{Family: gen.FamilyMultiGPU, Share: 0.10, Seed: 210}, {Family: gen.FamilyMultiGPU, Share: 0.30, Seed: 211}, {Family: gen.FamilyMultiGPU, Share: 0.50, Seed: 212},
 }
 
 // TuneSeeds and JudgeSeeds are the simulation seeds of the two sets (10
@@ -43,12 +39,12 @@ var (
 // JudgeConfig is a judgement: every candidate against Ref on every list,
 // with every seed.
 type JudgeConfig struct {
-	Nodes      []Node
-	Lists      []List
+	Nodes      []cluster.Node
+	Lists      []gen.List
 	Ref        string   // the reference policy spec ("fgd")
 	Candidates []string // policy specs
 	Seeds      []uint64
-	Options    Options
+	Options    protocol.Options
 }
 
 // Paired is the paired difference candidate − reference of the share of
@@ -76,7 +72,7 @@ func (d Paired) Verdict() string {
 
 // NewPaired summarises paired differences.
 func NewPaired(ds []float64) Paired {
-	ms := NewMeanStd(ds)
+	ms := protocol.NewMeanStd(ds)
 	d := Paired{N: len(ds), Mean: ms.Mean}
 	if len(ds) > 1 {
 		d.SE = ms.Std / math.Sqrt(float64(len(ds)))
@@ -104,22 +100,22 @@ func tQuantile975(df int) float64 {
 
 // ListResult is one list of a judgement.
 type ListResult struct {
-	List   string    `json:"list"`
-	Family Family    `json:"family"`
-	Ref    MeanStd   `json:"ref_unallocated_share"`
-	Cands  []MeanStd `json:"unallocated_share"` // per candidate
-	Diffs  []Paired  `json:"diff"`              // per candidate, candidate − Ref
+	List   string             `json:"list"`
+	Family gen.Family         `json:"family"`
+	Ref    protocol.MeanStd   `json:"ref_unallocated_share"`
+	Cands  []protocol.MeanStd `json:"unallocated_share"` // per candidate
+	Diffs  []Paired           `json:"diff"`              // per candidate, candidate − Ref
 }
 
 // FamilyResult pools a family's lists: the paired differences of every
 // (list, seed) pair, and how many of its lists were worse, equal and
 // better beyond noise.
 type FamilyResult struct {
-	Family Family   `json:"family"`
-	Diffs  []Paired `json:"diff"` // per candidate
-	Worse  []int    `json:"worse_lists"`
-	Equal  []int    `json:"equal_lists"`
-	Better []int    `json:"better_lists"`
+	Family gen.Family `json:"family"`
+	Diffs  []Paired   `json:"diff"` // per candidate
+	Worse  []int      `json:"worse_lists"`
+	Equal  []int      `json:"equal_lists"`
+	Better []int      `json:"better_lists"`
 }
 
 // Judgement is the result of Judge.
@@ -155,30 +151,30 @@ func (j *Judgement) Best() string {
 // Judge runs the reference and the candidates on every list and seed (one
 // Grid per list, run with run) and judges them. The unallocated share is
 // read at 100% arrived demand, or the nearest percent a run sampled.
-func Judge(ctx context.Context, c JudgeConfig, run Runner) (*Judgement, error) {
+func Judge(ctx context.Context, c JudgeConfig, run protocol.Runner) (*Judgement, error) {
 	if c.Ref == "" || len(c.Candidates) == 0 || len(c.Seeds) == 0 || len(c.Lists) == 0 {
 		return nil, fmt.Errorf("%w: a judgement needs a reference, candidates, seeds and lists (got %d candidates, %d seeds, %d lists)",
-			ErrEmpty, len(c.Candidates), len(c.Seeds), len(c.Lists))
+			cluster.ErrEmpty, len(c.Candidates), len(c.Seeds), len(c.Lists))
 	}
 	j := &Judgement{Ref: c.Ref, Candidates: c.Candidates, Seeds: c.Seeds}
 	policies := append([]string{c.Ref}, c.Candidates...)
-	pooled := map[Family][][]float64{} // family -> candidate -> diffs
-	var fams []Family
+	pooled := map[gen.Family][][]float64{} // family -> candidate -> diffs
+	var fams []gen.Family
 	for _, l := range c.Lists {
-		g := NewGrid(GridConfig{Nodes: c.Nodes, Pods: l.Pods, Policies: policies, Seeds: c.Seeds, Options: c.Options})
+		g := protocol.NewGrid(protocol.GridConfig{Nodes: c.Nodes, Pods: l.Pods, Policies: policies, Seeds: c.Seeds, Options: c.Options})
 		if err := g.Run(ctx, run); err != nil {
 			return nil, fmt.Errorf("list %s: %w", l.Name, err)
 		}
 		share := func(p int) []float64 {
 			out := make([]float64, len(c.Seeds))
 			for k, r := range g.Runs(p) {
-				s := Aggregate([]*Run{r})
+				s := protocol.Aggregate([]*protocol.Run{r})
 				out[k] = s.Nearest(100).UnallocatedShare().Mean
 			}
 			return out
 		}
 		ref := share(0)
-		lr := ListResult{List: l.Name, Family: l.Family, Ref: NewMeanStd(ref)}
+		lr := ListResult{List: l.Name, Family: l.Family, Ref: protocol.NewMeanStd(ref)}
 		if _, ok := pooled[l.Family]; !ok {
 			fams = append(fams, l.Family)
 			pooled[l.Family] = make([][]float64, len(c.Candidates))
@@ -189,7 +185,7 @@ func Judge(ctx context.Context, c JudgeConfig, run Runner) (*Judgement, error) {
 			for k := range u {
 				ds[k] = u[k] - ref[k]
 			}
-			lr.Cands, lr.Diffs = append(lr.Cands, NewMeanStd(u)), append(lr.Diffs, NewPaired(ds))
+			lr.Cands, lr.Diffs = append(lr.Cands, protocol.NewMeanStd(u)), append(lr.Diffs, NewPaired(ds))
 			pooled[l.Family][ci] = append(pooled[l.Family][ci], ds...)
 		}
 		j.Lists = append(j.Lists, lr)

@@ -1,10 +1,12 @@
-package cluster
+package stock
 
 import (
 	"fmt"
 	"io"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // The scheduler configurations of stock settings, as typed documents:
@@ -68,7 +70,7 @@ func (a BinpackArguments) MarshalYAML() (any, error) {
 
 // NewVolcanoConfig returns the Volcano configuration of v: its CPU,
 // memory and GPU weights, binpack.weight VolcanoBinpackWeight.
-func NewVolcanoConfig(v *VolcanoBinpack) VolcanoConfig {
+func NewVolcanoConfig(v *cluster.VolcanoBinpack) VolcanoConfig {
 	args := &BinpackArguments{Weight: VolcanoBinpackWeight, CPU: v.CPU, Memory: v.Memory}
 	if v.GPU > 0 {
 		args.Resources, args.GPU = GPUResource, v.GPU
@@ -154,10 +156,10 @@ var kubeStrategies = map[string]string{"spread": "LeastAllocated", "mostallocate
 // strategy, the resources it weights (those with a positive weight; GPUs
 // as nvidia.com/gpu) and, for rtcr, the shape KubeFit scores with
 // (0 -> 0, 100 -> 10).
-func NewKubeSchedulerConfig(k *KubeFit) (KubeSchedulerConfig, error) {
+func NewKubeSchedulerConfig(k *cluster.KubeFit) (KubeSchedulerConfig, error) {
 	typ, ok := kubeStrategies[k.Strategy]
 	if !ok {
-		return KubeSchedulerConfig{}, fmt.Errorf("%w %q: no NodeResourcesFit strategy", ErrUnknownPolicy, k.Strategy)
+		return KubeSchedulerConfig{}, fmt.Errorf("%w %q: no NodeResourcesFit strategy", cluster.ErrUnknownPolicy, k.Strategy)
 	}
 	st := ScoringStrategy{Type: typ}
 	for _, r := range []ResourceWeight{{"cpu", k.CPU}, {"memory", k.Memory}, {GPUResource, k.GPU}} {

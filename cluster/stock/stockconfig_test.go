@@ -1,4 +1,4 @@
-package cluster
+package stock
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // volcanoHead is every VolcanoConfig up to binpack's memory weight.
@@ -85,15 +87,15 @@ func TestStockConfigYAML(t *testing.T) {
           weight: 1
 `},
 	} {
-		p, err := NewPolicy(tc.spec, nil)
+		p, err := cluster.NewPolicy(tc.spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var conf, back any
 		switch p := p.(type) {
-		case *VolcanoBinpack:
+		case *cluster.VolcanoBinpack:
 			conf, back = NewVolcanoConfig(p), &VolcanoConfig{}
-		case *KubeFit:
+		case *cluster.KubeFit:
 			if conf, err = NewKubeSchedulerConfig(p); err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +121,7 @@ func TestStockConfigYAML(t *testing.T) {
 // YAML reader sees them.
 func TestStockConfigValues(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteYAML(&buf, NewVolcanoConfig(&VolcanoBinpack{Weight: 1, CPU: 2, Memory: 1, GPU: 16})); err != nil {
+	if err := WriteYAML(&buf, NewVolcanoConfig(&cluster.VolcanoBinpack{Weight: 1, CPU: 2, Memory: 1, GPU: 16})); err != nil {
 		t.Fatal(err)
 	}
 	var v struct {
@@ -141,7 +143,7 @@ func TestStockConfigValues(t *testing.T) {
 	}
 
 	buf.Reset()
-	conf, err := NewKubeSchedulerConfig(&KubeFit{Strategy: "rtcr", CPU: 1, GPU: 4})
+	conf, err := NewKubeSchedulerConfig(&cluster.KubeFit{Strategy: "rtcr", CPU: 1, GPU: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +166,8 @@ func TestStockConfigValues(t *testing.T) {
 }
 
 func TestKubeSchedulerConfigUnknownStrategy(t *testing.T) {
-	_, err := NewKubeSchedulerConfig(&KubeFit{Strategy: "balanced"})
-	if !errors.Is(err, ErrUnknownPolicy) || !strings.Contains(err.Error(), `"balanced"`) {
+	_, err := NewKubeSchedulerConfig(&cluster.KubeFit{Strategy: "balanced"})
+	if !errors.Is(err, cluster.ErrUnknownPolicy) || !strings.Contains(err.Error(), `"balanced"`) {
 		t.Errorf("balanced: %v", err)
 	}
 }
