@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -36,6 +37,28 @@ const (
 
 // Families lists the families in the order reports use.
 var Families = []Family{FamilyCPU, FamilyGPUShare, FamilyGPUSpec, FamilyMultiGPU}
+
+// FamilyNames returns the names of Families, as the commands take them.
+func FamilyNames() []string {
+	out := make([]string, len(Families))
+	for i, f := range Families {
+		out[i] = string(f)
+	}
+	return out
+}
+
+// CheckShare says what is wrong with share for a list of family f, nil
+// when nothing: a share runs from 0 to 1, and stays below 1 for cpu (a
+// list of CPU-only pods has no GPU demand).
+func (f Family) CheckShare(share float64) error {
+	switch {
+	case f == FamilyCPU && (share < 0 || share >= 1):
+		return errors.New("want a share from 0 to below 1 (a list of CPU-only pods has no GPU demand)")
+	case share < 0 || share > 1:
+		return errors.New("want a share from 0 to 1")
+	}
+	return nil
+}
 
 // ErrGenerate marks a pod list GeneratePods cannot make from its inputs
 // (an unknown family, a share out of range, a base list without pods of a
@@ -161,11 +184,7 @@ func GeneratePods(base []cluster.Pod, c GenConfig) ([]cluster.Pod, error) {
 	case FamilyGPUSpec:
 		return g.restrict(base, c.Share, c.Specs)
 	}
-	known := make([]string, len(Families))
-	for i, f := range Families {
-		known[i] = string(f)
-	}
-	return nil, fmt.Errorf("%w: unknown family %q (known: %s)", ErrGenerate, c.Family, strings.Join(known, ", "))
+	return nil, fmt.Errorf("%w: unknown family %q (known: %s)", ErrGenerate, c.Family, strings.Join(FamilyNames(), ", "))
 }
 
 // keptInOrder returns pods (a subset of base, by name) in base's order.
@@ -365,4 +384,16 @@ func FamilyOf(name string) Family {
 		}
 	}
 	return "default"
+}
+
+// ReadList reads the pod list file at path (cluster.ReadPodsFile) as a
+// List named by the file (openb_pod_list_gpuspec33.csv: gpuspec33) and
+// of the family its name stands for (FamilyOf).
+func ReadList(path string) (List, error) {
+	pods, err := cluster.ReadPodsFile(path)
+	if err != nil {
+		return List{}, err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return List{Name: strings.TrimPrefix(name, "openb_pod_list_"), Family: FamilyOf(name), Pods: pods}, nil
 }

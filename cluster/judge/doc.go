@@ -6,5 +6,6 @@
 // given (gpufrag cluster judge). The two sets share neither a list
 // (shares and generator seeds differ) nor a simulation seed. [Judge] runs
 // it on a protocol.Grid per list; a [Judgement] holds the paired
-// differences with their 95% Student-t intervals and the rule's verdict.
+// differences with their 95% Student-t intervals and the rule's verdict,
+// which [WriteText] prints.
 package judge

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/gen"
@@ -35,6 +36,34 @@ var (
 	TuneSeeds  = []uint64{1042, 1043, 1044, 1045, 1046, 1047, 1048, 1049, 1050, 1051}
 	JudgeSeeds = []uint64{42, 43, 44, 45, 46, 47, 48, 49, 50, 51}
 )
+
+// SetNames are the sets of generated lists Set knows.
+var SetNames = []string{"tune", "judge", "none"}
+
+// Set returns the generated lists of a set and its seeds: "tune"
+// (TuneLists, TuneSeeds), "judge" (JudgeLists, JudgeSeeds) or "none" (no
+// list, JudgeSeeds), with offset added to every generator seed (fresh
+// lists of the same shares, for a new round of judging); ok is false for
+// another name.
+func Set(name string, offset uint64) (lists []gen.GenConfig, seeds []uint64, ok bool) {
+	switch name {
+	case "tune":
+		lists, seeds = TuneLists, TuneSeeds
+	case "judge":
+		lists, seeds = JudgeLists, JudgeSeeds
+	case "none":
+		seeds = JudgeSeeds
+	default:
+		return nil, nil, false
+	}
+	if offset > 0 {
+		lists = slices.Clone(lists)
+		for i := range lists {
+			lists[i].Seed += offset
+		}
+	}
+	return lists, seeds, true
+}
 
 // JudgeConfig is a judgement: every candidate against Ref on every list,
 // with every seed.

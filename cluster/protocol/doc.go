@@ -17,7 +17,9 @@
 // independent cell each (the policies of a seed share its prepared
 // workload, made once), aggregated per policy ([Grid.Summaries],
 // [Grid.TimedSummaries]); [NewComparison] and [NewTimedComparison] are
-// the documents cluster simulate prints with --json.
+// the documents cluster simulate prints with --json, [WriteText] and
+// [WriteTimedText] its text; subpackage pages draws its HTML report and
+// charts.
 //
 // The package is deterministic core, as package cluster: the same inputs
 // and seed give the same results bit for bit. A Grid's cells may run in

@@ -3,5 +3,5 @@
 // NodeResourcesFit, on a cluster's own lists ([StockGrid], [RankStock],
 // [BestStock]), and writes the best as configuration: [NewVolcanoConfig]
 // and [NewKubeSchedulerConfig] are typed documents, which [WriteYAML]
-// prints (gpufrag cluster volcano-config).
+// prints; [WriteReport] is the output of gpufrag cluster volcano-config.
 package stock
