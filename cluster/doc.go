@@ -12,15 +12,9 @@
 // holds what is free on every node and places pods; [State.Fits] is the
 // filter Kubernetes' NodeResourcesFit plus a GPU-sharing plugin apply.
 //
-// Readers: [ReadNodesCSV] and [ReadPodsCSV] read the openb trace
-// (Alibaba cluster-trace-gpu-v2023: node lists with or without the model
-// column, pod lists with 5 or 11 columns); [ReadJSON] and [WriteJSON] read
-// and write the package's own JSON form ([File]); [ReadNodes] and
-// [ReadPods] take either form, telling JSON from CSV by name or content.
-// Readers never panic; their errors name the input, the line (the header
-// is line 1) and the field, and echo at most 64 bytes of a bad value.
-// They bound what they read: a line at most [MaxLineBytes], an input at
-// most [MaxInputBytes], and binary input is refused at its first bytes.
+// Subpackage lists reads and writes node and pod lists (the openb CSV
+// files and the package's JSON form); its errors are [InputError] values,
+// wrapping [ErrBadInput], as those of subpackage kube.
 //
 // # Fragmentation
 //
@@ -48,7 +42,7 @@
 //
 // Subpackage protocol runs the FGD paper's experiment protocol and the
 // replay by pod times on this model, over grids of policies and seeds;
-// gen generates pod lists of the paper's workload families; judge is the
+// lists reads node and pod lists; gen generates pod lists of the paper's workload families; judge is the
 // out-of-sample protocol that chose the recommended policy; stock
 // searches the packing settings of Volcano and Kubernetes and prints
 // their configurations. Each uses only this package's exported API: the

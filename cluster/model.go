@@ -130,3 +130,35 @@ func GPUCapacity(nodes []Node) int {
 	}
 	return n
 }
+
+// InputError is a problem in a node or pod list, located by input name,
+// 1-based line (the CSV header is line 1) and field. It wraps ErrBadInput.
+type InputError struct {
+	Name  string // the file name given to the reader
+	Line  int    // 1-based; 0 when the problem is not on one line
+	Field string // column or JSON path; empty when the whole line is wrong
+	Msg   string
+	Err   error // a more specific kind of problem, also wrapped; may be nil
+}
+
+func (e *InputError) Error() string {
+	if e.Line == 0 {
+		s := e.Msg
+		if e.Field != "" {
+			s = fmt.Sprintf("field %q: %s", e.Field, s)
+		}
+		if e.Name != "" {
+			s = e.Name + ": " + s
+		}
+		return s
+	}
+	return loc.Format(e.Name, e.Line, e.Field, e.Msg)
+}
+
+// Unwrap returns ErrBadInput and, when set, Err.
+func (e *InputError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrBadInput, e.Err}
+	}
+	return []error{ErrBadInput}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 	"github.com/gpufrag/gpufrag/cluster/protocol"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/model"
@@ -512,11 +513,11 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 			return o, nil, nil, nil
 		}
 	}
-	nodes, err := cluster.ReadNodesFile(opts.path(c.Nodes))
+	nodes, err := lists.ReadNodesFile(opts.path(c.Nodes))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pods, err := cluster.ReadPodsFile(opts.path(c.Pods))
+	pods, err := lists.ReadPodsFile(opts.path(c.Pods))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 )
 
 // Family is a kind of pod list the FGD paper derives from its default
@@ -386,11 +387,11 @@ func FamilyOf(name string) Family {
 	return "default"
 }
 
-// ReadList reads the pod list file at path (cluster.ReadPodsFile) as a
+// ReadList reads the pod list file at path (lists.ReadPodsFile) as a
 // List named by the file (openb_pod_list_gpuspec33.csv: gpuspec33) and
 // of the family its name stands for (FamilyOf).
 func ReadList(path string) (List, error) {
-	pods, err := cluster.ReadPodsFile(path)
+	pods, err := lists.ReadPodsFile(path)
 	if err != nil {
 		return List{}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
@@ -19,7 +20,7 @@ import (
 // pool).
 func genBase(t *testing.T) (base, specs []cluster.Pod) {
 	t.Helper()
-	head, err := cluster.ReadPodsFile(clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv"))
+	head, err := lists.ReadPodsFile(clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +28,14 @@ func genBase(t *testing.T) (base, specs []cluster.Pod) {
 	if testing.Short() {
 		return head, head
 	}
-	base, err = cluster.ReadPodsFile(dir + "openb_pod_list_default.csv")
+	base, err = lists.ReadPodsFile(dir + "openb_pod_list_default.csv")
 	if errors.Is(err, os.ErrNotExist) {
 		return head, head
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if specs, err = cluster.ReadPodsFile(dir + "openb_pod_list_gpuspec33.csv"); err != nil {
+	if specs, err = lists.ReadPodsFile(dir + "openb_pod_list_gpuspec33.csv"); err != nil {
 		t.Fatal(err)
 	}
 	return base, specs
@@ -47,7 +48,7 @@ func genCSV(t *testing.T, base []cluster.Pod, c GenConfig) []byte {
 		t.Fatalf("%s: %v", c.Name(), err)
 	}
 	var b bytes.Buffer
-	if err := cluster.WritePodsCSV(&b, pods); err != nil {
+	if err := lists.WritePodsCSV(&b, pods); err != nil {
 		t.Fatalf("%s: %v", c.Name(), err)
 	}
 	return b.Bytes()
@@ -76,7 +77,7 @@ func TestGeneratePodsProperties(t *testing.T) {
 		for _, share := range []float64{0, 0.1, 0.33, 0.6, 0.95} {
 			c := GenConfig{Family: f, Share: share, Seed: 7, Specs: specs}
 			out := genCSV(t, base, c)
-			pods, err := cluster.ReadPodsCSV(bytes.NewReader(out), c.Name())
+			pods, err := lists.ReadPodsCSV(bytes.NewReader(out), c.Name())
 			if err != nil {
 				t.Fatalf("%s: written list does not read back: %v", c.Name(), err)
 			}
@@ -197,7 +198,7 @@ func TestWritePodsCSVRefuses(t *testing.T) {
 		{Name: `q"`, MilliCPU: 1},
 		{Name: "x", NumGPU: 2, MilliGPU: 500},
 	} {
-		if err := cluster.WritePodsCSV(&bytes.Buffer{}, []cluster.Pod{p}); !errors.Is(err, cluster.ErrBadInput) {
+		if err := lists.WritePodsCSV(&bytes.Buffer{}, []cluster.Pod{p}); !errors.Is(err, cluster.ErrBadInput) {
 			t.Errorf("%+v: error %v, want ErrBadInput", p, err)
 		}
 	}
@@ -210,18 +211,18 @@ func FuzzWritePodsCSV(f *testing.F) {
 	f.Add("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\na,1,2,1,500,T4|G2\nb,0,0,0,0,\n")
 	f.Add("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\"q,x\",1,1,0,0\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		pods, err := cluster.ReadPodsCSV(strings.NewReader(in), "in")
+		pods, err := lists.ReadPodsCSV(strings.NewReader(in), "in")
 		if err != nil {
 			return
 		}
 		var b bytes.Buffer
-		if err := cluster.WritePodsCSV(&b, pods); err != nil {
+		if err := lists.WritePodsCSV(&b, pods); err != nil {
 			if !errors.Is(err, cluster.ErrBadInput) {
 				t.Fatalf("write: %v", err)
 			}
 			return
 		}
-		back, err := cluster.ReadPodsCSV(bytes.NewReader(b.Bytes()), "out")
+		back, err := lists.ReadPodsCSV(bytes.NewReader(b.Bytes()), "out")
 		if err != nil {
 			t.Fatalf("written list does not read back: %v\n%s", err, b.String())
 		}

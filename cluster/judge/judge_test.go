@@ -5,9 +5,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/gen"
 	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 )
 
 // TestNewPaired checks the interval against hand-computed values: for
@@ -43,11 +43,11 @@ func TestNewPaired(t *testing.T) {
 // and it does not pass (the rule asks for a mean below FGD); Random is
 // worse than FGD beyond noise on the list and fails.
 func TestJudge(t *testing.T) {
-	nodes, err := cluster.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
+	nodes, err := lists.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := cluster.ReadPodsFile(clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv"))
+	pods, err := lists.ReadPodsFile(clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

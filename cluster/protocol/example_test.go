@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 	"github.com/gpufrag/gpufrag/cluster/protocol"
 )
 
 // The FGD protocol on a toy cluster: two 4-GPU nodes, pods of half a GPU,
 // one GPU and two GPUs, for seeds 1 to 3.
 func ExampleExperiment() {
-	nodes, _ := cluster.ReadNodesCSV(strings.NewReader(`sn,cpu_milli,memory_mib,gpu,model
+	nodes, _ := lists.ReadNodesCSV(strings.NewReader(`sn,cpu_milli,memory_mib,gpu,model
 n0,32000,131072,4,G2
 n1,32000,131072,4,G2
 `), "nodes.csv")
-	pods, _ := cluster.ReadPodsCSV(strings.NewReader(`name,cpu_milli,memory_mib,num_gpu,gpu_milli
+	pods, _ := lists.ReadPodsCSV(strings.NewReader(`name,cpu_milli,memory_mib,num_gpu,gpu_milli
 half,2000,4096,1,500
 one,4000,8192,1,1000
 two,8000,16384,2,1000

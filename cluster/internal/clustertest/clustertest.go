@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 )
 
 // root is the repository's root: the closest folder above the test's
@@ -52,7 +53,7 @@ func Shared(t testing.TB, name string) string {
 // Nodes reads the node list at path or fails the test.
 func Nodes(t testing.TB, path string) []cluster.Node {
 	t.Helper()
-	nodes, err := cluster.ReadNodesFile(path)
+	nodes, err := lists.ReadNodesFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func Nodes(t testing.TB, path string) []cluster.Node {
 // Pods reads the pod list at path or fails the test.
 func Pods(t testing.TB, path string) []cluster.Pod {
 	t.Helper()
-	pods, err := cluster.ReadPodsFile(path)
+	pods, err := lists.ReadPodsFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

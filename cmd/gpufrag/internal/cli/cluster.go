@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 	"github.com/gpufrag/gpufrag/cluster/protocol"
 	"github.com/gpufrag/gpufrag/cluster/protocol/pages"
 	"github.com/gpufrag/gpufrag/cluster/stock"
@@ -213,14 +214,14 @@ func readClusterLists(nodesFile, podsFile string, flagged bool) ([]cluster.Node,
 	if err := checkInputs(fileFlag{"--nodes", nodesFile}, fileFlag{"--pods", podsFile}); err != nil {
 		return nil, nil, err
 	}
-	nodes, err := cluster.ReadNodesFile(nodesFile)
+	nodes, err := lists.ReadNodesFile(nodesFile)
 	if err != nil && flagged {
 		err = inFlagFile("--nodes", nodesFile, err)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	pods, err := cluster.ReadPodsFile(podsFile)
+	pods, err := lists.ReadPodsFile(podsFile)
 	if err != nil && flagged {
 		err = inFlagFile("--pods", podsFile, err)
 	}

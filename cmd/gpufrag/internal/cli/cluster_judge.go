@@ -13,6 +13,7 @@ import (
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/gen"
 	"github.com/gpufrag/gpufrag/cluster/judge"
+	"github.com/gpufrag/gpufrag/cluster/lists"
 	"github.com/gpufrag/gpufrag/cluster/protocol"
 )
 
@@ -58,9 +59,9 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 		return err
 	}
 	c := gen.GenConfig{Family: gen.Family(f.family), Share: f.share, Seed: f.seed}
-	base, err := cluster.ReadPodsFile(f.pods)
+	base, err := lists.ReadPodsFile(f.pods)
 	if err == nil && f.specs != "" {
-		c.Specs, err = cluster.ReadPodsFile(f.specs)
+		c.Specs, err = lists.ReadPodsFile(f.specs)
 	}
 	if err != nil {
 		return err
@@ -70,7 +71,7 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 		return err
 	}
 	var sb strings.Builder
-	if err := cluster.WritePodsCSV(&sb, pods); err != nil {
+	if err := lists.WritePodsCSV(&sb, pods); err != nil {
 		return err
 	}
 	if f.out == "" {
@@ -140,21 +141,21 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err := checkInputs(inputs...); err != nil {
 		return err
 	}
-	nodes, err := cluster.ReadNodesFile(f.nodes)
+	nodes, err := lists.ReadNodesFile(f.nodes)
 	if err != nil {
 		return err
 	}
-	var lists []gen.List
+	var judged []gen.List
 	if len(cfgs) > 0 {
-		base, err := cluster.ReadPodsFile(f.pods)
+		base, err := lists.ReadPodsFile(f.pods)
 		if err != nil {
 			return err
 		}
-		specs, err := cluster.ReadPodsFile(f.specs)
+		specs, err := lists.ReadPodsFile(f.specs)
 		if err != nil {
 			return err
 		}
-		if lists, err = gen.GenerateLists(base, specs, cfgs); err != nil {
+		if judged, err = gen.GenerateLists(base, specs, cfgs); err != nil {
 			return err
 		}
 	}
@@ -163,10 +164,10 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		if err != nil {
 			return err
 		}
-		lists = append(lists, l)
+		judged = append(judged, l)
 	}
-	run, done := clusterRunner(stderr, len(lists)*(1+len(cands))*len(seeds), "judge", f.parallel)
-	j, err := judge.Judge(cmdContext(cmd), judge.JudgeConfig{Nodes: nodes, Lists: lists, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
+	run, done := clusterRunner(stderr, len(judged)*(1+len(cands))*len(seeds), "judge", f.parallel)
+	j, err := judge.Judge(cmdContext(cmd), judge.JudgeConfig{Nodes: nodes, Lists: judged, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
 	done()
 	if err != nil {
 		return err

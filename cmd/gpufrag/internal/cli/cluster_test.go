@@ -239,7 +239,7 @@ func TestClusterSimulateHostileFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := runCluster(t, "--nodes", noBreaks, "--pods", clusterPods)
-	if code != 1 || !strings.Contains(errs, "nodes.csv: line 1: longer than 64 KiB (cluster.MaxLineBytes)") {
+	if code != 1 || !strings.Contains(errs, "nodes.csv: line 1: longer than 64 KiB (lists.MaxLineBytes)") {
 		t.Errorf("no line breaks: exit %d, %s", code, errs)
 	}
 	if _, err := os.Stat("/dev/zero"); err == nil {

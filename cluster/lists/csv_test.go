@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"errors"
@@ -8,20 +8,22 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // sharedData returns the path of a file of the shared openb trace, or
 // skips the test when the shared data folder is absent (a clone alone).
 func sharedData(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "shared", "data", "openb", name)
+	p := filepath.Join("..", "..", "..", "shared", "data", "openb", name)
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("shared trace %s not present (%v): this test needs ../shared/data/openb next to the repository", name, err)
 	}
 	return p
 }
 
-func readNodesFile(t testing.TB, path string) []Node {
+func readNodesFile(t testing.TB, path string) []cluster.Node {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -35,7 +37,7 @@ func readNodesFile(t testing.TB, path string) []Node {
 	return nodes
 }
 
-func readPodsFile(t testing.TB, path string) []Pod {
+func readPodsFile(t testing.TB, path string) []cluster.Pod {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,7 +57,7 @@ func TestReadNodesCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Node{{"n0", 64000, 262144, 2, "P100"}, {"n1", 32000, 131072, 0, ""}}
+	want := []cluster.Node{{Name: "n0", MilliCPU: 64000, MemoryMiB: 262144, GPUs: 2, Model: "P100"}, {Name: "n1", MilliCPU: 32000, MemoryMiB: 131072, GPUs: 0}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("5 columns: got %+v, want %+v", got, want)
 	}
@@ -65,7 +67,7 @@ func TestReadNodesCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Node{{"n0", 64000, 262144, 2, "gpu"}}; !reflect.DeepEqual(got, want) {
+	if want := []cluster.Node{{Name: "n0", MilliCPU: 64000, MemoryMiB: 262144, GPUs: 2, Model: "gpu"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("4 columns: got %+v, want %+v", got, want)
 	}
 }
@@ -76,7 +78,7 @@ func TestReadPodsCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Pod{
+	want := []cluster.Pod{
 		{Name: "p0", MilliCPU: 12000, MemoryMiB: 16384, NumGPU: 1, MilliGPU: 460},
 		{Name: "p1", MilliCPU: 88000, MemoryMiB: 1024, NumGPU: 8, MilliGPU: 1000},
 		{Name: "p2", MilliCPU: 4000, MemoryMiB: 100},
@@ -91,7 +93,7 @@ func TestReadPodsCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []Pod{
+	want = []cluster.Pod{
 		{Name: "p0", MilliCPU: 6000, MemoryMiB: 12288, NumGPU: 1, MilliGPU: 460, GPUSpec: []string{"T4", "P100"},
 			Creation: 427061, Deletion: 12902960, HasTimes: true},
 		{Name: "p1", MilliCPU: 11908, MemoryMiB: 47104, NumGPU: 1, MilliGPU: 1000, Creation: 10001278, Deletion: 10001403, HasTimes: true},
@@ -102,11 +104,11 @@ func TestReadPodsCSV(t *testing.T) {
 }
 
 func TestReadFixtures(t *testing.T) {
-	nodes := readNodesFile(t, "testdata/openb_nodes_head40.csv")
+	nodes := readNodesFile(t, "../testdata/openb_nodes_head40.csv")
 	if len(nodes) != 40 || nodes[0].Name != "openb-node-0000" || nodes[0].Model != "P100" {
 		t.Errorf("nodes: %d, first %+v", len(nodes), nodes[0])
 	}
-	spec := readPodsFile(t, "testdata/openb_pods_gpuspec33_head60.csv")
+	spec := readPodsFile(t, "../testdata/openb_pods_gpuspec33_head60.csv")
 	constrained := 0
 	for _, p := range spec {
 		if len(p.GPUSpec) > 0 {
@@ -118,7 +120,7 @@ func TestReadFixtures(t *testing.T) {
 	if len(spec) != 60 || constrained == 0 {
 		t.Errorf("gpuspec33 head: %d pods, %d constrained", len(spec), constrained)
 	}
-	multi := readPodsFile(t, "testdata/openb_pods_multigpu50_head60.csv")
+	multi := readPodsFile(t, "../testdata/openb_pods_multigpu50_head60.csv")
 	if len(multi) != 60 || multi[0].HasTimes {
 		t.Errorf("multigpu50 head: %d pods, first %+v", len(multi), multi[0])
 	}
@@ -131,8 +133,8 @@ func TestReadSharedTrace(t *testing.T) {
 		cpu += n.MilliCPU
 	}
 	// The README of the trace: 1213 GPU nodes, 6212 GPUs, 107,018 cores.
-	if len(nodes) != 1213 || GPUCapacity(nodes) != 6212 || cpu != 107018000 {
-		t.Errorf("gpu node list: %d nodes, %d GPUs, %d millicores; want 1213, 6212, 107018000", len(nodes), GPUCapacity(nodes), cpu)
+	if len(nodes) != 1213 || cluster.GPUCapacity(nodes) != 6212 || cpu != 107018000 {
+		t.Errorf("gpu node list: %d nodes, %d GPUs, %d millicores; want 1213, 6212, 107018000", len(nodes), cluster.GPUCapacity(nodes), cpu)
 	}
 	all := readNodesFile(t, sharedData(t, "openb_node_list_all_node.csv"))
 	if len(all) != 1523 {
@@ -171,11 +173,11 @@ func TestReadCSVErrors(t *testing.T) {
 		// a giant field echoed whole.
 		{false, "sn,sn,memory_mib,gpu\n", `x.csv: line 1: field "sn": column 2 repeats column 1; the header must be the first 4 to 5 of sn,cpu_milli,memory_mib,gpu,model`},
 		{false, "sn,cpu_milli,memory_mib,gpu,model\rn0,1,2,1,T4\rn0,1,2,1,T4\r", `x.csv: line 3: field "sn": node "n0" already on line 2`},
-		{true, podHead + "p0,1," + strings.Repeat("9", 5<<20) + ",1,500\n", `x.csv: line 2: longer than 64 KiB (cluster.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
+		{true, podHead + "p0,1," + strings.Repeat("9", 5<<20) + ",1,500\n", `x.csv: line 2: longer than 64 KiB (lists.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
 		{true, podHead + "p0,1," + strings.Repeat("x", 60<<10) + ",1,500\n", `x.csv: line 2: field "memory_mib": "` + strings.Repeat("x", 64) + `"… (61440 bytes) is not an integer`},
 		// Case 10: binary input and a file without line breaks.
 		{false, strings.Repeat("\x00", 4096), `x.csv: line 1: not a text file: byte 0 is NUL (binary data, not lines of text)`},
-		{false, "sn,cpu_milli,memory_mib,gpu,model" + strings.Repeat(",x", 40<<10), `x.csv: line 1: longer than 64 KiB (cluster.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
+		{false, "sn,cpu_milli,memory_mib,gpu,model" + strings.Repeat(",x", 40<<10), `x.csv: line 1: longer than 64 KiB (lists.MaxLineBytes): not a text file of lines, or its line breaks are missing`},
 		{true, podHead + "p0,1,2,1,1200\n", `x.csv: line 2: field "gpu_milli": must be between 0 and 1000 (got 1200)`},
 		{true, podHead + "p0,1,2,2,500\n", `x.csv: line 2: field "gpu_milli": must be 1000 for a pod with 2 GPUs: only single-GPU pods share (got 500)`},
 		{true, podHead + "p0,1,2,0,500\n", `x.csv: line 2: field "gpu_milli": must be 0 for a pod without GPUs (got 500)`},
@@ -197,8 +199,8 @@ func TestReadCSVErrors(t *testing.T) {
 			t.Errorf("%q:\n got %v\nwant %s", tc.in, err, tc.want)
 			continue
 		}
-		var ie *InputError
-		if !errors.Is(err, ErrBadInput) || !errors.As(err, &ie) {
+		var ie *cluster.InputError
+		if !errors.Is(err, cluster.ErrBadInput) || !errors.As(err, &ie) {
 			t.Errorf("%q: error %v is not an *InputError wrapping ErrBadInput", tc.in, err)
 		}
 	}
@@ -212,8 +214,8 @@ func TestReadCSVTotalLimit(t *testing.T) {
 	csvLimits.Total = 1000
 	in := "sn,cpu_milli,memory_mib,gpu,model\n" + strings.Repeat("n,1,2,1,T4\n", 100)
 	_, err := ReadNodesCSV(strings.NewReader(in), "x.csv")
-	if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "cluster.MaxInputBytes") {
-		t.Fatalf("err = %v, want a bad-input error naming cluster.MaxInputBytes", err)
+	if err == nil || !errors.Is(err, cluster.ErrBadInput) || !strings.Contains(err.Error(), "lists.MaxInputBytes") {
+		t.Fatalf("err = %v, want a bad-input error naming lists.MaxInputBytes", err)
 	}
 }
 
@@ -224,7 +226,7 @@ func TestReadCSVEndless(t *testing.T) {
 	for _, b := range []byte{0, 'x'} {
 		r := &countingReader{r: endless(b)}
 		_, err := ReadPodsCSV(r, "endless")
-		if err == nil || !errors.Is(err, ErrBadInput) {
+		if err == nil || !errors.Is(err, cluster.ErrBadInput) {
 			t.Fatalf("byte %q: err = %v, want a bad-input error", b, err)
 		}
 		if r.n > 2*MaxLineBytes {
@@ -271,13 +273,13 @@ func FuzzReadNodesCSV(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	if b, err := os.ReadFile("testdata/openb_nodes_head40.csv"); err == nil {
+	if b, err := os.ReadFile("../testdata/openb_nodes_head40.csv"); err == nil {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		nodes, err := ReadNodesCSV(strings.NewReader(string(data)), "fuzz.csv")
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) {
+			if !errors.Is(err, cluster.ErrBadInput) {
 				t.Fatalf("error does not wrap ErrBadInput: %v", err)
 			}
 			return
@@ -311,7 +313,7 @@ func FuzzReadPodsCSV(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	for _, p := range []string{"testdata/openb_pods_gpuspec33_head60.csv", "testdata/openb_pods_multigpu50_head60.csv"} {
+	for _, p := range []string{"../testdata/openb_pods_gpuspec33_head60.csv", "../testdata/openb_pods_multigpu50_head60.csv"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
@@ -319,7 +321,7 @@ func FuzzReadPodsCSV(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pods, err := ReadPodsCSV(strings.NewReader(string(data)), "fuzz.csv")
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) {
+			if !errors.Is(err, cluster.ErrBadInput) {
 				t.Fatalf("error does not wrap ErrBadInput: %v", err)
 			}
 			return

@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
@@ -29,8 +30,8 @@ import (
 // Unknown fields are errors. Either list may be absent, so a file can hold
 // only nodes or only pods.
 type File struct {
-	Nodes []Node `json:"nodes,omitempty"`
-	Pods  []Pod  `json:"pods,omitempty"`
+	Nodes []cluster.Node `json:"nodes,omitempty"`
+	Pods  []cluster.Pod  `json:"pods,omitempty"`
 }
 
 // jsonPod mirrors Pod with pointer times, so "creation_time": 0 and an
@@ -48,8 +49,8 @@ type jsonPod struct {
 }
 
 type jsonFile struct {
-	Nodes []Node    `json:"nodes"`
-	Pods  []jsonPod `json:"pods"`
+	Nodes []cluster.Node `json:"nodes"`
+	Pods  []jsonPod      `json:"pods"`
 }
 
 // ReadJSON reads a File. Errors name the input and the JSON path of the
@@ -71,22 +72,22 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 		return nil, jsonError(name, data, err)
 	}
 	if dec.More() {
-		return nil, &InputError{Name: name, Msg: "more than one JSON value"}
+		return nil, &cluster.InputError{Name: name, Msg: "more than one JSON value"}
 	}
 	f := &File{Nodes: jf.Nodes}
 	seen := map[string]bool{}
 	for i := range f.Nodes {
 		if fl, msg := f.Nodes[i].Check(); fl != "" {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("nodes[%d].%s", i, jsonNodeField(fl)), Msg: msg}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("nodes[%d].%s", i, jsonNodeField(fl)), Msg: msg}
 		}
 		if seen[f.Nodes[i].Name] {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("nodes[%d].name", i), Msg: fmt.Sprintf("duplicate node %s", loc.Quote(f.Nodes[i].Name))}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("nodes[%d].name", i), Msg: fmt.Sprintf("duplicate node %s", loc.Quote(f.Nodes[i].Name))}
 		}
 		seen[f.Nodes[i].Name] = true
 	}
 	clear(seen)
 	for i, jp := range jf.Pods {
-		p := Pod{Name: jp.Name, MilliCPU: jp.MilliCPU, MemoryMiB: jp.MemoryMiB, NumGPU: jp.NumGPU,
+		p := cluster.Pod{Name: jp.Name, MilliCPU: jp.MilliCPU, MemoryMiB: jp.MemoryMiB, NumGPU: jp.NumGPU,
 			MilliGPU: jp.MilliGPU, GPUSpec: jp.GPUSpec, Job: jp.Job}
 		if len(p.GPUSpec) == 0 {
 			p.GPUSpec = nil // "gpu_spec": [] means any model, as an absent field
@@ -96,18 +97,18 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 		}
 		if jp.Deletion != nil {
 			if jp.Creation == nil {
-				return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].deletion_time", i), Msg: "needs creation_time"}
+				return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].deletion_time", i), Msg: "needs creation_time"}
 			}
 			p.Deletion = *jp.Deletion
 		}
 		if p.Creation < 0 || p.Deletion < 0 {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].creation_time", i), Msg: "times must not be negative"}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].creation_time", i), Msg: "times must not be negative"}
 		}
 		if fl, msg := p.Check(); fl != "" {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].%s", i, fl), Msg: msg}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].%s", i, fl), Msg: msg}
 		}
 		if seen[p.Name] {
-			return nil, &InputError{Name: name, Field: fmt.Sprintf("pods[%d].name", i), Msg: fmt.Sprintf("duplicate pod %s", loc.Quote(p.Name))}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].name", i), Msg: fmt.Sprintf("duplicate pod %s", loc.Quote(p.Name))}
 		}
 		seen[p.Name] = true
 		f.Pods = append(f.Pods, p)
@@ -126,10 +127,10 @@ func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
 	t := bytes.TrimLeft(head, " \t\r\n")
 	switch {
 	case len(t) == 0 && atEOF:
-		return nil, &InputError{Name: name, Msg: "empty input, want a JSON object"}
+		return nil, &cluster.InputError{Name: name, Msg: "empty input, want a JSON object"}
 	case len(t) > 0 && t[0] != '{':
 		line := 1 + bytes.Count(head[:len(head)-len(t)], []byte("\n"))
-		return nil, &InputError{Name: name, Line: line, Msg: fmt.Sprintf("starts with %s, want a JSON object {\"nodes\": [...], \"pods\": [...]}",
+		return nil, &cluster.InputError{Name: name, Line: line, Msg: fmt.Sprintf("starts with %s, want a JSON object {\"nodes\": [...], \"pods\": [...]}",
 			loc.DescribeJSONStart(t[:min(len(t), 16)]))}
 	}
 	if err := loc.CheckJSONStart(head, atEOF); err != nil {
@@ -140,7 +141,7 @@ func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, &InputError{Name: name, Msg: fmt.Sprintf("longer than %s (cluster.MaxInputBytes): split the list, or sample it", loc.Size(limit))}
+		return nil, &cluster.InputError{Name: name, Msg: fmt.Sprintf("longer than %s (lists.MaxInputBytes): split the list, or sample it", loc.Size(limit))}
 	}
 	return data, nil
 }
@@ -166,13 +167,13 @@ func jsonError(name string, data []byte, err error) error {
 	case errors.As(err, &ute):
 		off, field = ute.Offset, ute.Field
 	case err == io.EOF:
-		return &InputError{Name: name, Msg: "empty input, want a JSON object"}
+		return &cluster.InputError{Name: name, Msg: "empty input, want a JSON object"}
 	}
 	line := 0
 	if off >= 0 {
 		line = 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
 	}
-	return &InputError{Name: name, Line: line, Field: field, Msg: err.Error()}
+	return &cluster.InputError{Name: name, Line: line, Field: field, Msg: err.Error()}
 }
 
 // WriteJSON writes f in the form ReadJSON reads, indented.

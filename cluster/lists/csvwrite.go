@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/loc"
 )
 
@@ -17,21 +18,21 @@ import (
 // need CSV quoting (a comma, a quote, a line break) or has white space
 // around it, which the reader trims, is an error, and
 // nothing after it is written.
-func WritePodsCSV(w io.Writer, pods []Pod) error {
+func WritePodsCSV(w io.Writer, pods []cluster.Pod) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString(strings.Join(podColumns[:6], ",") + "\n")
 	var b []byte
 	for i := range pods {
 		p := &pods[i]
 		if f, msg := p.Check(); f != "" {
-			return fmt.Errorf("%w: pod %d (%s): field %q %s", ErrBadInput, i, loc.Quote(p.Name), f, msg)
+			return fmt.Errorf("%w: pod %d (%s): field %q %s", cluster.ErrBadInput, i, loc.Quote(p.Name), f, msg)
 		}
 		if strings.ContainsAny(p.Name, ",\"\r\n") || strings.TrimSpace(p.Name) != p.Name {
-			return fmt.Errorf("%w: pod %d: name %s needs CSV quoting or trimming, which the openb form does not use", ErrBadInput, i, loc.Quote(p.Name))
+			return fmt.Errorf("%w: pod %d: name %s needs CSV quoting or trimming, which the openb form does not use", cluster.ErrBadInput, i, loc.Quote(p.Name))
 		}
 		for _, m := range p.GPUSpec {
 			if strings.ContainsAny(m, ",\"\r\n") {
-				return fmt.Errorf("%w: pod %d (%s): GPU model %s needs CSV quoting", ErrBadInput, i, loc.Quote(p.Name), loc.Quote(m))
+				return fmt.Errorf("%w: pod %d (%s): GPU model %s needs CSV quoting", cluster.ErrBadInput, i, loc.Quote(p.Name), loc.Quote(m))
 			}
 		}
 		b = append(b[:0], p.Name...)

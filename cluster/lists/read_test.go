@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // The file readers are ReadNodes and ReadPods on the opened file: either
@@ -21,14 +23,14 @@ func TestReadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, err := ReadNodesFile(js)
-	if err != nil || !reflect.DeepEqual(nodes, []Node{{"a", 32000, 65536, 2, "T4"}}) {
+	if err != nil || !reflect.DeepEqual(nodes, []cluster.Node{{Name: "a", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 2, Model: "T4"}}) {
 		t.Errorf("nodes of %s: %+v, %v", js, nodes, err)
 	}
 	pods, err := ReadPodsFile(js)
 	if err != nil || len(pods) != 1 || pods[0].Name != "p" || pods[0].MilliGPU != 500 {
 		t.Errorf("pods of %s: %+v, %v", js, pods, err)
 	}
-	csv := "testdata/openb_nodes_head40.csv"
+	csv := "../testdata/openb_nodes_head40.csv"
 	if nodes, err := ReadNodesFile(csv); err != nil || !reflect.DeepEqual(nodes, readNodesFile(t, csv)) {
 		t.Errorf("%s: %d nodes, %v", csv, len(nodes), err)
 	}
@@ -36,7 +38,7 @@ func TestReadFiles(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,x,1,1,1000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadPodsFile(bad); !errors.Is(err, ErrBadInput) || !strings.HasPrefix(err.Error(), bad+": line 2:") {
+	if _, err := ReadPodsFile(bad); !errors.Is(err, cluster.ErrBadInput) || !strings.HasPrefix(err.Error(), bad+": line 2:") {
 		t.Errorf("bad pods: %v", err)
 	}
 	missing := filepath.Join(dir, "none.csv")

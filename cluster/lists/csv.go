@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"errors"
@@ -8,40 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/loc"
 )
-
-// InputError is a problem in a node or pod list, located by input name,
-// 1-based line (the CSV header is line 1) and field. It wraps ErrBadInput.
-type InputError struct {
-	Name  string // the file name given to the reader
-	Line  int    // 1-based; 0 when the problem is not on one line
-	Field string // column or JSON path; empty when the whole line is wrong
-	Msg   string
-	Err   error // a more specific kind of problem, also wrapped; may be nil
-}
-
-func (e *InputError) Error() string {
-	if e.Line == 0 {
-		s := e.Msg
-		if e.Field != "" {
-			s = fmt.Sprintf("field %q: %s", e.Field, s)
-		}
-		if e.Name != "" {
-			s = e.Name + ": " + s
-		}
-		return s
-	}
-	return loc.Format(e.Name, e.Line, e.Field, e.Msg)
-}
-
-// Unwrap returns ErrBadInput and, when set, Err.
-func (e *InputError) Unwrap() []error {
-	if e.Err != nil {
-		return []error{ErrBadInput, e.Err}
-	}
-	return []error{ErrBadInput}
-}
 
 // Column names of the openb CSV files.
 var (
@@ -65,7 +34,7 @@ const MaxLineBytes = 64 << 10
 const MaxInputBytes = 256 << 20
 
 // csvLimits are the line reader's bounds for node and pod lists.
-var csvLimits = loc.Limits{Line: MaxLineBytes, LineName: "cluster.MaxLineBytes", Total: MaxInputBytes, TotalName: "cluster.MaxInputBytes",
+var csvLimits = loc.Limits{Line: MaxLineBytes, LineName: "lists.MaxLineBytes", Total: MaxInputBytes, TotalName: "lists.MaxInputBytes",
 	TotalHint: "split the list, or sample it: the protocol resamples pods to the cluster's size anyway"}
 
 // csvTable reads a CSV stream whose header must be a prefix of want of at
@@ -84,23 +53,23 @@ func openCSV(rd io.Reader, name string, want []string, min int) (*csvTable, erro
 	t := &csvTable{name: name, lines: loc.NewLineReader(rd, csvLimits)}
 	head, _, err := t.read()
 	if err == io.EOF {
-		return nil, &InputError{Name: name, Line: 1, Msg: "empty file: want a header line"}
+		return nil, &cluster.InputError{Name: name, Line: 1, Msg: "empty file: want a header line"}
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(head) < min || len(head) > len(want) {
-		return nil, &InputError{Name: name, Line: 1, Msg: fmt.Sprintf(
+		return nil, &cluster.InputError{Name: name, Line: 1, Msg: fmt.Sprintf(
 			"header has %d columns, want the first %d to %d of %s", len(head), min, len(want), strings.Join(want, ","))}
 	}
 	for i, h := range head {
 		h = strings.TrimSpace(h)
 		if j := slices.Index(head[:i], h); j >= 0 {
-			return nil, &InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d repeats column %d; the header must be the first %d to %d of %s",
+			return nil, &cluster.InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d repeats column %d; the header must be the first %d to %d of %s",
 				i+1, j+1, min, len(want), strings.Join(want, ","))}
 		}
 		if h != want[i] {
-			return nil, &InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d must be %q", i+1, want[i])}
+			return nil, &cluster.InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d must be %q", i+1, want[i])}
 		}
 	}
 	t.cols = want[:len(head)]
@@ -129,7 +98,7 @@ func (t *csvTable) read() ([]string, int, error) {
 			if bad < len(t.cols) {
 				field = t.cols[bad]
 			}
-			return nil, line, &InputError{Name: t.name, Line: line, Field: field, Msg: msg}
+			return nil, line, &cluster.InputError{Name: t.name, Line: line, Field: field, Msg: msg}
 		}
 		return t.fields, line, nil
 	}
@@ -142,7 +111,7 @@ func (t *csvTable) next() ([]string, int, error) {
 		return nil, line, err
 	}
 	if len(rec) != len(t.cols) {
-		return nil, line, &InputError{Name: t.name, Line: line, Msg: fmt.Sprintf("has %d fields, the header has %d", len(rec), len(t.cols))}
+		return nil, line, &cluster.InputError{Name: t.name, Line: line, Msg: fmt.Sprintf("has %d fields, the header has %d", len(rec), len(t.cols))}
 	}
 	return rec, line, nil
 }
@@ -152,7 +121,7 @@ func (t *csvTable) next() ([]string, int, error) {
 func lineError(name string, err error) error {
 	var le *loc.InputError
 	if errors.As(err, &le) {
-		return &InputError{Name: name, Line: le.Line, Msg: le.Msg}
+		return &cluster.InputError{Name: name, Line: le.Line, Msg: le.Msg}
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }
@@ -162,29 +131,29 @@ func intField(name string, line int, field, s string) (int64, error) {
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
 		if s == "" {
-			return 0, &InputError{Name: name, Line: line, Field: field, Msg: "is empty, want an integer"}
+			return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: "is empty, want an integer"}
 		}
-		return 0, &InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("%s is not an integer", loc.Quote(s))}
+		return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("%s is not an integer", loc.Quote(s))}
 	}
 	if v < 0 {
-		return 0, &InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("must not be negative (got %d)", v)}
+		return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("must not be negative (got %d)", v)}
 	}
 	return v, nil
 }
 
 // ReadNodesCSV reads an openb node list: columns sn, cpu_milli, memory_mib,
 // gpu and, optionally, model. Names must be unique.
-func ReadNodesCSV(rd io.Reader, name string) ([]Node, error) {
+func ReadNodesCSV(rd io.Reader, name string) ([]cluster.Node, error) {
 	t, err := openCSV(rd, name, nodeColumns, 4)
 	if err != nil {
 		return nil, err
 	}
-	return readRows(t, name, "node", "sn", func(rec []string, line int) (Node, string, error) {
+	return readRows(t, name, "node", "sn", func(rec []string, line int) (cluster.Node, string, error) {
 		c, err := leadingColumns(name, line, rec, "gpu")
 		if err != nil {
-			return Node{}, "", err
+			return cluster.Node{}, "", err
 		}
-		n := Node{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, GPUs: c.gpus}
+		n := cluster.Node{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, GPUs: c.gpus}
 		if len(rec) > 4 {
 			n.Model = strings.TrimSpace(rec[4])
 		}
@@ -192,7 +161,7 @@ func ReadNodesCSV(rd io.Reader, name string) ([]Node, error) {
 			n.Model = "gpu" // a 4-column list names no model: all GPUs are alike
 		}
 		if f, msg := n.Check(); f != "" {
-			return Node{}, "", &InputError{Name: name, Line: line, Field: csvNodeField(f), Msg: msg}
+			return cluster.Node{}, "", &cluster.InputError{Name: name, Line: line, Field: csvNodeField(f), Msg: msg}
 		}
 		return n, n.Name, nil
 	})
@@ -220,8 +189,8 @@ func leadingColumns(name string, line int, rec []string, gpuField string) (leadi
 	if err != nil {
 		return c, err
 	}
-	if g > MaxGPUsPerNode {
-		return c, &InputError{Name: name, Line: line, Field: gpuField, Msg: fmt.Sprintf("must be at most %d (got %d)", MaxGPUsPerNode, g)}
+	if g > cluster.MaxGPUsPerNode {
+		return c, &cluster.InputError{Name: name, Line: line, Field: gpuField, Msg: fmt.Sprintf("must be at most %d (got %d)", cluster.MaxGPUsPerNode, g)}
 	}
 	c.gpus = int(g)
 	return c, nil
@@ -246,7 +215,7 @@ func readRows[T any](t *csvTable, name, kind, nameField string, parse func(rec [
 			return nil, err
 		}
 		if prev, dup := seen[key]; dup {
-			return nil, &InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %s already on line %d", kind, loc.Quote(key), prev)}
+			return nil, &cluster.InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %s already on line %d", kind, loc.Quote(key), prev)}
 		}
 		seen[key] = line
 		out = append(out, v)
@@ -264,19 +233,19 @@ func csvNodeField(f string) string {
 // num_gpu, gpu_milli, then optionally gpu_spec, qos, pod_phase,
 // creation_time, deletion_time and scheduled_time (the 11-column files).
 // qos, pod_phase and scheduled_time are read past; empty times are allowed.
-func ReadPodsCSV(rd io.Reader, name string) ([]Pod, error) {
+func ReadPodsCSV(rd io.Reader, name string) ([]cluster.Pod, error) {
 	t, err := openCSV(rd, name, podColumns, 5)
 	if err != nil {
 		return nil, err
 	}
-	return readRows(t, name, "pod", "name", func(rec []string, line int) (Pod, string, error) {
+	return readRows(t, name, "pod", "name", func(rec []string, line int) (cluster.Pod, string, error) {
 		c, err := leadingColumns(name, line, rec, "num_gpu")
 		if err != nil {
-			return Pod{}, "", err
+			return cluster.Pod{}, "", err
 		}
-		p := Pod{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, NumGPU: c.gpus}
+		p := cluster.Pod{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, NumGPU: c.gpus}
 		if p.MilliGPU, err = intField(name, line, "gpu_milli", rec[4]); err != nil {
-			return Pod{}, "", err
+			return cluster.Pod{}, "", err
 		}
 		if len(rec) > 5 && strings.TrimSpace(rec[5]) != "" {
 			for _, m := range strings.Split(rec[5], "|") {
@@ -289,18 +258,18 @@ func ReadPodsCSV(rd io.Reader, name string) ([]Pod, error) {
 			c, d := strings.TrimSpace(rec[8]), strings.TrimSpace(rec[9])
 			if c != "" {
 				if p.Creation, err = intField(name, line, "creation_time", c); err != nil {
-					return Pod{}, "", err
+					return cluster.Pod{}, "", err
 				}
 				p.HasTimes = true
 				if d != "" {
 					if p.Deletion, err = intField(name, line, "deletion_time", d); err != nil {
-						return Pod{}, "", err
+						return cluster.Pod{}, "", err
 					}
 				}
 			}
 		}
 		if f, msg := p.Check(); f != "" {
-			return Pod{}, "", &InputError{Name: name, Line: line, Field: f, Msg: msg}
+			return cluster.Pod{}, "", &cluster.InputError{Name: name, Line: line, Field: f, Msg: msg}
 		}
 		return p, p.Name, nil
 	})

@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/cluster"
 )
 
 // ReadNodes reads a node list in either form the package knows: its JSON
@@ -14,7 +16,7 @@ import (
 // "{" or "[") or an openb CSV file. Every reader of node lists goes
 // through it, so the CLI and the experiments tell the forms apart the same
 // way.
-func ReadNodes(r io.Reader, name string) ([]Node, error) {
+func ReadNodes(r io.Reader, name string) ([]cluster.Node, error) {
 	br, isJSON := sniffJSON(r, name)
 	if !isJSON {
 		return ReadNodesCSV(br, name)
@@ -27,7 +29,7 @@ func ReadNodes(r io.Reader, name string) ([]Node, error) {
 }
 
 // ReadPods reads a pod list in either form, as ReadNodes.
-func ReadPods(r io.Reader, name string) ([]Pod, error) {
+func ReadPods(r io.Reader, name string) ([]cluster.Pod, error) {
 	br, isJSON := sniffJSON(r, name)
 	if !isJSON {
 		return ReadPodsCSV(br, name)
@@ -42,11 +44,11 @@ func ReadPods(r io.Reader, name string) ([]Pod, error) {
 // ReadNodesFile reads the node list in file path (ReadNodes); errors name
 // the path. The one reader of node-list files, for the commands and the
 // experiment suite alike.
-func ReadNodesFile(path string) ([]Node, error) { return readFile(path, ReadNodes) }
+func ReadNodesFile(path string) ([]cluster.Node, error) { return readFile(path, ReadNodes) }
 
 // ReadPodsFile reads the pod list in file path (ReadPods), as
 // ReadNodesFile.
-func ReadPodsFile(path string) ([]Pod, error) { return readFile(path, ReadPods) }
+func ReadPodsFile(path string) ([]cluster.Pod, error) { return readFile(path, ReadPods) }
 
 func readFile[T any](path string, read func(io.Reader, string) ([]T, error)) ([]T, error) {
 	f, err := os.Open(path)

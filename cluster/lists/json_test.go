@@ -1,4 +1,4 @@
-package cluster
+package lists
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
 
 func TestJSONRoundTrip(t *testing.T) {
 	in := &File{
-		Nodes: []Node{{"n1", 96000, 393216, 8, "G2"}, {"c1", 32000, 65536, 0, ""}},
-		Pods: []Pod{
+		Nodes: []cluster.Node{{Name: "n1", MilliCPU: 96000, MemoryMiB: 393216, GPUs: 8, Model: "G2"}, {Name: "c1", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 0}},
+		Pods: []cluster.Pod{
 			{Name: "p1", MilliCPU: 8000, MemoryMiB: 16384, NumGPU: 1, MilliGPU: 500, GPUSpec: []string{"T4", "G2"},
 				Job: "train-7", Creation: 0, Deletion: 3600, HasTimes: true},
 			{Name: "p2", MilliCPU: 4000, MemoryMiB: 100},
@@ -58,7 +59,7 @@ func TestReadJSONErrors(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s:\n got %v\nwant %s", tc.in, err, tc.want)
 		}
-		if err != nil && !errors.Is(err, ErrBadInput) {
+		if err != nil && !errors.Is(err, cluster.ErrBadInput) {
 			t.Errorf("%s: %v does not wrap ErrBadInput", tc.in, err)
 		}
 	}
@@ -68,11 +69,11 @@ func TestReadJSONErrors(t *testing.T) {
 // an endless stream of zeros is refused at its first byte.
 func TestReadJSONLimit(t *testing.T) {
 	_, err := readJSONObject(strings.NewReader(`{"nodes": []}`+strings.Repeat(" ", 100)), "x.json", 50)
-	if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "longer than 50 bytes (cluster.MaxInputBytes)") {
+	if err == nil || !errors.Is(err, cluster.ErrBadInput) || !strings.Contains(err.Error(), "longer than 50 bytes (lists.MaxInputBytes)") {
 		t.Errorf("err = %v, want the size bound", err)
 	}
 	r := &countingReader{r: endless(0)}
-	if _, err := ReadJSON(r, "zero"); err == nil || !errors.Is(err, ErrBadInput) {
+	if _, err := ReadJSON(r, "zero"); err == nil || !errors.Is(err, cluster.ErrBadInput) {
 		t.Errorf("endless zeros: err = %v", err)
 	}
 	if r.n > 64<<10 {
@@ -96,7 +97,7 @@ func FuzzReadJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := ReadJSON(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) {
+			if !errors.Is(err, cluster.ErrBadInput) {
 				t.Fatalf("error does not wrap ErrBadInput: %v", err)
 			}
 			return
@@ -155,10 +156,10 @@ func FuzzReadEither(f *testing.F) {
 		if jsonName {
 			name = "fuzz.JSON"
 		}
-		if _, err := ReadNodes(bytes.NewReader(data), name); err != nil && !errors.Is(err, ErrBadInput) {
+		if _, err := ReadNodes(bytes.NewReader(data), name); err != nil && !errors.Is(err, cluster.ErrBadInput) {
 			t.Fatalf("ReadNodes: error does not wrap ErrBadInput: %v", err)
 		}
-		if _, err := ReadPods(bytes.NewReader(data), name); err != nil && !errors.Is(err, ErrBadInput) {
+		if _, err := ReadPods(bytes.NewReader(data), name); err != nil && !errors.Is(err, cluster.ErrBadInput) {
 			t.Fatalf("ReadPods: error does not wrap ErrBadInput: %v", err)
 		}
 	})
@@ -185,7 +186,7 @@ func TestRandomBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			loctest.RefusesEarly(t, func(r io.Reader, n string) error {
 				err := read(r, n)
-				if err != nil && !errors.Is(err, ErrBadInput) {
+				if err != nil && !errors.Is(err, cluster.ErrBadInput) {
 					t.Errorf("%v does not wrap ErrBadInput", err)
 				}
 				return err
