@@ -398,3 +398,32 @@ func ReadList(path string) (List, error) {
 	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	return List{Name: strings.TrimPrefix(name, "openb_pod_list_"), Family: FamilyOf(name), Pods: pods}, nil
 }
+
+// ReadLists makes the lists of a judgement: those of cfgs generated from
+// the base list in the file basePath, restrictions drawn from the list in
+// specsPath (both read only when cfgs is not empty), then the list files
+// (ReadList).
+func ReadLists(cfgs []GenConfig, basePath, specsPath string, files []string) ([]List, error) {
+	var out []List
+	if len(cfgs) > 0 {
+		base, err := lists.ReadPodsFile(basePath)
+		if err != nil {
+			return nil, err
+		}
+		specs, err := lists.ReadPodsFile(specsPath)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = GenerateLists(base, specs, cfgs); err != nil {
+			return nil, err
+		}
+	}
+	for _, path := range files {
+		l, err := ReadList(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
 )
 
 func TestFamilyNames(t *testing.T) {
@@ -51,5 +53,26 @@ func TestReadList(t *testing.T) {
 	}
 	if _, err := ReadList(filepath.Join(dir, "none.csv")); err == nil || !strings.Contains(err.Error(), "none.csv") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// ReadLists generates the configured lists, then reads the files; the
+// base and specs files are read only when there is a list to generate.
+func TestReadLists(t *testing.T) {
+	head := clustertest.Testdata(t, "openb_pods_gpuspec33_head60.csv")
+	multi := clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv")
+	cfgs := []GenConfig{{Family: FamilyGPUSpec, Share: 0.2, Seed: 3}}
+	ls, err := ReadLists(cfgs, head, head, []string{multi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 2 || ls[0].Name != cfgs[0].Name() || ls[0].Family != FamilyGPUSpec || ls[1].Name != "openb_pods_multigpu50_head60" || len(ls[1].Pods) != 60 {
+		t.Errorf("lists %v", ls)
+	}
+	if ls, err := ReadLists(nil, "none.csv", "none.csv", []string{multi}); err != nil || len(ls) != 1 {
+		t.Errorf("without configurations: %d lists, %v", len(ls), err)
+	}
+	if _, err := ReadLists(cfgs, head, "none.csv", nil); err == nil || !strings.Contains(err.Error(), "none.csv") {
+		t.Errorf("a missing specs file: %v", err)
 	}
 }

@@ -145,26 +145,9 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	var judged []gen.List
-	if len(cfgs) > 0 {
-		base, err := lists.ReadPodsFile(f.pods)
-		if err != nil {
-			return err
-		}
-		specs, err := lists.ReadPodsFile(f.specs)
-		if err != nil {
-			return err
-		}
-		if judged, err = gen.GenerateLists(base, specs, cfgs); err != nil {
-			return err
-		}
-	}
-	for _, path := range f.lists {
-		l, err := gen.ReadList(path)
-		if err != nil {
-			return err
-		}
-		judged = append(judged, l)
+	judged, err := gen.ReadLists(cfgs, f.pods, f.specs, f.lists)
+	if err != nil {
+		return err
 	}
 	run, done := clusterRunner(stderr, len(judged)*(1+len(cands))*len(seeds), "judge", f.parallel)
 	j, err := judge.Judge(cmdContext(cmd), judge.JudgeConfig{Nodes: nodes, Lists: judged, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
