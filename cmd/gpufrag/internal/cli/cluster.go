@@ -117,11 +117,11 @@ func clusterRunner(stderr io.Writer, n int, label string, parallel int) (run pro
 func runClusterGrid(cmd *cobra.Command, g *protocol.Grid, parallel int, stderr io.Writer, label string) error {
 	run, done := clusterRunner(stderr, g.Len(), label, parallel)
 	defer done()
-	return g.Run(cmdContext(cmd), run)
+	return g.Run(clusterContext(cmd), run)
 }
 
-// cmdContext is the command's context, the background when it has none.
-func cmdContext(cmd *cobra.Command) context.Context {
+// clusterContext is the command's context, the background when it has none.
+func clusterContext(cmd *cobra.Command) context.Context {
 	if ctx := cmd.Context(); ctx != nil {
 		return ctx
 	}
@@ -133,11 +133,11 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 		return usageErrorf(cmd, "--nodes and --pods are required")
 	}
 	seeds, err := protocol.ParseSeeds(f.seeds)
-	if err := checkFlags(cmd, flagCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
-		flagCheck{!(f.ratio > 0 && f.ratio <= 10), fmt.Sprintf("--ratio %v: want a multiple of capacity above 0, at most 10", f.ratio)},
-		flagCheck{!(f.coverage > 0 && f.coverage <= 1), fmt.Sprintf("--coverage %v: want a share above 0, at most 1", f.coverage)},
-		flagCheck{f.timed && (f.html != "" || f.png != ""), "--timed has no --html or --png output yet"},
-		flagCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
+	if err := checkClusterFlags(cmd, clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
+		clusterCheck{!(f.ratio > 0 && f.ratio <= 10), fmt.Sprintf("--ratio %v: want a multiple of capacity above 0, at most 10", f.ratio)},
+		clusterCheck{!(f.coverage > 0 && f.coverage <= 1), fmt.Sprintf("--coverage %v: want a share above 0, at most 1", f.coverage)},
+		clusterCheck{f.timed && (f.html != "" || f.png != ""), "--timed has no --html or --png output yet"},
+		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
 		return err
 	}
 	// --html onto --nodes or --pods would replace the user's list with the
@@ -191,15 +191,15 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	return protocol.WriteText(stdout, setup, sums, out)
 }
 
-// flagCheck is one check of a command's flags: when bad, msg is the
+// clusterCheck is one check of a command's flags: when bad, msg is the
 // usage error.
-type flagCheck struct {
+type clusterCheck struct {
 	bad bool
 	msg string
 }
 
-// checkFlags returns the usage error of the first bad check, nil when none.
-func checkFlags(cmd *cobra.Command, checks ...flagCheck) error {
+// checkClusterFlags returns the usage error of the first bad check, nil when none.
+func checkClusterFlags(cmd *cobra.Command, checks ...clusterCheck) error {
 	for _, c := range checks {
 		if c.bad {
 			return usageErrorf(cmd, "%s", c.msg)
@@ -269,9 +269,9 @@ func newClusterVolcanoCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Writer) error {
 	seeds, err := protocol.ParseSeeds(f.seeds)
-	if err := checkFlags(cmd, flagCheck{f.nodes == "" || f.pods == "", "--nodes and --pods are required"},
-		flagCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
-		flagCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
+	if err := checkClusterFlags(cmd, clusterCheck{f.nodes == "" || f.pods == "", "--nodes and --pods are required"},
+		clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
+		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
 		return err
 	}
 	specs := clusterPolicies(f.policies, stock.StockGrid())

@@ -46,10 +46,10 @@ func newClusterGenPodsCmd(stdout io.Writer) *cobra.Command {
 func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) error {
 	families := gen.FamilyNames()
 	shareErr := gen.Family(f.family).CheckShare(f.share)
-	if err := checkFlags(cmd, flagCheck{f.pods == "" || f.family == "" || f.share < 0, "--pods, --family and --share are required"},
-		flagCheck{!slices.Contains(families, f.family), fmt.Sprintf("--family %q: want %s%s", f.family, strings.Join(families, ", "), didYouMean(f.family, families))},
-		flagCheck{shareErr != nil, fmt.Sprintf("--share %v: %v", f.share, shareErr)},
-		flagCheck{f.family == string(gen.FamilyGPUSpec) && f.specs == "", "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)"}); err != nil {
+	if err := checkClusterFlags(cmd, clusterCheck{f.pods == "" || f.family == "" || f.share < 0, "--pods, --family and --share are required"},
+		clusterCheck{!slices.Contains(families, f.family), fmt.Sprintf("--family %q: want %s%s", f.family, strings.Join(families, ", "), didYouMean(f.family, families))},
+		clusterCheck{shareErr != nil, fmt.Sprintf("--share %v: %v", f.share, shareErr)},
+		clusterCheck{f.family == string(gen.FamilyGPUSpec) && f.specs == "", "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)"}); err != nil {
 		return err
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"-o", f.out}}, []fileFlag{{"--pods", f.pods}, {"--specs", f.specs}}); err != nil {
@@ -120,12 +120,12 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if f.seeds != "" {
 		seeds, err = protocol.ParseSeeds(f.seeds)
 	}
-	if err := checkFlags(cmd, flagCheck{f.nodes == "", "--nodes is required"},
-		flagCheck{!ok, fmt.Sprintf("--set %q: want tune, judge or none%s", f.set, didYouMean(f.set, judge.SetNames))},
-		flagCheck{len(cfgs) > 0 && (f.pods == "" || f.specs == ""), fmt.Sprintf("--set %s generates lists: it needs --pods (the base list) and --specs (the gpu_spec source)", f.set)},
-		flagCheck{ok && len(cfgs) == 0 && len(f.lists) == 0, "no lists: give --set tune or judge, or --list FILE"},
-		flagCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
-		flagCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
+	if err := checkClusterFlags(cmd, clusterCheck{f.nodes == "", "--nodes is required"},
+		clusterCheck{!ok, fmt.Sprintf("--set %q: want tune, judge or none%s", f.set, didYouMean(f.set, judge.SetNames))},
+		clusterCheck{len(cfgs) > 0 && (f.pods == "" || f.specs == ""), fmt.Sprintf("--set %s generates lists: it needs --pods (the base list) and --specs (the gpu_spec source)", f.set)},
+		clusterCheck{ok && len(cfgs) == 0 && len(f.lists) == 0, "no lists: give --set tune or judge, or --list FILE"},
+		clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
+		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
 		return err
 	}
 	cands := clusterPolicies(f.policies, []string{"recommended"})
@@ -150,7 +150,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		return err
 	}
 	run, done := clusterRunner(stderr, len(judged)*(1+len(cands))*len(seeds), "judge", f.parallel)
-	j, err := judge.Judge(cmdContext(cmd), judge.JudgeConfig{Nodes: nodes, Lists: judged, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
+	j, err := judge.Judge(clusterContext(cmd), judge.JudgeConfig{Nodes: nodes, Lists: judged, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
 	done()
 	if err != nil {
 		return err
