@@ -24,7 +24,7 @@ func genBase(t *testing.T) (base, specs []cluster.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const dir = "../../shared/data/openb/"
+	dir := clustertest.SharedDir(t) + "/"
 	if testing.Short() {
 		return head, head
 	}

@@ -39,11 +39,18 @@ func Testdata(t testing.TB, name string) string {
 	return filepath.Join(root(t), "cluster", "testdata", name)
 }
 
+// SharedDir is the folder of the shared openb trace, ../shared/data/openb
+// beside the repository; it may be absent (a clone alone).
+func SharedDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(root(t), "..", "shared", "data", "openb")
+}
+
 // Shared returns the path of a file of the shared openb trace, or skips
-// the test when the shared data folder is absent (a clone alone).
+// the test when the shared data folder is absent.
 func Shared(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join(root(t), "..", "shared", "data", "openb", name)
+	p := filepath.Join(SharedDir(t), name)
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("shared trace %s not present (%v): this test needs ../shared/data/openb next to the repository", name, err)
 	}
