@@ -14,10 +14,9 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/sim/scenario"
+	"go.yaml.in/yaml/v3"
 )
 
 //go:embed *.yaml
