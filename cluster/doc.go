@@ -12,15 +12,9 @@
 // holds what is free on every node and places pods; [State.Fits] is the
 // filter Kubernetes' NodeResourcesFit plus a GPU-sharing plugin apply.
 //
-// Readers: [ReadNodesCSV] and [ReadPodsCSV] read the openb trace
-// (Alibaba cluster-trace-gpu-v2023: node lists with or without the model
-// column, pod lists with 5 or 11 columns); [ReadJSON] and [WriteJSON] read
-// and write the package's own JSON form ([File]); [ReadNodes] and
-// [ReadPods] take either form, telling JSON from CSV by name or content.
-// Readers never panic; their errors name the input, the line (the header
-// is line 1) and the field, and echo at most 64 bytes of a bad value.
-// They bound what they read: a line at most [MaxLineBytes], an input at
-// most [MaxInputBytes], and binary input is refused at its first bytes.
+// Subpackage lists reads and writes node and pod lists (the openb CSV
+// files and the package's JSON form); its errors are [InputError] values,
+// wrapping [ErrBadInput], as those of subpackage kube.
 //
 // # Fragmentation
 //
@@ -44,31 +38,17 @@
 // looked at again above its leaf.
 // [NewPolicy] builds one by its command-line name; [PolicyNames] lists them.
 //
-// # The experiment protocol
+// # Packages around the model
 //
-// [Experiment] reproduces the FGD paper's protocol: the pod list is
-// shuffled with a seed and inflated (random copies appended) or trimmed
-// (random pods removed) to 130% of the cluster's GPU capacity; pods arrive
-// one at a time and never leave; a pod that fits nowhere fails. After every
-// pod the allocation and fragmentation are measured; [Curve] averages them
-// at each integer percent of arrived GPU demand. [Aggregate] combines seeds
-// into means and standard deviations. [Timed] replays pods by their
-// creation and deletion times instead.
-//
-// [Grid] is the comparison every driver runs (cluster simulate,
-// volcano-config, the experiment suite): policies × seeds, one
-// independent cell each (the policies of a seed share its prepared
-// workload, made once), aggregated per policy ([Grid.Summaries],
-// [Grid.TimedSummaries]); [NewComparison] and [NewTimedComparison] are
-// the documents cluster simulate prints with --json.
-//
-// # Stock schedulers
-//
-// [StockGrid], [RankStock] and [BestStock] search the packing settings of
-// Volcano's binpack plugin and Kubernetes' NodeResourcesFit on a
-// cluster's own lists; [NewVolcanoConfig] and [NewKubeSchedulerConfig]
-// are their configurations as typed documents, which [WriteYAML] prints
-// (gpufrag cluster volcano-config).
+// Subpackage protocol runs the FGD paper's experiment protocol and the
+// replay by pod times on this model, over grids of policies and seeds;
+// lists reads node and pod lists; gen generates pod lists of the paper's workload families; judge is the
+// out-of-sample protocol that chose the recommended policy; stock
+// searches the packing settings of Volcano and Kubernetes and prints
+// their configurations. Each uses only this package's exported API: the
+// scheduler and the policies stay together here because the policies read
+// State's per-node arrays and implement the unexported interfaces the
+// scheduler's index shares score rows through, its hot path.
 //
 // Subpackage kube reads a live cluster's nodes and pods, as saved by
 // kubectl, into this model and reports its allocation, fragmentation and
@@ -79,7 +59,5 @@
 // The package is a deterministic core: no goroutines, no wall clock, no
 // global random source. Every random choice draws from a *rand.Rand the
 // caller passes in, built from rand.NewPCG(seed, stream). The same inputs
-// and seed give the same results bit for bit. A [Grid]'s cells may run in
-// parallel: the driver passes a [Runner] (internal/par's pool in the
-// commands) and the results are kept by cell, so they do not depend on it.
+// and seed give the same results bit for bit.
 package cluster

@@ -271,9 +271,10 @@ func newTree(n int) []slot {
 	return t
 }
 
-// release gives the scheduler's best trees back for other schedulers; the
+// Release gives the scheduler's trees back for the schedulers made after
+// it (a grid's runs reuse them instead of allocating their own); the
 // scheduler must not be used after.
-func (sc *Scheduler) release() {
+func (sc *Scheduler) Release() {
 	for c, ix := range sc.indexes {
 		if ix != nil && ix.best != nil {
 			trees.Put(&ix.best)

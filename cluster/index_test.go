@@ -57,7 +57,7 @@ func trace(nodes []Node, pods []Pod, policy Policy, seed uint64, gang, randomTie
 	}
 	var running []placed
 	var out []string
-	for k, u := range units(pods, gang) {
+	for k, u := range Units(pods, gang) {
 		ptrs := make([]*Pod, len(u))
 		for j := range u {
 			ptrs[j] = &u[j]
@@ -227,21 +227,32 @@ func TestScoreKeys(t *testing.T) {
 }
 
 // TestTreesRecycled checks that a run on trees recycled from earlier runs
-// (Simulate gives its trees back) is the run on fresh trees.
+// (Release gives them back) is the run on fresh trees.
 func TestTreesRecycled(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	nodes, pods := randomCluster(rng, 60, 400)
-	want, err := Experiment(nodes, pods, "fgd", 1, Options{})
-	if err != nil {
-		t.Fatal(err)
+	target := NewTarget(pods, DefaultCoverage)
+	run := func(spec string, seed uint64) []string {
+		policy, err := NewPolicy(spec, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := NewScheduler(NewState(nodes), policy, rand.New(rand.NewPCG(seed, 2)))
+		sc.SetOrder(rand.New(rand.NewPCG(seed, 3)).Perm(len(nodes)))
+		out := make([]string, len(pods))
+		for i := range pods {
+			pl, ok := sc.Schedule(&pods[i])
+			out[i] = fmt.Sprint(ok, pl)
+		}
+		sc.Release()
+		return out
 	}
+	want := run("fgd", 1)
 	for _, spec := range []string{"bestfit", "fgd-reserve", "fgd"} {
 		for seed := range uint64(3) {
-			if _, err := Experiment(nodes, pods, spec, seed+2, Options{}); err != nil {
-				t.Fatal(err)
-			}
+			run(spec, seed+2)
 		}
-		if got, _ := Experiment(nodes, pods, "fgd", 1, Options{}); !reflect.DeepEqual(got, want) {
+		if got := run("fgd", 1); !reflect.DeepEqual(got, want) {
 			t.Fatalf("after %s runs: the run differs from the first", spec)
 		}
 	}

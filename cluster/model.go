@@ -67,9 +67,9 @@ func (p *Pod) AllowsModel(model string) bool {
 	return len(p.GPUSpec) == 0 || slices.Contains(p.GPUSpec, model)
 }
 
-// checkPod returns the field and message of the first problem with p, or
-// "" when p is well formed.
-func checkPod(p *Pod) (field, msg string) {
+// Check returns the field and message of the first problem with p, or
+// "" when p is well formed: the readers' check of every pod they read.
+func (p *Pod) Check() (field, msg string) {
 	switch {
 	case p.Name == "":
 		return "name", "must not be empty"
@@ -99,8 +99,9 @@ func checkPod(p *Pod) (field, msg string) {
 	return "", ""
 }
 
-// checkNode returns the field and message of the first problem with n.
-func checkNode(n *Node) (field, msg string) {
+// Check returns the field and message of the first problem with n, or ""
+// when n is well formed.
+func (n *Node) Check() (field, msg string) {
 	switch {
 	case n.Name == "":
 		return "name", "must not be empty"
@@ -128,4 +129,36 @@ func GPUCapacity(nodes []Node) int {
 		n += nodes[i].GPUs
 	}
 	return n
+}
+
+// InputError is a problem in a node or pod list, located by input name,
+// 1-based line (the CSV header is line 1) and field. It wraps ErrBadInput.
+type InputError struct {
+	Name  string // the file name given to the reader
+	Line  int    // 1-based; 0 when the problem is not on one line
+	Field string // column or JSON path; empty when the whole line is wrong
+	Msg   string
+	Err   error // a more specific kind of problem, also wrapped; may be nil
+}
+
+func (e *InputError) Error() string {
+	if e.Line == 0 {
+		s := e.Msg
+		if e.Field != "" {
+			s = fmt.Sprintf("field %q: %s", e.Field, s)
+		}
+		if e.Name != "" {
+			s = e.Name + ": " + s
+		}
+		return s
+	}
+	return loc.Format(e.Name, e.Line, e.Field, e.Msg)
+}
+
+// Unwrap returns ErrBadInput and, when set, Err.
+func (e *InputError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrBadInput, e.Err}
+	}
+	return []error{ErrBadInput}
 }

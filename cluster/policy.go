@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/human"
 )
 
 // Policy decides where a pod goes. The scheduler calls Score for every
@@ -72,6 +74,49 @@ func PolicyNames() []string {
 		out[i] = p.Name
 	}
 	return out
+}
+
+// PoliciesText is Policies as the commands' help lists them: one line a
+// policy, its name padded to the longest, the summary wrapped beside it.
+func PoliciesText() string {
+	var sb strings.Builder
+	w := 0
+	for _, p := range Policies {
+		w = max(w, len(p.Name))
+	}
+	for _, p := range Policies {
+		fmt.Fprintf(&sb, "  %-*s  %s\n", w, p.Name, human.Indent(human.Wrap(p.Summary, 74-w), strings.Repeat(" ", w+4))[w+4:])
+	}
+	return sb.String()
+}
+
+// SplitPolicies reads policy specs as the commands take them: each value
+// one spec or several separated by commas, where the options of one spec
+// are comma-separated too (spread:cpu=1,gpu=1): a part with "=" but no
+// ":" continues the spec before it. Empty parts are dropped.
+func SplitPolicies(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if n := len(out); n > 0 && strings.Contains(p, "=") && !strings.Contains(p, ":") && strings.Contains(out[n-1], ":") {
+				out[n-1] += "," + p
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CheckPolicy checks a policy spec before any pod list is read: NewPolicy
+// with a stand-in target workload of one task type.
+func CheckPolicy(spec string) error {
+	_, err := NewPolicy(spec, NewTarget([]Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: MilliGPU}}, 1))
+	return err
 }
 
 // NewPolicy builds a policy from spec, NAME or NAME:key=value,... (see

@@ -28,20 +28,20 @@ import (
 //
 // How the defaults were chosen (gpufrag cluster judge; unallocated GPU
 // share at 100% arrived demand, paired against FGD, 95% Student-t
-// intervals; cluster.TuneLists/JudgeLists generated from openb's default
+// intervals; judge.TuneLists/JudgeLists generated from openb's default
 // list, restrictions drawn from gpuspec33):
 //
-//   - Tuned on cluster.TuneLists (8 generated lists, 2 per family) with
+//   - Tuned on judge.TuneLists (8 generated lists, 2 per family) with
 //     seeds 1042-1051: the first design (relative pressure, best-fit ties,
 //     Scarcity 20) and its 9 variants of Scarcity 0-40 and tie order; then
 //     absolute pressure with Threshold 0.5 or 0.75 and Scarcity 10-40. Round
 //     1 chose Scarcity 10, Threshold 0.5, best-fit ties (tuning mean -0.135
-//     points); on cluster.JudgeLists (seeds 42-51) it was worse than FGD
+//     points); on judge.JudgeLists (seeds 42-51) it was worse than FGD
 //     beyond noise on the cpu family (+0.13 points: the tie-break), so it
 //     was not recommended. Round 2, on the tuning lists only, took the
 //     tie-break out: Scarcity 10/20/40 at Threshold 0.5 gave -0.13/-0.22/
 //     -0.07 points on the gpuspec family; 20 was kept.
-//   - Validated on fresh lists (cluster.JudgeLists, generator seeds +100,
+//   - Validated on fresh lists (judge.JudgeLists, generator seeds +100,
 //     seeds 52-61, never used before) and the three shared lists: equal to
 //     FGD on every cpu, gpushare, multigpu and default list (identical
 //     runs), better on gpuspec-0.33 (-2.26 points) and gpuspec33 (-2.23:
@@ -75,7 +75,7 @@ type FGDReserve struct {
 
 // DefaultScarcity is FGDReserve's penalty at full pressure, 20 of FGD's
 // 100 points: enough to outweigh the few points by which FGD's scores of
-// a sharing pod differ between nodes. Tuned on cluster.TuneLists (seeds
+// a sharing pod differ between nodes. Tuned on judge.TuneLists (seeds
 // 1042-1051; 10, 20, 40 gave -0.13, -0.22, -0.07 points on the gpuspec
 // family with DefaultThreshold); validated on fresh JudgeLists (seeds
 // 52-61), the shared lists and the 21 public openb lists (FGDReserve).
@@ -83,7 +83,7 @@ const DefaultScarcity = 20
 
 // DefaultThreshold is FGDReserve's pressure threshold: a model is reserved
 // once restricted pods would take more than half of its GPUs. Tuned on
-// cluster.TuneLists against 0.75 (-0.22 against +0.05 points on the
+// judge.TuneLists against 0.75 (-0.22 against +0.05 points on the
 // gpuspec family) and against the relative pressure (0), which reserved
 // T4 at 10% restricted tasks and lost up to 1.3 points there; validated
 // as DefaultScarcity.

@@ -3,7 +3,10 @@ package cluster
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // scoreCase is one Score call on a hand-built state.
@@ -231,5 +234,64 @@ func TestNewPolicy(t *testing.T) {
 	}
 	if _, err := NewPolicy("fgd", nil); err == nil {
 		t.Error("fgd without a target workload succeeded")
+	}
+}
+
+// TestFGDReserveOptions: the options parse, and bad ones are refused.
+func TestFGDReserveOptions(t *testing.T) {
+	target := NewTarget([]Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
+	p, err := NewPolicy("fgd-reserve:scarcity=7.5", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := p.(*FGDReserve); f.Scarcity != 7.5 || f.FitTies || f.Threshold != DefaultThreshold {
+		t.Errorf("options: %+v", f)
+	}
+	if p, err := NewPolicy("fgd-reserve:threshold=0,tie=fit", target); err != nil || !p.(*FGDReserve).FitTies || p.(*FGDReserve).Threshold != 0 {
+		t.Errorf("the first design's options: %v %+v", err, p)
+	}
+	for _, bad := range []string{"fgd-reserve:threshold=1", "fgd-reserve:scarcity=-1", "fgd-reserve:scarcity=x", "fgd-reserve:tie=random", "fgd-reserve:depth=2"} {
+		if _, err := NewPolicy(bad, target); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestSplitPolicies(t *testing.T) {
+	got := SplitPolicies([]string{"fgd,spread:cpu=1,gpu=1", "volcano-binpack:gpu=8,memory=1,bestfit", " , "})
+	want := []string{"fgd", "spread:cpu=1,gpu=1", "volcano-binpack:gpu=8,memory=1", "bestfit"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SplitPolicies = %q, want %q", got, want)
+	}
+}
+
+// CheckPolicy is NewPolicy's verdict without a pod list.
+func TestCheckPolicy(t *testing.T) {
+	for _, spec := range append(PolicyNames(), "recommended", "fgd-reserve:scarcity=10", "spread:cpu=1,gpu=1") {
+		if err := CheckPolicy(spec); err != nil {
+			t.Errorf("%s: %v", spec, err)
+		}
+	}
+	if err := CheckPolicy("fgdx"); !errors.Is(err, ErrUnknownPolicy) {
+		t.Errorf("fgdx: %v", err)
+	}
+	if err := CheckPolicy("fgd-reserve:threshold=1"); err == nil {
+		t.Errorf("a bad option: %v", err)
+	}
+}
+
+// Every policy is named at the start of a line, and no line passes 80
+// columns.
+func TestPoliciesText(t *testing.T) {
+	text := PoliciesText()
+	for _, p := range Policies {
+		if !strings.Contains(text, "\n  "+p.Name+" ") && !strings.HasPrefix(text, "  "+p.Name+" ") {
+			t.Errorf("%s not listed", p.Name)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if utf8.RuneCountInString(line) > 80 {
+			t.Errorf("line of %d columns: %q", utf8.RuneCountInString(line), line)
+		}
 	}
 }

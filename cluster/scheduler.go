@@ -84,9 +84,6 @@ func (sc *Scheduler) SetOrder(order []int) {
 	clear(sc.indexes) // their trees follow the old order
 }
 
-// State returns the scheduler's state.
-func (sc *Scheduler) State() *State { return sc.state }
-
 // Choose returns where the pod would go, without placing it; ok is false
 // when no node passes the filter.
 //
@@ -212,9 +209,9 @@ func (sc *Scheduler) ScheduleGang(pods []*Pod) ([]Placement, bool) {
 	return pls, true
 }
 
-// policyName is the display name of a policy spec: the canonical name,
-// with options.
-func policyName(spec string) string {
+// PolicyName is the display name of a policy spec: the canonical name,
+// with options (the name results carry).
+func PolicyName(spec string) string {
 	name, opts, _ := strings.Cut(strings.TrimSpace(spec), ":")
 	if canon, ok := Aliases[name]; ok {
 		name = canon
@@ -223,4 +220,28 @@ func policyName(spec string) string {
 		return name + ":" + opts
 	}
 	return name
+}
+
+// Units groups pods into scheduling units, what Schedule and ScheduleGang
+// place: one pod each, or with gang one unit per job (Pod.Job, in order
+// of first appearance). A unit of one pod is a slice of pods itself
+// (capacity 1, so appending to it copies), not a copy: the units of a
+// list cost one allocation, not one per pod.
+func Units(pods []Pod, gang bool) [][]Pod {
+	out := make([][]Pod, 0, len(pods))
+	var byJob map[string]int
+	for i := range pods {
+		if p := &pods[i]; gang && p.Job != "" {
+			if byJob == nil {
+				byJob = map[string]int{}
+			}
+			if u, ok := byJob[p.Job]; ok {
+				out[u] = append(out[u], *p)
+				continue
+			}
+			byJob[p.Job] = len(out)
+		}
+		out = append(out, pods[i:i+1:i+1])
+	}
+	return out
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -223,7 +223,7 @@ func seriesPoint(name string, s *sim.Series, i int) float64 {
 }
 
 // clusterValue reads a metric from the summary of one policy's seeds.
-func clusterValue(m metric, s *cluster.Summary) float64 {
+func clusterValue(m metric, s *protocol.Summary) float64 {
 	if m.name == "failed" {
 		return s.Failed.Mean
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -511,11 +513,11 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 			return o, nil, nil, nil
 		}
 	}
-	nodes, err := cluster.ReadNodesFile(opts.path(c.Nodes))
+	nodes, err := lists.ReadNodesFile(opts.path(c.Nodes))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pods, err := cluster.ReadPodsFile(opts.path(c.Pods))
+	pods, err := lists.ReadPodsFile(opts.path(c.Pods))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -534,8 +536,8 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 	for s := range seedList {
 		seedList[s] = first + uint64(s)
 	}
-	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: policies, Seeds: seedList,
-		Options: cluster.Options{Ratio: c.Ratio}})
+	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: policies, Seeds: seedList,
+		Options: protocol.Options{Ratio: c.Ratio}})
 	// The grid's cells join the suite's jobs, so that every experiment
 	// runs on the one pool of RunAll.
 	jobs := make([]job, g.Len())
@@ -576,7 +578,7 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 
 func ratioOr(r float64) float64 {
 	if r <= 0 || math.IsNaN(r) {
-		return cluster.DefaultRatio
+		return protocol.DefaultRatio
 	}
 	return r
 }

@@ -90,7 +90,7 @@ type ClusterSetup struct {
 	Pods  string  `yaml:"pods"`
 	Seed  uint64  `yaml:"seed"`  // first seed (42)
 	Seeds int     `yaml:"seeds"` // how many (1)
-	Ratio float64 `yaml:"ratio"` // 0: cluster.DefaultRatio
+	Ratio float64 `yaml:"ratio"` // 0: protocol.DefaultRatio
 }
 
 // Reduced are the overrides of a reduced run (tests, --reduced).

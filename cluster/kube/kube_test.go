@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,14 +15,17 @@ import (
 	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
-func readFixture(t *testing.T) *Snapshot {
+func readFixture(t *testing.T) *Snapshot { return readTestdata(t, "cluster.json") }
+
+// readTestdata reads testdata/name or fails the test.
+func readTestdata(t *testing.T, name string) *Snapshot {
 	t.Helper()
-	f, err := os.Open("testdata/cluster.json")
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s, err := Read(f, "cluster.json")
+	s, err := Read(f, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,15 +231,7 @@ func TestInspectNoPods(t *testing.T) {
 // printing them escaped is the report's job (loc.Printable, TestHostileNames
 // in cmd/gpufrag/internal/cli), and --json keeps them exact.
 func TestReadHostileNames(t *testing.T) {
-	f, err := os.Open("testdata/hostile.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s, err := Read(f, "hostile.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := readTestdata(t, "hostile.json")
 	if len(s.Nodes) != 1 || s.Nodes[0].Name != "gpu-"+snaptest.Hostile || s.Nodes[0].Model != "A100\n"+snaptest.Hostile {
 		t.Errorf("nodes %+v", s.Nodes)
 	}

@@ -2,62 +2,67 @@ package cli
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/lists"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
+	"github.com/gpufrag/gpufrag/cluster/protocol/pages"
+	"github.com/gpufrag/gpufrag/cluster/stock"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
-	"github.com/spf13/cobra"
 )
+
+// clusterHelp holds the cluster commands' long help and examples,
+// help/NAME.txt: the long help, then the examples after a line
+// "--- example ---".
+//
+//go:embed help/cluster*.txt
+var clusterHelp embed.FS
+
+func clusterLong(name string) string {
+	long, _ := clusterHelpText(name)
+	return long
+}
+
+func clusterExample(name string) string {
+	_, example := clusterHelpText(name)
+	return example
+}
+
+func clusterHelpText(name string) (long, example string) {
+	b, err := clusterHelp.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err) // embedded: a missing file is a build mistake
+	}
+	long, example, _ = strings.Cut(string(b), "\n--- example ---\n")
+	return long, example
+}
 
 // clusterFlags are the flags of `gpufrag cluster simulate`.
 type clusterFlags struct {
-	nodes, pods string
-	policies    []string
-	seeds       string
-	ratio       float64
-	coverage    float64
-	gang        bool
-	randomTies  bool
-	parallel    int
-	timed       bool
-	json        bool
-	html, png   string
+	nodes, pods, seeds, html, png string
+	policies                      []string
+	ratio, coverage               float64
+	gang, randomTies, timed, json bool
+	parallel                      int
 }
 
 // defaultClusterPolicies are the FGD paper's six policies and ours.
 var defaultClusterPolicies = []string{"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "recommended"}
 
 func newClusterCmd(stdout, stderr io.Writer) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cluster",
-		Short: "Cluster-level GPU fragmentation: compare placement policies on a trace",
-		Long: `cluster studies GPU fragmentation across a cluster: GPUs left idle where no
-waiting job can use them (one free GPU on a node when jobs want four, a sliver
-of a shared GPU, a node whose CPUs are drained while its GPUs sit idle).
-
-  gpufrag cluster simulate         replay a pod list through placement
-                                   policies with the FGD paper's protocol
-                                   and compare them
-  gpufrag cluster volcano-config   the Volcano binpack and Kubernetes
-                                   NodeResourcesFit settings that pack GPUs
-                                   best on your lists, with the figures
-  gpufrag cluster inspect          GPU allocation, fragmentation and stuck
-                                   pods of a cluster saved with kubectl
-  gpufrag cluster gen-pods         an openb-style pod list of one FGD
-                                   workload family from a base list
-  gpufrag cluster judge            candidate policies against FGD on
-                                   generated lists of every family, out of
-                                   sample, paired seeds`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cmd := &cobra.Command{Use: "cluster", Short: "Cluster-level GPU fragmentation: compare placement policies on a trace",
+		Long: clusterLong("cluster"), Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	cmd.AddCommand(newClusterSimulateCmd(stdout, stderr), newClusterVolcanoCmd(stdout, stderr), newClusterInspectCmd(stdout),
@@ -66,26 +71,13 @@ of a shared GPU, a node whose CPUs are drained while its GPUs sit idle).
 }
 
 func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
-	f := clusterFlags{seeds: "42-51", ratio: cluster.DefaultRatio, coverage: cluster.DefaultCoverage, parallel: runtime.GOMAXPROCS(0)}
+	f := clusterFlags{seeds: "42-51", ratio: protocol.DefaultRatio, coverage: cluster.DefaultCoverage, parallel: runtime.GOMAXPROCS(0)}
 	cmd := &cobra.Command{
 		Use:   "simulate --nodes FILE --pods FILE",
 		Short: "Compare placement policies on a node list and a pod list (FGD protocol)",
-		Long:  clusterSimulateLong(),
-		Example: `  # The FGD paper's main experiment on the openb trace, 10 seeds:
-  gpufrag cluster simulate --nodes openb_node_list_gpu_node.csv \
-      --pods openb_pod_list_default.csv
-
-  # Two policies, two seeds, as JSON:
-  gpufrag cluster simulate --nodes nodes.csv --pods pods.csv \
-      --policy bestfit,fgd --seeds 42-43 --json
-
-  # Curves as an HTML report and PNG charts:
-  gpufrag cluster simulate --nodes nodes.csv --pods pods.csv \
-      --html cluster.html --png charts/`,
+		Long:  strings.Replace(clusterLong("cluster-simulate"), "{{policies}}", cluster.PoliciesText(), 1), Example: clusterExample("cluster-simulate"),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runClusterSimulate(cmd, f, stdout, stderr)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runClusterSimulate(cmd, f, stdout, stderr) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodes, "nodes", "", "node list `FILE`: openb CSV (sn,cpu_milli,memory_mib,gpu[,model]) or our JSON form")
@@ -104,182 +96,205 @@ func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-func clusterSimulateLong() string {
-	var sb strings.Builder
-	sb.WriteString(`Simulate replays a pod list on a cluster with each placement policy, with
-the protocol of the FGD paper (Weng et al., "Beware of Fragmentation",
-USENIX ATC '23): for each seed the pods are shuffled, then inflated with
-random copies (or trimmed) to --ratio (130%) of the cluster's GPU capacity,
-and submitted one by one with no departures; a pod that fits nowhere fails.
-After every pod it measures the GPU allocation ratio, the FGD fragmentation
-(idle GPU capacity that the popular task types could not use), whole-free
-nodes and nodes whose idle GPUs no task type can use, and reports them at
-every percent of arrived GPU demand, as mean and standard deviation over
-the seeds.
-
-Inputs: the openb trace's CSV files (Alibaba cluster-trace-gpu-v2023) or
-our JSON form {"nodes":[{"name","cpu_milli","memory_mib","gpus","model"}],
-"pods":[{"name","cpu_milli","memory_mib","num_gpu","gpu_milli","gpu_spec",
-"job"}]} (a .json file; one file may serve as both --nodes and --pods).
-
-Policies (--policy NAME or NAME:key=value,...; "recommended" is our own):
-
-`)
-	w := 0
-	for _, p := range cluster.Policies {
-		w = max(w, len(p.Name))
-	}
-	for _, p := range cluster.Policies {
-		fmt.Fprintf(&sb, "  %-*s  %s\n", w, p.Name, human.Indent(human.Wrap(p.Summary, 74-w), strings.Repeat(" ", w+4))[w+4:])
-	}
-	sb.WriteString(`
-With --timed, pods instead arrive at their creation time and leave at their
-deletion time (no inflation); the table gives the time-weighted mean and the
-peak allocation ratio, the mean FGD fragmentation and the failed pods.
-
-The table reports, at 100% arrived demand, the allocation ratio and the
-unallocated GPUs (the paper's headline metric), the FGD fragmentation as a
-share of all GPUs at 60/80/90% arrived, and the whole-free nodes; --json
-prints the same with standard deviations, --html and --png draw the curves.`)
-	return sb.String()
-}
-
-// parseSeeds reads "42-51", "7" or "1,3,10-12".
-func parseSeeds(s string) ([]uint64, error) {
-	var out []uint64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.ParseUint(lo, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a seed or a range N-M", part)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
-				return nil, fmt.Errorf("%q is not a range N-M with N <= M", part)
-			}
-		}
-		if b-a >= 10000 || len(out) > 10000 {
-			return nil, fmt.Errorf("%q: too many seeds (at most 10000)", part)
-		}
-		for x := a; x <= b; x++ {
-			out = append(out, x)
-		}
-	}
-	return out, nil
-}
-
-// clusterPolicies expands --policy values; none means the defaults.
-func clusterPolicies(values []string) []string {
+// clusterPolicies expands --policy values; none means defaults.
+func clusterPolicies(values, defaults []string) []string {
 	if len(values) == 0 {
-		return defaultClusterPolicies
+		return defaults
 	}
-	var out []string
-	for _, v := range values {
-		// Options of one policy are comma-separated too (spread:cpu=1,gpu=1):
-		// a part with "=" but no ":" continues the previous policy.
-		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
-			if p == "" {
-				continue
-			}
-			if n := len(out); n > 0 && strings.Contains(p, "=") && !strings.Contains(p, ":") && strings.Contains(out[n-1], ":") {
-				out[n-1] += "," + p
-				continue
-			}
-			out = append(out, p)
-		}
-	}
-	return out
+	return cluster.SplitPolicies(values)
 }
 
-// runClusterGrid runs every cell of g on parallel workers, with a
-// progress bar named label on stderr.
-func runClusterGrid(cmd *cobra.Command, g *cluster.Grid, parallel int, stderr io.Writer, label string) error {
-	bar := progress.New(stderr, int64(g.Len()), label)
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	err := g.Run(ctx, func(ctx context.Context, n int, job func(context.Context, int) error) error {
+// clusterRunner runs a grid's n cells on parallel workers, with a
+// progress bar named label on stderr; done ends the bar.
+func clusterRunner(stderr io.Writer, n int, label string, parallel int) (run protocol.Runner, done func()) {
+	bar := progress.New(stderr, int64(n), label)
+	return func(ctx context.Context, n int, job func(context.Context, int) error) error {
 		return par.Do(ctx, n, par.Options{Workers: parallel, OnDone: bar.Increment}, job)
-	})
-	bar.Done()
-	return err
+	}, bar.Done
+}
+
+// runClusterGrid runs every cell of g (see clusterRunner).
+func runClusterGrid(cmd *cobra.Command, g *protocol.Grid, parallel int, stderr io.Writer, label string) error {
+	run, done := clusterRunner(stderr, g.Len(), label, parallel)
+	defer done()
+	return g.Run(clusterContext(cmd), run)
+}
+
+// clusterContext is the command's context, the background when it has none.
+func clusterContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }
 
 func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Writer) error {
 	if f.nodes == "" || f.pods == "" {
 		return usageErrorf(cmd, "--nodes and --pods are required")
 	}
-	seeds, err := parseSeeds(f.seeds)
-	if err != nil {
-		return usageErrorf(cmd, "--seeds: %v", err)
-	}
-	if !(f.ratio > 0 && f.ratio <= 10) {
-		return usageErrorf(cmd, "--ratio %v: want a multiple of capacity above 0, at most 10", f.ratio)
-	}
-	if !(f.coverage > 0 && f.coverage <= 1) {
-		return usageErrorf(cmd, "--coverage %v: want a share above 0, at most 1", f.coverage)
-	}
-	if f.timed && (f.html != "" || f.png != "") {
-		return usageErrorf(cmd, "--timed has no --html or --png output yet")
-	}
-	if f.parallel < 1 {
-		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
+	seeds, err := protocol.ParseSeeds(f.seeds)
+	if err := checkClusterFlags(cmd, clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
+		clusterCheck{!(f.ratio > 0 && f.ratio <= 10), fmt.Sprintf("--ratio %v: want a multiple of capacity above 0, at most 10", f.ratio)},
+		clusterCheck{!(f.coverage > 0 && f.coverage <= 1), fmt.Sprintf("--coverage %v: want a share above 0, at most 1", f.coverage)},
+		clusterCheck{f.timed && (f.html != "" || f.png != ""), "--timed has no --html or --png output yet"},
+		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
+		return err
 	}
 	// --html onto --nodes or --pods would replace the user's list with the
 	// report (issue 13, case 7).
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}}); err != nil {
 		return err
 	}
-	specs := clusterPolicies(f.policies)
+	specs := clusterPolicies(f.policies, defaultClusterPolicies)
 	for _, s := range specs {
-		// A stand-in target lets fgd and its kin be checked before reading files.
-		stub := cluster.NewTarget([]cluster.Pod{{Name: "x", MilliCPU: 1, NumGPU: 1, MilliGPU: 1000}}, 1)
-		if _, err := cluster.NewPolicy(s, stub); errors.Is(err, cluster.ErrUnknownPolicy) {
+		if err := cluster.CheckPolicy(s); errors.Is(err, cluster.ErrUnknownPolicy) {
 			return usageErrorf(cmd, "--policy: %v%s", err, didYouMean(specKind(s), cluster.PolicyNames()))
 		}
 	}
-	if err := checkInputs(fileFlag{"--nodes", f.nodes}, fileFlag{"--pods", f.pods}); err != nil {
+	nodes, pods, err := readClusterLists(f.nodes, f.pods, true)
+	if err != nil {
 		return err
 	}
-	nodes, err := cluster.ReadNodesFile(f.nodes)
-	if err != nil {
-		return inFlagFile("--nodes", f.nodes, err)
-	}
-	pods, err := cluster.ReadPodsFile(f.pods)
-	if err != nil {
-		return inFlagFile("--pods", f.pods, err)
-	}
-	// Every (policy, seed) is independent and deterministic: the grid runs
-	// them on f.parallel workers and the output does not depend on it.
-	g := cluster.NewGrid(cluster.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds, Timed: f.timed,
-		Options: cluster.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}})
+	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds, Timed: f.timed,
+		Options: protocol.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}})
 	if err := runClusterGrid(cmd, g, f.parallel, stderr, "cluster"); err != nil {
 		return err
 	}
+	setup := protocol.Setup{NodesFile: f.nodes, PodsFile: f.pods, Seeds: seeds, SeedsText: f.seeds, Ratio: f.ratio, Nodes: len(nodes), Pods: len(pods)}
 	if f.timed {
-		return writeClusterTimed(stdout, f, nodes, seeds, cluster.NewTimedComparison(nodes, g.TimedSummaries()))
+		out := protocol.NewTimedComparison(nodes, g.TimedSummaries())
+		if f.json {
+			return writeJSON(stdout, out, true)
+		}
+		return protocol.WriteTimedText(stdout, setup, out)
 	}
 	sums := g.Summaries()
-	out := cluster.NewComparison(nodes, sums)
+	out := protocol.NewComparison(nodes, sums)
 	if f.html != "" {
-		if err := writeClusterHTML(f.html, f, nodes, pods, seeds, sums); err != nil {
+		if err := writeClusterFile(f.html, pages.Page(setup, sums, out).WriteHTML); err != nil {
 			return err
 		}
 	}
 	if f.png != "" {
-		if err := writeClusterPNGs(f.png, sums); err != nil {
+		if err := os.MkdirAll(f.png, 0o755); err != nil {
 			return err
+		}
+		for i, c := range pages.Charts(sums) {
+			if err := writeClusterFile(filepath.Join(f.png, "cluster-"+pages.ChartFiles[i]+".png"), func(w io.Writer) error { return c.PNGScaled(w, 2) }); err != nil {
+				return err
+			}
 		}
 	}
 	if f.json {
 		return writeJSON(stdout, out, true)
 	}
-	var sb strings.Builder
-	writeClusterReport(&sb, f, nodes, pods, seeds, sums, out)
-	_, err = io.WriteString(stdout, sb.String())
-	return err
+	return protocol.WriteText(stdout, setup, sums, out)
+}
+
+// clusterCheck is one check of a command's flags: when bad, msg is the
+// usage error.
+type clusterCheck struct {
+	bad bool
+	msg string
+}
+
+// checkClusterFlags returns the usage error of the first bad check, nil when none.
+func checkClusterFlags(cmd *cobra.Command, checks ...clusterCheck) error {
+	for _, c := range checks {
+		if c.bad {
+			return usageErrorf(cmd, "%s", c.msg)
+		}
+	}
+	return nil
+}
+
+// readClusterLists checks and reads the node and pod lists; flagged
+// names the flag in a read error.
+func readClusterLists(nodesFile, podsFile string, flagged bool) ([]cluster.Node, []cluster.Pod, error) {
+	if err := checkInputs(fileFlag{"--nodes", nodesFile}, fileFlag{"--pods", podsFile}); err != nil {
+		return nil, nil, err
+	}
+	nodes, err := lists.ReadNodesFile(nodesFile)
+	if err != nil && flagged {
+		err = inFlagFile("--nodes", nodesFile, err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := lists.ReadPodsFile(podsFile)
+	if err != nil && flagged {
+		err = inFlagFile("--pods", podsFile, err)
+	}
+	return nodes, pods, err
+}
+
+// writeClusterFile creates path and writes it with fn, reporting close errors.
+func writeClusterFile(path string, fn func(io.Writer) error) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(file); err != nil {
+		file.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return file.Close()
+}
+
+// volcanoFlags are the flags of `gpufrag cluster volcano-config`.
+type volcanoFlags struct {
+	nodes, pods string
+	seeds       string
+	policies    []string
+	parallel    int
+}
+
+func newClusterVolcanoCmd(stdout, stderr io.Writer) *cobra.Command {
+	f := volcanoFlags{seeds: "42-44", parallel: 4}
+	cmd := &cobra.Command{
+		Use:   "volcano-config --nodes FILE --pods FILE",
+		Short: "Print Volcano binpack and Kubernetes NodeResourcesFit settings that pack GPUs best, with the figures",
+		Long:  clusterLong("cluster-volcano-config"),
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterVolcano(cmd, f, stdout, stderr) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nodes, "nodes", "", "node list `FILE` (openb CSV or our JSON form)")
+	fl.StringVar(&f.pods, "pods", "", "pod list `FILE` (openb CSV or our JSON form)")
+	fl.StringVar(&f.seeds, "seeds", f.seeds, "`SEEDS` to run: N, N-M or a comma-separated list of those")
+	fl.StringArrayVar(&f.policies, "policy", nil, "settings to print instead of searching: volcano-binpack:..., mostallocated:... or rtcr:...")
+	fl.IntVar(&f.parallel, "parallel", f.parallel, "runs at a time (results do not depend on it)")
+	return cmd
+}
+
+func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Writer) error {
+	seeds, err := protocol.ParseSeeds(f.seeds)
+	if err := checkClusterFlags(cmd, clusterCheck{f.nodes == "" || f.pods == "", "--nodes and --pods are required"},
+		clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
+		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
+		return err
+	}
+	specs := clusterPolicies(f.policies, stock.StockGrid())
+	for _, s := range specs {
+		if !stock.IsStock(s) {
+			return usageErrorf(cmd, "--policy %s: only volcano-binpack, mostallocated and rtcr have a stock configuration", s)
+		}
+		if _, err := cluster.NewPolicy(s, nil); err != nil {
+			return usageErrorf(cmd, "--policy: %v", err)
+		}
+	}
+	nodes, pods, err := readClusterLists(f.nodes, f.pods, false)
+	if err != nil {
+		return err
+	}
+	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds})
+	if err := runClusterGrid(cmd, g, f.parallel, stderr, "volcano-config"); err != nil {
+		return err
+	}
+	ranked, err := stock.RankStock(g.Summaries())
+	if err != nil {
+		return err
+	}
+
+	return stock.WriteReport(stdout, stock.Inputs{NodesFile: f.nodes, PodsFile: f.pods, Nodes: len(nodes), GPUs: cluster.GPUCapacity(nodes), Seeds: f.seeds}, ranked)
 }

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
-	"github.com/gpufrag/gpufrag/internal/loc"
-	"github.com/spf13/cobra"
 )
 
 // liveConnect builds the client of a live cluster; tests replace it with a
@@ -40,40 +38,7 @@ func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect [--from FILE | --context NAME]",
 		Short: "Report GPU allocation and fragmentation of a Kubernetes cluster, live or from kubectl's JSON",
-		Long: `inspect reads a cluster's nodes and pods and reports, per GPU node and in
-total, the allocatable and requested GPUs, whole-free nodes, nodes whose
-idle GPUs no task type of the cluster's own pod mix can use (stranded), the
-FGD fragmentation for that mix, and the pending pods that fit nowhere, with
-the reason.
-
-Without --from it reads the live cluster of the current kubeconfig context
-(--kubeconfig, else $KUBECONFIG, else ~/.kube/config; in a pod without a
-kubeconfig, its service account). The account needs the RBAC verbs get and
-list on nodes and pods, cluster-wide:
-
-  kubectl apply -f deploy/kubernetes/gpufrag-inspect-rbac.yaml
-
-gives them to a service account gpufrag in namespace gpufrag (edit the
-binding's subject for a user or group).
-
---namespace lists the pods of one namespace only. Nodes are always listed
-cluster-wide, so GPUs held by other namespaces' pods look idle: use it with
---selector for the nodes that namespace owns, or where RBAC allows no more.
-
---from reads a saved cluster instead:
-
-  kubectl get nodes,pods -A -o json > cluster.json
-  gpufrag cluster inspect --from cluster.json
-
-GPU resources: nvidia.com/gpu (whole GPUs), and the GPU-share convention of
-the openb trace (alibabacloud.com/gpu-milli, gpu-count and gpu-index pod
-annotations, alibabacloud.com/gpu-count node allocatable); the GPU model
-comes from the node label nvidia.com/gpu.product or
-alibabacloud.com/gpu-card-model.`,
-		Example: `  gpufrag cluster inspect
-  gpufrag cluster inspect --context prod --selector nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB
-  gpufrag cluster inspect --namespace ml --selector pool=ml --json
-  gpufrag cluster inspect --from cluster.json --all`,
+		Long:  clusterLong("cluster-inspect"), Example: clusterExample("cluster-inspect"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !(coverage > 0 && coverage <= 1) {
@@ -117,10 +82,7 @@ alibabacloud.com/gpu-card-model.`,
 			if asJSON {
 				return writeJSON(stdout, rep, true)
 			}
-			var sb strings.Builder
-			writeInspectReport(&sb, label, rep, all)
-			_, err = io.WriteString(stdout, sb.String())
-			return err
+			return rep.WriteText(stdout, label, all)
 		},
 	}
 	fl := cmd.Flags()
@@ -154,63 +116,11 @@ func loadLive(cmd *cobra.Command, conn live.Config, opts live.Options, timeout t
 	if err != nil {
 		return nil, err
 	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(clusterContext(cmd), timeout)
 	defer cancel()
 	snap, err := live.Load(ctx, client, opts)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("no answer from the cluster within --timeout %v (is the API server reachable from here?): %w", timeout, err)
 	}
 	return snap, err
-}
-
-// writeInspectReport prints the report for people; node, pod and model names
-// (and the names in a pending pod's reason) come from the cluster, so every
-// one goes through loc.Printable (the table's cells do).
-func writeInspectReport(sb *strings.Builder, from string, r *kube.Report, all bool) {
-	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", loc.Printable(from), r.Nodes, r.GPUNodes, r.GPUs,
-		float64(r.RequestedMilli)/cluster.MilliGPU, 100*float64(r.RequestedMilli)/float64(max(r.GPUs*cluster.MilliGPU, 1)))
-	t := human.Table{Head: []string{"node", "model", "GPUs", "requested", "whole free", "free CPU", "pods", "frag", "note"}}
-	for _, n := range r.PerNode {
-		idle := int64(n.GPUs)*cluster.MilliGPU - n.RequestedMilli
-		if !all && idle == 0 {
-			continue
-		}
-		note := ""
-		if n.Stranded {
-			note = "stranded"
-		}
-		if n.Cordoned {
-			note = strings.TrimSpace(note + " cordoned")
-		}
-		t.Rows = append(t.Rows, []string{n.Name, n.Model, fmt.Sprint(n.GPUs), fmt.Sprintf("%.2f", float64(n.RequestedMilli)/cluster.MilliGPU),
-			fmt.Sprint(n.WholeFreeGPUs), fmt.Sprintf("%.1f", float64(n.FreeCPUMilli)/1000), fmt.Sprint(n.Pods),
-			fmt.Sprintf("%.2f", n.FragMilli/cluster.MilliGPU), note})
-	}
-	if len(t.Rows) > 0 {
-		t.Write(sb)
-		sb.WriteString("\n")
-	}
-	fmt.Fprintf(sb, "whole-free GPU nodes: %d; partly used: %d; stranded (idle GPUs no task type can use): %d\n",
-		r.WholeFreeNodes, r.PartlyUsedNodes, r.StrandedNodes)
-	fmt.Fprintf(sb, "FGD fragmentation for the cluster's own pod mix (%d task types): %.2f GPUs, %.1f%% of all GPUs, %.1f%% of idle GPUs\n",
-		r.TaskTypes, r.FragMilli/cluster.MilliGPU, 100*r.FragTotal, 100*r.FragRate)
-	stuck := 0
-	for _, p := range r.Pending {
-		if p.Fits == 0 {
-			stuck++
-		}
-	}
-	fmt.Fprintf(sb, "pending pods: %d, of which %d fit nowhere\n", len(r.Pending), stuck)
-	for _, p := range r.Pending {
-		if p.Fits == 0 {
-			fmt.Fprintf(sb, "  %s (%s): %s\n", loc.Printable(p.Pod), loc.Printable(p.Shape), loc.Printable(p.Reason))
-		}
-	}
-	for _, u := range r.Unplaceable {
-		fmt.Fprintf(sb, "not modelled: %s\n", loc.Printable(u))
-	}
 }

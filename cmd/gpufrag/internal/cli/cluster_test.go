@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster/protocol/pages"
 )
 
 const (
@@ -111,7 +113,7 @@ func TestClusterSimulateFiles(t *testing.T) {
 	if err != nil || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("fgd")) {
 		t.Errorf("HTML report: %v, %d bytes", err, len(b))
 	}
-	for _, name := range clusterChartFiles {
+	for _, name := range pages.ChartFiles {
 		p := filepath.Join(png, "cluster-"+name+".png")
 		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("%s: %v", p, err)
@@ -155,23 +157,6 @@ func TestClusterSimulateErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.msg)
 		}
-	}
-}
-
-func TestClusterFlagParsing(t *testing.T) {
-	seeds, err := parseSeeds("42-44,7")
-	if err != nil || !reflect.DeepEqual(seeds, []uint64{42, 43, 44, 7}) {
-		t.Errorf("parseSeeds = %v, %v", seeds, err)
-	}
-	for _, bad := range []string{"", "a", "5-", "-5", "3-1", "0-20000"} {
-		if _, err := parseSeeds(bad); err == nil {
-			t.Errorf("parseSeeds(%q) accepted", bad)
-		}
-	}
-	got := clusterPolicies([]string{"fgd,spread:cpu=1,gpu=1", "volcano-binpack:gpu=8,memory=1,bestfit"})
-	want := []string{"fgd", "spread:cpu=1,gpu=1", "volcano-binpack:gpu=8,memory=1", "bestfit"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("clusterPolicies = %q, want %q", got, want)
 	}
 }
 
@@ -254,7 +239,7 @@ func TestClusterSimulateHostileFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := runCluster(t, "--nodes", noBreaks, "--pods", clusterPods)
-	if code != 1 || !strings.Contains(errs, "nodes.csv: line 1: longer than 64 KiB (cluster.MaxLineBytes)") {
+	if code != 1 || !strings.Contains(errs, "nodes.csv: line 1: longer than 64 KiB (lists.MaxLineBytes)") {
 		t.Errorf("no line breaks: exit %d, %s", code, errs)
 	}
 	if _, err := os.Stat("/dev/zero"); err == nil {

@@ -1,0 +1,83 @@
+package judge
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster/gen"
+	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
+	"github.com/gpufrag/gpufrag/cluster/lists"
+)
+
+// TestNewPaired checks the interval against hand-computed values: for
+// differences 1, 2, 3 the mean is 2, the standard error 1/sqrt(3) and the
+// half-width t(2) = 4.303 times it.
+func TestNewPaired(t *testing.T) {
+	d := NewPaired([]float64{1, 2, 3})
+	se := 1 / math.Sqrt(3)
+	if d.N != 3 || d.Mean != 2 || math.Abs(d.SE-se) > 1e-12 || math.Abs(d.High-2-4.303*se) > 1e-9 || math.Abs(2-d.Low-4.303*se) > 1e-9 {
+		t.Errorf("NewPaired(1,2,3) = %+v", d)
+	}
+	for _, c := range []struct {
+		ds   []float64
+		want string
+	}{
+		{[]float64{0.1, 0.12, 0.09, 0.11}, "worse"},
+		{[]float64{-0.1, -0.12, -0.09, -0.11}, "better"},
+		{[]float64{-0.1, 0.1, -0.05, 0.06}, "equal"},
+		{[]float64{0, 0, 0}, "equal"},
+		{[]float64{0.5}, "worse"}, // one pair: no spread, the interval is the mean
+	} {
+		if got := NewPaired(c.ds).Verdict(); got != c.want {
+			t.Errorf("Verdict(%v) = %s, want %s", c.ds, got, c.want)
+		}
+	}
+	if tQuantile975(9) != 2.262 || tQuantile975(100) != 1.96 || tQuantile975(0) != 0 {
+		t.Errorf("t quantiles: %v %v %v", tQuantile975(9), tQuantile975(100), tQuantile975(0))
+	}
+}
+
+// TestJudge on the testdata head of openb: FGDReserve without its
+// reservation and tie-break is FGD, so every difference is exactly zero
+// and it does not pass (the rule asks for a mean below FGD); Random is
+// worse than FGD beyond noise on the list and fails.
+func TestJudge(t *testing.T) {
+	nodes, err := lists.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := lists.ReadPodsFile(clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := Judge(context.Background(), JudgeConfig{
+		Nodes: nodes, Lists: []gen.List{{Name: "head", Family: gen.FamilyMultiGPU, Pods: pods}},
+		Ref: "fgd", Candidates: []string{"fgd-reserve:scarcity=0,tie=order", "random"}, Seeds: []uint64{1, 2, 3, 4, 5, 6},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := j.Lists[0].Diffs[0]; d.Mean != 0 || d.SE != 0 || j.Passes[0] {
+		t.Errorf("FGD against itself: %+v, passes %v", d, j.Passes[0])
+	}
+	if d := j.Families[0].Diffs[1]; d.Verdict() != "worse" || j.Passes[1] || j.Families[0].Worse[1] != 1 {
+		t.Errorf("random against FGD: %+v (%s), passes %v", d, d.Verdict(), j.Passes[1])
+	}
+	if j.Best() != "" {
+		t.Errorf("Best() = %q, want none", j.Best())
+	}
+}
+
+// TestFamilyOf reads the family from openb file names.
+func TestFamilyOf(t *testing.T) {
+	for name, want := range map[string]gen.Family{
+		"openb_pod_list_cpu050": gen.FamilyCPU, "openb_pod_list_gpushare20.csv": gen.FamilyGPUShare,
+		"openb_pod_list_gpuspec05": gen.FamilyGPUSpec, "openb_pod_list_multigpu40": gen.FamilyMultiGPU,
+		"openb_pod_list_default": "default", "mine.json": "default",
+	} {
+		if got := gen.FamilyOf(name); got != want {
+			t.Errorf("FamilyOf(%s) = %s, want %s", name, got, want)
+		}
+	}
+}

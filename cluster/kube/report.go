@@ -1,0 +1,66 @@
+package kube
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/loc"
+)
+
+// WriteText prints the report for people (the text of gpufrag cluster
+// inspect): the totals, a table of the GPU nodes with idle GPUs (every GPU
+// node with all), the node counts, the fragmentation, and the pending pods
+// that fit nowhere with the reason; from names the cluster. Node, pod and
+// model names (and the names in a pending pod's reason) come from the
+// cluster, so every one goes through loc.Printable (the table's cells do).
+func (r *Report) WriteText(w io.Writer, from string, all bool) error {
+	var b strings.Builder
+	sb := &b
+	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", loc.Printable(from), r.Nodes, r.GPUNodes, r.GPUs,
+		float64(r.RequestedMilli)/cluster.MilliGPU, 100*float64(r.RequestedMilli)/float64(max(r.GPUs*cluster.MilliGPU, 1)))
+	t := human.Table{Head: []string{"node", "model", "GPUs", "requested", "whole free", "free CPU", "pods", "frag", "note"}}
+	for _, n := range r.PerNode {
+		idle := int64(n.GPUs)*cluster.MilliGPU - n.RequestedMilli
+		if !all && idle == 0 {
+			continue
+		}
+		note := ""
+		if n.Stranded {
+			note = "stranded"
+		}
+		if n.Cordoned {
+			note = strings.TrimSpace(note + " cordoned")
+		}
+		t.Rows = append(t.Rows, []string{n.Name, n.Model, fmt.Sprint(n.GPUs), fmt.Sprintf("%.2f", float64(n.RequestedMilli)/cluster.MilliGPU),
+			fmt.Sprint(n.WholeFreeGPUs), fmt.Sprintf("%.1f", float64(n.FreeCPUMilli)/1000), fmt.Sprint(n.Pods),
+			fmt.Sprintf("%.2f", n.FragMilli/cluster.MilliGPU), note})
+	}
+	if len(t.Rows) > 0 {
+		t.Write(sb)
+		sb.WriteString("\n")
+	}
+	fmt.Fprintf(sb, "whole-free GPU nodes: %d; partly used: %d; stranded (idle GPUs no task type can use): %d\n",
+		r.WholeFreeNodes, r.PartlyUsedNodes, r.StrandedNodes)
+	fmt.Fprintf(sb, "FGD fragmentation for the cluster's own pod mix (%d task types): %.2f GPUs, %.1f%% of all GPUs, %.1f%% of idle GPUs\n",
+		r.TaskTypes, r.FragMilli/cluster.MilliGPU, 100*r.FragTotal, 100*r.FragRate)
+	stuck := 0
+	for _, p := range r.Pending {
+		if p.Fits == 0 {
+			stuck++
+		}
+	}
+	fmt.Fprintf(sb, "pending pods: %d, of which %d fit nowhere\n", len(r.Pending), stuck)
+	for _, p := range r.Pending {
+		if p.Fits == 0 {
+			fmt.Fprintf(sb, "  %s (%s): %s\n", loc.Printable(p.Pod), loc.Printable(p.Shape), loc.Printable(p.Reason))
+		}
+	}
+	for _, u := range r.Unplaceable {
+		fmt.Fprintf(sb, "not modelled: %s\n", loc.Printable(u))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,101 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseSeeds(t *testing.T) {
+	seeds, err := ParseSeeds("42-44,7")
+	if err != nil || !reflect.DeepEqual(seeds, []uint64{42, 43, 44, 7}) {
+		t.Errorf("ParseSeeds = %v, %v", seeds, err)
+	}
+	for _, bad := range []string{"", "a", "5-", "-5", "3-1", "0-20000"} {
+		if _, err := ParseSeeds(bad); err == nil {
+			t.Errorf("ParseSeeds(%q) accepted", bad)
+		}
+	}
+}
+
+// The text report has a row per policy with its figures from the
+// comparison, in the summaries' order, and names the policy with the
+// fewest unallocated GPUs.
+func TestWriteText(t *testing.T) {
+	nodes, pods := gridInputs(t)
+	g := NewGrid(GridConfig{Nodes: nodes, Pods: pods, Policies: []string{"random", "fgd", "bestfit"}, Seeds: []uint64{1, 2}})
+	if err := g.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	sums := g.Summaries()
+	c := NewComparison(nodes, sums)
+	s := Setup{NodesFile: "n.csv", PodsFile: "p.csv", Seeds: []uint64{1, 2}, SeedsText: "1-2", Ratio: DefaultRatio, Nodes: len(nodes), Pods: len(pods)}
+	var sb strings.Builder
+	if err := WriteText(&sb, s, sums, c); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	if !strings.HasPrefix(out, fmt.Sprintf("Placed %d pods of p.csv with 3 policies on %d nodes", len(pods), len(nodes))) {
+		t.Errorf("header: %q", strings.SplitN(out, "\n", 2)[0])
+	}
+	best := 0
+	last := -1
+	for i, r := range c.Results {
+		if r.UnallocatedGPUsAt100.Mean < c.Results[best].UnallocatedGPUsAt100.Mean {
+			best = i
+		}
+		row := fmt.Sprintf("\n%s ", sums[i].Policy)
+		k := strings.Index(out, row)
+		if k < last {
+			t.Errorf("row of %s missing or out of order", sums[i].Policy)
+		}
+		last = k
+		line := out[k+1:]
+		line = line[:strings.IndexByte(line, '\n')]
+		if want := fmt.Sprintf("%s ±%.2f", Pct(r.AllocRatioAt100.Mean), 100*r.AllocRatioAt100.Std); !strings.Contains(line, want) {
+			t.Errorf("%s: row %q lacks the allocation %q", sums[i].Policy, line, want)
+		}
+	}
+	if want := fmt.Sprintf("fewest unallocated GPUs at 100%%: %s (", sums[best].Policy); !strings.Contains(out, want) {
+		t.Errorf("no %q in\n%s", want, out)
+	}
+}
+
+func TestFirstFailureText(t *testing.T) {
+	for _, tc := range []struct {
+		s    Summary
+		want string
+	}{
+		{Summary{Seeds: 2}, "none"},
+		{Summary{Seeds: 2, FirstFailures: 2, FirstFailureArrived: MeanStd{Mean: 0.905}, FirstFailureUnallocated: MeanStd{Mean: 0.1}}, "90.5% (10.0% idle)"},
+		{Summary{Seeds: 3, FirstFailures: 1, FirstFailureArrived: MeanStd{Mean: 1}, FirstFailureUnallocated: MeanStd{Mean: 0.02}}, "100.0% (2.0% idle) in 1 of 3"},
+	} {
+		if got := tc.s.firstFailure(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestWriteTimedText(t *testing.T) {
+	nodes, pods := gridInputs(t)
+	g := NewGrid(GridConfig{Nodes: nodes, Pods: pods, Policies: []string{"fgd", "bestfit"}, Seeds: []uint64{1}, Timed: true})
+	if err := g.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	c := NewTimedComparison(nodes, g.TimedSummaries())
+	var sb strings.Builder
+	if err := WriteTimedText(&sb, Setup{NodesFile: "n.csv", PodsFile: "p.csv", Seeds: []uint64{1}, Nodes: len(nodes)}, c); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	if !strings.HasPrefix(out, "Replayed the pods of p.csv by creation and deletion time on 40 nodes") || !strings.Contains(out, "1 seed.") {
+		t.Errorf("header: %q", out)
+	}
+	for _, r := range c.Results {
+		if !strings.Contains(out, "\n"+r.Policy+" ") || !strings.Contains(out, Pct(r.PeakAllocRatio.Mean)) {
+			t.Errorf("no row for %s with its peak %s in\n%s", r.Policy, Pct(r.PeakAllocRatio.Mean), out)
+		}
+	}
+}
