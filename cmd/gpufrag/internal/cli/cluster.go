@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -22,32 +21,6 @@ import (
 	"github.com/gpufrag/gpufrag/internal/progress"
 )
 
-// clusterHelp holds the cluster commands' long help and examples,
-// help/NAME.txt: the long help, then the examples after a line
-// "--- example ---".
-//
-//go:embed help/cluster*.txt
-var clusterHelp embed.FS
-
-func clusterLong(name string) string {
-	long, _ := clusterHelpText(name)
-	return long
-}
-
-func clusterExample(name string) string {
-	_, example := clusterHelpText(name)
-	return example
-}
-
-func clusterHelpText(name string) (long, example string) {
-	b, err := clusterHelp.ReadFile("help/" + name + ".txt")
-	if err != nil {
-		panic(err) // embedded: a missing file is a build mistake
-	}
-	long, example, _ = strings.Cut(string(b), "\n--- example ---\n")
-	return long, example
-}
-
 // clusterFlags are the flags of `gpufrag cluster simulate`.
 type clusterFlags struct {
 	nodes, pods, seeds, html, png string
@@ -62,7 +35,8 @@ var defaultClusterPolicies = []string{"random", "dotprod", "clustering", "packin
 
 func newClusterCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Cluster-level GPU fragmentation: compare placement policies on a trace",
-		Long: clusterLong("cluster"), Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+		Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+	withHelp(cmd, "cluster")
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	cmd.AddCommand(newClusterSimulateCmd(stdout, stderr), newClusterVolcanoCmd(stdout, stderr), newClusterInspectCmd(stdout),
@@ -75,10 +49,11 @@ func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate --nodes FILE --pods FILE",
 		Short: "Compare placement policies on a node list and a pod list (FGD protocol)",
-		Long:  strings.Replace(clusterLong("cluster-simulate"), "{{policies}}", cluster.PoliciesText(), 1), Example: clusterExample("cluster-simulate"),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runClusterSimulate(cmd, f, stdout, stderr) },
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterSimulate(cmd, f, stdout, stderr) },
 	}
+	withHelp(cmd, "cluster-simulate")
+	cmd.Long = strings.Replace(cmd.Long, "{{policies}}", cluster.PoliciesText(), 1)
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodes, "nodes", "", "node list `FILE`: openb CSV (sn,cpu_milli,memory_mib,gpu[,model]) or our JSON form")
 	fl.StringVar(&f.pods, "pods", "", "pod list `FILE`: openb CSV (5 or 11 columns) or our JSON form")
@@ -254,10 +229,10 @@ func newClusterVolcanoCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "volcano-config --nodes FILE --pods FILE",
 		Short: "Print Volcano binpack and Kubernetes NodeResourcesFit settings that pack GPUs best, with the figures",
-		Long:  clusterLong("cluster-volcano-config"),
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterVolcano(cmd, f, stdout, stderr) },
 	}
+	withHelp(cmd, "cluster-volcano-config")
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodes, "nodes", "", "node list `FILE` (openb CSV or our JSON form)")
 	fl.StringVar(&f.pods, "pods", "", "pod list `FILE` (openb CSV or our JSON form)")

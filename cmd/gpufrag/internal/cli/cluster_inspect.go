@@ -38,8 +38,7 @@ func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect [--from FILE | --context NAME]",
 		Short: "Report GPU allocation and fragmentation of a Kubernetes cluster, live or from kubectl's JSON",
-		Long:  clusterLong("cluster-inspect"), Example: clusterExample("cluster-inspect"),
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !(coverage > 0 && coverage <= 1) {
 				return usageErrorf(cmd, "--coverage %v: want a share above 0, at most 1", coverage)
@@ -85,6 +84,7 @@ func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 			return rep.WriteText(stdout, label, all)
 		},
 	}
+	withHelp(cmd, "cluster-inspect")
 	fl := cmd.Flags()
 	fl.StringVar(&from, "from", "", "read `FILE` saved with kubectl get nodes,pods -A -o json instead of the live cluster")
 	fl.StringVar(&conn.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default $KUBECONFIG, else ~/.kube/config)")

@@ -29,10 +29,10 @@ func newClusterGenPodsCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen-pods --pods FILE --family FAMILY --share X [--specs FILE] [-o FILE]",
 		Short: "Generate an openb-style pod list of one workload family from a base list",
-		Long:  clusterLong("cluster-gen-pods"), Example: clusterExample("cluster-gen-pods"),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runClusterGenPods(cmd, f, stdout) },
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterGenPods(cmd, f, stdout) },
 	}
+	withHelp(cmd, "cluster-gen-pods")
 	fl := cmd.Flags()
 	fl.StringVar(&f.pods, "pods", "", "base pod list `FILE` (openb CSV or our JSON form)")
 	fl.StringVar(&f.family, "family", "", "`FAMILY`: cpu, gpushare, gpuspec or multigpu")
@@ -95,10 +95,10 @@ func newClusterJudgeCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "judge --nodes FILE --pods FILE --specs FILE [--set tune|judge|none] [--list FILE]...",
 		Short: "Judge policies against FGD out of sample: generated lists of every family, paired seeds",
-		Long:  clusterLong("cluster-judge"), Example: clusterExample("cluster-judge"),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runClusterJudge(cmd, f, stdout, stderr) },
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterJudge(cmd, f, stdout, stderr) },
 	}
+	withHelp(cmd, "cluster-judge")
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodes, "nodes", "", "node list `FILE` (openb CSV or our JSON form)")
 	fl.StringVar(&f.pods, "pods", "", "base pod list `FILE` the lists are generated from (openb's default)")
