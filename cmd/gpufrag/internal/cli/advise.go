@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"path/filepath"
@@ -257,7 +258,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		}
 	}
 	if _, err := workload.ParseFormat(f.format); err != nil {
-		return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
+		return usageErrorf(cmd, "--format: %v%s", err, human.DidYouMean(f.format, formatNames()))
 	}
 	m, err := checkModelFlag(cmd, "--model", f.model)
 	if err != nil {
@@ -282,7 +283,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 		case sim.StepTimeJoint, sim.StepTimeRoofline:
 			stepTime = strings.ToLower(f.profile)
 		default:
-			return usageErrorf(cmd, "--profile %q: want joint or roofline%s", f.profile, didYouMean(f.profile, []string{sim.StepTimeJoint, sim.StepTimeRoofline}))
+			return usageErrorf(cmd, "--profile %q: want joint or roofline%s", f.profile, human.DidYouMean(f.profile, []string{sim.StepTimeJoint, sim.StepTimeRoofline}))
 		}
 	}
 	if stepTime == sim.StepTimeJoint {
@@ -292,7 +293,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) error {
 	}
 	if f.kvDType != "" {
 		if base.KVDType, err = model.ParseKVDType(f.kvDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v%s", err, didYouMean(f.kvDType, kvDTypeNames))
+			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(f.kvDType, kvDTypeNames))
 		}
 	}
 	if err := checkInputs(fileFlag{"--trace", f.trace}, fileFlag{"--refine", f.refine}); err != nil {
@@ -390,7 +391,7 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 		}
 		for _, kv := range kvs {
 			if _, err := strategy.ParseSpec(kv); err != nil {
-				return sp, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
+				return sp, fmt.Errorf("--kv %s: %w%s", kv, err, human.DidYouMean(specKind(kv), specKinds(strategy.Names())))
 			}
 		}
 		sp.KVs = kvs
@@ -404,7 +405,7 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 			}
 			for _, a := range as {
 				if _, err := spec.Parse(a); err != nil {
-					return sp, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
+					return sp, fmt.Errorf("--alloc %s: %w%s", a, err, human.DidYouMean(specKind(a), spec.Names()))
 				}
 			}
 			sp.Allocs = append(sp.Allocs, as...)

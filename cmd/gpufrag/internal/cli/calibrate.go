@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -120,7 +121,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	}
 	warm, err := calib.ParseWarmMode(f.warm)
 	if err != nil {
-		return usageErrorf(cmd, "--warm-prompts %q: want auto, none or all%s", f.warm, didYouMean(f.warm, []string{"auto", "none", "all"}))
+		return usageErrorf(cmd, "--warm-prompts %q: want auto, none or all%s", f.warm, human.DidYouMean(f.warm, []string{"auto", "none", "all"}))
 	}
 	if warm == calib.WarmAll && set("prefix-caching") && !f.prefixCaching {
 		return usageErrorf(cmd, "--warm-prompts all puts the prompts in the prefix cache: it needs prefix caching, which --prefix-caching=false turns off")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"strings"
@@ -32,7 +33,7 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 	if f.engine != "" {
 		var err error
 		if engine, err = sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want one of %s%s", f.engine, strings.Join(sim.EngineNames(), ", "), didYouMean(f.engine, sim.EngineNames()))
+			return usageErrorf(cmd, "--engine %q: want one of %s%s", f.engine, strings.Join(sim.EngineNames(), ", "), human.DidYouMean(f.engine, sim.EngineNames()))
 		}
 	}
 	inputs := []fileFlag{{"--ops", f.ops}, {"--profile", f.profile}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"path/filepath"
@@ -123,7 +124,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	specs := clusterPolicies(f.policies, defaultClusterPolicies)
 	for _, s := range specs {
 		if err := cluster.CheckPolicy(s); errors.Is(err, cluster.ErrUnknownPolicy) {
-			return usageErrorf(cmd, "--policy: %v%s", err, didYouMean(specKind(s), cluster.PolicyNames()))
+			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(specKind(s), cluster.PolicyNames()))
 		}
 	}
 	nodes, pods, err := readClusterLists(f.nodes, f.pods, true)

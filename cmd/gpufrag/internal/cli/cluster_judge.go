@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"runtime"
@@ -47,7 +48,7 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 	families := gen.FamilyNames()
 	shareErr := gen.Family(f.family).CheckShare(f.share)
 	if err := checkClusterFlags(cmd, clusterCheck{f.pods == "" || f.family == "" || f.share < 0, "--pods, --family and --share are required"},
-		clusterCheck{!slices.Contains(families, f.family), fmt.Sprintf("--family %q: want %s%s", f.family, strings.Join(families, ", "), didYouMean(f.family, families))},
+		clusterCheck{!slices.Contains(families, f.family), fmt.Sprintf("--family %q: want %s%s", f.family, strings.Join(families, ", "), human.DidYouMean(f.family, families))},
 		clusterCheck{shareErr != nil, fmt.Sprintf("--share %v: %v", f.share, shareErr)},
 		clusterCheck{f.family == string(gen.FamilyGPUSpec) && f.specs == "", "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)"}); err != nil {
 		return err
@@ -121,7 +122,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		seeds, err = protocol.ParseSeeds(f.seeds)
 	}
 	if err := checkClusterFlags(cmd, clusterCheck{f.nodes == "", "--nodes is required"},
-		clusterCheck{!ok, fmt.Sprintf("--set %q: want tune, judge or none%s", f.set, didYouMean(f.set, judge.SetNames))},
+		clusterCheck{!ok, fmt.Sprintf("--set %q: want tune, judge or none%s", f.set, human.DidYouMean(f.set, judge.SetNames))},
 		clusterCheck{len(cfgs) > 0 && (f.pods == "" || f.specs == ""), fmt.Sprintf("--set %s generates lists: it needs --pods (the base list) and --specs (the gpu_spec source)", f.set)},
 		clusterCheck{ok && len(cfgs) == 0 && len(f.lists) == 0, "no lists: give --set tune or judge, or --list FILE"},
 		clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
@@ -131,7 +132,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	cands := clusterPolicies(f.policies, []string{"recommended"})
 	for _, s := range append([]string{f.ref}, cands...) {
 		if err := cluster.CheckPolicy(s); err != nil {
-			return usageErrorf(cmd, "--policy: %v%s", err, didYouMean(specKind(s), cluster.PolicyNames()))
+			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(specKind(s), cluster.PolicyNames()))
 		}
 	}
 	inputs := []fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}, {"--specs", f.specs}}

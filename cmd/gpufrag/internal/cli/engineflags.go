@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -63,7 +64,7 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 	set := cmd.Flags().Changed
 	if set("kv-dtype") {
 		if _, err := model.ParseKVDType(f.kvDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v%s", err, didYouMean(f.kvDType, kvDTypeNames))
+			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(f.kvDType, kvDTypeNames))
 		}
 		s.KVDType = f.kvDType
 	}
@@ -113,7 +114,7 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 	}
 	if set("engine") {
 		if _, err := sim.ParseEngine(f.engine); err != nil {
-			return usageErrorf(cmd, "--engine %q: want vllm-v1, vllm-v0 or sglang%s", f.engine, didYouMean(f.engine, sim.EngineNames()))
+			return usageErrorf(cmd, "--engine %q: want vllm-v1, vllm-v0 or sglang%s", f.engine, human.DidYouMean(f.engine, sim.EngineNames()))
 		}
 		s.Engine.Name = f.engine
 	}
@@ -137,7 +138,7 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 	if set("weight-dtype") {
 		if _, err := model.ParseDType(f.weightDType); err != nil {
 			return usageErrorf(cmd, "--weight-dtype %q: want bf16, fp16, fp8, int8 or int4%s", f.weightDType,
-				didYouMean(f.weightDType, []string{"bf16", "fp16", "fp8", "int8", "int4"}))
+				human.DidYouMean(f.weightDType, []string{"bf16", "fp16", "fp8", "int8", "int4"}))
 		}
 		s.WeightDType = f.weightDType
 	}

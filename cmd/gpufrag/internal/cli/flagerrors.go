@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"strconv"
 	"strings"
 
@@ -62,7 +63,7 @@ func flagHint(cmd *cobra.Command, e *pflag.NotExistError) string {
 		}
 		return ""
 	}
-	near := nearNames(name, names)
+	near := human.NearNames(name, names)
 	if len(near) == 0 {
 		return ""
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"os"
 	"path/filepath"
@@ -296,7 +297,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("format") {
 		if _, err := workload.ParseFormat(f.format); err != nil {
-			return usageErrorf(cmd, "--format: %v%s", err, didYouMean(f.format, formatNames()))
+			return usageErrorf(cmd, "--format: %v%s", err, human.DidYouMean(f.format, formatNames()))
 		}
 	}
 	if set("max-rows") && f.maxRows < 0 {
@@ -304,7 +305,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("on-oom") {
 		if _, err := sim.ParseOnOOM(f.onOOM); err != nil {
-			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail%s", f.onOOM, didYouMean(f.onOOM, []string{"preempt", "reserve", "fail"}))
+			return usageErrorf(cmd, "--on-oom %q: want preempt, reserve or fail%s", f.onOOM, human.DidYouMean(f.onOOM, []string{"preempt", "reserve", "fail"}))
 		}
 		s.SetOnOOM(f.onOOM)
 	}
@@ -331,7 +332,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("defrag") {
 		if _, err := sim.ParseDefragPolicy(f.defrag); err != nil {
-			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline%s", f.defrag, didYouMean(f.defrag, defragPolicyNames))
+			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline%s", f.defrag, human.DidYouMean(f.defrag, defragPolicyNames))
 		}
 		s.Engine.Defrag = f.defrag
 	}
@@ -365,7 +366,7 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	kvs := make([]strategy.Spec, len(kvTexts))
 	for i, kv := range kvTexts {
 		if kvs[i], err = strategy.ParseSpec(kv); err != nil {
-			return nil, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
+			return nil, fmt.Errorf("--kv %s: %w%s", kv, err, human.DidYouMean(specKind(kv), specKinds(strategy.Names())))
 		}
 	}
 	allocTexts := []string{"caching"}
@@ -382,7 +383,7 @@ func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
 	allocs := make([]spec.Spec, len(allocTexts))
 	for i, a := range allocTexts {
 		if allocs[i], err = spec.Parse(a); err != nil {
-			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
+			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, human.DidYouMean(specKind(a), spec.Names()))
 		}
 	}
 	runs, err := scenario.PairRuns(kvs, allocs, len(allocFlags) > 0)

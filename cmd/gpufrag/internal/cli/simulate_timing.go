@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func applyTimingFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario
 		}
 		if !scenario.IsProfileFile(f.profile) && !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, f.profile) }) {
 			return usageErrorf(cmd, "--profile %q: not roofline, joint or a GPU's name (%s); a file's name needs a dot or a slash (./%s.yaml)%s",
-				f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile, didYouMean(f.profile, names))
+				f.profile, strings.Join(sim.ProfileGPUs(), ", "), f.profile, human.DidYouMean(f.profile, names))
 		}
 		if scenario.IsProfileFile(f.profile) {
 			if err := checkInputs(fileFlag{"--profile", f.profile}); err != nil {

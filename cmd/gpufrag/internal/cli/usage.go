@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"math"
 	"os"
 	"strings"
@@ -14,93 +15,6 @@ import (
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
-
-// didYouMean is the hint every command adds to an unknown name: `; did you
-// mean "h100-80g"?` when one known name (or a few, equally near) is within a
-// small edit distance of name, or starts with it; "" otherwise. Case does
-// not count. One helper for every list of names (GPUs, model presets, KV
-// strategies, allocators, engines, profiles, formats, policies...), so that
-// every command suggests alike.
-func didYouMean(name string, known []string) string {
-	near := nearNames(name, known)
-	if len(near) == 0 {
-		return ""
-	}
-	q := make([]string, len(near))
-	for i, n := range near {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return "; did you mean " + strings.Join(q, " or ") + "?"
-}
-
-// nearNames returns the known names nearest to name: those at the smallest
-// edit distance when it is at most maxEdits(name), else the names name is
-// the start of ("h100" → "h100-80g"), at most three of either.
-func nearNames(name string, known []string) []string {
-	n := strings.ToLower(strings.TrimSpace(name))
-	if n == "" {
-		return nil
-	}
-	best, dist := []string(nil), maxEdits(n)+1
-	var prefixed []string
-	for _, k := range known {
-		lk := strings.ToLower(k)
-		if lk == n {
-			return nil // not unknown: the caller's error is about something else
-		}
-		switch d := editDistance(n, lk); {
-		case d < dist:
-			best, dist = []string{k}, d
-		case d == dist:
-			best = append(best, k)
-		}
-		if strings.HasPrefix(lk, n) {
-			prefixed = append(prefixed, k)
-		}
-	}
-	if len(best) == 0 {
-		best = prefixed
-	}
-	if len(best) > 3 {
-		return nil // too many to be a hint
-	}
-	return best
-}
-
-// maxEdits is how many edits still make a near name: one for names up to
-// four characters, two up to eight, three beyond ("llama3-8b" is one edit
-// from "llama-3-8b"; "bestfi" one from "bestfit").
-func maxEdits(name string) int {
-	switch n := len([]rune(name)); {
-	case n <= 4:
-		return 1
-	case n <= 8:
-		return 2
-	}
-	return 3
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
 
 // specKind is the name part of a spec ("paged" of "paged:16",
 // "caching" of "caching:expandable_segments:True"), what a hint compares.
@@ -202,7 +116,7 @@ func checkModelFlag(cmd *cobra.Command, flag, ref string) (model.Model, error) {
 		return m, fmt.Errorf("%s: %w", flag, err)
 	}
 	return m, usageErrorf(cmd, "%s %q: neither a model preset (%s) nor a file%s", flag, ref,
-		strings.Join(model.PresetNames(), ", "), didYouMean(ref, model.PresetNames()))
+		strings.Join(model.PresetNames(), ", "), human.DidYouMean(ref, model.PresetNames()))
 }
 
 // checkGPUFlag looks a --gpu value up, as a usage error with the near
@@ -210,7 +124,7 @@ func checkModelFlag(cmd *cobra.Command, flag, ref string) (model.Model, error) {
 func checkGPUFlag(cmd *cobra.Command, flag, name string) (model.GPU, error) {
 	g, err := model.LookupGPU(name)
 	if err != nil {
-		return g, usageErrorf(cmd, "%s: %v%s", flag, err, didYouMean(name, model.GPUNames()))
+		return g, usageErrorf(cmd, "%s: %v%s", flag, err, human.DidYouMean(name, model.GPUNames()))
 	}
 	return g, nil
 }
@@ -224,7 +138,7 @@ func checkEngineVersion(cmd *cobra.Command, engine, version string) (string, err
 	if engine != "" {
 		k, err := sim.ParseEngine(engine)
 		if err != nil {
-			return "", usageErrorf(cmd, "--engine %q: want one of %s%s", engine, strings.Join(sim.EngineNames(), ", "), didYouMean(engine, sim.EngineNames()))
+			return "", usageErrorf(cmd, "--engine %q: want one of %s%s", engine, strings.Join(sim.EngineNames(), ", "), human.DidYouMean(engine, sim.EngineNames()))
 		}
 		kinds = []sim.EngineKind{k}
 	}
