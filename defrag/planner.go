@@ -4,7 +4,6 @@
 package defrag
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -626,9 +625,4 @@ func (pl *planner) boundLP(items []int32, need, limit int64) int64 {
 		need -= take
 	}
 	return bound
-}
-
-// String describes a group for notes.
-func (g *group) String() string {
-	return fmt.Sprintf("pool %s stream %d", g.pool, g.stream)
 }
