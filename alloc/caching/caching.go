@@ -318,13 +318,11 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 // segment and returns to its pool's free set. Memory never goes back to the
 // device here; only EmptyCache, the out-of-memory path and GC do that.
 func (a *Allocator) Free(h alloc.Handle) error {
-	p := a.handles.Get(h)
-	if p == nil {
+	id, ok := a.handles.Take(h)
+	if !ok {
 		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
 	a.mut.Mutated()
-	id := *p
-	a.handles.Delete(h)
 	b := &a.blocks[id]
 	a.allocated -= b.size
 	a.requested -= b.requested
@@ -343,8 +341,15 @@ func (a *Allocator) Free(h alloc.Handle) error {
 // freeBlock merges a newly free mapped block with its neighbours and inserts
 // the result into the free set.
 func (a *Allocator) freeBlock(id int32) {
-	id = a.tryMerge(id, a.blocks[id].prev)
-	id = a.tryMerge(id, a.blocks[id].next)
+	// tryMerge's test, inlined: a neighbour merges if its state byte is
+	// the block's own (free and mapped); mostly it is allocated.
+	st := a.state[id]
+	if p := a.blocks[id].prev; p != none && a.state[p] == st {
+		id = a.tryMerge(id, p)
+	}
+	if n := a.blocks[id].next; n != none && a.state[n] == st {
+		id = a.tryMerge(id, n)
+	}
 	a.insertFree(id)
 }
 
@@ -473,10 +478,12 @@ func (a *Allocator) insertFree(id int32) {
 	if int(b.sidx) >= len(pl.free) {
 		pl.free = slices.Grow(pl.free, int(b.sidx)+1-len(pl.free))[:b.sidx+1]
 	}
-	if pl.free[b.sidx] == nil {
-		pl.free[b.sidx] = new(ordset.Binned)
+	fs := pl.free[b.sidx]
+	if fs == nil {
+		fs = new(ordset.Binned)
+		pl.free[b.sidx] = fs
 	}
-	pl.free[b.sidx].Insert(a.key(id))
+	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id}) // a.key(id)
 	if a.queued || a.largest != nil {
 		a.indexFree(id)
 	}

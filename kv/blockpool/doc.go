@@ -54,9 +54,9 @@
 //	BlockPool(num_gpu_blocks, ...)         New(numBlocks, blockSize, Options{})
 //	enable_caching=False                   Options{DisablePrefixCaching: true}
 //	null_block                             NullBlock (block 0)
-//	get_new_blocks(n)                      Allocate(dst, n)
+//	get_new_blocks(n)                      Allocate(dst, n); AllocateOne for n = 1
 //	_maybe_evict_cached_block              eviction inside Allocate (Stats.Evictions)
-//	free_blocks(reversed(req_blocks))      Free(table)  (reverses itself)
+//	free_blocks(reversed(req_blocks))      Free(table)  (reverses itself); FreeOne(id)
 //	touch(blocks)                          Touch(ids)
 //	get_cached_block(hash)                 Lookup(hash); GetCached = Lookup + Touch
 //	find_longest_cache_hit                 LongestPrefix(dst, hashes)

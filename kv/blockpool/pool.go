@@ -246,6 +246,22 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 	return dst, nil
 }
 
+// AllocateOne is Allocate of one block without a slice: it pops the head of
+// the free queue (evicting its prefix-cache key, if any) and returns it with
+// ref 1 and fill 0, or NullBlock and ErrOutOfBlocks when no block is free.
+// It is the hot path of a scheduler that takes one block at a time (a
+// decode step crossing a block boundary); FreeOne is its counterpart.
+func (p *Pool) AllocateOne() (BlockID, error) {
+	if p.numFree == 0 {
+		return NullBlock, ErrOutOfBlocks
+	}
+	id := p.pop()
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return id, nil
+}
+
 // pop takes the head of the free queue, evicts its key if it has one, and
 // hands it out with ref 1 and fill 0. The queue must not be empty. Allocate
 // has its own copy of this loop body.
@@ -293,7 +309,7 @@ func (p *Pool) requeue(id BlockID) {
 // ErrNotAllocated.
 func (p *Pool) Free(ids []BlockID) error {
 	if len(ids) == 1 {
-		return p.free1(ids)
+		return p.FreeOne(ids[0]) // one pass, no undo
 	}
 	// Pass 1: drop the references, undoing them if an id is bad. Dropping
 	// all of them before queueing any is what vLLM does, and it makes an id
@@ -338,24 +354,57 @@ func (p *Pool) Free(ids []BlockID) error {
 	return nil
 }
 
-// free1 is Free of one block (a decode step's block, a preempted
-// sequence of one block): one pass, no undo.
-func (p *Pool) free1(ids []BlockID) error {
-	id := ids[0]
-	if id != NullBlock {
-		if uint(id) >= uint(len(p.blocks)) || p.blocks[id].ref == 0 {
-			return p.undoFree(ids, 0)
+// FreeOne is Free of a block table of one block, without a slice: it drops
+// one reference to id and returns the block to the tail of the free queue if
+// that was the last. It returns the errors Free returns (ErrBadBlock,
+// ErrNotAllocated) and then changes nothing; NullBlock is skipped. The
+// common case, the last reference, is small enough to be inlined.
+func (p *Pool) FreeOne(id BlockID) error {
+	if blocks := p.blocks; uint(id)-1 < uint(len(blocks))-1 && blocks[id].ref == 1 { // 0 < id < len
+		p.release(id)
+		if invariants.Enabled {
+			p.mustCheck()
 		}
-		if b := &p.blocks[id]; b.ref == 1 {
-			b.ref = 0
-			p.unhold(b) // requeue, inlined
-			p.pushBack(id)
-			if b.hashed {
-				p.evictable++
-			}
-		} else {
-			b.ref--
-		}
+		return nil
+	}
+	return p.freeOneSlow(id)
+}
+
+// release returns a held block whose last reference is dropped to the tail
+// of the free queue (requeue and pushBack, for the hot path).
+func (p *Pool) release(id BlockID) {
+	blocks := p.blocks
+	b := &blocks[id]
+	b.ref = 0
+	if b.fill == 0 {
+		p.heldEmpty--
+	} else {
+		p.heldSlots -= int64(b.fill)
+	}
+	if b.hashed {
+		p.evictable++
+	}
+	tail := blocks[0].prev
+	b.prev, b.next, b.queued = tail, 0, true
+	blocks[tail].next = id // the sentinel's next when the queue was empty
+	blocks[0].prev = id
+	p.numFree++
+	p.frees++
+}
+
+// freeOneSlow is FreeOne of the null block, a bad id, or a block with more
+// than one reference.
+func (p *Pool) freeOneSlow(id BlockID) error {
+	if id == NullBlock {
+		return nil
+	}
+	if uint(id) >= uint(len(p.blocks)) || p.blocks[id].ref == 0 {
+		return p.badFree(id)
+	}
+	if b := &p.blocks[id]; b.ref == 1 {
+		p.release(id)
+	} else {
+		b.ref--
 	}
 	if invariants.Enabled {
 		p.mustCheck()
@@ -371,10 +420,15 @@ func (p *Pool) undoFree(ids []BlockID, i int) error {
 			p.blocks[id].ref++
 		}
 	}
-	if id := ids[i]; uint(id) >= uint(len(p.blocks)) {
+	return p.badFree(ids[i])
+}
+
+// badFree is the error for freeing id, out of range or with no reference.
+func (p *Pool) badFree(id BlockID) error {
+	if uint(id) >= uint(len(p.blocks)) {
 		return fmt.Errorf("%w: free %d (pool has blocks 1..%d)", ErrBadBlock, id, len(p.blocks)-1)
 	}
-	return fmt.Errorf("%w: free of block %d with no reference (double free?)", ErrNotAllocated, ids[i])
+	return fmt.Errorf("%w: free of block %d with no reference (double free?)", ErrNotAllocated, id)
 }
 
 // Touch adds one reference to each block of ids, taking a block with ref 0 (a

@@ -106,10 +106,13 @@ func TestMisuse(t *testing.T) {
 		{"free negative id", ErrBadBlock, func() error { return p.Free([]BlockID{1, -3}) }},
 		{"double free", ErrNotAllocated, func() error { return p.Free([]BlockID{1, 4}) }},
 		{"free twice in one call", ErrNotAllocated, func() error { return p.Free([]BlockID{2, 2}) }},
-		// One block takes Free's one-pass path (free1).
+		// One block takes Free's one-pass path (FreeOne).
 		{"double free of one block", ErrNotAllocated, func() error { return p.Free([]BlockID{4}) }},
 		{"free of one block out of range", ErrBadBlock, func() error { return p.Free([]BlockID{6}) }},
 		{"free of one negative id", ErrBadBlock, func() error { return p.Free([]BlockID{-1}) }},
+		{"FreeOne of a free block", ErrNotAllocated, func() error { return p.FreeOne(4) }},
+		{"FreeOne out of range", ErrBadBlock, func() error { return p.FreeOne(6) }},
+		{"FreeOne of a negative id", ErrBadBlock, func() error { return p.FreeOne(-1) }},
 		{"touch free block", ErrNotAllocated, func() error { return p.Touch([]BlockID{1, 5}) }},
 		{"touch null-free out of range", ErrBadBlock, func() error { return p.Touch([]BlockID{6}) }},
 		{"share free block", ErrNotAllocated, func() error { return p.Share([]BlockID{1, 4}) }},

@@ -63,6 +63,20 @@ func (s *Sequence) Append(n int) error {
 	p := s.pool
 	bs := p.blockSize
 	total := s.tokens + n
+	if r := s.tokens % bs; r != 0 && r+n <= bs {
+		// Within the last block (a decode step's token, mostly): no new
+		// block, so only its fill changes, unless it is shared or cached.
+		if b := &p.blocks[s.blocks[len(s.blocks)-1]]; b.ref == 1 && !b.hashed {
+			p.heldSlots += int64(n) // setFill from a fill > 0
+			b.fill += int32(n)
+			s.tokens = total
+			if invariants.Enabled {
+				p.mustCheck()
+				s.mustCheck()
+			}
+			return nil
+		}
+	}
 	need := (total+bs-1)/bs - len(s.blocks)
 	last := len(s.blocks) - 1
 	cow := false

@@ -18,7 +18,12 @@ package ordset
 // free) most bins hold a few keys and the largest, the 512-byte remnants,
 // ~300. A flat bin is kept in decreasing order, so taking its smallest key,
 // what best fit does whenever the request's own bin has nothing large
-// enough, shifts nothing. A bin that grows past maxFlat keys moves into a
+// enough, shifts nothing. The caching allocator's best fit hands out the
+// lowest addresses, so those are the ones that come back: two inserts in
+// three there are a new smallest key, appended without a search (a gallop
+// back from the end for the others measured slower than the binary
+// search), and Delete tries the last key first; a shift of up to 8 keys is
+// a loop, not a memmove call. A bin that grows past maxFlat keys moves into a
 // Set, so an insert or delete shifts at most one Set chunk instead of the
 // whole bin; it moves back once it holds maxFlat/2 or fewer.
 //
@@ -121,6 +126,22 @@ func (s *Binned) Insert(k Key) bool {
 		s.n++
 		return true
 	}
+	if n := len(bin); n == 0 || k.Less(bin[n-1]) {
+		// The new smallest key of its bin: the common case of the caching
+		// allocator, whose best fit hands out the lowest addresses, so they
+		// are the ones that come back.
+		if n == maxFlat {
+			s.toBig(b, k)
+			return true
+		}
+		if cap(bin) == 0 {
+			*bp = make([]Key, 0, minFlatCap) // then append doubles up to maxFlat
+		}
+		*bp = append(*bp, k) // in place: only the length is stored
+		s.occ.mark(b)
+		s.n++
+		return true
+	}
 	j := firstBelow(bin, k)
 	if j > 0 && bin[j-1].same(k) {
 		return false
@@ -129,13 +150,16 @@ func (s *Binned) Insert(k Key) bool {
 		s.toBig(b, k)
 		return true
 	}
-	if cap(bin) == 0 {
-		bin = make([]Key, 0, minFlatCap) // then append doubles up to maxFlat
+	*bp = append(*bp, Key{})
+	bin = *bp
+	if len(bin)-1-j <= 8 {
+		for i := len(bin) - 1; i > j; i-- { // a short shift: no memmove call
+			bin[i] = bin[i-1]
+		}
+	} else {
+		copy(bin[j+1:], bin[j:])
 	}
-	bin = append(bin, Key{})
-	copy(bin[j+1:], bin[j:])
 	bin[j] = k
-	*bp = bin
 	s.occ.mark(b)
 	s.n++
 	return true
@@ -157,9 +181,12 @@ func (s *Binned) Delete(k Key) bool {
 		s.shrink(b, set)
 		return true
 	}
-	j := firstBelow(bin, k)
-	if j == 0 || !bin[j-1].same(k) {
-		return false
+	j := len(bin) // the smallest key, best fit's, is the common case
+	if !bin[j-1].same(k) {
+		j = firstBelow(bin, k)
+		if j == 0 || !bin[j-1].same(k) {
+			return false
+		}
 	}
 	s.DeleteAt(BinPos{bin: b, idx: j - 1})
 	return true
@@ -206,8 +233,14 @@ func (s *Binned) DeleteAt(p BinPos) {
 	}
 	bp := s.bin(p.bin)
 	bin := *bp
-	copy(bin[p.idx:], bin[p.idx+1:])
-	*bp = bin[:len(bin)-1]
+	if last := len(bin) - 1; last-p.idx <= 8 {
+		for i := p.idx; i < last; i++ { // a short shift (none for best fit's key): no memmove call
+			bin[i] = bin[i+1]
+		}
+	} else {
+		copy(bin[p.idx:], bin[p.idx+1:])
+	}
+	*bp = (*bp)[:len(bin)-1] // in place: only the length is stored
 	s.n--
 	s.unmarkIfEmpty(p.bin)
 }

@@ -61,18 +61,26 @@ func (t *Table[T]) Get(h alloc.Handle) *T {
 	return nil
 }
 
-// Delete removes a live handle and reports whether it was live.
-func (t *Table[T]) Delete(h alloc.Handle) bool {
+// Take removes a live handle and returns its value, or reports false (and
+// changes nothing) if h is not live: Get and Delete in one lookup.
+func (t *Table[T]) Take(h alloc.Handle) (T, bool) {
+	var zero T
 	e := t.lookup(h)
 	if e == nil {
-		return false
+		return zero, false
 	}
-	var zero T
+	v := e.item
 	e.item = zero
 	e.gen++ // odd -> even: free
 	t.free = append(t.free, uint32(h)-1)
 	t.live--
-	return true
+	return v, true
+}
+
+// Delete removes a live handle and reports whether it was live.
+func (t *Table[T]) Delete(h alloc.Handle) bool {
+	_, ok := t.Take(h)
+	return ok
 }
 
 // Len is the number of live handles.

@@ -39,3 +39,23 @@ func TestTable(t *testing.T) {
 		t.Fatal("clone shares state")
 	}
 }
+
+// TestTake: Take returns a live handle's value and frees its slot, as Get
+// then Delete do; a stale, freed or foreign handle gets false and changes
+// nothing.
+func TestTake(t *testing.T) {
+	var tb Table[int]
+	a := tb.Put(7)
+	b := tb.Put(8)
+	if v, ok := tb.Take(a); !ok || v != 7 || tb.Len() != 1 || tb.Get(a) != nil {
+		t.Fatalf("Take(a) = %d, %v; Len %d", v, ok, tb.Len())
+	}
+	for _, h := range []alloc.Handle{a, 0, 1 << 40, alloc.Handle(99)} {
+		if v, ok := tb.Take(h); ok || v != 0 || tb.Len() != 1 || *tb.Get(b) != 8 {
+			t.Fatalf("Take(%x) = %d, %v on a handle that is not live", h, v, ok)
+		}
+	}
+	if c := tb.Put(9); uint32(c) != uint32(a) || *tb.Get(c) != 9 {
+		t.Fatalf("the slot Take freed is not reused: %x, was %x", c, a)
+	}
+}
