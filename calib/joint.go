@@ -23,6 +23,7 @@ package calib
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -266,7 +267,7 @@ func CheckWithout(without string) error {
 // out; never the paper's) and their simulations, recording those that can
 // be retimed.
 func newJointProblem(ctx context.Context, d *Dataset, o JointFitOptions) (*jointProblem, error) {
-	jp, err := jointTargets(d, o)
+	jp, err := jointTargets(d, o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -277,8 +278,10 @@ func newJointProblem(ctx context.Context, d *Dataset, o JointFitOptions) (*joint
 }
 
 // jointTargets chooses the figures a fit under o takes and translates
-// them into cases, recording none.
-func jointTargets(d *Dataset, o JointFitOptions) (*jointProblem, error) {
+// them into cases, recording none; with judge, the figures o.Without
+// leaves out instead (use fit or holdout, a metric of FidelityMetrics):
+// those its fold is judged on.
+func jointTargets(d *Dataset, o JointFitOptions, judge bool) (*jointProblem, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: no dataset", ErrFidelity)
 	}
@@ -299,10 +302,16 @@ func jointTargets(d *Dataset, o JointFitOptions) (*jointProblem, error) {
 		jp.cases = append(jp.cases, &jointCase{fidCase: c})
 		return len(jp.cases) - 1
 	}
+	keep := func(f *Figure) bool { return f.Use == "fit" && !withoutFigure(f, o.Without) }
+	if judge {
+		keep = func(f *Figure) bool {
+			return (f.Use == "fit" || f.Use == "holdout") && withoutFigure(f, o.Without) && slices.Contains(FidelityMetrics, f.Metric)
+		}
+	}
 	perSource := map[string]int{}
 	for i := range d.Figures {
 		fig := &d.Figures[i]
-		if fig.Use != "fit" || fig.Source == paperSource || withoutFigure(fig, o.Without) || !(fig.Value > 0) {
+		if fig.Source == paperSource || !keep(fig) || !(fig.Value > 0) {
 			continue
 		}
 		plan, err := fidTranslate(fig, o.Open, files)
@@ -392,7 +401,12 @@ func (c *jointCase) runTimed(j *sim.JointModel, surrogate *sim.Recording, record
 	switch {
 	case c.rec != nil:
 		r, err := c.rec.Retime(p)
-		return r, nil, err
+		if !errors.Is(err, sim.ErrTimeDependent) {
+			return r, nil, err
+		}
+		// Recorded under the roofline, which admits a capped client's
+		// requests a step sooner than a profile with schedule overlap:
+		// simulated.
 	case surrogate != nil:
 		r, err := surrogate.Retime(p)
 		return r, nil, err
