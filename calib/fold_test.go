@@ -24,6 +24,9 @@ func TestJudgeWith(t *testing.T) {
 		t.Fatal(err)
 	}
 	const fold = "source:lmdeploy-a100"
+	if held[fold] == nil {
+		t.Fatalf("no embedded model without %s", fold)
+	}
 	figs, err := JudgeWith(context.Background(), d, JointFitOptions{Open: fidOpenFixture, Without: fold}, held[fold])
 	if err != nil {
 		t.Fatal(err)
