@@ -227,7 +227,12 @@ func (rep *FidelityReport) fitSection(b *bytes.Buffer) {
 	}
 	w("\n✱: moved by the fit. Every GPU's peaks are its preset's datasheet figures (model/gpu.go); the overheads are per\n")
 	w("engine class: `vllm-v0-sync` (vLLM's V0 before 0.6.0), `vllm-v0` (V0 from 0.6.0), `vllm-v1` (0.8.0 on), `sglang`,\n")
-	w("and `lmdeploy` (TurboMind: only its own figures run under it).\n\n")
+	w("and `lmdeploy` (TurboMind: only its own figures run under it). A class's overheads are fitted only where its figures\n")
+	w("span at least %d setups (GPU, model, tensor parallelism): on one setup they cannot be told from that setup's own\n", minClassSetups)
+	w("errors, and they keep the prior's cited values. Releases that prepare each step while the GPU runs the last (vLLM V1's\n")
+	w("async scheduling, the default from 0.14.0; SGLang's overlap scheduler, from 0.4.0) hide the per-step and per-sequence\n")
+	w("work behind the GPU's (a step takes the larger of the two) and admit a request that arrives during a step only into\n")
+	w("the step after the next (`overhead.schedule_overlap`, set from the engine and release, not fitted).\n\n")
 }
 
 // jointTermName says in a few words what a joint parameter stands for.

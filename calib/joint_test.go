@@ -108,7 +108,7 @@ func TestFitJointLeavesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, without := range []string{"source:lmdeploy-a100", "gpu:a100-80g"} {
-		jp, err := jointTargets(d, JointFitOptions{Open: fidOpenFixture, Without: without})
+		jp, err := jointTargets(d, JointFitOptions{Open: fidOpenFixture, Without: without}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,6 +81,12 @@ type Engine struct {
 	budgetBytes int64 // KV budget in bytes (reserve policy, reports)
 	committed   int64 // reserve policy: tokens promised to running requests
 	lastCopied  int64 // the strategy's CopiedBytes after the last step
+	// stepStart is when the last step began. Under a profile with
+	// Overhead.ScheduleOverlap a request sent after it, while requests
+	// run, missed the step the engine prepared during it: it is admitted
+	// at the end of the next one.
+	stepStart int64
+	overlap   bool // Config.Profile's Overhead.ScheduleOverlap
 
 	// What the KV strategy is, from its parsed spec (set in New).
 	paged      bool // the strategy is paged:B
@@ -122,6 +128,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	e.samp.max = MaxSamples
 	if c.Profile != nil {
 		e.reqNs = c.Profile.Overhead.RequestNs
+		e.overlap = c.Profile.Overhead.ScheduleOverlap
 	}
 	weights := c.Model.WeightBytes(c.TP)
 	other := weights + c.ContextBytes
@@ -320,11 +327,16 @@ func (cl *client) settle() {
 // be served.
 func (e *Engine) arrive() {
 	e.clientEnded()
+	held := false // a request sent is held for the step after the next
 	for e.next < len(e.reqs) && e.reqs[e.next].arrival <= e.now {
 		r := &e.reqs[e.next]
 		sent, ok := e.cl.sendTime(r.arrival)
 		if !ok || (e.cfg.Duration > 0 && sent >= e.cfg.Duration) {
 			break // it waits for a slot at the client, or for good
+		}
+		if e.overlap && len(e.running) > 0 && sent > e.stepStart {
+			held = true
+			break // the step after the last was prepared without it
 		}
 		e.cl.take()
 		i := e.next
@@ -351,7 +363,8 @@ func (e *Engine) arrive() {
 		r.need = r.prompt
 		e.waiting.pushBack(int32(i))
 	}
-	if e.cl.limit > 0 {
+	if e.cl.limit > 0 && !held {
+		// (A held request keeps the time its slot was freed: no settling.)
 		e.cl.settle()
 	}
 }
@@ -394,6 +407,7 @@ func (e *Engine) step() error {
 		e.now = e.cfg.Duration
 		return nil
 	}
+	e.stepStart = e.now
 	e.now += dt
 	if e.rec != nil {
 		e.rec.step(work, e.now-dt, e.now)

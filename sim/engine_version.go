@@ -54,7 +54,28 @@ var (
 	// throughput of 0.5.3 for Llama-3-8B on one H100, when the API
 	// server and scheduling took 62% of a step's time before).
 	vllmAsyncOutput = Version{0, 6, 0}
+	// vllmAsyncSchedule is the release that made V1's async scheduling the
+	// default (0.14.0, release notes: "Async scheduling is now enabled by
+	// default", vllm-project/vllm#27614: the engine core schedules step
+	// n+1 while the GPU runs step n; not with pipeline parallelism).
+	vllmAsyncSchedule = Version{0, 14, 0}
+	// sglangOverlapSchedule is the release that made SGLang's overlap
+	// scheduler ("zero-overhead batch scheduler", the SGLang v0.4 blog of
+	// 2024-12-04) the default.
+	sglangOverlapSchedule = Version{0, 4, 0}
 )
+
+// ScheduleOverlap reports whether engine at release v prepares each step
+// while the GPU runs the one before, by default (OverheadTerm.ScheduleOverlap).
+func ScheduleOverlap(engine EngineKind, v Version) bool {
+	switch engine {
+	case EngineVLLMV1:
+		return !v.less(vllmAsyncSchedule)
+	case EngineSGLang:
+		return !v.less(sglangOverlapSchedule)
+	}
+	return false
+}
 
 // Default releases: the newest gpufrag knows for V1 and SGLang; for V0, the
 // last release where V0 was vLLM's engine (0.7.3: what a user who picks V0

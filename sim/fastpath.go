@@ -202,6 +202,11 @@ func (e *Engine) decodeRun() bool {
 			start += dt
 		}
 	}
+	if e.overlap {
+		// The last step's start, for arrive: its time as runTimes took it.
+		x := float64(ctx + (k-1)*n)
+		e.stepStart = end - e.cost.stepTime(stepWork{tokens: n, sampled: n, attnPairs: x, kvRead: x})
+	}
 	e.now = end
 	e.res.Steps += k
 	e.runs.steps += k

@@ -139,6 +139,7 @@ func (j *JointModel) ClassProfile(g model.GPU, engine EngineKind, v Version, cla
 	}
 	p := j.profile(g, engine, version)
 	p.Overhead = o
+	p.Overhead.ScheduleOverlap = version != "" && ScheduleOverlap(engine, v)
 	p.CUDAGraph = engineGraphs(engine, v, g.Capacity)
 	p.Notes = fmt.Sprintf("Derived from the joint step-time model (%s) for %s under %s %s (overheads of class %s): the peaks are the GPU preset's datasheet figures.",
 		jointOrigin(j), g.Name, engine, v, class)

@@ -130,6 +130,16 @@ type OverheadTerm struct {
 	// detokenizer): a step then takes max(its GPU and scheduler time, its
 	// output work). Without it (vLLM V0 before 0.6.0) the two add up.
 	OutputOverlap bool `yaml:"output_overlap"`
+	// ScheduleOverlap says the engine prepares each step on the CPU while
+	// the GPU runs the one before (vLLM V1's async scheduling, the default
+	// from 0.14.0; SGLang's overlap scheduler, the default from 0.4.0): the
+	// per-step and per-sequence work (StepNs, PerSeqNs) then costs a step
+	// only where it exceeds the GPU's time, and a request that arrives
+	// while a step runs misses the step already prepared, joining the one
+	// after it. Not a fitted parameter: the joint model sets it from the
+	// engine and release (ScheduleOverlap); false in a profile file that
+	// does not set it.
+	ScheduleOverlap bool `yaml:"schedule_overlap,omitempty"`
 }
 
 // CUDAGraphTerm is which steps the engine replays from CUDA graphs.

@@ -51,8 +51,9 @@ func TestEmbeddedProfiles(t *testing.T) {
 			if g.LinkBandwidth <= PCIeLinkBytesPerS {
 				ar = joint.AllReducePCIe
 			}
-			if p.Linear != joint.Linear || p.Attention != joint.Attention || p.AllReduce != ar ||
-				p.Overhead != joint.Engines[OverheadClass(eng, v)] {
+			wantOv := joint.Engines[OverheadClass(eng, v)]
+			wantOv.ScheduleOverlap = eng != EngineVLLMV0 // the default V1 and SGLang releases prepare a step during the last
+			if p.Linear != joint.Linear || p.Attention != joint.Attention || p.AllReduce != ar || p.Overhead != wantOv {
 				t.Errorf("%s %v: %+v is not the joint model's terms", gpu, eng, p)
 			}
 			var sizes []int
@@ -68,9 +69,26 @@ func TestEmbeddedProfiles(t *testing.T) {
 				t.Errorf("%s %v: cuda_graph %+v, want sizes %v", gpu, eng, p.CUDAGraph, sizes)
 			}
 			pr, err := PriorProfile(gpu, eng, "")
-			if err != nil || pr.Linear != prior.Linear || pr.Overhead != prior.Engines[OverheadClass(eng, v)] {
+			wantOv = prior.Engines[OverheadClass(eng, v)]
+			wantOv.ScheduleOverlap = eng != EngineVLLMV0
+			if err != nil || pr.Linear != prior.Linear || pr.Overhead != wantOv {
 				t.Errorf("%s %v: prior %+v, %v", gpu, eng, pr, err)
 			}
+		}
+	}
+	// Schedule overlap from vLLM 0.14.0 (async scheduling by default) and
+	// SGLang 0.4.0 (its overlap scheduler), never in V0.
+	for _, c := range []struct {
+		engine  EngineKind
+		version string
+		want    bool
+	}{
+		{EngineVLLMV1, "0.13.2", false}, {EngineVLLMV1, "0.14.0", true}, {EngineVLLMV1, "0.8.3", false},
+		{EngineSGLang, "0.3.6", false}, {EngineSGLang, "0.4.0", true}, {EngineVLLMV0, "0.10.2", false},
+	} {
+		p, err := DefaultProfile("a100-40g", c.engine, c.version)
+		if err != nil || p.Overhead.ScheduleOverlap != c.want {
+			t.Errorf("%v %s: schedule overlap %v, want %v (%v)", c.engine, c.version, p != nil && p.Overhead.ScheduleOverlap, c.want, err)
 		}
 	}
 	// The release picks the overheads; vLLM before 0.2.5 had no CUDA graphs.

@@ -57,6 +57,9 @@ type Recording struct {
 	steps []stepWork
 	waits []int64 // recorder.waits
 	timed bool    // requests arrive after 0: Retime approximates
+	// overlap: recorded under a profile with Overhead.ScheduleOverlap,
+	// which under a client's cap admits the requests it sends a step later.
+	overlap bool
 	// Per request with a first token or a completion: the step it was
 	// sent after (-1: at sentAt), of its first token (none: no first
 	// token), of its completion (none: it did not complete), and its
@@ -100,7 +103,7 @@ func Record(cfg Config, reqs []workload.Request) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &Recording{cfg: e.cfg, res: res, steps: e.rec.steps, waits: e.rec.waits, timed: timed}
+	rc := &Recording{cfg: e.cfg, res: res, steps: e.rec.steps, waits: e.rec.waits, timed: timed, overlap: e.overlap}
 	ends := e.rec.ends
 	at := func(t int64) int32 {
 		if t == 0 && (len(ends) == 0 || ends[0] > 0) {
@@ -154,8 +157,16 @@ func (rc *Recording) Timed() bool { return rc.timed }
 // latencies, the span and the throughput, exactly as a run under p gives
 // them when the run is not Timed (else the recorded steps timed under p).
 // p must be for the recorded config's GPU and engine.
+//
+// Under a client's cap above 1 (Config.MaxConcurrency), a profile whose
+// Overhead.ScheduleOverlap is not the recording's admits the requests the
+// client sends at other steps: an error wrapping ErrTimeDependent.
 func (rc *Recording) Retime(p *Profile) (Result, error) {
 	c := rc.cfg
+	if overlap := p != nil && p.Overhead.ScheduleOverlap; overlap != rc.overlap && c.MaxConcurrency > 1 {
+		return Result{}, fmt.Errorf("%w: recorded with schedule overlap %v, retimed with %v under a client's cap of %d: its requests join other steps",
+			ErrTimeDependent, rc.overlap, overlap, c.MaxConcurrency)
+	}
 	c.Profile = p
 	if _, err := c.validate(); err != nil {
 		return Result{}, err

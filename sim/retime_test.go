@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -63,6 +64,14 @@ func TestRetimeMatchesRun(t *testing.T) {
 			}
 			for _, p := range []*Profile{o, nil, mine} {
 				got, err := rc.Retime(p)
+				if overlap := p != nil && p.Overhead.ScheduleOverlap; tc.conc > 1 && overlap != (recordUnder != nil && recordUnder.Overhead.ScheduleOverlap) {
+					// Schedule overlap admits the client's requests a step
+					// later: another schedule, refused.
+					if !errors.Is(err, ErrTimeDependent) {
+						t.Errorf("%s, recorded under overlap %v, retimed under %v: err %v, want ErrTimeDependent", tc.name, !overlap, overlap, err)
+					}
+					continue
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,5 +108,56 @@ func TestRetimeMatchesRun(t *testing.T) {
 	c.MaxConcurrency = 4
 	if _, err := Record(c, late); !errors.Is(err, ErrTimeDependent) {
 		t.Errorf("arrivals after 0 under a cap: %v", err)
+	}
+}
+
+// TestScheduleOverlapAdmission: under a profile with schedule overlap, a
+// request that arrives while a step runs misses the step prepared during
+// it and gets its first token one step later than without; one that
+// arrives at an idle engine is served at once either way; and a capped
+// client's next request, sent when a slot frees, is held alike.
+func TestScheduleOverlapAdmission(t *testing.T) {
+	m, g := presetPair(t, "llama-3-8b", "a100-40g")
+	async, err := PriorProfile("a100-40g", EngineVLLMV1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !async.Overhead.ScheduleOverlap {
+		t.Fatal("the default V1 release has no schedule overlap")
+	}
+	sync := async.Clone()
+	sync.Overhead.ScheduleOverlap = false
+	firstStep := func(p *Profile, reqs []workload.Request, conc int) []int32 {
+		cfg := DefaultConfig(m, g)
+		cfg.Profile, cfg.MaxConcurrency = p, conc
+		rc, err := Record(cfg, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc.first
+	}
+	busy := []workload.Request{
+		{ID: "a", PromptTokens: 100, OutputTokens: 50, N: 1},
+		{ID: "b", PromptTokens: 100, OutputTokens: 5, N: 1, Arrival: 1}, // during a's first step
+	}
+	s, a := firstStep(sync, busy, 0), firstStep(async, busy, 0)
+	if s[0] != a[0] || a[1] != s[1]+1 {
+		t.Errorf("busy engine: first tokens at steps %v without overlap, %v with: want b's one step later", s, a)
+	}
+	idle := []workload.Request{
+		{ID: "a", PromptTokens: 100, OutputTokens: 2, N: 1},
+		{ID: "b", PromptTokens: 100, OutputTokens: 5, N: 1, Arrival: int64(time.Second)}, // long after a ends
+	}
+	if s, a := firstStep(sync, idle, 0), firstStep(async, idle, 0); s[1] != a[1] {
+		t.Errorf("idle engine: b's first token at step %d without overlap, %d with: want the same", s[1], a[1])
+	}
+	// A closed loop of 2: c is sent when a ends, while b runs.
+	var closed []workload.Request
+	for i, out := range []int{3, 40, 5} {
+		closed = append(closed, workload.Request{ID: fmt.Sprintf("r%d", i), PromptTokens: 100, OutputTokens: out, N: 1})
+	}
+	s, a = firstStep(sync, closed, 2), firstStep(async, closed, 2)
+	if a[2] != s[2]+1 {
+		t.Errorf("closed loop: the third request's first token at step %d without overlap, %d with: want one step later", s[2], a[2])
 	}
 }

@@ -160,6 +160,7 @@ type StepModel struct {
 	kvHalfNs                  float64 // KV ns each decoding sequence adds (ctx½ tokens' reads)
 	tokenNs                   float64 // output ns per sampled token
 	overlap                   bool    // the output work runs beside the step (Overhead.OutputOverlap)
+	schedOverlap              bool    // the step's CPU work runs beside the GPU's (Overhead.ScheduleOverlap)
 
 	sizes    []int // CUDA-graph capture sizes, ascending (shared, read-only)
 	padMixed bool
@@ -195,6 +196,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		eagerNs:       float64(p.Overhead.EagerPerLayerNs) * float64(s.Layers),
 		tokenNs:       float64(p.Overhead.PerTokenNs),
 		overlap:       p.Overhead.OutputOverlap,
+		schedOverlap:  p.Overhead.ScheduleOverlap,
 		sizes:         p.CUDAGraph.Sizes,
 		padMixed:      p.CUDAGraph.PadMixed,
 	}
@@ -244,9 +246,12 @@ func (m *StepModel) padded(n int64) (int64, bool) {
 // pure-decode step (and, with PadMixed, any step) of at most the largest
 // size; s is the sampled rows. Only pure-decode steps within the sizes run
 // as full graphs. The terms up to the overhead add up: kernels of one step
-// run one after another on the GPU, and the scheduler's CPU work is not
-// overlapped with them (vLLM V1's async scheduling, which overlaps them,
-// is not modelled). The output term adds to them too, unless the engine
+// run one after another on the GPU, and the scheduler's CPU work (step +
+// per sequence) waits for them, unless the engine prepares each step
+// while the GPU runs the last (Overhead.ScheduleOverlap: vLLM V1's async
+// scheduling, SGLang's overlap scheduler), when the step takes the larger
+// of the GPU's terms (launches outside a graph included) and the
+// scheduler's. The output term adds to them too, unless the engine
 // processes its output beside the steps (Overhead.OutputOverlap): the step
 // then takes the larger of the two.
 func (m *StepModel) Time(st Step) Breakdown {
@@ -280,12 +285,19 @@ func (m *StepModel) Time(st Step) Breakdown {
 	// rounds them.
 	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvHalfNs)
 	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
-	b.OverheadNs = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+	cpu := m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+	b.OverheadNs = cpu
 	if !b.Graph {
 		b.OverheadNs += m.eagerNs
 	}
 	b.OutputNs = m.tokenNs * float64(st.Sampled)
-	t := b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
+	var t float64
+	if m.schedOverlap {
+		gpu := b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + (b.OverheadNs - cpu)
+		t = max(gpu, cpu)
+	} else {
+		t = b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
+	}
 	if m.overlap {
 		t = max(t, b.OutputNs)
 	} else {
@@ -305,21 +317,33 @@ type decodeTimer struct {
 	lp, ar, cp, ov, out   float64 // Time's terms that do not move
 	tok, kvHalf, kvPerTok float64
 	overlap               bool
+	// cpu is the scheduler's share of ov when it runs beside the GPU
+	// (Overhead.ScheduleOverlap), else negative.
+	cpu float64
 }
 
 // decodeTimer prepares the times of st's decode run (st has no prefill).
 func (m *StepModel) decodeTimer(st Step) decodeTimer {
 	b := m.Time(st)
-	return decodeTimer{
+	d := decodeTimer{
 		lp: b.LinearNs + b.PrefillAttentionNs, ar: b.AllReduceNs, cp: b.CopyNs, ov: b.OverheadNs, out: b.OutputNs,
 		tok: float64(st.Tokens()), kvHalf: float64(float64(st.DecodeSeqs) * m.kvHalfNs), kvPerTok: m.kvNsPerTok,
-		overlap: m.overlap,
+		overlap: m.overlap, cpu: -1,
 	}
+	if m.schedOverlap {
+		d.cpu = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+	}
+	return d
 }
 
 // at is the step's TotalNs over ctx decode context tokens.
 func (d *decodeTimer) at(ctx float64) int64 {
-	t := d.lp + (float64((ctx+d.tok)*d.kvPerTok) + d.kvHalf) + d.ar + d.cp + d.ov
+	var t float64
+	if d.cpu >= 0 {
+		t = max(d.lp+(float64((ctx+d.tok)*d.kvPerTok)+d.kvHalf)+d.ar+d.cp+(d.ov-d.cpu), d.cpu)
+	} else {
+		t = d.lp + (float64((ctx+d.tok)*d.kvPerTok) + d.kvHalf) + d.ar + d.cp + d.ov
+	}
 	if d.overlap {
 		t = max(t, d.out)
 	} else {

@@ -381,7 +381,9 @@ func TestBlendTable(t *testing.T) {
 // and the toy profile.
 func TestDecodeTimerExact(t *testing.T) {
 	m, _ := model.Preset("llama-3.1-8b")
-	profs := []*Profile{toyProfile()}
+	overlapped := toyProfile()
+	overlapped.Overhead.ScheduleOverlap, overlapped.Overhead.PerSeqNs = true, 200_000 // the scheduler's side sets some steps, the GPU's others
+	profs := []*Profile{toyProfile(), overlapped}
 	for _, e := range []EngineKind{EngineVLLMV0, EngineVLLMV1, EngineSGLang} {
 		p, err := DefaultProfile("h100-80g", e, "")
 		if err != nil {
@@ -405,5 +407,42 @@ func TestDecodeTimerExact(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStepTimeScheduleOverlap: with Overhead.ScheduleOverlap the
+// scheduler's per-step and per-sequence work runs beside the GPU's, so a
+// step takes the larger of the two; launches outside a graph stay on the
+// GPU's side. Toy figures (toyShape): a decode of n sequences over no
+// context is 2e6 ns of weights, 40 ns a token of KV, and 1e6 + 1e4 × n ns
+// of scheduling.
+func TestStepTimeScheduleOverlap(t *testing.T) {
+	p := toyProfile()
+	sync := p.Compile(toyShape())
+	p.Overhead.ScheduleOverlap = true
+	async := p.Compile(toyShape())
+	one := Step{DecodeSeqs: 1, Sampled: 1}
+	if got, want := sync.Time(one).TotalNs, int64(2_000_000+40+1_010_000); got != want {
+		t.Errorf("without overlap: %d ns, want %d (the sum)", got, want)
+	}
+	if got, want := async.Time(one).TotalNs, int64(2_000_040); got != want {
+		t.Errorf("with overlap: %d ns, want %d (the GPU's, the scheduler's 1,010,000 hidden)", got, want)
+	}
+	// The scheduler's work the longer: it sets the step.
+	p.Overhead.PerSeqNs = 1_000_000
+	cpuBound := p.Compile(toyShape())
+	four := Step{DecodeSeqs: 4, Sampled: 4}
+	if got, want := cpuBound.Time(four).TotalNs, int64(5_000_000); got != want {
+		t.Errorf("scheduler-bound: %d ns, want %d", got, want)
+	}
+	// A prefill step runs eagerly: its launches (2 layers × 1,000 ns) add to
+	// the GPU's side, not the scheduler's.
+	p.Overhead.PerSeqNs = 10_000
+	var pre Step
+	pre.AddPrefill(0, 10, 1)
+	b := async.Time(pre)
+	gpu := b.LinearNs + b.PrefillAttentionNs + b.KVNs + 2000
+	if want := int64(math.Ceil(max(gpu, 1_010_000))); b.TotalNs != want || b.OverheadNs != 1_012_000 {
+		t.Errorf("eager prefill: %d ns (overhead %v), want %d (overhead 1,012,000)", b.TotalNs, b.OverheadNs, want)
 	}
 }

@@ -6,6 +6,12 @@
 // page reproduces the vLLM paper from its scenario file, which sim/scenario
 // reads and calib may not import; its tests check that the page and the
 // files are what the embedded models and the dataset give today.
+//
+// With Options.Folds (`-folds source:ID,gpu:NAME` or `-folds sources`) it
+// fits and judges only those leave-one-out folds and prints each judged
+// figure's error, writing nothing: the quick loop for a change of the
+// step model or the fit, a few minutes a fold where the whole refit takes
+// tens of minutes.
 package refit
 
 import (
@@ -16,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/sim"
@@ -110,6 +117,12 @@ type Options struct {
 	// PageOnly skips the fits: the page and the residuals come from the
 	// embedded models (those of the last refit, once rebuilt).
 	PageOnly bool
+	// Folds, when set, fits and judges only these leave-one-out folds
+	// ("source:ID", "gpu:NAME", or "sources" for every source's) and
+	// prints their figures' errors to Out, writing nothing: the quick loop
+	// for a change of the model (a full refit takes tens of minutes).
+	Folds []string
+	Out   io.Writer
 }
 
 // Report opens the fixtures under root and generates the fidelity report
@@ -163,6 +176,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.PageOnly {
 		return writePage(ctx, o, nil, nil, logf)
+	}
+	if len(o.Folds) > 0 {
+		return judgeFolds(ctx, o, d, keys, logf)
 	}
 	write := func(path string, fit *calib.JointFit) error {
 		var b bytes.Buffer
@@ -250,4 +266,58 @@ func Stale(have, want []byte) (int, string, string) {
 		}
 	}
 	return 0, "", ""
+}
+
+// judgeFolds fits and judges the folds o names (refit -folds), printing
+// each figure's error, each fold's median and the median over all.
+func judgeFolds(ctx context.Context, o Options, d *calib.Dataset, keys []string, logf func(string, ...any)) error {
+	var folds []string
+	for _, f := range o.Folds {
+		if f == "sources" {
+			for _, k := range keys {
+				if strings.HasPrefix(k, "source:") && !slices.Contains(folds, k) {
+					folds = append(folds, k)
+				}
+			}
+			continue
+		}
+		if err := calib.CheckWithout(f); err != nil {
+			return err
+		}
+		if !slices.Contains(keys, f) {
+			return fmt.Errorf("fold %q: no fitted figure has it: want one of %s", f, strings.Join(keys, ", "))
+		}
+		if !slices.Contains(folds, f) {
+			folds = append(folds, f)
+		}
+	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	open := calib.OpenFixture(filepath.Join(o.Root, "calib"))
+	var all calib.Fold
+	for _, k := range folds {
+		fold, err := calib.JudgeFold(ctx, d, calib.JointFitOptions{Open: open, Workers: o.Workers, Without: k})
+		if err != nil {
+			return err
+		}
+		logf("fold %s: %d figures fitted, %d parameters, loss %.4g → %.4g, %d iterations, %s", k, len(fold.Fit.Figures), len(fold.Fit.Params),
+			fold.Fit.LossBefore, fold.Fit.LossAfter, fold.Fit.Iterations, fold.Fit.Status)
+		for _, f := range fold.Figures {
+			e := "no value"
+			if f.OK {
+				e = fmt.Sprintf("%+.1f%%", 100*f.Err)
+			}
+			fmt.Fprintf(out, "%s\t%s\t%s\t%s\t%s\n", k, f.Profile, f.Figure.Metric, f.Figure.ID, e)
+		}
+		m, n := fold.Median()
+		fmt.Fprintf(out, "%s\tmedian |error| %.1f%% over %d figures\n", k, 100*m, n)
+		all.Figures = append(all.Figures, fold.Figures...)
+	}
+	if len(folds) > 1 {
+		m, n := all.Median()
+		fmt.Fprintf(out, "all folds\tmedian |error| %.1f%% over %d figures\n", 100*m, n)
+	}
+	return nil
 }

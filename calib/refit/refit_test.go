@@ -220,3 +220,23 @@ func TestPaperFig12aTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldsRefused: -folds takes source:ID, gpu:NAME or "sources", and
+// only folds some fitted figure has; a bad one is an error before any fit,
+// and nothing is written.
+func TestFoldsRefused(t *testing.T) {
+	for _, c := range []struct{ fold, want string }{
+		{"accelmark", "want source:ID or gpu:NAME"},
+		{"source:no-such-source", "no fitted figure has it"},
+		{"gpu:", "want source:ID or gpu:NAME"},
+	} {
+		var out bytes.Buffer
+		err := Run(context.Background(), Options{Root: root, Folds: []string{c.fold}, Out: &out})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("-folds %s: %v, want an error with %q", c.fold, err, c.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("-folds %s printed %q", c.fold, out.String())
+		}
+	}
+}

@@ -3,7 +3,7 @@
 // after changing calib/published.yaml, the prior sim/profiles/prior.yaml,
 // the step-time model or the fit.
 //
-//	go run ./calib/cmd/refit [-loosen] [-parallel N] [-page]
+//	go run ./calib/cmd/refit [-loosen] [-parallel N] [-page] [-folds source:ID,gpu:NAME,...]
 package main
 
 import (
@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gpufrag/gpufrag/calib/refit"
@@ -21,9 +22,14 @@ func main() {
 	parallel := flag.Int("parallel", 0, "simulations at once (0: one per CPU)")
 	root := flag.String("root", ".", "the repository root")
 	pageOnly := flag.Bool("page", false, "skip the fits: regenerate docs/fidelity.md and calib/residuals.yaml from the embedded models (rebuild after a refit first: they are embedded)")
+	folds := flag.String("folds", "", "fit and judge only these leave-one-out folds, comma-separated (source:ID, gpu:NAME, or sources for every source's), print each figure's error, write nothing")
 	flag.Parse()
+	var fl []string
+	if *folds != "" {
+		fl = strings.Split(*folds, ",")
+	}
 	start := time.Now()
-	err := refit.Run(context.Background(), refit.Options{Root: *root, Workers: *parallel, Loosen: *loosen, Log: os.Stderr, PageOnly: *pageOnly})
+	err := refit.Run(context.Background(), refit.Options{Root: *root, Workers: *parallel, Loosen: *loosen, Log: os.Stderr, PageOnly: *pageOnly, Folds: fl, Out: os.Stdout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "refit:", err)
 		os.Exit(1)
