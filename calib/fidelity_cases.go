@@ -43,13 +43,6 @@ type fidPlan struct {
 	opGPU model.GPU
 }
 
-func (p *fidPlan) profileName() string {
-	if p.gpu == "" {
-		return ""
-	}
-	return p.gpu + " " + p.engine.String()
-}
-
 // fidEngineRule is how a source's serving engine is simulated.
 type fidEngineRule struct {
 	engine sim.EngineKind

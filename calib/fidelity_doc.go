@@ -435,11 +435,3 @@ func fidCell(s string) string {
 	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
 	return strings.ReplaceAll(s, "|", "\\|")
 }
-
-func fidCellJoin(xs []string) string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = "`" + x + "`"
-	}
-	return strings.Join(out, ", ")
-}
