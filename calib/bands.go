@@ -11,7 +11,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -142,24 +141,11 @@ func NewBands(f ResidualsFile) *Bands {
 	return b
 }
 
-var embeddedBands struct {
-	sync.Once
-	b   *Bands
-	err error
-}
-
 // EmbeddedBands returns the bands of the embedded calib/residuals.yaml,
-// read once per process.
+// from their generated literal (BandPointsPath): no decoding. The error is
+// always nil (kept for callers that may read a residuals file instead).
 func EmbeddedBands() (*Bands, error) {
-	embeddedBands.Do(func() {
-		f, err := EmbeddedResiduals()
-		if err != nil {
-			embeddedBands.err = err
-			return
-		}
-		embeddedBands.b = NewBands(f)
-	})
-	return embeddedBands.b, embeddedBands.err
+	return &generatedBands, nil
 }
 
 // gpuClass is the class of a GPU the fit had n sources of.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -179,5 +180,26 @@ func TestBandsDoc(t *testing.T) {
 	}
 	if !bytes.Equal(doc, want) {
 		t.Errorf("%s: the table of bands is stale: go generate ./calib rewrites it", BandsDocPath)
+	}
+}
+
+// TestBandPointsCurrent: the generated literal the commands read
+// (BandPointsPath) holds exactly the points and sources of the embedded
+// residuals; EmbeddedBands selects the same bands as NewBands of them.
+func TestBandPointsCurrent(t *testing.T) {
+	f, err := EmbeddedResiduals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := os.ReadFile(BandPointsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := BandPointsSource(f); !bytes.Equal(have, want) {
+		t.Fatalf("%s is stale (calib/residuals.yaml changed); regenerate it with\n\tgo generate ./calib", BandPointsPath)
+	}
+	b, _ := EmbeddedBands()
+	if nb := NewBands(f); !reflect.DeepEqual(b.points, nb.points) || !reflect.DeepEqual(b.sources, nb.sources) {
+		t.Fatal("EmbeddedBands differs from NewBands(EmbeddedResiduals())")
 	}
 }
