@@ -7,7 +7,10 @@
 // (paged:16, contiguous-grow...), vLLM's gpu_memory_utilization,
 // max_num_batched_tokens and max_num_seqs, the allocator and its
 // PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), prefix caching, the prompt
-// bucket size and the defrag policy. Space lists the values of each; the
+// bucket size and the defrag policy. The KV and allocator specs are held
+// parsed (strategy.Spec, spec.Spec: the caller parses the text once, at
+// the edge), and marshal to and from their text, so the JSON documents
+// carry it; settings compare with Settings.Equal, not ==. Space lists the values of each; the
 // first of each list is the base. DefaultSpace holds only stock settings
 // of the engine in use, vLLM with paged KV; ExperimentalSpace adds the
 // other engine families gpufrag models (contiguous KV: plain PyTorch/HF
@@ -29,7 +32,9 @@
 // # Sustainable load
 //
 // A candidate's sustainable rate is the highest request rate, the trace's
-// arrivals rescaled by workload.Rescale, at which a simulation (package
+// arrivals rescaled as a scenario's trace section rescales them
+// (scenario.TraceAt; an untimed trace gets Poisson arrivals at 1 rps from
+// seed 1 first, as a scenario with seed 1 draws them), at which a simulation (package
 // sim) has no OOM failures, no activation OOMs and no unfinished requests,
 // and holds the SLO on p99 TTFT and TPOT (Outcome.Check). FindSustainable
 // finds it with a fixed plan: try the start rate (the trace's own), double

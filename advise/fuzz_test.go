@@ -16,7 +16,7 @@ import (
 //	go test ./advise -run '^$' -fuzz FuzzReadPartial -fuzztime 20s
 func FuzzReadPartial(f *testing.F) {
 	in := Inputs{Model: "m", GPU: "g", TP: 1, SLO: DefaultSLO(), Search: Search{StartRPS: 1, BracketSteps: 1, BisectSteps: 1},
-		Space: Space{KVs: []string{"paged:16"}, Allocs: []string{"caching"}, Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
+		Space: Space{KVs: kvs("paged:16"), Allocs: als("caching"), Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
 	in.Candidates, _ = in.Space.Candidates()
 	res := []Result{{Index: 0, Candidate: in.Candidates[0], SustainableRPS: 2, Held: true, Evaluations: 3}}
 	var buf bytes.Buffer

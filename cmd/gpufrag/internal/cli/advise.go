@@ -81,8 +81,8 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringVar(&f.profile, "profile", "", "step-time `MODEL`: joint (the joint model's profile of --gpu) or roofline (default: "+sim.DefaultStepTime+")")
 	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8 (default: the model's)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
-	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+strings.Join(def.KVs, ",")+")")
-	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s (alloc/spec syntax); the first is the base (default "+strings.Join(def.Allocs, ",")+")")
+	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+def.KVList()+")")
+	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s (alloc/spec syntax); the first is the base (default "+def.AllocList()+")")
 	fl.Float64SliceVar(&f.utils, "gpu-memory-utilization", def.Utils, "gpu_memory_utilization `VALUES`; the first is the base")
 	fl.IntSliceVar(&f.buckets, "bucket", def.Buckets, "prompt bucket `SIZES` in tokens (0: off); the first is the base")
 	fl.StringSliceVar(&f.defrags, "defrag", def.Defrags, "defrag `POLICIES` (off, threshold, adaptive, online, offline); the first is the base")
@@ -388,12 +388,14 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 		if err != nil {
 			return sp, fmt.Errorf("--kv: %w", err)
 		}
+		sp.KVs = nil
 		for _, kv := range kvs {
-			if _, err := strategy.ParseSpec(kv); err != nil {
+			ks, err := strategy.ParseSpec(kv)
+			if err != nil {
 				return sp, fmt.Errorf("--kv %s: %w%s", kv, err, didYouMean(specKind(kv), specKinds(strategy.Names())))
 			}
+			sp.KVs = append(sp.KVs, ks)
 		}
-		sp.KVs = kvs
 	}
 	if len(f.allocs) > 0 {
 		sp.Allocs = nil
@@ -403,11 +405,12 @@ func adviseSpace(f *adviseFlags, set func(string) bool) (advise.Space, error) {
 				return sp, fmt.Errorf("--alloc %q: %w", v, err)
 			}
 			for _, a := range as {
-				if _, err := spec.Parse(a); err != nil {
+				p, err := spec.Parse(a)
+				if err != nil {
 					return sp, fmt.Errorf("--alloc %s: %w%s", a, err, didYouMean(specKind(a), spec.Names()))
 				}
+				sp.Allocs = append(sp.Allocs, p)
 			}
-			sp.Allocs = append(sp.Allocs, as...)
 		}
 	}
 	sp.Utils, sp.Buckets, sp.Full = f.utils, f.buckets, f.full
