@@ -111,7 +111,12 @@
 // short outputs; Hooks report progress. The CLI only builds the Request
 // from flags and prints the Report; bad requests come back as
 // BadRequestError (a usage error), refinements of other advice as
-// RefineError.
+// RefineError. What the command needs beyond the run is here too
+// (command.go): the space from the flags' text (SpaceText, parsed once),
+// the engine every candidate starts from (Engine, Request.SetEngine), the
+// limits it takes as given (CheckLimits), the deploy command's model id
+// (ModelID), its progress lines and hooks, its files, the error bands of
+// calib's residuals (AddCalibBands) and its help (help.go).
 //
 // This package is a driver, not part of the deterministic core: it starts
 // goroutines (Run) but reads no clock and no global random source; package
