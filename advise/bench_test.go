@@ -15,7 +15,7 @@ import (
 //	go test ./advise -run '^$' -bench Sweep -benchmem -count 6
 func BenchmarkSweep(b *testing.B) {
 	base, w := smallSetup(b, nil)
-	sp := Space{KVs: []string{"paged:16", "contiguous-grow"}, Allocs: []string{"caching", "async"},
+	sp := Space{KVs: kvs("paged:16", "contiguous-grow"), Allocs: als("caching", "async"),
 		Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}
 	cs, err := sp.Candidates()
 	if err != nil {

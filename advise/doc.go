@@ -7,7 +7,10 @@
 // (paged:16, contiguous-grow...), vLLM's gpu_memory_utilization,
 // max_num_batched_tokens and max_num_seqs, the allocator and its
 // PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), prefix caching, the prompt
-// bucket size and the defrag policy. Space lists the values of each; the
+// bucket size and the defrag policy. The KV and allocator specs are held
+// parsed (strategy.Spec, spec.Spec: the caller parses the text once, at
+// the edge), and marshal to and from their text, so the JSON documents
+// carry it; settings compare with Settings.Equal, not ==. Space lists the values of each; the
 // first of each list is the base. DefaultSpace holds only stock settings
 // of the engine in use, vLLM with paged KV; ExperimentalSpace adds the
 // other engine families gpufrag models (contiguous KV: plain PyTorch/HF
@@ -29,7 +32,9 @@
 // # Sustainable load
 //
 // A candidate's sustainable rate is the highest request rate, the trace's
-// arrivals rescaled by workload.Rescale, at which a simulation (package
+// arrivals rescaled as a scenario's trace section rescales them
+// (scenario.TraceAt; an untimed trace gets Poisson arrivals at 1 rps from
+// seed 1 first, as a scenario with seed 1 draws them), at which a simulation (package
 // sim) has no OOM failures, no activation OOMs and no unfinished requests,
 // and holds the SLO on p99 TTFT and TPOT (Outcome.Check). FindSustainable
 // finds it with a fixed plan: try the start rate (the trace's own), double
@@ -106,7 +111,12 @@
 // short outputs; Hooks report progress. The CLI only builds the Request
 // from flags and prints the Report; bad requests come back as
 // BadRequestError (a usage error), refinements of other advice as
-// RefineError.
+// RefineError. What the command needs beyond the run is here too
+// (command.go): the space from the flags' text (SpaceText, parsed once),
+// the engine every candidate starts from (Engine, Request.SetEngine), the
+// limits it takes as given (CheckLimits), the deploy command's model id
+// (ModelID), its progress lines and hooks, its files, the error bands of
+// calib's residuals (AddCalibBands) and its help (help.go).
 //
 // This package is a driver, not part of the deterministic core: it starts
 // goroutines (Run) but reads no clock and no global random source; package

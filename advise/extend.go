@@ -143,7 +143,7 @@ func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 			continue
 		}
 		lim.set(&s, v)
-		if s != b {
+		if !s.Equal(b) {
 			continue
 		}
 		vals = append(vals, x)
@@ -216,9 +216,9 @@ func Extend(rep *Report, budget int) []Candidate {
 	if budget <= 0 || b == nil || b.MeetsSLO || (b.Binding != "tpot_p99_s" && b.Binding != "ttft_p99_s") {
 		return nil
 	}
-	seen := map[Settings]bool{}
+	seen := map[settingsKey]bool{}
 	for i := range rep.Candidates {
-		seen[rep.Candidates[i].Settings] = true
+		seen[rep.Candidates[i].Settings.key()] = true
 	}
 	var out []Candidate
 	for _, lim := range limits {
@@ -232,10 +232,10 @@ func Extend(rep *Report, budget int) []Candidate {
 		}
 		s := b.Settings
 		lim.set(&s, next)
-		if seen[s] {
+		if seen[s.key()] {
 			continue
 		}
-		seen[s] = true
+		seen[s.key()] = true
 		out = append(out, Candidate{Settings: s, Group: groupExtend, Experimental: len(s.Research()) > 0})
 		if len(out) == budget {
 			break

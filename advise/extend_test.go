@@ -185,7 +185,7 @@ func TestBestEffortInEngine(t *testing.T) {
 	paged := limitEval(0.09, 1.0/19000, 0)
 	eval := func(s Settings, rate float64) (Outcome, error) {
 		o, err := paged(s, rate)
-		if kv, _ := strategy.ParseSpec(s.KV); kv.Family() == strategy.Contiguous {
+		if s.KV.Family() == strategy.Contiguous {
 			o.TPOTP99 -= 0.05 // smaller batches
 		}
 		return o, err
@@ -193,7 +193,7 @@ func TestBestEffortInEngine(t *testing.T) {
 	sp := stockSpace()
 	_, rep := follow(t, sp, eval, 0)
 	r := rep.Recommended
-	if r == nil || r.MeetsSLO || r.Settings.KV != "paged:16" || r.Settings.MaxBatchTokens != 2048 {
+	if r == nil || r.MeetsSLO || r.Settings.KV.String() != "paged:16" || r.Settings.MaxBatchTokens != 2048 {
 		t.Fatalf("best effort %+v; want paged:16 with 2,048 batched tokens", r)
 	}
 	nearer := 0
@@ -210,7 +210,7 @@ func TestBestEffortInEngine(t *testing.T) {
 	}
 	// Followed, the search stays in the engine too.
 	_, rep = follow(t, sp, eval, DefaultExtend)
-	if toks, _ := extended(rep); rep.Recommended.Settings.KV != "paged:16" || !slices.Equal(toks, []int{1024, 512, 256}) {
+	if toks, _ := extended(rep); rep.Recommended.Settings.KV.String() != "paged:16" || !slices.Equal(toks, []int{1024, 512, 256}) {
 		t.Errorf("followed: best effort %s after %v", rep.Recommended.Settings, toks)
 	}
 }
@@ -218,7 +218,7 @@ func TestBestEffortInEngine(t *testing.T) {
 // step keeps to vLLM's bounds: the token budget halves down to
 // max_num_seqs, the sequence limit down to 1 and up to the token budget.
 func TestLimitStep(t *testing.T) {
-	s := Settings{KV: "paged:16", MaxBatchTokens: 384, MaxSeqs: 256}
+	s := Settings{KV: kv("paged:16"), MaxBatchTokens: 384, MaxSeqs: 256}
 	tok, seqs := limits[0], limits[1]
 	for _, c := range []struct {
 		lim  limit

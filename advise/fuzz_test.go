@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
@@ -16,7 +18,7 @@ import (
 //	go test ./advise -run '^$' -fuzz FuzzReadPartial -fuzztime 20s
 func FuzzReadPartial(f *testing.F) {
 	in := Inputs{Model: "m", GPU: "g", TP: 1, SLO: DefaultSLO(), Search: Search{StartRPS: 1, BracketSteps: 1, BisectSteps: 1},
-		Space: Space{KVs: []string{"paged:16"}, Allocs: []string{"caching"}, Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
+		Space: Space{KVs: kvs("paged:16"), Allocs: als("caching"), Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
 	in.Candidates, _ = in.Space.Candidates()
 	res := []Result{{Index: 0, Candidate: in.Candidates[0], SustainableRPS: 2, Held: true, Evaluations: 3}}
 	var buf bytes.Buffer
@@ -79,4 +81,32 @@ func TestRandomBytes(t *testing.T) {
 			loctest.RefusesEarly(t, read, `{"format": "gpufrag-advise-shard/1", "inputs": {"`)
 		})
 	}
+}
+
+// FuzzSpaceText: any flag text either parses into a valid space or is an
+// error naming the flag (never a panic), and a space that parses writes
+// back (KVList, AllocList) as text that parses into the same space.
+//
+//	go test ./advise -run '^$' -fuzz FuzzSpaceText -fuzztime 20s
+func FuzzSpaceText(f *testing.F) {
+	for _, s := range [][2]string{{"paged:16,paged:32", "caching,async"}, {"vmm:2MiB", "vmm:2MiB"},
+		{"contiguous-max:pow2, contiguous-grow", "caching:expandable_segments:True,max_split_size_mb:128,sizeclass:8MiB/64MiB"},
+		{"PAGED:16,,", "cachng"}, {"vmm:1000", "arena:0.5,buddy:0.9,min:4KiB"}, {"paged:0", ""}} {
+		f.Add(s[0], s[1])
+	}
+	def := DefaultSpace()
+	f.Fuzz(func(t *testing.T, kvs, allocs string) {
+		st := SpaceText{KVs: []string{kvs}, Allocs: []string{allocs}, Utils: def.Utils, Buckets: def.Buckets, Defrags: def.Defrags}
+		sp, err := st.Space(nil)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--kv") && !strings.HasPrefix(err.Error(), "--alloc") && !errors.Is(err, ErrBadSpace) {
+				t.Fatalf("%q %q: error %v names no flag", kvs, allocs, err)
+			}
+			return
+		}
+		again, err := SpaceText{KVs: []string{sp.KVList()}, Allocs: []string{sp.AllocList()}, Utils: def.Utils, Buckets: def.Buckets, Defrags: def.Defrags}.Space(nil)
+		if err != nil || !reflect.DeepEqual(again.KVs, sp.KVs) || again.AllocList() != sp.AllocList() {
+			t.Fatalf("%q %q: parsed %s | %s, written back: %v", kvs, allocs, sp.KVList(), sp.AllocList(), err)
+		}
+	})
 }

@@ -31,19 +31,16 @@ func Refine(prev *Report, sp Space, top int) ([]Candidate, error) {
 	}
 	ranked := slices.Clone(prev.Candidates)
 	slices.SortFunc(ranked, func(a, b Result) int { return a.Rank - b.Rank })
-	type setup struct {
-		kv, alloc, defrag string
-		tokens, seqs      int
-		prefix            string
-	}
-	var setups []setup
-	seenSetup := map[setup]bool{}
+	// A setup is a candidate's settings at utilization 0 and bucket 0.
+	var setups []Settings
+	seenSetup := map[settingsKey]bool{}
 	for _, r := range ranked {
-		s := setup{r.Settings.KV, r.Settings.Alloc, r.Settings.Defrag, r.Settings.MaxBatchTokens, r.Settings.MaxSeqs, r.Settings.PrefixCaching}
-		if !r.Eligible || seenSetup[s] {
+		s := r.Settings
+		s.GPUMemoryUtilization, s.Bucket = 0, 0
+		if !r.Eligible || seenSetup[s.key()] {
 			continue
 		}
-		seenSetup[s] = true
+		seenSetup[s.key()] = true
 		setups = append(setups, s)
 		if len(setups) == top {
 			break
@@ -53,13 +50,14 @@ func Refine(prev *Report, sp Space, top int) ([]Candidate, error) {
 		return nil, fmt.Errorf("%w: refine: the first stage has no eligible candidate to refine", ErrBadSpace)
 	}
 	var out []Candidate
-	seen := map[Settings]bool{}
+	seen := map[settingsKey]bool{}
 	for _, s := range setups {
 		for _, u := range sp.Utils {
 			for _, b := range sp.Buckets {
-				st := Settings{s.kv, s.alloc, u, b, s.defrag, s.tokens, s.seqs, s.prefix}
-				if !seen[st] {
-					seen[st] = true
+				st := s
+				st.GPUMemoryUtilization, st.Bucket = u, b
+				if !seen[st.key()] {
+					seen[st.key()] = true
 					out = append(out, Candidate{Settings: st, Group: "refine", Experimental: len(st.Research()) > 0})
 				}
 			}

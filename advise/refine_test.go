@@ -35,19 +35,19 @@ func TestRefine(t *testing.T) {
 	var want []setup
 	for rank := 1; len(want) < 3; rank++ {
 		for _, c := range rep.Candidates {
-			s := setup{c.Settings.KV, c.Settings.Alloc, c.Settings.Defrag}
+			s := setup{c.Settings.KV.String(), c.Settings.Alloc.String(), c.Settings.Defrag}
 			if c.Rank == rank && c.Eligible && !slicesContains(want, s) {
 				want = append(want, s)
 			}
 		}
 	}
-	seen := map[Settings]bool{}
+	seen := map[settingsKey]bool{}
 	for i, c := range cs {
 		s := want[i/(len(sp.Utils)*len(sp.Buckets))]
-		if c.Group != "refine" || c.Settings.KV != s.kv || c.Settings.Alloc != s.alloc || c.Settings.Defrag != s.defrag || seen[c.Settings] {
+		if c.Group != "refine" || c.Settings.KV.String() != s.kv || c.Settings.Alloc.String() != s.alloc || c.Settings.Defrag != s.defrag || seen[c.Settings.key()] {
 			t.Errorf("candidate %d: %+v, want setup %+v", i, c, s)
 		}
-		seen[c.Settings] = true
+		seen[c.Settings.key()] = true
 	}
 	if _, err := Refine(rep, sp, 0); !errors.Is(err, ErrBadSpace) {
 		t.Errorf("top 0: %v", err)
@@ -117,7 +117,7 @@ func TestReadReport(t *testing.T) {
 //	go test ./advise -run '^$' -fuzz FuzzReadReport -fuzztime 20s
 func FuzzReadReport(f *testing.F) {
 	in := Inputs{Model: "m", GPU: "g", TP: 1, SLO: DefaultSLO(), Search: Search{StartRPS: 1, BracketSteps: 1, BisectSteps: 1},
-		Space: Space{KVs: []string{"paged:16"}, Allocs: []string{"caching"}, Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
+		Space: Space{KVs: kvs("paged:16"), Allocs: als("caching"), Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}}
 	in.Candidates, _ = in.Space.Candidates()
 	rep, err := NewReport(in, []Result{{Index: 0, Candidate: in.Candidates[0], SustainableRPS: 2, Held: true, Evaluations: 3}})
 	if err != nil {

@@ -27,7 +27,7 @@ func smallRequest(t *testing.T) Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := Space{KVs: []string{"paged:16", "paged:32"}, Allocs: []string{"caching"}, Utils: []float64{0.9}, Buckets: []int{0},
+	sp := Space{KVs: kvs("paged:16", "paged:32"), Allocs: als("caching"), Utils: []float64{0.9}, Buckets: []int{0},
 		Defrags: []string{"off"}, PrefixCaching: []string{"on", "off"}}
 	return Request{
 		Trace: tr,

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/kv/strategy"
 	"math"
 	"slices"
 	"strings"
@@ -146,7 +147,7 @@ type Report struct {
 
 // isOracle reports a strategy no real engine can deploy: it knows every
 // output length in advance.
-func isOracle(kv string) bool { return strings.HasSuffix(strings.ToLower(kv), ":oracle") }
+func isOracle(kv strategy.Spec) bool { return strings.HasSuffix(kv.String(), ":oracle") }
 
 // NewReport ranks results (one per candidate of in, any order) and picks
 // the recommendation. A candidate is eligible when some rate held with no
@@ -180,7 +181,7 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		if rs[i].Index != i {
 			return nil, fmt.Errorf("%w: results do not cover candidate %d exactly once", ErrBadSpace, i)
 		}
-		if rs[i].Candidate != in.Candidates[i] {
+		if !rs[i].Candidate.Equal(in.Candidates[i]) {
 			return nil, fmt.Errorf("%w: result %d is for %s, candidate %d is %s", ErrBadSpace, i, rs[i].Settings, i, in.Candidates[i].Settings)
 		}
 	}
@@ -378,7 +379,7 @@ func evidence(r *Result, minRej int, sp Space) string {
 		parts = append(parts, "experimental: "+strings.Join(r.Settings.Research(), "; "))
 	}
 	if !sp.InEngine(r.Settings.KV) {
-		parts = append(parts, fmt.Sprintf("another engine than the one in use (%s KV, not %s): never a best effort", family(r.Settings.KV), family(sp.KVs[0])))
+		parts = append(parts, fmt.Sprintf("another engine than the one in use (%s KV, not %s): never a best effort", r.Settings.KV.Family(), sp.KVs[0].Family()))
 	}
 	return strings.Join(parts, "; ")
 }

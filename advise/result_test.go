@@ -17,14 +17,14 @@ import (
 // that contiguous-grow on async OOMs at every rate and paged:32 OOMs above
 // its limit. Fragmentation and memory vary by setting for the tie-breaks.
 func fakeEval(s Settings, rate float64) (Outcome, error) {
-	k := len(s.KV)*7 + len(s.Alloc)*3 + int(s.GPUMemoryUtilization*100) + s.Bucket/16 + len(s.Defrag)
+	k := len(s.KV.String())*7 + len(s.Alloc.String())*3 + int(s.GPUMemoryUtilization*100) + s.Bucket/16 + len(s.Defrag)
 	limit := 1 + float64(k%13)*0.37
 	o := Outcome{Completed: 100, Total: 100, TTFTP99: 0.5, TPOTP99: 0.05,
 		FragRate: FragRate{P99: float64(k%5) / 10}, PeakReservedBytes: int64(k%3) << 30}
 	switch {
-	case s.KV == "contiguous-grow" && s.Alloc == "async":
+	case s.KV.String() == "contiguous-grow" && s.Alloc.String() == "async":
 		o.OOMs, o.TTFTP99 = 7, 0.1 // fast, but fails requests
-	case rate > limit && s.KV == "paged:32":
+	case rate > limit && s.KV.String() == "paged:32":
 		o.OOMs = 2
 	case rate > limit:
 		o.TTFTP99 = 3
@@ -38,7 +38,7 @@ func fakeEval(s Settings, rate float64) (Outcome, error) {
 // settings of three engine families, none experimental.
 func stockSpace() Space {
 	sp := DefaultSpace()
-	sp.KVs = append(sp.KVs, "contiguous-grow", "contiguous-max")
+	sp.KVs = append(sp.KVs, kvs("contiguous-grow", "contiguous-max")...)
 	return sp
 }
 
@@ -104,7 +104,7 @@ func TestOOMNeverRecommended(t *testing.T) {
 	best := 0.0
 	sawOOM := false
 	for _, c := range rep.Candidates {
-		if c.Settings.KV == "contiguous-grow" && c.Settings.Alloc == "async" {
+		if c.Settings.KV.String() == "contiguous-grow" && c.Settings.Alloc.String() == "async" {
 			sawOOM = true
 			if c.Eligible || c.Held || c.OOMs == 0 || !strings.Contains(c.Evidence, "OOM") {
 				t.Errorf("OOMing candidate: eligible %v held %v ooms %d evidence %q", c.Eligible, c.Held, c.OOMs, c.Evidence)
@@ -149,14 +149,16 @@ func mkResult(i int, s Settings, rate, frag float64, peak int64, rej int) Result
 // Ties on the rate go to lower fragmentation, then lower memory, then the
 // candidate index; more rejections or an oracle strategy disqualify.
 func TestRankTieBreaks(t *testing.T) {
-	s := func(kv string) Settings { return Settings{kv, "caching", 0.9, 0, "off", 0, 0, ""} }
+	s := func(text string) Settings {
+		return Settings{KV: kv(text), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}
+	}
 	rs := []Result{
-		mkResult(0, s("a"), 3, 0.5, 10, 0),
-		mkResult(1, s("b"), 3, 0.2, 20, 0),
-		mkResult(2, s("c"), 3, 0.2, 15, 0),
-		mkResult(3, s("d"), 5, 0.9, 99, 1), // fastest, but rejects a request the others serve
+		mkResult(0, s("paged:1"), 3, 0.5, 10, 0),
+		mkResult(1, s("paged:2"), 3, 0.2, 20, 0),
+		mkResult(2, s("paged:3"), 3, 0.2, 15, 0),
+		mkResult(3, s("paged:4"), 5, 0.9, 99, 1), // fastest, but rejects a request the others serve
 		mkResult(4, s("contiguous-max:oracle"), 9, 0, 0, 0),
-		mkResult(5, s("f"), 3, 0.2, 15, 0),
+		mkResult(5, s("paged:6"), 3, 0.2, 15, 0),
 	}
 	in := Inputs{}
 	for _, r := range rs {
@@ -174,11 +176,11 @@ func TestRankTieBreaks(t *testing.T) {
 			}
 		}
 	}
-	want := "c:true f:true b:true a:true contiguous-max:oracle:false d:false"
+	want := "paged:3:true paged:6:true paged:2:true paged:1:true contiguous-max:oracle:false paged:4:false"
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("order %s, want %s", got, want)
 	}
-	if rep.Recommended.Settings.KV != "c" || rep.RunnerUp.Settings.KV != "f" || !strings.Contains(rep.Reason, "first in the sweep") {
+	if rep.Recommended.Settings.KV.String() != "paged:3" || rep.RunnerUp.Settings.KV.String() != "paged:6" || !strings.Contains(rep.Reason, "first in the sweep") {
 		t.Errorf("recommended %s, runner-up %s, reason %q", rep.Recommended.Settings, rep.RunnerUp.Settings, rep.Reason)
 	}
 	if !strings.Contains(rep.Candidates[3].Evidence, "rejects 1 request that") {
@@ -359,24 +361,24 @@ func TestReadPartialImplausibleResults(t *testing.T) {
 // Within the search's resolution a setting with fewer changes from the
 // engine's defaults beats a slightly faster one; beyond it, the faster wins.
 func TestTieFewerChanges(t *testing.T) {
-	base := Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}
+	base := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 8192, MaxSeqs: 256, PrefixCaching: "on"}
 	tuned := base
-	tuned.Alloc, tuned.MaxSeqs = "caching:expandable_segments:True", 512
+	tuned.Alloc, tuned.MaxSeqs = al("caching:expandable_segments:True"), 512
 	in := Inputs{Search: DefaultSearch()}
 	for _, c := range []struct {
 		tunedRate float64
 		want      string
-	}{{3.1, base.Alloc}, {3.3, tuned.Alloc}} { // 3.1/3 = 1.033 (tied), 3.3/3 = 1.1
+	}{{3.1, base.Alloc.String()}, {3.3, tuned.Alloc.String()}} { // 3.1/3 = 1.033 (tied), 3.3/3 = 1.1
 		rs := []Result{mkResult(0, tuned, c.tunedRate, 0.1, 10, 0), mkResult(1, base, 3, 0.5, 20, 0)}
 		in.Candidates = []Candidate{rs[0].Candidate, rs[1].Candidate}
 		rep, err := NewReport(in, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := rep.Recommended.Settings.Alloc; got != c.want {
+		if got := rep.Recommended.Settings.Alloc.String(); got != c.want {
 			t.Errorf("tuned at %v rps: recommended %s, want %s (reason %q)", c.tunedRate, got, c.want, rep.Reason)
 		}
-		if c.want == base.Alloc && (!strings.Contains(rep.Reason, "tie") || !strings.Contains(rep.Reason, "the engine's defaults")) {
+		if c.want == base.Alloc.String() && (!strings.Contains(rep.Reason, "tie") || !strings.Contains(rep.Reason, "the engine's defaults")) {
 			t.Errorf("tie reason %q", rep.Reason)
 		}
 	}
@@ -391,11 +393,11 @@ func TestBestEffort(t *testing.T) {
 			FailReason: fmt.Sprintf("SLO broken at 0.05 rps: TPOT p99 %gs > 0.1s", tpot),
 			Outcome:    Outcome{Completed: 10, Total: 10, TTFTP99: 0.4, TPOTP99: tpot}}
 	}
-	base := Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}
+	base := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 8192, MaxSeqs: 256, PrefixCaching: "on"}
 	small := base
 	small.MaxBatchTokens = 2048
 	oom := base
-	oom.KV = "contiguous-grow"
+	oom.KV = kv("contiguous-grow")
 	rs := []Result{mk(0, base, 0.30), mk(1, small, 0.13), mk(2, oom, 0.05)}
 	rs[2].OOMs, rs[2].Completed = 3, 7
 	in := Inputs{Search: DefaultSearch(), SLO: DefaultSLO()}
@@ -407,7 +409,7 @@ func TestBestEffort(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rep.Recommended
-	if r == nil || rep.MeetsSLO || r.MeetsSLO || r.Settings != small || r.Binding != "tpot_p99_s" || r.BestValue != 0.13 || r.LowestRateRPS != 0.05 {
+	if r == nil || rep.MeetsSLO || r.MeetsSLO || !r.Settings.Equal(small) || r.Binding != "tpot_p99_s" || r.BestValue != 0.13 || r.LowestRateRPS != 0.05 {
 		t.Fatalf("best effort %+v", r)
 	}
 	if !strings.Contains(rep.Advice, "--slo-tpot-p99 to 130ms") || !strings.Contains(rep.Advice, "max_num_batched_tokens") {

@@ -3,7 +3,10 @@ package advise
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
 // threshold is a monotone fake: it holds at rates up to limit, and breaks
@@ -122,5 +125,38 @@ func TestOutcomeCheck(t *testing.T) {
 		if ok != c.ok || why != c.want {
 			t.Errorf("%+v: got %v %q, want %v %q", c.o, ok, why, c.ok, c.want)
 		}
+	}
+}
+
+// TestWorkloadAt: the requests of a bucket at a rate are scenario.TraceAt's
+// of the trace with its arrivals drawn, shared by the runs at that rate
+// (one copy, not one a run), and the cache of them stays within its
+// bounds however many rates the search tries.
+func TestWorkloadAt(t *testing.T) {
+	_, w := smallSetup(t, []int{0, 256})
+	for i := range 3 * maxCachedRuns {
+		rate := w.NativeRPS * math.Pow(2, float64(i%20-10)/4)
+		b := []int{0, 256}[i%2]
+		got, err := w.at(b, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := scenario.TraceAt(&w.trace, rate, b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("bucket %d at %v rps: not TraceAt's requests", b, rate)
+		}
+		again, _ := w.at(b, rate)
+		if &again[0] != &got[0] {
+			t.Errorf("bucket %d at %v rps: a second copy, not the one cached", b, rate)
+		}
+		if len(w.cached) > maxCachedRuns {
+			t.Fatalf("%d runs cached, more than %d", len(w.cached), maxCachedRuns)
+		}
+	}
+	if _, err := w.at(64, w.NativeRPS); !errors.Is(err, ErrBadSpace) {
+		t.Errorf("a bucket not prepared: %v", err)
 	}
 }

@@ -105,7 +105,7 @@ func ReadPartial(r io.Reader, name string) (*Partial, error) {
 			return bad(f, "%d does not belong to shard %d/%d", r.Index, p.Shard, p.Shards)
 		case seen[r.Index]:
 			return bad(f, "candidate %d listed twice", r.Index)
-		case r.Candidate != p.Inputs.Candidates[r.Index]:
+		case !r.Candidate.Equal(p.Inputs.Candidates[r.Index]):
 			return bad(fmt.Sprintf("results[%d].settings", k), "%s, but candidate %d is %s", r.Settings, r.Index, p.Inputs.Candidates[r.Index].Settings)
 		}
 		if field, problem := r.check(p.Inputs); field != "" {

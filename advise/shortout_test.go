@@ -125,7 +125,7 @@ func TestShortOutputsTrace(t *testing.T) {
 	}
 	nearestPaged, nearestOther := math.Inf(1), math.Inf(1)
 	for _, r := range rep.Candidates {
-		if kv, _ := strategy.ParseSpec(r.Settings.KV); kv.Family() == strategy.Paged {
+		if r.Settings.KV.Family() == strategy.Paged {
 			nearestPaged = min(nearestPaged, r.TPOTP99)
 		} else {
 			nearestOther = min(nearestOther, r.TPOTP99)
@@ -135,7 +135,7 @@ func TestShortOutputsTrace(t *testing.T) {
 		t.Fatalf("TPOT p99 nearest %v on paged, %v on contiguous: the trace no longer has the issue's case", nearestPaged, nearestOther)
 	}
 	// The best effort keeps to paged and points to a smaller budget.
-	if b.Settings.KV != "paged:16" || b.Settings.MaxBatchTokens != 2048 ||
+	if b.Settings.KV.String() != "paged:16" || b.Settings.MaxBatchTokens != 2048 ||
 		!strings.Contains(rep.Advice, "of the max_num_batched_tokens tried (2048 to 16384) the smallest came nearest: a smaller one may go further") {
 		t.Fatalf("best effort %s, advice %q", b.Settings, rep.Advice)
 	}
@@ -164,7 +164,7 @@ func TestShortOutputsTrace(t *testing.T) {
 	}
 	toks, _ := extended(rep)
 	r := rep.Recommended
-	if len(toks) == 0 || toks[0] != 1024 || r == nil || !r.MeetsSLO || r.Group != groupExtend || r.Settings.KV != "paged:16" || r.Settings.MaxBatchTokens >= 2048 {
+	if len(toks) == 0 || toks[0] != 1024 || r == nil || !r.MeetsSLO || r.Group != groupExtend || r.Settings.KV.String() != "paged:16" || r.Settings.MaxBatchTokens >= 2048 {
 		t.Fatalf("followed: tried %v, recommended %+v", toks, r)
 	}
 	if !strings.Contains(rep.Reason, "it lies past the space: no candidate of the sweep met the SLO, and the search followed its advice to max_num_batched_tokens 1024") {

@@ -60,7 +60,7 @@ func traceSetup(t testing.TB, path string, rows int, buckets []int, modelName, g
 // gpu_memory_utilization never sustains less on paged (more KV blocks).
 func TestSimSweep(t *testing.T) {
 	base, w := smallSetup(t, []int{0, 256})
-	sp := Space{KVs: []string{"paged:16", "contiguous-grow"}, Allocs: []string{"caching"},
+	sp := Space{KVs: kvs("paged:16", "contiguous-grow"), Allocs: als("caching"),
 		Utils: []float64{0.9, 0.8}, Buckets: []int{0, 256}, Defrags: []string{"off"}}
 	cs, err := sp.Candidates()
 	if err != nil {
@@ -93,9 +93,9 @@ func TestSimSweep(t *testing.T) {
 	if last.Recommended == nil || last.Recommended.OOMs != 0 || last.Recommended.SustainableRPS <= 0 {
 		t.Fatalf("no sound recommendation: %s", reps[0])
 	}
-	byS := map[Settings]Result{}
+	byS := map[settingsKey]Result{}
 	for _, r := range last.Candidates {
-		byS[r.Settings] = r
+		byS[r.Settings.key()] = r
 		if r.Held && (r.Total != 120 || r.Completed+r.Rejected != 120) {
 			t.Errorf("%s: %d of %d completed, %d rejected at the sustainable rate", r.Settings, r.Completed, r.Total, r.Rejected)
 		}
@@ -103,7 +103,8 @@ func TestSimSweep(t *testing.T) {
 			t.Errorf("%s: held with TTFT %v TPOT %v", r.Settings, r.TTFTP99, r.TPOTP99)
 		}
 	}
-	hi, lo := byS[Settings{"paged:16", "caching", 0.9, 0, "off", 0, 0, ""}], byS[Settings{"paged:16", "caching", 0.8, 0, "off", 0, 0, ""}]
+	hi := byS[Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Defrag: "off"}.key()]
+	lo := byS[Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.8, Defrag: "off"}.key()]
 	if hi.SustainableRPS < lo.SustainableRPS {
 		t.Errorf("paged:16 sustains %v rps at util 0.9 but %v at 0.8", hi.SustainableRPS, lo.SustainableRPS)
 	}
@@ -141,7 +142,7 @@ func TestNewWorkload(t *testing.T) {
 // sweep where nothing can run fails up front.
 func TestCannotRun(t *testing.T) {
 	base, w := smallSetup(t, nil)
-	sp := Space{KVs: []string{"paged:16"}, Allocs: []string{"caching"}, Utils: []float64{0.9, 0.3}, Buckets: []int{0}, Defrags: []string{"off"}}
+	sp := Space{KVs: kvs("paged:16"), Allocs: als("caching"), Utils: []float64{0.9, 0.3}, Buckets: []int{0}, Defrags: []string{"off"}}
 	cs, err := sp.Candidates()
 	if err != nil {
 		t.Fatal(err)

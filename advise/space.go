@@ -14,6 +14,7 @@ import (
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
 // ErrBadSpace means a sweep space that cannot be swept; the message names
@@ -22,12 +23,13 @@ var ErrBadSpace = errors.New("bad sweep space")
 
 // Settings is one point of the sweep: what a user sets in their engine.
 type Settings struct {
-	// KV is the KV strategy (kv/strategy spec): paged:16, contiguous-grow,
-	// contiguous-max, vmm:2MiB...
-	KV string `json:"kv"`
-	// Alloc is the allocator (alloc/spec syntax): caching,
-	// caching:expandable_segments:True, sizeclass, async, vmm:2MiB...
-	Alloc string `json:"alloc"`
+	// KV is the KV strategy, parsed (kv/strategy spec; its canonical text
+	// in JSON): paged:16, contiguous-grow, contiguous-max, vmm:2MiB...
+	KV strategy.Spec `json:"kv"`
+	// Alloc is the allocator, parsed (alloc/spec syntax; its text as
+	// written in JSON): caching, caching:expandable_segments:True,
+	// sizeclass, async, vmm:2MiB...
+	Alloc spec.Spec `json:"alloc"`
 	// GPUMemoryUtilization is vLLM's gpu_memory_utilization.
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	// Bucket rounds prompts up to a multiple of this many tokens (0: off).
@@ -44,8 +46,32 @@ type Settings struct {
 	// --no-enable-prefix-caching; "" is on, vLLM V1's default). It matters
 	// only for workloads whose requests share prompt prefixes (traces with
 	// prefix ids, chat sessions).
-	PrefixCaching string `json:"prefix_caching"`
+	PrefixCaching string    `json:"prefix_caching"`
+	_             [0]func() // not comparable: use Equal
 }
+
+// settingsKey is Settings as a map key and for equality: an allocator
+// spec holds its parsed arguments, which need not be comparable
+// (sizeclass's class list), so settings compare by the allocator's text,
+// as written, as they did when they held text.
+type settingsKey struct {
+	kv           strategy.Spec
+	alloc        string
+	util         float64
+	bucket       int
+	defrag       string
+	tokens, seqs int
+	prefix       string
+}
+
+func (s Settings) key() settingsKey {
+	return settingsKey{s.KV, s.Alloc.String(), s.GPUMemoryUtilization, s.Bucket, s.Defrag, s.MaxBatchTokens, s.MaxSeqs, s.PrefixCaching}
+}
+
+// Equal reports whether s and o are the same setting (allocators compared
+// by their text). Settings must not be compared with ==, which panics on
+// an allocator whose arguments are a list.
+func (s Settings) Equal(o Settings) bool { return s.key() == o.key() }
 
 // String is a short label: "paged:16 on caching, util 0.9, bucket 0, defrag
 // off", then the engine limits and prefix caching where they differ from
@@ -70,22 +96,23 @@ func (s Settings) String() string {
 // allocator as shipped, gpu_memory_utilization 0.9, 8,192 batched tokens,
 // 256 sequences, prefix caching on, no bucketing, no compaction).
 const (
-	defaultKV          = "paged:16"
 	defaultAlloc       = "caching"
 	defaultUtil        = 0.9
 	defaultBatchTokens = 8192
 	defaultSeqs        = 256
 )
 
+var defaultKV = strategy.PagedSpec(16)
+
 // Changes lists the settings of s that differ from the engine's defaults,
 // as a user would change them ("--block-size 32", "max_num_seqs 128").
 func (s Settings) Changes() []string {
 	var out []string
 	if s.KV != defaultKV {
-		out = append(out, "kv "+s.KV)
+		out = append(out, "kv "+s.KV.String())
 	}
-	if s.Alloc != defaultAlloc {
-		out = append(out, "allocator "+s.Alloc)
+	if s.Alloc.String() != defaultAlloc {
+		out = append(out, "allocator "+s.Alloc.String())
 	}
 	if s.GPUMemoryUtilization != defaultUtil {
 		out = append(out, "gpu_memory_utilization "+fmtShare(s.GPUMemoryUtilization))
@@ -114,12 +141,12 @@ func (s Settings) Changes() []string {
 // policy (gpufrag's model). Empty for a stock setting.
 func (s Settings) Research() []string {
 	var out []string
-	if kv, err := strategy.ParseSpec(s.KV); err == nil && kv.Family() == strategy.VMM {
+	if s.KV.Family() == strategy.VMM {
 		out = append(out, "vmm KV is vAttention's page mapping, in no stock engine")
 	}
-	if a, err := spec.Parse(s.Alloc); err == nil {
-		if _, ok := a.PyTorchConf(); !ok && a.Kind().Name != "vmm" {
-			out = append(out, "allocator "+s.Alloc+" is gpufrag's model; PyTorch cannot select it")
+	if a := s.Alloc; !a.IsZero() {
+		if _, ok := a.PyTorchConf(); !ok && a.Name() != "vmm" {
+			out = append(out, "allocator "+a.String()+" is gpufrag's model; PyTorch cannot select it")
 		}
 	}
 	if s.Defrag != "off" && s.Defrag != "" {
@@ -133,11 +160,11 @@ func fmtShare(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 // Space lists the values of each dimension. The first value of each list is
 // the base; Candidates varies the dimensions around it.
 type Space struct {
-	KVs     []string  `json:"kv"`
-	Allocs  []string  `json:"alloc"`
-	Utils   []float64 `json:"gpu_memory_utilization"`
-	Buckets []int     `json:"bucket"`
-	Defrags []string  `json:"defrag"`
+	KVs     []strategy.Spec `json:"kv"`
+	Allocs  []spec.Spec     `json:"alloc"`
+	Utils   []float64       `json:"gpu_memory_utilization"`
+	Buckets []int           `json:"bucket"`
+	Defrags []string        `json:"defrag"`
 	// MaxBatchTokens and MaxSeqs are vLLM's max_num_batched_tokens and
 	// max_num_seqs; PrefixCaching "on" and "off". Empty lists are the base
 	// config's single value (so a space written before they existed means
@@ -170,8 +197,8 @@ type Space struct {
 // setups.
 func DefaultSpace() Space {
 	return Space{
-		KVs:            []string{"paged:16", "paged:32"},
-		Allocs:         []string{"caching", "caching:expandable_segments:True", "caching:max_split_size_mb:512", "async"},
+		KVs:            []strategy.Spec{strategy.PagedSpec(16), strategy.PagedSpec(32)},
+		Allocs:         mustAllocs("caching", "caching:expandable_segments:True", "caching:max_split_size_mb:512", "async"),
 		Utils:          []float64{0.9, 0.8, 0.85, 0.95},
 		Buckets:        []int{0, 256},
 		Defrags:        []string{"off"},
@@ -193,38 +220,37 @@ func DefaultSpace() Space {
 // are never a best effort (NewReport).
 func ExperimentalSpace() Space {
 	sp := DefaultSpace()
-	sp.KVs = append(sp.KVs, "contiguous-grow", "contiguous-max", "vmm:2MiB")
-	sp.Allocs = append(sp.Allocs, "sizeclass")
+	sp.KVs = append(sp.KVs, strategy.MustParseSpec("contiguous-grow"), strategy.MustParseSpec("contiguous-max"), strategy.MustParseSpec("vmm:2MiB"))
+	sp.Allocs = append(sp.Allocs, spec.MustParse("sizeclass"))
 	sp.Defrags = append(sp.Defrags, "threshold", "online")
 	return sp
 }
 
-// Validate checks the lists: none empty, no duplicates, KV and allocator
-// specs that parse, shares in (0, 1], buckets non-negative, defrag
+// mustAllocs parses allocator specs written in code.
+func mustAllocs(texts ...string) []spec.Spec {
+	out := make([]spec.Spec, len(texts))
+	for i, t := range texts {
+		out[i] = spec.MustParse(t)
+	}
+	return out
+}
+
+// Validate checks the lists: none empty, no duplicates, no zero (unset)
+// KV or allocator spec (a Spec is parsed as it is made), shares in (0, 1], buckets non-negative, defrag
 // policies known. Settings an allocator can only refuse on a device (an
 // arena larger than the memory) are refused when a config is built.
 func (sp Space) Validate() error {
 	bad := func(dim, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrBadSpace, dim, fmt.Sprintf(format, args...))
 	}
-	if err := uniqueStrings("kv", sp.KVs); err != nil {
+	if err := uniqueStrings("kv", texts(sp.KVs)); err != nil {
 		return err
 	}
-	if err := uniqueStrings("alloc", sp.Allocs); err != nil {
+	if err := uniqueStrings("alloc", texts(sp.Allocs)); err != nil {
 		return err
 	}
 	if err := uniqueStrings("defrag", sp.Defrags); err != nil {
 		return err
-	}
-	for _, kv := range sp.KVs {
-		if _, err := strategy.ParseSpec(kv); err != nil {
-			return bad("kv", "%v", err)
-		}
-	}
-	for _, a := range sp.Allocs {
-		if _, err := spec.Parse(a); err != nil {
-			return bad("alloc", "%v", err)
-		}
 	}
 	if len(sp.Utils) == 0 {
 		return bad("gpu_memory_utilization", "no values")
@@ -300,6 +326,23 @@ func orBase[T int | string](xs []T) []T {
 	return xs
 }
 
+// KVList is the space's KV strategies as one comma-separated list, as
+// `advise --kv` takes them.
+func (sp Space) KVList() string { return strings.Join(texts(sp.KVs), ",") }
+
+// AllocList is the space's allocators as one comma-separated list, as
+// `advise --alloc` takes them.
+func (sp Space) AllocList() string { return strings.Join(texts(sp.Allocs), ",") }
+
+// texts are the specs' texts (a zero Spec's is "").
+func texts[S fmt.Stringer](xs []S) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
+	return out
+}
+
 func uniqueStrings(dim string, xs []string) error {
 	if len(xs) == 0 {
 		return fmt.Errorf("%w: %s: no values", ErrBadSpace, dim)
@@ -330,69 +373,31 @@ type Candidate struct {
 	Experimental bool `json:"experimental"`
 }
 
-// family is the engine family a KV strategy stands for (paged: vLLM,
-// SGLang, TensorRT-LLM; contiguous: engines that allocate KV per request;
-// vmm: vAttention), 0 for a spec that does not parse.
-func family(kv string) strategy.Family {
-	s, err := strategy.ParseSpec(kv)
-	if err != nil {
-		return 0
-	}
-	return s.Family()
+// Equal reports whether c and o are the same candidate (Settings.Equal).
+func (c Candidate) Equal(o Candidate) bool {
+	return c.Settings.Equal(o.Settings) && c.Group == o.Group && c.Experimental == o.Experimental
 }
 
 // InEngine reports whether kv belongs to the engine in use: the family of
 // the space's base KV strategy (its first, paged:16 by default; any when
 // the space lists none).
-func (sp Space) InEngine(kv string) bool {
-	return len(sp.KVs) == 0 || family(kv) == family(sp.KVs[0])
+// The engine family a KV strategy stands for (strategy.Spec.Family: paged
+// for vLLM, SGLang, TensorRT-LLM; contiguous for engines that allocate KV
+// per request; vmm for vAttention).
+func (sp Space) InEngine(kv strategy.Spec) bool {
+	return len(sp.KVs) == 0 || kv.Family() == sp.KVs[0].Family()
 }
 
-// movable reports whether a KV strategy keeps KV in allocator blocks that
-// compaction can move (strategy.Spec.Movable; false for a spec that does
-// not parse, whose run reports it).
-func movable(kv string) bool {
-	s, err := strategy.ParseSpec(kv)
-	return err == nil && s.Movable()
-}
-
-// canRelocate reports whether an allocator implements alloc.Relocator
-// (alloc.Caps.Relocates), so defrag policies can act on it.
-func canRelocate(a string) bool {
-	s, err := spec.Parse(a)
-	return err == nil && s.Caps().Relocates
-}
-
-// baseAlloc is the allocator kv runs on in the util, bucket and defrag
-// groups: the first of the allocators it may run on (strategy.AllocsFor:
-// the base allocator, or vmm's own).
-func baseAlloc(kv string, allocs []string) string {
-	return allocsFor(kv, allocs)[0]
-}
-
-// allocsFor is strategy.AllocsFor over the space's texts (Validate parsed
-// them): the allocators of allocs that kv can run on, in order, or kv's
-// DefaultAlloc alone when none can.
-func allocsFor(kv string, allocs []string) []string {
-	ks, err := strategy.ParseSpec(kv)
+// allocsFor is the pairing rule of simulate's and advise's sweeps
+// (scenario.AllocsFor): the allocators of allocs that kv can run on, in
+// order, or kv's DefaultAlloc alone when none can. The error says that no
+// allocator can run kv (its default is one the registry refuses).
+func allocsFor(kv strategy.Spec, allocs []spec.Spec) ([]spec.Spec, error) {
+	fit, _, err := scenario.AllocsFor(kv, allocs)
 	if err != nil {
-		return allocs
+		return nil, fmt.Errorf("%w: kv: %w", ErrBadSpace, err)
 	}
-	parsed := make([]spec.Spec, 0, len(allocs))
-	for _, a := range allocs {
-		if as, err := spec.Parse(a); err == nil {
-			parsed = append(parsed, as)
-		}
-	}
-	fit := strategy.AllocsFor(ks, parsed)
-	if len(fit) == 0 {
-		return []string{ks.DefaultAlloc()}
-	}
-	out := make([]string, len(fit))
-	for i, a := range fit {
-		out[i] = a.String()
-	}
-	return out
+	return fit, nil
 }
 
 // Candidates lists the settings to evaluate, in a fixed order without
@@ -419,31 +424,39 @@ func (sp Space) Candidates() ([]Candidate, error) {
 	if err := sp.Validate(); err != nil {
 		return nil, err
 	}
+	fits := make([][]spec.Spec, len(sp.KVs))
+	for i, kv := range sp.KVs {
+		fit, err := allocsFor(kv, sp.Allocs)
+		if err != nil {
+			return nil, err
+		}
+		fits[i] = fit
+	}
 	var out []Candidate
-	seen := map[Settings]bool{}
+	seen := map[settingsKey]bool{}
 	add := func(s Settings, group string) {
-		if !movable(s.KV) || !canRelocate(s.Alloc) {
+		if !s.KV.Movable() || !s.Alloc.Caps().Relocates {
 			s.Defrag = "off"
 		}
 		s.Defrag = strings.ToLower(s.Defrag)
-		if seen[s] {
+		if seen[s.key()] {
 			return
 		}
-		seen[s] = true
+		seen[s.key()] = true
 		out = append(out, Candidate{Settings: s, Group: group, Experimental: len(s.Research()) > 0})
 	}
 	toks, seqs, pcs := orBase(sp.MaxBatchTokens), orBase(sp.MaxSeqs), orBase(sp.PrefixCaching)
 	u0, b0, d0, t0, q0, p0 := sp.Utils[0], sp.Buckets[0], sp.Defrags[0], toks[0], seqs[0], pcs[0]
 	if sp.Full {
-		for _, kv := range sp.KVs {
-			for _, a := range allocsFor(kv, sp.Allocs) {
+		for i, kv := range sp.KVs {
+			for _, a := range fits[i] {
 				for _, u := range sp.Utils {
 					for _, b := range sp.Buckets {
 						for _, d := range sp.Defrags {
 							for _, t := range toks {
 								for _, q := range seqs {
 									for _, p := range pcs {
-										add(Settings{kv, a, u, b, d, t, q, p}, "full")
+										add(Settings{KV: kv, Alloc: a, GPUMemoryUtilization: u, Bucket: b, Defrag: d, MaxBatchTokens: t, MaxSeqs: q, PrefixCaching: p}, "full")
 									}
 								}
 							}
@@ -454,56 +467,59 @@ func (sp Space) Candidates() ([]Candidate, error) {
 		}
 		return out, nil
 	}
-	for _, kv := range sp.KVs {
-		for _, a := range allocsFor(kv, sp.Allocs) {
-			add(Settings{kv, a, u0, b0, d0, t0, q0, p0}, "setup")
+	// The util, bucket and defrag groups run each KV strategy on the first
+	// allocator it may run on (the base allocator, or vmm's own).
+	for i, kv := range sp.KVs {
+		for _, a := range fits[i] {
+			add(Settings{KV: kv, Alloc: a, GPUMemoryUtilization: u0, Bucket: b0, Defrag: d0, MaxBatchTokens: t0, MaxSeqs: q0, PrefixCaching: p0}, "setup")
 		}
 	}
 	for _, d := range sp.Defrags[1:] {
-		for _, kv := range sp.KVs {
-			if movable(kv) && canRelocate(baseAlloc(kv, sp.Allocs)) {
-				add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d, t0, q0, p0}, "defrag")
+		for i, kv := range sp.KVs {
+			if kv.Movable() && fits[i][0].Caps().Relocates {
+				add(Settings{KV: kv, Alloc: fits[i][0], GPUMemoryUtilization: u0, Bucket: b0, Defrag: d, MaxBatchTokens: t0, MaxSeqs: q0, PrefixCaching: p0}, "defrag")
 			}
 		}
 	}
 	for _, u := range sp.Utils[1:] {
-		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u, b0, d0, t0, q0, p0}, "util")
+		for i, kv := range sp.KVs {
+			add(Settings{KV: kv, Alloc: fits[i][0], GPUMemoryUtilization: u, Bucket: b0, Defrag: d0, MaxBatchTokens: t0, MaxSeqs: q0, PrefixCaching: p0}, "util")
 		}
 	}
 	for _, b := range sp.Buckets[1:] {
-		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b, d0, t0, q0, p0}, "bucket")
+		for i, kv := range sp.KVs {
+			add(Settings{KV: kv, Alloc: fits[i][0], GPUMemoryUtilization: u0, Bucket: b, Defrag: d0, MaxBatchTokens: t0, MaxSeqs: q0, PrefixCaching: p0}, "bucket")
 		}
 	}
 	for _, t := range toks[1:] {
-		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d0, t, q0, p0}, "tokens")
+		for i, kv := range sp.KVs {
+			add(Settings{KV: kv, Alloc: fits[i][0], GPUMemoryUtilization: u0, Bucket: b0, Defrag: d0, MaxBatchTokens: t, MaxSeqs: q0, PrefixCaching: p0}, "tokens")
 		}
 	}
 	for _, q := range seqs[1:] {
-		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d0, t0, q, p0}, "seqs")
+		for i, kv := range sp.KVs {
+			add(Settings{KV: kv, Alloc: fits[i][0], GPUMemoryUtilization: u0, Bucket: b0, Defrag: d0, MaxBatchTokens: t0, MaxSeqs: q, PrefixCaching: p0}, "seqs")
 		}
 	}
 	for _, p := range pcs[1:] {
-		for _, kv := range sp.KVs {
-			add(Settings{kv, baseAlloc(kv, sp.Allocs), u0, b0, d0, t0, q0, p}, "prefix")
+		for i, kv := range sp.KVs {
+			add(Settings{KV: kv, Alloc: fits[i][0], GPUMemoryUtilization: u0, Bucket: b0, Defrag: d0, MaxBatchTokens: t0, MaxSeqs: q0, PrefixCaching: p}, "prefix")
 		}
 	}
 	return out, nil
 }
 
-// Apply writes s into a copy of the engine config base.
+// Apply writes s into a copy of the engine config base. The specs were
+// parsed when s was made; a zero (unset) one is an error.
 func (s Settings) Apply(base sim.Config) (sim.Config, error) {
 	c := base
-	var err error
-	if c.KV, err = strategy.ParseSpec(s.KV); err != nil {
-		return c, fmt.Errorf("%w: kv: %w", sim.ErrBadConfig, err)
+	switch {
+	case s.KV.IsZero():
+		return c, fmt.Errorf("%w: kv: none given", sim.ErrBadConfig)
+	case s.Alloc.IsZero():
+		return c, fmt.Errorf("%w: alloc: none given", sim.ErrBadConfig)
 	}
-	if c.Alloc, err = spec.Parse(s.Alloc); err != nil {
-		return c, fmt.Errorf("%w: alloc: %w", sim.ErrBadConfig, err)
-	}
+	c.KV, c.Alloc = s.KV, s.Alloc
 	c.GPUMemoryUtilization = s.GPUMemoryUtilization
 	p, err := sim.ParseDefragPolicy(s.Defrag)
 	if err != nil {
@@ -526,14 +542,14 @@ func (s Settings) Apply(base sim.Config) (sim.Config, error) {
 // the PYTORCH_CUDA_ALLOC_CONF value, and notes for settings with no
 // vLLM/PyTorch equivalent.
 func (s Settings) EngineFlags() (flags []string, env string, notes []string) {
-	kv, _ := strategy.ParseSpec(s.KV) // a spec that does not parse is no vLLM mode
+	kv := s.KV
 	switch kv.Family() {
 	case strategy.Paged:
 		flags = append(flags, "--block-size "+strconv.Itoa(kv.BlockTokens()))
 	case strategy.VMM:
 		notes = append(notes, "vmm KV ("+mem.FormatBytesExact(kv.Page())+" pages) is vAttention-style page mapping, not a stock vLLM option")
 	default:
-		notes = append(notes, s.KV+" KV is not a vLLM mode: it models engines that allocate KV per request (plain PyTorch/HF serving, Orca, FasterTransformer)")
+		notes = append(notes, kv.String()+" KV is not a vLLM mode: it models engines that allocate KV per request (plain PyTorch/HF serving, Orca, FasterTransformer)")
 	}
 	flags = append(flags, "--gpu-memory-utilization "+fmtShare(s.GPUMemoryUtilization))
 	if s.MaxBatchTokens > 0 {
@@ -545,11 +561,11 @@ func (s Settings) EngineFlags() (flags []string, env string, notes []string) {
 	if s.PrefixCaching == "off" {
 		flags = append(flags, "--no-enable-prefix-caching")
 	}
-	a, _ := spec.Parse(s.Alloc) // the zero Spec for one that does not parse: PyTorch cannot select it
+	a := s.Alloc // the zero Spec (none): PyTorch cannot select it
 	conf, ok := a.PyTorchConf()
 	switch {
 	case !ok:
-		notes = append(notes, "allocator "+s.Alloc+" is gpufrag's model; PyTorch has no switch for it")
+		notes = append(notes, "allocator "+a.String()+" is gpufrag's model; PyTorch has no switch for it")
 	case !a.Kind().PyTorch.Native && a.Args() != "":
 		// A backend such as cudaMallocAsync: its arguments are the pool's.
 		notes = append(notes, a.Name()+" arguments ("+a.Args()+") are set on the CUDA memory pool, not through "+spec.EnvVar)

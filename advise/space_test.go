@@ -21,22 +21,19 @@ func TestCandidatesDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	groups := map[string]int{}
-	seen := map[Settings]bool{}
+	seen := map[settingsKey]bool{}
 	for _, c := range cs {
 		groups[c.Group]++
 		s := c.Settings
-		if seen[s] {
+		if seen[s.key()] {
 			t.Errorf("duplicate %s", s)
 		}
-		seen[s] = true
-		ks, err := strategy.ParseSpec(s.KV)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := strategy.CheckPair(ks, mustAlloc(t, s.Alloc)); err != nil {
+		seen[s.key()] = true
+		ks := s.KV
+		if err := strategy.CheckPair(ks, s.Alloc); err != nil {
 			t.Errorf("%s: %v", s, err)
 		}
-		if s.Defrag != "off" && (!movable(s.KV) || !canRelocate(s.Alloc)) {
+		if s.Defrag != "off" && (!s.KV.Movable() || !s.Alloc.Caps().Relocates) {
 			t.Errorf("%s: defrag on a setup it cannot act on", s)
 		}
 		if c.Experimental || len(s.Research()) > 0 {
@@ -55,7 +52,7 @@ func TestCandidatesDefault(t *testing.T) {
 	if len(cs) != 28 {
 		t.Errorf("%d candidates, want 28", len(cs))
 	}
-	if base := (Settings{"paged:16", "caching", 0.9, 0, "off", 8192, 256, "on"}); cs[0].Settings != base || len(base.Changes()) != 0 {
+	if base := (Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 8192, MaxSeqs: 256, PrefixCaching: "on"}); !cs[0].Settings.Equal(base) || len(base.Changes()) != 0 {
 		t.Errorf("first candidate %s, want the base with no changes (%q)", cs[0].Settings, base.Changes())
 	}
 }
@@ -72,12 +69,12 @@ func TestCandidatesExperimental(t *testing.T) {
 	exp := 0
 	families := map[string]bool{}
 	for _, c := range cs {
-		kv, _ := strategy.ParseSpec(c.Settings.KV)
+		kv := c.Settings.KV
 		families[kv.Family().String()] = true
 		if sp.InEngine(c.Settings.KV) != (kv.Family() == strategy.Paged) {
 			t.Errorf("%s: in the engine in use %v", c.Settings, sp.InEngine(c.Settings.KV))
 		}
-		research := c.Settings.KV == "vmm:2MiB" || c.Settings.Alloc == "sizeclass" || c.Settings.Defrag != "off"
+		research := c.Settings.KV.String() == "vmm:2MiB" || c.Settings.Alloc.String() == "sizeclass" || c.Settings.Defrag != "off"
 		if c.Experimental != research {
 			t.Errorf("%s: experimental %v, research settings %v", c.Settings, c.Experimental, research)
 		}
@@ -116,13 +113,15 @@ func TestSpaceValidate(t *testing.T) {
 		want string
 	}{
 		{func(s *Space) { s.KVs = nil }, "kv: no values"},
-		{func(s *Space) { s.Allocs = []string{"caching", "caching"} }, `alloc: "caching" listed twice`},
+		{func(s *Space) { s.Allocs = als("caching", "caching") }, `alloc: "caching" listed twice`},
 		{func(s *Space) { s.Utils = []float64{0.9, 1.5} }, "gpu_memory_utilization: 1.5: want a share in (0, 1]"},
 		{func(s *Space) { s.Utils = []float64{0} }, "gpu_memory_utilization: 0"},
 		{func(s *Space) { s.Buckets = []int{-1} }, "bucket: -1"},
 		{func(s *Space) { s.Buckets = []int{256, 256} }, "bucket: 256 listed twice"},
 		{func(s *Space) { s.Defrags = []string{"sometimes"} }, `defrag: "sometimes"`},
-		{func(s *Space) { s.KVs = []string{" "} }, "kv: empty value"},
+		{func(s *Space) { s.KVs = []strategy.Spec{{}} }, "kv: empty value"},
+		{func(s *Space) { s.Allocs = []spec.Spec{al("caching"), {}} }, "alloc: empty value"},
+		{func(s *Space) { s.KVs = kvs("paged:16", "PAGED:16") }, `kv: "paged:16" listed twice`},
 	} {
 		sp := DefaultSpace()
 		c.edit(&sp)
@@ -146,14 +145,11 @@ func TestCheck(t *testing.T) {
 	if err := Check(base, cs); err != nil {
 		t.Fatalf("default candidates: %v", err)
 	}
-	// A spec that does not parse is refused with the space, once.
+	// A spec that does not parse never reaches a Space (the caller parses
+	// its text at the edge); one that parses but cannot be built on the
+	// device is Check's.
 	sp := DefaultSpace()
-	sp.Allocs = []string{"caching", "nosuch"}
-	if _, err := sp.Candidates(); !errors.Is(err, ErrBadSpace) || !strings.Contains(err.Error(), `alloc: bad allocator spec: unknown allocator "nosuch"`) {
-		t.Errorf("bad allocator: Candidates: %v", err)
-	}
-	// One that parses but cannot be built on the device is Check's.
-	sp.Allocs = []string{"caching", "arena:200GiB"}
+	sp.Allocs = als("caching", "arena:200GiB")
 	if cs, err = sp.Candidates(); err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +164,12 @@ func TestEngineFlags(t *testing.T) {
 		flags string
 		env   string
 	}{
-		{Settings{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off", 0, 0, ""}, "--block-size 16 --gpu-memory-utilization 0.9", "expandable_segments:True"},
-		{Settings{"paged:32", "async", 0.95, 0, "off", 0, 0, ""}, "--block-size 32 --gpu-memory-utilization 0.95", "backend:cudaMallocAsync"},
-		{Settings{"contiguous-grow", "caching", 0.85, 256, "threshold", 0, 0, ""}, "--gpu-memory-utilization 0.85", ""},
-		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off", 0, 0, ""}, "--gpu-memory-utilization 0.9", ""},
-		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off", 0, 0, ""}, "--block-size 16 --gpu-memory-utilization 0.9", "backend:cudaMallocAsync"},
-		{Settings{"paged:16", "sizeclass", 0.9, 0, "off", 0, 0, ""}, "--block-size 16 --gpu-memory-utilization 0.9", ""},
+		{Settings{KV: kv("paged:16"), Alloc: al("caching:expandable_segments:True"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "--block-size 16 --gpu-memory-utilization 0.9", "expandable_segments:True"},
+		{Settings{KV: kv("paged:32"), Alloc: al("async"), GPUMemoryUtilization: 0.95, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "--block-size 32 --gpu-memory-utilization 0.95", "backend:cudaMallocAsync"},
+		{Settings{KV: kv("contiguous-grow"), Alloc: al("caching"), GPUMemoryUtilization: 0.85, Bucket: 256, Defrag: "threshold", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "--gpu-memory-utilization 0.85", ""},
+		{Settings{KV: kv("vmm:2MiB"), Alloc: al("vmm:2MiB"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "--gpu-memory-utilization 0.9", ""},
+		{Settings{KV: kv("paged:16"), Alloc: al("async:release_threshold:1GiB"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "--block-size 16 --gpu-memory-utilization 0.9", "backend:cudaMallocAsync"},
+		{Settings{KV: kv("paged:16"), Alloc: al("sizeclass"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "--block-size 16 --gpu-memory-utilization 0.9", ""},
 	} {
 		flags, env, _ := c.s.EngineFlags()
 		if strings.Join(flags, " ") != c.flags || env != c.env {
@@ -184,11 +180,11 @@ func TestEngineFlags(t *testing.T) {
 		s    Settings
 		note string
 	}{
-		{Settings{"vmm:2MiB", "vmm:2MiB", 0.9, 0, "off", 0, 0, ""}, "vmm KV (2MiB pages) is vAttention-style page mapping, not a stock vLLM option"},
-		{Settings{"contiguous-max", "caching", 0.9, 0, "off", 0, 0, ""}, "contiguous-max KV is not a vLLM mode"},
-		{Settings{"paged:16", "async:release_threshold:1GiB", 0.9, 0, "off", 0, 0, ""}, "async arguments (release_threshold:1GiB) are set on the CUDA memory pool"},
-		{Settings{"paged:16", "sizeclass", 0.9, 0, "off", 0, 0, ""}, "allocator sizeclass is gpufrag's model; PyTorch has no switch for it"},
-		{Settings{"paged:16", "arena:0.5", 0.9, 0, "off", 0, 0, ""}, "allocator arena:0.5 is gpufrag's model"},
+		{Settings{KV: kv("vmm:2MiB"), Alloc: al("vmm:2MiB"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "vmm KV (2MiB pages) is vAttention-style page mapping, not a stock vLLM option"},
+		{Settings{KV: kv("contiguous-max"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "contiguous-max KV is not a vLLM mode"},
+		{Settings{KV: kv("paged:16"), Alloc: al("async:release_threshold:1GiB"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "async arguments (release_threshold:1GiB) are set on the CUDA memory pool"},
+		{Settings{KV: kv("paged:16"), Alloc: al("sizeclass"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "allocator sizeclass is gpufrag's model; PyTorch has no switch for it"},
+		{Settings{KV: kv("paged:16"), Alloc: al("arena:0.5"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, "allocator arena:0.5 is gpufrag's model"},
 	} {
 		_, _, notes := c.s.EngineFlags()
 		if !strings.Contains(strings.Join(notes, "\n"), c.note) {
@@ -196,7 +192,7 @@ func TestEngineFlags(t *testing.T) {
 		}
 	}
 	// The caching allocator and async without arguments need no note.
-	for _, s := range []Settings{{"paged:16", "caching:expandable_segments:True", 0.9, 0, "off", 0, 0, ""}, {"paged:16", "async", 0.9, 0, "off", 0, 0, ""}} {
+	for _, s := range []Settings{{KV: kv("paged:16"), Alloc: al("caching:expandable_segments:True"), GPUMemoryUtilization: 0.9, Defrag: "off"}, {KV: kv("paged:16"), Alloc: al("async"), GPUMemoryUtilization: 0.9, Defrag: "off"}} {
 		if _, _, notes := s.EngineFlags(); len(notes) != 0 {
 			t.Errorf("%s: notes %q, want none", s, notes)
 		}
@@ -207,7 +203,7 @@ func TestEngineFlags(t *testing.T) {
 // that grows in place by P, however it is spelt, and on vmm:P when none
 // does; other strategies on every allocator.
 func TestCandidatesPairing(t *testing.T) {
-	sp := Space{KVs: []string{"vmm:2MiB", "vmm:64KiB", "paged:16"}, Allocs: []string{"caching", "vmm", "vmm:2048KiB"},
+	sp := Space{KVs: kvs("vmm:2MiB", "vmm:64KiB", "paged:16"), Allocs: als("caching", "vmm", "vmm:2048KiB"),
 		Utils: []float64{0.9}, Buckets: []int{0}, Defrags: []string{"off"}}
 	cs, err := sp.Candidates()
 	if err != nil {
@@ -215,7 +211,7 @@ func TestCandidatesPairing(t *testing.T) {
 	}
 	var got []string
 	for _, c := range cs {
-		got = append(got, c.Settings.KV+" on "+c.Settings.Alloc)
+		got = append(got, c.Settings.KV.String()+" on "+c.Settings.Alloc.String())
 	}
 	want := "vmm:2MiB on vmm|vmm:2MiB on vmm:2048KiB|vmm:64KiB on vmm:64KiB|paged:16 on caching|paged:16 on vmm|paged:16 on vmm:2048KiB"
 	if strings.Join(got, "|") != want {
@@ -229,18 +225,9 @@ func TestCandidatesPairing(t *testing.T) {
 func TestCheckImpossiblePair(t *testing.T) {
 	m, _ := model.Preset("llama-3.1-8b")
 	g, _ := model.LookupGPU("a100-80g")
-	err := Check(sim.DefaultConfig(m, g), []Candidate{{Settings: Settings{"vmm:2MiB", "caching", 0.9, 0, "off", 0, 0, ""}, Group: "setup"}})
+	err := Check(sim.DefaultConfig(m, g), []Candidate{{Settings: Settings{KV: kv("vmm:2MiB"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Bucket: 0, Defrag: "off", MaxBatchTokens: 0, MaxSeqs: 0, PrefixCaching: ""}, Group: "setup"}})
 	want := "kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"
 	if !errors.Is(err, strategy.ErrBadSpec) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "candidate 0") {
 		t.Errorf("Check(vmm:2MiB on caching): %v; want candidate 0 and %q", err, want)
 	}
-}
-
-func mustAlloc(t *testing.T, s string) spec.Spec {
-	t.Helper()
-	a, err := spec.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }

@@ -8,14 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -25,18 +26,42 @@ import (
 type Evaluator func(s Settings, rate float64) (Outcome, error)
 
 // Workload is the trace every candidate replays, with arrival times that
-// Rescale can stretch.
+// the search rescales to each rate it tries.
 type Workload struct {
-	requests []workload.Request
-	buckets  map[int][]workload.Request // prompts rounded up, per bucket size
+	trace   workload.Trace // arrival times drawn, not rescaled
+	buckets []int          // the bucket sizes prepared (0 always)
 	// NativeRPS is the trace's own mean rate, (n − 1) ÷ (last − first
 	// arrival).
 	NativeRPS float64
+
+	// The requests at the rates tried most recently, shared read-only by
+	// the runs at that rate and bucket (sim.New copies what it keeps):
+	// the candidates of a sweep try the same rates, so each (bucket, rate)
+	// is rescaled once rather than once a run. Bounded by maxCachedRuns
+	// entries and maxCachedRequests requests in all.
+	mu     sync.Mutex
+	cached []cachedRun
 }
 
+// cachedRun is the requests of one bucket size at one rate.
+type cachedRun struct {
+	bucket int
+	rate   float64
+	reqs   []workload.Request
+}
+
+// The bounds of Workload's cache: a sweep's workers run at a handful of
+// rates at a time (the coarse pass tries the same bracket rates for every
+// candidate), and 16 entries of the 19,366-request Azure trace are 32 MB.
+const (
+	maxCachedRuns     = 16
+	maxCachedRequests = 2_000_000
+)
+
 // untimedRate and untimedSeed give a length-only trace arrival times:
-// Poisson at 1 request per second, from a fixed seed, so its "native" rate
-// is 1 rps and the search rescales from there.
+// Poisson at 1 request per second from the arrival stream of scenario
+// seed 1 (scenario.TraceAt, as a scenario's trace section draws them), so
+// its "native" rate is 1 rps and the search rescales from there.
 const (
 	untimedRate = 1.0
 	untimedSeed = 1
@@ -46,55 +71,78 @@ const (
 // trace without arrival times gets Poisson arrivals at 1 rps from a fixed
 // seed.
 func NewWorkload(t *workload.Trace, buckets []int) (*Workload, error) {
-	c := *t
-	c.Requests = slices.Clone(t.Requests)
-	if len(c.Requests) < 2 {
-		return nil, fmt.Errorf("%w: trace %s: %d requests; a rate search needs at least 2", ErrBadSpace, t.Name, len(c.Requests))
+	if len(t.Requests) < 2 {
+		return nil, fmt.Errorf("%w: trace %s: %d requests; a rate search needs at least 2", ErrBadSpace, t.Name, len(t.Requests))
 	}
-	if !c.Timed {
-		ap, err := workload.Poisson(untimedRate, rand.New(rand.NewPCG(untimedSeed, 1)))
+	c := *t
+	if c.Timed {
+		c.Requests = slices.Clone(t.Requests)
+	} else {
+		reqs, err := scenario.TraceAt(t, untimedRate, 0, untimedSeed)
 		if err != nil {
 			return nil, err
 		}
-		if err := workload.AssignArrivals(&c, ap); err != nil {
-			return nil, err
-		}
-		c.Timed = true
+		c.Requests, c.Timed = reqs, true
 	}
 	n := len(c.Requests)
 	span := float64(c.Requests[n-1].Arrival-c.Requests[0].Arrival) / 1e9
 	if !(span > 0) {
 		return nil, fmt.Errorf("%w: trace %s: every request arrives at the same time; a rate search needs arrivals spread over time", ErrBadSpace, t.Name)
 	}
-	w := &Workload{requests: c.Requests, buckets: map[int][]workload.Request{0: c.Requests}, NativeRPS: float64(n-1) / span}
+	// Errors of the rescaling name the trace "trace", as they always have.
+	c.Name = "trace"
+	w := &Workload{trace: c, buckets: []int{0}, NativeRPS: float64(n-1) / span}
 	for _, b := range buckets {
-		if b <= 0 || w.buckets[b] != nil {
+		if b <= 0 || slices.Contains(w.buckets, b) {
 			continue
 		}
-		bt := workload.Trace{Name: t.Name, Timed: true, Requests: slices.Clone(c.Requests)}
-		if err := workload.Bucket(&bt, b); err != nil {
+		// Bucketed once here for its error (a size the workload refuses);
+		// the runs bucket their own copies (at).
+		if _, err := scenario.TraceAt(&w.trace, 0, b, 0); err != nil {
 			return nil, fmt.Errorf("bucket %d: %w", b, err)
 		}
-		w.buckets[b] = bt.Requests
+		w.buckets = append(w.buckets, b)
 	}
 	return w, nil
 }
 
 // Requests returns the trace's requests (bucket 0) with their native
 // arrivals; the caller must not modify them.
-func (w *Workload) Requests() []workload.Request { return w.requests }
+func (w *Workload) Requests() []workload.Request { return w.trace.Requests }
 
-// at returns a fresh copy of the requests for bucket b, rescaled to rate.
+// at returns the requests for bucket b rescaled to rate (scenario.TraceAt),
+// shared with other runs at that rate: the caller must not modify them.
 func (w *Workload) at(b int, rate float64) ([]workload.Request, error) {
-	src, ok := w.buckets[b]
-	if !ok {
+	if !slices.Contains(w.buckets, b) {
 		return nil, fmt.Errorf("%w: bucket %d was not prepared", ErrBadSpace, b)
 	}
-	t := workload.Trace{Name: "trace", Timed: true, Requests: slices.Clone(src)}
-	if err := workload.Rescale(&t, rate); err != nil {
+	w.mu.Lock()
+	for _, c := range w.cached {
+		if c.bucket == b && c.rate == rate {
+			w.mu.Unlock()
+			return c.reqs, nil
+		}
+	}
+	w.mu.Unlock()
+	reqs, err := scenario.TraceAt(&w.trace, rate, b, 0)
+	if err != nil {
 		return nil, err
 	}
-	return t.Requests, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	total := len(reqs)
+	for _, c := range w.cached {
+		total += len(c.reqs)
+	}
+	// Oldest out first, until the new entry fits the bounds.
+	for len(w.cached) > 0 && (len(w.cached) >= maxCachedRuns || total > maxCachedRequests) {
+		total -= len(w.cached[0].reqs)
+		w.cached = slices.Delete(w.cached, 0, 1)
+	}
+	if total <= maxCachedRequests {
+		w.cached = append(w.cached, cachedRun{b, rate, reqs})
+	}
+	return reqs, nil
 }
 
 // SimEvaluator returns an Evaluator that runs package sim on w with the
@@ -155,16 +203,16 @@ func badSpec(err error) bool {
 // Candidates that cannot run for lack of memory are left to Run, which
 // reports them as not eligible.
 func Check(base sim.Config, cands []Candidate) error {
-	seen := map[Settings]bool{}
+	seen := map[settingsKey]bool{}
 	var firstErr error
 	runnable := false
 	for i, c := range cands {
 		s := c.Settings
 		s.Bucket = 0
-		if seen[s] {
+		if seen[s.key()] {
 			continue
 		}
-		seen[s] = true
+		seen[s.key()] = true
 		cfg, err := s.Apply(base)
 		if err == nil {
 			_, err = sim.New(cfg, nil)

@@ -47,7 +47,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if !c.Eligible {
 			rank = "-"
 		}
-		kv := s.KV
+		kv := s.KV.String()
 		if c.Experimental {
 			kv += "*"
 			anyExp = true
@@ -181,7 +181,7 @@ func DeployLines(s Settings, modelID, name string) []string {
 		notes = append(notes, fmt.Sprintf("%s has no known Hugging Face id (a config.json without _name_or_path): put the id you serve in place of <hf-model-id>", name))
 	}
 	var out []string
-	kv, _ := strategy.ParseSpec(s.KV)
+	kv := s.KV
 	envLine := spec.EnvVar + " unset (PyTorch's defaults)"
 	if env != "" {
 		envLine = spec.EnvVar + "=" + env

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/gpufrag/gpufrag/sim/scenario"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestReadAdviseTraceDigest(t *testing.T) {
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
 	for _, maxRows := range []int{0, 3} {
-		tr, got, err := readAdviseTrace(adviseTrace, "azure", maxRows, false)
+		tr, got, err := scenario.ReadTrace(&scenario.Trace{File: adviseTrace, Format: "azure", MaxRows: maxRows}, openNamed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestReadAdviseTraceDigest(t *testing.T) {
 	if err := os.WriteFile(zeros, make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readAdviseTrace(zeros, "azure", 0, false); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
+	if _, _, err := scenario.ReadTrace(&scenario.Trace{File: zeros, Format: "azure"}, openNamed); err == nil || !strings.Contains(err.Error(), "byte 0 is NUL") {
 		t.Errorf("binary trace: %v", err)
 	}
 }
@@ -242,13 +243,13 @@ func TestAdviseFollowsAdvice(t *testing.T) {
 		"--max-num-batched-tokens", "8192,2048", "--max-num-seqs", "256", "--profile", "roofline", "--json"}
 	rep, _, errs := runAdviceJSON(t, args...)
 	r := rep.Recommended
-	if r == nil || !rep.MeetsSLO || r.Group != "extend" || r.Settings.KV != "paged:16" || r.Settings.MaxBatchTokens >= 2048 ||
+	if r == nil || !rep.MeetsSLO || r.Group != "extend" || r.Settings.KV.String() != "paged:16" || r.Settings.MaxBatchTokens >= 2048 ||
 		!strings.Contains(rep.Reason, "it lies past the space") || !strings.Contains(errs, "going on past the space as the advice says") {
 		t.Fatalf("recommended %+v, reason %q, stderr %q", r, rep.Reason, errs)
 	}
 	rep, out, _ := runAdviceJSON(t, append(args, "--extend", "0")...)
 	r, so := rep.Recommended, rep.ShortOutputs
-	if r == nil || rep.MeetsSLO || r.Settings.KV != "paged:16" || len(rep.Candidates) != 4 || so == nil || so.Share < 0.5 ||
+	if r == nil || rep.MeetsSLO || r.Settings.KV.String() != "paged:16" || len(rep.Candidates) != 4 || so == nil || so.Share < 0.5 ||
 		!strings.Contains(rep.Advice, "Short outputs set it") || !strings.Contains(out, `"short_outputs": {`) {
 		t.Fatalf("--extend 0: best effort %+v, short outputs %+v, advice %q", r, so, rep.Advice)
 	}

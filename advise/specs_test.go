@@ -1,0 +1,21 @@
+package advise
+
+import (
+	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+)
+
+// kv, al, kvs and als parse specs written in tests.
+func kv(text string) strategy.Spec { return strategy.MustParseSpec(text) }
+
+func al(text string) spec.Spec { return spec.MustParse(text) }
+
+func kvs(texts ...string) []strategy.Spec {
+	out := make([]strategy.Spec, len(texts))
+	for i, t := range texts {
+		out[i] = kv(t)
+	}
+	return out
+}
+
+func als(texts ...string) []spec.Spec { return mustAllocs(texts...) }
