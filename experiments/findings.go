@@ -216,6 +216,19 @@ func (o *Outcome) Chart() (report.LineChart, bool) {
 	return c, true
 }
 
+// WriteFindingsOf writes the findings of outs (WriteFindings) below root,
+// with the digest of every experiment of all, read from root (Digest): what
+// experiments run --write-findings writes.
+func WriteFindingsOf(root string, all []*Experiment, outs []*Outcome) error {
+	digest, err := Digest(all, func(p string) ([]byte, error) {
+		return os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+	})
+	if err != nil {
+		return err
+	}
+	return WriteFindings(root, outs, digest)
+}
+
 // WriteFindings writes docs/findings.md and one PNG per experiment with a
 // chart under docs/findings/ below root, and removes PNGs there that no
 // experiment draws any more.

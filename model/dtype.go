@@ -128,3 +128,6 @@ func (d *DType) Set(s string) error {
 
 // Type implements pflag.Value.
 func (d *DType) Type() string { return "dtype" }
+
+// KVDTypeNames are the KV cache types ParseKVDType takes (for hints).
+func KVDTypeNames() []string { return []string{"bf16", "fp16", "fp32", "fp8", "fp8_e5m2", "int8"} }

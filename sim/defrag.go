@@ -429,3 +429,6 @@ func (e *Engine) finishDefrag() {
 		e.res.Defrag.PauseTotal += p
 	}
 }
+
+// DefragPolicyNames are the policies ParseDefragPolicy takes, in order.
+func DefragPolicyNames() []string { return slices.Clone(defragNames[:]) }

@@ -177,3 +177,12 @@ func ParseFormat(s string) (Format, error) {
 	}
 	return Auto, fmt.Errorf("%w %q (want azure, mooncake, vidur, fineserve, burstgpt, jsonl or vllm-bench)", ErrFormat, s)
 }
+
+// FormatNames are the names of Formats, in order (for hints).
+func FormatNames() []string {
+	out := make([]string, 0, len(Formats()))
+	for _, f := range Formats() {
+		out = append(out, f.String())
+	}
+	return out
+}

@@ -91,3 +91,23 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// SpecKind is the name part of a spec ("paged" of "paged:16",
+// "caching" of "caching:expandable_segments:True"), what a hint compares.
+func SpecKind(s string) string {
+	k, _, _ := strings.Cut(strings.TrimSpace(s), ":")
+	return k
+}
+
+// SpecKinds returns the distinct kinds of names ("paged:B" → "paged").
+func SpecKinds(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if k := SpecKind(n); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -39,7 +39,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.IntVar(&in.Trace.MaxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
 	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse instead of failing")
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json (required)")
-	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` (required): "+strings.Join(modelGPUNames(), ", "))
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` (required): "+strings.Join(model.GPUNames(), ", "))
 	fl.IntVar(&f.tp, "tp", 1, "tensor-parallel degree `N`")
 	fl.StringVar(&f.engineVersion, "engine-version", "", "the vLLM `RELEASE` the candidates stand for (0.8 to 0.23): its step-time overheads "+
 		"(default: "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+")")
@@ -107,7 +107,9 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 		}
 	}
 	f.space.DefragsGiven = set("defrag")
-	if in.Space, err = f.space.Space(func(v string, known []string) string { return human.DidYouMean(specKind(v), specKinds(known)) }); err != nil {
+	if in.Space, err = f.space.Space(func(v string, known []string) string {
+		return human.DidYouMean(human.SpecKind(v), human.SpecKinds(known))
+	}); err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
 	switch err := advise.CheckLimits(f.tp, in.SLO, f.refine != "", f.space.Full, req.RefineTop, req.Extend); {
@@ -133,7 +135,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 		}
 	}
 	if _, err := workload.ParseFormat(f.format); err != nil {
-		return usageErrorf(cmd, "--format: %v%s", err, human.DidYouMean(f.format, formatNames()))
+		return usageErrorf(cmd, "--format: %v%s", err, human.DidYouMean(f.format, workload.FormatNames()))
 	}
 	e := advise.Engine{Arg: f.model, TP: f.tp, MaxContext: f.maxContext}
 	if e.Model, err = checkModelFlag(cmd, "--model", f.model); err != nil {
@@ -152,7 +154,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 	}
 	if in.KVDType != "" {
 		if e.KVDType, err = model.ParseKVDType(in.KVDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(in.KVDType, kvDTypeNames))
+			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(in.KVDType, model.KVDTypeNames()))
 		}
 	}
 	if err := req.SetEngine(e); err != nil {

@@ -93,15 +93,7 @@ func clusterRunner(stderr io.Writer, n int, label string, parallel int) (run pro
 func runClusterGrid(cmd *cobra.Command, g *protocol.Grid, parallel int, stderr io.Writer, label string) error {
 	run, done := clusterRunner(stderr, g.Len(), label, parallel)
 	defer done()
-	return g.Run(clusterContext(cmd), run)
-}
-
-// clusterContext is the command's context, the background when it has none.
-func clusterContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
+	return g.Run(cmd.Context(), run)
 }
 
 func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Writer) error {
@@ -124,7 +116,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	specs := clusterPolicies(f.policies, defaultClusterPolicies)
 	for _, s := range specs {
 		if err := cluster.CheckPolicy(s); errors.Is(err, cluster.ErrUnknownPolicy) {
-			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(specKind(s), cluster.PolicyNames()))
+			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(human.SpecKind(s), cluster.PolicyNames()))
 		}
 	}
 	nodes, pods, err := readClusterLists(f.nodes, f.pods, true)
@@ -147,7 +139,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	sums := g.Summaries()
 	out := protocol.NewComparison(nodes, sums)
 	if f.html != "" {
-		if err := writeClusterFile(f.html, pages.Page(setup, sums, out).WriteHTML); err != nil {
+		if err := writeOutput(f.html, pages.Page(setup, sums, out).WriteHTML); err != nil {
 			return err
 		}
 	}
@@ -156,7 +148,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 			return err
 		}
 		for i, c := range pages.Charts(sums) {
-			if err := writeClusterFile(filepath.Join(f.png, "cluster-"+pages.ChartFiles[i]+".png"), func(w io.Writer) error { return c.PNGScaled(w, 2) }); err != nil {
+			if err := writeOutput(filepath.Join(f.png, "cluster-"+pages.ChartFiles[i]+".png"), func(w io.Writer) error { return c.PNGScaled(w, 2) }); err != nil {
 				return err
 			}
 		}
@@ -202,19 +194,6 @@ func readClusterLists(nodesFile, podsFile string, flagged bool) ([]cluster.Node,
 		err = inFlagFile("--pods", podsFile, err)
 	}
 	return nodes, pods, err
-}
-
-// writeClusterFile creates path and writes it with fn, reporting close errors.
-func writeClusterFile(path string, fn func(io.Writer) error) error {
-	file, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(file); err != nil {
-		file.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return file.Close()
 }
 
 // volcanoFlags are the flags of `gpufrag cluster volcano-config`.

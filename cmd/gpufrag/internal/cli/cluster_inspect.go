@@ -116,7 +116,7 @@ func loadLive(cmd *cobra.Command, conn live.Config, opts live.Options, timeout t
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(clusterContext(cmd), timeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
 	snap, err := live.Load(ctx, client, opts)
 	if errors.Is(err, context.DeadlineExceeded) {

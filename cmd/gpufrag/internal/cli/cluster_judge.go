@@ -132,7 +132,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	cands := clusterPolicies(f.policies, []string{"recommended"})
 	for _, s := range append([]string{f.ref}, cands...) {
 		if err := cluster.CheckPolicy(s); err != nil {
-			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(specKind(s), cluster.PolicyNames()))
+			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(human.SpecKind(s), cluster.PolicyNames()))
 		}
 	}
 	inputs := []fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}, {"--specs", f.specs}}
@@ -151,7 +151,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		return err
 	}
 	run, done := clusterRunner(stderr, len(judged)*(1+len(cands))*len(seeds), "judge", f.parallel)
-	j, err := judge.Judge(clusterContext(cmd), judge.JudgeConfig{Nodes: nodes, Lists: judged, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
+	j, err := judge.Judge(cmd.Context(), judge.JudgeConfig{Nodes: nodes, Lists: judged, Ref: f.ref, Candidates: cands, Seeds: seeds}, run)
 	done()
 	if err != nil {
 		return err

@@ -64,7 +64,7 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 	set := cmd.Flags().Changed
 	if set("kv-dtype") {
 		if _, err := model.ParseKVDType(f.kvDType); err != nil {
-			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(f.kvDType, kvDTypeNames))
+			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(f.kvDType, model.KVDTypeNames()))
 		}
 		s.KVDType = f.kvDType
 	}

@@ -108,13 +108,7 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 		return err
 	}
 	if f.write {
-		digest, err := experiments.Digest(all, func(p string) ([]byte, error) {
-			return os.ReadFile(filepath.Join(f.root, filepath.FromSlash(p)))
-		})
-		if err != nil {
-			return err
-		}
-		if err := experiments.WriteFindings(f.root, outs, digest); err != nil {
+		if err := experiments.WriteFindingsOf(f.root, all, outs); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "gpufrag: wrote %s and %s/*.png\n", filepath.Join(f.root, experiments.FindingsPath), filepath.Join(f.root, experiments.PlotsDir))

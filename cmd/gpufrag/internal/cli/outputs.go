@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -87,4 +89,18 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...named
 		known = append(known, seen{out, "", fi})
 	}
 	return nil
+}
+
+// writeFile creates path and writes it with write, reporting close errors
+// (the --html pages and --png charts).
+func writeOutput(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fh.Close()
 }

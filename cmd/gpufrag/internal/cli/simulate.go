@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -77,7 +76,7 @@ func newSimulate() *cobra.Command {
 	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse (counted and reported) instead of failing")
 	fl.IntVar(&f.maxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json")
-	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME`: "+strings.Join(modelGPUNames(), ", "))
+	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME`: "+strings.Join(model.GPUNames(), ", "))
 	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s to compare, comma-separated or repeated: "+strings.Join(strategy.Names(), ", "))
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
 	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
@@ -154,7 +153,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		return err
 	}
 	if f.html != "" {
-		if err := writeHTMLFile(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, doc.Report) }); err != nil {
+		if err := writeOutput(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, doc.Report) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
@@ -187,21 +186,6 @@ func changedFlags(cmd *cobra.Command) (changed, shown []string) {
 	})
 	return changed, shown
 }
-
-// writeHTMLFile creates path and writes a page to it with write.
-func writeHTMLFile(path string, write func(io.Writer) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return fh.Close()
-}
-
-func modelGPUNames() []string { return model.GPUNames() }
 
 // scenarioFields are the scenario's fields that simulate's flags set, by
 // flag: Build's errors about them do not point into the scenario file
@@ -297,7 +281,7 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("format") {
 		if _, err := workload.ParseFormat(f.format); err != nil {
-			return usageErrorf(cmd, "--format: %v%s", err, human.DidYouMean(f.format, formatNames()))
+			return usageErrorf(cmd, "--format: %v%s", err, human.DidYouMean(f.format, workload.FormatNames()))
 		}
 	}
 	if set("max-rows") && f.maxRows < 0 {
@@ -332,12 +316,12 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("defrag") {
 		if _, err := sim.ParseDefragPolicy(f.defrag); err != nil {
-			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline%s", f.defrag, human.DidYouMean(f.defrag, defragPolicyNames))
+			return usageErrorf(cmd, "--defrag %q: want off, threshold, adaptive, online or offline%s", f.defrag, human.DidYouMean(f.defrag, sim.DefragPolicyNames()))
 		}
 		s.Engine.Defrag = f.defrag
 	}
 	if set("kv") || set("alloc") {
-		runs, err := pairRuns(f.kvs, f.allocs)
+		runs, err := scenario.RunsFromFlags(f.kvs, f.allocs)
 		if err != nil {
 			return usageErrorf(cmd, "%v", err)
 		}
@@ -347,91 +331,4 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
 	}
 	return nil
-}
-
-// pairRuns crosses the --kv and --alloc lists (defaults paged:16 and
-// caching) by scenario.PairRuns: a strategy runs on every listed
-// allocator it can run on. A vmm:P strategy runs on vmm:P when --alloc is
-// not given; when it is and lists no allocator the strategy can run on, the
-// pair is impossible and an error names both flags (running it on vmm:P
-// anyway would be a silent swap). --alloc values are split as
-// spec.SplitList does, so that the caching allocator's comma-separated
-// settings stay one spec. Every spec is parsed here, so that an unknown one
-// is a usage error with the near names.
-func pairRuns(kvFlags, allocFlags []string) ([]scenario.Run, error) {
-	kvTexts, err := specList(kvFlags, "paged:16")
-	if err != nil {
-		return nil, fmt.Errorf("--kv: %w", err)
-	}
-	kvs := make([]strategy.Spec, len(kvTexts))
-	for i, kv := range kvTexts {
-		if kvs[i], err = strategy.ParseSpec(kv); err != nil {
-			return nil, fmt.Errorf("--kv %s: %w%s", kv, err, human.DidYouMean(specKind(kv), specKinds(strategy.Names())))
-		}
-	}
-	allocTexts := []string{"caching"}
-	if len(allocFlags) > 0 {
-		allocTexts = nil
-		for _, v := range allocFlags {
-			as, err := spec.SplitList(v)
-			if err != nil {
-				return nil, fmt.Errorf("--alloc %q: %w", v, err)
-			}
-			allocTexts = append(allocTexts, as...)
-		}
-	}
-	allocs := make([]spec.Spec, len(allocTexts))
-	for i, a := range allocTexts {
-		if allocs[i], err = spec.Parse(a); err != nil {
-			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, human.DidYouMean(specKind(a), spec.Names()))
-		}
-	}
-	runs, err := scenario.PairRuns(kvs, allocs, len(allocFlags) > 0)
-	var pe *scenario.PairError
-	var many *scenario.TooManyRunsError
-	switch {
-	case errors.As(err, &pe) && pe.Explicit:
-		return nil, fmt.Errorf("--kv %s and --alloc %s cannot run together: %w; add --alloc %s",
-			kvTexts[pe.Index], strings.Join(allocTexts, ","), pe.Err, pe.KV.DefaultAlloc())
-	case errors.As(err, &pe):
-		return nil, fmt.Errorf("--kv %s: %w", kvTexts[pe.Index], pe.Err)
-	case errors.As(err, &many):
-		return nil, fmt.Errorf("--kv and --alloc give %w", err)
-	case err != nil:
-		return nil, err
-	}
-	return runs, nil
-}
-
-// kvDTypeNames are the KV cache types --kv-dtype takes (model.ParseKVDType),
-// for hints; defragPolicyNames the --defrag policies (sim.ParseDefragPolicy).
-var (
-	kvDTypeNames      = []string{"bf16", "fp16", "fp32", "fp8", "fp8_e5m2", "int8"}
-	defragPolicyNames = []string{"off", "threshold", "adaptive", "online", "offline"}
-)
-
-// formatNames are the trace formats' names, for hints.
-func formatNames() []string {
-	var out []string
-	for _, f := range workload.Formats() {
-		out = append(out, f.String())
-	}
-	return out
-}
-
-func specList(values []string, def string) ([]string, error) {
-	if len(values) == 0 {
-		return []string{def}, nil
-	}
-	var out []string
-	for _, v := range values {
-		for _, s := range strings.Split(v, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" {
-				return nil, fmt.Errorf("empty spec in %q", v)
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }

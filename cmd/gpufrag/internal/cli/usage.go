@@ -16,26 +16,6 @@ import (
 	"github.com/gpufrag/gpufrag/sim"
 )
 
-// specKind is the name part of a spec ("paged" of "paged:16",
-// "caching" of "caching:expandable_segments:True"), what a hint compares.
-func specKind(s string) string {
-	k, _, _ := strings.Cut(strings.TrimSpace(s), ":")
-	return k
-}
-
-// specKinds returns the distinct kinds of names ("paged:B" → "paged").
-func specKinds(names []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, n := range names {
-		if k := specKind(n); !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // checkInputs opens every named input file once, so that one that cannot be
 // read fails before any work with the flag that names it ("--trace
 // sharegpt.csv: open sharegpt.csv: no such file or directory", "--trace
