@@ -12,7 +12,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
@@ -20,7 +20,7 @@ import (
 )
 
 // SpaceText is a sweep space as `gpufrag advise`'s flags give it: KV
-// strategy lists (comma-separated; a flag may be repeated), allocator lists in alloc/spec's list syntax (spec.SplitList), the other
+// strategy lists (comma-separated; a flag may be repeated), allocator lists in alloc/registry's list syntax (registry.SplitList), the other
 // dimensions as given. Space parses it.
 type SpaceText struct {
 	KVs, Allocs                      []string
@@ -39,7 +39,7 @@ type SpaceText struct {
 // policies and prefix-caching values lower-cased and trimmed, checked by
 // Validate. A spec that does not parse is an error naming the flag and
 // the spec, followed by suggest's text for it and the names it could have
-// had (strategy.Names, spec.Names): the CLI's "did you mean"; nil for
+// had (strategy.Names, registry.Names): the CLI's "did you mean"; nil for
 // none.
 func (t SpaceText) Space(suggest func(value string, known []string) string) (Space, error) {
 	if suggest == nil {
@@ -70,14 +70,14 @@ func (t SpaceText) Space(suggest func(value string, known []string) string) (Spa
 	if len(t.Allocs) > 0 {
 		sp.Allocs = nil
 		for _, v := range t.Allocs {
-			as, err := spec.SplitList(v)
+			as, err := registry.SplitList(v)
 			if err != nil {
 				return sp, fmt.Errorf("--alloc %q: %w", v, err)
 			}
 			for _, a := range as {
-				p, err := spec.Parse(a)
+				p, err := registry.Parse(a)
 				if err != nil {
-					return sp, fmt.Errorf("--alloc %s: %w%s", a, err, suggest(a, spec.Names()))
+					return sp, fmt.Errorf("--alloc %s: %w%s", a, err, suggest(a, registry.Names()))
 				}
 				sp.Allocs = append(sp.Allocs, p)
 			}

@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
 // TestSpaceText: the flags' text parses once into the space the sweep
-// runs (KV lists split at commas, allocator lists by alloc/spec's rule),
+// runs (KV lists split at commas, allocator lists by alloc/registry's rule),
 // with errors that name the flag and the spec and end with the caller's
 // suggestion; --experimental's defrag policies unless --defrag was given.
 func TestSpaceText(t *testing.T) {
@@ -58,7 +58,7 @@ func TestSpaceText(t *testing.T) {
 		{[]string{"paged:0"}, nil, "--kv paged:0: ", strategy.ErrBadSpec},
 		{[]string{"pagd:16"}, nil, fmt.Sprintf("[pagd:16 of %d]", len(strategy.Names())), strategy.ErrBadSpec},
 		{nil, []string{"cachng"}, "--alloc cachng: ", alloc.ErrBadSpec},
-		{nil, []string{"cachng"}, fmt.Sprintf("[cachng of %d]", len(spec.Names())), alloc.ErrBadSpec},
+		{nil, []string{"cachng"}, fmt.Sprintf("[cachng of %d]", len(registry.Names())), alloc.ErrBadSpec},
 		{[]string{"paged:16,PAGED:16"}, nil, `kv: "paged:16" listed twice`, ErrBadSpace},
 	} {
 		st := base

@@ -6,9 +6,9 @@
 // The settings a user controls (Settings): the KV strategy and block size
 // (paged:16, contiguous-grow...), vLLM's gpu_memory_utilization,
 // max_num_batched_tokens and max_num_seqs, the allocator and its
-// PYTORCH_CUDA_ALLOC_CONF (alloc/spec syntax), prefix caching, the prompt
+// PYTORCH_CUDA_ALLOC_CONF (alloc/registry syntax), prefix caching, the prompt
 // bucket size and the defrag policy. The KV and allocator specs are held
-// parsed (strategy.Spec, spec.Spec: the caller parses the text once, at
+// parsed (strategy.Spec, registry.Spec: the caller parses the text once, at
 // the edge), and marshal to and from their text, so the JSON documents
 // carry it; settings compare with Settings.Equal, not ==. Space lists the values of each; the
 // first of each list is the base. DefaultSpace holds only stock settings

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/sim"
@@ -26,10 +26,10 @@ type Settings struct {
 	// KV is the KV strategy, parsed (kv/strategy spec; its canonical text
 	// in JSON): paged:16, contiguous-grow, contiguous-max, vmm:2MiB...
 	KV strategy.Spec `json:"kv"`
-	// Alloc is the allocator, parsed (alloc/spec syntax; its text as
+	// Alloc is the allocator, parsed (alloc/registry syntax; its text as
 	// written in JSON): caching, caching:expandable_segments:True,
 	// sizeclass, async, vmm:2MiB...
-	Alloc spec.Spec `json:"alloc"`
+	Alloc registry.Spec `json:"alloc"`
 	// GPUMemoryUtilization is vLLM's gpu_memory_utilization.
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	// Bucket rounds prompts up to a multiple of this many tokens (0: off).
@@ -161,7 +161,7 @@ func fmtShare(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 // the base; Candidates varies the dimensions around it.
 type Space struct {
 	KVs     []strategy.Spec `json:"kv"`
-	Allocs  []spec.Spec     `json:"alloc"`
+	Allocs  []registry.Spec `json:"alloc"`
 	Utils   []float64       `json:"gpu_memory_utilization"`
 	Buckets []int           `json:"bucket"`
 	Defrags []string        `json:"defrag"`
@@ -221,16 +221,16 @@ func DefaultSpace() Space {
 func ExperimentalSpace() Space {
 	sp := DefaultSpace()
 	sp.KVs = append(sp.KVs, strategy.MustParseSpec("contiguous-grow"), strategy.MustParseSpec("contiguous-max"), strategy.MustParseSpec("vmm:2MiB"))
-	sp.Allocs = append(sp.Allocs, spec.MustParse("sizeclass"))
+	sp.Allocs = append(sp.Allocs, registry.MustParse("sizeclass"))
 	sp.Defrags = append(sp.Defrags, "threshold", "online")
 	return sp
 }
 
 // mustAllocs parses allocator specs written in code.
-func mustAllocs(texts ...string) []spec.Spec {
-	out := make([]spec.Spec, len(texts))
+func mustAllocs(texts ...string) []registry.Spec {
+	out := make([]registry.Spec, len(texts))
 	for i, t := range texts {
-		out[i] = spec.MustParse(t)
+		out[i] = registry.MustParse(t)
 	}
 	return out
 }
@@ -392,7 +392,7 @@ func (sp Space) InEngine(kv strategy.Spec) bool {
 // (scenario.AllocsFor): the allocators of allocs that kv can run on, in
 // order, or kv's DefaultAlloc alone when none can. The error says that no
 // allocator can run kv (its default is one the registry refuses).
-func allocsFor(kv strategy.Spec, allocs []spec.Spec) ([]spec.Spec, error) {
+func allocsFor(kv strategy.Spec, allocs []registry.Spec) ([]registry.Spec, error) {
 	fit, _, err := scenario.AllocsFor(kv, allocs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadSpace, err)
@@ -424,7 +424,7 @@ func (sp Space) Candidates() ([]Candidate, error) {
 	if err := sp.Validate(); err != nil {
 		return nil, err
 	}
-	fits := make([][]spec.Spec, len(sp.KVs))
+	fits := make([][]registry.Spec, len(sp.KVs))
 	for i, kv := range sp.KVs {
 		fit, err := allocsFor(kv, sp.Allocs)
 		if err != nil {
@@ -568,7 +568,7 @@ func (s Settings) EngineFlags() (flags []string, env string, notes []string) {
 		notes = append(notes, "allocator "+a.String()+" is gpufrag's model; PyTorch has no switch for it")
 	case !a.Kind().PyTorch.Native && a.Args() != "":
 		// A backend such as cudaMallocAsync: its arguments are the pool's.
-		notes = append(notes, a.Name()+" arguments ("+a.Args()+") are set on the CUDA memory pool, not through "+spec.EnvVar)
+		notes = append(notes, a.Name()+" arguments ("+a.Args()+") are set on the CUDA memory pool, not through "+registry.EnvVar)
 	}
 	env = conf
 	if s.Bucket > 0 {

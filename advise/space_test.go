@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -120,7 +120,7 @@ func TestSpaceValidate(t *testing.T) {
 		{func(s *Space) { s.Buckets = []int{256, 256} }, "bucket: 256 listed twice"},
 		{func(s *Space) { s.Defrags = []string{"sometimes"} }, `defrag: "sometimes"`},
 		{func(s *Space) { s.KVs = []strategy.Spec{{}} }, "kv: empty value"},
-		{func(s *Space) { s.Allocs = []spec.Spec{al("caching"), {}} }, "alloc: empty value"},
+		{func(s *Space) { s.Allocs = []registry.Spec{al("caching"), {}} }, "alloc: empty value"},
 		{func(s *Space) { s.KVs = kvs("paged:16", "PAGED:16") }, `kv: "paged:16" listed twice`},
 	} {
 		sp := DefaultSpace()

@@ -1,14 +1,14 @@
 package advise
 
 import (
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
 // kv, al, kvs and als parse specs written in tests.
 func kv(text string) strategy.Spec { return strategy.MustParseSpec(text) }
 
-func al(text string) spec.Spec { return spec.MustParse(text) }
+func al(text string) registry.Spec { return registry.MustParse(text) }
 
 func kvs(texts ...string) []strategy.Spec {
 	out := make([]strategy.Spec, len(texts))
@@ -18,4 +18,4 @@ func kvs(texts ...string) []strategy.Spec {
 	return out
 }
 
-func als(texts ...string) []spec.Spec { return mustAllocs(texts...) }
+func als(texts ...string) []registry.Spec { return mustAllocs(texts...) }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
@@ -182,15 +182,15 @@ func DeployLines(s Settings, modelID, name string) []string {
 	}
 	var out []string
 	kv := s.KV
-	envLine := spec.EnvVar + " unset (PyTorch's defaults)"
+	envLine := registry.EnvVar + " unset (PyTorch's defaults)"
 	if env != "" {
-		envLine = spec.EnvVar + "=" + env
-		notes = append(notes, spec.EnvVarNote)
+		envLine = registry.EnvVar + "=" + env
+		notes = append(notes, registry.EnvVarNote)
 	}
 	if kv.Family() == strategy.Paged {
 		cmd := "vllm serve " + id + " " + strings.Join(flags, " ")
 		if env != "" {
-			cmd = spec.EnvVar + "=" + env + " " + cmd
+			cmd = registry.EnvVar + "=" + env + " " + cmd
 		}
 		out = append(out, cmd)
 	} else {

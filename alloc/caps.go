@@ -6,7 +6,7 @@ package alloc
 
 // Caps says which of this package's optional interfaces an allocator
 // implements: what callers may ask of it without naming it. The registry
-// (alloc/spec) declares them per kind; kv/strategy and defrag decide from
+// (alloc/registry) declares them per kind; kv/strategy and defrag decide from
 // them, so they depend on this package, not on every allocator.
 type Caps struct {
 	// Relocates: Relocator, so defrag can move its live blocks, under the
@@ -54,7 +54,7 @@ type Relocation struct {
 
 // CapsOf returns the capabilities allocator a really implements (its type's
 // optional interfaces, GrowUnit from a itself). Kinds declare theirs as
-// data in alloc/spec; a test there holds each declaration to CapsOf of a
+// data in alloc/registry; a test there holds each declaration to CapsOf of a
 // built allocator, and kv/strategy checks an allocator it is handed with it.
 func CapsOf(a Allocator) Caps {
 	var c Caps
@@ -71,7 +71,7 @@ func CapsOf(a Allocator) Caps {
 }
 
 // Described is an allocator known by a parsed spec, before (or without) one
-// is built: alloc/spec.Spec implements it. Packages that decide by
+// is built: alloc/registry.Spec implements it. Packages that decide by
 // capabilities (kv/strategy's pair check, defrag's rules) take a Described,
 // so that they link no allocator implementation.
 type Described interface {

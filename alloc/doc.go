@@ -78,10 +78,10 @@
 // Some allocators can do more than Allocator asks; a caller finds out with a
 // type assertion and works without the capability when it is missing, so
 // that no caller needs to import an allocator package (internal/lint holds
-// sim, advise and experiments to alloc and alloc/spec, and kv/strategy and
+// sim, advise and experiments to alloc and alloc/registry, and kv/strategy and
 // defrag to alloc alone). Caps lists the capabilities an allocator has
 // (CapsOf a built one); Described is an allocator known by a parsed spec
-// (alloc/spec.Spec), which capability-driven packages take instead of the
+// (alloc/registry.Spec), which capability-driven packages take instead of the
 // registry.
 //
 //	Relocator     move a live block to another free address (defrag):

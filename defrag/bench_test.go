@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
@@ -21,7 +21,7 @@ import (
 // 512 B–64 KiB), then free 40% of them at random and empty the cache.
 func benchLayout(tb testing.TB, allocSpec string, n int, seed uint64) mem.Layout {
 	dev := mem.MustDevice(192*mem.GiB, 0)
-	a, err := spec.New(allocSpec, dev)
+	a, err := registry.New(allocSpec, dev)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func BenchmarkPlan(b *testing.B) {
 					goalName = "fit:min(largest+4MiB,20MiB)"
 				}
 			}
-			o := defrag.Options{Allocator: spec.ForPools(l)}
+			o := defrag.Options{Allocator: registry.ForPools(l)}
 			b.Run(fmt.Sprintf("alloc=%s/goal=%s/blocks=%d", name, goalName, n), func(b *testing.B) {
 				b.ReportAllocs()
 				var p defrag.Plan

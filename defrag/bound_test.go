@@ -3,7 +3,7 @@ package defrag_test
 import (
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 	"pgregory.net/rapid"
@@ -74,7 +74,7 @@ func binsFit(bins, items []int64, i int) bool {
 func TestCompactBoundIsALowerBound(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		l := genLayout(t)
-		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: spec.MustParse("caching")})
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("caching")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestCompactBoundIsALowerBound(t *testing.T) {
 func TestCompactBoundRelaxedOptimum(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		l := genLayout(t)
-		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: spec.MustParse("caching")})
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("caching")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +327,7 @@ func TestFitBoundIsALowerBound(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		l := genLayout(t)
 		size := int64(rapid.IntRange(1, 12).Draw(t, "size")) * grain
-		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalFit, Size: size, Pool: "large"}, defrag.Options{Allocator: spec.MustParse("caching")})
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalFit, Size: size, Pool: "large"}, defrag.Options{Allocator: registry.MustParse("caching")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +423,7 @@ func TestCoalesceBound(t *testing.T) {
 		l.Segments = l.Segments[:1]
 		l.Segments[0].Pool = "arena"
 		l.DeviceFree = l.Capacity - l.Segments[0].Size
-		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: spec.MustParse("arena")})
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("arena")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestCoalesceBoundBruteForce(t *testing.T) {
 		if len(live) > 6 {
 			t.Skip("too many blocks for the brute force")
 		}
-		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: spec.MustParse("arena")})
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("arena")})
 		if err != nil {
 			t.Fatal(err)
 		}

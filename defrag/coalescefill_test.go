@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -49,7 +49,7 @@ func TestCoalesceFillApplied(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p, err := defrag.PlanLayout(w.a.Layout(), defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: spec.MustParse("arena")})
+		p, err := defrag.PlanLayout(w.a.Layout(), defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("arena")})
 		if err != nil {
 			t.Fatal(err)
 		}

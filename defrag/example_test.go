@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/kv/blockpool"
 	"github.com/gpufrag/gpufrag/mem"
@@ -14,7 +14,7 @@ import (
 // Plan a compaction of PyTorch's caching allocator, price it on an H100,
 // perform it and give the freed segment back.
 func Example() {
-	a, _ := spec.New("caching", mem.MustDevice(mem.GiB, 0))
+	a, _ := registry.New("caching", mem.MustDevice(mem.GiB, 0))
 	ix := defrag.NewIndex() // the owner's address book
 	var hs []alloc.Handle
 	for range 10 { // two 20 MiB segments of five 4 MiB blocks

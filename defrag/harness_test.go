@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/alloctest"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
@@ -43,7 +43,7 @@ func newWorld(allocSpec string, capacity int64) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := spec.New(allocSpec, dev)
+	a, err := registry.New(allocSpec, dev)
 	if err != nil {
 		return nil, err
 	}

@@ -43,11 +43,11 @@ type InputOptions struct {
 	// Capacity is the device memory a snapshot's layout is read against
 	// (snapshot.Snapshot.Layout): the GPU the plan is priced on.
 	Capacity int64
-	// Parse parses the allocator a layout file names (alloc/spec's Parse:
+	// Parse parses the allocator a layout file names (alloc/registry's Parse:
 	// defrag links no allocator registry).
 	Parse ParseAlloc
 	// SnapshotAllocator is the allocator of a snapshot's layout
-	// (PyTorch's caching allocator, alloc/spec's Default).
+	// (PyTorch's caching allocator, alloc/registry's Default).
 	SnapshotAllocator alloc.Described
 }
 

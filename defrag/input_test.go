@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -24,13 +24,13 @@ func TestAnalyzeCapacity(t *testing.T) {
 	}
 }
 
-func parseSpec(s string) (alloc.Described, error) { return spec.Parse(s) }
+func parseSpec(s string) (alloc.Described, error) { return registry.Parse(s) }
 
 // TestReadInput: what ReadInput refuses from the first bytes, a layout
 // file with the allocator it names, a snapshot's device that it lacks, and
 // a snapshot read from a regular file and from a stream alike.
 func TestReadInput(t *testing.T) {
-	o := InputOptions{Capacity: 80 * mem.GiB, Parse: parseSpec, SnapshotAllocator: spec.Default()}
+	o := InputOptions{Capacity: 80 * mem.GiB, Parse: parseSpec, SnapshotAllocator: registry.Default()}
 	for _, c := range []struct{ in, want string }{
 		{"", "x: empty file: want a gpufrag layout file"},
 		{"  \n", "x: empty file"},

@@ -93,7 +93,7 @@ func IsLayoutFile(data []byte) bool {
 }
 
 // ParseAlloc parses an allocator spec named in a layout file: the
-// registry's Parse (alloc/spec), passed in by the caller.
+// registry's Parse (alloc/registry), passed in by the caller.
 type ParseAlloc func(spec string) (alloc.Described, error)
 
 // ReadLayout reads a saved-layout document from r (name labels errors) and
@@ -101,7 +101,7 @@ type ParseAlloc func(spec string) (alloc.Described, error)
 // and name the byte offset (syntax, wrong types) or the field path
 // (segments[3].blocks[7].state), and the layout must pass mem.Layout.Check.
 // The allocator must be a spec parse takes (the command line passes
-// alloc/spec.Parse: defrag links no allocator registry), and is returned
+// alloc/registry.Parse: defrag links no allocator registry), and is returned
 // parsed, nil when the file names none; byte counts are
 // checked against capacity_bytes (at most mem.MaxCapacity) field by field
 // before they are added. device_free_bytes, when given, must be capacity −

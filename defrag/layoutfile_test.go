@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 )
@@ -149,4 +149,4 @@ func TestReadLayoutRandomBytes(t *testing.T) {
 }
 
 // parseAlloc is the registry's Parse, as the command line passes it.
-func parseAlloc(s string) (alloc.Described, error) { return spec.Parse(s) }
+func parseAlloc(s string) (alloc.Described, error) { return registry.Parse(s) }

@@ -3,7 +3,7 @@ package defrag_test
 import (
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
@@ -30,7 +30,7 @@ func TestPlanMetricsMatchFrag(t *testing.T) {
 			if c.goal.Kind == defrag.GoalFit && c.goal.Size == 0 {
 				c.goal.Size = frag.LargestFreeBlock(l) + 4*mem.MiB
 			}
-			p, err := defrag.PlanLayout(l, c.goal, defrag.Options{Allocator: spec.MustParse(c.spec)})
+			p, err := defrag.PlanLayout(l, c.goal, defrag.Options{Allocator: registry.MustParse(c.spec)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -148,11 +148,11 @@ type Plan struct {
 // Options tune a planner.
 type Options struct {
 	// Allocator names the allocator whose rules the layout follows: a
-	// parsed allocator spec (alloc/spec.Spec; only its kind and
+	// parsed allocator spec (alloc/registry.Spec; only its kind and
 	// capabilities count: alloc.Caps.Relocation says how blocks move).
 	// Allocators with no relocation hook (alloc.Caps.Relocates false: vmm,
 	// async, direct) get plans that move nothing and only list VMM pages.
-	// It is required; alloc/spec.ForPools names the allocator of a layout
+	// It is required; alloc/registry.ForPools names the allocator of a layout
 	// that does not say from its pool names.
 	Allocator alloc.Described
 	// MaxBytes caps the bytes moved (0: no cap), for online policies that may
@@ -185,7 +185,7 @@ type rules struct {
 func rulesFor(a alloc.Described) (rules, error) {
 	if a == nil {
 		return rules{}, fmt.Errorf("%w: no allocator (Options.Allocator): the rules a layout follows are its allocator's; "+
-			"alloc/spec.ForPools names one from the pool names", ErrLayout)
+			"alloc/registry.ForPools names one from the pool names", ErrLayout)
 	}
 	c := a.Caps()
 	if !c.Relocates {

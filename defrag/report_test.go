@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -15,7 +15,7 @@ import (
 // the pause is Cost's.
 func TestNewReport(t *testing.T) {
 	l := benchLayout(t, "caching", 500, 3)
-	p, err := defrag.PlanLayout(l, defrag.Goal{}, defrag.Options{Allocator: spec.MustParse("caching")})
+	p, err := defrag.PlanLayout(l, defrag.Goal{}, defrag.Options{Allocator: registry.MustParse("caching")})
 	if err != nil {
 		t.Fatal(err)
 	}

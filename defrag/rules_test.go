@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -41,7 +41,7 @@ func TestRulesFor(t *testing.T) {
 		{"direct", fixedRules("direct")},
 		{"buddy", fixedRules("buddy")},
 	} {
-		sp := spec.MustParse(tc.allocator)
+		sp := registry.MustParse(tc.allocator)
 		r, err := rulesFor(sp)
 		if err != nil || r != tc.want {
 			t.Errorf("rulesFor(%q) = %+v, %v; want %+v", tc.allocator, r, err, tc.want)
@@ -71,8 +71,8 @@ func TestRulesFor(t *testing.T) {
 // TestBuiltDescribesItself: PlanAllocator's default description of a built
 // allocator names its kind and capabilities as its parsed spec does.
 func TestBuiltDescribesItself(t *testing.T) {
-	for _, k := range spec.Kinds {
-		sp := spec.MustParse(k.Example)
+	for _, k := range registry.Kinds {
+		sp := registry.MustParse(k.Example)
 		a, err := sp.New(mem.MustDevice(80*mem.GiB, 0))
 		if err != nil {
 			t.Fatal(err)

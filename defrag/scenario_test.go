@@ -10,7 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/gpufrag/gpufrag/alloc"
-	allocspec "github.com/gpufrag/gpufrag/alloc/spec"
+	allocspec "github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"

@@ -1,7 +1,7 @@
 package optrace_test
 
 // Tests and benchmarks that replay traces through the real allocators
-// (package alloc/spec); the rest of the tests use the toy allocator.
+// (package alloc/registry); the rest of the tests use the toy allocator.
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/optrace/synth"
@@ -19,14 +19,14 @@ import (
 // newOn80GiB builds allocators from specs on an 80 GiB device, as the
 // command line does by default.
 func newOn80GiB(s string) (alloc.Allocator, error) {
-	return spec.New(s, mem.MustDevice(80*mem.GiB, 0))
+	return registry.New(s, mem.MustDevice(80*mem.GiB, 0))
 }
 
 // requireAllocators fails at once if an allocator cannot be built with
 // default settings.
 func requireAllocators(tb testing.TB) {
 	tb.Helper()
-	for _, name := range spec.Names() {
+	for _, name := range registry.Names() {
 		if _, err := newOn80GiB(name); err != nil {
 			tb.Fatalf("allocator %s cannot be built: %v", name, err)
 		}
@@ -34,7 +34,7 @@ func requireAllocators(tb testing.TB) {
 }
 
 // BenchmarkReplay replays a synthetic LLM-serving trace (package synth) of
-// ops operations through every allocator (spec.Names) with default settings, the work
+// ops operations through every allocator (registry.Names) with default settings, the work
 // of `gpufrag replay` on such a trace. Run as
 //
 //	go test ./optrace -run '^$' -bench BenchmarkReplay -benchmem -count 6
@@ -48,7 +48,7 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			specs := spec.Names()
+			specs := registry.Names()
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := optrace.ReplayAll(ops, specs, newOn80GiB); err != nil {
@@ -98,7 +98,7 @@ func TestReplayAllocators(t *testing.T) {
 		t.Fatal(err)
 	}
 	var specs []string
-	for _, name := range append(spec.Names(), "caching:expandable_segments:True") {
+	for _, name := range append(registry.Names(), "caching:expandable_segments:True") {
 		if _, err := newOn80GiB(name); err != nil {
 			t.Logf("skipping %s: %v", name, err)
 			continue

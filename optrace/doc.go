@@ -49,7 +49,7 @@
 // # Replay
 //
 // Replay applies a trace to one allocator; ReplayAll to several, built by a
-// caller's function from specs (the command line uses package alloc/spec).
+// caller's function from specs (the command line uses package alloc/registry).
 // Both are pure and deterministic: no clock, no randomness, no I/O. An alloc that fails with out-of-memory is counted and
 // the trace goes on; later ops naming its id are skipped and counted, as a
 // program that caught the error and dropped the tensor would do. The trace

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 )
@@ -19,7 +19,7 @@ func ExampleReplay() {
 	}
 	// The direct allocator takes whole 2 MiB pages from the device for each
 	// request and gives them back on free.
-	a, err := spec.New("direct", mem.MustDevice(80*mem.GiB, 0))
+	a, err := registry.New("direct", mem.MustDevice(80*mem.GiB, 0))
 	if err != nil {
 		panic(err)
 	}

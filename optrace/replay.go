@@ -192,17 +192,17 @@ func (pl *plan) replay(a alloc.Allocator) (Result, error) {
 // ReplayAll replays ops through one allocator per spec and returns the
 // results in the order of specs, each labelled with its spec as given.
 // newAllocator builds a fresh allocator, on its own device, from a spec; the
-// command line passes one that calls alloc/spec.New, for example
+// command line passes one that calls alloc/registry.New, for example
 //
 //	func(s string) (alloc.Allocator, error) {
 //		dev, err := mem.NewDevice(80*mem.GiB, 0)
 //		if err != nil {
 //			return nil, err
 //		}
-//		return spec.New(s, dev)
+//		return registry.New(s, dev)
 //	}
 //
-// (optrace does not import alloc/spec itself, so reading and writing traces
+// (optrace does not import alloc/registry itself, so reading and writing traces
 // does not compile every allocator.) A trace that fails Validate is reported
 // once, before any allocator is built; every allocator is built before any
 // replay, so a bad spec fails fast. The replays run one after another (see

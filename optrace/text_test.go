@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 )
@@ -26,7 +26,7 @@ func TestReportWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	newAlloc := func(s string) (alloc.Allocator, error) {
-		return spec.New(s, mem.MustDevice(mem.GiB, 64*mem.MiB))
+		return registry.New(s, mem.MustDevice(mem.GiB, 64*mem.MiB))
 	}
 	results, err := optrace.ReplayAllWorkers(ops, []string{"caching", "direct", "buddy"}, newAlloc, 1)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -83,7 +83,7 @@ func BenchmarkEngine(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("kv=%s/alloc=%s", s.kv, s.alloc), func(b *testing.B) {
 			c := sim.DefaultConfig(m, g)
-			c.KV, c.Alloc = strategy.MustParseSpec(s.kv), spec.MustParse(s.alloc)
+			c.KV, c.Alloc = strategy.MustParseSpec(s.kv), registry.MustParse(s.alloc)
 			b.ReportAllocs()
 			var res sim.Result
 			b.ResetTimer()
@@ -178,7 +178,7 @@ func benchAzureConv(b *testing.B, prep func(*testing.B, []sim.Config)) {
 	s.Model, s.GPU, s.Duration = "llama-3.1-8b", "h100-80g", 0
 	s.Workload = scenario.Workload{Trace: &scenario.Trace{File: file, Format: "azure"}}
 	s.Engine.MaxBatchTokens, s.Engine.MaxSeqs = 2048, 256
-	s.Runs = []scenario.Run{{KV: scenario.KVSpec{Spec: strategy.PagedSpec(16)}, Alloc: scenario.AllocSpec{Spec: spec.Default()}}}
+	s.Runs = []scenario.Run{{KV: scenario.KVSpec{Spec: strategy.PagedSpec(16)}, Alloc: scenario.AllocSpec{Spec: registry.Default()}}}
 	p, err := scenario.Build(s, func(n string) (io.ReadCloser, error) { return os.Open(n) })
 	if err != nil {
 		b.Fatal(err)

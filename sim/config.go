@@ -11,7 +11,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -107,11 +107,11 @@ type Config struct {
 	// vmm:P. The engine parses no spec text: sim/scenario, advise and calib
 	// hand it parsed specs.
 	KV strategy.Spec
-	// Alloc is the allocator, parsed (alloc/spec.Parse, or its text in a
+	// Alloc is the allocator, parsed (alloc/registry.Parse, or its text in a
 	// document): caching, caching:expandable_segments:True, sizeclass:...,
 	// arena:..., async, direct, vmm:P. vmm:P strategies need a vmm allocator
 	// with the same page (strategy.CheckPair).
-	Alloc spec.Spec
+	Alloc registry.Spec
 
 	OnOOM OnOOM
 
@@ -240,7 +240,7 @@ type EarlyStop struct {
 func DefaultConfig(m model.Model, g model.GPU) Config {
 	return Config{
 		Model: m, GPU: g, TP: 1, KVDType: model.BF16,
-		KV: strategy.PagedSpec(16), Alloc: spec.Default(),
+		KV: strategy.PagedSpec(16), Alloc: registry.Default(),
 		GPUMemoryUtilization: 0.9,
 		ContextBytes:         500 * mem.MiB,
 		MaxBatchTokens:       8192,

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
@@ -207,7 +207,7 @@ type defragger struct {
 // initDefrag sets the compactor up, or records why it cannot act: the KV
 // must sit in movable blocks of an allocator that relocates them and whose
 // segments are not all VMM-backed (as is of e.al).
-func (e *Engine) initDefrag(as spec.Spec) {
+func (e *Engine) initDefrag(as registry.Spec) {
 	d := e.cfg.Defrag.withDefaults()
 	e.res.Defrag = &DefragResult{Policy: d.Policy.String()}
 	rel, ok1 := e.al.(alloc.Relocator)

@@ -87,7 +87,7 @@
 // series, events and the allocator's and strategy's counters are exactly
 // those of the plain step-by-step loop (fastpath_test.go runs both). Three
 // use optional interfaces, never an allocator package (internal/lint holds
-// sim to alloc and alloc/spec), so any allocator that implements them gets
+// sim to alloc and alloc/registry), so any allocator that implements them gets
 // them: caching and async record trips and have a stamp, vmm records trips
 // that repeat across grows (alloc.TripRoom), caching and vmm summarise
 // their free blocks.

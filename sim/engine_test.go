@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
@@ -31,7 +31,7 @@ func TestNewErrors(t *testing.T) {
 		{"no gpu", func(c *Config) { c.GPU.Capacity = 0 }, one, "gpu"},
 		{"bad kv dtype", func(c *Config) { c.KVDType = 200 }, one, "kv dtype"},
 		{"no kv", func(c *Config) { c.KV = strategy.Spec{} }, one, "kv: empty"},
-		{"no alloc", func(c *Config) { c.Alloc = spec.Spec{} }, one, "alloc: empty"},
+		{"no alloc", func(c *Config) { c.Alloc = registry.Spec{} }, one, "alloc: empty"},
 		{"bad on-oom", func(c *Config) { c.OnOOM = 9 }, one, "on-oom"},
 		{"util 0", func(c *Config) { c.GPUMemoryUtilization = 0 }, one, "gpu memory utilization"},
 		{"util above 1", func(c *Config) { c.GPUMemoryUtilization = 1.5 }, one, "gpu memory utilization"},
@@ -47,7 +47,7 @@ func TestNewErrors(t *testing.T) {
 		{"weights do not fit", func(c *Config) { c.GPU.Capacity = 2 * mem.MiB }, one, "do not fit"},
 		{"no memory for KV", func(c *Config) { c.GPUMemoryUtilization = 0.05 }, one, "no memory left for the KV cache"},
 		// Specs arrive parsed (their text is refused by ParseSpec and
-		// spec.Parse); the pair is checked against the built allocator.
+		// registry.Parse); the pair is checked against the built allocator.
 		{"vmm kv on caching", func(c *Config) { c.KV = kvOf("vmm:2MiB") }, one,
 			"bad config: kv: bad strategy spec: kv vmm:2MiB maps its own pages and needs an allocator that grows blocks in place by 2MiB, such as vmm:2MiB; alloc caching does not grow blocks in place"},
 		{"vmm kv on another page", func(c *Config) { c.KV, c.Alloc = kvOf("vmm:2MiB"), allocOf("vmm:64KiB") }, one,

@@ -5,7 +5,7 @@ import (
 
 	"fmt"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -206,5 +206,5 @@ func checkClose(e *Engine) error {
 
 // kvOf and allocOf parse the specs a test writes as text (sim.Config holds
 // them parsed).
-func kvOf(s string) strategy.Spec { return strategy.MustParseSpec(s) }
-func allocOf(s string) spec.Spec  { return spec.MustParse(s) }
+func kvOf(s string) strategy.Spec    { return strategy.MustParseSpec(s) }
+func allocOf(s string) registry.Spec { return registry.MustParse(s) }

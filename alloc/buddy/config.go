@@ -93,7 +93,7 @@ func checkMin(n int64, text string) error {
 // DefaultFraction. min:SIZE is the smallest block, a multiple of 512 B
 // ("min:4KiB", "min:819200"; a bare number is bytes), default DefaultMin. Empty means
 // DefaultConfig, and "min:2MiB" alone is the default pool with 2 MiB
-// blocks. Each argument is at most maxQuote bytes. (spec.SplitList keeps
+// blocks. Each argument is at most maxQuote bytes. (registry.SplitList keeps
 // ",min:..." with the buddy spec before it, as it does the caching
 // allocator's key:value options.)
 func ParseConfig(args string) (Config, error) {

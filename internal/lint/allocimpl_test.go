@@ -9,7 +9,7 @@ import (
 const modulePath = "github.com/gpufrag/gpufrag"
 
 // allocClients are the packages that use allocators without knowing which:
-// they build one with alloc/spec and use it through alloc.Allocator and the
+// they build one with alloc/registry and use it through alloc.Allocator and the
 // optional capabilities of package alloc (Relocator, Stamper, TripRecorder,
 // Grower, ...). Their subpackages and their tests are held to the same rule,
 // so that someone editing an allocator sees every dependency on it in
@@ -19,7 +19,7 @@ const modulePath = "github.com/gpufrag/gpufrag"
 var allocClients = []string{"sim", "kv/strategy", "advise", "experiments"}
 
 // allocAllowed are the alloc packages an allocClient may import.
-var allocAllowed = map[string]bool{modulePath + "/alloc": true, modulePath + "/alloc/spec": true}
+var allocAllowed = map[string]bool{modulePath + "/alloc": true, modulePath + "/alloc/registry": true}
 
 // allocImplRule: allocClients import no allocator implementation.
 var allocImplRule = rule{
@@ -33,7 +33,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc/caching" // want
 	ca "github.com/gpufrag/gpufrag/alloc/caching" // want
 	"github.com/gpufrag/gpufrag/alloc/internal/slot" // want
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/allocx"
 )
 `},
@@ -53,7 +53,7 @@ import (
 )
 `},
 		// The registry, other layers and look-alike paths may.
-		{"alloc/spec/spec.go", `package spec
+		{"alloc/registry/spec.go", `package registry
 import "github.com/gpufrag/gpufrag/alloc/caching"
 `},
 		{"defrag/apply.go", `package defrag
@@ -77,7 +77,7 @@ func checkAllocImports(f *file) []finding {
 		}
 		out = append(out, finding{f.fset.Position(s.Pos()),
 			"import of " + strings.TrimPrefix(p, modulePath+"/") + ": " + strings.Join(allocClients, ", ") +
-				" use allocators through package alloc (its optional interfaces: Stamper, TripRecorder, Grower, ...) and alloc/spec only"})
+				" use allocators through package alloc (its optional interfaces: Stamper, TripRecorder, Grower, ...) and alloc/registry only"})
 	}
 	return out
 }

@@ -27,7 +27,7 @@
 //   - layering/alloc-impl: sim, kv/strategy, advise and experiments (with
 //     their subpackages and tests) import no allocator implementation
 //     (alloc/caching, alloc/vmm, alloc/internal/..., any alloc/X but
-//     alloc/spec): they build allocators with alloc/spec and use them
+//     alloc/registry): they build allocators with alloc/registry and use them
 //     through package alloc's interfaces, optional capabilities included
 //     (allocimpl_test.go).
 //   - tuned-constant: outside _test.go files, a constant or variable whose

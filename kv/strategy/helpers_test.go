@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -29,7 +29,7 @@ type fataler interface {
 
 func newEnv(t fataler, allocSpec string, capacity, poolBytes int64) Env {
 	t.Helper()
-	a, err := spec.New(allocSpec, mem.MustDevice(capacity, 0))
+	a, err := registry.New(allocSpec, mem.MustDevice(capacity, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func (s Spec) DefaultAlloc() string {
 // CheckPair reports whether strategy kv can run on allocator a: nil, or the
 // one error (wrapping ErrBadSpec) every command, the scenario builder and
 // New give for an impossible pair. a is any parsed allocator spec
-// (alloc/spec.Spec): the check reads its capabilities, not its kind.
+// (alloc/registry.Spec): the check reads its capabilities, not its kind.
 func CheckPair(kv Spec, a alloc.Described) error {
 	return checkCaps(kv, a.String(), a.Caps())
 }

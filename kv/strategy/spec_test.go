@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	allocspec "github.com/gpufrag/gpufrag/alloc/spec"
+	allocspec "github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 )
 

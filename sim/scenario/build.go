@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -545,13 +545,13 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 // allocators were asked for explicitly and that refuses to swap them. The
 // error says that no allocator can run kv: its default is one the registry
 // refuses (vmm:1000B: the vmm allocator maps pages of 64KiB multiples).
-func AllocsFor(kv strategy.Spec, allocs []spec.Spec) (fit []spec.Spec, ok bool, err error) {
+func AllocsFor(kv strategy.Spec, allocs []registry.Spec) (fit []registry.Spec, ok bool, err error) {
 	if fit = strategy.AllocsFor(kv, allocs); len(fit) > 0 {
 		return fit, true, nil
 	}
-	d, err := spec.Parse(kv.DefaultAlloc())
+	d, err := registry.Parse(kv.DefaultAlloc())
 	if err != nil {
 		return nil, false, fmt.Errorf("no allocator can run kv %s: %w", kv, err)
 	}
-	return []spec.Spec{d}, false, nil
+	return []registry.Spec{d}, false, nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
@@ -16,7 +16,7 @@ import (
 // not given; when it is and lists no allocator the strategy can run on, the
 // pair is impossible and an error names both flags (running it on vmm:P
 // anyway would be a silent swap). --alloc values are split as
-// spec.SplitList does, so that the caching allocator's comma-separated
+// registry.SplitList does, so that the caching allocator's comma-separated
 // settings stay one spec. Every spec is parsed here, so that an unknown one
 // is a usage error with the near names.
 func RunsFromFlags(kvFlags, allocFlags []string) ([]Run, error) {
@@ -34,17 +34,17 @@ func RunsFromFlags(kvFlags, allocFlags []string) ([]Run, error) {
 	if len(allocFlags) > 0 {
 		allocTexts = nil
 		for _, v := range allocFlags {
-			as, err := spec.SplitList(v)
+			as, err := registry.SplitList(v)
 			if err != nil {
 				return nil, fmt.Errorf("--alloc %q: %w", v, err)
 			}
 			allocTexts = append(allocTexts, as...)
 		}
 	}
-	allocs := make([]spec.Spec, len(allocTexts))
+	allocs := make([]registry.Spec, len(allocTexts))
 	for i, a := range allocTexts {
-		if allocs[i], err = spec.Parse(a); err != nil {
-			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, human.DidYouMean(human.SpecKind(a), spec.Names()))
+		if allocs[i], err = registry.Parse(a); err != nil {
+			return nil, fmt.Errorf("--alloc %s: %w%s", a, err, human.DidYouMean(human.SpecKind(a), registry.Names()))
 		}
 	}
 	runs, err := PairRuns(kvs, allocs, len(allocFlags) > 0)

@@ -18,7 +18,7 @@ func TestRunsFromFlags(t *testing.T) {
 		// Without --alloc a vmm:P strategy runs on its own allocator.
 		{[]string{"paged:16,vmm:2MiB"}, nil, "paged:16 on caching|vmm:2MiB on vmm:2MiB"},
 		{[]string{"vmm:2MiB", "vmm:64KiB"}, []string{"caching,vmm:2MiB", "vmm", "vmm:64KiB"}, "vmm:2MiB on vmm:2MiB|vmm:2MiB on vmm|vmm:64KiB on vmm:64KiB"},
-		// --alloc splits as spec.SplitList does: the caching allocator's
+		// --alloc splits as registry.SplitList does: the caching allocator's
 		// settings stay one spec (they were split into an allocator
 		// "max_split_size_mb" before), and "all" is every allocator.
 		{nil, []string{"caching:expandable_segments:True,max_split_size_mb:128,vmm:2MiB"},

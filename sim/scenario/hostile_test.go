@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
@@ -52,7 +52,7 @@ func TestReadMultiplied(t *testing.T) {
 	s := read(t, head+"  - {kv: 'paged:16', alloc: caching}\n")
 	s.Runs = make([]Run, MaxRuns+1)
 	for i := range s.Runs {
-		s.Runs[i] = Run{KV: KVSpec{strategy.PagedSpec(16)}, Alloc: AllocSpec{spec.Default()}}
+		s.Runs[i] = Run{KV: KVSpec{strategy.PagedSpec(16)}, Alloc: AllocSpec{registry.Default()}}
 	}
 	s.Override("runs")
 	if _, err := Build(s, nil); !errors.Is(err, ErrBadScenario) || !strings.Contains(err.Error(), "65 runs, more than 64") {

@@ -3,7 +3,7 @@ package scenario
 import (
 	"fmt"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
@@ -42,7 +42,7 @@ func (e *TooManyRunsError) Error() string {
 // not asked for (explicit false: allocs are the defaults); when they were,
 // the pair is impossible, a *PairError, since running it anyway would be a
 // silent swap. More than MaxRuns runs is a *TooManyRunsError.
-func PairRuns(kvs []strategy.Spec, allocs []spec.Spec, explicit bool) ([]Run, error) {
+func PairRuns(kvs []strategy.Spec, allocs []registry.Spec, explicit bool) ([]Run, error) {
 	var runs []Run
 	for i, ks := range kvs {
 		fit, ok, err := AllocsFor(ks, allocs)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
@@ -23,7 +23,7 @@ func TestPairRuns(t *testing.T) {
 		}
 		return out
 	}
-	caching := []spec.Spec{spec.MustParse("caching")}
+	caching := []registry.Spec{registry.MustParse("caching")}
 	names := func(runs []Run) string {
 		var s []string
 		for _, r := range runs {
@@ -31,7 +31,7 @@ func TestPairRuns(t *testing.T) {
 		}
 		return strings.Join(s, " ")
 	}
-	runs, err := PairRuns(kvs("paged:16", "vmm:2MiB"), []spec.Spec{spec.MustParse("caching"), spec.MustParse("vmm:2MiB")}, true)
+	runs, err := PairRuns(kvs("paged:16", "vmm:2MiB"), []registry.Spec{registry.MustParse("caching"), registry.MustParse("vmm:2MiB")}, true)
 	if got, want := names(runs), "paged:16/caching paged:16/vmm:2MiB vmm:2MiB/vmm:2MiB"; err != nil || got != want {
 		t.Errorf("crossing: %q, %v; want %q", got, err, want)
 	}

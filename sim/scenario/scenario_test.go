@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -230,7 +230,7 @@ workload:
 	if err != nil {
 		t.Fatal(err)
 	}
-	def.KV, def.Alloc = strategy.PagedSpec(16), spec.Default()
+	def.KV, def.Alloc = strategy.PagedSpec(16), registry.Default()
 	if def.Profile, err = sim.DefaultStepProfile(p.GPU.Name, def.Engine, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +560,7 @@ func TestReadTrace(t *testing.T) {
 // allocators a strategy runs on, else its own (ok false), else an error
 // when the registry refuses that one too.
 func TestAllocsFor(t *testing.T) {
-	allocs := []spec.Spec{spec.MustParse("caching"), spec.MustParse("vmm:2MiB")}
+	allocs := []registry.Spec{registry.MustParse("caching"), registry.MustParse("vmm:2MiB")}
 	for _, c := range []struct {
 		kv, want string
 		ok       bool

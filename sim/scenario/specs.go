@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
@@ -22,12 +22,12 @@ type KVSpec struct{ strategy.Spec }
 // UnmarshalYAML parses the spec (strategy.ParseSpec).
 func (k *KVSpec) UnmarshalYAML(n *yaml.Node) error { return unmarshalSpec(n, "kv", &k.Spec) }
 
-// AllocSpec is an allocator spec in a YAML document: an alloc/spec.Spec
+// AllocSpec is an allocator spec in a YAML document: an alloc/registry.Spec
 // parsed as the document is read, a bad one an error naming its line and
 // field. It writes back as written; the zero value is no allocator.
-type AllocSpec struct{ spec.Spec }
+type AllocSpec struct{ registry.Spec }
 
-// UnmarshalYAML parses the spec (alloc/spec.Parse).
+// UnmarshalYAML parses the spec (alloc/registry.Parse).
 func (a *AllocSpec) UnmarshalYAML(n *yaml.Node) error { return unmarshalSpec(n, "alloc", &a.Spec) }
 
 // unmarshalSpec decodes n as a string and parses it into dst; an empty

@@ -44,7 +44,7 @@ type Options struct {
 	// that moment), else DefaultCapacity. One below a device's live blocks
 	// is a *CapacityError.
 	Capacity int64
-	// WhatIf lists the allocator specs (alloc/spec syntax) to replay; nil
+	// WhatIf lists the allocator specs (alloc/registry syntax) to replay; nil
 	// means DefaultWhatIf. An empty non-nil slice skips what-if.
 	WhatIf []string
 	// NoReplay skips replay fidelity, the timeline and what-if (diagnosis

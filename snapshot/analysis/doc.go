@@ -49,7 +49,7 @@
 //  5. What-if: the same requests (pre-trace live blocks allocated first,
 //     then the trace, each oom entry as the request that failed) through
 //     alternative settings and allocators (optrace.ReplayAll over
-//     alloc/spec), with peak reserved, OOMs and fragmentation each, and a
+//     alloc/registry), with peak reserved, OOMs and fragmentation each, and a
 //     recommended PYTORCH_ALLOC_CONF line (PyTorch 2.8's name;
 //     PYTORCH_CUDA_ALLOC_CONF still works).
 //

@@ -168,7 +168,7 @@ type WhatIfDoc struct {
 
 // RecommendDoc is the recommended setting.
 type RecommendDoc struct {
-	Line          string `json:"line"` // PYTORCH_ALLOC_CONF=... (spec.EnvVar)
+	Line          string `json:"line"` // PYTORCH_ALLOC_CONF=... (registry.EnvVar)
 	Reason        string `json:"reason"`
 	CapacityBytes int64  `json:"capacity_bytes"`
 	Ops           int    `json:"ops"`

@@ -105,7 +105,7 @@ func TestBuildOps(t *testing.T) {
 }
 
 // TestAlternativeConf: what PYTORCH_CUDA_ALLOC_CONF selects each default
-// alternative (alloc/spec's PyTorchConf), and which are settings of the
+// alternative (alloc/registry's PyTorchConf), and which are settings of the
 // caching allocator itself.
 func TestAlternativeConf(t *testing.T) {
 	for _, s := range DefaultWhatIf {

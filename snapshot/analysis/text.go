@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/mem"
@@ -192,7 +192,7 @@ func (d Device) writeText(b *strings.Builder) {
 		if rest, ok := strings.CutPrefix(w.Reason, "keep "); ok {
 			reason = "Keep " + rest // a reason that is itself an advice, not a cause
 		}
-		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, spec.EnvVarNote)
+		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, registry.EnvVarNote)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/caching"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -59,7 +59,7 @@ type WhatIf struct {
 	// (Alternative.UnroutedPrivate).
 	PrivateRequests int
 	Results         []Alternative
-	// Recommendation is a PYTORCH_ALLOC_CONF line (spec.EnvVar; the
+	// Recommendation is a PYTORCH_ALLOC_CONF line (registry.EnvVar; the
 	// older PYTORCH_CUDA_ALLOC_CONF takes the same value) (it may be the
 	// recorded one); Reason says why.
 	Recommendation string
@@ -85,9 +85,9 @@ type Alternative struct {
 }
 
 // conf is the PYTORCH_CUDA_ALLOC_CONF value that selects this allocator,
-// and false if none does (gpufrag's other allocators): spec.PyTorchConf.
+// and false if none does (gpufrag's other allocators): registry.PyTorchConf.
 func (a Alternative) conf() (string, bool) {
-	s, err := spec.Parse(a.Settings)
+	s, err := registry.Parse(a.Settings)
 	if err != nil {
 		return "", false // not replayed: every replayed spec parses
 	}
@@ -97,7 +97,7 @@ func (a Alternative) conf() (string, bool) {
 // native reports whether the alternative is a setting of PyTorch's own
 // caching allocator rather than another backend.
 func (a Alternative) native() bool {
-	s, err := spec.Parse(a.Settings)
+	s, err := registry.Parse(a.Settings)
 	return err == nil && s.Kind().PyTorch.Native
 }
 
@@ -275,7 +275,7 @@ func whatIf(trace *snapshot.Trace, pre preTrace, router *poolRouter, settings st
 	if err != nil {
 		return nil, fmt.Errorf("what-if device: %w", err)
 	}
-	if _, err := spec.New(recorded, dev); err != nil {
+	if _, err := registry.New(recorded, dev); err != nil {
 		// A file whose settings PyTorch itself would refuse (a hostile or
 		// corrupt one): compare against the defaults instead.
 		note = fmt.Sprintf(" (the recorded settings %q do not parse: %v; the defaults stand in for them)", settings, err)
@@ -325,7 +325,7 @@ func replayAll(ops []optrace.Op, specs []string, capacity int64, parallel int) (
 		if err != nil {
 			return nil, err
 		}
-		return spec.New(s, dev)
+		return registry.New(s, dev)
 	}, max(parallel, 1))
 }
 
@@ -353,9 +353,9 @@ func recommend(alts []Alternative) (string, string) {
 		}
 		return a.PeakFragRate < b.PeakFragRate
 	})
-	line := func(c string) string { return spec.EnvVar + "=" + c }
+	line := func(c string) string { return registry.EnvVar + "=" + c }
 	if len(cands) == 0 {
-		return line(recConf), "no alternative that " + spec.EnvVar + " can select was replayed"
+		return line(recConf), "no alternative that " + registry.EnvVar + " can select was replayed"
 	}
 	best := cands[0]
 	margin := max(rec.PeakReserved/100, 2*mem.MiB)

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
@@ -276,7 +276,7 @@ func servingSnapshot(nops int, withTrace bool) ([]byte, error) {
 		return nil, err
 	}
 	dev := mem.MustDevice(80<<30, 0)
-	a, err := spec.New("caching", dev)
+	a, err := registry.New("caching", dev)
 	if err != nil {
 		return nil, err
 	}

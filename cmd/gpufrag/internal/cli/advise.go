@@ -47,7 +47,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringVar(&in.KVDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8 (default: the model's)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
 	fl.StringArrayVar(&sp.KVs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+def.KVList()+")")
-	fl.StringArrayVar(&sp.Allocs, "alloc", nil, "allocator `SPEC`s (alloc/spec syntax); the first is the base (default "+def.AllocList()+")")
+	fl.StringArrayVar(&sp.Allocs, "alloc", nil, "allocator `SPEC`s (alloc/registry syntax); the first is the base (default "+def.AllocList()+")")
 	fl.Float64SliceVar(&sp.Utils, "gpu-memory-utilization", def.Utils, "gpu_memory_utilization `VALUES`; the first is the base")
 	fl.IntSliceVar(&sp.Buckets, "bucket", def.Buckets, "prompt bucket `SIZES` in tokens (0: off); the first is the base")
 	fl.StringSliceVar(&sp.Defrags, "defrag", def.Defrags, "defrag `POLICIES` (off, threshold, adaptive, online, offline); the first is the base")

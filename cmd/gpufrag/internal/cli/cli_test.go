@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/mem"
@@ -51,10 +51,10 @@ func golden(t *testing.T, name, got string) {
 func needAllocators(t *testing.T, names ...string) {
 	t.Helper()
 	if len(names) == 0 {
-		names = spec.Names()
+		names = registry.Names()
 	}
 	for _, n := range names {
-		if _, err := spec.New(n, mem.MustDevice(80*mem.GiB, 0)); err != nil {
+		if _, err := registry.New(n, mem.MustDevice(80*mem.GiB, 0)); err != nil {
 			t.Fatalf("allocator %s cannot be built: %v", n, err)
 		}
 	}
@@ -81,7 +81,7 @@ func TestReplayHelp(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", code, errs)
 	}
 	// Every allocator kind is listed with its example spec.
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		if !strings.Contains(out, "\n  "+k.Name+" ") || !strings.Contains(out, k.Example) {
 			t.Errorf("help lacks allocator %s (%s)", k.Name, k.Example)
 		}
@@ -290,17 +290,17 @@ func TestReplayExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, errs)
 	}
-	for _, want := range append([]string{"Replayed 5,000 ops of the embedded example", "max allocatable"}, spec.Names()...) {
+	for _, want := range append([]string{"Replayed 5,000 ops of the embedded example", "max allocatable"}, registry.Names()...) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	d := replayJSON(t, "")
-	if len(d.Results) != len(spec.Kinds) || d.Trace != exampleName {
+	if len(d.Results) != len(registry.Kinds) || d.Trace != exampleName {
 		t.Fatalf("%d results for trace %q", len(d.Results), d.Trace)
 	}
 	for i, r := range d.Results {
-		if r.Allocator != spec.Kinds[i].Name || r.Ops != 5000 || r.PeakReservedBytes < r.PeakAllocatedBytes {
+		if r.Allocator != registry.Kinds[i].Name || r.Ops != 5000 || r.PeakReservedBytes < r.PeakAllocatedBytes {
 			t.Errorf("result %d: %+v", i, r)
 		}
 	}
@@ -349,7 +349,7 @@ func TestReadmeTable(t *testing.T) {
 	_, out, _ := run(t, "", "replay")
 	n := 0
 	for _, line := range strings.Split(out, "\n") {
-		for _, name := range spec.Names() {
+		for _, name := range registry.Names() {
 			if strings.HasPrefix(line, name+" ") {
 				n++
 				if !strings.Contains(string(readme), line) {
@@ -358,7 +358,7 @@ func TestReadmeTable(t *testing.T) {
 			}
 		}
 	}
-	if n != len(spec.Names()) {
-		t.Fatalf("found %d allocator rows in the replay output, want %d:\n%s", n, len(spec.Names()), out)
+	if n != len(registry.Names()) {
+		t.Fatalf("found %d allocator rows in the replay output, want %d:\n%s", n, len(registry.Names()), out)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -45,7 +45,7 @@ func newDefragCmd() *cobra.Command {
 	fl.StringVar(&f.goal, "goal", f.goal, "`GOAL`: compact, or fit:SIZE (e.g. fit:2GiB)")
 	fl.BoolVar(&f.json, "json", false, "print the plan as JSON (schema in docs/json.md)")
 	fl.IntVar(&f.device, "device", 0, "device `N` of a snapshot")
-	fl.StringVar(&f.allocator, "allocator", "", "allocator `SPEC` whose relocation rules apply: "+spec.RelocationSummary()+" (default: the file's, else inferred from pool names)")
+	fl.StringVar(&f.allocator, "allocator", "", "allocator `SPEC` whose relocation rules apply: "+registry.RelocationSummary()+" (default: the file's, else inferred from pool names)")
 	fl.IntVar(&f.moves, "moves", f.moves, "print the first `N` moves (-1: all)")
 	return cmd
 }
@@ -66,9 +66,9 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if f.moves < -1 {
 		return usageErrorf(cmd, "--moves %d: want -1 (every move), 0 or a positive number", f.moves)
 	}
-	var flagAlloc spec.Spec
+	var flagAlloc registry.Spec
 	if f.allocator != "" {
-		if flagAlloc, err = spec.Parse(f.allocator); err != nil {
+		if flagAlloc, err = registry.Parse(f.allocator); err != nil {
 			return usageErrorf(cmd, "--allocator: %v", err)
 		}
 	}
@@ -83,7 +83,7 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 		r, name = fh, path
 	}
 	in, err := defrag.ReadInput(r, name, defrag.InputOptions{Device: f.device, Capacity: gpu.Capacity,
-		Parse: func(s string) (alloc.Described, error) { return spec.Parse(s) }, SnapshotAllocator: spec.Default()})
+		Parse: func(s string) (alloc.Described, error) { return registry.Parse(s) }, SnapshotAllocator: registry.Default()})
 	var noDevice *defrag.NoDeviceError
 	if errors.As(err, &noDevice) {
 		return usageErrorf(cmd, "--device %d: %v", f.device, err)
@@ -97,7 +97,7 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if f.allocator != "" {
 		in.Allocator = flagAlloc
 	} else if in.Allocator == nil {
-		in.Allocator = spec.ForPools(in.Layout) // a layout file that names none
+		in.Allocator = registry.ForPools(in.Layout) // a layout file that names none
 	}
 	p, err := defrag.PlanLayout(in.Layout, goal, defrag.Options{Allocator: in.Allocator})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
@@ -26,7 +26,7 @@ func defragLayoutFile(t *testing.T) string {
 // allocations and the frees of those indexed by free, and returns its path.
 func cachingLayoutFile(t *testing.T, n int, free []int) string {
 	t.Helper()
-	a, err := spec.New("caching", mem.MustDevice(mem.GiB, 0))
+	a, err := registry.New("caching", mem.MustDevice(mem.GiB, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

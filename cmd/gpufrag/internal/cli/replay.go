@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
@@ -58,21 +58,21 @@ func newReplay() *cobra.Command {
 }
 
 // replayLong fills replay's long help (help/replay.txt) in: the embedded
-// example and the allocators (spec.Kinds).
+// example and the allocators (registry.Kinds).
 func replayLong(help string) string {
 	var kinds strings.Builder
 	w := 0
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		w = max(w, len(k.Name))
 	}
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		fmt.Fprintf(&kinds, "  %-*s  %s\n", w, k.Name, k.Summary)
 		if k.Example != k.Name {
 			fmt.Fprintf(&kinds, "  %-*s  e.g. %s\n", w, "", k.Example)
 		}
 	}
 	return strings.NewReplacer("{example}", human.Wrap("Without OPS, replay runs an embedded example of 5,000 ops: "+exampleAbout+".", 76),
-		"{n}", strconv.Itoa(len(spec.Kinds)), "{allocators}", kinds.String()).Replace(help)
+		"{n}", strconv.Itoa(len(registry.Kinds)), "{allocators}", kinds.String()).Replace(help)
 }
 
 // runReplay checks the flags, reads the trace, replays it and prints.
@@ -90,7 +90,7 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 		if err != nil {
 			return nil, err
 		}
-		return spec.New(s, dev)
+		return registry.New(s, dev)
 	}
 	// Build every allocator once before reading the trace, so a bad spec is
 	// reported at once, even when the trace comes from a slow pipe. Other
@@ -123,14 +123,14 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 }
 
 // allocSpecs expands the --alloc values (each a spec or a comma-separated
-// list, see spec.SplitList); no value means every allocator.
+// list, see registry.SplitList); no value means every allocator.
 func allocSpecs(values []string) ([]string, error) {
 	if len(values) == 0 {
-		return spec.Names(), nil
+		return registry.Names(), nil
 	}
 	var specs []string
 	for _, v := range values {
-		ss, err := spec.SplitList(v)
+		ss, err := registry.SplitList(v)
 		if err != nil {
 			return nil, err
 		}

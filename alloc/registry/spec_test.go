@@ -1,4 +1,4 @@
-package spec_test
+package registry_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/alloctest"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -21,37 +21,37 @@ func TestSplitList(t *testing.T) {
 		{"caching,vmm:2MiB", []string{"caching", "vmm:2MiB"}},
 		{"caching:expandable_segments:True,max_split_size_mb:128,vmm:2MiB",
 			[]string{"caching:expandable_segments:True,max_split_size_mb:128", "vmm:2MiB"}},
-		{"all", spec.Names()},
+		{"all", registry.Names()},
 		{" sizeclass:8MiB/64MiB , direct ", []string{"sizeclass:8MiB/64MiB", "direct"}},
 		{"direct,tlsf", []string{"direct", "tlsf"}},
 	} {
-		got, err := spec.SplitList(tc.in)
+		got, err := registry.SplitList(tc.in)
 		if err != nil || strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("SplitList(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := spec.SplitList(" , "); !errors.Is(err, alloc.ErrBadSpec) {
+	if _, err := registry.SplitList(" , "); !errors.Is(err, alloc.ErrBadSpec) {
 		t.Errorf("empty list: %v", err)
 	}
 }
 
 func TestNew(t *testing.T) {
 	dev := func() *mem.Device { return mem.MustDevice(mem.GiB, 0) }
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		for _, s := range []string{k.Name, k.Example} {
-			a, err := spec.New(s, dev())
+			a, err := registry.New(s, dev())
 			if err != nil {
 				t.Errorf("New(%q): %v", s, err)
 				continue
 			}
 			// Spec() must be accepted back by New (round trip).
-			if _, err := spec.New(a.Spec(), dev()); err != nil {
+			if _, err := registry.New(a.Spec(), dev()); err != nil {
 				t.Errorf("New(%q).Spec() = %q does not parse: %v", s, a.Spec(), err)
 			}
 		}
 	}
 	for _, bad := range []string{"", "nope", "caching:bogus:1", "vmm:3", "sizeclass:big"} {
-		if _, err := spec.New(bad, dev()); !errors.Is(err, alloc.ErrBadSpec) {
+		if _, err := registry.New(bad, dev()); !errors.Is(err, alloc.ErrBadSpec) {
 			t.Errorf("New(%q): %v, want ErrBadSpec", bad, err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestNew(t *testing.T) {
 // math.MaxInt64 >> (arg % 64) less arg / 64 bytes; or which live block to
 // free). The kind byte's top five bits pick one of 32 streams.
 //
-//	go test ./alloc/spec/ -run '^$' -fuzz FuzzAllocators -fuzztime 60s
+//	go test ./alloc/registry/ -run '^$' -fuzz FuzzAllocators -fuzztime 60s
 func FuzzAllocators(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 0, 2, 0, 1, 0, 0, 3, 0, 0})
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 16, 0, 0, 255, 1, 0, 0, 1, 1, 0, 0, 0, 32})
@@ -111,8 +111,8 @@ func FuzzAllocators(f *testing.F) {
 		if len(data) > 3*400 {
 			data = data[:3*400]
 		}
-		for _, k := range spec.Kinds {
-			a, err := spec.New(k.Example, mem.MustDevice(capacity, other))
+		for _, k := range registry.Kinds {
+			a, err := registry.New(k.Example, mem.MustDevice(capacity, other))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package spec
+package registry
 
 // The environment variable PyTorch reads its allocator settings from.
 // PyTorch 2.8 made PYTORCH_ALLOC_CONF the primary name, shared by every

@@ -1,4 +1,4 @@
-package spec_test
+package registry_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 		{"SIZECLASS:8MiB/64MiB", "sizeclass", "8MiB/64MiB", "SIZECLASS:8MiB/64MiB"},
 		{"direct", "direct", "", "direct"},
 	} {
-		s, err := spec.Parse(tc.in)
+		s, err := registry.Parse(tc.in)
 		if err != nil {
 			t.Errorf("Parse(%q): %v", tc.in, err)
 			continue
@@ -34,7 +34,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ in, want string }{
-		{"", `unknown allocator "" (known: ` + strings.Join(spec.Names(), ", ") + ")"},
+		{"", `unknown allocator "" (known: ` + strings.Join(registry.Names(), ", ") + ")"},
 		{"tlsf:4", `unknown allocator "tlsf"`},
 		{"caching:bogus:1", `allocator "caching:bogus:1": `},
 		{"vmm:3", `allocator "vmm:3": `},
@@ -44,12 +44,12 @@ func TestParse(t *testing.T) {
 		{"arena:2", `allocator "arena:2"`},
 		{"async:release_threshold:lots", `allocator "async:release_threshold:lots"`},
 	} {
-		_, err := spec.Parse(tc.in)
+		_, err := registry.Parse(tc.in)
 		if !errors.Is(err, alloc.ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q): %v; want an ErrBadSpec containing %q", tc.in, err, tc.want)
 			continue
 		}
-		_, nerr := spec.New(tc.in, mem.MustDevice(mem.GiB, 0))
+		_, nerr := registry.New(tc.in, mem.MustDevice(mem.GiB, 0))
 		if nerr == nil || nerr.Error() != err.Error() {
 			t.Errorf("New(%q): %v; want Parse's error %v", tc.in, nerr, err)
 		}
@@ -59,12 +59,12 @@ func TestParse(t *testing.T) {
 // TestKindOf looks at the name only, so a spec with bad arguments still
 // names its kind, and an unknown name gets Parse's message.
 func TestKindOf(t *testing.T) {
-	k, err := spec.KindOf(" Arena:not-a-size")
+	k, err := registry.KindOf(" Arena:not-a-size")
 	if err != nil || k.Name != "arena" {
 		t.Errorf("KindOf(arena with bad args) = %q, %v", k.Name, err)
 	}
-	_, err = spec.KindOf("nope:1")
-	_, perr := spec.Parse("nope:1")
+	_, err = registry.KindOf("nope:1")
+	_, perr := registry.Parse("nope:1")
 	if !errors.Is(err, alloc.ErrBadSpec) || perr == nil || err.Error() != perr.Error() {
 		t.Errorf("KindOf(nope) = %v; want Parse's error %v", err, perr)
 	}
@@ -77,7 +77,7 @@ func TestKindOf(t *testing.T) {
 // Declared GrowUnits are 0 (they come from the arguments).
 func TestCapsDeclared(t *testing.T) {
 	specs := []string{"vmm:64KiB", "vmm:page:1GiB,max_range:4GiB", "caching:expandable_segments:True", "async:release_threshold:max"}
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		specs = append(specs, k.Name, k.Example)
 		if k.Caps.GrowUnit != 0 {
 			t.Errorf("%s: declared GrowUnit %d; it comes from the arguments", k.Name, k.Caps.GrowUnit)
@@ -85,7 +85,7 @@ func TestCapsDeclared(t *testing.T) {
 	}
 	seen := alloc.Caps{}
 	for _, s := range specs {
-		sp, err := spec.Parse(s)
+		sp, err := registry.Parse(s)
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", s, err)
 		}
@@ -140,7 +140,7 @@ func TestPyTorchConf(t *testing.T) {
 // TestZeroSpec: the zero Spec names nothing, can do nothing and builds
 // nothing, with an error instead of a panic.
 func TestZeroSpec(t *testing.T) {
-	var s spec.Spec
+	var s registry.Spec
 	if s.Name() != "" || s.String() != "" || s.Caps() != (alloc.Caps{}) || s.Kind().Name != "" {
 		t.Errorf("zero Spec: %q %q %+v", s.Name(), s.String(), s.Caps())
 	}
@@ -152,9 +152,9 @@ func TestZeroSpec(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, s string) spec.Spec {
+func mustParse(t *testing.T, s string) registry.Spec {
 	t.Helper()
-	sp, err := spec.Parse(s)
+	sp, err := registry.Parse(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +165,12 @@ func mustParse(t *testing.T, s string) spec.Spec {
 // every segment expandable (VMM-backed) exactly when MapsPages says so.
 func TestMapsPages(t *testing.T) {
 	specs := []string{"caching:expandable_segments:True", "caching:expandable_segments:False", "vmm:64KiB"}
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		specs = append(specs, k.Name, k.Example)
 	}
 	both := map[bool]bool{}
 	for _, s := range specs {
-		sp, err := spec.Parse(s)
+		sp, err := registry.Parse(s)
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", s, err)
 		}

@@ -1,4 +1,4 @@
-package spec_test
+package registry_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/alloctest"
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/mem"
@@ -21,7 +21,7 @@ import (
 // a memory fraction, garbage collection, an arena of a fixed size.
 func hugeSpecs() []string {
 	var out []string
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		out = append(out, k.Name, k.Example)
 	}
 	return append(out,
@@ -50,7 +50,7 @@ func TestHugeCapacityAndSizes(t *testing.T) {
 	for _, s := range hugeSpecs() {
 		t.Run(s, func(t *testing.T) {
 			for _, other := range []int64{0, mem.MaxCapacity - 64*mem.MiB} {
-				a, err := spec.New(s, mem.MustDevice(mem.MaxCapacity, other))
+				a, err := registry.New(s, mem.MustDevice(mem.MaxCapacity, other))
 				if err != nil {
 					if strings.HasPrefix(s, "arena:1PiB") && other > 0 {
 						continue // a 1 PiB arena does not fit beside 1 PiB − 64 MiB of other use
@@ -112,7 +112,7 @@ func TestCapacityLimit(t *testing.T) {
 		t.Fatalf("NewDevice above the limit: %v", err)
 	}
 	for _, s := range hugeSpecs() {
-		if _, err := spec.New(s, mem.MustDevice(mem.MaxCapacity, 0)); err != nil && !strings.HasPrefix(s, "arena:") {
+		if _, err := registry.New(s, mem.MustDevice(mem.MaxCapacity, 0)); err != nil && !strings.HasPrefix(s, "arena:") {
 			t.Errorf("New(%q) at the limit: %v", s, err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestAddressSpaceExhaustion(t *testing.T) {
 	}
 	for _, s := range hugeSpecs() {
 		t.Run(s, func(t *testing.T) {
-			a, err := spec.New(s, mem.MustDevice(mem.MaxCapacity, 0))
+			a, err := registry.New(s, mem.MustDevice(mem.MaxCapacity, 0))
 			if err != nil {
 				t.Skip(err) // arena:1PiB: New itself needs the device's whole VA of its size
 			}
@@ -177,9 +177,9 @@ func TestManyStreams(t *testing.T) {
 		// Self-checks after every operation cost O(blocks) each.
 		n = 100
 	}
-	for _, k := range spec.Kinds {
+	for _, k := range registry.Kinds {
 		t.Run(k.Name, func(t *testing.T) {
-			a, err := spec.New(k.Name, mem.MustDevice(mem.TiB, 0))
+			a, err := registry.New(k.Name, mem.MustDevice(mem.TiB, 0))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,6 @@
 // How PyTorch selects an allocator (its capabilities are alloc.Caps).
 
-package spec
+package registry
 
 // PyTorch says how PyTorch selects an allocator of a Kind; the zero value
 // means it cannot (gpufrag's own models).

@@ -1,4 +1,4 @@
-// Package spec is the registry of allocators: it turns specs such as
+// Package registry is the registry of allocators: it turns specs such as
 // "caching", "caching:expandable_segments:True,max_split_size_mb:128",
 // "sizeclass:8MiB/64MiB/512MiB" or "vmm:2MiB" into parsed values and
 // allocators, and says what each allocator can do. A spec is NAME[:ARGS];
@@ -30,7 +30,7 @@
 // Nothing else names allocators: a KV strategy's needs (kv/strategy) and
 // defrag's rules (which blocks move where, or none) are answered from
 // alloc.Caps; ForPools names the allocator of a layout by its pools.
-package spec
+package registry
 
 import (
 	"fmt"

@@ -1,9 +1,9 @@
-package spec_test
+package registry_test
 
 import (
 	"fmt"
 
-	"github.com/gpufrag/gpufrag/alloc/spec"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -11,7 +11,7 @@ import (
 // The README's library example.
 func ExampleNew() {
 	dev := mem.MustDevice(80*mem.GiB, 16*mem.GiB) // capacity, weights + CUDA context
-	a, err := spec.New("caching:expandable_segments:True", dev)
+	a, err := registry.New("caching:expandable_segments:True", dev)
 	if err != nil {
 		panic(err)
 	}
