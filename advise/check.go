@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // check reports the first field of r that no search under in could have
@@ -68,7 +68,7 @@ func (r Result) check(in Inputs) (field, problem string) {
 		return "failed_at_rps", "0, but nothing held: the lowest rate tried broke"
 	}
 	if (r.FailedAtRPS != 0) != (r.FailReason != "") && !strings.HasPrefix(r.FailReason, "cannot run") {
-		return "fail_reason", fmt.Sprintf("%s with failed_at_rps %g: a rate that broke says why", loc.Quote(r.FailReason), r.FailedAtRPS)
+		return "fail_reason", fmt.Sprintf("%s with failed_at_rps %g: a rate that broke says why", untrusted.Quote(r.FailReason), r.FailedAtRPS)
 	}
 	if want := round6(r.SustainableRPS / s.StartRPS); math.Abs(r.Multiplier-want) > 1e-5*math.Max(want, 1) {
 		return "rate_multiplier", fmt.Sprintf("%g, but the sustainable rate over the start rate is %g", r.Multiplier, want)

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // ErrBadShard means a shard file that cannot be merged: unreadable, from
@@ -167,7 +167,7 @@ func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) er
 	// A JSON object starts with '{' after white space, and its first 4 KiB
 	// are JSON text: anything else (a binary file, /dev/zero, random bytes
 	// after "{") is refused before the rest is read.
-	head, atEOF, br, err := loc.Head(r)
+	head, atEOF, br, err := untrusted.Head(r)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
 	}
@@ -178,7 +178,7 @@ func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) er
 	case len(t) > 0 && t[0] != '{':
 		return fmt.Errorf("%w: %s: byte 0x%02x where a JSON object should start: not a file written by gpufrag advise", sentinel, name, t[0])
 	}
-	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+	if err := untrusted.CheckJSONStart(head, atEOF); err != nil {
 		return fmt.Errorf("%w: %s: %w", sentinel, name, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(br, int64(limit)+1))

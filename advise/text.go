@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/sim"
@@ -19,12 +19,12 @@ import (
 // WriteText writes the report as a table ranked best first, then the
 // recommendation (or the best effort and what to change) and the command
 // that deploys it. The trace's file and the model's name, which a merged
-// shard file supplies, print through loc.Printable.
+// shard file supplies, print through untrusted.Printable.
 func WriteText(w io.Writer, r *Report) error {
 	var sb strings.Builder
 	in := r.Inputs
 	fmt.Fprintf(&sb, "trace %s (%s, %d %s, %s as recorded), %s on %s, tp %d\n",
-		loc.Printable(in.Trace.File), loc.Printable(in.Trace.Format), in.Trace.Requests, plural(in.Trace.Requests, "request"), rps(in.Trace.NativeRPS), loc.Printable(in.Model), in.GPU, in.TP)
+		untrusted.Printable(in.Trace.File), untrusted.Printable(in.Trace.Format), in.Trace.Requests, plural(in.Trace.Requests, "request"), rps(in.Trace.NativeRPS), untrusted.Printable(in.Model), in.GPU, in.TP)
 	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, TTFT p99 ≤ %s and TPOT p99 ≤ %s (%d candidates; rates within %.1f%%, the search's resolution, tie)\n\n",
 		secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99), len(r.Candidates), 100*(r.TieTolerance-1))
 	order := make([]int, len(r.Candidates))

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -88,7 +88,7 @@ type DecodePoint struct {
 // errors. Unknown fields are refused, so a renamed key is not silently
 // dropped.
 func ReadOps(r io.Reader, name string) (*Ops, error) {
-	r, err := loc.Sniff(r, loc.CheckJSONStart) // random bytes fail in the first 4 KiB
+	r, err := untrusted.Sniff(r, untrusted.CheckJSONStart) // random bytes fail in the first 4 KiB
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadOps, name, err)
 	}

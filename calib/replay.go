@@ -350,7 +350,7 @@ func (c *Case) checkPrefill(shape sim.Shape, peakFLOPS float64) {
 }
 
 // maxEcho is how much of an input value a message quotes (64 bytes, as
-// internal/loc.Quote: docs/architecture.md, "Untrusted input").
+// internal/untrusted.Quote: docs/architecture.md, "Untrusted input").
 const maxEcho = 64
 
 // clipLabel cuts an echoed value to maxEcho bytes, saying how long it was.

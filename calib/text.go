@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // The reports of `gpufrag calibrate` for people; --json prints the same
@@ -17,17 +17,17 @@ import (
 // fitted, the fit's statistics, a table of metrics per run, and the error
 // summaries. output is the file the fitted profile was written to ("" for
 // none), which the last line names. Names from the files and flags are
-// printed through loc.Printable.
+// printed through untrusted.Printable.
 func (r *FitReport) WriteText(w io.Writer, output string) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(loc.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
+	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(untrusted.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
 		r.Model, r.GPU, r.TP, r.Engine, r.Start, r.Setup)), 80))
 	if len(r.Setup.FromFiles) > 0 {
 		var said []string
 		for _, st := range r.Setup.FromFiles {
 			said = append(said, fmt.Sprintf("--%s %s (%s)", st.Flag, st.Value, st))
 		}
-		fmt.Fprintf(&sb, "%s\n\n", human.Wrap(loc.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
+		fmt.Fprintf(&sb, "%s\n\n", human.Wrap(untrusted.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
 	}
 	r.writeParams(&sb)
 	fs := r.Fit
@@ -49,7 +49,7 @@ func (r *FitReport) WriteText(w io.Writer, output string) error {
 			h.Metrics, 100*h.BeforeMedian, 100*h.BeforeMax, 100*h.AfterMedian, 100*h.AfterMax), 80))
 	}
 	if output != "" {
-		fmt.Fprintf(&sb, "%s\n", human.Wrap(loc.Printable(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", "))), 80))
+		fmt.Fprintf(&sb, "%s\n", human.Wrap(untrusted.Printable(fmt.Sprintf("Wrote the fitted profile to %s (fitted_to: %s).", output, strings.Join(r.FittedTo, ", "))), 80))
 	} else {
 		sb.WriteString("The fitted profile was not written (give -o FILE).\n")
 	}
@@ -78,7 +78,7 @@ func (r *FitReport) writeParams(sb *strings.Builder) {
 	pt.Write(sb)
 	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Not fitted:\n")
 	for _, k := range kept {
-		sb.WriteString(human.Indent(human.Wrap(loc.Printable(k), 76), "  ") + "\n")
+		sb.WriteString(human.Indent(human.Wrap(untrusted.Printable(k), 76), "  ") + "\n")
 	}
 }
 
@@ -102,7 +102,7 @@ func (run RunReport) writeText(sb *strings.Builder) {
 		head += ", prompts in the prefix cache"
 	}
 	head += ")"
-	fmt.Fprintf(sb, "\n%s\n", human.Wrap(loc.Printable(head), 80))
+	fmt.Fprintf(sb, "\n%s\n", human.Wrap(untrusted.Printable(head), 80))
 	mt := human.Table{Groups: []human.Group{{From: 2, To: 3, Label: "before"}, {From: 4, To: 5, Label: "after"}},
 		Head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
 	var notes []string
@@ -133,7 +133,7 @@ func (run RunReport) writeText(sb *strings.Builder) {
 		notes = append(notes, "Prompts: "+run.WarmReason+".")
 	}
 	for _, n := range notes {
-		sb.WriteString(human.Indent(human.Wrap(loc.Printable(n), 76), "  ") + "\n")
+		sb.WriteString(human.Indent(human.Wrap(untrusted.Printable(n), 76), "  ") + "\n")
 	}
 }
 
@@ -164,7 +164,7 @@ func relErrText(v *float64) string {
 // output is the file the profile was written to ("" for none).
 func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s:\n\n", loc.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s), fitted from %s",
+	fmt.Fprintf(&sb, "%s:\n\n", untrusted.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s), fitted from %s",
 		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, start)))
 	t := human.Table{Head: []string{"term", "before", "after"}}
 	row := func(name string, v [2]float64, format string) {

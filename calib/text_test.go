@@ -11,7 +11,7 @@ import (
 // error per parameter with the reasons, the cap's status, a run's heading
 // (run N of M, the client, warm prompts), the metric marks with the
 // numbered note of an excluded metric, the summaries and the output line;
-// names from the files go through loc.Printable.
+// names from the files go through untrusted.Printable.
 func TestFitReportWriteText(t *testing.T) {
 	v := func(x float64) *float64 { return &x }
 	r := &FitReport{Model: "llama-3.1-8b", GPU: "h100-80g", TP: 2, Engine: "vllm-v1", Start: "the embedded profile",

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MilliGPU is the capacity of one GPU in milli-GPUs, the unit of GPU
@@ -93,7 +93,7 @@ func (p *Pod) Check() (field, msg string) {
 	}
 	for _, m := range p.GPUSpec {
 		if m == "" || strings.ContainsAny(m, "| ") {
-			return "gpu_spec", fmt.Sprintf("bad GPU model %s", loc.Quote(m))
+			return "gpu_spec", fmt.Sprintf("bad GPU model %s", untrusted.Quote(m))
 		}
 	}
 	return "", ""
@@ -152,7 +152,7 @@ func (e *InputError) Error() string {
 		}
 		return s
 	}
-	return loc.Format(e.Name, e.Line, e.Field, e.Msg)
+	return untrusted.Format(e.Name, e.Line, e.Field, e.Msg)
 }
 
 // Unwrap returns ErrBadInput and, when set, Err.

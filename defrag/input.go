@@ -15,7 +15,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -70,7 +70,7 @@ func (e *NoDeviceError) Error() string {
 // ReadInput reads a saved layout or a PyTorch snapshot from r (name labels
 // messages). It looks at the first bytes before reading on: a layout file
 // and a memory_stats dump are JSON objects whose first 4 KiB must be JSON
-// text (loc.CheckJSONStart), a snapshot a pickle (0x80), so that
+// text (untrusted.CheckJSONStart), a snapshot a pickle (0x80), so that
 // /dev/zero, a binary file or random bytes after "{" are refused at once
 // instead of after a GiB. At most MaxLayoutFile bytes are read (PyTorch
 // snapshots have the same limit); a pickle in a regular file (r an
@@ -125,7 +125,7 @@ func ReadInput(r io.Reader, name string, o InputOptions) (Input, error) {
 // MaxLayoutFile bytes), or returns a reader of the whole input for a
 // pickle, which the snapshot reader reads itself.
 func readHead(r io.Reader, name string) ([]byte, io.Reader, error) {
-	head, atEOF, br, err := loc.Head(r)
+	head, atEOF, br, err := untrusted.Head(r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -134,7 +134,7 @@ func readHead(r io.Reader, name string) ([]byte, io.Reader, error) {
 	case len(t) == 0 && atEOF:
 		return nil, nil, fmt.Errorf("%s: empty file: want a gpufrag layout file (JSON) or a PyTorch memory snapshot (pickle)", name)
 	case len(t) == 0, t[0] == '{':
-		if err := loc.CheckJSONStart(head, atEOF); err != nil {
+		if err := untrusted.CheckJSONStart(head, atEOF); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 	case t[0] == 0x80:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"

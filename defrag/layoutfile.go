@@ -12,7 +12,7 @@ import (
 	"math"
 
 	"github.com/gpufrag/gpufrag/alloc"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -106,14 +106,14 @@ type ParseAlloc func(spec string) (alloc.Described, error)
 // checked against capacity_bytes (at most mem.MaxCapacity) field by field
 // before they are added. device_free_bytes, when given, must be capacity −
 // other use − reserved, which it is computed as when absent.
-// The first 4 KiB must be JSON text (loc.CheckJSONStart) before the rest
+// The first 4 KiB must be JSON text (untrusted.CheckJSONStart) before the rest
 // is read, so random bytes or another format fail there.
 func ReadLayout(r io.Reader, name string, parse ParseAlloc) (mem.Layout, alloc.Described, error) {
-	head, atEOF, whole, err := loc.Head(r)
+	head, atEOF, whole, err := untrusted.Head(r)
 	if err != nil {
 		return mem.Layout{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+	if err := untrusted.CheckJSONStart(head, atEOF); err != nil {
 		return mem.Layout{}, nil, fmt.Errorf("%w: %s: %w", ErrLayoutFile, name, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(whole, MaxLayoutFile+1))
@@ -152,7 +152,7 @@ func ReadLayout(r io.Reader, name string, parse ParseAlloc) (mem.Layout, alloc.D
 	var a alloc.Described
 	if f.Allocator != "" {
 		if parse == nil {
-			return bad("allocator", "%s: no allocator registry to parse it with", loc.Quote(f.Allocator))
+			return bad("allocator", "%s: no allocator registry to parse it with", untrusted.Quote(f.Allocator))
 		}
 		if a, err = parse(f.Allocator); err != nil {
 			return bad("allocator", "%v", err)

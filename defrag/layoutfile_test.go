@@ -13,7 +13,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 )
 
 func TestLayoutFileRoundTrip(t *testing.T) {

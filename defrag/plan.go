@@ -185,7 +185,7 @@ type rules struct {
 func rulesFor(a alloc.Described) (rules, error) {
 	if a == nil {
 		return rules{}, fmt.Errorf("%w: no allocator (Options.Allocator): the rules a layout follows are its allocator's; "+
-			"alloc/registry.ForPools names one from the pool names", ErrLayout)
+			"registry.ForPools (alloc/registry) names one from the pool names", ErrLayout)
 	}
 	c := a.Caps()
 	if !c.Relocates {

@@ -63,7 +63,7 @@ func TestRulesFor(t *testing.T) {
 	if r, err := rulesFor(described{"slab", alloc.Caps{}}); err != nil || r != fixedRules("slab") {
 		t.Errorf("rulesFor(slab, fixed) = %+v, %v", r, err)
 	}
-	if _, err := rulesFor(nil); !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "spec.ForPools") {
+	if _, err := rulesFor(nil); !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "registry.ForPools") {
 		t.Errorf("rulesFor(nil): %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -19,7 +19,7 @@ import (
 // bytes moved against the lower bound, the bytes freed, the pause on gpu
 // under cm, the metrics before and after, the planner's notes and the
 // first maxMoves moves (-1: all; 0: none). Names from the file are escaped
-// (loc.Printable).
+// (untrusted.Printable).
 func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMoves int) error {
 	var b strings.Builder
 	sb := &b
@@ -28,7 +28,7 @@ func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMo
 	if in.Source == "snapshot" {
 		what = fmt.Sprintf("snapshot, device %d", in.Device)
 	}
-	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", loc.Printable(in.Name), what, p.Allocator)
+	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", untrusted.Printable(in.Name), what, p.Allocator)
 	state := "reached"
 	if !p.Reached {
 		state = "NOT reached"
@@ -69,7 +69,7 @@ func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMo
 	if len(p.Notes) > 0 {
 		sb.WriteString("\nNotes:\n")
 		for _, n := range p.Notes {
-			sb.WriteString("  - " + loc.Printable(n) + "\n")
+			sb.WriteString("  - " + untrusted.Printable(n) + "\n")
 		}
 	}
 	if len(p.Moves) > 0 && maxMoves != 0 {
@@ -150,7 +150,7 @@ func NothingToGain(l mem.Layout, m frag.Metrics) string {
 		}
 		if g.free > 0 {
 			parts = append(parts, fmt.Sprintf("the %s pool (stream %d) has %s free and its smallest segment with live blocks is %s",
-				loc.Printable(g.pool), g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
+				untrusted.Printable(g.pool), g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
 		}
 	}
 	return "compaction frees memory by emptying whole segments into the free blocks of others of their pool and stream, " +

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"go.yaml.in/yaml/v3"
 )
@@ -147,13 +147,13 @@ func Parse(data []byte, file string) (*Experiment, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: %s: %d bytes, more than %d", ErrBadExperiment, file, len(data), MaxFileBytes)
 	}
-	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
-	root, err := loc.CheckYAML(data)
+	// One document, whose aliases expand to a bounded size (untrusted.MaxYAMLNodes).
+	root, err := untrusted.CheckYAML(data)
 	if err == io.EOF {
 		return nil, fmt.Errorf("%w: %s: empty file", ErrBadExperiment, file)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadExperiment, file, loc.YAMLDecodeError(err, nil))
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadExperiment, file, untrusted.YAMLDecodeError(err, nil))
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%w: %s: line 1: want a mapping of fields", ErrBadExperiment, file)
@@ -162,7 +162,7 @@ func Parse(data []byte, file string) (*Experiment, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadExperiment, file, loc.YAMLDecodeError(err, root))
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadExperiment, file, untrusted.YAMLDecodeError(err, root))
 	}
 	e.File = file
 	if err := e.validate(root.Content[0]); err != nil {

@@ -114,7 +114,7 @@
 //
 // A sidecar is refused whole (reason labels, logged once with the byte
 // offset or the field), and its snapshot skipped, when encoding/json would
-// read it loosely (loc.CheckJSON: invalid UTF-8 or an escaped lone
+// read it loosely (untrusted.CheckJSON: invalid UTF-8 or an escaped lone
 // surrogate, read as U+FFFD; a key twice, or in another case, such as
 // "INSTANCE") or a value is not a label value (CheckLabelValue: a control
 // character such as NUL, ESC or a newline, or over MaxLabelBytes). In a

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 func gpuDevices(context.Context) ([]GPUDevice, error) {
@@ -435,7 +435,7 @@ func FuzzParseSidecar(f *testing.F) {
 		}
 		// Accepted: a document without what encoding/json reads silently,
 		// whose keys, read case-sensitively, are the labels.
-		if err := loc.CheckJSON(data); err != nil {
+		if err := untrusted.CheckJSON(data); err != nil {
 			t.Fatalf("accepted %q: %v", data, err)
 		}
 		var m map[string]string

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
@@ -182,7 +182,7 @@ var sidecarKeys = []string{"instance", "model", "gpu"}
 
 // parseSidecar decodes a labels file strictly: one JSON object whose keys
 // are instance, model and gpu, in lower case and each once, with string
-// values that CheckLabelValue accepts, in a document loc.CheckJSON accepts
+// values that CheckLabelValue accepts, in a document untrusted.CheckJSON accepts
 // (valid UTF-8, no escaped lone surrogate: encoding/json would read either
 // as U+FFFD). A file that is not is refused whole, with the byte offset or
 // the field.
@@ -211,7 +211,7 @@ func parseSidecar(path string, data []byte) (sidecar, error) {
 	}
 	// What the decoder accepted silently: invalid UTF-8, a key twice, keys
 	// that differ only in case ("instance" and "INSTANCE").
-	if err := loc.CheckJSON(data); err != nil {
+	if err := untrusted.CheckJSON(data); err != nil {
 		return sidecar{}, fmt.Errorf("%s: %w", path, err)
 	}
 	// The decoder also matches a key to a field whatever its case: a lone
@@ -222,12 +222,12 @@ func parseSidecar(path string, data []byte) (sidecar, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		if !slices.Contains(sidecarKeys, k) {
-			return sidecar{}, fmt.Errorf("%s: field %s: unknown key (the keys are \"instance\", \"model\" and \"gpu\", in lower case)", path, loc.Quote(k))
+			return sidecar{}, fmt.Errorf("%s: field %s: unknown key (the keys are \"instance\", \"model\" and \"gpu\", in lower case)", path, untrusted.Quote(k))
 		}
 	}
 	for i, v := range []string{l.Instance, l.Model, l.GPU} {
 		if err := CheckLabelValue(v); err != nil {
-			return sidecar{}, fmt.Errorf("%s: field %q: value %s: %w", path, sidecarKeys[i], loc.Quote(v), err)
+			return sidecar{}, fmt.Errorf("%s: field %q: value %s: %w", path, sidecarKeys[i], untrusted.Quote(v), err)
 		}
 	}
 	return l, nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/frag"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/kv/blockpool"
 )
 
@@ -53,7 +53,7 @@ func (l Labels) valid() error {
 const MaxLabelBytes = 4 << 10
 
 // CheckLabelValue refuses what cannot be an exported label value: invalid
-// UTF-8 or a control character (loc.CheckName: a terminal showing
+// UTF-8 or a control character (untrusted.CheckName: a terminal showing
 // /metrics or a log acts on ESC, a NUL cuts a C string), or more than
 // MaxLabelBytes. Sources refuse such values where they read them (a
 // sidecar, a scraped page, a flag); the collector checks every sample again.
@@ -61,14 +61,14 @@ func CheckLabelValue(v string) error {
 	if len(v) > MaxLabelBytes {
 		return fmt.Errorf("%d bytes, over %d", len(v), MaxLabelBytes)
 	}
-	return loc.CheckName(v)
+	return untrusted.CheckName(v)
 }
 
 // CheckLabel is CheckLabelValue naming the label and quoting the value
-// (loc.Quote) for a message.
+// (untrusted.Quote) for a message.
 func CheckLabel(name, v string) error {
 	if err := CheckLabelValue(v); err != nil {
-		return fmt.Errorf("label %s value %s: %w", name, loc.Quote(v), err)
+		return fmt.Errorf("label %s value %s: %w", name, untrusted.Quote(v), err)
 	}
 	return nil
 }

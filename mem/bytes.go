@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Units in bytes. Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024;
@@ -49,7 +49,7 @@ var units = []struct {
 // math.MaxInt64 (2^63 − 1), else the error says which.
 func ParseBytes(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
-	shown := loc.Quote(s) // echoed at most 64 bytes long, however long s is
+	shown := untrusted.Quote(s) // echoed at most 64 bytes long, however long s is
 	if t == "" {
 		return 0, fmt.Errorf("%w: empty", ErrBadSize)
 	}
@@ -109,7 +109,7 @@ func parseDecimal(t string) (num, den *big.Int, err error) {
 	if hasExp {
 		v, err := strconv.Atoi(exp)
 		if err != nil {
-			return nil, nil, fmt.Errorf("has an exponent, %s, that is not a small whole number", loc.Quote(exp))
+			return nil, nil, fmt.Errorf("has an exponent, %s, that is not a small whole number", untrusted.Quote(exp))
 		}
 		e = v
 	}

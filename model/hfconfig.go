@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MaxConfigBytes bounds what ReadHFConfig reads. Real config.json files are
@@ -64,7 +64,7 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 // KV cache per token. Params is EstimateParams of the result. Every error
 // wraps ErrBadConfig.
 func ReadHFConfig(r io.Reader, name string) (Model, error) {
-	r, err := loc.Sniff(r, loc.CheckJSONStart) // random bytes or UTF-16 fail in the first 4 KiB
+	r, err := untrusted.Sniff(r, untrusted.CheckJSONStart) // random bytes or UTF-16 fail in the first 4 KiB
 	if err != nil {
 		return Model{}, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
@@ -75,7 +75,7 @@ func ReadHFConfig(r io.Reader, name string) (Model, error) {
 	if len(data) > MaxConfigBytes {
 		return Model{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, name, MaxConfigBytes)
 	}
-	body := loc.TrimBOM(data)
+	body := untrusted.TrimBOM(data)
 	bom := int64(len(data) - len(body))
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -89,8 +89,8 @@ func ReadHFConfig(r io.Reader, name string) (Model, error) {
 		return Model{}, fmt.Errorf("%w: %s: top level is null, want a JSON object", ErrBadConfig, name)
 	}
 	// A key given twice would be read as its last value, silently.
-	if err := loc.CheckJSON(body); err != nil {
-		var je *loc.JSONError
+	if err := untrusted.CheckJSON(body); err != nil {
+		var je *untrusted.JSONError
 		if errors.As(err, &je) {
 			je.Offset += bom
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 )
 
 func readTestdata(t *testing.T, file string) Model {

@@ -41,7 +41,7 @@
 // that is live, and an alloc does not reuse an id that is still live (an id
 // may be reused after its free). A trace must hold at least one op (an
 // empty or blank file is an error, not a replay of nothing), and its first
-// 4 KiB must be UTF-8 text (loc.CheckText). Every error is an *Error naming the file,
+// 4 KiB must be UTF-8 text (untrusted.CheckText). Every error is an *Error naming the file,
 // the line and, where there is one, the field:
 //
 //	ops.jsonl: line 12: field "size": must be a positive integer (got -5)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/testkit"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 	"github.com/gpufrag/gpufrag/optrace"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MaxLineBytes is the longest line Read accepts (1 MiB, without the line
@@ -30,7 +30,7 @@ const MaxInputBytes int64 = 4 << 30
 const MaxOps = 1 << 25
 
 // lineLimits are Read's bounds on lines and on the whole input.
-var lineLimits = loc.Limits{Line: MaxLineBytes, LineName: "optrace.MaxLineBytes",
+var lineLimits = untrusted.Limits{Line: MaxLineBytes, LineName: "optrace.MaxLineBytes",
 	Total: MaxInputBytes, TotalName: "optrace.MaxInputBytes"}
 
 // opLimit is MaxOps, as a variable that the package's tests lower.
@@ -40,7 +40,7 @@ var opLimit = MaxOps
 var (
 	// ErrNotText: the input starts with binary data (a NUL byte, a control
 	// character, bytes that are not UTF-8, a gzip, zstd, bzip2, xz or ZIP
-	// signature, UTF-16 text) in its first loc.SniffBytes, not lines of text.
+	// signature, UTF-16 text) in its first untrusted.SniffBytes, not lines of text.
 	ErrNotText = errors.New("optrace: not a text trace")
 	// ErrSyntax: the line is not a single JSON object (malformed JSON,
 	// something after the object, or a line longer than MaxLineBytes).
@@ -73,7 +73,7 @@ type Error struct {
 	Err   error  // the kind: ErrNotText, ErrSyntax, ErrTooLarge, ErrField, ErrUnknownID, ErrDoubleFree, ErrLiveID or ErrNoOps
 }
 
-func (e *Error) Error() string { return loc.Format(e.Name, e.Line, e.Field, e.Msg) }
+func (e *Error) Error() string { return untrusted.Format(e.Name, e.Line, e.Field, e.Msg) }
 
 // Unwrap returns the error's kind, so errors.Is(err, ErrDoubleFree) works.
 func (e *Error) Unwrap() error { return e.Err }
@@ -87,7 +87,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // MaxInputBytes or MaxOps at the limit. A trace without ops (an empty
 // file, blank lines only) is an ErrNoOps error: there is nothing to replay.
 func Read(r io.Reader, name string) ([]Op, error) {
-	lr := loc.NewLineReader(r, lineLimits)
+	lr := untrusted.NewLineReader(r, lineLimits)
 	var (
 		ops []Op
 		ids tracker
@@ -133,7 +133,7 @@ func Read(r io.Reader, name string) ([]Op, error) {
 // inputErr turns an error of the line reader into an *Error, and wraps
 // one of r itself.
 func inputErr(err error, name string) error {
-	var ie *loc.InputError
+	var ie *untrusted.InputError
 	if !errors.As(err, &ie) {
 		if name == "" {
 			name = "trace"
@@ -142,9 +142,9 @@ func inputErr(err error, name string) error {
 	}
 	e := &Error{Name: name, Line: ie.Line, Err: ErrSyntax, Msg: ie.Msg}
 	switch {
-	case errors.Is(err, loc.ErrBinary):
+	case errors.Is(err, untrusted.ErrBinary):
 		e.Err, e.Msg = ErrNotText, "not a text trace: "+strings.TrimPrefix(ie.Msg, "not a text file: ")
-	case errors.Is(err, loc.ErrTooLarge):
+	case errors.Is(err, untrusted.ErrTooLarge):
 		e.Err = ErrTooLarge
 	}
 	return e
@@ -175,7 +175,7 @@ func parseLine(b []byte) (Op, *Error) {
 		return Op{}, syntaxErr(err, "malformed JSON")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return Op{}, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object such as %s, got %s", exampleLine, loc.Quote(string(b)))}
+		return Op{}, &Error{Err: ErrSyntax, Msg: fmt.Sprintf("want a JSON object such as %s, got %s", exampleLine, untrusted.Quote(string(b)))}
 	}
 	var raw [5]json.RawMessage // indexed like fieldNames
 	for dec.More() {
@@ -290,8 +290,8 @@ func index(list []string, s string) int {
 	return -1
 }
 
-// clip shortens a raw JSON value for an error message (loc.Clip: its first
-// loc.QuoteBytes bytes and its length).
-func clip(b []byte) string { return loc.Clip(string(b)) }
+// clip shortens a raw JSON value for an error message (untrusted.Clip: its first
+// untrusted.QuoteBytes bytes and its length).
+func clip(b []byte) string { return untrusted.Clip(string(b)) }
 
-func clipString(s string) string { return loc.Clip(s) }
+func clipString(s string) string { return untrusted.Clip(s) }

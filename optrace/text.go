@@ -8,13 +8,13 @@ import (
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
 // WriteText prints the report for people (`gpufrag replay`): a header
 // saying what was replayed (what: the trace's name or a description of it,
-// printed through loc.Printable; ops: the trace's length), a table with one
+// printed through untrusted.Printable; ops: the trace's length), a table with one
 // row per allocator, a legend, each allocator's state at the end weighed
 // by frag.Judge, and the first out-of-memory error of each allocator that
 // had one.
@@ -26,7 +26,7 @@ func (r *Report) WriteText(w io.Writer, what string, ops int) error {
 		device += " (" + mem.FormatBytes(r.OtherUseBytes) + " of it in other use)"
 	}
 	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(fmt.Sprintf("Replayed %s ops of %s through %d allocator%s on %s.",
-		human.Thousands(ops), loc.Printable(what), len(rs), human.PluralS(len(rs)), device), 80))
+		human.Thousands(ops), untrusted.Printable(what), len(rs), human.PluralS(len(rs)), device), 80))
 
 	t := human.Table{
 		Groups: []human.Group{{From: 1, To: 2, Label: "reserved"}, {From: 3, To: 4, Label: "allocated"}, {From: 6, To: 7, Label: "health"}, {From: 8, To: 9, Label: "at the end"}},
@@ -79,7 +79,7 @@ func (r *Report) WriteText(w io.Writer, what string, ops int) error {
 			skipped = fmt.Sprintf(", %s later op%s on their ids skipped", human.Thousands(r.SkippedOps), human.PluralS(r.SkippedOps))
 		}
 		fmt.Fprintf(&sb, "  %s: %s alloc%s failed%s\n", r.Allocator, human.Thousands(r.OOMs), human.PluralS(r.OOMs), skipped)
-		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, loc.Printable(o.ID), human.Bytes(o.Size), loc.Printable(o.Message))
+		first := fmt.Sprintf("first on line %d (%s, %s): %s", o.Line, untrusted.Printable(o.ID), human.Bytes(o.Size), untrusted.Printable(o.Message))
 		fmt.Fprintf(&sb, "%s\n", human.Indent(human.Wrap(first, 76), "    "))
 	}
 	_, err := io.WriteString(w, sb.String())

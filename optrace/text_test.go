@@ -12,7 +12,7 @@ import (
 
 // TestReportWriteText replays a trace whose second alloc does not fit a
 // 1 GiB device on two allocators and checks what the text report says:
-// the header (ops, the trace's name through loc.Printable, the device with
+// the header (ops, the trace's name through untrusted.Printable, the device with
 // its other use), one table row per allocator, the range of peaks, the
 // verdicts, and the first OOM with its line, id and the ops skipped.
 func TestReportWriteText(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -112,26 +112,26 @@ func (c LineChart) PNGScaled(w io.Writer, scale float64) error {
 }
 
 // printable returns c with every text it draws (title, axis labels, series
-// names, marker labels) through loc.Printable, so a name read from an input
+// names, marker labels) through untrusted.Printable, so a name read from an input
 // file shows its control characters as escapes instead of breaking the SVG's
 // XML or the text around it. Slices are copied only when a string changes.
 func (c LineChart) printable() LineChart {
-	c.Title, c.XLabel, c.YLabel = loc.Printable(c.Title), loc.Printable(c.XLabel), loc.Printable(c.YLabel)
+	c.Title, c.XLabel, c.YLabel = untrusted.Printable(c.Title), untrusted.Printable(c.XLabel), untrusted.Printable(c.YLabel)
 	c.Series = printableField(c.Series, func(s *Series) *string { return &s.Name })
 	c.Markers = printableField(c.Markers, func(m *Marker) *string { return &m.Label })
 	return c
 }
 
-// printableField returns xs, or, when loc.Printable changes the string
+// printableField returns xs, or, when untrusted.Printable changes the string
 // field of one of its elements, a copy of xs with that field of every
-// element through loc.Printable.
+// element through untrusted.Printable.
 func printableField[T any](xs []T, field func(*T) *string) []T {
 	for i := range xs {
-		if f := field(&xs[i]); loc.Printable(*f) != *f {
+		if f := field(&xs[i]); untrusted.Printable(*f) != *f {
 			out := slices.Clone(xs)
 			for j := i; j < len(out); j++ {
 				f := field(&out[j])
-				*f = loc.Printable(*f)
+				*f = untrusted.Printable(*f)
 			}
 			return out
 		}

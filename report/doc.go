@@ -61,7 +61,7 @@
 // Page.WriteHTML writes one HTML5 file with inline CSS and inline SVG: no
 // script, no font, image or style sheet fetched from anywhere, which a
 // Content-Security-Policy meta tag also enforces in the browser. All text,
-// charts' included, goes through loc.Printable (a control character, a
+// charts' included, goes through untrusted.Printable (a control character, a
 // bidi override or a byte that is not UTF-8 from an input file shows as an
 // escape such as \x1b, and the page stays well-formed XML) and is
 // HTML-escaped; Section.Text becomes paragraphs at blank lines, with

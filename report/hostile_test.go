@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // hostile is a name from somebody else's file: an OSC that retitles the
@@ -29,15 +29,15 @@ func hostilePage(s string) Page {
 }
 
 // checkPrintable fails unless out is well-formed XML and holds nothing
-// loc.PrintableText would escape: no control character but newline and
+// untrusted.PrintableText would escape: no control character but newline and
 // tab, no DEL, C1, line separator or bidi control, only valid UTF-8.
 func checkPrintable(t *testing.T, what string, out []byte) {
 	t.Helper()
 	parseXML(t, what, out)
-	if s := string(out); loc.PrintableText(s) != s {
+	if s := string(out); untrusted.PrintableText(s) != s {
 		for i := range s {
 			_, size := utf8.DecodeRuneInString(s[i:])
-			if p := s[:i+size]; loc.PrintableText(p) != p {
+			if p := s[:i+size]; untrusted.PrintableText(p) != p {
 				t.Fatalf("%s: unescaped character at byte %d: %q", what, i, s[max(i-30, 0):min(i+10, len(s))])
 			}
 		}
@@ -47,7 +47,7 @@ func checkPrintable(t *testing.T, what string, out []byte) {
 
 // A page whose every string is hostile renders, is well-formed XML, shows
 // the control characters as escapes and holds none of them raw, and its
-// markup is text. Without loc.Printable in escapeHTML the page failed to
+// markup is text. Without untrusted.Printable in escapeHTML the page failed to
 // parse (U+001B is not an XML character) or kept ESC and U+202E.
 func TestHostileStrings(t *testing.T) {
 	var buf bytes.Buffer
@@ -56,7 +56,7 @@ func TestHostileStrings(t *testing.T) {
 	}
 	out := buf.Bytes()
 	checkPrintable(t, "page", out)
-	// Each piece escaped as loc.Printable shows it, then as HTML.
+	// Each piece escaped as untrusted.Printable shows it, then as HTML.
 	want := `evil\x1b]0;pwned\a\x1b[2J\x00\nnl\r\x7f\u009b31m\u2028\u202eRTL&lt;b&gt;&amp;amp;\xff`
 	for _, where := range []string{"<title>", "<h1>", `<p class="subtitle">`, "<h2>", "<caption>",
 		// A data cell carries its header as data-label, escaped alike.
@@ -91,7 +91,7 @@ func TestHostileStrings(t *testing.T) {
 }
 
 // FuzzHTML renders a page whose every string is the fuzzer's: it must
-// render, parse as XML and hold nothing loc.PrintableText would escape.
+// render, parse as XML and hold nothing untrusted.PrintableText would escape.
 //
 //	go test ./report -run '^$' -fuzz FuzzHTML -fuzztime 20s
 func FuzzHTML(f *testing.F) {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Table is a simple table. Cells are plain text (escaped). Columns listed
@@ -29,11 +29,11 @@ type Table struct {
 // charts, tables and raw SVG, in that order.
 //
 // Every string of a Page, its sections, tables and charts may come from an
-// input file: each goes through loc.Printable (control characters, bidi
+// input file: each goes through untrusted.Printable (control characters, bidi
 // controls and invalid UTF-8 become visible escapes such as \x1b), then is
 // HTML-escaped. Text and Pre are text of several lines, whose newlines and
-// tabs are kept (loc.PrintableText): a name inside them should have gone
-// through loc.Printable where the text was written, so that a newline in
+// tabs are kept (untrusted.PrintableText): a name inside them should have gone
+// through untrusted.Printable where the text was written, so that a newline in
 // it shows as \n.
 type Section struct {
 	Heading string
@@ -272,7 +272,7 @@ func (t Table) writeHTML(b *bytes.Buffer) {
 // (a <wbr /> there), so a column can be narrower than the name.
 func breakable(v string) string {
 	var out strings.Builder
-	v = loc.Printable(v)
+	v = untrusted.Printable(v)
 	for i, r := range v {
 		out.WriteString(html.EscapeString(string(r)))
 		if strings.ContainsRune(":,/=", r) && i+1 < len(v) {
@@ -283,15 +283,15 @@ func breakable(v string) string {
 }
 
 // escapeHTML escapes text of one line for HTML element content and quoted
-// attributes: every character loc.Printable escapes first (a control
+// attributes: every character untrusted.Printable escapes first (a control
 // character, one that XML forbids, a bidi override: the page, and the SVG
 // inside it, stay well-formed XML and read as written), then the
 // characters HTML gives a meaning to.
-func escapeHTML(s string) string { return html.EscapeString(loc.Printable(s)) }
+func escapeHTML(s string) string { return html.EscapeString(untrusted.Printable(s)) }
 
 // escapeLines is escapeHTML for text of several lines (Section.Pre, a
-// paragraph's lines): newlines and tabs are kept (loc.PrintableText).
-func escapeLines(s string) string { return html.EscapeString(loc.PrintableText(s)) }
+// paragraph's lines): newlines and tabs are kept (untrusted.PrintableText).
+func escapeLines(s string) string { return html.EscapeString(untrusted.PrintableText(s)) }
 
 // errNoSVGRoot is returned for RawSVG that is not an <svg> element.
 var errNoSVGRoot = errors.New("root element is not <svg>")

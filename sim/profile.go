@@ -14,7 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // ErrBadProfile means a profile that cannot be used; the message names the
@@ -317,7 +317,7 @@ func LoadProfile(r io.Reader, name string) (*Profile, error) {
 // r, checks with complete that it sets every key, and decodes it into v,
 // refusing unknown fields; errors wrap ErrBadProfile and name the file.
 func decodeComplete(r io.Reader, name string, complete func(*yaml.Node) error, v any) error {
-	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	r, err := untrusted.Sniff(r, untrusted.CheckText) // random bytes fail in the first 4 KiB
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadProfile, name, err)
 	}
@@ -328,8 +328,8 @@ func decodeComplete(r io.Reader, name string, complete func(*yaml.Node) error, v
 	if len(data) > MaxProfileBytes {
 		return fmt.Errorf("%w: %s: larger than %d bytes", ErrBadProfile, name, MaxProfileBytes)
 	}
-	// One document, whose aliases expand to a bounded size (loc.MaxYAMLNodes).
-	root, err := loc.CheckYAML(data)
+	// One document, whose aliases expand to a bounded size (untrusted.MaxYAMLNodes).
+	root, err := untrusted.CheckYAML(data)
 	if errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: %s: empty file", ErrBadProfile, name)
 	}

@@ -20,9 +20,9 @@
 //   - torch.cuda.memory_stats() dumped as JSON (FormatMemoryStats): counters
 //     only, in Snapshot.Stats. A file whose first byte (after white space)
 //     is '{' is read as JSON; no pickle starts that way. Its first 4 KiB
-//     must be JSON text (loc.CheckJSONStart) before the rest is read; a
+//     must be JSON text (untrusted.CheckJSONStart) before the rest is read; a
 //     key repeated or written twice in different case, and invalid UTF-8,
-//     are errors (loc.CheckJSON); and the counters must hold the relations
+//     are errors (untrusted.CheckJSON); and the counters must hold the relations
 //     of a real dump, per pool and for current and peak values: requested
 //     <= allocated <= active <= reserved bytes, inactive split bytes
 //     within reserved - active, current <= peak, no negative byte count.

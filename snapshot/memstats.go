@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -161,8 +161,8 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 	}
 	// What the decoder let through: a key written twice (it kept the last
 	// value), keys that differ only in case, invalid UTF-8.
-	var je *loc.JSONError
-	if errors.As(loc.CheckJSON(data), &je) {
+	var je *untrusted.JSONError
+	if errors.As(untrusted.CheckJSON(data), &je) {
 		kind := ErrDecode
 		if je.Path != "" {
 			kind = ErrField

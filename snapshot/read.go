@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
@@ -233,23 +233,23 @@ func checkPickleStart(name string, head []byte, r io.Reader, po *pickle.Options)
 var inputSize = pickle.ReaderSize
 
 // checkJSONHead reads the start of a memory_stats JSON document up to
-// loc.SniffBytes (head holds its first bytes) and checks it is JSON text
-// (loc.CheckJSONStart) before Read reads the rest, so that random bytes
+// untrusted.SniffBytes (head holds its first bytes) and checks it is JSON text
+// (untrusted.CheckJSONStart) before Read reads the rest, so that random bytes
 // after "{" are refused there rather than after MaxStatsBytes.
 // It returns the start read.
 func checkJSONHead(name string, head []byte, r io.Reader) ([]byte, error) {
 	if len(head) == sniffLen {
-		more := make([]byte, loc.SniffBytes-len(head))
+		more := make([]byte, untrusted.SniffBytes-len(head))
 		m, err := io.ReadFull(r, more)
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 			return nil, decodeErr(name, err, nil)
 		}
 		head = append(head, more[:m]...)
 	}
-	var le *loc.InputError
-	if errors.As(loc.CheckJSONStart(head, len(head) < loc.SniffBytes), &le) {
+	var le *untrusted.InputError
+	if errors.As(untrusted.CheckJSONStart(head, len(head) < untrusted.SniffBytes), &le) {
 		kind := ErrDecode
-		if errors.Is(le, loc.ErrBinary) {
+		if errors.Is(le, untrusted.ErrBinary) {
 			kind = ErrNotSnapshot
 		}
 		return nil, &Error{Name: name, Offset: le.Offset, Msg: "memory_stats JSON: " + le.Msg, Err: kind}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
@@ -87,5 +87,5 @@ const minText = 8
 
 // looksLikeText reports whether b is printable UTF-8 with line breaks and
 // tabs only (a cut multi-byte character at the end is allowed): what every
-// text reader asks of its start (loc.CheckText).
-func looksLikeText(b []byte) bool { return loc.CheckText(b, false) == nil }
+// text reader asks of its start (untrusted.CheckText).
+func looksLikeText(b []byte) bool { return untrusted.CheckText(b, false) == nil }

@@ -138,7 +138,7 @@ type BenchRequest struct {
 	// waited for a --max-concurrency slot before that, s on the client's
 	// clock (newer vLLM's start_times and queue_times).
 	Start, Queue float64
-	// Err is the client's error for a failed request, cut to loc.QuoteBytes;
+	// Err is the client's error for a failed request, cut to untrusted.QuoteBytes;
 	// "" for a request that succeeded (or when the file has no errors).
 	Err string
 }

@@ -14,24 +14,24 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // benchLimits bound the text: one line (vLLM writes a run on one line) and
 // the whole file may each be MaxBenchBytes (a variable so that tests can
 // lower it).
-var benchLimits = loc.Limits{Line: int(MaxBenchBytes), LineName: "workload.MaxBenchBytes",
+var benchLimits = untrusted.Limits{Line: int(MaxBenchBytes), LineName: "workload.MaxBenchBytes",
 	Total: MaxBenchBytes, TotalName: "workload.MaxBenchBytes",
 	TotalHint: "split the runs into several files, or save them without --save-detailed"}
 
-// readBenchText reads the whole input through a loc.LineReader, so binary
+// readBenchText reads the whole input through a untrusted.LineReader, so binary
 // input, a BOM, CR or CRLF endings and the size bound are handled as for
 // every trace, and joins its lines with "\n": line numbers stay those of
 // the file. Text that does not start with a JSON object (a CSV trace) is
 // refused at its first line, as splitBenchObjects would after reading it
 // all.
 func readBenchText(r io.Reader, name string) ([]byte, error) {
-	lr := loc.NewLineReader(r, benchLimits)
+	lr := untrusted.NewLineReader(r, benchLimits)
 	var text []byte
 	started := false
 	for {
@@ -154,9 +154,9 @@ func splitBenchObjects(text []byte) ([]benchObject, *Error) {
 func topLevelMsg(rest []byte, n int) string {
 	const want = "want one JSON object per run (vLLM --save-result, SGLang bench_serving --output-file)"
 	if n > 0 {
-		return fmt.Sprintf("unexpected %s after run %d: %s", loc.DescribeJSONStart(rest[:min(len(rest), 16)]), n, want)
+		return fmt.Sprintf("unexpected %s after run %d: %s", untrusted.DescribeJSONStart(rest[:min(len(rest), 16)]), n, want)
 	}
-	msg := fmt.Sprintf("starts with %s: %s", loc.DescribeJSONStart(rest[:min(len(rest), 16)]), want)
+	msg := fmt.Sprintf("starts with %s: %s", untrusted.DescribeJSONStart(rest[:min(len(rest), 16)]), want)
 	if rest[0] == '[' {
 		msg += "; an array of records may be vLLM's .pytorch.json, which leaves out the per-request data: give the --save-result file beside it"
 	}
@@ -438,7 +438,7 @@ func itlArrays(field string, raw []byte, total *int) ([][]float64, *Error) {
 }
 
 // errorArray parses errors, an array of strings ("" or null for a request
-// that succeeded), each cut to loc.QuoteBytes: a traceback is not kept whole.
+// that succeeded), each cut to untrusted.QuoteBytes: a traceback is not kept whole.
 func errorArray(field string, raw []byte) ([]string, *Error) {
 	out := make([]string, 0, 64)
 	e := elements(field, raw, func(i int, elem []byte) *Error {
@@ -453,7 +453,7 @@ func errorArray(field string, raw []byte) ([]string, *Error) {
 		if !good {
 			return fieldErr(entry(field, i), "must be a string or null (got %s)", describeValue(elem))
 		}
-		out = append(out, loc.Clip(strings.TrimSpace(s)))
+		out = append(out, untrusted.Clip(strings.TrimSpace(s)))
 		return nil
 	})
 	return out, e

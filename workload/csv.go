@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // csvSpec lists the columns a CSV format uses. Other columns are allowed
@@ -181,7 +181,7 @@ func (p *csvParser) row(b []byte) (row, *Error) {
 	return rw, nil
 }
 
-// splitCSV splits one CSV record (loc.SplitCSV; a quoted field cannot span
+// splitCSV splits one CSV record (untrusted.SplitCSV; a quoted field cannot span
 // lines). An error names the column.
 func splitCSV(b []byte) ([]string, error) { return splitCSVInto(b, nil) }
 
@@ -201,7 +201,7 @@ func splitCSVInto(b []byte, out []string) ([]string, error) {
 			s = s[i+1:]
 		}
 	}
-	fields, bad, msg := loc.SplitCSV(b, out)
+	fields, bad, msg := untrusted.SplitCSV(b, out)
 	if msg != "" {
 		return nil, fmt.Errorf("malformed CSV: column %d: %s", bad+1, msg)
 	}

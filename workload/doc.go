@@ -16,7 +16,7 @@
 // LF, CRLF or a lone CR (old Mac files); the last line may lack an ending;
 // blank lines are skipped. Lines are numbered from 1, and a CSV header is
 // line 1. Input that is not UTF-8 text (a NUL byte, a control character or
-// invalid UTF-8 in the first 4 KiB, loc.SniffBytes; a compressed file;
+// invalid UTF-8 in the first 4 KiB, untrusted.SniffBytes; a compressed file;
 // UTF-16) is an ErrNotText error at once, naming the byte and its line; a
 // line longer than
 // MaxLineBytes (1 MiB) is an error as soon as it crosses the limit, never

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // The kinds of error, matched with errors.Is on the *Error that wraps them
@@ -17,7 +17,7 @@ var (
 	ErrFormat = errors.New("unknown format")
 	// ErrNotText: the input starts with binary data (a NUL byte, a control
 	// character, bytes that are not UTF-8, a gzip, zstd, bzip2, xz or ZIP
-	// signature, UTF-16 text) in its first loc.SniffBytes, not lines of text.
+	// signature, UTF-16 text) in its first untrusted.SniffBytes, not lines of text.
 	ErrNotText = errors.New("not a text trace")
 	// ErrSyntax: a line is not one CSV record or one JSON object, has a
 	// different number of fields than the header, or is longer than
@@ -58,7 +58,7 @@ type Error struct {
 	Err   error  // the kind: ErrFormat, ErrNotText, ErrSyntax, ErrTooLarge, ErrColumn, ErrField, ErrOrder or ErrNoRows
 }
 
-func (e *Error) Error() string { return loc.Format(e.File, e.Line, e.Field, e.Msg) }
+func (e *Error) Error() string { return untrusted.Format(e.File, e.Line, e.Field, e.Msg) }
 
 // Unwrap returns the error's kind, so errors.Is(err, ErrField) works.
 func (e *Error) Unwrap() error { return e.Err }
@@ -71,5 +71,5 @@ func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 }
 
-// clip quotes raw input for an error message, cut to loc.QuoteBytes.
-func clip(s string) string { return loc.Quote(s) }
+// clip quotes raw input for an error message, cut to untrusted.QuoteBytes.
+func clip(s string) string { return untrusted.Quote(s) }

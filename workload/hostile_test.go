@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/testkit"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -124,7 +124,7 @@ func TestHeaderMessages(t *testing.T) {
 	}
 }
 
-// TestGiantField: a huge value is echoed in at most loc.QuoteBytes bytes
+// TestGiantField: a huge value is echoed in at most untrusted.QuoteBytes bytes
 // with its length, in every kind of message that quotes input.
 func TestGiantField(t *testing.T) {
 	giant := strings.Repeat("9", 500_000)

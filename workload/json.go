@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MaxIDBytes bounds the id and session strings of our JSONL and BurstGPT's
@@ -80,7 +80,7 @@ func object(b []byte, known []string, strict bool, reuse map[string]json.RawMess
 	return m, nil
 }
 
-func clipKey(k string) string { return loc.Clip(k) }
+func clipKey(k string) string { return untrusted.Clip(k) }
 
 func index(list []string, s string) int {
 	for i, x := range list {

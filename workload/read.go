@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MaxLineBytes is the longest line Read accepts (1 MiB, without the line
@@ -102,7 +102,7 @@ var (
 )
 
 // lineLimits are Read's bounds on lines and on the whole input.
-var lineLimits = loc.Limits{Line: MaxLineBytes, LineName: "workload.MaxLineBytes",
+var lineLimits = untrusted.Limits{Line: MaxLineBytes, LineName: "workload.MaxLineBytes",
 	Total: MaxInputBytes, TotalName: "workload.MaxInputBytes", TotalHint: "read the start of it with a row limit (--max-rows)"}
 
 // Read reads a whole trace. name labels error messages (a file name,
@@ -131,7 +131,7 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 	if opts.Run != 0 {
 		return nil, configErr("ReadOptions.Run: %d, but only benchmark result files (vllm-bench) hold runs", opts.Run)
 	}
-	lr := loc.NewLineReader(r, lineLimits)
+	lr := untrusted.NewLineReader(r, lineLimits)
 	t := &Trace{Name: name, Format: f}
 	fail := func(e *Error) (*Trace, error) {
 		e.File = name
@@ -365,15 +365,15 @@ func dropUntimed(t *Trace, timed []bool) *Error {
 // inputErr turns an error of the line reader into an *Error, and wraps
 // one of r itself.
 func inputErr(err error, name string) error {
-	var ie *loc.InputError
+	var ie *untrusted.InputError
 	if !errors.As(err, &ie) {
 		return fmt.Errorf("reading %s: %w", displayName(name), err)
 	}
 	e := &Error{File: name, Line: ie.Line, Err: ErrSyntax, Msg: ie.Msg}
 	switch {
-	case errors.Is(err, loc.ErrBinary):
+	case errors.Is(err, untrusted.ErrBinary):
 		e.Err, e.Msg = ErrNotText, "not a text trace: "+strings.TrimPrefix(ie.Msg, "not a text file: ")
-	case errors.Is(err, loc.ErrTooLarge):
+	case errors.Is(err, untrusted.ErrTooLarge):
 		e.Err = ErrTooLarge
 	}
 	return e

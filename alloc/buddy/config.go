@@ -167,7 +167,7 @@ func parsePool(s, want string) (Config, error) {
 }
 
 // maxQuote bounds how much of an input value an error message repeats, and
-// so the length of one argument: 64 bytes, as internal/loc's Quote does for
+// so the length of one argument: 64 bytes, as internal/untrusted's Quote does for
 // the file readers (a spec can come from a scenario file).
 const maxQuote = 64
 

@@ -183,7 +183,7 @@ func Parse(s string) (Spec, error) {
 func MustParse(s string) Spec {
 	sp, err := Parse(s)
 	if err != nil {
-		panic(fmt.Errorf("spec.MustParse: %w", err))
+		panic(fmt.Errorf("registry.MustParse: %w", err))
 	}
 	return sp
 }

@@ -29,7 +29,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Resource names, labels and annotations read.
@@ -103,7 +103,7 @@ func Read(r io.Reader, name string) (*Snapshot, error) {
 				return bad(err)
 			}
 			if j, dup := nodeAt[n.Name]; dup {
-				return bad(fmt.Errorf("node %s: listed twice (also items[%d]): save the cluster once, with one kubectl get", loc.Quote(n.Name), j))
+				return bad(fmt.Errorf("node %s: listed twice (also items[%d]): save the cluster once, with one kubectl get", untrusted.Quote(n.Name), j))
 			}
 			if len(s.Nodes) == MaxNodes {
 				return bad(fmt.Errorf("more than %d nodes (kube.MaxNodes): ten times the largest cluster Kubernetes supports", MaxNodes))
@@ -123,7 +123,7 @@ func Read(r io.Reader, name string) (*Snapshot, error) {
 			}
 			key := p.Namespace + "/" + p.Name
 			if j, dup := podAt[key]; dup {
-				return bad(fmt.Errorf("pod %s: listed twice (also items[%d]): save the cluster once, with one kubectl get", loc.Quote(key), j))
+				return bad(fmt.Errorf("pod %s: listed twice (also items[%d]): save the cluster once, with one kubectl get", untrusted.Quote(key), j))
 			}
 			if len(s.Pods) == MaxPods {
 				return bad(fmt.Errorf("more than %d pods (kube.MaxPods): ten times the largest cluster Kubernetes supports", MaxPods))
@@ -176,15 +176,15 @@ func node(o object) (cluster.Node, error) {
 	}
 	g, err := gpuCount(a, ResourceGPU)
 	if err != nil {
-		return n, fmt.Errorf("node %s: status.allocatable: %w", loc.Quote(n.Name), err)
+		return n, fmt.Errorf("node %s: status.allocatable: %w", untrusted.Quote(n.Name), err)
 	}
 	if g == 0 {
 		if g, err = gpuCount(a, ResourceGPUCount); err != nil {
-			return n, fmt.Errorf("node %s: status.allocatable: %w", loc.Quote(n.Name), err)
+			return n, fmt.Errorf("node %s: status.allocatable: %w", untrusted.Quote(n.Name), err)
 		}
 	}
 	if g > cluster.MaxGPUsPerNode {
-		return n, fmt.Errorf("node %s: %d GPUs, more than %d (cluster.MaxGPUsPerNode)", loc.Quote(n.Name), g, cluster.MaxGPUsPerNode)
+		return n, fmt.Errorf("node %s: %d GPUs, more than %d (cluster.MaxGPUsPerNode)", untrusted.Quote(n.Name), g, cluster.MaxGPUsPerNode)
 	}
 	n.GPUs = int(g)
 	if n.GPUs > 0 && n.Model == "" {
@@ -207,7 +207,7 @@ func gpuCount(m map[string]string, key string) (int64, error) {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
 	if milli%1000 != 0 {
-		return 0, fmt.Errorf("%s: %s is not a whole number of GPUs (extended resources take integers; a share of a GPU goes in the %s annotation)", key, loc.Quote(v), AnnoGPUMilli)
+		return 0, fmt.Errorf("%s: %s is not a whole number of GPUs (extended resources take integers; a share of a GPU goes in the %s annotation)", key, untrusted.Quote(v), AnnoGPUMilli)
 	}
 	return milli / 1000, nil
 }
@@ -229,7 +229,7 @@ func pod(o object) (PodState, error) {
 	if p.Name == "" {
 		return p, fmt.Errorf("pod without a name (metadata.name)")
 	}
-	id := loc.Quote(p.Namespace + "/" + p.Name)
+	id := untrusted.Quote(p.Namespace + "/" + p.Name)
 	var gpus int64
 	for k, c := range o.Spec.Containers {
 		r := c.Resources.Requests
@@ -259,13 +259,13 @@ func pod(o object) (PodState, error) {
 	if v, ok := ann[AnnoGPUMilli]; ok {
 		milli, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || milli < 0 || milli > cluster.MilliGPU {
-			return p, fmt.Errorf("pod %s: annotation %s=%s: want 0 to 1000", id, AnnoGPUMilli, loc.Quote(v))
+			return p, fmt.Errorf("pod %s: annotation %s=%s: want 0 to 1000", id, AnnoGPUMilli, untrusted.Quote(v))
 		}
 		p.MilliGPU, p.NumGPU = milli, 1
 		if c, ok := ann[AnnoGPUCount]; ok {
 			n, err := strconv.Atoi(c)
 			if err != nil || n < 0 || n > cluster.MaxGPUsPerNode {
-				return p, fmt.Errorf("pod %s: annotation %s=%s: want a GPU count from 0 to %d", id, AnnoGPUCount, loc.Quote(c), cluster.MaxGPUsPerNode)
+				return p, fmt.Errorf("pod %s: annotation %s=%s: want a GPU count from 0 to %d", id, AnnoGPUCount, untrusted.Quote(c), cluster.MaxGPUsPerNode)
 			}
 			if n > 1 && milli < cluster.MilliGPU {
 				return p, fmt.Errorf("pod %s: annotations %s=%s and %s=%d: only a pod of one GPU shares it; a pod of %d GPUs takes 1000 milli of each",
@@ -288,10 +288,10 @@ func pod(o object) (PodState, error) {
 		for _, f := range strings.Split(idx, "-") {
 			g, err := strconv.Atoi(f)
 			if err != nil || g < 0 || g >= cluster.MaxGPUsPerNode {
-				return p, fmt.Errorf("pod %s: annotation %s=%s: want GPU indexes like 0-3", id, AnnoGPUIndex, loc.Quote(idx))
+				return p, fmt.Errorf("pod %s: annotation %s=%s: want GPU indexes like 0-3", id, AnnoGPUIndex, untrusted.Quote(idx))
 			}
 			if slices.Contains(p.GPUIndex, g) {
-				return p, fmt.Errorf("pod %s: annotation %s=%s: GPU %d named twice", id, AnnoGPUIndex, loc.Quote(idx), g)
+				return p, fmt.Errorf("pod %s: annotation %s=%s: GPU %d named twice", id, AnnoGPUIndex, untrusted.Quote(idx), g)
 			}
 			p.GPUIndex = append(p.GPUIndex, g)
 		}

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/internal/testkit"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 )
 
 func readFixture(t *testing.T) *Snapshot { return readTestdata(t, "cluster.json") }
@@ -228,7 +228,7 @@ func TestInspectNoPods(t *testing.T) {
 }
 
 // Names are read exactly as the file has them, control characters and all:
-// printing them escaped is the report's job (loc.Printable, TestHostileNames
+// printing them escaped is the report's job (untrusted.Printable, TestHostileNames
 // in cmd/gpufrag/internal/cli), and --json keeps them exact.
 func TestReadHostileNames(t *testing.T) {
 	s := readTestdata(t, "hostile.json")

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // suffixes of Kubernetes resource quantities and their multipliers.
@@ -39,7 +39,7 @@ func ParseQuantity(q string, scale float64) (int64, error) {
 		return 0, fmt.Errorf("empty quantity")
 	}
 	if len(s) > maxQuantityBytes {
-		return 0, fmt.Errorf("%s is not a quantity (longer than %d bytes)", loc.Quote(q), maxQuantityBytes)
+		return 0, fmt.Errorf("%s is not a quantity (longer than %d bytes)", untrusted.Quote(q), maxQuantityBytes)
 	}
 	mult := 1.0
 	for _, sf := range suffixes {
@@ -50,17 +50,17 @@ func ParseQuantity(q string, scale float64) (int64, error) {
 	}
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		if e, err := strconv.Atoi(s[i+1:]); err != nil || e > maxExponent || e < -maxExponent {
-			return 0, fmt.Errorf("%s is not a quantity (want an exponent from -%d to %d)", loc.Quote(q), maxExponent, maxExponent)
+			return 0, fmt.Errorf("%s is not a quantity (want an exponent from -%d to %d)", untrusted.Quote(q), maxExponent, maxExponent)
 		}
 	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok || r.Sign() < 0 {
-		return 0, fmt.Errorf("%s is not a non-negative quantity", loc.Quote(q))
+		return 0, fmt.Errorf("%s is not a non-negative quantity", untrusted.Quote(q))
 	}
 	f, _ := r.Float64()
 	v := math.Ceil(f*mult*scale - 1e-9)
 	if math.IsInf(v, 0) || v > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%s is too large", loc.Quote(q))
+		return 0, fmt.Errorf("%s is too large", untrusted.Quote(q))
 	}
 	return int64(v), nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Bounds of Read. Read decodes its input one object at a time, so memory
@@ -93,9 +93,9 @@ type decoder struct {
 func (d *decoder) fail(path string, err error) error {
 	switch {
 	case errors.Is(err, errTooLarge):
-		return &cluster.InputError{Name: d.name, Field: path, Msg: fmt.Sprintf("longer than %s (kube.MaxReadBytes): more than a cluster's kubectl listing; save only nodes and pods (kubectl get nodes,pods -A -o json)", loc.Size(limits.total))}
+		return &cluster.InputError{Name: d.name, Field: path, Msg: fmt.Sprintf("longer than %s (kube.MaxReadBytes): more than a cluster's kubectl listing; save only nodes and pods (kubectl get nodes,pods -A -o json)", untrusted.Size(limits.total))}
 	case errors.Is(err, errObjTooBig):
-		return &cluster.InputError{Name: d.name, Field: path, Msg: fmt.Sprintf("one object longer than %s (kube.MaxObjectBytes): Kubernetes objects are at most 1.5 MiB", loc.Size(limits.object))}
+		return &cluster.InputError{Name: d.name, Field: path, Msg: fmt.Sprintf("one object longer than %s (kube.MaxObjectBytes): Kubernetes objects are at most 1.5 MiB", untrusted.Size(limits.object))}
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		return &cluster.InputError{Name: d.name, Field: path, Msg: fmt.Sprintf("ends inside the document at byte %d (truncated?): %s", d.dec.InputOffset(), want)}
 	}
@@ -147,7 +147,7 @@ func describeToken(tok json.Token) string {
 	case json.Delim:
 		return describeDelim(v)
 	case string:
-		return "the string " + loc.Quote(v)
+		return "the string " + untrusted.Quote(v)
 	case bool:
 		return "a boolean"
 	}
@@ -172,7 +172,7 @@ func firstByte(br *bufio.Reader) (byte, error) {
 // (c, the first byte, is still in br).
 func describeStart(_ byte, br *bufio.Reader) string {
 	head, _ := br.Peek(16)
-	return loc.DescribeJSONStart(head)
+	return untrusted.DescribeJSONStart(head)
 }
 
 // readDocument reads a kubectl document: the top-level object's items
@@ -193,9 +193,9 @@ func readDocument(r io.Reader, name string, item func(i int, o *object) error) (
 	}
 	// Random bytes or another format after "{" fail here, within the first
 	// 4 KiB, not when the decoder gets to them.
-	head, perr := br.Peek(loc.SniffBytes)
-	var le *loc.InputError
-	if errors.As(loc.CheckJSONStart(head, perr == io.EOF), &le) {
+	head, perr := br.Peek(untrusted.SniffBytes)
+	var le *untrusted.InputError
+	if errors.As(untrusted.CheckJSONStart(head, perr == io.EOF), &le) {
 		return "", nil, &cluster.InputError{Name: name, Line: le.Line, Msg: le.Msg}
 	}
 	d := &decoder{name: name, in: in, dec: json.NewDecoder(br)}
@@ -239,7 +239,7 @@ func readDocument(r io.Reader, name string, item func(i int, o *object) error) (
 			}
 		default:
 			var raw json.RawMessage
-			if err := d.decode(loc.Clip(key), &raw); err != nil {
+			if err := d.decode(untrusted.Clip(key), &raw); err != nil {
 				return "", nil, err
 			}
 			if _, dup := rest[key]; !dup {
@@ -274,5 +274,5 @@ func readDocument(r io.Reader, name string, item func(i int, o *object) error) (
 	case kind == "":
 		return "", nil, &cluster.InputError{Name: name, Field: "kind", Msg: "missing: " + want}
 	}
-	return "", nil, &cluster.InputError{Name: name, Field: "kind", Msg: fmt.Sprintf("is %s: %s", loc.Quote(kind), want)}
+	return "", nil, &cluster.InputError{Name: name, Field: "kind", Msg: fmt.Sprintf("is %s: %s", untrusted.Quote(kind), want)}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // WriteText prints the report for people (the text of gpufrag cluster
@@ -15,11 +15,11 @@ import (
 // node with all), the node counts, the fragmentation, and the pending pods
 // that fit nowhere with the reason; from names the cluster. Node, pod and
 // model names (and the names in a pending pod's reason) come from the
-// cluster, so every one goes through loc.Printable (the table's cells do).
+// cluster, so every one goes through untrusted.Printable (the table's cells do).
 func (r *Report) WriteText(w io.Writer, from string, all bool) error {
 	var b strings.Builder
 	sb := &b
-	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", loc.Printable(from), r.Nodes, r.GPUNodes, r.GPUs,
+	fmt.Fprintf(sb, "%s: %d nodes, %d with GPUs, %d GPUs; %.2f GPUs requested (%.1f%%).\n\n", untrusted.Printable(from), r.Nodes, r.GPUNodes, r.GPUs,
 		float64(r.RequestedMilli)/cluster.MilliGPU, 100*float64(r.RequestedMilli)/float64(max(r.GPUs*cluster.MilliGPU, 1)))
 	t := human.Table{Head: []string{"node", "model", "GPUs", "requested", "whole free", "free CPU", "pods", "frag", "note"}}
 	for _, n := range r.PerNode {
@@ -55,11 +55,11 @@ func (r *Report) WriteText(w io.Writer, from string, all bool) error {
 	fmt.Fprintf(sb, "pending pods: %d, of which %d fit nowhere\n", len(r.Pending), stuck)
 	for _, p := range r.Pending {
 		if p.Fits == 0 {
-			fmt.Fprintf(sb, "  %s (%s): %s\n", loc.Printable(p.Pod), loc.Printable(p.Shape), loc.Printable(p.Reason))
+			fmt.Fprintf(sb, "  %s (%s): %s\n", untrusted.Printable(p.Pod), untrusted.Printable(p.Shape), untrusted.Printable(p.Reason))
 		}
 	}
 	for _, u := range r.Unplaceable {
-		fmt.Fprintf(sb, "not modelled: %s\n", loc.Printable(u))
+		fmt.Fprintf(sb, "not modelled: %s\n", untrusted.Printable(u))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

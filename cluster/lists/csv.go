@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Column names of the openb CSV files.
@@ -34,7 +34,7 @@ const MaxLineBytes = 64 << 10
 const MaxInputBytes = 256 << 20
 
 // csvLimits are the line reader's bounds for node and pod lists.
-var csvLimits = loc.Limits{Line: MaxLineBytes, LineName: "lists.MaxLineBytes", Total: MaxInputBytes, TotalName: "lists.MaxInputBytes",
+var csvLimits = untrusted.Limits{Line: MaxLineBytes, LineName: "lists.MaxLineBytes", Total: MaxInputBytes, TotalName: "lists.MaxInputBytes",
 	TotalHint: "split the list, or sample it: the protocol resamples pods to the cluster's size anyway"}
 
 // csvTable reads a CSV stream whose header must be a prefix of want of at
@@ -44,13 +44,13 @@ var csvLimits = loc.Limits{Line: MaxLineBytes, LineName: "lists.MaxLineBytes", T
 // record and numbers lines exactly (line endings "\n", "\r\n" or "\r").
 type csvTable struct {
 	name   string
-	lines  *loc.LineReader
+	lines  *untrusted.LineReader
 	cols   []string
 	fields []string // the last record, reused
 }
 
 func openCSV(rd io.Reader, name string, want []string, min int) (*csvTable, error) {
-	t := &csvTable{name: name, lines: loc.NewLineReader(rd, csvLimits)}
+	t := &csvTable{name: name, lines: untrusted.NewLineReader(rd, csvLimits)}
 	head, _, err := t.read()
 	if err == io.EOF {
 		return nil, &cluster.InputError{Name: name, Line: 1, Msg: "empty file: want a header line"}
@@ -65,11 +65,11 @@ func openCSV(rd io.Reader, name string, want []string, min int) (*csvTable, erro
 	for i, h := range head {
 		h = strings.TrimSpace(h)
 		if j := slices.Index(head[:i], h); j >= 0 {
-			return nil, &cluster.InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d repeats column %d; the header must be the first %d to %d of %s",
+			return nil, &cluster.InputError{Name: name, Line: 1, Field: untrusted.Clip(h), Msg: fmt.Sprintf("column %d repeats column %d; the header must be the first %d to %d of %s",
 				i+1, j+1, min, len(want), strings.Join(want, ","))}
 		}
 		if h != want[i] {
-			return nil, &cluster.InputError{Name: name, Line: 1, Field: loc.Clip(h), Msg: fmt.Sprintf("column %d must be %q", i+1, want[i])}
+			return nil, &cluster.InputError{Name: name, Line: 1, Field: untrusted.Clip(h), Msg: fmt.Sprintf("column %d must be %q", i+1, want[i])}
 		}
 	}
 	t.cols = want[:len(head)]
@@ -93,7 +93,7 @@ func (t *csvTable) read() ([]string, int, error) {
 		line := t.lines.Line()
 		var bad int
 		var msg string
-		if t.fields, bad, msg = loc.SplitCSV(b, t.fields[:0]); msg != "" {
+		if t.fields, bad, msg = untrusted.SplitCSV(b, t.fields[:0]); msg != "" {
 			field := fmt.Sprintf("column %d", bad+1)
 			if bad < len(t.cols) {
 				field = t.cols[bad]
@@ -119,7 +119,7 @@ func (t *csvTable) next() ([]string, int, error) {
 // lineError turns an error of the line reader into an *InputError (bounds
 // crossed, binary input) or names the input in a read error.
 func lineError(name string, err error) error {
-	var le *loc.InputError
+	var le *untrusted.InputError
 	if errors.As(err, &le) {
 		return &cluster.InputError{Name: name, Line: le.Line, Msg: le.Msg}
 	}
@@ -133,7 +133,7 @@ func intField(name string, line int, field, s string) (int64, error) {
 		if s == "" {
 			return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: "is empty, want an integer"}
 		}
-		return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("%s is not an integer", loc.Quote(s))}
+		return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("%s is not an integer", untrusted.Quote(s))}
 	}
 	if v < 0 {
 		return 0, &cluster.InputError{Name: name, Line: line, Field: field, Msg: fmt.Sprintf("must not be negative (got %d)", v)}
@@ -215,7 +215,7 @@ func readRows[T any](t *csvTable, name, kind, nameField string, parse func(rec [
 			return nil, err
 		}
 		if prev, dup := seen[key]; dup {
-			return nil, &cluster.InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %s already on line %d", kind, loc.Quote(key), prev)}
+			return nil, &cluster.InputError{Name: name, Line: line, Field: nameField, Msg: fmt.Sprintf("%s %s already on line %d", kind, untrusted.Quote(key), prev)}
 		}
 		seen[key] = line
 		out = append(out, v)

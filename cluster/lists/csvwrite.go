@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // WritePodsCSV writes pods as an openb pod list with the first six
@@ -25,14 +25,14 @@ func WritePodsCSV(w io.Writer, pods []cluster.Pod) error {
 	for i := range pods {
 		p := &pods[i]
 		if f, msg := p.Check(); f != "" {
-			return fmt.Errorf("%w: pod %d (%s): field %q %s", cluster.ErrBadInput, i, loc.Quote(p.Name), f, msg)
+			return fmt.Errorf("%w: pod %d (%s): field %q %s", cluster.ErrBadInput, i, untrusted.Quote(p.Name), f, msg)
 		}
 		if strings.ContainsAny(p.Name, ",\"\r\n") || strings.TrimSpace(p.Name) != p.Name {
-			return fmt.Errorf("%w: pod %d: name %s needs CSV quoting or trimming, which the openb form does not use", cluster.ErrBadInput, i, loc.Quote(p.Name))
+			return fmt.Errorf("%w: pod %d: name %s needs CSV quoting or trimming, which the openb form does not use", cluster.ErrBadInput, i, untrusted.Quote(p.Name))
 		}
 		for _, m := range p.GPUSpec {
 			if strings.ContainsAny(m, ",\"\r\n") {
-				return fmt.Errorf("%w: pod %d (%s): GPU model %s needs CSV quoting", cluster.ErrBadInput, i, loc.Quote(p.Name), loc.Quote(m))
+				return fmt.Errorf("%w: pod %d (%s): GPU model %s needs CSV quoting", cluster.ErrBadInput, i, untrusted.Quote(p.Name), untrusted.Quote(m))
 			}
 		}
 		b = append(b[:0], p.Name...)

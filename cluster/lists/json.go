@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // File is the package's own JSON form of a cluster and its workload:
@@ -57,7 +57,7 @@ type jsonFile struct {
 // bad value (e.g. pods[3].gpu_milli) and wrap ErrBadInput.
 //
 // The input may be at most MaxInputBytes long, must start (after white
-// space) with "{", and its first loc.SniffBytes must be UTF-8 text and
+// space) with "{", and its first untrusted.SniffBytes must be UTF-8 text and
 // valid JSON as far as they go: anything else is refused before the rest
 // is read, so a binary file, random bytes or /dev/zero fail at once.
 func ReadJSON(r io.Reader, name string) (*File, error) {
@@ -81,7 +81,7 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("nodes[%d].%s", i, jsonNodeField(fl)), Msg: msg}
 		}
 		if seen[f.Nodes[i].Name] {
-			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("nodes[%d].name", i), Msg: fmt.Sprintf("duplicate node %s", loc.Quote(f.Nodes[i].Name))}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("nodes[%d].name", i), Msg: fmt.Sprintf("duplicate node %s", untrusted.Quote(f.Nodes[i].Name))}
 		}
 		seen[f.Nodes[i].Name] = true
 	}
@@ -108,7 +108,7 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].%s", i, fl), Msg: msg}
 		}
 		if seen[p.Name] {
-			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].name", i), Msg: fmt.Sprintf("duplicate pod %s", loc.Quote(p.Name))}
+			return nil, &cluster.InputError{Name: name, Field: fmt.Sprintf("pods[%d].name", i), Msg: fmt.Sprintf("duplicate pod %s", untrusted.Quote(p.Name))}
 		}
 		seen[p.Name] = true
 		f.Pods = append(f.Pods, p)
@@ -118,9 +118,9 @@ func ReadJSON(r io.Reader, name string) (*File, error) {
 
 // readJSONObject reads at most limit bytes of r, checking first that the
 // first byte past white space opens a JSON object and that the start is
-// JSON text (loc.CheckJSONStart).
+// JSON text (untrusted.CheckJSONStart).
 func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
-	head, atEOF, whole, err := loc.Head(io.LimitReader(r, limit+1))
+	head, atEOF, whole, err := untrusted.Head(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -131,9 +131,9 @@ func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
 	case len(t) > 0 && t[0] != '{':
 		line := 1 + bytes.Count(head[:len(head)-len(t)], []byte("\n"))
 		return nil, &cluster.InputError{Name: name, Line: line, Msg: fmt.Sprintf("starts with %s, want a JSON object {\"nodes\": [...], \"pods\": [...]}",
-			loc.DescribeJSONStart(t[:min(len(t), 16)]))}
+			untrusted.DescribeJSONStart(t[:min(len(t), 16)]))}
 	}
-	if err := loc.CheckJSONStart(head, atEOF); err != nil {
+	if err := untrusted.CheckJSONStart(head, atEOF); err != nil {
 		return nil, lineError(name, err)
 	}
 	data, err := io.ReadAll(whole)
@@ -141,7 +141,7 @@ func readJSONObject(r io.Reader, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, &cluster.InputError{Name: name, Msg: fmt.Sprintf("longer than %s (lists.MaxInputBytes): split the list, or sample it", loc.Size(limit))}
+		return nil, &cluster.InputError{Name: name, Msg: fmt.Sprintf("longer than %s (lists.MaxInputBytes): split the list, or sample it", untrusted.Size(limit))}
 	}
 	return data, nil
 }

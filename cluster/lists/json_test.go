@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 )
 
 func TestJSONRoundTrip(t *testing.T) {

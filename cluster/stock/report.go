@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/cluster"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Inputs names what a search ran on, as WriteReport prints it.
@@ -22,7 +22,7 @@ type Inputs struct {
 func WriteReport(w io.Writer, in Inputs, ranked []StockResult) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# Simulated with the FGD protocol on %s (%d nodes, %d GPUs) and %s, seeds %s:\n",
-		loc.Printable(in.NodesFile), in.Nodes, in.GPUs, loc.Printable(in.PodsFile), in.Seeds)
+		untrusted.Printable(in.NodesFile), in.Nodes, in.GPUs, untrusted.Printable(in.PodsFile), in.Seeds)
 	sb.WriteString("# unallocated GPUs at 100% arrived demand, best first\n")
 	for _, c := range ranked {
 		fmt.Fprintf(&sb, "#   %-44s %6.2f%% ±%.2f  (%.0f GPUs)\n", c.Spec, 100*c.Unallocated.Mean, 100*c.Unallocated.Std, c.UnallocatedGPUs)

@@ -6,7 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"io"
 	"slices"
 	"strconv"
@@ -91,7 +91,7 @@ func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rec[3]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s is not a number", at(3), loc.Quote(rec[3]))
+			return nil, fmt.Errorf("%s: %s is not a number", at(3), untrusted.Quote(rec[3]))
 		}
 		if err := checkHealth(v); err != nil {
 			return nil, fmt.Errorf("%s: %w", at(3), err)
@@ -120,7 +120,7 @@ func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 			if i > 0 && r.p.Time == rows[i-1].p.Time {
 				a, b := min(r.line, rows[i-1].line), max(r.line, rows[i-1].line)
 				return nil, fmt.Errorf("%s:%d: timestamp: instance %s model %s already has a row at %v (line %d)",
-					name, b, loc.Quote(k.instance), loc.Quote(k.model), r.p.Time, a)
+					name, b, untrusted.Quote(k.instance), untrusted.Quote(k.model), r.p.Time, a)
 			}
 			pts[i] = r.p
 		}
@@ -148,13 +148,13 @@ func parseTimestamp(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	if v, err := strconv.ParseFloat(s, 64); err == nil {
 		if v != v || v > 1e11 || v < -1e11 {
-			return 0, fmt.Errorf("%s is not a plausible Unix time in seconds", loc.Quote(s))
+			return 0, fmt.Errorf("%s is not a plausible Unix time in seconds", untrusted.Quote(s))
 		}
 		return v, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, fmt.Errorf("%s is neither Unix seconds nor RFC 3339", loc.Quote(s))
+		return 0, fmt.Errorf("%s is neither Unix seconds nor RFC 3339", untrusted.Quote(s))
 	}
 	return float64(t.UnixNano()) / 1e9, nil
 }

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // ReadHistoryFile reads the history at path ("-": stdin) in format
@@ -53,7 +53,7 @@ func WriteFile(path string, ts []Threshold, o RuleOptions) error {
 
 // WriteTable writes the thresholds ts, derived with o, as a table for
 // people, and where their rules were written (out), with the command that
-// checks them. Names from the history are escaped (loc.Printable).
+// checks them. Names from the history are escaped (untrusted.Printable).
 func WriteTable(w io.Writer, ts []Threshold, o Options, out string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "INSTANCE\tMODEL\tSERIES\tPOINTS\tP%g FRAG\tLOW HEALTH\tTHRESHOLD\tNOTE\n", o.Quantile*100)
@@ -66,7 +66,7 @@ func WriteTable(w io.Writer, ts []Threshold, o Options, out string) error {
 			note = "clamped to " + t.Clamped
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%s\n",
-			loc.Printable(t.Instance), loc.Printable(t.Model), t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
+			untrusted.Printable(t.Instance), untrusted.Printable(t.Model), t.Series, t.Points, t.FragQuantile, t.LowHealth, t.Threshold, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MaxInputBytes bounds what a reader accepts: a week of 15 s samples for a
@@ -80,20 +80,20 @@ type key struct{ instance, model string }
 func (s Series) key() key { return key{s.Labels["instance"], s.Labels["model"]} }
 
 // readLimited reads all of r, refusing more than MaxInputBytes, after
-// looking at its first loc.SniffBytes: they must be text (loc.CheckText),
-// and JSON as far as they go for a Prometheus history (loc.CheckJSONStart),
+// looking at its first untrusted.SniffBytes: they must be text (untrusted.CheckText),
+// and JSON as far as they go for a Prometheus history (untrusted.CheckJSONStart),
 // so that random bytes, a binary file or /dev/zero are refused there
 // instead of after 256 MiB.
 func readLimited(name string, r io.Reader, isJSON bool) ([]byte, error) {
-	head, atEOF, whole, err := loc.Head(r)
+	head, atEOF, whole, err := untrusted.Head(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	check := loc.CheckText
+	check := untrusted.CheckText
 	if isJSON {
-		check = loc.CheckJSONStart
+		check = untrusted.CheckJSONStart
 	}
-	var le *loc.InputError
+	var le *untrusted.InputError
 	if errors.As(check(head, atEOF), &le) {
 		line, col := position(head, le.Offset)
 		return nil, fmt.Errorf("%s:%d:%d: %s", name, line, col, le.Msg)
@@ -120,7 +120,7 @@ const (
 // read.
 func ReadHistory(name string, r io.Reader, format string, o ReadOptions) (*History, string, error) {
 	if format == "auto" || format == "" {
-		head, _, whole, err := loc.Head(r)
+		head, _, whole, err := untrusted.Head(r)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", name, err)
 		}

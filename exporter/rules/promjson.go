@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"io"
 	"strconv"
 )
@@ -131,7 +131,7 @@ func (p *jsonParser) object(field string, member func(k string, koff int64) erro
 			return start, err
 		}
 		if seen[k] {
-			return start, p.errAt(koff, field, "duplicate key %s", loc.Quote(k))
+			return start, p.errAt(koff, field, "duplicate key %s", untrusted.Quote(k))
 		}
 		seen[k] = true
 		if err := member(k, koff); err != nil {
@@ -169,7 +169,7 @@ func describe(tok json.Token) string {
 	case json.Delim:
 		return fmt.Sprintf("%q", string(v))
 	case string:
-		return "string " + loc.Quote(v)
+		return "string " + untrusted.Quote(v)
 	case json.Number:
 		return "number " + v.String()
 	case bool:
@@ -201,7 +201,7 @@ func (p *jsonParser) document() (*History, error) {
 			haveData = true
 			err = p.dataObject(&h)
 		default:
-			err = p.errAt(koff, "document", "unknown field %s (want status, data, warnings, infos, errorType, error)", loc.Quote(k))
+			err = p.errAt(koff, "document", "unknown field %s (want status, data, warnings, infos, errorType, error)", untrusted.Quote(k))
 		}
 		return err
 	})
@@ -217,9 +217,9 @@ func (p *jsonParser) document() (*History, error) {
 	}
 	switch {
 	case status == "error":
-		return nil, p.errAt(start, "status", "the query failed: %s: %s", loc.Clip(errType), loc.Clip(msg))
+		return nil, p.errAt(start, "status", "the query failed: %s: %s", untrusted.Clip(errType), untrusted.Clip(msg))
 	case status != "success":
-		return nil, p.errAt(start, "status", "want \"success\", got %s", loc.Quote(status))
+		return nil, p.errAt(start, "status", "want \"success\", got %s", untrusted.Quote(status))
 	case !haveData:
 		return nil, p.errAt(start, "data", "missing")
 	}
@@ -236,7 +236,7 @@ func (p *jsonParser) dataObject(h *History) error {
 			var off int64
 			resultType, off, err = p.str("data.resultType")
 			if err == nil && resultType != "matrix" {
-				err = p.errAt(off, "data.resultType", "want \"matrix\" (a range query, /api/v1/query_range), got %s", loc.Quote(resultType))
+				err = p.errAt(off, "data.resultType", "want \"matrix\" (a range query, /api/v1/query_range), got %s", untrusted.Quote(resultType))
 			}
 		case "result":
 			haveResult = true
@@ -244,7 +244,7 @@ func (p *jsonParser) dataObject(h *History) error {
 		case "stats":
 			err = p.skip("data.stats")
 		default:
-			err = p.errAt(koff, "data", "unknown field %s (want resultType, result, stats)", loc.Quote(k))
+			err = p.errAt(koff, "data", "unknown field %s (want resultType, result, stats)", untrusted.Quote(k))
 		}
 		return err
 	})
@@ -310,7 +310,7 @@ func (p *jsonParser) series(field string) (Series, int64, error) {
 					return nil
 				}
 				if !validLabelName(name) {
-					return p.errAt(noff, field+".metric", "%s is not a label name", loc.Quote(name))
+					return p.errAt(noff, field+".metric", "%s is not a label name", untrusted.Quote(name))
 				}
 				if len(v) > MaxLabelBytes {
 					return p.errAt(voff, field+".metric."+name, "label value of %d bytes, over %d", len(v), MaxLabelBytes)
@@ -327,7 +327,7 @@ func (p *jsonParser) series(field string) (Series, int64, error) {
 		case "histograms":
 			return p.errAt(koff, field+".histograms", "native histograms are not health values: query gpufrag_health_ratio")
 		default:
-			return p.errAt(koff, field, "unknown field %s (want metric, values)", loc.Quote(k))
+			return p.errAt(koff, field, "unknown field %s (want metric, values)", untrusted.Quote(k))
 		}
 	})
 	if err != nil {
@@ -345,7 +345,7 @@ func (p *jsonParser) series(field string) (Series, int64, error) {
 	case FragmentationMetric:
 		invert = true
 	default:
-		return s, start, p.errAt(nameOff, field+".metric.__name__", "want %s or %s, got %s", HealthMetric, FragmentationMetric, loc.Quote(metricName))
+		return s, start, p.errAt(nameOff, field+".metric.__name__", "want %s or %s, got %s", HealthMetric, FragmentationMetric, untrusted.Quote(metricName))
 	}
 	for j := range values {
 		if invert {
@@ -393,7 +393,7 @@ func (p *jsonParser) values(field string) ([]Point, []int64, error) {
 		}
 		v, err := strconv.ParseFloat(vs, 64)
 		if err != nil {
-			return nil, nil, p.errAt(voff, f+"[1]", "%s is not a number", loc.Quote(vs))
+			return nil, nil, p.errAt(voff, f+"[1]", "%s is not a number", untrusted.Quote(vs))
 		}
 		if err := checkHealth(v); err != nil {
 			return nil, nil, p.wrapAt(voff, f+"[1]", err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 )
 
 func TestReadPrometheusJSONErrors(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // MaxBodyBytes bounds the body Fetch reads, so that a misdirected URL (a file
@@ -70,19 +70,19 @@ func fetch(ctx context.Context, client *http.Client, url string, limit int64) ([
 // statusError is the error of a response other than 200. The status is
 // named by its code and standard text, not the server's reason phrase.
 // A redirect names its Location and nothing of its body; another status
-// quotes the first loc.QuoteBytes of the body, escaped (loc.Quote).
+// quotes the first untrusted.QuoteBytes of the body, escaped (untrusted.Quote).
 func statusError(url string, resp *http.Response) error {
 	status := strings.TrimSpace(fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
 	if where := resp.Header.Get("Location"); where != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		return fmt.Errorf("scrape: GET %s: status %s: redirect to %s refused (give the URL that serves /metrics itself)",
-			url, status, loc.Quote(where))
+			url, status, untrusted.Quote(where))
 	}
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, loc.QuoteBytes+1))
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, untrusted.QuoteBytes+1))
 	excerpt := ""
-	if len(head) > loc.QuoteBytes {
-		head, excerpt = head[:loc.QuoteBytes], "…"
+	if len(head) > untrusted.QuoteBytes {
+		head, excerpt = head[:untrusted.QuoteBytes], "…"
 	}
-	return fmt.Errorf("scrape: GET %s: status %s: %s%s", url, status, loc.Quote(printable(head)), excerpt)
+	return fmt.Errorf("scrape: GET %s: status %s: %s%s", url, status, untrusted.Quote(printable(head)), excerpt)
 }
 
 // printable trims an error body for a message; invalid UTF-8 (a cut

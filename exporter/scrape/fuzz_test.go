@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // FuzzParse checks that Parse never panics and that whatever it accepts
@@ -71,11 +71,11 @@ func FuzzParse(f *testing.F) {
 			others := 0
 			for k, v := range in.Labels {
 				others += len(k) + len(v) + 2
-				if loc.CheckName(k) != nil || loc.CheckName(v) != nil {
+				if untrusted.CheckName(k) != nil || untrusted.CheckName(v) != nil {
 					t.Fatalf("label %q=%q accepted", k, v)
 				}
 			}
-			if loc.CheckName(in.Model) != nil || others > MaxLabelBytes {
+			if untrusted.CheckName(in.Model) != nil || others > MaxLabelBytes {
 				t.Fatalf("model %q, %d bytes of other labels accepted", in.Model, others)
 			}
 			if in.Blocks < 0 || in.BlockSize < 0 || in.HasBlocks && in.BlockSize < 1 {

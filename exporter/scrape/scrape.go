@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Engine names, the values of Instance.Engine.
@@ -259,7 +259,7 @@ func validate(c check, v float64) error {
 // identify returns the instance a series belongs to, and its map key. Its
 // labels become label values of gpufrag's series (model_name the model,
 // the others together the pool), so each name and value must be plain
-// text (loc.CheckName: the exposition format lets a quoted name or a value
+// text (untrusted.CheckName: the exposition format lets a quoted name or a value
 // hold ESC or NUL) of at most MaxLabelBytes, and the labels other than
 // model_name at most MaxLabelBytes together.
 func identify(engine string, m *dto.Metric) (Instance, string, error) {
@@ -267,14 +267,14 @@ func identify(engine string, m *dto.Metric) (Instance, string, error) {
 	others := 0
 	for _, lp := range m.GetLabel() {
 		name, v := lp.GetName(), lp.GetValue()
-		if err := loc.CheckName(name); err != nil {
-			return Instance{}, "", fmt.Errorf("label name %s: %w", loc.Quote(name), err)
+		if err := untrusted.CheckName(name); err != nil {
+			return Instance{}, "", fmt.Errorf("label name %s: %w", untrusted.Quote(name), err)
 		}
-		if err := loc.CheckName(v); err != nil {
-			return Instance{}, "", fmt.Errorf("label %s value %s: %w", labelName(name), loc.Quote(v), err)
+		if err := untrusted.CheckName(v); err != nil {
+			return Instance{}, "", fmt.Errorf("label %s value %s: %w", labelName(name), untrusted.Quote(v), err)
 		}
 		if len(v) > MaxLabelBytes {
-			return Instance{}, "", fmt.Errorf("label %s value %s: %d bytes, over %d", labelName(name), loc.Quote(v), len(v), MaxLabelBytes)
+			return Instance{}, "", fmt.Errorf("label %s value %s: %d bytes, over %d", labelName(name), untrusted.Quote(v), len(v), MaxLabelBytes)
 		}
 		if name == modelLabel {
 			inst.Model = v
@@ -292,12 +292,12 @@ func identify(engine string, m *dto.Metric) (Instance, string, error) {
 }
 
 // labelName renders a label name for a message: as it is when it is short
-// plain text (every name the engines use), else quoted and cut (loc.Quote).
+// plain text (every name the engines use), else quoted and cut (untrusted.Quote).
 func labelName(name string) string {
-	if len(name) <= loc.QuoteBytes && loc.CheckName(name) == nil {
+	if len(name) <= untrusted.QuoteBytes && untrusted.CheckName(name) == nil {
 		return name
 	}
-	return loc.Quote(name)
+	return untrusted.Quote(name)
 }
 
 // instanceKey is unambiguous: every part is quoted.
@@ -330,7 +330,7 @@ func seriesName(name string, m *dto.Metric) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s=%s", labelName(lp.GetName()), loc.Quote(lp.GetValue()))
+		fmt.Fprintf(&b, "%s=%s", labelName(lp.GetName()), untrusted.Quote(lp.GetValue()))
 	}
 	b.WriteByte('}')
 	return b.String()
@@ -388,7 +388,7 @@ func cacheConfigs(mf *dto.MetricFamily) (map[configKey]blockConfig, error) {
 func countLabel(label, text string, min int) (int, error) {
 	n, err := strconv.Atoi(text)
 	if err != nil || n < min || n > maxCount {
-		return 0, fmt.Errorf("label %s=%s is not an integer in %d..2^53", label, loc.Quote(text), min)
+		return 0, fmt.Errorf("label %s=%s is not an integer in %d..2^53", label, untrusted.Quote(text), min)
 	}
 	return n, nil
 }
@@ -453,9 +453,9 @@ func (rw *raw) resolveSGLang(inst *Instance) error {
 // describe names an instance in messages.
 func describe(inst Instance) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s model_name=%s", inst.Engine, loc.Quote(inst.Model))
+	fmt.Fprintf(&b, "%s model_name=%s", inst.Engine, untrusted.Quote(inst.Model))
 	for _, k := range slices.Sorted(maps.Keys(inst.Labels)) {
-		fmt.Fprintf(&b, " %s=%s", labelName(k), loc.Quote(inst.Labels[k]))
+		fmt.Fprintf(&b, " %s=%s", labelName(k), untrusted.Quote(inst.Labels[k]))
 	}
 	return b.String()
 }
@@ -471,7 +471,7 @@ type boundedError struct{ err error }
 
 func (e boundedError) Error() string {
 	msg := e.err.Error()
-	if loc.CheckName(msg) != nil { // a token of the page, not quoted by the parser
+	if untrusted.CheckName(msg) != nil { // a token of the page, not quoted by the parser
 		q := strconv.Quote(msg)
 		msg = q[1 : len(q)-1]
 	}

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // PluralS is "s" unless n is 1.
@@ -58,7 +58,7 @@ func Indent(text, prefix string) string {
 // Table is a plain-text table: the first column left-aligned, the others
 // right-aligned, two spaces between columns, and optional group labels over
 // runs of columns ("---- reserved ----"). Every cell is printed through
-// loc.Printable: a node, run or allocator name from an input file cannot
+// untrusted.Printable: a node, run or allocator name from an input file cannot
 // put a control character or a line break on the terminal.
 type Table struct {
 	Groups []Group
@@ -81,7 +81,7 @@ func (t Table) Write(sb *strings.Builder) {
 	for _, row := range append([][]string{t.Head}, t.Rows...) {
 		out := make([]string, len(row))
 		for i, c := range row {
-			out[i] = loc.Printable(c)
+			out[i] = untrusted.Printable(c)
 		}
 		rows = append(rows, out)
 	}

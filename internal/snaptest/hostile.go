@@ -4,7 +4,7 @@ package snaptest
 // filename or name, a segment_type or any other string: an OSC that
 // retitles a terminal, one that clears it, a NUL, a newline, a carriage
 // return, DEL, a C1 CSI, a line separator, a right-to-left override and
-// markup. Every renderer must print it escaped (loc.Printable), never raw.
+// markup. Every renderer must print it escaped (untrusted.Printable), never raw.
 // It is valid UTF-8, as every string of a pickle is.
 const Hostile = "evil\x1b]0;pwned\x07\x1b[2J\x00\nnl\r\x7f\u009b31m\u2028\u202eRTL<b>&amp;"
 

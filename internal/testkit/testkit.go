@@ -3,7 +3,7 @@
 // test files, an endless reader and a counting one in four): LockedBuffer,
 // Repeat (an endless stream, /dev/zero among them) and Counter (the bytes a
 // reader under test took, its input ended at 16 MiB). Tests only: no
-// package outside a _test.go file imports it, but internal/loc/loctest,
+// package outside a _test.go file imports it, but internal/untrusted/loctest,
 // itself a helper of tests.
 package testkit
 

@@ -32,7 +32,7 @@ func TestReadMultiplied(t *testing.T) {
 	}
 	for _, c := range []struct{ name, doc, want string }{
 		{"150,000 aliases of one run", aliased.String(), "test.yaml: line 6: the aliases up to *r expand the document to more than 16384 values and keys"},
-		{"20,000 literal runs", literal.String(), `test.yaml: line 3277: more than 16384 values and keys (loc.MaxYAMLNodes)`},
+		{"20,000 literal runs", literal.String(), `test.yaml: line 3277: more than 16384 values and keys (untrusted.MaxYAMLNodes)`},
 		{"2,000 literal runs", head + strings.Repeat("  - {kv: 'paged:16', alloc: caching}\n", 2000), `test.yaml: line 5: field "runs": 2000 runs, more than 64 (scenario.MaxRuns)`},
 		{"65 runs", head + strings.Repeat("  - {kv: 'paged:16', alloc: caching}\n", MaxRuns+1), `line 5: field "runs": 65 runs`},
 		{"aliases of aliases", "a: &a [1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" +

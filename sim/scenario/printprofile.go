@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -21,7 +21,7 @@ import (
 // and release, as sim's WriteYAML writes it, after a comment that says
 // where an embedded one comes from. With asJSON, the same document as JSON,
 // keys in the same order, comments dropped, strings through
-// loc.PrintableJSON. note says what the run itself does that the document
+// untrusted.PrintableJSON. note says what the run itself does that the document
 // does not show ("" when nothing): that it times its steps with the
 // roofline. s must name a GPU.
 func WriteProfile(w io.Writer, s *Scenario, open Opener, asJSON bool) (note string, err error) {
@@ -63,7 +63,7 @@ func WriteProfile(w io.Writer, s *Scenario, open Opener, asJSON bool) (note stri
 		if text, err = yamlToJSON(text); err != nil {
 			return "", err
 		}
-		text = loc.PrintableJSON(text) // a profile file's strings, as the --json documents write them
+		text = untrusted.PrintableJSON(text) // a profile file's strings, as the --json documents write them
 	}
 	_, err = w.Write(text)
 	return note, err

@@ -11,7 +11,7 @@
 //
 // Errors name the file and the line of the field at fault (Scenario.File),
 // except for a field a flag set (Scenario.Override). Read refuses, before
-// decoding, a document of more than loc.MaxYAMLNodes values (aliases
+// decoding, a document of more than untrusted.MaxYAMLNodes values (aliases
 // expanded) and more than MaxRuns runs. Files lists the files a scenario
 // names, which the CLI checks its outputs against.
 //
@@ -84,7 +84,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/model"
 )
 
@@ -283,10 +283,10 @@ func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
 
 // Read parses a scenario; name is used in messages and kept as File.
 // Unknown fields, several YAML documents, files over MaxScenarioBytes,
-// documents of more than loc.MaxYAMLNodes values and keys (aliases
+// documents of more than untrusted.MaxYAMLNodes values and keys (aliases
 // expanded) and more than MaxRuns runs are errors, found before the document is decoded.
 func Read(r io.Reader, name string) (*Scenario, error) {
-	r, err := loc.Sniff(r, loc.CheckText) // random bytes fail in the first 4 KiB
+	r, err := untrusted.Sniff(r, untrusted.CheckText) // random bytes fail in the first 4 KiB
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, err)
 	}
@@ -297,22 +297,22 @@ func Read(r io.Reader, name string) (*Scenario, error) {
 	if len(data) > MaxScenarioBytes {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadScenario, name, MaxScenarioBytes)
 	}
-	root, err := loc.CheckYAML(data)
+	root, err := untrusted.CheckYAML(data)
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %s: empty file", ErrBadScenario, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, loc.YAMLDecodeError(err, nil))
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, untrusted.YAMLDecodeError(err, nil))
 	}
 	if k, v := mappingKey(root, "runs"); v != nil && v.Kind == yaml.SequenceNode && len(v.Content) > MaxRuns {
-		return nil, fmt.Errorf("%w: %s", ErrBadScenario, loc.Format(name, k.Line, "runs",
+		return nil, fmt.Errorf("%w: %s", ErrBadScenario, untrusted.Format(name, k.Line, "runs",
 			fmt.Sprintf("%d runs, more than %d (scenario.MaxRuns): each run simulates the whole workload again", len(v.Content), MaxRuns)))
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Scenario
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, loc.YAMLDecodeError(err, root))
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, untrusted.YAMLDecodeError(err, root))
 	}
 	s.File, s.doc = name, root
 	return &s, nil
@@ -378,7 +378,7 @@ func (e *fieldError) Error() string {
 	case e.line == 0:
 		return fmt.Sprintf("%v: %s: field %q: %v", ErrBadScenario, e.file, e.field, e.err)
 	}
-	return fmt.Sprintf("%v: %s", ErrBadScenario, loc.Format(e.file, e.line, e.field, e.err.Error()))
+	return fmt.Sprintf("%v: %s", ErrBadScenario, untrusted.Format(e.file, e.line, e.field, e.err.Error()))
 }
 
 func (e *fieldError) Unwrap() []error { return []error{ErrBadScenario, e.err} }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 )
@@ -130,7 +130,7 @@ func writeBands(sb *strings.Builder, o *scenario.Report) {
 			if len(bases) > 1 {
 				who += " (" + strings.Join(runs[basis], ", ") + ")"
 			}
-			sb.WriteString(human.WrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], loc.Printable(basis)), 80, 4) + "\n")
+			sb.WriteString(human.WrapHang(fmt.Sprintf("  %s: %s of the simulated value, from %s", who, rel[basis], untrusted.Printable(basis)), 80, 4) + "\n")
 		}
 	}
 }

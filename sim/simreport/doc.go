@@ -10,5 +10,5 @@
 //
 // The command line parses flags and builds the plan; this package decides
 // what the reports say. Names that come from input files (scenario, model,
-// trace, profile) are printed through loc.Printable.
+// trace, profile) are printed through untrusted.Printable.
 package simreport

@@ -83,7 +83,7 @@ func testReport() *scenario.Report {
 		}}
 }
 
-// TestWriteText: the header (through loc.Printable), both tables, the
+// TestWriteText: the header (through untrusted.Printable), both tables, the
 // compaction notes (skipped, and what ran with the OOMs without), the
 // fragmentation verdict with the KV pool's explanation, no bands or
 // recommendation when there are none, and both when there are.

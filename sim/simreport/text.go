@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 )
@@ -36,19 +36,19 @@ func WriteText(w io.Writer, o *scenario.Report, capacity int64) error {
 // writeTables prints what ran, the tables, the legend, the bands and the
 // recommendation (the HTML page's text report). The scenario's name and
 // description, the model and the workload's source come from files, so
-// they print through loc.Printable.
+// they print through untrusted.Printable.
 func writeTables(sb *strings.Builder, o *scenario.Report) {
 	head := o.Scenario
 	if o.About != "" {
 		head += ": " + o.About
 	}
-	sb.WriteString(human.Wrap(loc.Printable(head), 80) + "\n")
+	sb.WriteString(human.Wrap(untrusted.Printable(head), 80) + "\n")
 	span := "to the end of the workload"
 	if o.Duration > 0 {
 		span = "for " + time.Duration(o.Duration*1e9).String()
 	}
 	fmt.Fprintf(sb, "%s\n\n", human.Wrap(fmt.Sprintf("%s on %s (tp %d); %s; simulated %s; seed %d.",
-		loc.Printable(o.Model), o.GPU, o.TP, loc.Printable(o.Source), span, o.Seed), 80))
+		untrusted.Printable(o.Model), o.GPU, o.TP, untrusted.Printable(o.Source), span, o.Seed), 80))
 
 	mt := human.Table{
 		Groups: []human.Group{{From: 1, To: 1, Label: "reserved"}, {From: 2, To: 4, Label: "fragmentation"}, {From: 6, To: 9, Label: "KV memory"}},
@@ -83,7 +83,7 @@ OOM:           requests failed by an out-of-memory error; preempted: recomputati
 `)
 	writeBands(sb, o)
 	if o.Recommended >= 0 {
-		fmt.Fprintf(sb, "\n%s\n", human.Wrap("Recommended: "+loc.Printable(o.Reason)+".", 80))
+		fmt.Fprintf(sb, "\n%s\n", human.Wrap("Recommended: "+untrusted.Printable(o.Reason)+".", 80))
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // AttributionDoc is a device's attribution in `gpufrag analyze --json`
@@ -80,12 +80,12 @@ func (a *Attribution) writeText(b *strings.Builder) {
 	}
 	for _, s := range a.Sites {
 		if !a.FullStacks || len(s.Stack) == 0 {
-			row(s, loc.Printable(s.Site))
+			row(s, untrusted.Printable(s.Site))
 			continue
 		}
-		row(s, loc.Printable(FrameString(s.Stack[0])))
+		row(s, untrusted.Printable(FrameString(s.Stack[0])))
 		for _, f := range s.Stack[1:] {
-			fmt.Fprintf(b, "%51s%s\n", "", loc.Printable(FrameString(f))) // under the site, indented
+			fmt.Fprintf(b, "%51s%s\n", "", untrusted.Printable(FrameString(f))) // under the site, indented
 		}
 	}
 	if a.Other.Site != "" {

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // DiffDoc is the JSON document of `gpufrag diff A B --json`; docs/json.md
@@ -173,7 +173,7 @@ func change(a, b int64) string {
 // WriteText writes the diff for people; a and b name the inputs.
 func (d *Diff) WriteText(w io.Writer, a, b string) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "A: %s\nB: %s\n", loc.Printable(a), loc.Printable(b))
+	fmt.Fprintf(&sb, "A: %s\nB: %s\n", untrusted.Printable(a), untrusted.Printable(b))
 	for _, dd := range d.Devices {
 		dd.writeText(&sb)
 	}
@@ -234,14 +234,14 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 	for _, r := range d.Resized {
-		fmt.Fprintf(b, "  %-9s %-16s %10s %-8s was %s\n", "resized", fmt.Sprintf("%#x", r.Address), fb(r.SizeB), loc.Printable(r.Pool), fb(r.SizeA))
+		fmt.Fprintf(b, "  %-9s %-16s %10s %-8s was %s\n", "resized", fmt.Sprintf("%#x", r.Address), fb(r.SizeB), untrusted.Printable(r.Pool), fb(r.SizeA))
 	}
 	if n := d.ResizedCount - len(d.Resized); n > 0 {
 		fmt.Fprintf(b, "  %-9s +%d more\n", "resized", n)
 	}
 	list := func(verb string, segs []SegmentRef, total int) {
 		for _, s := range segs {
-			fmt.Fprintf(b, "  %-9s %-16s %10s %-8s live %s\n", verb, fmt.Sprintf("%#x", s.Address), fb(s.Size), loc.Printable(s.Pool), fb(s.Live))
+			fmt.Fprintf(b, "  %-9s %-16s %10s %-8s live %s\n", verb, fmt.Sprintf("%#x", s.Address), fb(s.Size), untrusted.Printable(s.Pool), fb(s.Live))
 		}
 		if n := total - len(segs); n > 0 {
 			fmt.Fprintf(b, "  %-9s +%d smaller\n", verb, n)
@@ -265,7 +265,7 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "  %11s %11s %11s %11s %10s %10s  %s\n", "Δheld", "Δallocated", "Δstranded", "Δrounding", "A held", "B held", "site")
 		for _, s := range d.Sites {
 			fmt.Fprintf(b, "  %11s %11s %11s %11s %10s %10s  %s\n", signed(s.HeldDelta()), signed(s.B.Allocated-s.A.Allocated),
-				signed(s.B.Stranded-s.A.Stranded), signed(s.B.Rounding-s.A.Rounding), fb(s.A.Held()), fb(s.B.Held()), loc.Printable(s.Site))
+				signed(s.B.Stranded-s.A.Stranded), signed(s.B.Rounding-s.A.Rounding), fb(s.A.Held()), fb(s.B.Held()), untrusted.Printable(s.Site))
 		}
 	}
 	for _, side := range []struct {
@@ -277,7 +277,7 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 		}
 		for _, o := range side.d.OOMs {
 			fmt.Fprintf(b, "\n%s: out of memory at event %d: requested %s, device free %s; %s: %s\n  at: %s\n", side.name,
-				o.Event, fb(o.Requested), fb(o.DeviceFree), o.Cause, o.Why, loc.Printable(siteOf(o.Frames)))
+				o.Event, fb(o.Requested), fb(o.DeviceFree), o.Cause, o.Why, untrusted.Printable(siteOf(o.Frames)))
 		}
 	}
 }
@@ -393,7 +393,7 @@ func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 		flagged[[2]int{f.Unit, f.Metric}] = true
 	}
 	for u, un := range o.Units {
-		fmt.Fprintf(&b, "  %-40s", clipName(fmt.Sprintf("%s (%d)", loc.Printable(un.File), un.Device.Device), 40))
+		fmt.Fprintf(&b, "  %-40s", clipName(fmt.Sprintf("%s (%d)", untrusted.Printable(un.File), un.Device.Device), 40))
 		for _, m := range cols {
 			v := value(m, o.Values[u][m])
 			if flagged[[2]int{u, m}] {
@@ -414,15 +414,15 @@ func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 		b.WriteString("\nOutliers (* above), the strongest first\n")
 		for _, f := range o.Flags {
 			m := OutlierMetrics[f.Metric]
-			fmt.Fprintf(&b, "  %s device %d: %s %s, median %s (z %+.1f)\n", loc.Printable(o.Units[f.Unit].File),
+			fmt.Fprintf(&b, "  %s device %d: %s %s, median %s (z %+.1f)\n", untrusted.Printable(o.Units[f.Unit].File),
 				o.Units[f.Unit].Device.Device, m.Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), f.Z)
 		}
 	}
 	ref := o.Units[o.Reference]
-	fmt.Fprintf(&b, "\nReference (nearest the median): %s device %d\n", loc.Printable(ref.File), ref.Device.Device)
+	fmt.Fprintf(&b, "\nReference (nearest the median): %s device %d\n", untrusted.Printable(ref.File), ref.Device.Device)
 	if vs != nil {
 		out := o.Units[o.Flags[0].Unit]
-		fmt.Fprintf(&b, "\nThe strongest outlier against the reference: A = %s, B = %s\n", loc.Printable(ref.File), loc.Printable(out.File))
+		fmt.Fprintf(&b, "\nThe strongest outlier against the reference: A = %s, B = %s\n", untrusted.Printable(ref.File), untrusted.Printable(out.File))
 		vs.writeText(&b)
 	}
 	_, err := io.WriteString(w, b.String())

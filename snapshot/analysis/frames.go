@@ -153,7 +153,7 @@ func CollapseStack(frames []snapshot.Frame) []snapshot.Frame {
 const NoStack = "(no stack recorded)"
 
 // FrameString is a frame as the reports print it: "file.py:123 function".
-// The string is the file's own; printers pass it through loc.Printable.
+// The string is the file's own; printers pass it through untrusted.Printable.
 func FrameString(f snapshot.Frame) string {
 	return fmt.Sprintf("%s:%d %s", f.Filename, f.Line, f.Name)
 }

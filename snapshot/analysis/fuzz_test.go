@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
@@ -70,7 +70,7 @@ func FuzzAnalyzeSpec(f *testing.F) {
 // fuzzAnalyze reads data and, when it reads, analyses it with replay and a
 // short what-if and renders the report: nothing may panic, the text holds
 // no control character but newlines and tabs (a name from the file is
-// escaped, loc.PrintableText leaves the text as it is) and the segment map
+// escaped, untrusted.PrintableText leaves the text as it is) and the segment map
 // is well-formed XML.
 func fuzzAnalyze(t *testing.T, data []byte) {
 	s, err := snapshot.ReadBytes(data, "fuzz")
@@ -87,7 +87,7 @@ func fuzzAnalyze(t *testing.T, data []byte) {
 		if err := r.WriteText(&text, "fuzz"); err != nil {
 			t.Fatal(err)
 		}
-		if i := firstChange(text.String(), loc.PrintableText(text.String())); i >= 0 {
+		if i := firstChange(text.String(), untrusted.PrintableText(text.String())); i >= 0 {
 			t.Fatalf("text report holds an unescaped control character at byte %d: %q", i, text.String()[max(i-20, 0):min(i+20, text.Len())])
 		}
 		if _, err := json.Marshal(r.Doc("fuzz")); err != nil {
@@ -98,7 +98,7 @@ func fuzzAnalyze(t *testing.T, data []byte) {
 			if err := wellFormed(svg); err != nil {
 				t.Fatalf("segment map: %v", err)
 			}
-			if i := firstChange(string(svg), loc.PrintableText(string(svg))); i >= 0 {
+			if i := firstChange(string(svg), untrusted.PrintableText(string(svg))); i >= 0 {
 				t.Fatalf("segment map holds an unescaped control character at byte %d", i)
 			}
 		}

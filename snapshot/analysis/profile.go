@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/snapshot"
 )
 
@@ -49,7 +49,7 @@ func profileFrames(s SiteStat, device int, devices int) []snapshot.Frame {
 // that `go tool pprof -http=: FILE` draws a flame graph of the memory by
 // stack (pick the value with -sample_index=stranded), and `go tool pprof
 // -diff_base=A B` compares two snapshots' profiles. Names from the file go
-// through loc.Printable, as in every other output a terminal may show.
+// through untrusted.Printable, as in every other output a terminal may show.
 func (r *Report) Profile() *profile.Profile {
 	p := &profile.Profile{DefaultSampleType: DefaultProfileValue,
 		Comments: []string{"gpufrag analyze: live GPU memory by allocation stack"}}
@@ -66,7 +66,7 @@ func (r *Report) Profile() *profile.Profile {
 		if l := locs[f]; l != nil {
 			return l
 		}
-		name, file := pprofName(f.Name), loc.Printable(f.Filename)
+		name, file := pprofName(f.Name), untrusted.Printable(f.Filename)
 		fn := funcs[[2]string{name, file}]
 		if fn == nil {
 			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name, Filename: file}
@@ -94,12 +94,12 @@ func (r *Report) Profile() *profile.Profile {
 }
 
 // pprofName is a function name as the profile stores it: through
-// loc.Printable, and with a name that is all in angle brackets (Python's
+// untrusted.Printable, and with a name that is all in angle brackets (Python's
 // "<module>", "<lambda>", "<listcomp>") written in square ones, because
 // pprof's display drops what it takes for C++ template arguments and would
 // show "<unknown>".
 func pprofName(name string) string {
-	name = loc.Printable(name)
+	name = untrusted.Printable(name)
 	if len(name) > 2 && name[0] == '<' && name[len(name)-1] == '>' {
 		name = "[" + name[1:len(name)-1] + "]"
 	}
@@ -119,7 +119,7 @@ func (r *Report) WriteProfile(w io.Writer) error {
 // flamegraph.pl and speedscope: one line per stack and device, its frames
 // from the outermost to the call site separated by ";", a space and the
 // value (one of ProfileValues); stacks whose value is 0 are left out. A
-// frame prints as "function (file:line)", through loc.Printable, with ";"
+// frame prints as "function (file:line)", through untrusted.Printable, with ";"
 // written as ":" so that it cannot split a frame.
 func (r *Report) WriteFolded(w io.Writer, value string) error {
 	k := -1
@@ -129,7 +129,7 @@ func (r *Report) WriteFolded(w io.Writer, value string) error {
 		}
 	}
 	if k < 0 {
-		return fmt.Errorf("%w %s (want one of %s)", ErrProfileValue, loc.Quote(value), strings.Join(ProfileValues, ", "))
+		return fmt.Errorf("%w %s (want one of %s)", ErrProfileValue, untrusted.Quote(value), strings.Join(ProfileValues, ", "))
 	}
 	bw := bufio.NewWriter(w)
 	for _, d := range r.Devices {
@@ -155,9 +155,9 @@ func (r *Report) WriteFolded(w io.Writer, value string) error {
 }
 
 func foldedFrame(f snapshot.Frame) string {
-	s := loc.Printable(f.Name)
+	s := untrusted.Printable(f.Name)
 	if f.Filename != "" {
-		s += fmt.Sprintf(" (%s:%d)", loc.Printable(f.Filename), f.Line)
+		s += fmt.Sprintf(" (%s:%d)", untrusted.Printable(f.Filename), f.Line)
 	}
 	return strings.ReplaceAll(s, ";", ":")
 }

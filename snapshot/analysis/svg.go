@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
@@ -91,7 +91,7 @@ func segBytes(s mem.Segment) (by [5]int64) {
 // full bar width is the largest segment drawn or scaleTo bytes if more (so
 // that two maps share one scale). It returns the SVG, self-contained,
 // deterministic and well-formed XML (a pool name from the file is escaped:
-// loc.Printable, then as XML text), and a sentence saying what is drawn.
+// untrusted.Printable, then as XML text), and a sentence saying what is drawn.
 func SegmentMapSVG(l mem.Layout, maxRows, width int, scaleTo int64) (svg []byte, note string) {
 	if width <= 0 {
 		width = SegmentMapWidth
@@ -176,7 +176,7 @@ func SegmentMapSVG(l mem.Layout, maxRows, width int, scaleTo int64) (svg []byte,
 	for i, s := range shown {
 		y := row(i)
 		fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`+"\n", y+segMapRow-3,
-			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), loc.Printable(s.Pool))))
+			html.EscapeString(fmt.Sprintf("%#x %s %s", s.Addr, mem.FormatBytes(s.Size), untrusted.Printable(s.Pool))))
 		if len(s.Blocks) > segmentMapBlocks {
 			crowded++
 			shares(y, segBytes(s), s.Size, float64(s.Size)*scale)
@@ -213,7 +213,7 @@ func SegmentMapSVG(l mem.Layout, maxRows, width int, scaleTo int64) (svg []byte,
 	for i, a := range aggs {
 		y := row(len(shown) + i)
 		fmt.Fprintf(&b, `<text x="0" y="%d" font-style="italic">%s</text>`+"\n", y+segMapRow-3,
-			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, loc.Printable(a.pool), mem.FormatBytes(a.total))))
+			html.EscapeString(fmt.Sprintf("+%d more %s, %s", a.n, untrusted.Printable(a.pool), mem.FormatBytes(a.total))))
 		shares(y, a.by, a.total, barW)
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%d" fill="none" stroke="#555" stroke-width="0.5" stroke-dasharray="3 2"/>`+"\n",
 			segMapLabel, y, barW, segMapRow)
@@ -273,7 +273,7 @@ func SideBySideSegmentMaps(a, b mem.Layout, nameA, nameB string) (svg []byte, no
 		svg  []byte
 	}{{nameA, svgA}, {nameB, svgB}} {
 		x0 := i * (sideMapWidth + sideMapGap)
-		fmt.Fprintf(&out, `<text x="%d" y="13" font-weight="bold">%s</text>`+"\n", x0, html.EscapeString(loc.Printable(x.name)))
+		fmt.Fprintf(&out, `<text x="%d" y="13" font-weight="bold">%s</text>`+"\n", x0, html.EscapeString(untrusted.Printable(x.name)))
 		out.WriteString(strings.Replace(string(x.svg), "<svg ", fmt.Sprintf(`<svg x="%d" y="%d" `, x0, sideMapHead), 1))
 	}
 	out.WriteString("</svg>\n")

@@ -7,17 +7,17 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/frag"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 )
 
 // WriteText writes the report for people; file names the input. Every
 // string the snapshot supplies (a pool, a stream, a frame's file and
-// function names) goes through loc.Printable, so control characters in a
+// function names) goes through untrusted.Printable, so control characters in a
 // file from somebody else print as escapes, not as terminal commands.
 func (r *Report) WriteText(w io.Writer, file string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", loc.Printable(file), r.Format, len(r.Devices))
+	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", untrusted.Printable(file), r.Format, len(r.Devices))
 	if h := r.PinnedHost; h != nil {
 		fmt.Fprintf(&b, "Pinned host memory (page-locked CPU memory, not in any device figure below): %d segments, %s reserved, %s allocated, %d trace events\n",
 			h.Segments, fb(h.Reserved), fb(h.Allocated), h.Events)
@@ -92,7 +92,7 @@ func (d Device) writeText(b *strings.Builder) {
 		b.WriteString("\nSegments that waste most (stranded free + rounding)\n")
 		fmt.Fprintf(b, "  %-16s %10s %-8s %5s %5s %10s %10s %10s\n", "address", "size", "pool", "live", "free", "stranded", "largest", "rounding")
 		for _, w := range d.WorstSegments {
-			fmt.Fprintf(b, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), loc.Printable(w.Pool),
+			fmt.Fprintf(b, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), untrusted.Printable(w.Pool),
 				w.LiveBlocks, w.FreeBlocks, fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste))
 		}
 	}
@@ -100,7 +100,7 @@ func (d Device) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "\n%s\n", title)
 		for _, g := range gs {
 			fmt.Fprintf(b, "  %-22s %4d segments  reserved %10s  active %10s  cached free %10s  health %.3f\n",
-				loc.Printable(g.Name), g.Segments, fb(g.Reserved), fb(g.Active), fb(g.CachedFree), g.Health)
+				untrusted.Printable(g.Name), g.Segments, fb(g.Reserved), fb(g.Active), fb(g.CachedFree), g.Health)
 		}
 	}
 	if len(d.Streams) > 0 {
@@ -110,18 +110,18 @@ func (d Device) writeText(b *strings.Builder) {
 	if len(d.Sites) > 0 {
 		b.WriteString("\nCall sites whose live blocks hold fragmented segments open\n")
 		for _, s := range d.Sites {
-			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, loc.Printable(s.Frame))
+			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, untrusted.Printable(s.Frame))
 		}
 	}
 	d.Attribution.writeText(b)
 	for _, o := range d.OOMs {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
-			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, loc.Printable(siteOf(o.Frames)))
+			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, untrusted.Printable(siteOf(o.Frames)))
 		if o.During != "" {
-			fmt.Fprintf(b, "  during: %s (record_function range open at the time)\n", loc.Printable(o.During))
+			fmt.Fprintf(b, "  during: %s (record_function range open at the time)\n", untrusted.Printable(o.During))
 		}
 		if o.UserMetadata != "" {
-			fmt.Fprintf(b, "  user metadata: %s\n", loc.Printable(o.UserMetadata))
+			fmt.Fprintf(b, "  user metadata: %s\n", untrusted.Printable(o.UserMetadata))
 		}
 	}
 	if f := d.Replay; f != nil && f.Source == SourceHistory {
@@ -129,7 +129,7 @@ func (d Device) writeText(b *strings.Builder) {
 	} else if f := d.Replay; f != nil && (f.Allocs > 0 || f.Skipped != "" || f.SeededSegments > 0) {
 		fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q)\n", f.Settings)
 		if f.Skipped != "" {
-			fmt.Fprintf(b, "  not replayed: %s\n", loc.Printable(f.Skipped))
+			fmt.Fprintf(b, "  not replayed: %s\n", untrusted.Printable(f.Skipped))
 		} else {
 			fmt.Fprintf(b, "  pre-trace state rebuilt: %d segments, %d live blocks\n", f.SeededSegments, f.SeededBlocks)
 			if f.PrivateSegments > 0 || f.PrivateAllocs > 0 {
@@ -149,7 +149,7 @@ func (d Device) writeText(b *strings.Builder) {
 				fmt.Fprintf(b, "  extra segments %d, frees of unknown addresses %d\n", f.ExtraSegments, f.UnknownFrees)
 			}
 			for _, mm := range f.Mismatches {
-				fmt.Fprintf(b, "  mismatch: %s\n", loc.Printable(mm.String()))
+				fmt.Fprintf(b, "  mismatch: %s\n", untrusted.Printable(mm.String()))
 			}
 		}
 	}
@@ -222,7 +222,7 @@ func writePrivateWhatIf(b *strings.Builder, w *WhatIf) {
 func writeHistoryReplay(b *strings.Builder, f *Fidelity) {
 	fmt.Fprintf(b, "\nReplay fidelity (caching model, settings %q), from block histories\n", f.Settings)
 	if f.Skipped != "" {
-		fmt.Fprintf(b, "  not replayed: %s\n", loc.Printable(f.Skipped))
+		fmt.Fprintf(b, "  not replayed: %s\n", untrusted.Printable(f.Skipped))
 		return
 	}
 	b.WriteString("  The trace records no alloc event, so the allocation ORDER IS RECONSTRUCTED, NOT RECORDED: segments in\n" +
@@ -238,6 +238,6 @@ func writeHistoryReplay(b *strings.Builder, f *Fidelity) {
 	fmt.Fprintf(b, "  placeholder requests %d, history entries not replayed %d, extra segments %d, private-pool segments %d\n",
 		f.Placeholders, f.SkippedHistoryEntries, f.ExtraSegments, f.PrivateSegments)
 	for _, mm := range f.Mismatches {
-		fmt.Fprintf(b, "  mismatch: %s\n", loc.Printable(mm.String()))
+		fmt.Fprintf(b, "  mismatch: %s\n", untrusted.Printable(mm.String()))
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/cluster/kube"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"golang.org/x/time/rate"
 )
 
@@ -154,10 +154,10 @@ func (c *restClient) get(ctx context.Context, u string, stale bool) (*List, erro
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(body, &page); err != nil {
-		return nil, fmt.Errorf("the API server's answer (%d bytes, %s) is no list: %w", len(body), loc.Quote(resp.Header.Get("Content-Type")), err)
+		return nil, fmt.Errorf("the API server's answer (%d bytes, %s) is no list: %w", len(body), untrusted.Quote(resp.Header.Get("Content-Type")), err)
 	}
 	if !strings.HasSuffix(page.Kind, "List") {
-		return nil, fmt.Errorf("the API server answered kind %s, want a list", loc.Quote(page.Kind))
+		return nil, fmt.Errorf("the API server answered kind %s, want a list", untrusted.Quote(page.Kind))
 	}
 	return &List{Items: page.Items, Continue: page.Metadata.Continue}, nil
 }
@@ -242,7 +242,7 @@ func statusError(code int, body []byte) *StatusError {
 	if len(e.Message) > maxMessageBytes {
 		e.Message = e.Message[:maxMessageBytes] + fmt.Sprintf("… (%d bytes)", len(e.Message))
 	}
-	e.Message = loc.PrintableText(strings.ToValidUTF8(e.Message, "\uFFFD"))
+	e.Message = untrusted.PrintableText(strings.ToValidUTF8(e.Message, "\uFFFD"))
 	return e
 }
 

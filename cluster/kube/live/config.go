@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -306,16 +306,16 @@ func fromKubeconfig(files []string, context string) (*Endpoint, error) {
 	ctx, ok := contexts[name]
 	if !ok {
 		slices.Sort(names)
-		return nil, fmt.Errorf("%s: context %s not found (contexts: %s)", where, loc.Quote(name), strings.Join(names, ", "))
+		return nil, fmt.Errorf("%s: context %s not found (contexts: %s)", where, untrusted.Quote(name), strings.Join(names, ", "))
 	}
 	where = "kubeconfig " + ctx.file + ", context " + name
 	cl, ok := clusters[ctx.cluster]
 	if !ok {
-		return nil, fmt.Errorf("%s: cluster %s not found", where, loc.Quote(ctx.cluster))
+		return nil, fmt.Errorf("%s: cluster %s not found", where, untrusted.Quote(ctx.cluster))
 	}
 	u, ok := users[ctx.user]
 	if !ok && ctx.user != "" {
-		return nil, fmt.Errorf("%s: user %s not found", where, loc.Quote(ctx.user))
+		return nil, fmt.Errorf("%s: user %s not found", where, untrusted.Quote(ctx.user))
 	}
 	ep, err := endpoint(cl, u)
 	if err != nil {
@@ -350,7 +350,7 @@ func endpoint(cl kcluster, u kuser) (*Endpoint, error) {
 	}
 	srv, err := url.Parse(cl.Server)
 	if err != nil || (srv.Scheme != "https" && srv.Scheme != "http") || srv.Host == "" {
-		return nil, fmt.Errorf("server %s: want an https:// URL", loc.Quote(cl.Server))
+		return nil, fmt.Errorf("server %s: want an https:// URL", untrusted.Quote(cl.Server))
 	}
 	ep := &Endpoint{Server: srv, Token: u.Token, Username: u.Username, Password: u.Password,
 		Impersonate: u.Impersonate, ImpersonateUID: u.ImpersonateUID, ImpersonateGroups: u.ImpersonateGroups, ImpersonateExtra: u.ImpersonateUserExtra}
@@ -359,7 +359,7 @@ func endpoint(cl kcluster, u kuser) (*Endpoint, error) {
 	}
 	if u.AuthProvider != nil {
 		return nil, fmt.Errorf("user: auth-provider %s is not supported (client-go dropped its gcp and azure providers in 1.26): use an exec credential plugin (gke-gcloud-auth-plugin, kubelogin, aws eks get-token), as current kubectl does",
-			loc.Quote(u.AuthProvider.Name))
+			untrusted.Quote(u.AuthProvider.Name))
 	}
 	if u.Exec != nil {
 		if u.Exec.Command == "" {
@@ -375,13 +375,13 @@ func endpoint(cl kcluster, u kuser) (*Endpoint, error) {
 	if cl.ProxyURL != "" {
 		p, err := url.Parse(cl.ProxyURL)
 		if err != nil || p.Host == "" {
-			return nil, fmt.Errorf("cluster: proxy-url %s: not a URL", loc.Quote(cl.ProxyURL))
+			return nil, fmt.Errorf("cluster: proxy-url %s: not a URL", untrusted.Quote(cl.ProxyURL))
 		}
 		ep.Proxy = p
 	}
 	if srv.Scheme == "http" {
 		if ep.Token != "" || ep.TokenFile != "" || ep.Username != "" || ep.Exec != nil || u.ClientCertificate != "" || u.ClientCertificateData != "" {
-			return nil, fmt.Errorf("server %s is plain HTTP: gpufrag sends credentials over HTTPS only", loc.Quote(cl.Server))
+			return nil, fmt.Errorf("server %s is plain HTTP: gpufrag sends credentials over HTTPS only", untrusted.Quote(cl.Server))
 		}
 		return ep, nil
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"golang.org/x/term"
 )
 
@@ -117,9 +117,9 @@ type execOutput struct {
 // on top of ours, KUBERNETES_EXEC_INFO, stderr passed through, stdin only
 // when interactive; and reads the ExecCredential it prints.
 func runExec(ctx context.Context, c *ExecConfig) (*credential, error) {
-	name := "exec plugin " + loc.Quote(c.Command)
+	name := "exec plugin " + untrusted.Quote(c.Command)
 	if c.APIVersion != execV1 && c.APIVersion != execV1beta1 {
-		return nil, fmt.Errorf("%s: apiVersion %s: want %s or %s", name, loc.Quote(c.APIVersion), execV1, execV1beta1)
+		return nil, fmt.Errorf("%s: apiVersion %s: want %s or %s", name, untrusted.Quote(c.APIVersion), execV1, execV1beta1)
 	}
 	mode := c.InteractiveMode
 	if mode == "" && c.APIVersion == execV1beta1 {
@@ -138,7 +138,7 @@ func runExec(ctx context.Context, c *ExecConfig) (*credential, error) {
 		}
 		info.Spec.Interactive = true
 	default:
-		return nil, fmt.Errorf("%s: interactiveMode %s: want Never, IfAvailable or Always", name, loc.Quote(mode))
+		return nil, fmt.Errorf("%s: interactiveMode %s: want Never, IfAvailable or Always", name, untrusted.Quote(mode))
 	}
 	if c.ProvideClusterInfo && c.cluster != nil {
 		info.Spec.Cluster = &struct {
@@ -168,7 +168,7 @@ func runExec(ctx context.Context, c *ExecConfig) (*credential, error) {
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) && c.InstallHint != "" {
-			return nil, fmt.Errorf("%s: %w\n%s", name, err, loc.PrintableText(c.InstallHint))
+			return nil, fmt.Errorf("%s: %w\n%s", name, err, untrusted.PrintableText(c.InstallHint))
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -180,7 +180,7 @@ func runExec(ctx context.Context, c *ExecConfig) (*credential, error) {
 		return nil, fmt.Errorf("%s: its output is no ExecCredential: %w", name, err)
 	}
 	if o.Kind != "ExecCredential" || o.APIVersion != c.APIVersion {
-		return nil, fmt.Errorf("%s: printed kind %s, apiVersion %s: want ExecCredential, %s", name, loc.Quote(o.Kind), loc.Quote(o.APIVersion), c.APIVersion)
+		return nil, fmt.Errorf("%s: printed kind %s, apiVersion %s: want ExecCredential, %s", name, untrusted.Quote(o.Kind), untrusted.Quote(o.APIVersion), c.APIVersion)
 	}
 	if o.Status == nil {
 		return nil, fmt.Errorf("%s: its ExecCredential has no status", name)

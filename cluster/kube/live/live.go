@@ -43,7 +43,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/kube"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Client lists nodes and pods, one page per call. NewClient returns one
@@ -247,7 +247,7 @@ func Snapshot(nodes, pods []json.RawMessage) (*kube.Snapshot, error) {
 				if kind == "pod " {
 					name = m.Metadata.Namespace + "/" + name
 				}
-				ie.Field = kind + loc.Clip(name)
+				ie.Field = kind + untrusted.Clip(name)
 			}
 		}
 		return nil, err
@@ -301,7 +301,7 @@ func listAll(opts ListOptions, resource, ns string, maxItems int, list func(List
 		case size > kube.MaxReadBytes:
 			return nil, fmt.Errorf("list %s: more than %d bytes (kube.MaxReadBytes)", resource, int64(kube.MaxReadBytes))
 		case l.Continue != "" && l.Continue == opts.Continue:
-			return nil, fmt.Errorf("list %s: the API server answered continue token %s with itself", resource, loc.Quote(l.Continue))
+			return nil, fmt.Errorf("list %s: the API server answered continue token %s with itself", resource, untrusted.Quote(l.Continue))
 		}
 		if opts.Continue = l.Continue; opts.Continue == "" {
 			return out, nil

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
@@ -120,7 +120,7 @@ func Outliers(o *analysis.Outliers, vs *analysis.DeviceDiff) (report.Page, error
 		summary += fmt.Sprintf("\n%s device %d: %s %s, median %s (z %+.1f)", o.Units[f.Unit].File, o.Units[f.Unit].Device.Device,
 			analysis.OutlierMetrics[f.Metric].Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), f.Z)
 	}
-	page.Sections = append(page.Sections, report.Section{Heading: "Outliers", Text: loc.PrintableText(summary)})
+	page.Sections = append(page.Sections, report.Section{Heading: "Outliers", Text: untrusted.PrintableText(summary)})
 	if vs != nil {
 		page.Sections = append(page.Sections, deviceDiffSections(*vs, "reference "+filepath.Base(ref.File),
 			"outlier "+filepath.Base(o.Units[o.Flags[0].Unit].File))...)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/advise"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -168,7 +168,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 		return inFlagFile("--trace", f.trace, err)
 	}
 	if d := t.Summary(); d != "" {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(d))
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(d))
 	}
 	req.Trace, in.Trace.File, in.Trace.SHA256 = t, filepath.Base(f.trace), sum
 	if f.refine != "" {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
@@ -72,7 +72,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		return err
 	}
 	if !slices.Contains(analysis.ProfileValues, f.foldedValue) {
-		return usageErrorf(cmd, "--folded-value %s: want one of %s", loc.Quote(f.foldedValue), strings.Join(analysis.ProfileValues, ", "))
+		return usageErrorf(cmd, "--folded-value %s: want one of %s", untrusted.Quote(f.foldedValue), strings.Join(analysis.ProfileValues, ", "))
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}, {"--profile", f.profile}, {"--folded", f.folded}},
 		[]fileFlag{{"the snapshot argument", path}}); err != nil {

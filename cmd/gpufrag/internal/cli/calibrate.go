@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/calib"
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
@@ -158,7 +158,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	rep.Setup.FromFiles = append([]calib.Stated{}, fromFiles...)
 	rep.Warnings = append(setupWarns, rep.Warnings...)
 	for _, w := range rep.AllWarnings() {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(w))
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(w))
 	}
 	return writeFitted(stdout, f, rep.Profile, rep, func(w io.Writer) error { return rep.WriteText(w, f.output) })
 }

@@ -6,8 +6,8 @@
 // Every command runs in-process from Main with explicit arguments and
 // streams, so tests drive the real command tree with buffers. Conventions:
 // results go to stdout (a table, or JSON with --json), every name from an
-// input through loc.Printable (loc.PrintableJSON for JSON); errors go to
-// stderr as "gpufrag: <message>", through loc.PrintableText; the exit
+// input through untrusted.Printable (untrusted.PrintableJSON for JSON); errors go to
+// stderr as "gpufrag: <message>", through untrusted.PrintableText; the exit
 // status is 0 on success, 1 when the work failed (a bad trace, an
 // allocator error) and 2 for a usage error (an unknown command or flag, a
 // bad flag value, too many arguments, a flag that would have no effect).
@@ -28,7 +28,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // Exit statuses.
@@ -63,10 +63,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	// A message quotes input values with loc.Quote; PrintableText is the
+	// A message quotes input values with untrusted.Quote; PrintableText is the
 	// backstop for one that names an input raw (a file a document names):
 	// no ESC, C1 or bidi control reaches the terminal from an error.
-	fmt.Fprintf(stderr, "gpufrag: %s\n", loc.PrintableText(strings.TrimRight(err.Error(), "\n")))
+	fmt.Fprintf(stderr, "gpufrag: %s\n", untrusted.PrintableText(strings.TrimRight(err.Error(), "\n")))
 	var ue *usageError
 	switch {
 	case errors.As(err, &ue):

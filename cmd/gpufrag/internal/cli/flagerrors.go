@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // flagError is the root's FlagErrorFunc, so every command reports a flag
@@ -85,7 +85,7 @@ func invalidFlagValue(e *pflag.InvalidValueError) error {
 	case errors.As(cause, &num) || f.Value.Type() == "duration":
 		cause = fmt.Errorf("want %s", wantOfType(f.Value.Type()))
 	}
-	return fmt.Errorf("--%s %s: %w", f.Name, loc.Quote(value), cause)
+	return fmt.Errorf("--%s %s: %w", f.Name, untrusted.Quote(value), cause)
 }
 
 // wantOfType says what a flag of pflag type typ takes.

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // hostileShown is how a report shows the start of snaptest.Hostile: the
-// control characters as escapes (loc.Printable).
+// control characters as escapes (untrusted.Printable).
 const hostileShown = `evil\x1b]0;pwned\a\x1b[2J\x00\nnl\r\x7f\u009b31m\u2028\u202eRTL`
 
 // csvName is snaptest.Hostile without the NUL, CR and newline that a CSV
@@ -130,7 +130,7 @@ runs:
 // but the newlines and tabs of their own layout (no line may start with
 // the part of the name after its newline); an HTML report must be
 // well-formed XML holding none either; JSON keeps the exact name. Before
-// loc.Printable, analyze and defrag printed the names raw and analyze
+// untrusted.Printable, analyze and defrag printed the names raw and analyze
 // --html failed with "RawSVG 0: not well-formed XML ... U+001B".
 func TestHostileNames(t *testing.T) {
 	dir := t.TempDir()
@@ -226,16 +226,16 @@ func TestHostileNames(t *testing.T) {
 	}
 }
 
-// checkTerminal fails when out holds a character loc.PrintableText would
+// checkTerminal fails when out holds a character untrusted.PrintableText would
 // escape (a control character but newline and tab, DEL, C1, U+2028/9, a
 // bidi control, invalid UTF-8) or a line that starts with what follows the
 // newline inside snaptest.Hostile.
 func checkTerminal(t *testing.T, what, out string) {
 	t.Helper()
-	if loc.PrintableText(out) != out {
+	if untrusted.PrintableText(out) != out {
 		for i := range out {
 			_, size := utf8.DecodeRuneInString(out[i:])
-			if p := out[:i+size]; loc.PrintableText(p) != p {
+			if p := out[:i+size]; untrusted.PrintableText(p) != p {
 				t.Fatalf("%s: unescaped character at byte %d: %q", what, i, out[max(i-40, 0):min(i+10, len(out))])
 			}
 		}

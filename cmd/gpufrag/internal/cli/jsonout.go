@@ -8,13 +8,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/report"
 )
 
 // writeJSON writes v the one way the commands print --json: indented by two
 // spaces, a newline at the end, escapeHTML as encoding/json's
-// SetEscapeHTML, and through loc.PrintableJSON, so that a name from an
+// SetEscapeHTML, and through untrusted.PrintableJSON, so that a name from an
 // input holding DEL, a C1 control or a bidi control (which encoding/json
 // writes as they are) reaches the terminal as a \u escape; the document
 // reads back as the same strings.
@@ -26,7 +26,7 @@ func writeJSON(w io.Writer, v any, escapeHTML bool) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(loc.PrintableJSON(buf.Bytes()))
+	_, err := w.Write(untrusted.PrintableJSON(buf.Bytes()))
 	return err
 }
 

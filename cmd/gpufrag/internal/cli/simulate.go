@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
 	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -132,7 +132,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		return inFlagFile("--trace", f.trace, err)
 	}
 	if plan.Dropped != "" {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", loc.Printable(plan.Dropped))
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(plan.Dropped))
 	}
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")

@@ -79,7 +79,7 @@ func TestSimulateBands(t *testing.T) {
 	if !ok {
 		t.Fatalf("no bands in the text report:\n%s", text)
 	}
-	// A profile file's name is the user's: it prints through loc.Printable.
+	// A profile file's name is the user's: it prints through untrusted.Printable.
 	hostile := filepath.Join(dir, "mi\x1b[31mne.yaml")
 	if err := os.WriteFile(hostile, []byte(out), 0o644); err != nil {
 		t.Fatal(err)

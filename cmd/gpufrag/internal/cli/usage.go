@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpufrag/gpufrag/internal/loc"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -45,7 +45,7 @@ func checkInputs(inputs ...fileFlag) error {
 // file:line:field error): "--trace bad.csv: line 1: ...". Any other error
 // is returned as it is. errors.Is and As still see err.
 func inFlagFile(flag, path string, err error) error {
-	if err == nil || path == "" || path == "-" || !strings.HasPrefix(err.Error(), loc.Printable(path)+":") {
+	if err == nil || path == "" || path == "-" || !strings.HasPrefix(err.Error(), untrusted.Printable(path)+":") {
 		return err
 	}
 	return fmt.Errorf("%s %w", flag, err)

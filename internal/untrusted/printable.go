@@ -1,4 +1,4 @@
-package loc
+package untrusted
 
 import (
 	"strings"

@@ -19,7 +19,7 @@ var (
 // TestWriteRandom writes a file of Random's stream, for measuring a
 // command on it by hand (issue 28 measured every command on 100 MB):
 //
-//	go test ./internal/loc/loctest -run TestWriteRandom -out /tmp/rj.bin -prefix '{'
+//	go test ./internal/untrusted/loctest -run TestWriteRandom -out /tmp/rj.bin -prefix '{'
 //	/usr/bin/time -v gpufrag defrag /tmp/rj.bin
 //
 // Without -out it does nothing.

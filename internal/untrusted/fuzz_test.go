@@ -1,4 +1,4 @@
-package loc
+package untrusted
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // over the limit or is over the total limit, with an *InputError of that
 // kind. Run longer with
 //
-//	go test ./internal/loc -run '^$' -fuzz FuzzLineReader -fuzztime 60s -fuzzminimizetime 1s
+//	go test ./internal/untrusted -run '^$' -fuzz FuzzLineReader -fuzztime 60s -fuzzminimizetime 1s
 func FuzzLineReader(f *testing.F) {
 	for _, s := range []string{"", "a\nb", "a\r\nb\r\n", "a\rb\r", "\r\r\n\n", "\uFEFFx\n", "\x00", "\x1f\x8b", "PK\x03\x04",
 		"\xff\xfe", "0123456789abcdef0123456789abcdef0123456789", "short\n0123456789abcdef0123456789abcdef\r\n",

@@ -1,4 +1,4 @@
-package loc
+package untrusted
 
 import (
 	"encoding/json"
@@ -129,7 +129,7 @@ func BenchmarkPrintable(b *testing.B) {
 
 // FuzzPrintable is checkSafe on any input.
 //
-//	go test ./internal/loc -run '^$' -fuzz FuzzPrintable -fuzztime 20s
+//	go test ./internal/untrusted -run '^$' -fuzz FuzzPrintable -fuzztime 20s
 func FuzzPrintable(f *testing.F) {
 	for _, s := range []string{"", "model.py", hostile, "\xed\xa0\x80", "\u202e\u2066", "\x1b]8;;http://x\x07"} {
 		f.Add(s)

@@ -1,4 +1,4 @@
-package loc
+package untrusted
 
 import (
 	"bytes"
@@ -84,9 +84,9 @@ func (c *nodeCounter) walk(n *yaml.Node) error {
 		}
 	}
 	if c.total = min(c.total+add, MaxYAMLNodes+1); c.total > MaxYAMLNodes {
-		msg := fmt.Sprintf("more than %d values and keys (loc.MaxYAMLNodes) in a document written by hand", MaxYAMLNodes)
+		msg := fmt.Sprintf("more than %d values and keys (untrusted.MaxYAMLNodes) in a document written by hand", MaxYAMLNodes)
 		if n.Kind == yaml.AliasNode {
-			msg = fmt.Sprintf("the aliases up to *%s expand the document to more than %d values and keys (loc.MaxYAMLNodes): an alias is decoded again wherever it is used",
+			msg = fmt.Sprintf("the aliases up to *%s expand the document to more than %d values and keys (untrusted.MaxYAMLNodes): an alias is decoded again wherever it is used",
 				Clip(n.Value), MaxYAMLNodes)
 		}
 		return &YAMLError{Line: n.Line, Msg: msg}

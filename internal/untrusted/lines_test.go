@@ -1,4 +1,4 @@
-package loc
+package untrusted
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/gpufrag/gpufrag/internal/loc/loctest"
 	"github.com/gpufrag/gpufrag/internal/testkit"
+	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 )
 
 // readAll returns every line of in read through a LineReader, and the error

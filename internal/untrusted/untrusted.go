@@ -1,4 +1,5 @@
-// Package loc formats where in an input a problem is, the one way every
+// Package untrusted holds what every reader of untrusted input shares. It
+// formats where in an input a problem is, the one way every
 // reader of the project says it: "NAME: line N: field "F": message".
 // optrace and workload keep their own Error types (their kinds differ) and
 // share this formatting, so a user sees the same shape from every reader.
@@ -22,7 +23,7 @@
 // CheckText is LineReader's look at the first bytes for readers of a whole
 // document, and CheckYAML bounds the values a YAML document decodes into,
 // aliases expanded, before it is decoded (MaxYAMLNodes).
-package loc
+package untrusted
 
 import (
 	"fmt"

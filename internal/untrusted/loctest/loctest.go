@@ -17,7 +17,7 @@ import (
 
 // MaxRead is how many bytes a reader may take from the stream before it
 // refuses it (68 KiB): a line reader's first fill (64 KiB) plus the 4 KiB
-// a JSON reader looks at (loc.SniffBytes). Real readers refuse after far
+// a JSON reader looks at (untrusted.SniffBytes). Real readers refuse after far
 // less of their first read; a reader that reads on to its size limit takes
 // megabytes.
 const MaxRead = 68 << 10
