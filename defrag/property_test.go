@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/longtest"
@@ -96,6 +97,7 @@ func runWorkload(rt *rapid.T, wl workload) {
 func planAndCheck(rt *rapid.T, w *world, goal defrag.Goal, o defrag.Options, round int) {
 	before := w.a.Layout()
 	pristine := w.a.Layout()
+	o.Allocator = registry.MustParse(w.a.Spec()) // a layout's rules are its allocator's
 	p, err := defrag.PlanLayout(before, goal, o)
 	if err != nil {
 		rt.Fatalf("round %d: plan %v: %v", round, goal, err)
