@@ -349,3 +349,17 @@ func SplitList(list string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// SplitLists splits each of values as SplitList does, in order (the
+// values of a repeated --alloc flag); the first error is SplitList's.
+func SplitLists(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		ss, err := SplitList(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss...)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,4 +162,17 @@ func FuzzAllocators(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSplitLists: the values of a repeated flag, each split as SplitList
+// does, in order; the first bad value's error.
+func TestSplitLists(t *testing.T) {
+	got, err := registry.SplitLists([]string{"caching:expandable_segments:True,max_split_size_mb:128", "vmm:2MiB,arena"})
+	want := []string{"caching:expandable_segments:True,max_split_size_mb:128", "vmm:2MiB", "arena"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("SplitLists = %q, %v; want %q", got, err, want)
+	}
+	if _, err := registry.SplitLists([]string{"caching", " , "}); err == nil {
+		t.Error("an empty list: no error")
+	}
 }

@@ -82,7 +82,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 	// once they are the what-if replays' ops.
 	opts := analysis.Options{Capacity: int64(f.capacity), NoReplay: f.noReplay, FullStacks: f.fullStacks, ReleaseTraces: true}
 	if len(f.whatIf) > 0 {
-		specs, err := allocSpecs(f.whatIf)
+		specs, err := registry.SplitLists(f.whatIf)
 		if err != nil {
 			return usageErrorf(cmd, "--whatif: %v", err)
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -77,9 +75,11 @@ func replayLong(help string) string {
 
 // runReplay checks the flags, reads the trace, replays it and prints.
 func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
-	specs, err := allocSpecs(f.allocs)
-	if err != nil {
-		return usageErrorf(cmd, "--alloc: %v", err)
+	specs, err := registry.Names(), error(nil) // no --alloc: every allocator
+	if len(f.allocs) > 0 {
+		if specs, err = registry.SplitLists(f.allocs); err != nil {
+			return usageErrorf(cmd, "--alloc: %v", err)
+		}
 	}
 	capacity, other := int64(f.capacity), int64(f.other)
 	if _, err := mem.NewDevice(capacity, other); err != nil {
@@ -102,7 +102,12 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 		}
 	}
 
-	ops, name, err := readTrace(cmd.InOrStdin(), path)
+	ops, name := []optrace.Op(nil), exampleName
+	if path == "" {
+		ops, err = optrace.Read(bytes.NewReader(exampleTrace), exampleName)
+	} else {
+		ops, name, err = optrace.ReadFile(path, cmd.InOrStdin())
+	}
 	if err != nil {
 		return err
 	}
@@ -120,45 +125,4 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 		what = "the embedded example trace (a Llama-3-8B-like server; see gpufrag replay --help)"
 	}
 	return doc.WriteText(out, what, len(ops))
-}
-
-// allocSpecs expands the --alloc values (each a spec or a comma-separated
-// list, see registry.SplitList); no value means every allocator.
-func allocSpecs(values []string) ([]string, error) {
-	if len(values) == 0 {
-		return registry.Names(), nil
-	}
-	var specs []string
-	for _, v := range values {
-		ss, err := registry.SplitList(v)
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, ss...)
-	}
-	return specs, nil
-}
-
-// readTrace reads the trace at path: the embedded example for "", standard
-// input for "-". It returns the ops and the name used in messages.
-func readTrace(stdin io.Reader, path string) ([]optrace.Op, string, error) {
-	var (
-		r    io.Reader
-		name string
-	)
-	switch path {
-	case "":
-		r, name = bytes.NewReader(exampleTrace), exampleName
-	case "-":
-		r, name = stdin, "stdin"
-	default:
-		file, err := os.Open(path)
-		if err != nil {
-			return nil, "", err
-		}
-		defer file.Close()
-		r, name = file, path
-	}
-	ops, err := optrace.Read(r, name)
-	return ops, name, err
 }
