@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/workload"
@@ -46,13 +47,13 @@ func TestAdvise(t *testing.T) {
 	req := smallRequest(t)
 	var planned Inputs
 	var run []int
-	done := 0
-	rep, err := Advise(req, Hooks{Planned: func(in Inputs, r []int) { planned, run = in, r }, Done: func() { done++ }})
+	var done atomic.Int32 // Done is called from the worker goroutines
+	rep, err := Advise(req, Hooks{Planned: func(in Inputs, r []int) { planned, run = in, r }, Done: func() { done.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(planned.Candidates) != 2 || !slices.Equal(run, []int{0, 1}) || done != 2 {
-		t.Fatalf("planned %d candidates, ran %v, %d done; want 2, [0 1], 2", len(planned.Candidates), run, done)
+	if len(planned.Candidates) != 2 || !slices.Equal(run, []int{0, 1}) || done.Load() != 2 {
+		t.Fatalf("planned %d candidates, ran %v, %d done; want 2, [0 1], 2", len(planned.Candidates), run, done.Load())
 	}
 	if got := rep.Inputs.Space.PrefixCaching; !slices.Equal(got, []string{"on"}) {
 		t.Errorf("prefix caching %v on a trace without prefix ids, want [on]", got)
