@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"go/parser"
 	"go/token"
 	"io"
@@ -252,7 +253,7 @@ func relPkg(ip string) (string, bool) {
 // package has a row there and in the table "Packages", and every package
 // those tables name exists. go test -v lists the allowances no import uses.
 func TestLayering(t *testing.T) {
-	root := moduleRoot(t)
+	root := testkit.ModuleRoot(t)
 	doc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(layeringDoc)))
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package lint
 import (
 	"bufio"
 	"fmt"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -567,25 +568,6 @@ func checkPanicLiteral(f *file) []finding {
 	return out
 }
 
-// moduleRoot walks up from the working directory to the go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // loadModule parses every Go file of the module rooted at root.
 func loadModule(t *testing.T, root string) []*file {
 	t.Helper()
@@ -653,7 +635,7 @@ func (r rule) run(f *file) []finding {
 
 // TestLint checks every rule over the module's Go files.
 func TestLint(t *testing.T) {
-	root := moduleRoot(t)
+	root := testkit.ModuleRoot(t)
 	files := loadModule(t, root)
 	// Guard against a walk that silently finds nothing (wrong root, new
 	// skip rule): the module's leaf package and this file must be seen.

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"bufio"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"go/ast"
 	"go/token"
 	"os"
@@ -182,7 +183,7 @@ func longTestsDoc(t *testing.T, root string) map[string][]string {
 // TestLongTests holds the long tests to docs/architecture.md's table, and
 // each package with one to a test that runs without GPUFRAG_LONG.
 func TestLongTests(t *testing.T) {
-	root := moduleRoot(t)
+	root := testkit.ModuleRoot(t)
 	long := map[string][]string{}
 	fast := map[string]int{}
 	for _, f := range loadModule(t, root) {

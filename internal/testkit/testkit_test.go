@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -74,5 +76,13 @@ func TestCounter(t *testing.T) {
 	}
 	if total != StopAt || c.N != StopAt {
 		t.Errorf("the input ended after %d bytes (N = %d), want %d", total, c.N, StopAt)
+	}
+}
+
+// TestModuleRoot: the folder found holds this module's go.mod.
+func TestModuleRoot(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(ModuleRoot(t), "go.mod"))
+	if err != nil || !strings.HasPrefix(string(b), "module github.com/gpufrag/gpufrag") {
+		t.Errorf("ModuleRoot's go.mod: %.40q, %v", b, err)
 	}
 }

@@ -5,6 +5,7 @@
 package clustertest
 
 import (
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,37 +14,17 @@ import (
 	"github.com/gpufrag/gpufrag/cluster/lists"
 )
 
-// root is the repository's root: the closest folder above the test's
-// working directory (its package's folder) that holds go.mod.
-func root(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = up
-	}
-}
-
 // Testdata returns the path of cluster/testdata/name.
 func Testdata(t testing.TB, name string) string {
 	t.Helper()
-	return filepath.Join(root(t), "cluster", "testdata", name)
+	return filepath.Join(testkit.ModuleRoot(t), "cluster", "testdata", name)
 }
 
 // SharedDir is the folder of the shared openb trace, ../shared/data/openb
 // beside the repository; it may be absent (a clone alone).
 func SharedDir(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(root(t), "..", "shared", "data", "openb")
+	return filepath.Join(testkit.ModuleRoot(t), "..", "shared", "data", "openb")
 }
 
 // Shared returns the path of a file of the shared openb trace, or skips
