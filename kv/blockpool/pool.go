@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
 )
@@ -228,18 +229,8 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 	if n > p.numFree {
 		return dst, ErrOutOfBlocks
 	}
-	// pop, unrolled: this loop is the hot path of every scheduler step.
-	for range n {
-		id, b := p.unlinkHead()
-		if b.hashed {
-			p.evict(id)
-		}
-		b.ref, b.fill = 1, 0
-		dst = append(dst, id)
-	}
-	p.numFree -= n
+	dst = p.take(dst, n, 0, 0)
 	p.heldEmpty += n
-	p.allocs += int64(n)
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -277,6 +268,35 @@ func (p *Pool) pop() BlockID {
 	return id
 }
 
+// take pops the first n blocks of the free queue (0 < n <= NumFree) in queue
+// order, evicting the keys of cached ones, and appends them to dst held
+// (ref 1) with fill full, except the last, which gets fill last. It walks
+// the queue once and splices the run off its head in one step, instead of
+// unlinking block by block. The caller adds the fills to the slot counters
+// (heldSlots, heldEmpty); take counts numFree and allocs.
+func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
+	at := len(dst)
+	dst = slices.Grow(dst, n)[:at+n]
+	out := dst[at:]
+	blocks := p.blocks
+	id := blocks[0].next
+	for i := range out {
+		b := &blocks[id]
+		if b.hashed {
+			p.evict(id)
+		}
+		b.ref, b.fill, b.queued = 1, full, false // prev and next are stale until it is queued again
+		out[i] = id
+		id = b.next
+	}
+	blocks[out[n-1]].fill = last
+	blocks[0].next = id // the sentinel when the queue is now empty
+	blocks[id].prev = 0
+	p.numFree -= n
+	p.allocs += int64(n)
+	return dst
+}
+
 // evict drops the key of a cached block just popped from the free queue: the
 // LRU eviction.
 func (p *Pool) evict(id BlockID) {
@@ -311,6 +331,71 @@ func (p *Pool) Free(ids []BlockID) error {
 	if len(ids) == 1 {
 		return p.FreeOne(ids[0]) // one pass, no undo
 	}
+	if p.freeHeldOnce(ids) {
+		return nil
+	}
+	return p.freeShared(ids)
+}
+
+// freeHeldOnce is Free of a table whose blocks are real blocks held only by
+// it (ref 1), the case of every request without forks: one pass over ids,
+// last entry first, that drops each reference and links the block after the
+// previous one, then one splice of the run onto the tail of the free queue.
+// It returns false, having changed nothing, when an id is the null block,
+// out of range, or not held exactly once (a shared block, a double free, an
+// id twice in ids); Free then takes the general path, freeShared.
+func (p *Pool) freeHeldOnce(ids []BlockID) bool {
+	blocks := p.blocks
+	tail0 := blocks[0].prev
+	tail := tail0
+	var slots int64
+	empty, evictable := 0, 0
+	for i := len(ids) - 1; i >= 0; i-- {
+		id := ids[i]
+		if uint(id)-1 >= uint(len(blocks))-1 || blocks[id].ref != 1 { // not 0 < id < len, or shared or free
+			p.undoHeldOnce(ids[i+1:], tail0)
+			return false
+		}
+		b := &blocks[id]
+		b.ref, b.prev, b.queued = 0, tail, true
+		blocks[tail].next = id // the sentinel's next when the queue was empty
+		tail = id
+		slots += int64(b.fill)
+		if b.fill == 0 {
+			empty++
+		}
+		if b.hashed {
+			evictable++
+		}
+	}
+	blocks[tail].next = 0
+	blocks[0].prev = tail
+	n := len(ids)
+	p.heldSlots -= slots
+	p.heldEmpty -= empty
+	p.evictable += evictable
+	p.numFree += n
+	p.frees += int64(n)
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return true
+}
+
+// undoHeldOnce undoes freeHeldOnce's pass over done (the ids it queued, in
+// table order): they are held once again and the queue ends at tail0 again.
+func (p *Pool) undoHeldOnce(done []BlockID, tail0 BlockID) {
+	for _, id := range done {
+		b := &p.blocks[id]
+		b.ref, b.queued = 1, false
+	}
+	p.blocks[tail0].next = 0
+	p.blocks[0].prev = tail0
+}
+
+// freeShared is Free of any table: blocks held by other tables too, the
+// null block, and the errors, all-or-nothing.
+func (p *Pool) freeShared(ids []BlockID) error {
 	// Pass 1: drop the references, undoing them if an id is bad. Dropping
 	// all of them before queueing any is what vLLM does, and it makes an id
 	// that appears twice in ids safe.
