@@ -61,16 +61,12 @@ type Options struct {
 	DisablePrefixCaching bool
 }
 
-// block is the per-block state the hot paths touch, 28 bytes; the key lives
-// apart, in Pool.keys, so that more blocks share a cache line. All blocks are
+// block is the per-block state the hot paths touch, 20 bytes; the key lives
+// apart, in Pool.keys, so that more blocks share a cache line, and so do the
+// free queue's links, in Pool.links. All blocks are
 // made in New and the pool never allocates afterwards (except when the prefix
 // cache's index doubles: index.go).
 type block struct {
-	// prev and next link the block into the free queue while queued. Block 0
-	// (the null block) is the queue's sentinel: blocks[0].next is the head
-	// (next to be allocated, least recently freed) and blocks[0].prev the
-	// tail (most recently freed).
-	prev, next BlockID
 	// hprev and hnext link the block into the circular chain of blocks that
 	// share its hash, while hashed. The index holds the chain's head, the
 	// oldest registration, which is the one a lookup returns (as vLLM's
@@ -89,6 +85,14 @@ type block struct {
 	hashed bool
 }
 
+// link is a block's place in the free queue while it is queued. Block 0
+// (the null block) is the queue's sentinel: links[0].next is the head (next
+// to be allocated, least recently freed) and links[0].prev the tail (most
+// recently freed).
+type link struct {
+	prev, next BlockID
+}
+
 // Pool is a fixed set of KV blocks of BlockSize token slots each, with vLLM
 // v1's free-block queue, reference counts and prefix cache. A Pool is not safe
 // for concurrent use; an engine's scheduler owns it.
@@ -105,6 +109,7 @@ type block struct {
 //	heldSlots == Σ fill over held blocks; heldEmpty == held blocks with fill 0
 type Pool struct {
 	blocks    []block     // indexed by BlockID; fixed length NumBlocks
+	links     []link      // links[id]: block id's place in the free queue while queued (queue.go)
 	keys      []BlockHash // keys[id] is block id's prefix-cache key while it is hashed, else 0
 	blockSize int         // token slots per block; fixed
 	caching   bool        // prefix caching on; fixed
@@ -134,8 +139,8 @@ type Pool struct {
 // (one layer of hidden size 1, say), which a larger block size serves.
 const MaxBlocks = 1 << 24
 
-// BytesPerBlock is the state New allocates per block: a block (28 bytes)
-// and its prefix-cache key (8).
+// BytesPerBlock is the state New allocates per block: a block (20 bytes),
+// its links in the free queue (8) and its prefix-cache key (8).
 const BytesPerBlock = 36
 
 // New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is
@@ -152,6 +157,7 @@ func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
 	}
 	p := &Pool{
 		blocks:    make([]block, numBlocks),
+		links:     make([]link, numBlocks),
 		keys:      make([]BlockHash, numBlocks),
 		blockSize: blockSize,
 		caching:   !opts.DisablePrefixCaching,
@@ -278,20 +284,22 @@ func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	at := len(dst)
 	dst = slices.Grow(dst, n)[:at+n]
 	out := dst[at:]
-	blocks := p.blocks
-	id := blocks[0].next
+	blocks, links := p.blocks, p.links
+	id := links[0].next
 	for i := range out {
+		out[i] = id
+		id = links[id].next
+	}
+	for _, id := range out {
 		b := &blocks[id]
 		if b.hashed {
 			p.evict(id)
 		}
-		b.ref, b.fill, b.queued = 1, full, false // prev and next are stale until it is queued again
-		out[i] = id
-		id = b.next
+		b.ref, b.fill, b.queued = 1, full, false // its links are stale until it is queued again
 	}
 	blocks[out[n-1]].fill = last
-	blocks[0].next = id // the sentinel when the queue is now empty
-	blocks[id].prev = 0
+	links[0].next = id // the sentinel when the queue is now empty
+	links[id].prev = 0
 	p.numFree -= n
 	p.allocs += int64(n)
 	return dst
@@ -345,8 +353,8 @@ func (p *Pool) Free(ids []BlockID) error {
 // out of range, or not held exactly once (a shared block, a double free, an
 // id twice in ids); Free then takes the general path, freeShared.
 func (p *Pool) freeHeldOnce(ids []BlockID) bool {
-	blocks := p.blocks
-	tail0 := blocks[0].prev
+	blocks, links := p.blocks, p.links
+	tail0 := links[0].prev
 	tail := tail0
 	var slots int64
 	empty, evictable := 0, 0
@@ -357,8 +365,9 @@ func (p *Pool) freeHeldOnce(ids []BlockID) bool {
 			return false
 		}
 		b := &blocks[id]
-		b.ref, b.prev, b.queued = 0, tail, true
-		blocks[tail].next = id // the sentinel's next when the queue was empty
+		b.ref, b.queued = 0, true
+		links[id].prev = tail
+		links[tail].next = id // the sentinel's next when the queue was empty
 		tail = id
 		slots += int64(b.fill)
 		if b.fill == 0 {
@@ -368,8 +377,8 @@ func (p *Pool) freeHeldOnce(ids []BlockID) bool {
 			evictable++
 		}
 	}
-	blocks[tail].next = 0
-	blocks[0].prev = tail
+	links[tail].next = 0
+	links[0].prev = tail
 	n := len(ids)
 	p.heldSlots -= slots
 	p.heldEmpty -= empty
@@ -389,8 +398,8 @@ func (p *Pool) undoHeldOnce(done []BlockID, tail0 BlockID) {
 		b := &p.blocks[id]
 		b.ref, b.queued = 1, false
 	}
-	p.blocks[tail0].next = 0
-	p.blocks[0].prev = tail0
+	p.links[tail0].next = 0
+	p.links[0].prev = tail0
 }
 
 // freeShared is Free of any table: blocks held by other tables too, the
@@ -425,10 +434,11 @@ func (p *Pool) freeShared(ids []BlockID) error {
 		if b.hashed {
 			p.evictable++
 		}
-		tail := blocks[0].prev
-		b.prev, b.next, b.queued = tail, 0, true
-		blocks[tail].next = id
-		blocks[0].prev = id
+		tail := p.links[0].prev
+		b.queued = true
+		p.links[id] = link{tail, 0}
+		p.links[tail].next = id
+		p.links[0].prev = id
 		queued++
 	}
 	p.numFree += queued
@@ -469,10 +479,12 @@ func (p *Pool) release(id BlockID) {
 	if b.hashed {
 		p.evictable++
 	}
-	tail := blocks[0].prev
-	b.prev, b.next, b.queued = tail, 0, true
-	blocks[tail].next = id // the sentinel's next when the queue was empty
-	blocks[0].prev = id
+	links := p.links
+	tail := links[0].prev
+	b.queued = true
+	links[id] = link{tail, 0}
+	links[tail].next = id // the sentinel's next when the queue was empty
+	links[0].prev = id
 	p.numFree++
 	p.frees++
 }
