@@ -249,10 +249,24 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 // It is the hot path of a scheduler that takes one block at a time (a
 // decode step crossing a block boundary); FreeOne is its counterpart.
 func (p *Pool) AllocateOne() (BlockID, error) {
-	if p.numFree == 0 {
+	// pop, written out: no call on the way (the queue is empty exactly
+	// when the sentinel links to itself).
+	links := p.links
+	id := links[0].next
+	if id == NullBlock {
 		return NullBlock, ErrOutOfBlocks
 	}
-	id := p.pop()
+	next := links[id].next
+	links[0].next = next
+	links[next].prev = 0
+	b := &p.blocks[id]
+	if b.hashed {
+		p.evict(id)
+	}
+	b.ref, b.fill, b.queued = 1, 0, false
+	p.numFree--
+	p.heldEmpty++ // hold(b) with fill 0
+	p.allocs++
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -453,16 +467,33 @@ func (p *Pool) freeShared(ids []BlockID) error {
 // one reference to id and returns the block to the tail of the free queue if
 // that was the last. It returns the errors Free returns (ErrBadBlock,
 // ErrNotAllocated) and then changes nothing; NullBlock is skipped. The
-// common case, the last reference, is small enough to be inlined.
+// common case, the last reference, makes no call.
 func (p *Pool) FreeOne(id BlockID) error {
-	if blocks := p.blocks; uint(id)-1 < uint(len(blocks))-1 && blocks[id].ref == 1 { // 0 < id < len
-		p.release(id)
-		if invariants.Enabled {
-			p.mustCheck()
-		}
-		return nil
+	blocks, links := p.blocks, p.links
+	if uint(id) >= uint(len(blocks)) || uint(id) >= uint(len(links)) || id == NullBlock || blocks[id].ref != 1 {
+		return p.freeOneSlow(id) // out of range, the null block, or not the last reference
 	}
-	return p.freeOneSlow(id)
+	// release, written out: no call on the way.
+	b := &blocks[id]
+	b.ref, b.queued = 0, true
+	if b.fill == 0 {
+		p.heldEmpty--
+	} else {
+		p.heldSlots -= int64(b.fill)
+	}
+	if b.hashed {
+		p.evictable++
+	}
+	tail := links[0].prev
+	links[id] = link{tail, 0}
+	links[tail].next = id // the sentinel's next when the queue was empty
+	links[0].prev = id
+	p.numFree++
+	p.frees++
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
 }
 
 // release returns a held block whose last reference is dropped to the tail
