@@ -319,6 +319,25 @@ func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	return dst
 }
 
+// takeOne is take of one block, without a slice: it pops the head of the
+// free queue, which must not be empty, and returns it held with the given
+// fill. The caller adds the fill to the slot counters.
+func (p *Pool) takeOne(fill int32) BlockID {
+	links := p.links
+	id := links[0].next
+	next := links[id].next
+	links[0].next = next
+	links[next].prev = 0
+	b := &p.blocks[id]
+	if b.hashed {
+		p.evict(id)
+	}
+	b.ref, b.fill, b.queued = 1, fill, false
+	p.numFree--
+	p.allocs++
+	return id
+}
+
 // evict drops the key of a cached block just popped from the free queue: the
 // LRU eviction.
 func (p *Pool) evict(id BlockID) {

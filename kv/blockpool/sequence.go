@@ -112,7 +112,11 @@ func (s *Sequence) takeBlocks(need, total int) {
 	p := s.pool
 	bs := p.blockSize
 	from := len(s.blocks) * bs // the first new block's first token
-	s.blocks = p.take(s.blocks, need, int32(bs), int32(total-from-(need-1)*bs))
+	if need == 1 { // a decode step crossing a block boundary
+		s.blocks = append(s.blocks, p.takeOne(int32(total-from)))
+	} else {
+		s.blocks = p.take(s.blocks, need, int32(bs), int32(total-from-(need-1)*bs))
+	}
 	p.heldSlots += int64(total - from)
 }
 
