@@ -235,7 +235,11 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 	if n > p.numFree {
 		return dst, ErrOutOfBlocks
 	}
-	dst = p.take(dst, n, 0, 0)
+	if n == 1 {
+		dst = append(dst, p.takeOne(0))
+	} else {
+		dst = p.take(dst, n, 0, 0)
+	}
 	p.heldEmpty += n
 	if invariants.Enabled {
 		p.mustCheck()
