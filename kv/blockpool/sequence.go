@@ -112,7 +112,8 @@ func (s *Sequence) takeBlocks(need, total int) {
 	p := s.pool
 	bs := p.blockSize
 	from := len(s.blocks) * bs // the first new block's first token
-	if need == 1 { // a decode step crossing a block boundary
+	// One block is a decode step crossing a block boundary.
+	if need == 1 {
 		s.blocks = append(s.blocks, p.takeOne(int32(total-from)))
 	} else {
 		s.blocks = p.take(s.blocks, need, int32(bs), int32(total-from-(need-1)*bs))
