@@ -278,17 +278,10 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 }
 
 // pop takes the head of the free queue, evicts its key if it has one, and
-// hands it out with ref 1 and fill 0. The queue must not be empty. Allocate
-// has its own copy of this loop body.
+// hands it out with ref 1 and fill 0. The queue must not be empty.
 func (p *Pool) pop() BlockID {
-	id, b := p.unlinkHead()
-	p.numFree--
-	if b.hashed {
-		p.evict(id)
-	}
-	b.ref, b.fill = 1, 0
-	p.heldEmpty++ // hold(b) with fill 0
-	p.allocs++
+	id := p.takeOne(0)
+	p.heldEmpty++ // hold with fill 0
 	return id
 }
 

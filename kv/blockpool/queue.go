@@ -28,20 +28,6 @@ func (p *Pool) pushBack(id BlockID) {
 	p.frees++
 }
 
-// unlinkHead takes the head off the queue, which must not be empty: its
-// prev is the sentinel, so only the sentinel's and the next block's links
-// change. The caller adjusts numFree (Allocate once for n blocks).
-func (p *Pool) unlinkHead() (BlockID, *block) {
-	links := p.links
-	id := links[0].next
-	next := links[id].next
-	links[0].next = next
-	links[next].prev = 0
-	b := &p.blocks[id]
-	b.queued = false // prev and next are stale until it is queued again
-	return id, b
-}
-
 // unlink removes a queued block from wherever it is in the queue.
 func (p *Pool) unlink(id BlockID) {
 	l := p.links[id]
