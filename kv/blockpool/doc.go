@@ -20,7 +20,14 @@
 //     (vLLM's FreeKVCacheBlockQueue): Allocate pops from the head, Free
 //     appends to the tail, and a prefix hit unlinks a block from the middle,
 //     all in O(1). The queue holds free blocks and evictable cached blocks
-//     (ref 0, key kept), in LRU order.
+//     (ref 0, key kept), in LRU order. Its links are an array of their own,
+//     8 bytes a block, apart from the blocks' state.
+//   - A sequence's blocks move in runs: Sequence.Append (and Allocate) takes
+//     the n blocks it needs as one walk along the queue's head and one
+//     splice, setting their fills in the same pass; Free of a table whose
+//     blocks it alone holds (a request without forks or prefix hits) drops
+//     them in one pass and splices them onto the tail at once. The order is
+//     that of n single pops and pushes (TestRangesMatchBlockwise runs both).
 //   - Free returns a block table's blocks that reach ref 0 in reverse order:
 //     the last block of a sequence, the part least likely to be shared, is
 //     evicted first, and its first blocks stay cached longest.

@@ -23,7 +23,7 @@ func (p *Pool) CheckInvariants() error {
 	// Walk the free queue forward, checking the back links.
 	walked := 0
 	prev := BlockID(0)
-	for id := null.next; id != 0; id = p.blocks[id].next {
+	for id := p.links[0].next; id != 0; id = p.links[id].next {
 		if uint(id) >= uint(n) {
 			return fmt.Errorf("blockpool: free queue links to id %d out of range", id)
 		}
@@ -31,16 +31,16 @@ func (p *Pool) CheckInvariants() error {
 		if !b.queued || b.ref != 0 {
 			return fmt.Errorf("blockpool: block %d in the free queue has queued=%t ref=%d", id, b.queued, b.ref)
 		}
-		if b.prev != prev {
-			return fmt.Errorf("blockpool: block %d has prev %d, reached from %d", id, b.prev, prev)
+		if p.links[id].prev != prev {
+			return fmt.Errorf("blockpool: block %d has prev %d, reached from %d", id, p.links[id].prev, prev)
 		}
 		prev = id
 		if walked++; walked > n {
 			return fmt.Errorf("blockpool: free queue has a cycle")
 		}
 	}
-	if null.prev != prev {
-		return fmt.Errorf("blockpool: free queue tail is %d, last block walked %d", null.prev, prev)
+	if p.links[0].prev != prev {
+		return fmt.Errorf("blockpool: free queue tail is %d, last block walked %d", p.links[0].prev, prev)
 	}
 	if walked != p.numFree {
 		return fmt.Errorf("blockpool: free queue holds %d blocks, numFree %d", walked, p.numFree)

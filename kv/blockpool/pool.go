@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
 )
@@ -60,16 +61,12 @@ type Options struct {
 	DisablePrefixCaching bool
 }
 
-// block is the per-block state the hot paths touch, 28 bytes; the key lives
-// apart, in Pool.keys, so that more blocks share a cache line. All blocks are
+// block is the per-block state the hot paths touch, 20 bytes; the key lives
+// apart, in Pool.keys, so that more blocks share a cache line, and so do the
+// free queue's links, in Pool.links. All blocks are
 // made in New and the pool never allocates afterwards (except when the prefix
 // cache's index doubles: index.go).
 type block struct {
-	// prev and next link the block into the free queue while queued. Block 0
-	// (the null block) is the queue's sentinel: blocks[0].next is the head
-	// (next to be allocated, least recently freed) and blocks[0].prev the
-	// tail (most recently freed).
-	prev, next BlockID
 	// hprev and hnext link the block into the circular chain of blocks that
 	// share its hash, while hashed. The index holds the chain's head, the
 	// oldest registration, which is the one a lookup returns (as vLLM's
@@ -88,6 +85,14 @@ type block struct {
 	hashed bool
 }
 
+// link is a block's place in the free queue while it is queued. Block 0
+// (the null block) is the queue's sentinel: links[0].next is the head (next
+// to be allocated, least recently freed) and links[0].prev the tail (most
+// recently freed).
+type link struct {
+	prev, next BlockID
+}
+
 // Pool is a fixed set of KV blocks of BlockSize token slots each, with vLLM
 // v1's free-block queue, reference counts and prefix cache. A Pool is not safe
 // for concurrent use; an engine's scheduler owns it.
@@ -104,6 +109,7 @@ type block struct {
 //	heldSlots == Σ fill over held blocks; heldEmpty == held blocks with fill 0
 type Pool struct {
 	blocks    []block     // indexed by BlockID; fixed length NumBlocks
+	links     []link      // links[id]: block id's place in the free queue while queued (queue.go)
 	keys      []BlockHash // keys[id] is block id's prefix-cache key while it is hashed, else 0
 	blockSize int         // token slots per block; fixed
 	caching   bool        // prefix caching on; fixed
@@ -133,8 +139,8 @@ type Pool struct {
 // (one layer of hidden size 1, say), which a larger block size serves.
 const MaxBlocks = 1 << 24
 
-// BytesPerBlock is the state New allocates per block: a block (28 bytes)
-// and its prefix-cache key (8).
+// BytesPerBlock is the state New allocates per block: a block (20 bytes),
+// its links in the free queue (8) and its prefix-cache key (8).
 const BytesPerBlock = 36
 
 // New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is
@@ -151,6 +157,7 @@ func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
 	}
 	p := &Pool{
 		blocks:    make([]block, numBlocks),
+		links:     make([]link, numBlocks),
 		keys:      make([]BlockHash, numBlocks),
 		blockSize: blockSize,
 		caching:   !opts.DisablePrefixCaching,
@@ -228,18 +235,12 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 	if n > p.numFree {
 		return dst, ErrOutOfBlocks
 	}
-	// pop, unrolled: this loop is the hot path of every scheduler step.
-	for range n {
-		id, b := p.unlinkHead()
-		if b.hashed {
-			p.evict(id)
-		}
-		b.ref, b.fill = 1, 0
-		dst = append(dst, id)
+	if n == 1 {
+		dst = append(dst, p.takeOne(0))
+	} else {
+		dst = p.take(dst, n, 0, 0)
 	}
-	p.numFree -= n
 	p.heldEmpty += n
-	p.allocs += int64(n)
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -252,10 +253,24 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 // It is the hot path of a scheduler that takes one block at a time (a
 // decode step crossing a block boundary); FreeOne is its counterpart.
 func (p *Pool) AllocateOne() (BlockID, error) {
-	if p.numFree == 0 {
+	// pop, written out: no call on the way (the queue is empty exactly
+	// when the sentinel links to itself).
+	links := p.links
+	id := links[0].next
+	if id == NullBlock {
 		return NullBlock, ErrOutOfBlocks
 	}
-	id := p.pop()
+	next := links[id].next
+	links[0].next = next
+	links[next].prev = 0
+	b := &p.blocks[id]
+	if b.hashed {
+		p.evict(id)
+	}
+	b.ref, b.fill, b.queued = 1, 0, false
+	p.numFree--
+	p.heldEmpty++ // hold(b) with fill 0
+	p.allocs++
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -263,16 +278,59 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 }
 
 // pop takes the head of the free queue, evicts its key if it has one, and
-// hands it out with ref 1 and fill 0. The queue must not be empty. Allocate
-// has its own copy of this loop body.
+// hands it out with ref 1 and fill 0. The queue must not be empty.
 func (p *Pool) pop() BlockID {
-	id, b := p.unlinkHead()
-	p.numFree--
+	id := p.takeOne(0)
+	p.heldEmpty++ // hold with fill 0
+	return id
+}
+
+// take pops the first n blocks of the free queue (0 < n <= NumFree) in queue
+// order, evicting the keys of cached ones, and appends them to dst held
+// (ref 1) with fill full, except the last, which gets fill last. It walks
+// the queue once and splices the run off its head in one step, instead of
+// unlinking block by block. The caller adds the fills to the slot counters
+// (heldSlots, heldEmpty); take counts numFree and allocs.
+func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
+	at := len(dst)
+	dst = slices.Grow(dst, n)[:at+n]
+	out := dst[at:]
+	blocks, links := p.blocks, p.links
+	id := links[0].next
+	for i := range out {
+		out[i] = id
+		id = links[id].next
+	}
+	for _, id := range out {
+		b := &blocks[id]
+		if b.hashed {
+			p.evict(id)
+		}
+		b.ref, b.fill, b.queued = 1, full, false // its links are stale until it is queued again
+	}
+	blocks[out[n-1]].fill = last
+	links[0].next = id // the sentinel when the queue is now empty
+	links[id].prev = 0
+	p.numFree -= n
+	p.allocs += int64(n)
+	return dst
+}
+
+// takeOne is take of one block, without a slice: it pops the head of the
+// free queue, which must not be empty, and returns it held with the given
+// fill. The caller adds the fill to the slot counters.
+func (p *Pool) takeOne(fill int32) BlockID {
+	links := p.links
+	id := links[0].next
+	next := links[id].next
+	links[0].next = next
+	links[next].prev = 0
+	b := &p.blocks[id]
 	if b.hashed {
 		p.evict(id)
 	}
-	b.ref, b.fill = 1, 0
-	p.heldEmpty++ // hold(b) with fill 0
+	b.ref, b.fill, b.queued = 1, fill, false
+	p.numFree--
 	p.allocs++
 	return id
 }
@@ -311,6 +369,72 @@ func (p *Pool) Free(ids []BlockID) error {
 	if len(ids) == 1 {
 		return p.FreeOne(ids[0]) // one pass, no undo
 	}
+	if p.freeHeldOnce(ids) {
+		return nil
+	}
+	return p.freeShared(ids)
+}
+
+// freeHeldOnce is Free of a table whose blocks are real blocks held only by
+// it (ref 1), the case of every request without forks: one pass over ids,
+// last entry first, that drops each reference and links the block after the
+// previous one, then one splice of the run onto the tail of the free queue.
+// It returns false, having changed nothing, when an id is the null block,
+// out of range, or not held exactly once (a shared block, a double free, an
+// id twice in ids); Free then takes the general path, freeShared.
+func (p *Pool) freeHeldOnce(ids []BlockID) bool {
+	blocks, links := p.blocks, p.links
+	tail0 := links[0].prev
+	tail := tail0
+	var slots int64
+	empty, evictable := 0, 0
+	for i := len(ids) - 1; i >= 0; i-- {
+		id := ids[i]
+		if uint(id)-1 >= uint(len(blocks))-1 || blocks[id].ref != 1 { // not 0 < id < len, or shared or free
+			p.undoHeldOnce(ids[i+1:], tail0)
+			return false
+		}
+		b := &blocks[id]
+		b.ref, b.queued = 0, true
+		links[id].prev = tail
+		links[tail].next = id // the sentinel's next when the queue was empty
+		tail = id
+		slots += int64(b.fill)
+		if b.fill == 0 {
+			empty++
+		}
+		if b.hashed {
+			evictable++
+		}
+	}
+	links[tail].next = 0
+	links[0].prev = tail
+	n := len(ids)
+	p.heldSlots -= slots
+	p.heldEmpty -= empty
+	p.evictable += evictable
+	p.numFree += n
+	p.frees += int64(n)
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return true
+}
+
+// undoHeldOnce undoes freeHeldOnce's pass over done (the ids it queued, in
+// table order): they are held once again and the queue ends at tail0 again.
+func (p *Pool) undoHeldOnce(done []BlockID, tail0 BlockID) {
+	for _, id := range done {
+		b := &p.blocks[id]
+		b.ref, b.queued = 1, false
+	}
+	p.links[tail0].next = 0
+	p.links[0].prev = tail0
+}
+
+// freeShared is Free of any table: blocks held by other tables too, the
+// null block, and the errors, all-or-nothing.
+func (p *Pool) freeShared(ids []BlockID) error {
 	// Pass 1: drop the references, undoing them if an id is bad. Dropping
 	// all of them before queueing any is what vLLM does, and it makes an id
 	// that appears twice in ids safe.
@@ -340,10 +464,11 @@ func (p *Pool) Free(ids []BlockID) error {
 		if b.hashed {
 			p.evictable++
 		}
-		tail := blocks[0].prev
-		b.prev, b.next, b.queued = tail, 0, true
-		blocks[tail].next = id
-		blocks[0].prev = id
+		tail := p.links[0].prev
+		b.queued = true
+		p.links[id] = link{tail, 0}
+		p.links[tail].next = id
+		p.links[0].prev = id
 		queued++
 	}
 	p.numFree += queued
@@ -358,16 +483,33 @@ func (p *Pool) Free(ids []BlockID) error {
 // one reference to id and returns the block to the tail of the free queue if
 // that was the last. It returns the errors Free returns (ErrBadBlock,
 // ErrNotAllocated) and then changes nothing; NullBlock is skipped. The
-// common case, the last reference, is small enough to be inlined.
+// common case, the last reference, makes no call.
 func (p *Pool) FreeOne(id BlockID) error {
-	if blocks := p.blocks; uint(id)-1 < uint(len(blocks))-1 && blocks[id].ref == 1 { // 0 < id < len
-		p.release(id)
-		if invariants.Enabled {
-			p.mustCheck()
-		}
-		return nil
+	blocks, links := p.blocks, p.links
+	if uint(id) >= uint(len(blocks)) || uint(id) >= uint(len(links)) || id == NullBlock || blocks[id].ref != 1 {
+		return p.freeOneSlow(id) // out of range, the null block, or not the last reference
 	}
-	return p.freeOneSlow(id)
+	// release, written out: no call on the way.
+	b := &blocks[id]
+	b.ref, b.queued = 0, true
+	if b.fill == 0 {
+		p.heldEmpty--
+	} else {
+		p.heldSlots -= int64(b.fill)
+	}
+	if b.hashed {
+		p.evictable++
+	}
+	tail := links[0].prev
+	links[id] = link{tail, 0}
+	links[tail].next = id // the sentinel's next when the queue was empty
+	links[0].prev = id
+	p.numFree++
+	p.frees++
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return nil
 }
 
 // release returns a held block whose last reference is dropped to the tail
@@ -384,10 +526,12 @@ func (p *Pool) release(id BlockID) {
 	if b.hashed {
 		p.evictable++
 	}
-	tail := blocks[0].prev
-	b.prev, b.next, b.queued = tail, 0, true
-	blocks[tail].next = id // the sentinel's next when the queue was empty
-	blocks[0].prev = id
+	links := p.links
+	tail := links[0].prev
+	b.queued = true
+	links[id] = link{tail, 0}
+	links[tail].next = id // the sentinel's next when the queue was empty
+	links[0].prev = id
 	p.numFree++
 	p.frees++
 }

@@ -53,7 +53,7 @@ func TestNewConfig(t *testing.T) {
 // TestBytesPerBlock keeps the documented per-block state in step with the
 // types New allocates, so MaxBlocks stays a true bound on memory.
 func TestBytesPerBlock(t *testing.T) {
-	if got := unsafe.Sizeof(block{}) + unsafe.Sizeof(BlockHash(0)); got != BytesPerBlock {
+	if got := unsafe.Sizeof(block{}) + unsafe.Sizeof(link{}) + unsafe.Sizeof(BlockHash(0)); got != BytesPerBlock {
 		t.Errorf("per-block state is %d bytes, BytesPerBlock says %d", got, BytesPerBlock)
 	}
 }
@@ -289,8 +289,11 @@ func TestZeroAllocs(t *testing.T) {
 // TestBlockSize keeps the hot per-block state small: AllocFree's speed at
 // 65536 blocks depends on how many blocks share a cache line.
 func TestBlockSize(t *testing.T) {
-	if s := unsafe.Sizeof(block{}); s > 28 {
-		t.Errorf("block is %d bytes, want at most 28", s)
+	if s := unsafe.Sizeof(block{}); s > 20 {
+		t.Errorf("block is %d bytes, want at most 20", s)
+	}
+	if s := unsafe.Sizeof(link{}); s > 8 {
+		t.Errorf("link is %d bytes, want at most 8", s)
 	}
 }
 
@@ -316,8 +319,8 @@ func TestCheckInvariantsDetects(t *testing.T) {
 		{"queued block with a reference", func(p *Pool) { p.blocks[5].ref = 1 }},
 		{"held block marked queued", func(p *Pool) { p.blocks[1].queued = true }},
 		{"numFree off", func(p *Pool) { p.numFree++ }},
-		{"broken back link", func(p *Pool) { p.blocks[6].prev = 7 }},
-		{"queue cycle", func(p *Pool) { p.blocks[p.blocks[0].prev].next = p.blocks[0].next }},
+		{"broken back link", func(p *Pool) { p.links[6].prev = 7 }},
+		{"queue cycle", func(p *Pool) { p.links[p.links[0].prev].next = p.links[0].next }},
 		{"cached count off", func(p *Pool) { p.numCached-- }},
 		{"evictable count off", func(p *Pool) { p.evictable++ }},
 		{"held slots off", func(p *Pool) { p.heldSlots++ }},

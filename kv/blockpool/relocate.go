@@ -68,10 +68,11 @@ func (p *Pool) Relocate(from, to BlockID) error {
 		}
 	}
 	// from takes to's place in the queue.
-	prev, next := tb.prev, tb.next
-	fb.prev, fb.next, fb.queued = prev, next, true
-	p.blocks[prev].next = from
-	p.blocks[next].prev = from
+	prev, next := p.links[to].prev, p.links[to].next
+	p.links[from] = link{prev, next}
+	fb.queued = true
+	p.links[prev].next = from
+	p.links[next].prev = from
 	tb.queued = false
 	fb.ref, tb.ref = tb.ref, fb.ref
 	fb.fill, tb.fill = tb.fill, fb.fill

@@ -63,10 +63,15 @@ func (s *Sequence) Append(n int) error {
 	p := s.pool
 	bs := p.blockSize
 	total := s.tokens + n
-	if r := s.tokens % bs; r != 0 && r+n <= bs {
-		// Within the last block (a decode step's token, mostly): no new
-		// block, so only its fill changes, unless it is shared or cached.
-		if b := &p.blocks[s.blocks[len(s.blocks)-1]]; b.ref == 1 && !b.hashed {
+	if r := s.tokens % bs; r != 0 {
+		b := &p.blocks[s.blocks[len(s.blocks)-1]]
+		if b.ref != 1 || b.hashed {
+			// Shared with a fork or cached: copy it before writing.
+			return s.appendCopy(n)
+		}
+		if r+n <= bs {
+			// Within the last block (a decode step's token, mostly): no
+			// new block, so only its fill changes.
 			p.heldSlots += int64(n) // setFill from a fill > 0
 			b.fill += int32(n)
 			s.tokens = total
@@ -76,32 +81,64 @@ func (s *Sequence) Append(n int) error {
 			}
 			return nil
 		}
+		need := (total+bs-1)/bs - len(s.blocks)
+		if need > p.numFree {
+			return ErrOutOfBlocks
+		}
+		// Fill the last block, then take the new ones.
+		p.heldSlots += int64(bs - r)
+		b.fill = int32(bs)
+		s.takeBlocks(need, total)
+	} else {
+		need := (total+bs-1)/bs - len(s.blocks)
+		if need > p.numFree {
+			return ErrOutOfBlocks
+		}
+		s.takeBlocks(need, total)
 	}
-	need := (total+bs-1)/bs - len(s.blocks)
-	last := len(s.blocks) - 1
-	cow := false
-	if s.tokens%bs != 0 {
-		b := &p.blocks[s.blocks[last]]
-		cow = b.ref > 1 || b.hashed
+	s.tokens = total
+	if invariants.Enabled {
+		p.mustCheck()
+		s.mustCheck()
 	}
-	if cow {
-		need++
+	return nil
+}
+
+// takeBlocks appends the need ≥ 1 blocks that take the sequence's full
+// blocks to total tokens (the last new block holds the rest) in one call to
+// the pool: the same blocks, in the same order, with the same fills, as
+// need pops and fills one by one.
+func (s *Sequence) takeBlocks(need, total int) {
+	p := s.pool
+	bs := p.blockSize
+	from := len(s.blocks) * bs // the first new block's first token
+	// One block is a decode step crossing a block boundary.
+	if need == 1 {
+		s.blocks = append(s.blocks, p.takeOne(int32(total-from)))
+	} else {
+		s.blocks = p.take(s.blocks, need, int32(bs), int32(total-from-(need-1)*bs))
 	}
+	p.heldSlots += int64(total - from)
+}
+
+// appendCopy is Append when the last block is partly filled and shared or
+// cached: it takes a private copy of it (CopyOnWrite) and then the new
+// blocks, block by block.
+func (s *Sequence) appendCopy(n int) error {
+	p := s.pool
+	bs := p.blockSize
+	total := s.tokens + n
+	need := (total+bs-1)/bs - len(s.blocks) + 1 // and the copy
 	if need > p.numFree {
 		return ErrOutOfBlocks
 	}
-	first := len(s.blocks) // first block whose fill changes
-	if s.tokens%bs != 0 {
-		first = last
-		if cow {
-			nid, _, err := p.CopyOnWrite(s.blocks[last])
-			if err != nil {
-				panic(fmt.Errorf("blockpool: copy-on-write after the free check: %w", err))
-			}
-			s.blocks[last] = nid
-			need--
-		}
+	last := len(s.blocks) - 1
+	nid, _, err := p.CopyOnWrite(s.blocks[last])
+	if err != nil {
+		panic(fmt.Errorf("blockpool: copy-on-write after the free check: %w", err))
 	}
+	s.blocks[last] = nid
+	need--
 	if need > 1 {
 		s.blocks = slices.Grow(s.blocks, need) // a prompt's blocks: one growth, not one per doubling
 	}
@@ -109,7 +146,7 @@ func (s *Sequence) Append(n int) error {
 		s.blocks = append(s.blocks, p.pop())
 	}
 	s.tokens = total
-	for i := first; i < len(s.blocks); i++ {
+	for i := last; i < len(s.blocks); i++ {
 		p.setFill(&p.blocks[s.blocks[i]], int32(min(bs, total-i*bs)))
 	}
 	if invariants.Enabled {

@@ -267,6 +267,17 @@ func (p *paged) Grow(id SeqID, k int) error {
 	if total > p.env.MaxContext {
 		return fmt.Errorf("%w: seq %d: %d tokens, max context %d", ErrTooLong, id, total, p.env.MaxContext)
 	}
+	if len(samples) == 1 {
+		return p.growOne(id, samples[0], tokens, k)
+	}
+	return p.growSamples(id, samples, tokens, k)
+}
+
+// growSamples is Grow of k > 0 tokens within the context to every sample:
+// it counts the blocks all the appends need first, so that it is all or
+// nothing over the samples.
+func (p *paged) growSamples(id SeqID, samples []*blockpool.Sequence, tokens, k int) error {
+	total := tokens + k
 	need, cows := p.blocksNeeded(samples, total)
 	if need > p.pool.NumFree() {
 		p.st.GrowFailures++
@@ -283,6 +294,40 @@ func (p *paged) Grow(id SeqID, k int) error {
 	}
 	p.st.CopiedBytes += int64(cows) * int64(tokens%p.bs) * p.bpt
 	p.st.Tokens += int64(len(samples)) * int64(k)
+	p.st.Grows++
+	return nil
+}
+
+// growOne is Grow of a request with one sample, k > 0 tokens within the
+// context: the sample's Append is all-or-nothing and needs exactly the
+// blocks blocksNeeded counts, so it is tried without counting first; the
+// count is made only for the error of a grow that does not fit.
+func (p *paged) growOne(id SeqID, s *blockpool.Sequence, tokens, k int) error {
+	var copied int64 // a partly filled last block held by others or cached is copied
+	if r := tokens % p.bs; r != 0 {
+		last := lastBlock(s)
+		if _, cached := p.pool.CachedHash(last); cached || p.pool.RefCount(last) > 1 {
+			copied = int64(r) * p.bpt
+		}
+	}
+	var need, free int
+	if invariants.Enabled {
+		need, _ = p.blocksNeeded([]*blockpool.Sequence{s}, tokens+k)
+		free = p.pool.NumFree()
+	}
+	if err := s.Append(k); err != nil {
+		if !errors.Is(err, blockpool.ErrOutOfBlocks) {
+			panic(fmt.Errorf("strategy: paged append of %d tokens: %w", k, err))
+		}
+		need, _ := p.blocksNeeded([]*blockpool.Sequence{s}, tokens+k)
+		p.st.GrowFailures++
+		return noMemory("grow", id, fmt.Errorf("%w: need %d blocks, %d free", blockpool.ErrOutOfBlocks, need, p.pool.NumFree()))
+	}
+	if invariants.Enabled && free-p.pool.NumFree() != need {
+		panic(fmt.Errorf("strategy: paged grow counted %d blocks, took %d", need, free-p.pool.NumFree()))
+	}
+	p.st.CopiedBytes += copied
+	p.st.Tokens += int64(k)
 	p.st.Grows++
 	return nil
 }
