@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
-	"github.com/gpufrag/gpufrag/alloc/internal/slot"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -21,7 +20,7 @@ import (
 //	reserved == Σ sizes of mapped blocks == dev.Used()
 //	allocated == Σ sizes of allocated blocks; requested == Σ their requests
 //	a block is in exactly one of: a pool's free set, a pool's unmapped set,
-//	  the handle table (allocated)
+//	  allocated (live == their number; handleOf(id, gen) names each)
 //	no two adjacent blocks of a segment are both free with the same mapped state
 //	cudaMalloc segments never hold unmapped blocks
 //	state[id] == stateOf(&blocks[id]) for every id
@@ -38,9 +37,9 @@ type Allocator struct {
 	private  []privateSet
 	poolSets map[PoolID]uint16
 	exp      []expSegment
-	handles  slot.Table[int32] // live allocation → block id
-	segments int               // cudaMalloc segments + mapped runs of expandable segments
-	streams  []int             // stream of each dense stream index, in order of first use; only grows
+	live     int   // live allocations (allocated records)
+	segments int   // cudaMalloc segments + mapped runs of expandable segments
+	streams  []int // stream of each dense stream index, in order of first use; only grows
 	// streamIdx is the inverse of streams: a stream's dense index. A scan
 	// of streams on every allocation made 20,000 streams cost 16 µs a pair
 	// (BenchmarkStreams); nil until the first stream.
@@ -230,7 +229,7 @@ func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool)
 	} else if size >= m && bsize >= size+r {
 		return none, false // an oversize request takes a block only if it wastes < R
 	}
-	fs.DeleteAt(pos)
+	fs.DeleteAt(pos, cand)
 	if a.queued || a.largest != nil {
 		a.unindexFree(cand.ID)
 	}
@@ -305,12 +304,13 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 	b.allocated = true
 	a.state[id] = stateOf(b)
 	b.requested = orig
-	b.handle = a.handles.Put(id)
+	b.gen++
+	a.live++
 	a.allocated += b.size
 	a.requested += orig
 	a.peakAllocated = max(a.peakAllocated, a.allocated)
 	a.allocs++
-	return alloc.Block{Handle: b.handle, Addr: b.addr, Size: b.size}
+	return alloc.Block{Handle: handleOf(id, b.gen), Addr: b.addr, Size: b.size}
 }
 
 // Free is free + free_block: the block becomes free at once (no
@@ -318,7 +318,7 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 // segment and returns to its pool's free set. Memory never goes back to the
 // device here; only EmptyCache, the out-of-memory path and GC do that.
 func (a *Allocator) Free(h alloc.Handle) error {
-	id, ok := a.handles.Take(h)
+	id, ok := a.lookup(h)
 	if !ok {
 		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
@@ -329,7 +329,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	b.allocated = false
 	a.state[id] = stateOf(b)
 	b.requested = 0
-	b.handle = 0
+	a.live--
 	a.frees++
 	a.freeBlock(id)
 	if invariants.Enabled {
@@ -402,18 +402,20 @@ func (a *Allocator) Stats() alloc.Stats {
 		Capacity: a.dev.Capacity(), OtherUse: a.dev.OtherUse(),
 		Reserved: a.reserved, Allocated: a.allocated, Requested: a.requested,
 		PeakReserved: a.peakReserved, PeakAllocated: a.peakAllocated,
-		Segments: a.segments, LiveBlocks: a.handles.Len(),
+		Segments: a.segments, LiveBlocks: a.live,
 		Allocs: a.allocs, Frees: a.frees, OOMs: a.ooms,
 		DeviceAllocs: a.deviceAllocs, DeviceFrees: a.deviceFrees, Retries: a.retries,
 	}
 }
 
-// newBlock stores b in a free record and returns its id.
+// newBlock stores b in a free record and returns its id. A reused record
+// keeps its generation (b's is ignored).
 func (a *Allocator) newBlock(b block) int32 {
 	b.inUse = true
 	if n := len(a.freeIDs); n > 0 {
 		id := a.freeIDs[n-1]
 		a.freeIDs = a.freeIDs[:n-1]
+		b.gen = a.blocks[id].gen
 		a.blocks[id] = b
 		a.state[id] = stateOf(&b)
 		return id
@@ -424,7 +426,7 @@ func (a *Allocator) newBlock(b block) int32 {
 }
 
 func (a *Allocator) dropBlock(id int32) {
-	a.blocks[id] = block{prev: none, next: none, seg: none}
+	a.blocks[id] = block{prev: none, next: none, seg: none, gen: a.blocks[id].gen}
 	a.state[id] = 0
 	a.freeIDs = append(a.freeIDs, id)
 }
@@ -480,7 +482,7 @@ func (a *Allocator) insertFree(id int32) {
 	}
 	fs := pl.free[b.sidx]
 	if fs == nil {
-		fs = new(ordset.Binned)
+		fs = new(ordset.Classed)
 		pl.free[b.sidx] = fs
 	}
 	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id}) // a.key(id)

@@ -269,3 +269,45 @@ func TestBinnedBigBin(t *testing.T) {
 		}
 	}
 }
+
+func (s *Classed) findDelete(k Key) (Key, bool) {
+	p, x, ok := s.Find(k)
+	if ok {
+		s.DeleteAt(p, x)
+	}
+	return x, ok
+}
+
+// TestClassedModel is TestModel for Classed, with classes drawn among the
+// flat bins, around their end (numBins) and far above it, and with many
+// keys in two classes (one flat, the last flat one), so bins grow past
+// maxFlat and spill into rest; and again with flat bins of at most 4 keys,
+// so that spills are common.
+func TestClassedModel(t *testing.T) {
+	t.Run("flat=maxFlat", func(t *testing.T) { testClassedModel(t) })
+	t.Run("flat=4", func(t *testing.T) {
+		classFlat = 4
+		defer func() { classFlat = maxFlat }()
+		testClassedModel(t)
+	})
+}
+
+func testClassedModel(t *testing.T) {
+	testModel(t, func() set { return new(Classed) }, func(s set) set { c := s.(*Classed).Clone(); return &c },
+		func(t *rapid.T) Key {
+			if rapid.Bool().Draw(t, "crowd") {
+				h := rapid.SampledFrom([]uint64{7, numBins - 1}).Draw(t, "hi")
+				return Key{Hi: h, Lo: rapid.Uint64Range(0, 3*maxFlat).Draw(t, "lo")}
+			}
+			var h uint64
+			switch rapid.IntRange(0, 2).Draw(t, "kind") {
+			case 0:
+				h = rapid.Uint64Range(0, 100).Draw(t, "hi")
+			case 1:
+				h = rapid.Uint64Range(numBins-70, numBins+70).Draw(t, "hi")
+			default:
+				h = ^uint64(0) - rapid.Uint64Range(0, 2).Draw(t, "hi")
+			}
+			return Key{Hi: h, Lo: rapid.Uint64Range(0, 5).Draw(t, "lo")}
+		})
+}
