@@ -26,6 +26,7 @@ import (
 //	state[id] == stateOf(&blocks[id]) for every id
 type Allocator struct {
 	cfg Config
+	hot hotConfig // derived from cfg
 	dev *mem.Device
 
 	blocks  []block // block records by id; +newBlock, -dropBlock
@@ -84,7 +85,36 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if cfg.MaxNonSplitRounding == 0 {
 		cfg.MaxNonSplitRounding = kLargeBuffer
 	}
-	return &Allocator{cfg: cfg, dev: dev, pools: make([]pool, 2)}, nil
+	return &Allocator{cfg: cfg, hot: cfg.hot(), dev: dev, pools: make([]pool, 2)}, nil
+}
+
+// hotConfig is what the hot paths would otherwise recompute from the
+// configuration on every call (Config.hot).
+type hotConfig struct {
+	gc       bool  // gcEnabled
+	plain    bool  // no roundup_power2_divisions: round_size is the next multiple of 512
+	maxSplit int64 // Config.maxSplit
+	nonSplit int64 // Config.nonSplitRounding
+}
+
+func (c *Config) hot() hotConfig {
+	h := hotConfig{gc: c.PerProcessMemoryFraction > 0 && c.GCThreshold > 0, plain: true,
+		maxSplit: c.maxSplit(), nonSplit: c.nonSplitRounding()}
+	for _, d := range c.RoundupDivisions {
+		if d > 1 {
+			h.plain = false
+		}
+	}
+	return h
+}
+
+// roundSize is Config.roundSize, without its division lookup when no
+// divisions are configured.
+func (a *Allocator) roundSize(size int64) int64 {
+	if a.hot.plain {
+		return max(kMinBlockSize, (size+kMinBlockSize-1)&^(kMinBlockSize-1))
+	}
+	return a.cfg.roundSize(size)
 }
 
 // FromSpec parses PYTORCH_CUDA_ALLOC_CONF-style args and returns an allocator.
@@ -107,9 +137,7 @@ func (a *Allocator) Spec() string {
 // Config returns the allocator's configuration.
 func (a *Allocator) Config() Config { return a.cfg }
 
-func (a *Allocator) gcEnabled() bool {
-	return a.cfg.PerProcessMemoryFraction > 0 && a.cfg.GCThreshold > 0
-}
+func (a *Allocator) gcEnabled() bool { return a.hot.gc }
 
 // allowedMax is allowed_memory_maximum, or -1 when no fraction is set.
 func (a *Allocator) allowedMax() int64 {
@@ -151,12 +179,12 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	// Past mem.MaxRequest no device holds the request; rounding it as
 	// MaxRequest keeps the sizes below from wrapping, and it fails like any
 	// request the device cannot hold.
-	size := a.cfg.roundSize(min(orig, mem.MaxRequest))
+	size := a.roundSize(min(orig, mem.MaxRequest))
 	p := 2*set + poolFor(size)
 	allocSize := allocationSize(size)
 	id, ok := a.getFreeBlock(p, stream, size)
 	if !ok {
-		if a.gcEnabled() {
+		if a.hot.gc {
 			a.garbageCollect()
 		}
 		id, ok = a.allocBlock(p, stream, size, allocSize)
@@ -191,7 +219,7 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 // It removes the block from the free set when it returns true.
 func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool) {
 	pl := &a.pools[p]
-	if a.gcEnabled() {
+	if a.hot.gc {
 		pl.freeCalls++
 	}
 	si, known := a.streamIndex(stream)
@@ -199,11 +227,29 @@ func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool)
 	if !known || fs == nil {
 		return none, false
 	}
+	// The oversize rules as the largest size class best fit may take: a
+	// small request (below max_split_size m) never takes an oversize block
+	// (size ≥ m), an oversize request takes a block only if it wastes less
+	// than max_non_split_rounding r (size < request + r).
+	lim := uint64(a.hot.maxSplit-1) >> 9
+	if size >= a.hot.maxSplit {
+		lim = uint64(size+a.hot.nonSplit-1) >> 9
+	}
+	if !a.cfg.ExpandableSegments {
+		cand, ok := fs.TakeFirst(freeKey(size, 0), lim)
+		if !ok {
+			return none, false
+		}
+		if a.queued || a.largest != nil {
+			a.unindexFree(cand.ID)
+		}
+		return cand.ID, true
+	}
 	pos, cand, found := fs.Find(freeKey(size, 0))
 	if !found {
 		return none, false
 	}
-	if a.cfg.ExpandableSegments && a.blocks[cand.ID].seg != none {
+	if a.blocks[cand.ID].seg != none {
 		// A free block that can grow into unmapped VA counts as that large
 		// for best fit: walk on while the next candidate can grow less, so
 		// the growing tail is used only when nothing else fits.
@@ -223,11 +269,8 @@ func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool)
 			pos, _, _ = fs.Find(cand)
 		}
 	}
-	m, r := a.cfg.maxSplit(), a.cfg.nonSplitRounding()
-	if bsize := keySize(cand); size < m && bsize >= m {
-		return none, false // a small request never takes an oversize block
-	} else if size >= m && bsize >= size+r {
-		return none, false // an oversize request takes a block only if it wastes < R
+	if cand.Hi > lim {
+		return none, false
 	}
 	fs.DeleteAt(pos, cand)
 	if a.queued || a.largest != nil {
@@ -280,7 +323,7 @@ func (a *Allocator) shouldSplit(b *block, size int64) bool {
 	if isSmallPool(b.pool) || a.cfg.ExpandableSegments {
 		return remaining >= kMinBlockSize
 	}
-	return size < a.cfg.maxSplit() && remaining > kSmallSize
+	return size < a.hot.maxSplit && remaining > kSmallSize
 }
 
 // allocFoundBlock is alloc_found_block: split off the low end if worth it,

@@ -188,7 +188,7 @@ func (a *Allocator) expandableRuns(p uint16, pages int64) []int64 {
 // Clone implements alloc.Allocator.
 func (a *Allocator) Clone() alloc.Allocator {
 	c := &Allocator{
-		cfg: a.cfg, dev: a.dev.Clone(),
+		cfg: a.cfg, hot: a.hot, dev: a.dev.Clone(),
 		blocks:  append([]block(nil), a.blocks...),
 		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),

@@ -60,16 +60,24 @@ func (s *Classed) Len() int {
 // firstBelowLo returns the index of the first entry of a decreasing bin
 // whose Lo is less than lo: bin[:i] have Lo ≥ lo.
 func firstBelowLo(bin []classKey, lo uint64) int {
-	i, j := 0, len(bin)
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		if bin[m].lo < lo {
-			j = m
-		} else {
-			i = m + 1
-		}
+	// The answer is in [base, base+n]; each step halves n without a
+	// branch on the data (the compare becomes a conditional move).
+	n := len(bin)
+	if n == 0 {
+		return 0
 	}
-	return i
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		if bin[base+half].lo >= lo {
+			base += half
+		}
+		n -= half
+	}
+	if bin[base].lo >= lo {
+		base++
+	}
+	return base
 }
 
 func (s *Classed) restSet() *Binned {
@@ -213,6 +221,34 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 	}
 	x, ok := s.rest.LowerBound(k)
 	return ClassPos{-1, 0}, x, ok
+}
+
+// TakeFirst removes and returns the smallest key ≥ k if its Hi is at most
+// limit (best fit under the caching allocator's oversize rules); otherwise
+// it changes nothing and reports false. Find and DeleteAt in one call, and
+// for best fit's query of a class with keys, the last entry of its bin.
+func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
+	if c := k.Hi; c < numBins && k.Lo == 0 && s.occ.has(int(c)) {
+		bp := &s.bins[c>>6][c&63]
+		if n := len(*bp); n > 0 {
+			if c > limit {
+				return Key{}, false
+			}
+			e := (*bp)[n-1]
+			*bp = (*bp)[:n-1] // in place: only the length is stored
+			s.n--
+			if n == 1 {
+				s.occ.unmark(int(c))
+			}
+			return Key{Hi: c, Lo: e.lo, ID: e.id}, true
+		}
+	}
+	p, x, ok := s.Find(k)
+	if !ok || x.Hi > limit {
+		return Key{}, false
+	}
+	s.DeleteAt(p, x)
+	return x, true
 }
 
 // DeleteAt removes the key k at p (from Find, with no change in between).

@@ -270,12 +270,49 @@ func TestBinnedBigBin(t *testing.T) {
 	}
 }
 
+// findDelete uses TakeFirst (with no limit) for even Lo, Find and
+// DeleteAt for odd.
 func (s *Classed) findDelete(k Key) (Key, bool) {
+	if k.Lo%2 == 0 {
+		return s.TakeFirst(k, ^uint64(0))
+	}
 	p, x, ok := s.Find(k)
 	if ok {
 		s.DeleteAt(p, x)
 	}
 	return x, ok
+}
+
+// TestClassedTakeFirstLimit: TakeFirst takes the smallest key ≥ k only if
+// its Hi is at most the limit, from a flat bin and from rest.
+func TestClassedTakeFirstLimit(t *testing.T) {
+	var s Classed
+	for _, k := range []Key{{Hi: 3, Lo: 20}, {Hi: 3, Lo: 10}, {Hi: 9, Lo: 5}, {Hi: numBins + 5, Lo: 1}} {
+		s.Insert(k)
+	}
+	for _, c := range []struct {
+		k     Key
+		limit uint64
+		want  Key
+		ok    bool
+	}{
+		{Key{Hi: 3}, 2, Key{}, false},
+		{Key{Hi: 3}, 3, Key{Hi: 3, Lo: 10}, true},
+		{Key{Hi: 3, Lo: 11}, 3, Key{Hi: 3, Lo: 20}, true},
+		{Key{Hi: 3}, 8, Key{}, false},
+		{Key{Hi: 3}, 9, Key{Hi: 9, Lo: 5}, true},
+		{Key{Hi: 0}, numBins + 4, Key{}, false},
+		{Key{Hi: 0}, numBins + 5, Key{Hi: numBins + 5, Lo: 1}, true},
+		{Key{Hi: 0}, ^uint64(0), Key{}, false},
+	} {
+		got, ok := s.TakeFirst(c.k, c.limit)
+		if got != c.want || ok != c.ok {
+			t.Fatalf("TakeFirst(%v, %d) = %v, %v; want %v, %v", c.k, c.limit, got, ok, c.want, c.ok)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestClassedModel is TestModel for Classed, with classes drawn among the
