@@ -226,21 +226,23 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 // TakeFirst removes and returns the smallest key ≥ k if its Hi is at most
 // limit (best fit under the caching allocator's oversize rules); otherwise
 // it changes nothing and reports false. Find and DeleteAt in one call, and
-// for best fit's query of a class with keys, the last entry of its bin.
+// for best fit's query, a bitmap step and the last entry of a flat bin.
 func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
-	if c := k.Hi; c < numBins && k.Lo == 0 && s.occ.has(int(c)) {
-		bp := &s.bins[c>>6][c&63]
-		if n := len(*bp); n > 0 {
-			if c > limit {
-				return Key{}, false
+	if k.Hi < numBins && k.Lo == 0 {
+		if b := s.occ.next(int(k.Hi)); b >= 0 {
+			bp := &s.bins[b>>6][b&63]
+			if n := len(*bp); n > 0 { // else spilled: Find below
+				if uint64(b) > limit {
+					return Key{}, false
+				}
+				e := (*bp)[n-1]
+				*bp = (*bp)[:n-1] // in place: only the length is stored
+				s.n--
+				if n == 1 {
+					s.occ.unmark(b)
+				}
+				return Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
 			}
-			e := (*bp)[n-1]
-			*bp = (*bp)[:n-1] // in place: only the length is stored
-			s.n--
-			if n == 1 {
-				s.occ.unmark(int(c))
-			}
-			return Key{Hi: c, Lo: e.lo, ID: e.id}, true
 		}
 	}
 	p, x, ok := s.Find(k)
