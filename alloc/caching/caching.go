@@ -5,7 +5,6 @@ package caching
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
@@ -520,13 +519,12 @@ func (a *Allocator) insertFree(id int32) {
 	b := &a.blocks[id]
 	pl := &a.pools[b.pool]
 	b.gcBase = pl.freeCalls
-	if int(b.sidx) >= len(pl.free) {
-		pl.free = slices.Grow(pl.free, int(b.sidx)+1-len(pl.free))[:b.sidx+1]
+	var fs *ordset.Classed
+	if int(b.sidx) < len(pl.free) {
+		fs = pl.free[b.sidx]
 	}
-	fs := pl.free[b.sidx]
 	if fs == nil {
-		fs = new(ordset.Classed)
-		pl.free[b.sidx] = fs
+		fs = pl.newFreeSet(b.sidx) // out of line, so the common path keeps its registers
 	}
 	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id}) // a.key(id)
 	if a.queued || a.largest != nil {

@@ -4,6 +4,8 @@
 package caching
 
 import (
+	"slices"
+
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
 )
@@ -143,6 +145,20 @@ func (pl *pool) freeSet(si uint64) *ordset.Classed {
 		return nil
 	}
 	return pl.free[si]
+}
+
+// newFreeSet makes stream index si's free set, the first time the stream
+// has a free block in the pool. Not inlined: inlined, its slice growth made
+// insertFree save and reload its registers around the common path (callgrind).
+//
+//go:noinline
+func (pl *pool) newFreeSet(si uint32) *ordset.Classed {
+	if int(si) >= len(pl.free) {
+		pl.free = slices.Grow(pl.free, int(si)+1-len(pl.free))[:si+1]
+	}
+	fs := new(ordset.Classed)
+	pl.free[si] = fs
+	return fs
 }
 
 // allFree calls f for every free block of the pool, stream by stream, each
