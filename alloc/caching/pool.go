@@ -131,7 +131,7 @@ func keySize(k ordset.Key) int64 { return int64(k.Hi) << 9 }
 // a store for one that is a whole segment or has a whole page to give back.
 // While they are empty and not kept, a free-set change costs one compare.
 type pool struct {
-	free       []*ordset.Classed // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~2 KiB)
+	free       []*ordset.Classed // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~1.5 KiB, plus 1.5 KiB for each 64 size classes it has used)
 	unmapped   ordset.Set        // keys (stream, addr)
 	whole      idQueue           // oldest first
 	wholeBase  int64             // Σ gcBase over whole

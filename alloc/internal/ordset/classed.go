@@ -310,15 +310,7 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 				if uint64(b) == c {
 					start = from
 				}
-				stopped := false
-				s.rest.Ascend(start, func(k Key) bool {
-					if k.Hi != uint64(b) {
-						return false
-					}
-					stopped = !f(k)
-					return !stopped
-				})
-				if stopped {
+				if walkWhile(s.rest.Ascend, start, func(hi uint64) bool { return hi == uint64(b) }, f) {
 					return
 				}
 				continue
@@ -340,6 +332,20 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 	}
 }
 
+// walkWhile calls f through walk (rest's Ascend or Descend) from from, for
+// as long as the keys' Hi satisfy in, and reports whether f stopped it.
+func walkWhile(walk func(Key, func(Key) bool), from Key, in func(uint64) bool, f func(Key) bool) bool {
+	stopped := false
+	walk(from, func(k Key) bool {
+		if !in(k.Hi) {
+			return false
+		}
+		stopped = !f(k)
+		return !stopped
+	})
+	return stopped
+}
+
 // All calls f for every key in increasing order until f returns false.
 func (s *Classed) All(f func(Key) bool) { s.Ascend(Key{}, f) }
 
@@ -348,18 +354,8 @@ func (s *Classed) All(f func(Key) bool) { s.Ascend(Key{}, f) }
 func (s *Classed) Descend(from Key, f func(Key) bool) {
 	b := int(min(from.Hi, numBins-1))
 	if from.Hi >= numBins {
-		if s.rest != nil {
-			stopped := false
-			s.rest.Descend(from, func(k Key) bool {
-				if k.Hi < numBins {
-					return false
-				}
-				stopped = !f(k)
-				return !stopped
-			})
-			if stopped {
-				return
-			}
+		if s.rest != nil && walkWhile(s.rest.Descend, from, func(hi uint64) bool { return hi >= numBins }, f) {
+			return
 		}
 		from = Key{Hi: numBins - 1, Lo: ^uint64(0)}
 	}
@@ -370,15 +366,7 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 		}
 		bin := s.bins[b>>6][b&63]
 		if len(bin) == 0 { // spilled
-			stopped := false
-			s.rest.Descend(end, func(k Key) bool {
-				if k.Hi != uint64(b) {
-					return false
-				}
-				stopped = !f(k)
-				return !stopped
-			})
-			if stopped {
+			if walkWhile(s.rest.Descend, end, func(hi uint64) bool { return hi == uint64(b) }, f) {
 				return
 			}
 			continue
