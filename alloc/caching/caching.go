@@ -344,7 +344,7 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 		b = &a.blocks[id]
 	}
 	b.allocated = true
-	a.state[id] = stateOf(b)
+	a.state[id] = stAllocated | stMapped // a free block in a free set is mapped
 	b.requested = orig
 	b.gen++
 	a.live++
@@ -369,7 +369,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated = false
-	a.state[id] = stateOf(b)
+	a.state[id] = stMapped // an allocated block is mapped
 	b.requested = 0
 	a.live--
 	a.frees++
