@@ -5,11 +5,9 @@ package caching
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
-	"github.com/gpufrag/gpufrag/alloc/internal/slot"
 	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -21,12 +19,13 @@ import (
 //	reserved == Σ sizes of mapped blocks == dev.Used()
 //	allocated == Σ sizes of allocated blocks; requested == Σ their requests
 //	a block is in exactly one of: a pool's free set, a pool's unmapped set,
-//	  the handle table (allocated)
+//	  allocated (live == their number; handleOf(id, gen) names each)
 //	no two adjacent blocks of a segment are both free with the same mapped state
 //	cudaMalloc segments never hold unmapped blocks
 //	state[id] == stateOf(&blocks[id]) for every id
 type Allocator struct {
 	cfg Config
+	hot hotConfig // derived from cfg
 	dev *mem.Device
 
 	blocks  []block // block records by id; +newBlock, -dropBlock
@@ -38,9 +37,9 @@ type Allocator struct {
 	private  []privateSet
 	poolSets map[PoolID]uint16
 	exp      []expSegment
-	handles  slot.Table[int32] // live allocation → block id
-	segments int               // cudaMalloc segments + mapped runs of expandable segments
-	streams  []int             // stream of each dense stream index, in order of first use; only grows
+	live     int   // live allocations (allocated records)
+	segments int   // cudaMalloc segments + mapped runs of expandable segments
+	streams  []int // stream of each dense stream index, in order of first use; only grows
 	// streamIdx is the inverse of streams: a stream's dense index. A scan
 	// of streams on every allocation made 20,000 streams cost 16 µs a pair
 	// (BenchmarkStreams); nil until the first stream.
@@ -85,7 +84,36 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if cfg.MaxNonSplitRounding == 0 {
 		cfg.MaxNonSplitRounding = kLargeBuffer
 	}
-	return &Allocator{cfg: cfg, dev: dev, pools: make([]pool, 2)}, nil
+	return &Allocator{cfg: cfg, hot: cfg.hot(), dev: dev, pools: make([]pool, 2)}, nil
+}
+
+// hotConfig is what the hot paths would otherwise recompute from the
+// configuration on every call (Config.hot).
+type hotConfig struct {
+	gc       bool  // gcEnabled
+	plain    bool  // no roundup_power2_divisions: round_size is the next multiple of 512
+	maxSplit int64 // Config.maxSplit
+	nonSplit int64 // Config.nonSplitRounding
+}
+
+func (c *Config) hot() hotConfig {
+	h := hotConfig{gc: c.PerProcessMemoryFraction > 0 && c.GCThreshold > 0, plain: true,
+		maxSplit: c.maxSplit(), nonSplit: c.nonSplitRounding()}
+	for _, d := range c.RoundupDivisions {
+		if d > 1 {
+			h.plain = false
+		}
+	}
+	return h
+}
+
+// roundSize is Config.roundSize, without its division lookup when no
+// divisions are configured.
+func (a *Allocator) roundSize(size int64) int64 {
+	if a.hot.plain {
+		return max(kMinBlockSize, (size+kMinBlockSize-1)&^(kMinBlockSize-1))
+	}
+	return a.cfg.roundSize(size)
 }
 
 // FromSpec parses PYTORCH_CUDA_ALLOC_CONF-style args and returns an allocator.
@@ -108,9 +136,7 @@ func (a *Allocator) Spec() string {
 // Config returns the allocator's configuration.
 func (a *Allocator) Config() Config { return a.cfg }
 
-func (a *Allocator) gcEnabled() bool {
-	return a.cfg.PerProcessMemoryFraction > 0 && a.cfg.GCThreshold > 0
-}
+func (a *Allocator) gcEnabled() bool { return a.hot.gc }
 
 // allowedMax is allowed_memory_maximum, or -1 when no fraction is set.
 func (a *Allocator) allowedMax() int64 {
@@ -152,12 +178,12 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	// Past mem.MaxRequest no device holds the request; rounding it as
 	// MaxRequest keeps the sizes below from wrapping, and it fails like any
 	// request the device cannot hold.
-	size := a.cfg.roundSize(min(orig, mem.MaxRequest))
+	size := a.roundSize(min(orig, mem.MaxRequest))
 	p := 2*set + poolFor(size)
 	allocSize := allocationSize(size)
 	id, ok := a.getFreeBlock(p, stream, size)
 	if !ok {
-		if a.gcEnabled() {
+		if a.hot.gc {
 			a.garbageCollect()
 		}
 		id, ok = a.allocBlock(p, stream, size, allocSize)
@@ -192,7 +218,7 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 // It removes the block from the free set when it returns true.
 func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool) {
 	pl := &a.pools[p]
-	if a.gcEnabled() {
+	if a.hot.gc {
 		pl.freeCalls++
 	}
 	si, known := a.streamIndex(stream)
@@ -200,11 +226,29 @@ func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool)
 	if !known || fs == nil {
 		return none, false
 	}
+	// The oversize rules as the largest size class best fit may take: a
+	// small request (below max_split_size m) never takes an oversize block
+	// (size ≥ m), an oversize request takes a block only if it wastes less
+	// than max_non_split_rounding r (size < request + r).
+	lim := uint64(a.hot.maxSplit-1) >> 9
+	if size >= a.hot.maxSplit {
+		lim = uint64(size+a.hot.nonSplit-1) >> 9
+	}
+	if !a.cfg.ExpandableSegments {
+		cand, ok := fs.TakeFirst(freeKey(size, 0), lim)
+		if !ok {
+			return none, false
+		}
+		if a.queued || a.largest != nil {
+			a.unindexFree(cand.ID)
+		}
+		return cand.ID, true
+	}
 	pos, cand, found := fs.Find(freeKey(size, 0))
 	if !found {
 		return none, false
 	}
-	if a.cfg.ExpandableSegments && a.blocks[cand.ID].seg != none {
+	if a.blocks[cand.ID].seg != none {
 		// A free block that can grow into unmapped VA counts as that large
 		// for best fit: walk on while the next candidate can grow less, so
 		// the growing tail is used only when nothing else fits.
@@ -224,13 +268,10 @@ func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool)
 			pos, _, _ = fs.Find(cand)
 		}
 	}
-	m, r := a.cfg.maxSplit(), a.cfg.nonSplitRounding()
-	if bsize := keySize(cand); size < m && bsize >= m {
-		return none, false // a small request never takes an oversize block
-	} else if size >= m && bsize >= size+r {
-		return none, false // an oversize request takes a block only if it wastes < R
+	if cand.Hi > lim {
+		return none, false
 	}
-	fs.DeleteAt(pos)
+	fs.DeleteAt(pos, cand)
 	if a.queued || a.largest != nil {
 		a.unindexFree(cand.ID)
 	}
@@ -281,7 +322,7 @@ func (a *Allocator) shouldSplit(b *block, size int64) bool {
 	if isSmallPool(b.pool) || a.cfg.ExpandableSegments {
 		return remaining >= kMinBlockSize
 	}
-	return size < a.cfg.maxSplit() && remaining > kSmallSize
+	return size < a.hot.maxSplit && remaining > kSmallSize
 }
 
 // allocFoundBlock is alloc_found_block: split off the low end if worth it,
@@ -303,14 +344,15 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 		b = &a.blocks[id]
 	}
 	b.allocated = true
-	a.state[id] = stateOf(b)
+	a.state[id] = stAllocated | stMapped // a free block in a free set is mapped
 	b.requested = orig
-	b.handle = a.handles.Put(id)
+	b.gen++
+	a.live++
 	a.allocated += b.size
 	a.requested += orig
 	a.peakAllocated = max(a.peakAllocated, a.allocated)
 	a.allocs++
-	return alloc.Block{Handle: b.handle, Addr: b.addr, Size: b.size}
+	return alloc.Block{Handle: handleOf(id, b.gen), Addr: b.addr, Size: b.size}
 }
 
 // Free is free + free_block: the block becomes free at once (no
@@ -318,7 +360,7 @@ func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
 // segment and returns to its pool's free set. Memory never goes back to the
 // device here; only EmptyCache, the out-of-memory path and GC do that.
 func (a *Allocator) Free(h alloc.Handle) error {
-	id, ok := a.handles.Take(h)
+	id, ok := a.lookup(h)
 	if !ok {
 		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
@@ -327,9 +369,9 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated = false
-	a.state[id] = stateOf(b)
+	a.state[id] = stMapped // an allocated block is mapped
 	b.requested = 0
-	b.handle = 0
+	a.live--
 	a.frees++
 	a.freeBlock(id)
 	if invariants.Enabled {
@@ -402,18 +444,20 @@ func (a *Allocator) Stats() alloc.Stats {
 		Capacity: a.dev.Capacity(), OtherUse: a.dev.OtherUse(),
 		Reserved: a.reserved, Allocated: a.allocated, Requested: a.requested,
 		PeakReserved: a.peakReserved, PeakAllocated: a.peakAllocated,
-		Segments: a.segments, LiveBlocks: a.handles.Len(),
+		Segments: a.segments, LiveBlocks: a.live,
 		Allocs: a.allocs, Frees: a.frees, OOMs: a.ooms,
 		DeviceAllocs: a.deviceAllocs, DeviceFrees: a.deviceFrees, Retries: a.retries,
 	}
 }
 
-// newBlock stores b in a free record and returns its id.
+// newBlock stores b in a free record and returns its id. A reused record
+// keeps its generation (b's is ignored).
 func (a *Allocator) newBlock(b block) int32 {
 	b.inUse = true
 	if n := len(a.freeIDs); n > 0 {
 		id := a.freeIDs[n-1]
 		a.freeIDs = a.freeIDs[:n-1]
+		b.gen = a.blocks[id].gen
 		a.blocks[id] = b
 		a.state[id] = stateOf(&b)
 		return id
@@ -424,7 +468,7 @@ func (a *Allocator) newBlock(b block) int32 {
 }
 
 func (a *Allocator) dropBlock(id int32) {
-	a.blocks[id] = block{prev: none, next: none, seg: none}
+	a.blocks[id] = block{prev: none, next: none, seg: none, gen: a.blocks[id].gen}
 	a.state[id] = 0
 	a.freeIDs = append(a.freeIDs, id)
 }
@@ -475,13 +519,12 @@ func (a *Allocator) insertFree(id int32) {
 	b := &a.blocks[id]
 	pl := &a.pools[b.pool]
 	b.gcBase = pl.freeCalls
-	if int(b.sidx) >= len(pl.free) {
-		pl.free = slices.Grow(pl.free, int(b.sidx)+1-len(pl.free))[:b.sidx+1]
+	var fs *ordset.Classed
+	if int(b.sidx) < len(pl.free) {
+		fs = pl.free[b.sidx]
 	}
-	fs := pl.free[b.sidx]
 	if fs == nil {
-		fs = new(ordset.Binned)
-		pl.free[b.sidx] = fs
+		fs = pl.newFreeSet(b.sidx) // out of line, so the common path keeps its registers
 	}
 	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id}) // a.key(id)
 	if a.queued || a.largest != nil {

@@ -56,14 +56,15 @@
 // # Complexity
 //
 // Alloc and Free do a handful of operations on the pool's free set for the
-// stream (ordset.Binned: a bin per size below 2 MiB and 32 per power of two
-// above, under a bitmap, so best fit is a bin computation, a bitmap step and
-// a search of one small sorted bin; a bin's insert or delete shifts at most
-// its keys, and bins above 512 keys become B+trees) and allocate nothing in
-// steady state: block records live in a slice and are reused, handles come
-// from a generation-checked table, and tryMerge reads a neighbour's
-// allocated/mapped bits from a byte array (Allocator.state) instead of its
-// record, a cache miss at 10,000 live blocks.
+// stream (ordset.Classed: a flat bin of (address, id) per 512-byte size
+// class below 2.8 MiB under a bitmap, the larger sizes in an ordset.Binned,
+// so best fit is a bitmap step and the last entry of one bin; a bin's
+// insert or delete shifts at most its entries, and a bin past 512 entries
+// moves into the Binned) and allocate nothing in steady state: block
+// records live in a slice and are reused, a handle names its record (id
+// and the record's generation: no handle table), and tryMerge reads a
+// neighbour's allocated/mapped bits from a byte array (Allocator.state)
+// instead of its record, a cache miss at 10,000 live blocks.
 // Layout, MaxAllocatable and CheckInvariants are O(blocks). What PyTorch
 // finds by walking every free block or segment is kept in indexes instead,
 // built on first use so that an allocator that never needs them pays one

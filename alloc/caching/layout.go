@@ -188,14 +188,14 @@ func (a *Allocator) expandableRuns(p uint16, pages int64) []int64 {
 // Clone implements alloc.Allocator.
 func (a *Allocator) Clone() alloc.Allocator {
 	c := &Allocator{
-		cfg: a.cfg, dev: a.dev.Clone(),
+		cfg: a.cfg, hot: a.hot, dev: a.dev.Clone(),
 		blocks:  append([]block(nil), a.blocks...),
 		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
 		pools:   make([]pool, len(a.pools)), private: append([]privateSet(nil), a.private...), poolSets: maps.Clone(a.poolSets),
 		streams: append([]int(nil), a.streams...), streamIdx: maps.Clone(a.streamIdx), bases: maps.Clone(a.bases),
-		handles: a.handles.Clone(), segments: a.segments,
+		live: a.live, segments: a.segments,
 		reserved: a.reserved, allocated: a.allocated, requested: a.requested,
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
@@ -204,7 +204,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 	}
 	for p := range a.pools {
 		pl := &a.pools[p]
-		c.pools[p] = pool{free: make([]*ordset.Binned, len(pl.free)), unmapped: pl.unmapped.Clone(),
+		c.pools[p] = pool{free: make([]*ordset.Classed, len(pl.free)), unmapped: pl.unmapped.Clone(),
 			whole: pl.whole.clone(), wholeBase: pl.wholeBase, unmappable: pl.unmappable.clone(), freeCalls: pl.freeCalls}
 		for si, fs := range a.pools[p].free {
 			if fs != nil {
@@ -258,7 +258,7 @@ func (a *Allocator) CheckInvariants() error {
 			allocated += b.size
 			requested += b.requested
 			live++
-			if p := a.handles.Get(b.handle); p == nil || *p != int32(id) {
+			if got, ok := a.lookup(handleOf(int32(id), b.gen)); !ok || got != int32(id) {
 				return fmt.Errorf("block %d at %#x: allocated but its handle does not resolve to it", id, b.addr)
 			}
 		case b.mapped:
@@ -302,8 +302,8 @@ func (a *Allocator) CheckInvariants() error {
 		return fmt.Errorf("allocated/requested %d/%d, recount %d/%d", a.allocated, a.requested, allocated, requested)
 	case segments != a.segments:
 		return fmt.Errorf("segments %d, recount %d", a.segments, segments)
-	case live != a.handles.Len():
-		return fmt.Errorf("live blocks %d, handles %d", live, a.handles.Len())
+	case live != a.live:
+		return fmt.Errorf("live blocks %d, recount %d", a.live, live)
 	case inFree != nFree || inUnmapped != nUnmapped:
 		return fmt.Errorf("free sets hold %d/%d blocks, recount %d/%d", nFree, nUnmapped, inFree, inUnmapped)
 	}

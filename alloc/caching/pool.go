@@ -4,6 +4,8 @@
 package caching
 
 import (
+	"slices"
+
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/internal/ordset"
 )
@@ -17,14 +19,14 @@ const none int32 = -1
 type block struct {
 	addr      uint64
 	size      int64
-	requested int64 // caller's request while allocated; 0 when free
-	gcBase    int64 // pool.freeCalls when the block last entered the free set
-	handle    alloc.Handle
+	requested int64  // caller's request while allocated; 0 when free
+	gcBase    int64  // pool.freeCalls when the block last entered the free set
 	prev      int32  // lower-address neighbour in the same segment, or none
 	next      int32  // higher-address neighbour in the same segment, or none
 	seg       int32  // index into Allocator.exp for expandable blocks, else none
 	sidx      uint32 // dense index of stream (Allocator.streams)
 	qpos      int32  // 1 + position in its pool's whole or unmappable queue; 0 in neither
+	gen       uint32 // allocations made in this record: the handle's check (handleOf); kept when the record is reused
 	pool      uint16 // index into Allocator.pools: 2·set + (0 small, 1 large); set 0 is the default pools
 	allocated bool
 	mapped    bool // false only for unmapped VA of an expandable segment
@@ -32,6 +34,31 @@ type block struct {
 }
 
 func (b *block) end() uint64 { return b.addr + uint64(b.size) }
+
+// A handle names its block record directly: the generation of the record
+// in the high 32 bits, the record's id + 1 in the low 32 (0 is never a
+// handle). There is no handle table: Free finds the record in one load
+// and checks that it is allocated under the same generation, so a stale
+// handle, whose record was freed, merged away, reused or allocated again
+// since, does not resolve (until one record's 32-bit generation wraps after
+// 4e9 allocations, as with slot.Table). The record of a live allocation
+// never moves while it is live (Relocate swaps records to keep it).
+func handleOf(id int32, gen uint32) alloc.Handle {
+	return alloc.Handle(uint64(gen)<<32 | uint64(uint32(id)+1))
+}
+
+// lookup returns the record of a live handle.
+func (a *Allocator) lookup(h alloc.Handle) (int32, bool) {
+	i := uint32(h) // id + 1
+	if i == 0 || int(i) > len(a.blocks) {
+		return none, false
+	}
+	b := &a.blocks[i-1]
+	if !b.allocated || b.gen != uint32(h>>32) {
+		return none, false
+	}
+	return int32(i - 1), true
+}
 
 // Allocator.state holds each record's allocated and mapped bits, one byte a
 // block, so tryMerge can see that a neighbour is allocated (the common case)
@@ -104,20 +131,34 @@ func keySize(k ordset.Key) int64 { return int64(k.Hi) << 9 }
 // a store for one that is a whole segment or has a whole page to give back.
 // While they are empty and not kept, a free-set change costs one compare.
 type pool struct {
-	free       []*ordset.Binned // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~2 KiB)
-	unmapped   ordset.Set       // keys (stream, addr)
-	whole      idQueue          // oldest first
-	wholeBase  int64            // Σ gcBase over whole
+	free       []*ordset.Classed // by dense stream index: keys (size, addr); nil until the stream's first free block in the pool (a set is ~1.5 KiB, plus 1.5 KiB for each 64 size classes it has used)
+	unmapped   ordset.Set        // keys (stream, addr)
+	whole      idQueue           // oldest first
+	wholeBase  int64             // Σ gcBase over whole
 	unmappable idQueue
 	freeCalls  int64 // get_free_blocks_call_count (only counted when GC is on)
 }
 
 // freeSet returns stream index si's free set, or nil if it never had one.
-func (pl *pool) freeSet(si uint64) *ordset.Binned {
+func (pl *pool) freeSet(si uint64) *ordset.Classed {
 	if si >= uint64(len(pl.free)) {
 		return nil
 	}
 	return pl.free[si]
+}
+
+// newFreeSet makes stream index si's free set, the first time the stream
+// has a free block in the pool. Not inlined: inlined, its slice growth made
+// insertFree save and reload its registers around the common path (callgrind).
+//
+//go:noinline
+func (pl *pool) newFreeSet(si uint32) *ordset.Classed {
+	if int(si) >= len(pl.free) {
+		pl.free = slices.Grow(pl.free, int(si)+1-len(pl.free))[:si+1]
+	}
+	fs := new(ordset.Classed)
+	pl.free[si] = fs
+	return fs
 }
 
 // allFree calls f for every free block of the pool, stream by stream, each

@@ -25,11 +25,10 @@ func (*Allocator) Relocation() alloc.Relocation {
 // The handle stays valid.
 func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	a.mut.Mutated()
-	p := a.handles.Get(h)
-	if p == nil {
+	old, ok := a.lookup(h)
+	if !ok {
 		return alloc.Block{}, fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
-	old := *p
 	ob := a.blocks[old]
 	// Find the free block covering dst: the pool's free blocks on this stream.
 	target := none
@@ -72,16 +71,52 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	}
 	nb := &a.blocks[target]
 	nb.addr, nb.size = dst, ob.size
-	nb.allocated, nb.requested, nb.handle = true, ob.requested, h
+	nb.allocated, nb.requested = true, ob.requested
 	a.state[target] = stateOf(nb)
-	*a.handles.Get(h) = target
 	// Free the old range without touching the counters of live memory.
 	o := &a.blocks[old]
-	o.allocated, o.requested, o.handle = false, 0, 0
+	o.allocated, o.requested = false, 0
 	a.state[old] = stateOf(o)
-	a.freeBlock(old)
+	a.freeBlock(old) // merged or not, the free range keeps record old
+	a.swapRecords(old, target)
 	if invariants.Enabled {
 		a.mustCheck()
 	}
 	return alloc.Block{Handle: h, Addr: dst, Size: ob.size}, nil
+}
+
+// swapRecords moves the free block of record x (in its free set) into
+// record y and y's allocated block into x, each record keeping its
+// generation, so that a handle, which names its record, follows its
+// allocation. The free block leaves and re-enters its free set (and queues)
+// under its new id; its gcBase is unchanged (no free-set query between).
+func (a *Allocator) swapRecords(x, y int32) {
+	a.removeFree(x)
+	bx, by := a.blocks[x], a.blocks[y]
+	bx.gen, by.gen = by.gen, bx.gen
+	a.blocks[x], a.blocks[y] = by, bx
+	a.state[x], a.state[y] = a.state[y], a.state[x]
+	swapped := func(id int32) int32 {
+		switch id {
+		case x:
+			return y
+		case y:
+			return x
+		}
+		return id
+	}
+	for _, id := range [2]int32{x, y} {
+		b := &a.blocks[id]
+		b.prev, b.next = swapped(b.prev), swapped(b.next)
+	}
+	for _, id := range [2]int32{x, y} { // then the neighbours' links, which may be x and y themselves
+		b := &a.blocks[id]
+		if b.prev != none {
+			a.blocks[b.prev].next = id
+		}
+		if b.next != none {
+			a.blocks[b.next].prev = id
+		}
+	}
+	a.insertFree(y)
 }

@@ -108,7 +108,8 @@ func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.H
 		b.allocated = true
 		b.requested = lb.Requested
 		a.state[id] = stateOf(b)
-		b.handle = a.handles.Put(id)
+		b.gen++
+		a.live++
 		a.allocated += lb.Size
 		a.requested += lb.Requested
 		ids[i] = id
@@ -127,7 +128,7 @@ func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.H
 	a.peakAllocated = max(a.peakAllocated, a.allocated)
 	a.segments++
 	for _, id := range ids {
-		handles = append(handles, a.blocks[id].handle)
+		handles = append(handles, handleOf(id, a.blocks[id].gen))
 	}
 	return handles
 }

@@ -269,3 +269,82 @@ func TestBinnedBigBin(t *testing.T) {
 		}
 	}
 }
+
+// findDelete uses TakeFirst (with no limit) for even Lo, Find and
+// DeleteAt for odd.
+func (s *Classed) findDelete(k Key) (Key, bool) {
+	if k.Lo%2 == 0 {
+		return s.TakeFirst(k, ^uint64(0))
+	}
+	p, x, ok := s.Find(k)
+	if ok {
+		s.DeleteAt(p, x)
+	}
+	return x, ok
+}
+
+// TestClassedTakeFirstLimit: TakeFirst takes the smallest key ≥ k only if
+// its Hi is at most the limit, from a flat bin and from rest.
+func TestClassedTakeFirstLimit(t *testing.T) {
+	var s Classed
+	for _, k := range []Key{{Hi: 3, Lo: 20}, {Hi: 3, Lo: 10}, {Hi: 9, Lo: 5}, {Hi: numBins + 5, Lo: 1}} {
+		s.Insert(k)
+	}
+	for _, c := range []struct {
+		k     Key
+		limit uint64
+		want  Key
+		ok    bool
+	}{
+		{Key{Hi: 3}, 2, Key{}, false},
+		{Key{Hi: 3}, 3, Key{Hi: 3, Lo: 10}, true},
+		{Key{Hi: 3, Lo: 11}, 3, Key{Hi: 3, Lo: 20}, true},
+		{Key{Hi: 3}, 8, Key{}, false},
+		{Key{Hi: 3}, 9, Key{Hi: 9, Lo: 5}, true},
+		{Key{Hi: 0}, numBins + 4, Key{}, false},
+		{Key{Hi: 0}, numBins + 5, Key{Hi: numBins + 5, Lo: 1}, true},
+		{Key{Hi: 0}, ^uint64(0), Key{}, false},
+	} {
+		got, ok := s.TakeFirst(c.k, c.limit)
+		if got != c.want || ok != c.ok {
+			t.Fatalf("TakeFirst(%v, %d) = %v, %v; want %v, %v", c.k, c.limit, got, ok, c.want, c.ok)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClassedModel is TestModel for Classed, with classes drawn among the
+// flat bins, around their end (numBins) and far above it, and with many
+// keys in two classes (one flat, the last flat one), so bins grow past
+// maxFlat and spill into rest; and again with flat bins of at most 4 keys,
+// so that spills are common.
+func TestClassedModel(t *testing.T) {
+	t.Run("flat=maxFlat", func(t *testing.T) { testClassedModel(t) })
+	t.Run("flat=4", func(t *testing.T) {
+		classFlat = 4
+		defer func() { classFlat = maxFlat }()
+		testClassedModel(t)
+	})
+}
+
+func testClassedModel(t *testing.T) {
+	testModel(t, func() set { return new(Classed) }, func(s set) set { c := s.(*Classed).Clone(); return &c },
+		func(t *rapid.T) Key {
+			if rapid.Bool().Draw(t, "crowd") {
+				h := rapid.SampledFrom([]uint64{7, numBins - 1}).Draw(t, "hi")
+				return Key{Hi: h, Lo: rapid.Uint64Range(0, 3*maxFlat).Draw(t, "lo")}
+			}
+			var h uint64
+			switch rapid.IntRange(0, 2).Draw(t, "kind") {
+			case 0:
+				h = rapid.Uint64Range(0, 100).Draw(t, "hi")
+			case 1:
+				h = rapid.Uint64Range(numBins-70, numBins+70).Draw(t, "hi")
+			default:
+				h = ^uint64(0) - rapid.Uint64Range(0, 2).Draw(t, "hi")
+			}
+			return Key{Hi: h, Lo: rapid.Uint64Range(0, 5).Draw(t, "lo")}
+		})
+}
