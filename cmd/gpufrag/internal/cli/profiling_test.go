@@ -107,3 +107,22 @@ func TestProfileFlagsRefused(t *testing.T) {
 		t.Error("a refused command line created its profile")
 	}
 }
+
+// TestProfileFlagsChangeNoOutput: profiling a run changes nothing it
+// prints (simulate's "about" line once listed --cpuprofile among the flags
+// that changed the scenario).
+func TestProfileFlagsChangeNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"simulate", "--duration", "20s", "--json"}
+	code, plain, errs := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errs)
+	}
+	code, profiled, errs := run(t, "", append(args, "--cpuprofile", filepath.Join(dir, "c.prof"), "--memprofile", filepath.Join(dir, "m.prof"))...)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errs)
+	}
+	if plain != profiled {
+		t.Errorf("--json differs with the profile flags:\n%s\nagainst\n%s", profiled, plain)
+	}
+}

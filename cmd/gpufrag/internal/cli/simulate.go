@@ -163,7 +163,8 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	return simreport.WriteText(stdout, doc.Report, plan.GPU.Capacity)
 }
 
-// outputFlags change what simulate prints, not what it runs.
+// outputFlags change what simulate prints, not what it runs (as do the
+// profiling flags, isProfileFlag).
 var outputFlags = map[string]bool{"json": true, "html": true, "parallel": true, "scenario": true,
 	"print-scenario": true, "print-profile": true}
 
@@ -173,7 +174,7 @@ var outputFlags = map[string]bool{"json": true, "html": true, "parallel": true, 
 func changedFlags(cmd *cobra.Command) (changed, shown []string) {
 	changed = []string{}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if outputFlags[f.Name] {
+		if outputFlags[f.Name] || isProfileFlag(f.Name) {
 			return
 		}
 		changed = append(changed, "--"+f.Name)
