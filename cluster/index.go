@@ -38,8 +38,12 @@ type classIndex struct {
 	// allowed is, per model number (State.modelOf), whether the class's
 	// pods may use it; nil when they may use any.
 	allowed []bool
-	seq     uint64 // the state's change sequence number the index is up to
-	built   bool
+	// feas has bit i set when node i's leaf says feasible: a node
+	// infeasible before and after a change is passed over without
+	// touching its leaf (the tree is cold, the state's arrays are not).
+	feas  []uint64
+	seq   uint64 // the state's change sequence number the index is up to
+	built bool
 }
 
 // slot is a node of a best tree: a node index (-1: none) and its score;
@@ -150,10 +154,12 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 				ix.allowed[m] = p.AllowsModel(name)
 			}
 		}
+		ix.feas = make([]uint64, (len(s.nodes)+63)/64)
 		sc.indexes[c] = ix
 	}
 	changes, ok := s.changesSince(ix.seq)
-	if !ix.built || !ok || len(changes) >= len(s.nodes) {
+	switch {
+	case !ix.built:
 		// In leaf order, so that the class's (cold) tree is read and
 		// written in sequence; the state's per-node arrays, which every
 		// class reads, are the ones accessed out of order.
@@ -164,19 +170,38 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 			}
 			sc.refresh(ix, p, i, mode)
 		}
-		for t := sc.size - 1; t >= 1; t-- {
-			sc.pull(ix, t)
-		}
+		sc.pullAll(ix)
 		ix.built = true
-	} else {
-		for _, i := range changes {
-			if sc.refresh(ix, p, int(i), mode) {
+	case ok:
+		// Each changed node once, at its latest change: FGD-like
+		// policies fill a node with several pods in a row.
+		for k, i := range changes {
+			if s.isLatest(i, ix.seq+uint64(k)) && sc.refresh(ix, p, int(i), mode) {
 				sc.update(ix, int(i), mode)
 			}
+		}
+	default:
+		// The log no longer reaches back: the nodes changed since, then
+		// the tree above them in one pass.
+		changed := false
+		for i := range s.nodes {
+			if s.changedSince(i, ix.seq) && sc.refresh(ix, p, i, mode) {
+				changed = true
+			}
+		}
+		if changed {
+			sc.pullAll(ix)
 		}
 	}
 	ix.seq = s.changeSeq()
 	return ix
+}
+
+// pullAll recomputes every tree node above the leaves.
+func (sc *Scheduler) pullAll(ix *classIndex) {
+	for t := sc.size - 1; t >= 1; t-- {
+		sc.pull(ix, t)
+	}
 }
 
 // update recomputes the tree above node i's leaf after it changed. Going
@@ -210,6 +235,16 @@ func (sc *Scheduler) update(ix *classIndex, i int, mode indexMode) {
 // changes nothing in the tree).
 func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool {
 	s := sc.state
+	fits := sc.fits(ix, p, i)
+	word, bit := &ix.feas[i/64], uint64(1)<<(i%64)
+	if !fits && *word&bit == 0 {
+		return false // infeasible before and after: the leaf stays empty
+	}
+	if fits {
+		*word |= bit
+	} else {
+		*word &^= bit
+	}
 	v := s.version[i] + 1
 	t := sc.size + sc.posOf(i, mode)
 	if ix.cnt != nil {
@@ -218,8 +253,7 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 		}
 		ix.ver[i] = v
 		var n int32
-		feasible := sc.fits(ix, p, i)
-		if feasible {
+		if fits {
 			n = 1
 		}
 		old := ix.cnt[t]
@@ -233,7 +267,7 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 	l.ver = v
 	node, score := int32(-1), 0.0
 	switch {
-	case !sc.fits(ix, p, i):
+	case !fits:
 	case ix.scores != nil:
 		e := &ix.scores[i]
 		if e.version != v {
