@@ -44,9 +44,11 @@ type classIndex struct {
 	// pods may use it; nil when they may use any, and in a scoreKey group
 	// (whose pods choose their models when choosing).
 	allowed []bool
-	// byKey marks a scoreKey group: its leaves leave memory and GPU
-	// models to the choice (Scheduler.choose).
+	// byKey marks a scoreKey group: its leaves leave GPU models, and
+	// memory unless the scoreKey holds it (mem), to the choice
+	// (Scheduler.chooseIndexed).
 	byKey bool
+	mem   int64
 	// feas has bit i set when node i's leaf says feasible: a node
 	// infeasible before and after a change is passed over without
 	// touching its leaf (the tree is cold, the state's arrays are not).
@@ -68,10 +70,11 @@ func (a *slot) beats(b *slot) bool {
 }
 
 // groupKey identifies a group: a class (typeKeyMem), or for a scoreKeyer
-// the scoreKey's request with spec, memory -1 and no models.
+// (byKey) its scoreKey.
 type groupKey struct {
-	typeKeyMem
-	spec int8
+	class typeKeyMem
+	key   scoreKey
+	byKey bool
 }
 
 // scoreKeyer is implemented by policies whose Score reads only some of a
@@ -82,18 +85,28 @@ type scoreKeyer interface {
 }
 
 // scoreKey is what a scoreKeyer's Score reads of a pod: the CPU and GPU
-// request (always: a scoreKey group's leaves filter by them), and spec for
-// what a policy reads of the allowed GPU models.
+// request (always: a scoreKey group's leaves filter by them), mem for a
+// policy that reads the memory request (else 0), and spec for what a
+// policy reads of the allowed GPU models.
 type scoreKey struct {
 	cpu   int64
 	num   int
 	milli int64
+	mem   int64
 	spec  int8
 }
 
 // requestKey is the scoreKey of a policy that reads only the pod's CPU and
 // GPU request.
 func requestKey(p *Pod) scoreKey { return scoreKey{cpu: p.MilliCPU, num: p.NumGPU, milli: p.MilliGPU} }
+
+// memKey is the scoreKey of a policy that reads the pod's CPU, memory and
+// GPU request.
+func memKey(p *Pod) scoreKey {
+	k := requestKey(p)
+	k.mem = p.MemoryMiB
+	return k
+}
 
 // indexMode says how the scheduler chooses for the policy.
 type indexMode uint8
@@ -216,10 +229,9 @@ func (sc *Scheduler) group(p *Pod, mode indexMode) (int, bool) {
 	k, byKey := sc.policy.(scoreKeyer)
 	byKey = byKey && mode == modeBest
 	if byKey {
-		sk := k.scoreKey(p)
-		g = groupKey{typeKeyMem{typeKey{cpu: sk.cpu, num: sk.num, milli: sk.milli}, -1}, sk.spec}
+		g = groupKey{key: k.scoreKey(p), byKey: true}
 	} else {
-		g.typeKeyMem = typeKeyMem{keyOf(p), p.MemoryMiB}
+		g.class = typeKeyMem{keyOf(p), p.MemoryMiB}
 	}
 	c, ok := sc.groups[g]
 	if !ok {
@@ -237,6 +249,9 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	ix := sc.indexes[c]
 	if ix == nil {
 		ix = &classIndex{byKey: byKey}
+		if byKey {
+			ix.mem = sc.policy.(scoreKeyer).scoreKey(p).mem
+		}
 		if mode == modeCount {
 			ix.cnt = make([]int32, 2*sc.size)
 		} else {
@@ -412,11 +427,12 @@ func (sc *Scheduler) Release() {
 
 // fits is the filter of node i for p's group: s.Fits(p, i) with the model
 // check from the class's table, or for a scoreKey group the CPU and GPU
-// request only (memory and models are left to the choice).
+// request, and the memory the scoreKey holds (models, and memory it does
+// not hold, are left to the choice).
 func (sc *Scheduler) fits(ix *classIndex, p *Pod, i int) bool {
 	s := sc.state
 	if ix.byKey {
-		return s.cpuFree[i] >= p.MilliCPU && (p.NumGPU == 0 || countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
+		return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= ix.mem && (p.NumGPU == 0 || countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
 	}
 	return s.fitsModel(p, i, ix.allowed == nil || ix.allowed[s.modelOf[i]])
 }

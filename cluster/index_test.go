@@ -172,9 +172,9 @@ func TestChangeLogWraps(t *testing.T) {
 }
 
 // TestScoreKeys checks the promise of the policies that are scoreKeyers,
-// whose classes share scores: pods of equal scoreKey (here differing in
-// memory, name and allowed models) score alike on every node. KubeFit and
-// VolcanoBinpack weigh memory and must not be scoreKeyers.
+// whose pods share a tree by scoreKey: pods of equal scoreKey (here
+// differing in memory, name and allowed models) score alike on every
+// node. KubeFit and VolcanoBinpack weigh memory: their scoreKey holds it.
 func TestScoreKeys(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	nodes, pods := randomCluster(rng, 30, 300)
@@ -199,7 +199,10 @@ func TestScoreKeys(t *testing.T) {
 			p := pods[a]
 			q := p
 			q.MemoryMiB = p.MemoryMiB*3 + 12345
-			others := []*Pod{&q}
+			var others []*Pod
+			if kp.scoreKey(&q) == kp.scoreKey(&p) {
+				others = append(others, &q)
+			}
 			for b := a + 1; b < len(pods); b++ {
 				if kp.scoreKey(&pods[b]) == kp.scoreKey(&p) && (pods[b].MemoryMiB != p.MemoryMiB || !slices.Equal(pods[b].GPUSpec, p.GPUSpec)) {
 					others = append(others, &pods[b])
@@ -218,11 +221,12 @@ func TestScoreKeys(t *testing.T) {
 	if keyed == 0 || pairs < 1000 {
 		t.Fatalf("%d scoreKeyers, %d pairs compared: the test checks too little", keyed, pairs)
 	}
-	if _, ok := any(&KubeFit{Strategy: "spread", Memory: 1}).(scoreKeyer); ok {
-		t.Error("KubeFit scores memory but is a scoreKeyer")
-	}
-	if _, ok := any(&VolcanoBinpack{Memory: 1}).(scoreKeyer); ok {
-		t.Error("VolcanoBinpack scores memory but is a scoreKeyer")
+	p, q := pods[0], pods[0]
+	q.MemoryMiB++
+	for _, k := range []scoreKeyer{&KubeFit{Strategy: "spread", Memory: 1}, &VolcanoBinpack{Memory: 1}} {
+		if k.scoreKey(&p) == k.scoreKey(&q) {
+			t.Errorf("%s scores memory, but its scoreKey does not hold it", k.Name())
+		}
 	}
 }
 
