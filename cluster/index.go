@@ -30,12 +30,15 @@ import (
 
 // classIndex is one group's cache and tree.
 type classIndex struct {
-	// best (scoring policies) is the tournament tree, 2*size slots: slot
-	// size+Scheduler.lpos[i] is the leaf of node i (its score, or rank -1
-	// when infeasible or no node), slot k < size the winner under it: the
-	// feasible node of best score, ties to the lowest rank. The winner's
-	// score and rank are kept with it, so that comparing two children
-	// reads two adjacent slots and nothing else.
+	// best (scoring policies) is the tournament tree, 2*leaves slots
+	// (Scheduler.leaves, the number of nodes): slot leaves+lpos[i] is the
+	// leaf of node i (its score, or rank -1 when infeasible), slot k in
+	// [1, leaves) the winner of its children 2k and 2k+1: the feasible
+	// node of best score, ties to the lowest rank. Not a power of two, so
+	// a subtree need not cover consecutive positions; the winner compares
+	// ranks, so it need not. The winner's score and rank are kept with
+	// it, so that comparing two children reads two adjacent slots and
+	// nothing else.
 	best []slot
 	// cnt (NthChoosers) is the count tree, 2*size entries: the number of
 	// feasible nodes under each tree node; positions follow the node order.
@@ -202,7 +205,7 @@ func (sc *Scheduler) search(ix *classIndex, t int, mem int64, b *slot) {
 		*b = *w
 		return
 	}
-	if t < sc.size {
+	if t < sc.leaves {
 		sc.search(ix, 2*t, mem, b)
 		sc.search(ix, 2*t+1, mem, b)
 	}
@@ -211,7 +214,7 @@ func (sc *Scheduler) search(ix *classIndex, t int, mem int64, b *slot) {
 // searchRange is search over the leaves at positions [lo, hi): the tree
 // nodes that cover them exactly.
 func (sc *Scheduler) searchRange(ix *classIndex, lo, hi int, mem int64, b *slot) {
-	for l, r := lo+sc.size, hi+sc.size; l < r; l, r = l/2, r/2 {
+	for l, r := lo+sc.leaves, hi+sc.leaves; l < r; l, r = l/2, r/2 {
 		if l&1 == 1 {
 			sc.search(ix, l, mem, b)
 			l++
@@ -255,7 +258,7 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 		if mode == modeCount {
 			ix.cnt = make([]int32, 2*sc.size)
 		} else {
-			ix.best = newTree(2 * sc.size)
+			ix.best = newTree(2 * sc.leaves)
 		}
 		if !byKey && p.NumGPU > 0 && len(p.GPUSpec) > 0 {
 			ix.allowed = make([]bool, len(s.models))
@@ -321,7 +324,7 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 
 // pullAll recomputes every tree node above the leaves.
 func (sc *Scheduler) pullAll(ix *classIndex) {
-	for t := sc.size - 1; t >= 1; t-- {
+	for t := sc.width(ix) - 1; t >= 1; t-- {
 		sc.pull(ix, t)
 	}
 }
@@ -331,7 +334,7 @@ func (sc *Scheduler) pullAll(ix *classIndex) {
 // count tree: where the count is unchanged): nothing above can change
 // then.
 func (sc *Scheduler) update(ix *classIndex, i int, mode indexMode) {
-	t := (sc.size + sc.posOf(i, mode)) / 2
+	t := (sc.width(ix) + sc.posOf(i, mode)) / 2
 	if ix.cnt != nil {
 		for ; t >= 1; t /= 2 {
 			n := ix.cnt[2*t] + ix.cnt[2*t+1]
@@ -369,7 +372,7 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 	} else {
 		*word &^= bit
 	}
-	t := sc.size + sc.posOf(i, mode)
+	t := sc.width(ix) + sc.posOf(i, mode)
 	if ix.cnt != nil {
 		if fits == was {
 			return false
@@ -435,6 +438,14 @@ func (sc *Scheduler) fits(ix *classIndex, p *Pod, i int) bool {
 		return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= ix.mem && (p.NumGPU == 0 || countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
 	}
 	return s.fitsModel(p, i, ix.allowed == nil || ix.allowed[s.modelOf[i]])
+}
+
+// width is the number of leaves of ix's tree: the first leaf's slot.
+func (sc *Scheduler) width(ix *classIndex) int {
+	if ix.cnt != nil {
+		return sc.size
+	}
+	return sc.leaves
 }
 
 // posOf is node i's leaf position.

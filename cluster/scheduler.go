@@ -29,7 +29,8 @@ type Scheduler struct {
 	RandomTies bool
 	rank       []int // node index -> position in the tie-break order
 	order      []int // position in the tie-break order -> node index
-	size       int   // leaves of an index's tree: a power of two >= max(2, nodes)
+	size       int   // leaves of a count tree: a power of two >= max(2, nodes)
+	leaves     int   // leaves of a best tree: max(1, nodes)
 	forceScan  bool  // tests: always the full scan, to compare with the index
 	// The leaves of a best tree (index.go), model by model (State.modelOf)
 	// and by rank inside a model: lpos is node index -> leaf position,
@@ -38,10 +39,11 @@ type Scheduler struct {
 	leafNode []int
 	models   [][2]int
 	// batchFrom is the number of changes from which the index refreshes
-	// the leaves and then the whole tree (size-1 tree nodes, in
+	// the leaves and then the whole tree (a pass over the tree nodes, in
 	// sequence) rather than walking up from each changed leaf (up to
-	// log2(size) tree nodes each, scattered): size/4, measured (a walk
-	// stops early often, and the pass touches every node).
+	// log2(nodes) tree nodes each, scattered, fewer where the walk stops
+	// early): a quarter of the nodes, a guess that BenchmarkGrid found
+	// faster than walking always.
 	batchFrom int
 
 	classes map[typeKeyMem]int
@@ -76,7 +78,7 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 		size *= 2
 	}
 	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, groups: map[groupKey]int{}, rank: rank, order: order, size: size,
-		batchFrom: size / 4, lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
+		leaves: max(1, len(s.nodes)), batchFrom: max(1, len(s.nodes)) / 4, lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
 	sc.layLeaves()
 	return sc
 }
