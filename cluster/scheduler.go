@@ -42,8 +42,9 @@ type Scheduler struct {
 	// the leaves and then the whole tree (a pass over the tree nodes, in
 	// sequence) rather than walking up from each changed leaf (up to
 	// log2(nodes) tree nodes each, scattered, fewer where the walk stops
-	// early): a quarter of the nodes, a guess that BenchmarkGrid found
-	// faster than walking always.
+	// early): a quarter of the nodes, where the walks' scattered tree
+	// nodes come to about as many as the pass's (an estimate; see
+	// docs/benchmarks.md, issue 27's third round, for what it gives).
 	batchFrom int
 
 	classes map[typeKeyMem]int
