@@ -284,7 +284,7 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 		}
 		sc.pullAll(ix)
 		ix.built = true
-	case ok && len(changes) < sc.batchFrom:
+	case ok && (len(changes) < sc.batchFrom || mode == modeCount && len(changes) < len(s.nodes)):
 		// Each changed node once, at its latest change: FGD-like
 		// policies fill a node with several pods in a row.
 		for k, i := range changes {
@@ -295,7 +295,9 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	case ok:
 		// Many changes (a group not used for a while): their leaves,
 		// then the tree above them in one pass, in sequence, instead
-		// of a walk up from each.
+		// of a walk up from each. (A count tree's walks stop where a
+		// count stays the same, most often at once: it batches only
+		// from as many changes as nodes.)
 		changed := false
 		for k, i := range changes {
 			if s.isLatest(i, ix.seq+uint64(k)) && sc.refresh(ix, p, int(i), mode) {
