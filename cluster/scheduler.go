@@ -47,6 +47,13 @@ type Scheduler struct {
 	// docs/benchmarks.md, issue 27's third round, for what it gives).
 	batchFrom int
 
+	// shapeOf is each node's shape (its Node less the name) and
+	// shapeScores a score per shape, valid in the build numbered build:
+	// see refreshUntouched.
+	shapeOf     []int32
+	shapeScores []shapeScore
+	build       uint32
+
 	classes map[typeKeyMem]int
 	cache   [][]cached       // [class][node], for the full scan; nil until used
 	groups  map[groupKey]int // the index's groups (index.go)
@@ -81,7 +88,25 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, groups: map[groupKey]int{}, rank: rank, order: order, size: size,
 		leaves: max(1, len(s.nodes)), batchFrom: max(1, len(s.nodes)) / 4, lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
 	sc.layLeaves()
+	sc.shapeOf = make([]int32, len(s.nodes))
+	shapes := map[Node]int32{}
+	for i, n := range s.nodes {
+		n.Name = ""
+		sh, ok := shapes[n]
+		if !ok {
+			sh = int32(len(shapes))
+			shapes[n] = sh
+		}
+		sc.shapeOf[i] = sh
+	}
+	sc.shapeScores = make([]shapeScore, len(shapes))
 	return sc
+}
+
+// shapeScore is a score computed in the build numbered build (0: none).
+type shapeScore struct {
+	score float64
+	build uint32
 }
 
 // layLeaves lays out the leaves of the best trees for the order: model by
