@@ -145,8 +145,8 @@ func (scaledNormalizer) GPUs(s *State, p *Pod, i int, _ *rand.Rand) []int {
 func (scaledNormalizer) Normalize([]float64) {}
 
 // TestChangeLogWraps checks that a scheduler far behind the change log
-// (more changes than the log keeps) rebuilds its index and still agrees
-// with a fresh one.
+// (more changes than the log keeps) catches up from the nodes' latest
+// changes (State.last) and still chooses right.
 func TestChangeLogWraps(t *testing.T) {
 	nodes := []Node{{Name: "a", MilliCPU: 8000, MemoryMiB: 1 << 20, GPUs: 2, Model: "A"}, {Name: "b", MilliCPU: 8000, MemoryMiB: 1 << 20, GPUs: 1, Model: "A"}}
 	s := NewState(nodes)
@@ -162,7 +162,7 @@ func TestChangeLogWraps(t *testing.T) {
 		s.Remove(other, Placement{Node: 1})
 	}
 	if _, ok := s.changesSince(0); ok {
-		t.Fatal("the change log still reaches back to 0 after 6,144 changes: the test does not exercise a rebuild")
+		t.Fatal("the change log still reaches back to 0 after 6,144 changes: the test does not exercise the catch-up")
 	}
 	mustPlace(t, s, gpuPod("x", 1000, 1, MilliGPU), 1, 0)
 	pl, ok := sc.Choose(whole)
