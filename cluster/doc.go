@@ -30,12 +30,13 @@
 // the GPUs inside the chosen node; the scheduler ([Scheduler]) picks the
 // best score, breaking ties by a fixed node order (as the FGD artifact) or
 // uniformly at random (as kube-scheduler). It keeps every node's filter
-// result and score per class of pods in a tournament tree updated from
+// result and score per group of pods in a tournament tree updated from
 // the nodes that changed, so a pod costs O(log nodes) per changed node
-// instead of a filter and a score of every node; classes whose pods a
-// policy scores alike (same CPU and GPU request, for FGD) share the
-// scores, and a node whose filter result and score did not change is not
-// looked at again above its leaf.
+// instead of a filter and a score of every node; pods a policy scores
+// alike (same CPU and GPU request, for FGD) share one tree whatever their
+// memory and allowed GPU models, which are applied when choosing, and a
+// node whose filter result and score did not change is not looked at
+// again above its leaf.
 // [NewPolicy] builds one by its command-line name; [PolicyNames] lists them.
 //
 // # Packages around the model

@@ -145,8 +145,8 @@ func (scaledNormalizer) GPUs(s *State, p *Pod, i int, _ *rand.Rand) []int {
 func (scaledNormalizer) Normalize([]float64) {}
 
 // TestChangeLogWraps checks that a scheduler far behind the change log
-// (more changes than the log keeps) rebuilds its index and still agrees
-// with a fresh one.
+// (more changes than the log keeps) catches up from the nodes' latest
+// changes (State.last) and still chooses right.
 func TestChangeLogWraps(t *testing.T) {
 	nodes := []Node{{Name: "a", MilliCPU: 8000, MemoryMiB: 1 << 20, GPUs: 2, Model: "A"}, {Name: "b", MilliCPU: 8000, MemoryMiB: 1 << 20, GPUs: 1, Model: "A"}}
 	s := NewState(nodes)
@@ -162,7 +162,7 @@ func TestChangeLogWraps(t *testing.T) {
 		s.Remove(other, Placement{Node: 1})
 	}
 	if _, ok := s.changesSince(0); ok {
-		t.Fatal("the change log still reaches back to 0 after 6,144 changes: the test does not exercise a rebuild")
+		t.Fatal("the change log still reaches back to 0 after 6,144 changes: the test does not exercise the catch-up")
 	}
 	mustPlace(t, s, gpuPod("x", 1000, 1, MilliGPU), 1, 0)
 	pl, ok := sc.Choose(whole)
@@ -172,9 +172,9 @@ func TestChangeLogWraps(t *testing.T) {
 }
 
 // TestScoreKeys checks the promise of the policies that are scoreKeyers,
-// whose classes share scores: pods of equal scoreKey (here differing in
-// memory, name and allowed models) score alike on every node. KubeFit and
-// VolcanoBinpack weigh memory and must not be scoreKeyers.
+// whose pods share a tree by scoreKey: pods of equal scoreKey (here
+// differing in memory, name and allowed models) score alike on every
+// node. KubeFit and VolcanoBinpack weigh memory: their scoreKey holds it.
 func TestScoreKeys(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	nodes, pods := randomCluster(rng, 30, 300)
@@ -199,7 +199,10 @@ func TestScoreKeys(t *testing.T) {
 			p := pods[a]
 			q := p
 			q.MemoryMiB = p.MemoryMiB*3 + 12345
-			others := []*Pod{&q}
+			var others []*Pod
+			if kp.scoreKey(&q) == kp.scoreKey(&p) {
+				others = append(others, &q)
+			}
 			for b := a + 1; b < len(pods); b++ {
 				if kp.scoreKey(&pods[b]) == kp.scoreKey(&p) && (pods[b].MemoryMiB != p.MemoryMiB || !slices.Equal(pods[b].GPUSpec, p.GPUSpec)) {
 					others = append(others, &pods[b])
@@ -218,11 +221,12 @@ func TestScoreKeys(t *testing.T) {
 	if keyed == 0 || pairs < 1000 {
 		t.Fatalf("%d scoreKeyers, %d pairs compared: the test checks too little", keyed, pairs)
 	}
-	if _, ok := any(&KubeFit{Strategy: "spread", Memory: 1}).(scoreKeyer); ok {
-		t.Error("KubeFit scores memory but is a scoreKeyer")
-	}
-	if _, ok := any(&VolcanoBinpack{Memory: 1}).(scoreKeyer); ok {
-		t.Error("VolcanoBinpack scores memory but is a scoreKeyer")
+	p, q := pods[0], pods[0]
+	q.MemoryMiB++
+	for _, k := range []scoreKeyer{&KubeFit{Strategy: "spread", Memory: 1}, &VolcanoBinpack{Memory: 1}} {
+		if k.scoreKey(&p) == k.scoreKey(&q) {
+			t.Errorf("%s scores memory, but its scoreKey does not hold it", k.Name())
+		}
 	}
 }
 

@@ -26,6 +26,10 @@ type KubeFit struct {
 // Name implements Policy.
 func (k *KubeFit) Name() string { return k.Strategy }
 
+// scoreKey implements scoreKeyer: Score reads the CPU, memory and GPU
+// request.
+func (*KubeFit) scoreKey(p *Pod) scoreKey { return memKey(p) }
+
 // Score implements Policy.
 func (k *KubeFit) Score(s *State, p *Pod, i int) float64 {
 	n := &s.nodes[i]
@@ -83,6 +87,10 @@ type VolcanoBinpack struct {
 
 // Name implements Policy.
 func (*VolcanoBinpack) Name() string { return "volcano-binpack" }
+
+// scoreKey implements scoreKeyer: Score reads the CPU, memory and GPU
+// request.
+func (*VolcanoBinpack) scoreKey(p *Pod) scoreKey { return memKey(p) }
 
 // Score implements Policy.
 func (v *VolcanoBinpack) Score(s *State, p *Pod, i int) float64 {

@@ -29,14 +29,35 @@ type Scheduler struct {
 	RandomTies bool
 	rank       []int // node index -> position in the tie-break order
 	order      []int // position in the tie-break order -> node index
-	size       int   // leaves of an index's tree: a power of two >= max(2, nodes)
+	size       int   // leaves of a count tree: a power of two >= max(2, nodes)
+	leaves     int   // leaves of a best tree: max(1, nodes)
 	forceScan  bool  // tests: always the full scan, to compare with the index
+	// The leaves of a best tree (index.go), model by model (State.modelOf)
+	// and by rank inside a model: lpos is node index -> leaf position,
+	// leafNode the inverse, models[m] model m's positions [lo, hi).
+	lpos     []int
+	leafNode []int
+	models   [][2]int
+	// batchFrom is the number of changes from which the index refreshes
+	// the leaves and then the whole tree (a pass over the tree nodes, in
+	// sequence) rather than walking up from each changed leaf (up to
+	// log2(nodes) tree nodes each, scattered, fewer where the walk stops
+	// early): a quarter of the nodes, where the walks' scattered tree
+	// nodes come to about as many as the pass's (an estimate; see
+	// docs/benchmarks.md, issue 27's third round, for what it gives).
+	batchFrom int
+
+	// shapeOf is each node's shape (its Node less the name) and
+	// shapeScores a score per shape, valid in the build numbered build:
+	// see refreshUntouched.
+	shapeOf     []int32
+	shapeScores []shapeScore
+	build       uint32
 
 	classes map[typeKeyMem]int
-	cache   [][]cached    // [class][node], for the full scan; nil until used
-	indexes []*classIndex // [class], for the index; nil until used
-	// typeScores are the score rows classIndex.scores shares.
-	typeScores map[scoreKey][]cached
+	cache   [][]cached       // [class][node], for the full scan; nil until used
+	groups  map[groupKey]int // the index's groups (index.go)
+	indexes []*classIndex    // [group], for the index; nil until used
 
 	feasible []int
 	scores   []float64
@@ -64,7 +85,45 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 	for size < len(s.nodes) {
 		size *= 2
 	}
-	return &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, typeScores: map[scoreKey][]cached{}, rank: rank, order: order, size: size}
+	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, groups: map[groupKey]int{}, rank: rank, order: order, size: size,
+		leaves: max(1, len(s.nodes)), batchFrom: max(1, len(s.nodes)) / 4, lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
+	sc.layLeaves()
+	sc.shapeOf = make([]int32, len(s.nodes))
+	shapes := map[Node]int32{}
+	for i, n := range s.nodes {
+		n.Name = ""
+		sh, ok := shapes[n]
+		if !ok {
+			sh = int32(len(shapes))
+			shapes[n] = sh
+		}
+		sc.shapeOf[i] = sh
+	}
+	sc.shapeScores = make([]shapeScore, len(shapes))
+	return sc
+}
+
+// shapeScore is a score computed in the build numbered build (0: none).
+type shapeScore struct {
+	score float64
+	build uint32
+}
+
+// layLeaves lays out the leaves of the best trees for the order: model by
+// model, by rank inside a model.
+func (sc *Scheduler) layLeaves() {
+	s := sc.state
+	pos := 0
+	for m := range s.models {
+		sc.models[m][0] = pos
+		for _, i := range sc.order {
+			if s.modelOf[i] == m {
+				sc.lpos[i], sc.leafNode[pos] = pos, i
+				pos++
+			}
+		}
+		sc.models[m][1] = pos
+	}
 }
 
 // SetOrder sets the tie-break order: order lists every node index once,
@@ -81,6 +140,7 @@ func (sc *Scheduler) SetOrder(order []int) {
 		seen[i] = true
 		sc.rank[i], sc.order[r] = r, i
 	}
+	sc.layLeaves()
 	clear(sc.indexes) // their trees follow the old order
 }
 
@@ -113,7 +173,6 @@ func (sc *Scheduler) class(p *Pod) int {
 		c = len(sc.classes)
 		sc.classes[k] = c
 		sc.cache = append(sc.cache, nil)
-		sc.indexes = append(sc.indexes, nil)
 	}
 	return c
 }

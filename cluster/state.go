@@ -33,6 +33,11 @@ type State struct {
 	// changesBase is the sequence number of changes[0] (see changesSince).
 	changes     []int32
 	changesBase uint64
+	// last is, per node, the sequence number of its latest change plus
+	// one (0: never changed): a reader replaying the log from seq skips
+	// every entry of node i but the one at last[i]-1, and one that the
+	// log no longer reaches finds the nodes changed since seq here.
+	last []uint64
 	// fragOf, frag and fragVer memoise the fragmentation of each node, at
 	// its version plus one (0: none), for the target last asked: the meter
 	// and the FGD policies ask for the same node's F_n(M) once per class of
@@ -63,6 +68,7 @@ func NewState(nodes []Node) *State {
 		gpuFree: make([][]int64, len(nodes)),
 		tags:    make([]map[int]int32, len(nodes)),
 		version: make([]uint32, len(nodes)),
+		last:    make([]uint64, len(nodes)),
 		idle:    make([]int64, len(nodes)),
 	}
 	all := make([]int64, GPUCapacity(nodes))
@@ -102,6 +108,7 @@ func (s *State) Clone() *State {
 		}
 	}
 	copy(c.version, s.version)
+	copy(c.last, s.last) // all before c's log: a scheduler of c starts with a full build
 	copy(c.idle, s.idle)
 	c.changesBase = s.changesBase + uint64(len(s.changes)) // a fresh log: schedulers of s do not follow c
 	c.usedMilli = s.usedMilli
@@ -257,6 +264,7 @@ func (s *State) changed(i int) {
 		s.changesBase += uint64(keep)
 	}
 	s.changes = append(s.changes, int32(i))
+	s.last[i] = s.changeSeq() // the sequence number of this change plus one
 }
 
 // nodeFrag is t.NodeFrag of node i in its current state, memoised.
@@ -287,14 +295,22 @@ func (s *State) useTarget(t *Target) {
 func (s *State) changeSeq() uint64 { return s.changesBase + uint64(len(s.changes)) }
 
 // changesSince returns the nodes changed from sequence number seq on
-// (repeats possible); ok is false when the log no longer reaches back to
-// seq and the caller must look at every node.
+// (repeats possible: isLatest tells a node's latest change); ok is false
+// when the log no longer reaches back to seq and the caller must look at
+// every node (changedSince).
 func (s *State) changesSince(seq uint64) (nodes []int32, ok bool) {
 	if seq < s.changesBase {
 		return nil, false
 	}
 	return s.changes[seq-s.changesBase:], true
 }
+
+// isLatest reports whether the change of node i at sequence number seq
+// is its latest one.
+func (s *State) isLatest(i int32, seq uint64) bool { return s.last[i] == seq+1 }
+
+// changedSince reports whether node i changed from sequence number seq on.
+func (s *State) changedSince(i int, seq uint64) bool { return s.last[i] > seq }
 
 // mustCheckNode panics when node i breaks an invariant: a broken invariant
 // is a bug (Remove of a pod that was not placed there, say). It is O(GPUs),

@@ -181,3 +181,30 @@ func BenchmarkGrid(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCell is one policy with seeds 42 and 43 on one of the first two
+// lists of BenchmarkGrid (default, gpuspec33): a cell of the grid by
+// itself, for comparing policies and for counting one policy's
+// instructions and cache misses under cachegrind, where the load of a
+// shared machine does not count (docs/benchmarks.md, issue 27's third
+// round; subtract a run of 'Cell/list=none', the setup alone). It skips
+// without the shared trace.
+//
+//	go test ./cluster/protocol -run '^$' -bench 'Cell/list=default/policy=fgd$' -benchtime 1x
+func BenchmarkCell(b *testing.B) {
+	nodes := clustertest.Nodes(b, clustertest.Shared(b, "openb_node_list_gpu_node.csv"))
+	for _, l := range gridLists(b)[:2] {
+		for _, p := range cluster.PolicyNames() {
+			b.Run("list="+l.Name+"/policy="+p, func(b *testing.B) {
+				cfg := GridConfig{Nodes: nodes, Pods: l.Pods, Policies: []string{p}, Seeds: []uint64{42, 43}}
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					if err := NewGrid(cfg).Run(b.Context(), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric((cpuSeconds()-cpu0)*1e3/float64(b.N*len(cfg.Seeds)), "cpu-ms/run")
+			})
+		}
+	}
+}
