@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // famInfo is one metric family the Collector can emit: what the registry
@@ -55,10 +57,19 @@ func writeMetrics(metrics []prometheus.Metric) []famMetric {
 	return out
 }
 
-// prepared is the Collector's families for one state of its sources.
+// prepared is the Collector's families for one state of its sources, and
+// their exposition in the formats scrapers asked for (encoded.go).
 type prepared struct {
 	key  []uint64 // per source: 0 down, version+1 up
 	fams []*dto.MetricFamily
+
+	mu sync.Mutex
+	// formats are the formats to encode fams in when a source changes:
+	// those served from the previous state (at most maxFormats).
+	formats []expfmt.Format
+	// encoded holds fams encoded per format, filled when a source changes
+	// (formats) or by the first scrape asking for another format.
+	encoded map[expfmt.Format]*encoded
 }
 
 // Gatherer returns what /metrics should serve for reg and the Collector
@@ -127,7 +138,7 @@ func (c *Collector) changed() {
 	c.dirty.Store(true)
 	for c.dirty.Load() && c.preparing.CompareAndSwap(false, true) {
 		for c.dirty.Swap(false) {
-			c.families(false)
+			c.families(false).prepareFormats()
 		}
 		c.preparing.Store(false)
 	}
@@ -139,31 +150,42 @@ type merged struct {
 	c   *Collector
 }
 
-// Gather merges the registry's families and the Collector's, both sorted
-// by name (their names differ: describer).
+// Gather merges the registry's families and the Collector's (mergeByName).
 func (g merged) Gather() ([]*dto.MetricFamily, error) {
 	fams, err := g.reg.Gather()
-	mine := g.c.families(true)
+	mine := g.c.families(true).fams
 	out := make([]*dto.MetricFamily, 0, len(fams)+len(mine))
-	i, j := 0, 0
-	for i < len(fams) && j < len(mine) {
-		if fams[i].GetName() < mine[j].GetName() {
+	mergeByName(fams, mine, func(i int, isMine bool) {
+		if isMine {
+			out = append(out, mine[i])
+		} else {
 			out = append(out, fams[i])
+		}
+	})
+	return out, err
+}
+
+// mergeByName calls each with the index of every family of fams and mine,
+// both sorted by name, in name order (their names differ: describer).
+func mergeByName(fams, mine []*dto.MetricFamily, each func(i int, isMine bool)) {
+	i, j := 0, 0
+	for i < len(fams) || j < len(mine) {
+		if j == len(mine) || i < len(fams) && fams[i].GetName() < mine[j].GetName() {
+			each(i, false)
 			i++
 		} else {
-			out = append(out, mine[j])
+			each(j, true)
 			j++
 		}
 	}
-	out = append(append(out, fams[i:]...), mine[j:]...)
-	return out, err
 }
 
 // families returns the Collector's families for the sources' current
 // state: the prepared ones when every source is versioned and none changed
-// since they were assembled, else newly assembled (and kept). The result
-// is shared and must not be modified. log is pass's.
-func (c *Collector) families(log bool) []*dto.MetricFamily {
+// since they were assembled, else newly assembled (and kept when every
+// source is versioned). The result is shared and must not be modified.
+// log is pass's.
+func (c *Collector) families(log bool) *prepared {
 	res := c.pass(log)
 	key := make([]uint64, len(res))
 	keep := true
@@ -180,15 +202,20 @@ func (c *Collector) families(log bool) []*dto.MetricFamily {
 	p := c.prep
 	c.mu.Unlock()
 	if keep && p != nil && slices.Equal(p.key, key) {
-		return p.fams
+		return p
 	}
-	fams := assemble(res)
+	np := &prepared{key: key, fams: assemble(res)}
 	if keep {
+		if p != nil {
+			p.mu.Lock()
+			np.formats = slices.Clone(p.formats)
+			p.mu.Unlock()
+		}
 		c.mu.Lock()
-		c.prep = &prepared{key: key, fams: fams}
+		c.prep = np
 		c.mu.Unlock()
 	}
-	return fams
+	return np
 }
 
 // assemble makes the families of one pass as a registry gathering the
