@@ -267,3 +267,81 @@ func randomSamples(r *rand.Rand, src int) []Sample {
 	}
 	return out
 }
+
+// errCollector is a registry collector whose collection fails.
+type errCollector struct{ d *prometheus.Desc }
+
+func (c errCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.d }
+func (c errCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.NewInvalidMetric(c.d, errors.New("collection failed"))
+}
+
+// TestPreparedHandlerGatherError: a registry collector that fails is
+// logged and served around (200 with the rest) as promhttp does, and
+// answered 500 when nothing at all was gathered.
+func TestPreparedHandlerGatherError(t *testing.T) {
+	broken := errCollector{prometheus.NewDesc("broken", "Fails.", nil, nil)}
+	for _, tc := range []struct {
+		name   string
+		fresh  []prometheus.Collector
+		srcs   []Source
+		status int
+	}{
+		{"served around", append(freshCollectors(), broken), []Source{versionedFunc{name: "v", version: new(atomic.Uint64)}}, http.StatusOK},
+		{"nothing gathered", []prometheus.Collector{broken}, nil, http.StatusInternalServerError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, gz := range []bool{false, true} {
+				want, got := handlerPair(t, ServerConfig{Gzip: gz, OpenMetrics: true}, Options{}, tc.fresh, tc.srcs...)
+				for _, a := range testAccepts[:5] {
+					sameResponse(t, want, got, a, "gzip")
+				}
+				rec := httptest.NewRecorder()
+				got.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				if rec.Code != tc.status {
+					t.Errorf("gzip %t: status %d, want %d", gz, rec.Code, tc.status)
+				}
+			}
+		})
+	}
+}
+
+// TestPreparedHandlerInFlight: past MaxRequestsInFlight scrapes at once,
+// /metrics answers 503 with promhttp's message, and serves again after.
+func TestPreparedHandlerInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var block atomic.Bool
+	slow := FuncSource{SourceName: "slow", Fn: func() ([]Sample, error) {
+		if block.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return []Sample{{Labels: Labels{GPU: "0"}, KV: &KV{Blocks: 1}}}, nil
+	}}
+	want, got := handlerPair(t, ServerConfig{MaxRequestsInFlight: 1}, Options{}, nil, slow)
+	for name, h := range map[string]http.Handler{"promhttp": want, "prepared": got} {
+		block.Store(true)
+		first := make(chan int)
+		go func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			first <- rec.Code
+		}()
+		<-entered
+		block.Store(false)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "Limit of concurrent requests reached (1), try again later.\n" {
+			t.Errorf("%s: second scrape at once: %d %q", name, rec.Code, rec.Body.String())
+		}
+		release <- struct{}{}
+		if code := <-first; code != http.StatusOK {
+			t.Errorf("%s: first scrape: %d", name, code)
+		}
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s: scrape after: %d", name, rec.Code)
+		}
+	}
+}
