@@ -155,6 +155,9 @@ type Collector struct {
 	gathering atomic.Bool
 	// dirty and preparing coalesce the change hooks (changed).
 	dirty, preparing atomic.Bool
+
+	fmtMu   sync.Mutex
+	formats []formatUse // the formats scraped lately (encoded.go)
 }
 
 // VersionedSource is a Source whose samples change only at known moments

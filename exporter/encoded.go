@@ -18,11 +18,55 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// maxFormats bounds the formats a prepared state keeps encoded. Scrapers
-// negotiate one format each (Prometheus: OpenMetrics 1.0.0 when offered,
-// else text 0.0.4; promtool and curl: text), so two or three are in use;
-// a fifth is encoded at each scrape that asks for it, not kept.
+// maxFormats bounds the formats a prepared state keeps encoded, and
+// those encoded when a source changes. Scrapers negotiate one format each
+// (Prometheus: OpenMetrics 1.0.0 when offered, else text 0.0.4; promtool
+// and curl: text), so one to three are in use; a fifth is encoded at each
+// scrape that asks for it, not kept.
 const maxFormats = 4
+
+// maxIdleScrapes is how many scrapes in other formats a format is still
+// encoded at each change after its last scrape: a format a scraper uses
+// at its interval stays (one Prometheus and a few others scraping as
+// often), one asked for once (a curl) stops costing an encoding per
+// change after 16 scrapes.
+const maxIdleScrapes = 16
+
+// formatUse is a format scraped lately: idle scrapes in other formats
+// since its last one.
+type formatUse struct {
+	f    expfmt.Format
+	idle int
+}
+
+// scraped records a scrape in format f.
+func (c *Collector) scraped(f expfmt.Format) {
+	c.fmtMu.Lock()
+	defer c.fmtMu.Unlock()
+	found := false
+	c.formats = slices.DeleteFunc(c.formats, func(u formatUse) bool { return u.idle >= maxIdleScrapes && u.f != f })
+	for i := range c.formats {
+		if c.formats[i].f == f {
+			c.formats[i].idle, found = 0, true
+		} else {
+			c.formats[i].idle++
+		}
+	}
+	if !found && len(c.formats) < maxFormats {
+		c.formats = append(c.formats, formatUse{f: f})
+	}
+}
+
+// scrapedFormats returns the formats to encode when a source changes.
+func (c *Collector) scrapedFormats() []expfmt.Format {
+	c.fmtMu.Lock()
+	defer c.fmtMu.Unlock()
+	out := make([]expfmt.Format, len(c.formats))
+	for i, u := range c.formats {
+		out[i] = u.f
+	}
+	return out
+}
 
 // encoded is a prepared state's families in one exposition format: family
 // i is buf[ends[i-1]:ends[i]] (buf[:ends[0]] for the first).
@@ -49,8 +93,7 @@ func encodeFamilies(fams []*dto.MetricFamily, f expfmt.Format) (*encoded, error)
 }
 
 // encoding returns p's families in format f: as encoded when a source
-// changed, or encoded now (and kept, up to maxFormats formats, which the
-// next state then encodes when its source changes).
+// changed, or encoded now (and kept, up to maxFormats formats).
 func (p *prepared) encoding(f expfmt.Format) (*encoded, error) {
 	p.mu.Lock()
 	e := p.encoded[f]
@@ -69,19 +112,13 @@ func (p *prepared) encoding(f expfmt.Format) (*encoded, error) {
 			p.encoded = make(map[expfmt.Format]*encoded, maxFormats)
 		}
 		p.encoded[f] = e
-		if !slices.Contains(p.formats, f) {
-			p.formats = append(p.formats, f)
-		}
 	}
 	return e, nil
 }
 
-// prepareFormats encodes p's families in the formats the previous state
-// was served in, so that the next scrape in each finds them ready.
-func (p *prepared) prepareFormats() {
-	p.mu.Lock()
-	formats := slices.Clone(p.formats)
-	p.mu.Unlock()
+// prepareFormats encodes p's families in formats (the formats scraped
+// lately), so that the next scrape in each finds them ready.
+func (p *prepared) prepareFormats(formats []expfmt.Format) {
 	for _, f := range formats {
 		_, _ = p.encoding(f) // an error is the scrape's to log (it encodes again)
 	}
@@ -173,6 +210,7 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 			return
 		}
 	}
+	h.g.c.scraped(format)
 	mine, err := p.encoding(format)
 	if err != nil {
 		h.errorLog.Println("error encoding prepared families, serving them through promhttp:", err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,5 +344,64 @@ func TestPreparedHandlerInFlight(t *testing.T) {
 		if rec.Code != http.StatusOK {
 			t.Errorf("%s: scrape after: %d", name, rec.Code)
 		}
+	}
+}
+
+// TestPreparedFormats: a poll encodes the new state in the formats
+// scraped lately, before any scrape; a format not scraped for
+// maxIdleScrapes scrapes in others is no longer encoded at a change.
+func TestPreparedFormats(t *testing.T) {
+	var n atomic.Int64
+	a, err := NewPolledSource(counterSource("a", &n), time.Minute, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(nil, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Gatherer(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(ServerConfig{Gatherer: g, OpenMetrics: true}, nil)
+	scrape := func(accept string) string {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Header().Get("Content-Type")
+	}
+	encodedFormats := func() []string {
+		p := prepOf(c)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var out []string
+		for f := range p.encoded {
+			out = append(out, string(f))
+		}
+		slices.Sort(out)
+		return out
+	}
+	text := scrape("text/plain")
+	om := scrape("application/openmetrics-text;version=1.0.0")
+	if err := a.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := encodedFormats(), []string{om, text}; !slices.Equal(got, want) {
+		t.Fatalf("after a poll, encoded in %q, want %q", got, want)
+	}
+	for range maxIdleScrapes + 1 {
+		scrape("application/openmetrics-text;version=1.0.0")
+	}
+	if err := a.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := encodedFormats(), []string{om}; !slices.Equal(got, want) {
+		t.Fatalf("after %d scrapes in OpenMetrics and a poll, encoded in %q, want %q", maxIdleScrapes+1, got, want)
 	}
 }

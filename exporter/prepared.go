@@ -64,11 +64,9 @@ type prepared struct {
 	fams []*dto.MetricFamily
 
 	mu sync.Mutex
-	// formats are the formats to encode fams in when a source changes:
-	// those served from the previous state (at most maxFormats).
-	formats []expfmt.Format
-	// encoded holds fams encoded per format, filled when a source changes
-	// (formats) or by the first scrape asking for another format.
+	// encoded holds fams encoded per format (at most maxFormats), filled
+	// when a source changes (Collector.formats) or by the first scrape
+	// asking for another format.
 	encoded map[expfmt.Format]*encoded
 }
 
@@ -138,7 +136,7 @@ func (c *Collector) changed() {
 	c.dirty.Store(true)
 	for c.dirty.Load() && c.preparing.CompareAndSwap(false, true) {
 		for c.dirty.Swap(false) {
-			c.families(false).prepareFormats()
+			c.families(false).prepareFormats(c.scrapedFormats())
 		}
 		c.preparing.Store(false)
 	}
@@ -206,11 +204,6 @@ func (c *Collector) families(log bool) *prepared {
 	}
 	np := &prepared{key: key, fams: assemble(res)}
 	if keep {
-		if p != nil {
-			p.mu.Lock()
-			np.formats = slices.Clone(p.formats)
-			p.mu.Unlock()
-		}
 		c.mu.Lock()
 		c.prep = np
 		c.mu.Unlock()
