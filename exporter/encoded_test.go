@@ -405,3 +405,20 @@ func TestPreparedFormats(t *testing.T) {
 		t.Fatalf("after %d scrapes in OpenMetrics and a poll, encoded in %q, want %q", maxIdleScrapes+1, got, want)
 	}
 }
+
+// TestPreparedHandlerNameFilter: /metrics?name[]=… (promhttp's filter)
+// serves the families named, as promhttp does.
+func TestPreparedHandlerNameFilter(t *testing.T) {
+	want, got := handlerPair(t, ServerConfig{}, Options{SourceTimeout: time.Second}, freshCollectors(), polledFleet(t, 1, 2)...)
+	for _, q := range []string{"?name[]=gpufrag_reserved_bytes", "?name[]=zzz_last&name[]=gpufrag_source_up", "?other=1"} {
+		var bodies [2]string
+		for i, h := range []http.Handler{want, got} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics"+q, nil))
+			bodies[i] = rec.Body.String()
+		}
+		if bodies[0] != bodies[1] || bodies[0] == "" {
+			t.Errorf("%s: served\n%s\npromhttp\n%s", q, bodies[1], bodies[0])
+		}
+	}
+}
