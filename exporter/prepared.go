@@ -129,14 +129,18 @@ type notifier interface {
 	onChange(func())
 }
 
-// changed assembles the families after a source changed. Concurrent
-// calls coalesce: one assembles, looping while others marked a change,
-// the others return at once.
+// changed assembles the families after a source changed, and encodes
+// them in the formats scraped lately. Concurrent calls coalesce: one
+// assembles, looping while others marked a change (encoding only the last
+// state), the others return at once.
 func (c *Collector) changed() {
 	c.dirty.Store(true)
 	for c.dirty.Load() && c.preparing.CompareAndSwap(false, true) {
 		for c.dirty.Swap(false) {
-			c.families(false).prepareFormats(c.scrapedFormats())
+			p := c.families(false)
+			if !c.dirty.Load() { // else a newer state is assembled next: encode that
+				p.prepareFormats(c.scrapedFormats())
+			}
 		}
 		c.preparing.Store(false)
 	}
