@@ -153,8 +153,10 @@ type Collector struct {
 	// gathering: Gatherer was called; metricsOf writes each source's
 	// series once (cached.dtos) for assemble.
 	gathering atomic.Bool
-	// dirty and preparing coalesce the change hooks (changed).
+	// dirty and preparing coalesce the change hooks (changed); prepWG
+	// counts the preparations running (one at most).
 	dirty, preparing atomic.Bool
+	prepWG           sync.WaitGroup
 
 	fmtMu   sync.Mutex
 	formats []formatUse // the formats scraped lately (encoded.go)

@@ -91,6 +91,7 @@ func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs 
 	if err != nil {
 		tb.Fatal(err)
 	}
+	c.settle()
 	return g
 }
 
@@ -265,22 +266,25 @@ func TestLoad(t *testing.T) {
 
 // BenchmarkPollPrepare measures one poll of one of the 8 × 16 polled
 // sources in the daemon's wiring, after a first text-format scrape: the
-// poll and what its change hook prepares on the poll's goroutine (the
-// Collector's families and, since the third round of issue 27, their
-// text exposition), the cost that scrapes no longer pay. Run with
+// poll and what its change hook prepares (the Collector's families and,
+// since the third round of issue 27, their text exposition), waited for:
+// the cost that scrapes no longer pay, for a source polled alone. Run with
 //
 //	go test ./exporter -run '^$' -bench PollPrepare -benchmem
 func BenchmarkPollPrepare(b *testing.B) {
 	srcs := polledFleet(b, 8, 16)
-	h := Handler(ServerConfig{Gatherer: daemonGatherer(b, prometheus.NewRegistry(), Options{SourceTimeout: 2 * time.Second}, srcs...)}, nil)
+	g := daemonGatherer(b, prometheus.NewRegistry(), Options{SourceTimeout: 2 * time.Second}, srcs...)
+	h := Handler(ServerConfig{Gatherer: g}, nil)
 	h.ServeHTTP(discardResponse{http.Header{}}, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	p := srcs[0].(*PolledSource)
 	ctx := context.Background()
 	b.ReportAllocs()
+	c := g.(merged).c
 	for b.Loop() {
 		if err := p.Poll(ctx); err != nil {
 			b.Fatal(err)
 		}
+		c.settle()
 	}
 }
 

@@ -88,8 +88,9 @@ type prepared struct {
 // are: no metric is built, written, checked or sorted at scrape time.
 // Sources that can tell when they change (PolledSource after each poll,
 // SnapshotDir after each rescan) have the Collector assemble the new
-// families then, on their goroutine, so that the scrape after a poll finds
-// them ready. A source that is not versioned (a live allocator, a
+// families then, and encode them in the formats scraped lately, on a
+// goroutine of its own (one for a burst of changes), so that the scrape
+// after a poll finds them ready. A source that is not versioned (a live allocator, a
 // ContextSource under Options.SourceTimeout) is collected at every scrape,
 // as Collect does.
 func (c *Collector) Gatherer(reg *prometheus.Registry) (prometheus.Gatherer, error) {
@@ -129,13 +130,25 @@ type notifier interface {
 	onChange(func())
 }
 
-// changed assembles the families after a source changed, and encodes
-// them in the formats scraped lately. Concurrent calls coalesce: one
-// assembles, looping while others marked a change (encoding only the last
-// state), the others return at once.
+// changed marks the families out of date after a source changed and,
+// unless a preparation is running, starts one (prepare) on its own
+// goroutine: the source's goroutine does not wait for it, and a burst of
+// changes (the polls of many sources at the same instant) is assembled
+// and encoded a few times, not once per source (BenchmarkPollPrepare;
+// docs/benchmarks.md, "Issue 27, third round").
 func (c *Collector) changed() {
 	c.dirty.Store(true)
-	for c.dirty.Load() && c.preparing.CompareAndSwap(false, true) {
+	if c.preparing.CompareAndSwap(false, true) {
+		c.prepWG.Add(1)
+		go c.prepare()
+	}
+}
+
+// prepare assembles the families, looping while changes are marked, and
+// encodes the last state in the formats scraped lately.
+func (c *Collector) prepare() {
+	defer c.prepWG.Done()
+	for {
 		for c.dirty.Swap(false) {
 			p := c.families(false)
 			if !c.dirty.Load() { // else a newer state is assembled next: encode that
@@ -143,8 +156,17 @@ func (c *Collector) changed() {
 			}
 		}
 		c.preparing.Store(false)
+		// A change marked between the last Swap and the Store saw
+		// preparing set and left its state to this loop.
+		if !c.dirty.Load() || !c.preparing.CompareAndSwap(false, true) {
+			return
+		}
 	}
 }
+
+// settle waits until no preparation runs (tests and benchmarks, once the
+// changes they made are done).
+func (c *Collector) settle() { c.prepWG.Wait() }
 
 // merged is Collector.Gatherer's Gatherer.
 type merged struct {

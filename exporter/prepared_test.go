@@ -403,9 +403,15 @@ func TestGathererConcurrent(t *testing.T) {
 	}
 }
 
-// prepOf returns the families c last assembled.
+// prepOf returns the families c last assembled, once the preparation
+// running, if any, is done.
 func prepOf(c *Collector) *prepared {
+	c.settle()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.prep
 }
+
+// settleGatherer waits for what a Collector.Gatherer's sources' changes
+// prepare (benchmarks of the whole round of polls).
+func settleGatherer(g prometheus.Gatherer) { g.(merged).c.settle() }
