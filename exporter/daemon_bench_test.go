@@ -294,3 +294,31 @@ type discardResponse struct{ h http.Header }
 func (d discardResponse) Header() http.Header         { return d.h }
 func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
 func (d discardResponse) WriteHeader(int)             {}
+
+// BenchmarkRuntimeGather measures what the daemon's registry gathers at
+// every scrape besides the Collector: the Go collector alone, and with
+// the process collector (which reads /proc/self/stat, /proc/stat, limits,
+// fd/ and net/netstat each time). Run with
+//
+//	go test ./exporter -run '^$' -bench RuntimeGather -benchmem
+func BenchmarkRuntimeGather(b *testing.B) {
+	for _, process := range []bool{false, true} {
+		name := "collectors=go"
+		if process {
+			name += "+process"
+		}
+		b.Run(name, func(b *testing.B) {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector())
+			if process {
+				reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := reg.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
