@@ -153,16 +153,22 @@ type Collector struct {
 	// gathering: Gatherer was called; metricsOf writes each source's
 	// series once (cached.dtos) for assemble.
 	gathering atomic.Bool
-	// dirty and preparing coalesce the change hooks (changed).
+	// dirty and preparing coalesce the change hooks (changed); prepWG
+	// counts the preparations running (one at most).
 	dirty, preparing atomic.Bool
+	prepWG           sync.WaitGroup
+
+	fmtMu   sync.Mutex
+	formats []formatUse // the formats scraped lately (encoded.go)
 }
 
 // VersionedSource is a Source whose samples change only at known moments
 // (a background poll, a rescan): CollectVersioned returns them with a
 // version that changes whenever they do. The Collector then builds the
-// source's metrics once per version and re-sends them on later scrapes:
-// the one cache of the scrape path (the encoded exposition and the runtime
-// collectors are gathered anew on every scrape). It is kept because it
+// source's metrics once per version and re-sends them on later scrapes
+// (through Collector.Gatherer, the families assembled and encoded from
+// them are kept per state of the sources as well: prepared.go, encoded.go;
+// the runtime collectors are gathered anew on every scrape). It is kept because it
 // pays at Prometheus' intervals as soon as more than one server scrapes:
 // with 8 GPUs × 16 polled instances polled every 15 s, two Prometheus
 // replicas scraping every 15 s cost 5.8 CPU-ms a scrape with it and 9.3
@@ -229,7 +235,7 @@ func NewWithOptions(reg prometheus.Registerer, opts Options, sources ...Source) 
 	c.allVersioned = true
 	for _, s := range c.sources {
 		if _, ok := s.(VersionedSource); !ok {
-			c.allVersioned = true
+			c.allVersioned = false
 		}
 	}
 	slices.SortFunc(c.sources, func(a, b Source) int { return strings.Compare(a.Name(), b.Name()) })

@@ -53,23 +53,28 @@
 // as the daemon does, it goes further: a poll or a rescan assembles the
 // Collector's whole families (written, checked, sorted) on its own
 // goroutine, and a scrape that finds every source's version unchanged
-// serves them as they are, beside the registry's families; promhttp still
-// encodes them. In-process sources
-// (AllocatorSource, BlockPoolSource) are computed on each scrape, and
-// /metrics is promhttp's: the exposition is gathered and encoded anew on
-// every scrape, Go runtime and process figures included. A cache of the
-// encoded exposition and a throttle of the runtime collectors were
-// measured not to pay at Prometheus' scrape intervals: a rescan (every
-// 10 s) falls between any two scrapes 15 s apart, so with one Prometheus
-// they never hit, and the scrape after a change, which sets the p99, pays
-// the full cost in any case (BenchmarkScrapeInterval; docs/benchmarks.md,
-// "Benchmarks: package exporter").
+// serves them as they are, beside the registry's families, and in the
+// exposition formats scraped before, encoded there too: /metrics
+// (preparedHandler, encoded.go) writes those bytes and encodes only the
+// registry's families (Go runtime and process figures, the snapshot
+// directory's counters), byte for byte what promhttp over a registry
+// holding the Collector serves, its negotiation promhttp's own. In-process
+// sources (AllocatorSource, BlockPoolSource) are computed on each scrape,
+// and their families encoded then. A cache of the encoded exposition
+// filled at scrape time and a throttle of the runtime collectors were
+// measured not to pay at Prometheus' scrape intervals and were removed: a
+// rescan (every 10 s) falls between any two scrapes 15 s apart, so with
+// one Prometheus they never hit, and the scrape after a change, which sets
+// the p99, paid the full cost in any case (BenchmarkScrapeInterval;
+// docs/benchmarks.md, "Benchmarks: package exporter"). Encoding when the
+// source changes is what makes that scrape cheap ("Issue 27, third
+// round").
 //
 // # Daemon
 //
 // Serve runs the HTTP server on a listener the caller opens (tests use
 // 127.0.0.1:0): /metrics (promhttp over the Gatherer given, never the
-// global registry), /healthz (200 "ok" while serving; 503 "shutting down";
+// global registry; for a Collector.Gatherer, from the prepared bytes), /healthz (200 "ok" while serving; 503 "shutting down";
 // 503 "degraded: REASON" while a runner that is a StuckReporter has made no
 // progress for its deadline) and, with a Capturer, /snapshots/. The server sets ReadHeader, Read,
 // Write and Idle timeouts and MaxHeaderBytes, caps concurrent scrapes, runs

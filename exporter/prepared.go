@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // famInfo is one metric family the Collector can emit: what the registry
@@ -55,10 +57,17 @@ func writeMetrics(metrics []prometheus.Metric) []famMetric {
 	return out
 }
 
-// prepared is the Collector's families for one state of its sources.
+// prepared is the Collector's families for one state of its sources, and
+// their exposition in the formats scrapers asked for (encoded.go).
 type prepared struct {
 	key  []uint64 // per source: 0 down, version+1 up
 	fams []*dto.MetricFamily
+
+	mu sync.Mutex
+	// encoded holds fams encoded per format (at most maxFormats), filled
+	// when a source changes (Collector.formats) or by the first scrape
+	// asking for another format.
+	encoded map[expfmt.Format]*encoded
 }
 
 // Gatherer returns what /metrics should serve for reg and the Collector
@@ -79,8 +88,9 @@ type prepared struct {
 // are: no metric is built, written, checked or sorted at scrape time.
 // Sources that can tell when they change (PolledSource after each poll,
 // SnapshotDir after each rescan) have the Collector assemble the new
-// families then, on their goroutine, so that the scrape after a poll finds
-// them ready. A source that is not versioned (a live allocator, a
+// families then, and encode them in the formats scraped lately, on a
+// goroutine of its own (one for a burst of changes), so that the scrape
+// after a poll finds them ready. A source that is not versioned (a live allocator, a
 // ContextSource under Options.SourceTimeout) is collected at every scrape,
 // as Collect does.
 func (c *Collector) Gatherer(reg *prometheus.Registry) (prometheus.Gatherer, error) {
@@ -120,18 +130,43 @@ type notifier interface {
 	onChange(func())
 }
 
-// changed assembles the families after a source changed. Concurrent
-// calls coalesce: one assembles, looping while others marked a change,
-// the others return at once.
+// changed marks the families out of date after a source changed and,
+// unless a preparation is running, starts one (prepare) on its own
+// goroutine: the source's goroutine does not wait for it, and a burst of
+// changes (the polls of many sources at the same instant) is assembled
+// and encoded a few times, not once per source (BenchmarkPollPrepare;
+// docs/benchmarks.md, "Issue 27, third round").
 func (c *Collector) changed() {
 	c.dirty.Store(true)
-	for c.dirty.Load() && c.preparing.CompareAndSwap(false, true) {
-		for c.dirty.Swap(false) {
-			c.families(false)
-		}
-		c.preparing.Store(false)
+	if c.preparing.CompareAndSwap(false, true) {
+		c.prepWG.Add(1)
+		go c.prepare()
 	}
 }
+
+// prepare assembles the families, looping while changes are marked, and
+// encodes the last state in the formats scraped lately.
+func (c *Collector) prepare() {
+	defer c.prepWG.Done()
+	for {
+		for c.dirty.Swap(false) {
+			p := c.families(false)
+			if !c.dirty.Load() { // else a newer state is assembled next: encode that
+				p.prepareFormats(c.scrapedFormats())
+			}
+		}
+		c.preparing.Store(false)
+		// A change marked between the last Swap and the Store saw
+		// preparing set and left its state to this loop.
+		if !c.dirty.Load() || !c.preparing.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// settle waits until no preparation runs (tests and benchmarks, once the
+// changes they made are done).
+func (c *Collector) settle() { c.prepWG.Wait() }
 
 // merged is Collector.Gatherer's Gatherer.
 type merged struct {
@@ -139,31 +174,42 @@ type merged struct {
 	c   *Collector
 }
 
-// Gather merges the registry's families and the Collector's, both sorted
-// by name (their names differ: describer).
+// Gather merges the registry's families and the Collector's (mergeByName).
 func (g merged) Gather() ([]*dto.MetricFamily, error) {
 	fams, err := g.reg.Gather()
-	mine := g.c.families(true)
+	mine := g.c.families(true).fams
 	out := make([]*dto.MetricFamily, 0, len(fams)+len(mine))
-	i, j := 0, 0
-	for i < len(fams) && j < len(mine) {
-		if fams[i].GetName() < mine[j].GetName() {
+	mergeByName(fams, mine, func(i int, isMine bool) {
+		if isMine {
+			out = append(out, mine[i])
+		} else {
 			out = append(out, fams[i])
+		}
+	})
+	return out, err
+}
+
+// mergeByName calls each with the index of every family of fams and mine,
+// both sorted by name, in name order (their names differ: describer).
+func mergeByName(fams, mine []*dto.MetricFamily, each func(i int, isMine bool)) {
+	i, j := 0, 0
+	for i < len(fams) || j < len(mine) {
+		if j == len(mine) || i < len(fams) && fams[i].GetName() < mine[j].GetName() {
+			each(i, false)
 			i++
 		} else {
-			out = append(out, mine[j])
+			each(j, true)
 			j++
 		}
 	}
-	out = append(append(out, fams[i:]...), mine[j:]...)
-	return out, err
 }
 
 // families returns the Collector's families for the sources' current
 // state: the prepared ones when every source is versioned and none changed
-// since they were assembled, else newly assembled (and kept). The result
-// is shared and must not be modified. log is pass's.
-func (c *Collector) families(log bool) []*dto.MetricFamily {
+// since they were assembled, else newly assembled (and kept when every
+// source is versioned). The result is shared and must not be modified.
+// log is pass's.
+func (c *Collector) families(log bool) *prepared {
 	res := c.pass(log)
 	key := make([]uint64, len(res))
 	keep := true
@@ -180,15 +226,15 @@ func (c *Collector) families(log bool) []*dto.MetricFamily {
 	p := c.prep
 	c.mu.Unlock()
 	if keep && p != nil && slices.Equal(p.key, key) {
-		return p.fams
+		return p
 	}
-	fams := assemble(res)
+	np := &prepared{key: key, fams: assemble(res)}
 	if keep {
 		c.mu.Lock()
-		c.prep = &prepared{key: key, fams: fams}
+		c.prep = np
 		c.mu.Unlock()
 	}
-	return fams
+	return np
 }
 
 // assemble makes the families of one pass as a registry gathering the

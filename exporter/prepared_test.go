@@ -60,8 +60,10 @@ func bothWirings(t *testing.T, opts Options, srcs ...Source) (*prometheus.Regist
 
 // TestGathererSameExposition: the prepared families are byte for byte
 // what a registry holding the Collector exposes, in both formats, for
-// healthy, failing, duplicated, over-the-cap and polled sources, and
-// again (from what was prepared) on a second scrape.
+// healthy, failing, duplicated, over-the-cap, polled, versioned and no
+// sources, and again (from what was prepared) on a second scrape; and
+// /metrics served from the prepared bytes answers as promhttp over that
+// registry does, in every format and encoding (sameHandlers).
 func TestGathererSameExposition(t *testing.T) {
 	var mu sync.Mutex
 	engine := NewAllocatorSource("engine", Labels{GPU: "0", Instance: "vllm-0", Model: "llama-3-8b", Pool: "caching"}, fragmentedCaching(t), &mu)
@@ -86,6 +88,8 @@ func TestGathererSameExposition(t *testing.T) {
 			FuncSource{SourceName: "a", Fn: func() ([]Sample, error) { return []Sample{{Labels: Labels{GPU: "1"}, KV: &KV{Blocks: 1}}}, nil }},
 			FuncSource{SourceName: "b", Fn: func() ([]Sample, error) { return []Sample{{Labels: Labels{GPU: "0"}, KV: &KV{Blocks: 2}}}, nil }},
 		}},
+		{"versioned", Options{}, []Source{versionedFunc{name: "v", version: new(atomic.Uint64)}, failing("down")}},
+		{"none", Options{}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +100,7 @@ func TestGathererSameExposition(t *testing.T) {
 					t.Fatalf("scrape %d: Gatherer serves\n%s\nregistry\n%s", i, got, want)
 				}
 			}
+			sameHandlers(t, tc.opts, tc.srcs...)
 		})
 	}
 }
@@ -194,14 +199,14 @@ func TestGathererPreparedOnChange(t *testing.T) {
 	if after == before {
 		t.Fatal("a poll did not assemble the families")
 	}
-	fams := c.families(true)
+	fams := c.families(true).fams
 	if &fams[0] != &after.fams[0] {
 		t.Error("the scrape after a poll assembled the families again")
 	}
 	if got := kvBlocks(t, g, "a"); got != 2 {
 		t.Errorf("a = %v after its second poll, want 2", got)
 	}
-	if fams2 := c.families(true); &fams2[0] != &fams[0] {
+	if fams2 := c.families(true).fams; &fams2[0] != &fams[0] {
 		t.Error("a scrape with nothing changed assembled the families again")
 	}
 
@@ -221,6 +226,44 @@ func TestGathererPreparedOnChange(t *testing.T) {
 	}
 	if !strings.Contains(out, "go_goroutines") {
 		t.Error("the registry's families are missing")
+	}
+}
+
+// TestGathererUnversionedNotOnPoll: with a source that is not versioned
+// the families are not kept, so a poll does not assemble them: the
+// unversioned source is collected by the scrapes only.
+func TestGathererUnversionedNotOnPoll(t *testing.T) {
+	var n atomic.Int64
+	a, err := NewPolledSource(counterSource("a", &n), time.Minute, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	live := FuncSource{SourceName: "live", Fn: func() ([]Sample, error) {
+		calls.Add(1)
+		return []Sample{{Labels: Labels{GPU: "0", Instance: "live"}, KV: &KV{Blocks: 1}}}, nil
+	}}
+	c, err := New(nil, a, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Gatherer(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := a.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := calls.Load(); got != 0 {
+		t.Errorf("the unversioned source was collected %d times before any scrape", got)
+	}
+	if got := kvBlocks(t, g, "a"); got != 3 {
+		t.Errorf("a = %v after three polls, want 3", got)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Errorf("one scrape collected the unversioned source %d times", got)
 	}
 }
 
@@ -360,9 +403,15 @@ func TestGathererConcurrent(t *testing.T) {
 	}
 }
 
-// prepOf returns the families c last assembled.
+// prepOf returns the families c last assembled, once the preparation
+// running, if any, is done.
 func prepOf(c *Collector) *prepared {
+	c.settle()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.prep
 }
+
+// settleGatherer waits for what a Collector.Gatherer's sources' changes
+// prepare (benchmarks of the whole round of polls).
+func settleGatherer(g prometheus.Gatherer) { g.(merged).c.settle() }

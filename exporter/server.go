@@ -116,25 +116,27 @@ func Handler(cfg ServerConfig, healthy func() bool) http.Handler {
 }
 
 // metricsHandler returns /metrics' handler for cfg (defaults applied):
-// promhttp over cfg.Gatherer, gathering and encoding every collector on
-// each scrape. A cache of the encoded families and a throttle of the
-// runtime collectors were measured not to pay at Prometheus' scrape
-// intervals (BenchmarkScrapeInterval; docs/benchmarks.md, "Benchmarks:
-// package exporter"); the Collector's per-version cache is the one cache
-// (VersionedSource), and through Collector.Gatherer its families are
-// assembled when a source changes.
+// for a Collector.Gatherer, preparedHandler, which writes the Collector's
+// families as encoded when a source changed and encodes only the
+// registry's at the scrape (docs/benchmarks.md, "Issue 27, third round");
+// for any other Gatherer, promhttp's handler, gathering and encoding
+// everything on each scrape.
 func metricsHandler(cfg ServerConfig) http.Handler {
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.NewRegistry()
 	}
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
+	opts := promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: cfg.MaxRequestsInFlight,
 		DisableCompression:  !cfg.Gzip,
 		EnableOpenMetrics:   cfg.OpenMetrics,
-	})
+	}
+	if m, ok := g.(merged); ok {
+		return newPreparedHandler(m, opts)
+	}
+	return promhttp.HandlerFor(g, opts)
 }
 
 // Serve serves cfg on ln until ctx ends, running cfg.Runners meanwhile,

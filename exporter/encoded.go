@@ -1,0 +1,275 @@
+// The scrape from prepared bytes: /metrics writes the Collector's families
+// as encoded when a source changed. See doc.go for the overview.
+
+package exporter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// maxFormats bounds the formats a prepared state keeps encoded, and
+// those encoded when a source changes. Scrapers negotiate one format each
+// (Prometheus: OpenMetrics 1.0.0 when offered, else text 0.0.4; promtool
+// and curl: text), so one to three are in use; a fifth is encoded at each
+// scrape that asks for it, not kept.
+const maxFormats = 4
+
+// maxIdleScrapes is how many scrapes in other formats a format is still
+// encoded at each change after its last scrape: a format a scraper uses
+// at its interval stays (one Prometheus and a few others scraping as
+// often), one asked for once (a curl) stops costing an encoding per
+// change after 16 scrapes.
+const maxIdleScrapes = 16
+
+// formatUse is a format scraped lately: idle scrapes in other formats
+// since its last one.
+type formatUse struct {
+	f    expfmt.Format
+	idle int
+}
+
+// scraped records a scrape in format f.
+func (c *Collector) scraped(f expfmt.Format) {
+	c.fmtMu.Lock()
+	defer c.fmtMu.Unlock()
+	found := false
+	c.formats = slices.DeleteFunc(c.formats, func(u formatUse) bool { return u.idle >= maxIdleScrapes && u.f != f })
+	for i := range c.formats {
+		if c.formats[i].f == f {
+			c.formats[i].idle, found = 0, true
+		} else {
+			c.formats[i].idle++
+		}
+	}
+	if !found && len(c.formats) < maxFormats {
+		c.formats = append(c.formats, formatUse{f: f})
+	}
+}
+
+// scrapedFormats returns the formats to encode when a source changes.
+func (c *Collector) scrapedFormats() []expfmt.Format {
+	c.fmtMu.Lock()
+	defer c.fmtMu.Unlock()
+	out := make([]expfmt.Format, len(c.formats))
+	for i, u := range c.formats {
+		out[i] = u.f
+	}
+	return out
+}
+
+// encoded is a prepared state's families in one exposition format: family
+// i is buf[ends[i-1]:ends[i]] (buf[:ends[0]] for the first).
+type encoded struct {
+	buf  []byte
+	ends []int
+}
+
+// encodeFamilies encodes fams in format f as expfmt's encoder does, one
+// family after the other (each encoder writes a family on its own; the
+// only other output is OpenMetrics' final "# EOF", written by the scrape).
+func encodeFamilies(fams []*dto.MetricFamily, f expfmt.Format) (*encoded, error) {
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, f)
+	e := &encoded{ends: make([]int, len(fams))}
+	for i, mf := range fams {
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
+		}
+		e.ends[i] = b.Len()
+	}
+	e.buf = b.Bytes()
+	return e, nil
+}
+
+// encoding returns p's families in format f: as encoded when a source
+// changed, or encoded now (and kept, up to maxFormats formats).
+func (p *prepared) encoding(f expfmt.Format) (*encoded, error) {
+	p.mu.Lock()
+	e := p.encoded[f]
+	p.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	e, err := encodeFamilies(p.fams, f)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.encoded[f] == nil && len(p.encoded) < maxFormats {
+		if p.encoded == nil {
+			p.encoded = make(map[expfmt.Format]*encoded, maxFormats)
+		}
+		p.encoded[f] = e
+	}
+	return e, nil
+}
+
+// prepareFormats encodes p's families in formats (the formats scraped
+// lately), so that the next scrape in each finds them ready.
+func (p *prepared) prepareFormats(formats []expfmt.Format) {
+	for _, f := range formats {
+		_, _ = p.encoding(f) // an error is the scrape's to log (it encodes again)
+	}
+}
+
+// preparedHandler serves /metrics for a Collector.Gatherer: what promhttp
+// would serve, with the Collector's families written as encoded when a
+// source changed, and only the registry's (the runtime and process
+// collectors, the snapshot directory's counters) encoded at the scrape.
+//
+// It re-implements none of promhttp's negotiation: each request is first
+// served by promhttp's own handler over no families (negotiate), whose
+// headers (Content-Type, Content-Encoding, Vary) are the response's; the
+// body is then written in that format and, for Content-Encoding gzip,
+// compressed as promhttp does (gzip.NewWriter's default level). What it
+// does not serve itself goes to promhttp's handler over the Gatherer
+// (full): a name[] filter, an encoding other than gzip (zstd, were it
+// linked in), a format that fails to encode. It keeps promhttp's other
+// behaviours as configured by metricsHandler: at most MaxRequestsInFlight
+// at once (503 beyond), a gathering error logged and served around
+// (500 when nothing was gathered), an error writing the body logged (once,
+// where promhttp logs each family). The daemon registers no
+// promhttp_metric_handler_* metrics (HandlerOpts.Registry is nil), so
+// there are none to keep.
+type preparedHandler struct {
+	g         merged
+	negotiate http.Handler // promhttp over no families
+	full      http.Handler // promhttp over g
+	inFlight  chan struct{}
+	errorLog  promhttp.Logger
+}
+
+func newPreparedHandler(g merged, opts promhttp.HandlerOpts) *preparedHandler {
+	h := &preparedHandler{g: g, inFlight: make(chan struct{}, opts.MaxRequestsInFlight), errorLog: opts.ErrorLog}
+	if h.errorLog == nil {
+		h.errorLog = discardLogger{}
+	}
+	opts.MaxRequestsInFlight = 0 // counted here, once
+	h.full = promhttp.HandlerFor(g, opts)
+	h.negotiate = promhttp.HandlerFor(prometheus.Gatherers{}, opts)
+	return h
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Println(...any) {}
+
+var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
+	if cap(h.inFlight) > 0 {
+		select {
+		case h.inFlight <- struct{}{}:
+			defer func() { <-h.inFlight }()
+		default:
+			http.Error(rsp, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", cap(h.inFlight)),
+				http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if req.URL != nil && req.URL.RawQuery != "" && req.URL.Query().Has("name[]") {
+		h.full.ServeHTTP(rsp, req)
+		return
+	}
+	var neg headerRecorder
+	h.negotiate.ServeHTTP(&neg, req)
+	format := expfmt.Format(neg.header.Get("Content-Type"))
+	gz := false
+	switch neg.header.Get("Content-Encoding") {
+	case "":
+	case "gzip":
+		gz = true
+	default:
+		h.full.ServeHTTP(rsp, req)
+		return
+	}
+	if neg.status != 0 && neg.status != http.StatusOK {
+		h.full.ServeHTTP(rsp, req)
+		return
+	}
+
+	fams, err := h.g.reg.Gather()
+	p := h.g.c.families(true)
+	if err != nil {
+		h.errorLog.Println("error gathering metrics:", err)
+		if len(fams) == 0 && len(p.fams) == 0 {
+			rsp.Header().Del("Content-Encoding")
+			http.Error(rsp, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	h.g.c.scraped(format)
+	mine, err := p.encoding(format)
+	if err != nil {
+		h.errorLog.Println("error encoding prepared families, serving them through promhttp:", err)
+		h.full.ServeHTTP(rsp, req)
+		return
+	}
+	for k, v := range neg.header {
+		rsp.Header()[k] = v
+	}
+	var w io.Writer = rsp
+	if gz {
+		zw := gzipPool.Get().(*gzip.Writer)
+		zw.Reset(rsp)
+		defer func() { _ = zw.Close(); gzipPool.Put(zw) }()
+		w = zw
+	}
+	enc := expfmt.NewEncoder(w, format)
+	// The Collector's families between two of the registry's are written
+	// in one piece (mine.buf[from:to]): one write, not one per family.
+	var werr error
+	from, to := 0, 0
+	flush := func() {
+		if from < to && werr == nil {
+			_, werr = w.Write(mine.buf[from:to])
+		}
+		from = to
+	}
+	mergeByName(fams, p.fams, func(i int, isMine bool) {
+		if isMine {
+			to = mine.ends[i]
+			return
+		}
+		flush()
+		if werr == nil {
+			werr = enc.Encode(fams[i])
+		}
+	})
+	flush()
+	if closer, ok := enc.(expfmt.Closer); ok && werr == nil {
+		werr = closer.Close() // OpenMetrics' "# EOF"
+	}
+	if werr != nil {
+		h.errorLog.Println("error encoding and sending metric family:", werr)
+	}
+}
+
+// headerRecorder is the ResponseWriter of the negotiation: it keeps the
+// headers and the status and drops the body.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *headerRecorder) Header() http.Header {
+	if r.header == nil {
+		r.header = make(http.Header, 4)
+	}
+	return r.header
+}
+
+func (r *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *headerRecorder) WriteHeader(status int)      { r.status = status }
