@@ -106,6 +106,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 			return usageErrorf(cmd, "--%s is required", req.name)
 		}
 	}
+	defer engineGC()()
 	f.space.DefragsGiven = set("defrag")
 	if in.Space, err = f.space.Space(func(v string, known []string) string {
 		return human.DidYouMean(human.SpecKind(v), human.SpecKinds(known))

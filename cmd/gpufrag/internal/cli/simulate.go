@@ -106,6 +106,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := checkInputs(fileFlag{"--scenario", f.scenarioFile}); err != nil {
 		return err
 	}
+	defer engineGC()()
 	s, err := loadScenario(f.scenarioFile)
 	if err != nil {
 		return err
