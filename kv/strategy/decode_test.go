@@ -39,15 +39,7 @@ func TestDecodeStepsIsGrowRounds(t *testing.T) {
 		bs := rapid.IntRange(1, 8).Draw(t, "block-size")
 		blocks := rapid.IntRange(4, 60).Draw(t, "blocks")
 		maxCtx := rapid.SampledFrom([]int{2048, 64}).Draw(t, "max-context")
-		mk := func() *paged {
-			env := newEnv(t, "caching", 1<<30, int64(blocks*bs)*tinyBPT)
-			env.MaxContext = maxCtx
-			s, err := Parse(fmt.Sprintf("paged:%d", bs), env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s.(*paged)
-		}
+		mk := func() *paged { return newTinyPaged(t, bs, blocks, func(e *Env) { e.MaxContext = maxCtx }) }
 		a, b, c := mk(), mk(), mk()
 		nseq := rapid.IntRange(1, 6).Draw(t, "seqs")
 		var ids []SeqID

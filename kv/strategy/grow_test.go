@@ -19,14 +19,7 @@ func TestGrowOneMatchesCounted(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		bs := rapid.SampledFrom([]int{1, 2, 4, 16}).Draw(t, "bs")
 		blocks := rapid.IntRange(2, 40).Draw(t, "blocks")
-		mk := func() *paged {
-			env := newEnv(t, "caching", 1<<30, int64(blocks*bs)*tinyBPT)
-			s, err := Parse(fmt.Sprintf("paged:%d", bs), env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s.(*paged)
-		}
+		mk := func() *paged { return newTinyPaged(t, bs, blocks, nil) }
 		a, b := mk(), mk()
 		live := map[SeqID]bool{}
 		var next SeqID

@@ -36,6 +36,22 @@ func newEnv(t fataler, allocSpec string, capacity, poolBytes int64) Env {
 	return Env{Model: tinyModel(), KVDType: model.BF16, Alloc: a, PoolBytes: poolBytes}
 }
 
+// newTinyPaged builds paged:bs over a pool of the given number of blocks of
+// the tiny model, on the caching allocator; env, when not nil, edits the Env
+// first.
+func newTinyPaged(t fataler, bs, blocks int, env func(*Env)) *paged {
+	t.Helper()
+	e := newEnv(t, "caching", 1<<30, int64(blocks*bs)*tinyBPT)
+	if env != nil {
+		env(&e)
+	}
+	s, err := Parse(fmt.Sprintf("paged:%d", bs), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(*paged)
+}
+
 // checkUsage checks the breakdown against the allocator: parts
 // non-negative; for paged the footprint is the pool's allocation, otherwise
 // what is held for sequences is the allocator's allocated bytes above

@@ -1,7 +1,6 @@
 package strategy
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -20,14 +19,7 @@ func TestPrefixMemoChangesNothing(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		bs := rapid.SampledFrom([]int{1, 3, 16}).Draw(t, "block-size")
 		blocks := rapid.IntRange(8, 200).Draw(t, "blocks")
-		mk := func() *paged {
-			env := newEnv(t, "caching", 1<<30, int64(blocks*bs)*tinyBPT)
-			s, err := Parse(fmt.Sprintf("paged:%d", bs), env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s.(*paged)
-		}
+		mk := func() *paged { return newTinyPaged(t, bs, blocks, nil) }
 		a, b := mk(), mk()
 		span := rapid.SampledFrom([]int{1, 2, bs, 2 * bs, 5}).Draw(t, "span")
 		convs := make([][]uint64, rapid.IntRange(1, 4).Draw(t, "conversations"))
