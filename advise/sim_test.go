@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -28,7 +28,7 @@ func smallSetup(t testing.TB, buckets []int) (sim.Config, *Workload) {
 // tests).
 func traceSetup(t testing.TB, path string, rows int, buckets []int, modelName, gpu string) (sim.Config, *Workload) {
 	t.Helper()
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("simulates dozens of runs; too slow with every self-check on (-race, -tags invariants)")
 	}
 	fh, err := os.Open(path)

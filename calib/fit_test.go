@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
@@ -41,7 +41,7 @@ func setup70B(t testing.TB) ReplaySetup {
 // calibration under the race detector.
 func skipHeavy(t *testing.T) {
 	t.Helper()
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("hundreds of replays; too slow with every self-check on (-race, -tags invariants)")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -48,7 +48,7 @@ func synthetic(t *testing.T, truth *sim.JointModel, sources ...string) *Dataset 
 // two changed parameters, both come back within 3% and every figure within
 // 1%; with every parameter the figures move, the figures within 2%.
 func TestFitJointRecovers(t *testing.T) {
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("hundreds of simulations with every allocator self-check")
 	}
 	truth := sim.PriorJoint()

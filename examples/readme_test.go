@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // The README's conventions this test reads (say them in the README's own
@@ -262,7 +262,7 @@ func TestReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: TestReadme builds gpufrag and runs the README's commands (about 20 s)")
 	}
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("-tags invariants or -race: the README's commands are run by the plain go test run")
 	}
 	root, err := filepath.Abs("..")

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // The defrag tuning set (experiments/testdata/defrag-tune/*.yaml) is where
@@ -109,7 +109,7 @@ func TestDefragTuneSetOutOfSample(t *testing.T) {
 // worse.
 func TestDefragTuneSet(t *testing.T) {
 	longtest.Skip(t)
-	if testing.Short() || invariants.Enabled {
+	if testing.Short() || testkit.SlowBuild {
 		t.Skip("the tuning set's 70 full runs take about a minute")
 	}
 	exps := loadTuneSet(t)

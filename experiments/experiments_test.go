@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // root is the repository root seen from this package's directory.
 const root = ".."
 
 // heavy are the experiments whose reduced runs take seconds; they are
-// skipped under -short and under -race (invariants.Enabled).
+// skipped under -short and under -race (testkit.SlowBuild).
 var heavy = map[string]bool{"weekly-compaction": true, "long-chat-compaction": true, "compaction-threshold": true, "day-long-growth": true}
 
 func load(t *testing.T) []*Experiment {
@@ -54,10 +54,10 @@ func TestLoad(t *testing.T) {
 func TestReduced(t *testing.T) {
 	for _, e := range load(t) {
 		t.Run(e.Name, func(t *testing.T) {
-			if heavy[e.Name] && (testing.Short() || invariants.Enabled) {
+			if heavy[e.Name] && (testing.Short() || testkit.SlowBuild) {
 				t.Skip("heavy: skipped under -short and -race")
 			}
-			if e.Kind() == "scenario" && invariants.Enabled {
+			if e.Kind() == "scenario" && testkit.SlowBuild {
 				t.Skip("the engine checks its invariants under -race and -tags invariants: too slow; TestDeterministic covers the pool")
 			}
 			t.Parallel()

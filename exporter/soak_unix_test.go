@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"io"
 	"net"
 	"net/http"
@@ -114,7 +115,7 @@ func TestSoak(t *testing.T) {
 		duration = 3 * time.Second
 	}
 	rssBound := int64(soakRSSBound)
-	if raceEnabled {
+	if testkit.Race {
 		rssBound = soakRSSBoundRace
 	}
 	baseGoroutines := runtime.NumGoroutine()

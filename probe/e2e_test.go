@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // e2eScript is the probed program: a "server" that initialises CUDA (the
@@ -96,7 +96,7 @@ func freePort(t *testing.T) int {
 // of the recorded trace that matches every address.
 func TestEndToEnd(t *testing.T) {
 	longtest.Skip(t)
-	if testing.Short() || invariants.Enabled {
+	if testing.Short() || testkit.SlowBuild {
 		t.Skip("starts Python, the exporter and Prometheus (about 20 s); runs in the plain `go test ./...`")
 	}
 	need := func(what, hint string, ok bool) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // suiteTimeout bounds the pytest run: about 17 CPU-s, 87 s wall on a
@@ -59,7 +59,7 @@ func firstLine(b []byte) string {
 // it skips, except under CI=true, where it fails: CI installs them
 // (apt-get install python3-pytest).
 func TestPytest(t *testing.T) {
-	if testing.Short() || invariants.Enabled {
+	if testing.Short() || testkit.SlowBuild {
 		t.Skip("the pytest suite runs once, in the plain `go test ./...` (not under -short, -race or -tags invariants)")
 	}
 	py, tried := python(t)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/calib"
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -33,7 +33,7 @@ var once struct {
 // concurrency under the race detector.
 func report(t *testing.T) *calib.FidelityReport {
 	t.Helper()
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("the whole page under -race or -tags invariants takes many minutes; calib's TestFidelityWorkers covers its concurrency")
 	}
 	once.Do(func() { once.rep, once.err = Report(context.Background(), root, nil, nil, 0) })

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
@@ -17,7 +17,7 @@ import (
 // oom entries and devices make no larger a page, and the page says what it
 // left out. Without the bounds the larger page was 4× the smaller.
 func TestAnalyzeHTMLBounded(t *testing.T) {
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("-race or -tags invariants: this package starts no goroutine and the plain go test run covers it; its replays of 80,000 blocks take minutes with every self-check on")
 	}
 	page := func(k int) string {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gpufrag/gpufrag/advise"
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // adviseTrace is the small synthetic Azure trace of package advise's tests.
@@ -25,7 +25,7 @@ var adviseTrace = filepath.Join("..", "..", "..", "..", "advise", "testdata", "s
 // cover Run's concurrency under -race with a fake evaluator.
 func skipAdviseSims(t *testing.T) {
 	t.Helper()
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("simulates; too slow with every self-check on (-race, -tags invariants)")
 	}
 }

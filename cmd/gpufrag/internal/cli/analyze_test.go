@@ -2,7 +2,7 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -222,7 +222,7 @@ func TestAnalyzeCollectsAfterDecoding(t *testing.T) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOGC or GOMEMLIMIT set: the command leaves the collector to them")
 	}
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("-race or -tags invariants: the collector's schedule is the plain build's, and the allocator's self-checks make this 5,000-segment replay take minutes (the plain go test run covers it)")
 	}
 	path := filepath.Join(t.TempDir(), "crafted.pickle")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 	"github.com/gpufrag/gpufrag/optrace/synth"
@@ -282,7 +282,7 @@ func TestReplayReport(t *testing.T) {
 // TestReplayExample runs the README's first command: the embedded example
 // through all seven allocators.
 func TestReplayExample(t *testing.T) {
-	if invariants.Enabled && testing.Short() {
+	if testkit.SlowBuild && testing.Short() {
 		t.Skip("5,000 ops through seven allocators with every self-check on takes minutes under -race -short; the other CI steps run it")
 	}
 	needAllocators(t)

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/internal/longtest"
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/report"
 	"github.com/gpufrag/gpufrag/report/browsercheck"
 )
@@ -61,7 +61,7 @@ type htmlReportCase struct {
 // (Debian: apt-get install chromium).
 func TestHTMLReportsInBrowser(t *testing.T) {
 	longtest.Skip(t)
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("renders pages, checks no allocator: the plain go test run covers it, and with every self-check on (-race, -tags invariants) its simulations are slow")
 	}
 	browser, shots := browsercheck.Require(t)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/internal/invariants"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
@@ -21,7 +21,7 @@ func skipHeavy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the full default scenario; run without -short")
 	}
-	if invariants.Enabled {
+	if testkit.SlowBuild {
 		t.Skip("runs the full default scenario; too slow with every self-check on (-race, -tags invariants)")
 	}
 }
