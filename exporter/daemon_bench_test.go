@@ -70,12 +70,12 @@ func BenchmarkHTTPScrape(b *testing.B) {
 }
 
 // BenchmarkHTTPScrapeDaemon is BenchmarkHTTPScrape with the daemon's Go
-// and process collectors in the registry. Run with
+// and process collectors (RuntimeCollectors) in the registry. Run with
 //
 //	go test ./exporter -run '^$' -bench HTTPScrapeDaemon -benchmem
 func BenchmarkHTTPScrapeDaemon(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(RuntimeCollectors()...)
 	benchHTTPScrape(b, reg, false)
 }
 
@@ -296,21 +296,21 @@ func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
 func (d discardResponse) WriteHeader(int)             {}
 
 // BenchmarkRuntimeGather measures what the daemon's registry gathers at
-// every scrape besides the Collector: the Go collector alone, and with
-// the process collector (which reads /proc/self/stat, /proc/stat, limits,
-// fd/ and net/netstat each time). Run with
+// every scrape besides the Collector: the Go collector alone, with the
+// daemon's process collector (NewProcessCollector), and with
+// client_golang's (which reads and scans /proc/self/stat, /proc/stat,
+// limits, fd/ and net/netstat each time), for comparison. Run with
 //
 //	go test ./exporter -run '^$' -bench RuntimeGather -benchmem
 func BenchmarkRuntimeGather(b *testing.B) {
-	for _, process := range []bool{false, true} {
-		name := "collectors=go"
-		if process {
-			name += "+process"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, process := range []string{"", "+process", "+process-client_golang"} {
+		b.Run("collectors=go"+process, func(b *testing.B) {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector())
-			if process {
+			switch process {
+			case "+process":
+				reg.MustRegister(NewProcessCollector())
+			case "+process-client_golang":
 				reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			}
 			b.ReportAllocs()
