@@ -129,6 +129,22 @@ func counterSource(name string, n *atomic.Int64) ContextSource {
 	}}
 }
 
+// counterPair returns counterSources "a" and "b" polled every minute on
+// clock (not polled yet).
+func counterPair(t *testing.T, clock Clock) (a, b *PolledSource) {
+	t.Helper()
+	var na, nb atomic.Int64
+	a, err := NewPolledSource(counterSource("a", &na), time.Minute, 0, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = NewPolledSource(counterSource("b", &nb), time.Minute, 0, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 func kvBlocks(t *testing.T, g prometheus.Gatherer, instance string) float64 {
 	t.Helper()
 	fams, err := g.Gather()
@@ -157,15 +173,7 @@ func kvBlocks(t *testing.T, g prometheus.Gatherer, instance string) float64 {
 // source that cannot notify) is assembled then.
 func TestGathererPreparedOnChange(t *testing.T) {
 	clock := NewManualClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
-	var na, nb atomic.Int64
-	a, err := NewPolledSource(counterSource("a", &na), time.Minute, 0, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewPolledSource(counterSource("b", &nb), time.Minute, 0, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := counterPair(t, clock)
 	ctx := context.Background()
 	for _, p := range []*PolledSource{a, b} {
 		if err := p.Poll(ctx); err != nil {
@@ -422,15 +430,7 @@ func settleGatherer(g prometheus.Gatherer) { g.(merged).c.settle() }
 // to tell, nothing while they stay down, a poll bringing one back.
 func TestGathererStateLogs(t *testing.T) {
 	clock := NewManualClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
-	var na, nb atomic.Int64
-	a, err := NewPolledSource(counterSource("a", &na), time.Minute, 0, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewPolledSource(counterSource("b", &nb), time.Minute, 0, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := counterPair(t, clock)
 	twin, err := NewPolledSource(FuncContextSource{SourceName: "twin", Fn: func(context.Context) ([]Sample, error) {
 		return []Sample{{Labels: Labels{GPU: "0", Instance: "a"}, KV: &KV{Blocks: 1}}}, nil
 	}}, time.Hour, 0, clock)
