@@ -197,6 +197,12 @@ type sourceResult struct {
 	ent  cached // its metrics, when up
 	up   float64
 	name string
+	// in is what the pass read of a VersionedSource: 0 when its own
+	// collection failed, else its version + 1 (prepared.in); err is why
+	// it is down (its own error, a check of its samples, a clash, the
+	// cap), nil when up.
+	in  uint64
+	err error
 }
 
 // New returns a Collector over sources and registers it with reg. With a nil
@@ -279,7 +285,7 @@ func (c *Collector) pass(log bool) []sourceResult {
 	seen := make(map[seenKey]bool)
 	series := 0
 	for i, s := range c.sources {
-		ent, err := c.metricsOf(i, s)
+		ent, in, err := c.metricsOf(i, s)
 		if err == nil {
 			for _, k := range ent.keys {
 				if seen[k] {
@@ -304,47 +310,53 @@ func (c *Collector) pass(log bool) []sourceResult {
 		if log {
 			c.logState(s.Name(), err)
 		}
-		out[i] = sourceResult{ent: ent, up: up, name: s.Name()}
+		out[i] = sourceResult{ent: ent, up: up, name: s.Name(), in: in, err: err}
 	}
 	return out
 }
 
 // metricsOf collects source i and returns its metrics, from the cache when
-// a VersionedSource's version has not changed. The error is the source's
-// own or a check of its samples.
-func (c *Collector) metricsOf(i int, s Source) (cached, error) {
+// a VersionedSource's version has not changed, and what it read of a
+// VersionedSource (sourceResult.in). The error is the source's own or a
+// check of its samples.
+func (c *Collector) metricsOf(i int, s Source) (cached, uint64, error) {
 	vs, versioned := s.(VersionedSource)
 	var samples []Sample
 	var version uint64
 	var err error
 	if versioned {
+		if sv, ok := s.(stateVersioner); ok {
+			// The version alone first: the samples are copied only when
+			// the cache does not hold them.
+			if version, err = sv.stateVersion(); err != nil {
+				return cached{}, 0, err
+			}
+			if ent, ok := c.cachedAt(i, version); ok {
+				return ent, version + 1, nil
+			}
+		}
 		err = recovered(s.Name(), func() (err error) {
 			samples, version, err = vs.CollectVersioned()
 			return err
 		})
 		if err != nil {
-			return cached{}, err
+			return cached{}, 0, err
 		}
-		c.mu.Lock()
-		ent := c.cache[i]
-		c.mu.Unlock()
-		if ent.ok && ent.version == version {
-			if ent.dtos == nil && ent.metrics != nil && c.gathering.Load() {
-				ent.dtos = writeMetrics(ent.metrics) // cached before Gatherer was called
-				c.mu.Lock()
-				c.cache[i] = ent
-				c.mu.Unlock()
-			}
-			return ent, nil
+		if ent, ok := c.cachedAt(i, version); ok {
+			return ent, version + 1, nil
 		}
 		samples = slices.Clone(samples)
 		sortSamples(samples)
 	} else if samples, err = c.collectSource(i, s); err != nil {
-		return cached{}, err
+		return cached{}, 0, err
+	}
+	in := uint64(0)
+	if versioned {
+		in = version + 1
 	}
 	keys, err := checkSamples(samples)
 	if err != nil {
-		return cached{}, err
+		return cached{}, in, err
 	}
 	ent := cached{ok: true, versioned: versioned, version: version, keys: keys, series: countSeries(samples)}
 	if c.opts.MaxSeries == 0 || ent.series <= c.opts.MaxSeries {
@@ -358,7 +370,45 @@ func (c *Collector) metricsOf(i int, s Source) (cached, error) {
 		c.cache[i] = ent
 		c.mu.Unlock()
 	}
-	return ent, nil
+	return ent, in, nil
+}
+
+// cachedAt returns source i's cached metrics when they are of version.
+func (c *Collector) cachedAt(i int, version uint64) (cached, bool) {
+	c.mu.Lock()
+	ent := c.cache[i]
+	c.mu.Unlock()
+	if !ent.ok || ent.version != version {
+		return cached{}, false
+	}
+	if ent.dtos == nil && ent.metrics != nil && c.gathering.Load() {
+		ent.dtos = writeMetrics(ent.metrics) // cached before Gatherer was called
+		c.mu.Lock()
+		c.cache[i] = ent
+		c.mu.Unlock()
+	}
+	return ent, true
+}
+
+// stateVersioner is a VersionedSource that tells its version (or its
+// error) without copying its samples: PolledSource and SnapshotDir. A
+// scrape that finds every source at the version its families were
+// prepared from reads no samples (Collector.unchanged).
+type stateVersioner interface {
+	stateVersion() (uint64, error)
+}
+
+// versionOf returns what CollectVersioned would return of s but its
+// samples.
+func versionOf(s VersionedSource) (version uint64, err error) {
+	if sv, ok := s.(stateVersioner); ok {
+		return sv.stateVersion()
+	}
+	err = recovered(s.Name(), func() (err error) {
+		_, version, err = s.CollectVersioned()
+		return err
+	})
+	return version, err
 }
 
 // recovered runs fn, turning a panic into an error.

@@ -68,6 +68,10 @@
 // the p99, paid the full cost in any case (BenchmarkScrapeInterval;
 // docs/benchmarks.md, "Benchmarks: package exporter"). Encoding when the
 // source changes is what makes that scrape cheap ("Issue 27, third
+// round"). Such a scrape asks each source for its version alone (no
+// samples copied, no label set checked again: Collector.unchanged), and
+// the daemon's process figures come from NewProcessCollector,
+// client_golang's families read on a cheaper path ("Issue 27, fourth
 // round").
 //
 // # Daemon

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // The daemon's rates (cmd/gpufrag/internal/cli/exporter.go's defaults) and
@@ -37,7 +36,7 @@ const (
 // polled sources (8 GPUs × 16 instances of fragmented caching allocators,
 // 13 series each) are polled every 15 s, all at the same instants, as the
 // daemon's runners started together are. The daemon's Go and process
-// collectors are in the registry.
+// collectors (RuntimeCollectors) are in the registry.
 //
 // It decided the daemon's caching (docs/benchmarks.md, "Benchmarks:
 // package exporter"). Any cache of the scrape path hits only when nothing
@@ -67,7 +66,7 @@ func BenchmarkScrapeInterval(b *testing.B) {
 func benchScrapeInterval(b *testing.B, replicas int) {
 	clock := NewManualClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(RuntimeCollectors()...)
 
 	dir := b.TempDir()
 	for i, name := range []string{"replay.pickle", "modern_p4.pickle", "mid.pickle", "modern_p5.pickle"} {

@@ -72,18 +72,36 @@ func (p *PolledSource) Collect() ([]Sample, error) {
 func (p *PolledSource) CollectVersioned() ([]Sample, uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.stuckLocked(); err != nil {
+	if err := p.stateLocked(); err != nil {
 		return nil, 0, err
+	}
+	return slices.Clone(p.samples), p.version, nil
+}
+
+// stateVersion is CollectVersioned without the samples (stateVersioner).
+func (p *PolledSource) stateVersion() (uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.stateLocked(); err != nil {
+		return 0, err
+	}
+	return p.version, nil
+}
+
+// stateLocked is why the last poll's samples cannot be served, or nil.
+func (p *PolledSource) stateLocked() error {
+	if err := p.stuckLocked(); err != nil {
+		return err
 	}
 	switch {
 	case !p.polled:
-		return nil, 0, errNotPolled
+		return errNotPolled
 	case p.err != nil:
-		return nil, 0, p.err
+		return p.err
 	case p.clock.Now().Sub(p.last) > 3*p.interval:
-		return nil, 0, fmt.Errorf("exporter: source %q: last success at %s is stale", p.Name(), p.last.UTC().Format(time.RFC3339))
+		return fmt.Errorf("exporter: source %q: last success at %s is stale", p.Name(), p.last.UTC().Format(time.RFC3339))
 	}
-	return slices.Clone(p.samples), p.version, nil
+	return nil
 }
 
 // Stuck returns an error wrapping ErrStuck while a poll has been running

@@ -62,6 +62,11 @@ func writeMetrics(metrics []prometheus.Metric) []famMetric {
 type prepared struct {
 	key  []uint64 // per source: 0 down, version+1 up
 	fams []*dto.MetricFamily
+	// in is what the pass read of each source (sourceResult.in), errs why
+	// each source was down (nil: up): when every source reads the same
+	// again, the pass would decide the same (Collector.unchanged).
+	in   []uint64
+	errs []error
 
 	mu sync.Mutex
 	// encoded holds fams encoded per format (at most maxFormats), filled
@@ -210,10 +215,16 @@ func mergeByName(fams, mine []*dto.MetricFamily, each func(i int, isMine bool)) 
 // source is versioned). The result is shared and must not be modified.
 // log is pass's.
 func (c *Collector) families(log bool) *prepared {
+	if p := c.unchanged(log); p != nil {
+		return p
+	}
 	res := c.pass(log)
 	key := make([]uint64, len(res))
+	in := make([]uint64, len(res))
+	errs := make([]error, len(res))
 	keep := true
 	for i, r := range res {
+		in[i], errs[i] = r.in, r.err
 		switch {
 		case r.up == 0:
 		case r.ent.versioned:
@@ -228,13 +239,56 @@ func (c *Collector) families(log bool) *prepared {
 	if keep && p != nil && slices.Equal(p.key, key) {
 		return p
 	}
-	np := &prepared{key: key, fams: assemble(res)}
+	np := &prepared{key: key, fams: assemble(res), in: in, errs: errs}
 	if keep {
 		c.mu.Lock()
 		c.prep = np
 		c.mu.Unlock()
 	}
 	return np
+}
+
+// unchanged returns the families last prepared when every source is a
+// VersionedSource that reads as it did when they were assembled (the same
+// version, or failing both times): a pass would decide the same sources
+// up, with the same series, so none is asked for its samples and no label
+// set is checked again. With log it logs as pass does: a source's own
+// error as it reads now, else the reason it was down then. Else nil.
+func (c *Collector) unchanged(log bool) *prepared {
+	if !c.allVersioned {
+		return nil
+	}
+	c.mu.Lock()
+	p := c.prep
+	c.mu.Unlock()
+	if p == nil || len(p.in) != len(c.sources) {
+		return nil
+	}
+	var own []error // the sources' own errors now, allocated at the first
+	for i, s := range c.sources {
+		v, err := versionOf(s.(VersionedSource))
+		in := v + 1
+		if err != nil {
+			in = 0
+			if own == nil {
+				own = make([]error, len(c.sources))
+			}
+			own[i] = err
+		}
+		if in != p.in[i] {
+			return nil
+		}
+	}
+	if log {
+		for i, s := range c.sources {
+			err := p.errs[i]
+			if own != nil && own[i] != nil {
+				err = own[i]
+			}
+			c.logState(s.Name(), err)
+		}
+	}
+	return p
 }
 
 // assemble makes the families of one pass as a registry gathering the

@@ -241,6 +241,16 @@ func (d *SnapshotDir) CollectVersioned() ([]Sample, uint64, error) {
 	return slices.Clone(d.samples), d.scans, nil
 }
 
+// stateVersion is CollectVersioned without the samples (stateVersioner).
+func (d *SnapshotDir) stateVersion() (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.stateLocked(); err != nil {
+		return 0, err
+	}
+	return d.scans, nil
+}
+
 func (d *SnapshotDir) stateLocked() error {
 	if err := d.stuckLocked(); err != nil {
 		return err

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/gpufrag/gpufrag/cluster/kube/live"
 	"github.com/gpufrag/gpufrag/exporter"
@@ -184,7 +183,7 @@ func firstRepeated(vals []string) string {
 // nvml.ErrNotBuilt: --nvml can never work there.
 func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(exporter.RuntimeCollectors()...)
 	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger, Gzip: c.Gzip}
 	var sources []exporter.Source
 	var capture *exporter.Capturer
