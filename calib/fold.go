@@ -96,3 +96,14 @@ func JudgeWith(ctx context.Context, d *Dataset, o JointFitOptions, m *sim.JointM
 	})
 	return out, nil
 }
+
+// JointParamValue is the value of the joint model's parameter name
+// (JointParamNames) in j; false for an unknown name.
+func JointParamValue(j *sim.JointModel, name string) (float64, bool) {
+	for _, p := range jointParams() {
+		if p.name == name {
+			return p.get(j), true
+		}
+	}
+	return 0, false
+}

@@ -268,11 +268,48 @@ func Stale(have, want []byte) (int, string, string) {
 	return 0, "", ""
 }
 
+// NeverSeenFold is the -folds entry that fits the joint model to every
+// fitted figure, as the full refit does, and judges it on the sources no
+// fit used (docs/fidelity.md's "never seen" rows), each source apart.
+const NeverSeenFold = "never-seen"
+
+// judgeNeverSeen is the fold NeverSeenFold: the full fit, judged on the
+// fit or holdout figures of every source that keys (the fitted sources'
+// folds) does not name.
+func judgeNeverSeen(ctx context.Context, d *calib.Dataset, o calib.JointFitOptions, keys []string) (*calib.Fold, error) {
+	fit, err := calib.FitJoint(ctx, d, o)
+	if err != nil {
+		return nil, err
+	}
+	out := &calib.Fold{Fit: fit}
+	var seen []string
+	for _, f := range d.Figures {
+		k := "source:" + f.Source
+		if f.Use != "holdout" || slices.Contains(keys, k) || slices.Contains(seen, k) {
+			continue
+		}
+		seen = append(seen, k)
+		o.Without = k
+		figs, err := calib.JudgeWith(ctx, d, o, fit.Model)
+		if err != nil {
+			return nil, err
+		}
+		out.Figures = append(out.Figures, figs...)
+	}
+	return out, nil
+}
+
 // judgeFolds fits and judges the folds o names (refit -folds), printing
 // each figure's error, each fold's median and the median over all.
 func judgeFolds(ctx context.Context, o Options, d *calib.Dataset, keys []string, logf func(string, ...any)) error {
 	var folds []string
 	for _, f := range o.Folds {
+		if f == NeverSeenFold {
+			if !slices.Contains(folds, f) {
+				folds = append(folds, f)
+			}
+			continue
+		}
 		if f == "sources" {
 			for _, k := range keys {
 				if strings.HasPrefix(k, "source:") && !slices.Contains(folds, k) {
@@ -285,7 +322,7 @@ func judgeFolds(ctx context.Context, o Options, d *calib.Dataset, keys []string,
 			return err
 		}
 		if !slices.Contains(keys, f) {
-			return fmt.Errorf("fold %q: no fitted figure has it: want one of %s", f, strings.Join(keys, ", "))
+			return fmt.Errorf("fold %q: no fitted figure has it: want one of %s, or %s (the full fit, judged on the sources no fit used)", f, strings.Join(keys, ", "), NeverSeenFold)
 		}
 		if !slices.Contains(folds, f) {
 			folds = append(folds, f)
@@ -298,12 +335,18 @@ func judgeFolds(ctx context.Context, o Options, d *calib.Dataset, keys []string,
 	open := calib.OpenFixture(filepath.Join(o.Root, "calib"))
 	var all calib.Fold
 	for _, k := range folds {
-		fold, err := calib.JudgeFold(ctx, d, calib.JointFitOptions{Open: open, Workers: o.Workers, Without: k})
+		var fold *calib.Fold
+		var err error
+		if k == NeverSeenFold {
+			fold, err = judgeNeverSeen(ctx, d, calib.JointFitOptions{Open: open, Workers: o.Workers}, keys)
+		} else {
+			fold, err = calib.JudgeFold(ctx, d, calib.JointFitOptions{Open: open, Workers: o.Workers, Without: k})
+		}
 		if err != nil {
 			return err
 		}
-		logf("fold %s: %d figures fitted, %d parameters, loss %.4g → %.4g, %d iterations, %s", k, len(fold.Fit.Figures), len(fold.Fit.Params),
-			fold.Fit.LossBefore, fold.Fit.LossAfter, fold.Fit.Iterations, fold.Fit.Status)
+		logf("fold %s: %d figures fitted, %d parameters, loss %.4g → %.4g, %d iterations, %s; fitted: %s", k, len(fold.Fit.Figures), len(fold.Fit.Params),
+			fold.Fit.LossBefore, fold.Fit.LossAfter, fold.Fit.Iterations, fold.Fit.Status, fittedValues(fold.Fit))
 		for _, f := range fold.Figures {
 			e := "no value"
 			if f.OK {
@@ -320,4 +363,17 @@ func judgeFolds(ctx context.Context, o Options, d *calib.Dataset, keys []string,
 		fmt.Fprintf(out, "all folds\tmedian |error| %.1f%% over %d figures\n", 100*m, n)
 	}
 	return nil
+}
+
+// fittedValues lists a fit's fitted parameters with their values.
+func fittedValues(fit *calib.JointFit) string {
+	var b strings.Builder
+	for i, n := range fit.Params {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v, _ := calib.JointParamValue(fit.Model, n)
+		fmt.Fprintf(&b, "%s=%.4g", n, v)
+	}
+	return b.String()
 }

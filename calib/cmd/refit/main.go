@@ -3,7 +3,7 @@
 // after changing calib/published.yaml, the prior sim/profiles/prior.yaml,
 // the step-time model or the fit.
 //
-//	go run ./calib/cmd/refit [-loosen] [-parallel N] [-page] [-folds source:ID,gpu:NAME,...]
+//	go run ./calib/cmd/refit [-loosen] [-parallel N] [-page] [-folds source:ID,gpu:NAME,sources,never-seen,...]
 package main
 
 import (
@@ -22,7 +22,7 @@ func main() {
 	parallel := flag.Int("parallel", 0, "simulations at once (0: one per CPU)")
 	root := flag.String("root", ".", "the repository root")
 	pageOnly := flag.Bool("page", false, "skip the fits: regenerate docs/fidelity.md and calib/residuals.yaml from the embedded models (rebuild after a refit first: they are embedded)")
-	folds := flag.String("folds", "", "fit and judge only these leave-one-out folds, comma-separated (source:ID, gpu:NAME, or sources for every source's), print each figure's error, write nothing")
+	folds := flag.String("folds", "", "fit and judge only these leave-one-out folds, comma-separated (source:ID, gpu:NAME, sources for every source's, or never-seen for the full fit judged on the sources no fit used), print each figure's error, write nothing")
 	flag.Parse()
 	var fl []string
 	if *folds != "" {
