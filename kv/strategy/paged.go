@@ -286,6 +286,18 @@ func (p *paged) Grow(id SeqID, k int) error {
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
 	}
+	if c := p.counts; c != nil && ps.n == 1 && k > 0 && ps.tokens+k <= min(ps.blocks*p.bs, p.env.MaxContext) {
+		// Counted, one sample, within its last block and the context (a
+		// decode step's token, mostly): growCount's counts without the call.
+		ps.tokens += k
+		c.heldSlots += int64(k)
+		p.st.Tokens += int64(k)
+		p.st.Grows++
+		if invariants.Enabled {
+			p.mustCheckCounts()
+		}
+		return nil
+	}
 	if k < 0 {
 		return fmt.Errorf("%w: seq %d: grow by %d", ErrBadRequest, id, k)
 	}

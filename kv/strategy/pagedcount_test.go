@@ -20,7 +20,7 @@ func TestCountedMatchesPool(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		bs := rapid.SampledFrom([]int{1, 2, 3, 4, 16}).Draw(t, "bs")
 		blocks := rapid.IntRange(2, 40).Draw(t, "blocks")
-		maxCtx := rapid.SampledFrom([]int{2048, 64}).Draw(t, "max-context")
+		maxCtx := rapid.SampledFrom([]int{2048, 64, 10, 10}).Draw(t, "max-context") // 10: within a block, for bs 3, 4 and 16
 		mk := func(count bool) *paged {
 			return newTinyPaged(t, bs, blocks, func(e *Env) {
 				e.NoPrefixCaching, e.CountBlocks, e.MaxContext = true, count, maxCtx
