@@ -154,8 +154,13 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 			ErrBadConfig, mem.FormatBytes(c.GPU.Capacity), c.GPUMemoryUtilization, mem.FormatBytes(weights),
 			mem.FormatBytes(c.ContextBytes), mem.FormatBytes(act))
 	}
+	// Without a request that could hit the prefix cache, no block is ever
+	// cached, and the engine reads no block ids: paged may count its
+	// blocks instead of naming them (strategy.Env.CountBlocks), with the
+	// same results.
 	e.kv, err = strategy.New(ks, strategy.Env{Model: c.Model, KVDType: c.KVDType, TP: c.TP,
-		Alloc: e.al, PoolBytes: e.budgetBytes, MaxContext: c.MaxContext, NoPrefixCaching: !c.PrefixCaching})
+		Alloc: e.al, PoolBytes: e.budgetBytes, MaxContext: c.MaxContext,
+		NoPrefixCaching: !c.PrefixCaching || !mayHitPrefix(c, reqs), CountBlocks: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
 	}
@@ -197,6 +202,20 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		e.tally.overLimit = len(reqs)/100 + 1
 	}
 	return e, nil
+}
+
+// mayHitPrefix says whether a request of reqs can use the prefix cache
+// with c: one carries prefix ids, or WarmPrompts gives each its own.
+func mayHitPrefix(c Config, reqs []workload.Request) bool {
+	if c.WarmPrompts {
+		return true
+	}
+	for i := range reqs {
+		if len(reqs[i].PrefixHashes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultOnOOM is the behaviour of the system a KV strategy stands for.

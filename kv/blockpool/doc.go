@@ -26,7 +26,10 @@
 //     the n blocks it needs as one walk along the queue's head and one
 //     splice, setting their fills in the same pass; Free of a table whose
 //     blocks it alone holds (a request without forks or prefix hits) drops
-//     them in one pass and splices them onto the tail at once. The order is
+//     them in one pass and splices them onto the tail at once; of a table
+//     that starts with shared blocks (prefix hits), it does so for the run
+//     of blocks held once at its end and takes the general path, two
+//     passes, for the shared start only. The order is
 //     that of n single pops and pushes (TestRangesMatchBlockwise runs both).
 //   - Free returns a block table's blocks that reach ref 0 in reverse order:
 //     the last block of a sequence, the part least likely to be shared, is

@@ -369,20 +369,37 @@ func (p *Pool) Free(ids []BlockID) error {
 	if len(ids) == 1 {
 		return p.FreeOne(ids[0]) // one pass, no undo
 	}
-	if p.freeHeldOnce(ids) {
+	tail0 := p.links[0].prev
+	rest := p.freeHeldOnce(ids)
+	if rest == 0 {
 		return nil
 	}
-	return p.freeShared(ids)
+	if rest == len(ids) {
+		return p.freeShared(ids)
+	}
+	// ids[rest:] is queued: the blocks the general path would queue first
+	// (last table entry first). Queue what ids[:rest] frees after them,
+	// unless that fails: then the general path over the whole table
+	// returns its error, having changed nothing.
+	if p.freeShared(ids[:rest]) != nil {
+		p.unfreeHeldOnce(ids[rest:], tail0)
+		return p.freeShared(ids)
+	}
+	return nil
 }
 
-// freeHeldOnce is Free of a table whose blocks are real blocks held only by
-// it (ref 1), the case of every request without forks: one pass over ids,
-// last entry first, that drops each reference and links the block after the
-// previous one, then one splice of the run onto the tail of the free queue.
-// It returns false, having changed nothing, when an id is the null block,
-// out of range, or not held exactly once (a shared block, a double free, an
-// id twice in ids); Free then takes the general path, freeShared.
-func (p *Pool) freeHeldOnce(ids []BlockID) bool {
+// freeHeldOnce is Free of the longest run at the end of a table whose
+// blocks are real blocks held only by it (ref 1), all of the table for
+// every request without forks or prefix hits: one pass over ids, last
+// entry first, that drops each reference and links the block after the
+// previous one, then one splice of the run onto the tail of the free
+// queue. It returns the length of the rest, ids[:rest], whose last entry
+// is the null block, out of range, or not held exactly once (a shared
+// block, a double free, an id twice in ids); Free frees that rest with
+// the general path, freeShared, after the run, as freeShared over the
+// whole table would. A run of one block is not freed: the rest is then
+// the whole table.
+func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 	blocks, links := p.blocks, p.links
 	tail0 := links[0].prev
 	tail := tail0
@@ -391,8 +408,12 @@ func (p *Pool) freeHeldOnce(ids []BlockID) bool {
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		if uint(id)-1 >= uint(len(blocks))-1 || blocks[id].ref != 1 { // not 0 < id < len, or shared or free
-			p.undoHeldOnce(ids[i+1:], tail0)
-			return false
+			if i >= len(ids)-2 {
+				p.undoHeldOnce(ids[i+1:], tail0)
+				return len(ids)
+			}
+			ids, rest = ids[i+1:], i+1
+			break
 		}
 		b := &blocks[id]
 		b.ref, b.queued = 0, true
@@ -409,16 +430,34 @@ func (p *Pool) freeHeldOnce(ids []BlockID) bool {
 	}
 	links[tail].next = 0
 	links[0].prev = tail
-	n := len(ids)
+	n := len(ids) // the run
 	p.heldSlots -= slots
 	p.heldEmpty -= empty
 	p.evictable += evictable
 	p.numFree += n
 	p.frees += int64(n)
-	if invariants.Enabled {
+	if invariants.Enabled && rest == 0 {
 		p.mustCheck()
 	}
-	return true
+	return rest
+}
+
+// unfreeHeldOnce undoes freeHeldOnce's run, run, queued after tail0: its
+// blocks are held once again, with their fills, and the queue ends at
+// tail0 again.
+func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
+	for _, id := range run {
+		b := &p.blocks[id]
+		b.ref, b.queued = 1, false
+		p.hold(b)
+		if b.hashed {
+			p.evictable--
+		}
+	}
+	p.links[tail0].next = 0
+	p.links[0].prev = tail0
+	p.numFree -= len(run)
+	p.frees -= int64(len(run))
 }
 
 // undoHeldOnce undoes freeHeldOnce's pass over done (the ids it queued, in

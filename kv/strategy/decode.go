@@ -177,7 +177,7 @@ func (p *paged) DecodeSteps(ids []SeqID, k int, keep int64) int {
 		return 0
 	}
 	bs := p.bs
-	p.dseqs = p.dseqs[:0]
+	p.dseqs, p.dcounted = p.dseqs[:0], p.dcounted[:0]
 	if cap(p.dcount) < bs {
 		p.dcount = make([]int, bs)
 	}
@@ -186,23 +186,35 @@ func (p *paged) DecodeSteps(ids []SeqID, k int, keep int64) int {
 	p.epoch++
 	for _, id := range ids {
 		ps, ok := p.seqs.get(id)
-		if !ok || len(ps.samples) != 1 || ps.mark == p.epoch {
+		if !ok || ps.mark == p.epoch {
 			return 0
 		}
 		ps.mark = p.epoch
-		s := ps.samples[0]
-		t := s.Tokens()
-		if t%bs != 0 {
-			last := lastBlock(s)
-			if _, cached := p.pool.CachedHash(last); cached || p.pool.RefCount(last) > 1 {
-				return 0 // the next grow copies on write
+		var t int
+		if p.counts != nil {
+			if ps.n != 1 {
+				return 0
 			}
+			t = ps.tokens
+			p.dcounted = append(p.dcounted, ps)
+		} else {
+			if len(ps.samples) != 1 {
+				return 0
+			}
+			s := ps.samples[0]
+			t = s.Tokens()
+			if t%bs != 0 {
+				last := lastBlock(s)
+				if _, cached := p.pool.CachedHash(last); cached || p.pool.RefCount(last) > 1 {
+					return 0 // the next grow copies on write
+				}
+			}
+			p.dseqs = append(p.dseqs, s)
 		}
 		k = min(k, p.env.MaxContext-t)
 		// Its first new block comes in step (bs − t mod bs) mod bs + 1,
 		// then every bs steps: class c = that step − 1.
 		count[(bs-t%bs)%bs]++
-		p.dseqs = append(p.dseqs, s)
 	}
 	if k <= 0 {
 		return 0
@@ -227,7 +239,7 @@ func (p *paged) DecodeSteps(ids []SeqID, k int, keep int64) int {
 	n := len(ids)
 	taken := func(j int) int { return j/bs*n + start[j%bs] }
 	// Cut k before the first step whose new blocks are not free.
-	if free := p.pool.NumFree(); taken(k) > free {
+	if free := p.numFree(); taken(k) > free {
 		lo, hi := 0, k // taken(lo) ≤ free < taken(hi)
 		for hi-lo > 1 {
 			if mid := lo + (hi-lo)/2; taken(mid) <= free {
@@ -239,6 +251,23 @@ func (p *paged) DecodeSteps(ids []SeqID, k int, keep int64) int {
 		if k = lo; k == 0 {
 			return 0
 		}
+	}
+	if p.counts != nil {
+		// Counted: the blocks are numbers, the steps' order does not matter.
+		c := p.counts
+		for _, ps := range p.dcounted {
+			ps.tokens += k
+			ps.blocks = (ps.tokens + bs - 1) / bs
+		}
+		c.free -= taken(k)
+		c.allocs += int64(taken(k))
+		c.heldSlots += int64(n) * int64(k)
+		p.st.Tokens += int64(n) * int64(k)
+		p.st.Grows += int64(n) * int64(k)
+		if invariants.Enabled {
+			p.mustCheckCounts()
+		}
+		return k
 	}
 	if cap(p.dorder) < n {
 		p.dorder = make([]int32, n)
@@ -291,11 +320,12 @@ var _ DecodeStepper = (*paged)(nil)
 
 // decodeScratch is DecodeSteps' reusable scratch space.
 type decodeScratch struct {
-	dseqs  []*blockpool.Sequence
-	dcount []int
-	dstart []int
-	dorder []int32
-	dclass []int
-	ddone  []int
-	epoch  uint64 // DecodeSteps calls (pagedSeq.mark)
+	dseqs    []*blockpool.Sequence
+	dcounted []*pagedSeq // counted pools' (blockCounts)
+	dcount   []int
+	dstart   []int
+	dorder   []int32
+	dclass   []int
+	ddone    []int
+	epoch    uint64 // DecodeSteps calls (pagedSeq.mark)
 }

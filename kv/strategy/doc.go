@@ -24,7 +24,10 @@
 // request's max_tokens. paged:B takes one allocation of Env.PoolBytes,
 // rounded down to whole blocks, from the allocator when it is built (vLLM's
 // KV tensor sized by gpu_memory_utilization) and never calls the allocator
-// again until Close; its samples share the prompt's blocks. vmm:P needs an
+// again until Close; its samples share the prompt's blocks. Where no block
+// can be cached (Env.NoPrefixCaching) an engine that reads no block ids
+// lets it keep only the pool's counts (Env.CountBlocks), with the same
+// results. vmm:P needs an
 // allocator that grows blocks in place (alloc.Grower: the vmm allocator)
 // whose page is P (Parse says so otherwise) and grows each sample's virtual
 // range in place, so it never copies.

@@ -24,12 +24,7 @@ func TestGrowOneMatchesCounted(t *testing.T) {
 		live := map[SeqID]bool{}
 		var next SeqID
 		same := func(op string, err1, err2 error) {
-			if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
-				t.Fatalf("%s: errors %v and %v", op, err1, err2)
-			}
-			if a.Stats() != b.Stats() || a.Usage() != b.Usage() {
-				t.Fatalf("%s: stats %+v / %+v, usage %+v / %+v", op, a.Stats(), b.Stats(), a.Usage(), b.Usage())
-			}
+			sameOutcome(t, op, a, b, err1, err2)
 			for id := range live {
 				pa, _ := a.seqs.get(id)
 				pb, _ := b.seqs.get(id)

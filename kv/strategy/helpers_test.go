@@ -81,3 +81,15 @@ func checkUsage(s Strategy, a alloc.Allocator, baseline int64) error {
 	}
 	return nil
 }
+
+// sameOutcome fails t when two strategies that ran the same operation op
+// disagree on its error (by text), their counters or their usage.
+func sameOutcome(t fataler, op string, a, b Strategy, err1, err2 error) {
+	t.Helper()
+	if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+		t.Fatal(fmt.Sprintf("%s: errors %v and %v", op, err1, err2))
+	}
+	if a.Stats() != b.Stats() || a.Usage() != b.Usage() {
+		t.Fatal(fmt.Sprintf("%s: stats %+v / %+v, usage %+v / %+v", op, a.Stats(), b.Stats(), a.Usage(), b.Usage()))
+	}
+}

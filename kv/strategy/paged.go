@@ -14,11 +14,16 @@ import (
 )
 
 // pagedSeq is one live request: a Sequence per sample, and the prompt
-// tokens its admission found in the prefix cache.
+// tokens its admission found in the prefix cache; or, when the pool is
+// counted (paged.counts), its tokens, samples and shared blocks.
 type pagedSeq struct {
-	samples []*blockpool.Sequence
+	samples []*blockpool.Sequence // nil when counted
 	hit     int
 	mark    uint64 // DecodeSteps: the call that saw it last (an id given twice)
+
+	tokens, n int // counted: tokens per sample, samples
+	blocks    int // counted: blocks per sample, ⌈tokens/B⌉
+	shared    int // counted: leading blocks all n > 1 samples hold at once (blockCounts)
 }
 
 // paged is paged:B. At construction it takes ONE allocation of
@@ -32,11 +37,12 @@ type pagedSeq struct {
 // the pool's held blocks are exactly those of the live samples.
 type paged struct {
 	env        Env
-	bs         int   // tokens per block (B)
-	bpt        int64 // KV bytes per token
-	blockBytes int64 // B × bpt
-	pool       *blockpool.Pool
-	poolBlock  alloc.Block // the pool's one allocation; Handle 0 after Close
+	bs         int             // tokens per block (B)
+	bpt        int64           // KV bytes per token
+	blockBytes int64           // B × bpt
+	pool       *blockpool.Pool // nil when counted
+	counts     *blockCounts    // the pool's counts instead (Env.CountBlocks, pagedcount.go); else nil
+	poolBlock  alloc.Block     // the pool's one allocation; Handle 0 after Close
 	closed     bool
 	seqs       seqTable[pagedSeq]    // live sequences
 	keys       []blockpool.BlockHash // scratch: the admitted prompt's block keys
@@ -60,15 +66,22 @@ func newPaged(env Env, bs int) (*paged, error) {
 			ErrBadSpec, bs, mem.FormatBytesExact(env.PoolBytes), n, mem.FormatBytesExact(blockBytes), bpt, blockpool.MaxBlocks,
 			minBlockFor(env.PoolBytes, bpt))
 	}
-	pool, err := blockpool.New(int(n), bs, blockpool.Options{DisablePrefixCaching: env.NoPrefixCaching})
-	if err != nil {
-		return nil, fmt.Errorf("%w: paged:%d: %w", ErrBadSpec, bs, err)
+	p := &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes}
+	if env.CountBlocks && env.NoPrefixCaching {
+		p.counts = &blockCounts{numBlocks: int(n), free: int(n) - 1} // n and bs are within blockpool.New's bounds
+	} else {
+		pool, err := blockpool.New(int(n), bs, blockpool.Options{DisablePrefixCaching: env.NoPrefixCaching})
+		if err != nil {
+			return nil, fmt.Errorf("%w: paged:%d: %w", ErrBadSpec, bs, err)
+		}
+		p.pool = pool
 	}
 	b, err := env.Alloc.Alloc(n*blockBytes, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: paged:%d: pool of %d blocks: %w", ErrNoMemory, bs, n, err)
 	}
-	return &paged{env: env, bs: bs, bpt: bpt, blockBytes: blockBytes, pool: pool, poolBlock: b}, nil
+	p.poolBlock = b
+	return p, nil
 }
 
 // minBlockFor is the smallest power-of-two block size whose pool of
@@ -86,7 +99,7 @@ func (p *paged) Name() string { return fmt.Sprintf("paged:%d", p.bs) }
 
 // Pool returns the block pool, for an engine that adds prefix caching
 // (Sequence.MatchPrefix and Cache need token ids, which the strategy does
-// not see).
+// not see); nil when the strategy counts its blocks (Env.CountBlocks).
 func (p *paged) Pool() *blockpool.Pool { return p.pool }
 
 // Admit appends the prompt to a new sequence and forks it for each further
@@ -103,6 +116,9 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	}
 	if r.Prompt > p.env.MaxContext {
 		return fmt.Errorf("%w: seq %d: prompt of %d tokens, max context %d", ErrTooLong, id, r.Prompt, p.env.MaxContext)
+	}
+	if p.counts != nil {
+		return p.admitCount(id, r)
 	}
 	s := p.newSequence()
 	hit := 0
@@ -200,18 +216,34 @@ func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request, best *memoEntry
 	if reuse > 0 {
 		parent = dst[reuse-1]
 	}
-	var pos [1]int32
 	for j := reuse; j < r.Prompt/p.bs; j++ {
 		k := ((j+1)*p.bs - 1) / r.PrefixSpan
 		if k >= len(r.PrefixIDs) {
 			break
 		}
-		pos[0] = int32(j)
-		key := blockpool.HashBlock(parent, pos[:], r.PrefixIDs[k])
+		key := blockKey(parent, j, r.PrefixIDs[k])
 		dst = append(dst, key)
 		parent = key
 	}
 	return dst, reuse
+}
+
+// blockKey is the key of block j, whose last token lies in the span of
+// prefix id id, after a block of key parent (blockpool.NoParent for the
+// first): SplitMix64's finalizer (Steele, Lea, Flood 2014), a bijection of
+// 64-bit words, over the parent's key xor the id and the position, each
+// spread by a multiplication with an odd constant. Only the keys' equality
+// matters to the pool, and two prefixes' keys are equal by accident with
+// a chance of about 2⁻⁶⁴, as for any 64-bit hash (blockpool.HashBlock
+// says what that means). It takes two multiplications on the chain from
+// parent to key where blockpool.HashBlock of the same three values, one
+// byte at a time, takes twenty (blockKey was 13.7% of advise's CPU on the
+// Mooncake trace as HashBlock).
+func blockKey(parent blockpool.BlockHash, j int, id uint64) blockpool.BlockHash {
+	x := uint64(parent) ^ id*0xbf58476d1ce4e5b9 ^ uint64(j+1)*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return blockpool.BlockHash(x ^ x>>31)
 }
 
 // warmID is the sequence id Warm admits and releases (no engine uses it:
@@ -254,7 +286,18 @@ func (p *paged) Grow(id SeqID, k int) error {
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
 	}
-	samples := ps.samples
+	if c := p.counts; c != nil && ps.n == 1 && k > 0 && ps.tokens+k <= min(ps.blocks*p.bs, p.env.MaxContext) {
+		// Counted, one sample, within its last block and the context (a
+		// decode step's token, mostly): growCount's counts without the call.
+		ps.tokens += k
+		c.heldSlots += int64(k)
+		p.st.Tokens += int64(k)
+		p.st.Grows++
+		if invariants.Enabled {
+			p.mustCheckCounts()
+		}
+		return nil
+	}
 	if k < 0 {
 		return fmt.Errorf("%w: seq %d: grow by %d", ErrBadRequest, id, k)
 	}
@@ -262,10 +305,17 @@ func (p *paged) Grow(id SeqID, k int) error {
 		p.st.Grows++
 		return nil
 	}
-	tokens := samples[0].Tokens()
+	samples := ps.samples
+	tokens := ps.tokens
+	if samples != nil {
+		tokens = samples[0].Tokens()
+	}
 	total := tokens + k
 	if total > p.env.MaxContext {
 		return fmt.Errorf("%w: seq %d: %d tokens, max context %d", ErrTooLong, id, total, p.env.MaxContext)
+	}
+	if p.counts != nil {
+		return p.growCount(id, ps, k)
 	}
 	if len(samples) == 1 {
 		return p.growOne(id, samples[0], tokens, k)
@@ -382,6 +432,9 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownSeq, id)
 	}
+	if p.counts != nil {
+		p.dropCount(ps)
+	}
 	for _, s := range ps.samples {
 		p.st.Tokens -= int64(s.Tokens())
 		if err := s.Release(); err != nil {
@@ -392,6 +445,9 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 	p.seqs.del(id)
 	p.st.Live--
 	*counter++
+	if invariants.Enabled && p.counts != nil {
+		p.mustCheckCounts()
+	}
 	return nil
 }
 
@@ -400,6 +456,9 @@ func (p *paged) Tokens(id SeqID) (int, bool) {
 	ps, ok := p.seqs.get(id)
 	if !ok {
 		return 0, false
+	}
+	if ps.samples == nil {
+		return ps.tokens, true
 	}
 	return ps.samples[0].Tokens(), true
 }
@@ -414,7 +473,7 @@ func (p *paged) Usage() Breakdown {
 	if p.closed {
 		return Breakdown{External: p.env.Alloc.Stats().CachedFree()}
 	}
-	ps := p.pool.Stats()
+	ps := p.poolStats()
 	return Breakdown{
 		TokenStates: ps.TokenSlots * p.bpt,
 		Reservation: ps.ReservedSlots * p.bpt,

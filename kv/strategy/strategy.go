@@ -254,6 +254,15 @@ type Env struct {
 	// --no-enable-prefix-caching does; the zero value keeps vLLM v1's
 	// default, on. Only requests that carry Request.PrefixIDs can hit it.
 	NoPrefixCaching bool
+	// CountBlocks lets paged, when NoPrefixCaching is set, keep counts of
+	// its blocks (free, held, their written slots) instead of a block pool
+	// that names each one. Without a prefix cache no block's identity or
+	// place in the free queue is ever read: every result (Usage, Stats,
+	// errors, DecodeSteps) is the same, and admissions, grows and releases
+	// cost a few additions instead of walks along the free queue. The
+	// strategy's Pool is nil then; an engine that never reads block ids
+	// sets it. Other strategies ignore it.
+	CountBlocks bool
 }
 
 // withDefaults validates e and fills TP and MaxContext.
