@@ -465,7 +465,7 @@ func (sc *Scheduler) Release() {
 func (sc *Scheduler) fits(ix *classIndex, p *Pod, i int) bool {
 	s := sc.state
 	if ix.byKey {
-		return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= ix.mem && (p.NumGPU == 0 || countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
+		return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= ix.mem && (p.NumGPU == 0 || s.gpuFits(p, i))
 	}
 	return s.fitsModel(p, i, ix.allowed == nil || ix.allowed[s.modelOf[i]])
 }

@@ -13,7 +13,8 @@ import (
 //   - 0 <= free CPU <= node CPU, 0 <= free memory <= node memory;
 //   - every GPU has 0 <= free <= MilliGPU milli;
 //   - usedMilli == sum over GPUs of (MilliGPU - free); idle[i] == sum of
-//     node i's free milli;
+//     node i's free milli; whole[i] and most[i] are node i's fully free
+//     GPUs and the largest free milli of one (gpuSummary);
 //   - a node's version changes whenever anything on it changes, so a score
 //     cached with a version is valid while the version is unchanged.
 type State struct {
@@ -22,6 +23,12 @@ type State struct {
 	memFree []int64
 	gpuFree [][]int64 // per node, per GPU index: free milli; the slices share one backing array
 	idle    []int64   // per node: sum of gpuFree[i]
+	// whole and most summarise each node's GPUs for the filter: the
+	// number of fully free GPUs, and the largest free milli of one GPU
+	// (0 without GPUs), so that a pod's GPU check reads two numbers
+	// instead of every GPU (gpuFits); kept by Place and Remove.
+	whole []int32
+	most  []int64
 	// tags counts GPU pods per node by request shape (key -1: sharing, n:
 	// whole n-GPU pods), for the GPU clustering policy; nil until used.
 	tags      []map[int]int32
@@ -70,6 +77,8 @@ func NewState(nodes []Node) *State {
 		version: make([]uint32, len(nodes)),
 		last:    make([]uint64, len(nodes)),
 		idle:    make([]int64, len(nodes)),
+		whole:   make([]int32, len(nodes)),
+		most:    make([]int64, len(nodes)),
 	}
 	all := make([]int64, GPUCapacity(nodes))
 	for i := range all {
@@ -87,6 +96,7 @@ func NewState(nodes []Node) *State {
 		s.cpuFree[i], s.memFree[i] = n.MilliCPU, n.MemoryMiB
 		s.gpuFree[i] = all[off : off+n.GPUs : off+n.GPUs]
 		s.idle[i] = int64(n.GPUs) * MilliGPU
+		s.summarise(i)
 		off += n.GPUs
 	}
 	s.capMilli = int64(len(all)) * MilliGPU
@@ -110,6 +120,8 @@ func (s *State) Clone() *State {
 	copy(c.version, s.version)
 	copy(c.last, s.last) // all before c's log: a scheduler of c starts with a full build
 	copy(c.idle, s.idle)
+	copy(c.whole, s.whole)
+	copy(c.most, s.most)
 	c.changesBase = s.changesBase + uint64(len(s.changes)) // a fresh log: schedulers of s do not follow c
 	c.usedMilli = s.usedMilli
 	return c
@@ -132,14 +144,20 @@ func (s *State) FreeGPUs(i int) []int64 { return s.gpuFree[i] }
 func (s *State) FreeGPUMilli(i int) int64 { return s.idle[i] }
 
 // WholeFreeGPUs is the number of fully free GPUs on node i.
-func (s *State) WholeFreeGPUs(i int) int {
-	n := 0
-	for _, f := range s.gpuFree[i] {
+func (s *State) WholeFreeGPUs(i int) int { return int(s.whole[i]) }
+
+// summarise sets node i's GPU summary (whole, most) from its GPUs.
+func (s *State) summarise(i int) { s.whole[i], s.most[i] = gpuSummary(s.gpuFree[i]) }
+
+// gpuSummary is the number of fully free GPUs and the largest free milli.
+func gpuSummary(free []int64) (whole int32, most int64) {
+	for _, f := range free {
 		if f == MilliGPU {
-			n++
+			whole++
 		}
+		most = max(most, f)
 	}
-	return n
+	return whole, most
 }
 
 // Version changes whenever node i changes.
@@ -174,7 +192,22 @@ func (s *State) Fits(p *Pod, i int) bool {
 // fitsModel is Fits with the model check's result given.
 func (s *State) fitsModel(p *Pod, i int, modelOK bool) bool {
 	return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= p.MemoryMiB &&
-		(p.NumGPU == 0 || modelOK && countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
+		(p.NumGPU == 0 || modelOK && s.gpuFits(p, i))
+}
+
+// gpuFits reports whether at least NumGPU of node i's GPUs each have
+// MilliGPU free, from the node's summary where the pod's shape allows
+// (every pod the readers accept: whole GPUs, or one GPU shared): a GPU
+// holds a whole-GPU share when fully free (no GPU has more than MilliGPU
+// free), and one GPU holds a share when the freest does.
+func (s *State) gpuFits(p *Pod, i int) bool {
+	switch {
+	case p.MilliGPU == MilliGPU:
+		return int(s.whole[i]) >= p.NumGPU
+	case p.NumGPU == 1 && p.MilliGPU > 0:
+		return s.most[i] >= p.MilliGPU
+	}
+	return countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU
 }
 
 func countAtLeast(free []int64, milli int64) int {
@@ -207,6 +240,7 @@ func (s *State) Place(p *Pod, pl Placement) error {
 	for _, g := range pl.GPUs {
 		s.gpuFree[i][g] -= p.MilliGPU
 	}
+	s.summarise(i)
 	s.idle[i] -= p.GPUMilli()
 	s.usedMilli += p.GPUMilli()
 	if p.NumGPU > 0 {
@@ -231,6 +265,7 @@ func (s *State) Remove(p *Pod, pl Placement) {
 	for _, g := range pl.GPUs {
 		s.gpuFree[i][g] += p.MilliGPU
 	}
+	s.summarise(i)
 	s.idle[i] += p.GPUMilli()
 	s.usedMilli -= p.GPUMilli()
 	if p.NumGPU > 0 {
@@ -338,6 +373,9 @@ func (s *State) checkNode(i int) error {
 	}
 	if idle != s.idle[i] {
 		return fmt.Errorf("cluster: node %s: idle %d, recount %d", n.Name, s.idle[i], idle)
+	}
+	if w, m := gpuSummary(s.gpuFree[i]); w != s.whole[i] || m != s.most[i] {
+		return fmt.Errorf("cluster: node %s: %d whole free GPUs and %d milli on the freest, recount %d and %d", n.Name, s.whole[i], s.most[i], w, m)
 	}
 	return nil
 }

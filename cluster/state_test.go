@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -52,6 +53,47 @@ func TestFits(t *testing.T) {
 	} {
 		if got := s.Fits(tc.p, tc.node); got != tc.want {
 			t.Errorf("Fits(%s, node %d) = %v, want %v", tc.p.Name, tc.node, got, tc.want)
+		}
+	}
+}
+
+// TestGPUFits checks the filter's GPU check from the nodes' summaries
+// against counting the GPUs, on random clusters after random placements
+// and removals, for pods of every shape the readers accept and some they
+// do not (several shared GPUs, no milli).
+func TestGPUFits(t *testing.T) {
+	var shapes [][2]int64 // NumGPU, MilliGPU
+	for _, n := range []int64{0, 1, 2, 3, 8, 9} {
+		for _, m := range []int64{0, 1, 100, 250, 500, 999, MilliGPU} {
+			shapes = append(shapes, [2]int64{n, m})
+		}
+	}
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		nodes, pods := randomCluster(rng, 30, 200)
+		s := NewState(nodes)
+		sc := NewScheduler(s, BestFit{}, rng)
+		var placed []*Pod
+		var pls []Placement
+		for k := range pods {
+			if pl, ok := sc.Schedule(&pods[k]); ok {
+				placed, pls = append(placed, &pods[k]), append(pls, pl)
+			}
+			if k%4 == 3 && len(placed) > 0 { // remove a random placed pod
+				j := rng.IntN(len(placed))
+				s.Remove(placed[j], pls[j])
+				placed, pls = slices.Delete(placed, j, j+1), slices.Delete(pls, j, j+1)
+			}
+			if err := s.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+			i := rng.IntN(len(nodes))
+			for _, sh := range shapes {
+				p := &Pod{NumGPU: int(sh[0]), MilliGPU: sh[1]}
+				if got, want := s.gpuFits(p, i), countAtLeast(s.FreeGPUs(i), p.MilliGPU) >= p.NumGPU; p.NumGPU > 0 && got != want {
+					t.Fatalf("seed %d node %d free %v: gpuFits(%d x %d) = %v, counting %v", seed, i, s.FreeGPUs(i), p.NumGPU, p.MilliGPU, got, want)
+				}
+			}
 		}
 	}
 }
