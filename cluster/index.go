@@ -77,14 +77,6 @@ func (a *slot) beats(b *slot) bool {
 	return a.rank >= 0 && (b.rank < 0 || a.score > b.score || a.score == b.score && a.rank < b.rank)
 }
 
-// groupKey identifies a group: a class (typeKeyMem), or for a scoreKeyer
-// (byKey) its scoreKey.
-type groupKey struct {
-	class typeKeyMem
-	key   scoreKey
-	byKey bool
-}
-
 // scoreKeyer is implemented by policies whose Score reads only some of a
 // pod's fields: pods of equal scoreKey score alike on every node.
 type scoreKeyer interface {
@@ -274,20 +266,25 @@ func (sc *Scheduler) searchRange(ix *classIndex, lo, hi int, mem int64, b *slot)
 	}
 }
 
-// group returns p's group number, making one for a new group.
-func (sc *Scheduler) group(p *Pod, mode indexMode) (int, bool) {
-	var g groupKey
-	k, byKey := sc.policy.(scoreKeyer)
-	byKey = byKey && mode == modeBest
-	if byKey {
-		g = groupKey{key: k.scoreKey(p), byKey: true}
+// group returns p's group number, making one for a new group: for a
+// scoreKeyer choosing the best node, p's scoreKey (byKey), else p's class
+// (typeKeyMem).
+func (sc *Scheduler) group(p *Pod, mode indexMode) (c int, byKey bool) {
+	var ok bool
+	if byKey = sc.keyer != nil && mode == modeBest; byKey {
+		k := sc.keyer.scoreKey(p)
+		if c, ok = sc.keyGroups[k]; !ok {
+			c = len(sc.indexes)
+			sc.keyGroups[k] = c
+		}
 	} else {
-		g.class = typeKeyMem{keyOf(p), p.MemoryMiB}
+		k := typeKeyMem{keyOf(p), p.MemoryMiB}
+		if c, ok = sc.classGroups[k]; !ok {
+			c = len(sc.indexes)
+			sc.classGroups[k] = c
+		}
 	}
-	c, ok := sc.groups[g]
 	if !ok {
-		c = len(sc.groups)
-		sc.groups[g] = c
 		sc.indexes = append(sc.indexes, nil)
 	}
 	return c, byKey
@@ -301,7 +298,7 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	if ix == nil {
 		ix = &classIndex{byKey: byKey}
 		if byKey {
-			ix.mem = sc.policy.(scoreKeyer).scoreKey(p).mem
+			ix.mem = sc.keyer.scoreKey(p).mem
 		}
 		if mode != modeCount {
 			ix.best = newTree(2 * sc.leaves)

@@ -54,9 +54,13 @@ type Scheduler struct {
 	build       uint32
 
 	classes map[typeKeyMem]int
-	cache   [][]cached       // [class][node], for the full scan; nil until used
-	groups  map[groupKey]int // the index's groups (index.go)
-	indexes []*classIndex    // [group], for the index; nil until used
+	cache   [][]cached // [class][node], for the full scan; nil until used
+	// The index's groups (index.go): by scoreKey for a scoreKeyer (keyer,
+	// nil for another policy) choosing the best node, else by class.
+	keyer       scoreKeyer
+	keyGroups   map[scoreKey]int
+	classGroups map[typeKeyMem]int
+	indexes     []*classIndex // [group], for the index; nil until used
 
 	feasible []int
 	scores   []float64
@@ -80,8 +84,9 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 	for i := range rank {
 		rank[i], order[i] = i, i
 	}
-	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, groups: map[groupKey]int{}, rank: rank, order: order,
+	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, keyGroups: map[scoreKey]int{}, classGroups: map[typeKeyMem]int{}, rank: rank, order: order,
 		leaves: max(1, len(s.nodes)), pullBelow: max(1, len(s.nodes)/16), staleFrom: max(1, len(s.nodes)/3), lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
+	sc.keyer, _ = policy.(scoreKeyer)
 	sc.layLeaves()
 	sc.shapeOf = make([]int32, len(s.nodes))
 	shapes := map[Node]int32{}
