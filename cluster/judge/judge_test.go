@@ -2,8 +2,14 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
 
 	"github.com/gpufrag/gpufrag/cluster/gen"
 	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
@@ -66,6 +72,56 @@ func TestJudge(t *testing.T) {
 	}
 	if j.Best() != "" {
 		t.Errorf("Best() = %q, want none", j.Best())
+	}
+}
+
+// TestJudgeRunOrder checks that a judgement does not depend on the order
+// in which its Runner runs the lists' cells (they are one job list: a
+// Runner that runs it backwards gives the same judgement), and that a
+// failing list is named in the error, whatever the order.
+func TestJudgeRunOrder(t *testing.T) {
+	nodes, err := lists.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := lists.ReadPodsFile(clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backwards := func(ctx context.Context, n int, job func(context.Context, int) error) error {
+		for i := n - 1; i >= 0; i-- {
+			if err := job(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c := JudgeConfig{
+		Nodes: nodes, Lists: []gen.List{{Name: "a", Family: gen.FamilyMultiGPU, Pods: pods}, {Name: "b", Family: gen.FamilyMultiGPU, Pods: pods[10:]}},
+		Ref: "fgd", Candidates: []string{"random", "bestfit"}, Seeds: []uint64{1, 2, 3},
+	}
+	want, err := Judge(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Judge(context.Background(), c, backwards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("run backwards:\n%+v\nin order:\n%+v", got, want)
+	}
+	cpuOnly := []cluster.Pod{{Name: "c", MilliCPU: 1000}}
+	c.Lists = append(c.Lists, gen.List{Name: "cpu-only", Pods: cpuOnly}, gen.List{Name: "cpu-only-2", Pods: cpuOnly})
+	for _, run := range []protocol.Runner{nil, backwards} {
+		if _, err := Judge(context.Background(), c, run); !errors.Is(err, cluster.ErrEmpty) || !strings.HasPrefix(err.Error(), "list cpu-only: ") {
+			t.Errorf("a list without GPU pods: error %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Judge(ctx, c, nil); !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "list a: ") {
+		t.Errorf("cancelled: error %v", err)
 	}
 }
 
