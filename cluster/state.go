@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
@@ -29,9 +30,14 @@ type State struct {
 	// instead of every GPU (gpuFits); kept by Place and Remove.
 	whole []int32
 	most  []int64
-	// tags counts GPU pods per node by request shape (key -1: sharing, n:
-	// whole n-GPU pods), for the GPU clustering policy; nil until used.
-	tags      []map[int]int32
+	// The GPU pods per node by request shape (tag -1: sharing, n: whole
+	// n-GPU pods), for the GPU clustering policy: tagCount holds
+	// tagSlots counts per node (slot 0 sharing, slot n n-GPU pods),
+	// tagMore the shapes of more GPUs (nil until used), tagKinds the
+	// number of shapes with pods.
+	tagCount  []int32
+	tagMore   []map[int]int32
+	tagKinds  []int32
 	version   []uint32
 	usedMilli int64 // allocated GPU milli over the cluster
 	capMilli  int64 // GPU capacity in milli
@@ -69,16 +75,18 @@ type Placement struct {
 // NewState returns an empty cluster of the nodes; it keeps the slice.
 func NewState(nodes []Node) *State {
 	s := &State{
-		nodes:   nodes,
-		cpuFree: make([]int64, len(nodes)),
-		memFree: make([]int64, len(nodes)),
-		gpuFree: make([][]int64, len(nodes)),
-		tags:    make([]map[int]int32, len(nodes)),
-		version: make([]uint32, len(nodes)),
-		last:    make([]uint64, len(nodes)),
-		idle:    make([]int64, len(nodes)),
-		whole:   make([]int32, len(nodes)),
-		most:    make([]int64, len(nodes)),
+		nodes:    nodes,
+		cpuFree:  make([]int64, len(nodes)),
+		memFree:  make([]int64, len(nodes)),
+		gpuFree:  make([][]int64, len(nodes)),
+		tagCount: make([]int32, len(nodes)*tagSlots),
+		tagMore:  make([]map[int]int32, len(nodes)),
+		tagKinds: make([]int32, len(nodes)),
+		version:  make([]uint32, len(nodes)),
+		last:     make([]uint64, len(nodes)),
+		idle:     make([]int64, len(nodes)),
+		whole:    make([]int32, len(nodes)),
+		most:     make([]int64, len(nodes)),
 	}
 	all := make([]int64, GPUCapacity(nodes))
 	for i := range all {
@@ -110,13 +118,12 @@ func (s *State) Clone() *State {
 	copy(c.memFree, s.memFree)
 	for i := range s.gpuFree {
 		copy(c.gpuFree[i], s.gpuFree[i])
-		if s.tags[i] != nil {
-			c.tags[i] = make(map[int]int32, len(s.tags[i]))
-			for k, v := range s.tags[i] {
-				c.tags[i][k] = v
-			}
+		if s.tagMore[i] != nil {
+			c.tagMore[i] = maps.Clone(s.tagMore[i])
 		}
 	}
+	copy(c.tagCount, s.tagCount)
+	copy(c.tagKinds, s.tagKinds)
 	copy(c.version, s.version)
 	copy(c.last, s.last) // all before c's log: a scheduler of c starts with a full build
 	copy(c.idle, s.idle)
@@ -179,8 +186,67 @@ func tagOf(p *Pod) int {
 }
 
 // Tags returns how many GPU pods of each shape run on node i (key -1:
-// sharing pods; n: pods of n whole GPUs); callers must not modify it.
-func (s *State) Tags(i int) map[int]int32 { return s.tags[i] }
+// sharing pods; n: pods of n whole GPUs); nil when none.
+func (s *State) Tags(i int) map[int]int32 {
+	if s.tagKinds[i] == 0 {
+		return nil
+	}
+	out := maps.Clone(s.tagMore[i])
+	if out == nil {
+		out = map[int]int32{}
+	}
+	for slot, n := range s.tagCount[i*tagSlots : (i+1)*tagSlots] {
+		if tag := slot; n > 0 {
+			if slot == 0 {
+				tag = -1 // sharing pods
+			}
+			out[tag] = n
+		}
+	}
+	return out
+}
+
+// tagSlots is the number of shapes whose pods a node counts in tagCount:
+// sharing pods and pods of 1 to 8 whole GPUs.
+const tagSlots = 9
+
+// tagPods is the number of pods of shape tag (tagOf) on node i.
+func (s *State) tagPods(i, tag int) int32 {
+	if slot := max(tag, 0); slot < tagSlots {
+		return s.tagCount[i*tagSlots+slot]
+	}
+	return s.tagMore[i][tag]
+}
+
+// addTag adds d pods of shape tag to node i's counts (a count below one
+// is none).
+func (s *State) addTag(i, tag int, d int32) {
+	var before, after int32
+	if slot := max(tag, 0); slot < tagSlots {
+		n := &s.tagCount[i*tagSlots+slot]
+		before = *n
+		after = max(before+d, 0)
+		*n = after
+	} else {
+		m := s.tagMore[i]
+		if m == nil {
+			m = map[int]int32{}
+			s.tagMore[i] = m
+		}
+		before = m[tag]
+		if after = max(before+d, 0); after > 0 {
+			m[tag] = after
+		} else {
+			delete(m, tag)
+		}
+	}
+	switch {
+	case before <= 0 && after > 0:
+		s.tagKinds[i]++
+	case before > 0 && after <= 0:
+		s.tagKinds[i]--
+	}
+}
 
 // Fits is the filter: node i has the pod's CPU and memory free and, for a
 // pod with GPUs, the node's model is allowed and at least NumGPU of its
@@ -244,10 +310,7 @@ func (s *State) Place(p *Pod, pl Placement) error {
 	s.idle[i] -= p.GPUMilli()
 	s.usedMilli += p.GPUMilli()
 	if p.NumGPU > 0 {
-		if s.tags[i] == nil {
-			s.tags[i] = map[int]int32{}
-		}
-		s.tags[i][tagOf(p)]++
+		s.addTag(i, tagOf(p), 1)
 	}
 	s.changed(i)
 	if invariants.Enabled {
@@ -269,10 +332,7 @@ func (s *State) Remove(p *Pod, pl Placement) {
 	s.idle[i] += p.GPUMilli()
 	s.usedMilli -= p.GPUMilli()
 	if p.NumGPU > 0 {
-		t := tagOf(p)
-		if s.tags[i][t]--; s.tags[i][t] <= 0 {
-			delete(s.tags[i], t)
-		}
+		s.addTag(i, tagOf(p), -1)
 	}
 	s.changed(i)
 	if invariants.Enabled {

@@ -98,6 +98,58 @@ func TestGPUFits(t *testing.T) {
 	}
 }
 
+// TestTags checks the per-node counts of GPU pods by shape against a
+// recount of the pods running, after random placements and removals of
+// sharing pods and pods of 1 to 16 whole GPUs (beyond the counts' fixed
+// slots) on 16-GPU nodes.
+func TestTags(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodes := make([]Node, 4)
+	for i := range nodes {
+		nodes[i] = Node{Name: string(rune('a' + i)), MilliCPU: 1 << 20, MemoryMiB: 1 << 20, GPUs: 16, Model: "A"}
+	}
+	s := NewState(nodes)
+	type placed struct {
+		p  *Pod
+		pl Placement
+	}
+	var running []placed
+	for step := range 2000 {
+		if len(running) > 0 && rng.IntN(2) == 0 {
+			j := rng.IntN(len(running))
+			s.Remove(running[j].p, running[j].pl)
+			running = slices.Delete(running, j, j+1)
+		} else {
+			p := gpuPod("p", 1, 1+rng.IntN(16), MilliGPU)
+			if rng.IntN(3) == 0 {
+				p = gpuPod("s", 1, 1, 100*int64(1+rng.IntN(9)))
+			}
+			if i := rng.IntN(len(nodes)); s.Fits(p, i) {
+				pl := Placement{Node: i, GPUs: bestFitGPUs(s.FreeGPUs(i), p)}
+				mustPlace(t, s, p, i, pl.GPUs...)
+				running = append(running, placed{p, pl})
+			}
+		}
+		for i := range nodes {
+			want := map[int]int32{}
+			for _, r := range running {
+				if r.pl.Node == i {
+					want[tagOf(r.p)]++
+				}
+			}
+			got := s.Tags(i)
+			if len(got) != len(want) || int(s.tagKinds[i]) != len(want) {
+				t.Fatalf("step %d node %d: tags %v (%d shapes), want %v", step, i, got, s.tagKinds[i], want)
+			}
+			for tag, n := range want {
+				if got[tag] != n || s.tagPods(i, tag) != n {
+					t.Fatalf("step %d node %d: tags %v, want %v", step, i, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestPlaceRemove(t *testing.T) {
 	s := NewState([]Node{nodeG2, nodeT4})
 	p := gpuPod("p", 8000, 1, 500)
