@@ -44,11 +44,10 @@ func TestNewPaired(t *testing.T) {
 	}
 }
 
-// TestJudge on the testdata head of openb: FGDReserve without its
-// reservation and tie-break is FGD, so every difference is exactly zero
-// and it does not pass (the rule asks for a mean below FGD); Random is
-// worse than FGD beyond noise on the list and fails.
-func TestJudge(t *testing.T) {
+// headLists reads the testdata head of openb: 40 nodes, 60 pods of the
+// multigpu50 list.
+func headLists(t *testing.T) ([]cluster.Node, []cluster.Pod) {
+	t.Helper()
 	nodes, err := lists.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +56,15 @@ func TestJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nodes, pods
+}
+
+// TestJudge on the testdata head of openb: FGDReserve without its
+// reservation and tie-break is FGD, so every difference is exactly zero
+// and it does not pass (the rule asks for a mean below FGD); Random is
+// worse than FGD beyond noise on the list and fails.
+func TestJudge(t *testing.T) {
+	nodes, pods := headLists(t)
 	j, err := Judge(context.Background(), JudgeConfig{
 		Nodes: nodes, Lists: []gen.List{{Name: "head", Family: gen.FamilyMultiGPU, Pods: pods}},
 		Ref: "fgd", Candidates: []string{"fgd-reserve:scarcity=0,tie=order", "random"}, Seeds: []uint64{1, 2, 3, 4, 5, 6},
@@ -80,14 +88,7 @@ func TestJudge(t *testing.T) {
 // Runner that runs it backwards gives the same judgement), and that a
 // failing list is named in the error, whatever the order.
 func TestJudgeRunOrder(t *testing.T) {
-	nodes, err := lists.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := lists.ReadPodsFile(clustertest.Testdata(t, "openb_pods_multigpu50_head60.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, pods := headLists(t)
 	backwards := func(ctx context.Context, n int, job func(context.Context, int) error) error {
 		for i := n - 1; i >= 0; i-- {
 			if err := job(ctx, i); err != nil {
