@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 	"sync"
@@ -211,6 +212,7 @@ func (sc *Scheduler) scanLeaves(ix *classIndex, lo, hi int, mem int64, b *slot) 
 // nthSet returns the position of the k-th set bit (0-based) of the
 // bitset; k must be below the number of bits set.
 func nthSet(set []uint64, k int) int {
+	k0 := k
 	for w, word := range set {
 		if n := bits.OnesCount64(word); k >= n {
 			k -= n
@@ -221,7 +223,7 @@ func nthSet(set []uint64, k int) int {
 		}
 		return w*64 + bits.TrailingZeros64(word)
 	}
-	panic("cluster: nthSet: k beyond the bits set")
+	panic(fmt.Sprintf("cluster: nthSet: bit %d of %d set", k0, k0-k))
 }
 
 // nodeOf is the node of rank r (r >= 0), or -1.
