@@ -36,7 +36,9 @@
 // alike (same CPU and GPU request, for FGD) share one tree whatever their
 // memory and allowed GPU models, which are applied when choosing, and a
 // node whose filter result and score did not change is not looked at
-// again above its leaf.
+// again above its leaf. A group used rarely keeps only its leaves up to
+// date and chooses by a pass over them; random placement keeps a bitset
+// of the feasible nodes.
 // [NewPolicy] builds one by its command-line name; [PolicyNames] lists them.
 //
 // # Packages around the model

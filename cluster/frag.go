@@ -146,42 +146,69 @@ func holding(free []int64, milli int64) (k int, small int64) {
 
 // fragTable is a Target prepared for one State's nodes, so that NodeFrag
 // neither compares model names nor recounts a node's GPUs for every task
-// type: the types' distinct per-GPU requests (thresholds) are counted once
-// per node, when a type first needs them. It gives NodeFrag's result bit
-// for bit: the same terms added in the same order.
+// type: the types' distinct per-GPU requests (thresholds) are counted in
+// one pass over the GPUs. It gives NodeFrag's result bit for bit: the
+// same terms added in the same order.
 type fragTable struct {
-	types   []TaskType
-	thr     []int64  // distinct per-GPU requests of the types with GPUs
-	thrOf   []int    // per type: its request's index in thr
-	allow   [][]bool // per model number, per type: the type may use the model
-	modelOf []int    // per node: model number (State.modelOf)
-	// Scratch of one evaluation: per threshold, the GPUs holding it and
-	// the milli of the others, valid where stamp equals call.
-	k     []int
-	small []int64
-	stamp []uint32
-	call  uint32
+	// byModel is, per model number (State.modelOf), the types in order
+	// with whether they may use the model's GPUs at all.
+	byModel [][]fragType
+	modelOf []int   // per node: model number (State.modelOf)
+	thr     []int64 // the distinct per-GPU requests of the types with GPUs, ascending
+	// level[f] is the number of thresholds at most f, for f from 0 to
+	// MilliGPU (a GPU's free milli; levelOf counts others).
+	level []uint16
+	// hold is the scratch of one evaluation: per threshold, the GPUs
+	// holding it and their free milli.
+	hold []gpuSum
+}
+
+// gpuSum counts GPUs and adds up their free milli.
+type gpuSum struct {
+	n   int32
+	sum int64
+}
+
+// fragType is a TaskType as fragTable reads it.
+type fragType struct {
+	cpu   int64
+	share float64
+	num   int32
+	thr   int32 // index in fragTable.thr
+	gpuOK bool  // the type asks for GPUs and may use the model
 }
 
 func newFragTable(t *Target, s *State) *fragTable {
-	tab := &fragTable{types: t.Types, thrOf: make([]int, len(t.Types)), modelOf: s.modelOf}
+	tab := &fragTable{modelOf: s.modelOf}
 	for i := range t.Types {
-		j := slices.Index(tab.thr, t.Types[i].MilliGPU)
-		if j < 0 {
-			j = len(tab.thr)
-			tab.thr = append(tab.thr, t.Types[i].MilliGPU)
+		if m := &t.Types[i]; m.NumGPU > 0 && !slices.Contains(tab.thr, m.MilliGPU) {
+			tab.thr = append(tab.thr, m.MilliGPU)
 		}
-		tab.thrOf[i] = j
 	}
-	tab.k, tab.small, tab.stamp = make([]int, len(tab.thr)), make([]int64, len(tab.thr)), make([]uint32, len(tab.thr))
+	slices.Sort(tab.thr)
+	tab.level = make([]uint16, MilliGPU+1)
+	for f := range tab.level {
+		tab.level[f] = uint16(tab.levelOf(int64(f)))
+	}
+	tab.hold = make([]gpuSum, len(tab.thr))
 	for _, model := range s.models {
-		row := make([]bool, len(t.Types))
+		row := make([]fragType, len(t.Types))
 		for i := range t.Types {
-			row[i] = t.Types[i].allows(model)
+			m := &t.Types[i]
+			row[i] = fragType{cpu: m.MilliCPU, share: m.Share, num: int32(m.NumGPU), gpuOK: m.NumGPU > 0 && m.allows(model)}
+			if m.NumGPU > 0 {
+				row[i].thr = int32(slices.Index(tab.thr, m.MilliGPU))
+			}
 		}
-		tab.allow = append(tab.allow, row)
+		tab.byModel = append(tab.byModel, row)
 	}
 	return tab
+}
+
+// levelOf is the number of thresholds at most f.
+func (tab *fragTable) levelOf(f int64) int {
+	n, _ := slices.BinarySearch(tab.thr, f+1) // f+1 cannot overflow: f is a GPU's milli
+	return n
 }
 
 // frag is NodeFrag for node n's model, with cpuFree and free.
@@ -193,28 +220,42 @@ func (tab *fragTable) frag(n int, cpuFree int64, free []int64) float64 {
 	if idle == 0 {
 		return 0
 	}
-	tab.call++
-	if tab.call == 0 { // wrapped: no stamp may look current
-		clear(tab.stamp)
-		tab.call = 1
+	// A GPU holds the thresholds below its level: count each GPU at its
+	// highest (level-1), then add up from the top down.
+	hold := tab.hold
+	clear(hold)
+	for _, f := range free {
+		l := 0
+		if uint64(f) < uint64(len(tab.level)) {
+			l = int(tab.level[f])
+		} else {
+			l = tab.levelOf(f)
+		}
+		if l > 0 {
+			h := &hold[l-1]
+			h.n++
+			h.sum += f
+		}
 	}
-	allow := tab.allow[tab.modelOf[n]]
+	for j := len(hold) - 2; j >= 0; j-- {
+		hold[j].n += hold[j+1].n
+		hold[j].sum += hold[j+1].sum
+	}
 	var frag float64
-	for i := range tab.types {
-		m := &tab.types[i]
-		if m.NumGPU == 0 || cpuFree < m.MilliCPU || !allow[i] {
-			frag += m.Share * float64(idle)
+	types := tab.byModel[tab.modelOf[n]]
+	for k := range types {
+		// The same terms, in the same order, as NodeFrag: all idle milli
+		// when the type cannot run here, else the GPUs' milli below its
+		// share (idle less what the GPUs holding it have free).
+		m := &types[k]
+		if !m.gpuOK || cpuFree < m.cpu {
+			frag += m.share * float64(idle)
 			continue
 		}
-		j := tab.thrOf[i]
-		if tab.stamp[j] != tab.call {
-			tab.k[j], tab.small[j] = holding(free, m.MilliGPU)
-			tab.stamp[j] = tab.call
-		}
-		if tab.k[j] >= m.NumGPU {
-			frag += m.Share * float64(tab.small[j])
+		if h := &hold[m.thr]; h.n >= m.num {
+			frag += m.share * float64(idle-h.sum)
 		} else {
-			frag += m.Share * float64(idle)
+			frag += m.share * float64(idle)
 		}
 	}
 	return frag

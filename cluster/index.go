@@ -1,20 +1,25 @@
 package cluster
 
 import (
+	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 )
 
 // This file holds the scheduler's index: for each group of pods, the
 // cached filter result and score of every node, and a tournament tree over
-// them that gives the best feasible node (or the number of feasible nodes,
-// and the k-th one) in O(1) to O(log nodes). It is brought up to date
-// lazily, from the state's change log, when a pod of the group arrives:
-// only the nodes that changed since the group was last used are looked at
-// again, each once, so a pod costs O(changes since then × log nodes)
-// instead of a filter and a score on every node. The choice is the same
-// as the full scan's (see Scheduler.scan): the highest score, ties to the
-// lowest rank.
+// them that gives the best feasible node in O(1) to O(log nodes) (for a
+// NthChooser, a bitset of the feasible nodes that gives their number and
+// the k-th one in O(nodes/64)). It is brought up to date lazily, from the
+// state's change log, when a pod of the group arrives: only the nodes that
+// changed since the group was last used are looked at again, each once,
+// so a pod costs O(changes since then × log nodes) instead of a filter and
+// a score on every node. A group that many changes went by (one used
+// rarely) keeps only its leaves up to date and chooses by a pass over them
+// (its tree is pulled up again when it is used often). The choice is the
+// same as the full scan's (see Scheduler.scan): the highest score, ties to
+// the lowest rank.
 //
 // A group is a class of pods (what a score and the filter may depend on,
 // typeKeyMem), except for a policy that says what its scores read of a pod
@@ -40,9 +45,6 @@ type classIndex struct {
 	// it, so that comparing two children reads two adjacent slots and
 	// nothing else.
 	best []slot
-	// cnt (NthChoosers) is the count tree, 2*size entries: the number of
-	// feasible nodes under each tree node; positions follow the node order.
-	cnt []int32
 	// allowed is, per model number (State.modelOf), whether the class's
 	// pods may use it; nil when they may use any, and in a scoreKey group
 	// (whose pods choose their models when choosing).
@@ -52,12 +54,16 @@ type classIndex struct {
 	// (Scheduler.chooseIndexed).
 	byKey bool
 	mem   int64
-	// feas has bit i set when node i's leaf says feasible: a node
+	// feas has bit i set when node i passes the group's filter: a node
 	// infeasible before and after a change is passed over without
-	// touching its leaf (the tree is cold, the state's arrays are not).
+	// touching its leaf (the tree is cold, the state's arrays are not);
+	// for an NthChooser it is the whole index.
 	feas  []uint64
 	seq   uint64 // the state's change sequence number the index is up to
 	built bool
+	// pulled: the tree above the leaves is up to date. When not, only the
+	// leaves are, and the choice is a pass over them (scanLeaves).
+	pulled bool
 }
 
 // slot is a node of a best tree: a node's rank (-1: none) and its score.
@@ -70,14 +76,6 @@ type slot struct {
 // same score and a lower rank; any node wins over none.
 func (a *slot) beats(b *slot) bool {
 	return a.rank >= 0 && (b.rank < 0 || a.score > b.score || a.score == b.score && a.rank < b.rank)
-}
-
-// groupKey identifies a group: a class (typeKeyMem), or for a scoreKeyer
-// (byKey) its scoreKey.
-type groupKey struct {
-	class typeKeyMem
-	key   scoreKey
-	byKey bool
 }
 
 // scoreKeyer is implemented by policies whose Score reads only some of a
@@ -117,7 +115,7 @@ type indexMode uint8
 const (
 	modeScan  indexMode = iota // filter and score every node (Scheduler.scan)
 	modeBest                   // the tree's best score
-	modeCount                  // the tree's k-th feasible node (NthChooser)
+	modeCount                  // the k-th feasible node (NthChooser)
 )
 
 // keepsBest is implemented by Normalizers whose rescaling keeps the set of
@@ -157,31 +155,75 @@ func (sc *Scheduler) mode() indexMode {
 func (sc *Scheduler) chooseIndexed(p *Pod, mode indexMode) (int, bool) {
 	ix := sc.index(p, mode)
 	if mode == modeCount {
-		n := int(ix.cnt[1])
+		n := 0
+		for _, w := range ix.feas {
+			n += bits.OnesCount64(w)
+		}
 		if n == 0 {
 			return 0, false
 		}
 		k := sc.policy.(NthChooser).ChooseNth(n, sc.rng)
-		return sc.nth(ix, k), true
+		return nthSet(ix.feas, k), true
 	}
-	if !ix.byKey {
+	if !ix.byKey && ix.pulled {
 		w := ix.best[1].rank
 		return sc.nodeOf(w), w >= 0
 	}
 	// A scoreKey group: the best node with p's memory free, among the
-	// models p may use.
+	// models p may use (a class's leaves hold its memory and models).
 	b := slot{rank: -1}
-	if p.NumGPU > 0 && len(p.GPUSpec) > 0 {
+	mem := p.MemoryMiB
+	if !ix.byKey {
+		mem = 0
+	}
+	switch {
+	case ix.byKey && p.NumGPU > 0 && len(p.GPUSpec) > 0:
 		for _, name := range p.GPUSpec {
 			if m := slices.Index(sc.state.models, name); m >= 0 {
 				r := sc.models[m]
-				sc.searchRange(ix, r[0], r[1], p.MemoryMiB, &b)
+				if ix.pulled {
+					sc.searchRange(ix, r[0], r[1], mem, &b)
+				} else {
+					sc.scanLeaves(ix, r[0], r[1], mem, &b)
+				}
 			}
 		}
-	} else {
-		sc.search(ix, 1, p.MemoryMiB, &b)
+	case ix.pulled:
+		sc.search(ix, 1, mem, &b)
+	default:
+		sc.scanLeaves(ix, 0, sc.leaves, mem, &b)
 	}
 	return sc.nodeOf(b.rank), b.rank >= 0
+}
+
+// scanLeaves makes *b the best of itself and the leaves at positions
+// [lo, hi) with mem MiB of memory free: search without the tree, for a
+// group whose tree is not pulled up. A leaf that beats the best so far is
+// rare after the first few, so the pass is a stream of predictable
+// comparisons.
+func (sc *Scheduler) scanLeaves(ix *classIndex, lo, hi int, mem int64, b *slot) {
+	for _, l := range ix.best[sc.leaves+lo : sc.leaves+hi] {
+		if l.beats(b) && sc.state.memFree[sc.order[l.rank]] >= mem {
+			*b = l
+		}
+	}
+}
+
+// nthSet returns the position of the k-th set bit (0-based) of the
+// bitset; k must be below the number of bits set.
+func nthSet(set []uint64, k int) int {
+	k0 := k
+	for w, word := range set {
+		if n := bits.OnesCount64(word); k >= n {
+			k -= n
+			continue
+		}
+		for ; k > 0; k-- {
+			word &= word - 1 // drop the lowest set bit
+		}
+		return w*64 + bits.TrailingZeros64(word)
+	}
+	panic(fmt.Sprintf("cluster: nthSet: bit %d of %d set", k0, k0-k))
 }
 
 // nodeOf is the node of rank r (r >= 0), or -1.
@@ -226,20 +268,25 @@ func (sc *Scheduler) searchRange(ix *classIndex, lo, hi int, mem int64, b *slot)
 	}
 }
 
-// group returns p's group number, making one for a new group.
-func (sc *Scheduler) group(p *Pod, mode indexMode) (int, bool) {
-	var g groupKey
-	k, byKey := sc.policy.(scoreKeyer)
-	byKey = byKey && mode == modeBest
-	if byKey {
-		g = groupKey{key: k.scoreKey(p), byKey: true}
+// group returns p's group number, making one for a new group: for a
+// scoreKeyer choosing the best node, p's scoreKey (byKey), else p's class
+// (typeKeyMem).
+func (sc *Scheduler) group(p *Pod, mode indexMode) (c int, byKey bool) {
+	var ok bool
+	if byKey = sc.keyer != nil && mode == modeBest; byKey {
+		k := sc.keyer.scoreKey(p)
+		if c, ok = sc.keyGroups[k]; !ok {
+			c = len(sc.indexes)
+			sc.keyGroups[k] = c
+		}
 	} else {
-		g.class = typeKeyMem{keyOf(p), p.MemoryMiB}
+		k := typeKeyMem{keyOf(p), p.MemoryMiB}
+		if c, ok = sc.classGroups[k]; !ok {
+			c = len(sc.indexes)
+			sc.classGroups[k] = c
+		}
 	}
-	c, ok := sc.groups[g]
 	if !ok {
-		c = len(sc.groups)
-		sc.groups[g] = c
 		sc.indexes = append(sc.indexes, nil)
 	}
 	return c, byKey
@@ -253,11 +300,9 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	if ix == nil {
 		ix = &classIndex{byKey: byKey}
 		if byKey {
-			ix.mem = sc.policy.(scoreKeyer).scoreKey(p).mem
+			ix.mem = sc.keyer.scoreKey(p).mem
 		}
-		if mode == modeCount {
-			ix.cnt = make([]int32, 2*sc.size)
-		} else {
+		if mode != modeCount {
 			ix.best = newTree(2 * sc.leaves)
 		}
 		if !byKey && p.NumGPU > 0 && len(p.GPUSpec) > 0 {
@@ -274,7 +319,8 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 	case !ix.built:
 		// In leaf order, so that the group's (cold) tree is read and
 		// written in sequence; the state's per-node arrays, which every
-		// group reads, are the ones accessed out of order.
+		// group reads, are the ones accessed out of order. The tree above
+		// is pulled up when the group is used again soon.
 		if sc.build++; sc.build == 0 { // wrapped: no memo may look current
 			clear(sc.shapeScores)
 			sc.build = 1
@@ -290,43 +336,39 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 				sc.refresh(ix, p, i, mode)
 			}
 		}
-		sc.pullAll(ix)
 		ix.built = true
-	case ok && (len(changes) < sc.batchFrom || mode == modeCount && len(changes) < len(s.nodes)):
+	case ok && ix.pulled && len(changes) < sc.staleFrom:
 		// Each changed node once, at its latest change: FGD-like
 		// policies fill a node with several pods in a row.
 		for k, i := range changes {
 			if s.isLatest(i, ix.seq+uint64(k)) && sc.refresh(ix, p, int(i), mode) {
-				sc.update(ix, int(i), mode)
+				sc.update(ix, int(i))
 			}
 		}
 	case ok:
-		// Many changes (a group not used for a while): their leaves,
-		// then the tree above them in one pass, in sequence, instead
-		// of a walk up from each. (A count tree's walks stop where a
-		// count stays the same, most often at once: it batches only
-		// from as many changes as nodes.)
-		changed := false
+		// The leaves only; then, for a group used again soon, the tree
+		// above them in one pass, in sequence (instead of a walk up from
+		// each change), kept up to date from then on until a use finds
+		// many changes again.
 		for k, i := range changes {
-			if s.isLatest(i, ix.seq+uint64(k)) && sc.refresh(ix, p, int(i), mode) {
-				changed = true
+			if s.isLatest(i, ix.seq+uint64(k)) {
+				sc.refresh(ix, p, int(i), mode)
 			}
 		}
-		if changed {
+		if len(changes) < sc.pullBelow && mode != modeCount {
 			sc.pullAll(ix)
+			ix.pulled = true
+		} else {
+			ix.pulled = false
 		}
 	default:
-		// The log no longer reaches back: the nodes changed since, then
-		// the tree above them in one pass.
-		changed := false
+		// The log no longer reaches back: the nodes changed since.
 		for i := range s.nodes {
-			if s.changedSince(i, ix.seq) && sc.refresh(ix, p, i, mode) {
-				changed = true
+			if s.changedSince(i, ix.seq) {
+				sc.refresh(ix, p, i, mode)
 			}
 		}
-		if changed {
-			sc.pullAll(ix)
-		}
+		ix.pulled = false
 	}
 	ix.seq = s.changeSeq()
 	return ix
@@ -334,32 +376,22 @@ func (sc *Scheduler) index(p *Pod, mode indexMode) *classIndex {
 
 // pullAll recomputes every tree node above the leaves.
 func (sc *Scheduler) pullAll(ix *classIndex) {
-	for t := sc.width(ix) - 1; t >= 1; t-- {
-		sc.pull(ix, t)
+	best := ix.best
+	for t := sc.leaves - 1; t >= 1; t-- {
+		pull(best, t)
 	}
 }
 
 // update recomputes the tree above node i's leaf after it changed. Going
-// up, it stops where a winner other than node i stays the winner (for a
-// count tree: where the count is unchanged): nothing above can change
-// then.
-func (sc *Scheduler) update(ix *classIndex, i int, mode indexMode) {
-	t := (sc.width(ix) + sc.posOf(i, mode)) / 2
-	if ix.cnt != nil {
-		for ; t >= 1; t /= 2 {
-			n := ix.cnt[2*t] + ix.cnt[2*t+1]
-			if n == ix.cnt[t] {
-				return
-			}
-			ix.cnt[t] = n
-		}
-		return
-	}
+// up, it stops where a winner other than node i stays the winner: nothing
+// above can change then.
+func (sc *Scheduler) update(ix *classIndex, i int) {
+	best := ix.best
 	r := int32(sc.rank[i])
-	for ; t >= 1; t /= 2 {
-		w := ix.best[t].rank
-		sc.pull(ix, t)
-		if ix.best[t].rank == w && w != r {
+	for t := (sc.leaves + sc.lpos[i]) / 2; t >= 1; t /= 2 {
+		w := best[t].rank
+		pull(best, t)
+		if best[t].rank == w && w != r {
 			return
 		}
 	}
@@ -402,18 +434,10 @@ func (sc *Scheduler) refresh(ix *classIndex, p *Pod, i int, mode indexMode) bool
 	} else {
 		*word &^= bit
 	}
-	t := sc.width(ix) + sc.posOf(i, mode)
-	if ix.cnt != nil {
-		if fits == was {
-			return false
-		}
-		ix.cnt[t] = 0
-		if fits {
-			ix.cnt[t] = 1
-		}
-		return true
+	if mode == modeCount {
+		return fits != was
 	}
-	l := &ix.best[t]
+	l := &ix.best[sc.leaves+sc.lpos[i]]
 	rank, score := int32(-1), 0.0
 	if fits {
 		rank, score = int32(sc.rank[i]), sc.policy.Score(s, p, i)
@@ -465,52 +489,17 @@ func (sc *Scheduler) Release() {
 func (sc *Scheduler) fits(ix *classIndex, p *Pod, i int) bool {
 	s := sc.state
 	if ix.byKey {
-		return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= ix.mem && (p.NumGPU == 0 || countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
+		return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= ix.mem && (p.NumGPU == 0 || s.gpuFits(p, i))
 	}
 	return s.fitsModel(p, i, ix.allowed == nil || ix.allowed[s.modelOf[i]])
 }
 
-// width is the number of leaves of ix's tree: the first leaf's slot.
-func (sc *Scheduler) width(ix *classIndex) int {
-	if ix.cnt != nil {
-		return sc.size
-	}
-	return sc.leaves
-}
-
-// posOf is node i's leaf position.
-func (sc *Scheduler) posOf(i int, mode indexMode) int {
-	if mode == modeCount {
-		return i
-	}
-	return sc.lpos[i]
-}
-
-// pull recomputes tree node t from its children.
-func (sc *Scheduler) pull(ix *classIndex, t int) {
-	if ix.cnt != nil {
-		ix.cnt[t] = ix.cnt[2*t] + ix.cnt[2*t+1]
-		return
-	}
-	a, b := &ix.best[2*t], &ix.best[2*t+1]
+// pull recomputes tree node t of a best tree from its children.
+func pull(best []slot, t int) {
+	a, b := &best[2*t], &best[2*t+1]
 	if b.beats(a) {
-		ix.best[t] = *b
+		best[t] = *b
 	} else {
-		ix.best[t] = *a
+		best[t] = *a
 	}
-}
-
-// nth returns the k-th feasible node (0-based, in node order) of a count
-// index; k must be below cnt[1].
-func (sc *Scheduler) nth(ix *classIndex, k int) int {
-	t := 1
-	for t < sc.size {
-		if n := ix.cnt[2*t]; int32(k) < n {
-			t = 2 * t
-		} else {
-			k -= int(n)
-			t = 2*t + 1
-		}
-	}
-	return t - sc.size
 }

@@ -209,13 +209,13 @@ func (Clustering) Score(s *State, p *Pod, i int) float64 {
 		return 0
 	}
 	in := int64(maxNodeScore/4) * (maxSpecGPU - s.FreeGPUMilli(i)) / maxSpecGPU
-	tags := s.tags[i]
+	mine, kinds := s.tagPods(i, tagOf(p)), s.tagKinds[i]
 	switch {
-	case tags[tagOf(p)] > 0 && len(tags) == 1:
+	case mine > 0 && kinds == 1:
 		return float64(in + maxNodeScore*3/4)
-	case tags[tagOf(p)] > 0:
+	case mine > 0:
 		return float64(in + maxNodeScore*2/4)
-	case len(tags) == 0:
+	case kinds == 0:
 		return float64(in + maxNodeScore/4)
 	}
 	return float64(in)

@@ -33,40 +33,45 @@ func (*KubeFit) scoreKey(p *Pod) scoreKey { return memKey(p) }
 // Score implements Policy.
 func (k *KubeFit) Score(s *State, p *Pod, i int) float64 {
 	n := &s.nodes[i]
-	res := [3]struct{ req, cap, w int64 }{
-		{n.MilliCPU - s.cpuFree[i] + p.MilliCPU, n.MilliCPU, k.CPU},
-		{n.MemoryMiB - s.memFree[i] + p.MemoryMiB, n.MemoryMiB, k.Memory},
-		{int64(n.GPUs)*MilliGPU - s.FreeGPUMilli(i) + p.GPUMilli(), int64(n.GPUs) * MilliGPU, k.GPU},
-	}
+	spread, rtcr := k.Strategy == "spread", k.Strategy == "rtcr"
 	var sum, wsum int64
-	for _, r := range res {
-		if r.w == 0 {
-			continue
-		}
-		var sc int64
-		if r.cap > 0 && r.req <= r.cap {
-			switch k.Strategy {
-			case "spread":
-				sc = (r.cap - r.req) * maxNodeScore / r.cap
-			default: // mostallocated; rtcr's shape 0->0, 100->100 is the identity
-				sc = r.req * maxNodeScore / r.cap
-			}
-		}
-		if k.Strategy == "rtcr" {
-			if r.cap == 0 || sc <= 0 {
-				continue
-			}
-		}
-		sum += sc * r.w
-		wsum += r.w
+	// CPU, memory and GPU milli in turn: the terms of a weighted mean, in
+	// integer arithmetic as in kube-scheduler.
+	if k.CPU != 0 {
+		sum, wsum = kubeTerm(sum, wsum, n.MilliCPU-s.cpuFree[i]+p.MilliCPU, n.MilliCPU, k.CPU, spread, rtcr)
+	}
+	if k.Memory != 0 {
+		sum, wsum = kubeTerm(sum, wsum, n.MemoryMiB-s.memFree[i]+p.MemoryMiB, n.MemoryMiB, k.Memory, spread, rtcr)
+	}
+	if k.GPU != 0 {
+		c := int64(n.GPUs) * MilliGPU
+		sum, wsum = kubeTerm(sum, wsum, c-s.idle[i]+p.GPUMilli(), c, k.GPU, spread, rtcr)
 	}
 	if wsum == 0 {
 		return 0
 	}
-	if k.Strategy == "rtcr" {
+	if rtcr {
 		return math.Round(float64(sum) / float64(wsum))
 	}
 	return float64(sum / wsum)
+}
+
+// kubeTerm adds one resource's term to KubeFit's weighted sum: requested
+// req (the pod included) of capacity c, weight w (not 0). A resource that
+// would overflow scores 0; rtcr leaves out a resource scoring 0.
+func kubeTerm(sum, wsum, req, c, w int64, spread, rtcr bool) (int64, int64) {
+	var sc int64
+	if c > 0 && req <= c {
+		if spread {
+			sc = (c - req) * maxNodeScore / c
+		} else { // mostallocated; rtcr's shape 0->0, 100->100 is the identity
+			sc = req * maxNodeScore / c
+		}
+	}
+	if rtcr && (c == 0 || sc <= 0) {
+		return sum, wsum
+	}
+	return sum + sc*w, wsum + w
 }
 
 // GPUs implements Policy.

@@ -29,7 +29,6 @@ type Scheduler struct {
 	RandomTies bool
 	rank       []int // node index -> position in the tie-break order
 	order      []int // position in the tie-break order -> node index
-	size       int   // leaves of a count tree: a power of two >= max(2, nodes)
 	leaves     int   // leaves of a best tree: max(1, nodes)
 	forceScan  bool  // tests: always the full scan, to compare with the index
 	// The leaves of a best tree (index.go), model by model (State.modelOf)
@@ -38,14 +37,14 @@ type Scheduler struct {
 	lpos     []int
 	leafNode []int
 	models   [][2]int
-	// batchFrom is the number of changes from which the index refreshes
-	// the leaves and then the whole tree (a pass over the tree nodes, in
-	// sequence) rather than walking up from each changed leaf (up to
-	// log2(nodes) tree nodes each, scattered, fewer where the walk stops
-	// early): a quarter of the nodes, where the walks' scattered tree
-	// nodes come to about as many as the pass's (an estimate; see
-	// docs/benchmarks.md, issue 27's third round, for what it gives).
-	batchFrom int
+	// A group whose tree is pulled up keeps it so (a walk up from each
+	// changed leaf, up to log2(nodes) scattered tree nodes) until a use
+	// finds staleFrom changes or more; then it keeps only its leaves up
+	// to date, choosing by a pass over them (a stream of about nodes
+	// predictable comparisons), until a use finds fewer than pullBelow
+	// changes and pulls the tree up again. A third and a sixteenth of the
+	// nodes: measured, docs/benchmarks.md, issue 27's fourth round.
+	pullBelow, staleFrom int
 
 	// shapeOf is each node's shape (its Node less the name) and
 	// shapeScores a score per shape, valid in the build numbered build:
@@ -55,9 +54,13 @@ type Scheduler struct {
 	build       uint32
 
 	classes map[typeKeyMem]int
-	cache   [][]cached       // [class][node], for the full scan; nil until used
-	groups  map[groupKey]int // the index's groups (index.go)
-	indexes []*classIndex    // [group], for the index; nil until used
+	cache   [][]cached // [class][node], for the full scan; nil until used
+	// The index's groups (index.go): by scoreKey for a scoreKeyer (keyer,
+	// nil for another policy) choosing the best node, else by class.
+	keyer       scoreKeyer
+	keyGroups   map[scoreKey]int
+	classGroups map[typeKeyMem]int
+	indexes     []*classIndex // [group], for the index; nil until used
 
 	feasible []int
 	scores   []float64
@@ -81,12 +84,9 @@ func NewScheduler(s *State, policy Policy, rng *rand.Rand) *Scheduler {
 	for i := range rank {
 		rank[i], order[i] = i, i
 	}
-	size := 2
-	for size < len(s.nodes) {
-		size *= 2
-	}
-	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, groups: map[groupKey]int{}, rank: rank, order: order, size: size,
-		leaves: max(1, len(s.nodes)), batchFrom: max(1, len(s.nodes)) / 4, lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
+	sc := &Scheduler{state: s, policy: policy, rng: rng, classes: map[typeKeyMem]int{}, keyGroups: map[scoreKey]int{}, classGroups: map[typeKeyMem]int{}, rank: rank, order: order,
+		leaves: max(1, len(s.nodes)), pullBelow: max(1, len(s.nodes)/16), staleFrom: max(1, len(s.nodes)/3), lpos: make([]int, len(s.nodes)), leafNode: make([]int, len(s.nodes)), models: make([][2]int, len(s.models))}
+	sc.keyer, _ = policy.(scoreKeyer)
 	sc.layLeaves()
 	sc.shapeOf = make([]int32, len(s.nodes))
 	shapes := map[Node]int32{}

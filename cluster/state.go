@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gpufrag/gpufrag/internal/invariants"
@@ -13,7 +14,8 @@ import (
 //   - 0 <= free CPU <= node CPU, 0 <= free memory <= node memory;
 //   - every GPU has 0 <= free <= MilliGPU milli;
 //   - usedMilli == sum over GPUs of (MilliGPU - free); idle[i] == sum of
-//     node i's free milli;
+//     node i's free milli; whole[i] and most[i] are node i's fully free
+//     GPUs and the largest free milli of one (gpuSummary);
 //   - a node's version changes whenever anything on it changes, so a score
 //     cached with a version is valid while the version is unchanged.
 type State struct {
@@ -22,9 +24,20 @@ type State struct {
 	memFree []int64
 	gpuFree [][]int64 // per node, per GPU index: free milli; the slices share one backing array
 	idle    []int64   // per node: sum of gpuFree[i]
-	// tags counts GPU pods per node by request shape (key -1: sharing, n:
-	// whole n-GPU pods), for the GPU clustering policy; nil until used.
-	tags      []map[int]int32
+	// whole and most summarise each node's GPUs for the filter: the
+	// number of fully free GPUs, and the largest free milli of one GPU
+	// (0 without GPUs), so that a pod's GPU check reads two numbers
+	// instead of every GPU (gpuFits); kept by Place and Remove.
+	whole []int32
+	most  []int64
+	// The GPU pods per node by request shape (tag -1: sharing, n: whole
+	// n-GPU pods), for the GPU clustering policy: tagCount holds
+	// tagSlots counts per node (slot 0 sharing, slot n n-GPU pods),
+	// tagMore the shapes of more GPUs (nil until used), tagKinds the
+	// number of shapes with pods.
+	tagCount  []int32
+	tagMore   []map[int]int32
+	tagKinds  []int32
 	version   []uint32
 	usedMilli int64 // allocated GPU milli over the cluster
 	capMilli  int64 // GPU capacity in milli
@@ -62,14 +75,18 @@ type Placement struct {
 // NewState returns an empty cluster of the nodes; it keeps the slice.
 func NewState(nodes []Node) *State {
 	s := &State{
-		nodes:   nodes,
-		cpuFree: make([]int64, len(nodes)),
-		memFree: make([]int64, len(nodes)),
-		gpuFree: make([][]int64, len(nodes)),
-		tags:    make([]map[int]int32, len(nodes)),
-		version: make([]uint32, len(nodes)),
-		last:    make([]uint64, len(nodes)),
-		idle:    make([]int64, len(nodes)),
+		nodes:    nodes,
+		cpuFree:  make([]int64, len(nodes)),
+		memFree:  make([]int64, len(nodes)),
+		gpuFree:  make([][]int64, len(nodes)),
+		tagCount: make([]int32, len(nodes)*tagSlots),
+		tagMore:  make([]map[int]int32, len(nodes)),
+		tagKinds: make([]int32, len(nodes)),
+		version:  make([]uint32, len(nodes)),
+		last:     make([]uint64, len(nodes)),
+		idle:     make([]int64, len(nodes)),
+		whole:    make([]int32, len(nodes)),
+		most:     make([]int64, len(nodes)),
 	}
 	all := make([]int64, GPUCapacity(nodes))
 	for i := range all {
@@ -87,6 +104,7 @@ func NewState(nodes []Node) *State {
 		s.cpuFree[i], s.memFree[i] = n.MilliCPU, n.MemoryMiB
 		s.gpuFree[i] = all[off : off+n.GPUs : off+n.GPUs]
 		s.idle[i] = int64(n.GPUs) * MilliGPU
+		s.summarise(i)
 		off += n.GPUs
 	}
 	s.capMilli = int64(len(all)) * MilliGPU
@@ -100,16 +118,17 @@ func (s *State) Clone() *State {
 	copy(c.memFree, s.memFree)
 	for i := range s.gpuFree {
 		copy(c.gpuFree[i], s.gpuFree[i])
-		if s.tags[i] != nil {
-			c.tags[i] = make(map[int]int32, len(s.tags[i]))
-			for k, v := range s.tags[i] {
-				c.tags[i][k] = v
-			}
+		if s.tagMore[i] != nil {
+			c.tagMore[i] = maps.Clone(s.tagMore[i])
 		}
 	}
+	copy(c.tagCount, s.tagCount)
+	copy(c.tagKinds, s.tagKinds)
 	copy(c.version, s.version)
 	copy(c.last, s.last) // all before c's log: a scheduler of c starts with a full build
 	copy(c.idle, s.idle)
+	copy(c.whole, s.whole)
+	copy(c.most, s.most)
 	c.changesBase = s.changesBase + uint64(len(s.changes)) // a fresh log: schedulers of s do not follow c
 	c.usedMilli = s.usedMilli
 	return c
@@ -132,14 +151,20 @@ func (s *State) FreeGPUs(i int) []int64 { return s.gpuFree[i] }
 func (s *State) FreeGPUMilli(i int) int64 { return s.idle[i] }
 
 // WholeFreeGPUs is the number of fully free GPUs on node i.
-func (s *State) WholeFreeGPUs(i int) int {
-	n := 0
-	for _, f := range s.gpuFree[i] {
+func (s *State) WholeFreeGPUs(i int) int { return int(s.whole[i]) }
+
+// summarise sets node i's GPU summary (whole, most) from its GPUs.
+func (s *State) summarise(i int) { s.whole[i], s.most[i] = gpuSummary(s.gpuFree[i]) }
+
+// gpuSummary is the number of fully free GPUs and the largest free milli.
+func gpuSummary(free []int64) (whole int32, most int64) {
+	for _, f := range free {
 		if f == MilliGPU {
-			n++
+			whole++
 		}
+		most = max(most, f)
 	}
-	return n
+	return whole, most
 }
 
 // Version changes whenever node i changes.
@@ -161,8 +186,67 @@ func tagOf(p *Pod) int {
 }
 
 // Tags returns how many GPU pods of each shape run on node i (key -1:
-// sharing pods; n: pods of n whole GPUs); callers must not modify it.
-func (s *State) Tags(i int) map[int]int32 { return s.tags[i] }
+// sharing pods; n: pods of n whole GPUs); nil when none.
+func (s *State) Tags(i int) map[int]int32 {
+	if s.tagKinds[i] == 0 {
+		return nil
+	}
+	out := maps.Clone(s.tagMore[i])
+	if out == nil {
+		out = map[int]int32{}
+	}
+	for slot, n := range s.tagCount[i*tagSlots : (i+1)*tagSlots] {
+		if tag := slot; n > 0 {
+			if slot == 0 {
+				tag = -1 // sharing pods
+			}
+			out[tag] = n
+		}
+	}
+	return out
+}
+
+// tagSlots is the number of shapes whose pods a node counts in tagCount:
+// sharing pods and pods of 1 to 8 whole GPUs.
+const tagSlots = 9
+
+// tagPods is the number of pods of shape tag (tagOf) on node i.
+func (s *State) tagPods(i, tag int) int32 {
+	if slot := max(tag, 0); slot < tagSlots {
+		return s.tagCount[i*tagSlots+slot]
+	}
+	return s.tagMore[i][tag]
+}
+
+// addTag adds d pods of shape tag to node i's counts (a count below one
+// is none).
+func (s *State) addTag(i, tag int, d int32) {
+	var before, after int32
+	if slot := max(tag, 0); slot < tagSlots {
+		n := &s.tagCount[i*tagSlots+slot]
+		before = *n
+		after = max(before+d, 0)
+		*n = after
+	} else {
+		m := s.tagMore[i]
+		if m == nil {
+			m = map[int]int32{}
+			s.tagMore[i] = m
+		}
+		before = m[tag]
+		if after = max(before+d, 0); after > 0 {
+			m[tag] = after
+		} else {
+			delete(m, tag)
+		}
+	}
+	switch {
+	case before <= 0 && after > 0:
+		s.tagKinds[i]++
+	case before > 0 && after <= 0:
+		s.tagKinds[i]--
+	}
+}
 
 // Fits is the filter: node i has the pod's CPU and memory free and, for a
 // pod with GPUs, the node's model is allowed and at least NumGPU of its
@@ -174,7 +258,22 @@ func (s *State) Fits(p *Pod, i int) bool {
 // fitsModel is Fits with the model check's result given.
 func (s *State) fitsModel(p *Pod, i int, modelOK bool) bool {
 	return s.cpuFree[i] >= p.MilliCPU && s.memFree[i] >= p.MemoryMiB &&
-		(p.NumGPU == 0 || modelOK && countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU)
+		(p.NumGPU == 0 || modelOK && s.gpuFits(p, i))
+}
+
+// gpuFits reports whether at least NumGPU of node i's GPUs each have
+// MilliGPU free, from the node's summary where the pod's shape allows
+// (every pod the readers accept: whole GPUs, or one GPU shared): a GPU
+// holds a whole-GPU share when fully free (no GPU has more than MilliGPU
+// free), and one GPU holds a share when the freest does.
+func (s *State) gpuFits(p *Pod, i int) bool {
+	switch {
+	case p.MilliGPU == MilliGPU:
+		return int(s.whole[i]) >= p.NumGPU
+	case p.NumGPU == 1 && p.MilliGPU > 0:
+		return s.most[i] >= p.MilliGPU
+	}
+	return countAtLeast(s.gpuFree[i], p.MilliGPU) >= p.NumGPU
 }
 
 func countAtLeast(free []int64, milli int64) int {
@@ -207,13 +306,11 @@ func (s *State) Place(p *Pod, pl Placement) error {
 	for _, g := range pl.GPUs {
 		s.gpuFree[i][g] -= p.MilliGPU
 	}
+	s.summarise(i)
 	s.idle[i] -= p.GPUMilli()
 	s.usedMilli += p.GPUMilli()
 	if p.NumGPU > 0 {
-		if s.tags[i] == nil {
-			s.tags[i] = map[int]int32{}
-		}
-		s.tags[i][tagOf(p)]++
+		s.addTag(i, tagOf(p), 1)
 	}
 	s.changed(i)
 	if invariants.Enabled {
@@ -231,13 +328,11 @@ func (s *State) Remove(p *Pod, pl Placement) {
 	for _, g := range pl.GPUs {
 		s.gpuFree[i][g] += p.MilliGPU
 	}
+	s.summarise(i)
 	s.idle[i] += p.GPUMilli()
 	s.usedMilli -= p.GPUMilli()
 	if p.NumGPU > 0 {
-		t := tagOf(p)
-		if s.tags[i][t]--; s.tags[i][t] <= 0 {
-			delete(s.tags[i], t)
-		}
+		s.addTag(i, tagOf(p), -1)
 	}
 	s.changed(i)
 	if invariants.Enabled {
@@ -338,6 +433,9 @@ func (s *State) checkNode(i int) error {
 	}
 	if idle != s.idle[i] {
 		return fmt.Errorf("cluster: node %s: idle %d, recount %d", n.Name, s.idle[i], idle)
+	}
+	if w, m := gpuSummary(s.gpuFree[i]); w != s.whole[i] || m != s.most[i] {
+		return fmt.Errorf("cluster: node %s: %d whole free GPUs and %d milli on the freest, recount %d and %d", n.Name, s.whole[i], s.most[i], w, m)
 	}
 	return nil
 }

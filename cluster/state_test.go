@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -52,6 +53,99 @@ func TestFits(t *testing.T) {
 	} {
 		if got := s.Fits(tc.p, tc.node); got != tc.want {
 			t.Errorf("Fits(%s, node %d) = %v, want %v", tc.p.Name, tc.node, got, tc.want)
+		}
+	}
+}
+
+// TestGPUFits checks the filter's GPU check from the nodes' summaries
+// against counting the GPUs, on random clusters after random placements
+// and removals, for pods of every shape the readers accept and some they
+// do not (several shared GPUs, no milli).
+func TestGPUFits(t *testing.T) {
+	var shapes [][2]int64 // NumGPU, MilliGPU
+	for _, n := range []int64{0, 1, 2, 3, 8, 9} {
+		for _, m := range []int64{0, 1, 100, 250, 500, 999, MilliGPU} {
+			shapes = append(shapes, [2]int64{n, m})
+		}
+	}
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		nodes, pods := randomCluster(rng, 30, 200)
+		s := NewState(nodes)
+		sc := NewScheduler(s, BestFit{}, rng)
+		var placed []*Pod
+		var pls []Placement
+		for k := range pods {
+			if pl, ok := sc.Schedule(&pods[k]); ok {
+				placed, pls = append(placed, &pods[k]), append(pls, pl)
+			}
+			if k%4 == 3 && len(placed) > 0 { // remove a random placed pod
+				j := rng.IntN(len(placed))
+				s.Remove(placed[j], pls[j])
+				placed, pls = slices.Delete(placed, j, j+1), slices.Delete(pls, j, j+1)
+			}
+			if err := s.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+			i := rng.IntN(len(nodes))
+			for _, sh := range shapes {
+				p := &Pod{NumGPU: int(sh[0]), MilliGPU: sh[1]}
+				if got, want := s.gpuFits(p, i), countAtLeast(s.FreeGPUs(i), p.MilliGPU) >= p.NumGPU; p.NumGPU > 0 && got != want {
+					t.Fatalf("seed %d node %d free %v: gpuFits(%d x %d) = %v, counting %v", seed, i, s.FreeGPUs(i), p.NumGPU, p.MilliGPU, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestTags checks the per-node counts of GPU pods by shape against a
+// recount of the pods running, after random placements and removals of
+// sharing pods and pods of 1 to 16 whole GPUs (beyond the counts' fixed
+// slots) on 16-GPU nodes.
+func TestTags(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodes := make([]Node, 4)
+	for i := range nodes {
+		nodes[i] = Node{Name: string(rune('a' + i)), MilliCPU: 1 << 20, MemoryMiB: 1 << 20, GPUs: 16, Model: "A"}
+	}
+	s := NewState(nodes)
+	type placed struct {
+		p  *Pod
+		pl Placement
+	}
+	var running []placed
+	for step := range 2000 {
+		if len(running) > 0 && rng.IntN(2) == 0 {
+			j := rng.IntN(len(running))
+			s.Remove(running[j].p, running[j].pl)
+			running = slices.Delete(running, j, j+1)
+		} else {
+			p := gpuPod("p", 1, 1+rng.IntN(16), MilliGPU)
+			if rng.IntN(3) == 0 {
+				p = gpuPod("s", 1, 1, 100*int64(1+rng.IntN(9)))
+			}
+			if i := rng.IntN(len(nodes)); s.Fits(p, i) {
+				pl := Placement{Node: i, GPUs: bestFitGPUs(s.FreeGPUs(i), p)}
+				mustPlace(t, s, p, i, pl.GPUs...)
+				running = append(running, placed{p, pl})
+			}
+		}
+		for i := range nodes {
+			want := map[int]int32{}
+			for _, r := range running {
+				if r.pl.Node == i {
+					want[tagOf(r.p)]++
+				}
+			}
+			got := s.Tags(i)
+			if len(got) != len(want) || int(s.tagKinds[i]) != len(want) {
+				t.Fatalf("step %d node %d: tags %v (%d shapes), want %v", step, i, got, s.tagKinds[i], want)
+			}
+			for tag, n := range want {
+				if got[tag] != n || s.tagPods(i, tag) != n {
+					t.Fatalf("step %d node %d: tags %v, want %v", step, i, got, want)
+				}
+			}
 		}
 	}
 }

@@ -1,10 +1,13 @@
 package judge
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/cluster/gen"
@@ -178,8 +181,10 @@ func (j *Judgement) Best() string {
 }
 
 // Judge runs the reference and the candidates on every list and seed (one
-// Grid per list, run with run) and judges them. The unallocated share is
-// read at 100% arrived demand, or the nearest percent a run sampled.
+// Grid per list, every list's cells run with one call of run, so that its
+// workers stay busy from the first list to the last) and judges them. The
+// unallocated share is read at 100% arrived demand, or the nearest
+// percent a run sampled.
 func Judge(ctx context.Context, c JudgeConfig, run protocol.Runner) (*Judgement, error) {
 	if c.Ref == "" || len(c.Candidates) == 0 || len(c.Seeds) == 0 || len(c.Lists) == 0 {
 		return nil, fmt.Errorf("%w: a judgement needs a reference, candidates, seeds and lists (got %d candidates, %d seeds, %d lists)",
@@ -187,21 +192,14 @@ func Judge(ctx context.Context, c JudgeConfig, run protocol.Runner) (*Judgement,
 	}
 	j := &Judgement{Ref: c.Ref, Candidates: c.Candidates, Seeds: c.Seeds}
 	policies := append([]string{c.Ref}, c.Candidates...)
+	shares, err := runGrids(ctx, c, policies, run)
+	if err != nil {
+		return nil, err
+	}
 	pooled := map[gen.Family][][]float64{} // family -> candidate -> diffs
 	var fams []gen.Family
-	for _, l := range c.Lists {
-		g := protocol.NewGrid(protocol.GridConfig{Nodes: c.Nodes, Pods: l.Pods, Policies: policies, Seeds: c.Seeds, Options: c.Options})
-		if err := g.Run(ctx, run); err != nil {
-			return nil, fmt.Errorf("list %s: %w", l.Name, err)
-		}
-		share := func(p int) []float64 {
-			out := make([]float64, len(c.Seeds))
-			for k, r := range g.Runs(p) {
-				s := protocol.Aggregate([]*protocol.Run{r})
-				out[k] = s.Nearest(100).UnallocatedShare().Mean
-			}
-			return out
-		}
+	for li, l := range c.Lists {
+		share := func(p int) []float64 { return shares[li][p*len(c.Seeds) : (p+1)*len(c.Seeds)] }
 		ref := share(0)
 		lr := ListResult{List: l.Name, Family: l.Family, Ref: protocol.NewMeanStd(ref)}
 		if _, ok := pooled[l.Family]; !ok {
@@ -253,3 +251,74 @@ func Judge(ctx context.Context, c JudgeConfig, run protocol.Runner) (*Judgement,
 	}
 	return j, nil
 }
+
+// runGrids runs the grid of every list (policies × c.Seeds) as one job
+// list, the lists in order, each list's cells in cell order (run nil: one
+// after another, stopping when ctx is done), and returns per list and
+// cell (policy-major, as Grid's) the share of GPUs unallocated at 100%
+// arrived demand: a list's runs are let go once all have run. Its error
+// is the first list's with a failed cell, or with a cell that did not run
+// (ctx's error), as Grid.Run gives it, prefixed with the list's name.
+func runGrids(ctx context.Context, c JudgeConfig, policies []string, run protocol.Runner) ([][]float64, error) {
+	grids := make([]*protocol.Grid, len(c.Lists))
+	shares := make([][]float64, len(c.Lists))
+	left := make([]atomic.Int32, len(c.Lists)) // cells not run yet
+	first := make([]int, len(c.Lists)+1)       // list li's cells are jobs first[li] to first[li+1]-1
+	for li, l := range c.Lists {
+		grids[li] = protocol.NewGrid(protocol.GridConfig{Nodes: c.Nodes, Pods: l.Pods, Policies: policies, Seeds: c.Seeds, Options: c.Options})
+		first[li+1] = first[li] + grids[li].Len()
+		shares[li] = make([]float64, grids[li].Len())
+		left[li].Store(int32(grids[li].Len()))
+	}
+	n := first[len(c.Lists)]
+	listOf := make([]int32, n)
+	for li := range c.Lists {
+		for i := first[li]; i < first[li+1]; i++ {
+			listOf[i] = int32(li)
+		}
+	}
+	errs, ran := make([]error, n), make([]bool, n)
+	job := func(_ context.Context, i int) error {
+		li := int(listOf[i])
+		g, cell := grids[li], i-first[li]
+		errs[i], ran[i] = g.RunCell(cell), true
+		if errs[i] == nil {
+			p, _ := g.Cell(cell)
+			r := g.Runs(p)[cell%len(c.Seeds)]
+			sum := protocol.Aggregate([]*protocol.Run{r})
+			shares[li][cell] = sum.Nearest(100).UnallocatedShare().Mean
+		}
+		if left[li].Add(-1) == 0 {
+			grids[li] = nil // the list's last cell: let its runs go
+		}
+		return nil // kept in errs, so that only the first is reported
+	}
+	var err error
+	if run != nil {
+		err = run(ctx, n, job)
+	} else {
+		for i := range n {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			job(ctx, i)
+		}
+	}
+	for li, l := range c.Lists {
+		for i := first[li]; i < first[li+1]; i++ {
+			if errs[i] != nil {
+				return nil, fmt.Errorf("list %s: %w", l.Name, errs[i])
+			}
+		}
+		for i := first[li]; i < first[li+1]; i++ {
+			if !ran[i] {
+				return nil, fmt.Errorf("list %s: %w", l.Name, cmp.Or(err, ctx.Err(), errNotRun))
+			}
+		}
+	}
+	return shares, nil
+}
+
+// errNotRun is runGrids' error for a cell the Runner skipped without
+// saying why.
+var errNotRun = errors.New("cluster judge: a run was skipped")

@@ -2,8 +2,14 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/cluster/protocol"
 
 	"github.com/gpufrag/gpufrag/cluster/gen"
 	"github.com/gpufrag/gpufrag/cluster/internal/clustertest"
@@ -38,11 +44,10 @@ func TestNewPaired(t *testing.T) {
 	}
 }
 
-// TestJudge on the testdata head of openb: FGDReserve without its
-// reservation and tie-break is FGD, so every difference is exactly zero
-// and it does not pass (the rule asks for a mean below FGD); Random is
-// worse than FGD beyond noise on the list and fails.
-func TestJudge(t *testing.T) {
+// headLists reads the testdata head of openb: 40 nodes, 60 pods of the
+// multigpu50 list.
+func headLists(t *testing.T) ([]cluster.Node, []cluster.Pod) {
+	t.Helper()
 	nodes, err := lists.ReadNodesFile(clustertest.Testdata(t, "openb_nodes_head40.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +56,15 @@ func TestJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nodes, pods
+}
+
+// TestJudge on the testdata head of openb: FGDReserve without its
+// reservation and tie-break is FGD, so every difference is exactly zero
+// and it does not pass (the rule asks for a mean below FGD); Random is
+// worse than FGD beyond noise on the list and fails.
+func TestJudge(t *testing.T) {
+	nodes, pods := headLists(t)
 	j, err := Judge(context.Background(), JudgeConfig{
 		Nodes: nodes, Lists: []gen.List{{Name: "head", Family: gen.FamilyMultiGPU, Pods: pods}},
 		Ref: "fgd", Candidates: []string{"fgd-reserve:scarcity=0,tie=order", "random"}, Seeds: []uint64{1, 2, 3, 4, 5, 6},
@@ -66,6 +80,49 @@ func TestJudge(t *testing.T) {
 	}
 	if j.Best() != "" {
 		t.Errorf("Best() = %q, want none", j.Best())
+	}
+}
+
+// TestJudgeRunOrder checks that a judgement does not depend on the order
+// in which its Runner runs the lists' cells (they are one job list: a
+// Runner that runs it backwards gives the same judgement), and that a
+// failing list is named in the error, whatever the order.
+func TestJudgeRunOrder(t *testing.T) {
+	nodes, pods := headLists(t)
+	backwards := func(ctx context.Context, n int, job func(context.Context, int) error) error {
+		for i := n - 1; i >= 0; i-- {
+			if err := job(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c := JudgeConfig{
+		Nodes: nodes, Lists: []gen.List{{Name: "a", Family: gen.FamilyMultiGPU, Pods: pods}, {Name: "b", Family: gen.FamilyMultiGPU, Pods: pods[10:]}},
+		Ref: "fgd", Candidates: []string{"random", "bestfit"}, Seeds: []uint64{1, 2, 3},
+	}
+	want, err := Judge(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Judge(context.Background(), c, backwards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("run backwards:\n%+v\nin order:\n%+v", got, want)
+	}
+	cpuOnly := []cluster.Pod{{Name: "c", MilliCPU: 1000}}
+	c.Lists = append(c.Lists, gen.List{Name: "cpu-only", Pods: cpuOnly}, gen.List{Name: "cpu-only-2", Pods: cpuOnly})
+	for _, run := range []protocol.Runner{nil, backwards} {
+		if _, err := Judge(context.Background(), c, run); !errors.Is(err, cluster.ErrEmpty) || !strings.HasPrefix(err.Error(), "list cpu-only: ") {
+			t.Errorf("a list without GPU pods: error %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Judge(ctx, c, nil); !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "list a: ") {
+		t.Errorf("cancelled: error %v", err)
 	}
 }
 

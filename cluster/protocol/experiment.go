@@ -210,6 +210,13 @@ func (r *Run) At(pct int) (Point, bool) {
 // scheduler's tie-break order (Scheduler.SetOrder). It returns the samples and
 // the number of pods (units, with gang) that failed.
 func Simulate(nodes []cluster.Node, pods []cluster.Pod, policy cluster.Policy, target *cluster.Target, opts Options, order []int, rng *rand.Rand) ([]cluster.Sample, int) {
+	samples := make([]cluster.Sample, 0, len(pods))
+	failed := simulate(nodes, pods, policy, target, opts, order, rng, func(sm cluster.Sample) { samples = append(samples, sm) })
+	return samples, failed
+}
+
+// simulate is Simulate giving each sample to sample as it is taken.
+func simulate(nodes []cluster.Node, pods []cluster.Pod, policy cluster.Policy, target *cluster.Target, opts Options, order []int, rng *rand.Rand, sample func(cluster.Sample)) int {
 	gang := opts.Gang
 	s := cluster.NewState(nodes)
 	sc := cluster.NewScheduler(s, policy, rng)
@@ -218,10 +225,20 @@ func Simulate(nodes []cluster.Node, pods []cluster.Pod, policy cluster.Policy, t
 		sc.SetOrder(order)
 	}
 	m := cluster.NewMeter(s, target)
-	samples := make([]cluster.Sample, 0, len(pods))
+	// Without gang every pod is a unit of its own: no list of units.
+	var units [][]cluster.Pod
+	n := len(pods)
+	if gang {
+		units = cluster.Units(pods, gang)
+		n = len(units)
+	}
 	var arrived int64
 	failed := 0
-	for _, u := range cluster.Units(pods, gang) {
+	for k := range n {
+		u := pods[k : k+1 : k+1] // a unit of one pod, as Units makes it
+		if gang {
+			u = units[k]
+		}
 		arrived += unitMilli(u)
 		if len(u) == 1 {
 			pl, ok := sc.Schedule(&u[0])
@@ -245,37 +262,60 @@ func Simulate(nodes []cluster.Node, pods []cluster.Pod, policy cluster.Policy, t
 		}
 		sm := m.Sample(arrived)
 		sm.Failed = failed
-		samples = append(samples, sm)
+		sample(sm)
 	}
 	sc.Release()
-	return samples, failed
+	return failed
 }
 
 // Curve resamples samples at every integer percent of arrived demand from
 // 0 to maxPct, for a cluster of capMilli GPU milli (see Point).
 func Curve(samples []cluster.Sample, capMilli int64, maxPct int) []Point {
-	type acc struct {
-		n                                          int
-		alloc, frag, rate, whole, stranded, partly float64
-	}
-	buckets := make([]acc, maxPct+1)
-	c := float64(capMilli)
+	cb := newCurveBuilder(capMilli, maxPct)
 	for _, sm := range samples {
-		b := int(math.RoundToEven(100 * float64(sm.ArrivedMilli) / c))
-		if b < 0 || b > maxPct {
-			continue
-		}
-		a := &buckets[b]
-		a.n++
-		a.alloc += float64(sm.AllocatedMilli) / c
-		a.frag += sm.FragMilli / c
-		if sm.IdleMilli > 0 {
-			a.rate += sm.FragMilli / float64(sm.IdleMilli)
-		}
-		a.whole += float64(sm.WholeFreeNodes)
-		a.stranded += float64(sm.StrandedNodes)
-		a.partly += float64(sm.PartlyUsed)
+		cb.add(sm)
 	}
+	return cb.points()
+}
+
+// curveBuilder is Curve taking the samples one at a time.
+type curveBuilder struct {
+	buckets []curveAcc
+	c       float64 // capacity in milli
+}
+
+// curveAcc adds up the samples of one percent.
+type curveAcc struct {
+	n                                          int
+	alloc, frag, rate, whole, stranded, partly float64
+}
+
+func newCurveBuilder(capMilli int64, maxPct int) *curveBuilder {
+	return &curveBuilder{buckets: make([]curveAcc, maxPct+1), c: float64(capMilli)}
+}
+
+// add takes the next sample.
+func (cb *curveBuilder) add(sm cluster.Sample) {
+	c := cb.c
+	b := int(math.RoundToEven(100 * float64(sm.ArrivedMilli) / c))
+	if b < 0 || b >= len(cb.buckets) {
+		return
+	}
+	a := &cb.buckets[b]
+	a.n++
+	a.alloc += float64(sm.AllocatedMilli) / c
+	a.frag += sm.FragMilli / c
+	if sm.IdleMilli > 0 {
+		a.rate += sm.FragMilli / float64(sm.IdleMilli)
+	}
+	a.whole += float64(sm.WholeFreeNodes)
+	a.stranded += float64(sm.StrandedNodes)
+	a.partly += float64(sm.PartlyUsed)
+}
+
+// points is the curve of the samples taken.
+func (cb *curveBuilder) points() []Point {
+	buckets, c, maxPct := cb.buckets, cb.c, len(cb.buckets)-1
 	out := make([]Point, maxPct+1)
 	for x := range out {
 		a := buckets[x]
@@ -355,18 +395,19 @@ func (pr *prepared) run(spec string) (*Run, error) {
 		return nil, fmt.Errorf("%w: no pod asks for a GPU", cluster.ErrEmpty)
 	}
 	capMilli := pr.capMilli
-	samples, failed := Simulate(pr.nodes, pr.w, policy, pr.target, pr.opts, pr.order, rand.New(rand.NewPCG(pr.seed, streamScheduler)))
-	maxPct := int(math.Ceil(100 * pr.opts.Ratio))
-	run := &Run{
-		Policy: cluster.PolicyName(spec), Seed: pr.seed, Pods: len(pr.w), Failed: failed, CapacityMilli: capMilli,
-		Curve: Curve(samples, capMilli, maxPct),
-	}
-	for k, sm := range samples {
-		if sm.Failed > 0 {
+	run := &Run{Policy: cluster.PolicyName(spec), Seed: pr.seed, Pods: len(pr.w), CapacityMilli: capMilli}
+	// The samples go into the curve as they come (Curve of Simulate's
+	// samples, without keeping them).
+	cb := newCurveBuilder(capMilli, int(math.Ceil(100*pr.opts.Ratio)))
+	k := 0
+	run.Failed = simulate(pr.nodes, pr.w, policy, pr.target, pr.opts, pr.order, rand.New(rand.NewPCG(pr.seed, streamScheduler)), func(sm cluster.Sample) {
+		cb.add(sm)
+		if sm.Failed > 0 && run.FirstFailure == nil {
 			run.FirstFailure = &FirstFailure{Pod: k, ArrivedShare: float64(sm.ArrivedMilli) / float64(capMilli),
 				UnallocatedShare: float64(sm.IdleMilli) / float64(capMilli)}
-			break
 		}
-	}
+		k++
+	})
+	run.Curve = cb.points()
 	return run, nil
 }
