@@ -181,7 +181,10 @@ func TestVAModel(t *testing.T) {
 			}
 		}
 	})
-	if reused == 0 || refused == 0 {
+	// Under -short rapid runs a fifth of the cases, too few for both to
+	// happen every time (11 of 200 -short runs saw no refusal); the full
+	// run (100 cases, 0 of 600 without one) checks it.
+	if !testing.Short() && (reused == 0 || refused == 0) {
 		t.Fatalf("%d reservations reused a range, %d were refused: the test means nothing unless both happen", reused, refused)
 	}
 }
