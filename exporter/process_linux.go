@@ -311,7 +311,10 @@ func parseIPExtOctets(data []byte) (in, out float64, ok bool) {
 			name, names = nextField(names)
 			value, values = nextField(values)
 			if name == nil || value == nil {
-				return in, out, name == nil && value == nil
+				if name != nil || value != nil { // as many names as values, or nothing
+					return 0, 0, false
+				}
+				return in, out, true
 			}
 			var dst *float64
 			switch string(name) {
