@@ -43,7 +43,11 @@ type Scheduler struct {
 	// to date, choosing by a pass over them (a stream of about nodes
 	// predictable comparisons), until a use finds fewer than pullBelow
 	// changes and pulls the tree up again. A third and a sixteenth of the
-	// nodes: measured, docs/benchmarks.md, issue 27's fourth round.
+	// nodes: tuned on the openb default list (instructions of the grid's
+	// policy mix, a sweep of 11 pairs); validated on the gpuspec33 list
+	// (-32% instructions a run) and the whole 24-list grid (0.65-0.77x the
+	// CPU-s), docs/benchmarks.md, issue 27's fourth round. They change
+	// only speed: every choice is the full scan's (TestIndexMatchesScan).
 	pullBelow, staleFrom int
 
 	// shapeOf is each node's shape (its Node less the name) and
