@@ -107,6 +107,7 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 		}
 	}
 	defer engineGC()()
+	engineHeap()
 	f.space.DefragsGiven = set("defrag")
 	if in.Space, err = f.space.Space(func(v string, known []string) string {
 		return human.DidYouMean(human.SpecKind(v), human.SpecKinds(known))

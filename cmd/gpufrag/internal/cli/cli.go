@@ -38,6 +38,18 @@ const (
 	exitUsage = 2 // the command line is wrong
 )
 
+// MainProcess is Main for the gpufrag process itself (cmd/gpufrag's main):
+// it also lets the engine's commands choose settings that hold for the
+// whole process (engineHeap), which Main called many times in one test
+// process must not.
+func MainProcess(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	wholeProcess = true
+	return Main(args, stdin, stdout, stderr)
+}
+
+// wholeProcess is set by MainProcess.
+var wholeProcess bool
+
 // Main runs the gpufrag command line with args (without the program name)
 // and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -107,6 +107,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		return err
 	}
 	defer engineGC()()
+	engineHeap()
 	s, err := loadScenario(f.scenarioFile)
 	if err != nil {
 		return err
