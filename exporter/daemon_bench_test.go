@@ -72,13 +72,12 @@ func BenchmarkHTTPScrape(b *testing.B) {
 }
 
 // BenchmarkHTTPScrapeDaemon is BenchmarkHTTPScrape with the daemon's Go
-// and process collectors (RuntimeCollectors) in the registry. Run with
+// and process collectors' families served beside (GathererWithRuntime,
+// as exporter/daemon wires them). Run with
 //
 //	go test ./exporter -run '^$' -bench HTTPScrapeDaemon -benchmem
 func BenchmarkHTTPScrapeDaemon(b *testing.B) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(RuntimeCollectors()...)
-	benchHTTPScrape(b, reg, false)
+	benchHTTPScrape(b, nil, false)
 }
 
 // daemonGatherer wires srcs as the daemon does (exporter/daemon.Run):
@@ -97,8 +96,31 @@ func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs 
 	return g
 }
 
+// daemonGathererRuntime is daemonGatherer with the runtime families
+// (Collector.GathererWithRuntime): the daemon's wiring.
+func daemonGathererRuntime(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
+	tb.Helper()
+	c, err := NewWithOptions(nil, opts, srcs...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := c.GathererWithRuntime(reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.settle()
+	return g
+}
+
+// benchHTTPScrape scrapes the fleet served beside reg, or with a nil reg
+// beside the runtime families (daemonGathererRuntime).
 func benchHTTPScrape(b *testing.B, reg *prometheus.Registry, gz bool) {
-	g := daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	var g prometheus.Gatherer
+	if reg != nil {
+		g = daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	} else {
+		g = daemonGathererRuntime(b, prometheus.NewRegistry(), Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	}
 	ln, url := benchServer(b, ServerConfig{Gatherer: g, Gzip: gz})
 	defer ln()
 	client := &http.Client{}

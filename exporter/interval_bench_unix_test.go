@@ -36,7 +36,7 @@ const (
 // polled sources (8 GPUs × 16 instances of fragmented caching allocators,
 // 13 series each) are polled every 15 s, all at the same instants, as the
 // daemon's runners started together are. The daemon's Go and process
-// collectors (RuntimeCollectors) are in the registry.
+// collectors' families are served beside (GathererWithRuntime).
 //
 // It decided the daemon's caching (docs/benchmarks.md, "Benchmarks:
 // package exporter"). Any cache of the scrape path hits only when nothing
@@ -66,7 +66,6 @@ func BenchmarkScrapeInterval(b *testing.B) {
 func benchScrapeInterval(b *testing.B, replicas int) {
 	clock := NewManualClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(RuntimeCollectors()...)
 
 	dir := b.TempDir()
 	for i, name := range []string{"replay.pickle", "modern_p4.pickle", "mid.pickle", "modern_p5.pickle"} {
@@ -102,7 +101,7 @@ func benchScrapeInterval(b *testing.B, replicas int) {
 			srcs = append(srcs, p)
 		}
 	}
-	g := daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)
+	g := daemonGathererRuntime(b, reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)
 	stop, url := benchServer(b, ServerConfig{Gatherer: g})
 	defer stop()
 	client := &http.Client{}
