@@ -72,11 +72,13 @@ func BenchmarkHTTPScrape(b *testing.B) {
 }
 
 // BenchmarkHTTPScrapeDaemon is BenchmarkHTTPScrape with the daemon's Go
-// and process collectors' families served beside (GathererWithRuntime,
-// as exporter/daemon wires them). Run with
+// and process collectors' families served beside (GathererWithRuntime)
+// and the daemon's collector goal (DaemonGC), as exporter/daemon runs.
+// Run with
 //
 //	go test ./exporter -run '^$' -bench HTTPScrapeDaemon -benchmem
 func BenchmarkHTTPScrapeDaemon(b *testing.B) {
+	defer DaemonGC()()
 	benchHTTPScrape(b, nil, false)
 }
 

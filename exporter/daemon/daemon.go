@@ -182,6 +182,7 @@ func firstRepeated(vals []string) string {
 // logger. An error from NVML in a binary built without it wraps
 // nvml.ErrNotBuilt: --nvml can never work there.
 func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
+	defer exporter.DaemonGC()()
 	reg := prometheus.NewRegistry()
 	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger, Gzip: c.Gzip}
 	var sources []exporter.Source
