@@ -20,11 +20,13 @@ import (
 const DaemonGCPercent = 200
 
 // DaemonGC sets the collector's goal to DaemonGCPercent unless the user
-// set GOGC or GOMEMLIMIT (theirs win), and returns the function that
-// restores the previous goal. The daemon and the benchmarks of its scrape
-// call it.
+// set GOGC (theirs wins), and returns the function that restores the
+// previous goal. A GOMEMLIMIT bounds the heap under either goal (the
+// Kubernetes manifest sets 448MiB), so it does not turn this off, unlike
+// simulate's and advise's goal (cmd/gpufrag/internal/cli's engineGC). The
+// daemon and the benchmarks of its scrape and polls call it.
 func DaemonGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
 	prev := debug.SetGCPercent(DaemonGCPercent)
