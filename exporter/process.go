@@ -8,9 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// RuntimeCollectors are the collectors the daemon registers beside its
-// own metrics: client_golang's Go collector (default options) and
-// NewProcessCollector. The benchmarks of the scrape register the same.
+// RuntimeCollectors are the collectors whose families the daemon serves
+// beside its own metrics: client_golang's Go collector (default options)
+// and NewProcessCollector. Collector.GathererWithRuntime serves the same
+// families without them where it can (runtime_families.go), and registers
+// them otherwise.
 func RuntimeCollectors() []prometheus.Collector {
 	return []prometheus.Collector{collectors.NewGoCollector(), NewProcessCollector()}
 }
