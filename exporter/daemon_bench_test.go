@@ -82,31 +82,25 @@ func BenchmarkHTTPScrapeDaemon(b *testing.B) {
 	benchHTTPScrape(b, nil, false)
 }
 
-// daemonGatherer wires srcs as the daemon does (exporter/daemon.Run):
+// daemonGatherer wires srcs as the daemon did until GathererWithRuntime:
 // a Collector served beside reg through Collector.Gatherer.
 func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
-	tb.Helper()
-	c, err := NewWithOptions(nil, opts, srcs...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	g, err := c.Gatherer(reg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c.settle()
-	return g
+	return wireGatherer(tb, opts, srcs, func(c *Collector) (prometheus.Gatherer, error) { return c.Gatherer(reg) })
 }
 
 // daemonGathererRuntime is daemonGatherer with the runtime families
 // (Collector.GathererWithRuntime): the daemon's wiring.
 func daemonGathererRuntime(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
+	return wireGatherer(tb, opts, srcs, func(c *Collector) (prometheus.Gatherer, error) { return c.GathererWithRuntime(reg) })
+}
+
+func wireGatherer(tb testing.TB, opts Options, srcs []Source, gatherer func(*Collector) (prometheus.Gatherer, error)) prometheus.Gatherer {
 	tb.Helper()
 	c, err := NewWithOptions(nil, opts, srcs...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g, err := c.GathererWithRuntime(reg)
+	g, err := gatherer(c)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -223,30 +223,26 @@ func (g merged) gatherReg() ([]*dto.MetricFamily, error) {
 	v := g.rt.read()
 	rt := g.rt.families(v)
 	g.rt.release(v)
-	out := make([]*dto.MetricFamily, 0, len(fams)+len(rt))
-	mergeByName(fams, rt, func(i int, isRT bool) {
-		if isRT {
-			out = append(out, rt[i])
-		} else {
-			out = append(out, fams[i])
-		}
-	})
-	return out, err
+	return mergeFamilies(fams, rt), err
 }
 
 // Gather merges the registry's families and the Collector's (mergeByName).
 func (g merged) Gather() ([]*dto.MetricFamily, error) {
 	fams, err := g.gatherReg()
-	mine := g.c.families(true).fams
-	out := make([]*dto.MetricFamily, 0, len(fams)+len(mine))
-	mergeByName(fams, mine, func(i int, isMine bool) {
-		if isMine {
-			out = append(out, mine[i])
+	return mergeFamilies(fams, g.c.families(true).fams), err
+}
+
+// mergeFamilies returns a and b, both sorted by name, in name order.
+func mergeFamilies(a, b []*dto.MetricFamily) []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, 0, len(a)+len(b))
+	mergeByName(a, b, func(i int, inB bool) {
+		if inB {
+			out = append(out, b[i])
 		} else {
-			out = append(out, fams[i])
+			out = append(out, a[i])
 		}
 	})
-	return out, err
+	return out
 }
 
 // mergeByName calls each with the index of every family of fams and mine,
