@@ -62,8 +62,15 @@ type runtimeFamilies struct {
 	tmplMu sync.Mutex
 	tmpls  map[expfmt.Format][]textTemplate // per family; text formats only
 
-	pool sync.Pool // *runtimeValues
+	// free holds readings released for the next (under mu): not a
+	// sync.Pool, which every collection empties, and the daemon collects
+	// between most scrapes.
+	free []*runtimeValues
 }
+
+// maxFreeReadings bounds runtimeFamilies.free: as many as scrapes served
+// at once (ServerConfig.MaxRequestsInFlight's default).
+const maxFreeReadings = 8
 
 // processReader reads the process's figures (processCollector.each).
 type processReader interface {
@@ -218,13 +225,15 @@ func setSlots(mf *dto.MetricFamily, vals []float64) {
 
 // read reads the runtime's and the process's figures now.
 func (r *runtimeFamilies) read() *runtimeValues {
-	v, _ := r.pool.Get().(*runtimeValues)
-	if v == nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var v *runtimeValues
+	if n := len(r.free); n > 0 {
+		v, r.free = r.free[n-1], r.free[:n-1]
+	} else {
 		v = &runtimeValues{present: make([]bool, len(r.shapes)), vals: make([]float64, r.offs[len(r.shapes)])}
 	}
 	clear(v.present)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.readFn != nil {
 		r.readFn(v)
 		return v
@@ -251,7 +260,14 @@ func (r *runtimeFamilies) emitProc(d *prometheus.Desc, _ prometheus.ValueType, x
 	}
 }
 
-func (r *runtimeFamilies) release(v *runtimeValues) { r.pool.Put(v) }
+// release gives back reading v, which its reader no longer uses.
+func (r *runtimeFamilies) release(v *runtimeValues) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.free) < maxFreeReadings {
+		r.free = append(r.free, v)
+	}
+}
 
 // families returns the families of reading v, as a registry holding
 // RuntimeCollectors gathers them (new objects, the caller's).

@@ -249,6 +249,10 @@ func TestRuntimeReadNoGarbage(t *testing.T) {
 	if n := testing.AllocsPerRun(50, func() { rt.release(rt.read()) }); n > 3 {
 		t.Errorf("%v allocations a reading", n)
 	}
+	// Nor after a collection (the readings are kept outside sync.Pool).
+	if n := testing.AllocsPerRun(10, func() { runtime.GC(); rt.release(rt.read()) }); n > 3 {
+		t.Errorf("%v allocations a reading after a collection", n)
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	for range 100 {
