@@ -143,6 +143,7 @@ func (c *Collector) GathererWithRuntime(reg *prometheus.Registry) (prometheus.Ga
 	}
 	g, err := c.Gatherer(reg)
 	if err != nil {
+		reg.Unregister(runtimeDescriber{rt})
 		return nil, err
 	}
 	m := g.(merged)

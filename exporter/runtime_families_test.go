@@ -292,4 +292,15 @@ func TestGathererWithRuntimeClash(t *testing.T) {
 	if _, err := c.GathererWithRuntime(reg); err == nil {
 		t.Fatal("GathererWithRuntime over a registry holding go_goroutines: no error")
 	}
+	// A clash with the Collector's names leaves the runtime's free.
+	reg = prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpufrag_source_up", Help: "Mine."}))
+	if _, err := c.GathererWithRuntime(reg); err == nil {
+		t.Fatal("GathererWithRuntime over a registry holding gpufrag_source_up: no error")
+	}
+	// (With client_golang's help text: a registry keeps a name's help and
+	// labels once seen, even after Unregister.)
+	if err := reg.Register(prometheus.NewGauge(prometheus.GaugeOpts{Name: "go_goroutines", Help: "Number of goroutines that currently exist."})); err != nil {
+		t.Errorf("after a failed GathererWithRuntime, go_goroutines is still held: %v", err)
+	}
 }
