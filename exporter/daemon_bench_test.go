@@ -72,24 +72,35 @@ func BenchmarkHTTPScrape(b *testing.B) {
 }
 
 // BenchmarkHTTPScrapeDaemon is BenchmarkHTTPScrape with the daemon's Go
-// and process collectors (RuntimeCollectors) in the registry. Run with
+// and process collectors' families served beside (GathererWithRuntime)
+// and the daemon's collector goal (DaemonGC), as exporter/daemon runs.
+// Run with
 //
 //	go test ./exporter -run '^$' -bench HTTPScrapeDaemon -benchmem
 func BenchmarkHTTPScrapeDaemon(b *testing.B) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(RuntimeCollectors()...)
-	benchHTTPScrape(b, reg, false)
+	defer DaemonGC()()
+	benchHTTPScrape(b, nil, false)
 }
 
-// daemonGatherer wires srcs as the daemon does (exporter/daemon.Run):
+// daemonGatherer wires srcs as the daemon did until GathererWithRuntime:
 // a Collector served beside reg through Collector.Gatherer.
 func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
+	return wireGatherer(tb, opts, srcs, func(c *Collector) (prometheus.Gatherer, error) { return c.Gatherer(reg) })
+}
+
+// daemonGathererRuntime is daemonGatherer with the runtime families
+// (Collector.GathererWithRuntime): the daemon's wiring.
+func daemonGathererRuntime(tb testing.TB, reg *prometheus.Registry, opts Options, srcs ...Source) prometheus.Gatherer {
+	return wireGatherer(tb, opts, srcs, func(c *Collector) (prometheus.Gatherer, error) { return c.GathererWithRuntime(reg) })
+}
+
+func wireGatherer(tb testing.TB, opts Options, srcs []Source, gatherer func(*Collector) (prometheus.Gatherer, error)) prometheus.Gatherer {
 	tb.Helper()
 	c, err := NewWithOptions(nil, opts, srcs...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g, err := c.Gatherer(reg)
+	g, err := gatherer(c)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -97,8 +108,15 @@ func daemonGatherer(tb testing.TB, reg *prometheus.Registry, opts Options, srcs 
 	return g
 }
 
+// benchHTTPScrape scrapes the fleet served beside reg, or with a nil reg
+// beside the runtime families (daemonGathererRuntime).
 func benchHTTPScrape(b *testing.B, reg *prometheus.Registry, gz bool) {
-	g := daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	var g prometheus.Gatherer
+	if reg != nil {
+		g = daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	} else {
+		g = daemonGathererRuntime(b, prometheus.NewRegistry(), Options{SourceTimeout: 2 * time.Second}, polledFleet(b, 8, 16)...)
+	}
 	ln, url := benchServer(b, ServerConfig{Gatherer: g, Gzip: gz})
 	defer ln()
 	client := &http.Client{}

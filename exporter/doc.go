@@ -72,6 +72,12 @@
 // samples copied, no label set checked again: Collector.unchanged), and
 // the daemon's process figures come from NewProcessCollector,
 // client_golang's families read on a cheaper path ("Issue 27, fourth
+// round"). The daemon serves the Go and process collectors' families
+// through Collector.GathererWithRuntime: read at every scrape into
+// buffers kept between scrapes and written into their text exposition
+// encoded once, without a registry's gathering or client_golang's Go
+// collector's garbage, and it runs with GOGC=200 unless the user set GOGC
+// (DaemonGC): fewer collections between two scrapes ("Issue 27, fifth
 // round").
 //
 // # Daemon

@@ -200,11 +200,26 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		return
 	}
 
-	fams, err := h.g.reg.Gather()
+	// The runtime families (GathererWithRuntime) are written from their
+	// templates in the text formats, else encoded with the registry's.
+	var tmpl []textTemplate
+	var rv *runtimeValues
+	var fams []*dto.MetricFamily
+	var err error
+	if h.g.rt != nil {
+		tmpl = h.g.rt.templates(format)
+	}
+	if tmpl != nil {
+		fams, err = h.g.reg.Gather()
+		rv = h.g.rt.read()
+		defer h.g.rt.release(rv)
+	} else {
+		fams, err = h.g.gatherReg()
+	}
 	p := h.g.c.families(true)
 	if err != nil {
 		h.errorLog.Println("error gathering metrics:", err)
-		if len(fams) == 0 && len(p.fams) == 0 {
+		if len(fams) == 0 && len(p.fams) == 0 && rv == nil {
 			rsp.Header().Del("Content-Encoding")
 			http.Error(rsp, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 			return
@@ -238,7 +253,7 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		}
 		from = to
 	}
-	mergeByName(fams, p.fams, func(i int, isMine bool) {
+	each := func(i int, isMine bool) {
 		if isMine {
 			to = mine.ends[i]
 			return
@@ -247,7 +262,29 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		if werr == nil {
 			werr = enc.Encode(fams[i])
 		}
-	})
+	}
+	if rv == nil {
+		mergeByName(fams, p.fams, each)
+	} else {
+		// The runtime families in name order among the others, each
+		// written from its template (runtime_families.go).
+		rt, k := h.g.rt, 0
+		mergeByName(fams, p.fams, func(i int, isMine bool) {
+			var name string
+			if isMine {
+				name = p.fams[i].GetName()
+			} else {
+				name = fams[i].GetName()
+			}
+			for ; k < len(rt.shapes) && rt.shapes[k].GetName() < name; k++ {
+				h.writeRuntime(w, rv, tmpl, k, flush, &werr)
+			}
+			each(i, isMine)
+		})
+		for ; k < len(rt.shapes); k++ {
+			h.writeRuntime(w, rv, tmpl, k, flush, &werr)
+		}
+	}
 	flush()
 	if closer, ok := enc.(expfmt.Closer); ok && werr == nil {
 		werr = closer.Close() // OpenMetrics' "# EOF"
@@ -255,6 +292,18 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 	if werr != nil {
 		h.errorLog.Println("error encoding and sending metric family:", werr)
 	}
+}
+
+// writeRuntime writes runtime family k of reading rv, if present, from
+// its template, after what flush writes of the Collector's families.
+func (h *preparedHandler) writeRuntime(w io.Writer, rv *runtimeValues, tmpl []textTemplate, k int, flush func(), werr *error) {
+	if !rv.present[k] || *werr != nil {
+		return
+	}
+	flush()
+	rt := h.g.rt
+	rv.text = tmpl[k].appendText(rv.text[:0], rv.vals[rt.offs[k]:rt.offs[k+1]])
+	_, *werr = w.Write(rv.text)
 }
 
 // headerRecorder is the ResponseWriter of the negotiation: it keeps the

@@ -36,7 +36,9 @@ const (
 // polled sources (8 GPUs × 16 instances of fragmented caching allocators,
 // 13 series each) are polled every 15 s, all at the same instants, as the
 // daemon's runners started together are. The daemon's Go and process
-// collectors (RuntimeCollectors) are in the registry.
+// collectors' families are served beside (GathererWithRuntime), under
+// the daemon's collector goal (DaemonGC; GOGC=100 in the environment
+// measures Go's default).
 //
 // It decided the daemon's caching (docs/benchmarks.md, "Benchmarks:
 // package exporter"). Any cache of the scrape path hits only when nothing
@@ -64,9 +66,9 @@ func BenchmarkScrapeInterval(b *testing.B) {
 }
 
 func benchScrapeInterval(b *testing.B, replicas int) {
+	defer DaemonGC()()
 	clock := NewManualClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(RuntimeCollectors()...)
 
 	dir := b.TempDir()
 	for i, name := range []string{"replay.pickle", "modern_p4.pickle", "mid.pickle", "modern_p5.pickle"} {
@@ -102,7 +104,7 @@ func benchScrapeInterval(b *testing.B, replicas int) {
 			srcs = append(srcs, p)
 		}
 	}
-	g := daemonGatherer(b, reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)
+	g := daemonGathererRuntime(b, reg, Options{SourceTimeout: 2 * time.Second, MaxSeries: 20000}, srcs...)
 	stop, url := benchServer(b, ServerConfig{Gatherer: g})
 	defer stop()
 	client := &http.Client{}
@@ -194,11 +196,13 @@ func processCPU(tb testing.TB) time.Duration {
 // sources, one after the other, in the daemon's wiring after a first
 // text-format scrape, with what the polls prepare for the scrapes, waited
 // for: the scrape path's CPU between scrapes, once per poll interval
-// (15 s). Reported: cpu-ms, the process's CPU over the round (the
-// preparations run on a goroutine of their own). Run with
+// (15 s), under the daemon's collector goal (DaemonGC). Reported: cpu-ms,
+// the process's CPU over the round (the preparations run on a goroutine
+// of their own). Run with
 //
 //	go test ./exporter -run '^$' -bench PollRound -benchtime 50x
 func BenchmarkPollRound(b *testing.B) {
+	defer DaemonGC()()
 	srcs := polledFleet(b, 8, 16)
 	g := daemonGatherer(b, prometheus.NewRegistry(), Options{SourceTimeout: 2 * time.Second}, srcs...)
 	h := Handler(ServerConfig{Gatherer: g}, nil)

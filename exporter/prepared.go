@@ -117,6 +117,40 @@ func (c *Collector) Gatherer(reg *prometheus.Registry) (prometheus.Gatherer, err
 	return merged{reg: reg, c: c}, nil
 }
 
+// GathererWithRuntime is Gatherer with the families of RuntimeCollectors
+// served beside reg's and the Collector's, as if they were registered
+// with reg (do not register them): the daemon's wiring. Where it can
+// (Linux, and a client_golang Go collector whose every family it knows:
+// runtime_families.go), their values are read at every scrape into
+// buffers kept between scrapes and, in the text formats, written into
+// their exposition encoded once, without a registry's gathering; else
+// RuntimeCollectors are registered with reg.
+func (c *Collector) GathererWithRuntime(reg *prometheus.Registry) (prometheus.Gatherer, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("exporter: Gatherer needs a registry")
+	}
+	rt, err := newRuntimeFamilies()
+	if err != nil {
+		for _, col := range RuntimeCollectors() {
+			if err := reg.Register(col); err != nil {
+				return nil, fmt.Errorf("exporter: register runtime collectors: %w", err)
+			}
+		}
+		return c.Gatherer(reg)
+	}
+	if err := reg.Register(runtimeDescriber{rt}); err != nil {
+		return nil, fmt.Errorf("exporter: register runtime collectors: %w", err)
+	}
+	g, err := c.Gatherer(reg)
+	if err != nil {
+		reg.Unregister(runtimeDescriber{rt})
+		return nil, err
+	}
+	m := g.(merged)
+	m.rt = rt
+	return m, nil
+}
+
 // describer describes the Collector's metrics and collects none: it holds
 // their names in a registry that the Collector is gathered beside.
 type describer struct{}
@@ -177,21 +211,39 @@ func (c *Collector) settle() { c.prepWG.Wait() }
 type merged struct {
 	reg prometheus.Gatherer
 	c   *Collector
+	rt  *runtimeFamilies // GathererWithRuntime's, else nil
+}
+
+// gatherReg gathers the registry and, with GathererWithRuntime, the
+// runtime families (as dto, merged by name).
+func (g merged) gatherReg() ([]*dto.MetricFamily, error) {
+	fams, err := g.reg.Gather()
+	if g.rt == nil {
+		return fams, err
+	}
+	v := g.rt.read()
+	rt := g.rt.families(v)
+	g.rt.release(v)
+	return mergeFamilies(fams, rt), err
 }
 
 // Gather merges the registry's families and the Collector's (mergeByName).
 func (g merged) Gather() ([]*dto.MetricFamily, error) {
-	fams, err := g.reg.Gather()
-	mine := g.c.families(true).fams
-	out := make([]*dto.MetricFamily, 0, len(fams)+len(mine))
-	mergeByName(fams, mine, func(i int, isMine bool) {
-		if isMine {
-			out = append(out, mine[i])
+	fams, err := g.gatherReg()
+	return mergeFamilies(fams, g.c.families(true).fams), err
+}
+
+// mergeFamilies returns a and b, both sorted by name, in name order.
+func mergeFamilies(a, b []*dto.MetricFamily) []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, 0, len(a)+len(b))
+	mergeByName(a, b, func(i int, inB bool) {
+		if inB {
+			out = append(out, b[i])
 		} else {
-			out = append(out, fams[i])
+			out = append(out, a[i])
 		}
 	})
-	return out, err
+	return out
 }
 
 // mergeByName calls each with the index of every family of fams and mine,

@@ -59,13 +59,22 @@ func (c *processCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
+	c.each(func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, t, v)
+	})
+}
+
+// each reads the process's figures and calls emit with each that could
+// be read, in Collect's order: what Collect sends, without a metric
+// made for it (runtimeFamilies writes the values into its templates).
+func (c *processCollector) each(emit func(d *prometheus.Desc, t prometheus.ValueType, v float64)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if data, err := c.read("/proc/self/stat"); err == nil {
 		if st, ok := parseProcStat(data); ok {
-			ch <- prometheus.MustNewConstMetric(procCPUDesc, prometheus.CounterValue, float64(st.utime+st.stime)/userHZ)
-			ch <- prometheus.MustNewConstMetric(procVsizeDesc, prometheus.GaugeValue, float64(st.vsize))
-			ch <- prometheus.MustNewConstMetric(procRSSDesc, prometheus.GaugeValue, float64(st.rss*int64(c.pageSize)))
+			emit(procCPUDesc, prometheus.CounterValue, float64(st.utime+st.stime)/userHZ)
+			emit(procVsizeDesc, prometheus.GaugeValue, float64(st.vsize))
+			emit(procRSSDesc, prometheus.GaugeValue, float64(st.rss*int64(c.pageSize)))
 			if !c.started {
 				if data, err := c.read("/proc/stat"); err == nil {
 					if btime, ok := parseBootTime(data); ok {
@@ -74,22 +83,22 @@ func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 			if c.started {
-				ch <- prometheus.MustNewConstMetric(procStartDesc, prometheus.GaugeValue, c.start)
+				emit(procStartDesc, prometheus.GaugeValue, c.start)
 			}
 		}
 	}
 	if n, err := c.openFDs(); err == nil {
-		ch <- prometheus.MustNewConstMetric(procOpenFDsDesc, prometheus.GaugeValue, float64(n))
+		emit(procOpenFDsDesc, prometheus.GaugeValue, float64(n))
 	}
 	var files, as syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files) == nil && syscall.Getrlimit(syscall.RLIMIT_AS, &as) == nil {
-		ch <- prometheus.MustNewConstMetric(procMaxFDsDesc, prometheus.GaugeValue, float64(files.Cur))
-		ch <- prometheus.MustNewConstMetric(procMaxVsizeDesc, prometheus.GaugeValue, float64(as.Cur))
+		emit(procMaxFDsDesc, prometheus.GaugeValue, float64(files.Cur))
+		emit(procMaxVsizeDesc, prometheus.GaugeValue, float64(as.Cur))
 	}
 	if data, err := c.read("/proc/self/net/netstat"); err == nil {
 		if in, out, ok := parseIPExtOctets(data); ok {
-			ch <- prometheus.MustNewConstMetric(procInDesc, prometheus.CounterValue, in)
-			ch <- prometheus.MustNewConstMetric(procOutDesc, prometheus.CounterValue, out)
+			emit(procInDesc, prometheus.CounterValue, in)
+			emit(procOutDesc, prometheus.CounterValue, out)
 		}
 	}
 }
@@ -334,3 +343,6 @@ func parseIPExtOctets(data []byte) (in, out float64, ok bool) {
 	}
 	return 0, 0, true
 }
+
+// newProcessReader returns the process collector as runtimeFamilies reads it.
+func newProcessReader() processReader { return &processCollector{pageSize: os.Getpagesize()} }

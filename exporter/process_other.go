@@ -13,3 +13,7 @@ import (
 func NewProcessCollector() prometheus.Collector {
 	return collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
 }
+
+// newProcessReader returns nil: runtimeFamilies reads Linux's /proc, so
+// elsewhere RuntimeCollectors are registered instead.
+func newProcessReader() processReader { return nil }

@@ -182,8 +182,8 @@ func firstRepeated(vals []string) string {
 // logger. An error from NVML in a binary built without it wraps
 // nvml.ErrNotBuilt: --nvml can never work there.
 func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
+	defer exporter.DaemonGC()()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(exporter.RuntimeCollectors()...)
 	scfg := exporter.ServerConfig{Gatherer: reg, Logger: logger, Gzip: c.Gzip}
 	var sources []exporter.Source
 	var capture *exporter.Capturer
@@ -228,7 +228,9 @@ func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
 	if err != nil {
 		return err
 	}
-	if scfg.Gatherer, err = coll.Gatherer(reg); err != nil {
+	// The Go and process collectors' families are served beside them
+	// (Collector.GathererWithRuntime), without a registry's gathering.
+	if scfg.Gatherer, err = coll.GathererWithRuntime(reg); err != nil {
 		return err
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.Listen)
