@@ -418,10 +418,13 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	// mapped; mostly it is allocated).
 	st := a.state
 	st[id] = stMapped // an allocated block is mapped
-	if p, n := b.prev, b.next; (p == none || st[p] != stMapped) && (n == none || st[n] != stMapped) {
+	p, n := b.prev, b.next
+	mp := p != none && st[p] == stMapped
+	mn := n != none && st[n] == stMapped
+	if !mp && !mn {
 		a.insertFree(id)
 	} else {
-		a.freeBlock(id)
+		a.mergeFree(id, p, n, mp, mn)
 	}
 	if invariants.Enabled {
 		a.mustCheck()
@@ -439,6 +442,19 @@ func (a *Allocator) freeBlock(id int32) {
 		id = a.tryMerge(id, p)
 	}
 	if n := a.blocks[id].next; n != none && a.state[n] == st {
+		id = a.tryMerge(id, n)
+	}
+	a.insertFree(id)
+}
+
+// mergeFree is freeBlock for Free, which has tested the neighbours: id
+// merges with its lower neighbour p if mp, then with its upper one n if mn
+// (merging with p leaves id's record and its next link as they were).
+func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
+	if mp {
+		id = a.tryMerge(id, p)
+	}
+	if mn {
 		id = a.tryMerge(id, n)
 	}
 	a.insertFree(id)
