@@ -170,6 +170,11 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 // into a private pool happens while PyTorch has a capture (or a MemPool
 // context) underway, when malloc skips the last rung of the ladder
 // (release_cached_blocks and retry).
+//
+// The hot path (get_free_block without expandable segments, and
+// alloc_found_block) is written out here rather than called: the calls'
+// prologues, spills and reloads were ~45 of a free+alloc pair's ~800
+// instructions (callgrind). Its test: TestBestFitAgainstWalk.
 func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
@@ -180,43 +185,108 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	// request the device cannot hold.
 	size := a.roundSize(min(orig, mem.MaxRequest))
 	p := 2*set + poolFor(size)
-	allocSize := allocationSize(size)
-	id, ok := a.getFreeBlock(p, stream, size)
-	if !ok {
+	var id int32
+	ok := false
+	if !a.cfg.ExpandableSegments {
+		// getFreeBlock's cudaMalloc-segment path.
+		pl := &a.pools[p]
 		if a.hot.gc {
-			a.garbageCollect()
+			pl.freeCalls++
 		}
-		id, ok = a.allocBlock(p, stream, size, allocSize)
-		if !ok && a.releaseAvailableCachedBlocks(p, stream, size) {
-			id, ok = a.allocBlock(p, stream, size, allocSize)
+		if si, known := a.streamIndex(stream); known {
+			if fs := pl.freeSet(si); fs != nil {
+				var cand ordset.Key
+				if cand, ok = fs.TakeFirst(freeKey(size, 0), a.fitLimit(size)); ok {
+					id = cand.ID
+					if a.queued || a.largest != nil {
+						a.unindexFree(id)
+					}
+				}
+			}
 		}
-		if !ok && set == 0 {
-			a.releaseCachedBlocks()
-			a.retries++
-			id, ok = a.allocBlock(p, stream, size, allocSize)
-		}
+	} else {
+		id, ok = a.getFreeBlockExpandable(p, stream, size)
 	}
 	if !ok {
-		a.ooms++
-		if orig > mem.MaxRequest {
-			allocSize = orig
-		}
-		return alloc.Block{}, &alloc.OOMError{
-			Requested: orig, AllocSize: allocSize, Capacity: a.dev.Capacity(),
-			DeviceFree: a.dev.Free(), Allocated: a.allocated, Reserved: a.reserved,
+		if id, ok = a.newSegmentBlock(set, p, orig, size, stream); !ok {
+			return alloc.Block{}, a.oomError(orig, size)
 		}
 	}
-	blk := a.allocFoundBlock(id, size, orig)
+	// allocFoundBlock, written out.
+	b := &a.blocks[id]
+	if a.shouldSplit(b, size) {
+		id = a.splitLow(id, size)
+		b = &a.blocks[id]
+	}
+	b.allocated = true
+	a.state[id] = stAllocated | stMapped // a free block in a free set is mapped
+	b.requested = orig
+	b.gen++
+	a.live++
+	a.allocated += b.size
+	a.requested += orig
+	a.peakAllocated = max(a.peakAllocated, a.allocated)
+	a.allocs++
 	if invariants.Enabled {
 		a.mustCheck()
 	}
-	return blk, nil
+	return alloc.Block{Handle: handleOf(id, b.gen), Addr: b.addr, Size: b.size}, nil
 }
 
-// getFreeBlock is get_free_block: the smallest free block on this stream of
-// at least size bytes, lowest address on ties, subject to the oversize rules.
-// It removes the block from the free set when it returns true.
-func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool) {
+// fitLimit is the largest size class best fit may take for a request of
+// size bytes under the oversize rules: a small request (below
+// max_split_size m) never takes an oversize block (size ≥ m), an oversize
+// request takes a block only if it wastes less than max_non_split_rounding
+// r (size < request + r).
+func (a *Allocator) fitLimit(size int64) uint64 {
+	if size >= a.hot.maxSplit {
+		return uint64(size+a.hot.nonSplit-1) >> 9
+	}
+	return uint64(a.hot.maxSplit-1) >> 9
+}
+
+// newSegmentBlock is malloc's path when no cached block fits: garbage
+// collection if configured, then a new segment, the out-of-memory ladder
+// (free oversize blocks, then every wholly free segment unless a private
+// pool is being allocated into) and a retry after each rung.
+func (a *Allocator) newSegmentBlock(set, p uint16, orig, size int64, stream int) (int32, bool) {
+	allocSize := allocationSize(size)
+	if a.hot.gc {
+		a.garbageCollect()
+	}
+	id, ok := a.allocBlock(p, stream, size, allocSize)
+	if !ok && a.releaseAvailableCachedBlocks(p, stream, size) {
+		id, ok = a.allocBlock(p, stream, size, allocSize)
+	}
+	if !ok && set == 0 {
+		a.releaseCachedBlocks()
+		a.retries++
+		id, ok = a.allocBlock(p, stream, size, allocSize)
+	}
+	if !ok {
+		a.ooms++
+	}
+	return id, ok
+}
+
+// oomError is the out-of-memory error of a request that failed.
+func (a *Allocator) oomError(orig, size int64) error {
+	allocSize := allocationSize(size)
+	if orig > mem.MaxRequest {
+		allocSize = orig
+	}
+	return &alloc.OOMError{
+		Requested: orig, AllocSize: allocSize, Capacity: a.dev.Capacity(),
+		DeviceFree: a.dev.Free(), Allocated: a.allocated, Reserved: a.reserved,
+	}
+}
+
+// getFreeBlockExpandable is get_free_block with expandable segments: the
+// smallest free block on this stream of at least size bytes, lowest address
+// on ties, subject to the oversize rules, where a block that can grow into
+// unmapped VA counts as that large. It removes the block from the free set
+// when it returns true. (malloc does the same without expandable segments.)
+func (a *Allocator) getFreeBlockExpandable(p uint16, stream int, size int64) (int32, bool) {
 	pl := &a.pools[p]
 	if a.hot.gc {
 		pl.freeCalls++
@@ -226,24 +296,7 @@ func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool)
 	if !known || fs == nil {
 		return none, false
 	}
-	// The oversize rules as the largest size class best fit may take: a
-	// small request (below max_split_size m) never takes an oversize block
-	// (size ≥ m), an oversize request takes a block only if it wastes less
-	// than max_non_split_rounding r (size < request + r).
-	lim := uint64(a.hot.maxSplit-1) >> 9
-	if size >= a.hot.maxSplit {
-		lim = uint64(size+a.hot.nonSplit-1) >> 9
-	}
-	if !a.cfg.ExpandableSegments {
-		cand, ok := fs.TakeFirst(freeKey(size, 0), lim)
-		if !ok {
-			return none, false
-		}
-		if a.queued || a.largest != nil {
-			a.unindexFree(cand.ID)
-		}
-		return cand.ID, true
-	}
+	lim := a.fitLimit(size) // the oversize rules
 	pos, cand, found := fs.Find(freeKey(size, 0))
 	if !found {
 		return none, false
@@ -325,34 +378,22 @@ func (a *Allocator) shouldSplit(b *block, size int64) bool {
 	return size < a.hot.maxSplit && remaining > kSmallSize
 }
 
-// allocFoundBlock is alloc_found_block: split off the low end if worth it,
-// mark allocated, hand out a handle.
-func (a *Allocator) allocFoundBlock(id int32, size, orig int64) alloc.Block {
+// splitLow is alloc_found_block's split: a new record takes the low size
+// bytes of free block id, which keeps the rest and returns to its free
+// set. It returns the new record's id.
+func (a *Allocator) splitLow(id int32, size int64) int32 {
 	b := &a.blocks[id]
-	if a.shouldSplit(b, size) {
-		nid := a.newBlock(block{addr: b.addr, size: size, sidx: b.sidx, pool: b.pool, mapped: true,
-			prev: b.prev, next: id, seg: b.seg})
-		b = &a.blocks[id] // newBlock may have grown the slice
-		if b.prev != none {
-			a.blocks[b.prev].next = nid
-		}
-		b.prev = nid
-		b.addr += uint64(size)
-		b.size -= size
-		a.insertFree(id)
-		id = nid
-		b = &a.blocks[id]
+	nid := a.newBlock(block{addr: b.addr, size: size, sidx: b.sidx, pool: b.pool, mapped: true,
+		prev: b.prev, next: id, seg: b.seg})
+	b = &a.blocks[id] // newBlock may have grown the slice
+	if b.prev != none {
+		a.blocks[b.prev].next = nid
 	}
-	b.allocated = true
-	a.state[id] = stAllocated | stMapped // a free block in a free set is mapped
-	b.requested = orig
-	b.gen++
-	a.live++
-	a.allocated += b.size
-	a.requested += orig
-	a.peakAllocated = max(a.peakAllocated, a.allocated)
-	a.allocs++
-	return alloc.Block{Handle: handleOf(id, b.gen), Addr: b.addr, Size: b.size}
+	b.prev = nid
+	b.addr += uint64(size)
+	b.size -= size
+	a.insertFree(id)
+	return nid
 }
 
 // Free is free + free_block: the block becomes free at once (no
@@ -369,11 +410,22 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated = false
-	a.state[id] = stMapped // an allocated block is mapped
 	b.requested = 0
 	a.live--
 	a.frees++
-	a.freeBlock(id)
+	// freeBlock, with its common case written out: no neighbour merges (a
+	// neighbour merges if its state byte is the block's own, free and
+	// mapped; mostly it is allocated).
+	st := a.state
+	st[id] = stMapped // an allocated block is mapped
+	p, n := b.prev, b.next
+	mp := p != none && st[p] == stMapped
+	mn := n != none && st[n] == stMapped
+	if !mp && !mn {
+		a.insertFree(id)
+	} else {
+		a.mergeFree(id, p, n, mp, mn)
+	}
 	if invariants.Enabled {
 		a.mustCheck()
 	}
@@ -390,6 +442,19 @@ func (a *Allocator) freeBlock(id int32) {
 		id = a.tryMerge(id, p)
 	}
 	if n := a.blocks[id].next; n != none && a.state[n] == st {
+		id = a.tryMerge(id, n)
+	}
+	a.insertFree(id)
+}
+
+// mergeFree is freeBlock for Free, which has tested the neighbours: id
+// merges with its lower neighbour p if mp, then with its upper one n if mn
+// (merging with p leaves id's record and its next link as they were).
+func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
+	if mp {
+		id = a.tryMerge(id, p)
+	}
+	if mn {
 		id = a.tryMerge(id, n)
 	}
 	a.insertFree(id)

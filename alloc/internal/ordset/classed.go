@@ -61,7 +61,10 @@ func (s *Classed) Len() int {
 // whose Lo is less than lo: bin[:i] have Lo ≥ lo.
 func firstBelowLo(bin []classKey, lo uint64) int {
 	// The answer is in [base, base+n]; each step halves n without a
-	// branch on the data (the compare becomes a conditional move).
+	// branch on the data: the compare becomes a mask (b2i compiles to a
+	// SETcc), since the compiler keeps "if ... { base += half }" a branch,
+	// and that branch mispredicted half the time (callgrind: 2.5 of the
+	// 7.4 mispredictions of a caching alloc+free pair).
 	n := len(bin)
 	if n == 0 {
 		return 0
@@ -69,15 +72,18 @@ func firstBelowLo(bin []classKey, lo uint64) int {
 	base := 0
 	for n > 1 {
 		half := n >> 1
-		if bin[base+half].lo >= lo {
-			base += half
-		}
+		base += half & -b2i(bin[base+half].lo >= lo)
 		n -= half
 	}
-	if bin[base].lo >= lo {
-		base++
+	return base + b2i(bin[base].lo >= lo)
+}
+
+// b2i is 1 for true, 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return base
+	return 0
 }
 
 func (s *Classed) restSet() *Binned {

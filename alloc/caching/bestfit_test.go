@@ -1,0 +1,77 @@
+package caching
+
+import (
+	"testing"
+
+	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/mem"
+	"pgregory.net/rapid"
+)
+
+// TestBestFitAgainstWalk runs malloc's written-out best fit (TakeFirst
+// under fitLimit) and Free's written-out no-merge case beside the general
+// paths on random operation sequences. Before each allocation the
+// expected block is found the general way: the first key ≥ (size, 0) of
+// the stream's free set in the pool (Find, not TakeFirst), taken only if
+// PyTorch's oversize rules, restated here, allow it (get_free_block: best
+// fit by size, then lowest address; a small request never takes an
+// oversize block, an oversize one wastes less than max_non_split_rounding).
+// The allocation must land at that block's address, or, when the rules
+// refuse the block, anywhere else. After every operation
+// the invariants hold, among them that no two free neighbours are left
+// unmerged.
+func TestBestFitAgainstWalk(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		spec := rapid.SampledFrom([]string{"", "max_split_size_mb:20", "max_split_size_mb:24,max_non_split_rounding_mb:20",
+			"roundup_power2_divisions:4", "garbage_collection_threshold:0.6,per_process_memory_fraction:0.9"}).Draw(rt, "spec")
+		cfg, err := ParseConfig(spec)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		a, err := New(mem.MustDevice(4*mem.GiB, 0), cfg)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		maxSplit, nonSplit := a.cfg.maxSplit(), a.cfg.nonSplitRounding()
+		var live []alloc.Handle
+		for range rapid.IntRange(1, 400).Draw(rt, "ops") {
+			if len(live) == 0 || rapid.IntRange(0, 9).Draw(rt, "op") < 5 {
+				orig := int64(1) << rapid.IntRange(6, 26).Draw(rt, "log2")
+				orig += rapid.Int64Range(0, orig-1).Draw(rt, "jitter")
+				stream := rapid.IntRange(0, 2).Draw(rt, "stream")
+				size := a.roundSize(orig)
+				want, found, expect := uint64(0), false, false
+				if si, known := a.streamIndex(stream); known {
+					if fs := a.pools[poolFor(size)].freeSet(si); fs != nil {
+						if k, ok := fs.LowerBound(freeKey(size, 0)); ok {
+							b := a.blocks[k.ID]
+							oversize := size < maxSplit && b.size >= maxSplit ||
+								size >= maxSplit && b.size >= size+nonSplit
+							want, found, expect = b.addr, true, !oversize
+						}
+					}
+				}
+				blk, err := a.Alloc(orig, stream)
+				if expect && (err != nil || blk.Addr != want) {
+					rt.Fatalf("Alloc(%d, stream %d) = %#x, %v; the walk's best fit is at %#x", orig, stream, blk.Addr, err, want)
+				}
+				if found && !expect && err == nil && blk.Addr == want {
+					rt.Fatalf("Alloc(%d, stream %d) took the oversize block at %#x", orig, stream, want)
+				}
+				if err == nil {
+					live = append(live, blk.Handle)
+				}
+			} else {
+				i := rapid.IntRange(0, len(live)-1).Draw(rt, "victim")
+				if err := a.Free(live[i]); err != nil {
+					rt.Fatal(err)
+				}
+				live[i] = live[len(live)-1]
+				live = live[:len(live)-1]
+			}
+			if err := a.CheckInvariants(); err != nil {
+				rt.Fatal(err)
+			}
+		}
+	})
+}
