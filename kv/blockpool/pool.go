@@ -73,14 +73,13 @@ type block struct {
 	// BlockHashToBlockMap returns the first inserted).
 	hprev, hnext BlockID
 	// ref is the number of holders: block tables that contain the block.
-	// It is 0 exactly when the block is queued (the null block: always 0).
+	// A real block (not the null block, whose ref is always 0) is in the
+	// free queue exactly when its ref is 0: no flag says so apart.
 	ref int32
 	// fill is the number of token slots written (0..BlockSize). It survives
 	// a free, so an evictable cached block still reports its content, and is
 	// reset when the block is popped for reuse.
 	fill int32
-	// queued says the block is in the free queue.
-	queued bool
 	// hashed says the block is registered in the prefix cache.
 	hashed bool
 }
@@ -101,12 +100,13 @@ type link struct {
 // invariants.Enabled):
 //
 //	block 0 is the null block: ref 0, never queued, never hashed
-//	every other block is exactly one of {queued with ref 0, ref > 0 and not queued}
+//	every other block is queued exactly when its ref is 0
 //	numFree == length of the free queue; prev/next links agree both ways
 //	a block is hashed iff it is in exactly one hash chain, the chain of its hash,
 //	  and the index holds one head per distinct hash (keyIndex)
 //	numCached == hashed blocks; evictable == queued hashed blocks
-//	heldSlots == Σ fill over held blocks; heldEmpty == held blocks with fill 0
+//	heldSlots == Σ fill over held blocks; heldFilled == held blocks with fill > 0
+//	numFree == NumBlocks − 1 + frees − allocs − unlinks (Stats derives allocs)
 type Pool struct {
 	blocks    []block     // indexed by BlockID; fixed length NumBlocks
 	links     []link      // links[id]: block id's place in the free queue while queued (queue.go)
@@ -114,16 +114,19 @@ type Pool struct {
 	blockSize int         // token slots per block; fixed
 	caching   bool        // prefix caching on; fixed
 
-	numFree   int      // blocks in the free queue; moves on every allocate and free
-	index     keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
-	numCached int      // hashed blocks, held or queued
-	evictable int      // hashed blocks in the free queue (ref 0)
-	heldSlots int64    // Σ fill over held blocks (token states)
-	heldEmpty int      // held blocks with fill 0 (reserved, nothing written)
+	numFree    int      // blocks in the free queue; moves on every allocate and free
+	index      keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
+	numCached  int      // hashed blocks, held or queued
+	evictable  int      // hashed blocks in the free queue (ref 0)
+	heldSlots  int64    // Σ fill over held blocks (token states)
+	heldFilled int      // held blocks with fill > 0; the others are reserved (nothing written)
 
-	// Monotonic counters, reported by Stats.
-	allocs, frees, copies, evictions int64
-	queries, hits                    int64
+	// Monotonic counters, reported by Stats. The blocks handed out are not
+	// counted on the way out: every block leaves the free queue by an
+	// allocation or by an unlink (a prefix hit), and enters it by a free,
+	// so Stats derives allocs from numFree, frees and unlinks.
+	frees, unlinks, copies, evictions int64
+	queries, hits                     int64
 
 	mutations uint64 // mustCheck calls, for sampling checks of large pools
 }
@@ -240,7 +243,6 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 	} else {
 		dst = p.take(dst, n, 0, 0)
 	}
-	p.heldEmpty += n
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -267,10 +269,8 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 	if b.hashed {
 		p.evict(id)
 	}
-	b.ref, b.fill, b.queued = 1, 0, false
+	b.ref, b.fill = 1, 0 // held with nothing written: no slot counter moves
 	p.numFree--
-	p.heldEmpty++ // hold(b) with fill 0
-	p.allocs++
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -280,9 +280,7 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 // pop takes the head of the free queue, evicts its key if it has one, and
 // hands it out with ref 1 and fill 0. The queue must not be empty.
 func (p *Pool) pop() BlockID {
-	id := p.takeOne(0)
-	p.heldEmpty++ // hold with fill 0
-	return id
+	return p.takeOne(0)
 }
 
 // take pops the first n blocks of the free queue (0 < n <= NumFree) in queue
@@ -290,7 +288,7 @@ func (p *Pool) pop() BlockID {
 // (ref 1) with fill full, except the last, which gets fill last. It walks
 // the queue once and splices the run off its head in one step, instead of
 // unlinking block by block. The caller adds the fills to the slot counters
-// (heldSlots, heldEmpty); take counts numFree and allocs.
+// (heldSlots, heldFilled); take counts numFree.
 func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	at := len(dst)
 	dst = slices.Grow(dst, n)[:at+n]
@@ -306,13 +304,12 @@ func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 		if b.hashed {
 			p.evict(id)
 		}
-		b.ref, b.fill, b.queued = 1, full, false // its links are stale until it is queued again
+		b.ref, b.fill = 1, full // its links are stale until it is queued again
 	}
 	blocks[out[n-1]].fill = last
 	links[0].next = id // the sentinel when the queue is now empty
 	links[id].prev = 0
 	p.numFree -= n
-	p.allocs += int64(n)
 	return dst
 }
 
@@ -329,9 +326,8 @@ func (p *Pool) takeOne(fill int32) BlockID {
 	if b.hashed {
 		p.evict(id)
 	}
-	b.ref, b.fill, b.queued = 1, fill, false
+	b.ref, b.fill = 1, fill
 	p.numFree--
-	p.allocs++
 	return id
 }
 
@@ -404,7 +400,7 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 	tail0 := links[0].prev
 	tail := tail0
 	var slots int64
-	empty, evictable := 0, 0
+	filled, evictable := 0, 0
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		if uint(id)-1 >= uint(len(blocks))-1 || blocks[id].ref != 1 { // not 0 < id < len, or shared or free
@@ -416,13 +412,13 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 			break
 		}
 		b := &blocks[id]
-		b.ref, b.queued = 0, true
+		b.ref = 0
 		links[id].prev = tail
 		links[tail].next = id // the sentinel's next when the queue was empty
 		tail = id
 		slots += int64(b.fill)
-		if b.fill == 0 {
-			empty++
+		if b.fill != 0 {
+			filled++
 		}
 		if b.hashed {
 			evictable++
@@ -432,7 +428,7 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 	links[0].prev = tail
 	n := len(ids) // the run
 	p.heldSlots -= slots
-	p.heldEmpty -= empty
+	p.heldFilled -= filled
 	p.evictable += evictable
 	p.numFree += n
 	p.frees += int64(n)
@@ -448,7 +444,7 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
 	for _, id := range run {
 		b := &p.blocks[id]
-		b.ref, b.queued = 1, false
+		b.ref = 1
 		p.hold(b)
 		if b.hashed {
 			p.evictable--
@@ -464,8 +460,7 @@ func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
 // table order): they are held once again and the queue ends at tail0 again.
 func (p *Pool) undoHeldOnce(done []BlockID, tail0 BlockID) {
 	for _, id := range done {
-		b := &p.blocks[id]
-		b.ref, b.queued = 1, false
+		p.blocks[id].ref = 1
 	}
 	p.links[tail0].next = 0
 	p.links[0].prev = tail0
@@ -488,27 +483,37 @@ func (p *Pool) freeShared(ids []BlockID) error {
 		blocks[id].ref--
 	}
 	// Pass 2: queue the blocks that reached 0, last table entry first
-	// (requeue and pushBack, unrolled for the hot path).
+	// (requeue and pushBack, unrolled for the hot path). A block queued
+	// here is marked with ref −1 until pass 3, so that a later entry of
+	// the same id (a block the table holds twice) is not queued again.
 	queued := 0
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		b := &blocks[id]
-		if id == NullBlock || b.ref != 0 || b.queued {
+		if id == NullBlock || b.ref != 0 {
 			continue
 		}
+		b.ref = -1
 		p.heldSlots -= int64(b.fill)
-		if b.fill == 0 {
-			p.heldEmpty--
+		if b.fill != 0 {
+			p.heldFilled--
 		}
 		if b.hashed {
 			p.evictable++
 		}
 		tail := p.links[0].prev
-		b.queued = true
 		p.links[id] = link{tail, 0}
 		p.links[tail].next = id
 		p.links[0].prev = id
 		queued++
+	}
+	// Pass 3: the queued blocks' ref back to 0.
+	if queued != 0 {
+		for _, id := range ids {
+			if blocks[id].ref < 0 {
+				blocks[id].ref = 0
+			}
+		}
 	}
 	p.numFree += queued
 	p.frees += int64(queued)
@@ -524,21 +529,21 @@ func (p *Pool) freeShared(ids []BlockID) error {
 // ErrNotAllocated) and then changes nothing; NullBlock is skipped. The
 // common case, the last reference, makes no call.
 func (p *Pool) FreeOne(id BlockID) error {
-	blocks, links := p.blocks, p.links
-	if uint(id) >= uint(len(blocks)) || uint(id) >= uint(len(links)) || id == NullBlock || blocks[id].ref != 1 {
+	blocks := p.blocks
+	if uint(id) >= uint(len(blocks)) || id == NullBlock || blocks[id].ref != 1 {
 		return p.freeOneSlow(id) // out of range, the null block, or not the last reference
 	}
 	// release, written out: no call on the way.
 	b := &blocks[id]
-	b.ref, b.queued = 0, true
-	if b.fill == 0 {
-		p.heldEmpty--
-	} else {
-		p.heldSlots -= int64(b.fill)
+	b.ref = 0
+	if f := b.fill; f != 0 {
+		p.heldSlots -= int64(f)
+		p.heldFilled--
 	}
 	if b.hashed {
 		p.evictable++
 	}
+	links := p.links
 	tail := links[0].prev
 	links[id] = link{tail, 0}
 	links[tail].next = id // the sentinel's next when the queue was empty
@@ -557,17 +562,15 @@ func (p *Pool) release(id BlockID) {
 	blocks := p.blocks
 	b := &blocks[id]
 	b.ref = 0
-	if b.fill == 0 {
-		p.heldEmpty--
-	} else {
-		p.heldSlots -= int64(b.fill)
+	if f := b.fill; f != 0 {
+		p.heldSlots -= int64(f)
+		p.heldFilled--
 	}
 	if b.hashed {
 		p.evictable++
 	}
 	links := p.links
 	tail := links[0].prev
-	b.queued = true
 	links[id] = link{tail, 0}
 	links[tail].next = id // the sentinel's next when the queue was empty
 	links[0].prev = id
@@ -763,8 +766,8 @@ func (p *Pool) setFill(b *block, n int32) {
 // hold adds a block that becomes held (ref 0 → 1) to the slot counters.
 func (p *Pool) hold(b *block) {
 	p.heldSlots += int64(b.fill)
-	if b.fill == 0 {
-		p.heldEmpty++
+	if b.fill != 0 {
+		p.heldFilled++
 	}
 }
 
@@ -772,7 +775,7 @@ func (p *Pool) hold(b *block) {
 // counters.
 func (p *Pool) unhold(b *block) {
 	p.heldSlots -= int64(b.fill)
-	if b.fill == 0 {
-		p.heldEmpty--
+	if b.fill != 0 {
+		p.heldFilled--
 	}
 }

@@ -119,6 +119,7 @@ func (s *Sequence) takeBlocks(need, total int) {
 		s.blocks = p.take(s.blocks, need, int32(bs), int32(total-from-(need-1)*bs))
 	}
 	p.heldSlots += int64(total - from)
+	p.heldFilled += need // every new block holds a token at least
 }
 
 // appendCopy is Append when the last block is partly filled and shared or

@@ -58,18 +58,25 @@ func (p *Pool) Stats() Stats {
 		Usage:     p.Usage(),
 
 		TokenSlots:      p.heldSlots,
-		ReservedSlots:   int64(p.heldEmpty) * bs,
-		InternalSlots:   int64(used-p.heldEmpty)*bs - p.heldSlots,
+		ReservedSlots:   int64(used-p.heldFilled) * bs,
+		InternalSlots:   int64(p.heldFilled)*bs - p.heldSlots,
 		CachedIdleSlots: int64(p.evictable) * bs,
 		FreeSlots:       int64(p.numFree-p.evictable) * bs,
 
-		Allocs:        p.allocs,
+		Allocs:        p.allocs(),
 		Frees:         p.frees,
 		Copies:        p.copies,
 		Evictions:     p.evictions,
 		PrefixQueries: p.queries,
 		PrefixHits:    p.hits,
 	}
+}
+
+// allocs is the number of blocks handed out: every block that left the
+// free queue other than by an unlink, from numFree = NumBlocks − 1 +
+// frees − allocs − unlinks.
+func (p *Pool) allocs() int64 {
+	return int64(len(p.blocks)-1-p.numFree) + p.frees - p.unlinks
 }
 
 // String renders the statistics on three lines: blocks, slots, counters.
