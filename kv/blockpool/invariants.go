@@ -16,8 +16,8 @@ import (
 func (p *Pool) CheckInvariants() error {
 	n := len(p.blocks)
 	null := &p.blocks[0]
-	if null.ref != 0 || null.hashed || null.fill != 0 || p.keys[0] != 0 {
-		return fmt.Errorf("blockpool: null block has ref=%d hashed=%t fill=%d", null.ref, null.hashed, null.fill)
+	if null.ref != 0 || null.cached() || null.fill != 0 || p.keys[0] != 0 {
+		return fmt.Errorf("blockpool: null block has ref=%d hashed=%t fill=%d", null.ref, null.cached(), null.fill)
 	}
 
 	// Walk the free queue forward, checking the back links.
@@ -66,10 +66,10 @@ func (p *Pool) CheckInvariants() error {
 				filled++
 			}
 		}
-		if !b.hashed && (p.keys[id] != 0 || b.hnext != 0 || b.hprev != 0) {
+		if !b.cached() && (p.keys[id] != 0 || b.hprev != 0) {
 			return fmt.Errorf("blockpool: uncached block %d has key %#x and chain links %d/%d", id, uint64(p.keys[id]), b.hprev, b.hnext)
 		}
-		if b.hashed {
+		if b.cached() {
 			hashed++
 			if b.ref == 0 {
 				evictable++
@@ -105,7 +105,7 @@ func (p *Pool) CheckInvariants() error {
 	heads, inChains := 0, 0
 	for id := 1; id < n; id++ {
 		b := &p.blocks[id]
-		if head, _ := p.index.get(p.keys, p.keys[id]); !b.hashed || head != BlockID(id) {
+		if head, _ := p.index.get(p.keys, p.keys[id]); !b.cached() || head != BlockID(id) {
 			continue
 		}
 		key := p.keys[id]
@@ -113,8 +113,8 @@ func (p *Pool) CheckInvariants() error {
 		cur := BlockID(id)
 		for {
 			c := &p.blocks[cur]
-			if !c.hashed || p.keys[cur] != key {
-				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.hashed, uint64(p.keys[cur]))
+			if !c.cached() || p.keys[cur] != key {
+				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.cached(), uint64(p.keys[cur]))
 			}
 			if uint(c.hnext) >= uint(n) || p.blocks[c.hnext].hprev != cur {
 				return fmt.Errorf("blockpool: chain of key %#x: block %d's next %d does not link back", uint64(key), cur, c.hnext)
@@ -149,7 +149,7 @@ func (p *Pool) checkIndex() error {
 			continue
 		}
 		entries++
-		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].hashed || e.tag != tag(p.keys[id]) {
+		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].cached() || e.tag != tag(p.keys[id]) {
 			return fmt.Errorf("blockpool: index slot %d holds block %d (tag %#x), which is not cached under a key of that tag", i, id, e.tag)
 		}
 		if j, ok := x.find(p.keys, p.keys[id]); !ok || j != i {

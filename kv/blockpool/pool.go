@@ -61,15 +61,17 @@ type Options struct {
 	DisablePrefixCaching bool
 }
 
-// block is the per-block state the hot paths touch, 20 bytes; the key lives
+// block is the per-block state the hot paths touch, 16 bytes; the key lives
 // apart, in Pool.keys, so that more blocks share a cache line, and so do the
 // free queue's links, in Pool.links. All blocks are
 // made in New and the pool never allocates afterwards (except when the prefix
 // cache's index doubles: index.go).
 type block struct {
 	// hprev and hnext link the block into the circular chain of blocks that
-	// share its hash, while hashed. The index holds the chain's head, the
-	// oldest registration, which is the one a lookup returns (as vLLM's
+	// share its hash, while it is cached (hashed), and are 0 otherwise: a
+	// chain holds real blocks only, so hnext != 0 says the block is cached
+	// (block.cached). The index holds the chain's head, the oldest
+	// registration, which is the one a lookup returns (as vLLM's
 	// BlockHashToBlockMap returns the first inserted).
 	hprev, hnext BlockID
 	// ref is the number of holders: block tables that contain the block.
@@ -80,9 +82,10 @@ type block struct {
 	// a free, so an evictable cached block still reports its content, and is
 	// reset when the block is popped for reuse.
 	fill int32
-	// hashed says the block is registered in the prefix cache.
-	hashed bool
 }
+
+// cached says the block is registered in the prefix cache (hashed).
+func (b *block) cached() bool { return b.hnext != 0 }
 
 // link is a block's place in the free queue while it is queued. Block 0
 // (the null block) is the queue's sentinel: links[0].next is the head (next
@@ -133,7 +136,7 @@ type Pool struct {
 
 // MaxBlocks is the largest pool New makes. New allocates every block's state
 // at once (BytesPerBlock each), so the bound is a bound on memory: 2^24 blocks
-// are 604 MB of state, and the prefix cache's index (index.go) grows with
+// are 537 MB of state, and the prefix cache's index (index.go) grows with
 // the distinct keys cached to at most 32 bytes a block (16 once it has
 // doubled past half the blocks). It is above any real pool: a 0.5B-parameter model with
 // 12 KiB of KV per token in blocks of one token on a 192 GB B200 is 15.6M
@@ -142,9 +145,9 @@ type Pool struct {
 // (one layer of hidden size 1, say), which a larger block size serves.
 const MaxBlocks = 1 << 24
 
-// BytesPerBlock is the state New allocates per block: a block (20 bytes),
+// BytesPerBlock is the state New allocates per block: a block (16 bytes),
 // its links in the free queue (8) and its prefix-cache key (8).
-const BytesPerBlock = 36
+const BytesPerBlock = 32
 
 // New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is
 // the null block, so numBlocks−1 blocks can be handed out; vLLM's
@@ -255,22 +258,33 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 // It is the hot path of a scheduler that takes one block at a time (a
 // decode step crossing a block boundary); FreeOne is its counterpart.
 func (p *Pool) AllocateOne() (BlockID, error) {
-	// pop, written out: no call on the way (the queue is empty exactly
-	// when the sentinel links to itself).
+	// pop, written out: no call on the way unless the queue is empty (the
+	// sentinel links to itself: the null block, never cached, is the head)
+	// or the head holds a key to evict.
 	links := p.links
 	id := links[0].next
-	if id == NullBlock {
-		return NullBlock, ErrOutOfBlocks
+	b := &p.blocks[id]
+	if b.cached() || id == NullBlock {
+		return p.allocateOneSlow()
 	}
 	next := links[id].next
 	links[0].next = next
 	links[next].prev = 0
-	b := &p.blocks[id]
-	if b.hashed {
-		p.evict(id)
-	}
 	b.ref, b.fill = 1, 0 // held with nothing written: no slot counter moves
 	p.numFree--
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return id, nil
+}
+
+// allocateOneSlow is AllocateOne when the queue is empty or its head is
+// cached.
+func (p *Pool) allocateOneSlow() (BlockID, error) {
+	if p.numFree == 0 {
+		return NullBlock, ErrOutOfBlocks
+	}
+	id := p.pop()
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -301,7 +315,7 @@ func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	}
 	for _, id := range out {
 		b := &blocks[id]
-		if b.hashed {
+		if b.cached() {
 			p.evict(id)
 		}
 		b.ref, b.fill = 1, full // its links are stale until it is queued again
@@ -323,7 +337,7 @@ func (p *Pool) takeOne(fill int32) BlockID {
 	links[0].next = next
 	links[next].prev = 0
 	b := &p.blocks[id]
-	if b.hashed {
+	if b.cached() {
 		p.evict(id)
 	}
 	b.ref, b.fill = 1, fill
@@ -346,7 +360,7 @@ func (p *Pool) requeue(id BlockID) {
 	b := &p.blocks[id]
 	p.unhold(b)
 	p.pushBack(id)
-	if b.hashed {
+	if b.cached() {
 		p.evictable++
 	}
 }
@@ -420,7 +434,7 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 		if b.fill != 0 {
 			filled++
 		}
-		if b.hashed {
+		if b.cached() {
 			evictable++
 		}
 	}
@@ -446,7 +460,7 @@ func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
 		b := &p.blocks[id]
 		b.ref = 1
 		p.hold(b)
-		if b.hashed {
+		if b.cached() {
 			p.evictable--
 		}
 	}
@@ -498,7 +512,7 @@ func (p *Pool) freeShared(ids []BlockID) error {
 		if b.fill != 0 {
 			p.heldFilled--
 		}
-		if b.hashed {
+		if b.cached() {
 			p.evictable++
 		}
 		tail := p.links[0].prev
@@ -529,23 +543,24 @@ func (p *Pool) freeShared(ids []BlockID) error {
 // ErrNotAllocated) and then changes nothing; NullBlock is skipped. The
 // common case, the last reference, makes no call.
 func (p *Pool) FreeOne(id BlockID) error {
-	blocks := p.blocks
-	if uint(id) >= uint(len(blocks)) || id == NullBlock || blocks[id].ref != 1 {
+	blocks, i := p.blocks, int(id)
+	if uint(i) >= uint(len(blocks)) || i == 0 || blocks[i].ref != 1 {
 		return p.freeOneSlow(id) // out of range, the null block, or not the last reference
 	}
 	// release, written out: no call on the way.
-	b := &blocks[id]
+	b := &blocks[i]
 	b.ref = 0
 	if f := b.fill; f != 0 {
 		p.heldSlots -= int64(f)
 		p.heldFilled--
 	}
-	if b.hashed {
+	if b.cached() {
 		p.evictable++
 	}
 	links := p.links
 	tail := links[0].prev
-	links[id] = link{tail, 0}
+	l := &links[i]
+	l.prev, l.next = tail, 0
 	links[tail].next = id // the sentinel's next when the queue was empty
 	links[0].prev = id
 	p.numFree++
@@ -566,7 +581,7 @@ func (p *Pool) release(id BlockID) {
 		p.heldSlots -= int64(f)
 		p.heldFilled--
 	}
-	if b.hashed {
+	if b.cached() {
 		p.evictable++
 	}
 	links := p.links
@@ -632,7 +647,7 @@ func (p *Pool) Touch(ids []BlockID) error {
 		if err != nil {
 			return err
 		}
-		if b.ref == 0 && !b.hashed {
+		if b.ref == 0 && !b.cached() {
 			return fmt.Errorf("%w: touch of free block %d, which holds no cached prefix", ErrNotAllocated, id)
 		}
 	}
@@ -652,7 +667,7 @@ func (p *Pool) touch(id BlockID) {
 	b := &p.blocks[id]
 	if b.ref == 0 {
 		p.unlink(id)
-		if b.hashed {
+		if b.cached() {
 			p.evictable--
 		}
 		p.hold(b)
@@ -706,7 +721,7 @@ func (p *Pool) CopyOnWrite(id BlockID) (BlockID, bool, error) {
 	if b.ref == 0 {
 		return id, false, fmt.Errorf("%w: write into block %d", ErrNotAllocated, id)
 	}
-	if b.ref == 1 && !b.hashed {
+	if b.ref == 1 && !b.cached() {
 		return id, false, nil
 	}
 	if p.numFree == 0 {

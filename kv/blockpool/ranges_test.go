@@ -22,7 +22,7 @@ func appendBlockwise(s *Sequence, n int) error {
 	bs := p.blockSize
 	total := s.tokens + n
 	if r := s.tokens % bs; r != 0 && r+n <= bs {
-		if b := &p.blocks[s.blocks[len(s.blocks)-1]]; b.ref == 1 && !b.hashed {
+		if b := &p.blocks[s.blocks[len(s.blocks)-1]]; b.ref == 1 && !b.cached() {
 			p.heldSlots += int64(n)
 			b.fill += int32(n)
 			s.tokens = total
@@ -34,7 +34,7 @@ func appendBlockwise(s *Sequence, n int) error {
 	cow := false
 	if s.tokens%bs != 0 {
 		b := &p.blocks[s.blocks[last]]
-		cow = b.ref > 1 || b.hashed
+		cow = b.ref > 1 || b.cached()
 	}
 	if cow {
 		need++

@@ -65,7 +65,7 @@ func (s *Sequence) Append(n int) error {
 	total := s.tokens + n
 	if r := s.tokens % bs; r != 0 {
 		b := &p.blocks[s.blocks[len(s.blocks)-1]]
-		if b.ref != 1 || b.hashed {
+		if b.ref != 1 || b.cached() {
 			// Shared with a fork or cached: copy it before writing.
 			return s.appendCopy(n)
 		}
@@ -196,7 +196,7 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 		b := &p.blocks[id]
 		if b.ref == 0 { // touch: out of the queue, held with its fill
 			p.unlink(id)
-			if b.hashed {
+			if b.cached() {
 				p.evictable--
 			}
 		} else {
@@ -230,7 +230,7 @@ func (s *Sequence) Cache(hashes []BlockHash) (int, error) {
 	n := 0
 	for ; s.numCached < end; s.numCached++ {
 		id := s.blocks[s.numCached]
-		if p.blocks[id].hashed {
+		if p.blocks[id].cached() {
 			continue
 		}
 		if err := p.CacheFullBlock(id, hashes[s.numCached]); err != nil {
