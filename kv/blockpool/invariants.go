@@ -41,8 +41,8 @@ func (p *Pool) CheckInvariants() error {
 	if p.links[0].prev != prev {
 		return fmt.Errorf("blockpool: free queue tail is %d, last block walked %d", p.links[0].prev, prev)
 	}
-	if walked != p.numFree {
-		return fmt.Errorf("blockpool: free queue holds %d blocks, numFree %d", walked, p.numFree)
+	if walked != p.numFree() {
+		return fmt.Errorf("blockpool: free queue holds %d blocks, counters say %d (base %d, frees %d, allocs %d)", walked, p.numFree(), p.base, p.frees, p.allocs)
 	}
 
 	// Every real block is queued exactly when its ref is 0 (the walk above
@@ -88,8 +88,8 @@ func (p *Pool) CheckInvariants() error {
 	if slots != p.heldSlots || filled != p.heldFilled {
 		return fmt.Errorf("blockpool: recount held slots=%d filled=%d, counters %d/%d", slots, filled, p.heldSlots, p.heldFilled)
 	}
-	if a := p.allocs(); a < 0 || p.frees < 0 || p.unlinks < 0 {
-		return fmt.Errorf("blockpool: counters allocs=%d frees=%d unlinks=%d", a, p.frees, p.unlinks)
+	if p.allocs < 0 || p.frees < 0 || p.base > int64(n-1) {
+		return fmt.Errorf("blockpool: counters allocs=%d frees=%d base=%d", p.allocs, p.frees, p.base)
 	}
 	if !p.caching && hashed != 0 {
 		return fmt.Errorf("blockpool: %d cached blocks with prefix caching disabled", hashed)

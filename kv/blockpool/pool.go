@@ -104,12 +104,11 @@ type link struct {
 //
 //	block 0 is the null block: ref 0, never queued, never hashed
 //	every other block is queued exactly when its ref is 0
-//	numFree == length of the free queue; prev/next links agree both ways
+//	numFree() == length of the free queue; prev/next links agree both ways
 //	a block is hashed iff it is in exactly one hash chain, the chain of its hash,
 //	  and the index holds one head per distinct hash (keyIndex)
 //	numCached == hashed blocks; evictable == queued hashed blocks
 //	heldSlots == Σ fill over held blocks; heldFilled == held blocks with fill > 0
-//	numFree == NumBlocks − 1 + frees − allocs − unlinks (Stats derives allocs)
 type Pool struct {
 	blocks    []block     // indexed by BlockID; fixed length NumBlocks
 	links     []link      // links[id]: block id's place in the free queue while queued (queue.go)
@@ -117,19 +116,20 @@ type Pool struct {
 	blockSize int         // token slots per block; fixed
 	caching   bool        // prefix caching on; fixed
 
-	numFree    int      // blocks in the free queue; moves on every allocate and free
 	index      keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
 	numCached  int      // hashed blocks, held or queued
 	evictable  int      // hashed blocks in the free queue (ref 0)
 	heldSlots  int64    // Σ fill over held blocks (token states)
 	heldFilled int      // held blocks with fill > 0; the others are reserved (nothing written)
 
-	// Monotonic counters, reported by Stats. The blocks handed out are not
-	// counted on the way out: every block leaves the free queue by an
-	// allocation or by an unlink (a prefix hit), and enters it by a free,
-	// so Stats derives allocs from numFree, frees and unlinks.
-	frees, unlinks, copies, evictions int64
-	queries, hits                     int64
+	// Monotonic counters, reported by Stats. The free queue's length is not
+	// kept apart: every block leaves the queue by an allocation or by an
+	// unlink (a prefix hit) and enters it by a free, so numFree derives it
+	// from allocs, frees and base, NumBlocks − 1 less the unlinks. An
+	// allocation and a free each move one counter.
+	allocs, frees, copies, evictions int64
+	queries, hits                    int64
+	base                             int64 // NumBlocks − 1 − unlinks
 
 	mutations uint64 // mustCheck calls, for sampling checks of large pools
 }
@@ -171,7 +171,7 @@ func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
 	for id := 1; id < numBlocks; id++ {
 		p.pushBack(BlockID(id))
 	}
-	p.frees = 0 // the initial fill of the queue is not a free
+	p.frees, p.base = 0, int64(numBlocks-1) // the initial fill of the queue is not a free
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -186,10 +186,13 @@ func (p *Pool) BlockSize() int { return p.blockSize }
 
 // NumFree is the length of the free queue: free blocks plus evictable cached
 // blocks (ref 0), as vLLM's get_num_free_blocks.
-func (p *Pool) NumFree() int { return p.numFree }
+func (p *Pool) NumFree() int { return p.numFree() }
+
+// numFree is the length of the free queue.
+func (p *Pool) numFree() int { return int(p.base + p.frees - p.allocs) }
 
 // NumUsed is the number of held blocks (ref > 0), not counting the null block.
-func (p *Pool) NumUsed() int { return len(p.blocks) - 1 - p.numFree }
+func (p *Pool) NumUsed() int { return len(p.blocks) - 1 - p.numFree() }
 
 // RefCount returns a block's reference count (0 for the null block and for
 // ids out of range).
@@ -213,7 +216,7 @@ func (p *Pool) Usage() float64 {
 	if total == 0 {
 		return 0
 	}
-	return 1 - float64(p.numFree)/float64(total)
+	return 1 - float64(p.numFree())/float64(total)
 }
 
 // check returns the block for id, or an error if id is out of range or the
@@ -238,7 +241,7 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 		}
 		return dst, nil
 	}
-	if n > p.numFree {
+	if n > p.numFree() {
 		return dst, ErrOutOfBlocks
 	}
 	if n == 1 {
@@ -271,7 +274,7 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 	links[0].next = next
 	links[next].prev = 0
 	b.ref, b.fill = 1, 0 // held with nothing written: no slot counter moves
-	p.numFree--
+	p.allocs++
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -281,7 +284,7 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 // allocateOneSlow is AllocateOne when the queue is empty or its head is
 // cached.
 func (p *Pool) allocateOneSlow() (BlockID, error) {
-	if p.numFree == 0 {
+	if p.numFree() == 0 {
 		return NullBlock, ErrOutOfBlocks
 	}
 	id := p.pop()
@@ -302,7 +305,7 @@ func (p *Pool) pop() BlockID {
 // (ref 1) with fill full, except the last, which gets fill last. It walks
 // the queue once and splices the run off its head in one step, instead of
 // unlinking block by block. The caller adds the fills to the slot counters
-// (heldSlots, heldFilled); take counts numFree.
+// (heldSlots, heldFilled); take counts allocs.
 func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	at := len(dst)
 	dst = slices.Grow(dst, n)[:at+n]
@@ -323,7 +326,7 @@ func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	blocks[out[n-1]].fill = last
 	links[0].next = id // the sentinel when the queue is now empty
 	links[id].prev = 0
-	p.numFree -= n
+	p.allocs += int64(n)
 	return dst
 }
 
@@ -341,7 +344,7 @@ func (p *Pool) takeOne(fill int32) BlockID {
 		p.evict(id)
 	}
 	b.ref, b.fill = 1, fill
-	p.numFree--
+	p.allocs++
 	return id
 }
 
@@ -444,7 +447,6 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 	p.heldSlots -= slots
 	p.heldFilled -= filled
 	p.evictable += evictable
-	p.numFree += n
 	p.frees += int64(n)
 	if invariants.Enabled && rest == 0 {
 		p.mustCheck()
@@ -466,7 +468,6 @@ func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
 	}
 	p.links[tail0].next = 0
 	p.links[0].prev = tail0
-	p.numFree -= len(run)
 	p.frees -= int64(len(run))
 }
 
@@ -529,7 +530,6 @@ func (p *Pool) freeShared(ids []BlockID) error {
 			}
 		}
 	}
-	p.numFree += queued
 	p.frees += int64(queued)
 	if invariants.Enabled {
 		p.mustCheck()
@@ -563,7 +563,6 @@ func (p *Pool) FreeOne(id BlockID) error {
 	l.prev, l.next = tail, 0
 	links[tail].next = id // the sentinel's next when the queue was empty
 	links[0].prev = id
-	p.numFree++
 	p.frees++
 	if invariants.Enabled {
 		p.mustCheck()
@@ -589,7 +588,6 @@ func (p *Pool) release(id BlockID) {
 	links[id] = link{tail, 0}
 	links[tail].next = id // the sentinel's next when the queue was empty
 	links[0].prev = id
-	p.numFree++
 	p.frees++
 }
 
@@ -724,7 +722,7 @@ func (p *Pool) CopyOnWrite(id BlockID) (BlockID, bool, error) {
 	if b.ref == 1 && !b.cached() {
 		return id, false, nil
 	}
-	if p.numFree == 0 {
+	if p.numFree() == 0 {
 		return id, false, ErrOutOfBlocks
 	}
 	nid := p.pop()

@@ -317,8 +317,8 @@ func TestCheckInvariantsDetects(t *testing.T) {
 	}{
 		{"null block held", func(p *Pool) { p.blocks[0].ref = 1 }},
 		{"queued block with a reference", func(p *Pool) { p.blocks[5].ref = 1 }},
-		{"free block out of the queue", func(p *Pool) { p.unlink(p.links[0].next); p.unlinks-- }},
-		{"numFree off", func(p *Pool) { p.numFree++ }},
+		{"free block out of the queue", func(p *Pool) { p.unlink(p.links[0].next); p.base++ }},
+		{"free count off", func(p *Pool) { p.frees++ }},
 		{"broken back link", func(p *Pool) { p.links[6].prev = 7 }},
 		{"queue cycle", func(p *Pool) { p.links[p.links[0].prev].next = p.links[0].next }},
 		{"cached count off", func(p *Pool) { p.numCached-- }},

@@ -39,7 +39,7 @@ func appendBlockwise(s *Sequence, n int) error {
 	if cow {
 		need++
 	}
-	if need > p.numFree {
+	if need > p.numFree() {
 		return ErrOutOfBlocks
 	}
 	first := len(s.blocks)
@@ -69,7 +69,7 @@ func allocateBlockwise(p *Pool, dst []BlockID, n int) ([]BlockID, error) {
 	if n <= 0 {
 		return p.Allocate(dst, n) // the count errors, unchanged
 	}
-	if n > p.numFree {
+	if n > p.numFree() {
 		return dst, ErrOutOfBlocks
 	}
 	for range n {

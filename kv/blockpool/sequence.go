@@ -82,7 +82,7 @@ func (s *Sequence) Append(n int) error {
 			return nil
 		}
 		need := (total+bs-1)/bs - len(s.blocks)
-		if need > p.numFree {
+		if need > p.numFree() {
 			return ErrOutOfBlocks
 		}
 		// Fill the last block, then take the new ones.
@@ -91,7 +91,7 @@ func (s *Sequence) Append(n int) error {
 		s.takeBlocks(need, total)
 	} else {
 		need := (total+bs-1)/bs - len(s.blocks)
-		if need > p.numFree {
+		if need > p.numFree() {
 			return ErrOutOfBlocks
 		}
 		s.takeBlocks(need, total)
@@ -130,7 +130,7 @@ func (s *Sequence) appendCopy(n int) error {
 	bs := p.blockSize
 	total := s.tokens + n
 	need := (total+bs-1)/bs - len(s.blocks) + 1 // and the copy
-	if need > p.numFree {
+	if need > p.numFree() {
 		return ErrOutOfBlocks
 	}
 	last := len(s.blocks) - 1

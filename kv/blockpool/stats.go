@@ -51,7 +51,7 @@ func (p *Pool) Stats() Stats {
 	return Stats{
 		NumBlocks: len(p.blocks),
 		BlockSize: p.blockSize,
-		Free:      p.numFree,
+		Free:      p.numFree(),
 		Used:      used,
 		Cached:    p.numCached,
 		Evictable: p.evictable,
@@ -61,22 +61,15 @@ func (p *Pool) Stats() Stats {
 		ReservedSlots:   int64(used-p.heldFilled) * bs,
 		InternalSlots:   int64(p.heldFilled)*bs - p.heldSlots,
 		CachedIdleSlots: int64(p.evictable) * bs,
-		FreeSlots:       int64(p.numFree-p.evictable) * bs,
+		FreeSlots:       int64(p.numFree()-p.evictable) * bs,
 
-		Allocs:        p.allocs(),
+		Allocs:        p.allocs,
 		Frees:         p.frees,
 		Copies:        p.copies,
 		Evictions:     p.evictions,
 		PrefixQueries: p.queries,
 		PrefixHits:    p.hits,
 	}
-}
-
-// allocs is the number of blocks handed out: every block that left the
-// free queue other than by an unlink, from numFree = NumBlocks − 1 +
-// frees − allocs − unlinks.
-func (p *Pool) allocs() int64 {
-	return int64(len(p.blocks)-1-p.numFree) + p.frees - p.unlinks
 }
 
 // String renders the statistics on three lines: blocks, slots, counters.
