@@ -1,6 +1,7 @@
 package blockpool
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -193,6 +194,48 @@ func TestRangesMatchBlockwise(t *testing.T) {
 				_, err2 := s2.MatchPrefix([]BlockHash{h})
 				same("hit", err1, err2)
 				sa, sb = append(sa, s1), append(sb, s2)
+			},
+			"prompt": func(t *rapid.T) {
+				// A prompt whose first blocks may be cached, admitted by
+				// MatchAppend on one pool and by MatchPrefixHint, Append
+				// and (when it does not fit) Release on the other; tried
+				// again at once when it does not fit, as an engine does
+				// on its next step.
+				hashes := make([]BlockHash, rapid.IntRange(0, 3).Draw(t, "keys"))
+				for j := range hashes {
+					hashes[j] = BlockHash(rapid.IntRange(1, int(next)).Draw(t, "hash"))
+				}
+				hint := make([]BlockID, rapid.IntRange(0, len(hashes)).Draw(t, "hints"))
+				for j := range hint {
+					hint[j] = BlockID(rapid.IntRange(-1, blocks).Draw(t, "hint"))
+				}
+				tokens := len(hashes)*bs + rapid.IntRange(0, bs*blocks).Draw(t, "rest")
+				for range rapid.IntRange(1, 3).Draw(t, "tries") {
+					s1, s2 := NewSequence(a), NewSequence(b)
+					found, err1 := s1.MatchAppend([]BlockID{7}, hashes, hint, tokens)
+					k, err2 := 0, error(nil)
+					if tokens <= len(hashes)*bs {
+						err2 = fmt.Errorf("%w: a prompt of %d tokens after %d block keys of %d tokens", ErrBadCount, tokens, len(hashes), bs)
+					} else if k, err2 = s2.MatchPrefixHint(hashes, hint); err2 == nil {
+						if err2 = appendBlockwise(s2, tokens-k*bs); err2 != nil {
+							if err := b.freeShared(s2.blocks); err != nil {
+								t.Fatal(err)
+							}
+							s2.blocks, s2.tokens, s2.numCached = s2.blocks[:0], 0, 0
+						}
+					}
+					if err1 == nil {
+						sa, sb = append(sa, s1), append(sb, s2)
+					}
+					same("prompt", err1, err2)
+					if len(found) != k+1 || found[0] != 7 || (err1 == nil && !slices.Equal(found[1:], s1.Blocks()[:k])) {
+						t.Fatalf("prompt: found %v, %d blocks hit, table %v", found, k, s1.Blocks())
+					}
+					if err1 == nil || errors.Is(err1, ErrBadCount) {
+						break
+					}
+					hint = found[1:] // the next try's hints: the blocks found
+				}
 			},
 			"release": func(t *rapid.T) {
 				if len(sa) == 0 {
