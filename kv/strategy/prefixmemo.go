@@ -45,6 +45,9 @@ func (m *prefixMemo) match(ids []uint64, span int) (best *memoEntry, at, common 
 		}
 		if c > common {
 			best, at, common = e, i, c
+			if c == len(ids) {
+				break // no later entry shares more (a request tried again: the first)
+			}
 		}
 	}
 	return best, at, common
