@@ -187,7 +187,7 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 	for i, h := range hashes {
 		id, ok := p.hinted(h, hint, i)
 		if !ok {
-			if id, ok = p.index.get(p.keys, h); !ok {
+			if id, ok = p.index.get(p.blocks, h); !ok {
 				break
 			}
 		}
