@@ -570,29 +570,8 @@ func (p *Pool) FreeOne(id BlockID) error {
 	return nil
 }
 
-// release returns a held block whose last reference is dropped to the tail
-// of the free queue (requeue and pushBack, for the hot path).
-func (p *Pool) release(id BlockID) {
-	blocks := p.blocks
-	b := &blocks[id]
-	b.ref = 0
-	if f := b.fill; f != 0 {
-		p.heldSlots -= int64(f)
-		p.heldFilled--
-	}
-	if b.cached() {
-		p.evictable++
-	}
-	links := p.links
-	tail := links[0].prev
-	links[id] = link{tail, 0}
-	links[tail].next = id // the sentinel's next when the queue was empty
-	links[0].prev = id
-	p.frees++
-}
-
 // freeOneSlow is FreeOne of the null block, a bad id, or a block with more
-// than one reference.
+// than one reference (FreeOne itself drops the last one).
 func (p *Pool) freeOneSlow(id BlockID) error {
 	if id == NullBlock {
 		return nil
@@ -600,11 +579,7 @@ func (p *Pool) freeOneSlow(id BlockID) error {
 	if uint(id) >= uint(len(p.blocks)) || p.blocks[id].ref == 0 {
 		return p.badFree(id)
 	}
-	if b := &p.blocks[id]; b.ref == 1 {
-		p.release(id)
-	} else {
-		b.ref--
-	}
+	p.blocks[id].ref--
 	if invariants.Enabled {
 		p.mustCheck()
 	}

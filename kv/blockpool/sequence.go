@@ -193,18 +193,7 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 		}
 		p.hits++
 		s.blocks = append(s.blocks, id)
-		b := &p.blocks[id]
-		if b.ref == 0 { // touch: out of the queue, held with its fill
-			p.unlink(id)
-			if b.cached() {
-				p.evictable--
-			}
-		} else {
-			p.unhold(b)
-		}
-		b.ref++
-		b.fill = bs // a cached block is full
-		p.hold(b)
+		p.touchFull(id, bs)
 	}
 	k := len(s.blocks)
 	s.tokens = k * p.blockSize
@@ -252,7 +241,7 @@ func (s *Sequence) MatchAppend(found []BlockID, hashes []BlockHash, hint []Block
 	for i, h := range hashes {
 		id, ok := p.hinted(h, hint, i)
 		if !ok {
-			if id, ok = p.index.get(p.keys, h); !ok {
+			if id, ok = p.index.get(p.blocks, h); !ok {
 				break
 			}
 		}
@@ -284,18 +273,8 @@ func (s *Sequence) MatchAppend(found []BlockID, hashes []BlockHash, hint []Block
 		}
 		return found, ErrOutOfBlocks
 	}
-	b32 := int32(bs)
-	for _, id := range s.blocks { // Touch and SetFill, as MatchPrefixHint
-		b := &p.blocks[id]
-		if b.ref == 0 {
-			p.unlink(id)
-			p.evictable--
-		} else {
-			p.unhold(b)
-		}
-		b.ref++
-		b.fill = b32 // a cached block is full
-		p.hold(b)
+	for _, id := range s.blocks {
+		p.touchFull(id, int32(bs))
 	}
 	s.tokens = k * bs
 	s.numCached = k
@@ -306,6 +285,22 @@ func (s *Sequence) MatchAppend(found []BlockID, hashes []BlockHash, hint []Block
 		return found, err
 	}
 	return found, nil
+}
+
+// touchFull is Touch and SetFill(BlockSize) of a cached block a prefix
+// lookup found: off the free queue if it waits there, one more reference,
+// held full.
+func (p *Pool) touchFull(id BlockID, bs int32) {
+	b := &p.blocks[id]
+	if b.ref == 0 {
+		p.unlink(id)
+		p.evictable-- // it is cached
+	} else {
+		p.unhold(b)
+	}
+	b.ref++
+	b.fill = bs // a cached block is full
+	p.hold(b)
 }
 
 // refresh leaves the pool as Touch(ids) and Free(ids) would, for ids the
