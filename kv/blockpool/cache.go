@@ -99,7 +99,7 @@ func (p *Pool) CacheFullBlock(id BlockID, hash BlockHash) error {
 		return fmt.Errorf("%w: cache block %d", ErrNotAllocated, id)
 	}
 	if b.cached() {
-		return fmt.Errorf("%w: block %d has key %#x", ErrAlreadyCached, id, uint64(p.blocks[id].key))
+		return fmt.Errorf("%w: block %d has key %#x", ErrAlreadyCached, id, uint64(p.keys[id]))
 	}
 	p.hash(id, hash)
 	if invariants.Enabled {
@@ -112,8 +112,8 @@ func (p *Pool) CacheFullBlock(id BlockID, hash BlockHash) error {
 // chain, headed by id, when the key is new).
 func (p *Pool) hash(id BlockID, key BlockHash) {
 	b := &p.blocks[id]
-	p.blocks[id].key = key                        // and hnext below, which says the block is cached
-	if i, ok := p.index.find(p.blocks, key); ok { // insert at the tail of the chain
+	p.keys[id] = key                            // and hnext below, which says the block is cached
+	if i, ok := p.index.find(p.keys, key); ok { // insert at the tail of the chain
 		head := p.index.slots[i].id
 		h := &p.blocks[head]
 		tail := h.hprev
@@ -132,20 +132,20 @@ func (p *Pool) hash(id BlockID, key BlockHash) {
 // the oldest registration, which most evictions (LRU) reach first.
 func (p *Pool) unhash(id BlockID) {
 	b := &p.blocks[id]
-	key := p.blocks[id].key
+	key := p.keys[id]
 	switch {
 	case b.hnext == id:
-		i, _ := p.index.find(p.blocks, key)
+		i, _ := p.index.find(p.keys, key)
 		p.index.removeAt(i)
 	default:
-		if i, _ := p.index.find(p.blocks, key); p.index.slots[i].id == id {
+		if i, _ := p.index.find(p.keys, key); p.index.slots[i].id == id {
 			p.index.slots[i].id = b.hnext
 		}
 		p.blocks[b.hprev].hnext = b.hnext
 		p.blocks[b.hnext].hprev = b.hprev
 	}
 	b.hprev, b.hnext = 0, 0 // not cached
-	p.blocks[id].key = 0
+	p.keys[id] = 0
 	p.numCached--
 }
 
@@ -155,7 +155,7 @@ func (p *Pool) Lookup(hash BlockHash) (BlockID, bool) {
 	if !p.caching {
 		return NullBlock, false
 	}
-	return p.index.get(p.blocks, hash)
+	return p.index.get(p.keys, hash)
 }
 
 // CachedHash returns a block's key and whether it is in the prefix cache.
@@ -163,7 +163,7 @@ func (p *Pool) CachedHash(id BlockID) (BlockHash, bool) {
 	if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].cached() {
 		return 0, false
 	}
-	return p.blocks[id].key, true
+	return p.keys[id], true
 }
 
 // NumCached is the number of blocks in the prefix cache, held or evictable.
@@ -195,7 +195,7 @@ func (p *Pool) LongestPrefixHint(dst []BlockID, hashes []BlockHash, hint []Block
 	for i, h := range hashes {
 		id, ok := p.hinted(h, hint, i)
 		if !ok {
-			if id, ok = p.index.get(p.blocks, h); !ok {
+			if id, ok = p.index.get(p.keys, h); !ok {
 				break
 			}
 		}
@@ -212,7 +212,7 @@ func (p *Pool) hinted(h BlockHash, hint []BlockID, i int) (BlockID, bool) {
 		return NullBlock, false
 	}
 	id := hint[i]
-	if uint(id) >= uint(len(p.blocks)) || p.blocks[id].key != h {
+	if uint(id) >= uint(len(p.blocks)) || p.keys[id] != h {
 		return NullBlock, false
 	}
 	b := &p.blocks[id]
@@ -228,7 +228,7 @@ func (p *Pool) GetCached(hash BlockHash) (BlockID, bool) {
 		return NullBlock, false
 	}
 	p.queries++
-	id, ok := p.index.get(p.blocks, hash)
+	id, ok := p.index.get(p.keys, hash)
 	if !ok {
 		return NullBlock, false
 	}
@@ -249,8 +249,9 @@ func (p *Pool) ResetPrefixCache() bool {
 	}
 	for id := range p.blocks {
 		b := &p.blocks[id]
-		b.hprev, b.hnext, b.key = 0, 0, 0
+		b.hprev, b.hnext = 0, 0
 	}
+	clear(p.keys)
 	p.index.reset()
 	p.numCached, p.evictable = 0, 0
 	if invariants.Enabled {

@@ -47,7 +47,7 @@ func (x *keyIndex) home(g uint32) int { return int(g >> x.shift) }
 
 // find returns the slot holding key h and true, or the empty slot where h
 // would go and false (-1 while the table has no slots).
-func (x *keyIndex) find(blocks []block, h BlockHash) (int, bool) {
+func (x *keyIndex) find(keys []BlockHash, h BlockHash) (int, bool) {
 	if len(x.slots) == 0 {
 		return -1, false
 	}
@@ -58,18 +58,18 @@ func (x *keyIndex) find(blocks []block, h BlockHash) (int, bool) {
 		if e.id == NullBlock {
 			return i, false
 		}
-		if e.tag == g && blocks[e.id].key == h {
+		if e.tag == g && keys[e.id] == h {
 			return i, true
 		}
 	}
 }
 
 // get returns the head of key h's chain.
-func (x *keyIndex) get(blocks []block, h BlockHash) (BlockID, bool) {
+func (x *keyIndex) get(keys []BlockHash, h BlockHash) (BlockID, bool) {
 	if x.n == 0 {
 		return NullBlock, false
 	}
-	if i, ok := x.find(blocks, h); ok {
+	if i, ok := x.find(keys, h); ok {
 		return x.slots[i].id, true
 	}
 	return NullBlock, false

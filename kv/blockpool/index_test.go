@@ -15,8 +15,8 @@ import (
 // most) hold after every call.
 func TestKeyIndex(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		const n = 400
-		blocks := make([]block, n)
+		const blocks = 400
+		keys := make([]BlockHash, blocks)
 		var x keyIndex
 		ref := map[BlockHash]BlockID{}
 		spread := rapid.SampledFrom([]uint64{1, 3, 1 << 40, 0x9E3779B97F4A7C15, 0xf1de83e19937733d}).Draw(t, "spread")
@@ -29,11 +29,11 @@ func TestKeyIndex(t *testing.T) {
 					continue
 				}
 				id := BlockID(1)
-				for blocks[id].key != 0 || hasID(ref, id) {
+				for keys[id] != 0 || hasID(ref, id) {
 					id++
 				}
-				blocks[id].key = k
-				i, found := x.find(blocks, k)
+				keys[id] = k
+				i, found := x.find(keys, k)
 				if found {
 					t.Fatalf("key %#x found before its insert", k)
 				}
@@ -43,20 +43,20 @@ func TestKeyIndex(t *testing.T) {
 				if !ok {
 					continue
 				}
-				i, found := x.find(blocks, k)
+				i, found := x.find(keys, k)
 				if !found || x.slots[i].id != head {
 					t.Fatalf("key %#x: found %v at slot %d, want block %d", k, found, i, head)
 				}
 				x.removeAt(i)
-				blocks[head].key = 0
+				keys[head] = 0
 				delete(ref, k)
 			}
 			for k, want := range ref {
-				if got, ok := x.get(blocks, k); !ok || got != want {
+				if got, ok := x.get(keys, k); !ok || got != want {
 					t.Fatalf("get(%#x) = %d, %v; want %d", k, got, ok, want)
 				}
 			}
-			if _, ok := x.get(blocks, 0x5555); ok != hasKey(ref, 0x5555) {
+			if _, ok := x.get(keys, 0x5555); ok != hasKey(ref, 0x5555) {
 				t.Fatal("get of an absent key found something")
 			}
 			if x.n != len(ref) || 2*x.n > len(x.slots) {
@@ -66,7 +66,7 @@ func TestKeyIndex(t *testing.T) {
 				if e.id == NullBlock {
 					continue
 				}
-				if j, ok := x.find(blocks, blocks[e.id].key); !ok || j != i || e.tag != tag(blocks[e.id].key) {
+				if j, ok := x.find(keys, keys[e.id]); !ok || j != i || e.tag != tag(keys[e.id]) {
 					t.Fatalf("entry %d at slot %d is found at %d", e.id, i, j)
 				}
 			}

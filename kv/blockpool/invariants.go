@@ -16,7 +16,7 @@ import (
 func (p *Pool) CheckInvariants() error {
 	n := len(p.blocks)
 	null := &p.blocks[0]
-	if null.ref != 0 || null.cached() || null.fill != 0 || p.blocks[0].key != 0 {
+	if null.ref != 0 || null.cached() || null.fill != 0 || p.keys[0] != 0 {
 		return fmt.Errorf("blockpool: null block has ref=%d hashed=%t fill=%d", null.ref, null.cached(), null.fill)
 	}
 
@@ -66,16 +66,16 @@ func (p *Pool) CheckInvariants() error {
 				filled++
 			}
 		}
-		if !b.cached() && (p.blocks[id].key != 0 || b.hprev != 0) {
-			return fmt.Errorf("blockpool: uncached block %d has key %#x and chain links %d/%d", id, uint64(p.blocks[id].key), b.hprev, b.hnext)
+		if !b.cached() && (p.keys[id] != 0 || b.hprev != 0) {
+			return fmt.Errorf("blockpool: uncached block %d has key %#x and chain links %d/%d", id, uint64(p.keys[id]), b.hprev, b.hnext)
 		}
 		if b.cached() {
 			hashed++
 			if b.ref == 0 {
 				evictable++
 			}
-			if _, ok := p.index.get(p.blocks, p.blocks[id].key); !ok {
-				return fmt.Errorf("blockpool: block %d has key %#x, which the index lacks", id, uint64(p.blocks[id].key))
+			if _, ok := p.index.get(p.keys, p.keys[id]); !ok {
+				return fmt.Errorf("blockpool: block %d has key %#x, which the index lacks", id, uint64(p.keys[id]))
 			}
 		}
 	}
@@ -105,16 +105,16 @@ func (p *Pool) CheckInvariants() error {
 	heads, inChains := 0, 0
 	for id := 1; id < n; id++ {
 		b := &p.blocks[id]
-		if head, _ := p.index.get(p.blocks, p.blocks[id].key); !b.cached() || head != BlockID(id) {
+		if head, _ := p.index.get(p.keys, p.keys[id]); !b.cached() || head != BlockID(id) {
 			continue
 		}
-		key := p.blocks[id].key
+		key := p.keys[id]
 		heads++
 		cur := BlockID(id)
 		for {
 			c := &p.blocks[cur]
-			if !c.cached() || p.blocks[cur].key != key {
-				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.cached(), uint64(p.blocks[cur].key))
+			if !c.cached() || p.keys[cur] != key {
+				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.cached(), uint64(p.keys[cur]))
 			}
 			if uint(c.hnext) >= uint(n) || p.blocks[c.hnext].hprev != cur {
 				return fmt.Errorf("blockpool: chain of key %#x: block %d's next %d does not link back", uint64(key), cur, c.hnext)
@@ -149,11 +149,11 @@ func (p *Pool) checkIndex() error {
 			continue
 		}
 		entries++
-		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].cached() || e.tag != tag(p.blocks[id].key) {
+		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].cached() || e.tag != tag(p.keys[id]) {
 			return fmt.Errorf("blockpool: index slot %d holds block %d (tag %#x), which is not cached under a key of that tag", i, id, e.tag)
 		}
-		if j, ok := x.find(p.blocks, p.blocks[id].key); !ok || j != i {
-			return fmt.Errorf("blockpool: index slot %d holds block %d under key %#x, which a lookup finds at slot %d", i, id, uint64(p.blocks[id].key), j)
+		if j, ok := x.find(p.keys, p.keys[id]); !ok || j != i {
+			return fmt.Errorf("blockpool: index slot %d holds block %d under key %#x, which a lookup finds at slot %d", i, id, uint64(p.keys[id]), j)
 		}
 	}
 	if entries != x.n {

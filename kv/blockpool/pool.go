@@ -67,8 +67,6 @@ type Options struct {
 // made in New and the pool never allocates afterwards (except when the prefix
 // cache's index doubles: index.go).
 type block struct {
-	// key is the block's prefix-cache key while it is cached, else 0.
-	key BlockHash
 	// hprev and hnext link the block into the circular chain of blocks that
 	// share its hash, while it is cached (hashed), and are 0 otherwise: a
 	// chain holds real blocks only, so hnext != 0 says the block is cached
@@ -112,10 +110,11 @@ type link struct {
 //	numCached == hashed blocks; evictable == queued hashed blocks
 //	heldSlots == Σ fill over held blocks; heldFilled == held blocks with fill > 0
 type Pool struct {
-	blocks    []block // indexed by BlockID; fixed length NumBlocks
-	links     []link  // links[id]: block id's place in the free queue while queued (queue.go)
-	blockSize int     // token slots per block; fixed
-	caching   bool    // prefix caching on; fixed
+	blocks    []block     // indexed by BlockID; fixed length NumBlocks
+	links     []link      // links[id]: block id's place in the free queue while queued (queue.go)
+	keys      []BlockHash // keys[id] is block id's prefix-cache key while it is hashed, else 0
+	blockSize int         // token slots per block; fixed
+	caching   bool        // prefix caching on; fixed
 
 	index      keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
 	numCached  int      // hashed blocks, held or queued
@@ -165,6 +164,7 @@ func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
 	p := &Pool{
 		blocks:    make([]block, numBlocks),
 		links:     make([]link, numBlocks),
+		keys:      make([]BlockHash, numBlocks),
 		blockSize: blockSize,
 		caching:   !opts.DisablePrefixCaching,
 	}

@@ -53,7 +53,7 @@ func TestNewConfig(t *testing.T) {
 // TestBytesPerBlock keeps the documented per-block state in step with the
 // types New allocates, so MaxBlocks stays a true bound on memory.
 func TestBytesPerBlock(t *testing.T) {
-	if got := unsafe.Sizeof(block{}) + unsafe.Sizeof(link{}); got != BytesPerBlock {
+	if got := unsafe.Sizeof(block{}) + unsafe.Sizeof(link{}) + unsafe.Sizeof(BlockHash(0)); got != BytesPerBlock {
 		t.Errorf("per-block state is %d bytes, BytesPerBlock says %d", got, BytesPerBlock)
 	}
 }
@@ -289,8 +289,8 @@ func TestZeroAllocs(t *testing.T) {
 // TestBlockSize keeps the hot per-block state small: AllocFree's speed at
 // 65536 blocks depends on how many blocks share a cache line.
 func TestBlockSize(t *testing.T) {
-	if s := unsafe.Sizeof(block{}); s > 24 {
-		t.Errorf("block is %d bytes, want at most 24", s)
+	if s := unsafe.Sizeof(block{}); s > 20 {
+		t.Errorf("block is %d bytes, want at most 20", s)
 	}
 	if s := unsafe.Sizeof(link{}); s > 8 {
 		t.Errorf("link is %d bytes, want at most 8", s)
@@ -326,16 +326,16 @@ func TestCheckInvariantsDetects(t *testing.T) {
 		{"held slots off", func(p *Pool) { p.heldSlots++ }},
 		{"held filled off", func(p *Pool) { p.heldFilled++ }},
 		{"fill too large", func(p *Pool) { p.blocks[1].fill = 5 }},
-		{"key on an uncached block", func(p *Pool) { p.blocks[5].key = 3 }},
-		{"index points at the wrong block", func(p *Pool) { i, _ := p.index.find(p.blocks, 10); p.index.slots[i].id = 5 }},
-		{"key changed under the map", func(p *Pool) { p.blocks[3].key = 11 }},
+		{"key on an uncached block", func(p *Pool) { p.keys[5] = 3 }},
+		{"index points at the wrong block", func(p *Pool) { i, _ := p.index.find(p.keys, 10); p.index.slots[i].id = 5 }},
+		{"key changed under the map", func(p *Pool) { p.keys[3] = 11 }},
 		{"chain link broken", func(p *Pool) { p.blocks[1].hnext = 1 }},
 		{"index entry out of place", func(p *Pool) {
-			i, _ := p.index.find(p.blocks, 99)
-			p.index.slots[i] = indexSlot{2, tag(p.blocks[2].key)}
+			i, _ := p.index.find(p.keys, 99)
+			p.index.slots[i] = indexSlot{2, tag(p.keys[2])}
 			p.index.n++
 		}},
-		{"index tag wrong", func(p *Pool) { i, _ := p.index.find(p.blocks, 10); p.index.slots[i].tag++ }},
+		{"index tag wrong", func(p *Pool) { i, _ := p.index.find(p.keys, 10); p.index.slots[i].tag++ }},
 		{"index count off", func(p *Pool) { p.index.n++ }},
 	} {
 		p := build()

@@ -54,8 +54,8 @@ func (p *Pool) Relocate(from, to BlockID) error {
 	case tb.ref != 0: // a real block with ref 0 is queued
 		return fmt.Errorf("%w: relocation target %d has ref %d", ErrNotFree, to, tb.ref)
 	}
-	fk, fh := p.blocks[from].key, fb.cached()
-	tk, th := p.blocks[to].key, tb.cached()
+	fk, fh := p.keys[from], fb.cached()
+	tk, th := p.keys[to], tb.cached()
 	// Two blocks under the same key stay in their chain: lookups see the
 	// same content under the same key either way.
 	sameChain := fh && th && fk == tk

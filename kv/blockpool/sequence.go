@@ -187,7 +187,7 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 	for i, h := range hashes {
 		id, ok := p.hinted(h, hint, i)
 		if !ok {
-			if id, ok = p.index.get(p.blocks, h); !ok {
+			if id, ok = p.index.get(p.keys, h); !ok {
 				break
 			}
 		}
@@ -241,7 +241,7 @@ func (s *Sequence) MatchAppend(found []BlockID, hashes []BlockHash, hint []Block
 	for i, h := range hashes {
 		id, ok := p.hinted(h, hint, i)
 		if !ok {
-			if id, ok = p.index.get(p.blocks, h); !ok {
+			if id, ok = p.index.get(p.keys, h); !ok {
 				break
 			}
 		}
