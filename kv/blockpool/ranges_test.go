@@ -199,8 +199,8 @@ func TestRangesMatchBlockwise(t *testing.T) {
 				// A prompt whose first blocks may be cached, admitted by
 				// MatchAppend on one pool and by MatchPrefixHint, Append
 				// and (when it does not fit) Release on the other; tried
-				// again at once when it does not fit, as an engine does
-				// on its next step.
+				// again when it does not fit, as an engine does on its
+				// next step, with or without a change to the pool between.
 				hashes := make([]BlockHash, rapid.IntRange(0, 3).Draw(t, "keys"))
 				for j := range hashes {
 					hashes[j] = BlockHash(rapid.IntRange(1, int(next)).Draw(t, "hash"))
@@ -235,6 +235,24 @@ func TestRangesMatchBlockwise(t *testing.T) {
 						break
 					}
 					hint = found[1:] // the next try's hints: the blocks found
+					// Between tries the pool may change, or not (a decode
+					// step that takes no block).
+					switch rapid.IntRange(0, 2).Draw(t, "between") {
+					case 1:
+						ids1, err1 := a.Allocate(nil, 1)
+						ids2, err2 := allocateBlockwise(b, nil, 1)
+						if err1 == nil {
+							ta, tb = append(ta, ids1), append(tb, ids2)
+						}
+						same("allocate between tries", err1, err2)
+					case 2:
+						if len(ta) > 0 {
+							i := pick(t, len(ta))
+							err1, err2 := a.Free(ta[i]), b.freeShared(tb[i])
+							ta, tb = slices.Delete(ta, i, i+1), slices.Delete(tb, i, i+1)
+							same("free between tries", err1, err2)
+						}
+					}
 				}
 			},
 			"release": func(t *rapid.T) {
