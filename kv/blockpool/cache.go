@@ -98,7 +98,7 @@ func (p *Pool) CacheFullBlock(id BlockID, hash BlockHash) error {
 	if b.ref == 0 {
 		return fmt.Errorf("%w: cache block %d", ErrNotAllocated, id)
 	}
-	if b.hashed {
+	if b.cached() {
 		return fmt.Errorf("%w: block %d has key %#x", ErrAlreadyCached, id, uint64(p.keys[id]))
 	}
 	p.hash(id, hash)
@@ -112,7 +112,7 @@ func (p *Pool) CacheFullBlock(id BlockID, hash BlockHash) error {
 // chain, headed by id, when the key is new).
 func (p *Pool) hash(id BlockID, key BlockHash) {
 	b := &p.blocks[id]
-	p.keys[id], b.hashed = key, true
+	p.keys[id] = key                            // and hnext below, which says the block is cached
 	if i, ok := p.index.find(p.keys, key); ok { // insert at the tail of the chain
 		head := p.index.slots[i].id
 		h := &p.blocks[head]
@@ -144,8 +144,8 @@ func (p *Pool) unhash(id BlockID) {
 		p.blocks[b.hprev].hnext = b.hnext
 		p.blocks[b.hnext].hprev = b.hprev
 	}
-	b.hprev, b.hnext = 0, 0
-	p.keys[id], b.hashed = 0, false
+	b.hprev, b.hnext = 0, 0 // not cached
+	p.keys[id] = 0
 	p.numCached--
 }
 
@@ -160,7 +160,7 @@ func (p *Pool) Lookup(hash BlockHash) (BlockID, bool) {
 
 // CachedHash returns a block's key and whether it is in the prefix cache.
 func (p *Pool) CachedHash(id BlockID) (BlockHash, bool) {
-	if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].hashed {
+	if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].cached() {
 		return 0, false
 	}
 	return p.keys[id], true
@@ -216,7 +216,7 @@ func (p *Pool) hinted(h BlockHash, hint []BlockID, i int) (BlockID, bool) {
 		return NullBlock, false
 	}
 	b := &p.blocks[id]
-	return id, b.hashed && b.hnext == id
+	return id, b.hnext == id
 }
 
 // GetCached looks up one key and, on a hit, takes the block: its reference
@@ -249,7 +249,7 @@ func (p *Pool) ResetPrefixCache() bool {
 	}
 	for id := range p.blocks {
 		b := &p.blocks[id]
-		b.hashed, b.hprev, b.hnext = false, 0, 0
+		b.hprev, b.hnext = 0, 0
 	}
 	clear(p.keys)
 	p.index.reset()

@@ -55,8 +55,11 @@
 //
 // Sequence wraps a block table and a token count: Append allocates a block
 // at each block boundary (and copies a shared last block before writing into
-// it), MatchPrefix starts a sequence from the cache, Cache registers its full
-// blocks, Fork shares it, Release frees it.
+// it), MatchPrefix starts a sequence from the cache, MatchAppend does that
+// and appends the rest of a prompt all or nothing (a prompt that does not
+// fit only refreshes the LRU places of the blocks it found, as an engine's
+// failed admission does), Cache registers its full blocks, Fork shares it,
+// Release frees it.
 //
 // # Correspondence with vLLM v1
 //

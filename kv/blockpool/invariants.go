@@ -16,8 +16,8 @@ import (
 func (p *Pool) CheckInvariants() error {
 	n := len(p.blocks)
 	null := &p.blocks[0]
-	if null.ref != 0 || null.queued || null.hashed || null.fill != 0 || p.keys[0] != 0 {
-		return fmt.Errorf("blockpool: null block has ref=%d queued=%t hashed=%t fill=%d", null.ref, null.queued, null.hashed, null.fill)
+	if null.ref != 0 || null.cached() || null.fill != 0 || p.keys[0] != 0 {
+		return fmt.Errorf("blockpool: null block has ref=%d hashed=%t fill=%d", null.ref, null.cached(), null.fill)
 	}
 
 	// Walk the free queue forward, checking the back links.
@@ -27,9 +27,8 @@ func (p *Pool) CheckInvariants() error {
 		if uint(id) >= uint(n) {
 			return fmt.Errorf("blockpool: free queue links to id %d out of range", id)
 		}
-		b := &p.blocks[id]
-		if !b.queued || b.ref != 0 {
-			return fmt.Errorf("blockpool: block %d in the free queue has queued=%t ref=%d", id, b.queued, b.ref)
+		if b := &p.blocks[id]; b.ref != 0 {
+			return fmt.Errorf("blockpool: block %d in the free queue has ref=%d", id, b.ref)
 		}
 		if p.links[id].prev != prev {
 			return fmt.Errorf("blockpool: block %d has prev %d, reached from %d", id, p.links[id].prev, prev)
@@ -42,38 +41,37 @@ func (p *Pool) CheckInvariants() error {
 	if p.links[0].prev != prev {
 		return fmt.Errorf("blockpool: free queue tail is %d, last block walked %d", p.links[0].prev, prev)
 	}
-	if walked != p.numFree {
-		return fmt.Errorf("blockpool: free queue holds %d blocks, numFree %d", walked, p.numFree)
+	if walked != p.numFree() {
+		return fmt.Errorf("blockpool: free queue holds %d blocks, counters say %d (base %d, frees %d, allocs %d)", walked, p.numFree(), p.base, p.frees, p.allocs)
 	}
 
-	// Every real block is exactly one of {queued with ref 0, held}; recount
-	// the cache and slot counters.
-	queued, hashed, evictable, empty := 0, 0, 0, 0
+	// Every real block is queued exactly when its ref is 0 (the walk above
+	// found only such blocks, so it found all of them when it found as
+	// many); recount the cache and slot counters.
+	queued, hashed, evictable, filled := 0, 0, 0, 0
 	var slots int64
 	for id := 1; id < n; id++ {
 		b := &p.blocks[id]
 		switch {
 		case b.ref < 0:
 			return fmt.Errorf("blockpool: block %d has ref %d", id, b.ref)
-		case b.queued == (b.ref > 0):
-			return fmt.Errorf("blockpool: block %d has queued=%t ref=%d, want exactly one of queued or held", id, b.queued, b.ref)
 		case b.fill < 0 || int(b.fill) > p.blockSize:
 			return fmt.Errorf("blockpool: block %d has fill %d of %d", id, b.fill, p.blockSize)
 		}
-		if b.queued {
+		if b.ref == 0 {
 			queued++
 		} else {
 			slots += int64(b.fill)
-			if b.fill == 0 {
-				empty++
+			if b.fill != 0 {
+				filled++
 			}
 		}
-		if !b.hashed && (p.keys[id] != 0 || b.hnext != 0 || b.hprev != 0) {
+		if !b.cached() && (p.keys[id] != 0 || b.hprev != 0) {
 			return fmt.Errorf("blockpool: uncached block %d has key %#x and chain links %d/%d", id, uint64(p.keys[id]), b.hprev, b.hnext)
 		}
-		if b.hashed {
+		if b.cached() {
 			hashed++
-			if b.queued {
+			if b.ref == 0 {
 				evictable++
 			}
 			if _, ok := p.index.get(p.keys, p.keys[id]); !ok {
@@ -82,13 +80,16 @@ func (p *Pool) CheckInvariants() error {
 		}
 	}
 	if queued != walked {
-		return fmt.Errorf("blockpool: %d blocks marked queued, %d in the queue", queued, walked)
+		return fmt.Errorf("blockpool: %d blocks with ref 0, %d in the queue", queued, walked)
 	}
 	if hashed != p.numCached || evictable != p.evictable {
 		return fmt.Errorf("blockpool: recount cached=%d evictable=%d, counters %d/%d", hashed, evictable, p.numCached, p.evictable)
 	}
-	if slots != p.heldSlots || empty != p.heldEmpty {
-		return fmt.Errorf("blockpool: recount held slots=%d empty=%d, counters %d/%d", slots, empty, p.heldSlots, p.heldEmpty)
+	if slots != p.heldSlots || filled != p.heldFilled {
+		return fmt.Errorf("blockpool: recount held slots=%d filled=%d, counters %d/%d", slots, filled, p.heldSlots, p.heldFilled)
+	}
+	if p.allocs < 0 || p.frees < 0 || p.base > int64(n-1) {
+		return fmt.Errorf("blockpool: counters allocs=%d frees=%d base=%d", p.allocs, p.frees, p.base)
 	}
 	if !p.caching && hashed != 0 {
 		return fmt.Errorf("blockpool: %d cached blocks with prefix caching disabled", hashed)
@@ -104,7 +105,7 @@ func (p *Pool) CheckInvariants() error {
 	heads, inChains := 0, 0
 	for id := 1; id < n; id++ {
 		b := &p.blocks[id]
-		if head, _ := p.index.get(p.keys, p.keys[id]); !b.hashed || head != BlockID(id) {
+		if head, _ := p.index.get(p.keys, p.keys[id]); !b.cached() || head != BlockID(id) {
 			continue
 		}
 		key := p.keys[id]
@@ -112,8 +113,8 @@ func (p *Pool) CheckInvariants() error {
 		cur := BlockID(id)
 		for {
 			c := &p.blocks[cur]
-			if !c.hashed || p.keys[cur] != key {
-				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.hashed, uint64(p.keys[cur]))
+			if !c.cached() || p.keys[cur] != key {
+				return fmt.Errorf("blockpool: chain of key %#x holds block %d (hashed=%t key %#x)", uint64(key), cur, c.cached(), uint64(p.keys[cur]))
 			}
 			if uint(c.hnext) >= uint(n) || p.blocks[c.hnext].hprev != cur {
 				return fmt.Errorf("blockpool: chain of key %#x: block %d's next %d does not link back", uint64(key), cur, c.hnext)
@@ -148,7 +149,7 @@ func (p *Pool) checkIndex() error {
 			continue
 		}
 		entries++
-		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].hashed || e.tag != tag(p.keys[id]) {
+		if uint(id) >= uint(len(p.blocks)) || !p.blocks[id].cached() || e.tag != tag(p.keys[id]) {
 			return fmt.Errorf("blockpool: index slot %d holds block %d (tag %#x), which is not cached under a key of that tag", i, id, e.tag)
 		}
 		if j, ok := x.find(p.keys, p.keys[id]); !ok || j != i {

@@ -61,29 +61,31 @@ type Options struct {
 	DisablePrefixCaching bool
 }
 
-// block is the per-block state the hot paths touch, 20 bytes; the key lives
+// block is the per-block state the hot paths touch, 16 bytes; the key lives
 // apart, in Pool.keys, so that more blocks share a cache line, and so do the
 // free queue's links, in Pool.links. All blocks are
 // made in New and the pool never allocates afterwards (except when the prefix
 // cache's index doubles: index.go).
 type block struct {
 	// hprev and hnext link the block into the circular chain of blocks that
-	// share its hash, while hashed. The index holds the chain's head, the
-	// oldest registration, which is the one a lookup returns (as vLLM's
+	// share its hash, while it is cached (hashed), and are 0 otherwise: a
+	// chain holds real blocks only, so hnext != 0 says the block is cached
+	// (block.cached). The index holds the chain's head, the oldest
+	// registration, which is the one a lookup returns (as vLLM's
 	// BlockHashToBlockMap returns the first inserted).
 	hprev, hnext BlockID
 	// ref is the number of holders: block tables that contain the block.
-	// It is 0 exactly when the block is queued (the null block: always 0).
+	// A real block (not the null block, whose ref is always 0) is in the
+	// free queue exactly when its ref is 0: no flag says so apart.
 	ref int32
 	// fill is the number of token slots written (0..BlockSize). It survives
 	// a free, so an evictable cached block still reports its content, and is
 	// reset when the block is popped for reuse.
 	fill int32
-	// queued says the block is in the free queue.
-	queued bool
-	// hashed says the block is registered in the prefix cache.
-	hashed bool
 }
+
+// cached says the block is registered in the prefix cache (hashed).
+func (b *block) cached() bool { return b.hnext != 0 }
 
 // link is a block's place in the free queue while it is queued. Block 0
 // (the null block) is the queue's sentinel: links[0].next is the head (next
@@ -101,12 +103,12 @@ type link struct {
 // invariants.Enabled):
 //
 //	block 0 is the null block: ref 0, never queued, never hashed
-//	every other block is exactly one of {queued with ref 0, ref > 0 and not queued}
-//	numFree == length of the free queue; prev/next links agree both ways
+//	every other block is queued exactly when its ref is 0
+//	numFree() == length of the free queue; prev/next links agree both ways
 //	a block is hashed iff it is in exactly one hash chain, the chain of its hash,
 //	  and the index holds one head per distinct hash (keyIndex)
 //	numCached == hashed blocks; evictable == queued hashed blocks
-//	heldSlots == Σ fill over held blocks; heldEmpty == held blocks with fill 0
+//	heldSlots == Σ fill over held blocks; heldFilled == held blocks with fill > 0
 type Pool struct {
 	blocks    []block     // indexed by BlockID; fixed length NumBlocks
 	links     []link      // links[id]: block id's place in the free queue while queued (queue.go)
@@ -114,23 +116,27 @@ type Pool struct {
 	blockSize int         // token slots per block; fixed
 	caching   bool        // prefix caching on; fixed
 
-	numFree   int      // blocks in the free queue; moves on every allocate and free
-	index     keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
-	numCached int      // hashed blocks, held or queued
-	evictable int      // hashed blocks in the free queue (ref 0)
-	heldSlots int64    // Σ fill over held blocks (token states)
-	heldEmpty int      // held blocks with fill 0 (reserved, nothing written)
+	index      keyIndex // key -> head of its chain; an entry added on CacheFullBlock, removed on eviction
+	numCached  int      // hashed blocks, held or queued
+	evictable  int      // hashed blocks in the free queue (ref 0)
+	heldSlots  int64    // Σ fill over held blocks (token states)
+	heldFilled int      // held blocks with fill > 0; the others are reserved (nothing written)
 
-	// Monotonic counters, reported by Stats.
+	// Monotonic counters, reported by Stats. The free queue's length is not
+	// kept apart: every block leaves the queue by an allocation or by an
+	// unlink (a prefix hit) and enters it by a free, so numFree derives it
+	// from allocs, frees and base, NumBlocks − 1 less the unlinks. An
+	// allocation and a free each move one counter.
 	allocs, frees, copies, evictions int64
 	queries, hits                    int64
+	base                             int64 // NumBlocks − 1 − unlinks
 
 	mutations uint64 // mustCheck calls, for sampling checks of large pools
 }
 
 // MaxBlocks is the largest pool New makes. New allocates every block's state
 // at once (BytesPerBlock each), so the bound is a bound on memory: 2^24 blocks
-// are 604 MB of state, and the prefix cache's index (index.go) grows with
+// are 537 MB of state, and the prefix cache's index (index.go) grows with
 // the distinct keys cached to at most 32 bytes a block (16 once it has
 // doubled past half the blocks). It is above any real pool: a 0.5B-parameter model with
 // 12 KiB of KV per token in blocks of one token on a 192 GB B200 is 15.6M
@@ -139,9 +145,9 @@ type Pool struct {
 // (one layer of hidden size 1, say), which a larger block size serves.
 const MaxBlocks = 1 << 24
 
-// BytesPerBlock is the state New allocates per block: a block (20 bytes),
+// BytesPerBlock is the state New allocates per block: a block (16 bytes),
 // its links in the free queue (8) and its prefix-cache key (8).
-const BytesPerBlock = 36
+const BytesPerBlock = 32
 
 // New returns a pool of numBlocks blocks of blockSize token slots. Block 0 is
 // the null block, so numBlocks−1 blocks can be handed out; vLLM's
@@ -165,7 +171,7 @@ func New(numBlocks, blockSize int, opts Options) (*Pool, error) {
 	for id := 1; id < numBlocks; id++ {
 		p.pushBack(BlockID(id))
 	}
-	p.frees = 0 // the initial fill of the queue is not a free
+	p.frees, p.base = 0, int64(numBlocks-1) // the initial fill of the queue is not a free
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -180,10 +186,13 @@ func (p *Pool) BlockSize() int { return p.blockSize }
 
 // NumFree is the length of the free queue: free blocks plus evictable cached
 // blocks (ref 0), as vLLM's get_num_free_blocks.
-func (p *Pool) NumFree() int { return p.numFree }
+func (p *Pool) NumFree() int { return p.numFree() }
+
+// numFree is the length of the free queue.
+func (p *Pool) numFree() int { return int(p.base + p.frees - p.allocs) }
 
 // NumUsed is the number of held blocks (ref > 0), not counting the null block.
-func (p *Pool) NumUsed() int { return len(p.blocks) - 1 - p.numFree }
+func (p *Pool) NumUsed() int { return len(p.blocks) - 1 - p.numFree() }
 
 // RefCount returns a block's reference count (0 for the null block and for
 // ids out of range).
@@ -207,7 +216,7 @@ func (p *Pool) Usage() float64 {
 	if total == 0 {
 		return 0
 	}
-	return 1 - float64(p.numFree)/float64(total)
+	return 1 - float64(p.numFree())/float64(total)
 }
 
 // check returns the block for id, or an error if id is out of range or the
@@ -232,7 +241,7 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 		}
 		return dst, nil
 	}
-	if n > p.numFree {
+	if n > p.numFree() {
 		return dst, ErrOutOfBlocks
 	}
 	if n == 1 {
@@ -240,7 +249,6 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 	} else {
 		dst = p.take(dst, n, 0, 0)
 	}
-	p.heldEmpty += n
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -253,24 +261,33 @@ func (p *Pool) Allocate(dst []BlockID, n int) ([]BlockID, error) {
 // It is the hot path of a scheduler that takes one block at a time (a
 // decode step crossing a block boundary); FreeOne is its counterpart.
 func (p *Pool) AllocateOne() (BlockID, error) {
-	// pop, written out: no call on the way (the queue is empty exactly
-	// when the sentinel links to itself).
+	// pop, written out: no call on the way unless the queue is empty (the
+	// sentinel links to itself: the null block, never cached, is the head)
+	// or the head holds a key to evict.
 	links := p.links
 	id := links[0].next
-	if id == NullBlock {
-		return NullBlock, ErrOutOfBlocks
+	b := &p.blocks[id]
+	if b.cached() || id == NullBlock {
+		return p.allocateOneSlow()
 	}
 	next := links[id].next
 	links[0].next = next
 	links[next].prev = 0
-	b := &p.blocks[id]
-	if b.hashed {
-		p.evict(id)
-	}
-	b.ref, b.fill, b.queued = 1, 0, false
-	p.numFree--
-	p.heldEmpty++ // hold(b) with fill 0
+	b.ref, b.fill = 1, 0 // held with nothing written: no slot counter moves
 	p.allocs++
+	if invariants.Enabled {
+		p.mustCheck()
+	}
+	return id, nil
+}
+
+// allocateOneSlow is AllocateOne when the queue is empty or its head is
+// cached.
+func (p *Pool) allocateOneSlow() (BlockID, error) {
+	if p.numFree() == 0 {
+		return NullBlock, ErrOutOfBlocks
+	}
+	id := p.pop()
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -280,9 +297,7 @@ func (p *Pool) AllocateOne() (BlockID, error) {
 // pop takes the head of the free queue, evicts its key if it has one, and
 // hands it out with ref 1 and fill 0. The queue must not be empty.
 func (p *Pool) pop() BlockID {
-	id := p.takeOne(0)
-	p.heldEmpty++ // hold with fill 0
-	return id
+	return p.takeOne(0)
 }
 
 // take pops the first n blocks of the free queue (0 < n <= NumFree) in queue
@@ -290,7 +305,7 @@ func (p *Pool) pop() BlockID {
 // (ref 1) with fill full, except the last, which gets fill last. It walks
 // the queue once and splices the run off its head in one step, instead of
 // unlinking block by block. The caller adds the fills to the slot counters
-// (heldSlots, heldEmpty); take counts numFree and allocs.
+// (heldSlots, heldFilled); take counts allocs.
 func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	at := len(dst)
 	dst = slices.Grow(dst, n)[:at+n]
@@ -303,15 +318,14 @@ func (p *Pool) take(dst []BlockID, n int, full, last int32) []BlockID {
 	}
 	for _, id := range out {
 		b := &blocks[id]
-		if b.hashed {
+		if b.cached() {
 			p.evict(id)
 		}
-		b.ref, b.fill, b.queued = 1, full, false // its links are stale until it is queued again
+		b.ref, b.fill = 1, full // its links are stale until it is queued again
 	}
 	blocks[out[n-1]].fill = last
 	links[0].next = id // the sentinel when the queue is now empty
 	links[id].prev = 0
-	p.numFree -= n
 	p.allocs += int64(n)
 	return dst
 }
@@ -326,11 +340,10 @@ func (p *Pool) takeOne(fill int32) BlockID {
 	links[0].next = next
 	links[next].prev = 0
 	b := &p.blocks[id]
-	if b.hashed {
+	if b.cached() {
 		p.evict(id)
 	}
-	b.ref, b.fill, b.queued = 1, fill, false
-	p.numFree--
+	b.ref, b.fill = 1, fill
 	p.allocs++
 	return id
 }
@@ -350,7 +363,7 @@ func (p *Pool) requeue(id BlockID) {
 	b := &p.blocks[id]
 	p.unhold(b)
 	p.pushBack(id)
-	if b.hashed {
+	if b.cached() {
 		p.evictable++
 	}
 }
@@ -404,7 +417,7 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 	tail0 := links[0].prev
 	tail := tail0
 	var slots int64
-	empty, evictable := 0, 0
+	filled, evictable := 0, 0
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		if uint(id)-1 >= uint(len(blocks))-1 || blocks[id].ref != 1 { // not 0 < id < len, or shared or free
@@ -416,15 +429,15 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 			break
 		}
 		b := &blocks[id]
-		b.ref, b.queued = 0, true
+		b.ref = 0
 		links[id].prev = tail
 		links[tail].next = id // the sentinel's next when the queue was empty
 		tail = id
 		slots += int64(b.fill)
-		if b.fill == 0 {
-			empty++
+		if b.fill != 0 {
+			filled++
 		}
-		if b.hashed {
+		if b.cached() {
 			evictable++
 		}
 	}
@@ -432,9 +445,8 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 	links[0].prev = tail
 	n := len(ids) // the run
 	p.heldSlots -= slots
-	p.heldEmpty -= empty
+	p.heldFilled -= filled
 	p.evictable += evictable
-	p.numFree += n
 	p.frees += int64(n)
 	if invariants.Enabled && rest == 0 {
 		p.mustCheck()
@@ -448,15 +460,14 @@ func (p *Pool) freeHeldOnce(ids []BlockID) (rest int) {
 func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
 	for _, id := range run {
 		b := &p.blocks[id]
-		b.ref, b.queued = 1, false
+		b.ref = 1
 		p.hold(b)
-		if b.hashed {
+		if b.cached() {
 			p.evictable--
 		}
 	}
 	p.links[tail0].next = 0
 	p.links[0].prev = tail0
-	p.numFree -= len(run)
 	p.frees -= int64(len(run))
 }
 
@@ -464,8 +475,7 @@ func (p *Pool) unfreeHeldOnce(run []BlockID, tail0 BlockID) {
 // table order): they are held once again and the queue ends at tail0 again.
 func (p *Pool) undoHeldOnce(done []BlockID, tail0 BlockID) {
 	for _, id := range done {
-		b := &p.blocks[id]
-		b.ref, b.queued = 1, false
+		p.blocks[id].ref = 1
 	}
 	p.links[tail0].next = 0
 	p.links[0].prev = tail0
@@ -488,29 +498,38 @@ func (p *Pool) freeShared(ids []BlockID) error {
 		blocks[id].ref--
 	}
 	// Pass 2: queue the blocks that reached 0, last table entry first
-	// (requeue and pushBack, unrolled for the hot path).
+	// (requeue and pushBack, unrolled for the hot path). A block queued
+	// here is marked with ref −1 until pass 3, so that a later entry of
+	// the same id (a block the table holds twice) is not queued again.
 	queued := 0
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := ids[i]
 		b := &blocks[id]
-		if id == NullBlock || b.ref != 0 || b.queued {
+		if id == NullBlock || b.ref != 0 {
 			continue
 		}
+		b.ref = -1
 		p.heldSlots -= int64(b.fill)
-		if b.fill == 0 {
-			p.heldEmpty--
+		if b.fill != 0 {
+			p.heldFilled--
 		}
-		if b.hashed {
+		if b.cached() {
 			p.evictable++
 		}
 		tail := p.links[0].prev
-		b.queued = true
 		p.links[id] = link{tail, 0}
 		p.links[tail].next = id
 		p.links[0].prev = id
 		queued++
 	}
-	p.numFree += queued
+	// Pass 3: the queued blocks' ref back to 0.
+	if queued != 0 {
+		for _, id := range ids {
+			if blocks[id].ref < 0 {
+				blocks[id].ref = 0
+			}
+		}
+	}
 	p.frees += int64(queued)
 	if invariants.Enabled {
 		p.mustCheck()
@@ -524,26 +543,26 @@ func (p *Pool) freeShared(ids []BlockID) error {
 // ErrNotAllocated) and then changes nothing; NullBlock is skipped. The
 // common case, the last reference, makes no call.
 func (p *Pool) FreeOne(id BlockID) error {
-	blocks, links := p.blocks, p.links
-	if uint(id) >= uint(len(blocks)) || uint(id) >= uint(len(links)) || id == NullBlock || blocks[id].ref != 1 {
+	blocks, i := p.blocks, int(id)
+	if uint(i) >= uint(len(blocks)) || i == 0 || blocks[i].ref != 1 {
 		return p.freeOneSlow(id) // out of range, the null block, or not the last reference
 	}
 	// release, written out: no call on the way.
-	b := &blocks[id]
-	b.ref, b.queued = 0, true
-	if b.fill == 0 {
-		p.heldEmpty--
-	} else {
-		p.heldSlots -= int64(b.fill)
+	b := &blocks[i]
+	b.ref = 0
+	if f := b.fill; f != 0 {
+		p.heldSlots -= int64(f)
+		p.heldFilled--
 	}
-	if b.hashed {
+	if b.cached() {
 		p.evictable++
 	}
+	links := p.links[:len(blocks)] // one length: i is in range for both
 	tail := links[0].prev
-	links[id] = link{tail, 0}
-	links[tail].next = id // the sentinel's next when the queue was empty
+	lt := &links[tail]
+	links[i] = link{tail, lt.next} // lt.next is 0, the sentinel: a copy from a register costs fewer instructions than the constant
+	lt.next = id                   // the sentinel's next when the queue was empty
 	links[0].prev = id
-	p.numFree++
 	p.frees++
 	if invariants.Enabled {
 		p.mustCheck()
@@ -551,32 +570,8 @@ func (p *Pool) FreeOne(id BlockID) error {
 	return nil
 }
 
-// release returns a held block whose last reference is dropped to the tail
-// of the free queue (requeue and pushBack, for the hot path).
-func (p *Pool) release(id BlockID) {
-	blocks := p.blocks
-	b := &blocks[id]
-	b.ref = 0
-	if b.fill == 0 {
-		p.heldEmpty--
-	} else {
-		p.heldSlots -= int64(b.fill)
-	}
-	if b.hashed {
-		p.evictable++
-	}
-	links := p.links
-	tail := links[0].prev
-	b.queued = true
-	links[id] = link{tail, 0}
-	links[tail].next = id // the sentinel's next when the queue was empty
-	links[0].prev = id
-	p.numFree++
-	p.frees++
-}
-
 // freeOneSlow is FreeOne of the null block, a bad id, or a block with more
-// than one reference.
+// than one reference (FreeOne itself drops the last one).
 func (p *Pool) freeOneSlow(id BlockID) error {
 	if id == NullBlock {
 		return nil
@@ -584,11 +579,7 @@ func (p *Pool) freeOneSlow(id BlockID) error {
 	if uint(id) >= uint(len(p.blocks)) || p.blocks[id].ref == 0 {
 		return p.badFree(id)
 	}
-	if b := &p.blocks[id]; b.ref == 1 {
-		p.release(id)
-	} else {
-		b.ref--
-	}
+	p.blocks[id].ref--
 	if invariants.Enabled {
 		p.mustCheck()
 	}
@@ -629,7 +620,7 @@ func (p *Pool) Touch(ids []BlockID) error {
 		if err != nil {
 			return err
 		}
-		if b.ref == 0 && !b.hashed {
+		if b.ref == 0 && !b.cached() {
 			return fmt.Errorf("%w: touch of free block %d, which holds no cached prefix", ErrNotAllocated, id)
 		}
 	}
@@ -649,7 +640,7 @@ func (p *Pool) touch(id BlockID) {
 	b := &p.blocks[id]
 	if b.ref == 0 {
 		p.unlink(id)
-		if b.hashed {
+		if b.cached() {
 			p.evictable--
 		}
 		p.hold(b)
@@ -703,10 +694,10 @@ func (p *Pool) CopyOnWrite(id BlockID) (BlockID, bool, error) {
 	if b.ref == 0 {
 		return id, false, fmt.Errorf("%w: write into block %d", ErrNotAllocated, id)
 	}
-	if b.ref == 1 && !b.hashed {
+	if b.ref == 1 && !b.cached() {
 		return id, false, nil
 	}
-	if p.numFree == 0 {
+	if p.numFree() == 0 {
 		return id, false, ErrOutOfBlocks
 	}
 	nid := p.pop()
@@ -763,8 +754,8 @@ func (p *Pool) setFill(b *block, n int32) {
 // hold adds a block that becomes held (ref 0 → 1) to the slot counters.
 func (p *Pool) hold(b *block) {
 	p.heldSlots += int64(b.fill)
-	if b.fill == 0 {
-		p.heldEmpty++
+	if b.fill != 0 {
+		p.heldFilled++
 	}
 }
 
@@ -772,7 +763,7 @@ func (p *Pool) hold(b *block) {
 // counters.
 func (p *Pool) unhold(b *block) {
 	p.heldSlots -= int64(b.fill)
-	if b.fill == 0 {
-		p.heldEmpty--
+	if b.fill != 0 {
+		p.heldFilled--
 	}
 }

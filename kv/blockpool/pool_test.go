@@ -317,14 +317,14 @@ func TestCheckInvariantsDetects(t *testing.T) {
 	}{
 		{"null block held", func(p *Pool) { p.blocks[0].ref = 1 }},
 		{"queued block with a reference", func(p *Pool) { p.blocks[5].ref = 1 }},
-		{"held block marked queued", func(p *Pool) { p.blocks[1].queued = true }},
-		{"numFree off", func(p *Pool) { p.numFree++ }},
+		{"free block out of the queue", func(p *Pool) { p.unlink(p.links[0].next); p.base++ }},
+		{"free count off", func(p *Pool) { p.frees++ }},
 		{"broken back link", func(p *Pool) { p.links[6].prev = 7 }},
 		{"queue cycle", func(p *Pool) { p.links[p.links[0].prev].next = p.links[0].next }},
 		{"cached count off", func(p *Pool) { p.numCached-- }},
 		{"evictable count off", func(p *Pool) { p.evictable++ }},
 		{"held slots off", func(p *Pool) { p.heldSlots++ }},
-		{"held empty off", func(p *Pool) { p.heldEmpty++ }},
+		{"held filled off", func(p *Pool) { p.heldFilled++ }},
 		{"fill too large", func(p *Pool) { p.blocks[1].fill = 5 }},
 		{"key on an uncached block", func(p *Pool) { p.keys[5] = 3 }},
 		{"index points at the wrong block", func(p *Pool) { i, _ := p.index.find(p.keys, 10); p.index.slots[i].id = 5 }},
@@ -423,4 +423,47 @@ func TestLongestPrefixHint(t *testing.T) {
 			t.Fatalf("stats differ:\nhint %+v\nplain %+v", sa, sb)
 		}
 	})
+}
+
+// TestFreeRepeatedShared frees a table that holds a block twice, with two
+// references: legal, as in vLLM, and the block enters the free queue once,
+// at the place of its last entry (the table's order reversed), whatever
+// path Free takes.
+func TestFreeRepeatedShared(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		table func(ids []BlockID) []BlockID
+		want  []BlockID // the queue's blocks after the untouched 5, 6, 7
+	}{
+		{"shared first", func(ids []BlockID) []BlockID { return []BlockID{ids[0], ids[1], ids[0], ids[2]} }, []BlockID{3, 1, 2}},
+		{"shared last", func(ids []BlockID) []BlockID { return []BlockID{ids[1], ids[2], ids[0], ids[0]} }, []BlockID{1, 3, 2}},
+		{"only the shared block", func(ids []BlockID) []BlockID { return []BlockID{ids[0], ids[0]} }, []BlockID{1}},
+	} {
+		p := mustNew(t, 8, 4)
+		ids, err := p.Allocate(nil, 4) // 1 2 3 4
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Share(ids[:1]); err != nil { // block 1: ref 2
+			t.Fatal(err)
+		}
+		table := tc.table(ids)
+		if len(table) == 2 { // 2 and 3 stay held: free them apart
+			if err := p.Free(ids[1:3]); err != nil {
+				t.Fatal(err)
+			}
+			tc.want = append([]BlockID{3, 2}, tc.want...)
+		}
+		if err := p.Free(table); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		mustCheck(t, p)
+		want := append([]BlockID{5, 6, 7}, tc.want...)
+		if q := p.FreeQueue(nil); !slices.Equal(q, want) {
+			t.Errorf("%s: queue %v, want %v", tc.name, q, want)
+		}
+		if got := p.RefCount(ids[0]); got != 0 {
+			t.Errorf("%s: block 1 has ref %d, want 0", tc.name, got)
+		}
+	}
 }

@@ -23,8 +23,6 @@ func (p *Pool) pushBack(id BlockID) {
 	links[id] = link{tail, 0}
 	links[tail].next = id // the sentinel's next when the queue was empty
 	links[0].prev = id
-	p.blocks[id].queued = true
-	p.numFree++
 	p.frees++
 }
 
@@ -33,8 +31,7 @@ func (p *Pool) unlink(id BlockID) {
 	l := p.links[id]
 	p.links[l.prev].next = l.next
 	p.links[l.next].prev = l.prev
-	p.blocks[id].queued = false // prev and next are stale until it is queued again
-	p.numFree--
+	p.base-- // prev and next are stale until the block is queued again
 }
 
 // FreeQueue appends the free queue to dst, head (next to be allocated or

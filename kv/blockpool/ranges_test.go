@@ -1,6 +1,7 @@
 package blockpool
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -22,7 +23,7 @@ func appendBlockwise(s *Sequence, n int) error {
 	bs := p.blockSize
 	total := s.tokens + n
 	if r := s.tokens % bs; r != 0 && r+n <= bs {
-		if b := &p.blocks[s.blocks[len(s.blocks)-1]]; b.ref == 1 && !b.hashed {
+		if b := &p.blocks[s.blocks[len(s.blocks)-1]]; b.ref == 1 && !b.cached() {
 			p.heldSlots += int64(n)
 			b.fill += int32(n)
 			s.tokens = total
@@ -34,12 +35,12 @@ func appendBlockwise(s *Sequence, n int) error {
 	cow := false
 	if s.tokens%bs != 0 {
 		b := &p.blocks[s.blocks[last]]
-		cow = b.ref > 1 || b.hashed
+		cow = b.ref > 1 || b.cached()
 	}
 	if cow {
 		need++
 	}
-	if need > p.numFree {
+	if need > p.numFree() {
 		return ErrOutOfBlocks
 	}
 	first := len(s.blocks)
@@ -69,7 +70,7 @@ func allocateBlockwise(p *Pool, dst []BlockID, n int) ([]BlockID, error) {
 	if n <= 0 {
 		return p.Allocate(dst, n) // the count errors, unchanged
 	}
-	if n > p.numFree {
+	if n > p.numFree() {
 		return dst, ErrOutOfBlocks
 	}
 	for range n {
@@ -193,6 +194,66 @@ func TestRangesMatchBlockwise(t *testing.T) {
 				_, err2 := s2.MatchPrefix([]BlockHash{h})
 				same("hit", err1, err2)
 				sa, sb = append(sa, s1), append(sb, s2)
+			},
+			"prompt": func(t *rapid.T) {
+				// A prompt whose first blocks may be cached, admitted by
+				// MatchAppend on one pool and by MatchPrefixHint, Append
+				// and (when it does not fit) Release on the other; tried
+				// again when it does not fit, as an engine does on its
+				// next step, with or without a change to the pool between.
+				hashes := make([]BlockHash, rapid.IntRange(0, 3).Draw(t, "keys"))
+				for j := range hashes {
+					hashes[j] = BlockHash(rapid.IntRange(1, int(next)).Draw(t, "hash"))
+				}
+				hint := make([]BlockID, rapid.IntRange(0, len(hashes)).Draw(t, "hints"))
+				for j := range hint {
+					hint[j] = BlockID(rapid.IntRange(-1, blocks).Draw(t, "hint"))
+				}
+				tokens := len(hashes)*bs + rapid.IntRange(0, bs*blocks).Draw(t, "rest")
+				for range rapid.IntRange(1, 3).Draw(t, "tries") {
+					s1, s2 := NewSequence(a), NewSequence(b)
+					found, err1 := s1.MatchAppend([]BlockID{7}, hashes, hint, tokens)
+					k, err2 := 0, error(nil)
+					if tokens <= len(hashes)*bs {
+						err2 = fmt.Errorf("%w: a prompt of %d tokens after %d block keys of %d tokens", ErrBadCount, tokens, len(hashes), bs)
+					} else if k, err2 = s2.MatchPrefixHint(hashes, hint); err2 == nil {
+						if err2 = appendBlockwise(s2, tokens-k*bs); err2 != nil {
+							if err := b.freeShared(s2.blocks); err != nil {
+								t.Fatal(err)
+							}
+							s2.blocks, s2.tokens, s2.numCached = s2.blocks[:0], 0, 0
+						}
+					}
+					if err1 == nil {
+						sa, sb = append(sa, s1), append(sb, s2)
+					}
+					same("prompt", err1, err2)
+					if len(found) != k+1 || found[0] != 7 || (err1 == nil && !slices.Equal(found[1:], s1.Blocks()[:k])) {
+						t.Fatalf("prompt: found %v, %d blocks hit, table %v", found, k, s1.Blocks())
+					}
+					if err1 == nil || errors.Is(err1, ErrBadCount) {
+						break
+					}
+					hint = found[1:] // the next try's hints: the blocks found
+					// Between tries the pool may change, or not (a decode
+					// step that takes no block).
+					switch rapid.IntRange(0, 2).Draw(t, "between") {
+					case 1:
+						ids1, err1 := a.Allocate(nil, 1)
+						ids2, err2 := allocateBlockwise(b, nil, 1)
+						if err1 == nil {
+							ta, tb = append(ta, ids1), append(tb, ids2)
+						}
+						same("allocate between tries", err1, err2)
+					case 2:
+						if len(ta) > 0 {
+							i := pick(t, len(ta))
+							err1, err2 := a.Free(ta[i]), b.freeShared(tb[i])
+							ta, tb = slices.Delete(ta, i, i+1), slices.Delete(tb, i, i+1)
+							same("free between tries", err1, err2)
+						}
+					}
+				}
 			},
 			"release": func(t *rapid.T) {
 				if len(sa) == 0 {

@@ -51,11 +51,11 @@ func (p *Pool) Relocate(from, to BlockID) error {
 		return fmt.Errorf("%w: relocate block %d onto itself", ErrBadBlock, from)
 	case fb.ref == 0:
 		return fmt.Errorf("%w: relocate block %d", ErrNotAllocated, from)
-	case tb.ref != 0 || !tb.queued:
+	case tb.ref != 0: // a real block with ref 0 is queued
 		return fmt.Errorf("%w: relocation target %d has ref %d", ErrNotFree, to, tb.ref)
 	}
-	fk, fh := p.keys[from], fb.hashed
-	tk, th := p.keys[to], tb.hashed
+	fk, fh := p.keys[from], fb.cached()
+	tk, th := p.keys[to], tb.cached()
 	// Two blocks under the same key stay in their chain: lookups see the
 	// same content under the same key either way.
 	sameChain := fh && th && fk == tk
@@ -70,10 +70,8 @@ func (p *Pool) Relocate(from, to BlockID) error {
 	// from takes to's place in the queue.
 	prev, next := p.links[to].prev, p.links[to].next
 	p.links[from] = link{prev, next}
-	fb.queued = true
 	p.links[prev].next = from
 	p.links[next].prev = from
-	tb.queued = false
 	fb.ref, tb.ref = tb.ref, fb.ref
 	fb.fill, tb.fill = tb.fill, fb.fill
 	if !sameChain {

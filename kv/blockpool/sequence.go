@@ -65,7 +65,7 @@ func (s *Sequence) Append(n int) error {
 	total := s.tokens + n
 	if r := s.tokens % bs; r != 0 {
 		b := &p.blocks[s.blocks[len(s.blocks)-1]]
-		if b.ref != 1 || b.hashed {
+		if b.ref != 1 || b.cached() {
 			// Shared with a fork or cached: copy it before writing.
 			return s.appendCopy(n)
 		}
@@ -82,7 +82,7 @@ func (s *Sequence) Append(n int) error {
 			return nil
 		}
 		need := (total+bs-1)/bs - len(s.blocks)
-		if need > p.numFree {
+		if need > p.numFree() {
 			return ErrOutOfBlocks
 		}
 		// Fill the last block, then take the new ones.
@@ -91,7 +91,7 @@ func (s *Sequence) Append(n int) error {
 		s.takeBlocks(need, total)
 	} else {
 		need := (total+bs-1)/bs - len(s.blocks)
-		if need > p.numFree {
+		if need > p.numFree() {
 			return ErrOutOfBlocks
 		}
 		s.takeBlocks(need, total)
@@ -119,6 +119,7 @@ func (s *Sequence) takeBlocks(need, total int) {
 		s.blocks = p.take(s.blocks, need, int32(bs), int32(total-from-(need-1)*bs))
 	}
 	p.heldSlots += int64(total - from)
+	p.heldFilled += need // every new block holds a token at least
 }
 
 // appendCopy is Append when the last block is partly filled and shared or
@@ -129,7 +130,7 @@ func (s *Sequence) appendCopy(n int) error {
 	bs := p.blockSize
 	total := s.tokens + n
 	need := (total+bs-1)/bs - len(s.blocks) + 1 // and the copy
-	if need > p.numFree {
+	if need > p.numFree() {
 		return ErrOutOfBlocks
 	}
 	last := len(s.blocks) - 1
@@ -192,18 +193,7 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 		}
 		p.hits++
 		s.blocks = append(s.blocks, id)
-		b := &p.blocks[id]
-		if b.ref == 0 { // touch: out of the queue, held with its fill
-			p.unlink(id)
-			if b.hashed {
-				p.evictable--
-			}
-		} else {
-			p.unhold(b)
-		}
-		b.ref++
-		b.fill = bs // a cached block is full
-		p.hold(b)
+		p.touchFull(id, bs)
 	}
 	k := len(s.blocks)
 	s.tokens = k * p.blockSize
@@ -213,6 +203,146 @@ func (s *Sequence) MatchPrefixHint(hashes []BlockHash, hint []BlockID) (int, err
 		s.mustCheck()
 	}
 	return k, nil
+}
+
+// MatchAppend starts an empty sequence with a prompt of tokens tokens whose
+// full blocks have the keys hashes: MatchPrefixHint(hashes, hint), then
+// Append of the tokens the blocks found do not hold. It appends the blocks
+// found to found and returns it. It is all-or-nothing: when the rest of the
+// prompt does not fit, it returns ErrOutOfBlocks and leaves the sequence
+// empty and the pool as MatchPrefixHint, the failed Append and Release
+// would have left it: the prefix queries and hits counted, and the blocks
+// found that were waiting in the free queue moved to its tail, the table's
+// last first (touched and freed: their LRU refresh). That is what an engine
+// does on every step while the request at the head of its waiting queue
+// does not fit, and MatchAppend does it without holding the blocks found:
+// when they already end the free queue in that order (nothing was freed
+// since the last try) nothing moves. tokens must be at least
+// len(hashes)·BlockSize + 1, as a prompt whose last token is computed is
+// (else ErrBadCount, and nothing changes).
+func (s *Sequence) MatchAppend(found []BlockID, hashes []BlockHash, hint []BlockID, tokens int) ([]BlockID, error) {
+	if s.tokens != 0 {
+		return found, fmt.Errorf("%w: match a prefix on a sequence of %d tokens", ErrNotEmpty, s.tokens)
+	}
+	p := s.pool
+	bs := p.blockSize
+	if tokens <= len(hashes)*bs {
+		return found, fmt.Errorf("%w: a prompt of %d tokens after %d block keys of %d tokens", ErrBadCount, tokens, len(hashes), bs)
+	}
+	if !p.caching {
+		hashes = nil
+	}
+	// Look the blocks up (LongestPrefixHint) without taking them. The
+	// free ones are marked with ref −1 meanwhile, to count each once: a
+	// chain's keys are distinct, but a table given here need not be.
+	p.queries += int64(len(hashes))
+	s.blocks = slices.Grow(s.blocks[:0], len(hashes)+1)
+	free, repeat := 0, false
+	for i, h := range hashes {
+		id, ok := p.hinted(h, hint, i)
+		if !ok {
+			if id, ok = p.index.get(p.keys, h); !ok {
+				break
+			}
+		}
+		s.blocks = append(s.blocks, id)
+		switch b := &p.blocks[id]; b.ref {
+		case 0:
+			b.ref = -1
+			free++
+		case -1:
+			repeat = true
+		}
+	}
+	for _, id := range s.blocks {
+		if b := &p.blocks[id]; b.ref < 0 {
+			b.ref = 0
+		}
+	}
+	k := len(s.blocks)
+	p.hits += int64(k)
+	found = append(found, s.blocks...)
+	// Touching the blocks found takes the free ones off the queue; the rest
+	// of the prompt needs blocks after them.
+	if (tokens+bs-1)/bs-k > p.numFree()-free && !repeat {
+		p.refresh(s.blocks)
+		s.blocks = s.blocks[:0]
+		if invariants.Enabled {
+			p.mustCheck()
+			s.mustCheck()
+		}
+		return found, ErrOutOfBlocks
+	}
+	for _, id := range s.blocks {
+		p.touchFull(id, int32(bs))
+	}
+	s.tokens = k * bs
+	s.numCached = k
+	if err := s.Append(tokens - s.tokens); err != nil { // a table with a repeat that does not fit
+		if err := s.Release(); err != nil {
+			panic(fmt.Errorf("blockpool: release of a prefix match: %w", err))
+		}
+		return found, err
+	}
+	return found, nil
+}
+
+// touchFull is Touch and SetFill(BlockSize) of a cached block a prefix
+// lookup found: off the free queue if it waits there, one more reference,
+// held full.
+func (p *Pool) touchFull(id BlockID, bs int32) {
+	b := &p.blocks[id]
+	if b.ref == 0 {
+		p.unlink(id)
+		p.evictable-- // it is cached
+	} else {
+		p.unhold(b)
+	}
+	b.ref++
+	b.fill = bs // a cached block is full
+	p.hold(b)
+}
+
+// refresh leaves the pool as Touch(ids) and Free(ids) would, for ids the
+// distinct cached blocks a prefix lookup found (held or evictable): the
+// evictable ones move to the tail of the free queue, the table's last
+// first, and each block's fill is BlockSize. The counters move as they
+// would (frees, and the unlinks of base), which leaves NumFree as it was.
+func (p *Pool) refresh(ids []BlockID) {
+	bs := int32(p.blockSize)
+	// Do the evictable ones already end the queue, the table's first at
+	// the tail?
+	links := p.links
+	at, free := links[0].prev, 0
+	for _, id := range ids {
+		b := &p.blocks[id]
+		if b.ref != 0 {
+			if b.fill != bs { // as Touch and SetFill, then Free, would leave it
+				p.unhold(b)
+				b.fill = bs
+				p.hold(b)
+			}
+			continue
+		}
+		b.fill = bs
+		free++
+		if at == id {
+			at = links[id].prev
+		} else {
+			at = -1 // never a block's link
+		}
+	}
+	if at >= 0 { // in place: no block moves, only the counters
+		p.frees += int64(free)
+		p.base -= int64(free)
+		return
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		if id := ids[i]; p.blocks[id].ref == 0 {
+			p.unlink(id)
+			p.pushBack(id)
+		}
+	}
 }
 
 // Cache registers the sequence's full blocks in the prefix cache under
@@ -229,13 +359,17 @@ func (s *Sequence) Cache(hashes []BlockHash) (int, error) {
 	n := 0
 	for ; s.numCached < end; s.numCached++ {
 		id := s.blocks[s.numCached]
-		if p.blocks[id].hashed {
+		if p.blocks[id].cached() {
 			continue
 		}
-		if err := p.CacheFullBlock(id, hashes[s.numCached]); err != nil {
-			return n, err
-		}
+		// CacheFullBlock without its checks: the sequence holds the
+		// block (a real block, ref ≥ 1), which is not cached.
+		p.hash(id, hashes[s.numCached])
 		n++
+	}
+	if invariants.Enabled {
+		p.mustCheck()
+		s.mustCheck()
 	}
 	return n, nil
 }

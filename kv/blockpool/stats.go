@@ -51,17 +51,17 @@ func (p *Pool) Stats() Stats {
 	return Stats{
 		NumBlocks: len(p.blocks),
 		BlockSize: p.blockSize,
-		Free:      p.numFree,
+		Free:      p.numFree(),
 		Used:      used,
 		Cached:    p.numCached,
 		Evictable: p.evictable,
 		Usage:     p.Usage(),
 
 		TokenSlots:      p.heldSlots,
-		ReservedSlots:   int64(p.heldEmpty) * bs,
-		InternalSlots:   int64(used-p.heldEmpty)*bs - p.heldSlots,
+		ReservedSlots:   int64(used-p.heldFilled) * bs,
+		InternalSlots:   int64(p.heldFilled)*bs - p.heldSlots,
 		CachedIdleSlots: int64(p.evictable) * bs,
-		FreeSlots:       int64(p.numFree-p.evictable) * bs,
+		FreeSlots:       int64(p.numFree()-p.evictable) * bs,
 
 		Allocs:        p.allocs,
 		Frees:         p.frees,

@@ -46,6 +46,7 @@ type paged struct {
 	closed     bool
 	seqs       seqTable[pagedSeq]    // live sequences
 	keys       []blockpool.BlockHash // scratch: the admitted prompt's block keys
+	found      []blockpool.BlockID   // scratch: the blocks its prefix match found
 	memo       prefixMemo            // the keys of recent prompts (prefixmemo.go)
 	spare      []*blockpool.Sequence // released single-sample sequences, for the next admissions
 	st         Stats
@@ -126,42 +127,53 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	var (
 		best       *memoEntry
 		at, common int
+		keys       []blockpool.BlockHash // the prompt's block keys: p.keys, or the memo's own (read only)
 	)
 	if caching {
 		best, at, common = p.memo.match(r.PrefixIDs, r.PrefixSpan)
 		var reuse int
-		p.keys, reuse = p.prefixKeys(p.keys[:0], r, best, common)
+		keys, reuse = p.prefixKeys(p.keys[:0], r, best, common)
+		if best == nil || reuse < len(keys) {
+			p.keys = keys // the scratch buffer, grown
+		}
 		// vLLM never reuses the block holding the last prompt token: its
 		// logits must be computed.
-		use := min(len(p.keys), (r.Prompt-1)/p.bs)
+		use := min(len(keys), (r.Prompt-1)/p.bs)
 		var hints []blockpool.BlockID
 		if best != nil {
 			hints = best.blocks[:min(reuse, use, len(best.blocks))]
 		}
-		n, err := s.MatchPrefixHint(p.keys[:use], hints)
+		// The prefix match and the rest of the prompt at once: a prompt
+		// that does not fit leaves the pool as the match and a release
+		// would, for less (Sequence.MatchAppend). The engine tries again
+		// when memory frees up (every step, while this request heads its
+		// queue): the memo keeps the keys, and the blocks found as the
+		// next try's hints.
+		var err error
+		p.found, err = s.MatchAppend(p.found[:0], keys[:use], hints, r.Prompt)
 		if err != nil {
-			panic(fmt.Errorf("strategy: paged prefix match on a new sequence: %w", err))
+			if !errors.Is(err, blockpool.ErrOutOfBlocks) {
+				panic(fmt.Errorf("strategy: paged prefix match on a new sequence: %w", err))
+			}
+			p.keepSpare(s)
+			p.memo.store(best, at, common, r.PrefixSpan, r.PrefixIDs, keys, p.found)
+			p.st.AdmitFailures++
+			return noMemory("admit", id, err)
 		}
-		hit = n * p.bs
-	}
-	if err := s.Append(r.Prompt - hit); err != nil {
+		hit = len(p.found) * p.bs
+	} else if err := s.Append(r.Prompt); err != nil {
 		if rerr := s.Release(); rerr != nil {
 			panic(fmt.Errorf("strategy: paged release of a failed admission: %w", rerr))
 		}
 		p.keepSpare(s)
-		if caching {
-			// The engine tries again when memory frees up: keep the keys
-			// (the blocks are gone).
-			p.memo.store(best, at, common, r.PrefixSpan, r.PrefixIDs, p.keys, nil)
-		}
 		p.st.AdmitFailures++
 		return noMemory("admit", id, err)
 	}
 	if caching {
-		if _, err := s.Cache(p.keys); err != nil {
+		if _, err := s.Cache(keys); err != nil {
 			panic(fmt.Errorf("strategy: paged cache of a new sequence's full blocks: %w", err))
 		}
-		p.memo.store(best, at, common, r.PrefixSpan, r.PrefixIDs, p.keys, s.Blocks()[:len(p.keys)])
+		p.memo.store(best, at, common, r.PrefixSpan, r.PrefixIDs, keys, s.Blocks()[:len(keys)])
 		p.st.PrefixQueryTokens += int64(r.Prompt)
 		p.st.PrefixHitTokens += int64(hit)
 	}
@@ -206,10 +218,15 @@ func (p *paged) keepSpare(s *blockpool.Sequence) {
 // token, and j. The chain stops at the first block the ids do not cover.
 // The first reuse keys come from best, a memo entry whose ids share their
 // first common entries with r's (nil: none): they are the keys of the
-// blocks that end within those spans.
+// blocks that end within those spans. When they are all the keys (a
+// request tried again, or a turn that adds no full block), keys is
+// best.keys[:reuse] itself, not a copy in dst: read only.
 func (p *paged) prefixKeys(dst []blockpool.BlockHash, r Request, best *memoEntry, common int) (keys []blockpool.BlockHash, reuse int) {
 	if best != nil {
 		reuse = min(len(best.keys), common*r.PrefixSpan/p.bs, r.Prompt/p.bs)
+		if reuse == r.Prompt/p.bs || ((reuse+1)*p.bs-1)/r.PrefixSpan >= len(r.PrefixIDs) {
+			return best.keys[:reuse:reuse], reuse // the loop below adds none
+		}
 		dst = append(dst, best.keys[:reuse]...)
 	}
 	parent := blockpool.NoParent

@@ -45,6 +45,9 @@ func (m *prefixMemo) match(ids []uint64, span int) (best *memoEntry, at, common 
 		}
 		if c > common {
 			best, at, common = e, i, c
+			if c == len(ids) {
+				break // no later entry shares more (a request tried again: the first)
+			}
 		}
 	}
 	return best, at, common
@@ -71,6 +74,10 @@ func (m *prefixMemo) store(best *memoEntry, at, common, span int, ids []uint64,
 	m.entries[0] = e
 	e.span = span
 	e.ids = append(e.ids[:0], ids...)
-	e.keys = append(e.keys[:0], keys...)
+	if len(keys) == 0 || cap(e.keys) == 0 || &keys[0] != &e.keys[:1][0] {
+		e.keys = append(e.keys[:0], keys...)
+	} else {
+		e.keys = e.keys[:len(keys)] // keys are e's own (paged.prefixKeys)
+	}
 	e.blocks = append(e.blocks[:0], blocks...)
 }
