@@ -25,8 +25,10 @@ import (
 //
 // Off when the kernel's mode is "always" (the heap gets huge pages already)
 // or "never", when GODEBUG=disablethp=1 (Go's own switch for huge pages on
-// the heap) and when GOMEMLIMIT is set (a region larger than a small limit
-// would make the collector run at once).
+// the heap), when GOMEMLIMIT is set (a region larger than a small limit
+// would make the collector run at once), and when the kernel accounts
+// mapped memory strictly (vm.overcommit_memory 2), where mapping the
+// region could fail for want of commit and the runtime would stop.
 
 // heapBallast is the size of the region engineHeap prepares. Tuned on the
 // Azure conversation simulate (16, 32, 64 and 128 MiB gave the same faults,
@@ -35,13 +37,17 @@ import (
 // A heap that outgrows it gets 4 KiB pages beyond, as without it.
 const heapBallast = 64 << 20
 
-// thpPath is the kernel's transparent huge page mode.
-const thpPath = "/sys/kernel/mm/transparent_hugepage/enabled"
+// thpPath is the kernel's transparent huge page mode; overcommitPath its
+// accounting of mapped memory.
+const (
+	thpPath        = "/sys/kernel/mm/transparent_hugepage/enabled"
+	overcommitPath = "/proc/sys/vm/overcommit_memory"
+)
 
 // wantHugeHeap reports whether engineHeap should act, given the content of
-// thpPath and the process's GODEBUG and GOMEMLIMIT.
-func wantHugeHeap(mode, godebug, memlimit string) bool {
-	if memlimit != "" || godebugSetting(godebug, "disablethp") == "1" {
+// thpPath and overcommitPath and the process's GODEBUG and GOMEMLIMIT.
+func wantHugeHeap(mode, overcommit, godebug, memlimit string) bool {
+	if memlimit != "" || godebugSetting(godebug, "disablethp") == "1" || strings.TrimSpace(overcommit) == "2" {
 		return false
 	}
 	return strings.Contains(mode, "[madvise]")
@@ -67,7 +73,11 @@ func engineHeap() {
 		return
 	}
 	mode, err := os.ReadFile(thpPath)
-	if err != nil || !wantHugeHeap(string(mode), os.Getenv("GODEBUG"), os.Getenv("GOMEMLIMIT")) {
+	if err != nil {
+		return
+	}
+	overcommit, _ := os.ReadFile(overcommitPath)
+	if !wantHugeHeap(string(mode), string(overcommit), os.Getenv("GODEBUG"), os.Getenv("GOMEMLIMIT")) {
 		return
 	}
 	hugeHeap(heapBallast)

@@ -26,8 +26,9 @@ func TestHugeHeapBacksNewAllocations(t *testing.T) {
 		return
 	}
 	mode, err := os.ReadFile(thpPath)
-	if err != nil || !wantHugeHeap(string(mode), "", "") {
-		t.Skipf("transparent huge pages are not in madvise mode here (%s: %q, %v)", thpPath, bytes.TrimSpace(mode), err)
+	overcommit, _ := os.ReadFile(overcommitPath)
+	if err != nil || !wantHugeHeap(string(mode), string(overcommit), "", "") {
+		t.Skipf("engineHeap does not act here (%s: %q, %v; %s: %q)", thpPath, bytes.TrimSpace(mode), err, overcommitPath, bytes.TrimSpace(overcommit))
 	}
 	if defrag, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/defrag"); bytes.Contains(defrag, []byte("[never]")) {
 		t.Skip("the kernel does not compact memory for huge pages here (defrag never)")
