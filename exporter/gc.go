@@ -1,9 +1,6 @@
 package exporter
 
-import (
-	"os"
-	"runtime/debug"
-)
+import "github.com/gpufrag/gpufrag/internal/gcgoal"
 
 // DaemonGCPercent is the collector's goal (GOGC) of the exporter daemon
 // (exporter/daemon.Run). Between two scrapes 15 s apart the daemon's
@@ -26,9 +23,5 @@ const DaemonGCPercent = 200
 // simulate's and advise's goal (cmd/gpufrag/internal/cli's engineGC). The
 // daemon and the benchmarks of its scrape and polls call it.
 func DaemonGC() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	prev := debug.SetGCPercent(DaemonGCPercent)
-	return func() { debug.SetGCPercent(prev) }
+	return gcgoal.Set(DaemonGCPercent, "GOGC")
 }

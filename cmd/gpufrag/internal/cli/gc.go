@@ -1,9 +1,6 @@
 package cli
 
-import (
-	"os"
-	"runtime/debug"
-)
+import "github.com/gpufrag/gpufrag/internal/gcgoal"
 
 // engineGCPercent is the collector's goal (GOGC) for the commands whose
 // time is the simulation engine's steps: simulate and advise. Measured by
@@ -24,9 +21,5 @@ const engineGCPercent = 200
 // set GOGC or GOMEMLIMIT (theirs win), and returns the function that
 // restores the previous goal.
 func engineGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetGCPercent(engineGCPercent)
-	return func() { debug.SetGCPercent(prev) }
+	return gcgoal.Set(engineGCPercent, "GOGC", "GOMEMLIMIT")
 }
