@@ -34,9 +34,11 @@ type fidPlan struct {
 	engine            sim.EngineKind // the profile's engine
 	sim               *fidCase       // nil for an operator-level figure
 	// base, when set, is the run the figure is a ratio to: its value is
-	// pick(sim) ÷ pick(base).
-	base *fidCase
-	pick fidPicker
+	// pick(sim) ÷ pick(base), or combine(pick(sim), pick(base)) where
+	// combine is set.
+	base    *fidCase
+	combine func(v, b float64) float64
+	pick    fidPicker
 	// op is an operator-level figure's value under a profile of its GPU,
 	// opGPU (the joint model's, for vLLM V1: the engine does not enter).
 	op    func(*sim.Profile) float64
@@ -53,7 +55,14 @@ type fidEngineRule struct {
 	chunked        bool
 	maxBatchTokens int // 0: sim.DefaultConfig's 8192
 	maxSeqs        int // 0: sim.DefaultConfig's 256
-	note           string
+	// warmRepeats: the source ran each closed-loop load several times
+	// against one server with prefix caching on, every run sending the
+	// first run's prompts again (one seed), in a KV pool that keeps them
+	// all. A figure whose workload names warm_from is a repeat, replayed
+	// warm; one that pools runs_pooled runs is their mean: the first
+	// cold, the others warm.
+	warmRepeats bool
+	note        string
 }
 
 // fidEngines maps each source whose runs are simulated to its engine.
@@ -72,6 +81,15 @@ var fidEngines = map[string]fidEngineRule{
 	"vllm-ci-perf": {engine: sim.EngineVLLMV1, chunked: true,
 		note: "vllm-v1 at the default release, assumed for vLLM main at that build (a batch of 8 short prompts steps alike under V0 and V1)"},
 	"johnmusgrave-a100": {engine: sim.EngineVLLMV1, version: "0.23.0", chunked: true, note: "vLLM 0.23.0: the V1 engine"},
+	// vLLM 0.19 on an A100 under `vllm serve`: 2,048 batched tokens and
+	// 256 sequences (EngineArgs' defaults for an API server on a GPU under
+	// 70 GiB or named A100: vLLM's tests/engine/test_arg_utils.py,
+	// test_defaults_with_usage_context); chunked prefill and prefix
+	// caching on (V1's defaults).
+	"cssnoeasy-a100-pcie": {engine: sim.EngineVLLMV1, version: "0.19.0", chunked: true, maxBatchTokens: 2048, maxSeqs: 256, warmRepeats: true,
+		note: "vllm-v1 0.19.0 at 2,048 batched tokens and 256 sequences (vLLM's defaults for vllm serve on an A100; not logged), " +
+			"prefix caching on; each load ran 3 times with seed 0 against one server, the later runs finding the first's prompts cached " +
+			"(the ~786K-token KV pool holds every prompt of a round)"},
 	// SGLang 0.4 caps running requests at its request pool,
 	// min(max(KV tokens ÷ context × 512, 2048), 4096): 4,096 for these
 	// models' 131,072-token context on H200s with a million KV tokens.
@@ -84,6 +102,31 @@ var fidEngines = map[string]fidEngineRule{
 var fidSkips = map[string]string{
 	"lambda-benchmark-v0": "the prompt lengths of these runs are not published",
 	"sarathi-serve-osdi":  "no GPU preset for the A100 80GB PCIe (a100-80g-pcie), and the decode rows do not state their context length",
+}
+
+// fidGPUs are GPUs figures name that model has no preset for, built here
+// from their datasheets for replaying these figures only (a preset that
+// users can name is model/gpu.go's).
+var fidGPUs = map[string]model.GPU{
+	// A100 80GB PCIe. NVIDIA A100 datasheet
+	// (nvidia-a100-datasheet-us-nvidia-1758950-r4): 1,935 GB/s HBM2e, BF16
+	// tensor 312 TFLOPS dense (624 with sparsity), no FP8; without the
+	// optional two-card NVLink bridge, the link is the PCIe Gen4 x16 slot
+	// (64 GB/s bidirectional, 32 GB/s each way). nvidia-smi: 81920MiB, as
+	// the SXM4 board (the cssnoeasy source's peak of 61,859 MiB at
+	// --gpu-memory-utilization 0.75 is 0.755 of it).
+	"a100-80g-pcie": {Name: "a100-80g-pcie", Capacity: 81920 << 20, MemBandwidth: 1935e9, BF16FLOPS: 312e12, LinkBandwidth: 32e9},
+}
+
+// fidGPU is the preset of name, or its entry in fidGPUs.
+func fidGPU(name string) (model.GPU, error) {
+	g, err := model.LookupGPU(name)
+	if err != nil {
+		if fg, ok := fidGPUs[name]; ok {
+			return fg, nil
+		}
+	}
+	return g, err
 }
 
 // fidSetupEngine is the rule of a source without one in fidEngines: the
@@ -142,6 +185,7 @@ var fidPresets = map[string]string{
 	"neuralmagic/Meta-Llama-3.1-8B-FP8":                   "llama-3.1-8b",
 	"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8":         "llama-3.1-70b",
 	"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8":             "llama-3.1-8b",
+	"Qwen/Qwen2.5-7B-Instruct":                            "qwen2.5-7b",
 }
 
 // fidModel returns the preset of a figure's model (the first word of
@@ -195,7 +239,7 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			f.Source, s.Engine, strings.Join(sim.EngineNames(), ", "))
 		return p, nil
 	}
-	g, err := model.LookupGPU(s.GPU)
+	g, err := fidGPU(s.GPU)
 	if err != nil {
 		p.skip = fmt.Sprintf("no GPU preset for %q", s.GPU)
 		if s.GPUNote != "" {
@@ -264,6 +308,10 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	var reqs []workload.Request
 	var what string
 	var notes []string
+	// pooledCold is the first (cold) run of a figure that is a mean over
+	// runs (warmRepeats), described by pooledWhat.
+	var pooledCold *sim.Config
+	var pooledWhat string
 	notes = append(notes, rule.note)
 	switch {
 	case f.Source == "accelmark":
@@ -302,6 +350,27 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	case w.MaxConcurrency > 0 && w.NumPrompts > 0 && w.InputLen > 0 && w.OutputLen > 0:
 		reqs, what = fidClosedLoop(w.NumPrompts, w.MaxConcurrency, w.InputLen, w.OutputLen)
 		cfg.MaxConcurrency = w.MaxConcurrency
+		if rule.warmRepeats && (w.WarmFrom != "" || w.RunsPooled > 1) {
+			if !cfg.PrefixCaching {
+				return nil, fmt.Errorf("%w: figure %s: a warm repeat needs workload.prefix_caching", ErrFidelity, f.ID)
+			}
+			if w.WarmFrom != "" && w.RunsPooled > 1 {
+				return nil, fmt.Errorf("%w: figure %s: warm_from (one repeat) and runs_pooled (a mean over runs) together", ErrFidelity, f.ID)
+			}
+			cold := cfg
+			cold.WarmPrompts = false
+			cfg.WarmPrompts = true
+			coldWhat := what
+			what += ", warm"
+			if w.WarmFrom != "" {
+				notes = append(notes, "a repeat: its prompts were sent before ("+w.WarmFrom+"), replayed warm")
+				break
+			}
+			n := float64(w.RunsPooled)
+			p.combine = func(warm, cold float64) float64 { return (cold + (n-1)*warm) / n }
+			pooledCold, pooledWhat = &cold, coldWhat
+			notes = append(notes, fmt.Sprintf("the mean over %d runs of the same prompts: the first cold, %d warm", w.RunsPooled, w.RunsPooled-1))
+		}
 	case w.LocalCopy != "":
 		run, skip, err := fidBenchRun(f, open, files)
 		if err != nil || skip != "" {
@@ -356,6 +425,10 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	}
 	p.pick = pick
 	p.sim = &fidCase{key: key(what), cfg: cfg, class: class, reqs: reqs}
+	if pooledCold != nil {
+		p.base = &fidCase{key: key(pooledWhat), cfg: *pooledCold, class: class, reqs: reqs}
+		p.setup += fmt.Sprintf(", and its mean with the first run, cold (%d runs)", w.RunsPooled)
+	}
 	if f.Metric == "throughput_ratio" {
 		// The gain from concurrency 1 to C: the same sweep at concurrency
 		// 1, with as many prompts per slot.
@@ -549,7 +622,7 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 	p := &fidPlan{}
 	s := f.Setup
 	w := s.Workload
-	g, err := model.LookupGPU(s.GPU)
+	g, err := fidGPU(s.GPU)
 	if err != nil {
 		p.skip = fmt.Sprintf("no GPU preset for %q", s.GPU)
 		return p, nil

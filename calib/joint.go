@@ -494,7 +494,11 @@ func (p *fidPlan) value(j *sim.JointModel, res []sim.Result, c, base int) (float
 	v, ok := p.pick(&res[c])
 	if base >= 0 {
 		b, bok := p.pick(&res[base])
-		v, ok = v/b, ok && bok && b > 0
+		if p.combine != nil {
+			v, ok = p.combine(v, b), ok && bok
+		} else {
+			v, ok = v/b, ok && bok && b > 0
+		}
 	}
 	return v, ok && v > 0 && !math.IsInf(v, 0), nil
 }
