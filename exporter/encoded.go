@@ -150,6 +150,52 @@ type preparedHandler struct {
 	inFlight  chan struct{}
 	errorLog  promhttp.Logger
 	bodies    bodies
+
+	negMu sync.Mutex
+	negs  []negotiated // promhttp's answers to the headers seen, up to maxNegotiated
+}
+
+// maxNegotiated bounds the negotiations kept: one or two per kind of
+// scraper (Prometheus sends the same Accept and Accept-Encoding at every
+// scrape); others are negotiated at each request.
+const maxNegotiated = 8
+
+// negotiated is what promhttp answered (negotiate) to a request with
+// these Accept and Accept-Encoding header values.
+type negotiated struct {
+	accept, encoding []string
+	rec              headerRecorder
+}
+
+// negotiation returns promhttp's answer to req's Accept and
+// Accept-Encoding headers, the only parts of a request its negotiation
+// reads (Content-Type from expfmt.NegotiateAccept, Content-Encoding from
+// httputil.NegotiateContentEncoding, the Vary header set whatever they
+// hold; the name[] filter, the other input of promhttp's handler, is
+// served by full): as answered to the same headers before, else asked now
+// and kept. The kept headers' values are clipped, so that appending to one
+// in a response copies it.
+func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
+	accept, encoding := req.Header.Values("Accept"), req.Header.Values("Accept-Encoding")
+	h.negMu.Lock()
+	for _, n := range h.negs {
+		if slices.Equal(n.accept, accept) && slices.Equal(n.encoding, encoding) {
+			h.negMu.Unlock()
+			return n.rec
+		}
+	}
+	h.negMu.Unlock()
+	var rec headerRecorder
+	h.negotiate.ServeHTTP(&rec, req)
+	for k, v := range rec.header {
+		rec.header[k] = slices.Clip(v)
+	}
+	h.negMu.Lock()
+	defer h.negMu.Unlock()
+	if len(h.negs) < maxNegotiated {
+		h.negs = append(h.negs, negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec})
+	}
+	return rec
 }
 
 func newPreparedHandler(g merged, opts promhttp.HandlerOpts) *preparedHandler {
@@ -184,8 +230,7 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		h.full.ServeHTTP(rsp, req)
 		return
 	}
-	var neg headerRecorder
-	h.negotiate.ServeHTTP(&neg, req)
+	neg := h.negotiation(req)
 	format := expfmt.Format(neg.header.Get("Content-Type"))
 	gz := false
 	switch neg.header.Get("Content-Encoding") {
