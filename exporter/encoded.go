@@ -7,9 +7,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,6 +149,53 @@ type preparedHandler struct {
 	full      http.Handler // promhttp over g
 	inFlight  chan struct{}
 	errorLog  promhttp.Logger
+	bodies    bodies
+
+	negMu sync.Mutex
+	negs  []negotiated // promhttp's answers to the headers seen, up to maxNegotiated
+}
+
+// maxNegotiated bounds the negotiations kept: one or two per kind of
+// scraper (Prometheus sends the same Accept and Accept-Encoding at every
+// scrape); others are negotiated at each request.
+const maxNegotiated = 8
+
+// negotiated is what promhttp answered (negotiate) to a request with
+// these Accept and Accept-Encoding header values.
+type negotiated struct {
+	accept, encoding []string
+	rec              headerRecorder
+}
+
+// negotiation returns promhttp's answer to req's Accept and
+// Accept-Encoding headers, the only parts of a request its negotiation
+// reads (Content-Type from expfmt.NegotiateAccept, Content-Encoding from
+// httputil.NegotiateContentEncoding, the Vary header set whatever they
+// hold; the name[] filter, the other input of promhttp's handler, is
+// served by full): as answered to the same headers before, else asked now
+// and kept. The kept headers' values are clipped, so that appending to one
+// in a response copies it.
+func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
+	accept, encoding := req.Header.Values("Accept"), req.Header.Values("Accept-Encoding")
+	h.negMu.Lock()
+	for _, n := range h.negs {
+		if slices.Equal(n.accept, accept) && slices.Equal(n.encoding, encoding) {
+			h.negMu.Unlock()
+			return n.rec
+		}
+	}
+	h.negMu.Unlock()
+	var rec headerRecorder
+	h.negotiate.ServeHTTP(&rec, req)
+	for k, v := range rec.header {
+		rec.header[k] = slices.Clip(v)
+	}
+	h.negMu.Lock()
+	defer h.negMu.Unlock()
+	if len(h.negs) < maxNegotiated {
+		h.negs = append(h.negs, negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec})
+	}
+	return rec
 }
 
 func newPreparedHandler(g merged, opts promhttp.HandlerOpts) *preparedHandler {
@@ -183,8 +230,7 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		h.full.ServeHTTP(rsp, req)
 		return
 	}
-	var neg headerRecorder
-	h.negotiate.ServeHTTP(&neg, req)
+	neg := h.negotiation(req)
 	format := expfmt.Format(neg.header.Get("Content-Type"))
 	gz := false
 	switch neg.header.Get("Content-Encoding") {
@@ -235,13 +281,15 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 	for k, v := range neg.header {
 		rsp.Header()[k] = v
 	}
-	var w io.Writer = rsp
-	if gz {
-		zw := gzipPool.Get().(*gzip.Writer)
-		zw.Reset(rsp)
-		defer func() { _ = zw.Close(); gzipPool.Put(zw) }()
-		w = zw
-	}
+	// The body is assembled in a buffer kept between scrapes and sent in
+	// one write with its Content-Length (or compressed from it), not
+	// written family by family through net/http's 2 KB buffer and chunked
+	// encoding: a dozen write(2)s of 4 KB around the Collector's bytes,
+	// each waking the scraper for a read of its own (docs/benchmarks.md,
+	// "Issue 27, sixth round").
+	body := h.bodies.get()
+	defer h.bodies.put(body)
+	w := body
 	enc := expfmt.NewEncoder(w, format)
 	// The Collector's families between two of the registry's are written
 	// in one piece (mine.buf[from:to]): one write, not one per family.
@@ -289,6 +337,25 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 	if closer, ok := enc.(expfmt.Closer); ok && werr == nil {
 		werr = closer.Close() // OpenMetrics' "# EOF"
 	}
+	// What was assembled, up to an encoding error if any (as it was
+	// written before: promhttp's body up to the failing family), is sent.
+	if gz {
+		zw := gzipPool.Get().(*gzip.Writer)
+		zw.Reset(rsp)
+		_, err := zw.Write(body.Bytes())
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		gzipPool.Put(zw)
+		if werr == nil {
+			werr = err
+		}
+	} else {
+		rsp.Header().Set("Content-Length", strconv.Itoa(body.Len()))
+		if _, err := rsp.Write(body.Bytes()); werr == nil {
+			werr = err
+		}
+	}
 	if werr != nil {
 		h.errorLog.Println("error encoding and sending metric family:", werr)
 	}
@@ -296,14 +363,47 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 
 // writeRuntime writes runtime family k of reading rv, if present, from
 // its template, after what flush writes of the Collector's families.
-func (h *preparedHandler) writeRuntime(w io.Writer, rv *runtimeValues, tmpl []textTemplate, k int, flush func(), werr *error) {
+func (h *preparedHandler) writeRuntime(w *bytes.Buffer, rv *runtimeValues, tmpl []textTemplate, k int, flush func(), werr *error) {
 	if !rv.present[k] || *werr != nil {
 		return
 	}
 	flush()
 	rt := h.g.rt
-	rv.text = tmpl[k].appendText(rv.text[:0], rv.vals[rt.offs[k]:rt.offs[k+1]])
-	_, *werr = w.Write(rv.text)
+	_, *werr = w.Write(tmpl[k].appendText(w.AvailableBuffer(), rv.vals[rt.offs[k]:rt.offs[k+1]]))
+}
+
+// maxKeptBodies bounds the bodies kept between scrapes: one per scrape in
+// flight, up to two (one Prometheus, or two scraping at the same moment);
+// a third at once assembles in a buffer of its own.
+const maxKeptBodies = 2
+
+// bodies is a free list of the buffers /metrics assembles its body in,
+// kept across collections (a sync.Pool is emptied by them, and the polls
+// between two scrapes bring one or two): each grows once to the
+// exposition's size (~170 KB for 8 GPUs × 16 instances).
+type bodies struct {
+	mu   sync.Mutex
+	free []*bytes.Buffer
+}
+
+func (b *bodies) get() *bytes.Buffer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.free); n > 0 {
+		buf := b.free[n-1]
+		b.free = b.free[:n-1]
+		return buf
+	}
+	return new(bytes.Buffer)
+}
+
+func (b *bodies) put(buf *bytes.Buffer) {
+	buf.Reset()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.free) < maxKeptBodies {
+		b.free = append(b.free, buf)
+	}
 }
 
 // headerRecorder is the ResponseWriter of the negotiation: it keeps the

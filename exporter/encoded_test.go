@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -419,6 +420,49 @@ func TestPreparedHandlerNameFilter(t *testing.T) {
 		}
 		if bodies[0] != bodies[1] || bodies[0] == "" {
 			t.Errorf("%s: served\n%s\npromhttp\n%s", q, bodies[1], bodies[0])
+		}
+	}
+}
+
+// TestPreparedHandlerOneBody: over TCP, the daemon's /metrics sends the
+// body promhttp sends, uncompressed with its Content-Length (not chunked),
+// compressed (gzip) as promhttp does; a second scrape, in the body buffer
+// the first left, is the same.
+func TestPreparedHandlerOneBody(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		want, got := handlerPair(t, ServerConfig{Gzip: gz}, Options{}, freshCollectors(), polledFleet(t, 2, 4)...)
+		get := func(h http.Handler) (*http.Response, []byte) {
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept-Encoding", "gzip")
+			resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp, b
+		}
+		wresp, wbody := get(want)
+		for scrape := range 2 {
+			resp, body := get(got)
+			if !bytes.Equal(body, wbody) || resp.Header.Get("Content-Encoding") != wresp.Header.Get("Content-Encoding") {
+				t.Fatalf("gzip %t, scrape %d: %d bytes (Content-Encoding %q), promhttp's %d (%q)", gz, scrape,
+					len(body), resp.Header.Get("Content-Encoding"), len(wbody), wresp.Header.Get("Content-Encoding"))
+			}
+			// (net/http gives a body of under 2 KB, as this one gzipped, its
+			// length itself.)
+			if chunked := slices.Contains(resp.TransferEncoding, "chunked"); !gz && chunked || !chunked && resp.ContentLength != int64(len(body)) {
+				t.Errorf("gzip %t, scrape %d: Transfer-Encoding %q, Content-Length %d for %d bytes",
+					gz, scrape, resp.TransferEncoding, resp.ContentLength, len(body))
+			}
 		}
 	}
 }

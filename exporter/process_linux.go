@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 )
 
 // NewProcessCollector returns a collector of what client_golang's
@@ -34,17 +36,59 @@ import (
 //
 // As client_golang's (ReportErrors false), a figure that cannot be read is
 // left out of that collection.
-func NewProcessCollector() prometheus.Collector {
-	return &processCollector{pageSize: os.Getpagesize()}
+//
+// /proc/self/stat and /proc/self/net/netstat are opened once, here, and
+// read again from offset 0 at each collection (procfs generates a file's
+// text anew for a read at offset 0), and /proc/self/fd is opened once
+// (O_PATH) and fstat(2)ed (procfs counts the descriptors at each stat):
+// the path walks of open(2), stat(2) and close(2) were half of the
+// collector's time (docs/benchmarks.md, "Issue 27, sixth round"). They
+// are the process's own files (its /proc/self, the network namespace it
+// runs in), so what they read does not change; the three descriptors
+// count in process_open_fds, and are closed when the collector is
+// garbage. A file that cannot be opened here is opened (stat'ed) at each
+// collection, as before.
+func NewProcessCollector() prometheus.Collector { return newProcessCollector() }
+
+func newProcessCollector() *processCollector {
+	c := &processCollector{
+		pageSize: os.Getpagesize(),
+		stat:     openKept("/proc/self/stat", syscall.O_RDONLY),
+		netstat:  openKept("/proc/self/net/netstat", syscall.O_RDONLY),
+		fdDir:    openKept("/proc/self/fd", unix.O_PATH|syscall.O_DIRECTORY),
+	}
+	runtime.AddCleanup(c, func(fds [3]int) {
+		for _, fd := range fds {
+			if fd >= 0 {
+				_ = syscall.Close(fd)
+			}
+		}
+	}, [3]int{c.stat.fd, c.netstat.fd, c.fdDir.fd})
+	return c
 }
 
 type processCollector struct {
-	pageSize int
+	pageSize             int
+	stat, netstat, fdDir keptFile
 
 	mu      sync.Mutex // guards what follows: one collection at a time
 	buf     []byte     // the last file read, kept for the next
 	started bool       // start holds the start time
 	start   float64
+}
+
+// keptFile is a /proc file opened once (fd; -1 if it could not be).
+type keptFile struct {
+	path string
+	fd   int
+}
+
+func openKept(path string, mode int) keptFile {
+	fd, err := retryN(func() (int, error) { return syscall.Open(path, mode|syscall.O_CLOEXEC, 0) })
+	if err != nil {
+		fd = -1
+	}
+	return keptFile{path: path, fd: fd}
 }
 
 // userHZ is the unit of the CPU and start times of /proc/self/stat, as
@@ -70,7 +114,7 @@ func (c *processCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *processCollector) each(emit func(d *prometheus.Desc, t prometheus.ValueType, v float64)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if data, err := c.read("/proc/self/stat"); err == nil {
+	if data, err := c.readKept(c.stat); err == nil {
 		if st, ok := parseProcStat(data); ok {
 			emit(procCPUDesc, prometheus.CounterValue, float64(st.utime+st.stime)/userHZ)
 			emit(procVsizeDesc, prometheus.GaugeValue, float64(st.vsize))
@@ -95,7 +139,7 @@ func (c *processCollector) each(emit func(d *prometheus.Desc, t prometheus.Value
 		emit(procMaxFDsDesc, prometheus.GaugeValue, float64(files.Cur))
 		emit(procMaxVsizeDesc, prometheus.GaugeValue, float64(as.Cur))
 	}
-	if data, err := c.read("/proc/self/net/netstat"); err == nil {
+	if data, err := c.readKept(c.netstat); err == nil {
 		if in, out, ok := parseIPExtOctets(data); ok {
 			emit(procInDesc, prometheus.CounterValue, in)
 			emit(procOutDesc, prometheus.CounterValue, out)
@@ -110,6 +154,21 @@ func (c *processCollector) read(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
+	return c.readFD(fd)
+}
+
+// readKept reads f from its start through its kept descriptor, or opens
+// it if there is none.
+func (c *processCollector) readKept(f keptFile) ([]byte, error) {
+	if f.fd < 0 {
+		return c.read(f.path)
+	}
+	return c.readFD(f.fd)
+}
+
+// readFD reads the file open at fd from offset 0 to its end into c.buf
+// (grown as needed) and returns it.
+func (c *processCollector) readFD(fd int) ([]byte, error) {
 	if c.buf == nil {
 		c.buf = make([]byte, 8<<10) // /proc/self/net/netstat is ~4 KB
 	}
@@ -118,7 +177,7 @@ func (c *processCollector) read(path string) ([]byte, error) {
 		if n == len(c.buf) {
 			c.buf = append(c.buf, make([]byte, len(c.buf))...)
 		}
-		m, err := retryN(func() (int, error) { return syscall.Read(fd, c.buf[n:]) })
+		m, err := retryN(func() (int, error) { return syscall.Pread(fd, c.buf[n:], int64(n)) })
 		if err != nil {
 			return nil, err
 		}
@@ -134,13 +193,19 @@ func (c *processCollector) read(path string) ([]byte, error) {
 // later), else its entries (the directory's own descriptor included).
 func (c *processCollector) openFDs() (int, error) {
 	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/fd", &st); err != nil {
+	var err error
+	if c.fdDir.fd >= 0 {
+		err = syscall.Fstat(c.fdDir.fd, &st) // procfs counts anew at each stat
+	} else {
+		err = syscall.Stat(c.fdDir.path, &st)
+	}
+	if err != nil {
 		return 0, err
 	}
 	if st.Size > 0 {
 		return int(st.Size), nil
 	}
-	return c.countEntries("/proc/self/fd")
+	return c.countEntries(c.fdDir.path)
 }
 
 // countEntries counts the entries of the directory at path, as
@@ -345,4 +410,4 @@ func parseIPExtOctets(data []byte) (in, out float64, ok bool) {
 }
 
 // newProcessReader returns the process collector as runtimeFamilies reads it.
-func newProcessReader() processReader { return &processCollector{pageSize: os.Getpagesize()} }
+func newProcessReader() processReader { return newProcessCollector() }

@@ -3,12 +3,16 @@
 package exporter
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -243,4 +247,113 @@ func TestProcessCollectorAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(20, drain); a > 40 {
 		t.Errorf("%v allocations per collection, want at most 40 (the 9 metrics)", a)
 	}
+}
+
+// TestProcessKeptFilesLive: the files the collector keeps open read what
+// is current at each collection, not what they held when opened: the
+// open descriptors follow files opened and closed since, the CPU time
+// grows with CPU spent, the network bytes with loopback traffic; and
+// each reads as the same file opened afresh (its open(2) path).
+func TestProcessKeptFilesLive(t *testing.T) {
+	c := newProcessCollector()
+	for _, f := range []keptFile{c.stat, c.netstat, c.fdDir} {
+		if f.fd < 0 {
+			t.Fatalf("%s not kept open", f.path)
+		}
+	}
+	read := func() map[*prometheus.Desc]float64 {
+		out := map[*prometheus.Desc]float64{}
+		c.each(func(d *prometheus.Desc, _ prometheus.ValueType, v float64) { out[d] = v })
+		return out
+	}
+	first := read()
+	var extra []*os.File
+	for range 5 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, f)
+	}
+	if got, want := read()[procOpenFDsDesc], first[procOpenFDsDesc]+5; got != want {
+		t.Errorf("open fds with 5 more files open: %v, want %v", got, want)
+	}
+	for _, f := range extra {
+		f.Close()
+	}
+	if got, want := read()[procOpenFDsDesc], first[procOpenFDsDesc]; got != want {
+		t.Errorf("open fds with them closed again: %v, want %v", got, want)
+	}
+
+	// CPU: spin until /proc/self/stat shows 50 ms more (its unit is 10 ms).
+	for deadline := time.Now().Add(10 * time.Second); read()[procCPUDesc] < first[procCPUDesc]+0.05; {
+		if time.Now().After(deadline) {
+			t.Fatalf("process_cpu_seconds_total stuck at %v after 10 s of spinning", read()[procCPUDesc])
+		}
+	}
+	// Network: 1 MB through loopback in this network namespace.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(io.Discard, conn)
+			conn.Close()
+		}
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	if _, err := conn.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		now := read()
+		if now[procInDesc] >= before[procInDesc]+1<<20 && now[procOutDesc] >= before[procOutDesc]+1<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("network bytes %v in, %v out after 1 MB over loopback; before %v, %v",
+				now[procInDesc], now[procOutDesc], before[procInDesc], before[procOutDesc])
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// The kept descriptors read what a fresh open reads.
+	for _, f := range []keptFile{c.stat, c.netstat} {
+		kept, err := c.readKept(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = slices.Clone(kept)
+		fresh, err := c.read(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == c.netstat { // counters may move between the reads; the layout may not
+			kept, fresh = netstatKeys(kept), netstatKeys(fresh)
+		} else {
+			kept, fresh = kept[:bytes.IndexByte(kept, ')')], fresh[:bytes.IndexByte(fresh, ')')]
+		}
+		if !bytes.Equal(kept, fresh) {
+			t.Errorf("%s through the kept descriptor:\n%s\nopened afresh:\n%s", f.path, kept, fresh)
+		}
+	}
+}
+
+// netstatKeys is the header lines of /proc/self/net/netstat text b.
+func netstatKeys(b []byte) []byte {
+	var out []byte
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if i%2 == 0 {
+			out = append(append(out, line...), '\n')
+		}
+	}
+	return out
 }

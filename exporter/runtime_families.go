@@ -82,7 +82,6 @@ type processReader interface {
 type runtimeValues struct {
 	present []bool
 	vals    []float64
-	text    []byte // a family's text, written (preparedHandler)
 }
 
 var errNoRuntimeFamilies = errors.New("exporter: the runtime families cannot be served without a registry here")

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpufrag/gpufrag/exporter"
 	"github.com/gpufrag/gpufrag/frag"
@@ -67,7 +66,8 @@ var knownMemory = frag.Metrics{
 }
 
 // TestPrometheusScrapesExporter runs a real Prometheus against an
-// exporter.Collector served over HTTP: Prometheus scrapes it every second
+// exporter.Collector served over HTTP as the daemon serves it (the runtime
+// families beside, exporter.Handler): Prometheus scrapes it every second
 // with the job of deploy/prometheus/prometheus.yml (honor_labels, exporter
 // label), loads deploy/prometheus/alerts.yml, and the test reads the known
 // health back through /api/v1/query and the fragmentation alerts through
@@ -87,10 +87,18 @@ func TestPrometheusScrapesExporter(t *testing.T) {
 	src := exporter.FuncSource{SourceName: "it", Fn: func() ([]exporter.Sample, error) {
 		return []exporter.Sample{{Labels: labels, Memory: &exporter.Memory{Metrics: knownMemory, OOMs: 3}}}, nil
 	}}
-	if _, err := exporter.New(reg, src); err != nil {
+	// Served as the daemon serves it (exporter/daemon): the Collector's
+	// families as prepared, beside the runtime families and the registry's,
+	// through exporter.Handler's /metrics.
+	coll, err := exporter.New(nil, src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	g, err := coll.GathererWithRuntime(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(exporter.Handler(exporter.ServerConfig{Gatherer: g}, nil))
 	defer srv.Close()
 	target := strings.TrimPrefix(srv.URL, "http://")
 
