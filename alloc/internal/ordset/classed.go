@@ -28,11 +28,11 @@ package ordset
 //	rest holds no key of a class below numBins that is not spilled
 //	n == Σ flat bin lengths
 type Classed struct {
-	occ   bitmap                    // classes with a flat bin or spilled
-	bins  [numWords]*[64][]classKey // class c's flat bin is bins[c>>6][c&63]; nil until first used
-	rest  *Binned                   // classes ≥ numBins and spilled classes; nil until needed
-	n     int                       // keys in flat bins
-	spill int                       // number of spilled classes
+	occ   bitmap                  // classes with a flat bin or spilled
+	bins  [numWords]*[64]classBin // class c's flat bin is bins[c>>6][c&63]; nil until first used
+	rest  *Binned                 // classes ≥ numBins and spilled classes; nil until needed
+	n     int                     // keys in flat bins
+	spill int                     // number of spilled classes
 }
 
 // classFlat bounds a flat bin, as maxFlat bounds Binned's; a variable so
@@ -43,6 +43,19 @@ var classFlat = maxFlat
 type classKey struct {
 	lo uint64
 	id int32
+}
+
+// classBin is a flat bin's header: its keys, and a copy of the lowest Lo
+// (keys[len(keys)-1].lo while keys is not empty) beside them, so that an
+// insert of a new lowest Lo, the common insert, decides from the header
+// alone. Without the copy it loaded the header and then the last entry, a
+// second cache miss that waited for the first; the entry's line is then
+// only written (the append), and a write does not hold up what follows.
+// 32 bytes, two headers a cache line (a 24-byte slice header straddled two
+// lines one time in four).
+type classBin struct {
+	keys []classKey
+	low  uint64
 }
 
 // ClassPos is a position returned by Classed.Find, valid until the set
@@ -102,30 +115,32 @@ func (s *Classed) Insert(k Key) bool {
 	}
 	ch := s.bins[c>>6]
 	if ch == nil {
-		ch = new([64][]classKey)
+		ch = new([64]classBin)
 		s.bins[c>>6] = ch
 	}
 	bp := &ch[c&63]
-	bin := *bp
+	bin := bp.keys
 	n := len(bin)
 	if n == 0 {
 		if s.occ.has(int(c)) { // spilled
 			return s.rest.Insert(k)
 		}
 		if cap(bin) == 0 {
-			*bp = make([]classKey, 0, minFlatCap)
+			bp.keys = make([]classKey, 0, minFlatCap)
 		}
-		*bp = append(*bp, classKey{k.Lo, k.ID})
+		bp.keys = append(bp.keys, classKey{k.Lo, k.ID})
+		bp.low = k.Lo
 		s.occ.mark(int(c))
 		s.n++
 		return true
 	}
-	if k.Lo < bin[n-1].lo { // the new lowest: the common case
+	if k.Lo < bp.low { // the new lowest: the common case
 		if n == classFlat {
 			s.spillBin(int(c), k)
 			return true
 		}
-		*bp = append(*bp, classKey{k.Lo, k.ID}) // in place: only the length is stored
+		bp.keys = append(bin, classKey{k.Lo, k.ID}) // in place: only the length is stored
+		bp.low = k.Lo
 		s.n++
 		return true
 	}
@@ -145,8 +160,8 @@ func (s *Classed) Insert(k Key) bool {
 	} else {
 		copy(bin[j+1:], bin[j:])
 	}
-	bin[j] = classKey{k.Lo, k.ID}
-	*bp = bin
+	bin[j] = classKey{k.Lo, k.ID} // j < n: not the lowest, so low stays
+	bp.keys = bin
 	s.n++
 	return true
 }
@@ -155,12 +170,12 @@ func (s *Classed) Insert(k Key) bool {
 func (s *Classed) spillBin(c int, k Key) {
 	r := s.restSet()
 	bp := &s.bins[c>>6][c&63]
-	for _, e := range *bp {
+	for _, e := range bp.keys {
 		r.Insert(Key{Hi: uint64(c), Lo: e.lo, ID: e.id})
 	}
 	r.Insert(k)
-	s.n -= len(*bp)
-	*bp = nil
+	s.n -= len(bp.keys)
+	*bp = classBin{}
 	s.spill++
 }
 
@@ -173,12 +188,13 @@ func (s *Classed) Delete(k Key) bool {
 	if !s.occ.has(int(c)) {
 		return false
 	}
-	bin := s.bins[c>>6][c&63]
+	bp := &s.bins[c>>6][c&63]
+	bin := bp.keys
 	if len(bin) == 0 { // spilled
 		return s.rest.Delete(k)
 	}
 	j := len(bin) // the lowest Lo, best fit's, is the common case
-	if bin[j-1].lo != k.Lo {
+	if bp.low != k.Lo {
 		j = firstBelowLo(bin, k.Lo)
 		if j == 0 || bin[j-1].lo != k.Lo {
 			return false
@@ -194,13 +210,13 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 	if c := k.Hi; c < numBins {
 		b := int(c)
 		if k.Lo == 0 && s.occ.has(b) { // best fit's query, and its class has keys
-			if bin := s.bins[b>>6][b&63]; len(bin) > 0 {
+			if bin := s.bins[b>>6][b&63].keys; len(bin) > 0 {
 				e := bin[len(bin)-1]
 				return ClassPos{int32(b), int32(len(bin) - 1)}, Key{Hi: c, Lo: e.lo, ID: e.id}, true
 			}
 		}
 		for b = s.occ.next(b); b >= 0; b = s.occ.next(b + 1) {
-			bin := s.bins[b>>6][b&63]
+			bin := s.bins[b>>6][b&63].keys
 			if len(bin) == 0 { // spilled: its keys are in rest
 				from := Key{Hi: uint64(b)}
 				if uint64(b) == c {
@@ -237,15 +253,17 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 	if k.Hi < numBins && k.Lo == 0 {
 		if b := s.occ.next(int(k.Hi)); b >= 0 {
 			bp := &s.bins[b>>6][b&63]
-			if n := len(*bp); n > 0 { // else spilled: Find below
+			if n := len(bp.keys); n > 0 { // else spilled: Find below
 				if uint64(b) > limit {
 					return Key{}, false
 				}
-				e := (*bp)[n-1]
-				*bp = (*bp)[:n-1] // in place: only the length is stored
+				e := bp.keys[n-1]
+				bp.keys = bp.keys[:n-1] // in place: only the length is stored
 				s.n--
 				if n == 1 {
 					s.occ.unmark(b)
+				} else {
+					bp.low = bp.keys[n-2].lo
 				}
 				return Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
 			}
@@ -267,7 +285,7 @@ func (s *Classed) DeleteAt(p ClassPos, k Key) {
 	}
 	c := uint(p.class)
 	bp := &s.bins[c>>6][c&63]
-	bin := *bp
+	bin := bp.keys
 	last := len(bin) - 1
 	if i := int(p.idx); i != last {
 		if last-i <= 8 {
@@ -278,10 +296,12 @@ func (s *Classed) DeleteAt(p ClassPos, k Key) {
 			copy(bin[i:], bin[i+1:])
 		}
 	}
-	*bp = (*bp)[:last] // in place: only the length is stored
+	bp.keys = bin[:last] // in place: only the length is stored
 	s.n--
 	if last == 0 {
 		s.occ.unmark(int(c))
+	} else {
+		bp.low = bin[last-1].lo // after the shift, the lowest that is left
 	}
 }
 
@@ -310,7 +330,7 @@ func (s *Classed) Max() (Key, bool) {
 func (s *Classed) Ascend(from Key, f func(Key) bool) {
 	if c := from.Hi; c < numBins {
 		for b := s.occ.next(int(c)); b >= 0; b = s.occ.next(b + 1) {
-			bin := s.bins[b>>6][b&63]
+			bin := s.bins[b>>6][b&63].keys
 			if len(bin) == 0 { // spilled
 				start := Key{Hi: uint64(b)}
 				if uint64(b) == c {
@@ -370,7 +390,7 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 		if uint64(b) == from.Hi {
 			end = from
 		}
-		bin := s.bins[b>>6][b&63]
+		bin := s.bins[b>>6][b&63].keys
 		if len(bin) == 0 { // spilled
 			if walkWhile(s.rest.Descend, end, func(hi uint64) bool { return hi == uint64(b) }, f) {
 				return
@@ -399,10 +419,10 @@ func (s *Classed) Clone() Classed {
 		if ch == nil || s.occ.used[w] == 0 {
 			continue
 		}
-		nc := new([64][]classKey)
+		nc := new([64]classBin)
 		for i := range ch {
-			if len(ch[i]) > 0 {
-				nc[i] = append([]classKey(nil), ch[i]...)
+			if len(ch[i].keys) > 0 {
+				nc[i] = classBin{keys: append([]classKey(nil), ch[i].keys...), low: ch[i].low}
 			}
 		}
 		c.bins[w] = nc
@@ -423,7 +443,10 @@ func (s *Classed) Check() error {
 	for c := range numWords * 64 {
 		var bin []classKey
 		if ch := s.bins[c>>6]; ch != nil {
-			bin = ch[c&63]
+			bin = ch[c&63].keys
+			if len(bin) > 0 && ch[c&63].low != bin[len(bin)-1].lo {
+				return errorf("class %d: low %#x, lowest key %#x", c, ch[c&63].low, bin[len(bin)-1].lo)
+			}
 		}
 		if c >= numBins && (len(bin) > 0 || s.occ.has(c)) {
 			return errorf("class %d past the flat bins is used", c)
@@ -452,7 +475,7 @@ func (s *Classed) Check() error {
 	}
 	var bad error
 	s.rest.All(func(k Key) bool {
-		if k.Hi < numBins && (!s.occ.has(int(k.Hi)) || s.bins[k.Hi>>6] == nil || len(s.bins[k.Hi>>6][k.Hi&63]) != 0) {
+		if k.Hi < numBins && (!s.occ.has(int(k.Hi)) || s.bins[k.Hi>>6] == nil || len(s.bins[k.Hi>>6][k.Hi&63].keys) != 0) {
 			bad = errorf("key %v in rest, its class is not spilled", k)
 		}
 		return bad == nil
