@@ -85,12 +85,10 @@ func (ch *classChunk) at(i, j int) classKey {
 // below is firstBelowLo over bin i (more, then the top): the number of its
 // keys whose Lo is ≥ lo.
 func (ch *classChunk) below(i int, lo uint64) int {
-	m := ch.more[i]
-	j := firstBelowLo(m, lo)
-	if j == len(m) && ch.top[i].lo >= lo {
-		j++
+	if t := ch.top[i]; lo <= t.lo {
+		return int(t.n) // every key: the top is the lowest
 	}
-	return j
+	return firstBelowLo(ch.more[i], lo)
 }
 
 // ClassPos is a position returned by Classed.Find, valid until the set
@@ -412,9 +410,14 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 			if uint64(b) == c {
 				j = ch.below(b&63, from.Lo) - 1
 			}
-			for ; j >= 0; j-- {
-				e := ch.at(b&63, j)
-				if !f(Key{Hi: uint64(b), Lo: e.lo, ID: e.id}) {
+			if j == n-1 { // the top first, then more from its end
+				if t := ch.top[b&63]; !f(Key{Hi: uint64(b), Lo: t.lo, ID: t.id}) {
+					return
+				}
+				j--
+			}
+			for more := ch.more[b&63]; j >= 0; j-- {
+				if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
 					return
 				}
 			}
@@ -473,9 +476,13 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 				j--
 			}
 		}
-		for ; j < n; j++ {
-			e := ch.at(b&63, j)
-			if !f(Key{Hi: uint64(b), Lo: e.lo, ID: e.id}) {
+		for more := ch.more[b&63]; j < n-1; j++ {
+			if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
+				return
+			}
+		}
+		if j == n-1 { // the top, the lowest, last
+			if t := ch.top[b&63]; !f(Key{Hi: uint64(b), Lo: t.lo, ID: t.id}) {
 				return
 			}
 		}
