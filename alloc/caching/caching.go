@@ -186,7 +186,7 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	size := a.roundSize(min(orig, mem.MaxRequest))
 	p := 2*set + poolFor(size)
 	var id int32
-	ok, split := false, false
+	ok := false
 	if !a.cfg.ExpandableSegments {
 		// getFreeBlock's cudaMalloc-segment path.
 		pl := &a.pools[p]
@@ -201,21 +201,6 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 					if a.queued || a.largest != nil {
 						a.unindexFree(id)
 					}
-					// allocFoundBlock's split, for a cached block: the rest's
-					// key follows from the taken key (a block's size is its
-					// class·512, its address the key's Lo), so the rest goes
-					// back into the free set before the block's record is
-					// read, and the cache misses of its bin need not wait for
-					// the record's.
-					if rest := keySize(cand) - size; a.splitsRest(p, rest, size) {
-						fs.Insert(ordset.Key{Hi: uint64(rest) >> 9, Lo: cand.Lo + uint64(size), ID: id})
-						id = a.splitRecord(id, size)
-						a.blocks[cand.ID].gcBase = pl.freeCalls
-						if a.queued || a.largest != nil {
-							a.indexFree(cand.ID)
-						}
-						split = true
-					}
 				}
 			}
 		}
@@ -229,7 +214,7 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	}
 	// allocFoundBlock, written out.
 	b := &a.blocks[id]
-	if !split && a.shouldSplit(b, size) {
+	if a.shouldSplit(b, size) {
 		id = a.splitLow(id, size)
 		b = &a.blocks[id]
 	}
@@ -386,13 +371,8 @@ func (a *Allocator) allocBlock(p uint16, stream int, size, allocSize int64) (int
 
 // shouldSplit is should_split.
 func (a *Allocator) shouldSplit(b *block, size int64) bool {
-	return a.splitsRest(b.pool, b.size-size, size)
-}
-
-// splitsRest is should_split for a request of size bytes from a block of
-// pool p that would leave remaining bytes.
-func (a *Allocator) splitsRest(p uint16, remaining, size int64) bool {
-	if isSmallPool(p) || a.cfg.ExpandableSegments {
+	remaining := b.size - size
+	if isSmallPool(b.pool) || a.cfg.ExpandableSegments {
 		return remaining >= kMinBlockSize
 	}
 	return size < a.hot.maxSplit && remaining > kSmallSize
@@ -402,13 +382,6 @@ func (a *Allocator) splitsRest(p uint16, remaining, size int64) bool {
 // bytes of free block id, which keeps the rest and returns to its free
 // set. It returns the new record's id.
 func (a *Allocator) splitLow(id int32, size int64) int32 {
-	nid := a.splitRecord(id, size)
-	a.insertFree(id)
-	return nid
-}
-
-// splitRecord is splitLow without the free set: the records' part.
-func (a *Allocator) splitRecord(id int32, size int64) int32 {
 	b := &a.blocks[id]
 	nid := a.newBlock(block{addr: b.addr, size: size, sidx: b.sidx, pool: b.pool, mapped: true,
 		prev: b.prev, next: id, seg: b.seg})
@@ -419,6 +392,7 @@ func (a *Allocator) splitRecord(id int32, size int64) int32 {
 	b.prev = nid
 	b.addr += uint64(size)
 	b.size -= size
+	a.insertFree(id)
 	return nid
 }
 
