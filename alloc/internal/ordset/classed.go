@@ -66,17 +66,37 @@ type classTop struct {
 	n  int32
 }
 
-// classChunk holds the flat bins of 64 classes: their tops together, then
-// their other keys.
+// classChunk holds the flat bins of 64 classes: their tops together, and
+// apart, their other keys. The caching allocator with many streams has
+// mostly bins of one key (a stream's free set holds little more than the
+// rest of its segment), so more is made when a bin of the chunk first gets a
+// second key: a chunk is then 1 KiB, not 2.5.
 type classChunk struct {
 	top  [64]classTop
-	more [64][]classKey
+	more *[64][]classKey // nil until a bin of the chunk has had two keys
+}
+
+// others returns bin i's keys besides its top.
+func (ch *classChunk) others(i int) []classKey {
+	if ch.more == nil {
+		return nil
+	}
+	return ch.more[i]
+}
+
+// othersSlot returns where bin i's keys besides its top are kept, making
+// the chunk's more if it has none.
+func (ch *classChunk) othersSlot(i int) *[]classKey {
+	if ch.more == nil {
+		ch.more = new([64][]classKey)
+	}
+	return &ch.more[i]
 }
 
 // at returns entry j of bin i in decreasing order of Lo: more[j], or the
 // top for j == top.n − 1.
 func (ch *classChunk) at(i, j int) classKey {
-	if m := ch.more[i]; j < len(m) {
+	if m := ch.others(i); j < len(m) {
 		return m[j]
 	}
 	return classKey{ch.top[i].lo, ch.top[i].id}
@@ -88,7 +108,7 @@ func (ch *classChunk) below(i int, lo uint64) int {
 	if t := ch.top[i]; lo <= t.lo {
 		return int(t.n) // every key: the top is the lowest
 	}
-	return firstBelowLo(ch.more[i], lo)
+	return firstBelowLo(ch.others(i), lo)
 }
 
 // ClassPos is a position returned by Classed.Find, valid until the set
@@ -169,7 +189,7 @@ func (s *Classed) Insert(k Key) bool {
 			s.spillBin(int(c), k)
 			return true
 		}
-		mp := &ch.more[i]
+		mp := ch.othersSlot(int(i))
 		if cap(*mp) == 0 {
 			*mp = make([]classKey, 0, minFlatCap)
 		}
@@ -181,7 +201,7 @@ func (s *Classed) Insert(k Key) bool {
 	if k.Lo == t.lo {
 		return false
 	}
-	mp := &ch.more[i]
+	mp := ch.othersSlot(int(i))
 	bin := *mp
 	j := firstBelowLo(bin, k.Lo)
 	if j > 0 && bin[j-1].lo == k.Lo {
@@ -212,7 +232,7 @@ func (s *Classed) spillBin(c int, k Key) {
 	r := s.restSet()
 	ch := s.bins[c>>6]
 	i := c & 63
-	for _, e := range ch.more[i] {
+	for _, e := range ch.others(i) {
 		r.Insert(Key{Hi: uint64(c), Lo: e.lo, ID: e.id})
 	}
 	t := ch.top[i]
@@ -220,7 +240,9 @@ func (s *Classed) spillBin(c int, k Key) {
 	r.Insert(k)
 	s.n -= int(t.n)
 	ch.top[i] = classTop{}
-	ch.more[i] = nil
+	if ch.more != nil {
+		ch.more[i] = nil
+	}
 	s.spill++
 }
 
@@ -241,7 +263,7 @@ func (s *Classed) Delete(k Key) bool {
 	}
 	j := int(t.n) // the lowest Lo, best fit's, is the common case
 	if t.lo != k.Lo {
-		bin := ch.more[i]
+		bin := ch.others(i)
 		j = firstBelowLo(bin, k.Lo)
 		if j == 0 || bin[j-1].lo != k.Lo {
 			return false
@@ -416,7 +438,7 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 				}
 				j--
 			}
-			for more := ch.more[b&63]; j >= 0; j-- {
+			for more := ch.others(b & 63); j >= 0; j-- {
 				if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
 					return
 				}
@@ -476,7 +498,7 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 				j--
 			}
 		}
-		for more := ch.more[b&63]; j < n-1; j++ {
+		for more := ch.others(b & 63); j < n-1; j++ {
 			if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
 				return
 			}
@@ -497,9 +519,12 @@ func (s *Classed) Clone() Classed {
 			continue
 		}
 		nc := &classChunk{top: ch.top}
-		for i := range ch.more {
-			if len(ch.more[i]) > 0 {
-				nc.more[i] = append([]classKey(nil), ch.more[i]...)
+		if ch.more != nil {
+			nc.more = new([64][]classKey)
+			for i := range ch.more {
+				if len(ch.more[i]) > 0 {
+					nc.more[i] = append([]classKey(nil), ch.more[i]...)
+				}
 			}
 		}
 		c.bins[w] = nc
@@ -521,7 +546,7 @@ func (s *Classed) Check() error {
 		var t classTop
 		var more []classKey
 		if ch := s.bins[c>>6]; ch != nil {
-			t, more = ch.top[c&63], ch.more[c&63]
+			t, more = ch.top[c&63], ch.others(c&63)
 		}
 		if c >= numBins && (t.n > 0 || s.occ.has(c)) {
 			return errorf("class %d past the flat bins is used", c)
