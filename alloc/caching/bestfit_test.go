@@ -17,7 +17,11 @@ import (
 // fit by size, then lowest address; a small request never takes an
 // oversize block, an oversize one wastes less than max_non_split_rounding).
 // The allocation must land at that block's address, or, when the rules
-// refuse the block, anywhere else. After every operation
+// refuse the block, anywhere else; a block taken from the cache is split
+// as should_split (restated here) says, and a free upper neighbour of the
+// new block, the rest of a split, has entered the free set in this call
+// (its gcBase, the age garbage collection reads, is the pool's call
+// count). After every operation
 // the invariants hold, among them that no two free neighbours are left
 // unmerged.
 func TestBestFitAgainstWalk(t *testing.T) {
@@ -41,6 +45,7 @@ func TestBestFitAgainstWalk(t *testing.T) {
 				stream := rapid.IntRange(0, 2).Draw(rt, "stream")
 				size := a.roundSize(orig)
 				want, found, expect := uint64(0), false, false
+				wantSize, split := int64(0), false
 				if si, known := a.streamIndex(stream); known {
 					if fs := a.pools[poolFor(size)].freeSet(si); fs != nil {
 						if k, ok := fs.LowerBound(freeKey(size, 0)); ok {
@@ -48,6 +53,12 @@ func TestBestFitAgainstWalk(t *testing.T) {
 							oversize := size < maxSplit && b.size >= maxSplit ||
 								size >= maxSplit && b.size >= size+nonSplit
 							want, found, expect = b.addr, true, !oversize
+							wantSize = b.size
+							if rem := b.size - size; size <= kSmallSize {
+								split = rem >= kMinBlockSize
+							} else {
+								split = size < maxSplit && rem > kSmallSize
+							}
 						}
 					}
 				}
@@ -59,6 +70,16 @@ func TestBestFitAgainstWalk(t *testing.T) {
 					rt.Fatalf("Alloc(%d, stream %d) took the oversize block at %#x", orig, stream, want)
 				}
 				if err == nil {
+					if expect && split {
+						wantSize = size
+					}
+					if expect && blk.Size != wantSize {
+						rt.Fatalf("Alloc(%d) from a cached block took %d bytes, should_split: %d", orig, blk.Size, wantSize)
+					}
+					b := a.blocks[uint32(blk.Handle)-1]
+					if n := b.next; n != none && !a.blocks[n].allocated && a.blocks[n].gcBase != a.pools[b.pool].freeCalls {
+						rt.Fatalf("Alloc(%d): the rest at %#x has gcBase %d, the pool's count is %d", orig, a.blocks[n].addr, a.blocks[n].gcBase, a.pools[b.pool].freeCalls)
+					}
 					live = append(live, blk.Handle)
 				}
 			} else {

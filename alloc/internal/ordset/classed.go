@@ -6,14 +6,26 @@ package ordset
 // Classed is an ordered set of Keys, like Set, for keys whose Hi is a size
 // class (the caching allocator's size/512): every class below numBins (sizes
 // below 2.8 MiB, nearly every free block of the allocator) has a flat bin of
-// its own that holds only the (Lo, ID) of its keys, 16 bytes, in decreasing
-// order of Lo, under the two-level bitmap of Binned; the other keys, and
-// every key of a class whose bin once grew past classFlat, are in a Binned
-// (rest). Best fit, Find(size class, 0), is then a bitmap step and the last
-// entry of one bin, and taking it shortens the bin by one: no search, no
-// shift, no bin function, no 24-byte keys to move. An insert of a new lowest
-// Lo (two in three in the caching benchmark) appends; the others search the
-// bin and shift the entries after it, 16 bytes each.
+// its own that holds only the (Lo, ID) of its keys, under the two-level
+// bitmap of Binned; the other keys, and every key of a class whose bin once
+// grew past classFlat, are in a Binned (rest). Best fit, Find(size class, 0),
+// is then a bitmap step and the lowest key of one bin, and taking it
+// shortens the bin by one: no search, no bin function, no 24-byte keys to
+// move.
+//
+// A flat bin is in two parts. Its lowest key, the one best fit takes and
+// the one an insert of a new lowest Lo compares with, is in the bin's top,
+// 16 bytes with the bin's length, four to a cache line; its other keys are
+// in more, 16 bytes each, in decreasing order of Lo, so the next lowest is
+// at the end. Best fit's take, an insert into an empty bin or of a new
+// lowest Lo (between them nearly every operation of the caching benchmark,
+// where half the takes empty a one-key bin) then decide and return from the
+// top alone; the write to more that a take from a longer bin or an insert
+// of a new lowest makes waits for no other load, so its cache misses
+// overlap the caller's. Before, a bin was one slice, and every operation
+// loaded its header and then, from the pointer in it, its last entry: two
+// cache misses, the second waiting for the first. Other inserts search more
+// and shift the entries after the place, as before.
 //
 // A class whose flat bin would grow past classFlat moves into rest for good
 // (spilled): its bitmap bit then stays set and its flat bin stays empty, so
@@ -23,16 +35,18 @@ package ordset
 // Invariants (Check verifies them):
 //
 //	bit c of occ is set iff class c's flat bin is non-empty or c is spilled
-//	a flat bin is strictly decreasing in Lo and holds at most classFlat entries
+//	a flat bin holds at most classFlat keys: top.n of them, top's one and
+//	  more's top.n − 1, all of Lo above top's and strictly decreasing
+//	an empty flat bin (top.n == 0) has an empty more
 //	a spilled class has an empty flat bin
 //	rest holds no key of a class below numBins that is not spilled
-//	n == Σ flat bin lengths
+//	n == Σ top.n
 type Classed struct {
-	occ   bitmap                    // classes with a flat bin or spilled
-	bins  [numWords]*[64][]classKey // class c's flat bin is bins[c>>6][c&63]; nil until first used
-	rest  *Binned                   // classes ≥ numBins and spilled classes; nil until needed
-	n     int                       // keys in flat bins
-	spill int                       // number of spilled classes
+	occ   bitmap                // classes with a flat bin or spilled
+	bins  [numWords]*classChunk // class c's flat bin is in bins[c>>6], at c&63; nil until first used
+	rest  *Binned               // classes ≥ numBins and spilled classes; nil until needed
+	n     int                   // keys in flat bins
+	spill int                   // number of spilled classes
 }
 
 // classFlat bounds a flat bin, as maxFlat bounds Binned's; a variable so
@@ -45,8 +59,61 @@ type classKey struct {
 	id int32
 }
 
+// classTop is a flat bin's lowest key and its number of keys (0: empty).
+type classTop struct {
+	lo uint64
+	id int32
+	n  int32
+}
+
+// classChunk holds the flat bins of 64 classes: their tops together, and
+// apart, their other keys. The caching allocator with many streams has
+// mostly bins of one key (a stream's free set holds little more than the
+// rest of its segment), so more is made when a bin of the chunk first gets a
+// second key: a chunk is then 1 KiB, not 2.5.
+type classChunk struct {
+	top  [64]classTop
+	more *[64][]classKey // nil until a bin of the chunk has had two keys
+}
+
+// others returns bin i's keys besides its top.
+func (ch *classChunk) others(i int) []classKey {
+	if ch.more == nil {
+		return nil
+	}
+	return ch.more[i]
+}
+
+// othersSlot returns where bin i's keys besides its top are kept, making
+// the chunk's more if it has none.
+func (ch *classChunk) othersSlot(i int) *[]classKey {
+	if ch.more == nil {
+		ch.more = new([64][]classKey)
+	}
+	return &ch.more[i]
+}
+
+// at returns entry j of bin i in decreasing order of Lo: more[j], or the
+// top for j == top.n − 1.
+func (ch *classChunk) at(i, j int) classKey {
+	if m := ch.others(i); j < len(m) {
+		return m[j]
+	}
+	return classKey{ch.top[i].lo, ch.top[i].id}
+}
+
+// below is firstBelowLo over bin i (more, then the top): the number of its
+// keys whose Lo is ≥ lo.
+func (ch *classChunk) below(i int, lo uint64) int {
+	if t := ch.top[i]; lo <= t.lo {
+		return int(t.n) // every key: the top is the lowest
+	}
+	return firstBelowLo(ch.others(i), lo)
+}
+
 // ClassPos is a position returned by Classed.Find, valid until the set
-// changes: an entry of a flat bin, or (class < 0) a key of rest.
+// changes: an entry of a flat bin (idx in decreasing order of Lo, so the
+// lowest key is the last), or (class < 0) a key of rest.
 type ClassPos struct{ class, idx int32 }
 
 // Len is the number of keys.
@@ -102,51 +169,60 @@ func (s *Classed) Insert(k Key) bool {
 	}
 	ch := s.bins[c>>6]
 	if ch == nil {
-		ch = new([64][]classKey)
+		ch = new(classChunk)
 		s.bins[c>>6] = ch
 	}
-	bp := &ch[c&63]
-	bin := *bp
-	n := len(bin)
+	i := c & 63
+	t := &ch.top[i]
+	n := t.n
 	if n == 0 {
 		if s.occ.has(int(c)) { // spilled
 			return s.rest.Insert(k)
 		}
-		if cap(bin) == 0 {
-			*bp = make([]classKey, 0, minFlatCap)
-		}
-		*bp = append(*bp, classKey{k.Lo, k.ID})
+		*t = classTop{k.Lo, k.ID, 1}
 		s.occ.mark(int(c))
 		s.n++
 		return true
 	}
-	if k.Lo < bin[n-1].lo { // the new lowest: the common case
-		if n == classFlat {
+	if k.Lo < t.lo { // the new lowest: the common case
+		if int(n) == classFlat {
 			s.spillBin(int(c), k)
 			return true
 		}
-		*bp = append(*bp, classKey{k.Lo, k.ID}) // in place: only the length is stored
+		mp := ch.othersSlot(int(i))
+		if cap(*mp) == 0 {
+			*mp = make([]classKey, 0, minFlatCap)
+		}
+		*mp = append(*mp, classKey{t.lo, t.id}) // in place but for growth: only the length is stored
+		*t = classTop{k.Lo, k.ID, n + 1}
 		s.n++
 		return true
 	}
+	if k.Lo == t.lo {
+		return false
+	}
+	mp := ch.othersSlot(int(i))
+	bin := *mp
 	j := firstBelowLo(bin, k.Lo)
 	if j > 0 && bin[j-1].lo == k.Lo {
 		return false
 	}
-	if n == classFlat {
+	if int(n) == classFlat {
 		s.spillBin(int(c), k)
 		return true
 	}
+	m := len(bin)
 	bin = append(bin, classKey{})
-	if n-j <= 8 {
-		for i := n; i > j; i-- { // a short shift: no memmove call
+	if m-j <= 8 {
+		for i := m; i > j; i-- { // a short shift: no memmove call
 			bin[i] = bin[i-1]
 		}
 	} else {
 		copy(bin[j+1:], bin[j:])
 	}
 	bin[j] = classKey{k.Lo, k.ID}
-	*bp = bin
+	*mp = bin
+	t.n = n + 1
 	s.n++
 	return true
 }
@@ -154,13 +230,19 @@ func (s *Classed) Insert(k Key) bool {
 // spillBin moves the full flat bin c and the new key k into rest for good.
 func (s *Classed) spillBin(c int, k Key) {
 	r := s.restSet()
-	bp := &s.bins[c>>6][c&63]
-	for _, e := range *bp {
+	ch := s.bins[c>>6]
+	i := c & 63
+	for _, e := range ch.others(i) {
 		r.Insert(Key{Hi: uint64(c), Lo: e.lo, ID: e.id})
 	}
+	t := ch.top[i]
+	r.Insert(Key{Hi: uint64(c), Lo: t.lo, ID: t.id})
 	r.Insert(k)
-	s.n -= len(*bp)
-	*bp = nil
+	s.n -= int(t.n)
+	ch.top[i] = classTop{}
+	if ch.more != nil {
+		ch.more[i] = nil
+	}
 	s.spill++
 }
 
@@ -173,12 +255,15 @@ func (s *Classed) Delete(k Key) bool {
 	if !s.occ.has(int(c)) {
 		return false
 	}
-	bin := s.bins[c>>6][c&63]
-	if len(bin) == 0 { // spilled
+	ch := s.bins[c>>6]
+	i := int(c & 63)
+	t := &ch.top[i]
+	if t.n == 0 { // spilled
 		return s.rest.Delete(k)
 	}
-	j := len(bin) // the lowest Lo, best fit's, is the common case
-	if bin[j-1].lo != k.Lo {
+	j := int(t.n) // the lowest Lo, best fit's, is the common case
+	if t.lo != k.Lo {
+		bin := ch.others(i)
 		j = firstBelowLo(bin, k.Lo)
 		if j == 0 || bin[j-1].lo != k.Lo {
 			return false
@@ -194,14 +279,14 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 	if c := k.Hi; c < numBins {
 		b := int(c)
 		if k.Lo == 0 && s.occ.has(b) { // best fit's query, and its class has keys
-			if bin := s.bins[b>>6][b&63]; len(bin) > 0 {
-				e := bin[len(bin)-1]
-				return ClassPos{int32(b), int32(len(bin) - 1)}, Key{Hi: c, Lo: e.lo, ID: e.id}, true
+			if t := s.bins[b>>6].top[b&63]; t.n > 0 {
+				return ClassPos{int32(b), t.n - 1}, Key{Hi: c, Lo: t.lo, ID: t.id}, true
 			}
 		}
 		for b = s.occ.next(b); b >= 0; b = s.occ.next(b + 1) {
-			bin := s.bins[b>>6][b&63]
-			if len(bin) == 0 { // spilled: its keys are in rest
+			ch := s.bins[b>>6]
+			n := int(ch.top[b&63].n)
+			if n == 0 { // spilled: its keys are in rest
 				from := Key{Hi: uint64(b)}
 				if uint64(b) == c {
 					from = k
@@ -211,13 +296,13 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 				}
 				continue
 			}
-			j := len(bin) // every entry is ≥ (c, 0)
+			j := n // every entry is ≥ (c, 0)
 			if uint64(b) == c && k.Lo != 0 {
-				if j = firstBelowLo(bin, k.Lo); j == 0 {
+				if j = ch.below(b&63, k.Lo); j == 0 {
 					continue
 				}
 			}
-			e := bin[j-1]
+			e := ch.at(b&63, j-1)
 			return ClassPos{int32(b), int32(j - 1)}, Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
 		}
 		k = Key{Hi: numBins}
@@ -232,22 +317,25 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 // TakeFirst removes and returns the smallest key ≥ k if its Hi is at most
 // limit (best fit under the caching allocator's oversize rules); otherwise
 // it changes nothing and reports false. Find and DeleteAt in one call, and
-// for best fit's query, a bitmap step and the last entry of a flat bin.
+// for best fit's query, a bitmap step and a bin's top.
 func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 	if k.Hi < numBins && k.Lo == 0 {
 		if b := s.occ.next(int(k.Hi)); b >= 0 {
-			bp := &s.bins[b>>6][b&63]
-			if n := len(*bp); n > 0 { // else spilled: Find below
+			ch := s.bins[b>>6]
+			t := &ch.top[b&63]
+			if n := t.n; n > 0 { // else spilled: Find below
 				if uint64(b) > limit {
 					return Key{}, false
 				}
-				e := (*bp)[n-1]
-				*bp = (*bp)[:n-1] // in place: only the length is stored
+				x := Key{Hi: uint64(b), Lo: t.lo, ID: t.id}
 				s.n--
 				if n == 1 {
+					*t = classTop{}
 					s.occ.unmark(b)
+				} else {
+					ch.popTop(b&63, n)
 				}
-				return Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
+				return x, true
 			}
 		}
 	}
@@ -259,30 +347,48 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 	return x, true
 }
 
+// popTop replaces the top of bin i, of n ≥ 2 keys, by the lowest of more.
+func (ch *classChunk) popTop(i int, n int32) {
+	mp := &ch.more[i]
+	e := (*mp)[n-2]
+	*mp = (*mp)[:n-2] // in place: only the length is stored
+	ch.top[i] = classTop{e.lo, e.id, n - 1}
+}
+
 // DeleteAt removes the key k at p (from Find, with no change in between).
 func (s *Classed) DeleteAt(p ClassPos, k Key) {
 	if p.class < 0 {
 		s.rest.Delete(k)
 		return
 	}
-	c := uint(p.class)
-	bp := &s.bins[c>>6][c&63]
-	bin := *bp
+	c := int(p.class)
+	ch := s.bins[c>>6]
+	i := c & 63
+	t := &ch.top[i]
+	n := t.n
+	s.n--
+	if int(p.idx) == int(n)-1 { // the top
+		if n == 1 {
+			*t = classTop{}
+			s.occ.unmark(c)
+		} else {
+			ch.popTop(i, n)
+		}
+		return
+	}
+	bin := ch.more[i]
 	last := len(bin) - 1
-	if i := int(p.idx); i != last {
-		if last-i <= 8 {
-			for ; i < last; i++ { // a short shift: no memmove call
-				bin[i] = bin[i+1]
+	if j := int(p.idx); j != last {
+		if last-j <= 8 {
+			for ; j < last; j++ { // a short shift: no memmove call
+				bin[j] = bin[j+1]
 			}
 		} else {
-			copy(bin[i:], bin[i+1:])
+			copy(bin[j:], bin[j+1:])
 		}
 	}
-	*bp = (*bp)[:last] // in place: only the length is stored
-	s.n--
-	if last == 0 {
-		s.occ.unmark(int(c))
-	}
+	ch.more[i] = bin[:last] // in place: only the length is stored
+	t.n = n - 1
 }
 
 // LowerBound returns the smallest key ≥ k.
@@ -310,8 +416,9 @@ func (s *Classed) Max() (Key, bool) {
 func (s *Classed) Ascend(from Key, f func(Key) bool) {
 	if c := from.Hi; c < numBins {
 		for b := s.occ.next(int(c)); b >= 0; b = s.occ.next(b + 1) {
-			bin := s.bins[b>>6][b&63]
-			if len(bin) == 0 { // spilled
+			ch := s.bins[b>>6]
+			n := int(ch.top[b&63].n)
+			if n == 0 { // spilled
 				start := Key{Hi: uint64(b)}
 				if uint64(b) == c {
 					start = from
@@ -321,12 +428,18 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 				}
 				continue
 			}
-			j := len(bin) - 1
+			j := n - 1
 			if uint64(b) == c {
-				j = firstBelowLo(bin, from.Lo) - 1
+				j = ch.below(b&63, from.Lo) - 1
 			}
-			for ; j >= 0; j-- {
-				if !f(Key{Hi: uint64(b), Lo: bin[j].lo, ID: bin[j].id}) {
+			if j == n-1 { // the top first, then more from its end
+				if t := ch.top[b&63]; !f(Key{Hi: uint64(b), Lo: t.lo, ID: t.id}) {
+					return
+				}
+				j--
+			}
+			for more := ch.others(b & 63); j >= 0; j-- {
+				if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
 					return
 				}
 			}
@@ -370,8 +483,9 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 		if uint64(b) == from.Hi {
 			end = from
 		}
-		bin := s.bins[b>>6][b&63]
-		if len(bin) == 0 { // spilled
+		ch := s.bins[b>>6]
+		n := int(ch.top[b&63].n)
+		if n == 0 { // spilled
 			if walkWhile(s.rest.Descend, end, func(hi uint64) bool { return hi == uint64(b) }, f) {
 				return
 			}
@@ -379,13 +493,18 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 		}
 		j := 0
 		if end.Lo != ^uint64(0) {
-			j = firstBelowLo(bin, end.Lo) // bin[:j] ≥ end.Lo
-			if j > 0 && bin[j-1].lo == end.Lo {
+			j = ch.below(b&63, end.Lo) // entries [0, j) have Lo ≥ end.Lo
+			if j > 0 && ch.at(b&63, j-1).lo == end.Lo {
 				j--
 			}
 		}
-		for ; j < len(bin); j++ {
-			if !f(Key{Hi: uint64(b), Lo: bin[j].lo, ID: bin[j].id}) {
+		for more := ch.others(b & 63); j < n-1; j++ {
+			if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
+				return
+			}
+		}
+		if j == n-1 { // the top, the lowest, last
+			if t := ch.top[b&63]; !f(Key{Hi: uint64(b), Lo: t.lo, ID: t.id}) {
 				return
 			}
 		}
@@ -399,10 +518,13 @@ func (s *Classed) Clone() Classed {
 		if ch == nil || s.occ.used[w] == 0 {
 			continue
 		}
-		nc := new([64][]classKey)
-		for i := range ch {
-			if len(ch[i]) > 0 {
-				nc[i] = append([]classKey(nil), ch[i]...)
+		nc := &classChunk{top: ch.top}
+		if ch.more != nil {
+			nc.more = new([64][]classKey)
+			for i := range ch.more {
+				if len(ch.more[i]) > 0 {
+					nc.more[i] = append([]classKey(nil), ch.more[i]...)
+				}
 			}
 		}
 		c.bins[w] = nc
@@ -421,28 +543,35 @@ func (s *Classed) Check() error {
 	}
 	n, spilled := 0, 0
 	for c := range numWords * 64 {
-		var bin []classKey
+		var t classTop
+		var more []classKey
 		if ch := s.bins[c>>6]; ch != nil {
-			bin = ch[c&63]
+			t, more = ch.top[c&63], ch.others(c&63)
 		}
-		if c >= numBins && (len(bin) > 0 || s.occ.has(c)) {
+		if c >= numBins && (t.n > 0 || s.occ.has(c)) {
 			return errorf("class %d past the flat bins is used", c)
 		}
-		if len(bin) > classFlat {
-			return errorf("class %d holds %d keys", c, len(bin))
+		if int(t.n) > classFlat {
+			return errorf("class %d holds %d keys", c, t.n)
 		}
-		for j := 1; j < len(bin); j++ {
-			if bin[j].lo >= bin[j-1].lo {
+		if (t.n == 0 && len(more) > 0) || (t.n > 0 && len(more) != int(t.n)-1) {
+			return errorf("class %d: %d keys, %d besides the top", c, t.n, len(more))
+		}
+		for j := range more {
+			if (j > 0 && more[j].lo >= more[j-1].lo) || more[j].lo <= t.lo {
 				return errorf("class %d not sorted at %d", c, j)
 			}
 		}
-		if len(bin) == 0 && s.occ.has(c) {
+		if t.n == 0 && s.occ.has(c) {
 			spilled++
 		}
-		n += len(bin)
+		if t.n > 0 && !s.occ.has(c) {
+			return errorf("class %d has keys and no bit", c)
+		}
+		n += int(t.n)
 	}
 	if n != s.n || spilled != s.spill {
-		return errorf("count %d, recount %d; spilled %d, recount %d", s.n, n, s.spill, spilled)
+		return errorf("count %d, recount %d; spilled %d, recount %d", s.n, n, spilled, s.spill)
 	}
 	if s.rest == nil {
 		return nil
@@ -452,7 +581,7 @@ func (s *Classed) Check() error {
 	}
 	var bad error
 	s.rest.All(func(k Key) bool {
-		if k.Hi < numBins && (!s.occ.has(int(k.Hi)) || s.bins[k.Hi>>6] == nil || len(s.bins[k.Hi>>6][k.Hi&63]) != 0) {
+		if k.Hi < numBins && (!s.occ.has(int(k.Hi)) || s.bins[k.Hi>>6] == nil || s.bins[k.Hi>>6].top[k.Hi&63].n != 0) {
 			bad = errorf("key %v in rest, its class is not spilled", k)
 		}
 		return bad == nil
