@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
 )
 
 // setupL40S is the crusoe runs' 8B setup: Llama-3.1-8B on one L40S under
@@ -197,4 +198,45 @@ func fmtErr(e *float64) string {
 		return "none"
 	}
 	return fmt.Sprintf("%+.1f%%", 100**e)
+}
+
+// TestLoadOf: the regime from the start's mean batch and the measured
+// throughput against what was offered; several loads switch the rule off,
+// and a run with no drawn rate (all at once, closed loop) is never called
+// saturated from its throughput.
+func TestLoadOf(t *testing.T) {
+	mk := func(rate float64, conc int, served float64) *Case {
+		c := &Case{Run: &workload.BenchResult{RequestRate: rate, MaxConcurrency: conc}}
+		for i := range 10 {
+			c.Requests = append(c.Requests, workload.Request{Arrival: int64(i) * 1e9, PromptTokens: 10, OutputTokens: 100}) // 100 tokens a second over 9 s
+		}
+		c.measured[OutputThroughput] = measure{v: served * 1000 / 9, ok: true}
+		return c
+	}
+	tests := []struct {
+		name   string
+		cases  []*Case
+		batch  float64
+		regime string
+	}{
+		{"light", []*Case{mk(1, 0, 1)}, 3, RegimeLight},
+		{"loaded", []*Case{mk(1, 0, 0.95)}, 30, RegimeLoaded},
+		{"saturated", []*Case{mk(1, 0, 0.5)}, 30, RegimeSaturated},
+		{"saturated even with a small batch", []*Case{mk(1, 0, 0.5)}, 2, RegimeSaturated},
+		{"all at once: no offered rate", []*Case{mk(math.Inf(1), 0, 0.5)}, 30, RegimeLoaded},
+		{"closed loop: no offered rate", []*Case{mk(1, 8, 0.5)}, 3, RegimeLight},
+		{"two rates", []*Case{mk(1, 0, 1), mk(2, 0, 1)}, 3, RegimeSeveral},
+		{"two concurrencies", []*Case{mk(1, 4, 1), mk(1, 8, 1)}, 3, RegimeSeveral},
+	}
+	for _, tc := range tests {
+		f := &fitter{cases: tc.cases}
+		first := map[int]*sim.Result{}
+		for i := range tc.cases {
+			f.fitIdx = append(f.fitIdx, i)
+			first[i] = &sim.Result{Steps: 10, BatchSizeMean: tc.batch}
+		}
+		if lr := f.loadOf(first); lr.Regime != tc.regime || lr.Why == "" {
+			t.Errorf("%s: regime %q (%s), want %q", tc.name, lr.Regime, lr.Why, tc.regime)
+		}
+	}
 }
