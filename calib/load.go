@@ -64,6 +64,10 @@ type LoadReport struct {
 // measured throughput) and the start's replay of them (first).
 func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
 	var lr LoadReport
+	if len(f.fitIdx) == 0 { // newFitter refuses this; no load to read
+		lr.Regime, lr.Why = RegimeSeveral, "no run is fitted"
+		return lr
+	}
 	one := true
 	c0 := f.cases[f.fitIdx[0]]
 	sum, n := 0.0, 0
