@@ -84,6 +84,7 @@ type fitter struct {
 	slots  []slot // the objective's metrics
 	start  *sim.Profile
 	warns  []string
+	load   LoadReport // the fitted runs' load (load.go)
 }
 
 // slot is one (case, metric) of the objective, with its noise: the
@@ -366,6 +367,7 @@ func (f *fitter) run(ctx context.Context) (*FitReport, error) {
 		return nil, err
 	}
 	f.checkRuns(first)
+	f.load = f.loadOf(first)
 	for _, i := range f.fitIdx {
 		for _, m := range Metrics() {
 			if ok, _ := f.fittable(f.cases[i], m); ok {

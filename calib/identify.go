@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -54,7 +55,8 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 	}
 	limit := max(1, len(f.slots)-1)
 	var cols [][]float64 // the chosen parameters' columns
-	for j := range paramTable {
+	perSeq := false      // overhead.per_seq_ns is chosen (load.go)
+	for _, j := range f.load.order() {
 		pm := &paramTable[j]
 		v := pm.get(f.start)
 		rep := ParamReport{Name: pm.name, Before: v, After: v, index: j}
@@ -65,6 +67,8 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 			rep.Reason = "not asked for (--params)"
 		case pm.name == "overhead.step_ns" && hostChosen(chosen):
 			rep.Reason = "set by " + hostParam + ", which is fitted"
+		case forced == nil:
+			rep.Reason = f.load.loadKeeps(pm, perSeq)
 		}
 		if rep.Reason != "" {
 			reports = append(reports, rep)
@@ -96,6 +100,8 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 			chosen = append(chosen, j)
 			cols = trial
 			rep.Fitted = true
+			rep.Because = f.load.loadFits(pm)
+			perSeq = perSeq || pm.name == "overhead.per_seq_ns"
 			if reason != "" {
 				rep.Reason = "fitted as asked, but " + reason
 				f.warns = append(f.warns, fmt.Sprintf("%s is fitted as --params asks, but %s", pm.name, reason))
@@ -115,6 +121,9 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 			}
 		}
 	}
+	// The report lists them in the table's order, whatever order the load
+	// tried them in.
+	slices.SortStableFunc(reports, func(a, b ParamReport) int { return a.index - b.index })
 	return chosen, reports, probes, nil
 }
 

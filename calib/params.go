@@ -27,8 +27,11 @@ type param struct {
 	// calibrateOnly: a parameter of a calibration's profile that is not
 	// one of the joint model's own (it moves several of them together).
 	calibrateOnly bool
-	get           func(*sim.Profile) float64
-	set           func(*sim.Profile, float64)
+	// growsWithBatch: its cost grows with the sequences (or tokens) a
+	// step holds, so a light load cannot see it (load.go).
+	growsWithBatch bool
+	get            func(*sim.Profile) float64
+	set            func(*sim.Profile, float64)
 }
 
 // Ranges: efficiencies in [0.02, 1] (below 2% of a peak no kernel of a
@@ -61,19 +64,19 @@ var paramTable = []param{
 	{name: "overhead.step_ns", lo: minStepNs, hi: maxStepNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.StepNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.StepNs = int64(math.Round(v)) }},
-	{name: "overhead.per_seq_ns", lo: minSmallNs, hi: maxSmallNs, log: true, integer: true,
+	{name: "overhead.per_seq_ns", growsWithBatch: true, lo: minSmallNs, hi: maxSmallNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.PerSeqNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.PerSeqNs = int64(math.Round(v)) }},
-	{name: "overhead.per_token_ns", lo: minSmallNs, hi: maxSmallNs, log: true, integer: true,
+	{name: "overhead.per_token_ns", growsWithBatch: true, lo: minSmallNs, hi: maxSmallNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.PerTokenNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.PerTokenNs = int64(math.Round(v)) }},
 	{name: "overhead.request_ns", lo: minStepNs, hi: maxStepNs, log: true, integer: true,
 		get: func(p *sim.Profile) float64 { return float64(p.Overhead.RequestNs) },
 		set: func(p *sim.Profile, v float64) { p.Overhead.RequestNs = int64(math.Round(v)) }},
-	{name: "attention.kv_bw_eff", lo: minEff, hi: maxEff,
+	{name: "attention.kv_bw_eff", growsWithBatch: true, lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Attention.KVBWEff },
 		set: func(p *sim.Profile, v float64) { p.Attention.KVBWEff = v }},
-	{name: "attention.kv_half_context", lo: minHalfTok, hi: maxHalfTok, log: true,
+	{name: "attention.kv_half_context", growsWithBatch: true, lo: minHalfTok, hi: maxHalfTok, log: true,
 		get: func(p *sim.Profile) float64 { return p.Attention.KVHalfContext },
 		set: func(p *sim.Profile, v float64) { p.Attention.KVHalfContext = v }},
 	{name: "linear.compute_eff_max", lo: minEff, hi: maxEff,
@@ -88,7 +91,7 @@ var paramTable = []param{
 	{name: "linear.compute_half_tokens", lo: minHalfTok, hi: maxHalfTok, log: true,
 		get: func(p *sim.Profile) float64 { return p.Linear.ComputeHalfTokens },
 		set: func(p *sim.Profile, v float64) { p.Linear.ComputeHalfTokens = v }},
-	{name: "linear.blend_exponent", lo: 1, hi: 64, log: true,
+	{name: "linear.blend_exponent", growsWithBatch: true, lo: 1, hi: 64, log: true,
 		get: func(p *sim.Profile) float64 { return p.Linear.BlendExponent },
 		set: func(p *sim.Profile, v float64) { p.Linear.BlendExponent = v }},
 	{name: "linear.weight_bw_eff", lo: minEff, hi: maxEff,

@@ -29,10 +29,13 @@ type FitReport struct {
 	Start string `json:"start_profile"`
 	// FittedTo is the fitted profile's fitted_to: the files fitted to, as
 	// base name @ sha256 prefix.
-	FittedTo []string      `json:"fitted_to"`
-	Params   []ParamReport `json:"params"`
-	Fit      FitStats      `json:"fit"`
-	Runs     []RunReport   `json:"runs"`
+	FittedTo []string `json:"fitted_to"`
+	// Load is the fitted runs' load and what the rule of load.go lets a
+	// fit to it move.
+	Load   LoadReport    `json:"load"`
+	Params []ParamReport `json:"params"`
+	Fit    FitStats      `json:"fit"`
+	Runs   []RunReport   `json:"runs"`
 	// Errors summarises the fitted metrics; Holdout the metrics of the
 	// held-out runs (nil without any).
 	Errors   ErrorSummary  `json:"errors"`
@@ -109,6 +112,9 @@ type ParamReport struct {
 	// Reason says why the parameter was kept at its start (or, for one
 	// fitted on request, why the runs do not pin it).
 	Reason string `json:"reason,omitempty"`
+	// Because says why a fitted parameter may move at the fitted runs'
+	// load (load.go); "" for one not fitted.
+	Because string `json:"because,omitempty"`
 
 	index int // in paramTable
 }
@@ -222,7 +228,7 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 	params []ParamReport, stats FitStats) *FitReport {
 	s := &f.o.Setup
 	rep := &FitReport{Model: s.Model.Name, GPU: s.GPU.Name, TP: s.TP, Engine: s.Engine.String(), Setup: setupReport(s), Start: f.o.StartName,
-		Params: params, Fit: stats, Warnings: append([]string(nil), f.warns...)}
+		Load: f.load, Params: params, Fit: stats, Warnings: append([]string(nil), f.warns...)}
 	type key struct {
 		c int
 		m Metric

@@ -76,7 +76,16 @@ func (r *FitReport) writeParams(sb *strings.Builder) {
 		}
 	}
 	pt.Write(sb)
-	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Not fitted:\n")
+	if r.Load.Why != "" {
+		sb.WriteString("\nLoad: " + r.Load.Why + ".\n")
+	}
+	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Fitted:\n")
+	for _, p := range r.Params {
+		if p.Fitted && p.Because != "" {
+			sb.WriteString(human.Indent(human.Wrap(untrusted.Printable(p.Name+" because "+p.Because), 76), "  ") + "\n")
+		}
+	}
+	sb.WriteString("Not fitted:\n")
 	for _, k := range kept {
 		sb.WriteString(human.Indent(human.Wrap(untrusted.Printable(k), 76), "  ") + "\n")
 	}

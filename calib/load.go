@@ -1,0 +1,208 @@
+// What one load can pin (issue 24): the fitted runs' load, read from the
+// files and from the start's replay, and the rule that keeps the
+// parameters a single load cannot see at the start's values. identify
+// applies it before its standard-error test (identify.go).
+
+package calib
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpufrag/gpufrag/sim"
+)
+
+const (
+	// lightBatch is the largest mean number of sequences a step (the
+	// start's replay of the fitted runs) at which a load is light: its
+	// steps hold one to a few sequences, so what each added sequence costs
+	// (and anything else that grows with the batch) moves its metrics by
+	// no more than the noise lets the step's fixed cost move them, and the
+	// two cannot be told apart. Chosen from identifiability, not tuned:
+	// with 4 sequences a step the per-sequence share of a step's host
+	// time is 4·per_seq ÷ (step + 4·per_seq), within a few percent of the
+	// step's own for every overhead class of sim/profiles/joint.yaml, so
+	// a fixed cost and a per-sequence cost move a light load's figures the
+	// same way.
+	lightBatch = 4.0
+	// saturatedShare: a run at a drawn rate whose measured output
+	// throughput is below this share of the output its requests asked for
+	// over the time they were sent in served less than it was offered: a
+	// queue grew, and its TTFT is mostly that queue. (Benchmarks' own
+	// repeats differ by up to 4% and a run's tail drains after the last
+	// send: 0.9 leaves that room.)
+	saturatedShare = 0.9
+)
+
+// The load regimes of LoadReport.Regime.
+const (
+	RegimeSeveral   = "several loads" // the rule does not apply: the fit sees more than one load
+	RegimeLight     = "light"
+	RegimeLoaded    = "loaded"
+	RegimeSaturated = "saturated"
+)
+
+// LoadReport says what load the fitted runs are and what a fit to it may
+// move (the rule of load.go).
+type LoadReport struct {
+	// Regime is RegimeSeveral, or the one load's: RegimeLight,
+	// RegimeLoaded or RegimeSaturated.
+	Regime string `json:"regime"`
+	// MeanBatch is the mean number of sequences a step in the start's
+	// replay of the fitted runs (their mean).
+	MeanBatch float64 `json:"mean_batch"`
+	// Served is the smallest share, over the fitted runs with a drawn
+	// rate, of the output tokens asked for that the run measured per
+	// second (1: everything offered was served as it came; 0 when no run
+	// has a drawn rate).
+	Served float64 `json:"served_share"`
+	// Why says how the regime was decided, in words.
+	Why string `json:"why"`
+}
+
+// loadOf decides the fitted runs' load from their files (rates, the
+// measured throughput) and the start's replay of them (first).
+func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
+	var lr LoadReport
+	if len(f.fitIdx) == 0 { // newFitter refuses this; no load to read
+		lr.Regime, lr.Why = RegimeSeveral, "no run is fitted"
+		return lr
+	}
+	one := true
+	c0 := f.cases[f.fitIdx[0]]
+	sum, n := 0.0, 0
+	lr.Served = math.Inf(1)
+	for _, i := range f.fitIdx {
+		c := f.cases[i]
+		if c.Run.RequestRate != c0.Run.RequestRate || c.Run.MaxConcurrency != c0.Run.MaxConcurrency {
+			one = false
+		}
+		if r := first[i]; r != nil && r.Steps > 0 {
+			sum += r.BatchSizeMean
+			n++
+		}
+		if s, ok := c.servedShare(); ok {
+			lr.Served = math.Min(lr.Served, s)
+		}
+	}
+	if n > 0 {
+		lr.MeanBatch = sum / float64(n)
+	}
+	if math.IsInf(lr.Served, 1) {
+		lr.Served = 0
+	}
+	switch {
+	case !one:
+		lr.Regime = RegimeSeveral
+		lr.Why = "the runs fitted to are at more than one load (request rate or concurrency)"
+	case lr.Served > 0 && lr.Served < saturatedShare:
+		lr.Regime = RegimeSaturated
+		lr.Why = fmt.Sprintf("one load, saturated: %.0f%% of the output tokens asked for were served per second (below %.0f%%), so a queue grew and sets TTFT",
+			100*lr.Served, 100*saturatedShare)
+	case lr.MeanBatch <= lightBatch:
+		lr.Regime = RegimeLight
+		lr.Why = fmt.Sprintf("one load, light: the start's replay holds %.1f sequences a step on average (at most %g), too few to tell what grows with the batch from a step's fixed cost",
+			lr.MeanBatch, lightBatch)
+	default:
+		lr.Regime = RegimeLoaded
+		lr.Why = fmt.Sprintf("one load, loaded but not saturated: %.1f sequences a step on average", lr.MeanBatch)
+	}
+	return lr
+}
+
+// servedShare is the run's measured output throughput over the output
+// its requests asked for per second of sending: false for a run whose
+// requests are sent at once or in a closed loop (no rate offered), or
+// without a measured throughput.
+func (c *Case) servedShare() (float64, bool) {
+	m := c.measured[OutputThroughput]
+	if !m.ok || c.Run.MaxConcurrency > 0 || !(c.Run.RequestRate > 0) || math.IsInf(c.Run.RequestRate, 1) || len(c.Requests) < 2 {
+		return 0, false
+	}
+	lo, hi, out := c.Requests[0].Arrival, c.Requests[0].Arrival, 0
+	for _, q := range c.Requests {
+		lo, hi = min(lo, q.Arrival), max(hi, q.Arrival)
+		out += q.OutputTokens
+	}
+	span := float64(hi-lo) / 1e9
+	if span <= 0 || out == 0 {
+		return 0, false
+	}
+	return m.v / (float64(out) / span), true
+}
+
+// loadKeeps says why the load rule keeps parameter pm at its start ("" when
+// it may be fitted). The rule, from what one load shows:
+//   - A light load's steps hold a few sequences: what grows with the batch
+//     (per sequence, per streamed token, the KV reads' growth, the blend
+//     from weight-bound to compute-bound) cannot be told from the step's
+//     fixed cost, so none of it is fitted, and the step's fixed cost is
+//     not fitted apart from those either: the host's speed
+//     (overhead.host_step_ns, the joint model's split kept) is.
+//   - A loaded one's steps hold many: the host time it shows beyond the
+//     joint model's fixed cost is taken first as a cost per sequence
+//     (overhead.per_seq_ns, tried before the host's speed: order); when
+//     that is fitted, neither the host's speed nor the fixed cost moves.
+//   - A saturated load's TTFT is the queue: the front end's cost per
+//     request (overhead.request_ns) cannot be told from it.
+func (lr LoadReport) loadKeeps(pm *param, perSeqChosen bool) string {
+	switch lr.Regime {
+	case RegimeLight:
+		switch {
+		case pm.name == "overhead.step_ns":
+			return fmt.Sprintf("one light load (%.1f sequences a step) cannot tell the step's fixed host cost from the host costs that grow with the batch: only the host's speed (%s, the joint model's split kept) may move",
+				lr.MeanBatch, hostParam)
+		case pm.growsWithBatch:
+			return fmt.Sprintf("its cost grows with the batch, and one light load (%.1f sequences a step) cannot see that growth: the joint model's value is kept", lr.MeanBatch)
+		}
+	case RegimeLoaded, RegimeSaturated:
+		switch {
+		case (pm.name == hostParam || pm.name == "overhead.step_ns") && perSeqChosen:
+			return fmt.Sprintf("one load pins one host time per step, here at %.1f sequences a step, and overhead.per_seq_ns, which is fitted, carries it: the step's fixed part is what light loads show (the joint model's, from every source's)",
+				lr.MeanBatch)
+		case pm.name == "overhead.request_ns" && lr.Regime == RegimeSaturated:
+			return fmt.Sprintf("one saturated load (%.0f%% of the offered output served): its TTFT is mostly the queue, which hides the front end's cost per request", 100*lr.Served)
+		}
+	}
+	return ""
+}
+
+// loadFits says, for a fitted parameter, why the load lets it move.
+func (lr LoadReport) loadFits(pm *param) string {
+	switch {
+	case lr.Regime == RegimeSeveral:
+		return "the runs, at several loads, pin it"
+	case pm.name == hostParam:
+		return "one load pins the host's time per step at its batch size; the joint model's split between fixed and growing host costs is kept"
+	case pm.name == "overhead.request_ns":
+		return "an unqueued load's TTFT pins the front end's cost beside the prefill"
+	case pm.name == "overhead.per_seq_ns" && lr.Regime != RegimeLight:
+		return fmt.Sprintf("at %.1f sequences a step the host time beyond the step's fixed part is what each sequence costs", lr.MeanBatch)
+	case lr.Regime == RegimeLight:
+		return "its effect at this light load is pinned apart from the host's"
+	default:
+		return fmt.Sprintf("this %s load pins it", lr.Regime)
+	}
+}
+
+// order returns the indexes of paramTable in the order identify tries
+// them at this load: the table's, but for a loaded or saturated one load,
+// whose host time is tried first as a cost per sequence.
+func (lr LoadReport) order() []int {
+	idx := make([]int, 0, len(paramTable))
+	first := -1
+	if lr.Regime == RegimeLoaded || lr.Regime == RegimeSaturated {
+		for j := range paramTable {
+			if paramTable[j].name == "overhead.per_seq_ns" {
+				first = j
+				idx = append(idx, j)
+			}
+		}
+	}
+	for j := range paramTable {
+		if j != first {
+			idx = append(idx, j)
+		}
+	}
+	return idx
+}

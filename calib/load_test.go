@@ -1,0 +1,242 @@
+package calib
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// setupL40S is the crusoe runs' 8B setup: Llama-3.1-8B on one L40S under
+// vLLM 0.5.5 (V0, chunked prefill at 512 batched tokens, no prefix cache).
+func setupL40S(t testing.TB) ReplaySetup {
+	t.Helper()
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := model.LookupGPU("l40s-48g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewReplaySetup(m, g, 1)
+	s.Engine, s.EngineGiven, s.EngineVersion = sim.EngineVLLMV0, true, "0.5.5"
+	s.MaxBatchTokens, s.PrefixCaching = 512, false
+	return s
+}
+
+// truthFile is a vLLM --save-result file of n requests (512 prompt tokens,
+// 128 output tokens each) sent at rate requests/s, whose per-request
+// figures are those the simulator gives with the profile truth: a run whose
+// true profile is known. Every request has the same lengths, so the
+// figures, kept in completion order, are each request's own as far as the
+// metrics tell (TTFT and TPOT medians, output tokens over the duration).
+func truthFile(t *testing.T, s ReplaySetup, truth *sim.Profile, rate float64, n int, name string) *File {
+	t.Helper()
+	doc := map[string]any{"backend": "vllm", "request_rate": rate, "burstiness": 1.0, "num_prompts": n, "completed": n}
+	in, out := make([]int, n), make([]int, n)
+	ttfts, itls := make([]float64, n), make([][]float64, n)
+	for i := range n {
+		in[i], out[i], ttfts[i], itls[i] = 512, 128, 0.1, []float64{0.01}
+	}
+	doc["input_lens"], doc["output_lens"], doc["ttfts"], doc["itls"], doc["duration"] = in, out, ttfts, itls, 1.0
+	read := func() *File {
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := ReadFile(bytes.NewReader(b), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// The trace calibrate replays (arrivals drawn with the run's seed),
+	// simulated with the truth.
+	f := read()
+	c, err := newCase(f, f.Runs[0], false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.ReplayConfig(truth, f.Runs[0])
+	cfg.RequestTimes = true
+	e, err := sim.New(cfg, c.Requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RequestTimes) != n {
+		t.Fatalf("%s: %d of %d requests completed with the truth", name, len(res.RequestTimes), n)
+	}
+	for i, rt := range res.RequestTimes {
+		ttfts[i] = rt.TTFT
+		itls[i] = make([]float64, rt.Output-1)
+		for k := range itls[i] {
+			itls[i][k] = rt.TPOT
+		}
+	}
+	doc["duration"] = float64(n*128) / res.OutputTokensPerS
+	doc["output_throughput"], doc["total_output_tokens"] = res.OutputTokensPerS, n*128
+	return read()
+}
+
+// oneLoadCase fits the file at one load and judges the other, from a
+// truth that is the start with change applied.
+type oneLoadCase struct {
+	name       string
+	change     func(*sim.Profile)
+	fitRate    float64
+	otherRate  float64
+	regime     string
+	mustFit    []string          // fitted, each with a "because"
+	mustKeep   map[string]string // kept, with a reason containing the text
+	heldOutMax float64           // largest |error| over median TTFT, median TPOT and output throughput of the other load
+}
+
+// TestOneLoadRule: runs simulated with a known profile at two loads; the
+// calibration fits one and is judged on the other. At a light load the
+// rule must not fit what grows with the batch (the data cannot pin it:
+// the truth's per-sequence cost is the start's, so fitting it would only
+// fit the noise of a load that barely shows it), and the host's speed it
+// does fit carries to the heavier load. At a loaded one, whose truth costs
+// more per sequence than the start, the cost per sequence is fitted and
+// the host's fixed cost kept, and the light load follows. The report says
+// why for each, in the words the rule prints.
+func TestOneLoadRule(t *testing.T) {
+	skipHeavy(t)
+	s := setupL40S(t)
+	start, err := sim.DefaultProfile(s.GPU.Name, s.Engine, s.EngineVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []oneLoadCase{
+		{name: "light", change: func(p *sim.Profile) { setHost(p, 1.6*float64(p.Overhead.StepNs)) },
+			fitRate: 1, otherRate: 8, regime: RegimeLight,
+			mustFit: []string{hostParam},
+			mustKeep: map[string]string{
+				"overhead.step_ns":          hostParam,
+				"overhead.per_seq_ns":       "grows with the batch",
+				"overhead.per_token_ns":     "grows with the batch",
+				"attention.kv_bw_eff":       "grows with the batch",
+				"attention.kv_half_context": "grows with the batch",
+				"linear.blend_exponent":     "grows with the batch",
+			},
+			heldOutMax: 0.05},
+		{name: "loaded", change: func(p *sim.Profile) { p.Overhead.PerSeqNs *= 3 },
+			fitRate: 8, otherRate: 1, regime: RegimeLoaded,
+			mustFit: []string{"overhead.per_seq_ns"},
+			mustKeep: map[string]string{
+				hostParam:          "overhead.per_seq_ns, which is fitted",
+				"overhead.step_ns": "overhead.per_seq_ns, which is fitted",
+			},
+			heldOutMax: 0.05},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			truth := start.Clone()
+			tc.change(truth)
+			fit := truthFile(t, s, truth, tc.fitRate, int(tc.fitRate*240), "fit.json")
+			other := truthFile(t, s, truth, tc.otherRate, int(tc.otherRate*240), "other.json")
+			rep := calibrate(t, []*File{fit}, []*File{other}, FitOptions{Setup: s})
+			if rep.Load.Regime != tc.regime {
+				t.Fatalf("regime %q (%s), want %q", rep.Load.Regime, rep.Load.Why, tc.regime)
+			}
+			byName := map[string]ParamReport{}
+			for _, p := range rep.Params {
+				byName[p.Name] = p
+			}
+			for _, n := range tc.mustFit {
+				if p := byName[n]; !p.Fitted || p.Because == "" {
+					t.Errorf("%s: fitted %v, because %q, reason %q; want it fitted, with a because", n, p.Fitted, p.Because, p.Reason)
+				}
+			}
+			for n, want := range tc.mustKeep {
+				if p := byName[n]; p.Fitted || !strings.Contains(p.Reason, want) {
+					t.Errorf("%s: fitted %v, reason %q; want kept, the reason naming %q", n, p.Fitted, p.Reason, want)
+				}
+			}
+			var text bytes.Buffer
+			if err := rep.WriteText(&text, ""); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range tc.mustFit {
+				if !strings.Contains(text.String(), n+" because ") {
+					t.Errorf("the text report has no line %q:\n%s", n+" because ...", text.String())
+				}
+			}
+			if !strings.Contains(text.String(), "Load: one load, "+tc.regime) {
+				t.Errorf("the text report does not state the load:\n%s", text.String())
+			}
+			for _, run := range rep.Runs {
+				if !run.Holdout {
+					continue
+				}
+				for _, m := range run.Metrics {
+					switch m.Metric {
+					case MedianTTFT, MedianTPOT, OutputThroughput:
+						if m.AfterErr == nil || math.Abs(*m.AfterErr) > tc.heldOutMax {
+							t.Errorf("held out at %g req/s, %v: error %v, want within %.0f%%", tc.otherRate, m.Metric, fmtErr(m.AfterErr), 100*tc.heldOutMax)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func fmtErr(e *float64) string {
+	if e == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%+.1f%%", 100**e)
+}
+
+// TestLoadOf: the regime from the start's mean batch and the measured
+// throughput against what was offered; several loads switch the rule off,
+// and a run with no drawn rate (all at once, closed loop) is never called
+// saturated from its throughput.
+func TestLoadOf(t *testing.T) {
+	mk := func(rate float64, conc int, served float64) *Case {
+		c := &Case{Run: &workload.BenchResult{RequestRate: rate, MaxConcurrency: conc}}
+		for i := range 10 {
+			c.Requests = append(c.Requests, workload.Request{Arrival: int64(i) * 1e9, PromptTokens: 10, OutputTokens: 100}) // 100 tokens a second over 9 s
+		}
+		c.measured[OutputThroughput] = measure{v: served * 1000 / 9, ok: true}
+		return c
+	}
+	tests := []struct {
+		name   string
+		cases  []*Case
+		batch  float64
+		regime string
+	}{
+		{"light", []*Case{mk(1, 0, 1)}, 3, RegimeLight},
+		{"loaded", []*Case{mk(1, 0, 0.95)}, 30, RegimeLoaded},
+		{"saturated", []*Case{mk(1, 0, 0.5)}, 30, RegimeSaturated},
+		{"saturated even with a small batch", []*Case{mk(1, 0, 0.5)}, 2, RegimeSaturated},
+		{"all at once: no offered rate", []*Case{mk(math.Inf(1), 0, 0.5)}, 30, RegimeLoaded},
+		{"closed loop: no offered rate", []*Case{mk(1, 8, 0.5)}, 3, RegimeLight},
+		{"two rates", []*Case{mk(1, 0, 1), mk(2, 0, 1)}, 3, RegimeSeveral},
+		{"two concurrencies", []*Case{mk(1, 4, 1), mk(1, 8, 1)}, 3, RegimeSeveral},
+	}
+	for _, tc := range tests {
+		f := &fitter{cases: tc.cases}
+		first := map[int]*sim.Result{}
+		for i := range tc.cases {
+			f.fitIdx = append(f.fitIdx, i)
+			first[i] = &sim.Result{Steps: 10, BatchSizeMean: tc.batch}
+		}
+		if lr := f.loadOf(first); lr.Regime != tc.regime || lr.Why == "" {
+			t.Errorf("%s: regime %q (%s), want %q", tc.name, lr.Regime, lr.Why, tc.regime)
+		}
+	}
+}
