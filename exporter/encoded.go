@@ -377,6 +377,15 @@ func (h *preparedHandler) writeRuntime(w *bytes.Buffer, rv *runtimeValues, tmpl 
 // a third at once assembles in a buffer of its own.
 const maxKeptBodies = 2
 
+// keptBodySlack bounds a kept body's unused room: a buffer of more than
+// keptBodySlack times what its scrape used, and over minDroppedBody, is
+// dropped, so that one large exposition (a burst of instances, since
+// gone) does not hold its size in every kept body for good.
+const (
+	keptBodySlack  = 4
+	minDroppedBody = 1 << 20
+)
+
 // bodies is a free list of the buffers /metrics assembles its body in,
 // kept across collections (a sync.Pool is emptied by them, and the polls
 // between two scrapes bring one or two): each grows once to the
@@ -398,6 +407,9 @@ func (b *bodies) get() *bytes.Buffer {
 }
 
 func (b *bodies) put(buf *bytes.Buffer) {
+	if c := buf.Cap(); c > minDroppedBody && c > keptBodySlack*buf.Len() {
+		return
+	}
 	buf.Reset()
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -466,3 +466,40 @@ func TestPreparedHandlerOneBody(t *testing.T) {
 		}
 	}
 }
+
+// TestBodiesBounded: a body buffer that one large scrape grew is not kept
+// for the scrapes after it once they use a small part of it: the kept
+// bodies hold about what the scrapes now need, not the largest exposition
+// ever served.
+func TestBodiesBounded(t *testing.T) {
+	var b bodies
+	big := make([]byte, 64<<20)
+	var held []*bytes.Buffer
+	for range maxKeptBodies {
+		buf := b.get()
+		buf.Write(big)
+		held = append(held, buf)
+	}
+	for _, buf := range held {
+		b.put(buf)
+	}
+	small := make([]byte, 170<<10) // the daemon's usual exposition
+	for range 2 * maxKeptBodies {
+		held = held[:0]
+		for range maxKeptBodies {
+			buf := b.get()
+			buf.Write(small)
+			held = append(held, buf)
+		}
+		for _, buf := range held {
+			b.put(buf)
+		}
+	}
+	kept := 0
+	for _, buf := range b.free {
+		kept += buf.Cap()
+	}
+	if kept > maxKeptBodies*4*len(small) {
+		t.Errorf("after small scrapes, the kept bodies hold %d bytes (%d buffers), for scrapes of %d", kept, len(b.free), len(small))
+	}
+}
