@@ -178,11 +178,9 @@ type negotiated struct {
 func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
 	accept, encoding := req.Header.Values("Accept"), req.Header.Values("Accept-Encoding")
 	h.negMu.Lock()
-	for _, n := range h.negs {
-		if slices.Equal(n.accept, accept) && slices.Equal(n.encoding, encoding) {
-			h.negMu.Unlock()
-			return n.rec
-		}
+	if rec, ok := h.keptNegotiation(accept, encoding); ok {
+		h.negMu.Unlock()
+		return rec
 	}
 	h.negMu.Unlock()
 	var rec headerRecorder
@@ -192,10 +190,26 @@ func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
 	}
 	h.negMu.Lock()
 	defer h.negMu.Unlock()
+	// Scrapes with these headers that came at once have each negotiated:
+	// the first to get here keeps its answer, the others use it.
+	if kept, ok := h.keptNegotiation(accept, encoding); ok {
+		return kept
+	}
 	if len(h.negs) < maxNegotiated {
 		h.negs = append(h.negs, negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec})
 	}
 	return rec
+}
+
+// keptNegotiation returns the negotiation kept for these header values
+// (under negMu).
+func (h *preparedHandler) keptNegotiation(accept, encoding []string) (headerRecorder, bool) {
+	for _, n := range h.negs {
+		if slices.Equal(n.accept, accept) && slices.Equal(n.encoding, encoding) {
+			return n.rec, true
+		}
+	}
+	return headerRecorder{}, false
 }
 
 func newPreparedHandler(g merged, opts promhttp.HandlerOpts) *preparedHandler {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpufrag/gpufrag/frag"
 )
@@ -501,5 +502,36 @@ func TestBodiesBounded(t *testing.T) {
 	}
 	if kept > maxKeptBodies*4*len(small) {
 		t.Errorf("after small scrapes, the kept bodies hold %d bytes (%d buffers), for scrapes of %d", kept, len(b.free), len(small))
+	}
+}
+
+// TestNegotiationKeptOnce: scrapes with the same Accept and
+// Accept-Encoding that arrive together, before their negotiation is kept,
+// keep it once: copies of one pair would fill the maxNegotiated slots, and
+// every other scraper's pair would then be negotiated at each scrape.
+func TestNegotiationKeptOnce(t *testing.T) {
+	const n = maxNegotiated
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	inner := promhttp.HandlerFor(prometheus.Gatherers{}, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	h := &preparedHandler{negotiate: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		arrived.Wait() // every request has missed the kept negotiations
+		inner.ServeHTTP(w, r)
+	})}
+	var done sync.WaitGroup
+	for range n {
+		done.Go(func() {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+			req.Header.Set("Accept-Encoding", "gzip")
+			if rec := h.negotiation(req); rec.header.Get("Content-Type") == "" {
+				t.Error("no Content-Type negotiated")
+			}
+		})
+	}
+	done.Wait()
+	if len(h.negs) != 1 {
+		t.Errorf("%d negotiations kept for one header pair", len(h.negs))
 	}
 }
