@@ -160,6 +160,11 @@ type preparedHandler struct {
 // scrape); others are negotiated at each request.
 const maxNegotiated = 8
 
+// maxNegotiatedKey bounds the bytes of header values a kept negotiation
+// is looked up by (Prometheus sends ~250 of Accept): headers larger than
+// that are negotiated at each request, not held for good.
+const maxNegotiatedKey = 1 << 10
+
 // negotiated is what promhttp answered (negotiate) to a request with
 // these Accept and Accept-Encoding header values.
 type negotiated struct {
@@ -195,7 +200,7 @@ func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
 	if kept, ok := h.keptNegotiation(accept, encoding); ok {
 		return kept
 	}
-	if len(h.negs) < maxNegotiated {
+	if len(h.negs) < maxNegotiated && keyBytes(accept)+keyBytes(encoding) <= maxNegotiatedKey {
 		h.negs = append(h.negs, negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec})
 	}
 	return rec
@@ -210,6 +215,15 @@ func (h *preparedHandler) keptNegotiation(accept, encoding []string) (headerReco
 		}
 	}
 	return headerRecorder{}, false
+}
+
+// keyBytes is the length of header values vs.
+func keyBytes(vs []string) int {
+	n := 0
+	for _, v := range vs {
+		n += len(v)
+	}
+	return n
 }
 
 func newPreparedHandler(g merged, opts promhttp.HandlerOpts) *preparedHandler {

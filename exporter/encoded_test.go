@@ -535,3 +535,36 @@ func TestNegotiationKeptOnce(t *testing.T) {
 		t.Errorf("%d negotiations kept for one header pair", len(h.negs))
 	}
 }
+
+// TestNegotiationKeysBounded: the header values a kept negotiation is
+// looked up by are a scraper's usual few hundred bytes; a request with
+// large ones (up to the server's MaxHeaderBytes, 1 MB under net/http's
+// default for a caller's own server) is negotiated, not kept, so that the
+// kept negotiations do not hold megabytes of headers for good.
+func TestNegotiationKeysBounded(t *testing.T) {
+	h := &preparedHandler{negotiate: promhttp.HandlerFor(prometheus.Gatherers{}, promhttp.HandlerOpts{})}
+	for i := range maxNegotiated {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept", fmt.Sprintf("text/plain;version=0.0.4;x=%d;pad=%s", i, strings.Repeat("a", 512<<10)))
+		if rec := h.negotiation(req); !strings.HasPrefix(rec.header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("Content-Type %q", rec.header.Get("Content-Type"))
+		}
+	}
+	held := 0
+	for _, n := range h.negs {
+		for _, v := range slices.Concat(n.accept, n.encoding) {
+			held += len(v)
+		}
+	}
+	if held > maxNegotiated<<10 {
+		t.Errorf("the kept negotiations hold %d bytes of header values", held)
+	}
+	// A usual scraper's pair is still kept.
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+	req.Header.Set("Accept-Encoding", "gzip")
+	h.negotiation(req)
+	if _, ok := h.keptNegotiation(req.Header.Values("Accept"), req.Header.Values("Accept-Encoding")); !ok {
+		t.Error("Prometheus' headers not kept")
+	}
+}
