@@ -315,8 +315,17 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 	// encoding: a dozen write(2)s of 4 KB around the Collector's bytes,
 	// each waking the scraper for a read of its own (docs/benchmarks.md,
 	// "Issue 27, sixth round").
+	// A body, or a gzip writer, that rsp failed to take is not used again:
+	// net/http's HTTP/2 server returns from a Write on a reset stream or a
+	// gone connection while a frame of it may still be queued or being
+	// copied, and it would send the next scrape's bytes.
 	body := h.bodies.get()
-	defer h.bodies.put(body)
+	keep := true
+	defer func() {
+		if keep {
+			h.bodies.put(body)
+		}
+	}()
 	w := body
 	enc := expfmt.NewEncoder(w, format)
 	// The Collector's families between two of the registry's are written
@@ -374,14 +383,19 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}
-		gzipPool.Put(zw)
+		if err == nil {
+			gzipPool.Put(zw)
+		}
 		if werr == nil {
 			werr = err
 		}
 	} else {
 		rsp.Header().Set("Content-Length", strconv.Itoa(body.Len()))
-		if _, err := rsp.Write(body.Bytes()); werr == nil {
-			werr = err
+		if _, err := rsp.Write(body.Bytes()); err != nil {
+			keep = false
+			if werr == nil {
+				werr = err
+			}
 		}
 	}
 	if werr != nil {

@@ -568,3 +568,67 @@ func TestNegotiationKeysBounded(t *testing.T) {
 		t.Error("Prometheus' headers not kept")
 	}
 }
+
+// retainingWriter is a ResponseWriter whose Write keeps p without copying
+// it and fails, as net/http's HTTP/2 server does when the stream is reset
+// or the connection gone while a frame of p is still queued or being
+// written (http2serverConn.writeDataFromHandler returns at once).
+type retainingWriter struct {
+	header http.Header
+	ok     int // writes taken (copied) before the failing one
+	kept   []byte
+	failed bool
+}
+
+func (w *retainingWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+func (w *retainingWriter) WriteHeader(int) {}
+func (w *retainingWriter) Write(p []byte) (int, error) {
+	if w.ok > 0 && !w.failed {
+		w.ok--
+		return len(p), nil
+	}
+	if !w.failed {
+		w.kept, w.failed = p, true
+	}
+	return 0, errors.New("stream closed")
+}
+
+// TestPreparedHandlerFailedWriteNotReused: a body whose write failed is not
+// assembled into again, nor the gzip writer whose output failed used
+// again: the writer may still be reading the bytes (HTTP/2), and the next
+// scrape's would go out in the failed one's frames. (For gzip, the pool
+// may hand the second scrape a new writer: then it passes either way.)
+func TestPreparedHandlerFailedWriteNotReused(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		_, h := handlerPair(t, ServerConfig{OpenMetrics: true, Gzip: gz}, Options{}, freshCollectors(), polledFleet(t, 1, 2)...)
+		first := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		gone := retainingWriter{}
+		if gz {
+			first.Header.Set("Accept-Encoding", "gzip")
+			gone.ok = 1 // the gzip header, from the writer's own array
+		}
+		h.ServeHTTP(&gone, first)
+		if len(gone.kept) == 0 {
+			t.Fatalf("gzip %t: nothing written", gz)
+		}
+		sent := slices.Clone(gone.kept)
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if !strings.Contains(rec.Header().Get("Content-Type"), "openmetrics") {
+			t.Fatalf("gzip %t: second scrape: Content-Type %q", gz, rec.Header().Get("Content-Type"))
+		}
+		if !bytes.Equal(gone.kept, sent) {
+			t.Errorf("gzip %t: the failed write's bytes changed under it: the next scrape wrote in them", gz)
+		}
+	}
+}
