@@ -366,6 +366,9 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 				notes = append(notes, "a repeat: its prompts were sent before ("+w.WarmFrom+"), replayed warm")
 				break
 			}
+			if f.Metric == "throughput_ratio" { // its base, concurrency 1, would take the cold run's place
+				return nil, fmt.Errorf("%w: figure %s: runs_pooled (a mean over a cold run and warm repeats) with metric throughput_ratio", ErrFidelity, f.ID)
+			}
 			n := float64(w.RunsPooled)
 			p.combine = func(warm, cold float64) float64 { return (cold + (n-1)*warm) / n }
 			pooledCold, pooledWhat = &cold, coldWhat

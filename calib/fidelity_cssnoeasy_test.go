@@ -116,3 +116,27 @@ func TestCssnoeasyTranslate(t *testing.T) {
 		t.Errorf("warm_from with runs_pooled: %v", err)
 	}
 }
+
+// TestCssnoeasyPooledRatio: a throughput ratio (its base the same client
+// at concurrency 1) cannot also be a mean over a cold run and warm
+// repeats: the ratio's base would replace the cold run while the mean
+// stayed the combination, so the figure would be (base + 2 × warm) ÷ 3,
+// neither a ratio nor a mean. Such a setup is refused, naming the figure.
+func TestCssnoeasyPooledRatio(t *testing.T) {
+	fig := publishedFigure(t)
+	files := map[string][]*workload.BenchResult{}
+	f := *fig("cssnoeasy-a100pcie-qwen2.5-7b-tp1-2048x128-c16-mean3-output-throughput")
+	f.Metric, f.Unit = "throughput_ratio", "ratio"
+	f.Setup.Workload.NumPrompts = 96 // a multiple of the concurrency, 16
+	p, err := fidTranslate(&f, fidOpenFixture, files)
+	if err == nil {
+		var v float64
+		if p.sim != nil && p.base != nil && p.combine != nil {
+			v = p.combine(4, 1) // 4 at C, 1 at concurrency 1: the ratio is 4
+		}
+		t.Fatalf("a pooled throughput ratio translated (combine set %v, ratio of 4 and 1 read as %v)", p.combine != nil, v)
+	}
+	if !strings.Contains(err.Error(), f.ID) || !strings.Contains(err.Error(), "throughput_ratio") {
+		t.Errorf("pooled throughput ratio: %v", err)
+	}
+}

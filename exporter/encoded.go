@@ -160,6 +160,11 @@ type preparedHandler struct {
 // scrape); others are negotiated at each request.
 const maxNegotiated = 8
 
+// maxNegotiatedKey bounds the bytes of header values a kept negotiation
+// is looked up by (Prometheus sends ~250 of Accept): headers larger than
+// that are negotiated at each request, not held for good.
+const maxNegotiatedKey = 1 << 10
+
 // negotiated is what promhttp answered (negotiate) to a request with
 // these Accept and Accept-Encoding header values.
 type negotiated struct {
@@ -178,11 +183,9 @@ type negotiated struct {
 func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
 	accept, encoding := req.Header.Values("Accept"), req.Header.Values("Accept-Encoding")
 	h.negMu.Lock()
-	for _, n := range h.negs {
-		if slices.Equal(n.accept, accept) && slices.Equal(n.encoding, encoding) {
-			h.negMu.Unlock()
-			return n.rec
-		}
+	if rec, ok := h.keptNegotiation(accept, encoding); ok {
+		h.negMu.Unlock()
+		return rec
 	}
 	h.negMu.Unlock()
 	var rec headerRecorder
@@ -192,10 +195,35 @@ func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
 	}
 	h.negMu.Lock()
 	defer h.negMu.Unlock()
-	if len(h.negs) < maxNegotiated {
+	// Scrapes with these headers that came at once have each negotiated:
+	// the first to get here keeps its answer, the others use it.
+	if kept, ok := h.keptNegotiation(accept, encoding); ok {
+		return kept
+	}
+	if len(h.negs) < maxNegotiated && keyBytes(accept)+keyBytes(encoding) <= maxNegotiatedKey {
 		h.negs = append(h.negs, negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec})
 	}
 	return rec
+}
+
+// keptNegotiation returns the negotiation kept for these header values
+// (under negMu).
+func (h *preparedHandler) keptNegotiation(accept, encoding []string) (headerRecorder, bool) {
+	for _, n := range h.negs {
+		if slices.Equal(n.accept, accept) && slices.Equal(n.encoding, encoding) {
+			return n.rec, true
+		}
+	}
+	return headerRecorder{}, false
+}
+
+// keyBytes is the length of header values vs.
+func keyBytes(vs []string) int {
+	n := 0
+	for _, v := range vs {
+		n += len(v)
+	}
+	return n
 }
 
 func newPreparedHandler(g merged, opts promhttp.HandlerOpts) *preparedHandler {
@@ -287,8 +315,17 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 	// encoding: a dozen write(2)s of 4 KB around the Collector's bytes,
 	// each waking the scraper for a read of its own (docs/benchmarks.md,
 	// "Issue 27, sixth round").
+	// A body, or a gzip writer, that rsp failed to take is not used again:
+	// net/http's HTTP/2 server returns from a Write on a reset stream or a
+	// gone connection while a frame of it may still be queued or being
+	// copied, and it would send the next scrape's bytes.
 	body := h.bodies.get()
-	defer h.bodies.put(body)
+	keep := true
+	defer func() {
+		if keep {
+			h.bodies.put(body)
+		}
+	}()
 	w := body
 	enc := expfmt.NewEncoder(w, format)
 	// The Collector's families between two of the registry's are written
@@ -346,14 +383,19 @@ func (h *preparedHandler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) 
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}
-		gzipPool.Put(zw)
+		if err == nil {
+			gzipPool.Put(zw)
+		}
 		if werr == nil {
 			werr = err
 		}
 	} else {
 		rsp.Header().Set("Content-Length", strconv.Itoa(body.Len()))
-		if _, err := rsp.Write(body.Bytes()); werr == nil {
-			werr = err
+		if _, err := rsp.Write(body.Bytes()); err != nil {
+			keep = false
+			if werr == nil {
+				werr = err
+			}
 		}
 	}
 	if werr != nil {
@@ -377,6 +419,15 @@ func (h *preparedHandler) writeRuntime(w *bytes.Buffer, rv *runtimeValues, tmpl 
 // a third at once assembles in a buffer of its own.
 const maxKeptBodies = 2
 
+// keptBodySlack bounds a kept body's unused room: a buffer of more than
+// keptBodySlack times what its scrape used, and over minDroppedBody, is
+// dropped, so that one large exposition (a burst of instances, since
+// gone) does not hold its size in every kept body for good.
+const (
+	keptBodySlack  = 4
+	minDroppedBody = 1 << 20
+)
+
 // bodies is a free list of the buffers /metrics assembles its body in,
 // kept across collections (a sync.Pool is emptied by them, and the polls
 // between two scrapes bring one or two): each grows once to the
@@ -398,6 +449,9 @@ func (b *bodies) get() *bytes.Buffer {
 }
 
 func (b *bodies) put(buf *bytes.Buffer) {
+	if c := buf.Cap(); c > minDroppedBody && c > keptBodySlack*buf.Len() {
+		return
+	}
 	buf.Reset()
 	b.mu.Lock()
 	defer b.mu.Unlock()

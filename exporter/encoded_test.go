@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpufrag/gpufrag/frag"
 )
@@ -463,6 +464,171 @@ func TestPreparedHandlerOneBody(t *testing.T) {
 				t.Errorf("gzip %t, scrape %d: Transfer-Encoding %q, Content-Length %d for %d bytes",
 					gz, scrape, resp.TransferEncoding, resp.ContentLength, len(body))
 			}
+		}
+	}
+}
+
+// TestBodiesBounded: a body buffer that one large scrape grew is not kept
+// for the scrapes after it once they use a small part of it: the kept
+// bodies hold about what the scrapes now need, not the largest exposition
+// ever served.
+func TestBodiesBounded(t *testing.T) {
+	var b bodies
+	big := make([]byte, 64<<20)
+	var held []*bytes.Buffer
+	for range maxKeptBodies {
+		buf := b.get()
+		buf.Write(big)
+		held = append(held, buf)
+	}
+	for _, buf := range held {
+		b.put(buf)
+	}
+	small := make([]byte, 170<<10) // the daemon's usual exposition
+	for range 2 * maxKeptBodies {
+		held = held[:0]
+		for range maxKeptBodies {
+			buf := b.get()
+			buf.Write(small)
+			held = append(held, buf)
+		}
+		for _, buf := range held {
+			b.put(buf)
+		}
+	}
+	kept := 0
+	for _, buf := range b.free {
+		kept += buf.Cap()
+	}
+	if kept > maxKeptBodies*4*len(small) {
+		t.Errorf("after small scrapes, the kept bodies hold %d bytes (%d buffers), for scrapes of %d", kept, len(b.free), len(small))
+	}
+}
+
+// TestNegotiationKeptOnce: scrapes with the same Accept and
+// Accept-Encoding that arrive together, before their negotiation is kept,
+// keep it once: copies of one pair would fill the maxNegotiated slots, and
+// every other scraper's pair would then be negotiated at each scrape.
+func TestNegotiationKeptOnce(t *testing.T) {
+	const n = maxNegotiated
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	inner := promhttp.HandlerFor(prometheus.Gatherers{}, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	h := &preparedHandler{negotiate: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		arrived.Wait() // every request has missed the kept negotiations
+		inner.ServeHTTP(w, r)
+	})}
+	var done sync.WaitGroup
+	for range n {
+		done.Go(func() {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+			req.Header.Set("Accept-Encoding", "gzip")
+			if rec := h.negotiation(req); rec.header.Get("Content-Type") == "" {
+				t.Error("no Content-Type negotiated")
+			}
+		})
+	}
+	done.Wait()
+	if len(h.negs) != 1 {
+		t.Errorf("%d negotiations kept for one header pair", len(h.negs))
+	}
+}
+
+// TestNegotiationKeysBounded: the header values a kept negotiation is
+// looked up by are a scraper's usual few hundred bytes; a request with
+// large ones (up to the server's MaxHeaderBytes, 1 MB under net/http's
+// default for a caller's own server) is negotiated, not kept, so that the
+// kept negotiations do not hold megabytes of headers for good.
+func TestNegotiationKeysBounded(t *testing.T) {
+	h := &preparedHandler{negotiate: promhttp.HandlerFor(prometheus.Gatherers{}, promhttp.HandlerOpts{})}
+	for i := range maxNegotiated {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept", fmt.Sprintf("text/plain;version=0.0.4;x=%d;pad=%s", i, strings.Repeat("a", 512<<10)))
+		if rec := h.negotiation(req); !strings.HasPrefix(rec.header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("Content-Type %q", rec.header.Get("Content-Type"))
+		}
+	}
+	held := 0
+	for _, n := range h.negs {
+		for _, v := range slices.Concat(n.accept, n.encoding) {
+			held += len(v)
+		}
+	}
+	if held > maxNegotiated<<10 {
+		t.Errorf("the kept negotiations hold %d bytes of header values", held)
+	}
+	// A usual scraper's pair is still kept.
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+	req.Header.Set("Accept-Encoding", "gzip")
+	h.negotiation(req)
+	if _, ok := h.keptNegotiation(req.Header.Values("Accept"), req.Header.Values("Accept-Encoding")); !ok {
+		t.Error("Prometheus' headers not kept")
+	}
+}
+
+// retainingWriter is a ResponseWriter whose Write keeps p without copying
+// it and fails, as net/http's HTTP/2 server does when the stream is reset
+// or the connection gone while a frame of p is still queued or being
+// written (http2serverConn.writeDataFromHandler returns at once).
+type retainingWriter struct {
+	header http.Header
+	ok     int // writes taken (copied) before the failing one
+	kept   []byte
+	failed bool
+}
+
+func (w *retainingWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+func (w *retainingWriter) WriteHeader(int) {}
+func (w *retainingWriter) Write(p []byte) (int, error) {
+	if w.ok > 0 && !w.failed {
+		w.ok--
+		return len(p), nil
+	}
+	if !w.failed {
+		w.kept, w.failed = p, true
+	}
+	return 0, errors.New("stream closed")
+}
+
+// TestPreparedHandlerFailedWriteNotReused: a body whose write failed is not
+// assembled into again, nor the gzip writer whose output failed used
+// again: the writer may still be reading the bytes (HTTP/2), and the next
+// scrape's would go out in the failed one's frames. (For gzip, the pool
+// may hand the second scrape a new writer: then it passes either way.)
+func TestPreparedHandlerFailedWriteNotReused(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		_, h := handlerPair(t, ServerConfig{OpenMetrics: true, Gzip: gz}, Options{}, freshCollectors(), polledFleet(t, 1, 2)...)
+		first := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		gone := retainingWriter{}
+		if gz {
+			first.Header.Set("Accept-Encoding", "gzip")
+			gone.ok = 1 // the gzip header, from the writer's own array
+		}
+		h.ServeHTTP(&gone, first)
+		if len(gone.kept) == 0 {
+			t.Fatalf("gzip %t: nothing written", gz)
+		}
+		sent := slices.Clone(gone.kept)
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if !strings.Contains(rec.Header().Get("Content-Type"), "openmetrics") {
+			t.Fatalf("gzip %t: second scrape: Content-Type %q", gz, rec.Header().Get("Content-Type"))
+		}
+		if !bytes.Equal(gone.kept, sent) {
+			t.Errorf("gzip %t: the failed write's bytes changed under it: the next scrape wrote in them", gz)
 		}
 	}
 }
