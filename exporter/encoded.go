@@ -151,13 +151,14 @@ type preparedHandler struct {
 	errorLog  promhttp.Logger
 	bodies    bodies
 
-	negMu sync.Mutex
-	negs  []negotiated // promhttp's answers to the headers seen, up to maxNegotiated
+	negMu   sync.Mutex
+	negs    []negotiated // promhttp's answers to the headers seen, up to maxNegotiated
+	negNext int          // the kept pair replaced next once negs is full (the oldest)
 }
 
 // maxNegotiated bounds the negotiations kept: one or two per kind of
 // scraper (Prometheus sends the same Accept and Accept-Encoding at every
-// scrape); others are negotiated at each request.
+// scrape); past it, the oldest kept pair gives way to a new one.
 const maxNegotiated = 8
 
 // maxNegotiatedKey bounds the bytes of header values a kept negotiation
@@ -200,9 +201,19 @@ func (h *preparedHandler) negotiation(req *http.Request) headerRecorder {
 	if kept, ok := h.keptNegotiation(accept, encoding); ok {
 		return kept
 	}
-	if len(h.negs) < maxNegotiated && keyBytes(accept)+keyBytes(encoding) <= maxNegotiatedKey {
-		h.negs = append(h.negs, negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec})
+	if keyBytes(accept)+keyBytes(encoding) > maxNegotiatedKey {
+		return rec
 	}
+	n := negotiated{accept: slices.Clone(accept), encoding: slices.Clone(encoding), rec: rec}
+	if len(h.negs) < maxNegotiated {
+		h.negs = append(h.negs, n)
+		return rec
+	}
+	// Full: the oldest kept pair gives way, so that scrapers seen once
+	// (a curl with headers of its own) cannot keep a steady one's pair out
+	// for good; a steady scraper's pair is back after one miss.
+	h.negs[h.negNext] = n
+	h.negNext = (h.negNext + 1) % maxNegotiated
 	return rec
 }
 

@@ -632,3 +632,33 @@ func TestPreparedHandlerFailedWriteNotReused(t *testing.T) {
 		}
 	}
 }
+
+// TestNegotiationReplacesOldest: once every slot holds a pair of headers
+// seen once, a steady scraper's pair is still kept after its first
+// request (the oldest pair gives way), and the slots stay bounded.
+func TestNegotiationReplacesOldest(t *testing.T) {
+	h := &preparedHandler{negotiate: promhttp.HandlerFor(prometheus.Gatherers{}, promhttp.HandlerOpts{})}
+	get := func(accept string) {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Accept", accept)
+		h.negotiation(req)
+	}
+	for i := range 2 * maxNegotiated {
+		get(fmt.Sprintf("text/plain;version=0.0.4;x=%d", i))
+	}
+	const prom = "application/openmetrics-text;version=1.0.0;q=0.6,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+	get(prom)
+	if _, ok := h.keptNegotiation([]string{prom}, nil); !ok {
+		t.Error("a steady scraper's headers are not kept once the slots are full")
+	}
+	if len(h.negs) != maxNegotiated {
+		t.Errorf("%d negotiations kept, want %d", len(h.negs), maxNegotiated)
+	}
+	// The most recent one-off pairs are still there; the oldest are gone.
+	if _, ok := h.keptNegotiation([]string{fmt.Sprintf("text/plain;version=0.0.4;x=%d", 2*maxNegotiated-1)}, nil); !ok {
+		t.Error("the newest one-off pair was replaced before older ones")
+	}
+	if _, ok := h.keptNegotiation([]string{"text/plain;version=0.0.4;x=0"}, nil); ok {
+		t.Error("the oldest pair is still kept")
+	}
+}
