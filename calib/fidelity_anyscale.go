@@ -49,6 +49,14 @@ type fidAnyscaleRun struct {
 // outputs are as drawn: the server asks vLLM for max(len, 1) tokens with
 // ignore_eos.
 func fidAnyscaleLens(r fidAnyscaleRun) (in, out []int) {
+	in, out, _ = fidAnyscaleDraw(r)
+	return in, out
+}
+
+// fidAnyscaleDraw is fidAnyscaleLens, with the NumPy generator after the
+// outputs' draws: the client's Poisson gaps (--distribution poisson,
+// np.random.exponential(1/qps) after each request) come next from it.
+func fidAnyscaleDraw(r fidAnyscaleRun) (in, out []int, np *pyMT) {
 	var py pyMT
 	py.seedInt(fidAnyscaleSeed)
 	low, high := r.promptMean-r.promptRange/2, r.promptMean+r.promptRange/2
@@ -61,7 +69,7 @@ func fidAnyscaleLens(r fidAnyscaleRun) (in, out []int) {
 			py.randint(10, 50000)
 		}
 	}
-	var np pyMT
+	np = new(pyMT)
 	np.initGenrand(uint32(py.randint(0, 1_000_000)))
 	out = make([]int, 0, r.n)
 	for len(out) < r.n {
@@ -75,7 +83,7 @@ func fidAnyscaleLens(r fidAnyscaleRun) (in, out []int) {
 			out[i] = 2048 - in[i]
 		}
 	}
-	return in, out
+	return in, out, np
 }
 
 var fidAnyscaleCache sync.Map // fidAnyscaleRun → [2][]int
