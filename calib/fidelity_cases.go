@@ -341,6 +341,12 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			reqs = append(reqs, workload.Request{ID: fmt.Sprintf("r%d", i+1), PromptTokens: in, OutputTokens: lambda.out[i], N: 1})
 		}
 		what = fmt.Sprintf("the file's %d requests (input_lens, output_lens), all at once", len(reqs))
+	case f.Source == fidAnyscaleSource:
+		var skip string
+		if reqs, what, skip = fidAnyscaleRequests(f); skip != "" {
+			p.skip = skip
+			return p, nil
+		}
 	case w.Batch > 0 && w.InputLen > 0 && w.OutputLen > 0:
 		reqs = make([]workload.Request, w.Batch)
 		for i := range reqs {
@@ -414,6 +420,9 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		return p, nil
 	}
 	pick, pnote, skip := fidMetric(f.Metric, f.Unit, len(reqs))
+	if skip == "" && f.Source == fidAnyscaleSource {
+		pick, pnote, skip = fidAnyscaleSleep(f.Metric, pick)
+	}
 	if skip != "" {
 		p.skip, p.gpu = skip, ""
 		return p, nil
