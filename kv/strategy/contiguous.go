@@ -257,13 +257,24 @@ func (c *contiguous) Tokens(id SeqID) (int, bool) {
 	return s.tokens, true
 }
 
-// Usage splits memory as the vLLM paper's Fig. 2 does: token states are the
-// tokens written; the reservation is the part of each sample's capacity that
-// its future tokens will fill (up to prompt + true output); internal is the
-// rest of the capacity, which the sequence will never fill (Orca (Max)'s
+// Usage splits memory into Breakdown's shares: token states are the tokens
+// written; the reservation is the part of each sample's capacity that its
+// future tokens will fill (up to prompt + true output); internal is the rest
+// of the capacity, which the sequence will never fill (Orca (Max)'s
 // over-reservation, contiguous-grow's doubling overshoot), plus the
 // allocator's rounding of each block beyond capacity × bytes per token;
 // external is the allocator's cached free memory.
+//
+// The first two are the vLLM paper's Fig. 2 "token states" and
+// "reservation". Its "internal frag." is over-provisioning alone (§3.1:
+// "internal fragmentation due to over-provisioning for potential maximum
+// sequence lengths, and external fragmentation from the memory allocator
+// like the buddy allocator"), and the allocator's rounding falls in its
+// "external frag. & others": Orca (Oracle), which reserves exactly prompt +
+// output on a buddy allocator, has no internal segment there. So the
+// paper's internal share is internal minus the rounding, and its external
+// share external plus the rounding; for contiguous-max:oracle the paper's
+// external share is internal + external here.
 func (c *contiguous) Usage() Breakdown {
 	tok := c.st.Tokens * c.bpt
 	return Breakdown{
