@@ -40,14 +40,15 @@ var paperSystems = map[string]string{
 }
 
 // paperVariants are the length shapes of the page: the paper's (the
-// scenario file's), and log-s.d. 1.40 / 1.20 with mu solved for the same
-// truncated means (calib/README.md, "ShareGPT lengths").
+// scenario file's: log-s.d. fitted to Fig. 11's bars), and the former
+// default's log-s.d. 1.56 / 1.00, with mu solved for the same truncated
+// means on the scenario's bounds (calib/README.md, "ShareGPT lengths").
 var paperVariants = []struct {
 	label                      string
 	muIn, sigIn, muOut, sigOut float64
 }{
-	{"log-s.d. 1.56 in / 1.00 out (the page's)", 4.4619, 1.56, 5.7594, 1.00},
-	{"log-s.d. 1.40 in / 1.20 out", 4.5156, 1.40, 5.8741, 1.20},
+	{"log-s.d. 2.37 in / 1.58 out (the page's)", 4.5182, 2.37, 6.237, 1.58},
+	{"log-s.d. 1.56 in / 1.00 out", 4.4977, 1.56, 5.7594, 1.00},
 }
 
 // Paper builds the paper's setup from its scenario file under root.
@@ -101,7 +102,7 @@ func Paper(root string) (*calib.PaperSetup, error) {
 		ps.Workloads = append(ps.Workloads, calib.PaperWorkload{Label: v.label, Requests: plan.Requests,
 			Sampling: fmt.Sprintf("prompt and output lengths drawn independently as round(exp(N(μ, σ²))), drawn again until in [%d, %d] "+
 				"(so prompt + output ≤ 2,048), prompts μ %.4f σ %.2f, outputs μ %.4f σ %.2f (μ solved so the truncated means are the paper's; "+
-				"σ 1.56 is the log-s.d. of benchmark-sampled ShareGPT prompts, 1.00 that of ShareGPT completions: calib/README.md), "+
+				"σ 2.37 / 1.58 are the maximum-likelihood fits to the bars of the paper's Fig. 11, 1.56 / 1.00 the former default's: calib/README.md), "+
 				"from sim/scenario's lognormal with seed %d; %d requests in %v.",
 				rq.Prompt.Min, rq.Prompt.Max, v.muIn, v.sigIn, v.muOut, v.sigOut, s.Seed, len(plan.Requests), d)})
 	}
