@@ -443,8 +443,8 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 				if n == 1 {
 					*t = classTop{}
 					s.occ.unmark(b)
-				} else {
-					ch.popTop(b&63, n)
+				} else if ch.popTop(b&63, n) {
+					ch.refill(b & 63)
 				}
 				return x, true
 			}
@@ -458,20 +458,19 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 	return x, true
 }
 
-// popTop replaces the top of bin i, of n ≥ 2 keys, by the lowest of more,
-// which it refills from the buckets if that empties it.
-func (ch *classChunk) popTop(i int, n int32) {
+// popTop replaces the top of bin i, of n ≥ 2 keys, by the lowest of more.
+// It reports whether that emptied more while the bin's buckets hold keys,
+// when the caller must refill it (not called here, so that popTop is
+// inlined).
+func (ch *classChunk) popTop(i int, n int32) (refill bool) {
 	mp := &ch.more[i]
 	m := len(*mp)
 	e := (*mp)[m-1]
 	*mp = (*mp)[:m-1] // in place: only the length is stored
 	ch.top[i] = classTop{e.lo, e.id, n - 1}
 	// more is empty (m == 1) and the buckets are not (n − m − 1 keys), in
-	// one compare: a branch taken once every frontKeep takes from a bin
-	// with buckets, where "m == 1 && n > 2" was two and mispredicted.
-	if m == min(int(n)-m-1, 1) {
-		ch.refill(i)
-	}
+	// one compare (one branch where "m == 1 && n > 2" would be two).
+	return m == min(int(n)-m-1, 1)
 }
 
 // DeleteAt removes the key k at p (from Find, with no change in between).
@@ -490,8 +489,8 @@ func (s *Classed) DeleteAt(p ClassPos, k Key) {
 		if n == 1 {
 			*t = classTop{}
 			s.occ.unmark(c)
-		} else {
-			ch.popTop(i, n)
+		} else if ch.popTop(i, n) {
+			ch.refill(i)
 		}
 		return
 	}
