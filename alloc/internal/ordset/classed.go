@@ -3,6 +3,8 @@
 
 package ordset
 
+import "math/bits"
+
 // Classed is an ordered set of Keys, like Set, for keys whose Hi is a size
 // class (the caching allocator's size/512): every class below numBins (sizes
 // below 2.8 MiB, nearly every free block of the allocator) has a flat bin of
@@ -431,7 +433,15 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 // for best fit's query, a bitmap step and a bin's top.
 func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 	if k.Hi < numBins && k.Lo == 0 {
-		if b := s.occ.next(int(k.Hi)); b >= 0 {
+		// s.occ.next(k.Hi), its first step (the word of k.Hi, where the
+		// class mostly is) written out: next is a call, with its spills.
+		b := int(k.Hi)
+		if x := s.occ.used[b>>6] >> (b & 63); x != 0 {
+			b += bits.TrailingZeros64(x)
+		} else {
+			b = s.occ.next(b)
+		}
+		if b >= 0 {
 			ch := s.bins[b>>6]
 			t := &ch.top[b&63]
 			if n := t.n; n > 0 { // else spilled: Find below
