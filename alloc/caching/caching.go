@@ -426,7 +426,20 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	mp := p != none && st[p] == stMapped
 	mn := n != none && st[n] == stMapped
 	if !mp && !mn {
-		a.insertFree(id)
+		// insertFree, written out (a call less on three frees in four).
+		pl := &a.pools[b.pool]
+		b.gcBase = pl.freeCalls
+		var fs *ordset.Classed
+		if int(b.sidx) < len(pl.free) {
+			fs = pl.free[b.sidx]
+		}
+		if fs == nil {
+			fs = pl.newFreeSet(b.sidx)
+		}
+		fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
+		if a.indexed {
+			a.indexFree(id)
+		}
 	} else {
 		a.mergeFree(id, p, n, mp, mn)
 	}
