@@ -34,12 +34,21 @@ import "math/bits"
 // every operation on it goes to rest, which bounds its shifts (Binned's big
 // bins). The zero value is an empty set.
 //
+// A bin whose more reaches classBucket keys keeps its lowest few there
+// (its front) and moves the others into buckets by address
+// (classbuckets.go), so that an insert or delete above the front shifts a
+// bucket of a few keys, not the bin; takes and new lowest keys still work
+// on the top and the front alone.
+//
 // Invariants (Check verifies them):
 //
 //	bit c of occ is set iff class c's flat bin is non-empty or c is spilled
-//	a flat bin holds at most classFlat keys: top.n of them, top's one and
-//	  more's top.n − 1, all of Lo above top's and strictly decreasing
-//	an empty flat bin (top.n == 0) has an empty more
+//	a flat bin holds at most classFlat keys: top.n of them, top's one,
+//	  more's and its buckets' (if any) top.n − 1, all of Lo above top's;
+//	  more strictly decreasing
+//	a bin with buckets has a non-empty more and non-empty buckets, every
+//	  key of the buckets above every key of more
+//	an empty flat bin (top.n == 0) has an empty more and no buckets
 //	a spilled class has an empty flat bin
 //	rest holds no key of a class below numBins that is not spilled
 //	n == Σ top.n
