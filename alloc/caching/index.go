@@ -57,7 +57,7 @@ func (a *Allocator) unindexFree(id int32) {
 // enters at the current freeCalls, the largest yet, so the queue stays in
 // that order).
 func (a *Allocator) buildQueues() {
-	a.queued = true
+	a.queued, a.indexed = true, true
 	for p := range a.pools {
 		pl := &a.pools[p]
 		var whole []int32
@@ -200,7 +200,7 @@ func (a *Allocator) largestFree() int64 {
 		for i := n - 1; i >= 1; i-- {
 			ix.tree[i] = max(ix.tree[2*i], ix.tree[2*i+1])
 		}
-		a.largest = ix
+		a.largest, a.indexed = ix, true
 		return ix.tree[1]
 	}
 	for _, leaf := range ix.dirty {

@@ -200,7 +200,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		peakReserved: a.peakReserved, peakAllocated: a.peakAllocated,
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
-		mut: a.mut, queued: a.queued,
+		mut: a.mut, queued: a.queued, indexed: a.queued, // largest is not cloned
 	}
 	for p := range a.pools {
 		pl := &a.pools[p]
@@ -224,6 +224,9 @@ func (a *Allocator) CheckInvariants() error {
 	segments, live, inFree, inUnmapped := 0, 0, 0, 0
 	if len(a.state) != len(a.blocks) {
 		return fmt.Errorf("%d state bytes for %d block records", len(a.state), len(a.blocks))
+	}
+	if a.indexed != (a.queued || a.largest != nil) {
+		return fmt.Errorf("indexed %v, queued %v, largest index %v", a.indexed, a.queued, a.largest != nil)
 	}
 	for id := range a.blocks {
 		b := &a.blocks[id]

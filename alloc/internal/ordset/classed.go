@@ -3,6 +3,8 @@
 
 package ordset
 
+import "math/bits"
+
 // Classed is an ordered set of Keys, like Set, for keys whose Hi is a size
 // class (the caching allocator's size/512): every class below numBins (sizes
 // below 2.8 MiB, nearly every free block of the allocator) has a flat bin of
@@ -32,12 +34,21 @@ package ordset
 // every operation on it goes to rest, which bounds its shifts (Binned's big
 // bins). The zero value is an empty set.
 //
+// A bin whose more reaches classBucket keys keeps its lowest few there
+// (its front) and moves the others into buckets by address
+// (classbuckets.go), so that an insert or delete above the front shifts a
+// bucket of a few keys, not the bin; takes and new lowest keys still work
+// on the top and the front alone.
+//
 // Invariants (Check verifies them):
 //
 //	bit c of occ is set iff class c's flat bin is non-empty or c is spilled
-//	a flat bin holds at most classFlat keys: top.n of them, top's one and
-//	  more's top.n − 1, all of Lo above top's and strictly decreasing
-//	an empty flat bin (top.n == 0) has an empty more
+//	a flat bin holds at most classFlat keys: top.n of them, top's one,
+//	  more's and its buckets' (if any) top.n − 1, all of Lo above top's;
+//	  more strictly decreasing
+//	a bin with buckets has a non-empty more and non-empty buckets, every
+//	  key of the buckets above every key of more
+//	an empty flat bin (top.n == 0) has an empty more and no buckets
 //	a spilled class has an empty flat bin
 //	rest holds no key of a class below numBins that is not spilled
 //	n == Σ top.n
@@ -74,6 +85,69 @@ type classTop struct {
 type classChunk struct {
 	top  [64]classTop
 	more *[64][]classKey // nil until a bin of the chunk has had two keys
+	// big holds the buckets of the bins that have them (classbuckets.go):
+	// bin i's keys besides its top are then more[i], the lowest few (its
+	// front, never empty), and big[i], every key above the front. nil
+	// until a bin of the chunk first has buckets.
+	big *[64]*bucketBin
+}
+
+// bucketed returns bin i's buckets, nil if it has none.
+func (ch *classChunk) bucketed(i int) *bucketBin {
+	if ch.big == nil {
+		return nil
+	}
+	return ch.big[i]
+}
+
+// frontKeep is the number of keys a front keeps when spillFront moves the
+// rest into the buckets, and the number refill brings back.
+const frontKeep = 8
+
+// spillFront moves the upper keys of bin i's more, which has reached
+// classBucket keys, into its buckets (made if it has none), keeping the
+// lowest frontKeep (or, for the tests' small classBucket, fewer).
+//
+//go:noinline
+func (ch *classChunk) spillFront(i int) {
+	m := ch.more[i]
+	keep := min(frontKeep, max(1, len(m)/4))
+	up := m[:len(m)-keep] // every key above the kept ones, decreasing
+	if ch.big == nil {
+		ch.big = new([64]*bucketBin)
+	}
+	if bb := ch.big[i]; bb == nil {
+		bb = new(bucketBin)
+		bb.bucketize(up)
+		ch.big[i] = bb
+	} else {
+		for _, e := range up { // each below every key of the buckets, and below the last
+			bb.pushLowest(e)
+		}
+	}
+	n := copy(m, m[len(m)-keep:])
+	ch.more[i] = m[:n]
+}
+
+// refill moves the lowest keys of bin i's buckets into its empty more,
+// and drops the buckets once they are empty.
+//
+//go:noinline
+func (ch *classChunk) refill(i int) {
+	bb := ch.big[i]
+	n := min(frontKeep, int(bb.n))
+	m := ch.more[i][:0]
+	if cap(m) < n {
+		m = make([]classKey, 0, minFlatCap)
+	}
+	m = m[:n]
+	for j := n - 1; j >= 0; j-- {
+		m[j] = bb.pop()
+	}
+	ch.more[i] = m
+	if bb.n == 0 {
+		ch.big[i] = nil
+	}
 }
 
 // others returns bin i's keys besides its top.
@@ -102,19 +176,20 @@ func (ch *classChunk) at(i, j int) classKey {
 	return classKey{ch.top[i].lo, ch.top[i].id}
 }
 
-// below is firstBelowLo over bin i (more, then the top): the number of its
-// keys whose Lo is ≥ lo.
+// below is firstBelowLo over flat bin i (more, then the top): the number
+// of its keys whose Lo is ≥ lo.
 func (ch *classChunk) below(i int, lo uint64) int {
 	if t := ch.top[i]; lo <= t.lo {
-		return int(t.n) // every key: the top is the lowest
+		return len(ch.others(i)) + 1 // every key: the top is the lowest
 	}
 	return firstBelowLo(ch.others(i), lo)
 }
 
 // ClassPos is a position returned by Classed.Find, valid until the set
-// changes: an entry of a flat bin (idx in decreasing order of Lo, so the
-// lowest key is the last), or (class < 0) a key of rest.
-type ClassPos struct{ class, idx int32 }
+// changes: an entry of a bin's top and more (idx in decreasing order of
+// Lo, so the top, the lowest key, is the last, at len(more)), entry idx of
+// bucket bk − 1 of its buckets (bk > 0), or (class < 0) a key of rest.
+type ClassPos struct{ class, idx, bk int32 }
 
 // Len is the number of keys.
 func (s *Classed) Len() int {
@@ -194,6 +269,9 @@ func (s *Classed) Insert(k Key) bool {
 			*mp = make([]classKey, 0, minFlatCap)
 		}
 		*mp = append(*mp, classKey{t.lo, t.id}) // in place but for growth: only the length is stored
+		if len(*mp) >= classBucket {
+			ch.spillFront(int(i))
+		}
 		*t = classTop{k.Lo, k.ID, n + 1}
 		s.n++
 		return true
@@ -203,6 +281,22 @@ func (s *Classed) Insert(k Key) bool {
 	}
 	mp := ch.othersSlot(int(i))
 	bin := *mp
+	if ch.big != nil && ch.big[i] != nil && k.Lo > bin[0].lo { // above the front: into the buckets
+		bb := ch.big[i]
+		if int(n) == classFlat {
+			if _, _, dup := bb.find(k.Lo); dup {
+				return false
+			}
+			s.spillBin(int(c), k)
+			return true
+		}
+		if !bb.insert(classKey{k.Lo, k.ID}) {
+			return false
+		}
+		t.n = n + 1
+		s.n++
+		return true
+	}
 	j := firstBelowLo(bin, k.Lo)
 	if j > 0 && bin[j-1].lo == k.Lo {
 		return false
@@ -224,6 +318,9 @@ func (s *Classed) Insert(k Key) bool {
 	*mp = bin
 	t.n = n + 1
 	s.n++
+	if len(bin) >= classBucket {
+		ch.spillFront(int(i))
+	}
 	return true
 }
 
@@ -232,7 +329,13 @@ func (s *Classed) spillBin(c int, k Key) {
 	r := s.restSet()
 	ch := s.bins[c>>6]
 	i := c & 63
-	for _, e := range ch.others(i) {
+	others := ch.others(i)
+	if bb := ch.bucketed(i); bb != nil {
+		others = bb.keys(nil)
+		others = append(others, ch.others(i)...)
+		ch.big[i] = nil
+	}
+	for _, e := range others {
 		r.Insert(Key{Hi: uint64(c), Lo: e.lo, ID: e.id})
 	}
 	t := ch.top[i]
@@ -261,15 +364,23 @@ func (s *Classed) Delete(k Key) bool {
 	if t.n == 0 { // spilled
 		return s.rest.Delete(k)
 	}
-	j := int(t.n) // the lowest Lo, best fit's, is the common case
+	j := 0 // the top (idx −1): the lowest Lo, best fit's, is the common case
 	if t.lo != k.Lo {
 		bin := ch.others(i)
+		if ch.big != nil && ch.big[i] != nil && k.Lo > bin[0].lo { // above the front
+			bk, p, ok := ch.big[i].find(k.Lo)
+			if !ok {
+				return false
+			}
+			s.DeleteAt(ClassPos{int32(c), int32(p), int32(bk + 1)}, k)
+			return true
+		}
 		j = firstBelowLo(bin, k.Lo)
 		if j == 0 || bin[j-1].lo != k.Lo {
 			return false
 		}
 	}
-	s.DeleteAt(ClassPos{int32(c), int32(j - 1)}, k)
+	s.DeleteAt(ClassPos{int32(c), int32(j - 1), 0}, k)
 	return true
 }
 
@@ -280,7 +391,7 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 		b := int(c)
 		if k.Lo == 0 && s.occ.has(b) { // best fit's query, and its class has keys
 			if t := s.bins[b>>6].top[b&63]; t.n > 0 {
-				return ClassPos{int32(b), t.n - 1}, Key{Hi: c, Lo: t.lo, ID: t.id}, true
+				return ClassPos{int32(b), -1, 0}, Key{Hi: c, Lo: t.lo, ID: t.id}, true
 			}
 		}
 		for b = s.occ.next(b); b >= 0; b = s.occ.next(b + 1) {
@@ -292,18 +403,29 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 					from = k
 				}
 				if x, ok := s.rest.LowerBound(from); ok && x.Hi == uint64(b) {
-					return ClassPos{-1, 0}, x, true
+					return ClassPos{-1, 0, 0}, x, true
 				}
 				continue
 			}
-			j := n // every entry is ≥ (c, 0)
+			nf := len(ch.others(b&63)) + 1 // the top and more
+			j := nf                        // every entry is ≥ (c, 0)
 			if uint64(b) == c && k.Lo != 0 {
-				if j = ch.below(b&63, k.Lo); j == 0 {
+				if j = ch.below(b&63, k.Lo); j == 0 { // none in the top and more: the buckets hold the rest
+					if bb := ch.bucketed(b & 63); bb != nil {
+						if bk, p, ok := bb.atLeast(k.Lo); ok {
+							e := bb.b[bk][p]
+							return ClassPos{int32(b), int32(p), int32(bk + 1)}, Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
+						}
+					}
 					continue
 				}
 			}
+			pos := int32(j - 1)
+			if j == nf {
+				pos = -1 // the top
+			}
 			e := ch.at(b&63, j-1)
-			return ClassPos{int32(b), int32(j - 1)}, Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
+			return ClassPos{int32(b), pos, 0}, Key{Hi: uint64(b), Lo: e.lo, ID: e.id}, true
 		}
 		k = Key{Hi: numBins}
 	}
@@ -311,7 +433,7 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 		return ClassPos{}, Key{}, false
 	}
 	x, ok := s.rest.LowerBound(k)
-	return ClassPos{-1, 0}, x, ok
+	return ClassPos{-1, 0, 0}, x, ok
 }
 
 // TakeFirst removes and returns the smallest key ≥ k if its Hi is at most
@@ -320,7 +442,15 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 // for best fit's query, a bitmap step and a bin's top.
 func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 	if k.Hi < numBins && k.Lo == 0 {
-		if b := s.occ.next(int(k.Hi)); b >= 0 {
+		// s.occ.next(k.Hi), its first step (the word of k.Hi, where the
+		// class mostly is) written out: next is a call, with its spills.
+		b := int(k.Hi)
+		if x := s.occ.used[b>>6] >> (b & 63); x != 0 {
+			b += bits.TrailingZeros64(x)
+		} else {
+			b = s.occ.next(b)
+		}
+		if b >= 0 {
 			ch := s.bins[b>>6]
 			t := &ch.top[b&63]
 			if n := t.n; n > 0 { // else spilled: Find below
@@ -332,8 +462,8 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 				if n == 1 {
 					*t = classTop{}
 					s.occ.unmark(b)
-				} else {
-					ch.popTop(b&63, n)
+				} else if ch.popTop(b&63, n) {
+					ch.refill(b & 63)
 				}
 				return x, true
 			}
@@ -348,11 +478,18 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 }
 
 // popTop replaces the top of bin i, of n ≥ 2 keys, by the lowest of more.
-func (ch *classChunk) popTop(i int, n int32) {
+// It reports whether that emptied more while the bin's buckets hold keys,
+// when the caller must refill it (not called here, so that popTop is
+// inlined).
+func (ch *classChunk) popTop(i int, n int32) (refill bool) {
 	mp := &ch.more[i]
-	e := (*mp)[n-2]
-	*mp = (*mp)[:n-2] // in place: only the length is stored
+	m := len(*mp)
+	e := (*mp)[m-1]
+	*mp = (*mp)[:m-1] // in place: only the length is stored
 	ch.top[i] = classTop{e.lo, e.id, n - 1}
+	// more is empty (m == 1) and the buckets are not (n − m − 1 keys), in
+	// one compare (one branch where "m == 1 && n > 2" would be two).
+	return m == min(int(n)-m-1, 1)
 }
 
 // DeleteAt removes the key k at p (from Find, with no change in between).
@@ -367,12 +504,21 @@ func (s *Classed) DeleteAt(p ClassPos, k Key) {
 	t := &ch.top[i]
 	n := t.n
 	s.n--
-	if int(p.idx) == int(n)-1 { // the top
+	if p.idx < 0 { // the top
 		if n == 1 {
 			*t = classTop{}
 			s.occ.unmark(c)
-		} else {
-			ch.popTop(i, n)
+		} else if ch.popTop(i, n) {
+			ch.refill(i)
+		}
+		return
+	}
+	t.n = n - 1
+	if p.bk > 0 {
+		bb := ch.big[i]
+		bb.deleteAt(int(p.bk-1), int(p.idx))
+		if bb.n == 0 {
+			ch.big[i] = nil
 		}
 		return
 	}
@@ -388,7 +534,9 @@ func (s *Classed) DeleteAt(p ClassPos, k Key) {
 		}
 	}
 	ch.more[i] = bin[:last] // in place: only the length is stored
-	t.n = n - 1
+	if last == 0 && ch.big != nil && ch.big[i] != nil {
+		ch.refill(i)
+	}
 }
 
 // LowerBound returns the smallest key ≥ k.
@@ -428,9 +576,12 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 				}
 				continue
 			}
+			n = len(ch.others(b&63)) + 1 // the top and more; then the buckets
 			j := n - 1
+			lo := uint64(0)
 			if uint64(b) == c {
-				j = ch.below(b&63, from.Lo) - 1
+				lo = from.Lo
+				j = ch.below(b&63, lo) - 1
 			}
 			if j == n-1 { // the top first, then more from its end
 				if t := ch.top[b&63]; !f(Key{Hi: uint64(b), Lo: t.lo, ID: t.id}) {
@@ -440,6 +591,13 @@ func (s *Classed) Ascend(from Key, f func(Key) bool) {
 			}
 			for more := ch.others(b & 63); j >= 0; j-- {
 				if !f(Key{Hi: uint64(b), Lo: more[j].lo, ID: more[j].id}) {
+					return
+				}
+			}
+			if bb := ch.bucketed(b & 63); bb != nil {
+				if bk, p, ok := bb.atLeast(lo); ok && bb.ascend(bk, p, func(e classKey) bool {
+					return f(Key{Hi: uint64(b), Lo: e.lo, ID: e.id})
+				}) {
 					return
 				}
 			}
@@ -491,6 +649,12 @@ func (s *Classed) Descend(from Key, f func(Key) bool) {
 			}
 			continue
 		}
+		if bb := ch.bucketed(b & 63); bb != nil { // the buckets first: above the top and more
+			if bb.descend(end.Lo, func(e classKey) bool { return f(Key{Hi: uint64(b), Lo: e.lo, ID: e.id}) }) {
+				return
+			}
+		}
+		n = len(ch.others(b&63)) + 1
 		j := 0
 		if end.Lo != ^uint64(0) {
 			j = ch.below(b&63, end.Lo) // entries [0, j) have Lo ≥ end.Lo
@@ -519,6 +683,14 @@ func (s *Classed) Clone() Classed {
 			continue
 		}
 		nc := &classChunk{top: ch.top}
+		if ch.big != nil {
+			nc.big = new([64]*bucketBin)
+			for i, bb := range ch.big {
+				if bb != nil {
+					nc.big[i] = bb.clone()
+				}
+			}
+		}
 		if ch.more != nil {
 			nc.more = new([64][]classKey)
 			for i := range ch.more {
@@ -545,8 +717,18 @@ func (s *Classed) Check() error {
 	for c := range numWords * 64 {
 		var t classTop
 		var more []classKey
+		var bb *bucketBin
 		if ch := s.bins[c>>6]; ch != nil {
-			t, more = ch.top[c&63], ch.others(c&63)
+			t, more, bb = ch.top[c&63], ch.others(c&63), ch.bucketed(c&63)
+		}
+		if bb != nil {
+			if t.n == 0 || len(more) == 0 || bb.n == 0 || int(bb.n)+len(more) != int(t.n)-1 {
+				return errorf("class %d: %d keys, %d in buckets, %d in more", c, t.n, bb.n, len(more))
+			}
+			if err := bb.check(more[0].lo); err != nil {
+				return errorf("class %d: %v", c, err)
+			}
+			more = append(bb.keys(nil), more...)
 		}
 		if c >= numBins && (t.n > 0 || s.occ.has(c)) {
 			return errorf("class %d past the flat bins is used", c)

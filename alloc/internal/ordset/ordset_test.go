@@ -1,6 +1,7 @@
 package ordset
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -336,6 +337,18 @@ func TestClassedModel(t *testing.T) {
 		defer func() { classFlat = maxFlat }()
 		testClassedModel(t)
 	})
+	// Bins bucketed from 4 keys besides the top (flat again at 1),
+	// rebucketed when a bucket passes 4 keys; and so, also spilled at 12.
+	t.Run("bucket=4", func(t *testing.T) {
+		classBucket, bucketMax = 4, 4
+		defer func() { classBucket, bucketMax = 32, 32 }()
+		testClassedModel(t)
+	})
+	t.Run("bucket=4,flat=12", func(t *testing.T) {
+		classBucket, bucketMax, classFlat = 4, 4, 12
+		defer func() { classBucket, bucketMax, classFlat = 32, 32, maxFlat }()
+		testClassedModel(t)
+	})
 }
 
 func testClassedModel(t *testing.T) {
@@ -343,7 +356,18 @@ func testClassedModel(t *testing.T) {
 		func(t *rapid.T) Key {
 			if rapid.Bool().Draw(t, "crowd") {
 				h := rapid.SampledFrom([]uint64{7, numBins - 1}).Draw(t, "hi")
-				return Key{Hi: h, Lo: rapid.Uint64Range(0, 3*maxFlat).Draw(t, "lo")}
+				// Lo in a small range, spread over a wide one (so that
+				// a bucketed bin's keys clamp into its first and last
+				// buckets), or in two clusters far apart (so that most
+				// keys crowd into two buckets, and rebucket).
+				switch rapid.IntRange(0, 2).Draw(t, "spread") {
+				case 0:
+					return Key{Hi: h, Lo: rapid.Uint64Range(0, 3*maxFlat).Draw(t, "lo")}
+				case 1:
+					return Key{Hi: h, Lo: rapid.Uint64().Draw(t, "lo") >> rapid.UintRange(0, 63).Draw(t, "sh")}
+				default:
+					return Key{Hi: h, Lo: rapid.SampledFrom([]uint64{0, 1 << 40}).Draw(t, "base") + rapid.Uint64Range(0, 40).Draw(t, "lo")}
+				}
 			}
 			var h uint64
 			switch rapid.IntRange(0, 2).Draw(t, "kind") {
@@ -356,4 +380,62 @@ func testClassedModel(t *testing.T) {
 			}
 			return Key{Hi: h, Lo: rapid.Uint64Range(0, 5).Draw(t, "lo")}
 		})
+}
+
+// TestClassedBuckets fills one class past classBucket in random order,
+// takes, deletes and re-inserts, and checks the set against a sorted model
+// after each step: the buckets' spills, refills and rebucketings, and the
+// buckets emptied by deletes (which drop them), for default and small
+// thresholds.
+func TestClassedBuckets(t *testing.T) {
+	for _, c := range []struct{ bucket, max int }{{32, 32}, {4, 4}, {8, 2}} {
+		classBucket, bucketMax = c.bucket, c.max
+		r := rand.New(rand.NewPCG(uint64(c.bucket), uint64(c.max)))
+		var s Classed
+		var model []uint64 // Lo of the keys of class 3, sorted
+		check := func(what string) {
+			t.Helper()
+			if err := s.Check(); err != nil {
+				t.Fatalf("bucket=%d max=%d %s: %v", c.bucket, c.max, what, err)
+			}
+			var got []uint64
+			s.All(func(k Key) bool { got = append(got, k.Lo); return true })
+			if !slices.Equal(got, model) {
+				t.Fatalf("bucket=%d max=%d %s: %v, want %v", c.bucket, c.max, what, got, model)
+			}
+		}
+		for round := range 20 {
+			for range 100 + r.IntN(300) { // inserts, a range that moves with the round
+				lo := uint64(round)<<20 + r.Uint64N(1<<(10+r.IntN(20)))
+				i, found := slices.BinarySearch(model, lo)
+				if s.Insert(Key{Hi: 3, Lo: lo, ID: int32(lo % 1000)}) == found {
+					t.Fatalf("insert %d: found=%v", lo, found)
+				}
+				if !found {
+					model = slices.Insert(model, i, lo)
+				}
+			}
+			check("after inserts")
+			for range r.IntN(len(model) + 1) { // deletes, all of them sometimes
+				i := r.IntN(len(model))
+				if r.IntN(3) == 0 {
+					i = 0
+				}
+				if !s.Delete(Key{Hi: 3, Lo: model[i]}) {
+					t.Fatalf("delete %d: absent", model[i])
+				}
+				model = slices.Delete(model, i, i+1)
+				check("after a delete")
+			}
+			for range r.IntN(len(model) + 1) { // takes
+				k, ok := s.TakeFirst(Key{Hi: 3}, 3)
+				if !ok || k.Lo != model[0] {
+					t.Fatalf("take: %v %v, want %d", k, ok, model[0])
+				}
+				model = model[1:]
+			}
+			check("after takes")
+		}
+	}
+	classBucket, bucketMax = 32, 32
 }
