@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -330,10 +329,13 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		// TTFTs of both are whole prefills: cold.
 		cfg.MaxConcurrency = conc
 		// The runners ask for max_tokens 512 (the outputs are cut there
-		// too): SGLang's admission reserves it for every new request.
+		// too): SGLang's admission reserves it for every new request. The
+		// SGLang runner lowers it to 224 when it streams, in its online
+		// runs (runners/nvidia_sglang_c43a8309/runner.py,
+		// inference_fn_streaming, AccelMark a2ec8f6).
 		cfg.MaxTokens = fidAccelMarkMaxTokens
-		if v := os.Getenv("GPUFRAG_A8_MAXTOK"); v != "" && rule.engine == sim.EngineSGLang && conc == 0 {
-			cfg.MaxTokens, _ = strconv.Atoi(v)
+		if rule.engine == sim.EngineSGLang && conc == 0 {
+			cfg.MaxTokens = fidAccelMarkSGLangStream
 		}
 		cfg.WarmPrompts = conc == 0 && rule.engine == sim.EngineSGLang && cfg.PrefixCaching
 		if rule.engine == sim.EngineSGLang && g.Capacity < 25<<30 {
