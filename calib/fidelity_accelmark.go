@@ -50,6 +50,9 @@ const (
 	fidAccelMarkOutSigma  = 0.6
 	fidAccelMarkMaxTokens = 512
 	fidAccelMarkSeed      = 24
+	// fidAccelMarkSGLangStream is the SGLang runner's max_new_tokens when it
+	// streams (online runs): it lowers any larger max_tokens to 224.
+	fidAccelMarkSGLangStream = 224
 )
 
 // fidAccelMarkOnline is how many of an online run's prompts are replayed:

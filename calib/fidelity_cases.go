@@ -328,6 +328,15 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		// vLLM's runs saturate there (1.7 s): cold. The interactive
 		// TTFTs of both are whole prefills: cold.
 		cfg.MaxConcurrency = conc
+		// The runners ask for max_tokens 512 (the outputs are cut there
+		// too): SGLang's admission reserves it for every new request. The
+		// SGLang runner lowers it to 224 when it streams, in its online
+		// runs (runners/nvidia_sglang_c43a8309/runner.py,
+		// inference_fn_streaming, AccelMark a2ec8f6).
+		cfg.MaxTokens = fidAccelMarkMaxTokens
+		if rule.engine == sim.EngineSGLang && conc == 0 {
+			cfg.MaxTokens = fidAccelMarkSGLangStream
+		}
 		cfg.WarmPrompts = conc == 0 && rule.engine == sim.EngineSGLang && cfg.PrefixCaching
 		if rule.engine == sim.EngineSGLang && g.Capacity < 25<<30 {
 			cfg.MaxBatchTokens = 2048 // SGLang's chunked_prefill_size on a GPU under 25 GB
@@ -402,6 +411,10 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		}
 		reqs = tr.Requests
 		what = fidBenchWhat(run, len(reqs))
+		// A random dataset's client asks for each request's output as its
+		// max_tokens and ignores EOS (vLLM's benchmark_serving and SGLang's
+		// bench_serving): what SGLang's admission reserves.
+		cfg.MaxTokensIsOutput = drawn
 		if w.WarmFrom != "" {
 			note, skip, err := fidWarm(f, run, open, files)
 			if err != nil || skip != "" {

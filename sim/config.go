@@ -133,8 +133,13 @@ type Config struct {
 	MaxContext int
 	// MaxTokens is the max_tokens every request asks for; 0 means
 	// MaxContext − prompt (what vLLM assumes when a client sets none). Only
-	// the reserve policy and contiguous-max variants look at it.
+	// the reserve policy, contiguous-max variants and SGLang's admission
+	// look at it.
 	MaxTokens int
+	// MaxTokensIsOutput says each request asked for exactly its output
+	// as max_tokens (a benchmark client that ignores EOS: vLLM's and
+	// SGLang's random datasets), within MaxTokens and the context.
+	MaxTokensIsOutput bool
 
 	// PrefixCaching lets paged reuse cached KV blocks of prompts whose
 	// requests carry prefix ids (Mooncake hash_ids, generated sessions), as

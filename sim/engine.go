@@ -95,6 +95,7 @@ type Engine struct {
 
 	act   activationBufs // activations.go
 	runs  decodeRuns     // fastpath.go
+	sgl   sglAdmit       // profile_engine.go: SGLang's admission rule
 	trips tripMemo       // fastpath.go
 	samp  sampler        // sample.go
 	tally tally          // account.go
@@ -169,6 +170,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	e.res = Result{KV: e.kv.Name(), Allocator: e.al.Spec(), OnOOM: c.OnOOM.String(), KVBudgetBytes: e.budgetBytes}
 	e.paged = ks.Family() == strategy.Paged
 	e.contiguous = ks.Family() == strategy.Contiguous
+	e.sgl = sglAdmit{on: c.Engine == EngineSGLang && c.OnOOM == OnOOMPreempt && e.paged, ratio: sglInitRatio}
 	// vAttention sizes its physical page pool like vLLM's block pool, so
 	// vmm KV stops at the same budget; a paged pool is capped by its size.
 	e.capped = ks.Family() == strategy.VMM
@@ -186,6 +188,9 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		maxOut := c.MaxContext - w.PromptTokens
 		if c.MaxTokens > 0 {
 			maxOut = min(maxOut, c.MaxTokens)
+		}
+		if c.MaxTokensIsOutput {
+			maxOut = min(maxOut, max(w.OutputTokens, 1))
 		}
 		n := max(w.N, 1)
 		e.reqs[i] = req{id: w.ID, arrival: w.Arrival, prompt: w.PromptTokens, output: w.OutputTokens,
@@ -257,6 +262,9 @@ func (e *Engine) Run() (Result, error) {
 			e.sampleUntil(t)
 			e.now = max(e.now, t)
 			e.checkDefrag()
+			if e.sgl.on {
+				e.sglSetRatio(sglInitRatio) // self_check_during_idle
+			}
 			continue
 		}
 		if err := e.step(); err != nil {
@@ -432,6 +440,9 @@ func (e *Engine) step() error {
 		e.rec.step(work, e.now-dt, e.now)
 	}
 	e.res.Steps++
+	if !e.batch[0].prefill {
+		e.sgl.decode++
+	}
 	e.tally.batchSum += int64(len(e.batch))
 	for _, b := range e.batch {
 		if err := e.advance(b); err != nil {

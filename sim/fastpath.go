@@ -209,6 +209,7 @@ func (e *Engine) decodeRun() bool {
 	}
 	e.now = end
 	e.res.Steps += k
+	e.sgl.decode += k
 	e.runs.steps += k
 	e.tally.batchSum += k * n
 	for _, ri := range e.running {
@@ -237,6 +238,9 @@ func (e *Engine) admissionBlocked() bool {
 	}
 	if len(e.running) >= c.MaxSeqs || budget <= 0 {
 		return true
+	}
+	if e.sgl.on {
+		return false // SGLang's room changes with every decode step
 	}
 	r := &e.reqs[e.waiting.front()]
 	return (!c.ChunkedPrefill && r.need > budget) ||

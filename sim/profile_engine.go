@@ -148,3 +148,73 @@ func sglangGraphSizes(capacity int64) []int {
 	}
 	return s
 }
+
+// SGLang's admission (python/sglang/srt/managers/schedule_policy.py,
+// PrefillAdder, and scheduler.py, as in every release from 0.3 to 0.5):
+// a waiting request is admitted only while its prompt and its whole
+// max_new_tokens (clipped at SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, 4,096)
+// fit in the KV pool's free tokens less what the running requests are
+// expected to still need: their max_new_tokens left times new_token_ratio.
+// The ratio starts at 0.7 (global_config.default_init_new_token_ratio ×
+// schedule_conservativeness 1), falls by (0.7 − 0.7×0.14) ÷ 600 every
+// decode step to 0.7×0.14 (default_min_new_token_ratio_factor,
+// default_new_token_ratio_decay_steps), is set back to 0.7 when the
+// engine idles (self_check_during_idle), and after a retraction to
+// (tokens decoded + 20 × requests) ÷ their max_new_tokens, at most 1
+// (ScheduleBatch.retract_decode, retract_decode_steps 20). vLLM admits
+// whatever fits now; the difference shows only where memory binds.
+const (
+	sglInitRatio     = 0.7
+	sglMinRatio      = 0.7 * 0.14
+	sglRatioDecay    = (sglInitRatio - sglMinRatio) / 600
+	sglClipNewTokens = 4096
+	sglRetractSteps  = 20
+)
+
+// sglAdmit is the state of SGLang's admission rule (Engine.sgl).
+type sglAdmit struct {
+	on     bool    // the engine is SGLang and preempts (retracts) on OOM
+	ratio  float64 // new_token_ratio at decode step at
+	at     int64   // decode steps done when ratio was set
+	decode int64   // decode steps done (steps less prefill steps)
+}
+
+// sglRatio is new_token_ratio now.
+func (e *Engine) sglRatio() float64 {
+	return max(sglMinRatio, e.sgl.ratio-sglRatioDecay*float64(e.sgl.decode-e.sgl.at))
+}
+
+// sglSetRatio sets new_token_ratio from this decode step on.
+func (e *Engine) sglSetRatio(r float64) { e.sgl.ratio, e.sgl.at = r, e.sgl.decode }
+
+// sglRoom is what SGLang's PrefillAdder sees at the start of a prefill
+// pass: the pool's tokens not held by running requests, less the running
+// requests' expected growth (rem_total_tokens).
+func (e *Engine) sglRoom() float64 {
+	ratio := e.sglRatio()
+	held, growth := int64(0), 0.0
+	for _, ri := range e.running {
+		r := &e.reqs[ri]
+		held += int64(r.prompt) + int64(r.n)*int64(r.gen)
+		growth += float64(r.n) * float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens)) * ratio
+	}
+	return float64(e.budgetTokens()-held) - growth
+}
+
+// sglNeed is what a waiting request takes from that room when admitted.
+func (e *Engine) sglNeed(r *req) float64 {
+	return float64(r.prompt) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
+}
+
+// sglRetracted sets the ratio as retract_decode does after a retraction.
+func (e *Engine) sglRetracted() {
+	dec, maxNew := 0, 0
+	for _, ri := range e.running {
+		r := &e.reqs[ri]
+		dec += r.gen
+		maxNew += r.maxOut
+	}
+	if maxNew > 0 {
+		e.sglSetRatio(min(1, float64(dec+sglRetractSteps*len(e.running))/float64(maxNew)))
+	}
+}

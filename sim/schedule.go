@@ -40,12 +40,18 @@ func (e *Engine) schedule() (preempted bool, err error) {
 			return false, err
 		}
 		_, preempted, err = e.scheduleRunning(budget, passDecodes)
+		if preempted && e.sgl.on {
+			e.sglRetracted()
+		}
 		return preempted, err
 	}
 	if budget, preempted, err = e.scheduleRunning(budget, passAll); err != nil {
 		return preempted, err
 	}
 	if preempted {
+		if e.sgl.on {
+			e.sglRetracted()
+		}
 		// vLLM admits nobody in a step that had to preempt.
 		return preempted, nil
 	}
@@ -111,11 +117,25 @@ func (e *Engine) scheduleRunning(budget int, pass runPass) (left int, preempted 
 // e.batch. It returns the budget left.
 func (e *Engine) admitWaiting(budget int) (int, error) {
 	c := &e.cfg
+	var room float64
+	if e.sgl.on && e.waiting.len() > 0 {
+		room = e.sglRoom()
+	}
 	for e.waiting.len() > 0 && len(e.running) < c.MaxSeqs && budget > 0 {
 		ri := e.waiting.front()
 		r := &e.reqs[ri]
 		if !c.ChunkedPrefill && r.need > budget {
 			break
+		}
+		if e.sgl.on {
+			// SGLang's PrefillAdder: NO_TOKEN once the request's prompt and
+			// max_new_tokens reach the room left (nobody running: admitted,
+			// or it would wait for good).
+			need := e.sglNeed(r)
+			if need >= room && len(e.running) > 0 {
+				break
+			}
+			room -= need
 		}
 		if c.OnOOM == OnOOMReserve && e.committed+e.reserveTokens(r) > e.budgetTokens() {
 			break

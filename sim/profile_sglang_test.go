@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// TestSGLangAdmission: requests that all arrive at once, with 100-token
+// prompts and max_tokens 200. SGLang's first prefill pass admits a request
+// while its prompt and max_new_tokens (300 tokens) stay below the pool's
+// room less what it admitted before in the pass (the first always); vLLM
+// V1 admits while the prompts' blocks fit, three times as many. After the
+// run, whoever was retracted set the ratio within [0.098, 1], and it decays
+// 0.001 a decode step.
+func TestSGLangAdmission(t *testing.T) {
+	base := tinyConfig(64 << 20)
+	base.ChunkedPrefill = true
+	base.MaxTokens = 200
+	base.MaxBatchTokens = 4096
+	base.MaxSeqs = 1 << 20
+	probe, err := New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := probe.budgetTokens()
+	n := int(budget/100) + 20
+	reqs := make([]workload.Request, n)
+	for i := range reqs {
+		reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i), PromptTokens: 100, OutputTokens: 150, N: 1}
+	}
+	first := func(eng EngineKind) (*Engine, int) {
+		c := base
+		c.Engine = eng
+		e, err := New(c, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.arrive()
+		if err := e.step(); err != nil {
+			t.Fatal(err)
+		}
+		return e, len(e.running)
+	}
+	want := 1
+	for 300*int64(want+1) < budget {
+		want++
+	}
+	e, got := first(EngineSGLang)
+	if !e.sgl.on {
+		t.Fatal("SGLang's admission rule is off for a paged SGLang engine")
+	}
+	if got != want {
+		t.Errorf("SGLang admitted %d of %d in its first pass, want %d (pool %d tokens, 300 a request)", got, n, want, budget)
+	}
+	_, v1 := first(EngineVLLMV1)
+	t.Logf("pool %d tokens: SGLang admitted %d, vLLM V1 %d", budget, got, v1)
+	if v1 < 2*want {
+		t.Errorf("vLLM V1 admitted %d, want about three times SGLang's %d (prompts only)", v1, want)
+	}
+	if r := e.sglRatio(); r != sglInitRatio {
+		t.Errorf("ratio %g after a prefill step, want %g", r, sglInitRatio)
+	}
+	e.sgl.decode += 100
+	if r, w := e.sglRatio(), sglInitRatio-100*sglRatioDecay; r < w-1e-12 || r > w+1e-12 {
+		t.Errorf("ratio %g after 100 decode steps, want %g", r, w)
+	}
+	e.sgl.decode += 1000
+	if r := e.sglRatio(); r != sglMinRatio {
+		t.Errorf("ratio %g after 1,100 decode steps, want the floor %g", r, sglMinRatio)
+	}
+	c := base
+	c.Engine = EngineSGLang
+	runEngine(t, c, reqs)
+}
