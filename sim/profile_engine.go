@@ -201,9 +201,11 @@ func (e *Engine) sglRoom() float64 {
 	return float64(e.budgetTokens()-held) - growth
 }
 
-// sglNeed is what a waiting request takes from that room when admitted.
+// sglNeed is what a waiting request takes from that room when admitted:
+// its fill (extend_input_len: the prompt and, after a retraction, the
+// output so far, as sglRoom holds it once it runs) and max_new_tokens left.
 func (e *Engine) sglNeed(r *req) float64 {
-	return float64(r.prompt) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
+	return float64(r.prompt) + float64(r.n)*float64(r.gen) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
 }
 
 // sglRetracted sets the ratio as retract_decode does after a retraction.

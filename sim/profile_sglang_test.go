@@ -74,3 +74,28 @@ func TestSGLangAdmission(t *testing.T) {
 	c.Engine = EngineSGLang
 	runEngine(t, c, reqs)
 }
+
+// TestSGLangNeedRetracted: a retracted request waits with its output so
+// far; SGLang's PrefillAdder charges its re-admission the whole fill
+// (prompt + output so far: extend_input_len) and the max_new_tokens left,
+// as sglRoom counts it once it runs again (prompt + n × gen held, the rest
+// expected). A fresh request's charge is its prompt and max_tokens.
+func TestSGLangNeedRetracted(t *testing.T) {
+	c := tinyConfig(64 << 20)
+	c.Engine = EngineSGLang
+	c.MaxTokens = 200
+	reqs := []workload.Request{{ID: "a", PromptTokens: 100, OutputTokens: 150, N: 1}}
+	e, err := New(c, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &e.reqs[0]
+	if got := e.sglNeed(r); got != 300 {
+		t.Errorf("fresh request: need %g, want 300 (prompt 100 + max_tokens 200)", got)
+	}
+	r.gen = 50 // retracted after 50 tokens: 150 to recompute, 150 to go
+	r.need = r.prompt + r.gen
+	if got := e.sglNeed(r); got != 300 {
+		t.Errorf("retracted after 50 tokens: need %g, want 300 (fill 150 + 150 left)", got)
+	}
+}
