@@ -99,3 +99,73 @@ func TestSGLangNeedRetracted(t *testing.T) {
 		t.Errorf("retracted after 50 tokens: need %g, want 300 (fill 150 + 150 left)", got)
 	}
 }
+
+// TestSGLangRetractRatio: a retraction sets new_token_ratio to (tokens
+// decoded + 20 × requests) ÷ their max_new_tokens over the requests still
+// running, at most 1 (ScheduleBatch.retract_decode), below the floor if so
+// it comes out: the retraction's decode step sets the ratio instead of
+// decaying it, and the next decode step decays it, max(ratio − decay,
+// 0.098) (Scheduler.update_running_batch). A run that retracts keeps the
+// engine's accounting.
+func TestSGLangRetractRatio(t *testing.T) {
+	c := tinyConfig(64 << 20)
+	c.Engine = EngineSGLang
+	c.MaxTokens = 1000
+	reqs := []workload.Request{
+		{ID: "a", PromptTokens: 100, OutputTokens: 500, N: 1},
+		{ID: "b", PromptTokens: 100, OutputTokens: 500, N: 1},
+	}
+	e, err := New(c, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.running = append(e.running, 0, 1)
+	e.reqs[0].gen, e.reqs[1].gen = 30, 10
+	e.sgl.decode = 77
+	e.sglRetracted()
+	low := (30.0 + 10 + 2*sglRetractSteps) / 2000
+	if r := e.sglRatio(); r != low {
+		t.Errorf("ratio %g after a retraction, want (30 + 10 + 2 × 20) ÷ 2,000 = %g, below the floor", r, low)
+	}
+	e.sgl.decoded(1) // the retraction's own decode step
+	if r := e.sglRatio(); r != low {
+		t.Errorf("ratio %g after the retraction's decode step, want %g (set, not decayed)", r, low)
+	}
+	e.sgl.decoded(1)
+	if r := e.sglRatio(); r != sglMinRatio {
+		t.Errorf("ratio %g a decode step later, want the floor %g", r, sglMinRatio)
+	}
+	e.reqs[0].gen, e.reqs[1].gen = 990, 990
+	e.sglRetracted()
+	e.sgl.decoded(3) // a decode run of 3 steps: the first is the retraction's
+	if r, w := e.sglRatio(), 1-2*sglRatioDecay; r < w-1e-12 || r > w+1e-12 {
+		t.Errorf("ratio %g 3 decode steps from a retraction late in the outputs, want 1 (the cap) decayed twice, %g", r, w)
+	}
+	e.sglSetRatio(sglInitRatio) // idle
+	e.sgl.decoded(1)
+	if r, w := e.sglRatio(), sglInitRatio-sglRatioDecay; r < w-1e-12 || r > w+1e-12 {
+		t.Errorf("ratio %g a decode step after an idle reset, want %g", r, w)
+	}
+
+	// A run that retracts: requests of 1,000 tokens every 5 ms on a pool
+	// of a few thousand.
+	c.MaxTokens = 0
+	probe, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(probe.budgetTokens() / 200)
+	reqs = reqs[:0]
+	for i := range 4 * n {
+		reqs = append(reqs, workload.Request{ID: fmt.Sprintf("r%d", i), PromptTokens: 100, OutputTokens: 900, N: 1, Arrival: int64(i) * 5e6})
+	}
+	c.MaxTokens = 1000
+	e, res := runEngine(t, c, reqs)
+	t.Logf("%d requests, %d retractions, ratio at the end %g", len(reqs), res.Preemptions, e.sglRatio())
+	if res.Preemptions == 0 {
+		t.Errorf("no retraction in a run of %d requests of 1,000 tokens on a pool of %d", len(reqs), probe.budgetTokens())
+	}
+	if r := e.sglRatio(); r < 0 || r > 1 {
+		t.Errorf("ratio %g at the end, want within [0, 1]", r)
+	}
+}
