@@ -11,9 +11,10 @@ import (
 // prompts and max_tokens 200. SGLang's first prefill pass admits a request
 // while its prompt and max_new_tokens (300 tokens) stay below the pool's
 // room less what it admitted before in the pass (the first always); vLLM
-// V1 admits while the prompts' blocks fit, three times as many. After the
-// run, whoever was retracted set the ratio within [0.098, 1], and it decays
-// 0.001 a decode step.
+// V1 admits while the prompts' blocks fit, three times as many. The ratio
+// stays 0.7 through prefill steps and decays 0.001 a decode step to its
+// floor; the whole run keeps the engine's accounting (retractions:
+// TestSGLangRetractRatio).
 func TestSGLangAdmission(t *testing.T) {
 	base := tinyConfig(64 << 20)
 	base.ChunkedPrefill = true
