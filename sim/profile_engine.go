@@ -211,14 +211,16 @@ func (e *Engine) sglSetRatio(r float64) {
 // pass: the pool's tokens not held by running requests, less the running
 // requests' expected growth (rem_total_tokens).
 func (e *Engine) sglRoom() float64 {
-	ratio := e.sglRatio()
-	held, growth := int64(0), 0.0
+	// Integer sums, one multiply: this runs on every prefill pass while
+	// requests wait, over every running request.
+	var held, left int64
 	for _, ri := range e.running {
 		r := &e.reqs[ri]
-		held += int64(r.prompt) + int64(r.n)*int64(r.gen)
-		growth += float64(r.n) * float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens)) * ratio
+		n := int64(r.n)
+		held += int64(r.prompt) + n*int64(r.gen)
+		left += n * int64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
 	}
-	return float64(e.budgetTokens()-held) - growth
+	return float64(e.budgetTokens()-held) - float64(left)*e.sglRatio()
 }
 
 // sglNeed is what a waiting request takes from that room when admitted:
