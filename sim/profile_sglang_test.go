@@ -2,8 +2,13 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/alloc/registry"
+	"github.com/gpufrag/gpufrag/kv/strategy"
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -169,4 +174,52 @@ func TestSGLangRetractRatio(t *testing.T) {
 	if r := e.sglRatio(); r < 0 || r > 1 {
 		t.Errorf("ratio %g at the end, want within [0, 1]", r)
 	}
+}
+
+// BenchmarkSGLangAdmission is BenchmarkEngine's paged:16 on caching run
+// (2,000 requests of Llama-3.1-8B on one H100: Poisson arrivals at 10 a
+// second, prompts log-uniform in [100, 8000], outputs uniform in [50,
+// 500]) as engine sglang, whose admission sums the running requests on
+// every prefill pass while requests wait (sglRoom). Instructions:
+//
+//	go test -c -o /tmp/sim.test ./sim && cd sim && GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off GOMAXPROCS=1 \
+//	  valgrind --tool=callgrind /tmp/sim.test -test.run '^$' -test.bench SGLangAdmission -test.benchtime 3x
+func BenchmarkSGLangAdmission(b *testing.B) {
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		b.Fatal(err)
+	}
+	arr, err := workload.Poisson(10, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lens := rand.New(rand.NewPCG(1, 2))
+	reqs := make([]workload.Request, 2000)
+	var at int64
+	for i := range reqs {
+		if i > 0 {
+			at += arr.Gap()
+		}
+		prompt := int(100 * math.Pow(8000.0/100, lens.Float64()))
+		reqs[i] = workload.Request{ID: fmt.Sprintf("b%d", i), Arrival: at, PromptTokens: prompt, OutputTokens: 50 + lens.IntN(451), N: 1}
+	}
+	c := DefaultConfig(m, g)
+	c.KV, c.Alloc = strategy.MustParseSpec("paged:16"), registry.MustParse("caching")
+	c.Engine = EngineSGLang
+	var res Result
+	for range b.N {
+		e, err := New(c, reqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err = e.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.Steps), "steps/op")
+	b.ReportMetric(float64(res.RequestsCompleted), "completed/op")
 }
