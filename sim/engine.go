@@ -441,7 +441,7 @@ func (e *Engine) step() error {
 	}
 	e.res.Steps++
 	if !e.batch[0].prefill {
-		e.sgl.decode++
+		e.sgl.decoded(1)
 	}
 	e.tally.batchSum += int64(len(e.batch))
 	for _, b := range e.batch {

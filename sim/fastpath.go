@@ -209,7 +209,7 @@ func (e *Engine) decodeRun() bool {
 	}
 	e.now = end
 	e.res.Steps += k
-	e.sgl.decode += k
+	e.sgl.decoded(k)
 	e.runs.steps += k
 	e.tally.batchSum += k * n
 	for _, ri := range e.running {

@@ -161,6 +161,7 @@ func sglangGraphSizes(capacity int64) []int {
 // default_new_token_ratio_decay_steps), is set back to 0.7 when the
 // engine idles (self_check_during_idle), and after a retraction to
 // (tokens decoded + 20 × requests) ÷ their max_new_tokens, at most 1
+// and, until the next decode step decays it, possibly below the floor
 // (ScheduleBatch.retract_decode, retract_decode_steps 20). vLLM admits
 // whatever fits now; the difference shows only where memory binds.
 const (
@@ -173,37 +174,60 @@ const (
 
 // sglAdmit is the state of SGLang's admission rule (Engine.sgl).
 type sglAdmit struct {
-	on     bool    // the engine is SGLang and preempts (retracts) on OOM
-	ratio  float64 // new_token_ratio at decode step at
-	at     int64   // decode steps done when ratio was set
-	decode int64   // decode steps done (steps less prefill steps)
+	on      bool    // the engine is SGLang and preempts (retracts) on OOM
+	retract bool    // ratio was set by a retraction whose decode step is still to count
+	ratio   float64 // new_token_ratio at decode step at
+	at      int64   // decode steps done when ratio was set
+	decode  int64   // decode steps done (steps less prefill steps)
 }
 
-// sglRatio is new_token_ratio now.
+// decoded counts k decode steps. The first after a retraction is the
+// retraction's own, which sets the ratio instead of decaying it
+// (Scheduler.update_running_batch).
+func (s *sglAdmit) decoded(k int64) {
+	if s.retract {
+		s.at++
+		s.retract = false
+	}
+	s.decode += k
+}
+
+// sglRatio is new_token_ratio now: as set until a decode step decays it,
+// then never below the floor (a retraction may set it lower: the floor
+// applies from the next decay on, max(ratio − decay, min)).
 func (e *Engine) sglRatio() float64 {
+	if e.sgl.decode == e.sgl.at {
+		return e.sgl.ratio
+	}
 	return max(sglMinRatio, e.sgl.ratio-sglRatioDecay*float64(e.sgl.decode-e.sgl.at))
 }
 
 // sglSetRatio sets new_token_ratio from this decode step on.
-func (e *Engine) sglSetRatio(r float64) { e.sgl.ratio, e.sgl.at = r, e.sgl.decode }
+func (e *Engine) sglSetRatio(r float64) {
+	e.sgl.ratio, e.sgl.at, e.sgl.retract = r, e.sgl.decode, false
+}
 
 // sglRoom is what SGLang's PrefillAdder sees at the start of a prefill
 // pass: the pool's tokens not held by running requests, less the running
 // requests' expected growth (rem_total_tokens).
 func (e *Engine) sglRoom() float64 {
-	ratio := e.sglRatio()
-	held, growth := int64(0), 0.0
+	// Integer sums, one multiply: this runs on every prefill pass while
+	// requests wait, over every running request.
+	var held, left int64
 	for _, ri := range e.running {
 		r := &e.reqs[ri]
-		held += int64(r.prompt) + int64(r.n)*int64(r.gen)
-		growth += float64(r.n) * float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens)) * ratio
+		n := int64(r.n)
+		held += int64(r.prompt) + n*int64(r.gen)
+		left += n * int64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
 	}
-	return float64(e.budgetTokens()-held) - growth
+	return float64(e.budgetTokens()-held) - float64(left)*e.sglRatio()
 }
 
-// sglNeed is what a waiting request takes from that room when admitted.
+// sglNeed is what a waiting request takes from that room when admitted:
+// its fill (extend_input_len: the prompt and, after a retraction, the
+// output so far, as sglRoom holds it once it runs) and max_new_tokens left.
 func (e *Engine) sglNeed(r *req) float64 {
-	return float64(r.prompt) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
+	return float64(r.prompt) + float64(r.n)*float64(r.gen) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
 }
 
 // sglRetracted sets the ratio as retract_decode does after a retraction.
@@ -216,5 +240,6 @@ func (e *Engine) sglRetracted() {
 	}
 	if maxNew > 0 {
 		e.sglSetRatio(min(1, float64(dec+sglRetractSteps*len(e.running))/float64(maxNew)))
+		e.sgl.retract = true
 	}
 }
