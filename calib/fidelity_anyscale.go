@@ -99,6 +99,13 @@ func fidAnyscaleRequests(f *Figure) ([]workload.Request, string, string) {
 	if w.InputLen <= 0 || w.NumPrompts <= 0 || w.OutputLen <= 0 || w.MaxTokens <= 0 || w.InputLen+1 > 2048 {
 		return nil, "", "an Anyscale run needs workload.input_len, num_prompts, output_len (the exponential's mean) and max_tokens (its cap)"
 	}
+	// The outputs are drawn again while above the cap: a mean far above it
+	// would take ever more draws (at 64 times the cap, one in 65 is kept),
+	// and a run of more prompts than the client's 1,000-5,000 is not one
+	// of its configs.
+	if w.OutputLen > 64*w.MaxTokens || w.NumPrompts > 100_000 {
+		return nil, "", fmt.Sprintf("an Anyscale run draws at most 100,000 outputs with a mean at most 64 times the cap: got %d prompts, mean %d, cap %d", w.NumPrompts, w.OutputLen, w.MaxTokens)
+	}
 	run := fidAnyscaleRun{promptMean: w.InputLen, n: w.NumPrompts, respMean: w.OutputLen, respRange: w.MaxTokens}
 	v, ok := fidAnyscaleCache.Load(run)
 	if !ok {

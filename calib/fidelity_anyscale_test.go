@@ -195,3 +195,20 @@ func TestAnyscaleLatencyTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnyscaleRefusesUnboundedDraws: a figure whose output mean is far above
+// its cap (each output redrawn while above it) is skipped with a reason, not
+// drawn for ever.
+func TestAnyscaleRefusesUnboundedDraws(t *testing.T) {
+	for _, w := range []Workload{
+		{InputLen: 512, NumPrompts: 1000, OutputLen: 1 << 20, MaxTokens: 32},
+		{InputLen: 512, NumPrompts: 1 << 30, OutputLen: 128, MaxTokens: 32},
+	} {
+		f := &Figure{ID: "x", Source: fidAnyscaleSource}
+		f.Setup.Workload = w
+		reqs, _, skip := fidAnyscaleRequests(f)
+		if skip == "" || reqs != nil {
+			t.Errorf("%+v: drawn (%d requests), want a skip", w, len(reqs))
+		}
+	}
+}

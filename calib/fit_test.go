@@ -505,8 +505,14 @@ func TestFileID(t *testing.T) {
 // 16 req/s datacrunch run queued 24.7 s where 0.6 s was measured); the
 // other engines' replays keep the setup's limit.
 func TestReplaySGLangMaxTokens(t *testing.T) {
-	m, _ := model.Preset("llama-3.1-8b")
-	g, _ := model.LookupGPU("h100-80g")
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := NewReplaySetup(m, g, 1)
 	for _, eng := range []sim.EngineKind{sim.EngineVLLMV1, sim.EngineVLLMV0, sim.EngineSGLang} {
 		s.Config.Engine = eng

@@ -122,7 +122,7 @@ func (s *ReplaySetup) config(p *sim.Profile, maxConcurrency int) sim.Config {
 	// dataset's output length): SGLang's admission reserves that, not the
 	// context's room. Only SGLang's admission reads it from a paged cache,
 	// so the other engines' replays are unchanged.
-	c.MaxTokensIsOutput = c.Engine == sim.EngineSGLang
+	c.MaxTokensIsOutput = c.MaxTokensIsOutput || c.Engine == sim.EngineSGLang
 	return c
 }
 
