@@ -237,7 +237,63 @@ func (s *Classed) restSet() *Binned {
 
 // Insert adds k; it reports false (and changes nothing) if an equal key is
 // already present.
+//
+// Insert is the common cases with no call on their path: a key into an
+// empty flat bin, and a key into a flat bin without buckets whose more has
+// room below classBucket (a new lowest, or above the top by a search and a
+// shift of more); insertSlow is every case, called for the others.
+// With every case in one body the calls of the rare ones (allocation,
+// spills, the buckets) made the compiler save the key's three words and
+// the chunk on the stack at entry, on every insert (callgrind).
 func (s *Classed) Insert(k Key) bool {
+	if c := k.Hi; c < numBins {
+		if ch := s.bins[c>>6]; ch != nil {
+			t := &ch.top[c&63]
+			if n := t.n; n == 0 {
+				if !s.occ.has(int(c)) { // else spilled
+					*t = classTop{k.Lo, k.ID, 1}
+					s.occ.mark(int(c))
+					s.n++
+					return true
+				}
+			} else if k.Lo < t.lo && int(n) != classFlat && ch.more != nil {
+				mp := &ch.more[c&63]
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket {
+					*mp = (*mp)[:m+1] // in place: only the length is stored
+					(*mp)[m] = classKey{t.lo, t.id}
+					*t = classTop{k.Lo, k.ID, n + 1}
+					s.n++
+					return true
+				}
+			} else if k.Lo > t.lo && int(n) != classFlat && ch.more != nil && (ch.big == nil || ch.big[c&63] == nil) {
+				// Above the top of a bin without buckets: into more, a
+				// short decreasing run, if it has room.
+				mp := &ch.more[c&63]
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket {
+					bin := (*mp)[:m+1]
+					j := firstBelowLo(bin[:m], k.Lo)
+					if j > 0 && bin[j-1].lo == k.Lo {
+						return false
+					}
+					for x := m; x > j; x-- {
+						bin[x] = bin[x-1]
+					}
+					bin[j] = classKey{k.Lo, k.ID}
+					*mp = (*mp)[:m+1] // in place: only the length is stored
+					t.n = n + 1
+					s.n++
+					return true
+				}
+			}
+		}
+	}
+	return s.insertSlow(k)
+}
+
+// insertSlow is Insert, every case.
+//
+//go:noinline
+func (s *Classed) insertSlow(k Key) bool {
 	c := k.Hi
 	if c >= numBins {
 		return s.restSet().Insert(k)
