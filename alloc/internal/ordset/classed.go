@@ -421,7 +421,36 @@ func (s *Classed) Delete(k Key) bool {
 		return s.rest.Delete(k)
 	}
 	j := 0 // the top (idx −1): the lowest Lo, best fit's, is the common case
-	if t.lo != k.Lo {
+	if t.lo == k.Lo {
+		// DeleteAt's top case, written out (a call less).
+		s.n--
+		if n := t.n; n == 1 {
+			*t = classTop{}
+			s.occ.unmark(int(c))
+		} else if ch.popTop(i, n) {
+			ch.refill(i)
+		}
+		return true
+	}
+	if ch.more != nil && (ch.big == nil || ch.big[i] == nil) {
+		// A key of more in a bin without buckets: DeleteAt's flat case,
+		// written out (a call less).
+		mp := &ch.more[i]
+		bin := *mp
+		j = firstBelowLo(bin, k.Lo)
+		if j == 0 || bin[j-1].lo != k.Lo {
+			return false
+		}
+		last := len(bin) - 1
+		for x := j - 1; x < last; x++ {
+			bin[x] = bin[x+1]
+		}
+		*mp = (*mp)[:last] // in place: only the length is stored
+		t.n--
+		s.n--
+		return true
+	}
+	{
 		bin := ch.others(i)
 		if ch.big != nil && ch.big[i] != nil && k.Lo > bin[0].lo { // above the front
 			bk, p, ok := ch.big[i].find(k.Lo)
