@@ -239,9 +239,11 @@ func (s *Classed) restSet() *Binned {
 // already present.
 //
 // Insert is the common cases with no call on their path: a key into an
-// empty flat bin, and a key into a flat bin without buckets whose more has
-// room below classBucket (a new lowest, or above the top by a search and a
-// shift of more); insertSlow is every case, called for the others.
+// empty flat bin, and a key into a flat bin's more (its front, if the bin
+// has buckets) when more has room below classBucket: a new lowest, or one
+// above the top by a search and a shift of more; insertSlow is every case,
+// called for the others.
+//
 // With every case in one body the calls of the rare ones (allocation,
 // spills, the buckets) made the compiler save the key's three words and
 // the chunk on the stack at entry, on every insert (callgrind).
@@ -265,11 +267,13 @@ func (s *Classed) Insert(k Key) bool {
 					s.n++
 					return true
 				}
-			} else if k.Lo > t.lo && int(n) != classFlat && ch.more != nil && (ch.big == nil || ch.big[c&63] == nil) {
-				// Above the top of a bin without buckets: into more, a
-				// short decreasing run, if it has room.
+			} else if k.Lo > t.lo && int(n) != classFlat && ch.more != nil {
+				// Above the top, and not above the front of a bin with
+				// buckets: into more, a short decreasing run, if it has
+				// room.
 				mp := &ch.more[c&63]
-				if m := len(*mp); m < cap(*mp) && m+1 < classBucket {
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket &&
+					(ch.big == nil || ch.big[c&63] == nil || k.Lo <= (*mp)[0].lo) {
 					bin := (*mp)[:m+1]
 					j := firstBelowLo(bin[:m], k.Lo)
 					if j > 0 && bin[j-1].lo == k.Lo {
