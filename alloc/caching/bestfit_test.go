@@ -1,6 +1,7 @@
 package caching
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -95,4 +96,50 @@ func TestBestFitAgainstWalk(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSplitLowReusedRecord: splitLow writes a reused record field by field
+// (not through newBlock's composite literal), so every field but gen must
+// be set even when the free record holds other values. The record is
+// filled with junk first; a field added to block fails the count check
+// until splitLow (and this test) set it.
+func TestSplitLowReusedRecord(t *testing.T) {
+	if n := reflect.TypeFor[block]().NumField(); n != 14 {
+		t.Fatalf("block has %d fields, splitLow's written-out newBlock sets 14: update both", n)
+	}
+	a, err := New(mem.MustDevice(4*mem.GiB, 0), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Alloc(1<<20, 0) // one small-pool segment of 2 MiB, split
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(h.Handle); err != nil { // merges back into one free block
+		t.Fatal(err)
+	}
+	if len(a.freeIDs) != 1 {
+		t.Fatalf("%d free records, want 1", len(a.freeIDs))
+	}
+	r := a.freeIDs[0]
+	a.blocks[r] = block{addr: 0xdead, size: 77, requested: 5, gcBase: 9, prev: 3, next: 4, seg: 5,
+		sidx: 6, qpos: 7, gen: 8, pool: 9, allocated: true, mapped: false, inUse: false}
+	h, err = a.Alloc(4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := a.lookup(h.Handle)
+	if !ok || id != r {
+		t.Fatalf("allocation in record %d (ok %v), want the reused record %d", id, ok, r)
+	}
+	b := a.blocks[id]
+	rest := a.blocks[b.next]
+	want := block{addr: rest.addr - 4096, size: 4096, prev: none, next: b.next, seg: none,
+		gen: 9, pool: smallPool, allocated: true, mapped: true, inUse: true, requested: 4096}
+	if b != want {
+		t.Fatalf("reused record %+v, want %+v", b, want)
+	}
+	if err := a.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
 }

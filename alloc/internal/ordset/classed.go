@@ -237,7 +237,67 @@ func (s *Classed) restSet() *Binned {
 
 // Insert adds k; it reports false (and changes nothing) if an equal key is
 // already present.
+//
+// Insert is the common cases with no call on their path: a key into an
+// empty flat bin, and a key into a flat bin's more (its front, if the bin
+// has buckets) when more has room below classBucket: a new lowest, or one
+// above the top by a search and a shift of more; insertSlow is every case,
+// called for the others.
+//
+// With every case in one body the calls of the rare ones (allocation,
+// spills, the buckets) made the compiler save the key's three words and
+// the chunk on the stack at entry, on every insert (callgrind).
 func (s *Classed) Insert(k Key) bool {
+	if c := k.Hi; c < numBins {
+		if ch := s.bins[c>>6]; ch != nil {
+			t := &ch.top[c&63]
+			if n := t.n; n == 0 {
+				if !s.occ.has(int(c)) { // else spilled
+					*t = classTop{k.Lo, k.ID, 1}
+					s.occ.mark(int(c))
+					s.n++
+					return true
+				}
+			} else if k.Lo < t.lo && int(n) != classFlat && ch.more != nil {
+				mp := &ch.more[c&63]
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket {
+					*mp = (*mp)[:m+1] // in place: only the length is stored
+					(*mp)[m] = classKey{t.lo, t.id}
+					*t = classTop{k.Lo, k.ID, n + 1}
+					s.n++
+					return true
+				}
+			} else if k.Lo > t.lo && int(n) != classFlat && ch.more != nil {
+				// Above the top, and not above the front of a bin with
+				// buckets: into more, a short decreasing run, if it has
+				// room.
+				mp := &ch.more[c&63]
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket &&
+					(ch.big == nil || ch.big[c&63] == nil || k.Lo <= (*mp)[0].lo) {
+					bin := (*mp)[:m+1]
+					j := firstBelowLo(bin[:m], k.Lo)
+					if j > 0 && bin[j-1].lo == k.Lo {
+						return false
+					}
+					for x := m; x > j; x-- {
+						bin[x] = bin[x-1]
+					}
+					bin[j] = classKey{k.Lo, k.ID}
+					*mp = (*mp)[:m+1] // in place: only the length is stored
+					t.n = n + 1
+					s.n++
+					return true
+				}
+			}
+		}
+	}
+	return s.insertSlow(k)
+}
+
+// insertSlow is Insert, every case.
+//
+//go:noinline
+func (s *Classed) insertSlow(k Key) bool {
 	c := k.Hi
 	if c >= numBins {
 		return s.restSet().Insert(k)
@@ -365,7 +425,36 @@ func (s *Classed) Delete(k Key) bool {
 		return s.rest.Delete(k)
 	}
 	j := 0 // the top (idx −1): the lowest Lo, best fit's, is the common case
-	if t.lo != k.Lo {
+	if t.lo == k.Lo {
+		// DeleteAt's top case, written out (a call less).
+		s.n--
+		if n := t.n; n == 1 {
+			*t = classTop{}
+			s.occ.unmark(int(c))
+		} else if ch.popTop(i, n) {
+			ch.refill(i)
+		}
+		return true
+	}
+	if ch.more != nil && (ch.big == nil || ch.big[i] == nil) {
+		// A key of more in a bin without buckets: DeleteAt's flat case,
+		// written out (a call less).
+		mp := &ch.more[i]
+		bin := *mp
+		j = firstBelowLo(bin, k.Lo)
+		if j == 0 || bin[j-1].lo != k.Lo {
+			return false
+		}
+		last := len(bin) - 1
+		for x := j - 1; x < last; x++ {
+			bin[x] = bin[x+1]
+		}
+		*mp = (*mp)[:last] // in place: only the length is stored
+		t.n--
+		s.n--
+		return true
+	}
+	{
 		bin := ch.others(i)
 		if ch.big != nil && ch.big[i] != nil && k.Lo > bin[0].lo { // above the front
 			bk, p, ok := ch.big[i].find(k.Lo)
