@@ -44,7 +44,7 @@ type bucketBin struct {
 	base  uint64
 	shift uint
 	n     int32 // keys
-	ops   int32 // inserts and deletes since the bin was last bucketized
+	ops   int64 // inserts and deletes since the bin was last bucketized (64 bits: an int32 wrapped after 2^31 and stopped the rebucketing)
 	b     [64][]classKey
 }
 
@@ -126,7 +126,7 @@ func (bb *bucketBin) insert(e classKey) bool {
 	bb.occ |= 1 << j
 	bb.n++
 	bb.ops++
-	if len(s) > bucketMax && bb.ops > bb.n {
+	if len(s) > bucketMax && bb.ops > int64(bb.n) {
 		bb.bucketize(bb.keys(make([]classKey, 0, bb.n)))
 	}
 	return true

@@ -1,6 +1,7 @@
 package ordset
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -438,4 +439,29 @@ func TestClassedBuckets(t *testing.T) {
 		}
 	}
 	classBucket, bucketMax = 32, 32
+}
+
+// TestBucketOpsNoWrap: the count of inserts and deletes since a bin was
+// bucketized decides when an overfull bucket is spread again; after 2^31 of
+// them (a long simulation's busy bin) it must still do so. With an int32
+// count it wrapped negative and the bin was never spread again.
+func TestBucketOpsNoWrap(t *testing.T) {
+	var bb bucketBin
+	keys := make([]classKey, 64)
+	for i := range keys {
+		keys[i] = classKey{lo: uint64(63-i) * 1000, id: int32(i)}
+	}
+	bb.bucketize(keys)
+	bb.ops = math.MaxInt32
+	top := keys[0].lo
+	for i := 1; i <= 400; i++ {
+		if !bb.insert(classKey{lo: top + uint64(i), id: int32(1000 + i)}) {
+			t.Fatalf("insert %d refused", i)
+		}
+	}
+	// An overfull bucket past n operations spreads the bin again, which
+	// starts the count afresh.
+	if bb.ops < 0 || bb.ops > 400 {
+		t.Fatalf("operation count %d after 400 inserts past 2^31: the bin was never spread again", bb.ops)
+	}
 }
