@@ -141,6 +141,8 @@ type StepModel struct {
 	linNsPerTok  float64 // ns per linear token at the efficiency ceiling
 	headNsPerRow float64 // ns per lm_head row at the ceiling
 	halfTokens   float64 // n½ of the compute efficiency
+	headHalf     float64 // n½ of the lm_head's compute efficiency
+	flatBelow    float64 // tokens below which the efficiency stays at its value there (0: none)
 	blend        float64 // Linear.BlendExponent
 	// blendTab tabulates (1 + r^p)^(1/p) over r in [0, 1] for an exponent
 	// other than 1, 2 or ≥ maxBlend, so that a step costs no math.Pow.
@@ -172,16 +174,25 @@ func (p *Profile) Compile(s Shape) *StepModel {
 	bf16 := p.Peak.BF16FLOPSPerS
 	// ns = FLOPs ÷ (FLOP/s × efficiency) × 1e9.
 	linCeil := bf16 * p.Linear.ComputeEffMax / 1e9
+	headCeil, half, flat := linCeil, p.Linear.ComputeHalfTokens, 0.0
 	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
 		linCeil = p.Peak.FP8FLOPSPerS * p.Linear.FP8ComputeEffMax / 1e9
+		headCeil = linCeil
+		if adaFP8GEMM[p.GPU] && p.Engine != EngineSGLang {
+			linCeil = p.Peak.FP8FLOPSPerS * AdaFP8ComputeEffMax / 1e9
+			half = AdaFP8ComputeHalfTokens
+			flat = AdaFP8FlatBelow
+		}
 	}
 	wbw := p.Peak.MemBytesPerS * p.Linear.WeightBWEff / 1e9
 	m := &StepModel{
 		layers:        float64(s.Layers),
 		tp:            s.TP,
 		linNsPerTok:   s.LinearFLOPsPerToken / linCeil,
-		headNsPerRow:  s.HeadFLOPsPerRow / linCeil,
-		halfTokens:    p.Linear.ComputeHalfTokens,
+		headNsPerRow:  s.HeadFLOPsPerRow / headCeil,
+		halfTokens:    half,
+		headHalf:      p.Linear.ComputeHalfTokens,
+		flatBelow:     flat,
 		blend:         p.Linear.BlendExponent,
 		blendTab:      blendTable(p.Linear.BlendExponent),
 		denseNs:       s.DenseWeightBytes / wbw,
@@ -227,6 +238,37 @@ func (m *StepModel) padded(n int64) (int64, bool) {
 	return int64(m.sizes[i]), true
 }
 
+// AdaFP8ComputeEffMax and AdaFP8ComputeHalfTokens replace
+// Linear.FP8ComputeEffMax and Linear.ComputeHalfTokens for the FP8 linear
+// layers (not the lm_head) of vLLM on the Ada GPUs of adaFP8GEMM (sm89).
+// They are set from a kernel table, not fitted to serving figures:
+// sgl-project/sglang#6756, "Main (with L40S)", vLLM's cutlass_scaled_mm
+// (the sm89 CUTLASS 2.x kernels of vllm-project/vllm#6677, on for Ada
+// since #6950, vLLM 0.5.4) on Llama-3.1-8B's N=6144 and 4096, K=4096 GEMMs
+// at M = 128 to 2048, timed by triton's do_bench (a cold L2;
+// bench_fp8_gemm.py prints 4 × GFLOP/s, its a being FP32): 79 to 293
+// TFLOP/s, 11-40% of the 733 TFLOP/s peak, where the shared FP8
+// efficiency gives 43% from M ≈ 10 on. This step model's GEMM form,
+// compute (M + n½) × FLOPs ÷ (peak × eff_max) blended with the weight
+// reads at the joint fit's exponent and weight efficiency, fits the 10
+// times with eff_max 0.41 and n½ 275 (rms log error 0.069):
+// TestAdaFP8FromKernelTable redoes the fit. AdaFP8FlatBelow is an
+// assumption: the table has no M below 128 (vllm#6677's times there are
+// L2-hot, not a DRAM-bound kernel's), so below it the efficiency is held
+// at M = 128's rather than let (M + n½) charge a 1-token decode for 276
+// tokens. SGLang keeps the shared terms: its own kernels' column of the
+// same table fits 0.51 and 235, which makes AccelMark's RTX 4090 FP8 runs
+// (SGLang 0.5.6) 15-39% too slow held out (docs/calibrate.md, issue 24,
+// ninth session: FP8 on Ada).
+const (
+	AdaFP8ComputeEffMax     = 0.41
+	AdaFP8ComputeHalfTokens = 275
+	AdaFP8FlatBelow         = 128
+)
+
+// adaFP8GEMM names the GPU presets whose FP8 GEMMs run Ada's (sm89) kernels.
+var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
+
 // Time is the time of one step, per term:
 //
 //	linear     (compute^p + weights^p)^(1/p), p the blend exponent:
@@ -267,8 +309,11 @@ func (m *StepModel) Time(st Step) Breakdown {
 	if n > 0 {
 		nf := float64(n)
 		compute := (nf + m.halfTokens) * m.linNsPerTok
+		if nf < m.flatBelow {
+			compute = nf * (m.flatBelow + m.halfTokens) / m.flatBelow * m.linNsPerTok
+		}
 		if st.Sampled > 0 {
-			compute += (float64(st.Sampled) + m.halfTokens) * m.headNsPerRow
+			compute += (float64(st.Sampled) + m.headHalf) * m.headNsPerRow
 		}
 		weights := m.denseNs
 		if m.moe {

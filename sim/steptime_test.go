@@ -446,3 +446,106 @@ func TestStepTimeScheduleOverlap(t *testing.T) {
 		t.Errorf("eager prefill: %d ns (overhead %v), want %d (overhead 1,012,000)", b.TotalNs, b.OverheadNs, want)
 	}
 }
+
+// TestAdaFP8GEMM: vLLM's FP8 linear layers on an Ada preset run at
+// AdaFP8ComputeEffMax of the FP8 peak with n½ AdaFP8ComputeHalfTokens,
+// held at M = AdaFP8FlatBelow's efficiency below it; the lm_head, BF16
+// weights, SGLang and other GPUs keep the shared terms.
+// With 1 B of weights the blend (max) is the compute alone.
+func TestAdaFP8GEMM(t *testing.T) {
+	prefill := func(n int64) Step {
+		var s Step
+		s.AddPrefill(0, n, 1)
+		return s
+	}
+	head := 101.0 * 100 // (1 row + n½ 100) × 100 ns: 1e8 FLOPs at 1e6 FLOP/ns
+	tests := []struct {
+		name, gpu string
+		engine    EngineKind
+		fp8       bool
+		n         int64
+		want      float64
+	}{
+		// 2e15 × 0.41 = 8.2e5 FLOP/ns: 1e9 ÷ 8.2e5 ns a token, (2000 + 275) tokens.
+		{"l40s fp8 2000", "l40s-48g", EngineVLLMV1, true, 2000, 2275 * 1e9 / 8.2e5},
+		// Below 128 tokens: 64 × (128 + 275) ÷ 128 tokens' worth.
+		{"l40s fp8 64", "l40s-48g", EngineVLLMV1, true, 64, 64 * 403.0 / 128 * 1e9 / 8.2e5},
+		{"4090 fp8 2000", "rtx4090-24g", EngineVLLMV0, true, 2000, 2275 * 1e9 / 8.2e5},
+		{"l40s sglang fp8", "l40s-48g", EngineSGLang, true, 2000, 2100 * 1e9 / 1e6},
+		// The shared terms: FP8 1e6 FLOP/ns, n½ 100; BF16 5e5 FLOP/ns.
+		{"toy fp8", "toy", EngineVLLMV1, true, 2000, 2100 * 1e9 / 1e6},
+		{"l40s bf16", "l40s-48g", EngineVLLMV1, false, 2000, 2100 * 1e9 / 5e5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, s := toyProfile(), toyShape()
+			p.GPU, p.Engine = tt.gpu, tt.engine
+			s.FP8, s.DenseWeightBytes = tt.fp8, 1
+			h := head
+			if !tt.fp8 {
+				h = 101.0 * 200 // lm_head at 5e5 FLOP/ns
+			}
+			got := p.StepTime(s, prefill(tt.n)).LinearNs
+			if math.Abs(got-(tt.want+h)) > 1e-6*(tt.want+h) {
+				t.Errorf("linear %g ns, want %g", got, tt.want+h)
+			}
+		})
+	}
+}
+
+// TestAdaFP8FromKernelTable redoes the fit behind AdaFP8ComputeEffMax and
+// AdaFP8ComputeHalfTokens, and the one of SGLang's column (0.51, 235: not
+// used, docs/calibrate.md says why): sgl-project/sglang#6756's
+// L40S table ("Main (with L40S)", bench_fp8_gemm.py's 4 × GFLOP/s), fitted
+// in log time by the step model's GEMM form on a grid of 0.01 in eff_max
+// and 5 tokens in n½, with the blend exponent (1.813) and weight efficiency
+// (0.7052) of the joint fit of commit 5ca4e8c and the L40S datasheet
+// (733 TFLOP/s FP8, 864 GB/s).
+func TestAdaFP8FromKernelTable(t *testing.T) {
+	type row struct {
+		n, k float64
+		v    map[float64]float64 // M → printed value
+	}
+	vllm := []row{
+		{6144, 4096, map[float64]float64{128: 3.447794e5, 256: 5.084626e5, 512: 6.848679e5, 1024: 8.118999e5, 2048: 1.045980e6}},
+		{4096, 4096, map[float64]float64{128: 3.165899e5, 256: 5.008735e5, 512: 7.064953e5, 1024: 9.870155e5, 2048: 1.172350e6}},
+	}
+	sglang := []row{
+		{6144, 4096, map[float64]float64{128: 4.059499e5, 256: 6.453563e5, 512: 8.320296e5, 1024: 1.266360e6, 2048: 1.448570e6}},
+		{4096, 4096, map[float64]float64{128: 3.995063e5, 256: 7.144863e5, 512: 7.804309e5, 1024: 1.109373e6}},
+	}
+	const peak, bw, p = 733e12, 864e9 * 0.7052, 1.813
+	fit := func(rows []row) (eff, half, rms float64) {
+		best := math.Inf(1)
+		for e := 10; e < 80; e++ {
+			for h := 0; h < 1500; h += 5 {
+				var sum float64
+				var cnt int
+				for _, r := range rows {
+					for m, v := range r.v {
+						c := (m + float64(h)) * 2 * r.n * r.k / (peak * float64(e) / 100)
+						w := r.n * r.k / bw
+						model := math.Pow(math.Pow(c, p)+math.Pow(w, p), 1/p)
+						meas := 2 * m * r.n * r.k / (v / 4 * 1e9)
+						sum += math.Pow(math.Log(model/meas), 2)
+						cnt++
+					}
+				}
+				if sum < best {
+					best, eff, half, rms = sum, float64(e)/100, float64(h), math.Sqrt(sum/float64(cnt))
+				}
+			}
+		}
+		return
+	}
+	if e, h, rms := fit(vllm); e != AdaFP8ComputeEffMax || h != AdaFP8ComputeHalfTokens {
+		t.Errorf("vLLM's kernels fit eff_max %g, n½ %g (rms log %.3f); constants %g, %g", e, h, rms, AdaFP8ComputeEffMax, float64(AdaFP8ComputeHalfTokens))
+	} else {
+		t.Logf("vLLM: eff_max %g, n½ %g, rms log error %.3f", e, h, rms)
+	}
+	if e, h, rms := fit(sglang); e != 0.51 || h != 235 {
+		t.Errorf("SGLang's kernels fit eff_max %g, n½ %g (rms log %.3f); docs/calibrate.md says 0.51, 235", e, h, rms)
+	} else {
+		t.Logf("SGLang: eff_max %g, n½ %g, rms log error %.3f", e, h, rms)
+	}
+}
