@@ -334,7 +334,7 @@ func (rep *FidelityReport) paperSection(b *bytes.Buffer) {
 		w(" %s `%s` on `%s`%s", sys.Name, sys.Config.KV, sys.Config.Alloc, sep)
 	}
 	w("\nEvery system runs on `%s` at release %s (the paper's vLLM ran prefill-only steps, without CUDA graphs, which came in\n", c0.Engine, c0.EngineVersion)
-	w("0.2.5), under the joint model's profile of the %s for that release and under the roofline.\n\n", ps.GPU)
+	w("0.2.5), under the joint model's profile of the %s for that release %s, and under the roofline.\n\n", ps.GPU, paperHarnessNote)
 	w("Lengths: %s The sample's means are %.1f prompt and %.1f output tokens (the paper's Fig. 11: 161.31 and 337.99).\n\n",
 		ps.Workloads[0].Sampling, pr.MeanIn[0], pr.MeanOut[0])
 	var rows []*FidelityRow

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -94,5 +95,48 @@ func TestEraFiguresReplay(t *testing.T) {
 				t.Errorf("%s: the modelled release is %+.1f%% off cacheflow's latency before #17, want well below (at least 20%% faster)", r.Figure.ID, 100*e)
 			}
 		}
+	}
+}
+
+// TestPaperHarnessRay checks that the paper's systems step under the joint
+// model's profile of their release with the paper's harness: the Ray call
+// a step (paperRayStepNs) added, the front end's request_ns and
+// per_token_ns taken away, nothing else changed; the release's own profile
+// (what `simulate --engine-version 0.1.0` uses) keeps its overheads.
+func TestPaperHarnessRay(t *testing.T) {
+	j := sim.DefaultJoint()
+	g, err := model.LookupGPU("a100-40g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config{GPU: g, Engine: sim.EngineVLLMV0, EngineVersion: "0.1.0"}
+	got, err := fidPaperProfile(j, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := sim.ParseEngineVersion(cfg.Engine, cfg.EngineVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := j.Profile(cfg.GPU, cfg.Engine, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Overhead.StepNs != j.Engines[sim.ClassVLLMV0Sync].StepNs || rel.Overhead.RequestNs == 0 || rel.Overhead.PerTokenNs == 0 {
+		t.Fatalf("the release's profile has step_ns %d (the joint model's %s class: %d), request_ns %d, per_token_ns %d: want the class's, both non-zero",
+			rel.Overhead.StepNs, sim.ClassVLLMV0Sync, j.Engines[sim.ClassVLLMV0Sync].StepNs, rel.Overhead.RequestNs, rel.Overhead.PerTokenNs)
+	}
+	want := *rel
+	want.Overhead.StepNs += paperRayStepNs
+	want.Overhead.RequestNs, want.Overhead.PerTokenNs = 0, 0
+	want.Notes = got.Notes
+	if got.Overhead != want.Overhead || got.Linear != want.Linear || got.Attention != want.Attention || len(got.CUDAGraph.Sizes) != 0 {
+		t.Errorf("paper profile overheads %+v, want the release's %+v with step_ns + %d, request_ns and per_token_ns 0 (and no CUDA graphs)", got.Overhead, rel.Overhead, paperRayStepNs)
+	}
+	if paperRayStepNs != 1_000_000 {
+		t.Errorf("paperRayStepNs %d: the prior is Ray's figure, 1 ms a task launch (docs/calibrate.md)", paperRayStepNs)
+	}
+	if err := got.Validate(); err != nil {
+		t.Error(err)
 	}
 }
