@@ -141,9 +141,14 @@ func fig12a(ctx context.Context, ps *PaperSetup, rep *PaperReport, workers int) 
 // GPU: cacheflow/worker/controller.py, then one worker.execute_stage.remote
 // and ray.get a step, the step's sequence groups pickled to the actor;
 // vllm-project/vllm#17's log at tensor_parallel_size 1 starts a local Ray
-// instance). vLLM 0.1.x runs one GPU's worker in its own process (Ray only
-// for tensor parallelism or when asked: vllm-project/vllm#391), which the
-// releases' figures (Anyscale's on 0.1.2, premAI's on 0.2.2) confirm. The
+// instance). The stored driver of the vLLM runs (the same file at
+// 49e406a6, after vllm-project/vllm#51) runs one GPU without Ray unless
+// --use-ray is given, and which revision made the paper's figures is not
+// stored: the term is applied to every system, and docs/calibrate.md gives
+// the rows with vLLM's taken away. vLLM 0.1.x runs one GPU's worker in its
+// own process (Ray only for tensor parallelism or when asked:
+// vllm-project/vllm#391), which the releases' figures (Anyscale's on
+// 0.1.2, premAI's on 0.2.2) confirm. The
 // value is Ray's own figure for a task launch, "a high system overhead of
 // over 1ms per task launch" (Ray's Compiled Graph documentation,
 // ray-project/ray#49115): a lower bound, taken as it is; the pickling of
