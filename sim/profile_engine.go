@@ -153,9 +153,12 @@ func sglangGraphSizes(capacity int64) []int {
 
 // SGLang's admission (python/sglang/srt/managers/schedule_policy.py,
 // PrefillAdder, and scheduler.py, as in every release from 0.3 to 0.5):
-// a waiting request is admitted only while its prompt and its whole
-// max_new_tokens (clipped at SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, 4,096)
-// fit in the KV pool's free tokens less what the running requests are
+// a waiting request is admitted only while its prompt not found in the
+// prefix cache, the cached part its lock newly takes out of the evictable
+// blocks and its whole max_new_tokens (clipped at
+// SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, 4,096: 0.4.0 schedule_policy.py:31,
+// 0.5.6 :42) fit in the KV pool's free and evictable tokens (a prefix the
+// running requests share held once) less what the running requests are
 // expected to still need: their max_new_tokens left times new_token_ratio.
 // The ratio starts at 0.7 (global_config.default_init_new_token_ratio ×
 // schedule_conservativeness 1), falls by (0.7 − 0.7×0.14) ÷ 600 every
