@@ -51,6 +51,7 @@ type paged struct {
 	memo       prefixMemo            // the keys of recent prompts (prefixmemo.go)
 	spare      []*blockpool.Sequence // released single-sample sequences, for the next admissions
 	cross      int                   // blocks live requests share through the prefix cache, (holders − 1) each (prefixshare.go)
+	crossCheck crossScratch          // checkCross's maps, kept (invariants only)
 	st         Stats
 	decodeScratch
 }
@@ -193,6 +194,9 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	p.st.Live++
 	p.st.Tokens += int64(r.N) * int64(r.Prompt)
 	p.st.Admits++
+	if invariants.Enabled && caching {
+		p.mustCheckCross()
+	}
 	return nil
 }
 
@@ -472,6 +476,9 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 	*counter++
 	if invariants.Enabled && p.counts != nil {
 		p.mustCheckCounts()
+	}
+	if invariants.Enabled && ps.cached > 0 {
+		p.mustCheckCross()
 	}
 	return nil
 }

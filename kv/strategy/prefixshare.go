@@ -4,7 +4,11 @@
 
 package strategy
 
-import "github.com/gpufrag/gpufrag/kv/blockpool"
+import (
+	"fmt"
+
+	"github.com/gpufrag/gpufrag/kv/blockpool"
+)
 
 // PrefixSharing is implemented by strategies whose prefix cache lets live
 // requests hold the same blocks (paged). An engine that counts a pool's
@@ -86,4 +90,63 @@ func (p *paged) crossDropped(ps *pagedSeq) {
 			p.cross--
 		}
 	}
+}
+
+// maxCrossCheck bounds the live requests over which checkCross recounts
+// (a map over every held block per admission and release): the tests'
+// pools, not a long trace's under -race.
+const maxCrossCheck = 64
+
+// mustCheckCross panics when checkCross fails (invariants.Enabled only).
+func (p *paged) mustCheckCross() {
+	if p.pool == nil || p.seqs.len() > maxCrossCheck {
+		return
+	}
+	if err := p.checkCross(); err != nil {
+		panic(err)
+	}
+}
+
+// crossScratch is checkCross's maps, kept across calls so that a check
+// allocates nothing once they have grown.
+type crossScratch struct {
+	holders map[blockpool.BlockID]int  // requests holding each block
+	mine    map[blockpool.BlockID]bool // the blocks of one request
+}
+
+// checkCross recounts the blocks live requests share from their block
+// tables: Σ over held blocks of (requests holding it − 1) is p.cross.
+func (p *paged) checkCross() error {
+	sc := &p.crossCheck
+	if sc.holders == nil {
+		sc.holders, sc.mine = map[blockpool.BlockID]int{}, map[blockpool.BlockID]bool{}
+	}
+	clear(sc.holders)
+	count := func(ps *pagedSeq) {
+		clear(sc.mine)
+		for _, s := range ps.samples {
+			for _, b := range s.Blocks() {
+				if !sc.mine[b] {
+					sc.mine[b] = true
+					sc.holders[b]++
+				}
+			}
+		}
+	}
+	for _, ps := range p.seqs.dense {
+		if ps != nil {
+			count(ps)
+		}
+	}
+	for _, ps := range p.seqs.sparse {
+		count(ps)
+	}
+	want := 0
+	for _, k := range sc.holders {
+		want += k - 1
+	}
+	if p.cross != want {
+		return fmt.Errorf("strategy: paged counts %d blocks shared between live requests, their block tables %d", p.cross, want)
+	}
+	return nil
 }
