@@ -132,7 +132,9 @@ type Config struct {
 	// model's max_position_embeddings.
 	MaxContext int
 	// MaxTokens is the max_tokens every request asks for; 0 means
-	// MaxContext − prompt (what vLLM assumes when a client sets none). Only
+	// MaxContext − prompt (what vLLM assumes when a client sets none), and
+	// for engine sglang SGLang's own, min(MaxContext − 1, KV pool tokens −
+	// 1) − prompt − 1 (sglMaxNewTokens). Outputs stop there; otherwise only
 	// the reserve policy, contiguous-max variants and SGLang's admission
 	// look at it.
 	MaxTokens int

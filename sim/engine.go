@@ -159,9 +159,10 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	// cached, and the engine reads no block ids: paged may count its
 	// blocks instead of naming them (strategy.Env.CountBlocks), with the
 	// same results.
+	caching := c.PrefixCaching && mayHitPrefix(c, reqs)
 	e.kv, err = strategy.New(ks, strategy.Env{Model: c.Model, KVDType: c.KVDType, TP: c.TP,
 		Alloc: e.al, PoolBytes: e.budgetBytes, MaxContext: c.MaxContext,
-		NoPrefixCaching: !c.PrefixCaching || !mayHitPrefix(c, reqs), CountBlocks: true})
+		NoPrefixCaching: !caching, CountBlocks: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: kv: %w", ErrBadConfig, err)
 	}
@@ -171,6 +172,9 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	e.paged = ks.Family() == strategy.Paged
 	e.contiguous = ks.Family() == strategy.Contiguous
 	e.sgl = sglAdmit{on: c.Engine == EngineSGLang && c.OnOOM == OnOOMPreempt && e.paged, ratio: sglInitRatio}
+	if ps, ok := e.kv.(strategy.PrefixSharing); ok && e.sgl.on && caching {
+		e.sgl.share = ps
+	}
 	// vAttention sizes its physical page pool like vLLM's block pool, so
 	// vmm KV stops at the same budget; a paged pool is capped by its size.
 	e.capped = ks.Family() == strategy.VMM
@@ -186,6 +190,9 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 			return nil, fmt.Errorf("%w: requests not sorted by arrival at %s", ErrBadConfig, w.ID)
 		}
 		maxOut := c.MaxContext - w.PromptTokens
+		if c.Engine == EngineSGLang {
+			maxOut = sglMaxNewTokens(c.MaxContext, e.budgetTokens(), w.PromptTokens)
+		}
 		if c.MaxTokens > 0 {
 			maxOut = min(maxOut, c.MaxTokens)
 		}

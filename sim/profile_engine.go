@@ -7,6 +7,8 @@ package sim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/kv/strategy"
 )
 
 // EngineKind is the serving engine whose scheduler the simulator follows:
@@ -151,9 +153,12 @@ func sglangGraphSizes(capacity int64) []int {
 
 // SGLang's admission (python/sglang/srt/managers/schedule_policy.py,
 // PrefillAdder, and scheduler.py, as in every release from 0.3 to 0.5):
-// a waiting request is admitted only while its prompt and its whole
-// max_new_tokens (clipped at SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, 4,096)
-// fit in the KV pool's free tokens less what the running requests are
+// a waiting request is admitted only while its prompt not found in the
+// prefix cache, the cached part its lock newly takes out of the evictable
+// blocks and its whole max_new_tokens (clipped at
+// SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION, 4,096: 0.4.0 schedule_policy.py:31,
+// 0.5.6 :42) fit in the KV pool's free and evictable tokens (a prefix the
+// running requests share held once) less what the running requests are
 // expected to still need: their max_new_tokens left times new_token_ratio.
 // The ratio starts at 0.7 (global_config.default_init_new_token_ratio ×
 // schedule_conservativeness 1), falls by (0.7 − 0.7×0.14) ÷ 600 every
@@ -172,9 +177,40 @@ const (
 	sglRetractSteps  = 20
 )
 
+// sglMaxNewTokens is the max_new_tokens SGLang gives a request of prompt
+// tokens that asks for none: Scheduler.init_req_max_new_tokens (0.5.6
+// python/sglang/srt/managers/scheduler.py:1192-1200; inline in
+// handle_generate_request in 0.4.0, scheduler.py:630-637) sets
+// min(max_new_tokens or 2³⁰, max_req_len − prompt − 1), where max_req_len
+// is min(context_len − 1, max_total_num_tokens − 1) (tp_worker.py:100-103
+// in 0.4.0, :303-306 in 0.5.6): the context less 2, or the KV pool's
+// tokens less 2 where the pool is smaller. That is the path of OpenAI
+// chat completions without max_tokens (ChatCompletionRequest.max_tokens
+// defaults to None: 0.4.0 openai_api/protocol.py:266, passed as
+// max_new_tokens at adapter.py:924; 0.5.6 entrypoints/openai/protocol.py:463,
+// with max_completion_tokens as a fallback, :633), which a trace replay
+// sends. /v1/completions defaults max_tokens to 16 (0.4.0 protocol.py:158,
+// 0.5.6 :223) and the native /generate and sgl.Engine to SamplingParams'
+// 128 (sampling_params.py:24 in 0.4.0, :37 in 0.5.6): both would cut a
+// trace's outputs there, so a replay that runs them sets max_tokens
+// (Config.MaxTokens). The admission clips the estimate at 4,096
+// (sglClipNewTokens); the request may still run to its max_new_tokens.
+// A prompt too long for it gets 0, as MaxContext − prompt does for vLLM.
+func sglMaxNewTokens(context int, pool int64, prompt int) int {
+	maxReqLen := int64(context - 1)
+	if pool-1 < maxReqLen {
+		maxReqLen = pool - 1
+	}
+	return int(max(maxReqLen-int64(prompt)-1, 0))
+}
+
 // sglAdmit is the state of SGLang's admission rule (Engine.sgl).
 type sglAdmit struct {
-	on      bool    // the engine is SGLang and preempts (retracts) on OOM
+	on bool // the engine is SGLang and preempts (retracts) on OOM
+	// share is the KV strategy's prefix sharing when running requests may
+	// hold the same cached blocks (prefix caching on, a request with prefix
+	// ids); nil otherwise, when every request's tokens are its own.
+	share   strategy.PrefixSharing
 	retract bool    // ratio was set by a retraction whose decode step is still to count
 	ratio   float64 // new_token_ratio at decode step at
 	at      int64   // decode steps done when ratio was set
@@ -208,8 +244,12 @@ func (e *Engine) sglSetRatio(r float64) {
 }
 
 // sglRoom is what SGLang's PrefillAdder sees at the start of a prefill
-// pass: the pool's tokens not held by running requests, less the running
-// requests' expected growth (rem_total_tokens).
+// pass: the pool's tokens not held by running requests (available_size +
+// evictable_size: cached blocks no running request holds count as room),
+// less the running requests' expected growth (rem_total_tokens). A running
+// request holds its fill (prompt and output so far, as admitted); a prefix
+// that several running requests share through the prefix cache is one copy
+// in the pool (a radix-tree node locked by each), counted once.
 func (e *Engine) sglRoom() float64 {
 	// Integer sums, one multiply: this runs on every prefill pass while
 	// requests wait, over every running request.
@@ -220,14 +260,27 @@ func (e *Engine) sglRoom() float64 {
 		held += int64(r.prompt) + n*int64(r.gen)
 		left += n * int64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
 	}
+	if e.sgl.share != nil {
+		held -= e.sgl.share.SharedTokens()
+	}
 	return float64(e.budgetTokens()-held) - float64(left)*e.sglRatio()
 }
 
-// sglNeed is what a waiting request takes from that room when admitted:
-// its fill (extend_input_len: the prompt and, after a retraction, the
-// output so far, as sglRoom holds it once it runs) and max_new_tokens left.
+// sglNeed is what a waiting request takes from that room when admitted
+// (PrefillAdder.add_one_req): its fill less the prefix it finds cached
+// (extend_input_len: the prompt and, after a retraction, the output so
+// far), the cached prefix's blocks that no running request held, which
+// its lock takes out of the evictable size (_lock_node, inc_lock_ref), and
+// its max_new_tokens left. A prefix that running requests hold costs
+// nothing more; without sharing the cached part is all newly locked, and
+// the need is the whole fill, as sglRoom holds it once it runs.
 func (e *Engine) sglNeed(r *req) float64 {
-	return float64(r.prompt) + float64(r.n)*float64(r.gen) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
+	fill := int64(r.prompt) + int64(r.n)*int64(r.gen)
+	if e.sgl.share != nil && r.prefix != nil {
+		hit, idle := e.sgl.share.PrefixCached(e.kvRequest(r))
+		fill += int64(idle - hit)
+	}
+	return float64(fill) + float64(r.n)*float64(min(max(r.maxOut-r.gen, 0), sglClipNewTokens))
 }
 
 // sglRetracted sets the ratio as retract_decode does after a retraction.

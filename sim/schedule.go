@@ -237,11 +237,7 @@ func (e *Engine) admitKV(ri int32) error {
 	if e.capped && (e.kv.Stats().Tokens+int64(r.n*r.need))*int64(e.cost.kvBytesPerTok) > e.budgetBytes {
 		return errBudget
 	}
-	sr := strategy.Request{Prompt: r.need, MaxOutput: r.maxOut - r.gen, TrueOutput: r.output - r.gen, N: r.n}
-	if r.prefix != nil {
-		sr.PrefixIDs, sr.PrefixSpan = r.prefix, workload.PrefixBlockTokens
-	}
-	if err := e.kv.Admit(strategy.SeqID(ri), sr); err != nil {
+	if err := e.kv.Admit(strategy.SeqID(ri), e.kvRequest(r)); err != nil {
 		return err
 	}
 	r.prefilled = 0
@@ -250,6 +246,15 @@ func (e *Engine) admitKV(ri int32) error {
 		r.prefilled = pc.PrefixHit(strategy.SeqID(ri))
 	}
 	return nil
+}
+
+// kvRequest is what the KV strategy is told of r when it is admitted.
+func (e *Engine) kvRequest(r *req) strategy.Request {
+	sr := strategy.Request{Prompt: r.need, MaxOutput: r.maxOut - r.gen, TrueOutput: r.output - r.gen, N: r.n}
+	if r.prefix != nil {
+		sr.PrefixIDs, sr.PrefixSpan = r.prefix, workload.PrefixBlockTokens
+	}
+	return sr
 }
 
 // warmPrompts caches every request's prompt before the run

@@ -24,6 +24,7 @@ type pagedSeq struct {
 	tokens, n int // counted: tokens per sample, samples
 	blocks    int // counted: blocks per sample, ⌈tokens/B⌉
 	shared    int // counted: leading blocks all n > 1 samples hold at once (blockCounts)
+	cached    int // its leading full prompt blocks in the prefix cache, which other requests may hold too (prefixshare.go)
 }
 
 // paged is paged:B. At construction it takes ONE allocation of
@@ -49,6 +50,8 @@ type paged struct {
 	found      []blockpool.BlockID   // scratch: the blocks its prefix match found
 	memo       prefixMemo            // the keys of recent prompts (prefixmemo.go)
 	spare      []*blockpool.Sequence // released single-sample sequences, for the next admissions
+	cross      int                   // blocks live requests share through the prefix cache, (holders − 1) each (prefixshare.go)
+	crossCheck crossScratch          // checkCross's maps, kept (invariants only)
 	st         Stats
 	decodeScratch
 }
@@ -161,6 +164,7 @@ func (p *paged) Admit(id SeqID, r Request) error {
 			return noMemory("admit", id, err)
 		}
 		hit = len(p.found) * p.bs
+		p.crossAdmitted(p.found)
 	} else if err := s.Append(r.Prompt); err != nil {
 		if rerr := s.Release(); rerr != nil {
 			panic(fmt.Errorf("strategy: paged release of a failed admission: %w", rerr))
@@ -182,10 +186,17 @@ func (p *paged) Admit(id SeqID, r Request) error {
 	for range r.N - 1 {
 		samples = append(samples, s.Fork())
 	}
-	p.seqs.put(id, &pagedSeq{samples: samples, hit: hit})
+	ps := &pagedSeq{samples: samples, hit: hit}
+	if caching {
+		ps.cached = len(keys)
+	}
+	p.seqs.put(id, ps)
 	p.st.Live++
 	p.st.Tokens += int64(r.N) * int64(r.Prompt)
 	p.st.Admits++
+	if invariants.Enabled && caching {
+		p.mustCheckCross()
+	}
 	return nil
 }
 
@@ -452,6 +463,7 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 	if p.counts != nil {
 		p.dropCount(ps)
 	}
+	p.crossDropped(ps)
 	for _, s := range ps.samples {
 		p.st.Tokens -= int64(s.Tokens())
 		if err := s.Release(); err != nil {
@@ -464,6 +476,9 @@ func (p *paged) drop(id SeqID, counter *int64) error {
 	*counter++
 	if invariants.Enabled && p.counts != nil {
 		p.mustCheckCounts()
+	}
+	if invariants.Enabled && ps.cached > 0 {
+		p.mustCheckCross()
 	}
 	return nil
 }
