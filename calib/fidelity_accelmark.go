@@ -55,10 +55,61 @@ const (
 	fidAccelMarkSGLangStream = 224
 )
 
-// fidAccelMarkOnline is how many of an online run's prompts are replayed:
-// the first 150 of 300 (half the run, and half the fit's time on it): the
-// p50 TTFT and TPOT of a Poisson run in its steady state are those of its
-// first half within the noise of the client's own three pooled runs.
+// fidAccelMarkRunner says which of the runners' own choices the replay
+// follows, each behind its own switch so that they can be screened apart
+// (docs/calibrate.md, "Issue 24, tenth session"). Every one is read from
+// AccelMark's runner and load-generator code (FreedomIntelligence/AccelMark
+// at a2ec8f6, the revision of the SGLang and vLLM 0.20.1 figures), not
+// fitted.
+type fidAccelMarkRunnerOpts struct {
+	// allPrompts replays every prompt of an online run (the 300 the
+	// client sends, loadgen/loadgen.py _run_online_async), not the first
+	// fidAccelMarkOnline: at 25-100 req/s the run's second half adds the
+	// load its medians see.
+	allPrompts bool
+	// sglangSeqs lets SGLang run up to fidAccelMarkSGLangRunning requests
+	// (its max_running_requests: min(max_total_num_tokens ÷ 2, the request
+	// pool), never below 2,048 here), not sim.DefaultConfig's 256.
+	sglangSeqs bool
+	// sglangMem gives SGLang the runner's mem_fraction_static 0.88
+	// (runners/nvidia_sglang_c43a8309/runner.py, load_model) as the
+	// engine's share of GPU memory, not sim.DefaultConfig's 0.9.
+	sglangMem bool
+	// vllmLimits runs vLLM 0.20.1 at its AsyncLLMEngine defaults, 128
+	// sequences and 2,048 batched tokens: the runner builds the engine
+	// with AsyncEngineArgs that carry neither max_num_seqs nor
+	// max_num_batched_tokens (runners/nvidia_vllm020_0f6c56e4/runner.py,
+	// load_model), and V1 defaults them for an ENGINE_CONTEXT engine.
+	vllmLimits bool
+	// coldEvicted replays an online run cold where the KV pool cannot
+	// hold a whole run's prompts and outputs: the client sends the same
+	// prompts in the same order in every run, and a least-recently-used
+	// cache under that cyclic order evicts every prompt before its turn
+	// comes again (the RTX 4090's).
+	coldEvicted bool
+	// vllmWarm replays vLLM 0.20.1's online runs warm where the pool holds
+	// a run: V1's prefix caching is on by default and the runner leaves it
+	// on, as SGLang's radix cache is on.
+	vllmWarm bool
+}
+
+// fidAccelMarkRunner is the replay's choice of each switch: all off, the
+// replay of main before the tenth session. Screened on top of SGLang's
+// admission rule, all of them together raise the leave-one-source-out
+// median over all figures from 11.9% to 14.1% (docs/calibrate.md, "Issue
+// 24, tenth session"), so none is on.
+var fidAccelMarkRunner = fidAccelMarkRunnerOpts{}
+
+// The runners' settings the switches of fidAccelMarkRunner apply.
+const (
+	fidAccelMarkSGLangRunning = 2048 // SGLang's max_running_requests at these pools (at least 2,048)
+	fidAccelMarkSGLangMem     = 0.88 // the SGLang runner's mem_fraction_static
+	fidAccelMarkVLLMSeqs      = 128  // vLLM V1's SchedulerConfig.DEFAULT_MAX_NUM_SEQS
+	fidAccelMarkVLLMTokens    = 2048 // vLLM V1's DEFAULT_MAX_NUM_BATCHED_TOKENS
+)
+
+// fidAccelMarkOnline is how many of an online run's prompts are replayed
+// without fidAccelMarkRunner.allPrompts: the first 150 of 300.
 const fidAccelMarkOnline = 150
 
 // fidAccelMarkDataset is the dataset the replayed runs send.
@@ -68,26 +119,24 @@ const fidAccelMarkDataset = "AccelMark sharegpt_standard_v1"
 // num_prompts first prompts, one at a time (max_concurrency 1: the
 // interactive scenario) or Poisson at request_rate (online); whether the
 // prompts are warm is fidTranslate's. It returns the requests, a phrase
-// for the page and the client's cap, or why the figure is not replayed.
-func fidAccelMark(f *Figure) (reqs []workload.Request, what string, conc int, skip string) {
+// for the page, the client's cap and the tokens the whole run leaves in
+// the KV cache (its prompts and its outputs cut at maxTokens), or why the
+// figure is not replayed.
+func fidAccelMark(f *Figure, maxTokens int) (reqs []workload.Request, what string, conc int, runTokens int64, skip string) {
 	w := f.Setup.Workload
 	switch {
 	case f.Use == "cross-check":
-		return nil, "", 0, "an AccelMark cross-check (vLLM 0.7.3 in the client's event loop, offline repeats, INT8/INT4 weights, p99s: calib/README.md) is not replayed"
+		return nil, "", 0, 0, "an AccelMark cross-check (vLLM 0.7.3 in the client's event loop, offline repeats, INT8/INT4 weights, p99s: calib/README.md) is not replayed"
 	case !strings.HasPrefix(w.Dataset, fidAccelMarkDataset):
-		return nil, "", 0, "only AccelMark's sharegpt_standard_v1 runs are replayed (their prompt lengths are cited in calib/fidelity_accelmark.go)"
+		return nil, "", 0, 0, "only AccelMark's sharegpt_standard_v1 runs are replayed (their prompt lengths are cited in calib/fidelity_accelmark.go)"
 	case w.NumPrompts <= 0 || w.NumPrompts > len(fidAccelMarkIn):
-		return nil, "", 0, fmt.Sprintf("num_prompts %d: the cited prompt lengths are the first %d", w.NumPrompts, len(fidAccelMarkIn))
+		return nil, "", 0, 0, fmt.Sprintf("num_prompts %d: the cited prompt lengths are the first %d", w.NumPrompts, len(fidAccelMarkIn))
 	case w.MaxConcurrency != 1 && (w.RequestRate == nil || !(*w.RequestRate > 0) || math.IsInf(*w.RequestRate, 0)):
-		return nil, "", 0, "an AccelMark run is replayed one request at a time or Poisson at a finite rate"
-	}
-	n := w.NumPrompts
-	if w.MaxConcurrency != 1 {
-		n = min(n, fidAccelMarkOnline)
+		return nil, "", 0, 0, "an AccelMark run is replayed one request at a time or Poisson at a finite rate"
 	}
 	rng := rand.New(rand.NewPCG(fidAccelMarkSeed, uint64(w.NumPrompts)))
 	var t float64
-	for i := range n {
+	for i := range w.NumPrompts {
 		out := int(math.Round(math.Exp(math.Log(fidAccelMarkOutMedian) + fidAccelMarkOutSigma*rng.NormFloat64())))
 		out = min(max(out, 1), fidAccelMarkMaxTokens)
 		r := workload.Request{ID: fmt.Sprintf("a%d", i), PromptTokens: fidAccelMarkIn[i] + fidAccelMarkTemplate, OutputTokens: out, N: 1}
@@ -95,10 +144,15 @@ func fidAccelMark(f *Figure) (reqs []workload.Request, what string, conc int, sk
 			t += rng.ExpFloat64() / *w.RequestRate
 			r.Arrival = int64(t * 1e9)
 		}
+		runTokens += int64(r.PromptTokens + min(out, maxTokens))
 		reqs = append(reqs, r)
 	}
 	if w.MaxConcurrency == 1 {
-		return reqs, fmt.Sprintf("%d sharegpt_standard_v1 prompts one at a time", w.NumPrompts), 1, ""
+		return reqs, fmt.Sprintf("%d sharegpt_standard_v1 prompts one at a time", w.NumPrompts), 1, runTokens, ""
 	}
-	return reqs, fmt.Sprintf("the first %d of its %d sharegpt_standard_v1 prompts, Poisson at %g req/s", n, w.NumPrompts, *w.RequestRate), 0, ""
+	if !fidAccelMarkRunner.allPrompts {
+		reqs = reqs[:min(len(reqs), fidAccelMarkOnline)]
+		return reqs, fmt.Sprintf("the first %d of its %d sharegpt_standard_v1 prompts, Poisson at %g req/s", len(reqs), w.NumPrompts, *w.RequestRate), 0, runTokens, ""
+	}
+	return reqs, fmt.Sprintf("its %d sharegpt_standard_v1 prompts, Poisson at %g req/s", w.NumPrompts, *w.RequestRate), 0, runTokens, ""
 }

@@ -317,33 +317,88 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	case f.Source == "accelmark":
 		var conc int
 		var skip string
-		if reqs, what, conc, skip = fidAccelMark(f); skip != "" {
-			p.skip = skip
-			return p, nil
-		}
-		// SGLang's radix cache keeps the prompts the runner sends again
-		// (three runs at each rate, the rates in turn): its online TTFTs
-		// stay near 50 ms at 100 req/s, where 25,000 prompt tokens a second
-		// of Llama-3-8B would need 400 TFLOP/s, beyond an A100's peak.
-		// vLLM's runs saturate there (1.7 s): cold. The interactive
-		// TTFTs of both are whole prefills: cold.
-		cfg.MaxConcurrency = conc
+		var runTokens int64
+		online := f.Setup.Workload.MaxConcurrency != 1
+		sglang := rule.engine == sim.EngineSGLang
 		// The runners ask for max_tokens 512 (the outputs are cut there
 		// too): SGLang's admission reserves it for every new request. The
 		// SGLang runner lowers it to 224 when it streams, in its online
 		// runs (runners/nvidia_sglang_c43a8309/runner.py,
 		// inference_fn_streaming, AccelMark a2ec8f6).
 		cfg.MaxTokens = fidAccelMarkMaxTokens
-		if rule.engine == sim.EngineSGLang && conc == 0 {
+		if sglang && online {
 			cfg.MaxTokens = fidAccelMarkSGLangStream
 		}
-		cfg.WarmPrompts = conc == 0 && rule.engine == sim.EngineSGLang && cfg.PrefixCaching
-		if rule.engine == sim.EngineSGLang && g.Capacity < 25<<30 {
+		if reqs, what, conc, runTokens, skip = fidAccelMark(f, cfg.MaxTokens); skip != "" {
+			p.skip = skip
+			return p, nil
+		}
+		cfg.MaxConcurrency = conc
+		if sglang && g.Capacity < 25<<30 {
 			cfg.MaxBatchTokens = 2048 // SGLang's chunked_prefill_size on a GPU under 25 GB
 		}
-		notes = append(notes, fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
-			"arrivals drawn; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold",
-			fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens))
+		run := fidAccelMarkRunner
+		switch {
+		case sglang:
+			if run.sglangSeqs {
+				cfg.MaxSeqs = fidAccelMarkSGLangRunning
+			}
+			if run.sglangMem {
+				// mem_fraction_static is the share of the GPU for the
+				// weights and the KV pool (SGLang profiles the free memory
+				// after loading the weights and keeps 1 − 0.88 of the
+				// whole GPU back for everything else): the pool is 0.88 ×
+				// capacity − weights − context. The sim takes the step's
+				// activation peak from its share, so the share is raised
+				// by that peak.
+				u, err := fidSGLangShare(cfg, fidAccelMarkSGLangMem)
+				if err != nil {
+					p.skip = fmt.Sprintf("the engine cannot be built: %v", err)
+					return p, nil
+				}
+				cfg.GPUMemoryUtilization = u
+			}
+		case rule.engine == sim.EngineVLLMV1 && run.vllmLimits:
+			cfg.MaxSeqs, cfg.MaxBatchTokens = fidAccelMarkVLLMSeqs, fidAccelMarkVLLMTokens
+		}
+		// Warm or cold. The client sends the same prompts in the same
+		// order in every run (10 warm-up requests, then 3 runs at each
+		// rate, the rates in turn). SGLang's radix cache keeps each
+		// finished request's prompt and output: its online TTFTs stay
+		// near 50 ms at 100 req/s, where 25,000 prompt tokens a second of
+		// Llama-3-8B would need 400 TFLOP/s, beyond an A100's peak.
+		// vLLM V1's prefix cache is on too (fidAccelMarkRunner.vllmWarm).
+		// Both evict the least recently used, so a pool that cannot hold a
+		// run's prompts and outputs has evicted each prompt before its
+		// turn (fidAccelMarkRunner.coldEvicted). The interactive TTFTs of
+		// both are whole prefills: cold.
+		warm := online && cfg.PrefixCaching && (sglang || rule.engine == sim.EngineVLLMV1 && run.vllmWarm)
+		pool := int64(-1)
+		if warm && run.coldEvicted {
+			res, err := fidSimulate(cfg, nil, nil)
+			if err != nil {
+				p.skip = fmt.Sprintf("the engine cannot be built: %v", err)
+				return p, nil
+			}
+			pool = res.KVPoolBytes / m.KVBytesPerToken(cfg.KVDType, cfg.TP)
+			warm = runTokens <= pool
+		}
+		cfg.WarmPrompts = warm
+		note := fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
+			"arrivals drawn", fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens)
+		switch {
+		case !run.coldEvicted && !run.vllmWarm:
+			note += "; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold"
+		case !online:
+			note += "; one at a time: cold"
+		case warm:
+			note += fmt.Sprintf("; warm: the prefix cache keeps the prompts the client sent in its earlier runs (a run leaves %d tokens)", runTokens)
+		case pool >= 0:
+			note += fmt.Sprintf("; cold: a run's %d tokens of prompts and outputs overflow the %d-token KV pool, so LRU evicts each prompt before the next run sends it", runTokens, pool)
+		default:
+			note += "; cold"
+		}
+		notes = append(notes, note)
 	case lambda != nil:
 		cfg.MaxContext = lambda.maxModelLen
 		for i, in := range lambda.in {
@@ -471,6 +526,24 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	}
 	p.note = strings.Join(notes, "; ")
 	return p, nil
+}
+
+// fidSGLangShare is the sim.Config.GPUMemoryUtilization that leaves cfg
+// the KV budget of SGLang's mem_fraction_static frac: frac × capacity less
+// the weights and the CUDA context, with the activation peak the sim
+// takes from the budget added back.
+func fidSGLangShare(cfg sim.Config, frac float64) (float64, error) {
+	cfg.GPUMemoryUtilization = frac
+	with, err := fidSimulate(cfg, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	cfg.Activations = false
+	without, err := fidSimulate(cfg, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	return min(frac+float64(without.KVBudgetBytes-with.KVBudgetBytes)/float64(cfg.GPU.Capacity), 1), nil
 }
 
 // fidClosedLoop is n requests of in → out tokens, all due at 0, for a
