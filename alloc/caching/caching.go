@@ -64,6 +64,9 @@ type Allocator struct {
 	// leaving a free set must be indexed, one test on the hot paths
 	// instead of two.
 	indexed bool
+	// into is the pool set Alloc allocates into: 0 (the default pools)
+	// but while AllocIn routes a call of Alloc to a private pool.
+	into uint16
 
 	reserved, allocated, requested int64
 	peakReserved, peakAllocated    int64
@@ -166,20 +169,23 @@ func poolFor(size int64) uint16 {
 //     blocks and retry; on failure free every wholly free segment and retry.
 //  4. Otherwise fail with PyTorch's out-of-memory fields.
 //  5. Split the block if should_split says so; the caller gets the low end.
-func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
-	return a.malloc(0, orig, stream)
-}
-
-// malloc is Alloc into pool set set (0: the default pools). An allocation
+//
+// Alloc allocates into pool set a.into: 0, the default pools, except
+// while AllocIn routes an allocation to a private pool. An allocation
 // into a private pool happens while PyTorch has a capture (or a MemPool
 // context) underway, when malloc skips the last rung of the ladder
-// (release_cached_blocks and retry).
+// (release_cached_blocks and retry). The set is a field, not a parameter,
+// so that Alloc is malloc itself rather than a call of it: the wrapper
+// and the parameter's spill were ~14 of a free+alloc pair's ~680
+// instructions (callgrind).
 //
 // The hot path (get_free_block without expandable segments, and
 // alloc_found_block) is written out here rather than called: the calls'
 // prologues, spills and reloads were ~45 of a free+alloc pair's ~800
-// instructions (callgrind). Its test: TestBestFitAgainstWalk.
-func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, error) {
+// instructions (callgrind). A hit jumps over the other paths (mallocSlow)
+// to the found block, so that nothing they need is reloaded on it. Its
+// test: TestBestFitAgainstWalk.
+func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
 	}
@@ -188,34 +194,36 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	// MaxRequest keeps the sizes below from wrapping, and it fails like any
 	// request the device cannot hold.
 	size := a.roundSize(min(orig, mem.MaxRequest))
-	p := 2*set + poolFor(size)
 	var id int32
-	ok := false
 	if !a.cfg.ExpandableSegments {
-		// getFreeBlock's cudaMalloc-segment path.
-		pl := &a.pools[p]
+		// getFreeBlock's cudaMalloc-segment path. The pool is found after
+		// the stream, and mallocSlow finds it again, so that nothing is
+		// kept across streamIndex's map lookup or TakeFirst but what the
+		// found block needs.
+		si, known := a.streamIndex(stream)
+		pl := &a.pools[2*a.into+poolFor(size)]
 		if a.hot.gc {
 			pl.freeCalls++
 		}
-		if si, known := a.streamIndex(stream); known {
+		if known {
 			if fs := pl.freeSet(si); fs != nil {
-				var cand ordset.Key
-				if cand, ok = fs.TakeFirst(freeKey(size, 0), a.fitLimit(size)); ok {
+				if cand, ok := fs.TakeFirst(freeKey(size, 0), a.fitLimit(size)); ok {
 					id = cand.ID
 					if a.indexed {
 						a.unindexFree(id)
 					}
+					goto found
 				}
 			}
 		}
-	} else {
-		id, ok = a.getFreeBlockExpandable(p, stream, size)
 	}
-	if !ok {
-		if id, ok = a.newSegmentBlock(set, p, orig, size, stream); !ok {
+	{
+		var ok bool
+		if id, ok = a.mallocSlow(orig, size, stream); !ok {
 			return alloc.Block{}, a.oomError(orig, size)
 		}
 	}
+found:
 	// allocFoundBlock, written out.
 	b := &a.blocks[id]
 	if a.shouldSplit(b, size) {
@@ -237,6 +245,22 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	return alloc.Block{Handle: handleOf(id, b.gen), Addr: b.addr, Size: b.size}, nil
 }
 
+// mallocSlow is Alloc's search for a block of size bytes (orig
+// requested) on a stream other than by the hot path: best fit with
+// expandable segments, or (either way) a new segment. The block it
+// returns is not in any free set.
+//
+//go:noinline
+func (a *Allocator) mallocSlow(orig, size int64, stream int) (int32, bool) {
+	p := 2*a.into + poolFor(size)
+	if a.cfg.ExpandableSegments {
+		if id, ok := a.getFreeBlockExpandable(p, stream, size); ok {
+			return id, true
+		}
+	}
+	return a.newSegmentBlock(p>>1, p, orig, size, stream)
+}
+
 // fitLimit is the largest size class best fit may take for a request of
 // size bytes under the oversize rules: a small request (below
 // max_split_size m) never takes an oversize block (size ≥ m), an oversize
@@ -249,7 +273,7 @@ func (a *Allocator) fitLimit(size int64) uint64 {
 	return uint64(a.hot.maxSplit-1) >> 9
 }
 
-// newSegmentBlock is malloc's path when no cached block fits: garbage
+// newSegmentBlock is Alloc's path when no cached block fits: garbage
 // collection if configured, then a new segment, the out-of-memory ladder
 // (free oversize blocks, then every wholly free segment unless a private
 // pool is being allocated into) and a retry after each rung.
@@ -289,7 +313,7 @@ func (a *Allocator) oomError(orig, size int64) error {
 // smallest free block on this stream of at least size bytes, lowest address
 // on ties, subject to the oversize rules, where a block that can grow into
 // unmapped VA counts as that large. It removes the block from the free set
-// when it returns true. (malloc does the same without expandable segments.)
+// when it returns true. (Alloc does the same without expandable segments.)
 func (a *Allocator) getFreeBlockExpandable(p uint16, stream int, size int64) (int32, bool) {
 	pl := &a.pools[p]
 	if a.hot.gc {
