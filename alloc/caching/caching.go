@@ -458,12 +458,18 @@ func (a *Allocator) splitLow(id int32, size int64) int32 {
 // segment and returns to its pool's free set. Memory never goes back to the
 // device here; only EmptyCache, the out-of-memory path and GC do that.
 func (a *Allocator) Free(h alloc.Handle) error {
-	id, ok := a.lookup(h)
-	if !ok {
-		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
+	// lookup, written out: its record is the one used below, with no
+	// second bounds check, and its two failures one branch each.
+	i := int(uint32(h)) - 1 // the record's id; handle 0 gives −1
+	if uint(i) >= uint(len(a.blocks)) {
+		return badHandle(h)
 	}
+	b := &a.blocks[i]
+	if !b.allocated || b.gen != uint32(h>>32) {
+		return badHandle(h)
+	}
+	id := int32(i)
 	a.mut.Mutated()
-	b := &a.blocks[id]
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated = false
@@ -473,11 +479,13 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	// freeBlock, with its common case written out: no neighbour merges (a
 	// neighbour merges if its state byte is the block's own, free and
 	// mapped; mostly it is allocated).
+	// none (−1) is past the state bytes as an unsigned index: one compare
+	// both tests for it and bounds the index.
 	st := a.state
-	st[id] = stMapped // an allocated block is mapped
+	st[i] = stMapped // an allocated block is mapped
 	p, n := b.prev, b.next
-	mp := p != none && st[p] == stMapped
-	mn := n != none && st[n] == stMapped
+	mp := uint(int(p)) < uint(len(st)) && st[p] == stMapped
+	mn := uint(int(n)) < uint(len(st)) && st[n] == stMapped
 	if !mp && !mn {
 		// insertFree, written out (a call less on three frees in four).
 		pl := &a.pools[b.pool]
@@ -500,6 +508,13 @@ func (a *Allocator) Free(h alloc.Handle) error {
 		a.mustCheck()
 	}
 	return nil
+}
+
+// badHandle is Free's error for a handle that names no live block.
+//
+//go:noinline
+func badHandle(h alloc.Handle) error {
+	return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 }
 
 // freeBlock merges a newly free mapped block with its neighbours and inserts
