@@ -207,7 +207,7 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 		}
 		if known {
 			if fs := pl.freeSet(si); fs != nil {
-				if cand, ok := fs.TakeFirst(freeKey(size, 0), a.fitLimit(size)); ok {
+				if cand, ok := fs.TakeBest(uint64(size)>>9, a.fitLimit(size)); ok {
 					id = cand.ID
 					if a.indexed {
 						a.unindexFree(id)

@@ -528,21 +528,30 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 // TakeFirst removes and returns the smallest key ≥ k if its Hi is at most
 // limit (best fit under the caching allocator's oversize rules); otherwise
 // it changes nothing and reports false. Find and DeleteAt in one call, and
-// for best fit's query, a bitmap step and a bin's top.
+// for best fit's query (k.Lo == 0), TakeBest.
 func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
-	if k.Hi < numBins && k.Lo == 0 {
-		// s.occ.next(k.Hi), its first step (the word of k.Hi, where the
-		// class mostly is) written out: next is a call, with its spills.
-		b := int(k.Hi)
+	if k.Lo == 0 {
+		return s.TakeBest(k.Hi, limit)
+	}
+	return s.takeFind(k, limit)
+}
+
+// TakeBest is TakeFirst(Key{Hi: c}, limit), best fit's query: it removes
+// and returns the lowest key of the lowest class ≥ c if that class is at
+// most limit. When class c's bitmap word has a class ≥ c with a flat bin,
+// that is a bitmap step and the bin's top; the rest (the next words, a
+// spilled class, c ≥ numBins) is takeBestSlow, not inlined, so that its
+// calls make TakeBest keep nothing on the stack.
+func (s *Classed) TakeBest(c, limit uint64) (Key, bool) {
+	if c < numBins {
+		// s.occ.next(c), its first step (the word of c, where the class
+		// mostly is) written out.
+		b := int(c)
 		if x := s.occ.used[b>>6] >> (b & 63); x != 0 {
 			b += bits.TrailingZeros64(x)
-		} else {
-			b = s.occ.next(b)
-		}
-		if b >= 0 {
 			ch := s.bins[b>>6]
 			t := &ch.top[b&63]
-			if n := t.n; n > 0 { // else spilled: Find below
+			if n := t.n; n > 0 { // else spilled
 				if uint64(b) > limit {
 					return Key{}, false
 				}
@@ -558,6 +567,38 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 			}
 		}
 	}
+	return s.takeBestSlow(c, limit)
+}
+
+// takeBestSlow is TakeBest past the first bitmap word.
+//
+//go:noinline
+func (s *Classed) takeBestSlow(c, limit uint64) (Key, bool) {
+	if c < numBins {
+		if b := s.occ.next(int(c)); b >= 0 {
+			ch := s.bins[b>>6]
+			t := &ch.top[b&63]
+			if n := t.n; n > 0 { // else spilled: takeFind
+				if uint64(b) > limit {
+					return Key{}, false
+				}
+				x := Key{Hi: uint64(b), Lo: t.lo, ID: t.id}
+				s.n--
+				if n == 1 {
+					*t = classTop{}
+					s.occ.unmark(b)
+				} else if ch.popTop(b&63, n) {
+					ch.refill(b & 63)
+				}
+				return x, true
+			}
+		}
+	}
+	return s.takeFind(Key{Hi: c}, limit)
+}
+
+// takeFind is TakeFirst by Find and DeleteAt.
+func (s *Classed) takeFind(k Key, limit uint64) (Key, bool) {
 	p, x, ok := s.Find(k)
 	if !ok || x.Hi > limit {
 		return Key{}, false
