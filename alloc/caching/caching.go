@@ -198,22 +198,26 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if !a.cfg.ExpandableSegments {
 		// getFreeBlock's cudaMalloc-segment path. The pool is found after
 		// the stream, and mallocSlow finds it again, so that nothing is
-		// kept across streamIndex's map lookup or TakeFirst but what the
+		// kept across streamSlot's map lookup or TakeBest but what the
 		// found block needs.
-		si, known := a.streamIndex(stream)
+		// streamIndex, written out: a stream never used gets noStream.
+		var si uint64
+		if h := a.streamHint; int(h) < len(a.streams) && a.streams[h] == stream {
+			si = uint64(h)
+		} else {
+			si = a.streamSlot(stream)
+		}
 		pl := &a.pools[2*a.into+poolFor(size)]
 		if a.hot.gc {
 			pl.freeCalls++
 		}
-		if known {
-			if fs := pl.freeSet(si); fs != nil {
-				if cand, ok := fs.TakeBest(uint64(size)>>9, a.fitLimit(size)); ok {
-					id = cand.ID
-					if a.indexed {
-						a.unindexFree(id)
-					}
-					goto found
+		if fs := pl.freeSet(si); fs != nil { // nil for a stream never used
+			if cand, ok := fs.TakeBest(uint64(size)>>9, a.fitLimit(size)); ok {
+				id = cand.ID
+				if a.indexed {
+					a.unindexFree(id)
 				}
+				goto found
 			}
 		}
 	}
@@ -649,6 +653,24 @@ func (a *Allocator) streamIndex(stream int) (uint64, bool) {
 	}
 	return uint64(i), ok
 }
+
+// streamSlot is streamIndex for Alloc's free set lookup, which tries
+// the hint itself: the dense index of a stream in use, or noStream (past
+// every pool's free sets) for one never used, so that the caller tests
+// only for a free set. Out of line, so that the hot path keeps nothing on
+// the stack across its map lookup.
+//
+//go:noinline
+func (a *Allocator) streamSlot(stream int) uint64 {
+	if i, ok := a.streamIndex(stream); ok {
+		return i
+	}
+	return noStream
+}
+
+// noStream is streamSlot's index of a stream never used: pool.freeSet
+// finds no set there.
+const noStream = ^uint64(0)
 
 // maxStreams: a block records its stream index in 32 bits, more than the
 // 2^31 stream numbers an op trace may use (optrace.MaxStream). It was 16
