@@ -97,15 +97,17 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 // hotConfig is what the hot paths would otherwise recompute from the
 // configuration on every call (Config.hot).
 type hotConfig struct {
-	gc       bool  // gcEnabled
-	plain    bool  // no roundup_power2_divisions: round_size is the next multiple of 512
-	maxSplit int64 // Config.maxSplit
-	nonSplit int64 // Config.nonSplitRounding
+	gc       bool   // gcEnabled
+	plain    bool   // no roundup_power2_divisions: round_size is the next multiple of 512
+	maxSplit int64  // Config.maxSplit
+	nonSplit int64  // Config.nonSplitRounding
+	smallFit uint64 // fitLimit of a request below maxSplit
 }
 
 func (c *Config) hot() hotConfig {
 	h := hotConfig{gc: c.PerProcessMemoryFraction > 0 && c.GCThreshold > 0, plain: true,
 		maxSplit: c.maxSplit(), nonSplit: c.nonSplitRounding()}
+	h.smallFit = uint64(h.maxSplit-1) >> 9
 	for _, d := range c.RoundupDivisions {
 		if d > 1 {
 			h.plain = false
@@ -274,7 +276,7 @@ func (a *Allocator) fitLimit(size int64) uint64 {
 	if size >= a.hot.maxSplit {
 		return uint64(size+a.hot.nonSplit-1) >> 9
 	}
-	return uint64(a.hot.maxSplit-1) >> 9
+	return a.hot.smallFit
 }
 
 // newSegmentBlock is Alloc's path when no cached block fits: garbage
