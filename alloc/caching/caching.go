@@ -543,10 +543,10 @@ func (a *Allocator) freeBlock(id int32) {
 // (merging with p leaves id's record and its next link as they were).
 func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
 	if mp {
-		id = a.tryMerge(id, p)
+		a.merge(id, p)
 	}
 	if mn {
-		id = a.tryMerge(id, n)
+		a.merge(id, n)
 	}
 	a.insertFree(id)
 }
@@ -558,10 +558,17 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 	if src == none {
 		return dst
 	}
-	d := &a.blocks[dst]
-	if a.state[src] != stateOf(d)&^stAllocated {
+	if a.state[src] != stateOf(&a.blocks[dst])&^stAllocated {
 		return dst // allocated, or of the other mapped state: checked without loading src's record
 	}
+	a.merge(dst, src)
+	return dst
+}
+
+// merge is tryMerge's merge, for a src its caller has tested: dst absorbs
+// its neighbour src, free and of the same mapped state.
+func (a *Allocator) merge(dst, src int32) {
+	d := &a.blocks[dst]
 	s := &a.blocks[src]
 	if s.mapped {
 		// removeFree(src), written out (a call less on every merge).
@@ -588,7 +595,6 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 	}
 	d.size += s.size
 	a.dropBlock(src)
-	return dst
 }
 
 // EmptyCache is release_cached_blocks (torch.cuda.empty_cache()).
