@@ -274,16 +274,22 @@ func (s *Classed) Insert(k Key) bool {
 				mp := &ch.more[c&63]
 				if m := len(*mp); m < cap(*mp) && m+1 < classBucket &&
 					(ch.big == nil || ch.big[c&63] == nil || k.Lo <= (*mp)[0].lo) {
+					// An insertion sort's step from the low end: the
+					// entries below k.Lo, the last ones, move up one as
+					// they are passed, with no search first. The search
+					// cost more than the shift it led to (callgrind: ~3
+					// halvings for ~2.6 entries moved an insert here).
 					bin := (*mp)[:m+1]
-					j := firstBelowLo(bin[:m], k.Lo)
-					if j > 0 && bin[j-1].lo == k.Lo {
-						return false
-					}
-					for x := m; x > j; x-- {
+					x := m
+					for ; x > 0 && bin[x-1].lo < k.Lo; x-- {
 						bin[x] = bin[x-1]
 					}
-					bin[j] = classKey{k.Lo, k.ID}
-					*mp = (*mp)[:m+1] // in place: only the length is stored
+					if x > 0 && bin[x-1].lo == k.Lo { // present: move them back
+						copy(bin[x:], bin[x+1:])
+						return false
+					}
+					bin[x] = classKey{k.Lo, k.ID}
+					*mp = bin // in place: only the length is stored
 					t.n = n + 1
 					s.n++
 					return true
