@@ -136,11 +136,14 @@ func (bb *bucketBin) insert(e classKey) bool {
 func (bb *bucketBin) find(lo uint64) (j, p int, ok bool) {
 	j = bb.of(lo)
 	s := bb.b[j]
-	p = firstBelowLo(s, lo)
-	if p == 0 || s[p-1].lo != lo {
+	p = len(s) - 1 // from the low end, as insert: a bucket holds a few keys
+	for p >= 0 && s[p].lo < lo {
+		p--
+	}
+	if p < 0 || s[p].lo != lo {
 		return 0, 0, false
 	}
-	return j, p - 1, true
+	return j, p, true
 }
 
 // deleteAt removes entry p of bucket j.
