@@ -241,12 +241,13 @@ func (s *Classed) restSet() *Binned {
 // Insert is the common cases with no call on their path: a key into an
 // empty flat bin, and a key into a flat bin's more (its front, if the bin
 // has buckets) when more has room below classBucket: a new lowest, or one
-// above the top by a search and a shift of more; insertSlow is every case,
-// called for the others.
+// above the top by an insertion sort's step in more; and, with one call, a
+// key above the front of a bin with buckets (bucketBin.insert).
+// insertSlow is every case, called for the others.
 //
 // With every case in one body the calls of the rare ones (allocation,
-// spills, the buckets) made the compiler save the key's three words and
-// the chunk on the stack at entry, on every insert (callgrind).
+// spills, rest) made the compiler save the key's three words and the
+// chunk on the stack at entry, on every insert (callgrind).
 func (s *Classed) Insert(k Key) bool {
 	if c := k.Hi; c < numBins {
 		if ch := s.bins[c>>6]; ch != nil {
@@ -268,12 +269,23 @@ func (s *Classed) Insert(k Key) bool {
 					return true
 				}
 			} else if k.Lo > t.lo && int(n) != classFlat && ch.more != nil {
+				mp := &ch.more[c&63]
+				if ch.big != nil {
+					if bb := ch.big[c&63]; bb != nil && k.Lo > (*mp)[0].lo {
+						// Above the front of a bin with buckets: into
+						// them (insertSlow's case, a call less).
+						if !bb.insert(classKey{k.Lo, k.ID}) {
+							return false
+						}
+						t.n = n + 1
+						s.n++
+						return true
+					}
+				}
 				// Above the top, and not above the front of a bin with
 				// buckets: into more, a short decreasing run, if it has
 				// room.
-				mp := &ch.more[c&63]
-				if m := len(*mp); m < cap(*mp) && m+1 < classBucket &&
-					(ch.big == nil || ch.big[c&63] == nil || k.Lo <= (*mp)[0].lo) {
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket {
 					// An insertion sort's step from the low end: the
 					// entries below k.Lo, the last ones, move up one as
 					// they are passed, with no search first. The search
