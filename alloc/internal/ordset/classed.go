@@ -475,11 +475,18 @@ func (s *Classed) Delete(k Key) bool {
 	{
 		bin := ch.others(i)
 		if ch.big != nil && ch.big[i] != nil && k.Lo > bin[0].lo { // above the front
-			bk, p, ok := ch.big[i].find(k.Lo)
+			bb := ch.big[i]
+			bk, p, ok := bb.find(k.Lo)
 			if !ok {
 				return false
 			}
-			s.DeleteAt(ClassPos{int32(c), int32(p), int32(bk + 1)}, k)
+			// DeleteAt's bucket case, written out (a call less).
+			t.n--
+			s.n--
+			bb.deleteAt(bk, p)
+			if bb.n == 0 {
+				ch.big[i] = nil
+			}
 			return true
 		}
 		j = firstBelowLo(bin, k.Lo)
