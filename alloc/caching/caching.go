@@ -64,6 +64,9 @@ type Allocator struct {
 	// leaving a free set must be indexed, one test on the hot paths
 	// instead of two.
 	indexed bool
+	// into is the pool set Alloc allocates into: 0 (the default pools)
+	// but while AllocIn routes a call of Alloc to a private pool.
+	into uint16
 
 	reserved, allocated, requested int64
 	peakReserved, peakAllocated    int64
@@ -94,15 +97,17 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 // hotConfig is what the hot paths would otherwise recompute from the
 // configuration on every call (Config.hot).
 type hotConfig struct {
-	gc       bool  // gcEnabled
-	plain    bool  // no roundup_power2_divisions: round_size is the next multiple of 512
-	maxSplit int64 // Config.maxSplit
-	nonSplit int64 // Config.nonSplitRounding
+	gc       bool   // gcEnabled
+	plain    bool   // no roundup_power2_divisions: round_size is the next multiple of 512
+	maxSplit int64  // Config.maxSplit
+	nonSplit int64  // Config.nonSplitRounding
+	smallFit uint64 // fitLimit of a request below maxSplit
 }
 
 func (c *Config) hot() hotConfig {
 	h := hotConfig{gc: c.PerProcessMemoryFraction > 0 && c.GCThreshold > 0, plain: true,
 		maxSplit: c.maxSplit(), nonSplit: c.nonSplitRounding()}
+	h.smallFit = uint64(h.maxSplit-1) >> 9
 	for _, d := range c.RoundupDivisions {
 		if d > 1 {
 			h.plain = false
@@ -166,20 +171,23 @@ func poolFor(size int64) uint16 {
 //     blocks and retry; on failure free every wholly free segment and retry.
 //  4. Otherwise fail with PyTorch's out-of-memory fields.
 //  5. Split the block if should_split says so; the caller gets the low end.
-func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
-	return a.malloc(0, orig, stream)
-}
-
-// malloc is Alloc into pool set set (0: the default pools). An allocation
+//
+// Alloc allocates into pool set a.into: 0, the default pools, except
+// while AllocIn routes an allocation to a private pool. An allocation
 // into a private pool happens while PyTorch has a capture (or a MemPool
 // context) underway, when malloc skips the last rung of the ladder
-// (release_cached_blocks and retry).
+// (release_cached_blocks and retry). The set is a field, not a parameter,
+// so that Alloc is malloc itself rather than a call of it: the wrapper
+// and the parameter's spill were ~14 of a free+alloc pair's ~680
+// instructions (callgrind).
 //
 // The hot path (get_free_block without expandable segments, and
 // alloc_found_block) is written out here rather than called: the calls'
 // prologues, spills and reloads were ~45 of a free+alloc pair's ~800
-// instructions (callgrind). Its test: TestBestFitAgainstWalk.
-func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, error) {
+// instructions (callgrind). A hit jumps over the other paths (mallocSlow)
+// to the found block, so that nothing they need is reloaded on it. Its
+// test: TestBestFitAgainstWalk.
+func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
 	}
@@ -188,34 +196,40 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	// MaxRequest keeps the sizes below from wrapping, and it fails like any
 	// request the device cannot hold.
 	size := a.roundSize(min(orig, mem.MaxRequest))
-	p := 2*set + poolFor(size)
 	var id int32
-	ok := false
 	if !a.cfg.ExpandableSegments {
-		// getFreeBlock's cudaMalloc-segment path.
-		pl := &a.pools[p]
+		// getFreeBlock's cudaMalloc-segment path. The pool is found after
+		// the stream, and mallocSlow finds it again, so that nothing is
+		// kept across streamSlot's map lookup or TakeBest but what the
+		// found block needs.
+		// streamIndex, written out: a stream never used gets noStream.
+		var si uint64
+		if h := a.streamHint; int(h) < len(a.streams) && a.streams[h] == stream {
+			si = uint64(h)
+		} else {
+			si = a.streamSlot(stream)
+		}
+		pl := &a.pools[2*a.into+poolFor(size)]
 		if a.hot.gc {
 			pl.freeCalls++
 		}
-		if si, known := a.streamIndex(stream); known {
-			if fs := pl.freeSet(si); fs != nil {
-				var cand ordset.Key
-				if cand, ok = fs.TakeFirst(freeKey(size, 0), a.fitLimit(size)); ok {
-					id = cand.ID
-					if a.indexed {
-						a.unindexFree(id)
-					}
+		if fs := pl.freeSet(si); fs != nil { // nil for a stream never used
+			if cand, ok := fs.TakeBest(uint64(size)>>9, a.fitLimit(size)); ok {
+				id = cand.ID
+				if a.indexed {
+					a.unindexFree(id)
 				}
+				goto found
 			}
 		}
-	} else {
-		id, ok = a.getFreeBlockExpandable(p, stream, size)
 	}
-	if !ok {
-		if id, ok = a.newSegmentBlock(set, p, orig, size, stream); !ok {
+	{
+		var ok bool
+		if id, ok = a.mallocSlow(orig, size, stream); !ok {
 			return alloc.Block{}, a.oomError(orig, size)
 		}
 	}
+found:
 	// allocFoundBlock, written out.
 	b := &a.blocks[id]
 	if a.shouldSplit(b, size) {
@@ -237,6 +251,22 @@ func (a *Allocator) malloc(set uint16, orig int64, stream int) (alloc.Block, err
 	return alloc.Block{Handle: handleOf(id, b.gen), Addr: b.addr, Size: b.size}, nil
 }
 
+// mallocSlow is Alloc's search for a block of size bytes (orig
+// requested) on a stream other than by the hot path: best fit with
+// expandable segments, or (either way) a new segment. The block it
+// returns is not in any free set.
+//
+//go:noinline
+func (a *Allocator) mallocSlow(orig, size int64, stream int) (int32, bool) {
+	p := 2*a.into + poolFor(size)
+	if a.cfg.ExpandableSegments {
+		if id, ok := a.getFreeBlockExpandable(p, stream, size); ok {
+			return id, true
+		}
+	}
+	return a.newSegmentBlock(p>>1, p, orig, size, stream)
+}
+
 // fitLimit is the largest size class best fit may take for a request of
 // size bytes under the oversize rules: a small request (below
 // max_split_size m) never takes an oversize block (size ≥ m), an oversize
@@ -246,10 +276,10 @@ func (a *Allocator) fitLimit(size int64) uint64 {
 	if size >= a.hot.maxSplit {
 		return uint64(size+a.hot.nonSplit-1) >> 9
 	}
-	return uint64(a.hot.maxSplit-1) >> 9
+	return a.hot.smallFit
 }
 
-// newSegmentBlock is malloc's path when no cached block fits: garbage
+// newSegmentBlock is Alloc's path when no cached block fits: garbage
 // collection if configured, then a new segment, the out-of-memory ladder
 // (free oversize blocks, then every wholly free segment unless a private
 // pool is being allocated into) and a retry after each rung.
@@ -289,7 +319,7 @@ func (a *Allocator) oomError(orig, size int64) error {
 // smallest free block on this stream of at least size bytes, lowest address
 // on ties, subject to the oversize rules, where a block that can grow into
 // unmapped VA counts as that large. It removes the block from the free set
-// when it returns true. (malloc does the same without expandable segments.)
+// when it returns true. (Alloc does the same without expandable segments.)
 func (a *Allocator) getFreeBlockExpandable(p uint16, stream int, size int64) (int32, bool) {
 	pl := &a.pools[p]
 	if a.hot.gc {
@@ -434,12 +464,18 @@ func (a *Allocator) splitLow(id int32, size int64) int32 {
 // segment and returns to its pool's free set. Memory never goes back to the
 // device here; only EmptyCache, the out-of-memory path and GC do that.
 func (a *Allocator) Free(h alloc.Handle) error {
-	id, ok := a.lookup(h)
-	if !ok {
-		return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
+	// lookup, written out: its record is the one used below, with no
+	// second bounds check, and its two failures one branch each.
+	i := int(uint32(h)) - 1 // the record's id; handle 0 gives −1
+	if uint(i) >= uint(len(a.blocks)) {
+		return badHandle(h)
 	}
+	b := &a.blocks[i]
+	if !b.allocated || b.gen != uint32(h>>32) {
+		return badHandle(h)
+	}
+	id := int32(i)
 	a.mut.Mutated()
-	b := &a.blocks[id]
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated = false
@@ -449,11 +485,13 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	// freeBlock, with its common case written out: no neighbour merges (a
 	// neighbour merges if its state byte is the block's own, free and
 	// mapped; mostly it is allocated).
+	// none (−1) is past the state bytes as an unsigned index: one compare
+	// both tests for it and bounds the index.
 	st := a.state
-	st[id] = stMapped // an allocated block is mapped
+	st[i] = stMapped // an allocated block is mapped
 	p, n := b.prev, b.next
-	mp := p != none && st[p] == stMapped
-	mn := n != none && st[n] == stMapped
+	mp := uint(int(p)) < uint(len(st)) && st[p] == stMapped
+	mn := uint(int(n)) < uint(len(st)) && st[n] == stMapped
 	if !mp && !mn {
 		// insertFree, written out (a call less on three frees in four).
 		pl := &a.pools[b.pool]
@@ -478,6 +516,13 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	return nil
 }
 
+// badHandle is Free's error for a handle that names no live block.
+//
+//go:noinline
+func badHandle(h alloc.Handle) error {
+	return fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
+}
+
 // freeBlock merges a newly free mapped block with its neighbours and inserts
 // the result into the free set.
 func (a *Allocator) freeBlock(id int32) {
@@ -498,10 +543,10 @@ func (a *Allocator) freeBlock(id int32) {
 // (merging with p leaves id's record and its next link as they were).
 func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
 	if mp {
-		id = a.tryMerge(id, p)
+		a.merge(id, p)
 	}
 	if mn {
-		id = a.tryMerge(id, n)
+		a.merge(id, n)
 	}
 	a.insertFree(id)
 }
@@ -513,10 +558,17 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 	if src == none {
 		return dst
 	}
-	d := &a.blocks[dst]
-	if a.state[src] != stateOf(d)&^stAllocated {
+	if a.state[src] != stateOf(&a.blocks[dst])&^stAllocated {
 		return dst // allocated, or of the other mapped state: checked without loading src's record
 	}
+	a.merge(dst, src)
+	return dst
+}
+
+// merge is tryMerge's merge, for a src its caller has tested: dst absorbs
+// its neighbour src, free and of the same mapped state.
+func (a *Allocator) merge(dst, src int32) {
+	d := &a.blocks[dst]
 	s := &a.blocks[src]
 	if s.mapped {
 		// removeFree(src), written out (a call less on every merge).
@@ -543,7 +595,6 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 	}
 	d.size += s.size
 	a.dropBlock(src)
-	return dst
 }
 
 // EmptyCache is release_cached_blocks (torch.cuda.empty_cache()).
@@ -610,6 +661,24 @@ func (a *Allocator) streamIndex(stream int) (uint64, bool) {
 	}
 	return uint64(i), ok
 }
+
+// streamSlot is streamIndex for Alloc's free set lookup, which tries
+// the hint itself: the dense index of a stream in use, or noStream (past
+// every pool's free sets) for one never used, so that the caller tests
+// only for a free set. Out of line, so that the hot path keeps nothing on
+// the stack across its map lookup.
+//
+//go:noinline
+func (a *Allocator) streamSlot(stream int) uint64 {
+	if i, ok := a.streamIndex(stream); ok {
+		return i
+	}
+	return noStream
+}
+
+// noStream is streamSlot's index of a stream never used: pool.freeSet
+// finds no set there.
+const noStream = ^uint64(0)
 
 // maxStreams: a block records its stream index in 32 bits, more than the
 // 2^31 stream numbers an op trace may use (optrace.MaxStream). It was 16

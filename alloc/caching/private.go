@@ -74,7 +74,10 @@ func (a *Allocator) AllocIn(id PoolID, orig int64, stream int) (alloc.Block, err
 	case a.private[set-1].users == 0:
 		return alloc.Block{}, fmt.Errorf("%w: caching: pool %d_%d was released (no capture uses it)", alloc.ErrBadSpec, id[0], id[1])
 	}
-	return a.malloc(set, orig, stream)
+	a.into = set
+	blk, err := a.Alloc(orig, stream)
+	a.into = 0
+	return blk, err
 }
 
 // RetainPool is beginAllocateToPool for a pool that a new capture shares:

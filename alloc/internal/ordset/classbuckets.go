@@ -108,18 +108,18 @@ func (bb *bucketBin) pushLowest(e classKey) {
 func (bb *bucketBin) insert(e classKey) bool {
 	j := bb.of(e.lo)
 	s := bb.b[j]
-	p := firstBelowLo(s, e.lo)
-	if p > 0 && s[p-1].lo == e.lo {
-		return false
-	}
 	m := len(s)
 	s = append(s, classKey{})
-	if m-p <= 8 {
-		for i := m; i > p; i-- {
-			s[i] = s[i-1]
-		}
-	} else {
-		copy(s[p+1:], s[p:])
+	// An insertion sort's step from the low end, as Classed.Insert's into
+	// more: a bucket holds a few keys, and the search cost more than the
+	// shift.
+	p := m
+	for ; p > 0 && s[p-1].lo < e.lo; p-- {
+		s[p] = s[p-1]
+	}
+	if p > 0 && s[p-1].lo == e.lo { // present: move them back (bb.b[j] keeps its length)
+		copy(s[p:], s[p+1:])
+		return false
 	}
 	s[p] = e
 	bb.b[j] = s
@@ -136,11 +136,14 @@ func (bb *bucketBin) insert(e classKey) bool {
 func (bb *bucketBin) find(lo uint64) (j, p int, ok bool) {
 	j = bb.of(lo)
 	s := bb.b[j]
-	p = firstBelowLo(s, lo)
-	if p == 0 || s[p-1].lo != lo {
+	p = len(s) - 1 // from the low end, as insert: a bucket holds a few keys
+	for p >= 0 && s[p].lo < lo {
+		p--
+	}
+	if p < 0 || s[p].lo != lo {
 		return 0, 0, false
 	}
-	return j, p - 1, true
+	return j, p, true
 }
 
 // deleteAt removes entry p of bucket j.

@@ -241,12 +241,13 @@ func (s *Classed) restSet() *Binned {
 // Insert is the common cases with no call on their path: a key into an
 // empty flat bin, and a key into a flat bin's more (its front, if the bin
 // has buckets) when more has room below classBucket: a new lowest, or one
-// above the top by a search and a shift of more; insertSlow is every case,
-// called for the others.
+// above the top by an insertion sort's step in more; and, with one call, a
+// key above the front of a bin with buckets (bucketBin.insert).
+// insertSlow is every case, called for the others.
 //
 // With every case in one body the calls of the rare ones (allocation,
-// spills, the buckets) made the compiler save the key's three words and
-// the chunk on the stack at entry, on every insert (callgrind).
+// spills, rest) made the compiler save the key's three words and the
+// chunk on the stack at entry, on every insert (callgrind).
 func (s *Classed) Insert(k Key) bool {
 	if c := k.Hi; c < numBins {
 		if ch := s.bins[c>>6]; ch != nil {
@@ -268,22 +269,39 @@ func (s *Classed) Insert(k Key) bool {
 					return true
 				}
 			} else if k.Lo > t.lo && int(n) != classFlat && ch.more != nil {
+				mp := &ch.more[c&63]
+				if ch.big != nil {
+					if bb := ch.big[c&63]; bb != nil && k.Lo > (*mp)[0].lo {
+						// Above the front of a bin with buckets: into
+						// them (insertSlow's case, a call less).
+						if !bb.insert(classKey{k.Lo, k.ID}) {
+							return false
+						}
+						t.n = n + 1
+						s.n++
+						return true
+					}
+				}
 				// Above the top, and not above the front of a bin with
 				// buckets: into more, a short decreasing run, if it has
 				// room.
-				mp := &ch.more[c&63]
-				if m := len(*mp); m < cap(*mp) && m+1 < classBucket &&
-					(ch.big == nil || ch.big[c&63] == nil || k.Lo <= (*mp)[0].lo) {
+				if m := len(*mp); m < cap(*mp) && m+1 < classBucket {
+					// An insertion sort's step from the low end: the
+					// entries below k.Lo, the last ones, move up one as
+					// they are passed, with no search first. The search
+					// cost more than the shift it led to (callgrind: ~3
+					// halvings for ~2.6 entries moved an insert here).
 					bin := (*mp)[:m+1]
-					j := firstBelowLo(bin[:m], k.Lo)
-					if j > 0 && bin[j-1].lo == k.Lo {
-						return false
-					}
-					for x := m; x > j; x-- {
+					x := m
+					for ; x > 0 && bin[x-1].lo < k.Lo; x-- {
 						bin[x] = bin[x-1]
 					}
-					bin[j] = classKey{k.Lo, k.ID}
-					*mp = (*mp)[:m+1] // in place: only the length is stored
+					if x > 0 && bin[x-1].lo == k.Lo { // present: move them back
+						copy(bin[x:], bin[x+1:])
+						return false
+					}
+					bin[x] = classKey{k.Lo, k.ID}
+					*mp = bin // in place: only the length is stored
 					t.n = n + 1
 					s.n++
 					return true
@@ -457,11 +475,18 @@ func (s *Classed) Delete(k Key) bool {
 	{
 		bin := ch.others(i)
 		if ch.big != nil && ch.big[i] != nil && k.Lo > bin[0].lo { // above the front
-			bk, p, ok := ch.big[i].find(k.Lo)
+			bb := ch.big[i]
+			bk, p, ok := bb.find(k.Lo)
 			if !ok {
 				return false
 			}
-			s.DeleteAt(ClassPos{int32(c), int32(p), int32(bk + 1)}, k)
+			// DeleteAt's bucket case, written out (a call less).
+			t.n--
+			s.n--
+			bb.deleteAt(bk, p)
+			if bb.n == 0 {
+				ch.big[i] = nil
+			}
 			return true
 		}
 		j = firstBelowLo(bin, k.Lo)
@@ -528,21 +553,30 @@ func (s *Classed) Find(k Key) (ClassPos, Key, bool) {
 // TakeFirst removes and returns the smallest key ≥ k if its Hi is at most
 // limit (best fit under the caching allocator's oversize rules); otherwise
 // it changes nothing and reports false. Find and DeleteAt in one call, and
-// for best fit's query, a bitmap step and a bin's top.
+// for best fit's query (k.Lo == 0), TakeBest.
 func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
-	if k.Hi < numBins && k.Lo == 0 {
-		// s.occ.next(k.Hi), its first step (the word of k.Hi, where the
-		// class mostly is) written out: next is a call, with its spills.
-		b := int(k.Hi)
+	if k.Lo == 0 {
+		return s.TakeBest(k.Hi, limit)
+	}
+	return s.takeFind(k, limit)
+}
+
+// TakeBest is TakeFirst(Key{Hi: c}, limit), best fit's query: it removes
+// and returns the lowest key of the lowest class ≥ c if that class is at
+// most limit. When class c's bitmap word has a class ≥ c with a flat bin,
+// that is a bitmap step and the bin's top; the rest (the next words, a
+// spilled class, c ≥ numBins) is takeBestSlow, not inlined, so that its
+// calls make TakeBest keep nothing on the stack.
+func (s *Classed) TakeBest(c, limit uint64) (Key, bool) {
+	if c < numBins {
+		// s.occ.next(c), its first step (the word of c, where the class
+		// mostly is) written out.
+		b := int(c)
 		if x := s.occ.used[b>>6] >> (b & 63); x != 0 {
 			b += bits.TrailingZeros64(x)
-		} else {
-			b = s.occ.next(b)
-		}
-		if b >= 0 {
 			ch := s.bins[b>>6]
 			t := &ch.top[b&63]
-			if n := t.n; n > 0 { // else spilled: Find below
+			if n := t.n; n > 0 { // else spilled
 				if uint64(b) > limit {
 					return Key{}, false
 				}
@@ -558,6 +592,38 @@ func (s *Classed) TakeFirst(k Key, limit uint64) (Key, bool) {
 			}
 		}
 	}
+	return s.takeBestSlow(c, limit)
+}
+
+// takeBestSlow is TakeBest past the first bitmap word.
+//
+//go:noinline
+func (s *Classed) takeBestSlow(c, limit uint64) (Key, bool) {
+	if c < numBins {
+		if b := s.occ.next(int(c)); b >= 0 {
+			ch := s.bins[b>>6]
+			t := &ch.top[b&63]
+			if n := t.n; n > 0 { // else spilled: takeFind
+				if uint64(b) > limit {
+					return Key{}, false
+				}
+				x := Key{Hi: uint64(b), Lo: t.lo, ID: t.id}
+				s.n--
+				if n == 1 {
+					*t = classTop{}
+					s.occ.unmark(b)
+				} else if ch.popTop(b&63, n) {
+					ch.refill(b & 63)
+				}
+				return x, true
+			}
+		}
+	}
+	return s.takeFind(Key{Hi: c}, limit)
+}
+
+// takeFind is TakeFirst by Find and DeleteAt.
+func (s *Classed) takeFind(k Key, limit uint64) (Key, bool) {
 	p, x, ok := s.Find(k)
 	if !ok || x.Hi > limit {
 		return Key{}, false

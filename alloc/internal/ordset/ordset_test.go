@@ -1,6 +1,7 @@
 package ordset
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -463,5 +464,82 @@ func TestBucketOpsNoWrap(t *testing.T) {
 	// starts the count afresh.
 	if bb.ops < 0 || bb.ops > 400 {
 		t.Fatalf("operation count %d after 400 inserts past 2^31: the bin was never spread again", bb.ops)
+	}
+}
+
+// TestClassedTakeBest checks TakeBest against a sorted model: random
+// inserts and takes from random classes under random limits, with classes
+// over several bitmap words (so that a take often steps past its class's
+// word, takeBestSlow), around numBins and above it (rest), under the
+// default thresholds and small ones (spilled classes, buckets, refills).
+func TestClassedTakeBest(t *testing.T) {
+	defer func() { classFlat, classBucket, bucketMax = maxFlat, 32, 32 }()
+	for _, th := range []struct{ flat, bucket int }{{maxFlat, 32}, {4, 32}, {maxFlat, 4}, {12, 4}} {
+		classFlat, classBucket, bucketMax = th.flat, th.bucket, th.bucket
+		r := rand.New(rand.NewPCG(uint64(th.flat), uint64(th.bucket)))
+		class := func() uint64 {
+			switch r.IntN(4) {
+			case 0:
+				return uint64(r.IntN(8)) // a few crowded classes
+			case 1:
+				return uint64(r.IntN(400)) // several words
+			case 2:
+				return uint64(numBins - 70 + r.IntN(140))
+			default:
+				return ^uint64(0) - uint64(r.IntN(3))
+			}
+		}
+		var s Classed
+		var model []Key // sorted by (Hi, Lo)
+		byKey := func(a, b Key) int {
+			if a.Hi != b.Hi {
+				return cmp.Compare(a.Hi, b.Hi)
+			}
+			return cmp.Compare(a.Lo, b.Lo)
+		}
+		for step := range 20000 {
+			if r.IntN(3) > 0 || len(model) == 0 {
+				k := Key{Hi: class(), Lo: uint64(r.IntN(64)), ID: int32(step)}
+				i, found := slices.BinarySearchFunc(model, k, byKey)
+				if s.Insert(k) == found {
+					t.Fatalf("step %d: Insert(%v) = %v with the key present: %v", step, k, !found, found)
+				}
+				if !found {
+					model = slices.Insert(model, i, k)
+				}
+			} else {
+				c := class()
+				i, _ := slices.BinarySearchFunc(model, Key{Hi: c}, byKey)
+				limit := c + uint64(r.IntN(300))
+				switch r.IntN(8) {
+				case 0:
+					limit = ^uint64(0)
+				case 1, 2: // the class best fit finds, or the one below: the limit's edge
+					if i < len(model) {
+						limit = model[i].Hi - uint64(r.IntN(2))
+					}
+				}
+				if limit < c {
+					limit = ^uint64(0)
+				}
+				want, wok := Key{}, i < len(model) && model[i].Hi <= limit
+				if wok {
+					want = model[i]
+					model = slices.Delete(model, i, i+1)
+				}
+				if got, ok := s.TakeBest(c, limit); got != want || ok != wok {
+					t.Fatalf("flat %d bucket %d step %d: TakeBest(%d, %d) = %v, %v; want %v, %v",
+						th.flat, th.bucket, step, c, limit, got, ok, want, wok)
+				}
+			}
+			if step%64 == 0 || step > 19000 {
+				if err := s.Check(); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if s.Len() != len(model) {
+					t.Fatalf("step %d: Len %d, model %d", step, s.Len(), len(model))
+				}
+			}
+		}
 	}
 }
