@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpufrag/gpufrag/internal/par"
@@ -90,9 +92,14 @@ type PaperReport struct {
 	// lengths, tokens.
 	MeanIn, MeanOut []float64
 	// Fig12a says why Fig. 12a's rates are not computed; empty when they
-	// are (then Rates[s][t] is each system's rate at the SLO, req/s).
-	Fig12a string
-	Rates  [][numTimings]float64
+	// are (then Rates[s][t] is each system's rate at the SLO, req/s,
+	// bisected on the model's curve, and ReadOff[s][t] the rate read off
+	// as the paper's figure reads its own: fidPolylineRate on the rates
+	// of paperFig12aGrid; the bisected rate where the grid has no entry
+	// for the system).
+	Fig12a  string
+	Rates   [][numTimings]float64
+	ReadOff [][numTimings]float64
 	// normAt runs system s under timing t at rate and returns its mean
 	// normalized latency (s/token): Fig. 12a's low-load points.
 	normAt func(s int, t FidelityTiming, rate float64) (float64, error)
@@ -112,24 +119,117 @@ const (
 	fig12aTol = 0.01
 )
 
-// fig12a fills rep.Rates by bisection, one system × timing per job.
+// fig12a fills rep.Rates by bisection and rep.ReadOff on the paper's
+// grid, one system × timing per job.
 func fig12a(ctx context.Context, ps *PaperSetup, rep *PaperReport, workers int) error {
 	ns, nt := len(ps.Systems), int(numTimings)
-	rates, err := par.Map(ctx, ns*nt, par.Options{Workers: workers}, func(_ context.Context, i int) (float64, error) {
+	rates, err := par.Map(ctx, ns*nt, par.Options{Workers: workers}, func(_ context.Context, i int) ([2]float64, error) {
 		s, t := i/nt, FidelityTiming(i%nt)
-		return fidBisectRate(fig12aLo, fig12aHi, fig12aTol, fig12aSLO, func(rate float64) (float64, error) {
-			return rep.normAt(s, t, rate)
-		})
+		f := func(rate float64) (float64, error) { return rep.normAt(s, t, rate) }
+		r, err := fidBisectRate(fig12aLo, fig12aHi, fig12aTol, fig12aSLO, f)
+		if err != nil {
+			return [2]float64{}, err
+		}
+		grid, ok := paperFig12aGrid[ps.Systems[s].Name]
+		if !ok {
+			return [2]float64{r, r}, nil
+		}
+		ro, err := fidPolylineRate(grid, fig12aHi, fig12aSLO, f)
+		return [2]float64{r, ro}, err
 	})
 	if err != nil {
 		return err
 	}
 	rep.Rates = make([][numTimings]float64, ns)
+	rep.ReadOff = make([][numTimings]float64, ns)
 	for i, r := range rates {
-		rep.Rates[i/nt][i%nt] = r
+		rep.Rates[i/nt][i%nt] = r[0]
+		rep.ReadOff[i/nt][i%nt] = r[1]
 	}
 	rep.Fig12a = ""
 	return nil
+}
+
+// paperFig12aGrid holds, per system, the request rates at which the paper
+// measured its Fig. 12a curve (OPT-13B, ShareGPT), ascending: the vertices
+// of the figure's polylines in the vector figure of the paper's HTML
+// version (n1-sharegpt.svg of arXiv 2309.06180v1, panel (a), as copied in
+// yanheng01/yanheng01.github.io @ 3f5a0ab4; x = (vertex − 78.48) ÷
+// 141.345 req/s from the axis ticks; a duplicated vertex, vLLM's two
+// points at 1.5, kept once). Each polyline ends in a segment cut at the
+// figure's edge, 1.62 s/token, towards one more point past the drawn
+// ones: at a rate of at least paperFig12aCut. The published rates (0.52,
+// 0.77, 1.10, 1.93 req/s) are where these polylines cross 0.5 s/token
+// (0.5248, 0.7736, 1.0995, 1.9294: TestPaperFig12aPolylines), not where
+// the measured curve does: between two measured rates the line is
+// straight, and a normalized latency that grows ever faster towards
+// saturation crosses 0.5 s/token later than its chord. So the page reads
+// the model's curve the same way: at the paper's rates, continued at the
+// last spacing (0.1, 0.15, 0.1, 0.1 req/s) to reach the next point, which
+// lands on or past each cut (0.6, 0.9, 1.2, 2.1). The spacing beyond the
+// drawn points is the one assumption. docs/calibrate.md, "Issue 24,
+// eleventh session: the paper's Orca at its reservations".
+var paperFig12aGrid = map[string][]float64{
+	"orca-max":    {0.2, 0.3, 0.4, 0.5},
+	"orca-pow2":   {0.25, 0.5, 0.6, 0.75},
+	"orca-oracle": {0.25, 0.5, 0.75, 0.9, 1.0, 1.1},
+	"vllm":        {1.0, 1.25, 1.5, 1.75, 1.8, 1.9, 2.0},
+}
+
+// paperFig12aCut is, per system, the rate at which the last segment of
+// the paper's polyline leaves the figure (1.62 s/token): the next
+// measured rate lies at or past it.
+var paperFig12aCut = map[string]float64{
+	"orca-max": 0.5912, "orca-pow2": 0.8426, "orca-oracle": 1.1484, "vllm": 2.0457,
+}
+
+// fidRates lists rates for a note: "0.2, 0.3, 0.4".
+func fidRates(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, r := range rates {
+		parts[i] = strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fidPolylineRate returns the rate at which the polyline through (r,
+// f(r)), r the rates of grid (ascending, at least two) continued past
+// the last at the last spacing up to hi, reaches target: linear between
+// the two rates that bracket it, as a plotted line crosses a level; the
+// first rate when f there already reaches it, hi when no rate up to hi
+// does. It evaluates f only as far as the crossing.
+func fidPolylineRate(grid []float64, hi, target float64, f func(rate float64) (float64, error)) (float64, error) {
+	n := len(grid)
+	if n < 2 || !(grid[0] > 0) {
+		return 0, fmt.Errorf("%w: fidPolylineRate: want at least two positive rates (got %v)", ErrFidelity, grid)
+	}
+	for i := 1; i < n; i++ {
+		if !(grid[i] > grid[i-1]) {
+			return 0, fmt.Errorf("%w: fidPolylineRate: rates %v not ascending", ErrFidelity, grid)
+		}
+	}
+	step := grid[n-1] - grid[n-2]
+	var pr, pv float64
+	for i := 0; ; i++ {
+		r := grid[min(i, n-1)]
+		if i >= n {
+			r += float64(i-n+1) * step
+		}
+		if r > hi*(1+1e-9) {
+			return hi, nil
+		}
+		v, err := f(r)
+		if err != nil {
+			return r, err
+		}
+		if v >= target {
+			if i == 0 {
+				return r, nil
+			}
+			return pr + (r-pr)*(target-pv)/(v-pv), nil
+		}
+		pr, pv = r, v
+	}
 }
 
 // paperRayStepNs is the paper's harness's cost a step that no release of
@@ -412,10 +512,19 @@ func fidPaperRows(rep *FidelityReport) {
 			get(func(p PaperResult) float64 { return p.Slots })
 			r.Note = "paged pool ÷ KV bytes per token (memory: both timing models agree)"
 		case "request_rate_at_slo":
+			grid, ok := paperFig12aGrid[f.Setup.System]
 			for t := range numTimings {
-				r.Value[t], r.OK[t] = pr.Rates[s][t], true
+				r.Value[t], r.OK[t] = pr.ReadOff[s][t], true
 			}
-			r.Note = fmt.Sprintf("bisected to ±%g req/s: %s, each run to completion", fig12aTol/2, pr.traceNote())
+			if !ok {
+				r.Note = fmt.Sprintf("bisected to ±%g req/s: %s, each run to completion", fig12aTol/2, pr.traceNote())
+				break
+			}
+			r.Note = fmt.Sprintf("read as the paper's figure reads: where the line through the model's normalized latency at the paper's "+
+				"measured rates (%s req/s, then every %.2f) crosses %g s/token; the model's own crossing, bisected to ±%g: %.4g "+
+				"(roofline %.4g); %s, each run to completion",
+				fidRates(grid), grid[len(grid)-1]-grid[len(grid)-2],
+				fig12aSLO, fig12aTol/2, pr.Rates[s][TimingProfile], pr.Rates[s][TimingRoofline], pr.traceNote())
 		case "normalized_latency_mean":
 			rate := f.Setup.Workload.RequestRate
 			if rate == nil || !(*rate > 0) || math.IsInf(*rate, 0) {
