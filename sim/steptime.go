@@ -157,6 +157,10 @@ type StepModel struct {
 
 	arNsPerTok float64 // all-reduce ns per linear token (both calls of every layer)
 	arFixedNs  float64 // all-reduce latency per step (2 calls per layer)
+	// arSmallTok tokens (a message up to AllReduceSmallBytes) cost
+	// arSmallNsPerTok each instead of arNsPerTok: the custom kernel's
+	// small-message bandwidth (0 over PCIe).
+	arSmallTok, arSmallNsPerTok float64
 
 	stepNs, perSeqNs, eagerNs float64
 	kvHalfNs                  float64 // KV ns each decoding sequence adds (ctx½ tokens' reads)
@@ -221,6 +225,9 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		m.arFixedNs = calls * float64(p.AllReduce.LatencyNs)
 		if p.Peak.LinkBytesPerS > PCIeLinkBytesPerS {
 			m.arFixedNs *= AllReduceLatencyScale(s.TP)
+			perTok := float64(s.Hidden) * s.ActBytes
+			m.arSmallTok = AllReduceSmallBytes / perTok
+			m.arSmallNsPerTok = calls * ring * perTok / (p.Peak.LinkBytesPerS * AllReduceSmallLinkShare / 1e9)
 		}
 	}
 	return m
@@ -247,6 +254,21 @@ func (p *Profile) Compile(s Shape) *StepModel {
 const (
 	AllReduceLatencyTP4 = 1.254
 	AllReduceLatencyTP8 = 1.403
+)
+
+// AllReduceSmallBytes and AllReduceSmallLinkShare are the all-reduce's
+// cost per byte over NVLink for messages up to AllReduceSmallBytes: the
+// same fit of the same table (sglang#2904's vLLM custom all-reduce, 512 B
+// to 1 MB) gives one slope for every TP, 19.3 µs a MB crossing a link, or
+// AllReduceSmallLinkShare of the H100's 450 GB/s one-way NVLink; another
+// GPU's link is taken at the same share (the one-shot kernel reads its
+// peers' buffers over the link). Past the table's largest message the
+// fitted all_reduce.bw_eff applies to the rest of the bytes (the two-shot
+// kernel and NCCL's rings of the prefill's messages; no table here times
+// them): TestAllReduceLatencyScaleFromKernelTable redoes the slope.
+const (
+	AllReduceSmallBytes     = 1 << 20
+	AllReduceSmallLinkShare = 0.115
 )
 
 // AllReduceLatencyScale is the fixed cost of one all-reduce call among tp
@@ -320,7 +342,8 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
 //	kv         (decode context + ctx½ × decoding sequences + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
 //	all-reduce 2 × layers × (latency × scale(tp) + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
-//	           (scale: AllReduceLatencyScale over NVLink, 1 at TP 2 and over PCIe)
+//	           (over NVLink: scale AllReduceLatencyScale, and the first AllReduceSmallBytes of a
+//	           message at link × AllReduceSmallLinkShare; over PCIe: scale 1, eff_ar throughout)
 //	copy       2 × copied bytes ÷ (bw × eff_w)
 //	overhead   step + per sequence × sequences + (not a full graph) per layer × layers
 //	output     per token × sampled rows
@@ -363,7 +386,8 @@ func (m *StepModel) Time(st Step) Breakdown {
 		b.LinearNs = m.blendLinear(compute, weights)
 		b.ComputeBound = compute > weights
 		if m.tp > 1 {
-			b.AllReduceNs = m.arFixedNs + nf*m.arNsPerTok
+			small := min(nf, m.arSmallTok)
+			b.AllReduceNs = m.arFixedNs + small*m.arSmallNsPerTok + (nf-small)*m.arNsPerTok
 		}
 	}
 	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair

@@ -89,6 +89,13 @@ func TestAllReduceLatencyScaleFromKernelTable(t *testing.T) {
 	if got, want := AllReduceLatencyTP8, round3(lat[2]/lat[0]); got != want {
 		t.Errorf("AllReduceLatencyTP8 = %v, want %v (%.0f ÷ %.0f ns)", got, want, lat[2], lat[0])
 	}
+	// The slope as a share of the table's link (the H100's 450 GB/s one way), to 3 decimals.
+	if got, want := AllReduceSmallLinkShare, round3(1/(s*450)); got != want {
+		t.Errorf("AllReduceSmallLinkShare = %v, want %v (%.4f ns a byte crossing a 450 GB/s link)", got, want, s)
+	}
+	if largest := arKernelTable[len(arKernelTable)-1].bytes; AllReduceSmallBytes != largest {
+		t.Errorf("AllReduceSmallBytes = %d, want the table's largest message, %.0f", AllReduceSmallBytes, largest)
+	}
 	if rms > 0.12 {
 		t.Errorf("the form fits the table with rms log error %.3f: not the 0.114 the comments quote", rms)
 	}
@@ -125,25 +132,30 @@ func TestAllReduceLatencyScale(t *testing.T) {
 }
 
 // TestAllReduceLatencyByTP: over NVLink the fixed part of the all-reduce
-// term grows with the TP degree as AllReduceLatencyScale says; over PCIe it
-// stays one latency a call.
+// term grows with the TP degree as AllReduceLatencyScale says, and the
+// first AllReduceSmallBytes of a message cross the link at
+// AllReduceSmallLinkShare of it, the rest at the profile's bw_eff; over
+// PCIe it stays one latency a call and bw_eff throughout.
 func TestAllReduceLatencyByTP(t *testing.T) {
 	for _, link := range []float64{1e11, PCIeLinkBytesPerS} {
 		p := toyProfile()
 		p.Peak.LinkBytesPerS = link
 		for _, tp := range []int{2, 4, 8} {
-			s := toyShape()
+			s := toyShape() // hidden 1000, 2 B: 2,000 B a token
 			s.TP = tp
-			got := p.StepTime(s, Step{DecodeSeqs: 1, DecodeContext: 100}).AllReduceNs
-			// 2 layers × 2 calls; 1 token, padded to the capture size 1.
-			scale := 1.0
-			if link > PCIeLinkBytesPerS {
-				scale = AllReduceLatencyScale(tp)
-			}
 			ring := 2 * float64(tp-1) / float64(tp)
-			want := 4*1000*scale + 4*ring*1*float64(s.Hidden)*s.ActBytes/(link*0.5/1e9)
-			if !near(got, want) {
-				t.Errorf("link %g B/s, TP %d: all-reduce %v ns, want %v", link, tp, got, want)
+			for _, n := range []int64{1, 100, 1000} { // prefill tokens: 2 KB, 200 KB, 2 MB messages
+				got := p.StepTime(s, Step{PrefillTokens: n, PrefillSeqs: 1, PrefillPairs: 1}).AllReduceNs
+				// 2 layers × 2 calls.
+				scale, small := 1.0, 0.0
+				if link > PCIeLinkBytesPerS {
+					scale, small = AllReduceLatencyScale(tp), min(float64(n)*2000, AllReduceSmallBytes)
+				}
+				big := float64(n)*2000 - small
+				want := 4*1000*scale + 4*ring*(small/(link*AllReduceSmallLinkShare/1e9)+big/(link*0.5/1e9))
+				if !near(got, want) {
+					t.Errorf("link %g B/s, TP %d, %d tokens: all-reduce %v ns, want %v", link, tp, n, got, want)
+				}
 			}
 		}
 	}
