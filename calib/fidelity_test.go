@@ -249,10 +249,14 @@ func TestFidelityTranslate(t *testing.T) {
 		len(p.base.reqs) != 20 || p.base.cfg.MaxConcurrency != 1 || p.sim.reqs[0].PromptTokens != 1024 || p.base.reqs[0].OutputTokens != 128 {
 		t.Fatalf("closed-loop ratio: %+v, %v", p, err)
 	}
-	// An all-reduce figure: the a100-80g profile's term by hand.
+	// An all-reduce figure: the a100-80g profile's term by hand (TP 4: its
+	// latency scaled; NVLink: the first AllReduceSmallBytes at the small
+	// messages' share of the link).
 	p, err = fidTranslate(fig("vidur-a100-dgx-allreduce-tp4-8mib"), fidOpenFixture, files)
 	prof, _ := sim.DefaultProfile("a100-80g", sim.EngineVLLMV1, "")
-	want := (float64(prof.AllReduce.LatencyNs) + 2*3.0/4*8388608/(prof.Peak.LinkBytesPerS*prof.AllReduce.BWEff/1e9)) / 1e6
+	want := (float64(prof.AllReduce.LatencyNs)*sim.AllReduceLatencyScale(4) +
+		2*3.0/4*(sim.AllReduceSmallBytes/(prof.Peak.LinkBytesPerS*sim.AllReduceSmallLinkShare/1e9)+
+			(8388608-sim.AllReduceSmallBytes)/(prof.Peak.LinkBytesPerS*prof.AllReduce.BWEff/1e9))) / 1e6
 	if err != nil || p.sim != nil || math.Abs(p.op(prof)-want) > 1e-9*want {
 		t.Errorf("all-reduce: %v ms (%v), want %v", p.op(prof), err, want)
 	}

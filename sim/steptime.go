@@ -157,6 +157,10 @@ type StepModel struct {
 
 	arNsPerTok float64 // all-reduce ns per linear token (both calls of every layer)
 	arFixedNs  float64 // all-reduce latency per step (2 calls per layer)
+	// arSmallTok tokens (a message up to AllReduceSmallBytes) cost
+	// arSmallNsPerTok each instead of arNsPerTok: the custom kernel's
+	// small-message bandwidth (0 over PCIe).
+	arSmallTok, arSmallNsPerTok float64
 
 	stepNs, perSeqNs, eagerNs float64
 	kvHalfNs                  float64 // KV ns each decoding sequence adds (ctx½ tokens' reads)
@@ -219,8 +223,66 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		link := p.Peak.LinkBytesPerS * p.AllReduce.BWEff / 1e9
 		m.arNsPerTok = calls * ring * float64(s.Hidden) * s.ActBytes / link
 		m.arFixedNs = calls * float64(p.AllReduce.LatencyNs)
+		if p.Peak.LinkBytesPerS > PCIeLinkBytesPerS {
+			m.arFixedNs *= AllReduceLatencyScale(s.TP)
+			perTok := float64(s.Hidden) * s.ActBytes
+			m.arSmallTok = AllReduceSmallBytes / perTok
+			m.arSmallNsPerTok = calls * ring * perTok / (p.Peak.LinkBytesPerS * AllReduceSmallLinkShare / 1e9)
+		}
 	}
 	return m
+}
+
+// AllReduceLatencyTP4 and AllReduceLatencyTP8 are the fixed cost of one
+// all-reduce call at TP 4 and TP 8 as a multiple of its cost at TP 2 (the
+// AllReduceTerm's LatencyNs). They are set from a kernel table, not fitted
+// to serving figures: sgl-project/sglang#2904 ("unit test performance in
+// H100 (without cuda graph)", the "vllm" table: vLLM's custom all-reduce,
+// the kernel vLLM runs on NVLink for the decode-sized messages below its
+// 8 MB buffer) times one call at TP 2, 4 and 8 and 512 B to 1 MB. The
+// step model's form, latency(tp) + 2(tp−1)/tp × bytes ÷ bandwidth with one
+// bandwidth for every TP, fits the 18 times with latencies 8.00, 10.04 and
+// 11.23 µs (rms log error 0.114): TestAllReduceLatencyScaleFromKernelTable
+// redoes the fit. Above TP 8 each doubling adds what TP 4 to 8 adds; TP 3,
+// 5-7 interpolate in log2(tp). The table is one GPU (H100, NVLink 4) and
+// one kernel; NCCL's own cost model (src/graph/tuning.cc: one base latency
+// per algorithm and protocol plus one per hop, the same for every GPU
+// generation) has no per-generation latency either, so every NVLink GPU
+// shares the shape. A link over PCIe (all_reduce_pcie: NCCL's rings, not
+// this kernel) keeps one latency a call: no table here times it by TP
+// (docs/calibrate.md, issue 24, eleventh session).
+const (
+	AllReduceLatencyTP4 = 1.254
+	AllReduceLatencyTP8 = 1.403
+)
+
+// AllReduceSmallBytes and AllReduceSmallLinkShare are the all-reduce's
+// cost per byte over NVLink for messages up to AllReduceSmallBytes: the
+// same fit of the same table (sglang#2904's vLLM custom all-reduce, 512 B
+// to 1 MB) gives one slope for every TP, 19.3 µs a MB crossing a link, or
+// AllReduceSmallLinkShare of the H100's 450 GB/s one-way NVLink; another
+// GPU's link is taken at the same share (the one-shot kernel reads its
+// peers' buffers over the link). Past the table's largest message the
+// fitted all_reduce.bw_eff applies to the rest of the bytes (the two-shot
+// kernel and NCCL's rings of the prefill's messages; no table here times
+// them): TestAllReduceLatencyScaleFromKernelTable redoes the slope.
+const (
+	AllReduceSmallBytes     = 1 << 20
+	AllReduceSmallLinkShare = 0.115
+)
+
+// AllReduceLatencyScale is the fixed cost of one all-reduce call among tp
+// GPUs as a multiple of its cost at TP 2 (1 at tp ≤ 2): piecewise linear
+// in log2(tp) through AllReduceLatencyTP4 and AllReduceLatencyTP8.
+func AllReduceLatencyScale(tp int) float64 {
+	if tp <= 2 {
+		return 1
+	}
+	x := math.Log2(float64(tp))
+	if x <= 2 {
+		return 1 + (x-1)*(AllReduceLatencyTP4-1)
+	}
+	return AllReduceLatencyTP4 + (x-2)*(AllReduceLatencyTP8-AllReduceLatencyTP4)
 }
 
 // StepTime is the time of one step of st for a model of shape s, per
@@ -279,7 +341,9 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //	             (every expert some token is routed to, uniform routing)
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
 //	kv         (decode context + ctx½ × decoding sequences + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
-//	all-reduce 2 × layers × (latency + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
+//	all-reduce 2 × layers × (latency × scale(tp) + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
+//	           (over NVLink: scale AllReduceLatencyScale, and the first AllReduceSmallBytes of a
+//	           message at link × AllReduceSmallLinkShare; over PCIe: scale 1, eff_ar throughout)
 //	copy       2 × copied bytes ÷ (bw × eff_w)
 //	overhead   step + per sequence × sequences + (not a full graph) per layer × layers
 //	output     per token × sampled rows
@@ -322,7 +386,8 @@ func (m *StepModel) Time(st Step) Breakdown {
 		b.LinearNs = m.blendLinear(compute, weights)
 		b.ComputeBound = compute > weights
 		if m.tp > 1 {
-			b.AllReduceNs = m.arFixedNs + nf*m.arNsPerTok
+			small := min(nf, m.arSmallTok)
+			b.AllReduceNs = m.arFixedNs + small*m.arSmallNsPerTok + (nf-small)*m.arNsPerTok
 		}
 	}
 	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair

@@ -131,12 +131,14 @@ func TestStepTimeTerms(t *testing.T) {
 			wantTot: 3_012_121, // ceil(3,012,120.24)
 		},
 		{
-			// TP 2: 2 layers × 2 calls = 4 all-reduces of 4 padded tokens:
-			// 4 × 1000 ns + 4 × 2(2−1)/2 × 4 tokens × 1000 × 2 B ÷ 50 B/ns =
-			// 4,000 + 640.
+			// TP 2: 2 layers × 2 calls = 4 all-reduces of 4 padded tokens,
+			// 8 KB a call, under AllReduceSmallBytes: the toy's 1e11 B/s link
+			// is NVLink, so at AllReduceSmallLinkShare of it (11.5 B/ns):
+			// 4 × 1000 ns + 4 × 2(2−1)/2 × 4 tokens × 1000 × 2 B ÷ 11.5 B/ns =
+			// 4,000 + 2,782.6.
 			name: "all-reduce", shape: func(s *Shape) { s.TP = 2 }, step: decode(3, 100),
-			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, AllReduceNs: 4_640, OverheadNs: 1_030_000, Graph: true, LinearTokens: 4},
-			wantTot: 3_046_760,
+			want:    Breakdown{LinearNs: 2e6, KVNs: 12_120, AllReduceNs: 4000 + 32000/11.5, OverheadNs: 1_030_000, Graph: true, LinearTokens: 4},
+			wantTot: 3_048_903, // ceil(3,048,902.6)
 		},
 		{
 			// MoE: 1 GB of routed experts, 1 of 4 per token. 1 token reads
