@@ -67,10 +67,11 @@ type Allocator struct {
 	// leaving a free set must be indexed, one test on the hot paths
 	// instead of two.
 	indexed bool
-	// fast is !cfg.ExpandableSegments && !hot.gc && !indexed: the hot
-	// paths' one test for what they write out (Alloc's best fit, Free's
-	// and splitLow's insertFree), with the rest out of line.
-	fast bool
+	// fast is !cfg.ExpandableSegments && !hot.gc && !indexed: Alloc's one
+	// test for the best fit it writes out (otherwise getFreeBlock). noRest
+	// is !hot.gc && !indexed: Free's and splitLow's one test for what
+	// insertFree does after the insert (freeRest).
+	fast, noRest bool
 	// into is the pool set Alloc allocates into: 0 (the default pools)
 	// but while AllocIn routes a call of Alloc to a private pool.
 	into uint16
@@ -99,7 +100,8 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 		cfg.MaxNonSplitRounding = kLargeBuffer
 	}
 	a := &Allocator{cfg: cfg, hot: cfg.hot(), dev: dev, pools: make([]pool, 2)}
-	a.fast = !cfg.ExpandableSegments && !a.hot.gc
+	a.noRest = !a.hot.gc
+	a.fast = a.noRest && !cfg.ExpandableSegments
 	return a, nil
 }
 
@@ -471,6 +473,9 @@ func (a *Allocator) splitLow(id int32, size int64) int32 {
 		nb.addr, nb.size, nb.prev, nb.next, nb.sidx = addr, size, prev, id, sidx
 		a.bpool[nid] = pool
 		a.state[nid] = stFree
+		if a.cfg.ExpandableSegments {
+			a.cold[nid].seg = a.cold[id].seg
+		}
 	} else {
 		nid = a.newBlock(record{addr: addr, size: size, sidx: sidx, pool: pool, mapped: true,
 			prev: prev, next: id, seg: a.cold[id].seg})
@@ -492,27 +497,15 @@ func (a *Allocator) splitLow(id int32, size int64) int32 {
 		fs = pl.newFreeSet(sidx)
 	}
 	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
-	if !a.fast {
-		a.splitRest(id, nid)
+	if !a.noRest {
+		a.freeRest(id)
 	}
 	return nid
 }
 
-// splitRest is what splitLow does when !a.fast: the new record nid's seg
-// (a reused record's may be another segment's), and insertFree's gcBase and
-// indexes for the rest, id, which is in its free set.
-//
-//go:noinline
-func (a *Allocator) splitRest(id, nid int32) {
-	if a.cfg.ExpandableSegments {
-		a.cold[nid].seg = a.cold[id].seg
-	}
-	a.freeRest(id)
-}
-
-// freeRest is insertFree's part for when !a.fast, for block id, which has
-// just entered its free set: its gcBase with garbage collection, and the
-// indexes once they are kept.
+// freeRest is insertFree's part for when !a.noRest, for block id, which
+// has just entered its free set: its gcBase with garbage collection, and
+// the indexes once they are kept.
 func (a *Allocator) freeRest(id int32) {
 	if a.hot.gc {
 		a.cold[id].gcBase = a.pools[a.bpool[id]].freeCalls
@@ -566,7 +559,7 @@ func (a *Allocator) Free(h alloc.Handle) error {
 			fs = pl.newFreeSet(b.sidx)
 		}
 		fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
-		if !a.fast {
+		if !a.noRest {
 			a.freeRest(id)
 		}
 	} else {

@@ -57,7 +57,7 @@ func (a *Allocator) unindexFree(id int32) {
 // enters at the current freeCalls, the largest yet, so the queue stays in
 // that order).
 func (a *Allocator) buildQueues() {
-	a.queued, a.indexed, a.fast = true, true, false
+	a.queued, a.indexed, a.fast, a.noRest = true, true, false, false
 	for p := range a.pools {
 		pl := &a.pools[p]
 		var whole []int32
@@ -201,7 +201,7 @@ func (a *Allocator) largestFree() int64 {
 		for i := n - 1; i >= 1; i-- {
 			ix.tree[i] = max(ix.tree[2*i], ix.tree[2*i+1])
 		}
-		a.largest, a.indexed, a.fast = ix, true, false
+		a.largest, a.indexed, a.fast, a.noRest = ix, true, false, false
 		return ix.tree[1]
 	}
 	for _, leaf := range ix.dirty {

@@ -204,7 +204,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
 		mut: a.mut, queued: a.queued, indexed: a.queued, // largest is not cloned
-		fast: !a.cfg.ExpandableSegments && !a.hot.gc && !a.queued,
+		fast: !a.cfg.ExpandableSegments && !a.hot.gc && !a.queued, noRest: !a.hot.gc && !a.queued,
 	}
 	for p := range a.pools {
 		pl := &a.pools[p]
@@ -233,8 +233,9 @@ func (a *Allocator) CheckInvariants() error {
 	if a.indexed != (a.queued || a.largest != nil) {
 		return fmt.Errorf("indexed %v, queued %v, largest index %v", a.indexed, a.queued, a.largest != nil)
 	}
-	if a.fast != (!a.cfg.ExpandableSegments && !a.hot.gc && !a.indexed) {
-		return fmt.Errorf("fast %v, expandable segments %v, garbage collection %v, indexed %v", a.fast, a.cfg.ExpandableSegments, a.hot.gc, a.indexed)
+	if a.noRest != (!a.hot.gc && !a.indexed) || a.fast != (a.noRest && !a.cfg.ExpandableSegments) {
+		return fmt.Errorf("fast %v, noRest %v, expandable segments %v, garbage collection %v, indexed %v",
+			a.fast, a.noRest, a.cfg.ExpandableSegments, a.hot.gc, a.indexed)
 	}
 	for id := range a.blocks {
 		b := a.rec(int32(id))
