@@ -192,12 +192,13 @@ func poolFor(size int64) uint16 {
 // and the parameter's spill were ~14 of a free+alloc pair's ~680
 // instructions (callgrind).
 //
-// The hot path (get_free_block without expandable segments, and
-// alloc_found_block) is written out here rather than called: the calls'
-// prologues, spills and reloads were ~45 of a free+alloc pair's ~800
-// instructions (callgrind). A hit jumps over the other paths (mallocSlow)
-// to the found block, so that nothing they need is reloaded on it. Its
-// test: TestBestFitAgainstWalk.
+// The hot path (get_free_block without expandable segments, garbage
+// collection or indexes, a.fast; and alloc_found_block) is written out here
+// rather than called: the calls' prologues, spills and reloads were ~45 of
+// a free+alloc pair's ~800 instructions (callgrind). A hit jumps over the
+// other paths (mallocSlow, with getFreeBlock when !a.fast) to the found
+// block, so that nothing they need is reloaded on it. Its test:
+// TestBestFitAgainstWalk.
 func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
