@@ -597,14 +597,50 @@ func (a *Allocator) freeBlock(id int32) {
 // mergeFree is freeBlock for Free, which has tested the neighbours: id
 // merges with its lower neighbour p if mp, then with its upper one n if mn
 // (merging with p leaves id's record and its next link as they were).
+//
+// A free mapped neighbour lies in id's segment, so in its pool and on its
+// stream: in the free set id returns to, which is found once, from id's
+// record, for the neighbours' deletes and id's insert.
 func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
+	fs := a.pools[a.bpool[id]].freeSet(uint64(a.blocks[id].sidx)) // not nil: a neighbour is in it
 	if mp {
-		a.merge(id, p)
+		a.mergeIn(fs, id, p)
 	}
 	if mn {
-		a.merge(id, n)
+		a.mergeIn(fs, id, n)
 	}
-	a.insertFree(id)
+	b := &a.blocks[id]
+	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
+	if !a.noRest {
+		a.freeRest(id)
+	}
+}
+
+// mergeIn is merge for mergeFree: dst absorbs its free mapped neighbour
+// src, which is in free set fs.
+func (a *Allocator) mergeIn(fs *ordset.Classed, dst, src int32) {
+	d := &a.blocks[dst]
+	s := &a.blocks[src]
+	if !fs.Delete(ordset.Key{Hi: uint64(s.size) >> 9, Lo: s.addr, ID: src}) && invariants.Enabled {
+		panic(fmt.Sprintf("caching: block %d at %#x not in its free set", src, s.addr))
+	}
+	if a.indexed {
+		a.unindexFree(src)
+	}
+	if d.prev == src {
+		d.addr = s.addr
+		d.prev = s.prev
+		if d.prev != none {
+			a.blocks[d.prev].next = dst
+		}
+	} else {
+		d.next = s.next
+		if d.next != none {
+			a.blocks[d.next].prev = dst
+		}
+	}
+	d.size += s.size
+	a.dropBlock(src)
 }
 
 // tryMerge is try_merge_blocks(dst, src): if src is a free neighbour with the
