@@ -77,9 +77,9 @@ func TestBestFitAgainstWalk(t *testing.T) {
 					if expect && blk.Size != wantSize {
 						rt.Fatalf("Alloc(%d) from a cached block took %d bytes, should_split: %d", orig, blk.Size, wantSize)
 					}
-					b := a.blocks[uint32(blk.Handle)-1]
-					if n := b.next; n != none && !a.blocks[n].allocated && a.blocks[n].gcBase != a.pools[b.pool].freeCalls {
-						rt.Fatalf("Alloc(%d): the rest at %#x has gcBase %d, the pool's count is %d", orig, a.blocks[n].addr, a.blocks[n].gcBase, a.pools[b.pool].freeCalls)
+					b := a.rec(int32(uint32(blk.Handle) - 1))
+					if n := b.next; n != none && !a.isAllocated(n) && a.cold[n].gcBase != a.pools[b.pool].freeCalls {
+						rt.Fatalf("Alloc(%d): the rest at %#x has gcBase %d, the pool's count is %d", orig, a.blocks[n].addr, a.cold[n].gcBase, a.pools[b.pool].freeCalls)
 					}
 					live = append(live, blk.Handle)
 				}
@@ -99,13 +99,18 @@ func TestBestFitAgainstWalk(t *testing.T) {
 }
 
 // TestSplitLowReusedRecord: splitLow writes a reused record field by field
-// (not through newBlock's composite literal), so every field but gen must
-// be set even when the free record holds other values. The record is
-// filled with junk first; a field added to block fails the count check
-// until splitLow (and this test) set it.
+// (not through newBlock's composite literal): every field of its hot part
+// but gen, its pool and its state, even when the free record holds other
+// values; the rest (request, gcBase, seg, qpos) it leaves as dropBlock left
+// them, which CheckInvariants checks of every record not in use. The hot
+// part and the pool are filled with junk first; a field added to block or
+// record fails the count check until splitLow (and this test) set it.
 func TestSplitLowReusedRecord(t *testing.T) {
-	if n := reflect.TypeFor[block]().NumField(); n != 14 {
-		t.Fatalf("block has %d fields, splitLow's written-out newBlock sets 14: update both", n)
+	if n := reflect.TypeFor[block]().NumField(); n != 6 {
+		t.Fatalf("block has %d fields, splitLow's written-out newBlock sets 6: update both", n)
+	}
+	if n := reflect.TypeFor[record]().NumField(); n != 14 {
+		t.Fatalf("record has %d fields, rec and put handle 14: update them, splitLow and this test", n)
 	}
 	a, err := New(mem.MustDevice(4*mem.GiB, 0), Config{})
 	if err != nil {
@@ -122,8 +127,11 @@ func TestSplitLowReusedRecord(t *testing.T) {
 		t.Fatalf("%d free records, want 1", len(a.freeIDs))
 	}
 	r := a.freeIDs[0]
-	a.blocks[r] = block{addr: 0xdead, size: 77, requested: 5, gcBase: 9, prev: 3, next: 4, seg: 5,
-		sidx: 6, qpos: 7, gen: 8, pool: 9, allocated: true, mapped: false, inUse: false}
+	if err := a.CheckInvariants(); err != nil { // the dropped record's cold part, request and state
+		t.Fatal(err)
+	}
+	a.blocks[r] = block{addr: 0xdead, size: 77, prev: 3, next: 4, sidx: 6, gen: 8}
+	a.bpool[r] = 9
 	h, err = a.Alloc(4096, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +140,9 @@ func TestSplitLowReusedRecord(t *testing.T) {
 	if !ok || id != r {
 		t.Fatalf("allocation in record %d (ok %v), want the reused record %d", id, ok, r)
 	}
-	b := a.blocks[id]
+	b := a.rec(id)
 	rest := a.blocks[b.next]
-	want := block{addr: rest.addr - 4096, size: 4096, prev: none, next: b.next, seg: none,
+	want := record{addr: rest.addr - 4096, size: 4096, prev: none, next: b.next, seg: none,
 		gen: 9, pool: smallPool, allocated: true, mapped: true, inUse: true, requested: 4096}
 	if b != want {
 		t.Fatalf("reused record %+v, want %+v", b, want)

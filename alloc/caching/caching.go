@@ -22,16 +22,19 @@ import (
 //	  allocated (live == their number; handleOf(id, gen) names each)
 //	no two adjacent blocks of a segment are both free with the same mapped state
 //	cudaMalloc segments never hold unmapped blocks
-//	state[id] == stateOf(&blocks[id]) for every id
+//	blocks, cold, req, bpool and state have one entry a record
 type Allocator struct {
 	cfg Config
 	hot hotConfig // derived from cfg
 	dev *mem.Device
 
-	blocks  []block // block records by id; +newBlock, -dropBlock
-	state   []uint8 // allocated and mapped bits of each record (stateOf), kept beside blocks
-	freeIDs []int32 // ids of unused records, reused LIFO
-	pools   []pool  // by index: 2·set + (small 0, large 1); set 0 is the default pools (smallPool, largePool), set s ≥ 1 the private pool private[s-1]
+	blocks  []block     // block records by id, their hot part; +newBlock, -dropBlock
+	cold    []blockCold // the rest of each record (block's comment)
+	req     []int64     // each record's request while allocated, 0 when free
+	bpool   []uint16    // each record's pool (record.pool)
+	state   []uint8     // allocated, mapped and in-use bits of each record (stateOf)
+	freeIDs []int32     // ids of unused records, reused LIFO
+	pools   []pool      // by index: 2·set + (small 0, large 1); set 0 is the default pools (smallPool, largePool), set s ≥ 1 the private pool private[s-1]
 	// private are the private pools (CUDA graphs, MemPools) by set − 1, and
 	// poolSets their sets by id; see private.go. Empty until the first one.
 	private  []privateSet
@@ -64,6 +67,11 @@ type Allocator struct {
 	// leaving a free set must be indexed, one test on the hot paths
 	// instead of two.
 	indexed bool
+	// fast is !cfg.ExpandableSegments && !hot.gc && !indexed: Alloc's one
+	// test for the best fit it writes out (otherwise getFreeBlock). noRest
+	// is !hot.gc && !indexed: Free's and splitLow's one test for what
+	// insertFree does after the insert (freeRest).
+	fast, noRest bool
 	// into is the pool set Alloc allocates into: 0 (the default pools)
 	// but while AllocIn routes a call of Alloc to a private pool.
 	into uint16
@@ -91,7 +99,10 @@ func New(dev *mem.Device, cfg Config) (*Allocator, error) {
 	if cfg.MaxNonSplitRounding == 0 {
 		cfg.MaxNonSplitRounding = kLargeBuffer
 	}
-	return &Allocator{cfg: cfg, hot: cfg.hot(), dev: dev, pools: make([]pool, 2)}, nil
+	a := &Allocator{cfg: cfg, hot: cfg.hot(), dev: dev, pools: make([]pool, 2)}
+	a.noRest = !a.hot.gc
+	a.fast = a.noRest && !cfg.ExpandableSegments
+	return a, nil
 }
 
 // hotConfig is what the hot paths would otherwise recompute from the
@@ -181,12 +192,13 @@ func poolFor(size int64) uint16 {
 // and the parameter's spill were ~14 of a free+alloc pair's ~680
 // instructions (callgrind).
 //
-// The hot path (get_free_block without expandable segments, and
-// alloc_found_block) is written out here rather than called: the calls'
-// prologues, spills and reloads were ~45 of a free+alloc pair's ~800
-// instructions (callgrind). A hit jumps over the other paths (mallocSlow)
-// to the found block, so that nothing they need is reloaded on it. Its
-// test: TestBestFitAgainstWalk.
+// The hot path (get_free_block without expandable segments, garbage
+// collection or indexes, a.fast; and alloc_found_block) is written out here
+// rather than called: the calls' prologues, spills and reloads were ~45 of
+// a free+alloc pair's ~800 instructions (callgrind). A hit jumps over the
+// other paths (mallocSlow, with getFreeBlock when !a.fast) to the found
+// block, so that nothing they need is reloaded on it. Its test:
+// TestBestFitAgainstWalk.
 func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	if orig <= 0 {
 		return alloc.Block{}, fmt.Errorf("%w: caching: got %d", alloc.ErrInvalidSize, orig)
@@ -197,11 +209,13 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 	// request the device cannot hold.
 	size := a.roundSize(min(orig, mem.MaxRequest))
 	var id int32
-	if !a.cfg.ExpandableSegments {
-		// getFreeBlock's cudaMalloc-segment path. The pool is found after
-		// the stream, and mallocSlow finds it again, so that nothing is
-		// kept across streamSlot's map lookup or TakeBest but what the
-		// found block needs.
+	if a.fast {
+		// getFreeBlock's cudaMalloc-segment path, without garbage
+		// collection or indexes to keep (otherwise mallocSlow's
+		// getFreeBlock). The pool is found after the stream, and
+		// mallocSlow finds it again, so that nothing is kept across
+		// streamSlot's map lookup or TakeBest but what the found block
+		// needs.
 		// streamIndex, written out: a stream never used gets noStream.
 		var si uint64
 		if h := a.streamHint; int(h) < len(a.streams) && a.streams[h] == stream {
@@ -210,15 +224,9 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 			si = a.streamSlot(stream)
 		}
 		pl := &a.pools[2*a.into+poolFor(size)]
-		if a.hot.gc {
-			pl.freeCalls++
-		}
 		if fs := pl.freeSet(si); fs != nil { // nil for a stream never used
 			if cand, ok := fs.TakeBest(uint64(size)>>9, a.fitLimit(size)); ok {
 				id = cand.ID
-				if a.indexed {
-					a.unindexFree(id)
-				}
 				goto found
 			}
 		}
@@ -232,13 +240,12 @@ func (a *Allocator) Alloc(orig int64, stream int) (alloc.Block, error) {
 found:
 	// allocFoundBlock, written out.
 	b := &a.blocks[id]
-	if a.shouldSplit(b, size) {
+	if a.shouldSplit(b.size, size) {
 		id = a.splitLow(id, size)
 		b = &a.blocks[id]
 	}
-	b.allocated = true
-	a.state[id] = stAllocated | stMapped // a free block in a free set is mapped
-	b.requested = orig
+	a.state[id] = stLive // a free block in a free set is mapped
+	a.req[id] = orig
 	b.gen++
 	a.live++
 	a.allocated += b.size
@@ -253,8 +260,8 @@ found:
 
 // mallocSlow is Alloc's search for a block of size bytes (orig
 // requested) on a stream other than by the hot path: best fit with
-// expandable segments, or (either way) a new segment. The block it
-// returns is not in any free set.
+// expandable segments, or with garbage collection or indexes, or (any of
+// these) a new segment. The block it returns is not in any free set.
 //
 //go:noinline
 func (a *Allocator) mallocSlow(orig, size int64, stream int) (int32, bool) {
@@ -263,8 +270,36 @@ func (a *Allocator) mallocSlow(orig, size int64, stream int) (int32, bool) {
 		if id, ok := a.getFreeBlockExpandable(p, stream, size); ok {
 			return id, true
 		}
+	} else if !a.fast {
+		if id, ok := a.getFreeBlock(p, stream, size); ok {
+			return id, true
+		}
 	}
 	return a.newSegmentBlock(p>>1, p, orig, size, stream)
+}
+
+// getFreeBlock is get_free_block without expandable segments: best fit
+// in the pool's free set of the stream, subject to the oversize rules. It
+// removes the block from the free set when it returns true. (Alloc does the
+// same when a.fast.)
+func (a *Allocator) getFreeBlock(p uint16, stream int, size int64) (int32, bool) {
+	pl := &a.pools[p]
+	if a.hot.gc {
+		pl.freeCalls++
+	}
+	si, known := a.streamIndex(stream)
+	fs := pl.freeSet(si)
+	if !known || fs == nil {
+		return none, false
+	}
+	cand, ok := fs.TakeBest(uint64(size)>>9, a.fitLimit(size))
+	if !ok {
+		return none, false
+	}
+	if a.indexed {
+		a.unindexFree(cand.ID)
+	}
+	return cand.ID, true
 }
 
 // fitLimit is the largest size class best fit may take for a request of
@@ -335,7 +370,7 @@ func (a *Allocator) getFreeBlockExpandable(p uint16, stream int, size int64) (in
 	if !found {
 		return none, false
 	}
-	if a.blocks[cand.ID].seg != none {
+	if a.cold[cand.ID].seg != none {
 		// A free block that can grow into unmapped VA counts as that large
 		// for best fit: walk on while the next candidate can grow less, so
 		// the growing tail is used only when nothing else fits.
@@ -344,7 +379,7 @@ func (a *Allocator) getFreeBlockExpandable(p uint16, stream int, size int64) (in
 			if k == first {
 				return true
 			}
-			if a.blocks[cur.ID].seg == none || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
+			if a.cold[cur.ID].seg == none || a.expandableSize(k.ID) >= a.expandableSize(cur.ID) {
 				return false
 			}
 			cur = k
@@ -369,7 +404,7 @@ func (a *Allocator) getFreeBlockExpandable(p uint16, stream int, size int64) (in
 func (a *Allocator) expandableSize(id int32) int64 {
 	b := &a.blocks[id]
 	s := b.size
-	if b.next != none && !a.blocks[b.next].mapped {
+	if b.next != none && !a.isMapped(b.next) {
 		s += a.blocks[b.next].size
 	}
 	return s
@@ -392,7 +427,7 @@ func (a *Allocator) allocBlock(p uint16, stream int, size, allocSize int64) (int
 		a.dev.Unreserve(allocSize) // no address range left for it: out of memory all the same
 		return none, false
 	}
-	id := a.newBlock(block{addr: addr, size: allocSize, sidx: uint32(a.internStream(stream)), pool: p,
+	id := a.newBlock(record{addr: addr, size: allocSize, sidx: uint32(a.internStream(stream)), pool: p,
 		mapped: true, prev: none, next: none, seg: none})
 	a.addBase(addr, allocSize, a.blocks[id].sidx, p)
 	a.countSegment(p, 1)
@@ -403,10 +438,13 @@ func (a *Allocator) allocBlock(p uint16, stream int, size, allocSize int64) (int
 	return id, true
 }
 
-// shouldSplit is should_split.
-func (a *Allocator) shouldSplit(b *block, size int64) bool {
-	remaining := b.size - size
-	if isSmallPool(b.pool) || a.cfg.ExpandableSegments {
+// shouldSplit is should_split of a block of bsize bytes for a request of
+// size bytes (rounded), which Alloc took from the pool of that size: the
+// block is in a small pool if and only if size is at most kSmallSize
+// (poolFor), so its pool is not read.
+func (a *Allocator) shouldSplit(bsize, size int64) bool {
+	remaining := bsize - size
+	if size <= kSmallSize || a.cfg.ExpandableSegments {
 		return remaining >= kMinBlockSize
 	}
 	return size < a.hot.maxSplit && remaining > kSmallSize
@@ -419,21 +457,29 @@ func (a *Allocator) shouldSplit(b *block, size int64) bool {
 // newBlock's reuse of a free record is written out: passing the record by
 // value to newBlock built it on the stack and copied it twice, ~30
 // instructions a split (callgrind).
+//
+// A reused record's cold part is written only where it can differ: its seg
+// with expandable segments (without, every record's is none), its gcBase
+// when the block enters a free set with garbage collection (Alloc's found
+// block, the new record, is allocated at once); its qpos is 0 (dropBlock's
+// record left every queue) and its request 0 (dropBlock's and Free's).
 func (a *Allocator) splitLow(id int32, size int64) int32 {
 	b := &a.blocks[id]
-	addr, sidx, pool, prev, seg := b.addr, b.sidx, b.pool, b.prev, b.seg
+	addr, sidx, pool, prev := b.addr, b.sidx, a.bpool[id], b.prev
 	var nid int32
 	if n := len(a.freeIDs); n > 0 {
 		nid = a.freeIDs[n-1]
 		a.freeIDs = a.freeIDs[:n-1]
 		nb := &a.blocks[nid] // every field but gen, which the record keeps
-		nb.addr, nb.size, nb.requested, nb.gcBase = addr, size, 0, 0
-		nb.prev, nb.next, nb.seg, nb.sidx, nb.qpos = prev, id, seg, sidx, 0
-		nb.pool, nb.allocated, nb.mapped, nb.inUse = pool, false, true, true
-		a.state[nid] = stMapped
+		nb.addr, nb.size, nb.prev, nb.next, nb.sidx = addr, size, prev, id, sidx
+		a.bpool[nid] = pool
+		a.state[nid] = stFree
+		if a.cfg.ExpandableSegments {
+			a.cold[nid].seg = a.cold[id].seg
+		}
 	} else {
-		nid = a.newBlock(block{addr: addr, size: size, sidx: sidx, pool: pool, mapped: true,
-			prev: prev, next: id, seg: seg})
+		nid = a.newBlock(record{addr: addr, size: size, sidx: sidx, pool: pool, mapped: true,
+			prev: prev, next: id, seg: a.cold[id].seg})
 		b = &a.blocks[id] // newBlock has grown the slice
 	}
 	if b.prev != none {
@@ -444,7 +490,6 @@ func (a *Allocator) splitLow(id int32, size int64) int32 {
 	b.size -= size
 	// insertFree(id), written out (a call less on every split).
 	pl := &a.pools[pool]
-	b.gcBase = pl.freeCalls
 	var fs *ordset.Classed
 	if int(sidx) < len(pl.free) {
 		fs = pl.free[sidx]
@@ -453,10 +498,22 @@ func (a *Allocator) splitLow(id int32, size int64) int32 {
 		fs = pl.newFreeSet(sidx)
 	}
 	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
+	if !a.noRest {
+		a.freeRest(id)
+	}
+	return nid
+}
+
+// freeRest is insertFree's part for when !a.noRest, for block id, which
+// has just entered its free set: its gcBase with garbage collection, and
+// the indexes once they are kept.
+func (a *Allocator) freeRest(id int32) {
+	if a.hot.gc {
+		a.cold[id].gcBase = a.pools[a.bpool[id]].freeCalls
+	}
 	if a.indexed {
 		a.indexFree(id)
 	}
-	return nid
 }
 
 // Free is free + free_block: the block becomes free at once (no
@@ -471,15 +528,16 @@ func (a *Allocator) Free(h alloc.Handle) error {
 		return badHandle(h)
 	}
 	b := &a.blocks[i]
-	if !b.allocated || b.gen != uint32(h>>32) {
+	st := a.state
+	if st[i] != stLive || b.gen != uint32(h>>32) {
 		return badHandle(h)
 	}
 	id := int32(i)
 	a.mut.Mutated()
 	a.allocated -= b.size
-	a.requested -= b.requested
-	b.allocated = false
-	b.requested = 0
+	rq := &a.req[i]
+	a.requested -= *rq
+	*rq = 0
 	a.live--
 	a.frees++
 	// freeBlock, with its common case written out: no neighbour merges (a
@@ -487,15 +545,13 @@ func (a *Allocator) Free(h alloc.Handle) error {
 	// mapped; mostly it is allocated).
 	// none (−1) is past the state bytes as an unsigned index: one compare
 	// both tests for it and bounds the index.
-	st := a.state
-	st[i] = stMapped // an allocated block is mapped
+	st[i] = stFree // an allocated block is mapped
 	p, n := b.prev, b.next
-	mp := uint(int(p)) < uint(len(st)) && st[p] == stMapped
-	mn := uint(int(n)) < uint(len(st)) && st[n] == stMapped
+	mp := uint(int(p)) < uint(len(st)) && st[p] == stFree
+	mn := uint(int(n)) < uint(len(st)) && st[n] == stFree
 	if !mp && !mn {
 		// insertFree, written out (a call less on three frees in four).
-		pl := &a.pools[b.pool]
-		b.gcBase = pl.freeCalls
+		pl := &a.pools[a.bpool[i]]
 		var fs *ordset.Classed
 		if int(b.sidx) < len(pl.free) {
 			fs = pl.free[b.sidx]
@@ -504,8 +560,8 @@ func (a *Allocator) Free(h alloc.Handle) error {
 			fs = pl.newFreeSet(b.sidx)
 		}
 		fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
-		if a.indexed {
-			a.indexFree(id)
+		if !a.noRest {
+			a.freeRest(id)
 		}
 	} else {
 		a.mergeFree(id, p, n, mp, mn)
@@ -541,14 +597,50 @@ func (a *Allocator) freeBlock(id int32) {
 // mergeFree is freeBlock for Free, which has tested the neighbours: id
 // merges with its lower neighbour p if mp, then with its upper one n if mn
 // (merging with p leaves id's record and its next link as they were).
+//
+// A free mapped neighbour lies in id's segment, so in its pool and on its
+// stream: in the free set id returns to, which is found once, from id's
+// record, for the neighbours' deletes and id's insert.
 func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
+	fs := a.pools[a.bpool[id]].freeSet(uint64(a.blocks[id].sidx)) // not nil: a neighbour is in it
 	if mp {
-		a.merge(id, p)
+		a.mergeIn(fs, id, p)
 	}
 	if mn {
-		a.merge(id, n)
+		a.mergeIn(fs, id, n)
 	}
-	a.insertFree(id)
+	b := &a.blocks[id]
+	fs.Insert(ordset.Key{Hi: uint64(b.size) >> 9, Lo: b.addr, ID: id})
+	if !a.noRest {
+		a.freeRest(id)
+	}
+}
+
+// mergeIn is merge for mergeFree: dst absorbs its free mapped neighbour
+// src, which is in free set fs.
+func (a *Allocator) mergeIn(fs *ordset.Classed, dst, src int32) {
+	d := &a.blocks[dst]
+	s := &a.blocks[src]
+	if !fs.Delete(ordset.Key{Hi: uint64(s.size) >> 9, Lo: s.addr, ID: src}) && invariants.Enabled {
+		panic(fmt.Sprintf("caching: block %d at %#x not in its free set", src, s.addr))
+	}
+	if a.indexed {
+		a.unindexFree(src)
+	}
+	if d.prev == src {
+		d.addr = s.addr
+		d.prev = s.prev
+		if d.prev != none {
+			a.blocks[d.prev].next = dst
+		}
+	} else {
+		d.next = s.next
+		if d.next != none {
+			a.blocks[d.next].prev = dst
+		}
+	}
+	d.size += s.size
+	a.dropBlock(src)
 }
 
 // tryMerge is try_merge_blocks(dst, src): if src is a free neighbour with the
@@ -558,7 +650,7 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 	if src == none {
 		return dst
 	}
-	if a.state[src] != stateOf(&a.blocks[dst])&^stAllocated {
+	if a.state[src] != a.state[dst]&^stAllocated {
 		return dst // allocated, or of the other mapped state: checked without loading src's record
 	}
 	a.merge(dst, src)
@@ -570,9 +662,9 @@ func (a *Allocator) tryMerge(dst, src int32) int32 {
 func (a *Allocator) merge(dst, src int32) {
 	d := &a.blocks[dst]
 	s := &a.blocks[src]
-	if s.mapped {
+	if a.state[src]&stMapped != 0 {
 		// removeFree(src), written out (a call less on every merge).
-		if fs := a.pools[s.pool].freeSet(uint64(s.sidx)); (fs == nil || !fs.Delete(ordset.Key{Hi: uint64(s.size) >> 9, Lo: s.addr, ID: src})) && invariants.Enabled {
+		if fs := a.pools[a.bpool[src]].freeSet(uint64(s.sidx)); (fs == nil || !fs.Delete(ordset.Key{Hi: uint64(s.size) >> 9, Lo: s.addr, ID: src})) && invariants.Enabled {
 			panic(fmt.Sprintf("caching: block %d at %#x not in its free set", src, s.addr))
 		}
 		if a.indexed {
@@ -620,23 +712,30 @@ func (a *Allocator) Stats() alloc.Stats {
 
 // newBlock stores b in a free record and returns its id. A reused record
 // keeps its generation (b's is ignored).
-func (a *Allocator) newBlock(b block) int32 {
+func (a *Allocator) newBlock(b record) int32 {
 	b.inUse = true
 	if n := len(a.freeIDs); n > 0 {
 		id := a.freeIDs[n-1]
 		a.freeIDs = a.freeIDs[:n-1]
 		b.gen = a.blocks[id].gen
-		a.blocks[id] = b
-		a.state[id] = stateOf(&b)
+		a.put(id, b)
 		return id
 	}
-	a.blocks = append(a.blocks, b)
-	a.state = append(a.state, stateOf(&b))
-	return int32(len(a.blocks) - 1)
+	id := int32(len(a.blocks))
+	a.blocks = append(a.blocks, block{})
+	a.cold = append(a.cold, blockCold{})
+	a.req = append(a.req, 0)
+	a.bpool = append(a.bpool, 0)
+	a.state = append(a.state, 0)
+	a.put(id, b)
+	return id
 }
 
+// dropBlock puts record id on the free list. Its cold part is left as it
+// is (splitLow's comment), and its request is 0 already (a dropped record
+// was free).
 func (a *Allocator) dropBlock(id int32) {
-	a.blocks[id] = block{prev: none, next: none, seg: none, gen: a.blocks[id].gen}
+	a.blocks[id] = block{prev: none, next: none, gen: a.blocks[id].gen}
 	a.state[id] = 0
 	a.freeIDs = append(a.freeIDs, id)
 }
@@ -703,8 +802,10 @@ func (a *Allocator) internStream(stream int) uint64 {
 
 func (a *Allocator) insertFree(id int32) {
 	b := &a.blocks[id]
-	pl := &a.pools[b.pool]
-	b.gcBase = pl.freeCalls
+	pl := &a.pools[a.bpool[id]]
+	if a.hot.gc {
+		a.cold[id].gcBase = pl.freeCalls
+	}
 	var fs *ordset.Classed
 	if int(b.sidx) < len(pl.free) {
 		fs = pl.free[b.sidx]
@@ -720,7 +821,7 @@ func (a *Allocator) insertFree(id int32) {
 
 func (a *Allocator) removeFree(id int32) {
 	b := &a.blocks[id]
-	if fs := a.pools[b.pool].freeSet(uint64(b.sidx)); (fs == nil || !fs.Delete(a.key(id))) && invariants.Enabled {
+	if fs := a.pools[a.bpool[id]].freeSet(uint64(b.sidx)); (fs == nil || !fs.Delete(a.key(id))) && invariants.Enabled {
 		panic(fmt.Sprintf("caching: block %d at %#x not in its free set", id, a.blocks[id].addr))
 	}
 	if a.indexed {
@@ -734,11 +835,11 @@ func (a *Allocator) ukey(id int32) ordset.Key {
 }
 
 func (a *Allocator) insertUnmapped(id int32) {
-	a.pools[a.blocks[id].pool].unmapped.Insert(a.ukey(id))
+	a.pools[a.bpool[id]].unmapped.Insert(a.ukey(id))
 }
 
 func (a *Allocator) removeUnmapped(id int32) {
-	if !a.pools[a.blocks[id].pool].unmapped.Delete(a.ukey(id)) && invariants.Enabled {
+	if !a.pools[a.bpool[id]].unmapped.Delete(a.ukey(id)) && invariants.Enabled {
 		panic(fmt.Sprintf("caching: block %d at %#x not in its unmapped set", id, a.blocks[id].addr))
 	}
 }

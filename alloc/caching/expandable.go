@@ -22,7 +22,7 @@ func (a *Allocator) pageSize(p uint16) int64 {
 
 // allocatable: a neighbour that can be part of a new allocation's range.
 func (a *Allocator) allocatable(id int32) bool {
-	return id != none && !a.blocks[id].allocated
+	return id != none && !a.isAllocated(id)
 }
 
 // tryAllocateExpandable is try_allocate_expandable_block: find free or
@@ -33,7 +33,7 @@ func (a *Allocator) tryAllocateExpandable(p uint16, stream int, size int64) (int
 	if c == none {
 		return none, false
 	}
-	if !a.blocks[c].mapped {
+	if !a.isMapped(c) {
 		var ok bool
 		if c, ok = a.mapBlock(c, min(a.blocks[c].size, size)); !ok {
 			return none, false
@@ -41,7 +41,7 @@ func (a *Allocator) tryAllocateExpandable(p uint16, stream int, size int64) (int
 	}
 	for a.blocks[c].size < size {
 		nc := a.blocks[c].next
-		if nc == none || a.blocks[nc].mapped {
+		if nc == none || a.isMapped(nc) {
 			return none, false // cannot happen: findExpandableBlock checked the room
 		}
 		var ok bool
@@ -91,7 +91,7 @@ func (a *Allocator) findExpandableBlock(p uint16, stream int, size int64) int32 
 	seg := int32(len(a.exp))
 	a.exp = append(a.exp, expSegment{base: base, size: va, pageSize: page, stream: stream, pool: p, live: true})
 	a.countSegment(p, 1)
-	id := a.newBlock(block{addr: a.exp[seg].base, size: va, sidx: uint32(sk), pool: p, prev: none, next: none, seg: seg})
+	id := a.newBlock(record{addr: a.exp[seg].base, size: va, sidx: uint32(sk), pool: p, prev: none, next: none, seg: seg})
 	a.insertUnmapped(id)
 	return id
 }
@@ -102,19 +102,18 @@ func (a *Allocator) findExpandableBlock(p uint16, stream int, size int64) int32 
 // the resulting free block.
 func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
 	b := &a.blocks[id]
-	seg := &a.exp[b.seg]
+	seg := &a.exp[a.cold[id].seg]
 	mapped := (n + seg.pageSize - 1) / seg.pageSize * seg.pageSize // b.addr is page aligned
 	if !a.dev.Reserve(mapped) {
 		return none, false
 	}
 	a.removeUnmapped(id)
-	b.mapped = true
-	a.state[id] = stateOf(b)
-	prevMapped := b.prev != none && a.blocks[b.prev].mapped
+	a.state[id] |= stMapped
+	prevMapped := b.prev != none && a.isMapped(b.prev)
 	nextMapped := false
 	if mapped < b.size {
-		rest := a.newBlock(block{addr: b.addr + uint64(mapped), size: b.size - mapped, sidx: b.sidx, pool: b.pool,
-			prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
+		rest := a.newBlock(record{addr: b.addr + uint64(mapped), size: b.size - mapped, sidx: b.sidx, pool: a.bpool[id],
+			prev: id, next: a.blocks[id].next, seg: a.cold[id].seg})
 		b = &a.blocks[id]
 		if b.next != none {
 			a.blocks[b.next].prev = rest
@@ -123,7 +122,7 @@ func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
 		b.size = mapped
 		a.insertUnmapped(rest)
 	} else {
-		nextMapped = b.next != none && a.blocks[b.next].mapped
+		nextMapped = b.next != none && a.isMapped(b.next)
 	}
 	a.segments += 1 - btoi(prevMapped) - btoi(nextMapped)
 	id = a.tryMerge(id, a.blocks[id].prev)
@@ -141,17 +140,17 @@ func (a *Allocator) mapBlock(id int32, n int64) (int32, bool) {
 // neighbours), or the block's own id when no whole page was inside.
 func (a *Allocator) unmapBlock(id int32) int32 {
 	b := &a.blocks[id]
-	u0, u1 := a.wholePages(b)
+	u0, u1 := a.wholePages(id)
 	if u0 >= u1 {
 		return id
 	}
 	a.removeFree(id)
-	leftMapped := u0 > b.addr || (b.prev != none && a.blocks[b.prev].mapped)
-	rightMapped := u1 < b.end() || (b.next != none && a.blocks[b.next].mapped)
+	leftMapped := u0 > b.addr || (b.prev != none && a.isMapped(b.prev))
+	rightMapped := u1 < b.end() || (b.next != none && a.isMapped(b.next))
 	a.segments += btoi(leftMapped) + btoi(rightMapped) - 1
 	if before := int64(u0 - b.addr); before > 0 {
-		f := a.newBlock(block{addr: a.blocks[id].addr, size: before, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
-			mapped: true, prev: a.blocks[id].prev, next: id, seg: a.blocks[id].seg})
+		f := a.newBlock(record{addr: a.blocks[id].addr, size: before, sidx: a.blocks[id].sidx, pool: a.bpool[id],
+			mapped: true, prev: a.blocks[id].prev, next: id, seg: a.cold[id].seg})
 		b = &a.blocks[id]
 		if b.prev != none {
 			a.blocks[b.prev].next = f
@@ -160,8 +159,8 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 		a.insertFree(f)
 	}
 	if after := int64(b.end() - u1); after > 0 {
-		f := a.newBlock(block{addr: u1, size: after, sidx: a.blocks[id].sidx, pool: a.blocks[id].pool,
-			mapped: true, prev: id, next: a.blocks[id].next, seg: a.blocks[id].seg})
+		f := a.newBlock(record{addr: u1, size: after, sidx: a.blocks[id].sidx, pool: a.bpool[id],
+			mapped: true, prev: id, next: a.blocks[id].next, seg: a.cold[id].seg})
 		b = &a.blocks[id]
 		if b.next != none {
 			a.blocks[b.next].prev = f
@@ -169,8 +168,8 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 		b.next = f
 		a.insertFree(f)
 	}
-	b.addr, b.size, b.mapped = u0, int64(u1-u0), false
-	a.state[id] = stateOf(b)
+	b.addr, b.size = u0, int64(u1-u0)
+	a.state[id] &^= stMapped
 	a.dev.Release(b.size)
 	a.reserved -= b.size
 	a.deviceFrees++
@@ -183,8 +182,8 @@ func (a *Allocator) unmapBlock(id int32) int32 {
 // releaseExpandableSegment drops a segment whose whole range is unmapped.
 func (a *Allocator) releaseExpandableSegment(id int32) {
 	a.removeUnmapped(id)
-	a.countSegment(a.blocks[id].pool, -1)
-	a.exp[a.blocks[id].seg].live = false
+	a.countSegment(a.bpool[id], -1)
+	a.exp[a.cold[id].seg].live = false
 	a.dropBlock(id)
 }
 

@@ -18,35 +18,35 @@ import (
 func (a *Allocator) indexFree(id int32) {
 	b := &a.blocks[id]
 	if a.largest != nil {
-		a.largest.touch(b.pool, b.sidx)
+		a.largest.touch(a.bpool[id], b.sidx)
 	}
 	if !a.queued {
 		return
 	}
-	if b.seg == none {
+	if a.cold[id].seg == none {
 		if b.prev == none && b.next == none {
-			pl := &a.pools[b.pool]
+			pl := &a.pools[a.bpool[id]]
 			pl.whole.add(a, id)
-			pl.wholeBase += b.gcBase
+			pl.wholeBase += a.cold[id].gcBase
 		}
-	} else if a.hasWholePage(b) {
-		a.pools[b.pool].unmappable.add(a, id)
+	} else if a.hasWholePage(id) {
+		a.pools[a.bpool[id]].unmappable.add(a, id)
 	}
 }
 
 // unindexFree undoes indexFree for a block that has just left its free set.
 func (a *Allocator) unindexFree(id int32) {
-	b := &a.blocks[id]
 	if a.largest != nil {
-		a.largest.touch(b.pool, b.sidx)
+		a.largest.touch(a.bpool[id], a.blocks[id].sidx)
 	}
-	if b.qpos == 0 {
+	c := &a.cold[id]
+	if c.qpos == 0 {
 		return
 	}
-	pl := &a.pools[b.pool]
-	if b.seg == none {
+	pl := &a.pools[a.bpool[id]]
+	if c.seg == none {
 		pl.whole.remove(a, id)
-		pl.wholeBase -= b.gcBase
+		pl.wholeBase -= c.gcBase
 	} else {
 		pl.unmappable.remove(a, id)
 	}
@@ -57,24 +57,24 @@ func (a *Allocator) unindexFree(id int32) {
 // enters at the current freeCalls, the largest yet, so the queue stays in
 // that order).
 func (a *Allocator) buildQueues() {
-	a.queued, a.indexed = true, true
+	a.queued, a.indexed, a.fast, a.noRest = true, true, false, false
 	for p := range a.pools {
 		pl := &a.pools[p]
 		var whole []int32
 		pl.allFree(func(k ordset.Key) bool {
-			if b := &a.blocks[k.ID]; b.seg == none {
-				if !b.isSplit() {
+			if a.cold[k.ID].seg == none {
+				if !a.blocks[k.ID].isSplit() {
 					whole = append(whole, k.ID)
 				}
-			} else if a.hasWholePage(b) {
+			} else if a.hasWholePage(k.ID) {
 				pl.unmappable.add(a, k.ID)
 			}
 			return true
 		})
-		sort.SliceStable(whole, func(i, j int) bool { return a.blocks[whole[i]].gcBase < a.blocks[whole[j]].gcBase })
+		sort.SliceStable(whole, func(i, j int) bool { return a.cold[whole[i]].gcBase < a.cold[whole[j]].gcBase })
 		for _, id := range whole {
 			pl.whole.add(a, id)
-			pl.wholeBase += a.blocks[id].gcBase
+			pl.wholeBase += a.cold[id].gcBase
 		}
 	}
 }
@@ -90,12 +90,12 @@ type idQueue struct {
 
 func (q *idQueue) add(a *Allocator, id int32) {
 	q.ids = append(q.ids, id)
-	a.blocks[id].qpos = int32(len(q.ids))
+	a.cold[id].qpos = int32(len(q.ids))
 	q.n++
 }
 
 func (q *idQueue) remove(a *Allocator, id int32) {
-	b := &a.blocks[id]
+	b := &a.cold[id]
 	q.ids[b.qpos-1] = none
 	b.qpos = 0
 	q.n--
@@ -104,7 +104,7 @@ func (q *idQueue) remove(a *Allocator, id int32) {
 		for _, id := range q.ids {
 			if id != none {
 				q.ids[k] = id
-				a.blocks[id].qpos = int32(k + 1)
+				a.cold[id].qpos = int32(k + 1)
 				k++
 			}
 		}
@@ -125,18 +125,19 @@ func (q *idQueue) list() []int32 {
 
 func (q *idQueue) clone() idQueue { return idQueue{ids: append([]int32(nil), q.ids...), n: q.n} }
 
-// wholePages is the range of whole pages strictly inside block b of an
+// wholePages is the range of whole pages strictly inside block id of an
 // expandable segment; empty (u0 >= u1) when there is none.
-func (a *Allocator) wholePages(b *block) (u0, u1 uint64) {
-	seg := &a.exp[b.seg]
+func (a *Allocator) wholePages(id int32) (u0, u1 uint64) {
+	b := &a.blocks[id]
+	seg := &a.exp[a.cold[id].seg]
 	off0, off1 := int64(b.addr-seg.base), int64(b.end()-seg.base)
 	u0 = seg.base + uint64((off0+seg.pageSize-1)/seg.pageSize*seg.pageSize)
 	u1 = seg.base + uint64(off1/seg.pageSize*seg.pageSize)
 	return u0, u1
 }
 
-func (a *Allocator) hasWholePage(b *block) bool {
-	u0, u1 := a.wholePages(b)
+func (a *Allocator) hasWholePage(id int32) bool {
+	u0, u1 := a.wholePages(id)
 	return u0 < u1
 }
 
@@ -200,7 +201,7 @@ func (a *Allocator) largestFree() int64 {
 		for i := n - 1; i >= 1; i-- {
 			ix.tree[i] = max(ix.tree[2*i], ix.tree[2*i+1])
 		}
-		a.largest, a.indexed = ix, true
+		a.largest, a.indexed, a.fast, a.noRest = ix, true, false, false
 		return ix.tree[1]
 	}
 	for _, leaf := range ix.dirty {

@@ -35,13 +35,13 @@ func (a *Allocator) Layout() mem.Layout {
 		MaxAllocatable: a.MaxAllocatable(),
 	}
 	for id := range a.blocks {
-		b := &a.blocks[id]
-		if !b.inUse || !b.mapped || (b.prev != none && a.blocks[b.prev].mapped) {
+		b := a.rec(int32(id))
+		if !b.inUse || !b.mapped || (b.prev != none && a.isMapped(b.prev)) {
 			continue // not the head of a mapped run
 		}
 		s := mem.Segment{Addr: b.addr, Stream: a.streams[b.sidx], Pool: a.poolName(b.pool), Expandable: b.seg != none}
-		for c := int32(id); c != none && a.blocks[c].mapped; c = a.blocks[c].next {
-			x := &a.blocks[c]
+		for c := int32(id); c != none && a.isMapped(c); c = a.blocks[c].next {
+			x := a.rec(c)
 			st := mem.Free
 			if x.allocated {
 				st = mem.Active
@@ -97,7 +97,7 @@ func (a *Allocator) MaxAllocatable() int64 {
 			continue
 		}
 		a.pools[p].allFree(func(k ordset.Key) bool {
-			b := &a.blocks[k.ID]
+			b := a.rec(k.ID)
 			if b.seg == none && !b.isSplit() {
 				releasable += b.size
 			} else if b.seg != none {
@@ -168,13 +168,13 @@ func (a *Allocator) maxRequestWithin(hi int64, fits func(rounded int64) bool) in
 func (a *Allocator) expandableRuns(p uint16, pages int64) []int64 {
 	var out []int64
 	for id := range a.blocks {
-		b := &a.blocks[id]
+		b := a.rec(int32(id))
 		if !b.inUse || b.seg == none || b.pool != p || a.streams[b.sidx] != 0 || b.allocated || a.allocatable(b.prev) {
 			continue // not the start of a free/unmapped run
 		}
 		var free, unmapped int64
 		for c := int32(id); a.allocatable(c); c = a.blocks[c].next {
-			if a.blocks[c].mapped {
+			if a.isMapped(c) {
 				free += a.blocks[c].size
 			} else {
 				unmapped += a.blocks[c].size
@@ -190,6 +190,9 @@ func (a *Allocator) Clone() alloc.Allocator {
 	c := &Allocator{
 		cfg: a.cfg, hot: a.hot, dev: a.dev.Clone(),
 		blocks:  append([]block(nil), a.blocks...),
+		cold:    append([]blockCold(nil), a.cold...),
+		req:     append([]int64(nil), a.req...),
+		bpool:   append([]uint16(nil), a.bpool...),
 		state:   append([]uint8(nil), a.state...),
 		freeIDs: append([]int32(nil), a.freeIDs...),
 		exp:     append([]expSegment(nil), a.exp...),
@@ -201,6 +204,7 @@ func (a *Allocator) Clone() alloc.Allocator {
 		allocs: a.allocs, frees: a.frees, ooms: a.ooms,
 		deviceAllocs: a.deviceAllocs, deviceFrees: a.deviceFrees, retries: a.retries,
 		mut: a.mut, queued: a.queued, indexed: a.queued, // largest is not cloned
+		fast: !a.cfg.ExpandableSegments && !a.hot.gc && !a.queued, noRest: !a.hot.gc && !a.queued,
 	}
 	for p := range a.pools {
 		pl := &a.pools[p]
@@ -222,19 +226,40 @@ func (a *Allocator) Clone() alloc.Allocator {
 func (a *Allocator) CheckInvariants() error {
 	var reserved, allocated, requested int64
 	segments, live, inFree, inUnmapped := 0, 0, 0, 0
-	if len(a.state) != len(a.blocks) {
-		return fmt.Errorf("%d state bytes for %d block records", len(a.state), len(a.blocks))
+	if n := len(a.blocks); len(a.state) != n || len(a.cold) != n || len(a.req) != n || len(a.bpool) != n {
+		return fmt.Errorf("%d state bytes, %d cold parts, %d requests and %d pools for %d block records",
+			len(a.state), len(a.cold), len(a.req), len(a.bpool), n)
 	}
 	if a.indexed != (a.queued || a.largest != nil) {
 		return fmt.Errorf("indexed %v, queued %v, largest index %v", a.indexed, a.queued, a.largest != nil)
 	}
+	if a.noRest != (!a.hot.gc && !a.indexed) || a.fast != (a.noRest && !a.cfg.ExpandableSegments) {
+		return fmt.Errorf("fast %v, noRest %v, expandable segments %v, garbage collection %v, indexed %v",
+			a.fast, a.noRest, a.cfg.ExpandableSegments, a.hot.gc, a.indexed)
+	}
 	for id := range a.blocks {
-		b := &a.blocks[id]
-		if a.state[id] != stateOf(b) {
-			return fmt.Errorf("block %d at %#x: state byte %#x, record says %#x", id, b.addr, a.state[id], stateOf(b))
-		}
+		b := a.rec(int32(id))
 		if !b.inUse {
+			// What splitLow does not rewrite when it reuses the record
+			// (its comment).
+			switch {
+			case a.state[id] != 0:
+				return fmt.Errorf("record %d not in use: state byte %#x", id, a.state[id])
+			case b.requested != 0 || b.qpos != 0:
+				return fmt.Errorf("record %d not in use: request %d, queue position %d", id, b.requested, b.qpos)
+			case !a.cfg.ExpandableSegments && b.seg != none:
+				return fmt.Errorf("record %d not in use: segment %d without expandable segments", id, b.seg)
+			}
 			continue
+		}
+		if !b.mapped && b.allocated {
+			return fmt.Errorf("block %d at %#x: state byte %#x, allocated but unmapped", id, b.addr, a.state[id])
+		}
+		if !b.allocated && b.requested != 0 {
+			return fmt.Errorf("block %d at %#x: free with a request of %d", id, b.addr, b.requested)
+		}
+		if !a.cfg.ExpandableSegments && b.seg != none {
+			return fmt.Errorf("block %d at %#x: segment %d without expandable segments", id, b.addr, b.seg)
 		}
 		if b.prev != none && (a.blocks[b.prev].next != int32(id) || a.blocks[b.prev].end() != b.addr) {
 			return fmt.Errorf("block %d at %#x: bad prev link", id, b.addr)
@@ -250,7 +275,7 @@ func (a *Allocator) CheckInvariants() error {
 		}
 		if b.mapped {
 			reserved += b.size
-			if b.prev == none || !a.blocks[b.prev].mapped {
+			if b.prev == none || !a.isMapped(b.prev) {
 				segments++
 			}
 		} else if b.seg == none || b.allocated {
@@ -270,7 +295,7 @@ func (a *Allocator) CheckInvariants() error {
 				return fmt.Errorf("block %d at %#x: free but not in its free set", id, b.addr)
 			}
 			for _, n := range []int32{b.prev, b.next} {
-				if n != none && !a.blocks[n].allocated && a.blocks[n].mapped {
+				if n != none && !a.isAllocated(n) && a.isMapped(n) {
 					return fmt.Errorf("block %d at %#x: free neighbour %d was not merged", id, b.addr, n)
 				}
 			}
@@ -323,10 +348,10 @@ func (a *Allocator) checkIndexes() error {
 		for _, c := range []struct {
 			name string
 			q    *idQueue
-			in   func(b *block) bool
+			in   func(id int32) bool
 		}{
-			{"whole", &pl.whole, func(b *block) bool { return a.queued && b.seg == none && !b.isSplit() }},
-			{"unmappable", &pl.unmappable, func(b *block) bool { return a.queued && b.seg != none && a.hasWholePage(b) }},
+			{"whole", &pl.whole, func(id int32) bool { return a.queued && a.cold[id].seg == none && !a.blocks[id].isSplit() }},
+			{"unmappable", &pl.unmappable, func(id int32) bool { return a.queued && a.cold[id].seg != none && a.hasWholePage(id) }},
 		} {
 			n := 0
 			last := int64(-1)
@@ -335,9 +360,9 @@ func (a *Allocator) checkIndexes() error {
 					continue
 				}
 				n++
-				b := &a.blocks[id]
+				b := a.rec(int32(id))
 				switch {
-				case !b.inUse || b.allocated || !b.mapped || b.pool != uint16(p) || !c.in(b):
+				case !b.inUse || b.allocated || !b.mapped || b.pool != uint16(p) || !c.in(id):
 					return fmt.Errorf("%s pool %s queue: block %d at %#x does not belong there", a.poolName(uint16(p)), c.name, id, b.addr)
 				case int(b.qpos) != i+1:
 					return fmt.Errorf("%s pool %s queue: block %d at position %d says %d", a.poolName(uint16(p)), c.name, id, i, b.qpos-1)
@@ -357,7 +382,7 @@ func (a *Allocator) checkIndexes() error {
 			// above, the queue holds exactly those).
 			var missing error
 			pl.allFree(func(k ordset.Key) bool {
-				if b := &a.blocks[k.ID]; c.in(b) && b.qpos == 0 {
+				if b := a.rec(k.ID); c.in(k.ID) && b.qpos == 0 {
 					missing = fmt.Errorf("%s pool %s queue lacks free block %d at %#x", a.poolName(uint16(p)), c.name, k.ID, b.addr)
 				}
 				return missing == nil
@@ -371,7 +396,7 @@ func (a *Allocator) checkIndexes() error {
 		}
 	}
 	for id := range a.blocks {
-		if a.blocks[id].qpos != 0 {
+		if a.cold[id].qpos != 0 {
 			queued--
 		}
 	}
@@ -399,7 +424,7 @@ func (a *Allocator) checkBases() error {
 	}
 	n := 0
 	for id := range a.blocks {
-		b := &a.blocks[id]
+		b := a.rec(int32(id))
 		if !b.inUse || b.seg != none || b.prev != none {
 			continue
 		}
@@ -437,7 +462,7 @@ func (a *Allocator) checkFreeSets() error {
 					bad = fmt.Errorf("%s pool free set: key %v names no block", a.poolName(uint16(p)), k)
 					return false
 				}
-				b := &a.blocks[k.ID]
+				b := a.rec(k.ID)
 				if !b.inUse || b.allocated || !b.mapped || b.pool != uint16(p) || int(b.sidx) != si || a.key(k.ID) != k {
 					bad = fmt.Errorf("%s pool free set: key %v does not match block %d at %#x", a.poolName(uint16(p)), k, k.ID, b.addr)
 				}
@@ -459,13 +484,10 @@ var _ alloc.FreeSummarizer = (*Allocator)(nil)
 // in one pass over the records and without allocating.
 func (a *Allocator) FreeSummary() (largest, cachedFree int64) {
 	for id, st := range a.state {
-		if st&stMapped == 0 || st&stAllocated != 0 {
+		if st != stFree {
 			continue
 		}
 		b := &a.blocks[id]
-		if !b.inUse {
-			continue
-		}
 		cachedFree += b.size
 		largest = max(largest, b.size)
 	}

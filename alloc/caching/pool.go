@@ -13,10 +13,45 @@ import (
 // none marks a missing prev/next link or segment.
 const none int32 = -1
 
-// block is PyTorch's Block: a piece of a segment, linked to its neighbours.
-// Blocks live in Allocator.blocks and are named by index, so links cost no
-// pointers and the steady state allocates nothing.
+// block is the hot part of PyTorch's Block: a piece of a segment, linked
+// to its neighbours. Records live in Allocator.blocks and are named by
+// index, so links cost no pointers and the steady state allocates nothing.
+//
+// A record is split by how often a free+alloc pair touches its parts: the
+// fields Alloc's hit, Free, merge and splitLow read are the 32 bytes here
+// (two records a cache line); the request is in Allocator.req, the pool in
+// Allocator.bpool, the allocated, mapped and in-use bits in Allocator.state,
+// and what only the other paths read (gcBase, seg, qpos) in Allocator.cold,
+// all by the same id. With ~11,400 records in the target benchmark's steady
+// state, 64-byte records alone spanned ~730 KiB, and the pair's working set
+// did not fit in a 1 MiB L2 (callgrind's cache simulation: 0.54 misses of a
+// 1 MiB cache a pair, 0.01 of a 2 MiB one). record is the whole of one,
+// gathered (Allocator.rec) for the paths that are not hot, and what
+// newBlock scatters.
 type block struct {
+	addr uint64
+	size int64
+	prev int32  // lower-address neighbour in the same segment, or none
+	next int32  // higher-address neighbour in the same segment, or none
+	gen  uint32 // allocations made in this record: the handle's check (handleOf); kept when the record is reused
+	sidx uint32 // dense index of stream (Allocator.streams)
+}
+
+// blockCold is the part of a record the free+alloc pair does not touch
+// (without garbage collection or expandable segments): Allocator.cold.
+// A dropped record keeps its cold part (dropBlock does not write it) with
+// gcBase and qpos as they were when it left the free set (gcBase stale,
+// qpos 0); every path that makes a record in use writes its seg, and its
+// gcBase when it enters a free set with garbage collection on.
+type blockCold struct {
+	gcBase int64 // pool.freeCalls when the block last entered the free set; written only with garbage collection (freeCalls is 0 without)
+	seg    int32 // index into Allocator.exp for expandable blocks, else none
+	qpos   int32 // 1 + position in its pool's whole or unmappable queue; 0 in neither
+}
+
+// record is one block record whole: the value newBlock stores and rec
+// returns.
+type record struct {
 	addr      uint64
 	size      int64
 	requested int64  // caller's request while allocated; 0 when free
@@ -32,6 +67,30 @@ type block struct {
 	mapped    bool // false only for unmapped VA of an expandable segment
 	inUse     bool // the slot holds a block (false: on the slot free list)
 }
+
+func (b *record) end() uint64 { return b.addr + uint64(b.size) }
+
+// rec gathers record id.
+func (a *Allocator) rec(id int32) record {
+	b, c, st := &a.blocks[id], &a.cold[id], a.state[id]
+	return record{addr: b.addr, size: b.size, requested: a.req[id], gcBase: c.gcBase, prev: b.prev, next: b.next,
+		seg: c.seg, sidx: b.sidx, qpos: c.qpos, gen: b.gen, pool: a.bpool[id],
+		allocated: st&stAllocated != 0, mapped: st&stMapped != 0, inUse: st&stInUse != 0}
+}
+
+// put scatters r into record id, generation included.
+func (a *Allocator) put(id int32, r record) {
+	a.blocks[id] = block{addr: r.addr, size: r.size, prev: r.prev, next: r.next, gen: r.gen, sidx: r.sidx}
+	a.cold[id] = blockCold{gcBase: r.gcBase, seg: r.seg, qpos: r.qpos}
+	a.req[id] = r.requested
+	a.bpool[id] = r.pool
+	a.state[id] = stateOf(&r)
+}
+
+// isAllocated, isMapped and inUse read a record's state bits.
+func (a *Allocator) isAllocated(id int32) bool { return a.state[id]&stAllocated != 0 }
+func (a *Allocator) isMapped(id int32) bool    { return a.state[id]&stMapped != 0 }
+func (a *Allocator) inUse(id int32) bool       { return a.state[id]&stInUse != 0 }
 
 func (b *block) end() uint64 { return b.addr + uint64(b.size) }
 
@@ -53,25 +112,32 @@ func (a *Allocator) lookup(h alloc.Handle) (int32, bool) {
 	if i == 0 || int(i) > len(a.blocks) {
 		return none, false
 	}
-	b := &a.blocks[i-1]
-	if !b.allocated || b.gen != uint32(h>>32) {
+	if a.state[i-1]&stAllocated == 0 || a.blocks[i-1].gen != uint32(h>>32) {
 		return none, false
 	}
 	return int32(i - 1), true
 }
 
-// Allocator.state holds each record's allocated and mapped bits, one byte a
-// block, so tryMerge can see that a neighbour is allocated (the common case)
-// without loading its record: with 10,000 live blocks the records span
-// ~700 KiB and each neighbour's record is a cache miss, while the state
-// bytes fit in L1/L2. Every write of allocated or mapped updates it.
+// Allocator.state holds each record's allocated, mapped and in-use bits,
+// one byte a block, so tryMerge can see that a neighbour is allocated (the
+// common case) without loading its record: with 10,000 live blocks the
+// records span ~360 KiB and each neighbour's record is a cache miss, while
+// the state bytes fit in L1/L2. They are the only copy of these bits.
 const (
 	stAllocated uint8 = 1 << iota
 	stMapped
+	stInUse
+	// stFree is the state of a free mapped block; stLive that of an
+	// allocated one (always mapped).
+	stFree = stInUse | stMapped
+	stLive = stFree | stAllocated
 )
 
-func stateOf(b *block) uint8 {
+func stateOf(b *record) uint8 {
 	var s uint8
+	if b.inUse {
+		s |= stInUse
+	}
 	if b.allocated {
 		s |= stAllocated
 	}
@@ -81,7 +147,8 @@ func stateOf(b *block) uint8 {
 	return s
 }
 
-func (b *block) isSplit() bool { return b.prev != none || b.next != none }
+func (b *block) isSplit() bool  { return b.prev != none || b.next != none }
+func (b *record) isSplit() bool { return b.prev != none || b.next != none }
 
 const (
 	smallPool uint16 = iota

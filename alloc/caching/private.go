@@ -131,7 +131,7 @@ func (a *Allocator) PrivatePools() []PoolUse {
 	}
 	reserved := make([]int64, len(a.private))
 	for id := range a.blocks {
-		if b := &a.blocks[id]; b.inUse && b.mapped && b.pool >= 2 {
+		if b := a.rec(int32(id)); b.inUse && b.mapped && b.pool >= 2 {
 			reserved[b.pool/2-1] += b.size
 		}
 	}
@@ -215,7 +215,7 @@ func (a *Allocator) checkPrivate() error {
 	}
 	segs := make([]int, len(a.private))
 	for id := range a.blocks {
-		b := &a.blocks[id]
+		b := a.rec(int32(id))
 		if b.inUse && b.pool >= 2 && b.seg == none && b.prev == none {
 			segs[b.pool/2-1]++
 		}

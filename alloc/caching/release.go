@@ -8,7 +8,7 @@ import "github.com/gpufrag/gpufrag/alloc/internal/ordset"
 
 // releaseBlock is release_block: cudaFree a wholly free cudaMalloc segment.
 func (a *Allocator) releaseBlock(id int32) {
-	b := &a.blocks[id]
+	b := a.rec(id)
 	a.removeFree(id)
 	delete(a.bases, b.addr)
 	a.dev.Release(b.size)
@@ -36,7 +36,7 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint16, stream int, size int6
 		return false
 	}
 	if first, found := fs.LowerBound(freeKey(target, 0)); found {
-		if a.blocks[first.ID].seg != none || a.blocks[first.ID].isSplit() {
+		if a.cold[first.ID].seg != none || a.blocks[first.ID].isSplit() {
 			return false
 		}
 		a.releaseBlock(first.ID)
@@ -50,7 +50,7 @@ func (a *Allocator) releaseAvailableCachedBlocks(p uint16, stream int, size int6
 		if released >= target || keySize(k) < m {
 			return false
 		}
-		b := &a.blocks[k.ID]
+		b := a.rec(k.ID)
 		if b.seg == none && !b.isSplit() {
 			victims = append(victims, k.ID)
 			released += b.size
@@ -91,7 +91,7 @@ func (a *Allocator) releasePool(p uint16) {
 	}
 	for _, id := range unmap {
 		id = a.unmapBlock(id)
-		if b := &a.blocks[id]; !b.mapped && !b.isSplit() {
+		if b := a.rec(int32(id)); !b.mapped && !b.isSplit() {
 			a.releaseExpandableSegment(id)
 		}
 	}
@@ -129,7 +129,7 @@ func (a *Allocator) garbageCollect() {
 			if id == none {
 				continue
 			}
-			age := float64(pl.freeCalls - a.blocks[id].gcBase)
+			age := float64(pl.freeCalls - a.cold[id].gcBase)
 			if age < threshold {
 				break // younger from here on
 			}

@@ -29,7 +29,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	if !ok {
 		return alloc.Block{}, fmt.Errorf("%w: caching: handle %#x", alloc.ErrInvalidHandle, uint64(h))
 	}
-	ob := a.blocks[old]
+	ob := a.rec(old)
 	// Find the free block covering dst: the pool's free blocks on this stream.
 	target := none
 	if fs := a.pools[ob.pool].freeSet(uint64(ob.sidx)); fs != nil {
@@ -44,7 +44,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	if target == none {
 		return alloc.Block{}, fmt.Errorf("%w: caching: %#x is not free memory of the block's pool and stream", alloc.ErrBadMove, dst)
 	}
-	t := a.blocks[target]
+	t := a.rec(target)
 	if (dst-t.addr)%uint64(kMinBlockSize) != 0 || dst+uint64(ob.size) > t.end() {
 		return alloc.Block{}, fmt.Errorf("%w: caching: %d bytes do not fit at %#x in the free block [%#x, %#x)",
 			alloc.ErrBadMove, ob.size, dst, t.addr, t.end())
@@ -52,7 +52,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	a.removeFree(target)
 	// Carve [dst, dst+size) out of the target: free pieces before and after.
 	if before := int64(dst - t.addr); before > 0 {
-		f := a.newBlock(block{addr: t.addr, size: before, sidx: t.sidx, pool: t.pool, mapped: true,
+		f := a.newBlock(record{addr: t.addr, size: before, sidx: t.sidx, pool: t.pool, mapped: true,
 			prev: t.prev, next: target, seg: t.seg})
 		if t.prev != none {
 			a.blocks[t.prev].next = f
@@ -61,7 +61,7 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 		a.insertFree(f)
 	}
 	if after := int64(t.end() - (dst + uint64(ob.size))); after > 0 {
-		f := a.newBlock(block{addr: dst + uint64(ob.size), size: after, sidx: t.sidx, pool: t.pool, mapped: true,
+		f := a.newBlock(record{addr: dst + uint64(ob.size), size: after, sidx: t.sidx, pool: t.pool, mapped: true,
 			prev: target, next: a.blocks[target].next, seg: t.seg})
 		if n := a.blocks[target].next; n != none {
 			a.blocks[n].prev = f
@@ -71,12 +71,11 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 	}
 	nb := &a.blocks[target]
 	nb.addr, nb.size = dst, ob.size
-	nb.allocated, nb.requested = true, ob.requested
-	a.state[target] = stateOf(nb)
+	a.req[target] = ob.requested
+	a.state[target] = stLive
 	// Free the old range without touching the counters of live memory.
-	o := &a.blocks[old]
-	o.allocated, o.requested = false, 0
-	a.state[old] = stateOf(o)
+	a.req[old] = 0
+	a.state[old] = stFree
 	a.freeBlock(old) // merged or not, the free range keeps record old
 	a.swapRecords(old, target)
 	if invariants.Enabled {
@@ -92,10 +91,10 @@ func (a *Allocator) Relocate(h alloc.Handle, dst uint64) (alloc.Block, error) {
 // under its new id; its gcBase is unchanged (no free-set query between).
 func (a *Allocator) swapRecords(x, y int32) {
 	a.removeFree(x)
-	bx, by := a.blocks[x], a.blocks[y]
+	bx, by := a.rec(x), a.rec(y)
 	bx.gen, by.gen = by.gen, bx.gen
-	a.blocks[x], a.blocks[y] = by, bx
-	a.state[x], a.state[y] = a.state[y], a.state[x]
+	a.put(x, by)
+	a.put(y, bx)
 	swapped := func(id int32) int32 {
 		switch id {
 		case x:

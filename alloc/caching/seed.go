@@ -89,7 +89,7 @@ func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.H
 	ids := make([]int32, len(s.Live))
 	prev := none
 	link := func(addr uint64, size int64) int32 {
-		id := a.newBlock(block{addr: addr, size: size, sidx: sidx, pool: p, mapped: true, prev: prev, next: none, seg: none})
+		id := a.newBlock(record{addr: addr, size: size, sidx: sidx, pool: p, mapped: true, prev: prev, next: none, seg: none})
 		if prev != none {
 			a.blocks[prev].next = id
 		}
@@ -104,11 +104,9 @@ func (a *Allocator) seedSegment(s SeedSegment, handles []alloc.Handle) []alloc.H
 			free = append(free, link(at, int64(lb.Addr-at)))
 		}
 		id := link(lb.Addr, lb.Size)
-		b := &a.blocks[id]
-		b.allocated = true
-		b.requested = lb.Requested
-		a.state[id] = stateOf(b)
-		b.gen++
+		a.state[id] = stLive
+		a.req[id] = lb.Requested
+		a.blocks[id].gen++
 		a.live++
 		a.allocated += lb.Size
 		a.requested += lb.Requested
@@ -142,7 +140,7 @@ func (a *Allocator) checkSeed(segs []SeedSegment) error {
 	type span struct{ lo, hi uint64 }
 	var spans []span
 	for id := range a.blocks {
-		b := &a.blocks[id]
+		b := a.rec(int32(id))
 		if b.inUse && b.prev == none {
 			hi := b.end()
 			for n := b.next; n != none; n = a.blocks[n].next {
@@ -271,7 +269,7 @@ func (a *Allocator) addBase(addr uint64, size int64, sidx uint32, pool uint16) {
 func (a *Allocator) indexBases() {
 	a.bases = make(map[uint64]segBase, a.segments)
 	for id := range a.blocks {
-		b := &a.blocks[id]
+		b := a.rec(int32(id))
 		if !b.inUse || b.seg != none || b.prev != none {
 			continue
 		}
