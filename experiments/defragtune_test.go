@@ -29,16 +29,16 @@ import (
 // one queues and serves after the last arrival): no rule for when the
 // policies act of their own accord changes that, as no such compaction runs
 // there (every moment has a request waiting or a failed admission).
-// defrag-tune-12 (Mooncake on an RTX 3090: 450 completed against 681 OOM
-// under off) joined it with the model refitted on 2026-12-03 at 08:00 UTC
-// (the cited engine priors): every policy 14-17 requests fewer than off.
-// Its verdict has followed the clock: it held under the roofline, on which
-// the quiet-period rule was tuned, held in part under issue 24's earlier
-// fits (adaptive, offline and online 7 requests fewer than off), held again
-// under the refit of 2026-12-03 01:00-04:00 (every policy 27-29 more) and is
-// overloaded now. The rule was not retuned on any clock.
+// defrag-tune-12 (Mooncake on an RTX 3090) is not in it now. Its verdict has
+// followed the clock: it held under the roofline, on which the quiet-period
+// rule was tuned, held in part under issue 24's earlier fits (adaptive,
+// offline and online 7 requests fewer than off), held under the refit of
+// 2026-12-03 01:00-04:00 (every policy 27-29 more), was overloaded under the
+// refit of 08:00 UTC (every policy 14-17 fewer) and holds again under the
+// refit with the all-reduce latency by TP degree (09:25-09:36 UTC: threshold
+// 31 more, adaptive and online 15, offline 9). The rule was not retuned on
+// any clock.
 var tuneOverloaded = map[string]bool{
-	"defrag-tune-12-mooncake-rtx3090-5":      true,
 	"defrag-tune-13-azure-conv-long-a100-11": true,
 }
 
