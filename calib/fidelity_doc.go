@@ -333,8 +333,9 @@ func (rep *FidelityReport) paperSection(b *bytes.Buffer) {
 		}
 		w(" %s `%s` on `%s`%s", sys.Name, sys.Config.KV, sys.Config.Alloc, sep)
 	}
-	w("\nEvery system runs on `%s` at release %s (the paper's vLLM ran prefill-only steps, without CUDA graphs, which came in\n", c0.Engine, c0.EngineVersion)
-	w("0.2.5), under the joint model's profile of the %s for that release %s, and under the roofline.\n\n", ps.GPU, paperHarnessNote)
+	w("\nEvery system runs on `%s` at release %s (prefill-only steps, as vLLM V0's later releases run them, though cacheflow's schedulers of June\n", c0.Engine, c0.EngineVersion)
+	w("2023 put prompts and decodes in one step: docs/calibrate.md, \"Issue 24, eleventh session: the paper's Orca at its reservations\";\n")
+	w("no CUDA graphs, which came in 0.2.5), under the joint model's profile of the %s for that release %s, and under the roofline.\n\n", ps.GPU, paperHarnessNote)
 	w("Lengths: %s The sample's means are %.1f prompt and %.1f output tokens (the paper's Fig. 11: 161.31 and 337.99).\n\n",
 		ps.Workloads[0].Sampling, pr.MeanIn[0], pr.MeanOut[0])
 	var rows []*FidelityRow

@@ -24,8 +24,11 @@ const paperSource = "vllm-paper"
 // compared (Orca's three reservation schemes on the buddy allocator, vLLM
 // paged), the requests at one arrival rate, and the same requests with
 // other length shapes. Fidelity runs every system as its config says (the
-// scenario sets engine vllm-v0 at release 0.1.0: the paper's vLLM ran
-// prefill-only steps, without CUDA graphs, which came in 0.2.5), under the
+// scenario sets engine vllm-v0 at release 0.1.0: prefill-only steps, as V0's
+// later releases run them, though cacheflow's schedulers of June 2023 mix
+// prompts and decodes in one step, which moves every rate further from the
+// paper (docs/calibrate.md, "Issue 24, eleventh session: the paper's Orca
+// at its reservations"); without CUDA graphs, which came in 0.2.5), under the
 // joint model's profile for that GPU, engine and release and under the
 // roofline.
 type PaperSetup struct {

@@ -23,8 +23,10 @@ const (
 	// requests, all in one step under max_num_batched_tokens (mixed steps;
 	// with ChunkedPrefill off a prompt waits until it fits whole).
 	EngineVLLMV1 EngineKind = iota
-	// EngineVLLMV0 is vLLM's V0 engine. Without chunked prefill (the vLLM
-	// paper's setup, and V0's default below 32K context) a step that can
+	// EngineVLLMV0 is vLLM's V0 engine. Without chunked prefill (V0's
+	// default below 32K context, and the vLLM paper's scenario, though
+	// cacheflow's schedulers of June 2023 mixed prompts and decodes:
+	// docs/calibrate.md, issue 24, eleventh session) a step that can
 	// admit waiting prompts runs only those prefills and the running
 	// decodes wait (vllm/core/scheduler.py, _schedule_default: prefills
 	// first, and a step with prefills returns without decodes). With
