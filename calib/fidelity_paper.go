@@ -99,7 +99,8 @@ type PaperReport struct {
 	// bisected on the model's curve, and ReadOff[s][t] the rate read off
 	// as the paper's figure reads its own: fidPolylineRate on the rates
 	// of paperFig12aGrid; the bisected rate where the grid has no entry
-	// for the system).
+	// for the system, or where the model's curve is over the SLO already
+	// at the grid's first rate).
 	Fig12a  string
 	Rates   [][numTimings]float64
 	ReadOff [][numTimings]float64
@@ -137,7 +138,7 @@ func fig12a(ctx context.Context, ps *PaperSetup, rep *PaperReport, workers int) 
 		if !ok {
 			return [2]float64{r, r}, nil
 		}
-		ro, err := fidPolylineRate(grid, fig12aHi, fig12aSLO, f)
+		ro, err := fidPolylineRate(grid, fig12aHi, fig12aSLO, r, f)
 		return [2]float64{r, ro}, err
 	})
 	if err != nil {
@@ -198,10 +199,14 @@ func fidRates(rates []float64) string {
 // fidPolylineRate returns the rate at which the polyline through (r,
 // f(r)), r the rates of grid (ascending, at least two) continued past
 // the last at the last spacing up to hi, reaches target: linear between
-// the two rates that bracket it, as a plotted line crosses a level; the
-// first rate when f there already reaches it, hi when no rate up to hi
-// does. It evaluates f only as far as the crossing.
-func fidPolylineRate(grid []float64, hi, target float64, f func(rate float64) (float64, error)) (float64, error) {
+// the two rates that bracket it, as a plotted line crosses a level; hi
+// when no rate up to hi does. When f at the first rate already reaches
+// target the polyline begins above the level and has no crossing to read:
+// it returns below (the curve's own crossing, which a growing f has at or
+// before the first rate), capped at the first rate, rather than the first
+// rate, where the SLO is already missed. It evaluates f only as far as
+// the crossing.
+func fidPolylineRate(grid []float64, hi, target, below float64, f func(rate float64) (float64, error)) (float64, error) {
 	n := len(grid)
 	if n < 2 || !(grid[0] > 0) {
 		return 0, fmt.Errorf("%w: fidPolylineRate: want at least two positive rates (got %v)", ErrFidelity, grid)
@@ -227,7 +232,7 @@ func fidPolylineRate(grid []float64, hi, target float64, f func(rate float64) (f
 		}
 		if v >= target {
 			if i == 0 {
-				return r, nil
+				return min(below, r), nil
 			}
 			return pr + (r-pr)*(target-pv)/(v-pv), nil
 		}

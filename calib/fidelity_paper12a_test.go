@@ -1,6 +1,7 @@
 package calib
 
 import (
+	"context"
 	"math"
 	"slices"
 	"strconv"
@@ -88,7 +89,7 @@ func TestPaperFig12aPolylines(t *testing.T) {
 			}
 			return lat[i], nil
 		}
-		got, err := fidPolylineRate(rates, fig12aHi, fig12aSLO, f)
+		got, err := fidPolylineRate(rates, fig12aHi, fig12aSLO, 0, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func TestPaperFig12aPolylines(t *testing.T) {
 func TestFidPolylineRate(t *testing.T) {
 	var calls []float64
 	lin := func(r float64) (float64, error) { calls = append(calls, r); return r, nil }
-	got, err := fidPolylineRate([]float64{1, 2}, 10, 3.5, lin)
+	got, err := fidPolylineRate([]float64{1, 2}, 10, 3.5, 0, lin)
 	if err != nil || math.Abs(got-3.5) > 1e-12 {
 		t.Errorf("linear curve: %g, %v: want 3.5", got, err)
 	}
@@ -138,24 +139,30 @@ func TestFidPolylineRate(t *testing.T) {
 		}
 		return 1.5, nil
 	}
-	if got, _ := fidPolylineRate([]float64{0.2, 0.3, 0.4, 0.5}, 4, 0.5, step); math.Abs(got-(0.5+0.1*0.4/1.4)) > 1e-12 {
+	if got, _ := fidPolylineRate([]float64{0.2, 0.3, 0.4, 0.5}, 4, 0.5, 0, step); math.Abs(got-(0.5+0.1*0.4/1.4)) > 1e-12 {
 		t.Errorf("step curve: %g: want the chord from (0.5, 0.1) to the continuation (0.6, 1.5)", got)
 	}
-	if got, _ := fidPolylineRate([]float64{1, 2}, 10, 0.5, lin); got != 1 {
-		t.Errorf("reached at the first rate: %g, want 1", got)
+	// Over the level at the first rate already: no crossing on the line,
+	// so the curve's own crossing (below), never the first rate, at which
+	// the SLO is missed; capped at the first rate.
+	if got, _ := fidPolylineRate([]float64{1, 2}, 10, 0.5, 0.5, lin); got != 0.5 {
+		t.Errorf("reached at the first rate: %g, want the curve's own crossing 0.5", got)
 	}
-	if got, _ := fidPolylineRate([]float64{1, 2}, 4.5, 100, lin); got != 4.5 {
+	if got, _ := fidPolylineRate([]float64{1, 2}, 10, 0.5, 3, lin); got != 1 {
+		t.Errorf("reached at the first rate, below 3: %g, want it capped at 1", got)
+	}
+	if got, _ := fidPolylineRate([]float64{1, 2}, 4.5, 100, 0, lin); got != 4.5 {
 		t.Errorf("never reached: %g, want hi 4.5", got)
 	}
 	for _, g := range [][]float64{nil, {1}, {0, 1}, {1, 1}, {2, 1}} {
-		if _, err := fidPolylineRate(g, 4, 0.5, lin); err == nil {
+		if _, err := fidPolylineRate(g, 4, 0.5, 0, lin); err == nil {
 			t.Errorf("grid %v: no error", g)
 		}
 	}
 	// A normalized latency that grows ever faster towards saturation at
 	// 0.7 req/s: its chords cross the level before the curve does.
 	convex := func(r float64) (float64, error) { return 0.03 + 0.01/(1-math.Min(r, 0.699)/0.7), nil }
-	chord, _ := fidPolylineRate([]float64{0.2, 0.3, 0.4, 0.5}, 4, 0.5, convex)
+	chord, _ := fidPolylineRate([]float64{0.2, 0.3, 0.4, 0.5}, 4, 0.5, 0, convex)
 	own, _ := fidBisectRate(0.05, 4, 1e-4, 0.5, convex)
 	if !(chord < own-0.005) {
 		t.Errorf("convex curve: read-off %g, own crossing %g: want the read-off below", chord, own)
@@ -190,5 +197,24 @@ func TestPaperRowsReadOff(t *testing.T) {
 	}
 	if !strings.Contains(row.Note, "0.2, 0.3, 0.4, 0.5 req/s") || !strings.Contains(row.Note, "0.68") {
 		t.Errorf("note %q: want the paper's rates and the model's own crossing", row.Note)
+	}
+}
+
+// TestFig12aReadOffOverAtFirstRate: a system whose normalized latency is
+// over the SLO already at the grid's first rate has no crossing on the
+// figure's line; fig12a reads its bisected rate, not the first rate, at
+// which the SLO is missed.
+func TestFig12aReadOffOverAtFirstRate(t *testing.T) {
+	ps := &PaperSetup{Scenario: "test", Systems: []PaperSystem{{Name: "orca-max"}}}
+	rep := &PaperReport{Setup: ps, normAt: func(_ int, _ FidelityTiming, rate float64) (float64, error) {
+		return 4 * rate, nil // 0.5 s/token at 0.125 req/s; 0.8 at the grid's first rate, 0.2
+	}}
+	if err := fig12a(context.Background(), ps, rep, 1); err != nil {
+		t.Fatal(err)
+	}
+	for tm := range numTimings {
+		if got, own := rep.ReadOff[0][tm], rep.Rates[0][tm]; math.Abs(own-0.125) > fig12aTol || got != own {
+			t.Errorf("timing %d: read-off %g, own crossing %g: want both at 0.125", tm, got, own)
+		}
 	}
 }
