@@ -743,7 +743,7 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 			return fidOpStep(prof, shape, sim.Step{PrefillTokens: 1}).AllReduceNs / 2 / 1e6
 		}
 		p.setup = fmt.Sprintf("one all-reduce of %s over %d× %s: the profile's all-reduce term", fidBytes(w.Bytes), tp, g.Name)
-		p.note = "latency + 2(tp−1)/tp × bytes ÷ (link × bw_eff); the roofline has no all-reduce term"
+		p.note = "latency × scale(tp) + 2(tp−1)/tp × bytes ÷ bandwidth, over NVLink the first MiB at the kernel table's share of the link (sim.AllReduceLatencyScale, sim.AllReduceSmallLinkShare) and the rest at link × bw_eff; the roofline has no all-reduce term"
 	case "linear_layers_time_per_layer", "op_time_median":
 		m, mname, err := fidModel(s.Model)
 		if err != nil {
