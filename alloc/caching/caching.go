@@ -617,7 +617,10 @@ func (a *Allocator) mergeFree(id, p, n int32, mp, mn bool) {
 }
 
 // mergeIn is merge for mergeFree: dst absorbs its free mapped neighbour
-// src, which is in free set fs.
+// src, which is in free set fs. Its tail (the splice of the neighbour links,
+// the size, the drop) is merge's, written out in both: as a shared helper it
+// is over the inliner's budget, and a call on every merge of Free's path is
+// what h/caching12 took out (docs/benchmarks.md, eleventh round).
 func (a *Allocator) mergeIn(fs *ordset.Classed, dst, src int32) {
 	d := &a.blocks[dst]
 	s := &a.blocks[src]
