@@ -41,14 +41,17 @@ type param struct {
 // costs in [10 ns, 1 ms]; n½ in [1, 8192] tokens (the largest default
 // step budget: beyond it no step ever reaches half the efficiency).
 const (
-	minEff, maxEff           = 0.02, 1.0
-	minStepNs, maxStepNs     = 100.0, 100e6
-	minSmallNs, maxSmallNs   = 10.0, 1e6
-	minHalfTok, maxHalfTok   = 1.0, 8192.0
-	minCallNs, maxCallNs     = 100.0, 1e6 // one all-reduce call: NCCL's small-message latency is 5-25 µs
-	sigDigits                = 4          // fitted values are written with this many significant digits
-	boundMargin              = 1e-3       // a start on a bound is moved this share of the range inside it
-	transformSaturationLimit = 30.0       // |x| beyond this is σ(x) = 0 or 1 in float64: clamped
+	minEff, maxEff         = 0.02, 1.0
+	minStepNs, maxStepNs   = 100.0, 100e6
+	minSmallNs, maxSmallNs = 10.0, 1e6
+	minHalfTok, maxHalfTok = 1.0, 8192.0
+	minCallNs, maxCallNs   = 100.0, 1e6 // one all-reduce call: NCCL's small-message latency is 5-25 µs
+	// The decode kernel's cost a sequence, KV head and layer: 0.1 ns (a
+	// hundredth of the kernel table's 11.4, below TensorRT-LLM's 2.5) to 1 µs.
+	minSeqHeadNs, maxSeqHeadNs = 0.1, 1000.0
+	sigDigits                  = 4    // fitted values are written with this many significant digits
+	boundMargin                = 1e-3 // a start on a bound is moved this share of the range inside it
+	transformSaturationLimit   = 30.0 // |x| beyond this is σ(x) = 0 or 1 in float64: clamped
 )
 
 // paramTable lists the fittable parameters in the order a calibration
@@ -76,9 +79,9 @@ var paramTable = []param{
 	{name: "attention.kv_bw_eff", growsWithBatch: true, lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Attention.KVBWEff },
 		set: func(p *sim.Profile, v float64) { p.Attention.KVBWEff = v }},
-	{name: "attention.kv_half_context", growsWithBatch: true, lo: minHalfTok, hi: maxHalfTok, log: true,
-		get: func(p *sim.Profile) float64 { return p.Attention.KVHalfContext },
-		set: func(p *sim.Profile, v float64) { p.Attention.KVHalfContext = v }},
+	{name: "attention.kv_seq_ns", growsWithBatch: true, lo: minSeqHeadNs, hi: maxSeqHeadNs, log: true,
+		get: func(p *sim.Profile) float64 { return p.Attention.KVSeqNs },
+		set: func(p *sim.Profile, v float64) { p.Attention.KVSeqNs = v }},
 	{name: "linear.compute_eff_max", lo: minEff, hi: maxEff,
 		get: func(p *sim.Profile) float64 { return p.Linear.ComputeEffMax },
 		set: func(p *sim.Profile, v float64) { p.Linear.ComputeEffMax = v }},

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -92,12 +93,23 @@ type AttentionTerm struct {
 	// decode attention reading each sequence's context (paged, in blocks)
 	// and every token's K and V written.
 	KVBWEff float64 `yaml:"kv_bw_eff"`
-	// KVHalfContext is ctx½ of a decoding sequence's KV reads: a sequence
-	// attending to ctx tokens reads them at KVBWEff × ctx ÷ (ctx + ctx½)
-	// of the bandwidth, so each costs ctx½ tokens' reads more (the paged
-	// kernel's per-sequence work: block tables, the split-KV reduction,
-	// a partial last block), which short contexts feel most.
-	KVHalfContext float64 `yaml:"kv_half_context"`
+	// KVSeqNs is the decode attention kernel's fixed work per decoding
+	// sequence, KV head (per GPU, at its tensor parallelism) and layer, in
+	// ns: the paged kernel splits its work by (sequence, KV head), and each
+	// pair has its block-table reads, its split-KV reduction and a partial
+	// last block, whatever its context. It is a time, not a count of KV
+	// tokens, so the same kernel costs as much on a slower GPU, and a model
+	// with more KV heads a GPU (MHA) pays it more often. The joint model's
+	// is drawn from a kernel table (sim/profiles/prior.yaml;
+	// TestPriorKVSeqNsFromKernelTable).
+	KVSeqNs float64 `yaml:"kv_seq_ns"`
+	// KVHalfContext is the older form of the same cost, read from profiles
+	// written before kv_seq_ns: ctx½ tokens of KV reads a decoding
+	// sequence, so that one attending to ctx tokens reads them at KVBWEff
+	// × ctx ÷ (ctx + ctx½) of the bandwidth. A profile sets kv_seq_ns or
+	// this (both add up when both are set); new profiles write 0 here and
+	// omit it, and no fit moves it.
+	KVHalfContext float64 `yaml:"kv_half_context,omitempty"`
 }
 
 // AllReduceTerm is tensor parallelism's two all-reduces per layer.
@@ -166,6 +178,9 @@ const (
 	maxBytesPerS = 1e15
 	// maxHalfTokens is 1e6 tokens, 100× the largest step budget in use (8,192-16,384).
 	maxHalfTokens = 1e6
+	// maxSeqHeadNs is 1 ms a sequence, KV head and layer: 10⁵ times the
+	// kernel table's 11.4 ns.
+	maxSeqHeadNs = 1e6
 	// maxBlend bounds linear.blend_exponent: at 64 the blend is max(c, w)
 	// within 1.1%.
 	maxBlend = 64
@@ -222,6 +237,7 @@ func (p *Profile) Validate() error {
 		{"linear.blend_exponent", p.Linear.BlendExponent, 1, maxBlend, true},
 		{"attention.prefill_compute_eff", p.Attention.PrefillComputeEff, 0, 1, false},
 		{"attention.kv_bw_eff", p.Attention.KVBWEff, 0, 1, false},
+		{"attention.kv_seq_ns", p.Attention.KVSeqNs, 0, maxSeqHeadNs, true},
 		{"attention.kv_half_context", p.Attention.KVHalfContext, 0, maxHalfTokens, true},
 		{"all_reduce.bw_eff", p.AllReduce.BWEff, 0, 1, false},
 		{"all_reduce.latency_ns", float64(p.AllReduce.LatencyNs), 0, maxNs, true},
@@ -354,7 +370,7 @@ var profileFields = map[string][]string{
 	"":           {"gpu", "engine", "fitted_to", "notes", "peak", "linear", "attention", "all_reduce", "overhead", "cuda_graph"},
 	"peak":       {"bf16_flops_per_s", "fp8_flops_per_s", "mem_bytes_per_s", "link_bytes_per_s"},
 	"linear":     {"compute_eff_max", "fp8_compute_eff_max", "compute_half_tokens", "weight_bw_eff", "blend_exponent"},
-	"attention":  {"prefill_compute_eff", "kv_bw_eff", "kv_half_context"},
+	"attention":  {"prefill_compute_eff", "kv_bw_eff", "kv_seq_ns|kv_half_context"},
 	"all_reduce": {"bw_eff", "latency_ns"},
 	"overhead":   {"step_ns", "per_seq_ns", "eager_per_layer_ns", "request_ns", "per_token_ns", "output_overlap"},
 	"cuda_graph": {"sizes", "pad_mixed"},
@@ -405,21 +421,29 @@ func completeWith(fields map[string][]string, root *yaml.Node) error {
 	return nil
 }
 
+// hasKeys reports the first of keys m lacks. A key "a|b" is satisfied by
+// either: a, or the older field b it replaces (attention.kv_seq_ns, or
+// kv_half_context in a profile written before it).
 func hasKeys(m *yaml.Node, sec string, keys []string) error {
 	for _, k := range keys {
+		alts := strings.Split(k, "|")
 		found := false
 		for i := 0; i+1 < len(m.Content); i += 2 {
-			if m.Content[i].Value == k {
+			if slices.Contains(alts, m.Content[i].Value) {
 				found = true
 				break
 			}
 		}
 		if !found {
-			path := k
+			path := alts[0]
 			if sec != "" {
-				path = sec + "." + k
+				path = sec + "." + alts[0]
 			}
-			return fmt.Errorf("line %d: field %s missing: every parameter must be set (see sim/profiles/*.yaml)", m.Line, path)
+			older := ""
+			if len(alts) > 1 {
+				older = " (or the older " + strings.Join(alts[1:], ", ") + ")"
+			}
+			return fmt.Errorf("line %d: field %s missing%s: every parameter must be set (see sim/profiles/*.yaml)", m.Line, path, older)
 		}
 	}
 	return nil

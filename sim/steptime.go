@@ -40,6 +40,10 @@ type Shape struct {
 	ExpertShare float64
 	// KVBytesPerToken is one token's K and V over all layers, per GPU.
 	KVBytesPerToken float64
+	// KVHeads is the KV heads per GPU the decode kernel splits its work
+	// by, one (sequence, KV head) at a time: KVHeadsPerGPU(tp), 1 for MLA
+	// (one latent all heads share).
+	KVHeads int
 	// ActBytes is the size of one activation element (2: bf16/fp16).
 	ActBytes float64
 	// FP8 says the weights are FP8, so the linear layers run at the FP8
@@ -64,6 +68,10 @@ func NewShape(m model.Model, tp int, kv model.DType) Shape {
 	inactive := routed * (1 - share)
 	lookup := max(0, float64(m.Params)-active-inactive)
 	dense := max(0, float64(m.Params)-lookup-routed)
+	kvHeads := m.KVHeadsPerGPU(tp)
+	if m.MLA != nil {
+		kvHeads = 1
+	}
 	return Shape{
 		Layers: m.Layers, Hidden: m.Hidden, TP: tp,
 		LinearFLOPsPerToken: 2 * max(0, active-head) / t,
@@ -73,6 +81,7 @@ func NewShape(m model.Model, tp int, kv model.DType) Shape {
 		ExpertBytes:         routed * wb / t,
 		ExpertShare:         share,
 		KVBytesPerToken:     float64(m.KVBytesPerToken(kv, tp)),
+		KVHeads:             kvHeads,
 		ActBytes:            2,
 		FP8:                 m.WeightDType == model.FP8E4M3 || m.WeightDType == model.FP8E5M2,
 	}
@@ -163,7 +172,7 @@ type StepModel struct {
 	arSmallTok, arSmallNsPerTok float64
 
 	stepNs, perSeqNs, eagerNs float64
-	kvHalfNs                  float64 // KV ns each decoding sequence adds (ctx½ tokens' reads)
+	kvSeqNs                   float64 // ns each decoding sequence adds to the KV term (see Compile)
 	tokenNs                   float64 // output ns per sampled token
 	overlap                   bool    // the output work runs beside the step (Overhead.OutputOverlap)
 	schedOverlap              bool    // the step's CPU work runs beside the GPU's (Overhead.ScheduleOverlap)
@@ -215,7 +224,10 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		sizes:         p.CUDAGraph.Sizes,
 		padMixed:      p.CUDAGraph.PadMixed,
 	}
-	m.kvHalfNs = p.Attention.KVHalfContext * m.kvNsPerTok
+	// A decoding sequence's fixed cost in the decode kernel: a time per
+	// (sequence, KV head) work unit and layer, the same on every GPU
+	// (Attention.KVSeqNs), plus an older profile's ctx½ tokens of reads.
+	m.kvSeqNs = float64(p.Attention.KVSeqNs*float64(s.KVHeads)*float64(s.Layers)) + float64(p.Attention.KVHalfContext*m.kvNsPerTok)
 	if s.TP > 1 {
 		t := float64(s.TP)
 		calls := 2 * float64(s.Layers) // after attention and after the MLP
@@ -340,7 +352,9 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //	           weights = dense ÷ (bw × eff_w) + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
 //	             (every expert some token is routed to, uniform routing)
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
-//	kv         (decode context + ctx½ × decoding sequences + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
+//	kv         (decode context + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
+//	           + decoding sequences × (t_seq × KV heads × layers + ctx½ × KV bytes ÷ (bw × eff_kv))
+//	           (t_seq: Attention.KVSeqNs; ctx½: an older profile's KVHalfContext)
 //	all-reduce 2 × layers × (latency × scale(tp) + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
 //	           (over NVLink: scale AllReduceLatencyScale, and the first AllReduceSmallBytes of a
 //	           message at link × AllReduceSmallLinkShare; over PCIe: scale 1, eff_ar throughout)
@@ -393,7 +407,7 @@ func (m *StepModel) Time(st Step) Breakdown {
 	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair
 	// The products rounded apart (no fused multiply-add), as decodeTimer.at
 	// rounds them.
-	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvHalfNs)
+	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvSeqNs)
 	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
 	cpu := m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
 	b.OverheadNs = cpu
@@ -437,7 +451,7 @@ func (m *StepModel) decodeTimer(st Step) decodeTimer {
 	b := m.Time(st)
 	d := decodeTimer{
 		lp: b.LinearNs + b.PrefillAttentionNs, ar: b.AllReduceNs, cp: b.CopyNs, ov: b.OverheadNs, out: b.OutputNs,
-		tok: float64(st.Tokens()), kvHalf: float64(float64(st.DecodeSeqs) * m.kvHalfNs), kvPerTok: m.kvNsPerTok,
+		tok: float64(st.Tokens()), kvHalf: float64(float64(st.DecodeSeqs) * m.kvSeqNs), kvPerTok: m.kvNsPerTok,
 		overlap: m.overlap, cpu: -1,
 	}
 	if m.schedOverlap {

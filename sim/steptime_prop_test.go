@@ -27,7 +27,8 @@ func drawProfile(t *rapid.T) *Profile {
 	}
 	p.Linear = LinearTerm{ComputeEffMax: eff("eff-max"), FP8ComputeEffMax: eff("eff-fp8"), ComputeHalfTokens: rapid.Float64Range(0, 1000).Draw(t, "half"), WeightBWEff: eff("eff-w"),
 		BlendExponent: rapid.Float64Range(1, 64).Draw(t, "blend")}
-	p.Attention = AttentionTerm{PrefillComputeEff: eff("eff-attn"), KVBWEff: eff("eff-kv"), KVHalfContext: rapid.Float64Range(0, 1000).Draw(t, "kv-half")}
+	p.Attention = AttentionTerm{PrefillComputeEff: eff("eff-attn"), KVBWEff: eff("eff-kv"), KVHalfContext: rapid.Float64Range(0, 1000).Draw(t, "kv-half"),
+		KVSeqNs: rapid.Float64Range(0, 1000).Draw(t, "kv-seq")}
 	p.AllReduce = AllReduceTerm{BWEff: eff("eff-ar"), LatencyNs: rapid.Int64Range(0, 50_000).Draw(t, "ar-latency")}
 	p.Overhead = OverheadTerm{StepNs: rapid.Int64Range(0, 5e6).Draw(t, "step"), PerSeqNs: rapid.Int64Range(0, 1e5).Draw(t, "per-seq"),
 		EagerPerLayerNs: rapid.Int64Range(0, 1e5).Draw(t, "eager"), PerTokenNs: rapid.Int64Range(0, 1e5).Draw(t, "per-token"),
@@ -54,6 +55,7 @@ func drawShape(t *rapid.T) Shape {
 		AttnFLOPsPerPair:    rapid.Float64Range(1e3, 1e8).Draw(t, "attn-flops"),
 		DenseWeightBytes:    rapid.Float64Range(1e6, 1e12).Draw(t, "dense-bytes"),
 		KVBytesPerToken:     rapid.Float64Range(1e2, 1e7).Draw(t, "kv-bytes"),
+		KVHeads:             rapid.IntRange(1, 128).Draw(t, "kv-heads"),
 		ActBytes:            2,
 		FP8:                 rapid.Bool().Draw(t, "fp8"),
 	}

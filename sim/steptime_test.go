@@ -222,6 +222,7 @@ func TestNewShapeLlama3(t *testing.T) {
 		AttnFLOPsPerPair:    4 * 32 * 32 * 128,    // 524,288
 		DenseWeightBytes:    2 * (params - emb),   // bf16, embedding table not read: 15,009,849,344 B
 		KVBytesPerToken:     2 * 32 * 8 * 128 * 2, // 131,072
+		KVHeads:             8,
 		ActBytes:            2}
 	if s != want {
 		t.Fatalf("shape\n got %+v\nwant %+v", s, want)
@@ -230,7 +231,7 @@ func TestNewShapeLlama3(t *testing.T) {
 	// (32 ÷ 2 = 16) and the KV (8 ÷ 2 = 4 KV heads).
 	s2 := NewShape(m, 2, model.FP8E4M3)
 	if s2.LinearFLOPsPerToken != want.LinearFLOPsPerToken/2 || s2.DenseWeightBytes != want.DenseWeightBytes/2 ||
-		s2.AttnFLOPsPerPair != 4*32*16*128 || s2.KVBytesPerToken != 2*32*4*128 || s2.FP8 {
+		s2.AttnFLOPsPerPair != 4*32*16*128 || s2.KVBytesPerToken != 2*32*4*128 || s2.KVHeads != 4 || s2.FP8 {
 		t.Errorf("tp 2, fp8 KV: %+v", s2)
 	}
 	// int4 weights: a quarter of the bf16 bytes, the same FLOPs.
