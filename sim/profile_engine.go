@@ -179,11 +179,11 @@ func vllmV0GraphSizes() []int {
 //     the newest release read; a later 0.5 release is taken as 0.5.18.
 //
 // Every release also caps the list at the request pool
-// (max_running_requests), adding the pool's size where it is below the
-// largest size; the simulator does not (a decode batch near MaxSeqs may
-// pad past it). Prefill and mixed batches
-// run without graphs (enable_piecewise_cuda_graph is off by default:
-// v0.5.6 server_args.py:508).
+// (max_running_requests) and, from 0.4.3, adds the pool's size where it
+// is below the largest size; the simulator does not (a decode batch near
+// MaxSeqs may pad past it). Prefill and mixed batches run without graphs
+// (enable_piecewise_cuda_graph is off by default: v0.5.6
+// server_args.py:508).
 
 // Release boundaries of SGLang's CUDA-graph and chunk defaults.
 var (
@@ -293,11 +293,11 @@ func SGLangDefault(v Version, capacity int64, tp int) SGLangDefaults {
 		case mib < 20*gib:
 			maxBS, chunk = 8, 2048
 		case mib < 35*gib:
-			maxBS, chunk = pick(small, tier24, 80), 2048
+			maxBS, chunk = sglangByTP(small, tier24, 80), 2048
 		case mib < 60*gib:
-			maxBS, chunk = pick(small, 32, 160), 4096
+			maxBS, chunk = sglangByTP(small, 32, 160), 4096
 		case mib < 160*gib:
-			maxBS, chunk = pick(small, 256, 512), 8192
+			maxBS, chunk = sglangByTP(small, 256, 512), 8192
 		default:
 			maxBS, chunk = 512, 16384
 		}
@@ -318,8 +318,8 @@ func sglangList(top int) []int {
 	return s
 }
 
-// pick is a if small, else b.
-func pick(small bool, a, b int) int {
+// sglangByTP is a at TP < 4 (small), else b.
+func sglangByTP(small bool, a, b int) int {
 	if small {
 		return a
 	}
