@@ -268,6 +268,13 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	cfg.ChunkedPrefill = rule.chunked
 	if rule.maxBatchTokens > 0 {
 		cfg.MaxBatchTokens = rule.maxBatchTokens
+	} else if rule.engine == sim.EngineSGLang && rule.chunked {
+		// SGLang's chunked_prefill_size by GPU memory at this release
+		// (sim.SGLangDefault: 4,096 on the RTX A6000 and A100-40GB from
+		// 0.5.3, 2,048 below 25,000 MiB in 0.4 and below 35 GiB in 0.5).
+		if c := sim.SGLangDefault(v, g.Capacity, max(s.TP, 1)).ChunkedPrefill; c > 0 {
+			cfg.MaxBatchTokens = c
+		}
 	}
 	if rule.maxSeqs > 0 {
 		cfg.MaxSeqs = rule.maxSeqs

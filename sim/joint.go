@@ -168,7 +168,7 @@ func engineGraphs(engine EngineKind, v Version, capacity int64) CUDAGraphTerm {
 		}
 		return CUDAGraphTerm{Sizes: vllmV0GraphSizes()}
 	case EngineSGLang:
-		return CUDAGraphTerm{Sizes: sglangGraphSizes(capacity)}
+		return sglangGraphs(v, capacity)
 	}
 	return CUDAGraphTerm{Sizes: vllmV1GraphSizes(), PadMixed: true}
 }

@@ -163,6 +163,10 @@ type CUDAGraphTerm struct {
 	// PadMixed: steps with prefill work of at most the largest size are
 	// padded too (vLLM V1's piecewise graphs), though not as one graph.
 	PadMixed bool `yaml:"pad_mixed"`
+	// SmallTPMax, when set, is the largest size captured at tensor
+	// parallelism below 4: only the sizes up to it are (SGLang's
+	// cuda_graph_max_bs by TP, profile_engine.go SGLangDefault).
+	SmallTPMax int `yaml:"small_tp_max,omitempty"`
 }
 
 // Limits a profile must stay within. They are far outside any real
@@ -272,6 +276,9 @@ func (p *Profile) Validate() error {
 		if i > 0 && v <= s[i-1] {
 			return bad("cuda_graph.sizes", "%d (entry %d) follows %d: want ascending sizes without repeats", v, i, s[i-1])
 		}
+	}
+	if m := p.CUDAGraph.SmallTPMax; m != 0 && (len(s) == 0 || !slices.Contains(s, m)) {
+		return bad("cuda_graph.small_tp_max", "%d is not one of the sizes; want 0 (every size at any TP) or one of them", m)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -134,23 +135,207 @@ func vllmV0GraphSizes() []int {
 	return s
 }
 
-// sglangGraphSizes is SGLang's default cuda_graph_bs
-// (python/sglang/srt/model_executor/cuda_graph_runner.py,
-// get_batch_sizes_to_capture, without speculative decoding and with
-// padding on): 1, 2, 4, 8, then 16 to 160 by 8, and on GPUs with more
-// than 80 GiB (81,920 MiB: the H200, not the H100 or A100-80GB) also 168
-// to 256 by 8. Prefill and mixed batches run without graphs.
-func sglangGraphSizes(capacity int64) []int {
-	s := []int{1, 2, 4, 8}
-	for b := 16; b <= 160; b += 8 {
-		s = append(s, b)
+// SGLang sets two defaults from the GPU's memory and the TP degree when
+// the user leaves them unset: cuda_graph_max_bs, the largest decode batch
+// it captures as a CUDA graph, and chunked_prefill_size, the prefill
+// chunk (MaxBatchTokens here). It compares nvidia-smi's memory.total in
+// MiB (utils.py get_nvgpu_memory_capacity; model.GPU.Capacity is that
+// figure: 24,564 MiB for the RTX 4090, 49,140 for the RTX A6000, 40,536
+// for the A100-40GB, 81,920 for the A100-80GB and A800, 143,771 for the
+// H200). Read from the release tags of sgl-project/sglang (as mirrored in
+// bytedance-iaas/sglang; docs/calibrate.md, issue 24, twelfth session),
+// paths under python/sglang/srt/:
+//
+//   - 0.1.20 to 0.2.13: model_runner.py captures [1, 2, 4] + 8 × i, to 120
+//     (v0.1.20 managers/controller/model_runner.py:231) and from 0.1.22 to
+//     128 (v0.2.13 model_executor/model_runner.py:364); before 0.1.20
+//     SGLang had no CUDA graphs. Chunk 8,192 from 0.2.13 (off before).
+//   - 0.2.14 to 0.3.6: to 160 (v0.2.14 model_runner.py:496; v0.3.6
+//     cuda_graph_runner.py:123, cuda_graph_max_bs 160 at server_args.py:132);
+//     0.3.6 cuts both to 4 and 2,048 below 25,000 MiB (server_args.py:173-175).
+//   - 0.4.0: the same list (cuda_graph_runner.py:132-138) capped at
+//     cuda_graph_max_bs, 8 below 25,000 MiB and 160 above
+//     (server_args.py:178-182); chunk 2,048 below 25,000 MiB, else 8,192
+//     (:171-175). From 0.4.1 (0.4.0.post1) the cap below 25,000 MiB is 80
+//     at TP ≥ 4 (v0.4.1 server_args.py:192-198).
+//   - 0.4.6 to 0.5.2: no cap from 25,000 MiB (35 GiB from 0.4.9), and the
+//     list grows with the memory: 168 to 256 by 8 above 81,920 MiB (v0.4.6
+//     cuda_graph_runner.py:136-139; above 96 GiB in 0.4.7-0.4.8, above 90 GiB
+//     from 0.4.9: v0.4.9 :158-163), 272 to 512 by 16 above 180,000 MiB
+//     (0.4.7) or 160,000 (0.4.9); below the threshold 8, or 80 at TP ≥ 4
+//     (v0.4.9 server_args.py:347-351). Chunk 16,384 above 180,000 MiB from
+//     0.4.7 (v0.4.7 server_args.py:287-294), from 0.4.9 2,048 below 35 GiB,
+//     8,192 below 160 GiB, 16,384 above (v0.4.9 :333-339).
+//   - 0.5.3 on: tiers by memory and TP (_handle_gpu_memory_settings; v0.5.6
+//     server_args.py:725-808), cuda_graph_max_bs at TP < 4 / TP ≥ 4 and the
+//     chunk: below 20 GiB 8 / 8 and 2,048 (:726-732); below 35 GiB 24 / 80
+//     (16 / 80 in 0.5.3-0.5.4: v0.5.3 :583-586) and 2,048 (:743-755); below
+//     60 GiB 32 / 160 and 4,096 (:756-765); below 160 GiB 256 / 512 and
+//     8,192 (:776-795); above, 512 and 16,384 (:796-802). The list is
+//     [1, 2, 4, 8, 12] + 16 to 256 by 8 + 272 to 496 by 16 + 512 on by 32,
+//     cut at cuda_graph_max_bs (_generate_cuda_graph_batch_sizes,
+//     :871-898; cuda_graph_runner.py get_batch_sizes_to_capture:189-209
+//     takes it). The same tiers hold to 0.5.18 (server_args.py:4802-4890),
+//     the newest release read; a later 0.5 release is taken as 0.5.18.
+//
+// Every release also caps the list at the request pool
+// (max_running_requests) and, from 0.4.3, adds the pool's size where it
+// is below the largest size; the simulator does not (a decode batch near
+// MaxSeqs may pad past it). Prefill and mixed batches run without graphs
+// (enable_piecewise_cuda_graph is off by default: v0.5.6
+// server_args.py:508).
+
+// Release boundaries of SGLang's CUDA-graph and chunk defaults.
+var (
+	sglangGraphsFirst = Version{0, 1, 20} // CUDA graphs
+	sglangGraphs128   = Version{0, 1, 22} // list to 128
+	sglangChunkOn     = Version{0, 2, 13} // chunked prefill on by default
+	sglangGraphs160   = Version{0, 2, 14} // list to 160
+	sglangSmallGPU    = Version{0, 3, 6}  // smaller defaults below 25,000 MiB
+	sglangMaxBS       = Version{0, 4, 0}  // cuda_graph_max_bs by memory
+	sglangSmallTP80   = Version{0, 4, 1}  // 80 at TP ≥ 4 below 25,000 MiB
+	sglangBigLists    = Version{0, 4, 6}  // no cap above 25,000 MiB; lists by memory
+	sglangBigLists96  = Version{0, 4, 7}  // thresholds 96 GiB and 180,000 MiB
+	sglangBigLists90  = Version{0, 4, 9}  // thresholds 90 GiB and 160,000 MiB, 35 GiB
+	sglangTiers       = Version{0, 5, 3}  // _handle_gpu_memory_settings's tiers
+	sglangTiers24     = Version{0, 5, 5}  // 24 at TP < 4 below 35 GiB
+)
+
+// SGLangDefaults are SGLang's defaults of release v on a GPU of capacity
+// bytes at tensor parallelism tp: GraphSizes, the decode batch sizes it
+// captures as CUDA graphs (empty: none), and ChunkedPrefill, its
+// chunked_prefill_size (0: chunked prefill off).
+type SGLangDefaults struct {
+	GraphSizes     []int
+	ChunkedPrefill int
+}
+
+// SGLangDefault returns SGLang's defaults of release v on a GPU of
+// capacity bytes at tensor parallelism tp (the comment above cites each
+// value).
+func SGLangDefault(v Version, capacity int64, tp int) SGLangDefaults {
+	mib := capacity >> 20
+	const gib = 1024 // MiB
+	small := tp < 4
+	var list []int
+	maxBS := 0 // no cap
+	chunk := 8192
+	switch {
+	case v.less(sglangGraphsFirst):
+	case v.less(sglangGraphs128):
+		list = sglangList(120)
+	case v.less(sglangGraphs160):
+		list = sglangList(128)
+	default:
+		list = sglangList(160)
 	}
-	if capacity > 81920<<20 {
-		for b := 168; b <= 256; b += 8 {
-			s = append(s, b)
+	if v.less(sglangChunkOn) {
+		chunk = 0
+	}
+	switch {
+	case v.less(sglangSmallGPU):
+	case v.less(sglangMaxBS):
+		if mib < 25000 {
+			maxBS, chunk = 4, 2048
+		}
+	case v.less(sglangBigLists):
+		maxBS = 160
+		if mib < 25000 {
+			maxBS, chunk = 8, 2048
+			if !small && !v.less(sglangSmallTP80) {
+				maxBS = 80
+			}
+		}
+	case v.less(sglangTiers):
+		above, far, low := int64(81920), int64(0), int64(25000)
+		switch {
+		case !v.less(sglangBigLists90):
+			above, far, low = 90*gib, 160000, 35*gib
+		case !v.less(sglangBigLists96):
+			above, far = 96*gib, 180000
+		}
+		if mib > above {
+			for b := 168; b <= 256; b += 8 {
+				list = append(list, b)
+			}
+		}
+		if far > 0 && mib > far {
+			for b := 272; b <= 512; b += 16 {
+				list = append(list, b)
+			}
+		}
+		if mib < low {
+			maxBS, chunk = 8, 2048
+			if !small {
+				maxBS = 80
+			}
+		}
+		switch {
+		case !v.less(sglangBigLists90) && mib >= 160*gib:
+			chunk = 16384
+		case !v.less(sglangBigLists96) && v.less(sglangBigLists90) && mib > 180000:
+			chunk = 16384
+		}
+	default:
+		list = []int{1, 2, 4, 8, 12}
+		for b := 16; b <= 256; b += 8 {
+			list = append(list, b)
+		}
+		for b := 272; b < 512; b += 16 {
+			list = append(list, b)
+		}
+		list = append(list, 512) // 512 on by 32 to cuda_graph_max_bs, at most 512 here
+		tier24 := 24
+		if v.less(sglangTiers24) {
+			tier24 = 16
+		}
+		switch {
+		case mib < 20*gib:
+			maxBS, chunk = 8, 2048
+		case mib < 35*gib:
+			maxBS, chunk = sglangByTP(small, tier24, 80), 2048
+		case mib < 60*gib:
+			maxBS, chunk = sglangByTP(small, 32, 160), 4096
+		case mib < 160*gib:
+			maxBS, chunk = sglangByTP(small, 256, 512), 8192
+		default:
+			maxBS, chunk = 512, 16384
 		}
 	}
+	if maxBS > 0 {
+		i, _ := slices.BinarySearch(list, maxBS+1)
+		list = list[:i]
+	}
+	return SGLangDefaults{GraphSizes: list, ChunkedPrefill: chunk}
+}
+
+// sglangList is [1, 2, 4] + 8 × i up to top.
+func sglangList(top int) []int {
+	s := []int{1, 2, 4}
+	for b := 8; b <= top; b += 8 {
+		s = append(s, b)
+	}
 	return s
+}
+
+// sglangByTP is a at TP < 4 (small), else b.
+func sglangByTP(small bool, a, b int) int {
+	if small {
+		return a
+	}
+	return b
+}
+
+// sglangGraphs is SGLang's CUDA-graph capture at release v on a GPU of
+// capacity bytes: the sizes at TP ≥ 4 and, where fewer are captured at
+// TP < 4 (a prefix of them), the largest of those.
+func sglangGraphs(v Version, capacity int64) CUDAGraphTerm {
+	big := SGLangDefault(v, capacity, 4).GraphSizes
+	g := CUDAGraphTerm{Sizes: big}
+	if s := SGLangDefault(v, capacity, 1).GraphSizes; len(s) > 0 && len(s) < len(big) {
+		g.SmallTPMax = s[len(s)-1]
+	}
+	return g
 }
 
 // SGLang's admission (python/sglang/srt/managers/schedule_policy.py,

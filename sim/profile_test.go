@@ -57,15 +57,17 @@ func TestEmbeddedProfiles(t *testing.T) {
 				t.Errorf("%s %v: %+v is not the joint model's terms", gpu, eng, p)
 			}
 			var sizes []int
+			small := 0
 			switch eng {
 			case EngineVLLMV1:
 				sizes = vllmV1GraphSizes()
 			case EngineVLLMV0:
 				sizes = vllmV0GraphSizes()
 			case EngineSGLang:
-				sizes = sglangGraphSizes(g.Capacity)
+				sg := sglangGraphs(v, g.Capacity)
+				sizes, small = sg.Sizes, sg.SmallTPMax
 			}
-			if !slices.Equal(p.CUDAGraph.Sizes, sizes) || p.CUDAGraph.PadMixed != (eng == EngineVLLMV1) {
+			if !slices.Equal(p.CUDAGraph.Sizes, sizes) || p.CUDAGraph.SmallTPMax != small || p.CUDAGraph.PadMixed != (eng == EngineVLLMV1) {
 				t.Errorf("%s %v: cuda_graph %+v, want sizes %v", gpu, eng, p.CUDAGraph, sizes)
 			}
 			pr, err := PriorProfile(gpu, eng, "")
@@ -125,13 +127,7 @@ func TestEngineGraphSizes(t *testing.T) {
 	if len(v0) != 35 || v0[3] != 8 || v0[34] != 256 {
 		t.Errorf("vLLM V0 sizes %v", v0)
 	}
-	// [1, 2, 4, 8] + range(16, 161, 8), and up to 256 above 80 GiB.
-	if s := sglangGraphSizes(81920 << 20); len(s) != 23 || s[22] != 160 {
-		t.Errorf("SGLang sizes at 80 GiB %v", s)
-	}
-	if s := sglangGraphSizes(143771 << 20); len(s) != 35 || s[23] != 168 || s[34] != 256 {
-		t.Errorf("SGLang sizes at 141 GB %v", s)
-	}
+	// SGLang's, by release, memory and TP: TestSGLangDefaultsByTier.
 }
 
 // TestProfileRoundTrip: WriteYAML then LoadProfile gives the same profile,

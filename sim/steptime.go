@@ -221,7 +221,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		tokenNs:       float64(p.Overhead.PerTokenNs),
 		overlap:       p.Overhead.OutputOverlap,
 		schedOverlap:  p.Overhead.ScheduleOverlap,
-		sizes:         p.CUDAGraph.Sizes,
+		sizes:         graphSizes(p.CUDAGraph, s.TP),
 		padMixed:      p.CUDAGraph.PadMixed,
 	}
 	// A decoding sequence's fixed cost in the decode kernel: a time per
@@ -301,6 +301,15 @@ func AllReduceLatencyScale(tp int) float64 {
 // term. It compiles p each call; the engine and a calibration's inner loop
 // keep the StepModel of Compile instead.
 func (p *Profile) StepTime(s Shape, st Step) Breakdown { return p.Compile(s).Time(st) }
+
+// graphSizes are the sizes g captures at tensor parallelism tp.
+func graphSizes(g CUDAGraphTerm, tp int) []int {
+	if g.SmallTPMax == 0 || tp >= 4 {
+		return g.Sizes
+	}
+	i, _ := slices.BinarySearch(g.Sizes, g.SmallTPMax+1)
+	return g.Sizes[:i]
+}
 
 // padded returns the capture size a step of n tokens runs at, and whether
 // one holds it (n ≤ the largest size).

@@ -139,11 +139,12 @@ func TestStepTimeMonotone(t *testing.T) {
 // (previous size, size] the linear and all-reduce terms are one constant,
 // the step is one graph, and above the largest size it is not. (lm_head
 // runs outside the graph on the real rows, so the steps compared here
-// sample one row each, to hold that part fixed.)
+// sample one row each, to hold that part fixed.) The sizes are those
+// captured at the shape's TP (CUDAGraphTerm.SmallTPMax).
 func TestGraphPaddingStepFunction(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p, s := drawProfile(t), drawShape(t)
-		sizes := p.CUDAGraph.Sizes
+		sizes := graphSizes(p.CUDAGraph, s.TP)
 		if len(sizes) == 0 {
 			return
 		}
