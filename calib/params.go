@@ -177,6 +177,9 @@ func lookupParams(names []string) ([]int, error) {
 				found = true
 			}
 		}
+		if !found && n == "attention.kv_half_context" {
+			return nil, fmt.Errorf("%w: parameter %q is now attention.kv_seq_ns, the decode kernel's cost a sequence, KV head and layer in ns (issue 24)", ErrSetup, n)
+		}
 		if !found {
 			return nil, fmt.Errorf("%w: parameter %q: want one of %s", ErrSetup, clipLabel(n), strings.Join(ParamNames(), ", "))
 		}

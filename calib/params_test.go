@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -108,6 +109,10 @@ func TestCheckParams(t *testing.T) {
 	}
 	if _, err := CheckParams([]string{"peak.mem_bytes_per_s"}); !errors.Is(err, ErrSetup) {
 		t.Errorf("a datasheet peak was accepted: %v", err)
+	}
+	// The old name of the decode kernel's per-sequence cost says what it became.
+	if _, err := CheckParams([]string{"attention.kv_half_context"}); !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "attention.kv_seq_ns") {
+		t.Errorf("the renamed parameter: %v", err)
 	}
 }
 

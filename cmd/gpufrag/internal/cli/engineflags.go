@@ -41,7 +41,7 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.IntVar(&f.tp, "tp", 0, "tensor-parallel degree `N` (divides weights and KV heads)")
 	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8")
 	fl.Float64Var(&f.util, "gpu-memory-utilization", 0, "share of GPU memory the engine may use, as vLLM's (default 0.9)")
-	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "token budget per step (default 8192)")
+	fl.IntVar(&f.maxBatchTokens, "max-batch-tokens", 0, "token budget per step (default 8192; with --engine sglang, its chunked_prefill_size for the GPU: 2048 below 35 GiB, 4096 below 60 GiB)")
 	fl.IntVar(&f.maxSeqs, "max-seqs", 0, "running requests per step (default 256)")
 	fl.BoolVar(&f.chunked, "chunked-prefill", true, "split long prompts across steps")
 	fl.BoolVar(&f.prefixCaching, "prefix-caching", true, "let paged reuse cached prompt blocks of requests with prefix ids (Mooncake hash_ids, chat sessions)")
