@@ -136,20 +136,8 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 	if e.GPUMemoryUtilization != 0 {
 		base.GPUMemoryUtilization = e.GPUMemoryUtilization
 	}
-	switch {
-	case e.MaxBatchTokens != 0:
+	if e.MaxBatchTokens != 0 {
 		base.MaxBatchTokens = e.MaxBatchTokens
-	case base.Engine == sim.EngineSGLang:
-		// SGLang sizes its prefill chunk by the GPU's memory and the TP
-		// degree when the user leaves it unset (sim.SGLangDefault cites the
-		// releases): 2,048 tokens below 35 GiB, 4,096 below 60 GiB.
-		v := sim.DefaultEngineVersion(base.Engine)
-		if base.EngineVersion != "" {
-			v, _ = sim.ParseEngineVersion(base.Engine, base.EngineVersion) // parsed above
-		}
-		if c := sim.SGLangDefault(v, g.Capacity, max(base.TP, 1)).ChunkedPrefill; c > 0 {
-			base.MaxBatchTokens = c
-		}
 	}
 	if e.MaxSeqs != 0 {
 		base.MaxSeqs = e.MaxSeqs
@@ -162,6 +150,20 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 		// more than 32K context (EngineArgs' use_long_context); below, its
 		// steps were prefill-only, as the vLLM paper's.
 		base.ChunkedPrefill = false
+	}
+	if base.Engine == sim.EngineSGLang && e.MaxBatchTokens == 0 && base.ChunkedPrefill {
+		// SGLang sizes its prefill chunk by the GPU's memory and the TP
+		// degree when the user leaves it unset (sim.SGLangDefault cites the
+		// releases): 2,048 tokens below 35 GiB, 4,096 below 60 GiB. With
+		// chunked prefill off there is no chunk: the step budget stays
+		// (the engine raises it to the context, sim.New).
+		v := sim.DefaultEngineVersion(base.Engine)
+		if base.EngineVersion != "" {
+			v, _ = sim.ParseEngineVersion(base.Engine, base.EngineVersion) // parsed above
+		}
+		if c := sim.SGLangDefault(v, g.Capacity, max(base.TP, 1)).ChunkedPrefill; c > 0 {
+			base.MaxBatchTokens = c
+		}
 	}
 	if e.Activations != nil {
 		base.Activations = *e.Activations

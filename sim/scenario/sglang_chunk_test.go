@@ -44,3 +44,22 @@ func TestEngineConfigSGLangChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineConfigSGLangChunkOff: with chunked_prefill false SGLang has no
+// prefill chunk (--chunked-prefill-size -1), so its chunked_prefill_size
+// for the GPU is not the step budget: the default stays, as the fidelity
+// replay keeps it (calib fidTranslate applies the chunk only when chunked).
+func TestEngineConfigSGLangChunkOff(t *testing.T) {
+	off := false
+	s := &Scenario{Model: "llama-2-7b", GPU: "rtx4090-24g"}
+	s.Engine.Name, s.Engine.ChunkedPrefill = "sglang", &off
+	cfg, err := EngineConfig(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := sim.DefaultConfig(cfg.Model, cfg.GPU).MaxBatchTokens
+	if cfg.ChunkedPrefill || cfg.MaxBatchTokens != def {
+		t.Errorf("sglang on rtx4090-24g, chunked_prefill false: got chunked %v, max_batch_tokens %d; want false, %d (no chunk to take)",
+			cfg.ChunkedPrefill, cfg.MaxBatchTokens, def)
+	}
+}
