@@ -63,3 +63,31 @@ func TestEngineConfigSGLangChunkOff(t *testing.T) {
 			cfg.ChunkedPrefill, cfg.MaxBatchTokens, def)
 	}
 }
+
+// TestEngineConfigSGLangBeforeChunking: SGLang turned chunked prefill on
+// by default in 0.2.13 (chunked_prefill_size 8192; -1 in 0.2.12, None
+// before: sim.SGLangDefault's 0), so an earlier release's scenario that
+// leaves chunked_prefill unset does not chunk; one that sets it does.
+func TestEngineConfigSGLangBeforeChunking(t *testing.T) {
+	on := true
+	for _, c := range []struct {
+		version string
+		set     *bool
+		want    bool
+	}{
+		{"0.2.12", nil, false},
+		{"0.1.20", nil, false},
+		{"0.2.12", &on, true},
+		{"0.2.13", nil, true},
+	} {
+		s := &Scenario{Model: "llama-3.1-8b", GPU: "a100-80g"}
+		s.Engine.Name, s.Engine.Version, s.Engine.ChunkedPrefill = "sglang", c.version, c.set
+		cfg, err := EngineConfig(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ChunkedPrefill != c.want {
+			t.Errorf("sglang %s, chunked_prefill %v: got chunked %v, want %v", c.version, c.set, cfg.ChunkedPrefill, c.want)
+		}
+	}
+}
