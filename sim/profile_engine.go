@@ -158,14 +158,16 @@ func vllmV0GraphSizes() []int {
 //     (server_args.py:178-182); chunk 2,048 below 25,000 MiB, else 8,192
 //     (:171-175). From 0.4.1 (0.4.0.post1) the cap below 25,000 MiB is 80
 //     at TP ≥ 4 (v0.4.1 server_args.py:192-198).
-//   - 0.4.6 to 0.5.2: no cap from 25,000 MiB (35 GiB from 0.4.9), and the
+//   - 0.4.6 to 0.5.2: no cap from 25,000 MiB (35 GiB from 0.4.8), and the
 //     list grows with the memory: 168 to 256 by 8 above 81,920 MiB (v0.4.6
-//     cuda_graph_runner.py:136-139; above 96 GiB in 0.4.7-0.4.8, above 90 GiB
-//     from 0.4.9: v0.4.9 :158-163), 272 to 512 by 16 above 180,000 MiB
-//     (0.4.7) or 160,000 (0.4.9); below the threshold 8, or 80 at TP ≥ 4
-//     (v0.4.9 server_args.py:347-351). Chunk 16,384 above 180,000 MiB from
-//     0.4.7 (v0.4.7 server_args.py:287-294), from 0.4.9 2,048 below 35 GiB,
-//     8,192 below 160 GiB, 16,384 above (v0.4.9 :333-339).
+//     cuda_graph_runner.py:136-139; above 96 GiB in 0.4.7, above 90 GiB
+//     from 0.4.8: v0.4.8 :158-163, v0.4.9 :158-163), 272 to 512 by 16 above
+//     180,000 MiB (0.4.7) or 160,000 (0.4.8); below the threshold 8, or 80
+//     at TP ≥ 4 (v0.4.8 server_args.py:331-337, v0.4.9 :347-351). Chunk
+//     16,384 above 180,000 MiB in 0.4.7 (v0.4.7 server_args.py:287-294),
+//     from 0.4.8 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384 above
+//     (v0.4.8 :317-327, v0.4.9 :333-339). (0.4.7.post1 has 0.4.8's rules;
+//     a post release is taken as its base, as 0.4.0.post1 above.)
 //   - 0.5.3 on: tiers by memory and TP (_handle_gpu_memory_settings; v0.5.6
 //     server_args.py:725-808), cuda_graph_max_bs at TP < 4 / TP ≥ 4 and the
 //     chunk: below 20 GiB 8 / 8 and 2,048 (:726-732); below 35 GiB 24 / 80
@@ -196,7 +198,7 @@ var (
 	sglangSmallTP80   = Version{0, 4, 1}  // 80 at TP ≥ 4 below 25,000 MiB
 	sglangBigLists    = Version{0, 4, 6}  // no cap above 25,000 MiB; lists by memory
 	sglangBigLists96  = Version{0, 4, 7}  // thresholds 96 GiB and 180,000 MiB
-	sglangBigLists90  = Version{0, 4, 9}  // thresholds 90 GiB and 160,000 MiB, 35 GiB
+	sglangBigLists90  = Version{0, 4, 8}  // thresholds 90 GiB and 160,000 MiB, 35 GiB
 	sglangTiers       = Version{0, 5, 3}  // _handle_gpu_memory_settings's tiers
 	sglangTiers24     = Version{0, 5, 5}  // 24 at TP < 4 below 35 GiB
 )

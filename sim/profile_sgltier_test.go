@@ -49,7 +49,7 @@ func TestSGLangDefaultsByTier(t *testing.T) {
 		{"0.5.4", "rtx4090-24g", 1, 16, 6, 2048}, // 16 in 0.5.3-0.5.4
 		{"0.5.3", "rtx4090-24g", 4, 80, 14, 2048},
 		{"0.5.3", "a100-80g", 1, 256, 36, 8192},
-		// 0.4.9-0.5.2: [1, 2, 4, 8] + 16..160 by 8, 168..256 above 90 GiB,
+		// 0.4.8-0.5.2: [1, 2, 4, 8] + 16..160 by 8, 168..256 above 90 GiB,
 		// 272..512 by 16 above 160,000 MiB; 8 / 80 below 35 GiB.
 		{"0.5.2", "rtx4090-24g", 1, 8, 4, 2048},
 		{"0.5.2", "rtx4090-24g", 4, 80, 13, 2048},
@@ -57,7 +57,7 @@ func TestSGLangDefaultsByTier(t *testing.T) {
 		{"0.5.2", "a100-80g", 1, 160, 23, 8192},
 		{"0.5.2", "h200-141g", 1, 256, 35, 8192},
 		{"0.4.9", "b200-192g", 1, 512, 51, 16384},
-		// 0.4.7-0.4.8: above 96 GiB and 180,000 MiB.
+		// 0.4.7: above 96 GiB and 180,000 MiB (0.4.8: the H200 is above both).
 		{"0.4.8", "h200-141g", 2, 256, 35, 8192},
 		{"0.4.7", "b200-192g", 1, 512, 51, 16384},
 		{"0.4.7", "rtx-a6000-48g", 1, 160, 23, 8192},
@@ -189,5 +189,40 @@ func TestSmallTPMaxValidate(t *testing.T) {
 	q.CUDAGraph.Sizes = nil
 	if err := q.Validate(); !errors.Is(err, ErrBadProfile) {
 		t.Errorf("small_tp_max without sizes: %v", err)
+	}
+}
+
+// TestSGLangDefaults048: SGLang 0.4.8 already has 0.4.9's thresholds
+// (v0.4.8 server_args.py:320-337: chunk 2,048 below 35 GiB, 8,192 below
+// 160 GiB, 16,384 above, cuda_graph_max_bs 8 / 80 below 35 GiB;
+// cuda_graph_runner.py:160-163: 168..256 above 90 GiB, 272..512 above
+// 160,000 MiB; from 0.4.7.post1, taken as 0.4.7), 0.4.7 the older ones.
+// No preset's memory falls between them: custom capacities, in MiB.
+func TestSGLangDefaults048(t *testing.T) {
+	for _, c := range []struct {
+		version       string
+		mib           int64
+		max, n, chunk int
+	}{
+		{"0.4.8", 30000, 8, 4, 2048},
+		{"0.4.8", 95000, 256, 35, 8192},
+		{"0.4.8", 170000, 512, 51, 16384},
+		{"0.4.7", 30000, 160, 23, 8192},
+		{"0.4.7", 95000, 160, 23, 8192},
+		{"0.4.7", 170000, 256, 35, 8192},
+	} {
+		v, err := ParseEngineVersion(EngineSGLang, c.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := SGLangDefault(v, c.mib<<20, 1)
+		top := 0
+		if len(d.GraphSizes) > 0 {
+			top = d.GraphSizes[len(d.GraphSizes)-1]
+		}
+		if top != c.max || len(d.GraphSizes) != c.n || d.ChunkedPrefill != c.chunk {
+			t.Errorf("%s at %d MiB: %d sizes to %d, chunk %d; want %d to %d, chunk %d",
+				c.version, c.mib, len(d.GraphSizes), top, d.ChunkedPrefill, c.n, c.max, c.chunk)
+		}
 	}
 }

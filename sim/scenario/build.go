@@ -71,7 +71,7 @@ func Build(s *Scenario, open Opener) (*Plan, error) {
 
 // EngineConfig returns the engine configuration every run of s shares:
 // sim.DefaultConfig for s's model and GPU with s's tp, dtypes, engine and
-// its settings (the V0 engine's chunked-prefill default included), without
+// its settings (the V0 engine's and SGLang's chunked-prefill defaults included), without
 // a profile, runs or workload, which Build adds. gpufrag calibrate replays
 // benchmark runs on it, so that it describes a setup as simulate does. An
 // error is Build's about the same field.
@@ -136,23 +136,23 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 	if e.GPUMemoryUtilization != 0 {
 		base.GPUMemoryUtilization = e.GPUMemoryUtilization
 	}
-	switch {
-	case e.MaxBatchTokens != 0:
+	if e.MaxBatchTokens != 0 {
 		base.MaxBatchTokens = e.MaxBatchTokens
-	case base.Engine == sim.EngineSGLang:
-		// SGLang sizes its prefill chunk by the GPU's memory and the TP
-		// degree when the user leaves it unset (sim.SGLangDefault cites the
-		// releases): 2,048 tokens below 35 GiB, 4,096 below 60 GiB.
+	}
+	if e.MaxSeqs != 0 {
+		base.MaxSeqs = e.MaxSeqs
+	}
+	// SGLang sizes its prefill chunk by the GPU's memory and the TP degree
+	// when the user leaves it unset (sim.SGLangDefault cites the releases):
+	// 2,048 tokens below 35 GiB, 4,096 below 60 GiB; 0 before 0.2.13,
+	// whose chunked prefill was off by default.
+	sglChunk := 0
+	if base.Engine == sim.EngineSGLang {
 		v := sim.DefaultEngineVersion(base.Engine)
 		if base.EngineVersion != "" {
 			v, _ = sim.ParseEngineVersion(base.Engine, base.EngineVersion) // parsed above
 		}
-		if c := sim.SGLangDefault(v, g.Capacity, max(base.TP, 1)).ChunkedPrefill; c > 0 {
-			base.MaxBatchTokens = c
-		}
-	}
-	if e.MaxSeqs != 0 {
-		base.MaxSeqs = e.MaxSeqs
+		sglChunk = sim.SGLangDefault(v, g.Capacity, max(base.TP, 1)).ChunkedPrefill
 	}
 	switch {
 	case e.ChunkedPrefill != nil:
@@ -162,6 +162,13 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 		// more than 32K context (EngineArgs' use_long_context); below, its
 		// steps were prefill-only, as the vLLM paper's.
 		base.ChunkedPrefill = false
+	case base.Engine == sim.EngineSGLang && sglChunk == 0:
+		base.ChunkedPrefill = false
+	}
+	if e.MaxBatchTokens == 0 && base.ChunkedPrefill && sglChunk > 0 {
+		// With chunked prefill off there is no chunk: the step budget
+		// stays (the engine raises it to the context, sim.New).
+		base.MaxBatchTokens = sglChunk
 	}
 	if e.Activations != nil {
 		base.Activations = *e.Activations

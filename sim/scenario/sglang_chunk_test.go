@@ -44,3 +44,50 @@ func TestEngineConfigSGLangChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineConfigSGLangChunkOff: with chunked_prefill false SGLang has no
+// prefill chunk (--chunked-prefill-size -1), so its chunked_prefill_size
+// for the GPU is not the step budget: the default stays, as the fidelity
+// replay keeps it (calib fidTranslate applies the chunk only when chunked).
+func TestEngineConfigSGLangChunkOff(t *testing.T) {
+	off := false
+	s := &Scenario{Model: "llama-2-7b", GPU: "rtx4090-24g"}
+	s.Engine.Name, s.Engine.ChunkedPrefill = "sglang", &off
+	cfg, err := EngineConfig(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := sim.DefaultConfig(cfg.Model, cfg.GPU).MaxBatchTokens
+	if cfg.ChunkedPrefill || cfg.MaxBatchTokens != def {
+		t.Errorf("sglang on rtx4090-24g, chunked_prefill false: got chunked %v, max_batch_tokens %d; want false, %d (no chunk to take)",
+			cfg.ChunkedPrefill, cfg.MaxBatchTokens, def)
+	}
+}
+
+// TestEngineConfigSGLangBeforeChunking: SGLang turned chunked prefill on
+// by default in 0.2.13 (chunked_prefill_size 8192; -1 in 0.2.12, None
+// before: sim.SGLangDefault's 0), so an earlier release's scenario that
+// leaves chunked_prefill unset does not chunk; one that sets it does.
+func TestEngineConfigSGLangBeforeChunking(t *testing.T) {
+	on := true
+	for _, c := range []struct {
+		version string
+		set     *bool
+		want    bool
+	}{
+		{"0.2.12", nil, false},
+		{"0.1.20", nil, false},
+		{"0.2.12", &on, true},
+		{"0.2.13", nil, true},
+	} {
+		s := &Scenario{Model: "llama-3.1-8b", GPU: "a100-80g"}
+		s.Engine.Name, s.Engine.Version, s.Engine.ChunkedPrefill = "sglang", c.version, c.set
+		cfg, err := EngineConfig(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ChunkedPrefill != c.want {
+			t.Errorf("sglang %s, chunked_prefill %v: got chunked %v, want %v", c.version, c.set, cfg.ChunkedPrefill, c.want)
+		}
+	}
+}

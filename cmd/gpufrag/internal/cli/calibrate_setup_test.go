@@ -234,3 +234,25 @@ func TestCalibrateStatedSetup(t *testing.T) {
 		t.Errorf("--max-seqs over disagreeing files: exit %d: %s", code, stderr)
 	}
 }
+
+// TestCalibrateSGLangHarnessChunk: SGLang's bench_serving files replay
+// under SGLang's chunked_prefill_size for the GPU (2,048 on an RTX 4090,
+// scenario.EngineConfig) whether the engine is given (--engine sglang) or
+// told by the files' harness: the same files, the same setup.
+func TestCalibrateSGLangHarnessChunk(t *testing.T) {
+	in := benchFixture("sglang_bench_details_synthetic.jsonl")
+	for _, extra := range [][]string{nil, {"--engine", "sglang"}} {
+		args := append([]string{"calibrate", in, "--model", "llama-3.1-8b", "--gpu", "rtx4090-24g", "--max-evals", "1", "--json"}, extra...)
+		code, stdout, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		var rep calib.FitReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("%v: bad JSON: %v", extra, err)
+		}
+		if rep.Engine != "sglang" || rep.Setup.MaxBatchTokens != 2048 {
+			t.Errorf("%v: engine %s, max_batch_tokens %d; want sglang, 2048", extra, rep.Engine, rep.Setup.MaxBatchTokens)
+		}
+	}
+}
