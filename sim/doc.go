@@ -61,7 +61,8 @@
 //     saturating in the step's token count) and weight reads blended as
 //     (c^p + w^p)^(1/p); prefill attention by causal (query, key) pairs;
 //     KV-cache reads and writes, each decoding sequence costing the decode
-//     kernel's fixed time per KV head and layer more; the tensor-parallel all-reduces over the GPU's links; KV copies;
+//     kernel's fixed time per KV head and layer more; the tensor-parallel
+//     all-reduces over the GPU's links; KV copies;
 //     a per-step, per-sequence and (outside a full CUDA graph) per-layer
 //     overhead; and the output work per sampled token, beside the step or on
 //     its path as the engine's release has it. Pure-decode batches are

@@ -418,7 +418,7 @@ func completeWith(fields map[string][]string, root *yaml.Node) error {
 		for k := 0; k+1 < len(v.Content); k += 2 {
 			name, cv := sec+"."+clip(v.Content[k].Value), v.Content[k+1]
 			if cv.Kind != yaml.MappingNode {
-				return fmt.Errorf("line %d: field %s: want a mapping of %s", cv.Line, name, strings.Join(inner, ", "))
+				return fmt.Errorf("line %d: field %s: want a mapping of %s", cv.Line, name, strings.ReplaceAll(strings.Join(inner, ", "), "|", " or "))
 			}
 			if err := hasKeys(cv, name, inner); err != nil {
 				return err
