@@ -384,6 +384,13 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			warm = runTokens <= pool
 		}
 		cfg.WarmPrompts = warm
+		if !warm {
+			// A cold replay of several runs (fidAccelMarkRunner.allRuns)
+			// shares no prompt between its runs.
+			for i := range reqs {
+				reqs[i].PrefixHashes = nil
+			}
+		}
 		note := fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
 			"arrivals drawn", fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens)
 		switch {
