@@ -1,6 +1,9 @@
 package calib
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // withAccelMarkRunner runs f with fidAccelMarkRunner set to o.
 func withAccelMarkRunner(t *testing.T, o fidAccelMarkRunnerOpts, f func()) {
@@ -213,6 +216,18 @@ func TestFidelityAccelMarkClientRuns(t *testing.T) {
 		if r.PrefixHashes != nil {
 			t.Fatalf("allRuns, cold: %s carries prefix ids", r.ID)
 		}
+	}
+	// The page's note says whose arrivals the replay runs.
+	for _, o := range []fidAccelMarkRunnerOpts{{}, {clientArrivals: true}} {
+		withAccelMarkRunner(t, o, func() {
+			p, err := fidTranslate(fig(sglA100), fidOpenFixture, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(p.note, "the client's own arrivals"); got != o.clientArrivals || strings.Contains(p.note, "arrivals drawn") == o.clientArrivals {
+				t.Errorf("clientArrivals %v: note %q", o.clientArrivals, p.note)
+			}
+		})
 	}
 	// One at a time, the switches change nothing.
 	a, b := plan(fidAccelMarkRunnerOpts{}, sglInter), plan(fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true}, sglInter)
