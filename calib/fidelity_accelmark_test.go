@@ -1,6 +1,9 @@
 package calib
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // withAccelMarkRunner runs f with fidAccelMarkRunner set to o.
 func withAccelMarkRunner(t *testing.T, o fidAccelMarkRunnerOpts, f func()) {
@@ -135,5 +138,100 @@ func TestFidelityAccelMarkRunner(t *testing.T) {
 		if !warm(off, id) || warm(fidAccelMarkRunnerOpts{coldEvicted: true, sglangMem: true}, id) {
 			t.Errorf("%s: coldEvicted does not make the run cold", id)
 		}
+	}
+}
+
+// TestFidelityAccelMarkClientRuns checks clientArrivals and allRuns: the
+// client's own arrival times for the figure's rate (suite A at 25 req/s is
+// the second rate, so three runs of 300 draws at 5 req/s come first), the
+// runs one after another with the same prompts and outputs, their prompts
+// shared between the runs where the replay is warm and not where it is
+// cold, and the replay's own draws (the outputs) untouched.
+func TestFidelityAccelMarkClientRuns(t *testing.T) {
+	fig := publishedFigure(t)
+	plan := func(o fidAccelMarkRunnerOpts, id string) *fidCase {
+		t.Helper()
+		var c *fidCase
+		withAccelMarkRunner(t, o, func() {
+			p, err := fidTranslate(fig(id), fidOpenFixture, nil)
+			if err != nil || p.skip != "" || p.sim == nil {
+				t.Fatalf("%s: %+v, %v", id, p, err)
+			}
+			c = p.sim
+		})
+		return c
+	}
+	const (
+		sglA100  = "accelmark-a100-80g-sglang-0.5.6-suite-a-online-qps25-tpot-median"
+		vllmA100 = "accelmark-a100-80g-vllm-v1-0.20.1-suite-a-online-qps25-ttft-median"
+		sglInter = "accelmark-a100-80g-sglang-0.5.6-suite-a-interactive-ttft-median"
+	)
+	runs, err := fidAccelMarkClientArrivals("_suite_A_", 25, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := plan(fidAccelMarkRunnerOpts{}, sglA100)
+	one := plan(fidAccelMarkRunnerOpts{clientArrivals: true}, sglA100)
+	if len(one.reqs) != fidAccelMarkOnline {
+		t.Fatalf("clientArrivals: %d requests, want %d", len(one.reqs), fidAccelMarkOnline)
+	}
+	for i, r := range one.reqs {
+		m := main.reqs[i]
+		if r.Arrival != int64(runs[0][i]*1e9) || r.PromptTokens != m.PromptTokens || r.OutputTokens != m.OutputTokens || r.PrefixHashes != nil {
+			t.Fatalf("clientArrivals, request %d: %+v, want main's %+v at %v s", i, r, m, runs[0][i])
+		}
+	}
+	// The first arrival of the run at 25 req/s is 0.19675 s after its
+	// start (python3, TestFidelityAccelMarkClientArrivals' loop).
+	if a := one.reqs[0].Arrival; a != 196751664 {
+		t.Errorf("clientArrivals: first arrival %d ns, want 196751664", a)
+	}
+
+	all := plan(fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true, allPrompts: true}, sglA100)
+	if len(all.reqs) != 900 || !all.cfg.WarmPrompts {
+		t.Fatalf("allRuns: %d requests (warm %v), want 3 runs of 300, warm", len(all.reqs), all.cfg.WarmPrompts)
+	}
+	for k := range 3 {
+		start := int64(0)
+		if k > 0 {
+			start = all.reqs[300*k-1].Arrival + fidAccelMarkRunGap
+		}
+		for i := range 300 {
+			r, first := all.reqs[300*k+i], all.reqs[i]
+			if r.Arrival != start+int64(runs[k][i]*1e9) || r.PromptTokens != first.PromptTokens || r.OutputTokens != first.OutputTokens ||
+				len(r.PrefixHashes) == 0 || len(r.PrefixHashes) != len(first.PrefixHashes) || r.PrefixHashes[0] != first.PrefixHashes[0] {
+				t.Fatalf("allRuns, run %d request %d: %+v, want request %d's prompt at %v s after %d", k, i, r, i, runs[k][i], start)
+			}
+		}
+	}
+	if all.reqs[0].PrefixHashes[0] == all.reqs[1].PrefixHashes[0] {
+		t.Errorf("allRuns: two prompts share a prefix id")
+	}
+	// vLLM's online replay is cold (without vllmWarm): no prompt is shared.
+	cold := plan(fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true}, vllmA100)
+	if len(cold.reqs) != 3*fidAccelMarkOnline || cold.cfg.WarmPrompts {
+		t.Fatalf("allRuns, vLLM: %d requests (warm %v), want 3 runs of %d, cold", len(cold.reqs), cold.cfg.WarmPrompts, fidAccelMarkOnline)
+	}
+	for _, r := range cold.reqs {
+		if r.PrefixHashes != nil {
+			t.Fatalf("allRuns, cold: %s carries prefix ids", r.ID)
+		}
+	}
+	// The page's note says whose arrivals the replay runs.
+	for _, o := range []fidAccelMarkRunnerOpts{{}, {clientArrivals: true}} {
+		withAccelMarkRunner(t, o, func() {
+			p, err := fidTranslate(fig(sglA100), fidOpenFixture, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(p.note, "the client's own arrivals"); got != o.clientArrivals || strings.Contains(p.note, "arrivals drawn") == o.clientArrivals {
+				t.Errorf("clientArrivals %v: note %q", o.clientArrivals, p.note)
+			}
+		})
+	}
+	// One at a time, the switches change nothing.
+	a, b := plan(fidAccelMarkRunnerOpts{}, sglInter), plan(fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true}, sglInter)
+	if len(a.reqs) != len(b.reqs) || a.reqs[0].Arrival != b.reqs[0].Arrival || a.reqs[0].OutputTokens != b.reqs[0].OutputTokens {
+		t.Errorf("interactive: the switches changed the run")
 	}
 }

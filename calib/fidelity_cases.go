@@ -391,8 +391,19 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			warm = runTokens <= pool
 		}
 		cfg.WarmPrompts = warm
+		if !warm {
+			// A cold replay of several runs (fidAccelMarkRunner.allRuns)
+			// shares no prompt between its runs.
+			for i := range reqs {
+				reqs[i].PrefixHashes = nil
+			}
+		}
+		arrivals := "arrivals drawn"
+		if online && run.clientArrivals {
+			arrivals = "the client's own arrivals"
+		}
 		note := fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
-			"arrivals drawn", fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens)
+			"%s", fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens, arrivals)
 		switch {
 		case !run.coldEvicted && !run.vllmWarm:
 			note += "; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold"
