@@ -235,11 +235,7 @@ func fidAccelMarkPrefixIDs(reqs []workload.Request, runLen int) {
 		n := (reqs[j].PromptTokens + workload.PrefixBlockTokens - 1) / workload.PrefixBlockTokens
 		ids := make([]uint64, n)
 		for k := range ids {
-			x := uint64(i)<<20 ^ uint64(k)
-			x += 0x9e3779b97f4a7c15
-			x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-			x = (x ^ x>>27) * 0x94d049bb133111eb
-			ids[k] = (x ^ x>>31) | 3<<62
+			ids[k] = workload.PrefixIDMix(i, k) | 3<<62
 		}
 		reqs[j].PrefixHashes = ids
 	}

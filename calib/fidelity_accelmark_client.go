@@ -5,90 +5,24 @@ package calib
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 )
 
-// pyRandom is CPython's random.Random: MT19937 (Matsumoto and Nishimura
-// 1998, mt19937ar.c) seeded as random.seed(n) seeds it for a small
-// non-negative int n (init_by_array with the key [n],
-// Modules/_randommodule.c, random_seed), with random() as
-// random_random makes it (53 bits from two 32-bit outputs) and
-// expovariate(lambd) as Lib/random.py defines it, -log(1 - random()) /
-// lambd (Python 3.10, the clients' Python, and after).
-type pyRandom struct {
-	mt [624]uint32
-	i  int
+// newPyRandom is CPython's random.Random(seed) for a small non-negative
+// int seed: the Mersenne Twister of fidelity_anyscale.go (pyMT), seeded
+// by init_by_array with the key [seed] (Modules/_randommodule.c,
+// random_seed).
+func newPyRandom(seed uint32) *pyMT {
+	m := new(pyMT)
+	m.seedInt(seed)
+	return m
 }
 
-// newPyRandom is random.Random(seed).
-func newPyRandom(seed uint32) *pyRandom {
-	r := &pyRandom{}
-	// init_genrand(19650218)
-	r.mt[0] = 19650218
-	for i := 1; i < 624; i++ {
-		r.mt[i] = 1812433253*(r.mt[i-1]^r.mt[i-1]>>30) + uint32(i)
-	}
-	// init_by_array(key = [seed])
-	key := []uint32{seed}
-	i, j := 1, 0
-	for k := max(624, len(key)); k > 0; k-- {
-		r.mt[i] = (r.mt[i] ^ (r.mt[i-1]^r.mt[i-1]>>30)*1664525) + key[j] + uint32(j)
-		i++
-		j++
-		if i >= 624 {
-			r.mt[0] = r.mt[623]
-			i = 1
-		}
-		if j >= len(key) {
-			j = 0
-		}
-	}
-	for k := 623; k > 0; k-- {
-		r.mt[i] = (r.mt[i] ^ (r.mt[i-1]^r.mt[i-1]>>30)*1566083941) - uint32(i)
-		i++
-		if i >= 624 {
-			r.mt[0] = r.mt[623]
-			i = 1
-		}
-	}
-	r.mt[0] = 0x80000000
-	r.i = 624
-	return r
-}
-
-// uint32 is genrand_uint32 (getrandbits(32)).
-func (r *pyRandom) uint32() uint32 {
-	const upper, lower = 0x80000000, 0x7fffffff
-	if r.i >= 624 {
-		for k := range 624 {
-			y := r.mt[k]&upper | r.mt[(k+1)%624]&lower
-			v := r.mt[(k+397)%624] ^ y>>1
-			if y&1 != 0 {
-				v ^= 0x9908b0df
-			}
-			r.mt[k] = v
-		}
-		r.i = 0
-	}
-	y := r.mt[r.i]
-	r.i++
-	y ^= y >> 11
-	y ^= y << 7 & 0x9d2c5680
-	y ^= y << 15 & 0xefc60000
-	y ^= y >> 18
-	return y
-}
-
-// random is random.random(): a double in [0, 1) from 53 random bits.
-func (r *pyRandom) random() float64 {
-	a, b := r.uint32()>>5, r.uint32()>>6
-	return (float64(a)*67108864.0 + float64(b)) * (1.0 / 9007199254740992.0)
-}
-
-// expovariate is random.expovariate(lambd).
-func (r *pyRandom) expovariate(lambd float64) float64 {
-	return -math.Log(1.0-r.random()) / lambd
+// expovariate is random.expovariate(lambd) as Lib/random.py defines it,
+// -log(1 - random()) / lambd (Python 3.10, the clients' Python, and
+// after).
+func (m *pyMT) expovariate(lambd float64) float64 {
+	return m.standardExponential() / lambd
 }
 
 // fidAccelMarkClientSeed is loadgen.py's SAMPLE_SEED: AccelMarkLoadGen

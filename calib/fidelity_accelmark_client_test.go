@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestPyRandom: pyRandom draws what CPython's random.Random(42) draws. The
+// TestPyRandom: newPyRandom draws what CPython's random.Random(42) draws. The
 // vectors were printed by python3 (3.11.7; random.py's expovariate is the
 // same expression in 3.10, the clients' Python):
 //
@@ -16,7 +16,7 @@ func TestPyRandom(t *testing.T) {
 	r := newPyRandom(42)
 	var u []uint32
 	for range 630 {
-		u = append(u, r.uint32())
+		u = append(u, r.next())
 	}
 	// 630 draws pass the first regeneration of the 624-word state.
 	if u[0] != 2746317213 || u[1] != 478163327 || u[2] != 107420369 || u[629] != 2404681399 {

@@ -285,12 +285,7 @@ func ownPrefixIDs(i, prompt int) []uint64 {
 	n := (prompt + workload.PrefixBlockTokens - 1) / workload.PrefixBlockTokens
 	ids := make([]uint64, n)
 	for k := range ids {
-		x := uint64(i)<<20 ^ uint64(k)
-		// SplitMix64's finalizer (Steele, Lea, Flood 2014).
-		x += 0x9e3779b97f4a7c15
-		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-		x = (x ^ x>>27) * 0x94d049bb133111eb
-		ids[k] = (x ^ x>>31) | 1<<63
+		ids[k] = workload.PrefixIDMix(i, k) | 1<<63
 	}
 	return ids
 }

@@ -200,6 +200,18 @@ type SessionConfig struct {
 // 512-token hash blocks, which generated sessions use too.
 const PrefixBlockTokens = 512
 
+// PrefixIDMix is a fixed mix of (prompt i, block k) for prefix ids made up
+// where a trace has none: SplitMix64's finalizer (Steele, Lea, Flood 2014)
+// over i<<20 ^ k. Callers set top bits of their own, so that made-up ids
+// never meet a trace's (Mooncake's hash_ids are small counters).
+func PrefixIDMix(i, k int) uint64 {
+	x := uint64(i)<<20 ^ uint64(k)
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // prefixBlock is the block size of generated prefix ids.
 const prefixBlock = PrefixBlockTokens
 
