@@ -31,38 +31,21 @@ var arKernelTable = []struct {
 // three latencies (ns), s and the rms log error.
 func fitARKernelTable() (lat [3]float64, s, rmsLog float64) {
 	tps := [3]float64{2, 4, 8}
-	// Normal equations of the 4 unknowns (lat2, lat4, lat8, s).
-	var a [4][5]float64
+	// One row per (size, TP) of the unknowns (lat2, lat4, lat8, s).
+	var rows [][]float64
+	var y []float64
 	for _, r := range arKernelTable {
 		for i, tp := range tps {
-			x := [4]float64{}
+			x := make([]float64, 4)
 			x[i] = 1
 			x[3] = 2 * (tp - 1) / tp * r.bytes
-			y := r.ms[i] * 1e6
-			for p := range 4 {
-				for q := range 4 {
-					a[p][q] += x[p] * x[q]
-				}
-				a[p][4] += x[p] * y
-			}
+			rows = append(rows, x)
+			y = append(y, r.ms[i]*1e6)
 		}
 	}
-	for p := range 4 { // Gauss-Jordan; the matrix is positive definite
-		piv := a[p][p]
-		for q := range 5 {
-			a[p][q] /= piv
-		}
-		for r := range 4 {
-			if r != p {
-				f := a[r][p]
-				for q := range 5 {
-					a[r][q] -= f * a[p][q]
-				}
-			}
-		}
-	}
-	lat = [3]float64{a[0][4], a[1][4], a[2][4]}
-	s = a[3][4]
+	sol := leastSquares(rows, y)
+	lat = [3]float64{sol[0], sol[1], sol[2]}
+	s = sol[3]
 	var sum float64
 	for _, r := range arKernelTable {
 		for i, tp := range tps {

@@ -50,37 +50,18 @@ const (
 // (the term attention.kv_half_context). It returns a (ns), b (ns a token),
 // h and the rms log error.
 func fitKVHalfTable(col func(i int) float64, minBatch float64) (a, b, h, rmsLog float64) {
-	var m [3][4]float64 // normal equations of (a, b, c)
-	n := 0
+	var rows [][]float64 // one row of (a, b, c) per sequence count kept
+	var y []float64
 	for i, r := range kvHalfTable {
 		if r.batch < minBatch {
 			continue
 		}
-		n++
-		x := [3]float64{1, (r.batch-1)*r.maxLen/2 + r.maxLen, r.batch}
-		y := col(i) * 1e6
-		for p := range 3 {
-			for q := range 3 {
-				m[p][q] += x[p] * x[q]
-			}
-			m[p][3] += x[p] * y
-		}
+		rows = append(rows, []float64{1, (r.batch-1)*r.maxLen/2 + r.maxLen, r.batch})
+		y = append(y, col(i)*1e6)
 	}
-	for p := range 3 { // Gauss-Jordan; the matrix is positive definite
-		piv := m[p][p]
-		for q := range 4 {
-			m[p][q] /= piv
-		}
-		for r := range 3 {
-			if r != p {
-				f := m[r][p]
-				for q := range 4 {
-					m[r][q] -= f * m[p][q]
-				}
-			}
-		}
-	}
-	a, b, c := m[0][3], m[1][3], m[2][3]
+	n := len(rows)
+	sol := leastSquares(rows, y)
+	a, b, c := sol[0], sol[1], sol[2]
 	var sum float64
 	for i, r := range kvHalfTable {
 		if r.batch < minBatch {
