@@ -133,6 +133,25 @@ func (s *ReplaySetup) ReplayConfig(p *sim.Profile, run *workload.BenchResult) si
 }
 
 // harnessEngine is the engine a harness benchmarks by default.
+// FilesEngine is the engine every run of files was written for, by its
+// client (harnessEngine), and whether they agree; calibrate replays them
+// under it unless given another.
+func FilesEngine(files []*File) (sim.EngineKind, bool) {
+	var e sim.EngineKind
+	n := 0
+	for _, f := range files {
+		for _, r := range f.Runs {
+			if h := harnessEngine(r.Harness); n == 0 {
+				e = h
+			} else if h != e {
+				return e, false
+			}
+			n++
+		}
+	}
+	return e, n > 0
+}
+
 func harnessEngine(h string) sim.EngineKind {
 	if h == workload.HarnessSGLang {
 		return sim.EngineSGLang

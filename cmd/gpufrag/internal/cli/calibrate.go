@@ -15,7 +15,6 @@ import (
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
-	"github.com/gpufrag/gpufrag/workload"
 )
 
 // calibrateFlags are the flags of `gpufrag calibrate`.
@@ -139,12 +138,12 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !set("engine") && allSGLang(fit) {
+	if e, ok := calib.FilesEngine(fit); !set("engine") && ok {
 		// The files' harness tells the engine (calib resolves it again);
-		// the setup is built for it, so that SGLang's defaults for the GPU
-		// (its chunked_prefill_size, scenario.EngineConfig) apply as under
-		// --engine sglang.
-		s.Engine.Name = sim.EngineSGLang.String()
+		// the setup is built for it, so that the engine's defaults for the
+		// GPU (SGLang's chunked_prefill_size, scenario.EngineConfig) apply
+		// as under --engine.
+		s.Engine.Name = e.String()
 	}
 	cfg, err := scenario.EngineConfig(s)
 	if err != nil {
@@ -215,19 +214,4 @@ func readBenchFiles(paths []string) ([]*calib.File, error) {
 		out = append(out, file)
 	}
 	return out, nil
-}
-
-// allSGLang reports whether every run of files was written by SGLang's
-// client (bench_serving), whose engine calibrate then replays them under.
-func allSGLang(files []*calib.File) bool {
-	n := 0
-	for _, f := range files {
-		for _, r := range f.Runs {
-			if r.Harness != workload.HarnessSGLang {
-				return false
-			}
-			n++
-		}
-	}
-	return n > 0
 }
