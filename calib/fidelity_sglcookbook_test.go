@@ -111,10 +111,14 @@ func TestSGLCookbookFigures(t *testing.T) {
 	}
 }
 
-// TestSGLCookbookReplay replays the cookbook's concurrency-1 runs (the
-// least costly) under the joint model and logs the errors; the source is a
-// holdout, so no bound is asserted beyond a value within a factor of two,
-// which a broken replay (requests lost, a wrong GPU or model) would miss.
+// TestSGLCookbookReplay replays the cookbook's six runs under the joint
+// model and logs every figure's error (docs/calibrate.md, thirteenth
+// session, quotes them). The source is a holdout, so no accuracy bound is
+// asserted beyond a value within a factor of two for the holdout figures,
+// which a broken replay (requests lost, a wrong GPU, model or concurrency)
+// would miss; and the premise of the ITL rule: the simulator's ITL of a run
+// is its TPOT (fidMetric), so an ITL figure judges the metric, not the
+// model, wherever the two differ.
 func TestSGLCookbookReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the cookbook's runs")
@@ -130,25 +134,36 @@ func TestSGLCookbookReplay(t *testing.T) {
 		}
 	}
 	for _, f := range pub.Figures {
-		if f.Source == fidSGLCookbookSource && f.Setup.Workload.MaxConcurrency == 1 {
+		if f.Source == fidSGLCookbookSource {
 			d.Figures = append(d.Figures, f)
 		}
 	}
-	if len(d.Figures) != 8 {
-		t.Fatalf("%d concurrency-1 figures, want 8", len(d.Figures))
+	if len(d.Figures) != 24 {
+		t.Fatalf("%d figures, want 24", len(d.Figures))
 	}
 	rep, err := Fidelity(context.Background(), d, FidelityOptions{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
+	}
+	tpot := map[string]float64{}
+	for _, r := range rep.Rows {
+		if r.Figure.Metric == "tpot_median" {
+			tpot[strings.TrimSuffix(r.Figure.ID, "-tpot-median")] = r.Value[TimingProfile]
+		}
 	}
 	for _, r := range rep.Rows {
 		e, ok := r.RelErr(TimingProfile)
 		if !ok {
 			t.Fatalf("%s: no joint value (%s)", r.Figure.ID, r.Skip)
 		}
-		t.Logf("%s: published %.4g, joint %.4g (%+.1f%%)", r.Figure.ID, r.Figure.Value, r.Value[TimingProfile], 100*e)
-		if e < -0.5 || e > 1 {
+		t.Logf("%s\t%s\tpublished %.4g\tjoint %.4g\t%+.1f%%", r.Figure.ID, r.Figure.Use, r.Figure.Value, r.Value[TimingProfile], 100*e)
+		switch {
+		case r.Figure.Use == "holdout" && (e < -0.5 || e > 1):
 			t.Errorf("%s: joint %.4g against %.4g published: off by more than a factor of two", r.Figure.ID, r.Value[TimingProfile], r.Figure.Value)
+		case r.Figure.Metric == "itl_median":
+			if v := tpot[strings.TrimSuffix(r.Figure.ID, "-itl-median")]; v != r.Value[TimingProfile] {
+				t.Errorf("%s: the simulated ITL %.6g is not the run's simulated TPOT %.6g", r.Figure.ID, r.Value[TimingProfile], v)
+			}
 		}
 	}
 }
