@@ -96,6 +96,13 @@ var fidEngines = map[string]fidEngineRule{
 	"datacrunch-h200": {engine: sim.EngineSGLang, version: "0.4.0", chunked: true, maxSeqs: 4096,
 		note: "SGLang (prefill and decode batches apart; --enable-torch-compile is not modelled), up to 4,096 running requests " +
 			"(its default cap, the request pool's size)"},
+	// The SGLang cookbook's `sglang serve --model-path
+	// Meta-Llama/Llama-3.1-70B --tp 8` on 0.5.6: every server argument at
+	// its default (chunked prefill by GPU memory, radix cache on, CUDA
+	// graphs); the clients keep at most 100 requests in flight, below
+	// every default cap on running requests.
+	fidSGLCookbookSource: {engine: sim.EngineSGLang, version: "0.5.6", chunked: true,
+		note: "SGLang 0.5.6 at its defaults (`sglang serve --tp 8`, no other argument; prefill and decode batches apart)"},
 }
 
 // fidSkips are the sources none of whose figures can be simulated here.
@@ -178,6 +185,7 @@ var fidPresets = map[string]string{
 	"meta-llama/Llama-3.3-70B-Instruct":      "llama-3.1-70b",
 	"meta-llama/Llama-3.1-405B-Instruct":     "llama-3.1-405b",
 	"meta-llama/Llama-3.1-70B-Instruct":      "llama-3.1-70b",
+	"meta-llama/Llama-3.1-70B":               "llama-3.1-70b",
 	// FP8 checkpoints: the architecture of their base (setup.weight_dtype
 	// says fp8).
 	"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic":  "llama-3.1-8b",
@@ -429,6 +437,17 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			p.skip = skip
 			return p, nil
 		}
+	case f.Source == fidSGLCookbookSource:
+		var skip string
+		if reqs, what, skip = fidSGLCookbookRequests(f); skip != "" {
+			p.skip = skip
+			return p, nil
+		}
+		cfg.MaxConcurrency = w.MaxConcurrency
+		// The random dataset asks for each request's output as its
+		// max_new_tokens and ignores EOS: what SGLang's admission reserves.
+		cfg.MaxTokensIsOutput = true
+		notes = append(notes, "the client's warm-up request (its first prompt, sent once before the run) leaves that prompt in the radix cache: not modelled")
 	case w.Batch > 0 && w.InputLen > 0 && w.OutputLen > 0:
 		reqs = make([]workload.Request, w.Batch)
 		for i := range reqs {
