@@ -6,23 +6,18 @@ package calib
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/gpufrag/gpufrag/internal/pyrand"
 )
 
 // newPyRandom is CPython's random.Random(seed) for a small non-negative
-// int seed: the Mersenne Twister of fidelity_anyscale.go (pyMT), seeded
+// int seed: the Mersenne Twister of fidelity_anyscale.go (pyrand.MT), seeded
 // by init_by_array with the key [seed] (Modules/_randommodule.c,
 // random_seed).
-func newPyRandom(seed uint32) *pyMT {
-	m := new(pyMT)
-	m.seedInt(seed)
+func newPyRandom(seed uint32) *pyrand.MT {
+	m := new(pyrand.MT)
+	m.SeedInt(seed)
 	return m
-}
-
-// expovariate is random.expovariate(lambd) as Lib/random.py defines it,
-// -log(1 - random()) / lambd (Python 3.10, the clients' Python, and
-// after).
-func (m *pyMT) expovariate(lambd float64) float64 {
-	return m.standardExponential() / lambd
 }
 
 // fidAccelMarkClientSeed is loadgen.py's SAMPLE_SEED: AccelMarkLoadGen
@@ -77,7 +72,7 @@ func fidAccelMarkClientArrivals(ref string, rate float64, n int) ([][]float64, e
 		for range s.runs {
 			t, at := 0.0, make([]float64, s.n)
 			for k := range at {
-				t += r.expovariate(q)
+				t += r.Expovariate(q)
 				at[k] = t
 			}
 			runs = append(runs, at)

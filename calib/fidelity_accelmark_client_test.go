@@ -10,26 +10,26 @@ import (
 // same expression in 3.10, the clients' Python):
 //
 //	r = random.Random(42); [r.getrandbits(32) for _ in range(630)]
-//	r = random.Random(42); r.random(), r.random()
-//	r = random.Random(42); [r.expovariate(5) for _ in range(300)]
+//	r = random.Random(42); r.Random(), r.Random()
+//	r = random.Random(42); [r.Expovariate(5) for _ in range(300)]
 func TestPyRandom(t *testing.T) {
 	r := newPyRandom(42)
 	var u []uint32
 	for range 630 {
-		u = append(u, r.next())
+		u = append(u, r.Uint32())
 	}
 	// 630 draws pass the first regeneration of the 624-word state.
 	if u[0] != 2746317213 || u[1] != 478163327 || u[2] != 107420369 || u[629] != 2404681399 {
 		t.Fatalf("getrandbits(32): %d %d %d … %d, want 2746317213 478163327 107420369 … 2404681399", u[0], u[1], u[2], u[629])
 	}
 	r = newPyRandom(42)
-	if a, b := r.random(), r.random(); a != 0.6394267984578837 || b != 0.025010755222666936 {
+	if a, b := r.Random(), r.Random(); a != 0.6394267984578837 || b != 0.025010755222666936 {
 		t.Fatalf("random(): %v %v, want 0.6394267984578837 0.025010755222666936", a, b)
 	}
 	r = newPyRandom(42)
 	var x []float64
 	for range 300 {
-		x = append(x, r.expovariate(5))
+		x = append(x, r.Expovariate(5))
 	}
 	if !ulpNear(x[0], 0.2040120574549602) || !ulpNear(x[299], 0.42929822046690536) {
 		t.Fatalf("expovariate(5): %v … %v, want 0.2040120574549602 … 0.42929822046690536", x[0], x[299])
@@ -52,7 +52,7 @@ func ulpNear(a, b float64) bool {
 //	r = random.Random(42)
 //	for q in rates:            # the suite's online_qps_levels, in order
 //	    for k in range(3):     # num_runs
-//	        a = list(itertools.accumulate([r.expovariate(q) for _ in range(n)]))
+//	        a = list(itertools.accumulate([r.Expovariate(q) for _ in range(n)]))
 func TestFidelityAccelMarkClientArrivals(t *testing.T) {
 	for _, c := range []struct {
 		ref     string

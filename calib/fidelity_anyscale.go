@@ -14,9 +14,9 @@ package calib
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"sync"
 
+	"github.com/gpufrag/gpufrag/internal/pyrand"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -44,7 +44,7 @@ type fidAnyscaleRun struct {
 // fidAnyscaleLens draws the run's prompt and output lengths as
 // benchmark_throughput.py does (gen_random_prompts_return_lens, then
 // gen_random_response_lens with capped_exponential, then the cut to 2,048
-// tokens a request). Every prompt token is one random.randint(10, 50000),
+// tokens a request). Every prompt token is one random.RandInt(10, 50000),
 // so the draws of the outputs depend on every prompt's length. The
 // outputs are as drawn: the server asks vLLM for max(len, 1) tokens with
 // ignore_eos.
@@ -56,24 +56,24 @@ func fidAnyscaleLens(r fidAnyscaleRun) (in, out []int) {
 // fidAnyscaleDraw is fidAnyscaleLens, with the NumPy generator after the
 // outputs' draws: the client's Poisson gaps (--distribution poisson,
 // np.random.exponential(1/qps) after each request) come next from it.
-func fidAnyscaleDraw(r fidAnyscaleRun) (in, out []int, np *pyMT) {
-	var py pyMT
-	py.seedInt(fidAnyscaleSeed)
+func fidAnyscaleDraw(r fidAnyscaleRun) (in, out []int, np *pyrand.MT) {
+	var py pyrand.MT
+	py.SeedInt(fidAnyscaleSeed)
 	low, high := r.promptMean-r.promptRange/2, r.promptMean+r.promptRange/2
 	in = make([]int, r.n)
 	for i := range in {
-		in[i] = py.randint(low, high)
+		in[i] = py.RandInt(low, high)
 	}
 	for _, l := range in {
 		for range l {
-			py.randint(10, 50000)
+			py.RandInt(10, 50000)
 		}
 	}
-	np = new(pyMT)
-	np.initGenrand(uint32(py.randint(0, 1_000_000)))
+	np = new(pyrand.MT)
+	np.InitGenrand(uint32(py.RandInt(0, 1_000_000)))
 	out = make([]int, 0, r.n)
 	for len(out) < r.n {
-		x := int(math.RoundToEven(float64(r.respMean) * np.standardExponential()))
+		x := int(math.RoundToEven(float64(r.respMean) * np.StandardExponential()))
 		if x <= r.respRange {
 			out = append(out, x)
 		}
@@ -145,99 +145,4 @@ func fidAnyscaleSleep(metric string, pick fidPicker) (fidPicker, string, string)
 		}, "output tokens over " + note, ""
 	}
 	return nil, "", fmt.Sprintf("metric %s: only the run's span and output throughput are read from the Anyscale runs here", metric)
-}
-
-// pyMT is the Mersenne Twister MT19937 as CPython's random module and
-// NumPy's legacy RandomState run it.
-type pyMT struct {
-	mt [624]uint32
-	i  int
-}
-
-// initGenrand is MT19937's init_genrand: NumPy's RandomState.seed(s) for
-// an integer s (mt19937_seed).
-func (m *pyMT) initGenrand(s uint32) {
-	m.mt[0] = s
-	for i := 1; i < 624; i++ {
-		m.mt[i] = 1812433253*(m.mt[i-1]^(m.mt[i-1]>>30)) + uint32(i)
-	}
-	m.i = 624
-}
-
-// seedInt is CPython's random.seed(a) for a non-negative int a below
-// 2^32: init_by_array over a's 32-bit words (here one).
-func (m *pyMT) seedInt(a uint32) {
-	key := []uint32{a}
-	m.initGenrand(19650218)
-	i, j := 1, 0
-	for k := max(624, len(key)); k > 0; k-- {
-		m.mt[i] = (m.mt[i] ^ ((m.mt[i-1] ^ (m.mt[i-1] >> 30)) * 1664525)) + key[j] + uint32(j)
-		i++
-		j++
-		if i >= 624 {
-			m.mt[0] = m.mt[623]
-			i = 1
-		}
-		if j >= len(key) {
-			j = 0
-		}
-	}
-	for k := 623; k > 0; k-- {
-		m.mt[i] = (m.mt[i] ^ ((m.mt[i-1] ^ (m.mt[i-1] >> 30)) * 1566083941)) - uint32(i)
-		i++
-		if i >= 624 {
-			m.mt[0] = m.mt[623]
-			i = 1
-		}
-	}
-	m.mt[0] = 0x80000000
-	m.i = 624
-}
-
-// next is genrand_uint32.
-func (m *pyMT) next() uint32 {
-	if m.i >= 624 {
-		for k := range 624 {
-			y := m.mt[k]&0x80000000 | m.mt[(k+1)%624]&0x7fffffff
-			v := m.mt[(k+397)%624] ^ y>>1
-			if y&1 != 0 {
-				v ^= 0x9908b0df
-			}
-			m.mt[k] = v
-		}
-		m.i = 0
-	}
-	y := m.mt[m.i]
-	m.i++
-	y ^= y >> 11
-	y ^= y << 7 & 0x9d2c5680
-	y ^= y << 15 & 0xefc60000
-	y ^= y >> 18
-	return y
-}
-
-// randint is random.randint(a, b) (b − a + 1 < 2^32): _randbelow by
-// getrandbits(k) with k the bit length of the width, redrawn while out of
-// range (CPython 3.2 on).
-func (m *pyMT) randint(a, b int) int {
-	n := uint32(b - a + 1)
-	k := bits.Len32(n)
-	for {
-		r := m.next() >> (32 - k)
-		if r < n {
-			return a + int(r)
-		}
-	}
-}
-
-// random is random.random() and NumPy's legacy random_sample: 53 bits
-// from two words.
-func (m *pyMT) random() float64 {
-	a, b := m.next()>>5, m.next()>>6
-	return (float64(a)*67108864 + float64(b)) / 9007199254740992
-}
-
-// standardExponential is NumPy's legacy_standard_exponential: −log(1 − U).
-func (m *pyMT) standardExponential() float64 {
-	return -math.Log(1 - m.random())
 }

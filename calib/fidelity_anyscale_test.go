@@ -10,23 +10,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/pyrand"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
 // TestPyMT holds the Mersenne Twister to CPython 3.11's random module:
-// random.seed(0xCADE); [random.randint(10, 50000) for _ in range(5)];
+// random.seed(0xCADE); [random.RandInt(10, 50000) for _ in range(5)];
 // random.random().
 func TestPyMT(t *testing.T) {
-	var m pyMT
-	m.seedInt(0xCADE)
+	var m pyrand.MT
+	m.SeedInt(0xCADE)
 	var got []int
 	for range 5 {
-		got = append(got, m.randint(10, 50000))
+		got = append(got, m.RandInt(10, 50000))
 	}
 	if want := []int{15316, 7116, 41059, 27999, 25081}; !slices.Equal(got, want) {
 		t.Errorf("randint(10, 50000) × 5 after seed(0xCADE) = %v, want %v", got, want)
 	}
-	if r := m.random(); r != 0.02068305909620205 {
+	if r := m.Random(); r != 0.02068305909620205 {
 		t.Errorf("random() then = %v, want 0.02068305909620205", r)
 	}
 }
@@ -147,7 +148,7 @@ func fidAnyscaleLatencyTrace(n int, qps float64) (in, out []int, arrival []float
 	t := 0.0
 	for range n {
 		arrival = append(arrival, t)
-		t += np.standardExponential() / qps
+		t += np.StandardExponential() / qps
 	}
 	return in, out, arrival
 }

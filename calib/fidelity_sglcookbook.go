@@ -1,5 +1,5 @@
 // Fidelity: the SGLang cookbook's Llama 3.1 speed benchmark
-// (sgl-project/sgl-cookbook @ 7b5bd9c, docs/autoregressive/Llama/Llama3.1.md,
+// (sgl-project/sgl-cookbook @ 1e3601b, docs/autoregressive/Llama/Llama3.1.md,
 // section 5.1, added 2026-01-15): SGLang 0.5.6 serving Llama-3.1-70B at TP 8
 // on eight A100s, `sglang.bench_serving` random runs of 1,000 → 1,000 and
 // 8,000 → 1,000 tokens at max concurrency 1, 16 and 100 (64). The page
@@ -14,9 +14,9 @@ package calib
 
 import (
 	"fmt"
-	"math/bits"
 	"sync"
 
+	"github.com/gpufrag/gpufrag/internal/pyrand"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -27,23 +27,6 @@ const fidSGLCookbookSource = "sgl-cookbook-llama31"
 // page's commands leave as it is: `random.seed(args.seed);
 // np.random.seed(args.seed)` before the dataset is sampled.
 const fidSGLCookbookSeed = 1
-
-// npRandint is NumPy's legacy RandomState.randint(low, high) for one value
-// of the default int64 dtype with high − low ≤ 2^32: the smallest bit mask
-// covering high − low − 1 applied to 32-bit draws, redrawn while above it
-// (random_bounded_uint64_fill with use_masked, buffered 32-bit draws).
-func (m *pyMT) npRandint(low, high int) int {
-	rng := uint32(high - low - 1)
-	if rng == 0 {
-		return low
-	}
-	mask := uint32(1)<<bits.Len32(rng) - 1
-	for {
-		if v := m.next() & mask; v <= rng {
-			return low + int(v)
-		}
-	}
-}
 
 // fidSGLRun is one random-dataset run of SGLang's bench_serving: n
 // requests of at most in and out tokens, lengths uniform from ratio × the
@@ -59,13 +42,13 @@ type fidSGLRun struct {
 // all the output lengths the same way. The prompts' token ids are drawn
 // after them and change no length.
 func fidSGLRandomLens(seed uint32, r fidSGLRun) (in, out []int) {
-	var np pyMT
-	np.initGenrand(seed)
+	var np pyrand.MT
+	np.InitGenrand(seed)
 	draw := func(full int) []int {
 		lo := max(int(float64(full)*r.ratio), 1)
 		lens := make([]int, r.n)
 		for i := range lens {
-			lens[i] = np.npRandint(lo, full+1)
+			lens[i] = np.NPRandint(lo, full+1)
 		}
 		return lens
 	}
