@@ -518,7 +518,11 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			notes = append(notes, note)
 		}
 		if run.Random != nil && run.Detail&workload.DetailLens == 0 {
-			notes = append(notes, "lengths drawn as SGLang's random dataset draws them, not the client's own draws")
+			if tr.ClientLengths {
+				notes = append(notes, "the client's own lengths, drawn again from its seed as SGLang's bench_serving draws them (they add up to the run's totals)")
+			} else {
+				notes = append(notes, "lengths drawn as SGLang's random dataset draws them, not the client's own draws")
+			}
 		}
 	default:
 		p.skip = "the workload is not one of: a static batch, one request alone, a benchmark file with per-request lengths"

@@ -240,8 +240,11 @@ func TestBenchArrivals(t *testing.T) {
 }
 
 // TestBenchRandomLengths: an SGLang random-dataset run without per-request
-// arrays gets lengths drawn from SGLang's distribution, with a warning that
-// says so and compares the totals.
+// arrays gets the lengths its client drew, drawn again as bench_serving
+// draws them (NumPy's legacy generator, seed 1), and a note that says so;
+// the five datacrunch runs (SGLang 0.4.0) add up to their printed totals to
+// the token (TestBenchSGLangClientDraws covers the others). Lengths that do
+// not add up are still drawn, with a warning that compares the totals.
 func TestBenchRandomLengths(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "bench", "sglang_bench_online.jsonl"))
 	if err != nil {
@@ -251,8 +254,8 @@ func TestBenchRandomLengths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Format != workload.VLLMBench || len(tr.Requests) != 300 {
-		t.Fatalf("%v, %d requests", tr.Format, len(tr.Requests))
+	if tr.Format != workload.VLLMBench || len(tr.Requests) != 300 || !tr.ClientLengths {
+		t.Fatalf("%v, %d requests, client's lengths %v", tr.Format, len(tr.Requests), tr.ClientLengths)
 	}
 	var in, out int
 	for _, q := range tr.Requests {
@@ -262,18 +265,28 @@ func TestBenchRandomLengths(t *testing.T) {
 		in += q.PromptTokens
 		out += q.OutputTokens
 	}
-	// The file's totals are 152,612 and 160,347; uniform draws of 300 have
-	// a standard deviation of about 3.4% of the total.
-	if math.Abs(float64(in)/152612-1) > 0.1 || math.Abs(float64(out)/160347-1) > 0.1 {
-		t.Errorf("drawn totals %d, %d", in, out)
+	if in != 152612 || out != 160347 {
+		t.Errorf("drawn totals %d, %d, want the file's 152612, 160347", in, out)
 	}
 	s := tr.Summary()
 	for _, want := range []string{"online.jsonl: run 1 of 7: the run has no per-request lengths (SGLang bench_serving writes them with --output-details)",
-		"300 lengths (the file gives no num_prompts: the 300 requests completed)", "prompts uniform on [1, 1024] tokens and outputs on [0, 1024]",
-		"152612 prompt tokens in the file"} {
+		"its 300 lengths (the file gives no num_prompts: the 300 requests completed) are the client's own",
+		"NumPy's legacy generator seeded with 1: prompts uniform on [1, 1024] tokens, then outputs on [0, 1024]",
+		"they add up to the file's totals (152612 prompt and 160347 output tokens)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
+	}
+	// Another seed draws other lengths: still NumPy's, not the client's,
+	// and the warning compares the totals.
+	line := strings.SplitN(string(data), "\n", 2)[0]
+	other := strings.Replace(line, `"backend": "sglang",`, `"backend": "sglang", "seed": 7,`, 1)
+	tr, err = workload.Read(strings.NewReader(other), "seed7.jsonl", workload.Auto, workload.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.ClientLengths || !strings.Contains(tr.Summary(), "they are not the client's own draws (152612 prompt tokens in the file,") {
+		t.Errorf("seed 7: client's lengths %v, summary:\n%s", tr.ClientLengths, tr.Summary())
 	}
 	// A sharegpt run has nothing to draw from: the error says how to get
 	// the lengths.
@@ -282,6 +295,30 @@ func TestBenchRandomLengths(t *testing.T) {
 		`rerun the client with it, or give the lengths another way, e.g. --trace lengths.csv --format vidur --rate R`
 	if !errors.Is(err, workload.ErrField) || err == nil || err.Error() != want {
 		t.Errorf("sharegpt run:\n got %v\nwant %s", err, want)
+	}
+}
+
+// TestBenchSGLangClientDraws: each of the five random-dataset runs of the
+// datacrunch file (1 to 16 req/s, 300 to 3,200 requests, no seed field:
+// bench_serving's default 1) is redrawn to the token totals it prints.
+func TestBenchSGLangClientDraws(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "bench", "sglang_bench_online.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range map[int][2]int{1: {152612, 160347}, 2: {308748, 308712}, 3: {615860, 607936}, 4: {1222995, 1218922}, 5: {1629242, 1642637}} {
+		tr, err := workload.Read(bytes.NewReader(data), "online.jsonl", workload.Auto, workload.ReadOptions{Run: run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, out int
+		for _, q := range tr.Requests {
+			in += q.PromptTokens
+			out += q.OutputTokens
+		}
+		if !tr.ClientLengths || in != want[0] || out != want[1] {
+			t.Errorf("run %d: client's lengths %v, totals %d, %d, want %d, %d", run, tr.ClientLengths, in, out, want[0], want[1])
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/pyrand"
 )
 
 // The streams of rand.NewPCG(seed, stream) for a run's draws, so that its
@@ -28,9 +30,11 @@ const (
 //   - Lengths are the run's input_lens and output_lens. A run without them
 //     is an ErrField error that says how to get them (vLLM's
 //     --save-detailed, SGLang's --output-details), except for SGLang's
-//     random dataset, whose lengths are drawn here from the distribution
-//     SGLang draws them from (see BenchRandom), with a warning that they
-//     are not the client's own draws and how their totals compare.
+//     random dataset, whose lengths are drawn again as bench_serving draws
+//     them (see BenchRandom and clientLengths): the client's own when they
+//     add up to the totals the run prints (Trace.ClientLengths, with a note
+//     that says so), else draws from the same distribution, with a warning
+//     that compares the totals.
 //     Failed requests are kept, as prefill-only requests (their
 //     output_lens is 0), because the client sent them.
 //   - Arrivals are the client's own when the file has start_times (newer
@@ -57,10 +61,11 @@ type benchLens struct{ in, out int }
 
 func (r *BenchResult) trace(opts ReadOptions) (*Trace, error) {
 	t := &Trace{Name: r.File, Format: VLLMBench, Timed: true, MaxConcurrency: r.MaxConcurrency, Bench: r}
-	lens, note, e := r.lengths()
+	lens, note, own, e := r.lengths()
 	if e != nil {
 		return nil, e
 	}
+	t.ClientLengths = own
 	arrivals, note2, e := r.arrivals(len(lens))
 	if e != nil {
 		return nil, e
@@ -108,15 +113,16 @@ func (r *BenchResult) trace(opts ReadOptions) (*Trace, error) {
 	return t, nil
 }
 
-// lengths returns the run's request lengths, and a note when they were
-// drawn rather than read.
-func (r *BenchResult) lengths() ([]benchLens, string, *Error) {
+// lengths returns the run's request lengths, a note when they were
+// drawn rather than read, and whether they are the client's own (read, or
+// drawn again as the client drew them).
+func (r *BenchResult) lengths() ([]benchLens, string, bool, *Error) {
 	if r.Detail&DetailLens != 0 {
 		lens := make([]benchLens, len(r.Requests))
 		for i, q := range r.Requests {
 			lens[i] = benchLens{q.InputTokens, q.OutputTokens}
 		}
-		return lens, "", nil
+		return lens, "", true, nil
 	}
 	if r.Random != nil && (r.Dataset == "random" || r.Dataset == "random-ids") {
 		return r.randomLengths()
@@ -125,7 +131,7 @@ func (r *BenchResult) lengths() ([]benchLens, string, *Error) {
 	if r.Harness == HarnessSGLang {
 		how = "SGLang bench_serving writes them with --output-details"
 	}
-	return nil, "", r.fieldErr("input_lens", "missing: the run has no per-request lengths (%s); rerun the client with it, "+
+	return nil, "", false, r.fieldErr("input_lens", "missing: the run has no per-request lengths (%s); rerun the client with it, "+
 		"or give the lengths another way, e.g. --trace lengths.csv --format vidur --rate R", how)
 }
 
@@ -135,13 +141,13 @@ func (r *BenchResult) lengths() ([]benchLens, string, *Error) {
 const maxBenchDrawn = 1_000_000
 
 // randomLengths draws the lengths of SGLang's random dataset.
-func (r *BenchResult) randomLengths() ([]benchLens, string, *Error) {
+func (r *BenchResult) randomLengths() ([]benchLens, string, bool, *Error) {
 	rd := r.Random
 	n := r.NumPrompts
 	countNote := ""
 	if n == 0 {
 		if r.Completed < 0 {
-			return nil, "", r.fieldErr("completed", "missing: the run has neither per-request lengths nor num_prompts, "+
+			return nil, "", false, r.fieldErr("completed", "missing: the run has neither per-request lengths nor num_prompts, "+
 				"so the number of requests it sent is unknown")
 		}
 		n = r.Completed + max(r.Failed, 0)
@@ -152,22 +158,32 @@ func (r *BenchResult) randomLengths() ([]benchLens, string, *Error) {
 		countNote += ")"
 	}
 	if n > maxBenchDrawn {
-		return nil, "", &Error{File: r.File, Line: r.Line, Field: "num_prompts", Err: ErrTooLarge, Msg: fmt.Sprintf(
+		return nil, "", false, &Error{File: r.File, Line: r.Line, Field: "num_prompts", Err: ErrTooLarge, Msg: fmt.Sprintf(
 			"%s%d requests to draw lengths for is more than %d (the simulator's bound on generated requests)", r.prefix(), n, maxBenchDrawn)}
 	}
 	if rd.InputLen < 1 {
-		return nil, "", r.fieldErr("random_input_len", "must be a positive integer to draw prompts from (got %d)", rd.InputLen)
+		return nil, "", false, r.fieldErr("random_input_len", "must be a positive integer to draw prompts from (got %d)", rd.InputLen)
 	}
 	// Python's int() of a non-negative product truncates, as floor does.
 	inLo := max(int(float64(rd.InputLen)*rd.RangeRatio), 1)
 	outLo := int(float64(rd.OutputLen) * rd.RangeRatio)
-	rng := rand.New(rand.NewPCG(r.Seed, benchLengthStream))
-	lens := make([]benchLens, n)
+	lens, own := r.clientLengths(n, inLo, outLo)
+	if !own && outLo == 0 && rd.OutputLen > 0 {
+		// Releases that draw outputs from at least 1, as prompts.
+		if l, ok := r.clientLengths(n, inLo, 1); ok {
+			lens, own, outLo = l, true, 1
+		}
+	}
 	var sumIn, sumOut int64
-	for i := range lens {
-		lens[i] = benchLens{inLo + rng.IntN(rd.InputLen-inLo+1), outLo + rng.IntN(rd.OutputLen-outLo+1)}
-		sumIn += int64(lens[i].in)
-		sumOut += int64(lens[i].out)
+	for _, l := range lens {
+		sumIn += int64(l.in)
+		sumOut += int64(l.out)
+	}
+	if own {
+		return lens, fmt.Sprintf("the run has no per-request lengths (SGLang bench_serving writes them with --output-details): "+
+			"its %d lengths%s are the client's own, drawn again as bench_serving draws them (NumPy's legacy generator seeded with %d: "+
+			"prompts uniform on [%d, %d] tokens, then outputs on [%d, %d]); they add up to the file's totals (%d prompt and %d output tokens)",
+			n, countNote, r.Seed, inLo, rd.InputLen, outLo, rd.OutputLen, sumIn, sumOut), true, nil
 	}
 	note := fmt.Sprintf("the run has no per-request lengths (SGLang bench_serving writes them with --output-details): "+
 		"%d lengths%s are drawn here as SGLang's random dataset draws them, prompts uniform on [%d, %d] tokens and outputs on [%d, %d], "+
@@ -182,7 +198,36 @@ func (r *BenchResult) randomLengths() ([]benchLens, string, *Error) {
 	if len(totals) > 0 {
 		note += " (" + strings.Join(totals, ", ") + ")"
 	}
-	return lens, note, nil
+	return lens, note, false, nil
+}
+
+// clientLengths draws n lengths as SGLang's bench_serving draws its random
+// dataset (sample_random_requests): np.random.seed(seed), then
+// np.random.randint(inLo, InputLen+1, size=n) for the prompts and
+// randint(outLo, OutputLen+1, size=n) for the outputs, from NumPy's legacy
+// Mersenne Twister (pyrand). own says the draws are the client's: they add
+// up to the totals the file prints, both of which it must give (a run with
+// another seed, another release's bounds or another order would not match;
+// SGLang 0.4.0's five datacrunch runs match to the token,
+// TestBenchSGLangClientDraws). Without a match the lengths are still
+// NumPy's draws from the same distribution.
+func (r *BenchResult) clientLengths(n, inLo, outLo int) (lens []benchLens, own bool) {
+	rd := r.Random
+	var mt pyrand.MT
+	mt.InitGenrand(uint32(r.Seed)) // NumPy refuses a seed above 2^32 - 1: own is then false
+	lens = make([]benchLens, n)
+	var sumIn, sumOut int64
+	for i := range lens {
+		lens[i].in = mt.NPRandint(inLo, rd.InputLen+1)
+		sumIn += int64(lens[i].in)
+	}
+	for i := range lens {
+		lens[i].out = mt.NPRandint(outLo, rd.OutputLen+1)
+		sumOut += int64(lens[i].out)
+	}
+	own = r.Seed <= math.MaxUint32 && r.TotalInputTokens >= 0 && r.TotalOutputTokens >= 0 &&
+		sumIn == int64(r.TotalInputTokens) && sumOut == int64(r.TotalOutputTokens)
+	return lens, own
 }
 
 // arrivals returns n arrival times in ns, and a note when they need one.

@@ -72,6 +72,12 @@ type Trace struct {
 	// setup, measured metrics and per-request arrays, to hold a simulation
 	// against); nil for every other format.
 	Bench *BenchResult
+	// ClientLengths says a vllm-bench trace's lengths are the ones its
+	// client sent: read from the run's per-request arrays, or drawn again
+	// as the client drew them and adding up to the totals the run prints
+	// (SGLang's random dataset); false when they are only drawn from the
+	// client's distribution.
+	ClientLengths bool
 
 	firstSkip *Error   // the first row skipped under SkipBadRows
 	untimed   string   // the message about untimed rows dropped, without the name
