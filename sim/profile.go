@@ -88,7 +88,18 @@ type LinearTerm struct {
 type AttentionTerm struct {
 	// PrefillComputeEff is the share of the BF16 peak causal prefill
 	// attention (FlashAttention) reaches on its QKᵀ and AV FLOPs.
+	// With PrefillTokNs set it is the asymptote a long prompt reaches.
 	PrefillComputeEff float64 `yaml:"prefill_compute_eff"`
+	// PrefillTokNs is prefill attention's fixed work per query token,
+	// query head (per GPU) and layer, in ns, beside the per-pair cost:
+	// loading the query tile, the softmax epilogue, writing O and the
+	// causal diagonal tile, which a short prompt pays on fewer pairs. So a
+	// prompt of L tokens runs at PrefillComputeEff × (L+1)/2 ÷ ((L+1)/2 +
+	// t_tok ÷ t_pair) of the peak. It is a time, the same on every GPU, like
+	// KVSeqNs. The joint model's is drawn from FlashAttention-3's forward
+	// table (sim/profiles/prior.yaml; TestPriorPrefillTokNsFromFlashTable);
+	// 0 (older profiles, which omit it): no such term.
+	PrefillTokNs float64 `yaml:"prefill_tok_ns,omitempty"`
 	// KVBWEff is the share of the memory bandwidth KV-cache traffic reaches:
 	// decode attention reading each sequence's context (paged, in blocks)
 	// and every token's K and V written.
@@ -240,6 +251,7 @@ func (p *Profile) Validate() error {
 		{"linear.weight_bw_eff", p.Linear.WeightBWEff, 0, 1, false},
 		{"linear.blend_exponent", p.Linear.BlendExponent, 1, maxBlend, true},
 		{"attention.prefill_compute_eff", p.Attention.PrefillComputeEff, 0, 1, false},
+		{"attention.prefill_tok_ns", p.Attention.PrefillTokNs, 0, maxSeqHeadNs, true},
 		{"attention.kv_bw_eff", p.Attention.KVBWEff, 0, 1, false},
 		{"attention.kv_seq_ns", p.Attention.KVSeqNs, 0, maxSeqHeadNs, true},
 		{"attention.kv_half_context", p.Attention.KVHalfContext, 0, maxHalfTokens, true},

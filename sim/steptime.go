@@ -29,6 +29,10 @@ type Shape struct {
 	// AttnFLOPsPerPair is 4 × layers × heads ÷ tp × head dim: QKᵀ and AV
 	// for one (query, key) pair.
 	AttnFLOPsPerPair float64
+	// AttnHeads is the query heads per GPU, max(1, heads ÷ tp): prefill
+	// attention's fixed work per query token is per head and layer
+	// (Attention.PrefillTokNs).
+	AttnHeads int
 	// DenseWeightBytes are the weights every step reads, per GPU: all but
 	// lookup-only tables (an untied input embedding, OPT's positions),
 	// which a step gathers a few rows of, and the routed experts.
@@ -77,6 +81,7 @@ func NewShape(m model.Model, tp int, kv model.DType) Shape {
 		LinearFLOPsPerToken: 2 * max(0, active-head) / t,
 		HeadFLOPsPerRow:     2 * head / t,
 		AttnFLOPsPerPair:    4 * float64(m.Layers) * float64(max(1, m.Heads/tp)) * float64(m.HeadDim),
+		AttnHeads:           max(1, m.Heads/tp),
 		DenseWeightBytes:    dense * wb / t,
 		ExpertBytes:         routed * wb / t,
 		ExpertShare:         share,
@@ -161,6 +166,7 @@ type StepModel struct {
 	expertKeep    float64 // 1 − ExpertShare: the chance one token misses an expert
 	moe           bool    // ExpertBytes > 0
 	attnNsPerPair float64 // ns per prefill (query, key) pair
+	attnNsPerTok  float64 // ns per prefill query token: Attention.PrefillTokNs × query heads × layers
 	kvNsPerTok    float64 // ns per KV token read or written
 	copyNsPerByte float64 // ns per copied byte (read and written)
 
@@ -213,6 +219,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		expertKeep:    1 - s.ExpertShare,
 		moe:           s.ExpertBytes > 0,
 		attnNsPerPair: s.AttnFLOPsPerPair / (bf16 * p.Attention.PrefillComputeEff / 1e9),
+		attnNsPerTok:  p.Attention.PrefillTokNs * float64(s.AttnHeads) * float64(s.Layers),
 		kvNsPerTok:    s.KVBytesPerToken / (p.Peak.MemBytesPerS * p.Attention.KVBWEff / 1e9),
 		copyNsPerByte: 2 / wbw,
 		stepNs:        float64(p.Overhead.StepNs),
@@ -361,6 +368,8 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //	           weights = dense ÷ (bw × eff_w) + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
 //	             (every expert some token is routed to, uniform routing)
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
+//	           + prompt tokens × t_tok × query heads × layers
+//	           (t_tok: Attention.PrefillTokNs, a time, 0 in older profiles)
 //	kv         (decode context + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
 //	           + decoding sequences × (t_seq × KV heads × layers + ctx½ × KV bytes ÷ (bw × eff_kv))
 //	           (t_seq: Attention.KVSeqNs; ctx½: an older profile's KVHalfContext)
@@ -413,7 +422,7 @@ func (m *StepModel) Time(st Step) Breakdown {
 			b.AllReduceNs = m.arFixedNs + small*m.arSmallNsPerTok + (nf-small)*m.arNsPerTok
 		}
 	}
-	b.PrefillAttentionNs = st.PrefillPairs * m.attnNsPerPair
+	b.PrefillAttentionNs = st.PrefillPairs*m.attnNsPerPair + float64(float64(st.PrefillTokens)*m.attnNsPerTok)
 	// The products rounded apart (no fused multiply-add), as decodeTimer.at
 	// rounds them.
 	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvSeqNs)

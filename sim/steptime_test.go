@@ -219,7 +219,8 @@ func TestNewShapeLlama3(t *testing.T) {
 	want := Shape{Layers: 32, Hidden: 4096, TP: 1,
 		LinearFLOPsPerToken: 2 * (params - emb - emb), // active (params − lookup) less lm_head: 13,959,176,192
 		HeadFLOPsPerRow:     2 * emb,
-		AttnFLOPsPerPair:    4 * 32 * 32 * 128,    // 524,288
+		AttnFLOPsPerPair:    4 * 32 * 32 * 128, // 524,288
+		AttnHeads:           32,
 		DenseWeightBytes:    2 * (params - emb),   // bf16, embedding table not read: 15,009,849,344 B
 		KVBytesPerToken:     2 * 32 * 8 * 128 * 2, // 131,072
 		KVHeads:             8,
