@@ -108,14 +108,55 @@ func (j *JointModel) profile(g model.GPU, engine EngineKind, version string) *Pr
 	return &Profile{
 		GPU: g.Name, Engine: engine, EngineVersion: version,
 		FittedTo: slices.Clone(j.FittedTo),
-		Peak: PeakRates{BF16FLOPSPerS: g.BF16FLOPS, FP8FLOPSPerS: g.FP8FLOPS, MemBytesPerS: g.MemBandwidth,
-			LinkBytesPerS: g.LinkBandwidth},
-		Linear: j.Linear, Attention: j.Attention, AllReduce: ar,
+		Peak:     SustainedPeaks(g),
+		Linear:   j.Linear, Attention: j.Attention, AllReduce: ar,
 	}
 }
 
+// shareReference is the GPU whose measured shares of its datasheet the
+// joint model's efficiencies are relative to: the h100-80g preset, which
+// has all three measured figures (model.TestGPUMeasured).
+var shareReference = func() model.GPU {
+	g, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		panic(err) // a preset of this package's own dependency
+	}
+	return g
+}()
+
+// SustainedPeaks is the peaks the joint model's shared efficiencies
+// multiply for g: each datasheet peak (bandwidth, BF16, FP8) times the
+// share of its datasheet g sustains in an independent microbenchmark
+// (model.GPU's Measured* fields: STREAM triad or copy, large square GEMMs)
+// over the share the h100-80g sustains, 1 where either figure is unknown.
+// So an efficiency keeps its meaning relative to the H100, and a board
+// whose datasheet understates what it runs at (the RTX 4090's BF16 rate:
+// 165 TFLOPS measured, 100% of its whitepaper, against the H100's 80%:
+// ×1.25) or overstates it (the H200's bandwidth: ×0.975) is timed by what
+// it sustains. The figures and their sources: model/gpu.go and
+// docs/calibrate.md ("what GPUs really sustain"); none is an LLM-serving
+// run. The link bandwidth is the datasheet's.
+func SustainedPeaks(g model.GPU) PeakRates {
+	ref := shareReference
+	return PeakRates{
+		BF16FLOPSPerS: g.BF16FLOPS * sustainedScale(g.MeasuredBF16FLOPS, g.BF16FLOPS, ref.MeasuredBF16FLOPS, ref.BF16FLOPS),
+		FP8FLOPSPerS:  g.FP8FLOPS * sustainedScale(g.MeasuredFP8FLOPS, g.FP8FLOPS, ref.MeasuredFP8FLOPS, ref.FP8FLOPS),
+		MemBytesPerS:  g.MemBandwidth * sustainedScale(g.MeasuredMemBandwidth, g.MemBandwidth, ref.MeasuredMemBandwidth, ref.MemBandwidth),
+		LinkBytesPerS: g.LinkBandwidth,
+	}
+}
+
+// sustainedScale is (measured / datasheet) over (refMeasured /
+// refDatasheet), 1 where any figure is missing.
+func sustainedScale(measured, datasheet, refMeasured, refDatasheet float64) float64 {
+	if !(measured > 0 && datasheet > 0 && refMeasured > 0 && refDatasheet > 0) {
+		return 1
+	}
+	return (measured / datasheet) / (refMeasured / refDatasheet)
+}
+
 // Profile derives the profile of GPU g under engine at release v: g's
-// datasheet peaks, j's shared terms, the overheads of v's class and the
+// sustained peaks (SustainedPeaks), j's shared terms, the overheads of v's class and the
 // engine's CUDA-graph capture sizes at that release.
 func (j *JointModel) Profile(g model.GPU, engine EngineKind, v Version) (*Profile, error) {
 	return j.ClassProfile(g, engine, v, OverheadClass(engine, v))
