@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/gpufrag/gpufrag/internal/pyrand"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -42,19 +41,9 @@ type fidSGLRun struct {
 // all the output lengths the same way. The prompts' token ids are drawn
 // after them and change no length.
 func fidSGLRandomLens(seed uint32, r fidSGLRun) (in, out []int) {
-	var np pyrand.MT
-	np.InitGenrand(seed)
-	draw := func(full int) []int {
-		lo := max(int(float64(full)*r.ratio), 1)
-		lens := make([]int, r.n)
-		for i := range lens {
-			lens[i] = np.NPRandint(lo, full+1)
-		}
-		return lens
-	}
-	in = draw(r.in)
-	out = draw(r.out)
-	return in, out
+	inLo := max(int(float64(r.in)*r.ratio), 1)
+	outLo := max(int(float64(r.out)*r.ratio), 1)
+	return workload.SGLangRandomLengths(seed, r.n, inLo, r.in, outLo, r.out)
 }
 
 var fidSGLCookbookCache sync.Map // fidSGLRun → [2][]int

@@ -213,21 +213,41 @@ func (r *BenchResult) randomLengths() ([]benchLens, string, bool, *Error) {
 // NumPy's draws from the same distribution.
 func (r *BenchResult) clientLengths(n, inLo, outLo int) (lens []benchLens, own bool) {
 	rd := r.Random
-	var mt pyrand.MT
-	mt.InitGenrand(uint32(r.Seed)) // NumPy refuses a seed above 2^32 - 1: own is then false
+	// NumPy refuses a seed above 2^32 - 1: no client drew from one, so own
+	// is false below.
+	in, out := SGLangRandomLengths(uint32(r.Seed), n, inLo, rd.InputLen, outLo, rd.OutputLen)
 	lens = make([]benchLens, n)
 	var sumIn, sumOut int64
 	for i := range lens {
-		lens[i].in = mt.NPRandint(inLo, rd.InputLen+1)
-		sumIn += int64(lens[i].in)
-	}
-	for i := range lens {
-		lens[i].out = mt.NPRandint(outLo, rd.OutputLen+1)
-		sumOut += int64(lens[i].out)
+		lens[i] = benchLens{in[i], out[i]}
+		sumIn += int64(in[i])
+		sumOut += int64(out[i])
 	}
 	own = r.Seed <= math.MaxUint32 && r.TotalInputTokens >= 0 && r.TotalOutputTokens >= 0 &&
-		sumIn == int64(r.TotalInputTokens) && sumOut == int64(r.TotalOutputTokens)
+		sumIn == r.TotalInputTokens && sumOut == r.TotalOutputTokens
 	return lens, own
+}
+
+// SGLangRandomLengths draws n prompt and output lengths as SGLang's
+// bench_serving draws its random dataset after np.random.seed(seed): all
+// the prompts (np.random.randint(inLo, inMax+1, size=n)), then all the
+// outputs (randint(outLo, outMax+1, size=n)), from NumPy's legacy Mersenne
+// Twister. The lower bounds are the release's: SGLang 0.4.0 draws prompts
+// from max(int(inMax × ratio), 1) and outputs from int(outMax × ratio),
+// later releases both from at least 1. Bounds with lo > max (which NumPy
+// refuses) give lo.
+func SGLangRandomLengths(seed uint32, n, inLo, inMax, outLo, outMax int) (prompts, outputs []int) {
+	var mt pyrand.MT
+	mt.InitGenrand(seed)
+	prompts = make([]int, n)
+	for i := range prompts {
+		prompts[i] = mt.NPRandint(inLo, inMax+1)
+	}
+	outputs = make([]int, n)
+	for i := range outputs {
+		outputs[i] = mt.NPRandint(outLo, outMax+1)
+	}
+	return prompts, outputs
 }
 
 // arrivals returns n arrival times in ns, and a note when they need one.

@@ -114,10 +114,10 @@ func (m *MT) StandardExponential() float64 {
 // covering high − low − 1 applied to 32-bit draws, redrawn while above it
 // (random_bounded_uint64_fill with use_masked, buffered 32-bit draws).
 func (m *MT) NPRandint(low, high int) int {
-	rng := uint32(high - low - 1)
-	if rng == 0 {
+	if high-low <= 1 { // one value draws nothing; an empty range (NumPy raises) gives low
 		return low
 	}
+	rng := uint32(high - low - 1)
 	mask := uint32(1)<<bits.Len32(rng) - 1
 	for {
 		if v := m.Uint32() & mask; v <= rng {
