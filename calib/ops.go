@@ -249,7 +249,9 @@ const (
 // squares on the compute-bound ones (time × peak ÷ FLOPs per token is
 // (n + n½) ÷ eff_max, a line in n), blend_exponent by the GEMMs between
 // (opsBlend), prefill_compute_eff and kv_bw_eff as
-// the ratio of total work to total time of their points. Everything else of
+// the ratio of total work to total time of their points (prefill attention's
+// time less start's fixed work per query token, prefill_tok_ns, which is
+// kept). Everything else of
 // start (peaks, overheads, graphs, all-reduce) is kept.
 func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	if err := start.Validate(); err != nil {
@@ -290,9 +292,12 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	for _, p := range o.PrefillAttention {
 		l := float64(p.Tokens)
 		work += l * (l + 1) / 2 * attnFLOPsPerPair
-		took += p.MsPerLayer / 1e3
+		// Less the fixed work per query token and head, which the fit keeps
+		// (attention.prefill_tok_ns, cited, as in the joint fit): the
+		// efficiency is the per-pair share that sim adds it to.
+		took += p.MsPerLayer/1e3 - opsPrefillTokS(start, m, l)
 	}
-	if took > 0 {
+	if len(o.PrefillAttention) > 0 {
 		f.Fitted.Attention.PrefillComputeEff = work / took / peak
 	}
 	work, took = 0, 0
@@ -322,6 +327,13 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 		KVBWEff: [2]float64{b.Attention.KVBWEff, a.Attention.KVBWEff}}
 	f.points(o)
 	return f, f.Fitted.Validate()
+}
+
+// opsPrefillTokS is the seconds one layer of prefill attention over l
+// tokens spends on p's fixed work per query token and head
+// (Attention.PrefillTokNs × heads × l, as sim.StepModel times it).
+func opsPrefillTokS(p *sim.Profile, m OpsModel, l float64) float64 {
+	return p.Attention.PrefillTokNs * float64(m.Heads) * l / 1e9
 }
 
 // opsBlendSteps is how many exponents opsBlend tries, log-spaced from 1
@@ -371,7 +383,7 @@ func (f *OpsFit) points(o *Ops) {
 	for _, p := range o.PrefillAttention {
 		l := float64(p.Tokens)
 		t := func(q *sim.Profile) float64 {
-			return l * (l + 1) / 2 * attnFLOPsPerPair / (q.Peak.BF16FLOPSPerS * q.Attention.PrefillComputeEff) * 1e3
+			return (l*(l+1)/2*attnFLOPsPerPair/(q.Peak.BF16FLOPSPerS*q.Attention.PrefillComputeEff) + opsPrefillTokS(q, m, l)) * 1e3
 		}
 		add("prefill_attention", fmt.Sprintf("L=%d", p.Tokens), p.MsPerLayer, t(&f.Start), t(&f.Fitted))
 	}

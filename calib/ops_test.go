@@ -41,7 +41,8 @@ func syntheticOps(t *testing.T, truth *sim.Profile) *Ops {
 	for _, l := range []int{512, 2048, 8192} {
 		pairs := float64(l) * float64(l+1) / 2
 		o.PrefillAttention = append(o.PrefillAttention, PrefillPoint{Tokens: l,
-			MsPerLayer: pairs * 4 * float64(m.Heads) * d / (peak * truth.Attention.PrefillComputeEff) * 1e3})
+			MsPerLayer: (pairs*4*float64(m.Heads)*d/(peak*truth.Attention.PrefillComputeEff) +
+				truth.Attention.PrefillTokNs*float64(m.Heads)*float64(l)/1e9) * 1e3})
 	}
 	for _, p := range [][2]int{{1, 512}, {32, 2048}, {128, 8192}} {
 		bytes := float64(p[0]) * float64(p[1]) * 2 * kv * 2
@@ -72,7 +73,12 @@ func TestFitOpsRecoversTruth(t *testing.T) {
 	start.Linear.BlendExponent = 64
 	truth := start.Clone()
 	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, FP8ComputeEffMax: 0.6, ComputeHalfTokens: 48, WeightBWEff: 0.86, BlendExponent: 64}
-	truth.Attention = sim.AttentionTerm{PrefillComputeEff: 0.52, KVBWEff: 0.64}
+	// prefill_tok_ns is kept (cited), so the truth has start's: the
+	// per-pair efficiency is fitted beside it.
+	if !(start.Attention.PrefillTokNs > 0) {
+		t.Fatalf("start profile's prefill_tok_ns %g: the fit's token term goes untested", start.Attention.PrefillTokNs)
+	}
+	truth.Attention = sim.AttentionTerm{PrefillComputeEff: 0.52, PrefillTokNs: start.Attention.PrefillTokNs, KVBWEff: 0.64}
 	ops := syntheticOps(t, truth)
 	f, err := FitOps(ops, start)
 	if err != nil {

@@ -11,11 +11,17 @@ import (
 	"github.com/gpufrag/gpufrag/sim"
 )
 
-// writeOpsFile writes operator timings that a GPU with h200-141g's peaks
-// and the given efficiencies would give (one layer of Llama-3.1-8B).
+// writeOpsFile writes operator timings that a GPU with the embedded
+// h200-141g profile's peaks (its sustained ones, sim.SustainedPeaks) and
+// prefill_tok_ns and the given efficiencies would give (one layer of
+// Llama-3.1-8B).
 func writeOpsFile(t *testing.T, effMax, half, weff, attn, kv float64) string {
 	t.Helper()
-	const peak, bw = 989e12, 4.8e12
+	h200, err := sim.DefaultProfile("h200-141g", sim.EngineVLLMV1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, bw, tokNs := h200.Peak.BF16FLOPSPerS, h200.Peak.MemBytesPerS, h200.Attention.PrefillTokNs
 	params := 4096.0*(4096+2*1024) + 4096*4096 + 4096*2*14336 + 14336*4096
 	o := calib.Ops{Schema: calib.OpsSchema, Date: "2026-12-01T00:00:00Z", GPUName: "NVIDIA H200", Torch: "2.9", CUDA: "12.8", Reps: 20,
 		Model:            calib.OpsModel{Name: "llama-3.1-8b", Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Layers: 32, Vocab: 128256, DType: "bf16"},
@@ -26,7 +32,7 @@ func writeOpsFile(t *testing.T, effMax, half, weff, attn, kv float64) string {
 	}
 	for _, l := range []float64{1024, 4096} {
 		o.PrefillAttention = append(o.PrefillAttention, calib.PrefillPoint{Tokens: int(l),
-			MsPerLayer: 1e3 * l * (l + 1) / 2 * 4 * 32 * 128 / (peak * attn)})
+			MsPerLayer: 1e3 * (l*(l+1)/2*4*32*128/(peak*attn) + tokNs*32*l/1e9)})
 	}
 	kvBytes := 32.0 * 8192 * 2 * 8 * 128 * 2
 	o.DecodeAttention = []calib.DecodePoint{{Batch: 32, Context: 8192, KVBytes: kvBytes, MsPerLayer: 1e3 * kvBytes / (bw * kv)}}
