@@ -69,7 +69,7 @@
 //     padded to the engine's CUDA-graph capture sizes. The joint model
 //     (joint.go, sim/profiles/joint.yaml) derives the profile of any GPU
 //     preset, engine and release (Config.EngineVersion, engine_version.go):
-//     the preset's datasheet peaks, efficiencies shared by every GPU, the
+//     the preset's sustained peaks (SustainedPeaks), efficiencies shared by every GPU, the
 //     overheads of the release's class; it is the default step model
 //     (DefaultStepTime, DefaultStepProfile) because it beats the roofline on
 //     sources it was not fitted to (docs/fidelity.md). Config.Engine

@@ -1,7 +1,8 @@
 // The joint step-time model: one set of parameters for every GPU and
 // engine, from which the Profile of any GPU preset, engine and release is
-// derived. The GPU's own figures are its datasheet peaks (model.GPU); the
-// efficiencies of those peaks are shared by every GPU (the kernels are the
+// derived. The GPU's own figures are its sustained peaks (SustainedPeaks:
+// model.GPU's datasheet peaks scaled by its measured share of them over
+// the H100's); the efficiencies of those peaks are shared by every GPU (the kernels are the
 // same; a GEMM's efficiency depends on its token count, the decode
 // attention's on its context); the software overheads are the engine's,
 // per overhead class (engine_version.go). calib fits it to every

@@ -30,7 +30,8 @@ const Unfitted = "unfitted"
 // for one GPU under one serving engine. Units are in the YAML names: FLOP/s,
 // bytes/s, ns; efficiencies are shares of a peak, in (0, 1].
 //
-// Peak holds datasheet figures (the GPU preset's, model.GPU); the other
+// Peak holds the GPU's peaks (the joint model's: the preset's datasheet
+// figures scaled to what the board sustains, SustainedPeaks); the other
 // groups are what a calibration fits. A profile is read-only once in a
 // Config; Clone before changing a shared one.
 type Profile struct {
@@ -53,7 +54,8 @@ type Profile struct {
 	CUDAGraph CUDAGraphTerm `yaml:"cuda_graph"`
 }
 
-// PeakRates are the GPU's datasheet peaks.
+// PeakRates are the GPU's peaks the efficiencies are shares of: the
+// datasheet's, or in the joint model's profiles SustainedPeaks.
 type PeakRates struct {
 	BF16FLOPSPerS float64 `yaml:"bf16_flops_per_s"` // dense BF16 tensor FLOP/s
 	FP8FLOPSPerS  float64 `yaml:"fp8_flops_per_s"`  // dense FP8 tensor FLOP/s; 0: none (FP8 weights use BF16 math)

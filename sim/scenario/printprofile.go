@@ -53,7 +53,8 @@ func WriteProfile(w io.Writer, s *Scenario, open Opener, asJSON bool) (note stri
 	var b bytes.Buffer
 	if from == ProfileFromEmbedded {
 		fmt.Fprintf(&b, "# The joint step-time model's profile of %s under %s %s, derived from %s\n", g.Name, engine, v, sim.JointPath)
-		fmt.Fprintf(&b, "# (the GPU preset's datasheet peaks, the shared efficiencies, the overheads of %s).\n", sim.OverheadClass(engine, v))
+		fmt.Fprintf(&b, "# (the GPU preset's sustained peaks: its datasheet's times its measured share of them over the H100's,\n")
+		fmt.Fprintf(&b, "# sim.SustainedPeaks; the shared efficiencies; the overheads of %s).\n", sim.OverheadClass(engine, v))
 	}
 	if err := p.WriteYAML(&b); err != nil {
 		return "", err

@@ -23,7 +23,7 @@ func runCalibrateOps(cmd *cobra.Command, f *calibrateFlags, args []string) error
 	case len(args) > 0:
 		return usageErrorf(cmd, "--ops fits operator timings alone: give benchmark result FILEs in a separate run")
 	case f.gpu == "":
-		return usageErrorf(cmd, "--gpu is required: the GPU the timings were taken on, whose datasheet peaks the efficiencies are shares of (%s)",
+		return usageErrorf(cmd, "--gpu is required: the GPU the timings were taken on, whose profile's peaks (sustained, sim.SustainedPeaks) the efficiencies are shares of (%s)",
 			strings.Join(model.GPUNames(), ", "))
 	}
 	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
