@@ -225,7 +225,8 @@ func (rep *FidelityReport) fitSection(b *bytes.Buffer) {
 		}
 		w("| %s | `%s` | %s | %s%s |\n", jointTermName(p), p.name, fidNum(a), fidNum(f), mark)
 	}
-	w("\n✱: moved by the fit. Every GPU's peaks are its preset's datasheet figures (model/gpu.go); the overheads are per\n")
+	w("\n✱: moved by the fit. Every GPU's peaks are its preset's datasheet figures scaled to what the board sustains in\n")
+	w("microbenchmarks relative to the H100 (sim.SustainedPeaks, model/gpu.go); the overheads are per\n")
 	w("engine class: `vllm-v0-sync` (vLLM's V0 before 0.6.0), `vllm-v0` (V0 from 0.6.0), `vllm-v1` (0.8.0 on), `sglang`,\n")
 	w("and `lmdeploy` (TurboMind: only its own figures run under it). A class's overheads are fitted only where its figures\n")
 	w("span at least %d setups (GPU, model, tensor parallelism): on one setup they cannot be told from that setup's own\n", minClassSetups)
