@@ -225,7 +225,11 @@ func (rep *FidelityReport) fitSection(b *bytes.Buffer) {
 		}
 		w("| %s | `%s` | %s | %s%s |\n", jointTermName(p), p.name, fidNum(a), fidNum(f), mark)
 	}
-	w("\n✱: moved by the fit. Every GPU's peaks are its preset's datasheet figures scaled to what the board sustains in\n")
+	// Not a calibrate parameter (calib/params.go), so not in jointParams:
+	// cited from FlashAttention-3's table and kept, as kv_seq_ns is.
+	w("| attention (every GPU) | `attention.prefill_tok_ns` | %s | %s |\n", fidNum(prior.Attention.PrefillTokNs), fidNum(j.Attention.PrefillTokNs))
+	w("\n✱: moved by the fit. `attention.kv_seq_ns` and `attention.prefill_tok_ns` are kernel tables' values, kept out of\n")
+	w("the fit (sim/profiles/prior.yaml cites them). Every GPU's peaks are its preset's datasheet figures scaled to what the board sustains in\n")
 	w("microbenchmarks relative to the H100 (sim.SustainedPeaks, model/gpu.go); the overheads are per\n")
 	w("engine class: `vllm-v0-sync` (vLLM's V0 before 0.6.0), `vllm-v0` (V0 from 0.6.0), `vllm-v1` (0.8.0 on), `sglang`,\n")
 	w("and `lmdeploy` (TurboMind: only its own figures run under it). A class's overheads are fitted only where its figures\n")
