@@ -17,12 +17,9 @@ import (
 	"github.com/gpufrag/gpufrag/internal/pyrand"
 )
 
-// The streams of rand.NewPCG(seed, stream) for a run's draws, so that its
-// arrivals and its lengths do not share a sequence.
-const (
-	benchArrivalStream = 0xbe7c_a771
-	benchLengthStream  = 0xbe7c_1e25
-)
+// benchArrivalStream is the stream of rand.NewPCG(seed, stream) a run's
+// drawn arrivals use (its lengths are NumPy's draws: clientLengths).
+const benchArrivalStream = 0xbe7c_a771
 
 // Trace turns the run into a workload of the vllm-bench format, one
 // request per request the client sent, in the order it sent them:
