@@ -247,6 +247,8 @@ func (p *Profile) Compile(s Shape) *StepModel {
 			perTok := float64(s.Hidden) * s.ActBytes
 			m.arSmallTok = AllReduceSmallBytes / perTok
 			m.arSmallNsPerTok = calls * ring * perTok / (p.Peak.LinkBytesPerS * AllReduceSmallLinkShare / 1e9)
+		} else {
+			m.arFixedNs *= AllReducePCIeLatencyScale(s.TP)
 		}
 	}
 	return m
@@ -268,8 +270,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 // per algorithm and protocol plus one per hop, the same for every GPU
 // generation) has no per-generation latency either, so every NVLink GPU
 // shares the shape. A link over PCIe (all_reduce_pcie: NCCL's rings, not
-// this kernel) keeps one latency a call: no table here times it by TP
-// (docs/calibrate.md, issue 24, eleventh session).
+// this kernel) has its own scale, AllReducePCIeLatencyScale.
 const (
 	AllReduceLatencyTP4 = 1.254
 	AllReduceLatencyTP8 = 1.403
@@ -302,6 +303,30 @@ func AllReduceLatencyScale(tp int) float64 {
 		return 1 + (x-1)*(AllReduceLatencyTP4-1)
 	}
 	return AllReduceLatencyTP4 + (x-2)*(AllReduceLatencyTP8-AllReduceLatencyTP4)
+}
+
+// AllReducePCIeLatencyPerGPU is what each GPU past the second adds to the
+// fixed cost of one all-reduce call over PCIe, as a share of its cost at
+// TP 2 (all_reduce_pcie.latency_ns). Over PCIe NCCL runs the all-reduce
+// (vLLM's custom kernel is off on more than two GPUs without full NVLink,
+// custom_all_reduce.py from vLLM 0.5), and a ring's small message takes
+// 2(tp−1) steps, one hop each: the smallest messages of nccl-tests'
+// all_reduce_perf on RTX 4090s over PCIe Gen4 take 10.1 and 12.2 µs on
+// two GPUs, 20.6 and 21.0 µs on four (two boxes, kalavai-net/kalavai-client
+// scripts/README.md) and 42.5 and 41.2 µs on eight (one box without and
+// with P2P, blog.chlc.cc), a line of 10.9 µs at TP 2 and 5.1 µs a further
+// GPU. sim/testdata/allreduce-pcie holds the tables;
+// TestAllReducePCIeFromNCCLTests redoes the fit.
+const AllReducePCIeLatencyPerGPU = 0.472
+
+// AllReducePCIeLatencyScale is the fixed cost of one all-reduce call among
+// tp GPUs over PCIe as a multiple of its cost at TP 2 (1 at tp ≤ 2):
+// linear in tp through AllReducePCIeLatencyPerGPU.
+func AllReducePCIeLatencyScale(tp int) float64 {
+	if tp <= 2 {
+		return 1
+	}
+	return 1 + float64(tp-2)*AllReducePCIeLatencyPerGPU
 }
 
 // StepTime is the time of one step of st for a model of shape s, per
@@ -375,7 +400,8 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //	           (t_seq: Attention.KVSeqNs; ctx½: an older profile's KVHalfContext)
 //	all-reduce 2 × layers × (latency × scale(tp) + 2(tp−1)/tp × n × hidden × 2 B ÷ (link × eff_ar)), tp > 1
 //	           (over NVLink: scale AllReduceLatencyScale, and the first AllReduceSmallBytes of a
-//	           message at link × AllReduceSmallLinkShare; over PCIe: scale 1, eff_ar throughout)
+//	           message at link × AllReduceSmallLinkShare; over PCIe: scale AllReducePCIeLatencyScale,
+//	           eff_ar throughout)
 //	copy       2 × copied bytes ÷ (bw × eff_w)
 //	overhead   step + per sequence × sequences + (not a full graph) per layer × layers
 //	output     per token × sampled rows

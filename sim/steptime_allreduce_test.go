@@ -118,7 +118,8 @@ func TestAllReduceLatencyScale(t *testing.T) {
 // term grows with the TP degree as AllReduceLatencyScale says, and the
 // first AllReduceSmallBytes of a message cross the link at
 // AllReduceSmallLinkShare of it, the rest at the profile's bw_eff; over
-// PCIe it stays one latency a call and bw_eff throughout.
+// PCIe the latency grows as AllReducePCIeLatencyScale says, bw_eff
+// throughout.
 func TestAllReduceLatencyByTP(t *testing.T) {
 	for _, link := range []float64{1e11, PCIeLinkBytesPerS} {
 		p := toyProfile()
@@ -130,7 +131,7 @@ func TestAllReduceLatencyByTP(t *testing.T) {
 			for _, n := range []int64{1, 100, 1000} { // prefill tokens: 2 KB, 200 KB, 2 MB messages
 				got := p.StepTime(s, Step{PrefillTokens: n, PrefillSeqs: 1, PrefillPairs: 1}).AllReduceNs
 				// 2 layers × 2 calls.
-				scale, small := 1.0, 0.0
+				scale, small := AllReducePCIeLatencyScale(tp), 0.0
 				if link > PCIeLinkBytesPerS {
 					scale, small = AllReduceLatencyScale(tp), min(float64(n)*2000, AllReduceSmallBytes)
 				}
