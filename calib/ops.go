@@ -268,7 +268,12 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 		if p.Tokens <= weightBoundTokens {
 			// Less the layer's GEMMs' fixed time (linear.gemm_fixed_ns,
 			// cited, kept as in the joint fit).
-			weff = append(weff, o.LinearLayerBytes/(bw*(t-opsGEMMFixedS(start))))
+			fixed := opsGEMMFixedS(start)
+			if !(t > fixed) {
+				return nil, fmt.Errorf("%w: linear: %d tokens take %g ms a layer, no more than the profile's %d GEMMs' fixed time (linear.gemm_fixed_ns %g ns)",
+					ErrBadOps, p.Tokens, p.MsPerLayer, sim.GEMMsPerLayer, start.Linear.GEMMFixedNs)
+			}
+			weff = append(weff, o.LinearLayerBytes/(bw*(t-fixed)))
 		}
 		if p.Tokens >= computeBoundTokens {
 			xs = append(xs, float64(p.Tokens))

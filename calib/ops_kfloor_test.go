@@ -1,7 +1,9 @@
 package calib
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/sim"
@@ -44,4 +46,10 @@ func TestFitOpsKeepsGEMMFixedNs(t *testing.T) {
 		t.Errorf("without the fixed time weight_bw_eff is %.3f of the truth's: the term hardly shows", r)
 	}
 	t.Logf("weight_bw_eff %.4f with the fixed time, %.4f without", f.Fitted.Linear.WeightBWEff, g.Fitted.Linear.WeightBWEff)
+	// Timings faster than the fixed time itself are refused, naming it.
+	fast := *ops
+	fast.Linear = append([]LinearPoint{{Tokens: 1, MsPerLayer: 0.01}}, ops.Linear[1:]...)
+	if _, err := FitOps(&fast, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "gemm_fixed_ns") {
+		t.Errorf("a layer faster than its GEMMs' fixed time: %v", err)
+	}
 }
