@@ -799,21 +799,21 @@ func fidOperator(f *Figure) (*fidPlan, error) {
 			p.skip = fmt.Sprintf("the operator figures are modelled for dense Llama layers, not %s", mname)
 			return p, nil
 		}
-		params, what := fidLayerParams(m), "QKV, O, gate+up and down projections of one layer"
+		params, what, gemms := fidLayerParams(m), "QKV, O, gate+up and down projections of one layer", sim.GEMMsPerLayer
 		if f.Metric == "op_time_median" {
 			if !strings.Contains(f.Ref, "mlp_up_proj") {
 				p.skip = "only the gate+up projection (mlp_up_proj) of the operator figures is modelled as one GEMM"
 				return p, nil
 			}
-			params, what = 2*float64(m.Hidden)*float64(m.Intermediate), "gate+up projection of one layer"
+			params, what, gemms = 2*float64(m.Hidden)*float64(m.Intermediate), "gate+up projection of one layer", 1
 		}
 		wb := float64(m.WeightDType.Bits()) / 8
 		shape := sim.Shape{Layers: 1, Hidden: m.Hidden, TP: tp, ActBytes: 2,
-			LinearFLOPsPerToken: 2 * params / float64(tp), DenseWeightBytes: params * wb / float64(tp)}
+			LinearFLOPsPerToken: 2 * params / float64(tp), DenseWeightBytes: params * wb / float64(tp), GEMMs: gemms}
 		step := sim.Step{PrefillTokens: int64(w.NumTokens), PrefillSeqs: 1}
 		p.op = func(prof *sim.Profile) float64 { return fidOpStep(prof, shape, step).LinearNs / 1e6 }
 		p.setup = fmt.Sprintf("%s of %s at %d tokens, tp %d on %s: the profile's linear term", what, mname, w.NumTokens, tp, g.Name)
-		p.note = "max((n + n½) × FLOPs ÷ (peak × compute_eff_max), weights ÷ (bandwidth × weight_bw_eff)); the roofline has no per-term breakdown"
+		p.note = "max((n + n½) × FLOPs ÷ (peak × compute_eff_max), weights ÷ (bandwidth × weight_bw_eff) + GEMMs × gemm_fixed_ns); the roofline has no per-term breakdown"
 	default:
 		p.skip = fmt.Sprintf("operator metric %s is not modelled", f.Metric)
 		return p, nil

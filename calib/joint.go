@@ -700,7 +700,12 @@ func (jp *jointProblem) choose(ctx context.Context, prior *sim.JointModel, all [
 // fixed cost hardly shows: six refits left its older form,
 // attention.kv_half_context, at 96, 296, 69, 27, 132 and 35 tokens, and the
 // folds of one screen ended wherever they started (32-150 from 64, 143-353
-// from 187). A fit given explicit Params may still free it.
+// from 187). A fit given explicit Params may still free it. The other
+// kernel tables' times, attention.prefill_tok_ns, linear.gemm_fixed_ns
+// and linear.layer_kernels_ns (Vidur's operator profiles:
+// TestPriorGEMMFixedNsFromVidur, TestPriorLayerKernelsNsFromVidur), are
+// not in paramTable at all, so no fit moves them: the prior's cited
+// values are the joint model's.
 var jointCited = []string{"attention.kv_seq_ns"}
 
 // minClassSetups is how many setups (GPU, model and tensor parallelism) a

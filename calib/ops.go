@@ -266,7 +266,14 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	for _, p := range o.Linear {
 		t := p.MsPerLayer / 1e3
 		if p.Tokens <= weightBoundTokens {
-			weff = append(weff, o.LinearLayerBytes/(bw*t))
+			// Less the layer's GEMMs' fixed time (linear.gemm_fixed_ns,
+			// cited, kept as in the joint fit).
+			fixed := opsGEMMFixedS(start)
+			if !(t > fixed) {
+				return nil, fmt.Errorf("%w: linear: %d tokens take %g ms a layer, no more than the profile's %d GEMMs' fixed time (linear.gemm_fixed_ns %g ns)",
+					ErrBadOps, p.Tokens, p.MsPerLayer, sim.GEMMsPerLayer, start.Linear.GEMMFixedNs)
+			}
+			weff = append(weff, o.LinearLayerBytes/(bw*(t-fixed)))
 		}
 		if p.Tokens >= computeBoundTokens {
 			xs = append(xs, float64(p.Tokens))
@@ -336,6 +343,12 @@ func opsPrefillTokS(p *sim.Profile, m OpsModel, l float64) float64 {
 	return p.Attention.PrefillTokNs * float64(m.Heads) * l / 1e9
 }
 
+// opsGEMMFixedS is, in s, the fixed time of one layer's GEMMs under p
+// (Linear.GEMMFixedNs × sim.GEMMsPerLayer, as sim.StepModel times it).
+func opsGEMMFixedS(p *sim.Profile) float64 {
+	return p.Linear.GEMMFixedNs * sim.GEMMsPerLayer / 1e9
+}
+
 // opsBlendSteps is how many exponents opsBlend tries, log-spaced from 1
 // to 64 (the blend's range; 64 is max(compute, weights)).
 const opsBlendSteps = 61
@@ -351,7 +364,7 @@ func opsBlend(o *Ops, p *sim.Profile) float64 {
 		for _, pt := range o.Linear {
 			n := float64(pt.Tokens)
 			c := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
-			w := o.LinearLayerBytes / (p.Peak.MemBytesPerS * p.Linear.WeightBWEff)
+			w := o.LinearLayerBytes/(p.Peak.MemBytesPerS*p.Linear.WeightBWEff) + opsGEMMFixedS(p)
 			r := math.Log(sim.BlendLinear(c, w, e) * 1e3 / pt.MsPerLayer)
 			sum += r * r
 		}
@@ -369,7 +382,7 @@ func (f *OpsFit) points(o *Ops) {
 	attnFLOPsPerPair := 4 * float64(m.Heads) * float64(m.HeadDim)
 	linear := func(p *sim.Profile, n float64) float64 {
 		compute := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
-		weights := o.LinearLayerBytes / (p.Peak.MemBytesPerS * p.Linear.WeightBWEff)
+		weights := o.LinearLayerBytes/(p.Peak.MemBytesPerS*p.Linear.WeightBWEff) + opsGEMMFixedS(p)
 		return sim.BlendLinear(compute, weights, p.Linear.BlendExponent) * 1e3
 	}
 	add := func(op, what string, measured, before, after float64) {

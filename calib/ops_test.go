@@ -35,7 +35,7 @@ func syntheticOps(t *testing.T, truth *sim.Profile) *Ops {
 	peak, bw := truth.Peak.BF16FLOPSPerS, truth.Peak.MemBytesPerS
 	for _, n := range []int{1, 2, 4, 8, 16, 64, 256, 1024, 2048, 4096, 8192} {
 		compute := (float64(n) + truth.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (peak * truth.Linear.ComputeEffMax)
-		weights := o.LinearLayerBytes / (bw * truth.Linear.WeightBWEff)
+		weights := o.LinearLayerBytes/(bw*truth.Linear.WeightBWEff) + truth.Linear.GEMMFixedNs*sim.GEMMsPerLayer/1e9
 		o.Linear = append(o.Linear, LinearPoint{Tokens: n, MsPerLayer: sim.BlendLinear(compute, weights, truth.Linear.BlendExponent) * 1e3})
 	}
 	for _, l := range []int{512, 2048, 8192} {
@@ -72,7 +72,8 @@ func TestFitOpsRecoversTruth(t *testing.T) {
 	start := h200(t)
 	start.Linear.BlendExponent = 64
 	truth := start.Clone()
-	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, FP8ComputeEffMax: 0.6, ComputeHalfTokens: 48, WeightBWEff: 0.86, BlendExponent: 64}
+	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, FP8ComputeEffMax: 0.6, ComputeHalfTokens: 48, WeightBWEff: 0.86, BlendExponent: 64,
+		GEMMFixedNs: start.Linear.GEMMFixedNs, LayerKernelsNs: start.Linear.LayerKernelsNs} // kept (cited), as prefill_tok_ns
 	// prefill_tok_ns is kept (cited), so the truth has start's: the
 	// per-pair efficiency is fitted beside it.
 	if !(start.Attention.PrefillTokNs > 0) {

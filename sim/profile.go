@@ -84,6 +84,26 @@ type LinearTerm struct {
 	// Vidur's operator profiles on both A100 and H100 within 7% from 1 to
 	// 8,192 tokens; large p tends to max(c, w).
 	BlendExponent float64 `yaml:"blend_exponent"`
+	// GEMMFixedNs is one GEMM kernel's fixed device time, in ns, beside
+	// its weight reads: at a decode's few rows a GEMM of b bytes takes
+	// GEMMFixedNs + b ÷ (bandwidth × WeightBWEff). It is a time, the same
+	// on every GPU (like Attention.KVSeqNs), paid by every GEMM a step
+	// runs (Shape.GEMMs: 4 a layer), on the weights side of the linear
+	// blend, so a compute-bound prefill hides it. The joint model's is
+	// drawn from Vidur's operator profiles (sim/profiles/prior.yaml;
+	// TestPriorGEMMFixedNsFromVidur); 0 (older profiles, which omit it):
+	// no such term.
+	GEMMFixedNs float64 `yaml:"gemm_fixed_ns,omitempty"`
+	// LayerKernelsNs is the device time of a layer's kernels outside the
+	// GEMMs and attention, in ns: its two RMSNorms (each with the
+	// residual add fused, as vLLM and SGLang run them), the rotary
+	// embedding and the gated activation, at decode sizes, where they are
+	// each a few µs whatever their bytes. A time, the same on every GPU,
+	// paid by every step, graphed or not (it is the kernels' own time, not
+	// their launches: Overhead.EagerPerLayerNs); Breakdown.LayerKernelsNs.
+	// Drawn from the same profiles (TestPriorLayerKernelsNsFromVidur); 0
+	// (older profiles): no such term.
+	LayerKernelsNs float64 `yaml:"layer_kernels_ns,omitempty"`
 }
 
 // AttentionTerm is attention's share, apart from the linear layers.
@@ -198,6 +218,9 @@ const (
 	// maxSeqHeadNs is 1 ms a sequence, KV head and layer: 10⁵ times the
 	// kernel table's 11.4 ns.
 	maxSeqHeadNs = 1e6
+	// maxKernelNs is 1 ms for one kernel's fixed time (a GEMM's, a
+	// layer's small kernels'): 200 times the ~5 µs Vidur's profiles give.
+	maxKernelNs = 1e6
 	// maxBlend bounds linear.blend_exponent: at 64 the blend is max(c, w)
 	// within 1.1%.
 	maxBlend = 64
@@ -252,6 +275,8 @@ func (p *Profile) Validate() error {
 		{"linear.compute_half_tokens", p.Linear.ComputeHalfTokens, 0, maxHalfTokens, true},
 		{"linear.weight_bw_eff", p.Linear.WeightBWEff, 0, 1, false},
 		{"linear.blend_exponent", p.Linear.BlendExponent, 1, maxBlend, true},
+		{"linear.gemm_fixed_ns", p.Linear.GEMMFixedNs, 0, maxKernelNs, true},
+		{"linear.layer_kernels_ns", p.Linear.LayerKernelsNs, 0, maxKernelNs, true},
 		{"attention.prefill_compute_eff", p.Attention.PrefillComputeEff, 0, 1, false},
 		{"attention.prefill_tok_ns", p.Attention.PrefillTokNs, 0, maxSeqHeadNs, true},
 		{"attention.kv_bw_eff", p.Attention.KVBWEff, 0, 1, false},

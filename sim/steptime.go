@@ -53,7 +53,19 @@ type Shape struct {
 	// FP8 says the weights are FP8, so the linear layers run at the FP8
 	// peak where the GPU has one.
 	FP8 bool
+	// GEMMs is the GEMM kernels a step runs per GPU, each paying
+	// Linear.GEMMFixedNs: GEMMsPerLayer × layers (0 in a hand-built
+	// Shape: no fixed time).
+	GEMMs int
 }
+
+// GEMMsPerLayer is the GEMM kernels NewShape counts a layer: a dense
+// Llama layer's QKV, O, gate+up and down projections (vLLM and SGLang
+// merge QKV and gate+up into one GEMM each). An MoE layer is counted the
+// same: QKV, O and the fused-MoE kernel's two grouped GEMMs (w13, w2);
+// its router GEMM and shared experts are left out, as are MLA's extra
+// projections (the fixed time is drawn from dense Llama layers only).
+const GEMMsPerLayer = 4
 
 // NewShape derives the Shape of m (with its WeightDType) at tensor
 // parallelism tp with KV elements of type kv. m must pass Validate and
@@ -89,6 +101,7 @@ func NewShape(m model.Model, tp int, kv model.DType) Shape {
 		KVHeads:             kvHeads,
 		ActBytes:            2,
 		FP8:                 m.WeightDType == model.FP8E4M3 || m.WeightDType == model.FP8E5M2,
+		GEMMs:               GEMMsPerLayer * m.Layers,
 	}
 }
 
@@ -132,6 +145,7 @@ func (s Step) Tokens() int64 { return s.PrefillTokens + s.DecodeSeqs }
 type Breakdown struct {
 	LinearNs           float64 `json:"linear_ns" yaml:"linear_ns"`                       // projections, MLPs and lm_head: max(compute, weight reads)
 	PrefillAttentionNs float64 `json:"prefill_attention_ns" yaml:"prefill_attention_ns"` // causal attention FLOPs of the prefill chunks
+	LayerKernelsNs     float64 `json:"layer_kernels_ns" yaml:"layer_kernels_ns"`         // each layer's norms, rotary embedding and activation (Linear.LayerKernelsNs)
 	KVNs               float64 `json:"kv_ns" yaml:"kv_ns"`                               // KV reads of the decodes and KV writes of every token
 	AllReduceNs        float64 `json:"all_reduce_ns" yaml:"all_reduce_ns"`               // tensor-parallel all-reduces (0 at tp 1)
 	CopyNs             float64 `json:"copy_ns" yaml:"copy_ns"`                           // KV copies, read and written
@@ -161,7 +175,8 @@ type StepModel struct {
 	// blendTab tabulates (1 + r^p)^(1/p) over r in [0, 1] for an exponent
 	// other than 1, 2 or ≥ maxBlend, so that a step costs no math.Pow.
 	blendTab      *[blendPoints + 1]float64
-	denseNs       float64 // ns to read the dense weights
+	denseNs       float64 // ns to read the dense weights, plus the GEMMs' fixed time (Linear.GEMMFixedNs × Shape.GEMMs)
+	layerNs       float64 // the layers' small kernels a step: Linear.LayerKernelsNs × layers
 	expertNs      float64 // ns to read every routed expert
 	expertKeep    float64 // 1 − ExpertShare: the chance one token misses an expert
 	moe           bool    // ExpertBytes > 0
@@ -214,7 +229,8 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		flatBelow:     flat,
 		blend:         p.Linear.BlendExponent,
 		blendTab:      blendTable(p.Linear.BlendExponent),
-		denseNs:       s.DenseWeightBytes / wbw,
+		denseNs:       s.DenseWeightBytes/wbw + p.Linear.GEMMFixedNs*float64(s.GEMMs),
+		layerNs:       p.Linear.LayerKernelsNs * float64(s.Layers),
 		expertNs:      s.ExpertBytes / wbw,
 		expertKeep:    1 - s.ExpertShare,
 		moe:           s.ExpertBytes > 0,
@@ -390,11 +406,14 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //	           compute = (n + n½) × linear ns per token + (s + n½) × lm_head ns per row (s > 0)
 //	             (FLOPs ÷ (peak × eff(n)) with eff(n) = eff_max × n ÷ (n + n½): a
 //	             GEMM's efficiency saturates in its row count)
-//	           weights = dense ÷ (bw × eff_w) + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
-//	             (every expert some token is routed to, uniform routing)
+//	           weights = dense ÷ (bw × eff_w) + GEMMs × t_gemm + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
+//	             (every expert some token is routed to, uniform routing; t_gemm: Linear.GEMMFixedNs,
+//	             a GEMM kernel's fixed time, 0 in older profiles; GEMMs: Shape.GEMMs)
 //	prefill    causal pairs × attention FLOPs ÷ (peak × eff_attn)
 //	           + prompt tokens × t_tok × query heads × layers
 //	           (t_tok: Attention.PrefillTokNs, a time, 0 in older profiles)
+//	layer      layers × t_layer (n > 0; t_layer: Linear.LayerKernelsNs, the norms', rotary
+//	           embedding's and activation's kernels a layer, a time, 0 in older profiles)
 //	kv         (decode context + every token's own K/V) × KV bytes ÷ (bw × eff_kv)
 //	           + decoding sequences × (t_seq × KV heads × layers + ctx½ × KV bytes ÷ (bw × eff_kv))
 //	           (t_seq: Attention.KVSeqNs; ctx½: an older profile's KVHalfContext)
@@ -443,6 +462,7 @@ func (m *StepModel) Time(st Step) Breakdown {
 		}
 		b.LinearNs = m.blendLinear(compute, weights)
 		b.ComputeBound = compute > weights
+		b.LayerKernelsNs = m.layerNs
 		if m.tp > 1 {
 			small := min(nf, m.arSmallTok)
 			b.AllReduceNs = m.arFixedNs + small*m.arSmallNsPerTok + (nf-small)*m.arNsPerTok
@@ -461,10 +481,10 @@ func (m *StepModel) Time(st Step) Breakdown {
 	b.OutputNs = m.tokenNs * float64(st.Sampled)
 	var t float64
 	if m.schedOverlap {
-		gpu := b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + (b.OverheadNs - cpu)
+		gpu := b.LinearNs + b.PrefillAttentionNs + b.LayerKernelsNs + b.KVNs + b.AllReduceNs + b.CopyNs + (b.OverheadNs - cpu)
 		t = max(gpu, cpu)
 	} else {
-		t = b.LinearNs + b.PrefillAttentionNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
+		t = b.LinearNs + b.PrefillAttentionNs + b.LayerKernelsNs + b.KVNs + b.AllReduceNs + b.CopyNs + b.OverheadNs
 	}
 	if m.overlap {
 		t = max(t, b.OutputNs)
@@ -478,11 +498,11 @@ func (m *StepModel) Time(st Step) Breakdown {
 // decodeTimer times the steps of a decode run under the model: the same
 // step but for its decode context, which grows by the batch each step.
 // Only the KV term moves, so the rest is summed once, in Time's order
-// ((L + P) + KV + AR + copy + overhead, then the output), and at gives
+// ((L + P + layer) + KV + AR + copy + overhead, then the output), and at gives
 // exactly what Time(st with DecodeContext ctx).TotalNs gives
 // (TestDecodeTimerExact; -tags invariants checks every step of a run).
 type decodeTimer struct {
-	lp, ar, cp, ov, out   float64 // Time's terms that do not move
+	lp, ar, cp, ov, out   float64 // Time's terms that do not move (lp: linear + prefill attention + layer kernels)
 	tok, kvHalf, kvPerTok float64
 	overlap               bool
 	// cpu is the scheduler's share of ov when it runs beside the GPU
@@ -494,7 +514,7 @@ type decodeTimer struct {
 func (m *StepModel) decodeTimer(st Step) decodeTimer {
 	b := m.Time(st)
 	d := decodeTimer{
-		lp: b.LinearNs + b.PrefillAttentionNs, ar: b.AllReduceNs, cp: b.CopyNs, ov: b.OverheadNs, out: b.OutputNs,
+		lp: b.LinearNs + b.PrefillAttentionNs + b.LayerKernelsNs, ar: b.AllReduceNs, cp: b.CopyNs, ov: b.OverheadNs, out: b.OutputNs,
 		tok: float64(st.Tokens()), kvHalf: float64(float64(st.DecodeSeqs) * m.kvSeqNs), kvPerTok: m.kvNsPerTok,
 		overlap: m.overlap, cpu: -1,
 	}
@@ -579,7 +599,7 @@ func (m *StepModel) blendLinear(c, w float64) float64 {
 
 // String is a one-line summary of b in ms, for tests and messages.
 func (b Breakdown) String() string {
-	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms, output %.3f ms (graph %v)",
-		float64(b.TotalNs)/1e6, b.LinearNs/1e6, b.LinearTokens, b.PrefillAttentionNs/1e6, b.KVNs/1e6,
+	return fmt.Sprintf("total %.3f ms: linear %.3f (%d tokens) + prefill attention %.3f + layer kernels %.3f + kv %.3f + all-reduce %.3f + copy %.3f + overhead %.3f ms, output %.3f ms (graph %v)",
+		float64(b.TotalNs)/1e6, b.LinearNs/1e6, b.LinearTokens, b.PrefillAttentionNs/1e6, b.LayerKernelsNs/1e6, b.KVNs/1e6,
 		b.AllReduceNs/1e6, b.CopyNs/1e6, b.OverheadNs/1e6, b.OutputNs/1e6, b.Graph)
 }

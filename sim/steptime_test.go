@@ -224,7 +224,8 @@ func TestNewShapeLlama3(t *testing.T) {
 		DenseWeightBytes:    2 * (params - emb),   // bf16, embedding table not read: 15,009,849,344 B
 		KVBytesPerToken:     2 * 32 * 8 * 128 * 2, // 131,072
 		KVHeads:             8,
-		ActBytes:            2}
+		ActBytes:            2,
+		GEMMs:               4 * 32} // QKV, O, gate+up, down a layer
 	if s != want {
 		t.Fatalf("shape\n got %+v\nwant %+v", s, want)
 	}

@@ -13,7 +13,7 @@ import (
 
 // writeOpsFile writes operator timings that a GPU with the embedded
 // h200-141g profile's peaks (its sustained ones, sim.SustainedPeaks) and
-// prefill_tok_ns and the given efficiencies would give (one layer of
+// prefill_tok_ns and gemm_fixed_ns and the given efficiencies would give (one layer of
 // Llama-3.1-8B).
 func writeOpsFile(t *testing.T, effMax, half, weff, attn, kv float64) string {
 	t.Helper()
@@ -22,13 +22,14 @@ func writeOpsFile(t *testing.T, effMax, half, weff, attn, kv float64) string {
 		t.Fatal(err)
 	}
 	peak, bw, tokNs := h200.Peak.BF16FLOPSPerS, h200.Peak.MemBytesPerS, h200.Attention.PrefillTokNs
+	gemmS := h200.Linear.GEMMFixedNs * sim.GEMMsPerLayer / 1e9 // the layer's GEMMs' fixed time, kept by the fit
 	params := 4096.0*(4096+2*1024) + 4096*4096 + 4096*2*14336 + 14336*4096
 	o := calib.Ops{Schema: calib.OpsSchema, Date: "2026-12-01T00:00:00Z", GPUName: "NVIDIA H200", Torch: "2.9", CUDA: "12.8", Reps: 20,
 		Model:            calib.OpsModel{Name: "llama-3.1-8b", Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Layers: 32, Vocab: 128256, DType: "bf16"},
 		LinearLayerBytes: 2 * params, LinearFLOPsPerToken: 2 * params}
 	for _, n := range []float64{1, 4, 8, 64, 512, 1024, 4096, 8192} {
 		o.Linear = append(o.Linear, calib.LinearPoint{Tokens: int(n),
-			MsPerLayer: 1e3 * max((n+half)*o.LinearFLOPsPerToken/(peak*effMax), o.LinearLayerBytes/(bw*weff))})
+			MsPerLayer: 1e3 * max((n+half)*o.LinearFLOPsPerToken/(peak*effMax), o.LinearLayerBytes/(bw*weff)+gemmS)})
 	}
 	for _, l := range []float64{1024, 4096} {
 		o.PrefillAttention = append(o.PrefillAttention, calib.PrefillPoint{Tokens: int(l),
