@@ -228,8 +228,13 @@ func (rep *FidelityReport) fitSection(b *bytes.Buffer) {
 	// Not a calibrate parameter (calib/params.go), so not in jointParams:
 	// cited from FlashAttention-3's table and kept, as kv_seq_ns is.
 	w("| attention (every GPU) | `attention.prefill_tok_ns` | %s | %s |\n", fidNum(prior.Attention.PrefillTokNs), fidNum(j.Attention.PrefillTokNs))
-	w("\n✱: moved by the fit. `attention.kv_seq_ns` and `attention.prefill_tok_ns` are kernel tables' values, kept out of\n")
-	w("the fit (sim/profiles/prior.yaml cites them). Every GPU's peaks are its preset's datasheet figures scaled to what the board sustains in\n")
+	// The kernels' fixed device times, drawn from Vidur's operator
+	// profiles (sim/profiles/prior.yaml) and kept, as the two above.
+	w("| linear layers (every GPU) | `linear.gemm_fixed_ns` | %s | %s |\n", fidNum(prior.Linear.GEMMFixedNs), fidNum(j.Linear.GEMMFixedNs))
+	w("| layer kernels (every GPU) | `linear.layer_kernels_ns` | %s | %s |\n", fidNum(prior.Linear.LayerKernelsNs), fidNum(j.Linear.LayerKernelsNs))
+	w("\n✱: moved by the fit. `attention.kv_seq_ns`, `attention.prefill_tok_ns`, `linear.gemm_fixed_ns` (a GEMM kernel's fixed\n")
+	w("time, four GEMMs a layer) and `linear.layer_kernels_ns` (a layer's norm, rotary and activation kernels) are kernel tables'\n")
+	w("values, kept out of the fit (sim/profiles/prior.yaml cites them). Every GPU's peaks are its preset's datasheet figures scaled to what the board sustains in\n")
 	w("microbenchmarks relative to the H100 (sim.SustainedPeaks, model/gpu.go); the overheads are per\n")
 	w("engine class: `vllm-v0-sync` (vLLM's V0 before 0.6.0), `vllm-v0` (V0 from 0.6.0), `vllm-v1` (0.8.0 on), `sglang`,\n")
 	w("and `lmdeploy` (TurboMind: only its own figures run under it). A class's overheads are fitted only where its figures\n")
