@@ -113,21 +113,30 @@ func TestFitOpsRecoversTruth(t *testing.T) {
 }
 
 func TestFitOpsRefuses(t *testing.T) {
-	start := h200(t)
-	ops := syntheticOps(t, start)
-	few := *ops
-	few.Linear = few.Linear[:3] // no compute-bound points
-	if _, err := FitOps(&few, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "at least two at ≥ 1024 tokens") {
-		t.Errorf("no compute-bound points: %v", err)
-	}
-	// Timings ten times faster than the peaks allow: efficiencies above 1.
-	fast := *ops
-	fast.Linear = nil
-	for _, p := range ops.Linear {
-		fast.Linear = append(fast.Linear, LinearPoint{Tokens: p.Tokens, MsPerLayer: p.MsPerLayer / 10})
-	}
-	if _, err := FitOps(&fast, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "outside (0, 1]") {
-		t.Errorf("timings faster than the peaks: %v", err)
+	// The embedded profile, and one with the GEMMs' fixed time (the prior's
+	// linear.gemm_fixed_ns, which the embedded one carries once refitted).
+	withFixed := h200(t)
+	withFixed.Linear.GEMMFixedNs = 4000
+	for _, start := range []*sim.Profile{h200(t), withFixed} {
+		ops := syntheticOps(t, start)
+		few := *ops
+		few.Linear = few.Linear[:3] // no compute-bound points
+		if _, err := FitOps(&few, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "at least two at ≥ 1024 tokens") {
+			t.Errorf("gemm_fixed_ns %v, no compute-bound points: %v", start.Linear.GEMMFixedNs, err)
+		}
+		// Timings ten times faster than the peaks allow: efficiencies above
+		// 1. The layer's GEMMs' fixed time is kept (FitOps reads the weights
+		// off the rest), so that the efficiencies, not the fixed time, are
+		// what the timings break.
+		fixedMs := start.Linear.GEMMFixedNs * sim.GEMMsPerLayer / 1e6
+		fast := *ops
+		fast.Linear = nil
+		for _, p := range ops.Linear {
+			fast.Linear = append(fast.Linear, LinearPoint{Tokens: p.Tokens, MsPerLayer: fixedMs + (p.MsPerLayer-fixedMs)/10})
+		}
+		if _, err := FitOps(&fast, start); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "outside (0, 1]") {
+			t.Errorf("gemm_fixed_ns %v, timings faster than the peaks: %v", start.Linear.GEMMFixedNs, err)
+		}
 	}
 }
 
