@@ -251,7 +251,8 @@ func jointTermName(p jointParam) string {
 		return p.class + " overheads"
 	}
 	kind, _, _ := strings.Cut(p.name, ".")
-	return map[string]string{"linear": "linear layers (every GPU)", "attention": "attention (every GPU)", "all_reduce": "all-reduce (every GPU)"}[kind]
+	return map[string]string{"linear": "linear layers (every GPU)", "attention": "attention (every GPU)", "all_reduce": "all-reduce (every GPU)",
+		"all_reduce_pcie": "all-reduce over PCIe (GPUs without NVLink)"}[kind]
 }
 
 // fidRowTable writes one table of rows.
