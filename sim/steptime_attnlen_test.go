@@ -199,22 +199,11 @@ func TestPrefillTokNsOptional(t *testing.T) {
 	if old.Attention.PrefillTokNs != 0 {
 		t.Fatalf("an old profile reads prefill_tok_ns %v", old.Attention.PrefillTokNs)
 	}
-	var buf bytes.Buffer
-	if err := old.WriteYAML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(buf.String(), "prefill_tok_ns") {
+	if strings.Contains(profileYAML(t, old), "prefill_tok_ns") {
 		t.Error("a profile without the term writes prefill_tok_ns")
 	}
 	old.Attention.PrefillTokNs = 0.25
-	buf.Reset()
-	if err := old.WriteYAML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	back, err := LoadProfile(&buf, "new.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := profileRoundTrip(t, old)
 	if back.Attention.PrefillTokNs != 0.25 {
 		t.Errorf("written and read back: prefill_tok_ns %v, want 0.25", back.Attention.PrefillTokNs)
 	}
@@ -225,4 +214,24 @@ func TestPrefillTokNsOptional(t *testing.T) {
 	if _, err := LoadProfile(strings.NewReader(bad), "bad.yaml"); err == nil || !strings.Contains(err.Error(), "attention.prefill_tok_ns") {
 		t.Errorf("a negative prefill_tok_ns: error %v, want one naming attention.prefill_tok_ns", err)
 	}
+}
+
+// profileYAML is p as WriteYAML writes it.
+func profileYAML(t *testing.T, p *Profile) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.WriteYAML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// profileRoundTrip is p written by WriteYAML and read back by LoadProfile.
+func profileRoundTrip(t *testing.T, p *Profile) *Profile {
+	t.Helper()
+	back, err := LoadProfile(strings.NewReader(profileYAML(t, p)), "new.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

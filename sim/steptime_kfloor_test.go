@@ -370,22 +370,11 @@ func TestKernelFloorOptional(t *testing.T) {
 	if old.Linear.GEMMFixedNs != 0 || old.Linear.LayerKernelsNs != 0 {
 		t.Fatalf("an old profile reads gemm_fixed_ns %v, layer_kernels_ns %v", old.Linear.GEMMFixedNs, old.Linear.LayerKernelsNs)
 	}
-	var buf bytes.Buffer
-	if err := old.WriteYAML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if s := buf.String(); strings.Contains(s, "gemm_fixed_ns") || strings.Contains(s, "layer_kernels_ns") {
+	if s := profileYAML(t, old); strings.Contains(s, "gemm_fixed_ns") || strings.Contains(s, "layer_kernels_ns") {
 		t.Error("a profile without the terms writes them")
 	}
 	old.Linear.GEMMFixedNs, old.Linear.LayerKernelsNs = 3800, 20000
-	buf.Reset()
-	if err := old.WriteYAML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	back, err := LoadProfile(&buf, "new.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := profileRoundTrip(t, old)
 	if back.Linear.GEMMFixedNs != 3800 || back.Linear.LayerKernelsNs != 20000 {
 		t.Errorf("written and read back: gemm_fixed_ns %v, layer_kernels_ns %v", back.Linear.GEMMFixedNs, back.Linear.LayerKernelsNs)
 	}
