@@ -87,8 +87,9 @@ type LinearTerm struct {
 	// GEMMFixedNs is one GEMM kernel's fixed device time, in ns, beside
 	// its weight reads: at a decode's few rows a GEMM of b bytes takes
 	// GEMMFixedNs + b ÷ (bandwidth × WeightBWEff). It is a time, the same
-	// on every GPU (like Attention.KVSeqNs), paid by every GEMM a step
-	// runs (Shape.GEMMs: 4 a layer), on the weights side of the linear
+	// on every GPU (like Attention.KVSeqNs), paid by the GEMMs NewShape
+	// counts (Shape.GEMMs: 4 a layer, GEMMsPerLayer; the lm_head, an MoE
+	// router and MLA's extra projections are not counted), on the weights side of the linear
 	// blend, so a compute-bound prefill hides it. The joint model's is
 	// drawn from Vidur's operator profiles (sim/profiles/prior.yaml;
 	// TestPriorGEMMFixedNsFromVidur); 0 (older profiles, which omit it):
