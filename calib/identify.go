@@ -56,7 +56,7 @@ func (f *fitter) identify(ctx context.Context, r0 []float64) (chosen []int, repo
 	limit := max(1, len(f.slots)-1)
 	var cols [][]float64 // the chosen parameters' columns
 	perSeq := false      // overhead.per_seq_ns is chosen (load.go)
-	for _, j := range f.load.order() {
+	for _, j := range f.load.order(f.start) {
 		pm := &paramTable[j]
 		v := pm.get(f.start)
 		rep := ParamReport{Name: pm.name, Before: v, After: v, index: j}

@@ -240,3 +240,32 @@ func TestLoadOf(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadOrderPerSeqFirst: a loaded one load tries the cost per sequence
+// first only where the start spends at least half of a step's host time on
+// its sequences at the load's mean batch; otherwise the table's order, the
+// host's speed first. A light load never tries it first.
+func TestLoadOrderPerSeqFirst(t *testing.T) {
+	start := &sim.Profile{}
+	start.Overhead.StepNs, start.Overhead.PerSeqNs = 2_000_000, 8_000
+	first := func(lr LoadReport) string { return paramTable[lr.order(start)[0]].name }
+	for _, c := range []struct {
+		regime string
+		batch  float64
+		want   string
+	}{
+		{RegimeLoaded, 4.7, hostParam},             // 38 µs of sequences against 2 ms fixed
+		{RegimeLoaded, 249, hostParam},             // 1.99 ms: still below half
+		{RegimeLoaded, 250, "overhead.per_seq_ns"}, // 2 ms: half
+		{RegimeSaturated, 400, "overhead.per_seq_ns"},
+		{RegimeLight, 400, hostParam},
+		{RegimeSeveral, 400, hostParam},
+	} {
+		if got := first(LoadReport{Regime: c.regime, MeanBatch: c.batch}); got != c.want {
+			t.Errorf("%s at %g sequences a step: %s tried first, want %s", c.regime, c.batch, got, c.want)
+		}
+	}
+	if n := len(LoadReport{Regime: RegimeLoaded, MeanBatch: 400}.order(start)); n != len(paramTable) {
+		t.Errorf("order lists %d parameters, want %d", n, len(paramTable))
+	}
+}
