@@ -89,8 +89,8 @@ type LinearTerm struct {
 	// GEMMFixedNs + b ÷ (bandwidth × WeightBWEff). It is a time, the same
 	// on every GPU (like Attention.KVSeqNs), paid by the GEMMs NewShape
 	// counts (Shape.GEMMs: 4 a layer, GEMMsPerLayer; the lm_head, an MoE
-	// router and MLA's extra projections are not counted), on the weights side of the linear
-	// blend, so a compute-bound prefill hides it. The joint model's is
+	// router and MLA's extra projections are not counted), on the weights
+	// side of the linear blend, so a compute-bound prefill hides it. The joint model's is
 	// drawn from Vidur's operator profiles (sim/profiles/prior.yaml;
 	// TestPriorGEMMFixedNsFromVidur); 0 (older profiles, which omit it):
 	// no such term.
