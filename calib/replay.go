@@ -117,12 +117,8 @@ func (s *ReplaySetup) config(p *sim.Profile, maxConcurrency int) sim.Config {
 	c.TP = max(c.TP, 1)
 	c.Profile = p
 	c.MaxConcurrency = maxConcurrency
-	// A benchmark client asks for each request's output as its max_tokens
-	// (vLLM's benchmark_serving and SGLang's bench_serving both send the
-	// dataset's output length): SGLang's admission reserves that, not the
-	// context's room. Only SGLang's admission reads it from a paged cache,
-	// so the other engines' replays are unchanged.
-	c.MaxTokensIsOutput = c.MaxTokensIsOutput || c.Engine == sim.EngineSGLang
+	// A benchmark client asks for each request's output as its max_tokens.
+	c.ForBenchClient()
 	return c
 }
 

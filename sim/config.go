@@ -240,6 +240,19 @@ type EarlyStop struct {
 	TTFTP99, TPOTP99 float64 // seconds
 }
 
+// ForBenchClient sets c up for requests sent by a benchmark client:
+// vLLM's benchmark_serving (vllm bench serve) and SGLang's bench_serving
+// send each request's output length as its max_tokens, and SGLang's
+// admission reserves that, not the context's room (MaxTokensIsOutput).
+// The other engines read it only in the contiguous-max strategies, which
+// model what a server would reserve without a client's hint, so it is set
+// for SGLang alone. gpufrag simulate on a benchmark file (a vllm-bench
+// trace) and gpufrag calibrate's replays both call it, so that the two
+// run a file alike.
+func (c *Config) ForBenchClient() {
+	c.MaxTokensIsOutput = c.MaxTokensIsOutput || c.Engine == EngineSGLang
+}
+
 // DefaultConfig returns a Config with vLLM's defaults (gpu_memory_utilization
 // 0.9, 8192 batched tokens, 256 sequences, chunked prefill on as in vLLM v1)
 // for the given model and GPU, one GPU, bf16 KV, paged:16 on PyTorch's caching

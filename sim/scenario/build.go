@@ -243,6 +243,11 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 	}
 	for i := range p.Configs {
 		p.Configs[i].MaxConcurrency = limit
+		if p.Bench != nil {
+			// The benchmark's client sent each request's output length as
+			// its max_tokens, as calibrate replays the file.
+			p.Configs[i].ForBenchClient()
+		}
 		if s.Workload.WarmPrompts {
 			if !p.Configs[i].PrefixCaching {
 				return bad("workload.warm_prompts", "the prompts can start in the prefix cache only with engine.prefix_caching on")

@@ -184,6 +184,32 @@ func TestBuildBenchCap(t *testing.T) {
 	}
 }
 
+// TestBuildBenchMaxTokens: a benchmark file's requests ask for their
+// output length as max_tokens (the clients send it), which SGLang's
+// admission reserves: simulate runs the file as calibrate replays it. A
+// generated workload, or another engine, leaves the context's room.
+func TestBuildBenchMaxTokens(t *testing.T) {
+	files := map[string]string{"runs.jsonl": readFixture(t, "sglang_bench_online.jsonl")}
+	for _, tc := range []struct {
+		extra string
+		want  bool
+	}{
+		{"engine: {name: sglang}\nworkload:\n  trace: {file: runs.jsonl, run: 1}\n", true},
+		{"engine: {name: vllm-v1}\nworkload:\n  trace: {file: runs.jsonl, run: 1}\n", false},
+		{"engine: {name: sglang}\n" + fewRequests, false},
+	} {
+		p, err := Build(read(t, base+tc.extra), memOpener(files))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		for i, c := range p.Configs {
+			if c.MaxTokensIsOutput != tc.want {
+				t.Errorf("%q: run %d: MaxTokensIsOutput %v, want %v", tc.extra, i, c.MaxTokensIsOutput, tc.want)
+			}
+		}
+	}
+}
+
 // TestReportTiming: the report says how time was modelled (the default
 // step model, engine and release included), and a benchmark file's figures
 // in the results' units.
