@@ -19,10 +19,12 @@ func withAccelMarkRunner(t *testing.T, o fidAccelMarkRunnerOpts, f func()) {
 // the prompts of an online run, SGLang's streaming cap, running requests
 // and memory share, vLLM 0.20.1's engine limits, and which runs are warm.
 func TestFidelityAccelMarkRunner(t *testing.T) {
-	// The replay's choice: none of the switches (the screens of
-	// docs/calibrate.md, "Issue 24, tenth session").
-	if fidAccelMarkRunner != (fidAccelMarkRunnerOpts{}) {
-		t.Errorf("fidAccelMarkRunner %+v, want all off", fidAccelMarkRunner)
+	// The replay's choice: the runs as the client and the runners ran
+	// them, every switch but coldEvicted, which allRuns makes the sim's own
+	// (docs/calibrate.md, "Issue 24, fifteenth session").
+	if want := (fidAccelMarkRunnerOpts{allPrompts: true, sglangSeqs: true, sglangMem: true, vllmLimits: true,
+		vllmWarm: true, clientArrivals: true, allRuns: true}); fidAccelMarkRunner != want {
+		t.Errorf("fidAccelMarkRunner %+v, want %+v", fidAccelMarkRunner, want)
 	}
 	fig := publishedFigure(t)
 	plan := func(id string) *fidCase {

@@ -318,7 +318,8 @@ func TestFidelityWorkers(t *testing.T) {
 
 // TestFidelityAccelMark: an AccelMark figure replays the dataset's cited
 // prompt lengths, one at a time for the interactive scenario (cold) and
-// Poisson for an online rate (the first 150 prompts; SGLang's warm);
+// Poisson for an online rate (each run's 300 prompts at the client's own
+// arrivals, the three runs its medians pool one after another; warm);
 // cross-checks and the long-context suite are not replayed.
 func TestFidelityAccelMark(t *testing.T) {
 	fig := publishedFigure(t)
@@ -334,13 +335,17 @@ func TestFidelityAccelMark(t *testing.T) {
 		}
 	}
 	p, err = fidTranslate(fig("accelmark-a100-80g-sglang-0.5.6-suite-a-online-qps25-tpot-median"), fidOpenFixture, files)
-	if err != nil || p.skip != "" || len(p.sim.reqs) != fidAccelMarkOnline || p.sim.cfg.MaxConcurrency != 0 || !p.sim.cfg.WarmPrompts ||
-		!(p.sim.reqs[149].Arrival > p.sim.reqs[0].Arrival) {
+	if err != nil || p.skip != "" || len(p.sim.reqs) != 3*300 || p.sim.cfg.MaxConcurrency != 0 || !p.sim.cfg.WarmPrompts ||
+		!(p.sim.reqs[299].Arrival > p.sim.reqs[0].Arrival) {
 		t.Fatalf("online: %+v, %v", p, err)
 	}
-	// 150 Poisson arrivals at 25 req/s span about 6 s.
-	if span := float64(p.sim.reqs[149].Arrival) / 1e9; span < 4 || span > 8 {
-		t.Errorf("150 arrivals at 25 req/s span %v s", span)
+	// Each of the three runs the medians pool sends 300 Poisson arrivals
+	// at 25 req/s, about 12 s, and the next starts after the gap.
+	if span := float64(p.sim.reqs[299].Arrival) / 1e9; span < 8 || span > 16 {
+		t.Errorf("300 arrivals at 25 req/s span %v s", span)
+	}
+	if gap := p.sim.reqs[300].Arrival - p.sim.reqs[299].Arrival; gap < fidAccelMarkRunGap {
+		t.Errorf("run 2 starts %v ns after run 1's last arrival, want at least %v", gap, int64(fidAccelMarkRunGap))
 	}
 	d, err := Published()
 	if err != nil {
