@@ -193,6 +193,7 @@ var fidPresets = map[string]string{
 	"neuralmagic/Meta-Llama-3.1-8B-FP8":                   "llama-3.1-8b",
 	"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8":         "llama-3.1-70b",
 	"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8":             "llama-3.1-8b",
+	"meta-llama/Llama-3.1-405B-FP8":                       "llama-3.1-405b",
 	"Qwen/Qwen2.5-7B-Instruct":                            "qwen2.5-7b",
 }
 
