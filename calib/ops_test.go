@@ -72,14 +72,18 @@ func TestFitOpsRecoversTruth(t *testing.T) {
 	start := h200(t)
 	start.Linear.BlendExponent = 64
 	truth := start.Clone()
-	truth.Linear = sim.LinearTerm{ComputeEffMax: 0.71, FP8ComputeEffMax: 0.6, ComputeHalfTokens: 48, WeightBWEff: 0.86, BlendExponent: 64,
+	// The truth is the start moved by fixed factors, so that it differs
+	// from whatever the embedded joint model was last fitted to.
+	effMax, halfTok, weightBW := 0.8*start.Linear.ComputeEffMax, 48.0, 0.9*start.Linear.WeightBWEff
+	prefillEff, kvBW := 0.75*start.Attention.PrefillComputeEff, 0.8*start.Attention.KVBWEff
+	truth.Linear = sim.LinearTerm{ComputeEffMax: effMax, FP8ComputeEffMax: 0.6, ComputeHalfTokens: halfTok, WeightBWEff: weightBW, BlendExponent: 64,
 		GEMMFixedNs: start.Linear.GEMMFixedNs, LayerKernelsNs: start.Linear.LayerKernelsNs} // kept (cited), as prefill_tok_ns
 	// prefill_tok_ns is kept (cited), so the truth has start's: the
 	// per-pair efficiency is fitted beside it.
 	if !(start.Attention.PrefillTokNs > 0) {
 		t.Fatalf("start profile's prefill_tok_ns %g: the fit's token term goes untested", start.Attention.PrefillTokNs)
 	}
-	truth.Attention = sim.AttentionTerm{PrefillComputeEff: 0.52, PrefillTokNs: start.Attention.PrefillTokNs, KVBWEff: 0.64}
+	truth.Attention = sim.AttentionTerm{PrefillComputeEff: prefillEff, PrefillTokNs: start.Attention.PrefillTokNs, KVBWEff: kvBW}
 	ops := syntheticOps(t, truth)
 	f, err := FitOps(ops, start)
 	if err != nil {
@@ -90,11 +94,11 @@ func TestFitOpsRecoversTruth(t *testing.T) {
 			t.Errorf("%s = %.12g, want %.12g", name, got, want)
 		}
 	}
-	near("compute_eff_max", f.Fitted.Linear.ComputeEffMax, 0.71)
-	near("compute_half_tokens", f.Fitted.Linear.ComputeHalfTokens, 48)
-	near("weight_bw_eff", f.Fitted.Linear.WeightBWEff, 0.86)
-	near("prefill_compute_eff", f.Fitted.Attention.PrefillComputeEff, 0.52)
-	near("kv_bw_eff", f.Fitted.Attention.KVBWEff, 0.64)
+	near("compute_eff_max", f.Fitted.Linear.ComputeEffMax, effMax)
+	near("compute_half_tokens", f.Fitted.Linear.ComputeHalfTokens, halfTok)
+	near("weight_bw_eff", f.Fitted.Linear.WeightBWEff, weightBW)
+	near("prefill_compute_eff", f.Fitted.Attention.PrefillComputeEff, prefillEff)
+	near("kv_bw_eff", f.Fitted.Attention.KVBWEff, kvBW)
 	if f.MaxAfter > 1e-9 {
 		t.Errorf("largest error after the fit %g, want 0", f.MaxAfter)
 	}
