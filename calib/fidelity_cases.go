@@ -506,8 +506,11 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		what = fidBenchWhat(run, len(reqs))
 		// A random dataset's client asks for each request's output as its
 		// max_tokens and ignores EOS (vLLM's benchmark_serving and SGLang's
-		// bench_serving): what SGLang's admission reserves.
+		// bench_serving): what SGLang's admission reserves. Every dataset's
+		// does under SGLang, as calibrate's replay and gpufrag simulate run
+		// a benchmark file (sim.Config.ForBenchClient).
 		cfg.MaxTokensIsOutput = drawn
+		cfg.ForBenchClient()
 		if w.WarmFrom != "" {
 			note, skip, err := fidWarm(f, run, open, files)
 			if err != nil || skip != "" {

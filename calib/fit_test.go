@@ -521,3 +521,28 @@ func TestReplaySGLangMaxTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestFidelityBenchSGLangMaxTokens: the page replays a benchmark file as
+// calibrate's replay and gpufrag simulate run it (sim.Config.ForBenchClient):
+// under SGLang every request asks for its output as max_tokens, whatever
+// the dataset (ShareGPT here, whose lengths the file keeps); under vLLM
+// only a random dataset's replay sets it.
+func TestFidelityBenchSGLangMaxTokens(t *testing.T) {
+	fig := publishedFigure(t)
+	for _, tc := range []struct {
+		engine, version string
+		want            bool
+	}{{"sglang", "0.4.0", true}, {"", "", false}} {
+		f := *fig("dstack-h100-405b-fp8-tp8-b512-s256-qps16-ttft-median")
+		if tc.engine != "" {
+			f.Setup.Engine, f.Setup.EngineVersion = tc.engine, tc.version
+		}
+		p, err := fidTranslate(&f, fidOpenFixture, map[string][]*workload.BenchResult{})
+		if err != nil || p.skip != "" || p.sim == nil {
+			t.Fatalf("%s: %+v, %v", f.Setup.Engine, p, err)
+		}
+		if c := p.sim.cfg; c.MaxTokensIsOutput != tc.want || (tc.engine != "") != (c.Engine == sim.EngineSGLang) {
+			t.Errorf("engine %v: MaxTokensIsOutput %v, want %v", c.Engine, c.MaxTokensIsOutput, tc.want)
+		}
+	}
+}
