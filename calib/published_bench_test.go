@@ -89,6 +89,9 @@ func TestPublishedSourceUses(t *testing.T) {
 	whole := map[string]string{
 		"crusoe-l40s": "holdout", "philschmid-llmperf-a10g": "holdout", "redhat-mlperf-v5.1-blog": "holdout", "vllm-blog-fp8kv": "holdout",
 		"nim-benchmarking-docs": "cross-check", "mlperf-inf-v4.1-amd": "cross-check", "rocm-vllm-devdocker": "cross-check",
+		// Meta's FP8 checkpoint keeps about 20% of its parameters in BF16,
+		// which one weight dtype cannot describe (its figures' use_note).
+		"dstack-8xh100-405b-fp8": "cross-check",
 	}
 	n := map[string]int{}
 	for _, f := range d.Figures {
