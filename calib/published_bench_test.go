@@ -50,7 +50,7 @@ func TestPublishedBenchCopies(t *testing.T) {
 	}
 	for _, name := range files {
 		if !named[name] {
-			t.Errorf("testdata/bench/%s: no figure replays it (copy only what a fit or holdout figure reads)", name)
+			t.Errorf("testdata/bench/%s: no figure replays it (copy only what a figure the page replays reads)", name)
 		}
 		if !strings.Contains(string(readme), "| `"+name+"` |") {
 			t.Errorf("testdata/bench/%s: not listed in testdata/bench/README.md with its repository, commit and blob", name)
