@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -360,5 +361,40 @@ func TestFidelityAccelMark(t *testing.T) {
 			t.Fatalf("%s: replayed (%v)", f.ID, err)
 		}
 		break
+	}
+}
+
+// TestFidelityKeysShareEqualCases: figures whose cases have one key share
+// one simulation (on the page and in the joint fit), so a key names the
+// whole case: its requests and its engine. AccelMark's key carries no
+// suite, although the client's arrivals at one rate differ by suite (the
+// rates it sweeps before): suites A and C run different models today.
+func TestFidelityKeysShareEqualCases(t *testing.T) {
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]*workload.BenchResult{}
+	byKey := map[string]*fidCase{}
+	first := map[string]string{}
+	for i := range d.Figures {
+		f := &d.Figures[i]
+		p, err := fidTranslate(f, fidOpenFixture, files)
+		if err != nil {
+			t.Fatalf("%s: %v", f.ID, err)
+		}
+		if p.sim == nil {
+			continue
+		}
+		c := p.sim
+		old := byKey[c.key]
+		if old == nil {
+			byKey[c.key], first[c.key] = c, f.ID
+			continue
+		}
+		if !reflect.DeepEqual(old.reqs, c.reqs) || !reflect.DeepEqual(old.cfg, c.cfg) || old.class != c.class {
+			t.Errorf("%s would run %s's simulation (key %q): requests equal %v, config equal %v", f.ID, first[c.key], c.key,
+				reflect.DeepEqual(old.reqs, c.reqs), reflect.DeepEqual(old.cfg, c.cfg))
+		}
 	}
 }
