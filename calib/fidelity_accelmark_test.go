@@ -167,6 +167,7 @@ func TestFidelityAccelMarkClientRuns(t *testing.T) {
 		sglA100  = "accelmark-a100-80g-sglang-0.5.6-suite-a-online-qps25-tpot-median"
 		vllmA100 = "accelmark-a100-80g-vllm-v1-0.20.1-suite-a-online-qps25-ttft-median"
 		sglInter = "accelmark-a100-80g-sglang-0.5.6-suite-a-interactive-ttft-median"
+		sgl4090  = "accelmark-rtx4090-24g-sglang-0.5.6-suite-a-online-qps25-ttft-median"
 	)
 	runs, err := fidAccelMarkClientArrivals("_suite_A_", 25, 300)
 	if err != nil {
@@ -208,6 +209,20 @@ func TestFidelityAccelMarkClientRuns(t *testing.T) {
 	}
 	if all.reqs[0].PrefixHashes[0] == all.reqs[1].PrefixHashes[0] {
 		t.Errorf("allRuns: two prompts share a prefix id")
+	}
+	// The page's note says where the pool cannot hold a run: warm at the
+	// start, then the sim's own cache (the RTX 4090's BF16 pool finds
+	// nothing of a prompt again), not "the prefix cache keeps the prompts".
+	for id, small := range map[string]bool{sglA100: false, sgl4090: true} {
+		withAccelMarkRunner(t, fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true, allPrompts: true, sglangMem: true, vllmWarm: true}, func() {
+			p, err := fidTranslate(fig(id), fidOpenFixture, nil)
+			if err != nil || p.sim == nil || !p.sim.cfg.WarmPrompts {
+				t.Fatalf("%s: %+v, %v", id, p, err)
+			}
+			if strings.Contains(p.note, "warm: the prefix cache keeps") == small || strings.Contains(p.note, "least-recently-used prefix cache decides") != small {
+				t.Errorf("%s: note %q", id, p.note)
+			}
+		})
 	}
 	// vLLM's online replay is cold (without vllmWarm): no prompt is shared.
 	cold := plan(fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true}, vllmA100)

@@ -390,14 +390,20 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		// both are whole prefills: cold.
 		warm := online && cfg.PrefixCaching && (sglang || rule.engine == sim.EngineVLLMV1 && run.vllmWarm)
 		pool := int64(-1)
-		if warm && run.coldEvicted {
+		// Several runs (fidAccelMarkRunner.allRuns) started warm: the
+		// page says whether the pool holds a run, or the sim's own cache
+		// decides what each run finds.
+		several := online && run.clientArrivals && run.allRuns
+		if warm && (run.coldEvicted || several) {
 			res, err := fidSimulate(cfg, nil, nil)
 			if err != nil {
 				p.skip = fmt.Sprintf("the engine cannot be built: %v", err)
 				return p, nil
 			}
 			pool = res.KVPoolBytes / m.KVBytesPerToken(cfg.KVDType, cfg.TP)
-			warm = runTokens <= pool
+			if run.coldEvicted {
+				warm = runTokens <= pool
+			}
 		}
 		cfg.WarmPrompts = warm
 		if !warm {
@@ -418,6 +424,9 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			note += "; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold"
 		case !online:
 			note += "; one at a time: cold"
+		case warm && pool >= 0 && runTokens > pool:
+			note += fmt.Sprintf("; the prompts cached before the first run as far as the %d-token KV pool holds them, not a run's %d tokens "+
+				"of prompts and outputs: the sim's least-recently-used prefix cache decides what each run finds of the one before", pool, runTokens)
 		case warm:
 			note += fmt.Sprintf("; warm: the prefix cache keeps the prompts the client sent in its earlier runs (a run leaves %d tokens)", runTokens)
 		case pool >= 0:
