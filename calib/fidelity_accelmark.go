@@ -44,7 +44,8 @@ var fidAccelMarkIn = []int{
 // over their requests put the mean near 344) and the seed of those draws
 // and of the Poisson arrivals (the client's own, random.Random(42) in
 // Python, are reproduced behind fidAccelMarkRunner.clientArrivals, which is
-// off: fidelity_accelmark_client.go).
+// on, so the replay's own arrivals are drawn but not used:
+// fidelity_accelmark_client.go).
 const (
 	fidAccelMarkTemplate  = 12
 	fidAccelMarkOutMedian = 310
@@ -111,9 +112,15 @@ type fidAccelMarkRunnerOpts struct {
 // the client's own arrivals for each of the runs its medians pool, all
 // their prompts, SGLang's running-request cap and memory share, vLLM
 // 0.20.1's engine limits and warm prefix cache. coldEvicted is left off
-// because allRuns makes it the sim's own: the least-recently-used prefix
-// cache, replaying the runs one after another, evicts what a pool too
-// small for a run cannot keep. How a benchmark is replayed is read from
+// because allRuns makes it the sim's own for the later runs: the
+// least-recently-used prefix cache, replaying the runs one after another,
+// evicts what a pool too small for a run cannot keep. The first run starts
+// with the prompts cached as far as the pool holds them (Config.WarmPrompts
+// caches prompts, not outputs), so a pool that holds a run's prompts but
+// not its outputs (the RTX 4090's FP8: 107,664 tokens against 75,486 and
+// 137,188) starts warm where coldEvicted would start it cold; its measured
+// TTFTs, flat from 5 to 50 req/s, say warm (docs/calibrate.md, "Issue 24,
+// twelfth session: AccelMark's whole runs"). How a benchmark is replayed is read from
 // its code, not chosen by the fit's score: from the tenth to the
 // fourteenth session the switches stayed off because the screens' median
 // over all figures rose with them (11.9% → 14.1%, 11.0% → 11.6%, 10.0% →
