@@ -3,6 +3,8 @@ package calib
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/sim"
 )
 
 // withAccelMarkRunner runs f with fidAccelMarkRunner set to o.
@@ -250,5 +252,58 @@ func TestFidelityAccelMarkClientRuns(t *testing.T) {
 	a, b := plan(fidAccelMarkRunnerOpts{}, sglInter), plan(fidAccelMarkRunnerOpts{clientArrivals: true, allRuns: true}, sglInter)
 	if len(a.reqs) != len(b.reqs) || a.reqs[0].Arrival != b.reqs[0].Arrival || a.reqs[0].OutputTokens != b.reqs[0].OutputTokens {
 		t.Errorf("interactive: the switches changed the run")
+	}
+}
+
+// TestFidelityAccelMarkRunGap: under allRuns the replay starts each run
+// fidAccelMarkRunGap after the last arrival of the one before, which holds
+// the client's order (a run starts when the last one has finished) only
+// while every run of the sim is done within the gap: checked for every
+// replayed online figure under the embedded joint model, the first runs
+// replayed alone.
+func TestFidelityAccelMarkRunGap(t *testing.T) {
+	if !fidAccelMarkRunner.allRuns {
+		t.Skip("the runs are not replayed one after another")
+	}
+	if testing.Short() {
+		t.Skip("simulates every online AccelMark replay (0.8 s; minutes under -race)")
+	}
+	d, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := sim.DefaultJoint()
+	n := 0
+	for i := range d.Figures {
+		f := &d.Figures[i]
+		if f.Source != "accelmark" || f.Use != "fit" || f.Setup.Workload.MaxConcurrency == 1 || f.Metric != "ttft_median" {
+			continue
+		}
+		p, err := fidTranslate(f, fidOpenFixture, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.skip != "" {
+			continue
+		}
+		c := p.sim
+		prof, err := caseProfile(j, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := len(c.reqs) / f.Setup.Workload.NumPrompts
+		for k := 1; k < runs; k++ {
+			res, err := fidSimulate(c.cfg, prof, c.reqs[:k*f.Setup.Workload.NumPrompts])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next := float64(c.reqs[k*f.Setup.Workload.NumPrompts].Arrival) / 1e9; !(res.SimulatedSeconds < next) {
+				t.Errorf("%s: run %d ends at %.1f s, after run %d starts (%.1f s)", f.ID, k, res.SimulatedSeconds, k+1, next)
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Error("no online AccelMark figure replayed")
 	}
 }
