@@ -108,23 +108,31 @@ type fidAccelMarkRunnerOpts struct {
 }
 
 // fidAccelMarkRunner is the replay's choice of each switch: the runs as
-// the client and the runners ran them. Every switch but coldEvicted is on:
-// the client's own arrivals for each of the runs its medians pool, all
-// their prompts, SGLang's running-request cap and memory share, vLLM
-// 0.20.1's engine limits and warm prefix cache. coldEvicted is left off
-// because allRuns makes it the sim's own for the later runs: the
-// least-recently-used prefix cache, replaying the runs one after another,
-// evicts what a pool too small for a run cannot keep. The first run starts
-// with the prompts cached as far as the pool holds them (Config.WarmPrompts
-// caches prompts, not outputs), so a pool that holds a run's prompts but
-// not its outputs (the RTX 4090's FP8: 107,664 tokens against 75,486 and
-// 137,188) starts warm where coldEvicted would start it cold; its measured
-// TTFTs, flat from 5 to 50 req/s, say warm (docs/calibrate.md, "Issue 24,
-// twelfth session: AccelMark's whole runs"). How a benchmark is replayed is read from
-// its code, not chosen by the fit's score: from the tenth to the
-// fourteenth session the switches stayed off because the screens' median
-// over all figures rose with them (11.9% → 14.1%, 11.0% → 11.6%, 10.0% →
-// 10.25%: docs/calibrate.md, "Issue 24, tenth session", "twelfth session:
+// the client and the runners ran them. The client's own arrivals for each
+// of the runs its medians pool, all their prompts, SGLang's
+// running-request cap and memory share, vLLM 0.20.1's engine limits and
+// warm prefix cache are on. coldEvicted is off: it reasons that a pool
+// which cannot hold a run's prompts and outputs has evicted each prompt
+// before its turn (SGLang's radix cache inserts a finished request's
+// prompt and output as one path and evicts whole least-recently-used
+// leaves), but the outputs it counts are drawn, not recorded, and the one
+// pool it would turn cold that the sim otherwise starts warm, the RTX
+// 4090's FP8 (107,664 tokens against a run's 75,486 of prompts and
+// 137,188 with outputs), measured TTFTs of 41-54 ms from 5 to 50 req/s:
+// cold, 50 req/s of its prompts (252 tokens on average with the template)
+// is about 200 TFLOP/s of Llama-3-8B prefill, more than SGLang's FP8 GEMMs
+// sustain on the card (0.51 of its 330 TFLOP/s, 168: the kernel table of
+// sim.AdaFP8ComputeEffMax's comment) before any decode step, so its
+// prompts were found cached. Screened on (docs/calibrate.md, "Issue 24,
+// fifteenth session"), that figure came out 448.5% high held out. With coldEvicted off the
+// first run starts with the prompts cached as far as the pool holds them
+// (Config.WarmPrompts caches prompts, not outputs) and the sim's own
+// least-recently-used prefix cache decides what the later runs find.
+// How a benchmark is replayed is read from its code and its measurements,
+// not chosen by the fit's score: from the tenth to the fourteenth session
+// the switches stayed off because the screens' median over all figures
+// rose with them (11.9% → 14.1%, 11.0% → 11.6%, 10.0% → 10.25%:
+// docs/calibrate.md, "Issue 24, tenth session", "twelfth session:
 // AccelMark's whole runs", "fourteenth session: the lead's merge"), which
 // judged the model on a replay known to send half of each run's prompts
 // ("Issue 24, fifteenth session: AccelMark replayed as it ran").

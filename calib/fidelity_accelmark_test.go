@@ -22,8 +22,9 @@ func withAccelMarkRunner(t *testing.T, o fidAccelMarkRunnerOpts, f func()) {
 // and memory share, vLLM 0.20.1's engine limits, and which runs are warm.
 func TestFidelityAccelMarkRunner(t *testing.T) {
 	// The replay's choice: the runs as the client and the runners ran
-	// them, every switch but coldEvicted, which allRuns makes the sim's own
-	// (docs/calibrate.md, "Issue 24, fifteenth session").
+	// them, every switch but coldEvicted, which the RTX 4090 FP8's
+	// measured TTFTs contradict (docs/calibrate.md, "Issue 24, fifteenth
+	// session").
 	if want := (fidAccelMarkRunnerOpts{allPrompts: true, sglangSeqs: true, sglangMem: true, vllmLimits: true,
 		vllmWarm: true, clientArrivals: true, allRuns: true}); fidAccelMarkRunner != want {
 		t.Errorf("fidAccelMarkRunner %+v, want %+v", fidAccelMarkRunner, want)

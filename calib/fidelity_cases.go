@@ -418,7 +418,7 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 			arrivals = "the client's own arrivals"
 		}
 		note := fmt.Sprintf("prompt lengths of the dataset (+%d tokens of chat template), outputs drawn (median %d, cut at %d: not recorded), "+
-			"%s", fidAccelMarkTemplate, fidAccelMarkOutMedian, fidAccelMarkMaxTokens, arrivals)
+			"%s", fidAccelMarkTemplate, fidAccelMarkOutMedian, cfg.MaxTokens, arrivals)
 		switch {
 		case !run.coldEvicted && !run.vllmWarm:
 			note += "; SGLang's online runs warm (its radix cache keeps the prompts sent again), the others cold"

@@ -244,9 +244,9 @@ type EarlyStop struct {
 // vLLM's benchmark_serving (vllm bench serve) and SGLang's bench_serving
 // send each request's output length as its max_tokens, and SGLang's
 // admission reserves that, not the context's room (MaxTokensIsOutput).
-// The other engines read it only in the contiguous-max strategies, which
-// model what a server would reserve without a client's hint, so it is set
-// for SGLang alone. gpufrag simulate on a benchmark file (a vllm-bench
+// The other engines read it only in the contiguous-max strategies and the
+// reserve policy (OnOOM reserve), which model what a server would reserve
+// without a client's hint, so it is set for SGLang alone. gpufrag simulate on a benchmark file (a vllm-bench
 // trace) and gpufrag calibrate's replays both call it, so that the two
 // run a file alike.
 func (c *Config) ForBenchClient() {
