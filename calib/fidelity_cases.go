@@ -299,6 +299,9 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	if s.WeightDType != "" {
 		cfg.WeightDType, _ = model.ParseDType(s.WeightDType)
 	}
+	if s.Unquantized != "" {
+		cfg.Unquantized, _ = model.ParseUnquantized(s.Unquantized)
+	}
 	if s.KVDType != "" {
 		cfg.KVDType, _ = model.ParseKVDType(s.KVDType)
 	}
@@ -554,8 +557,8 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	}
 	p.setup = head + "; " + what
 	key := func(what string) string {
-		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v|%v|%d|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType,
-			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill)
+		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v|%v|%d|%v|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType,
+			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill, cfg.Unquantized)
 	}
 	p.pick = pick
 	p.sim = &fidCase{key: key(what), cfg: cfg, class: class, reqs: reqs}

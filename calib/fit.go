@@ -420,6 +420,9 @@ func (f *fitter) checkRuns(first map[int]*sim.Result) {
 	if s.WeightDType != 0 {
 		m.WeightDType = s.WeightDType
 	}
+	if !s.Unquantized.IsZero() {
+		m.Unquantized = s.Unquantized
+	}
 	shape := sim.NewShape(m, s.TP, cfg.KVDType)
 	peak := f.start.Peak.BF16FLOPSPerS
 	if shape.FP8 && f.start.Peak.FP8FLOPSPerS > 0 {

@@ -546,3 +546,32 @@ func TestFidelityBenchSGLangMaxTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestFidelityUnquantized: the page replays a figure whose setup names
+// the modules its checkpoint keeps in 16 bits with them (dstack's 405B:
+// 487 GB of weights, 61 GB a GPU at TP 8, against 51 GB were every weight
+// FP8), and without them when the setup names none.
+func TestFidelityUnquantized(t *testing.T) {
+	fig := publishedFigure(t)
+	f := *fig("dstack-h100-405b-fp8-tp8-b512-s256-qps16-ttft-median")
+	weights := func(f *Figure) float64 {
+		p, err := fidTranslate(f, fidOpenFixture, map[string][]*workload.BenchResult{})
+		if err != nil || p.skip != "" || p.sim == nil {
+			t.Fatalf("%+v, %v", p, err)
+		}
+		c := p.sim.cfg
+		m := c.Model
+		m.WeightDType = c.WeightDType
+		if !c.Unquantized.IsZero() {
+			m.Unquantized = c.Unquantized
+		}
+		return float64(m.WeightBytes(c.TP)) / 1e9
+	}
+	if got := weights(&f); got < 60 || got > 62 {
+		t.Errorf("with the setup's unquantized %q: %.1f GB of weights a GPU, want about 61", f.Setup.Unquantized, got)
+	}
+	f.Setup.Unquantized = ""
+	if got := weights(&f); got < 50.5 || got > 52 {
+		t.Errorf("without: %.1f GB of weights a GPU, want about 51", got)
+	}
+}

@@ -101,6 +101,10 @@ type Setup struct {
 	// WeightDType is how the weights are stored when not in DType (fp8,
 	// int8, int4: model.ParseDType's names); empty: DType.
 	WeightDType string `yaml:"weight_dtype"`
+	// Unquantized is what quantized weights keep in 16 bits beyond the
+	// embedding, lm_head and norms (model.ParseUnquantized's form: the
+	// checkpoint's modules_to_not_convert); empty: nothing more.
+	Unquantized string `yaml:"unquantized"`
 	// KVDType is the KV cache's element type (model.ParseKVDType's names);
 	// empty: not stated, the engine's default for DType.
 	KVDType string `yaml:"kv_dtype"`
@@ -310,6 +314,11 @@ func (d *Dataset) validate(name string) error {
 		if w := f.Setup.WeightDType; w != "" {
 			if _, err := model.ParseDType(w); err != nil {
 				bad(f.Line, "figure", f.ID, "setup.weight_dtype", err.Error())
+			}
+		}
+		if u := f.Setup.Unquantized; u != "" {
+			if _, err := model.ParseUnquantized(u); err != nil {
+				bad(f.Line, "figure", f.ID, "setup.unquantized", err.Error())
 			}
 		}
 		if k := f.Setup.KVDType; k != "" {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -50,6 +51,9 @@ type FitReport struct {
 // the model, GPU, TP and engine: the values in effect, defaults included.
 type SetupReport struct {
 	WeightDType string `json:"weight_dtype"` // the weights' type (the model's unless set)
+	// Unquantized is what quantized weights keep in 16 bits beyond the
+	// embedding, lm_head and norms (model.Unquantized; "" for nothing).
+	Unquantized string `json:"unquantized,omitempty"`
 	KVDType     string `json:"kv_dtype"`
 	// MaxContext is the longest sequence in tokens (the model's unless set).
 	MaxContext           int     `json:"max_context"`
@@ -66,15 +70,21 @@ type SetupReport struct {
 
 // setupReport describes s.
 func setupReport(s *ReplaySetup) SetupReport {
-	w := s.Model.WeightDType
+	w, u := s.Model.WeightDType, s.Model.Unquantized
 	if s.WeightDType != 0 {
 		w = s.WeightDType
+	}
+	if !s.Unquantized.IsZero() {
+		u = s.Unquantized
+	}
+	if w.Bits() >= 16 {
+		u = model.Unquantized{}
 	}
 	kv := "default"
 	if s.KVDType.Valid() {
 		kv = s.KVDType.String()
 	}
-	return SetupReport{WeightDType: w.String(), KVDType: kv, MaxContext: cmp.Or(s.MaxContext, s.Model.MaxContext),
+	return SetupReport{WeightDType: w.String(), Unquantized: u.String(), KVDType: kv, MaxContext: cmp.Or(s.MaxContext, s.Model.MaxContext),
 		MaxBatchTokens: s.MaxBatchTokens, MaxSeqs: s.MaxSeqs, ChunkedPrefill: s.ChunkedPrefill, PrefixCaching: s.PrefixCaching,
 		MixedChunk: s.MixedChunk, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
 }
@@ -90,6 +100,9 @@ func (r SetupReport) String() string {
 	s := fmt.Sprintf("%s weights, %s KV cache, contexts up to %d tokens, at most %d batched tokens and %d sequences a step, "+
 		"chunked prefill %s, prefix caching %s", r.WeightDType, r.KVDType, r.MaxContext, r.MaxBatchTokens, r.MaxSeqs,
 		onOff(r.ChunkedPrefill), onOff(r.PrefixCaching))
+	if r.Unquantized != "" {
+		s = strings.Replace(s, " weights,", " weights ("+r.Unquantized+" in 16 bits),", 1)
+	}
 	if r.MixedChunk {
 		s += ", mixed chunks"
 	}

@@ -24,7 +24,9 @@
 // Qwen2.5-7B 2 × 28 × 4 × 128 × 2 = 57,344 B; DeepSeek-V3 61 × 576 × 2 =
 // 70,272 B. An fp8 or int8 KV cache halves the bf16 figure.
 //
-// Weights per GPU (Model.WeightBytes): ceil(params × bits(weight dtype) ÷ 8 ÷ tp).
+// Weights per GPU (Model.WeightBytes): ceil(params × bits(weight dtype) ÷ 8 ÷ tp)
+// for a 16-bit model; a quantized one (under 16 bits) keeps its embedding,
+// lm_head, norms and what Model.Unquantized names in 16 bits (Split16).
 // FLOPs per token (Model.FLOPsPerToken): 2 × ActiveParams, attention over
 // the context excluded. Parameters (EstimateParams) are counted from the
 // dimensions; the formula is on EstimateParams and reproduces the
@@ -46,6 +48,14 @@
 //   - Scales of quantized KV or weights (fp8 block scales, FlashMLA's fp8
 //     layout of 656 B per layer and token) are not counted; neither are
 //     sliding windows (every layer attends over the whole context).
+//   - A quantized model's embedding, lm_head and norms stay in 16 bits:
+//     vLLM's and SGLang's FP8, INT8 and INT4 methods quantize the decoder's
+//     linear layers only, and checkpoints list lm_head among the modules
+//     not converted. For Llama-3-8B in FP8 that is 1.05 GB of its 9.1 GB.
+//     Anything more a checkpoint keeps (Meta's Llama-3.1-405B-FP8: every
+//     self_attn and layers 0 and 125, a fifth of its parameters) is named
+//     by Model.Unquantized, read from quantization_config's
+//     modules_to_not_convert or ignore.
 //   - DeepSeek-V3's preset stores fp8 weights, as released, and leaves out
 //     the 14B-parameter MTP module, which serving engines load only for
 //     speculative decoding.

@@ -45,9 +45,13 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 //     which must then divide evenly);
 //   - torch_dtype, or dtype as newer transformers write it (default bf16),
 //     overridden by quantization_config (quant_method "fp8" → fp8 with its
-//     fmt; a "bits" of 4 or 8 → int4 or int8; bitsandbytes' load_in_4bit and
+//     fmt, "fbgemm_fp8" → fp8 e4m3; a "bits" of 4 or 8 → int4 or int8; bitsandbytes' load_in_4bit and
 //     load_in_8bit; compressed-tensors' config_groups, which must agree);
 //     other bit widths and methods that state no width are errors;
+//   - for a quantized model, the modules it keeps in 16 bits:
+//     quantization_config's modules_to_not_convert, ignore,
+//     llm_int8_skip_modules or exclude (ParseUnquantized's forms; a module
+//     it cannot model, such as one MLP projection, is an error);
 //   - tie_word_embeddings (default true for OPT, false otherwise, as the
 //     transformers config classes have it) and attention_bias; Qwen2 always
 //     has q/k/v biases;
@@ -271,8 +275,16 @@ func (c *cfg) model() Model {
 	m.TiedEmbeddings = c.flag("tie_word_embeddings", fam == "opt")
 	m.QKVBias = fam == "qwen2" || c.flag("attention_bias", false)
 	m.WeightDType = c.dtype()
+	if m.WeightDType.Bits() < 16 {
+		m.Unquantized = c.unquantized()
+	}
 	if strings.HasPrefix(fam, "deepseek") {
 		c.deepseek(&m)
+	}
+	if c.err == nil {
+		if err := m.Unquantized.validate(&m); err != nil {
+			c.fail("quantization_config", "%v", err)
+		}
 	}
 	return m
 }
@@ -316,7 +328,7 @@ func (c *cfg) dtype() DType {
 	switch {
 	case method == "fp8" && qc.Fmt == "e5m2":
 		return FP8E5M2
-	case method == "fp8":
+	case method == "fp8" || method == "fbgemm_fp8":
 		return FP8E4M3
 	case method == "bitsandbytes" && qc.LoadIn4Bit:
 		return INT4
@@ -338,6 +350,36 @@ func (c *cfg) dtype() DType {
 	}
 	c.fail("quantization_config.quant_method", "%q without bits: the weights' type is unknown (supported: fp8, gptq/awq/... with bits 4 or 8, bitsandbytes with load_in_4bit or load_in_8bit, compressed-tensors); remove quantization_config to read the weights as %s", qc.QuantMethod, d)
 	return d
+}
+
+// unquantized reads the modules a quantized checkpoint keeps in 16 bits:
+// quantization_config's modules_to_not_convert (fbgemm_fp8, bitsandbytes'
+// llm_int8_skip_modules) or ignore (compressed-tensors, quark's exclude).
+func (c *cfg) unquantized() Unquantized {
+	var qc map[string]json.RawMessage
+	if json.Unmarshal(c.get("quantization_config"), &qc) != nil {
+		return Unquantized{}
+	}
+	var u Unquantized
+	for _, key := range []string{"modules_to_not_convert", "ignore", "llm_int8_skip_modules", "exclude"} {
+		v := bytes.TrimSpace(qc[key])
+		if len(v) == 0 || string(v) == "null" {
+			continue
+		}
+		var list []string
+		if err := json.Unmarshal(v, &list); err != nil {
+			c.fail("quantization_config."+key, "want a list of module names: %v", err)
+			return Unquantized{}
+		}
+		for i, e := range list {
+			if err := u.add(strings.TrimSpace(e)); err != nil {
+				c.fail(fmt.Sprintf("quantization_config.%s[%d]", key, i), "%v", err)
+				return Unquantized{}
+			}
+		}
+	}
+	u.normalise()
+	return u
 }
 
 // groupDType is the weights' type of a compressed-tensors config: every

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +55,7 @@ func TestReadHFConfigTestdata(t *testing.T) {
 		{"llama-3-8b.synthetic.json", "llama", 131072, BF16, 8.03e9, false, false, 8192},
 		{"opt-13b.synthetic.json", "opt", 819200, FP16, 13.0e9, false, false, 2048},
 		{"deepseek-v3.synthetic.json", "deepseek_v3", 70272, FP8E4M3, 671e9, true, true, 163840},
+		{"llama-3.1-405b-fp8.synthetic.json", "llama", 516096, FP8E4M3, 405e9, false, false, 131072},
 		// DeepSeek-V2-Lite card: 15.7B total, 2.4B active.
 		{"deepseek-v2-lite.synthetic.json", "deepseek_v2", 31104, BF16, 15.7e9, true, true, 163840},
 	}
@@ -69,6 +71,14 @@ func TestReadHFConfigTestdata(t *testing.T) {
 		if rel := (float64(m.Params) - tt.params) / tt.params; rel > 0.02 || rel < -0.02 {
 			t.Errorf("%s: Params = %d, published %.3g", tt.file, m.Params, tt.params)
 		}
+	}
+	// Meta's FP8 405B lists every layer's self_attn one by one, and layers
+	// 0 and 125 whole: the same split as self_attn for all.
+	big := readTestdata(t, "llama-3.1-405b-fp8.synthetic.json")
+	want := big
+	want.Unquantized = Unquantized{Attention: true, Layers: []int{0, 125}}
+	if big.Split16() != want.Split16() || big.Split16().Linear == 0 || !slices.Equal(big.Unquantized.Layers, []int{0, 125}) {
+		t.Errorf("405b fp8: Unquantized %v, Split16 %+v, want %+v", big.Unquantized, big.Split16(), want.Split16())
 	}
 	lite := readTestdata(t, "deepseek-v2-lite.synthetic.json")
 	if lite.MLA.QLoRARank != 0 {
@@ -149,6 +159,13 @@ func TestReadHFConfigErrors(t *testing.T) {
 		{"mixed compressed-tensors", `{` + llama + `,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{` +
 			`"group_0":{"weights":{"num_bits":8,"type":"float"}},"group_1":{"weights":{"num_bits":4,"type":"int"}}}}}`,
 			[]string{"config_groups.group_1.weights", "mixed precision"}},
+		{"an MLP projection kept", `{` + llama + `,"quantization_config":{"quant_method":"fp8","modules_to_not_convert":["lm_head","model.layers.1.mlp.down_proj"]}}`,
+			[]string{`"quantization_config.modules_to_not_convert[1]"`, `"model.layers.1.mlp.down_proj" is not modelled`}},
+		{"a layer past the last", `{` + llama + `,"quantization_config":{"quant_method":"compressed-tensors","ignore":["model.layers.4"],` +
+			`"config_groups":{"group_0":{"weights":{"num_bits":8,"type":"float"}}}}}`,
+			[]string{`"quantization_config"`, "layer 4, but the model has 4 layers"}},
+		{"ignore not a list", `{` + llama + `,"quantization_config":{"quant_method":"fp8","ignore":"lm_head"}}`,
+			[]string{`"quantization_config.ignore"`, "want a list of module names"}},
 		{"too large", `{"model_type":"llama","pad":"` + strings.Repeat("x", MaxConfigBytes) + `"}`, []string{"larger than 1048576 bytes"}},
 		// Issue 28: UTF-16 read as "invalid character 'ÿ'" where the trace
 		// readers name it; a key given twice was read as its last value; a

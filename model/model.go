@@ -55,6 +55,11 @@ type Model struct {
 	Params      int64
 	WeightDType DType // storage type of the weights [torch_dtype, quantization_config]
 
+	// Unquantized names what a quantized model keeps in 16 bits beyond its
+	// embedding, lm_head and norms [quantization_config:
+	// modules_to_not_convert, ignore].
+	Unquantized Unquantized
+
 	TiedEmbeddings bool // lm_head shares the input embedding [tie_word_embeddings]
 	QKVBias        bool // q/k/v projections have biases (Qwen2)
 
@@ -145,7 +150,7 @@ func (m *Model) Validate() error {
 	if m.Params < 1 || m.Params > maxParams {
 		return bad("Params", m.Params, fmt.Sprintf("1 to %d", int64(maxParams)))
 	}
-	return nil
+	return m.Unquantized.validate(m)
 }
 
 // ValidateTP reports whether the model can run with tensor-parallel degree
@@ -199,14 +204,17 @@ func (m *Model) KVBytesPerToken(kv DType, tp int) int64 {
 }
 
 // WeightBytes is the weight memory on each GPU of a tp-way group:
-// ceil(size(Params in WeightDType) ÷ tp). The split is idealised as even:
+// ceil((size(Params − p16 in WeightDType) + 2 × p16) ÷ tp), p16 the
+// parameters a quantized model keeps in 16 bits (Split16: its embedding,
+// lm_head, norms and Unquantized; 0 for a 16-bit model). The split is idealised as even:
 // vLLM shards the embeddings and every projection, and replicates only the
 // norms, which are under 0.01% of the parameters. It panics if tp < 1.
 func (m *Model) WeightBytes(tp int) int64 {
 	if tp < 1 {
 		panic(fmt.Sprintf("model: WeightBytes: tp=%d < 1", tp))
 	}
-	b := m.WeightDType.Size(m.Params)
+	w := m.Split16().Params
+	b := m.WeightDType.Size(m.Params-w) + BF16.Size(w)
 	return (b + int64(tp) - 1) / int64(tp)
 }
 

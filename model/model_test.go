@@ -178,8 +178,10 @@ func TestWeightBytes(t *testing.T) {
 	}{
 		{"llama-2-13b", 0, 1, 2 * 13015864320}, // fp16: 2 B/param = 26,031,728,640
 		{"llama-2-13b", 0, 2, 13015864320},
-		{"llama-2-13b", INT4, 1, 13015864320 / 2},
-		{"llama-2-13b", INT8, 4, 13015864320 / 4},
+		// Quantized, the embedding, lm_head (32,000 × 5,120 each) and the
+		// norms (2 × 5,120 × 40 + 5,120) stay in 16 bits: 328,094,720.
+		{"llama-2-13b", INT4, 1, (13015864320-328094720)/2 + 2*328094720},
+		{"llama-2-13b", INT8, 4, (13015864320 - 328094720 + 2*328094720) / 4},
 		{"llama-2-13b", 0, 3, (2*13015864320 + 2) / 3}, // ceil
 	}
 	for _, tt := range tests {
@@ -191,9 +193,11 @@ func TestWeightBytes(t *testing.T) {
 			t.Errorf("%s %v tp=%d: WeightBytes = %d, want %d", tt.model, m.WeightDType, tt.tp, got, tt.want)
 		}
 	}
-	// DeepSeek-V3 ships fp8 weights: one byte per parameter.
-	if ds := mustPreset(t, "deepseek-v3"); ds.WeightBytes(1) != ds.Params {
-		t.Errorf("deepseek-v3 fp8 WeightBytes = %d, want Params = %d", ds.WeightBytes(1), ds.Params)
+	// DeepSeek-V3 ships fp8 weights: one byte per parameter, but for its
+	// embedding and lm_head (129,280 × 7,168 each) and norms (2 × 7,168 ×
+	// 61 + 7,168), two.
+	if ds := mustPreset(t, "deepseek-v3"); ds.WeightBytes(1) != ds.Params+2*129280*7168+2*7168*61+7168 {
+		t.Errorf("deepseek-v3 fp8 WeightBytes = %d, want Params + 16-bit parts = %d", ds.WeightBytes(1), ds.Params+2*129280*7168+2*7168*61+7168)
 	}
 }
 

@@ -12,6 +12,13 @@ type breakdown struct {
 	total    int64
 	lookup   int64 // tables used only by lookup: untied input embedding, OPT positions
 	inactive int64 // routed-expert weights a token does not visit
+
+	// The parts a quantized model keeps in 16 bits (Model.Split16).
+	vocab int64 // the token embedding table, Vocab × H (lm_head's too when tied)
+	head  int64 // an untied lm_head (0 when tied)
+	norms int64 // every norm's weights (and OPT's biases of them)
+	attn  int64 // one layer's attention projections
+	mlp   int64 // one dense layer's MLP
 }
 
 // calc accumulates int64 products and sums and remembers overflow, so the
@@ -80,6 +87,8 @@ func estimate(m *Model) (breakdown, error) {
 		pos := c.mul(m.MaxContext+2, H)
 		b.total = c.add(mulInt64(&c, layer, L), c.mul(m.Vocab, H), pos, c.mul(2, H))
 		b.lookup = pos
+		b.vocab, b.attn, b.mlp = c.mul(m.Vocab, H), attn, mlp
+		b.norms = c.add(c.mul(4, H, L), c.mul(2, H))
 	} else {
 		var attn int64
 		if a := m.MLA; a != nil {
@@ -117,6 +126,8 @@ func estimate(m *Model) (breakdown, error) {
 		}
 		b.total = c.add(mulInt64(&c, perLayer, L), mulInt64(&c, dense, denseLayers),
 			mulInt64(&c, moeMLP, moeLayers), emb, head, int64(H))
+		b.vocab, b.head, b.attn, b.mlp = emb, head, attn, dense
+		b.norms = c.add(c.mul(2, H, L), int64(H))
 	}
 	if c.overflow || b.total > maxParams {
 		return breakdown{}, fmt.Errorf("%w: %s: parameter count overflows %d", ErrBadModel, m.Name, int64(maxParams))

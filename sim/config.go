@@ -182,6 +182,13 @@ type Config struct {
 	// AWQ/GPTQ kernels run them. The KV dtype's default still follows the
 	// model's own weight type.
 	WeightDType model.DType
+	// Unquantized, when not zero, replaces the model's list of what its
+	// quantized weights keep in 16 bits (--unquantized: self_attn,
+	// layers.N, ...; model.Unquantized): those weights take 2 bytes and
+	// their GEMMs run at the BF16 peak. It matters only for weights under
+	// 16 bits; a quantized model keeps its embedding, lm_head and norms in
+	// 16 bits in any case.
+	Unquantized model.Unquantized
 
 	// MaxConcurrency caps the requests in flight, as a benchmark client's
 	// --max-concurrency does (vLLM's benchmarks/serve.py, SGLang's
@@ -304,6 +311,12 @@ func (c Config) validate() (Config, error) {
 			return bad("weight dtype", "invalid")
 		}
 		c.Model.WeightDType = c.WeightDType
+	}
+	if !c.Unquantized.IsZero() {
+		c.Model.Unquantized = c.Unquantized
+		if err := c.Model.Validate(); err != nil {
+			return bad("unquantized", "%v", err)
+		}
 	}
 	if !c.Engine.Valid() {
 		return bad("engine", "%v: want one of %s", c.Engine, strings.Join(engineNames[:], ", "))

@@ -23,8 +23,14 @@ type Shape struct {
 	// LinearFLOPsPerToken is 2 × (active parameters − lm_head) ÷ tp: every
 	// computed token passes through the projections and MLPs.
 	LinearFLOPsPerToken float64
+	// WideLinearFLOPsPerToken is the part of LinearFLOPsPerToken whose
+	// weights a quantized model keeps in 16 bits (model.Unquantized: 2 ×
+	// Split16.Linear ÷ tp): those GEMMs run at the BF16 peak. 0 when every
+	// projection is in the weights' type.
+	WideLinearFLOPsPerToken float64
 	// HeadFLOPsPerRow is 2 × vocab × hidden ÷ tp: lm_head runs only on the
-	// sampled positions (vLLM computes logits at logits_indices).
+	// sampled positions (vLLM computes logits at logits_indices), in 16
+	// bits whatever the weights' type (model.Split16).
 	HeadFLOPsPerRow float64
 	// AttnFLOPsPerPair is 4 × layers × heads ÷ tp × head dim: QKᵀ and AV
 	// for one (query, key) pair.
@@ -35,7 +41,8 @@ type Shape struct {
 	AttnHeads int
 	// DenseWeightBytes are the weights every step reads, per GPU: all but
 	// lookup-only tables (an untied input embedding, OPT's positions),
-	// which a step gathers a few rows of, and the routed experts.
+	// which a step gathers a few rows of, and the routed experts; a
+	// quantized model's 16-bit parts (model.Split16.Read) at 2 bytes.
 	DenseWeightBytes float64
 	// ExpertBytes are all routed experts' weights per GPU (0 for a dense
 	// model); a step reads the share its tokens are routed to.
@@ -50,8 +57,9 @@ type Shape struct {
 	KVHeads int
 	// ActBytes is the size of one activation element (2: bf16/fp16).
 	ActBytes float64
-	// FP8 says the weights are FP8, so the linear layers run at the FP8
-	// peak where the GPU has one.
+	// FP8 says the weights are FP8, so the linear layers (but for
+	// WideLinearFLOPsPerToken and lm_head) run at the FP8 peak where the
+	// GPU has one.
 	FP8 bool
 	// GEMMs is the GEMM kernels a step runs per GPU, each paying
 	// Linear.GEMMFixedNs: GEMMsPerLayer × layers (0 in a hand-built
@@ -88,20 +96,25 @@ func NewShape(m model.Model, tp int, kv model.DType) Shape {
 	if m.MLA != nil {
 		kvHeads = 1
 	}
+	// A quantized model's embedding, lm_head, norms and Unquantized parts
+	// stay in 16 bits.
+	w16 := m.Split16()
+	read16 := min(float64(w16.Read), dense)
 	return Shape{
 		Layers: m.Layers, Hidden: m.Hidden, TP: tp,
-		LinearFLOPsPerToken: 2 * max(0, active-head) / t,
-		HeadFLOPsPerRow:     2 * head / t,
-		AttnFLOPsPerPair:    4 * float64(m.Layers) * float64(max(1, m.Heads/tp)) * float64(m.HeadDim),
-		AttnHeads:           max(1, m.Heads/tp),
-		DenseWeightBytes:    dense * wb / t,
-		ExpertBytes:         routed * wb / t,
-		ExpertShare:         share,
-		KVBytesPerToken:     float64(m.KVBytesPerToken(kv, tp)),
-		KVHeads:             kvHeads,
-		ActBytes:            2,
-		FP8:                 m.WeightDType == model.FP8E4M3 || m.WeightDType == model.FP8E5M2,
-		GEMMs:               GEMMsPerLayer * m.Layers,
+		LinearFLOPsPerToken:     2 * max(0, active-head) / t,
+		WideLinearFLOPsPerToken: 2 * min(float64(w16.Linear), max(0, active-head)) / t,
+		HeadFLOPsPerRow:         2 * head / t,
+		AttnFLOPsPerPair:        4 * float64(m.Layers) * float64(max(1, m.Heads/tp)) * float64(m.HeadDim),
+		AttnHeads:               max(1, m.Heads/tp),
+		DenseWeightBytes:        ((dense-read16)*wb + read16*2) / t,
+		ExpertBytes:             routed * wb / t,
+		ExpertShare:             share,
+		KVBytesPerToken:         float64(m.KVBytesPerToken(kv, tp)),
+		KVHeads:                 kvHeads,
+		ActBytes:                2,
+		FP8:                     m.WeightDType == model.FP8E4M3 || m.WeightDType == model.FP8E5M2,
+		GEMMs:                   GEMMsPerLayer * m.Layers,
 	}
 }
 
@@ -167,6 +180,7 @@ type StepModel struct {
 	tp     int
 
 	linNsPerTok  float64 // ns per linear token at the efficiency ceiling
+	wideNsPerTok float64 // ns per linear token of the 16-bit projections of an FP8 model, at the BF16 ceiling (n½: headHalf)
 	headNsPerRow float64 // ns per lm_head row at the ceiling
 	halfTokens   float64 // n½ of the compute efficiency
 	headHalf     float64 // n½ of the lm_head's compute efficiency
@@ -208,10 +222,14 @@ func (p *Profile) Compile(s Shape) *StepModel {
 	bf16 := p.Peak.BF16FLOPSPerS
 	// ns = FLOPs ÷ (FLOP/s × efficiency) × 1e9.
 	linCeil := bf16 * p.Linear.ComputeEffMax / 1e9
+	// lm_head runs in 16 bits whatever the weights' type (model.Split16),
+	// as do a quantized model's Unquantized projections (wideNs).
 	headCeil, half, flat := linCeil, p.Linear.ComputeHalfTokens, 0.0
+	lin, wideNs := s.LinearFLOPsPerToken, 0.0
 	if s.FP8 && p.Peak.FP8FLOPSPerS > 0 {
+		lin -= s.WideLinearFLOPsPerToken
+		wideNs = s.WideLinearFLOPsPerToken / headCeil
 		linCeil = p.Peak.FP8FLOPSPerS * p.Linear.FP8ComputeEffMax / 1e9
-		headCeil = linCeil
 		if adaFP8GEMM[p.GPU] && p.Engine != EngineSGLang {
 			linCeil = p.Peak.FP8FLOPSPerS * AdaFP8ComputeEffMax / 1e9
 			half = AdaFP8ComputeHalfTokens
@@ -222,7 +240,8 @@ func (p *Profile) Compile(s Shape) *StepModel {
 	m := &StepModel{
 		layers:        float64(s.Layers),
 		tp:            s.TP,
-		linNsPerTok:   s.LinearFLOPsPerToken / linCeil,
+		linNsPerTok:   lin / linCeil,
+		wideNsPerTok:  wideNs,
 		headNsPerRow:  s.HeadFLOPsPerRow / headCeil,
 		halfTokens:    half,
 		headHalf:      p.Linear.ComputeHalfTokens,
@@ -404,6 +423,8 @@ var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 //
 //	linear     (compute^p + weights^p)^(1/p), p the blend exponent:
 //	           compute = (n + n½) × linear ns per token + (s + n½) × lm_head ns per row (s > 0)
+//	             (an FP8 model's 16-bit projections, Shape.WideLinearFLOPsPerToken, and its
+//	             lm_head at the BF16 ceiling and the shared n½; the rest at the FP8 one)
 //	             (FLOPs ÷ (peak × eff(n)) with eff(n) = eff_max × n ÷ (n + n½): a
 //	             GEMM's efficiency saturates in its row count)
 //	           weights = dense ÷ (bw × eff_w) + GEMMs × t_gemm + experts ÷ (bw × eff_w) × (1 − (1 − k/E)^n)
@@ -452,6 +473,9 @@ func (m *StepModel) Time(st Step) Breakdown {
 		compute := (nf + m.halfTokens) * m.linNsPerTok
 		if nf < m.flatBelow {
 			compute = nf * (m.flatBelow + m.halfTokens) / m.flatBelow * m.linNsPerTok
+		}
+		if m.wideNsPerTok > 0 {
+			compute += (nf + m.headHalf) * m.wideNsPerTok
 		}
 		if st.Sampled > 0 {
 			compute += (float64(st.Sampled) + m.headHalf) * m.headNsPerRow

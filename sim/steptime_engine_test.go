@@ -225,9 +225,11 @@ func TestWeightDType(t *testing.T) {
 		return res
 	}
 	bf, i4 := run(0), run(model.INT4)
-	// 8,030,261,248 params: 16.06 GB in bf16, 4.02 GB in int4.
-	if d := i4.KVBudgetBytes - bf.KVBudgetBytes; d != 8_030_261_248*2-8_030_261_248/2 {
-		t.Errorf("int4 KV budget %d B above bf16's, want 12,045,391,872", d)
+	// 8,030,261,248 params: 16.06 GB in bf16; in int4 half a byte each
+	// but for the embedding, lm_head and norms (2 × 525,336,576 + 266,240 =
+	// 1,050,939,392), which stay at two: 1.5 B less a parameter for the rest.
+	if d := i4.KVBudgetBytes - bf.KVBudgetBytes; d != 3*(8_030_261_248-1_050_939_392)/2 {
+		t.Errorf("int4 KV budget %d B above bf16's, want 10,468,982,784", d)
 	}
 	if !(i4.TPOT.P50 < bf.TPOT.P50/2) {
 		t.Errorf("int4 TPOT %g s, bf16 %g s: want under half", i4.TPOT.P50, bf.TPOT.P50)

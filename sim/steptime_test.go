@@ -236,15 +236,27 @@ func TestNewShapeLlama3(t *testing.T) {
 		s2.AttnFLOPsPerPair != 4*32*16*128 || s2.KVBytesPerToken != 2*32*4*128 || s2.KVHeads != 4 || s2.FP8 {
 		t.Errorf("tp 2, fp8 KV: %+v", s2)
 	}
-	// int4 weights: a quarter of the bf16 bytes, the same FLOPs.
+	// int4 weights: a quarter of the bf16 bytes, the same FLOPs, but for
+	// lm_head (emb) and the norms (2 × 4,096 × 32 + 4,096 = 266,240),
+	// which stay in 16 bits (model.Split16).
+	const read16 = emb + 266_240
 	m.WeightDType = model.INT4
 	s4 := NewShape(m, 1, model.BF16)
-	if s4.DenseWeightBytes != want.DenseWeightBytes/4 || s4.LinearFLOPsPerToken != want.LinearFLOPsPerToken || s4.FP8 {
-		t.Errorf("int4: %+v", s4)
+	if b := float64(params-emb-read16)/2 + 2*read16; s4.DenseWeightBytes != b || s4.LinearFLOPsPerToken != want.LinearFLOPsPerToken || s4.FP8 {
+		t.Errorf("int4: %+v, want dense bytes %g", s4, b)
 	}
 	m.WeightDType = model.FP8E4M3
-	if s8 := NewShape(m, 1, model.BF16); !s8.FP8 || s8.DenseWeightBytes != want.DenseWeightBytes/2 {
+	if s8 := NewShape(m, 1, model.BF16); !s8.FP8 || s8.DenseWeightBytes != float64(params-emb-read16)+2*read16 || s8.WideLinearFLOPsPerToken != 0 {
 		t.Errorf("fp8: %+v", s8)
+	}
+	// Keeping layer 0's attention in 16 bits moves its projections'
+	// 2 × 4,096 × (4,096 + 1,024) = 41,943,040 parameters to 2 bytes and
+	// their FLOPs to WideLinearFLOPsPerToken.
+	m.Unquantized = model.Unquantized{AttentionLayers: []int{0}}
+	const attn = 41_943_040
+	if s8 := NewShape(m, 2, model.BF16); s8.DenseWeightBytes != (float64(params-emb-read16-attn)+2*(read16+attn))/2 ||
+		s8.WideLinearFLOPsPerToken != attn || s8.LinearFLOPsPerToken != want.LinearFLOPsPerToken/2 {
+		t.Errorf("fp8, layer 0's attention kept: %+v", s8)
 	}
 }
 
@@ -281,8 +293,10 @@ func TestNewShapeTiedAndMoE(t *testing.T) {
 	if ds.ExpertBytes != 653_908_770_816 || ds.ExpertShare != 8.0/256 || !ds.FP8 {
 		t.Errorf("deepseek-v3: experts %g B, share %g, fp8 %v", ds.ExpertBytes, ds.ExpertShare, ds.FP8)
 	}
-	// Dense + the routed share a token visits is the active parameter count.
-	if got, want := ds.DenseWeightBytes+ds.ExpertBytes*ds.ExpertShare, float64(d.ActiveParams()); math.Abs(got-want) > 1 {
+	// Dense + the routed share a token visits is the active parameter
+	// count, plus a byte more for each parameter kept in 16 bits: lm_head
+	// 129,280 × 7,168 and the norms 2 × 7,168 × 61 + 7,168.
+	if got, want := ds.DenseWeightBytes+ds.ExpertBytes*ds.ExpertShare, float64(d.ActiveParams()+129280*7168+2*7168*61+7168); math.Abs(got-want) > 1 {
 		t.Errorf("deepseek-v3: dense + visited experts = %g, want the active %g", got, want)
 	}
 }
@@ -454,8 +468,9 @@ func TestStepTimeScheduleOverlap(t *testing.T) {
 
 // TestAdaFP8GEMM: vLLM's FP8 linear layers on an Ada preset run at
 // AdaFP8ComputeEffMax of the FP8 peak with n½ AdaFP8ComputeHalfTokens,
-// held at M = AdaFP8FlatBelow's efficiency below it; the lm_head, BF16
-// weights, SGLang and other GPUs keep the shared terms.
+// held at M = AdaFP8FlatBelow's efficiency below it; BF16 weights,
+// SGLang and other GPUs keep the shared terms, and lm_head (16-bit in any
+// model) runs at the BF16 ceiling.
 // With 1 B of weights the blend (max) is the compute alone.
 func TestAdaFP8GEMM(t *testing.T) {
 	prefill := func(n int64) Step {
@@ -463,7 +478,7 @@ func TestAdaFP8GEMM(t *testing.T) {
 		s.AddPrefill(0, n, 1)
 		return s
 	}
-	head := 101.0 * 100 // (1 row + n½ 100) × 100 ns: 1e8 FLOPs at 1e6 FLOP/ns
+	head := 101.0 * 200 // (1 row + n½ 100) × 200 ns: 1e8 FLOPs at the BF16 5e5 FLOP/ns
 	tests := []struct {
 		name, gpu string
 		engine    EngineKind
@@ -487,9 +502,6 @@ func TestAdaFP8GEMM(t *testing.T) {
 			p.GPU, p.Engine = tt.gpu, tt.engine
 			s.FP8, s.DenseWeightBytes = tt.fp8, 1
 			h := head
-			if !tt.fp8 {
-				h = 101.0 * 200 // lm_head at 5e5 FLOP/ns
-			}
 			got := p.StepTime(s, prefill(tt.n)).LinearNs
 			if math.Abs(got-(tt.want+h)) > 1e-6*(tt.want+h) {
 				t.Errorf("linear %g ns, want %g", got, tt.want+h)

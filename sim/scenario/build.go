@@ -115,6 +115,11 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 			return bad("weight_dtype", "%v", err)
 		}
 	}
+	if s.Unquantized != "" {
+		if base.Unquantized, err = model.ParseUnquantized(s.Unquantized); err != nil {
+			return bad("unquantized", "%v", err)
+		}
+	}
 	base.Duration = int64(s.Duration)
 	e := s.Engine
 	if e.Name != "" {

@@ -24,7 +24,7 @@ func FuzzRead(f *testing.F) {
 		"workload:\n  sessions: {rate: 1, min_turns: 1, max_turns: 3, min_user: 1, max_user: 9}\n  bucket: 16\n  beam: [1, 2]\n"))
 	f.Add([]byte("model: llama-3-8b\ngpu: a100-40g\nruns: [{kv: contiguous-grow, alloc: caching, on_oom: fail}]\n" +
 		"workload:\n  trace: {file: x.csv, format: vidur, rate: 2}\n"))
-	f.Add([]byte("model: llama-3.1-8b\ngpu: h200-141g\nprofile: h200-141g\nweight_dtype: fp8\nengine: {name: sglang, mixed_chunk: true}\n" +
+	f.Add([]byte("model: llama-3.1-8b\ngpu: h200-141g\nprofile: h200-141g\nweight_dtype: fp8\nunquantized: self_attn,layers.0\nengine: {name: sglang, mixed_chunk: true}\n" +
 		"runs: [{kv: 'paged:16', alloc: caching}]\n" +
 		"workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n  max_concurrency: 2\n"))
 	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nprofile: ./p.yaml\nruns: [{kv: 'paged:16', alloc: caching}]\n" +

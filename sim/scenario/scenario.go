@@ -30,6 +30,8 @@
 //	tp: 1
 //	kv_dtype: bf16               # bf16, fp16, fp32, fp8, fp8_e5m2, int8
 //	weight_dtype: bf16           # bf16, fp16, fp8, int8, int4; absent: the model's
+//	unquantized: self_attn,layers.0  # what quantized weights keep in 16 bits
+//	                             # (model.ParseUnquantized); absent: the model's
 //	profile: h100-80g            # step-time profile: "roofline", "joint" or a GPU
 //	                             # preset's name (the joint model's profile of the
 //	                             # scenario's GPU), or a YAML file relative to this
@@ -113,6 +115,9 @@ type Scenario struct {
 	KVDType string `yaml:"kv_dtype"`
 	// WeightDType stores the weights in another type (sim.Config.WeightDType).
 	WeightDType string `yaml:"weight_dtype"`
+	// Unquantized names what quantized weights keep in 16 bits
+	// (sim.Config.Unquantized, model.ParseUnquantized's form).
+	Unquantized string `yaml:"unquantized"`
 	// Profile names the step-time model: "roofline" (sim.Config.Roofline),
 	// "joint" or a GPU preset's name (the joint model's profile of GPU for
 	// Engine.Name and Engine.Version: sim.DefaultProfile); anything with a

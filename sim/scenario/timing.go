@@ -115,6 +115,10 @@ type Timing struct {
 	// WeightDType is the weights' element type as run: the override, or
 	// the model's own.
 	WeightDType string `json:"weight_dtype"`
+	// Unquantized is what quantized weights keep in 16 bits beyond the
+	// embedding, lm_head and norms (model.Unquantized's form); absent when
+	// nothing more, or when the weights are 16-bit.
+	Unquantized string `json:"unquantized,omitempty"`
 	// MaxConcurrency is the client's cap on requests in flight; 0: none
 	// (an open loop).
 	MaxConcurrency int `json:"max_concurrency"`
@@ -147,8 +151,16 @@ func newTiming(plan *Plan) *Timing {
 	v, _ := sim.ParseEngineVersion(c.Engine, c.EngineVersion) // Build checked it
 	t := &Timing{Engine: c.Engine.String(), EngineVersion: v.String(), MixedChunk: c.MixedChunk, StepTime: "roofline",
 		WeightDType: plan.Model.WeightDType.String(), MaxConcurrency: c.MaxConcurrency, WarmPrompts: c.WarmPrompts}
+	w, u := plan.Model.WeightDType, plan.Model.Unquantized
 	if c.WeightDType != 0 {
+		w = c.WeightDType
 		t.WeightDType = c.WeightDType.String()
+	}
+	if !c.Unquantized.IsZero() {
+		u = c.Unquantized
+	}
+	if w.Bits() < 16 {
+		t.Unquantized = u.String()
 	}
 	if p := c.Profile; p != nil {
 		t.StepTime = "profile"

@@ -38,6 +38,7 @@ func profileYAML(t *testing.T, gpu string, engine sim.EngineKind) string {
 func TestBuildTiming(t *testing.T) {
 	s := read(t, base+`  - {kv: contiguous-grow, alloc: caching}
 weight_dtype: fp8
+unquantized: model.layers.0, self_attn
 profile: H100-80G
 engine: {name: sglang, mixed_chunk: true}
 workload:
@@ -54,8 +55,9 @@ workload:
 	}
 	for i, c := range p.Configs {
 		if c.Engine != sim.EngineSGLang || !c.MixedChunk || c.WeightDType != model.FP8E4M3 || c.MaxConcurrency != 3 ||
-			!reflect.DeepEqual(c.Profile, want) {
-			t.Errorf("config %d: engine %v, mixed %v, weights %v, cap %d, profile %+v", i, c.Engine, c.MixedChunk, c.WeightDType, c.MaxConcurrency, c.Profile)
+			!reflect.DeepEqual(c.Profile, want) || c.Unquantized.String() != "self_attn,layers.0" {
+			t.Errorf("config %d: engine %v, mixed %v, weights %v (unquantized %v), cap %d, profile %+v", i, c.Engine, c.MixedChunk, c.WeightDType,
+				c.Unquantized, c.MaxConcurrency, c.Profile)
 		}
 	}
 	if p.ProfileFrom != ProfileFromEmbedded {
@@ -116,6 +118,7 @@ func TestBuildTimingErrors(t *testing.T) {
 		{"engine name", base + "engine: {name: trtllm}\n" + fewRequests, `field "engine.name": "trtllm": want one of vllm-v1, vllm-v0, sglang`},
 		{"mixed chunk on vllm", base + "engine: {mixed_chunk: true}\n" + fewRequests, "field \"engine.mixed_chunk\": is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not vllm-v1"},
 		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": bad dtype: "fp6"`},
+		{"unquantized", base + "weight_dtype: fp8\nunquantized: layers.0.mlp\n" + fewRequests, `field "unquantized": bad model: unquantized: "layers.0.mlp" is not modelled`},
 		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": "v100" is not roofline, joint, a GPU preset (a100-40g`},
 		{"embedded profile of another gpu", base + "profile: a100-80g\n" + fewRequests,
 			"field \"profile\": a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g: use profile h100-80g (or joint), or set gpu a100-80g"},

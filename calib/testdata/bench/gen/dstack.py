@@ -101,7 +101,7 @@ def main():
                        'offered): the TTFTs are queueing, the throughput the saturation rate')
         setup = dict(model='meta-llama/Llama-3.1-405B-FP8', gpu='h100-80g', gpus=8, tp=8, engine='vllm-v0',
                      engine_version='0.6.3 (0.6.3.post2.dev308+gb489fc3c, a nightly wheel: collect_env in nvidia/8xh100/README.md; V0)',
-                     dtype='bf16', weight_dtype='fp8', kv_dtype='bf16',
+                     dtype='bf16', weight_dtype='fp8', unquantized='self_attn,layers.0,layers.125', kv_dtype='bf16',
                      options='vllm serve meta-llama/Llama-3.1-405B-FP8 --tensor-parallel-size 8 --max-model-len 91680 '
                              '(comparison/h100sxm5_vs_mi300x/README.md) with the row\'s flags; client benchmark_serving.py '
                              '--backend vllm --dataset-name sharegpt --request-rate QPS (1,000 prompts, seed 0: the defaults)',
@@ -117,12 +117,12 @@ def main():
         for mk, key, unit in (('ttft_median', 'median_ttft_ms', 'ms'), ('tpot_median', 'median_tpot_ms', 'ms'),
                               ('output_throughput', 'output_throughput', 'tok/s')):
             figs.append(dict(id=f'{base}-{mk.replace("_", "-")}', source=SRC, ref=f'{p}, field {key}', revision=C_RAW, url=url,
-                             metric=mk, unit=unit, value=d[key], read='printed', precision=prec, verified=True, use='cross-check',
-                             use_note=("a cross-check, not counted: Meta's FP8 checkpoint keeps every self-attention projection, the first and last "
-                                       "layers and lm_head in BF16 (the Llama 3 paper, arXiv 2407.21783, section 6.2; the conversion script's "
-                                       "modules_to_not_convert: model.layers.0, model.layers.125, lm_head, each self_attn), about 20% of the "
-                                       "parameters: some 487 GB of weights where gpufrag's one weight dtype gives an all-FP8 model 406 GB, with "
-                                       "BF16 GEMMs it cannot time apart; never fitted (calib/README.md, \"How each source was read\")"),
+                             metric=mk, unit=unit, value=d[key], read='printed', precision=prec, verified=True, use='holdout',
+                             use_note=("never fitted: a source found after the joint model's form was set, judged by it out of sample. Meta's FP8 "
+                                       "checkpoint keeps every self-attention projection, the first and last layers and lm_head in BF16 (the Llama 3 "
+                                       "paper, arXiv 2407.21783, section 6.2; the conversion script's modules_to_not_convert: model.layers.0, "
+                                       "model.layers.125, lm_head, each self_attn), about 20% of the parameters, 487 GB of weights: setup.unquantized "
+                                       "(model.Unquantized) describes it (calib/README.md, \"How each source was read\")"),
                              setup=setup))
     src = dict(id=SRC, title='dstackai/benchmarks, "8xH100 Benchmark with Llama3.1-405B-Fp8": vLLM 0.6.3 (nightly) benchmark_serving '
                              'results, meta-llama/Llama-3.1-405B-FP8 TP 8 on 8x H100 SXM5, ShareGPT 1,000 prompts at 16, 32 and 1000 req/s, '
@@ -165,7 +165,7 @@ def emit(figs):
             lines.append(f'    {k}: {sc(f[k])}')
         s = f['setup']
         lines.append('    setup:')
-        for k in ('model', 'gpu', 'gpus', 'tp', 'engine', 'engine_version', 'dtype', 'weight_dtype', 'kv_dtype', 'options', 'gpu_note'):
+        for k in ('model', 'gpu', 'gpus', 'tp', 'engine', 'engine_version', 'dtype', 'weight_dtype', 'unquantized', 'kv_dtype', 'options', 'gpu_note'):
             lines.append(f'      {k}: {sc(s[k])}')
         lines.append('      workload:')
         for k in sorted(s['workload']):

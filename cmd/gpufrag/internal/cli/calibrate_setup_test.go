@@ -153,6 +153,13 @@ func TestCalibrateSetupFlags(t *testing.T) {
 	if a, b := tpot(bf16), tpot(fp8); !(b < 0.8*a) {
 		t.Errorf("median TPOT before the fit: bf16 %.4g s, fp8 %.4g s; want fp8 well below", a, b)
 	}
+	// Keeping every layer's attention in 16 bits reads more bytes a step
+	// than all-FP8 and fewer than BF16, and the report says so.
+	part, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1", "--weight-dtype", "fp8", "--unquantized", "self_attn")
+	if a, b, c := tpot(bf16), tpot(part), tpot(fp8); !(c < b && b < a) || part.Setup.Unquantized != "self_attn" {
+		t.Errorf("median TPOT before the fit: bf16 %.4g s, fp8 with 16-bit attention %.4g s, fp8 %.4g s; want them in that order (unquantized %q)",
+			a, b, c, part.Setup.Unquantized)
+	}
 
 	for _, tt := range []struct {
 		args []string

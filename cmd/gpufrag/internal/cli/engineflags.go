@@ -20,6 +20,7 @@ import (
 type engineFlags struct {
 	tp                      int
 	kvDType, weightDType    string
+	unquantized             string
 	engine, engineVersion   string
 	mixedChunk              bool
 	util                    float64
@@ -30,7 +31,7 @@ type engineFlags struct {
 
 // engineFlagFields are the engine flags and the scenario fields they set.
 var engineFlagFields = []struct{ flag, field string }{
-	{"tp", "tp"}, {"kv-dtype", "kv_dtype"}, {"weight-dtype", "weight_dtype"}, {"engine", "engine.name"},
+	{"tp", "tp"}, {"kv-dtype", "kv_dtype"}, {"weight-dtype", "weight_dtype"}, {"unquantized", "unquantized"}, {"engine", "engine.name"},
 	{"engine-version", "engine.version"}, {"mixed-chunk", "engine.mixed_chunk"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
 	{"max-batch-tokens", "engine.max_batch_tokens"}, {"max-seqs", "engine.max_seqs"}, {"max-context", "engine.max_context"},
 	{"chunked-prefill", "engine.chunked_prefill"}, {"prefix-caching", "engine.prefix_caching"},
@@ -55,6 +56,9 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
 		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
+	fl.StringVar(&f.unquantized, "unquantized", "", "`MODULES` quantized weights keep in 16 bits, as a checkpoint's modules_to_not_convert lists them: "+
+		"self_attn (every layer's attention), layers.N (a whole layer), layers.N.self_attn, comma-separated (default: the model's; the embedding, "+
+		"lm_head and norms stay in 16 bits in any case). Meta's Llama-3.1-405B-FP8: self_attn,layers.0,layers.125")
 }
 
 // applyEngineFlags checks the engine flags that were set and writes them
@@ -141,6 +145,12 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 				human.DidYouMean(f.weightDType, []string{"bf16", "fp16", "fp8", "int8", "int4"}))
 		}
 		s.WeightDType = f.weightDType
+	}
+	if set("unquantized") {
+		if _, err := model.ParseUnquantized(f.unquantized); err != nil {
+			return usageErrorf(cmd, "--unquantized %q: %v", f.unquantized, err)
+		}
+		s.Unquantized = f.unquantized
 	}
 	return nil
 }

@@ -193,6 +193,8 @@ func TestSimulateTimingUsage(t *testing.T) {
 		{[]string{"--mixed-chunk"}, 2, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang"},
 		{[]string{"--engine", "vllm-v0", "--mixed-chunk"}, 2, "needs --engine sglang"},
 		{[]string{"--weight-dtype", "fp6"}, 2, `--weight-dtype "fp6": want bf16, fp16, fp8, int8 or int4`},
+		{[]string{"--unquantized", "layers.1.mlp.down_proj"}, 2, `--unquantized "layers.1.mlp.down_proj": bad model: unquantized: "layers.1.mlp.down_proj" is not modelled`},
+		{[]string{"--weight-dtype", "fp8", "--unquantized", "layers.32"}, 1, "layer 32, but the model has 32 layers"},
 		{[]string{"--profile", "v100"}, 2, `--profile "v100": not roofline, joint or a GPU's name`},
 		{[]string{"--profile", "roofine"}, 2, `did you mean "roofline"?`},
 		{[]string{"--engine-version", "0.24"}, 2, `--engine-version: engine version "0.24": not a vLLM release gpufrag knows (0.1 to 0.23); did you mean "0.23"?`},

@@ -1,0 +1,248 @@
+// Which weights of a quantized model stay in 16 bits. See package model
+// for the overview.
+
+package model
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Unquantized names the parts of a quantized model (WeightDType under 16
+// bits) whose weights a checkpoint keeps in 16 bits, beyond those every
+// quantized model keeps: the input embedding, lm_head and the norms stay
+// in 16 bits in any case, because vLLM's and SGLang's FP8, INT8 and INT4
+// methods quantize only the linear layers of the decoder (lm_head is an
+// embedding-like layer there; Hugging Face's AWQ, GPTQ and bitsandbytes
+// skip it too). The zero value keeps nothing more.
+//
+// Meta's Llama-3.1-405B-FP8 is the case that asks for it: its
+// quantization_config's modules_to_not_convert keeps every layer's
+// self_attn and the whole of layers 0 and 125 in BF16 (the Llama 3
+// paper, arXiv 2407.21783, §6.2), about 20% of its parameters.
+type Unquantized struct {
+	// Attention keeps every layer's attention projections in 16 bits
+	// (self_attn).
+	Attention bool
+	// AttentionLayers keeps the attention projections of these layers
+	// only (layers.N.self_attn), by index, ascending; empty when
+	// Attention is set.
+	AttentionLayers []int
+	// Layers are whole decoder layers (attention and MLP) kept in 16
+	// bits, by index, ascending. For a mixture of experts only dense
+	// layers (index < MoE.DenseLayers) may be named.
+	Layers []int
+}
+
+// IsZero reports whether u keeps nothing beyond the embedding, lm_head
+// and norms.
+func (u Unquantized) IsZero() bool {
+	return !u.Attention && len(u.AttentionLayers) == 0 && len(u.Layers) == 0
+}
+
+// String is u in the form ParseUnquantized reads, comma-separated; "" for
+// the zero value.
+func (u Unquantized) String() string {
+	var parts []string
+	if u.Attention {
+		parts = append(parts, "self_attn")
+	}
+	for _, l := range u.AttentionLayers {
+		parts = append(parts, "layers."+strconv.Itoa(l)+".self_attn")
+	}
+	for _, l := range u.Layers {
+		parts = append(parts, "layers."+strconv.Itoa(l))
+	}
+	return strings.Join(parts, ",")
+}
+
+// MarshalText implements encoding.TextMarshaler (String).
+func (u Unquantized) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler (ParseUnquantized).
+func (u *Unquantized) UnmarshalText(b []byte) error {
+	v, err := ParseUnquantized(string(b))
+	if err != nil {
+		return err
+	}
+	*u = v
+	return nil
+}
+
+// ParseUnquantized reads a comma-separated list of module names, in the
+// forms a checkpoint's modules_to_not_convert (fbgemm_fp8) or ignore
+// (compressed-tensors) lists use, with or without the "model." prefix:
+//
+//	self_attn                every layer's attention projections
+//	layers.N                 the whole of layer N
+//	layers.N.self_attn       layer N's attention projections
+//	layers.N.self_attn.X     one projection (q_proj, k_proj, v_proj, o_proj,
+//	                         qkv_proj): taken as the layer's whole attention
+//	lm_head, embed_tokens, norm, layers.N.mlp.gate (an MoE router)
+//	                         accepted: these stay in 16 bits anyway (the
+//	                         router is counted with its layer: under 0.02%
+//	                         of DeepSeek-V3's parameters)
+//	re:<regexp>              compressed-tensors' pattern: accepted only when
+//	                         it names lm_head or a router gate
+//
+// Anything else (one MLP projection, a vision tower) is an error: the
+// model keeps whole layers or attention blocks in 16 bits, not parts of an
+// MLP. The result is sorted, without repeats, and names a layer's
+// attention only when the layer is not kept whole.
+func ParseUnquantized(s string) (Unquantized, error) {
+	var u Unquantized
+	if strings.TrimSpace(s) == "" {
+		return u, nil
+	}
+	for _, e := range strings.Split(s, ",") {
+		if err := u.add(strings.TrimSpace(e)); err != nil {
+			return Unquantized{}, err
+		}
+	}
+	u.normalise()
+	return u, nil
+}
+
+// normalise sorts u's lists, drops repeats and the attention of layers
+// kept whole, and every per-layer attention when Attention is set.
+func (u *Unquantized) normalise() {
+	slices.Sort(u.Layers)
+	u.Layers = slices.Compact(u.Layers)
+	slices.Sort(u.AttentionLayers)
+	u.AttentionLayers = slices.Compact(u.AttentionLayers)
+	u.AttentionLayers = slices.DeleteFunc(u.AttentionLayers, func(l int) bool {
+		_, whole := slices.BinarySearch(u.Layers, l)
+		return u.Attention || whole
+	})
+	if len(u.AttentionLayers) == 0 {
+		u.AttentionLayers = nil
+	}
+	if len(u.Layers) == 0 {
+		u.Layers = nil
+	}
+}
+
+var (
+	reLayer     = regexp.MustCompile(`^layers\.(\d+)$`)
+	reLayerAttn = regexp.MustCompile(`^layers\.(\d+)\.self_attn(\.(q_proj|k_proj|v_proj|o_proj|qkv_proj))?$`)
+	reAlways    = regexp.MustCompile(`^(lm_head|embed_tokens|norm|layers\.\d+\.(mlp|block_sparse_moe)\.gate)$`)
+)
+
+// add folds one entry into u.
+func (u *Unquantized) add(e string) error {
+	name := strings.TrimPrefix(e, "model.")
+	switch {
+	case e == "":
+		return fmt.Errorf("%w: unquantized: an empty entry", ErrBadModel)
+	case name == "self_attn":
+		u.Attention = true
+		return nil
+	case reAlways.MatchString(name):
+		return nil
+	case strings.HasPrefix(e, "re:"):
+		re, err := regexp.Compile(strings.TrimPrefix(e, "re:"))
+		if err != nil {
+			return fmt.Errorf("%w: unquantized: %q: %w", ErrBadModel, e, err)
+		}
+		if re.MatchString("lm_head") || re.MatchString("model.layers.1.mlp.gate") {
+			return nil
+		}
+		return fmt.Errorf("%w: unquantized: pattern %q: a pattern may name only lm_head or an MoE router gate; list layers as layers.N or layers.N.self_attn", ErrBadModel, e)
+	}
+	for _, r := range []struct {
+		re   *regexp.Regexp
+		list *[]int
+	}{{reLayer, &u.Layers}, {reLayerAttn, &u.AttentionLayers}} {
+		m := r.re.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n >= maxLayers {
+			return fmt.Errorf("%w: unquantized: %q: layer index out of range (0 to %d)", ErrBadModel, e, maxLayers-1)
+		}
+		*r.list = append(*r.list, n)
+		return nil
+	}
+	return fmt.Errorf("%w: unquantized: %q is not modelled (want self_attn, layers.N, layers.N.self_attn, lm_head or embed_tokens): only whole layers or attention blocks can be kept in 16 bits", ErrBadModel, e)
+}
+
+// validate checks u against m's layers.
+func (u Unquantized) validate(m *Model) error {
+	dense := m.Layers
+	if m.MoE != nil {
+		dense = m.MoE.DenseLayers
+	}
+	for _, l := range u.AttentionLayers {
+		if l >= m.Layers {
+			return fmt.Errorf("%w: %s: Unquantized: layer %d's attention, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
+		}
+	}
+	for _, l := range u.Layers {
+		if l >= dense {
+			if l < m.Layers {
+				return fmt.Errorf("%w: %s: Unquantized: layer %d is a mixture-of-experts layer (dense layers: 0 to %d); only dense layers or attention blocks can be kept in 16 bits", ErrBadModel, m.Name, l, dense-1)
+			}
+			return fmt.Errorf("%w: %s: Unquantized: layer %d, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
+		}
+	}
+	return nil
+}
+
+// attentionKept is the number of layers whose attention stays in 16 bits.
+func (u Unquantized) attentionKept(layers int) int {
+	if u.Attention {
+		return layers
+	}
+	return len(u.AttentionLayers) + len(u.Layers)
+}
+
+// Split16 is how many of a model's parameters are stored in 16 bits
+// (BF16) rather than in its WeightDType.
+type Split16 struct {
+	// Params is every 16-bit parameter: the weights' memory is
+	// size(Params − this, WeightDType) + 2 × this.
+	Params int64
+	// Read is the 16-bit share of the weights a step reads: all of Params
+	// but the lookup-only embedding table (read as lm_head when tied).
+	Read int64
+	// Linear is the 16-bit share of the projections and MLPs (lm_head
+	// apart): what Unquantized keeps. Their GEMMs run at 16-bit speed.
+	Linear int64
+}
+
+// Split16 is m's split: zero for a model in 16 bits or wider (all its
+// weights are in WeightDType), else the embedding table, lm_head, the
+// norms and what m.Unquantized names. A model whose dimensions
+// EstimateParams rejects gives zero.
+func (m *Model) Split16() Split16 {
+	if m.WeightDType.Bits() >= 16 {
+		return Split16{}
+	}
+	b, err := estimate(m)
+	if err != nil {
+		return Split16{}
+	}
+	var c calc
+	u := m.Unquantized
+	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, len(u.Layers)))
+	head := b.head
+	if head == 0 {
+		head = b.vocab // tied: lm_head reads the embedding table
+	}
+	s := Split16{
+		Params: c.add(linear, b.norms, b.vocab, b.head),
+		Read:   c.add(linear, b.norms, head),
+		Linear: linear,
+	}
+	if c.overflow {
+		return Split16{}
+	}
+	s.Params = min(s.Params, m.Params)
+	s.Read = min(s.Read, m.Params)
+	s.Linear = min(s.Linear, m.Params)
+	return s
+}

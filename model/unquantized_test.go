@@ -1,0 +1,122 @@
+package model
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseUnquantized(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"", ""},
+		{"self_attn", "self_attn"},
+		{"model.layers.0,model.layers.125,lm_head,self_attn", "self_attn,layers.0,layers.125"},
+		// Per-layer attention entries, repeats, a layer kept whole that
+		// also names its attention, entries that stay 16-bit anyway.
+		{"layers.3.self_attn.q_proj, layers.3.self_attn.k_proj,model.layers.1.self_attn,layers.1,embed_tokens,model.norm,model.layers.2.mlp.gate", "layers.3.self_attn,layers.1"},
+		{"re:.*lm_head", ""},
+		{"re:.*mlp.gate$,layers.7", "layers.7"},
+	}
+	for _, tt := range tests {
+		u, err := ParseUnquantized(tt.in)
+		if err != nil {
+			t.Errorf("ParseUnquantized(%q): %v", tt.in, err)
+			continue
+		}
+		if got := u.String(); got != tt.want {
+			t.Errorf("ParseUnquantized(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		// String round-trips.
+		if v, err := ParseUnquantized(u.String()); err != nil || v.String() != u.String() {
+			t.Errorf("round trip of %q: %q, %v", u.String(), v.String(), err)
+		}
+	}
+	for _, bad := range []string{"layers.3.mlp.down_proj", "vision_tower", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head"} {
+		if _, err := ParseUnquantized(bad); !errors.Is(err, ErrBadModel) {
+			t.Errorf("ParseUnquantized(%q): err %v, want ErrBadModel", bad, err)
+		}
+	}
+}
+
+// Meta's Llama-3.1-405B-FP8 keeps every self_attn and layers 0 and 125 in
+// BF16. Its weights are the FP8 part at one byte a parameter plus the rest
+// at two, the parts counted from the dimensions by hand here.
+func TestSplit16Llama405BFP8(t *testing.T) {
+	m := mustPreset(t, "llama-3.1-405b")
+	m.WeightDType = FP8E4M3
+	m.Unquantized = Unquantized{Attention: true, Layers: []int{0, 125}}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		H, L, V  = 16384, 126, 128256
+		attn     = 2*H*128*128 + 2*H*8*128 // q, o; k, v
+		mlp      = 3 * H * 53248
+		norms    = 2*H*L + H
+		emb      = V * H
+		linear16 = L*attn + 2*mlp
+		params16 = linear16 + norms + 2*emb
+		read16   = linear16 + norms + emb
+	)
+	got := m.Split16()
+	if got.Linear != linear16 || got.Params != params16 || got.Read != read16 {
+		t.Errorf("Split16 = %+v, want linear %d, params %d, read %d", got, int64(linear16), int64(params16), int64(read16))
+	}
+	if w, want := m.WeightBytes(1), (m.Params-params16)+2*params16; w != want {
+		t.Errorf("WeightBytes = %d, want %d (FP8 part %d + 2 × %d)", w, want, m.Params-params16, int64(params16))
+	}
+	// About a fifth of the parameters stay in 16 bits: 487 GB, against
+	// 406 GB were every weight FP8.
+	if gb := float64(m.WeightBytes(1)) / 1e9; gb < 480 || gb > 495 {
+		t.Errorf("WeightBytes = %.1f GB, want about 487", gb)
+	}
+	// In BF16 nothing is split.
+	m.WeightDType = BF16
+	if s := m.Split16(); s != (Split16{}) || m.WeightBytes(1) != 2*m.Params {
+		t.Errorf("bf16: Split16 %+v, WeightBytes %d", s, m.WeightBytes(1))
+	}
+}
+
+func TestUnquantizedValidate(t *testing.T) {
+	m := mustPreset(t, "llama-3.1-8b")
+	m.Unquantized = Unquantized{Layers: []int{32}}
+	if err := m.Validate(); !errors.Is(err, ErrBadModel) {
+		t.Errorf("layer 32 of 32: %v, want ErrBadModel", err)
+	}
+	m.Unquantized = Unquantized{AttentionLayers: []int{40}}
+	if err := m.Validate(); !errors.Is(err, ErrBadModel) {
+		t.Errorf("attention of layer 40 of 32: %v, want ErrBadModel", err)
+	}
+	ds := mustPreset(t, "deepseek-v3")
+	ds.Unquantized = Unquantized{Layers: []int{2}} // 3 dense layers: 0-2
+	if err := ds.Validate(); err != nil {
+		t.Errorf("deepseek-v3 dense layer 2: %v", err)
+	}
+	ds.Unquantized = Unquantized{Layers: []int{3}}
+	if err := ds.Validate(); !errors.Is(err, ErrBadModel) {
+		t.Errorf("deepseek-v3 MoE layer 3: %v, want ErrBadModel", err)
+	}
+}
+
+// FuzzParseUnquantized: any string either parses, and then its String
+// parses back to the same value, or is an ErrBadModel error; never a panic.
+func FuzzParseUnquantized(f *testing.F) {
+	for _, s := range []string{"", "self_attn", "model.layers.0,model.layers.125,lm_head,self_attn", "layers.3.self_attn.q_proj",
+		"re:.*lm_head", "re:(", "layers.1.mlp.down_proj", ",", "layers.-1", "layers.01,layers.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := ParseUnquantized(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadModel) {
+				t.Fatalf("%q: %v, not ErrBadModel", s, err)
+			}
+			return
+		}
+		v, err := ParseUnquantized(u.String())
+		if err != nil || v.String() != u.String() {
+			t.Fatalf("%q: String %q parses to %q, %v", s, u.String(), v.String(), err)
+		}
+	})
+}
