@@ -176,6 +176,11 @@ func (u Unquantized) validate(m *Model) error {
 	if m.MoE != nil {
 		dense = m.MoE.DenseLayers
 	}
+	for _, l := range slices.Concat(u.AttentionLayers, u.Layers) {
+		if l < 0 {
+			return fmt.Errorf("%w: %s: Unquantized: layer index %d is negative", ErrBadModel, m.Name, l)
+		}
+	}
 	for _, l := range u.AttentionLayers {
 		if l >= m.Layers {
 			return fmt.Errorf("%w: %s: Unquantized: layer %d's attention, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
@@ -192,12 +197,27 @@ func (u Unquantized) validate(m *Model) error {
 	return nil
 }
 
-// attentionKept is the number of layers whose attention stays in 16 bits.
+// attentionKept is the number of layers whose attention stays in 16 bits,
+// and wholeKept the number kept whole: each layer counted once, however
+// often u names it (a hand-built u need not be in ParseUnquantized's
+// normal form).
 func (u Unquantized) attentionKept(layers int) int {
 	if u.Attention {
 		return layers
 	}
-	return len(u.AttentionLayers) + len(u.Layers)
+	return distinct(u.AttentionLayers, u.Layers)
+}
+
+func (u Unquantized) wholeKept() int { return distinct(u.Layers) }
+
+// distinct is the number of different indices in lists.
+func distinct(lists ...[]int) int {
+	var all []int
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	return len(slices.Compact(all))
 }
 
 // Split16 is how many of a model's parameters are stored in 16 bits
@@ -228,7 +248,7 @@ func (m *Model) Split16() Split16 {
 	}
 	var c calc
 	u := m.Unquantized
-	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, len(u.Layers)))
+	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, u.wholeKept()))
 	head := b.head
 	if head == 0 {
 		head = b.vocab // tied: lm_head reads the embedding table

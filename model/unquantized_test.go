@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -119,4 +120,41 @@ func FuzzParseUnquantized(f *testing.F) {
 			t.Fatalf("%q: String %q parses to %q, %v", s, u.String(), v.String(), err)
 		}
 	})
+}
+
+// TestSplit16ListsAsGiven: an Unquantized built by hand (sim.Config's
+// field, a Model literal) need not be in ParseUnquantized's normal form. A
+// layer named twice, or named whole and by its attention, is one layer's
+// weights, not two; a negative index is an error, not an extra layer.
+func TestSplit16ListsAsGiven(t *testing.T) {
+	m := mustPreset(t, "llama-3.1-8b")
+	m.WeightDType = FP8E4M3
+	m.Unquantized = Unquantized{Layers: []int{0}}
+	want := m.Split16()
+	for _, u := range []Unquantized{
+		{Layers: []int{0, 0}},
+		{Layers: []int{0}, AttentionLayers: []int{0}},
+		{Layers: []int{0}, AttentionLayers: []int{0, 0}},
+	} {
+		m.Unquantized = u
+		if err := m.Validate(); err != nil {
+			t.Errorf("%+v: %v", u, err)
+		}
+		if got := m.Split16(); got != want {
+			t.Errorf("%+v: Split16 %+v, want layer 0's once: %+v", u, got, want)
+		}
+	}
+	m.Unquantized = Unquantized{AttentionLayers: []int{1, 1}}
+	one := Unquantized{AttentionLayers: []int{1}}
+	mm := m
+	mm.Unquantized = one
+	if got, w := m.Split16(), mm.Split16(); got != w {
+		t.Errorf("layer 1's attention twice: Split16 %+v, want %+v", got, w)
+	}
+	for _, u := range []Unquantized{{Layers: []int{-1}}, {AttentionLayers: []int{-3}}} {
+		m.Unquantized = u
+		if err := m.Validate(); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "Unquantized") {
+			t.Errorf("%+v: %v, want ErrBadModel naming Unquantized", u, err)
+		}
+	}
 }
