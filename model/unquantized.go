@@ -86,7 +86,8 @@ func (u *Unquantized) UnmarshalText(b []byte) error {
 //	                         router is counted with its layer: under 0.02%
 //	                         of DeepSeek-V3's parameters)
 //	re:<regexp>              compressed-tensors' pattern: accepted only when
-//	                         it names lm_head or a router gate
+//	                         it names lm_head or a router gate and no
+//	                         projection (".*mlp.gate$", not ".*mlp.gate")
 //
 // Anything else (one MLP projection, a vision tower) is an error: the
 // model keeps whole layers or attention blocks in 16 bits, not parts of an
@@ -131,6 +132,21 @@ var (
 	reAlways    = regexp.MustCompile(`^(lm_head|embed_tokens|norm|layers\.\d+\.(mlp|block_sparse_moe)\.gate)$`)
 )
 
+// projections are module names of quantized projections: a re: pattern
+// that matches lm_head or a router gate and one of these too (".*",
+// "model.layers.*", ".*mlp.gate" without the $ that spares gate_proj)
+// would keep projections in 16 bits, which it cannot be read as.
+var projections = []string{
+	"model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.k_proj", "model.layers.1.self_attn.v_proj",
+	"model.layers.1.self_attn.o_proj", "model.layers.1.self_attn.qkv_proj",
+	"model.layers.1.self_attn.q_a_proj", "model.layers.1.self_attn.q_b_proj",
+	"model.layers.1.self_attn.kv_a_proj_with_mqa", "model.layers.1.self_attn.kv_b_proj",
+	"model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj", "model.layers.1.mlp.down_proj",
+	"model.layers.1.mlp.experts.0.gate_proj", "model.layers.1.mlp.experts.0.down_proj",
+	"model.layers.1.mlp.shared_experts.down_proj",
+	"model.layers.1.fc1", "model.layers.1.fc2", "model.layers.1.self_attn.out_proj",
+}
+
 // add folds one entry into u.
 func (u *Unquantized) add(e string) error {
 	name := strings.TrimPrefix(e, "model.")
@@ -147,7 +163,7 @@ func (u *Unquantized) add(e string) error {
 		if err != nil {
 			return fmt.Errorf("%w: unquantized: %q: %w", ErrBadModel, e, err)
 		}
-		if re.MatchString("lm_head") || re.MatchString("model.layers.1.mlp.gate") {
+		if (re.MatchString("lm_head") || re.MatchString("model.layers.1.mlp.gate")) && !slices.ContainsFunc(projections, re.MatchString) {
 			return nil
 		}
 		return fmt.Errorf("%w: unquantized: pattern %q: a pattern may name only lm_head or an MoE router gate; list layers as layers.N or layers.N.self_attn", ErrBadModel, e)

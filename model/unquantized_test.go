@@ -33,7 +33,11 @@ func TestParseUnquantized(t *testing.T) {
 			t.Errorf("round trip of %q: %q, %v", u.String(), v.String(), err)
 		}
 	}
-	for _, bad := range []string{"layers.3.mlp.down_proj", "vision_tower", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head"} {
+	for _, bad := range []string{"layers.3.mlp.down_proj", "vision_tower", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head",
+		// A pattern that names lm_head or a router and projections too
+		// would keep those projections in 16 bits: not modelled, so not
+		// to be dropped as if it named lm_head alone.
+		"re:.*", "re:model.layers.*", "re:.*mlp.gate", "re:.*(lm_head|self_attn.*)"} {
 		if _, err := ParseUnquantized(bad); !errors.Is(err, ErrBadModel) {
 			t.Errorf("ParseUnquantized(%q): err %v, want ErrBadModel", bad, err)
 		}
