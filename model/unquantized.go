@@ -243,7 +243,8 @@ type Split16 struct {
 	// size(Params − this, WeightDType) + 2 × this.
 	Params int64
 	// Read is the 16-bit share of the weights a step reads: all of Params
-	// but the lookup-only embedding table (read as lm_head when tied).
+	// but the lookup-only tables (the embedding, read as lm_head when
+	// tied; OPT's positions).
 	Read int64
 	// Linear is the 16-bit share of the projections and MLPs (lm_head
 	// apart): what Unquantized keeps. Their GEMMs run at 16-bit speed.
@@ -251,8 +252,8 @@ type Split16 struct {
 }
 
 // Split16 is m's split: zero for a model in 16 bits or wider (all its
-// weights are in WeightDType), else the embedding table, lm_head, the
-// norms and what m.Unquantized names. A model whose dimensions
+// weights are in WeightDType), else the embedding table (and OPT's
+// position table), lm_head, the norms and what m.Unquantized names. A model whose dimensions
 // EstimateParams rejects gives zero.
 func (m *Model) Split16() Split16 {
 	if m.WeightDType.Bits() >= 16 {
@@ -270,7 +271,7 @@ func (m *Model) Split16() Split16 {
 		head = b.vocab // tied: lm_head reads the embedding table
 	}
 	s := Split16{
-		Params: c.add(linear, b.norms, b.vocab, b.head),
+		Params: c.add(linear, b.norms, b.vocab, b.head, b.pos),
 		Read:   c.add(linear, b.norms, head),
 		Linear: linear,
 	}

@@ -162,3 +162,25 @@ func TestSplit16ListsAsGiven(t *testing.T) {
 		}
 	}
 }
+
+// TestSplit16OPTPositions: OPT's learned positions are an embedding table
+// (vLLM's OPTLearnedPositionalEmbedding, an nn.Embedding, not a linear
+// layer), kept in 16 bits as the token embedding is; a step only gathers
+// rows of it, so it is not in Read.
+func TestSplit16OPTPositions(t *testing.T) {
+	m := mustPreset(t, "opt-13b")
+	m.WeightDType = INT8
+	const (
+		H, L, V, ctx = 5120, 40, 50272, 2048
+		pos          = (ctx + 2) * H
+		norms        = 4*H*L + 2*H
+		emb          = V * H // tied: lm_head reads it
+	)
+	got := m.Split16()
+	if got.Params != emb+norms+pos || got.Read != emb+norms || got.Linear != 0 {
+		t.Errorf("opt-13b int8: Split16 %+v, want params %d (embedding, positions, norms), read %d", got, int64(emb+norms+pos), int64(emb+norms))
+	}
+	if w, want := m.WeightBytes(1), m.Params+emb+norms+pos; w != want {
+		t.Errorf("opt-13b int8: WeightBytes %d, want %d", w, int64(want))
+	}
+}
