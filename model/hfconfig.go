@@ -49,7 +49,7 @@ var families = []string{"deepseek_v2", "deepseek_v3", "llama", "mistral", "opt",
 //     load_in_8bit; compressed-tensors' config_groups, which must agree);
 //     other bit widths and methods that state no width are errors;
 //   - for a quantized model, the modules it keeps in 16 bits:
-//     quantization_config's modules_to_not_convert, ignore,
+//     quantization_config's modules_to_not_convert, ignore, ignored_layers,
 //     llm_int8_skip_modules or exclude (ParseUnquantized's forms; a module
 //     it cannot model, such as one MLP projection, is an error);
 //   - tie_word_embeddings (default true for OPT, false otherwise, as the
@@ -354,14 +354,15 @@ func (c *cfg) dtype() DType {
 
 // unquantized reads the modules a quantized checkpoint keeps in 16 bits:
 // quantization_config's modules_to_not_convert (fbgemm_fp8, bitsandbytes'
-// llm_int8_skip_modules) or ignore (compressed-tensors, quark's exclude).
+// llm_int8_skip_modules), ignore (compressed-tensors, quark's exclude) or
+// ignored_layers (vLLM's own fp8 method, AutoFP8's checkpoints).
 func (c *cfg) unquantized() Unquantized {
 	var qc map[string]json.RawMessage
 	if json.Unmarshal(c.get("quantization_config"), &qc) != nil {
 		return Unquantized{}
 	}
 	var u Unquantized
-	for _, key := range []string{"modules_to_not_convert", "ignore", "llm_int8_skip_modules", "exclude"} {
+	for _, key := range []string{"modules_to_not_convert", "ignore", "ignored_layers", "llm_int8_skip_modules", "exclude"} {
 		v := bytes.TrimSpace(qc[key])
 		if len(v) == 0 || string(v) == "null" {
 			continue

@@ -211,6 +211,17 @@ func TestReadHFConfigErrors(t *testing.T) {
 			t.Errorf("quantization_config %s: weights %v, %v; want %v", tc.quant, m.WeightDType, err, tc.want)
 		}
 	}
+	// vLLM's own fp8 method (AutoFP8's checkpoints) lists the modules it
+	// leaves in 16 bits as ignored_layers (Fp8Config.from_config).
+	ig, err := ReadHFConfig(strings.NewReader(`{`+llama+`,"quantization_config":{"quant_method":"fp8","activation_scheme":"static",`+
+		`"ignored_layers":["lm_head","model.layers.2.self_attn.q_proj","model.layers.2.self_attn.k_proj"]}}`), "q.json")
+	if err != nil || ig.Unquantized.String() != "layers.2.self_attn" {
+		t.Errorf("fp8 ignored_layers: Unquantized %q, %v; want layers.2.self_attn", ig.Unquantized, err)
+	}
+	if _, err := ReadHFConfig(strings.NewReader(`{`+llama+`,"quantization_config":{"quant_method":"fp8","ignored_layers":["model.layers.1.mlp.up_proj"]}}`), "q.json"); err == nil ||
+		!strings.Contains(err.Error(), `"quantization_config.ignored_layers[0]"`) {
+		t.Errorf("fp8 ignored_layers with an MLP projection: %v, want an error naming quantization_config.ignored_layers[0]", err)
+	}
 	// A UTF-8 byte order mark is skipped (Windows editors write one), and
 	// a syntax error after it is at its byte in the file.
 	if _, err := ReadHFConfig(strings.NewReader("\uFEFF{"+llama+"}"), "bom.json"); err != nil {

@@ -16,6 +16,7 @@ type breakdown struct {
 	// The parts a quantized model keeps in 16 bits (Model.Split16).
 	vocab int64 // the token embedding table, Vocab × H (lm_head's too when tied)
 	head  int64 // an untied lm_head (0 when tied)
+	pos   int64 // OPT's learned position table
 	norms int64 // every norm's weights (and OPT's biases of them)
 	attn  int64 // one layer's attention projections
 	mlp   int64 // one dense layer's MLP
@@ -87,7 +88,7 @@ func estimate(m *Model) (breakdown, error) {
 		pos := c.mul(m.MaxContext+2, H)
 		b.total = c.add(mulInt64(&c, layer, L), c.mul(m.Vocab, H), pos, c.mul(2, H))
 		b.lookup = pos
-		b.vocab, b.attn, b.mlp = c.mul(m.Vocab, H), attn, mlp
+		b.vocab, b.attn, b.mlp, b.pos = c.mul(m.Vocab, H), attn, mlp, pos
 		b.norms = c.add(c.mul(4, H, L), c.mul(2, H))
 	} else {
 		var attn int64

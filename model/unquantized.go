@@ -86,7 +86,8 @@ func (u *Unquantized) UnmarshalText(b []byte) error {
 //	                         router is counted with its layer: under 0.02%
 //	                         of DeepSeek-V3's parameters)
 //	re:<regexp>              compressed-tensors' pattern: accepted only when
-//	                         it names lm_head or a router gate
+//	                         it names lm_head or a router gate and no
+//	                         projection (".*mlp.gate$", not ".*mlp.gate")
 //
 // Anything else (one MLP projection, a vision tower) is an error: the
 // model keeps whole layers or attention blocks in 16 bits, not parts of an
@@ -131,6 +132,21 @@ var (
 	reAlways    = regexp.MustCompile(`^(lm_head|embed_tokens|norm|layers\.\d+\.(mlp|block_sparse_moe)\.gate)$`)
 )
 
+// projections are module names of quantized projections: a re: pattern
+// that matches lm_head or a router gate and one of these too (".*",
+// "model.layers.*", ".*mlp.gate" without the $ that spares gate_proj)
+// would keep projections in 16 bits, which it cannot be read as.
+var projections = []string{
+	"model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.k_proj", "model.layers.1.self_attn.v_proj",
+	"model.layers.1.self_attn.o_proj", "model.layers.1.self_attn.qkv_proj",
+	"model.layers.1.self_attn.q_a_proj", "model.layers.1.self_attn.q_b_proj",
+	"model.layers.1.self_attn.kv_a_proj_with_mqa", "model.layers.1.self_attn.kv_b_proj",
+	"model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj", "model.layers.1.mlp.down_proj",
+	"model.layers.1.mlp.experts.0.gate_proj", "model.layers.1.mlp.experts.0.down_proj",
+	"model.layers.1.mlp.shared_experts.down_proj",
+	"model.layers.1.fc1", "model.layers.1.fc2", "model.layers.1.self_attn.out_proj",
+}
+
 // add folds one entry into u.
 func (u *Unquantized) add(e string) error {
 	name := strings.TrimPrefix(e, "model.")
@@ -147,7 +163,7 @@ func (u *Unquantized) add(e string) error {
 		if err != nil {
 			return fmt.Errorf("%w: unquantized: %q: %w", ErrBadModel, e, err)
 		}
-		if re.MatchString("lm_head") || re.MatchString("model.layers.1.mlp.gate") {
+		if (re.MatchString("lm_head") || re.MatchString("model.layers.1.mlp.gate")) && !slices.ContainsFunc(projections, re.MatchString) {
 			return nil
 		}
 		return fmt.Errorf("%w: unquantized: pattern %q: a pattern may name only lm_head or an MoE router gate; list layers as layers.N or layers.N.self_attn", ErrBadModel, e)
@@ -176,6 +192,11 @@ func (u Unquantized) validate(m *Model) error {
 	if m.MoE != nil {
 		dense = m.MoE.DenseLayers
 	}
+	for _, l := range slices.Concat(u.AttentionLayers, u.Layers) {
+		if l < 0 {
+			return fmt.Errorf("%w: %s: Unquantized: layer index %d is negative", ErrBadModel, m.Name, l)
+		}
+	}
 	for _, l := range u.AttentionLayers {
 		if l >= m.Layers {
 			return fmt.Errorf("%w: %s: Unquantized: layer %d's attention, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
@@ -192,12 +213,27 @@ func (u Unquantized) validate(m *Model) error {
 	return nil
 }
 
-// attentionKept is the number of layers whose attention stays in 16 bits.
+// attentionKept is the number of layers whose attention stays in 16 bits,
+// and wholeKept the number kept whole: each layer counted once, however
+// often u names it (a hand-built u need not be in ParseUnquantized's
+// normal form).
 func (u Unquantized) attentionKept(layers int) int {
 	if u.Attention {
 		return layers
 	}
-	return len(u.AttentionLayers) + len(u.Layers)
+	return distinct(u.AttentionLayers, u.Layers)
+}
+
+func (u Unquantized) wholeKept() int { return distinct(u.Layers) }
+
+// distinct is the number of different indices in lists.
+func distinct(lists ...[]int) int {
+	var all []int
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	return len(slices.Compact(all))
 }
 
 // Split16 is how many of a model's parameters are stored in 16 bits
@@ -207,7 +243,8 @@ type Split16 struct {
 	// size(Params − this, WeightDType) + 2 × this.
 	Params int64
 	// Read is the 16-bit share of the weights a step reads: all of Params
-	// but the lookup-only embedding table (read as lm_head when tied).
+	// but the lookup-only tables (the embedding, read as lm_head when
+	// tied; OPT's positions).
 	Read int64
 	// Linear is the 16-bit share of the projections and MLPs (lm_head
 	// apart): what Unquantized keeps. Their GEMMs run at 16-bit speed.
@@ -215,8 +252,8 @@ type Split16 struct {
 }
 
 // Split16 is m's split: zero for a model in 16 bits or wider (all its
-// weights are in WeightDType), else the embedding table, lm_head, the
-// norms and what m.Unquantized names. A model whose dimensions
+// weights are in WeightDType), else the embedding table (and OPT's
+// position table), lm_head, the norms and what m.Unquantized names. A model whose dimensions
 // EstimateParams rejects gives zero.
 func (m *Model) Split16() Split16 {
 	if m.WeightDType.Bits() >= 16 {
@@ -228,13 +265,13 @@ func (m *Model) Split16() Split16 {
 	}
 	var c calc
 	u := m.Unquantized
-	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, len(u.Layers)))
+	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, u.wholeKept()))
 	head := b.head
 	if head == 0 {
 		head = b.vocab // tied: lm_head reads the embedding table
 	}
 	s := Split16{
-		Params: c.add(linear, b.norms, b.vocab, b.head),
+		Params: c.add(linear, b.norms, b.vocab, b.head, b.pos),
 		Read:   c.add(linear, b.norms, head),
 		Linear: linear,
 	}

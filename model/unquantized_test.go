@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -32,7 +33,11 @@ func TestParseUnquantized(t *testing.T) {
 			t.Errorf("round trip of %q: %q, %v", u.String(), v.String(), err)
 		}
 	}
-	for _, bad := range []string{"layers.3.mlp.down_proj", "vision_tower", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head"} {
+	for _, bad := range []string{"layers.3.mlp.down_proj", "vision_tower", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head",
+		// A pattern that names lm_head or a router and projections too
+		// would keep those projections in 16 bits: not modelled, so not
+		// to be dropped as if it named lm_head alone.
+		"re:.*", "re:model.layers.*", "re:.*mlp.gate", "re:.*(lm_head|self_attn.*)"} {
 		if _, err := ParseUnquantized(bad); !errors.Is(err, ErrBadModel) {
 			t.Errorf("ParseUnquantized(%q): err %v, want ErrBadModel", bad, err)
 		}
@@ -119,4 +124,63 @@ func FuzzParseUnquantized(f *testing.F) {
 			t.Fatalf("%q: String %q parses to %q, %v", s, u.String(), v.String(), err)
 		}
 	})
+}
+
+// TestSplit16ListsAsGiven: an Unquantized built by hand (sim.Config's
+// field, a Model literal) need not be in ParseUnquantized's normal form. A
+// layer named twice, or named whole and by its attention, is one layer's
+// weights, not two; a negative index is an error, not an extra layer.
+func TestSplit16ListsAsGiven(t *testing.T) {
+	m := mustPreset(t, "llama-3.1-8b")
+	m.WeightDType = FP8E4M3
+	m.Unquantized = Unquantized{Layers: []int{0}}
+	want := m.Split16()
+	for _, u := range []Unquantized{
+		{Layers: []int{0, 0}},
+		{Layers: []int{0}, AttentionLayers: []int{0}},
+		{Layers: []int{0}, AttentionLayers: []int{0, 0}},
+	} {
+		m.Unquantized = u
+		if err := m.Validate(); err != nil {
+			t.Errorf("%+v: %v", u, err)
+		}
+		if got := m.Split16(); got != want {
+			t.Errorf("%+v: Split16 %+v, want layer 0's once: %+v", u, got, want)
+		}
+	}
+	m.Unquantized = Unquantized{AttentionLayers: []int{1, 1}}
+	one := Unquantized{AttentionLayers: []int{1}}
+	mm := m
+	mm.Unquantized = one
+	if got, w := m.Split16(), mm.Split16(); got != w {
+		t.Errorf("layer 1's attention twice: Split16 %+v, want %+v", got, w)
+	}
+	for _, u := range []Unquantized{{Layers: []int{-1}}, {AttentionLayers: []int{-3}}} {
+		m.Unquantized = u
+		if err := m.Validate(); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "Unquantized") {
+			t.Errorf("%+v: %v, want ErrBadModel naming Unquantized", u, err)
+		}
+	}
+}
+
+// TestSplit16OPTPositions: OPT's learned positions are an embedding table
+// (vLLM's OPTLearnedPositionalEmbedding, an nn.Embedding, not a linear
+// layer), kept in 16 bits as the token embedding is; a step only gathers
+// rows of it, so it is not in Read.
+func TestSplit16OPTPositions(t *testing.T) {
+	m := mustPreset(t, "opt-13b")
+	m.WeightDType = INT8
+	const (
+		H, L, V, ctx = 5120, 40, 50272, 2048
+		pos          = (ctx + 2) * H
+		norms        = 4*H*L + 2*H
+		emb          = V * H // tied: lm_head reads it
+	)
+	got := m.Split16()
+	if got.Params != emb+norms+pos || got.Read != emb+norms || got.Linear != 0 {
+		t.Errorf("opt-13b int8: Split16 %+v, want params %d (embedding, positions, norms), read %d", got, int64(emb+norms+pos), int64(emb+norms))
+	}
+	if w, want := m.WeightBytes(1), m.Params+emb+norms+pos; w != want {
+		t.Errorf("opt-13b int8: WeightBytes %d, want %d", w, int64(want))
+	}
 }

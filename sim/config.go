@@ -186,8 +186,8 @@ type Config struct {
 	// quantized weights keep in 16 bits (--unquantized: self_attn,
 	// layers.N, ...; model.Unquantized): those weights take 2 bytes and
 	// their GEMMs run at the BF16 peak. It matters only for weights under
-	// 16 bits; a quantized model keeps its embedding, lm_head and norms in
-	// 16 bits in any case.
+	// 16 bits (set for 16-bit weights, it is an error); a quantized model
+	// keeps its embedding, lm_head and norms in 16 bits in any case.
 	Unquantized model.Unquantized
 
 	// MaxConcurrency caps the requests in flight, as a benchmark client's
@@ -313,6 +313,10 @@ func (c Config) validate() (Config, error) {
 		c.Model.WeightDType = c.WeightDType
 	}
 	if !c.Unquantized.IsZero() {
+		if w := c.Model.WeightDType; w.Bits() >= 16 {
+			return bad("unquantized", "%s names what quantized weights keep in 16 bits, but the weights are %v: give a weight dtype of fp8, int8 or int4, or no unquantized",
+				c.Unquantized, w)
+		}
 		c.Model.Unquantized = c.Unquantized
 		if err := c.Model.Validate(); err != nil {
 			return bad("unquantized", "%v", err)

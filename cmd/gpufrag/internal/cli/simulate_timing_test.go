@@ -195,6 +195,7 @@ func TestSimulateTimingUsage(t *testing.T) {
 		{[]string{"--weight-dtype", "fp6"}, 2, `--weight-dtype "fp6": want bf16, fp16, fp8, int8 or int4`},
 		{[]string{"--unquantized", "layers.1.mlp.down_proj"}, 2, `--unquantized "layers.1.mlp.down_proj": bad model: unquantized: "layers.1.mlp.down_proj" is not modelled`},
 		{[]string{"--weight-dtype", "fp8", "--unquantized", "layers.32"}, 1, "layer 32, but the model has 32 layers"},
+		{[]string{"--unquantized", "self_attn"}, 1, "unquantized: self_attn names what quantized weights keep in 16 bits, but the weights are bf16"},
 		{[]string{"--profile", "v100"}, 2, `--profile "v100": not roofline, joint or a GPU's name`},
 		{[]string{"--profile", "roofine"}, 2, `did you mean "roofline"?`},
 		{[]string{"--engine-version", "0.24"}, 2, `--engine-version: engine version "0.24": not a vLLM release gpufrag knows (0.1 to 0.23); did you mean "0.23"?`},
