@@ -374,3 +374,26 @@ func TestReadHFConfigRandomBytes(t *testing.T) {
 		t.Errorf("UTF-16: %v", err)
 	}
 }
+
+// TestReadHFConfigSkipModules: a bitsandbytes 4-bit config whose skip
+// list names whole MLPs and attention blocks of some layers, and modules
+// outside the text decoder (a multimodal model's projector), keeps those
+// layers' parts in 16 bits and ignores the rest.
+func TestReadHFConfigSkipModules(t *testing.T) {
+	const llama = `"model_type":"llama","num_hidden_layers":4,"num_attention_heads":4,"hidden_size":64,` +
+		`"vocab_size":100,"max_position_embeddings":128,"intermediate_size":128`
+	m, err := ReadHFConfig(strings.NewReader(`{`+llama+`,"quantization_config":{"quant_method":"bitsandbytes","load_in_4bit":true,`+
+		`"llm_int8_skip_modules":["lm_head","multi_modal_projector","merger","modality_projection","model.layers.0.self_attn",`+
+		`"model.layers.0.mlp","model.layers.2.mlp"]}}`), "skip.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.WeightDType != INT4 || m.Unquantized.String() != "layers.2.mlp,layers.0" {
+		t.Errorf("weights %v, unquantized %q; want int4 with layers.2.mlp,layers.0", m.WeightDType, m.Unquantized)
+	}
+	// 16-bit linear parameters: layer 0 whole (attention 4 × 64 × 64 and
+	// MLP 3 × 64 × 128) and layer 2's MLP.
+	if got, want := m.Split16().Linear, int64(4*64*64+2*3*64*128); got != want {
+		t.Errorf("Split16().Linear = %d, want %d", got, want)
+	}
+}

@@ -31,6 +31,11 @@ type Unquantized struct {
 	// only (layers.N.self_attn), by index, ascending; empty when
 	// Attention is set.
 	AttentionLayers []int
+	// MLPLayers keeps the MLPs of these layers (layers.N.mlp), by index,
+	// ascending; a layer whose attention is kept too is in Layers
+	// instead. Only dense layers (index < MoE.DenseLayers for a mixture
+	// of experts) may be named.
+	MLPLayers []int
 	// Layers are whole decoder layers (attention and MLP) kept in 16
 	// bits, by index, ascending. For a mixture of experts only dense
 	// layers (index < MoE.DenseLayers) may be named.
@@ -40,7 +45,7 @@ type Unquantized struct {
 // IsZero reports whether u keeps nothing beyond the embedding, lm_head
 // and norms.
 func (u Unquantized) IsZero() bool {
-	return !u.Attention && len(u.AttentionLayers) == 0 && len(u.Layers) == 0
+	return !u.Attention && len(u.AttentionLayers) == 0 && len(u.MLPLayers) == 0 && len(u.Layers) == 0
 }
 
 // String is u in the form ParseUnquantized reads, comma-separated; "" for
@@ -52,6 +57,9 @@ func (u Unquantized) String() string {
 	}
 	for _, l := range u.AttentionLayers {
 		parts = append(parts, "layers."+strconv.Itoa(l)+".self_attn")
+	}
+	for _, l := range u.MLPLayers {
+		parts = append(parts, "layers."+strconv.Itoa(l)+".mlp")
 	}
 	for _, l := range u.Layers {
 		parts = append(parts, "layers."+strconv.Itoa(l))
@@ -81,6 +89,7 @@ func (u *Unquantized) UnmarshalText(b []byte) error {
 //	layers.N.self_attn       layer N's attention projections
 //	layers.N.self_attn.X     one projection (q_proj, k_proj, v_proj, o_proj,
 //	                         qkv_proj): taken as the layer's whole attention
+//	layers.N.mlp             layer N's MLP (a dense layer's)
 //	lm_head, embed_tokens, norm, layers.N.mlp.gate (an MoE router)
 //	                         accepted: these stay in 16 bits anyway (the
 //	                         router is counted with its layer: under 0.02%
@@ -88,11 +97,17 @@ func (u *Unquantized) UnmarshalText(b []byte) error {
 //	re:<regexp>              compressed-tensors' pattern: accepted only when
 //	                         it names lm_head or a router gate and no
 //	                         projection (".*mlp.gate$", not ".*mlp.gate")
+//	multi_modal_projector, merger, modality_projection, vision_tower,
+//	vision_model, visual, audio_tower (and their submodules)
+//	                         accepted: modules outside the text decoder,
+//	                         which gpufrag does not model (quantizers' skip
+//	                         lists for multimodal models name them)
 //
-// Anything else (one MLP projection, a vision tower) is an error: the
-// model keeps whole layers or attention blocks in 16 bits, not parts of an
-// MLP. The result is sorted, without repeats, and names a layer's
-// attention only when the layer is not kept whole.
+// Anything else (one MLP projection, an unknown module) is an error: the
+// model keeps whole layers, attention blocks or MLPs in 16 bits, not parts
+// of an MLP. The result is sorted, without repeats; a layer whose
+// attention and MLP are both named is kept whole, and a layer's attention
+// or MLP is named apart only when the layer is not kept whole.
 func ParseUnquantized(s string) (Unquantized, error) {
 	var u Unquantized
 	if strings.TrimSpace(s) == "" {
@@ -107,28 +122,35 @@ func ParseUnquantized(s string) (Unquantized, error) {
 	return u, nil
 }
 
-// normalise sorts u's lists, drops repeats and the attention of layers
-// kept whole, and every per-layer attention when Attention is set.
+// normalise sorts u's lists and drops repeats; a layer whose attention
+// and MLP are both kept moves to Layers, and the attention or MLP of a
+// layer kept whole, and every per-layer attention when Attention is set,
+// are dropped.
 func (u *Unquantized) normalise() {
-	slices.Sort(u.Layers)
-	u.Layers = slices.Compact(u.Layers)
-	slices.Sort(u.AttentionLayers)
-	u.AttentionLayers = slices.Compact(u.AttentionLayers)
-	u.AttentionLayers = slices.DeleteFunc(u.AttentionLayers, func(l int) bool {
-		_, whole := slices.BinarySearch(u.Layers, l)
-		return u.Attention || whole
-	})
-	if len(u.AttentionLayers) == 0 {
-		u.AttentionLayers = nil
+	sortSet := func(l []int) []int {
+		slices.Sort(l)
+		if l = slices.Compact(l); len(l) == 0 {
+			return nil
+		}
+		return l
 	}
-	if len(u.Layers) == 0 {
-		u.Layers = nil
+	u.AttentionLayers, u.MLPLayers = sortSet(u.AttentionLayers), sortSet(u.MLPLayers)
+	for _, l := range u.MLPLayers {
+		if _, attn := slices.BinarySearch(u.AttentionLayers, l); attn || u.Attention {
+			u.Layers = append(u.Layers, l)
+		}
 	}
+	u.Layers = sortSet(u.Layers)
+	whole := func(l int) bool { _, ok := slices.BinarySearch(u.Layers, l); return ok }
+	u.AttentionLayers = sortSet(slices.DeleteFunc(u.AttentionLayers, func(l int) bool { return u.Attention || whole(l) }))
+	u.MLPLayers = sortSet(slices.DeleteFunc(u.MLPLayers, whole))
 }
 
 var (
 	reLayer     = regexp.MustCompile(`^layers\.(\d+)$`)
 	reLayerAttn = regexp.MustCompile(`^layers\.(\d+)\.self_attn(\.(q_proj|k_proj|v_proj|o_proj|qkv_proj))?$`)
+	reLayerMLP  = regexp.MustCompile(`^layers\.(\d+)\.mlp$`)
+	reOutside   = regexp.MustCompile(`^(multi_modal_projector|merger|modality_projection|vision_tower|vision_model|visual|audio_tower)(\..*)?$`)
 	reAlways    = regexp.MustCompile(`^(lm_head|embed_tokens|norm|layers\.\d+\.(mlp|block_sparse_moe)\.gate)$`)
 )
 
@@ -156,7 +178,7 @@ func (u *Unquantized) add(e string) error {
 	case name == "self_attn":
 		u.Attention = true
 		return nil
-	case reAlways.MatchString(name):
+	case reAlways.MatchString(name), reOutside.MatchString(name):
 		return nil
 	case strings.HasPrefix(e, "re:"):
 		re, err := regexp.Compile(strings.TrimPrefix(e, "re:"))
@@ -166,12 +188,12 @@ func (u *Unquantized) add(e string) error {
 		if (re.MatchString("lm_head") || re.MatchString("model.layers.1.mlp.gate")) && !slices.ContainsFunc(projections, re.MatchString) {
 			return nil
 		}
-		return fmt.Errorf("%w: unquantized: pattern %q: a pattern may name only lm_head or an MoE router gate; list layers as layers.N or layers.N.self_attn", ErrBadModel, e)
+		return fmt.Errorf("%w: unquantized: pattern %q: a pattern may name only lm_head or an MoE router gate; list layers as layers.N, layers.N.self_attn or layers.N.mlp", ErrBadModel, e)
 	}
 	for _, r := range []struct {
 		re   *regexp.Regexp
 		list *[]int
-	}{{reLayer, &u.Layers}, {reLayerAttn, &u.AttentionLayers}} {
+	}{{reLayer, &u.Layers}, {reLayerAttn, &u.AttentionLayers}, {reLayerMLP, &u.MLPLayers}} {
 		m := r.re.FindStringSubmatch(name)
 		if m == nil {
 			continue
@@ -183,7 +205,7 @@ func (u *Unquantized) add(e string) error {
 		*r.list = append(*r.list, n)
 		return nil
 	}
-	return fmt.Errorf("%w: unquantized: %q is not modelled (want self_attn, layers.N, layers.N.self_attn, lm_head or embed_tokens): only whole layers or attention blocks can be kept in 16 bits", ErrBadModel, e)
+	return fmt.Errorf("%w: unquantized: %q is not modelled (want self_attn, layers.N, layers.N.self_attn, layers.N.mlp, lm_head or embed_tokens): only whole layers, attention blocks or MLPs can be kept in 16 bits", ErrBadModel, e)
 }
 
 // validate checks u against m's layers.
@@ -192,7 +214,7 @@ func (u Unquantized) validate(m *Model) error {
 	if m.MoE != nil {
 		dense = m.MoE.DenseLayers
 	}
-	for _, l := range slices.Concat(u.AttentionLayers, u.Layers) {
+	for _, l := range slices.Concat(u.AttentionLayers, u.MLPLayers, u.Layers) {
 		if l < 0 {
 			return fmt.Errorf("%w: %s: Unquantized: layer index %d is negative", ErrBadModel, m.Name, l)
 		}
@@ -202,10 +224,10 @@ func (u Unquantized) validate(m *Model) error {
 			return fmt.Errorf("%w: %s: Unquantized: layer %d's attention, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
 		}
 	}
-	for _, l := range u.Layers {
+	for _, l := range slices.Concat(u.MLPLayers, u.Layers) {
 		if l >= dense {
 			if l < m.Layers {
-				return fmt.Errorf("%w: %s: Unquantized: layer %d is a mixture-of-experts layer (dense layers: 0 to %d); only dense layers or attention blocks can be kept in 16 bits", ErrBadModel, m.Name, l, dense-1)
+				return fmt.Errorf("%w: %s: Unquantized: layer %d is a mixture-of-experts layer (dense layers: 0 to %d); only dense layers' MLPs, or attention blocks, can be kept in 16 bits", ErrBadModel, m.Name, l, dense-1)
 			}
 			return fmt.Errorf("%w: %s: Unquantized: layer %d, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
 		}
@@ -213,8 +235,8 @@ func (u Unquantized) validate(m *Model) error {
 	return nil
 }
 
-// attentionKept is the number of layers whose attention stays in 16 bits,
-// and wholeKept the number kept whole: each layer counted once, however
+// attentionKept is the number of layers whose attention stays in 16 bits:
+// each layer counted once, however
 // often u names it (a hand-built u need not be in ParseUnquantized's
 // normal form).
 func (u Unquantized) attentionKept(layers int) int {
@@ -224,7 +246,9 @@ func (u Unquantized) attentionKept(layers int) int {
 	return distinct(u.AttentionLayers, u.Layers)
 }
 
-func (u Unquantized) wholeKept() int { return distinct(u.Layers) }
+// mlpKept is the number of layers whose MLP stays in 16 bits, each
+// counted once.
+func (u Unquantized) mlpKept() int { return distinct(u.MLPLayers, u.Layers) }
 
 // distinct is the number of different indices in lists.
 func distinct(lists ...[]int) int {
@@ -265,7 +289,7 @@ func (m *Model) Split16() Split16 {
 	}
 	var c calc
 	u := m.Unquantized
-	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, u.wholeKept()))
+	linear := c.add(mulInt64(&c, b.attn, u.attentionKept(m.Layers)), mulInt64(&c, b.mlp, u.mlpKept()))
 	head := b.head
 	if head == 0 {
 		head = b.vocab // tied: lm_head reads the embedding table

@@ -18,6 +18,12 @@ func TestParseUnquantized(t *testing.T) {
 		{"layers.3.self_attn.q_proj, layers.3.self_attn.k_proj,model.layers.1.self_attn,layers.1,embed_tokens,model.norm,model.layers.2.mlp.gate", "layers.3.self_attn,layers.1"},
 		{"re:.*lm_head", ""},
 		{"re:.*mlp.gate$,layers.7", "layers.7"},
+		// MLPs: a layer whose attention and MLP are both named is kept
+		// whole; under self_attn every named MLP's layer is; modules
+		// outside the text decoder have no effect.
+		{"model.layers.0.self_attn,model.layers.0.mlp,model.layers.1.mlp,model.layers.3.mlp,layers.3,multi_modal_projector,model.visual.blocks.0", "layers.1.mlp,layers.0,layers.3"},
+		{"self_attn,layers.2.mlp", "self_attn,layers.2"},
+		{"layers.5.mlp,layers.4.self_attn", "layers.4.self_attn,layers.5.mlp"},
 	}
 	for _, tt := range tests {
 		u, err := ParseUnquantized(tt.in)
@@ -33,7 +39,7 @@ func TestParseUnquantized(t *testing.T) {
 			t.Errorf("round trip of %q: %q, %v", u.String(), v.String(), err)
 		}
 	}
-	for _, bad := range []string{"layers.3.mlp.down_proj", "vision_tower", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head",
+	for _, bad := range []string{"layers.3.mlp.down_proj", "layers.3.mlp.experts", "vision", "re:.*down_proj", "re:(", "layers.x", "layers.99999999999999999999", "self_attn,,lm_head",
 		// A pattern that names lm_head or a router and projections too
 		// would keep those projections in 16 bits: not modelled, so not
 		// to be dropped as if it named lm_head alone.
@@ -80,6 +86,32 @@ func TestSplit16Llama405BFP8(t *testing.T) {
 	m.WeightDType = BF16
 	if s := m.Split16(); s != (Split16{}) || m.WeightBytes(1) != 2*m.Params {
 		t.Errorf("bf16: Split16 %+v, WeightBytes %d", s, m.WeightBytes(1))
+	}
+}
+
+// TestSplit16MLP: layer 1's MLP of Llama-3.1-8B (3 × 4,096 × 14,336 =
+// 176,160,768 parameters) and layer 2's attention (41,943,040) kept in 16
+// bits, counted once however the list names them.
+func TestSplit16MLP(t *testing.T) {
+	m := mustPreset(t, "llama-3.1-8b")
+	m.WeightDType = INT4
+	base := m.Split16()
+	for _, u := range []Unquantized{
+		{MLPLayers: []int{1}, AttentionLayers: []int{2}},
+		{MLPLayers: []int{1, 1}, AttentionLayers: []int{2, 2}},
+	} {
+		m.Unquantized = u
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Split16(); got.Linear != 176_160_768+41_943_040 || got.Params != base.Params+got.Linear || got.Read != base.Read+got.Linear {
+			t.Errorf("%v: Split16 %+v (base %+v)", u, got, base)
+		}
+	}
+	ds := mustPreset(t, "deepseek-v3")
+	ds.Unquantized = Unquantized{MLPLayers: []int{3}}
+	if err := ds.Validate(); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "mixture-of-experts layer") {
+		t.Errorf("deepseek-v3 MoE layer 3's MLP: %v", err)
 	}
 }
 

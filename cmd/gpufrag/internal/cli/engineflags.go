@@ -57,7 +57,7 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
 		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
 	fl.StringVar(&f.unquantized, "unquantized", "", "`MODULES` quantized weights keep in 16 bits, as a checkpoint's modules_to_not_convert lists them: "+
-		"self_attn (every layer's attention), layers.N (a whole layer), layers.N.self_attn, comma-separated (default: the model's; needs weights under 16 bits; the embedding, "+
+		"self_attn (every layer's attention), layers.N (a whole layer), layers.N.self_attn, layers.N.mlp, comma-separated (default: the model's; needs weights under 16 bits; the embedding, "+
 		"lm_head and norms stay in 16 bits in any case). Meta's Llama-3.1-405B-FP8: self_attn,layers.0,layers.125")
 }
 
