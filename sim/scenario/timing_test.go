@@ -118,7 +118,7 @@ func TestBuildTimingErrors(t *testing.T) {
 		{"engine name", base + "engine: {name: trtllm}\n" + fewRequests, `field "engine.name": "trtllm": want one of vllm-v1, vllm-v0, sglang`},
 		{"mixed chunk on vllm", base + "engine: {mixed_chunk: true}\n" + fewRequests, "field \"engine.mixed_chunk\": is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not vllm-v1"},
 		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": bad dtype: "fp6"`},
-		{"unquantized", base + "weight_dtype: fp8\nunquantized: layers.0.mlp\n" + fewRequests, `field "unquantized": bad model: unquantized: "layers.0.mlp" is not modelled`},
+		{"unquantized", base + "weight_dtype: fp8\nunquantized: layers.0.mlp.down_proj\n" + fewRequests, `field "unquantized": bad model: unquantized: "layers.0.mlp.down_proj" is not modelled`},
 		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": "v100" is not roofline, joint, a GPU preset (a100-40g`},
 		{"embedded profile of another gpu", base + "profile: a100-80g\n" + fewRequests,
 			"field \"profile\": a100-80g is the embedded profile of gpu a100-80g, but the scenario's gpu is h100-80g: use profile h100-80g (or joint), or set gpu a100-80g"},
