@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -268,6 +269,12 @@ func TestFidelityAccelMarkRunGap(t *testing.T) {
 	}
 	if testing.Short() {
 		t.Skip("simulates every online AccelMark replay (0.8 s; minutes under -race)")
+	}
+	if invariants.Enabled {
+		// The run's end times it checks are the plain build's; the
+		// engine's self-checks on every step make it take 4.5 minutes,
+		// most of CI's -tags invariants step.
+		t.Skip("simulates every online AccelMark replay: the plain build checks it (0.8 s; 275 s under -tags invariants)")
 	}
 	d, err := Published()
 	if err != nil {
