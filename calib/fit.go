@@ -416,14 +416,7 @@ func (f *fitter) checkRuns(first map[int]*sim.Result) {
 	s := &f.o.Setup
 	cfg := s.config(f.start, 0)
 	// Only the linear FLOPs per token matter to checkPrefill, not the KV type.
-	m := s.Model
-	if s.WeightDType != 0 {
-		m.WeightDType = s.WeightDType
-	}
-	if !s.Unquantized.IsZero() {
-		m.Unquantized = s.Unquantized
-	}
-	shape := sim.NewShape(m, s.TP, cfg.KVDType)
+	shape := sim.NewShape(s.RunModel(), s.TP, cfg.KVDType)
 	peak := f.start.Peak.BF16FLOPSPerS
 	if shape.FP8 && f.start.Peak.FP8FLOPSPerS > 0 {
 		peak = f.start.Peak.FP8FLOPSPerS

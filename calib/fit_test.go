@@ -560,11 +560,7 @@ func TestFidelityUnquantized(t *testing.T) {
 			t.Fatalf("%+v, %v", p, err)
 		}
 		c := p.sim.cfg
-		m := c.Model
-		m.WeightDType = c.WeightDType
-		if !c.Unquantized.IsZero() {
-			m.Unquantized = c.Unquantized
-		}
+		m := c.RunModel()
 		return float64(m.WeightBytes(c.TP)) / 1e9
 	}
 	if got := weights(&f); got < 60 || got > 62 {

@@ -70,13 +70,8 @@ type SetupReport struct {
 
 // setupReport describes s.
 func setupReport(s *ReplaySetup) SetupReport {
-	w, u := s.Model.WeightDType, s.Model.Unquantized
-	if s.WeightDType != 0 {
-		w = s.WeightDType
-	}
-	if !s.Unquantized.IsZero() {
-		u = s.Unquantized
-	}
+	m := s.RunModel()
+	w, u := m.WeightDType, m.Unquantized
 	if w.Bits() >= 16 {
 		u = model.Unquantized{}
 	}

@@ -247,6 +247,20 @@ type EarlyStop struct {
 	TTFTP99, TPOTP99 float64 // seconds
 }
 
+// RunModel is c.Model as a run uses it: with c.WeightDType and
+// c.Unquantized applied where set, as validate applies them (without
+// checking them).
+func (c *Config) RunModel() model.Model {
+	m := c.Model
+	if c.WeightDType != 0 {
+		m.WeightDType = c.WeightDType
+	}
+	if !c.Unquantized.IsZero() {
+		m.Unquantized = c.Unquantized
+	}
+	return m
+}
+
 // ForBenchClient sets c up for requests sent by a benchmark client:
 // vLLM's benchmark_serving (vllm bench serve) and SGLang's bench_serving
 // send each request's output length as its max_tokens, and SGLang's

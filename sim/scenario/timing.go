@@ -150,17 +150,13 @@ func newTiming(plan *Plan) *Timing {
 	c := plan.Configs[0]
 	v, _ := sim.ParseEngineVersion(c.Engine, c.EngineVersion) // Build checked it
 	t := &Timing{Engine: c.Engine.String(), EngineVersion: v.String(), MixedChunk: c.MixedChunk, StepTime: "roofline",
-		WeightDType: plan.Model.WeightDType.String(), MaxConcurrency: c.MaxConcurrency, WarmPrompts: c.WarmPrompts}
-	w, u := plan.Model.WeightDType, plan.Model.Unquantized
-	if c.WeightDType != 0 {
-		w = c.WeightDType
-		t.WeightDType = c.WeightDType.String()
-	}
-	if !c.Unquantized.IsZero() {
-		u = c.Unquantized
-	}
-	if w.Bits() < 16 {
-		t.Unquantized = u.String()
+		MaxConcurrency: c.MaxConcurrency, WarmPrompts: c.WarmPrompts}
+	rc := c
+	rc.Model = plan.Model
+	m := rc.RunModel()
+	t.WeightDType = m.WeightDType.String()
+	if m.WeightDType.Bits() < 16 {
+		t.Unquantized = m.Unquantized.String()
 	}
 	if p := c.Profile; p != nil {
 		t.StepTime = "profile"
