@@ -331,6 +331,9 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	// runs (warmRepeats), described by pooledWhat.
 	var pooledCold *sim.Config
 	var pooledWhat string
+	// noText is the replayed file's successful requests that returned no
+	// text (noTextRequests): its client's TTFT percentiles count each as 0.
+	var noText int
 	notes = append(notes, rule.note)
 	switch {
 	case f.Source == "accelmark":
@@ -516,6 +519,11 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		}
 		reqs = tr.Requests
 		what = fidBenchWhat(run, len(reqs))
+		if noText = noTextRequests(run); noText > 0 {
+			// Every figure of the run shares the simulation; its TTFT
+			// figures read the request times.
+			cfg.RequestTimes = true
+		}
 		// A random dataset's client asks for each request's output as its
 		// max_tokens and ignores EOS (vLLM's benchmark_serving and SGLang's
 		// bench_serving): what SGLang's admission reserves. Every dataset's
@@ -555,10 +563,28 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	if pnote != "" {
 		notes = append(notes, pnote)
 	}
+	if pct, ok := fidClientTTFT[f.Metric]; ok && noText > 0 {
+		// The rule calibrate applies to such a file (Case.measure): its
+		// TTFT is the client's statistic over as many zeros, not an
+		// engine's first-token times, so it is not judged; the page
+		// compares it with the same statistic of the simulation.
+		if f.Use == "fit" || f.Use == "holdout" {
+			return nil, fmt.Errorf("%w: figure %s: %d of its file's successful requests returned no text (output_lens 0), so its %s "+
+				"is taken over as many TTFTs of 0; such a TTFT is a cross-check, not use %s (calibrate excludes it too: calib/replay.go)",
+				ErrFidelity, f.ID, noText, f.Metric, f.Use)
+		}
+		k, _ := fidUnitScale(f.Unit)
+		pick = func(r *sim.Result) (float64, bool) {
+			v, ok := clientTTFT(r, noText, pct)
+			return v * k, ok && v > 0
+		}
+		notes = append(notes, fmt.Sprintf("simulated as the client counts it: the %d requests that returned no text enter at a TTFT of 0, "+
+			"the others at their simulated first-token times", noText))
+	}
 	p.setup = head + "; " + what
 	key := func(what string) string {
-		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v|%v|%d|%v|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType,
-			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill, cfg.Unquantized)
+		return fmt.Sprintf("%s|%s|%s|%v|%d|%d|%v|%v|%d|%v|%v|%v", f.Source, head, what, cfg.PrefixCaching, cfg.MaxContext, cfg.MaxSeqs, cfg.WeightDType,
+			cfg.KVDType, cfg.MaxBatchTokens, cfg.ChunkedPrefill, cfg.Unquantized, cfg.RequestTimes)
 	}
 	p.pick = pick
 	p.sim = &fidCase{key: key(what), cfg: cfg, class: class, reqs: reqs}
@@ -722,6 +748,10 @@ func fidUnitScale(unit string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// fidClientTTFT is the percentile of each TTFT metric that clientTTFT
+// takes for a replayed file with requests that returned no text.
+var fidClientTTFT = map[string]float64{"ttft_median": 50, "ttft_p99": 99}
 
 // fidMetric returns how a metric is read from a result; n is the
 // requests of the run. skip says why it cannot be.

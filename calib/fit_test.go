@@ -571,3 +571,52 @@ func TestFidelityUnquantized(t *testing.T) {
 		t.Errorf("without: %.1f GB of weights a GPU, want about 51", got)
 	}
 }
+
+// TestFidelityNoTextTTFT: a replayed file whose successful requests
+// include some that returned no text (dstack's: 379 of 1,000) has its TTFT
+// simulated as the client takes it, over a 0 for each of them, in the one
+// simulation its other figures share; and such a TTFT cannot be judged
+// (fit or holdout), the rule calibrate applies to it.
+func TestFidelityNoTextTTFT(t *testing.T) {
+	fig := publishedFigure(t)
+	files := map[string][]*workload.BenchResult{}
+	plan := func(f *Figure) *fidPlan {
+		t.Helper()
+		p, err := fidTranslate(f, fidOpenFixture, files)
+		if err != nil || p.skip != "" || p.sim == nil {
+			t.Fatalf("%s: %+v, %v", f.ID, p, err)
+		}
+		return p
+	}
+	ttft := fig("dstack-h100-405b-fp8-tp8-b512-s256-qps16-ttft-median")
+	tp := plan(ttft)
+	tpot := plan(fig("dstack-h100-405b-fp8-tp8-b512-s256-qps16-tpot-median"))
+	if !tp.sim.cfg.RequestTimes || tp.sim.key != tpot.sim.key {
+		t.Errorf("RequestTimes %v, keys %q and %q: want request times in one shared simulation", tp.sim.cfg.RequestTimes, tp.sim.key, tpot.sim.key)
+	}
+	if recordable(tp.sim.cfg, nil) || recordableTimed(tp.sim.cfg) {
+		t.Error("a run that keeps its request times is recorded: a retiming keeps none")
+	}
+	if !strings.Contains(tp.note, "the 379 requests that returned no text enter at a TTFT of 0") {
+		t.Errorf("note %q: want the 379 zeros named", tp.note)
+	}
+	// 621 first tokens at 1 s and 379 zeros: the median is the client's 1 s
+	// (in ms); 400 zeros more would make it 0, which is no figure.
+	res := &sim.Result{TTFT: sim.Latency{P50: 7}}
+	for range 621 {
+		res.RequestTimes = append(res.RequestTimes, sim.RequestTime{Output: 5, TTFT: 1, HasTTFT: true})
+	}
+	if v, ok := tp.pick(res); !ok || v != 1000 {
+		t.Errorf("client median %v, %v; want 1000 ms", v, ok)
+	}
+	if v, ok := tpot.pick(&sim.Result{TPOT: sim.Latency{P50: 0.1}}); !ok || math.Abs(v-100) > 1e-9 {
+		t.Errorf("TPOT %v, %v: want the simulation's own 100 ms", v, ok)
+	}
+	for _, use := range []string{"holdout", "fit"} {
+		f := *ttft
+		f.Use = use
+		if _, err := fidTranslate(&f, fidOpenFixture, files); err == nil || !strings.Contains(err.Error(), "379 of its file's successful requests returned no text") {
+			t.Errorf("use %s: %v, want the figure refused", use, err)
+		}
+	}
+}

@@ -359,9 +359,10 @@ func recordCases(ctx context.Context, cases []*jointCase, workers int) error {
 }
 
 // recordable says whether a run's steps do not depend on their times, so
-// that sim.Record takes it.
+// that sim.Record takes it. A run that keeps its request times
+// (Config.RequestTimes) is simulated: a retiming keeps none.
 func recordable(cfg sim.Config, reqs []workload.Request) bool {
-	if cfg.Duration > 0 || cfg.EarlyStop != (sim.EarlyStop{}) || cfg.Defrag.Policy != sim.DefragOff {
+	if cfg.RequestTimes || cfg.Duration > 0 || cfg.EarlyStop != (sim.EarlyStop{}) || cfg.Defrag.Policy != sim.DefragOff {
 		return false
 	}
 	for _, r := range reqs {
@@ -424,9 +425,10 @@ func (c *jointCase) runTimed(j *sim.JointModel, surrogate *sim.Recording, record
 }
 
 // recordableTimed says whether sim.Record takes a run with arrivals after
-// 0: an open loop, without a duration, early stopping or defrag.
+// 0: an open loop, without a duration, early stopping, defrag or request
+// times (recordable).
 func recordableTimed(cfg sim.Config) bool {
-	return cfg.MaxConcurrency == 0 && cfg.Duration == 0 && cfg.EarlyStop == (sim.EarlyStop{}) && cfg.Defrag.Policy == sim.DefragOff
+	return !cfg.RequestTimes && cfg.MaxConcurrency == 0 && cfg.Duration == 0 && cfg.EarlyStop == (sim.EarlyStop{}) && cfg.Defrag.Policy == sim.DefragOff
 }
 
 // values simulates every target under j.

@@ -97,7 +97,6 @@ func percentile(sorted []float64, p float64) float64 {
 type perRequest struct {
 	ttft, tpot, itl, e2e []float64
 	outputs              int64 // output tokens of the successful requests
-	zeroOutputs          int   // successful requests with output_lens 0
 	gaps, gapTokens      int   // itls entries and output tokens after the first, over requests with more than one
 }
 
@@ -130,9 +129,6 @@ func collect(r *workload.BenchResult) (perRequest, bool) {
 		pr.e2e = append(pr.e2e, lat)
 		pr.itl = append(pr.itl, q.ITLs...)
 		pr.outputs += int64(q.OutputTokens)
-		if q.OutputTokens == 0 {
-			pr.zeroOutputs++
-		}
 		if q.OutputTokens > 1 {
 			pr.tpot = append(pr.tpot, (lat-q.TTFT)/float64(q.OutputTokens-1))
 			pr.gaps += len(q.ITLs)
@@ -166,6 +162,45 @@ func (pr *perRequest) value(m Metric) (float64, bool) {
 	if len(xs) == 0 {
 		return 0, false
 	}
+	return percentile(xs, p), true
+}
+
+// noTextRequests counts r's successful requests with output_lens 0: a
+// stream that carried no text. vLLM's benchmark_serving (0.6.x and later,
+// async_request_openai_completions) sets a request's TTFT when the first
+// chunk with text arrives, so such a request keeps a TTFT of 0 and counts
+// as successful; the printed TTFT percentiles are taken over that many
+// zeros. 0 when the file gives no per-request lengths.
+func noTextRequests(r *workload.BenchResult) int {
+	if r.Detail&workload.DetailLens == 0 {
+		return 0
+	}
+	n := 0
+	for _, q := range r.Requests {
+		if !q.Failed() && q.OutputTokens == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// clientTTFT is a simulated run's TTFT percentile p taken as the
+// benchmark client takes it from a file with zeros requests that returned
+// no text (noTextRequests): over the first-token times of the simulated
+// requests that have one (Result.RequestTimes, so the run needs
+// Config.RequestTimes) and that many zeros, with numpy's interpolation.
+// ok is false when the run kept no request times.
+func clientTTFT(res *sim.Result, zeros int, p float64) (float64, bool) {
+	if len(res.RequestTimes) == 0 {
+		return 0, false
+	}
+	xs := make([]float64, zeros, zeros+len(res.RequestTimes))
+	for _, t := range res.RequestTimes {
+		if t.HasTTFT {
+			xs = append(xs, t.TTFT)
+		}
+	}
+	slices.Sort(xs)
 	return percentile(xs, p), true
 }
 

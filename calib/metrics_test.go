@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -204,5 +205,54 @@ func TestCollectNeedsArrays(t *testing.T) {
 	var r workload.BenchResult
 	if _, ok := collect(&r); ok {
 		t.Error("collect read arrays from an empty run")
+	}
+}
+
+// TestNoTextRequests counts the successful requests with no output, not
+// the failed ones, and none in a file without per-request lengths.
+func TestNoTextRequests(t *testing.T) {
+	r := &workload.BenchResult{Detail: workload.DetailLens, Requests: []workload.BenchRequest{
+		{InputTokens: 5, OutputTokens: 0}, {InputTokens: 5, OutputTokens: 3}, {InputTokens: 5, OutputTokens: 0, Err: "boom"},
+		{InputTokens: 7, OutputTokens: 0},
+	}}
+	if n := noTextRequests(r); n != 2 {
+		t.Errorf("noTextRequests = %d, want 2 (the failed one is not counted)", n)
+	}
+	r.Detail = 0
+	if n := noTextRequests(r); n != 0 {
+		t.Errorf("without lengths: %d, want 0", n)
+	}
+}
+
+// TestClientTTFT takes a simulated TTFT percentile as the client takes it:
+// the requests with a first token at their times, plus a 0 for each
+// request that returned no text, with numpy's interpolation.
+func TestClientTTFT(t *testing.T) {
+	res := &sim.Result{RequestTimes: []sim.RequestTime{
+		{Output: 4, TTFT: 3, HasTTFT: true}, {Output: 0}, {Output: 2, TTFT: 1, HasTTFT: true}, {Output: 9, TTFT: 2, HasTTFT: true},
+	}}
+	for _, tc := range []struct {
+		zeros int
+		p     float64
+		want  float64
+	}{
+		{0, 50, 2},       // 1 2 3
+		{2, 50, 1},       // 0 0 1 2 3
+		{3, 50, 0.5},     // 0 0 0 1 2 3: the mean of the middle two
+		{2, 99, 2.96},    // rank 0.99 × 4 = 3.96: between 2 and 3
+		{5, 50, 0},       // most are zeros
+		{4, 90, 2.4},     // 0 0 0 0 1 2 3: rank 5.4
+		{2, 60, 1.4},     // rank 2.4
+		{3, 50.5, 0.525}, // rank 2.525, between a zero and 1
+		{1, 0, 0},        // the lowest is a zero
+		{1, 100, 3},      // the highest
+	} {
+		got, ok := clientTTFT(res, tc.zeros, tc.p)
+		if !ok || math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("zeros %d, p%v: %v, %v; want %v", tc.zeros, tc.p, got, ok, tc.want)
+		}
+	}
+	if _, ok := clientTTFT(&sim.Result{}, 3, 50); ok {
+		t.Error("a run without request times gave a client TTFT")
 	}
 }

@@ -272,9 +272,9 @@ func (c *Case) measure() {
 		c.measured[MedianITL].excluded = fmt.Sprintf("stream chunks carried several tokens (%d gaps for %d tokens), so ITL measures chunks",
 			pr.gaps, pr.gapTokens)
 	}
-	if arrays && pr.zeroOutputs > 0 {
+	if z := noTextRequests(r); z > 0 {
 		why := fmt.Sprintf("%d successful requests have output_lens 0: their client-side TTFT and latency are not an engine's "+
-			"(the replay runs them as prefill-only)", pr.zeroOutputs)
+			"(the replay runs them as prefill-only)", z)
 		for _, m := range []Metric{MedianTTFT, P99TTFT, MedianE2E} {
 			c.measured[m].excluded = why
 		}
