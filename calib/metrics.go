@@ -166,11 +166,14 @@ func (pr *perRequest) value(m Metric) (float64, bool) {
 }
 
 // noTextRequests counts r's successful requests with output_lens 0: a
-// stream that carried no text. vLLM's benchmark_serving (0.6.x and later,
-// async_request_openai_completions) sets a request's TTFT when the first
-// chunk with text arrives, so such a request keeps a TTFT of 0 and counts
-// as successful; the printed TTFT percentiles are taken over that many
-// zeros. 0 when the file gives no per-request lengths.
+// stream that carried no text. vLLM's benchmark_serving as the runs cited
+// here ran it (0.6.0 Lambda's, 0.6.3 dstack's; async_request_openai_completions)
+// sets a request's TTFT when the first chunk with text arrives, so such a
+// request keeps a TTFT of 0 and counts as successful; the printed TTFT
+// percentiles are taken over that many zeros. Later clients set the TTFT
+// at the first chunk with choices, text or not, and mark a stream without
+// one failed: a file of theirs with such requests would need its ttfts
+// read, not assumed 0. 0 when the file gives no per-request lengths.
 func noTextRequests(r *workload.BenchResult) int {
 	if r.Detail&workload.DetailLens == 0 {
 		return 0

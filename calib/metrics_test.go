@@ -187,6 +187,39 @@ func TestQuirkExclusions(t *testing.T) {
 	}
 }
 
+// TestQuirkExclusionsLensOnly: a file with per-request lengths but no
+// per-request times (the summary is what is measured) has its TTFT and
+// E2E excluded for a successful request with output_lens 0 too: the
+// client's printed percentiles count it at a TTFT of 0 all the same.
+func TestQuirkExclusionsLensOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lens.json")
+	doc := `{"backend": "vllm", "model_id": "m", "num_prompts": 4, "request_rate": 2.0, "duration": 3.0, "completed": 4, ` +
+		`"total_input_tokens": 40, "total_output_tokens": 12, "median_ttft_ms": 20.0, "p99_ttft_ms": 30.0, "median_tpot_ms": 5.0, ` +
+		`"input_lens": [10, 10, 10, 10], "output_lens": [4, 0, 4, 4]}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := readFile(t, path)
+	if _, arrays := collect(f.Runs[0]); arrays {
+		t.Fatal("the file has per-request times; the test wants lengths only")
+	}
+	c, err := newCase(f, f.Runs[0], false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := c.measured[MedianTTFT]; !ms.ok || ms.source != "summary" {
+		t.Errorf("median TTFT %+v, want the summary's", ms)
+	}
+	for _, m := range []Metric{MedianTTFT, P99TTFT, MedianE2E} {
+		if ex := c.measured[m].excluded; !strings.Contains(ex, "1 successful requests have output_lens 0") {
+			t.Errorf("%v exclusion %q, want the zero-length output named", m, ex)
+		}
+	}
+	if ex := c.measured[MedianTPOT].excluded; ex != "" {
+		t.Errorf("TPOT excluded: %q", ex)
+	}
+}
+
 func hasWarning(c *Case, s string) bool {
 	for _, w := range c.Warnings {
 		if strings.Contains(w, s) {
