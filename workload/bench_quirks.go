@@ -66,8 +66,10 @@ func (r *BenchResult) quirks() {
 		r.warn("completed is %d for %d requests, and the file has no per-request errors saying which failed", r.Completed, n)
 	}
 	if zero > 0 {
-		r.warn("%d of %d requests that succeeded have output_lens 0 (the first, request %d): the client counted no generated "+
-			"tokens for them (a tokenizer or streaming problem?); they are simulated as prefill-only", zero, succeeded, firstZero+1)
+		r.warn("%d of %d requests that succeeded have output_lens 0 (the first, request %d): their streams carried no text "+
+			"(a model that ended its turn at once, or a tokenizer or streaming problem); they are simulated as prefill-only, "+
+			"and the client recorded a TTFT of 0 for each, so the file's TTFT percentiles are taken over that many zeros "+
+			"(calibrate leaves its TTFT out)", zero, succeeded, firstZero+1)
 	}
 	switch {
 	case tokens == 0:
