@@ -195,6 +195,10 @@ var fidPresets = map[string]string{
 	"RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8":             "llama-3.1-8b",
 	"meta-llama/Llama-3.1-405B-FP8":                       "llama-3.1-405b",
 	"Qwen/Qwen2.5-7B-Instruct":                            "qwen2.5-7b",
+	// A vision-language model served text-only prompts: its text model
+	// has Qwen3-8B's shapes (model/presets.go), and the vision tower
+	// does not run.
+	"Qwen/Qwen3-VL-8B-Instruct": "qwen3-8b",
 }
 
 // fidModel returns the preset of a figure's model (the first word of

@@ -113,6 +113,19 @@ func TestPublishedSourceUses(t *testing.T) {
 				t.Errorf("line %d: %s: use %q, unquantized %q; want %s and Meta's modules_to_not_convert", f.Line, f.ID, f.Use, f.Setup.Unquantized, want)
 			}
 		}
+		if f.Source == "bowenwan6-h200-qwen3vl" {
+			n[f.Source]++
+			// Never fitted; SGLang's TTFTs set aside before the replay (a
+			// floor of about 55 ms at concurrency 1 that vLLM's 14 ms on the
+			// same GPU and prompts does not have: docs/calibrate.md).
+			want := "holdout"
+			if f.Setup.Engine == "sglang" && f.Metric == "ttft_median" {
+				want = "cross-check"
+			}
+			if f.Use != want || f.Setup.Model != "Qwen/Qwen3-VL-8B-Instruct" {
+				t.Errorf("line %d: %s: use %q, model %q; want %s", f.Line, f.ID, f.Use, f.Setup.Model, want)
+			}
+		}
 		if f.Source != "accelmark" {
 			continue
 		}
@@ -129,7 +142,7 @@ func TestPublishedSourceUses(t *testing.T) {
 			t.Errorf("line %d: %s: use %q, want %q by AccelMark's rule", f.Line, f.ID, f.Use, want)
 		}
 	}
-	for _, src := range append(slices.Collect(maps.Keys(whole)), "dstack-8xh100-405b-fp8") {
+	for _, src := range append(slices.Collect(maps.Keys(whole)), "dstack-8xh100-405b-fp8", "bowenwan6-h200-qwen3vl") {
 		if n[src] == 0 {
 			t.Errorf("no figure of %s", src)
 		}

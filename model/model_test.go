@@ -122,6 +122,7 @@ func TestParamsMatchPublished(t *testing.T) {
 		{"qwen2.5-7b", 7.61e9},    // Qwen2.5-7B-Instruct card: 7.61B
 		{"qwen2.5-14b", 14.7e9},   // Qwen2.5-14B-Instruct card: 14.7B
 		{"qwen2.5-72b", 72.7e9},   // Qwen2.5-72B-Instruct card: 72.7B
+		{"qwen3-8b", 8.2e9},       // Qwen3-8B card: 8.2B (6.95B without embeddings)
 		{"deepseek-v3", 671e9},    // DeepSeek-V3 report: 671B without the MTP module
 	}
 	for _, tt := range tests {

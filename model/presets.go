@@ -57,6 +57,15 @@ var presets = map[string]Model{
 	"qwen2.5-14b": qwen("qwen2.5-14b", 48, 40, 8, 5120, 13824),
 	// Qwen/Qwen2.5-72B-Instruct
 	"qwen2.5-72b": qwen("qwen2.5-72b", 80, 64, 8, 8192, 29568),
+	// Qwen/Qwen3-8B: 36 layers, 32 heads, 8 KV heads, head dim 128, hidden
+	// 4,096, intermediate 12,288, vocab 151,936, untied embeddings, no
+	// q/k/v biases (Qwen3 normalises q and k instead: 256 weights a layer,
+	// not counted), max_position_embeddings 40,960, bf16. Also the text
+	// model of Qwen/Qwen3-VL-8B-Instruct (its text_config has these shapes;
+	// the vision tower is another 0.6B parameters that text prompts do not
+	// run).
+	"qwen3-8b": {Name: "qwen3-8b", Family: "qwen3", Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128,
+		Hidden: 4096, Intermediate: 12288, Vocab: 151936, MaxContext: 40960, WeightDType: BF16},
 	// deepseek-ai/DeepSeek-V3: hidden 7168, 128 heads (num_key_value_heads 128),
 	// q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128,
 	// qk_rope_head_dim 64, v_head_dim 128, intermediate 18432 (first 3 dense
@@ -87,6 +96,7 @@ var presetRepos = map[string]string{
 	"qwen2.5-7b":     "Qwen/Qwen2.5-7B-Instruct",
 	"qwen2.5-14b":    "Qwen/Qwen2.5-14B-Instruct",
 	"qwen2.5-72b":    "Qwen/Qwen2.5-72B-Instruct",
+	"qwen3-8b":       "Qwen/Qwen3-8B",
 	"deepseek-v3":    "deepseek-ai/DeepSeek-V3",
 }
 
