@@ -61,9 +61,11 @@ var presets = map[string]Model{
 	// 4,096, intermediate 12,288, vocab 151,936, untied embeddings, no
 	// q/k/v biases (Qwen3 normalises q and k instead: 256 weights a layer,
 	// not counted), max_position_embeddings 40,960, bf16. Also the text
-	// model of Qwen/Qwen3-VL-8B-Instruct (its text_config has these shapes;
-	// the vision tower is another 0.6B parameters that text prompts do not
-	// run).
+	// model of Qwen/Qwen3-VL-8B-Instruct: its text_config has these shapes
+	// but max_position_embeddings 262,144 and rope_theta 5,000,000
+	// (interleaved M-RoPE), which neither the weights nor the step time
+	// depend on; the vision tower is another 0.6B parameters that text
+	// prompts do not run.
 	"qwen3-8b": {Name: "qwen3-8b", Family: "qwen3", Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128,
 		Hidden: 4096, Intermediate: 12288, Vocab: 151936, MaxContext: 40960, WeightDType: BF16},
 	// deepseek-ai/DeepSeek-V3: hidden 7168, 128 heads (num_key_value_heads 128),

@@ -22,16 +22,24 @@ CASES = {'caseA_short': ('caseA_short.jsonl', 1, 400, 128), 'caseB_longprefill':
          'caseC_batched': ('caseC_batched.jsonl', 16, 2000, 128), 'caseD_decode': ('caseD_decode.jsonl', 16, 1000, 512)}
 METRICS = [('ttft_median', 'median_ttft_ms', 'ms'), ('tpot_median', 'median_tpot_ms', 'ms'), ('output_throughput', 'output_throughput', 'tok/s')]
 NEVER = ("never fitted: a source found after the model's form was set (seventeenth session), judged out of sample. The first of "
-         "three repeats against one server, the only one whose prompts it had not seen (prefix caching is on in both engines; "
-         "vLLM's long-prompt repeats 2 and 3 reach the first token in 22.7 and 24.1 ms against 64.7)")
+         "three repeats. One server per engine ran the four cases' repeats in turn (experiments/phase1/scripts/run_phase1.py; the "
+         "meta files' timestamp_utc), so the first repeat is the only one whose prompts it had not seen, bar the warm-up's one "
+         "(prefix caching is on in both engines; vLLM's long-prompt repeats 2 and 3 reach the first token in 22.7 and 24.1 ms "
+         "against 64.7)")
 SGL_TTFT = ("a cross-check, not counted: SGLang's median TTFT at concurrency 1 does not fall below about 55 ms. It is 54.5-55.7 ms "
             "for the 135-token prompts against 14.0-14.8 ms under vLLM on the same GPU and model, while for the 2,155-token prompts "
-            "the two engines take about as long (SGLang 61.9-66.1 ms, vLLM's cold run 64.7 ms). The runs do not explain that floor "
-            "(SGLang serves this vision-language model through its multimodal path even for text), and a text model's replay has "
-            "no such cost; set aside from the measurements before the replay was run. Its TPOT and throughput are held out")
-VLLM_OPTS = ("vllm serve Qwen/Qwen3-VL-8B-Instruct with its defaults (gpu_memory_utilization 0.90; FlashAttention 3; CUDA graphs "
-             "PIECEWISE and FULL; experiments/env_snapshot.md)")
-SGL_OPTS = ("sglang serve with --attention-backend flashinfer, otherwise defaults as its server_info records them: "
+            "the two engines take about as long (SGLang 61.9-66.1 ms, vLLM's cold run 64.7 ms). The runs do not explain that floor. "
+            "The source's sweep of four scheduler flags moved it by 2 ms or less (its README, phase 2), and every SGLang server, "
+            "unlike vLLM's, logged its kernel-API calls to files (SGLANG_KERNEL_API_LOGLEVEL=1, run_phase1.py); neither is shown "
+            "to be the cause, and the replay has no such cost. The concurrency-16 TTFTs are set aside too, on the assumption that "
+            "the floor is paid there as well. All four were set aside from the measurements, before the replay was run. Its TPOT "
+            "and throughput are held out")
+VLLM_OPTS = ("python -m vllm.entrypoints.openai.api_server --model <the Qwen/Qwen3-VL-8B-Instruct snapshot 0c351dd> --dtype bfloat16 "
+             "--tensor-parallel-size 1 (experiments/phase1/scripts/run_phase1.py), otherwise defaults (gpu_memory_utilization 0.90; "
+             "FlashAttention 3; CUDA graphs PIECEWISE and FULL; experiments/env_snapshot.md)")
+SGL_OPTS = ("python3 -m sglang.launch_server --model-path <the snapshot 0c351dd> --dtype bfloat16 --tp 1 --attention-backend flashinfer "
+            "with SGLANG_KERNEL_API_LOGLEVEL=1 (kernel-API calls logged to files; experiments/phase1/scripts/run_phase1.py), "
+            "otherwise defaults as its server_info records them: "
             "chunked_prefill_size 8192, mem_fraction_static 0.8388, cuda_graph_max_bs 256, radix cache on, overlap schedule on, "
             "no mixed chunks, schedule_policy fcfs, page_size 1 (max_total_num_tokens 729,090)")
 
@@ -90,11 +98,16 @@ def figures():
                 unknown = []
                 if engine == 'vllm':
                     wl += ['        gpu_memory_utilization: 0.9', '        max_num_batched_tokens: 8192', '        max_num_seqs: 1024']
-                    unknown.append("max_num_batched_tokens and max_num_seqs: not logged (vLLM 0.19's defaults for vllm serve on a GPU of 70 GiB or more other than an A100: 8,192 and 1,024)")
+                    unknown.append("max_num_batched_tokens and max_num_seqs: not logged. vLLM's defaults for its OpenAI API server "
+                                   "(usage context OPENAI_API_SERVER, which api_server and vllm serve both use) on a GPU of 70 GiB or more "
+                                   "whose name lacks 'a100': 8,192 and 1,024 (EngineArgs.get_batch_defaults, read at a late-2025 "
+                                   "vllm-project/vllm revision, 99d7eb5, not at the v0.19.0 tag)")
                 else:
                     wl += ['        gpu_memory_utilization: 0.8388', '        max_num_batched_tokens: 8192']
                     unknown.append("the SGLang release: a git build (a4cf2ea12) between releases; replayed with the newest release's schedule and these logged settings")
-                unknown.append("the 30 warm-up requests before each run (meta warmup_requests): which prompts they sent is not recorded")
+                unknown.append("the 30 warm-up requests before each run (meta warmup_requests): SGLang's bench_serving sends the run's first "
+                               "prompt for each, with at most 32 output tokens (benchmark(): input_requests[0], in the versions read; the "
+                               "git build's own copy is not in the snapshot), so that one prompt was cached before the first repeat")
                 figs.append('\n'.join([
                     f'  - id: {q(f"bowenwan6-h200-qwen3vl8b-{engine}-case{letter.lower()}-c{conc}-rep1-{metric.replace(chr(95), chr(45))}")}',
                     f'    source: "{SRC}"',
