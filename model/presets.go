@@ -64,8 +64,9 @@ var presets = map[string]Model{
 	// model of Qwen/Qwen3-VL-8B-Instruct: its text_config has these shapes
 	// but max_position_embeddings 262,144 and rope_theta 5,000,000
 	// (interleaved M-RoPE), which neither the weights nor the step time
-	// depend on; the vision tower is another 0.6B parameters that text
-	// prompts do not run.
+	// depend on; text prompts do not run its vision tower (the servers of
+	// bowenwan6/sglang-vllm-profiler loaded 16.52 and 16.78 GB of weights,
+	// its experiments/env_snapshot.md, against this preset's 16.38 GB).
 	"qwen3-8b": {Name: "qwen3-8b", Family: "qwen3", Layers: 36, Heads: 32, KVHeads: 8, HeadDim: 128,
 		Hidden: 4096, Intermediate: 12288, Vocab: 151936, MaxContext: 40960, WeightDType: BF16},
 	// deepseek-ai/DeepSeek-V3: hidden 7168, 128 heads (num_key_value_heads 128),
