@@ -177,14 +177,7 @@ func TestQuirkExclusions(t *testing.T) {
 	if ex := c.measured[MedianITL].excluded; !strings.Contains(ex, "11 gaps for 33 tokens") {
 		t.Errorf("ITL exclusion %q, want the chunks named", ex)
 	}
-	for _, m := range []Metric{MedianTTFT, P99TTFT, MedianE2E} {
-		if ex := c.measured[m].excluded; !strings.Contains(ex, "1 successful requests have output_lens 0") {
-			t.Errorf("%v exclusion %q, want the zero-length output named", m, ex)
-		}
-	}
-	if ex := c.measured[MedianTPOT].excluded; ex != "" {
-		t.Errorf("TPOT excluded: %q", ex)
-	}
+	checkNoTextExcluded(t, c)
 }
 
 // TestQuirkExclusionsLensOnly: a file with per-request lengths but no
@@ -210,6 +203,13 @@ func TestQuirkExclusionsLensOnly(t *testing.T) {
 	if ms := c.measured[MedianTTFT]; !ms.ok || ms.source != "summary" {
 		t.Errorf("median TTFT %+v, want the summary's", ms)
 	}
+	checkNoTextExcluded(t, c)
+}
+
+// checkNoTextExcluded: c's TTFT and E2E are excluded for its one
+// successful request with output_lens 0, and its TPOT is not.
+func checkNoTextExcluded(t *testing.T, c *Case) {
+	t.Helper()
 	for _, m := range []Metric{MedianTTFT, P99TTFT, MedianE2E} {
 		if ex := c.measured[m].excluded; !strings.Contains(ex, "1 successful requests have output_lens 0") {
 			t.Errorf("%v exclusion %q, want the zero-length output named", m, ex)
