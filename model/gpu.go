@@ -42,16 +42,22 @@ type GPU struct {
 
 	// Measured* are what independent microbenchmarks (not LLM-serving
 	// runs, which are what the simulator is judged on) sustained on this
-	// board: 0 where no first-hand figure was found. The sources are
+	// board: 0 where no figure was found (the a800-80g's bandwidth is the
+	// a100-80g's, the same board's: TestSameBoardMeasured). The sources are
 	// listed above the presets and beside each entry; docs/calibrate.md
 	// ("Issue 24, ninth session: what GPUs really sustain") has the table,
-	// the figures rejected and why. Nothing in the simulator reads them yet.
+	// the figures rejected and why. sim.SustainedPeaks scales the joint model's peaks by them.
 	MeasuredMemBandwidth float64 // bytes/s, STREAM-like device-memory bandwidth (triad, or copy counting read + write)
 	MeasuredBF16FLOPS    float64 // FLOP/s, large square BF16 GEMM (FP16 on Turing, like BF16FLOPS)
 	MeasuredFP8FLOPS     float64 // FLOP/s, large square FP8 GEMM (cuBLASLt)
 }
 
 const mib = 1 << 20
+
+// a100SXM80Triad is [azure]'s BabelStream Triad on the A100 SXM4 80GB
+// (ND A100 v4), in bytes/s: the a100-80g's measured bandwidth and, as the
+// same board with less NVLink, the a800-80g's.
+const a100SXM80Triad = 1.70e12
 
 // gpus are the presets. Bandwidth and FLOP/s are NVIDIA datasheet peaks;
 // the capacity is the nvidia-smi memory.total quoted beside each entry.
@@ -85,7 +91,7 @@ var gpus = map[string]GPU{
 	// Measured: [azure] ND A100 v4 Triad 1.70 TB/s (FP16 GEMM 8192³ 253.7 TFLOPS there);
 	// [zzc] BF16 264.53 TFLOPS (A100 SXM4 80GB, 2025-09-24).
 	"a100-80g": {Name: "a100-80g", Capacity: 81920 * mib, MemBandwidth: 2039e9, BF16FLOPS: 312e12,
-		LinkBandwidth: 300e9, MeasuredMemBandwidth: 1.70e12, MeasuredBF16FLOPS: 264.53e12},
+		LinkBandwidth: 300e9, MeasuredMemBandwidth: a100SXM80Triad, MeasuredBF16FLOPS: 264.53e12},
 	// H100 SXM5 80GB. NVIDIA H100 Tensor Core GPU datasheet: 3.35 TB/s HBM3,
 	// BF16 1,979 TFLOPS with sparsity, so 989 TFLOPS dense; FP8 3,958 with
 	// sparsity, so 1,979 dense; NVLink 4 900 GB/s, so 450 GB/s each way.
@@ -130,9 +136,13 @@ var gpus = map[string]GPU{
 	// 312 TFLOPS dense (624 with sparsity), no FP8; NVLink 400 GB/s, so
 	// 200 GB/s each way. nvidia-smi: 81920MiB ("NVIDIA A800-SXM4-80GB",
 	// dexmal/dexbotic#41, the board the a100-80g entry cites).
-	// Measured: [zzc] BF16 266.48 TFLOPS (A800 SXM4 80GB, 2025-09-24); no bandwidth figure: 0.
+	// Measured: [zzc] BF16 266.48 TFLOPS (A800 SXM4 80GB, 2025-09-24). No first-hand A800
+	// bandwidth figure: the a100-80g's ([azure] Triad 1.70 TB/s) stands for it, as the same
+	// board's (same GA100, same 80 GB HBM2e at 2,039 GB/s; only NVLink differs, which a
+	// device-memory triad does not touch). A board NVIDIA sells as another SKU (the L40 for the
+	// L40S: other clocks and power limit) does not lend its figure (TestSameBoardMeasured).
 	"a800-80g": {Name: "a800-80g", Capacity: 81920 * mib, MemBandwidth: 2039e9, BF16FLOPS: 312e12,
-		LinkBandwidth: 200e9, MeasuredBF16FLOPS: 266.48e12},
+		LinkBandwidth: 200e9, MeasuredMemBandwidth: a100SXM80Triad, MeasuredBF16FLOPS: 266.48e12},
 	// A10G 24GB (AWS g5 instances; NVIDIA publishes no A10G datasheet).
 	// Baseten, "NVIDIA A10 vs A10G for ML model inference": 24 GB GDDR6 at
 	// 600 GB/s, as the A10; BF16 tensor 70 TFLOPS dense against the A10's

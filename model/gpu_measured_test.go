@@ -51,3 +51,37 @@ func TestGPUMeasured(t *testing.T) {
 		t.Errorf("%d presets have a measured figure, want %d (all but a10g-24g)", n, want)
 	}
 }
+
+// TestSameBoardMeasured pins the one figure a preset borrows: the A800 SXM4
+// 80GB is the A100 SXM4 80GB with NVLink cut from 600 to 400 GB/s (its
+// datasheet: the same GA100, the same 2,039 GB/s HBM2e), so a device-memory
+// triad measured on the one stands for the other; their compute figures are
+// each their own. A different SKU on the same chip (the L40 beside the
+// L40S: other clocks and power limit) lends nothing, so the L40S has no
+// bandwidth figure.
+func TestSameBoardMeasured(t *testing.T) {
+	a100, err := LookupGPU("a100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a800, err := LookupGPU("a800-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a800.MemBandwidth != a100.MemBandwidth || a800.Capacity != a100.Capacity || a800.BF16FLOPS != a100.BF16FLOPS {
+		t.Fatalf("a800-80g's datasheet differs from a100-80g's beyond NVLink: %+v vs %+v", a800, a100)
+	}
+	if a800.MeasuredMemBandwidth != a100.MeasuredMemBandwidth || a800.MeasuredMemBandwidth == 0 {
+		t.Errorf("a800-80g measured bandwidth %g, want the a100-80g's %g", a800.MeasuredMemBandwidth, a100.MeasuredMemBandwidth)
+	}
+	if a800.MeasuredBF16FLOPS == a100.MeasuredBF16FLOPS {
+		t.Errorf("a800-80g's BF16 figure is its own measurement, not the a100-80g's: both %g", a800.MeasuredBF16FLOPS)
+	}
+	l40s, err := LookupGPU("l40s-48g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l40s.MeasuredMemBandwidth != 0 {
+		t.Errorf("l40s-48g has a bandwidth figure %g: none was measured on the L40S itself", l40s.MeasuredMemBandwidth)
+	}
+}
