@@ -324,6 +324,18 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	if w.GPUMemoryUtilization != nil {
 		cfg.GPUMemoryUtilization = *w.GPUMemoryUtilization
 	}
+	// vLLM V0's multi-step scheduling (--num-scheduler-steps), as the run
+	// stated it: the host's time of a decode step spread over that many
+	// steps (sim.Config.SchedulerSteps says what is and is not modelled).
+	multiStep := ""
+	if n := w.NumSchedulerSteps; n != nil && *n > 1 {
+		if rule.engine == sim.EngineVLLMV0 && !cfg.ChunkedPrefill {
+			cfg.SchedulerSteps = *n
+			multiStep = fmt.Sprintf("multi-step scheduling, %d steps: the host's time of a decode step spread over %d (its outputs' delivery in chunks and new requests' wait for a chunk's end are not modelled)", *n, *n)
+		} else {
+			multiStep = fmt.Sprintf("its multi-step scheduling (%d steps) is not modelled on %s with chunked prefill %v", *n, rule.engine, cfg.ChunkedPrefill)
+		}
+	}
 	head := fmt.Sprintf("%s on %d× %s, tp %d, %s %s", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine, v)
 	if rule.class != "" {
 		head = fmt.Sprintf("%s on %d× %s, tp %d, %s steps, %s overheads", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine, rule.class)
@@ -340,6 +352,9 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	// percentiles count each as 0.
 	var noText, served int
 	notes = append(notes, rule.note)
+	if multiStep != "" {
+		notes = append(notes, multiStep)
+	}
 	switch {
 	case f.Source == "accelmark":
 		var conc int

@@ -26,8 +26,7 @@ var fidLambdaIn = []int{13, 25, 27, 10, 329, 29, 399, 328, 4, 205}
 
 // fidLambdaV060 says how the 2024-09 runs (vLLM 0.6.0, inferred) are
 // simulated.
-const fidLambdaV060 = "vllm-v0 without chunked prefill (vLLM 0.6.0, inferred from the run dates; V0 does not chunk below 32K context); " +
-	"its multi-step scheduling (num_scheduler_steps 10, stream chunks of about 10 tokens) is not modelled"
+const fidLambdaV060 = "vllm-v0 without chunked prefill (vLLM 0.6.0, inferred from the run dates; V0 does not chunk below 32K context)"
 
 // fidLambdaRuns maps a figure's file (its ref up to the first comma) to
 // the run's lengths.

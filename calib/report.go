@@ -56,12 +56,14 @@ type SetupReport struct {
 	Unquantized string `json:"unquantized,omitempty"`
 	KVDType     string `json:"kv_dtype"`
 	// MaxContext is the longest sequence in tokens (the model's unless set).
-	MaxContext           int     `json:"max_context"`
-	MaxBatchTokens       int     `json:"max_batch_tokens"`
-	MaxSeqs              int     `json:"max_seqs"`
-	ChunkedPrefill       bool    `json:"chunked_prefill"`
-	PrefixCaching        bool    `json:"prefix_caching"`
-	MixedChunk           bool    `json:"mixed_chunk"`
+	MaxContext     int  `json:"max_context"`
+	MaxBatchTokens int  `json:"max_batch_tokens"`
+	MaxSeqs        int  `json:"max_seqs"`
+	ChunkedPrefill bool `json:"chunked_prefill"`
+	PrefixCaching  bool `json:"prefix_caching"`
+	MixedChunk     bool `json:"mixed_chunk"`
+	// SchedulerSteps is vLLM V0's --num-scheduler-steps when above 1.
+	SchedulerSteps       int     `json:"num_scheduler_steps,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
 	// FromFiles are the settings taken from what the files state
 	// (StatedSetup), where no flag gave them.
@@ -81,7 +83,7 @@ func setupReport(s *ReplaySetup) SetupReport {
 	}
 	return SetupReport{WeightDType: w.String(), Unquantized: u.String(), KVDType: kv, MaxContext: cmp.Or(s.MaxContext, s.Model.MaxContext),
 		MaxBatchTokens: s.MaxBatchTokens, MaxSeqs: s.MaxSeqs, ChunkedPrefill: s.ChunkedPrefill, PrefixCaching: s.PrefixCaching,
-		MixedChunk: s.MixedChunk, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
+		MixedChunk: s.MixedChunk, SchedulerSteps: s.SchedulerSteps, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
 }
 
 // String says the setup in words, for the report and the profile's notes.
@@ -100,6 +102,9 @@ func (r SetupReport) String() string {
 	}
 	if r.MixedChunk {
 		s += ", mixed chunks"
+	}
+	if r.SchedulerSteps > 1 {
+		s += fmt.Sprintf(", %d scheduler steps", r.SchedulerSteps)
 	}
 	return s + fmt.Sprintf(", gpu_memory_utilization %g", r.GPUMemoryUtilization)
 }

@@ -174,6 +174,19 @@ type Config struct {
 	// MixedChunk is SGLang's --enable-mixed-chunk: with EngineSGLang,
 	// running decodes share the prefill steps.
 	MixedChunk bool
+	// SchedulerSteps is vLLM V0's --num-scheduler-steps (multi-step
+	// scheduling, from 0.6.0): the scheduler and the inputs' preparation
+	// run once for every SchedulerSteps decode steps of the same batch,
+	// which the GPU then runs back to back. A Profile spreads the host's
+	// time of a decode-only step (Overhead.StepNs and PerSeqNs) over that
+	// many steps (StepModel.Time); a prefill runs a step of its own at the
+	// full cost, as vLLM runs it. Not modelled: new requests wait for the
+	// batch's last step before their prefill, and its tokens reach the
+	// client together at its end (vLLM's LLMEngine returns no output
+	// before), which moves TTFT and E2E by up to SchedulerSteps − 1 decode
+	// steps. 0 or 1: off. Needs EngineVLLMV0 at 0.6.0 or later and chunked
+	// prefill off (multi-step chunked prefill is not modelled).
+	SchedulerSteps int
 	// WeightDType stores the weights in another type than the model's
 	// (--weight-dtype: bf16, fp16, fp8, int8, int4); 0 keeps the model's.
 	// It scales the weight memory and the bytes a step reads; FP8 weights
@@ -345,6 +358,16 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.MixedChunk && c.Engine != EngineSGLang {
 		return bad("mixed chunk", "is SGLang's --enable-mixed-chunk: want engine sglang, got %v", c.Engine)
+	}
+	switch {
+	case c.SchedulerSteps < 0:
+		return bad("scheduler steps", "%d is negative (0 or 1: multi-step scheduling off)", c.SchedulerSteps)
+	case c.SchedulerSteps <= 1:
+	case c.Engine != EngineVLLMV0 || v.less(vllmAsyncOutput):
+		return bad("scheduler steps", "%d: multi-step scheduling is vLLM V0's --num-scheduler-steps, from 0.6.0: want engine vllm-v0 at 0.6.0 or later, got %v %s",
+			c.SchedulerSteps, c.Engine, v)
+	case c.ChunkedPrefill:
+		return bad("scheduler steps", "%d with chunked prefill: multi-step chunked prefill is not modelled; turn chunked prefill off, or use 1 step", c.SchedulerSteps)
 	}
 	if p := c.Profile; p != nil {
 		if err := p.Validate(); err != nil {

@@ -48,7 +48,7 @@ func newCostModel(c Config) costModel {
 	inter = max(1, inter/int64(c.TP))
 	var prof *StepModel
 	if c.Profile != nil {
-		prof = c.Profile.Compile(NewShape(m, c.TP, c.KVDType))
+		prof = c.Profile.Compile(NewShape(m, c.TP, c.KVDType)).WithSchedulerSteps(c.SchedulerSteps)
 	}
 	return costModel{
 		prof:          prof,

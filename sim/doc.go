@@ -168,8 +168,9 @@
 // and batch and no tensor-parallel communication time; a Profile's GPU
 // terms add up without overlap (vLLM V1's asynchronous scheduling, which
 // hides the scheduler's CPU work behind the GPU's, is not modelled; only
-// the output work may run beside the step), multi-step scheduling (vLLM
-// 0.6's --num-scheduler-steps) is not modelled, and the joint model is as
+// the output work may run beside the step), vLLM 0.6's multi-step
+// scheduling (Config.SchedulerSteps) only spreads the host's time of a
+// decode step over the steps of a batch, and the joint model is as
 // good as the published figures it was fitted to: docs/fidelity.md gives
 // its errors on sources it never saw, per GPU and per source.
 // The closed-loop client (Config.MaxConcurrency) frees a slot at the moment

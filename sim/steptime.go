@@ -207,10 +207,14 @@ type StepModel struct {
 	arSmallTok, arSmallNsPerTok float64
 
 	stepNs, perSeqNs, eagerNs float64
-	kvSeqNs                   float64 // ns each decoding sequence adds to the KV term (see Compile)
-	tokenNs                   float64 // output ns per sampled token
-	overlap                   bool    // the output work runs beside the step (Overhead.OutputOverlap)
-	schedOverlap              bool    // the step's CPU work runs beside the GPU's (Overhead.ScheduleOverlap)
+	// schedSteps is Config.SchedulerSteps (vLLM V0's multi-step
+	// scheduling) when above 1, else 1: a decode-only step pays
+	// 1/schedSteps of the host's stepNs and perSeqNs (host).
+	schedSteps   float64
+	kvSeqNs      float64 // ns each decoding sequence adds to the KV term (see Compile)
+	tokenNs      float64 // output ns per sampled token
+	overlap      bool    // the output work runs beside the step (Overhead.OutputOverlap)
+	schedOverlap bool    // the step's CPU work runs beside the GPU's (Overhead.ScheduleOverlap)
 
 	sizes    []int // CUDA-graph capture sizes, ascending (shared, read-only)
 	padMixed bool
@@ -257,6 +261,7 @@ func (p *Profile) Compile(s Shape) *StepModel {
 		attnNsPerTok:  p.Attention.PrefillTokNs * float64(s.AttnHeads) * float64(s.Layers),
 		kvNsPerTok:    s.KVBytesPerToken / (p.Peak.MemBytesPerS * p.Attention.KVBWEff / 1e9),
 		copyNsPerByte: 2 / wbw,
+		schedSteps:    1,
 		stepNs:        float64(p.Overhead.StepNs),
 		perSeqNs:      float64(p.Overhead.PerSeqNs),
 		eagerNs:       float64(p.Overhead.EagerPerLayerNs) * float64(s.Layers),
@@ -497,7 +502,7 @@ func (m *StepModel) Time(st Step) Breakdown {
 	// rounds them.
 	b.KVNs = float64((st.DecodeContext+float64(st.Tokens()))*m.kvNsPerTok) + float64(float64(st.DecodeSeqs)*m.kvSeqNs)
 	b.CopyNs = float64(st.CopiedBytes) * m.copyNsPerByte
-	cpu := m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+	cpu := m.host(st)
 	b.OverheadNs = cpu
 	if !b.Graph {
 		b.OverheadNs += m.eagerNs
@@ -543,9 +548,28 @@ func (m *StepModel) decodeTimer(st Step) decodeTimer {
 		overlap: m.overlap, cpu: -1,
 	}
 	if m.schedOverlap {
-		d.cpu = m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+		d.cpu = m.host(st)
 	}
 	return d
+}
+
+// host is st's scheduler and input-preparation time on the host:
+// Overhead.StepNs plus PerSeqNs for each sequence, spread over the
+// schedSteps steps of a multi-step batch when st decodes only.
+func (m *StepModel) host(st Step) float64 {
+	cpu := m.stepNs + m.perSeqNs*float64(st.PrefillSeqs+st.DecodeSeqs)
+	if st.PrefillTokens == 0 && m.schedSteps > 1 {
+		cpu /= m.schedSteps
+	}
+	return cpu
+}
+
+// WithSchedulerSteps returns a copy of m whose decode-only steps pay the
+// host's time once every n steps (Config.SchedulerSteps); n ≤ 1 is off.
+func (m *StepModel) WithSchedulerSteps(n int) *StepModel {
+	c := *m
+	c.schedSteps = float64(max(n, 1))
+	return &c
 }
 
 // at is the step's TotalNs over ctx decode context tokens.

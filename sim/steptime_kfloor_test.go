@@ -344,15 +344,7 @@ func TestDecodeStepKernelFloor(t *testing.T) {
 		t.Errorf("a Shape without GEMMs: linear %.0f ns, want the old %.0f", b1.LinearNs, b2.LinearNs)
 	}
 	// The decode run's timer agrees with Time, the new term included.
-	sm := p.Compile(s)
-	d := sm.decodeTimer(st)
-	for _, ctx := range []float64{8000, 16000, 123456} {
-		st2 := st
-		st2.DecodeContext = ctx
-		if got, want := d.at(ctx), sm.Time(st2).TotalNs; got != want {
-			t.Errorf("decodeTimer at %v: %d, Time %d", ctx, got, want)
-		}
-	}
+	checkDecodeTimer(t, p.Compile(s), st, 8000, 16000, 123456)
 }
 
 // TestKernelFloorOptional: a profile without linear.gemm_fixed_ns and

@@ -138,6 +138,13 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 		return bad("engine.mixed_chunk", "is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not %v", base.Engine)
 	}
 	base.MixedChunk = e.MixedChunk
+	if e.SchedulerSteps < 0 {
+		return bad("engine.num_scheduler_steps", "%d is negative (0 or 1: multi-step scheduling off)", e.SchedulerSteps)
+	}
+	if e.SchedulerSteps > 1 && base.Engine != sim.EngineVLLMV0 {
+		return bad("engine.num_scheduler_steps", "is vLLM V0's --num-scheduler-steps: it needs engine.name vllm-v0, not %v", base.Engine)
+	}
+	base.SchedulerSteps = e.SchedulerSteps
 	if e.GPUMemoryUtilization != 0 {
 		base.GPUMemoryUtilization = e.GPUMemoryUtilization
 	}

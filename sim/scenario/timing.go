@@ -108,6 +108,8 @@ type Timing struct {
 	// (its overheads, under a profile).
 	EngineVersion string `json:"engine_version"`
 	MixedChunk    bool   `json:"mixed_chunk"`
+	// SchedulerSteps is vLLM V0's --num-scheduler-steps when above 1.
+	SchedulerSteps int `json:"num_scheduler_steps,omitempty"`
 	// StepTime is "roofline" (sim.Roofline) or "profile" (Profile says
 	// which).
 	StepTime string         `json:"step_time"`
@@ -151,6 +153,9 @@ func newTiming(plan *Plan) *Timing {
 	v, _ := sim.ParseEngineVersion(c.Engine, c.EngineVersion) // Build checked it
 	t := &Timing{Engine: c.Engine.String(), EngineVersion: v.String(), MixedChunk: c.MixedChunk, StepTime: "roofline",
 		MaxConcurrency: c.MaxConcurrency, WarmPrompts: c.WarmPrompts}
+	if c.SchedulerSteps > 1 {
+		t.SchedulerSteps = c.SchedulerSteps
+	}
 	rc := c
 	rc.Model = plan.Model
 	m := rc.RunModel()

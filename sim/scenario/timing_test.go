@@ -117,6 +117,10 @@ func TestBuildTimingErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"engine name", base + "engine: {name: trtllm}\n" + fewRequests, `field "engine.name": "trtllm": want one of vllm-v1, vllm-v0, sglang`},
 		{"mixed chunk on vllm", base + "engine: {mixed_chunk: true}\n" + fewRequests, "field \"engine.mixed_chunk\": is SGLang's --enable-mixed-chunk: it needs engine.name sglang, not vllm-v1"},
+		{"scheduler steps on vllm-v1", base + "engine: {num_scheduler_steps: 10}\n" + fewRequests,
+			"field \"engine.num_scheduler_steps\": is vLLM V0's --num-scheduler-steps: it needs engine.name vllm-v0, not vllm-v1"},
+		{"negative scheduler steps", base + "engine: {name: vllm-v0, num_scheduler_steps: -2}\n" + fewRequests,
+			"field \"engine.num_scheduler_steps\": -2 is negative"},
 		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": bad dtype: "fp6"`},
 		{"unquantized", base + "weight_dtype: fp8\nunquantized: layers.0.mlp.down_proj\n" + fewRequests, `field "unquantized": bad model: unquantized: "layers.0.mlp.down_proj" is not modelled`},
 		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": "v100" is not roofline, joint, a GPU preset (a100-40g`},

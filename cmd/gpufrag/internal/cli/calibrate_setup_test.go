@@ -138,6 +138,15 @@ func TestCalibrateSetupFlags(t *testing.T) {
 	if rep.Setup.ChunkedPrefill || !rep.Setup.PrefixCaching || rep.Setup.WeightDType != "bf16" || rep.Setup.MaxSeqs != 256 {
 		t.Errorf("vllm-v0 defaults: %+v", rep.Setup)
 	}
+	// vLLM 0.6's multi-step scheduling: replayed and reported, and the
+	// decode steps' host time spread over the steps makes TPOT fall.
+	one, _ := calibrateJSON(t, f, "--engine", "vllm-v0", "--engine-version", "0.6.0", "--max-context", "8192",
+		"--params", "overhead.step_ns", "--max-evals", "1")
+	ten, _ := calibrateJSON(t, f, "--engine", "vllm-v0", "--engine-version", "0.6.0", "--max-context", "8192",
+		"--params", "overhead.step_ns", "--max-evals", "1", "--num-scheduler-steps", "10")
+	if ten.Setup.SchedulerSteps != 10 || one.Setup.SchedulerSteps != 0 || !strings.Contains(ten.Setup.String(), "10 scheduler steps") {
+		t.Errorf("scheduler steps in the report: %d and %d (%s)", one.Setup.SchedulerSteps, ten.Setup.SchedulerSteps, ten.Setup)
+	}
 	// FP8 weights halve the bytes a decode step reads: TPOT falls.
 	bf16, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1")
 	fp8, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1", "--weight-dtype", "fp8")
@@ -149,6 +158,9 @@ func TestCalibrateSetupFlags(t *testing.T) {
 		}
 		t.Fatal("no simulated median TPOT")
 		return 0
+	}
+	if a, b := tpot(one), tpot(ten); !(b < a) {
+		t.Errorf("median TPOT before the fit: 1 scheduler step %.4g s, 10 steps %.4g s; want 10 below", a, b)
 	}
 	if a, b := tpot(bf16), tpot(fp8); !(b < 0.8*a) {
 		t.Errorf("median TPOT before the fit: bf16 %.4g s, fp8 %.4g s; want fp8 well below", a, b)
@@ -172,6 +184,7 @@ func TestCalibrateSetupFlags(t *testing.T) {
 		{[]string{"--tp", "0"}, "--tp 0: want at least 1"},
 		{[]string{"--tp", "3"}, "--tp 3 with --model llama-3.1-8b"},
 		{[]string{"--mixed-chunk"}, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang"},
+		{[]string{"--num-scheduler-steps", "8"}, "--num-scheduler-steps is vLLM V0's multi-step scheduling: it needs --engine vllm-v0"},
 		{[]string{"--engine", "trt"}, `--engine "trt": want vllm-v1, vllm-v0 or sglang`},
 		{[]string{"--warm-prompts", "all", "--prefix-caching=false"}, "--warm-prompts all puts the prompts in the prefix cache: it needs prefix caching"},
 	} {

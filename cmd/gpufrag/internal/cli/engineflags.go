@@ -23,6 +23,7 @@ type engineFlags struct {
 	unquantized             string
 	engine, engineVersion   string
 	mixedChunk              bool
+	schedulerSteps          int
 	util                    float64
 	maxBatchTokens, maxSeqs int
 	maxContext              int
@@ -32,7 +33,7 @@ type engineFlags struct {
 // engineFlagFields are the engine flags and the scenario fields they set.
 var engineFlagFields = []struct{ flag, field string }{
 	{"tp", "tp"}, {"kv-dtype", "kv_dtype"}, {"weight-dtype", "weight_dtype"}, {"unquantized", "unquantized"}, {"engine", "engine.name"},
-	{"engine-version", "engine.version"}, {"mixed-chunk", "engine.mixed_chunk"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
+	{"engine-version", "engine.version"}, {"mixed-chunk", "engine.mixed_chunk"}, {"num-scheduler-steps", "engine.num_scheduler_steps"}, {"gpu-memory-utilization", "engine.gpu_memory_utilization"},
 	{"max-batch-tokens", "engine.max_batch_tokens"}, {"max-seqs", "engine.max_seqs"}, {"max-context", "engine.max_context"},
 	{"chunked-prefill", "engine.chunked_prefill"}, {"prefix-caching", "engine.prefix_caching"},
 }
@@ -54,6 +55,8 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 		"(default: a recent one: vLLM "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+" for vllm-v1, "+sim.DefaultEngineVersion(sim.EngineVLLMV0).String()+
 		" for vllm-v0, SGLang "+sim.DefaultEngineVersion(sim.EngineSGLang).String()+")")
 	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
+	fl.IntVar(&f.schedulerSteps, "num-scheduler-steps", 0, "with --engine vllm-v0 from 0.6.0 and chunked prefill off, vLLM's multi-step scheduling: "+
+		"the scheduler runs once every `N` decode steps, so each pays 1/N of the host's step time (0 or 1: off)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
 		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
 	fl.StringVar(&f.unquantized, "unquantized", "", "`MODULES` quantized weights keep in 16 bits, as a checkpoint's modules_to_not_convert lists them: "+
@@ -137,6 +140,17 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 	if set("engine") || set("mixed-chunk") {
 		if e, err := sim.ParseEngine(s.Engine.Name); s.Engine.MixedChunk && (s.Engine.Name == "" || err != nil || e != sim.EngineSGLang) {
 			return usageErrorf(cmd, "--mixed-chunk is SGLang's --enable-mixed-chunk: it needs --engine sglang")
+		}
+	}
+	if set("num-scheduler-steps") {
+		if f.schedulerSteps < 0 {
+			return usageErrorf(cmd, "--num-scheduler-steps %d: want 0 or more (0 or 1: off)", f.schedulerSteps)
+		}
+		s.Engine.SchedulerSteps = f.schedulerSteps
+	}
+	if set("engine") || set("num-scheduler-steps") {
+		if e, err := sim.ParseEngine(s.Engine.Name); s.Engine.SchedulerSteps > 1 && (s.Engine.Name == "" || err != nil || e != sim.EngineVLLMV0) {
+			return usageErrorf(cmd, "--num-scheduler-steps is vLLM V0's multi-step scheduling: it needs --engine vllm-v0")
 		}
 	}
 	if set("weight-dtype") {
