@@ -29,6 +29,9 @@ func FuzzRead(f *testing.F) {
 		"workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n  max_concurrency: 2\n"))
 	f.Add([]byte("model: llama-3.1-8b\ngpu: h100-80g\nprofile: ./p.yaml\nruns: [{kv: 'paged:16', alloc: caching}]\n" +
 		"workload:\n  trace: {file: b.json, format: vllm-bench, run: 2}\n"))
+	f.Add([]byte("model: llama-3-8b\ngpu: h100-80g\nengine: {name: vllm-v0, version: 0.6.0, chunked_prefill: false, num_scheduler_steps: 10}\n" +
+		"runs: [{kv: 'paged:16', alloc: caching}]\n" +
+		"workload:\n  requests: {rate: 1, count: 3, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 5}}\n"))
 	f.Add([]byte("name: a\n---\nname: b\n"))
 	f.Add([]byte("duration: 5 parsecs\n"))
 	f.Add([]byte("engine: {max_seqs: [1, 2]}\n"))
