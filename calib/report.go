@@ -77,13 +77,17 @@ func setupReport(s *ReplaySetup) SetupReport {
 	if w.Bits() >= 16 {
 		u = model.Unquantized{}
 	}
+	steps := 0 // 0 and 1 are both off: the report has it only above 1
+	if s.SchedulerSteps > 1 {
+		steps = s.SchedulerSteps
+	}
 	kv := "default"
 	if s.KVDType.Valid() {
 		kv = s.KVDType.String()
 	}
 	return SetupReport{WeightDType: w.String(), Unquantized: u.String(), KVDType: kv, MaxContext: cmp.Or(s.MaxContext, s.Model.MaxContext),
 		MaxBatchTokens: s.MaxBatchTokens, MaxSeqs: s.MaxSeqs, ChunkedPrefill: s.ChunkedPrefill, PrefixCaching: s.PrefixCaching,
-		MixedChunk: s.MixedChunk, SchedulerSteps: s.SchedulerSteps, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
+		MixedChunk: s.MixedChunk, SchedulerSteps: steps, GPUMemoryUtilization: s.GPUMemoryUtilization, FromFiles: []Stated{}}
 }
 
 // String says the setup in words, for the report and the profile's notes.

@@ -180,12 +180,17 @@ type Config struct {
 	// which the GPU then runs back to back. A Profile spreads the host's
 	// time of a decode-only step (Overhead.StepNs and PerSeqNs) over that
 	// many steps (StepModel.Time); a prefill runs a step of its own at the
-	// full cost, as vLLM runs it. Not modelled: new requests wait for the
-	// batch's last step before their prefill, and its tokens reach the
-	// client together at its end (vLLM's LLMEngine returns no output
-	// before), which moves TTFT and E2E by up to SchedulerSteps − 1 decode
-	// steps. 0 or 1: off. Needs EngineVLLMV0 at 0.6.0 or later and chunked
-	// prefill off (multi-step chunked prefill is not modelled).
+	// full cost, as vLLM runs it. Every decode step pays 1/SchedulerSteps,
+	// even where a prefill cuts the run of decode steps short of a whole
+	// batch. Not modelled: new requests wait for the batch's last step
+	// before their prefill; its tokens reach the client together at its end
+	// (vLLM's LLMEngine returns no output before); and a sequence that ends
+	// inside a batch keeps its slot until the batch ends. Each moves TTFT
+	// and E2E (and so a benchmark client's TPOT) by up to SchedulerSteps − 1
+	// decode steps. Without a Profile (the roofline) it changes nothing.
+	// 0 or 1: off. Needs EngineVLLMV0 at 0.6.0 or later and chunked prefill
+	// off (multi-step chunked prefill is not modelled):
+	// SchedulerStepsError.
 	SchedulerSteps int
 	// WeightDType stores the weights in another type than the model's
 	// (--weight-dtype: bf16, fp16, fp8, int8, int4); 0 keeps the model's.
@@ -308,6 +313,25 @@ func DefaultConfig(m model.Model, g model.GPU) Config {
 }
 
 // validate checks c and fills defaults into a copy.
+// SchedulerStepsError says why n scheduler steps (Config.SchedulerSteps)
+// do not run on engine at release v with chunked prefill on or off; nil
+// where they do (0 and 1, off, always do). Config's validation and the
+// scenario's (engine.num_scheduler_steps) both ask it.
+func SchedulerStepsError(n int, engine EngineKind, v Version, chunked bool) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("%d is negative (0 or 1: multi-step scheduling off)", n)
+	case n <= 1:
+		return nil
+	case engine != EngineVLLMV0 || v.less(vllmMultiStep):
+		return fmt.Errorf("%d: multi-step scheduling is vLLM V0's --num-scheduler-steps, from 0.6.0: want engine vllm-v0 at 0.6.0 or later, got %v %s",
+			n, engine, v)
+	case chunked:
+		return fmt.Errorf("%d with chunked prefill: multi-step chunked prefill is not modelled; turn chunked prefill off, or use 1 step", n)
+	}
+	return nil
+}
+
 func (c Config) validate() (Config, error) {
 	bad := func(field, format string, args ...any) (Config, error) {
 		return c, fmt.Errorf("%w: %s: %s", ErrBadConfig, field, fmt.Sprintf(format, args...))
@@ -359,15 +383,8 @@ func (c Config) validate() (Config, error) {
 	if c.MixedChunk && c.Engine != EngineSGLang {
 		return bad("mixed chunk", "is SGLang's --enable-mixed-chunk: want engine sglang, got %v", c.Engine)
 	}
-	switch {
-	case c.SchedulerSteps < 0:
-		return bad("scheduler steps", "%d is negative (0 or 1: multi-step scheduling off)", c.SchedulerSteps)
-	case c.SchedulerSteps <= 1:
-	case c.Engine != EngineVLLMV0 || v.less(vllmAsyncOutput):
-		return bad("scheduler steps", "%d: multi-step scheduling is vLLM V0's --num-scheduler-steps, from 0.6.0: want engine vllm-v0 at 0.6.0 or later, got %v %s",
-			c.SchedulerSteps, c.Engine, v)
-	case c.ChunkedPrefill:
-		return bad("scheduler steps", "%d with chunked prefill: multi-step chunked prefill is not modelled; turn chunked prefill off, or use 1 step", c.SchedulerSteps)
+	if err := SchedulerStepsError(c.SchedulerSteps, c.Engine, v, c.ChunkedPrefill); err != nil {
+		return bad("scheduler steps", "%v", err)
 	}
 	if p := c.Profile; p != nil {
 		if err := p.Validate(); err != nil {

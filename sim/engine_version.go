@@ -54,6 +54,10 @@ var (
 	// throughput of 0.5.3 for Llama-3-8B on one H100, when the API
 	// server and scheduling took 62% of a step's time before).
 	vllmAsyncOutput = Version{0, 6, 0}
+	// vllmMultiStep is the first release with V0's multi-step scheduling
+	// (--num-scheduler-steps, Config.SchedulerSteps): 0.6.0, the same
+	// release as vllmAsyncOutput.
+	vllmMultiStep = Version{0, 6, 0}
 	// vllmAsyncSchedule is the release that made V1's async scheduling the
 	// default (0.14.0, release notes: "Async scheduling is now enabled by
 	// default", vllm-project/vllm#27614: the engine core schedules step

@@ -177,6 +177,19 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 	case base.Engine == sim.EngineSGLang && sglChunk == 0:
 		base.ChunkedPrefill = false
 	}
+	// Multi-step scheduling's release and chunked prefill, now that both
+	// are settled (V0's chunked prefill by the context, above), refused
+	// here naming the field rather than by each run's sim.New.
+	if base.SchedulerSteps > 1 {
+		v, _ := sim.ParseEngineVersion(base.Engine, base.EngineVersion) // parsed above
+		if err := sim.SchedulerStepsError(base.SchedulerSteps, base.Engine, v, base.ChunkedPrefill); err != nil {
+			hint := ""
+			if base.ChunkedPrefill {
+				hint = " (engine.chunked_prefill false, --chunked-prefill=false)"
+			}
+			return bad("engine.num_scheduler_steps", "%v%s", err, hint)
+		}
+	}
 	if e.MaxBatchTokens == 0 && base.ChunkedPrefill && sglChunk > 0 {
 		// With chunked prefill off there is no chunk: the step budget
 		// stays (the engine raises it to the context, sim.New).
@@ -220,6 +233,13 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 	p := &Plan{Model: m, GPU: g}
 	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, base.EngineVersion, open); err != nil {
 		return nil, err
+	}
+	if base.Profile == nil && base.SchedulerSteps > 1 {
+		// sim.Config.SchedulerSteps spreads a profile's host time; the
+		// roofline's fixed step overhead is not spread, so the setting
+		// would be reported and change nothing.
+		return bad("engine.num_scheduler_steps", "%d spreads the host's time of a step-time profile over the decode steps; the roofline (profile %s) has none to spread: use profile %s or a profile file, or drop it",
+			base.SchedulerSteps, ProfileRoofline, ProfileJoint)
 	}
 	for i, r := range s.Runs {
 		c := base

@@ -42,7 +42,7 @@
 //	  name: vllm-v1              # vllm-v1, vllm-v0, sglang: how steps are composed
 //	  version: 0.8.3             # the engine's release (its overheads); absent: a recent one
 //	  mixed_chunk: false         # sglang only: decodes join prefill steps
-//	  num_scheduler_steps: 0     # vllm-v0 from 0.6.0 only: multi-step scheduling (0, 1: off)
+//	  num_scheduler_steps: 0     # vllm-v0 from 0.6.0, chunked prefill off, a profile: multi-step scheduling (0, 1: off)
 //	  gpu_memory_utilization: 0.9
 //	  max_batch_tokens: 8192
 //	  max_seqs: 256
@@ -159,7 +159,8 @@ type Engine struct {
 	MixedChunk bool `yaml:"mixed_chunk"`
 	// SchedulerSteps is vLLM V0's --num-scheduler-steps (multi-step
 	// scheduling, sim.Config.SchedulerSteps; needs name vllm-v0 at 0.6.0
-	// or later and chunked prefill off); 0 or 1 is off.
+	// or later, chunked prefill off and a step-time profile, not the
+	// roofline); 0 or 1 is off.
 	SchedulerSteps       int     `yaml:"num_scheduler_steps"`
 	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
 	MaxBatchTokens       int     `yaml:"max_batch_tokens"`

@@ -121,6 +121,12 @@ func TestBuildTimingErrors(t *testing.T) {
 			"field \"engine.num_scheduler_steps\": is vLLM V0's --num-scheduler-steps: it needs engine.name vllm-v0, not vllm-v1"},
 		{"negative scheduler steps", base + "engine: {name: vllm-v0, num_scheduler_steps: -2}\n" + fewRequests,
 			"field \"engine.num_scheduler_steps\": -2 is negative"},
+		{"scheduler steps before 0.6", base + "engine: {name: vllm-v0, version: 0.5.4, chunked_prefill: false, num_scheduler_steps: 10}\n" + fewRequests,
+			"field \"engine.num_scheduler_steps\": 10: multi-step scheduling is vLLM V0's --num-scheduler-steps, from 0.6.0"},
+		{"scheduler steps with chunked prefill", base + "engine: {name: vllm-v0, chunked_prefill: true, num_scheduler_steps: 10}\n" + fewRequests,
+			"field \"engine.num_scheduler_steps\": 10 with chunked prefill: multi-step chunked prefill is not modelled; turn chunked prefill off, or use 1 step (engine.chunked_prefill false"},
+		{"scheduler steps on the roofline", base + "profile: roofline\nengine: {name: vllm-v0, chunked_prefill: false, num_scheduler_steps: 10}\n" + fewRequests,
+			"field \"engine.num_scheduler_steps\": 10 spreads the host's time of a step-time profile"},
 		{"weight dtype", base + "weight_dtype: fp6\n" + fewRequests, `field "weight_dtype": bad dtype: "fp6"`},
 		{"unquantized", base + "weight_dtype: fp8\nunquantized: layers.0.mlp.down_proj\n" + fewRequests, `field "unquantized": bad model: unquantized: "layers.0.mlp.down_proj" is not modelled`},
 		{"no embedded profile", base + "profile: v100\n" + fewRequests, `field "profile": "v100" is not roofline, joint, a GPU preset (a100-40g`},
@@ -340,6 +346,27 @@ func TestBuildV0ChunkedPrefill(t *testing.T) {
 		}
 		if got := p.Configs[0].ChunkedPrefill; got != tc.want {
 			t.Errorf("%q: chunked prefill %v, want %v", tc.extra, got, tc.want)
+		}
+	}
+}
+
+// TestBuildSchedulerSteps: engine.num_scheduler_steps reaches every run's
+// config and the timing report, which carries it only above 1 (0 and 1
+// are both off).
+func TestBuildSchedulerSteps(t *testing.T) {
+	for _, tc := range []struct{ steps, report int }{{10, 10}, {1, 0}, {0, 0}} {
+		y := fmt.Sprintf("%sengine: {name: vllm-v0, chunked_prefill: false, num_scheduler_steps: %d}\n%s", base, tc.steps, fewRequests)
+		p, err := Build(read(t, y), nil)
+		if err != nil {
+			t.Fatalf("%d steps: %v", tc.steps, err)
+		}
+		for _, c := range p.Configs {
+			if c.SchedulerSteps != tc.steps || c.Profile == nil {
+				t.Errorf("%d steps: config has %d, profile %v", tc.steps, c.SchedulerSteps, c.Profile != nil)
+			}
+		}
+		if got := newTiming(p).SchedulerSteps; got != tc.report {
+			t.Errorf("%d steps: timing.num_scheduler_steps %d, want %d", tc.steps, got, tc.report)
 		}
 	}
 }

@@ -147,6 +147,12 @@ func TestCalibrateSetupFlags(t *testing.T) {
 	if ten.Setup.SchedulerSteps != 10 || one.Setup.SchedulerSteps != 0 || !strings.Contains(ten.Setup.String(), "10 scheduler steps") {
 		t.Errorf("scheduler steps in the report: %d and %d (%s)", one.Setup.SchedulerSteps, ten.Setup.SchedulerSteps, ten.Setup)
 	}
+	// 1 is off, as 0: the report leaves it out (num_scheduler_steps is
+	// present only above 1).
+	if off, _ := calibrateJSON(t, f, "--engine", "vllm-v0", "--engine-version", "0.6.0", "--max-context", "8192",
+		"--params", "overhead.step_ns", "--max-evals", "1", "--num-scheduler-steps", "1"); off.Setup.SchedulerSteps != 0 {
+		t.Errorf("--num-scheduler-steps 1: the report has num_scheduler_steps %d, want it left out", off.Setup.SchedulerSteps)
+	}
 	// FP8 weights halve the bytes a decode step reads: TPOT falls.
 	bf16, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1")
 	fp8, _ := calibrateJSON(t, f, "--params", "overhead.step_ns", "--max-evals", "1", "--weight-dtype", "fp8")

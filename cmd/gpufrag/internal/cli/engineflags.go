@@ -55,7 +55,7 @@ func addEngineFlags(fl *pflag.FlagSet, f *engineFlags) {
 		"(default: a recent one: vLLM "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+" for vllm-v1, "+sim.DefaultEngineVersion(sim.EngineVLLMV0).String()+
 		" for vllm-v0, SGLang "+sim.DefaultEngineVersion(sim.EngineSGLang).String()+")")
 	fl.BoolVar(&f.mixedChunk, "mixed-chunk", false, "with --engine sglang, let running decodes join the prefill steps (SGLang's --enable-mixed-chunk)")
-	fl.IntVar(&f.schedulerSteps, "num-scheduler-steps", 0, "with --engine vllm-v0 from 0.6.0 and chunked prefill off, vLLM's multi-step scheduling: "+
+	fl.IntVar(&f.schedulerSteps, "num-scheduler-steps", 0, "with --engine vllm-v0 from 0.6.0, --chunked-prefill=false and a step-time profile (not roofline), vLLM's multi-step scheduling: "+
 		"the scheduler runs once every `N` decode steps, so each pays 1/N of the host's step time (0 or 1: off)")
 	fl.StringVar(&f.weightDType, "weight-dtype", "", "store the weights as `DTYPE`: bf16, fp16, fp8 (FP8 math where the profile has an FP8 peak), int8 or int4 "+
 		"(weight-only, BF16 math) (default: the model's); it changes weight memory, the KV budget and the bytes a step reads")
