@@ -329,11 +329,11 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 	// steps (sim.Config.SchedulerSteps says what is and is not modelled).
 	multiStep := ""
 	if n := w.NumSchedulerSteps; n != nil && *n > 1 {
-		if rule.engine == sim.EngineVLLMV0 && !cfg.ChunkedPrefill {
+		if err := sim.SchedulerStepsError(*n, rule.engine, v, cfg.ChunkedPrefill); err == nil {
 			cfg.SchedulerSteps = *n
 			multiStep = fmt.Sprintf("multi-step scheduling, %d steps: the host's time of a decode step spread over %d (its outputs' delivery in chunks and new requests' wait for a chunk's end are not modelled)", *n, *n)
 		} else {
-			multiStep = fmt.Sprintf("its multi-step scheduling (%d steps) is not modelled on %s with chunked prefill %v", *n, rule.engine, cfg.ChunkedPrefill)
+			multiStep = fmt.Sprintf("its multi-step scheduling is not modelled here (%v)", err)
 		}
 	}
 	head := fmt.Sprintf("%s on %d× %s, tp %d, %s %s", mname, max(s.GPUs, 1), g.Name, max(s.TP, 1), rule.engine, v)
