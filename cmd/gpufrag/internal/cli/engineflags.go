@@ -150,6 +150,10 @@ func applyEngineFlags(cmd *cobra.Command, f *engineFlags, s *scenario.Scenario) 
 	}
 	if set("engine") || set("num-scheduler-steps") {
 		if e, err := sim.ParseEngine(s.Engine.Name); s.Engine.SchedulerSteps > 1 && (s.Engine.Name == "" || err != nil || e != sim.EngineVLLMV0) {
+			if !set("num-scheduler-steps") {
+				return usageErrorf(cmd, "--engine %s: the scenario's engine.num_scheduler_steps %d is vLLM V0's multi-step scheduling, which needs engine vllm-v0; "+
+					"pass --num-scheduler-steps 0 to turn it off", s.Engine.Name, s.Engine.SchedulerSteps)
+			}
 			return usageErrorf(cmd, "--num-scheduler-steps is vLLM V0's multi-step scheduling: it needs --engine vllm-v0")
 		}
 	}

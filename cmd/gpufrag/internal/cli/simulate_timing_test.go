@@ -145,6 +145,22 @@ func TestSimulatePrintProfile(t *testing.T) {
 	if code != 0 || out != b.String() || strings.Contains(errs, "roofline") {
 		t.Fatalf("scenario's profile: exit %d, stderr %q\n%s", code, errs, out)
 	}
+	// A scenario's multi-step scheduling, and a flag that changes its engine.
+	ms := filepath.Join(dir, "ms.yaml")
+	if err := os.WriteFile(ms, []byte("name: ms\nmodel: llama-3-8b\ngpu: h100-80g\nengine: {name: vllm-v0, version: 0.6.0, chunked_prefill: false, num_scheduler_steps: 10}\n"+
+		"runs: [{kv: 'paged:16', alloc: caching}]\nworkload:\n  requests: {rate: 1, count: 2, prompt: {dist: fixed, min: 10}, output: {dist: fixed, min: 3}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := simulateJSON(t, "--scenario", ms); m.Timing == nil || m.Timing.SchedulerSteps != 10 {
+		t.Errorf("scenario with num_scheduler_steps 10: timing %+v", m.Timing)
+	}
+	if code, _, errs := run(t, "", "simulate", "--scenario", ms, "--engine", "sglang"); code != 2 ||
+		!strings.Contains(errs, "--engine sglang: the scenario's engine.num_scheduler_steps 10") || !strings.Contains(errs, "--num-scheduler-steps 0") {
+		t.Errorf("--engine sglang over a multi-step scenario: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := run(t, "", "simulate", "--scenario", ms, "--engine", "sglang", "--engine-version", "0.5.6", "--num-scheduler-steps", "0"); code != 0 {
+		t.Errorf("--engine sglang --num-scheduler-steps 0 over a multi-step scenario: exit %d, stderr %q", code, errs)
+	}
 	o, _ := simulateJSON(t, "--scenario", scen)
 	if o.Timing == nil || o.Timing.Profile == nil || o.Timing.Profile.From != filepath.Join(dir, "mine.yaml") ||
 		!reflect.DeepEqual(o.Timing.Profile.FittedTo, []string{"my-run-1"}) || o.Timing.Engine != "sglang" {
