@@ -312,7 +312,6 @@ func DefaultConfig(m model.Model, g model.GPU) Config {
 	}
 }
 
-// validate checks c and fills defaults into a copy.
 // SchedulerStepsError says why n scheduler steps (Config.SchedulerSteps)
 // do not run on engine at release v with chunked prefill on or off; nil
 // where they do (0 and 1, off, always do). Config's validation and the
@@ -332,6 +331,7 @@ func SchedulerStepsError(n int, engine EngineKind, v Version, chunked bool) erro
 	return nil
 }
 
+// validate checks c and fills defaults into a copy.
 func (c Config) validate() (Config, error) {
 	bad := func(field, format string, args ...any) (Config, error) {
 		return c, fmt.Errorf("%w: %s: %s", ErrBadConfig, field, fmt.Sprintf(format, args...))
