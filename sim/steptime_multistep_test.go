@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/workload"
 )
 
@@ -62,14 +61,7 @@ func checkDecodeTimer(t *testing.T, sm *StepModel, st Step, ctxs ...float64) {
 // and it is refused where vLLM has no multi-step scheduling or where the
 // model does not follow it.
 func TestSchedulerStepsConfig(t *testing.T) {
-	m, err := model.Preset("llama-3-8b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := model.LookupGPU("h100-80g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := presetPair(t, "llama-3-8b", "h100-80g")
 	base := DefaultConfig(m, g)
 	base.Engine, base.EngineVersion, base.ChunkedPrefill = EngineVLLMV0, "0.6.0", false
 	p, err := DefaultProfile(g.Name, EngineVLLMV0, "0.6.0")
