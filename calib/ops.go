@@ -40,6 +40,7 @@ type Ops struct {
 	Torch               string         `json:"torch"`
 	CUDA                string         `json:"cuda"`
 	Reps                int            `json:"reps"`
+	Timing              string         `json:"timing"` // "cuda-graph" (launches replayed as a graph) or "eager"; empty: eager (before the field existed)
 	Seconds             float64        `json:"seconds"`
 	Model               OpsModel       `json:"model"`
 	LinearLayerBytes    float64        `json:"linear_layer_bytes"`
@@ -121,6 +122,15 @@ func ReadOps(r io.Reader, name string) (*Ops, error) {
 	return &o, nil
 }
 
+// TimingMode is how the operators were timed: "cuda-graph" or "eager" (a
+// document written before the field was is eager).
+func (o *Ops) TimingMode() string {
+	if o.Timing == "" {
+		return "eager"
+	}
+	return o.Timing
+}
+
 // Bounds of a plausible document: far outside real figures, they catch a
 // unit mix-up and keep every product finite.
 const (
@@ -134,6 +144,8 @@ func (o *Ops) validate() error {
 	switch {
 	case o.Schema != OpsSchema:
 		return fmt.Errorf("field \"schema\": %q, want %q", opsClip(o.Schema), OpsSchema)
+	case o.Timing != "" && o.Timing != "eager" && o.Timing != "cuda-graph":
+		return fmt.Errorf("field \"timing\": %q, want \"cuda-graph\" or \"eager\"", opsClip(o.Timing))
 	case m.Hidden <= 0 || m.Heads <= 0 || m.KVHeads <= 0 || m.HeadDim <= 0 || m.Layers <= 0 || m.Heads%m.KVHeads != 0:
 		return fmt.Errorf("field \"model\": hidden %d, heads %d, kv_heads %d, head_dim %d, layers %d: want positive sizes with heads a multiple of kv_heads",
 			m.Hidden, m.Heads, m.KVHeads, m.HeadDim, m.Layers)
@@ -196,6 +208,10 @@ func opsClip(s string) string {
 type OpsFit struct {
 	Start, Fitted sim.Profile `json:"-"` // the whole profiles: WriteYAML prints Fitted
 	GPUName       string      `json:"gpu_name"`
+	// Timing is how the operators were timed: "cuda-graph", or "eager"
+	// (Ops.Timing, empty read as eager), whose small ops include Python's
+	// launch latency.
+	Timing string `json:"timing"`
 	// The fitted terms, before and after.
 	Linear    OpsLinear    `json:"linear"`
 	Attention OpsAttention `json:"attention"`
@@ -325,6 +341,7 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	}
 	f.Fitted.FittedTo = []string{"ops:" + opsClip(o.GPUName) + ":" + o.Date}
 	f.GPUName = o.GPUName
+	f.Timing = o.TimingMode()
 	b, a := f.Start, f.Fitted
 	f.Linear = OpsLinear{ComputeEffMax: [2]float64{b.Linear.ComputeEffMax, a.Linear.ComputeEffMax},
 		ComputeHalfTokens: [2]float64{b.Linear.ComputeHalfTokens, a.Linear.ComputeHalfTokens},

@@ -3,6 +3,8 @@ package calib
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/human"
@@ -167,14 +169,27 @@ func relErrText(v *float64) string {
 	return fmt.Sprintf("%+.1f%%", 100**v)
 }
 
+// timingWords says how a document's operators were timed.
+func timingWords(mode string) string {
+	if mode == "cuda-graph" {
+		return "replayed as CUDA graphs"
+	}
+	return "timed eagerly"
+}
+
 // WriteText prints an operator-timing fit for people: the fitted terms
 // before and after, every point measured, before and after, and the error
 // summary. o is the timings fitted; start names the starting profile;
 // output is the file the profile was written to ("" for none).
 func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s:\n\n", untrusted.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s), fitted from %s",
-		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, start)))
+	fmt.Fprintf(&sb, "%s:\n\n", untrusted.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s, %s), fitted from %s",
+		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, timingWords(o.TimingMode()), start)))
+	if o.TimingMode() == "eager" {
+		sb.WriteString("Warning: every small operator includes Python's launch latency (tens of µs a kernel,\n" +
+			"more than a decode GEMM's own time): weight_bw_eff reads low and attention's floors high. A server replays\n" +
+			"its decode steps as CUDA graphs; time them so: calib/device/steptime.py without --eager.\n\n")
+	}
 	t := human.Table{Head: []string{"term", "before", "after"}}
 	row := func(name string, v [2]float64, format string) {
 		t.Rows = append(t.Rows, []string{name, fmt.Sprintf(format, v[0]), fmt.Sprintf(format, v[1])})
@@ -196,6 +211,18 @@ func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 	p.Write(&sb)
 	fmt.Fprintf(&sb, "\n|error| over the %d points: median %.1f%%, max %.1f%% before; median %.1f%%, max %.1f%% after.\n",
 		len(f.Points), 100*f.MedianBefore, 100*f.MaxBefore, 100*f.MedianAfter, 100*f.MaxAfter)
+	for _, op := range []string{"linear", "prefill_attention", "decode_attention"} {
+		var before, after []float64
+		for _, x := range f.Points {
+			if x.Op == op {
+				before, after = append(before, math.Abs(x.BeforeError)), append(after, math.Abs(x.AfterError))
+			}
+		}
+		if len(before) > 0 {
+			fmt.Fprintf(&sb, "  %-18s %2d points: median %.1f%%, max %.1f%% before; median %.1f%%, max %.1f%% after.\n",
+				op, len(before), 100*opsMedian(before), 100*slices.Max(before), 100*opsMedian(after), 100*slices.Max(after))
+		}
+	}
 	if output != "" {
 		fmt.Fprintf(&sb, "Wrote the profile to %s (use it with gpufrag simulate --profile %s).\n", output, output)
 	}

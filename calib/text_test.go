@@ -95,6 +95,7 @@ func TestOpsFitWriteText(t *testing.T) {
 		"fitted from the embedded h200-141g vllm-v1 profile:\n\n",
 		"linear.compute_eff_max", "attention.kv_bw_eff",
 		fmt.Sprintf("|error| over the %d points: median ", len(f.Points)),
+		fmt.Sprintf("  linear             %2d points: median ", len(ops.Linear)),
 		"Wrote the profile to h200.yaml (use it with gpufrag simulate --profile h200.yaml).\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -107,5 +108,15 @@ func TestOpsFitWriteText(t *testing.T) {
 	sb.Reset()
 	if err := f.WriteText(&sb, ops, "x", ""); err != nil || strings.Contains(sb.String(), "Wrote") {
 		t.Errorf("no output file, yet: %v\n%s", err, sb.String())
+	}
+	// A document without "timing" was timed eagerly: the report says so and
+	// warns; one replayed as CUDA graphs does neither.
+	if !strings.Contains(out, ", timed eagerly)") || !strings.Contains(out, "Warning: every small operator includes Python's launch latency") {
+		t.Errorf("an eager document's report lacks its timing or warning:\n%s", out)
+	}
+	ops.Timing = "cuda-graph"
+	sb.Reset()
+	if err := f.WriteText(&sb, ops, "x", ""); err != nil || !strings.Contains(sb.String(), ", replayed as CUDA graphs)") || strings.Contains(sb.String(), "Warning") {
+		t.Errorf("a graphed document's report: %v\n%s", err, sb.String())
 	}
 }

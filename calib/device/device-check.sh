@@ -7,7 +7,10 @@
 # 1. times one layer of a random-weight Llama-3.1-8B-shaped model
 #    (calib/device/steptime.py: GEMMs at 1..8192 rows, prefill attention,
 #    decode attention) into $OUT/ops.json (or ./ops.json without $OUT);
-# 2. when a gpufrag binary is at hand ($GPUFRAG, ./gpufrag at the repository
+# 2. measures the GPU's sustained peaks (calib/device/peaks.py: STREAM triad,
+#    bf16 and fp8 GEMMs at 8192^3) into $OUT/peaks.json, the figures
+#    model/gpu.go keeps as Measured*;
+# 3. when a gpufrag binary is at hand ($GPUFRAG, ./gpufrag at the repository
 #    root, or `go build` when go and its module cache are there), fits the
 #    GPU's profile terms to them: $OUT/ops-fit.txt, ops-fit.json and the
 #    fitted profile ops-profile.yaml; without one, fit afterwards with
@@ -30,6 +33,13 @@ if ! timeout 460 "$py" "$here/steptime.py" --out "$out/ops.json"; then
 	exit 1
 fi
 echo "PASS: timings in $out/ops.json"
+
+echo "== peaks.py (triad, bf16 and fp8 GEMM 8192^3)"
+if timeout 120 "$py" "$here/peaks.py" --out "$out/peaks.json"; then
+	echo "PASS: sustained peaks in $out/peaks.json"
+else
+	echo "FAIL: peaks.py did not finish (see above); the operator timings stand" >&2
+fi
 
 bin="${GPUFRAG:-}"
 if [ -z "$bin" ] && [ -x "$root/gpufrag" ]; then

@@ -51,6 +51,35 @@ MODEL = {
     "dtype": "bf16",
 }
 
+
+def shard(m, name, tp):
+    """One GPU's share of m under tensor parallelism tp: heads, KV heads and
+    the MLP split tp ways (as vLLM and SGLang split them), hidden kept."""
+    if m["heads"] % tp or m["kv_heads"] % tp or m["intermediate"] % tp:
+        raise ValueError(f"{m['name']} does not split {tp} ways")
+    return dict(m, name=name, heads=m["heads"] // tp, kv_heads=m["kv_heads"] // tp,
+                intermediate=m["intermediate"] // tp)
+
+
+# Llama-3.1-70B (meta-llama/Llama-3.1-70B config.json) and one GPU's share of
+# it at TP 4 and TP 8: the GEMM and attention shapes a 70B server runs.
+LLAMA_70B = {
+    "name": "llama-3.1-70b",
+    "hidden": 8192,
+    "heads": 64,
+    "kv_heads": 8,
+    "head_dim": 128,
+    "intermediate": 28672,
+    "layers": 80,
+    "vocab": 128256,
+    "dtype": "bf16",
+}
+SHAPES = {
+    "llama-3.1-8b": MODEL,
+    "llama-3.1-70b-tp4": shard(LLAMA_70B, "llama-3.1-70b-tp4", 4),
+    "llama-3.1-70b-tp8": shard(LLAMA_70B, "llama-3.1-70b-tp8", 8),
+}
+
 LINEAR_TOKENS = [1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096, 8192]
 PREFILL_TOKENS = [128, 256, 512, 1024, 2048, 4096, 8192]
 DECODE_POINTS = [(b, c) for b in (1, 8, 32, 128) for c in (512, 2048, 8192)]
@@ -73,8 +102,22 @@ def plan(m):
     }
 
 
-def timed(torch, fn, reps, warmup=3):
-    """Median milliseconds of fn() over reps runs, each timed with CUDA events."""
+def header(torch, dev, schema, reps):
+    """The fields every document of calib/device starts with: what was measured, on what, when."""
+    props = torch.cuda.get_device_properties(dev)
+    return {
+        "schema": schema,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "gpu_name": props.name,
+        "gpu_memory_bytes": int(props.total_memory),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "reps": reps,
+    }
+
+
+def timings(torch, fn, reps, warmup=3):
+    """Milliseconds of fn() in each of reps runs after warmup, each timed with CUDA events."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -86,7 +129,35 @@ def timed(torch, fn, reps, warmup=3):
         b.record()
         b.synchronize()
         out.append(a.elapsed_time(b))
-    return statistics.median(out)
+    return out
+
+
+def timed(torch, fn, reps, warmup=3):
+    """Median milliseconds of fn() over reps runs (timings)."""
+    return statistics.median(timings(torch, fn, reps, warmup))
+
+
+def graphed(torch, fn, reps, inner=8):
+    """Median milliseconds of one fn() replayed from a CUDA graph of inner calls.
+
+    A serving engine replays its decode steps as CUDA graphs, so an operator's
+    time there is its kernels' time, not Python's launch latency (tens of
+    microseconds a kernel, more than a small GEMM takes).
+    """
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(inner):
+            fn()
+    ms = timed(torch, g.replay, reps)
+    del g
+    return ms / inner
 
 
 def measure(args, m):
@@ -96,22 +167,17 @@ def measure(args, m):
     dev = torch.device("cuda")
     bf16 = torch.bfloat16
     torch.manual_seed(0)
-    props = torch.cuda.get_device_properties(dev)
-    doc = {
-        "schema": SCHEMA,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "gpu_name": props.name,
-        "gpu_memory_bytes": int(props.total_memory),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "reps": args.reps,
+    doc = header(torch, dev, SCHEMA, args.reps)
+    doc.update({
+        "timing": "eager" if args.eager else "cuda-graph",
         "model": m,
         "linear": [],
         "prefill_attention": [],
         "decode_attention": [],
         "skipped": [],
-    }
+    })
     start = time.monotonic()
+    clock = (lambda fn, reps: timed(torch, fn, reps)) if args.eager else (lambda fn, reps: graphed(torch, fn, reps))
 
     # Linear: enough copies of one layer's weights that a pass over them all
     # exceeds any L2 (a layer is 436 MB in bf16; 4 copies, 1.7 GB).
@@ -128,7 +194,7 @@ def measure(args, m):
             for w in ws:
                 torch.matmul(x[w.shape[1]], w.t())
 
-        ms = timed(torch, run, args.reps)
+        ms = clock(run, args.reps)
         doc["linear"].append({"tokens": n, "ms_per_layer": ms})
     doc["linear_layer_bytes"] = layer_bytes
     doc["linear_flops_per_token"] = layer_flops_per_token
@@ -141,7 +207,7 @@ def measure(args, m):
             q = torch.randn(1, heads, n, d, device=dev, dtype=bf16)
             k = torch.randn(1, heads, n, d, device=dev, dtype=bf16)  # KV heads expanded: FLOPs are the query heads'
             v = torch.randn(1, heads, n, d, device=dev, dtype=bf16)
-            ms = timed(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.reps)
+            ms = clock(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.reps)
             doc["prefill_attention"].append({"tokens": n, "ms_per_layer": ms})
             del q, k, v
         except torch.cuda.OutOfMemoryError:
@@ -160,7 +226,7 @@ def measure(args, m):
                 s = torch.matmul(q, kc.transpose(-1, -2)) * scale
                 torch.matmul(torch.softmax(s.float(), dim=-1).to(bf16), vc)
 
-            ms = timed(torch, attend, args.reps)
+            ms = clock(attend, args.reps)
             doc["decode_attention"].append({"batch": b, "context": c, "ms_per_layer": ms,
                                             "kv_bytes": 2 * kc.numel() * kc.element_size()})
             del q, kc, vc
@@ -171,21 +237,30 @@ def measure(args, m):
     return doc
 
 
+def write(doc, out):
+    """Write doc as indented JSON to the file out, or standard output for "-"."""
+    text = json.dumps(doc, indent=1) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="-", help="where to write the JSON document (default: standard output)")
     p.add_argument("--reps", type=int, default=20, help="timed runs per point (median taken; default 20)")
+    p.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES),
+                   help="the layer to time: Llama-3.1-8B's, or one GPU's share of Llama-3.1-70B at TP 4 or 8 (default llama-3.1-8b)")
+    p.add_argument("--eager", action="store_true",
+                   help="time each launch from Python instead of replaying a CUDA graph (adds launch latency to small ops)")
     p.add_argument("--dry-run", action="store_true", help="print the plan as JSON without importing torch")
     args = p.parse_args(argv)
     if args.reps < 1 or args.reps > 1000:
         p.error("--reps must be in 1..1000")
-    doc = plan(MODEL) if args.dry_run else measure(args, MODEL)
-    text = json.dumps(doc, indent=1) + "\n"
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
+    m = SHAPES[args.shape]
+    write(plan(m) if args.dry_run else measure(args, m), args.out)
     return 0
 
 
