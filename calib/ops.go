@@ -122,6 +122,19 @@ func ReadOps(r io.Reader, name string) (*Ops, error) {
 	return &o, nil
 }
 
+// FP8 says the linear layers were timed with FP8 weights (W8A8): they
+// fit Linear.FP8ComputeEffMax, at the FP8 peak, in place of ComputeEffMax.
+func (o *Ops) FP8() bool { return o.Model.DType == "fp8" }
+
+// opsLinearCeil is the peak and the compute efficiency p times o's linear
+// layers at: FP8's for FP8 weights, BF16's otherwise.
+func opsLinearCeil(o *Ops, p *sim.Profile) (peak, eff float64) {
+	if o.FP8() {
+		return p.Peak.FP8FLOPSPerS, p.Linear.FP8ComputeEffMax
+	}
+	return p.Peak.BF16FLOPSPerS, p.Linear.ComputeEffMax
+}
+
 // TimingMode is how the operators were timed: "cuda-graph" or "eager" (a
 // document written before the field was is eager).
 func (o *Ops) TimingMode() string {
@@ -144,6 +157,8 @@ func (o *Ops) validate() error {
 	switch {
 	case o.Schema != OpsSchema:
 		return fmt.Errorf("field \"schema\": %q, want %q", opsClip(o.Schema), OpsSchema)
+	case m.DType != "bf16" && m.DType != "fp8":
+		return fmt.Errorf("field \"model.dtype\": %q, want \"bf16\" or \"fp8\" (the linear layers' weights)", opsClip(m.DType))
 	case o.Timing != "" && o.Timing != "eager" && o.Timing != "cuda-graph":
 		return fmt.Errorf("field \"timing\": %q, want \"cuda-graph\" or \"eager\"", opsClip(o.Timing))
 	case m.Hidden <= 0 || m.Heads <= 0 || m.KVHeads <= 0 || m.HeadDim <= 0 || m.Layers <= 0 || m.Heads%m.KVHeads != 0:
@@ -212,6 +227,9 @@ type OpsFit struct {
 	// (Ops.Timing, empty read as eager), whose small ops include Python's
 	// launch latency.
 	Timing string `json:"timing"`
+	// FP8 says the linear layers were timed with FP8 weights: the fit moved
+	// Linear.FP8ComputeEffMax, not ComputeEffMax.
+	FP8 bool `json:"fp8"`
 	// The fitted terms, before and after.
 	Linear    OpsLinear    `json:"linear"`
 	Attention OpsAttention `json:"attention"`
@@ -226,6 +244,7 @@ type OpsFit struct {
 // OpsLinear is the linear term before and after the fit.
 type OpsLinear struct {
 	ComputeEffMax     [2]float64 `json:"compute_eff_max"` // [before, after]
+	FP8ComputeEffMax  [2]float64 `json:"fp8_compute_eff_max"`
 	ComputeHalfTokens [2]float64 `json:"compute_half_tokens"`
 	WeightBWEff       [2]float64 `json:"weight_bw_eff"`
 	BlendExponent     [2]float64 `json:"blend_exponent"`
@@ -273,8 +292,17 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	if err := start.Validate(); err != nil {
 		return nil, err
 	}
+	if o.FP8() && !(start.Peak.FP8FLOPSPerS > 0) {
+		return nil, fmt.Errorf("%w: FP8 linear timings, but profile %s's GPU has no FP8 peak (peak.fp8_flops_per_s)", ErrBadOps, start.GPU)
+	}
+	if o.FP8() && sim.AdaFP8GEMM(start.GPU) {
+		return nil, fmt.Errorf("%w: FP8 linear timings of %s, an Ada GPU: the simulator times vLLM's FP8 GEMMs there with a kernel table's "+
+			"terms (sim.AdaFP8ComputeEffMax), not the profile's, so a fitted fp8_compute_eff_max would change nothing; fit the bf16 timings (--dtype bf16)",
+			ErrBadOps, start.GPU)
+	}
 	f := &OpsFit{Start: *start.Clone(), Fitted: *start.Clone()}
-	peak, bw := start.Peak.BF16FLOPSPerS, start.Peak.MemBytesPerS
+	peak, _ := opsLinearCeil(o, start)
+	bw := start.Peak.MemBytesPerS
 	lin := &f.Fitted.Linear
 
 	var weff []float64
@@ -300,17 +328,32 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 		return nil, fmt.Errorf("%w: linear: need points at ≤ %d tokens and at least two at ≥ %d tokens (have %d and %d)",
 			ErrBadOps, weightBoundTokens, computeBoundTokens, len(weff), len(xs))
 	}
-	lin.WeightBWEff = opsMedian(weff)
-	slope, icept := opsLineFit(xs, ys)
-	if !(slope > 0) {
-		return nil, fmt.Errorf("%w: linear: the compute-bound GEMMs do not take longer with more rows (slope %g)", ErrBadOps, slope)
+	if o.FP8() {
+		// Only the FP8 ceiling moves: weight_bw_eff, n½ and the blend are
+		// shared with the BF16 GEMMs in the simulator, and torch's FP8
+		// kernel at decode sizes is not the one servers run (docs/calibrate.md,
+		// "FP8 linear layers"). With n½ kept, time × peak ÷ FLOPs per token
+		// is (n + n½) ÷ eff: 1 ÷ eff by least squares through that line.
+		var num, den float64
+		for i, x := range xs {
+			num += ys[i] * (x + lin.ComputeHalfTokens)
+			den += (x + lin.ComputeHalfTokens) * (x + lin.ComputeHalfTokens)
+		}
+		lin.FP8ComputeEffMax = den / num
+	} else {
+		lin.WeightBWEff = opsMedian(weff)
+		slope, icept := opsLineFit(xs, ys)
+		if !(slope > 0) {
+			return nil, fmt.Errorf("%w: linear: the compute-bound GEMMs do not take longer with more rows (slope %g)", ErrBadOps, slope)
+		}
+		lin.ComputeEffMax = 1 / slope
+		lin.ComputeHalfTokens = max(icept/slope, 0)
+		lin.BlendExponent = opsBlend(o, &f.Fitted)
 	}
-	lin.ComputeEffMax = 1 / slope
-	lin.ComputeHalfTokens = max(icept/slope, 0)
-	lin.BlendExponent = opsBlend(o, &f.Fitted)
 
 	m := o.Model
 	attnFLOPsPerPair := 4 * float64(m.Heads) * float64(m.HeadDim) // QKᵀ and AV, as sim counts them
+	peak = start.Peak.BF16FLOPSPerS                               // attention runs in bf16 whatever the weights
 	var work, took float64
 	for _, p := range o.PrefillAttention {
 		l := float64(p.Tokens)
@@ -333,7 +376,7 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	if took > 0 {
 		f.Fitted.Attention.KVBWEff = work / took / bw
 	}
-	for _, v := range []float64{lin.ComputeEffMax, lin.WeightBWEff, f.Fitted.Attention.PrefillComputeEff, f.Fitted.Attention.KVBWEff} {
+	for _, v := range []float64{lin.ComputeEffMax, lin.FP8ComputeEffMax, lin.WeightBWEff, f.Fitted.Attention.PrefillComputeEff, f.Fitted.Attention.KVBWEff} {
 		if !(v > 0) || v > 1 {
 			return nil, fmt.Errorf("%w: a fitted efficiency of %.3g is outside (0, 1]: are the peaks of profile %s this GPU's (%s)?",
 				ErrBadOps, v, start.GPU, opsClip(o.GPUName))
@@ -343,7 +386,9 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	f.GPUName = o.GPUName
 	f.Timing = o.TimingMode()
 	b, a := f.Start, f.Fitted
+	f.FP8 = o.FP8()
 	f.Linear = OpsLinear{ComputeEffMax: [2]float64{b.Linear.ComputeEffMax, a.Linear.ComputeEffMax},
+		FP8ComputeEffMax:  [2]float64{b.Linear.FP8ComputeEffMax, a.Linear.FP8ComputeEffMax},
 		ComputeHalfTokens: [2]float64{b.Linear.ComputeHalfTokens, a.Linear.ComputeHalfTokens},
 		WeightBWEff:       [2]float64{b.Linear.WeightBWEff, a.Linear.WeightBWEff},
 		BlendExponent:     [2]float64{b.Linear.BlendExponent, a.Linear.BlendExponent}}
@@ -380,7 +425,8 @@ func opsBlend(o *Ops, p *sim.Profile) float64 {
 		var sum float64
 		for _, pt := range o.Linear {
 			n := float64(pt.Tokens)
-			c := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
+			peak, eff := opsLinearCeil(o, p)
+			c := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (peak * eff)
 			w := o.LinearLayerBytes/(p.Peak.MemBytesPerS*p.Linear.WeightBWEff) + opsGEMMFixedS(p)
 			r := math.Log(sim.BlendLinear(c, w, e) * 1e3 / pt.MsPerLayer)
 			sum += r * r
@@ -398,7 +444,8 @@ func (f *OpsFit) points(o *Ops) {
 	kvPerTok := 2 * float64(m.KVHeads) * float64(m.HeadDim) * 2 // K and V, bf16
 	attnFLOPsPerPair := 4 * float64(m.Heads) * float64(m.HeadDim)
 	linear := func(p *sim.Profile, n float64) float64 {
-		compute := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (p.Peak.BF16FLOPSPerS * p.Linear.ComputeEffMax)
+		peak, eff := opsLinearCeil(o, p)
+		compute := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (peak * eff)
 		weights := o.LinearLayerBytes/(p.Peak.MemBytesPerS*p.Linear.WeightBWEff) + opsGEMMFixedS(p)
 		return sim.BlendLinear(compute, weights, p.Linear.BlendExponent) * 1e3
 	}

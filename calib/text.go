@@ -184,7 +184,7 @@ func timingWords(mode string) string {
 func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s:\n\n", untrusted.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s, %s), fitted from %s",
-		o.Model.Name, f.GPUName, o.Torch, o.CUDA, o.Date, timingWords(o.TimingMode()), start)))
+		o.Model.Name+map[bool]string{true: " with FP8 weights"}[o.FP8()], f.GPUName, o.Torch, o.CUDA, o.Date, timingWords(o.TimingMode()), start)))
 	if o.TimingMode() == "eager" {
 		sb.WriteString("Warning: every small operator includes Python's launch latency (tens of µs a kernel,\n" +
 			"more than a decode GEMM's own time): weight_bw_eff reads low and attention's floors high. A server replays\n" +
@@ -194,7 +194,11 @@ func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 	row := func(name string, v [2]float64, format string) {
 		t.Rows = append(t.Rows, []string{name, fmt.Sprintf(format, v[0]), fmt.Sprintf(format, v[1])})
 	}
-	row("linear.compute_eff_max", f.Linear.ComputeEffMax, "%.3f")
+	if f.FP8 {
+		row("linear.fp8_compute_eff_max", f.Linear.FP8ComputeEffMax, "%.3f")
+	} else {
+		row("linear.compute_eff_max", f.Linear.ComputeEffMax, "%.3f")
+	}
 	row("linear.compute_half_tokens", f.Linear.ComputeHalfTokens, "%.1f")
 	row("linear.weight_bw_eff", f.Linear.WeightBWEff, "%.3f")
 	row("linear.blend_exponent", f.Linear.BlendExponent, "%.2f")

@@ -421,6 +421,10 @@ const (
 	AdaFP8FlatBelow         = 128
 )
 
+// AdaFP8GEMM says whether gpu is a preset whose FP8 GEMMs run Ada's (sm89)
+// kernels, which vLLM's are timed with AdaFP8ComputeEffMax on.
+func AdaFP8GEMM(gpu string) bool { return adaFP8GEMM[gpu] }
+
 // adaFP8GEMM names the GPU presets whose FP8 GEMMs run Ada's (sm89) kernels.
 var adaFP8GEMM = map[string]bool{"l40s-48g": true, "rtx4090-24g": true}
 

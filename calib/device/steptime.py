@@ -6,8 +6,9 @@ Builds the layers of a Llama-3.1-8B-shaped model with random bf16 weights
 models apart:
 
   linear             one layer's four GEMMs (qkv, o, gate+up, down) at n tokens,
-                     n = 1 .. 8192; fits linear.compute_eff_max,
-                     compute_half_tokens and weight_bw_eff
+                     n = 1 .. 8192; fits linear.compute_eff_max (with
+                     --dtype fp8, fp8_compute_eff_max), compute_half_tokens
+                     and weight_bw_eff
   prefill_attention  causal attention of one layer over a prompt of L tokens
                      (torch's scaled_dot_product_attention, is_causal); fits
                      attention.prefill_compute_eff
@@ -181,18 +182,29 @@ def measure(args, m):
 
     # Linear: enough copies of one layer's weights that a pass over them all
     # exceeds any L2 (a layer is 436 MB in bf16; 4 copies, 1.7 GB).
-    copies = [[torch.randn(o, i, device=dev, dtype=bf16) * 0.02 for _, i, o in gemm_shapes(m)] for _ in range(4)]
+    fp8 = m["dtype"] == "fp8"
+    wtype = torch.float8_e4m3fn if fp8 else bf16
+    copies = [[(torch.randn(o, i, device=dev) * 0.02).to(wtype) for _, i, o in gemm_shapes(m)] for _ in range(4)]
     layer_bytes = sum(w.numel() * w.element_size() for w in copies[0])
     layer_flops_per_token = sum(2 * w.shape[0] * w.shape[1] for w in copies[0])
+    # FP8 as vLLM's and SGLang's W8A8 checkpoints run: activations quantized
+    # per token (one scale a row), weights per output channel, the product in
+    # bf16 (torch._scaled_mm, cuBLASLt). The activations' quantizing is not
+    # timed: the GEMMs get inputs already in FP8.
+    wscale = {o: torch.ones(1, o, device=dev, dtype=torch.float32) for _, _, o in gemm_shapes(m)}
     for n in LINEAR_TOKENS:
-        x = {i: torch.randn(n, i, device=dev, dtype=bf16) for _, i, _ in gemm_shapes(m)}
+        x = {i: torch.randn(n, i, device=dev).to(wtype) for _, i, _ in gemm_shapes(m)}
+        xscale = torch.ones(n, 1, device=dev, dtype=torch.float32)
         k = [0]
 
         def run():
             ws = copies[k[0] % len(copies)]
             k[0] += 1
             for w in ws:
-                torch.matmul(x[w.shape[1]], w.t())
+                if fp8:
+                    torch._scaled_mm(x[w.shape[1]], w.t(), scale_a=xscale, scale_b=wscale[w.shape[0]], out_dtype=bf16)
+                else:
+                    torch.matmul(x[w.shape[1]], w.t())
 
         ms = clock(run, args.reps)
         doc["linear"].append({"tokens": n, "ms_per_layer": ms})
@@ -200,6 +212,13 @@ def measure(args, m):
     doc["linear_flops_per_token"] = layer_flops_per_token
     del copies
     torch.cuda.empty_cache()
+
+    if fp8:
+        # Attention runs in bf16 whatever the weights (the KV cache too): the
+        # same kernels as --dtype bf16 times.
+        doc["skipped"].append({"op": "attention", "why": "bf16 whatever the weights: time it with --dtype bf16"})
+        doc["seconds"] = round(time.monotonic() - start, 3)
+        return doc
 
     heads, kvh, d = m["heads"], m["kv_heads"], m["head_dim"]
     for n in PREFILL_TOKENS:
@@ -253,13 +272,16 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=20, help="timed runs per point (median taken; default 20)")
     p.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES),
                    help="the layer to time: Llama-3.1-8B's, or one GPU's share of Llama-3.1-70B at TP 4 or 8 (default llama-3.1-8b)")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],
+                   help="the linear layers' weights: bf16, or fp8 (e4m3, per-token and per-channel scales, as W8A8 "
+                        "checkpoints run; attention is then not timed, being bf16 either way) (default bf16)")
     p.add_argument("--eager", action="store_true",
                    help="time each launch from Python instead of replaying a CUDA graph (adds launch latency to small ops)")
     p.add_argument("--dry-run", action="store_true", help="print the plan as JSON without importing torch")
     args = p.parse_args(argv)
     if args.reps < 1 or args.reps > 1000:
         p.error("--reps must be in 1..1000")
-    m = SHAPES[args.shape]
+    m = dict(SHAPES[args.shape], dtype=args.dtype)
     write(plan(m) if args.dry_run else measure(args, m), args.out)
     return 0
 
