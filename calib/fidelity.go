@@ -151,6 +151,9 @@ type FidelityReport struct {
 	HeldOut map[string]*sim.JointModel
 	// FittedSources are the sources of the joint model's figures, sorted.
 	FittedSources []string
+	// Ops judges the joint model's GEMM terms on kernel timings measured on
+	// real GPUs (OpsPage); filled by calib/refit, not by Fidelity.
+	Ops []OpsPageRow
 }
 
 // FidelityMetrics are the metrics the targets are stated over:

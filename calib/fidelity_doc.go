@@ -139,6 +139,7 @@ func (rep *FidelityReport) Markdown(ratchet float64) []byte {
 	w("\n")
 
 	rep.paperSection(&b)
+	rep.opsSection(&b)
 
 	w("## Every figure, by source\n\n")
 	w("`use` says `(fitted)` for a figure the joint model was fitted to. \"by source\" is the model fitted without the\n")
@@ -243,6 +244,26 @@ func (rep *FidelityReport) fitSection(b *bytes.Buffer) {
 	w("async scheduling, the default from 0.14.0; SGLang's overlap scheduler, from 0.4.0) hide the per-step and per-sequence\n")
 	w("work behind the GPU's (a step takes the larger of the two) and admit a request that arrives during a step only into\n")
 	w("the step after the next (`overhead.schedule_overlap`, set from the engine and release, not fitted).\n\n")
+}
+
+// opsSection judges the joint model's GEMM terms on operator timings
+// measured on real GPUs (OpsPage); nothing when the report has none.
+func (rep *FidelityReport) opsSection(b *bytes.Buffer) {
+	if len(rep.Ops) == 0 {
+		return
+	}
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w("## Kernel timings measured on a GPU\n\n")
+	w("The joint model is fitted to serving benchmarks only. Its linear-layer terms are judged here on the kernels\n")
+	w("themselves: one layer's four GEMMs at 1 to 8,192 rows, timed by `calib/device/steptime.py` and replayed as CUDA\n")
+	w("graphs, files in [%s](../%s) (its README gives how each was taken; docs/calibrate.md, \"operator timings measured\n", OpsDir, OpsDir)
+	w("on an H200\", the results). For FP8 weights only the compute-bound points (at least %d rows) are judged: at decode\n", computeBoundTokens)
+	w("sizes torch's FP8 kernel is not what servers run. `gpufrag calibrate --ops FILE --gpu GPU` prints every point.\n\n")
+	w("| file | GPU | layer | GEMM points | median \\|error\\| | worst |\n|---|---|---|---|---|---|\n")
+	for _, r := range rep.Ops {
+		w("| `%s` | %s (%s) | %s | %d | %s | %+.1f%% (%s) |\n", r.File, r.GPU, fidCell(r.GPUName), fidCell(r.Layer), r.Points, fidPct(r.Median), 100*r.WorstErr, r.WorstAt)
+	}
+	w("\n")
 }
 
 // jointTermName says in a few words what a joint parameter stands for.

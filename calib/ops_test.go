@@ -516,3 +516,42 @@ func TestReadOpsRandomBytes(t *testing.T) {
 		return err
 	}, `{"schema": "gpufrag-steptime-ops/1", "model": "`)
 }
+
+// TestOpsPage: the fidelity page's kernel rows are the graphed operator
+// files of calib/testdata/ops (the eager one and peaks.py's are passed
+// over), each judged on its GEMM points (an FP8 file on its compute-bound
+// ones) under the joint model; a file of a GPU without a preset is refused,
+// naming it.
+func TestOpsPage(t *testing.T) {
+	dir := filepath.Join("testdata", "ops")
+	rows, err := OpsPage(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.File)
+		want := 19
+		if strings.Contains(r.File, "fp8") {
+			want = 4
+		}
+		if r.Points != want || r.GPU != "h200-141g" || !(r.Median > 0) || r.Worst < r.Median || math.Abs(r.WorstErr) != r.Worst {
+			t.Errorf("%s: %+v (want %d points)", r.File, r, want)
+		}
+	}
+	graphs, _ := filepath.Glob(filepath.Join(dir, "*graph*.json"))
+	if len(rows) != len(graphs) || slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "eager") || strings.Contains(n, "peaks") }) {
+		t.Errorf("rows %v, want the %d graphed files", names, len(graphs))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "h200-llama-3.1-70b-tp8-graph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tmp, "x.json"), bytes.Replace(b, []byte(`"NVIDIA H200"`), []byte(`"NVIDIA GH200 480GB"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpsPage(tmp, nil); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "NVIDIA GH200 480GB") {
+		t.Errorf("unknown GPU: %v", err)
+	}
+}

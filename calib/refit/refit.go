@@ -127,7 +127,8 @@ type Options struct {
 }
 
 // Report opens the fixtures under root and generates the fidelity report
-// under the given models (nil: the embedded ones).
+// under the given models (nil: the embedded ones), with the kernel timings
+// of calib.OpsDir judged under the joint one.
 func Report(ctx context.Context, root string, joint *sim.JointModel, held map[string]*sim.JointModel, workers int) (*calib.FidelityReport, error) {
 	d, err := calib.Published()
 	if err != nil {
@@ -137,8 +138,15 @@ func Report(ctx context.Context, root string, joint *sim.JointModel, held map[st
 	if err != nil {
 		return nil, err
 	}
-	return calib.Fidelity(ctx, d, calib.FidelityOptions{Open: calib.OpenFixture(filepath.Join(root, "calib")), Paper: ps,
+	rep, err := calib.Fidelity(ctx, d, calib.FidelityOptions{Open: calib.OpenFixture(filepath.Join(root, "calib")), Paper: ps,
 		Joint: joint, HeldOut: held, Workers: workers})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Ops, err = calib.OpsPage(filepath.Join(root, calib.OpsDir), joint); err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // Ratchet is the figure the page records for the report: the current
