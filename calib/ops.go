@@ -287,18 +287,25 @@ const (
 // the ratio of total work to total time of their points (prefill attention's
 // time less start's fixed work per query token, prefill_tok_ns, which is
 // kept). Everything else of
-// start (peaks, overheads, graphs, all-reduce) is kept.
+// start (peaks, overheads, graphs, all-reduce) is kept. Linear timings with
+// FP8 weights (o.FP8) move only fp8_compute_eff_max, at the FP8 peak, by
+// least squares with start's n½; attention points, bf16 either way, are
+// fitted as above.
 func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 	if err := start.Validate(); err != nil {
 		return nil, err
 	}
 	if o.FP8() && !(start.Peak.FP8FLOPSPerS > 0) {
-		return nil, fmt.Errorf("%w: FP8 linear timings, but profile %s's GPU has no FP8 peak (peak.fp8_flops_per_s)", ErrBadOps, start.GPU)
-	}
-	if o.FP8() && sim.AdaFP8GEMM(start.GPU) {
-		return nil, fmt.Errorf("%w: FP8 linear timings of %s, an Ada GPU: the simulator times vLLM's FP8 GEMMs there with a kernel table's "+
-			"terms (sim.AdaFP8ComputeEffMax), not the profile's, so a fitted fp8_compute_eff_max would change nothing; fit the bf16 timings (--dtype bf16)",
+		return nil, fmt.Errorf("%w: FP8 linear timings, but profile %s's GPU has no FP8 peak (peak.fp8_flops_per_s is 0): "+
+			"time the layer in bf16 (calib/device/steptime.py without --dtype fp8), or start from a --profile that sets the peak",
 			ErrBadOps, start.GPU)
+	}
+	if o.FP8() && sim.AdaFP8GEMM(start.GPU) && start.Engine != sim.EngineSGLang {
+		// As sim.Profile.Compile: SGLang on Ada keeps the profile's FP8 terms.
+		return nil, fmt.Errorf("%w: FP8 linear timings of %s, an Ada GPU: the simulator times %s's FP8 GEMMs there with a kernel table's "+
+			"terms (sim.AdaFP8ComputeEffMax), not the profile's, so a fitted fp8_compute_eff_max would change nothing; "+
+			"fit bf16 timings (calib/device/steptime.py without --dtype fp8), or these with --engine sglang, whose FP8 GEMMs the profile's terms time",
+			ErrBadOps, start.GPU, start.Engine)
 	}
 	f := &OpsFit{Start: *start.Clone(), Fitted: *start.Clone()}
 	peak, _ := opsLinearCeil(o, start)

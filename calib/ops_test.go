@@ -107,6 +107,10 @@ func TestFitOpsRecoversTruth(t *testing.T) {
 	if !(f.MedianBefore > 0.05) {
 		t.Errorf("median error before the fit %g: the start profile should differ from the truth", f.MedianBefore)
 	}
+	// BF16 timings leave the FP8 GEMMs' ceiling alone.
+	if f.FP8 || f.Fitted.Linear.FP8ComputeEffMax != start.Linear.FP8ComputeEffMax {
+		t.Errorf("bf16 timings: fp8 %v, fp8_compute_eff_max %v, want start's %v kept", f.FP8, f.Linear.FP8ComputeEffMax, start.Linear.FP8ComputeEffMax)
+	}
 	// Only the fitted terms change.
 	want := start.Clone()
 	want.Linear, want.Attention, want.FittedTo = f.Fitted.Linear, f.Fitted.Attention, f.Fitted.FittedTo
@@ -391,9 +395,30 @@ func TestFitOpsFP8(t *testing.T) {
 	noFP8 := start.Clone()
 	noFP8.Peak.FP8FLOPSPerS = 0
 	for name, p := range map[string]*sim.Profile{"ada": l40s, "no fp8 peak": noFP8} {
-		if _, err := FitOps(o, p); !errors.Is(err, ErrBadOps) {
-			t.Errorf("%s: %v, want ErrBadOps", name, err)
+		if _, err := FitOps(o, p); !errors.Is(err, ErrBadOps) || !strings.Contains(err.Error(), "steptime.py without --dtype fp8") {
+			t.Errorf("%s: %v, want ErrBadOps saying what to do", name, err)
 		}
+	}
+	// SGLang on Ada keeps the profile's FP8 terms (sim.Profile.Compile), so
+	// its FP8 timings are fitted, not refused.
+	adaSGLang, err := sim.DefaultProfile("l40s-48g", sim.EngineSGLang, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaSGLang.Linear.BlendExponent = 64
+	adaTruth := adaSGLang.Clone()
+	adaTruth.Linear.FP8ComputeEffMax = 0.8 * adaSGLang.Linear.FP8ComputeEffMax
+	oa := syntheticOps(t, adaTruth)
+	oa.Model.DType, oa.LinearLayerBytes = "fp8", oa.LinearLayerBytes/2
+	oa.PrefillAttention, oa.DecodeAttention = nil, nil
+	for i := range oa.Linear {
+		n := float64(oa.Linear[i].Tokens)
+		compute := (n + adaTruth.Linear.ComputeHalfTokens) * oa.LinearFLOPsPerToken / (adaTruth.Peak.FP8FLOPSPerS * adaTruth.Linear.FP8ComputeEffMax)
+		weights := oa.LinearLayerBytes/(adaTruth.Peak.MemBytesPerS*adaTruth.Linear.WeightBWEff) + opsGEMMFixedS(adaTruth)
+		oa.Linear[i].MsPerLayer = sim.BlendLinear(compute, weights, 64) * 1e3
+	}
+	if fa, err := FitOps(oa, adaSGLang); err != nil || math.Abs(fa.Linear.FP8ComputeEffMax[1]/adaTruth.Linear.FP8ComputeEffMax-1) > 0.01 {
+		t.Errorf("Ada under SGLang: %v, want fp8_compute_eff_max %.4f fitted", err, adaTruth.Linear.FP8ComputeEffMax)
 	}
 	b, err := json.Marshal(o)
 	if err != nil {
