@@ -314,6 +314,25 @@ func TestStepTimeScriptPlan(t *testing.T) {
 			t.Errorf("--shape %s: model %+v, want %+v", shape, p.Model, want)
 		}
 	}
+	// --dtype fp8 times the linear layers alone, with model.dtype "fp8"
+	// (what ReadOps and FitOps read as FP8 timings).
+	out, err = exec.Command(py, filepath.Join("device", "steptime.py"), "--dry-run", "--dtype", "fp8").Output()
+	if err != nil {
+		t.Fatalf("steptime.py --dry-run --dtype fp8: %v", err)
+	}
+	var p8 struct {
+		Model         OpsModel `json:"model"`
+		LinearTokens  []int    `json:"linear_tokens"`
+		PrefillTokens []int    `json:"prefill_tokens"`
+		DecodePoints  []any    `json:"decode_points"`
+	}
+	if err := json.Unmarshal(out, &p8); err != nil {
+		t.Fatalf("plan of --dtype fp8: %v", err)
+	}
+	if !(&Ops{Model: p8.Model}).FP8() || !slices.Equal(p8.LinearTokens, plan.LinearTokens) || len(p8.PrefillTokens) != 0 || len(p8.DecodePoints) != 0 {
+		t.Errorf("--dtype fp8 plan: model %+v, linear %v, prefill %v, decode %v: want dtype fp8 and the linear points alone",
+			p8.Model, p8.LinearTokens, p8.PrefillTokens, p8.DecodePoints)
+	}
 	if err := exec.Command(py, filepath.Join("device", "steptime.py"), "--dry-run", "--shape", "llama-3.1-70b").Run(); err == nil {
 		t.Error("steptime.py took --shape llama-3.1-70b (a whole 70B layer is not a shape it offers)")
 	}
@@ -345,6 +364,29 @@ func TestPeaksScriptPlan(t *testing.T) {
 	}
 	if err := exec.Command(py, script, "--dry-run", "--n", "1000").Run(); err == nil {
 		t.Error("peaks.py took --n 1000")
+	}
+	// It imports steptime.py from its own folder whatever the working
+	// directory, and leaves no bytecode there.
+	dir := t.TempDir()
+	for _, name := range []string{"peaks.py", "steptime.py"} {
+		b, err := os.ReadFile(filepath.Join("device", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(py, filepath.Join(dir, "peaks.py"), "--dry-run")
+	cmd.Dir = t.TempDir()
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
+		return strings.HasPrefix(e, "PYTHONDONTWRITEBYTECODE=") || strings.HasPrefix(e, "PYTHONPYCACHEPREFIX=")
+	})
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("peaks.py --dry-run from another directory: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "__pycache__")); err == nil {
+		t.Errorf("peaks.py left %s", filepath.Join(dir, "__pycache__"))
 	}
 }
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Time the step-time model's terms on a real GPU, for gpufrag calibrate --ops.
 
-Builds the layers of a Llama-3.1-8B-shaped model with random bf16 weights
-(no download) and times, with CUDA events, the three things sim.Profile
+Builds the layers of a Llama-3.1-8B-shaped model (or, with --shape, one
+GPU's share of Llama-3.1-70B's) with random bf16 weights (e4m3 with --dtype
+fp8; no download) and times, with CUDA events, the three things sim.Profile
 models apart:
 
   linear             one layer's four GEMMs (qkv, o, gate+up, down) at n tokens,
-                     n = 1 .. 8192; fits linear.compute_eff_max (with
-                     --dtype fp8, fp8_compute_eff_max), compute_half_tokens
-                     and weight_bw_eff
+                     n = 1 .. 8192; fits linear.compute_eff_max,
+                     compute_half_tokens and weight_bw_eff (with --dtype fp8,
+                     fp8_compute_eff_max alone; attention is then not timed)
   prefill_attention  causal attention of one layer over a prompt of L tokens
                      (torch's scaled_dot_product_attention, is_causal); fits
                      attention.prefill_compute_eff
@@ -94,12 +95,13 @@ def gemm_shapes(m):
 
 
 def plan(m):
+    attention = m["dtype"] != "fp8"  # --dtype fp8 times the linear layers only (measure)
     return {
         "model": m,
         "gemms": [{"name": n, "in": i, "out": o} for n, i, o in gemm_shapes(m)],
         "linear_tokens": LINEAR_TOKENS,
-        "prefill_tokens": PREFILL_TOKENS,
-        "decode_points": [{"batch": b, "context": c} for b, c in DECODE_POINTS],
+        "prefill_tokens": PREFILL_TOKENS if attention else [],
+        "decode_points": [{"batch": b, "context": c} for b, c in DECODE_POINTS] if attention else [],
     }
 
 
