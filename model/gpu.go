@@ -107,7 +107,7 @@ var gpus = map[string]GPU{
 	// nvidia-smi: 143771MiB ("NVIDIA H200", 700 W, in many public issue reports).
 	// Measured: [azure] ND H200 v5 Triad 4.15 TB/s, FP8 GEMM 8192³ 1,300.6 TFLOPS; [zzc] BF16
 	// 790.29 TFLOPS (2025-10-05). Our own check on a lent H200 (calib/device/peaks.py, three runs,
-	// 2026-12-04, calib/testdata/ops/h200-peaks-*.json): triad 4.23-4.30 TB/s, BF16 658-758
+	// 2026-12-04, calib/testdata/ops/h200-peaks-*.json): triad 4.23-4.31 TB/s, BF16 658-758
 	// TFLOPS, FP8 (torch._scaled_mm) 1,328-1,374: +2..+4%, −17..−4% and +2..+6% of these, which
 	// stay (the figures every other GPU's share is taken from are published ones too).
 	"h200-141g": {Name: "h200-141g", Capacity: 143771 * mib, MemBandwidth: 4.8e12, BF16FLOPS: 989e12,
