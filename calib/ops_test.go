@@ -567,7 +567,7 @@ func TestDeviceCheckScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"steptime.py", "peaks.py", "calibrate --ops", "--gpu"} {
+	for _, want := range []string{"steptime.py", "--dtype fp8", "peaks.py", "calibrate --ops", "--gpu"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("%s does not mention %q", script, want)
 		}
