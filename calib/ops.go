@@ -430,9 +430,9 @@ func opsBlend(o *Ops, p *sim.Profile) float64 {
 	for i := range opsBlendSteps {
 		e := math.Exp(math.Log(64) * float64(i) / float64(opsBlendSteps-1))
 		var sum float64
+		peak, eff := opsLinearCeil(o, p)
 		for _, pt := range o.Linear {
 			n := float64(pt.Tokens)
-			peak, eff := opsLinearCeil(o, p)
 			c := (n + p.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (peak * eff)
 			w := o.LinearLayerBytes/(p.Peak.MemBytesPerS*p.Linear.WeightBWEff) + opsGEMMFixedS(p)
 			r := math.Log(sim.BlendLinear(c, w, e) * 1e3 / pt.MsPerLayer)

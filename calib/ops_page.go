@@ -59,6 +59,10 @@ func OpsPage(dir string, j *sim.JointModel) ([]OpsPageRow, error) {
 		return nil, err
 	}
 	slices.Sort(names)
+	v, err := sim.ParseEngineVersion(sim.EngineVLLMV1, "")
+	if err != nil {
+		return nil, err
+	}
 	var rows []OpsPageRow
 	for _, name := range names {
 		data, err := os.ReadFile(name)
@@ -86,10 +90,6 @@ func OpsPage(dir string, j *sim.JointModel) ([]OpsPageRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := sim.ParseEngineVersion(sim.EngineVLLMV1, "")
-		if err != nil {
-			return nil, err
-		}
 		p, err := j.Profile(g, sim.EngineVLLMV1, v)
 		if err != nil {
 			return nil, err
@@ -103,12 +103,9 @@ func OpsPage(dir string, j *sim.JointModel) ([]OpsPageRow, error) {
 			row.Layer += " FP8"
 		}
 		var errs []float64
-		k := -1 // the point's index in o.Linear: FitOps lists the linear points first, in order
-		for _, pt := range fit.Points {
-			if pt.Op != "linear" {
-				continue
-			}
-			if k++; o.FP8() && o.Linear[k].Tokens < computeBoundTokens {
+		for i, lp := range o.Linear {
+			pt := fit.Points[i] // FitOps lists the linear points first, in o.Linear's order
+			if o.FP8() && lp.Tokens < computeBoundTokens {
 				continue
 			}
 			errs = append(errs, math.Abs(pt.BeforeError))

@@ -390,6 +390,25 @@ func TestPeaksScriptPlan(t *testing.T) {
 	}
 }
 
+// syntheticFP8Ops is syntheticOps with FP8 weights: one byte a weight, the
+// linear points timed at truth's FP8 ceiling (blend exponent 64, so that a
+// fit recovers it exactly), no attention points (steptime.py --dtype fp8
+// times none).
+func syntheticFP8Ops(t *testing.T, truth *sim.Profile) *Ops {
+	t.Helper()
+	o := syntheticOps(t, truth)
+	o.Model.DType = "fp8"
+	o.LinearLayerBytes /= 2
+	o.PrefillAttention, o.DecodeAttention = nil, nil
+	for i := range o.Linear {
+		n := float64(o.Linear[i].Tokens)
+		compute := (n + truth.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (truth.Peak.FP8FLOPSPerS * truth.Linear.FP8ComputeEffMax)
+		weights := o.LinearLayerBytes/(truth.Peak.MemBytesPerS*truth.Linear.WeightBWEff) + opsGEMMFixedS(truth)
+		o.Linear[i].MsPerLayer = sim.BlendLinear(compute, weights, 64) * 1e3
+	}
+	return o
+}
+
 // TestFitOpsFP8: linear timings with FP8 weights fit fp8_compute_eff_max
 // at the FP8 peak and leave every term the BF16 GEMMs share alone
 // (compute_eff_max, weight_bw_eff, n½, the blend); a GPU without
@@ -400,16 +419,7 @@ func TestFitOpsFP8(t *testing.T) {
 	start.Linear.BlendExponent = 64 // exact recovery, as in TestFitOpsRecoversTruth
 	truth := start.Clone()
 	truth.Linear.FP8ComputeEffMax = 0.8 * start.Linear.FP8ComputeEffMax
-	o := syntheticOps(t, truth)
-	o.Model.DType = "fp8"
-	o.LinearLayerBytes /= 2 // one byte a weight
-	o.PrefillAttention, o.DecodeAttention = nil, nil
-	for i := range o.Linear {
-		n := float64(o.Linear[i].Tokens)
-		compute := (n + truth.Linear.ComputeHalfTokens) * o.LinearFLOPsPerToken / (truth.Peak.FP8FLOPSPerS * truth.Linear.FP8ComputeEffMax)
-		weights := o.LinearLayerBytes/(truth.Peak.MemBytesPerS*truth.Linear.WeightBWEff) + opsGEMMFixedS(truth)
-		o.Linear[i].MsPerLayer = sim.BlendLinear(compute, weights, 64) * 1e3
-	}
+	o := syntheticFP8Ops(t, truth)
 	f, err := FitOps(o, start)
 	if err != nil {
 		t.Fatal(err)
@@ -450,15 +460,7 @@ func TestFitOpsFP8(t *testing.T) {
 	adaSGLang.Linear.BlendExponent = 64
 	adaTruth := adaSGLang.Clone()
 	adaTruth.Linear.FP8ComputeEffMax = 0.8 * adaSGLang.Linear.FP8ComputeEffMax
-	oa := syntheticOps(t, adaTruth)
-	oa.Model.DType, oa.LinearLayerBytes = "fp8", oa.LinearLayerBytes/2
-	oa.PrefillAttention, oa.DecodeAttention = nil, nil
-	for i := range oa.Linear {
-		n := float64(oa.Linear[i].Tokens)
-		compute := (n + adaTruth.Linear.ComputeHalfTokens) * oa.LinearFLOPsPerToken / (adaTruth.Peak.FP8FLOPSPerS * adaTruth.Linear.FP8ComputeEffMax)
-		weights := oa.LinearLayerBytes/(adaTruth.Peak.MemBytesPerS*adaTruth.Linear.WeightBWEff) + opsGEMMFixedS(adaTruth)
-		oa.Linear[i].MsPerLayer = sim.BlendLinear(compute, weights, 64) * 1e3
-	}
+	oa := syntheticFP8Ops(t, adaTruth)
 	if fa, err := FitOps(oa, adaSGLang); err != nil || math.Abs(fa.Linear.FP8ComputeEffMax[1]/adaTruth.Linear.FP8ComputeEffMax-1) > 0.01 {
 		t.Errorf("Ada under SGLang: %v, want fp8_compute_eff_max %.4f fitted", err, adaTruth.Linear.FP8ComputeEffMax)
 	}
@@ -528,20 +530,23 @@ func TestOpsH200Measured(t *testing.T) {
 	// model's fp8_compute_eff_max, within 20% (9.5-17.3% slow on 2026-12-04).
 	// The weight-bound ones are not judged: torch's kernel there is not the
 	// one servers run (docs/calibrate.md).
-	for _, name := range []string{"h200-llama-3.1-8b-fp8-graph.json", "h200-llama-3.1-70b-tp4-fp8-graph.json", "h200-llama-3.1-70b-tp8-fp8-graph.json"} {
-		o, fit := read(name)
-		if !o.FP8() || !fit.FP8 {
-			t.Fatalf("%s: not read as FP8 timings", name)
+	// OpsPage judges exactly those points.
+	rows, err := OpsPage(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fp8 int
+	for _, r := range rows {
+		if !strings.HasSuffix(r.Layer, " FP8") {
+			continue
 		}
-		for _, p := range fit.Points {
-			var n int
-			if _, err := fmt.Sscanf(p.What, "n=%d", &n); err != nil || n < computeBoundTokens {
-				continue
-			}
-			if math.Abs(p.BeforeError) > 0.20 {
-				t.Errorf("%s: %s: the joint model's FP8 GEMM time is %+.1f%% off (want within 20%%)", name, p.What, 100*p.BeforeError)
-			}
+		fp8++
+		if r.Worst > 0.20 {
+			t.Errorf("%s: the joint model's FP8 GEMM time is %+.1f%% off at %s (want within 20%%)", r.File, 100*r.WorstErr, r.WorstAt)
 		}
+	}
+	if fp8 != 3 {
+		t.Errorf("%d FP8 files judged, want 3", fp8)
 	}
 	o, fit := read("h200-llama-3.1-8b-eager.json")
 	if o.TimingMode() != "eager" {

@@ -183,8 +183,12 @@ func timingWords(mode string) string {
 // output is the file the profile was written to ("" for none).
 func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 	var sb strings.Builder
+	layer := o.Model.Name
+	if o.FP8() {
+		layer += " with FP8 weights"
+	}
 	fmt.Fprintf(&sb, "%s:\n\n", untrusted.Printable(fmt.Sprintf("Operator timings of %s on %s (torch %s, CUDA %s, %s, %s), fitted from %s",
-		o.Model.Name+map[bool]string{true: " with FP8 weights"}[o.FP8()], f.GPUName, o.Torch, o.CUDA, o.Date, timingWords(o.TimingMode()), start)))
+		layer, f.GPUName, o.Torch, o.CUDA, o.Date, timingWords(o.TimingMode()), start)))
 	if o.TimingMode() == "eager" {
 		sb.WriteString("Warning: every small operator includes Python's launch latency (tens of µs a kernel,\n" +
 			"more than a decode GEMM's own time): weight_bw_eff reads low and attention's floors high. A server replays\n" +
