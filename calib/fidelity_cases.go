@@ -814,8 +814,7 @@ func fidMetric(metric, unit string, n int) (fidPicker, string, string) {
 	case "latency_per_token_p50":
 		return lat(func(r *sim.Result) float64 { return r.TPOT.P50 }), "per-token decode latency taken as the median TPOT", ""
 	case "itl_median":
-		return lat(func(r *sim.Result) float64 { return r.TPOT.P50 }),
-			"the simulator keeps no per-token times: its median TPOT stands for the median gap between tokens", ""
+		return lat(func(r *sim.Result) float64 { return r.ITL.P50 }), "", ""
 	case "output_throughput":
 		return lat(func(r *sim.Result) float64 { return r.OutputTokensPerS }), "", ""
 	case "duration", "e2e_latency_batch", "e2e_latency_mean":

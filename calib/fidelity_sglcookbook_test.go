@@ -111,10 +111,11 @@ func TestSGLCookbookReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpot := map[string]float64{}
+	tpot, tpotPub := map[string]float64{}, map[string]float64{}
 	for _, r := range rep.Rows {
 		if r.Figure.Metric == "tpot_median" {
-			tpot[strings.TrimSuffix(r.Figure.ID, "-tpot-median")] = r.Value[TimingProfile]
+			id := strings.TrimSuffix(r.Figure.ID, "-tpot-median")
+			tpot[id], tpotPub[id] = r.Value[TimingProfile], r.Figure.Value
 		}
 	}
 	for _, r := range rep.Rows {
@@ -127,8 +128,14 @@ func TestSGLCookbookReplay(t *testing.T) {
 		case r.Figure.Use == "holdout" && (e < -0.5 || e > 1):
 			t.Errorf("%s: joint %.4g against %.4g published: off by more than a factor of two", r.Figure.ID, r.Value[TimingProfile], r.Figure.Value)
 		case r.Figure.Metric == "itl_median":
-			if v := tpot[strings.TrimSuffix(r.Figure.ID, "-itl-median")]; v != r.Value[TimingProfile] {
-				t.Errorf("%s: the simulated ITL %.6g is not the run's simulated TPOT %.6g", r.Figure.ID, r.Value[TimingProfile], v)
+			// The median gap between tokens against the median of the
+			// requests' mean gaps: equal alone (concurrency 1), far
+			// below it where prefills of others stall a few gaps. The
+			// simulation keeps the published runs' order.
+			id := strings.TrimSuffix(r.Figure.ID, "-itl-median")
+			pub, sim := r.Figure.Value/tpotPub[id], r.Value[TimingProfile]/tpot[id]
+			if pub < 0.9 && sim >= 0.9 || pub > 0.99 && math.Abs(sim-1) > 0.01 {
+				t.Errorf("%s: ITL ÷ TPOT %.3f simulated, %.3f published", id, sim, pub)
 			}
 		}
 	}

@@ -279,9 +279,6 @@ func (c *Case) measure() {
 			c.measured[m].excluded = why
 		}
 	}
-	if c.measured[MedianITL].excluded == "" {
-		c.measured[MedianITL].excluded = "not simulated: the simulator reports no inter-token gaps (with one token a chunk, median TPOT measures the same steps)"
-	}
 	if failed := countFailed(r); failed > 0 {
 		c.warn("%d failed requests are replayed as prefill-only requests (the client sent them); with no first token they are "+
 			"left out of the simulated TTFT percentiles, as the file's leave them out, but the simulated E2E counts them and the file's does not", failed)

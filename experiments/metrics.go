@@ -37,6 +37,8 @@ var scalarMetrics = map[string]func(r *sim.Result) float64{
 	"ttft.p99":             func(r *sim.Result) float64 { return r.TTFT.P99 },
 	"tpot.p50":             func(r *sim.Result) float64 { return r.TPOT.P50 },
 	"tpot.p99":             func(r *sim.Result) float64 { return r.TPOT.P99 },
+	"itl.p50":              func(r *sim.Result) float64 { return r.ITL.P50 },
+	"itl.p99":              func(r *sim.Result) float64 { return r.ITL.P99 },
 	"e2e.p99":              func(r *sim.Result) float64 { return r.E2E.P99 },
 	"peak_reserved_bytes":  func(r *sim.Result) float64 { return float64(r.PeakReservedBytes) },
 	"peak_allocated_bytes": func(r *sim.Result) float64 { return float64(r.PeakAllocatedBytes) },

@@ -5,6 +5,9 @@ package sim
 
 import (
 	"fmt"
+	"sync"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/gpufrag/gpufrag/kv/strategy"
 )
@@ -19,6 +22,82 @@ type tally struct {
 	batchSum           int64   // Σ batch sizes over steps
 	normSum            float64 // Σ e2e ÷ output tokens over completed requests with output
 	normN              int
+	itl                itlTally
+}
+
+// Inter-token latency (ITL): the gaps between each request's successive
+// output tokens, as a benchmark client that gets one token a stream chunk
+// measures them (vLLM's benchmark_serving and SGLang's bench_serving take
+// the median over every gap of every request). There is one gap a token,
+// so they go into a histogram of bounded size rather than a list: HDR
+// Histogram, 3 significant digits (a quantile is within 0.1% of the
+// gap it stands for, never below it), from 1 µs to 10⁶ s; a gap beyond
+// that (a request preempted for 11 days) counts as 10⁶ s. The same
+// gaps give the same histogram in any order, so Retime's equals Run's.
+const (
+	itlLowestNs  = 1_000
+	itlHighestNs = 1_000_000_000_000_000
+	itlDigits    = 3
+)
+
+// itlPool keeps the histograms of finished tallies for the next (Retime
+// runs in the inner loop of a fit; a histogram is about 250 KB).
+var itlPool = sync.Pool{New: func() any { return hdrhistogram.New(itlLowestNs, itlHighestNs, itlDigits) }}
+
+// itlTally counts gaps: a run of n equal gaps of v ns waits in v, n (a
+// decode run's steps and a step's requests often end equal gaps) until a
+// different one comes.
+type itlTally struct {
+	h    *hdrhistogram.Histogram
+	v, n int64
+}
+
+// add counts n gaps of v ns.
+func (t *itlTally) add(v, n int64) {
+	if v == t.v {
+		t.n += n
+		return
+	}
+	t.flush()
+	t.v, t.n = v, n
+}
+
+func (t *itlTally) flush() {
+	if t.n == 0 {
+		return
+	}
+	if t.h == nil {
+		t.h = itlPool.Get().(*hdrhistogram.Histogram)
+		t.h.Reset()
+	}
+	// In range by the clamp, so RecordValues cannot fail.
+	_ = t.h.RecordValues(min(max(t.v, itlLowestNs), itlHighestNs), t.n)
+	t.n = 0
+}
+
+// latency is the gaps' p50 and p99 in seconds (zero without a gap), and
+// returns the histogram to the pool.
+func (t *itlTally) latency() Latency {
+	t.flush()
+	if t.h == nil {
+		return Latency{}
+	}
+	l := Latency{P50: float64(t.h.ValueAtQuantile(50)) / 1e9, P99: float64(t.h.ValueAtQuantile(99)) / 1e9}
+	itlPool.Put(t.h)
+	t.h = nil
+	return l
+}
+
+// tokenAt accounts for a token of r's n samples at time at: the gap since
+// its last token (none before its first), in the tally and a recording.
+func (e *Engine) tokenAt(r *req, at int64) {
+	if r.first >= 0 {
+		e.tally.itl.add(at-r.last, int64(r.n))
+		if e.rec != nil {
+			e.rec.gap(at, r.last, int64(r.n))
+		}
+	}
+	r.last = at
 }
 
 // advance applies one batch entry after the step ran.
@@ -39,6 +118,7 @@ func (e *Engine) advance(b entry) error {
 	// A finished prefill samples the next token, as a decode step does.
 	r.gen++
 	e.res.OutputTokens += int64(r.n)
+	e.tokenAt(r, e.now)
 	if r.first < 0 {
 		r.first = e.now
 		e.firstToken(float64(r.first-r.sent+e.reqNs) / 1e9)
@@ -144,6 +224,7 @@ func (e *Engine) finish() {
 		res.BatchSizeMean = float64(e.tally.batchSum) / float64(res.Steps)
 	}
 	res.TTFT, res.TPOT, res.E2E = latency(e.tally.ttft), latency(e.tally.tpot), latency(e.tally.e2e)
+	res.ITL = e.tally.itl.latency()
 	if e.tally.normN > 0 {
 		res.NormalizedLatencyMean = e.tally.normSum / float64(e.tally.normN)
 	}

@@ -48,6 +48,7 @@ type req struct {
 	prefilled int      // tokens of need already computed
 	gen       int      // output tokens generated so far (kept across preemption)
 	first     int64    // time of the first output token; -1 before
+	last      int64    // time of the latest output token (with first ≥ 0)
 	promised  int64    // reserve policy: tokens counted in Engine.committed while running
 	prefix    []uint64 // workload.Request.PrefixHashes (shared, read-only)
 	finish    int64

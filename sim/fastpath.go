@@ -23,6 +23,7 @@ type decodeRuns struct {
 	ds    strategy.DecodeStepper // e.kv when it can run decode steps in bulk; nil: off
 	ids   []strategy.SeqID       // scratch: the running requests' ids
 	roof  exactRoofline          // the roofline's step times in integers (runTimes)
+	dts   []int64                // scratch: the step times of runTimes' last run, in order
 	steps int64                  // steps done by decode runs (tests check that it engaged)
 	exact int64                  // step times runTimes took from roof (tests check that it engaged)
 }
@@ -190,6 +191,17 @@ func (e *Engine) decodeRun() bool {
 		// The strategy stopped first: the end of its last step.
 		_, end = e.runTimes(w, ctx, k, math.MaxInt64, math.MaxInt64)
 	}
+	// Inter-token gaps: the run's first step ends each running request's
+	// gap since its own last token; each later step ends one gap of every
+	// running request, the step's time (runTimes kept the k times).
+	dts := e.runs.dts[:k]
+	first := e.now + dts[0]
+	for _, ri := range e.running {
+		e.tokenAt(&e.reqs[ri], first)
+	}
+	for _, dt := range dts[1:] {
+		e.tally.itl.add(dt, n)
+	}
 	if e.rec != nil {
 		// A recording keeps every step: the run's k steps, as step() would
 		// have timed them one by one.
@@ -199,6 +211,9 @@ func (e *Engine) decodeRun() bool {
 			sw := stepWork{tokens: n, sampled: n, attnPairs: x, kvRead: x}
 			dt := e.cost.stepTime(sw)
 			e.rec.step(sw, start, start+dt)
+			if j > 0 {
+				e.rec.gap(start+dt, start, n)
+			}
 			start += dt
 		}
 	}
@@ -213,7 +228,9 @@ func (e *Engine) decodeRun() bool {
 	e.runs.steps += k
 	e.tally.batchSum += k * n
 	for _, ri := range e.running {
-		e.reqs[ri].gen += int(k)
+		r := &e.reqs[ri]
+		r.gen += int(k)
+		r.last = end
 	}
 	e.res.OutputTokens += k * n
 	e.sampleUntil(e.now)
@@ -279,6 +296,8 @@ func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end in
 		}
 	}
 	now, dt := e.now, int64(0)
+	dts := e.runs.dts[:0]
+	defer func() { e.runs.dts = dts[:m] }()
 	rr := e.runs.roof.start(n, ctx, limit)
 	switch rr.sides {
 	case oneSide:
@@ -300,6 +319,7 @@ func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end in
 			if q, r = q+dq, r+dr; r >= d {
 				q, r = q+1, r-d
 			}
+			dts = append(dts, dt)
 			m, now = m+1, now+dt
 			if now >= stop {
 				break
@@ -318,6 +338,7 @@ func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end in
 			if invariants.Enabled && dt != f(m) {
 				panic(fmt.Sprintf("sim: decode run step %d of %d tokens over %d: %d ns, stepTime %d ns", m, n, ctx, dt, f(m)))
 			}
+			dts = append(dts, dt)
 			m, now = m+1, now+dt
 			if now >= stop {
 				break
@@ -326,6 +347,7 @@ func (e *Engine) runTimes(w stepWork, ctx, limit, stop, window int64) (m, end in
 	default:
 		for m < limit {
 			dt = f(m)
+			dts = append(dts, dt)
 			m, now = m+1, now+dt
 			if now >= stop {
 				break

@@ -101,7 +101,13 @@ type Result struct {
 	BatchSizeMean        float64 `json:"batch_size_mean"`
 	TTFT                 Latency `json:"ttft_s"`
 	TPOT                 Latency `json:"tpot_s"`
-	E2E                  Latency `json:"e2e_s"`
+	// ITL is the inter-token latency: the p50 and p99 over every gap
+	// between a request's successive output tokens, of every request, as
+	// a streaming benchmark client measures them (within 0.1%: tally.itl).
+	// TPOT is a mean per request; one prefill-laden step lengthens a few
+	// gaps, so the ITL's p99 shows stalls TPOT averages away.
+	ITL Latency `json:"itl_s"`
+	E2E Latency `json:"e2e_s"`
 	// NormalizedLatencyMean is the vLLM paper's normalized latency (§6.1,
 	// Fig. 12): the mean over completed requests of their end-to-end
 	// latency divided by their output tokens, in seconds per token. Not in

@@ -33,6 +33,22 @@ type recorder struct {
 	ends  []int64 // each step's end in the recorded run
 	waits []int64 // each step's start when it began after an idle wait, else -1
 	done  []int32 // completed requests, in completion order
+	gaps  []gapGroup
+}
+
+// gapGroup is n inter-token gaps that end at the step ending at and began
+// at the step ending at prev: in a recorder, times (ns); in a Recording,
+// those steps' indexes.
+type gapGroup struct{ at, prev, n int64 }
+
+// gap records n gaps from prev to at, merged with the last group when
+// it is the same pair (a step's requests that decoded in the step before).
+func (r *recorder) gap(at, prev, n int64) {
+	if l := len(r.gaps); l > 0 && r.gaps[l-1].at == at && r.gaps[l-1].prev == prev {
+		r.gaps[l-1].n += n
+		return
+	}
+	r.gaps = append(r.gaps, gapGroup{at, prev, n})
 }
 
 func (r *recorder) step(w stepWork, start, end int64) {
@@ -67,7 +83,8 @@ type Recording struct {
 	sent, first, finish []int32
 	sentAt              []int64
 	output              []int32
-	done                []int32 // indexes of the above, in completion order
+	done                []int32    // indexes of the above, in completion order
+	gaps                []gapGroup // the inter-token gaps, by step index
 }
 
 // Record runs reqs under cfg (with its Profile, or the roofline) and keeps
@@ -141,6 +158,10 @@ func Record(cfg Config, reqs []workload.Request) (*Recording, error) {
 	}
 	for _, ri := range e.rec.done {
 		rc.done = append(rc.done, idx[ri])
+	}
+	rc.gaps = make([]gapGroup, len(e.rec.gaps))
+	for i, g := range e.rec.gaps {
+		rc.gaps[i] = gapGroup{int64(at(g.at)), int64(at(g.prev)), g.n}
 	}
 	return rc, nil
 }
@@ -221,6 +242,11 @@ func (rc *Recording) Retime(p *Profile) (Result, error) {
 		res.OutputTokensPerS = float64(res.OutputTokens) / res.SimulatedSeconds
 	}
 	res.TTFT, res.TPOT, res.E2E = latency(ttft), latency(tpot), latency(e2e)
+	var itl itlTally
+	for _, g := range rc.gaps {
+		itl.add(ends[g.at]-ends[g.prev], g.n)
+	}
+	res.ITL = itl.latency()
 	res.NormalizedLatencyMean = 0
 	if normN > 0 {
 		res.NormalizedLatencyMean = normSum / float64(normN)

@@ -11,8 +11,8 @@ import (
 
 // timingFields are the fields of a result that depend on the step times.
 func timingFields(r Result) string {
-	return fmt.Sprintf("ttft %v tpot %v e2e %v out/s %v span %v norm %v steps %d batch %v tokens %d done %d",
-		r.TTFT, r.TPOT, r.E2E, r.OutputTokensPerS, r.SimulatedSeconds, r.NormalizedLatencyMean, r.Steps, r.BatchSizeMean,
+	return fmt.Sprintf("ttft %v tpot %v itl %v e2e %v out/s %v span %v norm %v steps %d batch %v tokens %d done %d",
+		r.TTFT, r.TPOT, r.ITL, r.E2E, r.OutputTokensPerS, r.SimulatedSeconds, r.NormalizedLatencyMean, r.Steps, r.BatchSizeMean,
 		r.OutputTokens, r.RequestsCompleted)
 }
 

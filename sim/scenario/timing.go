@@ -197,6 +197,7 @@ type BenchReport struct {
 	Failed            *int         `json:"requests_failed,omitempty"`
 	TTFT              BenchLatency `json:"ttft_s"`
 	TPOT              BenchLatency `json:"tpot_s"`
+	ITL               BenchLatency `json:"itl_s"`
 	E2E               BenchLatency `json:"e2e_s"`
 	OutputTokensPerS  *float64     `json:"output_tokens_per_s,omitempty"`
 	RequestsPerS      *float64     `json:"requests_per_s,omitempty"`
@@ -232,6 +233,7 @@ func newBenchReport(b *workload.BenchResult) *BenchReport {
 		MaxConcurrency: b.MaxConcurrency, Completed: count(b.Completed), Failed: count(b.Failed),
 		TTFT:             BenchLatency{P50: fig(workload.MedianTTFT), P99: fig(workload.P99TTFT)},
 		TPOT:             BenchLatency{P50: fig(workload.MedianTPOT), P99: fig(workload.P99TPOT)},
+		ITL:              BenchLatency{P50: fig(workload.MedianITL), P99: fig(workload.P99ITL)},
 		E2E:              BenchLatency{P50: fig(workload.MedianE2E), P99: fig(workload.P99E2E)},
 		OutputTokensPerS: fig(workload.OutputThroughput), RequestsPerS: fig(workload.RequestThroughput),
 		MeasuredDurationS: fig(workload.Duration)}

@@ -257,6 +257,7 @@ func TestReportTiming(t *testing.T) {
 	wantBench := &BenchReport{File: "detail.json", Run: 1, Runs: 1, Harness: "vllm", ModelID: "meta-llama/Llama-3.1-8B-Instruct",
 		MaxConcurrency: 2, Completed: n(4), Failed: n(1),
 		TTFT: BenchLatency{P50: ms(65), P99: ms(79.7)}, TPOT: BenchLatency{P50: ms(20.5), P99: ms(21.97)},
+		ITL: BenchLatency{P50: ms(20.5), P99: ms(22)},
 		E2E: BenchLatency{P50: ms(249.5), P99: ms(277.4)}, OutputTokensPerS: f(12.5), RequestsPerS: f(1.25), MeasuredDurationS: f(3.2)}
 	if got, _ := json.Marshal(r.Bench); !bytes.Equal(got, mustJSON(t, wantBench)) {
 		t.Errorf("bench\n%s\nwant\n%s", got, mustJSON(t, wantBench))

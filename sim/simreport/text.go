@@ -63,14 +63,17 @@ func writeTables(sb *strings.Builder, o *scenario.Report) {
 	mt.Write(sb)
 	sb.WriteString("\n")
 	st := human.Table{
-		Groups: []human.Group{{From: 1, To: 4, Label: "requests"}, {From: 8, To: 9, Label: "TTFT"}, {From: 10, To: 11, Label: "TPOT"}},
-		Head:   []string{"kv / allocator", "done", "OOM", "rejected", "unfinished", "preempted", "tokens/s", "batch", "p50", "p99", "p50", "p99"},
+		Groups: []human.Group{{From: 1, To: 4, Label: "requests"}, {From: 8, To: 9, Label: "TTFT"}, {From: 10, To: 11, Label: "TPOT"},
+			{From: 12, To: 13, Label: "ITL"}},
+		Head: []string{"kv / allocator", "done", "OOM", "rejected", "unfinished", "preempted", "tokens/s", "batch", "p50", "p99", "p50", "p99",
+			"p50", "p99"},
 	}
 	for _, r := range o.Results {
 		st.Rows = append(st.Rows, []string{runName(r), human.Thousands(r.RequestsCompleted), human.Thousands(r.RequestsFailedOOM),
 			human.Thousands(r.RequestsRejected), human.Thousands(r.RequestsUnfinished), strconv.FormatInt(r.Preemptions, 10),
 			fmt.Sprintf("%.0f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.BatchSizeMean),
-			human.Seconds(r.TTFT.P50), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P50), human.Seconds(r.TPOT.P99)})
+			human.Seconds(r.TTFT.P50), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P50), human.Seconds(r.TPOT.P99),
+			human.Seconds(r.ITL.P50), human.Seconds(r.ITL.P99)})
 	}
 	st.Write(sb)
 	sb.WriteString(`
@@ -80,6 +83,9 @@ KV memory:     shares of KV memory held for live requests plus the holes between
                them: token states (real KV), reserved for tokens still to come,
                internal (held but never filled), external (free holes)
 OOM:           requests failed by an out-of-memory error; preempted: recomputations
+TPOT, ITL:     a request's mean time per output token after the first, and each
+               gap between two of its tokens (over every gap: a prefill that
+               stalls the decodes shows in ITL's p99, TPOT averages it away)
 `)
 	writeBands(sb, o)
 	if o.Recommended >= 0 {
