@@ -365,28 +365,35 @@ func TestPeaksScriptPlan(t *testing.T) {
 	if err := exec.Command(py, script, "--dry-run", "--n", "1000").Run(); err == nil {
 		t.Error("peaks.py took --n 1000")
 	}
-	// It imports steptime.py from its own folder whatever the working
-	// directory, and leaves no bytecode there.
+	dryRunElsewhere(t, py, "peaks.py")
+}
+
+// dryRunElsewhere runs the calib/device script name (a copy beside a copy
+// of steptime.py, which it imports) with --dry-run from another working
+// directory, with Python free to write bytecode, and checks that it runs
+// and leaves no __pycache__ beside the scripts.
+func dryRunElsewhere(t *testing.T, py, name string) {
+	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"peaks.py", "steptime.py"} {
-		b, err := os.ReadFile(filepath.Join("device", name))
+	for _, n := range []string{name, "steptime.py"} {
+		b, err := os.ReadFile(filepath.Join("device", n))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(py, filepath.Join(dir, "peaks.py"), "--dry-run")
+	cmd := exec.Command(py, filepath.Join(dir, name), "--dry-run")
 	cmd.Dir = t.TempDir()
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
 		return strings.HasPrefix(e, "PYTHONDONTWRITEBYTECODE=") || strings.HasPrefix(e, "PYTHONPYCACHEPREFIX=")
 	})
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("peaks.py --dry-run from another directory: %v\n%s", err, out)
+		t.Errorf("%s --dry-run from another directory: %v\n%s", name, err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "__pycache__")); err == nil {
-		t.Errorf("peaks.py left %s", filepath.Join(dir, "__pycache__"))
+		t.Errorf("%s left %s", name, filepath.Join(dir, "__pycache__"))
 	}
 }
 

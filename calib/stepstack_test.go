@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/sim"
@@ -69,27 +68,7 @@ func TestStepStackScriptPlan(t *testing.T) {
 			t.Errorf("stepstack.py took %v", bad)
 		}
 	}
-	dir := t.TempDir()
-	for _, name := range []string{"stepstack.py", "steptime.py"} {
-		b, err := os.ReadFile(filepath.Join("device", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(py, filepath.Join(dir, "stepstack.py"), "--dry-run")
-	cmd.Dir = t.TempDir()
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
-		return strings.HasPrefix(e, "PYTHONDONTWRITEBYTECODE=") || strings.HasPrefix(e, "PYTHONPYCACHEPREFIX=")
-	})
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("stepstack.py --dry-run from another directory: %v\n%s", err, out)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "__pycache__")); err == nil {
-		t.Errorf("stepstack.py left %s", filepath.Join(dir, "__pycache__"))
-	}
+	dryRunElsewhere(t, py, "stepstack.py")
 }
 
 // stepStackDoc is calib/device/stepstack.py's document, the fields read here.
@@ -99,14 +78,7 @@ type stepStackDoc struct {
 	Layers    int    `json:"layers"`
 	Attention string `json:"attention"`
 	Shapes    []struct {
-		Model struct {
-			Name         string `json:"name"`
-			Hidden       int    `json:"hidden"`
-			Heads        int    `json:"heads"`
-			KVHeads      int    `json:"kv_heads"`
-			HeadDim      int    `json:"head_dim"`
-			Intermediate int    `json:"intermediate"`
-		} `json:"model"`
+		Model  OpsModel `json:"model"` // steptime.SHAPES' fields, as steptime.py's documents give them
 		Points []struct {
 			Batch   int     `json:"batch"`
 			Context int     `json:"context"`

@@ -208,3 +208,28 @@ func checkClose(e *Engine) error {
 // them parsed).
 func kvOf(s string) strategy.Spec    { return strategy.MustParseSpec(s) }
 func allocOf(s string) registry.Spec { return registry.MustParse(s) }
+
+// stepThrough runs e step by step, without its fast paths, until every
+// request has arrived and none waits or runs, calling after after each
+// step; a run of more than limit steps fails t.
+func stepThrough(t *testing.T, e *Engine, limit int, after func()) {
+	t.Helper()
+	e.noFastPaths()
+	for steps := 0; ; steps++ {
+		if steps > limit {
+			t.Fatal("run did not end")
+		}
+		e.arrive()
+		if len(e.running) == 0 && e.waiting.len() == 0 {
+			if e.next == len(e.reqs) {
+				return
+			}
+			e.now = max(e.now, e.reqs[e.next].arrival)
+			continue
+		}
+		if err := e.step(); err != nil {
+			t.Fatal(err)
+		}
+		after()
+	}
+}

@@ -22,26 +22,11 @@ func itlOracle(t *testing.T, c Config, reqs []workload.Request) []float64 {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	e.noFastPaths()
 	last := make([]int64, len(e.reqs))
 	seen := make([]bool, len(e.reqs))
 	gen := make([]int, len(e.reqs))
 	var gaps []float64
-	for steps := 0; ; steps++ {
-		if steps > 100_000 {
-			t.Fatal("run did not end")
-		}
-		e.arrive()
-		if len(e.running) == 0 && e.waiting.len() == 0 {
-			if e.next == len(e.reqs) {
-				break
-			}
-			e.now = max(e.now, e.reqs[e.next].arrival)
-			continue
-		}
-		if err := e.step(); err != nil {
-			t.Fatal(err)
-		}
+	stepThrough(t, e, 100_000, func() {
 		for i := range e.reqs {
 			r := &e.reqs[i]
 			if r.gen == gen[i] {
@@ -58,7 +43,7 @@ func itlOracle(t *testing.T, c Config, reqs []workload.Request) []float64 {
 			}
 			last[i], seen[i] = e.now, true
 		}
-	}
+	})
 	slices.Sort(gaps)
 	return gaps
 }

@@ -21,23 +21,8 @@ func stepKinds(t *testing.T, c Config, reqs []workload.Request) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.noFastPaths()
 	var kinds strings.Builder
-	for steps := 0; ; steps++ {
-		if steps > 10_000 {
-			t.Fatal("run did not end")
-		}
-		e.arrive()
-		if len(e.running) == 0 && e.waiting.len() == 0 {
-			if e.next == len(e.reqs) {
-				break
-			}
-			e.now = max(e.now, e.reqs[e.next].arrival)
-			continue
-		}
-		if err := e.step(); err != nil {
-			t.Fatal(err)
-		}
+	stepThrough(t, e, 10_000, func() {
 		var pre, dec bool
 		for _, b := range e.batch {
 			pre, dec = pre || b.prefill, dec || !b.prefill
@@ -50,7 +35,7 @@ func stepKinds(t *testing.T, c Config, reqs []workload.Request) string {
 		case dec:
 			kinds.WriteByte('d')
 		}
-	}
+	})
 	if e.res.RequestsCompleted != len(reqs) {
 		t.Fatalf("%d of %d requests completed", e.res.RequestsCompleted, len(reqs))
 	}

@@ -30,10 +30,10 @@ Shapes (steptime.SHAPES): llama-3.1-70b-tp4, one GPU's share of Llama-3.1-70B
 at TP 4, at C = 768 and B = 1 .. 1280 (the span of datacrunch's SGLang runs
 on 4x H200: 8 to about 1,250 running requests of about 765 tokens), and
 llama-3.1-8b at C = 1024, B = 1 .. 512. The K and V caches are one buffer
-per shape, read by every layer (memory for B = 1280): from B = 64 (50 MB
-for the 70B share) they exceed the H200's L2, below that a layer may read
-them from L2 where a server's layers each read their own, so small batches'
-attention is if anything faster here; it is a few microseconds a layer there.
+per shape, read by every layer (memory for B = 1280); each layer reads over
+400 MB of weights of its own between two attentions, more than any L2
+holds, so every layer's attention reads K and V from memory as a server's
+does.
 
 Run time: 18 points x 2 modes x (--reps + warm-up) steps of at most 13 ms
 (8 layers of the 70B share at B = 1280): about 7 seconds of measuring and
