@@ -57,6 +57,7 @@ func TestSimulateBands(t *testing.T) {
 			}{
 				{calib.BandTTFT, r.TTFT.P50, r.TTFT.P50Band},
 				{calib.BandTPOT, r.TPOT.P50, r.TPOT.P50Band},
+				{calib.BandTPOT, r.ITL.P50, r.ITL.P50Band}, // the per-token figures' pool
 				{calib.BandThroughput, r.OutputTokensPerS, r.OutputTokensPerSBand},
 			} {
 				want, ok := bands.Band(c.setup, f.metric, r.BatchSizeMean)
@@ -88,7 +89,7 @@ func TestSimulateBands(t *testing.T) {
 	if code != 0 || strings.Contains(htext, "\x1b") || !strings.Contains(htext, `mi\x1b[31mne.yaml, so the band`) {
 		t.Errorf("a profile named with an escape: exit %d, %s\n%q", code, errs, htext)
 	}
-	for _, want := range []string{"  kv / allocator", "  paged:16 / caching ", "  contiguous-max / caching ", "  TTFT: ", "  TPOT: ", "  tokens/s: ",
+	for _, want := range []string{"  kv / allocator", "  paged:16 / caching ", "  contiguous-max / caching ", "  TTFT: ", "  TPOT, ITL: ", "ITL p50", "  tokens/s: ",
 		"held-out TTFT figures"} {
 		if !strings.Contains(bandText, want) {
 			t.Errorf("the bands lack %q:\n%s", want, bandText)
