@@ -187,7 +187,10 @@ type Config struct {
 	// (vLLM's LLMEngine returns no output before); and a sequence that ends
 	// inside a batch keeps its slot until the batch ends. Each moves TTFT
 	// and E2E (and so a benchmark client's TPOT) by up to SchedulerSteps − 1
-	// decode steps. Without a Profile (the roofline) it changes nothing.
+	// decode steps; and Result.ITL stays one gap a decode step, where a
+	// client receives the batch's tokens in one burst (gaps of about
+	// SchedulerSteps steps, then none). Without a Profile (the roofline) it
+	// changes nothing.
 	// 0 or 1: off. Needs EngineVLLMV0 at 0.6.0 or later and chunked prefill
 	// off (multi-step chunked prefill is not modelled):
 	// SchedulerStepsError.

@@ -105,7 +105,9 @@ type Result struct {
 	// between a request's successive output tokens, of every request, as
 	// a streaming benchmark client measures them (within 0.1%: tally.itl).
 	// TPOT is a mean per request; one prefill-laden step lengthens a few
-	// gaps, so the ITL's p99 shows stalls TPOT averages away.
+	// gaps, so the ITL's p99 shows stalls TPOT averages away. Each token
+	// counts as streamed when its step ends (not in vLLM multi-step's
+	// bursts: Config.SchedulerSteps).
 	ITL Latency `json:"itl_s"`
 	E2E Latency `json:"e2e_s"`
 	// NormalizedLatencyMean is the vLLM paper's normalized latency (§6.1,
