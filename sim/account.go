@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -30,18 +31,20 @@ type tally struct {
 // measures them (vLLM's benchmark_serving and SGLang's bench_serving take
 // the median over every gap of every request). There is one gap a token,
 // so they go into a histogram of bounded size rather than a list: HDR
-// Histogram, 3 significant digits (a quantile is within 0.1% of the
-// gap it stands for, never below it), from 1 µs to 10⁶ s; a gap beyond
-// that (a request preempted for 11 days) counts as 10⁶ s. The same
-// gaps give the same histogram in any order, so Retime's equals Run's.
+// Histogram, 3 significant digits at a unit of 1 ns (a quantile is
+// within 0.1% of the gap it stands for, never below it, for any gap of
+// 1 µs or more: a lowest value of 1 µs would make the unit 512 ns, 0.2%
+// at 200 µs, a small model's decode step), up to 10⁶ s; a gap beyond
+// that (a request preempted for 11 days) counts as 10⁶ s. The same gaps
+// give the same histogram in any order, so Retime's equals Run's.
 const (
-	itlLowestNs  = 1_000
+	itlLowestNs  = 1
 	itlHighestNs = 1_000_000_000_000_000
 	itlDigits    = 3
 )
 
 // itlPool keeps the histograms of finished tallies for the next (Retime
-// runs in the inner loop of a fit; a histogram is about 250 KB).
+// runs in the inner loop of a fit; a histogram is about 330 KB).
 var itlPool = sync.Pool{New: func() any { return hdrhistogram.New(itlLowestNs, itlHighestNs, itlDigits) }}
 
 // itlTally counts gaps: a run of n equal gaps of v ns waits in v, n (a
@@ -82,10 +85,22 @@ func (t *itlTally) latency() Latency {
 	if t.h == nil {
 		return Latency{}
 	}
-	l := Latency{P50: float64(t.h.ValueAtQuantile(50)) / 1e9, P99: float64(t.h.ValueAtQuantile(99)) / 1e9}
+	l := Latency{P50: itlRank(t.h, 0.5), P99: itlRank(t.h, 0.99)}
 	itlPool.Put(t.h)
 	t.h = nil
 	return l
+}
+
+// itlRank is h's nearest-rank p-quantile (the value of rank ⌈p×N⌉, as
+// nearestRank takes every other latency) in seconds: the highest value
+// of its bucket. HDR's ValueAtQuantile takes rank ⌊p×N + ½⌋, one lower
+// where p×N has a fraction under a half (p99 of 160 gaps: the 158th, not
+// the 159th), so it is asked for the percentile whose rounded rank is
+// the nearest rank: 100 × (rank − ¼) ÷ N.
+func itlRank(h *hdrhistogram.Histogram, p float64) float64 {
+	n := h.TotalCount()
+	rank := min(max(int64(math.Ceil(p*float64(n))), 1), n)
+	return float64(h.ValueAtQuantile(100*(float64(rank)-0.25)/float64(n))) / 1e9
 }
 
 // tokenAt accounts for a token of r's n samples at time at: the gap since
