@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/gpufrag/gpufrag/workload"
 )
 
 // tallyOf counts gaps (ns) in an itlTally and returns its latency next
@@ -51,6 +55,58 @@ func TestITLTallyPrecision(t *testing.T) {
 		w := float64(g) / 1e9
 		if got.P50 < w || got.P50 > w*1.001 || got.P99 != got.P50 {
 			t.Errorf("gap %d ns: p50 %.9f s, p99 %.9f s", g, got.P50, got.P99)
+		}
+	}
+}
+
+// TestITLMatchesOracleEdges: the oracle's gaps (every one, nearest rank)
+// under preemption, requests of several samples, prefill-only and
+// one-token requests, and schedule overlap; a recording retimed under
+// its own profile gives the run's ITL.
+func TestITLMatchesOracleEdges(t *testing.T) {
+	m, g := presetPair(t, "llama-3-8b", "a100-40g")
+	var reqs []workload.Request
+	for i := range 50 {
+		reqs = append(reqs, workload.Request{ID: fmt.Sprintf("r%d", i), Arrival: int64(i) * int64(11*time.Millisecond),
+			PromptTokens: 50 + 97*i%900, OutputTokens: i % 7 * 40, N: 1 + i%3})
+	}
+	for _, tc := range []struct {
+		name    string
+		engine  EngineKind
+		kvGiB   float64
+		overlap bool
+	}{{"v1 preempting", EngineVLLMV1, 16.8, false}, {"v0 preempting", EngineVLLMV0, 16.8, false},
+		{"sglang overlap", EngineSGLang, 0, true}, {"v1 overlap preempting", EngineVLLMV1, 16.8, true}} {
+		c := DefaultConfig(m, g)
+		c.Engine, c.ChunkedPrefill = tc.engine, tc.engine != EngineVLLMV0
+		if tc.kvGiB > 0 {
+			c.GPUMemoryUtilization = tc.kvGiB / 39.6
+		}
+		p, err := PriorProfile("a100-40g", tc.engine, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Overhead.ScheduleOverlap = tc.overlap
+		c.Profile = p
+		gaps := itlOracle(t, c, reqs)
+		_, res := runEngine(t, c, reqs)
+		if tc.kvGiB > 0 && res.Preemptions == 0 {
+			t.Errorf("%s: no preemption", tc.name)
+		}
+		for _, q := range []struct {
+			name      string
+			got, want float64
+		}{{"p50", res.ITL.P50, nearestRank(gaps, 0.5)}, {"p99", res.ITL.P99, nearestRank(gaps, 0.99)}} {
+			if q.got < q.want || q.got > q.want*1.001 {
+				t.Errorf("%s: ITL %s %.6f ms, oracle %.6f ms (%d gaps)", tc.name, q.name, q.got*1e3, q.want*1e3, len(gaps))
+			}
+		}
+		rc, err := Record(c, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := rc.Retime(c.Profile); got.ITL != res.ITL {
+			t.Errorf("%s: retimed ITL %+v, run %+v", tc.name, got.ITL, res.ITL)
 		}
 	}
 }
