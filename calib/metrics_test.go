@@ -289,3 +289,30 @@ func TestClientTTFT(t *testing.T) {
 		t.Error("a run without request times gave a client TTFT")
 	}
 }
+
+// TestSummaryChunkedITL: a run with only its summary cannot count its
+// stream chunks, so a median ITL well above its median TPOT (a chunk of
+// several tokens makes one gap of several steps) is left out, and one at
+// or below it (a token a chunk) is kept.
+func TestSummaryChunkedITL(t *testing.T) {
+	for _, tc := range []struct {
+		itl, tpot float64
+		kept      bool
+	}{
+		{0.200, 0.025, false}, // 8 tokens a chunk
+		{0.030, 0.025, true},  // a few stalls
+		{0.020, 0.025, true},
+	} {
+		c := &Case{Run: &workload.BenchResult{Metrics: map[workload.BenchMetric]float64{
+			workload.MedianITL: tc.itl, workload.MedianTPOT: tc.tpot, workload.MedianTTFT: 0.1,
+		}}}
+		c.measure()
+		ms := c.measured[MedianITL]
+		if !ms.ok || (ms.excluded == "") != tc.kept {
+			t.Errorf("ITL %g, TPOT %g: measured %v, excluded %q; want kept %v", tc.itl, tc.tpot, ms.ok, ms.excluded, tc.kept)
+		}
+		if !tc.kept && !strings.Contains(ms.excluded, "8.00 times its median TPOT") {
+			t.Errorf("ITL %g: excluded %q", tc.itl, ms.excluded)
+		}
+	}
+}

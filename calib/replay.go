@@ -40,6 +40,10 @@ const (
 	// maxIDBase bounds the base name in a fitted_to id (200 bytes), within
 	// the 256 bytes sim.Profile allows an id.
 	maxIDBase = 200
+	// summaryChunkedITL is the ratio of a summary's median ITL to its
+	// median TPOT above which its chunks carried several tokens: 1.5, half
+	// way to the two tokens a chunk that make the gap twice a step.
+	summaryChunkedITL = 1.5
 	// chunkedRatio is workload's threshold (bench_quirks.go): below 0.9
 	// itls gaps per output token after the first, stream chunks carried
 	// several tokens and the file's ITL figures measure chunks.
@@ -271,6 +275,16 @@ func (c *Case) measure() {
 	if arrays && pr.gapTokens > 0 && float64(pr.gaps) < chunkedRatio*float64(pr.gapTokens) {
 		c.measured[MedianITL].excluded = fmt.Sprintf("stream chunks carried several tokens (%d gaps for %d tokens), so ITL measures chunks",
 			pr.gaps, pr.gapTokens)
+	}
+	// A summary without the arrays cannot count its chunks, but a chunk of
+	// k tokens makes a gap about k decode steps long: with one token a
+	// chunk the median gap is at most about the median TPOT (stalls
+	// lengthen a few gaps and every mean), so one well above it says the
+	// chunks carried several.
+	itl, tpot := c.measured[MedianITL], c.measured[MedianTPOT]
+	if !arrays && itl.ok && tpot.ok && tpot.v > 0 && itl.v > summaryChunkedITL*tpot.v && itl.excluded == "" {
+		c.measured[MedianITL].excluded = fmt.Sprintf("the file's median ITL is %.2f times its median TPOT: its stream chunks carried several "+
+			"tokens, so ITL measures chunks", itl.v/tpot.v)
 	}
 	if z := noTextRequests(r); z > 0 {
 		why := fmt.Sprintf("%d successful requests have output_lens 0: their client-side TTFT and latency are not an engine's "+
