@@ -2,9 +2,13 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -107,6 +111,37 @@ func TestITLMatchesOracleEdges(t *testing.T) {
 		}
 		if got, _ := rc.Retime(c.Profile); got.ITL != res.ITL {
 			t.Errorf("%s: retimed ITL %+v, run %+v", tc.name, got.ITL, res.ITL)
+		}
+	}
+}
+
+// TestITLSameBucket: itlSameBucket agrees with the histogram's own
+// ValuesAreEquivalent over gaps from 1 ns to 10⁶ s, at bucket edges and
+// at random, so that merging a run of gaps records what recording each
+// would.
+func TestITLSameBucket(t *testing.T) {
+	h := hdrhistogram.New(itlLowestNs, itlHighestNs, itlDigits)
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(a, b int64) {
+		if got, want := itlSameBucket(a, b), h.ValuesAreEquivalent(a, b); got != want {
+			t.Fatalf("itlSameBucket(%d, %d) = %v, the histogram says %v", a, b, got, want)
+		}
+	}
+	for e := 0; e < 50; e++ {
+		v := int64(1) << e
+		for _, d := range []int64{-2, -1, 0, 1, 2} {
+			for _, w := range []int64{-1, 0, 1, v >> 11, v >> 10} {
+				if a, b := v+d, v+d+w; a >= itlLowestNs && b >= itlLowestNs && a <= itlHighestNs && b <= itlHighestNs {
+					check(a, b)
+				}
+			}
+		}
+	}
+	for range 200_000 {
+		a := int64(math.Exp(r.Float64() * math.Log(itlHighestNs)))
+		b := a + int64(r.NormFloat64()*float64(a)/1000)
+		if a >= itlLowestNs && b >= itlLowestNs && b <= itlHighestNs {
+			check(a, b)
 		}
 	}
 }
