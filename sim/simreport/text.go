@@ -75,6 +75,24 @@ func writeTables(sb *strings.Builder, o *scenario.Report) {
 			human.Seconds(r.TTFT.P50), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P50), human.Seconds(r.TPOT.P99),
 			human.Seconds(r.ITL.P50), human.Seconds(r.ITL.P99)})
 	}
+	if b := o.Bench; b != nil {
+		// The benchmark file's own figures, beneath the simulated ones.
+		secs := func(v *float64) string {
+			if v == nil {
+				return "-"
+			}
+			return human.Seconds(*v)
+		}
+		done, tps := "-", "-"
+		if b.Completed != nil {
+			done = human.Thousands(*b.Completed)
+		}
+		if b.OutputTokensPerS != nil {
+			tps = fmt.Sprintf("%.0f", *b.OutputTokensPerS)
+		}
+		st.Rows = append(st.Rows, []string{"measured (" + untrusted.Printable(b.File) + ")", done, "-", "-", "-", "-", tps, "-",
+			secs(b.TTFT.P50), secs(b.TTFT.P99), secs(b.TPOT.P50), secs(b.TPOT.P99), secs(b.ITL.P50), secs(b.ITL.P99)})
+	}
 	st.Write(sb)
 	sb.WriteString(`
 fragmentation: 1 − largest free block ÷ free memory in the allocator's segments,
@@ -87,6 +105,9 @@ TPOT, ITL:     a request's mean time per output token after the first, and each
                gap between two of its tokens (over every gap: a prefill that
                stalls the decodes shows in ITL's p99, TPOT averages it away)
 `)
+	if o.Bench != nil {
+		sb.WriteString("measured:      the benchmark file's own figures, as its client computed them\n")
+	}
 	writeBands(sb, o)
 	if o.Recommended >= 0 {
 		fmt.Fprintf(sb, "\n%s\n", human.Wrap("Recommended: "+untrusted.Printable(o.Reason)+".", 80))

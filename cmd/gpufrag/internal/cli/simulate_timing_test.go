@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +46,26 @@ func TestSimulateBench(t *testing.T) {
 	// Side by side in the document: "bench" comes before "results".
 	if i, j := strings.Index(out, `"bench"`), strings.Index(out, `"results"`); i < 0 || j < i {
 		t.Fatalf("bench at %d, results at %d", i, j)
+	}
+	// And in the text, a row beneath the simulated ones: the file's
+	// completed 4, 12.5 tok/s (%.0f: 12), TTFT 65 / 79.7 ms, TPOT 20.5 / 21.97 ms, ITL
+	// 20.5 / 22 ms; no batch, OOMs or preemptions (the file has none).
+	code, text, errs := run(t, "", "simulate", "--trace", detailedBench, "--format", "vllm-bench", "--profile", "h100-80g",
+		"--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--alloc", "caching")
+	if code != 0 {
+		t.Fatalf("text: exit %d: %s", code, errs)
+	}
+	var row []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "measured (") {
+			row = strings.Fields(line)
+		}
+	}
+	if want := []string{"measured", "(" + detailedBench + ")", "4", "-", "-", "-", "-", "12", "-", "65ms", "80ms", "20ms", "22ms", "20ms", "22ms"}; !slices.Equal(row, want) {
+		t.Errorf("measured row %q, want %q\n%s", row, want, text)
+	}
+	if !strings.Contains(text, "measured:      the benchmark file's own figures") {
+		t.Errorf("no legend for the measured row:\n%s", text)
 	}
 
 	// --max-concurrency caps any trace: six requests sent at once (qps inf)
