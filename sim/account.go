@@ -32,12 +32,12 @@ type tally struct {
 // measures them (vLLM's benchmark_serving and SGLang's bench_serving take
 // the median over every gap of every request). There is one gap a token,
 // so they go into a histogram of bounded size rather than a list: HDR
-// Histogram, 3 significant digits at a unit of 1 ns (a quantile is
-// within 0.1% of the gap it stands for, never below it, for any gap of
-// 1 µs or more: a lowest value of 1 µs would make the unit 512 ns, 0.2%
-// at 200 µs, a small model's decode step), up to 10⁶ s; a gap beyond
-// that (a request preempted for 11 days) counts as 10⁶ s. The same gaps
-// give the same histogram in any order, so Retime's equals Run's.
+// Histogram, 3 significant digits at a unit of 1 ns, so a quantile is
+// within 0.1% of the gap it stands for and never below it (a lowest value
+// of 1 µs would make the unit 512 ns: 0.2% at 200 µs, a small model's
+// decode step), up to 10⁶ s; a gap beyond that (a request preempted for
+// 11 days) counts as 10⁶ s. The same gaps give the same histogram in any
+// order, so Retime's equals Run's.
 const (
 	itlLowestNs  = 1
 	itlHighestNs = 1_000_000_000_000_000
@@ -134,17 +134,11 @@ func (e *Engine) tokenAt(r *req, at int64) {
 	if r.first >= 0 {
 		e.tally.itl.add(at-r.last, int64(r.n))
 		if e.rec != nil {
-			e.recordGap(r, at)
+			e.rec.gap(at, r.last, int64(r.n))
 		}
 	}
 	r.last = at
 }
-
-// recordGap keeps r's gap ending at at in the recording: out of line, so
-// that tokenAt, called for every token a step makes, inlines.
-//
-//go:noinline
-func (e *Engine) recordGap(r *req, at int64) { e.rec.gap(at, r.last, int64(r.n)) }
 
 // advance applies one batch entry after the step ran.
 func (e *Engine) advance(b entry) error {
@@ -165,7 +159,9 @@ func (e *Engine) advance(b entry) error {
 	r.gen++
 	e.res.OutputTokens += int64(r.n)
 	if t := &e.tally.itl; r.first >= 0 && e.rec == nil && e.now-r.last == t.v {
-		t.n += int64(r.n) // tokenAt's common case, here for every token a step makes
+		// tokenAt's common case, written out: a call for every token a
+		// step makes showed in BenchmarkAzureConv (docs/benchmarks.md).
+		t.n += int64(r.n)
 		r.last = e.now
 	} else {
 		e.tokenAt(r, e.now)

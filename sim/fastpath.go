@@ -203,13 +203,12 @@ func (e *Engine) decodeRun() bool {
 		e.tally.itl.add(dt, n)
 	}
 	if e.rec != nil {
-		// A recording keeps every step: the run's k steps, as step() would
-		// have timed them one by one.
+		// A recording keeps every step: the run's k steps, with the times
+		// runTimes took for them (step()'s, one by one).
 		start := e.now
-		for j := range k {
-			x := float64(ctx + j*n)
+		for j, dt := range dts {
+			x := float64(ctx + int64(j)*n)
 			sw := stepWork{tokens: n, sampled: n, attnPairs: x, kvRead: x}
-			dt := e.cost.stepTime(sw)
 			e.rec.step(sw, start, start+dt)
 			if j > 0 {
 				e.rec.gap(start+dt, start, n)
