@@ -54,6 +54,56 @@ var itlPool = sync.Pool{New: func() any { return hdrhistogram.New(itlLowestNs, i
 type itlTally struct {
 	h    *hdrhistogram.Histogram
 	v, n int64
+	// With Config.EarlyStop.ITLP99: gaps from overFrom ns up are over
+	// the limit (itlOver), over counts those flushed, and overLimit of
+	// them make the p99 fail (0: not checked).
+	overFrom, over, overLimit int64
+}
+
+// limit sets up the count of gaps over l seconds, which fail the p99
+// once n of them are (EarlyStop).
+func (t *itlTally) limit(l float64, n int64) {
+	t.overFrom, t.overLimit = itlOverFrom(l), n
+}
+
+// failed reports whether enough gaps are over the limit for the p99 to be
+// over it, whatever gaps come later.
+func (t *itlTally) failed() bool {
+	if t.overLimit == 0 {
+		return false
+	}
+	over := t.over
+	if t.v >= t.overFrom {
+		over += t.n // the run not yet flushed
+	}
+	return over >= t.overLimit
+}
+
+// itlOverFrom is the smallest gap in ns that a p99 reports as over l
+// seconds: the p99 of a histogram is its bucket's highest value
+// (itlRank), so a bucket is over when that is, and the buckets are in
+// order. Gaps past the histogram's range count as its highest value.
+func itlOverFrom(l float64) int64 {
+	over := func(v int64) bool { return float64(itlHighest(v))/1e9 > l }
+	if !over(itlHighestNs) {
+		return math.MaxInt64
+	}
+	lo, hi := int64(0), int64(itlHighestNs) // over(lo) false (a gap of 0 reports 0), over(hi) true
+	for hi-lo > 1 {
+		if m := lo + (hi-lo)/2; over(m) {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	return hi
+}
+
+// itlHighest is the highest value of v's histogram bucket (v in range),
+// by the shift of itlSameBucket.
+func itlHighest(v int64) int64 {
+	s := max(bits.Len64(uint64(v)|2047)-11, 0)
+	return (v>>s+1)<<s - 1
 }
 
 // add counts n gaps of v ns.
@@ -100,6 +150,9 @@ func (t *itlTally) flush() {
 	}
 	// In range by the clamp, so RecordValues cannot fail.
 	_ = t.h.RecordValues(min(max(t.v, itlLowestNs), itlHighestNs), t.n)
+	if t.v >= t.overFrom {
+		t.over += t.n
+	}
 	t.n = 0
 }
 
@@ -197,6 +250,8 @@ func (e *Engine) stopEarly() string {
 		return "ttft_p99"
 	case t.overLimit > 0 && t.tpotOver >= t.overLimit:
 		return "tpot_p99"
+	case t.itl.failed():
+		return "itl_p99"
 	}
 	return ""
 }

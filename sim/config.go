@@ -260,12 +260,15 @@ type Config struct {
 // OOM failure or activation OOM (OnFailure), or once more requests have a
 // TTFT (TPOT) above TTFTP99 (TPOTP99) seconds than a 99th percentile can
 // absorb: floor(N/100) + 1 of the N requests of the trace, at which the
-// nearest-rank p99 over any subset of them exceeds the limit. Zero limits
-// are not checked. Result.StoppedEarly says why a run stopped; its figures
-// are those of the run so far.
+// nearest-rank p99 over any subset of them exceeds the limit; or once more
+// inter-token gaps are above ITLP99 seconds than floor(G/100) + 1, G the
+// gaps the trace can give (Σ (output − 1) × n): a gap counts as above when
+// the p99 that Result.ITL would report for it is (its histogram bucket's
+// highest value, itlOver). Zero limits are not checked. Result.StoppedEarly
+// says why a run stopped; its figures are those of the run so far.
 type EarlyStop struct {
-	OnFailure        bool
-	TTFTP99, TPOTP99 float64 // seconds
+	OnFailure                bool
+	TTFTP99, TPOTP99, ITLP99 float64 // seconds
 }
 
 // RunModel is c.Model as a run uses it: with c.WeightDType and
@@ -452,8 +455,9 @@ func (c Config) validate() (Config, error) {
 	if c.MaxConcurrency < 0 {
 		return bad("max concurrency", "%d is negative (0: no cap, an open loop)", c.MaxConcurrency)
 	}
-	if es := c.EarlyStop; !(es.TTFTP99 >= 0) || !(es.TPOTP99 >= 0) || math.IsInf(es.TTFTP99, 0) || math.IsInf(es.TPOTP99, 0) {
-		return bad("early stop", "limits must be finite and non-negative seconds, got %v and %v", es.TTFTP99, es.TPOTP99)
+	if es := c.EarlyStop; !(es.TTFTP99 >= 0) || !(es.TPOTP99 >= 0) || !(es.ITLP99 >= 0) ||
+		math.IsInf(es.TTFTP99, 0) || math.IsInf(es.TPOTP99, 0) || math.IsInf(es.ITLP99, 0) {
+		return bad("early stop", "limits must be finite and non-negative seconds, got TTFT %v, TPOT %v and ITL %v", es.TTFTP99, es.TPOTP99, es.ITLP99)
 	}
 	if c.WarmPrompts && !c.PrefixCaching {
 		return bad("warm prompts", "the prompts can be cached only with prefix caching on")

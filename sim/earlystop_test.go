@@ -35,7 +35,8 @@ func TestEarlyStopSound(t *testing.T) {
 		}
 		ttft := rapid.Float64Range(0, 3*full.TTFT.P99+0.01).Draw(rt, "ttft")
 		tpot := rapid.Float64Range(0, 3*full.TPOT.P99+0.01).Draw(rt, "tpot")
-		stopped[checkEarlyStop(rt, c, reqs, full, ttft, tpot)]++
+		itl := rapid.Float64Range(0, 3*full.ITL.P99+0.01).Draw(rt, "itl")
+		stopped[checkEarlyStop(rt, c, reqs, full, ttft, tpot, itl)]++
 	})
 	t.Logf("outcomes of the draws: %v", stopped)
 
@@ -51,19 +52,28 @@ func TestEarlyStopSound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := checkEarlyStop(t, c, reqs, full, 10*full.TTFT.P99+1, 10*full.TPOT.P99+1); got != "" {
+	if got := checkEarlyStop(t, c, reqs, full, 10*full.TTFT.P99+1, 10*full.TPOT.P99+1, 10*full.ITL.P99+1); got != "" {
 		t.Errorf("limits ten times the p99s: stopped on %q", got)
 	}
-	if got := checkEarlyStop(t, c, reqs, full, full.TTFT.P99/2, 10*full.TPOT.P99+1); got != "ttft_p99" {
+	if got := checkEarlyStop(t, c, reqs, full, full.TTFT.P99/2, 10*full.TPOT.P99+1, 0); got != "ttft_p99" {
 		t.Errorf("a TTFT limit at half the p99 (%v s): stopped on %q, want ttft_p99", full.TTFT.P99/2, got)
 	}
+	if got := checkEarlyStop(t, c, reqs, full, 0, 0, full.ITL.P99/2); got != "itl_p99" {
+		t.Errorf("an ITL limit at half the p99 (%v s): stopped on %q, want itl_p99", full.ITL.P99/2, got)
+	}
+	// The limit at the p99 itself holds (the p99 is not over it); a
+	// nanosecond below, the run fails, stopped or not.
+	if got := checkEarlyStop(t, c, reqs, full, 0, 0, full.ITL.P99); got != "" {
+		t.Errorf("an ITL limit at the p99 (%v s): stopped on %q", full.ITL.P99, got)
+	}
+	checkEarlyStop(t, c, reqs, full, 0, 0, full.ITL.P99-1e-9)
 }
 
-// checkEarlyStop runs c on reqs with early stops at the p99 limits ttft and
-// tpot, checks the outcome against full (the run without them) and
+// checkEarlyStop runs c on reqs with early stops at the p99 limits ttft,
+// tpot and itl, checks the outcome against full (the run without them) and
 // returns why it stopped ("" when it did not).
-func checkEarlyStop(t interface{ Fatalf(string, ...any) }, c Config, reqs []workload.Request, full Result, ttft, tpot float64) string {
-	c.EarlyStop = EarlyStop{OnFailure: true, TTFTP99: ttft, TPOTP99: tpot}
+func checkEarlyStop(t interface{ Fatalf(string, ...any) }, c Config, reqs []workload.Request, full Result, ttft, tpot, itl float64) string {
+	c.EarlyStop = EarlyStop{OnFailure: true, TTFTP99: ttft, TPOTP99: tpot, ITLP99: itl}
 	es, err := runQuiet(c, reqs)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -91,6 +101,10 @@ func checkEarlyStop(t interface{ Fatalf(string, ...any) }, c Config, reqs []work
 		if !(full.TPOT.P99 > tpot) {
 			t.Fatalf("stopped on TPOT p99 > %v, the full run's is %v", tpot, full.TPOT.P99)
 		}
+	case "itl_p99":
+		if !(itl > 0 && full.ITL.P99 > itl) {
+			t.Fatalf("stopped on ITL p99 > %v, the full run's is %v", itl, full.ITL.P99)
+		}
 	default:
 		t.Fatalf("stopped: %q", why)
 	}
@@ -115,7 +129,7 @@ func runQuiet(cfg Config, reqs []workload.Request) (Result, error) {
 
 // Bad limits are refused.
 func TestEarlyStopValidate(t *testing.T) {
-	for _, es := range []EarlyStop{{TTFTP99: -1}, {TPOTP99: math.NaN()}, {TTFTP99: math.Inf(1)}} {
+	for _, es := range []EarlyStop{{TTFTP99: -1}, {TPOTP99: math.NaN()}, {TTFTP99: math.Inf(1)}, {ITLP99: -0.1}, {ITLP99: math.Inf(1)}, {ITLP99: math.NaN()}} {
 		c := tinyConfig(64 << 20)
 		c.EarlyStop = es
 		if _, err := New(c, nil); !errors.Is(err, ErrBadConfig) {

@@ -214,6 +214,13 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		// floor(n/100) + 1 of them do; floor(N/100) + 1 covers every n.
 		e.tally.overLimit = len(reqs)/100 + 1
 	}
+	if l := c.EarlyStop.ITLP99; l > 0 {
+		var gaps int64 // the most a run can record: a token's gap per sample after the first
+		for i := range e.reqs {
+			gaps += int64(max(e.reqs[i].output-1, 0)) * int64(e.reqs[i].n)
+		}
+		e.tally.itl.limit(l, gaps/100+1)
+	}
 	return e, nil
 }
 

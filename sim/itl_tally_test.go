@@ -145,3 +145,36 @@ func TestITLSameBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestITLOverFrom: the early stop's threshold agrees with the p99 the
+// histogram reports: a gap of itlOverFrom(l) ns alone has a p99 over l
+// seconds, one a nanosecond shorter has not.
+func TestITLOverFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	p99Of := func(v int64) float64 {
+		h := hdrhistogram.New(itlLowestNs, itlHighestNs, itlDigits)
+		if err := h.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+		return itlRank(h, 0.99)
+	}
+	limits := []float64{1e-9, 2.047e-6, 2.048e-6, 0.1, 0.05, 1, 123.456}
+	for range 2000 {
+		limits = append(limits, math.Exp(r.Float64()*math.Log(1e5))*1e-6) // 1 µs to 0.1 s
+	}
+	for _, l := range limits {
+		v := itlOverFrom(l)
+		if v < 2 || v > itlHighestNs {
+			t.Fatalf("itlOverFrom(%v) = %d: out of range", l, v)
+		}
+		if p := p99Of(v); !(p > l) {
+			t.Fatalf("itlOverFrom(%v) = %d, whose p99 is %v: not over", l, v, p)
+		}
+		if p := p99Of(v - 1); p > l {
+			t.Fatalf("itlOverFrom(%v) = %d, but %d has p99 %v: over already", l, v, v-1, p)
+		}
+	}
+	if v := itlOverFrom(2e6); v != math.MaxInt64 {
+		t.Errorf("a limit past the histogram's range: %d, want never", v)
+	}
+}

@@ -78,7 +78,7 @@ type Result struct {
 	Preemptions        int64 `json:"preemptions"`
 	ActivationOOMs     int64 `json:"activation_ooms"` // steps whose activation buffers ran out of memory
 	// StoppedEarly says why Config.EarlyStop ended the run before its end
-	// ("oom", "activation_oom", "ttft_p99", "tpot_p99"); empty when it ran
+	// ("oom", "activation_oom", "ttft_p99", "tpot_p99", "itl_p99"); empty when it ran
 	// to the end. The figures are then those of the run so far.
 	StoppedEarly string `json:"stopped_early,omitempty"`
 
