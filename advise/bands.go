@@ -28,7 +28,8 @@ type BandFunc func(metric string, meanBatch, v float64) *sim.Band
 const p99Note = "; judged on medians, applied to the p99"
 
 // AddBands sets every candidate's bands (and the recommendation's and the
-// runner-up's): TTFT and TPOT p99 get the band of the median's errors,
+// runner-up's): TTFT, TPOT and ITL p99 get the band of the median's errors
+// (ITL TPOT's: the per-token figures' pool),
 // output throughput its own, and the sustainable rate the throughput's (a
 // step model x% fast overstates the rate a GPU sustains by about x%).
 // Then it says which candidates the simulation cannot tell from the
@@ -45,6 +46,8 @@ func AddBands(r *Report, band BandFunc) {
 		}
 		c.TTFTP99Band = p99(BandTTFT, c.TTFTP99)
 		c.TPOTP99Band = p99(BandTPOT, c.TPOTP99)
+		// The per-token figures' pool gives ITL's band too, as simulate's.
+		c.ITLP99Band = p99(BandTPOT, c.ITLP99)
 		c.OutputTokensPerSBand = band(BandThroughput, c.BatchSizeMean, c.OutputTokensPerS)
 		if c.Held {
 			c.SustainableBand = band(BandThroughput, c.BatchSizeMean, c.SustainableRPS)
@@ -53,7 +56,7 @@ func AddBands(r *Report, band BandFunc) {
 	for _, p := range []*Result{r.Recommended, r.RunnerUp} {
 		if p != nil {
 			c := r.Candidates[p.Index]
-			p.TTFTP99Band, p.TPOTP99Band, p.OutputTokensPerSBand, p.SustainableBand = c.TTFTP99Band, c.TPOTP99Band, c.OutputTokensPerSBand, c.SustainableBand
+			p.TTFTP99Band, p.TPOTP99Band, p.ITLP99Band, p.OutputTokensPerSBand, p.SustainableBand = c.TTFTP99Band, c.TPOTP99Band, c.ITLP99Band, c.OutputTokensPerSBand, c.SustainableBand
 		}
 	}
 	r.WithinBand, r.BandNote = withinBand(r)
@@ -71,14 +74,23 @@ func rankedFigure(c *Result, slo SLO, meets bool) (v float64, b *sim.Band, ok bo
 		}
 		return c.SustainableRPS, c.SustainableBand, true
 	}
-	if c.Eligible || (c.Binding != "ttft_p99_s" && c.Binding != "tpot_p99_s") || c.TTFTP99Band == nil || c.TPOTP99Band == nil ||
-		slo.TTFTP99 <= 0 || slo.TPOTP99 <= 0 {
+	if c.Eligible || !latencyBinding(c.Binding) {
 		return 0, nil, false
 	}
-	t, p := c.TTFTP99Band, c.TPOTP99Band
-	band := sim.Band{Lower: max(t.Lower/slo.TTFTP99, p.Lower/slo.TPOTP99), Upper: max(t.Upper/slo.TTFTP99, p.Upper/slo.TPOTP99),
-		ErrLow: min(t.ErrLow, p.ErrLow)}
-	return max(c.TTFTP99/slo.TTFTP99, c.TPOTP99/slo.TPOTP99), &band, true
+	var band sim.Band
+	for i, ob := range slo.objectives() {
+		b := ob.band(c)
+		if b == nil || !(ob.goal > 0) {
+			return 0, nil, false
+		}
+		if i == 0 {
+			band = sim.Band{Lower: b.Lower / ob.goal, Upper: b.Upper / ob.goal, ErrLow: b.ErrLow}
+			continue
+		}
+		band.Lower, band.Upper, band.ErrLow = max(band.Lower, b.Lower/ob.goal), max(band.Upper, b.Upper/ob.goal), min(band.ErrLow, b.ErrLow)
+	}
+	near, _ := slo.nearness(&c.Outcome)
+	return near, &band, true
 }
 
 // withinBand lists, best ranked first, the candidates whose ranked figure

@@ -94,7 +94,7 @@ func (r Result) check(in Inputs) (field, problem string) {
 		v     float64
 		share bool
 	}{{"frag_rate.p50", r.FragRate.P50, true}, {"frag_rate.p99", r.FragRate.P99, true}, {"health_min", r.HealthMin, true},
-		{"ttft_p99_s", r.TTFTP99, false}, {"tpot_p99_s", r.TPOTP99, false}, {"output_tokens_per_s", r.OutputTokensPerS, false}} {
+		{"ttft_p99_s", r.TTFTP99, false}, {"tpot_p99_s", r.TPOTP99, false}, {"itl_p99_s", r.ITLP99, false}, {"output_tokens_per_s", r.OutputTokensPerS, false}} {
 		switch {
 		case math.IsNaN(c.v) || math.IsInf(c.v, 0) || c.v < 0:
 			return c.name, fmt.Sprintf("%v: want a finite, non-negative number", c.v)

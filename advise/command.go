@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -144,8 +145,10 @@ func CheckLimits(tp int, slo SLO, refine, full bool, refineTop, extend int) erro
 	switch {
 	case tp < 1:
 		return fmt.Errorf("--tp %d: want at least 1", tp)
-	case !(slo.TTFTP99 > 0) || !(slo.TPOTP99 > 0):
+	case !(slo.TTFTP99 > 0) || !(slo.TPOTP99 > 0) || math.IsInf(slo.TTFTP99, 0) || math.IsInf(slo.TPOTP99, 0):
 		return fmt.Errorf("--slo-ttft-p99 %v, --slo-tpot-p99 %v: want positive seconds", slo.TTFTP99, slo.TPOTP99)
+	case !(slo.ITLP99 >= 0) || math.IsInf(slo.ITLP99, 0):
+		return fmt.Errorf("--slo-itl-p99 %v: want positive seconds, or 0 for no ITL objective", slo.ITLP99)
 	case refine && full:
 		return errors.New("--refine and --full: choose one (--full already crosses everything)")
 	case refineTop < 1:

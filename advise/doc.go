@@ -60,7 +60,8 @@
 // and every candidate carries one line of evidence in human units. When
 // no candidate meets the SLO at any rate tried, the recommendation is the
 // best effort (MeetsSLO false): the one of the engine in use nearest the
-// objective that binds (never another engine family's), with the value
+// objective that binds (the largest of its p99s over their objectives:
+// TTFT, TPOT, and ITL with SLO.ITLP99; never another engine family's), with the value
 // it reaches (Binding, BestValue, LowestRateRPS) and Report.Advice saying
 // what to relax or change.
 //
@@ -74,7 +75,10 @@
 // objective, vLLM's bound is reached (max_num_batched_tokens >=
 // max_num_seqs >= 1), or DefaultExtend candidates were added (`advise
 // --extend N`). The candidates it adds are of group "extend", and the
-// advice says how far it went. Then, where TPOT p99 still binds,
+// advice says how far it went, or, where a step further brings the
+// binding objective nearer but breaks another by more (a smaller token
+// budget that meets ITL p99 and breaks TTFT p99), that the two pull the
+// limit apart (conflict). Then, where TPOT p99 still binds,
 // ExplainShortOutputs runs the best effort once more with every request's
 // figures and says whether requests with few output tokens set it
 // (Report.ShortOutputs): their TPOT is the mean of few decode steps, so a

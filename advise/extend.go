@@ -112,7 +112,7 @@ type trend struct {
 	// extended are the values the search tried past the space
 	// (group "extend"), in the direction it went.
 	extended []int
-	// probe is set for the token budget when TPOT p99 binds and does not
+	// probe is set for the token budget when TPOT (or ITL) p99 binds and does not
 	// move across the budgets tried and the search has not gone past
 	// them: the steps that set it carry fewer tokens than the smallest
 	// budget tried, and a smaller one may split those that carry prefills
@@ -124,12 +124,7 @@ type trend struct {
 // candidate differs from best in lim alone.
 func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 	b := best.Settings
-	metric := func(r *Result) float64 {
-		if best.Binding == "ttft_p99_s" {
-			return r.TTFTP99
-		}
-		return r.TPOTP99
-	}
+	metric := func(r *Result) float64 { return r.latency(best.Binding) }
 	v := lim.get(b)
 	var vals []int
 	worst := metric(best)
@@ -160,7 +155,7 @@ func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 	switch {
 	case worst <= metric(best)*(1+limitEffect):
 		tr.flat = true
-		tr.probe = lim.name == limits[0].name && best.Binding == "tpot_p99_s" && len(tr.extended) == 0
+		tr.probe = lim.name == limits[0].name && (best.Binding == "tpot_p99_s" || best.Binding == "itl_p99_s") && len(tr.extended) == 0
 	case v > hi:
 		tr.dir = +1
 	case v < lo:
@@ -199,11 +194,12 @@ const groupExtend = "extend"
 
 // Extend returns the candidates that take the search past the space in the
 // direction the advice names, at most budget of them: when the best
-// effort misses a latency objective (TTFT or TPOT p99) and the candidates
+// effort misses a latency objective (TTFT, TPOT or ITL p99) and the candidates
 // that differ from it in max_num_batched_tokens (max_num_seqs) alone say
 // that the smallest (largest) value tried came nearest, the best effort
 // with that limit halved (doubled), within vLLM's bounds (limit.bound);
-// where TPOT p99 binds and no token budget tried moves it, the best effort
+// where TPOT or ITL p99 binds and no token budget tried moves it (the
+// steps that carry prefills set both), the best effort
 // with half the smallest budget tried, once (trend.probe).
 // Each is of group "extend", a stock setting of the engine in use as the
 // best effort is. Nil when there is nowhere to go: the recommendation
@@ -213,7 +209,7 @@ const groupExtend = "extend"
 // added, until it returns none (Follow).
 func Extend(rep *Report, budget int) []Candidate {
 	b := rep.Recommended
-	if budget <= 0 || b == nil || b.MeetsSLO || (b.Binding != "tpot_p99_s" && b.Binding != "ttft_p99_s") {
+	if budget <= 0 || b == nil || b.MeetsSLO || !latencyBinding(b.Binding) {
 		return nil
 	}
 	seen := map[settingsKey]bool{}

@@ -20,7 +20,10 @@ labelled experimental).
 For each candidate it searches the sustainable rate: the highest request
 rate (the trace's arrivals rescaled) at which the simulated engine has no
 OOM failures, no activation OOMs and no unfinished requests, and holds the
-SLO (--slo-ttft-p99, default 2 s; --slo-tpot-p99, default 0.1 s). The
+SLO (--slo-ttft-p99, default 2 s; --slo-tpot-p99, default 0.1 s; and,
+with --slo-itl-p99, the p99 of every gap between a request's streamed
+tokens, which a step carrying another request's prefill stretches while
+TPOT, a request's mean gap, hides it: none by default). The
 search starts at the trace's own rate, doubles or halves it up to
 --bracket-steps times until the outcome flips, then bisects the bracket
 geometrically --bisect-steps times: at most 1 + 5 + 4 = 10 simulations per
@@ -49,7 +52,9 @@ the search goes on past the space in it: the best effort with that limit
 halved (or doubled), round after round, until something meets the SLO, the
 limit stops helping, vLLM's bound is reached (max_num_batched_tokens >=
 max_num_seqs >= 1) or --extend candidates were added (default 8; 0: none);
-the advice says how far it went. Where TPOT p99 still binds, it says
+the advice says how far it went, or that a step further breaks another
+objective (say a smaller token budget that meets ITL p99 but breaks TTFT
+p99: relax one of the two). Where TPOT p99 still binds, it says
 whether requests with few output tokens set it, with figures
 ("short_outputs"): their TPOT is the mean of few decode steps, so one step
 that carries other requests' prefills decides it. The deploy command names

@@ -137,7 +137,7 @@ func Advise(req Request, h Hooks) (*Report, error) {
 		h.Planned(in, which)
 	}
 	stopping := req.Base
-	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
+	stopping.EarlyStop = in.SLO.earlyStop()
 	eval := SimEvaluator(stopping, w)
 	partial := req.PartialOnly || h.Partial != nil
 	opts := Options{SLO: in.SLO, Search: in.Search, Workers: req.Workers, OnDone: h.Done, Rerun: SimEvaluator(req.Base, w),

@@ -39,6 +39,7 @@ type Result struct {
 	SustainableBand      *sim.Band `json:"sustainable_rate_band,omitempty"`
 	TTFTP99Band          *sim.Band `json:"ttft_p99_band,omitempty"`
 	TPOTP99Band          *sim.Band `json:"tpot_p99_band,omitempty"`
+	ITLP99Band           *sim.Band `json:"itl_p99_band,omitempty"`
 	OutputTokensPerSBand *sim.Band `json:"output_tokens_per_s_band,omitempty"`
 	// FailedAtRPS is the lowest rate tried that broke, FailReason why;
 	// both empty when every rate tried held.
@@ -52,7 +53,7 @@ type Result struct {
 	Evidence string `json:"evidence"`
 	// MeetsSLO is true for an eligible candidate: some rate held the SLO
 	// with no OOMs. For one that is not, Binding names what broke at the
-	// lowest rate tried ("ttft_p99_s", "tpot_p99_s", "ooms",
+	// lowest rate tried ("ttft_p99_s", "tpot_p99_s", "itl_p99_s", "ooms",
 	// "activation_ooms", "unfinished", "cannot_run", "rejections",
 	// "not_deployable"), and for an SLO, BestValue is the p99 it reached
 	// there (seconds) at LowestRateRPS: the SLO it would meet.
@@ -219,10 +220,11 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 	own := func(r *Result) bool { return in.Space.InEngine(r.Settings.KV) }
 	tied := func(r *Result) bool { return r.Eligible && r.SustainableRPS*tol >= best*(1-1e-12) }
 	nearness := func(r *Result) (float64, bool) {
-		if r.Binding != "ttft_p99_s" && r.Binding != "tpot_p99_s" {
+		if !latencyBinding(r.Binding) {
 			return 0, false
 		}
-		return max(r.TTFTP99/in.SLO.TTFTP99, r.TPOTP99/in.SLO.TPOTP99), true
+		v, _ := in.SLO.nearness(&r.Outcome)
+		return v, true
 	}
 	order := make([]int, n)
 	for i := range order {
@@ -347,10 +349,9 @@ func binding(r *Result, slo SLO, minRej int) (string, float64, float64) {
 		return "unfinished", 0, rate
 	case r.Rejected > minRej:
 		return "rejections", 0, rate
-	case r.TTFTP99/slo.TTFTP99 >= r.TPOTP99/slo.TPOTP99:
-		return "ttft_p99_s", r.TTFTP99, rate
 	}
-	return "tpot_p99_s", r.TPOTP99, rate
+	_, ob := slo.nearness(&r.Outcome)
+	return ob.field, ob.value(&r.Outcome), rate
 }
 
 // evidence says in one line why r stands where it does, in human units.
@@ -444,20 +445,17 @@ func advice(best *Result, all []Result, slo SLO) string {
 		return ""
 	}
 	at := rps(best.LowestRateRPS)
-	switch best.Binding {
-	case "tpot_p99_s", "ttft_p99_s":
-		name, flag, goal := "TPOT p99", "--slo-tpot-p99", slo.TPOTP99
-		if best.Binding == "ttft_p99_s" {
-			name, flag, goal = "TTFT p99", "--slo-ttft-p99", slo.TTFTP99
-		}
+	if ob, ok := slo.objective(best.Binding); ok {
 		out := fmt.Sprintf("%s binds: the best reached is %s at %s, the lowest rate tried (the objective is %s). Relax %s to %s",
-			name, secs(best.BestValue), at, secs(goal), flag, secs(best.BestValue))
+			ob.name, secs(best.BestValue), at, secs(ob.goal), ob.flag, secs(best.BestValue))
 		for _, lim := range limits {
-			if hint := limitHint(best, all, lim); hint != "" {
+			if hint := limitHint(best, all, lim, slo); hint != "" {
 				out += "; " + hint
 			}
 		}
 		return out
+	}
+	switch best.Binding {
 	case "ooms", "activation_ooms", "unfinished":
 		return fmt.Sprintf("memory binds: even at %s every candidate fails requests (%s); the model leaves too little memory for the "+
 			"workload's contexts on this GPU: raise --tp, use a larger GPU, or cap the context (--max-context)", at, best.Binding)
@@ -470,13 +468,13 @@ func advice(best *Result, all []Result, slo SLO) string {
 // that limit alone, whether a value past the ones tried may help, and how
 // far the search already went past the space in that direction (the
 // candidates of group "extend") and why it stopped there.
-func limitHint(best *Result, all []Result, lim limit) string {
+func limitHint(best *Result, all []Result, lim limit, slo SLO) string {
 	tr, ok := limitTrend(best, all, lim)
 	if !ok {
 		return ""
 	}
 	name, v := lim.name, lim.get(best.Settings)
-	var out string
+	var out, clash string
 	switch {
 	case tr.flat:
 		out = fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, tr.lo, tr.hi, 100*limitEffect)
@@ -489,9 +487,15 @@ func limitHint(best *Result, all []Result, lim limit) string {
 		out = fmt.Sprintf("of the %s tried (%d to %d) the smallest came nearest", name, v, tr.hi)
 	default:
 		out = fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
+		if clash = conflict(best, all, lim, slo); clash != "" {
+			out = fmt.Sprintf("%s cannot bring it nearer without breaking another objective (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
+		}
 	}
 	if len(tr.extended) > 0 {
 		out += fmt.Sprintf(", the search going on past the space to %s (%s)", joinInts(tr.extended), human.Count(int64(len(tr.extended)), "more candidate"))
+	}
+	if clash != "" {
+		return out + ": " + clash
 	}
 	if tr.flat || tr.dir == 0 {
 		return out
@@ -507,6 +511,52 @@ func limitHint(best *Result, all []Result, lim limit) string {
 		return out + fmt.Sprintf(": a %s one may go further than --extend let the search go", word)
 	}
 	return out + fmt.Sprintf(": a %s one may go further", word)
+}
+
+// conflict says where a value of lim beside the best effort's brings the
+// binding objective nearer but breaks another by more (why the best
+// effort stands between them): the candidate nearest in lim among those
+// that differ from best in lim alone and improve the binding p99 by more
+// than limitEffect; "" when none does.
+func conflict(best *Result, all []Result, lim limit, slo SLO) string {
+	bind, ok := slo.objective(best.Binding)
+	if !ok {
+		return ""
+	}
+	v := lim.get(best.Settings)
+	var at *Result
+	for i := range all {
+		r := &all[i]
+		s := r.Settings
+		x := lim.get(s)
+		if x == v || x == 0 || r.Held {
+			continue
+		}
+		lim.set(&s, v)
+		if !s.Equal(best.Settings) || !(r.latency(best.Binding) < best.latency(best.Binding)*(1-limitEffect)) {
+			continue
+		}
+		if at == nil || absInt(x-v) < absInt(lim.get(at.Settings)-v) {
+			at = r
+		}
+	}
+	if at == nil {
+		return ""
+	}
+	_, other := slo.nearness(&at.Outcome)
+	if other.field == bind.field {
+		return ""
+	}
+	return fmt.Sprintf("%d brings %s to %s but %s to %s against %s; relax one of the two",
+		lim.get(at.Settings), bind.name, secs(at.latency(bind.field)), other.name, secs(other.value(&at.Outcome)), secs(other.goal))
+}
+
+// absInt is |x|.
+func absInt(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // limitEffect is the spread of the binding p99 across an engine limit's

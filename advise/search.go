@@ -13,6 +13,11 @@ import (
 type SLO struct {
 	TTFTP99 float64 `json:"ttft_p99_s"`
 	TPOTP99 float64 `json:"tpot_p99_s"`
+	// ITLP99 bounds the p99 of the gaps between a request's tokens as a
+	// streaming client sees them (sim.Result.ITL): the stalls a prefill
+	// puts into the decodes of its step, which a request's TPOT averages
+	// away. 0: not an objective.
+	ITLP99 float64 `json:"itl_p99_s,omitempty"`
 }
 
 // DefaultSLO is 2 s TTFT p99 and 0.1 s TPOT p99: an interactive chat
@@ -34,10 +39,11 @@ type Outcome struct {
 	HealthMin         float64  `json:"health_min"`
 	TTFTP99           float64  `json:"ttft_p99_s"`
 	TPOTP99           float64  `json:"tpot_p99_s"`
+	ITLP99            float64  `json:"itl_p99_s"` // over every gap between tokens
 	OutputTokensPerS  float64  `json:"output_tokens_per_s"`
 	PeakReservedBytes int64    `json:"peak_reserved_bytes"`
 	// StoppedEarly is sim.Result.StoppedEarly: the run ended once it was
-	// certain to fail ("oom", "activation_oom", "ttft_p99", "tpot_p99"),
+	// certain to fail ("oom", "activation_oom", "ttft_p99", "tpot_p99", "itl_p99"),
 	// so its figures are those of the run so far. Not written out: a
 	// search re-runs a failing outcome it reports whole (Options.Rerun).
 	StoppedEarly string `json:"-"`
@@ -70,25 +76,28 @@ func (o Outcome) breaks(slo SLO) (field, why string) {
 	if o.StoppedEarly != "" {
 		early = " (the run stopped there: its outcome was certain)"
 	}
+	os := slo.objectives()
+	for _, ob := range os {
+		if o.StoppedEarly == ob.early {
+			return ob.field, fmt.Sprintf("SLO broken at %.3g rps: %s > %gs, more than 1%% of %s over it%s", o.RateRPS, ob.name, ob.goal, ob.what, early)
+		}
+	}
 	switch {
 	case o.StoppedEarly == "oom":
 		return "ooms", fmt.Sprintf("OOM failures at %.3g rps%s", o.RateRPS, early)
 	case o.StoppedEarly == "activation_oom":
 		return "activation_ooms", fmt.Sprintf("activation OOMs at %.3g rps%s", o.RateRPS, early)
-	case o.StoppedEarly == "ttft_p99":
-		return "ttft_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TTFTP99, early)
-	case o.StoppedEarly == "tpot_p99":
-		return "tpot_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 > %gs, more than 1%% of requests over it%s", o.RateRPS, slo.TPOTP99, early)
 	case o.OOMs > 0:
 		return "ooms", fmt.Sprintf("%d OOM failures at %.3g rps", o.OOMs, o.RateRPS)
 	case o.ActivationOOMs > 0:
 		return "activation_ooms", fmt.Sprintf("%d activation OOMs at %.3g rps", o.ActivationOOMs, o.RateRPS)
 	case o.Unfinished > 0:
 		return "unfinished", fmt.Sprintf("%s unfinished at %.3g rps", human.Count(int64(o.Unfinished), "request"), o.RateRPS)
-	case o.TTFTP99 > slo.TTFTP99:
-		return "ttft_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TTFT p99 %.3gs > %gs", o.RateRPS, o.TTFTP99, slo.TTFTP99)
-	case o.TPOTP99 > slo.TPOTP99:
-		return "tpot_p99_s", fmt.Sprintf("SLO broken at %.3g rps: TPOT p99 %.3gs > %gs", o.RateRPS, o.TPOTP99, slo.TPOTP99)
+	}
+	for _, ob := range os {
+		if v := ob.value(&o); v > ob.goal {
+			return ob.field, fmt.Sprintf("SLO broken at %.3g rps: %s %.3gs > %gs", o.RateRPS, ob.name, v, ob.goal)
+		}
 	}
 	return "", ""
 }

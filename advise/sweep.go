@@ -180,7 +180,7 @@ func OutcomeOf(r sim.Result, rate float64) Outcome {
 		Rejected: r.RequestsRejected, Unfinished: r.RequestsUnfinished, Completed: r.RequestsCompleted,
 		Total: r.RequestsTotal, Preemptions: r.Preemptions,
 		FragRate: FragRate{P50: r.FragRate.P50, P99: r.FragRate.P99}, HealthMin: r.HealthMin,
-		TTFTP99: r.TTFT.P99, TPOTP99: r.TPOT.P99, OutputTokensPerS: r.OutputTokensPerS, BatchSizeMean: r.BatchSizeMean,
+		TTFTP99: r.TTFT.P99, TPOTP99: r.TPOT.P99, ITLP99: r.ITL.P99, OutputTokensPerS: r.OutputTokensPerS, BatchSizeMean: r.BatchSizeMean,
 		PeakReservedBytes: r.PeakReservedBytes,
 	}
 }

@@ -25,8 +25,13 @@ func WriteText(w io.Writer, r *Report) error {
 	in := r.Inputs
 	fmt.Fprintf(&sb, "trace %s (%s, %d %s, %s as recorded), %s on %s, tp %d\n",
 		untrusted.Printable(in.Trace.File), untrusted.Printable(in.Trace.Format), in.Trace.Requests, plural(in.Trace.Requests, "request"), rps(in.Trace.NativeRPS), untrusted.Printable(in.Model), in.GPU, in.TP)
-	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, TTFT p99 ≤ %s and TPOT p99 ≤ %s (%d candidates; rates within %.1f%%, the search's resolution, tie)\n\n",
-		secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99), len(r.Candidates), 100*(r.TieTolerance-1))
+	itl := in.SLO.ITLP99 > 0
+	goals := fmt.Sprintf("TTFT p99 ≤ %s and TPOT p99 ≤ %s", secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99))
+	if itl {
+		goals = fmt.Sprintf("TTFT p99 ≤ %s, TPOT p99 ≤ %s and ITL p99 ≤ %s", secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99), secs(in.SLO.ITLP99))
+	}
+	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, %s (%d candidates; rates within %.1f%%, the search's resolution, tie)\n\n",
+		goals, len(r.Candidates), 100*(r.TieTolerance-1))
 	order := make([]int, len(r.Candidates))
 	for i := range order {
 		order[i] = i
@@ -38,7 +43,11 @@ func WriteText(w io.Writer, r *Report) error {
 	if banded {
 		bandHead = "req/s band\t"
 	}
-	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t"+bandHead+"× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\tchanges\t")
+	itlHead := ""
+	if itl {
+		itlHead = "ITL p99\t"
+	}
+	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t"+bandHead+"× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\t"+itlHead+"changes\t")
 	anyExp := false
 	for _, i := range order {
 		c := r.Candidates[i]
@@ -56,10 +65,14 @@ func WriteText(w io.Writer, r *Report) error {
 		if banded {
 			bandCell = rateBand(c.SustainableBand) + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.3g\t%s%.3g\t%d\t%d\t%.3f\t%s\t%s\t%d\t\n",
+		itlCell := ""
+		if itl {
+			itlCell = secs(c.ITLP99) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.3g\t%s%.3g\t%d\t%d\t%.3f\t%s\t%s\t%s%d\t\n",
 			rank, kv, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag, orDefault(s.MaxBatchTokens), orDefault(s.MaxSeqs),
 			orOn(s.PrefixCaching), c.SustainableRPS, bandCell, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
-			secs(c.TTFTP99), secs(c.TPOTP99), len(c.Changes))
+			secs(c.TTFTP99), secs(c.TPOTP99), itlCell, len(c.Changes))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -70,7 +83,7 @@ func WriteText(w io.Writer, r *Report) error {
 		sb.WriteString("*: experimental, a research setup no stock engine offers (--experimental)\n")
 	}
 	if banded {
-		writeBands(&sb, r.Candidates)
+		writeBands(&sb, r.Candidates, itl)
 	}
 	sb.WriteString("\n")
 	b := r.Recommended
@@ -123,7 +136,7 @@ func rateBand(b *sim.Band) string {
 // writeBands says how far the candidates' bands reach and which held-out
 // figures they come from, per metric and basis (candidates at different
 // loads draw on different figures).
-func writeBands(sb *strings.Builder, cs []Result) {
+func writeBands(sb *strings.Builder, cs []Result, itl bool) {
 	q := 0.0
 	for _, c := range cs {
 		if c.SustainableBand != nil {
@@ -139,6 +152,12 @@ func writeBands(sb *strings.Builder, cs []Result) {
 		{"req/s", func(c Result) *sim.Band { return c.SustainableBand }},
 		{"TTFT p99", func(c Result) *sim.Band { return c.TTFTP99Band }},
 		{"TPOT p99", func(c Result) *sim.Band { return c.TPOTP99Band }},
+	}
+	if itl {
+		metrics = append(metrics, struct {
+			name string
+			band func(Result) *sim.Band
+		}{"ITL p99", func(c Result) *sim.Band { return c.ITLP99Band }})
 	}
 	for _, m := range metrics {
 		var bases []string

@@ -72,6 +72,29 @@ func TestAdviseBestEffort(t *testing.T) {
 	}
 }
 
+// TestAdviseITLObjective: --slo-itl-p99 reaches the search and the
+// report: an objective below every gap binds, the inputs carry it, and
+// every candidate has its ITL p99; a negative one is a usage error.
+func TestAdviseITLObjective(t *testing.T) {
+	skipAdviseSims(t)
+	args := adviseArgs("--slo-itl-p99", "0.0001", "--bracket-steps", "1", "--bisect-steps", "0")
+	rep, _, _ := runAdviceJSON(t, append(args, "--json")...)
+	r := rep.Recommended
+	if r == nil || rep.MeetsSLO || r.Binding != "itl_p99_s" || !(r.BestValue > 0.0001) || !strings.Contains(rep.Advice, "Relax --slo-itl-p99") ||
+		rep.Inputs.SLO.ITLP99 != 0.0001 {
+		t.Fatalf("best effort %+v, advice %q, SLO %+v", r, rep.Advice, rep.Inputs.SLO)
+	}
+	for _, c := range rep.Candidates {
+		if c.Completed > 0 && !(c.ITLP99 > 0) {
+			t.Errorf("candidate %s: ITL p99 %v", c.Settings, c.ITLP99)
+		}
+	}
+	code, _, errs := run(t, "", adviseArgs("--slo-itl-p99", "-1")...)
+	if code != 2 || !strings.Contains(errs, "--slo-itl-p99 -1") {
+		t.Errorf("a negative ITL objective: exit %d, %s", code, errs)
+	}
+}
+
 func TestAdviseJSON(t *testing.T) {
 	skipAdviseSims(t)
 	code, out, errs := run(t, "", adviseArgs("--json")...)

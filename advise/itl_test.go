@@ -1,0 +1,151 @@
+package advise
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// With an ITL objective (--slo-itl-p99), an outcome breaks on its ITL p99
+// (and on a run stopped early on it), the binding objective of a best
+// effort is the one its p99 is furthest over, and the advice names the
+// flag; without one, ITL is not judged and the SLO's JSON is as before.
+func TestITLObjective(t *testing.T) {
+	slo := SLO{TTFTP99: 2, TPOTP99: 0.1, ITLP99: 0.05}
+	o := Outcome{RateRPS: 1, TTFTP99: 1, TPOTP99: 0.08, ITLP99: 0.12}
+	if field, why := o.breaks(slo); field != "itl_p99_s" || !strings.Contains(why, "ITL p99 0.12s > 0.05s") {
+		t.Errorf("breaks: %q, %q", field, why)
+	}
+	if field, _ := o.breaks(DefaultSLO()); field != "" {
+		t.Errorf("no ITL objective, yet broken on %q", field)
+	}
+	stopped := o
+	stopped.ITLP99, stopped.StoppedEarly = 0.01, "itl_p99"
+	if field, why := stopped.breaks(slo); field != "itl_p99_s" || !strings.Contains(why, "more than 1% of inter-token gaps over it") {
+		t.Errorf("stopped early on ITL: %q, %q", field, why)
+	}
+	// The largest p99 over its objective binds: ITL's 2.4 against TPOT's 0.8.
+	r := &Result{Outcome: o, FailedAtRPS: 1}
+	if field, v, _ := binding(r, slo, 0); field != "itl_p99_s" || v != 0.12 {
+		t.Errorf("binding %q %v, want itl_p99_s 0.12", field, v)
+	}
+	r.TPOTP99 = 0.3 // 3 against 2.4: TPOT binds
+	if field, _, _ := binding(r, slo, 0); field != "tpot_p99_s" {
+		t.Errorf("binding %q, want tpot_p99_s", field)
+	}
+	r.TPOTP99 = 0.08
+	r.Binding, r.BestValue, r.LowestRateRPS = "itl_p99_s", 0.12, 1
+	if a := advice(r, []Result{*r}, slo); !strings.Contains(a, "ITL p99 binds: the best reached is 120ms") || !strings.Contains(a, "Relax --slo-itl-p99 to 120ms") {
+		t.Errorf("advice %q", a)
+	}
+	// The early stop carries the objective to the simulator.
+	if es := slo.earlyStop(); es.ITLP99 != 0.05 || es.TPOTP99 != 0.1 || es.TTFTP99 != 2 || !es.OnFailure {
+		t.Errorf("early stop %+v", es)
+	}
+	for _, tc := range []struct {
+		slo  SLO
+		want string
+	}{{DefaultSLO(), `{"ttft_p99_s":2,"tpot_p99_s":0.1}`}, {slo, `{"ttft_p99_s":2,"tpot_p99_s":0.1,"itl_p99_s":0.05}`}} {
+		if b, _ := json.Marshal(tc.slo); string(b) != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.slo, b, tc.want)
+		}
+	}
+	if err := CheckLimits(1, SLO{TTFTP99: 2, TPOTP99: 0.1, ITLP99: -1}, false, false, 1, 0); err == nil || !strings.Contains(err.Error(), "--slo-itl-p99") {
+		t.Errorf("a negative ITL objective: %v", err)
+	}
+}
+
+// The issue's code-completion trace (TestShortOutputsTrace's seed 13)
+// under an ITL objective and a lax TPOT one (500 ms): the best effort of
+// the sweep meets TPOT p99 at the lowest rate tried, but the steps that
+// carry other requests' prefills stall the decodes, so ITL binds, and the
+// search follows the token budget down. At 60 ms it finds a budget that
+// meets the SLO; at 50 ms the budget that meets ITL breaks TTFT, and the
+// advice says that the two objectives pull the budget apart. The text
+// shows the objective and the column.
+func TestITLObjectiveTrace(t *testing.T) {
+	base, w := traceSetup(t, writeCodeTrace(t, 13, 2000, 110, 220), 0, []int{0}, "llama-3-8b", "a100-80g")
+	sp := stockSpace()
+	sp.Buckets, sp.PrefixCaching = []int{0}, []string{"on"}
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srch := DefaultSearch()
+	srch.StartRPS = w.NativeRPS
+	follow := func(itl float64) (sweep, followed *Report, tried []int) {
+		slo := SLO{TTFTP99: 2, TPOTP99: 0.5, ITLP99: itl}
+		in := Inputs{Model: base.Model.Name, GPU: base.GPU.Name, TP: 1, SLO: slo, Search: srch, Space: sp, Candidates: cs}
+		stopping := base
+		stopping.EarlyStop = slo.earlyStop()
+		eval := SimEvaluator(stopping, w)
+		o := Options{SLO: slo, Search: srch, Workers: 2, Rerun: SimEvaluator(base, w), Prune: true}
+		rs, err := Run(cs, nil, eval, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sweep, err = NewReport(in, rs); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, followed, err = Follow(in, rs, eval, o, DefaultExtend, nil); err != nil {
+			t.Fatal(err)
+		}
+		tried, _ = extended(followed)
+		return sweep, followed, tried
+	}
+
+	sweep, rep, tried := follow(0.06)
+	b := sweep.Recommended
+	if b == nil || sweep.MeetsSLO || b.Binding != "itl_p99_s" || !(b.TPOTP99 <= 0.5) || !(b.ITLP99 > 0.06) {
+		t.Fatalf("the sweep's recommendation %+v: want a best effort bound by ITL p99 with TPOT p99 met", b)
+	}
+	if !strings.Contains(sweep.Advice, "ITL p99 binds") || !strings.Contains(sweep.Advice, "Relax --slo-itl-p99 to") ||
+		!strings.Contains(sweep.Advice, "the smallest came nearest: a smaller one may go further") {
+		t.Fatalf("advice %q", sweep.Advice)
+	}
+	r := rep.Recommended
+	if len(tried) == 0 || r == nil || !r.MeetsSLO || r.Group != groupExtend || r.Settings.KV.String() != "paged:16" ||
+		r.Settings.MaxBatchTokens >= 2048 || !(r.ITLP99 > 0 && r.ITLP99 <= 0.06) {
+		t.Fatalf("followed at 60 ms: tried %v, recommended %+v", tried, r)
+	}
+	var sb bytes.Buffer
+	if err := WriteText(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"TTFT p99 ≤ 2s, TPOT p99 ≤ 500ms and ITL p99 ≤ 60ms", "TPOT p99  ITL p99  changes"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, sb.String())
+		}
+	}
+	t.Logf("60 ms: followed to %v; recommended %s at %.3g rps (TPOT p99 %.3gs, ITL p99 %.3gs)", tried, r.Settings, r.SustainableRPS, r.TPOTP99, r.ITLP99)
+
+	_, rep, tried = follow(0.05)
+	r = rep.Recommended
+	if r == nil || rep.MeetsSLO || r.Binding != "itl_p99_s" || len(tried) == 0 {
+		t.Fatalf("followed at 50 ms: tried %v, recommended %+v", tried, r)
+	}
+	smaller := slices.Min(tried)
+	for _, want := range []string{"max_num_batched_tokens cannot bring it nearer without breaking another objective",
+		fmt.Sprintf("%d brings ITL p99 to", smaller), "but TTFT p99 to", "against 2s; relax one of the two"} {
+		if !strings.Contains(rep.Advice, want) {
+			t.Errorf("advice at 50 ms lacks %q: %q", want, rep.Advice)
+		}
+	}
+	t.Logf("50 ms: %s", rep.Advice)
+}
+
+// Without an ITL objective the text has neither the objective nor the
+// column, as before it existed.
+func TestITLColumnOnlyWithObjective(t *testing.T) {
+	rep := &Report{Inputs: Inputs{SLO: DefaultSLO()}, Candidates: []Result{{Outcome: Outcome{ITLP99: 0.3}}}}
+	var sb bytes.Buffer
+	if err := WriteText(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(sb.String(), "ITL") {
+		t.Errorf("ITL in a report without the objective:\n%s", sb.String())
+	}
+}
