@@ -128,7 +128,7 @@ func TestITLObjectiveTrace(t *testing.T) {
 		t.Fatalf("followed at 50 ms: tried %v, recommended %+v", tried, r)
 	}
 	smaller := slices.Min(tried)
-	for _, want := range []string{"max_num_batched_tokens cannot bring it nearer without breaking another objective",
+	for _, want := range []string{"max_num_batched_tokens cannot bring it nearer without breaking another requirement",
 		fmt.Sprintf("%d brings ITL p99 to", smaller), "but TTFT p99 to", "against 2s; relax one of the two"} {
 		if !strings.Contains(rep.Advice, want) {
 			t.Errorf("advice at 50 ms lacks %q: %q", want, rep.Advice)
@@ -147,5 +147,34 @@ func TestITLColumnOnlyWithObjective(t *testing.T) {
 	}
 	if strings.Contains(sb.String(), "ITL") {
 		t.Errorf("ITL in a report without the objective:\n%s", sb.String())
+	}
+}
+
+// conflict names what a budget beside the best effort's breaks while it
+// brings the binding objective nearer: another objective, or memory; and
+// nothing when no neighbour improves the binding p99 by more than
+// limitEffect.
+func TestConflict(t *testing.T) {
+	slo := SLO{TTFTP99: 2, TPOTP99: 0.5, ITLP99: 0.05}
+	set := func(tokens int) Settings {
+		return Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Defrag: "off", MaxBatchTokens: tokens, MaxSeqs: 128, PrefixCaching: "on"}
+	}
+	best := Result{Candidate: Candidate{Settings: set(512)}, Outcome: Outcome{TTFTP99: 1.7, TPOTP99: 0.05, ITLP99: 0.054}, Binding: "itl_p99_s"}
+	larger := Result{Candidate: Candidate{Settings: set(1024)}, Outcome: Outcome{TTFTP99: 1.3, TPOTP99: 0.1, ITLP99: 0.105}, Binding: "itl_p99_s"}
+	smaller := Result{Candidate: Candidate{Settings: set(256)}, Outcome: Outcome{TTFTP99: 2.39, TPOTP99: 0.03, ITLP99: 0.0288}, Binding: "ttft_p99_s"}
+	tokens := limits[0]
+	if got := conflict(&best, []Result{best, larger, smaller}, tokens, slo); got != "256 brings ITL p99 to 28.8ms but TTFT p99 to 2.39s against 2s; relax one of the two" {
+		t.Errorf("another objective: %q", got)
+	}
+	smaller.Binding = "ooms"
+	if got := conflict(&best, []Result{best, larger, smaller}, tokens, slo); got != "256 brings ITL p99 to 28.8ms but fails requests out of memory" {
+		t.Errorf("memory: %q", got)
+	}
+	smaller.ITLP99 = 0.0535 // within limitEffect of the best effort's
+	if got := conflict(&best, []Result{best, larger, smaller}, tokens, slo); got != "" {
+		t.Errorf("no neighbour nearer: %q", got)
+	}
+	if h := limitHint(&best, []Result{best, larger, smaller}, tokens, slo); strings.Contains(h, "requirement") {
+		t.Errorf("hint %q names a conflict there is not", h)
 	}
 }

@@ -488,7 +488,7 @@ func limitHint(best *Result, all []Result, lim limit, slo SLO) string {
 	default:
 		out = fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
 		if clash = conflict(best, all, lim, slo); clash != "" {
-			out = fmt.Sprintf("%s cannot bring it nearer without breaking another objective (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
+			out = fmt.Sprintf("%s cannot bring it nearer without breaking another requirement (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
 		}
 	}
 	if len(tr.extended) > 0 {
@@ -514,10 +514,11 @@ func limitHint(best *Result, all []Result, lim limit, slo SLO) string {
 }
 
 // conflict says where a value of lim beside the best effort's brings the
-// binding objective nearer but breaks another by more (why the best
-// effort stands between them): the candidate nearest in lim among those
-// that differ from best in lim alone and improve the binding p99 by more
-// than limitEffect; "" when none does.
+// binding objective nearer but breaks another by more, or fails on memory
+// (why the best effort stands where it does): the candidate nearest in
+// lim among those that differ from best in lim alone and improve the
+// binding p99 by more than limitEffect, with what binds it (its Binding,
+// set by NewReport); "" when none does.
 func conflict(best *Result, all []Result, lim limit, slo SLO) string {
 	bind, ok := slo.objective(best.Binding)
 	if !ok {
@@ -540,15 +541,19 @@ func conflict(best *Result, all []Result, lim limit, slo SLO) string {
 			at = r
 		}
 	}
-	if at == nil {
+	if at == nil || at.Binding == bind.field {
 		return ""
 	}
-	_, other := slo.nearness(&at.Outcome)
-	if other.field == bind.field {
+	x, got := lim.get(at.Settings), secs(at.latency(bind.field))
+	if other, ok := slo.objective(at.Binding); ok {
+		return fmt.Sprintf("%d brings %s to %s but %s to %s against %s; relax one of the two", x, bind.name, got, other.name, secs(other.value(&at.Outcome)), secs(other.goal))
+	}
+	what := map[string]string{"ooms": "fails requests out of memory", "activation_ooms": "runs out of activation memory",
+		"unfinished": "leaves requests unfinished", "rejections": "rejects more requests"}[at.Binding]
+	if what == "" {
 		return ""
 	}
-	return fmt.Sprintf("%d brings %s to %s but %s to %s against %s; relax one of the two",
-		lim.get(at.Settings), bind.name, secs(at.latency(bind.field)), other.name, secs(other.value(&at.Outcome)), secs(other.goal))
+	return fmt.Sprintf("%d brings %s to %s but %s", x, bind.name, got, what)
 }
 
 // absInt is |x|.
