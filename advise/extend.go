@@ -118,6 +118,12 @@ type trend struct {
 	// budget tried, and a smaller one may split those that carry prefills
 	// (the TPOT knob), so Extend tries one below.
 	probe bool
+	// clash is the candidate nearest the best effort in the limit among
+	// those that bring the binding p99 nearer by more than limitEffect
+	// and still miss, on another objective or on memory (clashes); nil
+	// when none does. With one the limit is a trade-off: no direction,
+	// no probe.
+	clash *Result
 }
 
 // limitTrend reads lim's trend around best among all; ok false when no
@@ -127,7 +133,7 @@ func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 	metric := func(r *Result) float64 { return r.latency(best.Binding) }
 	v := lim.get(b)
 	var vals []int
-	worst := metric(best)
+	worst, m := metric(best), metric(best)
 	if best.Group == groupExtend {
 		tr.extended = append(tr.extended, v)
 	}
@@ -146,6 +152,10 @@ func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 		if all[i].Group == groupExtend {
 			tr.extended = append(tr.extended, x)
 		}
+		if r := &all[i]; !r.Held && metric(r) > 0 && metric(r) < m*(1-limitEffect) && r.Binding != best.Binding && clashes(r.Binding) &&
+			(tr.clash == nil || absInt(x-v) < absInt(lim.get(tr.clash.Settings)-v)) {
+			tr.clash = r
+		}
 	}
 	if len(vals) == 0 {
 		return tr, false
@@ -153,7 +163,8 @@ func limitTrend(best *Result, all []Result, lim limit) (tr trend, ok bool) {
 	lo, hi := slices.Min(vals), slices.Max(vals)
 	tr.lo, tr.hi = min(lo, v), max(hi, v)
 	switch {
-	case worst <= metric(best)*(1+limitEffect):
+	case tr.clash != nil:
+	case worst <= m*(1+limitEffect):
 		tr.flat = true
 		tr.probe = lim.name == limits[0].name && (best.Binding == "tpot_p99_s" || best.Binding == "itl_p99_s") && len(tr.extended) == 0
 	case v > hi:
@@ -182,7 +193,7 @@ func (tr trend) next(s Settings, lim limit) (int, bool) {
 		lim.set(&s, tr.lo)
 		next, _, ok := lim.step(s, -1)
 		return next, ok
-	case tr.flat || tr.dir == 0:
+	case tr.flat || tr.dir == 0 || tr.clash != nil:
 		return 0, false
 	}
 	next, _, ok := lim.step(s, tr.dir)

@@ -474,8 +474,11 @@ func limitHint(best *Result, all []Result, lim limit, slo SLO) string {
 		return ""
 	}
 	name, v := lim.name, lim.get(best.Settings)
-	var out, clash string
+	var out string
+	why := clash(best, tr.clash, lim, slo)
 	switch {
+	case why != "":
+		out = fmt.Sprintf("%s cannot bring it nearer without breaking another requirement (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
 	case tr.flat:
 		out = fmt.Sprintf("%s does not move it (%d to %d tried, all within %.0f%%)", name, tr.lo, tr.hi, 100*limitEffect)
 		if _, ok := tr.next(best.Settings, lim); tr.probe && ok {
@@ -487,15 +490,12 @@ func limitHint(best *Result, all []Result, lim limit, slo SLO) string {
 		out = fmt.Sprintf("of the %s tried (%d to %d) the smallest came nearest", name, v, tr.hi)
 	default:
 		out = fmt.Sprintf("%s does not move it further (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
-		if clash = conflict(best, all, lim, slo); clash != "" {
-			out = fmt.Sprintf("%s cannot bring it nearer without breaking another requirement (%d to %d tried, %d nearest)", name, tr.lo, tr.hi, v)
-		}
 	}
 	if len(tr.extended) > 0 {
 		out += fmt.Sprintf(", the search going on past the space to %s (%s)", joinInts(tr.extended), human.Count(int64(len(tr.extended)), "more candidate"))
 	}
-	if clash != "" {
-		return out + ": " + clash
+	if why != "" {
+		return out + ": " + why
 	}
 	if tr.flat || tr.dir == 0 {
 		return out
@@ -513,47 +513,32 @@ func limitHint(best *Result, all []Result, lim limit, slo SLO) string {
 	return out + fmt.Sprintf(": a %s one may go further", word)
 }
 
-// conflict says where a value of lim beside the best effort's brings the
-// binding objective nearer but breaks another by more, or fails on memory
-// (why the best effort stands where it does): the candidate nearest in
-// lim among those that differ from best in lim alone and improve the
-// binding p99 by more than limitEffect, with what binds it (its Binding,
-// set by NewReport); "" when none does.
-func conflict(best *Result, all []Result, lim limit, slo SLO) string {
+// clashes reports whether a candidate bound by binding misses on
+// something a clash can name: a latency objective or memory.
+func clashes(binding string) bool {
+	_, mem := clashMemory[binding]
+	return latencyBinding(binding) || mem
+}
+
+// clashMemory says what a candidate bound by memory does, in the advice.
+var clashMemory = map[string]string{"ooms": "fails requests out of memory", "activation_ooms": "runs out of activation memory",
+	"unfinished": "leaves requests unfinished"}
+
+// clash says what the trend's clash (a value of lim that brings the
+// binding objective nearer) breaks instead: another objective, or memory.
+func clash(best, at *Result, lim limit, slo SLO) string {
 	bind, ok := slo.objective(best.Binding)
-	if !ok {
-		return ""
-	}
-	v := lim.get(best.Settings)
-	var at *Result
-	for i := range all {
-		r := &all[i]
-		s := r.Settings
-		x := lim.get(s)
-		if x == v || x == 0 || r.Held {
-			continue
-		}
-		lim.set(&s, v)
-		if !s.Equal(best.Settings) || !(r.latency(best.Binding) < best.latency(best.Binding)*(1-limitEffect)) {
-			continue
-		}
-		if at == nil || absInt(x-v) < absInt(lim.get(at.Settings)-v) {
-			at = r
-		}
-	}
-	if at == nil || at.Binding == bind.field {
+	if !ok || at == nil {
 		return ""
 	}
 	x, got := lim.get(at.Settings), secs(at.latency(bind.field))
-	if other, ok := slo.objective(at.Binding); ok {
+	if other, ok := slo.objective(at.Binding); ok && other.field != bind.field {
 		return fmt.Sprintf("%d brings %s to %s but %s to %s against %s; relax one of the two", x, bind.name, got, other.name, secs(other.value(&at.Outcome)), secs(other.goal))
 	}
-	what := map[string]string{"ooms": "fails requests out of memory", "activation_ooms": "runs out of activation memory",
-		"unfinished": "leaves requests unfinished", "rejections": "rejects more requests"}[at.Binding]
-	if what == "" {
-		return ""
+	if what := clashMemory[at.Binding]; what != "" {
+		return fmt.Sprintf("%d brings %s to %s but %s", x, bind.name, got, what)
 	}
-	return fmt.Sprintf("%d brings %s to %s but %s", x, bind.name, got, what)
+	return ""
 }
 
 // absInt is |x|.

@@ -24,7 +24,8 @@ func TestEarlyStopSound(t *testing.T) {
 		reqs := make([]workload.Request, n)
 		for i := range reqs {
 			reqs[i] = workload.Request{ID: fmt.Sprintf("r%d", i), Arrival: int64(i) * gap,
-				PromptTokens: rapid.IntRange(1, 1500).Draw(rt, "prompt"), OutputTokens: rapid.IntRange(0, 300).Draw(rt, "output"), N: 1}
+				PromptTokens: rapid.IntRange(1, 1500).Draw(rt, "prompt"), OutputTokens: rapid.IntRange(0, 300).Draw(rt, "output"),
+				N: rapid.IntRange(1, 4).Draw(rt, "n")} // samples: each adds its own gaps
 		}
 		c := tinyConfig(rapid.SampledFrom([]int64{48 << 20, 96 << 20, 512 << 20}).Draw(rt, "capacity"))
 		c.KV = kvOf(rapid.SampledFrom([]string{"paged:16", "contiguous-grow"}).Draw(rt, "kv"))
@@ -36,6 +37,10 @@ func TestEarlyStopSound(t *testing.T) {
 		ttft := rapid.Float64Range(0, 3*full.TTFT.P99+0.01).Draw(rt, "ttft")
 		tpot := rapid.Float64Range(0, 3*full.TPOT.P99+0.01).Draw(rt, "tpot")
 		itl := rapid.Float64Range(0, 3*full.ITL.P99+0.01).Draw(rt, "itl")
+		if rapid.Bool().Draw(rt, "itl only") { // else TTFT and TPOT stop most runs first
+			ttft, tpot = 0, 0
+			itl = full.ITL.P99 * rapid.SampledFrom([]float64{0.5, 0.9, 0.99, 0.999, 1, 1.001}).Draw(rt, "itl share")
+		}
 		stopped[checkEarlyStop(rt, c, reqs, full, ttft, tpot, itl)]++
 	})
 	t.Logf("outcomes of the draws: %v", stopped)
@@ -62,11 +67,14 @@ func TestEarlyStopSound(t *testing.T) {
 		t.Errorf("an ITL limit at half the p99 (%v s): stopped on %q, want itl_p99", full.ITL.P99/2, got)
 	}
 	// The limit at the p99 itself holds (the p99 is not over it); a
-	// nanosecond below, the run fails, stopped or not.
+	// nanosecond below, the run stops on it, at the latest after its last
+	// step (every request here completes, so every planned gap is made).
 	if got := checkEarlyStop(t, c, reqs, full, 0, 0, full.ITL.P99); got != "" {
 		t.Errorf("an ITL limit at the p99 (%v s): stopped on %q", full.ITL.P99, got)
 	}
-	checkEarlyStop(t, c, reqs, full, 0, 0, full.ITL.P99-1e-9)
+	if got := checkEarlyStop(t, c, reqs, full, 0, 0, full.ITL.P99-1e-9); got != "itl_p99" {
+		t.Errorf("an ITL limit a nanosecond under the p99: stopped on %q, want itl_p99", got)
+	}
 }
 
 // checkEarlyStop runs c on reqs with early stops at the p99 limits ttft,

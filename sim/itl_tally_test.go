@@ -164,7 +164,7 @@ func TestITLOverFrom(t *testing.T) {
 	}
 	for _, l := range limits {
 		v := itlOverFrom(l)
-		if v < 2 || v > itlHighestNs {
+		if v < 1 || v > itlHighestNs {
 			t.Fatalf("itlOverFrom(%v) = %d: out of range", l, v)
 		}
 		if p := p99Of(v); !(p > l) {
