@@ -16,11 +16,14 @@ const (
 	BandTTFT       = "ttft"
 	BandTPOT       = "tpot"
 	BandThroughput = "output_throughput"
+	// BandITLP99 asks for the band of an ITL p99 itself: measured p99s
+	// judge it (calib.ITLP99Band), not medians.
+	BandITLP99 = "itl_p99"
 )
 
 // BandFunc returns the error band of a simulated value v of metric
-// (BandTTFT, BandTPOT, BandThroughput) at a run's mean batch, nil when it
-// has none.
+// (BandTTFT, BandTPOT, BandThroughput, BandITLP99) at a run's mean batch,
+// nil when it has none.
 type BandFunc func(metric string, meanBatch, v float64) *sim.Band
 
 // p99Note is added to the basis of a p99's band: the residuals judge
@@ -28,9 +31,8 @@ type BandFunc func(metric string, meanBatch, v float64) *sim.Band
 const p99Note = "; judged on medians, applied to the p99"
 
 // AddBands sets every candidate's bands (and the recommendation's and the
-// runner-up's): TTFT, TPOT and ITL p99 get the band of the median's errors
-// (ITL TPOT's: the per-token figures' pool),
-// output throughput its own, and the sustainable rate the throughput's (a
+// runner-up's): TTFT and TPOT p99 get the band of the median's errors, ITL
+// p99 the band of measured ITL p99s (BandITLP99), output throughput its own, and the sustainable rate the throughput's (a
 // step model x% fast overstates the rate a GPU sustains by about x%).
 // Then it says which candidates the simulation cannot tell from the
 // recommended one (Report.WithinBand, BandNote).
@@ -46,8 +48,7 @@ func AddBands(r *Report, band BandFunc) {
 		}
 		c.TTFTP99Band = p99(BandTTFT, c.TTFTP99)
 		c.TPOTP99Band = p99(BandTPOT, c.TPOTP99)
-		// The per-token figures' pool gives ITL's band too, as simulate's.
-		c.ITLP99Band = p99(BandTPOT, c.ITLP99)
+		c.ITLP99Band = band(BandITLP99, c.BatchSizeMean, c.ITLP99)
 		c.OutputTokensPerSBand = band(BandThroughput, c.BatchSizeMean, c.OutputTokensPerS)
 		if c.Held {
 			c.SustainableBand = band(BandThroughput, c.BatchSizeMean, c.SustainableRPS)

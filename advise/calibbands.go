@@ -3,6 +3,8 @@
 package advise
 
 import (
+	"cmp"
+
 	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -23,7 +25,20 @@ func AddCalibBands(rep *Report) error {
 	}
 	setup := calib.BandSetup{Model: model, GPU: rep.Inputs.GPU}
 	metrics := map[string]calib.BandMetric{BandTTFT: calib.BandTTFT, BandTPOT: calib.BandTPOT, BandThroughput: calib.BandThroughput}
+	var itlErr error
 	AddBands(rep, func(metric string, meanBatch, v float64) *sim.Band {
+		if metric == BandITLP99 {
+			// Measured under the joint model only.
+			if model != sim.StepTimeJoint {
+				return nil
+			}
+			b, ok, err := calib.ITLP99Band(v)
+			if err != nil || !ok {
+				itlErr = cmp.Or(itlErr, err)
+				return nil
+			}
+			return &b
+		}
 		m, ok := metrics[metric]
 		if !ok || meanBatch <= 0 || v <= 0 {
 			return nil
@@ -35,5 +50,5 @@ func AddCalibBands(rep *Report) error {
 		b = b.Around(v)
 		return &b
 	})
-	return nil
+	return itlErr
 }
