@@ -93,3 +93,6 @@ func ITLP99Band(v float64) (sim.Band, bool, error) {
 	}
 	return b.Around(v), true, nil
 }
+
+// ITLP99Runs returns the runs of the embedded calib/itl_p99.yaml.
+func ITLP99Runs() ([]ITLP99Run, error) { return ReadITLP99(itlP99YAML) }
