@@ -67,34 +67,14 @@ func TestITLObjective(t *testing.T) {
 // advice says that the two objectives pull the budget apart. The text
 // shows the objective and the column.
 func TestITLObjectiveTrace(t *testing.T) {
-	base, w := traceSetup(t, writeCodeTrace(t, 13, 2000, 110, 220), 0, []int{0}, "llama-3-8b", "a100-80g")
-	sp := stockSpace()
-	sp.Buckets, sp.PrefixCaching = []int{0}, []string{"on"}
-	cs, err := sp.Candidates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srch := DefaultSearch()
-	srch.StartRPS = w.NativeRPS
 	follow := func(itl float64) (sweep, followed *Report, tried []int) {
-		slo := SLO{TTFTP99: 2, TPOTP99: 0.5, ITLP99: itl}
-		in := Inputs{Model: base.Model.Name, GPU: base.GPU.Name, TP: 1, SLO: slo, Search: srch, Space: sp, Candidates: cs}
-		stopping := base
-		stopping.EarlyStop = slo.earlyStop()
-		eval := SimEvaluator(stopping, w)
-		o := Options{SLO: slo, Search: srch, Workers: 2, Rerun: SimEvaluator(base, w), Prune: true}
-		rs, err := Run(cs, nil, eval, o)
+		cs := runCodeSweep(t, SLO{TTFTP99: 2, TPOTP99: 0.5, ITLP99: itl})
+		_, _, followed, err := Follow(cs.in, cs.rs, cs.eval, cs.o, DefaultExtend, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sweep, err = NewReport(in, rs); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, followed, err = Follow(in, rs, eval, o, DefaultExtend, nil); err != nil {
-			t.Fatal(err)
-		}
 		tried, _ = extended(followed)
-		return sweep, followed, tried
+		return cs.rep, followed, tried
 	}
 
 	sweep, rep, tried := follow(0.06)

@@ -77,6 +77,45 @@ func TestWriteCodeTrace(t *testing.T) {
 	}
 }
 
+// codeSweep is the stock sweep (one bucket, prefix caching on) of the
+// code-completion trace of seed 13 (2,000 requests, bursts of 110, prompts
+// around 220 tokens) for Llama-3-8B on an A100 80GB under slo, run as the
+// CLI runs it (early stops, reruns, pruning), with its report.
+type codeSweep struct {
+	base sim.Config
+	w    *Workload
+	in   Inputs
+	eval Evaluator
+	o    Options
+	rs   []Result
+	rep  *Report
+}
+
+func runCodeSweep(t *testing.T, slo SLO) codeSweep {
+	t.Helper()
+	base, w := traceSetup(t, writeCodeTrace(t, 13, 2000, 110, 220), 0, []int{0}, "llama-3-8b", "a100-80g")
+	sp := stockSpace()
+	sp.Buckets, sp.PrefixCaching = []int{0}, []string{"on"}
+	cs, err := sp.Candidates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srch := DefaultSearch()
+	srch.StartRPS = w.NativeRPS
+	c := codeSweep{base: base, w: w, in: Inputs{Model: base.Model.Name, GPU: base.GPU.Name, TP: 1, SLO: slo, Search: srch, Space: sp, Candidates: cs}}
+	stopping := base
+	stopping.EarlyStop = slo.earlyStop()
+	c.eval = SimEvaluator(stopping, w)
+	c.o = Options{SLO: slo, Search: srch, Workers: 2, Rerun: SimEvaluator(base, w), Prune: true}
+	if c.rs, err = Run(cs, nil, c.eval, c.o); err != nil {
+		t.Fatal(err)
+	}
+	if c.rep, err = NewReport(c.in, c.rs); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // The case, on a generated code-completion trace: Llama-3-8B on an
 // A100 80GB, nothing meets TPOT p99 at any rate, the smallest token budget
 // of the space (2,048) comes nearest, and a contiguous-KV candidate
@@ -94,28 +133,8 @@ func TestWriteCodeTrace(t *testing.T) {
 // led to the "for the most part" case); this test judges seed 13 (110,
 // 220), whose split was not looked at before the rules were fixed.
 func TestShortOutputsTrace(t *testing.T) {
-	base, w := traceSetup(t, writeCodeTrace(t, 13, 2000, 110, 220), 0, []int{0}, "llama-3-8b", "a100-80g")
-	sp := stockSpace()
-	sp.Buckets, sp.PrefixCaching = []int{0}, []string{"on"}
-	cs, err := sp.Candidates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srch := DefaultSearch()
-	srch.StartRPS = w.NativeRPS
-	in := Inputs{Model: base.Model.Name, GPU: base.GPU.Name, TP: 1, SLO: DefaultSLO(), Search: srch, Space: sp, Candidates: cs}
-	stopping := base
-	stopping.EarlyStop = sim.EarlyStop{OnFailure: true, TTFTP99: in.SLO.TTFTP99, TPOTP99: in.SLO.TPOTP99}
-	eval := SimEvaluator(stopping, w)
-	o := Options{SLO: in.SLO, Search: srch, Workers: 2, Rerun: SimEvaluator(base, w), Prune: true}
-	rs, err := Run(cs, nil, eval, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := NewReport(in, rs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := runCodeSweep(t, DefaultSLO())
+	base, w, in, rep := cs.base, cs.w, cs.in, cs.rep
 
 	// The case: nothing meets the SLO, TPOT binds, and a contiguous
 	// candidate is nearer than every paged one.
@@ -158,7 +177,7 @@ func TestShortOutputsTrace(t *testing.T) {
 
 	// Followed, the search halves the budget and finds a setting of the
 	// engine in use that meets the SLO, saying it lies past the space.
-	_, _, rep, err = Follow(in, rs, eval, o, DefaultExtend, nil)
+	_, _, rep, err := Follow(in, cs.rs, cs.eval, cs.o, DefaultExtend, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
