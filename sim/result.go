@@ -23,6 +23,9 @@ type Latency struct {
 	// P50Band is P50's error band (Band), set by a command that reports
 	// one; absent otherwise.
 	P50Band *Band `json:"p50_band,omitempty"`
+	// P99Band is P99's, where measured p99s judge it (ITL's under the
+	// joint model: calib.ITLP99Band); absent otherwise.
+	P99Band *Band `json:"p99_band,omitempty"`
 }
 
 // Shares is the vLLM paper's breakdown of KV memory (§2.3, Fig. 2) as

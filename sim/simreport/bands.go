@@ -13,7 +13,8 @@ import (
 
 // simulate's error bands (issue 24, item 6): each run's median TTFT,
 // median TPOT and output throughput get the band calib.Bands gives for the
-// step model that timed them, the GPU and the run's mean batch; --json
+// step model that timed them, the GPU and the run's mean batch, and its
+// ITL p99 the band of measured p99s (calib.ITLP99Band, joint model only); --json
 // carries them beside the figures (ttft_s.p50_band...), the text report
 // prints them after the service table.
 
@@ -50,6 +51,16 @@ func AddBands(o *scenario.Report) error {
 		// calib.BandTPOT) gives ITL's band too.
 		r.ITL.P50Band = bands.Around(setup, calib.BandTPOT, r.BatchSizeMean, r.ITL.P50)
 		r.OutputTokensPerSBand = bands.Around(setup, calib.BandThroughput, r.BatchSizeMean, r.OutputTokensPerS)
+		// ITL's p99 has measured p99s to judge it, under the joint model.
+		if setup.Model == sim.StepTimeJoint {
+			b, ok, err := calib.ITLP99Band(r.ITL.P99)
+			if err != nil {
+				return err
+			}
+			if ok {
+				r.ITL.P99Band = &b
+			}
+		}
 	}
 	return nil
 }
@@ -91,10 +102,10 @@ func writeBands(sb *strings.Builder, o *scenario.Report) {
 		return
 	}
 	tokens := func(x float64) string { return fmt.Sprintf("%.0f", x) }
-	t := human.Table{Head: []string{"kv / allocator", "TTFT p50", "TPOT p50", "ITL p50", "tokens/s"}}
+	t := human.Table{Head: []string{"kv / allocator", "TTFT p50", "TPOT p50", "ITL p50", "ITL p99", "tokens/s"}}
 	for _, r := range o.Results {
 		t.Rows = append(t.Rows, []string{runName(r), bandRange(r.TTFT.P50Band, human.Seconds), bandRange(r.TPOT.P50Band, human.Seconds),
-			bandRange(r.ITL.P50Band, human.Seconds), bandRange(r.OutputTokensPerSBand, tokens)})
+			bandRange(r.ITL.P50Band, human.Seconds), bandRange(r.ITL.P99Band, human.Seconds), bandRange(r.OutputTokensPerSBand, tokens)})
 	}
 	fmt.Fprintf(sb, "\nError bands: where the measured figure should fall, %.0f%% of the time, by the\nheld-out errors of the step model (docs/calibrate.md, \"Error bands\"):\n", 100*q)
 	var tb strings.Builder
@@ -111,6 +122,7 @@ func writeBands(sb *strings.Builder, o *scenario.Report) {
 		{"TTFT", func(r sim.Result) *sim.Band { return r.TTFT.P50Band }},
 		// ITL's band is TPOT's relative range (one pool of per-token figures).
 		{"TPOT, ITL", func(r sim.Result) *sim.Band { return r.TPOT.P50Band }},
+		{"ITL p99", func(r sim.Result) *sim.Band { return r.ITL.P99Band }},
 		{"tokens/s", func(r sim.Result) *sim.Band { return r.OutputTokensPerSBand }},
 	}
 	for _, m := range metrics {

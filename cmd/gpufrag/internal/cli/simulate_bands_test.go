@@ -70,6 +70,18 @@ func TestSimulateBands(t *testing.T) {
 					t.Errorf("%v %s %v: band %+v\nwant %+v, basis with %q", c.profile, r.KV, f.metric, *f.got, want, c.basis)
 				}
 			}
+			// ITL's p99: measured p99s judge it, under the joint model alone.
+			want, ok, err := calib.ITLP99Band(r.ITL.P99)
+			switch {
+			case err != nil || !ok:
+				t.Fatalf("ITL p99 band: %v %v", ok, err)
+			case c.setup.Model == sim.StepTimeJoint && (r.ITL.P99Band == nil || *r.ITL.P99Band != want):
+				t.Errorf("%s: ITL p99 band %+v, want %+v", r.KV, r.ITL.P99Band, want)
+			case c.setup.Model != sim.StepTimeJoint && r.ITL.P99Band != nil:
+				t.Errorf("%v %s: an ITL p99 band %+v where no measured p99 judges the model", c.profile, r.KV, r.ITL.P99Band)
+			case r.TTFT.P99Band != nil || r.TPOT.P99Band != nil:
+				t.Errorf("%s: p99 bands on TTFT or TPOT, which no measured p99 judges", r.KV)
+			}
 		}
 	}
 	code, text, errs := run(t, "", append([]string{"simulate"}, base...)...)
@@ -89,7 +101,7 @@ func TestSimulateBands(t *testing.T) {
 	if code != 0 || strings.Contains(htext, "\x1b") || !strings.Contains(htext, `mi\x1b[31mne.yaml, so the band`) {
 		t.Errorf("a profile named with an escape: exit %d, %s\n%q", code, errs, htext)
 	}
-	for _, want := range []string{"  kv / allocator", "  paged:16 / caching ", "  contiguous-max / caching ", "  TTFT: ", "  TPOT, ITL: ", "ITL p50", "  tokens/s: ",
+	for _, want := range []string{"  kv / allocator", "  paged:16 / caching ", "  contiguous-max / caching ", "  TTFT: ", "  TPOT, ITL: ", "ITL p50", "ITL p99", "  ITL p99: ", "measured ITL p99s", "  tokens/s: ",
 		"held-out TTFT figures"} {
 		if !strings.Contains(bandText, want) {
 			t.Errorf("the bands lack %q:\n%s", want, bandText)
