@@ -78,11 +78,18 @@ func rankedFigure(c *Result, slo SLO, meets bool) (v float64, b *sim.Band, ok bo
 	if c.Eligible || !latencyBinding(c.Binding) {
 		return 0, nil, false
 	}
+	// An objective with no band (ITL p99 under the roofline, which no
+	// measured p99 judges) counts at its value; the binding one must have
+	// a band.
 	var band sim.Band
 	for i, ob := range slo.objectives() {
 		b := ob.band(c)
-		if b == nil || !(ob.goal > 0) {
+		if !(ob.goal > 0) || b == nil && ob.field == c.Binding {
 			return 0, nil, false
+		}
+		if b == nil {
+			v := ob.value(&c.Outcome)
+			b = &sim.Band{Lower: v, Upper: v}
 		}
 		if i == 0 {
 			band = sim.Band{Lower: b.Lower / ob.goal, Upper: b.Upper / ob.goal, ErrLow: b.ErrLow}

@@ -86,7 +86,8 @@
 //
 // # Error bands
 //
-// AddBands (bands.go; the CLI calls it with calib's held-out residuals)
+// AddBands (bands.go; the CLI calls it with calib's held-out residuals,
+// and for ITL p99 calib's measured p99s)
 // gives each candidate the error band of its sustainable rate, p99s and
 // throughput for the step model it ran under and its mean batch, and lists
 // the candidates whose ranked figure and the recommendation's are each

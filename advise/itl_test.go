@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/sim"
 )
 
 // With an ITL objective (--slo-itl-p99), an outcome breaks on its ITL p99
@@ -170,4 +173,40 @@ func TestLimitClash(t *testing.T) {
 		"the steps that set it may carry fewer tokens than that, and a smaller one may split those that carry prefills")
 	// Only a larger budget, worse: the smallest came nearest.
 	check([]Result{best, larger}, "of the max_num_batched_tokens tried (512 to 1024) the smallest came nearest: a smaller one may go further")
+}
+
+// AddCalibBands gives an ITL p99 the band of measured p99s under the joint
+// model (calib.ITLP99Band) and none under the roofline; there a best
+// effort's ranked figure still has a band when TTFT or TPOT binds (ITL
+// counts at its value), and none when ITL binds.
+func TestCalibITLBand(t *testing.T) {
+	slo := SLO{TTFTP99: 2, TPOTP99: 0.1, ITLP99: 0.05}
+	mk := func(model string) *Report {
+		return &Report{Inputs: Inputs{StepTime: model, GPU: "a100-80g", SLO: slo}, Candidates: []Result{{
+			Outcome: Outcome{TTFTP99: 3, TPOTP99: 0.05, ITLP99: 0.04, OutputTokensPerS: 100, BatchSizeMean: 8}, Binding: "ttft_p99_s"}}}
+	}
+	rep := mk(sim.StepTimeJoint)
+	if err := AddCalibBands(rep); err != nil {
+		t.Fatal(err)
+	}
+	want, ok, err := calib.ITLP99Band(0.04)
+	if c := rep.Candidates[0]; err != nil || !ok || c.ITLP99Band == nil || *c.ITLP99Band != want || c.TTFTP99Band == nil {
+		t.Fatalf("joint: ITL p99 band %+v, want %+v (%v %v)", c.ITLP99Band, want, ok, err)
+	}
+	rep = mk(sim.StepTimeRoofline)
+	if err := AddCalibBands(rep); err != nil {
+		t.Fatal(err)
+	}
+	c := &rep.Candidates[0]
+	if c.ITLP99Band != nil || c.TTFTP99Band == nil || c.TPOTP99Band == nil {
+		t.Fatalf("roofline: bands %+v %+v %+v", c.ITLP99Band, c.TTFTP99Band, c.TPOTP99Band)
+	}
+	v, b, ok := rankedFigure(c, slo, false)
+	if !ok || v != 1.5 || b == nil || !(b.Lower <= 1.5 && b.Upper >= 1.5) || b.Lower < 0.04/0.05 {
+		t.Errorf("TTFT binds, no ITL band: %v %+v %v", v, b, ok)
+	}
+	c.Binding = "itl_p99_s"
+	if _, _, ok := rankedFigure(c, slo, false); ok {
+		t.Error("ITL binds with no band, yet a ranked band")
+	}
 }

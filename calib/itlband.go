@@ -9,6 +9,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -45,7 +46,19 @@ func ReadITLP99(data []byte) ([]ITLP99Run, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("calib: itl_p99.yaml: %w", err)
 	}
+	var more any
+	if err := dec.Decode(&more); err != io.EOF {
+		return nil, fmt.Errorf("calib: itl_p99.yaml: want one YAML document")
+	}
+	seen := map[string]bool{}
 	for i, r := range doc.Runs {
+		if r.Source == "" || r.Run == "" || r.GPU == "" {
+			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d: source, run and gpu must be set", i+1)
+		}
+		if seen[r.Run] {
+			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): named twice", i+1, r.Run)
+		}
+		seen[r.Run] = true
 		if !(r.SimulatedMs > 0) || !(r.MeasuredMs > 0) || math.IsInf(r.SimulatedMs, 0) || math.IsInf(r.MeasuredMs, 0) {
 			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): want positive, finite milliseconds", i+1, r.Run)
 		}
@@ -66,10 +79,18 @@ var itlP99Band = sync.OnceValues(func() (sim.Band, error) {
 	}
 	errs := make([]float64, len(runs))
 	var sources []string
+	per := map[string]int{}
 	for i, r := range runs {
 		errs[i] = r.Error
 		if !slices.Contains(sources, r.Source) {
 			sources = append(sources, r.Source)
+		}
+		per[r.Source]++
+	}
+	top := sources[0]
+	for _, s := range sources {
+		if per[s] > per[top] {
+			top = s
 		}
 	}
 	slices.Sort(errs)
@@ -78,8 +99,8 @@ var itlP99Band = sync.OnceValues(func() (sim.Band, error) {
 		return sim.Band{}, fmt.Errorf("calib: itl_p99.yaml: %d runs are too few for a central %.0f%% band", len(errs), 100*BandQuantile)
 	}
 	return sim.Band{Quantile: BandQuantile, N: len(runs), ErrLow: lo, ErrHigh: hi,
-		Basis: fmt.Sprintf("%d measured ITL p99s of %d sources against the joint model's (calib/itl_p99.yaml, scripts/itl-check), any GPU and load: too few to class them",
-			len(runs), len(sources))}, nil
+		Basis: fmt.Sprintf("%d measured ITL p99s of %d sources against the joint model's (calib/itl_p99.yaml, scripts/itl-check), any GPU and load: "+
+			"too few to class them, and %d are %s's, so a rough band", len(runs), len(sources), per[top], top)}, nil
 })
 
 // ITLP99Band returns the error band of an ITL p99 the joint model

@@ -46,6 +46,10 @@ func TestReadITLP99Bad(t *testing.T) {
 		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: 0.5}", "run 1 (r1): error 0.5, but its figures give -0.5000"},
 		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 0, measured_ms: 20, error: -1}", "want positive"},
 		{"runs:\n  - {source: a, run: r1, extra: 1}", "field extra not found"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}\n" +
+			"  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 2 (r1): named twice"},
+		{"runs:\n  - {source: \"\", run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}", "must be set"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}\n---\nruns: []", "one YAML document"},
 		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: .nan}", "error NaN"},
 	} {
 		if _, err := ReadITLP99([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
