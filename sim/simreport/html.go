@@ -45,13 +45,14 @@ func WriteHTML(w io.Writer, o *scenario.Report) error {
 	writeTables(&sb, o)
 	summary := report.Table{Caption: "Results",
 		Header: []string{"KV", "allocator", "done", "OOM", "rejected", "preempted", "peak reserved", "frag p99",
-			"min health", "token states", "tokens/s", "TTFT p99", "TPOT p99"},
-		NumericCols: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
+			"min health", "token states", "tokens/s", "TTFT p99", "TPOT p99", "ITL p99"},
+		NumericCols: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}}
 	for _, r := range o.Results {
 		summary.Rows = append(summary.Rows, []string{r.KV, r.Allocator, human.Thousands(r.RequestsCompleted),
 			human.Thousands(r.RequestsFailedOOM), human.Thousands(r.RequestsRejected), strconv.FormatInt(r.Preemptions, 10),
 			human.Bytes(r.PeakReservedBytes), fmt.Sprintf("%.2f", r.FragRate.P99), fmt.Sprintf("%.2f", r.HealthMin),
-			pct(r.KVBreakdown.TokenStates), fmt.Sprintf("%.0f", r.OutputTokensPerS), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P99)})
+			pct(r.KVBreakdown.TokenStates), fmt.Sprintf("%.0f", r.OutputTokensPerS), human.Seconds(r.TTFT.P99), human.Seconds(r.TPOT.P99),
+			human.Seconds(r.ITL.P99)})
 	}
 	text := ""
 	if o.Recommended >= 0 {

@@ -197,7 +197,7 @@ func TestWriteHTML(t *testing.T) {
 	}
 	page := sb.String()
 	for _, want := range []string{"gpufrag simulate: " + Title(o), "Comparison", "Text report",
-		fmt.Sprintf("%d completed, %d failed with OOM", 0, 3), "contiguous-grow / caching: memory"} {
+		fmt.Sprintf("%d completed, %d failed with OOM", 0, 3), "contiguous-grow / caching: memory", ">ITL p99</th>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
