@@ -13,8 +13,10 @@ import (
 
 // calib/itl_p99.yaml is the step model's: its 23 runs, replayed as
 // scripts/itl-check replays them, give the ITL p99s it holds. crusoe's 20
-// come from cut copies in testdata/crusoe (always); surajssd's 3 from
-// ../shared (skipped without it). A change to the step model that moves
+// come from the cut copies calib's fidelity page replays
+// (calib/testdata/bench/crusoe-l40s-*.lens.json: the same lengths and
+// rates, so the same replay), always; surajssd's 3 from ../shared
+// (skipped without it). A change to the step model that moves
 // any of them fails here until the script writes the file again.
 func TestITLP99FileCurrent(t *testing.T) {
 	runs, err := calib.ITLP99Runs()
@@ -52,12 +54,16 @@ func TestITLP99FileCurrent(t *testing.T) {
 			t.Errorf("%s: ITL p99 %.4f ms, calib/itl_p99.yaml holds %.3f: run scripts/itl-check \"\" calib/itl_p99.yaml", name, got, want)
 		}
 	}
-	files, err := filepath.Glob(filepath.Join("testdata", "crusoe", "*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "calib", "testdata", "bench", "crusoe-l40s-*.lens.json"))
 	if err != nil || len(files) != 20 {
-		t.Fatalf("testdata/crusoe: %d files, %v", len(files), err)
+		t.Fatalf("calib/testdata/bench: %d crusoe files, %v", len(files), err)
 	}
+	// crusoe-l40s-llama-3.1-70b-fp8-dynamic-tp4-qps5.lens.json is the
+	// script's crusoe-70B-FP8-dynamic-qps5.
+	names := strings.NewReplacer("crusoe-l40s-llama-3.1-", "", ".lens.json", "", "-tp1", "", "-tp4", "", "-tp8", "",
+		"70b", "70B", "8b", "8B", "fp8-dynamic", "FP8-dynamic")
 	for _, f := range files {
-		setup := strings.TrimSuffix(filepath.Base(f), ".json")
+		setup := names.Replace(filepath.Base(f))
 		var m []string
 		switch {
 		case strings.HasPrefix(setup, "8B-FP8"):
