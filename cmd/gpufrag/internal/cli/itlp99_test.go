@@ -13,18 +13,18 @@ import (
 
 // calib/itl_p99.yaml is the step model's: its 23 runs, replayed as
 // scripts/itl-check replays them, give the ITL p99s it holds. crusoe's 20
-// come from the cut copies calib's fidelity page replays
-// (calib/testdata/bench/crusoe-l40s-*.lens.json: the same lengths and
-// rates, so the same replay), always; surajssd's 3 from ../shared
-// (skipped without it). A change to the step model that moves
+// and dstack's 9 come from the cut copies calib's fidelity page replays
+// (calib/testdata/bench/{crusoe-l40s,dstack-h100}-*.lens.json: the same
+// lengths and rates, so the same replay), always; surajssd's 3 from
+// ../shared (skipped without it). A change to the step model that moves
 // any of them fails here until the script writes the file again.
 func TestITLP99FileCurrent(t *testing.T) {
 	runs, err := calib.ITLP99Runs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 23 {
-		t.Fatalf("%d runs, want 23 (20 crusoe, 3 surajssd)", len(runs))
+	if len(runs) != 32 {
+		t.Fatalf("%d runs, want 32 (20 crusoe, 9 dstack, 3 surajssd)", len(runs))
 	}
 	replay := func(name string, args ...string) {
 		t.Helper()
@@ -77,6 +77,29 @@ func TestITLP99FileCurrent(t *testing.T) {
 		}
 		replay("crusoe-"+setup, append(m, "--trace", f, "--gpu", "l40s-48g", "--engine", "vllm-v0", "--engine-version", "0.5.5",
 			"--max-batch-tokens", "512", "--prefix-caching=false")...)
+	}
+	dstack, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "calib", "testdata", "bench", "dstack-h100-llama-3.1-405b-fp8-tp8-*.lens.json"))
+	if err != nil || len(dstack) != 9 {
+		t.Fatalf("calib/testdata/bench: %d dstack files, %v", len(dstack), err)
+	}
+	for _, f := range dstack {
+		// dstack-h100-llama-3.1-405b-fp8-tp8-b512-s256-qps16.lens.json:
+		// max_num_batched_tokens 512, max_num_seqs 256, 16 req/s.
+		var b, s, q string
+		parts := strings.Split(strings.TrimSuffix(filepath.Base(f), ".lens.json"), "-")
+		for _, p := range parts {
+			switch {
+			case strings.HasPrefix(p, "b"):
+				b = p[1:]
+			case strings.HasPrefix(p, "s"):
+				s = p[1:]
+			case strings.HasPrefix(p, "qps"):
+				q = p[3:]
+			}
+		}
+		replay("dstack-405B-b"+b+"-s"+s+"-qps"+q, "--trace", f, "--model", "llama-3.1-405b", "--gpu", "h100-80g", "--tp", "8", "--engine", "vllm-v0",
+			"--engine-version", "0.6.3", "--weight-dtype", "fp8", "--unquantized", "self_attn,layers.0,layers.125", "--max-context", "91680",
+			"--max-batch-tokens", b, "--max-seqs", s, "--prefix-caching=false")
 	}
 	for _, q := range []string{"01", "16", "inf"} {
 		path := filepath.Join("..", "..", "..", "..", "..", "shared", "data", "bench",
