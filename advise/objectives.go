@@ -3,7 +3,11 @@
 
 package advise
 
-import "github.com/gpufrag/gpufrag/sim"
+import (
+	"slices"
+
+	"github.com/gpufrag/gpufrag/sim"
+)
 
 // objective is one latency objective of an SLO: a p99 no higher than goal.
 type objective struct {
@@ -11,24 +15,33 @@ type objective struct {
 	early string  // sim.Result.StoppedEarly when a run stopped on it
 	name  string  // in text: "TPOT p99"
 	flag  string  // the advise flag that sets it
-	goal  float64 // seconds, > 0
+	goal  float64 // seconds, > 0 (set by SLO.objectives)
 	what  string  // what more than 1% of are over it when a run stops early
 	value func(*Outcome) float64
 	band  func(*Result) *sim.Band
 }
 
-// objectives are slo's latency objectives: TTFT p99 and TPOT p99, then
-// ITL p99 when it is set. Their order breaks ties (binding).
+// latencies are the latency objectives advise knows, without their goals,
+// in the order that breaks ties (binding).
+var latencies = []objective{
+	{field: "ttft_p99_s", early: "ttft_p99", name: "TTFT p99", flag: "--slo-ttft-p99", what: "requests",
+		value: func(o *Outcome) float64 { return o.TTFTP99 }, band: func(r *Result) *sim.Band { return r.TTFTP99Band }},
+	{field: "tpot_p99_s", early: "tpot_p99", name: "TPOT p99", flag: "--slo-tpot-p99", what: "requests",
+		value: func(o *Outcome) float64 { return o.TPOTP99 }, band: func(r *Result) *sim.Band { return r.TPOTP99Band }},
+	{field: "itl_p99_s", early: "itl_p99", name: "ITL p99", flag: "--slo-itl-p99", what: "inter-token gaps",
+		value: func(o *Outcome) float64 { return o.ITLP99 }, band: func(r *Result) *sim.Band { return r.ITLP99Band }},
+}
+
+// objectives are slo's latency objectives, with their goals: TTFT p99 and
+// TPOT p99, then ITL p99 when it is set (0: none).
 func (slo SLO) objectives() []objective {
-	os := []objective{
-		{"ttft_p99_s", "ttft_p99", "TTFT p99", "--slo-ttft-p99", slo.TTFTP99, "requests",
-			func(o *Outcome) float64 { return o.TTFTP99 }, func(r *Result) *sim.Band { return r.TTFTP99Band }},
-		{"tpot_p99_s", "tpot_p99", "TPOT p99", "--slo-tpot-p99", slo.TPOTP99, "requests",
-			func(o *Outcome) float64 { return o.TPOTP99 }, func(r *Result) *sim.Band { return r.TPOTP99Band }},
-	}
-	if slo.ITLP99 > 0 {
-		os = append(os, objective{"itl_p99_s", "itl_p99", "ITL p99", "--slo-itl-p99", slo.ITLP99, "inter-token gaps",
-			func(o *Outcome) float64 { return o.ITLP99 }, func(r *Result) *sim.Band { return r.ITLP99Band }})
+	goals := []float64{slo.TTFTP99, slo.TPOTP99, slo.ITLP99}
+	var os []objective
+	for i, ob := range latencies {
+		if i < 2 || goals[i] > 0 {
+			ob.goal = goals[i]
+			os = append(os, ob)
+		}
 	}
 	return os
 }
@@ -46,18 +59,17 @@ func (slo SLO) objective(field string) (objective, bool) {
 // latency is o's p99 of the latency objective named field (TPOT's for
 // another).
 func (o *Outcome) latency(field string) float64 {
-	switch field {
-	case "ttft_p99_s":
-		return o.TTFTP99
-	case "itl_p99_s":
-		return o.ITLP99
+	for _, ob := range latencies {
+		if ob.field == field {
+			return ob.value(o)
+		}
 	}
 	return o.TPOTP99
 }
 
 // latencyBinding reports whether a Binding names a latency objective.
 func latencyBinding(field string) bool {
-	return field == "ttft_p99_s" || field == "tpot_p99_s" || field == "itl_p99_s"
+	return slices.ContainsFunc(latencies, func(ob objective) bool { return ob.field == field })
 }
 
 // nearness is how near o came to slo: its p99s over their objectives, the
