@@ -87,7 +87,9 @@ type Engine struct {
 	// run, missed the step the engine prepared during it: it is admitted
 	// at the end of the next one.
 	stepStart int64
-	overlap   bool // Config.Profile's Overhead.ScheduleOverlap
+	overlap   bool    // Config.Profile's Overhead.ScheduleOverlap
+	requeue   bool    // PrefillFirstRequeue: reorder e.running after each schedule
+	requeued  []int32 // scratch for requeue
 
 	// What the KV strategy is, from its parsed spec (set in New).
 	paged      bool // the strategy is paged:B
@@ -127,6 +129,9 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 		c.MaxBatchTokens = max(c.MaxBatchTokens, c.MaxContext)
 	}
 	e := &Engine{cfg: c, cost: newCostModel(c)}
+	if v, err := ParseEngineVersion(c.Engine, c.EngineVersion); err == nil { // validate checked it
+		e.requeue = PrefillFirstRequeue(c.Engine, v, c.ChunkedPrefill)
+	}
 	e.samp.max = MaxSamples
 	if c.Profile != nil {
 		e.reqNs = c.Profile.Overhead.RequestNs

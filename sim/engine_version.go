@@ -58,6 +58,15 @@ var (
 	// (--num-scheduler-steps, Config.SchedulerSteps): 0.6.0, the same
 	// release as vllmAsyncOutput.
 	vllmMultiStep = Version{0, 6, 0}
+	// vllmUnsortedRunning is the first release whose V0 scheduler no longer
+	// sorts the running queue by arrival before each step
+	// (vllm-project/vllm#6867, in 0.5.4), and vllmDecodesFirst the one that
+	// put running decodes back ahead of prefills under chunked prefill
+	// (#7874, fixing #7592, in 0.6.0). Between the two, a request admitted
+	// with a partial first chunk is first in line at the next step, before
+	// the running decodes (PrefillFirstRequeue).
+	vllmUnsortedRunning = Version{0, 5, 4}
+	vllmDecodesFirst    = Version{0, 6, 0}
 	// vllmAsyncSchedule is the release that made V1's async scheduling the
 	// default (0.14.0, release notes: "Async scheduling is now enabled by
 	// default", vllm-project/vllm#27614: the engine core schedules step
@@ -79,6 +88,17 @@ func ScheduleOverlap(engine EngineKind, v Version) bool {
 		return !v.less(sglangOverlapSchedule)
 	}
 	return false
+}
+
+// PrefillFirstRequeue reports whether engine at release v, with chunked
+// prefill, requeues its running requests after each step as vLLM 0.5.4 and
+// 0.5.5 did: the ones the token budget left out first, then the requests
+// admitted in the step, then the decodes, then the running prefill chunks.
+// The next step takes the running queue in that order, so a prompt
+// admitted with a small first chunk takes its remaining tokens before any
+// decode, and the decodes the budget no longer covers skip the step.
+func PrefillFirstRequeue(engine EngineKind, v Version, chunked bool) bool {
+	return engine == EngineVLLMV0 && chunked && !v.less(vllmUnsortedRunning) && v.less(vllmDecodesFirst)
 }
 
 // Default releases: the newest gpufrag knows for V1 and SGLang; for V0, the

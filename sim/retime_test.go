@@ -36,17 +36,24 @@ func TestRetimeMatchesRun(t *testing.T) {
 		engine EngineKind
 		conc   int
 		kvGiB  float64 // cap the memory so that requests preempt
+		v055   bool    // vLLM 0.5.5 with chunked prefill (PrefillFirstRequeue)
 	}{
-		{"v1", EngineVLLMV1, 0, 0}, {"v0", EngineVLLMV0, 0, 0}, {"sglang", EngineSGLang, 0, 0},
-		{"v1 closed loop", EngineVLLMV1, 6, 0}, {"v1 preempting", EngineVLLMV1, 0, 16.8},
+		{"v1", EngineVLLMV1, 0, 0, false}, {"v0", EngineVLLMV0, 0, 0, false}, {"sglang", EngineSGLang, 0, 0, false},
+		{"v1 closed loop", EngineVLLMV1, 6, 0, false}, {"v1 preempting", EngineVLLMV1, 0, 16.8, false},
+		{"v0 0.5.5 chunked", EngineVLLMV0, 0, 0, true},
 	} {
 		cfg := DefaultConfig(m, g)
 		cfg.Engine, cfg.MaxConcurrency = tc.engine, tc.conc
-		cfg.ChunkedPrefill = tc.engine != EngineVLLMV0
+		cfg.ChunkedPrefill = tc.engine != EngineVLLMV0 || tc.v055
+		version := ""
+		if tc.v055 {
+			version, cfg.MaxBatchTokens = "0.5.5", 512
+		}
+		cfg.EngineVersion = version
 		if tc.kvGiB > 0 {
 			cfg.GPUMemoryUtilization = tc.kvGiB / 39.6
 		}
-		mine, err := PriorProfile("a100-40g", tc.engine, "")
+		mine, err := PriorProfile("a100-40g", tc.engine, version)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,9 @@ import (
 //     allow. (V0's chunked-prefill scheduler takes running decodes before
 //     running prefill chunks; here that is the same order, as a request
 //     still prefilling takes all the budget left, so nobody admitted after
-//     it can be decoding yet.)
+//     it can be decoding yet. vLLM 0.5.4 and 0.5.5 are the exception:
+//     they requeue the requests admitted in a step ahead of the decodes,
+//     so a partial prompt takes its next chunk first; requeueRunning.)
 //   - vllm-v0 without ChunkedPrefill, and sglang: prefill first, alone:
 //     the running requests' next chunks and the waiting requests that can
 //     be admitted; only when there are none do the running requests decode.
@@ -48,15 +50,43 @@ func (e *Engine) schedule() (preempted bool, err error) {
 	if budget, preempted, err = e.scheduleRunning(budget, passAll); err != nil {
 		return preempted, err
 	}
+	// scheduleRunning takes e.running in order until the budget or the
+	// sequence limit stops it: the first len(e.batch) are in the step.
+	ran := len(e.batch)
 	if preempted {
 		if e.sgl.on {
 			e.sglRetracted()
 		}
 		// vLLM admits nobody in a step that had to preempt.
-		return preempted, nil
+	} else if _, err = e.admitWaiting(budget); err != nil {
+		return preempted, err
 	}
-	_, err = e.admitWaiting(budget)
-	return preempted, err
+	if e.requeue {
+		e.requeueRunning(ran)
+	}
+	return preempted, nil
+}
+
+// requeueRunning reorders e.running as vLLM 0.5.4-0.5.5 requeued it after a
+// chunked-prefill step (PrefillFirstRequeue): the first ran requests were
+// scheduled from the running queue, the rest of it was left out by the
+// budget or the sequence limit, and admitWaiting appended this step's
+// admissions after them. The new order: the left out, the admitted, the
+// scheduled decodes, the scheduled prefill chunks.
+func (e *Engine) requeueRunning(ran int) {
+	q := append(e.requeued[:0], e.running[ran:]...) // left out, then admitted
+	for _, b := range e.batch[:ran] {
+		if !b.prefill {
+			q = append(q, b.r)
+		}
+	}
+	for _, b := range e.batch[:ran] {
+		if b.prefill {
+			q = append(q, b.r)
+		}
+	}
+	e.requeued = e.running
+	e.running = q
 }
 
 // runPass says which running requests scheduleRunning takes.
