@@ -62,9 +62,11 @@ var (
 	// sorts the running queue by arrival before each step
 	// (vllm-project/vllm#6867, in 0.5.4), and vllmDecodesFirst the one that
 	// put running decodes back ahead of prefills under chunked prefill
-	// (#7874, fixing #7592, in 0.6.0). Between the two, a request admitted
-	// with a partial first chunk is first in line at the next step, before
-	// the running decodes (PrefillFirstRequeue).
+	// (#7874, fixing #7592; discussed 2024-08-26 to 28, so taken to be in
+	// 0.6.0 of 2024-09-04: no run gpufrag replays is of 0.6.0 with chunked
+	// prefill, so nothing here tests that edge). Between the two, a request
+	// admitted with a partial first chunk is first in line at the next
+	// step, before the running decodes (PrefillFirstRequeue).
 	vllmUnsortedRunning = Version{0, 5, 4}
 	vllmDecodesFirst    = Version{0, 6, 0}
 	// vllmAsyncSchedule is the release that made V1's async scheduling the
