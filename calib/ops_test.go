@@ -511,7 +511,7 @@ func TestOpsH200Measured(t *testing.T) {
 	}
 	var graphWeightBW float64
 	for _, name := range []string{"h200-llama-3.1-8b-graph-1.json", "h200-llama-3.1-8b-graph-2.json", "h200-llama-3.1-8b-graph-3.json",
-		"h200-llama-3.1-70b-tp4-graph.json", "h200-llama-3.1-70b-tp8-graph.json"} {
+		"h200-llama-3.1-8b-graph-4.json", "h200-llama-3.1-70b-tp4-graph.json", "h200-llama-3.1-70b-tp8-graph.json"} {
 		o, fit := read(name)
 		if o.TimingMode() != "cuda-graph" || fit.Timing != "cuda-graph" {
 			t.Errorf("%s: timing %q, fit's %q, want cuda-graph", name, o.TimingMode(), fit.Timing)

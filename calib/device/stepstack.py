@@ -54,7 +54,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from steptime import SHAPES, gemm_shapes, header, timings, write  # noqa: E402
+from steptime import SHAPES, capture, gemm_shapes, header, timings, write  # noqa: E402
 
 SCHEMA = "gpufrag-stepstack/1"
 
@@ -139,16 +139,7 @@ def measure_shape(torch, m, context, batches, layers, reps, skipped, attention):
                 out.copy_(x)
 
             eager = stats(timings(torch, step, reps, warmup=3))
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    step()
-            torch.cuda.current_stream().wait_stream(s)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                step()
+            g = capture(torch, step)
             graph = stats(timings(torch, g.replay, reps, warmup=3))
             del g
             points.append({

@@ -140,12 +140,11 @@ def timed(torch, fn, reps, warmup=3):
     return statistics.median(timings(torch, fn, reps, warmup))
 
 
-def graphed(torch, fn, reps, inner=8):
-    """Median milliseconds of one fn() replayed from a CUDA graph of inner calls.
+def capture(torch, fn, inner=1):
+    """A torch.cuda.CUDAGraph of inner calls of fn(), after 3 warm-up calls.
 
-    A serving engine replays its decode steps as CUDA graphs, so an operator's
-    time there is its kernels' time, not Python's launch latency (tens of
-    microseconds a kernel, more than a small GEMM takes).
+    The warm-up runs on a side stream, as torch requires before a capture
+    (allocations and lazy initialisation happen outside the graph).
     """
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -158,6 +157,17 @@ def graphed(torch, fn, reps, inner=8):
     with torch.cuda.graph(g):
         for _ in range(inner):
             fn()
+    return g
+
+
+def graphed(torch, fn, reps, inner=8):
+    """Median milliseconds of one fn() replayed from a CUDA graph of inner calls.
+
+    A serving engine replays its decode steps as CUDA graphs, so an operator's
+    time there is its kernels' time, not Python's launch latency (tens of
+    microseconds a kernel, more than a small GEMM takes).
+    """
+    g = capture(torch, fn, inner)
     ms = timed(torch, g.replay, reps)
     del g
     return ms / inner
