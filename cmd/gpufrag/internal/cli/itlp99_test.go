@@ -11,7 +11,7 @@ import (
 	"github.com/gpufrag/gpufrag/calib"
 )
 
-// calib/itl_p99.yaml is the step model's: its 23 runs, replayed as
+// calib/itl_p99.yaml is the step model's: its 32 runs, replayed as
 // scripts/itl-check replays them, give the ITL p99s it holds. crusoe's 20
 // and dstack's 9 come from the cut copies calib's fidelity page replays
 // (calib/testdata/bench/{crusoe-l40s,dstack-h100}-*.lens.json: the same
