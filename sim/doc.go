@@ -24,13 +24,17 @@
 //     they are waits at the client and is sent, in arrival order, when a
 //     slot frees (at a completion, at the end of its step; at a failure or
 //     rejection, when the step was scheduled).
-//  2. Schedule (vLLM v1's order): running requests first, in admission order,
+//  2. Schedule (vLLM v1's order): running requests first, in the running
+//     list's order (admission order, but for vLLM 0.5.4-0.5.5 under chunked
+//     prefill, which requeue it after each step: PrefillFirstRequeue),
 //     each taking its next prefill chunk or one decode token per sample from
 //     the step's token budget (MaxBatchTokens) while at most MaxSeqs run.
 //     A decode token grows the KV cache (Strategy.Grow). Then waiting
 //     requests in FCFS order are admitted (Strategy.Admit, the whole prompt's
 //     KV at once) while budget, sequence limit and memory allow; none are
-//     admitted in a step that had to preempt.
+//     admitted in a step that had to preempt, but under vLLM V0's chunked
+//     prefill, which admits first and then puts the step's victims back at
+//     the front of the waiting queue.
 //  3. Out of KV memory, by Config.OnOOM:
 //     preempt  free the newest running request (recompute later: it returns
 //     to the front of the queue and re-prefills prompt + generated

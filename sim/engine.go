@@ -90,6 +90,13 @@ type Engine struct {
 	overlap   bool    // Config.Profile's Overhead.ScheduleOverlap
 	requeue   bool    // PrefillFirstRequeue: reorder e.running after each schedule
 	requeued  []int32 // scratch for requeue
+	// V0 with chunked prefill admits waiting requests in a step that
+	// preempted, and puts that step's victims back at the front of the
+	// waiting queue only after (vLLM's _schedule_chunked_prefill:
+	// _schedule_prefills, then waiting.extendleft(preempted)); held keeps
+	// them meanwhile.
+	admitAfterPreempt bool
+	held              []int32
 
 	// What the KV strategy is, from its parsed spec (set in New).
 	paged      bool // the strategy is paged:B
@@ -132,6 +139,7 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	if v, err := ParseEngineVersion(c.Engine, c.EngineVersion); err == nil { // validate checked it
 		e.requeue = PrefillFirstRequeue(c.Engine, v, c.ChunkedPrefill)
 	}
+	e.admitAfterPreempt = c.Engine == EngineVLLMV0 && c.ChunkedPrefill
 	e.samp.max = MaxSamples
 	if c.Profile != nil {
 		e.reqNs = c.Profile.Overhead.RequestNs

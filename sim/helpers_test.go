@@ -214,6 +214,12 @@ func allocOf(s string) registry.Spec { return registry.MustParse(s) }
 // step; a run of more than limit steps fails t.
 func stepThrough(t *testing.T, e *Engine, limit int, after func()) {
 	t.Helper()
+	stepAround(t, e, limit, func() {}, after)
+}
+
+// stepAround is stepThrough with a hook before each step too.
+func stepAround(t *testing.T, e *Engine, limit int, before, after func()) {
+	t.Helper()
 	e.noFastPaths()
 	for steps := 0; ; steps++ {
 		if steps > limit {
@@ -227,6 +233,7 @@ func stepThrough(t *testing.T, e *Engine, limit int, after func()) {
 			e.now = max(e.now, e.reqs[e.next].arrival)
 			continue
 		}
+		before()
 		if err := e.step(); err != nil {
 			t.Fatal(err)
 		}

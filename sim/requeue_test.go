@@ -161,3 +161,124 @@ func TestPrefillFirstRequeueSkips(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefillFirstRequeueRule checks the rule step by step on runs that
+// exercise it: after every step of vLLM 0.5.5 under chunked prefill,
+// e.running is the requests the step left out (in their order), then the
+// ones it admitted, then its decodes, then its running prefill chunks,
+// less any that finished; with one sample and several (n 2, 3), prefix
+// caching, a sequence limit of 7 and memory tight enough to preempt. In a
+// step that preempts, V0 under chunked prefill still admits from the
+// waiting queue, and the step's victims end up at its front. Every run
+// gives the same result with the fast paths as without (runBoth).
+func TestPrefillFirstRequeueRule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int
+		prefix  bool
+		util    float64 // GPU memory share: small enough to preempt
+		maxSeqs int
+	}{
+		{"plain", 1, false, 0, 0},
+		{"preempting", 1, false, 0.21, 0},
+		{"preempting more", 1, false, 0.198, 0},
+		{"n2", 2, false, 0, 0},
+		{"n3 preempting", 3, false, 0.205, 0},
+		{"prefix caching", 1, true, 0, 0},
+		{"max seqs 7", 1, false, 0, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := requeueConfig(t, "0.5.5", 512)
+			if tc.util > 0 {
+				c.GPUMemoryUtilization = tc.util
+			}
+			if tc.maxSeqs > 0 {
+				c.MaxSeqs = tc.maxSeqs
+			}
+			c.PrefixCaching = tc.prefix
+			var reqs []workload.Request
+			for i := range 200 {
+				r := workload.Request{ID: fmt.Sprintf("r%d", i), Arrival: int64(i) * int64(3*time.Millisecond),
+					PromptTokens: 300 + (i*37)%400, OutputTokens: 50 + (i*53)%300, N: tc.n}
+				if tc.prefix {
+					r.PrefixHashes = []uint64{uint64(i % 3), uint64(i%3) + 100}
+				}
+				reqs = append(reqs, r)
+			}
+			e, err := New(c, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var before, victims []int32
+			var p0 int64
+			steps, leftOut, preempting, admittedPreempting, bad := 0, 0, 0, 0, 0
+			stepAround(t, e, 100_000, func() {
+				before = append(before[:0], e.running...)
+				p0 = e.res.Preemptions
+			}, func() {
+				steps++
+				in := map[int32]bool{}
+				for _, x := range before {
+					in[x] = true
+				}
+				sched := map[int32]bool{}
+				var adm, dec, pf []int32
+				for _, b := range e.batch {
+					switch {
+					case !in[b.r]:
+						adm = append(adm, b.r)
+					case b.prefill:
+						sched[b.r], pf = true, append(pf, b.r)
+					default:
+						sched[b.r], dec = true, append(dec, b.r)
+					}
+				}
+				var want []int32
+				victims = victims[:0]
+				for _, x := range before {
+					switch {
+					case e.reqs[x].ph == phaseWaiting:
+						victims = append(victims, x)
+					case !sched[x] && e.reqs[x].ph == phaseRunning:
+						want = append(want, x)
+						leftOut++
+					}
+				}
+				for _, l := range [][]int32{adm, dec, pf} {
+					for _, x := range l {
+						if e.reqs[x].ph == phaseRunning {
+							want = append(want, x)
+						}
+					}
+				}
+				if !slices.Equal(want, e.running) {
+					if bad++; bad <= 3 {
+						t.Errorf("step %d: running %v, want %v", steps, e.running, want)
+					}
+				}
+				if e.res.Preemptions > p0 {
+					preempting++
+					if len(adm) > 0 {
+						admittedPreempting++
+					}
+					// The victims, each pushed to the front in turn: the
+					// last one preempted is first.
+					for k, x := range victims {
+						if got := e.waiting.buf[(e.waiting.head+len(victims)-1-k)%len(e.waiting.buf)]; got != x {
+							t.Fatalf("step %d: waiting position %d holds %d, want victim %d", steps, len(victims)-1-k, got, x)
+						}
+					}
+				}
+			})
+			if tc.util > 0 && (preempting == 0 || admittedPreempting == 0) {
+				t.Errorf("%d steps preempted, %d of them admitted: the case should exercise both", preempting, admittedPreempting)
+			}
+			t.Logf("%d requests left out of a step, %d steps preempted (%d admitting), %d preemptions, %d mismatches",
+				leftOut, preempting, admittedPreempting, e.res.Preemptions, bad)
+			if _, _, ok := runBoth(t, c, reqs); !ok {
+				t.Fatal("the setup does not run")
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/gpufrag/gpufrag/alloc"
+	"github.com/gpufrag/gpufrag/internal/invariants"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -16,7 +17,8 @@ import (
 // (Config.Engine):
 //
 //   - vllm-v1, vllm-v0 with ChunkedPrefill and sglang with MixedChunk:
-//     running requests first, in admission order, each its next prefill
+//     running requests first, in e.running's order (admission order but
+//     for vLLM 0.5.4-0.5.5, below), each its next prefill
 //     chunk or decode token (growing the KV cache), then waiting requests
 //     in FCFS order while the token budget, the sequence limit and memory
 //     allow. (V0's chunked-prefill scheduler takes running decodes before
@@ -50,15 +52,24 @@ func (e *Engine) schedule() (preempted bool, err error) {
 	if budget, preempted, err = e.scheduleRunning(budget, passAll); err != nil {
 		return preempted, err
 	}
-	// scheduleRunning takes e.running in order until the budget or the
-	// sequence limit stops it: the first len(e.batch) are in the step.
+	// scheduleRunning takes e.running in order until the budget stops it
+	// (or it runs out of requests): the first len(e.batch) are in the step.
 	ran := len(e.batch)
-	if preempted {
-		if e.sgl.on {
-			e.sglRetracted()
-		}
-		// vLLM admits nobody in a step that had to preempt.
-	} else if _, err = e.admitWaiting(budget); err != nil {
+	switch {
+	case preempted && e.sgl.on:
+		e.sglRetracted()
+	case preempted && !e.admitAfterPreempt:
+		// vLLM V1 admits nobody in a step that had to preempt.
+	default:
+		// V0 with chunked prefill admits in any step, before the step's
+		// victims return to the front of the waiting queue.
+		_, err = e.admitWaiting(budget)
+	}
+	for _, ri := range e.held {
+		e.waiting.pushFront(ri)
+	}
+	e.held = e.held[:0]
+	if err != nil {
 		return preempted, err
 	}
 	if e.requeue {
@@ -70,10 +81,20 @@ func (e *Engine) schedule() (preempted bool, err error) {
 // requeueRunning reorders e.running as vLLM 0.5.4-0.5.5 requeued it after a
 // chunked-prefill step (PrefillFirstRequeue): the first ran requests were
 // scheduled from the running queue, the rest of it was left out by the
-// budget or the sequence limit, and admitWaiting appended this step's
-// admissions after them. The new order: the left out, the admitted, the
-// scheduled decodes, the scheduled prefill chunks.
+// token budget (the sequence limit cannot stop passAll: admission keeps
+// e.running within it), and admitWaiting appended this step's admissions
+// after them. The new order: the left out, the admitted, the scheduled
+// decodes, the scheduled prefill chunks.
 func (e *Engine) requeueRunning(ran int) {
+	if invariants.Enabled {
+		// scheduleRunning neither skips nor reorders under passAll, and a
+		// preemption victim is always behind the request being scheduled.
+		for k, b := range e.batch[:ran] {
+			if e.running[k] != b.r {
+				panic(fmt.Sprintf("sim: requeue: batch entry %d is request %d, running position %d holds %d", k, b.r, k, e.running[k]))
+			}
+		}
+	}
 	q := append(e.requeued[:0], e.running[ran:]...) // left out, then admitted
 	for _, b := range e.batch[:ran] {
 		if !b.prefill {
@@ -93,13 +114,13 @@ func (e *Engine) requeueRunning(ran int) {
 type runPass uint8
 
 const (
-	passAll      runPass = iota // prefill chunks and decodes, in admission order
+	passAll      runPass = iota // prefill chunks and decodes, in e.running's order
 	passPrefills                // only requests with prompt tokens left to compute
 	passDecodes                 // only requests that decode
 )
 
 // scheduleRunning adds the running requests of the pass to e.batch, in
-// admission order, while the budget and the sequence limit allow: a
+// e.running's order, while the budget and the sequence limit allow: a
 // prefilling request its next chunk, a decoding one a token per sample
 // (growing its KV, which may preempt). It returns the budget left.
 func (e *Engine) scheduleRunning(budget int, pass runPass) (left int, preempted bool, err error) {
@@ -353,7 +374,8 @@ func (e *Engine) unblock() {
 }
 
 // preempt frees the running request at position pos for recomputation and
-// puts it at the front of the waiting queue (vLLM's prepend_request).
+// puts it at the front of the waiting queue (vLLM's prepend_request); under
+// V0's chunked prefill, at the end of schedule (Engine.held).
 func (e *Engine) preempt(pos int) {
 	ri := e.running[pos]
 	r := &e.reqs[ri]
@@ -361,7 +383,11 @@ func (e *Engine) preempt(pos int) {
 	e.removeRunning(pos)
 	r.ph, r.admitted = phaseWaiting, false
 	r.need, r.prefilled = r.prompt+r.gen, 0
-	e.waiting.pushFront(ri)
+	if e.admitAfterPreempt {
+		e.held = append(e.held, ri) // schedule puts it back after admission
+	} else {
+		e.waiting.pushFront(ri)
+	}
 	e.res.Preemptions++
 	e.event("preempt", r.id)
 }
