@@ -496,6 +496,12 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		what = fmt.Sprintf("static batch of %d × %d → %d tokens, all at 0", w.Batch, w.InputLen, w.OutputLen)
 	case w.MaxConcurrency > 0 && w.NumPrompts > 0 && w.InputLen > 0 && w.OutputLen > 0:
 		reqs, what = fidClosedLoop(w.NumPrompts, w.MaxConcurrency, w.InputLen, w.OutputLen)
+		if w.LengthSpread != nil {
+			var err error
+			if reqs, what, err = fidSpreadLengths(reqs, *w.LengthSpread, w.InputLen, w.OutputLen, w.MaxConcurrency); err != nil {
+				return nil, fmt.Errorf("%w: figure %s: %v", ErrFidelity, f.ID, err)
+			}
+		}
 		cfg.MaxConcurrency = w.MaxConcurrency
 		if rule.warmRepeats && (w.WarmFrom != "" || w.RunsPooled > 1) {
 			if !cfg.PrefixCaching {
@@ -664,6 +670,29 @@ func fidClosedLoop(n, c, in, out int) ([]workload.Request, string) {
 		reqs[i] = workload.Request{ID: fmt.Sprintf("c%d", i+1), PromptTokens: in, OutputTokens: out, N: 1}
 	}
 	return reqs, fmt.Sprintf("%d requests of %d → %d tokens from a closed-loop client at concurrency %d", n, in, out, c)
+}
+
+// fidSpreadLengths gives a closed-loop run's requests lengths uniform
+// within ±spread of in and out (workload.length_spread), drawn as vLLM's
+// benchmark random dataset draws them with --random-range-ratio spread:
+// NumPy's legacy randint on [int(L × (1 − spread)), int(L × (1 + spread))]
+// after seeding with 0, all the prompts and then all the outputs (the same
+// draw as SGLang's, workload.SGLangRandomLengths). A source that states
+// only "±15%" names no seed, so this is one draw of the stated spread, not
+// the run's own; what matters for the replay is that requests of unequal
+// lengths do not start and finish in lockstep, as identical ones do.
+func fidSpreadLengths(reqs []workload.Request, spread float64, in, out, conc int) ([]workload.Request, string, error) {
+	if !(spread >= 0 && spread < 1) || len(reqs) > 100_000 {
+		return nil, "", fmt.Errorf("length_spread %v for %d requests: want a share in [0, 1) and at most 100,000 requests", spread, len(reqs))
+	}
+	inLo, inHi := int(float64(in)*(1-spread)), int(float64(in)*(1+spread))
+	outLo, outHi := int(float64(out)*(1-spread)), int(float64(out)*(1+spread))
+	ins, outs := workload.SGLangRandomLengths(0, len(reqs), max(inLo, 1), inHi, max(outLo, 1), outHi)
+	for i := range reqs {
+		reqs[i].PromptTokens, reqs[i].OutputTokens = ins[i], outs[i]
+	}
+	return reqs, fmt.Sprintf("%d requests of %d-%d → %d-%d tokens (±%g%% of %d → %d, drawn from seed 0) from a closed-loop client at concurrency %d",
+		len(reqs), max(inLo, 1), inHi, max(outLo, 1), outHi, 100*spread, in, out, conc), nil
 }
 
 // fidBenchWhat describes a replayed run in one phrase.

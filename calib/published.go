@@ -112,18 +112,24 @@ type Setup struct {
 
 // Workload is the client side of the setup. Absent fields are unset.
 type Workload struct {
-	Dataset              string   `yaml:"dataset"`
-	Arrival              string   `yaml:"arrival"`
-	RequestRate          *float64 `yaml:"request_rate"` // req/s; +Inf: all at once
-	Burstiness           *float64 `yaml:"burstiness"`
-	MaxConcurrency       int      `yaml:"max_concurrency"`
-	NumPrompts           int      `yaml:"num_prompts"`
-	Batch                int      `yaml:"batch"`
-	InputLen             int      `yaml:"input_len"`
-	OutputLen            int      `yaml:"output_len"`
-	RandomInputLen       int      `yaml:"random_input_len"`
-	RandomOutputLen      int      `yaml:"random_output_len"`
-	RandomRangeRatio     *float64 `yaml:"random_range_ratio"`
+	Dataset          string   `yaml:"dataset"`
+	Arrival          string   `yaml:"arrival"`
+	RequestRate      *float64 `yaml:"request_rate"` // req/s; +Inf: all at once
+	Burstiness       *float64 `yaml:"burstiness"`
+	MaxConcurrency   int      `yaml:"max_concurrency"`
+	NumPrompts       int      `yaml:"num_prompts"`
+	Batch            int      `yaml:"batch"`
+	InputLen         int      `yaml:"input_len"`
+	OutputLen        int      `yaml:"output_len"`
+	RandomInputLen   int      `yaml:"random_input_len"`
+	RandomOutputLen  int      `yaml:"random_output_len"`
+	RandomRangeRatio *float64 `yaml:"random_range_ratio"`
+	// LengthSpread is a closed-loop run's spread of lengths around
+	// input_len and output_len: each request's drawn uniformly within
+	// ±spread of them (vllm bench serve's --random-range-ratio; a source
+	// that states a variance without its draw). Absent: every request has
+	// exactly input_len and output_len.
+	LengthSpread         *float64 `yaml:"length_spread"`
 	TotalInputTokens     int      `yaml:"total_input_tokens"`
 	TotalOutputTokens    int      `yaml:"total_output_tokens"`
 	Lengths              string   `yaml:"lengths"`

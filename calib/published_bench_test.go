@@ -2,6 +2,7 @@ package calib
 
 import (
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,9 +175,26 @@ func TestFidelitySetupEngine(t *testing.T) {
 	}
 	c = p.sim.cfg
 	if c.Engine != sim.EngineVLLMV1 || !c.ChunkedPrefill || c.KVDType != model.FP8E4M3 || c.WeightDType != model.BF16 ||
-		c.MaxConcurrency != 8 || len(p.sim.reqs) != 150 || p.sim.reqs[0].PromptTokens != 20000 {
+		c.MaxConcurrency != 8 || len(p.sim.reqs) != 150 {
 		t.Errorf("vllm blog FP8 KV: engine %v kv %v weights %v concurrency %d, %d requests", c.Engine, c.KVDType, c.WeightDType,
 			c.MaxConcurrency, len(p.sim.reqs))
+	}
+	// "~20k input tokens and ~2k output tokens (±15% variance)"
+	// (workload.length_spread 0.15): lengths within the spread, unequal,
+	// their means near the stated ones.
+	in, out := map[int]bool{}, map[int]bool{}
+	var sumIn, sumOut int
+	for _, r := range p.sim.reqs {
+		if r.PromptTokens < 17000 || r.PromptTokens > 23000 || r.OutputTokens < 1700 || r.OutputTokens > 2300 {
+			t.Fatalf("vllm blog: request %s of %d → %d tokens, outside ±15%% of 20000 → 2000", r.ID, r.PromptTokens, r.OutputTokens)
+		}
+		in[r.PromptTokens], out[r.OutputTokens] = true, true
+		sumIn += r.PromptTokens
+		sumOut += r.OutputTokens
+	}
+	if meanIn, meanOut := float64(sumIn)/150, float64(sumOut)/150; len(in) < 100 || len(out) < 100 ||
+		math.Abs(meanIn/20000-1) > 0.03 || math.Abs(meanOut/2000-1) > 0.03 || !strings.Contains(p.setup, "±15% of 20000 → 2000") {
+		t.Errorf("vllm blog: %d distinct prompt and %d output lengths, means %.0f and %.0f; %q", len(in), len(out), meanIn, meanOut, p.setup)
 	}
 	p, err = fidTranslate(fig("nim-1.8.0-llama-3.3-70b-fp8-tp2-in5000-out500-c1-output-throughput"), fidOpenFixture, files)
 	if err != nil || !strings.Contains(p.skip, `setup.engine "nim" is not one of vllm-v1, vllm-v0, sglang`) {
