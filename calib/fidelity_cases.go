@@ -499,7 +499,7 @@ func fidTranslate(f *Figure, open func(string) (io.ReadCloser, error), files map
 		if w.LengthSpread != nil {
 			var err error
 			if reqs, what, err = fidSpreadLengths(reqs, *w.LengthSpread, w.InputLen, w.OutputLen, w.MaxConcurrency); err != nil {
-				return nil, fmt.Errorf("%w: figure %s: %v", ErrFidelity, f.ID, err)
+				return nil, fmt.Errorf("%w: figure %s: %w", ErrFidelity, f.ID, err)
 			}
 		}
 		cfg.MaxConcurrency = w.MaxConcurrency
