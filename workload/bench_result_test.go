@@ -239,6 +239,56 @@ func TestBenchArrivals(t *testing.T) {
 	}
 }
 
+// TestBenchArrivalSeed: ReadOptions.ArrivalSeed draws a run's arrivals
+// from another seed (the run's own seed gives its own arrivals back), says
+// so in a warning, keeps the arrivals of a run sent all at once or with
+// start times (and warns that the seed changed nothing), and is refused for
+// a format that draws no arrivals.
+func TestBenchArrivalSeed(t *testing.T) {
+	lens := `"input_lens":[5,6,7,8],"output_lens":[1,2,3,4]`
+	read := func(run string, seed *uint64) *workload.Trace {
+		t.Helper()
+		tr, err := workload.Read(strings.NewReader(`{"backend":"vllm","num_prompts":4,`+run+`,`+lens+`}`), "a.json",
+			workload.VLLMBench, workload.ReadOptions{ArrivalSeed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	times := func(tr *workload.Trace) []int64 {
+		var out []int64
+		for _, q := range tr.Requests {
+			out = append(out, q.Arrival)
+		}
+		return out
+	}
+	warned := func(tr *workload.Trace, want string) bool {
+		for _, w := range tr.Warnings {
+			if strings.Contains(w, want) {
+				return true
+			}
+		}
+		return false
+	}
+	seed := func(s uint64) *uint64 { return &s }
+	own := read(`"request_rate":4,"seed":"3"`, nil)
+	same, other := read(`"request_rate":4,"seed":"3"`, seed(3)), read(`"request_rate":4,"seed":"3"`, seed(4))
+	if !reflect.DeepEqual(times(own), times(same)) || reflect.DeepEqual(times(own), times(other)) {
+		t.Errorf("arrivals: own %v, seed 3 %v, seed 4 %v", times(own), times(same), times(other))
+	}
+	if !warned(other, "arrivals drawn from seed 4, not the run's own (3)") || warned(own, "arrivals drawn") {
+		t.Errorf("warnings: %q, %q", other.Warnings, own.Warnings)
+	}
+	if tr := read(`"request_rate":"inf"`, seed(9)); !reflect.DeepEqual(times(tr), []int64{0, 0, 0, 0}) ||
+		!warned(tr, "arrival seed 9 changes nothing: the run sent every request at once") {
+		t.Errorf("all at once: %v, %q", times(tr), tr.Warnings)
+	}
+	_, err := workload.Read(strings.NewReader("prompt,output\n5,1\n"), "t.csv", workload.Auto, workload.ReadOptions{ArrivalSeed: seed(1)})
+	if !errors.Is(err, workload.ErrConfig) || !strings.Contains(err.Error(), "ArrivalSeed") {
+		t.Errorf("a csv trace with an arrival seed: %v", err)
+	}
+}
+
 // TestBenchRandomLengths: an SGLang random-dataset run without per-request
 // arrays gets the lengths its client drew, drawn again as bench_serving
 // draws them (NumPy's legacy generator, seed 1), and a note that says so;

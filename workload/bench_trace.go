@@ -63,7 +63,7 @@ func (r *BenchResult) trace(opts ReadOptions) (*Trace, error) {
 		return nil, e
 	}
 	t.ClientLengths = own
-	arrivals, note2, e := r.arrivals(len(lens))
+	arrivals, note2, e := r.arrivals(len(lens), opts.ArrivalSeed)
 	if e != nil {
 		return nil, e
 	}
@@ -247,11 +247,21 @@ func SGLangRandomLengths(seed uint32, n, inLo, inMax, outLo, outMax int) (prompt
 	return prompts, outputs
 }
 
-// arrivals returns n arrival times in ns, and a note when they need one.
-func (r *BenchResult) arrivals(n int) ([]int64, string, *Error) {
+// arrivals returns n arrival times in ns, and a note when they need one;
+// seed, when not nil, replaces the run's seed for drawn arrivals
+// (ReadOptions.ArrivalSeed).
+func (r *BenchResult) arrivals(n int, seed *uint64) ([]int64, string, *Error) {
 	out := make([]int64, n)
+	unused := ""
+	if seed != nil {
+		unused = fmt.Sprintf("arrival seed %d changes nothing: ", *seed)
+	}
 	if r.Detail&DetailStartTimes != 0 && len(r.Requests) == n {
-		return r.clientArrivals(out)
+		out, note, e := r.clientArrivals(out)
+		if unused != "" && e == nil {
+			note = strings.TrimPrefix(note+"; "+unused+"the run saved its start times", "; ")
+		}
+		return out, note, e
 	}
 	switch {
 	case r.RequestRate == 0:
@@ -259,9 +269,16 @@ func (r *BenchResult) arrivals(n int) ([]int64, string, *Error) {
 			"or \"inf\" for all at once) is needed to make its arrivals, and the run has no start_times; "+
 			"add it to the run's object, e.g. \"request_rate\": 4.0")
 	case math.IsInf(r.RequestRate, 1):
+		if unused != "" {
+			return out, unused + "the run sent every request at once", nil
+		}
 		return out, "", nil
 	}
-	rng := rand.New(rand.NewPCG(r.Seed, benchArrivalStream))
+	s, note := r.Seed, ""
+	if seed != nil {
+		s, note = *seed, fmt.Sprintf("arrivals drawn from seed %d, not the run's own (%d): one draw of many, as the client's were", *seed, r.Seed)
+	}
+	rng := rand.New(rand.NewPCG(s, benchArrivalStream))
 	b := r.Burstiness
 	mean := 1e9 / r.RequestRate // ns
 	var at int64
@@ -278,7 +295,7 @@ func (r *BenchResult) arrivals(n int) ([]int64, string, *Error) {
 		at = min(at+gapNS(gap), maxTime)
 		out[i] = at
 	}
-	return out, "", nil
+	return out, note, nil
 }
 
 // clientArrivals fills out with the client's own arrival times: start

@@ -64,6 +64,13 @@ type ReadOptions struct {
 	// 0 reads a file of one run, and a file of several is then an ErrConfig
 	// *Error that lists them. Other formats hold no runs: Run must be 0.
 	Run int
+	// ArrivalSeed, when set, draws a vllm-bench run's Poisson (or gamma)
+	// arrivals from this seed instead of the run's own seed: another draw of
+	// a run whose client saved no start times, whose real arrivals are one
+	// unknown draw among many. A run with start times, or sent all at once,
+	// keeps its arrivals, with a warning that the seed changed nothing.
+	// Other formats have no drawn arrivals: it must be nil.
+	ArrivalSeed *uint64
 }
 
 // row is what a format's parser makes of one line.
@@ -130,6 +137,10 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 	}
 	if opts.Run != 0 {
 		return nil, configErr("ReadOptions.Run: %d, but only benchmark result files (vllm-bench) hold runs", opts.Run)
+	}
+	if opts.ArrivalSeed != nil {
+		return nil, configErr("ReadOptions.ArrivalSeed %d: only a benchmark result file (vllm-bench) draws its arrivals from a seed, and %s is not one",
+			*opts.ArrivalSeed, name)
 	}
 	lr := untrusted.NewLineReader(r, lineLimits)
 	t := &Trace{Name: name, Format: f}

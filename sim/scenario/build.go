@@ -405,7 +405,10 @@ func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, er
 	if tr.Run != 0 && f != workload.Auto && f != workload.VLLMBench {
 		return nil, "", badField("workload.trace.run", "%d, but only benchmark result files (format vllm-bench) hold runs, not %s", tr.Run, f)
 	}
-	opts := workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run}
+	if tr.ArrivalSeed != nil && f != workload.Auto && f != workload.VLLMBench {
+		return nil, "", badField("workload.trace.arrival_seed", "%d, but only benchmark result files (format vllm-bench) draw their arrivals from a seed, not %s", *tr.ArrivalSeed, f)
+	}
+	opts := workload.ReadOptions{SkipBadRows: tr.SkipBadRows, MaxRows: tr.MaxRows, Run: tr.Run, ArrivalSeed: tr.ArrivalSeed}
 	var t *workload.Trace
 	var sum string
 	if digest {
@@ -415,6 +418,10 @@ func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, er
 	}
 	if err != nil {
 		var we *workload.Error
+		if tr.ArrivalSeed != nil && errors.Is(err, workload.ErrConfig) && strings.Contains(err.Error(), "ReadOptions.ArrivalSeed") {
+			// The reader names its option; say which field sets it here.
+			return nil, "", fmt.Errorf("%w (workload.trace.arrival_seed, --arrival-seed N; a trace without times takes Poisson arrivals at --rate, drawn from --seed)", err)
+		}
 		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
 			// The reader names its option (ReadOptions.Run); say which
 			// field sets it here.

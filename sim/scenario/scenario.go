@@ -207,6 +207,10 @@ type Trace struct {
 	// Run picks the run of a vllm-bench file that holds several
 	// (workload.ReadOptions.Run, 1-based); 0 reads a file of one run.
 	Run int `yaml:"run"`
+	// ArrivalSeed draws a vllm-bench run's arrivals from this seed instead
+	// of the run's own (workload.ReadOptions.ArrivalSeed): another draw of a
+	// run that saved no start times.
+	ArrivalSeed *uint64 `yaml:"arrival_seed"`
 }
 
 // Requests generates independent requests.

@@ -51,6 +51,9 @@ type Trace struct {
 	Format   string  `json:"format"`
 	Requests int     `json:"requests"`
 	Rate     float64 `json:"rate,omitempty"` // --rate: requests per second, 0 when the trace's own
+	// ArrivalSeed is --arrival-seed: the seed a benchmark run's arrivals
+	// were drawn from instead of the run's own; absent when not given.
+	ArrivalSeed *uint64 `json:"arrival_seed,omitempty"`
 }
 
 // Doc is the --json document: the scenario.Report's keys, then "run".
@@ -72,7 +75,8 @@ func Describe(s *scenario.Scenario, plan *scenario.Plan, embedded bool, changed,
 	}
 	tr := s.Workload.Trace
 	if tr != nil {
-		r.Trace = &Trace{Path: tr.File, Format: tracedFormat(plan.Source, tr), Requests: len(plan.Requests), Rate: tr.Rate}
+		r.Trace = &Trace{Path: tr.File, Format: tracedFormat(plan.Source, tr), Requests: len(plan.Requests), Rate: tr.Rate,
+			ArrivalSeed: tr.ArrivalSeed}
 	}
 	r.Span = "to the end of the workload"
 	if r.Duration > 0 {

@@ -39,6 +39,7 @@ type simulateFlags struct {
 	onOOM                   string
 	duration                time.Duration
 	seed                    uint64
+	arrivalSeed             uint64
 	activations             bool
 	defrag                  string
 	maxTokens               int
@@ -81,7 +82,8 @@ func newSimulate() *cobra.Command {
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
 	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
 	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
-	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and arrivals (default: the scenario's)")
+	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and for the arrivals of a trace without times (default: the scenario's)")
+	fl.Uint64Var(&f.arrivalSeed, "arrival-seed", 0, "draw a benchmark result file's Poisson arrivals from `SEED` instead of the run's own seed: another draw of a run that saved no start times")
 	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
 	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of every request (default: max context − prompt)")
@@ -90,7 +92,7 @@ func newSimulate() *cobra.Command {
 	fl.IntVar(&f.parallel, "parallel", 0, "runs simulated at once (default: the number of CPUs)")
 	addEngineFlags(fl, &f.engineFlags)
 	addTimingFlags(fl, &f)
-	needsFlag(cmd, "trace", "they read the trace file", "format", "skip-bad-rows", "max-rows", "run")
+	needsFlag(cmd, "trace", "they read the trace file", "format", "skip-bad-rows", "max-rows", "run", "arrival-seed")
 	aloneFlag(cmd, "print-scenario", "prints the embedded default scenario and exits")
 	aloneFlag(cmd, "print-profile", "prints the step-time profile of the GPU, engine and release and exits",
 		"scenario", "gpu", "engine", "engine-version", "profile", "json")
@@ -199,6 +201,7 @@ var scenarioFields = append([]struct{ flag, field string }{
 	{"max-tokens", "engine.max_tokens"}, {"activations", "engine.activations"}, {"defrag", "engine.defrag"},
 	{"kv", "runs"}, {"alloc", "runs"}, {"profile", "profile"},
 	{"max-concurrency", "workload.max_concurrency"}, {"warm-prompts", "workload.warm_prompts"},
+	{"arrival-seed", "workload.trace.arrival_seed"},
 }, engineFlagFields...)
 
 // overrideFlagged marks the scenario's fields that flags set
@@ -260,8 +263,12 @@ func loadScenario(path string) (*scenario.Scenario, error) {
 func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenario) error {
 	set := cmd.Flags().Changed
 	if f.trace != "" {
-		s.UseTrace(&scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
-			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows, Run: f.run}, set("duration"))
+		tr := &scenario.Trace{File: f.trace, Format: f.format, Rate: f.rate,
+			MaxRows: f.maxRows, SkipBadRows: f.skipBadRows, Run: f.run}
+		if set("arrival-seed") {
+			tr.ArrivalSeed = &f.arrivalSeed
+		}
+		s.UseTrace(tr, set("duration"))
 	} else if set("rate") {
 		s.Workload.SetRate(f.rate)
 	}

@@ -133,3 +133,62 @@ func TestReplayVerdicts(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 }
+
+// TestSimulateArrivalSeed: --arrival-seed draws a benchmark file's Poisson
+// arrivals again from another seed, says so, and changes the run (crusoe's
+// FP8 70B at 3 req/s, where the queue starts: docs/calibrate.md, issue 24,
+// twenty-second session); it needs --trace, and a trace that draws no
+// arrivals refuses it.
+func TestSimulateArrivalSeed(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "..", "calib", "testdata", "bench", "crusoe-l40s-llama-3.1-70b-fp8-dynamic-tp4-qps3.lens.json")
+	var seedEcho *uint64
+	ttft := func(extra ...string) (float64, string) {
+		t.Helper()
+		args := append([]string{"simulate", "--trace", file, "--kv", "paged:16", "--alloc", "caching", "--model", "llama-3.1-70b",
+			"--tp", "4", "--weight-dtype", "fp8", "--gpu", "l40s-48g", "--engine", "vllm-v0", "--engine-version", "0.5.5",
+			"--max-batch-tokens", "512", "--prefix-caching=false", "--json"}, extra...)
+		code, out, errs := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var doc struct {
+			Results []struct {
+				TTFT struct{ P50 float64 } `json:"ttft_s"`
+			} `json:"results"`
+			Run struct {
+				Trace struct {
+					ArrivalSeed *uint64 `json:"arrival_seed"`
+				} `json:"trace"`
+			} `json:"run"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 1 {
+			t.Fatalf("%v", err)
+		}
+		seedEcho = doc.Run.Trace.ArrivalSeed
+		return doc.Results[0].TTFT.P50, errs
+	}
+	own, ownErr := ttft()
+	if seedEcho != nil {
+		t.Errorf("run.trace.arrival_seed %d without --arrival-seed", *seedEcho)
+	}
+	again, _ := ttft("--arrival-seed", "0") // the file's own seed: vLLM's default, 0
+	other, otherErr := ttft("--arrival-seed", "4")
+	if seedEcho == nil || *seedEcho != 4 {
+		t.Errorf("run.trace.arrival_seed %v, want 4", seedEcho)
+	}
+	if own != again || own == other || !strings.Contains(otherErr, "arrivals drawn from seed 4, not the run's own (0)") ||
+		strings.Contains(ownErr, "arrivals drawn") {
+		t.Errorf("TTFT p50 %.3f s (own), %.3f (seed 0), %.3f (seed 4); stderr %q / %q", own, again, other, ownErr, otherErr)
+	}
+	if code, _, errs := run(t, "", "simulate", "--arrival-seed", "4"); code != 2 || !strings.Contains(errs, "--trace") {
+		t.Errorf("--arrival-seed without --trace: exit %d, %q", code, errs)
+	}
+	csv := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(csv, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run(t, "", "simulate", "--trace", csv, "--arrival-seed", "4", "--model", "llama-3.1-8b", "--gpu", "a100-80g"); code == 0 ||
+		!strings.Contains(errs, "arrival") {
+		t.Errorf("an Azure trace with --arrival-seed: exit %d, %q", code, errs)
+	}
+}
