@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -91,18 +93,7 @@ func checkReproduces(t *testing.T, rep *FitReport, f *File, s ReplaySetup) {
 		}
 		// As simulate --trace FILE --format vllm-bench --profile P runs it
 		// (with --warm-prompts for a run calibrate replayed warm).
-		cfg := sim.DefaultConfig(s.Model, s.GPU)
-		cfg.TP, cfg.Profile, cfg.Engine = s.TP, p, p.Engine
-		cfg.MaxConcurrency = tr.MaxConcurrency
-		cfg.WarmPrompts = rr.WarmPrompts
-		e, err := sim.New(cfg, tr.Requests)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := *simulateAs(t, s, p, tr, rr.WarmPrompts)
 		checked := 0
 		for _, mr := range rr.Metrics {
 			if !mr.Fitted {
@@ -120,6 +111,26 @@ func checkReproduces(t *testing.T, rep *FitReport, f *File, s ReplaySetup) {
 			t.Errorf("%s run %d: no fitted metric to check", f.Name, run.Run)
 		}
 	}
+}
+
+// simulateAs replays tr under profile p as gpufrag simulate --trace FILE
+// --format vllm-bench --profile P runs it (--warm-prompts when warm), in a
+// config built here, not through calib.
+func simulateAs(t *testing.T, s ReplaySetup, p *sim.Profile, tr *workload.Trace, warm bool) *sim.Result {
+	t.Helper()
+	cfg := sim.DefaultConfig(s.Model, s.GPU)
+	cfg.TP, cfg.Profile, cfg.Engine = s.TP, p, p.Engine
+	cfg.MaxConcurrency = tr.MaxConcurrency
+	cfg.WarmPrompts = warm
+	e, err := sim.New(cfg, tr.Requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &res
 }
 
 // TestCalibrateFixture calibrates on the 6-request cut of the surajssd
@@ -633,5 +644,95 @@ func TestFidelityNoTextTTFT(t *testing.T) {
 	}
 	if v, ok := lp.pick(res); !ok || math.Abs(v-3500) > 1e-9 { // 0 0 1 2 3 4 5 6 7 8: (3 + 4) ÷ 2 s
 		t.Errorf("Lambda 70B client median %v, %v; want 3500 ms", v, ok)
+	}
+}
+
+// TestCalibrateJudgesExpected: a held-out run whose arrivals the client
+// drew is judged on the geometric mean of judgeDraws draws of them, each
+// replayed here as simulate --profile --arrival-seed S replays it (the
+// written profile read back, the trace read by workload with
+// ReadOptions.ArrivalSeed, not through calib's variants); the fitted run
+// keeps the single draw the objective saw.
+func TestCalibrateJudgesExpected(t *testing.T) {
+	skipHeavy(t)
+	fitPath := benchFixture("vllm_bench_qps1_cut.json")
+	raw, err := os.ReadFile(fitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The held-out run: the same requests, drawn from seed 7.
+	held := filepath.Join(t.TempDir(), "held.json")
+	if err := os.WriteFile(held, bytes.Replace(raw, []byte(`{`), []byte(`{"seed": "7", `), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := setup70B(t)
+	rep := calibrate(t, []*File{readFile(t, fitPath)}, []*File{readFile(t, held)},
+		FitOptions{Setup: s, MaxEvals: 6, Params: []string{"overhead.step_ns"}})
+	if rep.Fit.JudgeDraws != noiseVariants || rep.Fit.Seeds != 1 {
+		t.Fatalf("judge_draws %d, seeds %d; want %d and 1", rep.Fit.JudgeDraws, rep.Fit.Seeds, noiseVariants)
+	}
+	p, err := sim.LoadProfile(bytes.NewReader(profileYAML(t, rep.Profile)), "fitted.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func(path string, seed uint64) *sim.Result {
+		t.Helper()
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		tr, err := workload.Read(fh, path, workload.VLLMBench, workload.ReadOptions{ArrivalSeed: &seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return simulateAs(t, s, p, tr, false)
+	}
+	var logs [numMetrics]float64
+	var one *sim.Result
+	for k := range uint64(noiseVariants) {
+		res := replay(held, 7+k)
+		if k == 0 {
+			one = res
+		}
+		for _, m := range Metrics() {
+			v, _ := simulated(res, m)
+			logs[m] += math.Log(v) / noiseVariants
+		}
+	}
+	fitRun := replay(fitPath, 0)
+	differs := false
+	for r, want := range []struct {
+		holdout bool
+		value   func(Metric) float64
+	}{
+		{false, func(m Metric) float64 { v, _ := simulated(fitRun, m); return v }},
+		{true, func(m Metric) float64 { return math.Exp(logs[m]) }},
+	} {
+		run := rep.Runs[r]
+		if run.Holdout != want.holdout {
+			t.Fatalf("run %d: holdout %v", r, run.Holdout)
+		}
+		for _, mr := range run.Metrics {
+			if mr.After == nil {
+				continue
+			}
+			if w := want.value(mr.Metric); math.Abs(*mr.After/w-1) > 1e-9 {
+				t.Errorf("%s %v: reported %.9g, want %.9g", run.File, mr.Metric, *mr.After, w)
+			}
+			if v, _ := simulated(one, mr.Metric); want.holdout && math.Abs(*mr.After/v-1) > 1e-3 {
+				differs = true
+			}
+		}
+	}
+	if !differs {
+		t.Error("the held-out run's mean of draws equals its first draw on every metric: the test cannot tell them apart")
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "judged on the geometric mean of 8 draws") {
+		t.Errorf("the report does not say how held-out runs are judged:\n%s", text.String())
 	}
 }

@@ -30,18 +30,28 @@ const (
 	noiseFloor = 0.02
 )
 
-// noise measures each case's metrics over its variants at the start
-// profile and returns the standard deviation of each metric's log error:
-// σ² = s²·(1 + 1/seeds) + noiseFloor², s being the sample standard
-// deviation of the metric's log over the variants (the measured value is
-// one draw, the replay the mean of seeds draws). It also returns each
-// case's first-variant result.
-func (f *fitter) noise(ctx context.Context, cases []int) (map[int][numMetrics]float64, map[int]*sim.Result, error) {
-	js := f.jobs(cases, noiseVariants)
+// spread is the sample standard deviation of each metric's log over a
+// case's draws.
+type spread [numMetrics]float64
+
+// sigma is the standard deviation of a metric's log error when the replay
+// is the mean of n draws: σ² = s²·(1 + 1/n) + noiseFloor² (the measured
+// value is one draw).
+func (sp spread) sigma(m Metric, n int) float64 {
+	return math.Sqrt(sp[m]*sp[m]*(1+1/float64(n)) + noiseFloor*noiseFloor)
+}
+
+// noise replays each case under its first judgeDraws variants at the start
+// profile and returns the spread of each metric's log over them, each
+// case's first-variant result, and each case's geometric mean over the
+// variants (the report's replay at the start).
+func (f *fitter) noise(ctx context.Context, cases []int) (map[int]spread, map[int]*sim.Result, map[int]*simValues, error) {
+	js := f.jobs(cases, f.judgeDraws())
 	res, err := f.simulate(ctx, f.start, js)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	shown, _ := meanValues(js, res)
 	logs := map[int][numMetrics][]float64{}
 	first := map[int]*sim.Result{}
 	for k, j := range js {
@@ -56,16 +66,15 @@ func (f *fitter) noise(ctx context.Context, cases []int) (map[int][numMetrics]fl
 		}
 		logs[j.c] = l
 	}
-	out := make(map[int][numMetrics]float64, len(cases))
+	out := make(map[int]spread, len(cases))
 	for _, c := range cases {
-		var sig [numMetrics]float64
+		var sp spread
 		for m, xs := range logs[c] {
-			s := sampleSD(xs)
-			sig[m] = math.Sqrt(s*s*(1+1/float64(f.o.Seeds)) + noiseFloor*noiseFloor)
+			sp[m] = sampleSD(xs)
 		}
-		out[c] = sig
+		out[c] = sp
 	}
-	return out, first, nil
+	return out, first, shown, nil
 }
 
 // sampleSD is the sample standard deviation (n − 1), 0 for fewer than two
@@ -84,4 +93,12 @@ func sampleSD(xs []float64) float64 {
 		ss += (x - mean) * (x - mean)
 	}
 	return math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// draws is how many draws of case c the report's values average.
+func (f *fitter) draws(c *Case) int {
+	if c.Holdout {
+		return f.judgeDraws()
+	}
+	return f.o.Seeds
 }

@@ -148,9 +148,13 @@ type FitStats struct {
 	// ProbeEvaluations is the evaluations spent measuring the parameters'
 	// effects before the fit.
 	ProbeEvaluations int `json:"probe_evaluations"`
-	// Seeds is the draws of each drawn run an evaluation replays.
-	Seeds  int    `json:"seeds"`
-	Status string `json:"status"` // gonum/optimize's status
+	// Seeds is the draws of each drawn run an evaluation of the fit
+	// replays (and the fitted runs' before and after values); JudgeDraws
+	// those a held-out run's before and after values average
+	// (fitter.judgeDraws: at least 8; 1 when no held-out run is drawn).
+	Seeds      int    `json:"seeds"`
+	JudgeDraws int    `json:"judge_draws"`
+	Status     string `json:"status"` // gonum/optimize's status
 	// Residuals is the number of fitted metrics; the objectives are the
 	// sums of their squared log relative errors, each over its noise.
 	Residuals       int     `json:"residuals"`
@@ -241,7 +245,7 @@ func summarise(before, after []float64) ErrorSummary {
 }
 
 // report assembles the FitReport and the fitted profile's fitted_to and notes.
-func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, noise map[int][numMetrics]float64,
+func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, noise map[int]spread,
 	params []ParamReport, stats FitStats) *FitReport {
 	s := &f.o.Setup
 	rep := &FitReport{Model: s.Model.Name, GPU: s.GPU.Name, TP: s.TP, Engine: s.Engine.String(), Setup: setupReport(s), Start: f.o.StartName,
@@ -266,7 +270,7 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 			MaxConcurrency: c.Run.MaxConcurrency, WarmPrompts: c.Warm, WarmReason: c.WarmReason, Excluded: c.Excluded, Warnings: append([]string{}, c.Warnings...)}
 		for _, m := range Metrics() {
 			ms := c.measured[m]
-			mr := MetricReport{Metric: m, Source: ms.source, Noise: noise[i][m]}
+			mr := MetricReport{Metric: m, Source: ms.source, Noise: noise[i].sigma(m, f.draws(c))}
 			if ms.ok {
 				mr.Measured = ptr(ms.v)
 			}

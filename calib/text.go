@@ -40,6 +40,11 @@ func (r *FitReport) WriteText(w io.Writer, output string) error {
 	fmt.Fprintf(&sb, "\n%s\n", human.Wrap(fmt.Sprintf("Fit: %s over %d metrics, %d evaluations (and %d to measure the parameters' effects), %s; "+
 		"sum of squared log errors over their noise %.4g before, %.4g after.",
 		fs.Method, fs.Residuals, fs.Evaluations, fs.ProbeEvaluations, status, fs.ObjectiveBefore, fs.ObjectiveAfter), 80))
+	if fs.JudgeDraws > 1 {
+		fmt.Fprintf(&sb, "%s\n", human.Wrap(fmt.Sprintf("A held-out run whose arrivals or lengths the client drew is judged on the geometric mean of "+
+			"%d draws of them (its expected figures, not one draw's); a fitted run on %d, as the fit saw it (--seeds).",
+			fs.JudgeDraws, fs.Seeds), 80))
+	}
 	for _, run := range r.Runs {
 		run.writeText(&sb)
 	}

@@ -23,7 +23,7 @@ type calibrateFlags struct {
 	output, profile, ops string
 	holdout              []string
 	params               []string
-	maxEvals             int
+	maxEvals, seeds      int
 	skipBadRuns, json    bool
 	warm                 string
 	parallel             int
@@ -66,6 +66,7 @@ func newCalibrateCmd() *cobra.Command {
 	fl.StringSliceVar(&f.params, "params", nil, "fit exactly these `PARAMS` (comma-separated) instead of those the files can tell apart: "+
 		strings.Join(calib.ParamNames(), ", "))
 	fl.IntVar(&f.maxEvals, "max-evals", calib.DefaultMaxEvals, "cap on the fit's evaluations `N` (each a replay of every fitted run)")
+	fl.IntVar(&f.seeds, "seeds", 1, "draws `N` of each run whose arrivals or lengths the client drew (Poisson arrivals without saved times, random lengths) that each of the fit's replays averages (the geometric mean of their metrics), at N times the cost (1: the run's own seed; at most 64); a --holdout run is judged on max(N, 8) draws, its expected figures")
 	fl.BoolVar(&f.skipBadRuns, "skip-bad-runs", false, "skip runs that cannot be replayed (each reported) instead of failing")
 	fl.StringVar(&f.warm, "warm-prompts", "auto", "`MODE` of the prefix cache a run starts with: auto (warm when an earlier run among the files sent the same prompts, "+
 		"as a benchmark repeated against one server does: the same varying prompt lengths in the same order; equal fixed lengths are no evidence), "+
@@ -95,6 +96,9 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 		if set(x.name) && x.v < 1 {
 			return usageErrorf(cmd, "--%s %d: want a positive number", x.name, x.v)
 		}
+	}
+	if f.seeds < 1 || f.seeds > calib.MaxSeeds {
+		return usageErrorf(cmd, "--seeds %d: want 1 to %d (draws of each drawn run a replay of the fit averages)", f.seeds, calib.MaxSeeds)
 	}
 	if _, err := checkGPUFlag(cmd, "--gpu", f.gpu); err != nil {
 		return err
@@ -150,7 +154,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 		return err
 	}
 	setup := calib.ReplaySetup{Config: cfg, EngineGiven: set("engine")}
-	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
+	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Seeds: f.seeds, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
 	if f.profile != "" {
 		p, err := readProfileFile(f.profile)
 		if err != nil {
