@@ -68,6 +68,12 @@ func PriorProfile(gpu string, engine EngineKind, version string) (*Profile, erro
 	return jointProfile(PriorJoint(), gpu, engine, version)
 }
 
+// ProfileFor is DefaultProfile from j instead of the embedded joint model
+// (a leave-one-out model of calib/loso, a refit's joint.yaml).
+func (j *JointModel) ProfileFor(gpu string, engine EngineKind, version string) (*Profile, error) {
+	return jointProfile(j, gpu, engine, version)
+}
+
 func jointProfile(j *JointModel, gpu string, engine EngineKind, version string) (*Profile, error) {
 	if !engine.Valid() {
 		return nil, fmt.Errorf("%w: engine %v", ErrBadProfile, engine)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"go.yaml.in/yaml/v3"
 	"io"
 	"os"
 	"strings"
@@ -61,7 +62,7 @@ func newCalibrateCmd() *cobra.Command {
 	fl.Lookup("engine").Usage += "; calibrate's default: the client's engine (vllm-v1 for vLLM's client, sglang for SGLang's)"
 	fl.StringVar(&f.ops, "ops", "", "fit the linear-layer and attention terms to operator timings `FILE` measured on a GPU by calib/device/steptime.py (needs --gpu; no benchmark FILEs)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the fitted profile's YAML to `FILE` (for simulate --profile)")
-	fl.StringVar(&f.profile, "profile", "", "start from this profile `FILE` (YAML) instead of the GPU's embedded one")
+	fl.StringVar(&f.profile, "profile", "", "start from this profile `FILE` (YAML: a profile as -o writes it, or a joint step-time model such as sim/profiles/joint.yaml or calib/loso/*.yaml, whose profile for the runs' GPU, engine and release is taken) instead of the embedded joint model's")
 	fl.StringArrayVar(&f.holdout, "holdout", nil, "benchmark result `FILE` to judge the fitted profile on, not fit to (repeatable)")
 	fl.StringSliceVar(&f.params, "params", nil, "fit exactly these `PARAMS` (comma-separated) instead of those the files can tell apart: "+
 		strings.Join(calib.ParamNames(), ", "))
@@ -156,11 +157,11 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	setup := calib.ReplaySetup{Config: cfg, EngineGiven: set("engine")}
 	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Seeds: f.seeds, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
 	if f.profile != "" {
-		p, err := readProfileFile(f.profile)
+		p, name, err := readStartProfile(f.profile, cfg)
 		if err != nil {
 			return err
 		}
-		opts.Start, opts.StartName = p, f.profile
+		opts.Start, opts.StartName = p, name
 	}
 	rep, err := calib.Calibrate(cmd.Context(), fit, held, opts)
 	if err != nil {
@@ -200,6 +201,41 @@ func readProfileFile(path string) (*sim.Profile, error) {
 	}
 	defer fh.Close()
 	return sim.LoadProfile(fh, path)
+}
+
+// readStartProfile reads calibrate's --profile: a profile (as -o writes
+// it), or a joint step-time model (sim/profiles/joint.yaml, calib/loso's
+// leave-one-out models, a refit's), whose profile for the runs' GPU,
+// engine and release is where the fit starts. It returns the start's name
+// for the report.
+func readStartProfile(path string, cfg sim.Config) (*sim.Profile, string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--profile: %w", err)
+	}
+	// One byte over the loaders' bound, so that they report the size.
+	data, err := io.ReadAll(io.LimitReader(fh, sim.MaxProfileBytes+1))
+	fh.Close()
+	if err != nil {
+		return nil, "", fmt.Errorf("--profile: %w", err)
+	}
+	var shape struct {
+		GPU     string    `yaml:"gpu"`
+		Engines yaml.Node `yaml:"engines"`
+	}
+	if yaml.Unmarshal(data, &shape) != nil || shape.GPU != "" || shape.Engines.Kind != yaml.MappingNode {
+		p, err := sim.LoadProfile(bytes.NewReader(data), path)
+		return p, path, err
+	}
+	j, err := sim.LoadJointModel(bytes.NewReader(data), path)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := j.ProfileFor(cfg.GPU.Name, cfg.Engine, cfg.EngineVersion)
+	if err != nil {
+		return nil, "", fmt.Errorf("--profile %s: a joint model: %w", path, err)
+	}
+	return p, fmt.Sprintf("%s (a joint model: %s under %v %s)", path, cfg.GPU.Name, cfg.Engine, p.EngineVersion), nil
 }
 
 // readBenchFiles reads and hashes the benchmark result files.

@@ -282,3 +282,43 @@ func TestCalibrateSGLangHarnessChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateJointStart: --profile takes a joint step-time model too
+// (sim/profiles/joint.yaml, calib/loso's leave-one-out models) and starts
+// from its profile for the runs' GPU, engine and release: the embedded
+// joint model given as a file reproduces the default start's report
+// figure for figure, a leave-one-out model starts elsewhere, and the
+// report names the start.
+func TestCalibrateJointStart(t *testing.T) {
+	f := writeSweepRun(t, t.TempDir(), "c8.json", "20251101-100000", 8, fixedLens(16, 512), 16, nil)
+	args := []string{f, "--engine", "vllm-v0", "--engine-version", "0.6.0", "--params", "overhead.step_ns", "--max-evals", "3"}
+	def, _ := calibrateJSON(t, args...)
+	joint, _ := calibrateJSON(t, append(args, "--profile", filepath.Join("..", "..", "..", "..", "sim", "profiles", "joint.yaml"))...)
+	loso, _ := calibrateJSON(t, append(args, "--profile", filepath.Join("..", "..", "..", "..", "calib", "loso", "without-source-surajssd-llm-k8s.yaml"))...)
+	if !strings.Contains(joint.Start, "joint.yaml (a joint model: h100-80g under vllm-v0 0.6.0)") || !strings.HasPrefix(def.Start, "embedded") {
+		t.Errorf("start_profile %q and %q", joint.Start, def.Start)
+	}
+	before := func(r *calib.FitReport) []float64 {
+		var out []float64
+		for _, m := range r.Runs[0].Metrics {
+			if m.Before != nil {
+				out = append(out, *m.Before)
+			}
+		}
+		return out
+	}
+	if a, b := before(def), before(joint); !reflect.DeepEqual(a, b) || len(a) == 0 {
+		t.Errorf("before the fit: embedded %v, joint.yaml %v; want the same", a, b)
+	}
+	if a, b := before(def), before(loso); reflect.DeepEqual(a, b) {
+		t.Errorf("a leave-one-out model started where the embedded one does: %v", b)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("engines:\n  vllm-v1: {step_ns: -1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "", append([]string{"calibrate", f, "--profile", bad}, calibrate8B...)...)
+	if code == 0 || !strings.Contains(stderr, "bad.yaml") {
+		t.Errorf("a broken joint model: exit %d, %q", code, stderr)
+	}
+}
