@@ -5,6 +5,8 @@
 
 package sim
 
+import "slices"
+
 // Band is the range a measured figure is expected to fall in, given the
 // simulated one and the out-of-sample errors of the step model that timed
 // it. An error is (simulated − measured) ÷ measured, so with errors
@@ -57,4 +59,41 @@ func (b Band) Contains(x float64) bool {
 		return false
 	}
 	return b.ErrLow <= -1 || x <= b.Upper
+}
+
+// ArrivalDraws is how a run's figures move over draws of a benchmark run's
+// arrivals (gpufrag simulate --arrival-draws): a client that drew its
+// Poisson (or gamma) arrivals and saved no send times ran one draw of
+// many, and near a queue's knee another draw moves a median TTFT by a
+// factor of several. Each draw replays the same requests and setup with
+// its arrivals drawn from one seed: FirstSeed, FirstSeed+1, ... (the
+// first is the run's own, or --arrival-seed's).
+type ArrivalDraws struct {
+	Draws            int    `json:"draws"`
+	FirstSeed        uint64 `json:"first_seed"`
+	TTFTP50          Spread `json:"ttft_p50_s"`
+	TPOTP50          Spread `json:"tpot_p50_s"`
+	ITLP50           Spread `json:"itl_p50_s"`
+	OutputTokensPerS Spread `json:"output_tokens_per_s"`
+}
+
+// Spread is a figure over draws: the smallest, the median (NumPy's: the
+// mean of the two middle values of an even count) and the largest.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// SpreadOf returns the spread of xs (at least one value; xs is not
+// changed).
+func SpreadOf(xs []float64) Spread {
+	v := slices.Clone(xs)
+	slices.Sort(v)
+	n := len(v)
+	med := v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return Spread{Min: v[0], Median: med, Max: v[n-1]}
 }

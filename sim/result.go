@@ -100,10 +100,14 @@ type Result struct {
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	// OutputTokensPerSBand is OutputTokensPerS's error band, set by a
 	// command that reports one (Band); absent otherwise.
-	OutputTokensPerSBand *Band   `json:"output_tokens_per_s_band,omitempty"`
-	BatchSizeMean        float64 `json:"batch_size_mean"`
-	TTFT                 Latency `json:"ttft_s"`
-	TPOT                 Latency `json:"tpot_s"`
+	OutputTokensPerSBand *Band `json:"output_tokens_per_s_band,omitempty"`
+	// ArrivalDraws is how the run's figures move over draws of a
+	// benchmark run's arrivals, set by simulate --arrival-draws; absent
+	// otherwise.
+	ArrivalDraws  *ArrivalDraws `json:"arrival_draws,omitempty"`
+	BatchSizeMean float64       `json:"batch_size_mean"`
+	TTFT          Latency       `json:"ttft_s"`
+	TPOT          Latency       `json:"tpot_s"`
 	// ITL is the inter-token latency: the p50 and p99 over every gap
 	// between a request's successive output tokens, of every request, as
 	// a streaming benchmark client measures them (within 0.1%: tally.itl).

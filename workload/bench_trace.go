@@ -247,6 +247,16 @@ func SGLangRandomLengths(seed uint32, n, inLo, inMax, outLo, outMax int) (prompt
 	return prompts, outputs
 }
 
+// DrawsArrivals reports whether a replay of the run draws its arrivals
+// from a seed (Seed, or ReadOptions.ArrivalSeed): the run saved no send
+// times and its client spaced its requests by random gaps (a finite
+// request rate, burstiness not infinite). Such a run was one draw of
+// many.
+func (r *BenchResult) DrawsArrivals() bool {
+	saved := r.Detail&DetailStartTimes != 0 && len(r.Requests) > 0
+	return !saved && r.RequestRate > 0 && !math.IsInf(r.RequestRate, 1) && !math.IsInf(r.Burstiness, 1)
+}
+
 // arrivals returns n arrival times in ns, and a note when they need one;
 // seed, when not nil, replaces the run's seed for drawn arrivals
 // (ReadOptions.ArrivalSeed).

@@ -202,6 +202,11 @@ type BenchReport struct {
 	OutputTokensPerS  *float64     `json:"output_tokens_per_s,omitempty"`
 	RequestsPerS      *float64     `json:"requests_per_s,omitempty"`
 	MeasuredDurationS *float64     `json:"duration_s,omitempty"`
+	// ArrivalSeed is the seed the replay drew the run's arrivals from
+	// when the run saved no send times (the run's own seed, or
+	// workload.trace.arrival_seed); absent when the arrivals are the
+	// run's own (saved, or all at once).
+	ArrivalSeed *uint64 `json:"arrival_seed,omitempty"`
 }
 
 // BenchLatency is a measured latency distribution; absent figures are

@@ -109,6 +109,7 @@ TPOT, ITL:     a request's mean time per output token after the first, and each
 		sb.WriteString("measured:      the benchmark file's own figures, as its client computed them\n")
 	}
 	writeBands(sb, o)
+	writeArrivalDraws(sb, o)
 	if o.Recommended >= 0 {
 		fmt.Fprintf(sb, "\n%s\n", human.Wrap("Recommended: "+untrusted.Printable(o.Reason)+".", 80))
 	}

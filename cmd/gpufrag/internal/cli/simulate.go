@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,6 +41,7 @@ type simulateFlags struct {
 	duration                time.Duration
 	seed                    uint64
 	arrivalSeed             uint64
+	arrivalDraws            int
 	activations             bool
 	defrag                  string
 	maxTokens               int
@@ -84,6 +86,7 @@ func newSimulate() *cobra.Command {
 	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and for the arrivals of a trace without times (default: the scenario's)")
 	fl.Uint64Var(&f.arrivalSeed, "arrival-seed", 0, "draw a benchmark result file's Poisson arrivals from `SEED` instead of the run's own seed: another draw of a run that saved no start times")
+	fl.IntVar(&f.arrivalDraws, "arrival-draws", 1, "replay a benchmark result file that saved no send times under `N` draws of its arrivals (seeds from the run's own, or --arrival-seed, up) and report each figure's smallest, median and largest: how far the draw alone moves it (1: one draw; at most 64; N times the time)")
 	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
 	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of every request (default: max context − prompt)")
@@ -141,12 +144,20 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")
 	}
+	if f.arrivalDraws > 1 && (plan.Bench == nil || !plan.Bench.DrawsArrivals()) {
+		return usageErrorf(cmd, "--arrival-draws %d: %s", f.arrivalDraws, notDrawn(plan))
+	}
 	workers := f.parallel
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	bar := progress.New(stderr, int64(len(plan.Configs)), "simulate")
+	bar := progress.New(stderr, int64(len(plan.Configs)*f.arrivalDraws), "simulate")
 	results, err := plan.RunAll(context.Background(), workers, bar.Increment)
+	if err != nil {
+		bar.Done()
+		return err
+	}
+	draws, err := runArrivalDraws(s, plan, results, f.arrivalDraws, workers, bar.Increment)
 	bar.Done()
 	if err != nil {
 		return err
@@ -155,6 +166,11 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	doc, err := simreport.New(s, plan, results, f.scenarioFile == "", changed, shown)
 	if err != nil {
 		return err
+	}
+	if len(draws) > 1 {
+		if err := simreport.AddArrivalDraws(doc.Report, draws); err != nil {
+			return err
+		}
 	}
 	if f.html != "" {
 		if err := writeOutput(f.html, func(w io.Writer) error { return simreport.WriteHTML(w, doc.Report) }); err != nil {
@@ -167,10 +183,60 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	return simreport.WriteText(stdout, doc.Report, plan.GPU.Capacity)
 }
 
+// maxArrivalDraws bounds --arrival-draws (64 replays of the whole run).
+const maxArrivalDraws = 64
+
+// notDrawn says why plan's workload has no arrivals to draw again.
+func notDrawn(plan *scenario.Plan) string {
+	b := plan.Bench
+	switch {
+	case b == nil:
+		return "the workload is not a benchmark result file (vllm-bench): only a benchmark run whose client drew its arrivals has other draws of them"
+	case b.Detail&workload.DetailStartTimes != 0:
+		return "the benchmark run saved its send times (start_times), which the replay keeps: every draw would be the same"
+	case math.IsInf(b.RequestRate, 1):
+		return "the benchmark run sent every request at once (request_rate inf): there are no arrivals to draw"
+	}
+	return "the benchmark run spaced its requests evenly (burstiness inf): there are no arrivals to draw"
+}
+
+// runArrivalDraws replays plan's runs under draws−1 more draws of the
+// benchmark run's arrivals (seeds after the one plan drew them from) and
+// returns every draw's results, results (plan's own) first; nil for one
+// draw. s is the scenario plan was built from; its trace's arrival seed is
+// set for each draw and restored.
+func runArrivalDraws(s *scenario.Scenario, plan *scenario.Plan, results []sim.Result, draws, workers int, done func()) ([][]sim.Result, error) {
+	if draws <= 1 {
+		return nil, nil
+	}
+	tr := s.Workload.Trace
+	own := tr.ArrivalSeed
+	defer func() { tr.ArrivalSeed = own }()
+	first := plan.Bench.Seed
+	if own != nil {
+		first = *own
+	}
+	out := [][]sim.Result{results}
+	for k := 1; k < draws; k++ {
+		seed := first + uint64(k)
+		tr.ArrivalSeed = &seed
+		p, err := scenario.Build(s, openNamed)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.RunAll(context.Background(), workers, done)
+		if err != nil {
+			return nil, fmt.Errorf("arrival draw %d (seed %d): %w", k+1, seed, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
 // outputFlags change what simulate prints, not what it runs (as do the
 // profiling flags, isProfileFlag).
 var outputFlags = map[string]bool{"json": true, "html": true, "parallel": true, "scenario": true,
-	"print-scenario": true, "print-profile": true}
+	"print-scenario": true, "print-profile": true, "arrival-draws": true}
 
 // changedFlags lists the flags that changed the scenario, in name order
 // ("--gpu"), and the same with their values ("--gpu a100-40g",
@@ -336,6 +402,9 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 			return usageErrorf(cmd, "%v", err)
 		}
 		s.Runs = runs
+	}
+	if set("arrival-draws") && (f.arrivalDraws < 1 || f.arrivalDraws > maxArrivalDraws) {
+		return usageErrorf(cmd, "--arrival-draws %d: want 1 to %d", f.arrivalDraws, maxArrivalDraws)
 	}
 	if set("parallel") && f.parallel < 1 {
 		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/simreport"
 )
 
@@ -190,5 +193,97 @@ func TestSimulateArrivalSeed(t *testing.T) {
 	if code, _, errs := run(t, "", "simulate", "--trace", csv, "--arrival-seed", "4", "--model", "llama-3.1-8b", "--gpu", "a100-80g"); code == 0 ||
 		!strings.Contains(errs, "arrival") {
 		t.Errorf("an Azure trace with --arrival-seed: exit %d, %q", code, errs)
+	}
+}
+
+// TestSimulateArrivalDraws: --arrival-draws N replays a benchmark run that
+// saved no send times under N draws of its arrivals and reports each
+// figure's smallest, median and largest; each draw is the run as
+// --arrival-seed replays it alone (the oracle here: N separate runs). The
+// text says how far the draw moves the figures, or, with one draw, how to
+// see it; runs whose arrivals are not drawn are refused with the reason.
+func TestSimulateArrivalDraws(t *testing.T) {
+	file := filepath.Join("..", "..", "..", "..", "calib", "testdata", "bench", "crusoe-l40s-llama-3.1-70b-fp8-dynamic-tp4-qps3.lens.json")
+	base := []string{"simulate", "--trace", file, "--kv", "paged:16", "--alloc", "caching", "--model", "llama-3.1-70b",
+		"--tp", "4", "--weight-dtype", "fp8", "--gpu", "l40s-48g", "--engine", "vllm-v0", "--engine-version", "0.5.5",
+		"--max-batch-tokens", "512", "--prefix-caching=false"}
+	type result struct {
+		TTFT  struct{ P50 float64 } `json:"ttft_s"`
+		TPOT  struct{ P50 float64 } `json:"tpot_s"`
+		ITL   struct{ P50 float64 } `json:"itl_s"`
+		TPS   float64               `json:"output_tokens_per_s"`
+		Draws *sim.ArrivalDraws     `json:"arrival_draws"`
+	}
+	simulate := func(extra ...string) (result, *uint64) {
+		t.Helper()
+		code, out, errs := run(t, "", append(append(append([]string{}, base...), "--json"), extra...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errs)
+		}
+		var doc struct {
+			Results []result `json:"results"`
+			Bench   struct {
+				ArrivalSeed *uint64 `json:"arrival_seed"`
+			} `json:"bench"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 1 {
+			t.Fatalf("%v: %v", extra, err)
+		}
+		return doc.Results[0], doc.Bench.ArrivalSeed
+	}
+	for _, tt := range []struct {
+		first uint64
+		extra []string
+	}{{0, nil}, {5, []string{"--arrival-seed", "5"}}} {
+		got, seed := simulate(append([]string{"--arrival-draws", "3"}, tt.extra...)...)
+		d := got.Draws
+		if d == nil || d.Draws != 3 || d.FirstSeed != tt.first || seed == nil || *seed != tt.first {
+			t.Fatalf("%v: arrival_draws %+v, bench.arrival_seed %v; want 3 draws from seed %d", tt.extra, d, seed, tt.first)
+		}
+		var ttft, tpot, itl, tps []float64
+		for k := range uint64(3) {
+			r, _ := simulate("--arrival-seed", strconv.FormatUint(tt.first+k, 10))
+			ttft, tpot, itl, tps = append(ttft, r.TTFT.P50), append(tpot, r.TPOT.P50), append(itl, r.ITL.P50), append(tps, r.TPS)
+			if k == 0 && (r.TTFT.P50 != got.TTFT.P50 || r.TPS != got.TPS) {
+				t.Errorf("%v: the main figures are not the first draw's: TTFT %g vs %g", tt.extra, got.TTFT.P50, r.TTFT.P50)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			got  sim.Spread
+			xs   []float64
+		}{{"ttft", d.TTFTP50, ttft}, {"tpot", d.TPOTP50, tpot}, {"itl", d.ITLP50, itl}, {"tokens/s", d.OutputTokensPerS, tps}} {
+			s := slices.Sorted(slices.Values(c.xs))
+			if c.got != (sim.Spread{Min: s[0], Median: s[1], Max: s[2]}) {
+				t.Errorf("%v %s: spread %+v, the three runs %v", tt.extra, c.name, c.got, s)
+			}
+		}
+		if d.TTFTP50.Min == d.TTFTP50.Max {
+			t.Errorf("%v: three draws gave one TTFT: the test cannot tell draws apart", tt.extra)
+		}
+	}
+	// The text: the table and, at this knee, the warning; with one draw, the hint.
+	_, out, _ := run(t, "", append(append([]string{}, base...), "--arrival-draws", "8")...)
+	flat := strings.Join(strings.Fields(out), " ")
+	if !strings.Contains(flat, "arrivals were drawn 8 times (seeds 0 to 7)") || !strings.Contains(flat, "the load sits where the queue starts") {
+		t.Errorf("text with 8 draws:\n%s", out)
+	}
+	_, out, _ = run(t, "", base...)
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "drawn again, from seed 0") || !strings.Contains(flat, "--arrival-draws 8") {
+		t.Errorf("text with one draw:\n%s", out)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{append(append([]string{}, base...), "--arrival-draws", "0"), "--arrival-draws 0: want 1 to 64"},
+		{append(append([]string{}, base...), "--arrival-draws", "65"), "--arrival-draws 65: want 1 to 64"},
+		{[]string{"simulate", "--arrival-draws", "2"}, "not a benchmark result file"},
+		{[]string{"simulate", "--trace", filepath.Join("..", "..", "..", "..", "workload", "testdata", "bench", "vllm_bench_qpsinf_cut.json"),
+			"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8", "--arrival-draws", "2"}, "sent every request at once"},
+	} {
+		if code, _, errs := run(t, "", tt.args...); code != 2 || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 with %q", tt.args, code, errs, tt.want)
+		}
 	}
 }
