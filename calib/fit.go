@@ -386,7 +386,9 @@ func (f *fitter) run(ctx context.Context) (*FitReport, error) {
 	if len(f.slots) == 0 {
 		return nil, fmt.Errorf("%w: no metric of the runs to fit to can be fitted (each run's warnings say why)%s", ErrSetup, f.caseWarnings())
 	}
-	before, _, err := f.evaluate(ctx, f.start, all, f.o.Seeds)
+	// The fitted runs as the objective sees them; the held-out runs' values
+	// at the start are their judgeDraws means (shown, below).
+	before, _, err := f.evaluate(ctx, f.start, f.fitIdx, f.o.Seeds)
 	if err != nil {
 		return nil, err
 	}

@@ -675,7 +675,15 @@ func TestCalibrateJudgesExpected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := func(path string, seed uint64) *sim.Result {
+	engine, err := sim.ParseEngine(rep.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := sim.DefaultProfile(s.GPU.Name, engine, s.EngineVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := func(path string, seed uint64, p *sim.Profile) *sim.Result {
 		t.Helper()
 		fh, err := os.Open(path)
 		if err != nil {
@@ -688,19 +696,26 @@ func TestCalibrateJudgesExpected(t *testing.T) {
 		}
 		return simulateAs(t, s, p, tr, false)
 	}
-	var logs [numMetrics]float64
+	var logs, startLogs [numMetrics]float64
 	var one *sim.Result
 	for k := range uint64(noiseVariants) {
-		res := replay(held, 7+k)
+		res, res0 := replay(held, 7+k, p), replay(held, 7+k, start)
 		if k == 0 {
 			one = res
 		}
 		for _, m := range Metrics() {
 			v, _ := simulated(res, m)
+			v0, _ := simulated(res0, m)
 			logs[m] += math.Log(v) / noiseVariants
+			startLogs[m] += math.Log(v0) / noiseVariants
 		}
 	}
-	fitRun := replay(fitPath, 0)
+	for _, mr := range rep.Runs[1].Metrics {
+		if w := math.Exp(startLogs[mr.Metric]); mr.Before == nil || math.Abs(*mr.Before/w-1) > 1e-9 {
+			t.Errorf("held-out %v before the fit: reported %v, want the start's mean of draws %.9g", mr.Metric, mr.Before, w)
+		}
+	}
+	fitRun := replay(fitPath, 0, p)
 	differs := false
 	for r, want := range []struct {
 		holdout bool

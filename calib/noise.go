@@ -42,9 +42,9 @@ func (sp spread) sigma(m Metric, n int) float64 {
 }
 
 // noise replays each case under its first judgeDraws variants at the start
-// profile and returns the spread of each metric's log over them, each
-// case's first-variant result, and each case's geometric mean over the
-// variants (the report's replay at the start).
+// profile and returns the spread of each metric's log over the first
+// noiseVariants of them, each case's first-variant result, and each case's
+// geometric mean over all of them (a held-out run's replay at the start).
 func (f *fitter) noise(ctx context.Context, cases []int) (map[int]spread, map[int]*sim.Result, map[int]*simValues, error) {
 	js := f.jobs(cases, f.judgeDraws())
 	res, err := f.simulate(ctx, f.start, js)
@@ -57,6 +57,9 @@ func (f *fitter) noise(ctx context.Context, cases []int) (map[int]spread, map[in
 	for k, j := range js {
 		if first[j.c] == nil {
 			first[j.c] = &res[k]
+		}
+		if j.v >= noiseVariants {
+			continue // the spread is over the first noiseVariants draws, whatever --seeds
 		}
 		l := logs[j.c]
 		for _, m := range Metrics() {

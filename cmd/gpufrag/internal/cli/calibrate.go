@@ -223,13 +223,22 @@ func readStartProfile(path string, cfg sim.Config) (*sim.Profile, string, error)
 		GPU     string    `yaml:"gpu"`
 		Engines yaml.Node `yaml:"engines"`
 	}
-	if yaml.Unmarshal(data, &shape) != nil || shape.GPU != "" || shape.Engines.Kind != yaml.MappingNode {
+	parsed := yaml.Unmarshal(data, &shape) == nil
+	switch {
+	case parsed && shape.GPU == "" && shape.Engines.Kind != yaml.MappingNode && len(bytes.TrimSpace(data)) > 0:
+		return nil, "", fmt.Errorf("--profile %s: %w: neither a profile (it names its gpu:, as calibrate -o writes) nor a joint "+
+			"step-time model (it has an engines: mapping, as sim/profiles/joint.yaml and calib/loso/*.yaml)", path, sim.ErrBadProfile)
+	case !parsed || shape.GPU != "" || shape.Engines.Kind != yaml.MappingNode:
+		// A profile, or a file whose YAML the loader reports with its line.
 		p, err := sim.LoadProfile(bytes.NewReader(data), path)
-		return p, path, err
+		if err != nil {
+			return nil, "", fmt.Errorf("--profile: %w", err)
+		}
+		return p, path, nil
 	}
 	j, err := sim.LoadJointModel(bytes.NewReader(data), path)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("--profile: %w", err)
 	}
 	p, err := j.ProfileFor(cfg.GPU.Name, cfg.Engine, cfg.EngineVersion)
 	if err != nil {

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -313,12 +315,28 @@ func TestCalibrateJointStart(t *testing.T) {
 	if a, b := before(def), before(loso); reflect.DeepEqual(a, b) {
 		t.Errorf("a leave-one-out model started where the embedded one does: %v", b)
 	}
-	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, []byte("engines:\n  vllm-v1: {step_ns: -1}\n"), 0o600); err != nil {
+	// A joint model with one value out of range is refused by the joint
+	// loader, naming the value; a file of neither shape says so.
+	jointYAML, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "sim", "profiles", "joint.yaml"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := run(t, "", append([]string{"calibrate", f, "--profile", bad}, calibrate8B...)...)
-	if code == 0 || !strings.Contains(stderr, "bad.yaml") {
-		t.Errorf("a broken joint model: exit %d, %q", code, stderr)
+	dir := t.TempDir()
+	bad, neither := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "neither.yaml")
+	broken := regexp.MustCompile(`step_ns: \d+`).ReplaceAll(jointYAML, []byte("step_ns: -1"))
+	if bytes.Equal(broken, jointYAML) {
+		t.Fatal("joint.yaml has no step_ns to break")
+	}
+	if err := os.WriteFile(bad, broken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(neither, []byte("foo: 1\nengines: [a, b]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, want string }{{bad, "step_ns"}, {neither, "neither a profile"}} {
+		code, _, stderr := run(t, "", append([]string{"calibrate", f, "--profile", c.file}, calibrate8B...)...)
+		if code == 0 || !strings.Contains(stderr, "--profile") || !strings.Contains(stderr, filepath.Base(c.file)) || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %q; want an error naming --profile, the file and %q", filepath.Base(c.file), code, stderr, c.want)
+		}
 	}
 }
