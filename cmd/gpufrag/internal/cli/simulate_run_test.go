@@ -268,6 +268,13 @@ func TestSimulateArrivalDraws(t *testing.T) {
 	if !strings.Contains(flat, "arrivals were drawn 8 times (seeds 0 to 7)") || !strings.Contains(flat, "the load sits where the queue starts") {
 		t.Errorf("text with 8 draws:\n%s", out)
 	}
+	// A light load of few requests: the latencies hold and the throughput
+	// follows the arrivals' span, which the text tells apart from a knee.
+	_, out, _ = run(t, "", "simulate", "--trace", filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps01.json"),
+		"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8", "--kv", "paged:16", "--arrival-draws", "8")
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "while the latencies hold") || strings.Contains(flat, "queue starts") {
+		t.Errorf("text of a light load with 8 draws:\n%s", out)
+	}
 	_, out, _ = run(t, "", base...)
 	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "drawn again, from seed 0") || !strings.Contains(flat, "--arrival-draws 8") {
 		t.Errorf("text with one draw:\n%s", out)
