@@ -63,10 +63,11 @@ func (r *BenchResult) trace(opts ReadOptions) (*Trace, error) {
 		return nil, e
 	}
 	t.ClientLengths = own
-	arrivals, note2, e := r.arrivals(len(lens), opts.ArrivalSeed)
+	arrivals, drawn, note2, e := r.arrivals(len(lens), opts.ArrivalSeed)
 	if e != nil {
 		return nil, e
 	}
+	t.DrawnFrom = drawn
 	var notes []string
 	notes = append(notes, r.Warnings...)
 	for _, n := range []string{note, note2} {
@@ -247,20 +248,11 @@ func SGLangRandomLengths(seed uint32, n, inLo, inMax, outLo, outMax int) (prompt
 	return prompts, outputs
 }
 
-// DrawsArrivals reports whether a replay of the run draws its arrivals
-// from a seed (Seed, or ReadOptions.ArrivalSeed): the run saved no send
-// times and its client spaced its requests by random gaps (a finite
-// request rate, burstiness not infinite). Such a run was one draw of
-// many.
-func (r *BenchResult) DrawsArrivals() bool {
-	saved := r.Detail&DetailStartTimes != 0 && len(r.Requests) > 0
-	return !saved && r.RequestRate > 0 && !math.IsInf(r.RequestRate, 1) && !math.IsInf(r.Burstiness, 1)
-}
-
-// arrivals returns n arrival times in ns, and a note when they need one;
-// seed, when not nil, replaces the run's seed for drawn arrivals
+// arrivals returns n arrival times in ns, the seed they were drawn from
+// (nil when they are not drawn: Trace.DrawnFrom), and a note when they need
+// one; seed, when not nil, replaces the run's seed for drawn arrivals
 // (ReadOptions.ArrivalSeed).
-func (r *BenchResult) arrivals(n int, seed *uint64) ([]int64, string, *Error) {
+func (r *BenchResult) arrivals(n int, seed *uint64) ([]int64, *uint64, string, *Error) {
 	out := make([]int64, n)
 	unused := ""
 	if seed != nil {
@@ -271,22 +263,26 @@ func (r *BenchResult) arrivals(n int, seed *uint64) ([]int64, string, *Error) {
 		if unused != "" && e == nil {
 			note = strings.TrimPrefix(note+"; "+unused+"the run saved its start times", "; ")
 		}
-		return out, note, e
+		return out, nil, note, e
 	}
 	switch {
 	case r.RequestRate == 0:
-		return nil, "", r.fieldErr("request_rate", "missing: the rate the client sent requests at (requests per second, "+
+		return nil, nil, "", r.fieldErr("request_rate", "missing: the rate the client sent requests at (requests per second, "+
 			"or \"inf\" for all at once) is needed to make its arrivals, and the run has no start_times; "+
 			"add it to the run's object, e.g. \"request_rate\": 4.0")
 	case math.IsInf(r.RequestRate, 1):
 		if unused != "" {
-			return out, unused + "the run sent every request at once", nil
+			return out, nil, unused + "the run sent every request at once", nil
 		}
-		return out, "", nil
+		return out, nil, "", nil
 	}
 	s, note := r.Seed, ""
 	if seed != nil {
 		s, note = *seed, fmt.Sprintf("arrivals drawn from seed %d, not the run's own (%d): one draw of many, as the client's were", *seed, r.Seed)
+	}
+	var drawn *uint64
+	if !math.IsInf(r.Burstiness, 1) {
+		drawn = &s // evenly spaced gaps draw nothing
 	}
 	rng := rand.New(rand.NewPCG(s, benchArrivalStream))
 	b := r.Burstiness
@@ -305,7 +301,7 @@ func (r *BenchResult) arrivals(n int, seed *uint64) ([]int64, string, *Error) {
 		at = min(at+gapNS(gap), maxTime)
 		out[i] = at
 	}
-	return out, note, nil
+	return out, drawn, note, nil
 }
 
 // clientArrivals fills out with the client's own arrival times: start

@@ -68,6 +68,12 @@ type Trace struct {
 	// requests arrive at their Arrival and wait for one of that many
 	// slots. 0 is no cap, and every other format's.
 	MaxConcurrency int
+	// DrawnFrom is the seed a vllm-bench trace's arrivals were drawn from
+	// (the run's Seed, or ReadOptions.ArrivalSeed) when the run saved no
+	// send times and its client spaced its requests by random gaps; nil
+	// when the arrivals are the run's own (saved, all at once, or evenly
+	// spaced) and for every other format.
+	DrawnFrom *uint64
 	// Bench is the benchmark run a vllm-bench trace was made from (its
 	// setup, measured metrics and per-request arrays, to hold a simulation
 	// against); nil for every other format.

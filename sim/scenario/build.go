@@ -52,6 +52,10 @@ type Plan struct {
 	// measured figures go beside the simulated ones in the Report); nil
 	// for other workloads.
 	Bench *workload.BenchResult
+	// DrawnFrom is the seed the trace's arrivals were drawn from
+	// (workload.Trace.DrawnFrom): a benchmark run that saved no send
+	// times, one draw of many; nil otherwise.
+	DrawnFrom *uint64
 }
 
 // Opener opens a trace file named in a scenario (the CLI passes os.Open
@@ -347,7 +351,7 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 		return nil, err
 	}
 	p.Skipped, p.Warnings, p.Dropped = t.Skipped, t.Warnings, t.Summary()
-	p.Bench = t.Bench
+	p.Bench, p.DrawnFrom = t.Bench, t.DrawnFrom
 	switch {
 	case t.Timed && tr.Rate > 0:
 		if err := workload.Rescale(t, tr.Rate); err != nil {

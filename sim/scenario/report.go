@@ -48,11 +48,8 @@ func NewReport(s *Scenario, plan *Plan, results []sim.Result) *Report {
 		Duration: time.Duration(s.Duration).Seconds(), Seed: s.Seed, Timing: newTiming(plan), Bench: newBenchReport(plan.Bench),
 		Results: results}
 	r.Recommended, r.Reason = Recommend(results)
-	if b := plan.Bench; b != nil && b.DrawsArrivals() {
-		seed := b.Seed
-		if tr := s.Workload.Trace; tr != nil && tr.ArrivalSeed != nil {
-			seed = *tr.ArrivalSeed
-		}
+	if r.Bench != nil && plan.DrawnFrom != nil {
+		seed := *plan.DrawnFrom
 		r.Bench.ArrivalSeed = &seed
 	}
 	return r

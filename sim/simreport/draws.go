@@ -9,22 +9,37 @@ import (
 	"github.com/gpufrag/gpufrag/sim/scenario"
 )
 
-// AddArrivalDraws sets each result's ArrivalDraws from draws: draws[k][i]
-// is run i (o.Results' order) under the k-th draw of the benchmark run's
-// arrivals, draws[0] being o.Results' own draw and the draws' seeds
+// DrawFigures are the figures of one run under one draw of a benchmark
+// run's arrivals that ArrivalDraws spreads: all a draw keeps (a whole
+// sim.Result holds its memory series and events).
+type DrawFigures struct{ TTFTP50, TPOTP50, ITLP50, OutputTokensPerS float64 }
+
+// FiguresOf is r's DrawFigures.
+func FiguresOf(r *sim.Result) DrawFigures {
+	return DrawFigures{TTFTP50: r.TTFT.P50, TPOTP50: r.TPOT.P50, ITLP50: r.ITL.P50, OutputTokensPerS: r.OutputTokensPerS}
+}
+
+// AddArrivalDraws sets each result's ArrivalDraws from o.Results (the first
+// draw) and others: others[k][i] is run i (o.Results' order) under draw
+// k+2 of the benchmark run's arrivals, the draws' seeds being
 // o.Bench.ArrivalSeed, +1, .... It fails when the runs' arrivals are not
 // drawn (o.Bench.ArrivalSeed absent) or a draw misses a run.
-func AddArrivalDraws(o *scenario.Report, draws [][]sim.Result) error {
+func AddArrivalDraws(o *scenario.Report, others [][]DrawFigures) error {
 	if o.Bench == nil || o.Bench.ArrivalSeed == nil {
 		return fmt.Errorf("simreport: the workload's arrivals are not drawn from a seed")
 	}
-	for k, d := range draws {
+	draws := [][]DrawFigures{make([]DrawFigures, len(o.Results))}
+	for i := range o.Results {
+		draws[0][i] = FiguresOf(&o.Results[i])
+	}
+	for k, d := range others {
 		if len(d) != len(o.Results) {
-			return fmt.Errorf("simreport: draw %d has %d runs, want %d", k, len(d), len(o.Results))
+			return fmt.Errorf("simreport: draw %d has %d runs, want %d", k+2, len(d), len(o.Results))
 		}
+		draws = append(draws, d)
 	}
 	for i := range o.Results {
-		fig := func(f func(sim.Result) float64) sim.Spread {
+		fig := func(f func(DrawFigures) float64) sim.Spread {
 			xs := make([]float64, len(draws))
 			for k := range draws {
 				xs[k] = f(draws[k][i])
@@ -32,10 +47,10 @@ func AddArrivalDraws(o *scenario.Report, draws [][]sim.Result) error {
 			return sim.SpreadOf(xs)
 		}
 		o.Results[i].ArrivalDraws = &sim.ArrivalDraws{Draws: len(draws), FirstSeed: *o.Bench.ArrivalSeed,
-			TTFTP50:          fig(func(r sim.Result) float64 { return r.TTFT.P50 }),
-			TPOTP50:          fig(func(r sim.Result) float64 { return r.TPOT.P50 }),
-			ITLP50:           fig(func(r sim.Result) float64 { return r.ITL.P50 }),
-			OutputTokensPerS: fig(func(r sim.Result) float64 { return r.OutputTokensPerS })}
+			TTFTP50:          fig(func(d DrawFigures) float64 { return d.TTFTP50 }),
+			TPOTP50:          fig(func(d DrawFigures) float64 { return d.TPOTP50 }),
+			ITLP50:           fig(func(d DrawFigures) float64 { return d.ITLP50 }),
+			OutputTokensPerS: fig(func(d DrawFigures) float64 { return d.OutputTokensPerS })}
 	}
 	return nil
 }

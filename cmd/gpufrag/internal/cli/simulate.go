@@ -1,21 +1,24 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/kv/strategy"
@@ -86,7 +89,7 @@ func newSimulate() *cobra.Command {
 	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and for the arrivals of a trace without times (default: the scenario's)")
 	fl.Uint64Var(&f.arrivalSeed, "arrival-seed", 0, "draw a benchmark result file's Poisson arrivals from `SEED` instead of the run's own seed: another draw of a run that saved no start times")
-	fl.IntVar(&f.arrivalDraws, "arrival-draws", 1, "replay a benchmark result file that saved no send times under `N` draws of its arrivals (seeds from the run's own, or --arrival-seed, up) and report each figure's smallest, median and largest: how far the draw alone moves it (1: one draw; at most 64; N times the time)")
+	fl.IntVar(&f.arrivalDraws, "arrival-draws", 1, "replay a benchmark result file that saved no send times under `N` draws of its arrivals (seeds from the run's own, or --arrival-seed's or workload.trace.arrival_seed's, up) and report each figure's smallest, median and largest: how far the draw alone moves it (1: one draw; at most 64; N times the time)")
 	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
 	fl.BoolVar(&f.activations, "activations", true, "allocate per-step activation buffers through the allocator (off: KV memory alone)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "max_tokens of every request (default: max context − prompt)")
@@ -134,7 +137,11 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := checkInputs(fileFlag{"--trace", f.trace}); err != nil {
 		return err
 	}
-	plan, err := scenario.Build(s, openNamed)
+	open := scenario.Opener(openNamed)
+	if f.arrivalDraws > 1 {
+		open = (&onceOpener{}).open
+	}
+	plan, err := scenario.Build(s, open)
 	if err != nil {
 		return inFlagFile("--trace", f.trace, err)
 	}
@@ -144,8 +151,14 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")
 	}
-	if f.arrivalDraws > 1 && (plan.Bench == nil || !plan.Bench.DrawsArrivals()) {
-		return usageErrorf(cmd, "--arrival-draws %d: %s", f.arrivalDraws, notDrawn(plan))
+	if f.arrivalDraws > 1 {
+		if plan.DrawnFrom == nil {
+			return usageErrorf(cmd, "--arrival-draws %d: %s", f.arrivalDraws, notDrawn(plan))
+		}
+		if first := *plan.DrawnFrom; uint64(f.arrivalDraws-1) > math.MaxUint64-first {
+			return usageErrorf(cmd, "--arrival-draws %d from seed %d: the seeds would pass %d; draw from a smaller --arrival-seed",
+				f.arrivalDraws, first, uint64(math.MaxUint64))
+		}
 	}
 	workers := f.parallel
 	if workers <= 0 {
@@ -157,7 +170,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		bar.Done()
 		return err
 	}
-	draws, err := runArrivalDraws(s, plan, results, f.arrivalDraws, workers, bar.Increment)
+	draws, err := runArrivalDraws(s, plan, open, f.arrivalDraws, workers, bar.Increment)
 	bar.Done()
 	if err != nil {
 		return err
@@ -167,7 +180,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err != nil {
 		return err
 	}
-	if len(draws) > 1 {
+	if len(draws) > 0 {
 		if err := simreport.AddArrivalDraws(doc.Report, draws); err != nil {
 			return err
 		}
@@ -201,36 +214,79 @@ func notDrawn(plan *scenario.Plan) string {
 }
 
 // runArrivalDraws replays plan's runs under draws−1 more draws of the
-// benchmark run's arrivals (seeds after the one plan drew them from) and
-// returns every draw's results, results (plan's own) first; nil for one
-// draw. s is the scenario plan was built from; its trace's arrival seed is
-// set for each draw and restored.
-func runArrivalDraws(s *scenario.Scenario, plan *scenario.Plan, results []sim.Result, draws, workers int, done func()) ([][]sim.Result, error) {
+// benchmark run's arrivals (the seeds after plan.DrawnFrom) and returns
+// each draw's figures (draw 2 first; nil for one draw), several draws at
+// once when the runs are fewer than workers. s is the scenario plan was
+// built with open; its trace's arrival seed is set for each draw's build
+// and restored.
+func runArrivalDraws(s *scenario.Scenario, plan *scenario.Plan, open scenario.Opener, draws, workers int, done func()) ([][]simreport.DrawFigures, error) {
 	if draws <= 1 {
 		return nil, nil
 	}
 	tr := s.Workload.Trace
 	own := tr.ArrivalSeed
 	defer func() { tr.ArrivalSeed = own }()
-	first := plan.Bench.Seed
-	if own != nil {
-		first = *own
+	first := *plan.DrawnFrom
+	var mu sync.Mutex // Build reads s, whose seed each draw sets
+	runs := max(len(plan.Configs), 1)
+	return par.Map(context.Background(), draws-1, par.Options{Workers: max(1, workers/runs)},
+		func(ctx context.Context, k int) ([]simreport.DrawFigures, error) {
+			seed := first + uint64(k) + 1
+			mu.Lock()
+			tr.ArrivalSeed = &seed
+			p, err := scenario.Build(s, open)
+			mu.Unlock()
+			if err != nil {
+				return nil, fmt.Errorf("arrival draw %d (seed %d): %w", k+2, seed, err)
+			}
+			res, err := p.RunAll(ctx, min(workers, runs), done)
+			if err != nil {
+				return nil, fmt.Errorf("arrival draw %d (seed %d): %w", k+2, seed, err)
+			}
+			figs := make([]simreport.DrawFigures, len(res))
+			for i := range res {
+				figs[i] = simreport.FiguresOf(&res[i])
+			}
+			return figs, nil
+		})
+}
+
+// onceOpener opens each input once and serves its later opens from
+// memory: simulate --arrival-draws builds its plan again for every draw,
+// and a trace read from a pipe, or changed between reads, must give every
+// draw the same requests. An input over workload.MaxBenchBytes (more than
+// any benchmark result file) is refused.
+type onceOpener struct {
+	files map[string][]byte
+	max   int64 // the bound on an input (0: workload.MaxBenchBytes)
+}
+
+func (o *onceOpener) open(name string) (io.ReadCloser, error) {
+	if b, ok := o.files[name]; ok {
+		return io.NopCloser(bytes.NewReader(b)), nil
 	}
-	out := [][]sim.Result{results}
-	for k := 1; k < draws; k++ {
-		seed := first + uint64(k)
-		tr.ArrivalSeed = &seed
-		p, err := scenario.Build(s, openNamed)
-		if err != nil {
-			return nil, err
-		}
-		res, err := p.RunAll(context.Background(), workers, done)
-		if err != nil {
-			return nil, fmt.Errorf("arrival draw %d (seed %d): %w", k+1, seed, err)
-		}
-		out = append(out, res)
+	rc, err := openNamed(name)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	defer rc.Close()
+	limit := o.max
+	if limit == 0 {
+		limit = workload.MaxBenchBytes
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes: --arrival-draws replays a benchmark result file, and keeps its inputs in memory to read them once",
+			untrusted.Printable(name), limit)
+	}
+	if o.files == nil {
+		o.files = map[string][]byte{}
+	}
+	o.files[name] = b
+	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
 // outputFlags change what simulate prints, not what it runs (as do the

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,6 +263,25 @@ func TestSimulateArrivalDraws(t *testing.T) {
 			t.Errorf("%v: three draws gave one TTFT: the test cannot tell draws apart", tt.extra)
 		}
 	}
+	// The draws run several at once: the same document at --parallel 1 and
+	// 4, and the report's trace names no draw's seed.
+	one := append(append(append([]string{}, base...), "--json", "--arrival-draws", "4", "--kv", "contiguous-grow"), "--parallel", "1")
+	_, a, _ := run(t, "", one...)
+	_, b, _ := run(t, "", append(one[:len(one)-1], "4")...)
+	var doc struct {
+		Run struct {
+			Trace struct {
+				ArrivalSeed *uint64 `json:"arrival_seed"`
+			} `json:"trace"`
+		} `json:"run"`
+		Results []result `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(a), &doc); err != nil || len(doc.Results) != 2 || doc.Results[1].Draws == nil || doc.Results[1].Draws.Draws != 4 {
+		t.Fatalf("%v: %s", err, a)
+	}
+	if a != b || doc.Run.Trace.ArrivalSeed != nil {
+		t.Errorf("--parallel 1 and 4 differ, or a draw's seed (%v) leaked into run.trace:\n%s\n---\n%s", doc.Run.Trace.ArrivalSeed, a, b)
+	}
 	// The text: the table and, at this knee, the warning; with one draw, the hint.
 	_, out, _ := run(t, "", append(append([]string{}, base...), "--arrival-draws", "8")...)
 	flat := strings.Join(strings.Fields(out), " ")
@@ -292,5 +312,48 @@ func TestSimulateArrivalDraws(t *testing.T) {
 		if code, _, errs := run(t, "", tt.args...); code != 2 || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, %q; want exit 2 with %q", tt.args, code, errs, tt.want)
 		}
+	}
+}
+
+// TestOnceOpener: --arrival-draws reads each input once; a file changed
+// after its first read still gives every draw the first bytes, and an
+// input over the bound (workload.MaxBenchBytes; 8 bytes here) is refused.
+func TestOnceOpener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(path, []byte("first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := onceOpener{max: 8}
+	read := func() string {
+		t.Helper()
+		rc, err := o.open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(); got != "first" {
+		t.Fatalf("first read %q", got)
+	}
+	if err := os.WriteFile(path, []byte("second"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "first" {
+		t.Errorf("second read %q, want the first bytes", got)
+	}
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, []byte("123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.open(big); err == nil || !strings.Contains(err.Error(), "big.json") {
+		t.Errorf("an input over the bound: %v", err)
+	}
+	if _, err := o.open(filepath.Join(t.TempDir(), "absent.json")); err == nil {
+		t.Error("a missing file opened")
 	}
 }
