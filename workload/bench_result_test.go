@@ -279,6 +279,16 @@ func TestBenchArrivalSeed(t *testing.T) {
 	if !warned(other, "arrivals drawn from seed 4, not the run's own (3)") || warned(own, "arrivals drawn") {
 		t.Errorf("warnings: %q, %q", other.Warnings, own.Warnings)
 	}
+	// DrawnFrom names the seed the arrivals came from, and only where they
+	// were drawn.
+	for _, c := range []struct {
+		tr   *workload.Trace
+		want *uint64
+	}{{own, seed(3)}, {other, seed(4)}, {read(`"request_rate":"inf"`, nil), nil}, {read(`"request_rate":4,"burstiness":"inf"`, nil), nil}} {
+		if (c.tr.DrawnFrom == nil) != (c.want == nil) || (c.want != nil && *c.tr.DrawnFrom != *c.want) {
+			t.Errorf("DrawnFrom %v, want %v", c.tr.DrawnFrom, c.want)
+		}
+	}
 	if tr := read(`"request_rate":"inf"`, seed(9)); !reflect.DeepEqual(times(tr), []int64{0, 0, 0, 0}) ||
 		!warned(tr, "arrival seed 9 changes nothing: the run sent every request at once") {
 		t.Errorf("all at once: %v, %q", times(tr), tr.Warnings)
