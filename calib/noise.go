@@ -41,12 +41,22 @@ func (sp spread) sigma(m Metric, n int) float64 {
 	return math.Sqrt(sp[m]*sp[m]*(1+1/float64(n)) + noiseFloor*noiseFloor)
 }
 
-// noise replays each case under its first judgeDraws variants at the start
-// profile and returns the spread of each metric's log over the first
-// noiseVariants of them, each case's first-variant result, and each case's
-// geometric mean over all of them (a held-out run's replay at the start).
+// noise replays each case at the start profile, a fitted one under its
+// first noiseVariants variants and a held-out one under judgeDraws, and
+// returns the spread of each metric's log over the first noiseVariants of
+// them, each case's first-variant result, and each case's geometric mean
+// over all of them (a held-out run's replay at the start).
 func (f *fitter) noise(ctx context.Context, cases []int) (map[int]spread, map[int]*sim.Result, map[int]*simValues, error) {
-	js := f.jobs(cases, f.judgeDraws())
+	// A fitted run needs only the noise's draws; a held-out one also the
+	// judgement's (judgeDraws, more than those under --seeds above 8).
+	var js []job
+	for _, i := range cases {
+		n := noiseVariants
+		if f.cases[i].Holdout {
+			n = f.judgeDraws()
+		}
+		js = append(js, f.jobs([]int{i}, n)...)
+	}
 	res, err := f.simulate(ctx, f.start, js)
 	if err != nil {
 		return nil, nil, nil, err
