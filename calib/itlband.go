@@ -25,12 +25,17 @@ var itlP99YAML []byte
 // ITLP99Run is one run of calib/itl_p99.yaml: the joint model's ITL p99
 // for a measured run, replayed as its client ran it, and the run's own.
 type ITLP99Run struct {
-	Source        string  `yaml:"source"`
-	Run           string  `yaml:"run"`
-	GPU           string  `yaml:"gpu"`
-	EngineVersion string  `yaml:"engine_version"`
-	SimulatedMs   float64 `yaml:"simulated_ms"`
-	MeasuredMs    float64 `yaml:"measured_ms"`
+	Source        string `yaml:"source"`
+	Run           string `yaml:"run"`
+	GPU           string `yaml:"gpu"`
+	EngineVersion string `yaml:"engine_version"`
+	// Trace and Args are what scripts/itl-check replayed the run with,
+	// from the repository's root: gpufrag simulate --trace Trace --kv
+	// paged:16 --alloc caching --json Args...
+	Trace       string   `yaml:"trace"`
+	Args        []string `yaml:"args"`
+	SimulatedMs float64  `yaml:"simulated_ms"`
+	MeasuredMs  float64  `yaml:"measured_ms"`
 	// Error is (simulated − measured) ÷ measured.
 	Error float64 `yaml:"error"`
 }
@@ -54,6 +59,12 @@ func ReadITLP99(data []byte) ([]ITLP99Run, error) {
 	for i, r := range doc.Runs {
 		if r.Source == "" || r.Run == "" || r.GPU == "" {
 			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d: source, run and gpu must be set", i+1)
+		}
+		if r.Trace == "" || len(r.Args) == 0 {
+			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): trace and args must be set (scripts/itl-check writes them)", i+1, r.Run)
+		}
+		if slices.Contains(r.Args, "--trace") {
+			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): args name a second --trace", i+1, r.Run)
 		}
 		if seen[r.Run] {
 			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): named twice", i+1, r.Run)

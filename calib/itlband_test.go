@@ -43,14 +43,17 @@ func TestITLP99Band(t *testing.T) {
 func TestReadITLP99Bad(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{"runs: []", "no runs"},
-		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: 0.5}", "run 1 (r1): error 0.5, but its figures give -0.5000"},
-		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 0, measured_ms: 20, error: -1}", "want positive"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: 0.5}", "run 1 (r1): error 0.5, but its figures give -0.5000"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 0, measured_ms: 20, error: -1}", "want positive"},
 		{"runs:\n  - {source: a, run: r1, extra: 1}", "field extra not found"},
-		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}\n" +
-			"  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 2 (r1): named twice"},
-		{"runs:\n  - {source: \"\", run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}", "must be set"},
-		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: -0.5}\n---\nruns: []", "one YAML document"},
-		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", simulated_ms: 10, measured_ms: 20, error: .nan}", "error NaN"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}\n" +
+			"  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 2 (r1): named twice"},
+		{"runs:\n  - {source: \"\", run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}", "must be set"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}\n---\nruns: []", "one YAML document"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: .nan}", "error NaN"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 1 (r1): trace and args must be set"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [], simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 1 (r1): trace and args must be set"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--trace, u.json], simulated_ms: 10, measured_ms: 20, error: -0.5}", "args name a second --trace"},
 	} {
 		if _, err := ReadITLP99([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)
@@ -64,7 +67,7 @@ func TestReadITLP99Bad(t *testing.T) {
 func FuzzReadITLP99(f *testing.F) {
 	f.Add(itlP99YAML)
 	f.Add([]byte("runs: []\n"))
-	f.Add([]byte("runs:\n  - {source: a, run: r, gpu: g, engine_version: \"1\", simulated_ms: .nan, measured_ms: 1, error: 0}\n"))
+	f.Add([]byte("runs:\n  - {source: a, run: r, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: .nan, measured_ms: 1, error: 0}\n"))
 	f.Add([]byte("\x00\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runs, err := ReadITLP99(data)
