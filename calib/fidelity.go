@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/par"
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -495,7 +496,7 @@ func (rep *FidelityReport) Stats(j FidelityJudge, keep func(*FidelityRow) bool) 
 			errs = append(errs, math.Abs(e))
 		}
 	}
-	return FidelityStats{N: len(errs), Median: fidMedian(errs), Max: fidMax(errs)}
+	return FidelityStats{N: len(errs), Median: stats.Median(errs), Max: fidMax(errs)}
 }
 
 // Target reports whether a row counts towards the targets: use holdout or
@@ -515,21 +516,6 @@ func (rep *FidelityReport) NeverSeen(r *FidelityRow) bool {
 // |relative error| over the target rows.
 func (rep *FidelityReport) HeldOutMedian() FidelityStats {
 	return rep.Stats(JudgeLOSO, (*FidelityRow).Target)
-}
-
-// fidMedian is the median of xs (the mean of the middle two for an even
-// count); 0 for none.
-func fidMedian(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func fidMax(xs []float64) float64 {

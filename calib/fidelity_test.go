@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -112,7 +113,7 @@ func TestFidelityTrace(t *testing.T) {
 }
 
 func TestFidelityMedianAndRatchetValue(t *testing.T) {
-	if fidMedian(nil) != 0 || fidMedian([]float64{3, 1, 2}) != 2 || fidMedian([]float64{4, 1, 3, 2}) != 2.5 {
+	if stats.Median(nil) != 0 || stats.Median([]float64{3, 1, 2}) != 2 || stats.Median([]float64{4, 1, 3, 2}) != 2.5 {
 		t.Error("fidMedian")
 	}
 	for _, tc := range []struct{ m, want float64 }{{0.12341, 0.1235}, {0.1234, 0.1234}, {0, 0}} {

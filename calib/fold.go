@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/sim"
 )
 
@@ -44,7 +45,7 @@ func (f *Fold) Median() (float64, int) {
 			errs = append(errs, math.Abs(x.Err))
 		}
 	}
-	return fidMedian(errs), len(errs)
+	return stats.Median(errs), len(errs)
 }
 
 // JudgeFold fits the joint model without o.Without (required) and judges

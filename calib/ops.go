@@ -11,8 +11,8 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -348,7 +348,7 @@ func FitOps(o *Ops, start *sim.Profile) (*OpsFit, error) {
 		}
 		lin.FP8ComputeEffMax = den / num
 	} else {
-		lin.WeightBWEff = opsMedian(weff)
+		lin.WeightBWEff = stats.Median(weff)
 		slope, icept := opsLineFit(xs, ys)
 		if !(slope > 0) {
 			return nil, fmt.Errorf("%w: linear: the compute-bound GEMMs do not take longer with more rows (slope %g)", ErrBadOps, slope)
@@ -481,23 +481,8 @@ func (f *OpsFit) points(o *Ops) {
 		before = append(before, math.Abs(p.BeforeError))
 		after = append(after, math.Abs(p.AfterError))
 	}
-	f.MedianBefore, f.MaxBefore = opsMedian(before), slices.Max(before)
-	f.MedianAfter, f.MaxAfter = opsMedian(after), slices.Max(after)
-}
-
-// opsMedian is the middle value (the mean of the two middle ones for an even
-// count), as numpy.median; 0 for none.
-func opsMedian(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
+	f.MedianBefore, f.MaxBefore = stats.Median(before), slices.Max(before)
+	f.MedianAfter, f.MaxAfter = stats.Median(after), slices.Max(after)
 }
 
 // opsLineFit is the least-squares line y = slope·x + intercept.

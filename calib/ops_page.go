@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -116,7 +117,7 @@ func OpsPage(dir string, j *sim.JointModel) ([]OpsPageRow, error) {
 		if len(errs) == 0 {
 			continue
 		}
-		row.Points, row.Median, row.Worst = len(errs), opsMedian(errs), slices.Max(errs)
+		row.Points, row.Median, row.Worst = len(errs), stats.Median(errs), slices.Max(errs)
 		rows = append(rows, row)
 	}
 	return rows, nil

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/internal/untrusted/loctest"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
@@ -525,7 +526,7 @@ func TestOpsH200Measured(t *testing.T) {
 		if len(errs) != len(o.Linear) || len(errs) < 10 {
 			t.Fatalf("%s: %d linear points of %d", name, len(errs), len(o.Linear))
 		}
-		if med, worst := opsMedian(errs), slices.Max(errs); med > 0.10 || worst > 0.30 {
+		if med, worst := stats.Median(errs), slices.Max(errs); med > 0.10 || worst > 0.30 {
 			t.Errorf("%s: the joint model's GEMM times are off by a median %.1f%%, at worst %.1f%% (want ≤ 10%%, ≤ 30%%)", name, 100*med, 100*worst)
 		}
 		if name == "h200-llama-3.1-8b-graph-1.json" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
@@ -233,7 +234,7 @@ func (f *OpsFit) WriteText(w io.Writer, o *Ops, start, output string) error {
 		}
 		if len(before) > 0 {
 			fmt.Fprintf(&sb, "  %-18s %2d points: median %.1f%%, max %.1f%% before; median %.1f%%, max %.1f%% after.\n",
-				op, len(before), 100*opsMedian(before), 100*slices.Max(before), 100*opsMedian(after), 100*slices.Max(after))
+				op, len(before), 100*stats.Median(before), 100*slices.Max(before), 100*stats.Median(after), 100*slices.Max(after))
 		}
 	}
 	if output != "" {

@@ -5,7 +5,11 @@
 
 package sim
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/gpufrag/gpufrag/internal/stats"
+)
 
 // Band is the range a measured figure is expected to fall in, given the
 // simulated one and the out-of-sample errors of the step model that timed
@@ -88,12 +92,5 @@ type Spread struct {
 // SpreadOf returns the spread of xs (at least one value; xs is not
 // changed).
 func SpreadOf(xs []float64) Spread {
-	v := slices.Clone(xs)
-	slices.Sort(v)
-	n := len(v)
-	med := v[n/2]
-	if n%2 == 0 {
-		med = (v[n/2-1] + v[n/2]) / 2
-	}
-	return Spread{Min: v[0], Median: med, Max: v[n-1]}
+	return Spread{Min: slices.Min(xs), Median: stats.Median(xs), Max: slices.Max(xs)}
 }

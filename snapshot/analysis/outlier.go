@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"sort"
+
+	"github.com/gpufrag/gpufrag/internal/stats"
 )
 
 // Which of N snapshots of one job (ranks, or hours of one server) is the
@@ -122,12 +124,12 @@ func FindOutliers(units []Unit) (*Outliers, error) {
 		for u := range units {
 			col[u] = o.Values[u][m]
 		}
-		med := median(col)
+		med := stats.Median(col)
 		dev := make([]float64, len(col))
 		for i, x := range col {
 			dev[i] = math.Abs(x - med)
 		}
-		mad := median(dev)
+		mad := stats.Median(dev)
 		o.Median = append(o.Median, med)
 		o.MAD = append(o.MAD, mad)
 		floor := OutlierMinRatio
@@ -158,16 +160,4 @@ func FindOutliers(units []Unit) (*Outliers, error) {
 		}
 	}
 	return o, nil
-}
-
-// median of xs (which it sorts a copy of); the mean of the middle two for
-// an even count.
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
