@@ -114,7 +114,7 @@ func TestFidelityTrace(t *testing.T) {
 
 func TestFidelityMedianAndRatchetValue(t *testing.T) {
 	if stats.Median(nil) != 0 || stats.Median([]float64{3, 1, 2}) != 2 || stats.Median([]float64{4, 1, 3, 2}) != 2.5 {
-		t.Error("fidMedian")
+		t.Error("stats.Median, the page's median")
 	}
 	for _, tc := range []struct{ m, want float64 }{{0.12341, 0.1235}, {0.1234, 0.1234}, {0, 0}} {
 		got := FidelityRatchetValue(tc.m)

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -40,6 +42,10 @@ type ITLP99Run struct {
 	Error float64 `yaml:"error"`
 }
 
+// itlFixedFlags are the simulate flags every replay of a run sets itself
+// (--trace from Trace); a run's Args may not give them.
+var itlFixedFlags = []string{"--trace", "--kv", "--alloc", "--json"}
+
 // ReadITLP99 decodes an itl_p99.yaml document strictly, checking that
 // every run's error is its figures'.
 func ReadITLP99(data []byte) ([]ITLP99Run, error) {
@@ -63,8 +69,18 @@ func ReadITLP99(data []byte) ([]ITLP99Run, error) {
 		if r.Trace == "" || len(r.Args) == 0 {
 			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): trace and args must be set (scripts/itl-check writes them)", i+1, r.Run)
 		}
-		if slices.Contains(r.Args, "--trace") {
-			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): args name a second --trace", i+1, r.Run)
+		if path.IsAbs(r.Trace) || strings.Contains(r.Trace, "\\") {
+			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): trace %q: want a slash-separated path from the repository's root", i+1, r.Run, r.Trace)
+		}
+		for _, a := range r.Args {
+			if a == "" {
+				return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): an empty argument", i+1, r.Run)
+			}
+			for _, fixed := range itlFixedFlags {
+				if a == fixed || strings.HasPrefix(a, fixed+"=") {
+					return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): args give %s, which the replay sets itself", i+1, r.Run, fixed)
+				}
+			}
 		}
 		if seen[r.Run] {
 			return nil, fmt.Errorf("calib: itl_p99.yaml: run %d (%s): named twice", i+1, r.Run)

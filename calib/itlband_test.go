@@ -53,7 +53,12 @@ func TestReadITLP99Bad(t *testing.T) {
 		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: .nan}", "error NaN"},
 		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 1 (r1): trace and args must be set"},
 		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [], simulated_ms: 10, measured_ms: 20, error: -0.5}", "run 1 (r1): trace and args must be set"},
-		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--trace, u.json], simulated_ms: 10, measured_ms: 20, error: -0.5}", "args name a second --trace"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--trace, u.json], simulated_ms: 10, measured_ms: 20, error: -0.5}", "args give --trace, which the replay sets itself"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--trace=u.json], simulated_ms: 10, measured_ms: 20, error: -0.5}", "args give --trace"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--kv, paged:32], simulated_ms: 10, measured_ms: 20, error: -0.5}", "args give --kv"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [--json], simulated_ms: 10, measured_ms: 20, error: -0.5}", "args give --json"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: t.json, args: [\"\"], simulated_ms: 10, measured_ms: 20, error: -0.5}", "an empty argument"},
+		{"runs:\n  - {source: a, run: r1, gpu: g, engine_version: \"1\", trace: /abs/t.json, args: [--tp, \"1\"], simulated_ms: 10, measured_ms: 20, error: -0.5}", "trace \"/abs/t.json\": want a slash-separated path"},
 	} {
 		if _, err := ReadITLP99([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)

@@ -92,5 +92,7 @@ type Spread struct {
 // SpreadOf returns the spread of xs (at least one value; xs is not
 // changed).
 func SpreadOf(xs []float64) Spread {
-	return Spread{Min: slices.Min(xs), Median: stats.Median(xs), Max: slices.Max(xs)}
+	v := slices.Clone(xs)
+	slices.Sort(v)
+	return Spread{Min: v[0], Median: stats.Median(v), Max: v[len(v)-1]}
 }

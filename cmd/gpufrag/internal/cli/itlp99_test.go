@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/calib"
@@ -35,8 +36,11 @@ func TestITLP99FileCurrent(t *testing.T) {
 	var skipped []string
 	for _, r := range runs {
 		trace := filepath.Join(root, filepath.FromSlash(r.Trace))
+		if !strings.HasPrefix(r.Trace, "calib/testdata/") && !strings.HasPrefix(r.Trace, "../shared/data/") {
+			t.Fatalf("%s: trace %s is neither the repository's copy (calib/testdata) nor ../shared's", r.Run, r.Trace)
+		}
 		if _, err := os.Stat(trace); err != nil {
-			if r.Source != "surajssd-llm-k8s" {
+			if !strings.HasPrefix(r.Trace, "../shared/") {
 				t.Fatalf("%s: %v (the repository's own copy)", r.Run, err)
 			}
 			skipped = append(skipped, r.Run)
@@ -52,7 +56,7 @@ func TestITLP99FileCurrent(t *testing.T) {
 			} `json:"results"`
 		}
 		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 1 {
-			t.Fatalf("%s: %v", r.Run, err)
+			t.Fatalf("%s: %d results, want 1 (%v)", r.Run, len(doc.Results), err)
 		}
 		// The file keeps 3 decimals of a millisecond.
 		if got := 1e3 * doc.Results[0].ITL.P99; !(math.Abs(got-r.SimulatedMs) <= 0.0006) {
