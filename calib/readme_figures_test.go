@@ -9,10 +9,11 @@ import (
 )
 
 // TestREADMEFidelityFigures: the README's paragraph on the joint model
-// quotes docs/fidelity.md's summary and the vLLM paper's rows; each of its
-// figures must be the page's, so that a regenerated page that moves one
-// fails here until the README says the same (the README had kept two
-// roofline figures of an older page).
+// quotes docs/fidelity.md's summary and the vLLM paper's rows, and so does
+// docs/calibrate.md's "where they stand"; each of their figures must be
+// the page's, so that a regenerated page that moves one fails here until
+// both say the same (the README had kept two roofline figures of an older
+// page, docs/calibrate.md a whole paragraph).
 func TestREADMEFidelityFigures(t *testing.T) {
 	read := func(name string) string {
 		t.Helper()
@@ -46,6 +47,21 @@ func TestREADMEFidelityFigures(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("README.md: %s %s, docs/fidelity.md %s", names[i], got[i], want[i])
+		}
+	}
+
+	status := find(read(filepath.Join("docs", "calibrate.md")), "docs/calibrate.md", `\*\*Now\*\* .*?: cross-source held-out median ([0-9.]+)% over (\d+) figures .*? worst ([0-9.]+)% .*? leave one GPU out ([0-9.]+)%; never-seen sources median ([0-9.]+)% over (\d+) figures .*? worst ([0-9.]+)% .*? Fig\. 13a, vLLM's mean batch −([0-9.]+)% .*? \(vLLM \+([0-9.]+)%, Orca Oracle \+([0-9.]+)%, Pow2 \+([0-9.]+)%, Max \+([0-9.]+)%`, 12)
+	want = []string{loso[1], loso[0], loso[2], logo[1], never[1], never[0], never[2]}
+	names = []string{"leave one source out", "figures", "its worst", "leave one GPU out", "never seen", "never-seen figures", "never seen, worst"}
+	for i := range want {
+		if status[i] != want[i] {
+			t.Errorf("docs/calibrate.md, where the targets stand: %s %s, docs/fidelity.md %s", names[i], status[i], want[i])
+		}
+	}
+	for i, id := range []string{"vllm-paper-fig13a-mean-batch-vllm", "vllm-paper-fig12a-rate-at-0.5-vllm", "vllm-paper-fig12a-rate-at-0.5-orca-oracle",
+		"vllm-paper-fig12a-rate-at-0.5-orca-pow2", "vllm-paper-fig12a-rate-at-0.5-orca-max"} {
+		if e := strings.TrimLeft(errOf(id), "+-"); status[7+i] != e {
+			t.Errorf("docs/calibrate.md, where the targets stand: %s %s%%, docs/fidelity.md %s%%", id, status[7+i], e)
 		}
 	}
 
