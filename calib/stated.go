@@ -170,16 +170,42 @@ func runStated(r *workload.BenchResult, where string) ([]Stated, []string, error
 }
 
 // StatedSetup returns what the runs of the files state, run by run, and
-// warnings for settings they record that calibrate cannot use.
+// warnings for settings they record that calibrate cannot use. Runs that
+// name different models (model_id) are one calibration only where their
+// names agree on the weights' type: a run of an FP8 checkpoint beside one
+// of its BF16 original is refused, since the one weight type calibrate
+// replays would be wrong for one of them; other differing names are a
+// warning (--model sets the model all runs are replayed as).
 func StatedSetup(files ...[]*File) ([]Stated, []string, error) {
 	var out []Stated
 	var warns []string
+	var firstID, firstWhere string
+	differ := false
 	for _, group := range files {
 		for _, f := range group {
 			for _, r := range f.Runs {
 				where := f.Name
 				if r.Runs > 1 {
 					where = fmt.Sprintf("%s: run %d of %d", f.Name, r.Run, r.Runs)
+				}
+				if id := strings.TrimSpace(r.Model); id != "" {
+					switch {
+					case firstWhere == "":
+						firstID, firstWhere = id, where
+					case id != firstID:
+						a, _ := modelIDWeights(firstID)
+						b, _ := modelIDWeights(id)
+						if a != b {
+							return nil, nil, fmt.Errorf("%w: %s names model %s and %s names %s, whose weights differ (%s, %s): the runs of one calibration "+
+								"must share one setup; calibrate them apart", ErrSetup, firstWhere, clipLabel(firstID), where, clipLabel(id),
+								weightsOrUnnamed(a), weightsOrUnnamed(b))
+						}
+						if !differ {
+							warns = append(warns, fmt.Sprintf("%s names model %s and %s names %s: calibrate replays every run as the one model --model gives",
+								firstWhere, clipLabel(firstID), where, clipLabel(id)))
+							differ = true
+						}
+					}
 				}
 				s, w, err := runStated(r, where)
 				if err != nil {
@@ -190,6 +216,15 @@ func StatedSetup(files ...[]*File) ([]Stated, []string, error) {
 		}
 	}
 	return out, warns, nil
+}
+
+// weightsOrUnnamed is a weight type modelIDWeights found, or what its
+// absence means in a message.
+func weightsOrUnnamed(dtype string) string {
+	if dtype == "" {
+		return "no quantized type named"
+	}
+	return dtype
 }
 
 // ResolveStated decides what the stated settings set: a flag that was

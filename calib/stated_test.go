@@ -87,3 +87,49 @@ func TestResolveStated(t *testing.T) {
 		t.Errorf("--tp 4: apply %+v, warns %q, %v", apply, warns, err)
 	}
 }
+
+// TestStatedSetupModelIDs: runs that name different models are refused
+// where the names disagree on the weights' type (an FP8 checkpoint beside
+// its original: one weight type would be wrong for one of them), and
+// warned about otherwise; runs that name no model say nothing.
+func TestStatedSetupModelIDs(t *testing.T) {
+	file := func(name string, ids ...string) *File {
+		f := &File{Name: name}
+		for i, id := range ids {
+			f.Runs = append(f.Runs, &workload.BenchResult{Model: id, Run: i + 1, Runs: len(ids)})
+		}
+		return f
+	}
+	const base, fp8 = "meta-llama/Llama-3.1-70B-Instruct", "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic"
+	for _, tc := range []struct {
+		name      string
+		files     []*File
+		err, warn string
+	}{
+		{"same", []*File{file("a.json", base), file("b.json", base)}, "", ""},
+		{"unnamed", []*File{file("a.json", base), file("b.json", "")}, "", ""},
+		{"fp8 beside bf16", []*File{file("a.json", base), file("b.json", fp8)},
+			"a.json names model " + base + " and b.json names " + fp8 + ", whose weights differ (no quantized type named, fp8): " +
+				"the runs of one calibration must share one setup; calibrate them apart", ""},
+		{"within a file", []*File{file("s.jsonl", fp8, fp8, "x/Llama-3.1-70B-Instruct-AWQ")},
+			"s.jsonl: run 1 of 3 names model " + fp8 + " and s.jsonl: run 3 of 3 names x/Llama-3.1-70B-Instruct-AWQ, whose weights differ (fp8, int4)", ""},
+		{"another model", []*File{file("a.json", base), file("b.json", "Qwen/Qwen2.5-7B-Instruct"), file("c.json", "other")}, "",
+			"a.json names model " + base + " and b.json names Qwen/Qwen2.5-7B-Instruct: calibrate replays every run as the one model --model gives"},
+	} {
+		_, warns, err := StatedSetup(tc.files)
+		switch {
+		case tc.err != "":
+			if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		w := strings.Join(warns, "\n")
+		if tc.warn == "" && w != "" || !strings.Contains(w, tc.warn) || strings.Count(w, "calibrate replays every run") > 1 {
+			t.Errorf("%s: warnings %q, want %q once", tc.name, w, tc.warn)
+		}
+	}
+}

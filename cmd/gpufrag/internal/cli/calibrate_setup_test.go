@@ -241,7 +241,8 @@ func TestCalibrateStatedSetup(t *testing.T) {
 	}
 
 	// Runs that disagree, and values no flag takes.
-	c := writeSweepRun(t, dir, "c.json", "20251101-102000", 16, lens, 16, map[string]any{"max_num_seqs": 128})
+	c := writeSweepRun(t, dir, "c.json", "20251101-102000", 16, lens, 16, map[string]any{"max_num_seqs": 128, "model_id": sweep["model_id"]})
+	orig := writeSweepRun(t, dir, "orig.json", "20251101-102000", 16, lens, 16, map[string]any{"max_num_seqs": 64})
 	bad := writeSweepRun(t, dir, "bad.json", "20251101-102000", 16, lens, 16, map[string]any{"gpu_memory_utilization": "1.5"})
 	tp := writeSweepRun(t, dir, "tp.json", "20251101-102000", 16, lens, 16, map[string]any{"tensor_parallel_size": 3})
 	for _, tt := range []struct {
@@ -250,6 +251,10 @@ func TestCalibrateStatedSetup(t *testing.T) {
 	}{
 		{[]string{a, "--holdout", c}, a + " states max_num_seqs 64 and " + c + " states max_num_seqs 128: the runs of one calibration must share one setup"},
 		{[]string{bad}, bad + ": gpu_memory_utilization 1.5: want a share in (0, 1]"},
+		// The FP8 checkpoint's run beside its BF16 original's: one weight
+		// type would be wrong for one of them, whatever the flags.
+		{[]string{a, "--holdout", orig, "--max-seqs", "64"}, a + " names model neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic and " + orig +
+			" names meta-llama/Llama-3.1-8B-Instruct, whose weights differ (fp8, no quantized type named): the runs of one calibration must share one setup"},
 		{[]string{tp}, "with the setup the files state (" + tp + " states tensor_parallel_size 3): --tp 3 with --model llama-3.1-8b"},
 	} {
 		code, _, stderr := run(t, "", append(append([]string{"calibrate"}, tt.args...), calibrate8B...)...)

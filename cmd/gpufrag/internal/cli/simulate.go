@@ -148,6 +148,11 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if plan.Dropped != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(plan.Dropped))
 	}
+	if plan.Bench != nil && len(plan.Configs) > 0 {
+		for _, w := range benchSetupWarnings(filepath.Base(f.trace), plan.Bench, &plan.Configs[0], cmd.Flags()) {
+			fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(w))
+		}
+	}
 	if len(plan.Requests) == 0 {
 		return errors.New("the workload has no requests")
 	}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/model"
+	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
+)
+
+// benchSetupWarnings compares what a benchmark run states of its setup
+// (calib.StatedSetup: the server's settings it records, the weight type
+// its model id names) with the setup simulate replays it with, c, and
+// returns a warning for each setting the run states otherwise and no flag
+// gave. calibrate replays a run with what it states, so without these a
+// profile calibrate fitted would be replayed on another setup (an FP8
+// checkpoint's run as BF16 weights). An error of the run's statements
+// (a value no flag takes) is a warning too: simulate replays the flags'.
+func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl *pflag.FlagSet) []string {
+	stated, warns, err := calib.StatedSetup([]*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}})
+	if err != nil {
+		return []string{fmt.Sprintf("%v; simulate replays the flags' setup", err)}
+	}
+	rm := c.RunModel()
+	for _, st := range stated {
+		if fl.Changed(st.Flag) {
+			continue
+		}
+		var have string
+		switch st.Flag {
+		case "tp":
+			have = strconv.Itoa(c.TP)
+		case "kv-dtype":
+			kv := c.KVDType // 0: the engine's choice, as sim.Config.Validate makes it
+			if kv == 0 {
+				kv = model.BF16
+				if c.Model.WeightDType == model.FP16 {
+					kv = model.FP16
+				}
+			}
+			have = kv.String()
+		case "weight-dtype":
+			have = rm.WeightDType.String()
+		case "max-context":
+			n := c.MaxContext
+			if n == 0 {
+				n = rm.MaxContext // 0: the model's
+			}
+			have = strconv.Itoa(n)
+		case "max-seqs":
+			have = strconv.Itoa(c.MaxSeqs)
+		case "max-batch-tokens":
+			have = strconv.Itoa(c.MaxBatchTokens)
+		case "chunked-prefill":
+			have = strconv.FormatBool(c.ChunkedPrefill)
+		case "prefix-caching":
+			have = strconv.FormatBool(c.PrefixCaching)
+		case "gpu-memory-utilization":
+			have = strconv.FormatFloat(c.GPUMemoryUtilization, 'g', -1, 64)
+		default:
+			continue
+		}
+		if canon, ok, err := calib.CanonicalSetting(st.Flag, have); err == nil && ok && canon == st.Value {
+			continue
+		}
+		warns = append(warns, fmt.Sprintf("%s, which calibrate replays as --%s %s; simulate replays %s: give --%s %s to replay the run as it ran",
+			st, st.Flag, st.Value, have, st.Flag, st.Value))
+	}
+	return warns
+}
