@@ -230,6 +230,8 @@ func parseBenchRun(text []byte, o benchObject, run, runs int, itls *int) (*Bench
 			r.warn("%s is NaN: the client measured nothing for it; it is left out", key)
 		case math.IsInf(v, 0):
 			return nil, at(fieldErr(key, "must be finite (got %s)", describeValue(raw)))
+		case v < 0 || v > maxBenchMetric:
+			return nil, at(fieldErr(key, "must be from 0 to %g, a time or a rate a client measured (got %s)", float64(maxBenchMetric), describeValue(raw)))
 		default:
 			if benchMetricSpecs[m].ms {
 				v /= 1e3
@@ -243,6 +245,11 @@ func parseBenchRun(text []byte, o benchObject, run, runs int, itls *int) (*Bench
 	r.quirks()
 	return r, nil
 }
+
+// maxBenchMetric bounds a run's summary figure in the file's own unit
+// (milliseconds, seconds, tokens or requests a second): 10^15 is some 30
+// years in milliseconds, more than any client measures.
+const maxBenchMetric = 1e15
 
 // clipLabel keeps a label within MaxIDBytes, as every id of a trace.
 func clipLabel(s string) string {

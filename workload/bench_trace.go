@@ -80,6 +80,7 @@ func (r *BenchResult) trace(opts ReadOptions) (*Trace, error) {
 		if opts.MaxRows > 0 && len(t.Requests) >= opts.MaxRows {
 			notes = append(notes, fmt.Sprintf("%sstopped after %d requests (MaxRows): requests %d to %d were left out",
 				r.prefix(), opts.MaxRows, i+1, len(lens)))
+			t.LeftOut = len(lens) - i
 			break
 		}
 		if l.in < 1 {

@@ -84,6 +84,9 @@ type Trace struct {
 	// (SGLang's random dataset); false when they are only drawn from the
 	// client's distribution.
 	ClientLengths bool
+	// LeftOut counts a vllm-bench run's requests that MaxRows left out:
+	// the replay is then of part of the run, whose own figures are not its.
+	LeftOut int
 
 	firstSkip *Error   // the first row skipped under SkipBadRows
 	untimed   string   // the message about untimed rows dropped, without the name

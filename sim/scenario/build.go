@@ -56,6 +56,9 @@ type Plan struct {
 	// (workload.Trace.DrawnFrom): a benchmark run that saved no send
 	// times, one draw of many; nil otherwise.
 	DrawnFrom *uint64
+	// benchLeftOut counts the benchmark run's requests the replay left out
+	// (workload.trace.max_rows).
+	benchLeftOut int
 }
 
 // Opener opens a trace file named in a scenario (the CLI passes os.Open
@@ -351,7 +354,7 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 		return nil, err
 	}
 	p.Skipped, p.Warnings, p.Dropped = t.Skipped, t.Warnings, t.Summary()
-	p.Bench, p.DrawnFrom = t.Bench, t.DrawnFrom
+	p.Bench, p.DrawnFrom, p.benchLeftOut = t.Bench, t.DrawnFrom, t.LeftOut
 	switch {
 	case t.Timed && tr.Rate > 0:
 		if err := workload.Rescale(t, tr.Rate); err != nil {

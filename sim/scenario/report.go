@@ -52,7 +52,30 @@ func NewReport(s *Scenario, plan *Plan, results []sim.Result) *Report {
 		seed := *plan.DrawnFrom
 		r.Bench.ArrivalSeed = &seed
 	}
+	if r.Bench != nil {
+		r.Bench.NotComparable = benchNotComparable(s, plan)
+	}
 	return r
+}
+
+// benchNotComparable says how plan's replay of its benchmark run differs
+// from the run as it ran, in the scenario's terms; "" when it does not.
+func benchNotComparable(s *Scenario, plan *Plan) string {
+	var why []string
+	b := plan.Bench
+	if tr := s.Workload.Trace; tr != nil && tr.Rate > 0 && tr.Rate != b.RequestRate {
+		why = append(why, fmt.Sprintf("its arrivals are drawn at %g requests/s (workload.trace.rate, --rate), the run's at %g", tr.Rate, b.RequestRate))
+	}
+	if plan.benchLeftOut > 0 {
+		why = append(why, fmt.Sprintf("%d of the run's requests are left out (workload.trace.max_rows, --max-rows)", plan.benchLeftOut))
+	}
+	if mc := s.Workload.MaxConcurrency; mc != nil && *mc != b.MaxConcurrency {
+		why = append(why, fmt.Sprintf("its client holds at most %d requests in flight (workload.max_concurrency, --max-concurrency; 0: no cap), the run's %d", *mc, b.MaxConcurrency))
+	}
+	if s.Duration > 0 {
+		why = append(why, "it stops at the scenario's duration (--duration), the run did not")
+	}
+	return strings.Join(why, "; ")
 }
 
 // RunConfig runs one configuration of a plan over reqs. With a defrag

@@ -207,6 +207,11 @@ type BenchReport struct {
 	// workload.trace.arrival_seed); absent when the arrivals are the
 	// run's own (saved, or all at once).
 	ArrivalSeed *uint64 `json:"arrival_seed,omitempty"`
+	// NotComparable says why the replay is not of the run as it ran, so
+	// that its simulated figures are not to be set against these (another
+	// arrival rate, part of its requests, another client cap); absent when
+	// the replay is the run's.
+	NotComparable string `json:"not_comparable,omitempty"`
 }
 
 // BenchLatency is a measured latency distribution; absent figures are

@@ -3,6 +3,7 @@ package simreport
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -90,7 +91,11 @@ func writeTables(sb *strings.Builder, o *scenario.Report) {
 		if b.OutputTokensPerS != nil {
 			tps = fmt.Sprintf("%.0f", *b.OutputTokensPerS)
 		}
-		st.Rows = append(st.Rows, []string{"measured (" + untrusted.Printable(b.File) + ")", done, "-", "-", "-", "-", tps, "-",
+		label := "measured (" + untrusted.Printable(filepath.Base(b.File)) + ")"
+		if b.NotComparable != "" {
+			label = "measured, another workload" // the legend says why
+		}
+		st.Rows = append(st.Rows, []string{label, done, "-", "-", "-", "-", tps, "-",
 			secs(b.TTFT.P50), secs(b.TTFT.P99), secs(b.TPOT.P50), secs(b.TPOT.P99), secs(b.ITL.P50), secs(b.ITL.P99)})
 	}
 	st.Write(sb)
@@ -105,8 +110,11 @@ TPOT, ITL:     a request's mean time per output token after the first, and each
                gap between two of its tokens (over every gap: a prefill that
                stalls the decodes shows in ITL's p99, TPOT averages it away)
 `)
-	if o.Bench != nil {
+	if b := o.Bench; b != nil {
 		sb.WriteString("measured:      the benchmark file's own figures, as its client computed them\n")
+		if b.NotComparable != "" {
+			sb.WriteString(human.WrapHang("               (not comparable with this replay: "+untrusted.Printable(b.NotComparable)+")", 80, 16) + "\n")
+		}
 	}
 	writeBands(sb, o)
 	writeArrivalDraws(sb, o)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,5 +28,44 @@ func TestSimulateBenchSetupWarning(t *testing.T) {
 	code, _, errs = run(t, "", "simulate", "--trace", bf16, "--model", "llama-3.1-8b", "--gpu", "l40s-48g", "--kv", "paged:16", "--max-rows", "20", "--json")
 	if code != 0 || strings.Contains(errs, "calibrate replays") {
 		t.Errorf("a BF16 run: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A replay of a benchmark file under another workload (--rate, --max-rows,
+// --max-concurrency, --duration) keeps the run's own figures, marked as not
+// comparable, in --json and in the text; the plain replay does not mark
+// them.
+func TestSimulateBenchNotComparable(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json")
+	base := []string{"simulate", "--trace", in, "--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8", "--kv", "paged:16"}
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"--rate", "4"}, "its arrivals are drawn at 4 requests/s (workload.trace.rate, --rate), the run's at 16"},
+		{[]string{"--rate", "16"}, ""},
+		{[]string{"--max-rows", "10"}, "10 of the run's requests are left out (workload.trace.max_rows, --max-rows)"},
+		{[]string{"--max-concurrency", "4"}, "its client holds at most 4 requests in flight"},
+		{[]string{"--duration", "5s"}, "it stops at the scenario's duration (--duration)"},
+	} {
+		code, out, errs := run(t, "", append(append(append([]string{}, base...), tc.extra...), "--json")...)
+		var doc struct {
+			Bench struct {
+				NotComparable string `json:"not_comparable"`
+			} `json:"bench"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+			t.Fatalf("%v: exit %d: %s", tc.extra, code, errs)
+		}
+		if got := doc.Bench.NotComparable; tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%v: not_comparable %q, want %q", tc.extra, got, tc.want)
+		}
+		code, out, _ = run(t, "", append(append([]string{}, base...), tc.extra...)...)
+		text := strings.Join(strings.Fields(out), " ")
+		marked := strings.Contains(text, "measured, another workload") && strings.Contains(text, "(not comparable with this replay: ")
+		if code != 0 || marked != (tc.want != "") || tc.want == "" && !strings.Contains(text, "measured (vllm_bench_qps16.json)") {
+			t.Errorf("%v: exit %d, the text marks the measured row %v, want %v", tc.extra, code, marked, tc.want != "")
+		}
 	}
 }
