@@ -113,10 +113,11 @@ func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
 // servedShare is the run's measured output throughput over the output
 // its requests asked for per second of sending: false for a run whose
 // requests are sent at once or in a closed loop (no rate offered), or
-// without a measured throughput.
+// without a measured throughput, or with one the report leaves out as not
+// the replayed requests' (a cut file: measure).
 func (c *Case) servedShare() (float64, bool) {
 	m := c.measured[OutputThroughput]
-	if !m.ok || c.Run.MaxConcurrency > 0 || !(c.Run.RequestRate > 0) || math.IsInf(c.Run.RequestRate, 1) || len(c.Requests) < 2 {
+	if !m.ok || m.excluded != "" || c.Run.MaxConcurrency > 0 || !(c.Run.RequestRate > 0) || math.IsInf(c.Run.RequestRate, 1) || len(c.Requests) < 2 {
 		return 0, false
 	}
 	lo, hi, out := c.Requests[0].Arrival, c.Requests[0].Arrival, 0

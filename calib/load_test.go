@@ -202,7 +202,8 @@ func fmtErr(e *float64) string {
 
 // TestLoadOf: the regime from the start's mean batch and the measured
 // throughput against what was offered; several loads switch the rule off,
-// and a run with no drawn rate (all at once, closed loop) is never called
+// and a run with no drawn rate (all at once, closed loop), or whose
+// throughput is not its replayed requests' (a cut file), is never called
 // saturated from its throughput.
 func TestLoadOf(t *testing.T) {
 	mk := func(rate float64, conc int, served float64) *Case {
@@ -211,6 +212,10 @@ func TestLoadOf(t *testing.T) {
 			c.Requests = append(c.Requests, workload.Request{Arrival: int64(i) * 1e9, PromptTokens: 10, OutputTokens: 100}) // 100 tokens a second over 9 s
 		}
 		c.measured[OutputThroughput] = measure{v: served * 1000 / 9, ok: true}
+		return c
+	}
+	cut := func(c *Case) *Case {
+		c.measured[OutputThroughput].excluded = "the per-request arrays hold 10 output tokens of the file's total_output_tokens 100"
 		return c
 	}
 	tests := []struct {
@@ -225,6 +230,7 @@ func TestLoadOf(t *testing.T) {
 		{"saturated even with a small batch", []*Case{mk(1, 0, 0.5)}, 2, RegimeSaturated},
 		{"all at once: no offered rate", []*Case{mk(math.Inf(1), 0, 0.5)}, 30, RegimeLoaded},
 		{"closed loop: no offered rate", []*Case{mk(1, 8, 0.5)}, 3, RegimeLight},
+		{"a throughput left out (a cut file) says nothing", []*Case{cut(mk(1, 0, 0.5))}, 3, RegimeLight},
 		{"two rates", []*Case{mk(1, 0, 1), mk(2, 0, 1)}, 3, RegimeSeveral},
 		{"two concurrencies", []*Case{mk(1, 4, 1), mk(1, 8, 1)}, 3, RegimeSeveral},
 	}
