@@ -87,7 +87,7 @@ func newSimulate() *cobra.Command {
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
 	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
 	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
-	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and for the arrivals of a trace without times (default: the scenario's)")
+	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and for the arrivals of a trace without times (default: the scenario's); a benchmark file's arrivals are drawn from --arrival-seed")
 	fl.Uint64Var(&f.arrivalSeed, "arrival-seed", 0, "draw a benchmark result file's Poisson arrivals from `SEED` instead of the run's own seed: another draw of a run that saved no start times")
 	fl.IntVar(&f.arrivalDraws, "arrival-draws", 1, "replay a benchmark result file that saved no send times under `N` draws of its arrivals (seeds from the run's own, or --arrival-seed's or workload.trace.arrival_seed's, up) and report each figure's smallest, median and largest: how far the draw alone moves it (1: one draw; at most 64; N times the time)")
 	fl.StringVar(&f.defrag, "defrag", "", "compaction `POLICY`: off, threshold, adaptive, online or offline (contiguous KV on caching, arena or sizeclass; each run is repeated with off for ooms_without)")
@@ -147,6 +147,10 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	if plan.Dropped != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(plan.Dropped))
+	}
+	if plan.Bench != nil && plan.DrawnFrom != nil && cmd.Flags().Changed("seed") && !cmd.Flags().Changed("arrival-seed") {
+		fmt.Fprintf(stderr, "gpufrag: warning: --seed %d does not draw a benchmark run's arrivals: they are drawn from the run's own seed, %d; "+
+			"--arrival-seed N draws others\n", f.seed, *plan.DrawnFrom)
 	}
 	if plan.Bench != nil && len(plan.Configs) > 0 {
 		for _, w := range benchSetupWarnings(filepath.Base(f.trace), plan.Bench, &plan.Configs[0], cmd.Flags()) {

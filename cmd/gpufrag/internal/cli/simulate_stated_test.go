@@ -69,3 +69,17 @@ func TestSimulateBenchNotComparable(t *testing.T) {
 		}
 	}
 }
+
+// --seed does not draw a benchmark run's arrivals (--arrival-seed does):
+// given alone with such a file, simulate says so.
+func TestSimulateBenchSeedWarning(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json")
+	args := []string{"simulate", "--trace", in, "--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8", "--kv", "paged:16", "--json"}
+	const want = "--seed 5 does not draw a benchmark run's arrivals: they are drawn from the run's own seed, 0; --arrival-seed N draws others"
+	if code, _, errs := run(t, "", append(args, "--seed", "5")...); code != 0 || !strings.Contains(errs, want) {
+		t.Errorf("--seed 5: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := run(t, "", append(args, "--seed", "5", "--arrival-seed", "3")...); code != 0 || strings.Contains(errs, "does not draw") {
+		t.Errorf("--seed 5 --arrival-seed 3: exit %d, stderr %q", code, errs)
+	}
+}
