@@ -384,7 +384,7 @@ func (f *fitter) run(ctx context.Context) (*FitReport, error) {
 		}
 	}
 	if len(f.slots) == 0 {
-		return nil, fmt.Errorf("%w: no metric of the runs to fit to can be fitted (each run's warnings say why)%s", ErrSetup, f.caseWarnings())
+		return nil, fmt.Errorf("%w: no metric of the runs to fit to can be fitted:%s%s", ErrSetup, f.unfittable(), f.caseWarnings())
 	}
 	// The fitted runs as the objective sees them; the held-out runs' values
 	// at the start are their judgeDraws means (shown, below).
@@ -498,6 +498,22 @@ func (f *fitter) warnFar(vals map[int]*simValues) {
 			"than the benchmark (a queue that grows in one and not the other?); check the setup the files do not record "+
 			"(--tp, --max-seqs, --max-batch-tokens, --engine): fitted as it is, this metric's error dominates the fit", s.m, v, meas, v/meas)
 	}
+}
+
+// unfittable says, run by run, why each metric of the fitted runs cannot
+// be fitted (fittable's reasons), a line a metric, for the error that no
+// metric can.
+func (f *fitter) unfittable() string {
+	var sb strings.Builder
+	for _, i := range f.fitIdx {
+		c := f.cases[i]
+		for _, m := range Metrics() {
+			if ok, why := f.fittable(c, m); !ok {
+				fmt.Fprintf(&sb, "\n  %s: %s: %s", c.where(), m, why)
+			}
+		}
+	}
+	return sb.String()
 }
 
 func (f *fitter) caseWarnings() string {

@@ -83,3 +83,16 @@ func TestSimulateBenchSeedWarning(t *testing.T) {
 		t.Errorf("--seed 5 --arrival-seed 3: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A file with no measured figure (a cut copy of lengths only) cannot be
+// fitted; the error says, metric by metric, why.
+func TestCalibrateNothingFittable(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "calib", "testdata", "bench", "crusoe-l40s-llama-3.1-8b-tp1-qps5.lens.json")
+	code, _, errs := run(t, "", "calibrate", in, "--model", "llama-3.1-8b", "--gpu", "l40s-48g", "--max-evals", "1")
+	for _, want := range []string{"no metric of the runs to fit to can be fitted:", in + ": median_ttft: the file does not give it",
+		in + ": output_throughput: the file does not give it"} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
+		}
+	}
+}
