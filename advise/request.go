@@ -111,7 +111,7 @@ func Advise(req Request, h Hooks) (*Report, error) {
 	}
 	if prev := req.Refine; prev != nil {
 		pt := prev.Inputs
-		if pt.Trace.SHA256 != in.Trace.SHA256 || pt.Model != in.Model || pt.GPU != in.GPU || pt.TP != in.TP {
+		if pt.Trace.SHA256 != in.Trace.SHA256 || pt.Trace.Run != in.Trace.Run || pt.Model != in.Model || pt.GPU != in.GPU || pt.TP != in.TP {
 			return nil, &RefineError{fmt.Errorf("advice for %s (sha256 %.12s…), %s on %s tp %d; this run is %s (sha256 %.12s…), %s on %s tp %d",
 				pt.Trace.File, pt.Trace.SHA256, pt.Model, pt.GPU, pt.TP, in.Trace.File, in.Trace.SHA256, in.Model, in.GPU, in.TP)}
 		}

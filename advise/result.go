@@ -68,12 +68,15 @@ type Result struct {
 
 // TraceInfo identifies the workload.
 type TraceInfo struct {
-	File      string  `json:"file"` // base name
-	SHA256    string  `json:"sha256"`
-	Format    string  `json:"format"`
-	Requests  int     `json:"requests"`
-	Skipped   int     `json:"skipped_rows"`
-	MaxRows   int     `json:"max_rows"`
+	File     string `json:"file"` // base name
+	SHA256   string `json:"sha256"`
+	Format   string `json:"format"`
+	Requests int    `json:"requests"`
+	Skipped  int    `json:"skipped_rows"`
+	MaxRows  int    `json:"max_rows"`
+	// Run is the benchmark run of a file of several (1-based, --run);
+	// absent (0) for a file of one.
+	Run       int     `json:"run,omitempty"`
 	NativeRPS float64 `json:"native_rate_rps"`
 }
 

@@ -352,7 +352,7 @@ func TestBenchRandomLengths(t *testing.T) {
 	// the lengths.
 	_, err = workload.Read(bytes.NewReader(data), "online.jsonl", workload.VLLMBench, workload.ReadOptions{Run: 6})
 	want := `online.jsonl: line 6: field "input_lens": run 6 of 7: missing: the run has no per-request lengths (SGLang bench_serving writes them with --output-details); ` +
-		`rerun the client with it, or give the lengths another way, e.g. --trace lengths.csv --format vidur --rate R`
+		`rerun the client with it, or give the lengths another way: a length-only trace (such as Vidur's CSV) at the run's request rate`
 	if !errors.Is(err, workload.ErrField) || err == nil || err.Error() != want {
 		t.Errorf("sharegpt run:\n got %v\nwant %s", err, want)
 	}
@@ -394,7 +394,7 @@ func TestBenchErrors(t *testing.T) {
 	}{
 		{"summary only", `{"backend":"vllm","request_rate":1.0,"completed":5,"median_ttft_ms":50}`, workload.ReadOptions{}, workload.ErrField,
 			`line 1: field "input_lens": missing: the run has no per-request lengths (vLLM writes input_lens and output_lens with --save-detailed (v0.8 and older always)); ` +
-				`rerun the client with it, or give the lengths another way, e.g. --trace lengths.csv --format vidur --rate R`},
+				`rerun the client with it, or give the lengths another way: a length-only trace (such as Vidur's CSV) at the run's request rate`},
 		{"no rate", `{"backend":"vllm",` + lens + `}`, workload.ReadOptions{}, workload.ErrField,
 			`line 1: field "request_rate": missing: the rate the client sent requests at (requests per second, or "inf" for all at once) is needed to make its arrivals, ` +
 				`and the run has no start_times; add it to the run's object, e.g. "request_rate": 4.0`},
@@ -444,9 +444,9 @@ func TestBenchErrors(t *testing.T) {
 			`line 1: not a text trace: gzip-compressed data: decompress it first (gunzip -k FILE)`},
 		{"several runs", `{"backend":"sglang","request_rate":1,` + lens + "}\n" + `{"backend":"sglang","request_rate":2,` + lens + "}\n",
 			workload.ReadOptions{}, workload.ErrConfig,
-			`line 2: the file holds 2 benchmark runs: choose one with ReadOptions.Run (1 to 2), or save one run's line alone (sed -n 2p FILE > run2.jsonl); run 1 (line 1, vllm): request_rate 1; run 2 (line 2, vllm): request_rate 2`},
+			`line 2: the file holds 2 benchmark runs: choose one (1 to 2), or save one run's line alone (sed -n 2p FILE > run2.jsonl); run 1 (line 1, vllm): request_rate 1; run 2 (line 2, vllm): request_rate 2`},
 		{"no such run", `{"backend":"sglang","request_rate":1,` + lens + "}\n", workload.ReadOptions{Run: 3}, workload.ErrConfig,
-			`line 1: ReadOptions.Run is 3, but the file holds 1 benchmark run`},
+			`line 1: run 3 was asked for, but the file holds 1 benchmark run`},
 		{"empty arrays", `{"backend":"vllm","request_rate":1,"input_lens":[],"output_lens":[]}`, workload.ReadOptions{}, workload.ErrNoRows,
 			`line 1: no requests: the run's per-request arrays are empty`},
 	} {

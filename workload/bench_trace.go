@@ -131,7 +131,7 @@ func (r *BenchResult) lengths() ([]benchLens, string, bool, *Error) {
 		how = "SGLang bench_serving writes them with --output-details"
 	}
 	return nil, "", false, r.fieldErr("input_lens", "missing: the run has no per-request lengths (%s); rerun the client with it, "+
-		"or give the lengths another way, e.g. --trace lengths.csv --format vidur --rate R", how)
+		"or give the lengths another way: a length-only trace (such as Vidur's CSV) at the run's request rate", how)
 }
 
 // maxBenchDrawn bounds the requests randomLengths draws (1,000,000, the
@@ -337,10 +337,10 @@ func readBenchTrace(r io.Reader, name string, opts ReadOptions) (*Trace, error) 
 	run := opts.Run
 	switch {
 	case run < 0:
-		return nil, configErr("ReadOptions.Run: %d is negative (0 reads a file of one run)", run)
+		return nil, configErr("run %d is negative (0 reads a file of one run)", run)
 	case run == 0 && len(runs) > 1:
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "the file holds %d benchmark runs: choose one with ReadOptions.Run (1 to %d), "+
+		fmt.Fprintf(&sb, "the file holds %d benchmark runs: choose one (1 to %d), "+
 			"or save one run's line alone (sed -n %dp FILE > run%d.jsonl)", len(runs), len(runs), runs[1].Line, 2)
 		for i, b := range runs {
 			if i == MaxWarnings {
@@ -354,7 +354,7 @@ func readBenchTrace(r io.Reader, name string, opts ReadOptions) (*Trace, error) 
 		run = 1
 	case run > len(runs):
 		return nil, &Error{File: name, Line: runs[len(runs)-1].Line, Err: ErrConfig,
-			Msg: fmt.Sprintf("ReadOptions.Run is %d, but the file holds %d benchmark run%s", run, len(runs), plural(len(runs)))}
+			Msg: fmt.Sprintf("run %d was asked for, but the file holds %d benchmark run%s", run, len(runs), plural(len(runs)))}
 	}
 	return runs[run-1].trace(opts)
 }

@@ -137,7 +137,11 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 	if e.Version != "" {
 		v, err := sim.ParseEngineVersion(base.Engine, e.Version)
 		if err != nil {
-			return bad("engine.version", "%s", strings.TrimPrefix(err.Error(), sim.ErrBadConfig.Error()+": "))
+			hint := ""
+			if _, v0 := sim.ParseEngineVersion(sim.EngineVLLMV0, e.Version); base.Engine == sim.EngineVLLMV1 && v0 == nil {
+				hint = " (engine.name vllm-v0, --engine vllm-v0)"
+			}
+			return bad("engine.version", "%s%s", strings.TrimPrefix(err.Error(), sim.ErrBadConfig.Error()+": "), hint)
 		}
 		base.EngineVersion = v.String()
 	}

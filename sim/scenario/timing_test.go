@@ -146,7 +146,7 @@ func TestBuildTimingErrors(t *testing.T) {
 		{"run of a csv", base + "workload:\n  trace: {file: lengths.csv, format: vidur, rate: 1, run: 2}\n",
 			"field \"workload.trace.run\": 2, but only benchmark result files (format vllm-bench) hold runs, not vidur"},
 		{"run past the end", base + "workload:\n  trace: {file: runs.jsonl, run: 9}\n", "holds 7 benchmark runs (workload.trace.run, --run N)"},
-		{"several runs", base + "workload:\n  trace: {file: runs.jsonl}\n", "choose one with ReadOptions.Run (1 to 7)"},
+		{"several runs", base + "workload:\n  trace: {file: runs.jsonl}\n", "choose one (1 to 7)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Build(read(t, tc.yaml), memOpener(files))

@@ -37,6 +37,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.StringVar(&f.trace, "trace", "", "request trace `FILE` (required; formats as gpufrag simulate)")
 	fl.StringVar(&f.format, "format", "", "trace `FORMAT`: azure, mooncake, vidur, fineserve, burstgpt or jsonl (default: detected)")
 	fl.IntVar(&in.Trace.MaxRows, "max-rows", 0, "read at most `N` requests of the trace (0: all)")
+	fl.IntVar(&in.Trace.Run, "run", 0, "with a benchmark result file of several runs (an SGLang JSONL of a sweep), the run `N` to take (1-based)")
 	fl.BoolVar(&f.skipBadRows, "skip-bad-rows", false, "skip trace rows that do not parse instead of failing")
 	fl.StringVar(&f.model, "model", "", "model `NAME` (a preset) or path to a Hugging Face config.json (required)")
 	fl.StringVar(&f.gpu, "gpu", "", "GPU `NAME` (required): "+strings.Join(model.GPUNames(), ", "))
@@ -148,6 +149,11 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 		return err
 	}
 	if set("engine-version") {
+		if _, err := sim.ParseEngineVersion(sim.EngineVLLMV1, f.engineVersion); err != nil {
+			if _, v0 := sim.ParseEngineVersion(sim.EngineVLLMV0, f.engineVersion); v0 == nil {
+				return usageErrorf(cmd, "--engine-version %s: advise sweeps the settings of vLLM's V1 engine, whose releases start at 0.8", f.engineVersion)
+			}
+		}
 		if e.Version, err = checkEngineVersion(cmd, sim.EngineVLLMV1.String(), f.engineVersion); err != nil {
 			return err
 		}
@@ -166,7 +172,10 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 	if err := checkInputs(fileFlag{"--trace", f.trace}, fileFlag{"--refine", f.refine}); err != nil {
 		return err
 	}
-	t, sum, err := scenario.ReadTrace(&scenario.Trace{File: f.trace, Format: f.format, MaxRows: in.Trace.MaxRows, SkipBadRows: f.skipBadRows}, openNamed)
+	if in.Trace.Run < 0 {
+		return usageErrorf(cmd, "--run %d: want a run's number, from 1 (0: a file of one run)", in.Trace.Run)
+	}
+	t, sum, err := scenario.ReadTrace(&scenario.Trace{File: f.trace, Format: f.format, MaxRows: in.Trace.MaxRows, SkipBadRows: f.skipBadRows, Run: in.Trace.Run}, openNamed)
 	if err != nil {
 		return inFlagFile("--trace", f.trace, err)
 	}

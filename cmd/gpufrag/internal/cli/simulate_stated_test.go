@@ -96,3 +96,51 @@ func TestCalibrateNothingFittable(t *testing.T) {
 		}
 	}
 }
+
+// An engine release the default engine (vLLM V1) never had: simulate and
+// calibrate name the flag that picks the older engine; advise, which
+// sweeps V1's settings only, says so; an SGLang file's calibrate, whose
+// engine its harness gives, takes an SGLang release.
+func TestEngineVersionHints(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "..")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"simulate", "--engine-version", "0.5.5"}, 1, "for an earlier release use engine vllm-v0 (engine.name vllm-v0, --engine vllm-v0)"},
+		{[]string{"advise", "--trace", filepath.Join(root, "examples", "azure_conv.csv"), "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--engine-version", "0.5.5"},
+			2, "--engine-version 0.5.5: advise sweeps the settings of vLLM's V1 engine, whose releases start at 0.8"},
+		{[]string{"calibrate", filepath.Join(root, "workload", "testdata", "bench", "sglang_bench_details_synthetic.jsonl"), "--model", "llama-3.1-8b",
+			"--gpu", "rtx4090-24g", "--engine-version", "0.4.0", "--max-evals", "1", "--json"}, 0, ""},
+	} {
+		code, _, errs := run(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+}
+
+// advise --run takes one run of a benchmark file of several and records
+// it in the report's inputs; without it, the error names the flag.
+func TestAdviseRun(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "workload", "testdata", "bench", "sglang_bench_details_synthetic.jsonl")
+	args := []string{"advise", "--trace", in, "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--kv", "paged:16", "--alloc", "caching", "--json"}
+	if code, _, errs := run(t, "", args...); code != 1 || !strings.Contains(errs, "choose one (1 to 2)") || !strings.Contains(errs, "--run N") {
+		t.Errorf("without --run: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := run(t, "", append(args, "--run", "1")...)
+	var doc struct {
+		Inputs struct {
+			Trace struct {
+				Run int `json:"run"`
+			} `json:"trace"`
+		} `json:"inputs"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc.Inputs.Trace.Run != 1 {
+		t.Errorf("--run 1: exit %d, inputs.trace.run %d: %s", code, doc.Inputs.Trace.Run, errs)
+	}
+	if code, _, errs := run(t, "", append(args, "--run", "-1")...); code != 2 || !strings.Contains(errs, "--run -1: want a run's number") {
+		t.Errorf("--run -1: exit %d, stderr %q", code, errs)
+	}
+}
