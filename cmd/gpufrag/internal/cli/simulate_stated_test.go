@@ -144,3 +144,24 @@ func TestAdviseRun(t *testing.T) {
 		t.Errorf("--run -1: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A profile calibrated at one release, replayed at another of the same
+// overheads (the default): simulate warns and names the flag; at the
+// profile's own release it does not.
+func TestSimulateProfileReleaseNote(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json")
+	prof := filepath.Join(t.TempDir(), "p083.yaml")
+	setup := []string{"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8"}
+	if code, _, errs := run(t, "", append([]string{"calibrate", in, "--engine-version", "0.8.3", "--max-evals", "1", "-o", prof}, setup...)...); code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, errs)
+	}
+	args := append([]string{"simulate", "--trace", in, "--kv", "paged:16", "--profile", prof, "--json"}, setup...)
+	const want = "was fitted to vllm-v1 0.8.3, and the runs are vllm-v1 0.23.0 (the default): the overheads are the profile's, the scheduling " +
+		"(the next step prepared while the GPU runs this one) the release's; set engine.version 0.8.3 (--engine-version 0.8.3)"
+	if code, _, errs := run(t, "", args...); code != 0 || !strings.Contains(strings.Join(strings.Fields(errs), " "), want) {
+		t.Errorf("at the default release: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := run(t, "", append(args, "--engine-version", "0.8.3")...); code != 0 || strings.Contains(errs, "was fitted to") {
+		t.Errorf("at 0.8.3: exit %d, stderr %q", code, errs)
+	}
+}
