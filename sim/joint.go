@@ -281,3 +281,33 @@ func (j *JointModel) WriteYAML(w io.Writer) error {
 	}
 	return nil
 }
+
+// ReadStepModel reads a step-time model file of either shape: a profile
+// (it names its gpu:, as calibrate -o writes) or a joint model (it has an
+// engines: mapping, as sim/profiles/joint.yaml and calib/loso's), and
+// returns the one it holds. At most MaxProfileBytes are read. A document of
+// neither shape is an error wrapping ErrBadProfile that says what each
+// looks like; a file whose YAML does not parse is reported as a profile's,
+// with its line.
+func ReadStepModel(r io.Reader, name string) (*Profile, *JointModel, error) {
+	// One byte over the loaders' bound, so that they report the size.
+	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	var shape struct {
+		GPU     string    `yaml:"gpu"`
+		Engines yaml.Node `yaml:"engines"`
+	}
+	parsed := yaml.Unmarshal(data, &shape) == nil
+	switch {
+	case parsed && shape.GPU == "" && shape.Engines.Kind != yaml.MappingNode && len(strings.TrimSpace(string(data))) > 0:
+		return nil, nil, fmt.Errorf("%w: %s: neither a profile (it names its gpu:, as calibrate -o writes) nor a joint step-time model "+
+			"(it has an engines: mapping, as sim/profiles/joint.yaml and calib/loso/*.yaml)", ErrBadProfile, name)
+	case !parsed || shape.GPU != "" || shape.Engines.Kind != yaml.MappingNode:
+		p, err := LoadProfile(strings.NewReader(string(data)), name)
+		return p, nil, err
+	}
+	j, err := LoadJointModel(strings.NewReader(string(data)), name)
+	return nil, j, err
+}

@@ -74,9 +74,19 @@ func LoadProfile(s *Scenario, g model.GPU, engine sim.EngineKind, version string
 		return nil, "", badField("profile", "%w", err)
 	}
 	defer rc.Close()
-	p, err := sim.LoadProfile(rc, path)
+	p, j, err := sim.ReadStepModel(rc, path)
 	if err != nil {
 		return nil, "", badField("profile", "%w", err)
+	}
+	if j != nil {
+		// A joint model: its profile for the scenario's GPU, engine and
+		// release, as the embedded one gives (calibrate's --profile takes
+		// the same files).
+		p, err := j.ProfileFor(g.Name, engine, version)
+		if err != nil {
+			return nil, "", badField("profile", "%s, a joint model: %w", path, err)
+		}
+		return p, path, nil
 	}
 	if !strings.EqualFold(p.GPU, g.Name) {
 		return nil, "", badField("profile", "%s is for gpu %s, but the scenario's gpu is %s: calibrate one for %s (gpufrag calibrate), or set gpu %s",

@@ -3,11 +3,11 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
-	"go.yaml.in/yaml/v3"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/human"
 
 	"github.com/spf13/cobra"
 
@@ -213,34 +213,15 @@ func readStartProfile(path string, cfg sim.Config) (*sim.Profile, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("--profile: %w", err)
 	}
-	// One byte over the loaders' bound, so that they report the size.
-	data, err := io.ReadAll(io.LimitReader(fh, sim.MaxProfileBytes+1))
+	p, j, err := sim.ReadStepModel(fh, path)
 	fh.Close()
-	if err != nil {
-		return nil, "", fmt.Errorf("--profile: %w", err)
-	}
-	var shape struct {
-		GPU     string    `yaml:"gpu"`
-		Engines yaml.Node `yaml:"engines"`
-	}
-	parsed := yaml.Unmarshal(data, &shape) == nil
 	switch {
-	case parsed && shape.GPU == "" && shape.Engines.Kind != yaml.MappingNode && len(bytes.TrimSpace(data)) > 0:
-		return nil, "", fmt.Errorf("--profile %s: %w: neither a profile (it names its gpu:, as calibrate -o writes) nor a joint "+
-			"step-time model (it has an engines: mapping, as sim/profiles/joint.yaml and calib/loso/*.yaml)", path, sim.ErrBadProfile)
-	case !parsed || shape.GPU != "" || shape.Engines.Kind != yaml.MappingNode:
-		// A profile, or a file whose YAML the loader reports with its line.
-		p, err := sim.LoadProfile(bytes.NewReader(data), path)
-		if err != nil {
-			return nil, "", fmt.Errorf("--profile: %w", err)
-		}
+	case err != nil:
+		return nil, "", fmt.Errorf("--profile: %w", err)
+	case p != nil:
 		return p, path, nil
 	}
-	j, err := sim.LoadJointModel(bytes.NewReader(data), path)
-	if err != nil {
-		return nil, "", fmt.Errorf("--profile: %w", err)
-	}
-	p, err := j.ProfileFor(cfg.GPU.Name, cfg.Engine, cfg.EngineVersion)
+	p, err = j.ProfileFor(cfg.GPU.Name, cfg.Engine, cfg.EngineVersion)
 	if err != nil {
 		return nil, "", fmt.Errorf("--profile %s: a joint model: %w", path, err)
 	}

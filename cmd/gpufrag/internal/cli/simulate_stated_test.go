@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,5 +164,40 @@ func TestSimulateProfileReleaseNote(t *testing.T) {
 	}
 	if code, _, errs := run(t, "", append(args, "--engine-version", "0.8.3")...); code != 0 || strings.Contains(errs, "was fitted to") {
 		t.Errorf("at 0.8.3: exit %d, stderr %q", code, errs)
+	}
+}
+
+// simulate --profile takes a joint model file as calibrate's does: the
+// embedded joint.yaml given as a file times the runs as the default does;
+// a file of neither shape is refused saying what each looks like.
+func TestSimulateJointProfileFile(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "..")
+	args := []string{"simulate", "--trace", filepath.Join(root, "examples", "vllm_bench_qps16.json"), "--model", "llama-3.1-70b",
+		"--gpu", "a100-40g", "--tp", "8", "--kv", "paged:16", "--json"}
+	tpot := func(extra ...string) float64 {
+		t.Helper()
+		code, out, errs := run(t, "", append(append([]string{}, args...), extra...)...)
+		var doc struct {
+			Results []struct {
+				TPOT struct{ P50 float64 } `json:"tpot_s"`
+			} `json:"results"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Results) != 1 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errs)
+		}
+		return doc.Results[0].TPOT.P50
+	}
+	if a, b := tpot(), tpot("--profile", filepath.Join(root, "sim", "profiles", "joint.yaml")); a != b || a == 0 {
+		t.Errorf("TPOT p50 %v by default, %v with the joint model's file", a, b)
+	}
+	if a, b := tpot(), tpot("--profile", filepath.Join(root, "calib", "loso", "without-source-surajssd-llm-k8s.yaml")); a == b {
+		t.Errorf("a leave-one-out model times the run as the default does (%v)", a)
+	}
+	bad := filepath.Join(t.TempDir(), "neither.yaml")
+	if err := os.WriteFile(bad, []byte("foo: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := run(t, "", append(append([]string{}, args...), "--profile", bad)...); code == 0 || !strings.Contains(errs, "neither a profile") {
+		t.Errorf("neither shape: exit %d, stderr %q", code, errs)
 	}
 }
