@@ -21,7 +21,8 @@ import (
 
 func addTimingFlags(fl *pflag.FlagSet, f *simulateFlags) {
 	fl.StringVar(&f.profile, "profile", "", "time steps with `MODEL|FILE`: roofline, joint (the joint model's profile of --gpu, --engine and --engine-version; "+
-		"--gpu's own name says the same), or a profile YAML file, as gpufrag calibrate writes (default: "+sim.DefaultStepTime+")")
+		"--gpu's own name says the same), a profile YAML file, as gpufrag calibrate writes, or a joint step-time model file (sim/profiles/joint.yaml, "+
+		"calib/loso/*.yaml), whose profile for --gpu, --engine and --engine-version is taken (default: "+sim.DefaultStepTime+")")
 	fl.BoolVar(&f.printProfile, "print-profile", false, "print the YAML of the step-time profile the run would use (with none given, --gpu's embedded one for --engine) and exit; with --json, as JSON")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "a closed-loop client: at most `N` requests in flight, the rest wait and their latencies start when sent "+
 		"(default: a vllm-bench trace's own max_concurrency, else none; 0 lifts it)")
