@@ -242,7 +242,7 @@ func (f *fitter) jobs(cases []int, n int) []job {
 // simulate replays the jobs under p, at most FitOptions.Workers at once;
 // results are by position in js.
 func (f *fitter) simulate(ctx context.Context, p *sim.Profile, js []job) ([]sim.Result, error) {
-	return par.Map(ctx, len(js), par.Options{Workers: f.o.Workers}, func(_ context.Context, k int) (sim.Result, error) {
+	res, err := par.Map(ctx, len(js), par.Options{Workers: f.o.Workers}, func(_ context.Context, k int) (sim.Result, error) {
 		c := f.cases[js[k].c]
 		cfg := f.o.Setup.config(p, c.Run.MaxConcurrency)
 		cfg.WarmPrompts = c.Warm
@@ -259,6 +259,29 @@ func (f *fitter) simulate(ctx context.Context, p *sim.Profile, js []job) ([]sim.
 		}
 		return res, nil
 	})
+	return res, distinctErrors(err)
+}
+
+// distinctErrors keeps one of each message of err's joined errors (par.Map
+// joins one a job, and every draw of a run fails alike when its setup is
+// bad), in their order; err itself when it joins none or all differ.
+func distinctErrors(err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var keep []error
+	seen := map[string]bool{}
+	for _, e := range j.Unwrap() {
+		if msg := e.Error(); !seen[msg] {
+			seen[msg] = true
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) == len(j.Unwrap()) {
+		return err
+	}
+	return errors.Join(keep...)
 }
 
 // simValues are a case's simulated metrics: the mean log over the

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -749,5 +750,22 @@ func TestCalibrateJudgesExpected(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "judged on the geometric mean of 8 draws") {
 		t.Errorf("the report does not say how held-out runs are judged:\n%s", text.String())
+	}
+}
+
+// distinctErrors keeps one error of each message, in order, and leaves an
+// error that joins none, or only different ones, as it is; errors.Is still
+// finds what the kept ones wrap.
+func TestDistinctErrors(t *testing.T) {
+	a, b := fmt.Errorf("a.json: %w", ErrSetup), errors.New("b.json: bad")
+	got := distinctErrors(errors.Join(a, a, b, a, b))
+	if got.Error() != "a.json: "+ErrSetup.Error()+"\nb.json: bad" || !errors.Is(got, ErrSetup) {
+		t.Errorf("got %q", got)
+	}
+	if j := errors.Join(a, b); distinctErrors(j) != j {
+		t.Error("a join of different errors changed")
+	}
+	if distinctErrors(a) != a || distinctErrors(nil) != nil {
+		t.Error("a single error or nil changed")
 	}
 }

@@ -60,6 +60,10 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...named
 			continue
 		}
 		fi := stat(out.path)
+		if d, err := os.Stat(out.path); err == nil && d.IsDir() {
+			// Say so before the work, not after a long simulation.
+			return usageErrorf(cmd, "%s %s: a directory; give the path of a file to write", out.flag, out.path)
+		}
 		if fi == nil {
 			// Say so before the work, not after a long simulation.
 			dir := filepath.Dir(out.path)

@@ -81,6 +81,7 @@ func TestCheckOutputs(t *testing.T) {
 		{"two outputs on one new file", []fileFlag{{"--html", newFile}, {"--out", filepath.Join(dir, ".", "new.html")}}, "--html and --out both write"},
 		{"onto the input", []fileFlag{{"--out", in}}, "the input file given to --trace"},
 		{"in no directory", []fileFlag{{"--html", filepath.Join(dir, "none", "r.html")}}, "--html " + filepath.Join(dir, "none", "r.html") + ": the directory " + filepath.Join(dir, "none") + " does not exist"},
+		{"a directory", []fileFlag{{"--html", dir}}, "--html " + dir + ": a directory; give the path of a file to write"},
 	} {
 		err := checkOutputs(cmd, tc.outputs, []fileFlag{{"--trace", in}, {"--model", "llama-3-8b"}, {"--scenario", "-"}})
 		switch {
