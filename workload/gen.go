@@ -5,10 +5,12 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // ArrivalProcess yields inter-arrival gaps.
@@ -129,7 +131,12 @@ func Rescale(t *Trace, rate float64) error {
 	span := float64(t.Requests[n-1].Arrival - first)
 	newSpan := float64(n-1) / rate * 1e9
 	if first+int64(math.Min(newSpan, float64(maxTime))) >= maxTime {
-		return configErr("Rescale: rate %v stretches %s beyond %d ns", rate, displayName(t.Name), maxTime)
+		over := fmt.Sprintf("%.3g hours", newSpan/float64(time.Hour))
+		if math.IsInf(newSpan, 1) {
+			over = "more hours than a float holds"
+		}
+		return configErr("a rate of %g requests/s spreads the %d requests of %s over %s, past the %.0f hours a simulation can span: give a higher rate",
+			rate, n, displayName(t.Name), over, float64(maxTime)/float64(time.Hour))
 	}
 	f := newSpan / span
 	for i := range t.Requests {

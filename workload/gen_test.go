@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -238,4 +239,17 @@ func TestSessions(t *testing.T) {
 			last[r.Session] = r
 		}
 	})
+}
+
+// A rate that would spread a trace past the simulation's clock is refused
+// in hours, saying what to do, never as a negative or overflowed span.
+func TestRescaleTooSlow(t *testing.T) {
+	for _, rate := range []float64{1e-12, 1e-300} {
+		tr := &workload.Trace{Name: "t.csv", Timed: true, Requests: []workload.Request{{Arrival: 0}, {Arrival: 1e9}, {Arrival: 2e9}}}
+		err := workload.Rescale(tr, rate)
+		if err == nil || !errors.Is(err, workload.ErrConfig) || !strings.Contains(err.Error(), "past the 1281024 hours a simulation can span: give a higher rate") ||
+			strings.Contains(err.Error(), "-") && !strings.Contains(err.Error(), "e-") {
+			t.Errorf("rate %g: %v", rate, err)
+		}
+	}
 }
