@@ -137,7 +137,11 @@ func withinBand(r *Report) ([]int, string) {
 	note := fmt.Sprintf("%s and %s (rank %d) are within each other's band (%s): the simulation cannot rank them; measure them on the engine before choosing",
 		best.Settings, first.Settings, first.Rank, what)
 	if more := len(idx) - 1; more > 0 {
-		note += fmt.Sprintf("; so are %d more %s and the recommendation (within_band in --json)", more, plural(more, "candidate"))
+		are := "candidates are"
+		if more == 1 {
+			are = "candidate is"
+		}
+		note += fmt.Sprintf("; %d more %s within the recommendation's band too (within_band in --json)", more, are)
 	}
 	return idx, note
 }

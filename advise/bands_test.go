@@ -2,6 +2,7 @@ package advise
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +69,16 @@ func TestAddBands(t *testing.T) {
 		}
 		if got := strings.Contains(text, "are within each other's band (sustainable rates): the simulation cannot rank them"); got != (len(want) > 0) || got != (rep.BandNote != "") {
 			t.Errorf("±%.0f%%: %d within band, note %q, text says so: %v", 100*e, len(want), rep.BandNote, got)
+		}
+		more := ""
+		switch n := len(want) - 1; {
+		case n == 1:
+			more = "; 1 more candidate is within the recommendation's band too (within_band in --json)"
+		case n > 1:
+			more = fmt.Sprintf("; %d more candidates are within the recommendation's band too (within_band in --json)", n)
+		}
+		if more != "" && !strings.HasSuffix(rep.BandNote, more) || more == "" && strings.Contains(rep.BandNote, "more candidate") {
+			t.Errorf("±%.0f%%: note %q, want it to end %q", 100*e, rep.BandNote, more)
 		}
 	}
 	// Without bands (a report of an older shard), the table has no band column.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
@@ -211,7 +212,7 @@ func PlanLine(in Inputs, run []int, shard, shards int) string {
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%d %s", counts[n], n)
 	}
-	line := fmt.Sprintf("advise: %d candidates (%s), at most %d simulations each", len(in.Candidates), strings.Join(parts, ", "), in.Search.MaxEvaluations())
+	line := fmt.Sprintf("advise: %s (%s), at most %d simulations each", human.Count(int64(len(in.Candidates)), "candidate"), strings.Join(parts, ", "), in.Search.MaxEvaluations())
 	if shards > 1 {
 		line += fmt.Sprintf("; shard %d/%d runs %d", shard, shards, len(run))
 	}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
@@ -30,8 +31,8 @@ func WriteText(w io.Writer, r *Report) error {
 	if itl {
 		goals = fmt.Sprintf("TTFT p99 ≤ %s, TPOT p99 ≤ %s and ITL p99 ≤ %s", secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99), secs(in.SLO.ITLP99))
 	}
-	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, %s (%d candidates; rates within %.1f%%, the search's resolution, tie)\n\n",
-		goals, len(r.Candidates), 100*(r.TieTolerance-1))
+	fmt.Fprintf(&sb, "sustainable: the highest rate with no OOMs, %s (%s; rates within %.1f%%, the search's resolution, tie)\n\n",
+		goals, human.Count(int64(len(r.Candidates)), "candidate"), 100*(r.TieTolerance-1))
 	order := make([]int, len(r.Candidates))
 	for i := range order {
 		order[i] = i

@@ -182,6 +182,10 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 	if d := t.Summary(); d != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(d))
 	}
+	if b := t.Bench; b != nil && b.MaxConcurrency > 0 {
+		fmt.Fprintf(stderr, "gpufrag: warning: %s: its client held at most %d requests in flight (max_concurrency); advise sends the requests "+
+			"at each rate it tries, with no such cap, so its rates are an open loop's\n", untrusted.Printable(filepath.Base(f.trace)), b.MaxConcurrency)
+	}
 	req.Trace, in.Trace.File, in.Trace.SHA256 = t, filepath.Base(f.trace), sum
 	if f.refine != "" {
 		if req.Refine, err = advise.ReadReportFile(f.refine); err != nil {

@@ -201,3 +201,14 @@ func TestSimulateJointProfileFile(t *testing.T) {
 		t.Errorf("neither shape: exit %d, stderr %q", code, errs)
 	}
 }
+
+// advise on a benchmark file whose client capped its requests in flight
+// says that its rates are an open loop's.
+func TestAdviseOpenLoopWarning(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "workload", "testdata", "bench", "vllm_bench_detailed_synthetic.json")
+	code, _, errs := run(t, "", "advise", "--trace", in, "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--kv", "paged:16", "--alloc", "caching", "--json")
+	if want := "vllm_bench_detailed_synthetic.json: its client held at most 2 requests in flight (max_concurrency); advise sends the requests at each rate " +
+		"it tries, with no such cap, so its rates are an open loop's"; code != 0 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
