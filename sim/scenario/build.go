@@ -52,9 +52,6 @@ type Plan struct {
 	// measured figures go beside the simulated ones in the Report); nil
 	// for other workloads.
 	Bench *workload.BenchResult
-	// ProfileNote says that a profile file fitted to one release of its
-	// engine times runs of another of the same overheads; "" otherwise.
-	ProfileNote string
 	// DrawnFrom is the seed the trace's arrivals were drawn from
 	// (workload.Trace.DrawnFrom): a benchmark run that saved no send
 	// times, one draw of many; nil otherwise.
@@ -247,25 +244,6 @@ func build(s *Scenario, open Opener) (*Plan, error) {
 	p := &Plan{Model: m, GPU: g}
 	if base.Profile, p.ProfileFrom, err = LoadProfile(s, g, base.Engine, base.EngineVersion, open); err != nil {
 		return nil, err
-	}
-	if pr := base.Profile; pr != nil && p.ProfileFrom != ProfileFromEmbedded && pr.EngineVersion != "" {
-		// LoadProfile refused a release of other overheads; one of the
-		// same overheads may still schedule otherwise (vLLM's async
-		// scheduling from 0.14): say so when the scenario did not ask.
-		pv, _ := sim.ParseEngineVersion(pr.Engine, pr.EngineVersion)
-		v := sim.DefaultEngineVersion(base.Engine)
-		if base.EngineVersion != "" {
-			v, _ = sim.ParseEngineVersion(base.Engine, base.EngineVersion)
-		}
-		if pv != v {
-			given := "the default"
-			if s.Engine.Version != "" {
-				given = "engine.version's"
-			}
-			p.ProfileNote = fmt.Sprintf("%s was fitted to %v %s, and the runs are %v %s (%s): the overheads are the profile's, the scheduling "+
-				"(%s) the release's; set engine.version %s (--engine-version %s) to replay the release it was fitted to",
-				p.ProfileFrom, pr.Engine, pv, base.Engine, v, given, scheduleOf(base.Engine, v), pv, pv)
-		}
 	}
 	if base.Profile == nil && base.SchedulerSteps > 1 {
 		// sim.Config.SchedulerSteps spreads a profile's host time; the
@@ -650,13 +628,4 @@ func AllocsFor(kv strategy.Spec, allocs []registry.Spec) (fit []registry.Spec, o
 		return nil, false, fmt.Errorf("no allocator can run kv %s: %w", kv, err)
 	}
 	return []registry.Spec{d}, false, nil
-}
-
-// scheduleOf names how engine's release v schedules its steps, for
-// ProfileNote.
-func scheduleOf(engine sim.EngineKind, v sim.Version) string {
-	if sim.ScheduleOverlap(engine, v) {
-		return "the next step prepared while the GPU runs this one"
-	}
-	return "each step prepared after the last"
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,18 +54,22 @@ func NewReport(s *Scenario, plan *Plan, results []sim.Result) *Report {
 		r.Bench.ArrivalSeed = &seed
 	}
 	if r.Bench != nil {
-		r.Bench.NotComparable = benchNotComparable(s, plan)
+		r.Bench.NotComparable = benchNotComparable(s, plan, results)
 	}
 	return r
 }
 
 // benchNotComparable says how plan's replay of its benchmark run differs
 // from the run as it ran, in the scenario's terms; "" when it does not.
-func benchNotComparable(s *Scenario, plan *Plan) string {
+func benchNotComparable(s *Scenario, plan *Plan, results []sim.Result) string {
 	var why []string
 	b := plan.Bench
-	if tr := s.Workload.Trace; tr != nil && tr.Rate > 0 && tr.Rate != b.RequestRate {
-		why = append(why, fmt.Sprintf("its arrivals are drawn at %g requests/s (workload.trace.rate, --rate), the run's at %g", tr.Rate, b.RequestRate))
+	if tr := s.Workload.Trace; tr != nil && tr.Rate > 0 {
+		// Even at the run's own rate the arrivals are respaced to it.
+		why = append(why, fmt.Sprintf("its arrivals are respaced to %g requests/s (workload.trace.rate, --rate; the run's: %g)", tr.Rate, b.RequestRate))
+	}
+	if n := len(b.Requests); b.NumPrompts > n && n > 0 && plan.benchLeftOut == 0 {
+		why = append(why, fmt.Sprintf("the file's per-request arrays hold %d of the run's %d requests (a cut file), and its figures are the whole run's", n, b.NumPrompts))
 	}
 	if plan.benchLeftOut > 0 {
 		why = append(why, fmt.Sprintf("%d of the run's requests are left out (workload.trace.max_rows, --max-rows)", plan.benchLeftOut))
@@ -72,8 +77,8 @@ func benchNotComparable(s *Scenario, plan *Plan) string {
 	if mc := s.Workload.MaxConcurrency; mc != nil && *mc != b.MaxConcurrency {
 		why = append(why, fmt.Sprintf("its client holds at most %d requests in flight (workload.max_concurrency, --max-concurrency; 0: no cap), the run's %d", *mc, b.MaxConcurrency))
 	}
-	if s.Duration > 0 {
-		why = append(why, "it stops at the scenario's duration (--duration), the run did not")
+	if s.Duration > 0 && slices.ContainsFunc(results, func(r sim.Result) bool { return r.RequestsUnfinished > 0 || r.RequestsTotal < len(plan.Requests) }) {
+		why = append(why, "it stops at the scenario's duration (--duration) with requests unfinished, the run did not")
 	}
 	return strings.Join(why, "; ")
 }

@@ -148,9 +148,6 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if plan.Dropped != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(plan.Dropped))
 	}
-	if plan.ProfileNote != "" {
-		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(plan.ProfileNote))
-	}
 	if plan.Bench != nil && plan.DrawnFrom != nil && cmd.Flags().Changed("seed") && !cmd.Flags().Changed("arrival-seed") {
 		fmt.Fprintf(stderr, "gpufrag: warning: --seed %d does not draw a benchmark run's arrivals: they are drawn from the run's own seed, %d; "+
 			"--arrival-seed N draws others\n", f.seed, *plan.DrawnFrom)

@@ -32,24 +32,48 @@ func TestSimulateBenchSetupWarning(t *testing.T) {
 	}
 }
 
-// A replay of a benchmark file under another workload (--rate, --max-rows,
-// --max-concurrency, --duration) keeps the run's own figures, marked as not
-// comparable, in --json and in the text; the plain replay does not mark
-// them.
+// A replay of a benchmark file under another workload (--rate, even the
+// run's own, --max-rows, --max-concurrency, a --duration that leaves
+// requests unfinished) keeps the run's own figures, marked as not
+// comparable, in --json and in the text; so does a cut file's, whose
+// figures are the whole run's. The plain replay of a whole file, and a
+// duration it finishes within, do not mark them.
 func TestSimulateBenchNotComparable(t *testing.T) {
-	in := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json")
-	base := []string{"simulate", "--trace", in, "--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8", "--kv", "paged:16"}
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.json")
+	n := 30
+	lens := make([]int, n)
+	for i := range lens {
+		lens[i] = 64
+	}
+	doc := map[string]any{"backend": "vllm", "request_rate": 4, "num_prompts": n, "completed": n, "input_lens": lens, "output_lens": lens,
+		"median_ttft_ms": 20, "output_throughput": 200}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(whole, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json")
 	for _, tc := range []struct {
+		file  string
 		extra []string
 		want  string
 	}{
-		{nil, ""},
-		{[]string{"--rate", "4"}, "its arrivals are drawn at 4 requests/s (workload.trace.rate, --rate), the run's at 16"},
-		{[]string{"--rate", "16"}, ""},
-		{[]string{"--max-rows", "10"}, "10 of the run's requests are left out (workload.trace.max_rows, --max-rows)"},
-		{[]string{"--max-concurrency", "4"}, "its client holds at most 4 requests in flight"},
-		{[]string{"--duration", "5s"}, "it stops at the scenario's duration (--duration)"},
+		{whole, nil, ""},
+		{whole, []string{"--rate", "4"}, "its arrivals are respaced to 4 requests/s (workload.trace.rate, --rate; the run's: 4)"},
+		{whole, []string{"--rate", "8"}, "its arrivals are respaced to 8 requests/s"},
+		{whole, []string{"--max-rows", "10"}, "20 of the run's requests are left out (workload.trace.max_rows, --max-rows)"},
+		{whole, []string{"--max-concurrency", "4"}, "its client holds at most 4 requests in flight"},
+		{whole, []string{"--duration", "10h"}, ""},
+		{whole, []string{"--duration", "1s"}, "it stops at the scenario's duration (--duration) with requests unfinished"},
+		{cut, nil, "the file's per-request arrays hold 20 of the run's 200 requests (a cut file), and its figures are the whole run's"},
 	} {
+		base := []string{"simulate", "--trace", tc.file, "--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16"}
+		if tc.file == cut {
+			base = []string{"simulate", "--trace", tc.file, "--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8", "--kv", "paged:16"}
+		}
 		code, out, errs := run(t, "", append(append(append([]string{}, base...), tc.extra...), "--json")...)
 		var doc struct {
 			Bench struct {
@@ -57,16 +81,16 @@ func TestSimulateBenchNotComparable(t *testing.T) {
 			} `json:"bench"`
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
-			t.Fatalf("%v: exit %d: %s", tc.extra, code, errs)
+			t.Fatalf("%s %v: exit %d: %s", filepath.Base(tc.file), tc.extra, code, errs)
 		}
 		if got := doc.Bench.NotComparable; tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
-			t.Errorf("%v: not_comparable %q, want %q", tc.extra, got, tc.want)
+			t.Errorf("%s %v: not_comparable %q, want %q", filepath.Base(tc.file), tc.extra, got, tc.want)
 		}
 		code, out, _ = run(t, "", append(append([]string{}, base...), tc.extra...)...)
 		text := strings.Join(strings.Fields(out), " ")
 		marked := strings.Contains(text, "measured, another workload") && strings.Contains(text, "(not comparable with this replay: ")
-		if code != 0 || marked != (tc.want != "") || tc.want == "" && !strings.Contains(text, "measured (vllm_bench_qps16.json)") {
-			t.Errorf("%v: exit %d, the text marks the measured row %v, want %v", tc.extra, code, marked, tc.want != "")
+		if code != 0 || marked != (tc.want != "") || tc.want == "" && !strings.Contains(text, "measured (whole.json)") {
+			t.Errorf("%s %v: exit %d, the text marks the measured row %v, want %v", filepath.Base(tc.file), tc.extra, code, marked, tc.want != "")
 		}
 	}
 }
@@ -143,27 +167,6 @@ func TestAdviseRun(t *testing.T) {
 	}
 	if code, _, errs := run(t, "", append(args, "--run", "-1")...); code != 2 || !strings.Contains(errs, "--run -1: want a run's number") {
 		t.Errorf("--run -1: exit %d, stderr %q", code, errs)
-	}
-}
-
-// A profile calibrated at one release, replayed at another of the same
-// overheads (the default): simulate warns and names the flag; at the
-// profile's own release it does not.
-func TestSimulateProfileReleaseNote(t *testing.T) {
-	in := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json")
-	prof := filepath.Join(t.TempDir(), "p083.yaml")
-	setup := []string{"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8"}
-	if code, _, errs := run(t, "", append([]string{"calibrate", in, "--engine-version", "0.8.3", "--max-evals", "1", "-o", prof}, setup...)...); code != 0 {
-		t.Fatalf("calibrate: exit %d: %s", code, errs)
-	}
-	args := append([]string{"simulate", "--trace", in, "--kv", "paged:16", "--profile", prof, "--json"}, setup...)
-	const want = "was fitted to vllm-v1 0.8.3, and the runs are vllm-v1 0.23.0 (the default): the overheads are the profile's, the scheduling " +
-		"(the next step prepared while the GPU runs this one) the release's; set engine.version 0.8.3 (--engine-version 0.8.3)"
-	if code, _, errs := run(t, "", args...); code != 0 || !strings.Contains(strings.Join(strings.Fields(errs), " "), want) {
-		t.Errorf("at the default release: exit %d, stderr %q", code, errs)
-	}
-	if code, _, errs := run(t, "", append(args, "--engine-version", "0.8.3")...); code != 0 || strings.Contains(errs, "was fitted to") {
-		t.Errorf("at 0.8.3: exit %d, stderr %q", code, errs)
 	}
 }
 
