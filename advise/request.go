@@ -112,8 +112,8 @@ func Advise(req Request, h Hooks) (*Report, error) {
 	if prev := req.Refine; prev != nil {
 		pt := prev.Inputs
 		if pt.Trace.SHA256 != in.Trace.SHA256 || pt.Trace.Run != in.Trace.Run || pt.Model != in.Model || pt.GPU != in.GPU || pt.TP != in.TP {
-			return nil, &RefineError{fmt.Errorf("advice for %s (sha256 %.12s…), %s on %s tp %d; this run is %s (sha256 %.12s…), %s on %s tp %d",
-				pt.Trace.File, pt.Trace.SHA256, pt.Model, pt.GPU, pt.TP, in.Trace.File, in.Trace.SHA256, in.Model, in.GPU, in.TP)}
+			return nil, &RefineError{fmt.Errorf("advice for %s (sha256 %.12s…%s), %s on %s tp %d; this run is %s (sha256 %.12s…%s), %s on %s tp %d",
+				pt.Trace.File, pt.Trace.SHA256, runOf(pt.Trace), pt.Model, pt.GPU, pt.TP, in.Trace.File, in.Trace.SHA256, runOf(in.Trace), in.Model, in.GPU, in.TP)}
 		}
 		if cands, err = Refine(prev, space, req.RefineTop); err != nil {
 			return nil, &RefineError{err}
@@ -180,4 +180,13 @@ func sharesPrefixes(t *workload.Trace) bool {
 		}
 	}
 	return false
+}
+
+// runOf names the benchmark run a trace took (--run), for messages; "" for
+// a file of one.
+func runOf(t TraceInfo) string {
+	if t.Run == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", run %d", t.Run)
 }

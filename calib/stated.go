@@ -171,15 +171,17 @@ func runStated(r *workload.BenchResult, where string) ([]Stated, []string, error
 
 // StatedSetup returns what the runs of the files state, run by run, and
 // warnings for settings they record that calibrate cannot use. Runs that
-// name different models (model_id) are one calibration only where their
-// names agree on the weights' type: a run of an FP8 checkpoint beside one
-// of its BF16 original is refused, since the one weight type calibrate
+// name different models (model_id) are one calibration only where they
+// agree on whether and how the weights are quantized (each run's type as
+// runStated resolves it: quantization, else the model id, else dtype; a
+// 16-bit type or none is unquantized): a run of an FP8 checkpoint beside
+// one of its BF16 original is refused, since the one weight type calibrate
 // replays would be wrong for one of them; other differing names are a
 // warning (--model sets the model all runs are replayed as).
 func StatedSetup(files ...[]*File) ([]Stated, []string, error) {
 	var out []Stated
 	var warns []string
-	var firstID, firstWhere string
+	var firstID, firstWhere, firstQuant string
 	differ := false
 	for _, group := range files {
 		for _, f := range group {
@@ -188,28 +190,24 @@ func StatedSetup(files ...[]*File) ([]Stated, []string, error) {
 				if r.Runs > 1 {
 					where = fmt.Sprintf("%s: run %d of %d", f.Name, r.Run, r.Runs)
 				}
-				if id := strings.TrimSpace(r.Model); id != "" {
-					switch {
-					case firstWhere == "":
-						firstID, firstWhere = id, where
-					case id != firstID:
-						a, _ := modelIDWeights(firstID)
-						b, _ := modelIDWeights(id)
-						if a != b {
-							return nil, nil, fmt.Errorf("%w: %s names model %s and %s names %s, whose weights differ (%s, %s): the runs of one calibration "+
-								"must share one setup; calibrate them apart", ErrSetup, firstWhere, clipLabel(firstID), where, clipLabel(id),
-								weightsOrUnnamed(a), weightsOrUnnamed(b))
-						}
-						if !differ {
-							warns = append(warns, fmt.Sprintf("%s names model %s and %s names %s: calibrate replays every run as the one model --model gives",
-								firstWhere, clipLabel(firstID), where, clipLabel(id)))
-							differ = true
-						}
-					}
-				}
 				s, w, err := runStated(r, where)
 				if err != nil {
 					return nil, nil, err
+				}
+				if id := strings.TrimSpace(r.Model); id != "" {
+					quant := quantizedType(s)
+					switch {
+					case firstWhere == "":
+						firstID, firstWhere, firstQuant = id, where, quant
+					case id != firstID && quant != firstQuant:
+						return nil, nil, fmt.Errorf("%w: %s names model %s and %s names %s, whose weights differ (%s, %s): the runs of one calibration "+
+							"must share one setup; calibrate them apart", ErrSetup, firstWhere, clipLabel(firstID), where, clipLabel(id),
+							weightsOrUnnamed(firstQuant), weightsOrUnnamed(quant))
+					case id != firstID && !differ:
+						warns = append(warns, fmt.Sprintf("%s names model %s and %s names %s: calibrate replays every run as the one model --model gives",
+							firstWhere, clipLabel(firstID), where, clipLabel(id)))
+						differ = true
+					}
 				}
 				out, warns = append(out, s...), append(warns, w...)
 			}
@@ -218,11 +216,24 @@ func StatedSetup(files ...[]*File) ([]Stated, []string, error) {
 	return out, warns, nil
 }
 
-// weightsOrUnnamed is a weight type modelIDWeights found, or what its
+// quantizedType is the weights' type a run states (runStated's
+// weight-dtype) when it is a quantized one; "" for a 16-bit type or none.
+func quantizedType(stated []Stated) string {
+	for _, st := range stated {
+		if st.Flag == "weight-dtype" {
+			if d, err := model.ParseDType(st.Value); err == nil && d.Bytes() < 2 {
+				return st.Value
+			}
+		}
+	}
+	return ""
+}
+
+// weightsOrUnnamed is a quantized weight type a run states, or what its
 // absence means in a message.
 func weightsOrUnnamed(dtype string) string {
 	if dtype == "" {
-		return "no quantized type named"
+		return "not quantized"
 	}
 	return dtype
 }

@@ -89,9 +89,11 @@ func TestResolveStated(t *testing.T) {
 }
 
 // TestStatedSetupModelIDs: runs that name different models are refused
-// where the names disagree on the weights' type (an FP8 checkpoint beside
-// its original: one weight type would be wrong for one of them), and
-// warned about otherwise; runs that name no model say nothing.
+// where they disagree on the weights' quantized type as each resolves it
+// (an FP8 checkpoint beside its original: one weight type would be wrong
+// for one of them), and warned about otherwise (online FP8 quantization
+// beside an FP8 checkpoint; a 16-bit dtype beside none); runs that name no
+// model say nothing.
 func TestStatedSetupModelIDs(t *testing.T) {
 	file := func(name string, ids ...string) *File {
 		f := &File{Name: name}
@@ -101,6 +103,14 @@ func TestStatedSetupModelIDs(t *testing.T) {
 		return f
 	}
 	const base, fp8 = "meta-llama/Llama-3.1-70B-Instruct", "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic"
+	server := func(f *File, key, value string) *File {
+		for _, r := range f.Runs {
+			r.Server = append(r.Server, workload.BenchArg{Key: key, Value: value})
+		}
+		return f
+	}
+	quant := func(f *File, v string) *File { return server(f, "quantization", v) }
+	dtype := func(f *File, v string) *File { return server(f, "dtype", v) }
 	for _, tc := range []struct {
 		name      string
 		files     []*File
@@ -109,10 +119,14 @@ func TestStatedSetupModelIDs(t *testing.T) {
 		{"same", []*File{file("a.json", base), file("b.json", base)}, "", ""},
 		{"unnamed", []*File{file("a.json", base), file("b.json", "")}, "", ""},
 		{"fp8 beside bf16", []*File{file("a.json", base), file("b.json", fp8)},
-			"a.json names model " + base + " and b.json names " + fp8 + ", whose weights differ (no quantized type named, fp8): " +
+			"a.json names model " + base + " and b.json names " + fp8 + ", whose weights differ (not quantized, fp8_e4m3): " +
 				"the runs of one calibration must share one setup; calibrate them apart", ""},
 		{"within a file", []*File{file("s.jsonl", fp8, fp8, "x/Llama-3.1-70B-Instruct-AWQ")},
-			"s.jsonl: run 1 of 3 names model " + fp8 + " and s.jsonl: run 3 of 3 names x/Llama-3.1-70B-Instruct-AWQ, whose weights differ (fp8, int4)", ""},
+			"s.jsonl: run 1 of 3 names model " + fp8 + " and s.jsonl: run 3 of 3 names x/Llama-3.1-70B-Instruct-AWQ, whose weights differ (fp8_e4m3, int4)", ""},
+		{"online FP8 beside an FP8 checkpoint", []*File{quant(file("a.json", base), "fp8"), file("b.json", fp8)}, "",
+			"a.json names model " + base + " and b.json names " + fp8 + ": calibrate replays every run as the one model --model gives"},
+		{"BF16 stated beside none", []*File{dtype(file("a.json", base), "bfloat16"), file("b.json", "x/Llama-3.1-70B-Instruct")}, "",
+			"a.json names model " + base + " and b.json names x/Llama-3.1-70B-Instruct"},
 		{"another model", []*File{file("a.json", base), file("b.json", "Qwen/Qwen2.5-7B-Instruct"), file("c.json", "other")}, "",
 			"a.json names model " + base + " and b.json names Qwen/Qwen2.5-7B-Instruct: calibrate replays every run as the one model --model gives"},
 	} {

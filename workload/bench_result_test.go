@@ -294,7 +294,7 @@ func TestBenchArrivalSeed(t *testing.T) {
 		t.Errorf("all at once: %v, %q", times(tr), tr.Warnings)
 	}
 	_, err := workload.Read(strings.NewReader("prompt,output\n5,1\n"), "t.csv", workload.Auto, workload.ReadOptions{ArrivalSeed: seed(1)})
-	if !errors.Is(err, workload.ErrConfig) || !strings.Contains(err.Error(), "ArrivalSeed") {
+	if !errors.Is(err, workload.ErrConfig) || !strings.Contains(err.Error(), "arrival seed 1: only a benchmark result file (vllm-bench) draws its arrivals from a seed, and t.csv is not one") {
 		t.Errorf("a csv trace with an arrival seed: %v", err)
 	}
 }

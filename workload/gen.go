@@ -121,11 +121,11 @@ func AssignArrivals(t *Trace, p ArrivalProcess) error {
 // kept. It needs a timed trace of at least two requests spread over time.
 func Rescale(t *Trace, rate float64) error {
 	if !(rate > 0) || math.IsInf(rate, 0) {
-		return configErr("Rescale: rate must be a positive number of requests per second (got %v)", rate)
+		return configErr("a rate must be a positive number of requests per second (got %v)", rate)
 	}
 	n := len(t.Requests)
 	if !t.Timed || n < 2 || t.Requests[n-1].Arrival == t.Requests[0].Arrival {
-		return configErr("Rescale: %s needs arrivals from its file spread over time (use AssignArrivals for length-only traces)", displayName(t.Name))
+		return configErr("%s has no arrivals spread over time to respace to a rate (its requests are all sent at once, or it has no times)", displayName(t.Name))
 	}
 	first := t.Requests[0].Arrival
 	span := float64(t.Requests[n-1].Arrival - first)

@@ -127,7 +127,7 @@ var lineLimits = untrusted.Limits{Line: MaxLineBytes, LineName: "workload.MaxLin
 // error from r itself is returned wrapped, not as an *Error.
 func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) {
 	if opts.MaxRows < 0 {
-		return nil, configErr("ReadOptions.MaxRows: %d is negative (0 reads every row)", opts.MaxRows)
+		return nil, configErr("a row limit of %d is negative (0 reads every row)", opts.MaxRows)
 	}
 	if f == Auto {
 		r, f = sniffBench(r)
@@ -136,10 +136,10 @@ func Read(r io.Reader, name string, f Format, opts ReadOptions) (*Trace, error) 
 		return readBenchTrace(r, name, opts)
 	}
 	if opts.Run != 0 {
-		return nil, configErr("ReadOptions.Run: %d, but only benchmark result files (vllm-bench) hold runs", opts.Run)
+		return nil, configErr("run %d was asked for, but only benchmark result files (vllm-bench) hold runs", opts.Run)
 	}
 	if opts.ArrivalSeed != nil {
-		return nil, configErr("ReadOptions.ArrivalSeed %d: only a benchmark result file (vllm-bench) draws its arrivals from a seed, and %s is not one",
+		return nil, configErr("arrival seed %d: only a benchmark result file (vllm-bench) draws its arrivals from a seed, and %s is not one",
 			*opts.ArrivalSeed, name)
 	}
 	lr := untrusted.NewLineReader(r, lineLimits)

@@ -429,9 +429,12 @@ func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, er
 	}
 	if err != nil {
 		var we *workload.Error
-		if tr.ArrivalSeed != nil && errors.Is(err, workload.ErrConfig) && strings.Contains(err.Error(), "ReadOptions.ArrivalSeed") {
+		if tr.ArrivalSeed != nil && errors.Is(err, workload.ErrConfig) && strings.Contains(err.Error(), "arrival seed ") {
 			// The reader names its option; say which field sets it here.
 			return nil, "", fmt.Errorf("%w (workload.trace.arrival_seed, --arrival-seed N; a trace without times takes Poisson arrivals at --rate, drawn from --seed)", err)
+		}
+		if tr.Run != 0 && errors.Is(err, workload.ErrConfig) && strings.Contains(err.Error(), "only benchmark result files (vllm-bench) hold runs") {
+			return nil, "", fmt.Errorf("%w (workload.trace.run, --run N)", err)
 		}
 		if errors.As(err, &we) && errors.Is(err, workload.ErrConfig) {
 			// The reader names its option (ReadOptions.Run); say which

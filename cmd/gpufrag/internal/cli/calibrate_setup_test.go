@@ -254,7 +254,7 @@ func TestCalibrateStatedSetup(t *testing.T) {
 		// The FP8 checkpoint's run beside its BF16 original's: one weight
 		// type would be wrong for one of them, whatever the flags.
 		{[]string{a, "--holdout", orig, "--max-seqs", "64"}, a + " names model neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8-dynamic and " + orig +
-			" names meta-llama/Llama-3.1-8B-Instruct, whose weights differ (fp8, no quantized type named): the runs of one calibration must share one setup"},
+			" names meta-llama/Llama-3.1-8B-Instruct, whose weights differ (fp8_e4m3, not quantized): the runs of one calibration must share one setup"},
 		{[]string{tp}, "with the setup the files state (" + tp + " states tensor_parallel_size 3): --tp 3 with --model llama-3.1-8b"},
 	} {
 		code, _, stderr := run(t, "", append(append([]string{"calibrate"}, tt.args...), calibrate8B...)...)

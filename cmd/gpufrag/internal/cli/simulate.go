@@ -149,8 +149,12 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(plan.Dropped))
 	}
 	if plan.Bench != nil && plan.DrawnFrom != nil && cmd.Flags().Changed("seed") && !cmd.Flags().Changed("arrival-seed") {
-		fmt.Fprintf(stderr, "gpufrag: warning: --seed %d does not draw a benchmark run's arrivals: they are drawn from the run's own seed, %d; "+
-			"--arrival-seed N draws others\n", f.seed, *plan.DrawnFrom)
+		from := "the run's own seed"
+		if tr := s.Workload.Trace; tr != nil && tr.ArrivalSeed != nil {
+			from = "the scenario's workload.trace.arrival_seed"
+		}
+		fmt.Fprintf(stderr, "gpufrag: warning: --seed %d does not draw a benchmark run's arrivals: they are drawn from %s, %d; "+
+			"--arrival-seed N draws others\n", f.seed, from, *plan.DrawnFrom)
 	}
 	if plan.Bench != nil && len(plan.Configs) > 0 {
 		for _, w := range benchSetupWarnings(filepath.Base(f.trace), plan.Bench, &plan.Configs[0], cmd.Flags()) {
