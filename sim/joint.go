@@ -12,6 +12,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -301,13 +302,13 @@ func ReadStepModel(r io.Reader, name string) (*Profile, *JointModel, error) {
 	}
 	parsed := yaml.Unmarshal(data, &shape) == nil
 	switch {
-	case parsed && shape.GPU == "" && shape.Engines.Kind != yaml.MappingNode && len(strings.TrimSpace(string(data))) > 0:
+	case parsed && shape.GPU == "" && shape.Engines.Kind != yaml.MappingNode && len(bytes.TrimSpace(data)) > 0:
 		return nil, nil, fmt.Errorf("%w: %s: neither a profile (it names its gpu:, as calibrate -o writes) nor a joint step-time model "+
 			"(it has an engines: mapping, as sim/profiles/joint.yaml and calib/loso/*.yaml)", ErrBadProfile, name)
 	case !parsed || shape.GPU != "" || shape.Engines.Kind != yaml.MappingNode:
-		p, err := LoadProfile(strings.NewReader(string(data)), name)
+		p, err := LoadProfile(bytes.NewReader(data), name)
 		return p, nil, err
 	}
-	j, err := LoadJointModel(strings.NewReader(string(data)), name)
+	j, err := LoadJointModel(bytes.NewReader(data), name)
 	return nil, j, err
 }
