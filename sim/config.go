@@ -271,6 +271,19 @@ type EarlyStop struct {
 	TTFTP99, TPOTP99, ITLP99 float64 // seconds
 }
 
+// KVCacheDType is the KV cache's element type the run uses: KVDType, or
+// when 0 the model's weight type if it is FP16, else BF16 (what Validate
+// sets).
+func (c *Config) KVCacheDType() model.DType {
+	if c.KVDType != 0 {
+		return c.KVDType
+	}
+	if c.Model.WeightDType == model.FP16 {
+		return model.FP16
+	}
+	return model.BF16
+}
+
 // RunModel is c.Model as a run uses it: with c.WeightDType and
 // c.Unquantized applied where set, as validate applies them (without
 // checking them).
@@ -354,12 +367,7 @@ func (c Config) validate() (Config, error) {
 	if c.GPU.Capacity <= 0 || !(c.GPU.MemBandwidth > 0) || !(c.GPU.BF16FLOPS > 0) {
 		return bad("gpu", "%q needs a positive capacity, bandwidth and FLOP/s", c.GPU.Name)
 	}
-	if c.KVDType == 0 {
-		c.KVDType = model.BF16
-		if c.Model.WeightDType == model.FP16 {
-			c.KVDType = model.FP16
-		}
-	}
+	c.KVDType = c.KVCacheDType()
 	if !c.KVDType.Valid() {
 		return bad("kv dtype", "invalid")
 	}

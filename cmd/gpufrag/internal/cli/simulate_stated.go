@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpufrag/gpufrag/calib"
-	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/workload"
 )
@@ -35,14 +34,7 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 		case "tp":
 			have = strconv.Itoa(c.TP)
 		case "kv-dtype":
-			kv := c.KVDType // 0: the engine's choice, as sim.Config.Validate makes it
-			if kv == 0 {
-				kv = model.BF16
-				if c.Model.WeightDType == model.FP16 {
-					kv = model.FP16
-				}
-			}
-			have = kv.String()
+			have = c.KVCacheDType().String()
 		case "weight-dtype":
 			have = rm.WeightDType.String()
 		case "max-context":
