@@ -604,9 +604,11 @@ func TestBenchShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := workload.Read(bytes.NewReader(data), "accelmark.json", workload.VLLMBench, workload.ReadOptions{}); !errors.Is(err, workload.ErrFormat) ||
-			!strings.Contains(err.Error(), "an AccelMark result.json") {
-			t.Errorf("%s: %v", filepath.Base(file), err)
+		for _, f := range []workload.Format{workload.VLLMBench, workload.Auto} { // Auto: told from its keys, not its first line "{"
+			if _, err := workload.Read(bytes.NewReader(data), "accelmark.json", f, workload.ReadOptions{}); !errors.Is(err, workload.ErrFormat) ||
+				!strings.Contains(err.Error(), "an AccelMark result.json") {
+				t.Errorf("%s as %v: %v", filepath.Base(file), f, err)
+			}
 		}
 	}
 }

@@ -187,7 +187,8 @@ func parseBenchRun(text []byte, o benchObject, run, runs int, itls *int) (*Bench
 	if b.SchemaVersion != nil && b.SuiteID != nil {
 		return nil, at(&Error{Err: ErrFormat, Msg: "an AccelMark result.json (schema_version, suite_id), a different harness: " +
 			"it records p50/p90/p99 per target QPS, but no per-request lengths and no arrival process of its own, " +
-			"so it cannot be replayed as a trace; use its figures as published measurements instead"})
+			"so it cannot be replayed as a trace: replay its workload from a JSONL trace of the dataset's lengths, and compare " +
+			"with the file's figures by hand (docs/fidelity.md does so for AccelMark's sharegpt_standard_v1 runs)"})
 	}
 	if !b.known() {
 		return nil, at(&Error{Err: ErrFormat, Msg: "a JSON object with none of the keys a benchmark client writes " +

@@ -368,14 +368,16 @@ const benchSniffBytes = 4 << 10
 // after a BOM and white space, a JSON object whose first benchSniffBytes
 // hold the keys "backend" and "request_rate" (no other format's line has
 // them; a JSONL or Mooncake line with such keys as text would escape their
-// quotes). It returns a reader that yields r's input from its start, with
+// quotes), or AccelMark's "schema_version" and "suite_id", which ReadBench
+// refuses with its reason (Detect would only see a first line "{"). It returns a reader that yields r's input from its start, with
 // r's first error kept for every later read (bufio's Peek would otherwise
 // consume it), and VLLMBench or Auto.
 func sniffBench(r io.Reader) (io.Reader, Format) {
 	br := bufio.NewReaderSize(&stickyReader{r: r}, benchSniffBytes)
 	head, _ := br.Peek(benchSniffBytes)
 	head = bytes.TrimLeft(bytes.TrimPrefix(head, bom), " \t\r\n")
-	if len(head) > 0 && head[0] == '{' && bytes.Contains(head, []byte(`"request_rate"`)) && bytes.Contains(head, []byte(`"backend"`)) {
+	if len(head) > 0 && head[0] == '{' && (bytes.Contains(head, []byte(`"request_rate"`)) && bytes.Contains(head, []byte(`"backend"`)) ||
+		bytes.Contains(head, []byte(`"schema_version"`)) && bytes.Contains(head, []byte(`"suite_id"`))) {
 		return br, VLLMBench
 	}
 	return br, Auto

@@ -6,7 +6,9 @@ package workload
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -39,6 +41,11 @@ func detect(header []byte) (Format, *Error) {
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(trimmed, &m); err != nil {
+			if isJSONPrefix(trimmed) {
+				return Auto, &Error{Err: ErrFormat, Msg: "the first line opens a JSON object that goes on past the line (one document over " +
+					`several lines, as a pretty-printer writes): a JSONL trace holds one object per line, with "prompt_tokens" (jsonl) or ` +
+					`"input_length" (mooncake); a benchmark result is recognised from "backend" and "request_rate" in its first 4 KiB`}
+			}
 			return Auto, &Error{Err: ErrFormat, Msg: "the first line starts like JSON but is not a JSON object: " + err.Error()}
 		}
 		switch {
@@ -109,4 +116,12 @@ func hasColumn(header []string, c string) bool {
 		}
 	}
 	return false
+}
+
+// isJSONPrefix reports whether b is the start of a JSON text that ends too
+// soon: decoding it stops at its end (io.ErrUnexpectedEOF), not at a bad
+// byte within it.
+func isJSONPrefix(b []byte) bool {
+	var v any
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
 }

@@ -294,6 +294,13 @@ func TestErrors(t *testing.T) {
 		{"long line", vd + "1,1,2,1\n" + long + "\n", workload.Vidur, workload.ErrSyntax, 3, "", "longer than"},
 		{"long header", long, workload.Auto, workload.ErrSyntax, 1, "", "longer than"},
 		{"not json", "[1]\n", workload.Mooncake, workload.ErrSyntax, 1, "", "want a JSON object"},
+		// A pretty-printed document: its first line alone is an unfinished object.
+		{"pretty json", "{\n  \"prompt_tokens\": 5,\n  \"output_tokens\": 1\n}\n", workload.Auto, workload.ErrFormat, 1, "",
+			"opens a JSON object that goes on past the line"},
+		{"bad first json", "{\"prompt_tokens\": x}\n", workload.Auto, workload.ErrFormat, 1, "", "starts like JSON but is not a JSON object: invalid character"},
+		// AccelMark's result.json, pretty-printed: recognised from its keys, refused with the reason.
+		{"accelmark", "{\n  \"schema_version\": \"1.0\",\n  \"suite_id\": \"suite_A\"\n}\n", workload.Auto, workload.ErrFormat, 1, "",
+			"an AccelMark result.json (schema_version, suite_id), a different harness"},
 		{"bad json", `{"timestamp":1,` + "\n", workload.Mooncake, workload.ErrSyntax, 1, "", "malformed JSON"},
 		{"two objects", `{"prompt_tokens":1,"output_tokens":1}{}` + "\n", workload.JSONL, workload.ErrSyntax, 1, "", "after the JSON object"},
 		{"mooncake missing", `{"timestamp":1,"input_length":5}`, workload.Mooncake, workload.ErrField, 1, "output_length", "missing"},
