@@ -278,3 +278,31 @@ func ResolveStated(stated []Stated, given func(flag string) (string, bool)) (app
 	}
 	return apply, warns, nil
 }
+
+// ModelIDMismatches returns, for each model id the runs of the files name
+// that contradicts m (model.IDMismatch: another family or size), "WHERE
+// names model ID: a 70B model, ..." once per id, at the first run that
+// names it.
+func ModelIDMismatches(m model.Model, files ...[]*File) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, group := range files {
+		for _, f := range group {
+			for _, r := range f.Runs {
+				id := strings.TrimSpace(r.Model)
+				if id == "" || seen[id] {
+					continue
+				}
+				seen[id] = true
+				if why := model.IDMismatch(id, m); why != "" {
+					where := f.Name
+					if r.Runs > 1 {
+						where = fmt.Sprintf("%s: run %d of %d", f.Name, r.Run, r.Runs)
+					}
+					out = append(out, fmt.Sprintf("%s names model %s: %s", where, clipLabel(id), why))
+				}
+			}
+		}
+	}
+	return out
+}

@@ -3,18 +3,20 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpufrag/gpufrag/advise"
+	"github.com/gpufrag/gpufrag/calib"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/model"
 	"github.com/gpufrag/gpufrag/sim"
 	"github.com/gpufrag/gpufrag/sim/scenario"
 	"github.com/gpufrag/gpufrag/workload"
-	"github.com/spf13/cobra"
 )
 
 // adviseFlags: the space's text, the request's fields taken as given, the rest.
@@ -185,6 +187,11 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 	if b := t.Bench; b != nil && b.MaxConcurrency > 0 {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s: its client held at most %d requests in flight (max_concurrency); advise sends the requests "+
 			"at each rate it tries, with no such cap, so its rates are an open loop's\n", untrusted.Printable(filepath.Base(f.trace)), b.MaxConcurrency)
+	}
+	if b := t.Bench; b != nil {
+		for _, w := range calib.ModelIDMismatches(e.Model, []*calib.File{{Name: filepath.Base(f.trace), Runs: []*workload.BenchResult{b}}}) {
+			fmt.Fprintf(stderr, "gpufrag: warning: %s; advise sizes every candidate for --model %s\n", untrusted.Printable(w), e.Model.Name)
+		}
 	}
 	req.Trace, in.Trace.File, in.Trace.SHA256 = t, filepath.Base(f.trace), sum
 	if f.refine != "" {

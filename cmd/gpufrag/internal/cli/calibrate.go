@@ -154,6 +154,9 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range calib.ModelIDMismatches(cfg.RunModel(), fit, held) {
+		setupWarns = append(setupWarns, w+"; calibrate replays every run as --model "+f.model+": give the model the runs served (a preset or its config.json)")
+	}
 	setup := calib.ReplaySetup{Config: cfg, EngineGiven: set("engine")}
 	opts := calib.FitOptions{Setup: setup, Params: f.params, MaxEvals: f.maxEvals, Seeds: f.seeds, Workers: f.parallel, SkipBadRuns: f.skipBadRuns, Warm: warm}
 	if f.profile != "" {

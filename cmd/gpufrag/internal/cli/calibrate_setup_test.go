@@ -262,6 +262,15 @@ func TestCalibrateStatedSetup(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 1 with %q", tt.args, code, stderr, tt.want)
 		}
 	}
+	// A run of a 70B model calibrated as the 8B: a warning naming both.
+	big := writeSweepRun(t, dir, "big.json", "20251101-102000", 16, lens, 16, map[string]any{"model_id": "meta-llama/Llama-3.3-70B-Instruct"})
+	if _, stderr := calibrateJSON(t, big); !strings.Contains(stderr, big+" names model meta-llama/Llama-3.3-70B-Instruct: 70B parameters, "+
+		"where llama-3.1-8b has 8.03B; calibrate replays every run as --model llama-3.1-8b") {
+		t.Errorf("a 70B run calibrated as llama-3.1-8b: stderr %q", stderr)
+	}
+	if _, stderr := calibrateJSON(t, a); strings.Contains(stderr, "names model") {
+		t.Errorf("an 8B run calibrated as llama-3.1-8b: stderr %q", stderr)
+	}
 	// Given, the flag settles the disagreement.
 	if code, _, stderr := run(t, "", append([]string{"calibrate", a, "--holdout", c, "--max-seqs", "64"}, calibrate8B...)...); code != 0 {
 		t.Errorf("--max-seqs over disagreeing files: exit %d: %s", code, stderr)

@@ -25,6 +25,13 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 		return []string{fmt.Sprintf("%v; simulate replays the flags' setup", err)}
 	}
 	rm := c.RunModel()
+	for _, w := range calib.ModelIDMismatches(rm, []*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}) {
+		from := "--model " + rm.Name
+		if !fl.Changed("model") {
+			from = rm.Name + ", the scenario's model (no --model was given)"
+		}
+		warns = append(warns, fmt.Sprintf("%s; simulate replays %s: give --model with the model the run served (a preset or its config.json)", w, from))
+	}
 	for _, st := range stated {
 		if fl.Changed(st.Flag) {
 			continue

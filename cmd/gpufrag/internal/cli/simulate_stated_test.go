@@ -214,4 +214,34 @@ func TestAdviseOpenLoopWarning(t *testing.T) {
 		"it tries, with no such cap, so its rates are an open loop's"; code != 0 || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
+	if strings.Contains(errs, "names model") {
+		t.Errorf("the run's model is the one advised for: stderr %q", errs)
+	}
+	// The same run advised for a 70B model: the run's id names another size.
+	code, _, errs = run(t, "", "advise", "--trace", in, "--model", "llama-3.1-70b", "--gpu", "a100-80g", "--tp", "2", "--kv", "paged:16", "--alloc", "caching", "--json")
+	if want := "names model meta-llama/Llama-3.1-8B-Instruct: 8B parameters, where llama-3.1-70b has 70.6B; advise sizes every candidate for --model llama-3.1-70b"; code != 0 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// A benchmark run of a 70B model replayed as another model: simulate says
+// what the run's model id names and what it replays instead, with or
+// without --model; the model the run served gives no warning.
+func TestSimulateBenchModelMismatch(t *testing.T) {
+	cut := filepath.Join("..", "..", "..", "..", "examples", "vllm_bench_qps16.json") // meta-llama/Llama-3.3-70B-Instruct
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--gpu", "h100-80g"}, "names model meta-llama/Llama-3.3-70B-Instruct: 70B parameters, where llama-3.1-8b has 8.03B; " +
+			"simulate replays llama-3.1-8b, the scenario's model (no --model was given)"},
+		{[]string{"--model", "qwen2.5-72b", "--gpu", "a100-40g", "--tp", "8"}, "names model meta-llama/Llama-3.3-70B-Instruct: a llama model, " +
+			"where qwen2.5-72b is qwen2; simulate replays --model qwen2.5-72b"},
+		{[]string{"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8"}, ""},
+	} {
+		code, _, errs := run(t, "", append([]string{"simulate", "--trace", cut, "--kv", "paged:16", "--json"}, tc.flags...)...)
+		if code != 0 || tc.want != "" && !strings.Contains(errs, tc.want) || tc.want == "" && strings.Contains(errs, "names model") {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.flags, code, errs, tc.want)
+		}
+	}
 }
