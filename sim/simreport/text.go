@@ -91,7 +91,7 @@ func writeTables(sb *strings.Builder, o *scenario.Report) {
 		if b.OutputTokensPerS != nil {
 			tps = fmt.Sprintf("%.0f", *b.OutputTokensPerS)
 		}
-		label := "measured (" + untrusted.Printable(filepath.Base(b.File)) + ")"
+		label := "measured" // the legend names the file: a long name would widen the whole table
 		if b.NotComparable != "" {
 			label = "measured, another workload" // the legend says why
 		}
@@ -111,7 +111,8 @@ TPOT, ITL:     a request's mean time per output token after the first, and each
                stalls the decodes shows in ITL's p99, TPOT averages it away)
 `)
 	if b := o.Bench; b != nil {
-		sb.WriteString("measured:      the benchmark file's own figures, as its client computed them\n")
+		sb.WriteString("measured:      " + human.WrapHang("the benchmark file's own figures, as its client computed them ("+
+			untrusted.Printable(filepath.Base(b.File))+")", 80, 15) + "\n")
 		if b.NotComparable != "" {
 			sb.WriteString(human.WrapHang("               (not comparable with this replay: "+untrusted.Printable(b.NotComparable)+")", 80, 16) + "\n")
 		}
