@@ -249,7 +249,7 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 	params []ParamReport, stats FitStats) *FitReport {
 	s := &f.o.Setup
 	rep := &FitReport{Model: s.Model.Name, GPU: s.GPU.Name, TP: s.TP, Engine: s.Engine.String(), Setup: setupReport(s), Start: f.o.StartName,
-		Load: f.load, Params: params, Fit: stats, Warnings: append([]string(nil), f.warns...)}
+		Load: f.load, Params: params, Fit: stats, Warnings: append([]string{}, f.warns...)}
 	type key struct {
 		c int
 		m Metric

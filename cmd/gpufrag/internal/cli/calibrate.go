@@ -171,7 +171,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 		return err
 	}
 	rep.Setup.FromFiles = append([]calib.Stated{}, fromFiles...)
-	rep.Warnings = append(setupWarns, rep.Warnings...)
+	rep.Warnings = append(append([]string{}, setupWarns...), rep.Warnings...) // [] not null in --json
 	for _, w := range rep.AllWarnings() {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(w))
 	}

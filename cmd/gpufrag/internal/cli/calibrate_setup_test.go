@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +78,13 @@ func calibrateJSON(t *testing.T, args ...string) (*calib.FitReport, string) {
 	var rep calib.FitReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("bad JSON: %v\n%s", err, stdout)
+	}
+	var doc any
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if p := nullAt(doc, "$"); p != "" {
+		t.Errorf("calibrate --json: %s is null (docs/json.md: no field is ever null)", p)
 	}
 	return &rep, stderr
 }
@@ -353,4 +362,31 @@ func TestCalibrateJointStart(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want an error naming --profile, the file and %q", filepath.Base(c.file), code, stderr, c.want)
 		}
 	}
+}
+
+// nullAt returns the path of the first null in a decoded JSON document
+// ("$.warnings", "$.runs[2].metrics[0].measured"), or "".
+func nullAt(v any, path string) string {
+	switch x := v.(type) {
+	case nil:
+		return path
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if p := nullAt(x[k], path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p := nullAt(e, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
