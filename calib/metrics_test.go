@@ -1,6 +1,8 @@
 package calib
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -314,5 +316,50 @@ func TestSummaryChunkedITL(t *testing.T) {
 		if !tc.kept && !strings.Contains(ms.excluded, "8.00 times its median TPOT") {
 			t.Errorf("ITL %g: excluded %q", tc.itl, ms.excluded)
 		}
+	}
+}
+
+// TestMeasuredNoLatencies: a file that saved no latencies has its TPOT and
+// E2E recomputed from ttft + Σ itls, which the client's own latency
+// exceeds slightly (it ends after the stream), so a summary within
+// summaryNoLatencyTolerance of that is no mismatch (crusoe-cookbook's
+// unedited vLLM 0.5.5 files differ by about 1e-4), while one 5% off is.
+func TestMeasuredNoLatencies(t *testing.T) {
+	data, err := os.ReadFile(benchFixture("vllm_bench_detailed_synthetic.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc, "latencies")
+	measure := func(tpotScale float64) *Case {
+		t.Helper()
+		doc["median_tpot_ms"] = 20.5 * tpotScale // the fixture's itls sum to its latencies: 20.5 ms from the arrays either way
+		doc["median_e2el_ms"] = 249.5
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := ReadFile(bytes.NewReader(b), "nolat.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := newCase(f, f.Runs[0], false, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := c.measured[MedianTPOT].v; math.Abs(v-0.0205) > 1e-9 {
+			t.Fatalf("median TPOT from ttft + Σ itls %v, want 0.0205", v)
+		}
+		return c
+	}
+	const mismatch = "differ from those its per-request arrays give"
+	if c := measure(1.0001); hasWarning(c, mismatch) {
+		t.Errorf("a summary TPOT 1e-4 above ttft + Σ itls's is reported: %q", c.Warnings)
+	}
+	if c := measure(1.05); !hasWarning(c, mismatch) {
+		t.Errorf("a summary TPOT 5%% off is not reported: %q", c.Warnings)
 	}
 }
