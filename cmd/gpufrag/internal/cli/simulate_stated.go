@@ -25,6 +25,11 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 		return []string{fmt.Sprintf("%v; simulate replays the flags' setup", err)}
 	}
 	rm := c.RunModel()
+	if e, ok := calib.FilesEngine([]*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}); ok && e == sim.EngineSGLang &&
+		c.Engine != e && !fl.Changed("engine") {
+		warns = append(warns, fmt.Sprintf("%s is a run of SGLang's bench_serving, which calibrate replays with --engine %v; simulate replays %v: "+
+			"give --engine %v to replay it with SGLang's scheduler", name, e, c.Engine, e))
+	}
 	for _, w := range calib.ModelIDMismatches(rm, []*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}) {
 		from := "--model " + rm.Name
 		if !fl.Changed("model") {

@@ -245,3 +245,19 @@ func TestSimulateBenchModelMismatch(t *testing.T) {
 		}
 	}
 }
+
+// An SGLang bench_serving run replayed without --engine: simulate says that
+// calibrate replays it with SGLang's scheduler and names the flag; with
+// --engine sglang, no warning.
+func TestSimulateBenchSGLangEngine(t *testing.T) {
+	in := filepath.Join("..", "..", "..", "..", "workload", "testdata", "bench", "sglang_bench_details_synthetic.jsonl")
+	args := []string{"simulate", "--trace", in, "--run", "1", "--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--json"}
+	const want = "sglang_bench_details_synthetic.jsonl is a run of SGLang's bench_serving, which calibrate replays with --engine sglang; " +
+		"simulate replays vllm-v1: give --engine sglang"
+	if code, _, errs := run(t, "", args...); code != 0 || !strings.Contains(errs, want) {
+		t.Errorf("without --engine: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := run(t, "", append(args, "--engine", "sglang")...); code != 0 || strings.Contains(errs, "bench_serving, which calibrate") {
+		t.Errorf("with --engine sglang: exit %d, stderr %q", code, errs)
+	}
+}
