@@ -85,6 +85,24 @@ func sameLengths(a, b *workload.BenchResult) bool {
 	return slices.EqualFunc(a.Requests, b.Requests, func(x, y workload.BenchRequest) bool { return x.InputTokens == y.InputTokens })
 }
 
+// EarlierSamePrompts returns the earliest run before runs[i] in one file
+// (runs in file order: SGLang's bench_serving appends each run as a line)
+// that sent the same prompt lengths in the same order, where that order
+// tells the prompts from unrelated ones (orderBits at least minOrderBits),
+// and those bits; nil when there is none. This is WarmAuto's evidence
+// for runs of one file, for a command that replays one run of it.
+func EarlierSamePrompts(runs []*workload.BenchResult, i int) (*workload.BenchResult, float64) {
+	if i <= 0 || i >= len(runs) || orderBits(runs[i].Requests) < minOrderBits {
+		return nil, 0
+	}
+	for _, b := range runs[:i] {
+		if sameLengths(b, runs[i]) {
+			return b, orderBits(runs[i].Requests)
+		}
+	}
+	return nil, 0
+}
+
 // lengthRange is the shortest and longest prompt and the number of
 // distinct lengths.
 func lengthRange(reqs []workload.BenchRequest) (lo, hi, distinct int) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/spf13/pflag"
@@ -25,6 +26,11 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 		return []string{fmt.Sprintf("%v; simulate replays the flags' setup", err)}
 	}
 	rm := c.RunModel()
+	if b.Runs > 1 && c.PrefixCaching && !c.WarmPrompts && !fl.Changed("warm-prompts") {
+		if w := earlierSamePrompts(b); w != "" {
+			warns = append(warns, w)
+		}
+	}
 	if e, ok := calib.FilesEngine([]*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}); ok && e == sim.EngineSGLang &&
 		c.Engine != e && !fl.Changed("engine") {
 		warns = append(warns, fmt.Sprintf("%s is a run of SGLang's bench_serving, which calibrate replays with --engine %v; simulate replays %v: "+
@@ -75,4 +81,28 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 			st, st.Flag, st.Value, have, st.Flag, st.Value))
 	}
 	return warns
+}
+
+// earlierSamePrompts says, for run b of a file of several, which earlier
+// run of the file sent the same prompts (calib.EarlierSamePrompts: the
+// same lengths in an order that tells them apart), so that a server with
+// prefix caching found them cached, and that calibrate replays b warm; ""
+// when none did or the file cannot be read again.
+func earlierSamePrompts(b *workload.BenchResult) string {
+	fh, err := os.Open(b.File)
+	if err != nil {
+		return ""
+	}
+	defer fh.Close()
+	runs, err := workload.ReadBench(fh, b.File)
+	if err != nil || b.Run < 1 || b.Run > len(runs) {
+		return ""
+	}
+	same, bits := calib.EarlierSamePrompts(runs, b.Run-1)
+	if same == nil {
+		return ""
+	}
+	return fmt.Sprintf("run %d of %d: run %d of the file sent the same %d prompt lengths in the same order (odds of 1 in 2^%.0f for unrelated prompts), "+
+		"so a server with prefix caching on had these prompts cached, and calibrate replays this run warm; simulate replays it cold: "+
+		"give --warm-prompts to start with them cached", b.Run, b.Runs, same.Run, len(b.Requests), bits)
 }

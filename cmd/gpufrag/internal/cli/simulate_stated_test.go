@@ -261,3 +261,45 @@ func TestSimulateBenchSGLangEngine(t *testing.T) {
 		t.Errorf("with --engine sglang: exit %d, stderr %q", code, errs)
 	}
 }
+
+// Run 2 of a file whose run 1 sent the same 12 prompt lengths in the same
+// order (12 distinct lengths: 2^28.8 orders): simulate says calibrate
+// replays it warm and names --warm-prompts; run 1, or run 2 with the flag,
+// gets no such warning.
+func TestSimulateBenchEarlierSamePrompts(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "two.jsonl")
+	var lines []string
+	for _, rate := range []float64{1, 4} {
+		var lens, outs []int
+		for i := range 12 {
+			lens = append(lens, 100+7*i)
+			outs = append(outs, 16)
+		}
+		doc := map[string]any{"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "request_rate": rate, "num_prompts": 12,
+			"completed": 12, "input_lens": lens, "output_lens": outs}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"simulate", "--trace", in, "--model", "llama-3.1-8b", "--gpu", "h100-80g", "--kv", "paged:16", "--json"}
+	const want = "run 2 of 2: run 1 of the file sent the same 12 prompt lengths in the same order (odds of 1 in 2^29 for unrelated prompts), " +
+		"so a server with prefix caching on had these prompts cached, and calibrate replays this run warm; simulate replays it cold: give --warm-prompts"
+	for _, tc := range []struct {
+		extra []string
+		warn  bool
+	}{
+		{[]string{"--run", "2"}, true},
+		{[]string{"--run", "1"}, false},
+		{[]string{"--run", "2", "--warm-prompts"}, false},
+	} {
+		code, _, errs := run(t, "", append(append([]string{}, args...), tc.extra...)...)
+		if code != 0 || strings.Contains(errs, want) != tc.warn || !tc.warn && strings.Contains(errs, "calibrate replays this run warm") {
+			t.Errorf("%v: exit %d, stderr %q; want the warning %v", tc.extra, code, errs, tc.warn)
+		}
+	}
+}
