@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gpufrag/gpufrag/internal/stats"
 	"github.com/gpufrag/gpufrag/sim"
+	"github.com/gpufrag/gpufrag/workload"
 )
 
 const (
@@ -32,6 +34,21 @@ const (
 	// repeats differ by up to 4% and a run's tail drains after the last
 	// send: 0.9 leaves that room.)
 	saturatedShare = 0.9
+	// queueGrowth: a run whose throughput falls short of what was offered
+	// is saturated only if its TTFTs show the queue, when it has them: the
+	// median TTFT of its last quarter of requests (in the order they were
+	// sent) at least this many times its first quarter's. A run short
+	// enough for its drain after the last send to dominate its duration
+	// falls short with no queue at all (surajssd's 16 req/s run: 200
+	// requests sent over 12 s, 32 s in all, every TTFT about 60 ms).
+	// Chosen from the mechanism, not tuned: a queue that grows over the
+	// whole run multiplies the late TTFTs many times over (datacrunch's
+	// 16 req/s run: median 614 ms against 86 ms at 1 req/s), while a run
+	// without one varies its quarters' medians by tens of percent.
+	queueGrowth = 2.0
+	// minGrowthRequests is the fewest successful requests with a TTFT the
+	// growth test reads (quarters of at least 4).
+	minGrowthRequests = 16
 )
 
 // The load regimes of LoadReport.Regime.
@@ -72,6 +89,8 @@ func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
 	c0 := f.cases[f.fitIdx[0]]
 	sum, n := 0.0, 0
 	lr.Served = math.Inf(1)
+	queued := false // a run served short of its offer and (as far as its TTFTs tell) queued
+	var drained string
 	for _, i := range f.fitIdx {
 		c := f.cases[i]
 		if c.Run.RequestRate != c0.Run.RequestRate || c.Run.MaxConcurrency != c0.Run.MaxConcurrency {
@@ -81,9 +100,23 @@ func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
 			sum += r.BatchSizeMean
 			n++
 		}
-		if s, ok := c.servedShare(); ok {
-			lr.Served = math.Min(lr.Served, s)
+		s, ok := c.servedShare()
+		if !ok {
+			continue
 		}
+		lr.Served = math.Min(lr.Served, s)
+		if s >= saturatedShare {
+			continue
+		}
+		if early, late, known := c.ttftQuarters(); known && late < queueGrowth*early {
+			if drained == "" {
+				drained = fmt.Sprintf("%.0f%% of the output tokens asked for were served per second, but its TTFTs do not grow from the first "+
+					"quarter of its requests to the last (medians %s, then %s): the shortfall is the run's drain after its last send, not a queue",
+					100*s, msOf(early), msOf(late))
+			}
+			continue
+		}
+		queued = true
 	}
 	if n > 0 {
 		lr.MeanBatch = sum / float64(n)
@@ -95,7 +128,7 @@ func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
 	case !one:
 		lr.Regime = RegimeSeveral
 		lr.Why = "the runs fitted to are at more than one load (request rate or concurrency)"
-	case lr.Served > 0 && lr.Served < saturatedShare:
+	case queued:
 		lr.Regime = RegimeSaturated
 		lr.Why = fmt.Sprintf("one load, saturated: %.0f%% of the output tokens asked for were served per second (below %.0f%%), so a queue grew and sets TTFT",
 			100*lr.Served, 100*saturatedShare)
@@ -107,8 +140,34 @@ func (f *fitter) loadOf(first map[int]*sim.Result) LoadReport {
 		lr.Regime = RegimeLoaded
 		lr.Why = fmt.Sprintf("one load, loaded but not saturated: %.1f sequences a step on average", lr.MeanBatch)
 	}
+	if one && !queued && drained != "" {
+		lr.Why += "; " + drained
+	}
 	return lr
 }
+
+// ttftQuarters returns the median TTFT of the first and of the last
+// quarter of the run's successful requests in the order the client sent
+// them (the per-request arrays' order), and false when the run has fewer
+// than minGrowthRequests of them with a TTFT.
+func (c *Case) ttftQuarters() (early, late float64, ok bool) {
+	var ttft []float64
+	if c.Run.Detail&workload.DetailTTFTs != 0 {
+		for _, q := range c.Run.Requests {
+			if !q.Failed() && q.TTFT > 0 {
+				ttft = append(ttft, q.TTFT)
+			}
+		}
+	}
+	if len(ttft) < minGrowthRequests {
+		return 0, 0, false
+	}
+	k := len(ttft) / 4
+	return stats.Median(ttft[:k]), stats.Median(ttft[len(ttft)-k:]), true
+}
+
+// msOf is seconds as milliseconds in a message ("58.2 ms").
+func msOf(s float64) string { return fmt.Sprintf("%.3g ms", 1e3*s) }
 
 // servedShare is the run's measured output throughput over the output
 // its requests asked for per second of sending: false for a run whose

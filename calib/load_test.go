@@ -214,6 +214,19 @@ func TestLoadOf(t *testing.T) {
 		c.measured[OutputThroughput] = measure{v: served * 1000 / 9, ok: true}
 		return c
 	}
+	// withTTFTs gives c the per-request TTFTs of 20 requests, the last
+	// quarter's `growth` times the rest's (1: no queue).
+	withTTFTs := func(c *Case, growth float64) *Case {
+		c.Run.Detail = workload.DetailLens | workload.DetailTTFTs
+		for i := range 20 {
+			ttft := 0.05
+			if i >= 15 {
+				ttft *= growth
+			}
+			c.Run.Requests = append(c.Run.Requests, workload.BenchRequest{InputTokens: 10, OutputTokens: 100, TTFT: ttft})
+		}
+		return c
+	}
 	cut := func(c *Case) *Case {
 		c.measured[OutputThroughput].excluded = "the per-request arrays hold 10 output tokens of the file's total_output_tokens 100"
 		return c
@@ -228,6 +241,9 @@ func TestLoadOf(t *testing.T) {
 		{"loaded", []*Case{mk(1, 0, 0.95)}, 30, RegimeLoaded},
 		{"saturated", []*Case{mk(1, 0, 0.5)}, 30, RegimeSaturated},
 		{"saturated even with a small batch", []*Case{mk(1, 0, 0.5)}, 2, RegimeSaturated},
+		{"short of the offer with TTFTs that grow: saturated", []*Case{withTTFTs(mk(1, 0, 0.5), 5)}, 30, RegimeSaturated},
+		{"short of the offer with flat TTFTs: a drain, not a queue", []*Case{withTTFTs(mk(1, 0, 0.5), 1.2)}, 30, RegimeLoaded},
+		{"a drain at a light load", []*Case{withTTFTs(mk(1, 0, 0.5), 1)}, 3, RegimeLight},
 		{"all at once: no offered rate", []*Case{mk(math.Inf(1), 0, 0.5)}, 30, RegimeLoaded},
 		{"closed loop: no offered rate", []*Case{mk(1, 8, 0.5)}, 3, RegimeLight},
 		{"a throughput left out (a cut file) says nothing", []*Case{cut(mk(1, 0, 0.5))}, 3, RegimeLight},
@@ -241,8 +257,12 @@ func TestLoadOf(t *testing.T) {
 			f.fitIdx = append(f.fitIdx, i)
 			first[i] = &sim.Result{Steps: 10, BatchSizeMean: tc.batch}
 		}
-		if lr := f.loadOf(first); lr.Regime != tc.regime || lr.Why == "" {
+		lr := f.loadOf(first)
+		if lr.Regime != tc.regime || lr.Why == "" {
 			t.Errorf("%s: regime %q (%s), want %q", tc.name, lr.Regime, lr.Why, tc.regime)
+		}
+		if drain := strings.Contains(lr.Why, "the shortfall is the run's drain after its last send"); drain != strings.Contains(tc.name, "drain") {
+			t.Errorf("%s: why %q", tc.name, lr.Why)
 		}
 	}
 }
