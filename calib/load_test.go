@@ -295,3 +295,23 @@ func TestLoadOrderPerSeqFirst(t *testing.T) {
 		t.Errorf("order lists %d parameters, want %d", n, len(paramTable))
 	}
 }
+
+// TestWorseThanStart: a fit whose median and largest |error| over the
+// fitted metrics both rise is warned about, naming the metric that weighs
+// most; one that improves either is not.
+func TestWorseThanStart(t *testing.T) {
+	const top = "median_itl of a.json (-48.9% after the fit, against a noise of 0.02)"
+	worse := ErrorSummary{Metrics: 16, BeforeMedian: 0.066, BeforeMax: 0.609, AfterMedian: 0.178, AfterMax: 36.67}
+	if w := worseThanStart(worse, top); !strings.Contains(w, "(6.6% → 17.8%) and on the largest (60.9% → 3667.0%)") || !strings.Contains(w, top+" weighs most") {
+		t.Errorf("worse on both: %q", w)
+	}
+	for _, e := range []ErrorSummary{
+		{Metrics: 16, BeforeMedian: 0.066, BeforeMax: 0.609, AfterMedian: 0.05, AfterMax: 0.9}, // a better median
+		{Metrics: 16, BeforeMedian: 0.066, BeforeMax: 0.609, AfterMedian: 0.07, AfterMax: 0.3}, // a better max
+		{},
+	} {
+		if w := worseThanStart(e, top); w != "" {
+			t.Errorf("%+v: %q", e, w)
+		}
+	}
+}

@@ -230,6 +230,23 @@ func (r *FitReport) AllWarnings() []string {
 
 func ptr(v float64) *float64 { return &v }
 
+// worseThanStart is the warning for a fit that left the fitted metrics
+// further from the measurements than its start on both the median and the
+// largest |error| ("" otherwise), naming top, the metric that weighs most
+// in the objective after the fit. The objective weighs each metric's log
+// error by its noise, so it can fall while both plain summaries rise: a
+// metric measured with little noise that the model cannot reach pulls the
+// others away.
+func worseThanStart(e ErrorSummary, top string) string {
+	if e.Metrics == 0 || e.AfterMedian <= e.BeforeMedian || e.AfterMax <= e.BeforeMax {
+		return ""
+	}
+	return fmt.Sprintf("the fitted profile is further from the measurements than its start, on the median |error| over the fitted metrics "+
+		"(%.1f%% → %.1f%%) and on the largest (%.1f%% → %.1f%%): the fit weighs each metric's log error by its noise, and %s weighs most; "+
+		"check that run's setup, or calibrate without that run, before using the profile",
+		100*e.BeforeMedian, 100*e.AfterMedian, 100*e.BeforeMax, 100*e.AfterMax, top)
+}
+
 // summarise builds an ErrorSummary from before and after |errors|.
 func summarise(before, after []float64) ErrorSummary {
 	s := ErrorSummary{Metrics: len(before)}
@@ -259,6 +276,8 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 		fittedSet[key{sl.c, sl.m}] = true
 	}
 	var fb, fa, hb, ha []float64
+	var top string // the fitted metric with the largest share of the objective after the fit
+	topWeight := -1.0
 	seen := map[string]bool{}
 	for i, c := range f.cases {
 		if !c.Holdout && !seen[c.File.SHA256] {
@@ -290,6 +309,9 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 			case fittedSet[key{i, m}] && mr.BeforeErr != nil:
 				mr.Fitted = true
 				fb, fa = append(fb, math.Abs(*mr.BeforeErr)), append(fa, math.Abs(*mr.AfterErr))
+				if w := math.Pow(math.Log1p(*mr.AfterErr)/math.Max(mr.Noise, 1e-9), 2); w > topWeight {
+					topWeight, top = w, fmt.Sprintf("%v of %s (%+.1f%% after the fit, against a noise of %.2g)", m, c.where(), 100**mr.AfterErr, mr.Noise)
+				}
 			case c.Holdout && ok && mr.BeforeErr != nil:
 				mr.Judged = true
 				hb, ha = append(hb, math.Abs(*mr.BeforeErr)), append(ha, math.Abs(*mr.AfterErr))
@@ -303,6 +325,9 @@ func (f *fitter) report(fitted *sim.Profile, before, after map[int]*simValues, n
 		rep.Runs = append(rep.Runs, rr)
 	}
 	rep.Errors = summarise(fb, fa)
+	if w := worseThanStart(rep.Errors, top); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	if len(hb) > 0 {
 		h := summarise(hb, ha)
 		rep.Holdout = &h
