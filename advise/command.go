@@ -104,6 +104,7 @@ type Engine struct {
 	Version        string
 	StepTime       string
 	KVDType        model.DType // 0: the model's
+	WeightDType    model.DType // 0: the model's
 }
 
 // SetEngine sets r.Base, the engine configuration every candidate starts
@@ -116,6 +117,9 @@ func (r *Request) SetEngine(e Engine) error {
 	base.TP, base.MaxContext = e.TP, e.MaxContext
 	if e.KVDType != 0 {
 		base.KVDType = e.KVDType
+	}
+	if e.WeightDType != 0 {
+		base.WeightDType = e.WeightDType
 	}
 	in := &r.Inputs
 	in.Model, in.ModelID, in.GPU, in.TP, in.MaxContext = e.Model.Name, ModelID(e.Arg), e.GPU.Name, e.TP, e.MaxContext

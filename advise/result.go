@@ -87,11 +87,14 @@ type Inputs struct {
 	Model string    `json:"model"`
 	// ModelID is the model's Hugging Face id for the deploy command (a
 	// preset's repository, a config's _name_or_path), empty when unknown.
-	ModelID    string `json:"model_id,omitempty"`
-	GPU        string `json:"gpu"`
-	TP         int    `json:"tp"`
-	KVDType    string `json:"kv_dtype,omitempty"`
-	MaxContext int    `json:"max_context,omitempty"`
+	ModelID string `json:"model_id,omitempty"`
+	GPU     string `json:"gpu"`
+	TP      int    `json:"tp"`
+	KVDType string `json:"kv_dtype,omitempty"`
+	// WeightDType is --weight-dtype's type (a quantized checkpoint's);
+	// empty for the model's own.
+	WeightDType string `json:"weight_dtype,omitempty"`
+	MaxContext  int    `json:"max_context,omitempty"`
 	// StepTime is the step-time model the candidates ran under
 	// (sim.StepTimeJoint or sim.StepTimeRoofline), EngineVersion the
 	// vLLM release whose overheads the joint model's profile has.

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/advise"
-	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/model"
@@ -48,6 +47,7 @@ func newAdviseCmd() *cobra.Command {
 		"(default: "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+")")
 	fl.StringVar(&f.step, "profile", "", "step-time `MODEL`: joint (the joint model's profile of --gpu) or roofline (default: "+sim.DefaultStepTime+")")
 	fl.StringVar(&in.KVDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8 (default: the model's)")
+	fl.StringVar(&in.WeightDType, "weight-dtype", "", "weights' `DTYPE`: bf16, fp16, fp8 (e4m3), int8 or int4, as a quantized checkpoint serves them (default: the model's)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
 	fl.StringArrayVar(&sp.KVs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+def.KVList()+")")
 	fl.StringArrayVar(&sp.Allocs, "alloc", nil, "allocator `SPEC`s (alloc/registry syntax); the first is the base (default "+def.AllocList()+")")
@@ -168,6 +168,12 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 			return usageErrorf(cmd, "--kv-dtype: %v%s", err, human.DidYouMean(in.KVDType, model.KVDTypeNames()))
 		}
 	}
+	if in.WeightDType != "" {
+		if e.WeightDType, err = model.ParseDType(in.WeightDType); err != nil {
+			return usageErrorf(cmd, "--weight-dtype: %v", err)
+		}
+		in.WeightDType = e.WeightDType.String()
+	}
 	if err := req.SetEngine(e); err != nil {
 		return err
 	}
@@ -189,8 +195,8 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 			"at each rate it tries, with no such cap, so its rates are an open loop's\n", untrusted.Printable(filepath.Base(f.trace)), b.MaxConcurrency)
 	}
 	if b := t.Bench; b != nil {
-		for _, w := range calib.ModelIDMismatches(e.Model, []*calib.File{{Name: filepath.Base(f.trace), Runs: []*workload.BenchResult{b}}}) {
-			fmt.Fprintf(stderr, "gpufrag: warning: %s; advise sizes every candidate for --model %s\n", untrusted.Printable(w), e.Model.Name)
+		for _, w := range adviseSetupWarnings(filepath.Base(f.trace), b, &req.Base, cmd.Flags()) {
+			fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(w))
 		}
 	}
 	req.Trace, in.Trace.File, in.Trace.SHA256 = t, filepath.Base(f.trace), sum

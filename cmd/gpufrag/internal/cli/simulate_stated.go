@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/pflag"
@@ -43,8 +44,34 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 		}
 		warns = append(warns, fmt.Sprintf("%s; simulate replays %s: give --model with the model the run served (a preset or its config.json)", w, from))
 	}
+	return append(warns, statedWarnings("simulate", stated, c, fl, nil)...)
+}
+
+// adviseSetupWarnings is benchSetupWarnings for advise, which sweeps the
+// engine's limits and memory settings itself and holds only the model, the
+// tensor-parallel degree, the KV cache's and weights' types and the
+// context fixed: a run whose model id names another model, or that states
+// one of those otherwise than advise's flags, is warned about.
+func adviseSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl *pflag.FlagSet) []string {
+	files := []*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}
+	stated, warns, err := calib.StatedSetup(files)
+	if err != nil {
+		return []string{fmt.Sprintf("%v; advise sizes the candidates for its flags' setup", err)}
+	}
+	for _, w := range calib.ModelIDMismatches(c.RunModel(), files) {
+		warns = append(warns, fmt.Sprintf("%s; advise sizes every candidate for --model %s", w, c.Model.Name))
+	}
+	return append(warns, statedWarnings("advise", stated, c, fl, []string{"tp", "kv-dtype", "weight-dtype", "max-context"})...)
+}
+
+// statedWarnings returns a warning for each setting a run states (of only's
+// flags; nil: any) that no flag of cmd gave and that c, the setup cmd
+// replays, sets otherwise.
+func statedWarnings(cmd string, stated []calib.Stated, c *sim.Config, fl *pflag.FlagSet, only []string) []string {
+	var warns []string
+	rm := c.RunModel()
 	for _, st := range stated {
-		if fl.Changed(st.Flag) {
+		if fl.Changed(st.Flag) || only != nil && !slices.Contains(only, st.Flag) {
 			continue
 		}
 		var have string
@@ -77,8 +104,8 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 		if canon, ok, err := calib.CanonicalSetting(st.Flag, have); err == nil && ok && canon == st.Value {
 			continue
 		}
-		warns = append(warns, fmt.Sprintf("%s, which calibrate replays as --%s %s; simulate replays %s: give --%s %s to replay the run as it ran",
-			st, st.Flag, st.Value, have, st.Flag, st.Value))
+		warns = append(warns, fmt.Sprintf("%s, which calibrate replays as --%s %s; %s replays %s: give --%s %s to replay the run as it ran",
+			st, st.Flag, st.Value, cmd, have, st.Flag, st.Value))
 	}
 	return warns
 }

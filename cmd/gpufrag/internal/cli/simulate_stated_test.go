@@ -303,3 +303,22 @@ func TestSimulateBenchEarlierSamePrompts(t *testing.T) {
 		}
 	}
 }
+
+// advise on an FP8 checkpoint's run: it warns that it sizes the candidates
+// for BF16 weights and names --weight-dtype, which it now takes (and
+// records in inputs.weight_dtype); with the flag, no warning.
+func TestAdviseBenchWeightDType(t *testing.T) {
+	fp8 := filepath.Join("..", "..", "..", "..", "calib", "testdata", "bench", "crusoe-l40s-llama-3.1-70b-fp8-dynamic-tp4-qps1.lens.json")
+	args := []string{"advise", "--trace", fp8, "--max-rows", "40", "--model", "llama-3.1-70b", "--gpu", "l40s-48g", "--tp", "4", "--kv", "paged:16",
+		"--alloc", "caching", "--gpu-memory-utilization", "0.9", "--bucket", "0", "--defrag", "off", "--max-num-batched-tokens", "8192",
+		"--max-num-seqs", "256", "--prefix-caching", "on", "--json"}
+	const want = "states model_id neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic (fp8), which calibrate replays as --weight-dtype fp8_e4m3; " +
+		"advise replays bf16: give --weight-dtype fp8_e4m3"
+	if code, _, errs := run(t, "", args...); code != 0 || !strings.Contains(errs, want) {
+		t.Errorf("without --weight-dtype: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := run(t, "", append(args, "--weight-dtype", "fp8")...)
+	if code != 0 || strings.Contains(errs, "calibrate replays") || !strings.Contains(out, `"weight_dtype": "fp8_e4m3"`) {
+		t.Errorf("with --weight-dtype fp8: exit %d, stderr %q", code, errs)
+	}
+}
