@@ -322,6 +322,7 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 				return err
 			}
 			t.add(&e, c.intern(e.Action))
+			t.check.kept = append(t.check.kept, st.Len+i)
 		}
 	}
 	return nil

@@ -77,6 +77,16 @@ func (s *Snapshot) TraceComplete(d int) bool {
 	return d >= len(s.TraceLen) || d >= s.traceDevices() || s.TraceLen[d] == s.Trace(d).Len()
 }
 
+// TraceIndex is the position in device d's trace in the file of entry k
+// of Trace(d): k itself when every entry was kept, the oom entry's own
+// position when Options.TraceOOMsOnly kept only those.
+func (s *Snapshot) TraceIndex(d, k int) int {
+	if d >= 0 && d < len(s.traceChecks) && s.traceChecks[d] != nil && k >= 0 && k < len(s.traceChecks[d].kept) {
+		return s.traceChecks[d].kept[k]
+	}
+	return k
+}
+
 // TraceEvents is the number of entries of device d's trace in the file.
 func (s *Snapshot) TraceEvents(d int) int {
 	if d < len(s.TraceLen) {

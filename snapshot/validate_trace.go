@@ -108,6 +108,9 @@ type traceCheck struct {
 	blocks        map[addrRange]int // distinct block events, to their first entry (when kept)
 	blockActions  map[addrRange]string
 	started       bool
+	// kept are the positions in the file's trace of the entries kept (the
+	// oom entries), in order: Snapshot.TraceIndex.
+	kept []int
 }
 
 // entry checks entry i's fields alone and adds it to the trace's state.

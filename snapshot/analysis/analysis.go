@@ -48,7 +48,7 @@ type Options struct {
 	// means DefaultWhatIf. An empty non-nil slice skips what-if.
 	WhatIf []string
 	// NoReplay skips replay fidelity, the timeline and what-if (diagnosis
-	// only).
+	// only); the oom entries are listed, cause "unknown".
 	NoReplay bool
 	// TopSegments and TopSites cap those lists (default 10).
 	TopSegments, TopSites int
@@ -227,6 +227,13 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 		return dev, &CapacityError{Device: d, Capacity: opts.Capacity, Active: dev.Classes.Active, Reserved: dev.Classes.Reserved}
 	}
 	if opts.NoReplay {
+		// Listed, not explained: the trace read may hold only its oom
+		// entries (ReadOptions), so each takes its position in the file's.
+		ooms := explainOOMs(trace)
+		for k := range ooms {
+			ooms[k].Event = s.TraceIndex(d, ooms[k].Event)
+		}
+		dev.OOMs = annotateOOMs(ooms, s.ExternalAnnotations, d)
 		return dev, nil
 	}
 	if !s.TraceComplete(d) {

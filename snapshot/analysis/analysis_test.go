@@ -353,3 +353,49 @@ func TestReplayOversizeBlockBeforeTrace(t *testing.T) {
 		t.Errorf("%+v", *f)
 	}
 }
+
+// readFixture reads snapshot/testdata/name as the analyze command does
+// (ReadOptions(noReplay): with noReplay, only the traces' oom entries).
+func readFixture(t *testing.T, name string, noReplay bool) *snapshot.Snapshot {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := snapshot.ReadOptions(f, name, analysis.ReadOptions(noReplay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// With NoReplay the oom entries are listed, not explained (cause
+// "unknown"), at their position in the file's trace although only they
+// were read; the verdict counts them (it said "healthy" with none listed).
+func TestNoReplayListsOOMs(t *testing.T) {
+	r, err := analysis.Analyze(readFixture(t, "modern_p4.pickle", true), analysis.Options{NoReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Devices[0]
+	if len(d.OOMs) != 1 {
+		t.Fatalf("%d oom entries listed, want the file's 1", len(d.OOMs))
+	}
+	o := d.OOMs[0]
+	if o.Event != 2 || o.Cause != "unknown" || o.Requested != 40*mib || o.DeviceFree != 3*mib || o.During != "step" {
+		t.Errorf("%+v", o)
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text, "modern_p4.pickle"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Out of memory at event 2: requested 40MiB", "1 out-of-memory failure"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if dev0, _, _ := strings.Cut(text.String(), "== device 1"); strings.Contains(dev0, "): healthy") {
+		t.Errorf("device 0 judged healthy despite its oom entry:\n%s", dev0)
+	}
+}
