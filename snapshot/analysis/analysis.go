@@ -258,6 +258,10 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 	dev.OOMs = annotateOOMs(run.ooms, s.ExternalAnnotations, d)
 	if opts.Capacity == 0 {
 		dev.Capacity, dev.CapacitySource = DefaultCapacity, "default"
+		if run.recordedCapacity == 0 {
+			// Not replayed: the oom entries still record the device.
+			run.recordedCapacity = traceCapacity(s, d, trace)
+		}
 		if run.recordedCapacity > 0 {
 			dev.Capacity, dev.CapacitySource = run.recordedCapacity, "oom entry"
 		}

@@ -399,3 +399,33 @@ func TestNoReplayListsOOMs(t *testing.T) {
 		t.Errorf("device 0 judged healthy despite its oom entry:\n%s", dev0)
 	}
 }
+
+// A trace that is not replayed (here: expandable segments) still records
+// the device in its oom entries: the bytes reserved at the entry, read
+// from the trace (the final segments less the segment events after it),
+// plus its device_free. It was the 80 GiB default, on which the what-if's
+// recorded row had none of the trace's oom entries.
+func TestOOMCapacityWithoutReplay(t *testing.T) {
+	s := snap(events(segAlloc(segA, 20*mib), alloc(segA, 12*mib), oom(40*mib, 3*mib), segAlloc(segB, 2*mib), alloc(segB, 512)),
+		seg(segA, "large", live(12*mib, 12*mib, "x"), free(8*mib)), seg(segB, "small", live(512, 512, "y"), free(2*mib-512)))
+	s.AllocatorSettings["expandable_segments"] = true
+	d := analyze(t, s, analysis.Options{WhatIf: []string{"caching"}})
+	if d.Replay == nil || d.Replay.Skipped == "" {
+		t.Fatalf("replayed: %+v", d.Replay)
+	}
+	if d.CapacitySource != "oom entry" || d.Capacity != 23*mib {
+		t.Errorf("capacity %d from %q, want 23MiB (20MiB reserved at the oom entry + 3MiB free) from the oom entry", d.Capacity, d.CapacitySource)
+	}
+
+	r, err := analysis.Analyze(readFixture(t, "modern_p4.pickle", false), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = r.Devices[0]
+	if d.CapacitySource != "oom entry" || d.Capacity != 25*mib {
+		t.Errorf("modern_p4.pickle: capacity %d from %q, want 25MiB (22MiB reserved + 3MiB free) from the oom entry", d.Capacity, d.CapacitySource)
+	}
+	if w := d.WhatIf; w == nil || !w.Results[0].Recorded || w.Results[0].OOMs != 1 {
+		t.Errorf("modern_p4.pickle: what-if %+v, want the recorded settings first with the trace's 1 OOM", w)
+	}
+}

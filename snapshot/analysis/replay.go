@@ -402,6 +402,48 @@ func compareFinal(s *snapshot.Snapshot, d int, l mem.Layout) (total, same int) {
 	return total, same
 }
 
+// traceCapacity is the device memory that device d's oom entries record,
+// read from the trace itself, for a device whose trace was not replayed
+// (expandable segments, a history replay, a pre-trace state that could
+// not be rebuilt): at each oom entry the bytes reserved then, the final
+// segments' less the segment events recorded after it (segment_alloc and
+// segment_map add, segment_free and segment_unmap take away), plus its
+// device_free; the most over all of them, as replayTrace takes the
+// model's. 0 when no entry gives a plausible device (device_free
+// recorded, both below 1 PiB).
+func traceCapacity(s *snapshot.Snapshot, d int, trace *snapshot.Trace) int64 {
+	type at struct{ net, free int64 }
+	var ooms []at
+	var net int64 // Σ of the segment events so far
+	for _, e := range trace.All() {
+		switch e.Action {
+		case "segment_alloc", "segment_map":
+			net += e.Size
+		case "segment_free", "segment_unmap":
+			net -= e.Size
+		case "oom":
+			ooms = append(ooms, at{net, e.DeviceFree})
+		}
+	}
+	if len(ooms) == 0 {
+		return 0
+	}
+	var final int64
+	for _, seg := range s.Segments {
+		if seg.Device == d {
+			final += seg.TotalSize
+		}
+	}
+	var c int64
+	for _, o := range ooms {
+		reserved := final - (net - o.net)
+		if o.free > 0 && o.free < replayCapacity && reserved >= 0 && reserved < replayCapacity {
+			c = max(c, reserved+o.free)
+		}
+	}
+	return c
+}
+
 // explainOOMs explains the oom entries of a trace that was not replayed.
 func explainOOMs(trace *snapshot.Trace) []OOM {
 	var out []OOM
