@@ -210,7 +210,7 @@ func verdict(in Input, p Plan, gpu model.GPU) string {
 		sb.WriteString(human.Wrap("nothing to gain: "+NothingToGain(in.Layout, m), 80) + "\n")
 	}
 	if in.Source == "snapshot" {
-		sb.WriteString(human.Wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze assumes %s unless --capacity, so its figure differs.",
+		sb.WriteString(human.Wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze takes --capacity, else the capacity an oom entry of the trace records, else %s, so its figure can differ.",
 			gpu.Name, human.Bytes(gpu.Capacity), human.Bytes(analyzeCapacity)), 80) + "\n")
 	}
 	return sb.String()

@@ -32,7 +32,7 @@ func TestWriteText(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		`s\x1b.pickle (snapshot, device 2, caching allocator rules)`, "goal compact: reached\nfragmentation: ",
-		"max allocatable assumes the h100-80g's usable", "gpufrag analyze\nassumes 80.00GiB unless --capacity",
+		"max allocatable assumes the h100-80g's usable", "gpufrag analyze\ntakes --capacity, else the capacity an oom entry of the trace records, else\n80.00GiB",
 		fmt.Sprintf("  moves         %d\n", len(p.Moves)), " on h100-80g (2 x bytes", "health",
 		fmt.Sprintf("Moves (2 of %d, in order):", len(p.Moves)),
 	} {

@@ -146,6 +146,10 @@ type Device struct {
 	Timeline       []Point
 	Replay         *Fidelity
 	WhatIf         *WhatIf
+	// CapacityRaisedFrom is the capacity the oom entries recorded when it
+	// was below the bytes the snapshot reserves at its end (the device held
+	// at least those): Capacity was raised to them. 0 otherwise.
+	CapacityRaisedFrom int64
 	// Layout is the final state, for renderers (SegmentMapSVG).
 	Layout mem.Layout
 	// Attribution is the device's live memory by allocation site
@@ -264,6 +268,9 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 		}
 		if run.recordedCapacity > 0 {
 			dev.Capacity, dev.CapacitySource = run.recordedCapacity, "oom entry"
+			if dev.Capacity < dev.Classes.Reserved {
+				dev.CapacityRaisedFrom, dev.Capacity = dev.Capacity, dev.Classes.Reserved
+			}
 		}
 		// The diagnosis used the reserved bytes as capacity; redo the
 		// device-free and max-allocatable figures at the real one.

@@ -40,6 +40,7 @@ type DeviceDoc struct {
 	MaxAllocatableBytes      int64   `json:"max_allocatable_bytes"`
 	CapacityBytes            int64   `json:"capacity_bytes"`
 	CapacitySource           string  `json:"capacity_source"`
+	CapacityRaisedFromBytes  int64   `json:"capacity_raised_from_bytes,omitempty"`
 	SizeEntropyBits          float64 `json:"size_entropy_bits"`
 	DistinctSizes            int     `json:"distinct_sizes"`
 	TraceEvents              int     `json:"trace_events"`
@@ -225,7 +226,8 @@ func (d Device) doc() DeviceDoc {
 		InternalWasteBytes: c.InternalWaste, StrandedFreeBytes: c.Stranded,
 		Health: m.Health, FragRate: m.FragRate, LargestFreeBlockBytes: sz.LargestFreeBlock,
 		MaxAllocatableBytes: sz.MaxAllocatable, CapacityBytes: d.Capacity, CapacitySource: d.CapacitySource,
-		SizeEntropyBits: m.SizeEntropy, DistinctSizes: m.DistinctSizes, TraceEvents: d.TraceEvents,
+		CapacityRaisedFromBytes: d.CapacityRaisedFrom,
+		SizeEntropyBits:         m.SizeEntropy, DistinctSizes: m.DistinctSizes, TraceEvents: d.TraceEvents,
 		WorstSegments: []SegmentDoc{}, Streams: []GroupDoc{}, Pools: []GroupDoc{}, Sites: []SiteDoc{},
 		OOMs: []OOMDoc{}, Timeline: []PointDoc{}, WhatIf: []WhatIfDoc{}, Replay: ReplayDoc{Mismatches: []string{}}}
 	for _, w := range d.WorstSegments {

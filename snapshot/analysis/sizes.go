@@ -29,15 +29,16 @@ type Sizes struct {
 	MaxAllocatable int64
 	// CapacityKnown: the capacity was given (Options.Capacity) or recorded
 	// by an oom entry of the trace, and holds the reserved bytes; not when
-	// it is assumed (DefaultCapacity) or stands for the reserved bytes
-	// (NoReplay without a capacity).
+	// it is assumed (DefaultCapacity), stands for the reserved bytes
+	// (NoReplay without a capacity) or was raised to them
+	// (Device.CapacityRaisedFrom).
 	CapacityKnown bool
 }
 
 // CapacityKnown reports whether d.Capacity is the device's, given or
 // recorded, and at least what the snapshot reserves (Sizes.CapacityKnown).
 func (d *Device) CapacityKnown() bool {
-	return (d.CapacitySource == "flag" || d.CapacitySource == "oom entry") && d.Capacity >= d.Classes.Reserved
+	return (d.CapacitySource == "flag" || d.CapacitySource == "oom entry") && d.Capacity >= d.Classes.Reserved && d.CapacityRaisedFrom == 0
 }
 
 // Sizes returns d's byte figures (the one definition both analyze and the

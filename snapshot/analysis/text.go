@@ -84,6 +84,11 @@ func (d Device) writeText(b *strings.Builder) {
 		// capacities agree: say which one this is.
 		fmt.Fprintf(b, " on a %s device (the default; not a GPU's usable memory: pass --capacity, as defrag's --gpu does)", fb(d.Capacity))
 	default:
+		if d.CapacityRaisedFrom > 0 {
+			fmt.Fprintf(b, " on a %s device (oom entry, raised: the oom entries record %s, below the %s the snapshot reserves at its end, which the device held)",
+				fb(d.Capacity), fb(d.CapacityRaisedFrom), fb(d.Classes.Reserved))
+			break
+		}
 		fmt.Fprintf(b, " on a %s device (%s)", fb(d.Capacity), d.CapacitySource)
 	}
 	fmt.Fprintf(b, ".\nSize dispersion: %d distinct live block sizes, entropy %.2f bits.\n", m.DistinctSizes, m.SizeEntropy)
