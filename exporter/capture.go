@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,10 @@ type CapturedFile struct {
 	// id is the file's identity (device, inode) and size when it was
 	// written or indexed: only that very file is ever served.
 	id fileStat
+	// sum is the SHA-256 of its content once known (summed): when it was
+	// written, or when a capture of the same size was compared with it.
+	sum    [sha256.Size]byte
+	summed bool
 }
 
 // Capturer keeps copies of snapshot files taken at an out-of-memory error
@@ -151,7 +156,7 @@ func NewCapturer(cfg CaptureConfig) (*Capturer, error) {
 		if err != nil || !st.mode.IsRegular() {
 			continue // never indexed, so never served nor deleted
 		}
-		found = append(found, indexed{CapturedFile{name, st.size, time.Unix(0, st.mtimeNs), st}, t, seq})
+		found = append(found, indexed{CapturedFile{Name: name, Size: st.size, ModTime: time.Unix(0, st.mtimeNs), id: st}, t, seq})
 		c.seq = max(c.seq, seq)
 	}
 	slices.SortFunc(found, func(a, b indexed) int {
@@ -223,10 +228,20 @@ func safeName(s string) string {
 }
 
 // Capture writes data as a new capture for instance and model, applies
-// retention, and returns the file name.
+// retention, and returns the file name. Data that a capture in the index
+// already holds (same size and SHA-256, the captures found at start
+// included) is not written again: Capture returns that capture's name. A
+// restarted exporter sees its snapshot directory's files as new, so a
+// crash-looping process captured the same oom snapshot at every restart and
+// pushed the real captures out of MaxFiles.
 func (c *Capturer) Capture(instance, model string, data []byte) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	sum := sha256.Sum256(data)
+	if name, ok := c.capturedLocked(int64(len(data)), sum); ok {
+		c.cfg.Logger.Info("oom snapshot already captured", "file", name, "instance", instance, "model", model, "bytes", len(data))
+		return name, nil
+	}
 	c.seq++
 	name := fmt.Sprintf("%s-%s-%s-%d.pickle", safeName(instance), safeName(model),
 		c.cfg.Clock.Now().UTC().Format(captureTimeLayout), c.seq)
@@ -236,12 +251,56 @@ func (c *Capturer) Capture(instance, model string, data []byte) (string, error) 
 		c.cfg.Logger.Error("oom snapshot capture failed", "file", name, "err", err.Error())
 		return "", err
 	}
-	c.files = append(c.files, CapturedFile{name, int64(len(data)), c.cfg.Clock.Now(), id})
+	c.files = append(c.files, CapturedFile{Name: name, Size: int64(len(data)), ModTime: c.cfg.Clock.Now(), id: id, sum: sum, summed: true})
 	c.bytes += int64(len(data))
 	c.captured.WithLabelValues(instance, model).Inc()
 	c.cfg.Logger.Info("oom snapshot captured", "file", name, "instance", instance, "model", model, "bytes", len(data))
 	c.enforceLocked()
 	return name, nil
+}
+
+// capturedLocked returns the name of the capture in the index whose
+// content has size bytes and SHA-256 sum. A capture found at start is
+// hashed when a capture of its size first comes (once: the sum is kept),
+// and only while it is still the very file indexed; one that cannot be
+// read is taken as different.
+func (c *Capturer) capturedLocked(size int64, sum [sha256.Size]byte) (string, bool) {
+	for i := range c.files {
+		f := &c.files[i]
+		if f.Size != size {
+			continue
+		}
+		if !f.summed {
+			got, err := c.hashLocked(f)
+			if err != nil {
+				c.cfg.Logger.Warn("oom snapshot capture: cannot compare with an earlier capture", "file", f.Name, "err", err.Error())
+				continue
+			}
+			f.sum, f.summed = got, true
+		}
+		if f.sum == sum {
+			return f.Name, true
+		}
+	}
+	return "", false
+}
+
+// hashLocked returns the SHA-256 of capture f, read from the capture
+// directory if it is still the file indexed (same device, inode and size).
+func (c *Capturer) hashLocked(f *CapturedFile) ([sha256.Size]byte, error) {
+	file, st, err := c.dir.open(f.Name)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	defer file.Close()
+	if st.size != f.id.size || st.dev != f.id.dev || st.ino != f.id.ino {
+		return [sha256.Size]byte{}, fmt.Errorf("%s: replaced since it was indexed", f.Name)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(file, 0, f.id.size)); err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return [sha256.Size]byte(h.Sum(nil)), nil
 }
 
 // enforceLocked deletes the oldest captures until the limits hold, never

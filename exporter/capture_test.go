@@ -265,3 +265,42 @@ func TestCaptureLongLabels(t *testing.T) {
 		t.Errorf("a name of %d bytes parses as a capture", len(grown)+7)
 	}
 }
+
+// TestCaptureSameContent: data a capture already holds is not written
+// again, neither by the same Capturer nor after a restart (the captures
+// found at start are compared by size, then SHA-256); other data of the
+// same size is.
+func TestCaptureSameContent(t *testing.T) {
+	dir := t.TempDir()
+	clock := NewManualClock(t0)
+	c, _ := newTestCapturer(t, dir, 3, 1<<20, clock)
+	first, err := c.Capture("vllm-0", "llama", []byte("oom snapshot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	again, err := c.Capture("vllm-0", "llama", []byte("oom snapshot"))
+	if err != nil || again != first {
+		t.Errorf("same data again: %q, %v; want the first capture %q", again, err, first)
+	}
+	if got := testutil.ToFloat64(c.captured.WithLabelValues("vllm-0", "llama")); got != 1 {
+		t.Errorf("captured_total = %v, want 1", got)
+	}
+
+	// Restart, as a crash-looping pod's exporter does: the snapshot
+	// directory's files are new to it, the capture is not.
+	c2, _ := newTestCapturer(t, dir, 3, 1<<20, clock)
+	for range 3 {
+		clock.Advance(time.Second)
+		if name, err := c2.Capture("vllm-0", "llama", []byte("oom snapshot")); err != nil || name != first {
+			t.Errorf("after restart: %q, %v; want the first capture %q", name, err, first)
+		}
+	}
+	other, err := c2.Capture("vllm-0", "llama", []byte("OOM SNAPSHOT"))
+	if err != nil || other == first {
+		t.Errorf("other data of the same size: %q, %v; want a new capture", other, err)
+	}
+	if got, want := dirNames(t, dir), []string{first, other}; !slices.Equal(got, want) {
+		t.Errorf("directory %v, want %v", got, want)
+	}
+}

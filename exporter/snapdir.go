@@ -51,7 +51,8 @@ type SnapshotDirConfig struct {
 	// gpufrag_snapshot_files); nil: not registered.
 	Registerer prometheus.Registerer
 	// Capture, when set, keeps a copy of each new file version whose trace
-	// holds an out-of-memory entry. Its directory must not be Dir.
+	// holds an out-of-memory entry, unless a capture holds the same bytes
+	// (Capturer.Capture). Its directory must not be Dir.
 	Capture *Capturer
 	// Capacity is the device memory of the GPUs whose snapshots are in Dir
 	// (as `gpufrag analyze --capacity`). A snapshot does not record it, so
