@@ -173,7 +173,36 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 	if err := c.checkMemoryStats(stats, offs, base); err != nil {
 		return nil, err
 	}
+	if !hasMemStatsKey(stats) {
+		return nil, &Error{Name: c.name, Offset: 0, Err: ErrNotSnapshot,
+			Msg: "a JSON object with none of torch.cuda.memory_stats()'s keys (allocated_bytes.all.current, reserved_bytes.all.current, num_ooms, ...), " +
+				"not a memory snapshot; " + howToSnapshot}
+	}
 	return &Snapshot{Format: FormatMemoryStats, Stats: stats}, nil
+}
+
+// memStatsNames are the names that torch.cuda.memory_stats()'s keys begin
+// with: the per-pool counters (NAME.POOL.METRIC, as allocated_bytes.all.current),
+// the oversize ones (NAME.METRIC) and the scalars.
+var memStatsNames = map[string]bool{
+	"allocation": true, "segment": true, "active": true, "inactive_split": true,
+	"allocated_bytes": true, "reserved_bytes": true, "active_bytes": true, "inactive_split_bytes": true, "requested_bytes": true,
+	"oversize_allocations": true, "oversize_segments": true,
+	"num_alloc_retries": true, "num_ooms": true, "num_sync_all_streams": true, "num_device_alloc": true, "num_device_free": true,
+	"max_split_size": true,
+}
+
+// hasMemStatsKey reports whether one of the keys is memory_stats()'s: an
+// object without one (any other JSON document of integers, {} itself) is
+// not a dump of it, and was read as one with no figure at all.
+func hasMemStatsKey(stats MemoryStats) bool {
+	for k := range stats {
+		name, _, _ := strings.Cut(k, ".")
+		if memStatsNames[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // The byte counters of a pool that memory_stats keeps in the order

@@ -39,11 +39,11 @@ func TestMemoryStatsJSON(t *testing.T) {
 		field    string
 		offset   int64
 	}{
-		{name: "flat", in: `{"a.b": 1, "c": -2}`, want: map[string]int64{"a.b": 1, "c": -2}},
+		{name: "flat", in: `{"num_ooms": 1, "a.b": 1, "c": -2}`, want: map[string]int64{"num_ooms": 1, "a.b": 1, "c": -2}},
 		{name: "nested is flattened", in: " \n{\"reserved_bytes\": {\"all\": {\"current\": 5}}, \"num_ooms\": 0}",
 			want: map[string]int64{"reserved_bytes.all.current": 5, "num_ooms": 0}},
-		{name: "integral float", in: `{"x": 2.0, "y": null}`, want: map[string]int64{"x": 2}},
-		{name: "bom", in: "\xef\xbb\xbf{}", want: map[string]int64{}},
+		{name: "integral float", in: `{"num_ooms": 2.0, "y": null}`, want: map[string]int64{"num_ooms": 2}},
+		{name: "bom", in: "\xef\xbb\xbf{\"num_ooms\": 0}", want: map[string]int64{"num_ooms": 0}},
 		{name: "string value", in: `{"x": "1"}`, kind: snapshot.ErrField, field: "x", offset: 6},
 		{name: "fraction", in: `{"a": {"x": 1.5}}`, kind: snapshot.ErrField, field: "a.x"},
 		{name: "array", in: `{"x": [1]}`, kind: snapshot.ErrField, field: "x"},
@@ -51,6 +51,11 @@ func TestMemoryStatsJSON(t *testing.T) {
 		{name: "garbage after", in: `{"x": 1} {}`, kind: snapshot.ErrDecode},
 		{name: "too deep", in: strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40), kind: snapshot.ErrField},
 		{name: "bad syntax", in: `{"x" 1}`, kind: snapshot.ErrDecode},
+		// No key of memory_stats: another JSON document, read as one with no figure.
+		{name: "no memory_stats key", in: `{"a": 1, "b": {"current": 2}}`, kind: snapshot.ErrNotSnapshot},
+		{name: "empty object", in: `{}`, kind: snapshot.ErrNotSnapshot},
+		{name: "nested counter", in: `{"x": {"reserved_bytes": 1}, "active_bytes": {"all": {"peak": 3}}}`,
+			want: map[string]int64{"x.reserved_bytes": 1, "active_bytes.all.peak": 3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +98,7 @@ func FuzzMemoryStats(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte(`{"a": {"b": 1}}`))
+	f.Add([]byte(`"a": 1}`)) // no memory_stats key: not a memory snapshot
 	// Issue 28 (data follows a "{"): allocated above reserved, a repeated
 	// key, keys that differ only in case, random bytes.
 	f.Add([]byte(`"allocated_bytes.all.current": 8589934592, "reserved_bytes.all.current": 4194304}`))
@@ -173,4 +179,18 @@ func TestMemoryStatsRandomBytes(t *testing.T) {
 		_, err := snapshot.Read(r, name)
 		return err
 	}, "{", " \n{", `{"allocated_bytes.all.current": 1, "`)
+}
+
+// TestMemoryStatsNoKnownKey: a JSON object of integers none of whose keys
+// is memory_stats()'s is not read as a dump with no figure (analyze said
+// "format memory-stats, 0 device(s)", the exporter counted it analysed and
+// exported nothing): it is not a memory snapshot, and the error names the
+// file.
+func TestMemoryStatsNoKnownKey(t *testing.T) {
+	_, err := snapshot.ReadBytes([]byte(`{"a":1}`+"\n"), "j.json")
+	want := "j.json: offset 0: a JSON object with none of torch.cuda.memory_stats()'s keys (allocated_bytes.all.current, " +
+		"reserved_bytes.all.current, num_ooms, ...), not a memory snapshot; to make a memory snapshot"
+	if !errors.Is(err, snapshot.ErrNotSnapshot) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v\nwant ErrNotSnapshot, %q…", err, want)
+	}
 }
