@@ -66,7 +66,7 @@ func (d Device) writeText(b *strings.Builder) {
 	row("active", c.Active, "allocated + awaiting other streams")
 	row("cached free", c.CachedFree, "free blocks inside segments")
 	row("reserved but unallocated", c.ReservedUnallocated, "")
-	row("rounding waste", c.InternalWaste, "allocated − requested")
+	row("rounding waste", c.InternalWaste, "live blocks' size − requested (pending free included)")
 	row("stranded free", c.Stranded, "free, in segments a live block keeps")
 	stake := frag.Stake{Health: m.Health, CachedFree: m.CachedFree, Reserved: c.Reserved, OOMs: len(d.OOMs)}
 	if d.CapacitySource != "reserved" {
