@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -479,5 +480,49 @@ func TestRoundingWasteText(t *testing.T) {
 	want := "  rounding waste                   336B    0.0%  live blocks' size − requested (pending free included)\n"
 	if !strings.Contains(text.String(), want) {
 		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+}
+
+// The what-if table's allocator column fits its longest settings, up to
+// 80 characters; longer ones wrap after a comma onto indented lines. It was
+// 62 wide whatever the names: the default row
+// caching:garbage_collection_threshold:0.8,per_process_memory_fraction:1.0
+// (72) pushed its figures right, and modern_p4.pickle's recorded settings
+// made a 168-column row.
+func TestWhatIfTableColumns(t *testing.T) {
+	r, err := analysis.Analyze(readFixture(t, "modern_p4.pickle", false), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text, "modern_p4.pickle"); err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(text.String(), "\nWhat if (")
+	if !ok {
+		t.Fatalf("no what-if table:\n%s", text.String())
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	rows := strings.Split(table, "\n")[1:] // after the title
+	var settings strings.Builder
+	for i, row := range rows {
+		if n := utf8.RuneCountInString(row); n > 2+80+1+13+1+5+1+10 {
+			t.Errorf("row %d is %d columns: %q", i, n, row)
+		}
+		if cont, ok := strings.CutPrefix(row, "    "); ok && i > 1 {
+			settings.WriteString(cont) // a wrapped name
+			continue
+		}
+		if len(row) != len(rows[0]) {
+			t.Errorf("row %d is %d bytes, the header %d: the figures are not aligned under it\n%s", i, len(row), len(rows[0]), table)
+		}
+		if i == 1 {
+			name, _, _ := strings.Cut(strings.TrimSpace(row), "    ")
+			settings.WriteString(name)
+		}
+	}
+	want := "caching:max_split_size_mb:128,roundup_power2_divisions:[1:4,1024:8],garbage_collection_threshold:0.6,expandable_segments:True (recorded)"
+	if settings.String() != want {
+		t.Errorf("the recorded row's settings, wrapped, read %q, want %q\n%s", settings.String(), want, table)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/frag"
@@ -178,13 +179,18 @@ func (d Device) writeText(b *strings.Builder) {
 		} else {
 			fmt.Fprintf(b, "\nWhat if (%d ops on a %s device)\n", w.Ops, fb(w.Capacity))
 		}
-		fmt.Fprintf(b, "  %-62s %12s %5s %10s\n", "allocator", "peak reserved", "OOMs", "frag@peak")
+		width := len("allocator")
 		for _, a := range w.Results {
-			mark := ""
-			if a.Recorded {
-				mark = " (recorded)"
+			width = max(width, utf8.RuneCountInString(a.Settings+recordedMark(a.Recorded)))
+		}
+		width = min(width, whatIfNameWidth)
+		fmt.Fprintf(b, "  %-*s %13s %5s %10s\n", width, "allocator", "peak reserved", "OOMs", "frag@peak")
+		for _, a := range w.Results {
+			lines := wrapSettings(a.Settings, recordedMark(a.Recorded), width)
+			fmt.Fprintf(b, "  %-*s %13s %5d %10.3f\n", width, lines[0], fb(a.PeakReserved), a.OOMs, a.PeakFragRate)
+			for _, l := range lines[1:] {
+				fmt.Fprintf(b, "    %s\n", l)
 			}
-			fmt.Fprintf(b, "  %-62s %12s %5d %10.3f\n", a.Settings+mark, fb(a.PeakReserved), a.OOMs, a.PeakFragRate)
 		}
 		if w.PrivateRequests > 0 {
 			writePrivateWhatIf(b, w)
@@ -199,6 +205,61 @@ func (d Device) writeText(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, registry.EnvVarNote)
 	}
+}
+
+// whatIfNameWidth caps the what-if table's allocator column; longer
+// settings wrap (wrapSettings).
+const whatIfNameWidth = 80
+
+func recordedMark(recorded bool) string {
+	if recorded {
+		return " (recorded)"
+	}
+	return ""
+}
+
+// wrapSettings breaks settings followed by mark into lines of at most width
+// characters, after a comma where it can (a key and its value stay
+// together), else within a key; lines after the first are for an indent of
+// two more characters, so they take two fewer.
+func wrapSettings(settings, mark string, width int) []string {
+	var parts []string
+	for rest := settings; rest != ""; {
+		i := strings.IndexByte(rest, ',')
+		if i < 0 {
+			parts = append(parts, rest)
+			break
+		}
+		parts = append(parts, rest[:i+1])
+		rest = rest[i+1:]
+	}
+	if mark != "" {
+		parts = append(parts, mark)
+	}
+	var lines []string
+	line := ""
+	for _, p := range parts {
+		limit := width
+		if len(lines) > 0 {
+			limit = width - 2
+		}
+		if line != "" && utf8.RuneCountInString(line+p) > limit {
+			lines = append(lines, line)
+			line = strings.TrimPrefix(p, " ")
+			limit = width - 2
+		} else {
+			line += p
+		}
+		for r := []rune(line); len(r) > limit; r = []rune(line) {
+			lines = append(lines, string(r[:limit]))
+			line = string(r[limit:])
+			limit = width - 2
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // writePrivateWhatIf says which alternatives kept the private pools'
