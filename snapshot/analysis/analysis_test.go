@@ -526,3 +526,35 @@ func TestWhatIfTableColumns(t *testing.T) {
 		t.Errorf("the recorded row's settings, wrapped, read %q, want %q\n%s", settings.String(), want, table)
 	}
 }
+
+// Call sites and frames longer than 80 characters print their last 79
+// after a "…", as diff's outlier table clips file names: a snapshot with
+// long frame names made 591-character lines.
+func TestLongCallSitesClipped(t *testing.T) {
+	long := strings.Repeat("very_long_generated_name_", 20) + "forward"
+	s := snap(nil, seg(segA, "large", live(4*mib, 4*mib, long), free(4*mib)))
+	for _, full := range []bool{false, true} {
+		r, err := analysis.Analyze(s, analysis.Options{NoReplay: true, FullStacks: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		if err := r.WriteText(&text, "long.pickle"); err != nil {
+			t.Fatal(err)
+		}
+		site := []rune("model.py:10 " + long)
+		tail := "  …" + string(site[len(site)-79:])
+		clipped := 0
+		for _, line := range strings.Split(text.String(), "\n") {
+			if n := utf8.RuneCountInString(line); n > 140 && strings.Contains(line, "very_long") {
+				t.Errorf("full stacks %v: a %d-character line: %q", full, n, line)
+			}
+			if strings.HasSuffix(line, tail) {
+				clipped++
+			}
+		}
+		if want := 2; clipped != want { // the fragmented-segment sites and the attribution
+			t.Errorf("full stacks %v: %d rows end with the clipped site, want %d:\n%s", full, clipped, want, text.String())
+		}
+	}
+}

@@ -432,7 +432,8 @@ func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 var shortMetric = []string{"reserved", "allocated", "cached free", "stranded", "rounding", "largest free", "health", "segments", "OOMs"}
 
 // clipName keeps the end of a name longer than n characters (the file's
-// own name is at the end of its path).
+// own name is at the end of its path, a call site's function at the end of
+// its frame).
 func clipName(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {

@@ -116,7 +116,8 @@ func (d Device) writeText(b *strings.Builder) {
 	if len(d.Sites) > 0 {
 		b.WriteString("\nCall sites whose live blocks hold fragmented segments open\n")
 		for _, s := range d.Sites {
-			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments, untrusted.Printable(s.Frame))
+			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments,
+				clipName(untrusted.Printable(s.Frame), siteNameWidth))
 		}
 	}
 	d.Attribution.writeText(b)
@@ -206,6 +207,10 @@ func (d Device) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, registry.EnvVarNote)
 	}
 }
+
+// siteNameWidth caps a call site or frame as the text prints it: longer
+// ones keep their end (the function) after a leading "…" (clipName).
+const siteNameWidth = 80
 
 // whatIfNameWidth caps the what-if table's allocator column; longer
 // settings wrap (wrapSettings).
