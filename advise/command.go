@@ -193,9 +193,26 @@ func ModelID(arg string) string {
 	if json.NewDecoder(io.LimitReader(fh, model.MaxConfigBytes)).Decode(&c) != nil {
 		return ""
 	}
-	id := strings.TrimSpace(c.NameOrPath)
+	return hubID(c.NameOrPath)
+}
+
+// hubID is id trimmed when it can be a Hugging Face id another machine
+// serves from, "" when it is empty or names a local path.
+func hubID(id string) string {
+	id = strings.TrimSpace(id)
 	if id == "" || strings.HasPrefix(id, "/") || strings.HasPrefix(id, ".") || len(id) > 200 || strings.ContainsAny(id, " \t\n") {
 		return ""
+	}
+	return id
+}
+
+// RunModelID is the model id a benchmark run names (workload.BenchResult's
+// Model) when the deploy command should serve it instead of id, the one
+// --model gives: an id another machine can serve from that names no other
+// family or size than m (model.IDMismatch). Otherwise it returns id.
+func RunModelID(id, run string, m model.Model) string {
+	if r := hubID(run); r != "" && model.IDMismatch(r, m) == "" {
+		return r
 	}
 	return id
 }

@@ -58,8 +58,10 @@ p99: relax one of the two). Where TPOT p99 still binds, it says
 whether requests with few output tokens set it, with figures
 ("short_outputs"): their TPOT is the mean of few decode steps, so one step
 that carries other requests' prefills decides it. The deploy command names
-the model by its Hugging Face id (a preset's repository or the config's
-_name_or_path) and sets every flag the recommendation needs.
+the model by its Hugging Face id (a benchmark run's own model id where it
+agrees with --model, else a preset's repository or the config's
+_name_or_path) and sets every flag the recommendation needs, --tp,
+--max-context and an fp8 --kv-dtype among them.
 
 The search runs coarse to fine: every candidate's bracket first, then the
 bisection only for the candidates whose bracket reaches the top two (the

@@ -19,7 +19,9 @@ type Request struct {
 	// StepTime, EngineVersion, SLO, Space, and Search's BracketSteps and
 	// BisectSteps with StartRPS the first rate tried (0: the trace's own
 	// mean rate). Advise fills the rest: the trace's format, counts and
-	// rate, the candidates and RefinedFrom.
+	// rate, the candidates and RefinedFrom, and sets ModelID to a
+	// benchmark run's own model id where it agrees with the model
+	// (RunModelID).
 	Inputs Inputs
 	// Base is the engine configuration every candidate starts from (model,
 	// GPU, TP, step-time profile, KV dtype, context).
@@ -128,6 +130,11 @@ func Advise(req Request, h Hooks) (*Report, error) {
 	}
 	if err := in.Search.Validate(); err != nil {
 		return nil, &BadRequestError{err}
+	}
+	if b := t.Bench; b != nil {
+		// The run's own model id, where it agrees with the model, is
+		// what was served: the deploy command names it.
+		in.ModelID = RunModelID(in.ModelID, b.Model, req.Base.Model)
 	}
 	in.Trace.Format, in.Trace.Requests, in.Trace.Skipped, in.Trace.NativeRPS = t.Format.String(), len(t.Requests), t.Skipped, w.NativeRPS
 	in.Space, in.Candidates = space, cands

@@ -86,7 +86,9 @@ type Inputs struct {
 	Trace TraceInfo `json:"trace"`
 	Model string    `json:"model"`
 	// ModelID is the model's Hugging Face id for the deploy command (a
-	// preset's repository, a config's _name_or_path), empty when unknown.
+	// benchmark run's model id where it agrees with the model, else a
+	// preset's repository or a config's _name_or_path), empty when
+	// unknown.
 	ModelID string `json:"model_id,omitempty"`
 	GPU     string `json:"gpu"`
 	TP      int    `json:"tp"`

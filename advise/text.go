@@ -9,10 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
-	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/sim"
 )
@@ -116,7 +114,7 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(&sb, "%s.\n", r.BandNote)
 	}
 	sb.WriteString("\nTo deploy it:\n")
-	for _, line := range DeployLines(b.Settings, in.ModelID, in.Model) {
+	for _, line := range NewDeploy(b.Settings, in).Lines() {
 		fmt.Fprintf(&sb, "  %s\n", line)
 	}
 	_, err := io.WriteString(w, sb.String())
@@ -186,41 +184,6 @@ func writeBands(sb *strings.Builder, cs []Result, itl bool) {
 			fmt.Fprintf(sb, "  %s: %s, from %s\n", who, rel[basis], basis)
 		}
 	}
-}
-
-// DeployLines is the command and environment that apply s, for the engine
-// its KV strategy stands for: `vllm serve MODEL_ID` with every flag it
-// sets for paged KV; for contiguous KV (an engine that allocates KV per
-// request) the allocator setting and the limits in words. modelID is the
-// Hugging Face id ("" when unknown: a placeholder that says so).
-func DeployLines(s Settings, modelID, name string) []string {
-	flags, env, notes := s.EngineFlags()
-	id := modelID
-	if id == "" {
-		id = "<hf-model-id>"
-		notes = append(notes, fmt.Sprintf("%s has no known Hugging Face id (a config.json without _name_or_path): put the id you serve in place of <hf-model-id>", name))
-	}
-	var out []string
-	kv := s.KV
-	envLine := registry.EnvVar + " unset (PyTorch's defaults)"
-	if env != "" {
-		envLine = registry.EnvVar + "=" + env
-		notes = append(notes, registry.EnvVarNote)
-	}
-	if kv.Family() == strategy.Paged {
-		cmd := "vllm serve " + id + " " + strings.Join(flags, " ")
-		if env != "" {
-			cmd = registry.EnvVar + "=" + env + " " + cmd
-		}
-		out = append(out, cmd)
-	} else {
-		out = append(out, fmt.Sprintf("serve %s with an engine that allocates KV per request (%s); vLLM's equivalents of the limits: %s",
-			id, s.KV, strings.Join(flags, " ")), envLine)
-	}
-	for _, n := range notes {
-		out = append(out, "note: "+n)
-	}
-	return out
 }
 
 // plural is word, with an s unless n is 1.

@@ -369,3 +369,19 @@ func TestAdviseRefine(t *testing.T) {
 		t.Errorf("--refine --full: exit %d: %s", code, errs)
 	}
 }
+
+// TestAdviseDeployCommand: the deploy command sets what the run was
+// sized for besides the swept settings (tensor parallelism, context, fp8
+// KV cache) and serves the benchmark run's own model id, which agrees
+// with --model (it printed `vllm serve meta-llama/Llama-3.1-70B
+// --block-size 16 ...`, which does not start a 70B model on one 40 GB GPU).
+func TestAdviseDeployCommand(t *testing.T) {
+	skipAdviseSims(t)
+	code, out, errs := run(t, "", "advise", "--trace", benchFixture("vllm_bench_qps1_cut.json"), "--model", "llama-3.1-70b", "--tp", "8",
+		"--gpu", "a100-40g", "--kv-dtype", "fp8", "--max-context", "8192", "--kv", "paged:16", "--alloc", "caching",
+		"--gpu-memory-utilization", "0.9", "--bucket", "0", "--max-num-batched-tokens", "8192", "--max-num-seqs", "256", "--bisect-steps", "1")
+	want := "vllm serve meta-llama/Llama-3.3-70B-Instruct --tensor-parallel-size 8 --max-model-len 8192 --kv-cache-dtype fp8 --block-size 16"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, %s\n%s\nwant %s", code, errs, out, want)
+	}
+}

@@ -1,0 +1,55 @@
+package advise
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/model"
+)
+
+// The deploy command sets what the run's inputs need besides the swept
+// settings: a 70B model on 8 GPUs with an fp8 KV cache and an 8K context
+// does not start from `vllm serve ID --block-size 16 ...` alone (it did).
+func TestDeployInputs(t *testing.T) {
+	s := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, MaxBatchTokens: 8192, MaxSeqs: 256}
+	in := Inputs{Model: "llama-3.1-70b", ModelID: "meta-llama/Llama-3.1-70B", TP: 8, KVDType: "fp8", MaxContext: 8192}
+	d := NewDeploy(s, in)
+	want := "vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 8 --max-model-len 8192 --kv-cache-dtype fp8 --block-size 16 " +
+		"--gpu-memory-utilization 0.9 --max-num-batched-tokens 8192 --max-num-seqs 256"
+	if d.Command != want || len(d.Notes) != 0 || len(d.Env) != 0 {
+		t.Errorf("deploy %+v\nwant command %s", d, want)
+	}
+	for _, c := range []struct{ dtype, flag, note string }{
+		{"fp8_e5m2", "--kv-cache-dtype fp8_e5m2", ""},
+		{"int8", "", "has no int8"},
+		{"bf16", "", "--dtype bfloat16"},
+	} {
+		d := NewDeploy(s, Inputs{Model: "x", ModelID: "m/x", TP: 1, KVDType: c.dtype})
+		notes := strings.Join(d.Notes, "\n")
+		if c.flag != "" && !strings.Contains(d.Command, c.flag) || c.flag == "" && strings.Contains(d.Command, "--kv-cache-dtype") ||
+			!strings.Contains(notes, c.note) || strings.Contains(d.Command, "--tensor-parallel-size") {
+			t.Errorf("kv dtype %s: %+v", c.dtype, d)
+		}
+	}
+}
+
+// A benchmark run's model id is served where it agrees with --model; one
+// of another size or family, or a local path, leaves the preset's.
+func TestRunModelID(t *testing.T) {
+	m, err := model.Preset("llama-3.1-70b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	preset := "meta-llama/Llama-3.1-70B"
+	for _, c := range []struct{ run, want string }{
+		{"meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct"},
+		{"meta-llama/Llama-3.1-8B-Instruct", preset},
+		{"Qwen/Qwen2.5-72B", preset},
+		{"/models/llama-70b", preset},
+		{"", preset},
+	} {
+		if got := RunModelID(preset, c.run, m); got != c.want {
+			t.Errorf("RunModelID(%q) = %q; want %q", c.run, got, c.want)
+		}
+	}
+}
