@@ -146,6 +146,9 @@ type Report struct {
 	// ranked first, and BandNote says so (AddBands; absent otherwise).
 	WithinBand []int  `json:"within_band,omitempty"`
 	BandNote   string `json:"band_note,omitempty"`
+	// Deploy applies the recommendation (NewDeploy: what the text's "To
+	// deploy it" lines print); absent with no recommendation.
+	Deploy *Deploy `json:"deploy,omitempty"`
 	// TieTolerance is the ratio of sustainable rates within which two
 	// candidates count as equal: the search's resolution,
 	// 2^(1/2^bisect_steps) (4.4% with the default 4 bisections).
@@ -313,6 +316,10 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		rep.Reason += "; " + pastSpace(rs, in.Space)
 	}
 	rep.Advice = advice(rep.Recommended, rs, in.SLO)
+	if b := rep.Recommended; b != nil {
+		d := NewDeploy(b.Settings, in)
+		rep.Deploy = &d
+	}
 	return rep, nil
 }
 

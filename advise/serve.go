@@ -16,6 +16,10 @@ import (
 // for, as the text's "To deploy it" lines and --json's deploy object give
 // it (Lines renders it; there is no second copy).
 type Deploy struct {
+	// Engine is "vllm" when Command is a `vllm serve` line; otherwise the
+	// KV strategy's family ("contiguous", "vmm"), which no stock vLLM
+	// mode serves.
+	Engine string `json:"engine"`
 	// Command is `vllm serve MODEL_ID` with every flag the setting and the
 	// run's inputs need (tensor parallelism, context, KV cache dtype), the
 	// allocator's environment in front; for contiguous KV (an engine that
@@ -28,8 +32,6 @@ type Deploy struct {
 	// Notes are what the command cannot say: settings with no vLLM or
 	// PyTorch switch, a model id to fill in.
 	Notes []string `json:"notes"`
-	// paged: the command is a vllm serve line (Lines adds no env line).
-	paged bool
 }
 
 // NewDeploy is the deployment of s under in: the model by in.ModelID
@@ -45,12 +47,15 @@ func NewDeploy(s Settings, in Inputs) Deploy {
 		id = "<hf-model-id>"
 		notes = append(notes, fmt.Sprintf("%s has no known Hugging Face id (a config.json without _name_or_path): put the id you serve in place of <hf-model-id>", in.Model))
 	}
-	d := Deploy{Env: map[string]string{}, paged: s.KV.Family() == strategy.Paged}
+	d := Deploy{Engine: s.KV.Family().String(), Env: map[string]string{}}
+	if s.KV.Family() == strategy.Paged {
+		d.Engine = "vllm"
+	}
 	if env != "" {
 		d.Env[registry.EnvVar] = env
 		notes = append(notes, registry.EnvVarNote)
 	}
-	if d.paged {
+	if d.Engine == "vllm" {
 		d.Command = "vllm serve " + id + " " + strings.Join(flags, " ")
 		if env != "" {
 			d.Command = registry.EnvVar + "=" + env + " " + d.Command
@@ -70,7 +75,7 @@ func NewDeploy(s Settings, in Inputs) Deploy {
 // allocator's environment on a line of its own, then the notes.
 func (d Deploy) Lines() []string {
 	out := []string{d.Command}
-	if !d.paged {
+	if d.Engine != "vllm" {
 		line := registry.EnvVar + " unset (PyTorch's defaults)"
 		if v, ok := d.Env[registry.EnvVar]; ok {
 			line = registry.EnvVar + "=" + v

@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -50,6 +51,28 @@ func TestRunModelID(t *testing.T) {
 	} {
 		if got := RunModelID(preset, c.run, m); got != c.want {
 			t.Errorf("RunModelID(%q) = %q; want %q", c.run, got, c.want)
+		}
+	}
+}
+
+// A deploy read back from JSON prints the lines it was made with, for
+// contiguous KV (a sentence and the environment's line) as for vLLM.
+func TestDeployJSONLines(t *testing.T) {
+	for _, s := range []Settings{
+		{KV: kv("paged:16"), Alloc: al("caching:expandable_segments:True"), GPUMemoryUtilization: 0.9},
+		{KV: kv("contiguous-grow"), Alloc: al("caching"), GPUMemoryUtilization: 0.9},
+	} {
+		d := NewDeploy(s, Inputs{ModelID: "m/x", Model: "x", TP: 2})
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Deploy
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Join(back.Lines(), "\n"), strings.Join(d.Lines(), "\n"); got != want {
+			t.Errorf("%s: read back %s\n%s\nwant\n%s", s, b, got, want)
 		}
 	}
 }

@@ -385,3 +385,27 @@ func TestAdviseDeployCommand(t *testing.T) {
 		t.Fatalf("exit %d, %s\n%s\nwant %s", code, errs, out, want)
 	}
 }
+
+// TestAdviseJSONDeploy: --json carries the deploy command the text
+// prints (it had none), with the allocator's environment and the notes.
+func TestAdviseJSONDeploy(t *testing.T) {
+	skipAdviseSims(t)
+	args := []string{"advise", "--trace", adviseTrace, "--model", "llama-2-13b", "--gpu", "l40s-48g", "--kv", "paged:16",
+		"--alloc", "caching:expandable_segments:True", "--gpu-memory-utilization", "0.9", "--bucket", "256", "--defrag", "off",
+		"--max-num-batched-tokens", "8192", "--max-num-seqs", "256", "--bisect-steps", "1"}
+	rep, out, _ := runAdviceJSON(t, append(args, "--json")...)
+	d := rep.Deploy
+	if d == nil || !strings.HasPrefix(d.Command, "PYTORCH_ALLOC_CONF=expandable_segments:True vllm serve meta-llama/Llama-2-13b-hf --block-size 16") ||
+		d.Env["PYTORCH_ALLOC_CONF"] != "expandable_segments:True" || len(d.Notes) == 0 {
+		t.Fatalf("deploy %+v\n%s", d, out)
+	}
+	code, text, errs := run(t, "", args...)
+	_, lines, _ := strings.Cut(text, "To deploy it:\n")
+	var want strings.Builder
+	for _, l := range d.Lines() {
+		want.WriteString("  " + l + "\n")
+	}
+	if code != 0 || lines != want.String() {
+		t.Errorf("exit %d, %s\ntext's deploy lines:\n%s\nJSON's:\n%s", code, errs, lines, want.String())
+	}
+}
