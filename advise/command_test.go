@@ -121,6 +121,7 @@ func TestCommandLines(t *testing.T) {
 		fmt.Sprintf("The default\nspace has %d candidates (%d with shared prefixes)", stock, len(cs)),
 		fmt.Sprintf("at most 1 + %d + %d = %d simulations", s.BracketSteps, s.BisectSteps, s.MaxEvaluations()),
 		fmt.Sprintf("--extend candidates were added (default %d", DefaultExtend),
+		fmt.Sprintf("below %.0f%% of what its rate offers", 100*drainShare),
 	} {
 		if !strings.Contains(strings.ReplaceAll(Help+Examples, " per\ncandidate", " per candidate"), want) {
 			t.Errorf("help: no %q", want)

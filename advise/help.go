@@ -28,7 +28,13 @@ search starts at the trace's own rate, doubles or halves it up to
 --bracket-steps times until the outcome flips, then bisects the bracket
 geometrically --bisect-steps times: at most 1 + 5 + 4 = 10 simulations per
 candidate, the same rates for the same outcomes, so results are
-deterministic and do not depend on --parallel.
+deterministic and do not depend on --parallel. A trace is a finite burst:
+past its last arrival the engine only works off what is queued, so a short
+trace can hold the SLO at a rate the engine cannot sustain. Where the
+recommendation's output throughput is below 80% of what its rate offers
+(the rate times the mean output tokens), a warning says so and asks for a
+longer trace; the search still reports the rate (a stricter judgement would
+cap every short trace's rates at its length).
 
 Candidates (the first value of each list is the base): every valid KV ×
 allocator pair at the base; each other value of every other dimension for

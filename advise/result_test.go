@@ -476,3 +476,16 @@ func TestPruneSameAdvice(t *testing.T) {
 		t.Error("pruning never saved a simulation: the comparison is vacuous")
 	}
 }
+
+// Drains: below 80% of what the rate offers, a run drained the trace
+// after its arrivals ended; an unknown offer (0) never drains.
+func TestOutcomeDrains(t *testing.T) {
+	for _, c := range []struct {
+		out, offered float64
+		want         bool
+	}{{1606, 5529, true}, {686, 768, false}, {790, 1000, true}, {100, 0, false}} {
+		if got := (Outcome{OutputTokensPerS: c.out, OfferedTokensPerS: c.offered}).Drains(); got != c.want {
+			t.Errorf("%v of %v offered: drains %v; want %v", c.out, c.offered, got, c.want)
+		}
+	}
+}

@@ -27,21 +27,27 @@ func DefaultSLO() SLO { return SLO{TTFTP99: 2, TPOTP99: 0.1} }
 
 // Outcome is what one simulation of a candidate at one rate measured.
 type Outcome struct {
-	RateRPS           float64  `json:"-"`               // the rate simulated (Result.SustainableRPS in JSON)
-	OOMs              int      `json:"ooms"`            // requests failed by an out-of-memory error
-	ActivationOOMs    int64    `json:"activation_ooms"` // steps whose activation buffers ran out of memory
-	Rejected          int      `json:"rejected"`        // requests that could never fit (too long or larger than memory)
-	Unfinished        int      `json:"unfinished"`
-	Completed         int      `json:"completed"`
-	Total             int      `json:"requests"`
-	Preemptions       int64    `json:"preemptions"`
-	FragRate          FragRate `json:"frag_rate"`
-	HealthMin         float64  `json:"health_min"`
-	TTFTP99           float64  `json:"ttft_p99_s"`
-	TPOTP99           float64  `json:"tpot_p99_s"`
-	ITLP99            float64  `json:"itl_p99_s"` // over every gap between tokens
-	OutputTokensPerS  float64  `json:"output_tokens_per_s"`
-	PeakReservedBytes int64    `json:"peak_reserved_bytes"`
+	RateRPS          float64  `json:"-"`               // the rate simulated (Result.SustainableRPS in JSON)
+	OOMs             int      `json:"ooms"`            // requests failed by an out-of-memory error
+	ActivationOOMs   int64    `json:"activation_ooms"` // steps whose activation buffers ran out of memory
+	Rejected         int      `json:"rejected"`        // requests that could never fit (too long or larger than memory)
+	Unfinished       int      `json:"unfinished"`
+	Completed        int      `json:"completed"`
+	Total            int      `json:"requests"`
+	Preemptions      int64    `json:"preemptions"`
+	FragRate         FragRate `json:"frag_rate"`
+	HealthMin        float64  `json:"health_min"`
+	TTFTP99          float64  `json:"ttft_p99_s"`
+	TPOTP99          float64  `json:"tpot_p99_s"`
+	ITLP99           float64  `json:"itl_p99_s"` // over every gap between tokens
+	OutputTokensPerS float64  `json:"output_tokens_per_s"`
+	// OfferedTokensPerS is what the rate asks of the engine: the rate
+	// times the trace's mean output tokens (0: not known, as from a fake
+	// evaluator or a shard of an older gpufrag). An output throughput
+	// well below it means the engine drained the trace after its
+	// arrivals ended (Drains).
+	OfferedTokensPerS float64 `json:"offered_output_tokens_per_s,omitempty"`
+	PeakReservedBytes int64   `json:"peak_reserved_bytes"`
 	// StoppedEarly is sim.Result.StoppedEarly: the run ended once it was
 	// certain to fail ("oom", "activation_oom", "ttft_p99", "tpot_p99", "itl_p99"),
 	// so its figures are those of the run so far. Not written out: a

@@ -33,6 +33,9 @@ type Workload struct {
 	// NativeRPS is the trace's own mean rate, (n − 1) ÷ (last − first
 	// arrival).
 	NativeRPS float64
+	// MeanOutputTokens is the requests' mean output length: at rate r
+	// the trace offers r × MeanOutputTokens output tokens per second.
+	MeanOutputTokens float64
 
 	// The requests at the rates tried most recently, shared read-only by
 	// the runs at that rate and bucket (sim.New copies what it keeps):
@@ -91,7 +94,11 @@ func NewWorkload(t *workload.Trace, buckets []int) (*Workload, error) {
 	}
 	// Errors of the rescaling name the trace "trace", as they always have.
 	c.Name = "trace"
-	w := &Workload{trace: c, buckets: []int{0}, NativeRPS: float64(n-1) / span}
+	out := 0
+	for i := range c.Requests {
+		out += c.Requests[i].OutputTokens
+	}
+	w := &Workload{trace: c, buckets: []int{0}, NativeRPS: float64(n-1) / span, MeanOutputTokens: float64(out) / float64(n)}
 	for _, b := range buckets {
 		if b <= 0 || slices.Contains(w.buckets, b) {
 			continue
@@ -169,7 +176,9 @@ func SimEvaluator(base sim.Config, w *Workload) Evaluator {
 		if err != nil {
 			return Outcome{}, err
 		}
-		return OutcomeOf(r, rate), nil
+		o := OutcomeOf(r, rate)
+		o.OfferedTokensPerS = round6(rate * w.MeanOutputTokens)
+		return o, nil
 	}
 }
 

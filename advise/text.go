@@ -107,6 +107,9 @@ func WriteText(w io.Writer, r *Report) error {
 			rps(b.SustainableRPS), b.Completed, b.Total, b.Preemptions, b.FragRate.P50, b.FragRate.P99, b.HealthMin,
 			mem.FormatBytes(b.PeakReservedBytes), b.OutputTokensPerS)
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&sb, "Warning: %s.\n", w)
+	}
 	if b.Experimental {
 		fmt.Fprintf(&sb, "Experimental: %s.\n", strings.Join(b.Settings.Research(), "; "))
 	}

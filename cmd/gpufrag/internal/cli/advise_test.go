@@ -409,3 +409,24 @@ func TestAdviseJSONDeploy(t *testing.T) {
 		t.Errorf("exit %d, %s\ntext's deploy lines:\n%s\nJSON's:\n%s", code, errs, lines, want.String())
 	}
 }
+
+// TestAdviseShortTraceWarning: a rate whose run drains the trace after
+// its arrivals end (six requests at tens of req/s, 133 output tokens/s
+// where the rate offers thousands) is called out in the text and --json:
+// it held only for the trace's length. It was reported as sustainable.
+func TestAdviseShortTraceWarning(t *testing.T) {
+	skipAdviseSims(t)
+	args := []string{"advise", "--trace", benchFixture("vllm_bench_qps1_cut.json"), "--model", "llama-3.1-70b", "--tp", "8",
+		"--gpu", "a100-40g", "--kv", "paged:16", "--alloc", "caching", "--gpu-memory-utilization", "0.9", "--bucket", "0",
+		"--max-num-batched-tokens", "8192", "--max-num-seqs", "256", "--bisect-steps", "1"}
+	rep, out, _ := runAdviceJSON(t, append(args, "--json")...)
+	b := rep.Recommended
+	if b == nil || !b.MeetsSLO || !(b.OfferedTokensPerS > 2*b.OutputTokensPerS) || len(rep.Warnings) != 1 ||
+		!strings.Contains(rep.Warnings[0], "the rate holds for the trace's length, not beyond it") || !strings.Contains(rep.Warnings[0], "give a longer trace") {
+		t.Fatalf("recommended %+v, warnings %q\n%s", b, rep.Warnings, out)
+	}
+	code, text, errs := run(t, "", args...)
+	if code != 0 || !strings.Contains(text, "Warning: at ") || !strings.Contains(text, "give a longer trace") {
+		t.Errorf("exit %d, %s\n%s", code, errs, text)
+	}
+}
