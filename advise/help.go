@@ -26,7 +26,9 @@ tokens, which a step carrying another request's prefill stretches while
 TPOT, a request's mean gap, hides it: none by default). The
 search starts at the trace's own rate, doubles or halves it up to
 --bracket-steps times until the outcome flips, then bisects the bracket
-geometrically --bisect-steps times: at most 1 + 5 + 4 = 10 simulations per
+geometrically --bisect-steps times (a rate that held at every rate tried
+is only the search's upper limit, reported as "at least" it: a higher
+--start-rate or more --bracket-steps search further): at most 1 + 5 + 4 = 10 simulations per
 candidate, the same rates for the same outcomes, so results are
 deterministic and do not depend on --parallel. A trace is a finite burst:
 past its last arrival the engine only works off what is queued, so a short

@@ -405,6 +405,22 @@ func evidence(r *Result, minRej int, sp Space) string {
 	return strings.Join(parts, "; ")
 }
 
+// upperLimit reports whether r's rate is only the search's upper limit:
+// it held at every rate tried, so it sustains that much or more.
+func upperLimit(r *Result) bool { return r.Held && r.FailReason == "" && r.FailedAtRPS == 0 }
+
+// upperLimitNote says how to search past the upper limit.
+const upperLimitNote = "it held at every rate tried, the search's upper limit: a higher --start-rate or more --bracket-steps search further"
+
+// rateOf writes r's sustainable rate, "at least" it when it is only the
+// search's upper limit (upperLimit).
+func rateOf(r *Result) string {
+	if upperLimit(r) {
+		return "at least " + rps(r.SustainableRPS)
+	}
+	return rps(r.SustainableRPS)
+}
+
 // rps writes a request rate in human units.
 func rps(x float64) string { return fmt.Sprintf("%.3g req/s", x) }
 
@@ -433,24 +449,30 @@ func reason(best, ru *Result, tol float64) string {
 	within := ru.SustainableRPS*tol >= best.SustainableRPS*(1-1e-12)
 	switch {
 	case within && len(best.Changes) < len(ru.Changes):
-		why = fmt.Sprintf("both sustain about %s (within the search's %.1f%% resolution, so a tie) and it keeps closer to the engine's defaults: %s against the runner-up's %s",
-			rps(best.SustainableRPS), 100*(tol-1), changesText(best.Changes), changesText(ru.Changes))
+		about := "about " + rps(best.SustainableRPS)
+		if upperLimit(best) {
+			about = rateOf(best)
+		}
+		why = fmt.Sprintf("both sustain %s (within the search's %.1f%% resolution, so a tie) and it keeps closer to the engine's defaults: %s against the runner-up's %s",
+			about, 100*(tol-1), changesText(best.Changes), changesText(ru.Changes))
 	case best.SustainableRPS > ru.SustainableRPS && !within:
-		why = fmt.Sprintf("it sustains %s against %s with no OOMs", rps(best.SustainableRPS), rps(ru.SustainableRPS))
+		why = fmt.Sprintf("it sustains %s against %s with no OOMs", rateOf(best), rateOf(ru))
 	case best.SustainableRPS > ru.SustainableRPS:
 		why = fmt.Sprintf("it sustains %s against %s (within the search's %.1f%% resolution) with %s as well",
-			rps(best.SustainableRPS), rps(ru.SustainableRPS), 100*(tol-1), changesText(best.Changes))
+			rateOf(best), rateOf(ru), 100*(tol-1), changesText(best.Changes))
 	case best.FragRate.P99 < ru.FragRate.P99:
 		why = fmt.Sprintf("both sustain %s with %s; it fragments less (frag p99 %.3f against %.3f)",
-			rps(best.SustainableRPS), changesText(best.Changes), best.FragRate.P99, ru.FragRate.P99)
+			rateOf(best), changesText(best.Changes), best.FragRate.P99, ru.FragRate.P99)
 	case best.PeakReservedBytes < ru.PeakReservedBytes:
 		why = fmt.Sprintf("both sustain %s at equal fragmentation; it reserves less memory at peak (%s against %s)",
-			rps(best.SustainableRPS), mem.FormatBytes(best.PeakReservedBytes), mem.FormatBytes(ru.PeakReservedBytes))
+			rateOf(best), mem.FormatBytes(best.PeakReservedBytes), mem.FormatBytes(ru.PeakReservedBytes))
 	default:
-		why = fmt.Sprintf("both sustain %s with equal fragmentation and memory; it comes first in the sweep", rps(best.SustainableRPS))
+		why = fmt.Sprintf("both sustain %s with equal fragmentation and memory; it comes first in the sweep", rateOf(best))
 	}
 	if best.FailReason != "" {
 		why += "; above that: " + best.FailReason
+	} else if upperLimit(best) {
+		why += "; " + upperLimitNote
 	}
 	return why
 }

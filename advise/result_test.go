@@ -489,3 +489,38 @@ func TestOutcomeDrains(t *testing.T) {
 		}
 	}
 }
+
+// A rate that held at every rate tried is only the search's upper limit:
+// the reason, the recommendation's line and the table say "at least" it
+// and how to search further (they said "both sustain about 114 req/s").
+func TestUpperLimitRate(t *testing.T) {
+	base := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Defrag: "off", MaxBatchTokens: 8192, MaxSeqs: 256, PrefixCaching: "on"}
+	other := base
+	other.MaxBatchTokens = 4096
+	rs := []Result{mkResult(0, base, 114, 0.5, 10, 0), mkResult(1, other, 114, 0.5, 10, 0)}
+	rs[0].FailReason, rs[1].FailReason = "", ""
+	in := Inputs{Search: DefaultSearch(), Candidates: []Candidate{rs[0].Candidate, rs[1].Candidate}}
+	rep, err := NewReport(in, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Reason, "both sustain at least 114 req/s") || !strings.Contains(rep.Reason, "the search's upper limit: a higher --start-rate") {
+		t.Errorf("reason %q", rep.Reason)
+	}
+	var sb strings.Builder
+	if err := WriteText(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	text := sb.String()
+	if !strings.Contains(text, "(at least 114 req/s, the engine's defaults)") || !strings.Contains(text, "  ≥ 114  ") ||
+		!strings.Contains(text, "≥: held at every rate tried, the search's upper limit") {
+		t.Errorf("text:\n%s", text)
+	}
+	rs[0].FailReason, rs[0].FailedAtRPS = "SLO broken at 120 rps", 120
+	if rep, err = NewReport(in, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Reason, "both sustain about 114 req/s") || strings.Contains(rep.Reason, "upper limit") {
+		t.Errorf("a rate that broke above: reason %q", rep.Reason)
+	}
+}

@@ -47,7 +47,7 @@ func WriteText(w io.Writer, r *Report) error {
 		itlHead = "ITL p99\t"
 	}
 	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t"+bandHead+"× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\t"+itlHead+"changes\t")
-	anyExp := false
+	anyExp, anyLimit := false, false
 	for _, i := range order {
 		c := r.Candidates[i]
 		s := c.Settings
@@ -68,9 +68,13 @@ func WriteText(w io.Writer, r *Report) error {
 		if itl {
 			itlCell = secs(c.ITLP99) + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.3g\t%s%.3g\t%d\t%d\t%.3f\t%s\t%s\t%s%d\t\n",
+		rate := fmt.Sprintf("%.3g", c.SustainableRPS)
+		if upperLimit(&c) {
+			rate, anyLimit = "≥ "+rate, true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s%.3g\t%d\t%d\t%.3f\t%s\t%s\t%s%d\t\n",
 			rank, kv, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag, orDefault(s.MaxBatchTokens), orDefault(s.MaxSeqs),
-			orOn(s.PrefixCaching), c.SustainableRPS, bandCell, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
+			orOn(s.PrefixCaching), rate, bandCell, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
 			secs(c.TTFTP99), secs(c.TPOTP99), itlCell, len(c.Changes))
 	}
 	if err := tw.Flush(); err != nil {
@@ -78,6 +82,9 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	sb.WriteString("\nrank -: not eligible (no rate tried held, it cannot run, it rejects more requests than the best, or it is not deployable)\n")
 	sb.WriteString("figures are at each candidate's sustainable rate (at the lowest rate tried when none held); changes: settings that differ from the engine's defaults\n")
+	if anyLimit {
+		sb.WriteString("≥: held at every rate tried, the search's upper limit (a higher --start-rate or more --bracket-steps search further)\n")
+	}
 	if anyExp {
 		sb.WriteString("*: experimental, a research setup no stock engine offers (--experimental)\n")
 	}
@@ -98,9 +105,9 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(&sb, "No setting tried meets the SLO. Best effort: %s (%s).\n", b.Settings, changesText(b.Changes))
 		fmt.Fprintf(&sb, "%s.\n", r.Advice)
 	} else {
-		fmt.Fprintf(&sb, "Recommended: %s (%s, %s)", b.Settings, rps(b.SustainableRPS), changesText(b.Changes))
+		fmt.Fprintf(&sb, "Recommended: %s (%s, %s)", b.Settings, rateOf(b), changesText(b.Changes))
 		if r.RunnerUp != nil {
-			fmt.Fprintf(&sb, ", runner-up: %s (%s)", r.RunnerUp.Settings, rps(r.RunnerUp.SustainableRPS))
+			fmt.Fprintf(&sb, ", runner-up: %s (%s)", r.RunnerUp.Settings, rateOf(r.RunnerUp))
 		}
 		fmt.Fprintf(&sb, ", because %s.\n", r.Reason)
 		fmt.Fprintf(&sb, "At %s: %d of %d requests completed, %d preemptions, frag p50/p99 %.3f/%.3f, health min %.3f, peak reserved %s, %.0f output tokens/s.\n",
