@@ -24,7 +24,9 @@ SLO (--slo-ttft-p99, default 2 s; --slo-tpot-p99, default 0.1 s; and,
 with --slo-itl-p99, the p99 of every gap between a request's streamed
 tokens, which a step carrying another request's prefill stretches while
 TPOT, a request's mean gap, hides it: none by default). The
-search starts at the trace's own rate, doubles or halves it up to
+search starts at the trace's own rate (a trace without arrival times, such
+as Vidur's, gets Poisson arrivals at 1 req/s; a benchmark run without start
+times, arrivals drawn as its client drew them at its request_rate), doubles or halves it up to
 --bracket-steps times until the outcome flips, then bisects the bracket
 geometrically --bisect-steps times (a rate that held at every rate tried
 is only the search's upper limit, reported as "at least" it: a higher

@@ -136,6 +136,12 @@ func Advise(req Request, h Hooks) (*Report, error) {
 		// what was served: the deploy command names it.
 		in.ModelID = RunModelID(in.ModelID, b.Model, req.Base.Model)
 	}
+	switch {
+	case !t.Timed:
+		in.Trace.Arrivals = "assigned"
+	case t.Bench != nil && t.DrawnFrom != nil:
+		in.Trace.Arrivals, in.Trace.RequestRate = "drawn", t.Bench.RequestRate
+	}
 	in.Trace.Format, in.Trace.Requests, in.Trace.Skipped, in.Trace.NativeRPS = t.Format.String(), len(t.Requests), t.Skipped, w.NativeRPS
 	in.Space, in.Candidates = space, cands
 	shards := max(req.Shards, 1)

@@ -78,6 +78,13 @@ type TraceInfo struct {
 	// absent (0) for a file of one.
 	Run       int     `json:"run,omitempty"`
 	NativeRPS float64 `json:"native_rate_rps"`
+	// Arrivals says where NativeRPS's arrivals come from when the trace
+	// did not record them: "assigned" (a trace without times: Poisson at
+	// 1 req/s, untimedRate) or "drawn" (a benchmark run without start
+	// times: drawn as its client drew them, at RequestRate, the run's
+	// request_rate); absent for the trace's own.
+	Arrivals    string  `json:"arrivals,omitempty"`
+	RequestRate float64 `json:"request_rate,omitempty"`
 }
 
 // Inputs is everything that decides a sweep's results; its digest ties

@@ -524,3 +524,34 @@ func TestUpperLimitRate(t *testing.T) {
 		t.Errorf("a rate that broke above: reason %q", rep.Reason)
 	}
 }
+
+// The header says where the arrivals come from: the trace's own, Poisson
+// at 1 req/s for a trace without times, or drawn at a benchmark run's
+// request_rate (it said "as recorded" for all three).
+func TestHeaderArrivals(t *testing.T) {
+	s := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, Defrag: "off"}
+	rs := []Result{mkResult(0, s, 1.2, 0.5, 10, 0)}
+	for _, c := range []struct {
+		arrivals string
+		rate     float64
+		want     string
+	}{
+		{"", 0, "(vidur, 1 request, 1.1 req/s as recorded)"},
+		{"assigned", 0, "(vidur, 1 request, arrivals assigned: Poisson at 1 req/s, the trace has no times)"},
+		{"drawn", 1, "(vidur, 1 request, arrivals drawn at the run's request_rate 1: 1.1 req/s)"},
+	} {
+		in := Inputs{Search: DefaultSearch(), Candidates: []Candidate{rs[0].Candidate},
+			Trace: TraceInfo{Format: "vidur", Requests: 1, NativeRPS: 1.1, Arrivals: c.arrivals, RequestRate: c.rate}}
+		rep, err := NewReport(in, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		if err := WriteText(&sb, rep); err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(sb.String(), "\n"); !strings.Contains(first, c.want) {
+			t.Errorf("arrivals %q: header %q; want %q", c.arrivals, first, c.want)
+		}
+	}
+}

@@ -22,8 +22,15 @@ import (
 func WriteText(w io.Writer, r *Report) error {
 	var sb strings.Builder
 	in := r.Inputs
-	fmt.Fprintf(&sb, "trace %s (%s, %d %s, %s as recorded), %s on %s, tp %d\n",
-		untrusted.Printable(in.Trace.File), untrusted.Printable(in.Trace.Format), in.Trace.Requests, plural(in.Trace.Requests, "request"), rps(in.Trace.NativeRPS), untrusted.Printable(in.Model), in.GPU, in.TP)
+	arrivals := rps(in.Trace.NativeRPS) + " as recorded"
+	switch in.Trace.Arrivals {
+	case "assigned":
+		arrivals = fmt.Sprintf("arrivals assigned: Poisson at %s, the trace has no times", rps(untimedRate))
+	case "drawn":
+		arrivals = fmt.Sprintf("arrivals drawn at the run's request_rate %g: %s", in.Trace.RequestRate, rps(in.Trace.NativeRPS))
+	}
+	fmt.Fprintf(&sb, "trace %s (%s, %d %s, %s), %s on %s, tp %d\n",
+		untrusted.Printable(in.Trace.File), untrusted.Printable(in.Trace.Format), in.Trace.Requests, plural(in.Trace.Requests, "request"), arrivals, untrusted.Printable(in.Model), in.GPU, in.TP)
 	itl := in.SLO.ITLP99 > 0
 	goals := fmt.Sprintf("TTFT p99 ≤ %s and TPOT p99 ≤ %s", secs(in.SLO.TTFTP99), secs(in.SLO.TPOTP99))
 	if itl {

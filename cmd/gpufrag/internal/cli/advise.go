@@ -66,7 +66,7 @@ func newAdviseCmd() *cobra.Command {
 	fl.Float64Var(&in.SLO.TTFTP99, "slo-ttft-p99", slo.TTFTP99, "SLO: p99 time to first token in `SECONDS`")
 	fl.Float64Var(&in.SLO.TPOTP99, "slo-tpot-p99", slo.TPOTP99, "SLO: p99 time per output token in `SECONDS`")
 	fl.Float64Var(&in.SLO.ITLP99, "slo-itl-p99", slo.ITLP99, "SLO: p99 inter-token latency in `SECONDS`, over every gap between a request's streamed tokens (0: none); catches the stalls a prefill puts into decodes, which TPOT averages away")
-	fl.Float64Var(&in.Search.StartRPS, "start-rate", 0, "first rate tried in requests per second `R` (default: the trace's own mean rate)")
+	fl.Float64Var(&in.Search.StartRPS, "start-rate", 0, "first rate tried in requests per second `R` (default: the trace's own mean rate; 1 for a trace without arrival times, which gets Poisson arrivals at 1 req/s)")
 	fl.IntVar(&in.Search.BracketSteps, "bracket-steps", search.BracketSteps, "doublings or halvings of the rate to find a bracket (`N`)")
 	fl.IntVar(&in.Search.BisectSteps, "bisect-steps", search.BisectSteps, "geometric bisections inside the bracket (`N`; 4 resolve the rate to about 4%)")
 	fl.IntVar(&f.parallel, "parallel", 0, "candidates searched at once (default: GOMAXPROCS)")

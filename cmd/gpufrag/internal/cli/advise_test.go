@@ -384,6 +384,10 @@ func TestAdviseDeployCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, %s\n%s\nwant %s", code, errs, out, want)
 	}
+	// The run saved no start times: its arrivals are drawn, not recorded.
+	if !strings.Contains(out, "(vllm-bench, 6 requests, arrivals drawn at the run's request_rate 1: ") || strings.Contains(out, "as recorded") {
+		t.Errorf("header:\n%s", out)
+	}
 }
 
 // TestAdviseJSONDeploy: --json carries the deploy command the text
