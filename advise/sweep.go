@@ -90,7 +90,9 @@ func NewWorkload(t *workload.Trace, buckets []int) (*Workload, error) {
 	n := len(c.Requests)
 	span := float64(c.Requests[n-1].Arrival-c.Requests[0].Arrival) / 1e9
 	if !(span > 0) {
-		return nil, fmt.Errorf("%w: trace %s: every request arrives at the same time; a rate search needs arrivals spread over time", ErrBadSpace, t.Name)
+		return nil, fmt.Errorf("%w: trace %s: every request arrives at the same time; a rate search needs arrivals spread over time, "+
+			"and advise has no --rate: give a trace with arrival times, or the requests' lengths alone in a format without times "+
+			"(a Vidur CSV of prompt and output tokens), whose arrivals advise draws itself (Poisson at 1 req/s)", ErrBadSpace, t.Name)
 	}
 	// Errors of the rescaling name the trace "trace", as they always have.
 	c.Name = "trace"

@@ -183,9 +183,12 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 	if in.Trace.Run < 0 {
 		return usageErrorf(cmd, "--run %d: want a run's number, from 1 (0: a file of one run)", in.Trace.Run)
 	}
+	if tf, _ := workload.ParseFormat(f.format); in.Trace.Run != 0 && tf != workload.Auto && tf != workload.VLLMBench {
+		return usageErrorf(cmd, "--run %d: only benchmark result files (format vllm-bench) hold runs, not %s", in.Trace.Run, tf)
+	}
 	t, sum, err := scenario.ReadTrace(&scenario.Trace{File: f.trace, Format: f.format, MaxRows: in.Trace.MaxRows, SkipBadRows: f.skipBadRows, Run: in.Trace.Run}, openNamed)
 	if err != nil {
-		return inFlagFile("--trace", f.trace, err)
+		return inFlagFile("--trace", f.trace, adviseRunHint(err))
 	}
 	if d := t.Summary(); d != "" {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(d))
@@ -229,3 +232,25 @@ func printAdvice(w io.Writer, rep *advise.Report, asJSON bool) error {
 	}
 	return advise.WriteText(w, rep)
 }
+
+// scenarioRunHint is how scenario.ReadTrace names the option that picks
+// a benchmark file's run: the scenario's field and simulate's flag.
+const scenarioRunHint = " (workload.trace.run, --run N)"
+
+// adviseRunHint names --run alone where err names the scenario field too:
+// advise takes no scenario.
+func adviseRunHint(err error) error {
+	if msg, ok := strings.CutSuffix(err.Error(), scenarioRunHint); ok {
+		return &retoldError{msg + " (--run N)", err}
+	}
+	return err
+}
+
+// retoldError is err with another message.
+type retoldError struct {
+	msg string
+	err error
+}
+
+func (e *retoldError) Error() string { return e.msg }
+func (e *retoldError) Unwrap() error { return e.err }

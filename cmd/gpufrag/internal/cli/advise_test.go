@@ -434,3 +434,28 @@ func TestAdviseShortTraceWarning(t *testing.T) {
 		t.Errorf("exit %d, %s\n%s", code, errs, text)
 	}
 }
+
+// TestAdviseTraceHints: advise's trace errors name what advise takes: --run
+// alone, not the scenario field simulate's scenarios have; and a trace
+// whose requests all arrive at once says what to give instead, advise
+// having no --rate.
+func TestAdviseTraceHints(t *testing.T) {
+	base := []string{"advise", "--model", "llama-3.1-70b", "--tp", "8", "--gpu", "a100-40g", "--kv", "paged:16", "--alloc", "caching",
+		"--gpu-memory-utilization", "0.9", "--bucket", "0", "--max-num-batched-tokens", "8192", "--max-num-seqs", "256"}
+	for _, c := range []struct {
+		args     []string
+		code     int
+		want     string
+		unwanted string
+	}{
+		{[]string{"--trace", benchFixture("sglang_bench_online.jsonl")}, 1, "(--run N)", "workload.trace.run"},
+		{[]string{"--trace", benchFixture("sglang_bench_online.jsonl"), "--run", "99"}, 1, "(--run N)", "workload.trace.run"},
+		{[]string{"--trace", adviseTrace, "--format", "azure", "--run", "2"}, 2, "--run 2: only benchmark result files", "workload.trace.run"},
+		{[]string{"--trace", benchFixture("vllm_bench_qpsinf_cut.json")}, 1, "advise has no --rate: give a trace with arrival times", "xx"},
+	} {
+		code, _, errs := run(t, "", append(base, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.want) || strings.Contains(errs, c.unwanted) {
+			t.Errorf("%v: exit %d, %s; want exit %d naming %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+}
