@@ -241,14 +241,15 @@ decide: [{metric: "alloc_ratio@100", run: a, op: gt, value: 0}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outs[0].Verdict != Skipped || !strings.Contains(outs[0].Why, "no/such/nodes.csv") {
-		t.Fatalf("verdict %q (%s), want skipped naming the file", outs[0].Verdict, outs[0].Why)
+	if outs[0].Verdict != Skipped || !strings.Contains(outs[0].Why, "no/such/nodes.csv") || !strings.Contains(outs[0].Why, "give it with --root DIR") {
+		t.Fatalf("verdict %q (%s), want skipped naming the file and --root", outs[0].Verdict, outs[0].Why)
 	}
 }
 
 // TestScenarioFileOutsideRoot: an experiment whose scenario is a file of
 // the repository, run from elsewhere, failed with a bare "open
-// docs/scenarios/...: no such file or directory"; it now says what to do.
+// docs/scenarios/...: no such file or directory", then aborted the whole
+// run; it is skipped like one whose data is absent, saying what to do.
 func TestScenarioFileOutsideRoot(t *testing.T) {
 	exps, err := Select(load(t), []string{"vllm-token-states"})
 	if err != nil {
@@ -257,9 +258,10 @@ func TestScenarioFileOutsideRoot(t *testing.T) {
 	if exps[0].ScenarioFile == "" {
 		t.Fatal("vllm-token-states no longer reads a scenario file: pick another experiment for this test")
 	}
-	_, err = RunAll(exps, Options{Root: t.TempDir(), Reduced: true})
-	if err == nil || !strings.Contains(err.Error(), "run from the repository's root or give it with --root DIR") {
-		t.Fatalf("got %v, want an error that names --root", err)
+	outs, err := RunAll(exps, Options{Root: t.TempDir(), Reduced: true})
+	if err != nil || outs[0].Verdict != Skipped || !strings.Contains(outs[0].Why, "scenario file "+exps[0].ScenarioFile) ||
+		!strings.Contains(outs[0].Why, "run from the repository's root or give it with --root DIR") {
+		t.Fatalf("got %v, %+v; want it skipped naming the file and --root", err, outs)
 	}
 }
 

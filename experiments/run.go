@@ -231,6 +231,14 @@ func runArithmetic(e *Experiment, o *Outcome) error {
 
 func (o *Options) path(p string) string { return filepath.Join(o.Root, filepath.FromSlash(p)) }
 
+// absent is why an experiment whose input p (a kind: "trace", "data",
+// "scenario file") is not under the root is skipped, with what to do: the
+// root may be the wrong directory.
+func (o *Options) absent(kind, p string) string {
+	root, _ := filepath.Abs(o.Root)
+	return fmt.Sprintf("%s %s is not present under %s: run from the repository's root or give it with --root DIR", kind, p, root)
+}
+
 func readScenario(e *Experiment, opts Options) (*scenario.Scenario, error) {
 	if e.Scenario != nil {
 		c := *e.Scenario
@@ -306,6 +314,12 @@ func runScenario(base *scenario.Scenario, r Run, red *Reduced) scenario.Scenario
 }
 
 func prepareScenario(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, func(), error) {
+	if e.Scenario == nil {
+		if _, err := os.Stat(opts.path(e.ScenarioFile)); errors.Is(err, fs.ErrNotExist) {
+			o.Skipped = opts.absent("scenario file", e.ScenarioFile)
+			return o, nil, nil, nil
+		}
+	}
 	base, err := readScenario(e, opts)
 	if err != nil {
 		return nil, nil, nil, err
@@ -316,7 +330,7 @@ func prepareScenario(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, 
 	}
 	if t := base.Workload.Trace; t != nil && !filepath.IsAbs(t.File) {
 		if _, err := os.Stat(opts.path(t.File)); errors.Is(err, fs.ErrNotExist) {
-			o.Skipped = fmt.Sprintf("trace %s is not present", t.File)
+			o.Skipped = opts.absent("trace", t.File)
 			return o, nil, nil, nil
 		}
 	}
@@ -509,7 +523,7 @@ func prepareCluster(e *Experiment, o *Outcome, opts Options) (*Outcome, []job, f
 	}
 	for _, p := range []string{c.Nodes, c.Pods} {
 		if _, err := os.Stat(opts.path(p)); errors.Is(err, fs.ErrNotExist) {
-			o.Skipped = fmt.Sprintf("data %s is not present", p)
+			o.Skipped = opts.absent("data", p)
 			return o, nil, nil, nil
 		}
 	}
