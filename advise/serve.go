@@ -3,6 +3,7 @@
 package advise
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ type Deploy struct {
 	// mode serves.
 	Engine string `json:"engine"`
 	// Command is `vllm serve MODEL_ID` with every flag the setting and the
-	// run's inputs need (tensor parallelism, context, KV cache dtype), the
+	// run's inputs need (tensor parallelism, context, KV cache and weight types), the
 	// allocator's environment in front; for contiguous KV (an engine that
 	// allocates KV per request), a sentence naming that engine and vLLM's
 	// equivalents of the limits.
@@ -100,6 +101,7 @@ func (in Inputs) engineFlags() (flags, notes []string) {
 	if in.MaxContext > 0 {
 		flags = append(flags, "--max-model-len "+strconv.Itoa(in.MaxContext))
 	}
+	flags, notes = in.weightFlags(flags, notes)
 	if in.KVDType == "" {
 		return flags, notes
 	}
@@ -115,6 +117,30 @@ func (in Inputs) engineFlags() (flags, notes []string) {
 		notes = append(notes, "KV cache in int8: vLLM's --kv-cache-dtype has no int8 (its 8-bit KV cache is fp8)")
 	default:
 		notes = append(notes, fmt.Sprintf("KV cache in %s: vLLM keeps the KV cache in the model's dtype (--kv-cache-dtype auto); add --dtype %s where the model's is another", d, vllmDType(d)))
+	}
+	return flags, notes
+}
+
+// weightFlags adds what --weight-dtype needs: fp8 weights from a checkpoint
+// that is not one (its id does not say fp8) are vLLM's online quantization,
+// --quantization fp8; a 16-bit type is --dtype; int8 and int4 weights come
+// only from a checkpoint quantized so, which a note asks for.
+func (in Inputs) weightFlags(flags, notes []string) ([]string, []string) {
+	if in.WeightDType == "" {
+		return flags, notes
+	}
+	d, err := model.ParseDType(in.WeightDType)
+	switch {
+	case err != nil:
+	case d == model.FP8E4M3:
+		if !strings.Contains(strings.ToLower(in.ModelID), "fp8") {
+			flags = append(flags, "--quantization fp8")
+		}
+	case d == model.INT8 || d == model.INT4:
+		notes = append(notes, fmt.Sprintf("weights in %s: serve a checkpoint quantized to %s (vLLM reads its method from the checkpoint's config) in place of %s",
+			d, d, cmp.Or(in.ModelID, "<hf-model-id>")))
+	case d.Bytes() >= 2:
+		flags = append(flags, "--dtype "+vllmDType(d))
 	}
 	return flags, notes
 }

@@ -34,6 +34,26 @@ func TestDeployInputs(t *testing.T) {
 	}
 }
 
+// --weight-dtype in the deploy command: fp8 from a checkpoint that is not
+// one is vLLM's online quantization; an fp8 checkpoint's id needs nothing;
+// int4 asks for a quantized checkpoint; a 16-bit type is --dtype.
+func TestDeployWeightDType(t *testing.T) {
+	s := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, MaxBatchTokens: 8192, MaxSeqs: 256}
+	for _, c := range []struct{ id, dtype, flag, note string }{
+		{"meta-llama/Llama-3.1-70B", "fp8_e4m3", "--quantization fp8", ""},
+		{"neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic", "fp8_e4m3", "", ""},
+		{"meta-llama/Llama-3.1-70B", "int4", "", "serve a checkpoint quantized to int4"},
+		{"meta-llama/Llama-3.1-70B", "fp16", "--dtype float16", ""},
+	} {
+		d := NewDeploy(s, Inputs{Model: "llama-3.1-70b", ModelID: c.id, TP: 4, WeightDType: c.dtype})
+		notes := strings.Join(d.Notes, "\n")
+		if c.flag != "" && !strings.Contains(d.Command, c.flag) || c.flag == "" && (strings.Contains(d.Command, "--quantization") || strings.Contains(d.Command, "--dtype")) ||
+			c.note != "" && !strings.Contains(notes, c.note) {
+			t.Errorf("%s as %s: %+v", c.id, c.dtype, d)
+		}
+	}
+}
+
 // A benchmark run's model id is served where it agrees with --model; one
 // of another size or family, or a local path, leaves the preset's.
 func TestRunModelID(t *testing.T) {
