@@ -20,10 +20,26 @@ type ComparisonResult struct {
 	UnallocatedGPUsAt100 MeanStd `json:"unallocated_gpus_at_100"`
 	// UnallocatedShareAt100 is 1 - AllocRatioAt100 (the same deviation).
 	UnallocatedShareAt100 MeanStd `json:"unallocated_gpu_share_at_100"`
-	// FragTotalAt is the mean FGD fragmentation over capacity at 60, 80
-	// and 90% arrived demand, keyed "60", "80", "90".
-	FragTotalAt         map[string]float64 `json:"frag_total_at"`
-	WholeFreeNodesAt100 float64            `json:"whole_free_nodes_at_100"`
+	// FragTotalAt is the FGD fragmentation over capacity at 60, 80 and
+	// 90% arrived demand, keyed "60", "80", "90".
+	FragTotalAt         map[string]MeanStd `json:"frag_total_at"`
+	WholeFreeNodesAt100 MeanStd            `json:"whole_free_nodes_at_100"`
+	// FailedPods counts the pods that fit nowhere over the whole run (to
+	// Options.Ratio of capacity), Summary.Failed.
+	FailedPods MeanStd `json:"failed_pods"`
+	// FirstFailure is when the first pod failed, over the seeds that had
+	// a failure; nil when none had.
+	FirstFailure *FirstFailureStat `json:"first_failure,omitempty"`
+}
+
+// FirstFailureStat is when the first pod of a run fit nowhere, over the runs
+// of a policy that had one (Summary.FirstFailures of its seeds).
+type FirstFailureStat struct {
+	Seeds int `json:"seeds"`
+	// ArrivedShare is the arrived GPU demand then, UnallocatedShare the
+	// share of GPU capacity then idle.
+	ArrivedShare     MeanStd `json:"arrived_share"`
+	UnallocatedShare MeanStd `json:"unallocated_share"`
 }
 
 // NewComparison compares the summaries, in their order, on a cluster of
@@ -34,18 +50,23 @@ func NewComparison(nodes []cluster.Node, sums []Summary) Comparison {
 	for i := range sums {
 		s := &sums[i]
 		p := s.Nearest(100)
-		out.Results = append(out.Results, ComparisonResult{
+		r := ComparisonResult{
 			Policy: s.Policy, Seeds: s.Seeds,
 			AllocRatioAt100:       p.AllocRatio,
 			UnallocatedGPUsAt100:  p.UnallocatedGPUs,
 			UnallocatedShareAt100: p.UnallocatedShare(),
-			FragTotalAt: map[string]float64{
-				"60": s.Nearest(60).FragTotal.Mean,
-				"80": s.Nearest(80).FragTotal.Mean,
-				"90": s.Nearest(90).FragTotal.Mean,
+			FragTotalAt: map[string]MeanStd{
+				"60": s.Nearest(60).FragTotal,
+				"80": s.Nearest(80).FragTotal,
+				"90": s.Nearest(90).FragTotal,
 			},
-			WholeFreeNodesAt100: p.WholeFreeNodes.Mean,
-		})
+			WholeFreeNodesAt100: p.WholeFreeNodes,
+			FailedPods:          s.Failed,
+		}
+		if s.FirstFailures > 0 {
+			r.FirstFailure = &FirstFailureStat{Seeds: s.FirstFailures, ArrivedShare: s.FirstFailureArrived, UnallocatedShare: s.FirstFailureUnallocated}
+		}
+		out.Results = append(out.Results, r)
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 
 // curveSummary is a summary whose curve has samples only at the given
 // percents, point x with AllocRatio x/200 (std x/1000), FragTotal x/400
-// and x whole-free nodes.
+// (std x/2000) and x whole-free nodes (std x/10).
 func curveSummary(policy string, length int, at ...int) Summary {
 	s := Summary{Policy: policy, Seeds: 2, Curve: make([]StatPoint, length)}
 	for x := range s.Curve {
@@ -18,7 +18,7 @@ func curveSummary(policy string, length int, at ...int) Summary {
 	for _, x := range at {
 		f := float64(x)
 		s.Curve[x] = StatPoint{Arrived: x, Seeds: 2, AllocRatio: MeanStd{Mean: f / 200, Std: f / 1000},
-			UnallocatedGPUs: MeanStd{Mean: 200 - f, Std: 1}, FragTotal: MeanStd{Mean: f / 400}, WholeFreeNodes: MeanStd{Mean: f}}
+			UnallocatedGPUs: MeanStd{Mean: 200 - f, Std: 1}, FragTotal: MeanStd{Mean: f / 400, Std: f / 2000}, WholeFreeNodes: MeanStd{Mean: f, Std: f / 10}}
 	}
 	return s
 }
@@ -51,10 +51,14 @@ func TestSummaryNearest(t *testing.T) {
 
 // The document of cluster simulate --json, byte for byte: issue 7's shape,
 // the unallocated share 1 - the allocation ratio with its deviation, the
-// FGD fragmentation at 60/80/90% read at the nearest percent with samples.
+// FGD fragmentation at 60/80/90% read at the nearest percent with samples,
+// every figure with its deviation, the failed pods and the first failure
+// as the text table has them (no first_failure where no seed had one).
 func TestComparisonJSON(t *testing.T) {
 	nodes := []cluster.Node{{Name: "a", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 4, Model: "T4"}, {Name: "b", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 0}, {Name: "c", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "V100"}}
 	sums := []Summary{curveSummary("fgd", 131, 60, 80, 90, 100), curveSummary("recommended", 131, 59, 81, 100)}
+	sums[0].Failed = MeanStd{Mean: 3, Std: 1.5}
+	sums[0].FirstFailures, sums[0].FirstFailureArrived, sums[0].FirstFailureUnallocated = 1, MeanStd{Mean: 0.875}, MeanStd{Mean: 0.125}
 	b, err := json.MarshalIndent(NewComparison(nodes, sums), "", " ")
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +83,38 @@ func TestComparisonJSON(t *testing.T) {
     "std": 0.1
    },
    "frag_total_at": {
-    "60": 0.15,
-    "80": 0.2,
-    "90": 0.225
+    "60": {
+     "mean": 0.15,
+     "std": 0.03
+    },
+    "80": {
+     "mean": 0.2,
+     "std": 0.04
+    },
+    "90": {
+     "mean": 0.225,
+     "std": 0.045
+    }
    },
-   "whole_free_nodes_at_100": 100
+   "whole_free_nodes_at_100": {
+    "mean": 100,
+    "std": 10
+   },
+   "failed_pods": {
+    "mean": 3,
+    "std": 1.5
+   },
+   "first_failure": {
+    "seeds": 1,
+    "arrived_share": {
+     "mean": 0.875,
+     "std": 0
+    },
+    "unallocated_share": {
+     "mean": 0.125,
+     "std": 0
+    }
+   }
   },
   {
    "policy": "recommended",
@@ -101,11 +132,27 @@ func TestComparisonJSON(t *testing.T) {
     "std": 0.1
    },
    "frag_total_at": {
-    "60": 0.1475,
-    "80": 0.2025,
-    "90": 0.2025
+    "60": {
+     "mean": 0.1475,
+     "std": 0.0295
+    },
+    "80": {
+     "mean": 0.2025,
+     "std": 0.0405
+    },
+    "90": {
+     "mean": 0.2025,
+     "std": 0.0405
+    }
    },
-   "whole_free_nodes_at_100": 100
+   "whole_free_nodes_at_100": {
+    "mean": 100,
+    "std": 10
+   },
+   "failed_pods": {
+    "mean": 0,
+    "std": 0
+   }
   }
  ]
 }`

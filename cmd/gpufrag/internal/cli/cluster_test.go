@@ -49,19 +49,29 @@ func TestClusterSimulateJSON(t *testing.T) {
 		t.Fatalf("%d results, want 3", len(results))
 	}
 	r := results[2].(map[string]any)
-	want := []string{"alloc_ratio_at_100", "frag_total_at", "policy", "seeds", "unallocated_gpu_share_at_100", "unallocated_gpus_at_100", "whole_free_nodes_at_100"}
+	// The text table's columns, each with its deviation: failed_pods and
+	// first_failure were left out, frag_total_at had means only.
+	want := []string{"alloc_ratio_at_100", "failed_pods", "first_failure", "frag_total_at", "policy", "seeds", "unallocated_gpu_share_at_100", "unallocated_gpus_at_100", "whole_free_nodes_at_100"}
 	if got := keys(r); !reflect.DeepEqual(got, want) {
 		t.Errorf("result keys %v, want %v", got, want)
 	}
 	if r["policy"] != "recommended" || r["seeds"].(float64) != 2 {
 		t.Errorf("policy %v seeds %v", r["policy"], r["seeds"])
 	}
-	if got := keys(r["frag_total_at"].(map[string]any)); !reflect.DeepEqual(got, []string{"60", "80", "90"}) {
+	ft := r["frag_total_at"].(map[string]any)
+	if got := keys(ft); !reflect.DeepEqual(got, []string{"60", "80", "90"}) {
 		t.Errorf("frag_total_at keys %v", got)
 	}
-	for _, k := range []string{"alloc_ratio_at_100", "unallocated_gpus_at_100", "unallocated_gpu_share_at_100"} {
-		if got := keys(r[k].(map[string]any)); !reflect.DeepEqual(got, []string{"mean", "std"}) {
-			t.Errorf("%s keys %v", k, got)
+	ff, _ := r["first_failure"].(map[string]any)
+	if got := keys(ff); !reflect.DeepEqual(got, []string{"arrived_share", "seeds", "unallocated_share"}) {
+		t.Errorf("first_failure keys %v", got)
+	}
+	for k, v := range map[string]any{"alloc_ratio_at_100": r["alloc_ratio_at_100"], "unallocated_gpus_at_100": r["unallocated_gpus_at_100"],
+		"unallocated_gpu_share_at_100": r["unallocated_gpu_share_at_100"], "whole_free_nodes_at_100": r["whole_free_nodes_at_100"],
+		"failed_pods": r["failed_pods"], "frag_total_at.60": ft["60"], "frag_total_at.80": ft["80"], "frag_total_at.90": ft["90"],
+		"first_failure.arrived_share": ff["arrived_share"], "first_failure.unallocated_share": ff["unallocated_share"]} {
+		if m, ok := v.(map[string]any); !ok || !reflect.DeepEqual(keys(m), []string{"mean", "std"}) {
+			t.Errorf("%s is %v, want {mean, std}", k, v)
 		}
 	}
 	a := r["alloc_ratio_at_100"].(map[string]any)["mean"].(float64)
