@@ -54,6 +54,9 @@ type Pod struct {
 	Creation int64 `json:"creation_time,omitempty"`
 	Deletion int64 `json:"deletion_time,omitempty"`
 	HasTimes bool  `json:"-"`
+	// Line is the pod's line in the CSV list it was read from (the
+	// header is line 1); 0 when it was not read from one.
+	Line int `json:"-"`
 }
 
 // GPUMilli is the pod's total GPU request in milli-GPUs.
@@ -97,6 +100,73 @@ func (p *Pod) Check() (field, msg string) {
 		}
 	}
 	return "", ""
+}
+
+// FitsEmpty reports whether node n could hold p with nothing else on it.
+func (p *Pod) FitsEmpty(n *Node) bool {
+	return p.MilliCPU <= n.MilliCPU && p.MemoryMiB <= n.MemoryMiB &&
+		(p.NumGPU == 0 || p.AllowsModel(n.Model) && p.NumGPU <= n.GPUs)
+}
+
+// Oversized is a pod that no node can hold even when empty: it fails
+// wherever and whenever it is submitted.
+type Oversized struct {
+	Index int    // in the pod list
+	Why   string // what it asks that no node has, e.g. "asks 64 GPUs; no node has more than 8"
+}
+
+// FindOversized returns the pods that no node can hold even when empty,
+// in list order.
+func FindOversized(nodes []Node, pods []Pod) []Oversized {
+	// Nodes of one shape hold the same pods; the lists have few shapes.
+	shapes := map[Node]bool{}
+	for _, n := range nodes {
+		n.Name = ""
+		shapes[n] = true
+	}
+	var out []Oversized
+	for i := range pods {
+		p := &pods[i]
+		fits := false
+		for n := range shapes {
+			if p.FitsEmpty(&n) {
+				fits = true
+				break
+			}
+		}
+		if !fits {
+			out = append(out, Oversized{Index: i, Why: p.whyNoNode(shapes)})
+		}
+	}
+	return out
+}
+
+// whyNoNode names what p asks that none of the node shapes has, the first
+// of GPU model, GPU count, CPU and memory that no node has enough of; each
+// alone when only their sum is too much.
+func (p *Pod) whyNoNode(shapes map[Node]bool) string {
+	var gpus, cpu, mem int64 = -1, 0, 0
+	for n := range shapes {
+		if p.NumGPU > 0 && p.AllowsModel(n.Model) {
+			gpus = max(gpus, int64(n.GPUs))
+		}
+		cpu, mem = max(cpu, n.MilliCPU), max(mem, n.MemoryMiB)
+	}
+	of := ""
+	if len(p.GPUSpec) > 0 {
+		of = " of model " + strings.Join(p.GPUSpec, "|")
+	}
+	switch {
+	case p.NumGPU > 0 && gpus < 0:
+		return fmt.Sprintf("asks GPUs%s; no node has that model", of)
+	case p.NumGPU > 0 && int64(p.NumGPU) > gpus:
+		return fmt.Sprintf("asks %d GPUs%s; no node has more than %d", p.NumGPU, of, gpus)
+	case p.MilliCPU > cpu:
+		return fmt.Sprintf("asks %d milli-CPUs; no node has more than %d", p.MilliCPU, cpu)
+	case p.MemoryMiB > mem:
+		return fmt.Sprintf("asks %d MiB of memory; no node has more than %d", p.MemoryMiB, mem)
+	}
+	return fmt.Sprintf("asks %d milli-CPUs, %d MiB of memory and %d GPUs%s; no node has them all", p.MilliCPU, p.MemoryMiB, p.NumGPU, of)
 }
 
 // Check returns the field and message of the first problem with n, or ""

@@ -249,3 +249,32 @@ func TestScheduleGang(t *testing.T) {
 		t.Errorf("2-pod gang: %v %v, used %d", pls, ok, s.UsedGPUMilli())
 	}
 }
+
+// FindOversized names the pods no node holds even when empty, with what
+// they ask that no node has; pods that fit some empty node are not named.
+func TestFindOversized(t *testing.T) {
+	nodes := []Node{nodeG2, nodeT4, {Name: "t4b", MilliCPU: 104000, MemoryMiB: 524288, GPUs: 2, Model: "T4"}}
+	pods := []Pod{
+		*gpuPod("fits", 90000, 8, 1000),                // the G2 node
+		*gpuPod("gpus", 1000, 64, 1000),                // more GPUs than any node
+		*gpuPod("model", 1000, 1, 500, "V100"),         // a model no node has
+		*gpuPod("t4s", 1000, 4, 1000, "T4"),            // T4 nodes have 2
+		*cpuPod("cpu", 200000),                         // more CPU than any node
+		{Name: "mem", MilliCPU: 1, MemoryMiB: 1 << 30}, // more memory
+		*gpuPod("together", 100000, 8, 1000),           // 8 GPUs on G2, 100000 CPU on T4 only
+	}
+	want := []Oversized{
+		{1, "asks 64 GPUs; no node has more than 8"},
+		{2, "asks GPUs of model V100; no node has that model"},
+		{3, "asks 4 GPUs of model T4; no node has more than 2"},
+		{4, "asks 200000 milli-CPUs; no node has more than 104000"},
+		{5, "asks 1073741824 MiB of memory; no node has more than 524288"},
+		{6, "asks 100000 milli-CPUs, 1024 MiB of memory and 8 GPUs; no node has them all"},
+	}
+	if got := FindOversized(nodes, pods); !slices.Equal(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	if got := FindOversized(nodes, pods[:1]); got != nil {
+		t.Errorf("a pod that fits: %v", got)
+	}
+}

@@ -243,7 +243,7 @@ func ReadPodsCSV(rd io.Reader, name string) ([]cluster.Pod, error) {
 		if err != nil {
 			return cluster.Pod{}, "", err
 		}
-		p := cluster.Pod{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, NumGPU: c.gpus}
+		p := cluster.Pod{Name: c.name, MilliCPU: c.cpu, MemoryMiB: c.mem, NumGPU: c.gpus, Line: line}
 		if p.MilliGPU, err = intField(name, line, "gpu_milli", rec[4]); err != nil {
 			return cluster.Pod{}, "", err
 		}

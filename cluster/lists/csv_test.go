@@ -73,15 +73,16 @@ func TestReadNodesCSV(t *testing.T) {
 }
 
 func TestReadPodsCSV(t *testing.T) {
-	five := "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,12000,16384,1,460\np1,88000,1024,8,1000\np2,4000,100,0,0\n"
+	// Each pod keeps its line, blank lines counted (the warnings name it).
+	five := "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,12000,16384,1,460\n\np1,88000,1024,8,1000\np2,4000,100,0,0\n"
 	got, err := ReadPodsCSV(strings.NewReader(five), "five.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []cluster.Pod{
-		{Name: "p0", MilliCPU: 12000, MemoryMiB: 16384, NumGPU: 1, MilliGPU: 460},
-		{Name: "p1", MilliCPU: 88000, MemoryMiB: 1024, NumGPU: 8, MilliGPU: 1000},
-		{Name: "p2", MilliCPU: 4000, MemoryMiB: 100},
+		{Name: "p0", MilliCPU: 12000, MemoryMiB: 16384, NumGPU: 1, MilliGPU: 460, Line: 2},
+		{Name: "p1", MilliCPU: 88000, MemoryMiB: 1024, NumGPU: 8, MilliGPU: 1000, Line: 4},
+		{Name: "p2", MilliCPU: 4000, MemoryMiB: 100, Line: 5},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("5 columns: got %+v, want %+v", got, want)
@@ -95,8 +96,8 @@ func TestReadPodsCSV(t *testing.T) {
 	}
 	want = []cluster.Pod{
 		{Name: "p0", MilliCPU: 6000, MemoryMiB: 12288, NumGPU: 1, MilliGPU: 460, GPUSpec: []string{"T4", "P100"},
-			Creation: 427061, Deletion: 12902960, HasTimes: true},
-		{Name: "p1", MilliCPU: 11908, MemoryMiB: 47104, NumGPU: 1, MilliGPU: 1000, Creation: 10001278, Deletion: 10001403, HasTimes: true},
+			Creation: 427061, Deletion: 12902960, HasTimes: true, Line: 2},
+		{Name: "p1", MilliCPU: 11908, MemoryMiB: 47104, NumGPU: 1, MilliGPU: 1000, Creation: 10001278, Deletion: 10001403, HasTimes: true, Line: 3},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("11 columns: got %+v, want %+v", got, want)

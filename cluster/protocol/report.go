@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -28,10 +29,16 @@ func Pct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 // NewComparison of the summaries.
 func WriteText(w io.Writer, s Setup, sums []Summary, c Comparison) error {
 	var sb strings.Builder
+	// The pods submitted, not placed: those that fit nowhere fail.
+	submitted := fmt.Sprintf("the %s pods of %s, inflated or trimmed to %.0f%% of GPU capacity", human.Thousands(s.Pods), s.PodsFile, 100*s.Ratio)
+	if len(sums) > 0 {
+		about := map[bool]string{true: "about "}[sums[0].Pods.Std > 0]
+		submitted = fmt.Sprintf("%s%s pods a run (%s)", about, human.Thousands(int(math.Round(sums[0].Pods.Mean))), submitted)
+	}
 	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(fmt.Sprintf(
-		"Placed %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), pods inflated or trimmed to %.0f%% of GPU capacity, no departures.",
-		human.Thousands(s.Pods)+" pods of "+s.PodsFile, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
-		human.Thousands(s.Nodes), human.Thousands(c.GPUs), s.NodesFile, len(s.Seeds), human.PluralS(len(s.Seeds)), s.SeedsText, 100*s.Ratio), 80))
+		"Submitted %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), no departures.",
+		submitted, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
+		human.Thousands(s.Nodes), human.Thousands(c.GPUs), s.NodesFile, len(s.Seeds), human.PluralS(len(s.Seeds)), s.SeedsText), 80))
 	t := human.Table{
 		Groups: []human.Group{{From: 1, To: 3, Label: "at 100% arrived demand"}, {From: 4, To: 6, Label: "frag/total at arrived"}},
 		Head:   []string{"policy", "allocated", "unallocated GPUs", "share", "60%", "80%", "90%", "whole-free nodes", "failed pods", "first failure"},

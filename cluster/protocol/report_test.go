@@ -3,9 +3,12 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/human"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -37,8 +40,15 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := sb.String()
-	if !strings.HasPrefix(out, fmt.Sprintf("Placed %d pods of p.csv with 3 policies on %d nodes", len(pods), len(nodes))) {
-		t.Errorf("header: %q", strings.SplitN(out, "\n", 2)[0])
+	// The header counts the pods submitted, not placed (it said "Placed"
+	// while thousands failed): the list inflated to the ratio.
+	head := strings.Join(strings.Fields(out[:strings.Index(out, "\n\n")]), " ")
+	if want := fmt.Sprintf("Submitted about %s pods a run (the %d pods of p.csv, inflated or trimmed to 130%% of GPU capacity) with 3 policies on %d nodes",
+		human.Thousands(int(math.Round(sums[0].Pods.Mean))), len(pods), len(nodes)); !strings.HasPrefix(head, want) {
+		t.Errorf("header: %q\nwant %q", head, want)
+	}
+	if sums[0].Pods.Std == 0 || sums[0].Pods.Mean <= float64(len(pods)) {
+		t.Errorf("%+v pods a run, want more than the list's %d (inflated to 130%%), varying with the seed", sums[0].Pods, len(pods))
 	}
 	best := 0
 	last := -1

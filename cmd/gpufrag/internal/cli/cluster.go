@@ -20,6 +20,7 @@ import (
 	"github.com/gpufrag/gpufrag/cluster/stock"
 	"github.com/gpufrag/gpufrag/internal/par"
 	"github.com/gpufrag/gpufrag/internal/progress"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // clusterFlags are the flags of `gpufrag cluster simulate`.
@@ -123,6 +124,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	warnOversized(stderr, f.pods, nodes, pods)
 	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds, Timed: f.timed,
 		Options: protocol.Options{Ratio: f.ratio, Coverage: f.coverage, Gang: f.gang, RandomTies: f.randomTies}})
 	if err := runClusterGrid(cmd, g, f.parallel, stderr, "cluster"); err != nil {
@@ -157,6 +159,30 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 		return writeJSON(stdout, out, true)
 	}
 	return protocol.WriteText(stdout, setup, sums, out)
+}
+
+// maxOversizedWarnings is how many pods warnOversized names; it counts
+// the rest.
+const maxOversizedWarnings = 5
+
+// warnOversized warns about the pods of podsFile that no node can hold
+// even when empty: they fail in every run and count as failed pods.
+func warnOversized(stderr io.Writer, podsFile string, nodes []cluster.Node, pods []cluster.Pod) {
+	over := cluster.FindOversized(nodes, pods)
+	for k, o := range over {
+		if k == maxOversizedWarnings {
+			fmt.Fprintf(stderr, "gpufrag: warning: --pods %s: and %s more pod%s that no node can hold\n", untrusted.Printable(podsFile), human.Thousands(len(over)-k), human.PluralS(len(over)-k))
+			break
+		}
+		p := &pods[o.Index]
+		at := fmt.Sprintf("pods[%d]", o.Index)
+		if p.Line > 0 {
+			at = fmt.Sprintf("line %d", p.Line)
+		}
+		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(fmt.Sprintf(
+			"--pods %s: %s: pod %s fits no node even when empty (it %s), so it fails in every run and counts in the failed pods; remove it or add a node that can hold it",
+			podsFile, at, untrusted.Quote(p.Name), o.Why)))
+	}
 }
 
 // clusterCheck is one check of a command's flags: when bad, msg is the

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -287,5 +288,42 @@ func TestClusterSimulateRefusesOverwritingInput(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(nodes); !bytes.Equal(again, data) {
 		t.Error("the node list was changed")
+	}
+}
+
+// A pod no node can hold even when empty fails in every run: simulate
+// warns, naming it and its line (it said nothing), and the header counts
+// the pods submitted, not placed.
+func TestClusterSimulateOversizedPod(t *testing.T) {
+	list, err := os.ReadFile(clusterPods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := filepath.Join(t.TempDir(), "pods.csv")
+	if err := os.WriteFile(pods, append(list, "openb-pod-x,1000,1,64,1000,,LS,Running,0,1,0\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCluster(t, "--nodes", clusterNodes, "--pods", pods, "--policy", "fgd", "--seeds", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "gpufrag: warning: --pods " + pods + `: line 62: pod "openb-pod-x" fits no node even when empty (it asks 64 GPUs; no node has more than 8), ` +
+		"so it fails in every run and counts in the failed pods; remove it or add a node that can hold it\n"
+	if errs != want {
+		t.Errorf("stderr %q\nwant   %q", errs, want)
+	}
+	if !strings.HasPrefix(out, "Submitted ") {
+		t.Errorf("header %q", strings.SplitN(out, "\n", 2)[0])
+	}
+	// Past five such pods, the rest are counted.
+	for i := range 6 {
+		list = append(list, fmt.Sprintf("openb-pod-y%d,1000,1,64,1000,,LS,Running,0,1,0\n", i)...)
+	}
+	if err := os.WriteFile(pods, list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, errs = runCluster(t, "--nodes", clusterNodes, "--pods", pods, "--policy", "fgd", "--seeds", "1")
+	if lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n"); len(lines) != 6 || lines[5] != "gpufrag: warning: --pods "+pods+": and 1 more pod that no node can hold" {
+		t.Errorf("six pods: stderr %q", errs)
 	}
 }
