@@ -10,6 +10,11 @@ import (
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
+// maxNodeName is the widest node name the text's table prints whole; a
+// longer one keeps its end (human.ClipName), as diff's outlier table does.
+// Kubernetes allows names of 253 characters.
+const maxNodeName = 40
+
 // WriteText prints the report for people (the text of gpufrag cluster
 // inspect): the totals, a table of the GPU nodes with idle GPUs (every GPU
 // node with all), the node counts, the fragmentation, and the pending pods
@@ -34,7 +39,7 @@ func (r *Report) WriteText(w io.Writer, from string, all bool) error {
 		if n.Cordoned {
 			note = strings.TrimSpace(note + " cordoned")
 		}
-		t.Rows = append(t.Rows, []string{n.Name, n.Model, fmt.Sprint(n.GPUs), fmt.Sprintf("%.2f", float64(n.RequestedMilli)/cluster.MilliGPU),
+		t.Rows = append(t.Rows, []string{human.ClipName(untrusted.Printable(n.Name), maxNodeName), n.Model, fmt.Sprint(n.GPUs), fmt.Sprintf("%.2f", float64(n.RequestedMilli)/cluster.MilliGPU),
 			fmt.Sprint(n.WholeFreeGPUs), fmt.Sprintf("%.1f", float64(n.FreeCPUMilli)/1000), fmt.Sprint(n.Pods),
 			fmt.Sprintf("%.2f", n.FragMilli/cluster.MilliGPU), note})
 	}

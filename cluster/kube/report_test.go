@@ -49,3 +49,25 @@ func TestWriteTextHostile(t *testing.T) {
 		}
 	}
 }
+
+// A long node name (Kubernetes allows 253 characters) keeps its end in
+// the table instead of widening the node column to its length.
+func TestWriteTextLongNodeName(t *testing.T) {
+	r := Inspect(readFixture(t), cluster.DefaultCoverage)
+	long := strings.Repeat("gke-prod-us-central1-a100-pool-", 6) + "7f3c9d2e-x4k2"
+	r.PerNode[0].Name = long
+	var sb strings.Builder
+	if err := r.WriteText(&sb, "saved.json", true); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	want := "\n…" + long[len(long)-maxNodeName+1:] + "  "
+	if !strings.Contains(out, want) {
+		t.Errorf("no %q in\n%s", want, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "  requested  ") && len([]rune(line)) > maxNodeName+80 {
+			t.Errorf("table %d columns wide: %q", len([]rune(line)), line)
+		}
+	}
+}

@@ -34,3 +34,19 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestClipName(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"runs/rank-0.pickle", 10, "…-0.pickle"},
+		{"ääääää", 4, "…äää"},
+	} {
+		if got := ClipName(tc.s, tc.n); got != tc.want || len([]rune(got)) > tc.n {
+			t.Errorf("ClipName(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

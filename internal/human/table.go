@@ -50,6 +50,18 @@ func Wrap(text string, width int) string {
 	return sb.String()
 }
 
+// ClipName keeps the end of a name longer than n characters, after "…",
+// so that a long name does not stretch a table's column: the end tells
+// names apart (a file's own name is at the end of its path, a Kubernetes
+// node's pool and suffix at the end of its name).
+func ClipName(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
 // Indent puts prefix before every line of text.
 func Indent(text, prefix string) string {
 	return prefix + strings.ReplaceAll(text, "\n", "\n"+prefix)

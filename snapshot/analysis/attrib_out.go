@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
@@ -80,12 +81,12 @@ func (a *Attribution) writeText(b *strings.Builder) {
 	}
 	for _, s := range a.Sites {
 		if !a.FullStacks || len(s.Stack) == 0 {
-			row(s, clipName(untrusted.Printable(s.Site), siteNameWidth))
+			row(s, human.ClipName(untrusted.Printable(s.Site), siteNameWidth))
 			continue
 		}
-		row(s, clipName(untrusted.Printable(FrameString(s.Stack[0])), siteNameWidth))
+		row(s, human.ClipName(untrusted.Printable(FrameString(s.Stack[0])), siteNameWidth))
 		for _, f := range s.Stack[1:] {
-			fmt.Fprintf(b, "%51s%s\n", "", clipName(untrusted.Printable(FrameString(f)), siteNameWidth)) // under the site, indented
+			fmt.Fprintf(b, "%51s%s\n", "", human.ClipName(untrusted.Printable(FrameString(f)), siteNameWidth)) // under the site, indented
 		}
 	}
 	if a.Other.Site != "" {

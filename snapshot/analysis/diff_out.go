@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
@@ -393,7 +394,7 @@ func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 		flagged[[2]int{f.Unit, f.Metric}] = true
 	}
 	for u, un := range o.Units {
-		fmt.Fprintf(&b, "  %-40s", clipName(fmt.Sprintf("%s (%d)", untrusted.Printable(un.File), un.Device.Device), 40))
+		fmt.Fprintf(&b, "  %-40s", human.ClipName(fmt.Sprintf("%s (%d)", untrusted.Printable(un.File), un.Device.Device), 40))
 		for _, m := range cols {
 			v := value(m, o.Values[u][m])
 			if flagged[[2]int{u, m}] {
@@ -430,14 +431,3 @@ func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 }
 
 var shortMetric = []string{"reserved", "allocated", "cached free", "stranded", "rounding", "largest free", "health", "segments", "OOMs"}
-
-// clipName keeps the end of a name longer than n characters (the file's
-// own name is at the end of its path, a call site's function at the end of
-// its frame).
-func clipName(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return "…" + string(r[len(r)-n+1:])
-}

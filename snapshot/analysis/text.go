@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 )
@@ -117,7 +118,7 @@ func (d Device) writeText(b *strings.Builder) {
 		b.WriteString("\nCall sites whose live blocks hold fragmented segments open\n")
 		for _, s := range d.Sites {
 			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments,
-				clipName(untrusted.Printable(s.Frame), siteNameWidth))
+				human.ClipName(untrusted.Printable(s.Frame), siteNameWidth))
 		}
 	}
 	d.Attribution.writeText(b)
@@ -209,7 +210,7 @@ func (d Device) writeText(b *strings.Builder) {
 }
 
 // siteNameWidth caps a call site or frame as the text prints it: longer
-// ones keep their end (the function) after a leading "…" (clipName).
+// ones keep their end (the function) after a leading "…" (human.ClipName).
 const siteNameWidth = 80
 
 // whatIfNameWidth caps the what-if table's allocator column; longer
