@@ -206,8 +206,8 @@ func verdict(in Input, p Plan, gpu model.GPU) string {
 	v := frag.Judge(frag.Stake{Health: m.Health, CachedFree: m.CachedFree, Reserved: m.Reserved, Capacity: m.Capacity})
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "fragmentation: %s (%s)\n", v.Label, v.Why)
-	if len(p.Moves) == 0 && p.UnmapPages == 0 {
-		sb.WriteString(human.Wrap("nothing to gain: "+NothingToGain(in.Layout, m), 80) + "\n")
+	if why := nothingToGain(in.Layout, p); why != "" {
+		sb.WriteString(human.Wrap("nothing to gain: "+why, 80) + "\n")
 	}
 	if in.Source == "snapshot" {
 		sb.WriteString(human.Wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze takes --capacity, else the capacity an oom entry of the trace records, else %s, so its figure can differ.",

@@ -143,6 +143,9 @@ type Plan struct {
 	Before, After frag.Metrics
 	// Layout is the layout after the moves, computed on a copy.
 	Layout mem.Layout
+	// fixed: the allocator moves no blocks (rules.fixed), so a plan
+	// without moves says nothing of the layout (the text's verdict).
+	fixed bool
 }
 
 // Options tune a planner.
@@ -214,7 +217,7 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: %w", ErrLayout, err)
 	}
 	pl := newPlanner(l, r, o)
-	p := Plan{Goal: g, Allocator: r.name}
+	p := Plan{Goal: g, Allocator: r.name, fixed: r.fixed}
 	switch {
 	case g.Kind == GoalFit && r.Slots:
 		return Plan{}, fmt.Errorf("%w: fit on size-class slots: free slots never merge, so moving blocks cannot make a larger run; use compact to free slabs", ErrGoal)

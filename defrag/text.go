@@ -99,6 +99,22 @@ func duration(ns int64) string {
 	return fmt.Sprintf("%d ns", ns)
 }
 
+// nothingToGain says why plan p of layout l has nothing to gain, "" when
+// it has moves or pages to unmap, or when that is not the question: a
+// fit goal (its notes say why it needs no moves or found no room) or a
+// compaction stopped short of its goal. An allocator that moves no
+// blocks is named as the reason; otherwise NothingToGain's explanation,
+// which is about emptying segments, is given.
+func nothingToGain(l mem.Layout, p Plan) string {
+	switch {
+	case len(p.Moves) > 0 || p.UnmapPages > 0 || p.Goal.Kind != GoalCompact || !p.Reached:
+		return ""
+	case p.fixed:
+		return fmt.Sprintf("the %s allocator moves no blocks.", untrusted.Printable(p.Allocator))
+	}
+	return NothingToGain(l, p.Before)
+}
+
 // NothingToGain explains a plan without moves of layout l (m: its
 // metrics) in a sentence: no free memory, free memory
 // already in one piece, or, as the planner decides (doc.go,
@@ -149,8 +165,12 @@ func NothingToGain(l mem.Layout, m frag.Metrics) string {
 				"(a block moves only within its pool and stream), so no segment can be freed."
 		}
 		if g.free > 0 {
+			free, smallest := human.Bytes(g.free), human.Bytes(g.smallest)
+			if free == smallest { // rounding hides that free < smallest
+				free, smallest = human.Thousands(int(g.free))+" bytes", human.Thousands(int(g.smallest))+" bytes"
+			}
 			parts = append(parts, fmt.Sprintf("the %s pool (stream %d) has %s free and its smallest segment with live blocks is %s",
-				untrusted.Printable(g.pool), g.stream, human.Bytes(g.free), human.Bytes(g.smallest)))
+				untrusted.Printable(g.pool), g.stream, free, smallest))
 		}
 	}
 	return "compaction frees memory by emptying whole segments into the free blocks of others of their pool and stream, " +

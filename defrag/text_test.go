@@ -73,10 +73,78 @@ func TestNothingToGain(t *testing.T) {
 		{"too little free", mem.Layout{Segments: []mem.Segment{
 			seg(1<<30, "large", live(3<<19), free(1<<19)), seg(2<<30, "large", live(3<<19), free(1<<19))}},
 			"the large pool (stream 0) has 1.00MiB free and its smallest segment with live blocks is 2.00MiB"},
+		// 2 MiB less 1 KiB free against a 2 MiB segment: both round to
+		// 2.00MiB, so the bytes are given exactly.
+		{"rounding", mem.Layout{Segments: []mem.Segment{
+			seg(1<<30, "small", live(1<<20+512), free(1<<20-512)), seg(2<<30, "small", live(1<<20+512), free(1<<20-512))}},
+			"the small pool (stream 0) has 2,096,128 bytes free and its smallest segment with live blocks is 2,097,152 bytes"},
 	} {
 		got := defrag.NothingToGain(c.l, frag.Compute(c.l))
 		if !strings.Contains(got, c.want) {
 			t.Errorf("%s: %q, want it to say %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The text's "nothing to gain" explains a compaction without moves: why
+// no segment can be emptied, or that the allocator moves no blocks. It is
+// not given for a fit goal, which is about room, not segments (reached
+// with no moves, or not reached, as the notes say), nor for a compaction
+// cut short of its goal (it said "no segment can be freed" beside
+// "reached" and beside the fit notes).
+func TestWriteTextNothingToGain(t *testing.T) {
+	seg := func(addr uint64, liveN, freeN int64) mem.Segment {
+		return mem.Segment{Addr: addr, Pool: "large", Size: liveN + freeN, Blocks: []mem.Block{
+			{Addr: addr, Size: liveN, Requested: liveN, State: mem.Active}, {Addr: addr + uint64(liveN), Size: freeN, State: mem.Free}}}
+	}
+	// Two 20 MiB segments, each 16 MiB live: 8 MiB free in all, less than
+	// a segment, so compaction cannot empty one.
+	l := mem.Layout{Capacity: 80 << 30, DeviceFree: 80<<30 - 40<<20, Segments: []mem.Segment{seg(1<<30, 16<<20, 4<<20), seg(2<<30, 16<<20, 4<<20)}}
+	gpu, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, alloc string
+		goal        defrag.Goal
+		opts        defrag.Options
+		want        string // "" for no such line
+	}{
+		{"compact", "caching", defrag.Goal{}, defrag.Options{}, "nothing to gain: compaction frees memory by emptying whole segments"},
+		{"buddy", "buddy", defrag.Goal{}, defrag.Options{}, "nothing to gain: the buddy allocator moves no blocks.\n"},
+		{"vmm", "vmm", defrag.Goal{}, defrag.Options{}, "nothing to gain: the vmm allocator moves no blocks.\n"},
+		{"fit reached", "caching", defrag.Goal{Kind: defrag.GoalFit, Size: 2 << 20}, defrag.Options{}, ""},
+		{"fit not reached", "caching", defrag.Goal{Kind: defrag.GoalFit, Size: 40 << 20}, defrag.Options{}, ""},
+	} {
+		c.opts.Allocator = registry.MustParse(c.alloc)
+		p, err := defrag.PlanLayout(l, c.goal, c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(p.Moves) != 0 {
+			t.Fatalf("%s: %d moves, want none", c.name, len(p.Moves))
+		}
+		var b strings.Builder
+		if err := defrag.WriteText(&b, defrag.Input{Name: "l.json", Source: "layout", Layout: l}, gpu, defrag.DefaultCostModel, p, 0); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if got := strings.Count(out, "nothing to gain"); c.want == "" && got != 0 || c.want != "" && (got != 1 || !strings.Contains(out, c.want)) {
+			t.Errorf("%s: want %q:\n%s", c.name, c.want, out)
+		}
+	}
+	// Two segments, 4 MiB live in each: one could be emptied into the
+	// other, but a cap of 1 byte moved stops the compaction first.
+	l = mem.Layout{Capacity: 80 << 30, DeviceFree: 80<<30 - 40<<20, Segments: []mem.Segment{seg(1<<30, 4<<20, 16<<20), seg(2<<30, 4<<20, 16<<20)}}
+	p, err := defrag.PlanLayout(l, defrag.Goal{}, defrag.Options{Allocator: registry.MustParse("caching"), MaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := defrag.WriteText(&b, defrag.Input{Name: "l.json", Source: "layout", Layout: l}, gpu, defrag.DefaultCostModel, p, 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); len(p.Moves) != 0 || p.Reached || strings.Contains(out, "nothing to gain") {
+		t.Errorf("capped: %d moves, reached %v:\n%s", len(p.Moves), p.Reached, out)
 	}
 }
