@@ -24,7 +24,9 @@ const (
 
 // Bytes is a byte count that prints with binary units and parses the units a
 // user types (`80GiB`, `512MiB`, `1.5GiB`, `4096`, `20MB`). It implements
-// pflag.Value (Set, String, Type) so it can be used as a command-line flag.
+// pflag.Value (Set, String, Type) so it can be used as a command-line flag;
+// Set rounds a decimal size down to whole bytes (ParseBytesDown), so that
+// a size the tool prints rounded ("79.65GiB") can be typed back.
 type Bytes int64
 
 // ErrBadSize is returned (wrapped) by ParseBytes for text that is not a size.
@@ -47,7 +49,16 @@ var units = []struct {
 // is decimal, with an optional fraction and exponent ("1.5GiB", "2e3MB"),
 // read exactly: the result must be a whole number of bytes, and at most
 // math.MaxInt64 (2^63 − 1), else the error says which.
-func ParseBytes(s string) (int64, error) {
+func ParseBytes(s string) (int64, error) { return parseBytes(s, false) }
+
+// ParseBytesDown is ParseBytes for a size that may be rounded, as people
+// copy it from a report ("79.65GiB"): a fraction of a byte is dropped
+// (rounded down) instead of refused. A positive size below one byte is
+// still an error, not 0.
+func ParseBytesDown(s string) (int64, error) { return parseBytes(s, true) }
+
+// parseBytes is ParseBytes; down drops a fraction of a byte.
+func parseBytes(s string, down bool) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	shown := untrusted.Quote(s) // echoed at most 64 bytes long, however long s is
 	if t == "" {
@@ -66,6 +77,10 @@ func ParseBytes(s string) (int64, error) {
 	switch {
 	case errors.Is(err, errNotDecimal):
 		return 0, fmt.Errorf("%w: %s (want a number with an optional unit such as 512MiB or 80GiB)", ErrBadSize, shown)
+	case errors.Is(err, errBelowByte) && down:
+		return 0, fmt.Errorf("%w: %s is less than a byte", ErrBadSize, shown)
+	case errors.Is(err, errBelowByte):
+		return 0, fmt.Errorf("%w: %s is not a whole number of bytes", ErrBadSize, shown)
 	case err != nil:
 		return 0, fmt.Errorf("%w: %s %w", ErrBadSize, shown, err)
 	}
@@ -77,7 +92,9 @@ func ParseBytes(s string) (int64, error) {
 	}
 	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
 	switch {
-	case r.Sign() != 0:
+	case r.Sign() != 0 && down && q.Sign() == 0:
+		return 0, fmt.Errorf("%w: %s is less than a byte", ErrBadSize, shown)
+	case r.Sign() != 0 && !down:
 		return 0, fmt.Errorf("%w: %s is not a whole number of bytes", ErrBadSize, shown)
 	case !q.IsInt64():
 		return 0, fmt.Errorf("%w: %s is too large: sizes stop at %d bytes (2^63 − 1)", ErrBadSize, shown, int64(math.MaxInt64))
@@ -94,6 +111,9 @@ func ParseBytes(s string) (int64, error) {
 const maxDigits = 40
 
 var errNotDecimal = errors.New("not a decimal number")
+
+// errBelowByte is a positive number too small to be a byte in any unit.
+var errBelowByte = errors.New("below a byte")
 
 // parseDecimal reads t, digits with an optional '+', fraction and
 // exponent, as the exact fraction num/den.
@@ -124,7 +144,7 @@ func parseDecimal(t string) (num, den *big.Int, err error) {
 	case len(digits)+eff > 20:
 		return nil, nil, fmt.Errorf("is too large: sizes stop at %d bytes (2^63 − 1)", int64(math.MaxInt64))
 	case eff < -2*maxDigits:
-		return nil, nil, errors.New("is not a whole number of bytes")
+		return nil, nil, errBelowByte
 	}
 	num, _ = new(big.Int).SetString(digits, 10)
 	ten := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(eff, -eff))), nil)
@@ -188,7 +208,7 @@ func (b Bytes) String() string { return FormatBytes(int64(b)) }
 
 // Set implements pflag.Value.
 func (b *Bytes) Set(s string) error {
-	n, err := ParseBytes(s)
+	n, err := ParseBytesDown(s)
 	if err != nil {
 		return err
 	}

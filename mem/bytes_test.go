@@ -116,6 +116,42 @@ func TestBytesRoundTrip(t *testing.T) {
 	}
 }
 
+// TestParseBytesDown: a size copied from a report, rounded to two
+// decimals, reads as the whole bytes below it (the flags took "79.65GiB"
+// for "not a whole number of bytes"); ParseBytes still refuses it, and
+// a positive size below a byte is an error, not 0.
+func TestParseBytesDown(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"79.65GiB", 85523536281, false}, // 79.65 × 2^30 = 85523536281.6
+		{"1.3B", 1, false},
+		{"80GiB", 80 * GiB, false},
+		{"0", 0, false},
+		{"0.5B", 0, true},
+		{"1e-999999999", 0, true},
+		{"-1.5GiB", 0, true},
+		{"abc", 0, true},
+	} {
+		got, err := ParseBytesDown(tc.in)
+		if tc.bad != (err != nil) || got != tc.want {
+			t.Errorf("ParseBytesDown(%q) = %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+		var b Bytes
+		if err := b.Set(tc.in); tc.bad != (err != nil) || int64(b) != tc.want {
+			t.Errorf("Bytes.Set(%q) = %d, %v; want %d (error %v)", tc.in, b, err, tc.want, tc.bad)
+		}
+	}
+	if _, err := ParseBytes("79.65GiB"); err == nil || !strings.Contains(err.Error(), "is not a whole number of bytes") {
+		t.Errorf("ParseBytes(79.65GiB): %v, want not a whole number of bytes", err)
+	}
+	if _, err := ParseBytesDown("0.5B"); err == nil || !strings.Contains(err.Error(), `"0.5B" is less than a byte`) {
+		t.Errorf("ParseBytesDown(0.5B): %v", err)
+	}
+}
+
 // TestParseBytesExact: integers past 2^53, which a float64 would round,
 // parse exactly with or without a fraction, and a fraction that would
 // round to a whole number is still refused.

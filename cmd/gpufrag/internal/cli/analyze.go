@@ -51,7 +51,7 @@ func newAnalyzeCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the analysis as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML report (timeline, segment map) to `FILE`")
-	fl.Var(&f.capacity, "capacity", "device memory for the what-if replays, a `SIZE` such as 40GiB; "+
+	fl.Var(&f.capacity, "capacity", "device memory for the what-if replays, a `SIZE` such as 40GiB or 79.65GiB (rounded down to whole bytes); "+
 		"without it, what an out-of-memory entry of the trace records, else 80GiB")
 	fl.Lookup("capacity").DefValue = "0" // pflag then prints no "(default 0B)": the usage says it
 	fl.StringArrayVar(&f.whatIf, "whatif", nil, "allocator `SPEC` to try instead of the default alternatives; repeat it or separate with commas")

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/mem"
 )
 
 var (
@@ -70,7 +71,10 @@ func TestAnalyzeCapacityBelowSnapshot(t *testing.T) {
 	for _, tc := range []struct {
 		capacity string
 		warn     bool
-	}{{"16MiB", true}, {"22MiB", false}, {"", false}} {
+	}{{"16MiB", true}, {"22MiB", false}, {"", false},
+		// A size as the tool prints it, rounded: it was "not a whole
+		// number of bytes"; now the bytes below it.
+		{"21.99MiB", true}, {"0.02147GiB", true}} {
 		args := []string{"analyze", file, "--no-replay"}
 		if tc.capacity != "" {
 			args = append(args, "--capacity", tc.capacity)
@@ -78,9 +82,13 @@ func TestAnalyzeCapacityBelowSnapshot(t *testing.T) {
 		code, _, errb := run(t, "", args...)
 		want := ""
 		if tc.warn {
-			want = "gpufrag: warning: --capacity 16MiB is below the 22MiB device 0 reserved at the end of the snapshot: " +
+			var c mem.Bytes
+			if err := c.Set(tc.capacity); err != nil {
+				t.Fatal(err)
+			}
+			want = "gpufrag: warning: --capacity " + c.String() + " is below the 22MiB device 0 reserved at the end of the snapshot: " +
 				"the final state's device-free memory and max allocatable are figured on a device that could not have held it; " +
-				"the what-ifs replay the same requests on 16MiB, where an allocator fits only by reserving less\n"
+				"the what-ifs replay the same requests on " + c.String() + ", where an allocator fits only by reserving less\n"
 		}
 		if code != 0 || errb != want {
 			t.Errorf("--capacity %q: exit %d, stderr %q, want %q", tc.capacity, code, errb, want)

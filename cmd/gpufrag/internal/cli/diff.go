@@ -57,7 +57,7 @@ func newDiffCmd(stdout io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the comparison as JSON (schema in docs/json.md)")
 	fl.StringVar(&f.html, "html", "", "also write a self-contained HTML page (the segment maps side by side) to `FILE`")
-	fl.Var(&f.capacity, "capacity", "device memory for the max-allocatable figures, a `SIZE` such as 80GiB; "+
+	fl.Var(&f.capacity, "capacity", "device memory for the max-allocatable figures, a `SIZE` such as 80GiB or 79.65GiB (rounded down to whole bytes); "+
 		"without it, what an out-of-memory entry records, else 80GiB")
 	fl.Lookup("capacity").DefValue = "0"
 	fl.BoolVar(&f.fullStacks, "full-stacks", false, "compare allocation sites by whole stacks, not by their first frame outside PyTorch")

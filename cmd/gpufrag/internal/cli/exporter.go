@@ -46,7 +46,7 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "log level: debug, info, warn or error")
 	fl.IntVar(&f.MaxFiles, "max-files", f.MaxFiles, "most snapshot files watched (in name order)")
 	fl.Var(&f.MaxFileBytes, "max-file-bytes", "largest snapshot `SIZE` read (larger files are skipped)")
-	fl.Var(&f.Capacity, "capacity", "device memory of the GPUs whose --snapshots are watched, a `SIZE` such as 80GiB, as analyze's --capacity; "+
+	fl.Var(&f.Capacity, "capacity", "device memory of the GPUs whose --snapshots are watched, a `SIZE` such as 80GiB, as analyze's --capacity (a decimal size is rounded down to whole bytes); "+
 		"without it gpufrag_device_free_bytes and gpufrag_max_allocatable_bytes are not exported for snapshots (a snapshot does not record it)")
 	fl.Lookup("capacity").DefValue = "0" // pflag then prints no "(default 0B)": the usage says it
 	fl.IntVar(&f.MaxInstances, "max-instances", f.MaxInstances, "most distinct instance label values exported from snapshots")
@@ -87,6 +87,9 @@ var nvmlOpen func(libraryPath string) (nvml.Reader, error)
 // runExporter checks f (a bad value is a usage error) and serves until ctx
 // ends (daemon.Run); ready, when set, receives the listening address.
 func runExporter(ctx context.Context, cmd *cobra.Command, f daemon.Config, stderr io.Writer, ready func(net.Addr)) error {
+	if err := checkCapacity(cmd, f.Capacity); err != nil {
+		return err
+	}
 	logger, err := f.Logger(stderr)
 	if err == nil {
 		err = f.Check()

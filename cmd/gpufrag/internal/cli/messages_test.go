@@ -101,6 +101,12 @@ func TestMessagesNoPackagePrefix(t *testing.T) {
 		// Values.
 		{[]string{"analyze", "--capacity", "4XB", snap}, 2, `--capacity "4XB": bad size: "4XB"`},
 		{[]string{"replay", "--capacity", "0"}, 2, "--capacity 0B"},
+		// --capacity 0 read as not given (analyze, diff, exporter), silently.
+		{[]string{"analyze", "--capacity", "0", snap}, 2, "--capacity 0: a device of 0 bytes holds nothing; give its memory, such as 80GiB, or leave --capacity out"},
+		{[]string{"diff", "--capacity", "0GiB", snap, snap}, 2, "--capacity 0: a device of 0 bytes holds nothing"},
+		// (A bad --listen too, so that the exporter exits if it takes the 0.)
+		{[]string{"exporter", "--snapshots", dir, "--capacity", "0", "--listen", "nope"}, 2, "--capacity 0: a device of 0 bytes holds nothing"},
+		{[]string{"analyze", "--capacity", "0.5B", snap}, 2, `--capacity "0.5B": bad size: "0.5B" is less than a byte`},
 		{[]string{"replay", "--capacity", "1GiB", "--other", "2GiB"}, 2, "--other 2GiB"},
 		{[]string{"simulate", "--rate", "x"}, 2, `--rate "x": want a number`},
 		{[]string{"simulate", "--rate", "1e9"}, 2, "--rate 1e+09"},

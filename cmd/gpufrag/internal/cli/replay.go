@@ -49,7 +49,7 @@ func newReplay() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.allocs, "alloc", nil,
 		"allocator `SPEC` to replay through; repeat it or separate specs with commas (default all six)")
-	fl.Var(&f.capacity, "capacity", "device memory the allocators may use, a `SIZE` with units such as 80GiB or 512MiB")
+	fl.Var(&f.capacity, "capacity", "device memory the allocators may use, a `SIZE` with units such as 80GiB or 512MiB; a decimal size is rounded down to whole bytes")
 	fl.Var(&f.other, "other", "`SIZE` of device memory already taken by weights, the CUDA context or other processes")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
 	return cmd

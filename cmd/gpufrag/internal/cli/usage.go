@@ -135,11 +135,15 @@ func checkEngineVersion(cmd *cobra.Command, engine, version string) (string, err
 	return "", usageErrorf(cmd, "--engine-version: %s", strings.TrimPrefix(first.Error(), sim.ErrBadConfig.Error()+": "))
 }
 
-// checkCapacity checks a --capacity (analyze, diff): 0 (not given) or a
-// device size that mem accepts.
+// checkCapacity checks a --capacity (analyze, diff, exporter): not given
+// (0), or a device size that mem accepts. A --capacity 0 given is refused:
+// it read as not given, silently.
 func checkCapacity(cmd *cobra.Command, c mem.Bytes) error {
 	if c < 0 {
 		return usageErrorf(cmd, "--capacity %s: must not be negative", c)
+	}
+	if c == 0 && cmd.Flags().Changed("capacity") {
+		return usageErrorf(cmd, "--capacity 0: a device of 0 bytes holds nothing; give its memory, such as 80GiB, or leave --capacity out")
 	}
 	if c == 0 {
 		return nil
