@@ -20,10 +20,16 @@ type ComparisonResult struct {
 	UnallocatedGPUsAt100 MeanStd `json:"unallocated_gpus_at_100"`
 	// UnallocatedShareAt100 is 1 - AllocRatioAt100 (the same deviation).
 	UnallocatedShareAt100 MeanStd `json:"unallocated_gpu_share_at_100"`
-	// FragTotalAt is the FGD fragmentation over capacity at 60, 80 and
-	// 90% arrived demand, keyed "60", "80", "90".
-	FragTotalAt         map[string]MeanStd `json:"frag_total_at"`
-	WholeFreeNodesAt100 MeanStd            `json:"whole_free_nodes_at_100"`
+	// FragTotalAt is the mean FGD fragmentation over capacity at 60, 80
+	// and 90% arrived demand, keyed "60", "80", "90", and FragTotalStdAt
+	// its standard deviation over the seeds (a field of its own: the
+	// means' field keeps its type, docs/json.md).
+	FragTotalAt    map[string]float64 `json:"frag_total_at"`
+	FragTotalStdAt map[string]float64 `json:"frag_total_std_at"`
+	// WholeFreeNodesAt100 is the mean number of nodes with every GPU free,
+	// WholeFreeNodesStdAt100 its standard deviation.
+	WholeFreeNodesAt100    float64 `json:"whole_free_nodes_at_100"`
+	WholeFreeNodesStdAt100 float64 `json:"whole_free_nodes_std_at_100"`
 	// FailedPods counts the pods that fit nowhere over the whole run (to
 	// Options.Ratio of capacity), Summary.Failed.
 	FailedPods MeanStd `json:"failed_pods"`
@@ -55,13 +61,19 @@ func NewComparison(nodes []cluster.Node, sums []Summary) Comparison {
 			AllocRatioAt100:       p.AllocRatio,
 			UnallocatedGPUsAt100:  p.UnallocatedGPUs,
 			UnallocatedShareAt100: p.UnallocatedShare(),
-			FragTotalAt: map[string]MeanStd{
-				"60": s.Nearest(60).FragTotal,
-				"80": s.Nearest(80).FragTotal,
-				"90": s.Nearest(90).FragTotal,
+			FragTotalAt: map[string]float64{
+				"60": s.Nearest(60).FragTotal.Mean,
+				"80": s.Nearest(80).FragTotal.Mean,
+				"90": s.Nearest(90).FragTotal.Mean,
 			},
-			WholeFreeNodesAt100: p.WholeFreeNodes,
-			FailedPods:          s.Failed,
+			FragTotalStdAt: map[string]float64{
+				"60": s.Nearest(60).FragTotal.Std,
+				"80": s.Nearest(80).FragTotal.Std,
+				"90": s.Nearest(90).FragTotal.Std,
+			},
+			WholeFreeNodesAt100:    p.WholeFreeNodes.Mean,
+			WholeFreeNodesStdAt100: p.WholeFreeNodes.Std,
+			FailedPods:             s.Failed,
 		}
 		if s.FirstFailures > 0 {
 			r.FirstFailure = &FirstFailureStat{Seeds: s.FirstFailures, ArrivedShare: s.FirstFailureArrived, UnallocatedShare: s.FirstFailureUnallocated}

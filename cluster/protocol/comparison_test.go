@@ -52,7 +52,9 @@ func TestSummaryNearest(t *testing.T) {
 // The document of cluster simulate --json, byte for byte: issue 7's shape,
 // the unallocated share 1 - the allocation ratio with its deviation, the
 // FGD fragmentation at 60/80/90% read at the nearest percent with samples,
-// every figure with its deviation, the failed pods and the first failure
+// every figure with its deviation (the means' fields keep their type;
+// the deviations of frag_total_at and whole_free_nodes_at_100 are fields
+// of their own), the failed pods and the first failure
 // as the text table has them (no first_failure where no seed had one).
 func TestComparisonJSON(t *testing.T) {
 	nodes := []cluster.Node{{Name: "a", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 4, Model: "T4"}, {Name: "b", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 0}, {Name: "c", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "V100"}}
@@ -83,23 +85,17 @@ func TestComparisonJSON(t *testing.T) {
     "std": 0.1
    },
    "frag_total_at": {
-    "60": {
-     "mean": 0.15,
-     "std": 0.03
-    },
-    "80": {
-     "mean": 0.2,
-     "std": 0.04
-    },
-    "90": {
-     "mean": 0.225,
-     "std": 0.045
-    }
+    "60": 0.15,
+    "80": 0.2,
+    "90": 0.225
    },
-   "whole_free_nodes_at_100": {
-    "mean": 100,
-    "std": 10
+   "frag_total_std_at": {
+    "60": 0.03,
+    "80": 0.04,
+    "90": 0.045
    },
+   "whole_free_nodes_at_100": 100,
+   "whole_free_nodes_std_at_100": 10,
    "failed_pods": {
     "mean": 3,
     "std": 1.5
@@ -132,23 +128,17 @@ func TestComparisonJSON(t *testing.T) {
     "std": 0.1
    },
    "frag_total_at": {
-    "60": {
-     "mean": 0.1475,
-     "std": 0.0295
-    },
-    "80": {
-     "mean": 0.2025,
-     "std": 0.0405
-    },
-    "90": {
-     "mean": 0.2025,
-     "std": 0.0405
-    }
+    "60": 0.1475,
+    "80": 0.2025,
+    "90": 0.2025
    },
-   "whole_free_nodes_at_100": {
-    "mean": 100,
-    "std": 10
+   "frag_total_std_at": {
+    "60": 0.0295,
+    "80": 0.0405,
+    "90": 0.0405
    },
+   "whole_free_nodes_at_100": 100,
+   "whole_free_nodes_std_at_100": 10,
    "failed_pods": {
     "mean": 0,
     "std": 0

@@ -50,8 +50,8 @@ func WriteText(w io.Writer, s Setup, sums []Summary, c Comparison) error {
 			fmt.Sprintf("%s ±%.2f", Pct(r.AllocRatioAt100.Mean), 100*r.AllocRatioAt100.Std),
 			fmt.Sprintf("%.0f ±%.0f", r.UnallocatedGPUsAt100.Mean, r.UnallocatedGPUsAt100.Std),
 			Pct(r.UnallocatedShareAt100.Mean),
-			fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["60"].Mean), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["80"].Mean), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["90"].Mean),
-			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100.Mean),
+			fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["60"]), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["80"]), fmt.Sprintf("%.1f%%", 100*r.FragTotalAt["90"]),
+			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100),
 			fmt.Sprintf("%.0f", sum.Failed.Mean),
 			sum.firstFailure(),
 		})

@@ -62,8 +62,8 @@ func Page(s protocol.Setup, sums []protocol.Summary, c protocol.Comparison) repo
 		NumericCols: []int{1, 2, 3, 4, 5, 6, 7}}
 	for _, r := range c.Results {
 		tab.Rows = append(tab.Rows, []string{r.Policy, protocol.Pct(r.AllocRatioAt100.Mean), fmt.Sprintf("%.2f", 100*r.AllocRatioAt100.Std),
-			fmt.Sprintf("%.0f", r.UnallocatedGPUsAt100.Mean), protocol.Pct(r.FragTotalAt["60"].Mean), protocol.Pct(r.FragTotalAt["80"].Mean), protocol.Pct(r.FragTotalAt["90"].Mean),
-			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100.Mean)})
+			fmt.Sprintf("%.0f", r.UnallocatedGPUsAt100.Mean), protocol.Pct(r.FragTotalAt["60"]), protocol.Pct(r.FragTotalAt["80"]), protocol.Pct(r.FragTotalAt["90"]),
+			fmt.Sprintf("%.1f", r.WholeFreeNodesAt100)})
 	}
 	var policies []string
 	for _, sum := range sums {

@@ -51,8 +51,11 @@ func TestClusterSimulateJSON(t *testing.T) {
 	}
 	r := results[2].(map[string]any)
 	// The text table's columns, each with its deviation: failed_pods and
-	// first_failure were left out, frag_total_at had means only.
-	want := []string{"alloc_ratio_at_100", "failed_pods", "first_failure", "frag_total_at", "policy", "seeds", "unallocated_gpu_share_at_100", "unallocated_gpus_at_100", "whole_free_nodes_at_100"}
+	// first_failure were left out, frag_total_at and
+	// whole_free_nodes_at_100 had means only (they keep that type; their
+	// deviations are the _std_ fields).
+	want := []string{"alloc_ratio_at_100", "failed_pods", "first_failure", "frag_total_at", "frag_total_std_at", "policy", "seeds",
+		"unallocated_gpu_share_at_100", "unallocated_gpus_at_100", "whole_free_nodes_at_100", "whole_free_nodes_std_at_100"}
 	if got := keys(r); !reflect.DeepEqual(got, want) {
 		t.Errorf("result keys %v, want %v", got, want)
 	}
@@ -60,17 +63,32 @@ func TestClusterSimulateJSON(t *testing.T) {
 		t.Errorf("policy %v seeds %v", r["policy"], r["seeds"])
 	}
 	ft := r["frag_total_at"].(map[string]any)
-	if got := keys(ft); !reflect.DeepEqual(got, []string{"60", "80", "90"}) {
-		t.Errorf("frag_total_at keys %v", got)
+	fs := r["frag_total_std_at"].(map[string]any)
+	for _, m := range []map[string]any{ft, fs} {
+		if got := keys(m); !reflect.DeepEqual(got, []string{"60", "80", "90"}) {
+			t.Errorf("frag_total_at / frag_total_std_at keys %v", got)
+		}
+	}
+	for _, k := range []string{"60", "80", "90"} {
+		if _, ok := ft[k].(float64); !ok {
+			t.Errorf("frag_total_at.%s is %v, want a number (its type since issue 7)", k, ft[k])
+		}
+		if _, ok := fs[k].(float64); !ok {
+			t.Errorf("frag_total_std_at.%s is %v, want a number", k, fs[k])
+		}
+	}
+	for _, k := range []string{"whole_free_nodes_at_100", "whole_free_nodes_std_at_100"} {
+		if _, ok := r[k].(float64); !ok {
+			t.Errorf("%s is %v, want a number", k, r[k])
+		}
 	}
 	ff, _ := r["first_failure"].(map[string]any)
 	if got := keys(ff); !reflect.DeepEqual(got, []string{"arrived_share", "seeds", "unallocated_share"}) {
 		t.Errorf("first_failure keys %v", got)
 	}
 	for k, v := range map[string]any{"alloc_ratio_at_100": r["alloc_ratio_at_100"], "unallocated_gpus_at_100": r["unallocated_gpus_at_100"],
-		"unallocated_gpu_share_at_100": r["unallocated_gpu_share_at_100"], "whole_free_nodes_at_100": r["whole_free_nodes_at_100"],
-		"failed_pods": r["failed_pods"], "frag_total_at.60": ft["60"], "frag_total_at.80": ft["80"], "frag_total_at.90": ft["90"],
-		"first_failure.arrived_share": ff["arrived_share"], "first_failure.unallocated_share": ff["unallocated_share"]} {
+		"unallocated_gpu_share_at_100": r["unallocated_gpu_share_at_100"],
+		"failed_pods":                  r["failed_pods"], "first_failure.arrived_share": ff["arrived_share"], "first_failure.unallocated_share": ff["unallocated_share"]} {
 		if m, ok := v.(map[string]any); !ok || !reflect.DeepEqual(keys(m), []string{"mean", "std"}) {
 			t.Errorf("%s is %v, want {mean, std}", k, v)
 		}
