@@ -208,10 +208,11 @@ func hubID(id string) string {
 
 // RunModelID is the model id a benchmark run names (workload.BenchResult's
 // Model) when the deploy command should serve it instead of id, the one
-// --model gives: an id another machine can serve from that names no other
-// family or size than m (model.IDMismatch). Otherwise it returns id.
+// --model gives: an org/name id another machine can serve from that names
+// m's family or size and no other (model.IDAgrees; an alias such as
+// --served-model-name's "llama" does not). Otherwise it returns id.
 func RunModelID(id, run string, m model.Model) string {
-	if r := hubID(run); r != "" && model.IDMismatch(r, m) == "" {
+	if r := hubID(run); strings.Contains(r, "/") && model.IDAgrees(r, m) { // an org/name that names the model, not an alias
 		return r
 	}
 	return id

@@ -116,6 +116,12 @@ func (in Inputs) engineFlags() (flags, notes []string) {
 	case d == model.INT8:
 		notes = append(notes, "KV cache in int8: vLLM's --kv-cache-dtype has no int8 (its 8-bit KV cache is fp8)")
 	default:
+		if w, err := model.ParseDType(in.WeightDType); err == nil && w.Bytes() >= 2 && w != d {
+			// weightFlags set --dtype already: a 16-bit KV cache is in its type.
+			notes = append(notes, fmt.Sprintf("KV cache in %s with %s weights: vLLM keeps a 16-bit KV cache in --dtype's type (%s), so it cannot serve the two; "+
+				"give --kv-dtype and --weight-dtype one type", d, w, vllmDType(w)))
+			break
+		}
 		notes = append(notes, fmt.Sprintf("KV cache in %s: vLLM keeps the KV cache in the model's dtype (--kv-cache-dtype auto); add --dtype %s where the model's is another", d, vllmDType(d)))
 	}
 	return flags, notes

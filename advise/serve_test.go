@@ -54,6 +54,18 @@ func TestDeployWeightDType(t *testing.T) {
 	}
 }
 
+// A 16-bit KV type other than the weights' --dtype: one note that vLLM
+// cannot serve the pair, not a second --dtype to add.
+func TestDeployKVAndWeightTypes(t *testing.T) {
+	s := Settings{KV: kv("paged:16"), Alloc: al("caching"), GPUMemoryUtilization: 0.9, MaxBatchTokens: 8192, MaxSeqs: 256}
+	d := NewDeploy(s, Inputs{Model: "llama-3.1-8b", ModelID: "meta-llama/Llama-3.1-8B", TP: 1, WeightDType: "bf16", KVDType: "fp16"})
+	notes := strings.Join(d.Notes, "\n")
+	if !strings.Contains(d.Command, "--dtype bfloat16") || !strings.Contains(notes, "KV cache in fp16 with bf16 weights: vLLM keeps a 16-bit KV cache in --dtype's type (bfloat16)") ||
+		strings.Contains(notes, "add --dtype float16") {
+		t.Errorf("%+v", d)
+	}
+}
+
 // A benchmark run's model id is served where it agrees with --model; one
 // of another size or family, or a local path, leaves the preset's.
 func TestRunModelID(t *testing.T) {
@@ -67,6 +79,8 @@ func TestRunModelID(t *testing.T) {
 		{"meta-llama/Llama-3.1-8B-Instruct", preset},
 		{"Qwen/Qwen2.5-72B", preset},
 		{"/models/llama-70b", preset},
+		{"llama", preset},               // a --served-model-name alias: no org/name
+		{"my-org/served-alias", preset}, // names neither family nor size
 		{"", preset},
 	} {
 		if got := RunModelID(preset, c.run, m); got != c.want {

@@ -16,6 +16,12 @@ var idFamilies = []struct{ word, family string }{
 	{"mixtral", "mixtral"}, {"gemma", "gemma"}, {"phi", "phi"}, {"falcon", "falcon"},
 }
 
+// llamaBuilt are families some of whose releases are Llama's architecture
+// (config.json model_type llama): DeepSeek's first models
+// (deepseek-coder, deepseek-llm, deepseek-math) and Falcon3. An id naming
+// one of them is no mismatch with a llama model.
+var llamaBuilt = map[string]bool{"deepseek": true, "falcon": true}
+
 // idWords splits a model id into lower-case words at its separators, not
 // at a dot ("meta-llama/Llama-3.3-70B-Instruct": meta, llama, llama, 3.3,
 // 70b, instruct; "Qwen2.5-0.5B": qwen2.5, 0.5b).
@@ -80,7 +86,8 @@ const idSizeTolerance = 1.5
 // (ids are free text: a name that states nothing is not a mismatch).
 func IDMismatch(id string, m Model) string {
 	var why []string
-	if fam, ok := IDFamily(id); ok && m.Family != "" && !strings.HasPrefix(strings.ToLower(m.Family), fam) {
+	if fam, ok := IDFamily(id); ok && m.Family != "" && !strings.HasPrefix(strings.ToLower(m.Family), fam) &&
+		!(llamaBuilt[fam] && strings.EqualFold(m.Family, "llama")) {
 		why = append(why, fmt.Sprintf("a %s model, where %s is %s", fam, modelLabel(m), m.Family))
 	}
 	if size, ok := IDSize(id); ok && m.Params > 0 {
@@ -98,4 +105,13 @@ func modelLabel(m Model) string {
 		return "the model"
 	}
 	return m.Name
+}
+
+// IDAgrees reports whether model id positively names m: it states a family
+// or a size, and IDMismatch finds neither contradicted. An id that states
+// neither (a --served-model-name alias such as "llama") does not agree.
+func IDAgrees(id string, m Model) bool {
+	_, fam := IDFamily(id)
+	_, size := IDSize(id)
+	return (fam || size) && IDMismatch(id, m) == ""
 }

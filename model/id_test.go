@@ -55,6 +55,10 @@ func TestIDMismatch(t *testing.T) {
 		{"meta-llama/Llama-2-7b-hf", "llama-3.1-8b", nil}, // sizes within the tolerance
 		{"facebook/opt-13b", "opt-13b", nil},
 		{"my-finetune", "llama-3.1-8b", nil}, // says nothing
+		// Llama's architecture under another family's name (model_type llama).
+		{"deepseek-ai/deepseek-coder-6.7b-instruct", "llama-2-7b", nil},
+		{"tiiuae/Falcon3-7B-Instruct", "llama-3.1-8b", nil},
+		{"deepseek-ai/DeepSeek-V3", "llama-3.1-8b", nil}, // no size stated, and a llama could be one
 		{"meta-llama/Llama-3.3-70B-Instruct", "llama-3.1-8b", []string{"70B parameters, where llama-3.1-8b has 8.03B"}},
 		{"Qwen/Qwen2.5-72B-Instruct", "llama-3.1-70b", []string{"a qwen model, where llama-3.1-70b is llama"}},
 		{"Qwen/Qwen2.5-7B-Instruct", "llama-3.1-70b", []string{"a qwen model", "7B parameters, where llama-3.1-70b has 70.6B"}},
@@ -67,6 +71,25 @@ func TestIDMismatch(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("IDMismatch(%q, %s) = %q; want it to say %q", tc.id, tc.model, got, w)
 			}
+		}
+	}
+}
+
+func TestIDAgrees(t *testing.T) {
+	m, err := model.Preset("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{
+		"meta-llama/Llama-3.1-8B-Instruct": true,
+		"org/llama-finetune":               true, // names the family
+		"llama":                            true,
+		"served-alias":                     false, // states nothing
+		"meta-llama/Llama-3.3-70B":         false,
+		"Qwen/Qwen2.5-7B":                  false,
+	} {
+		if got := model.IDAgrees(id, m); got != want {
+			t.Errorf("IDAgrees(%q) = %v, want %v", id, got, want)
 		}
 	}
 }

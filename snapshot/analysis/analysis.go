@@ -266,6 +266,12 @@ func analyzeDevice(s *snapshot.Snapshot, d int, top uint64, opts Options) (Devic
 			// Not replayed: the oom entries still record the device.
 			run.recordedCapacity = traceCapacity(s, d, trace)
 		}
+		if run.recordedCapacity > 0 && run.recordedCapacity < dev.Classes.Reserved {
+			// The replay's own reserved bytes at the oom fell short of the
+			// snapshot's (a replay that diverged): the trace's oom entries
+			// may still record the device.
+			run.recordedCapacity = max(run.recordedCapacity, traceCapacity(s, d, trace))
+		}
 		if run.recordedCapacity > 0 {
 			dev.Capacity, dev.CapacitySource = run.recordedCapacity, "oom entry"
 			if dev.Capacity < dev.Classes.Reserved {

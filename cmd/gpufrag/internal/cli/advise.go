@@ -47,7 +47,7 @@ func newAdviseCmd() *cobra.Command {
 		"(default: "+sim.DefaultEngineVersion(sim.EngineVLLMV1).String()+")")
 	fl.StringVar(&f.step, "profile", "", "step-time `MODEL`: joint (the joint model's profile of --gpu) or roofline (default: "+sim.DefaultStepTime+")")
 	fl.StringVar(&in.KVDType, "kv-dtype", "", "KV cache `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), fp8_e5m2 or int8 (default: the model's)")
-	fl.StringVar(&in.WeightDType, "weight-dtype", "", "weights' `DTYPE`: bf16, fp16, fp8 (e4m3), int8 or int4, as a quantized checkpoint serves them (default: the model's)")
+	fl.StringVar(&in.WeightDType, "weight-dtype", "", "weights' `DTYPE`: bf16, fp16, fp32, fp8 (e4m3), int8 or int4, as a quantized checkpoint serves them (default: the model's)")
 	fl.IntVar(&f.maxContext, "max-context", 0, "longest sequence in tokens (default: the model's)")
 	fl.StringArrayVar(&sp.KVs, "kv", nil, "KV strategy `SPEC`s, comma-separated or repeated; the first is the base (default "+def.KVList()+")")
 	fl.StringArrayVar(&sp.Allocs, "alloc", nil, "allocator `SPEC`s (alloc/registry syntax); the first is the base (default "+def.AllocList()+")")
@@ -172,7 +172,13 @@ func runAdvise(cmd *cobra.Command, f *adviseFlags) (err error) {
 		if e.WeightDType, err = model.ParseDType(in.WeightDType); err != nil {
 			return usageErrorf(cmd, "--weight-dtype: %v", err)
 		}
+		if e.WeightDType == model.FP8E5M2 {
+			return usageErrorf(cmd, "--weight-dtype fp8_e5m2: vLLM serves fp8 weights as e4m3 (--quantization fp8, an fp8 checkpoint); give --weight-dtype fp8")
+		}
 		in.WeightDType = e.WeightDType.String()
+		if e.WeightDType == e.Model.WeightDType {
+			e.WeightDType, in.WeightDType = 0, "" // the model's own: nothing to change, nothing to deploy
+		}
 	}
 	if err := req.SetEngine(e); err != nil {
 		return err

@@ -301,6 +301,8 @@ func TestAdviseUsageErrors(t *testing.T) {
 		{adviseArgs("--bisect-steps", "99"), "bisect steps 99"},
 		{adviseArgs("--gpu", "nosuch-gpu"), "--gpu"},
 		{adviseArgs("--format", "xml"), "--format"},
+		{adviseArgs("--weight-dtype", "fp8_e5m2"), "--weight-dtype fp8_e5m2: vLLM serves fp8 weights as e4m3"},
+		{adviseArgs("--weight-dtype", "fp7"), "--weight-dtype"},
 		{adviseArgs("extra"), "extra"},
 		{[]string{"advise", "merge"}, "merge needs the shard files"},
 	} {

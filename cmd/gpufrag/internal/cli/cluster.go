@@ -180,7 +180,7 @@ func warnOversized(stderr io.Writer, podsFile string, nodes []cluster.Node, pods
 			at = fmt.Sprintf("line %d", p.Line)
 		}
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(fmt.Sprintf(
-			"--pods %s: %s: pod %s fits no node even when empty (it %s), so it fails in every run and counts in the failed pods; remove it or add a node that can hold it",
+			"--pods %s: %s: pod %s fits no node even when empty (it %s), so no run can place it (nor the copies inflation makes of it), and each try counts in the failed pods; remove it or add a node that can hold it",
 			podsFile, at, untrusted.Quote(p.Name), o.Why)))
 	}
 }

@@ -326,7 +326,7 @@ func TestClusterSimulateOversizedPod(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	want := "gpufrag: warning: --pods " + pods + `: line 62: pod "openb-pod-x" fits no node even when empty (it asks 64 GPUs; no node has more than 8), ` +
-		"so it fails in every run and counts in the failed pods; remove it or add a node that can hold it\n"
+		"so no run can place it (nor the copies inflation makes of it), and each try counts in the failed pods; remove it or add a node that can hold it\n"
 	if errs != want {
 		t.Errorf("stderr %q\nwant   %q", errs, want)
 	}

@@ -318,7 +318,14 @@ func TestAdviseBenchWeightDType(t *testing.T) {
 		t.Errorf("without --weight-dtype: exit %d, stderr %q", code, errs)
 	}
 	code, out, errs := run(t, "", append(args, "--weight-dtype", "fp8")...)
-	if code != 0 || strings.Contains(errs, "calibrate replays") || !strings.Contains(out, `"weight_dtype": "fp8_e4m3"`) {
+	// The deploy command serves the run's FP8 checkpoint, which needs no --quantization.
+	if code != 0 || strings.Contains(errs, "calibrate replays") || !strings.Contains(out, `"weight_dtype": "fp8_e4m3"`) ||
+		!strings.Contains(out, "vllm serve neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8-dynamic --tensor-parallel-size 4") || strings.Contains(out, "--quantization") {
 		t.Errorf("with --weight-dtype fp8: exit %d, stderr %q", code, errs)
+	}
+	// The model's own type changes nothing: no weight_dtype, no --dtype.
+	code, out, _ = run(t, "", append(args, "--weight-dtype", "bf16")...)
+	if code != 0 || strings.Contains(out, `"weight_dtype"`) || strings.Contains(out, "--dtype") {
+		t.Errorf("with --weight-dtype bf16, the model's own: exit %d, weight_dtype or --dtype in the advice", code)
 	}
 }
