@@ -22,7 +22,8 @@ import (
 // checkpoint's run as BF16 weights). An error of the run's statements
 // (a value no flag takes) is a warning too: simulate replays the flags'.
 func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl *pflag.FlagSet) []string {
-	stated, warns, err := calib.StatedSetup([]*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}})
+	files := []*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}
+	stated, warns, err := calib.StatedSetup(files)
 	if err != nil {
 		return []string{fmt.Sprintf("%v; simulate replays the flags' setup", err)}
 	}
@@ -32,12 +33,12 @@ func benchSetupWarnings(name string, b *workload.BenchResult, c *sim.Config, fl 
 			warns = append(warns, w)
 		}
 	}
-	if e, ok := calib.FilesEngine([]*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}); ok && e == sim.EngineSGLang &&
+	if e, ok := calib.FilesEngine(files); ok && e == sim.EngineSGLang &&
 		c.Engine != e && !fl.Changed("engine") {
 		warns = append(warns, fmt.Sprintf("%s is a run of SGLang's bench_serving, which calibrate replays with --engine %v; simulate replays %v: "+
 			"give --engine %v to replay it with SGLang's scheduler", name, e, c.Engine, e))
 	}
-	for _, w := range calib.ModelIDMismatches(rm, []*calib.File{{Name: name, Runs: []*workload.BenchResult{b}}}) {
+	for _, w := range calib.ModelIDMismatches(rm, files) {
 		from := "--model " + rm.Name
 		if !fl.Changed("model") {
 			from = rm.Name + ", the scenario's model (no --model was given)"
