@@ -268,6 +268,7 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	warnOversized(stderr, f.pods, nodes, pods)
 	g := protocol.NewGrid(protocol.GridConfig{Nodes: nodes, Pods: pods, Policies: specs, Seeds: seeds})
 	if err := runClusterGrid(cmd, g, f.parallel, stderr, "volcano-config"); err != nil {
 		return err

@@ -333,6 +333,13 @@ func TestClusterSimulateOversizedPod(t *testing.T) {
 	if !strings.HasPrefix(out, "Submitted ") {
 		t.Errorf("header %q", strings.SplitN(out, "\n", 2)[0])
 	}
+	// volcano-config replays the same pods, so it warns the same way (it
+	// said nothing).
+	var vout, verr bytes.Buffer
+	if code := Main([]string{"cluster", "volcano-config", "--nodes", clusterNodes, "--pods", pods, "--seeds", "1", "--policy", "rtcr:gpu=2"},
+		strings.NewReader(""), &vout, &verr); code != 0 || verr.String() != want {
+		t.Errorf("volcano-config: exit %d, stderr %q\nwant %q", code, verr.String(), want)
+	}
 	// Past five such pods, the rest are counted.
 	for i := range 6 {
 		list = append(list, fmt.Sprintf("openb-pod-y%d,1000,1,64,1000,,LS,Running,0,1,0\n", i)...)
