@@ -39,6 +39,10 @@ _CHUNK = 8 << 20
 # (the exporter refuses more than 64 KiB).
 _SIDECAR_MAX = 64 << 10
 
+# _COPY_STAMP matches what follows "STEM." in an OOM copy's name
+# (_utc_stamp() + ".pickle").
+_COPY_STAMP = r"\d{8}T\d{6}\.\d{6}Z\.pickle"
+
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -265,8 +269,12 @@ class Files:
     def _remove_stale_temps(self, dir_fd):
         """Temporary files of this name left by a process that died while
         writing (we hold the name now, so nobody else writes them), in the
-        directory and in a real .gpufrag-oom (never through a link)."""
-        pat = re.compile(r"^\.%s\.(pickle|labels\.json)\.\d+\.[0-9a-f]+\.tmp$" % re.escape(self.stem))
+        directory and in a real .gpufrag-oom (never through a link): of
+        STEM.pickle, STEM.labels.json, and of an OOM copy
+        STEM.<UTC time>.pickle (written as a file of its own where a hard
+        link fails)."""
+        pat = re.compile(r"^\.%s\.(pickle|labels\.json|%s)\.\d+\.[0-9a-f]+\.tmp$"
+                         % (re.escape(self.stem), _COPY_STAMP))
         fds = [dir_fd]
         try:
             fds.append(self._oom_dir(dir_fd, create=False))
@@ -338,7 +346,7 @@ class Files:
         return self.pickle_path(), copy, problem
 
     def _copy_names(self, sub_fd):
-        pat = re.compile(r"^%s\.\d{8}T\d{6}\.\d{6}Z\.pickle$" % re.escape(self.stem))
+        pat = re.compile(r"^%s\.%s$" % (re.escape(self.stem), _COPY_STAMP))
         return sorted(n for n in os.listdir(sub_fd) if pat.match(n))
 
     def oom_copies(self):

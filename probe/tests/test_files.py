@@ -105,6 +105,23 @@ def test_stale_temporary_files_are_removed(tmp_path, fake):
     assert not stale.exists() and other.exists()
 
 
+def test_stale_oom_copy_temporary_files_are_removed(tmp_path, fake):
+    # An OOM copy is written under its own name (a hard link, or, where
+    # links fail, a temporary file of its own renamed into .gpufrag-oom);
+    # a process that died mid-copy leaves that temporary file behind.
+    oom = tmp_path / _config.OOM_SUBDIR
+    oom.mkdir()
+    stale = oom / ".i__m__gpu0.20200101T000000.000000Z.pickle.123.deadbeef.tmp"
+    other = oom / ".x__m__gpu0.20200101T000000.000000Z.pickle.123.deadbeef.tmp"  # another name's
+    copy = oom / "i__m__gpu0.20200101T000000.000000Z.pickle"  # a kept OOM snapshot, not a temporary
+    for f in (stale, other, copy):
+        f.write_bytes(b"half")
+    torch.cuda.init()
+    p = start(tmp_path, instance="i", model="m")
+    wait_for(lambda: p.path, "a file")
+    assert not stale.exists() and other.exists() and copy.exists()
+
+
 def test_atomic_write_readers_never_see_a_partial_file(tmp_path, fake):
     # A large state so a write takes many os.write calls.
     fake.load({"segments": fake.base["segments"] * 2000, "device_traces": [[]]})
