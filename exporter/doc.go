@@ -243,8 +243,12 @@
 //	gpufrag_oom_snapshots_captured_total{instance,model}
 //	gpufrag_oom_snapshot_capture_errors_total
 //
-// For snapshots, gpufrag_ooms_total is the number of oom entries in the
-// device's trace (it can fall when a file is replaced: a counter reset).
+// For snapshots, gpufrag_ooms_total counts the oom entries of the device's
+// trace, each once across the file's versions (told apart by time_us), so
+// it does not fall when an entry leaves the allocator's history ring (a
+// fall would be a counter reset to Prometheus, and increase() would count
+// the entries still there again); it starts from the file's entries when
+// the exporter starts or the file reappears.
 // The byte series are analysis.Device.Sizes, the figures `gpufrag analyze`
 // prints for the same file (allocated_bytes as PyTorch counts it: blocks
 // awaiting other streams are neither allocated nor cached free). A snapshot

@@ -79,10 +79,11 @@ var ErrStuck = errors.New("exporter: stuck")
 // time, type or identity (or its sidecar's) changed, is read with package
 // snapshot and diagnosed with analysis.Analyze (diagnosis only, no replay,
 // as `gpufrag analyze --no-replay`), one file at a time. Each device with
-// segments or oom entries becomes one sample with pool "pytorch"; its OOM
-// counter is the number of oom entries in the device's trace (it can go
-// down when a file is replaced, which Prometheus treats as a counter
-// reset).
+// segments or a counted OOM becomes one sample with pool "pytorch"; its OOM
+// counter counts the oom entries of the device's trace, each once across
+// the file's versions (by time_us, see oomCount), so it does not fall when
+// old entries leave the history ring; it starts again from the file's
+// entries when the exporter restarts or the file goes away and comes back.
 //
 // Labels come from the sidecar NAME.labels.json next to NAME.pickle when it
 // exists ({"instance": "...", "model": "...", "gpu": "..."}; unknown keys are
@@ -138,9 +139,12 @@ type fileStamp struct {
 type snapFile struct {
 	stamp, side fileStamp
 	samples     []Sample
-	ooms        int64
+	ooms        int64 // oom entries in this version (all devices)
 	lastOOM     int64 // time_us of the last oom entry
-	err         error
+	// counts are the OOM counters by device, carried from version to
+	// version (through versions that fail) while the name exists.
+	counts map[int]oomCount
+	err    error
 	// skipped is the reason a readable file was left out when samples were
 	// assembled (max_instances, duplicate_labels), already counted.
 	skipped string
@@ -437,6 +441,9 @@ func (d *SnapshotDir) refresh(dir *dirHandle, name string) {
 		return
 	}
 	f := &snapFile{stamp: stamp, side: side}
+	if prev != nil {
+		f.counts = prev.counts // replaced by analyse on success
+	}
 	switch {
 	case stamp.err != "":
 		f.err = d.fail(name, ReasonIO, errors.New(stamp.err))

@@ -321,23 +321,28 @@ func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) 
 	}
 	type dev struct {
 		d    *analysis.Device
-		ooms int64
+		ooms int64 // the counter: oomCount.total
 	}
 	var devs []dev
+	counts := make(map[int]oomCount, len(rep.Devices))
 	for i := range rep.Devices {
 		dv := &rep.Devices[i]
-		var ooms int64
+		var times []int64
 		if dv.Device >= 0 && dv.Device < len(s.DeviceTraces) {
 			for _, e := range s.DeviceTraces[dv.Device] {
 				if e.Action == "oom" {
-					ooms++
+					times = append(times, e.TimeUS)
 					f.lastOOM = max(f.lastOOM, e.TimeUS)
 				}
 			}
 		}
-		f.ooms += ooms
-		if dv.Segments > 0 || ooms > 0 {
-			devs = append(devs, dev{dv, ooms})
+		f.ooms += int64(len(times))
+		c := f.counts[dv.Device].next(times)
+		if c != (oomCount{}) {
+			counts[dv.Device] = c
+		}
+		if dv.Segments > 0 || c.total > 0 {
+			devs = append(devs, dev{dv, c.total})
 		}
 	}
 	for _, dv := range devs {
@@ -350,7 +355,42 @@ func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) 
 			Memory: snapshotMemory(dv.d, dv.ooms),
 		})
 	}
+	f.counts = counts // only a version that succeeds moves the counters
 	return nil
+}
+
+// oomCount is gpufrag_ooms_total of one device of one file, across the
+// file's versions. The file holds the allocator's recent history (a ring
+// of max_entries events), so an oom entry stays in it for several versions
+// and then scrolls out: counting the entries of each version would make the
+// counter fall, which Prometheus reads as a reset, counting the entries
+// still there again (a false GPUOOMsIncreasing). Memory.OOMs must never
+// decrease, so a version adds its oom entries newer than the newest one
+// counted (PyTorch's time_us, microseconds since the epoch, which a
+// restarted process continues). Entries without a time (PyTorch 2.0) cannot
+// be told apart: the counter is then the most that one version held.
+type oomCount struct {
+	total  int64 // the counter; never decreases while the file is watched
+	lastUS int64 // time_us of the newest oom entry counted (0: none timed)
+}
+
+// next is the count after a version whose oom entries have times (time_us,
+// 0 where absent), in any order.
+func (c oomCount) next(times []int64) oomCount {
+	if len(times) == 0 {
+		return c
+	}
+	var n, newest int64
+	for _, us := range times {
+		if us <= 0 {
+			return oomCount{total: max(c.total, int64(len(times))), lastUS: c.lastUS}
+		}
+		if us > c.lastUS {
+			n++
+		}
+		newest = max(newest, us)
+	}
+	return oomCount{total: c.total + n, lastUS: max(c.lastUS, newest)}
 }
 
 // snapshotMemory is the Memory of one analysed device: package frag's
