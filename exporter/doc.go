@@ -95,7 +95,9 @@
 //
 // Memory is bounded by caps, each a flag of the daemon: --max-files (256
 // snapshot files watched, in name order), --max-file-bytes (256 MiB per file;
-// decoding takes about 25 bytes per file byte while a file is analysed),
+// a file's segments and blocks take up to about 25 bytes per file byte while
+// it is analysed; its trace streams, so a history-dominated file takes far
+// less: 63 MB for a generated 1 GB one, docs/benchmarks.md),
 // --max-instances (256 distinct instance label values from snapshots) and
 // --max-series (20000 gpufrag series per scrape, counted exactly before any
 // metric is built; a source past it is down).

@@ -28,10 +28,11 @@ type SnapshotDirConfig struct {
 	// MaxFiles caps the snapshot files watched (default 256): files past it,
 	// in name order, are ignored and counted once each.
 	MaxFiles int
-	// MaxFileBytes caps one file's size (default 256 MiB). Reading a
-	// snapshot takes about 25 bytes of memory per file byte while it is
-	// analysed, and files are analysed one at a time, so this bounds a
-	// rescan's peak memory.
+	// MaxFileBytes caps one file's size (default 256 MiB). A snapshot's
+	// segments and blocks take up to about 25 bytes of memory per file byte
+	// while it is analysed (its trace streams: a history-dominated file
+	// takes far less), and files are analysed one at a time, so this bounds
+	// a rescan's peak memory.
 	MaxFileBytes int64
 	// MaxInstances caps the distinct instance label values exported
 	// (default 256); files that would add one more are skipped.
