@@ -121,6 +121,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(newHelp())
 	// Every command's flag rules (flagrules.go), before it runs; no
 	// command sets a PersistentPreRunE of its own, which would replace this.
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagRules(cmd) }

@@ -37,7 +37,7 @@ var defaultClusterPolicies = []string{"random", "dotprod", "clustering", "packin
 
 func newClusterCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Cluster-level GPU fragmentation: compare placement policies on a trace",
-		Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+		Args: subcommandArgs, RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
 	withHelp(cmd, "cluster")
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -51,7 +51,7 @@ func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "simulate --nodes FILE --pods FILE",
 		Short: "Compare placement policies on a node list and a pod list (FGD protocol)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterSimulate(cmd, f, stdout, stderr) },
 	}
 	withHelp(cmd, "cluster-simulate")
@@ -235,7 +235,7 @@ func newClusterVolcanoCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "volcano-config --nodes FILE --pods FILE",
 		Short: "Print Volcano binpack and Kubernetes NodeResourcesFit settings that pack GPUs best, with the figures",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterVolcano(cmd, f, stdout, stderr) },
 	}
 	withHelp(cmd, "cluster-volcano-config")

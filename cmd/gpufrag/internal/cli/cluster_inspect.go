@@ -38,7 +38,7 @@ func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect [--from FILE | --context NAME]",
 		Short: "Report GPU allocation and fragmentation of a Kubernetes cluster, live or from kubectl's JSON",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !(coverage > 0 && coverage <= 1) {
 				return usageErrorf(cmd, "--coverage %v: want a share above 0, at most 1", coverage)

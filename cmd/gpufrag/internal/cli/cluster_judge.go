@@ -30,7 +30,7 @@ func newClusterGenPodsCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen-pods --pods FILE --family FAMILY --share X [--specs FILE] [-o FILE]",
 		Short: "Generate an openb-style pod list of one workload family from a base list",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterGenPods(cmd, f, stdout) },
 	}
 	withHelp(cmd, "cluster-gen-pods")
@@ -96,7 +96,7 @@ func newClusterJudgeCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "judge --nodes FILE --pods FILE --specs FILE [--set tune|judge|none] [--list FILE]...",
 		Short: "Judge policies against FGD out of sample: generated lists of every family, paired seeds",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterJudge(cmd, f, stdout, stderr) },
 	}
 	withHelp(cmd, "cluster-judge")

@@ -15,7 +15,7 @@ func newExperimentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiments",
 		Short: "Test popular claims about GPU memory fragmentation and regenerate docs/findings.md",
-		Args:  cobra.NoArgs,
+		Args:  subcommandArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	withHelp(cmd, "experiments")
@@ -30,7 +30,7 @@ func newExperimentsListCmd() *cobra.Command {
 		Short: "List the experiments and the claims they test",
 		Example: `  gpufrag experiments list
   gpufrag experiments list --json | jq -r '.[].claim'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exps, err := experiments.Load()
 			if err != nil {

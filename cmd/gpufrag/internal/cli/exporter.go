@@ -28,7 +28,7 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Serve fragmentation metrics to Prometheus from a directory of memory snapshots",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -53,7 +53,7 @@ func TestExporterUsage(t *testing.T) {
 		{[]string{"exporter", "--capacity", "80GiB"}, "--capacity has no effect without --snapshots"},
 		{[]string{"exporter", "--snapshots", dir, "--capacity", "2PiB"}, "--capacity 2048TiB:"},
 		{[]string{"exporter", "--snapshots", dir, "--capacity", "lots"}, `--capacity "lots": bad size`},
-		{[]string{"exporter", "extra"}, "unknown command"},
+		{[]string{"exporter", "extra"}, `"gpufrag exporter" takes no arguments`},
 	} {
 		code, _, stderr := run(t, "", c.args...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {

@@ -41,3 +41,39 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandWordsExit2: a word where a command takes none, or an unknown
+// subcommand or help topic, is a usage error (exit 2) on stderr that points
+// at the help of the command it was given to, with the near command names.
+func TestCommandWordsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cluster", "simulat"}, "gpufrag: unknown command \"simulat\" for \"gpufrag cluster\"; did you mean \"simulate\"?\nRun 'gpufrag cluster --help' for usage.\n"},
+		{[]string{"experiments", "lst"}, "gpufrag: unknown command \"lst\" for \"gpufrag experiments\"; did you mean \"list\"?\nRun 'gpufrag experiments --help' for usage.\n"},
+		{[]string{"cluster", "nosuch"}, "gpufrag: unknown command \"nosuch\" for \"gpufrag cluster\"\nRun 'gpufrag cluster --help' for usage.\n"},
+		{[]string{"cluster", "simulate", "extra"}, "gpufrag: \"gpufrag cluster simulate\" takes no arguments, got [\"extra\"]\nRun 'gpufrag cluster simulate --help' for usage.\n"},
+		{[]string{"cluster", "inspect", "extra"}, "gpufrag: \"gpufrag cluster inspect\" takes no arguments, got [\"extra\"]\nRun 'gpufrag cluster inspect --help' for usage.\n"},
+		{[]string{"cluster", "judge", "extra"}, "gpufrag: \"gpufrag cluster judge\" takes no arguments, got [\"extra\"]\nRun 'gpufrag cluster judge --help' for usage.\n"},
+		{[]string{"cluster", "gen-pods", "extra"}, "gpufrag: \"gpufrag cluster gen-pods\" takes no arguments, got [\"extra\"]\nRun 'gpufrag cluster gen-pods --help' for usage.\n"},
+		{[]string{"cluster", "volcano-config", "extra"}, "gpufrag: \"gpufrag cluster volcano-config\" takes no arguments, got [\"extra\"]\nRun 'gpufrag cluster volcano-config --help' for usage.\n"},
+		{[]string{"experiments", "list", "extra"}, "gpufrag: \"gpufrag experiments list\" takes no arguments, got [\"extra\"]\nRun 'gpufrag experiments list --help' for usage.\n"},
+		{[]string{"exporter", "extra"}, "gpufrag: \"gpufrag exporter\" takes no arguments, got [\"extra\"]\nRun 'gpufrag exporter --help' for usage.\n"},
+		{[]string{"help", "simulat"}, "gpufrag: unknown help topic \"simulat\"; did you mean \"simulate\"?\nRun 'gpufrag --help' for usage.\n"},
+		{[]string{"help", "nosuch"}, "gpufrag: unknown help topic \"nosuch\"\nRun 'gpufrag --help' for usage.\n"},
+		{[]string{"help", "cluster", "simulat"}, "gpufrag: unknown help topic \"cluster simulat\"; did you mean \"cluster simulate\"?\nRun 'gpufrag --help' for usage.\n"},
+	} {
+		code, stdout, stderr := run(t, "", tc.args...)
+		if code != exitUsage || stderr != tc.want || stdout != "" {
+			t.Errorf("gpufrag %s: exit %d, stdout %q\nstderr %q\nwant   %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+	// A known topic still prints that command's help, on stdout, exit 0.
+	for _, args := range [][]string{{"help", "cluster", "simulate"}, {"help", "replay"}} {
+		code, stdout, stderr := run(t, "", args...)
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage:\n  gpufrag "+strings.Join(args[1:], " ")) {
+			t.Errorf("gpufrag %s: exit %d, stderr %q, stdout:\n%s", strings.Join(args, " "), code, stderr, stdout)
+		}
+	}
+}
