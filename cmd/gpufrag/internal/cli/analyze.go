@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
+	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -88,7 +89,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		}
 		for _, s := range specs {
 			if _, err := registry.New(s, mem.MustDevice(80*mem.GiB, 0)); errors.Is(err, alloc.ErrBadSpec) {
-				return usageErrorf(cmd, "--whatif: %v", err)
+				return usageErrorf(cmd, "--whatif %s: %v%s", s, err, human.DidYouMean(human.SpecKind(s), registry.Names()))
 			}
 		}
 		opts.WhatIf = specs

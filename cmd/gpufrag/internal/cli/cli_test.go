@@ -143,7 +143,7 @@ func TestErrors(t *testing.T) {
 		{"other over capacity", "", []string{"replay", "--capacity", "1GiB", "--other", "2GiB"}, 2,
 			"gpufrag: --capacity 1GiB, --other 2GiB: bad device configuration: other use 2GiB must be between 0 and the capacity 1GiB\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown allocator", "", []string{"replay", "--alloc", "direct", "--alloc", "tlsf"}, 2,
-			`gpufrag: --alloc: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, buddy, async, direct, vmm)` +
+			`gpufrag: --alloc tlsf: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, buddy, async, direct, vmm)` +
 				"\nRun 'gpufrag replay --help' for usage.\n"},
 		{"empty allocator list", "", []string{"replay", "--alloc", ","}, 2,
 			"gpufrag: --alloc: bad allocator spec: empty allocator list\nRun 'gpufrag replay --help' for usage.\n"},

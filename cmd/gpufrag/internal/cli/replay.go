@@ -98,7 +98,7 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	// the trace has been read and checked.
 	for _, s := range specs {
 		if _, err := newAllocator(s); errors.Is(err, alloc.ErrBadSpec) {
-			return usageErrorf(cmd, "--alloc: %v", err)
+			return usageErrorf(cmd, "--alloc %s: %v%s", s, err, human.DidYouMean(human.SpecKind(s), registry.Names()))
 		}
 	}
 

@@ -34,6 +34,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "cpu", "--share", "2"}, 2, "--share 2"},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "gpuspc", "--share", "0.2"}, 2, `did you mean "gpuspec"?`},
 		{[]string{"experiments", "run", "--root", "no-such-dir", "int8-kv"}, 2, "--root no-such-dir"},
+		{[]string{"replay", "--alloc", "cachng"}, 2, `--alloc cachng: bad allocator spec: unknown allocator "cachng" (known: caching, sizeclass, arena, buddy, async, direct, vmm); did you mean "caching"?`},
+		{[]string{"replay", "--alloc", "direct", "--alloc", "budy:0.9"}, 2, `--alloc budy:0.9: bad allocator spec: unknown allocator "budy" (known: caching, sizeclass, arena, buddy, async, direct, vmm); did you mean "buddy"?`},
+		{[]string{"analyze", "--whatif", "sizeclas", "x.pickle"}, 2, `--whatif sizeclas: bad allocator spec: unknown allocator "sizeclas" (known: caching, sizeclass, arena, buddy, async, direct, vmm); did you mean "sizeclass"?`},
 	} {
 		code, _, stderr := run(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
