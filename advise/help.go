@@ -88,18 +88,20 @@ the trace).`
 
 // Examples are `gpufrag advise`'s usage examples.
 const Examples = `  # The default sweep (26 stock settings of vLLM with paged KV) on your trace, model and GPU:
-  gpufrag advise --trace AzureLLMInferenceTrace_conv.csv --model llama-3.1-8b --gpu a100-80g
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g
 
   # Only paged block sizes and two utilizations, as JSON:
-  gpufrag advise --trace conv.csv --model ./config.json --gpu h100-80g --tp 2 \
-      --kv paged:16,paged:32 --alloc caching --gpu-memory-utilization 0.9,0.95 --json
+  gpufrag advise --trace examples/azure_conv.csv --model examples/qwen2.5-7b.config.json \
+      --gpu h100-80g --tp 2 --kv paged:16,paged:32 --alloc caching \
+      --gpu-memory-utilization 0.9,0.95 --json
 
   # Then cross the best 3 setups with every utilization and bucket size:
-  gpufrag advise --trace conv.csv --model llama-3.1-8b --gpu a100-80g --json > stage1.json
-  gpufrag advise --trace conv.csv --model llama-3.1-8b --gpu a100-80g --refine stage1.json
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g --json > stage1.json
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g --refine stage1.json
 
-  # Split across 4 machines (see deploy/kubernetes/advise-job.yaml), then merge:
-  gpufrag advise --trace conv.csv --model llama-3.1-8b --gpu a100-80g --shard 2/4 --out shard-2.json
+  # Split across 2 machines (deploy/kubernetes/advise-job.yaml runs n of them), then merge:
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g --shard 0/2 --out shard-0.json
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g --shard 1/2 --out shard-1.json
   gpufrag advise merge shard-*.json`
 
 // MergeHelp is `gpufrag advise merge`'s long help.

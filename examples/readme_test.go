@@ -279,22 +279,7 @@ func TestReadme(t *testing.T) {
 		t.Fatalf("README.md: %v", err)
 	}
 	start := time.Now()
-	tmp := t.TempDir()
-	clone := filepath.Join(tmp, "clone")
-	if err := copyTree(root, clone); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("copied the working tree in %.1fs", time.Since(start).Seconds())
-	if _, err := os.Stat(filepath.Join(clone, "..", "shared")); err == nil {
-		t.Fatal("the copy of the tree has a ../shared beside it")
-	}
-	bin := filepath.Join(tmp, "bin", "gpufrag")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gpufrag")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/gpufrag: %v\n%s", err, b)
-	}
-	t.Logf("built gpufrag at %.1fs", time.Since(start).Seconds())
+	clone, bin := cloneAndBuild(t, root)
 
 	stdout := map[string]string{} // command text → what it printed
 	ran := 0
@@ -344,6 +329,31 @@ func TestReadme(t *testing.T) {
 	t.Logf("%d commands ran, %d output blocks checked, in %.1fs", ran, len(outs), time.Since(start).Seconds())
 }
 
+// cloneAndBuild copies the working tree at root into a temporary
+// directory, as a clone without ../shared beside it, and builds gpufrag
+// from root; it returns the copy and the binary.
+func cloneAndBuild(t *testing.T, root string) (clone, bin string) {
+	t.Helper()
+	start := time.Now()
+	tmp := t.TempDir()
+	clone = filepath.Join(tmp, "clone")
+	if err := copyTree(root, clone); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("copied the working tree in %.1fs", time.Since(start).Seconds())
+	if _, err := os.Stat(filepath.Join(clone, "..", "shared")); err == nil {
+		t.Fatal("the copy of the tree has a ../shared beside it")
+	}
+	bin = filepath.Join(tmp, "bin", "gpufrag")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gpufrag")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/gpufrag: %v\n%s", err, b)
+	}
+	t.Logf("built gpufrag at %.1fs", time.Since(start).Seconds())
+	return clone, bin
+}
+
 // withoutComment is a command without its trailing "# ..." comment, as an
 // output marker names it.
 func withoutComment(c string) string {
@@ -355,13 +365,18 @@ func withoutComment(c string) string {
 
 // runCommand runs c with sh in dir, gpufrag standing for go run
 // ./cmd/gpufrag, and returns its standard output; an error holds the exit
-// status and standard error.
+// status and standard error. A bin given by its absolute path is also
+// first on the command's PATH, so that a plain "gpufrag" (a --help
+// example) runs it too.
 func runCommand(dir, bin string, c readmeCommand) (string, error) {
 	script := strings.Join(append(append([]string(nil), c.vars...), strings.ReplaceAll(c.text, gpufragCmd, bin)), "\n")
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)
 	cmd.Dir = dir
+	if filepath.IsAbs(bin) {
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	ownGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer

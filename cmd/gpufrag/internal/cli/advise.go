@@ -81,7 +81,10 @@ func newAdviseCmd() *cobra.Command {
 func newAdviseMergeCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{Use: "merge FILE...", Short: "Merge the partial results of sharded advise runs", Long: advise.MergeHelp,
-		Example: `  gpufrag advise merge /results/shard-*.json --json`,
+		Example: `  # The shards of gpufrag advise --help's example, as JSON:
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g --shard 0/2 --out shard-0.json
+  gpufrag advise --trace examples/azure_conv.csv --model llama-3.1-8b --gpu a100-80g --shard 1/2 --out shard-1.json
+  gpufrag advise merge shard-*.json --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf(cmd, "merge needs the shard files written by gpufrag advise --shard i/n --out FILE")

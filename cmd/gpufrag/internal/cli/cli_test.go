@@ -67,6 +67,10 @@ func TestRootHelp(t *testing.T) {
 			!strings.Contains(out, "Available Commands:") {
 			t.Errorf("gpufrag %v: code %d, stderr %q, stdout:\n%s", args, code, errs, out)
 		}
+		// The exit statuses are documented where a user looks first.
+		if !strings.Contains(out, "Exit status: 0 when") || !strings.Contains(out, "2 for a mistake on\nthe command line") {
+			t.Errorf("gpufrag %v: help does not give the exit statuses", args)
+		}
 		for _, c := range []string{"simulate ", "analyze ", "defrag ", "cluster ", "replay "} {
 			if !strings.Contains(out, c) {
 				t.Errorf("gpufrag %v: help does not list %q", args, c)

@@ -29,6 +29,7 @@ func newExperimentsListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the experiments and the claims they test",
 		Example: `  gpufrag experiments list
+  # needs: jq
   gpufrag experiments list --json | jq -r '.[].claim'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
