@@ -37,7 +37,7 @@ func newClusterGenPodsCmd(stdout io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.pods, "pods", "", "base pod list `FILE` (openb CSV or our JSON form)")
 	fl.StringVar(&f.family, "family", "", "`FAMILY`: cpu, gpushare, gpuspec or multigpu")
-	fl.Float64Var(&f.share, "share", -1, "the family's share `X`, 0 to 1 (see above)")
+	fl.Float64Var(&f.share, "share", 0, "the family's share `X`, 0 to 1 (see above); required")
 	fl.Uint64Var(&f.seed, "seed", f.seed, "random `SEED` of the draws")
 	fl.StringVar(&f.specs, "specs", "", "pod list `FILE` whose restricted GPU pods give the gpu_spec values (family gpuspec)")
 	fl.StringVarP(&f.out, "output", "o", "", "write the list to `FILE` instead of standard output")
@@ -47,7 +47,7 @@ func newClusterGenPodsCmd(stdout io.Writer) *cobra.Command {
 func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) error {
 	families := gen.FamilyNames()
 	shareErr := gen.Family(f.family).CheckShare(f.share)
-	if err := checkClusterFlags(cmd, clusterCheck{f.pods == "" || f.family == "" || f.share < 0, "--pods, --family and --share are required"},
+	if err := checkClusterFlags(cmd, clusterCheck{f.pods == "" || f.family == "" || !cmd.Flags().Changed("share"), "--pods, --family and --share are required"},
 		clusterCheck{!slices.Contains(families, f.family), fmt.Sprintf("--family %q: want %s%s", f.family, strings.Join(families, ", "), human.DidYouMean(f.family, families))},
 		clusterCheck{shareErr != nil, fmt.Sprintf("--share %v: %v", f.share, shareErr)},
 		clusterCheck{f.family == string(gen.FamilyGPUSpec) && f.specs == "", "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)"}); err != nil {

@@ -33,6 +33,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"calibrate", "--gpu", "h100", "--model", "llama-3-8b", "x.json"}, 2, `did you mean "h100-80g"?`},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "cpu", "--share", "2"}, 2, "--share 2"},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "gpuspc", "--share", "0.2"}, 2, `did you mean "gpuspec"?`},
+		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu", "--share", "-0.5"}, 2, "--share -0.5: want a share from 0 to 1"},
+		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu"}, 2, "--pods, --family and --share are required"},
+		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu", "--share", "0"}, 1, "--pods x.csv: open x.csv"},
 		{[]string{"experiments", "run", "--root", "no-such-dir", "int8-kv"}, 2, "--root no-such-dir"},
 		{[]string{"replay", "--alloc", "cachng"}, 2, `--alloc cachng: bad allocator spec: unknown allocator "cachng" (known: caching, sizeclass, arena, buddy, async, direct, vmm); did you mean "caching"?`},
 		{[]string{"replay", "--alloc", "direct", "--alloc", "budy:0.9"}, 2, `--alloc budy:0.9: bad allocator spec: unknown allocator "budy" (known: caching, sizeclass, arena, buddy, async, direct, vmm); did you mean "buddy"?`},
@@ -78,5 +81,14 @@ func TestCommandWordsExit2(t *testing.T) {
 		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage:\n  gpufrag "+strings.Join(args[1:], " ")) {
 			t.Errorf("gpufrag %s: exit %d, stderr %q, stdout:\n%s", strings.Join(args, " "), code, stderr, stdout)
 		}
+	}
+}
+
+// TestHelpShowsNoSentinelDefault: a required flag's help shows no
+// "(default -1)", a value the flag refuses.
+func TestHelpShowsNoSentinelDefault(t *testing.T) {
+	code, out, _ := run(t, "", "cluster", "gen-pods", "--help")
+	if code != 0 || strings.Contains(out, "(default -1)") {
+		t.Errorf("exit %d, help shows a default of -1:\n%s", code, out)
 	}
 }
