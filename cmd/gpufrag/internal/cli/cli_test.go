@@ -98,6 +98,13 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "gpufrag ") {
 		t.Fatalf("code %d, %q", code, out)
 	}
+	code, out, errs := run(t, "", "version", "--json")
+	var v struct{ Version, Go, OS, Arch string }
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); code != 0 || errs != "" || err != nil || v.Version == "" || !strings.HasPrefix(v.Go, "go") || v.OS == "" || v.Arch == "" {
+		t.Fatalf("version --json: code %d, stderr %q, %v: %+v from\n%s", code, errs, err, v, out)
+	}
 	if code, _, errs := run(t, "", "version", "extra"); code != 2 || !strings.Contains(errs, "takes no arguments") {
 		t.Fatalf("version extra: code %d, %q", code, errs)
 	}

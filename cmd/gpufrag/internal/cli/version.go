@@ -29,17 +29,31 @@ func version() string {
 	return "(devel)"
 }
 
+// versionJSON is `gpufrag version --json` (docs/json.md).
+type versionJSON struct {
+	Version string `json:"version"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+}
+
 func newVersion() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print gpufrag's version",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gpufrag %s (%s, %s/%s)\n",
-				version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			v := versionJSON{version(), runtime.Version(), runtime.GOOS, runtime.GOARCH}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v, true)
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gpufrag %s (%s, %s/%s)\n", v.Version, v.Go, v.OS, v.Arch)
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the version, Go release, OS and architecture as a JSON object")
+	return cmd
 }
 
 // noArgs is cobra.NoArgs as a usage error.
