@@ -3,7 +3,9 @@ sidecar, the name lock, and the bounded OOM copies.
 
 Per probe file name STEM (one per process, <instance>__<model>__<tag>),
 DIR holds STEM.pickle (the rolling snapshot), STEM.labels.json (its
-labels), .STEM.lock (held while the process lives) and, only while a write
+labels), .STEM.lock (an exclusive flock held while the process lives,
+taken before STEM.pickle is first written: the exporter reads a free lock
+as "the writer is gone" and stops exporting the file) and, only while a write
 is in progress, one .STEM.pickle.<pid>.<hex>.tmp; DIR/.gpufrag-oom/ holds at
 most `keep` STEM.<UTC time>.pickle OOM snapshots, oldest deleted first.
 
@@ -42,6 +44,15 @@ _SIDECAR_MAX = 64 << 10
 # _COPY_STAMP matches what follows "STEM." in an OOM copy's name
 # (_utc_stamp() + ".pickle").
 _COPY_STAMP = r"\d{8}T\d{6}\.\d{6}Z\.pickle"
+
+# _LOCK_TRIES, _LOCK_WAIT_S: a name lock found held is tried this many
+# times, this far apart (40 ms in all), before the name is taken to be
+# another live process's. The exporter tests each lock at every rescan with
+# a shared flock held for microseconds (a free lock means the process that
+# wrote the files is gone, docs/monitoring.md), and a probe starting in that
+# instant would otherwise write under a -pid name for its whole life.
+_LOCK_TRIES = 5
+_LOCK_WAIT_S = 0.01
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -244,13 +255,18 @@ class Files:
             return
         name = ".%s.lock" % stem
         fd = open_file(dir_fd, name, os.O_RDWR | os.O_CREAT, os.path.join(self.directory, name))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            os.close(fd)
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise HeldError(stem)
-            raise
+        for attempt in range(_LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    os.close(fd)
+                    raise
+                if attempt == _LOCK_TRIES - 1:
+                    os.close(fd)
+                    raise HeldError(stem)
+                time.sleep(_LOCK_WAIT_S)
         self._lock_fd = fd
 
     def release(self):

@@ -94,6 +94,25 @@ def test_second_live_process_with_the_same_labels_gets_a_pid_name(tmp_path, fake
     assert r.stdout.strip() == str(tmp_path / "i__m__gpu0.pickle"), r.stderr
 
 
+def test_a_lock_tested_by_the_exporter_is_not_taken_for_a_live_process(tmp_path):
+    # The exporter holds a shared flock on the lock file for an instant at
+    # each rescan to see whether the writer lives; a probe starting then
+    # waits it out and keeps the stable name instead of writing -pid<PID>.
+    import fcntl
+    (tmp_path / ".i__m__gpu0.lock").write_bytes(b"")
+    fd = os.open(str(tmp_path / ".i__m__gpu0.lock"), os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    timer = threading.Timer(0.015, os.close, [fd])
+    timer.start()
+    files = _files.Files(str(tmp_path), 5)
+    try:
+        stem, problem = files.claim("i__m__gpu0")
+    finally:
+        timer.join()
+        files.release()
+    assert (stem, problem) == ("i__m__gpu0", None)
+
+
 def test_stale_temporary_files_are_removed(tmp_path, fake):
     stale = tmp_path / ".i__m__gpu0.pickle.123.deadbeef.tmp"
     other = tmp_path / ".x__m__gpu0.pickle.123.deadbeef.tmp"  # another name's: left alone
