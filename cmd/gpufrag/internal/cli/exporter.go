@@ -85,7 +85,8 @@ var exporterReady func(net.Addr)
 var nvmlOpen func(libraryPath string) (nvml.Reader, error)
 
 // runExporter checks f (a bad value is a usage error) and serves until ctx
-// ends (daemon.Run); ready, when set, receives the listening address.
+// ends (daemon.Run), logging and ignoring SIGHUP; ready, when set, receives
+// the listening address.
 func runExporter(ctx context.Context, cmd *cobra.Command, f daemon.Config, stderr io.Writer, ready func(net.Addr)) error {
 	if err := checkCapacity(cmd, f.Capacity); err != nil {
 		return err
@@ -97,6 +98,21 @@ func runExporter(ctx context.Context, cmd *cobra.Command, f daemon.Config, stder
 	if err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
+	// SIGHUP would end the process (Go's default) with no word in the log:
+	// there is nothing to reload, so it is logged and ignored.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				logger.Info("SIGHUP ignored: there is no configuration to reload (restart to change flags; SIGINT or SIGTERM stop)")
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	err = daemon.Run(ctx, f, logger, daemon.Hooks{OpenNVML: nvmlOpen, ConnectCluster: liveConnect, Listening: exporterListening, Ready: ready})
 	if errors.Is(err, nvml.ErrNotBuilt) {
 		return usageErrorf(cmd, "%v", err)

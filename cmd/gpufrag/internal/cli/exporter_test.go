@@ -81,8 +81,8 @@ func TestExporterUsage(t *testing.T) {
 }
 
 // TestExporterSignal runs `gpufrag exporter` through Main over a snapshot
-// directory, scrapes it, and stops it with SIGTERM: exit 0 after a graceful
-// shutdown.
+// directory, scrapes it, sends it SIGHUP (logged, ignored: it keeps
+// serving), and stops it with SIGTERM: exit 0 after a graceful shutdown.
 func TestExporterSignal(t *testing.T) {
 	snap, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "snapshot", "testdata", "modern_p4.pickle"))
 	if err != nil {
@@ -136,6 +136,19 @@ func TestExporterSignal(t *testing.T) {
 	}
 	if got := body("/snapshots/index.json"); !strings.Contains(got, `"name":"vllm-0-llama-`) {
 		t.Errorf("/snapshots/index.json = %s", got)
+	}
+	// SIGHUP is logged and ignored: the exporter keeps serving.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "SIGHUP ignored"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of SIGHUP:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := body("/healthz"); got != "ok\n" {
+		t.Errorf("/healthz after SIGHUP = %q", got)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
