@@ -239,11 +239,19 @@
 //	                                        io not_regular too_large forbidden truncated
 //	                                        length limit decode field analysis panic
 //	                                        labels max_files max_instances duplicate_labels
+//	                                        stale (each time a file becomes stale)
 //	gpufrag_snapshots_analyzed_total
 //	gpufrag_snapshot_last_analyzed_timestamp_seconds
-//	gpufrag_snapshot_files                  files watched
+//	gpufrag_snapshot_files                  files watched, stale ones not
+//	gpufrag_snapshot_stale_files            stale files present (not exported; removable)
 //	gpufrag_oom_snapshots_captured_total{instance,model}
 //	gpufrag_oom_snapshot_capture_errors_total
+//
+// A snapshot file is stale when its writer is gone: gpufrag-probe's lock
+// beside it (.STEM.lock) is free, or, with SnapshotDirConfig.MaxFileAge
+// (`--max-file-age`), a file without a lock file was not modified within
+// it. Its series go (so alerts on them resolve) and it is not watched; see
+// SnapshotDir.
 //
 // For snapshots, gpufrag_ooms_total counts the oom entries of the device's
 // trace, each once across the file's versions (told apart by time_us), so

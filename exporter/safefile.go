@@ -92,3 +92,32 @@ func notRegular(name string, mode fs.FileMode) error {
 func sortEntries(entries []fs.DirEntry) {
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 }
+
+// lockState is what a probe's name lock (.STEM.lock, which gpufrag-probe
+// holds with an exclusive flock for its process's life, taken before it
+// writes STEM.pickle) says about the writer of STEM.pickle.
+type lockState int8
+
+const (
+	// lockUnknown: no lock file (a plain _dump_snapshot writer), one that is
+	// not a regular file (a link, pipe or directory: never opened or
+	// followed), one that cannot be opened or locked (permissions, a file
+	// system without flock), or a platform without flock.
+	lockUnknown lockState = iota
+	// lockHeld: a process holds the lock: the writer lives.
+	lockHeld
+	// lockFree: the lock file exists and no process holds it: the writer
+	// is gone (or, for an instant, a new one has created the file and not
+	// yet locked it: the next rescan sees it held).
+	lockFree
+)
+
+func (s lockState) String() string {
+	switch s {
+	case lockHeld:
+		return "held"
+	case lockFree:
+		return "free"
+	}
+	return "unknown"
+}

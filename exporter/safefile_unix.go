@@ -188,3 +188,32 @@ func (d *dirHandle) remove(name string) error {
 
 // sync flushes the directory (after a rename).
 func (d *dirHandle) sync() error { return d.f.Sync() }
+
+// testLock tests the lock file name without waiting for it: opened as
+// open opens a file (never created, never through a link, only a regular
+// file, non-blocking), then a shared flock(2) tried with LOCK_NB and let
+// go at once by closing the descriptor. A lock held exclusively by
+// another process is lockHeld; a lock taken is lockFree (no process held
+// it); anything else (no such file, not a regular file, an open or flock
+// error) is lockUnknown.
+//
+// flock locks belong to the open file description, so this descriptor's
+// shared lock conflicts with an exclusive one held through any other
+// descriptor, this process's included; and while it is held (a few
+// microseconds) a probe's LOCK_EX|LOCK_NB fails, which the probe retries
+// before it takes another name (probe/gpufrag_probe/_files.py).
+func (d *dirHandle) testLock(name string) lockState {
+	f, _, err := d.open(name)
+	if err != nil {
+		return lockUnknown
+	}
+	defer f.Close() // releases the shared lock if it was taken
+	err = retryEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) })
+	switch {
+	case err == nil:
+		return lockFree
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return lockHeld
+	}
+	return lockUnknown
+}

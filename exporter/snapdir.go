@@ -26,8 +26,13 @@ type SnapshotDirConfig struct {
 	// Rescan is the interval between scans (default 10s).
 	Rescan time.Duration
 	// MaxFiles caps the snapshot files watched (default 256): files past it,
-	// in name order, are ignored and counted once each.
+	// in name order, are ignored and counted once each. Stale files (see
+	// SnapshotDir) are not watched, so they never take a live file's place.
 	MaxFiles int
+	// MaxFileAge, when positive, retires as stale a file whose writer's
+	// liveness is unknown (no probe lock file beside it) and that has not
+	// been modified for longer (default 0: such a file is never stale).
+	MaxFileAge time.Duration
 	// MaxFileBytes caps one file's size (default 256 MiB). A snapshot's
 	// segments and blocks take up to about 25 bytes of memory per file byte
 	// while it is analysed (its trace streams: a history-dominated file
@@ -49,7 +54,8 @@ type SnapshotDirConfig struct {
 	// Registerer receives the directory's own metrics
 	// (gpufrag_snapshot_errors_total, gpufrag_snapshots_analyzed_total,
 	// gpufrag_snapshot_last_analyzed_timestamp_seconds,
-	// gpufrag_snapshot_files); nil: not registered.
+	// gpufrag_snapshot_files, gpufrag_snapshot_stale_files); nil: not
+	// registered.
 	Registerer prometheus.Registerer
 	// Capture, when set, keeps a copy of each new file version whose trace
 	// holds an out-of-memory entry, unless a capture holds the same bytes
@@ -92,6 +98,23 @@ var ErrStuck = errors.New("exporter: stuck")
 // else instance is the file stem. gpu is the sidecar's when the file holds
 // one device with memory, else the device index in the file.
 //
+// A file whose writer is gone is stale: it is not watched (not analysed,
+// not exported, not counted against MaxFiles) and is counted once, with
+// reason stale, each time it becomes so. gpufrag-probe holds an exclusive
+// flock on .STEM.lock beside STEM.pickle for its process's life, taken
+// before its first write of STEM.pickle (probe/gpufrag_probe/_files.py),
+// so each rescan tries a shared lock on it (dirHandle.testLock, opened as
+// the snapshots are, never created, let go at once): held, the file is
+// live; free, no process holds the name and the file is stale. Without a
+// usable lock file (another writer, a lock file that is a link or a pipe)
+// liveness is unknown and the file is exported as before, unless
+// MaxFileAge retires it. A stale name that a process takes again (a
+// restarted pod of the same name) is live at the next rescan. When files
+// repeat a label set, a live one (lock held) is exported before the others,
+// then name order decides. The exporter never deletes a snapshot directory's
+// files: a stale file, its sidecar, its lock and its .gpufrag-oom copies
+// can be removed by the operator.
+//
 // Every file is opened through the directory's descriptor, only if it is a
 // regular file (a symbolic link, named pipe, socket, device or directory is
 // refused unopened, reason not_regular), with O_NOFOLLOW|O_NONBLOCK, and
@@ -108,13 +131,15 @@ type SnapshotDir struct {
 	analyzed prometheus.Counter
 	lastTS   prometheus.Gauge
 	watched  prometheus.Gauge
+	staleN   prometheus.Gauge
 	// diagnose analyses one decoded snapshot (diagnoseAt; tests
 	// inject panicking or blocking ones).
 	diagnose func(name string, s *snapshot.Snapshot) (*analysis.Report, error)
 
-	scanMu  sync.Mutex // one rescan at a time; guards files and ignored
+	scanMu  sync.Mutex // one rescan at a time; guards files, ignored and stale
 	files   map[string]*snapFile
 	ignored map[string]bool // over MaxFiles, already counted
+	stale   map[string]bool // stale, already counted (while it stays stale)
 	dirErr  string          // last directory error logged
 
 	mu      sync.Mutex
@@ -149,6 +174,9 @@ type snapFile struct {
 	// skipped is the reason a readable file was left out when samples were
 	// assembled (max_instances, duplicate_labels), already counted.
 	skipped string
+	// held: a process held the file's lock at the last rescan (publish
+	// prefers such a file where label sets repeat).
+	held bool
 }
 
 // NewSnapshotDir returns the source; it does not scan yet (Run or Rescan do).
@@ -177,9 +205,9 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 	if cfg.Capacity < 0 {
 		return nil, fmt.Errorf("exporter: negative device capacity %d", cfg.Capacity)
 	}
-	if cfg.Rescan < 0 || cfg.MaxFiles < 0 || cfg.MaxFileBytes < 0 || cfg.MaxInstances < 0 || cfg.StuckAfter < 0 {
-		return nil, fmt.Errorf("exporter: snapshot directory limits must be positive (rescan %v, files %d, bytes %d, instances %d, stuck after %v)",
-			cfg.Rescan, cfg.MaxFiles, cfg.MaxFileBytes, cfg.MaxInstances, cfg.StuckAfter)
+	if cfg.Rescan < 0 || cfg.MaxFiles < 0 || cfg.MaxFileBytes < 0 || cfg.MaxInstances < 0 || cfg.StuckAfter < 0 || cfg.MaxFileAge < 0 {
+		return nil, fmt.Errorf("exporter: snapshot directory limits must be positive (rescan %v, files %d, bytes %d, instances %d, stuck after %v, file age %v)",
+			cfg.Rescan, cfg.MaxFiles, cfg.MaxFileBytes, cfg.MaxInstances, cfg.StuckAfter, cfg.MaxFileAge)
 	}
 	if cfg.Capture != nil {
 		if err := DistinctDirs(cfg.Dir, cfg.Capture.cfg.Dir); err != nil {
@@ -209,17 +237,22 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 		}),
 		watched: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "snapshot_files",
-			Help: "Snapshot files watched in the snapshot directory (at most --max-files).",
+			Help: "Snapshot files watched in the snapshot directory (at most --max-files; stale files are not watched).",
+		}),
+		staleN: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "snapshot_stale_files",
+			Help: "Snapshot files in the snapshot directory whose writer is gone (not exported; removable).",
 		}),
 		files:   make(map[string]*snapFile),
 		ignored: make(map[string]bool),
+		stale:   make(map[string]bool),
 		err:     errNotPolled,
 	}
 	for _, r := range snapshotReasons {
 		d.errs.WithLabelValues(r)
 	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{d.errs, d.analyzed, d.lastTS, d.watched} {
+		for _, c := range []prometheus.Collector{d.errs, d.analyzed, d.lastTS, d.watched, d.staleN} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("exporter: register snapshot metrics: %w", err)
 			}
@@ -382,11 +415,37 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 		d.dirErr = ""
 	}
 	var names []string
+	held := make(map[string]bool)
+	staleNow := make(map[string]bool)
 	for _, e := range entries { // sorted by name
 		// Every kind is looked at, so that a link, pipe or directory named
 		// like a snapshot is reported (once) rather than skipped silently.
-		if isSnapshotName(e.Name()) {
-			names = append(names, e.Name())
+		if !isSnapshotName(e.Name()) {
+			continue
+		}
+		n := e.Name()
+		switch lk, why := d.liveness(dir, n); {
+		case why != "":
+			staleNow[n] = true
+			delete(d.ignored, n)
+			if !d.stale[n] {
+				d.stale[n] = true
+				d.errs.WithLabelValues(ReasonStale).Inc()
+				d.cfg.Logger.Info("snapshot file stale: not exported", "file", n, "reason", ReasonStale, "why", why)
+			}
+			continue
+		case lk == lockHeld:
+			held[n] = true
+		}
+		if d.stale[n] {
+			delete(d.stale, n)
+			d.cfg.Logger.Info("snapshot file live again", "file", n)
+		}
+		names = append(names, n)
+	}
+	for n := range d.stale {
+		if !staleNow[n] {
+			delete(d.stale, n) // gone (live again was handled above)
 		}
 	}
 	if len(names) > d.cfg.MaxFiles {
@@ -420,10 +479,34 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 		}
 		d.at(n)
 		d.refresh(dir, n)
+		if f := d.files[n]; f != nil {
+			f.held = held[n]
+		}
 	}
 	d.watched.Set(float64(len(d.files)))
+	d.staleN.Set(float64(len(d.stale)))
 	d.publish()
 	return nil
+}
+
+// liveness says whether name's writer lives: its probe lock's state and,
+// when the file is stale, why (else "").
+func (d *SnapshotDir) liveness(dir *dirHandle, name string) (lockState, string) {
+	lockName := "." + stem(name) + ".lock"
+	lk := dir.testLock(lockName)
+	switch {
+	case lk == lockFree:
+		return lk, "no process holds its lock " + lockName
+	case lk == lockUnknown && d.cfg.MaxFileAge > 0:
+		st, err := dir.lstat(name)
+		if err != nil {
+			return lk, ""
+		}
+		if age := d.cfg.Clock.Now().Sub(time.Unix(0, st.mtimeNs)); age > d.cfg.MaxFileAge {
+			return lk, fmt.Sprintf("not modified for %v, over --max-file-age %v", age.Round(time.Second), d.cfg.MaxFileAge)
+		}
+	}
+	return lk, ""
 }
 
 // refresh re-reads name if it or its sidecar changed since the last scan.
@@ -496,14 +579,23 @@ func (d *SnapshotDir) fail(name, reason string, err error) error {
 	return err
 }
 
-// publish assembles the samples of every good file, in name order,
-// skipping files that would repeat a label set or pass MaxInstances.
+// publish assembles the samples of every good file, those whose lock is
+// held first, then in name order, skipping files that would repeat a label
+// set or pass MaxInstances.
 func (d *SnapshotDir) publish() {
 	names := make([]string, 0, len(d.files))
 	for n := range d.files {
 		names = append(names, n)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, func(a, b string) int {
+		if ha, hb := d.files[a].held, d.files[b].held; ha != hb {
+			if ha {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 	var out []Sample
 	used := make(map[Labels]string)
 	instances := make(map[string]bool)

@@ -39,11 +39,12 @@ const (
 	ReasonMaxFiles        = "max_files"        // past MaxFiles
 	ReasonMaxInstances    = "max_instances"    // past MaxInstances
 	ReasonDuplicateLabels = "duplicate_labels" // another file already exports the labels
+	ReasonStale           = "stale"            // its writer is gone: lock file free, or older than MaxFileAge
 )
 
 var snapshotReasons = []string{ReasonIO, ReasonNotRegular, ReasonTooLarge, ReasonForbidden, ReasonTruncated,
 	ReasonLength, ReasonLimit, ReasonNotSnapshot, ReasonDecode, ReasonField, ReasonAnalysis, ReasonPanic, ReasonLabels,
-	ReasonMaxFiles, ReasonMaxInstances, ReasonDuplicateLabels}
+	ReasonMaxFiles, ReasonMaxInstances, ReasonDuplicateLabels, ReasonStale}
 
 // ErrPanic wraps a panic of the snapshot reader or analysis, recovered so
 // that one file cannot take the daemon down.

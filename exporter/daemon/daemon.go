@@ -38,6 +38,7 @@ type Config struct {
 	Rescan, StuckAfter, SourceTimeout time.Duration
 	LogFormat, LogLevel               string
 	MaxFiles                          int
+	MaxFileAge                        time.Duration
 	MaxFileBytes                      mem.Bytes
 	Capacity                          mem.Bytes
 	MaxInstances, MaxSeries           int
@@ -107,6 +108,9 @@ func (c *Config) Check() error {
 		if p.bad {
 			return fmt.Errorf("%s must be positive", p.name)
 		}
+	}
+	if c.MaxFileAge < 0 {
+		return fmt.Errorf("--max-file-age %v: must not be negative (0: off)", c.MaxFileAge)
 	}
 	for _, d := range []struct {
 		name     string
@@ -201,7 +205,7 @@ func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
 	}
 	if c.Snapshots != "" {
 		dir, err := exporter.NewSnapshotDir(exporter.SnapshotDirConfig{
-			Dir: c.Snapshots, Rescan: c.Rescan, MaxFiles: c.MaxFiles, MaxFileBytes: int64(c.MaxFileBytes),
+			Dir: c.Snapshots, Rescan: c.Rescan, MaxFiles: c.MaxFiles, MaxFileAge: c.MaxFileAge, MaxFileBytes: int64(c.MaxFileBytes),
 			MaxInstances: c.MaxInstances, StuckAfter: c.StuckAfter, Logger: logger, Registerer: reg, Capture: capture,
 			Capacity: int64(c.Capacity),
 		})

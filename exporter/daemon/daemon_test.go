@@ -41,6 +41,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{func(c *Config) { c.MaxFiles = 0 }, "--max-files must be positive"},
 		{func(c *Config) { c.CaptureMaxBytes = -1 }, "--capture-max-bytes must be positive"},
+		{func(c *Config) { c.MaxFileAge = -time.Minute }, "--max-file-age -1m0s: must not be negative"},
 		{func(c *Config) { c.Rescan = time.Nanosecond }, "--rescan 1ns: must be at least 1s (shorter only burns CPU"},
 		{func(c *Config) { c.SourceTimeout = time.Millisecond }, "--source-timeout 1ms: must be at least 10ms (a shorter deadline fails every source"},
 		{func(c *Config) { c.Snapshots = dir + "/none" }, "--snapshots " + dir + "/none: not a readable directory"},

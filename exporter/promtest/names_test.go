@@ -31,7 +31,7 @@ var metricNames = []string{
 	"gpufrag_gpu_info", "gpufrag_gpu_process_memory_used_bytes",
 	// Snapshots.
 	"gpufrag_snapshots_analyzed_total", "gpufrag_snapshot_errors_total", "gpufrag_oom_snapshots_captured_total",
-	"gpufrag_snapshot_files", "gpufrag_snapshot_last_analyzed_timestamp_seconds",
+	"gpufrag_snapshot_files", "gpufrag_snapshot_stale_files", "gpufrag_snapshot_last_analyzed_timestamp_seconds",
 	"gpufrag_oom_snapshot_capture_errors_total",
 	// Cluster, per cluster.
 	"gpufrag_cluster_nodes", "gpufrag_cluster_gpus", "gpufrag_cluster_allocated_gpus",

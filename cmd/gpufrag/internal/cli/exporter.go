@@ -44,7 +44,8 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.DurationVar(&f.SourceTimeout, "source-timeout", f.SourceTimeout, "deadline of one source's collection during a scrape (at least 10ms)")
 	fl.StringVar(&f.LogFormat, "log-format", f.LogFormat, "log format: text or json (logs go to stderr)")
 	fl.StringVar(&f.LogLevel, "log-level", f.LogLevel, "log level: debug, info, warn or error")
-	fl.IntVar(&f.MaxFiles, "max-files", f.MaxFiles, "most snapshot files watched (in name order)")
+	fl.IntVar(&f.MaxFiles, "max-files", f.MaxFiles, "most snapshot files watched (in name order; stale files are not watched)")
+	fl.DurationVar(&f.MaxFileAge, "max-file-age", 0, "retire as stale a snapshot file without a probe lock that has not been modified for this `DURATION` (0: off; a probe's files are stale once its lock is free)")
 	fl.Var(&f.MaxFileBytes, "max-file-bytes", "largest snapshot `SIZE` read (larger files are skipped)")
 	fl.Var(&f.Capacity, "capacity", "device memory of the GPUs whose --snapshots are watched, a `SIZE` such as 80GiB, as analyze's --capacity (a decimal size is rounded down to whole bytes); "+
 		"without it gpufrag_device_free_bytes and gpufrag_max_allocatable_bytes are not exported for snapshots (a snapshot does not record it)")
@@ -62,7 +63,7 @@ func newExporterCmd(_, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` for --cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
 	fl.BoolVar(&f.Gzip, "gzip", false, "gzip /metrics for scrapers that accept it (costs CPU per scrape; off: the bytes are cheap on loopback or in a cluster)")
 	fl.DurationVar(&f.ClusterPoll, "cluster-poll-interval", time.Minute, "how often --cluster lists nodes and pods (at least 1s)")
-	needsFlag(cmd, "snapshots", "it watches the snapshot directory", "rescan", "max-files", "max-file-bytes")
+	needsFlag(cmd, "snapshots", "it watches the snapshot directory", "rescan", "max-files", "max-file-age", "max-file-bytes")
 	needsFlag(cmd, "snapshots", "captures are copies of snapshot files", "capture-dir")
 	needsFlag(cmd, "snapshots", "it is the device memory of the snapshots' GPUs", "capacity")
 	needsFlag(cmd, "capture-dir", "it bounds the captures", "capture-max-files", "capture-max-bytes")

@@ -47,6 +47,8 @@ func TestExporterUsage(t *testing.T) {
 		{[]string{"exporter", "--snapshots", filepath.Join(dir, "nope")}, "not a readable directory"},
 		{[]string{"exporter", "--capture-dir", dir}, "--capture-dir has no effect without --snapshots"},
 		{[]string{"exporter", "--max-files", "3"}, "--max-files has no effect without --snapshots"},
+		{[]string{"exporter", "--max-file-age", "1h"}, "--max-file-age has no effect without --snapshots"},
+		{[]string{"exporter", "--snapshots", dir, "--max-file-age", "-1h"}, "--max-file-age -1h0m0s: must not be negative"},
 		{[]string{"exporter", "--snapshots", dir, "--capture-max-files", "3"}, "--capture-max-files has no effect without --capture-dir"},
 		{[]string{"exporter", "--poll-interval", "1m"}, "--poll-interval has no effect without --nvml or --scrape"},
 		{[]string{"exporter", "--max-file-bytes", "lots"}, `--max-file-bytes "lots": bad size`},
