@@ -242,7 +242,8 @@
 //	                                        stale (each time a file becomes stale)
 //	gpufrag_snapshots_analyzed_total
 //	gpufrag_snapshot_last_analyzed_timestamp_seconds
-//	gpufrag_snapshot_files                  files watched, stale ones not
+//	gpufrag_snapshot_files                  files watched, stale ones not; 0 while the
+//	                                        directory cannot be listed (source_up 0)
 //	gpufrag_snapshot_stale_files            stale files present (not exported; removable)
 //	gpufrag_oom_snapshots_captured_total{instance,model}
 //	gpufrag_oom_snapshot_capture_errors_total

@@ -237,11 +237,11 @@ func NewSnapshotDir(cfg SnapshotDirConfig) (*SnapshotDir, error) {
 		}),
 		watched: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "snapshot_files",
-			Help: "Snapshot files watched in the snapshot directory (at most --max-files; stale files are not watched).",
+			Help: "Snapshot files watched in the snapshot directory (at most --max-files; stale files are not watched; 0 while the directory cannot be listed).",
 		}),
 		staleN: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "snapshot_stale_files",
-			Help: "Snapshot files in the snapshot directory whose writer is gone (not exported; removable).",
+			Help: "Snapshot files in the snapshot directory whose writer is gone (not exported; removable; 0 while the directory cannot be listed).",
 		}),
 		files:   make(map[string]*snapFile),
 		ignored: make(map[string]bool),
@@ -405,6 +405,10 @@ func (d *SnapshotDir) Rescan(ctx context.Context) error {
 			d.dirErr = msg
 			d.cfg.Logger.Error("cannot list snapshot directory", "dir", d.cfg.Dir, "err", msg)
 		}
+		// Nothing is watched while the directory cannot be listed (its
+		// files are kept, so that they are not read again when it can).
+		d.watched.Set(0)
+		d.staleN.Set(0)
 		d.mu.Lock()
 		d.samples, d.err = nil, err
 		d.mu.Unlock()

@@ -265,3 +265,37 @@ func TestSnapshotDirHostileLock(t *testing.T) {
 		t.Error("the link's target changed")
 	}
 }
+
+// TestSnapshotDirFilesUnlisted: while the directory cannot be listed,
+// gpufrag_snapshot_files is 0 (nothing is watched) instead of the last count.
+func TestSnapshotDirFilesUnlisted(t *testing.T) {
+	legacy := snapFixture(t, "legacy.pickle")
+	d := newDaemon(t, SnapshotDirConfig{}, false)
+	writeFile(t, filepath.Join(d.dir, "a__m.pickle"), legacy, t0)
+	d.rescan(t)
+	if got, _ := value(scrape(t, d.srv.url), "gpufrag_snapshot_files"); got != 1 {
+		t.Fatalf("snapshot_files = %v, want 1", got)
+	}
+	moved := d.dir + ".moved"
+	if err := os.Rename(d.dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Rename(moved, d.dir) })
+	if err := d.snaps.Rescan(context.Background()); err == nil {
+		t.Fatal("rescan of a missing directory: no error")
+	}
+	fams := scrape(t, d.srv.url)
+	if got, _ := value(fams, "gpufrag_snapshot_files"); got != 0 {
+		t.Errorf("snapshot_files = %v while the directory cannot be listed, want 0", got)
+	}
+	if got, _ := value(fams, "gpufrag_source_up", "source", "snapshots"); got != 0 {
+		t.Errorf("source_up = %v, want 0", got)
+	}
+	if err := os.Rename(moved, d.dir); err != nil {
+		t.Fatal(err)
+	}
+	d.rescan(t)
+	if got, _ := value(scrape(t, d.srv.url), "gpufrag_snapshot_files"); got != 1 {
+		t.Errorf("snapshot_files = %v once listed again, want 1", got)
+	}
+}
