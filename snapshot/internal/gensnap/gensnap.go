@@ -40,6 +40,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gpufrag/gpufrag/alloc"
@@ -63,7 +64,28 @@ type Options struct {
 	// GraphPool captures a CUDA graph per decode bucket into the private
 	// pool GraphPoolID before serving (see the package doc).
 	GraphPool bool
+	// Pinned allocates this many long-lived tensors (sizes from 4 KiB to
+	// 40 MiB, log-uniform) before serving, each from its own call site
+	// where Sites allows, and frees every third of them again, so the
+	// final snapshot holds on the order of Pinned/10 to Pinned segments
+	// and free gaps between live blocks; 0: none.
+	Pinned int
+	// Sites is the number of distinct call sites (default 400) and Depth
+	// the most frames a site's stack has (default 20; at least 5).
+	Sites, Depth int
+	// Frames is the number of distinct frames stacks draw from (default 3,000).
+	Frames int
+	// Leak allocates this many tensors of LeakSize bytes after the last
+	// serving step and keeps them, all from one call site of their own
+	// (LeakSite), so that two files written with the same options but
+	// Leak differ by that site's memory alone (tests of diff's
+	// attribution).
+	Leak     int
+	LeakSize int64
 }
+
+// LeakSite is the first frame of the stack of Options.Leak's tensors.
+const LeakSite = "app/kv_offload.py:77 grow_cache"
 
 // GraphPoolID is the private pool of the captured graphs (a CUDA graph
 // pool's MempoolId_t: graph pools count from (1, 0)).
@@ -149,7 +171,18 @@ func Write(w io.Writer, o Options) (Stats, error) {
 	if o.Hidden <= 0 {
 		o.Hidden = 4096
 	}
-	dev, err := mem.NewDevice(80<<30, 0)
+	if o.Sites <= 0 {
+		o.Sites = 400
+	}
+	if o.Depth < 5 {
+		o.Depth = 20
+	}
+	if o.Frames <= 0 {
+		o.Frames = 3000
+	}
+	// The pinned tensors average about 5 MiB and may each take a 20 MiB
+	// segment of their own.
+	dev, err := mem.NewDevice(80<<30+int64(o.Pinned)*(24<<20), 0)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -189,8 +222,8 @@ func (g *gen) tick() int64 {
 	return g.time
 }
 
-// Call sites: a few framework frames under model frames, 5 to 20 in all.
-const nSites = 400
+// Call sites: a few framework frames under model frames, 5 to Depth in
+// all (20 by default), Sites of them (400 by default).
 
 func (g *gen) makeSites() {
 	files := []string{"vllm/model_executor/models/llama.py", "vllm/model_executor/layers/linear.py",
@@ -199,12 +232,12 @@ func (g *gen) makeSites() {
 		"vllm/v1/sample/sampler.py", "vllm/engine/llm_engine.py", "vllm/entrypoints/openai/api_server.py"}
 	names := []string{"forward", "_call_impl", "_wrapped_call_impl", "apply", "execute_model", "sample",
 		"_run_engine", "step", "run_forward", "__call__", "wrapper", "decorate_context", "run"}
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < g.o.Frames; i++ {
 		g.frames = append(g.frames, frame{file: files[g.rng.IntN(len(files))],
 			name: names[g.rng.IntN(len(names))], line: 20 + g.rng.IntN(1800), memo: -1})
 	}
-	for i := 0; i < nSites; i++ {
-		n := 5 + g.rng.IntN(16)
+	for i := 0; i < g.o.Sites; i++ {
+		n := 5 + g.rng.IntN(g.o.Depth-4)
 		s := make([]int32, n)
 		for j := range s {
 			s[j] = int32(g.rng.IntN(len(g.frames)))
@@ -215,7 +248,7 @@ func (g *gen) makeSites() {
 
 func (g *gen) alloc(size int64, site int) (alloc.Block, error) {
 	tb := int32(len(g.tbs))
-	g.tbs = append(g.tbs, traceback{frames: g.sites[site%nSites], memo: -1})
+	g.tbs = append(g.tbs, traceback{frames: g.sites[site%len(g.sites)], memo: -1})
 	var b alloc.Block
 	var err error
 	if g.capturing {
@@ -264,6 +297,9 @@ func (g *gen) run() error {
 	if _, err := g.alloc(int64(g.o.Layers)*(8<<20), next()); err != nil { // the KV cache
 		return err
 	}
+	if err := g.pinned(next()); err != nil {
+		return err
+	}
 	buckets := []int64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}
 	if g.o.GraphPool {
 		// Captured largest first, as vLLM does, all into one pool.
@@ -297,12 +333,51 @@ func (g *gen) run() error {
 			g.est += 80
 		}
 	}
+	return g.leak()
+}
+
+// leak allocates Options.Leak tensors from a stack whose first frame is
+// LeakSite, above one of the model's sites, and keeps them.
+func (g *gen) leak() error {
+	if g.o.Leak <= 0 {
+		return nil
+	}
+	top := int32(len(g.frames))
+	g.frames = append(g.frames, frame{file: "app/kv_offload.py", name: "grow_cache", line: 77, memo: -1})
+	g.sites = append(g.sites, append([]int32{top}, g.sites[0]...))
+	site := len(g.sites) - 1
+	for i := 0; i < g.o.Leak; i++ {
+		if _, err := g.alloc(g.o.LeakSize, site); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pinned allocates Options.Pinned long-lived tensors from consecutive
+// call sites starting at site, then frees every third.
+func (g *gen) pinned(site int) error {
+	var blocks []alloc.Block
+	for i := 0; i < g.o.Pinned; i++ {
+		// log-uniform from 4 KiB (2^12) to 40 MiB (about 2^25.3)
+		size := int64(math.Exp2(12 + 13.3*g.rng.Float64()))
+		b, err := g.alloc(size, site+i)
+		if err != nil {
+			return err
+		}
+		blocks = append(blocks, b)
+	}
+	for i := 0; i < len(blocks); i += 3 {
+		if err := g.free(blocks[i]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 func (g *gen) newTB(site int) int32 {
-	g.tbs = append(g.tbs, traceback{frames: g.sites[site%nSites], memo: -1})
-	g.est += 10 + 2*int64(len(g.sites[site%nSites]))
+	g.tbs = append(g.tbs, traceback{frames: g.sites[site%len(g.sites)], memo: -1})
+	g.est += 10 + 2*int64(len(g.sites[site%len(g.sites)]))
 	return int32(len(g.tbs) - 1)
 }
 

@@ -86,3 +86,58 @@ func TestGraphPool(t *testing.T) {
 		t.Errorf("sizeclass: %d unrouted, want %d", got, st.PrivateAllocs)
 	}
 }
+
+// TestPinnedLeak: a snapshot with many long-lived tensors (Pinned, many
+// segments and call sites, deep stacks) still replays address for
+// address; and diff of it against the same options plus Leak charges the
+// leaked requests to LeakSite and to no other site (its blocks may be
+// larger: a free block whose rest is too small to split is taken whole,
+// the rest counted as rounding).
+func TestPinnedLeak(t *testing.T) {
+	o := Options{Bytes: 300_000, Seed: 5, Layers: 4, Pinned: 600, Sites: 600, Depth: 60, Frames: 2000}
+	read := func(o Options) (*analysis.Report, Stats) {
+		var buf bytes.Buffer
+		st, err := Write(&buf, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := snapshot.ReadBytes(buf.Bytes(), "gen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := analysis.Analyze(s, analysis.Options{WhatIf: []string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, st
+	}
+	a, st := read(o)
+	if f := a.Devices[0].Replay; f == nil || f.AddressMatches != f.Allocs || f.Allocs != st.Allocs || len(f.Mismatches) > 0 {
+		t.Fatalf("replay not exact: %+v", f)
+	}
+	if st.Segments < 100 || st.Blocks < 400 {
+		t.Errorf("600 pinned tensors gave %d segments and %d blocks", st.Segments, st.Blocks)
+	}
+	o.Leak, o.LeakSize = 40, 3<<20
+	b, _ := read(o)
+	d := analysis.DiffReports(a, b, analysis.DiffOptions{TopSites: 1000})
+	if len(d.Devices) != 1 {
+		t.Fatalf("%d devices compared", len(d.Devices))
+	}
+	var found bool
+	for _, s := range d.Devices[0].Sites {
+		delta := s.B.Allocated - s.A.Allocated
+		switch {
+		case s.Site == LeakSite:
+			found = true
+			if s.A.Blocks != 0 || s.B.Blocks != 40 || s.B.Requested != 40*3<<20 || s.B.Allocated != s.B.Requested+s.B.Rounding {
+				t.Errorf("%s: %+v to %+v, want 40 blocks requesting %d bytes", s.Site, s.A, s.B, 40*3<<20)
+			}
+		case delta != 0:
+			t.Errorf("%s: allocated moved by %d; only the leak changed", s.Site, delta)
+		}
+	}
+	if !found {
+		t.Errorf("no site %s among %d that moved", LeakSite, len(d.Devices[0].Sites))
+	}
+}

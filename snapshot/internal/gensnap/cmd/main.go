@@ -24,6 +24,12 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the batch sizes and stacks")
 	oom := flag.Int("oom-every", 0, "record an oom entry every N serving steps (0: none)")
 	graphs := flag.Bool("graphs", false, "capture a CUDA graph per decode bucket into a private pool first (segment_pool_id (1, 0))")
+	pinned := flag.Int("pinned", 0, "long-lived tensors allocated before serving, a third freed again (many segments and live blocks)")
+	sites := flag.Int("sites", 0, "distinct call sites (0: 400)")
+	depth := flag.Int("depth", 0, "most frames in a stack (0: 20)")
+	frames := flag.Int("frames", 0, "distinct frames the stacks draw from (0: 3000)")
+	leak := flag.Int("leak", 0, "tensors of -leak-size bytes kept after the last step, from one call site of their own ("+gensnap.LeakSite+")")
+	leakSize := flag.Int64("leak-size", 1<<20, "bytes of each -leak tensor")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil || *out == "" || flag.NArg() > 0 {
@@ -38,7 +44,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gensnap:", err)
 		os.Exit(1)
 	}
-	st, err := gensnap.Write(f, gensnap.Options{Bytes: n, Seed: *seed, OOMEvery: *oom, GraphPool: *graphs})
+	st, err := gensnap.Write(f, gensnap.Options{Bytes: n, Seed: *seed, OOMEvery: *oom, GraphPool: *graphs,
+		Pinned: *pinned, Sites: *sites, Depth: *depth, Frames: *frames, Leak: *leak, LeakSize: *leakSize})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
