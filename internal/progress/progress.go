@@ -36,8 +36,9 @@ type Bar struct {
 }
 
 // New starts a bar labelled label counting up to total, drawn on w when w
-// is a terminal. A total <= 0 means unknown: the bar shows a count and a
-// spinner instead of a percentage.
+// is a terminal. A total of 0 means unknown: the bar shows a count and a
+// spinner instead of a percentage; a negative total, work that counts
+// nothing: a spinner and the time elapsed.
 func New(w io.Writer, total int64, label string) *Bar {
 	if !IsTerminal(w) {
 		return &Bar{}
@@ -69,6 +70,11 @@ func newBar(w io.Writer, total int64, label string, forceTTY bool) *Bar {
 				decor.Percentage(decor.WC{W: 5}),
 				decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO, decor.WC{W: 8}), " done"),
 			),
+		)
+	} else if total < 0 {
+		b = p.AddSpinner(0,
+			mpb.PrependDecorators(name),
+			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO, decor.WC{W: 8})),
 		)
 	} else {
 		b = p.AddSpinner(0,

@@ -92,3 +92,15 @@ func TestRenderingBar(t *testing.T) {
 		}
 	}
 }
+
+// A negative total draws a spinner with its label and no count.
+func TestRenderingStage(t *testing.T) {
+	var buf lockedBuffer
+	b := newBar(&buf, -1, "analyze", true)
+	b.Increment()
+	b.Done()
+	out := buf.String()
+	if !strings.Contains(out, "analyze") || strings.Contains(out, " 1 ") || strings.Contains(out, " 0 ") {
+		t.Fatalf("stage bar: want its label and no count: %q", out)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
-	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
 	"github.com/spf13/cobra"
@@ -95,11 +94,10 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 		opts.WhatIf = specs
 	}
 	defer analysis.SoftMemoryLimit(path)()
-	snap, name, err := snapshot.ReadFile(path, cmd.InOrStdin(), analysis.ReadOptions(f.noReplay))
-	if err != nil {
-		return err
+	rep, name, readErr, err := readAnalyze(cmd, path, analysis.ReadOptions(f.noReplay), opts)
+	if readErr != nil {
+		return readErr
 	}
-	rep, err := analysis.Analyze(snap, opts)
 	var ce *analysis.CapacityError
 	if errors.As(err, &ce) {
 		return usageErrorf(cmd, "--capacity %s: %s", f.capacity, ce.Advice(name))

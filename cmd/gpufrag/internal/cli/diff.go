@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/gpufrag/gpufrag/mem"
-	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 	"github.com/gpufrag/gpufrag/snapshot/analysis/pages"
 	"github.com/spf13/cobra"
@@ -85,11 +84,10 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 	reps := make([]*analysis.Report, len(paths))
 	names := make([]string, len(paths))
 	for i, p := range paths {
-		snap, name, err := snapshot.ReadFile(p, cmd.InOrStdin(), analysis.ReadOptions(f.noReplay))
-		if err != nil {
-			return err
+		rep, name, readErr, err := readAnalyze(cmd, p, analysis.ReadOptions(f.noReplay), opts)
+		if readErr != nil {
+			return readErr
 		}
-		rep, err := analysis.Analyze(snap, opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
