@@ -101,40 +101,29 @@ type stackInfo struct {
 	stack     []snapshot.Frame
 }
 
-// stackCache computes stackInfo once per frames list. The decoder hands
-// out one []Frame for a list the pickle shares (PyTorch shares them among
-// the blocks allocated at one place), so a list is known by its first
-// element's address and length; a list not shared is computed each time,
-// which is correct, only slower. Without it, collapsing and keying every
-// block's stack anew took 83% of Analyze's time on 60,000 live blocks with
-// 60-frame stacks (BenchmarkAnalyzeAttribution).
-type stackCache struct {
-	full bool
-	m    map[stackID]*stackInfo
-}
+// stackCache computes stackInfo once per stack (stackTable). Without it,
+// collapsing and keying every block's stack anew took 83% of Analyze's
+// time on 60,000 live blocks with 60-frame stacks
+// (BenchmarkAnalyzeAttribution).
+type stackCache struct{ t *stackTable[*stackInfo] }
 
-type stackID struct {
-	first *snapshot.Frame
-	n     int
+func newStackCache(full bool) stackCache {
+	return stackCache{newStackTable(func(frames []snapshot.Frame) *stackInfo {
+		stack := frames
+		if !full {
+			stack = CollapseStack(frames)
+		}
+		return &stackInfo{key: stackKey(stack), site: siteOf(frames), stack: stack}
+	})}
 }
 
 var noStack = &stackInfo{site: NoStack}
 
-func (c *stackCache) get(frames []snapshot.Frame) *stackInfo {
+func (c stackCache) get(frames []snapshot.Frame) *stackInfo {
 	if len(frames) == 0 {
 		return noStack
 	}
-	id := stackID{&frames[0], len(frames)}
-	if in := c.m[id]; in != nil {
-		return in
-	}
-	stack := frames
-	if !c.full {
-		stack = CollapseStack(frames)
-	}
-	in := &stackInfo{key: stackKey(stack), site: siteOf(frames), stack: stack}
-	c.m[id] = in
-	return in
+	return c.t.get(frames)
 }
 
 // shares splits free bytes among weights (each ≥ 0, summing to total > 0)
@@ -173,7 +162,7 @@ func attribute(segs []snapshot.Segment, full bool, top int) *Attribution {
 		SiteStat
 		lastSeg int // index of the last segment counted in Segments
 	}
-	cache := stackCache{full: full, m: map[stackID]*stackInfo{}}
+	cache := newStackCache(full)
 	stacks := map[string]*acc{}
 	var order []*acc
 	// Per call site, the segments holding its blocks (rows per site).

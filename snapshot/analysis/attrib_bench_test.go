@@ -8,12 +8,16 @@ import (
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
 
-// attribSnapshot is a snapshot of many blocks with deep stacks, shared
-// among blocks as PyTorch's pickles share frame lists (the decoder hands
-// out one []Frame per shared list): segs segments of four blocks (three
-// live), 200 distinct stacks of 60 frames (native, torch, library and user
-// frames interleaved, as real stacks are).
-func attribSnapshot(segs int) *snapshot.Snapshot {
+// attribSnapshot is a snapshot of many blocks with deep stacks: segs
+// segments of four blocks (three live), 200 distinct stacks of 60 frames
+// (native, torch, library and user frames interleaved, as real stacks
+// are). With shared, blocks of one stack share one frames list (the
+// decoder hands out one []Frame per list a pickle shares); without, each
+// block has its own list of the same frames, as PyTorch writes them: one
+// list per captured traceback, that is per allocation, its frame dicts
+// shared (the shared kkaitlyn111 snapshot: 903 live blocks with stacks,
+// 903 lists, 34 distinct stacks).
+func attribSnapshot(segs int, shared bool) *snapshot.Snapshot {
 	stacks := make([][]snapshot.Frame, 200)
 	for i := range stacks {
 		for j := range 60 {
@@ -31,12 +35,18 @@ func attribSnapshot(segs int) *snapshot.Snapshot {
 	}
 	s := &snapshot.Snapshot{Format: snapshot.FormatModern}
 	addr := uint64(0x7f0000000000)
+	list := func(k int) []snapshot.Frame {
+		if shared {
+			return stacks[k]
+		}
+		return append([]snapshot.Frame(nil), stacks[k]...)
+	}
 	for i := range segs {
 		seg := stackSeg(addr,
-			snapshot.Block{Size: 1 << 20, RequestedSize: 1<<20 - 100, Frames: stacks[i%200]},
-			snapshot.Block{Size: 2 << 20, RequestedSize: 2 << 20, Frames: stacks[(i*7)%200]},
+			snapshot.Block{Size: 1 << 20, RequestedSize: 1<<20 - 100, Frames: list(i % 200)},
+			snapshot.Block{Size: 2 << 20, RequestedSize: 2 << 20, Frames: list((i * 7) % 200)},
 			snapshot.Block{Size: 1 << 20, State: snapshot.StateInactive},
-			snapshot.Block{Size: 4 << 20, RequestedSize: 4<<20 - 512, Frames: stacks[(i*13)%200]})
+			snapshot.Block{Size: 4 << 20, RequestedSize: 4<<20 - 512, Frames: list((i * 13) % 200)})
 		s.Segments = append(s.Segments, seg)
 		addr += 16 << 20
 	}
@@ -44,16 +54,25 @@ func attribSnapshot(segs int) *snapshot.Snapshot {
 }
 
 // BenchmarkAnalyzeAttribution: the diagnosis (with the attribution) of
-// 20,000 segments, 60,000 live blocks with 60-frame stacks.
+// 20,000 segments, 60,000 live blocks with 60-frame stacks, their frames
+// lists shared among blocks (full=...) or one per block as PyTorch writes
+// them (full=.../lists=per-block).
 //
 //	go test ./snapshot/analysis -run '^$' -bench AnalyzeAttribution -benchmem -count 6
 func BenchmarkAnalyzeAttribution(b *testing.B) {
-	for _, full := range []bool{false, true} {
-		b.Run(fmt.Sprintf("full=%v", full), func(b *testing.B) {
-			s := attribSnapshot(20000)
+	for _, c := range []struct {
+		full   bool
+		shared bool
+	}{{false, true}, {true, true}, {false, false}, {true, false}} {
+		name := fmt.Sprintf("full=%v", c.full)
+		if !c.shared {
+			name += "/lists=per-block"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := attribSnapshot(20000, c.shared)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := analysis.Analyze(s, analysis.Options{NoReplay: true, FullStacks: full}); err != nil {
+				if _, err := analysis.Analyze(s, analysis.Options{NoReplay: true, FullStacks: c.full}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -77,7 +77,7 @@ func diagnose(s *snapshot.Snapshot, d int, dev *Device, opts Options) {
 		segs map[uint64]bool
 	}
 	sites := map[string]*siteAcc{}
-	names := siteNames{}
+	names := newSiteNames()
 	var wastes []SegmentWaste
 	for _, seg := range s.Segments {
 		if seg.Device != d {

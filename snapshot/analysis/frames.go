@@ -1,7 +1,10 @@
 package analysis
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -166,21 +169,79 @@ func siteOf(frames []snapshot.Frame) string {
 	return FrameString(frames[SiteIndex(frames)])
 }
 
-// siteNames memoizes siteOf per frames list, known by its first element's
-// address and length: the decoder hands out one []Frame for a list the
-// pickle shares, as PyTorch shares one among the blocks allocated at one
-// place (see stackCache).
-type siteNames map[stackID]string
+// siteNames memoizes siteOf per stack (stackTable).
+type siteNames struct{ t *stackTable[string] }
+
+func newSiteNames() siteNames { return siteNames{newStackTable(siteOf)} }
 
 func (n siteNames) of(frames []snapshot.Frame) string {
 	if len(frames) == 0 {
 		return NoStack
 	}
+	return n.t.get(frames)
+}
+
+// stackTable computes a value once per distinct stack. A frames list is
+// found first by identity (its first element's address and length: the
+// decoder hands out one []Frame for a list the pickle shares), then by
+// content: PyTorch writes one frames list per captured traceback, that is
+// per allocation, with its frame dicts shared, so two blocks allocated at
+// one place hold equal lists that are not the same list (the shared
+// kkaitlyn111 snapshot: 903 live blocks with stacks, 903 lists, 34
+// distinct stacks), and a cache by identity alone computed every block's
+// value anew.
+type stackTable[V any] struct {
+	compute func([]snapshot.Frame) V
+	byList  map[stackID]V
+	byHash  map[uint64][]stackRow[V]
+	seed    maphash.Seed
+}
+
+type stackID struct {
+	first *snapshot.Frame
+	n     int
+}
+
+type stackRow[V any] struct {
+	frames []snapshot.Frame
+	v      V
+}
+
+func newStackTable[V any](compute func([]snapshot.Frame) V) *stackTable[V] {
+	return &stackTable[V]{compute: compute, byList: map[stackID]V{}, byHash: map[uint64][]stackRow[V]{}, seed: maphash.MakeSeed()}
+}
+
+// get is compute(frames), computed once per stack; frames is not empty.
+func (t *stackTable[V]) get(frames []snapshot.Frame) V {
 	id := stackID{&frames[0], len(frames)}
-	s, ok := n[id]
-	if !ok {
-		s = siteOf(frames)
-		n[id] = s
+	if v, ok := t.byList[id]; ok {
+		return v
 	}
-	return s
+	h := hashFrames(t.seed, frames)
+	for _, r := range t.byHash[h] {
+		if slices.Equal(r.frames, frames) {
+			t.byList[id] = r.v
+			return r.v
+		}
+	}
+	v := t.compute(frames)
+	t.byHash[h] = append(t.byHash[h], stackRow[V]{frames, v})
+	t.byList[id] = v
+	return v
+}
+
+// hashFrames hashes a stack's content (equal stacks, equal hashes).
+// (maphash.Comparable per frame, combined, took 20% longer.)
+func hashFrames(seed maphash.Seed, frames []snapshot.Frame) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var line [8]byte
+	for _, f := range frames {
+		h.WriteString(f.Filename)
+		binary.LittleEndian.PutUint64(line[:], uint64(f.Line))
+		h.Write(line[:])
+		h.WriteString(f.Name)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
 }
