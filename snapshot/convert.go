@@ -65,7 +65,7 @@ func (c *conv) segment(o obj, s *Segment) error {
 	if err != nil {
 		return err
 	}
-	path := join(o.path, "blocks")
+	path := join(o.where(), "blocks")
 	if err := c.spend(len(blocks), sizeBlock, off, path); err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (c *conv) block(o obj, b *Block, next uint64) error {
 		b.State = StatePendingFree
 	default:
 		_, off, _ := o.get("state")
-		return c.fieldErr(off, join(o.path, "state"), "unknown block state %q", state)
+		return c.fieldErr(off, join(o.where(), "state"), "unknown block state %q", state)
 	}
 	if b.Frames, err = c.framesField(o, "frames"); err != nil {
 		return err
@@ -129,7 +129,7 @@ func (c *conv) block(o obj, b *Block, next uint64) error {
 	if len(hist) == 0 {
 		return nil
 	}
-	hpath := join(o.path, "history")
+	hpath := join(o.where(), "history")
 	if err := c.spend(len(hist), sizeHistory, off, hpath); err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (c *conv) framesField(o obj, key string) ([]Frame, error) {
 	if f, ok := c.frames[id]; ok && len(f) == len(l) {
 		return f, nil
 	}
-	path := join(o.path, key)
+	path := join(o.where(), key)
 	if err := c.spend(len(l), sizeFrame, off, path); err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (c *conv) traces(s *Snapshot, top obj, off int64) error {
 		}
 		entries := make([]TraceEntry, len(l))
 		for i, v := range l {
-			if err := c.traceEntry(v, off, index(path, i), &entries[i]); err != nil {
+			if err := c.traceEntry(v, off, path, i, &entries[i]); err != nil {
 				return err
 			}
 		}
@@ -300,7 +300,7 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 	}
 	for i, it := range items {
 		var e TraceEntry
-		if err := c.traceEntry(it.V, it.Off, index(path, st.Len+i), &e); err != nil {
+		if err := c.traceEntry(it.V, it.Off, path, st.Len+i, &e); err != nil {
 			return err
 		}
 		t.total++
@@ -338,9 +338,10 @@ func (c *conv) badField(field, format string, args ...any) error {
 	return &Error{Name: c.name, Offset: -1, Field: field, Msg: fmt.Sprintf(format, args...), Err: ErrField}
 }
 
-// traceEntry reads one trace entry, the value v at offset off.
-func (c *conv) traceEntry(v any, off int64, path string, e *TraceEntry) error {
-	o, err := c.obj(v, off, path)
+// traceEntry reads one trace entry, the value v at offset off, element i
+// of the list at path.
+func (c *conv) traceEntry(v any, off int64, path string, i int, e *TraceEntry) error {
+	o, err := c.objElem(v, off, path, i)
 	if err != nil {
 		return err
 	}
@@ -457,14 +458,14 @@ func (c *conv) settings(top obj, off int64) (AllocatorSettings, error) {
 			for j := 0; j < d.Len(); j++ {
 				ks, _ := d.Key(j).(string)
 				if _, err := strconv.ParseInt(ks, 10, 64); err != nil {
-					return nil, c.fieldErr(voff, join(o.path, k), "key %v is not a decimal integer string", d.Key(j))
+					return nil, c.fieldErr(voff, join(o.where(), k), "key %v is not a decimal integer string", d.Key(j))
 				}
 				if _, isInt := d.Value(j).(int64); !isInt {
-					return nil, c.fieldErr(d.ValueOffset(j), join(o.path, k)+"["+strconv.Quote(ks)+"]", "want int, got %s", pickle.TypeName(d.Value(j)))
+					return nil, c.fieldErr(d.ValueOffset(j), join(o.where(), k)+"["+strconv.Quote(ks)+"]", "want int, got %s", pickle.TypeName(d.Value(j)))
 				}
 			}
 		}
-		g, err := c.generic(val, voff, join(o.path, k))
+		g, err := c.generic(val, voff, join(o.where(), k))
 		if err != nil {
 			return nil, err
 		}

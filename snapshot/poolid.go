@@ -20,7 +20,7 @@ func (c *conv) poolID(o obj, key string) ([2]int64, bool, error) {
 		t, isSeq = l, true
 	}
 	if !isSeq || len(t) != 2 {
-		return id, false, c.fieldErr(off, join(o.path, key), "want a pair of ints, got %s of length %d", pickle.TypeName(v), len(t))
+		return id, false, c.fieldErr(off, join(o.where(), key), "want a pair of ints, got %s of length %d", pickle.TypeName(v), len(t))
 	}
 	for k := range t {
 		n, isInt := t[k].(int64)
@@ -30,7 +30,7 @@ func (c *conv) poolID(o obj, key string) ([2]int64, bool, error) {
 			}
 		}
 		if !isInt {
-			return id, false, c.fieldErr(off, join(o.path, key)+"["+strconv.Itoa(k)+"]", "want int, got %s", pickle.TypeName(t[k]))
+			return id, false, c.fieldErr(off, join(o.where(), key)+"["+strconv.Itoa(k)+"]", "want int, got %s", pickle.TypeName(t[k]))
 		}
 		id[k] = n
 	}

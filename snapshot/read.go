@@ -372,19 +372,37 @@ func join(prefix, key string) string {
 
 func index(prefix string, i int) string { return prefix + "[" + strconv.Itoa(i) + "]" }
 
-// obj is a dict being read field by field.
+// obj is a dict being read field by field. Its field path is path, or
+// path[elem] when elem >= 0: built only for an error, so that reading the
+// elements of a long list (a trace's entries) builds no string each.
 type obj struct {
 	c    *conv
 	d    *pickle.Dict
 	path string
+	elem int
+}
+
+// where is o's field path.
+func (o obj) where() string {
+	if o.elem < 0 {
+		return o.path
+	}
+	return index(o.path, o.elem)
 }
 
 func (c *conv) obj(v any, off int64, path string) (obj, error) {
+	return c.objElem(v, off, path, -1)
+}
+
+// objElem is obj of element elem of the list at path.
+func (c *conv) objElem(v any, off int64, path string, elem int) (obj, error) {
+	o := obj{c: c, path: path, elem: elem}
 	d, ok := v.(*pickle.Dict)
 	if !ok {
-		return obj{}, c.fieldErr(off, path, "want dict, got %s", pickle.TypeName(v))
+		return obj{}, c.fieldErr(off, o.where(), "want dict, got %s", pickle.TypeName(v))
 	}
-	return obj{c: c, d: d, path: path}, nil
+	o.d = d
+	return o, nil
 }
 
 // get returns the value of key, its offset, and whether it is present and
@@ -398,11 +416,11 @@ func (o obj) get(key string) (any, int64, bool) {
 }
 
 func (o obj) missing(key string) error {
-	return o.c.fieldErr(o.d.Offset(), join(o.path, key), "missing")
+	return o.c.fieldErr(o.d.Offset(), join(o.where(), key), "missing")
 }
 
 func (o obj) wrong(key string, off int64, want string, v any) error {
-	return o.c.fieldErr(off, join(o.path, key), "want %s, got %s", want, pickle.TypeName(v))
+	return o.c.fieldErr(off, join(o.where(), key), "want %s, got %s", want, pickle.TypeName(v))
 }
 
 // int64 reads an integer field that must fit an int64.
@@ -418,7 +436,7 @@ func (o obj) int64(key string, required bool) (int64, bool, error) {
 	case int64:
 		return x, true, nil
 	case uint64:
-		return 0, false, o.c.fieldErr(off, join(o.path, key), "%d does not fit a signed 64-bit integer", x)
+		return 0, false, o.c.fieldErr(off, join(o.where(), key), "%d does not fit a signed 64-bit integer", x)
 	}
 	return 0, false, o.wrong(key, off, "int", v)
 }
@@ -428,7 +446,7 @@ func (o obj) size(key string, required bool) (int64, bool, error) {
 	n, ok, err := o.int64(key, required)
 	if err == nil && n < 0 {
 		_, off, _ := o.get(key)
-		err = o.c.fieldErr(off, join(o.path, key), "negative (%d)", n)
+		err = o.c.fieldErr(off, join(o.where(), key), "negative (%d)", n)
 	}
 	return n, ok, err
 }
@@ -447,7 +465,7 @@ func (o obj) addr(key string, required bool) (uint64, bool, error) {
 		return x, true, nil
 	case int64:
 		if x < 0 {
-			return 0, false, o.c.fieldErr(off, join(o.path, key), "negative address %d", x)
+			return 0, false, o.c.fieldErr(off, join(o.where(), key), "negative address %d", x)
 		}
 		return uint64(x), true, nil
 	}
@@ -503,7 +521,7 @@ func (o obj) int(key string, required bool) (int, error) {
 	n, _, err := o.int64(key, required)
 	if err == nil && int64(int(n)) != n {
 		_, off, _ := o.get(key)
-		err = o.c.fieldErr(off, join(o.path, key), "%d out of range", n)
+		err = o.c.fieldErr(off, join(o.where(), key), "%d out of range", n)
 	}
 	return int(n), err
 }
