@@ -276,9 +276,13 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 		if side.d == nil {
 			continue
 		}
-		for _, o := range side.d.OOMs {
+		listed, more := textOOMs(side.d.OOMs)
+		for _, o := range listed {
 			fmt.Fprintf(b, "\n%s: out of memory at event %d: requested %s, device free %s; %s: %s\n  at: %s\n", side.name,
 				o.Event, fb(o.Requested), fb(o.DeviceFree), o.Cause, o.Why, untrusted.Printable(siteOf(o.Frames)))
+		}
+		if more != "" {
+			fmt.Fprintf(b, "\n%s: %s", side.name, strings.TrimPrefix(more, "\n"))
 		}
 	}
 }

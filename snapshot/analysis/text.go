@@ -122,7 +122,8 @@ func (d Device) writeText(b *strings.Builder) {
 		}
 	}
 	d.Attribution.writeText(b)
-	for _, o := range d.OOMs {
+	listed, more := textOOMs(d.OOMs)
+	for _, o := range listed {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
 			o.Event, fb(o.Requested), fb(o.AllocSize), fb(o.DeviceFree), o.Cause, o.Why, untrusted.Printable(siteOf(o.Frames)))
 		if o.During != "" {
@@ -132,6 +133,7 @@ func (d Device) writeText(b *strings.Builder) {
 			fmt.Fprintf(b, "  user metadata: %s\n", untrusted.Printable(o.UserMetadata))
 		}
 	}
+	b.WriteString(more)
 	if f := d.Replay; f != nil && f.Source == SourceHistory {
 		writeHistoryReplay(b, f)
 	} else if f := d.Replay; f != nil && (f.Allocs > 0 || f.Skipped != "" || f.SeededSegments > 0) {
@@ -312,4 +314,33 @@ func writeHistoryReplay(b *strings.Builder, f *Fidelity) {
 	for _, mm := range f.Mismatches {
 		fmt.Fprintf(b, "  mismatch: %s\n", untrusted.Printable(mm.String()))
 	}
+}
+
+// MaxTextOOMs is the most out-of-memory entries the text reports (analyze,
+// diff) list per device; the rest are counted by cause. A server that
+// failed hundreds of times would otherwise bury the replay, the what-ifs
+// and the recommendation under them. The JSON documents list them all.
+const MaxTextOOMs = 10
+
+// textOOMs is the entries a text report lists and, when it leaves some
+// out, the line that counts them ("" when it lists them all).
+func textOOMs(ooms []OOM) (listed []OOM, more string) {
+	if len(ooms) <= MaxTextOOMs {
+		return ooms, ""
+	}
+	rest := ooms[MaxTextOOMs:]
+	byCause := map[string]int{}
+	var causes []string
+	for _, o := range rest {
+		if byCause[o.Cause] == 0 {
+			causes = append(causes, o.Cause)
+		}
+		byCause[o.Cause]++
+	}
+	var parts []string
+	for _, c := range causes {
+		parts = append(parts, fmt.Sprintf("%s %d", c, byCause[c]))
+	}
+	return ooms[:MaxTextOOMs], fmt.Sprintf("\n... %d more out-of-memory entries not listed (events %d to %d; cause: %s); --json lists them all\n",
+		len(rest), rest[0].Event, rest[len(rest)-1].Event, strings.Join(parts, ", "))
 }
