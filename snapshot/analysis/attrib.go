@@ -94,11 +94,18 @@ func stackKey(frames []snapshot.Frame) string {
 	return string(b)
 }
 
-// stackInfo is what attribute needs of a block's frames: the row's stack,
-// its key and the call site.
+// stackInfo is what attribute needs of a block's frames: the row's stack
+// and the call site; acc is the row, once attribute has found it.
 type stackInfo struct {
-	key, site string
-	stack     []snapshot.Frame
+	site  string
+	stack []snapshot.Frame
+	acc   *stackAcc
+}
+
+// stackAcc is a row of the attribution as attribute sums it.
+type stackAcc struct {
+	SiteStat
+	lastSeg int // index of the last segment counted in Segments
 }
 
 // stackCache computes stackInfo once per stack (stackTable). Without it,
@@ -113,7 +120,7 @@ func newStackCache(full bool) stackCache {
 		if !full {
 			stack = CollapseStack(frames)
 		}
-		return &stackInfo{key: stackKey(stack), site: siteOf(frames), stack: stack}
+		return &stackInfo{site: siteOf(frames), stack: stack}
 	})}
 }
 
@@ -158,13 +165,39 @@ func shares(free int64, weights []int64, total int64) []int64 {
 // their stacks; top caps the rows (≤ 0: all).
 func attribute(segs []snapshot.Segment, full bool, top int) *Attribution {
 	a := &Attribution{FullStacks: full, Total: SiteStat{Site: "total"}}
-	type acc struct {
-		SiteStat
-		lastSeg int // index of the last segment counted in Segments
-	}
 	cache := newStackCache(full)
-	stacks := map[string]*acc{}
-	var order []*acc
+	// The rows, one per stack (collapsed unless full), found by content:
+	// several stacks collapse to one.
+	byStack := newStackTable[*stackAcc](nil) // find and put only: a row needs its block's site
+	var noRow *stackAcc                      // the row of NoStack
+	var order []*stackAcc
+	rowOf := func(in *stackInfo) *stackAcc {
+		if in.acc != nil {
+			return in.acc
+		}
+		var s *stackAcc
+		var h uint64
+		ok := false
+		if len(in.stack) == 0 {
+			s, ok = noRow, noRow != nil
+		} else {
+			s, h, ok = byStack.find(in.stack)
+		}
+		if !ok {
+			s = &stackAcc{SiteStat: SiteStat{Site: in.site}, lastSeg: -1}
+			if len(in.stack) > 0 {
+				s.Stack = append([]snapshot.Frame(nil), in.stack...)
+				byStack.put(in.stack, h, s)
+			} else {
+				noRow = s
+			}
+			order = append(order, s)
+		}
+		if in != noStack {
+			in.acc = s
+		}
+		return s
+	}
 	// Per call site, the segments holding its blocks (rows per site).
 	siteSegs, siteLast := map[string]int{}, map[string]int{}
 	var weights []int64
@@ -191,15 +224,7 @@ func attribute(segs []snapshot.Segment, full bool, top int) *Attribution {
 		}
 		for i, b := range live {
 			in := cache.get(b.Frames)
-			s := stacks[in.key]
-			if s == nil {
-				s = &acc{SiteStat: SiteStat{Site: in.site}, lastSeg: -1}
-				if len(in.stack) > 0 {
-					s.Stack = append([]snapshot.Frame(nil), in.stack...)
-				}
-				stacks[in.key] = s
-				order = append(order, s)
-			}
+			s := rowOf(in)
 			s.Blocks++
 			if s.lastSeg != si {
 				s.Segments++
@@ -270,25 +295,33 @@ func siteRows(stacks []SiteStat, segments map[string]int) []SiteStat {
 }
 
 // sortStats orders by Held, heaviest first, then by site and stack (each
-// stack's key computed once, not per comparison).
+// stack's key computed once, not per comparison, and only for rows whose
+// held bytes and site tie: a key is a few KiB for a deep stack).
 func sortStats(s []SiteStat) {
 	type item struct {
 		SiteStat
-		key string
+		key    string
+		hasKey bool
 	}
 	items := make([]item, len(s))
 	for i := range s {
-		items[i] = item{s[i], stackKey(s[i].Stack)}
+		items[i] = item{SiteStat: s[i]}
+	}
+	key := func(it *item) string {
+		if !it.hasKey {
+			it.key, it.hasKey = stackKey(it.Stack), true
+		}
+		return it.key
 	}
 	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
+		a, b := &items[i], &items[j]
 		if a.Held() != b.Held() {
 			return a.Held() > b.Held()
 		}
 		if a.Site != b.Site {
 			return a.Site < b.Site
 		}
-		return a.key < b.key
+		return key(a) < key(b)
 	})
 	for i := range items {
 		s[i] = items[i].SiteStat

@@ -79,3 +79,41 @@ func BenchmarkAnalyzeAttribution(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAnalyzeAttributionDistinct: the diagnosis of 5,000 segments,
+// 15,000 live blocks each of its own stack of 60 frames (the innermost
+// user frame's line differs), one frames list per block: a snapshot whose
+// stacks are nearly all distinct, as long-lived tensors allocated from many
+// places leave.
+//
+//	go test ./snapshot/analysis -run '^$' -bench AnalyzeAttributionDistinct -benchmem -count 6
+func BenchmarkAnalyzeAttributionDistinct(b *testing.B) {
+	base := attribSnapshot(1, true).Segments[0].Blocks[0].Frames
+	s := &snapshot.Snapshot{Format: snapshot.FormatModern}
+	addr := uint64(0x7f0000000000)
+	n := 0
+	stack := func() []snapshot.Frame {
+		f := append([]snapshot.Frame(nil), base...)
+		f[3].Line = int64(100000 + n) // the first user frame: the call site
+		n++
+		return f
+	}
+	for range 5000 {
+		s.Segments = append(s.Segments, stackSeg(addr,
+			snapshot.Block{Size: 1 << 20, RequestedSize: 1<<20 - 100, Frames: stack()},
+			snapshot.Block{Size: 2 << 20, RequestedSize: 2 << 20, Frames: stack()},
+			snapshot.Block{Size: 1 << 20, State: snapshot.StateInactive},
+			snapshot.Block{Size: 4 << 20, RequestedSize: 4<<20 - 512, Frames: stack()}))
+		addr += 16 << 20
+	}
+	for _, full := range []bool{false, true} {
+		b.Run(fmt.Sprintf("full=%v", full), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := analysis.Analyze(s, analysis.Options{NoReplay: true, FullStacks: full}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

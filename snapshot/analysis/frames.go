@@ -142,9 +142,17 @@ func CollapseStack(frames []snapshot.Frame) []snapshot.Frame {
 		return nil
 	}
 	i := SiteIndex(frames)
-	out := []snapshot.Frame{frames[i]}
+	keep := func(f snapshot.Frame) bool { k := ClassifyFrame(f); return k == FrameUser || k == FrameLibrary }
+	n := 1
 	for _, f := range frames[i+1:] {
-		if k := ClassifyFrame(f); k == FrameUser || k == FrameLibrary {
+		if keep(f) {
+			n++
+		}
+	}
+	out := make([]snapshot.Frame, 1, n) // sized once: stacks run to 100 frames and more
+	out[0] = frames[i]
+	for _, f := range frames[i+1:] {
+		if keep(f) {
 			out = append(out, f)
 		}
 	}
@@ -213,21 +221,35 @@ func newStackTable[V any](compute func([]snapshot.Frame) V) *stackTable[V] {
 
 // get is compute(frames), computed once per stack; frames is not empty.
 func (t *stackTable[V]) get(frames []snapshot.Frame) V {
+	v, h, ok := t.find(frames)
+	if !ok {
+		v = t.compute(frames)
+		t.put(frames, h, v)
+	}
+	return v
+}
+
+// find is the value stored for frames (not empty), if any, and the hash
+// that put takes.
+func (t *stackTable[V]) find(frames []snapshot.Frame) (v V, h uint64, ok bool) {
 	id := stackID{&frames[0], len(frames)}
 	if v, ok := t.byList[id]; ok {
-		return v
+		return v, 0, true
 	}
-	h := hashFrames(t.seed, frames)
+	h = hashFrames(t.seed, frames)
 	for _, r := range t.byHash[h] {
 		if slices.Equal(r.frames, frames) {
 			t.byList[id] = r.v
-			return r.v
+			return r.v, h, true
 		}
 	}
-	v := t.compute(frames)
+	return v, h, false
+}
+
+// put stores v for frames, which find did not find, h its hash.
+func (t *stackTable[V]) put(frames []snapshot.Frame, h uint64, v V) {
 	t.byHash[h] = append(t.byHash[h], stackRow[V]{frames, v})
-	t.byList[id] = v
-	return v
+	t.byList[stackID{&frames[0], len(frames)}] = v
 }
 
 // hashFrames hashes a stack's content (equal stacks, equal hashes).
