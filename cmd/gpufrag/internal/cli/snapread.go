@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -44,7 +44,7 @@ func readAnalyze(cmd *cobra.Command, path string, readOpts *snapshot.Options, op
 	}
 	defer file.Close()
 	bar := progress.New(stderr, st.Size(), "read "+progressLabel(path))
-	snap, err := snapshot.ReadOptions(&countingReader{r: file, bar: bar}, path, readOpts)
+	snap, err := snapshot.ReadOptions(&countingReader{f: file, bar: bar}, path, readOpts)
 	bar.Done()
 	if err != nil {
 		return nil, path, err, nil
@@ -61,14 +61,18 @@ func progressLabel(path string) string {
 	return human.ClipName(untrusted.Printable(filepath.Base(path)), 32)
 }
 
-// countingReader advances bar by the bytes each Read returns.
+// countingReader advances bar by the bytes each Read of f returns. Its
+// Stat is f's: the reader takes a regular file's size from it
+// (pickle.ReaderSize), to check declared lengths against the input's end.
 type countingReader struct {
-	r   io.Reader
+	f   *os.File
 	bar *progress.Bar
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+	n, err := c.f.Read(p)
 	c.bar.Add(int64(n))
 	return n, err
 }
+
+func (c *countingReader) Stat() (fs.FileInfo, error) { return c.f.Stat() }
