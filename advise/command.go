@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/outfile"
 	"github.com/gpufrag/gpufrag/internal/progress"
 	"github.com/gpufrag/gpufrag/kv/strategy"
 	"github.com/gpufrag/gpufrag/model"
@@ -278,18 +279,10 @@ func ReadPartialFiles(paths []string) ([]*Partial, error) {
 	return parts, nil
 }
 
-// WriteFile writes p to the file at path, created or truncated; errors of
-// the writing name the file.
+// WriteFile writes p to the file at path, replacing a file there whole or
+// not at all (internal/outfile); errors of the writing name the file.
 func (p *Partial) WriteFile(path string) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := p.Write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return fh.Close()
+	return outfile.Write(path, 0o644, p.Write)
 }
 
 // ProgressHooks are `gpufrag advise`'s hooks: the plan line (PlanLine)

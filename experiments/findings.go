@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/outfile"
 	"github.com/gpufrag/gpufrag/report"
 )
 
@@ -254,7 +255,7 @@ func WriteFindings(root string, outs []*Outcome, digest string) error {
 		}
 		name := o.Name + ".png"
 		keep[name] = true
-		if err := os.WriteFile(filepath.Join(dir, name), png.Bytes(), 0o644); err != nil {
+		if err := outfile.WriteFile(filepath.Join(dir, name), png.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("findings: %w", err)
 		}
 	}
@@ -274,5 +275,5 @@ func WriteFindings(root string, outs []*Outcome, digest string) error {
 			return fmt.Errorf("findings: %w", err)
 		}
 	}
-	return os.WriteFile(filepath.Join(root, filepath.FromSlash(FindingsPath)), Markdown(outs, digest), 0o644)
+	return outfile.WriteFile(filepath.Join(root, filepath.FromSlash(FindingsPath)), Markdown(outs, digest), 0o644)
 }

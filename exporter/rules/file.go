@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/gpufrag/gpufrag/internal/outfile"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
@@ -30,25 +30,10 @@ func ReadHistoryFile(path string, stdin io.Reader, format string, o ReadOptions)
 
 // WriteFile writes the rules of ts (WriteRules) to path through a
 // temporary file in the same directory, renamed over it, so that a reader
-// (Prometheus reloading its rules) never sees half a file.
+// (Prometheus reloading its rules) never sees half a file, readable by all whatever the mode of the file
+// it replaces (internal/outfile).
 func WriteFile(path string, ts []Threshold, o RuleOptions) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := WriteRules(tmp, ts, o); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return outfile.WritePerm(path, 0o644, func(w io.Writer) error { return WriteRules(w, ts, o) })
 }
 
 // WriteTable writes the thresholds ts, derived with o, as a table for

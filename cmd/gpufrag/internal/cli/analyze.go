@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/outfile"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
@@ -140,7 +140,7 @@ func writeProfiles(f analyzeFlags, rep *analysis.Report) error {
 		if err := out.write(&b); err != nil {
 			return fmt.Errorf("%s: %w", out.flag, err)
 		}
-		if err := os.WriteFile(out.path, b.Bytes(), 0o644); err != nil {
+		if err := outfile.WriteFile(out.path, b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("%s: %w", out.flag, err)
 		}
 	}

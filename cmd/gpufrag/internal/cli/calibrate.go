@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/outfile"
 
 	"github.com/spf13/cobra"
 
@@ -186,7 +187,7 @@ func writeFitted(stdout io.Writer, f *calibrateFlags, p *sim.Profile, doc any, r
 		if err := p.WriteYAML(&buf); err != nil {
 			return fmt.Errorf("--output: %w", err)
 		}
-		if err := os.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
+		if err := outfile.WriteFile(f.output, buf.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("--output: %w", err)
 		}
 	}

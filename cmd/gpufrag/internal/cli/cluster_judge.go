@@ -2,12 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/human"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/outfile"
 
 	"github.com/spf13/cobra"
 
@@ -79,7 +80,7 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 		_, err = io.WriteString(stdout, sb.String())
 		return err
 	}
-	return os.WriteFile(f.out, []byte(sb.String()), 0o644)
+	return outfile.WriteFile(f.out, []byte(sb.String()), 0o644)
 }
 
 // judgeFlags are the flags of `gpufrag cluster judge`.

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/gpufrag/gpufrag/internal/outfile"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 	"github.com/gpufrag/gpufrag/report"
 )
@@ -36,5 +36,5 @@ func writePage(path string, page report.Page) error {
 	if err := page.WriteHTML(&out); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return os.WriteFile(path, []byte(out.String()), 0o644)
+	return outfile.WriteFile(path, []byte(out.String()), 0o644)
 }

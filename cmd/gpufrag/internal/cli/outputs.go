@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/gpufrag/gpufrag/internal/outfile"
 	"github.com/spf13/cobra"
 )
 
@@ -95,16 +95,8 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...named
 	return nil
 }
 
-// writeFile creates path and writes it with write, reporting close errors
-// (the --html pages and --png charts).
+// writeOutput writes path with write, replacing a file there whole or not
+// at all (internal/outfile; the --html pages and --png charts).
 func writeOutput(path string, write func(io.Writer) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return fh.Close()
+	return outfile.Write(path, 0o644, write)
 }
