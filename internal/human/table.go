@@ -3,6 +3,7 @@ package human
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
@@ -72,10 +73,19 @@ func Indent(text, prefix string) string {
 // runs of columns ("---- reserved ----"). Every cell is printed through
 // untrusted.Printable: a node, run or allocator name from an input file cannot
 // put a control character or a line break on the terminal.
+//
+// A table wider than Width (a terminal's columns; 0, the default, is no
+// limit: pipes, files and golden outputs) prints stacked: each row's first
+// cell on a line of its own and its other cells on the next line, indented,
+// under the header's, which is stacked the same way with the group labels
+// over its columns. The columns keep their widths, so the figures still line
+// up; a stacked table that is still wider than Width is left so (the
+// terminal wraps it), never cut.
 type Table struct {
 	Groups []Group
 	Head   []string
 	Rows   [][]string
+	Width  int
 }
 
 // Group labels columns from..to (inclusive).
@@ -86,9 +96,30 @@ type Group struct {
 
 const gap = "  "
 
+// stackIndent indents a stacked table's lines of figures under their row's
+// name: as wide as the gap between columns, so that a stacked line is never
+// wider than the row's line was.
+const stackIndent = "  "
+
 // Write appends the table to sb.
 func (t Table) Write(sb *strings.Builder) {
-	width := make([]int, len(t.Head))
+	rows := t.cells()
+	if t.Width <= 0 {
+		t.writeWide(sb, rows, t.widths(rows, 0))
+		return
+	}
+	var wide strings.Builder
+	t.writeWide(&wide, rows, t.widths(rows, 0))
+	if widest(wide.String()) <= t.Width {
+		sb.WriteString(wide.String())
+		return
+	}
+	t.writeStacked(sb, rows, t.widths(rows, 1))
+}
+
+// cells returns the header and rows as they print, through
+// untrusted.Printable.
+func (t Table) cells() [][]string {
 	rows := make([][]string, 0, len(t.Rows)+1)
 	for _, row := range append([][]string{t.Head}, t.Rows...) {
 		out := make([]string, len(row))
@@ -97,62 +128,129 @@ func (t Table) Write(sb *strings.Builder) {
 		}
 		rows = append(rows, out)
 	}
+	return rows
+}
+
+// widths returns each column's width in characters, widened where a
+// group's label needs the room over its columns from column from on (1 for
+// the stacked layout, whose group labels leave out the first column).
+func (t Table) widths(rows [][]string, from int) []int {
+	width := make([]int, len(t.Head))
 	for _, row := range rows {
 		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
+			width[i] = max(width[i], utf8.RuneCountInString(c))
 		}
 	}
 	// Widen the columns of a group whose label does not fit.
 	for _, g := range t.Groups {
+		if g.To < from {
+			continue
+		}
+		g.From = max(g.From, from)
 		span := 0
 		for i := g.From; i <= g.To; i++ {
 			span += width[i]
 		}
 		span += len(gap) * (g.To - g.From)
 		// Room for " label " and two dashes on each side, shared out.
-		for i := g.From; span < len([]rune(g.Label))+6; i++ {
+		for i := g.From; span < utf8.RuneCountInString(g.Label)+6; i++ {
 			width[g.From+(i-g.From)%(g.To-g.From+1)]++
 			span++
 		}
 	}
+	return width
+}
+
+// writeWide writes the table one line per row.
+func (t Table) writeWide(sb *strings.Builder, rows [][]string, width []int) {
 	if len(t.Groups) > 0 {
-		var line strings.Builder
-		col := 0
-		for _, g := range t.Groups {
-			for ; col < g.From; col++ {
-				if col > 0 {
-					line.WriteString(gap)
-				}
-				line.WriteString(strings.Repeat(" ", width[col]))
-			}
-			if col > 0 {
-				line.WriteString(gap)
-			}
-			span := len(gap) * (g.To - g.From)
-			for i := g.From; i <= g.To; i++ {
-				span += width[i]
-			}
-			label := " " + g.Label + " "
-			left := (span - len([]rune(label))) / 2
-			right := span - len([]rune(label)) - left
-			line.WriteString(strings.Repeat("-", left) + label + strings.Repeat("-", right))
-			col = g.To + 1
-		}
-		sb.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+		sb.WriteString(strings.TrimRight(groupLine(t.Groups, width, 0), " ") + "\n")
 	}
 	for _, row := range rows {
-		var line strings.Builder
-		for i, c := range row {
-			if i > 0 {
+		sb.WriteString(strings.TrimRight(cellLine(row, width, 0), " ") + "\n")
+	}
+}
+
+// writeStacked writes each row (the header too) as its first cell on a
+// line, then its other cells on the next, indented; the group labels go
+// over the header's other cells.
+func (t Table) writeStacked(sb *strings.Builder, rows [][]string, width []int) {
+	for r, row := range rows {
+		if len(row) > 0 {
+			writeLine(sb, "", row[0])
+		}
+		if r == 0 && len(t.Groups) > 0 {
+			writeLine(sb, stackIndent, groupLine(t.Groups, width, 1))
+		}
+		writeLine(sb, stackIndent, cellLine(row, width, 1))
+	}
+}
+
+// writeLine writes prefix and line, without trailing spaces; nothing when
+// line has nothing but spaces.
+func writeLine(sb *strings.Builder, prefix, line string) {
+	if line = strings.TrimRight(line, " "); line != "" {
+		sb.WriteString(prefix + line + "\n")
+	}
+}
+
+// cellLine lays out row's cells from column from on: column 0
+// left-aligned, the others right-aligned, gap between them.
+func cellLine(row []string, width []int, from int) string {
+	var line strings.Builder
+	for i := from; i < len(row); i++ {
+		c := row[i]
+		if i > from {
+			line.WriteString(gap)
+		}
+		pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+		if i == 0 {
+			line.WriteString(c + pad)
+		} else {
+			line.WriteString(pad + c)
+		}
+	}
+	return line.String()
+}
+
+// groupLine lays out the group labels over columns from on, each centred in
+// dashes over its columns; a group's columns before from are left out.
+func groupLine(groups []Group, width []int, from int) string {
+	var line strings.Builder
+	col := from
+	for _, g := range groups {
+		if g.To < from {
+			continue
+		}
+		g.From = max(g.From, from)
+		for ; col < g.From; col++ {
+			if col > from {
 				line.WriteString(gap)
 			}
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i == 0 {
-				line.WriteString(c + pad)
-			} else {
-				line.WriteString(pad + c)
-			}
+			line.WriteString(strings.Repeat(" ", width[col]))
 		}
-		sb.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+		if col > from {
+			line.WriteString(gap)
+		}
+		span := len(gap) * (g.To - g.From)
+		for i := g.From; i <= g.To; i++ {
+			span += width[i]
+		}
+		label := " " + g.Label + " "
+		n := utf8.RuneCountInString(label)
+		left := max(span-n, 0) / 2
+		right := max(span-n-left, 0)
+		line.WriteString(strings.Repeat("-", left) + label + strings.Repeat("-", right))
+		col = g.To + 1
 	}
+	return line.String()
+}
+
+// widest is the width in characters of text's longest line.
+func widest(text string) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n = max(n, utf8.RuneCountInString(line))
+	}
+	return n
 }
