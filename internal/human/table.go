@@ -78,9 +78,11 @@ func Indent(text, prefix string) string {
 // limit: pipes, files and golden outputs) prints stacked: each row's first
 // cell on a line of its own and its other cells on the next line, indented,
 // under the header's, which is stacked the same way with the group labels
-// over its columns. The columns keep their widths, so the figures still line
-// up; a stacked table that is still wider than Width is left so (the
-// terminal wraps it), never cut.
+// over its columns. Where the other cells do not fit on one line they take
+// several, the header's and every row's split at the same columns and never
+// inside a group. The columns keep their widths, so the figures line up
+// under their headers; a column or group wider than Width on its own is left
+// so (the terminal wraps it), never cut.
 type Table struct {
 	Groups []Group
 	Head   []string
@@ -164,26 +166,65 @@ func (t Table) widths(rows [][]string, from int) []int {
 // writeWide writes the table one line per row.
 func (t Table) writeWide(sb *strings.Builder, rows [][]string, width []int) {
 	if len(t.Groups) > 0 {
-		sb.WriteString(strings.TrimRight(groupLine(t.Groups, width, 0), " ") + "\n")
+		sb.WriteString(strings.TrimRight(groupLine(t.Groups, width, 0, len(width)), " ") + "\n")
 	}
 	for _, row := range rows {
-		sb.WriteString(strings.TrimRight(cellLine(row, width, 0), " ") + "\n")
+		sb.WriteString(strings.TrimRight(cellLine(row, width, 0, len(width)), " ") + "\n")
 	}
 }
 
 // writeStacked writes each row (the header too) as its first cell on a
-// line, then its other cells on the next, indented; the group labels go
-// over the header's other cells.
+// line, then its other cells on the next, indented, or on the next few
+// where they do not fit on one (stackParts); the group labels go over the
+// header's cells.
 func (t Table) writeStacked(sb *strings.Builder, rows [][]string, width []int) {
+	parts := t.stackParts(width, t.Width-len(stackIndent))
 	for r, row := range rows {
 		if len(row) > 0 {
 			writeLine(sb, "", row[0])
 		}
-		if r == 0 && len(t.Groups) > 0 {
-			writeLine(sb, stackIndent, groupLine(t.Groups, width, 1))
+		for _, p := range parts {
+			if r == 0 && len(t.Groups) > 0 {
+				writeLine(sb, stackIndent, groupLine(t.Groups, width, p[0], p[1]))
+			}
+			line := cellLine(row, width, p[0], p[1])
+			if len(parts) > 1 && strings.TrimSpace(line) == "" {
+				sb.WriteString("\n") // the row's next part stays on its own line
+				continue
+			}
+			writeLine(sb, stackIndent, line)
 		}
-		writeLine(sb, stackIndent, cellLine(row, width, 1))
 	}
+}
+
+// stackParts splits columns 1 on into runs [from, to) that each fit in
+// avail characters, filled in order; a group's columns stay in one run. A
+// run wider than avail is a group or a column that is so alone.
+func (t Table) stackParts(width []int, avail int) [][2]int {
+	var parts [][2]int
+	start, used := 1, 0
+	for col := 1; col < len(width); {
+		end := col + 1 // the unit: the column, or its group's columns
+		for _, g := range t.Groups {
+			if g.From <= col && col <= g.To {
+				end = g.To + 1
+			}
+		}
+		w := len(gap) * (end - col - 1)
+		for i := col; i < end; i++ {
+			w += width[i]
+		}
+		if used > 0 && used+len(gap)+w > avail {
+			parts = append(parts, [2]int{start, col})
+			start, used = col, 0
+		}
+		if used > 0 {
+			used += len(gap)
+		}
+		used += w
+		col = end
+	}
+	return append(parts, [2]int{start, len(width)})
 }
 
 // writeLine writes prefix and line, without trailing spaces; nothing when
@@ -194,11 +235,11 @@ func writeLine(sb *strings.Builder, prefix, line string) {
 	}
 }
 
-// cellLine lays out row's cells from column from on: column 0
+// cellLine lays out row's cells in columns [from, to): column 0
 // left-aligned, the others right-aligned, gap between them.
-func cellLine(row []string, width []int, from int) string {
+func cellLine(row []string, width []int, from, to int) string {
 	var line strings.Builder
-	for i := from; i < len(row); i++ {
+	for i := from; i < min(to, len(row)); i++ {
 		c := row[i]
 		if i > from {
 			line.WriteString(gap)
@@ -213,16 +254,17 @@ func cellLine(row []string, width []int, from int) string {
 	return line.String()
 }
 
-// groupLine lays out the group labels over columns from on, each centred in
-// dashes over its columns; a group's columns before from are left out.
-func groupLine(groups []Group, width []int, from int) string {
+// groupLine lays out the group labels over columns [from, to), each
+// centred in dashes over its columns; a group's columns outside them are
+// left out.
+func groupLine(groups []Group, width []int, from, to int) string {
 	var line strings.Builder
 	col := from
 	for _, g := range groups {
-		if g.To < from {
+		if g.To < from || g.From >= to {
 			continue
 		}
-		g.From = max(g.From, from)
+		g.From, g.To = max(g.From, from), min(g.To, to-1)
 		for ; col < g.From; col++ {
 			if col > from {
 				line.WriteString(gap)

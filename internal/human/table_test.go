@@ -58,84 +58,121 @@ paged:16 – pool…
 	}
 }
 
-// TestTableStackedAligns checks, for tables of several shapes, that a
-// stacked table's lines of figures all end at the same column (the last
-// column is right-aligned), that every other column's cells end where its
-// header does, and that the group labels sit over their columns.
+// TestTableStackedAligns checks, for tables of several shapes and widths,
+// that a stacked table's every line of figures puts each cell's end where
+// its header's ends, one line per part of the columns (stackParts), that
+// the parts fit, and that the group labels sit over their columns.
 func TestTableStackedAligns(t *testing.T) {
-	tables := []Table{
-		bandsLike(40),
-		{
-			Groups: []Group{{From: 1, To: 1, Label: "reserved"}, {From: 2, To: 4, Label: "fragmentation"}},
-			Head:   []string{"kv / allocator", "peak", "p50", "p99", "max", "min health"},
-			Rows: [][]string{
-				{"contiguous-max / caching", "48.88GiB", "0.51", "0.67", "0.67", "0.33"},
-				{"vmm:2MiB / vmm:2MiB", "56.24GiB", "0.00", "0.00", "0.00", "1.00"},
-			},
-			Width: 30,
+	memory := Table{
+		Groups: []Group{{From: 1, To: 1, Label: "reserved"}, {From: 2, To: 4, Label: "fragmentation"}},
+		Head:   []string{"kv / allocator", "peak", "p50", "p99", "max", "min health"},
+		Rows: [][]string{
+			{"contiguous-max / caching", "48.88GiB", "0.51", "0.67", "0.67", "0.33"},
+			{"vmm:2MiB – 2MiB…", "56.24GiB", "0.00", "0.00", "0.00", "1.00"},
 		},
 	}
-	for _, tb := range tables {
+	for _, tc := range []struct {
+		table Table
+		width int
+		parts int
+	}{{bandsLike(0), 40, 1}, {bandsLike(0), 25, 2}, {memory, 60, 1}, {memory, 40, 2}, {memory, 30, 3}} {
+		tb := tc.table
+		tb.Width = tc.width
 		width := tb.widths(tb.cells(), 1)
+		parts := tb.stackParts(width, tb.Width-len(stackIndent))
+		if len(parts) != tc.parts {
+			t.Errorf("width %d: %d parts %v, want %d", tc.width, len(parts), parts, tc.parts)
+		}
 		lines := strings.Split(strings.TrimSuffix(write(tb), "\n"), "\n")
-		// Header: name, groups, heads; then a name and a figures line a row.
-		if want := 3 + 2*len(tb.Rows); len(lines) != want {
-			t.Fatalf("%d lines, want %d:\n%s", len(lines), want, strings.Join(lines, "\n"))
-		}
-		figures := []string{lines[2]}
-		for i := range tb.Rows {
-			if lines[3+2*i] != tb.Rows[i][0] {
-				t.Errorf("line %d = %q, want the row's name %q", 3+2*i, lines[3+2*i], tb.Rows[i][0])
+		next := func() string {
+			if len(lines) == 0 {
+				t.Fatalf("width %d: the table ends early:\n%s", tc.width, write(tb))
 			}
-			figures = append(figures, lines[4+2*i])
+			l := lines[0]
+			lines = lines[1:]
+			return l
 		}
-		// Each column's right edge, in characters from the line's start.
-		edge := make([]int, len(width))
-		at := len(stackIndent) - len(gap)
-		for i := 1; i < len(width); i++ {
-			at += len(gap) + width[i]
-			edge[i] = at
-		}
-		for r, line := range figures {
-			cells := append([]string{""}, tb.Head[1:]...)
-			if r > 0 {
-				cells = tb.Rows[r-1]
+		check := func(line string, cells []string, p [2]int) {
+			if n := utf8.RuneCountInString(line); n > tb.Width {
+				t.Errorf("width %d: %q is %d characters", tc.width, line, n)
 			}
-			for i := 1; i < len(cells); i++ {
-				prefix := string([]rune(line)[:edge[i]])
-				if !strings.HasSuffix(prefix, cells[i]) {
-					t.Errorf("%q: cell %q does not end at column %d", line, cells[i], edge[i])
+			at := len(stackIndent) - len(gap)
+			for i := p[0]; i < p[1]; i++ {
+				at += len(gap) + width[i]
+				if prefix := string([]rune(line)[:at]); !strings.HasSuffix(prefix, cells[i]) {
+					t.Errorf("width %d: %q: cell %q does not end at column %d", tc.width, line, cells[i], at)
 				}
 			}
-			if n := utf8.RuneCountInString(line); n != edge[len(edge)-1] {
-				t.Errorf("%q is %d characters, want %d", line, n, edge[len(edge)-1])
+			if n := utf8.RuneCountInString(line); n != at {
+				t.Errorf("width %d: %q is %d characters, want %d", tc.width, line, n, at)
 			}
 		}
-		// Each label's dashes span its columns exactly.
-		groups := []rune(lines[1])
-		for _, g := range tb.Groups {
-			from, to := edge[g.From]-width[g.From], edge[g.To]
-			span := string(groups[from:to])
-			if !strings.HasPrefix(span, "-") || !strings.HasSuffix(span, "-") || !strings.Contains(span, " "+g.Label+" ") {
-				t.Errorf("group %q over columns %d..%d: %q", g.Label, g.From, g.To, span)
+		if l := next(); l != tb.Head[0] {
+			t.Errorf("width %d: first line %q, want the header's name", tc.width, l)
+		}
+		for _, p := range parts {
+			if hasGroup(tb.Groups, p) {
+				groups := []rune(next())
+				at := len(stackIndent)
+				for i := p[0]; i < p[1]; i++ {
+					for _, g := range tb.Groups {
+						if g.From != i {
+							continue
+						}
+						end := at + len(gap)*(g.To-g.From)
+						for j := g.From; j <= g.To; j++ {
+							end += width[j]
+						}
+						span := string(groups[at:end])
+						if !strings.HasPrefix(span, "-") || !strings.HasSuffix(span, "-") || !strings.Contains(span, " "+g.Label+" ") {
+							t.Errorf("width %d: group %q over columns %d..%d: %q", tc.width, g.Label, g.From, g.To, span)
+						}
+					}
+					at += width[i] + len(gap)
+				}
 			}
+			check(next(), tb.Head, p)
+		}
+		for _, row := range tb.Rows {
+			if l := next(); l != row[0] {
+				t.Errorf("width %d: line %q, want the row's name %q", tc.width, l, row[0])
+			}
+			for _, p := range parts {
+				check(next(), row, p)
+			}
+		}
+		if len(lines) > 0 {
+			t.Errorf("width %d: lines left over: %q", tc.width, lines)
 		}
 	}
 }
 
-// TestTableStackedTooWide: a table that does not fit even stacked prints
-// stacked, every figure whole.
-func TestTableStackedTooWide(t *testing.T) {
-	got := write(bandsLike(10))
-	if got != write(bandsLike(78)) {
-		t.Errorf("Width 10:\n%s", got)
-	}
-	for _, row := range bandsLike(10).Rows {
-		for _, c := range row {
-			if !strings.Contains(got, c) {
-				t.Errorf("cell %q is missing:\n%s", c, got)
-			}
+func hasGroup(groups []Group, p [2]int) bool {
+	for _, g := range groups {
+		if g.From >= p[0] && g.From < p[1] {
+			return true
 		}
+	}
+	return false
+}
+
+// TestTableStackedTooWide: columns that do not fit on one line take
+// several, a group's together; a group wider than the limit on its own is
+// left so, every figure whole.
+func TestTableStackedTooWide(t *testing.T) {
+	want := `kv / allocator
+  ----- TTFT ------
+          p50   p99
+  tokens/s
+contiguous-grow / caching:expandable_segments:True
+    1.1s–2.3s  5.6s
+        71
+paged:16 – pool…
+  267ms–556ms  3.6s
+        73
+`
+	if got := write(bandsLike(10)); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -158,5 +195,15 @@ a\x1b[2Jb
 `
 	if got := write(tb); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestTableStackedEmptyPart: a row's part with no figures prints as an
+// empty line, so that its next part stays under its own header.
+func TestTableStackedEmptyPart(t *testing.T) {
+	tb := Table{Head: []string{"n", "aaaa", "bbbb"}, Rows: [][]string{{"r", "", "2"}}, Width: 6}
+	want := "n\n  aaaa\n  bbbb\nr\n\n     2\n"
+	if got := write(tb); got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
