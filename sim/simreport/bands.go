@@ -86,11 +86,20 @@ func bandRel(b *sim.Band) string {
 	return fmt.Sprintf("%+.0f%% to %+.0f%%", 100*b.RelLower, 100*b.RelUpper)
 }
 
+// indentedWidth is the Width of a table printed indented two spaces in a
+// report width columns wide (0: no limit).
+func indentedWidth(width int) int {
+	if width <= 0 {
+		return 0
+	}
+	return max(width-2, 1)
+}
+
 // writeBands prints the bands of o's results, if any: a table of each
 // run's ranges, then per metric how far they reach and which held-out
 // figures they come from (per group of runs when the runs' loads draw on
 // different figures).
-func writeBands(sb *strings.Builder, o *scenario.Report) {
+func writeBands(sb *strings.Builder, o *scenario.Report, width int) {
 	q := 0.0
 	for _, r := range o.Results {
 		for _, b := range []*sim.Band{r.TTFT.P50Band, r.TPOT.P50Band, r.OutputTokensPerSBand} {
@@ -118,6 +127,7 @@ func writeBands(sb *strings.Builder, o *scenario.Report) {
 		t.Rows = append(t.Rows, row)
 	}
 	fmt.Fprintf(sb, "\nError bands: where the measured figure should fall, %.0f%% of the time, by the\nstep model's errors on figures it was not fitted to (docs/calibrate.md, \"Error\nbands\"):\n", 100*q)
+	t.Width = indentedWidth(width)
 	var tb strings.Builder
 	t.Write(&tb)
 	for _, line := range strings.SplitAfter(tb.String(), "\n") {

@@ -71,7 +71,7 @@ const drawsWide = 1.5
 // writeArrivalDraws prints the draws' spread of each run's figures, or,
 // for a benchmark run whose arrivals were drawn and only one draw was
 // replayed, how to see it.
-func writeArrivalDraws(sb *strings.Builder, o *scenario.Report) {
+func writeArrivalDraws(sb *strings.Builder, o *scenario.Report, width int) {
 	if o.Bench == nil || o.Bench.ArrivalSeed == nil {
 		return
 	}
@@ -122,6 +122,7 @@ func writeArrivalDraws(sb *strings.Builder, o *scenario.Report) {
 	fmt.Fprintf(sb, "\n%s\n", human.Wrap(fmt.Sprintf("Arrival draws: the benchmark run saved no send times, so its arrivals were drawn "+
 		"%d times (seeds %d to %d) through the same setup; smallest–largest (median) of each figure:", d0.Draws, d0.FirstSeed,
 		d0.FirstSeed+uint64(d0.Draws)-1), 80))
+	t.Width = indentedWidth(width)
 	var tb strings.Builder
 	t.Write(&tb)
 	for _, line := range strings.SplitAfter(tb.String(), "\n") {

@@ -42,7 +42,7 @@ func WriteHTML(w io.Writer, o *scenario.Report) error {
 	}
 	page := report.Page{Title: "gpufrag simulate: " + Title(o), Subtitle: sub}
 	var sb strings.Builder
-	writeTables(&sb, o)
+	writeTables(&sb, o, 0) // the page is as wide as its reader makes it
 	summary := report.Table{Caption: "Results",
 		Header: []string{"KV", "allocator", "done", "OOM", "rejected", "preempted", "peak reserved", "frag p99",
 			"min health", "token states", "tokens/s", "TTFT p99", "TPOT p99", "ITL p99"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/calib"
 	"github.com/gpufrag/gpufrag/model"
@@ -216,5 +217,52 @@ func TestNew(t *testing.T) {
 	}
 	if d.Report.Scenario != s.Name+" with --gpu a100-80g" || d.Run.Title != d.Report.Scenario || d.Report.Results[0].TTFT.P50Band == nil {
 		t.Errorf("New: report %q, run %+v, band %v", d.Report.Scenario, d.Run, d.Report.Results[0].TTFT.P50Band)
+	}
+}
+
+// TestWriteTextWidth: with no limit, or one the tables fit, the report is
+// WriteText's byte for byte; narrower, the memory, service and band tables
+// print stacked (a run's name alone on its line, the band table's indented
+// as the table is) and every line fits.
+func TestWriteTextWidth(t *testing.T) {
+	o := testReport()
+	o.Results[0].TTFT = sim.Latency{P50: 0.2, P50Band: &sim.Band{Quantile: 0.8, Lower: 0.1, Upper: 0.3, RelLower: -0.5, RelUpper: 0.5, Basis: "b"}}
+	o.Results[1].Allocator = "caching:expandable_segments:True,max_split_size_mb:64" // the band table wider than 80 too
+	write := func(width int) string {
+		var sb strings.Builder
+		if err := WriteTextWidth(&sb, o, 40<<30, width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	var sb strings.Builder
+	if err := WriteText(&sb, o, 40<<30); err != nil {
+		t.Fatal(err)
+	}
+	full := sb.String()
+	widest := 0
+	for _, line := range strings.Split(full, "\n") {
+		widest = max(widest, utf8.RuneCountInString(line))
+	}
+	for _, w := range []int{0, widest, widest + 40} {
+		if got := write(w); got != full {
+			t.Errorf("width %d:\n%s\nwant WriteText's:\n%s", w, got, full)
+		}
+	}
+	got := write(80)
+	for i, line := range strings.Split(got, "\n") {
+		// The legend's OOM line is prose of 83 characters, in every layout.
+		if n := utf8.RuneCountInString(line); n > 80 && !strings.HasPrefix(line, "OOM: ") {
+			t.Errorf("line %d is %d characters: %q", i+1, n, line)
+		}
+	}
+	for _, want := range []string{"\nkv / allocator\n", "\ncontiguous-grow / caching:expandable_segments:True,max_split_size_mb:64\n",
+		"\n  paged:16 / caching\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report at 80 columns lacks %q:\n%s", want, got)
+		}
+	}
+	if widest <= 80 {
+		t.Errorf("the full report is %d wide: the test needs one wider than 80", widest)
 	}
 }

@@ -27,8 +27,15 @@ func runName(r sim.Result) string { return r.KV + " / " + r.Allocator }
 // weighs the ratio by the bytes at stake on a GPU of capacity bytes) and
 // why a setup shows it.
 func WriteText(w io.Writer, o *scenario.Report, capacity int64) error {
+	return WriteTextWidth(w, o, capacity, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide: a table
+// wider than that prints stacked (human.Table's Width); 0 is no limit, the
+// layout of WriteText.
+func WriteTextWidth(w io.Writer, o *scenario.Report, capacity int64, width int) error {
 	var sb strings.Builder
-	writeTables(&sb, o)
+	writeTables(&sb, o, width)
 	writeNotes(&sb, o, capacity)
 	_, err := io.WriteString(w, sb.String())
 	return err
@@ -37,8 +44,9 @@ func WriteText(w io.Writer, o *scenario.Report, capacity int64) error {
 // writeTables prints what ran, the tables, the legend, the bands and the
 // recommendation (the HTML page's text report). The scenario's name and
 // description, the model and the workload's source come from files, so
-// they print through untrusted.Printable.
-func writeTables(sb *strings.Builder, o *scenario.Report) {
+// they print through untrusted.Printable. width is the widest a table's
+// line may be, 0 for no limit (human.Table's Width).
+func writeTables(sb *strings.Builder, o *scenario.Report, width int) {
 	head := o.Scenario
 	if o.About != "" {
 		head += ": " + o.About
@@ -54,6 +62,7 @@ func writeTables(sb *strings.Builder, o *scenario.Report) {
 	mt := human.Table{
 		Groups: []human.Group{{From: 1, To: 1, Label: "reserved"}, {From: 2, To: 4, Label: "fragmentation"}, {From: 6, To: 9, Label: "KV memory"}},
 		Head:   []string{"kv / allocator", "peak", "p50", "p99", "max", "min health", "tokens", "reserved", "internal", "external"},
+		Width:  width,
 	}
 	for _, r := range o.Results {
 		b := r.KVBreakdown
@@ -68,6 +77,7 @@ func writeTables(sb *strings.Builder, o *scenario.Report) {
 			{From: 12, To: 13, Label: "ITL"}},
 		Head: []string{"kv / allocator", "done", "OOM", "rejected", "unfinished", "preempted", "tokens/s", "batch", "p50", "p99", "p50", "p99",
 			"p50", "p99"},
+		Width: width,
 	}
 	for _, r := range o.Results {
 		st.Rows = append(st.Rows, []string{runName(r), human.Thousands(r.RequestsCompleted), human.Thousands(r.RequestsFailedOOM),
@@ -117,8 +127,8 @@ TPOT, ITL:     a request's mean time per output token after the first, and each
 			sb.WriteString(human.WrapHang("               (not comparable with this replay: "+untrusted.Printable(b.NotComparable)+")", 80, 16) + "\n")
 		}
 	}
-	writeBands(sb, o)
-	writeArrivalDraws(sb, o)
+	writeBands(sb, o, width)
+	writeArrivalDraws(sb, o, width)
 	if o.Recommended >= 0 {
 		fmt.Fprintf(sb, "\n%s\n", human.Wrap("Recommended: "+untrusted.Printable(o.Reason)+".", 80))
 	}
