@@ -206,7 +206,7 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	if f.json {
 		return writeJSON(stdout, doc, true)
 	}
-	return simreport.WriteText(stdout, doc.Report, plan.GPU.Capacity)
+	return simreport.WriteTextWidth(stdout, doc.Report, plan.GPU.Capacity, tableWidth(stdout))
 }
 
 // maxArrivalDraws bounds --arrival-draws (64 replays of the whole run).

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// openTerminal opens a pseudo-terminal cols columns wide, in raw mode (no
+// CR added before LF), and returns its terminal end and a function that
+// closes it and returns what was written to it. It skips the test where
+// the system has no pseudo-terminals.
+func openTerminal(t *testing.T, cols int) (tty *os.File, output func() string) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	fd := int(ptmx.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: uint16(cols)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := term.MakeRaw(int(tty.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	// Read as the command writes: a terminal holds only a few KiB.
+	read := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(ptmx) // EIO once the terminal end is closed
+		read <- b
+	}()
+	return tty, func() string {
+		tty.Close()
+		b := <-read
+		ptmx.Close()
+		return string(b)
+	}
+}
+
+// simulateOn runs simulate with its stdout on a terminal cols columns wide.
+func simulateOn(t *testing.T, cols int) string {
+	t.Helper()
+	tty, output := openTerminal(t, cols)
+	var errb bytes.Buffer
+	code := Main([]string{"simulate"}, strings.NewReader(""), tty, &errb)
+	out := output()
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	return out
+}
+
+// words is text's words, sorted, without the dashes of group labels: the
+// figures and names a layout must keep whole.
+func words(text string) []string {
+	var w []string
+	for _, f := range strings.Fields(text) {
+		if strings.Trim(f, "-") != "" {
+			w = append(w, f)
+		}
+	}
+	slices.Sort(w)
+	return w
+}
+
+func widestLine(text string) (int, string) {
+	n, widest := 0, ""
+	for _, line := range strings.Split(text, "\n") {
+		if c := utf8.RuneCountInString(line); c > n {
+			n, widest = c, line
+		}
+	}
+	return n, widest
+}
+
+// TestSimulateFitsTerminal: on a terminal narrower than simulate's tables
+// (its width, or COLUMNS), every line of the default report fits and
+// every name and figure is still there; on a terminal wide enough, and in
+// a pipe or a buffer whatever COLUMNS says, the report is the full-width
+// one byte for byte.
+func TestSimulateFitsTerminal(t *testing.T) {
+	skipHeavy(t)
+	t.Setenv("COLUMNS", "")
+	code, piped, stderr := run(t, "", "simulate")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	full, _ := widestLine(piped)
+	if full <= 120 {
+		t.Fatalf("the full-width report is %d columns: the test needs one wider than its terminals", full)
+	}
+	t.Setenv("COLUMNS", "100")
+	if _, got, _ := run(t, "", "simulate"); got != piped {
+		t.Errorf("COLUMNS=100 changed the output to a buffer:\n%s", got)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		read <- b
+	}()
+	Main([]string{"simulate"}, strings.NewReader(""), w, io.Discard)
+	w.Close()
+	if got := string(<-read); got != piped {
+		t.Errorf("COLUMNS=100 changed the output to a pipe:\n%s", got)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		cols    int    // the terminal's
+		columns string // COLUMNS
+		fit     int    // the widest a line may be
+	}{
+		{"terminal 100", 100, "", 100},
+		{"terminal 80", 80, "", 80},
+		{"COLUMNS=100 on a terminal 200", 200, "100", 100},
+		{"COLUMNS=junk on a terminal 100", 100, "junk", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("COLUMNS", tc.columns)
+			got := simulateOn(t, tc.cols)
+			for i, line := range strings.Split(got, "\n") {
+				// The legend's OOM line is prose of 83 characters, in every layout.
+				if n := utf8.RuneCountInString(line); n > tc.fit && !strings.HasPrefix(line, "OOM: ") {
+					t.Errorf("line %d is %d columns, over %d: %q", i+1, n, tc.fit, line)
+				}
+			}
+			if !slices.Equal(words(got), words(piped)) {
+				t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
+			}
+			if !strings.Contains(got, "\ncontiguous-grow / caching:expandable_segments:True\n") {
+				t.Errorf("no row stacked:\n%s", got)
+			}
+		})
+	}
+	t.Run("terminal 200", func(t *testing.T) {
+		t.Setenv("COLUMNS", "")
+		if got := simulateOn(t, 200); got != piped {
+			t.Errorf("a terminal wide enough changed the output:\n%s", got)
+		}
+	})
+}
