@@ -18,6 +18,13 @@ import (
 // function names) goes through untrusted.Printable, so control characters in a
 // file from somebody else print as escapes, not as terminal commands.
 func (r *Report) WriteText(w io.Writer, file string) error {
+	return r.WriteTextWidth(w, file, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide: the
+// what-if table's allocator column wraps its settings (wrapSettings) to
+// keep the table within width; 0 is no limit, the layout of WriteText.
+func (r *Report) WriteTextWidth(w io.Writer, file string, width int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", untrusted.Printable(file), r.Format, len(r.Devices))
 	if h := r.PinnedHost; h != nil {
@@ -28,7 +35,7 @@ func (r *Report) WriteText(w io.Writer, file string) error {
 		writeStats(&b, s)
 	}
 	for _, d := range r.Devices {
-		d.writeText(&b)
+		d.writeText(&b, width)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -55,7 +62,7 @@ func writeStats(b *strings.Builder, s *StatsSummary) {
 	b.WriteString("  (memory_stats has no block sizes: take a snapshot with torch.cuda.memory._dump_snapshot for health and a replay)\n")
 }
 
-func (d Device) writeText(b *strings.Builder) {
+func (d Device) writeText(b *strings.Builder, termWidth int) {
 	c, m := d.Classes, d.Metrics
 	fmt.Fprintf(b, "\n== device %d: %d segments, %d blocks, %d trace events\n\n", d.Device, d.Segments, d.Blocks, d.TraceEvents)
 	fmt.Fprintf(b, "Memory classes\n")
@@ -187,7 +194,7 @@ func (d Device) writeText(b *strings.Builder) {
 		for _, a := range w.Results {
 			width = max(width, utf8.RuneCountInString(a.Settings+recordedMark(a.Recorded)))
 		}
-		width = min(width, whatIfNameWidth)
+		width = min(width, whatIfNameCap(termWidth))
 		fmt.Fprintf(b, "  %-*s %13s %5s %10s\n", width, "allocator", "peak reserved", "OOMs", "frag@peak")
 		for _, a := range w.Results {
 			lines := wrapSettings(a.Settings, recordedMark(a.Recorded), width)
@@ -218,6 +225,25 @@ const siteNameWidth = 80
 // whatIfNameWidth caps the what-if table's allocator column; longer
 // settings wrap (wrapSettings).
 const whatIfNameWidth = 80
+
+// whatIfFigures is the width of the what-if table's line but its allocator
+// column: the indent and the peak reserved, OOMs and frag@peak columns.
+const whatIfFigures = len("  ") + len(" ") + 13 + len(" ") + 5 + len(" ") + 10
+
+// whatIfNameMin is the narrowest the allocator column gets on a narrow
+// terminal: "caching:max_split_size_mb:64" (28) and most keys with their
+// values stay on one line; a longer key wraps within itself.
+const whatIfNameMin = 28
+
+// whatIfNameCap is the allocator column's cap for a terminal width columns
+// wide (0: no terminal, whatIfNameWidth): the room the figures leave, at
+// least whatIfNameMin.
+func whatIfNameCap(width int) int {
+	if width <= 0 {
+		return whatIfNameWidth
+	}
+	return max(min(whatIfNameWidth, width-whatIfFigures), whatIfNameMin)
+}
 
 func recordedMark(recorded bool) string {
 	if recorded {

@@ -123,7 +123,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 	if f.json {
 		return writeJSON(stdout, rep.Doc(name), true)
 	}
-	return rep.WriteText(stdout, name)
+	return rep.WriteTextWidth(stdout, name, tableWidth(stdout))
 }
 
 // writeProfiles writes the attribution files --profile and --folded ask for.

@@ -60,9 +60,16 @@ func openTerminal(t *testing.T, cols int) (tty *os.File, output func() string) {
 // simulateOn runs simulate with its stdout on a terminal cols columns wide.
 func simulateOn(t *testing.T, cols int) string {
 	t.Helper()
+	return onTerminal(t, cols, "simulate")
+}
+
+// onTerminal runs the command line with its stdout on a terminal cols
+// columns wide (stderr, a buffer: no progress bar).
+func onTerminal(t *testing.T, cols int, args ...string) string {
+	t.Helper()
 	tty, output := openTerminal(t, cols)
 	var errb bytes.Buffer
-	code := Main([]string{"simulate"}, strings.NewReader(""), tty, &errb)
+	code := Main(args, strings.NewReader(""), tty, &errb)
 	out := output()
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -162,4 +169,37 @@ func TestSimulateFitsTerminal(t *testing.T) {
 			t.Errorf("a terminal wide enough changed the output:\n%s", got)
 		}
 	})
+}
+
+// TestAnalyzeWhatIfFitsTerminal: on a terminal of 80 columns analyze's
+// what-if table wraps its longest settings to fit; in a buffer, and on a
+// terminal wide enough, the report is the full-width one.
+func TestAnalyzeWhatIfFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	args := []string{"analyze", "../../../../examples/snapshot.pickle"}
+	code, piped, stderr := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	whatIf := func(text string) string {
+		_, table, ok := strings.Cut(text, "\nWhat if (")
+		if !ok {
+			t.Fatalf("no what-if table:\n%s", text)
+		}
+		table, _, _ = strings.Cut(table, "\n\n")
+		return table
+	}
+	if n, line := widestLine(whatIf(piped)); n <= 80 {
+		t.Fatalf("the full-width what-if table is %d columns (%q): the test needs one wider than 80", n, line)
+	}
+	got := whatIf(onTerminal(t, 80, args...))
+	if n, line := widestLine(got); n > 80 {
+		t.Errorf("on 80 columns a what-if line is %d: %q\n%s", n, line, got)
+	}
+	if !strings.Contains(got, "\n  caching:garbage_collection_threshold:0.8,") || !strings.Contains(got, "\n    per_process_memory_fraction:1.0\n") {
+		t.Errorf("the long settings are not wrapped:\n%s", got)
+	}
+	if got := onTerminal(t, 300, args...); got != piped {
+		t.Errorf("a terminal wide enough changed the output:\n%s", got)
+	}
 }
