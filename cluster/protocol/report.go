@@ -28,6 +28,13 @@ func Pct(v float64) string { return fmt.Sprintf("%.2f%%", 100*v) }
 // whole-free nodes, the failed pods and the first failure; c is
 // NewComparison of the summaries.
 func WriteText(w io.Writer, s Setup, sums []Summary, c Comparison) error {
+	return WriteTextWidth(w, s, sums, c, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide: a table
+// wider than that prints stacked (human.Table's Width); 0 is no limit, the
+// layout of WriteText.
+func WriteTextWidth(w io.Writer, s Setup, sums []Summary, c Comparison, width int) error {
 	var sb strings.Builder
 	// The pods submitted, not placed: those that fit nowhere fail.
 	submitted := fmt.Sprintf("the %s pods of %s, inflated or trimmed to %.0f%% of GPU capacity", human.Thousands(s.Pods), s.PodsFile, 100*s.Ratio)
@@ -42,6 +49,7 @@ func WriteText(w io.Writer, s Setup, sums []Summary, c Comparison) error {
 	t := human.Table{
 		Groups: []human.Group{{From: 1, To: 3, Label: "at 100% arrived demand"}, {From: 4, To: 6, Label: "frag/total at arrived"}},
 		Head:   []string{"policy", "allocated", "unallocated GPUs", "share", "60%", "80%", "90%", "whole-free nodes", "failed pods", "first failure"},
+		Width:  width,
 	}
 	for i, sum := range sums {
 		r := c.Results[i]

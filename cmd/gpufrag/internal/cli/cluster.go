@@ -158,7 +158,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	if f.json {
 		return writeJSON(stdout, out, true)
 	}
-	return protocol.WriteText(stdout, setup, sums, out)
+	return protocol.WriteTextWidth(stdout, setup, sums, out, tableWidth(stdout))
 }
 
 // maxOversizedWarnings is how many pods warnOversized names; it counts

@@ -203,3 +203,25 @@ func TestAnalyzeWhatIfFitsTerminal(t *testing.T) {
 		t.Errorf("a terminal wide enough changed the output:\n%s", got)
 	}
 }
+
+// TestClusterSimulateFitsTerminal: cluster simulate's table, 132 columns
+// in a pipe, fits a terminal of 100, every figure kept.
+func TestClusterSimulateFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	args := []string{"cluster", "simulate", "--nodes", "../../../../examples/nodes.csv", "--pods", "../../../../examples/pods.csv",
+		"--policy", "random,bestfit,fgd", "--seeds", "42-43"}
+	code, piped, stderr := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n, line := widestLine(piped); n <= 100 {
+		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 100", n, line)
+	}
+	got := onTerminal(t, 100, args...)
+	if n, line := widestLine(got); n > 100 {
+		t.Errorf("on 100 columns a line is %d: %q\n%s", n, line, got)
+	}
+	if !slices.Equal(words(got), words(piped)) {
+		t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
+	}
+}
