@@ -333,6 +333,9 @@ type OutlierFlagDoc struct {
 	Value  float64 `json:"value"`
 	Median float64 `json:"median"`
 	Z      float64 `json:"z"`
+	// StakeBytes is the memory the difference puts at stake
+	// (OutlierFlag.Stake), by which the list is ordered.
+	StakeBytes int64 `json:"stake_bytes"`
 }
 
 func (o *Outliers) ref(u int) UnitRefDoc {
@@ -352,7 +355,7 @@ func (o *Outliers) Doc(vs *DeviceDiff) OutliersDoc {
 	for _, f := range o.Flags {
 		flagged[f.Unit] = true
 		doc.Outliers = append(doc.Outliers, OutlierFlagDoc{UnitRefDoc: o.ref(f.Unit), Metric: OutlierMetrics[f.Metric].Name,
-			Value: f.Value, Median: o.Median[f.Metric], Z: round3(f.Z)})
+			Value: f.Value, Median: o.Median[f.Metric], Z: round3(f.Z), StakeBytes: f.Stake})
 	}
 	for u := range o.Units {
 		z := make([]float64, len(o.Z[u]))
@@ -416,11 +419,11 @@ func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
 	if len(o.Flags) == 0 {
 		b.WriteString("\nNo outlier: every value is within the rule of its median.\n")
 	} else {
-		b.WriteString("\nOutliers (* above), the strongest first\n")
+		b.WriteString("\nOutliers (* above), the most memory at stake first\n")
 		for _, f := range o.Flags {
 			m := OutlierMetrics[f.Metric]
-			fmt.Fprintf(&b, "  %s device %d: %s %s, median %s (z %+.1f)\n", untrusted.Printable(o.Units[f.Unit].File),
-				o.Units[f.Unit].Device.Device, m.Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), f.Z)
+			fmt.Fprintf(&b, "  %s device %d: %s %s, median %s (%s at stake, z %+.1f)\n", untrusted.Printable(o.Units[f.Unit].File),
+				o.Units[f.Unit].Device.Device, m.Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), fb(f.Stake), f.Z)
 		}
 	}
 	ref := o.Units[o.Reference]

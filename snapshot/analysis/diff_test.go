@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
+	"github.com/gpufrag/gpufrag/snapshot/internal/gensnap"
 )
 
 func report(t *testing.T, s *snapshot.Snapshot) *analysis.Report {
@@ -204,5 +205,65 @@ func TestOutliers(t *testing.T) {
 	}
 	if _, err := analysis.FindOutliers(units(t, 0, 0)); !errors.Is(err, analysis.ErrFewUnits) {
 		t.Errorf("two units: err %v, want ErrFewUnits", err)
+	}
+}
+
+// TestOutliersLeakFirst: eight differently seeded generated ranks (the
+// seeds of gensnap's -seed 11 to 18, -pinned 600 -sites 600), the fourth
+// leaking 40 tensors of 30.72 MB (1.2 GiB) from one call site. Ranked by
+// |z|, rank 3's health (z +11.5) and largest free block (190 MiB above the
+// median, z +11.1) came before the leak (allocated z +8.4), so diff
+// compared rank 3 with the reference; ranked by bytes at stake the leaking
+// rank is first, and its diff against the reference names the leak's site
+// first.
+func TestOutliersLeakFirst(t *testing.T) {
+	const leaker = 3
+	var reps []*analysis.Report
+	var names []string
+	for i := range 8 {
+		o := gensnap.Options{Bytes: 300_000, Seed: uint64(11 + i), Pinned: 600, Sites: 600}
+		if i == leaker {
+			o.Leak, o.LeakSize = 40, 32212254
+		}
+		var buf bytes.Buffer
+		if _, err := gensnap.Write(&buf, o); err != nil {
+			t.Fatal(err)
+		}
+		s, err := snapshot.ReadBytes(buf.Bytes(), "gen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, report(t, s))
+		names = append(names, "rank"+string(rune('0'+i)))
+	}
+	c, err := analysis.Compare(reps, names, analysis.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Outliers
+	if len(o.Flags) == 0 {
+		t.Fatal("no outlier")
+	}
+	first := o.Flags[0]
+	if first.Unit != leaker || analysis.OutlierMetrics[first.Metric].Name != "allocated_bytes" {
+		t.Errorf("strongest outlier %s %s (z %+.1f, %d bytes at stake), want rank%d allocated_bytes",
+			o.Units[first.Unit].File, analysis.OutlierMetrics[first.Metric].Name, first.Z, first.Stake, leaker)
+	}
+	if first.Stake < 40*32212254 {
+		t.Errorf("%d bytes at stake, want at least the leak's %d", first.Stake, 40*32212254)
+	}
+	for i := 1; i < len(o.Flags); i++ {
+		if o.Flags[i].Stake > o.Flags[i-1].Stake {
+			t.Errorf("flag %d: %d bytes at stake after %d", i, o.Flags[i].Stake, o.Flags[i-1].Stake)
+		}
+	}
+	if c.Versus == nil || len(c.Versus.Sites) == 0 {
+		t.Fatal("no diff of the strongest outlier, or no site moved")
+	}
+	if got := c.Versus.Sites[0].Site; got != gensnap.LeakSite {
+		t.Fatalf("the strongest outlier's diff names %s first, want %s", got, gensnap.LeakSite)
+	}
+	if s := c.Versus.Sites[0]; s.B.Allocated-s.A.Allocated < 40*32212254 {
+		t.Errorf("%s: %d bytes more allocated, want the leak's %d", s.Site, s.B.Allocated-s.A.Allocated, 40*32212254)
 	}
 }

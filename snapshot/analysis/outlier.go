@@ -25,6 +25,17 @@ import (
 // half the units share one value (the MAD is then 0, and any value that
 // differs from it by more than the floor is an outlier: seven ranks alike
 // and one 2 GiB heavier flag that one, as they should).
+//
+// The z-score says whether a difference is significant, not how much it
+// matters: a metric on which the healthy ranks agree closely turns any
+// small difference into a huge z, and z-scores of different metrics are
+// not comparable. So the outliers are ranked by the memory at stake (the
+// bytes the difference from the median stands for, OutlierMetric.Stake),
+// the largest first, and |z| only breaks ties. Eight generated ranks, one
+// leaking 1.2 GiB from one call site: ranked by |z|, a healthy rank whose
+// largest free block was 190 MiB above the median (z +11.1, health z
+// +11.5) came before the leak (allocated z +8.4); by bytes at stake the
+// leak comes first (TestOutliersLeakFirst).
 
 // OutlierRule states the rule in a sentence, for the reports.
 const OutlierRule = "modified z-score (x − median)/max(MAD/0.6745, floor/3.5) (Iglewicz-Hoaglin); an outlier has |z| > 3.5, " +
@@ -70,19 +81,47 @@ type OutlierMetric struct {
 	Ratio bool   // a ratio in [0, 1]; else bytes or a count
 	Bytes bool   // bytes (printed as sizes)
 	Of    func(*Device) float64
+	// Stake is the memory at stake, in bytes, when the device's value
+	// differs from the median by dev (value − median); nil for a byte
+	// metric, whose stake is |dev| itself.
+	Stake func(d *Device, dev float64) float64
 }
 
 // OutlierMetrics are the metrics compared, in the order reports show them.
 var OutlierMetrics = []OutlierMetric{
-	{"reserved_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.Reserved) }},
-	{"allocated_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.Allocated) }},
-	{"cached_free_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.CachedFree) }},
-	{"stranded_free_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.Stranded) }},
-	{"internal_waste_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.InternalWaste) }},
-	{"largest_free_block_bytes", false, true, func(d *Device) float64 { return float64(d.Metrics.LargestFreeBlock) }},
-	{"health", true, false, func(d *Device) float64 { return d.Metrics.Health }},
-	{"segments", false, false, func(d *Device) float64 { return float64(d.Segments) }},
-	{"ooms", false, false, func(d *Device) float64 { return float64(len(d.OOMs)) }},
+	{"reserved_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.Reserved) }, nil},
+	{"allocated_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.Allocated) }, nil},
+	{"cached_free_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.CachedFree) }, nil},
+	{"stranded_free_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.Stranded) }, nil},
+	{"internal_waste_bytes", false, true, func(d *Device) float64 { return float64(d.Classes.InternalWaste) }, nil},
+	{"largest_free_block_bytes", false, true, func(d *Device) float64 { return float64(d.Metrics.LargestFreeBlock) }, nil},
+	// Health is largest free block ÷ cached free: a difference of dev
+	// stands for |dev| × cached free bytes, the free bytes that would have
+	// to join (or leave) the largest block for the health to be the
+	// median's.
+	{"health", true, false, func(d *Device) float64 { return d.Metrics.Health },
+		func(d *Device, dev float64) float64 { return math.Abs(dev) * float64(d.Classes.CachedFree) }},
+	// A segment more or fewer stands for the device's mean segment size.
+	{"segments", false, false, func(d *Device) float64 { return float64(d.Segments) },
+		func(d *Device, dev float64) float64 {
+			if d.Segments == 0 {
+				return 0
+			}
+			return math.Abs(dev) * float64(d.Classes.Reserved) / float64(d.Segments)
+		}},
+	// An out-of-memory entry more or fewer stands for the device's mean
+	// failed request (0 for a device without one).
+	{"ooms", false, false, func(d *Device) float64 { return float64(len(d.OOMs)) },
+		func(d *Device, dev float64) float64 {
+			if len(d.OOMs) == 0 {
+				return 0
+			}
+			var sum float64
+			for _, o := range d.OOMs {
+				sum += float64(o.Requested)
+			}
+			return math.Abs(dev) * sum / float64(len(d.OOMs))
+		}},
 }
 
 // Outliers is the comparison of N units.
@@ -92,7 +131,8 @@ type Outliers struct {
 	Values, Z [][]float64
 	Median    []float64 // per metric
 	MAD       []float64 // per metric
-	// Flags are the (unit, metric) outliers, the largest |z| first.
+	// Flags are the (unit, metric) outliers, the most bytes at stake
+	// first, then the largest |z|; Flags[0] is the strongest outlier.
 	Flags []OutlierFlag
 	// Reference is the unit nearest the median (least Σ|z|, then the
 	// first): the one to compare an outlier with.
@@ -104,6 +144,9 @@ type OutlierFlag struct {
 	Unit, Metric int
 	Value        float64
 	Z            float64
+	// Stake is the memory at stake in bytes: |value − median| for a byte
+	// metric, what the difference stands for otherwise (OutlierMetric.Stake).
+	Stake int64
 }
 
 // FindOutliers applies the rule to units.
@@ -144,11 +187,23 @@ func FindOutliers(units []Unit) (*Outliers, error) {
 			z := (x - med) / scale
 			o.Z[u][m] = z
 			if math.Abs(z) > OutlierZ {
-				o.Flags = append(o.Flags, OutlierFlag{Unit: u, Metric: m, Value: x, Z: z})
+				stake := math.Abs(x - med)
+				if met.Stake != nil {
+					stake = met.Stake(units[u].Device, x-med)
+				}
+				if !(stake >= 0) { // NaN from a hostile file's values
+					stake = 0
+				}
+				o.Flags = append(o.Flags, OutlierFlag{Unit: u, Metric: m, Value: x, Z: z, Stake: int64(min(math.Round(stake), 1<<62))})
 			}
 		}
 	}
-	sort.SliceStable(o.Flags, func(i, j int) bool { return math.Abs(o.Flags[i].Z) > math.Abs(o.Flags[j].Z) })
+	sort.SliceStable(o.Flags, func(i, j int) bool {
+		if a, b := o.Flags[i].Stake, o.Flags[j].Stake; a != b {
+			return a > b
+		}
+		return math.Abs(o.Flags[i].Z) > math.Abs(o.Flags[j].Z)
+	})
 	best := math.Inf(1)
 	for u := range units {
 		var sum float64

@@ -117,8 +117,8 @@ func Outliers(o *analysis.Outliers, vs *analysis.DeviceDiff) (report.Page, error
 			summary += fmt.Sprintf("\n%d more outlying values (the text report and --json list them all).", len(o.Flags)-i)
 			break
 		}
-		summary += fmt.Sprintf("\n%s device %d: %s %s, median %s (z %+.1f)", o.Units[f.Unit].File, o.Units[f.Unit].Device.Device,
-			analysis.OutlierMetrics[f.Metric].Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), f.Z)
+		summary += fmt.Sprintf("\n%s device %d: %s %s, median %s (%s at stake, z %+.1f)", o.Units[f.Unit].File, o.Units[f.Unit].Device.Device,
+			analysis.OutlierMetrics[f.Metric].Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), mem.FormatBytes(f.Stake), f.Z)
 	}
 	page.Sections = append(page.Sections, report.Section{Heading: "Outliers", Text: untrusted.PrintableText(summary)})
 	if vs != nil {
