@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"unsafe"
@@ -294,7 +295,7 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 	if t == nil {
 		t = &streamedTrace{}
 		if c.oomsOnly {
-			t.check = &traceCheck{d: st.Index, blocks: map[addrRange]int{}, blockActions: map[addrRange]string{}}
+			t.check = &traceCheck{d: st.Index, blocks: map[addrRange]entryAt{}, blockActions: map[addrRange]string{}}
 		}
 		c.streamed[st] = t
 	}
@@ -306,11 +307,13 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 		t.total++
 		if t.check == nil {
 			t.add(&e, c.intern(e.Action))
+			t.offs = binary.AppendVarint(t.offs, it.Off-t.lastOff)
+			t.lastOff = it.Off
 			continue
 		}
 		nb := len(t.check.blocks)
-		if err := t.check.entry(st.Len+i, &e, c.badField); err != nil {
-			return err
+		if err := t.check.entry(st.Len+i, it.Off, &e, c.badField); err != nil {
+			return at(err, it.Off)
 		}
 		if len(t.check.blocks) > nb {
 			if err := c.spend(1, sizeBlockRange, it.Off, path); err != nil {
@@ -328,10 +331,10 @@ func (c *conv) streamItems(st *pickle.Streamed, items []pickle.Item) error {
 	return nil
 }
 
-// sizeBlockRange (80 bytes) is a distinct block range kept to check a
-// trace whose entries are not kept: map entries of addrRange to int and
-// to string.
-const sizeBlockRange = 80
+// sizeBlockRange (88 bytes) is a distinct block range kept to check a
+// trace whose entries are not kept: map entries of addrRange to entryAt
+// and to string.
+const sizeBlockRange = 88
 
 // badField is the error of a check of a streamed entry (Validate's rules).
 func (c *conv) badField(field, format string, args ...any) error {

@@ -40,7 +40,10 @@
 // refused (PyTorch writes none, and such a dict would read as a snapshot
 // of nothing). A known key of the wrong type is an *Error
 // naming the field path (segments[3].blocks[7].size) and the byte offset of
-// the value in the file.
+// the value in the file; so is a value that decodes but breaks an
+// invariant (Validate: a device out of range, a block past its segment's
+// end), the offset found after the fact (locate.go): the value's own, or
+// for an entry of a streamed trace the entry's.
 //
 // Hostile and careless input is bounded at every step:
 //

@@ -71,6 +71,11 @@ func checkRead(t *testing.T, data []byte) {
 		if !errors.As(err, &e) || e.Err == nil {
 			t.Fatalf("error %v (%T) is not a *snapshot.Error with a kind", err, err)
 		}
+		// A pickle's bad field, of the wrong type or refused by
+		// Validate, is named with its offset in the file.
+		if errors.Is(err, snapshot.ErrField) && len(data) > 0 && data[0] != '{' && (e.Offset < 0 || e.Offset >= int64(len(data))) {
+			t.Fatalf("field error without an offset in the file's %d bytes: %v", len(data), err)
+		}
 		return
 	}
 	if err := s.Validate(); err != nil {

@@ -136,7 +136,7 @@ func ReadOptions(r io.Reader, name string, opts *Options) (*Snapshot, error) {
 		return nil, err
 	}
 	if err := s.validate(name); err != nil {
-		return nil, err
+		return nil, c.locate(err, v)
 	}
 	return s, nil
 }
@@ -339,6 +339,13 @@ type streamedTrace struct {
 	Trace
 	total int // the entries streamed, kept or not
 	check *traceCheck
+	// offs are the byte offsets of the entries kept (not with oomsOnly,
+	// whose checks run as the entries stream), each a varint of its
+	// difference from the previous one's (lastOff): one or two bytes an
+	// entry, read only to name the offset of an entry Validate refuses
+	// (conv.locate).
+	offs    []byte
+	lastOff int64
 }
 
 func (c *conv) fieldErr(off int64, field, format string, args ...any) *Error {

@@ -42,7 +42,10 @@ const MaxDevices = 1024
 // block, segment and trace sizes against the allocator's rounding rules
 // (other allocators and PyTorch versions round differently).
 //
-// Read and ReadOptions return only snapshots that pass; analysis.Analyze
+// Read and ReadOptions return only snapshots that pass, and their errors
+// for one that does not carry the byte offset of the value at fault in
+// the file as well (the entry's, for an entry of a streamed trace:
+// locate.go); Validate's own have none (Offset −1). analysis.Analyze
 // validates what it is given.
 func (s *Snapshot) Validate() error { return s.validate("") }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufrag/gpufrag/internal/snaptest"
 	"github.com/gpufrag/gpufrag/snapshot"
+	"github.com/gpufrag/gpufrag/snapshot/pickle"
 )
 
 // Snapshots that decode but break an invariant are refused by Read with the
@@ -21,37 +22,54 @@ func TestValidateRefuses(t *testing.T) {
 		od{{"address", seg0 + mib}, {"size", 1 * mib}, {"requested_size", 1 * mib}, {"state", "active_allocated"}},
 		od{{"address", seg0 + 2*mib}, {"size", 1 * mib}, {"state", "inactive"}},
 	}).(od)
+	shared := &snaptest.Shared{V: base().Get("segments").([]any)[0]}
 	cases := []struct {
 		doc   od
 		field string
 		msg   string
+		// at is the value whose offset the error names, a setPath path
+		// into doc (default: the field's); atDoc, when set, the document
+		// it is in, where doc shares it through the memo.
+		at    string
+		atDoc od
 	}{
 		// Case 1: the 216-byte file that panicked analyze.
-		{with("segments.0.device", -1), "segments[0].device", "device -1 out of range (0 to 1023)"},
-		{with("segments.1.device", snapshot.MaxDevices), "segments[1].device", "out of range"},
+		{with("segments.0.device", -1), "segments[0].device", "device -1 out of range (0 to 1023)", "", nil},
+		{with("segments.1.device", snapshot.MaxDevices), "segments[1].device", "out of range", "", nil},
 		// Overlap: the second segment starts inside the first.
-		{overlap, "segments[1].address", "overlaps segments[0]"},
+		{overlap, "segments[1].address", "overlaps segments[0]", "", nil},
 		// The same segment twice (what a memo reference repeated gives).
 		{base().Set("segments", []any{base().Get("segments").([]any)[0], base().Get("segments").([]any)[0]}),
-			"segments[1].address", "overlaps segments[0]"},
+			"segments[1].address", "overlaps segments[0]", "", nil},
+		// Shared through the memo: the offset is where the pickle first
+		// wrote it.
+		{base().Set("segments", []any{shared, shared}), "segments[1].address", "overlaps segments[0]", "segments.0.address",
+			base().Set("segments", []any{base().Get("segments").([]any)[0]})},
 		// Blocks that do not tile: a gap, an overrun, a short sum.
-		{with("segments.0.blocks.1.address", seg0+mib+512), "segments[0].blocks[1].address", "want 0x10000100000"},
-		{with("segments.0.blocks.1.size", 2*mib), "segments[0].blocks[1].size", "past the segment's end"},
-		{with("segments.0.total_size", 4*mib), "segments[0].total_size", "the blocks add up to 2097152"},
-		{with("segments.0.blocks.0.size", 0), "segments[0].blocks[0].size", "positive size"},
-		{with("segments.0.blocks", []any{}), "segments[0].blocks", "empty"},
-		{with("segments.0.total_size", 0), "segments[0].total_size", "positive size"},
+		{with("segments.0.blocks.1.address", seg0+mib+512), "segments[0].blocks[1].address", "want 0x10000100000", "", nil},
+		{with("segments.0.blocks.1.size", 2*mib), "segments[0].blocks[1].size", "past the segment's end", "", nil},
+		{with("segments.0.total_size", 4*mib), "segments[0].total_size", "the blocks add up to 2097152", "", nil},
+		{with("segments.0.blocks.0.size", 0), "segments[0].blocks[0].size", "positive size", "", nil},
+		{with("segments.0.blocks", []any{}), "segments[0].blocks", "empty", "", nil},
+		{with("segments.0.total_size", 0), "segments[0].total_size", "positive size", "", nil},
 		// Addresses near 2^64: address + total_size wraps.
-		{with("segments.1.address", uint64(math.MaxUint64-mib)), "segments[1].total_size", "reaches 2^64: a segment ends below 2^64"},
+		{with("segments.1.address", uint64(math.MaxUint64-mib)), "segments[1].total_size", "reaches 2^64: a segment ends below 2^64", "", nil},
 		// Counters larger than the segment.
-		{with("segments.0.allocated_size", 3*mib), "segments[0].allocated_size", "outside 0 to the segment's total_size"},
-		// Trace entries.
-		{with("device_traces.0.0.addr", uint64(math.MaxUint64-50)), "device_traces[0][0].addr", "reaches 2^64"},
-		{with("device_traces.0.0.time_us", -5), "device_traces[0][0].time_us", "negative"},
-		{with("device_traces.0.0.device_free", -1), "device_traces[0][0].device_free", "negative"},
-		{with("device_traces", make([]any, snapshot.MaxDevices+1)), "device_traces", "more than 1024"},
+		{with("segments.0.allocated_size", 3*mib), "segments[0].allocated_size", "outside 0 to the segment's total_size", "", nil},
+		// Trace entries: streamed, so the offset is the entry's (the
+		// decoder forgot its dict).
+		{with("device_traces.0.0.addr", uint64(math.MaxUint64-50)), "device_traces[0][0].addr", "reaches 2^64", "device_traces.0.0", nil},
+		{with("device_traces.0.0.time_us", -5), "device_traces[0][0].time_us", "negative", "device_traces.0.0", nil},
+		{with("device_traces.0.0.device_free", -1), "device_traces[0][0].device_free", "negative", "device_traces.0.0", nil},
+		{with("device_traces", make([]any, snapshot.MaxDevices+1)), "device_traces", "more than 1024", "", nil},
+		// A legacy history entry whose range wraps: the offset is the
+		// entry's dict's (atDoc nil, at the path of the dict, below).
+		{with("segments.0.blocks.0.history", []any{od{{"addr", uint64(math.MaxUint64 - 10)}, {"real_size", 100}}}),
+			"segments[0].blocks[0].history[0]", "reaches 2^64", "-", nil},
+		// Two segments of 2^62 bytes each: 2^63 bytes on one device.
+		{with("segments", []any{bigSeg(0), bigSeg(1 << 62)}), "segments[1].total_size", "add up to more than 2^63-1 bytes", "", nil},
 		{with("external_annotations", []any{od{{"stage", "START"}, {"device", -2}}}),
-			"external_annotations[0].device", "device -2 out of range"},
+			"external_annotations[0].device", "device -2 out of range", "", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.field+"/"+c.msg, func(t *testing.T) {
@@ -63,16 +81,89 @@ func TestValidateRefuses(t *testing.T) {
 			if !errors.Is(err, snapshot.ErrField) || e.Field != c.field || !strings.Contains(e.Msg, c.msg) {
 				t.Errorf("got %v (field %q), want field %q and %q", err, e.Field, c.field, c.msg)
 			}
-			if !strings.HasPrefix(err.Error(), "bad.pickle: field ") {
-				t.Errorf("message %q does not name the file and field", err)
+			at, atDoc := c.at, c.atDoc
+			if at == "" {
+				at = fieldPath(c.field)
+			}
+			if atDoc == nil {
+				atDoc = c.doc
+			}
+			var want int64
+			if at == "-" {
+				at = c.field
+				want = dictOffset(t, encode(c.doc), "segments", 0, "blocks", 0, "history", 0)
+			} else {
+				want = offsetAt(t, atDoc, at, nil)
+			}
+			if prefix := fmt.Sprintf("bad.pickle: offset %d: field %q: ", want, c.field); !strings.HasPrefix(err.Error(), prefix) {
+				t.Errorf("message %q does not begin %q: the file, the offset of %s and the field", err, prefix, at)
 			}
 		})
+	}
+	// A file that is a bare list of segments (FormatSegmentList).
+	seg := func(device any) []byte {
+		return encode([]any{base().Get("segments").([]any)[0].(od).Set("device", device)})
+	}
+	_, err := snapshot.ReadBytes(seg(-1), "list.pickle")
+	_, typeErr := snapshot.ReadBytes(seg("x"), "list.pickle")
+	var e, te *snapshot.Error
+	if !errors.As(err, &e) || !errors.As(typeErr, &te) || e.Field != "segments[0].device" || e.Offset < 0 || e.Offset != te.Offset {
+		t.Errorf("a list of segments: %v, want the offset of %v", err, typeErr)
 	}
 	// The overlap case above keeps the second segment's own blocks valid:
 	// make sure it is refused for the overlap, not for its blocks.
 	if _, err := snapshot.ReadBytes(encode(with("segments.1.address", seg1)), "ok"); err != nil {
 		t.Errorf("unchanged address: %v", err)
 	}
+}
+
+// fieldPath turns a field path of an error (segments[0].blocks[1].size)
+// into setPath's (segments.0.blocks.1.size).
+func fieldPath(field string) string {
+	return strings.NewReplacer("[", ".", "]", "").Replace(field)
+}
+
+// offsetAt is the offset at which the reader finds the value at path (for
+// setPath) of doc, made by mk (nil: as it is): the offset of the error it
+// gives when that value is a str, which names where the value begins (the
+// bytes before it are the same).
+func offsetAt(t *testing.T, doc od, path string, mk func(od) od) int64 {
+	t.Helper()
+	doc = setPath(doc, strings.Split(path, "."), "x").(od)
+	if mk != nil {
+		doc = mk(doc)
+	}
+	_, err := snapshot.ReadBytes(encode(doc), "at")
+	var e *snapshot.Error
+	if !errors.As(err, &e) || e.Offset < 0 || !strings.Contains(e.Msg, "got str") {
+		t.Fatalf("%s as a str: %v, want a type error with an offset", path, err)
+	}
+	return e.Offset
+}
+
+// dictOffset is the offset the decoder gives the dict at path (keys and
+// list indexes) in the pickle data.
+func dictOffset(t *testing.T, data []byte, path ...any) int64 {
+	t.Helper()
+	v, err := pickle.DecodeBytes(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range path {
+		switch k := k.(type) {
+		case string:
+			v, _ = v.(*pickle.Dict).Get(k)
+		case int:
+			v = v.([]any)[k]
+		}
+	}
+	return v.(*pickle.Dict).Offset()
+}
+
+// bigSeg is a segment of 2^62 bytes at addr, one inactive block.
+func bigSeg(addr uint64) od {
+	return od{{"device", 0}, {"address", addr}, {"total_size", int64(1 << 62)},
+		{"blocks", []any{od{{"address", addr}, {"size", int64(1 << 62)}, {"state", "inactive"}}}}}
 }
 
 // Validate is the same check on a snapshot built in memory.
@@ -224,16 +315,30 @@ func TestValidateTrace(t *testing.T) {
 		// Inside the segment of another device.
 		{with("device_traces", []any{[]any{}, []any{ev("alloc", seg0, 512, t0)}}), "device_traces[1][0].addr", "lies in no segment of device 1"},
 	}
+	// A trace in a tuple of device traces is not streamed: the decoded
+	// entries are kept, and the offset is the field's own.
+	inTuple := func(doc od) od { return doc.Set("device_traces", tup(doc.Get("device_traces").([]any))) }
 	for _, c := range refused {
 		t.Run(c.field+"/"+c.msg, func(t *testing.T) {
-			// Kept whole, or checked as it streams and dropped
-			// (TraceOOMsOnly): the same error.
-			for _, o := range []*snapshot.Options{nil, {TraceOOMsOnly: true}} {
+			// The offset of the entry (streamed: the decoder forgot its
+			// dict), whether it is kept whole or checked as it streams
+			// and dropped (TraceOOMsOnly).
+			entry := c.field[:strings.LastIndexByte(c.field, '.')]
+			want := offsetAt(t, c.doc, fieldPath(entry), nil)
+			for _, o := range []*snapshot.Options{nil, {TraceOOMsOnly: true}, {PackTraces: true}} {
 				_, err := snapshot.ReadOptions(bytes.NewReader(encode(c.doc)), "bad.pickle", o)
 				var e *snapshot.Error
 				if !errors.As(err, &e) || !errors.Is(err, snapshot.ErrField) || e.Field != c.field || !strings.Contains(e.Msg, c.msg) {
 					t.Errorf("options %+v: got %v, want field %q and %q", o, err, c.field, c.msg)
 				}
+				if prefix := fmt.Sprintf("bad.pickle: offset %d: field ", want); !strings.HasPrefix(err.Error(), prefix) {
+					t.Errorf("options %+v: %q does not begin %q (the offset of %s)", o, err, prefix, entry)
+				}
+			}
+			want = offsetAt(t, c.doc, fieldPath(c.field), inTuple)
+			_, err := snapshot.ReadBytes(encode(inTuple(c.doc)), "bad.pickle")
+			if prefix := fmt.Sprintf("bad.pickle: offset %d: field %q: ", want, c.field); err == nil || !strings.HasPrefix(err.Error(), prefix) {
+				t.Errorf("not streamed: %v does not begin %q", err, prefix)
 			}
 		})
 	}

@@ -57,7 +57,7 @@ type addrRange struct{ lo, hi uint64 }
 func (s *Snapshot) validateTrace(d int, tr *Trace, segs []int, bad func(field, format string, args ...any) error) error {
 	c := traceCheck{d: d}
 	for i, e := range tr.All() {
-		if err := c.entry(i, &e, bad); err != nil {
+		if err := c.entry(i, -1, &e, bad); err != nil {
 			return err
 		}
 	}
@@ -102,10 +102,11 @@ type traceCheck struct {
 	steps         int
 	first         int // the first entry that steps back, and the one before it
 	firstPrev     int
+	firstOff      int64 // the first's byte offset, -1 if unknown
 	firstT, prevT int64
 	segs          []addrRange // the trace's segment events
 	n             int
-	blocks        map[addrRange]int // distinct block events, to their first entry (when kept)
+	blocks        map[addrRange]entryAt // distinct block events, to their first entry (when kept)
 	blockActions  map[addrRange]string
 	started       bool
 	// kept are the positions in the file's trace of the entries kept (the
@@ -113,8 +114,15 @@ type traceCheck struct {
 	kept []int
 }
 
-// entry checks entry i's fields alone and adds it to the trace's state.
-func (c *traceCheck) entry(i int, e *TraceEntry, bad func(field, format string, args ...any) error) error {
+// entryAt is a trace entry's index and byte offset.
+type entryAt struct {
+	i   int
+	off int64
+}
+
+// entry checks entry i's fields alone and adds it to the trace's state;
+// off is its byte offset, -1 if unknown.
+func (c *traceCheck) entry(i int, off int64, e *TraceEntry, bad func(field, format string, args ...any) error) error {
 	if !c.started {
 		c.started, c.lastAt, c.first, c.firstPrev = true, -1, -1, -1
 	}
@@ -140,7 +148,7 @@ func (c *traceCheck) entry(i int, e *TraceEntry, bad func(field, format string, 
 	if k == kindBlock && e.Size > 0 && c.blocks != nil {
 		r := addrRange{e.Addr, e.Addr + uint64(e.Size)}
 		if _, ok := c.blocks[r]; !ok {
-			c.blocks[r] = i
+			c.blocks[r] = entryAt{i, off}
 			c.blockActions[r] = e.Action
 		}
 	}
@@ -150,7 +158,7 @@ func (c *traceCheck) entry(i int, e *TraceEntry, bad func(field, format string, 
 	if c.lastAt >= 0 && e.TimeUS < c.last {
 		c.steps++
 		if c.first < 0 {
-			c.first, c.firstPrev, c.firstT, c.prevT = i, c.lastAt, e.TimeUS, c.last
+			c.first, c.firstPrev, c.firstOff, c.firstT, c.prevT = i, c.lastAt, off, e.TimeUS, c.last
 		}
 	}
 	c.last, c.lastAt = e.TimeUS, i
@@ -160,8 +168,8 @@ func (c *traceCheck) entry(i int, e *TraceEntry, bad func(field, format string, 
 // clock checks how often time_us stepped back.
 func (c *traceCheck) clock(bad func(field, format string, args ...any) error) error {
 	if c.steps > maxClockSteps {
-		return bad(index(index("device_traces", c.d), c.first)+".time_us", "%d, %d µs before entry %d's: time_us steps back %d times in this trace; entries are recorded in order, "+
-			"and a clock is set back a few times at most (%d allowed)", c.firstT, c.prevT-c.firstT, c.firstPrev, c.steps, maxClockSteps)
+		return at(bad(index(index("device_traces", c.d), c.first)+".time_us", "%d, %d µs before entry %d's: time_us steps back %d times in this trace; entries are recorded in order, "+
+			"and a clock is set back a few times at most (%d allowed)", c.firstT, c.prevT-c.firstT, c.firstPrev, c.steps, maxClockSteps), c.firstOff)
 	}
 	return nil
 }
@@ -171,14 +179,14 @@ func (c *traceCheck) clock(bad func(field, format string, args ...any) error) er
 // in trace order that lies in none.
 func (c *traceCheck) blocksInside(s *Snapshot, segs []int, bad func(field, format string, args ...any) error) error {
 	merged := mergeRanges(append(s.segmentRanges(segs), c.segs...))
-	worst, wr := -1, addrRange{}
-	for r, i := range c.blocks {
-		if !inside(merged, r.lo, int64(r.hi-r.lo)) && (worst < 0 || i < worst) {
-			worst, wr = i, r
+	worst, wr := entryAt{i: -1}, addrRange{}
+	for r, e := range c.blocks {
+		if !inside(merged, r.lo, int64(r.hi-r.lo)) && (worst.i < 0 || e.i < worst.i) {
+			worst, wr = e, r
 		}
 	}
-	if worst >= 0 {
-		return outside(c.d, worst, c.blockActions[wr], wr.lo, int64(wr.hi-wr.lo), bad)
+	if worst.i >= 0 {
+		return at(outside(c.d, worst.i, c.blockActions[wr], wr.lo, int64(wr.hi-wr.lo), bad), worst.off)
 	}
 	return nil
 }
