@@ -82,7 +82,11 @@ func Indent(text, prefix string) string {
 // several, the header's and every row's split at the same columns and never
 // inside a group. The columns keep their widths, so the figures line up
 // under their headers; a column or group wider than Width on its own is left
-// so (the terminal wraps it), never cut.
+// so (the terminal wraps it), never cut. Where the other cells fit beside
+// the first column in no more lines than they take stacked (a short first
+// cell: a policy, a rank), each row's first cell stays at the start of its
+// line instead, and the lines of its further parts are indented to the
+// second column (besideParts): the name's own line is saved.
 type Table struct {
 	Groups []Group
 	Head   []string
@@ -116,7 +120,12 @@ func (t Table) Write(sb *strings.Builder) {
 		sb.WriteString(wide.String())
 		return
 	}
-	t.writeStacked(sb, rows, t.widths(rows, 1))
+	width := t.widths(rows, 1)
+	if parts, ok := t.besideParts(width); ok {
+		t.writeBeside(sb, rows, width, parts)
+		return
+	}
+	t.writeStacked(sb, rows, width)
 }
 
 // cells returns the header and rows as they print, through
@@ -193,6 +202,58 @@ func (t Table) writeStacked(sb *strings.Builder, rows [][]string, width []int) {
 				continue
 			}
 			writeLine(sb, stackIndent, line)
+		}
+	}
+}
+
+// besideParts returns the parts of columns 1 on (stackParts) for the
+// layout that keeps each row's first cell beside its other cells
+// (writeBeside), and whether that layout is the one to print: every part
+// fits beside the first column, in no more parts than the stacked layout
+// takes (so a row takes fewer lines than stacked, its name on no line of
+// its own). A short name, a policy or a rank, stays on its figures' line;
+// a long one, beside which the figures would take more lines, stacks.
+func (t Table) besideParts(width []int) ([][2]int, bool) {
+	if len(width) < 2 {
+		return nil, false
+	}
+	avail := t.Width - width[0] - len(gap)
+	parts := t.stackParts(width, avail)
+	if len(parts) > len(t.stackParts(width, t.Width-len(stackIndent))) {
+		return nil, false
+	}
+	for _, p := range parts {
+		w := len(gap) * (p[1] - p[0] - 1)
+		for i := p[0]; i < p[1]; i++ {
+			w += width[i]
+		}
+		if w > avail {
+			return nil, false
+		}
+	}
+	return parts, true
+}
+
+// writeBeside writes each row (the header too) as its first cell, padded
+// to its column, then its other cells' first part on the same line, and
+// each further part on a line of its own, indented to the same column; the
+// group labels go over the header's cells of each part.
+func (t Table) writeBeside(sb *strings.Builder, rows [][]string, width []int, parts [][2]int) {
+	indent := strings.Repeat(" ", width[0]+len(gap))
+	for r, row := range rows {
+		for i, p := range parts {
+			if r == 0 && len(t.Groups) > 0 {
+				writeLine(sb, indent, groupLine(t.Groups, width, p[0], p[1]))
+			}
+			prefix := indent
+			if i == 0 {
+				prefix = cellLine(row, width, 0, 1) + gap
+			}
+			line := strings.TrimRight(prefix+cellLine(row, width, p[0], p[1]), " ")
+			if line == "" && len(parts) == 1 {
+				continue
+			}
+			sb.WriteString(line + "\n") // an empty part stays a line: the next part stays under its header
 		}
 	}
 }

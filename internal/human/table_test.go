@@ -207,3 +207,46 @@ func TestTableStackedEmptyPart(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestTableBeside: a first column narrow enough that the other cells fit
+// beside it in no more parts than stacked keeps each row's name on its
+// figures' line, the further parts indented to the second column; a
+// name column that would take more parts stacks.
+func TestTableBeside(t *testing.T) {
+	tb := Table{
+		Groups: []Group{{From: 1, To: 2, Label: "at 100%"}},
+		Head:   []string{"policy", "allocated", "share", "failed pods", "first failure"},
+		Rows: [][]string{
+			{"random", "90.05% ±0.12", "9.95%", "322", "58.2% (42.5% idle)"},
+			{"fgd", "97.99% ±0.14", "2.01%", "398", "98.1% (2.4% idle)"},
+		},
+		Width: 50,
+	}
+	want := `        ----- at 100% -----
+policy     allocated  share  failed pods
+             first failure
+random  90.05% ±0.12  9.95%          322
+        58.2% (42.5% idle)
+fgd     97.99% ±0.14  2.01%          398
+         98.1% (2.4% idle)
+`
+	got := write(tb)
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if n := widest(got); n > tb.Width {
+		t.Errorf("%d columns, over %d", n, tb.Width)
+	}
+	// Names that leave the figures too little room stack.
+	tb.Rows[0][0] = "a-policy-with-a-long-name"
+	if got := write(tb); !strings.Contains(got, "\na-policy-with-a-long-name\n") {
+		t.Errorf("a long name does not stack:\n%s", got)
+	}
+	// An empty first column (a table whose every column is right-aligned)
+	// wraps its columns into parts, each line indented by the gap.
+	tb = Table{Head: []string{"", "rank", "kv", "req/s"}, Rows: [][]string{{"", "1", "paged:16", "6.81"}}, Width: 18}
+	want = "  rank        kv\n  req/s\n     1  paged:16\n   6.81\n"
+	if got := write(tb); got != want {
+		t.Errorf("empty first column: got %q, want %q", got, want)
+	}
+}

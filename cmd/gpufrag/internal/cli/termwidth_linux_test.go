@@ -205,7 +205,8 @@ func TestAnalyzeWhatIfFitsTerminal(t *testing.T) {
 }
 
 // TestClusterSimulateFitsTerminal: cluster simulate's table, 132 columns
-// in a pipe, fits a terminal of 100, every figure kept.
+// in a pipe, fits a terminal of 100, every figure kept, each policy's
+// name on the line of its first figures (short names are not stacked).
 func TestClusterSimulateFitsTerminal(t *testing.T) {
 	t.Setenv("COLUMNS", "")
 	args := []string{"cluster", "simulate", "--nodes", "../../../../examples/nodes.csv", "--pods", "../../../../examples/pods.csv",
@@ -223,5 +224,13 @@ func TestClusterSimulateFitsTerminal(t *testing.T) {
 	}
 	if !slices.Equal(words(got), words(piped)) {
 		t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
+	}
+	for _, policy := range []string{"policy", "random", "bestfit", "fgd"} {
+		if !slices.ContainsFunc(strings.Split(got, "\n"), func(line string) bool {
+			f := strings.Fields(line)
+			return len(f) > 2 && f[0] == policy
+		}) {
+			t.Errorf("%s is not on the line of its figures:\n%s", policy, got)
+		}
 	}
 }
