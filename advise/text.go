@@ -7,7 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
@@ -20,7 +20,21 @@ import (
 // that deploys it. The trace's file and the model's name, which a merged
 // shard file supplies, print through untrusted.Printable.
 func WriteText(w io.Writer, r *Report) error {
-	var sb strings.Builder
+	return WriteTextWidth(w, r, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide: the
+// table wraps its columns to fit (human.Table's Width) and a sentence
+// longer than width wraps at its spaces, its further lines indented two
+// more than its first (human.WrapHang); the deploy command stays on one
+// line, to be copied whole. 0 is no limit, the layout of WriteText.
+func WriteTextWidth(w io.Writer, r *Report, width int) error {
+	var out, sb strings.Builder
+	// prose moves what sb holds to out, wrapped to width.
+	prose := func() {
+		out.WriteString(wrapLines(sb.String(), width))
+		sb.Reset()
+	}
 	in := r.Inputs
 	arrivals := rps(in.Trace.NativeRPS) + " as recorded"
 	switch in.Trace.Arrivals {
@@ -43,17 +57,20 @@ func WriteText(w io.Writer, r *Report) error {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return r.Candidates[a].Rank - r.Candidates[b].Rank })
-	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	prose()
+	// Every column right-aligned and each line indented by the gap: an
+	// empty first column (human.Table left-aligns its first).
+	table := human.Table{Width: width}
 	banded := slices.ContainsFunc(r.Candidates, func(c Result) bool { return c.SustainableBand != nil })
-	bandHead := ""
+	table.Head = []string{"", "rank", "kv", "allocator", "util", "bucket", "defrag", "tokens", "seqs", "prefix", "req/s"}
 	if banded {
-		bandHead = "req/s band\t"
+		table.Head = append(table.Head, "req/s band")
 	}
-	itlHead := ""
+	table.Head = append(table.Head, "× trace", "OOMs", "preempt", "frag p99", "TTFT p99", "TPOT p99")
 	if itl {
-		itlHead = "ITL p99\t"
+		table.Head = append(table.Head, "ITL p99")
 	}
-	fmt.Fprintln(tw, "rank\tkv\tallocator\tutil\tbucket\tdefrag\ttokens\tseqs\tprefix\treq/s\t"+bandHead+"× trace\tOOMs\tpreempt\tfrag p99\tTTFT p99\tTPOT p99\t"+itlHead+"changes\t")
+	table.Head = append(table.Head, "changes")
 	anyExp, anyLimit := false, false
 	for _, i := range order {
 		c := r.Candidates[i]
@@ -67,26 +84,23 @@ func WriteText(w io.Writer, r *Report) error {
 			kv += "*"
 			anyExp = true
 		}
-		bandCell := ""
-		if banded {
-			bandCell = rateBand(c.SustainableBand) + "\t"
-		}
-		itlCell := ""
-		if itl {
-			itlCell = secs(c.ITLP99) + "\t"
-		}
 		rate := fmt.Sprintf("%.3g", c.SustainableRPS)
 		if upperLimit(&c) {
 			rate, anyLimit = "≥ "+rate, true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s%.3g\t%d\t%d\t%.3f\t%s\t%s\t%s%d\t\n",
-			rank, kv, s.Alloc, fmtShare(s.GPUMemoryUtilization), s.Bucket, s.Defrag, orDefault(s.MaxBatchTokens), orDefault(s.MaxSeqs),
-			orOn(s.PrefixCaching), rate, bandCell, c.Multiplier, c.OOMs+int(c.ActivationOOMs), c.Preemptions, c.FragRate.P99,
-			secs(c.TTFTP99), secs(c.TPOTP99), itlCell, len(c.Changes))
+		row := []string{"", rank, kv, fmt.Sprint(s.Alloc), fmtShare(s.GPUMemoryUtilization), fmt.Sprint(s.Bucket), fmt.Sprint(s.Defrag),
+			orDefault(s.MaxBatchTokens), orDefault(s.MaxSeqs), orOn(s.PrefixCaching), rate}
+		if banded {
+			row = append(row, rateBand(c.SustainableBand))
+		}
+		row = append(row, fmt.Sprintf("%.3g", c.Multiplier), fmt.Sprint(c.OOMs+int(c.ActivationOOMs)), fmt.Sprint(c.Preemptions),
+			fmt.Sprintf("%.3f", c.FragRate.P99), secs(c.TTFTP99), secs(c.TPOTP99))
+		if itl {
+			row = append(row, secs(c.ITLP99))
+		}
+		table.Rows = append(table.Rows, append(row, fmt.Sprint(len(c.Changes))))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	table.Write(&out)
 	sb.WriteString("\nrank -: not eligible (no rate tried held, it cannot run, it rejects more requests than the best, or it is not deployable)\n")
 	sb.WriteString("figures are at each candidate's sustainable rate (at the lowest rate tried when none held); changes: settings that differ from the engine's defaults\n")
 	if anyLimit {
@@ -105,7 +119,8 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, i := range order {
 			fmt.Fprintf(&sb, "  %s: %s\n", r.Candidates[i].Settings, r.Candidates[i].Evidence)
 		}
-		_, err := io.WriteString(w, sb.String())
+		prose()
+		_, err := io.WriteString(w, out.String())
 		return err
 	}
 	if !b.MeetsSLO {
@@ -131,11 +146,29 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(&sb, "%s.\n", r.BandNote)
 	}
 	sb.WriteString("\nTo deploy it:\n")
+	prose()
 	for _, line := range NewDeploy(b.Settings, in).Lines() {
-		fmt.Fprintf(&sb, "  %s\n", line)
+		fmt.Fprintf(&out, "  %s\n", line)
 	}
-	_, err := io.WriteString(w, sb.String())
+	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+// wrapLines wraps each line of text longer than width runes at its
+// spaces, its further lines indented two more than its own
+// (human.WrapHang); width 0 leaves text as it is.
+func wrapLines(text string, width int) string {
+	if width <= 0 {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if utf8.RuneCountInString(line) > width {
+			lead := len(line) - len(strings.TrimLeft(line, " "))
+			lines[i] = human.WrapHang(line, width, lead+2)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // rateBand writes a sustainable rate's band, "-" for none.

@@ -239,7 +239,7 @@ func printAdvice(w io.Writer, rep *advise.Report, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, rep, false)
 	}
-	return advise.WriteText(w, rep)
+	return advise.WriteTextWidth(w, rep, tableWidth(w))
 }
 
 // scenarioRunHint is how scenario.ReadTrace names the option that picks

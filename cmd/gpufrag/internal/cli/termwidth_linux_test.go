@@ -234,3 +234,41 @@ func TestClusterSimulateFitsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseFitsTerminal: advise's table and sentences, up to hundreds of
+// columns in a pipe, fit a terminal of 80 and 100, every name and figure
+// kept; only the deploy command, copied whole, may be wider. A terminal
+// wide enough gets the piped bytes.
+func TestAdviseFitsTerminal(t *testing.T) {
+	skipAdviseSims(t)
+	t.Setenv("COLUMNS", "")
+	args := adviseArgs()
+	code, piped, stderr := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	deploy := func(text string) bool { return strings.Contains(text, "\nTo deploy it:\n  ") }
+	if !deploy(piped) {
+		t.Fatalf("no deploy command:\n%s", piped)
+	}
+	_, table, _ := strings.Cut(piped, "\n\n")
+	if n, line := widestLine(strings.SplitN(table, "\n\n", 2)[0]); n <= 100 {
+		t.Fatalf("the full-width table is %d columns (%q): the test needs one wider than 100", n, line)
+	}
+	for _, cols := range []int{80, 100} {
+		got := onTerminal(t, cols, args...)
+		body, cmd, _ := strings.Cut(got, "\nTo deploy it:\n")
+		if n, line := widestLine(body); n > cols {
+			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
+		}
+		if !strings.HasSuffix(piped, "\nTo deploy it:\n"+cmd) {
+			t.Errorf("on %d columns the deploy command changed:\n%s", cols, cmd)
+		}
+		if !slices.Equal(words(got), words(piped)) {
+			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
+		}
+	}
+	if got := onTerminal(t, 1000, args...); got != piped {
+		t.Errorf("a terminal wide enough changed the output:\n%s", got)
+	}
+}
