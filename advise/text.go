@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
@@ -32,7 +31,7 @@ func WriteTextWidth(w io.Writer, r *Report, width int) error {
 	var out, sb strings.Builder
 	// prose moves what sb holds to out, wrapped to width.
 	prose := func() {
-		out.WriteString(wrapLines(sb.String(), width))
+		out.WriteString(human.WrapLong(sb.String(), width))
 		sb.Reset()
 	}
 	in := r.Inputs
@@ -152,23 +151,6 @@ func WriteTextWidth(w io.Writer, r *Report, width int) error {
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
-}
-
-// wrapLines wraps each line of text longer than width runes at its
-// spaces, its further lines indented two more than its own
-// (human.WrapHang); width 0 leaves text as it is.
-func wrapLines(text string, width int) string {
-	if width <= 0 {
-		return text
-	}
-	lines := strings.Split(text, "\n")
-	for i, line := range lines {
-		if utf8.RuneCountInString(line) > width {
-			lead := len(line) - len(strings.TrimLeft(line, " "))
-			lines[i] = human.WrapHang(line, width, lead+2)
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // rateBand writes a sustainable rate's band, "-" for none.

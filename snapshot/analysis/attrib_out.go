@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
@@ -64,8 +65,11 @@ func (a *Attribution) Doc() *AttributionDoc {
 }
 
 // writeText writes the attribution's table: one row per site (per stack,
-// each frame on a line of its own, with full stacks).
-func (a *Attribution) writeText(b *strings.Builder) {
+// each frame on a line of its own, with full stacks). On a terminal width
+// columns wide (0: no limit) where a site's line does not fit, its site
+// and frames go on lines of their own, indented by 4, clipped to fit
+// (siteNameCap).
+func (a *Attribution) writeText(b *strings.Builder, width int) {
 	if a == nil || a.Total.Blocks == 0 {
 		return
 	}
@@ -75,18 +79,35 @@ func (a *Attribution) writeText(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "\nMemory by allocation site: live blocks, the free space they strand, rounding\n")
 	fmt.Fprintf(b, "  %10s %10s %10s %6s %5s  %s\n", "allocated", "stranded", "rounding", "blocks", "segs", what)
+	// indent is where the sites and frames start: under the site column
+	// (51), or, where one would pass width, on lines of their own at 4.
+	indent, names := 51, siteNameCap(width)
+	clip := func(s string) string { return human.ClipName(untrusted.Printable(s), names) }
+	if width > 0 {
+		for _, s := range a.Sites {
+			for _, f := range append([]string{s.Site}, framesOf(s)...) {
+				if indent+utf8.RuneCountInString(clip(f)) > width {
+					indent = 4
+				}
+			}
+		}
+	}
 	row := func(s SiteStat, name string) {
-		fmt.Fprintf(b, "  %10s %10s %10s %6d %5s  %s\n", fb(s.Allocated), fb(s.Stranded), fb(s.Rounding), s.Blocks,
-			segs(s.Segments), name)
+		line := fmt.Sprintf("  %10s %10s %10s %6d %5s", fb(s.Allocated), fb(s.Stranded), fb(s.Rounding), s.Blocks, segs(s.Segments))
+		if indent == 51 || name == "total" {
+			fmt.Fprintf(b, "%s  %s\n", line, name)
+			return
+		}
+		fmt.Fprintf(b, "%s\n%*s%s\n", line, indent, "", name)
 	}
 	for _, s := range a.Sites {
 		if !a.FullStacks || len(s.Stack) == 0 {
-			row(s, human.ClipName(untrusted.Printable(s.Site), siteNameWidth))
+			row(s, clip(s.Site))
 			continue
 		}
-		row(s, human.ClipName(untrusted.Printable(FrameString(s.Stack[0])), siteNameWidth))
+		row(s, clip(FrameString(s.Stack[0])))
 		for _, f := range s.Stack[1:] {
-			fmt.Fprintf(b, "%51s%s\n", "", human.ClipName(untrusted.Printable(FrameString(f)), siteNameWidth)) // under the site, indented
+			fmt.Fprintf(b, "%*s%s\n", indent, "", clip(FrameString(f))) // under the site, indented
 		}
 	}
 	if a.Other.Site != "" {
@@ -101,4 +122,14 @@ func segs(n int) string {
 		return "-"
 	}
 	return fmt.Sprint(n)
+}
+
+// framesOf is a site's frames as the text prints them, its full stack's
+// (--full-stacks) or none.
+func framesOf(s SiteStat) []string {
+	var fs []string
+	for _, f := range s.Stack {
+		fs = append(fs, FrameString(f))
+	}
+	return fs
 }

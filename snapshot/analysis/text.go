@@ -23,13 +23,17 @@ func (r *Report) WriteText(w io.Writer, file string) error {
 
 // WriteTextWidth is WriteText for a terminal width columns wide: the
 // what-if table's allocator column wraps its settings (wrapSettings) to
-// keep the table within width; 0 is no limit, the layout of WriteText.
+// keep the table within width; a sentence longer than width wraps at its
+// spaces (human.WrapLong), a memory class's note under itself, the
+// per-stream and per-pool figures that do not fit on a further line
+// (human.JoinFit), and call sites that do not fit beside their figures go
+// under them; 0 is no limit, the layout of WriteText.
 func (r *Report) WriteTextWidth(w io.Writer, file string, width int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: PyTorch memory snapshot, format %s, %d device(s)\n", untrusted.Printable(file), r.Format, len(r.Devices))
+	b.WriteString(human.WrapLong(fmt.Sprintf("%s: PyTorch memory snapshot, format %s, %d device(s)\n", untrusted.Printable(file), r.Format, len(r.Devices)), width))
 	if h := r.PinnedHost; h != nil {
-		fmt.Fprintf(&b, "Pinned host memory (page-locked CPU memory, not in any device figure below): %d segments, %s reserved, %s allocated, %d trace events\n",
-			h.Segments, fb(h.Reserved), fb(h.Allocated), h.Events)
+		b.WriteString(human.WrapLong(fmt.Sprintf("Pinned host memory (page-locked CPU memory, not in any device figure below): %d segments, %s reserved, %s allocated, %d trace events\n",
+			h.Segments, fb(h.Reserved), fb(h.Allocated), h.Events), width))
 	}
 	if s := r.Stats; s != nil {
 		writeStats(&b, s)
@@ -67,7 +71,13 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 	fmt.Fprintf(b, "\n== device %d: %d segments, %d blocks, %d trace events\n\n", d.Device, d.Segments, d.Blocks, d.TraceEvents)
 	fmt.Fprintf(b, "Memory classes\n")
 	row := func(name string, n int64, note string) {
-		fmt.Fprintf(b, "  %-26s %10s  %6s  %s\n", name, fb(n), pct(n, c.Reserved), note)
+		if note == "" {
+			fmt.Fprintf(b, "  %-26s %10s  %6s  %s\n", name, fb(n), pct(n, c.Reserved), note)
+			return
+		}
+		// A note that does not fit the terminal wraps under itself.
+		head := fmt.Sprintf("  %-26s %10s  %6s ", name, fb(n), pct(n, c.Reserved))
+		b.WriteString(human.JoinFit(append([]string{head}, strings.Fields(note)...), " ", termWidth, utf8.RuneCountInString(head)+1) + "\n")
 	}
 	row("reserved", c.Reserved, "segments held from CUDA")
 	row("allocated", c.Allocated, "live blocks")
@@ -82,6 +92,9 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 		stake.Capacity = d.Capacity
 	}
 	v := frag.Judge(stake)
+	// The health sentence, wrapped to the terminal's width (human.WrapLong).
+	outer := b
+	b = new(strings.Builder)
 	fmt.Fprintf(b, "\nHealth %.3f (frag rate %.3f): %s: %s. Largest free block %s of %s cached free; max allocatable %s",
 		m.Health, m.FragRate, v.Label, v.Why, fb(m.LargestFreeBlock), fb(m.CachedFree), fb(m.MaxAllocatable))
 	switch d.CapacitySource {
@@ -101,6 +114,8 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 		fmt.Fprintf(b, " on a %s device (%s)", fb(d.Capacity), d.CapacitySource)
 	}
 	fmt.Fprintf(b, ".\nSize dispersion: %d distinct live block sizes, entropy %.2f bits.\n", m.DistinctSizes, m.SizeEntropy)
+	outer.WriteString(human.WrapLong(b.String(), termWidth))
+	b = outer
 
 	if len(d.WorstSegments) > 0 {
 		b.WriteString("\nSegments that waste most (stranded free + rounding)\n")
@@ -113,8 +128,11 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 	groups := func(title string, gs []Group) {
 		fmt.Fprintf(b, "\n%s\n", title)
 		for _, g := range gs {
-			fmt.Fprintf(b, "  %-22s %4d segments  reserved %10s  active %10s  cached free %10s  health %.3f\n",
-				untrusted.Printable(g.Name), g.Segments, fb(g.Reserved), fb(g.Active), fb(g.CachedFree), g.Health)
+			// Fields that do not fit the terminal go on a further line,
+			// every row's at the same places (human.JoinFit).
+			b.WriteString(human.JoinFit([]string{fmt.Sprintf("  %-22s %4d segments", untrusted.Printable(g.Name), g.Segments),
+				fmt.Sprintf("reserved %10s", fb(g.Reserved)), fmt.Sprintf("active %10s", fb(g.Active)),
+				fmt.Sprintf("cached free %10s", fb(g.CachedFree)), fmt.Sprintf("health %.3f", g.Health)}, "  ", termWidth, 4) + "\n")
 		}
 	}
 	if len(d.Streams) > 0 {
@@ -124,11 +142,11 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 	if len(d.Sites) > 0 {
 		b.WriteString("\nCall sites whose live blocks hold fragmented segments open\n")
 		for _, s := range d.Sites {
-			fmt.Fprintf(b, "  %10s held free  %4d blocks (%s) in %d segments  %s\n", fb(s.Held), s.Blocks, fb(s.Live), s.Segments,
-				human.ClipName(untrusted.Printable(s.Frame), siteNameWidth))
+			b.WriteString(human.JoinFit([]string{fmt.Sprintf("  %10s held free  %4d blocks (%s) in %d segments", fb(s.Held), s.Blocks, fb(s.Live), s.Segments),
+				human.ClipName(untrusted.Printable(s.Frame), siteNameCap(termWidth))}, "  ", termWidth, 4) + "\n")
 		}
 	}
-	d.Attribution.writeText(b)
+	d.Attribution.writeText(b, termWidth)
 	listed, more := textOOMs(d.OOMs)
 	for _, o := range listed {
 		fmt.Fprintf(b, "\nOut of memory at event %d: requested %s (segment %s), device free %s\n  cause: %s: %s\n  at: %s\n",
@@ -181,8 +199,8 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 			}
 		}
 		last := d.Timeline[len(d.Timeline)-1]
-		fmt.Fprintf(b, "\nTimeline (%d points): peak reserved %s at event %d (frag rate %.3f), peak allocated %s at event %d, end frag rate %.3f\n",
-			len(d.Timeline), fb(peakR.Reserved), peakR.Event, peakR.FragRate, fb(peakA.Allocated), peakA.Event, last.FragRate)
+		b.WriteString(human.WrapLong(fmt.Sprintf("\nTimeline (%d points): peak reserved %s at event %d (frag rate %.3f), peak allocated %s at event %d, end frag rate %.3f\n",
+			len(d.Timeline), fb(peakR.Reserved), peakR.Event, peakR.FragRate, fb(peakA.Allocated), peakA.Event, last.FragRate), termWidth))
 	}
 	if w := d.WhatIf; w != nil {
 		if w.OOMRequests > 0 {
@@ -214,13 +232,27 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 		if rest, ok := strings.CutPrefix(w.Reason, "keep "); ok {
 			reason = "Keep " + rest // a reason that is itself an advice, not a cause
 		}
-		fmt.Fprintf(b, "\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, registry.EnvVarNote)
+		b.WriteString(human.WrapLong(fmt.Sprintf("\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, registry.EnvVarNote), termWidth))
 	}
 }
 
 // siteNameWidth caps a call site or frame as the text prints it: longer
 // ones keep their end (the function) after a leading "…" (human.ClipName).
 const siteNameWidth = 80
+
+// siteNameMin is the narrowest siteNameCap clips a call site to on a
+// narrow terminal: a file, its line and a function's name.
+const siteNameMin = 40
+
+// siteNameCap is the cap on a call site or frame for a terminal width
+// columns wide (0: no terminal, siteNameWidth): what fits after a further
+// line's indent of 4, at least siteNameMin.
+func siteNameCap(width int) int {
+	if width <= 0 {
+		return siteNameWidth
+	}
+	return max(min(siteNameWidth, width-4), siteNameMin)
+}
 
 // whatIfNameWidth caps the what-if table's allocator column; longer
 // settings wrap (wrapSettings).

@@ -272,3 +272,41 @@ func TestAdviseFitsTerminal(t *testing.T) {
 		t.Errorf("a terminal wide enough changed the output:\n%s", got)
 	}
 }
+
+// TestAnalyzeFitsTerminal: analyze's sentences (the health one is 288
+// characters), its per-stream and per-pool lines and its call sites fit a
+// terminal of 100 and of 80 (but the segments table, 83 columns), every
+// name and figure kept (the what-if table's are TestAnalyzeWhatIfFitsTerminal's);
+// a terminal wide enough gets the piped bytes.
+func TestAnalyzeFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	args := []string{"analyze", "--full-stacks", "../../../../examples/snapshot.pickle"}
+	code, piped, stderr := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n, line := widestLine(piped); n <= 200 {
+		t.Fatalf("the full-width report is %d columns (%q): the test needs a longer line", n, line)
+	}
+	for _, cols := range []int{80, 100} {
+		got := onTerminal(t, cols, args...)
+		head, rest, _ := strings.Cut(got, "\nSegments that waste most")
+		_, rest, _ = strings.Cut(rest, "\n\n")
+		if n, line := widestLine(head + "\n" + rest); n > cols {
+			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
+		}
+		// The what-if table wraps its settings inside a word
+		// (TestAnalyzeWhatIfFitsTerminal): compare the rest.
+		outside := func(text string) []string {
+			head, rest, _ := strings.Cut(text, "\nWhat if (")
+			_, rest, _ = strings.Cut(rest, "\nRecommendation:")
+			return words(head + "\n" + rest)
+		}
+		if !slices.Equal(outside(got), outside(piped)) {
+			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
+		}
+	}
+	if got := onTerminal(t, 400, args...); got != piped {
+		t.Errorf("a terminal wide enough changed the output:\n%s", got)
+	}
+}
