@@ -14,11 +14,12 @@
 //
 // A process killed between the temporary file's creation and its rename
 // (SIGKILL, or a SIGINT the command does not catch) leaves the temporary
-// file behind: a dot-file named after the target (".report.html.123456").
+// file behind: a dot-file named after the target (".report.html.RANDOM").
 package outfile
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -27,25 +28,26 @@ import (
 	"path/filepath"
 )
 
-// Write writes path with what write writes. A new file gets mode perm; a
-// regular file already at path keeps its mode. Errors of write are
-// prefixed with path.
+// Write writes path with what write writes. A new file gets mode perm
+// less the umask, as os.Create gives it; a regular file already at path
+// keeps its mode. Errors of write are prefixed with path.
 func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	return writeMode(path, perm, false, write)
 }
 
-// WritePerm is Write, but a regular file already at path gets mode perm
-// too (a rules file that another user's Prometheus must read, whatever
-// mode the file it replaces had).
+// WritePerm is Write, but the file gets mode perm exactly, whatever the
+// umask and the mode of a file it replaces (a rules file that another
+// user's Prometheus must read).
 func WritePerm(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	return writeMode(path, perm, true, write)
 }
 
 func writeMode(path string, perm fs.FileMode, force bool, write func(io.Writer) error) error {
-	target, mode, inPlace, err := resolve(path, perm)
+	target, mode, exists, inPlace, err := resolve(path, perm)
 	if err != nil {
 		return err
 	}
+	chmod := exists || force // a new file's mode is perm less the umask, as os.Create makes it
 	if force {
 		mode = perm
 	}
@@ -60,7 +62,7 @@ func writeMode(path string, perm fs.FileMode, force bool, write func(io.Writer) 
 		}
 		return fh.Close()
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
+	tmp, err := createTemp(target, perm)
 	if err != nil {
 		return err
 	}
@@ -69,14 +71,30 @@ func writeMode(path string, perm fs.FileMode, force bool, write func(io.Writer) 
 		tmp.Close()
 		return named(path, err)
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
+	if chmod {
+		if err := tmp.Chmod(mode); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), target)
+}
+
+// createTemp creates a new file beside target, named after it
+// (".NAME.RANDOM"), with mode perm as the umask narrows it (os.CreateTemp
+// would make it 0600).
+func createTemp(target string, perm fs.FileMode) (*os.File, error) {
+	prefix := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".")
+	for range 16 { // a collision of 26 random base-32 characters is never expected
+		f, err := os.OpenFile(prefix+rand.Text(), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("%s: cannot create a temporary file beside it: names taken", target)
 }
 
 // WriteFile writes data to path as Write does.
@@ -88,30 +106,30 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 }
 
 // resolve is the file to write for path (a symbolic link followed), the
-// mode it should have, and whether to write it in place (not a regular
-// file, and not absent).
-func resolve(path string, perm fs.FileMode) (target string, mode fs.FileMode, inPlace bool, err error) {
+// mode it should have, whether a regular file is there already, and
+// whether to write it in place (not a regular file, and not absent).
+func resolve(path string, perm fs.FileMode) (target string, mode fs.FileMode, exists, inPlace bool, err error) {
 	fi, err := os.Stat(path) // follows links
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// Absent, or a dangling link: created through the name, as
 		// os.Create would.
 		if lfi, lerr := os.Lstat(path); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-			return path, perm, true, nil
+			return path, perm, false, true, nil
 		}
-		return path, perm, false, nil
+		return path, perm, false, false, nil
 	case err != nil:
-		return "", 0, false, err
+		return "", 0, false, false, err
 	case fi.IsDir():
-		return "", 0, false, &fs.PathError{Op: "open", Path: path, Err: errors.New("is a directory")}
+		return "", 0, false, false, &fs.PathError{Op: "open", Path: path, Err: errors.New("is a directory")}
 	case !fi.Mode().IsRegular():
-		return path, perm, true, nil
+		return path, perm, false, true, nil
 	}
 	target, err = filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", 0, false, err
+		return "", 0, false, false, err
 	}
-	return target, fi.Mode().Perm(), false, nil
+	return target, fi.Mode().Perm(), true, false, nil
 }
 
 // named prefixes an error of the writing with path.

@@ -3,6 +3,7 @@
 package outfile
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,5 +38,28 @@ func TestSpecialFilesInPlace(t *testing.T) {
 	}
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
 		t.Errorf("the pipe was replaced: %v %v", fi, err)
+	}
+}
+
+// A new file's mode is perm narrowed by the umask, as os.Create and
+// os.WriteFile make it: a report written under umask 077 is not readable
+// by others. WritePerm's perm is exact (a rules file another user reads).
+func TestNewFileHonoursUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	if err := WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("new file under umask 077: mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	rules := filepath.Join(dir, "rules.yml")
+	if err := WritePerm(rules, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(rules); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("WritePerm under umask 077: mode %v (%v), want 0644", fi.Mode().Perm(), err)
 	}
 }
