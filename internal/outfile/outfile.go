@@ -12,6 +12,10 @@
 // /dev/stdout, a named pipe) is opened and written in place, as a rename
 // would replace the device node itself.
 //
+// A file the user may write in a directory they may not is written in
+// place. Replacing a file by a rename gives the name a new file: other hard
+// links to the old one keep the old content.
+//
 // A process killed between the temporary file's creation and its rename
 // (SIGKILL, or a SIGINT the command does not catch) leaves the temporary
 // file behind: a dot-file named after the target (".report.html.RANDOM").
@@ -52,17 +56,14 @@ func writeMode(path string, perm fs.FileMode, force bool, write func(io.Writer) 
 		mode = perm
 	}
 	if inPlace {
-		fh, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-		if err != nil {
-			return err
-		}
-		if err := write(fh); err != nil {
-			fh.Close()
-			return named(path, err)
-		}
-		return fh.Close()
+		return writeInPlace(path, target, perm, write)
 	}
 	tmp, err := createTemp(target, perm)
+	if errors.Is(err, fs.ErrPermission) && exists {
+		// A file the user may write in a directory they may not (no
+		// temporary file beside it): written in place, not refused.
+		return writeInPlace(path, target, perm, write)
+	}
 	if err != nil {
 		return err
 	}
@@ -81,6 +82,20 @@ func writeMode(path string, perm fs.FileMode, force bool, write func(io.Writer) 
 		return err
 	}
 	return os.Rename(tmp.Name(), target)
+}
+
+// writeInPlace opens target (path, a link followed) for writing,
+// truncated, and writes it.
+func writeInPlace(path, target string, perm fs.FileMode, write func(io.Writer) error) error {
+	fh, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return named(path, err)
+	}
+	return fh.Close()
 }
 
 // createTemp creates a new file beside target, named after it

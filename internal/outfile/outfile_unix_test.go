@@ -63,3 +63,26 @@ func TestNewFileHonoursUmask(t *testing.T) {
 		t.Errorf("WritePerm under umask 077: mode %v (%v), want 0644", fi.Mode().Perm(), err)
 	}
 }
+
+// A file the user may write in a directory they may not is written in
+// place rather than refused (no temporary file can be made beside it).
+func TestReadOnlyDirectoryWrittenInPlace(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes into a read-only directory anyway")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o755)
+	if err := WriteFile(path, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("file holds %q", b)
+	}
+}
