@@ -79,3 +79,25 @@ func TestSnapshotOOMsUntimed(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotOOMsDeviceAway: a device missing from one version (its
+// series gone) keeps its counter for when it comes back, so the counter
+// does not come back lower (a reset, and increase() counting old entries
+// again).
+func TestSnapshotOOMsDeviceAway(t *testing.T) {
+	d := newDaemon(t, SnapshotDirConfig{}, false)
+	path := filepath.Join(d.dir, "vllm-0__llama__rank0.pickle")
+	for i, s := range []struct {
+		data []byte
+		want int64
+	}{
+		{genSnapshotOOMs(1, 1, 10, 11), 2},
+		{genSnapshotOOMs(0, 1), 0}, // device 1 absent: device 0's sample, no OOM
+		{genSnapshotOOMs(1, 1, 12), 3},
+	} {
+		writeFile(t, path, s.data, t0.Add(time.Duration(i+1)*time.Second))
+		if got := oomsOf(t, d); got != s.want {
+			t.Errorf("version %d: ooms_total = %d, want %d", i, got, s.want)
+		}
+	}
+}

@@ -325,7 +325,10 @@ func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) 
 		ooms int64 // the counter: oomCount.total
 	}
 	var devs []dev
-	counts := make(map[int]oomCount, len(rep.Devices))
+	// Every device's counter carries over, those of devices this version
+	// lacks too: one that comes back must not come back lower.
+	counts := make(map[int]oomCount, max(len(rep.Devices), len(f.counts)))
+	maps.Copy(counts, f.counts)
 	for i := range rep.Devices {
 		dv := &rep.Devices[i]
 		var times []int64
