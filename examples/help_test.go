@@ -4,13 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gpufrag/gpufrag/internal/longtest"
-	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // The --help examples follow the README's conventions (readme_test.go):
@@ -70,17 +66,7 @@ func TestHelpSection(t *testing.T) {
 // fails, naming the command whose help shows it, when an example exits
 // non-zero or names ../shared without a "# needs:" mark.
 func TestHelpExamples(t *testing.T) {
-	longtest.Skip(t)
-	if testing.Short() {
-		t.Skip("-short: TestHelpExamples builds gpufrag and runs every --help example")
-	}
-	if testkit.SlowBuild {
-		t.Skip("-tags invariants or -race: the --help examples are run by the plain go test run")
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := skipUnlessRunsCommands(t, "TestHelpExamples builds gpufrag and runs every --help example", "the --help examples")
 	start := time.Now()
 	clone, bin := cloneAndBuild(t, root)
 	help := func(path []string) string {

@@ -250,6 +250,26 @@ func TestReadmeFiles(t *testing.T) {
 	}
 }
 
+// skipUnlessRunsCommands skips a test that builds gpufrag and runs
+// commands (what it does, for the -short message) outside the long run,
+// and under -tags invariants or -race, whose plain run covers what (the
+// commands); it returns the repository's root.
+func skipUnlessRunsCommands(t *testing.T, does, what string) string {
+	t.Helper()
+	longtest.Skip(t)
+	if testing.Short() {
+		t.Skip("-short: " + does)
+	}
+	if testkit.SlowBuild {
+		t.Skip("-tags invariants or -race: " + what + " are run by the plain go test run")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 // TestReadme runs every command of README.md's sh blocks as a user of a
 // fresh clone would: from a copy of the working tree (no .git, no build
 // outputs) in a temporary directory, so that ../shared does not exist and
@@ -258,17 +278,7 @@ func TestReadmeFiles(t *testing.T) {
 // command names ../shared, exits non-zero, or prints something other than
 // an output block of the README shows for it.
 func TestReadme(t *testing.T) {
-	longtest.Skip(t)
-	if testing.Short() {
-		t.Skip("-short: TestReadme builds gpufrag and runs the README's commands (about 20 s)")
-	}
-	if testkit.SlowBuild {
-		t.Skip("-tags invariants or -race: the README's commands are run by the plain go test run")
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := skipUnlessRunsCommands(t, "TestReadme builds gpufrag and runs the README's commands (about 20 s)", "the README's commands")
 	f, err := os.Open(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
