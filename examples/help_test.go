@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
 )
 
 // The --help examples follow the README's conventions (readme_test.go):
@@ -66,6 +68,7 @@ func TestHelpSection(t *testing.T) {
 // fails, naming the command whose help shows it, when an example exits
 // non-zero or names ../shared without a "# needs:" mark.
 func TestHelpExamples(t *testing.T) {
+	longtest.Skip(t)
 	root := skipUnlessRunsCommands(t, "TestHelpExamples builds gpufrag and runs every --help example", "the --help examples")
 	start := time.Now()
 	clone, bin := cloneAndBuild(t, root)

@@ -251,12 +251,12 @@ func TestReadmeFiles(t *testing.T) {
 }
 
 // skipUnlessRunsCommands skips a test that builds gpufrag and runs
-// commands (what it does, for the -short message) outside the long run,
-// and under -tags invariants or -race, whose plain run covers what (the
-// commands); it returns the repository's root.
+// commands (what it does, for the -short message) under -short, and under
+// -tags invariants or -race, whose plain run covers what (the commands);
+// it returns the repository's root. The test itself calls longtest.Skip
+// first, as every long test does (TestLint checks it).
 func skipUnlessRunsCommands(t *testing.T, does, what string) string {
 	t.Helper()
-	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("-short: " + does)
 	}
@@ -278,6 +278,7 @@ func skipUnlessRunsCommands(t *testing.T, does, what string) string {
 // command names ../shared, exits non-zero, or prints something other than
 // an output block of the README shows for it.
 func TestReadme(t *testing.T) {
+	longtest.Skip(t)
 	root := skipUnlessRunsCommands(t, "TestReadme builds gpufrag and runs the README's commands (about 20 s)", "the README's commands")
 	f, err := os.Open(filepath.Join(root, "README.md"))
 	if err != nil {
