@@ -57,6 +57,8 @@ var (
 		"Number of distinct live allocation sizes.")
 	oomsDesc = newDesc("ooms_total",
 		"Requests that failed for lack of memory since the source started.")
+	lastOOMDesc = newDesc("last_oom_timestamp_seconds",
+		"When the OOM counted last in gpufrag_ooms_total happened, unix seconds (0: none yet); snapshot files only.")
 )
 
 // KV-cache block pool metrics.
@@ -110,7 +112,7 @@ var sourceUpDesc = newDesc("source_up",
 var allDescs = []*prometheus.Desc{
 	fragmentationDesc, healthDesc, internalFragDesc, largestFreeDesc,
 	maxAllocatableDesc, reservedDesc, allocatedDesc, requestedDesc,
-	cachedFreeDesc, deviceFreeDesc, entropyDesc, distinctSizesDesc, oomsDesc,
+	cachedFreeDesc, deviceFreeDesc, entropyDesc, distinctSizesDesc, oomsDesc, lastOOMDesc,
 	kvUsageDesc, kvBlocksDesc, kvFreeDesc, kvCachedDesc, kvEvictableDesc,
 	kvBlockSizeDesc, kvPreemptionsDesc, kvPrefixQueriesDesc, kvPrefixHitsDesc,
 	gpuTotalDesc, gpuUsedDesc, gpuFreeDesc, gpuInfoDesc, gpuProcDesc,

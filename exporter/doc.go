@@ -198,6 +198,7 @@
 //	gpufrag_allocation_size_entropy       Shannon entropy in bits (see below)
 //	gpufrag_allocation_distinct_sizes
 //	gpufrag_ooms_total                    counter
+//	gpufrag_last_oom_timestamp_seconds    snapshot files: when the OOM counted last happened
 //
 // KV-cache block pools (per gpu, instance, model, pool):
 //
@@ -259,7 +260,9 @@
 // it does not fall when an entry leaves the allocator's history ring (a
 // fall would be a counter reset to Prometheus, and increase() would count
 // the entries still there again); it starts from the file's entries when
-// the exporter starts or the file reappears.
+// the exporter starts or the file reappears. gpufrag_last_oom_timestamp_seconds
+// is the time_us of the entry counted last (0 before any), the same after
+// such a restart: GPUOOMsIncreasing ignores an increase that did not move it.
 // The byte series are analysis.Device.Sizes, the figures `gpufrag analyze`
 // prints for the same file (allocated_bytes as PyTorch counts it: blocks
 // awaiting other streams are neither allocated nor cached free). A snapshot

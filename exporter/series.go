@@ -149,6 +149,13 @@ func emit(send seriesSink, sm Sample) {
 		gauge(entropyDesc, f.SizeEntropy)
 		gauge(distinctSizesDesc, float64(f.DistinctSizes))
 		counter(oomsDesc, float64(m.OOMs))
+		if m.HasLastOOM {
+			var at float64
+			if !m.LastOOM.IsZero() {
+				at = float64(m.LastOOM.UnixMicro()) / 1e6
+			}
+			gauge(lastOOMDesc, at)
+		}
 	}
 	if kv := sm.KV; kv != nil {
 		gauge(kvUsageDesc, kv.Usage)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/gpufrag/gpufrag/internal/untrusted"
@@ -322,7 +323,7 @@ func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) 
 	}
 	type dev struct {
 		d    *analysis.Device
-		ooms int64 // the counter: oomCount.total
+		ooms oomCount
 	}
 	var devs []dev
 	// Every device's counter carries over, those of devices this version
@@ -341,12 +342,12 @@ func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) 
 			}
 		}
 		f.ooms += int64(len(times))
-		c := f.counts[dv.Device].next(times)
-		if c != (oomCount{}) {
+		c := f.counts[dv.Device].next(times, d.cfg.Clock.Now().UnixMicro())
+		if !c.zero() {
 			counts[dv.Device] = c
 		}
 		if dv.Segments > 0 || c.total > 0 {
-			devs = append(devs, dev{dv, c.total})
+			devs = append(devs, dev{dv, c})
 		}
 	}
 	for _, dv := range devs {
@@ -369,41 +370,85 @@ func (d *SnapshotDir) analyse(name string, r io.Reader, l sidecar, f *snapFile) 
 // and then scrolls out: counting the entries of each version would make the
 // counter fall, which Prometheus reads as a reset, counting the entries
 // still there again (a false GPUOOMsIncreasing). Memory.OOMs must never
-// decrease, so a version adds its oom entries newer than the newest one
-// counted (PyTorch's time_us, microseconds since the epoch, which a
-// restarted process continues). Entries without a time (PyTorch 2.0) cannot
-// be told apart: the counter is then the most that one version held.
+// decrease, so a version adds the oom entries not counted before, told
+// apart by PyTorch's time_us (microseconds since the epoch): those not
+// among the times already counted (seen), whatever their order, so that an
+// OOM stamped earlier than one counted before (a restarted process whose
+// clock was stepped back) still counts. Entries without a time (PyTorch
+// 2.0) cannot be told apart: the counter is then the most that one version
+// held.
 type oomCount struct {
-	total  int64 // the counter; never decreases while the file is watched
-	lastUS int64 // time_us of the newest oom entry counted (0: none timed)
+	total int64 // the counter; never decreases while the file is watched
+	// seen holds the time_us of the newest timed entries counted, at most
+	// maxSeenOOMs, ascending (a time twice for two entries of the same
+	// microsecond); floor is the newest time seen let go (0: none), an entry
+	// at or before it being taken as counted.
+	seen  []int64
+	floor int64
+	// last is when the OOM counted last happened (unix microseconds; 0:
+	// none counted): the newest entry a version added, or, for untimed
+	// entries, when the exporter counted them (gpufrag_last_oom_timestamp_seconds).
+	last int64
 }
 
+// maxSeenOOMs bounds oomCount.seen: 2 KiB per device of a file. A file
+// keeps hundreds of oom entries only when it holds thousands of events
+// (PyTorch's default ring holds none: the probe asks for 100,000), and an
+// entry older than the newest maxSeenOOMs counted is taken as counted.
+const maxSeenOOMs = 256
+
+// zero reports whether c is the count of a device that has had no OOM.
+func (c oomCount) zero() bool { return c.total == 0 && c.last == 0 && len(c.seen) == 0 }
+
 // next is the count after a version whose oom entries have times (time_us,
-// 0 where absent), in any order.
-func (c oomCount) next(times []int64) oomCount {
+// 0 where absent), in any order; nowUS is the exporter's clock, the time of
+// untimed entries that raise the counter.
+func (c oomCount) next(times []int64, nowUS int64) oomCount {
 	if len(times) == 0 {
 		return c
 	}
-	var n, newest int64
-	for _, us := range times {
-		if us <= 0 {
-			return oomCount{total: max(c.total, int64(len(times))), lastUS: c.lastUS}
+	if slices.ContainsFunc(times, func(us int64) bool { return us <= 0 }) {
+		if n := int64(len(times)); n > c.total {
+			c.total, c.last = n, nowUS
 		}
-		if us > c.lastUS {
-			n++
-		}
-		newest = max(newest, us)
+		return c
 	}
-	return oomCount{total: c.total + n, lastUS: max(c.lastUS, newest)}
+	ts := slices.Sorted(slices.Values(times))
+	merged := make([]int64, 0, len(ts)+len(c.seen))
+	i := 0
+	for _, us := range ts {
+		for i < len(c.seen) && c.seen[i] < us {
+			merged = append(merged, c.seen[i])
+			i++
+		}
+		if i < len(c.seen) && c.seen[i] == us {
+			i++ // counted before
+		} else if us > c.floor {
+			c.total++
+			c.last = us
+		}
+		merged = append(merged, us)
+	}
+	merged = append(merged, c.seen[i:]...)
+	if n := len(merged) - maxSeenOOMs; n > 0 {
+		c.floor = max(c.floor, merged[n-1])
+		merged = merged[n:]
+	}
+	c.seen = merged
+	return c
 }
 
 // snapshotMemory is the Memory of one analysed device: package frag's
 // ratios, and the byte figures as `gpufrag analyze` reports them
 // (analysis.Device.Sizes, the one definition both use); without a known
 // capacity, no device-free or max-allocatable figure.
-func snapshotMemory(d *analysis.Device, ooms int64) *Memory {
+func snapshotMemory(d *analysis.Device, ooms oomCount) *Memory {
 	m, sz := d.Metrics, d.Sizes()
 	m.Reserved, m.Allocated, m.Requested, m.CachedFree = sz.Reserved, sz.Allocated, sz.Requested, sz.CachedFree
 	m.LargestFreeBlock, m.DeviceFree, m.MaxAllocatable = sz.LargestFreeBlock, sz.DeviceFree, sz.MaxAllocatable
-	return &Memory{Metrics: m, OOMs: ooms, CapacityUnknown: !sz.CapacityKnown}
+	mem := &Memory{Metrics: m, OOMs: ooms.total, CapacityUnknown: !sz.CapacityKnown, HasLastOOM: true}
+	if ooms.last > 0 {
+		mem.LastOOM = time.UnixMicro(ooms.last)
+	}
+	return mem
 }

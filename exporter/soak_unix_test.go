@@ -9,9 +9,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/gpufrag/gpufrag/internal/longtest"
-	"github.com/gpufrag/gpufrag/internal/snaptest"
-	"github.com/gpufrag/gpufrag/internal/testkit"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +21,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpufrag/gpufrag/internal/longtest"
+	"github.com/gpufrag/gpufrag/internal/snaptest"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/frag"
@@ -92,6 +93,14 @@ type Memory struct {
 	// OOMs is the cumulative number of failed requests since the source
 	// started; it must never decrease (it is exported as a counter).
 	OOMs int64
+	// LastOOM is when the OOM counted last in OOMs happened, the zero time
+	// while none was; exported as gpufrag_last_oom_timestamp_seconds (0 for
+	// the zero time) where HasLastOOM, for sources that know when (snapshot
+	// files). A restarted exporter can count OOMs again that it had counted
+	// (a counter reset to Prometheus) but gives the same LastOOM for them,
+	// which is how GPUOOMsIncreasing tells them from new ones.
+	LastOOM    time.Time
+	HasLastOOM bool
 	// CapacityUnknown: the device's capacity is not known (a snapshot
 	// does not record it), so Metrics.DeviceFree and
 	// Metrics.MaxAllocatable, which count memory outside the allocator's

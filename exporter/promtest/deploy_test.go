@@ -56,28 +56,35 @@ func TestPromtoolRules(t *testing.T) {
 	}
 
 	// The unit tests bite: with the warning threshold moved from 0.5 to
-	// 0.4, health 0.45 no longer fires and promtool must say so.
+	// 0.4, health 0.45 no longer fires; without the last OOM's time, an
+	// exporter's restart fires GPUOOMsIncreasing. promtool must say so.
 	b, err := os.ReadFile(alertsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mutated := bytes.Replace(b, []byte("gpufrag_health_ratio < 0.5"), []byte("gpufrag_health_ratio < 0.4"), 1)
-	if bytes.Equal(mutated, b) {
-		t.Fatal("alerts.yml no longer has the expression this test mutates")
-	}
-	tmp := t.TempDir()
 	test, err := os.ReadFile(filepath.Join(dir, "alerts_test.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"alerts.yml": mutated, "alerts_test.yml": test} {
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
-			t.Fatal(err)
+	for _, m := range []struct{ old, new, alert string }{
+		{"gpufrag_health_ratio < 0.5", "gpufrag_health_ratio < 0.4", "GPUMemoryFragmented"},
+		{"\n          unless changes(gpufrag_last_oom_timestamp_seconds[10m]) == 0", "", "GPUOOMsIncreasing"},
+	} {
+		old := m.old
+		mutated := bytes.Replace(b, []byte(old), []byte(m.new), 1)
+		if bytes.Equal(mutated, b) {
+			t.Fatalf("alerts.yml no longer has the expression this test mutates: %q", old)
 		}
-	}
-	out, err := promtool(t, tmp, "test", "rules", "alerts_test.yml")
-	if err == nil || !strings.Contains(out, "GPUMemoryFragmented") {
-		t.Fatalf("promtool test rules passed on a mutated alerts.yml (%v):\n%s", err, out)
+		tmp := t.TempDir()
+		for name, data := range map[string][]byte{"alerts.yml": mutated, "alerts_test.yml": test} {
+			if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := promtool(t, tmp, "test", "rules", "alerts_test.yml")
+		if err == nil || !strings.Contains(out, m.alert) {
+			t.Errorf("promtool test rules passed with %q mutated (%v):\n%s", old, err, out)
+		}
 	}
 }
 

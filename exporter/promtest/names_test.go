@@ -21,7 +21,7 @@ var metricNames = []string{
 	"gpufrag_largest_free_block_bytes", "gpufrag_max_allocatable_bytes", "gpufrag_reserved_bytes",
 	"gpufrag_allocated_bytes", "gpufrag_requested_bytes", "gpufrag_cached_free_bytes",
 	"gpufrag_device_free_bytes", "gpufrag_allocation_size_entropy", "gpufrag_allocation_distinct_sizes",
-	"gpufrag_ooms_total",
+	"gpufrag_ooms_total", "gpufrag_last_oom_timestamp_seconds",
 	// KV-cache block pools.
 	"gpufrag_kv_cache_usage_ratio", "gpufrag_kv_blocks", "gpufrag_kv_free_blocks", "gpufrag_kv_cached_blocks",
 	"gpufrag_kv_evictable_blocks", "gpufrag_kv_block_size_tokens", "gpufrag_kv_preemptions_total",
