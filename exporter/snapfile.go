@@ -391,10 +391,11 @@ type oomCount struct {
 	last int64
 }
 
-// maxSeenOOMs bounds oomCount.seen: 2 KiB per device of a file. A file
-// keeps hundreds of oom entries only when it holds thousands of events
-// (PyTorch's default ring holds none: the probe asks for 100,000), and an
-// entry older than the newest maxSeenOOMs counted is taken as counted.
+// maxSeenOOMs bounds oomCount.seen: 2 KiB per device of a file. An entry
+// older than the newest maxSeenOOMs counted is taken as counted; a ring
+// holding more OOMs than that (gpufrag-probe's keeps 20,000 events by
+// default, and a server failing that often is down) is the only case
+// where the bound decides.
 const maxSeenOOMs = 256
 
 // zero reports whether c is the count of a device that has had no OOM.
