@@ -30,8 +30,13 @@ type CaptureConfig struct {
 	// it alone passes MaxBytes.
 	MaxFiles int
 	MaxBytes int64
-	Clock    Clock        // nil: SystemClock
-	Logger   *slog.Logger // nil: no logs
+	// MaxSeries bounds the label sets (instance, model) of
+	// gpufrag_oom_snapshots_captured_total (default 256): past it, the set
+	// captured least recently is deleted, so that pods coming and going
+	// under new names do not grow the exporter's series without end.
+	MaxSeries int
+	Clock     Clock        // nil: SystemClock
+	Logger    *slog.Logger // nil: no logs
 	// Registerer receives gpufrag_oom_snapshots_captured_total and
 	// gpufrag_oom_snapshot_capture_errors_total (nil: not registered).
 	Registerer prometheus.Registerer
@@ -81,6 +86,9 @@ type Capturer struct {
 	files []CapturedFile // oldest first
 	bytes int64
 	seq   int
+	// series: the sequence number of the last capture of each label set
+	// of captured (at most cfg.MaxSeries).
+	series map[[2]string]int
 }
 
 const captureTempPrefix = ".capture-"
@@ -96,8 +104,11 @@ func NewCapturer(cfg CaptureConfig) (*Capturer, error) {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = 2 << 30
 	}
-	if cfg.MaxFiles < 1 || cfg.MaxBytes < 1 {
-		return nil, fmt.Errorf("exporter: capture limits must be positive (files %d, bytes %d)", cfg.MaxFiles, cfg.MaxBytes)
+	if cfg.MaxSeries == 0 {
+		cfg.MaxSeries = 256
+	}
+	if cfg.MaxFiles < 1 || cfg.MaxBytes < 1 || cfg.MaxSeries < 1 {
+		return nil, fmt.Errorf("exporter: capture limits must be positive (files %d, bytes %d, series %d)", cfg.MaxFiles, cfg.MaxBytes, cfg.MaxSeries)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
@@ -106,7 +117,8 @@ func NewCapturer(cfg CaptureConfig) (*Capturer, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Capturer{
-		cfg: cfg,
+		cfg:    cfg,
+		series: make(map[[2]string]int),
 		captured: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "oom_snapshots_captured_total",
 			Help: "Snapshot files taken at an out-of-memory error copied to the capture directory.",
@@ -253,10 +265,30 @@ func (c *Capturer) Capture(instance, model string, data []byte) (string, error) 
 	}
 	c.files = append(c.files, CapturedFile{Name: name, Size: int64(len(data)), ModTime: c.cfg.Clock.Now(), id: id, sum: sum, summed: true})
 	c.bytes += int64(len(data))
-	c.captured.WithLabelValues(instance, model).Inc()
+	c.countLocked(instance, model)
 	c.cfg.Logger.Info("oom snapshot captured", "file", name, "instance", instance, "model", model, "bytes", len(data))
 	c.enforceLocked()
 	return name, nil
+}
+
+// countLocked counts a capture for instance and model in captured, and
+// deletes the series of the label set captured least recently when there
+// are more than MaxSeries.
+func (c *Capturer) countLocked(instance, model string) {
+	c.captured.WithLabelValues(instance, model).Inc()
+	c.series[[2]string{instance, model}] = c.seq
+	if len(c.series) <= c.cfg.MaxSeries {
+		return
+	}
+	var oldest [2]string
+	seq := -1
+	for k, s := range c.series {
+		if seq < 0 || s < seq {
+			oldest, seq = k, s
+		}
+	}
+	delete(c.series, oldest)
+	c.captured.DeleteLabelValues(oldest[0], oldest[1])
 }
 
 // capturedLocked returns the name of the capture in the index whose

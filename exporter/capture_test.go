@@ -304,3 +304,35 @@ func TestCaptureSameContent(t *testing.T) {
 		t.Errorf("directory %v, want %v", got, want)
 	}
 }
+
+// TestCaptureSeriesBounded: past MaxSeries label sets, the one captured
+// least recently loses its gpufrag_oom_snapshots_captured_total series, so
+// pods that come and go under new names do not grow the series for ever;
+// a label set captured again is kept.
+func TestCaptureSeriesBounded(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c, err := NewCapturer(CaptureConfig{Dir: t.TempDir(), MaxSeries: 3, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	for i, instance := range []string{"vllm-a", "vllm-b", "vllm-c", "vllm-a", "vllm-d", "vllm-e"} {
+		if _, err := c.Capture(instance, "llama", []byte(fmt.Sprint("snapshot ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := testutil.GatherAndCount(reg, "gpufrag_oom_snapshots_captured_total")
+	if err != nil || n != 3 {
+		t.Fatalf("%d series (%v), want 3", n, err)
+	}
+	// b and c went (captured least recently); a, captured twice, stays.
+	want := map[string]float64{"vllm-a": 2, "vllm-d": 1, "vllm-e": 1}
+	for instance, v := range want {
+		if got := testutil.ToFloat64(c.captured.WithLabelValues(instance, "llama")); got != v {
+			t.Errorf("%s: captured_total = %v, want %v", instance, got, v)
+		}
+	}
+	if _, err := NewCapturer(CaptureConfig{Dir: t.TempDir(), MaxSeries: -1}); err == nil {
+		t.Error("MaxSeries -1 accepted")
+	}
+}

@@ -246,7 +246,7 @@
 //	gpufrag_snapshot_files                  files watched, stale ones not; 0 while the
 //	                                        directory cannot be listed (source_up 0)
 //	gpufrag_snapshot_stale_files            stale files present (not exported; removable)
-//	gpufrag_oom_snapshots_captured_total{instance,model}
+//	gpufrag_oom_snapshots_captured_total{instance,model}   the 256 label sets captured last
 //	gpufrag_oom_snapshot_capture_errors_total
 //
 // A snapshot file is stale when its writer is gone: gpufrag-probe's lock
