@@ -128,11 +128,6 @@ func (c *Config) Check() error {
 			return fmt.Errorf("%s %v: must be at least %v (%s)", d.name, d.v, d.floor, why)
 		}
 	}
-	if c.Snapshots != "" {
-		if st, err := os.Stat(c.Snapshots); err != nil || !st.IsDir() {
-			return fmt.Errorf("--snapshots %s: not a readable directory", c.Snapshots)
-		}
-	}
 	if c.Capacity < 0 {
 		return fmt.Errorf("--capacity %s: must not be negative", c.Capacity)
 	}
@@ -193,6 +188,13 @@ func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
 	var capture *exporter.Capturer
 	var firstScan *exporter.SnapshotDir
 	var err error
+	if c.Snapshots != "" {
+		// A failure, not a usage error (Check): the flag is well formed, the
+		// directory is what is missing, as for any file a command reads.
+		if err := snapshotsDir(c.Snapshots); err != nil {
+			return err
+		}
+	}
 	if c.CaptureDir != "" {
 		capture, err = exporter.NewCapturer(exporter.CaptureConfig{
 			Dir: c.CaptureDir, MaxFiles: c.CaptureMaxFiles, MaxBytes: int64(c.CaptureMaxBytes),
@@ -268,6 +270,29 @@ func Run(ctx context.Context, c Config, logger *slog.Logger, h Hooks) error {
 type polled struct {
 	src   *exporter.PolledSource
 	close func()
+}
+
+// snapshotsDir checks that --snapshots names a directory that can be
+// listed, saying what to do where it does not.
+func snapshotsDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err == nil && !st.IsDir() {
+		return fmt.Errorf("--snapshots %s: not a directory: give the directory gpufrag-probe writes to", dir)
+	}
+	if err == nil {
+		var f *os.File
+		if f, err = os.Open(dir); err == nil {
+			_, err = f.ReadDir(1)
+			f.Close()
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("--snapshots %s: not a readable directory (%w): create it, or mount it, before the exporter starts", dir, err)
+	}
+	return nil
 }
 
 // polledSources builds the slow sources (NVML, each --scrape URL, the

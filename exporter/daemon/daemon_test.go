@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +46,6 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.MaxFileAge = -time.Minute }, "--max-file-age -1m0s: must not be negative"},
 		{func(c *Config) { c.Rescan = time.Nanosecond }, "--rescan 1ns: must be at least 1s (shorter only burns CPU"},
 		{func(c *Config) { c.SourceTimeout = time.Millisecond }, "--source-timeout 1ms: must be at least 10ms (a shorter deadline fails every source"},
-		{func(c *Config) { c.Snapshots = dir + "/none" }, "--snapshots " + dir + "/none: not a readable directory"},
 		{func(c *Config) { c.Capacity = -1 }, "--capacity -1B: must not be negative"},
 		{func(c *Config) { c.Snapshots, c.CaptureDir = dir, dir }, "captures would be read as snapshots"},
 		{func(c *Config) { c.Listen = "9400" }, `--listen "9400": `},
@@ -91,6 +92,32 @@ func TestGPUDevices(t *testing.T) {
 		Processes: []nvml.Process{{PID: 7, UsedBytes: 2, UsedKnown: true}, {PID: 8}}}})
 	if len(got) != 1 || got[0].Index != 1 || got[0].FreeBytes != 5 || len(got[0].Processes) != 1 || got[0].Processes[0].PID != 7 {
 		t.Errorf("%+v: want device 1 with only process 7 (8's usage is unknown)", got)
+	}
+}
+
+// TestRunSnapshotsDir: a --snapshots that is not a listable directory
+// fails Run (a failure, exit 1, not a usage error: Check passes it) before
+// it listens, saying what to do.
+func TestRunSnapshotsDir(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{dir + "/none", "--snapshots " + dir + "/none: not a readable directory (stat " + dir + "/none: no such file or directory): create it"},
+		{file, "--snapshots " + file + ": not a directory: give the directory gpufrag-probe writes to"},
+	} {
+		c := valid()
+		c.Snapshots = tc.dir
+		if err := c.Check(); err != nil {
+			t.Errorf("%s: Check: %v", tc.dir, err)
+		}
+		err := Run(context.Background(), c, logger, Hooks{Ready: func(net.Addr) { t.Errorf("%s: listening", tc.dir) }})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.dir, err, tc.want)
+		}
 	}
 }
 

@@ -40,7 +40,6 @@ func TestExporterUsage(t *testing.T) {
 		{[]string{"exporter", "--snapshots", dir, "--capture-dir", filepath.Join(link, "oom")}, "is inside " + dir},
 		{[]string{"exporter", "--snapshots", filepath.Join(dir, "sub"), "--capture-dir", dir}, filepath.Join(dir, "sub") + " is inside " + dir},
 		{[]string{"exporter", "--max-series", "-1"}, "--max-series must be positive"},
-		{[]string{"exporter", "--snapshots", filepath.Join(dir, "nope")}, "not a readable directory"},
 		{[]string{"exporter", "--capture-dir", dir}, "--capture-dir has no effect without --snapshots"},
 		{[]string{"exporter", "--max-files", "3"}, "--max-files has no effect without --snapshots"},
 		{[]string{"exporter", "--max-file-age", "1h"}, "--max-file-age has no effect without --snapshots"},
@@ -66,6 +65,11 @@ func TestExporterUsage(t *testing.T) {
 	}
 	if _, stdout, _ := run(t, "", "--help"); !strings.Contains(stdout, "exporter") {
 		t.Error("root help does not list exporter")
+	}
+	// A missing --snapshots directory is a failure (exit 1), as a missing
+	// file is for every command, not a usage error.
+	if code, _, stderr := run(t, "", "exporter", "--snapshots", filepath.Join(dir, "nope")); code != exitFail || !strings.Contains(stderr, "not a readable directory") {
+		t.Errorf("missing --snapshots: exit %d, %q; want exit 1", code, stderr)
 	}
 	// A port in use is a failure (exit 1), not a usage error.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
