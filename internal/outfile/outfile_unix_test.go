@@ -3,10 +3,13 @@
 package outfile
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -68,7 +71,10 @@ func TestNewFileHonoursUmask(t *testing.T) {
 // place rather than refused (no temporary file can be made beside it).
 func TestReadOnlyDirectoryWrittenInPlace(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root writes into a read-only directory anyway")
+		// Root writes into a read-only directory anyway, and CI runs as
+		// root: run this test again as nobody.
+		rerunAsNobody(t)
+		return
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")
@@ -84,5 +90,46 @@ func TestReadOnlyDirectoryWrittenInPlace(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "new" {
 		t.Errorf("file holds %q", b)
+	}
+}
+
+// rerunAsNobody runs the calling test again in a copy of the test binary
+// as uid and gid 65534, and fails with its output if it fails there; it
+// skips where the process may not change its user (a container without
+// CAP_SETUID).
+func rerunAsNobody(t *testing.T) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The go command's build directory is root's alone: copy the binary
+	// where nobody can run it, and give it a working directory it can read.
+	dir, err := os.MkdirTemp("", "outfile-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "outfile.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+os.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EPERM) {
+		t.Skipf("root writes into a read-only directory anyway, and this process may not run the test as nobody: %v", err)
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("as uid 65534: %v\n%s", err, out)
 	}
 }
