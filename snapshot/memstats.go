@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -76,17 +77,17 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 	dec.UseNumber()
 	stats := MemoryStats{}
 	offs := map[string]int64{} // the offset of each value, for checkMemoryStats
+	// syntax reports a decoder error where untrusted.CheckJSON, the walk
+	// every JSON reader shares, finds it: the bad byte's offset (the
+	// decoder counts one inside a value from the value's start) and the
+	// path of the value it is in. CheckJSON may find a problem of its own
+	// (a repeated key, invalid UTF-8) before it: that is reported instead.
 	syntax := func(err error) error {
-		off := dec.InputOffset()
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			off = se.Offset
+		var je *untrusted.JSONError
+		if errors.As(untrusted.CheckJSON(data), &je) {
+			return jsonErr(c.name, je, base)
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			err = errors.New("unexpected end of JSON input")
-			off = int64(len(data))
-		}
-		return &Error{Name: c.name, Offset: base + off, Msg: "memory_stats JSON: " + err.Error(), Err: ErrDecode}
+		return &Error{Name: c.name, Offset: base + dec.InputOffset(), Msg: "memory_stats JSON: " + err.Error(), Err: ErrDecode}
 	}
 	// valueAt skips white space and the ':' after a key to the value's offset.
 	valueAt := func(off int64) int64 {
@@ -104,7 +105,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 		e.Hint = notStatsHint
 		return nil, e
 	}
-	var path []string
+	var path, shown []string // the objects the walk is in: their fields, and as errors show them
 	for {
 		off := base + dec.InputOffset()
 		tok, err := dec.Token()
@@ -115,13 +116,13 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 			if len(path) == 0 {
 				break
 			}
-			path = path[:len(path)-1]
+			path, shown = path[:len(path)-1], shown[:len(shown)-1]
 			continue
 		}
 		key, _ := tok.(string) // the decoder only yields strings in key position
-		field := key
+		field, show := key, untrusted.Clip(key)
 		if len(path) > 0 {
-			field = path[len(path)-1] + "." + key
+			field, show = path[len(path)-1]+"."+key, shown[len(shown)-1]+"."+show
 		}
 		voff := valueAt(dec.InputOffset())
 		val, err := dec.Token()
@@ -131,44 +132,38 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 		switch v := val.(type) {
 		case json.Delim:
 			if v != '{' {
-				return nil, notStats(c.fieldErr(voff, field, "want number or object, got array"))
+				return nil, notStats(c.fieldErr(voff, show, "want number or object, got array"))
 			}
 			if len(path) >= memStatsMaxDepth {
-				return nil, c.fieldErr(voff, field, "nested deeper than %d levels", memStatsMaxDepth)
+				return nil, c.fieldErr(voff, show, "nested deeper than %d levels", memStatsMaxDepth)
 			}
-			path = append(path, field)
+			path, shown = append(path, field), append(shown, show)
 		case json.Number:
-			n, err := strconv.ParseInt(v.String(), 10, 64)
+			n, err := memStatsInt(v)
 			if err != nil {
-				f, ferr := v.Float64()
-				if ferr != nil || f != float64(int64(f)) {
-					return nil, notStats(c.fieldErr(voff, field, "want integer, got %s", v))
-				}
-				n = int64(f)
+				return nil, notStats(c.fieldErr(voff, show, "%s", err))
 			}
-			if err := c.spend(1, sizeMapEntry+int64(len(field)), off, field); err != nil {
+			if err := c.spend(1, sizeMapEntry+int64(len(field)), off, show); err != nil {
 				return nil, err
 			}
 			stats[field] = n
 			offs[field] = voff
 		case nil:
 		default:
-			return nil, notStats(c.fieldErr(voff, field, "want integer, got %T", v))
+			return nil, notStats(c.fieldErr(voff, show, "want integer, got %T", v))
 		}
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &Error{Name: c.name, Offset: base + dec.InputOffset(), Msg: "memory_stats JSON: data after the object", Err: ErrDecode}
+		rest := data[end:]
+		end += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
+		return nil, &Error{Name: c.name, Offset: base + end, Msg: "memory_stats JSON: data after the object", Err: ErrDecode}
 	}
 	// What the decoder let through: a key written twice (it kept the last
 	// value), keys that differ only in case, invalid UTF-8.
 	var je *untrusted.JSONError
 	if errors.As(untrusted.CheckJSON(data), &je) {
-		kind := ErrDecode
-		if je.Path != "" {
-			kind = ErrField
-		}
-		field := strings.TrimPrefix(strings.TrimPrefix(je.Path, "$"), ".")
-		return nil, &Error{Name: c.name, Offset: base + je.Offset, Field: field, Msg: "memory_stats JSON: " + je.Msg, Err: kind}
+		return nil, jsonErr(c.name, je, base)
 	}
 	if err := c.checkMemoryStats(stats, offs, base); err != nil {
 		return nil, err
@@ -179,6 +174,39 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 				"not a memory snapshot; " + howToSnapshot}
 	}
 	return &Snapshot{Format: FormatMemoryStats, Stats: stats}, nil
+}
+
+// jsonErr is an error of untrusted.CheckJSON about a memory_stats document
+// whose first byte is at offset base of the input: a syntax error, or what
+// the decoder lets through. Its path ("$.allocated_bytes.all", keys cut to
+// untrusted.QuoteBytes) is the field, less "$.". A syntax error, or one
+// about the whole document (invalid UTF-8, a second value), is a decode
+// error; one about a key (repeated, or in two cases) is a bad field.
+func jsonErr(name string, je *untrusted.JSONError, base int64) *Error {
+	kind := ErrField
+	if je.Syntax || je.Path == "" {
+		kind = ErrDecode
+	}
+	field := strings.TrimPrefix(strings.TrimPrefix(je.Path, "$"), ".")
+	return &Error{Name: name, Offset: base + je.Offset, Field: field, Msg: "memory_stats JSON: " + je.Msg, Err: kind}
+}
+
+// memStatsInt reads a counter: an integer, or a float with an integral
+// value (as json.dumps writes numpy-converted counters), within int64. Its
+// error echoes the number cut to untrusted.QuoteBytes.
+func memStatsInt(v json.Number) (int64, error) {
+	n, err := strconv.ParseInt(v.String(), 10, 64)
+	if err == nil {
+		return n, nil
+	}
+	f, ferr := v.Float64() // ±Inf with ErrRange past float64
+	if ferr == nil && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int64(f), nil
+	}
+	if errors.Is(err, strconv.ErrRange) || errors.Is(ferr, strconv.ErrRange) || f == math.Trunc(f) {
+		return 0, fmt.Errorf("want a 64-bit integer, got %s, out of its range", untrusted.Clip(v.String()))
+	}
+	return 0, fmt.Errorf("want integer, got %s", untrusted.Clip(v.String()))
 }
 
 // memStatsNames are the names that torch.cuda.memory_stats()'s keys begin

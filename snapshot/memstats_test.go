@@ -38,6 +38,7 @@ func TestMemoryStatsJSON(t *testing.T) {
 		kind     error
 		field    string
 		offset   int64
+		msg      string // in the error's text
 	}{
 		{name: "flat", in: `{"num_ooms": 1, "a.b": 1, "c": -2}`, want: map[string]int64{"num_ooms": 1, "a.b": 1, "c": -2}},
 		{name: "nested is flattened", in: " \n{\"reserved_bytes\": {\"all\": {\"current\": 5}}, \"num_ooms\": 0}",
@@ -48,9 +49,33 @@ func TestMemoryStatsJSON(t *testing.T) {
 		{name: "fraction", in: `{"a": {"x": 1.5}}`, kind: snapshot.ErrField, field: "a.x"},
 		{name: "array", in: `{"x": [1]}`, kind: snapshot.ErrField, field: "x"},
 		{name: "truncated", in: `{"x": 1`, kind: snapshot.ErrDecode, offset: 7},
-		{name: "garbage after", in: `{"x": 1} {}`, kind: snapshot.ErrDecode},
+		{name: "garbage after", in: `{"x": 1} {}`, kind: snapshot.ErrDecode, offset: 9},
 		{name: "too deep", in: strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40), kind: snapshot.ErrField},
-		{name: "bad syntax", in: `{"x" 1}`, kind: snapshot.ErrDecode},
+		{name: "bad syntax", in: `{"x" 1}`, kind: snapshot.ErrDecode, field: "x", offset: 5},
+		// Syntax errors name the bad byte's offset and the field they are
+		// in: the value being read, or the object between its keys. In the
+		// first 4 KiB (untrusted.CheckJSONStart finds them before the rest
+		// is read) and past them, the same error.
+		{name: "bad literal", in: `{"num_ooms": 0, "a": {"x": tru}}`, kind: snapshot.ErrDecode, field: "a.x", offset: 30,
+			msg: `stats.json: offset 30: field "a.x": memory_stats JSON: invalid character '}' in literal true (expecting 'e')`},
+		{name: "trailing comma", in: `{"num_ooms": 0, "a": {"x": 1,}}`, kind: snapshot.ErrDecode, field: "a", offset: 29,
+			msg: `offset 29: field "a": memory_stats JSON: invalid character '}' looking for beginning of object key string`},
+		{name: "leading zero", in: `{"a": {"x": 01}}`, kind: snapshot.ErrDecode, field: "a", offset: 13},
+		{name: "truncated nested", in: `{"a": {"x": 1`, kind: snapshot.ErrDecode, field: "a", offset: 13,
+			msg: `offset 13: field "a": memory_stats JSON: unexpected end of the document`},
+		{name: "truncated key", in: `{"a": {"x": 1, "y`, kind: snapshot.ErrDecode, field: "a", offset: 17},
+		{name: "bad literal past 4 KiB", in: `{"num_ooms": 0,` + strings.Repeat(" ", 5000) + `"a": {"x": tru}}`, kind: snapshot.ErrDecode, field: "a.x", offset: 5029,
+			msg: `offset 5029: field "a.x": memory_stats JSON: invalid character '}' in literal true (expecting 'e')`},
+		{name: "trailing comma past 4 KiB", in: `{"num_ooms": 0,` + strings.Repeat(" ", 5000) + `"a": {"x": 1,}}`, kind: snapshot.ErrDecode, field: "a", offset: 5028},
+		{name: "bad literal after a bom", in: "\xef\xbb\xbf" + `{"a": {"x": tru}}`, kind: snapshot.ErrDecode, field: "a.x", offset: 18},
+		// Bad values: out of int64's range, and echoed at most 64 bytes
+		// long, as are the keys of the field.
+		{name: "out of range", in: `{"x": 9223372036854775808}`, kind: snapshot.ErrField, field: "x", offset: 6,
+			msg: `field "x": want a 64-bit integer, got 9223372036854775808, out of its range`},
+		{name: "out of range float", in: `{"x": 1e19}`, kind: snapshot.ErrField, field: "x", msg: "got 1e19, out of its range"},
+		{name: "long number", in: `{"x": 1` + strings.Repeat("0", 300) + `}`, kind: snapshot.ErrField, field: "x",
+			msg: `got 1` + strings.Repeat("0", 63) + `… (301 bytes), out of its range`},
+		{name: "long key", in: `{"` + strings.Repeat("k", 300) + `": "1"}`, kind: snapshot.ErrField, field: strings.Repeat("k", 64) + "… (300 bytes)"},
 		// No key of memory_stats: another JSON document, read as one with no figure.
 		{name: "no memory_stats key", in: `{"a": 1, "b": {"current": 2}}`, kind: snapshot.ErrNotSnapshot},
 		{name: "empty object", in: `{}`, kind: snapshot.ErrNotSnapshot},
@@ -84,6 +109,9 @@ func TestMemoryStatsJSON(t *testing.T) {
 			if tc.offset != 0 && e.Offset != tc.offset {
 				t.Errorf("offset %d, want %d (%v)", e.Offset, tc.offset, err)
 			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("%q\ndoes not contain %q", err, tc.msg)
+			}
 		})
 	}
 }
@@ -105,12 +133,22 @@ func FuzzMemoryStats(f *testing.F) {
 	f.Add([]byte(`"num_ooms": 1, "num_ooms": 2}`))
 	f.Add([]byte(`"num_ooms": 1, "NUM_OOMS": 2}`))
 	f.Add([]byte("\x86\xad\x05\xdc\x98\x7f\x80b0"))
+	// Syntax errors in the first 4 KiB and past them, a number past int64.
+	f.Add([]byte(`"num_ooms": 0, "a": {"x": tru}}`))
+	f.Add([]byte(`"num_ooms": 0,` + strings.Repeat(" ", 5000) + `"a": {"x": 1,}}`))
+	f.Add([]byte(`"a": {"x": 99999999999999999999}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := snapshot.ReadBytes(append([]byte("{"), data...), "fuzz")
+		in := append([]byte("{"), data...)
+		s, err := snapshot.ReadBytes(in, "fuzz")
 		if err != nil {
 			var e *snapshot.Error
 			if !errors.As(err, &e) || e.Err == nil {
 				t.Fatalf("error %v (%T) is not a *snapshot.Error with a kind", err, err)
+			}
+			// Every error says where: an offset within the input (its
+			// end for one that ends too soon).
+			if e.Offset < 0 || e.Offset > int64(len(in)) {
+				t.Fatalf("error %v: offset %d outside the input's %d bytes", err, e.Offset, len(in))
 			}
 			return
 		}

@@ -251,10 +251,30 @@ func checkJSONHead(name string, head []byte, r io.Reader) ([]byte, error) {
 		kind := ErrDecode
 		if errors.Is(le, untrusted.ErrBinary) {
 			kind = ErrNotSnapshot
+		} else if je := jsonSyntaxAt(name, head, le.Offset); je != nil {
+			return nil, je // the same error, with the field, as when it is further in
 		}
 		return nil, &Error{Name: name, Offset: le.Offset, Msg: "memory_stats JSON: " + le.Msg, Err: kind}
 	}
 	return head, nil
+}
+
+// jsonSyntaxAt returns the error readMemoryStats gives a document whose
+// first syntax error is the byte at offset off of head (found by
+// untrusted.CheckJSONStart), with the field it is in: untrusted.CheckJSON
+// walks head up to that byte. It returns nil if CheckJSON finds another
+// problem first.
+func jsonSyntaxAt(name string, head []byte, off int64) *Error {
+	body := untrusted.TrimBOM(head)
+	base := int64(len(head) - len(body))
+	if off < base || off >= int64(len(head)) {
+		return nil
+	}
+	var je *untrusted.JSONError
+	if !errors.As(untrusted.CheckJSON(body[:off-base+1]), &je) || !je.Syntax || base+je.Offset != off {
+		return nil
+	}
+	return jsonErr(name, je, base)
 }
 
 // readRest returns head followed by the rest of r, at most limit+1 bytes in

@@ -18,6 +18,7 @@ type JSONError struct {
 	Offset int64
 	Path   string
 	Msg    string
+	Syntax bool // the document is not JSON there (or ends there)
 }
 
 func (e *JSONError) Error() string {
@@ -182,7 +183,6 @@ func (c *jsonChecker) skipSpace(off int64) int64 {
 
 // jsonSyntax turns a decoder error into a JSONError at the best offset known.
 func (c *jsonChecker) jsonSyntax(off int64, path string, err error) error {
-	dec := c.dec
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		// A json.Decoder counts the offset of an error inside a value from
@@ -190,13 +190,13 @@ func (c *jsonChecker) jsonSyntax(off int64, path string, err error) error {
 		// the bad byte's (the one Offset counts last).
 		var whole *json.SyntaxError
 		if errors.As(json.Unmarshal(c.data, new(json.RawMessage)), &whole) {
-			se = &json.SyntaxError{Offset: max(whole.Offset-1, 0)}
-			return &JSONError{Offset: se.Offset, Path: path, Msg: whole.Error()}
+			return &JSONError{Offset: max(whole.Offset-1, 0), Path: path, Msg: whole.Error(), Syntax: true}
 		}
-		return &JSONError{Offset: se.Offset, Path: path, Msg: se.Error()}
+		return &JSONError{Offset: se.Offset, Path: path, Msg: se.Error(), Syntax: true}
 	}
 	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &JSONError{Offset: dec.InputOffset(), Path: path, Msg: "unexpected end of the document"}
+		// Where the document ends, not where its last whole token did.
+		return &JSONError{Offset: int64(len(c.data)), Path: path, Msg: "unexpected end of the document", Syntax: true}
 	}
 	return &JSONError{Offset: off, Path: path, Msg: err.Error()}
 }

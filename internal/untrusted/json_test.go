@@ -22,7 +22,8 @@ func TestCheckJSON(t *testing.T) {
 		{"nested duplicate", `{"d": [{"x": 1}, {"x": 1, "x": 2}]}`, `$.d[1]: key "x" appears twice`},
 		{"invalid utf-8", "{\"a\": \"b\xffc\"}", "byte 8: invalid UTF-8 (byte 0xff)"},
 		{"trailing value", `{} {}`, "byte 3: more than one value"},
-		{"truncated", `{"a": [1, 2`, "unexpected end of the document"},
+		{"truncated", `{"a": [1, 2`, "byte 11: $.a: unexpected end of the document"},
+		{"truncated key", `{"a": 1, "bc`, "byte 12: $: unexpected end of the document"}, // where it ends, not after the ","
 		{"syntax", `{"a" 1}`, "byte 5: $.a: invalid character '1'"},
 		// The offset of the bad byte, not one counted from its value's start.
 		{"syntax in a value", `{"a": 1, "b": [1, 2, trux]}`, "byte 24: $.b[2]: invalid character 'x' in literal true"},

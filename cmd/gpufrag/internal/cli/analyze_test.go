@@ -143,6 +143,7 @@ func TestAnalyzeErrors(t *testing.T) {
 	empty := write("empty.pickle", nil)
 	list := write("list.pickle", []byte("\x80\x04K\x05.")) // the int 5
 	badField := write("bad.json", []byte(`{"reserved_bytes.all.current": "x"}`))
+	badSyntax := write("syntax.json", []byte(`{"num_ooms": 0, "reserved_bytes": {"all": {"current": 5,}}}`))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -156,6 +157,7 @@ func TestAnalyzeErrors(t *testing.T) {
 		{"empty file", []string{empty}, 1, []string{"offset 0"}},
 		{"wrong top level", []string{list}, 1, []string{"top level"}},
 		{"bad memory_stats field", []string{badField}, 1, []string{`field "reserved_bytes.all.current"`, "offset 31"}},
+		{"memory_stats syntax error", []string{badSyntax}, 1, []string{`syntax.json: offset 56: field "reserved_bytes.all": memory_stats JSON: invalid character '}'`}},
 		{"missing file", []string{filepath.Join(dir, "none.pickle")}, 1, []string{"no such file"}},
 		{"directory", []string{dir}, 1, []string{"directory"}},
 		{"no file", nil, 2, []string{"one snapshot file"}},
