@@ -14,14 +14,19 @@
 //		bar.Increment()
 //	}
 //
+// NewBytes counts the bytes of an input whose size is not known, with
+// their rate.
+//
 // All methods are safe on a nil *Bar and after Done. A Bar is safe for
 // concurrent use.
 package progress
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -56,11 +61,7 @@ func IsTerminal(w io.Writer) bool {
 // newBar builds a rendering bar; forceTTY makes mpb draw on a writer that
 // is not a terminal (tests).
 func newBar(w io.Writer, total int64, label string, forceTTY bool) *Bar {
-	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithWidth(72)}
-	if forceTTY {
-		opts = append(opts, mpb.ForceTTY(), mpb.WithAutoRefresh())
-	}
-	p := mpb.New(opts...)
+	p := newProgress(w, forceTTY)
 	name := decor.Name(label, decor.WCSyncSpaceR)
 	var b *mpb.Bar
 	if total > 0 {
@@ -83,6 +84,44 @@ func newBar(w io.Writer, total int64, label string, forceTTY bool) *Bar {
 		)
 	}
 	return &Bar{p: p, b: b}
+}
+
+// NewBytes starts a bar labelled label counting the bytes read from an
+// input of unknown size (standard input from a pipe), drawn on w when w is
+// a terminal: a spinner, the bytes read (KiB, MiB, GiB), their average rate
+// and the time elapsed, both since start, the moment the reading began. A
+// caller that draws the bar only once the input proves long passes that
+// moment and Adds what was read before, so that the rate counts every byte.
+func NewBytes(w io.Writer, label string, start time.Time) *Bar {
+	if !IsTerminal(w) {
+		return &Bar{}
+	}
+	return newBytesBar(w, label, start, false)
+}
+
+func newBytesBar(w io.Writer, label string, start time.Time, forceTTY bool) *Bar {
+	p := newProgress(w, forceTTY)
+	// mpb's AverageSpeed and Elapsed stop updating once the bar completes,
+	// so an input read within one refresh would end without either: these
+	// are computed at every drawing, the last one included.
+	rate := decor.Any(func(s decor.Statistics) string {
+		return fmt.Sprintf("% .1f/s", decor.SizeB1024(float64(s.Current)/max(time.Since(start).Seconds(), 1e-3)))
+	}, decor.WC{W: 12})
+	elapsed := decor.Any(func(decor.Statistics) string { return time.Since(start).Round(time.Second).String() }, decor.WC{W: 8})
+	b := p.AddSpinner(0,
+		mpb.PrependDecorators(decor.Name(label, decor.WCSyncSpaceR), decor.Current(decor.SizeB1024(0), "% .1f", decor.WCSyncSpace)),
+		mpb.AppendDecorators(rate, elapsed),
+	)
+	return &Bar{p: p, b: b}
+}
+
+// newProgress is the container of a rendering bar.
+func newProgress(w io.Writer, forceTTY bool) *mpb.Progress {
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithWidth(72)}
+	if forceTTY {
+		opts = append(opts, mpb.ForceTTY(), mpb.WithAutoRefresh())
+	}
+	return mpb.New(opts...)
 }
 
 // Enabled reports whether the bar draws anything.

@@ -104,3 +104,26 @@ func TestRenderingStage(t *testing.T) {
 		t.Fatalf("stage bar: want its label and no count: %q", out)
 	}
 }
+
+// A byte counter of unknown total draws its label, the bytes read with
+// their unit and their rate since the start it was given (which may be
+// before the bar), and nothing on a writer that is not a terminal.
+func TestRenderingBytes(t *testing.T) {
+	var buf lockedBuffer
+	b := newBytesBar(&buf, "read stdin", time.Now().Add(-2*time.Second), true)
+	b.Add(3 << 20)
+	b.Done()
+	out := buf.String()
+	for _, want := range []string{"read stdin", "3.0 MiB", "1.5 MiB/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bytes bar lacks %q: %q", want, out)
+		}
+	}
+	var plain bytes.Buffer
+	nb := NewBytes(&plain, "read stdin", time.Now())
+	nb.Add(3 << 20)
+	nb.Done()
+	if nb.Enabled() || plain.Len() != 0 {
+		t.Errorf("bytes bar on a bytes.Buffer: enabled %v, wrote %q", nb.Enabled(), plain.String())
+	}
+}
