@@ -28,7 +28,7 @@
 // torch.cuda.memory._snapshot() shares them: one dict per distinct frame,
 // one list per captured traceback, which an alloc's free_requested and
 // free_completed entries (and its block, while live) refer to again. Each
-// traceback has 5 to 20 frames.
+// traceback has MinDepth (5) to Options.Depth (20 by default) frames.
 //
 // Write keeps the events in memory (about 40 bytes each, a fifth of what
 // each costs in the file) because the segments, written first, are the
@@ -71,7 +71,8 @@ type Options struct {
 	// and free gaps between live blocks; 0: none.
 	Pinned int
 	// Sites is the number of distinct call sites (default 400) and Depth
-	// the most frames a site's stack has (default 20; at least 5).
+	// the most frames a site's stack has (0: the default, 20; else at
+	// least MinDepth, which Validate and Write hold it to).
 	Sites, Depth int
 	// Frames is the number of distinct frames stacks draw from (default 3,000).
 	Frames int
@@ -82,6 +83,25 @@ type Options struct {
 	// attribution).
 	Leak     int
 	LeakSize int64
+}
+
+// MinDepth is the fewest frames a call site's stack has (a few framework
+// frames under model frames), so the least Options.Depth can be;
+// defaultDepth is Depth's default.
+const (
+	MinDepth     = 5
+	defaultDepth = 20
+)
+
+// Validate returns an error naming the first option Write cannot honour:
+// a Depth below MinDepth (but 0, the default), which gave stacks of up to
+// 20 frames instead of refusing.
+func (o Options) Validate() error {
+	if o.Depth != 0 && o.Depth < MinDepth {
+		return fmt.Errorf("gensnap: depth %d: a stack has at least %d frames, so the depth can be no less (0: the default, %d)",
+			o.Depth, MinDepth, defaultDepth)
+	}
+	return nil
 }
 
 // LeakSite is the first frame of the stack of Options.Leak's tensors.
@@ -163,8 +183,12 @@ type gen struct {
 	peak          int64
 }
 
-// Write writes the snapshot to w.
+// Write writes the snapshot to w; options that Validate refuses are
+// refused before anything is written.
 func Write(w io.Writer, o Options) (Stats, error) {
+	if err := o.Validate(); err != nil {
+		return Stats{}, err
+	}
 	if o.Layers <= 0 {
 		o.Layers = 32
 	}
@@ -174,8 +198,8 @@ func Write(w io.Writer, o Options) (Stats, error) {
 	if o.Sites <= 0 {
 		o.Sites = 400
 	}
-	if o.Depth < 5 {
-		o.Depth = 20
+	if o.Depth == 0 {
+		o.Depth = defaultDepth
 	}
 	if o.Frames <= 0 {
 		o.Frames = 3000
@@ -237,7 +261,7 @@ func (g *gen) makeSites() {
 			name: names[g.rng.IntN(len(names))], line: 20 + g.rng.IntN(1800), memo: -1})
 	}
 	for i := 0; i < g.o.Sites; i++ {
-		n := 5 + g.rng.IntN(g.o.Depth-4)
+		n := MinDepth + g.rng.IntN(g.o.Depth-MinDepth+1)
 		s := make([]int32, n)
 		for j := range s {
 			s[j] = int32(g.rng.IntN(len(g.frames)))

@@ -2,6 +2,8 @@ package gensnap
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpufrag/gpufrag/snapshot"
@@ -139,5 +141,44 @@ func TestPinnedLeak(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no site %s among %d that moved", LeakSite, len(d.Devices[0].Sites))
+	}
+}
+
+// TestDepth: stacks have MinDepth to Depth frames, 20 at most by default;
+// a Depth that cannot be honoured (below MinDepth, or negative) is refused
+// by Validate and by Write before it writes a byte (it became 20).
+func TestDepth(t *testing.T) {
+	frames := func(depth int) (lo, hi int) {
+		var buf bytes.Buffer
+		if _, err := Write(&buf, Options{Bytes: 100_000, Seed: 7, Layers: 2, Depth: depth}); err != nil {
+			t.Fatalf("depth %d: %v", depth, err)
+		}
+		s, err := snapshot.ReadBytes(buf.Bytes(), "gen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo = 1 << 30
+		for _, e := range s.DeviceTraces[0] {
+			if n := len(e.Frames); n > 0 {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+		}
+		return lo, hi
+	}
+	for _, tc := range []struct{ depth, lo, hi int }{{0, MinDepth, 20}, {MinDepth, MinDepth, MinDepth}, {7, MinDepth, 7}} {
+		if lo, hi := frames(tc.depth); lo != tc.lo || hi != tc.hi {
+			t.Errorf("depth %d: stacks of %d to %d frames, want %d to %d", tc.depth, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	for _, depth := range []int{1, 4, -3} {
+		o := Options{Bytes: 100_000, Depth: depth}
+		want := fmt.Sprintf("depth %d: a stack has at least 5 frames", depth)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate, depth %d: %v, want an error with %q", depth, err, want)
+		}
+		var buf bytes.Buffer
+		if _, err := Write(&buf, o); err == nil || buf.Len() != 0 {
+			t.Errorf("Write, depth %d: %v after %d bytes, want an error before any", depth, err, buf.Len())
+		}
 	}
 }

@@ -26,17 +26,22 @@ func main() {
 	graphs := flag.Bool("graphs", false, "capture a CUDA graph per decode bucket into a private pool first (segment_pool_id (1, 0))")
 	pinned := flag.Int("pinned", 0, "long-lived tensors allocated before serving, a third freed again (many segments and live blocks)")
 	sites := flag.Int("sites", 0, "distinct call sites (0: 400)")
-	depth := flag.Int("depth", 0, "most frames in a stack (0: 20)")
+	depth := flag.Int("depth", 0, fmt.Sprintf("most frames in a stack, at least %d (0: 20)", gensnap.MinDepth))
 	frames := flag.Int("frames", 0, "distinct frames the stacks draw from (0: 3000)")
 	leak := flag.Int("leak", 0, "tensors of -leak-size bytes kept after the last step, from one call site of their own ("+gensnap.LeakSite+")")
 	leakSize := flag.Int64("leak-size", 1<<20, "bytes of each -leak tensor")
 	flag.Parse()
 	n, err := parseSize(*size)
+	o := gensnap.Options{Bytes: n, Seed: *seed, OOMEvery: *oom, GraphPool: *graphs,
+		Pinned: *pinned, Sites: *sites, Depth: *depth, Frames: *frames, Leak: *leak, LeakSize: *leakSize}
+	if err == nil {
+		err = o.Validate() // before -o is created
+	}
 	if err != nil || *out == "" || flag.NArg() > 0 {
 		if err == nil {
 			err = fmt.Errorf("-o is required and no arguments are taken")
 		}
-		fmt.Fprintln(os.Stderr, "gensnap:", err)
+		fmt.Fprintln(os.Stderr, "gensnap:", strings.TrimPrefix(err.Error(), "gensnap: "))
 		os.Exit(2)
 	}
 	f, err := os.Create(*out)
@@ -44,8 +49,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gensnap:", err)
 		os.Exit(1)
 	}
-	st, err := gensnap.Write(f, gensnap.Options{Bytes: n, Seed: *seed, OOMEvery: *oom, GraphPool: *graphs,
-		Pinned: *pinned, Sites: *sites, Depth: *depth, Frames: *frames, Leak: *leak, LeakSize: *leakSize})
+	st, err := gensnap.Write(f, o)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
