@@ -94,9 +94,22 @@ const (
 )
 
 // Validate returns an error naming the first option Write cannot honour:
-// a Depth below MinDepth (but 0, the default), which gave stacks of up to
-// 20 frames instead of refusing.
+// a negative count or size (0 is each one's default), or a Depth below
+// MinDepth (but 0), which gave stacks of up to 20 frames instead of
+// refusing.
 func (o Options) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"layers", o.Layers}, {"hidden", o.Hidden}, {"sites", o.Sites}, {"frames", o.Frames},
+		{"oom-every", o.OOMEvery}, {"pinned", o.Pinned}, {"leak", o.Leak}} {
+		if f.v < 0 {
+			return fmt.Errorf("gensnap: %s %d: must not be negative (0: the default)", f.name, f.v)
+		}
+	}
+	if o.Bytes < 0 || o.LeakSize < 0 {
+		return fmt.Errorf("gensnap: bytes %d, leak size %d: must not be negative", o.Bytes, o.LeakSize)
+	}
 	if o.Depth != 0 && o.Depth < MinDepth {
 		return fmt.Errorf("gensnap: depth %d: a stack has at least %d frames, so the depth can be no less (0: the default, %d)",
 			o.Depth, MinDepth, defaultDepth)

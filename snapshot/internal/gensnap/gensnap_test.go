@@ -170,6 +170,11 @@ func TestDepth(t *testing.T) {
 			t.Errorf("depth %d: stacks of %d to %d frames, want %d to %d", tc.depth, lo, hi, tc.lo, tc.hi)
 		}
 	}
+	for _, o := range []Options{{Sites: -1}, {Frames: -2}, {Layers: -1}, {Hidden: -1}, {Pinned: -1}, {Leak: -1}, {OOMEvery: -1}, {LeakSize: -1}} {
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("Validate %+v: %v, want a negative value refused", o, err)
+		}
+	}
 	for _, depth := range []int{1, 4, -3} {
 		o := Options{Bytes: 100_000, Depth: depth}
 		want := fmt.Sprintf("depth %d: a stack has at least 5 frames", depth)
