@@ -86,7 +86,10 @@ func Indent(text, prefix string) string {
 // the first column in no more lines than they take stacked (a short first
 // cell: a policy, a rank), each row's first cell stays at the start of its
 // line instead, and the lines of its further parts are indented to the
-// second column (besideParts): the name's own line is saved.
+// second column (besideParts): the name's own line is saved. A row with
+// fewer cells than the header is laid out as if its missing cells were
+// empty; in either stacked layout a row ends at its last part with a
+// figure, so missing or empty cells at its end print no empty lines.
 type Table struct {
 	Groups []Group
 	Head   []string
@@ -192,18 +195,38 @@ func (t Table) writeStacked(sb *strings.Builder, rows [][]string, width []int) {
 		if len(row) > 0 {
 			writeLine(sb, "", row[0])
 		}
-		for _, p := range parts {
+		last := lastPart(row, width, parts)
+		for i, p := range parts {
 			if r == 0 && len(t.Groups) > 0 {
 				writeLine(sb, stackIndent, groupLine(t.Groups, width, p[0], p[1]))
 			}
+			if i > last {
+				continue // no figures left in the row: no empty lines after it
+			}
 			line := cellLine(row, width, p[0], p[1])
-			if len(parts) > 1 && strings.TrimSpace(line) == "" {
+			if strings.TrimSpace(line) == "" {
 				sb.WriteString("\n") // the row's next part stays on its own line
 				continue
 			}
 			writeLine(sb, stackIndent, line)
 		}
 	}
+}
+
+// lastPart is the index of the last of parts in which row has a cell that
+// is not empty, -1 when none is: a stacked row prints its parts up to it,
+// an empty part before it as an empty line (its next part stays under its
+// own header) and none after it. A row with fewer cells than the header
+// (missing cells print as empty ones) or with empty cells at its end so
+// ends at its last figure instead of with empty lines.
+func lastPart(row []string, width []int, parts [][2]int) int {
+	last := -1
+	for i, p := range parts {
+		if strings.TrimSpace(cellLine(row, width, p[0], p[1])) != "" {
+			last = i
+		}
+	}
+	return last
 }
 
 // besideParts returns the parts of columns 1 on (stackParts) for the
@@ -241,18 +264,24 @@ func (t Table) besideParts(width []int) ([][2]int, bool) {
 func (t Table) writeBeside(sb *strings.Builder, rows [][]string, width []int, parts [][2]int) {
 	indent := strings.Repeat(" ", width[0]+len(gap))
 	for r, row := range rows {
+		// The first part's line holds the row's name too; after the last
+		// part with figures (lastPart) the row prints nothing more.
+		last := lastPart(row, width, parts)
+		if last < 0 && len(row) > 0 && strings.TrimSpace(row[0]) != "" {
+			last = 0
+		}
 		for i, p := range parts {
 			if r == 0 && len(t.Groups) > 0 {
 				writeLine(sb, indent, groupLine(t.Groups, width, p[0], p[1]))
+			}
+			if i > last {
+				continue
 			}
 			prefix := indent
 			if i == 0 {
 				prefix = cellLine(row, width, 0, 1) + gap
 			}
 			line := strings.TrimRight(prefix+cellLine(row, width, p[0], p[1]), " ")
-			if line == "" && len(parts) == 1 {
-				continue
-			}
 			sb.WriteString(line + "\n") // an empty part stays a line: the next part stays under its header
 		}
 	}

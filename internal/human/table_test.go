@@ -250,3 +250,48 @@ fgd     97.99% ±0.14  2.01%          398
 		t.Errorf("empty first column: got %q, want %q", got, want)
 	}
 }
+
+// TestTableStackedShortRow: a row with fewer cells than the header stacks
+// as far as its cells go, in both stacked layouts: its missing cells print
+// nothing, not an empty line for each part of the columns they would be in
+// (a row of a name alone is its name's line). Empty cells at a row's end
+// read the same; an empty part before a figure still keeps its line
+// (TestTableStackedEmptyPart).
+func TestTableStackedShortRow(t *testing.T) {
+	tb := Table{
+		Head:  []string{"n", "aaaa", "bbbb", "cccc"},
+		Rows:  [][]string{{"row-1", "1", "2", "3"}, {"row-2", "1"}, {"row-3"}, {"row-4", "", "2"}, {"row-5", "1", "", ""}},
+		Width: 8,
+	}
+	want := "n\n  aaaa\n  bbbb\n  cccc\n" +
+		"row-1\n     1\n     2\n     3\n" +
+		"row-2\n     1\n" +
+		"row-3\n" +
+		"row-4\n\n     2\n" +
+		"row-5\n     1\n"
+	if got := write(tb); got != want {
+		t.Errorf("stacked: got %q, want %q", got, want)
+	}
+
+	// Beside: short names, their figures in two parts.
+	tb = Table{
+		Head:  []string{"policy", "allocated", "share", "failed pods", "first failure"},
+		Rows:  [][]string{{"random", "90.05%", "9.95%", "322", "58.2% (42.5% idle)"}, {"fgd", "97.99%"}, {"none"}},
+		Width: 40,
+	}
+	want = "policy  allocated  share  failed pods\n" +
+		"             first failure\n" +
+		"random     90.05%  9.95%          322\n" +
+		"        58.2% (42.5% idle)\n" +
+		"fgd        97.99%\n" +
+		"none\n"
+	got := write(tb)
+	if got != want {
+		t.Errorf("beside: got %q, want %q", got, want)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			t.Errorf("beside: an empty line:\n%s", got)
+		}
+	}
+}
