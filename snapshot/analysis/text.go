@@ -23,11 +23,13 @@ func (r *Report) WriteText(w io.Writer, file string) error {
 
 // WriteTextWidth is WriteText for a terminal width columns wide: the
 // what-if table's allocator column wraps its settings (wrapSettings) to
-// keep the table within width; a sentence longer than width wraps at its
-// spaces (human.WrapLong), a memory class's note under itself, the
-// per-stream and per-pool figures that do not fit on a further line
-// (human.JoinFit), and call sites that do not fit beside their figures go
-// under them; 0 is no limit, the layout of WriteText.
+// keep the table within width; the segments table, 83 columns in its fixed
+// layout, narrows its columns to their contents (writeWorstSegments); a
+// sentence longer than width wraps at its spaces (human.WrapLong), a
+// memory class's note under itself, the per-stream and per-pool figures
+// that do not fit on a further line (human.JoinFit), and call sites that
+// do not fit beside their figures go under them; 0 is no limit, the layout
+// of WriteText.
 func (r *Report) WriteTextWidth(w io.Writer, file string, width int) error {
 	var b strings.Builder
 	b.WriteString(human.WrapLong(fmt.Sprintf("%s: PyTorch memory snapshot, format %s, %d device(s)\n", untrusted.Printable(file), r.Format, len(r.Devices)), width))
@@ -119,11 +121,7 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 
 	if len(d.WorstSegments) > 0 {
 		b.WriteString("\nSegments that waste most (stranded free + rounding)\n")
-		fmt.Fprintf(b, "  %-16s %10s %-8s %5s %5s %10s %10s %10s\n", "address", "size", "pool", "live", "free", "stranded", "largest", "rounding")
-		for _, w := range d.WorstSegments {
-			fmt.Fprintf(b, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), untrusted.Printable(w.Pool),
-				w.LiveBlocks, w.FreeBlocks, fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste))
-		}
+		writeWorstSegments(b, d.WorstSegments, termWidth)
 	}
 	groups := func(title string, gs []Group) {
 		fmt.Fprintf(b, "\n%s\n", title)
@@ -234,6 +232,53 @@ func (d Device) writeText(b *strings.Builder, termWidth int) {
 		}
 		b.WriteString(human.WrapLong(fmt.Sprintf("\nRecommendation: %s\n  %s.\n  (%s.)\n", line, reason, registry.EnvVarNote), termWidth))
 	}
+}
+
+// writeWorstSegments writes the table of the segments that waste most.
+// Its fixed columns make it 83 characters wide; on a terminal narrower than
+// that (termWidth; 0 is no limit) its columns are as wide as their
+// headings and cells, two spaces apart (72 characters for PyTorch's
+// addresses and pools), through human.Table, which stacks the rows on a
+// terminal narrower still; a pool's name is clipped to segmentPoolCap.
+func writeWorstSegments(b *strings.Builder, ws []SegmentWaste, termWidth int) {
+	var wide strings.Builder
+	fmt.Fprintf(&wide, "  %-16s %10s %-8s %5s %5s %10s %10s %10s\n", "address", "size", "pool", "live", "free", "stranded", "largest", "rounding")
+	for _, w := range ws {
+		fmt.Fprintf(&wide, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), untrusted.Printable(w.Pool),
+			w.LiveBlocks, w.FreeBlocks, fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste))
+	}
+	if termWidth <= 0 || widestLine(wide.String()) <= termWidth {
+		b.WriteString(wide.String())
+		return
+	}
+	t := human.Table{Head: []string{"address", "size", "pool", "live", "free", "stranded", "largest", "rounding"}, Width: termWidth - 2}
+	for _, w := range ws {
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("%#x", w.Address), fb(w.Size), human.ClipName(untrusted.Printable(w.Pool), segmentPoolCap),
+			fmt.Sprint(w.LiveBlocks), fmt.Sprint(w.FreeBlocks), fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste)})
+	}
+	var table strings.Builder
+	t.Write(&table)
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if strings.TrimSpace(line) != "" {
+			b.WriteString("  ") // the report's indent of a table
+		}
+		b.WriteString(line)
+	}
+}
+
+// segmentPoolCap caps a pool's name in the segments table on a terminal
+// narrower than its fixed columns: "large", "small" and "pool 1_2" print
+// whole, a longer name (a snapshot's own segment type) keeps its end, so
+// that the table still fits 80 columns.
+const segmentPoolCap = 12
+
+// widestLine is the width in characters of text's longest line.
+func widestLine(text string) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n = max(n, utf8.RuneCountInString(line))
+	}
+	return n
 }
 
 // siteNameWidth caps a call site or frame as the text prints it: longer

@@ -273,10 +273,11 @@ func TestAdviseFitsTerminal(t *testing.T) {
 	}
 }
 
-// TestAnalyzeFitsTerminal: analyze's sentences (the health one is 288
-// characters), its per-stream and per-pool lines and its call sites fit a
-// terminal of 100 and of 80 (but the segments table, 83 columns), every
-// name and figure kept (the what-if table's are TestAnalyzeWhatIfFitsTerminal's);
+// TestAnalyzeFitsTerminal: every line of analyze's report fits a terminal
+// of 100 and of 80, and COLUMNS=80 on a wider one: its sentences (the
+// health one is 288 characters), its per-stream and per-pool lines, its
+// call sites and the segments table (83 columns in a pipe), every name and
+// figure kept (the what-if table's are TestAnalyzeWhatIfFitsTerminal's);
 // a terminal wide enough gets the piped bytes.
 func TestAnalyzeFitsTerminal(t *testing.T) {
 	t.Setenv("COLUMNS", "")
@@ -288,12 +289,29 @@ func TestAnalyzeFitsTerminal(t *testing.T) {
 	if n, line := widestLine(piped); n <= 200 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs a longer line", n, line)
 	}
-	for _, cols := range []int{80, 100} {
-		got := onTerminal(t, cols, args...)
-		head, rest, _ := strings.Cut(got, "\nSegments that waste most")
-		_, rest, _ = strings.Cut(rest, "\n\n")
-		if n, line := widestLine(head + "\n" + rest); n > cols {
+	_, segments, _ := strings.Cut(piped, "\nSegments that waste most")
+	segments, _, _ = strings.Cut(segments, "\n\n")
+	if n, line := widestLine(segments); n <= 80 {
+		t.Fatalf("the full-width segments table is %d columns (%q): the test needs one wider than 80", n, line)
+	}
+	for _, tc := range []struct {
+		term    int    // the terminal's columns
+		columns string // COLUMNS
+		cols    int    // the widest a line may be
+	}{{80, "", 80}, {100, "", 100}, {200, "80", 80}} {
+		t.Setenv("COLUMNS", tc.columns)
+		cols := tc.cols
+		got := onTerminal(t, tc.term, args...)
+		if n, line := widestLine(got); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
+		}
+		// Each segment on one line, its address and its seven figures.
+		_, table, _ := strings.Cut(got, "\nSegments that waste most (stranded free + rounding)\n")
+		table, _, _ = strings.Cut(table, "\n\n")
+		for _, row := range strings.Split(table, "\n")[1:] {
+			if f := strings.Fields(row); len(f) != 8 || !strings.HasPrefix(f[0], "0x") {
+				t.Errorf("on %d columns a row of the segments table reads %q:\n%s", cols, row, table)
+			}
 		}
 		// The what-if table wraps its settings inside a word
 		// (TestAnalyzeWhatIfFitsTerminal): compare the rest.
@@ -306,6 +324,7 @@ func TestAnalyzeFitsTerminal(t *testing.T) {
 			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
 		}
 	}
+	t.Setenv("COLUMNS", "")
 	if got := onTerminal(t, 400, args...); got != piped {
 		t.Errorf("a terminal wide enough changed the output:\n%s", got)
 	}
