@@ -68,7 +68,8 @@ func (a *Attribution) Doc() *AttributionDoc {
 // each frame on a line of its own, with full stacks). On a terminal width
 // columns wide (0: no limit) where a site's line does not fit, its site
 // and frames go on lines of their own, indented by 4, clipped to fit
-// (siteNameCap).
+// (siteNameCap), and so does the site column's heading; a heading that does
+// not fit beside the figures' headings wraps within its column.
 func (a *Attribution) writeText(b *strings.Builder, width int) {
 	if a == nil || a.Total.Blocks == 0 {
 		return
@@ -78,7 +79,6 @@ func (a *Attribution) writeText(b *strings.Builder, width int) {
 		what = "stack (innermost frame first)"
 	}
 	fmt.Fprintf(b, "\nMemory by allocation site: live blocks, the free space they strand, rounding\n")
-	fmt.Fprintf(b, "  %10s %10s %10s %6s %5s  %s\n", "allocated", "stranded", "rounding", "blocks", "segs", what)
 	// indent is where the sites and frames start: under the site column
 	// (51), or, where one would pass width, on lines of their own at 4.
 	indent, names := 51, siteNameCap(width)
@@ -91,6 +91,22 @@ func (a *Attribution) writeText(b *strings.Builder, width int) {
 				}
 			}
 		}
+	}
+	figures := fmt.Sprintf("  %10s %10s %10s %6s %5s", "allocated", "stranded", "rounding", "blocks", "segs")
+	col := len(figures) + 2 // where the site column starts (its frames 2 further)
+	switch {
+	case width <= 0 || indent == 51 && col+utf8.RuneCountInString(what) <= width:
+		fmt.Fprintf(b, "%s  %s\n", figures, what)
+	case indent == 51:
+		// The site column's heading wraps within the column.
+		lines := strings.Split(human.Wrap(what, width-col), "\n")
+		fmt.Fprintf(b, "%s  %s\n", figures, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(b, "%*s%s\n", col, "", l)
+		}
+	default:
+		// The sites go under their figures: their heading too.
+		fmt.Fprintf(b, "%s\n%s\n", figures, human.Indent(human.Wrap(what, width-indent), strings.Repeat(" ", indent)))
 	}
 	row := func(s SiteStat, name string) {
 		line := fmt.Sprintf("  %10s %10s %10s %6d %5s", fb(s.Allocated), fb(s.Stranded), fb(s.Rounding), s.Blocks, segs(s.Segments))

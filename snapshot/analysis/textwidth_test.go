@@ -10,7 +10,7 @@ import (
 )
 
 // section is the lines of text's section that starts with the line title,
-// up to the empty line that ends it.
+// up to the empty line or the end that ends it.
 func section(t *testing.T, text, title string) string {
 	t.Helper()
 	_, s, ok := strings.Cut(text, "\n"+title+"\n")
@@ -18,7 +18,7 @@ func section(t *testing.T, text, title string) string {
 		t.Fatalf("no %q in:\n%s", title, text)
 	}
 	s, _, _ = strings.Cut(s, "\n\n")
-	return s
+	return strings.TrimSuffix(s, "\n") // the report's last section
 }
 
 func widestOf(text string) (int, string) {
@@ -81,5 +81,48 @@ func TestWorstSegmentsFitTerminal(t *testing.T) {
 	if len(rows) != 3 || !strings.HasPrefix(rows[1], "  0x7f0000400000  ") || !strings.Contains(rows[1], " …"+long[len(long)-11:]+" ") ||
 		!slices.Equal(strings.Fields(rows[2]), strings.Fields(strings.Split(want, "\n")[2])) {
 		t.Errorf("on 80 columns with a long pool:\n%s", narrow)
+	}
+}
+
+// TestAttributionHeadingFitsTerminal: the attribution table's site column
+// is headed "call site (first frame outside PyTorch and Python)", 99
+// columns with the figures' headings (a pipe or a file keeps them); on a
+// terminal narrower than that the heading wraps within its column, and
+// where the sites print under their figures (a terminal too narrow for
+// them beside) the heading does too.
+func TestAttributionHeadingFitsTerminal(t *testing.T) {
+	s := snap(nil, seg(segA, "large", live(4*mib, 4*mib, "serve"), free(4*mib)))
+	r, err := analysis.Analyze(s, analysis.Options{NoReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const title = "Memory by allocation site: live blocks, the free space they strand, rounding"
+	text := func(width int) string {
+		var b strings.Builder
+		if err := r.WriteTextWidth(&b, "attrib", width); err != nil {
+			t.Fatal(err)
+		}
+		return section(t, b.String(), title)
+	}
+	rows := "        4MiB       4MiB         0B      1     1  model.py:10 serve\n" +
+		"        4MiB       4MiB         0B      1     1  total"
+	full := "   allocated   stranded   rounding blocks  segs  call site (first frame outside PyTorch and Python)\n" + rows
+	for _, width := range []int{0, 99, 120} {
+		if got := text(width); got != full {
+			t.Errorf("width %d:\n%s\nwant:\n%s", width, got, full)
+		}
+	}
+	want := "   allocated   stranded   rounding blocks  segs  call site (first frame outside\n" +
+		"                                                 PyTorch and Python)\n" + rows
+	if got := text(80); got != want {
+		t.Errorf("width 80:\n%s\nwant:\n%s", got, want)
+	}
+	want = "   allocated   stranded   rounding blocks  segs\n" +
+		"    call site (first frame outside PyTorch and Python)\n" +
+		"        4MiB       4MiB         0B      1     1\n" +
+		"    model.py:10 serve\n" +
+		"        4MiB       4MiB         0B      1     1  total"
+	if got := text(60); got != want {
+		t.Errorf("width 60:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -273,15 +273,25 @@ func TestAdviseFitsTerminal(t *testing.T) {
 	}
 }
 
-// TestAnalyzeFitsTerminal: every line of analyze's report fits a terminal
-// of 100 and of 80, and COLUMNS=80 on a wider one: its sentences (the
-// health one is 288 characters), its per-stream and per-pool lines, its
-// call sites and the segments table (83 columns in a pipe), every name and
-// figure kept (the what-if table's are TestAnalyzeWhatIfFitsTerminal's);
-// a terminal wide enough gets the piped bytes.
+// TestAnalyzeFitsTerminal: every line of analyze's report, with call
+// sites or with full stacks, fits a terminal of 100 and of 80, and
+// COLUMNS=80 on a wider one: its sentences (the health one is 288
+// characters), its per-stream and per-pool lines, its call sites, the
+// attribution's heading (99 columns in a pipe) and the segments table (83),
+// every name and figure kept (the what-if table's are
+// TestAnalyzeWhatIfFitsTerminal's); a terminal wide enough gets the piped
+// bytes.
 func TestAnalyzeFitsTerminal(t *testing.T) {
+	for _, args := range [][]string{
+		{"analyze", "--full-stacks", "../../../../examples/snapshot.pickle"},
+		{"analyze", "../../../../examples/snapshot.pickle"},
+	} {
+		t.Run(strings.Join(args[:len(args)-1], " "), func(t *testing.T) { analyzeFitsTerminal(t, args) })
+	}
+}
+
+func analyzeFitsTerminal(t *testing.T, args []string) {
 	t.Setenv("COLUMNS", "")
-	args := []string{"analyze", "--full-stacks", "../../../../examples/snapshot.pickle"}
 	code, piped, stderr := run(t, "", args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
