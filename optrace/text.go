@@ -19,6 +19,15 @@ import (
 // by frag.Judge, and the first out-of-memory error of each allocator that
 // had one.
 func (r *Report) WriteText(w io.Writer, what string, ops int) error {
+	return r.WriteTextWidth(w, what, ops, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide (0: no
+// limit, the layout of WriteText): the table is human.Table's with that
+// Width (a table wider prints stacked, short allocator names beside their
+// figures) and the peak reserved sentence wraps at its spaces
+// (human.WrapLong); the other sentences wrap at 80 in every layout.
+func (r *Report) WriteTextWidth(w io.Writer, what string, ops, width int) error {
 	var sb strings.Builder
 	rs, capacity := r.Results, r.CapacityBytes
 	device := "a device of " + mem.FormatBytes(capacity)
@@ -31,6 +40,7 @@ func (r *Report) WriteText(w io.Writer, what string, ops int) error {
 	t := human.Table{
 		Groups: []human.Group{{From: 1, To: 2, Label: "reserved"}, {From: 3, To: 4, Label: "allocated"}, {From: 6, To: 7, Label: "health"}, {From: 8, To: 9, Label: "at the end"}},
 		Head:   []string{"allocator", "peak", "end", "peak", "end", "OOMs", "peak", "end", "largest free", "max allocatable"},
+		Width:  width,
 	}
 	for _, r := range rs {
 		t.Rows = append(t.Rows, []string{
@@ -52,8 +62,8 @@ func (r *Report) WriteText(w io.Writer, what string, ops int) error {
 			lo, hi = min(lo, r.PeakReservedBytes), max(hi, r.PeakReservedBytes)
 		}
 		if lo != hi {
-			fmt.Fprintf(&sb, "peak reserved: from %s (%s) to %s (%s)\n",
-				human.Bytes(lo), allocatorsWith(rs, lo), human.Bytes(hi), allocatorsWith(rs, hi))
+			sb.WriteString(human.WrapLong(fmt.Sprintf("peak reserved: from %s (%s) to %s (%s)\n",
+				human.Bytes(lo), allocatorsWith(rs, lo), human.Bytes(hi), allocatorsWith(rs, hi)), width))
 		}
 	}
 

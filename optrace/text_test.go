@@ -1,8 +1,10 @@
 package optrace_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
@@ -62,4 +64,80 @@ func TestReportWriteText(t *testing.T) {
 	if out := sb.String(); !strings.Contains(out, "through 1 allocator on") || strings.Contains(out, "peak reserved: from") {
 		t.Errorf("one allocator's report:\n%s", out)
 	}
+}
+
+// TestReportWriteTextWidth: replay's table, 118 columns with a long
+// allocator name, fits a terminal of 80 and of 100 (WriteTextWidth: human.Table's
+// Width, the peak reserved sentence wrapped), every name and figure kept;
+// with no limit, or one it fits, the text is WriteText's byte for byte.
+func TestReportWriteTextWidth(t *testing.T) {
+	ops, err := optrace.Read(strings.NewReader(`{"op":"alloc","id":"a","size":268435456}
+{"op":"alloc","id":"b","size":2147483648}
+{"op":"free","id":"a"}
+`), "t.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAlloc := func(s string) (alloc.Allocator, error) { return registry.New(s, mem.MustDevice(mem.GiB, 0)) }
+	results, err := optrace.ReplayAllWorkers(ops, []string{"caching", "caching:expandable_segments:True", "direct"}, newAlloc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := optrace.Report{Trace: "t.jsonl", CapacityBytes: mem.GiB, Results: results}
+	text := func(width int) string {
+		var sb strings.Builder
+		if err := rep.WriteTextWidth(&sb, "t.jsonl", len(ops), width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	var plain strings.Builder
+	if err := rep.WriteText(&plain, "t.jsonl", len(ops)); err != nil {
+		t.Fatal(err)
+	}
+	full := plain.String()
+	if n := widest(full); n <= 80 {
+		t.Fatalf("the full-width report is %d columns: the test needs one wider than 80", n)
+	}
+	for _, width := range []int{0, widest(full), 200} {
+		if got := text(width); got != full {
+			t.Errorf("width %d:\n%s\nwant WriteText's:\n%s", width, got, full)
+		}
+	}
+	// The other sentences wrap at 80 in every layout: a narrower terminal
+	// than that is not tried.
+	for _, width := range []int{80, 100} {
+		got := text(width)
+		if n := widest(got); n > width {
+			t.Errorf("width %d: %d columns:\n%s", width, n, got)
+		}
+		if !slices.Equal(words(got), words(full)) {
+			t.Errorf("width %d: the names and figures differ from the full-width report's:\n%s", width, got)
+		}
+		for _, name := range []string{"caching", "caching:expandable_segments:True", "direct"} {
+			if !strings.Contains(got, "\n"+name+" ") && !strings.Contains(got, "\n"+name+"\n") {
+				t.Errorf("width %d: no line starts with %s:\n%s", width, name, got)
+			}
+		}
+	}
+}
+
+func widest(text string) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n = max(n, utf8.RuneCountInString(line))
+	}
+	return n
+}
+
+// words is text's words, sorted, without the dashes of group labels.
+func words(text string) []string {
+	var w []string
+	for _, f := range strings.Fields(text) {
+		if strings.Trim(f, "-") != "" {
+			w = append(w, f)
+		}
+	}
+	slices.Sort(w)
+	return w
 }

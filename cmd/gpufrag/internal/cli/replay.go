@@ -124,5 +124,5 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	if path == "" {
 		what = "the embedded example trace (a Llama-3-8B-like server; see gpufrag replay --help)"
 	}
-	return doc.WriteText(out, what, len(ops))
+	return doc.WriteTextWidth(out, what, len(ops), tableWidth(out))
 }

@@ -339,3 +339,32 @@ func analyzeFitsTerminal(t *testing.T, args []string) {
 		t.Errorf("a terminal wide enough changed the output:\n%s", got)
 	}
 }
+
+// TestReplayFitsTerminal: replay's table, 100 columns in a pipe (123 with
+// a long allocator name), fits a terminal of 80, every name and figure
+// kept; a terminal wide enough gets the piped bytes.
+func TestReplayFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	for _, args := range [][]string{
+		{"replay"},
+		{"replay", "../../../../examples/ops.jsonl", "--alloc", "caching", "--alloc", "caching:expandable_segments:True"},
+	} {
+		code, piped, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args, code, stderr)
+		}
+		if n, line := widestLine(piped); n <= 80 {
+			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 80", args, n, line)
+		}
+		got := onTerminal(t, 80, args...)
+		if n, line := widestLine(got); n > 80 {
+			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
+		}
+		if !slices.Equal(words(got), words(piped)) {
+			t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
+		}
+		if got := onTerminal(t, 200, args...); got != piped {
+			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
+		}
+	}
+}
