@@ -22,6 +22,15 @@ import (
 // none), which the last line names. Names from the files and flags are
 // printed through untrusted.Printable.
 func (r *FitReport) WriteText(w io.Writer, output string) error {
+	return r.WriteTextWidth(w, output, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide (0: no
+// limit, the layout of WriteText): the tables are human.Table's with that
+// Width (wider, they print stacked, short names beside their figures) and
+// the load's sentence wraps at its spaces (human.WrapLong); the other
+// sentences wrap at 80 in every layout.
+func (r *FitReport) WriteTextWidth(w io.Writer, output string, width int) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(untrusted.Printable(fmt.Sprintf("Calibrated %s on %s (tp %d) under %s, from %s. Replayed with %s.",
 		r.Model, r.GPU, r.TP, r.Engine, r.Start, r.Setup)), 80))
@@ -32,7 +41,7 @@ func (r *FitReport) WriteText(w io.Writer, output string) error {
 		}
 		fmt.Fprintf(&sb, "%s\n\n", human.Wrap(untrusted.Printable("From the files: "+strings.Join(said, "; ")+"."), 80))
 	}
-	r.writeParams(&sb)
+	r.writeParams(&sb, width)
 	fs := r.Fit
 	status := fs.Status
 	if fs.StoppedAtCap {
@@ -47,7 +56,7 @@ func (r *FitReport) WriteText(w io.Writer, output string) error {
 			fs.JudgeDraws, fs.Seeds), 80))
 	}
 	for _, run := range r.Runs {
-		run.writeText(&sb)
+		run.writeText(&sb, width)
 	}
 	e := r.Errors
 	fmt.Fprintf(&sb, "\n%s\n", human.Wrap(fmt.Sprintf("|relative error| over the %d fitted metrics: before median %.1f%%, max %.1f%%; after median %.1f%%, max %.1f%%.",
@@ -66,9 +75,9 @@ func (r *FitReport) WriteText(w io.Writer, output string) error {
 }
 
 // writeParams prints the parameters' table and why those not fitted were
-// not.
-func (r *FitReport) writeParams(sb *strings.Builder) {
-	pt := human.Table{Head: []string{"parameter", "before", "after", "±"}}
+// not, for a terminal width columns wide (0: no limit).
+func (r *FitReport) writeParams(sb *strings.Builder, width int) {
+	pt := human.Table{Head: []string{"parameter", "before", "after", "±"}, Width: width}
 	var kept []string
 	for _, p := range r.Params {
 		se := "kept"
@@ -85,7 +94,7 @@ func (r *FitReport) writeParams(sb *strings.Builder) {
 	}
 	pt.Write(sb)
 	if r.Load.Why != "" {
-		sb.WriteString("\nLoad: " + r.Load.Why + ".\n")
+		sb.WriteString("\n" + human.WrapLong("Load: "+r.Load.Why+".", width) + "\n")
 	}
 	sb.WriteString("\n± is a fitted parameter's standard error over the metrics' noise. Fitted:\n")
 	for _, p := range r.Params {
@@ -101,8 +110,9 @@ func (r *FitReport) writeParams(sb *strings.Builder) {
 
 // writeText prints a run: a heading with its role and client, a table of
 // its metrics measured, before and after, and the notes on metrics not
-// fitted and on its prompts.
-func (run RunReport) writeText(sb *strings.Builder) {
+// fitted and on its prompts, for a terminal width columns wide (0: no
+// limit).
+func (run RunReport) writeText(sb *strings.Builder, width int) {
 	role := "fitted to"
 	if run.Holdout {
 		role = "held out"
@@ -121,7 +131,7 @@ func (run RunReport) writeText(sb *strings.Builder) {
 	head += ")"
 	fmt.Fprintf(sb, "\n%s\n", human.Wrap(untrusted.Printable(head), 80))
 	mt := human.Table{Groups: []human.Group{{From: 2, To: 3, Label: "before"}, {From: 4, To: 5, Label: "after"}},
-		Head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}}
+		Head: []string{"metric", "measured", "value", "error", "value", "error", "noise", ""}, Width: width}
 	var notes []string
 	for _, m := range run.Metrics {
 		mark := ""

@@ -13,28 +13,7 @@ import (
 // numbered note of an excluded metric, the summaries and the output line;
 // names from the files go through untrusted.Printable.
 func TestFitReportWriteText(t *testing.T) {
-	v := func(x float64) *float64 { return &x }
-	r := &FitReport{Model: "llama-3.1-8b", GPU: "h100-80g", TP: 2, Engine: "vllm-v1", Start: "the embedded profile",
-		Setup: SetupReport{WeightDType: "bf16", KVDType: "default", MaxContext: 8192, MaxBatchTokens: 8192, MaxSeqs: 256,
-			FromFiles: []Stated{{Flag: "tp", Value: "2", Where: "a.json", Said: "tensor_parallel_size 2"}}},
-		FittedTo: []string{"a.json@sha256:0123"},
-		Params: []ParamReport{
-			{Name: "overhead.step_s", Before: 0.003, After: 0.0042, Fitted: true, StdErr: 0.12},
-			{Name: "overhead.host", Before: 1, After: 1.5, Reason: "scaled with the host"},
-			{Name: "linear.compute_eff_max", Before: 0.6, After: 0.6, Reason: "moves no metric"},
-		},
-		Fit: FitStats{Method: "nelder-mead", Evaluations: 30, MaxEvaluations: 30, StoppedAtCap: true, Residuals: 4,
-			ObjectiveBefore: 2.5, ObjectiveAfter: 0.25},
-		Runs: []RunReport{{ID: "a.json@sha256:0123\x1b", Run: 2, Runs: 3, RequestRate: "4", MaxConcurrency: 8, Requests: 100,
-			WarmPrompts: true, WarmReason: "run 1 sent the same prompts",
-			Metrics: []MetricReport{
-				{Metric: MedianTTFT, Measured: v(0.05), Before: v(0.04), After: v(0.049), BeforeErr: v(-0.2), AfterErr: v(-0.02), Noise: 0.03, Fitted: true},
-				{Metric: OutputThroughput, Measured: v(1234), Before: v(1000), After: v(1200), BeforeErr: v(-0.19), AfterErr: v(-0.028), Judged: true},
-				{Metric: MedianITL, Measured: v(0.01), Excluded: "stream chunks of several tokens"},
-			}}},
-		Errors:  ErrorSummary{Metrics: 4, BeforeMedian: 0.2, BeforeMax: 0.3, AfterMedian: 0.02, AfterMax: 0.05},
-		Holdout: &ErrorSummary{Metrics: 2, BeforeMedian: 0.1, BeforeMax: 0.2, AfterMedian: 0.05, AfterMax: 0.08},
-	}
+	r := handReport()
 	var sb strings.Builder
 	if err := r.WriteText(&sb, "out.yaml"); err != nil {
 		t.Fatal(err)
@@ -71,6 +50,87 @@ func TestFitReportWriteText(t *testing.T) {
 	if !strings.Contains(out, "GradientThreshold; sum of squared") || strings.Contains(out, "Held out") ||
 		!strings.HasSuffix(out, "The fitted profile was not written (give -o FILE).\n") {
 		t.Errorf("report without holdout and output:\n%s", out)
+	}
+}
+
+// TestFitReportWriteTextWidth: on a terminal of 80 columns the report's
+// tables (the metrics', 86 columns and more with calibrate's figures) fit,
+// stacked, with every name and figure, no empty line inside a table (a
+// metric with no mark ends its row with an empty cell), and the load's
+// sentence wraps; with no limit, or one the tables fit, the text is
+// WriteText's byte for byte.
+func TestFitReportWriteTextWidth(t *testing.T) {
+	r := handReport()
+	v := func(x float64) *float64 { return &x }
+	r.Load.Why = "one load, light: the start's replay holds 3.7 sequences a step on average (at most 4), too few to tell what grows with the batch from a step's fixed cost"
+	r.Runs[0].Metrics = append(r.Runs[0].Metrics, MetricReport{Metric: OutputThroughput, Measured: v(208.2), Before: v(189.2), After: v(173.6),
+		BeforeErr: v(-0.091), AfterErr: v(-0.166), Noise: 0.191})
+	text := func(width int) string {
+		var sb strings.Builder
+		if err := r.WriteTextWidth(&sb, "", width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	var plain strings.Builder
+	if err := r.WriteText(&plain, ""); err != nil {
+		t.Fatal(err)
+	}
+	full := plain.String()
+	widest := func(text string) (int, string) {
+		n, line := 0, ""
+		for _, l := range strings.Split(text, "\n") {
+			if c := len([]rune(l)); c > n {
+				n, line = c, l
+			}
+		}
+		return n, line
+	}
+	if n, line := widest(full); n <= 80 {
+		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 80", n, line)
+	}
+	for _, width := range []int{0, 200} {
+		if got := text(width); got != full {
+			t.Errorf("width %d:\n%s\nwant WriteText's:\n%s", width, got, full)
+		}
+	}
+	got := text(80)
+	if n, line := widest(got); n > 80 {
+		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
+	}
+	if fields := strings.Fields(got); len(fields) != len(strings.Fields(full)) {
+		t.Errorf("on 80 columns %d words, the full-width report %d:\n%s", len(fields), len(strings.Fields(full)), got)
+	}
+	_, table, _ := strings.Cut(got, "prompts in the prefix cache)\n")
+	table, _, _ = strings.Cut(table, "\n  [1] ")
+	if strings.Contains(table, "\n\n") || !strings.Contains(table, "\noutput_throughput\n") {
+		t.Errorf("on 80 columns the metrics' table:\n%s", table)
+	}
+}
+
+// handReport is a calibration report built by hand (TestFitReportWriteText).
+func handReport() *FitReport {
+	v := func(x float64) *float64 { return &x }
+	return &FitReport{Model: "llama-3.1-8b", GPU: "h100-80g", TP: 2, Engine: "vllm-v1", Start: "the embedded profile",
+		Setup: SetupReport{WeightDType: "bf16", KVDType: "default", MaxContext: 8192, MaxBatchTokens: 8192, MaxSeqs: 256,
+			FromFiles: []Stated{{Flag: "tp", Value: "2", Where: "a.json", Said: "tensor_parallel_size 2"}}},
+		FittedTo: []string{"a.json@sha256:0123"},
+		Params: []ParamReport{
+			{Name: "overhead.step_s", Before: 0.003, After: 0.0042, Fitted: true, StdErr: 0.12},
+			{Name: "overhead.host", Before: 1, After: 1.5, Reason: "scaled with the host"},
+			{Name: "linear.compute_eff_max", Before: 0.6, After: 0.6, Reason: "moves no metric"},
+		},
+		Fit: FitStats{Method: "nelder-mead", Evaluations: 30, MaxEvaluations: 30, StoppedAtCap: true, Residuals: 4,
+			ObjectiveBefore: 2.5, ObjectiveAfter: 0.25},
+		Runs: []RunReport{{ID: "a.json@sha256:0123\x1b", Run: 2, Runs: 3, RequestRate: "4", MaxConcurrency: 8, Requests: 100,
+			WarmPrompts: true, WarmReason: "run 1 sent the same prompts",
+			Metrics: []MetricReport{
+				{Metric: MedianTTFT, Measured: v(0.05), Before: v(0.04), After: v(0.049), BeforeErr: v(-0.2), AfterErr: v(-0.02), Noise: 0.03, Fitted: true},
+				{Metric: OutputThroughput, Measured: v(1234), Before: v(1000), After: v(1200), BeforeErr: v(-0.19), AfterErr: v(-0.028), Judged: true},
+				{Metric: MedianITL, Measured: v(0.01), Excluded: "stream chunks of several tokens"},
+			}}},
+		Errors:  ErrorSummary{Metrics: 4, BeforeMedian: 0.2, BeforeMax: 0.3, AfterMedian: 0.02, AfterMax: 0.05},
+		Holdout: &ErrorSummary{Metrics: 2, BeforeMedian: 0.1, BeforeMax: 0.2, AfterMedian: 0.05, AfterMax: 0.08},
 	}
 }
 

@@ -176,7 +176,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	for _, w := range rep.AllWarnings() {
 		fmt.Fprintf(stderr, "gpufrag: warning: %s\n", untrusted.Printable(w))
 	}
-	return writeFitted(stdout, f, rep.Profile, rep, func(w io.Writer) error { return rep.WriteText(w, f.output) })
+	return writeFitted(stdout, f, rep.Profile, rep, func(w io.Writer) error { return rep.WriteTextWidth(w, f.output, tableWidth(w)) })
 }
 
 // writeFitted writes a fitted profile to --output (when given), then doc as

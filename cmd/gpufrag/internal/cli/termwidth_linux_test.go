@@ -368,3 +368,29 @@ func TestReplayFitsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateFitsTerminal: calibrate's tables (a run's metrics, 87
+// columns in a pipe) and its load sentence fit a terminal of 80, every
+// name and figure kept; a terminal wide enough gets the piped bytes.
+func TestCalibrateFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	args := []string{"calibrate", "../../../../examples/vllm_bench_qps01.json", "--holdout", "../../../../examples/vllm_bench_qps16.json",
+		"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8"}
+	code, piped, stderr := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n, line := widestLine(piped); n <= 80 {
+		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 80", n, line)
+	}
+	got := onTerminal(t, 80, args...)
+	if n, line := widestLine(got); n > 80 {
+		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
+	}
+	if !slices.Equal(words(got), words(piped)) {
+		t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
+	}
+	if got := onTerminal(t, 300, args...); got != piped {
+		t.Errorf("a terminal wide enough changed the output:\n%s", got)
+	}
+}
