@@ -84,3 +84,53 @@ func TestCoalesceFillApplied(t *testing.T) {
 		t.Errorf("no seed needed the carry: the test does not exercise it")
 	}
 }
+
+// TestCoalesceArenaSegments coalesces an arena layout of several segments
+// (a layout file can have them; --allocator arena on a caching snapshot
+// reads its segments so): each segment's free memory is gathered within it.
+// The planner used to pack one segment's displaced blocks into another's
+// holes, which that segment's own plan, made from the same layout, used as
+// well: the moves overlapped and PlanLayout failed with "defrag: internal:
+// blocks overlap or leave segment" (found on examples/snapshot.pickle with
+// gpufrag defrag --allocator arena; these are three of its segments).
+func TestCoalesceArenaSegments(t *testing.T) {
+	// seg builds a segment from sizes in MiB, negative for a free block.
+	seg := func(addr uint64, sizes ...int64) mem.Segment {
+		s := mem.Segment{Addr: addr, Pool: "arena"}
+		for _, n := range sizes {
+			b := mem.Block{Addr: addr + uint64(s.Size), Size: max(n, -n) * mem.MiB}
+			if n > 0 {
+				b.State, b.Requested = mem.Active, b.Size
+			}
+			s.Blocks = append(s.Blocks, b)
+			s.Size += b.Size
+		}
+		return s
+	}
+	l := mem.Layout{Capacity: 4 * mem.GiB, Segments: []mem.Segment{
+		seg(0, 128, -32, 128, -48),
+		seg(1<<30, 224, -32, 96, 96, -2),
+		seg(2<<30, -456),
+	}}
+	l.DeviceFree = l.Capacity
+	for _, s := range l.Segments {
+		l.DeviceFree -= s.Size
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("arena")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Reached || p.After.FreeBlocks != 3 || p.BytesMoved < p.LowerBound {
+		t.Fatalf("reached %t, %d free extents (want one per segment, 3), moved %d, bound %d", p.Reached, p.After.FreeBlocks, p.BytesMoved, p.LowerBound)
+	}
+	for _, m := range p.Moves {
+		for i, s := range l.Segments {
+			if (m.From >= s.Addr && m.From < s.End()) != (m.To >= s.Addr && m.To < s.End()) {
+				t.Errorf("move %v leaves or enters segment %d", m, i)
+			}
+		}
+	}
+}

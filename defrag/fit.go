@@ -177,7 +177,8 @@ func (pl *planner) takeFill(p *Plan, si int32, moves []Move, cost int64) {
 }
 
 // fitIn plans moves that leave a free run of size bytes in one of segs and
-// returns the lower bound for that goal and whether it was reached.
+// returns the lower bound for that goal and whether it was reached. The
+// displaced blocks go into holes of segs only (of the window's group).
 func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 	for _, si := range segs {
 		for _, b := range pl.l.Segments[si].Blocks {
@@ -223,8 +224,15 @@ func (pl *planner) fitIn(p *Plan, segs []int32, size int64) (int64, bool) {
 		gi := pl.segs[w.seg].group
 		hs := holes[gi]
 		if hs == nil {
+			// Only the holes of segs: coalescing an arena segment
+			// (coalesceSeg) gathers its own free memory, and a block
+			// moved into another segment's hole would take a hole that
+			// segment's own plan, made from the same layout, counts on.
 			var initial []hole
-			for _, sj := range pl.groups[gi].segs {
+			for _, sj := range segs {
+				if pl.segs[sj].group != gi {
+					continue
+				}
 				for _, b := range pl.l.Segments[sj].Blocks {
 					if b.State == mem.Free {
 						initial = append(initial, hole{seg: sj, size: b.Size, addr: b.Addr})
