@@ -134,3 +134,48 @@ func TestCoalesceArenaSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotRulesOnOtherLayout plans the compaction of a layout that is not
+// made of size-class slots (two of examples/snapshot.pickle's caching
+// segments, cut short) under sizeclass rules, as gpufrag defrag --allocator sizeclass
+// asks: a block moves only into a free block of its own size, and the plan
+// is refused nowhere. The planner used to move a 96 MiB block into a 186 MiB
+// free block, which its own simulation rejected: "defrag: internal: move 0
+// ... is not from a live slot to a free slot of its size".
+func TestSlotRulesOnOtherLayout(t *testing.T) {
+	seg := func(addr uint64, sizes ...int64) mem.Segment {
+		s := mem.Segment{Addr: addr, Pool: "large"}
+		for _, n := range sizes {
+			b := mem.Block{Addr: addr + uint64(s.Size), Size: max(n, -n) * mem.MiB}
+			if n > 0 {
+				b.State, b.Requested = mem.Active, b.Size
+			}
+			s.Blocks = append(s.Blocks, b)
+			s.Size += b.Size
+		}
+		return s
+	}
+	for _, free := range []int64{186, 96} {
+		l := mem.Layout{Capacity: 4 * mem.GiB, Segments: []mem.Segment{
+			seg(0, 96, -128),
+			seg(1<<30, 256, -free),
+		}}
+		l.DeviceFree = l.Capacity - l.Segments[0].Size - l.Segments[1].Size
+		p, err := defrag.PlanLayout(l, defrag.Goal{Kind: defrag.GoalCompact}, defrag.Options{Allocator: registry.MustParse("sizeclass")})
+		if err != nil {
+			t.Fatalf("free block of %d MiB: %v", free, err)
+		}
+		for _, m := range p.Moves {
+			for _, s := range l.Segments {
+				for _, b := range s.Blocks {
+					if b.Addr == m.To && (b.State != mem.Free || b.Size != m.Size) {
+						t.Errorf("free block of %d MiB: move %v lands in %v", free, m, b)
+					}
+				}
+			}
+		}
+		if want := free == 96; (len(p.Moves) > 0) != want {
+			t.Errorf("free block of %d MiB: %d moves; want some: %t", free, len(p.Moves), want)
+		}
+	}
+}

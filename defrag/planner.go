@@ -269,6 +269,14 @@ func (pl *planner) place(hs *holeSet, blocks []mem.Block, idx []int32, src, excl
 	hs.stash = hs.stash[:0]
 	for k, b := range blocks {
 		h, ok := hs.bestFit(b.Size, exclude)
+		if ok && pl.r.Slots && h.size != b.Size {
+			// A size-class block moves only into a free slot of its size;
+			// in the allocator's own layouts every free block of a pool
+			// that holds the block is one (a slab's tail is smaller), but a
+			// layout from another allocator read under these rules
+			// (--allocator sizeclass on a snapshot) has other free blocks.
+			ok = false
+		}
 		if !ok {
 			for i := len(log) - 1; i >= start; i-- {
 				hs.untake(log[i].h, log[i].n)
