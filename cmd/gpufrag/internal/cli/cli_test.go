@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,6 +90,11 @@ func TestReplayHelp(t *testing.T) {
 		if !strings.Contains(out, "\n  "+k.Name+" ") || !strings.Contains(out, k.Example) {
 			t.Errorf("help lacks allocator %s (%s)", k.Name, k.Example)
 		}
+	}
+	// --alloc's default is every kind (it said "all six" when there were
+	// seven).
+	if want := "(default: all " + strconv.Itoa(len(registry.Kinds)) + ", as --alloc all)"; !strings.Contains(out, want) {
+		t.Errorf("--alloc's help does not say %q", want)
 	}
 	golden(t, "replay-help.golden", out)
 }

@@ -48,7 +48,7 @@ func newReplay() *cobra.Command {
 	cmd.Long = replayLong(cmd.Long)
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.allocs, "alloc", nil,
-		"allocator `SPEC` to replay through; repeat it or separate specs with commas (default all six)")
+		"allocator `SPEC` to replay through; repeat it or separate specs with commas (default: all "+strconv.Itoa(len(registry.Kinds))+", as --alloc all)")
 	fl.Var(&f.capacity, "capacity", "device memory the allocators may use, a `SIZE` with units such as 80GiB or 512MiB; a decimal size is rounded down to whole bytes")
 	fl.Var(&f.other, "other", "`SIZE` of device memory already taken by weights, the CUDA context or other processes")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON (schema in docs/json.md)")
