@@ -76,7 +76,7 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	if f.write && (len(names) > 0 || f.reduced) {
 		return usageErrorf(cmd, "--write-findings needs every experiment at full size: drop the names and --reduced")
 	}
-	if f.parallel < 0 {
+	if cmd.Flags().Changed("parallel") && f.parallel < 1 {
 		return usageErrorf(cmd, "--parallel %d: want at least 1", f.parallel)
 	}
 	if fi, err := os.Stat(f.root); err != nil || !fi.IsDir() {

@@ -64,6 +64,7 @@ func TestExperimentsUsage(t *testing.T) {
 		{"experiments", "run", "int8-kv", "--write-findings"},
 		{"experiments", "run", "--reduced", "--write-findings"},
 		{"experiments", "run", "--parallel", "-1"},
+		{"experiments", "run", "kv-1m-llama70b", "--parallel", "0"}, // its message says "want at least 1", as advise's and calibrate's do
 		{"experiments", "run", "--write-findings", "--root", "/nonexistent"},
 		{"experiments", "list", "extra"},
 	} {
