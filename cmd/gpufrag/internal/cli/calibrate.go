@@ -117,7 +117,7 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	}
 	inputs := []fileFlag{{"--profile", f.profile}, {"--model", model.ConfigPath(f.model)}}
 	for _, a := range args {
-		inputs = append(inputs, fileFlag{"argument", a})
+		inputs = append(inputs, fileFlag{"the benchmark result argument", a})
 	}
 	for _, h := range f.holdout {
 		inputs = append(inputs, fileFlag{"--holdout", h})

@@ -111,7 +111,7 @@ func TestCalibrateErrors(t *testing.T) {
 		{append(append([]string{"calibrate", in}, calibrate70B...), "--max-evals", "0"), 2, "--max-evals 0"},
 		{append(append([]string{"calibrate", in}, calibrate70B...), "--seeds", "0"), 2, "--seeds 0: want 1 to 64"},
 		{append(append([]string{"calibrate", in}, calibrate70B...), "--seeds", "65"), 2, "--seeds 65: want 1 to 64"},
-		{append([]string{"calibrate", in, "-o", in}, calibrate70B...), 2, "refusing to overwrite"},
+		{append([]string{"calibrate", in, "-o", in}, calibrate70B...), 2, "is the input file given to the benchmark result argument: refusing to overwrite"},
 		{append([]string{"calibrate", benchFixture("sglang_bench_online.jsonl")}, calibrate70B...), 1, `field "input_lens"`},
 		{[]string{"calibrate", in, "--model", "llama-3.1-70b", "--gpu", "a100-40g"}, 1, "raise --tp"},
 	}

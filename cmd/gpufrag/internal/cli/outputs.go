@@ -9,8 +9,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// fileFlag is a file named on the command line: the flag (or "argument")
-// that names it and its path. An empty path is a flag not given.
+// fileFlag is a file named on the command line: the flag that names it (or
+// the argument, "the snapshot argument") and its path. An empty path is a
+// flag not given.
 type fileFlag struct {
 	flag, path string
 }
