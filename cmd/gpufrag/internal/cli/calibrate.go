@@ -236,6 +236,9 @@ func readStartProfile(path string, cfg sim.Config) (*sim.Profile, string, error)
 func readBenchFiles(paths []string) ([]*calib.File, error) {
 	var out []*calib.File
 	for _, p := range paths {
+		if err := checkNotDir(p, "a benchmark result file"); err != nil {
+			return nil, err
+		}
 		fh, err := os.Open(p)
 		if err != nil {
 			return nil, err

@@ -379,3 +379,24 @@ func TestReadmeTable(t *testing.T) {
 		t.Fatalf("found %d allocator rows in the replay output, want %d:\n%s", n, len(registry.Names()), out)
 	}
 }
+
+// TestDirectoryArguments: a directory given where replay, defrag or
+// calibrate want a file fails (status 1) saying so and what was wanted, as
+// analyze's does ("examples: is a directory, not a snapshot file"); they
+// said "reading d: read d: is a directory" or "d: read d: is a directory".
+func TestDirectoryArguments(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", dir}, dir + ": is a directory, not an op trace file"},
+		{[]string{"defrag", dir}, dir + ": is a directory, not a snapshot or a saved layout"},
+		{[]string{"calibrate", dir, "--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8"}, dir + ": is a directory, not a benchmark result file"},
+	} {
+		code, _, errs := run(t, "", c.args...)
+		if code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 1 with %q", c.args, code, errs, c.want)
+		}
+	}
+}

@@ -75,6 +75,9 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	r := cmd.InOrStdin()
 	name := "stdin"
 	if path != "-" {
+		if err := checkNotDir(path, "a snapshot or a saved layout"); err != nil {
+			return err
+		}
 		fh, err := os.Open(path)
 		if err != nil {
 			return err

@@ -105,7 +105,7 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	ops, name := []optrace.Op(nil), exampleName
 	if path == "" {
 		ops, err = optrace.Read(bytes.NewReader(exampleTrace), exampleName)
-	} else {
+	} else if err = checkNotDir(path, "an op trace file"); err == nil {
 		ops, name, err = optrace.ReadFile(path, cmd.InOrStdin())
 	}
 	if err != nil {

@@ -40,6 +40,21 @@ func checkInputs(inputs ...fileFlag) error {
 	return nil
 }
 
+// checkNotDir refuses a file argument that is a directory, naming what
+// kind of file was wanted ("examples: is a directory, not an op trace
+// file"), as analyze's snapshot reader and checkInputs do, rather than the
+// read error it would meet ("read examples: is a directory"). "-" (standard
+// input) and a path that cannot be stat'ed pass: opening it says why.
+func checkNotDir(path, what string) error {
+	if path == "-" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s: is a directory, not %s", path, what)
+	}
+	return nil
+}
+
 // inFlagFile names the flag of an error about the file at path that flag
 // gave, whose message starts with the file's name (a reader's
 // file:line:field error): "--trace bad.csv: line 1: ...". Any other error
