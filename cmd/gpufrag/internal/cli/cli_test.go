@@ -159,6 +159,11 @@ func TestErrors(t *testing.T) {
 			"gpufrag: --capacity 0B, --other 0B: bad device configuration: capacity 0 must be positive\nRun 'gpufrag replay --help' for usage.\n"},
 		{"other over capacity", "", []string{"replay", "--capacity", "1GiB", "--other", "2GiB"}, 2,
 			"gpufrag: --capacity 1GiB, --other 2GiB: bad device configuration: other use 2GiB must be between 0 and the capacity 1GiB\nRun 'gpufrag replay --help' for usage.\n"},
+		// No --alloc: the flags at fault are --capacity and --other, not an
+		// --alloc arena the user never gave.
+		{"capacity below a page", "", []string{"replay", "--capacity", "80"}, 2,
+			`gpufrag: --capacity 80B, --other 0B leave too little free memory for allocator arena (without --alloc replay runs every allocator; --alloc picks some): ` +
+				`allocator "arena": bad allocator spec: arena fraction 0.9 of the 80B free is less than one 2MiB driver page` + "\nRun 'gpufrag replay --help' for usage.\n"},
 		{"unknown allocator", "", []string{"replay", "--alloc", "direct", "--alloc", "tlsf"}, 2,
 			`gpufrag: --alloc tlsf: bad allocator spec: unknown allocator "tlsf" (known: caching, sizeclass, arena, buddy, async, direct, vmm)` +
 				"\nRun 'gpufrag replay --help' for usage.\n"},

@@ -98,6 +98,14 @@ func runReplay(cmd *cobra.Command, f replayFlags, path string) error {
 	// the trace has been read and checked.
 	for _, s := range specs {
 		if _, err := newAllocator(s); errors.Is(err, alloc.ErrBadSpec) {
+			if len(f.allocs) == 0 {
+				// Every allocator, not one the user named: what is wrong is
+				// the device the flags give it (arena's 0.9 of the free
+				// memory is less than a driver page).
+				return usageErrorf(cmd, "--capacity %s, --other %s leave too little free memory for allocator %s "+
+					"(without --alloc replay runs every allocator; --alloc picks some): %v",
+					f.capacity, f.other, s, err)
+			}
 			return usageErrorf(cmd, "--alloc %s: %v%s", s, err, human.DidYouMean(human.SpecKind(s), registry.Names()))
 		}
 	}
