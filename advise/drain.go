@@ -32,7 +32,7 @@ func (o Outcome) Drains() bool {
 // holds for the trace's length, not beyond; and says how many other
 // candidates' rates drain too. None for a best effort (no rate held).
 func drainWarnings(best *Result, rs []Result) []string {
-	if best == nil || !best.Held || !best.Drains() {
+	if best == nil || !best.Held || !best.Drains() || rejectsMost(best.Outcome) {
 		return nil
 	}
 	o := best.Outcome
@@ -49,6 +49,30 @@ func drainWarnings(best *Result, rs []Result) []string {
 	}
 	if n > 0 {
 		w += fmt.Sprintf("; the rates of %s drain the same way", human.Count(int64(n), "other candidate"))
+	}
+	return []string{w}
+}
+
+// rejectsMost reports whether o turned away more than half its requests
+// as never fitting: its output throughput is then short of what the rate
+// offers because of them, not a queue (drainWarnings would misread it).
+func rejectsMost(o Outcome) bool { return o.Total > 0 && 2*o.Rejected > o.Total }
+
+// rejectWarnings warns when the recommendation turned requests away as
+// never fitting (longer than the context the engine is given, or larger
+// than its KV cache): every figure describes the others only, and each
+// eligible candidate turns away as many (Result.Eligible). maxContext is
+// --max-context (0: the model's own), which the warning names when the
+// user set it.
+func rejectWarnings(best *Result, maxContext int) []string {
+	if best == nil || best.Rejected == 0 || best.Total == 0 {
+		return nil
+	}
+	o := best.Outcome
+	w := fmt.Sprintf("%d of %s (%.1f%%) could never be served (longer than the context or than the KV cache holds) and were turned away, by the recommendation and by every eligible candidate: its figures describe the other %d",
+		o.Rejected, human.Count(int64(o.Total), "request"), 100*float64(o.Rejected)/float64(o.Total), o.Total-o.Rejected)
+	if maxContext > 0 {
+		w += fmt.Sprintf("; --max-context %d turns away every request longer than that: a larger one (the model's own, without the flag) serves more", maxContext)
 	}
 	return []string{w}
 }

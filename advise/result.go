@@ -153,9 +153,12 @@ type Report struct {
 	// ranked first, and BandNote says so (AddBands; absent otherwise).
 	WithinBand []int  `json:"within_band,omitempty"`
 	BandNote   string `json:"band_note,omitempty"`
-	// Warnings say where the figures mislead: a recommended rate whose
-	// run drained the trace after its arrivals ended (Outcome.Drains), so
-	// the trace is too short to show it sustained. Absent when none.
+	// Warnings say where the figures mislead: requests the recommendation
+	// turned away as never fitting, whom its figures leave out; a
+	// recommended rate whose run drained the trace after its arrivals
+	// ended (Outcome.Drains), so the trace is too short to show it
+	// sustained (not said when most requests were turned away). Absent
+	// when none.
 	Warnings []string `json:"warnings,omitempty"`
 	// Deploy applies the recommendation (NewDeploy: what the text's "To
 	// deploy it" lines print); absent with no recommendation.
@@ -327,7 +330,7 @@ func NewReport(in Inputs, results []Result) (*Report, error) {
 		rep.Reason += "; " + pastSpace(rs, in.Space)
 	}
 	rep.Advice = advice(rep.Recommended, rs, in.SLO)
-	rep.Warnings = drainWarnings(rep.Recommended, rs)
+	rep.Warnings = append(rejectWarnings(rep.Recommended, in.MaxContext), drainWarnings(rep.Recommended, rs)...)
 	if b := rep.Recommended; b != nil {
 		d := NewDeploy(b.Settings, in)
 		rep.Deploy = &d

@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/gpufrag/gpufrag/sim/scenario"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpufrag/gpufrag/sim/scenario"
 
 	"github.com/gpufrag/gpufrag/advise"
 	"github.com/gpufrag/gpufrag/internal/testkit"
@@ -433,6 +434,28 @@ func TestAdviseShortTraceWarning(t *testing.T) {
 	}
 	code, text, errs := run(t, "", args...)
 	if code != 0 || !strings.Contains(text, "Warning: at ") || !strings.Contains(text, "give a longer trace") {
+		t.Errorf("exit %d, %s\n%s", code, errs, text)
+	}
+}
+
+// TestAdviseRejectedWarning: a recommendation that turns most requests
+// away as never fitting (--max-context 10 against prompts of hundreds of
+// tokens) says so, naming --max-context, instead of advising a rate at
+// which 5 of 1,400 requests complete with only a drain warning that asks
+// for a longer trace.
+func TestAdviseRejectedWarning(t *testing.T) {
+	skipAdviseSims(t)
+	args := []string{"advise", "--trace", "../../../../examples/azure_conv.csv", "--max-rows", "200", "--model", "llama-3.1-8b",
+		"--gpu", "a100-80g", "--kv", "paged:16", "--alloc", "caching", "--gpu-memory-utilization", "0.9", "--bucket", "0",
+		"--max-num-batched-tokens", "8192", "--max-num-seqs", "256", "--bisect-steps", "1", "--max-context", "10"}
+	rep, out, _ := runAdviceJSON(t, append(args, "--json")...)
+	b := rep.Recommended
+	if b == nil || 2*b.Rejected <= b.Total || len(rep.Warnings) != 1 ||
+		!strings.Contains(rep.Warnings[0], fmt.Sprintf("%d of %d requests", b.Rejected, b.Total)) || !strings.Contains(rep.Warnings[0], "--max-context 10 turns away") {
+		t.Fatalf("recommended %+v, warnings %q\n%s", b, rep.Warnings, out)
+	}
+	code, text, errs := run(t, "", args...)
+	if code != 0 || !strings.Contains(text, "Warning: ") || !strings.Contains(text, "were turned away") || strings.Contains(text, "give a longer trace") {
 		t.Errorf("exit %d, %s\n%s", code, errs, text)
 	}
 }
