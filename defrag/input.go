@@ -6,6 +6,7 @@ package defrag
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,6 +100,13 @@ func ReadInput(r io.Reader, name string, o InputOptions) (Input, error) {
 			}
 		}
 		s, err = snapshot.ReadBytes(data, name)
+		if pickle == nil && errors.Is(err, snapshot.ErrField) {
+			// JSON that is neither a layout nor a memory_stats dump (an op
+			// trace, defrag's own --json): the memory_stats reader's
+			// complaint about its first field would mislead. (JSON that is
+			// not JSON keeps the reader's error, with its offset.)
+			return in, fmt.Errorf("%s: a JSON document without \"gpufrag_layout\": not a layout gpufrag saved (docs/json.md); defrag plans such a layout or a PyTorch memory snapshot (the pickle of torch.cuda.memory._dump_snapshot())", name)
+		}
 	}
 	if err != nil {
 		return in, err

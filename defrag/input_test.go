@@ -36,6 +36,12 @@ func TestReadInput(t *testing.T) {
 		{"  \n", "x: empty file"},
 		{"GIF89a", "x: byte 0: 0x47: not a gpufrag layout file (a JSON object) or a PyTorch memory snapshot"},
 		{"{\x00\x00", "x: "},
+		// JSON that is not a layout: an op trace line, defrag's own --json.
+		{`{"op": "alloc", "id": 1, "size": 512}`, `x: a JSON document without "gpufrag_layout": not a layout gpufrag saved`},
+		{`{"file": "s.pickle", "moves": []}`, `x: a JSON document without "gpufrag_layout"`},
+		// Broken JSON keeps the reader's offset; a memory_stats dump has no segments.
+		{`{"a":`, `x: offset 5: field "a": memory_stats JSON: `},
+		{`{"allocated_bytes.all.current": 5}`, "x: the snapshot has no segments (a memory_stats dump has counters only)"},
 	} {
 		if _, err := ReadInput(strings.NewReader(c.in), "x", o); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: %v; want %q", c.in, err, c.want)
