@@ -11,6 +11,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
+	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
 
@@ -96,6 +97,10 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	}
 	if err := in.CheckGPU(gpu); err != nil {
 		return usageErrorf(cmd, "--gpu %s: %v", gpu.Name, err)
+	}
+	if c := in.Layout.Capacity; goal.Kind == defrag.GoalFit && c > 0 && goal.Size > c {
+		return usageErrorf(cmd, "--goal %s: larger than the device (%s): no plan makes room for it; give the size of the request that failed (its out-of-memory message says it)",
+			f.goal, mem.FormatBytes(c))
 	}
 	if f.allocator != "" {
 		in.Allocator = flagAlloc

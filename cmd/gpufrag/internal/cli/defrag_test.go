@@ -146,6 +146,7 @@ func TestDefragErrors(t *testing.T) {
 		{[]string{"defrag", path, "--moves", "-2"}, exitUsage, "--moves -2"},
 		{[]string{"defrag", path, "--goal", "shrink"}, exitUsage, "--goal"},
 		{[]string{"defrag", path, "--goal", "fit:0"}, exitUsage, "positive"},
+		{[]string{"defrag", path, "--goal", "fit:10PiB"}, exitUsage, "--goal fit:10PiB: larger than the device ("},
 		{[]string{"defrag", path, "--gpu", "v100"}, exitUsage, "--gpu"},
 		{[]string{"defrag", path, "--allocator", "cudamalloc"}, exitUsage, `--allocator: bad allocator spec: unknown allocator "cudamalloc" (known: `},
 		{[]string{"defrag", path, "--allocator", "caching:bogus:1"}, exitUsage, `--allocator: allocator "caching:bogus:1": `},
