@@ -191,13 +191,11 @@ func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) er
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return fmt.Errorf("%w: %s: byte %d: %w", sentinel, name, se.Offset, err)
-		case errors.As(err, &te):
-			return fmt.Errorf("%w: %s: byte %d: field %q: %w", sentinel, name, te.Offset, te.Field, err)
+		switch off, field := untrusted.LocateDecodeError(data, err); {
+		case off >= 0 && field != "":
+			return fmt.Errorf("%w: %s: byte %d: field %q: %w", sentinel, name, off, field, err)
+		case off >= 0:
+			return fmt.Errorf("%w: %s: byte %d: %w", sentinel, name, off, err)
 		case errors.Is(err, io.EOF):
 			return fmt.Errorf("%w: %s: empty file", sentinel, name)
 		}

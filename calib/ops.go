@@ -107,9 +107,11 @@ func ReadOps(r io.Reader, name string) (*Ops, error) {
 	dec.DisallowUnknownFields()
 	var o Ops
 	if err := dec.Decode(&o); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadOps, name, se.Offset, err)
+		switch off, field := untrusted.LocateDecodeError(data, err); {
+		case off >= 0 && field != "":
+			return nil, fmt.Errorf("%w: %s: byte %d: field %q: %w (write it with calib/device/steptime.py --out FILE)", ErrBadOps, name, off, field, err)
+		case off >= 0:
+			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadOps, name, off, err)
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadOps, name, err)
 	}

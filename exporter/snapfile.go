@@ -196,13 +196,11 @@ func parseSidecar(path string, data []byte) (sidecar, error) {
 	dec.DisallowUnknownFields()
 	var l sidecar
 	if err := dec.Decode(&l); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: %w", path, se.Offset, err)
-		case errors.As(err, &te):
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: field %q: %w", path, te.Offset, te.Field, err)
+		switch off, field := untrusted.LocateDecodeError(data, err); {
+		case off >= 0 && field != "":
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: field %q: %w", path, off, field, err)
+		case off >= 0:
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: %w", path, off, err)
 		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 			return sidecar{}, fmt.Errorf("%s: byte offset %d: unexpected end of the JSON object: %w", path, len(data), err)
 		}

@@ -3,7 +3,6 @@ package lists
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -156,19 +155,10 @@ func jsonNodeField(f string) string {
 // jsonError turns a decoding error into an *InputError with the line of
 // the offending byte.
 func jsonError(name string, data []byte, err error) error {
-	var (
-		se  *json.SyntaxError
-		ute *json.UnmarshalTypeError
-	)
-	off, field := int64(-1), ""
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &ute):
-		off, field = ute.Offset, ute.Field
-	case err == io.EOF:
+	if err == io.EOF {
 		return &cluster.InputError{Name: name, Msg: "empty input, want a JSON object"}
 	}
+	off, field := untrusted.LocateDecodeError(data, err)
 	line := 0
 	if off >= 0 {
 		line = 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))

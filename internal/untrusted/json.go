@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -199,4 +200,77 @@ func (c *jsonChecker) jsonSyntax(off int64, path string, err error) error {
 		return &JSONError{Offset: int64(len(c.data)), Path: path, Msg: "unexpected end of the document", Syntax: true}
 	}
 	return &JSONError{Offset: off, Path: path, Msg: err.Error()}
+}
+
+// LocateDecodeError returns where in data the error err of an
+// encoding/json Decoder reading data arose: the byte offset (-1 when
+// unknown) and the field it concerns ("" when none). encoding/json gives
+// the offset of a syntax error and of a type mismatch (with the field's
+// path), but not of an unknown field (Decoder.DisallowUnknownFields): that
+// one is located at the first object key of its name, the field being that
+// name.
+func LocateDecodeError(data []byte, err error) (int64, string) {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return se.Offset, ""
+	case errors.As(err, &te):
+		return te.Offset, te.Field
+	case err == nil:
+		return -1, ""
+	}
+	// encoding/json's text for DisallowUnknownFields: `json: unknown field "NAME"`.
+	quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return -1, ""
+	}
+	name, uerr := strconv.Unquote(quoted)
+	if uerr != nil {
+		return -1, ""
+	}
+	return keyOffset(data, name), name
+}
+
+// keyOffset is the byte offset of the first object key named name in data
+// (its opening quote), -1 if there is none before the first error.
+func keyOffset(data []byte, name string) int64 {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type level struct{ object, wantKey bool }
+	var stack []level
+	for {
+		before := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, level{object: t == '{', wantKey: t == '{'})
+				continue
+			default:
+				stack = stack[:top]
+				top--
+			}
+		case string:
+			if top >= 0 && stack[top].object && stack[top].wantKey {
+				if t == name {
+					// The key starts after the separators Token skipped.
+					for before < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n,:"), data[before]) >= 0 {
+						before++
+					}
+					return before
+				}
+				stack[top].wantKey = false
+				continue
+			}
+		}
+		// A value ended: an object's next token is a key.
+		if top >= 0 && stack[top].object {
+			stack[top].wantKey = true
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package untrusted
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,4 +135,75 @@ func TestHead(t *testing.T) {
 	if _, _, _, err := Head(iotest.ErrReader(boom)); !errors.Is(err, boom) {
 		t.Errorf("failing reader: %v", err)
 	}
+}
+
+// TestLocateDecodeError: the offset and field of each kind of error a
+// strict encoding/json Decoder gives, the unknown field's included, which
+// encoding/json reports without either.
+func TestLocateDecodeError(t *testing.T) {
+	type inner struct {
+		B int `json:"b"`
+	}
+	type doc struct {
+		A []inner `json:"a"`
+		S string  `json:"s"`
+	}
+	for _, c := range []struct {
+		in    string
+		off   int64
+		field string
+	}{
+		{`{"a": [{"b": 1}, {"b": 2, "backend": 3}]}`, 26, "backend"},
+		{`{"s": "backend", "a": [], "backend": 1}`, 26, "backend"}, // a value of that text is not the key
+		{`{"a": [{"b": "x"}]}`, 16, "a.b"},
+		{`{"a": [{"b": 1}`, -1, ""},       // io.ErrUnexpectedEOF: the caller says the end
+		{`{"a": [{"b": 1}] "s"}`, 18, ""}, // encoding/json's offset, after the bad byte
+	} {
+		dec := json.NewDecoder(strings.NewReader(c.in))
+		dec.DisallowUnknownFields()
+		var d doc
+		err := dec.Decode(&d)
+		if err == nil {
+			t.Fatalf("%s: no error", c.in)
+		}
+		off, field := LocateDecodeError([]byte(c.in), err)
+		if off != c.off || field != c.field {
+			t.Errorf("%s (%v): offset %d, field %q; want %d, %q", c.in, err, off, field, c.off, c.field)
+		}
+	}
+	if off, field := LocateDecodeError(nil, errors.New("other")); off != -1 || field != "" {
+		t.Errorf("other error: %d, %q", off, field)
+	}
+}
+
+// FuzzLocateDecodeError: whatever a strict decoder says of any input, the
+// offset found is within the input, and an unknown field's is the
+// opening quote of a key of that name.
+func FuzzLocateDecodeError(f *testing.F) {
+	for _, s := range []string{`{"a": [{"b": 1}, {"b": 2, "backend": 3}]}`, `{"s": "backend", "backend": 1}`, `{"a": [{"b": "x"}]}`,
+		`{"a": [{"b": 1}`, `{"\u0062ackend": 1}`, `{"a": {"b": {"c": 1}}, "z": 1}`, "{\"s\": \"\\\"z\\\"\", \"z\": 1}"} {
+		f.Add([]byte(s))
+	}
+	type doc struct {
+		A []struct {
+			B int `json:"b"`
+		} `json:"a"`
+		S string `json:"s"`
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		var d doc
+		err := dec.Decode(&d)
+		off, field := LocateDecodeError(data, err)
+		if off < -1 || off > int64(len(data)) {
+			t.Fatalf("%q (%v): offset %d outside the input", data, err, off)
+		}
+		if err != nil && strings.HasPrefix(err.Error(), "json: unknown field ") && off >= 0 {
+			var key string
+			if rest := data[off:]; len(rest) == 0 || rest[0] != '"' || json.NewDecoder(bytes.NewReader(rest)).Decode(&key) != nil || key != field {
+				t.Fatalf("%q (%v): offset %d is not the key %q", data, err, off, field)
+			}
+		}
+	})
 }
