@@ -51,8 +51,15 @@ func (c *Comparison) Doc() any {
 
 // WriteText writes the comparison for people (`gpufrag diff`).
 func (c *Comparison) WriteText(w io.Writer) error {
+	return c.WriteTextWidth(w, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide (0: no
+// limit, the layout of WriteText): Diff.WriteTextWidth for two files,
+// Outliers.WriteTextWidth for more.
+func (c *Comparison) WriteTextWidth(w io.Writer, width int) error {
 	if c.Pair != nil {
-		return c.Pair.WriteText(w, c.Names[0], c.Names[1])
+		return c.Pair.WriteTextWidth(w, c.Names[0], c.Names[1], width)
 	}
-	return c.Outliers.WriteText(w, c.Versus)
+	return c.Outliers.WriteTextWidth(w, c.Versus, width)
 }

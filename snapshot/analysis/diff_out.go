@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/human"
 	"github.com/gpufrag/gpufrag/internal/untrusted"
@@ -173,16 +174,29 @@ func change(a, b int64) string {
 
 // WriteText writes the diff for people; a and b name the inputs.
 func (d *Diff) WriteText(w io.Writer, a, b string) error {
+	return d.WriteTextWidth(w, a, b, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide (0: no
+// limit, the layout of WriteText): a sentence or a listed segment longer
+// than width wraps at its spaces (human.WrapLong), and where a site does
+// not fit beside its figures the sites go on lines of their own under
+// them (writeSites). The table of memory classes and metrics (76 columns)
+// and that of segment sizes keep their fixed columns.
+func (d *Diff) WriteTextWidth(w io.Writer, a, b string, width int) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "A: %s\nB: %s\n", untrusted.Printable(a), untrusted.Printable(b))
+	sb.WriteString(human.WrapLong(fmt.Sprintf("A: %s\nB: %s\n", untrusted.Printable(a), untrusted.Printable(b)), width))
 	for _, dd := range d.Devices {
-		dd.writeText(&sb)
+		dd.writeText(&sb, width)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
 }
 
-func (d DeviceDiff) writeText(b *strings.Builder) {
+// writeText writes one device pair's comparison; width is the terminal's
+// (0: no limit), as in Diff.WriteTextWidth.
+func (d DeviceDiff) writeText(b *strings.Builder, width int) {
+	wrap := func(format string, args ...any) { b.WriteString(human.WrapLong(fmt.Sprintf(format, args...), width)) }
 	name := func(x *Device) string {
 		if x == nil {
 			return "absent"
@@ -228,21 +242,21 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 	count("trace events", a.TraceEvents, bb.TraceEvents)
 	count("OOM entries", len(a.OOMs), len(bb.OOMs))
 
-	fmt.Fprintf(b, "\nSegments (same address and size = the same segment): %d in both, %d appeared (%s), %d vanished (%s)",
-		d.Kept, d.AppearedCount, fb(d.AppearedBytes), d.VanishedCount, fb(d.VanishedBytes))
+	resized := ""
 	if d.ResizedCount > 0 {
-		fmt.Fprintf(b, ", %d resized (same address)", d.ResizedCount)
+		resized = fmt.Sprintf(", %d resized (same address)", d.ResizedCount)
 	}
-	b.WriteString("\n")
+	wrap("\nSegments (same address and size = the same segment): %d in both, %d appeared (%s), %d vanished (%s)%s\n",
+		d.Kept, d.AppearedCount, fb(d.AppearedBytes), d.VanishedCount, fb(d.VanishedBytes), resized)
 	for _, r := range d.Resized {
-		fmt.Fprintf(b, "  %-9s %-16s %10s %-8s was %s\n", "resized", fmt.Sprintf("%#x", r.Address), fb(r.SizeB), untrusted.Printable(r.Pool), fb(r.SizeA))
+		wrap("  %-9s %-16s %10s %-8s was %s\n", "resized", fmt.Sprintf("%#x", r.Address), fb(r.SizeB), untrusted.Printable(r.Pool), fb(r.SizeA))
 	}
 	if n := d.ResizedCount - len(d.Resized); n > 0 {
 		fmt.Fprintf(b, "  %-9s +%d more\n", "resized", n)
 	}
 	list := func(verb string, segs []SegmentRef, total int) {
 		for _, s := range segs {
-			fmt.Fprintf(b, "  %-9s %-16s %10s %-8s live %s\n", verb, fmt.Sprintf("%#x", s.Address), fb(s.Size), untrusted.Printable(s.Pool), fb(s.Live))
+			wrap("  %-9s %-16s %10s %-8s live %s\n", verb, fmt.Sprintf("%#x", s.Address), fb(s.Size), untrusted.Printable(s.Pool), fb(s.Live))
 		}
 		if n := total - len(segs); n > 0 {
 			fmt.Fprintf(b, "  %-9s +%d smaller\n", verb, n)
@@ -251,7 +265,7 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 	list("appeared", d.Appeared, d.AppearedCount)
 	list("vanished", d.Vanished, d.VanishedCount)
 	if len(d.Sizes) > 0 {
-		b.WriteString("\nSegment sizes whose count changed (address-free: what compares across processes)\n")
+		wrap("\nSegment sizes whose count changed (address-free: what compares across processes)\n")
 		fmt.Fprintf(b, "  %10s %6s %6s %7s\n", "size", "A", "B", "B − A")
 		for i, s := range d.Sizes {
 			if i == 20 {
@@ -262,12 +276,8 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 		}
 	}
 	if len(d.Sites) > 0 {
-		fmt.Fprintf(b, "\nAllocation sites whose memory moved most (held = allocated + stranded free; %d moved)\n", d.SitesChanged)
-		fmt.Fprintf(b, "  %11s %11s %11s %11s %10s %10s  %s\n", "Δheld", "Δallocated", "Δstranded", "Δrounding", "A held", "B held", "site")
-		for _, s := range d.Sites {
-			fmt.Fprintf(b, "  %11s %11s %11s %11s %10s %10s  %s\n", signed(s.HeldDelta()), signed(s.B.Allocated-s.A.Allocated),
-				signed(s.B.Stranded-s.A.Stranded), signed(s.B.Rounding-s.A.Rounding), fb(s.A.Held()), fb(s.B.Held()), untrusted.Printable(s.Site))
-		}
+		wrap("\nAllocation sites whose memory moved most (held = allocated + stranded free; %d moved)\n", d.SitesChanged)
+		writeSites(b, d.Sites, width)
 	}
 	for _, side := range []struct {
 		name string
@@ -278,11 +288,11 @@ func (d DeviceDiff) writeText(b *strings.Builder) {
 		}
 		listed, more := textOOMs(side.d.OOMs)
 		for _, o := range listed {
-			fmt.Fprintf(b, "\n%s: out of memory at event %d: requested %s, device free %s; %s: %s\n  at: %s\n", side.name,
+			wrap("\n%s: out of memory at event %d: requested %s, device free %s; %s: %s\n  at: %s\n", side.name,
 				o.Event, fb(o.Requested), fb(o.DeviceFree), o.Cause, o.Why, untrusted.Printable(siteOf(o.Frames)))
 		}
 		if more != "" {
-			fmt.Fprintf(b, "\n%s: %s", side.name, strings.TrimPrefix(more, "\n"))
+			wrap("\n%s: %s", side.name, strings.TrimPrefix(more, "\n"))
 		}
 	}
 }
@@ -377,64 +387,152 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 // median, the outliers and, when there is one, the strongest outlier's
 // diff against the reference unit.
 func (o *Outliers) WriteText(w io.Writer, vs *DeviceDiff) error {
+	return o.WriteTextWidth(w, vs, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide (0: no
+// limit, the layout of WriteText): where the table's fixed columns (126
+// characters) do not fit, its columns are as wide as their headings and
+// cells through human.Table, which stacks each unit's name over its
+// figures where they do not fit beside it; a sentence longer than width
+// wraps at its spaces (human.WrapLong); the diff against the reference as
+// Diff.WriteTextWidth.
+func (o *Outliers) WriteTextWidth(w io.Writer, vs *DeviceDiff, width int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d snapshot devices compared. An outlier has |z| > %.1f, z = (x − median) / max(MAD/0.6745, floor/3.5)\n"+
+	b.WriteString(human.WrapLong(fmt.Sprintf("%d snapshot devices compared. An outlier has |z| > %.1f, z = (x − median) / max(MAD/0.6745, floor/3.5)\n"+
 		"(Iglewicz-Hoaglin's modified z-score; floor: 1%% of the median and 1 MiB for bytes, 1%% and one for counts, 0.01 for health).\n\n",
-		len(o.Units), OutlierZ)
-	cols := []int{0, 1, 3, 4, 6, 7, 8} // reserved, allocated, stranded, rounding, health, segments, ooms
-	fmt.Fprintf(&b, "  %-40s", "snapshot (device)")
-	for _, m := range cols {
-		fmt.Fprintf(&b, " %11s", shortMetric[m])
-	}
-	b.WriteString("\n")
-	value := func(m int, v float64) string {
-		switch {
-		case OutlierMetrics[m].Bytes:
-			return fb(int64(v))
-		case OutlierMetrics[m].Ratio:
-			return fmt.Sprintf("%.3f", v)
-		}
-		return fmt.Sprintf("%.0f", v)
-	}
-	flagged := map[[2]int]bool{}
-	for _, f := range o.Flags {
-		flagged[[2]int{f.Unit, f.Metric}] = true
-	}
-	for u, un := range o.Units {
-		fmt.Fprintf(&b, "  %-40s", human.ClipName(fmt.Sprintf("%s (%d)", untrusted.Printable(un.File), un.Device.Device), 40))
-		for _, m := range cols {
-			v := value(m, o.Values[u][m])
-			if flagged[[2]int{u, m}] {
-				v += "*"
-			}
-			fmt.Fprintf(&b, " %11s", v)
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "  %-40s", "median")
-	for _, m := range cols {
-		fmt.Fprintf(&b, " %11s", value(m, o.Median[m]))
-	}
-	b.WriteString("\n")
+		len(o.Units), OutlierZ), width))
+	o.writeTable(&b, width)
+	wrap := func(format string, args ...any) { b.WriteString(human.WrapLong(fmt.Sprintf(format, args...), width)) }
 	if len(o.Flags) == 0 {
 		b.WriteString("\nNo outlier: every value is within the rule of its median.\n")
 	} else {
 		b.WriteString("\nOutliers (* above), the most memory at stake first\n")
 		for _, f := range o.Flags {
 			m := OutlierMetrics[f.Metric]
-			fmt.Fprintf(&b, "  %s device %d: %s %s, median %s (%s at stake, z %+.1f)\n", untrusted.Printable(o.Units[f.Unit].File),
-				o.Units[f.Unit].Device.Device, m.Name, value(f.Metric, f.Value), value(f.Metric, o.Median[f.Metric]), fb(f.Stake), f.Z)
+			wrap("  %s device %d: %s %s, median %s (%s at stake, z %+.1f)\n", untrusted.Printable(o.Units[f.Unit].File),
+				o.Units[f.Unit].Device.Device, m.Name, o.value(f.Metric, f.Value), o.value(f.Metric, o.Median[f.Metric]), fb(f.Stake), f.Z)
 		}
 	}
 	ref := o.Units[o.Reference]
-	fmt.Fprintf(&b, "\nReference (nearest the median): %s device %d\n", untrusted.Printable(ref.File), ref.Device.Device)
+	wrap("\nReference (nearest the median): %s device %d\n", untrusted.Printable(ref.File), ref.Device.Device)
 	if vs != nil {
 		out := o.Units[o.Flags[0].Unit]
-		fmt.Fprintf(&b, "\nThe strongest outlier against the reference: A = %s, B = %s\n", untrusted.Printable(ref.File), untrusted.Printable(out.File))
-		vs.writeText(&b)
+		wrap("\nThe strongest outlier against the reference: A = %s, B = %s\n", untrusted.Printable(ref.File), untrusted.Printable(out.File))
+		vs.writeText(&b, width)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// outlierColumns are the metrics the text's table shows: reserved,
+// allocated, stranded, rounding, health, segments, OOMs.
+var outlierColumns = []int{0, 1, 3, 4, 6, 7, 8}
+
+// value prints metric m's value v as the text shows it.
+func (o *Outliers) value(m int, v float64) string {
+	switch {
+	case OutlierMetrics[m].Bytes:
+		return fb(int64(v))
+	case OutlierMetrics[m].Ratio:
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// writeTable writes the table of every unit's values, a flagged one marked
+// "*", and the median: fixed columns (126 characters), or on a terminal
+// narrower than them (width; 0 is no limit) a human.Table within it.
+func (o *Outliers) writeTable(b *strings.Builder, width int) {
+	flagged := map[[2]int]bool{}
+	for _, f := range o.Flags {
+		flagged[[2]int{f.Unit, f.Metric}] = true
+	}
+	head := []string{"snapshot (device)"}
+	for _, m := range outlierColumns {
+		head = append(head, shortMetric[m])
+	}
+	rows := [][]string{}
+	for u, un := range o.Units {
+		row := []string{human.ClipName(fmt.Sprintf("%s (%d)", untrusted.Printable(un.File), un.Device.Device), 40)}
+		for _, m := range outlierColumns {
+			v := o.value(m, o.Values[u][m])
+			if flagged[[2]int{u, m}] {
+				v += "*"
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
+	median := []string{"median"}
+	for _, m := range outlierColumns {
+		median = append(median, o.value(m, o.Median[m]))
+	}
+	rows = append(rows, median)
+
+	var wide strings.Builder
+	for _, row := range append([][]string{head}, rows...) {
+		fmt.Fprintf(&wide, "  %-40s", row[0])
+		for _, v := range row[1:] {
+			fmt.Fprintf(&wide, " %11s", v)
+		}
+		wide.WriteString("\n")
+	}
+	if width <= 0 || widestLine(wide.String()) <= width {
+		b.WriteString(wide.String())
+		return
+	}
+	t := human.Table{Head: head, Rows: rows, Width: width - 2}
+	var table strings.Builder
+	t.Write(&table)
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if strings.TrimSpace(line) != "" {
+			b.WriteString("  ") // the report's indent of a table
+		}
+		b.WriteString(line)
+	}
+}
+
 var shortMetric = []string{"reserved", "allocated", "cached free", "stranded", "rounding", "largest free", "health", "segments", "OOMs"}
+
+// writeSites writes the table of the sites whose memory moved: six
+// figures (71 columns) and the site. On a terminal width columns wide (0:
+// no limit) where a site does not fit beside its figures, every site goes
+// on a line of its own under them, indented by 4, as analyze's attribution
+// table does, and so does the column's heading; a site longer than that
+// line (a whole stack, --full-stacks) wraps at its spaces, and a word
+// longer than the line keeps its end (human.ClipName).
+func writeSites(b *strings.Builder, sites []SiteDelta, width int) {
+	const figures = "  %11s %11s %11s %11s %10s %10s"
+	head := fmt.Sprintf(figures, "Δheld", "Δallocated", "Δstranded", "Δrounding", "A held", "B held")
+	col := utf8.RuneCountInString(head) + 2 // where the site column starts
+	beside := width <= 0 || col+len("site") <= width
+	for _, s := range sites {
+		beside = beside && (width <= 0 || col+utf8.RuneCountInString(untrusted.Printable(s.Site)) <= width)
+	}
+	under := func(name string) string {
+		room := max(width-siteUnderIndent-2, siteNameMin)
+		words := strings.Fields(name)
+		for i, w := range words {
+			words[i] = human.ClipName(w, room)
+		}
+		return human.WrapHang(strings.Repeat(" ", siteUnderIndent)+strings.Join(words, " "), width, siteUnderIndent+2)
+	}
+	if beside {
+		fmt.Fprintf(b, "%s  %s\n", head, "site")
+	} else {
+		fmt.Fprintf(b, "%s\n%s\n", head, under("site"))
+	}
+	for _, s := range sites {
+		line := fmt.Sprintf(figures, signed(s.HeldDelta()), signed(s.B.Allocated-s.A.Allocated),
+			signed(s.B.Stranded-s.A.Stranded), signed(s.B.Rounding-s.A.Rounding), fb(s.A.Held()), fb(s.B.Held()))
+		if beside {
+			fmt.Fprintf(b, "%s  %s\n", line, untrusted.Printable(s.Site))
+		} else {
+			fmt.Fprintf(b, "%s\n%s\n", line, under(untrusted.Printable(s.Site)))
+		}
+	}
+}
+
+// siteUnderIndent indents a site printed under its figures (writeSites).
+const siteUnderIndent = 4

@@ -112,5 +112,5 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 	if f.json {
 		return writeJSON(stdout, c.Doc(), true)
 	}
-	return c.WriteText(stdout)
+	return c.WriteTextWidth(stdout, tableWidth(stdout))
 }

@@ -394,3 +394,40 @@ func TestCalibrateFitsTerminal(t *testing.T) {
 		t.Errorf("a terminal wide enough changed the output:\n%s", got)
 	}
 }
+
+// TestDiffFitsTerminal: diff's sentences and sites table (109 and 100
+// columns in a pipe for the two example snapshots), and with four files
+// its outlier table (126), fit a terminal of 80, every name and figure
+// kept; a terminal wide enough gets the piped bytes.
+func TestDiffFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	dir := t.TempDir()
+	pair := []string{"diff", "../../../../examples/snapshot.pickle", "../../../../examples/snapshot-later.pickle"}
+	ranks := []string{"diff"}
+	for i, src := range []string{"snapshot.pickle", "snapshot.pickle", "snapshot-later.pickle", "snapshot.pickle"} {
+		b, err := os.ReadFile("../../../../examples/" + src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks = append(ranks, writeFile(t, dir, fmt.Sprintf("rank%d.pickle", i), b))
+	}
+	for _, args := range [][]string{pair, append(pair[:1:1], append([]string{"--full-stacks"}, pair[1:]...)...), ranks} {
+		code, piped, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args, code, stderr)
+		}
+		if n, line := widestLine(piped); n <= 100 {
+			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
+		}
+		got := onTerminal(t, 80, args...)
+		if n, line := widestLine(got); n > 80 {
+			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
+		}
+		if !slices.Equal(words(got), words(piped)) {
+			t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
+		}
+		if got := onTerminal(t, 200, args...); got != piped {
+			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
+		}
+	}
+}
