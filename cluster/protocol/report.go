@@ -32,8 +32,11 @@ func WriteText(w io.Writer, s Setup, sums []Summary, c Comparison) error {
 }
 
 // WriteTextWidth is WriteText for a terminal width columns wide: a table
-// wider than that prints stacked (human.Table's Width); 0 is no limit, the
-// layout of WriteText.
+// wider than that prints stacked (human.Table's Width), the first sentence,
+// wrapped at 80 columns in every layout, wraps at width where that is
+// narrower, and a line of the legend longer than width wraps at its spaces,
+// its further lines indented (human.WrapLong); 0 is no limit, the layout of
+// WriteText.
 func WriteTextWidth(w io.Writer, s Setup, sums []Summary, c Comparison, width int) error {
 	var sb strings.Builder
 	// The pods submitted, not placed: those that fit nowhere fail.
@@ -45,7 +48,7 @@ func WriteTextWidth(w io.Writer, s Setup, sums []Summary, c Comparison, width in
 	fmt.Fprintf(&sb, "%s\n\n", human.Wrap(fmt.Sprintf(
 		"Submitted %s with %d polic%s on %s nodes with %s GPUs (%s), %d seed%s (%s), no departures.",
 		submitted, len(sums), map[bool]string{true: "y", false: "ies"}[len(sums) == 1],
-		human.Thousands(s.Nodes), human.Thousands(c.GPUs), s.NodesFile, len(s.Seeds), human.PluralS(len(s.Seeds)), s.SeedsText), 80))
+		human.Thousands(s.Nodes), human.Thousands(c.GPUs), s.NodesFile, len(s.Seeds), human.PluralS(len(s.Seeds)), s.SeedsText), sentenceWidth(width)))
 	t := human.Table{
 		Groups: []human.Group{{From: 1, To: 3, Label: "at 100% arrived demand"}, {From: 4, To: 6, Label: "frag/total at arrived"}},
 		Head:   []string{"policy", "allocated", "unallocated GPUs", "share", "60%", "80%", "90%", "whole-free nodes", "failed pods", "first failure"},
@@ -65,10 +68,10 @@ func WriteTextWidth(w io.Writer, s Setup, sums []Summary, c Comparison, width in
 		})
 	}
 	t.Write(&sb)
-	sb.WriteString("\nallocated: GPU milli allocated ÷ capacity, mean ±std over seeds (percentage points)\n" +
-		"frag/total: FGD fragmentation (idle GPU capacity the popular task types cannot use) ÷ capacity\n" +
-		"failed pods: over the whole run (to " + fmt.Sprintf("%.0f%%", 100*s.Ratio) + " arrived), mean over seeds\n" +
-		"first failure: arrived demand when the first pod fit nowhere, and the GPU share then idle\n")
+	sb.WriteString(human.WrapLong("\nallocated: GPU milli allocated ÷ capacity, mean ±std over seeds (percentage points)\n"+
+		"frag/total: FGD fragmentation (idle GPU capacity the popular task types cannot use) ÷ capacity\n"+
+		"failed pods: over the whole run (to "+fmt.Sprintf("%.0f%%", 100*s.Ratio)+" arrived), mean over seeds\n"+
+		"first failure: arrived demand when the first pod fit nowhere, and the GPU share then idle\n", width))
 	best := 0
 	for i := range c.Results {
 		if c.Results[i].UnallocatedGPUsAt100.Mean < c.Results[best].UnallocatedGPUsAt100.Mean {
@@ -76,10 +79,19 @@ func WriteTextWidth(w io.Writer, s Setup, sums []Summary, c Comparison, width in
 		}
 	}
 	if len(sums) > 1 {
-		fmt.Fprintf(&sb, "fewest unallocated GPUs at 100%%: %s (%.0f GPUs)\n", sums[best].Policy, c.Results[best].UnallocatedGPUsAt100.Mean)
+		sb.WriteString(human.WrapLong(fmt.Sprintf("fewest unallocated GPUs at 100%%: %s (%.0f GPUs)\n", sums[best].Policy, c.Results[best].UnallocatedGPUsAt100.Mean), width))
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// sentenceWidth is the width the report's first sentence wraps at: 80
+// columns, or a terminal's width (0 is no limit) where it is narrower.
+func sentenceWidth(width int) int {
+	if width > 0 {
+		return min(width, 80)
+	}
+	return 80
 }
 
 // WriteTimedText prints the comparison of a timed grid for people

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/human"
 )
@@ -70,6 +72,74 @@ func TestWriteText(t *testing.T) {
 	}
 	if want := fmt.Sprintf("fewest unallocated GPUs at 100%%: %s (", sums[best].Policy); !strings.Contains(out, want) {
 		t.Errorf("no %q in\n%s", want, out)
+	}
+}
+
+// TestWriteTextWidth: the legend's lines, up to 94 columns, which a pipe
+// or a file keeps, wrap at their spaces on a terminal of 80 and of 60
+// columns, and so does the first sentence (80 in every layout) on 60;
+// every name and figure kept; a terminal as wide as the widest line gets WriteText's
+// bytes.
+func TestWriteTextWidth(t *testing.T) {
+	nodes, pods := gridInputs(t)
+	g := NewGrid(GridConfig{Nodes: nodes, Pods: pods, Policies: []string{"fgd", "bestfit"}, Seeds: []uint64{1}})
+	if err := g.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	sums := g.Summaries()
+	c := NewComparison(nodes, sums)
+	s := Setup{NodesFile: "n.csv", PodsFile: "p.csv", Seeds: []uint64{1}, SeedsText: "1", Ratio: DefaultRatio, Nodes: len(nodes), Pods: len(pods)}
+	text := func(width int) string {
+		var sb strings.Builder
+		if err := WriteTextWidth(&sb, s, sums, c, width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	var plain strings.Builder
+	if err := WriteText(&plain, s, sums, c); err != nil {
+		t.Fatal(err)
+	}
+	full := text(0)
+	if full != plain.String() {
+		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
+	}
+	widest := func(text string) (int, string) {
+		n, line := 0, ""
+		for _, l := range strings.Split(text, "\n") {
+			if c := utf8.RuneCountInString(l); c > n {
+				n, line = c, l
+			}
+		}
+		return n, line
+	}
+	_, legend, _ := strings.Cut(full, "\n\nallocated: ")
+	if n, _ := widest(legend); n != 94 {
+		t.Errorf("the full-width legend is %d columns, want 94:\n%s", n, legend)
+	}
+	n, _ := widest(full)
+	if got := text(n); got != full {
+		t.Errorf("on %d columns:\n%s\nwant:\n%s", n, got, full)
+	}
+	for _, cols := range []int{80, 60} {
+		got := text(cols)
+		if n, line := widest(got); n > cols {
+			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
+		}
+		// Sorted: a stacked table's cells change places; without the
+		// group labels' dashes, which stretch with their columns.
+		words := func(text string) []string {
+			w := slices.DeleteFunc(strings.Fields(text), func(w string) bool { return strings.Trim(w, "-") == "" })
+			slices.Sort(w)
+			return w
+		}
+		if !slices.Equal(words(got), words(full)) {
+			t.Errorf("on %d columns the words differ from the full-width report's:\n%s", cols, got)
+		}
+	}
+	want := "\nfrag/total: FGD fragmentation (idle GPU capacity the popular task types cannot\n  use) ÷ capacity\n"
+	if got := text(80); !strings.Contains(got, want) {
+		t.Errorf("on 80 columns no %q in:\n%s", want, got)
 	}
 }
 

@@ -205,8 +205,9 @@ func TestAnalyzeWhatIfFitsTerminal(t *testing.T) {
 }
 
 // TestClusterSimulateFitsTerminal: cluster simulate's table, 132 columns
-// in a pipe, fits a terminal of 100, every figure kept, each policy's
-// name on the line of its first figures (short names are not stacked).
+// in a pipe, fits a terminal of 100 and of 80, and so does its legend
+// (lines of 83-94 columns), every figure kept, each policy's name on the
+// line of its first figures (short names are not stacked).
 func TestClusterSimulateFitsTerminal(t *testing.T) {
 	t.Setenv("COLUMNS", "")
 	args := []string{"cluster", "simulate", "--nodes", "../../../../examples/nodes.csv", "--pods", "../../../../examples/pods.csv",
@@ -218,20 +219,25 @@ func TestClusterSimulateFitsTerminal(t *testing.T) {
 	if n, line := widestLine(piped); n <= 100 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 100", n, line)
 	}
-	got := onTerminal(t, 100, args...)
-	if n, line := widestLine(got); n > 100 {
-		t.Errorf("on 100 columns a line is %d: %q\n%s", n, line, got)
-	}
-	if !slices.Equal(words(got), words(piped)) {
-		t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
-	}
-	for _, policy := range []string{"policy", "random", "bestfit", "fgd"} {
-		if !slices.ContainsFunc(strings.Split(got, "\n"), func(line string) bool {
-			f := strings.Fields(line)
-			return len(f) > 2 && f[0] == policy
-		}) {
-			t.Errorf("%s is not on the line of its figures:\n%s", policy, got)
+	for _, cols := range []int{100, 80} {
+		got := onTerminal(t, cols, args...)
+		if n, line := widestLine(got); n > cols {
+			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
+		if !slices.Equal(words(got), words(piped)) {
+			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
+		}
+		for _, policy := range []string{"policy", "random", "bestfit", "fgd"} {
+			if !slices.ContainsFunc(strings.Split(got, "\n"), func(line string) bool {
+				f := strings.Fields(line)
+				return len(f) > 2 && f[0] == policy
+			}) {
+				t.Errorf("on %d columns %s is not on the line of its figures:\n%s", cols, policy, got)
+			}
+		}
+	}
+	if got := onTerminal(t, 200, args...); got != piped {
+		t.Errorf("a terminal wide enough changed the output:\n%s", got)
 	}
 }
 
