@@ -208,18 +208,24 @@ const analyzeCapacity = 80 * mem.GiB
 // verdict says in words what plan p of in gains: frag.Judge's weighing of
 // the layout and, when there is nothing to move, why nothing can be gained,
 // instead of a bare "reached" with 0 moves; for a snapshot, why its max
-// allocatable differs from analyze's.
-func verdict(in Input, p Plan, gpu model.GPU) string {
+// allocatable differs from analyze's. width is the terminal's (0: no
+// limit), as in WriteTextWidth.
+func verdict(in Input, p Plan, gpu model.GPU, width int) string {
+	// The sentences wrap at 80 columns, or at a narrower terminal's width.
+	wrapAt := 80
+	if width > 0 {
+		wrapAt = min(width, 80)
+	}
 	m := p.Before
 	v := frag.Judge(frag.Stake{Health: m.Health, CachedFree: m.CachedFree, Reserved: m.Reserved, Capacity: m.Capacity})
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "fragmentation: %s (%s)\n", v.Label, v.Why)
+	sb.WriteString(human.WrapLong(fmt.Sprintf("fragmentation: %s (%s)\n", v.Label, v.Why), width))
 	if why := nothingToGain(in.Layout, p); why != "" {
-		sb.WriteString(human.Wrap("nothing to gain: "+why, 80) + "\n")
+		sb.WriteString(human.Wrap("nothing to gain: "+why, wrapAt) + "\n")
 	}
 	if in.Source == "snapshot" {
 		sb.WriteString(human.Wrap(fmt.Sprintf("max allocatable assumes the %s's usable %s (--gpu); gpufrag analyze takes --capacity, else the capacity an oom entry of the trace records, else %s, so its figure can differ.",
-			gpu.Name, human.Bytes(gpu.Capacity), human.Bytes(analyzeCapacity)), 80) + "\n")
+			gpu.Name, human.Bytes(gpu.Capacity), human.Bytes(analyzeCapacity)), wrapAt) + "\n")
 	}
 	return sb.String()
 }

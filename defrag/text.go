@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/frag"
 	"github.com/gpufrag/gpufrag/internal/human"
@@ -21,6 +22,17 @@ import (
 // first maxMoves moves (-1: all; 0: none). Names from the file are escaped
 // (untrusted.Printable).
 func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMoves int) error {
+	return WriteTextWidth(w, in, gpu, cm, p, maxMoves, 0)
+}
+
+// WriteTextWidth is WriteText for a terminal width columns wide (0: no
+// limit, the layout of WriteText): a line longer than width wraps at its
+// spaces, a sentence's further lines indented (human.WrapLong), a figure's
+// (the pause and its cost model) under its value's column; the sentences
+// that wrap at 80 columns in every layout wrap at width where that is
+// narrower. The table of metrics before and after (54 columns) is left as
+// it is.
+func WriteTextWidth(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMoves, width int) error {
 	var b strings.Builder
 	sb := &b
 	pauseNs := Cost(p, gpu, cm)
@@ -28,13 +40,20 @@ func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMo
 	if in.Source == "snapshot" {
 		what = fmt.Sprintf("snapshot, device %d", in.Device)
 	}
-	fmt.Fprintf(sb, "%s (%s, %s allocator rules)\n", untrusted.Printable(in.Name), what, p.Allocator)
+	sb.WriteString(human.WrapLong(fmt.Sprintf("%s (%s, %s allocator rules)\n", untrusted.Printable(in.Name), what, p.Allocator), width))
 	state := "reached"
 	if !p.Reached {
 		state = "NOT reached"
 	}
-	fmt.Fprintf(sb, "goal %s: %s\n%s\n", p.Goal, state, verdict(in, p, gpu))
-	row := func(k, v string) { fmt.Fprintf(sb, "  %-13s %s\n", k, v) }
+	fmt.Fprintf(sb, "goal %s: %s\n%s\n", p.Goal, state, verdict(in, p, gpu, width))
+	// A figure's value starts at column 16; one longer than the line
+	// wraps under that column.
+	row := func(k, v string) {
+		if width > 0 && 16+utf8.RuneCountInString(v) > width {
+			v = strings.ReplaceAll(human.Wrap(v, max(width-16, 20)), "\n", "\n"+strings.Repeat(" ", 16))
+		}
+		fmt.Fprintf(sb, "  %-13s %s\n", k, v)
+	}
 	row("moves", fmt.Sprintf("%d", len(p.Moves)))
 	ratio := "-"
 	if p.LowerBound > 0 && p.Reached {
@@ -65,11 +84,15 @@ func WriteText(w io.Writer, in Input, gpu model.GPU, cm CostModel, p Plan, maxMo
 	mrow("frag rate", func(m frag.Metrics) string { return fmt.Sprintf("%.3f", m.FragRate) })
 	mrow("segments", func(m frag.Metrics) string { return fmt.Sprintf("%d", m.Segments) })
 	mrow("free blocks", func(m frag.Metrics) string { return fmt.Sprintf("%d", m.FreeBlocks) })
-	sb.WriteString("\n  After: the layout once the moves are done; the freed segments are still\n  reserved until empty_cache.\n")
+	after := "\n  After: the layout once the moves are done; the freed segments are still\n  reserved until empty_cache.\n"
+	if width > 0 && width < 74 { // its first line's width
+		after = "\n" + human.Indent(human.Wrap(after, width-2), "  ") + "\n"
+	}
+	sb.WriteString(after)
 	if len(p.Notes) > 0 {
 		sb.WriteString("\nNotes:\n")
 		for _, n := range p.Notes {
-			sb.WriteString("  - " + untrusted.Printable(n) + "\n")
+			sb.WriteString(human.WrapLong("  - "+untrusted.Printable(n)+"\n", width))
 		}
 	}
 	if len(p.Moves) > 0 && maxMoves != 0 {

@@ -2,8 +2,10 @@ package defrag_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
@@ -47,6 +49,77 @@ func TestWriteText(t *testing.T) {
 	if out := b.String(); !strings.HasPrefix(out, "l.json (saved layout, ") || strings.Contains(out, "Moves (") ||
 		strings.Contains(out, "gpufrag analyze assumes") {
 		t.Errorf("a layout file with --moves 0:\n%s", out)
+	}
+}
+
+// TestWriteTextWidth: the fragmentation sentence and the pause (112 and
+// 105 columns here), which a pipe or a file keeps, wrap on a terminal of 80 columns, the pause under its value's
+// column; on 60 the sentences wrapped at 80 in every layout wrap too;
+// every word kept; a terminal as wide as the widest line gets WriteText's
+// bytes.
+func TestWriteTextWidth(t *testing.T) {
+	l := benchLayout(t, "caching", 500, 3)
+	p, err := defrag.PlanLayout(l, defrag.Goal{}, defrag.Options{Allocator: registry.MustParse("caching")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := model.LookupGPU("h100-80g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := defrag.Input{Name: "serving.pickle", Source: "snapshot", Layout: l}
+	text := func(width int) string {
+		var b strings.Builder
+		if err := defrag.WriteTextWidth(&b, in, gpu, defrag.DefaultCostModel, p, -1, width); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	var plain strings.Builder
+	if err := defrag.WriteText(&plain, in, gpu, defrag.DefaultCostModel, p, -1); err != nil {
+		t.Fatal(err)
+	}
+	full := text(0)
+	if full != plain.String() {
+		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
+	}
+	widest := func(text string) (int, string) {
+		n, line := 0, ""
+		for _, l := range strings.Split(text, "\n") {
+			if c := utf8.RuneCountInString(l); c > n {
+				n, line = c, l
+			}
+		}
+		return n, line
+	}
+	_, line, _ := strings.Cut(full, "\n  pause ")
+	line, _, _ = strings.Cut(line, "\n")
+	if n := len("  pause ") + utf8.RuneCountInString(line); n <= 100 {
+		t.Fatalf("the pause is %d columns (%q): the test needs one over 100", n, line)
+	}
+	n, _ := widest(full)
+	if got := text(n); got != full {
+		t.Errorf("on %d columns:\n%s\nwant:\n%s", n, got, full)
+	}
+	sorted := func(text string) []string {
+		w := strings.Fields(text)
+		slices.Sort(w)
+		return w
+	}
+	for _, cols := range []int{80, 60} {
+		got := text(cols)
+		if n, line := widest(got); n > cols {
+			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
+		}
+		if !slices.Equal(sorted(got), sorted(full)) {
+			t.Errorf("on %d columns the words differ from the full-width report's:\n%s", cols, got)
+		}
+	}
+	// The pause's further line under its value.
+	_, pause, _ := strings.Cut(text(80), "\n  pause         ")
+	lines := strings.Split(pause, "\n")
+	if !strings.HasPrefix(lines[1], strings.Repeat(" ", 16)+"per move") || !strings.HasSuffix(lines[1], " per page)") {
+		t.Errorf("on 80 columns the pause reads:\n%s\n%s", lines[0], lines[1])
 	}
 }
 

@@ -116,5 +116,5 @@ func runDefrag(cmd *cobra.Command, f defragFlags, path string) error {
 	if f.json {
 		return writeJSON(out, defrag.NewReport(name, in.Source, f.device, gpu, cm, &p, f.moves), true)
 	}
-	return defrag.WriteText(out, in, gpu, cm, p, f.moves)
+	return defrag.WriteTextWidth(out, in, gpu, cm, p, f.moves, tableWidth(out))
 }

@@ -437,3 +437,33 @@ func TestDiffFitsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestDefragFitsTerminal: defrag's fragmentation sentence and pause (96
+// and 106 columns in a pipe on the example snapshot, 107 with a note that
+// no room was made) fit a terminal of 80, every name and figure kept; a
+// terminal wide enough gets the piped bytes.
+func TestDefragFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	for _, args := range [][]string{
+		{"defrag", "../../../../examples/snapshot.pickle"},
+		{"defrag", "../../../../examples/snapshot.pickle", "--goal", "fit:2GiB", "--gpu", "h200-141g"},
+	} {
+		code, piped, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args, code, stderr)
+		}
+		if n, line := widestLine(piped); n <= 100 {
+			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
+		}
+		got := onTerminal(t, 80, args...)
+		if n, line := widestLine(got); n > 80 {
+			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
+		}
+		if !slices.Equal(words(got), words(piped)) {
+			t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
+		}
+		if got := onTerminal(t, 200, args...); got != piped {
+			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
+		}
+	}
+}
