@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -69,5 +70,74 @@ func TestWriteTextLongNodeName(t *testing.T) {
 		if strings.Contains(line, "  requested  ") && len([]rune(line)) > maxNodeName+80 {
 			t.Errorf("table %d columns wide: %q", len([]rune(line)), line)
 		}
+	}
+}
+
+// TestWriteTextWidth: on a terminal of 80 columns the sentences (up to 126
+// columns in a pipe) wrap, every name and figure kept, and a model name
+// longer than maxModelName keeps its end, so that the table, stacked,
+// fits; a pipe or a file (width 0) gets the model whole, and so does a
+// terminal as wide as the widest line, which gets WriteText's bytes.
+func TestWriteTextWidth(t *testing.T) {
+	r := Inspect(readFixture(t), cluster.DefaultCoverage)
+	text := func(width int) string {
+		var sb strings.Builder
+		if err := r.WriteTextWidth(&sb, "saved.json", true, width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	var plain strings.Builder
+	if err := r.WriteText(&plain, "saved.json", true); err != nil {
+		t.Fatal(err)
+	}
+	full := text(0)
+	if full != plain.String() {
+		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
+	}
+	widest := func(text string) (int, string) {
+		n, line := 0, ""
+		for _, l := range strings.Split(text, "\n") {
+			if c := len([]rune(l)); c > n {
+				n, line = c, l
+			}
+		}
+		return n, line
+	}
+	n, line := widest(full)
+	if n <= 100 {
+		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 100", n, line)
+	}
+	if got := text(n); got != full {
+		t.Errorf("on %d columns:\n%s\nwant:\n%s", n, got, full)
+	}
+	sorted := func(text string) []string {
+		w := strings.Fields(text)
+		slices.Sort(w)
+		return w
+	}
+	got := text(80)
+	if n, line := widest(got); n > 80 {
+		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
+	}
+	if !slices.Equal(sorted(got), sorted(full)) {
+		t.Errorf("on 80 columns the words differ from the full-width report's:\n%s", got)
+	}
+
+	long := "NVIDIA-A100-SXM4-80GB" + strings.Repeat("-partitioned", 8)
+	r.PerNode[0].Model = long
+	full = text(0)
+	if !strings.Contains(full, "  "+long+"  ") {
+		t.Errorf("without a width the model is not whole:\n%s", full)
+	}
+	if n, _ := widest(full); text(n) != full {
+		t.Errorf("on %d columns, as wide as the table, with a long model:\n%s\nwant:\n%s", n, text(n), full)
+	}
+	got = text(80)
+	if n, line := widest(got); n > 80 {
+		t.Errorf("on 80 columns with a long model a line is %d: %q\n%s", n, line, got)
+	}
+	if want := " …" + long[len(long)-maxModelName+1:] + "  "; !strings.Contains(got, want) {
+		t.Errorf("on 80 columns no %q in:\n%s", want, got)
 	}
 }

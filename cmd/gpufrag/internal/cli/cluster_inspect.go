@@ -81,7 +81,7 @@ func newClusterInspectCmd(stdout io.Writer) *cobra.Command {
 			if asJSON {
 				return writeJSON(stdout, rep, true)
 			}
-			return rep.WriteText(stdout, label, all)
+			return rep.WriteTextWidth(stdout, label, all, tableWidth(stdout))
 		},
 	}
 	withHelp(cmd, "cluster-inspect")

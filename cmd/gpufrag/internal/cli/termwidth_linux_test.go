@@ -467,3 +467,43 @@ func TestDefragFitsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterInspectFitsTerminal: cluster inspect's sentences (up to 126
+// columns in a pipe) fit a terminal of 80, every name and figure kept;
+// over hostile names (a long escaped model) the table, 176 columns in a
+// pipe, fits it too, the node and the model clipped; a terminal wide
+// enough gets the piped bytes.
+func TestClusterInspectFitsTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	saved := []string{"cluster", "inspect", "--all", "--from", "../../../../cluster/kube/testdata/cluster.json"}
+	hostile := []string{"cluster", "inspect", "--all", "--from", "../../../../cluster/kube/testdata/hostile.json"}
+	for _, args := range [][]string{saved, hostile} {
+		code, piped, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args, code, stderr)
+		}
+		if n, line := widestLine(piped); n <= 100 {
+			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
+		}
+		got := onTerminal(t, 80, args...)
+		if got := onTerminal(t, 400, args...); got != piped {
+			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
+		}
+		if args[len(args)-1] == saved[len(saved)-1] {
+			if n, line := widestLine(got); n > 80 {
+				t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
+			}
+			if !slices.Equal(words(got), words(piped)) {
+				t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
+			}
+			continue
+		}
+		// A hostile name is one word of 70 escaped characters, which
+		// the sentences print whole: the table must fit.
+		_, table, _ := strings.Cut(got, "\n\n")
+		table, _, _ = strings.Cut(table, "\n\n")
+		if n, line := widestLine(table); n > 80 || !strings.Contains(table, "…") {
+			t.Errorf("%s: on 80 columns a line of the table is %d: %q\n%s", args, n, line, table)
+		}
+	}
+}
