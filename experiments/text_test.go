@@ -3,6 +3,7 @@ package experiments
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestWriteText prints outcomes that take every branch: a reduced verdict,
@@ -45,6 +46,93 @@ func TestWriteListText(t *testing.T) {
 	}
 	if got, want := sb.String(), "paged                        simulate   Paged is better.\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestWriteTextWidth: on a terminal narrower than its lines the verdict
+// wraps 2 further in, a claim and a setup under their text (column 11), a
+// rule under its rule, a reason under itself; width 0, and a terminal wide
+// enough, get WriteText's bytes.
+func TestWriteTextWidth(t *testing.T) {
+	outs := []*Outcome{
+		{Name: "paged-vs-contiguous", Verdict: "holds in part", Reduced: true,
+			Claim:  "Paged KV caches cut fragmentation from 20-35% to single digits (below 8%) and raise throughput 2-3x.",
+			Setup:  "opt-13b on a100-40g, 366 generated requests, 3m simulated, seed 42",
+			Checks: []CheckResult{{Rule: "output_tokens_per_s of paged ÷ contiguous in [2, 3]", Value: 2.257, Pass: true}}},
+		{Name: "b", Claim: "B.", Verdict: "skipped", Skipped: "no data: ../shared/data/traces/AzureLLMInferenceTrace_conv.csv is absent"},
+	}
+	text := func(width int) string {
+		var sb strings.Builder
+		if err := WriteTextWidth(&sb, outs, width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	var plain strings.Builder
+	if err := WriteText(&plain, outs); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(0); got != plain.String() {
+		t.Errorf("width 0:\n%s\nwant WriteText's:\n%s", got, plain.String())
+	}
+	widest := 0
+	for _, line := range strings.Split(plain.String(), "\n") {
+		widest = max(widest, utf8.RuneCountInString(line))
+	}
+	if got := text(widest); got != plain.String() {
+		t.Errorf("width %d, the widest line's:\n%s\nwant WriteText's:\n%s", widest, got, plain.String())
+	}
+	want := `paged-vs-contiguous: HOLDS IN PART (reduced size: may
+  differ from the full-size verdict in docs/findings.md)
+  claim:   Paged KV caches cut fragmentation from 20-35% to
+           single digits (below 8%) and raise throughput
+           2-3x.
+  setup:   opt-13b on a100-40g, 366 generated requests, 3m
+           simulated, seed 42
+  pass  output_tokens_per_s of paged ÷ contiguous in [2, 3]:
+        2.257
+
+b: SKIPPED
+  claim:   B.
+  skipped: no data:
+           ../shared/data/traces/AzureLLMInferenceTrace_conv.csv
+           is absent
+`
+	if got := text(60); got != want {
+		t.Errorf("width 60:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestWriteListTextWidth: where a line is longer than the terminal, each
+// experiment's name and kind go on a line and its claim under them,
+// wrapped; width 0, and a terminal wide enough, keep one line each.
+func TestWriteListTextWidth(t *testing.T) {
+	entries := []ListEntry{
+		{Name: "paged", Kind: "scenario", Claim: "Paged is better."},
+		{Name: "expandable-segments", Kind: "scenario",
+			Claim: "PyTorch's expandable_segments lowers fragmentation markedly, but does not remove it while blocks stay live across phases."},
+	}
+	text := func(width int) string {
+		var sb strings.Builder
+		if err := WriteListTextWidth(&sb, entries, width); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	full := "paged                        scenario   Paged is better.\n" +
+		"expandable-segments          scenario   PyTorch's expandable_segments lowers fragmentation markedly, but does not remove it while blocks stay live across phases.\n"
+	for _, width := range []int{0, 161} {
+		if got := text(width); got != full {
+			t.Errorf("width %d:\n%s\nwant:\n%s", width, got, full)
+		}
+	}
+	want := "paged                        scenario\n" +
+		"    Paged is better.\n" +
+		"expandable-segments          scenario\n" +
+		"    PyTorch's expandable_segments lowers fragmentation markedly, but does not\n" +
+		"    remove it while blocks stay live across phases.\n"
+	if got := text(80); got != want {
+		t.Errorf("width 80:\n%s\nwant:\n%s", got, want)
 	}
 }
 

@@ -42,7 +42,7 @@ func newExperimentsListCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out, entries, true)
 			}
-			return experiments.WriteListText(out, entries)
+			return experiments.WriteListTextWidth(out, entries, tableWidth(out))
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as a JSON array")
@@ -118,7 +118,7 @@ func runExperiments(cmd *cobra.Command, f *experimentsRunFlags, names []string) 
 	if f.json {
 		return writeJSON(out, outs, true)
 	}
-	return experiments.WriteText(out, outs)
+	return experiments.WriteTextWidth(out, outs, tableWidth(out))
 }
 
 // checkFindingsOutputs refuses --write-findings when a file it writes

@@ -507,3 +507,31 @@ func TestClusterInspectFitsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentsFitTerminal: experiments list (claims on lines up to 302
+// columns in a pipe) and run (an arithmetic experiment's claim, 83) fit a
+// terminal of 80, every word kept; a terminal wide enough gets the piped
+// bytes.
+func TestExperimentsFitTerminal(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	for _, args := range [][]string{{"experiments", "list"}, {"experiments", "run", "kv-1m-llama70b"}} {
+		code, piped, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args, code, stderr)
+		}
+		n, line := widestLine(piped)
+		if n <= 80 {
+			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 80", args, n, line)
+		}
+		got := onTerminal(t, 80, args...)
+		if n, line := widestLine(got); n > 80 {
+			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
+		}
+		if !slices.Equal(words(got), words(piped)) {
+			t.Errorf("%s: the words differ from the full-width report's:\n%s", args, got)
+		}
+		if got := onTerminal(t, n, args...); got != piped {
+			t.Errorf("%s: a terminal of %d columns, as wide as the widest line, changed the output:\n%s", args, n, got)
+		}
+	}
+}
