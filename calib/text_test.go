@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // TestFitReportWriteText prints a report built by hand and checks each
@@ -77,16 +79,7 @@ func TestFitReportWriteTextWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := plain.String()
-	widest := func(text string) (int, string) {
-		n, line := 0, ""
-		for _, l := range strings.Split(text, "\n") {
-			if c := len([]rune(l)); c > n {
-				n, line = c, l
-			}
-		}
-		return n, line
-	}
-	if n, line := widest(full); n <= 80 {
+	if n, line := testkit.WidestLine(full); n <= 80 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 80", n, line)
 	}
 	for _, width := range []int{0, 200} {
@@ -95,7 +88,7 @@ func TestFitReportWriteTextWidth(t *testing.T) {
 		}
 	}
 	got := text(80)
-	if n, line := widest(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
 	}
 	if fields := strings.Fields(got); len(fields) != len(strings.Fields(full)) {

@@ -10,6 +10,7 @@ import (
 	"github.com/gpufrag/gpufrag/alloc/registry"
 	"github.com/gpufrag/gpufrag/defrag"
 	"github.com/gpufrag/gpufrag/frag"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/model"
 )
@@ -83,21 +84,12 @@ func TestWriteTextWidth(t *testing.T) {
 	if full != plain.String() {
 		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
 	}
-	widest := func(text string) (int, string) {
-		n, line := 0, ""
-		for _, l := range strings.Split(text, "\n") {
-			if c := utf8.RuneCountInString(l); c > n {
-				n, line = c, l
-			}
-		}
-		return n, line
-	}
 	_, line, _ := strings.Cut(full, "\n  pause ")
 	line, _, _ = strings.Cut(line, "\n")
 	if n := len("  pause ") + utf8.RuneCountInString(line); n <= 100 {
 		t.Fatalf("the pause is %d columns (%q): the test needs one over 100", n, line)
 	}
-	n, _ := widest(full)
+	n, _ := testkit.WidestLine(full)
 	if got := text(n); got != full {
 		t.Errorf("on %d columns:\n%s\nwant:\n%s", n, got, full)
 	}
@@ -108,7 +100,7 @@ func TestWriteTextWidth(t *testing.T) {
 	}
 	for _, cols := range []int{80, 60} {
 		got := text(cols)
-		if n, line := widest(got); n > cols {
+		if n, line := testkit.WidestLine(got); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
 		if !slices.Equal(sorted(got), sorted(full)) {

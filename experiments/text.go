@@ -87,7 +87,7 @@ func WriteListTextWidth(w io.Writer, entries []ListEntry, width int) error {
 	for _, e := range entries {
 		fmt.Fprintf(&sb, "%-28s %-10s %s\n", e.Name, e.Kind, e.Claim)
 	}
-	if width > 0 && widestLine(sb.String()) > width {
+	if width > 0 && human.Widest(sb.String()) > width {
 		sb.Reset()
 		for _, e := range entries {
 			fmt.Fprintf(&sb, "%s\n%s\n", strings.TrimRight(fmt.Sprintf("%-28s %s", e.Name, e.Kind), " "), hang("    ", e.Claim, width))
@@ -95,15 +95,6 @@ func WriteListTextWidth(w io.Writer, entries []ListEntry, width int) error {
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
-}
-
-// widestLine is the width in characters of text's longest line.
-func widestLine(text string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		n = max(n, utf8.RuneCountInString(line))
-	}
-	return n
 }
 
 // FindingsFiles are the files WriteFindings writes for exps, as paths

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/cluster"
 	"github.com/gpufrag/gpufrag/internal/human"
@@ -67,7 +66,7 @@ func (r *Report) WriteTextWidth(w io.Writer, from string, all bool, width int) e
 		wide.Width = 0
 		var wb strings.Builder
 		wide.Write(&wb)
-		if widestLine(wb.String()) > width {
+		if human.Widest(wb.String()) > width {
 			for _, row := range t.Rows {
 				row[1] = human.ClipName(untrusted.Printable(row[1]), maxModelName)
 			}
@@ -98,13 +97,4 @@ func (r *Report) WriteTextWidth(w io.Writer, from string, all bool, width int) e
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// widestLine is the width in characters of text's longest line.
-func widestLine(text string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		n = max(n, utf8.RuneCountInString(line))
-	}
-	return n
 }

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/gpufrag/gpufrag/cluster"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 // The text report lists the GPU nodes with idle GPUs (all of them with
@@ -95,16 +96,7 @@ func TestWriteTextWidth(t *testing.T) {
 	if full != plain.String() {
 		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
 	}
-	widest := func(text string) (int, string) {
-		n, line := 0, ""
-		for _, l := range strings.Split(text, "\n") {
-			if c := len([]rune(l)); c > n {
-				n, line = c, l
-			}
-		}
-		return n, line
-	}
-	n, line := widest(full)
+	n, line := testkit.WidestLine(full)
 	if n <= 100 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 100", n, line)
 	}
@@ -117,7 +109,7 @@ func TestWriteTextWidth(t *testing.T) {
 		return w
 	}
 	got := text(80)
-	if n, line := widest(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
 	}
 	if !slices.Equal(sorted(got), sorted(full)) {
@@ -130,11 +122,11 @@ func TestWriteTextWidth(t *testing.T) {
 	if !strings.Contains(full, "  "+long+"  ") {
 		t.Errorf("without a width the model is not whole:\n%s", full)
 	}
-	if n, _ := widest(full); text(n) != full {
+	if n, _ := testkit.WidestLine(full); text(n) != full {
 		t.Errorf("on %d columns, as wide as the table, with a long model:\n%s\nwant:\n%s", n, text(n), full)
 	}
 	got = text(80)
-	if n, line := widest(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns with a long model a line is %d: %q\n%s", n, line, got)
 	}
 	if want := " …" + long[len(long)-maxModelName+1:] + "  "; !strings.Contains(got, want) {

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -104,26 +104,17 @@ func TestWriteTextWidth(t *testing.T) {
 	if full != plain.String() {
 		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
 	}
-	widest := func(text string) (int, string) {
-		n, line := 0, ""
-		for _, l := range strings.Split(text, "\n") {
-			if c := utf8.RuneCountInString(l); c > n {
-				n, line = c, l
-			}
-		}
-		return n, line
-	}
 	_, legend, _ := strings.Cut(full, "\n\nallocated: ")
-	if n, _ := widest(legend); n != 94 {
+	if n, _ := testkit.WidestLine(legend); n != 94 {
 		t.Errorf("the full-width legend is %d columns, want 94:\n%s", n, legend)
 	}
-	n, _ := widest(full)
+	n, _ := testkit.WidestLine(full)
 	if got := text(n); got != full {
 		t.Errorf("on %d columns:\n%s\nwant:\n%s", n, got, full)
 	}
 	for _, cols := range []int{80, 60} {
 		got := text(cols)
-		if n, line := widest(got); n > cols {
+		if n, line := testkit.WidestLine(got); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
 		// Sorted: a stacked table's cells change places; without the

@@ -119,7 +119,7 @@ func (t Table) Write(sb *strings.Builder) {
 	}
 	var wide strings.Builder
 	t.writeWide(&wide, rows, t.widths(rows, 0))
-	if widest(wide.String()) <= t.Width {
+	if Widest(wide.String()) <= t.Width {
 		sb.WriteString(wide.String())
 		return
 	}
@@ -378,8 +378,9 @@ func groupLine(groups []Group, width []int, from, to int) string {
 	return line.String()
 }
 
-// widest is the width in characters of text's longest line.
-func widest(text string) int {
+// Widest is the width in characters of text's longest line: whether a
+// text fits a terminal of that many columns.
+func Widest(text string) int {
 	n := 0
 	for _, line := range strings.Split(text, "\n") {
 		n = max(n, utf8.RuneCountInString(line))

@@ -234,7 +234,7 @@ fgd     97.99% ±0.14  2.01%          398
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
-	if n := widest(got); n > tb.Width {
+	if n := Widest(got); n > tb.Width {
 		t.Errorf("%d columns, over %d", n, tb.Width)
 	}
 	// Names that leave the figures too little room stack.

@@ -478,19 +478,11 @@ func (o *Outliers) writeTable(b *strings.Builder, width int) {
 		}
 		wide.WriteString("\n")
 	}
-	if width <= 0 || widestLine(wide.String()) <= width {
+	if width <= 0 || human.Widest(wide.String()) <= width {
 		b.WriteString(wide.String())
 		return
 	}
-	t := human.Table{Head: head, Rows: rows, Width: width - 2}
-	var table strings.Builder
-	t.Write(&table)
-	for _, line := range strings.SplitAfter(table.String(), "\n") {
-		if strings.TrimSpace(line) != "" {
-			b.WriteString("  ") // the report's indent of a table
-		}
-		b.WriteString(line)
-	}
+	writeIndented(b, human.Table{Head: head, Rows: rows, Width: width - 2})
 }
 
 var shortMetric = []string{"reserved", "allocated", "cached free", "stranded", "rounding", "largest free", "health", "segments", "OOMs"}

@@ -247,7 +247,7 @@ func writeWorstSegments(b *strings.Builder, ws []SegmentWaste, termWidth int) {
 		fmt.Fprintf(&wide, "  %-16s %10s %-8s %5d %5d %10s %10s %10s\n", fmt.Sprintf("%#x", w.Address), fb(w.Size), untrusted.Printable(w.Pool),
 			w.LiveBlocks, w.FreeBlocks, fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste))
 	}
-	if termWidth <= 0 || widestLine(wide.String()) <= termWidth {
+	if termWidth <= 0 || human.Widest(wide.String()) <= termWidth {
 		b.WriteString(wide.String())
 		return
 	}
@@ -256,11 +256,17 @@ func writeWorstSegments(b *strings.Builder, ws []SegmentWaste, termWidth int) {
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%#x", w.Address), fb(w.Size), human.ClipName(untrusted.Printable(w.Pool), segmentPoolCap),
 			fmt.Sprint(w.LiveBlocks), fmt.Sprint(w.FreeBlocks), fb(w.Stranded), fb(w.LargestFree), fb(w.InternalWaste)})
 	}
+	writeIndented(b, t)
+}
+
+// writeIndented writes t with the report's indent of a table (2 spaces)
+// before every line that is not blank.
+func writeIndented(b *strings.Builder, t human.Table) {
 	var table strings.Builder
 	t.Write(&table)
 	for _, line := range strings.SplitAfter(table.String(), "\n") {
 		if strings.TrimSpace(line) != "" {
-			b.WriteString("  ") // the report's indent of a table
+			b.WriteString("  ")
 		}
 		b.WriteString(line)
 	}
@@ -271,15 +277,6 @@ func writeWorstSegments(b *strings.Builder, ws []SegmentWaste, termWidth int) {
 // whole, a longer name (a snapshot's own segment type) keeps its end, so
 // that the table still fits 80 columns.
 const segmentPoolCap = 12
-
-// widestLine is the width in characters of text's longest line.
-func widestLine(text string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		n = max(n, utf8.RuneCountInString(line))
-	}
-	return n
-}
 
 // siteNameWidth caps a call site or frame as the text prints it: longer
 // ones keep their end (the function) after a leading "…" (human.ClipName).

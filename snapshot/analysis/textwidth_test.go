@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/snapshot"
 	"github.com/gpufrag/gpufrag/snapshot/analysis"
 )
@@ -21,16 +21,6 @@ func section(t *testing.T, text, title string) string {
 	}
 	s, _, _ = strings.Cut(s, "\n\n")
 	return strings.TrimSuffix(s, "\n") // the report's last section
-}
-
-func widestOf(text string) (int, string) {
-	n, widest := 0, ""
-	for _, line := range strings.Split(text, "\n") {
-		if c := utf8.RuneCountInString(line); c > n {
-			n, widest = c, line
-		}
-	}
-	return n, widest
 }
 
 // TestWorstSegmentsFitTerminal: the table of the segments that waste most
@@ -76,7 +66,7 @@ func TestWorstSegmentsFitTerminal(t *testing.T) {
 		t.Errorf("without a width the pool is not whole:\n%s", full)
 	}
 	narrow = section(t, text(80), title)
-	if n, line := widestOf(narrow); n > 80 {
+	if n, line := testkit.WidestLine(narrow); n > 80 {
 		t.Errorf("on 80 columns with a long pool a line is %d: %q\n%s", n, line, narrow)
 	}
 	rows := strings.Split(narrow, "\n")
@@ -162,12 +152,12 @@ func TestDiffWriteTextWidth(t *testing.T) {
 	if got := section(t, full, title); got != wantFull {
 		t.Errorf("without a width:\n%s\nwant:\n%s", got, wantFull)
 	}
-	widest, _ := widestOf(full)
+	widest, _ := testkit.WidestLine(full)
 	if got := text(widest); got != full {
 		t.Errorf("on %d columns:\n%s\nwant:\n%s", widest, got, full)
 	}
 	got := text(80)
-	if n, line := widestOf(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
 	}
 	_, sites, _ := strings.Cut(got, "\nAllocation sites whose memory moved most (held = allocated + stranded free; 1\n  moved)\n")
@@ -185,7 +175,7 @@ func TestDiffWriteTextWidth(t *testing.T) {
 	long := "/srv/" + strings.Repeat("a", 100) + "/cache.py:5"
 	d.Devices[0].Sites[0].Site = long + " grow" + strings.Repeat(" < serve.py:12 main", 5)
 	got = text(80)
-	if n, line := widestOf(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns with a long stack a line is %d: %q\n%s", n, line, got)
 	}
 	_, sites, _ = strings.Cut(got, "20MiB\n")
@@ -228,7 +218,7 @@ func TestOutliersWriteTextWidth(t *testing.T) {
 	if full != plain.String() {
 		t.Errorf("width 0 is not WriteText:\n%s\nwant:\n%s", full, plain.String())
 	}
-	widest, _ := widestOf(full)
+	widest, _ := testkit.WidestLine(full)
 	if widest != 126 {
 		t.Errorf("the full-width text is %d columns, want the table's 126", widest)
 	}
@@ -236,7 +226,7 @@ func TestOutliersWriteTextWidth(t *testing.T) {
 		t.Errorf("on 126 columns:\n%s\nwant:\n%s", got, full)
 	}
 	got := text(80)
-	if n, line := widestOf(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
 	}
 	if !slices.Equal(strings.Fields(got), strings.Fields(full)) {

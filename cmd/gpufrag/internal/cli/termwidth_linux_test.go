@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
@@ -90,16 +91,6 @@ func words(text string) []string {
 	return w
 }
 
-func widestLine(text string) (int, string) {
-	n, widest := 0, ""
-	for _, line := range strings.Split(text, "\n") {
-		if c := utf8.RuneCountInString(line); c > n {
-			n, widest = c, line
-		}
-	}
-	return n, widest
-}
-
 // TestSimulateFitsTerminal: on a terminal narrower than simulate's tables
 // (its width, or COLUMNS), every line of the default report fits and
 // every name and figure is still there; on a terminal wide enough, and in
@@ -112,7 +103,7 @@ func TestSimulateFitsTerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	full, _ := widestLine(piped)
+	full, _ := testkit.WidestLine(piped)
 	if full <= 120 {
 		t.Fatalf("the full-width report is %d columns: the test needs one wider than its terminals", full)
 	}
@@ -189,11 +180,11 @@ func TestAnalyzeWhatIfFitsTerminal(t *testing.T) {
 		table, _, _ = strings.Cut(table, "\n\n")
 		return table
 	}
-	if n, line := widestLine(whatIf(piped)); n <= 80 {
+	if n, line := testkit.WidestLine(whatIf(piped)); n <= 80 {
 		t.Fatalf("the full-width what-if table is %d columns (%q): the test needs one wider than 80", n, line)
 	}
 	got := whatIf(onTerminal(t, 80, args...))
-	if n, line := widestLine(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns a what-if line is %d: %q\n%s", n, line, got)
 	}
 	if !strings.Contains(got, "\n  caching:garbage_collection_threshold:0.8,") || !strings.Contains(got, "\n    per_process_memory_fraction:1.0\n") {
@@ -216,12 +207,12 @@ func TestClusterSimulateFitsTerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if n, line := widestLine(piped); n <= 100 {
+	if n, line := testkit.WidestLine(piped); n <= 100 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 100", n, line)
 	}
 	for _, cols := range []int{100, 80} {
 		got := onTerminal(t, cols, args...)
-		if n, line := widestLine(got); n > cols {
+		if n, line := testkit.WidestLine(got); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
 		if !slices.Equal(words(got), words(piped)) {
@@ -258,13 +249,13 @@ func TestAdviseFitsTerminal(t *testing.T) {
 		t.Fatalf("no deploy command:\n%s", piped)
 	}
 	_, table, _ := strings.Cut(piped, "\n\n")
-	if n, line := widestLine(strings.SplitN(table, "\n\n", 2)[0]); n <= 100 {
+	if n, line := testkit.WidestLine(strings.SplitN(table, "\n\n", 2)[0]); n <= 100 {
 		t.Fatalf("the full-width table is %d columns (%q): the test needs one wider than 100", n, line)
 	}
 	for _, cols := range []int{80, 100} {
 		got := onTerminal(t, cols, args...)
 		body, cmd, _ := strings.Cut(got, "\nTo deploy it:\n")
-		if n, line := widestLine(body); n > cols {
+		if n, line := testkit.WidestLine(body); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
 		if !strings.HasSuffix(piped, "\nTo deploy it:\n"+cmd) {
@@ -302,12 +293,12 @@ func analyzeFitsTerminal(t *testing.T, args []string) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if n, line := widestLine(piped); n <= 200 {
+	if n, line := testkit.WidestLine(piped); n <= 200 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs a longer line", n, line)
 	}
 	_, segments, _ := strings.Cut(piped, "\nSegments that waste most")
 	segments, _, _ = strings.Cut(segments, "\n\n")
-	if n, line := widestLine(segments); n <= 80 {
+	if n, line := testkit.WidestLine(segments); n <= 80 {
 		t.Fatalf("the full-width segments table is %d columns (%q): the test needs one wider than 80", n, line)
 	}
 	for _, tc := range []struct {
@@ -318,7 +309,7 @@ func analyzeFitsTerminal(t *testing.T, args []string) {
 		t.Setenv("COLUMNS", tc.columns)
 		cols := tc.cols
 		got := onTerminal(t, tc.term, args...)
-		if n, line := widestLine(got); n > cols {
+		if n, line := testkit.WidestLine(got); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
 		// Each segment on one line, its address and its seven figures.
@@ -359,11 +350,11 @@ func TestReplayFitsTerminal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", args, code, stderr)
 		}
-		if n, line := widestLine(piped); n <= 80 {
+		if n, line := testkit.WidestLine(piped); n <= 80 {
 			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 80", args, n, line)
 		}
 		got := onTerminal(t, 80, args...)
-		if n, line := widestLine(got); n > 80 {
+		if n, line := testkit.WidestLine(got); n > 80 {
 			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 		}
 		if !slices.Equal(words(got), words(piped)) {
@@ -386,11 +377,11 @@ func TestCalibrateFitsTerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if n, line := widestLine(piped); n <= 80 {
+	if n, line := testkit.WidestLine(piped); n <= 80 {
 		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 80", n, line)
 	}
 	got := onTerminal(t, 80, args...)
-	if n, line := widestLine(got); n > 80 {
+	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
 	}
 	if !slices.Equal(words(got), words(piped)) {
@@ -422,11 +413,11 @@ func TestDiffFitsTerminal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", args, code, stderr)
 		}
-		if n, line := widestLine(piped); n <= 100 {
+		if n, line := testkit.WidestLine(piped); n <= 100 {
 			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
 		}
 		got := onTerminal(t, 80, args...)
-		if n, line := widestLine(got); n > 80 {
+		if n, line := testkit.WidestLine(got); n > 80 {
 			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 		}
 		if !slices.Equal(words(got), words(piped)) {
@@ -452,11 +443,11 @@ func TestDefragFitsTerminal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", args, code, stderr)
 		}
-		if n, line := widestLine(piped); n <= 100 {
+		if n, line := testkit.WidestLine(piped); n <= 100 {
 			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
 		}
 		got := onTerminal(t, 80, args...)
-		if n, line := widestLine(got); n > 80 {
+		if n, line := testkit.WidestLine(got); n > 80 {
 			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 		}
 		if !slices.Equal(words(got), words(piped)) {
@@ -482,7 +473,7 @@ func TestClusterInspectFitsTerminal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", args, code, stderr)
 		}
-		if n, line := widestLine(piped); n <= 100 {
+		if n, line := testkit.WidestLine(piped); n <= 100 {
 			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
 		}
 		got := onTerminal(t, 80, args...)
@@ -490,7 +481,7 @@ func TestClusterInspectFitsTerminal(t *testing.T) {
 			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
 		}
 		if args[len(args)-1] == saved[len(saved)-1] {
-			if n, line := widestLine(got); n > 80 {
+			if n, line := testkit.WidestLine(got); n > 80 {
 				t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 			}
 			if !slices.Equal(words(got), words(piped)) {
@@ -502,7 +493,7 @@ func TestClusterInspectFitsTerminal(t *testing.T) {
 		// the sentences print whole: the table must fit.
 		_, table, _ := strings.Cut(got, "\n\n")
 		table, _, _ = strings.Cut(table, "\n\n")
-		if n, line := widestLine(table); n > 80 || !strings.Contains(table, "…") {
+		if n, line := testkit.WidestLine(table); n > 80 || !strings.Contains(table, "…") {
 			t.Errorf("%s: on 80 columns a line of the table is %d: %q\n%s", args, n, line, table)
 		}
 	}
@@ -519,12 +510,12 @@ func TestExperimentsFitTerminal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", args, code, stderr)
 		}
-		n, line := widestLine(piped)
+		n, line := testkit.WidestLine(piped)
 		if n <= 80 {
 			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 80", args, n, line)
 		}
 		got := onTerminal(t, 80, args...)
-		if n, line := widestLine(got); n > 80 {
+		if n, line := testkit.WidestLine(got); n > 80 {
 			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 		}
 		if !slices.Equal(words(got), words(piped)) {
