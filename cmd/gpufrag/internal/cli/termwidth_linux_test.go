@@ -337,6 +337,36 @@ func analyzeFitsTerminal(t *testing.T, args []string) {
 	}
 }
 
+// fitsTerminal runs args in a pipe and on terminals: the piped report
+// must be wider than wider columns (else the test proves nothing); on 80
+// columns every line fits and the piped report's words all stay, in
+// order; and a terminal of wide columns (0: as wide as the piped report's
+// widest line) gets the piped bytes.
+func fitsTerminal(t *testing.T, wider, wide int, args ...string) {
+	t.Helper()
+	code, piped, stderr := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d: %s", args, code, stderr)
+	}
+	n, line := testkit.WidestLine(piped)
+	if n <= wider {
+		t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than %d", args, n, line, wider)
+	}
+	got := onTerminal(t, 80, args...)
+	if n, line := testkit.WidestLine(got); n > 80 {
+		t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
+	}
+	if !slices.Equal(words(got), words(piped)) {
+		t.Errorf("%s: the words differ from the full-width report's:\n%s", args, got)
+	}
+	if wide == 0 {
+		wide = n
+	}
+	if got := onTerminal(t, wide, args...); got != piped {
+		t.Errorf("%s: a terminal of %d columns changed the output:\n%s", args, wide, got)
+	}
+}
+
 // TestReplayFitsTerminal: replay's table, 100 columns in a pipe (123 with
 // a long allocator name), fits a terminal of 80, every name and figure
 // kept; a terminal wide enough gets the piped bytes.
@@ -346,23 +376,7 @@ func TestReplayFitsTerminal(t *testing.T) {
 		{"replay"},
 		{"replay", "../../../../examples/ops.jsonl", "--alloc", "caching", "--alloc", "caching:expandable_segments:True"},
 	} {
-		code, piped, stderr := run(t, "", args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", args, code, stderr)
-		}
-		if n, line := testkit.WidestLine(piped); n <= 80 {
-			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 80", args, n, line)
-		}
-		got := onTerminal(t, 80, args...)
-		if n, line := testkit.WidestLine(got); n > 80 {
-			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
-		}
-		if !slices.Equal(words(got), words(piped)) {
-			t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
-		}
-		if got := onTerminal(t, 200, args...); got != piped {
-			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
-		}
+		fitsTerminal(t, 80, 200, args...)
 	}
 }
 
@@ -373,23 +387,7 @@ func TestCalibrateFitsTerminal(t *testing.T) {
 	t.Setenv("COLUMNS", "")
 	args := []string{"calibrate", "../../../../examples/vllm_bench_qps01.json", "--holdout", "../../../../examples/vllm_bench_qps16.json",
 		"--model", "llama-3.1-70b", "--gpu", "a100-40g", "--tp", "8"}
-	code, piped, stderr := run(t, "", args...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if n, line := testkit.WidestLine(piped); n <= 80 {
-		t.Fatalf("the full-width report is %d columns (%q): the test needs one wider than 80", n, line)
-	}
-	got := onTerminal(t, 80, args...)
-	if n, line := testkit.WidestLine(got); n > 80 {
-		t.Errorf("on 80 columns a line is %d: %q\n%s", n, line, got)
-	}
-	if !slices.Equal(words(got), words(piped)) {
-		t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
-	}
-	if got := onTerminal(t, 300, args...); got != piped {
-		t.Errorf("a terminal wide enough changed the output:\n%s", got)
-	}
+	fitsTerminal(t, 80, 300, args...)
 }
 
 // TestDiffFitsTerminal: diff's sentences and sites table (109 and 100
@@ -409,23 +407,7 @@ func TestDiffFitsTerminal(t *testing.T) {
 		ranks = append(ranks, writeFile(t, dir, fmt.Sprintf("rank%d.pickle", i), b))
 	}
 	for _, args := range [][]string{pair, append(pair[:1:1], append([]string{"--full-stacks"}, pair[1:]...)...), ranks} {
-		code, piped, stderr := run(t, "", args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", args, code, stderr)
-		}
-		if n, line := testkit.WidestLine(piped); n <= 100 {
-			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
-		}
-		got := onTerminal(t, 80, args...)
-		if n, line := testkit.WidestLine(got); n > 80 {
-			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
-		}
-		if !slices.Equal(words(got), words(piped)) {
-			t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
-		}
-		if got := onTerminal(t, 200, args...); got != piped {
-			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
-		}
+		fitsTerminal(t, 100, 200, args...)
 	}
 }
 
@@ -439,23 +421,7 @@ func TestDefragFitsTerminal(t *testing.T) {
 		{"defrag", "../../../../examples/snapshot.pickle"},
 		{"defrag", "../../../../examples/snapshot.pickle", "--goal", "fit:2GiB", "--gpu", "h200-141g"},
 	} {
-		code, piped, stderr := run(t, "", args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", args, code, stderr)
-		}
-		if n, line := testkit.WidestLine(piped); n <= 100 {
-			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 100", args, n, line)
-		}
-		got := onTerminal(t, 80, args...)
-		if n, line := testkit.WidestLine(got); n > 80 {
-			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
-		}
-		if !slices.Equal(words(got), words(piped)) {
-			t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
-		}
-		if got := onTerminal(t, 200, args...); got != piped {
-			t.Errorf("%s: a terminal wide enough changed the output:\n%s", args, got)
-		}
+		fitsTerminal(t, 100, 200, args...)
 	}
 }
 
@@ -506,23 +472,6 @@ func TestClusterInspectFitsTerminal(t *testing.T) {
 func TestExperimentsFitTerminal(t *testing.T) {
 	t.Setenv("COLUMNS", "")
 	for _, args := range [][]string{{"experiments", "list"}, {"experiments", "run", "kv-1m-llama70b"}} {
-		code, piped, stderr := run(t, "", args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", args, code, stderr)
-		}
-		n, line := testkit.WidestLine(piped)
-		if n <= 80 {
-			t.Fatalf("%s: the full-width report is %d columns (%q): the test needs one wider than 80", args, n, line)
-		}
-		got := onTerminal(t, 80, args...)
-		if n, line := testkit.WidestLine(got); n > 80 {
-			t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
-		}
-		if !slices.Equal(words(got), words(piped)) {
-			t.Errorf("%s: the words differ from the full-width report's:\n%s", args, got)
-		}
-		if got := onTerminal(t, n, args...); got != piped {
-			t.Errorf("%s: a terminal of %d columns, as wide as the widest line, changed the output:\n%s", args, n, got)
-		}
+		fitsTerminal(t, 80, 0, args...)
 	}
 }
