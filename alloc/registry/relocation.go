@@ -33,8 +33,12 @@ func RelocationSummary() string {
 // "allocator"): "small" and "large" are the caching allocator's pools,
 // "arena", "vmm", "async" and "direct" those kinds'; the first segment
 // with one of these decides, and a layout with none (size-class pools such
-// as "8MiB") is sizeclass's.
+// as "8MiB") is sizeclass's. A layout without segments, which says
+// nothing, gets the default allocator (Default).
 func ForPools(l mem.Layout) Spec {
+	if len(l.Segments) == 0 {
+		return Default()
+	}
 	for _, s := range l.Segments {
 		switch s.Pool {
 		case "small", "large":

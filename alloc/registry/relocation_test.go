@@ -29,7 +29,7 @@ func TestRelocationSummary(t *testing.T) {
 // TestForPools: the allocator of a layout named by its pool names.
 func TestForPools(t *testing.T) {
 	for pools, want := range map[string]string{"small": "caching", "8MiB,large": "caching", "arena": "arena",
-		"vmm": "vmm", "async": "async", "direct": "direct", "8MiB": "sizeclass", "": "sizeclass"} {
+		"vmm": "vmm", "async": "async", "direct": "direct", "8MiB": "sizeclass", "": Default().String()} {
 		var l mem.Layout
 		for _, p := range strings.Split(pools, ",") {
 			if p != "" {
