@@ -247,6 +247,12 @@ func PlanLayout(l mem.Layout, g Goal, o Options) (Plan, error) {
 	p.Before = beforeMetrics(l, st)
 	p.Layout.MaxAllocatable = estimateMaxAllocatable(l, after, r, p.Before.LargestFreeBlock, facts)
 	p.After = afterMetrics(p.Before, p.Layout, facts.largest, facts.free)
+	if g.Kind == GoalFit && !p.Reached && p.Before.MaxAllocatable >= g.Size {
+		// The goal is room inside the segments held; the request itself
+		// needs none where the device can still give a segment.
+		p.Notes = append(p.Notes, fmt.Sprintf("a request of %s succeeds without compaction here: the allocator can take a new segment from the device's free memory (max allocatable, estimated: %s); this goal asks for room inside the segments it holds, which it cannot make",
+			mem.FormatBytes(g.Size), mem.FormatBytes(p.Before.MaxAllocatable)))
+	}
 	return p, nil
 }
 

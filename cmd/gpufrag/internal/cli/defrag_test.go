@@ -88,6 +88,26 @@ func TestDefragLayoutJSON(t *testing.T) {
 	}
 }
 
+// TestDefragFitNeedless: a fit goal the segments cannot make room for,
+// on a device whose free memory holds the request anyway, says that the
+// request needs no compaction (the plan alone said "NOT reached" with a
+// lower bound of 29.92GiB while 69GiB could be allocated); one that
+// cannot be allocated says nothing of the kind.
+func TestDefragFitNeedless(t *testing.T) {
+	for _, c := range []struct {
+		gpu  string
+		want bool
+	}{{"h200-141g", true}, {"a100-80g", false}} {
+		code, out, errb := run(t, "", "defrag", "../../../../examples/snapshot.pickle", "--goal", "fit:20GiB", "--gpu", c.gpu)
+		if code != 0 || !strings.Contains(out, "goal fit:20GiB: NOT reached") {
+			t.Fatalf("%s: exit %d: %s\n%s", c.gpu, code, errb, out)
+		}
+		if got := strings.Contains(out, "a request of 20GiB succeeds without compaction here"); got != c.want {
+			t.Errorf("%s: the note is there: %v, want %v\n%s", c.gpu, got, c.want, out)
+		}
+	}
+}
+
 func TestDefragText(t *testing.T) {
 	code, out, errb := run(t, "", "defrag", defragLayoutFile(t), "--goal", "fit:16MiB")
 	if code != 0 {
