@@ -73,12 +73,18 @@ func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// clusterPolicies expands --policy values; none means defaults.
-func clusterPolicies(values, defaults []string) []string {
+// clusterPolicies expands --policy values; none means defaults. A --policy
+// given that names no policy (--policy "," or an empty one) is a usage error:
+// it ran no policy and printed an empty report with status 0.
+func clusterPolicies(cmd *cobra.Command, values, defaults []string) ([]string, error) {
 	if len(values) == 0 {
-		return defaults
+		return defaults, nil
 	}
-	return cluster.SplitPolicies(values)
+	specs := cluster.SplitPolicies(values)
+	if len(specs) == 0 {
+		return nil, usageErrorf(cmd, "--policy %q names no policy: give one or more NAME[:key=value,...], comma-separated", strings.Join(values, ","))
+	}
+	return specs, nil
 }
 
 // clusterRunner runs a grid's n cells on parallel workers, with a
@@ -114,7 +120,10 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}}); err != nil {
 		return err
 	}
-	specs := clusterPolicies(f.policies, defaultClusterPolicies)
+	specs, err := clusterPolicies(cmd, f.policies, defaultClusterPolicies)
+	if err != nil {
+		return err
+	}
 	for _, s := range specs {
 		if err := cluster.CheckPolicy(s); errors.Is(err, cluster.ErrUnknownPolicy) {
 			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(human.SpecKind(s), cluster.PolicyNames()))
@@ -255,7 +264,10 @@ func runClusterVolcano(cmd *cobra.Command, f volcanoFlags, stdout, stderr io.Wri
 		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
 		return err
 	}
-	specs := clusterPolicies(f.policies, stock.StockGrid())
+	specs, err := clusterPolicies(cmd, f.policies, stock.StockGrid())
+	if err != nil {
+		return err
+	}
 	for _, s := range specs {
 		if !stock.IsStock(s) {
 			return usageErrorf(cmd, "--policy %s: only volcano-binpack, mostallocated and rtcr have a stock configuration", s)

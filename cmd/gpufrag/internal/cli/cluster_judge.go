@@ -130,7 +130,10 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {
 		return err
 	}
-	cands := clusterPolicies(f.policies, []string{"recommended"})
+	cands, err := clusterPolicies(cmd, f.policies, []string{"recommended"})
+	if err != nil {
+		return err
+	}
 	for _, s := range append([]string{f.ref}, cands...) {
 		if err := cluster.CheckPolicy(s); err != nil {
 			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(human.SpecKind(s), cluster.PolicyNames()))

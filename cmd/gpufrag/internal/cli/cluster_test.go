@@ -352,3 +352,23 @@ func TestClusterSimulateOversizedPod(t *testing.T) {
 		t.Errorf("six pods: stderr %q", errs)
 	}
 }
+
+// TestClusterPolicyNamesNone: a --policy that names no policy ("," or "")
+// is a usage error in every command that takes one; before, simulate and
+// volcano-config ran no policy and printed an empty report with status 0,
+// and judge failed with status 1 blaming an "empty cluster or workload".
+func TestClusterPolicyNamesNone(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"cluster", "simulate", "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "1"},
+		{"cluster", "volcano-config", "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "1"},
+		{"cluster", "judge", "--nodes", clusterNodes, "--set", "none", "--list", clusterPods, "--seeds", "1"},
+	} {
+		for _, p := range []string{",", "", " , "} {
+			var out, errb bytes.Buffer
+			code := Main(append(cmd[:len(cmd):len(cmd)], "--policy", p), strings.NewReader(""), &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), "names no policy") || out.Len() > 0 {
+				t.Errorf("%s --policy %q: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, \"names no policy\"", cmd[1], p, code, out.String(), errb.String())
+			}
+		}
+	}
+}
