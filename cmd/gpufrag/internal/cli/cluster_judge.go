@@ -134,7 +134,10 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	for _, s := range append([]string{f.ref}, cands...) {
+	if err := cluster.CheckPolicy(f.ref); err != nil {
+		return usageErrorf(cmd, "--ref: %v%s", err, human.DidYouMean(human.SpecKind(f.ref), cluster.PolicyNames()))
+	}
+	for _, s := range cands {
 		if err := cluster.CheckPolicy(s); err != nil {
 			return usageErrorf(cmd, "--policy: %v%s", err, human.DidYouMean(human.SpecKind(s), cluster.PolicyNames()))
 		}

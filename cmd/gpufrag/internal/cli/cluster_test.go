@@ -372,3 +372,21 @@ func TestClusterPolicyNamesNone(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterJudgeNamesRef: a bad --ref is reported as --ref's, not as
+// --policy's (before: "--policy: unknown policy "nosuch"" for --ref nosuch,
+// with --policy not given at all).
+func TestClusterJudgeNamesRef(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--ref", "nosuch", `gpufrag: --ref: unknown policy "nosuch"`},
+		{"--ref", "", `gpufrag: --ref: unknown policy ""`},
+		{"--ref", "fgd:x=1", `gpufrag: --ref: unknown policy "fgd:x=1": fgd takes no options`},
+		{"--policy", "nosuch", `gpufrag: --policy: unknown policy "nosuch"`},
+	} {
+		var out, errb bytes.Buffer
+		code := Main([]string{"cluster", "judge", "--nodes", clusterNodes, "--set", "none", "--list", clusterPods, "--seeds", "1", tc.flag, tc.value}, strings.NewReader(""), &out, &errb)
+		if code != 2 || !strings.HasPrefix(errb.String(), tc.want) {
+			t.Errorf("%s %q: exit %d, stderr %q; want exit 2 and %q", tc.flag, tc.value, code, errb.String(), tc.want)
+		}
+	}
+}
