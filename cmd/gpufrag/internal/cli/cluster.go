@@ -228,7 +228,44 @@ func readClusterLists(nodesFile, podsFile string, flagged bool) ([]cluster.Node,
 	if err != nil && flagged {
 		err = inFlagFile("--pods", podsFile, err)
 	}
-	return nodes, pods, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkNodesHoldGPUs(nodesFile, nodes, flagged); err != nil {
+		return nil, nil, err
+	}
+	if len(pods) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w: the list holds no pod; give a list with at least one", listLabel("--pods", podsFile, flagged), cluster.ErrEmpty)
+	}
+	return nodes, pods, nil
+}
+
+// checkNodesHoldGPUs refuses a node list without a GPU (a header and no
+// rows, an empty JSON list, or only CPU nodes), naming the file, before
+// anything is simulated: otherwise every pod that asks a GPU drew a
+// warning that it "fits no node" (with "no node has that model" for pods
+// that name none) and the run then failed without naming the list.
+func checkNodesHoldGPUs(file string, nodes []cluster.Node, flagged bool) error {
+	switch {
+	case len(nodes) == 0:
+		return fmt.Errorf("%s: %w: the list holds no node; give a list with at least one node with GPUs", listLabel("--nodes", file, flagged), cluster.ErrEmpty)
+	case cluster.GPUCapacity(nodes) == 0:
+		which := "its one node has"
+		if len(nodes) > 1 {
+			which = "its " + human.Thousands(len(nodes)) + " nodes have"
+		}
+		return fmt.Errorf("%s: %w: %s no GPU; give a list with at least one node with GPUs", listLabel("--nodes", file, flagged), cluster.ErrEmpty, which)
+	}
+	return nil
+}
+
+// listLabel names a list file in an error: with its flag where the
+// command's errors name flags (flagged, as readClusterLists's).
+func listLabel(flag, file string, flagged bool) string {
+	if flagged {
+		return flag + " " + untrusted.Printable(file)
+	}
+	return untrusted.Printable(file)
 }
 
 // volcanoFlags are the flags of `gpufrag cluster volcano-config`.

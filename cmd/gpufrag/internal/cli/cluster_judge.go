@@ -153,6 +153,9 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := checkNodesHoldGPUs(f.nodes, nodes, true); err != nil {
+		return err
+	}
 	judged, err := gen.ReadLists(cfgs, f.pods, f.specs, f.lists)
 	if err != nil {
 		return err

@@ -390,3 +390,43 @@ func TestClusterJudgeNamesRef(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterEmptyLists: a node list without a GPU or a pod list without a
+// pod fails at once, naming the file, with no warnings before it. Before,
+// a node list of a header alone drew a warning for each pod that it "fits
+// no node ... no node has that model" (pods that name no model), then
+// failed with "empty cluster or workload: 0 nodes with 0 GPUs, 400 pods",
+// no file named.
+func TestClusterEmptyLists(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	header := write("header.csv", "sn,cpu_milli,memory_mib,gpu,model\n")
+	cpuOnly := write("cpu.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,0,\nn1,64000,262144,0,\n")
+	cpuOne := write("cpu1.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,0,\n")
+	noNodes := write("nonodes.json", `{"nodes":[]}`)
+	noPods := write("nopods.json", `{"nodes":[{"name":"a","cpu_milli":1000,"memory_mib":100,"gpus":2,"model":"T4"}],"pods":[]}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--nodes", header, "--pods", clusterPods}, "gpufrag: --nodes " + header + ": empty cluster or workload: the list holds no node"},
+		{[]string{"simulate", "--nodes", noNodes, "--pods", clusterPods}, "gpufrag: --nodes " + noNodes + ": empty cluster or workload: the list holds no node"},
+		{[]string{"simulate", "--nodes", cpuOnly, "--pods", clusterPods}, "gpufrag: --nodes " + cpuOnly + ": empty cluster or workload: its 2 nodes have no GPU"},
+		{[]string{"simulate", "--nodes", cpuOne, "--pods", clusterPods, "--timed"}, "gpufrag: --nodes " + cpuOne + ": empty cluster or workload: its one node has no GPU"},
+		{[]string{"simulate", "--nodes", noPods, "--pods", noPods}, "gpufrag: --pods " + noPods + ": empty cluster or workload: the list holds no pod"},
+		{[]string{"volcano-config", "--nodes", header, "--pods", clusterPods}, "gpufrag: " + header + ": empty cluster or workload: the list holds no node"},
+		{[]string{"judge", "--nodes", header, "--set", "none", "--list", clusterPods}, "gpufrag: --nodes " + header + ": empty cluster or workload: the list holds no node"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(append(append([]string{"cluster"}, tc.args...), "--seeds", "1"), strings.NewReader(""), &out, &errb)
+		if code != 1 || !strings.HasPrefix(errb.String(), tc.want) || strings.Contains(errb.String(), "warning") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and only %q...", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
