@@ -120,6 +120,9 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	if err := checkOutputs(cmd, []fileFlag{{"--html", f.html}}, []fileFlag{{"--nodes", f.nodes}, {"--pods", f.pods}}); err != nil {
 		return err
 	}
+	if err := checkOutputDir(cmd, "--png", f.png); err != nil {
+		return err
+	}
 	specs, err := clusterPolicies(cmd, f.policies, defaultClusterPolicies)
 	if err != nil {
 		return err
@@ -156,7 +159,7 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 	}
 	if f.png != "" {
 		if err := os.MkdirAll(f.png, 0o755); err != nil {
-			return err
+			return fmt.Errorf("--png %s: %w", untrusted.Printable(f.png), err)
 		}
 		for i, c := range pages.Charts(sums) {
 			if err := writeOutput(filepath.Join(f.png, "cluster-"+pages.ChartFiles[i]+".png"), func(w io.Writer) error { return c.PNGScaled(w, 2) }); err != nil {
@@ -168,6 +171,33 @@ func runClusterSimulate(cmd *cobra.Command, f clusterFlags, stdout, stderr io.Wr
 		return writeJSON(stdout, out, true)
 	}
 	return protocol.WriteTextWidth(stdout, setup, sums, out, tableWidth(stdout))
+}
+
+// checkOutputDir checks, before the work, that dir (a flag's directory to
+// write files into, made with its parents where missing) is a directory or
+// can be made one: the path, or the nearest of its parents that exists, is
+// a directory. Before, --png onto a file failed after the whole run with
+// "mkdir FILE: not a directory", the flag unnamed.
+func checkOutputDir(cmd *cobra.Command, flag, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil && p == filepath.Clean(dir):
+			return usageErrorf(cmd, "%s %s: not a directory; give a directory to write into (made if missing)", flag, untrusted.Printable(dir))
+		case err == nil:
+			return usageErrorf(cmd, "%s %s: %s is not a directory, so it cannot be made", flag, untrusted.Printable(dir), untrusted.Printable(p))
+		}
+		// Missing, under a file (ENOTDIR) or not readable: its parent
+		// says; what is left MkdirAll reports, under the flag's name.
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
 }
 
 // maxOversizedWarnings is how many pods warnOversized names; it counts

@@ -430,3 +430,32 @@ func TestClusterEmptyLists(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterSimulatePNGNotADirectory: --png onto a file, or under one, is
+// a usage error before the run, naming the flag; before, the whole run
+// went first, its table was not printed and it failed with status 1 and
+// "mkdir FILE: not a directory". A directory to make, parents and all,
+// is still made.
+func TestClusterSimulatePNGNotADirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ png, want string }{
+		{file, "gpufrag: --png " + file + ": not a directory; give a directory to write into (made if missing)\n"},
+		{filepath.Join(file, "sub"), "gpufrag: --png " + filepath.Join(file, "sub") + ": " + file + " is not a directory, so it cannot be made\n"},
+	} {
+		code, out, errs := runCluster(t, "--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd", "--seeds", "1", "--png", tc.png)
+		if code != 2 || !strings.HasPrefix(errs, tc.want) || out != "" {
+			t.Errorf("--png %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.png, code, out, errs, tc.want)
+		}
+	}
+	deep := filepath.Join(dir, "a", "b")
+	if code, _, errs := runCluster(t, "--nodes", clusterNodes, "--pods", clusterPods, "--policy", "fgd", "--seeds", "1", "--png", deep); code != 0 {
+		t.Fatalf("--png %s: exit %d: %s", deep, code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(deep, "cluster-"+pages.ChartFiles[0]+".png")); err != nil {
+		t.Error(err)
+	}
+}
