@@ -194,7 +194,9 @@ func csvReader(name string, r *strings.Reader) (*History, error)  { return ReadC
 func jsonReader(name string, r *strings.Reader) (*History, error) { return ReadPrometheusJSON(name, r) }
 
 // TestDeriveMaxInstances: more (instance, model) groups than MaxInstances
-// is ErrTooManyInstances naming both counts; at the limit it derives.
+// is ErrTooManyInstances naming both counts and the limit that would do
+// (before, the CLI added the limit given, "or raise the limit
+// (--max-instances 1)"); at the limit it derives.
 func TestDeriveMaxInstances(t *testing.T) {
 	h := &History{}
 	for i := range 4 {
@@ -204,8 +206,9 @@ func TestDeriveMaxInstances(t *testing.T) {
 	o := DefaultOptions()
 	o.MaxInstances = 3
 	_, err := Derive(h, o)
-	if !errors.Is(err, ErrTooManyInstances) || !strings.Contains(err.Error(), "4 (instance, model) pairs, over the limit of 3") {
-		t.Errorf("Derive = %v, want ErrTooManyInstances naming 4 and 3", err)
+	if !errors.Is(err, ErrTooManyInstances) || !strings.Contains(err.Error(), "4 (instance, model) pairs, over the limit of 3") ||
+		!strings.HasSuffix(err.Error(), "or raise the limit to 4") {
+		t.Errorf("Derive = %v, want ErrTooManyInstances naming 4 and 3, and the limit that would do, 4", err)
 	}
 	o.MaxInstances = 4
 	if ts, err := Derive(h, o); err != nil || len(ts) != 4 {

@@ -143,7 +143,7 @@ func Derive(h *History, o Options) ([]Threshold, error) {
 	if len(groups) > limit {
 		return nil, fmt.Errorf("%w: the history has %d (instance, model) pairs, over the limit of %d (--max-instances); "+
 			"each makes two rules: split the fleet into several histories (a query per part, e.g. {instance=~\"a.*\"}) "+
-			"and write one rules file each, or raise the limit", ErrTooManyInstances, len(groups), limit)
+			"and write one rules file each, or raise the limit to %d", ErrTooManyInstances, len(groups), limit, len(groups))
 	}
 	out := make([]Threshold, 0, len(groups))
 	for k, g := range groups {

@@ -121,9 +121,6 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	}
 	ts, err := rules.Derive(h, o)
 	if err != nil {
-		if errors.Is(err, rules.ErrTooManyInstances) {
-			return fmt.Errorf("%s: %w (--max-instances %d)", name, err, o.MaxInstances)
-		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	ro := rules.RuleOptions{For: f.forDur, Severity: f.severity, Quantile: o.Quantile}

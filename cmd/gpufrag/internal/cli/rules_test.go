@@ -123,7 +123,9 @@ func TestRulesCommandErrors(t *testing.T) {
 		{[]string{"rules", "--history", hist, "--format", "prometheus"}, 1, "health.csv:1:2: not JSON: byte 1: invalid character"},
 		{[]string{"rules", "--history", hist, "--max-instances", "0"}, 2, "--max-instances 0: must be at least 1"},
 		{[]string{"rules", "--history", hist, "--max-instances", "1"}, 1,
-			"health.csv: rules: too many instances: the history has 2 (instance, model) pairs, over the limit of 1"},
+			"health.csv: rules: too many instances: the history has 2 (instance, model) pairs, over the limit of 1 (--max-instances); " +
+				"each makes two rules: split the fleet into several histories (a query per part, e.g. {instance=~\"a.*\"}) " +
+				"and write one rules file each, or raise the limit to 2\n"},
 		{[]string{"rules", "--history", many, "--max-instances", "1"}, 1, "many.csv:9: rules: too many series: more than 8 (instance, model) series (8 per --max-instances 1)"},
 		{[]string{"rules", "--history", zeros}, 1, "zeros:1:1: not a text file: byte 0 is NUL"},
 		{[]string{"rules", "--history", hist, "--out", hist}, 2, "--out " + hist + " is the input file given to --history"},
