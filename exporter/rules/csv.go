@@ -56,6 +56,12 @@ func ReadCSVOptions(name string, r io.Reader, o ReadOptions) (*History, error) {
 			// end of the file for a quote never closed.
 			return nil, fmt.Errorf("%s:%d: %w: a quoted field is not closed on its line (a field cannot hold a line break)", name, pe.StartLine, pe.Err)
 		}
+		if errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount) {
+			// encoding/csv's "record on line N: wrong number of fields"
+			// said neither how many nor which.
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d: %s (an optional header row; # comments)",
+				name, pe.StartLine, len(rec), len(csvHeader), strings.Join(csvHeader, ","))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

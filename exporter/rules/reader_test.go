@@ -101,7 +101,11 @@ func TestReadCSVErrors(t *testing.T) {
 		want     []string
 	}{
 		{"bad header", "time,instance,model,health\n1,a,m,0.5\n", []string{"h.csv:1:1: timestamp", "the header, if any, must be timestamp,instance,model,health"}},
-		{"fields", "timestamp,instance,model,health\n1,a,m\n", []string{"h.csv", "line 2", "wrong number of fields"}},
+		// How many fields and which (before: encoding/csv's "record on line 2:
+		// wrong number of fields").
+		{"fields", "timestamp,instance,model,health\n1,a,m\n", []string{"h.csv:2: 3 fields, want 4: timestamp,instance,model,health (an optional header row; # comments)"}},
+		{"fields more", "1,a,m,0.5\n2,a,m,0.5,9\n", []string{"h.csv:2: 5 fields, want 4: timestamp,instance,model,health"}},
+		{"another file's header", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n", []string{"h.csv:1: 11 fields, want 4: timestamp,instance,model,health"}},
 		{"timestamp", "1,a,m,0.5\nyesterday,a,m,0.5\n", []string{"h.csv:2:1: timestamp", `"yesterday" is neither`}},
 		{"timestamp huge", "1e300,a,m,0.5\n", []string{"h.csv:1:1: timestamp", "not a plausible Unix time"}},
 		{"empty instance", "1,a,m,0.5\n2,,m,0.5\n", []string{"h.csv:2:3: instance: empty"}},
