@@ -53,9 +53,9 @@ func FamilyNames() []string {
 // list of CPU-only pods has no GPU demand).
 func (f Family) CheckShare(share float64) error {
 	switch {
-	case f == FamilyCPU && (share < 0 || share >= 1):
+	case f == FamilyCPU && !(share >= 0 && share < 1): // NaN too
 		return errors.New("want a share from 0 to below 1 (a list of CPU-only pods has no GPU demand)")
-	case share < 0 || share > 1:
+	case !(share >= 0 && share <= 1):
 		return errors.New("want a share from 0 to 1")
 	}
 	return nil

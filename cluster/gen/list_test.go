@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,9 @@ func TestCheckShare(t *testing.T) {
 	}{
 		{FamilyCPU, 0, true}, {FamilyCPU, 0.99, true}, {FamilyCPU, 1, false}, {FamilyCPU, -0.1, false},
 		{FamilyGPUShare, 1, true}, {FamilyGPUSpec, 0, true}, {FamilyMultiGPU, 1.01, false}, {FamilyMultiGPU, -1, false},
+		// NaN passed (gen-pods --share NaN was no usage error: it failed in
+		// GeneratePods with status 1).
+		{FamilyCPU, math.NaN(), false}, {FamilyMultiGPU, math.NaN(), false}, {FamilyGPUShare, math.Inf(1), false},
 	} {
 		err := tc.f.CheckShare(tc.share)
 		if (err == nil) != tc.ok {
