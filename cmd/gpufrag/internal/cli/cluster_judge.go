@@ -51,7 +51,8 @@ func runClusterGenPods(cmd *cobra.Command, f genPodsFlags, stdout io.Writer) err
 	if err := checkClusterFlags(cmd, clusterCheck{f.pods == "" || f.family == "" || !cmd.Flags().Changed("share"), "--pods, --family and --share are required"},
 		clusterCheck{!slices.Contains(families, f.family), fmt.Sprintf("--family %q: want %s%s", f.family, strings.Join(families, ", "), human.DidYouMean(f.family, families))},
 		clusterCheck{shareErr != nil, fmt.Sprintf("--share %v: %v", f.share, shareErr)},
-		clusterCheck{f.family == string(gen.FamilyGPUSpec) && f.specs == "", "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)"}); err != nil {
+		clusterCheck{f.family == string(gen.FamilyGPUSpec) && f.specs == "", "--family gpuspec needs --specs FILE, a pod list with gpu_spec values to draw (openb_pod_list_gpuspec33.csv)"},
+		clusterCheck{f.family != string(gen.FamilyGPUSpec) && f.specs != "", fmt.Sprintf("--specs has no effect with --family %s, which draws no gpu_spec values (only --family gpuspec does)", f.family)}); err != nil {
 		return err
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"-o", f.out}}, []fileFlag{{"--pods", f.pods}, {"--specs", f.specs}}); err != nil {

@@ -35,6 +35,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "gpuspc", "--share", "0.2"}, 2, `did you mean "gpuspec"?`},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu", "--share", "-0.5"}, 2, "--share -0.5: want a share from 0 to 1"},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu"}, 2, "--pods, --family and --share are required"},
+		// --specs only feeds --family gpuspec; elsewhere it was read and ignored.
+		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "cpu", "--share", "0.5", "--specs", "x.csv"}, 2,
+			"--specs has no effect with --family cpu, which draws no gpu_spec values (only --family gpuspec does)"},
+		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu", "--share", "0.5", "--specs", "x.csv"}, 2, "--specs has no effect with --family multigpu"},
 		{[]string{"cluster", "gen-pods", "--pods", "x.csv", "--family", "multigpu", "--share", "0"}, 1, "--pods x.csv: open x.csv"},
 		{[]string{"experiments", "run", "--root", "no-such-dir", "int8-kv"}, 2, "--root no-such-dir"},
 		{[]string{"replay", "--alloc", "cachng"}, 2, `--alloc cachng: bad allocator spec: unknown allocator "cachng" (known: caching, sizeclass, arena, buddy, async, direct, vmm); did you mean "caching"?`},
