@@ -20,10 +20,21 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrUnknownPolicy is returned by NewPolicy for a name it does not know.
 	ErrUnknownPolicy = errors.New("unknown policy")
+	// ErrPolicyOptions is returned (wrapped) by NewPolicy for a known
+	// policy given options it does not take; errors.Is matches it to
+	// ErrUnknownPolicy too, as every spec NewPolicy refuses.
+	ErrPolicyOptions error = policyOptionsError{}
 	// ErrEmpty is returned when an experiment has no nodes, no GPUs or no
 	// pods asking for GPUs.
 	ErrEmpty = errors.New("empty cluster or workload")
 )
+
+// policyOptionsError is ErrPolicyOptions: a known policy, options it does
+// not take ("spread:cpu=-1" said "unknown policy").
+type policyOptionsError struct{}
+
+func (policyOptionsError) Error() string        { return "bad policy options" }
+func (policyOptionsError) Is(target error) bool { return target == ErrUnknownPolicy }
 
 // Node is one machine of the cluster.
 type Node struct {

@@ -128,11 +128,11 @@ func NewPolicy(spec string, target *Target) (Policy, error) {
 	}
 	kv, err := parseOptions(opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrUnknownPolicy, spec, err)
+		return nil, fmt.Errorf("%w %q: %w", ErrPolicyOptions, spec, err)
 	}
 	noOpts := func(p Policy) (Policy, error) {
 		if len(kv) > 0 {
-			return nil, fmt.Errorf("%w %q: %s takes no options", ErrUnknownPolicy, spec, name)
+			return nil, fmt.Errorf("%w %q: %s takes no options", ErrPolicyOptions, spec, name)
 		}
 		return p, nil
 	}
@@ -166,13 +166,13 @@ func NewPolicy(spec string, target *Target) (Policy, error) {
 	case "spread", "mostallocated", "rtcr":
 		w, err := weights(kv, []string{"cpu", "memory", "gpu"}, map[string]int64{"cpu": 1, "memory": 1})
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %w", ErrUnknownPolicy, spec, err)
+			return nil, fmt.Errorf("%w %q: %w", ErrPolicyOptions, spec, err)
 		}
 		return &KubeFit{Strategy: name, CPU: w["cpu"], Memory: w["memory"], GPU: w["gpu"]}, nil
 	case "volcano-binpack":
 		w, err := weights(kv, []string{"weight", "cpu", "memory", "gpu"}, map[string]int64{"weight": 1, "cpu": 1, "memory": 1})
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %w", ErrUnknownPolicy, spec, err)
+			return nil, fmt.Errorf("%w %q: %w", ErrPolicyOptions, spec, err)
 		}
 		return &VolcanoBinpack{Weight: w["weight"], CPU: w["cpu"], Memory: w["memory"], GPU: w["gpu"]}, nil
 	}

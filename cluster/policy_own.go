@@ -227,13 +227,13 @@ func newFGDReserve(spec string, kv map[string]string, target *Target) (Policy, e
 		case "scarcity":
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(x >= 0 && x <= 100) {
-				return nil, fmt.Errorf("%w %q: option scarcity=%s: want a number of FGD score points from 0 to 100", ErrUnknownPolicy, spec, v)
+				return nil, fmt.Errorf("%w %q: option scarcity=%s: want a number of FGD score points from 0 to 100", ErrPolicyOptions, spec, v)
 			}
 			f.Scarcity = x
 		case "threshold":
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(x >= 0 && x < 1) {
-				return nil, fmt.Errorf("%w %q: option threshold=%s: want a share of a model's GPUs from 0 to below 1", ErrUnknownPolicy, spec, v)
+				return nil, fmt.Errorf("%w %q: option threshold=%s: want a share of a model's GPUs from 0 to below 1", ErrPolicyOptions, spec, v)
 			}
 			f.Threshold = x
 		case "tie":
@@ -242,10 +242,10 @@ func newFGDReserve(spec string, kv map[string]string, target *Target) (Policy, e
 				f.FitTies = true
 			case "order":
 			default:
-				return nil, fmt.Errorf("%w %q: option tie=%s: want fit (best fit) or order (the scheduler's node order, as FGD)", ErrUnknownPolicy, spec, v)
+				return nil, fmt.Errorf("%w %q: option tie=%s: want fit (best fit) or order (the scheduler's node order, as FGD)", ErrPolicyOptions, spec, v)
 			}
 		default:
-			return nil, fmt.Errorf("%w %q: unknown option %q (known: scarcity, threshold, tie)", ErrUnknownPolicy, spec, k)
+			return nil, fmt.Errorf("%w %q: unknown option %q (known: scarcity, threshold, tie)", ErrPolicyOptions, spec, k)
 		}
 	}
 	return f, nil

@@ -75,7 +75,8 @@ func newClusterSimulateCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // clusterPolicies expands --policy values; none means defaults. A --policy
 // given that names no policy (--policy "," or an empty one) is a usage error:
-// it ran no policy and printed an empty report with status 0.
+// it ran no policy and printed an empty report with status 0; so is a
+// policy named twice.
 func clusterPolicies(cmd *cobra.Command, values, defaults []string) ([]string, error) {
 	if len(values) == 0 {
 		return defaults, nil
@@ -83,6 +84,16 @@ func clusterPolicies(cmd *cobra.Command, values, defaults []string) ([]string, e
 	specs := cluster.SplitPolicies(values)
 	if len(specs) == 0 {
 		return nil, usageErrorf(cmd, "--policy %q names no policy: give one or more NAME[:key=value,...], comma-separated", strings.Join(values, ","))
+	}
+	// The same policy twice would run twice and print two identical rows
+	// under one name (two "policy" entries in --json, two lines of a chart).
+	seen := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		k := strings.ToLower(strings.TrimSpace(s))
+		if seen[k] {
+			return nil, usageErrorf(cmd, "--policy %s given twice: name each policy once", s)
+		}
+		seen[k] = true
 	}
 	return specs, nil
 }

@@ -373,6 +373,23 @@ func TestClusterPolicyNamesNone(t *testing.T) {
 	}
 }
 
+// TestClusterPolicyTwice: a policy named twice (in any case, in one
+// --policy or two) is a usage error in every command that takes one: it
+// ran twice and printed two identical rows under one name.
+func TestClusterPolicyTwice(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"cluster", "simulate", "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "1", "--policy", "fgd,FGD"},
+		{"cluster", "volcano-config", "--nodes", clusterNodes, "--pods", clusterPods, "--seeds", "1", "--policy", "mostallocated", "--policy", "mostallocated"},
+		{"cluster", "judge", "--nodes", clusterNodes, "--set", "none", "--list", clusterPods, "--seeds", "1", "--policy", "bestfit, bestfit"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(cmd, strings.NewReader(""), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "given twice: name each policy once") || out.Len() > 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and \"given twice\"", cmd[1], code, out.String(), errb.String())
+		}
+	}
+}
+
 // TestClusterJudgeNamesRef: a bad --ref is reported as --ref's, not as
 // --policy's (before: "--policy: unknown policy "nosuch"" for --ref nosuch,
 // with --policy not given at all).
@@ -380,7 +397,8 @@ func TestClusterJudgeNamesRef(t *testing.T) {
 	for _, tc := range []struct{ flag, value, want string }{
 		{"--ref", "nosuch", `gpufrag: --ref: unknown policy "nosuch"`},
 		{"--ref", "", `gpufrag: --ref: unknown policy ""`},
-		{"--ref", "fgd:x=1", `gpufrag: --ref: unknown policy "fgd:x=1": fgd takes no options`},
+		{"--ref", "fgd:x=1", `gpufrag: --ref: bad policy options "fgd:x=1": fgd takes no options`},
+		{"--policy", "spread:cpu=-1", `gpufrag: --policy: bad policy options "spread:cpu=-1": option cpu=-1: want an integer weight from 0 to 1000`},
 		{"--policy", "nosuch", `gpufrag: --policy: unknown policy "nosuch"`},
 	} {
 		var out, errb bytes.Buffer
