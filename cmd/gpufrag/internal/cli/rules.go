@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufrag/gpufrag/exporter/rules"
+	"github.com/gpufrag/gpufrag/internal/untrusted"
 )
 
 // rulesFlags are the flags of `gpufrag rules`.
@@ -97,6 +98,11 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	}
 	if f.severity == "" {
 		return usageErrorf(cmd, "--severity: empty")
+	}
+	// A label value of the rules file: no control character, which would
+	// break the YAML line or an alert's notification.
+	if err := untrusted.CheckName(f.severity); err != nil {
+		return usageErrorf(cmd, "--severity %s: %v: give a plain label such as warning or critical", untrusted.Quote(f.severity), err)
 	}
 	if err := checkOutputs(cmd, []fileFlag{{"--out", f.out}}, []fileFlag{{"--history", f.history}}); err != nil {
 		return err

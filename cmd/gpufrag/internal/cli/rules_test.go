@@ -111,6 +111,7 @@ func TestRulesCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"rules"}, 2, "--history FILE is required"},
+		{[]string{"rules", "--history", hist, "--severity", "a\"b: c\nd"}, 2, `--severity "a\"b: c\nd": byte 6: control character U+000A`},
 		{[]string{"rules", "x.csv"}, 2, "rules takes no arguments"},
 		{[]string{"rules", "--history", hist, "--quantile", "1.5"}, 2, "--quantile 1.5: must be above 0.5 and below 1"},
 		{[]string{"rules", "--history", hist, "--window", "a week"}, 2, "--window"},
