@@ -96,7 +96,7 @@ type judgeFlags struct {
 func newClusterJudgeCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := judgeFlags{set: "judge", ref: "fgd", parallel: runtime.GOMAXPROCS(0)}
 	cmd := &cobra.Command{
-		Use:   "judge --nodes FILE --pods FILE --specs FILE [--set tune|judge|none] [--list FILE]...",
+		Use:   "judge --nodes FILE [--pods FILE --specs FILE] [--set tune|judge|none] [--list FILE]...",
 		Short: "Judge policies against FGD out of sample: generated lists of every family, paired seeds",
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runClusterJudge(cmd, f, stdout, stderr) },
@@ -126,6 +126,7 @@ func runClusterJudge(cmd *cobra.Command, f judgeFlags, stdout, stderr io.Writer)
 	if err := checkClusterFlags(cmd, clusterCheck{f.nodes == "", "--nodes is required"},
 		clusterCheck{!ok, fmt.Sprintf("--set %q: want tune, judge or none%s", f.set, human.DidYouMean(f.set, judge.SetNames))},
 		clusterCheck{len(cfgs) > 0 && (f.pods == "" || f.specs == ""), fmt.Sprintf("--set %s generates lists: it needs --pods (the base list) and --specs (the gpu_spec source)", f.set)},
+		clusterCheck{ok && len(cfgs) == 0 && (f.pods != "" || f.specs != ""), fmt.Sprintf("--pods and --specs have no effect with --set %s, which generates no lists (they are what --set tune and judge generate from); give the lists with --list", f.set)},
 		clusterCheck{ok && len(cfgs) == 0 && len(f.lists) == 0, "no lists: give --set tune or judge, or --list FILE"},
 		clusterCheck{err != nil, fmt.Sprintf("--seeds: %v", err)},
 		clusterCheck{f.parallel < 1, fmt.Sprintf("--parallel %d: want at least 1", f.parallel)}); err != nil {

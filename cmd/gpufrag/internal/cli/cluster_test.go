@@ -390,6 +390,21 @@ func TestClusterPolicyTwice(t *testing.T) {
 	}
 }
 
+// TestClusterJudgeSetNoneNoPods: --pods and --specs generate the lists of
+// --set tune and judge; with --set none they had no effect and were read
+// anyway (the help's first example passed --pods), which the root help
+// says is a usage error.
+func TestClusterJudgeSetNoneNoPods(t *testing.T) {
+	for _, extra := range [][]string{{"--pods", clusterPods}, {"--specs", clusterPods}} {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"cluster", "judge", "--nodes", clusterNodes, "--set", "none", "--list", clusterPods, "--seeds", "1"}, extra...),
+			strings.NewReader(""), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "--pods and --specs have no effect with --set none") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2", extra[0], code, errb.String())
+		}
+	}
+}
+
 // TestClusterJudgeNamesRef: a bad --ref is reported as --ref's, not as
 // --policy's (before: "--policy: unknown policy "nosuch"" for --ref nosuch,
 // with --policy not given at all).
