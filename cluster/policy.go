@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -165,12 +166,18 @@ func NewPolicy(spec string, target *Target) (Policy, error) {
 		return newFGDReserve(spec, kv, target)
 	case "spread", "mostallocated", "rtcr":
 		w, err := weights(kv, []string{"cpu", "memory", "gpu"}, map[string]int64{"cpu": 1, "memory": 1})
+		if err == nil && w["cpu"]+w["memory"]+w["gpu"] == 0 {
+			err = errNoScore
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %w", ErrPolicyOptions, spec, err)
 		}
 		return &KubeFit{Strategy: name, CPU: w["cpu"], Memory: w["memory"], GPU: w["gpu"]}, nil
 	case "volcano-binpack":
 		w, err := weights(kv, []string{"weight", "cpu", "memory", "gpu"}, map[string]int64{"weight": 1, "cpu": 1, "memory": 1})
+		if err == nil && (w["weight"] == 0 || w["cpu"]+w["memory"]+w["gpu"] == 0) {
+			err = errNoScore
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %w", ErrPolicyOptions, spec, err)
 		}
@@ -196,6 +203,13 @@ func parseOptions(s string) (map[string]string, error) {
 	}
 	return kv, nil
 }
+
+// errNoScore refuses weights that score every node the same: the
+// simulation would place pods in its fixed node order, while a real
+// scheduler's other scorers (Volcano's nodeorder, kube-scheduler's other
+// plugins) would decide, so neither the figures nor a configuration
+// printed for them would hold.
+var errNoScore = errors.New("these weights score every node the same (weight 0, or cpu, memory and gpu all 0), so the scheduler's other scorers would place the pods, which the simulation does not model: give weights above 0")
 
 func weights(kv map[string]string, keys []string, def map[string]int64) (map[string]int64, error) {
 	w := map[string]int64{}

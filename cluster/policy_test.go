@@ -235,6 +235,20 @@ func TestNewPolicy(t *testing.T) {
 	if _, err := NewPolicy("fgd", nil); err == nil {
 		t.Error("fgd without a target workload succeeded")
 	}
+	// Options of a known policy are ErrPolicyOptions (and so
+	// ErrUnknownPolicy too); weights that score every node the same are
+	// refused: a real scheduler's other scorers would place the pods.
+	for _, bad := range []string{"bestfit:x=1", "spread:cpu=-1", "mostallocated:cpu=0,memory=0", "rtcr:cpu=0,memory=0,gpu=0",
+		"volcano-binpack:weight=0", "volcano-binpack:cpu=0,memory=0"} {
+		if _, err := NewPolicy(bad, tg); !errors.Is(err, ErrPolicyOptions) || !strings.HasPrefix(err.Error(), "bad policy options") {
+			t.Errorf("NewPolicy(%q) = %v, want ErrPolicyOptions", bad, err)
+		}
+	}
+	for _, good := range []string{"mostallocated:cpu=0,memory=0,gpu=1", "volcano-binpack:cpu=0,memory=0,gpu=2"} {
+		if _, err := NewPolicy(good, tg); err != nil {
+			t.Errorf("NewPolicy(%q): %v", good, err)
+		}
+	}
 }
 
 // TestFGDReserveOptions: the options parse, and bad ones are refused.

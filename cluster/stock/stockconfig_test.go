@@ -75,8 +75,6 @@ func TestStockConfigYAML(t *testing.T) {
           - utilization: 100
             score: 10
 `},
-		// No weighted resource: an empty value, as the hand-written form had.
-		{"mostallocated:cpu=0,memory=0", kubeHead + "        type: MostAllocated\n        resources:\n"},
 		{"spread:gpu=1", kubeHead + `        type: LeastAllocated
         resources:
         - name: cpu
