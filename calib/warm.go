@@ -31,15 +31,19 @@ const (
 	WarmAll
 )
 
-// ParseWarmMode reads auto, none or all.
+var warmModeNames = [...]string{WarmAuto: "auto", WarmNone: "none", WarmAll: "all"}
+
+// WarmModeNames are the modes ParseWarmMode reads, in order (for hints and
+// shell completion).
+func WarmModeNames() []string { return slices.Clone(warmModeNames[:]) }
+
+// ParseWarmMode reads auto, none or all ("" is auto).
 func ParseWarmMode(s string) (WarmMode, error) {
-	switch s {
-	case "auto", "":
+	if s == "" {
 		return WarmAuto, nil
-	case "none":
-		return WarmNone, nil
-	case "all":
-		return WarmAll, nil
+	}
+	if i := slices.Index(warmModeNames[:], s); i >= 0 {
+		return WarmMode(i), nil
 	}
 	return 0, fmt.Errorf("%w: warm prompts %q: want auto, none or all", ErrSetup, s)
 }

@@ -108,6 +108,14 @@ func TestMarkWarm(t *testing.T) {
 	if _, err := ParseWarmMode("sometimes"); !errors.Is(err, ErrSetup) {
 		t.Errorf("ParseWarmMode(sometimes) = %v", err)
 	}
+	for i, n := range WarmModeNames() {
+		if m, err := ParseWarmMode(n); err != nil || m != WarmMode(i) {
+			t.Errorf("ParseWarmMode(%q) = %v, %v; want %v", n, m, err, WarmMode(i))
+		}
+	}
+	if got := WarmModeNames(); !slices.Equal(got, []string{"auto", "none", "all"}) {
+		t.Errorf("WarmModeNames() = %v", got)
+	}
 }
 
 // TestMarkWarmNoPrefixCaching: a setup without prefix caching replays

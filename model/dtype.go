@@ -129,5 +129,21 @@ func (d *DType) Set(s string) error {
 // Type implements pflag.Value.
 func (d *DType) Type() string { return "dtype" }
 
+// DTypeNames are the element types ParseDType takes, one name each, in
+// the order of the constants: fp32, fp16, bf16, fp8 (fp8_e4m3 under the
+// short name vLLM and this package's messages use), fp8_e5m2, int8, int4
+// (for hints and shell completion).
+func DTypeNames() []string {
+	out := make([]string, 0, len(dtypeInfo))
+	for d := FP32; d.Valid(); d++ {
+		name := d.String()
+		if d == FP8E4M3 {
+			name = "fp8"
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 // KVDTypeNames are the KV cache types ParseKVDType takes (for hints).
 func KVDTypeNames() []string { return []string{"bf16", "fp16", "fp32", "fp8", "fp8_e5m2", "int8"} }

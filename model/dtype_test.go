@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,34 @@ func TestParseKVDType(t *testing.T) {
 		_, err := ParseKVDType(bad)
 		if !errors.Is(err, ErrBadDType) || !strings.Contains(err.Error(), "int8") {
 			t.Errorf("ParseKVDType(%q): %v, want ErrBadDType listing the KV types", bad, err)
+		}
+	}
+}
+
+// TestDTypeNames: one name for every element type, each one ParseDType
+// takes back to it; the KV cache types are among them.
+func TestDTypeNames(t *testing.T) {
+	names := DTypeNames()
+	seen := map[DType]string{}
+	for _, n := range names {
+		d, err := ParseDType(n)
+		if err != nil {
+			t.Errorf("ParseDType(%q): %v", n, err)
+			continue
+		}
+		if prev, ok := seen[d]; ok {
+			t.Errorf("%q and %q both name %v", prev, n, d)
+		}
+		seen[d] = n
+	}
+	for d := DType(0); d < 255; d++ {
+		if _, ok := seen[d]; d.Valid() != ok {
+			t.Errorf("%v: valid %v, named %v", d, d.Valid(), ok)
+		}
+	}
+	for _, n := range KVDTypeNames() {
+		if !slices.Contains(names, n) {
+			t.Errorf("KV cache type %q is not among DTypeNames %v", n, names)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/alloc/registry"
@@ -55,6 +56,11 @@ func (o OnOOM) String() string {
 	}
 	return onOOMNames[o]
 }
+
+// OnOOMNames are the behaviours ParseOnOOM takes that a user chooses
+// (preempt, reserve, fail), without "default", which is the absence of a
+// choice: for hints and shell completion.
+func OnOOMNames() []string { return slices.Clone(onOOMNames[OnOOMDefault+1:]) }
 
 // ParseOnOOM parses preempt, reserve, fail or default (case-insensitive).
 func ParseOnOOM(s string) (OnOOM, error) {

@@ -121,6 +121,27 @@ func DefaultEngineVersion(engine EngineKind) Version {
 	return defaultVersions[engine]
 }
 
+// EngineReleases lists the minor releases of engine's project that
+// ParseEngineVersion takes for it, oldest first, as "0.N" (patch 0; later
+// patches of a series are taken too): for hints and shell completion.
+func EngineReleases(engine EngineKind) []string {
+	if !engine.Valid() {
+		return nil
+	}
+	first, last := vllmFirstMinor, vllmLastMinor
+	if engine == EngineSGLang {
+		first, last = sglangFirstMinor, sglangLastMinor
+	}
+	var out []string
+	for minor := first; minor <= last; minor++ {
+		s := fmt.Sprintf("0.%d", minor)
+		if _, err := ParseEngineVersion(engine, s); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 var versionRE = regexp.MustCompile(`^[vV]?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d{1,3})?$`)
 
 // project names the engine's project in messages.

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,48 @@ func TestConfigEngineVersion(t *testing.T) {
 	c.EngineVersion = "0.7.3"
 	if _, err := New(c, nil); err != nil {
 		t.Errorf("a 0.6.0 profile for a 0.7.3 run (same class): %v", err)
+	}
+}
+
+// TestEngineReleases: every minor series each engine takes, oldest first,
+// its default release's among them; the series just outside are refused.
+func TestEngineReleases(t *testing.T) {
+	for _, tc := range []struct {
+		engine      EngineKind
+		first, last string
+	}{
+		{EngineVLLMV1, "0.8", "0.23"},
+		{EngineVLLMV0, "0.1", "0.10"},
+		{EngineSGLang, "0.1", "0.5"},
+	} {
+		rels := EngineReleases(tc.engine)
+		if len(rels) == 0 || rels[0] != tc.first || rels[len(rels)-1] != tc.last {
+			t.Errorf("%v: %v, want %s to %s", tc.engine, rels, tc.first, tc.last)
+			continue
+		}
+		def := DefaultEngineVersion(tc.engine)
+		if want := fmt.Sprintf("%d.%d", def.Major, def.Minor); !slices.Contains(rels, want) {
+			t.Errorf("%v: %v lacks the default release's series %s", tc.engine, rels, want)
+		}
+		for _, r := range rels {
+			if _, err := ParseEngineVersion(tc.engine, r); err != nil {
+				t.Errorf("%v: %s listed but refused: %v", tc.engine, r, err)
+			}
+		}
+	}
+	if got := EngineReleases(EngineKind(99)); got != nil {
+		t.Errorf("an invalid engine: %v", got)
+	}
+}
+
+func TestOnOOMNames(t *testing.T) {
+	names := OnOOMNames()
+	if len(names) != len(onOOMNames)-1 || slices.Contains(names, OnOOMDefault.String()) {
+		t.Errorf("OnOOMNames() = %v, want every behaviour but default", names)
+	}
+	for _, n := range names {
+		if o, err := ParseOnOOM(n); err != nil || o == OnOOMDefault {
+			t.Errorf("ParseOnOOM(%q) = %v, %v", n, o, err)
+		}
 	}
 }

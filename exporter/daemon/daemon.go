@@ -76,6 +76,36 @@ const (
 	MinSourceTimeout = 10 * time.Millisecond
 )
 
+// logHandlers are the log formats Logger writes, by LogFormat's name.
+var logHandlers = [...]struct {
+	name string
+	new  func(io.Writer, *slog.HandlerOptions) slog.Handler
+}{
+	{"text", func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }},
+	{"json", func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }},
+}
+
+// LogFormats are the values of LogFormat (in any case), in order: for
+// hints and shell completion.
+func LogFormats() []string {
+	out := make([]string, len(logHandlers))
+	for i, h := range logHandlers {
+		out[i] = h.name
+	}
+	return out
+}
+
+// LogLevels are the names of slog's levels, lower-cased, which LogLevel
+// takes (as slog.Level's UnmarshalText does, which also takes offsets
+// such as "info+2"): for hints and shell completion.
+func LogLevels() []string {
+	var out []string
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		out = append(out, strings.ToLower(l.String()))
+	}
+	return out
+}
+
 // Logger builds the slog logger of LogFormat and LogLevel, writing to w.
 func (c *Config) Logger(w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
@@ -83,11 +113,10 @@ func (c *Config) Logger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	switch strings.ToLower(c.LogFormat) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	for _, h := range logHandlers {
+		if strings.EqualFold(c.LogFormat, h.name) {
+			return slog.New(h.new(w, opts)), nil
+		}
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
 }

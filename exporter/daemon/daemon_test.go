@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,21 @@ func TestLogger(t *testing.T) {
 	c.LogFormat, c.LogLevel = "text", "loud"
 	if _, err := c.Logger(io.Discard); err == nil || !strings.Contains(err.Error(), `--log-level "loud"`) {
 		t.Errorf("loud: %v", err)
+	}
+	// The names completion offers are the ones Logger takes.
+	if got := LogFormats(); !slices.Equal(got, []string{"text", "json"}) {
+		t.Errorf("LogFormats() = %v", got)
+	}
+	if got := LogLevels(); !slices.Equal(got, []string{"debug", "info", "warn", "error"}) {
+		t.Errorf("LogLevels() = %v", got)
+	}
+	for _, f := range LogFormats() {
+		for _, l := range LogLevels() {
+			c.LogFormat, c.LogLevel = f, l
+			if _, err := c.Logger(io.Discard); err != nil {
+				t.Errorf("--log-format %s --log-level %s: %v", f, l, err)
+			}
+		}
 	}
 }
 

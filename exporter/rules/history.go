@@ -108,18 +108,24 @@ func readLimited(name string, r io.Reader, isJSON bool) ([]byte, error) {
 	return data, nil
 }
 
-// The formats of a history, for ReadHistory.
+// The formats of a history, for ReadHistory; FormatAuto tells them apart.
 const (
+	FormatAuto       = "auto"
 	FormatCSV        = "csv"
 	FormatPrometheus = "prometheus"
 )
 
+// Formats are the formats ReadHistory takes, FormatAuto first, in the
+// order `gpufrag rules --format` lists them (for its check and shell
+// completion).
+func Formats() []string { return []string{FormatAuto, FormatPrometheus, FormatCSV} }
+
 // ReadHistory reads a history in format FormatCSV or FormatPrometheus, or,
-// for "auto" or "", the one its name's extension says (.csv, .json), else
-// its first byte past white space ("{": Prometheus). It returns the format
-// read.
+// for FormatAuto or "", the one its name's extension says (.csv, .json),
+// else its first byte past white space ("{": Prometheus). It returns the
+// format read.
 func ReadHistory(name string, r io.Reader, format string, o ReadOptions) (*History, string, error) {
-	if format == "auto" || format == "" {
+	if format == FormatAuto || format == "" {
 		head, _, whole, err := untrusted.Head(r)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s: %w", name, err)

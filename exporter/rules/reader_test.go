@@ -262,3 +262,28 @@ func TestRandomBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) { loctest.RefusesEarly(t, read, heads...) })
 	}
 }
+
+// TestFormats: every format Formats lists reads a history of its kind
+// (auto either kind), and no other name does.
+func TestFormats(t *testing.T) {
+	const csv = "1795996800,a,,0.5\n"
+	const prom = `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[1795996800,"0.5"]]}]}}`
+	inputs := map[string][]string{FormatAuto: {csv, prom}, FormatCSV: {csv}, FormatPrometheus: {prom}}
+	for _, f := range Formats() {
+		ins, ok := inputs[f]
+		if !ok {
+			t.Errorf("format %q: no input for it in this test", f)
+		}
+		for _, in := range ins {
+			if _, got, err := ReadHistory("h", strings.NewReader(in), f, ReadOptions{}); err != nil || (f != FormatAuto && got != f) {
+				t.Errorf("format %s: read as %q, %v", f, got, err)
+			}
+		}
+	}
+	if len(Formats()) != len(inputs) {
+		t.Errorf("Formats() = %v, want the %d of this test", Formats(), len(inputs))
+	}
+	if _, _, err := ReadHistory("h", strings.NewReader(csv), "xml", ReadOptions{}); err == nil {
+		t.Error("format xml was accepted")
+	}
+}

@@ -139,6 +139,33 @@ func TestResolveContexts(t *testing.T) {
 	}
 }
 
+// TestContexts: the contexts Resolve takes, from --kubeconfig or
+// $KUBECONFIG's files merged, sorted, with the current one; none without a
+// kubeconfig.
+func TestContexts(t *testing.T) {
+	dir := isolate(t)
+	if names, cur, err := Contexts(""); err != nil || names != nil || cur != "" {
+		t.Errorf("no kubeconfig: %v %q %v", names, cur, err)
+	}
+	path := write(t, filepath.Join(dir, "kubeconfig"), twoContexts)
+	if names, cur, err := Contexts(path); err != nil || strings.Join(names, ",") != "ctx-a,ctx-b" || cur != "ctx-a" {
+		t.Errorf("--kubeconfig: %v %q %v", names, cur, err)
+	}
+	for _, n := range []string{"ctx-a", "ctx-b"} {
+		if _, err := Resolve(Config{Kubeconfig: path, Context: n}); err != nil {
+			t.Errorf("context %s listed but not resolved: %v", n, err)
+		}
+	}
+	other := write(t, filepath.Join(dir, "other"), "contexts:\n- {name: ctx-0, context: {cluster: a}}\n- {name: ctx-b, context: {cluster: b}}\n")
+	t.Setenv("KUBECONFIG", other+string(os.PathListSeparator)+path)
+	if names, cur, err := Contexts(""); err != nil || strings.Join(names, ",") != "ctx-0,ctx-a,ctx-b" || cur != "ctx-a" {
+		t.Errorf("$KUBECONFIG: %v %q %v", names, cur, err)
+	}
+	if _, _, err := Contexts(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing --kubeconfig file gave no error")
+	}
+}
+
 // TestResolveMerge: $KUBECONFIG's files merge as in kubectl (the first to
 // name a cluster, user or context, or to set current-context, wins), and
 // relative paths resolve against their own file's directory.

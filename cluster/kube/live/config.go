@@ -225,6 +225,35 @@ func Resolve(c Config) (*Endpoint, error) {
 	return ep, nil
 }
 
+// Contexts lists the contexts of the kubeconfig Resolve reads for the
+// file kubeconfig ("" for $KUBECONFIG's files, else ~/.kube/config), as
+// kubectl merges them (the first file to name a context wins), sorted, and
+// the current one ("" when none is set): what --context takes, for shell
+// completion. No kubeconfig at all is no contexts and no error; a file
+// that cannot be read is an error.
+func Contexts(kubeconfig string) (names []string, current string, err error) {
+	files, _, err := kubeconfigFiles(kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, f := range files {
+		kc, err := readKubeconfig(f)
+		if err != nil {
+			return nil, "", err
+		}
+		if current == "" {
+			current = kc.CurrentContext
+		}
+		for _, c := range kc.Contexts {
+			if !slices.Contains(names, c.Name) {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, current, nil
+}
+
 var errNotInCluster = errors.New("not running in a pod")
 
 // inCluster is the endpoint of the pod's service account: the API server

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -31,7 +32,7 @@ type rulesFlags struct {
 func newRulesCmd() *cobra.Command {
 	d := rules.DefaultOptions()
 	f := rulesFlags{
-		format: "auto", quantile: d.Quantile, margin: d.Margin, min: d.Min, max: d.Max,
+		format: rules.FormatAuto, quantile: d.Quantile, margin: d.Margin, min: d.Min, max: d.Max,
 		window: "7d", minPoints: d.MinPoints, maxInst: d.MaxInstances, forDur: "10m", severity: "warning",
 	}
 	cmd := &cobra.Command{
@@ -111,9 +112,7 @@ func runRules(cmd *cobra.Command, f rulesFlags) error {
 	if err := checkInputs(fileFlag{"--history", f.history}); err != nil {
 		return err
 	}
-	switch f.format {
-	case "auto", rules.FormatPrometheus, rules.FormatCSV:
-	default:
+	if !slices.Contains(rules.Formats(), f.format) {
 		return usageErrorf(cmd, "--format %q: want auto, prometheus or csv", f.format)
 	}
 	ropts := rules.ReadOptions{MaxSeries: 8 * o.MaxInstances} // up to 8 GPUs per instance
