@@ -57,6 +57,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		args = []string{} // cobra reads os.Args when given nil
 	}
 	root := newRoot(stdin, stdout, stderr)
+	if isCompletionRequest(args) {
+		registerCompletions(root)
+	}
 	root.SetArgs(args)
 	var prof *profiling // --cpuprofile, --memprofile (profiling.go)
 	rules := root.PersistentPreRunE
