@@ -115,9 +115,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		CompletionOptions: cobra.CompletionOptions{
-			HiddenDefaultCmd: true,
-		},
 	}
 	withHelp(root, "gpufrag")
 	root.SetIn(stdin)

@@ -324,7 +324,7 @@ func TestCompletionCommands(t *testing.T) {
 	for _, c := range root.Commands() {
 		top = append(top, c.Name())
 	}
-	top = append(top, "help")
+	top = append(top, "completion", "help")
 	slices.Sort(top)
 	for _, tc := range []struct {
 		args []string
