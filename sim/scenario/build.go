@@ -109,8 +109,17 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 		return bad("gpu", "%w", err)
 	}
 	base := sim.DefaultConfig(m, g)
+	// The settings sim.New would refuse on their own are refused here,
+	// naming the field (and so the file's line), not by each run as a
+	// "bad config" of the engine's.
+	if s.TP < 0 {
+		return bad("tp", "%d: want a number of GPUs, 1 or more (absent or 0: 1)", s.TP)
+	}
 	if s.TP != 0 {
 		base.TP = s.TP
+	}
+	if err := m.ValidateTP(max(base.TP, 1)); err != nil {
+		return bad("tp", "%v", err)
 	}
 	if s.KVDType != "" {
 		if base.KVDType, err = model.ParseKVDType(s.KVDType); err != nil {
@@ -124,6 +133,16 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 	}
 	if s.Unquantized != "" {
 		if base.Unquantized, err = model.ParseUnquantized(s.Unquantized); err != nil {
+			return bad("unquantized", "%v", err)
+		}
+		w := cmp.Or(base.WeightDType, m.WeightDType)
+		if w.Bits() >= 16 {
+			return bad("unquantized", "%s names what quantized weights keep in 16 bits, but the weights are %v: give weight_dtype (--weight-dtype) fp8, int8 or int4, or drop unquantized",
+				s.Unquantized, w)
+		}
+		q := m
+		q.WeightDType, q.Unquantized = w, base.Unquantized
+		if err := q.Validate(); err != nil {
 			return bad("unquantized", "%v", err)
 		}
 	}
@@ -156,8 +175,26 @@ func engineConfig(s *Scenario) (sim.Config, error) {
 		return bad("engine.num_scheduler_steps", "is vLLM V0's --num-scheduler-steps: it needs engine.name vllm-v0, not %v", base.Engine)
 	}
 	base.SchedulerSteps = e.SchedulerSteps
-	if e.GPUMemoryUtilization != 0 {
-		base.GPUMemoryUtilization = e.GPUMemoryUtilization
+	if u := e.GPUMemoryUtilization; u != 0 {
+		if !(u > 0 && u <= 1) {
+			return bad("engine.gpu_memory_utilization", "%v: want the share of the GPU's memory the engine may use, above 0 and at most 1, as vLLM's (absent or 0: %v)",
+				u, base.GPUMemoryUtilization)
+		}
+		base.GPUMemoryUtilization = u
+	}
+	for _, x := range []struct {
+		field     string
+		v         int
+		what, def string
+	}{{"engine.max_batch_tokens", e.MaxBatchTokens, "a number of tokens", map[bool]string{false: fmt.Sprint(base.MaxBatchTokens), true: "SGLang's chunk for the GPU"}[base.Engine == sim.EngineSGLang]},
+		{"engine.max_seqs", e.MaxSeqs, "a number of requests", fmt.Sprint(base.MaxSeqs)},
+		{"engine.max_context", e.MaxContext, "a number of tokens", fmt.Sprintf("the model's, %d", m.MaxContext)}} {
+		if x.v < 0 {
+			return bad(x.field, "%d: want %s, 1 or more (absent or 0: %s)", x.v, x.what, x.def)
+		}
+	}
+	if e.MaxTokens < 0 {
+		return bad("engine.max_tokens", "%d: want a number of tokens, 1 or more (absent or 0: max_context − prompt)", e.MaxTokens)
 	}
 	if e.MaxBatchTokens != 0 {
 		base.MaxBatchTokens = e.MaxBatchTokens

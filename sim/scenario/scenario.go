@@ -398,6 +398,19 @@ func (e *fieldError) Error() string {
 
 func (e *fieldError) Unwrap() []error { return []error{ErrBadScenario, e.err} }
 
+// FieldOf returns the field an error of Build or EngineConfig is about (a
+// path such as "engine.gpu_memory_utilization") and what is wrong with its
+// value, without the file, line and field; ok is false for an error about
+// no one field. A caller whose flag set the field (Override) says it of
+// the flag.
+func FieldOf(err error) (field string, what error, ok bool) {
+	var fe *fieldError
+	if !errors.As(err, &fe) {
+		return "", nil, false
+	}
+	return fe.field, fe.err, true
+}
+
 // locate adds s's file and the field's line to a fieldError about a
 // field the file set.
 func (s *Scenario) locate(err error) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gpufrag/gpufrag/internal/human"
@@ -153,6 +154,17 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags, args []string) error {
 	}
 	cfg, err := scenario.EngineConfig(s)
 	if err != nil {
+		// A setting the user's flags gave is a usage error naming the
+		// flag; one the files state stays the files' (status 1).
+		flagOf := map[string]string{}
+		for _, x := range engineFlagFields {
+			if set(x.flag) && !slices.ContainsFunc(fromFiles, func(st calib.Stated) bool { return st.Flag == x.flag }) {
+				flagOf[x.field] = "--" + x.flag
+			}
+		}
+		if ue := flagFieldError(cmd, s, flagOf, err); ue != nil {
+			return ue
+		}
 		return err
 	}
 	for _, w := range calib.ModelIDMismatches(cfg.RunModel(), fit, held) {

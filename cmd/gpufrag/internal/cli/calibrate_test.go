@@ -114,6 +114,10 @@ func TestCalibrateErrors(t *testing.T) {
 		{append([]string{"calibrate", in, "-o", in}, calibrate70B...), 2, "is the input file given to the benchmark result argument: refusing to overwrite"},
 		{append([]string{"calibrate", benchFixture("sglang_bench_online.jsonl")}, calibrate70B...), 1, `field "input_lens"`},
 		{[]string{"calibrate", in, "--model", "llama-3.1-70b", "--gpu", "a100-40g"}, 1, "raise --tp"},
+		// A setting the engine cannot take, given by a flag: a usage error
+		// naming it (it was "bad scenario: unquantized: ...", status 1).
+		{append(append([]string{"calibrate", in}, calibrate70B...), "--unquantized", "self_attn"), 2,
+			"--unquantized: self_attn names what quantized weights keep in 16 bits, but the weights are bf16"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := run(t, "", tt.args...)

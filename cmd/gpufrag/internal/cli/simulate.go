@@ -143,6 +143,9 @@ func runSimulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	plan, err := scenario.Build(s, open)
 	if err != nil {
+		if ue := flagFieldError(cmd, s, flagOf, err); ue != nil {
+			return ue
+		}
 		return inFlagFile("--trace", f.trace, err)
 	}
 	if plan.Dropped != "" {
@@ -354,6 +357,36 @@ func overrideFlagged(cmd *cobra.Command, s *scenario.Scenario) map[string]string
 		flagOf["workload.trace.file"] = "--trace" // --trace sets the workload
 	}
 	return flagOf
+}
+
+// namesFile reports whether the field of s names a file: an error about
+// it (the file cannot be opened, read, or holds a bad value) is the
+// file's, status 1, even where a flag named the file.
+func namesFile(s *scenario.Scenario, field string) bool {
+	switch field {
+	case "model", "workload", "workload.trace.file":
+		return true
+	case "profile":
+		return scenario.IsProfileFile(s.Profile)
+	}
+	return false
+}
+
+// flagFieldError returns err, an error of scenario.Build or EngineConfig
+// for s, as a usage error naming the flag that set its field (flagOf, by
+// field), "--unquantized: self_attn names ...", when a flag set it to a
+// value (not a file's name, namesFile); nil otherwise: an error about the
+// scenario file's own fields stays the file's (status 1).
+func flagFieldError(cmd *cobra.Command, s *scenario.Scenario, flagOf map[string]string, err error) error {
+	field, what, ok := scenario.FieldOf(err)
+	if !ok || namesFile(s, field) {
+		return nil
+	}
+	flag, ok := flagOf[field]
+	if !ok {
+		return nil
+	}
+	return usageErrorf(cmd, "%s: %v", flag, what)
 }
 
 // simulateInputs returns the files a simulation reads, for checkOutputs:

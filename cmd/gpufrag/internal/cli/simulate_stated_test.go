@@ -133,7 +133,7 @@ func TestEngineVersionHints(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"simulate", "--engine-version", "0.5.5"}, 1, "for an earlier release use engine vllm-v0 (engine.name vllm-v0, --engine vllm-v0)"},
+		{[]string{"simulate", "--engine-version", "0.5.5"}, 2, "for an earlier release use engine vllm-v0 (engine.name vllm-v0, --engine vllm-v0)"},
 		{[]string{"advise", "--trace", filepath.Join(root, "examples", "azure_conv.csv"), "--model", "llama-3.1-8b", "--gpu", "a100-80g", "--engine-version", "0.5.5"},
 			2, "--engine-version 0.5.5: advise sweeps the settings of vLLM's V1 engine, whose releases start at 0.8"},
 		{[]string{"calibrate", filepath.Join(root, "workload", "testdata", "bench", "sglang_bench_details_synthetic.jsonl"), "--model", "llama-3.1-8b",

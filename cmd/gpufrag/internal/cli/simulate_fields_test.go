@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpufrag/gpufrag/sim/scenario"
+)
+
+// scenarioWith writes the default scenario with old replaced by new to a
+// file in a temporary directory and returns its path and the line of new.
+func scenarioWith(t *testing.T, old, new string) (string, int) {
+	t.Helper()
+	def := string(scenario.DefaultYAML())
+	i := strings.Index(def, old)
+	if i < 0 {
+		t.Fatalf("the default scenario has no %q", old)
+	}
+	path := filepath.Join(t.TempDir(), "my.yaml")
+	if err := os.WriteFile(path, []byte(def[:i]+new+def[i+len(old):]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, strings.Count(def[:i], "\n") + 1
+}
+
+// TestSimulateEngineSettingErrors: a setting the engine cannot take, from
+// a scenario file, fails (exit 1) naming the file, the line and the YAML
+// key; from a flag, it is a usage error (exit 2) naming the flag. Before,
+// the file's were "every run (6): bad config: gpu memory utilization: 1.5
+// is not in (0, 1]" (no file, line or key), and --unquantized self_attn
+// with 16-bit weights the same, with status 1 (the review's item 1).
+func TestSimulateEngineSettingErrors(t *testing.T) {
+	for _, tc := range []struct{ old, new, want string }{
+		{"gpu_memory_utilization: 0.9", "gpu_memory_utilization: 1.5", `field "engine.gpu_memory_utilization": 1.5: want the share of the GPU's memory the engine may use, above 0 and at most 1`},
+		{"tp: 1", "tp: 3", `field "tp": bad tensor parallelism: llama-3.1-8b: 32 attention heads do not split over tp=3`},
+		{"max_seqs: 256", "max_seqs: -3", `field "engine.max_seqs": -3: want a number of requests, 1 or more`},
+		{"kv_dtype: bf16", "unquantized: self_attn", `field "unquantized": self_attn names what quantized weights keep in 16 bits, but the weights are bf16`},
+	} {
+		path, line := scenarioWith(t, tc.old, tc.new)
+		code, _, errs := run(t, "", "simulate", "--scenario", path)
+		want := "gpufrag: bad scenario: " + path + ": line " + strconv.Itoa(line) + ": " + tc.want
+		if code != 1 || !strings.HasPrefix(errs, want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q...", tc.new, code, errs, want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tp", "3"}, "gpufrag: --tp 3 with the scenario's model llama-3.1-8b: bad tensor parallelism"},
+		{[]string{"--gpu-memory-utilization", "1.5"}, "gpufrag: --gpu-memory-utilization 1.5: want a share in (0, 1]"},
+		{[]string{"--unquantized", "self_attn"}, "gpufrag: --unquantized: self_attn names what quantized weights keep in 16 bits, but the weights are bf16: give weight_dtype (--weight-dtype) fp8, int8 or int4"},
+		{[]string{"--unquantized", "layers.999", "--weight-dtype", "fp8"}, "gpufrag: --unquantized: bad model: llama-3.1-8b: "},
+		{[]string{"--engine", "vllm-v0", "--num-scheduler-steps", "8"}, "gpufrag: --num-scheduler-steps: 8 with chunked prefill"},
+	} {
+		code, _, errs := run(t, "", append([]string{"simulate"}, tc.args...)...)
+		if code != 2 || !strings.HasPrefix(errs, tc.want) {
+			t.Errorf("simulate %v: exit %d, stderr %q; want exit 2 and %q...", tc.args, code, errs, tc.want)
+		}
+	}
+}
