@@ -216,20 +216,20 @@ func (u Unquantized) validate(m *Model) error {
 	}
 	for _, l := range slices.Concat(u.AttentionLayers, u.MLPLayers, u.Layers) {
 		if l < 0 {
-			return fmt.Errorf("%w: %s: Unquantized: layer index %d is negative", ErrBadModel, m.Name, l)
+			return fmt.Errorf("%w: %s: unquantized: layer index %d is negative", ErrBadModel, m.Name, l)
 		}
 	}
 	for _, l := range u.AttentionLayers {
 		if l >= m.Layers {
-			return fmt.Errorf("%w: %s: Unquantized: layer %d's attention, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
+			return fmt.Errorf("%w: %s: unquantized: layer %d's attention, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
 		}
 	}
 	for _, l := range slices.Concat(u.MLPLayers, u.Layers) {
 		if l >= dense {
 			if l < m.Layers {
-				return fmt.Errorf("%w: %s: Unquantized: layer %d is a mixture-of-experts layer (dense layers: 0 to %d); only dense layers' MLPs, or attention blocks, can be kept in 16 bits", ErrBadModel, m.Name, l, dense-1)
+				return fmt.Errorf("%w: %s: unquantized: layer %d is a mixture-of-experts layer (dense layers: 0 to %d); only dense layers' MLPs, or attention blocks, can be kept in 16 bits", ErrBadModel, m.Name, l, dense-1)
 			}
-			return fmt.Errorf("%w: %s: Unquantized: layer %d, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
+			return fmt.Errorf("%w: %s: unquantized: layer %d, but the model has %d layers", ErrBadModel, m.Name, l, m.Layers)
 		}
 	}
 	return nil

@@ -189,8 +189,8 @@ func TestSplit16ListsAsGiven(t *testing.T) {
 	}
 	for _, u := range []Unquantized{{Layers: []int{-1}}, {AttentionLayers: []int{-3}}} {
 		m.Unquantized = u
-		if err := m.Validate(); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "Unquantized") {
-			t.Errorf("%+v: %v, want ErrBadModel naming Unquantized", u, err)
+		if err := m.Validate(); !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "unquantized: ") {
+			t.Errorf("%+v: %v, want ErrBadModel naming unquantized", u, err)
 		}
 	}
 }

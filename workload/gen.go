@@ -275,11 +275,11 @@ func Sessions(cfg SessionConfig, rng *rand.Rand) ([]Request, error) {
 				break
 			}
 			if len(out) >= requestLimit {
-				return nil, configErr("Sessions: more than %d turns in all (workload.MaxRequests); lower Sessions or MaxTurns", requestLimit)
+				return nil, configErr("more than %d turns in all (workload.MaxRequests): fewer sessions, or fewer turns each", requestLimit)
 			}
 			if nids += (prompt + prefixBlock - 1) / prefixBlock; nids > hashLimit {
-				return nil, configErr("Sessions: more than %d prefix ids in all (workload.MaxPrefixHashes); "+
-					"contexts grow too long: lower Sessions, MaxTurns or MaxContext", hashLimit)
+				return nil, configErr("more than %d prefix ids in all (workload.MaxPrefixHashes): "+
+					"the sessions' contexts grow too long; fewer sessions, fewer turns each or a shorter max context", hashLimit)
 			}
 			for b := keep; b < (prompt+prefixBlock-1)/prefixBlock; b++ {
 				ids = append(ids, nextID)

@@ -369,8 +369,13 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 	if err != nil {
 		return err
 	}
-	if w.Bucket < 0 {
-		return badField("workload.bucket", "%d is negative (0 turns bucketing off)", w.Bucket)
+	if w.Bucket < 0 || w.Bucket > workload.MaxTokens {
+		return badField("workload.bucket", "%d: want a multiple to round prompts up to, 1 to %d tokens (workload.MaxTokens; 0 turns bucketing off)", w.Bucket, workload.MaxTokens)
+	}
+	for i, b := range w.Beam {
+		if b < 1 || b > workload.MaxN {
+			return badField(fmt.Sprintf("workload.beam[%d]", i), "%d: want a width from 1 to %d (workload.MaxN)", b, workload.MaxN)
+		}
 	}
 	if w.Bucket > 0 {
 		if err := workload.Bucket(t, w.Bucket); err != nil {
@@ -616,7 +621,41 @@ func (d Dist) draw(rng *rand.Rand) int {
 	return d.Min + rng.IntN(d.Max-d.Min+1)
 }
 
+// check refuses the sessions settings workload.Sessions refuses, naming
+// each by its key: that function's errors name its Go fields
+// (SessionConfig.MinTurns), which a scenario does not have.
+func (s *Sessions) check() error {
+	const f = "workload.sessions."
+	bad := badField
+	switch {
+	case s.Count < 0:
+		return bad(f+"count", "%d is negative: want a number of sessions (absent or 0: enough to fill duration)", s.Count)
+	case s.MinTurns < 1:
+		return bad(f+"min_turns", "%d: want a number of turns, 1 or more", s.MinTurns)
+	case s.MaxTurns < s.MinTurns:
+		return bad(f+"max_turns", "%d is below min_turns %d: turns are drawn from min_turns to max_turns", s.MaxTurns, s.MinTurns)
+	case s.SystemTokens < 0 || s.SystemTokens > workload.MaxTokens:
+		return bad(f+"system_tokens", "%d: want 0 to %d tokens (workload.MaxTokens)", s.SystemTokens, workload.MaxTokens)
+	case s.MinUser < 1 || s.MinUser > workload.MaxTokens:
+		return bad(f+"min_user", "%d: want 1 to %d tokens (workload.MaxTokens)", s.MinUser, workload.MaxTokens)
+	case s.MaxUser < s.MinUser || s.MaxUser > workload.MaxTokens:
+		return bad(f+"max_user", "%d: want min_user (%d) to %d tokens (workload.MaxTokens)", s.MaxUser, s.MinUser, workload.MaxTokens)
+	case s.MinOutput < 0 || s.MinOutput > workload.MaxTokens:
+		return bad(f+"min_output", "%d: want 0 to %d tokens (workload.MaxTokens)", s.MinOutput, workload.MaxTokens)
+	case s.MaxOutput < s.MinOutput || s.MaxOutput > workload.MaxTokens:
+		return bad(f+"max_output", "%d: want min_output (%d) to %d tokens (workload.MaxTokens)", s.MaxOutput, s.MinOutput, workload.MaxTokens)
+	case !(s.ThinkSeconds >= 0) || math.IsInf(s.ThinkSeconds, 0):
+		return bad(f+"think_s", "%v: want the mean seconds between a turn and the next, 0 or more", s.ThinkSeconds)
+	case s.MaxContext < 0 || s.MaxContext > workload.MaxTokens:
+		return bad(f+"max_context", "%d: want 1 to %d tokens (absent or 0: %d, workload.MaxTokens)", s.MaxContext, workload.MaxTokens, workload.MaxTokens)
+	}
+	return nil
+}
+
 func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	n := s.Count
 	if n == 0 {
 		if duration == 0 || !(s.Rate > 0) {

@@ -62,3 +62,20 @@ func TestSimulateEngineSettingErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateSessionKeys: a bad sessions setting in a scenario file names
+// the file, the line and the key as the file spells it. Before:
+// `field "workload.sessions": bad configuration: Sessions: need 1 <=
+// MinTurns <= MaxTurns (got 5, 2)` (the review's item 2).
+func TestSimulateSessionKeys(t *testing.T) {
+	path, line := scenarioWith(t, "max_turns: 16", "max_turns: 2")
+	def := string(scenario.DefaultYAML())
+	if err := os.WriteFile(path, []byte(strings.Replace(strings.Replace(def, "max_turns: 16", "max_turns: 2", 1), "min_turns: 1", "min_turns: 5", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "", "simulate", "--scenario", path)
+	want := "gpufrag: bad scenario: " + path + ": line " + strconv.Itoa(line) + `: field "workload.sessions.max_turns": 2 is below min_turns 5: turns are drawn from min_turns to max_turns`
+	if code != 1 || !strings.HasPrefix(errs, want) {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q...", code, errs, want)
+	}
+}

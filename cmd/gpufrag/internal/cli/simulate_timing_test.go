@@ -239,7 +239,7 @@ func TestSimulateTimingUsage(t *testing.T) {
 			"--num-scheduler-steps: 10 spreads the host's time of a step-time profile over the decode steps; the roofline (profile roofline) has none to spread"},
 		{[]string{"--weight-dtype", "fp6"}, 2, `--weight-dtype "fp6": want bf16, fp16, fp8, int8 or int4`},
 		{[]string{"--unquantized", "layers.1.mlp.down_proj"}, 2, `--unquantized "layers.1.mlp.down_proj": bad model: unquantized: "layers.1.mlp.down_proj" is not modelled`},
-		{[]string{"--weight-dtype", "fp8", "--unquantized", "layers.32"}, 2, "--unquantized: bad model: llama-3.1-8b: Unquantized: layer 32, but the model has 32 layers"},
+		{[]string{"--weight-dtype", "fp8", "--unquantized", "layers.32"}, 2, "--unquantized: bad model: llama-3.1-8b: unquantized: layer 32, but the model has 32 layers"},
 		{[]string{"--unquantized", "self_attn"}, 2, "--unquantized: self_attn names what quantized weights keep in 16 bits, but the weights are bf16"},
 		{[]string{"--profile", "v100"}, 2, `--profile "v100": not roofline, joint or a GPU's name`},
 		{[]string{"--profile", "roofine"}, 2, `did you mean "roofline"?`},
