@@ -395,6 +395,9 @@ func (p *Plan) requests(s *Scenario, c sim.Config, open Opener) error {
 }
 
 func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trace, error) {
+	if !(tr.Rate >= 0) || math.IsInf(tr.Rate, 0) {
+		return nil, badField("workload.trace.rate", "%v: want a positive number of requests per second (absent or 0: the file's own arrival times)", tr.Rate)
+	}
 	t, _, err := readTrace(tr, open, false)
 	if err != nil {
 		return nil, err
@@ -452,6 +455,9 @@ func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, er
 		return nil, "", badField("workload.trace.file", "%w", err)
 	}
 	defer rc.Close()
+	if tr.MaxRows < 0 {
+		return nil, "", badField("workload.trace.max_rows", "%d is negative: want a number of requests to read (absent or 0: every row)", tr.MaxRows)
+	}
 	if tr.Run < 0 {
 		return nil, "", badField("workload.trace.run", "%d is negative (1 is a file's first run; 0 reads a file of one run)", tr.Run)
 	}
@@ -500,6 +506,17 @@ func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, er
 const maxGenerated = 1_000_000
 
 func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.Trace, error) {
+	const f = "workload.requests."
+	switch {
+	case r.Rate == 0:
+		return nil, badField(f+"rate", "missing: want a positive number of requests per second")
+	case !(r.Rate > 0) || math.IsInf(r.Rate, 0):
+		return nil, badField(f+"rate", "%v: want a positive number of requests per second", r.Rate)
+	case r.CV != 0 && !(r.CV >= 0.01 && r.CV <= 100):
+		return nil, badField(f+"cv", "%v: want a coefficient of variation of the gaps from 0.01 to 100 (1 or absent: Poisson; above 1: bursty)", r.CV)
+	case r.Count < 0:
+		return nil, badField(f+"count", "%d is negative: want a number of requests (absent or 0: enough to fill duration)", r.Count)
+	}
 	cv := r.CV
 	if cv == 0 {
 		cv = 1
@@ -520,8 +537,8 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 	if err := r.Output.check("workload.requests.output", 0); err != nil {
 		return nil, err
 	}
-	if r.Count < 0 || (r.Count == 0 && duration == 0) {
-		return nil, badField("workload.requests.count", "give a count or a duration")
+	if r.Count == 0 && duration == 0 {
+		return nil, badField("workload.requests.count", "give a count or a duration (duration: 30m) for requests to arrive in at the rate")
 	}
 	if r.Count > maxGenerated || (r.Count == 0 && r.Rate*float64(duration)/1e9 > maxGenerated) {
 		return nil, badField("workload.requests", "about %.3g requests is more than %d; lower the rate, the duration or the count",
@@ -628,6 +645,10 @@ func (s *Sessions) check() error {
 	const f = "workload.sessions."
 	bad := badField
 	switch {
+	case s.Rate == 0:
+		return bad(f+"rate", "missing: want a positive number of new sessions per second")
+	case !(s.Rate > 0) || math.IsInf(s.Rate, 0):
+		return bad(f+"rate", "%v: want a positive number of new sessions per second", s.Rate)
 	case s.Count < 0:
 		return bad(f+"count", "%d is negative: want a number of sessions (absent or 0: enough to fill duration)", s.Count)
 	case s.MinTurns < 1:
@@ -658,8 +679,8 @@ func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, 
 	}
 	n := s.Count
 	if n == 0 {
-		if duration == 0 || !(s.Rate > 0) {
-			return nil, badField("workload.sessions", "give a count, or a rate and a duration")
+		if duration == 0 {
+			return nil, badField("workload.sessions", "give a count of sessions, or a duration (duration: 30m) for sessions to start in at the rate")
 		}
 		sessions := s.Rate * float64(duration) / 1e9
 		if sessions > maxGenerated {

@@ -79,3 +79,18 @@ func TestSimulateSessionKeys(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 1 and %q...", code, errs, want)
 	}
 }
+
+// TestSimulateBadRate: a sessions rate of -1 or NaN in a scenario file is
+// refused naming the rate's key and line. Before, both said `field
+// "workload.sessions": give a count, or a rate and a duration` (the
+// review's item 3).
+func TestSimulateBadRate(t *testing.T) {
+	for _, v := range []string{"-1", ".nan"} {
+		path, line := scenarioWith(t, "rate: 0.02", "rate: "+v)
+		code, _, errs := run(t, "", "simulate", "--scenario", path)
+		want := "gpufrag: bad scenario: " + path + ": line " + strconv.Itoa(line) + `: field "workload.sessions.rate": `
+		if code != 1 || !strings.HasPrefix(errs, want) || !strings.Contains(errs, "want a positive number of new sessions per second") {
+			t.Errorf("rate: %s: exit %d, stderr %q; want exit 1 and %q...", v, code, errs, want)
+		}
+	}
+}
