@@ -319,6 +319,12 @@ func Read(r io.Reader, name string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadScenario, name, untrusted.YAMLDecodeError(err, nil))
 	}
+	if len(root.Content) == 1 && root.Content[0].Kind != yaml.MappingNode {
+		top := root.Content[0]
+		return nil, fmt.Errorf("%w: %s", ErrBadScenario, untrusted.Format(name, top.Line, "",
+			"not a scenario: want a YAML mapping of fields (model:, gpu:, engine:, workload:, runs:; "+
+				"`gpufrag simulate --print-scenario` prints one), not "+describeNode(top, data)))
+	}
 	if k, v := mappingKey(root, "runs"); v != nil && v.Kind == yaml.SequenceNode && len(v.Content) > MaxRuns {
 		return nil, fmt.Errorf("%w: %s", ErrBadScenario, untrusted.Format(name, k.Line, "runs",
 			fmt.Sprintf("%d runs, more than %d (scenario.MaxRuns): each run simulates the whole workload again", len(v.Content), MaxRuns)))
@@ -331,6 +337,31 @@ func Read(r io.Reader, name string) (*Scenario, error) {
 	}
 	s.File, s.doc = name, root
 	return &s, nil
+}
+
+// describeNode says what a YAML node of data that should have been a
+// mapping is: "a list", "text ("sn,cpu_milli,...")" (its first line, as
+// the file has it: a plain scalar's lines are joined), "a number (3)".
+func describeNode(n *yaml.Node, data []byte) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int", "!!float":
+			return "a number (" + untrusted.Clip(n.Value) + ")"
+		case "!!bool":
+			return "true or false (" + untrusted.Clip(n.Value) + ")"
+		case "!!null":
+			return "null (" + untrusted.Clip(n.Value) + ")"
+		}
+		text := n.Value
+		if lines := bytes.Split(data, []byte("\n")); n.Style == 0 && n.Line >= 1 && n.Line <= len(lines) {
+			text = strings.TrimSpace(string(lines[n.Line-1])) // a plain scalar: its first line
+		}
+		return "text (" + untrusted.Quote(text) + ")"
+	}
+	return "an alias"
 }
 
 // Override records that fields (paths such as "model", "workload" or

@@ -94,3 +94,17 @@ func TestSimulateBadRate(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateScenarioNotYAML: --scenario given a CSV (the README's node
+// list) says the file is not a scenario and what one is. Before: "line 1:
+// cannot unmarshal !!str `sn,cpu_...` into a mapping of fields" (the
+// review's item 4).
+func TestSimulateScenarioNotYAML(t *testing.T) {
+	nodes := filepath.Join("..", "..", "..", "..", "examples", "nodes.csv")
+	code, _, errs := run(t, "", "simulate", "--scenario", nodes)
+	want := "gpufrag: bad scenario: " + nodes + `: line 1: not a scenario: want a YAML mapping of fields (model:, gpu:, engine:, workload:, runs:; ` +
+		"`gpufrag simulate --print-scenario` prints one), not text (\"sn,cpu_milli,memory_mib,gpu,model\")\n"
+	if code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errs, want)
+	}
+}
