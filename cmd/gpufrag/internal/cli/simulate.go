@@ -86,7 +86,7 @@ func newSimulate() *cobra.Command {
 	fl.StringArrayVar(&f.kvs, "kv", nil, "KV strategy `SPEC`s to compare, comma-separated or repeated: "+strings.Join(strategy.Names(), ", "))
 	fl.StringArrayVar(&f.allocs, "alloc", nil, "allocator `SPEC`s to compare, comma-separated or repeated (see gpufrag replay --help)")
 	fl.StringVar(&f.onOOM, "on-oom", "", "out-of-memory `BEHAVIOUR`: preempt (vLLM), reserve (TensorRT-LLM) or fail (default: per KV strategy)")
-	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m (default: the scenario's; a trace runs to its end)")
+	fl.DurationVar(&f.duration, "duration", 0, "simulated `TIME` to run, e.g. 30m; 0: until every request ends (a generated workload without a count needs a duration, which sets how many arrive) (default: the scenario's; a trace runs to its end)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random `SEED` for generated workloads and for the arrivals of a trace without times (default: the scenario's); a benchmark file's arrivals are drawn from --arrival-seed")
 	fl.Uint64Var(&f.arrivalSeed, "arrival-seed", 0, "draw a benchmark result file's Poisson arrivals from `SEED` instead of the run's own seed: another draw of a run that saved no start times")
 	fl.IntVar(&f.arrivalDraws, "arrival-draws", 1, "replay a benchmark result file that saved no send times under `N` draws of its arrivals (seeds from the run's own, or --arrival-seed's or workload.trace.arrival_seed's, up) and report each figure's smallest, median and largest: how far the draw alone moves it (1: one draw; at most 64; N times the time)")
@@ -476,7 +476,22 @@ func applySimulateFlags(cmd *cobra.Command, f *simulateFlags, s *scenario.Scenar
 	}
 	if set("duration") {
 		if f.duration < 0 {
-			return usageErrorf(cmd, "--duration %v: want a positive duration such as 30m", f.duration)
+			return usageErrorf(cmd, "--duration %v: want a positive duration such as 30m, or 0 to run until every request ends", f.duration)
+		}
+		if w := s.Workload; f.duration == 0 && w.Trace == nil {
+			// Without a count, a generated workload's duration is what
+			// sets how many requests or sessions arrive.
+			key := ""
+			switch {
+			case w.Sessions != nil && w.Sessions.Count == 0:
+				key = "workload.sessions"
+			case w.Requests != nil && w.Requests.Count == 0:
+				key = "workload.requests"
+			}
+			if key != "" {
+				return usageErrorf(cmd, "--duration 0 runs until every request ends, but the scenario's %s has no count: its duration sets how many arrive; "+
+					"give a duration such as 30m (or a count in a scenario file)", key)
+			}
 		}
 		s.Duration = scenario.Duration(f.duration)
 	}

@@ -108,3 +108,35 @@ func TestSimulateScenarioNotYAML(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errs, want)
 	}
 }
+
+// TestSimulateDurationZero: --duration 0 runs until every request ends,
+// as a scenario's "duration: 0" does and a trace does by default, and the
+// help says so; where that cannot be (a generated workload without a
+// count, whose duration sets how many arrive), it is a usage error naming
+// --duration. Before, the default scenario at --duration 0 failed with
+// status 1 and "bad scenario: workload.sessions: give a count, or a rate
+// and a duration", --duration -1s said "want a positive duration" though
+// 0 was taken, and the help did not say what 0 does (the review's item 5).
+func TestSimulateDurationZero(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--duration", "0"}, "gpufrag: --duration 0 runs until every request ends, but the scenario's workload.sessions has no count: its duration sets how many arrive; give a duration such as 30m"},
+		{[]string{"--duration", "-1s"}, "gpufrag: --duration -1s: want a positive duration such as 30m, or 0 to run until every request ends"},
+	} {
+		code, _, errs := run(t, "", append([]string{"simulate"}, tc.args...)...)
+		if code != 2 || !strings.HasPrefix(errs, tc.want) {
+			t.Errorf("simulate %v: exit %d, stderr %q; want exit 2 and %q...", tc.args, code, errs, tc.want)
+		}
+	}
+	trace := filepath.Join("..", "..", "..", "..", "examples", "sharegpt.csv")
+	code, out, errs := run(t, "", "simulate", "--trace", trace, "--rate", "4", "--kv", "paged:16", "--duration", "0")
+	if code != 0 || !strings.Contains(out, "simulated to the end of the workload") {
+		t.Errorf("--duration 0 on a trace: exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	_, help, _ := run(t, "", "simulate", "--help")
+	if !strings.Contains(help, "e.g. 30m; 0: until every request ends (a generated workload without a count needs a duration, which sets how many arrive)") {
+		t.Errorf("simulate --help does not say what --duration 0 does")
+	}
+}
