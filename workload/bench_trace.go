@@ -299,7 +299,7 @@ func (r *BenchResult) arrivals(n int, seed *uint64) ([]int64, *uint64, string, *
 		default:
 			gap = gammaSample(rng, b) * mean / b
 		}
-		at = min(at+gapNS(gap), maxTime)
+		at = addGap(at, gapNS(gap))
 		out[i] = at
 	}
 	return out, drawn, note, nil

@@ -548,7 +548,7 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 	var at int64
 	for i := 0; r.Count == 0 || i < r.Count; i++ {
 		if i > 0 {
-			at += ap.Gap()
+			at = min(at+ap.Gap(), workload.MaxArrival) // a gap is at most MaxArrival/2: no overflow
 		}
 		if r.Count == 0 && at >= duration {
 			break
