@@ -93,6 +93,24 @@ func gammaSample(rng *rand.Rand, shape float64) float64 {
 	}
 }
 
+// MaxArrivalSpan bounds the mean span of arrivals drawn at random, in ns:
+// n arrivals at rate a second span (n−1)/rate seconds on average, which
+// must be at most 2^56 ns, about 2.3 years, a 64th of MaxArrival, so that
+// they pass MaxArrival, where they would pile up, against odds of e^-64
+// for Poisson gaps (one gap of 64 times its mean). Callers refuse lower
+// rates (MinRate).
+const MaxArrivalSpan = MaxArrival / 64
+
+// MinRate is the lowest rate, in arrivals per second, at which n arrivals
+// drawn at random fit in MaxArrivalSpan: (n−1) / MaxArrivalSpan seconds;
+// 0 for fewer than two, whose one arrival is at 0.
+func MinRate(n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return float64(n-1) / (float64(MaxArrivalSpan) / 1e9)
+}
+
 // gapNS rounds a gap to ns, at most maxGap.
 func gapNS(ns float64) int64 {
 	if !(ns <= maxGap) { // and NaN, from 0 × an infinite mean

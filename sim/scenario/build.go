@@ -414,6 +414,9 @@ func (p *Plan) readTrace(tr *Trace, rng *rand.Rand, open Opener) (*workload.Trac
 			return nil, badField("workload.trace", "%s (%s) has no arrival times; give a rate (--rate) for Poisson arrivals",
 				tr.File, t.Format)
 		}
+		if err := checkSpan("workload.trace.rate", tr.Rate, len(t.Requests), "the trace's "+human.Count(int64(len(t.Requests)), "request"), "requests"); err != nil {
+			return nil, err
+		}
 		ap, err := workload.Poisson(tr.Rate, rng)
 		if err != nil {
 			return nil, badField("workload.trace.rate", "%w", err)
@@ -494,6 +497,24 @@ func readTrace(tr *Trace, open Opener, digest bool) (*workload.Trace, string, er
 	return t, sum, nil
 }
 
+// checkSpan refuses a rate at which n arrivals drawn at random would not
+// fit the simulated clock (workload.MinRate), naming field; what names
+// the arrivals ("the trace's 1,000 requests").
+func checkSpan(field string, rate float64, n int, what, unit string) error {
+	lo := workload.MinRate(n)
+	if rate >= lo {
+		return nil
+	}
+	years := float64(n-1) / rate / (365.25 * 86400)
+	over := fmt.Sprintf("about %.3g years", years)
+	if math.IsInf(years, 1) {
+		over = "more years than a float holds"
+	}
+	return badField(field, "%g %s per second: %s would arrive over %s, past the %.2g years a run's drawn arrivals may span "+
+		"(workload.MaxArrivalSpan, a 64th of the %.0f years the simulated clock holds); give at least %.2g %s per second",
+		rate, unit, what, over, float64(workload.MaxArrivalSpan)/1e9/(365.25*86400), float64(workload.MaxArrival)/1e9/(365.25*86400), lo, unit)
+}
+
 // maxGenerated bounds generated workloads: at most a million requests, for
 // sessions counted at their mean number of turns before any is made. The
 // bound is on memory: the default long-context chat scenario run for 200 h
@@ -516,6 +537,11 @@ func genRequests(r *Requests, duration int64, arr, lens *rand.Rand) (*workload.T
 		return nil, badField(f+"cv", "%v: want a coefficient of variation of the gaps from 0.01 to 100 (1 or absent: Poisson; above 1: bursty)", r.CV)
 	case r.Count < 0:
 		return nil, badField(f+"count", "%d is negative: want a number of requests (absent or 0: enough to fill duration)", r.Count)
+	}
+	// With a count, the arrivals run on until the last (without one, the
+	// duration ends them).
+	if err := checkSpan(f+"rate", r.Rate, r.Count, "the "+human.Count(int64(r.Count), "request")+" of workload.requests.count", "requests"); err != nil {
+		return nil, err
 	}
 	cv := r.CV
 	if cv == 0 {
@@ -676,6 +702,13 @@ func (s *Sessions) check() error {
 func genSessions(s *Sessions, duration int64, rng *rand.Rand) (*workload.Trace, error) {
 	if err := s.check(); err != nil {
 		return nil, err
+	}
+	if err := checkSpan("workload.sessions.rate", s.Rate, s.Count, "the "+human.Count(int64(s.Count), "session")+" of workload.sessions.count", "sessions"); err != nil {
+		return nil, err
+	}
+	if turns := float64(max(s.MaxTurns-1, 0)) * s.ThinkSeconds; turns*1e9 > float64(workload.MaxArrivalSpan) {
+		return nil, badField("workload.sessions.think_s", "%g: a session's %d turns would span about %.3g years, past the %.2g years a run's drawn arrivals may span (workload.MaxArrivalSpan)",
+			s.ThinkSeconds, s.MaxTurns, turns/(365.25*86400), float64(workload.MaxArrivalSpan)/1e9/(365.25*86400))
 	}
 	n := s.Count
 	if n == 0 {

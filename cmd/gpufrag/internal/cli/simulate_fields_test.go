@@ -140,3 +140,22 @@ func TestSimulateDurationZero(t *testing.T) {
 		t.Errorf("simulate --help does not say what --duration 0 does")
 	}
 }
+
+// TestSimulateRateLowerBound: --rate below what keeps a trace's drawn
+// arrivals within the simulated clock is a usage error naming --rate and
+// the lowest rate that fits, as --rate above maxRate is. Before, the
+// review's command ran, its arrivals 73 minutes apart whatever the rate
+// (the review's item 6).
+func TestSimulateRateLowerBound(t *testing.T) {
+	trace := filepath.Join("..", "..", "..", "..", "examples", "sharegpt.csv")
+	for _, rate := range []string{"1e-300", "1e-6"} {
+		code, _, errs := run(t, "", "simulate", "--trace", trace, "--rate", rate, "--kv", "paged:16")
+		if want := "gpufrag: --rate: " + strings.Replace(rate, "-6", "-06", 1) + " requests per second: the trace's 1000 requests would arrive over about "; code != 2 || !strings.HasPrefix(errs, want) ||
+			!strings.Contains(errs, "past the 2.3 years a run's drawn arrivals may span (workload.MaxArrivalSpan, a 64th of the 146 years the simulated clock holds); give at least 1.4e-05 requests per second") {
+			t.Errorf("--rate %s: exit %d, stderr %q; want exit 2 and %q...", rate, code, errs, want)
+		}
+	}
+	if code, _, errs := run(t, "", "simulate", "--trace", trace, "--rate", "1.4e-5", "--kv", "paged:16"); code != 0 {
+		t.Errorf("--rate 1.4e-5: exit %d: %s", code, errs)
+	}
+}

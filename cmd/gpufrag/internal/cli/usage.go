@@ -70,7 +70,10 @@ func inFlagFile(flag, path string, err error) error {
 // requests arrive a microsecond apart, which no engine step (milliseconds)
 // tells from all at once, so a larger rate changes nothing but is most
 // likely a slip (1e9 for 1e1), and past 10^9 the gaps round to zero
-// nanoseconds.
+// nanoseconds. The lower bound depends on the workload (the arrivals a
+// rate draws must fit the simulated clock, workload.MinRate): Build
+// refuses a rate below it, naming the field that --rate sets, which
+// simulate then says of the flag (flagFieldError).
 const maxRate = 1e6
 
 // checkRate checks a rate flag: positive, finite and at most maxRate, as
