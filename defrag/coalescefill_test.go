@@ -94,19 +94,7 @@ func TestCoalesceFillApplied(t *testing.T) {
 // blocks overlap or leave segment" (found on examples/snapshot.pickle with
 // gpufrag defrag --allocator arena; these are three of its segments).
 func TestCoalesceArenaSegments(t *testing.T) {
-	// seg builds a segment from sizes in MiB, negative for a free block.
-	seg := func(addr uint64, sizes ...int64) mem.Segment {
-		s := mem.Segment{Addr: addr, Pool: "arena"}
-		for _, n := range sizes {
-			b := mem.Block{Addr: addr + uint64(s.Size), Size: max(n, -n) * mem.MiB}
-			if n > 0 {
-				b.State, b.Requested = mem.Active, b.Size
-			}
-			s.Blocks = append(s.Blocks, b)
-			s.Size += b.Size
-		}
-		return s
-	}
+	seg := func(addr uint64, sizes ...int64) mem.Segment { return segMiB("arena", addr, sizes...) }
 	l := mem.Layout{Capacity: 4 * mem.GiB, Segments: []mem.Segment{
 		seg(0, 128, -32, 128, -48),
 		seg(1<<30, 224, -32, 96, 96, -2),
@@ -143,18 +131,7 @@ func TestCoalesceArenaSegments(t *testing.T) {
 // free block, which its own simulation rejected: "defrag: internal: move 0
 // ... is not from a live slot to a free slot of its size".
 func TestSlotRulesOnOtherLayout(t *testing.T) {
-	seg := func(addr uint64, sizes ...int64) mem.Segment {
-		s := mem.Segment{Addr: addr, Pool: "large"}
-		for _, n := range sizes {
-			b := mem.Block{Addr: addr + uint64(s.Size), Size: max(n, -n) * mem.MiB}
-			if n > 0 {
-				b.State, b.Requested = mem.Active, b.Size
-			}
-			s.Blocks = append(s.Blocks, b)
-			s.Size += b.Size
-		}
-		return s
-	}
+	seg := func(addr uint64, sizes ...int64) mem.Segment { return segMiB("large", addr, sizes...) }
 	for _, free := range []int64{186, 96} {
 		l := mem.Layout{Capacity: 4 * mem.GiB, Segments: []mem.Segment{
 			seg(0, 96, -128),
@@ -178,4 +155,19 @@ func TestSlotRulesOnOtherLayout(t *testing.T) {
 			t.Errorf("free block of %d MiB: %d moves; want some: %t", free, len(p.Moves), want)
 		}
 	}
+}
+
+// segMiB builds a segment of pool at addr from block sizes in MiB, a
+// negative size for a free block.
+func segMiB(pool string, addr uint64, sizes ...int64) mem.Segment {
+	s := mem.Segment{Addr: addr, Pool: pool}
+	for _, n := range sizes {
+		b := mem.Block{Addr: addr + uint64(s.Size), Size: max(n, -n) * mem.MiB}
+		if n > 0 {
+			b.State, b.Requested = mem.Active, b.Size
+		}
+		s.Blocks = append(s.Blocks, b)
+		s.Size += b.Size
+	}
+	return s
 }
