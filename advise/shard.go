@@ -193,9 +193,9 @@ func decodeStrict(r io.Reader, name string, limit int, sentinel error, v any) er
 	if err := dec.Decode(v); err != nil {
 		switch off, field := untrusted.LocateDecodeError(data, err); {
 		case off >= 0 && field != "":
-			return fmt.Errorf("%w: %s: byte %d: field %q: %w", sentinel, name, off, field, err)
+			return fmt.Errorf("%w: %s: byte %d: field %q: %s", sentinel, name, off, field, untrusted.DecodeMessage(err))
 		case off >= 0:
-			return fmt.Errorf("%w: %s: byte %d: %w", sentinel, name, off, err)
+			return fmt.Errorf("%w: %s: byte %d: %s", sentinel, name, off, untrusted.DecodeMessage(err))
 		case errors.Is(err, io.EOF):
 			return fmt.Errorf("%w: %s: empty file", sentinel, name)
 		}

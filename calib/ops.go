@@ -109,9 +109,9 @@ func ReadOps(r io.Reader, name string) (*Ops, error) {
 	if err := dec.Decode(&o); err != nil {
 		switch off, field := untrusted.LocateDecodeError(data, err); {
 		case off >= 0 && field != "":
-			return nil, fmt.Errorf("%w: %s: byte %d: field %q: %w (write it with calib/device/steptime.py --out FILE)", ErrBadOps, name, off, field, err)
+			return nil, fmt.Errorf("%w: %s: byte %d: field %q: %s (write it with calib/device/steptime.py --out FILE)", ErrBadOps, name, off, field, untrusted.DecodeMessage(err))
 		case off >= 0:
-			return nil, fmt.Errorf("%w: %s: byte %d: %w", ErrBadOps, name, off, err)
+			return nil, fmt.Errorf("%w: %s: byte %d: %s", ErrBadOps, name, off, untrusted.DecodeMessage(err))
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadOps, name, err)
 	}

@@ -181,7 +181,7 @@ func TestReadOps(t *testing.T) {
 		{"array", "[1]", "not a JSON object"},
 		{"truncated", string(good[:len(good)/2]), "ops.json"},
 		{"two documents", string(good) + string(good), "more than one JSON document"},
-		{"unknown field", edit(func(m map[string]any) { m["extra"] = 1 }), `: field "extra": json: unknown field "extra"`},
+		{"unknown field", edit(func(m map[string]any) { m["extra"] = 1 }), `: field "extra": unknown field (write it with`},
 		{"schema", edit(func(m map[string]any) { m["schema"] = "other/2" }), `field "schema"`},
 		{"model", edit(func(m map[string]any) { m["model"].(map[string]any)["kv_heads"] = 5 }), `field "model"`},
 		{"timing", edit(func(m map[string]any) { m["timing"] = "graph" }), `field "timing": "graph", want "cuda-graph" or "eager"`},

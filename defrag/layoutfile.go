@@ -127,16 +127,11 @@ func ReadLayout(r io.Reader, name string, parse ParseAlloc) (mem.Layout, alloc.D
 	dec.DisallowUnknownFields()
 	var f layoutFile
 	if err := dec.Decode(&f); err != nil {
-		var te *json.UnmarshalTypeError
-		off, field := untrusted.LocateDecodeError(data, err)
-		switch {
-		case errors.As(err, &te):
-			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: field %q: want %s, got %s",
-				ErrLayoutFile, name, te.Offset, te.Field, te.Type, te.Value)
-		case off >= 0 && field != "": // an unknown field
-			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: field %q: %w", ErrLayoutFile, name, off, field, err)
+		switch off, field := untrusted.LocateDecodeError(data, err); {
+		case off >= 0 && field != "":
+			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: field %q: %s", ErrLayoutFile, name, off, field, untrusted.DecodeMessage(err))
 		case off >= 0:
-			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, off, err)
+			return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: %s", ErrLayoutFile, name, off, untrusted.DecodeMessage(err))
 		}
 		return mem.Layout{}, nil, fmt.Errorf("%w: %s: offset %d: %w", ErrLayoutFile, name, dec.InputOffset(), err)
 	}

@@ -40,7 +40,7 @@ func TestLayoutFileErrors(t *testing.T) {
 		{`{"gpufrag_layout":1,"capacity_bytes":"x"}`, `offset 40: field "capacity_bytes"`},
 		{`{"gpufrag_layout":1,"capacity_bytes":1`, `offset`},
 		{`{"gpufrag_layout":2}`, `version 2`},
-		{`{"gpufrag_layout":1,"bogus":1}`, `offset 20: field "bogus": json: unknown field "bogus"`},
+		{`{"gpufrag_layout":1,"bogus":1}`, `offset 20: field "bogus": unknown field`},
 		{`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":4096,"state":"busy"}]}]}`,
 			`segments[0].blocks[0].state`},
 		{`{"gpufrag_layout":1,"capacity_bytes":4096,"segments":[{"addr":0,"size":4096,"pool":"large","blocks":[{"addr":0,"size":2048,"state":"free"}]}]}`,

@@ -457,7 +457,7 @@ func TestSnapshotDirSidecarErrors(t *testing.T) {
 		t.Errorf("errors{labels} = %v, want 2", got)
 	}
 	logs := d.logs.String()
-	for _, s := range []string{"x.labels.json: byte offset 14", `field \"instance\"`, `unknown field \"zone\"`} {
+	for _, s := range []string{"x.labels.json: byte offset 14", `field \"instance\"`, `field \"zone\": unknown field`} {
 		if !strings.Contains(logs, s) {
 			t.Errorf("logs lack %q:\n%s", s, logs)
 		}

@@ -390,7 +390,7 @@ func TestParseSidecar(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"instance":"a"`:             "byte offset 15: unexpected end",
 		`{"instance":1}`:              `byte offset 13: field "instance"`,
-		`{"gpu":"0","x":1}`:           `byte offset 11: field "x": json: unknown field "x"`,
+		`{"gpu":"0","x":1}`:           `byte offset 11: field "x": unknown field`,
 		`{"instance":"a"} {}`:         "byte offset 17: data after",
 		`[1]`:                         "byte offset 1",
 		`nul`:                         "byte offset 3: unexpected end",

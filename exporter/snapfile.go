@@ -198,9 +198,9 @@ func parseSidecar(path string, data []byte) (sidecar, error) {
 	if err := dec.Decode(&l); err != nil {
 		switch off, field := untrusted.LocateDecodeError(data, err); {
 		case off >= 0 && field != "":
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: field %q: %w", path, off, field, err)
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: field %q: %s", path, off, field, untrusted.DecodeMessage(err))
 		case off >= 0:
-			return sidecar{}, fmt.Errorf("%s: byte offset %d: %w", path, off, err)
+			return sidecar{}, fmt.Errorf("%s: byte offset %d: %s", path, off, untrusted.DecodeMessage(err))
 		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 			return sidecar{}, fmt.Errorf("%s: byte offset %d: unexpected end of the JSON object: %w", path, len(data), err)
 		}

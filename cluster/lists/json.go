@@ -163,7 +163,7 @@ func jsonError(name string, data []byte, err error) error {
 	if off >= 0 {
 		line = 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
 	}
-	return &cluster.InputError{Name: name, Line: line, Field: field, Msg: err.Error()}
+	return &cluster.InputError{Name: name, Line: line, Field: field, Msg: untrusted.DecodeMessage(err)}
 }
 
 // WriteJSON writes f in the form ReadJSON reads, indented.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -273,4 +274,70 @@ func keyOffset(data []byte, name string) int64 {
 			stack[top].wantKey = true
 		}
 	}
+}
+
+// DecodeMessage words an error of an encoding/json Decoder for a user,
+// without Go's names: a type mismatch as "want an integer, got a string"
+// (encoding/json says "cannot unmarshal string into Go struct field
+// Node.nodes.cpu_milli of type int64"), an unknown field as "unknown
+// field", a syntax error as encoding/json words it; LocateDecodeError
+// gives where.
+func DecodeMessage(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return se.Error()
+	case errors.As(err, &te):
+		return "want " + jsonWant(te.Type) + ", got " + jsonGot(te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonWant is what a JSON value decoded into a Go value of type t must be.
+func jsonWant(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonWant(t.Elem())
+	}
+	return "another value"
+}
+
+// jsonGot words encoding/json's UnmarshalTypeError.Value: "string",
+// "number", "number -1", "array", "object", "bool".
+func jsonGot(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return "the number " + Clip(n)
+	}
+	switch v {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return Clip(v)
 }

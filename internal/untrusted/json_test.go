@@ -207,3 +207,40 @@ func FuzzLocateDecodeError(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeMessage: a strict decoder's errors worded without Go's type
+// and field names.
+func TestDecodeMessage(t *testing.T) {
+	type doc struct {
+		N  int64    `json:"n"`
+		F  float64  `json:"f"`
+		B  bool     `json:"b"`
+		S  string   `json:"s"`
+		L  []string `json:"l"`
+		O  struct{} `json:"o"`
+		U8 uint8    `json:"u8"`
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"n": "many"}`, "want an integer, got a string"},
+		{`{"n": 1.5}`, "want an integer, got the number 1.5"},
+		{`{"u8": 300}`, "want an integer, got the number 300"},
+		{`{"f": true}`, "want a number, got true or false"},
+		{`{"b": 1}`, "want true or false, got a number"},
+		{`{"s": [1]}`, "want a string, got a list"},
+		{`{"l": {}}`, "want a list, got an object"},
+		{`{"o": "x"}`, "want an object, got a string"},
+		{`{"zz": 1}`, "unknown field"},
+		{`{"n": }`, "invalid character '}' looking for beginning of value"},
+	} {
+		dec := json.NewDecoder(strings.NewReader(c.in))
+		dec.DisallowUnknownFields()
+		var d doc
+		err := dec.Decode(&d)
+		if err == nil {
+			t.Fatalf("%s: no error", c.in)
+		}
+		if got := DecodeMessage(err); got != c.want {
+			t.Errorf("%s (%v): %q, want %q", c.in, err, got, c.want)
+		}
+	}
+}

@@ -143,7 +143,7 @@ var (
 // whose nodes are root (CheckYAML's) as gpufrag's other readers word
 // theirs, without the "yaml: " prefix and the Go type names of the
 // structs it decodes into: "line 2: field "engine.max_seq": unknown
-// field", "line 1: field "model": cannot unmarshal !!seq into string";
+// field", "line 1: field "model": want text, got a list";
 // several errors are joined with "; ". errors.As still finds the
 // *yaml.TypeError.
 func YAMLDecodeError(err error, root *yaml.Node) error {
@@ -172,6 +172,8 @@ func YAMLDecodeError(err error, root *yaml.Node) error {
 		} else if yamlGoTypeRE.MatchString(msg) {
 			msg = yamlGoTypeRE.ReplaceAllString(msg, " into a mapping of fields")
 		}
+		quoted := yamlQuotedRE.FindStringSubmatch(msg)
+		msg = yamlTypeWords(msg)
 		ks := keys[n]
 		if len(ks) == 0 {
 			msgs = append(msgs, fmt.Sprintf("line %d: %s", n, msg))
@@ -180,7 +182,7 @@ func YAMLDecodeError(err error, root *yaml.Node) error {
 		k := ks[0].path
 		// Several keys on one line (a flow mapping): the one whose value
 		// the message quotes.
-		if q := yamlQuotedRE.FindStringSubmatch(msg); q != nil {
+		if q := quoted; q != nil {
 			for _, c := range ks {
 				if c.value == q[1] {
 					k = c.path
@@ -191,6 +193,44 @@ func YAMLDecodeError(err error, root *yaml.Node) error {
 		msgs = append(msgs, fmt.Sprintf("line %d: field %q: %s", n, k, msg))
 	}
 	return &yamlDecodeError{strings.Join(msgs, "; "), err}
+}
+
+var yamlUnmarshalRE = regexp.MustCompile("^cannot unmarshal !!([a-z]+)(?: `([^`]*)`)? into (.+)$")
+
+// yamlTypeWords words yaml.v3's "cannot unmarshal !!str `two` into int"
+// as "want an integer, got text "two"": no YAML tags, no Go types. Other
+// messages are returned as they are.
+func yamlTypeWords(msg string) string {
+	m := yamlUnmarshalRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	var want string
+	switch into := m[3]; {
+	case into == "a mapping of fields", strings.HasPrefix(into, "map["):
+		want = "a mapping of fields"
+	case strings.HasPrefix(into, "[]"):
+		want = "a list"
+	case strings.HasPrefix(into, "int"), strings.HasPrefix(into, "uint"):
+		want = "an integer"
+	case strings.HasPrefix(into, "float"):
+		want = "a number"
+	case into == "bool":
+		want = "true or false"
+	case into == "string":
+		want = "text"
+	default:
+		return msg
+	}
+	got := map[string]string{"str": "text", "int": "an integer", "float": "a number", "bool": "true or false",
+		"seq": "a list", "map": "a mapping", "null": "null", "timestamp": "a timestamp", "binary": "binary data"}[m[1]]
+	if got == "" {
+		got = "a !!" + m[1]
+	}
+	if m[2] != "" {
+		got += " " + Quote(m[2])
+	}
+	return "want " + want + ", got " + got
 }
 
 // yamlDecodeError is YAMLDecodeError's result: its message, yaml's error

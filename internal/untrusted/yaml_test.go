@@ -86,10 +86,10 @@ func TestYAMLDecodeError(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"model: x\nmodle: y\n", `line 2: field "modle": unknown field`},
 		{"engine:\n  max_seqs: 4\n  max_seq: 4\n", `line 3: field "engine.max_seq": unknown field`},
-		{"model: [1]\n", `line 1: field "model": cannot unmarshal !!seq into string`},
-		{"runs:\n  - {kv: 'paged:16', alloc: lots}\n", "line 2: field \"runs[0].alloc\": cannot unmarshal !!str `lots` into int"},
-		{"x\n", "line 1: cannot unmarshal !!str `x` into a mapping of fields"},
-		{"model: [1]\nmodle: y\n", `line 1: field "model": cannot unmarshal !!seq into string; line 2: field "modle": unknown field`},
+		{"model: [1]\n", `line 1: field "model": want text, got a list`},
+		{"runs:\n  - {kv: 'paged:16', alloc: lots}\n", `line 2: field "runs[0].alloc": want an integer, got text "lots"`},
+		{"x\n", `line 1: want a mapping of fields, got text "x"`},
+		{"model: [1]\nmodle: y\n", `line 1: field "model": want text, got a list; line 2: field "modle": unknown field`},
 	} {
 		root, err := CheckYAML([]byte(tc.in))
 		if err != nil {
