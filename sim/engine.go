@@ -165,7 +165,8 @@ func New(cfg Config, reqs []workload.Request) (*Engine, error) {
 	}
 	e.budgetBytes = int64(c.GPUMemoryUtilization*float64(c.GPU.Capacity)) - other - act
 	if e.budgetBytes <= 0 {
-		return nil, fmt.Errorf("%w: no memory left for the KV cache: %s × %.2f − weights %s − context %s − activation peak %s ≤ 0",
+		return nil, fmt.Errorf("%w: no memory left for the KV cache: %s × %.2f − weights %s − context %s − activation peak %s ≤ 0; "+
+			"raise --gpu-memory-utilization, lower --max-num-batched-tokens (the activation peak) or raise --tp",
 			ErrBadConfig, mem.FormatBytes(c.GPU.Capacity), c.GPUMemoryUtilization, mem.FormatBytes(weights),
 			mem.FormatBytes(c.ContextBytes), mem.FormatBytes(act))
 	}
