@@ -56,8 +56,8 @@ func (e *CapacityError) Advice(name string) string {
 // CapacityWarnings says, for each device analysed at a capacity the user
 // gave (CapacitySource "flag") below what it reserved (at the end of the
 // snapshot or at the timeline's peak), that the final state's figures at
-// that capacity describe a state the smaller device could not have held.
-// A warning, not an error (CapacityError refuses a capacity below the live
+// that capacity describe a state the smaller device could not have held,
+// and, where the device has what-ifs, what they replay on it. A warning, not an error (CapacityError refuses a capacity below the live
 // blocks): the what-ifs answer a fair question there, whether the same
 // requests fit on the smaller device when the allocator reserves less (on
 // examples/snapshot.pickle, which reserved 73.02GiB, every caching variant
@@ -78,10 +78,14 @@ func (r *Report) CapacityWarnings() []string {
 		if peak <= d.Capacity {
 			continue
 		}
-		out = append(out, fmt.Sprintf("--capacity %s is below the %s device %d reserved %s: "+
+		w := fmt.Sprintf("--capacity %s is below the %s device %d reserved %s: "+
 			"the final state's device-free memory and max allocatable are figured on a device that could not "+
-			"have held it; the what-ifs replay the same requests on %s, where an allocator fits only by reserving less",
-			mem.Bytes(d.Capacity), mem.Bytes(peak), d.Device, at, mem.Bytes(d.Capacity)))
+			"have held it", mem.Bytes(d.Capacity), mem.Bytes(peak), d.Device, at)
+		if d.WhatIf != nil { // none under --no-replay, in diff, or without a trace
+			w += fmt.Sprintf("; the what-ifs replay the same requests on %s, where an allocator fits only by reserving less",
+				mem.Bytes(d.Capacity))
+		}
+		out = append(out, w)
 	}
 	return out
 }

@@ -46,6 +46,13 @@ func TestCapacityWarnings(t *testing.T) {
 			if got := len(ws) == 1 && strings.HasPrefix(ws[0], "--capacity 6MiB is below the 10MiB device 0 reserved "); got != c.warn || len(ws) > 1 {
 				t.Errorf("capacity %d (no replay %v): %q", c.capacity, noReplay, ws)
 			}
+			// The what-ifs are named only where there are some: --no-replay
+			// (and diff, and a snapshot without a trace) has none.
+			for _, w := range ws {
+				if hasWhatIf := rep.Devices[0].WhatIf != nil; strings.Contains(w, "what-ifs") != hasWhatIf {
+					t.Errorf("capacity %d (no replay %v, what-ifs %v): %q", c.capacity, noReplay, hasWhatIf, w)
+				}
+			}
 		}
 	}
 }

@@ -87,12 +87,17 @@ func TestAnalyzeCapacityBelowSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			want = "gpufrag: warning: --capacity " + c.String() + " is below the 22MiB device 0 reserved at the end of the snapshot: " +
-				"the final state's device-free memory and max allocatable are figured on a device that could not have held it; " +
-				"the what-ifs replay the same requests on " + c.String() + ", where an allocator fits only by reserving less\n"
+				"the final state's device-free memory and max allocatable are figured on a device that could not have held it\n"
 		}
 		if code != 0 || errb != want {
 			t.Errorf("--capacity %q: exit %d, stderr %q, want %q", tc.capacity, code, errb, want)
 		}
+	}
+	// With the what-ifs (no --no-replay) the warning says what they replay.
+	code, _, errb = run(t, "", "analyze", file, "--capacity", "16MiB")
+	if code != 0 || !strings.HasSuffix(errb, "could not have held it; the what-ifs replay the same requests on 16MiB, "+
+		"where an allocator fits only by reserving less\n") {
+		t.Errorf("--capacity 16MiB with what-ifs: exit %d, stderr %q", code, errb)
 	}
 }
 
