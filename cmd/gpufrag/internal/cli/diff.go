@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -83,18 +84,37 @@ func runDiff(cmd *cobra.Command, f diffFlags, paths []string, stdout io.Writer) 
 		FullStacks: f.fullStacks, TopSites: f.top, TopSegments: f.top, ReleaseTraces: true}
 	reps := make([]*analysis.Report, len(paths))
 	names := make([]string, len(paths))
+	var tooSmall *analysis.CapacityError // the largest a file's live blocks need
+	var tooSmallName string
 	for i, p := range paths {
 		rep, name, readErr, err := readAnalyze(cmd, p, analysis.ReadOptions(f.noReplay), opts)
 		if readErr != nil {
 			return readErr
 		}
+		// As analyze: a capacity below a file's live blocks is the flag's
+		// mistake, and one below what a file reserved is warned about. The
+		// files are all read first, so that the advice is the capacity
+		// they all fit in, not the first one's.
+		var ce *analysis.CapacityError
+		if errors.As(err, &ce) {
+			if tooSmall == nil || ce.Active > tooSmall.Active {
+				tooSmall, tooSmallName = ce, name
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+		for _, w := range rep.CapacityWarnings() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "gpufrag: warning: %s: %s\n", name, w)
 		}
 		if len(rep.Devices) == 0 {
 			return fmt.Errorf("%s: no device has a segment or a trace event: nothing to compare", name)
 		}
 		reps[i], names[i] = rep, name
+	}
+	if tooSmall != nil {
+		return usageErrorf(cmd, "--capacity %s: %s", f.capacity, tooSmall.Advice(tooSmallName))
 	}
 	c, err := analysis.Compare(reps, names, analysis.DiffOptions{TopSites: f.top, TopSegments: f.top})
 	if err != nil {

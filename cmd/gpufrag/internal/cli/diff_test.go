@@ -150,6 +150,13 @@ func TestDiffCommandErrors(t *testing.T) {
 		{[]string{"diff", "-", "-"}, exitUsage, "standard input (-) can be read once, given 2 times"},
 		{[]string{"diff", a, a, "--html", a}, exitUsage, "--html"},
 		{[]string{"diff", a, bad}, exitFail, "bad.pickle"},
+		// --capacity below a file's live blocks: the flag's mistake, as in
+		// analyze (it was exit 1, naming no flag and no way out).
+		// The advice is the capacity every file fits in: a.pickle's 28MiB,
+		// not the first file's 13MiB.
+		{[]string{"diff", filepath.Join(snapshotFixtures, "modern_p4.pickle"), a, "--capacity", "8MiB"}, exitUsage,
+			"--capacity 8MiB: below the 28MiB that live blocks hold on device 0 of " + a +
+				" (40MiB reserved): no allocator could hold them; give at least 28MiB, or leave --capacity out\nRun 'gpufrag diff --help'"},
 		{[]string{"diff", a, filepath.Join(snapshotFixtures, "memory_stats.json")}, exitFail, "memory_stats.json: no device has a segment or a trace event: nothing to compare"},
 		{append([]string{"diff"}, slices.Repeat([]string{a}, maxDiffFiles+1)...), exitUsage, "diff takes at most 1024 snapshot files, got 1025"},
 		{[]string{"analyze", a, "--folded", filepath.Join(t.TempDir(), "f.txt"), "--folded-value", "bogus"}, exitUsage, `--folded-value "bogus": want one of blocks, allocated, stranded, rounding`},
@@ -158,6 +165,20 @@ func TestDiffCommandErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// TestDiffCapacityWarning: a --capacity below what a file reserved is
+// warned about as analyze warns, naming the file, and without analyze's
+// what-ifs, which diff does not run; a file it is not below gets none.
+// Diff said nothing.
+func TestDiffCapacityWarning(t *testing.T) {
+	a := writeFile(t, t.TempDir(), "a.pickle", pairSnapshot(0)) // 40MiB reserved, 28MiB live
+	code, _, errs := run(t, "", "diff", a, filepath.Join(snapshotFixtures, "modern_p4.pickle"), "--capacity", "32MiB")
+	want := "gpufrag: warning: " + a + ": --capacity 32MiB is below the 40MiB device 0 reserved at the end of the snapshot: " +
+		"the final state's device-free memory and max allocatable are figured on a device that could not have held it\n"
+	if code != 0 || errs != want {
+		t.Errorf("exit %d, stderr %q; want 0 and %q", code, errs, want)
 	}
 }
 
