@@ -30,7 +30,8 @@ type namedFile struct {
 // (named: a scenario's model, profile and trace), checked alike. Files are compared
 // as the operating system sees them (os.SameFile: the same file through
 // another name, a link or "./"), so only outputs that exist already can
-// collide; "-" (standard input or output) is never a file here. An output
+// collide; "-" as an output (standard output) is never a file here, and as
+// an input it is the file standard input was redirected from, if any. An output
 // in a directory that does not exist is refused too, before the work that
 // would write it.
 func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...namedFile) error {
@@ -47,7 +48,18 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...named
 		return nil
 	}
 	for _, in := range inputs {
-		if in.path != "" && in.path != "-" {
+		if in.path == "-" {
+			// Standard input redirected from a file (< snap.pickle) is that
+			// file: an output over it, by its name or as /dev/stdin, would
+			// replace the input the command read.
+			if f, ok := cmd.InOrStdin().(*os.File); ok && f != nil {
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					known = append(known, seen{in, "the file on standard input, given to " + in.flag + " as -", fi})
+				}
+			}
+			continue
+		}
+		if in.path != "" {
 			known = append(known, seen{in, "the input file given to " + in.flag, stat(in.path)})
 		}
 	}
@@ -83,7 +95,7 @@ func checkOutputs(cmd *cobra.Command, outputs, inputs []fileFlag, named ...named
 			case !same:
 			case k.what != "":
 				what := k.what
-				if k.path != out.path {
+				if k.path != out.path && k.path != "-" {
 					what += " (" + k.path + ")"
 				}
 				return usageErrorf(cmd, "%s %s is %s: refusing to overwrite it; write the output to another file", out.flag, out.path, what)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,52 @@ func TestCheckOutputs(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestOutputOntoStdinFile: with the snapshot on standard input ("-")
+// redirected from a file, an output naming that file (by a path to it, or
+// as /dev/stdin) replaced the snapshot with the report, exit 0
+// (`analyze - --html s.pickle < s.pickle`). It is refused as an output
+// onto an input is; a pipe on standard input, or another output file, is
+// not refused.
+func TestOutputOntoStdinFile(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(snapshotFixtures, "modern_p4.pickle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(dir, "snap.pickle")
+	if err := os.WriteFile(snap, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// /dev/stdin is the same file to the os.SameFile check, but in a test
+	// it is the test process's standard input, not Main's.
+	outs := []string{snap, dir + "/./snap.pickle"}
+	for _, cmd := range [][]string{{"analyze", "-"}, {"diff", "-", snap}} {
+		for _, out := range outs {
+			in, err := os.Open(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var o, e bytes.Buffer
+			code := Main(append(cmd[:len(cmd):len(cmd)], "--html", out), in, &o, &e)
+			in.Close()
+			if code != exitUsage || !strings.Contains(e.String(), "--html "+out+" is the file on standard input, given to the snapshot argument as -: refusing to overwrite it") {
+				t.Errorf("%v --html %s: exit %d, stderr %q", cmd, out, code, e.String())
+			}
+			if now, _ := os.ReadFile(snap); !bytes.Equal(now, b) {
+				t.Fatalf("%v --html %s: the snapshot changed", cmd, out)
+			}
+		}
+	}
+	in, err := os.Open(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var o, e bytes.Buffer
+	if code := Main([]string{"analyze", "-", "--html", filepath.Join(dir, "r.html")}, in, &o, &e); code != 0 {
+		t.Errorf("--html r.html: exit %d, stderr %q", code, e.String())
 	}
 }
