@@ -59,8 +59,25 @@ func isJSONObject(data []byte) bool {
 // memory_stats counters.
 const notStatsHint = "a memory_stats dump (json.dump(torch.cuda.memory_stats(), f)) holds integer counters only; this JSON is something else"
 
-func notStats(e *Error) *Error {
+// notStats gives e the hint that data, a JSON object whose values are
+// not memory_stats counters, is something else, naming what where the
+// object's first key says: gpufrag's own inputs are not snapshots.
+func notStats(e *Error, data []byte) *Error {
 	e.Hint = notStatsHint
+	var first struct {
+		Op     *json.RawMessage `json:"op"`
+		Layout *json.RawMessage `json:"gpufrag_layout"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if dec.Decode(&first) != nil {
+		return e
+	}
+	switch {
+	case first.Op != nil:
+		e.Hint += ": an allocation op trace, which gpufrag replay reads"
+	case first.Layout != nil:
+		e.Hint += ": a saved layout, which gpufrag defrag reads"
+	}
 	return e
 }
 
@@ -132,7 +149,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 		switch v := val.(type) {
 		case json.Delim:
 			if v != '{' {
-				return nil, notStats(c.fieldErr(voff, show, "want number or object, got array"))
+				return nil, notStats(c.fieldErr(voff, show, "want number or object, got array"), data)
 			}
 			if len(path) >= memStatsMaxDepth {
 				return nil, c.fieldErr(voff, show, "nested deeper than %d levels", memStatsMaxDepth)
@@ -141,7 +158,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 		case json.Number:
 			n, err := memStatsInt(v)
 			if err != nil {
-				return nil, notStats(c.fieldErr(voff, show, "%s", err))
+				return nil, notStats(c.fieldErr(voff, show, "%s", err), data)
 			}
 			if err := c.spend(1, sizeMapEntry+int64(len(field)), off, show); err != nil {
 				return nil, err
@@ -150,7 +167,7 @@ func (c *conv) readMemoryStats(data []byte) (*Snapshot, error) {
 			offs[field] = voff
 		case nil:
 		default:
-			return nil, notStats(c.fieldErr(voff, show, "want integer, got %T", v))
+			return nil, notStats(c.fieldErr(voff, show, "want integer, got %T", v), data)
 		}
 	}
 	end := dec.InputOffset()
