@@ -108,6 +108,11 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, path string, stdout, _ io.Wr
 	for _, w := range rep.CapacityWarnings() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "gpufrag: warning: %s\n", w)
 	}
+	if len(f.whatIf) > 0 && !slices.ContainsFunc(rep.Devices, func(d analysis.Device) bool { return d.WhatIf != nil }) {
+		// Whether --whatif can act depends on the file, not the command
+		// line: a warning, not a usage error.
+		fmt.Fprintf(cmd.ErrOrStderr(), "gpufrag: warning: --whatif: %s has no allocation history to replay (a memory_stats dump, a snapshot taken without torch.cuda.memory._record_memory_history, or a replay that stopped), so no allocator was tried\n", name)
+	}
 	if f.html != "" {
 		page, err := pages.Analyze(name, rep)
 		if err == nil {

@@ -134,6 +134,20 @@ func TestAnalyzeMemoryStats(t *testing.T) {
 	}
 }
 
+// TestAnalyzeWhatIfNothingToReplay: --whatif on a file with no history to
+// replay (a memory_stats dump) warns that no allocator was tried; it was
+// silently ignored. A snapshot with a history gets no such warning.
+func TestAnalyzeWhatIfNothingToReplay(t *testing.T) {
+	code, _, errb := run(t, "", "analyze", filepath.Join(snapshotFixtures, "memory_stats.json"), "--whatif", "arena")
+	if code != 0 || !strings.Contains(errb, "warning: --whatif: ") || !strings.Contains(errb, "so no allocator was tried") {
+		t.Errorf("memory_stats: exit %d, stderr %q", code, errb)
+	}
+	code, _, errb = run(t, "", "analyze", "../../../../examples/snapshot.pickle", "--whatif", "arena")
+	if code != 0 || strings.Contains(errb, "--whatif") {
+		t.Errorf("a snapshot with a history: exit %d, stderr %q", code, errb)
+	}
+}
+
 // Hostile and broken inputs exit 1 with the offset (and opcode or field) in
 // the message, never a panic; command-line mistakes exit 2.
 func TestAnalyzeErrors(t *testing.T) {
