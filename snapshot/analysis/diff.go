@@ -65,6 +65,14 @@ type DeviceDiff struct {
 	SitesChanged int
 }
 
+// Same reports whether d found no difference: both devices present, every
+// segment kept, no allocation site moved, and the same bytes in every
+// memory class.
+func (d DeviceDiff) Same() bool {
+	return d.A != nil && d.B != nil && d.AppearedCount == 0 && d.VanishedCount == 0 && d.ResizedCount == 0 &&
+		d.SitesChanged == 0 && d.A.Classes == d.B.Classes
+}
+
 // SegmentRef is a segment that appeared or vanished.
 type SegmentRef struct {
 	Address uint64

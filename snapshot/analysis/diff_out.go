@@ -204,6 +204,9 @@ func (d DeviceDiff) writeText(b *strings.Builder, width int) {
 		return fmt.Sprintf("device %d", x.Device)
 	}
 	fmt.Fprintf(b, "\n== A %s vs B %s\n", name(d.A), name(d.B))
+	if d.Same() {
+		wrap("\n  No difference: the same segments, memory classes and allocation sites.\n")
+	}
 	var za, zb Device
 	a, bb := &za, &zb
 	if d.A != nil {

@@ -97,8 +97,18 @@ func TestDiffKnownAnswer(t *testing.T) {
 func TestDiffSelf(t *testing.T) {
 	r := report(t, snap(nil, baseSegments()...))
 	dd := analysis.DiffReports(r, r, analysis.DiffOptions{}).Devices[0]
-	if dd.Kept != 2 || dd.AppearedCount+dd.VanishedCount+dd.SitesChanged+len(dd.Sizes) != 0 {
+	if dd.Kept != 2 || dd.AppearedCount+dd.VanishedCount+dd.SitesChanged+len(dd.Sizes) != 0 || !dd.Same() {
 		t.Errorf("self diff: %+v", dd)
+	}
+	// The text says so (a report of zeros said nothing of it); a diff of
+	// two states does not.
+	var b strings.Builder
+	if err := analysis.DiffReports(r, r, analysis.DiffOptions{}).WriteText(&b, "a", "a"); err != nil || !strings.Contains(b.String(), "No difference: ") {
+		t.Errorf("self diff text (%v):\n%s", err, b.String())
+	}
+	other := report(t, snap(nil, baseSegments()[:1]...))
+	if d := analysis.DiffReports(r, other, analysis.DiffOptions{}).Devices[0]; d.Same() {
+		t.Errorf("a segment vanished, yet Same: %+v", d)
 	}
 }
 
