@@ -4,10 +4,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/gpufrag/gpufrag/alloc"
 	"github.com/gpufrag/gpufrag/alloc/registry"
+	"github.com/gpufrag/gpufrag/internal/human"
+	"github.com/gpufrag/gpufrag/internal/testkit"
 	"github.com/gpufrag/gpufrag/mem"
 	"github.com/gpufrag/gpufrag/optrace"
 )
@@ -96,10 +97,10 @@ func TestReportWriteTextWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := plain.String()
-	if n := widest(full); n <= 80 {
+	if n := human.Widest(full); n <= 80 {
 		t.Fatalf("the full-width report is %d columns: the test needs one wider than 80", n)
 	}
-	for _, width := range []int{0, widest(full), 200} {
+	for _, width := range []int{0, human.Widest(full), 200} {
 		if got := text(width); got != full {
 			t.Errorf("width %d:\n%s\nwant WriteText's:\n%s", width, got, full)
 		}
@@ -108,10 +109,10 @@ func TestReportWriteTextWidth(t *testing.T) {
 	// than that is not tried.
 	for _, width := range []int{80, 100} {
 		got := text(width)
-		if n := widest(got); n > width {
+		if n := human.Widest(got); n > width {
 			t.Errorf("width %d: %d columns:\n%s", width, n, got)
 		}
-		if !slices.Equal(words(got), words(full)) {
+		if !slices.Equal(testkit.Words(got), testkit.Words(full)) {
 			t.Errorf("width %d: the names and figures differ from the full-width report's:\n%s", width, got)
 		}
 		for _, name := range []string{"caching", "caching:expandable_segments:True", "direct"} {
@@ -120,24 +121,4 @@ func TestReportWriteTextWidth(t *testing.T) {
 			}
 		}
 	}
-}
-
-func widest(text string) int {
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		n = max(n, utf8.RuneCountInString(line))
-	}
-	return n
-}
-
-// words is text's words, sorted, without the dashes of group labels.
-func words(text string) []string {
-	var w []string
-	for _, f := range strings.Fields(text) {
-		if strings.Trim(f, "-") != "" {
-			w = append(w, f)
-		}
-	}
-	slices.Sort(w)
-	return w
 }

@@ -119,12 +119,7 @@ func TestWriteTextWidth(t *testing.T) {
 		}
 		// Sorted: a stacked table's cells change places; without the
 		// group labels' dashes, which stretch with their columns.
-		words := func(text string) []string {
-			w := slices.DeleteFunc(strings.Fields(text), func(w string) bool { return strings.Trim(w, "-") == "" })
-			slices.Sort(w)
-			return w
-		}
-		if !slices.Equal(words(got), words(full)) {
+		if !slices.Equal(testkit.Words(got), testkit.Words(full)) {
 			t.Errorf("on %d columns the words differ from the full-width report's:\n%s", cols, got)
 		}
 	}

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,4 +16,13 @@ func WidestLine(text string) (int, string) {
 		}
 	}
 	return n, widest
+}
+
+// Words returns text's words sorted, without the dash runs of a table's
+// group labels (which stretch with their columns): the figures and names
+// a report must keep whole however a terminal's width lays it out.
+func Words(text string) []string {
+	w := slices.DeleteFunc(strings.Fields(text), func(f string) bool { return strings.Trim(f, "-") == "" })
+	slices.Sort(w)
+	return w
 }

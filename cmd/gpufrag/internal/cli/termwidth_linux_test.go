@@ -78,19 +78,6 @@ func onTerminal(t *testing.T, cols int, args ...string) string {
 	return out
 }
 
-// words is text's words, sorted, without the dashes of group labels: the
-// figures and names a layout must keep whole.
-func words(text string) []string {
-	var w []string
-	for _, f := range strings.Fields(text) {
-		if strings.Trim(f, "-") != "" {
-			w = append(w, f)
-		}
-	}
-	slices.Sort(w)
-	return w
-}
-
 // TestSimulateFitsTerminal: on a terminal narrower than simulate's tables
 // (its width, or COLUMNS), every line of the default report fits and
 // every name and figure is still there; on a terminal wide enough, and in
@@ -146,7 +133,7 @@ func TestSimulateFitsTerminal(t *testing.T) {
 					t.Errorf("line %d is %d columns, over %d: %q", i+1, n, tc.fit, line)
 				}
 			}
-			if !slices.Equal(words(got), words(piped)) {
+			if !slices.Equal(testkit.Words(got), testkit.Words(piped)) {
 				t.Errorf("the names and figures differ from the full-width report's:\n%s", got)
 			}
 			if !strings.Contains(got, "\ncontiguous-grow / caching:expandable_segments:True\n") {
@@ -215,7 +202,7 @@ func TestClusterSimulateFitsTerminal(t *testing.T) {
 		if n, line := testkit.WidestLine(got); n > cols {
 			t.Errorf("on %d columns a line is %d: %q\n%s", cols, n, line, got)
 		}
-		if !slices.Equal(words(got), words(piped)) {
+		if !slices.Equal(testkit.Words(got), testkit.Words(piped)) {
 			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
 		}
 		for _, policy := range []string{"policy", "random", "bestfit", "fgd"} {
@@ -261,7 +248,7 @@ func TestAdviseFitsTerminal(t *testing.T) {
 		if !strings.HasSuffix(piped, "\nTo deploy it:\n"+cmd) {
 			t.Errorf("on %d columns the deploy command changed:\n%s", cols, cmd)
 		}
-		if !slices.Equal(words(got), words(piped)) {
+		if !slices.Equal(testkit.Words(got), testkit.Words(piped)) {
 			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
 		}
 	}
@@ -325,7 +312,7 @@ func analyzeFitsTerminal(t *testing.T, args []string) {
 		outside := func(text string) []string {
 			head, rest, _ := strings.Cut(text, "\nWhat if (")
 			_, rest, _ = strings.Cut(rest, "\nRecommendation:")
-			return words(head + "\n" + rest)
+			return testkit.Words(head + "\n" + rest)
 		}
 		if !slices.Equal(outside(got), outside(piped)) {
 			t.Errorf("on %d columns the names and figures differ from the full-width report's:\n%s", cols, got)
@@ -356,7 +343,7 @@ func fitsTerminal(t *testing.T, wider, wide int, args ...string) {
 	if n, line := testkit.WidestLine(got); n > 80 {
 		t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 	}
-	if !slices.Equal(words(got), words(piped)) {
+	if !slices.Equal(testkit.Words(got), testkit.Words(piped)) {
 		t.Errorf("%s: the words differ from the full-width report's:\n%s", args, got)
 	}
 	if wide == 0 {
@@ -450,7 +437,7 @@ func TestClusterInspectFitsTerminal(t *testing.T) {
 			if n, line := testkit.WidestLine(got); n > 80 {
 				t.Errorf("%s: on 80 columns a line is %d: %q\n%s", args, n, line, got)
 			}
-			if !slices.Equal(words(got), words(piped)) {
+			if !slices.Equal(testkit.Words(got), testkit.Words(piped)) {
 				t.Errorf("%s: the names and figures differ from the full-width report's:\n%s", args, got)
 			}
 			continue
